@@ -1,0 +1,144 @@
+//! Borrowed, allocation-light parsing of the few fields the cache needs from an object's JSON.
+//!
+//! [`ObjectHead::parse`] reads `apiVersion`, `kind` and from `metadata` the name, namespace,
+//! resourceVersion, uid and labels, skipping every other field without building it. Strings
+//! borrow from the input unless they contain escapes. This is the only JSON work done per object
+//! on the event path; the full typed decode happens later, on first use (see [`crate::Object`]).
+//!
+//! Invariant: a successful parse means the input was one well-formed JSON object.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use smallvec::SmallVec;
+
+/// The head of an object: type meta plus the identity metadata fields.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ObjectHead<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    pub api_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub metadata: Option<MetaHead<'a>>,
+}
+
+/// The identity fields of `metadata`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct MetaHead<'a> {
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub namespace: Option<Cow<'a, str>>,
+    #[serde(rename = "resourceVersion", borrow, default)]
+    pub resource_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub uid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub labels: Option<StrPairs<'a>>,
+    #[serde(borrow, default)]
+    pub annotations: Option<StrPairs<'a>>,
+}
+
+/// A JSON object of string values, kept as borrowed pairs in document order.
+#[derive(Debug, Default)]
+pub(crate) struct StrPairs<'a>(pub SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrPairs<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = StrPairs<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(StrPairs::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = SmallVec::new();
+                while let Some(k) = map.next_key::<CowStr<'a>>()? {
+                    let v = map.next_value::<CowStr<'a>>()?;
+                    out.push((k.0, v.0));
+                }
+                Ok(StrPairs(out))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A string that borrows from the input when it has no escapes.
+struct CowStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = CowStr<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(CowStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(CowStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(CowStr(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+impl<'a> ObjectHead<'a> {
+    /// Parses the head of one JSON object.
+    pub(crate) fn parse(json: &'a [u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(json)
+    }
+}
+
+/// Skips a value; used where only validation matters.
+#[allow(dead_code)]
+pub(crate) fn validate(json: &[u8]) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<IgnoredAny>(json).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_identity_and_skips_the_rest() {
+        let j = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[{"a":{"b":[1,2,{"c":null}]}}],
+            "name":"p\u0041","namespace":"ns","resourceVersion":"12","uid":"u-1","labels":{"app":"x","t":"y"}},
+            "spec":{"containers":[{"name":"c"}]},"status":{}}"#;
+        let h = ObjectHead::parse(j).unwrap();
+        assert_eq!(h.kind.as_deref(), Some("Pod"));
+        assert_eq!(h.api_version.as_deref(), Some("v1"));
+        let m = h.metadata.unwrap();
+        assert_eq!(m.name.as_deref(), Some("pA"));
+        assert!(matches!(m.namespace, Some(Cow::Borrowed("ns"))));
+        assert_eq!(m.resource_version.as_deref(), Some("12"));
+        assert_eq!(m.uid.as_deref(), Some("u-1"));
+        let l = m.labels.unwrap().0;
+        assert_eq!(l.len(), 2);
+        assert_eq!((l[1].0.as_ref(), l[1].1.as_ref()), ("t", "y"));
+    }
+
+    #[test]
+    fn rejects_malformed_and_wrongly_typed_input() {
+        assert!(ObjectHead::parse(b"{\"metadata\":{\"name\":1}}").is_err());
+        assert!(ObjectHead::parse(b"{\"metadata\":{\"labels\":{\"a\":1}}}").is_err());
+        assert!(ObjectHead::parse(b"{\"metadata\":").is_err());
+        assert!(ObjectHead::parse(b"[]").is_err());
+        assert!(ObjectHead::parse(b"{} trailing").is_err());
+        // null labels are accepted as empty
+        let h = ObjectHead::parse(b"{\"metadata\":{\"name\":\"a\",\"labels\":null}}").unwrap();
+        assert!(h.metadata.unwrap().labels.is_none());
+    }
+}

@@ -1,0 +1,7 @@
+//! The local cache: a thread-safe keyed store with named secondary indexes.
+
+pub mod index;
+pub mod indexer;
+
+pub use index::{IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, namespace_index_func};
+pub use indexer::{IndexError, Indexer, TransactionError, Txn};
