@@ -18,9 +18,9 @@ use smallvec::SmallVec;
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ObjectHead<'a> {
     #[serde(rename = "apiVersion", borrow, default)]
-    pub api_version: Option<Cow<'a, str>>,
+    pub api_version: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    pub kind: Option<Cow<'a, str>>,
+    pub kind: Option<CowStr<'a>>,
     #[serde(borrow, default)]
     pub metadata: Option<MetaHead<'a>>,
 }
@@ -29,13 +29,13 @@ pub(crate) struct ObjectHead<'a> {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct MetaHead<'a> {
     #[serde(borrow, default)]
-    pub name: Option<Cow<'a, str>>,
+    pub name: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    pub namespace: Option<Cow<'a, str>>,
+    pub namespace: Option<CowStr<'a>>,
     #[serde(rename = "resourceVersion", borrow, default)]
-    pub resource_version: Option<Cow<'a, str>>,
+    pub resource_version: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    pub uid: Option<Cow<'a, str>>,
+    pub uid: Option<CowStr<'a>>,
     #[serde(borrow, default)]
     pub labels: Option<StrPairs<'a>>,
     #[serde(borrow, default)]
@@ -71,7 +71,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrPairs<'a> {
 }
 
 /// A string that borrows from the input when it has no escapes.
-struct CowStr<'a>(Cow<'a, str>);
+#[derive(Debug)]
+pub(crate) struct CowStr<'a>(pub Cow<'a, str>);
+
+impl std::ops::Deref for CowStr<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -98,7 +106,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
 impl<'a> ObjectHead<'a> {
     /// Parses the head of one JSON object.
     pub(crate) fn parse(json: &'a [u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(json)
+        // A struct also deserializes from an array; an object must be a JSON object.
+        match json.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => serde_json::from_slice(json),
+            _ => Err(<serde_json::Error as de::Error>::custom("expected a JSON object")),
+        }
     }
 }
 
@@ -122,7 +134,7 @@ mod tests {
         assert_eq!(h.api_version.as_deref(), Some("v1"));
         let m = h.metadata.unwrap();
         assert_eq!(m.name.as_deref(), Some("pA"));
-        assert!(matches!(m.namespace, Some(Cow::Borrowed("ns"))));
+        assert!(matches!(m.namespace, Some(CowStr(Cow::Borrowed("ns")))));
         assert_eq!(m.resource_version.as_deref(), Some("12"));
         assert_eq!(m.uid.as_deref(), Some("u-1"));
         let l = m.labels.unwrap().0;
