@@ -7,16 +7,28 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod backoff;
+pub mod decode;
 pub mod delta;
+pub mod fake;
 pub mod fifo;
 pub mod key;
+pub mod kube_lw;
+pub mod listwatch;
 pub mod object;
+pub mod reflector;
 pub mod signal;
 pub mod store;
 
 pub use delta::{Delta, DeltaType};
 pub use fifo::{DeltaFifo, FifoClosed, RealFifo};
 pub use key::{KeyError, ObjectKey};
+pub use kube_lw::KubeListerWatcher;
+pub use listwatch::{
+    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent,
+    WatchStream,
+};
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
+pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};

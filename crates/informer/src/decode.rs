@@ -1,0 +1,483 @@
+//! Decoding of the API server's list and watch bodies, straight from bytes to [`Object`]s.
+//!
+//! Watch framing: the API server writes one `{"type":..,"object":..}` JSON document per event,
+//! each followed by `\n` (Go's `json.Encoder`). [`EventDecoder`] accumulates chunks, cuts at
+//! newlines (raw newlines cannot occur inside JSON strings), and when a cut does not hold a whole
+//! document (a pretty-printing server) keeps accumulating up to the next newline. Each document is
+//! parsed in one pass on the common key order (`type` then `object`): the object's identity fields
+//! are read while the rest is validated and skipped, and the object's bytes are copied into their
+//! own allocation (never pinning the network buffer). No intermediate JSON tree is built.
+//!
+//! Invariants: a corrupt document, a truncated stream or an event larger than `max_event_bytes`
+//! is a clear [`Error`], never a panic and never a silently skipped change; the buffer never grows
+//! beyond `max_event_bytes` plus one read chunk. Events of another kind than expected are the only
+//! ones dropped, and they are counted and logged by the caller.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use bytes::{Buf, Bytes, BytesMut};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::listwatch::{Error, ObjectList, Status, WatchEvent};
+use crate::object::{CowStr, Object, ObjectHead};
+
+/// The default limit for one watch event (16 MiB; etcd's own object limit is 1.5 MiB).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
+
+/// The `apiVersion` and `kind` a decoder expects (wrong-kind events are reported).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeMeta {
+    /// `apiVersion`, e.g. `v1` or `apps/v1`.
+    pub api_version: String,
+    /// `kind`, e.g. `Pod`.
+    pub kind: String,
+}
+
+/// The outcome of decoding one watch document.
+#[derive(Debug)]
+pub enum Decoded<K> {
+    /// A watch event.
+    Event(WatchEvent<K>),
+    /// An object of another kind than expected (client-go drops these with a log line).
+    WrongKind {
+        /// What the object said it was.
+        got: TypeMeta,
+    },
+}
+
+/// Incremental decoder of a watch stream.
+pub struct EventDecoder<K> {
+    buf: BytesMut,
+    /// Bytes at the start of `buf` already known to contain no complete document.
+    scanned: usize,
+    max_event_bytes: usize,
+    expected: Option<TypeMeta>,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> EventDecoder<K> {
+    /// A decoder with a size limit per event and an optional expected type.
+    pub fn new(max_event_bytes: usize, expected: Option<TypeMeta>) -> Self {
+        EventDecoder {
+            buf: BytesMut::with_capacity(64 << 10),
+            scanned: 0,
+            max_event_bytes,
+            expected,
+            _k: PhantomData,
+        }
+    }
+
+    /// Appends bytes read from the stream.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Bytes buffered and not yet decoded.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Decodes the next complete document, if one is buffered. After an error the decoder is
+    /// unusable (the stream must be abandoned).
+    pub fn next_event(&mut self) -> Option<Result<Decoded<K>, Error>> {
+        loop {
+            // Skip leading whitespace between documents.
+            let ws = self
+                .buf
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            if ws > 0 {
+                self.buf.advance(ws);
+                self.scanned = self.scanned.saturating_sub(ws);
+            }
+            if self.buf.is_empty() {
+                return None;
+            }
+            let Some(nl) =
+                memchr::memchr(b'\n', &self.buf[self.scanned..]).map(|i| i + self.scanned)
+            else {
+                self.scanned = self.buf.len();
+                if self.buf.len() > self.max_event_bytes {
+                    return Some(Err(Error::EventTooLarge {
+                        limit: self.max_event_bytes,
+                    }));
+                }
+                return None;
+            };
+            if nl > self.max_event_bytes {
+                return Some(Err(Error::EventTooLarge {
+                    limit: self.max_event_bytes,
+                }));
+            }
+            match decode_event::<K>(&self.buf[..nl], self.expected.as_ref()) {
+                Ok(ev) => {
+                    self.buf.advance(nl + 1);
+                    self.scanned = 0;
+                    return Some(Ok(ev));
+                }
+                Err(DocError::Incomplete) => {
+                    // A document spanning lines: look for the next newline.
+                    self.scanned = nl + 1;
+                    continue;
+                }
+                Err(DocError::Invalid(e)) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// Called at the end of the stream: decodes a final document without a trailing newline, or
+    /// reports a truncated one.
+    pub fn finish(&mut self) -> Option<Result<Decoded<K>, Error>> {
+        let rest = {
+            let s = &self.buf[..];
+            let start = s.iter().position(|b| !b.is_ascii_whitespace())?;
+            &s[start..]
+        };
+        let r = match decode_event::<K>(rest, self.expected.as_ref()) {
+            Ok(ev) => Ok(ev),
+            Err(DocError::Incomplete) => Err(Error::Decode(format!(
+                "watch stream ended inside an event ({} bytes buffered)",
+                rest.len()
+            ))),
+            Err(DocError::Invalid(e)) => Err(e),
+        };
+        self.buf.clear();
+        self.scanned = 0;
+        Some(r)
+    }
+}
+
+enum DocError {
+    /// The bytes end before the document does.
+    Incomplete,
+    Invalid(Error),
+}
+
+fn json_err(what: &str, e: serde_json::Error) -> DocError {
+    if e.is_eof() {
+        DocError::Incomplete
+    } else {
+        DocError::Invalid(Error::Decode(format!("{what}: {e}")))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: CowStr<'a>,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// Splits `{"type":"T","object":OBJ}` into (T, OBJ) without parsing OBJ, if it has that exact
+/// layout (as kube-apiserver writes it).
+fn fast_split(doc: &[u8]) -> Option<(&str, &[u8])> {
+    let rest = doc.strip_prefix(b"{\"type\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let ty = std::str::from_utf8(&rest[..q]).ok()?;
+    if ty.contains('\\') {
+        return None;
+    }
+    let rest = rest[q + 1..].strip_prefix(b",\"object\":")?;
+    let end = rest.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    if rest[end] != b'}' {
+        return None;
+    }
+    Some((ty, &rest[..end]))
+}
+
+fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>, DocError> {
+    let (ty, obj): (Cow<'_, str>, &[u8]) = match fast_split(doc) {
+        Some((ty, obj)) => (Cow::Borrowed(ty), obj),
+        None => {
+            let raw: RawEvent<'_> =
+                serde_json::from_slice(doc).map_err(|e| json_err("invalid watch event", e))?;
+            (raw.ty.0, raw.object.get().as_bytes())
+        }
+    };
+    if ty == "ERROR" {
+        let status: Status =
+            serde_json::from_slice(obj).map_err(|e| json_err("invalid watch ERROR status", e))?;
+        return Ok(Decoded::Event(WatchEvent::Error(status)));
+    }
+    let head = ObjectHead::parse(obj).map_err(|e| json_err("invalid watch event object", e))?;
+    if let (Some(exp), Some(kind)) = (expected, head.kind.as_deref()) {
+        let api_version = head.api_version.as_deref().unwrap_or("");
+        if kind != exp.kind || api_version != exp.api_version {
+            return Ok(Decoded::WrongKind {
+                got: TypeMeta {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                },
+            });
+        }
+    }
+    let ev = match &*ty {
+        "BOOKMARK" => {
+            let meta = head.metadata.as_ref();
+            let resource_version = meta
+                .and_then(|m| m.resource_version.as_deref())
+                .unwrap_or("")
+                .to_string();
+            let initial_events_end = meta.and_then(|m| m.annotations.as_ref()).is_some_and(|a| {
+                a.0.iter()
+                    .any(|(k, v)| k == "k8s.io/initial-events-end" && v == "true")
+            });
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end,
+            }
+        }
+        "ADDED" | "MODIFIED" | "DELETED" => {
+            let o = Object::from_head(&head, Bytes::copy_from_slice(obj))
+                .map_err(|e| DocError::Invalid(Error::Object(e)))?;
+            match &*ty {
+                "ADDED" => WatchEvent::Added(o),
+                "MODIFIED" => WatchEvent::Modified(o),
+                _ => WatchEvent::Deleted(o),
+            }
+        }
+        other => {
+            return Err(DocError::Invalid(Error::Decode(format!(
+                "unknown watch event type {other:?}"
+            ))));
+        }
+    };
+    Ok(Decoded::Event(ev))
+}
+
+#[derive(Deserialize)]
+struct ListBody<'a> {
+    #[serde(borrow, default)]
+    kind: Option<CowStr<'a>>,
+    #[serde(borrow, default)]
+    metadata: Option<ListMeta<'a>>,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct ListMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow, default)]
+    resource_version: Option<CowStr<'a>>,
+    #[serde(rename = "continue", borrow, default)]
+    continue_token: Option<CowStr<'a>>,
+    #[serde(rename = "remainingItemCount", default)]
+    remaining_item_count: Option<i64>,
+}
+
+/// Decodes a LIST response body. Each item's bytes are copied into its own allocation.
+pub fn decode_list<K>(body: &[u8]) -> Result<ObjectList<K>, Error> {
+    let list: ListBody<'_> = serde_json::from_slice(body)
+        .map_err(|e| Error::Decode(format!("invalid list response: {e}")))?;
+    if let Some(kind) = list.kind.as_deref() {
+        if kind == "Table" {
+            return Err(Error::Decode("unsupported list kind Table".to_string()));
+        }
+        if kind == "Status" {
+            let status: Status = serde_json::from_slice(body)
+                .map_err(|e| Error::Decode(format!("invalid Status: {e}")))?;
+            return Err(Error::api(status));
+        }
+    }
+    let meta = list.metadata;
+    let raw_items = list.items.unwrap_or_default();
+    let mut items = Vec::with_capacity(raw_items.len());
+    for raw in raw_items {
+        let bytes = raw.get().as_bytes();
+        let head = ObjectHead::parse(bytes)
+            .map_err(|e| Error::Decode(format!("invalid list item: {e}")))?;
+        items.push(Object::from_head(&head, Bytes::copy_from_slice(bytes))?);
+    }
+    let rv = meta
+        .as_ref()
+        .and_then(|m| m.resource_version.as_deref())
+        .unwrap_or("")
+        .to_string();
+    Ok(ObjectList {
+        items,
+        resource_version: rv,
+        continue_token: meta
+            .as_ref()
+            .and_then(|m| m.continue_token.as_deref())
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+        remaining_item_count: meta.and_then(|m| m.remaining_item_count),
+    })
+}
+
+/// Turns an error response body into a Status (synthesising one when the body is not a Status).
+pub fn decode_error_body(code: u16, body: &[u8]) -> Status {
+    match serde_json::from_slice::<Status>(body) {
+        Ok(mut s) if s.code != 0 || !s.message.is_empty() => {
+            if s.code == 0 {
+                s.code = code;
+            }
+            s
+        }
+        _ => {
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)])
+                .trim()
+                .to_string();
+            Status {
+                status: "Failure".to_string(),
+                code,
+                reason: reason_for(code).to_string(),
+                message: if text.is_empty() {
+                    format!("the server responded with HTTP {code}")
+                } else {
+                    text
+                },
+                details: None,
+            }
+        }
+    }
+}
+
+fn reason_for(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Expired",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+
+    fn pod_line(ty: &str, name: &str, rv: u32) -> String {
+        format!(
+            "{{\"type\":\"{ty}\",\"object\":{{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"ns\",\"resourceVersion\":\"{rv}\"}},\"spec\":{{}}}}}}\n"
+        )
+    }
+
+    fn events(d: &mut EventDecoder<Pod>) -> Vec<WatchEvent<Pod>> {
+        let mut out = vec![];
+        while let Some(r) = d.next_event() {
+            match r.unwrap() {
+                Decoded::Event(e) => out.push(e),
+                Decoded::WrongKind { got } => panic!("wrong kind {got:?}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn decodes_events_split_at_any_byte() {
+        let stream = format!(
+            "{}{}{}",
+            pod_line("ADDED", "a", 1),
+            pod_line("MODIFIED", "a", 2),
+            pod_line("DELETED", "a", 3)
+        );
+        for split in 0..stream.len() {
+            let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+            d.push(&stream.as_bytes()[..split]);
+            let mut evs = events(&mut d);
+            d.push(&stream.as_bytes()[split..]);
+            evs.extend(events(&mut d));
+            assert!(d.finish().is_none());
+            let rvs: Vec<_> = evs
+                .iter()
+                .map(|e| e.resource_version().unwrap().to_string())
+                .collect();
+            assert_eq!(rvs, ["1", "2", "3"], "split at {split}");
+            assert!(matches!(evs[2], WatchEvent::Deleted(_)));
+        }
+    }
+
+    #[test]
+    fn other_key_order_and_pretty_printing() {
+        let doc = "{\n  \"object\": {\"metadata\": {\"name\": \"x\", \"resourceVersion\": \"9\"}},\n  \"type\": \"ADDED\"\n}\n";
+        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        d.push(doc.as_bytes());
+        let evs = events(&mut d);
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0].resource_version(), Some("9"));
+    }
+
+    #[test]
+    fn bookmarks_and_errors() {
+        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        d.push(br#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}}
+{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}
+"#);
+        let evs = events(&mut d);
+        assert!(
+            matches!(&evs[0], WatchEvent::Bookmark { resource_version, initial_events_end: true } if resource_version == "12")
+        );
+        match &evs[1] {
+            WatchEvent::Error(s) => assert!(Error::api(s.clone()).is_expired()),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn corrupt_truncated_oversized_and_wrong_kind() {
+        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        d.push(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":1}}}\n");
+        assert!(matches!(d.next_event(), Some(Err(Error::Decode(_)))));
+
+        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        d.push(b"{\"type\":\"ADDED\",\"object\":{\"metadata\"");
+        assert!(d.next_event().is_none());
+        assert!(matches!(d.finish(), Some(Err(Error::Decode(m))) if m.contains("ended inside")));
+
+        let mut d = EventDecoder::<Pod>::new(64, None);
+        d.push(&[b' '; 10]);
+        d.push(&[b'{'; 100]);
+        assert!(matches!(
+            d.next_event(),
+            Some(Err(Error::EventTooLarge { limit: 64 }))
+        ));
+
+        let mut d = EventDecoder::<Pod>::new(
+            1 << 20,
+            Some(TypeMeta {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+            }),
+        );
+        d.push(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n\"}}}\n");
+        assert!(matches!(
+            d.next_event(),
+            Some(Ok(Decoded::WrongKind { .. }))
+        ));
+
+        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        d.push(b"{\"type\":\"WHAT\",\"object\":{\"metadata\":{\"name\":\"n\"}}}\n");
+        assert!(
+            matches!(d.next_event(), Some(Err(Error::Decode(m))) if m.contains("unknown watch event type"))
+        );
+    }
+
+    #[test]
+    fn list_decoding() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"10","continue":"abc","remainingItemCount":3},
+            "items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"4"}},{"metadata":{"name":"b","namespace":"n","resourceVersion":"7"}}]}"#;
+        let l = decode_list::<Pod>(body).unwrap();
+        assert_eq!(l.items.len(), 2);
+        assert_eq!(l.resource_version, "10");
+        assert_eq!(l.continue_token.as_deref(), Some("abc"));
+        assert_eq!(l.remaining_item_count, Some(3));
+        assert!(decode_list::<Pod>(b"{\"items\":[{\"metadata\":{}}]}").is_err());
+        assert!(decode_list::<Pod>(b"<html>").is_err());
+        let s = decode_error_body(503, b"<html>busy</html>");
+        assert_eq!((s.code, s.reason.as_str()), (503, "ServiceUnavailable"));
+    }
+}

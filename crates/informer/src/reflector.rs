@@ -1,0 +1,584 @@
+//! The Reflector keeps a queue (and so the store behind it) in step with the API server, with
+//! client-go 1.36's list/watch semantics.
+//!
+//! Cycle (`run`): ListAndWatch, on error call the watch-error hook, then always wait the shared
+//! backoff before the next cycle (so every relist is delayed, as in client-go).
+//!
+//! ListAndWatch:
+//! 1. Streaming list (default): WATCH with `sendInitialEvents=true`,
+//!    `resourceVersionMatch=NotOlderThan`, bookmarks; ADDED/MODIFIED/DELETED fill a temporary map
+//!    until the BOOKMARK annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion becomes
+//!    the sync point; then the map replaces the queue content atomically and the same stream goes
+//!    on as the watch. Retriable errors (connection refused, 429) back off and retry; expired /
+//!    too-large resourceVersion retries from `""`; anything else — including a plain bookmark
+//!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
+//!    streaming lists) — falls back to LIST. A fake or old server never hangs the reflector.
+//! 2. LIST (fallback or when streaming is off): first at resourceVersion `"0"` with page size 500,
+//!    later at the last synced resourceVersion without paging (unless an RV `"0"` list came back
+//!    paginated, which latches paging on); continue tokens are followed to the end with the
+//!    resourceVersion cleared; a 410 on a later page becomes one unpaginated list; a 410 or "too
+//!    large resource version" retries at once with `""`. The queue is replaced atomically with the
+//!    full list.
+//! 3. WATCH from the last resourceVersion with bookmarks and a timeout drawn from
+//!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist;
+//!    connection refused or 429 back off (honouring Retry-After) and re-watch without a relist; a
+//!    410 or any other error ends ListAndWatch (relist at the last resourceVersion after the
+//!    backoff); a watch that ends in under a second with no event is an error. Bookmarks advance
+//!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
+//!    resourceVersion only advances from the first non-ADDED event (the initial ADDEDs are not in
+//!    resourceVersion order).
+//! 4. A resync timer (if a period is set) calls the queue's `resync` whenever `should_resync`
+//!    says a handler is due; a resync failure ends the watch.
+//!
+//! Cancellation stops everything promptly; no task is spawned, so nothing is left running.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use parking_lot::Mutex;
+use rand::Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::fifo::{FifoError, Queue};
+use crate::key::ObjectKey;
+use crate::listwatch::{
+    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream,
+};
+use crate::object::Object;
+
+/// Reflector settings; `Default` gives client-go's.
+#[derive(Debug, Clone)]
+pub struct ReflectorOptions {
+    /// Name for logs.
+    pub name: String,
+    /// LIST page size (client-go `WatchListPageSize`); `None` = 500 for RV "0"/"" lists and no
+    /// paging for lists at a specific resourceVersion.
+    pub page_size: Option<u32>,
+    /// Use streaming lists (client-go `WatchListClient`, on by default since 1.35).
+    pub streaming_list: bool,
+    /// Minimum watch timeout; each watch asks for a random timeout in [min, 2×min].
+    pub min_watch_timeout: Duration,
+    /// Backoff between cycles and retries.
+    pub backoff: BackoffConfig,
+    /// How often to check whether a resync is due (0 = never).
+    pub resync_period: Duration,
+    /// During a streaming list, give up and fall back to LIST after this long without any event.
+    pub initial_events_idle_timeout: Duration,
+    /// Base options (selectors) merged into every request.
+    pub base: ListOptions,
+}
+
+impl Default for ReflectorOptions {
+    fn default() -> Self {
+        ReflectorOptions {
+            name: "reflector".to_string(),
+            page_size: None,
+            streaming_list: true,
+            min_watch_timeout: Duration::from_secs(300),
+            backoff: BackoffConfig::default(),
+            resync_period: Duration::ZERO,
+            initial_events_idle_timeout: Duration::from_secs(10),
+            base: ListOptions::default(),
+        }
+    }
+}
+
+type Hook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Hooks and callbacks of a reflector.
+#[derive(Clone, Default)]
+pub struct ReflectorHooks {
+    /// Decides whether a resync is due when the resync timer fires (`None` = always).
+    pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    /// Called with ListAndWatch errors (list failures and watch-establishment failures), as
+    /// client-go's WatchErrorHandler.
+    pub watch_error: Option<Arc<dyn Fn(&Error) + Send + Sync>>,
+    /// Called before each LIST or streaming list with the resourceVersion requested.
+    pub before_list: Option<Hook>,
+    /// Called after each successful list with the list's resourceVersion.
+    pub after_list: Option<Hook>,
+}
+
+#[derive(Debug, Default)]
+struct RvState {
+    last_sync: String,
+    unavailable: bool,
+    paginated_result: bool,
+}
+
+/// Shared, readable reflector state.
+#[derive(Debug, Clone, Default)]
+pub struct ReflectorStatus {
+    inner: Arc<Mutex<RvState>>,
+}
+
+impl ReflectorStatus {
+    /// The last resourceVersion the reflector synced to ("" before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner.lock().last_sync.clone()
+    }
+}
+
+/// Keeps a [`Queue`] in step with a [`ListerWatcher`]. See the module documentation.
+pub struct Reflector<K, L, Q> {
+    lw: Arc<L>,
+    queue: Arc<Q>,
+    opts: ReflectorOptions,
+    hooks: ReflectorHooks,
+    status: ReflectorStatus,
+    _k: std::marker::PhantomData<fn() -> K>,
+}
+
+enum Stop {
+    Cancelled,
+    Err(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Err(e)
+    }
+}
+
+fn store_err(e: FifoError) -> Stop {
+    match e {
+        FifoError::Closed(_) => Stop::Cancelled,
+        other => Stop::Err(Error::Store(other.to_string())),
+    }
+}
+
+impl<K, L, Q> Reflector<K, L, Q>
+where
+    K: Send + Sync + 'static,
+    L: ListerWatcher<K>,
+    Q: Queue<K>,
+{
+    /// A reflector feeding `queue` from `lw`.
+    pub fn new(lw: Arc<L>, queue: Arc<Q>, opts: ReflectorOptions, hooks: ReflectorHooks) -> Self {
+        Reflector {
+            lw,
+            queue,
+            opts,
+            hooks,
+            status: ReflectorStatus::default(),
+            _k: std::marker::PhantomData,
+        }
+    }
+
+    /// A handle to read the last synced resourceVersion.
+    pub fn status(&self) -> ReflectorStatus {
+        self.status.clone()
+    }
+
+    /// The last synced resourceVersion.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.status.last_sync_resource_version()
+    }
+
+    /// Runs until `cancel` fires.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let mut backoff = Backoff::new(self.opts.backoff);
+        while !cancel.is_cancelled() {
+            match self.list_and_watch(&cancel, &mut backoff).await {
+                Ok(()) | Err(Stop::Cancelled) => {}
+                Err(Stop::Err(e)) => self.watch_error(&e),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = backoff.wait() => {}
+            }
+        }
+    }
+
+    fn watch_error(&self, e: &Error) {
+        if let Some(h) = &self.hooks.watch_error {
+            h(e);
+        }
+        if e.is_expired() {
+            tracing::debug!(reflector = %self.opts.name, error = %e, "watch closed");
+        } else {
+            tracing::warn!(reflector = %self.opts.name, error = %e, "list and watch failed");
+        }
+    }
+
+    /// One ListAndWatch cycle (public for tests that drive single cycles).
+    async fn list_and_watch(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<(), Stop> {
+        let mut stream = None;
+        if self.opts.streaming_list && self.lw.supports_streaming_list() {
+            match self.watch_list(cancel, backoff).await {
+                Ok(s) => stream = Some(s),
+                Err(Stop::Cancelled) => return Err(Stop::Cancelled),
+                Err(Stop::Err(e)) => {
+                    tracing::debug!(reflector = %self.opts.name, error = %e, "streaming list failed; falling back to LIST");
+                }
+            }
+        }
+        if stream.is_none() {
+            self.list(cancel).await?;
+        }
+        tracing::debug!(reflector = %self.opts.name, rv = %self.last_sync_resource_version(), "caches populated");
+        self.watch(cancel, backoff, stream).await
+    }
+
+    fn set_last_sync(&self, rv: &str) {
+        let mut st = self.status.inner.lock();
+        if st.last_sync != rv {
+            st.last_sync = rv.to_string();
+        }
+    }
+
+    fn relist_resource_version(&self) -> String {
+        let st = self.status.inner.lock();
+        if st.unavailable {
+            String::new()
+        } else if st.last_sync.is_empty() {
+            "0".to_string()
+        } else {
+            st.last_sync.clone()
+        }
+    }
+
+    fn watch_timeout(&self) -> u32 {
+        let min = self.opts.min_watch_timeout.as_secs().max(1);
+        rand::rng().random_range(min..=2 * min) as u32
+    }
+
+    async fn cancellable<T>(
+        &self,
+        cancel: &CancellationToken,
+        f: impl Future<Output = T>,
+    ) -> Result<T, Stop> {
+        tokio::select! {
+            _ = cancel.cancelled() => Err(Stop::Cancelled),
+            r = f => Ok(r),
+        }
+    }
+
+    async fn list(&self, cancel: &CancellationToken) -> Result<(), Stop> {
+        let rv = self.relist_resource_version();
+        if let Some(h) = &self.hooks.before_list {
+            h(&rv);
+        }
+        let (list, paginated) = match self.cancellable(cancel, self.paged_list(&rv)).await? {
+            Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
+                self.status.inner.lock().unavailable = true;
+                let rv2 = self.relist_resource_version();
+                tracing::debug!(reflector = %self.opts.name, error = %e, "list resourceVersion unavailable; listing at the latest");
+                self.cancellable(cancel, self.paged_list(&rv2)).await?
+            }
+            other => other,
+        }
+        .map_err(|e| Stop::Err(e))?;
+        {
+            let mut st = self.status.inner.lock();
+            if rv == "0" && paginated {
+                st.paginated_result = true;
+            }
+            st.unavailable = false;
+        }
+        let list_rv = list.resource_version.clone();
+        self.queue
+            .replace(list.items, &list_rv)
+            .await
+            .map_err(store_err)?;
+        self.set_last_sync(&list_rv);
+        if let Some(h) = &self.hooks.after_list {
+            h(&list_rv);
+        }
+        Ok(())
+    }
+
+    /// LIST following continue tokens (client-go's pager). Returns the merged list and whether it
+    /// was paginated.
+    async fn paged_list(&self, rv: &str) -> Result<(ObjectList<K>, bool), Error> {
+        let page = if let Some(p) = self.opts.page_size {
+            p
+        } else if self.status.inner.lock().paginated_result || rv.is_empty() || rv == "0" {
+            500
+        } else {
+            0
+        };
+        let mut opts = self.opts.base.clone();
+        opts.resource_version = Some(rv.to_string()).filter(|r| !r.is_empty());
+        opts.limit = Some(page).filter(|p| *p > 0);
+        let mut first = self.lw.list(&opts).await?;
+        let Some(mut token) = first.continue_token.take() else {
+            return Ok((first, false));
+        };
+        loop {
+            let mut next = self.opts.base.clone();
+            next.limit = opts.limit;
+            next.continue_token = Some(token);
+            match self.lw.list(&next).await {
+                Ok(mut page) => {
+                    first.items.append(&mut page.items);
+                    match page.continue_token.take() {
+                        Some(t) => token = t,
+                        None => break,
+                    }
+                }
+                Err(e) if e.is_expired() => {
+                    // A later page expired: one full, unpaginated list at the original RV.
+                    tracing::debug!(reflector = %self.opts.name, "continue token expired; full list");
+                    let mut full = opts.clone();
+                    full.limit = None;
+                    let l = self.lw.list(&full).await?;
+                    return Ok((l, true));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        first.continue_token = None;
+        Ok((first, true))
+    }
+
+    /// The streaming list. Ok(stream) once the initial events are in the queue.
+    async fn watch_list(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<WatchStream<K>, Stop> {
+        loop {
+            let rv = {
+                let st = self.status.inner.lock();
+                if st.unavailable {
+                    String::new()
+                } else {
+                    st.last_sync.clone()
+                }
+            };
+            if let Some(h) = &self.hooks.before_list {
+                h(&rv);
+            }
+            let mut opts = self.opts.base.clone();
+            opts.resource_version = Some(rv).filter(|r| !r.is_empty());
+            opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+            opts.send_initial_events = Some(true);
+            opts.allow_watch_bookmarks = true;
+            opts.timeout_seconds = Some(self.watch_timeout());
+            let mut stream = match self.cancellable(cancel, self.lw.watch(&opts)).await? {
+                Ok(s) => s,
+                Err(e) => {
+                    self.retry_or_fail_watch_list(cancel, backoff, e).await?;
+                    continue;
+                }
+            };
+            let mut temp: BTreeMap<ObjectKey, Object<K>> = BTreeMap::new();
+            loop {
+                let next = tokio::select! {
+                    _ = cancel.cancelled() => return Err(Stop::Cancelled),
+                    r = tokio::time::timeout(self.opts.initial_events_idle_timeout, stream.next()) => r,
+                };
+                match next {
+                    Err(_) => {
+                        return Err(Stop::Err(Error::WatchListUnsupported(format!(
+                            "no initial-events-end bookmark and no event for {:?}",
+                            self.opts.initial_events_idle_timeout
+                        ))));
+                    }
+                    Ok(None) => break, // closed before the end bookmark: start over
+                    Ok(Some(Err(e))) => {
+                        self.retry_or_fail_watch_list(cancel, backoff, e).await?;
+                        break;
+                    }
+                    Ok(Some(Ok(ev))) => match ev {
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                            temp.insert(o.key().clone(), o);
+                        }
+                        WatchEvent::Deleted(o) => {
+                            temp.remove(o.key());
+                        }
+                        WatchEvent::Bookmark {
+                            resource_version,
+                            initial_events_end: true,
+                        } => {
+                            self.status.inner.lock().unavailable = false;
+                            let objects: Vec<Object<K>> = temp.into_values().collect();
+                            self.queue
+                                .replace(objects, &resource_version)
+                                .await
+                                .map_err(store_err)?;
+                            self.set_last_sync(&resource_version);
+                            if let Some(h) = &self.hooks.after_list {
+                                h(&resource_version);
+                            }
+                            return Ok(stream);
+                        }
+                        WatchEvent::Bookmark { .. } => {
+                            return Err(Stop::Err(Error::WatchListUnsupported(
+                                "bookmark without initial-events-end before the initial events completed".into(),
+                            )));
+                        }
+                        WatchEvent::Error(status) => {
+                            self.retry_or_fail_watch_list(cancel, backoff, Error::api(status))
+                                .await?;
+                            break;
+                        }
+                    },
+                }
+            }
+        }
+    }
+
+    /// Classifies a streaming-list error: Ok(()) = retry, Err = give up (fall back to LIST).
+    async fn retry_or_fail_watch_list(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+        e: Error,
+    ) -> Result<(), Stop> {
+        if e.is_retriable() {
+            self.wait_retry(cancel, backoff, &e).await
+        } else if e.is_expired() || e.is_too_large_resource_version() {
+            self.status.inner.lock().unavailable = true;
+            self.wait_retry(cancel, backoff, &e).await
+        } else {
+            Err(Stop::Err(e))
+        }
+    }
+
+    async fn wait_retry(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+        e: &Error,
+    ) -> Result<(), Stop> {
+        let mut d = backoff.next_delay();
+        if let Some(ra) = e.retry_after() {
+            d = d.max(ra);
+        }
+        tracing::debug!(reflector = %self.opts.name, error = %e, delay = ?d, "retrying");
+        self.cancellable(cancel, tokio::time::sleep(d)).await
+    }
+
+    async fn watch(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+        mut first: Option<WatchStream<K>>,
+    ) -> Result<(), Stop> {
+        let mut resync = self.new_resync_deadline();
+        loop {
+            if cancel.is_cancelled() {
+                return Err(Stop::Cancelled);
+            }
+            let start = Instant::now();
+            let (stream, propagate) = match first.take() {
+                Some(s) => (s, true),
+                None => {
+                    let rv = self.last_sync_resource_version();
+                    let mut opts = self.opts.base.clone();
+                    let propagate = !(rv.is_empty() || rv == "0");
+                    opts.resource_version = Some(rv).filter(|r| !r.is_empty());
+                    opts.timeout_seconds = Some(self.watch_timeout());
+                    opts.allow_watch_bookmarks = true;
+                    match self.cancellable(cancel, self.lw.watch(&opts)).await? {
+                        Ok(s) => (s, propagate),
+                        Err(e) if e.is_retriable() => {
+                            self.wait_retry(cancel, backoff, &e).await?;
+                            continue;
+                        }
+                        Err(e) => return Err(Stop::Err(e)),
+                    }
+                }
+            };
+            match self
+                .handle_watch(stream, start, propagate, cancel, &mut resync)
+                .await
+            {
+                Ok(()) => continue,
+                Err(Stop::Cancelled) => return Err(Stop::Cancelled),
+                Err(Stop::Err(e)) if e.is_expired() => {
+                    tracing::debug!(reflector = %self.opts.name, error = %e, "watch expired; relisting");
+                    return Ok(());
+                }
+                Err(Stop::Err(e)) if e.is_too_many_requests() => {
+                    self.wait_retry(cancel, backoff, &e).await?;
+                }
+                Err(Stop::Err(e)) => {
+                    tracing::warn!(reflector = %self.opts.name, error = %e, "watch ended with error; relisting");
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn new_resync_deadline(&self) -> Option<Instant> {
+        (!self.opts.resync_period.is_zero()).then(|| Instant::now() + self.opts.resync_period)
+    }
+
+    async fn handle_watch(
+        &self,
+        mut stream: WatchStream<K>,
+        start: Instant,
+        mut propagate: bool,
+        cancel: &CancellationToken,
+        resync: &mut Option<Instant>,
+    ) -> Result<(), Stop> {
+        let mut count: u64 = 0;
+        loop {
+            let resync_at = *resync;
+            let item = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Stop::Cancelled),
+                _ = async { tokio::time::sleep_until(resync_at.expect("guarded")).await }, if resync_at.is_some() => {
+                    if self.hooks.should_resync.as_ref().is_none_or(|f| f()) {
+                        tracing::debug!(reflector = %self.opts.name, "resync");
+                        self.queue.resync().await.map_err(store_err)?;
+                    }
+                    *resync = self.new_resync_deadline();
+                    continue;
+                }
+                item = stream.next() => item,
+            };
+            let ev = match item {
+                None => {
+                    if start.elapsed() < Duration::from_secs(1) && count == 0 {
+                        return Err(Stop::Err(Error::VeryShortWatch(self.opts.name.clone())));
+                    }
+                    return Ok(());
+                }
+                Some(Err(e)) => return Err(Stop::Err(e)),
+                Some(Ok(ev)) => ev,
+            };
+            let rv = ev.resource_version().map(str::to_string);
+            let r = match ev {
+                WatchEvent::Added(o) => self.queue.add(o).await,
+                WatchEvent::Modified(o) => {
+                    propagate = true;
+                    self.queue.update(o).await
+                }
+                WatchEvent::Deleted(o) => {
+                    propagate = true;
+                    self.queue.delete(o).await
+                }
+                WatchEvent::Bookmark {
+                    resource_version, ..
+                } => {
+                    propagate = true;
+                    self.queue.bookmark(&resource_version).await
+                }
+                WatchEvent::Error(status) => return Err(Stop::Err(Error::api(status))),
+            };
+            match r {
+                Ok(()) => {}
+                Err(FifoError::Closed(_)) => return Err(Stop::Cancelled),
+                Err(e) => {
+                    tracing::error!(reflector = %self.opts.name, error = %e, "unable to queue watch event")
+                }
+            }
+            if propagate && let Some(rv) = rv.filter(|r| !r.is_empty()) {
+                self.set_last_sync(&rv);
+            }
+            count += 1;
+        }
+    }
+}
