@@ -77,6 +77,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let server = start(opts).await?;
     tracing::info!(url = %server.url(), "informer apiserver listening");
+    eprintln!("informer apiserver listening on {}", server.url());
     let _ = tokio::signal::ctrl_c().await;
     server.stop().await;
     Ok(())

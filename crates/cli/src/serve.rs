@@ -37,9 +37,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         write_kubeconfig: args.write_kubeconfig,
         data_dir: args.data_dir,
     };
-    let server = informer_apiserver::serve::start(opts).await?;
-    eprintln!("informer apiserver listening on {}", server.url());
-    tokio::signal::ctrl_c().await?;
-    server.stop().await;
+    informer_apiserver::serve(opts).await?;
     Ok(())
 }
