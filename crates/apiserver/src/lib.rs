@@ -1,1 +1,30 @@
-//! apiserver
+//! `informer-apiserver`: an embeddable server speaking the Kubernetes
+//! list/watch HTTP API the way kube-apiserver does (JSON only).
+//!
+//! Start one with [`ApiServer::builder`]`().start().await`; point clients at
+//! [`ApiServer::url`] or [`ApiServer::kubeconfig_yaml`]. Objects live in an
+//! in-memory [`store::Store`] with one cluster-wide resourceVersion and a
+//! bounded watch cache; test controls (faults, latency, compaction, dropped
+//! watches, restart) are methods of [`ApiServer`].
+
+pub mod body;
+pub mod controls;
+pub mod discovery;
+pub mod handlers;
+pub mod list;
+pub mod object;
+pub mod registry;
+pub mod selector;
+pub mod serve;
+pub mod server;
+pub mod status;
+pub mod store;
+pub mod tls;
+pub mod watch;
+pub mod watch_cache;
+
+pub use controls::{Controls, Fault};
+pub use registry::{Registry, ResourceInfo};
+pub use serve::{ServeError, ServeOptions, serve};
+pub use server::{ApiServer, ApiServerBuilder, kubeconfig_yaml};
+pub use status::ApiError;

@@ -1,0 +1,139 @@
+//! HTTP response bodies and small request/response helpers.
+//!
+//! [`Body`] is either a complete buffer or a stream of ready chunks fed by a
+//! watch task through a bounded channel (back-pressure: a slow client slows
+//! only its own watch task). Helpers build JSON / `Status` responses with the
+//! headers kube-apiserver sends.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use hyper::body::{Frame, SizeHint};
+use tokio::sync::mpsc;
+
+use crate::status::ApiError;
+
+/// A response body.
+pub enum Body {
+    /// A complete body (taken on first poll).
+    Full(Option<Bytes>),
+    /// A streamed body; ends when the sender is dropped.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => SizeHint::with_exact(0),
+            Body::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// A response with kube's standard headers.
+pub fn respond(code: u16, content_type: &str, body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
+
+/// A JSON response from ready bytes.
+pub fn json_bytes(code: u16, bytes: impl Into<Bytes>) -> Response<Body> {
+    respond(code, "application/json", Body::Full(Some(bytes.into())))
+}
+
+/// A JSON response from a value.
+pub fn json_value(code: u16, v: &serde_json::Value) -> Response<Body> {
+    json_bytes(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A `Status` error response (with Retry-After when set).
+pub fn error(e: &ApiError) -> Response<Body> {
+    let mut r = json_bytes(e.code, e.to_bytes());
+    if let Some(s) = e.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    r
+}
+
+/// Decodes a URL query string into (key, value) pairs.
+pub fn parse_query(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+/// Percent-decodes (and maps `+` to space) a URL component.
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(x) => {
+                        out.push(x);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode() {
+        assert_eq!(percent_decode("a%3Db+c%2"), "a=b c%2");
+        assert_eq!(percent_decode("%41"), "A");
+        assert_eq!(percent_decode("%"), "%");
+        let q = parse_query("labelSelector=a%20in%20(x%2Cy)&watch=1&x");
+        assert_eq!(q[0], ("labelSelector".into(), "a in (x,y)".into()));
+        assert_eq!(q[2], ("x".into(), "".into()));
+    }
+}

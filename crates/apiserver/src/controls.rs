@@ -1,0 +1,99 @@
+//! Test controls: injected faults, latency, slow streams and watch dropping.
+//!
+//! All controls are lock-free or short-lock and may be changed while the
+//! server runs; they affect only requests that start (or watch events that are
+//! written) after the change.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::status::ApiError;
+
+/// A fault to inject into upcoming requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 TooManyRequests with `Retry-After: secs`.
+    TooManyRequests {
+        /// Retry-After seconds.
+        retry_after_secs: u64,
+    },
+    /// 500 InternalError.
+    InternalError,
+}
+
+/// Live-adjustable test controls shared by all connections.
+#[derive(Debug)]
+pub struct Controls {
+    faults: Mutex<(u64, Option<Fault>)>,
+    latency_us: AtomicU64,
+    stream_delay_us: AtomicU64,
+    watch_epoch: watch::Sender<u64>,
+}
+
+impl Default for Controls {
+    fn default() -> Self {
+        Controls {
+            faults: Mutex::new((0, None)),
+            latency_us: AtomicU64::new(0),
+            stream_delay_us: AtomicU64::new(0),
+            watch_epoch: watch::channel(0).0,
+        }
+    }
+}
+
+impl Controls {
+    /// Makes the next `n` requests fail with `fault`.
+    pub fn fail_next(&self, n: u64, fault: Fault) {
+        *self.faults.lock() = (n, Some(fault));
+    }
+
+    /// Consumes one pending fault, if any.
+    pub fn take_fault(&self) -> Option<ApiError> {
+        let mut f = self.faults.lock();
+        if f.0 == 0 {
+            return None;
+        }
+        f.0 -= 1;
+        f.1.map(|fault| match fault {
+            Fault::TooManyRequests { retry_after_secs } => {
+                ApiError::too_many_requests(retry_after_secs)
+            }
+            Fault::InternalError => ApiError::internal("injected fault"),
+        })
+    }
+
+    /// Sets a delay added before handling every request.
+    pub fn set_latency(&self, d: Duration) {
+        self.latency_us
+            .store(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The per-request latency.
+    pub fn latency(&self) -> Duration {
+        Duration::from_micros(self.latency_us.load(Ordering::Relaxed))
+    }
+
+    /// Sets a delay between watch events (0 disables; events then batch).
+    pub fn set_stream_delay(&self, d: Duration) {
+        self.stream_delay_us
+            .store(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The delay between watch events.
+    pub fn stream_delay(&self) -> Duration {
+        Duration::from_micros(self.stream_delay_us.load(Ordering::Relaxed))
+    }
+
+    /// Ends every open watch now.
+    pub fn drop_watches(&self) {
+        self.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// A receiver that changes when watches must be dropped.
+    pub fn watch_epoch(&self) -> watch::Receiver<u64> {
+        self.watch_epoch.subscribe()
+    }
+}

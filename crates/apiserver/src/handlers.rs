@@ -1,0 +1,429 @@
+//! Request routing and the REST handlers (discovery, CRUD, list, watch).
+//!
+//! Invariants: every request ends in exactly one response; every failure is a
+//! `Status` body (never a panic, never a half-applied write: the store
+//! validates completely before it mutates). Faults, latency and auth are
+//! applied before routing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::body::{self, Body, error, json_bytes, json_value};
+use crate::controls::Controls;
+use crate::discovery;
+use crate::list::{self, ListOptions, parse_rv};
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::{PatchType, Store};
+use crate::watch::{self, WatchParams, WatchStart};
+
+/// Static server settings used by handlers.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Required bearer token, if any.
+    pub token: Option<String>,
+    /// Maximum request body size in bytes.
+    pub body_limit: usize,
+    /// Periodic bookmark interval.
+    pub bookmark_interval: Duration,
+    /// Final bookmark lead time before a watch's deadline.
+    pub bookmark_before_timeout: Duration,
+    /// Watch timeout when the client gives none is random in `[t, 2t)`.
+    pub min_request_timeout: Duration,
+    /// How long to wait for a future resourceVersion before 504.
+    pub rv_wait: Duration,
+    /// Target size of watch chunks.
+    pub chunk_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            token: None,
+            body_limit: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(60),
+            bookmark_before_timeout: Duration::from_secs(2),
+            min_request_timeout: Duration::from_secs(1800),
+            rv_wait: Duration::from_secs(3),
+            chunk_bytes: 128 * 1024,
+        }
+    }
+}
+
+/// State shared by all connections of a server (survives restarts).
+pub struct Shared {
+    /// Objects and history.
+    pub store: Arc<Store>,
+    /// Test controls.
+    pub controls: Arc<Controls>,
+    /// Settings.
+    pub cfg: Config,
+    /// `host:port` advertised in `/api`.
+    pub server_address: Mutex<String>,
+}
+
+/// Handles one request.
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let lat = shared.controls.latency();
+    if !lat.is_zero() {
+        tokio::time::sleep(lat).await;
+    }
+    if let Some(e) = shared.controls.take_fault() {
+        return error(&e);
+    }
+    if let Some(tok) = &shared.cfg.token {
+        let ok = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| t.trim() == tok);
+        if !ok {
+            return error(&ApiError::unauthorized());
+        }
+    }
+    match route(&shared, req).await {
+        Ok(r) => r,
+        Err(e) => error(&e),
+    }
+}
+
+fn text(s: &'static str) -> Response<Body> {
+    body::respond(
+        200,
+        "text/plain; charset=utf-8",
+        Body::Full(Some(Bytes::from_static(s.as_bytes()))),
+    )
+}
+
+async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let path = req.uri().path().to_string();
+    let query = body::parse_query(req.uri().query().unwrap_or(""));
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(body::percent_decode)
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let reg = shared.store.registry().clone();
+    let get_only = |r: Result<Response<Body>, ApiError>| {
+        if req.method() == Method::GET {
+            r
+        } else {
+            Err(ApiError::method_not_allowed())
+        }
+    };
+    match segs.as_slice() {
+        ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
+        ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
+        ["api"] => get_only(Ok(json_value(
+            200,
+            &discovery::api_versions(&shared.server_address.lock()),
+        ))),
+        ["api", "v1"] => get_only(
+            discovery::api_resource_list(&reg, "", "v1")
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
+        ),
+        ["apis"] => get_only(Ok(json_value(200, &discovery::api_group_list(&reg)))),
+        ["apis", g] => get_only(
+            discovery::api_group(&reg, g)
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
+        ),
+        ["apis", g, v] => get_only(
+            discovery::api_resource_list(&reg, g, v)
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
+        ),
+        ["api", "v1", rest @ ..] => {
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            resource_request(shared, "", "v1", &rest, query, req).await
+        }
+        ["apis", g, v, rest @ ..] => {
+            let (g, v) = (g.to_string(), v.to_string());
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            resource_request(shared, &g, &v, &rest, query, req).await
+        }
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    let limit = shared.cfg.body_limit;
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > limit {
+            return Err(ApiError::too_large_body(limit));
+        }
+    }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::too_large_body(limit))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "error reading request body: {e}"
+                )))
+            }
+        }
+    }
+}
+
+fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(b).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}
+
+async fn resource_request(
+    shared: &Arc<Shared>,
+    group: &str,
+    version: &str,
+    rest: &[String],
+    query: Vec<(String, String)>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let (ns, parts): (Option<&str>, &[&str]) = if rest.first() == Some(&"namespaces")
+        && rest.len() > 2
+        && !(rest.len() == 3 && matches!(rest[2], "status" | "finalize"))
+    {
+        (Some(rest[1]), &rest[2..])
+    } else {
+        (None, &rest[..])
+    };
+    let (res, name, sub) = match parts {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(*n), None),
+        [r, n, s] => (*r, Some(*n), Some(*s)),
+        _ => return Err(ApiError::no_route()),
+    };
+    let store = shared.store.clone();
+    let info = store
+        .registry()
+        .find(group, version, res)
+        .cloned()
+        .ok_or_else(ApiError::no_route)?;
+    if ns.is_some() && !info.namespaced {
+        return Err(ApiError::no_route());
+    }
+    let status_only = match sub {
+        None => false,
+        Some("status") => true,
+        Some(_) => return Err(ApiError::no_route()),
+    };
+    let ns_or_default = ns.unwrap_or("");
+    let method = req.method().clone();
+    match (method, name) {
+        (Method::GET, None) => {
+            let opts = ListOptions::parse(&query)?;
+            if opts.watch {
+                start_watch(shared, &info, ns, opts).await
+            } else {
+                opts.validate()?;
+                let sel = Selectors::parse(
+                    opts.label_selector.as_deref(),
+                    opts.field_selector.as_deref(),
+                    &info,
+                )?;
+                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait).await?;
+                Ok(json_bytes(200, out))
+            }
+        }
+        (Method::GET, Some(n)) => {
+            let o = store.get(&info, ns_or_default, n)?;
+            Ok(json_bytes(200, o.full.clone()))
+        }
+        (Method::POST, None) => {
+            let b = read_body(shared, req).await?;
+            let v = parse_json(&b)?;
+            let o = store.create(&info, ns, v)?;
+            Ok(json_bytes(201, o.full.clone()))
+        }
+        (Method::PUT, Some(n)) => {
+            let b = read_body(shared, req).await?;
+            let v = parse_json(&b)?;
+            let o = store.update(&info, ns, Some(n), v, status_only)?;
+            Ok(json_bytes(200, o.full.clone()))
+        }
+        (Method::PATCH, Some(n)) => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            let kind = match ct.as_str() {
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    PatchType::Merge
+                }
+                "application/json-patch+json" => PatchType::Json,
+                "application/apply-patch+yaml" => PatchType::Merge,
+                _ => {
+                    return Err(ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        format!(
+                            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
+                        ),
+                    ));
+                }
+            };
+            let is_apply = ct == "application/apply-patch+yaml";
+            let b = read_body(shared, req).await?;
+            let r = store.patch(&info, ns_or_default, n, kind, &b, status_only);
+            let o = match r {
+                Err(e) if e.code == 404 && is_apply => {
+                    let mut v = parse_json(&b)?;
+                    if let Some(m) = v.as_object_mut() {
+                        let meta = m
+                            .entry("metadata")
+                            .or_insert_with(|| Value::Object(Default::default()));
+                        if let Some(meta) = meta.as_object_mut() {
+                            meta.entry("name").or_insert_with(|| n.into());
+                        }
+                    }
+                    let o = store.create(&info, ns, v)?;
+                    return Ok(json_bytes(201, o.full.clone()));
+                }
+                r => r?,
+            };
+            Ok(json_bytes(200, o.full.clone()))
+        }
+        (Method::DELETE, Some(n)) => {
+            let b = read_body(shared, req).await?;
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else {
+                parse_json(&b)?
+            };
+            let pre = opts.get("preconditions");
+            let pre_rv = match pre
+                .and_then(|p| p.get("resourceVersion"))
+                .and_then(Value::as_str)
+            {
+                Some(s) => Some(parse_rv(s)?),
+                None => None,
+            };
+            let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
+            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid)?;
+            Ok(json_bytes(200, o.full.clone()))
+        }
+        (Method::DELETE, None) => {
+            let opts = ListOptions::parse(&query)?;
+            let sel = Selectors::parse(
+                opts.label_selector.as_deref(),
+                opts.field_selector.as_deref(),
+                &info,
+            )?;
+            let (_, items) = store.snapshot(&info, ns, &sel)?;
+            let mut deleted = Vec::new();
+            for o in items {
+                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None) {
+                    deleted.push(d);
+                }
+            }
+            let mut out = Vec::new();
+            out.extend_from_slice(b"{\"kind\":");
+            let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
+            out.extend_from_slice(b",\"apiVersion\":");
+            let _ = serde_json::to_writer(&mut out, &info.api_version());
+            out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
+            out.extend_from_slice(store.resource_version().to_string().as_bytes());
+            out.extend_from_slice(b"\"},\"items\":[");
+            for (i, o) in deleted.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                o.write_item(&mut out, info.list_items_have_kind);
+            }
+            out.extend_from_slice(b"]}");
+            Ok(json_bytes(200, out))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+async fn start_watch(
+    shared: &Arc<Shared>,
+    info: &Arc<ResourceInfo>,
+    ns: Option<&str>,
+    mut opts: ListOptions,
+) -> Result<Response<Body>, ApiError> {
+    opts.validate()?;
+    let sel = Selectors::parse(
+        opts.label_selector.as_deref(),
+        opts.field_selector.as_deref(),
+        info,
+    )?;
+    let store = shared.store.clone();
+    let rv = match opts.resource_version.as_deref() {
+        None | Some("0") => None,
+        Some(r) => Some(parse_rv(r)?),
+    };
+    // WatchList defaulting (apiserver WatchList gate on): RV ""/"0" without
+    // sendInitialEvents/RVM becomes sendInitialEvents=true.
+    if rv.is_none() && opts.send_initial_events.is_none() && opts.resource_version_match.is_none() {
+        opts.send_initial_events = Some(true);
+    }
+    let cfg = &shared.cfg;
+    let timeout = match opts.timeout_seconds {
+        Some(s) => Duration::from_secs(s),
+        None => {
+            let base = cfg.min_request_timeout;
+            base + base.mul_f64(rand::random::<f64>())
+        }
+    };
+    if let Some(n) = rv {
+        if n > store.resource_version() && !store.wait_for_rv(n, cfg.rv_wait).await {
+            return Err(ApiError::too_large_rv(n, store.resource_version()));
+        }
+    }
+    let start = match (opts.send_initial_events, rv) {
+        (Some(true), _) => WatchStart::Initial { end_bookmark: true },
+        (_, Some(n)) => {
+            let (oldest, _) = store.history_bounds(info)?;
+            if n < oldest {
+                let ev = watch::encode_error(&watch::too_old_error(n, oldest));
+                let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+                let _ = tx.try_send(ev);
+                return Ok(body::respond(200, "application/json", Body::Stream(rx)));
+            }
+            WatchStart::After(n)
+        }
+        (_, None) => WatchStart::Now,
+    };
+    let params = WatchParams {
+        info: info.clone(),
+        ns: ns.filter(|_| info.namespaced).map(str::to_string),
+        sel,
+        start,
+        bookmarks: opts.allow_bookmarks,
+        timeout,
+        bookmark_interval: cfg.bookmark_interval,
+        bookmark_before_timeout: cfg.bookmark_before_timeout,
+        chunk_bytes: cfg.chunk_bytes,
+    };
+    let rx = watch::spawn(store, shared.controls.clone(), params);
+    Ok(body::respond(200, "application/json", Body::Stream(rx)))
+}

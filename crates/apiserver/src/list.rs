@@ -1,0 +1,397 @@
+//! LIST: query options (metav1.ListOptions), their validation with
+//! kube-apiserver's messages, continue tokens, and list response encoding.
+//!
+//! Invariants: every page of a chunked list is served at the first page's RV
+//! (carried in the continue token); a token whose RV has been compacted yields
+//! 410 with a fresh inconsistent token (rv -1); `remainingItemCount` is only
+//! reported for chunked lists without selectors.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::{ListAt, Store};
+
+/// Parsed list/watch query parameters.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// `watch=true|1`.
+    pub watch: bool,
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `resourceVersion` (None when absent or empty).
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch` (None when absent or empty).
+    pub resource_version_match: Option<String>,
+    /// `limit` (0 = none).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: Option<u64>,
+    /// `allowWatchBookmarks`.
+    pub allow_bookmarks: bool,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+}
+
+fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {
+    match v {
+        "true" | "1" | "True" | "TRUE" | "t" | "T" => Ok(true),
+        "false" | "0" | "False" | "FALSE" | "f" | "F" | "" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "Invalid value for {k}: strconv.ParseBool: parsing \"{v}\": invalid syntax"
+        ))),
+    }
+}
+
+impl ListOptions {
+    /// Parses the query pairs; unknown parameters are ignored.
+    pub fn parse(q: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut o = ListOptions::default();
+        for (k, v) in q {
+            let some = |v: &String| if v.is_empty() { None } else { Some(v.clone()) };
+            match k.as_str() {
+                "watch" => o.watch = parse_bool(k, v)?,
+                "labelSelector" => o.label_selector = some(v),
+                "fieldSelector" => o.field_selector = some(v),
+                "resourceVersion" => o.resource_version = some(v),
+                "resourceVersionMatch" => o.resource_version_match = some(v),
+                "continue" => o.continue_token = some(v),
+                "allowWatchBookmarks" => o.allow_bookmarks = parse_bool(k, v)?,
+                "sendInitialEvents" => o.send_initial_events = Some(parse_bool(k, v)?),
+                "limit" if !v.is_empty() => {
+                    let n: i64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "Invalid value for limit: strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                        ))
+                    })?;
+                    o.limit = n.max(0) as usize;
+                }
+                "timeoutSeconds" if !v.is_empty() => {
+                    let n: i64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "Invalid value for timeoutSeconds: strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                        ))
+                    })?;
+                    o.timeout_seconds = Some(n.max(0) as u64);
+                }
+                _ => {}
+            }
+        }
+        Ok(o)
+    }
+
+    /// Validates like `ValidateListOptions` (422 Invalid on failure).
+    pub fn validate(&self) -> Result<(), ApiError> {
+        let mut errs: Vec<(&str, &str, String)> = Vec::new();
+        let m = self.resource_version_match.as_deref();
+        if self.watch {
+            if self.send_initial_events.is_some() && m != Some("NotOlderThan") {
+                errs.push((
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".into(),
+                ));
+            }
+            if let Some(m) = m {
+                if self.send_initial_events.is_none() {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided".into(),
+                    ));
+                }
+                if m != "NotOlderThan" {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueNotSupported",
+                        format!("Unsupported value: \"{m}\": supported values: \"NotOlderThan\""),
+                    ));
+                }
+                if self.continue_token.is_some() {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided"
+                            .into(),
+                    ));
+                }
+            }
+        } else {
+            if let Some(m) = m {
+                if self.resource_version.is_none() {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(),
+                    ));
+                }
+                if self.continue_token.is_some() {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided"
+                            .into(),
+                    ));
+                }
+                if m != "Exact" && m != "NotOlderThan" {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueNotSupported",
+                        format!(
+                            "Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+                        ),
+                    ));
+                }
+                if m == "Exact" && self.resource_version.as_deref() == Some("0") {
+                    errs.push((
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".into(),
+                    ));
+                }
+            }
+            if self.send_initial_events.is_some() {
+                errs.push((
+                    "sendInitialEvents",
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents is forbidden for list".into(),
+                ));
+            }
+        }
+        if errs.is_empty() {
+            return Ok(());
+        }
+        let mut e = ApiError::invalid_list_options(errs[0].0, errs[0].1, &errs[0].2);
+        if errs.len() > 1 {
+            let parts: Vec<String> = errs.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
+            e.message = format!(
+                "ListOptions.meta.k8s.io \"\" is invalid: [{}]",
+                parts.join(", ")
+            );
+            e.details = Some(json!({
+                "group": "meta.k8s.io",
+                "kind": "ListOptions",
+                "causes": errs.iter().map(|(f, r, m)| json!({"reason": r, "message": m, "field": f})).collect::<Vec<_>>(),
+            }));
+        }
+        Err(e)
+    }
+}
+
+/// Parses a resourceVersion query value.
+pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+}
+
+/// A decoded continue token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinueToken {
+    /// RV of the first page (-1: inconsistent, read latest).
+    pub rv: i64,
+    /// Start key relative to the list prefix, ending in `\0`.
+    pub start: String,
+}
+
+impl ContinueToken {
+    /// Encodes as kube does: unpadded URL-safe base64 of
+    /// `{"v":"meta.k8s.io/v1","rv":N,"start":"…"}`.
+    pub fn encode(&self) -> String {
+        let j = json!({"v": "meta.k8s.io/v1", "rv": self.rv, "start": self.start});
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&j).unwrap_or_default())
+    }
+
+    /// Decodes a token (400 on garbage).
+    pub fn decode(s: &str) -> Result<Self, ApiError> {
+        let bad = |m: String| ApiError::bad_request(format!("continue key is not valid: {m}"));
+        let raw = URL_SAFE_NO_PAD
+            .decode(s.trim_end_matches('='))
+            .map_err(|e| bad(e.to_string()))?;
+        let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(e.to_string()))?;
+        if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
+            ));
+        }
+        let rv = v.get("rv").and_then(Value::as_i64).unwrap_or(0);
+        if rv == 0 {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
+            ));
+        }
+        let start = v
+            .get("start")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if start.is_empty() || start.contains("..") {
+            return Err(bad("continue key is not valid: invalid start key".into()));
+        }
+        Ok(ContinueToken { rv, start })
+    }
+
+    /// The absolute store key where listing resumes.
+    pub fn start_key(&self, ns: Option<&str>) -> String {
+        match ns {
+            Some(n) if self.start.starts_with('/') => format!("{n}{}", self.start),
+            Some(n) => format!("{n}/{}", self.start),
+            None => self.start.clone(),
+        }
+    }
+
+    /// A token resuming after `key`.
+    pub fn after(rv: i64, key: &str, ns: Option<&str>, consistent: bool) -> Self {
+        let rel = match ns {
+            Some(n) => key.strip_prefix(n).unwrap_or(key),
+            None => key,
+        };
+        let rel = if consistent {
+            rel
+        } else {
+            rel.trim_start_matches('/')
+        };
+        ContinueToken {
+            rv,
+            start: format!("{rel}\u{0}"),
+        }
+    }
+}
+
+/// Executes a LIST; returns the encoded response body.
+pub async fn list(
+    store: &Store,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    opts: &ListOptions,
+    sel: &Selectors,
+    rv_wait: Duration,
+) -> Result<Vec<u8>, ApiError> {
+    let ns = if info.namespaced { ns } else { None };
+    let mut limit = opts.limit;
+    let mut start: Option<String> = None;
+    let mut token: Option<ContinueToken> = None;
+    let at = if let Some(c) = &opts.continue_token {
+        if opts.resource_version.as_deref().is_some_and(|r| r != "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let t = ContinueToken::decode(c)?;
+        start = Some(t.start_key(ns));
+        let at = if t.rv < 0 {
+            ListAt::Latest
+        } else {
+            ListAt::Exact(t.rv as u64)
+        };
+        token = Some(t);
+        at
+    } else {
+        match (
+            opts.resource_version.as_deref(),
+            opts.resource_version_match.as_deref(),
+        ) {
+            (None, _) => ListAt::Latest,
+            (Some("0"), _) => {
+                limit = 0;
+                ListAt::Latest
+            }
+            (Some(r), m) => {
+                let n = parse_rv(r)?;
+                let exact = m == Some("Exact") || (m.is_none() && limit > 0);
+                if n > store.resource_version() && !store.wait_for_rv(n, rv_wait).await {
+                    return Err(ApiError::too_large_rv(n, store.resource_version()));
+                }
+                if exact {
+                    ListAt::Exact(n)
+                } else {
+                    ListAt::Latest
+                }
+            }
+        }
+    };
+    let page = match store.list(info, ns, at, start.as_deref(), limit, sel) {
+        Ok(p) => p,
+        Err(e) if e.code == 410 && token.is_some() => {
+            let t = token.unwrap_or(ContinueToken {
+                rv: -1,
+                start: String::new(),
+            });
+            let key = t.start_key(ns);
+            let key = key.trim_end_matches('\u{0}');
+            let fresh = ContinueToken::after(-1, key, ns, false);
+            let mut e = ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+            );
+            e.continue_token = Some(fresh.encode());
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut out =
+        Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
+    out.extend_from_slice(b"{\"kind\":");
+    let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
+    out.extend_from_slice(b",\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut out, &info.api_version());
+    out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
+    out.extend_from_slice(page.rv.to_string().as_bytes());
+    out.push(b'"');
+    if let Some(after) = &page.next_after {
+        let rv = if matches!(at, ListAt::Latest) && token.as_ref().is_some_and(|t| t.rv < 0) {
+            page.rv as i64
+        } else {
+            page.rv as i64
+        };
+        let t = ContinueToken::after(rv, after, ns, true);
+        out.extend_from_slice(b",\"continue\":\"");
+        out.extend_from_slice(t.encode().as_bytes());
+        out.push(b'"');
+        if sel.is_empty() {
+            out.extend_from_slice(b",\"remainingItemCount\":");
+            out.extend_from_slice(page.remaining.to_string().as_bytes());
+        }
+    }
+    out.extend_from_slice(b"},\"items\":[");
+    for (i, o) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        o.write_item(&mut out, info.list_items_have_kind);
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_matches_kube() {
+        let t = ContinueToken {
+            rv: 203,
+            start: "/sample-b\u{0}".into(),
+        };
+        assert_eq!(
+            t.encode(),
+            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAzLCJzdGFydCI6Ii9zYW1wbGUtYlx1MDAwMCJ9"
+        );
+        assert_eq!(ContinueToken::decode(&t.encode()).unwrap(), t);
+        assert_eq!(t.start_key(Some("default")), "default/sample-b\u{0}");
+        let i = ContinueToken::after(-1, "default/sample-b", Some("default"), false);
+        assert_eq!(
+            i.encode(),
+            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoic2FtcGxlLWJcdTAwMDAifQ"
+        );
+        assert!(ContinueToken::decode("!!").is_err());
+    }
+}

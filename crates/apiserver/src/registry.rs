@@ -1,0 +1,233 @@
+//! The registry of served resources (group, version, plural, kind, scope).
+//!
+//! Invariants: a resource is identified by `(group, plural)`; registering the
+//! same pair twice replaces the earlier definition. The registry is immutable
+//! once the server starts (it is shared behind an `Arc`).
+
+use std::sync::Arc;
+
+/// One served resource type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceInfo {
+    /// API group, "" for the core group.
+    pub group: String,
+    /// API version, e.g. "v1".
+    pub version: String,
+    /// Plural resource name used in URLs, e.g. "pods".
+    pub plural: String,
+    /// Singular name, e.g. "pod".
+    pub singular: String,
+    /// Kind, e.g. "Pod".
+    pub kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// kubectl short names, e.g. ["po"].
+    pub short_names: Vec<String>,
+    /// Extra field-selector fields (dotted JSON paths) beyond
+    /// `metadata.name` / `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
+    /// Whether list items carry `kind`/`apiVersion` (true for custom resources,
+    /// false for built-in types, as kube-apiserver does).
+    pub list_items_have_kind: bool,
+}
+
+impl ResourceInfo {
+    /// A custom (user-registered) resource with no extra selectable fields.
+    pub fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
+        ResourceInfo {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            singular: kind.to_ascii_lowercase(),
+            kind: kind.into(),
+            namespaced,
+            short_names: Vec::new(),
+            selectable_fields: Vec::new(),
+            list_items_have_kind: true,
+        }
+    }
+
+    /// Adds short names (builder style).
+    pub fn with_short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Adds extra selectable fields (builder style).
+    pub fn with_selectable_fields(mut self, fields: &[&str]) -> Self {
+        self.selectable_fields = fields.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// `apiVersion` of objects: "v1" or "group/version".
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether a field-selector field is supported for this resource.
+    pub fn supports_field(&self, field: &str) -> bool {
+        field == "metadata.name"
+            || (self.namespaced && field == "metadata.namespace")
+            || self.selectable_fields.iter().any(|f| f == field)
+    }
+
+    fn builtin(
+        group: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+        short: &[&str],
+        fields: &[&str],
+    ) -> Self {
+        let mut r = ResourceInfo::new(group, "v1", plural, kind, namespaced)
+            .with_short_names(short)
+            .with_selectable_fields(fields);
+        r.list_items_have_kind = false;
+        r
+    }
+}
+
+/// The set of resources a server serves.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    resources: Vec<Arc<ResourceInfo>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn empty() -> Self {
+        Registry::default()
+    }
+
+    /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
+    /// services, nodes, events; apps/v1 deployments, replicasets.
+    pub fn with_defaults() -> Self {
+        let mut r = Registry::empty();
+        let b = ResourceInfo::builtin;
+        r.register(b(
+            "",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            &["status.phase"],
+        ));
+        r.register(b(
+            "",
+            "pods",
+            "Pod",
+            true,
+            &["po"],
+            &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+        ));
+        r.register(b("", "configmaps", "ConfigMap", true, &["cm"], &[]));
+        r.register(b("", "secrets", "Secret", true, &[], &["type"]));
+        r.register(b("", "services", "Service", true, &["svc"], &[]));
+        r.register(b(
+            "",
+            "nodes",
+            "Node",
+            false,
+            &["no"],
+            &["spec.unschedulable"],
+        ));
+        r.register(b(
+            "",
+            "events",
+            "Event",
+            true,
+            &["ev"],
+            &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ],
+        ));
+        r.register(b(
+            "apps",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &[],
+        ));
+        r.register(b(
+            "apps",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            &["status.replicas"],
+        ));
+        r
+    }
+
+    /// Adds (or replaces) a resource.
+    pub fn register(&mut self, info: ResourceInfo) {
+        self.resources
+            .retain(|r| !(r.group == info.group && r.plural == info.plural));
+        self.resources.push(Arc::new(info));
+    }
+
+    /// All resources in registration order.
+    pub fn all(&self) -> &[Arc<ResourceInfo>] {
+        &self.resources
+    }
+
+    /// Looks a resource up by group, version and plural.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
+        self.resources
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    /// Looks a resource up by `plural`, `plural.group`, kind or short name.
+    pub fn lookup(&self, name: &str) -> Option<&Arc<ResourceInfo>> {
+        let (plural, group) = match name.split_once('.') {
+            Some((p, g)) => (p, Some(g)),
+            None => (name, None),
+        };
+        self.resources.iter().find(|r| {
+            let g_ok = group.is_none_or(|g| g == r.group);
+            g_ok && (r.plural == plural
+                || r.kind.eq_ignore_ascii_case(plural)
+                || r.short_names.iter().any(|s| s == plural))
+        })
+    }
+
+    /// Distinct (group, version) pairs of non-core groups, in order.
+    pub fn group_versions(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for r in &self.resources {
+            if r.group.is_empty() {
+                continue;
+            }
+            let gv = (r.group.clone(), r.version.clone());
+            if !out.contains(&gv) {
+                out.push(gv);
+            }
+        }
+        out
+    }
+}

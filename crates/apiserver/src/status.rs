@@ -1,0 +1,260 @@
+//! metav1 `Status` error bodies, built exactly like kube-apiserver's.
+//!
+//! [`ApiError`] is the one error type of the crate: every failure that reaches
+//! a client is an `ApiError`, rendered as a `Status` JSON object whose field
+//! order (`kind, apiVersion, metadata, status, message, reason, details, code`)
+//! matches the real server.
+
+use serde_json::{Map, Value, json};
+
+/// A failed API request: HTTP code, machine reason and human message, plus
+/// optional `details` / `metadata.continue` exactly as they appear in `Status`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code (also `Status.code`).
+    pub code: u16,
+    /// `Status.reason`, e.g. `NotFound`.
+    pub reason: String,
+    /// `Status.message`.
+    pub message: String,
+    /// `Status.details` if any.
+    pub details: Option<Value>,
+    /// `Status.metadata.continue` (only for the expired-continue 410).
+    pub continue_token: Option<String>,
+    /// `Retry-After` header value in seconds, if any.
+    pub retry_after: Option<u64>,
+}
+
+fn details(group: &str, kind: &str, name: &str) -> Value {
+    let mut m = Map::new();
+    if !name.is_empty() {
+        m.insert("name".into(), name.into());
+    }
+    if !group.is_empty() {
+        m.insert("group".into(), group.into());
+    }
+    m.insert("kind".into(), kind.into());
+    Value::Object(m)
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl ApiError {
+    /// A plain error without details.
+    pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason: reason.to_string(),
+            message: message.into(),
+            details: None,
+            continue_token: None,
+            retry_after: None,
+        }
+    }
+
+    /// 404 `<resource> "<name>" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        let mut e = Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        );
+        e.details = Some(details(group, resource, name));
+        e
+    }
+
+    /// 404 for an unknown path or resource.
+    pub fn no_route() -> Self {
+        let mut e = Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        e.details = Some(json!({}));
+        e
+    }
+
+    /// 409 `<resource> "<name>" already exists`.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        let mut e = Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        );
+        e.details = Some(details(group, resource, name));
+        e
+    }
+
+    /// 409 Conflict on a resourceVersion precondition mismatch.
+    pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        let mut e = Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                qualified(group, resource)
+            ),
+        );
+        e.details = Some(details(group, resource, name));
+        e
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 422 Invalid for an object: `Kind "name" is invalid: field: Reason: detail`.
+    pub fn invalid_object(
+        group: &str,
+        kind: &str,
+        name: &str,
+        field: &str,
+        cause_reason: &str,
+        cause_message: &str,
+    ) -> Self {
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {field}: {cause_message}"),
+        );
+        let mut d = Map::new();
+        d.insert("name".into(), name.into());
+        if !group.is_empty() {
+            d.insert("group".into(), group.into());
+        }
+        d.insert("kind".into(), kind.into());
+        d.insert(
+            "causes".into(),
+            json!([{"reason": cause_reason, "message": cause_message, "field": field}]),
+        );
+        if name.is_empty() {
+            d.remove("name");
+        }
+        e.details = Some(Value::Object(d));
+        e
+    }
+
+    /// 422 Invalid for ListOptions (`ListOptions.meta.k8s.io "" is invalid: ...`).
+    pub fn invalid_list_options(field: &str, cause_reason: &str, cause_message: &str) -> Self {
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {cause_message}"),
+        );
+        e.details = Some(json!({
+            "group": "meta.k8s.io",
+            "kind": "ListOptions",
+            "causes": [{"reason": cause_reason, "message": cause_message, "field": field}],
+        }));
+        e
+    }
+
+    /// 410 Expired.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 504 for a resourceVersion newer than the server has.
+    pub fn too_large_rv(requested: u64, current: u64) -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        e.details = Some(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }));
+        e
+    }
+
+    /// 401 Unauthorized.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large_body(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
+    /// 429 TooManyRequests with Retry-After.
+    pub fn too_many_requests(retry_after: u64) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        );
+        e.details = Some(json!({"retryAfterSeconds": retry_after}));
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// 500 InternalError.
+    pub fn internal(cause: &str) -> Self {
+        let mut e = Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {cause}"),
+        );
+        e.details = Some(json!({"causes": [{"message": cause}]}));
+        e
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed() -> Self {
+        let mut e = Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        );
+        e.details = Some(json!({}));
+        e
+    }
+
+    /// The `Status` object as a JSON value.
+    pub fn to_status(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("kind".into(), "Status".into());
+        m.insert("apiVersion".into(), "v1".into());
+        let mut meta = Map::new();
+        if let Some(c) = &self.continue_token {
+            meta.insert("continue".into(), c.clone().into());
+        }
+        m.insert("metadata".into(), Value::Object(meta));
+        m.insert("status".into(), "Failure".into());
+        m.insert("message".into(), self.message.clone().into());
+        m.insert("reason".into(), self.reason.clone().into());
+        if let Some(d) = &self.details {
+            m.insert("details".into(), d.clone());
+        }
+        m.insert("code".into(), self.code.into());
+        Value::Object(m)
+    }
+
+    /// The `Status` object serialized compactly.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.to_status()).unwrap_or_default()
+    }
+}
+
+/// A `Status` with `status: Success` (returned by some deletes).
+pub fn success_status(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+    let mut d = details(group, resource, name);
+    if let Value::Object(m) = &mut d {
+        m.insert("uid".into(), uid.into());
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
+}

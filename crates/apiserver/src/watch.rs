@@ -1,0 +1,319 @@
+//! WATCH streams: initial events, replay from the watch cache, live events,
+//! bookmarks, selector transitions, timeouts.
+//!
+//! One task per watch reads shared `Arc` events from the store's history ring
+//! and writes JSON lines (`{"type":…,"object":…}\n`). Ready events are
+//! concatenated into chunks of up to `chunk_bytes` and a chunk is flushed as
+//! soon as no more events are ready. Invariants: events reach the client in
+//! RV order, each at most once; a bookmark's RV never exceeds what the client
+//! has fully received for its resource; the stream ends cleanly at the
+//! deadline, on `drop_watches`, on server stop, or when the client goes away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use crate::controls::Controls;
+use crate::object::{self, StoredObject};
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::watch_cache::{Event, EventType};
+
+/// What a watch starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// Replay every change after this RV.
+    After(u64),
+    /// Synthetic ADDED for the current state, then changes.
+    Initial {
+        /// Send the `k8s.io/initial-events-end` bookmark after the ADDEDs.
+        end_bookmark: bool,
+    },
+    /// No initial state: start at the current RV.
+    Now,
+}
+
+/// Everything a watch task needs.
+pub struct WatchParams {
+    /// Resource.
+    pub info: Arc<ResourceInfo>,
+    /// Namespace filter.
+    pub ns: Option<String>,
+    /// Selectors.
+    pub sel: Selectors,
+    /// Start mode.
+    pub start: WatchStart,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// Stream length.
+    pub timeout: Duration,
+    /// Periodic bookmark interval.
+    pub bookmark_interval: Duration,
+    /// How long before the deadline the final bookmark is sent.
+    pub bookmark_before_timeout: Duration,
+    /// Chunk size target.
+    pub chunk_bytes: usize,
+}
+
+const BATCH: usize = 1024;
+
+/// Encodes one watch event line.
+pub fn encode_event(out: &mut Vec<u8>, typ: &str, obj: &[u8]) {
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(typ.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(obj);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Encodes an ERROR event carrying a Status.
+pub fn encode_error(e: &ApiError) -> Bytes {
+    let mut out = Vec::new();
+    encode_event(&mut out, "ERROR", &e.to_bytes());
+    Bytes::from(out)
+}
+
+/// The 410 ERROR for a watch from an RV older than the history.
+pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
+    ApiError::expired(format!(
+        "too old resource version: {requested} ({start_rv})"
+    ))
+}
+
+fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool) {
+    let mut obj = Vec::with_capacity(160);
+    obj.extend_from_slice(b"{\"kind\":");
+    let _ = serde_json::to_writer(&mut obj, &info.kind);
+    obj.extend_from_slice(b",\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut obj, &info.api_version());
+    obj.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
+    obj.extend_from_slice(rv.to_string().as_bytes());
+    obj.push(b'"');
+    if end {
+        obj.extend_from_slice(b",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}");
+    }
+    obj.extend_from_slice(b"}}");
+    encode_event(out, "BOOKMARK", &obj);
+}
+
+struct Filter {
+    ns: Option<String>,
+    sel: Selectors,
+    trivial: bool,
+}
+
+impl Filter {
+    fn matches(&self, o: &StoredObject) -> bool {
+        if let Some(ns) = &self.ns {
+            if o.namespace != *ns {
+                return false;
+            }
+        }
+        self.sel.matches(&o.labels, &o.fields)
+    }
+
+    /// Appends the event as seen through this filter (if visible).
+    fn encode(&self, info: &ResourceInfo, ev: &Event, out: &mut Vec<u8>) -> bool {
+        if self.trivial {
+            encode_event(out, ev.kind.as_str(), &ev.obj.full);
+            return true;
+        }
+        match ev.kind {
+            EventType::Added | EventType::Deleted => {
+                if self.matches(&ev.obj) {
+                    encode_event(out, ev.kind.as_str(), &ev.obj.full);
+                    return true;
+                }
+            }
+            EventType::Modified => {
+                let cur = self.matches(&ev.obj);
+                let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
+                match (old, cur) {
+                    (true, true) => encode_event(out, "MODIFIED", &ev.obj.full),
+                    (false, true) => encode_event(out, "ADDED", &ev.obj.full),
+                    (true, false) => {
+                        if let Some(p) = &ev.prev {
+                            let gone = object::with_rv(info, p, ev.rv);
+                            encode_event(out, "DELETED", &gone.full);
+                        }
+                    }
+                    (false, false) => return false,
+                }
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Spawns the watch task; returns the body channel.
+pub fn spawn(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        run(store, controls, p, tx).await;
+    });
+    rx
+}
+
+async fn send(tx: &mpsc::Sender<Bytes>, buf: &mut Vec<u8>) -> bool {
+    if buf.is_empty() {
+        return true;
+    }
+    let chunk = Bytes::from(std::mem::take(buf));
+    tx.send(chunk).await.is_ok()
+}
+
+async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+    let info = p.info.clone();
+    let filter = Filter {
+        trivial: p.ns.is_none() && p.sel.is_empty(),
+        ns: p.ns.clone(),
+        sel: p.sel.clone(),
+    };
+    let mut epoch = controls.watch_epoch();
+    epoch.borrow_and_update();
+    let Ok(mut notify) = store.subscribe(&info) else {
+        return;
+    };
+    notify.borrow_and_update();
+    let started = Instant::now();
+    let deadline = started + p.timeout;
+    let final_bookmark_at = deadline
+        .checked_sub(p.bookmark_before_timeout)
+        .unwrap_or(started);
+    let mut final_bookmark_sent = !p.bookmarks;
+    let mut next_bookmark = started + p.bookmark_interval;
+    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(1 << 20) + 8192);
+
+    // Position and initial state.
+    let mut cursor: u64;
+    let mut last_sent: u64;
+    match p.start {
+        WatchStart::After(rv) => {
+            cursor = rv;
+            last_sent = rv;
+        }
+        WatchStart::Now => {
+            cursor = store.resource_version();
+            last_sent = cursor;
+        }
+        WatchStart::Initial { end_bookmark } => {
+            let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(encode_error(&e)).await;
+                    return;
+                }
+            };
+            for o in &items {
+                encode_event(&mut buf, "ADDED", &o.full);
+                if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
+                    return;
+                }
+            }
+            if end_bookmark && p.bookmarks {
+                encode_bookmark(&mut buf, &info, rv, true);
+            }
+            if !send(&tx, &mut buf).await {
+                return;
+            }
+            cursor = rv;
+            last_sent = rv;
+        }
+    }
+
+    let mut events: Vec<Arc<Event>> = Vec::with_capacity(BATCH);
+    loop {
+        // Drain everything that is ready.
+        loop {
+            notify.borrow_and_update();
+            events.clear();
+            let cur = match store.read_events(&info, cursor, BATCH, &mut events) {
+                Ok(Ok(cur)) => cur,
+                Ok(Err(too_old)) => {
+                    // Fell behind the history (or it was compacted): like the
+                    // cacher, terminate the watch; clients re-watch.
+                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor)
+                    {
+                        let _ = tx
+                            .send(encode_error(&too_old_error(cursor, too_old.start_rv)))
+                            .await;
+                    } else {
+                        let _ = send(&tx, &mut buf).await;
+                    }
+                    return;
+                }
+                Err(_) => return,
+            };
+            let full_batch = events.len() >= BATCH;
+            let delay = controls.stream_delay();
+            for ev in &events {
+                if filter.encode(&info, ev, &mut buf) {
+                    last_sent = ev.rv;
+                    if !delay.is_zero() {
+                        if !send(&tx, &mut buf).await {
+                            return;
+                        }
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay) => {}
+                            _ = epoch.changed() => return,
+                        }
+                    }
+                }
+                cursor = ev.rv;
+                if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
+                    return;
+                }
+            }
+            if !full_batch {
+                // Nothing of this resource between the last event and `cur`.
+                cursor = cursor.max(cur);
+                break;
+            }
+        }
+        if !send(&tx, &mut buf).await {
+            return;
+        }
+        let now = Instant::now();
+        if p.bookmarks && now >= next_bookmark {
+            if cursor > last_sent {
+                encode_bookmark(&mut buf, &info, cursor, false);
+                last_sent = cursor;
+                if !send(&tx, &mut buf).await {
+                    return;
+                }
+            }
+            next_bookmark = now + p.bookmark_interval;
+        }
+        if !final_bookmark_sent && now >= final_bookmark_at {
+            final_bookmark_sent = true;
+            encode_bookmark(&mut buf, &info, cursor, false);
+            last_sent = cursor;
+            if !send(&tx, &mut buf).await {
+                return;
+            }
+        }
+        if now >= deadline {
+            return;
+        }
+        let bookmark_wake = if p.bookmarks { next_bookmark } else { deadline };
+        let final_wake = if final_bookmark_sent {
+            deadline
+        } else {
+            final_bookmark_at
+        };
+        tokio::select! {
+            r = notify.changed() => { if r.is_err() { return; } }
+            _ = sleep_until(bookmark_wake) => {}
+            _ = sleep_until(final_wake) => {}
+            _ = sleep_until(deadline) => {}
+            _ = epoch.changed() => return,
+            _ = tx.closed() => return,
+        }
+    }
+}

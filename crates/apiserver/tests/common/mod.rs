@@ -1,0 +1,193 @@
+//! Shared helpers for the integration tests: a tiny HTTP/1.1 JSON client and
+//! a line-oriented watch stream reader, both over hyper-util's client.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use informer_apiserver::ApiServer;
+use serde_json::{Value, json};
+
+pub struct Client {
+    inner: HyperClient<HttpConnector, Full<Bytes>>,
+    pub base: String,
+    pub token: Option<String>,
+}
+
+pub struct Resp {
+    pub code: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: Bytes,
+}
+
+impl Client {
+    pub fn new(server: &ApiServer) -> Self {
+        Client {
+            inner: HyperClient::builder(TokioExecutor::new()).build_http(),
+            base: server.url(),
+            token: None,
+        }
+    }
+
+    pub fn with_token(mut self, t: &str) -> Self {
+        self.token = Some(t.to_string());
+        self
+    }
+
+    fn build(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Request<Full<Bytes>> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(format!("{}{}", self.base, path))
+            .header("content-type", ct)
+            .header("accept", "application/json");
+        if let Some(t) = &self.token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b.body(Full::new(Bytes::from(body))).expect("request")
+    }
+
+    pub async fn send_raw(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Resp {
+        let resp = tokio::time::timeout(
+            Duration::from_secs(20),
+            self.inner.request(self.build(method, path, body, ct)),
+        )
+        .await
+        .expect("request timed out")
+        .expect("request failed");
+        let code = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let raw = resp.into_body().collect().await.expect("body").to_bytes();
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Resp {
+            code,
+            headers,
+            body,
+            raw,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.send_raw(Method::GET, path, Vec::new(), "application/json")
+            .await
+    }
+
+    pub async fn post(&self, path: &str, v: &Value) -> Resp {
+        self.send_raw(
+            Method::POST,
+            path,
+            serde_json::to_vec(v).unwrap(),
+            "application/json",
+        )
+        .await
+    }
+
+    pub async fn put(&self, path: &str, v: &Value) -> Resp {
+        self.send_raw(
+            Method::PUT,
+            path,
+            serde_json::to_vec(v).unwrap(),
+            "application/json",
+        )
+        .await
+    }
+
+    pub async fn patch(&self, path: &str, ct: &str, v: &Value) -> Resp {
+        self.send_raw(Method::PATCH, path, serde_json::to_vec(v).unwrap(), ct)
+            .await
+    }
+
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.send_raw(Method::DELETE, path, Vec::new(), "application/json")
+            .await
+    }
+
+    /// Opens a watch; panics unless it answers 200.
+    pub async fn watch(&self, path: &str) -> WatchStream {
+        let resp = self
+            .inner
+            .request(self.build(Method::GET, path, Vec::new(), "application/json"))
+            .await
+            .expect("watch request");
+        assert_eq!(resp.status().as_u16(), 200, "watch {path}");
+        WatchStream {
+            body: resp.into_body(),
+            buf: Vec::new(),
+            done: false,
+        }
+    }
+}
+
+pub struct WatchStream {
+    body: Incoming,
+    buf: Vec<u8>,
+    pub done: bool,
+}
+
+impl WatchStream {
+    /// The next event, or None when the stream ended. Panics after `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        tokio::time::timeout(wait, self.next())
+            .await
+            .expect("timed out waiting for a watch event")
+    }
+
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Some(serde_json::from_slice(&line).expect("event json"));
+            }
+            if self.done {
+                return None;
+            }
+            match self.body.frame().await {
+                Some(Ok(f)) => {
+                    if let Some(d) = f.data_ref() {
+                        self.buf.extend_from_slice(d);
+                    }
+                }
+                _ => self.done = true,
+            }
+        }
+    }
+
+    /// Asserts that the stream ends (within `wait`) with no further events.
+    pub async fn expect_end(&mut self, wait: Duration) {
+        let ev = tokio::time::timeout(wait, self.next())
+            .await
+            .expect("stream did not end");
+        assert!(ev.is_none(), "unexpected event {ev:?}");
+    }
+}
+
+pub fn pod(name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+    })
+}
+
+pub fn rv_of(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .parse()
+        .expect("numeric rv")
+}
+
+pub async fn server() -> ApiServer {
+    ApiServer::builder().start().await.expect("start")
+}
+
+pub const PODS: &str = "/api/v1/namespaces/default/pods";
+pub const SEC: Duration = Duration::from_secs(5);

@@ -1,0 +1,368 @@
+//! CRUD over HTTP: status codes, bodies, metadata, preconditions, patches,
+//! and bad input.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn create_get_update_patch_delete() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(PODS, &pod("a", json!({"app": "x"}))).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    let m = &r.body["metadata"];
+    assert_eq!(r.body["kind"], "Pod");
+    assert_eq!(r.body["apiVersion"], "v1");
+    assert_eq!(m["namespace"], "default");
+    assert_eq!(m["generation"], 1);
+    assert_eq!(m["uid"].as_str().unwrap().len(), 36);
+    assert!(m["creationTimestamp"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(r.body["status"]["phase"], "Pending");
+    let rv1 = rv_of(&r.body);
+    assert_eq!(rv1, s.resource_version());
+    // Key order like kube-apiserver.
+    let raw = std::str::from_utf8(&r.raw).unwrap();
+    assert!(
+        raw.starts_with(
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"default","uid":"#
+        ),
+        "{raw}"
+    );
+
+    let g = c.get(&format!("{PODS}/a")).await;
+    assert_eq!(g.code, 200);
+    assert_eq!(g.body, r.body);
+
+    // Duplicate -> 409 AlreadyExists.
+    let d = c.post(PODS, &pod("a", json!({}))).await;
+    assert_eq!(d.code, 409);
+    assert_eq!(d.body["reason"], "AlreadyExists");
+    assert_eq!(d.body["message"], "pods \"a\" already exists");
+    assert_eq!(d.body["details"], json!({"name": "a", "kind": "pods"}));
+
+    // PUT with stale RV -> 409 Conflict.
+    let mut upd = r.body.clone();
+    upd["metadata"]["resourceVersion"] = json!("1");
+    let u = c.put(&format!("{PODS}/a"), &upd).await;
+    assert_eq!(u.code, 409);
+    assert_eq!(u.body["reason"], "Conflict");
+    assert_eq!(
+        u.body["message"],
+        "Operation cannot be fulfilled on pods \"a\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+
+    // PUT with current RV changing spec -> generation 2.
+    let mut upd = r.body.clone();
+    upd["spec"]["containers"][0]["image"] = json!("nginx");
+    let u = c.put(&format!("{PODS}/a"), &upd).await;
+    assert_eq!(u.code, 200, "{:?}", u.body);
+    assert_eq!(u.body["metadata"]["generation"], 2);
+    assert_eq!(u.body["metadata"]["uid"], r.body["metadata"]["uid"]);
+    let rv2 = rv_of(&u.body);
+    assert!(rv2 > rv1);
+
+    // Label-only merge patch: generation unchanged.
+    let p = c
+        .patch(
+            &format!("{PODS}/a"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"touched": "yes"}}}),
+        )
+        .await;
+    assert_eq!(p.code, 200);
+    assert_eq!(
+        p.body["metadata"]["labels"],
+        json!({"app": "x", "touched": "yes"})
+    );
+    assert_eq!(p.body["metadata"]["generation"], 2);
+
+    // Strategic merge patch is treated as a merge patch.
+    let p = c
+        .patch(
+            &format!("{PODS}/a"),
+            "application/strategic-merge-patch+json",
+            &json!({"metadata": {"labels": {"touched": null}}}),
+        )
+        .await;
+    assert_eq!(p.code, 200);
+    assert_eq!(p.body["metadata"]["labels"], json!({"app": "x"}));
+
+    // JSON patch.
+    let p = c
+        .patch(
+            &format!("{PODS}/a"),
+            "application/json-patch+json",
+            &json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]),
+        )
+        .await;
+    assert_eq!(p.code, 200, "{:?}", p.body);
+    assert_eq!(p.body["metadata"]["annotations"], json!({"k": "v"}));
+
+    // Unsupported patch type -> 415.
+    let p = c
+        .patch(&format!("{PODS}/a"), "text/plain", &json!({}))
+        .await;
+    assert_eq!(p.code, 415);
+
+    // No-op update does not bump the RV.
+    let before = s.resource_version();
+    let cur = c.get(&format!("{PODS}/a")).await.body;
+    let u = c.put(&format!("{PODS}/a"), &cur).await;
+    assert_eq!(u.code, 200);
+    assert_eq!(s.resource_version(), before);
+
+    // Delete returns the last state with the deletion RV.
+    let del = c.delete(&format!("{PODS}/a")).await;
+    assert_eq!(del.code, 200);
+    assert_eq!(rv_of(&del.body), s.resource_version());
+    assert_eq!(del.body["metadata"]["name"], "a");
+
+    let g = c.get(&format!("{PODS}/a")).await;
+    assert_eq!(g.code, 404);
+    assert_eq!(
+        g.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "pods \"a\" not found", "reason": "NotFound",
+               "details": {"name": "a", "kind": "pods"}, "code": 404})
+    );
+    let d = c.delete(&format!("{PODS}/a")).await;
+    assert_eq!(d.code, 404);
+}
+
+#[tokio::test]
+async fn apps_group_and_cluster_scoped() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}});
+    let r = c
+        .post("/apis/apps/v1/namespaces/ns1/deployments", &dep)
+        .await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.body["metadata"]["namespace"], "ns1");
+    let g = c.get("/apis/apps/v1/namespaces/ns1/deployments/x").await;
+    assert_eq!(g.body["message"], "deployments.apps \"x\" not found");
+    assert_eq!(
+        g.body["details"],
+        json!({"name": "x", "group": "apps", "kind": "deployments"})
+    );
+
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "namespace": "ignored"}});
+    let r = c.post("/api/v1/nodes", &node).await;
+    assert_eq!(r.code, 201);
+    assert!(r.body["metadata"].get("namespace").is_none());
+    let l = c.get("/api/v1/namespaces").await;
+    let names: Vec<&str> = l.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["default", "kube-node-lease", "kube-public", "kube-system"]
+    );
+}
+
+#[tokio::test]
+async fn status_subresource_and_generate_name() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut p = pod("", json!({}));
+    p["metadata"] = json!({"generateName": "web-"});
+    let r = c.post(PODS, &p).await;
+    assert_eq!(r.code, 201);
+    let name = r.body["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+    let st = c
+        .patch(
+            &format!("{PODS}/{name}/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"phase": "Running"}, "metadata": {"labels": {"ignored": "1"}}}),
+        )
+        .await;
+    assert_eq!(st.code, 200);
+    assert_eq!(st.body["status"]["phase"], "Running");
+    assert!(st.body["metadata"].get("labels").is_none());
+}
+
+#[tokio::test]
+async fn bad_input_is_a_status_and_writes_nothing() {
+    let s = ApiServer::builder()
+        .body_limit(64 * 1024)
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let rv0 = s.resource_version();
+
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            PODS,
+            b"{not json".to_vec(),
+            "application/json",
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    assert_eq!(r.body["reason"], "BadRequest");
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("json parse error")
+    );
+
+    let r = c
+        .post(
+            PODS,
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    let r = c
+        .post(
+            PODS,
+            &json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    assert_eq!(
+        r.body["message"],
+        "the API version in the data (apps/v1) does not match the expected API version (v1)"
+    );
+
+    let r = c
+        .post(
+            PODS,
+            &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}}),
+        )
+        .await;
+    assert_eq!(r.code, 422);
+    assert_eq!(r.body["reason"], "Invalid");
+    assert_eq!(
+        r.body["message"],
+        "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required"
+    );
+    assert_eq!(r.body["details"]["causes"][0]["field"], "metadata.name");
+
+    let r = c
+        .post(PODS, &json!({"metadata": {"name": "Bad_Name"}}))
+        .await;
+    assert_eq!(r.code, 422);
+    let r = c
+        .post(
+            PODS,
+            &json!({"metadata": {"name": "x", "labels": {"a": 1}}}),
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    let r = c.post(PODS, &json!([1, 2])).await;
+    assert_eq!(r.code, 400);
+    let r = c
+        .post(
+            "/api/v1/namespaces/other/pods",
+            &json!({"metadata": {"name": "x", "namespace": "default"}}),
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    assert_eq!(
+        r.body["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
+
+    let huge = vec![b' '; 100 * 1024];
+    let r = c
+        .send_raw(http::Method::POST, PODS, huge, "application/json")
+        .await;
+    assert_eq!(r.code, 413);
+    assert_eq!(r.body["reason"], "RequestEntityTooLarge");
+
+    let r = c.get("/api/v1/namespaces/default/widgets").await;
+    assert_eq!(r.code, 404);
+    assert_eq!(
+        r.body["message"],
+        "the server could not find the requested resource"
+    );
+    let r = c.get("/apis/nope/v1").await;
+    assert_eq!(r.code, 404);
+    let r = c.get("/totally/unknown").await;
+    assert_eq!(r.code, 404);
+
+    let r = c.get(&format!("{PODS}?labelSelector=a%20in%20x")).await;
+    assert_eq!(r.code, 400);
+    let r = c.get(&format!("{PODS}?fieldSelector=spec.foo%3Dbar")).await;
+    assert_eq!(r.code, 400);
+    assert_eq!(r.body["message"], "field label not supported: spec.foo");
+    let r = c.get(&format!("{PODS}?limit=abc")).await;
+    assert_eq!(r.code, 400);
+
+    // PUT name mismatch.
+    c.post(PODS, &pod("p", json!({}))).await;
+    let rv1 = s.resource_version();
+    let r = c.put(&format!("{PODS}/p"), &pod("q", json!({}))).await;
+    assert_eq!(r.code, 400);
+    assert_eq!(
+        r.body["message"],
+        "the name of the object (q) does not match the name on the URL (p)"
+    );
+    let r = c.put(&format!("{PODS}/zz"), &pod("zz", json!({}))).await;
+    assert_eq!(r.code, 404);
+    let r = c
+        .patch(
+            &format!("{PODS}/p"),
+            "application/json-patch+json",
+            &json!([{"op": "test", "path": "/spec/x", "value": 1}]),
+        )
+        .await;
+    assert_eq!(r.code, 422);
+    assert_eq!(s.resource_version(), rv1);
+    assert_eq!(rv1, rv0 + 1);
+}
+
+#[tokio::test]
+async fn in_process_access() {
+    let s = server().await;
+    let created = s.create("pods", pod("a", json!({"x": "1"}))).unwrap();
+    assert_eq!(created["metadata"]["namespace"], "default");
+    let n = s
+        .create_many(
+            "pods",
+            (0..100)
+                .map(|i| pod(&format!("p{i:03}"), json!({})))
+                .collect(),
+        )
+        .unwrap();
+    assert_eq!(n, s.resource_version());
+    assert_eq!(s.list("pods", Some("default")).unwrap().len(), 101);
+    let got = s.get("pods", "default", "p007").unwrap();
+    assert_eq!(got["metadata"]["name"], "p007");
+    let p = s
+        .patch(
+            "po",
+            "default",
+            "a",
+            &json!({"metadata": {"labels": {"x": "2"}}}),
+        )
+        .unwrap();
+    assert_eq!(p["metadata"]["labels"]["x"], "2");
+    let mut u = p.clone();
+    u["spec"] = json!({"containers": []});
+    let u2 = s.update("Pod", u).unwrap();
+    assert_eq!(u2["metadata"]["generation"], 2);
+    let d = s.delete("pods", "default", "a").unwrap();
+    assert_eq!(rv_of(&d), s.resource_version());
+    assert_eq!(s.get("pods", "default", "a").unwrap_err().code, 404);
+    assert!(s.create_many("pods", vec![pod("p001", json!({}))]).is_err());
+    let dep = s
+        .create(
+            "deployments.apps",
+            json!({"metadata": {"name": "d", "namespace": "x"}}),
+        )
+        .unwrap();
+    assert_eq!(dep["apiVersion"], "apps/v1");
+    assert_eq!(s.create("widgets", json!({})).unwrap_err().code, 404);
+}
+
+use informer_apiserver::ApiServer;

@@ -1,0 +1,146 @@
+//! Server-level behaviour: discovery, auth, fault injection, latency,
+//! restart keeping state, kubeconfig.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use informer_apiserver::ApiServer;
+use serde_json::json;
+
+#[tokio::test]
+async fn discovery_documents() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let v = c.get("/version").await;
+    assert_eq!(v.body["gitVersion"], "v1.35.0");
+    assert_eq!(v.body["major"], "1");
+    let api = c.get("/api").await;
+    assert_eq!(api.body["kind"], "APIVersions");
+    assert_eq!(api.body["versions"], json!(["v1"]));
+    let v1 = c.get("/api/v1").await;
+    assert_eq!(v1.body["kind"], "APIResourceList");
+    assert_eq!(v1.body["groupVersion"], "v1");
+    let pods = v1.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap().clone();
+    assert_eq!(pods["kind"], "Pod");
+    assert_eq!(pods["singularName"], "pod");
+    assert_eq!(pods["namespaced"], true);
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert!(pods["verbs"].as_array().unwrap().contains(&json!("watch")));
+    let apis = c.get("/apis").await;
+    assert_eq!(apis.body["kind"], "APIGroupList");
+    assert_eq!(apis.body["groups"][0]["name"], "apps");
+    assert_eq!(apis.body["groups"][0]["preferredVersion"]["groupVersion"], "apps/v1");
+    let apps = c.get("/apis/apps/v1").await;
+    assert_eq!(apps.body["groupVersion"], "apps/v1");
+    let g = c.get("/apis/apps").await;
+    assert_eq!(g.body["kind"], "APIGroup");
+    assert_eq!(c.get("/healthz").await.code, 200);
+}
+
+#[tokio::test]
+async fn custom_resource_registration() {
+    let s = ApiServer::builder()
+        .register(informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true).with_short_names(&["wd"]))
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let r = c
+        .post("/apis/example.com/v1/namespaces/default/widgets", &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}}))
+        .await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    let l = c.get("/apis/example.com/v1/namespaces/default/widgets").await;
+    assert_eq!(l.body["kind"], "WidgetList");
+    assert_eq!(l.body["apiVersion"], "example.com/v1");
+    assert_eq!(l.body["items"][0]["kind"], "Widget", "custom resource list items carry kind");
+    let apis = c.get("/apis").await;
+    assert!(apis.body["groups"].as_array().unwrap().iter().any(|g| g["name"] == "example.com"));
+    assert_eq!(s.list("wd", None).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn bearer_token_auth() {
+    let s = ApiServer::builder().token("sekret").start().await.unwrap();
+    let r = Client::new(&s).get(PODS).await;
+    assert_eq!(r.code, 401);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    let r = Client::new(&s).with_token("wrong").get(PODS).await;
+    assert_eq!(r.code, 401);
+    let r = Client::new(&s).with_token("sekret").get(PODS).await;
+    assert_eq!(r.code, 200);
+    assert!(s.kubeconfig_yaml().contains("token: sekret"));
+}
+
+#[tokio::test]
+async fn injected_faults_and_latency() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.fail_next_with_429(2, 7);
+    for _ in 0..2 {
+        let r = c.get(PODS).await;
+        assert_eq!(r.code, 429);
+        assert_eq!(r.headers.get("retry-after").unwrap(), "7");
+        assert_eq!(r.body["reason"], "TooManyRequests");
+        assert_eq!(r.body["details"]["retryAfterSeconds"], 7);
+    }
+    assert_eq!(c.get(PODS).await.code, 200);
+    s.fail_next_with_500(1);
+    let r = c.get(PODS).await;
+    assert_eq!(r.code, 500);
+    assert_eq!(r.body["reason"], "InternalError");
+    assert_eq!(c.get(PODS).await.code, 200);
+    s.set_latency(Duration::from_millis(150));
+    let t = std::time::Instant::now();
+    c.get(PODS).await;
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    s.set_latency(Duration::ZERO);
+}
+
+#[tokio::test]
+async fn restart_keeps_state_and_port_but_not_history() {
+    let s = server().await;
+    let addr = s.addr();
+    let c = Client::new(&s);
+    let rv0 = s.resource_version();
+    c.post(PODS, &pod("a", json!({}))).await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
+    assert_eq!(w.next_within(SEC).await.unwrap()["type"], "ADDED");
+    s.restart().await.unwrap();
+    w.expect_end(SEC).await;
+    assert_eq!(s.addr(), addr);
+    let c = Client::new(&s);
+    let g = c.get(&format!("{PODS}/a")).await;
+    assert_eq!(g.code, 200);
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "ERROR");
+    assert_eq!(e["object"]["message"], format!("too old resource version: {rv0} ({rv})"));
+    // Watching from the current RV works and new writes get higher RVs.
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let r = c.post(PODS, &pod("b", json!({}))).await;
+    assert_eq!(rv_of(&r.body), rv + 1);
+    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"], "b");
+    s.stop().await;
+    assert!(!s.is_running().await);
+    s.restart().await.unwrap();
+    assert_eq!(Client::new(&s).get(&format!("{PODS}/b")).await.code, 200);
+}
+
+#[tokio::test]
+async fn kubeconfig_file() {
+    let s = server().await;
+    let dir = std::env::temp_dir().join(format!("apiserver-kc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("config");
+    s.write_kubeconfig(&p).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(&format!("server: {}", s.url())));
+    assert!(text.contains("current-context: informer"));
+    std::fs::remove_dir_all(&dir).ok();
+}

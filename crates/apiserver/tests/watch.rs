@@ -1,0 +1,261 @@
+//! WATCH over HTTP: replay, 410, initial events, WatchList end bookmark,
+//! periodic and pre-timeout bookmarks, selector transitions, drops.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use informer_apiserver::ApiServer;
+use serde_json::{Value, json};
+
+fn typ(e: &Value) -> &str {
+    e["type"].as_str().unwrap()
+}
+
+fn name(e: &Value) -> &str {
+    e["object"]["metadata"]["name"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn replay_from_rv_then_live() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let start = s.resource_version();
+    s.create("pods", pod("w", json!({"app": "sample"}))).unwrap();
+    s.patch("pods", "default", "w", &json!({"metadata": {"labels": {"touched": "yes"}}})).unwrap();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}")).await;
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "ADDED");
+    assert_eq!(e["object"]["kind"], "Pod");
+    assert_eq!(e["object"]["apiVersion"], "v1");
+    assert_eq!(rv_of(&e["object"]), start + 1);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "MODIFIED");
+    assert_eq!(e["object"]["metadata"]["labels"]["touched"], "yes");
+    let del = s.delete("pods", "default", "w").unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "DELETED");
+    assert_eq!(e["object"], del);
+    assert_eq!(rv_of(&e["object"]), s.resource_version());
+    // Other namespaces are not seen by a namespaced watch.
+    s.create("pods", json!({"metadata": {"name": "x", "namespace": "other"}})).unwrap();
+    s.create("pods", pod("y", json!({}))).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(name(&e), "y");
+}
+
+#[tokio::test]
+async fn too_old_rv_is_an_error_event() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("pods", pod("a", json!({}))).unwrap();
+    s.create("pods", pod("b", json!({}))).unwrap();
+    let old = s.resource_version() - 1;
+    let compacted = s.compact();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={old}")).await;
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(
+        e,
+        json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": format!("too old resource version: {old} ({compacted})"),
+            "reason": "Expired", "code": 410}})
+    );
+    w.expect_end(SEC).await;
+    // RV 1 on a history that starts at 0 is fine on a fresh server.
+    let s2 = server().await;
+    let mut w = Client::new(&s2).watch("/api/v1/namespaces?watch=1&resourceVersion=1").await;
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "kube-node-lease");
+}
+
+#[tokio::test]
+async fn rv0_and_unset_send_initial_state_sorted() {
+    let s = server().await;
+    let c = Client::new(&s);
+    for n in ["c", "a", "b"] {
+        s.create("pods", pod(n, json!({}))).unwrap();
+    }
+    for q in ["resourceVersion=0", "resourceVersion="] {
+        let mut w = c.watch(&format!("{PODS}?watch=true&{q}")).await;
+        for n in ["a", "b", "c"] {
+            let e = w.next_within(SEC).await.unwrap();
+            assert_eq!((typ(&e), name(&e)), ("ADDED", n));
+        }
+        s.create("pods", pod(&format!("d{}", q.len()), json!({}))).unwrap();
+        let e = w.next_within(SEC).await.unwrap();
+        assert_eq!(typ(&e), "ADDED", "no end bookmark without allowWatchBookmarks");
+    }
+}
+
+#[tokio::test]
+async fn send_initial_events_end_bookmark() {
+    let s = server().await;
+    let c = Client::new(&s);
+    for n in ["a", "b"] {
+        s.create("pods", pod(n, json!({}))).unwrap();
+    }
+    let rv = s.resource_version();
+    let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+    let mut w = c.watch(&format!("{PODS}?{q}")).await;
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "a");
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "b");
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(
+        e,
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}})
+    );
+    // With an explicit RV too.
+    let mut w = c.watch(&format!("{PODS}?{q}&resourceVersion={}", rv - 1)).await;
+    w.next_within(SEC).await.unwrap();
+    w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "BOOKMARK");
+    // Without bookmarks: ADDEDs and no marker.
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"))
+        .await;
+    assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "ADDED");
+    assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "ADDED");
+    w.expect_end(SEC).await;
+    // RV unset + allowWatchBookmarks: WatchList defaulting adds the marker.
+    let mut w = c.watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true")).await;
+    w.next_within(SEC).await.unwrap();
+    w.next_within(SEC).await.unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}
+
+#[tokio::test]
+async fn watch_option_validation() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.get(&format!("{PODS}?watch=1&sendInitialEvents=true")).await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            "reason": "Invalid",
+            "details": {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [{"reason": "FieldValueForbidden",
+                "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "field": "resourceVersionMatch"}]},
+            "code": 422})
+    );
+    let r = c.get(&format!("{PODS}?watch=1&resourceVersionMatch=NotOlderThan")).await;
+    assert_eq!(r.code, 422);
+    let r = c.get(&format!("{PODS}?watch=1&labelSelector=%3D%3D")).await;
+    assert_eq!(r.code, 400);
+    let s2 = ApiServer::builder().too_large_rv_wait(Duration::from_millis(100)).start().await.unwrap();
+    let r = Client::new(&s2).get(&format!("{PODS}?watch=1&resourceVersion=999999")).await;
+    assert_eq!(r.code, 504);
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+}
+
+#[tokio::test]
+async fn bookmarks_periodic_only_when_rv_advanced_and_before_timeout() {
+    let s = ApiServer::builder()
+        .bookmark_interval(Duration::from_millis(100))
+        .bookmark_before_timeout(Duration::from_millis(1500))
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let start = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true&resourceVersion={start}&timeoutSeconds=2"))
+        .await;
+    s.create("pods", pod("a", json!({}))).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "ADDED");
+    // A write to another resource advances the RV: the next bookmark has it.
+    s.create("configmaps", json!({"metadata": {"name": "cm"}})).unwrap();
+    let rv = s.resource_version();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(
+        e,
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}})
+    );
+    // Idle: no periodic bookmark, but one before the deadline, then the end.
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "BOOKMARK");
+    assert_eq!(rv_of(&e["object"]), rv);
+    w.expect_end(SEC).await;
+}
+
+#[tokio::test]
+async fn selector_transitions() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let start = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={start}&labelSelector=app%3Dweb"))
+        .await;
+    s.create("pods", pod("p", json!({"app": "db"}))).unwrap();
+    let m = s.patch("pods", "default", "p", &json!({"metadata": {"labels": {"app": "web"}}})).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "ADDED");
+    assert_eq!(e["object"], m);
+    s.patch("pods", "default", "p", &json!({"metadata": {"annotations": {"x": "1"}}})).unwrap();
+    assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "MODIFIED");
+    let before = s.get("pods", "default", "p").unwrap();
+    s.patch("pods", "default", "p", &json!({"metadata": {"labels": {"app": "db"}}})).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "DELETED");
+    assert_eq!(e["object"]["metadata"]["labels"]["app"], "web", "previous content");
+    assert_eq!(rv_of(&e["object"]), s.resource_version(), "new RV");
+    assert_eq!(e["object"]["metadata"]["uid"], before["metadata"]["uid"]);
+    s.delete("pods", "default", "p").unwrap();
+    s.create("pods", pod("q", json!({"app": "web"}))).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!((typ(&e), name(&e)), ("ADDED", "q"));
+    // Field selector on a cluster-wide watch.
+    let mut w = c
+        .watch(&format!("/api/v1/pods?watch=1&resourceVersion={}&fieldSelector=metadata.name%3Dz", s.resource_version()))
+        .await;
+    s.create("pods", json!({"metadata": {"name": "y", "namespace": "n2"}})).unwrap();
+    s.create("pods", json!({"metadata": {"name": "z", "namespace": "n2"}})).unwrap();
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "z");
+}
+
+#[tokio::test]
+async fn timeout_drop_and_slow_stream() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=1")).await;
+    w.expect_end(SEC).await;
+
+    let mut w1 = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let mut w2 = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}")).await;
+    s.create("pods", pod("a", json!({}))).unwrap();
+    assert_eq!(name(&w1.next_within(SEC).await.unwrap()), "a");
+    s.drop_watches();
+    w1.expect_end(SEC).await;
+    w2.expect_end(SEC).await;
+
+    s.set_stream_delay(Duration::from_millis(100));
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    s.create("pods", pod("b", json!({}))).unwrap();
+    let t = std::time::Instant::now();
+    w.next_within(SEC).await.unwrap();
+    w.next_within(SEC).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(100), "events were delayed");
+    s.set_stream_delay(Duration::ZERO);
+}
+
+#[tokio::test]
+async fn many_events_are_batched_and_ordered() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let objs: Vec<Value> = (0..5000).map(|i| pod(&format!("p{i:05}"), json!({}))).collect();
+    s.create_many("pods", objs).unwrap();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let mut last = rv;
+    for _ in 0..5000 {
+        let e = w.next_within(SEC).await.unwrap();
+        let r = rv_of(&e["object"]);
+        assert!(r > last);
+        last = r;
+    }
+    assert_eq!(last, s.resource_version());
+}
