@@ -8,10 +8,12 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
+pub mod controller;
 pub mod decode;
 pub mod delta;
 pub mod fake;
 pub mod fifo;
+pub mod handler;
 pub mod key;
 pub mod kube_lw;
 pub mod listwatch;
@@ -20,8 +22,10 @@ pub mod reflector;
 pub mod signal;
 pub mod store;
 
+pub use controller::{Controller, process_deltas};
 pub use delta::{Delta, DeltaType};
 pub use fifo::{DeltaFifo, FifoClosed, RealFifo};
+pub use handler::{HandlerFns, ResourceEventHandler};
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
 pub use listwatch::{
