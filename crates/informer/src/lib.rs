@@ -1,1 +1,3 @@
 //! informer
+
+pub mod workqueue;
