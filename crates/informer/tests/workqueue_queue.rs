@@ -101,7 +101,7 @@ async fn basic_multi_producer_multi_consumer_async() {
 
     // Every key was processed at least once after its last add, and
     // deduplication kept the count far below the number of adds.
-    let processed = check.processed.lock();
+    let processed = check.processed.lock().clone();
     let distinct: HashSet<u32> = processed.iter().copied().collect();
     assert_eq!(distinct, (0..KEYS).collect());
     assert!(processed.len() < (PRODUCERS * KEYS) as usize);
