@@ -637,8 +637,9 @@ fn spawn_metrics_ticker<T: QueueItem>(shared: &Arc<Shared<T>>, runtime: Option<H
     let stop = shared.shutdown.clone();
     match runtime {
         Some(handle) => {
+            // Ticks are counted from build time, not from the task's first poll.
+            let start = Instant::now() + UNFINISHED_WORK_UPDATE_PERIOD;
             handle.spawn(async move {
-                let start = Instant::now() + UNFINISHED_WORK_UPDATE_PERIOD;
                 let mut ticker = tokio::time::interval_at(start, UNFINISHED_WORK_UPDATE_PERIOD);
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
