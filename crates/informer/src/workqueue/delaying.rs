@@ -327,3 +327,44 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         DelayingQueue { shared }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heap_pops_earliest_ready_time_then_lowest_sequence() {
+        let t0 = Instant::now();
+        let mut heap = BinaryHeap::new();
+        for (ms, seq, item) in [
+            (30, 0, 'a'),
+            (10, 1, 'b'),
+            (10, 2, 'c'),
+            (20, 3, 'd'),
+            (5, 4, 'e'),
+        ] {
+            heap.push(Waiting {
+                ready_at: t0 + Duration::from_millis(ms),
+                seq,
+                item,
+            });
+        }
+        let order: String = std::iter::from_fn(|| heap.pop().map(|w| w.item)).collect();
+        assert_eq!(order, "ebcda");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stale_heap_entries_are_skipped() {
+        let q: DelayingQueue<char> = DelayingQueue::new();
+        q.add_after('x', Duration::from_millis(30));
+        q.add_after('x', Duration::from_millis(10)); // supersedes the 30 ms entry
+        assert_eq!(q.shared.state.lock().heap.len(), 2);
+        let mut due = Vec::new();
+        let next = q
+            .shared
+            .take_due(Instant::now() + Duration::from_millis(10), &mut due);
+        assert_eq!(due, ['x']);
+        assert_eq!(next, None, "the stale 30 ms entry was discarded");
+        assert!(q.shared.state.lock().heap.is_empty());
+    }
+}

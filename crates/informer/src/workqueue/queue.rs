@@ -676,3 +676,116 @@ fn spawn_metrics_ticker<T: QueueItem>(shared: &Arc<Shared<T>>, runtime: Option<H
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashSet, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    impl<T: QueueItem> WorkQueue<T> {
+        /// Checks the module invariants against the raw state.
+        fn assert_invariants(&self) {
+            let st = self.shared.state.lock();
+            let mut seen = HashSet::new();
+            for key in &st.ready {
+                assert!(seen.insert(key.clone()), "key queued twice");
+                let slot = st.slots.get(key).expect("ready key without slot");
+                assert!(slot.dirty && !slot.processing, "{slot:?}");
+            }
+            let mut processing = 0;
+            for (key, slot) in &st.slots {
+                assert!(slot.dirty || slot.processing, "idle slot kept: {slot:?}");
+                if slot.processing {
+                    processing += 1;
+                    assert!(!seen.contains(key), "processing key is queued");
+                } else {
+                    assert!(seen.contains(key), "dirty idle key not queued");
+                }
+            }
+            assert_eq!(processing, st.processing);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u8),
+        Get,
+        Done(u8),
+        ShutDown,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..6).prop_map(Op::Add),
+            3 => Just(Op::Get),
+            3 => (0u8..6).prop_map(Op::Done),
+            1 => Just(Op::ShutDown),
+        ]
+    }
+
+    /// The reference semantics, written as plainly as possible.
+    #[derive(Default)]
+    struct Model {
+        queue: VecDeque<u8>,
+        dirty: HashSet<u8>,
+        processing: HashSet<u8>,
+        shutting_down: bool,
+    }
+
+    impl Model {
+        fn add(&mut self, k: u8) {
+            if self.shutting_down || !self.dirty.insert(k) {
+                return;
+            }
+            if !self.processing.contains(&k) {
+                self.queue.push_back(k);
+            }
+        }
+        fn get(&mut self) -> Option<u8> {
+            let k = self.queue.pop_front()?;
+            self.dirty.remove(&k);
+            self.processing.insert(k);
+            Some(k)
+        }
+        fn done(&mut self, k: u8) {
+            if self.processing.remove(&k) && self.dirty.contains(&k) {
+                self.queue.push_back(k);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_reference_model(ops in proptest::collection::vec(op(), 0..200)) {
+            let q: WorkQueue<u8> = WorkQueue::new();
+            let mut model = Model::default();
+            for op in ops {
+                match op {
+                    Op::Add(k) => { q.add(k); model.add(k); }
+                    Op::Get => prop_assert_eq!(q.try_get(), model.get()),
+                    Op::Done(k) => { q.done(&k); model.done(k); }
+                    Op::ShutDown => { q.shut_down(); model.shutting_down = true; }
+                }
+                q.assert_invariants();
+                prop_assert_eq!(q.len(), model.queue.len());
+                prop_assert_eq!(q.in_flight(), model.processing.len());
+                prop_assert_eq!(q.shutting_down(), model.shutting_down);
+            }
+        }
+    }
+
+    #[test]
+    fn get_blocking_wakes_on_add_from_another_thread() {
+        let q: WorkQueue<u8> = WorkQueue::new();
+        let getter = {
+            let q = q.clone();
+            std::thread::spawn(move || q.get_blocking())
+        };
+        q.add(9);
+        assert_eq!(getter.join().unwrap(), Some(9));
+        q.assert_invariants();
+    }
+}
