@@ -34,13 +34,16 @@ struct Change {
     json: Arc<[u8]>,
 }
 
+/// One broadcast change: (resourceVersion, 0 added / 1 modified / 2 deleted, JSON).
+type Broadcast = (u64, u8, Arc<[u8]>);
+
 struct State {
     items: std::collections::BTreeMap<String, Arc<[u8]>>,
     changes: Vec<Change>,
     /// Changes older than this RV were forgotten by `reset_watch`.
     history_start: u64,
     last_rv: u64,
-    watchers: Vec<mpsc::UnboundedSender<Option<(u64, u8, Arc<[u8]>)>>>,
+    watchers: Vec<mpsc::UnboundedSender<Option<Broadcast>>>,
     list_error: Option<Error>,
     lists: Vec<ListOptions>,
     watches: Vec<ListOptions>,
@@ -198,7 +201,7 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for FakeSource {
         };
         let items =
             st.0.iter()
-                .map(|j| to_object(j))
+                .map(|j| to_object::<K>(j))
                 .collect::<Result<Vec<_>, _>>()?;
         Ok(ObjectList {
             items,

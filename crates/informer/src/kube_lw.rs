@@ -174,11 +174,7 @@ impl<K> KubeListerWatcher<K> {
 fn transport_error(e: kube::Error) -> Error {
     if let kube::Error::Api(status) = &e {
         let s = crate::listwatch::Status {
-            status: status
-                .status
-                .clone()
-                .map(|s| format!("{s:?}"))
-                .unwrap_or_default(),
+            status: status.status.map(|s| format!("{s:?}")).unwrap_or_default(),
             message: status.message.clone(),
             reason: status.reason.clone(),
             code: status.code,

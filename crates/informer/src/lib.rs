@@ -21,6 +21,7 @@ pub mod object;
 pub mod reflector;
 pub mod signal;
 pub mod store;
+pub mod workqueue;
 
 pub use controller::{Controller, process_deltas};
 pub use delta::{Delta, DeltaType};

@@ -255,7 +255,7 @@ pub enum Error {
     #[error("api error: {status}")]
     Api {
         /// The status.
-        status: Status,
+        status: Box<Status>,
         /// The Retry-After header, if any.
         retry_after: Option<Duration>,
     },
@@ -301,7 +301,7 @@ impl Error {
             .and_then(|d| d.retry_after_seconds)
             .map(|s| Duration::from_secs(s.into()));
         Error::Api {
-            status,
+            status: Box::new(status),
             retry_after,
         }
     }

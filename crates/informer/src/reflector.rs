@@ -88,6 +88,8 @@ impl Default for ReflectorOptions {
 }
 
 type Hook = Arc<dyn Fn(&str) + Send + Sync>;
+/// A callback receiving ListAndWatch errors.
+pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// Hooks and callbacks of a reflector.
 #[derive(Clone, Default)]
@@ -96,7 +98,7 @@ pub struct ReflectorHooks {
     pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
     /// Called with ListAndWatch errors (list failures and watch-establishment failures), as
     /// client-go's WatchErrorHandler.
-    pub watch_error: Option<Arc<dyn Fn(&Error) + Send + Sync>>,
+    pub watch_error: Option<ErrorHook>,
     /// Called before each LIST or streaming list with the resourceVersion requested.
     pub before_list: Option<Hook>,
     /// Called after each successful list with the list's resourceVersion.
@@ -276,7 +278,7 @@ where
             }
             other => other,
         }
-        .map_err(|e| Stop::Err(e))?;
+        .map_err(Stop::Err)?;
         {
             let mut st = self.status.inner.lock();
             if rv == "0" && paginated {

@@ -346,7 +346,7 @@ async fn resync_timer_queues_sync_all_when_due() {
     let hooks = ReflectorHooks {
         should_resync: Some(Arc::new({
             let due = due.clone();
-            move || due.fetch_add(1, Ordering::SeqCst) % 2 == 0
+            move || due.fetch_add(1, Ordering::SeqCst).is_multiple_of(2)
         })),
         ..Default::default()
     };

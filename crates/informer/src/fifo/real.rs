@@ -192,10 +192,10 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         let mut last_queued: HashMap<ObjectKey, usize, RandomState> = HashMap::default();
         let mut order: Vec<ObjectKey> = Vec::new();
         for (i, d) in st.items.iter().enumerate() {
-            if let Some(k) = d.key() {
-                if last_queued.insert(k.clone(), i).is_none() {
-                    order.push(k.clone());
-                }
+            if let Some(k) = d.key()
+                && last_queued.insert(k.clone(), i).is_none()
+            {
+                order.push(k.clone());
             }
         }
         let mut deletions = Vec::new();

@@ -1,0 +1,791 @@
+//! The basic work queue: a deduplicating FIFO of keys with "processing"
+//! tracking, the Rust counterpart of client-go's `workqueue.Typed[T]`.
+//!
+//! A work queue is *not* an event log: it holds **keys that need work**.
+//! Adding a key that is already waiting does nothing (the key is "dirty"
+//! until a worker takes it), so a burst of changes to one object collapses
+//! into one unit of work. A key handed to a worker by [`WorkQueue::get`] is
+//! "processing" until the worker calls [`WorkQueue::done`]; while it is
+//! processing it is never handed to another worker, and adding it again only
+//! marks it dirty, so it is queued again (once) when `done` is called.
+//!
+//! # Invariants
+//!
+//! For every key `k`, its slot in the state map says whether it is *dirty*
+//! (needs work) and/or *processing* (a worker holds it):
+//!
+//! * `k` is in the ready FIFO **iff** it is dirty and not processing, and it is
+//!   there exactly once;
+//! * `k` has a slot **iff** it is dirty or processing;
+//! * the `processing` counter equals the number of processing slots;
+//! * after shutdown nothing new is admitted, but keys already queued are
+//!   still handed out, and a key re-added while processing is still requeued
+//!   by `done`. `get` returns `None` only once shut down **and** empty.
+//!
+//! Everything lives behind one `parking_lot::Mutex`; a hot-path operation
+//! does one hash lookup and clones the key at most once (on a new add). Async
+//! getters sleep on a `tokio::sync::Notify`, blocking getters on a
+//! `parking_lot::Condvar`; both are woken one per queued key.
+
+use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::pin::pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::{QueueMetrics, WorkQueueMetrics};
+
+/// The bounds every queue item must satisfy; implemented for every type that
+/// meets them.
+///
+/// Items are stored in a hash map and the ready FIFO, so they are cloned once
+/// per new add: prefer cheap-to-clone keys such as `Arc<str>` or small
+/// `Copy` structs over large owned values.
+pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueItem for T {}
+
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// How often the "unfinished work" gauges are refreshed (client-go's
+/// `unfinishedWorkUpdatePeriod`).
+pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
+
+/// Per-key bookkeeping.
+#[derive(Debug)]
+struct Slot {
+    dirty: bool,
+    processing: bool,
+    /// When the key became dirty (metrics only).
+    added_at: Option<Instant>,
+    /// When a worker took the key (metrics only).
+    started_at: Option<Instant>,
+}
+
+struct State<T> {
+    ready: VecDeque<T>,
+    slots: FastMap<T, Slot>,
+    processing: usize,
+    shutting_down: bool,
+    /// A `shut_down_with_drain*` call is waiting; cleared by `shut_down`.
+    drain: bool,
+}
+
+/// Result of one non-blocking attempt to take a key.
+enum Next<T> {
+    Item(T),
+    Empty,
+    Closed,
+}
+
+pub(crate) struct Shared<T> {
+    state: Mutex<State<T>>,
+    /// Wakes async getters (one permit per queued key, all on shutdown).
+    readable: Notify,
+    /// Wakes blocking getters.
+    readable_cv: Condvar,
+    /// Wakes async drainers.
+    drained: Notify,
+    /// Wakes blocking drainers.
+    drained_cv: Condvar,
+    metrics: Option<QueueMetrics>,
+    name: String,
+    /// Cancelled on shutdown (and on drop); stops background tasks.
+    shutdown: CancellationToken,
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A deduplicating, concurrency-aware FIFO of keys (client-go's
+/// `workqueue.Typed[T]`).
+///
+/// `WorkQueue` is a cheap handle: it wraps an `Arc`, and clones share the same
+/// queue. Hand a clone to every producer and worker.
+///
+/// * [`add`](Self::add) queues a key unless it is already waiting;
+/// * [`get`](Self::get) / [`get_blocking`](Self::get_blocking) hand the oldest
+///   key to a worker and mark it processing;
+/// * [`done`](Self::done) must be called by the worker afterwards; if the key
+///   was added again meanwhile it is queued again then;
+/// * [`shut_down`](Self::shut_down) stops admitting keys and wakes all
+///   getters; the `shut_down_with_drain*` variants also wait for work to
+///   finish.
+///
+/// # Examples
+///
+/// ```
+/// use informer::workqueue::WorkQueue;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let queue: WorkQueue<&'static str> = WorkQueue::new();
+/// queue.add("default/a");
+/// queue.add("default/b");
+/// queue.add("default/a"); // deduplicated: "a" is already waiting
+/// assert_eq!(queue.len(), 2);
+///
+/// let worker = {
+///     let queue = queue.clone();
+///     tokio::spawn(async move {
+///         let mut seen = Vec::new();
+///         while let Some(key) = queue.get().await {
+///             seen.push(key);
+///             queue.done(&key);
+///         }
+///         seen
+///     })
+/// };
+/// queue.shut_down_with_drain_all().await; // waits until both keys are done
+/// assert_eq!(worker.await.unwrap(), ["default/a", "default/b"]);
+/// # }
+/// ```
+pub struct WorkQueue<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for WorkQueue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T> fmt::Debug for WorkQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.shared.state.lock();
+        f.debug_struct("WorkQueue")
+            .field("name", &self.shared.name)
+            .field("len", &st.ready.len())
+            .field("processing", &st.processing)
+            .field("shutting_down", &st.shutting_down)
+            .finish()
+    }
+}
+
+impl<T: QueueItem> Default for WorkQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: QueueItem> WorkQueue<T> {
+    /// Creates an unnamed queue without metrics. Needs no Tokio runtime.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Starts configuring a queue (name, metrics, runtime); finish with
+    /// [`WorkQueueBuilder::build`], [`build_delaying`](WorkQueueBuilder::build_delaying)
+    /// or [`build_rate_limiting`](WorkQueueBuilder::build_rate_limiting).
+    pub fn builder() -> WorkQueueBuilder<T> {
+        WorkQueueBuilder {
+            name: String::new(),
+            metrics: None,
+            runtime: None,
+            _item: PhantomData,
+        }
+    }
+
+    /// Marks `item` as needing work.
+    ///
+    /// * ignored once the queue is shutting down;
+    /// * if `item` is already waiting, nothing happens (deduplication);
+    /// * if `item` is being processed, it is queued again when its worker
+    ///   calls [`done`](Self::done) (at most once, however many adds);
+    /// * otherwise it is appended to the FIFO and one waiting getter is woken.
+    pub fn add(&self, item: T) {
+        let shared = &*self.shared;
+        let mut guard = shared.state.lock();
+        let st = &mut *guard;
+        if st.shutting_down {
+            return;
+        }
+        let now = shared.metrics.as_ref().map(|_| Instant::now());
+        match st.slots.entry(item) {
+            Entry::Occupied(mut occupied) => {
+                let slot = occupied.get_mut();
+                if slot.dirty {
+                    return;
+                }
+                // Processing and not yet dirty: `done` will requeue it.
+                slot.dirty = true;
+                if let Some(m) = &shared.metrics {
+                    m.adds.inc();
+                    m.depth.inc();
+                    slot.added_at = slot.added_at.or(now);
+                }
+            }
+            Entry::Vacant(vacant) => {
+                let key = vacant.key().clone();
+                vacant.insert(Slot {
+                    dirty: true,
+                    processing: false,
+                    added_at: now,
+                    started_at: None,
+                });
+                if let Some(m) = &shared.metrics {
+                    m.adds.inc();
+                    m.depth.inc();
+                }
+                st.ready.push_back(key);
+                drop(guard);
+                shared.wake_one_getter();
+            }
+        }
+    }
+
+    /// Waits for a key and hands it to the caller, who must call
+    /// [`done`](Self::done) with it when finished.
+    ///
+    /// Returns `None` once the queue is shutting down **and** has no ready
+    /// keys; keys queued before shutdown are still returned.
+    ///
+    /// Cancel safe: dropping the future never loses a key or a wake-up.
+    pub async fn get(&self) -> Option<T> {
+        match self.shared.try_next() {
+            Next::Item(item) => return Some(item),
+            Next::Closed => return None,
+            Next::Empty => {}
+        }
+        loop {
+            // Register interest before re-checking, so an `add` between the
+            // check and the await cannot be missed.
+            let mut notified = pin!(self.shared.readable.notified());
+            notified.as_mut().enable();
+            match self.shared.try_next() {
+                Next::Item(item) => return Some(item),
+                Next::Closed => return None,
+                Next::Empty => notified.await,
+            }
+        }
+    }
+
+    /// Blocking version of [`get`](Self::get) for plain threads. Do not call it
+    /// from async code (it parks the thread).
+    pub fn get_blocking(&self) -> Option<T> {
+        let shared = &*self.shared;
+        let mut guard = shared.state.lock();
+        loop {
+            match shared.next_locked(&mut guard) {
+                Next::Item(item) => return Some(item),
+                Next::Closed => return None,
+                Next::Empty => shared.readable_cv.wait(&mut guard),
+            }
+        }
+    }
+
+    /// Takes a ready key without waiting, or returns `None` if there is none
+    /// right now (whether or not the queue is shutting down). Like
+    /// [`get`](Self::get), the caller must call [`done`](Self::done).
+    pub fn try_get(&self) -> Option<T> {
+        match self.shared.try_next() {
+            Next::Item(item) => Some(item),
+            Next::Empty | Next::Closed => None,
+        }
+    }
+
+    /// Marks `item` as no longer being processed. If it was added again while
+    /// processing, it is queued again now (even after shutdown, so drains see
+    /// it). Calling `done` for a key that is not being processed does nothing.
+    pub fn done(&self, item: &T) {
+        let shared = &*self.shared;
+        let mut guard = shared.state.lock();
+        let st = &mut *guard;
+        let Some((key, mut slot)) = st.slots.remove_entry(item) else {
+            return;
+        };
+        if !slot.processing {
+            st.slots.insert(key, slot);
+            return;
+        }
+        slot.processing = false;
+        st.processing -= 1;
+        if let Some(m) = &shared.metrics
+            && let Some(started) = slot.started_at.take()
+        {
+            m.work_duration.observe(secs_since(started, Instant::now()));
+        }
+        let requeued = slot.dirty;
+        if requeued {
+            st.ready.push_back(key.clone());
+            st.slots.insert(key, slot);
+        }
+        let drained = st.drain && st.processing == 0;
+        drop(guard);
+        if requeued {
+            shared.wake_one_getter();
+        }
+        if drained {
+            shared.wake_drainers();
+        }
+    }
+
+    /// Number of keys ready to be handed out (not counting keys being
+    /// processed, nor keys waiting in a delaying queue's timer heap).
+    pub fn len(&self) -> usize {
+        self.shared.state.lock().ready.len()
+    }
+
+    /// `true` when no key is ready to be handed out.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of keys currently held by workers (between `get` and `done`).
+    pub fn in_flight(&self) -> usize {
+        self.shared.state.lock().processing
+    }
+
+    /// `true` once any of the `shut_down*` methods has been called.
+    pub fn shutting_down(&self) -> bool {
+        self.shared.state.lock().shutting_down
+    }
+
+    /// The name given to the builder (empty if none).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Stops admitting keys and wakes every getter. Returns immediately.
+    ///
+    /// Keys already queued are still handed out by `get`; once the queue is
+    /// empty `get` returns `None`. Aborts any drain in progress (the waiting
+    /// `shut_down_with_drain*` calls return). A delaying queue drops its
+    /// pending delayed keys.
+    pub fn shut_down(&self) {
+        self.shared.begin_shutdown(false);
+    }
+
+    /// Shuts down like [`shut_down`](Self::shut_down), then waits until no
+    /// key is being processed — client-go's `ShutDownWithDrain`.
+    ///
+    /// Like client-go it waits **only for in-flight keys**: if nothing is
+    /// being processed at that moment it returns at once, even if ready keys
+    /// remain (workers still receive them from `get`). Use
+    /// [`shut_down_with_drain_all`](Self::shut_down_with_drain_all) to also
+    /// wait for those. A concurrent [`shut_down`](Self::shut_down) aborts the
+    /// wait. Workers must call `done`, or this waits forever.
+    pub async fn shut_down_with_drain(&self) {
+        self.shared.begin_shutdown(true);
+        self.shared.wait_drained(false).await;
+    }
+
+    /// Shuts down, then waits until every key is done: the keys in flight
+    /// **and** the keys still queued (including keys requeued by `done`
+    /// because they were re-added while processing). This goes beyond
+    /// client-go. Needs running workers to make progress; a concurrent
+    /// [`shut_down`](Self::shut_down) aborts the wait.
+    pub async fn shut_down_with_drain_all(&self) {
+        self.shared.begin_shutdown(true);
+        self.shared.wait_drained(true).await;
+    }
+
+    /// Blocking version of [`shut_down_with_drain`](Self::shut_down_with_drain)
+    /// for plain threads.
+    pub fn shut_down_with_drain_blocking(&self) {
+        self.shared.begin_shutdown(true);
+        self.shared.wait_drained_blocking(false);
+    }
+
+    /// Blocking version of
+    /// [`shut_down_with_drain_all`](Self::shut_down_with_drain_all) for plain
+    /// threads.
+    pub fn shut_down_with_drain_all_blocking(&self) {
+        self.shared.begin_shutdown(true);
+        self.shared.wait_drained_blocking(true);
+    }
+
+    pub(crate) fn metrics(&self) -> Option<&QueueMetrics> {
+        self.shared.metrics.as_ref()
+    }
+
+    /// A token cancelled when the queue shuts down or is dropped.
+    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
+        &self.shared.shutdown
+    }
+}
+
+impl<T: QueueItem> Shared<T> {
+    fn try_next(&self) -> Next<T> {
+        let mut guard = self.state.lock();
+        self.next_locked(&mut guard)
+    }
+
+    fn next_locked(&self, st: &mut State<T>) -> Next<T> {
+        let Some(item) = st.ready.pop_front() else {
+            return if st.shutting_down {
+                Next::Closed
+            } else {
+                Next::Empty
+            };
+        };
+        let slot = st
+            .slots
+            .get_mut(&item)
+            .expect("workqueue invariant: every ready key has a slot");
+        slot.dirty = false;
+        slot.processing = true;
+        st.processing += 1;
+        if let Some(m) = &self.metrics {
+            let now = Instant::now();
+            m.depth.dec();
+            if let Some(added) = slot.added_at.take() {
+                m.queue_duration.observe(secs_since(added, now));
+            }
+            slot.started_at = Some(now);
+        }
+        Next::Item(item)
+    }
+
+    fn wake_one_getter(&self) {
+        self.readable.notify_one();
+        self.readable_cv.notify_one();
+    }
+
+    fn wake_drainers(&self) {
+        self.drained.notify_waiters();
+        self.drained_cv.notify_all();
+    }
+
+    fn begin_shutdown(&self, drain: bool) {
+        {
+            let mut st = self.state.lock();
+            st.drain = drain;
+            st.shutting_down = true;
+        }
+        self.shutdown.cancel();
+        self.readable.notify_waiters();
+        self.readable_cv.notify_all();
+        if !drain {
+            self.wake_drainers();
+        }
+    }
+
+    /// Whether a drainer may stop waiting.
+    fn drain_finished(st: &State<T>, all: bool) -> bool {
+        !st.drain || (st.processing == 0 && (!all || st.ready.is_empty()))
+    }
+
+    async fn wait_drained(&self, all: bool) {
+        loop {
+            let notified = pin!(self.drained.notified());
+            if Self::drain_finished(&self.state.lock(), all) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn wait_drained_blocking(&self, all: bool) {
+        let mut guard = self.state.lock();
+        while !Self::drain_finished(&guard, all) {
+            self.drained_cv.wait(&mut guard);
+        }
+    }
+
+    /// Recomputes the two "unfinished work" gauges.
+    fn update_unfinished_work(&self) {
+        let Some(m) = &self.metrics else { return };
+        let st = self.state.lock();
+        let now = Instant::now();
+        let (mut total, mut longest) = (0.0_f64, 0.0_f64);
+        if st.processing > 0 {
+            let mut seen = 0;
+            for slot in st.slots.values() {
+                if let Some(started) = slot.started_at {
+                    let age = secs_since(started, now);
+                    total += age;
+                    longest = longest.max(age);
+                    seen += 1;
+                    if seen == st.processing {
+                        break;
+                    }
+                }
+            }
+        }
+        drop(st);
+        m.unfinished_work.set(total);
+        m.longest_running.set(longest);
+    }
+}
+
+fn secs_since(earlier: Instant, now: Instant) -> f64 {
+    now.saturating_duration_since(earlier).as_secs_f64()
+}
+
+/// Configuration of a work queue. Obtain one from [`WorkQueue::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use informer::workqueue::{WorkQueue, WorkQueueMetrics};
+/// use prometheus_client::registry::Registry;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let mut registry = Registry::default();
+/// let metrics = WorkQueueMetrics::new(&mut registry);
+/// let queue: WorkQueue<u64> = WorkQueue::builder()
+///     .name("nodes")
+///     .metrics(&metrics)
+///     .build();
+/// queue.add(7);
+/// assert_eq!(queue.name(), "nodes");
+/// assert_eq!(metrics.adds("nodes"), Some(1));
+/// # }
+/// ```
+pub struct WorkQueueBuilder<T> {
+    pub(crate) name: String,
+    pub(crate) metrics: Option<WorkQueueMetrics>,
+    pub(crate) runtime: Option<Handle>,
+    _item: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for WorkQueueBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkQueueBuilder")
+            .field("name", &self.name)
+            .field("metrics", &self.metrics.is_some())
+            .field("runtime", &self.runtime.is_some())
+            .finish()
+    }
+}
+
+impl<T: QueueItem> WorkQueueBuilder<T> {
+    /// Names the queue; the name is the `name` label of its metrics.
+    /// Metrics are only recorded for named queues (as in client-go).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Records client-go's work-queue metrics into `metrics` (see
+    /// [`WorkQueueMetrics`]); ignored unless the queue also has a
+    /// [`name`](Self::name).
+    pub fn metrics(mut self, metrics: &WorkQueueMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// Runtime on which background tasks (a delaying queue's timer, the
+    /// metrics ticker) are spawned. Defaults to the runtime current at build
+    /// time.
+    pub fn runtime(mut self, handle: Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// The runtime to spawn background tasks on, if any.
+    pub(crate) fn resolve_runtime(&self) -> Option<Handle> {
+        self.runtime.clone().or_else(|| Handle::try_current().ok())
+    }
+
+    /// Builds a basic [`WorkQueue`].
+    ///
+    /// Without metrics nothing is spawned and no runtime is needed. With
+    /// metrics, a ticker refreshing the "unfinished work" gauges every 500 ms
+    /// is spawned on the runtime (see [`runtime`](Self::runtime)), or on a
+    /// small std thread when there is none.
+    pub fn build(self) -> WorkQueue<T> {
+        let runtime = self.resolve_runtime();
+        let metrics = match (&self.metrics, self.name.is_empty()) {
+            (Some(m), false) => Some(m.for_queue(&self.name)),
+            _ => None,
+        };
+        let with_metrics = metrics.is_some();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                ready: VecDeque::new(),
+                slots: FastMap::default(),
+                processing: 0,
+                shutting_down: false,
+                drain: false,
+            }),
+            readable: Notify::new(),
+            readable_cv: Condvar::new(),
+            drained: Notify::new(),
+            drained_cv: Condvar::new(),
+            metrics,
+            name: self.name,
+            shutdown: CancellationToken::new(),
+        });
+        if with_metrics {
+            spawn_metrics_ticker(&shared, runtime);
+        }
+        WorkQueue { shared }
+    }
+}
+
+/// Starts the periodic refresh of the "unfinished work" gauges. It holds a
+/// weak reference only and stops on shutdown or when the queue is dropped.
+fn spawn_metrics_ticker<T: QueueItem>(shared: &Arc<Shared<T>>, runtime: Option<Handle>) {
+    let weak: Weak<Shared<T>> = Arc::downgrade(shared);
+    let stop = shared.shutdown.clone();
+    match runtime {
+        Some(handle) => {
+            // Ticks are counted from build time, not from the task's first poll.
+            let start = Instant::now() + UNFINISHED_WORK_UPDATE_PERIOD;
+            handle.spawn(async move {
+                let mut ticker = tokio::time::interval_at(start, UNFINISHED_WORK_UPDATE_PERIOD);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => return,
+                        _ = ticker.tick() => {}
+                    }
+                    match weak.upgrade() {
+                        Some(shared) => shared.update_unfinished_work(),
+                        None => return,
+                    }
+                }
+            });
+        }
+        None => {
+            let spawned = std::thread::Builder::new()
+                .name("workqueue-metrics".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(UNFINISHED_WORK_UPDATE_PERIOD);
+                        if stop.is_cancelled() {
+                            return;
+                        }
+                        match weak.upgrade() {
+                            Some(shared) => shared.update_unfinished_work(),
+                            None => return,
+                        }
+                    }
+                });
+            if let Err(err) = spawned {
+                tracing::warn!(%err, "workqueue: cannot start the unfinished-work metrics thread");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashSet, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    impl<T: QueueItem> WorkQueue<T> {
+        /// Checks the module invariants against the raw state.
+        fn assert_invariants(&self) {
+            let st = self.shared.state.lock();
+            let mut seen = HashSet::new();
+            for key in &st.ready {
+                assert!(seen.insert(key.clone()), "key queued twice");
+                let slot = st.slots.get(key).expect("ready key without slot");
+                assert!(slot.dirty && !slot.processing, "{slot:?}");
+            }
+            let mut processing = 0;
+            for (key, slot) in &st.slots {
+                assert!(slot.dirty || slot.processing, "idle slot kept: {slot:?}");
+                if slot.processing {
+                    processing += 1;
+                    assert!(!seen.contains(key), "processing key is queued");
+                } else {
+                    assert!(seen.contains(key), "dirty idle key not queued");
+                }
+            }
+            assert_eq!(processing, st.processing);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u8),
+        Get,
+        Done(u8),
+        ShutDown,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..6).prop_map(Op::Add),
+            3 => Just(Op::Get),
+            3 => (0u8..6).prop_map(Op::Done),
+            1 => Just(Op::ShutDown),
+        ]
+    }
+
+    /// The reference semantics, written as plainly as possible.
+    #[derive(Default)]
+    struct Model {
+        queue: VecDeque<u8>,
+        dirty: HashSet<u8>,
+        processing: HashSet<u8>,
+        shutting_down: bool,
+    }
+
+    impl Model {
+        fn add(&mut self, k: u8) {
+            if self.shutting_down || !self.dirty.insert(k) {
+                return;
+            }
+            if !self.processing.contains(&k) {
+                self.queue.push_back(k);
+            }
+        }
+        fn get(&mut self) -> Option<u8> {
+            let k = self.queue.pop_front()?;
+            self.dirty.remove(&k);
+            self.processing.insert(k);
+            Some(k)
+        }
+        fn done(&mut self, k: u8) {
+            if self.processing.remove(&k) && self.dirty.contains(&k) {
+                self.queue.push_back(k);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_reference_model(ops in proptest::collection::vec(op(), 0..200)) {
+            let q: WorkQueue<u8> = WorkQueue::new();
+            let mut model = Model::default();
+            for op in ops {
+                match op {
+                    Op::Add(k) => { q.add(k); model.add(k); }
+                    Op::Get => prop_assert_eq!(q.try_get(), model.get()),
+                    Op::Done(k) => { q.done(&k); model.done(k); }
+                    Op::ShutDown => { q.shut_down(); model.shutting_down = true; }
+                }
+                q.assert_invariants();
+                prop_assert_eq!(q.len(), model.queue.len());
+                prop_assert_eq!(q.in_flight(), model.processing.len());
+                prop_assert_eq!(q.shutting_down(), model.shutting_down);
+            }
+        }
+    }
+
+    #[test]
+    fn get_blocking_wakes_on_add_from_another_thread() {
+        let q: WorkQueue<u8> = WorkQueue::new();
+        let getter = {
+            let q = q.clone();
+            std::thread::spawn(move || q.get_blocking())
+        };
+        q.add(9);
+        assert_eq!(getter.join().unwrap(), Some(9));
+        q.assert_invariants();
+    }
+}
