@@ -380,3 +380,340 @@ async fn cancelled_before_start_calls_nothing() {
     assert!(src.list_calls().is_empty());
     assert!(src.watch_calls().is_empty());
 }
+
+/// A source whose watches are fed by the test through channels; lists return "b" at RV 50.
+struct Streaming {
+    watch_opts: parking_lot::Mutex<Vec<ListOptions>>,
+    lists: AtomicUsize,
+    feeds: parking_lot::Mutex<
+        Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>,
+    >,
+}
+
+impl ListerWatcher<Cm> for Streaming {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        Ok(ObjectList {
+            items: vec![obj("b", 40)],
+            resource_version: "50".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watch_opts.lock().push(o.clone());
+        let feed = {
+            let mut f = self.feeds.lock();
+            if f.is_empty() {
+                None
+            } else {
+                Some(f.remove(0))
+            }
+        };
+        match feed {
+            None => Ok(Box::pin(futures_util::stream::pending())),
+            Some(Err(e)) => Err(e),
+            Some(Ok(rx)) => Ok(Box::pin(futures_util::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
+            ))),
+        }
+    }
+}
+
+fn obj(name: &str, rv: u64) -> informer::Object<Cm> {
+    let mut v = cm(name, "1");
+    v["metadata"]["resourceVersion"] = rv.to_string().into();
+    informer::Object::from_json(serde_json::to_vec(&v).unwrap()).unwrap()
+}
+
+fn streaming(
+    feeds: Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>,
+) -> Arc<Streaming> {
+    Arc::new(Streaming {
+        watch_opts: Default::default(),
+        lists: AtomicUsize::new(0),
+        feeds: parking_lot::Mutex::new(feeds),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn plain_bookmark_before_the_end_marker_falls_back_to_list() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let lw = streaming(vec![Ok(rx)]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        opts(),
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    // A server that supports streaming lists sends no plain bookmark before the end marker; one
+    // that does not (it ignored sendInitialEvents) may. The reflector then falls back to LIST.
+    tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
+    tx.send(WatchEvent::Bookmark {
+        resource_version: "33".into(),
+        initial_events_end: false,
+    })
+    .unwrap();
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    let o = &lw.watch_opts.lock()[0];
+    assert_eq!(o.send_initial_events, Some(true));
+    assert_eq!(
+        o.resource_version_match,
+        Some(informer::ResourceVersionMatch::NotOlderThan)
+    );
+    assert!(o.allow_watch_bookmarks);
+    assert_eq!(
+        o.resource_version, None,
+        "first streaming list asks for a consistent snapshot"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_success_takes_rv_from_the_end_bookmark() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let lw = streaming(vec![Ok(rx)]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        opts(),
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
+    tx.send(WatchEvent::Added(obj("a", 20))).unwrap();
+    tx.send(WatchEvent::Added(obj("gone", 25))).unwrap();
+    tx.send(WatchEvent::Modified(obj("a", 31))).unwrap();
+    tx.send(WatchEvent::Deleted(obj("gone", 32))).unwrap();
+    tx.send(WatchEvent::Bookmark {
+        resource_version: "35".into(),
+        initial_events_end: true,
+    })
+    .unwrap();
+    tx.send(WatchEvent::Modified(obj("z", 36))).unwrap();
+    assert_eq!(pop(&q).await, "ReplacedAll[a,z]@35");
+    assert_eq!(
+        pop(&q).await,
+        "Updated:z@36",
+        "the watch continues on the same stream"
+    );
+    assert_eq!(r.last_sync_resource_version(), "36");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "no LIST");
+    assert_eq!(lw.watch_opts.lock().len(), 1);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_rejected_by_the_server_falls_back_to_list() {
+    let invalid = Error::api(Status {
+        code: 422,
+        reason: "Invalid".into(),
+        message: "sendInitialEvents is forbidden".into(),
+        ..Default::default()
+    });
+    let lw = streaming(vec![Err(invalid)]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        opts(),
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_without_end_bookmark_never_hangs() {
+    // An old server: sends the current objects and then nothing (no end marker).
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let lw = streaming(vec![Ok(rx)]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        opts(),
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let started = tokio::time::Instant::now();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    tx.send(WatchEvent::Added(obj("a", 1))).unwrap();
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(12),
+        "fell back after the idle timeout: {waited:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+    drop(tx);
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_pages_are_followed_and_expired_continue_means_one_full_list() {
+    struct Paged {
+        calls: parking_lot::Mutex<Vec<ListOptions>>,
+    }
+    impl ListerWatcher<Cm> for Paged {
+        async fn list(&self, o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+            let n = {
+                let mut c = self.calls.lock();
+                c.push(o.clone());
+                c.len()
+            };
+            let page = |names: &[&str], cont: Option<&str>| ObjectList {
+                items: names.iter().map(|n| obj(n, 5)).collect(),
+                resource_version: "10".into(),
+                continue_token: cont.map(str::to_string),
+                remaining_item_count: None,
+            };
+            match n {
+                1 => Ok(page(&["a", "b"], Some("c1"))),
+                2 => Ok(page(&["c", "d"], Some("c2"))),
+                3 => Err(Error::api(Status {
+                    code: 410,
+                    reason: "Expired".into(),
+                    ..Default::default()
+                })),
+                _ => Ok(page(&["a", "b", "c", "d", "e"], None)),
+            }
+        }
+        async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+            Ok(Box::pin(futures_util::stream::pending()))
+        }
+        fn supports_streaming_list(&self) -> bool {
+            false
+        }
+    }
+    let lw = Arc::new(Paged {
+        calls: Default::default(),
+    });
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let o = ReflectorOptions {
+        page_size: Some(2),
+        ..opts()
+    };
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        o,
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[a,b,c,d,e]@10");
+    let calls = lw.calls.lock().clone();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(
+        (
+            calls[0].resource_version.as_deref(),
+            calls[0].limit,
+            calls[0].continue_token.as_deref()
+        ),
+        (Some("0"), Some(2), None)
+    );
+    assert_eq!(
+        (
+            calls[1].resource_version.as_deref(),
+            calls[1].limit,
+            calls[1].continue_token.as_deref()
+        ),
+        (None, Some(2), Some("c1"))
+    );
+    assert_eq!(calls[2].continue_token.as_deref(), Some("c2"));
+    assert_eq!(
+        (
+            calls[3].resource_version.as_deref(),
+            calls[3].limit,
+            calls[3].continue_token.as_deref()
+        ),
+        (Some("0"), None, None),
+        "full list at the original RV"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_list_rv_retries_at_once_with_empty_rv() {
+    struct Expiring {
+        calls: parking_lot::Mutex<Vec<Option<String>>>,
+    }
+    impl ListerWatcher<Cm> for Expiring {
+        async fn list(&self, o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+            self.calls.lock().push(o.resource_version.clone());
+            if o.resource_version.as_deref() == Some("0") {
+                return Err(Error::api(Status {
+                    code: 410,
+                    reason: "Expired".into(),
+                    ..Default::default()
+                }));
+            }
+            Ok(ObjectList {
+                items: vec![obj("a", 3)],
+                resource_version: "7".into(),
+                continue_token: None,
+                remaining_item_count: None,
+            })
+        }
+        async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+            Ok(Box::pin(futures_util::stream::pending()))
+        }
+        fn supports_streaming_list(&self) -> bool {
+            false
+        }
+    }
+    let lw = Arc::new(Expiring {
+        calls: Default::default(),
+    });
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(
+        lw.clone(),
+        q.clone(),
+        opts(),
+        ReflectorHooks::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let started = tokio::time::Instant::now();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[a]@7");
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "retried at once, without backoff"
+    );
+    assert_eq!(*lw.calls.lock(), vec![Some("0".to_string()), None]);
+    cancel.cancel();
+    task.await.unwrap();
+}

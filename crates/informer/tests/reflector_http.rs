@@ -40,7 +40,9 @@ struct Harness {
 }
 
 fn rv_num(o: &Object<Cm>) -> u64 {
-    o.resource_version().and_then(|r| r.parse().ok()).unwrap_or(0)
+    o.resource_version()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
 }
 
 fn cm(i: u64, v: u64) -> serde_json::Value {
@@ -49,7 +51,9 @@ fn cm(i: u64, v: u64) -> serde_json::Value {
 
 async fn client_for(server: &ApiServer) -> kube::Client {
     let kc = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
     kube::Client::try_from(cfg).unwrap()
 }
 
@@ -65,14 +69,16 @@ impl Harness {
         let last_rv: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
         let order_violations: Arc<Mutex<Vec<String>>> = Arc::default();
         let check = {
-            let (last_rv, viol, changed) = (last_rv.clone(), order_violations.clone(), changed.clone());
+            let (last_rv, viol, changed) =
+                (last_rv.clone(), order_violations.clone(), changed.clone());
             move |ev: &str, o: &Object<Cm>| {
                 let rv = rv_num(o);
                 let mut m = last_rv.lock();
                 if let Some(prev) = m.get(o.key().as_str())
                     && rv < *prev
                 {
-                    viol.lock().push(format!("{ev} {} rv {rv} after {prev}", o.key()));
+                    viol.lock()
+                        .push(format!("{ev} {} rv {rv} after {prev}", o.key()));
                 }
                 m.insert(o.key().to_string(), rv);
                 changed.notify_waiters();
@@ -116,15 +122,30 @@ impl Harness {
         };
         let lw = Arc::new(KubeListerWatcher::<Cm>::new(client, Some("default")));
         let queue = Arc::new(RealFifo::<Cm>::new(Default::default()));
-        let ctrl = Arc::new(Controller::new(lw, queue, store.clone(), Arc::new(handler), opts, hooks).with_batch(64));
+        let ctrl = Arc::new(
+            Controller::new(lw, queue, store.clone(), Arc::new(handler), opts, hooks)
+                .with_batch(64),
+        );
         let cancel = CancellationToken::new();
         let synced = ctrl.synced();
         let task = tokio::spawn({
             let (c, k) = (ctrl.clone(), cancel.clone());
             async move { c.run(k).await }
         });
-        tokio::time::timeout(Duration::from_secs(20), synced.wait()).await.expect("initial sync");
-        Harness { server, store, changed, lists, errors, order_violations, cancel, task, next: initial }
+        tokio::time::timeout(Duration::from_secs(20), synced.wait())
+            .await
+            .expect("initial sync");
+        Harness {
+            server,
+            store,
+            changed,
+            lists,
+            errors,
+            order_violations,
+            cancel,
+            task,
+            next: initial,
+        }
     }
 
     fn server_state(&self) -> BTreeMap<String, String> {
@@ -134,13 +155,25 @@ impl Harness {
             .into_iter()
             .map(|o| {
                 let m = &o["metadata"];
-                (format!("default/{}", m["name"].as_str().unwrap()), m["resourceVersion"].as_str().unwrap().to_string())
+                (
+                    format!("default/{}", m["name"].as_str().unwrap()),
+                    m["resourceVersion"].as_str().unwrap().to_string(),
+                )
             })
             .collect()
     }
 
     fn cache_state(&self) -> BTreeMap<String, String> {
-        self.store.list().into_iter().map(|o| (o.key().to_string(), o.resource_version().unwrap().to_string())).collect()
+        self.store
+            .list()
+            .into_iter()
+            .map(|o| {
+                (
+                    o.key().to_string(),
+                    o.resource_version().unwrap().to_string(),
+                )
+            })
+            .collect()
     }
 
     /// Waits (signal-driven) until the cache equals the server, failing after 20 s.
@@ -157,14 +190,30 @@ impl Harness {
                 return;
             }
             // Relists can complete without any handler event (nothing changed): wake periodically too.
-            if tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)), notified)
-                .await
-                .is_err()
+            if tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)),
+                notified,
+            )
+            .await
+            .is_err()
                 && tokio::time::Instant::now() >= deadline
             {
-                let missing: Vec<_> = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).take(5).collect();
-                let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(5).collect();
-                panic!("{what}: cache did not converge: {} vs {} objects; differing {missing:?}; extra {extra:?}; errors {:?}", got.len(), want.len(), self.errors.lock());
+                let missing: Vec<_> = want
+                    .iter()
+                    .filter(|(k, v)| got.get(*k) != Some(v))
+                    .take(5)
+                    .collect();
+                let extra: Vec<_> = got
+                    .keys()
+                    .filter(|k| !want.contains_key(*k))
+                    .take(5)
+                    .collect();
+                panic!(
+                    "{what}: cache did not converge: {} vs {} objects; differing {missing:?}; extra {extra:?}; errors {:?}",
+                    got.len(),
+                    want.len(),
+                    self.errors.lock()
+                );
             }
         }
     }
@@ -179,7 +228,9 @@ impl Harness {
                 }
                 1 if self.next > 10 => {
                     let victim = (k * 7) % self.next;
-                    let _ = self.server.delete("configmaps", "default", &format!("cm-{victim:04}"));
+                    let _ = self
+                        .server
+                        .delete("configmaps", "default", &format!("cm-{victim:04}"));
                 }
                 _ => {
                     let i = (k * 13) % self.next;
@@ -191,7 +242,10 @@ impl Harness {
 
     async fn stop(self) {
         self.cancel.cancel();
-        tokio::time::timeout(Duration::from_secs(10), self.task).await.expect("stops promptly").unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("stops promptly")
+            .unwrap();
     }
 }
 
@@ -228,7 +282,11 @@ async fn dropped_watches_rewatch_without_relisting() {
     }
     h.churn(20);
     h.converge("after the last drop").await;
-    assert_eq!(h.lists.load(Ordering::SeqCst), 1, "a closed watch restarts from the last RV without a relist");
+    assert_eq!(
+        h.lists.load(Ordering::SeqCst),
+        1,
+        "a closed watch restarts from the last RV without a relist"
+    );
     h.stop().await;
 }
 
