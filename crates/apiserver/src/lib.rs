@@ -21,6 +21,7 @@ pub mod status;
 pub mod store;
 pub mod tls;
 pub mod watch;
+pub mod w1;
 pub mod watch_cache;
 
 pub use controls::{Controls, Fault};

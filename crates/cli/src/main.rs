@@ -1,5 +1,6 @@
 //! The `informer` command: `demo` (the main job), `watch`, `serve`.
 
+mod bench;
 mod client;
 mod demo;
 mod serve;
@@ -25,6 +26,8 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Run the embedded Kubernetes list/watch API server standalone.
     Serve(serve::ServeArgs),
+    /// Measure one informer on a pod workload (W1 in-process with --w1); prints one JSON line.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +54,7 @@ fn main() -> std::process::ExitCode {
             Command::Demo(a) => demo::run(a).await,
             Command::Watch(a) => watch::run(a).await,
             Command::Serve(a) => serve::run(a).await.map(|_| true),
+            Command::Bench(a) => bench::run(a).await,
         }
     });
     match result {

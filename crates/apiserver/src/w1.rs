@@ -1,0 +1,317 @@
+//! The W1 benchmark workload as a minimal, generator-backed server.
+//!
+//! W1: 10,000 pods shaped like `data/w1-pod.json` (4.4 KB of JSON each, with managedFields,
+//! ownerReferences and status; names `bench-0000000…`, label `app=app-(i%50)`), listed at
+//! resourceVersion 1000 in pages as asked; then `updates` MODIFIED events — event k modifies pod
+//! (k−1) mod 10,000 at resourceVersion 1000+k with a changed label — streamed over HTTP/1.1 as fast
+//! as the client reads. With `sendInitialEvents=true` the watch first streams the 10,000 pods as
+//! ADDED and the `k8s.io/initial-events-end` bookmark.
+//!
+//! Unlike the general [`ApiServer`](crate::ApiServer) (whose watch cache would hold every event),
+//! nothing is stored: pods and events are spliced from one template into ~128 KB chunks on demand,
+//! so the server holds a few hundred KB and never bounds a client benchmark. After the last event
+//! the watch stays open (idle) until the client goes away.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use tokio::net::TcpListener;
+
+const TEMPLATE: &str = include_str!("../data/w1-pod.json");
+const CHUNK: usize = 128 << 10;
+
+/// W1 parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct W1Config {
+    /// Number of pods (10,000 in W1).
+    pub pods: u64,
+    /// Number of MODIFIED events after the list (100,000 in W1).
+    pub updates: u64,
+    /// The list's resourceVersion (1000 in W1).
+    pub list_rv: u64,
+}
+
+impl Default for W1Config {
+    fn default() -> Self {
+        W1Config { pods: 10_000, updates: 100_000, list_rv: 1000 }
+    }
+}
+
+/// A pod template cut at the places that vary.
+struct Template {
+    /// Literal parts between the holes: name, uid, resourceVersion, app label, generation label.
+    parts: Vec<Vec<u8>>,
+    holes: Vec<Hole>,
+}
+
+#[derive(Clone, Copy)]
+enum Hole {
+    Name,
+    Uid,
+    Rv,
+    App,
+    Generation,
+}
+
+impl Template {
+    fn new() -> Template {
+        let mut v: serde_json::Value = serde_json::from_str(TEMPLATE).expect("valid template");
+        let m = &mut v["metadata"];
+        m["name"] = "\u{1}NAME\u{1}".into();
+        m["uid"] = "\u{1}UID\u{1}".into();
+        m["resourceVersion"] = "\u{1}RV\u{1}".into();
+        m["labels"]["app"] = "\u{1}APP\u{1}".into();
+        m["labels"]["generation"] = "\u{1}GEN\u{1}".into();
+        let s = serde_json::to_string(&v).expect("serialisable");
+        let mut parts = Vec::new();
+        let mut holes = Vec::new();
+        let mut rest = s.as_str();
+        let marker = "\\u0001";
+        while let Some(i) = rest.find(marker) {
+            parts.push(rest[..i].as_bytes().to_vec());
+            let after = &rest[i + marker.len()..];
+            let j = after.find(marker).expect("closing marker");
+            holes.push(match &after[..j] {
+                "NAME" => Hole::Name,
+                "UID" => Hole::Uid,
+                "RV" => Hole::Rv,
+                "APP" => Hole::App,
+                _ => Hole::Generation,
+            });
+            rest = &after[j + marker.len()..];
+        }
+        parts.push(rest.as_bytes().to_vec());
+        Template { parts, holes }
+    }
+
+    /// Appends pod `i` at resourceVersion `rv` with generation label `generation`.
+    fn write(&self, out: &mut BytesMut, i: u64, rv: u64, generation: u64) {
+        use std::fmt::Write as _;
+        let mut num = String::new();
+        for (k, part) in self.parts.iter().enumerate() {
+            out.extend_from_slice(part);
+            if let Some(h) = self.holes.get(k) {
+                num.clear();
+                let _ = match h {
+                    Hole::Name => write!(num, "bench-{i:07}"),
+                    Hole::Uid => write!(num, "00000000-0000-4000-8000-{i:012}"),
+                    Hole::Rv => write!(num, "{rv}"),
+                    Hole::App => write!(num, "app-{}", i % 50),
+                    Hole::Generation => write!(num, "{generation}"),
+                };
+                out.extend_from_slice(num.as_bytes());
+            }
+        }
+    }
+}
+
+struct Shared {
+    cfg: W1Config,
+    tpl: Template,
+    namespace: String,
+}
+
+impl Shared {
+    /// The resourceVersion of pod `i` in the initial state (all ≤ list_rv).
+    fn initial_rv(&self, i: u64) -> u64 {
+        1 + (i * (self.cfg.list_rv - 1)) / self.cfg.pods.max(1)
+    }
+}
+
+/// A running W1 server.
+pub struct W1Server {
+    addr: SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    namespace: String,
+}
+
+impl W1Server {
+    /// Starts W1 on 127.0.0.1 (any port), serving pods in `namespace`.
+    pub async fn start(cfg: W1Config, namespace: &str) -> std::io::Result<W1Server> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared { cfg, tpl: Template::new(), namespace: namespace.to_string() });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut c = stopped;
+            loop {
+                let (sock, _) = tokio::select! {
+                    _ = c.wait_for(|s| *s) => return,
+                    r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
+                };
+                let _ = sock.set_nodelay(true);
+                let shared = shared.clone();
+                let mut c2 = c.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(sock), svc);
+                    tokio::select! {
+                        _ = c2.wait_for(|s| *s) => {}
+                        _ = conn => {}
+                    }
+                });
+            }
+        });
+        Ok(W1Server { addr, stop, namespace: namespace.to_string() })
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A kubeconfig for the server.
+    pub fn kubeconfig_yaml(&self) -> String {
+        crate::server::kubeconfig_yaml(&format!("http://{}", self.addr), None, false)
+            .replace("namespace: default", &format!("namespace: {}", self.namespace))
+    }
+}
+
+impl Drop for W1Server {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+type BoxBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<BoxBody> {
+    let mut r = Response::new(http_body_util::Full::new(body.into()).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r
+}
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxBody>, Infallible> {
+    let path = req.uri().path();
+    let want = format!("/api/v1/namespaces/{}/pods", sh.namespace);
+    if path != want && path != "/api/v1/pods" {
+        let msg = format!(
+            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}}"#
+        );
+        return Ok(full(StatusCode::NOT_FOUND, msg));
+    }
+    let q: Vec<(String, String)> = req
+        .uri()
+        .query()
+        .map(|q| {
+            q.split('&')
+                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let watch = matches!(get("watch"), Some("true") | Some("1"));
+    if watch {
+        let initial = get("sendInitialEvents") == Some("true");
+        let from_rv: u64 = get("resourceVersion").and_then(|r| r.parse().ok()).unwrap_or(0);
+        let first = if initial { 1 } else { from_rv.saturating_sub(sh.cfg.list_rv) + 1 };
+        let body = WatchBody { sh: sh.clone(), initial: if initial { Some(0) } else { None }, next: first, buf: BytesMut::new() };
+        let mut r = Response::new(BodyExt::boxed(body));
+        r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+        return Ok(r);
+    }
+    // LIST at list_rv, paged by `limit`/`continue` (the continue token is the next index).
+    let limit: u64 = get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(u64::MAX);
+    let start: u64 = get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let end = start.saturating_add(limit).min(sh.cfg.pods);
+    let mut out = BytesMut::with_capacity(((end - start) as usize) * 4700 + 256);
+    out.extend_from_slice(br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":""#);
+    out.extend_from_slice(sh.cfg.list_rv.to_string().as_bytes());
+    out.extend_from_slice(b"\"");
+    if end < sh.cfg.pods {
+        out.extend_from_slice(format!(r#","continue":"{end}","remainingItemCount":{}"#, sh.cfg.pods - end).as_bytes());
+    }
+    out.extend_from_slice(br#"},"items":["#);
+    for i in start..end {
+        if i > start {
+            out.extend_from_slice(b",");
+        }
+        sh.tpl.write(&mut out, i, sh.initial_rv(i), 0);
+    }
+    out.extend_from_slice(b"]}");
+    Ok(full(StatusCode::OK, out.freeze()))
+}
+
+/// Generates watch events into ~128 KB chunks as the client reads.
+struct WatchBody {
+    sh: Arc<Shared>,
+    /// Next initial pod to send as ADDED (`Some(pods)` = bookmark pending, None = done).
+    initial: Option<u64>,
+    /// Next MODIFIED event number (1-based).
+    next: u64,
+    buf: BytesMut,
+}
+
+impl Body for WatchBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        let sh = this.sh.clone();
+        this.buf.reserve(CHUNK + 8192);
+        while this.buf.len() < CHUNK {
+            if let Some(i) = this.initial {
+                if i < sh.cfg.pods {
+                    this.buf.extend_from_slice(br#"{"type":"ADDED","object":"#);
+                    sh.tpl.write(&mut this.buf, i, sh.initial_rv(i), 0);
+                    this.buf.extend_from_slice(b"}\n");
+                    this.initial = Some(i + 1);
+                } else {
+                    this.buf.extend_from_slice(
+                        format!(
+                            r#"{{"type":"BOOKMARK","object":{{"kind":"Pod","apiVersion":"v1","metadata":{{"resourceVersion":"{}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#,
+                            sh.cfg.list_rv
+                        )
+                        .as_bytes(),
+                    );
+                    this.buf.extend_from_slice(b"\n");
+                    this.initial = None;
+                }
+                continue;
+            }
+            if this.next > sh.cfg.updates {
+                break;
+            }
+            let k = this.next;
+            let i = (k - 1) % sh.cfg.pods;
+            this.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
+            sh.tpl.write(&mut this.buf, i, sh.cfg.list_rv + k, k);
+            this.buf.extend_from_slice(b"}\n");
+            this.next += 1;
+        }
+        if this.buf.is_empty() {
+            // All events sent: stay open, idle, until the client disconnects.
+            return Poll::Pending;
+        }
+        let chunk = this.buf.split().freeze();
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_splices_valid_pods() {
+        let t = Template::new();
+        let mut b = BytesMut::new();
+        t.write(&mut b, 42, 1234, 7);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["metadata"]["name"], "bench-0000042");
+        assert_eq!(v["metadata"]["resourceVersion"], "1234");
+        assert_eq!(v["metadata"]["labels"]["app"], "app-42");
+        assert_eq!(v["metadata"]["labels"]["generation"], "7");
+        assert!(b.len() > 4000, "W1 pods are ~4.4 KB: {}", b.len());
+    }
+}

@@ -1,0 +1,184 @@
+//! `informer bench`: one informer on a pod workload (a real cluster, or W1 in-process), printing
+//! exactly one JSON line of figures: sync time, update throughput, RSS.
+//!
+//! Handlers: `keys` does what the seeds' example does (compute the key, enqueue it on a
+//! workqueue drained by a worker); `full` reads a field of the typed object (forcing a full
+//! decode). `sync_ms` is start → cache synced (every initial object stored and delivered);
+//! `updates_per_s` is update notifications delivered after sync divided by the time from sync to
+//! the Nth. RSS figures come from /proc/self/status.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use informer::workqueue::WorkQueue;
+use informer::{Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, ObjectKey, RealFifo, ReflectorOptions};
+use informer_apiserver::w1::{W1Config, W1Server};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// What the handler does per notification.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum HandlerKind {
+    /// Compute the key and enqueue it on a workqueue.
+    Keys,
+    /// Decode the typed object and read a field.
+    Full,
+}
+
+/// Options of `informer bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Kubeconfig of the cluster to measure (not needed with --w1).
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// Namespace of the pods.
+    #[arg(long, short = 'n', default_value = "default")]
+    namespace: String,
+    /// Number of update notifications to wait for after sync.
+    #[arg(long, default_value_t = 100_000)]
+    updates: u64,
+    /// Initial LIST then WATCH.
+    #[arg(long, conflicts_with = "streaming")]
+    list: bool,
+    /// Streaming list (the default).
+    #[arg(long)]
+    streaming: bool,
+    /// Handler work per notification.
+    #[arg(long, value_enum, default_value = "keys")]
+    handler: HandlerKind,
+    /// Start the W1 workload in-process and run against it.
+    #[arg(long)]
+    w1: bool,
+    /// Pods in the W1 workload.
+    #[arg(long, default_value_t = 10_000)]
+    pods: u64,
+}
+
+/// Reads a field (kB) of /proc/self/status.
+pub fn proc_status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs the benchmark and prints its JSON line.
+pub async fn run(args: BenchArgs) -> Result<bool> {
+    let streaming = !args.list;
+    let w1 = if args.w1 {
+        let cfg = W1Config { pods: args.pods, updates: args.updates, list_rv: 1000 };
+        Some(W1Server::start(cfg, &args.namespace).await.context("cannot start W1")?)
+    } else {
+        None
+    };
+    let client = match (&w1, &args.kubeconfig) {
+        (Some(s), _) => crate::client::from_yaml(&s.kubeconfig_yaml()).await?,
+        (None, Some(k)) => crate::client::from_file(k).await?,
+        (None, None) => anyhow::bail!("give --kubeconfig F or --w1"),
+    };
+
+    let initial = Arc::new(AtomicU64::new(0));
+    let updates = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(Notify::new());
+    let target = args.updates;
+    let queue: WorkQueue<ObjectKey> = WorkQueue::new();
+    let fields = Arc::new(AtomicU64::new(0));
+    let work = {
+        let (queue, fields) = (queue.clone(), fields.clone());
+        let kind = args.handler;
+        move |o: &informer::Object<Pod>| match kind {
+            HandlerKind::Keys => queue.add(o.key().clone()),
+            HandlerKind::Full => {
+                if let Ok(p) = o.decode() {
+                    let n = p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
+                    fields.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+        }
+    };
+    let (w1h, w2) = (work.clone(), work);
+    let handler = {
+        let (initial, updates, done) = (initial.clone(), updates.clone(), done.clone());
+        HandlerFns::<Pod>::new()
+            .on_add(move |o, is_initial| {
+                if is_initial {
+                    initial.fetch_add(1, Ordering::Relaxed);
+                }
+                w1h(o)
+            })
+            .on_update(move |_, o| {
+                w2(o);
+                if updates.fetch_add(1, Ordering::Relaxed) + 1 == target {
+                    done.notify_one();
+                }
+            })
+    };
+    let worker = tokio::spawn({
+        let q = queue.clone();
+        async move {
+            while let Some(k) = q.get().await {
+                q.done(&k);
+            }
+        }
+    });
+
+    let store = Arc::new(Indexer::<Pod>::new(Indexers::new().with_namespace_index()));
+    let fifo = Arc::new(RealFifo::<Pod>::new(Default::default()));
+    let lw = Arc::new(KubeListerWatcher::<Pod>::new(client, Some(&args.namespace)));
+    let opts = ReflectorOptions { name: "bench".into(), streaming_list: streaming, ..Default::default() };
+    let ctrl = Arc::new(Controller::new(lw, fifo, store.clone(), Arc::new(handler), opts, Default::default()).with_batch(512));
+    let cancel = CancellationToken::new();
+    let synced = ctrl.synced();
+    let t0 = Instant::now();
+    let task = tokio::spawn({
+        let (c, k) = (ctrl.clone(), cancel.clone());
+        async move { c.run(k).await }
+    });
+    tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
+    let t_sync = Instant::now();
+    let sync_ms = (t_sync - t0).as_secs_f64() * 1e3;
+    let rss_after_sync = proc_status_kb("VmRSS:");
+    if target > 0 {
+        let wait = done.notified();
+        tokio::pin!(wait);
+        wait.as_mut().enable();
+        if updates.load(Ordering::Relaxed) < target {
+            tokio::time::timeout(Duration::from_secs(600), wait)
+                .await
+                .with_context(|| format!("only {} of {target} updates within 600 s", updates.load(Ordering::Relaxed)))?;
+        }
+    }
+    let update_s = t_sync.elapsed().as_secs_f64();
+    let rss_end = proc_status_kb("VmRSS:");
+    let peak = proc_status_kb("VmHWM:");
+    let line = serde_json::json!({
+        "client": "informer",
+        "streaming": streaming,
+        "handler": format!("{:?}", args.handler).to_lowercase(),
+        "cached": store.len(),
+        "initial": initial.load(Ordering::Relaxed),
+        "sync_ms": (sync_ms * 10.0).round() / 10.0,
+        "updates": updates.load(Ordering::Relaxed),
+        "update_s": (update_s * 1000.0).round() / 1000.0,
+        "updates_per_s": if update_s > 0.0 { (target as f64 / update_s).round() } else { 0.0 },
+        "rss_after_sync_kb": rss_after_sync,
+        "rss_end_kb": rss_end,
+        "peak_rss_kb": peak,
+    });
+    println!("{line}");
+    cancel.cancel();
+    let _ = task.await;
+    queue.shut_down();
+    let _ = worker.await;
+    drop(w1);
+    Ok(true)
+}
