@@ -203,7 +203,13 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
             serde_json::from_slice(obj).map_err(|e| json_err("invalid watch ERROR status", e))?;
         return Ok(Decoded::Event(WatchEvent::Error(status)));
     }
-    let head = ObjectHead::parse(obj).map_err(|e| json_err("invalid watch event object", e))?;
+    let head = ObjectHead::parse(obj).map_err(|e| {
+        if e.eof {
+            DocError::Incomplete
+        } else {
+            DocError::Invalid(Error::Decode(format!("invalid watch event object: {e}")))
+        }
+    })?;
     if let (Some(exp), Some(kind)) = (expected, head.kind.as_deref()) {
         let api_version = head.api_version.as_deref().unwrap_or("");
         if kind != exp.kind || api_version != exp.api_version {
@@ -249,64 +255,45 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
     Ok(Decoded::Event(ev))
 }
 
-#[derive(Deserialize)]
-struct ListBody<'a> {
-    #[serde(borrow, default)]
-    kind: Option<CowStr<'a>>,
-    #[serde(borrow, default)]
-    metadata: Option<ListMeta<'a>>,
-    #[serde(borrow, default)]
-    items: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct ListMeta<'a> {
-    #[serde(rename = "resourceVersion", borrow, default)]
-    resource_version: Option<CowStr<'a>>,
-    #[serde(rename = "continue", borrow, default)]
-    continue_token: Option<CowStr<'a>>,
-    #[serde(rename = "remainingItemCount", default)]
-    remaining_item_count: Option<i64>,
-}
-
-/// Decodes a LIST response body. Each item's bytes are copied into its own allocation.
+/// Decodes a LIST response body in one pass. Each item's bytes are copied into its own
+/// allocation.
 pub fn decode_list<K>(body: &[u8]) -> Result<ObjectList<K>, Error> {
-    let list: ListBody<'_> = serde_json::from_slice(body)
-        .map_err(|e| Error::Decode(format!("invalid list response: {e}")))?;
+    let mut items = Vec::new();
+    let list = crate::object::scan_list(body, |head, bytes| -> Result<(), ListErr> {
+        items.push(Object::from_head(head, Bytes::copy_from_slice(bytes)).map_err(ListErr::Object)?);
+        Ok(())
+    })
+    .map_err(|e| match e {
+        ListErr::Scan(e) => Error::Decode(format!("invalid list response: {e}")),
+        ListErr::Object(e) => Error::Object(e),
+    })?;
     if let Some(kind) = list.kind.as_deref() {
         if kind == "Table" {
             return Err(Error::Decode("unsupported list kind Table".to_string()));
         }
         if kind == "Status" {
-            let status: Status = serde_json::from_slice(body)
-                .map_err(|e| Error::Decode(format!("invalid Status: {e}")))?;
+            let status: Status =
+                serde_json::from_slice(body).map_err(|e| Error::Decode(format!("invalid Status: {e}")))?;
             return Err(Error::api(status));
         }
     }
-    let meta = list.metadata;
-    let raw_items = list.items.unwrap_or_default();
-    let mut items = Vec::with_capacity(raw_items.len());
-    for raw in raw_items {
-        let bytes = raw.get().as_bytes();
-        let head = ObjectHead::parse(bytes)
-            .map_err(|e| Error::Decode(format!("invalid list item: {e}")))?;
-        items.push(Object::from_head(&head, Bytes::copy_from_slice(bytes))?);
-    }
-    let rv = meta
-        .as_ref()
-        .and_then(|m| m.resource_version.as_deref())
-        .unwrap_or("")
-        .to_string();
     Ok(ObjectList {
         items,
-        resource_version: rv,
-        continue_token: meta
-            .as_ref()
-            .and_then(|m| m.continue_token.as_deref())
-            .filter(|c| !c.is_empty())
-            .map(str::to_string),
-        remaining_item_count: meta.and_then(|m| m.remaining_item_count),
+        resource_version: list.resource_version.as_deref().unwrap_or("").to_string(),
+        continue_token: list.continue_token.as_deref().filter(|c| !c.is_empty()).map(str::to_string),
+        remaining_item_count: list.remaining_item_count,
     })
+}
+
+enum ListErr {
+    Scan(crate::object::ScanError),
+    Object(crate::object::DecodeError),
+}
+
+impl From<crate::object::ScanError> for ListErr {
+    fn from(e: crate::object::ScanError) -> Self {
+        ListErr::Scan(e)
+    }
 }
 
 /// Turns an error response body into a Status (synthesising one when the body is not a Status).

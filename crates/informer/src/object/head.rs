@@ -15,7 +15,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use smallvec::SmallVec;
 
 /// The head of an object: type meta plus the identity metadata fields.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct ObjectHead<'a> {
     #[serde(rename = "apiVersion", borrow, default)]
     pub api_version: Option<CowStr<'a>>,
@@ -26,7 +26,7 @@ pub(crate) struct ObjectHead<'a> {
 }
 
 /// The identity fields of `metadata`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct MetaHead<'a> {
     #[serde(borrow, default)]
     pub name: Option<CowStr<'a>>,
@@ -43,7 +43,7 @@ pub(crate) struct MetaHead<'a> {
 }
 
 /// A JSON object of string values, kept as borrowed pairs in document order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct StrPairs<'a>(pub SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrPairs<'a> {
@@ -71,7 +71,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrPairs<'a> {
 }
 
 /// A string that borrows from the input when it has no escapes.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) struct CowStr<'a>(pub Cow<'a, str>);
 
 impl std::ops::Deref for CowStr<'_> {
@@ -104,8 +104,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
 }
 
 impl<'a> ObjectHead<'a> {
-    /// Parses the head of one JSON object.
-    pub(crate) fn parse(json: &'a [u8]) -> Result<Self, serde_json::Error> {
+    /// Parses the head of one JSON object (the fast scanner).
+    pub(crate) fn parse(json: &'a [u8]) -> Result<Self, super::scan::ScanError> {
+        super::scan::scan_head(json)
+    }
+
+    /// The serde_json reference implementation of [`ObjectHead::parse`] (used to test the
+    /// scanner).
+    #[allow(dead_code)]
+    pub(crate) fn parse_reference(json: &'a [u8]) -> Result<Self, serde_json::Error> {
         // A struct also deserializes from an array; an object must be a JSON object.
         match json.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => serde_json::from_slice(json),

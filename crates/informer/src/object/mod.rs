@@ -16,8 +16,10 @@
 //! are returned as [`DecodeError`], never panics.
 
 mod head;
+mod scan;
 
 pub(crate) use head::{CowStr, ObjectHead};
+pub(crate) use scan::{ScanError, scan_list};
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -33,7 +35,7 @@ use crate::key::{KeyError, ObjectKey};
 pub enum DecodeError {
     /// The bytes are not a well-formed JSON object of the expected shape.
     #[error("invalid object JSON: {0}")]
-    Json(Arc<serde_json::Error>),
+    Json(Arc<str>),
     /// The object's identity is unusable.
     #[error("invalid object identity: {0}")]
     Key(#[from] KeyError),
@@ -49,7 +51,13 @@ pub enum DecodeError {
 
 impl From<serde_json::Error> for DecodeError {
     fn from(e: serde_json::Error) -> Self {
-        DecodeError::Json(Arc::new(e))
+        DecodeError::Json(e.to_string().into())
+    }
+}
+
+impl From<scan::ScanError> for DecodeError {
+    fn from(e: scan::ScanError) -> Self {
+        DecodeError::Json(e.to_string().into())
     }
 }
 
