@@ -58,17 +58,14 @@ impl Controls {
         }
         f.0 -= 1;
         f.1.map(|fault| match fault {
-            Fault::TooManyRequests { retry_after_secs } => {
-                ApiError::too_many_requests(retry_after_secs)
-            }
+            Fault::TooManyRequests { retry_after_secs } => ApiError::too_many_requests(retry_after_secs),
             Fault::InternalError => ApiError::internal("injected fault"),
         })
     }
 
     /// Sets a delay added before handling every request.
     pub fn set_latency(&self, d: Duration) {
-        self.latency_us
-            .store(d.as_micros() as u64, Ordering::Relaxed);
+        self.latency_us.store(d.as_micros() as u64, Ordering::Relaxed);
     }
 
     /// The per-request latency.
@@ -78,8 +75,7 @@ impl Controls {
 
     /// Sets a delay between watch events (0 disables; events then batch).
     pub fn set_stream_delay(&self, d: Duration) {
-        self.stream_delay_us
-            .store(d.as_micros() as u64, Ordering::Relaxed);
+        self.stream_delay_us.store(d.as_micros() as u64, Ordering::Relaxed);
     }
 
     /// The delay between watch events.

@@ -96,21 +96,11 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
 
 /// `/api/v1` or `/apis/{group}/{version}`; None if nothing is served there.
 pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
-    let rs: Vec<Value> = reg
-        .all()
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-        .flat_map(|r| resource_entry(r))
-        .collect();
+    let rs: Vec<Value> =
+        reg.all().iter().filter(|r| r.group == group && r.version == version).flat_map(|r| resource_entry(r)).collect();
     if rs.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    Some(
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs}),
-    )
+    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs}))
 }

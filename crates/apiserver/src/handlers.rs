@@ -97,52 +97,31 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
 }
 
 fn text(s: &'static str) -> Response<Body> {
-    body::respond(
-        200,
-        "text/plain; charset=utf-8",
-        Body::Full(Some(Bytes::from_static(s.as_bytes()))),
-    )
+    body::respond(200, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(s.as_bytes()))))
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
     let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = path
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(body::percent_decode)
-        .collect();
+    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let reg = shared.store.registry().clone();
     let get_only = |r: Result<Response<Body>, ApiError>| {
-        if req.method() == Method::GET {
-            r
-        } else {
-            Err(ApiError::method_not_allowed())
-        }
+        if req.method() == Method::GET { r } else { Err(ApiError::method_not_allowed()) }
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
         ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
-        ["api"] => get_only(Ok(json_value(
-            200,
-            &discovery::api_versions(&shared.server_address.lock()),
-        ))),
+        ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
-            discovery::api_resource_list(&reg, "", "v1")
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
         ),
         ["apis"] => get_only(Ok(json_value(200, &discovery::api_group_list(&reg)))),
-        ["apis", g] => get_only(
-            discovery::api_group(&reg, g)
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
-        ),
+        ["apis", g] => {
+            get_only(discovery::api_group(&reg, g).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route))
+        }
         ["apis", g, v] => get_only(
-            discovery::api_resource_list(&reg, g, v)
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, g, v).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
         ),
         ["api", "v1", rest @ ..] => {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
@@ -159,11 +138,8 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
 
 async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let limit = shared.cfg.body_limit;
-    if let Some(len) = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
+    if let Some(len) =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
     {
         if len > limit {
             return Err(ApiError::too_large_body(limit));
@@ -172,23 +148,18 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Api
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
                 Err(ApiError::too_large_body(limit))
             } else {
-                Err(ApiError::bad_request(format!(
-                    "error reading request body: {e}"
-                )))
+                Err(ApiError::bad_request(format!("error reading request body: {e}")))
             }
         }
     }
 }
 
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(b).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })
+    serde_json::from_slice(b)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
 }
 
 async fn resource_request(
@@ -215,11 +186,7 @@ async fn resource_request(
         _ => return Err(ApiError::no_route()),
     };
     let store = shared.store.clone();
-    let info = store
-        .registry()
-        .find(group, version, res)
-        .cloned()
-        .ok_or_else(ApiError::no_route)?;
+    let info = store.registry().find(group, version, res).cloned().ok_or_else(ApiError::no_route)?;
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
     }
@@ -237,11 +204,7 @@ async fn resource_request(
                 start_watch(shared, &info, ns, opts).await
             } else {
                 opts.validate()?;
-                let sel = Selectors::parse(
-                    opts.label_selector.as_deref(),
-                    opts.field_selector.as_deref(),
-                    &info,
-                )?;
+                let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
                 let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait).await?;
                 Ok(json_bytes(200, out))
             }
@@ -274,9 +237,7 @@ async fn resource_request(
                 .trim()
                 .to_ascii_lowercase();
             let kind = match ct.as_str() {
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                    PatchType::Merge
-                }
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => PatchType::Merge,
                 "application/json-patch+json" => PatchType::Json,
                 "application/apply-patch+yaml" => PatchType::Merge,
                 _ => {
@@ -296,9 +257,7 @@ async fn resource_request(
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
                     if let Some(m) = v.as_object_mut() {
-                        let meta = m
-                            .entry("metadata")
-                            .or_insert_with(|| Value::Object(Default::default()));
+                        let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
                         if let Some(meta) = meta.as_object_mut() {
                             meta.entry("name").or_insert_with(|| n.into());
                         }
@@ -312,16 +271,9 @@ async fn resource_request(
         }
         (Method::DELETE, Some(n)) => {
             let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
-                Value::Null
-            } else {
-                parse_json(&b)?
-            };
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_json(&b)? };
             let pre = opts.get("preconditions");
-            let pre_rv = match pre
-                .and_then(|p| p.get("resourceVersion"))
-                .and_then(Value::as_str)
-            {
+            let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
                 Some(s) => Some(parse_rv(s)?),
                 None => None,
             };
@@ -331,11 +283,7 @@ async fn resource_request(
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
-            let sel = Selectors::parse(
-                opts.label_selector.as_deref(),
-                opts.field_selector.as_deref(),
-                &info,
-            )?;
+            let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
             let (_, items) = store.snapshot(&info, ns, &sel)?;
             let mut deleted = Vec::new();
             for o in items {
@@ -371,11 +319,7 @@ async fn start_watch(
     mut opts: ListOptions,
 ) -> Result<Response<Body>, ApiError> {
     opts.validate()?;
-    let sel = Selectors::parse(
-        opts.label_selector.as_deref(),
-        opts.field_selector.as_deref(),
-        info,
-    )?;
+    let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), info)?;
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
         None | Some("0") => None,

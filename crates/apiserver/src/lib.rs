@@ -20,8 +20,8 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod tls;
-pub mod watch;
 pub mod w1;
+pub mod watch;
 pub mod watch_cache;
 
 pub use controls::{Controls, Fault};

@@ -54,11 +54,7 @@ impl StoredObject {
 
 /// Build the key of an object.
 pub fn make_key(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        name.to_string()
-    } else {
-        format!("{namespace}/{name}")
-    }
+    if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
 
 const META_ORDER: &[&str] = &[
@@ -122,29 +118,13 @@ pub fn build(info: &ResourceInfo, obj: Map<String, Value>, rv: u64) -> StoredObj
         Some(Value::Object(m)) => ordered_meta(m),
         _ => Map::new(),
     };
-    let name = meta
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let namespace = meta
-        .get("namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let uid = meta
-        .get("uid")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
+    let uid = meta.get("uid").and_then(Value::as_str).unwrap_or("").to_string();
     let labels: Vec<(String, String)> = meta
         .get("labels")
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                .collect()
-        })
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
         .unwrap_or_default();
 
     let mut out = Vec::with_capacity(1024);
@@ -212,31 +192,20 @@ pub fn new_uid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// The current time as kube's RFC 3339 seconds-precision UTC string.
 pub fn now_rfc3339() -> String {
     let ts = jiff::Timestamp::now();
     let secs = ts.as_second();
-    jiff::Timestamp::from_second(secs)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
+    jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default()
 }
 
 /// Five random characters for `generateName`, from kube's alphabet.
 pub fn name_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5)
-        .map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char)
-        .collect()
+    (0..5).map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char).collect()
 }
 
 /// Whether `name` is a valid DNS-1123 subdomain.
@@ -244,8 +213,7 @@ pub fn valid_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
         && b.len() <= 253
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
 }

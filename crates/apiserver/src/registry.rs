@@ -61,11 +61,7 @@ impl ResourceInfo {
 
     /// `apiVersion` of objects: "v1" or "group/version".
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
     /// Whether a field-selector field is supported for this resource.
@@ -75,14 +71,7 @@ impl ResourceInfo {
             || self.selectable_fields.iter().any(|f| f == field)
     }
 
-    fn builtin(
-        group: &str,
-        plural: &str,
-        kind: &str,
-        namespaced: bool,
-        short: &[&str],
-        fields: &[&str],
-    ) -> Self {
+    fn builtin(group: &str, plural: &str, kind: &str, namespaced: bool, short: &[&str], fields: &[&str]) -> Self {
         let mut r = ResourceInfo::new(group, "v1", plural, kind, namespaced)
             .with_short_names(short)
             .with_selectable_fields(fields);
@@ -108,14 +97,7 @@ impl Registry {
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;
-        r.register(b(
-            "",
-            "namespaces",
-            "Namespace",
-            false,
-            &["ns"],
-            &["status.phase"],
-        ));
+        r.register(b("", "namespaces", "Namespace", false, &["ns"], &["status.phase"]));
         r.register(b(
             "",
             "pods",
@@ -136,14 +118,7 @@ impl Registry {
         r.register(b("", "configmaps", "ConfigMap", true, &["cm"], &[]));
         r.register(b("", "secrets", "Secret", true, &[], &["type"]));
         r.register(b("", "services", "Service", true, &["svc"], &[]));
-        r.register(b(
-            "",
-            "nodes",
-            "Node",
-            false,
-            &["no"],
-            &["spec.unschedulable"],
-        ));
+        r.register(b("", "nodes", "Node", false, &["no"], &["spec.unschedulable"]));
         r.register(b(
             "",
             "events",
@@ -164,29 +139,14 @@ impl Registry {
                 "type",
             ],
         ));
-        r.register(b(
-            "apps",
-            "deployments",
-            "Deployment",
-            true,
-            &["deploy"],
-            &[],
-        ));
-        r.register(b(
-            "apps",
-            "replicasets",
-            "ReplicaSet",
-            true,
-            &["rs"],
-            &["status.replicas"],
-        ));
+        r.register(b("apps", "deployments", "Deployment", true, &["deploy"], &[]));
+        r.register(b("apps", "replicasets", "ReplicaSet", true, &["rs"], &["status.replicas"]));
         r
     }
 
     /// Adds (or replaces) a resource.
     pub fn register(&mut self, info: ResourceInfo) {
-        self.resources
-            .retain(|r| !(r.group == info.group && r.plural == info.plural));
+        self.resources.retain(|r| !(r.group == info.group && r.plural == info.plural));
         self.resources.push(Arc::new(info));
     }
 
@@ -197,9 +157,7 @@ impl Registry {
 
     /// Looks a resource up by group, version and plural.
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
-        self.resources
-            .iter()
-            .find(|r| r.group == group && r.version == version && r.plural == plural)
+        self.resources.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
     /// Looks a resource up by `plural`, `plural.group`, kind or short name.

@@ -49,9 +49,7 @@ pub enum ServeError {
 /// Starts a server with `opts`; returns it (keep it alive to keep serving).
 pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     if opts.data_dir.is_some() {
-        return Err(ServeError::Options(
-            "--data-dir persistence is not supported yet".into(),
-        ));
+        return Err(ServeError::Options("--data-dir persistence is not supported yet".into()));
     }
     let mut b = ApiServer::builder().addr(opts.addr);
     if let Some(t) = &opts.token {
@@ -61,9 +59,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         (Some(c), Some(k)) => b = b.tls(c.clone(), k.clone()),
         (None, None) => {}
         _ => {
-            return Err(ServeError::Options(
-                "--tls-cert and --tls-key go together".into(),
-            ));
+            return Err(ServeError::Options("--tls-cert and --tls-key go together".into()));
         }
     }
     let server = b.start().await?;

@@ -32,10 +32,7 @@ pub struct HistoryConfig {
 
 impl Default for HistoryConfig {
     fn default() -> Self {
-        HistoryConfig {
-            capacity: 100_000,
-            max_age: Some(Duration::from_secs(300)),
-        }
+        HistoryConfig { capacity: 100_000, max_age: Some(Duration::from_secs(300)) }
     }
 }
 
@@ -108,9 +105,7 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 /// well-typed metadata; returns it as a map.
 fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad_request(
-            "couldn't get version/kind; json parse error: expected an object",
-        ));
+        return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
     };
     let api_version = info.api_version();
     match obj.get("apiVersion") {
@@ -139,13 +134,7 @@ fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, Ap
             obj.insert("metadata".into(), Value::Object(Map::new()));
         }
         Some(Value::Object(m)) => {
-            for f in [
-                "name",
-                "namespace",
-                "generateName",
-                "resourceVersion",
-                "uid",
-            ] {
+            for f in ["name", "namespace", "generateName", "resourceVersion", "uid"] {
                 if let Some(v) = m.get(f) {
                     if !v.is_string() && !v.is_null() {
                         return Err(cannot_handle(
@@ -220,11 +209,7 @@ fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
 }
 
 fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
-    obj.get("metadata")
-        .and_then(|m| m.get(f))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
+    obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// Resolves the namespace of a body against the URL namespace.
@@ -253,8 +238,7 @@ fn resolve_namespace(
 }
 
 fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
 impl Store {
@@ -263,18 +247,9 @@ impl Store {
         let res = registry
             .all()
             .iter()
-            .map(|_| ResState {
-                objects: BTreeMap::new(),
-                history: History::new(0),
-                notify: watch::channel(0).0,
-            })
+            .map(|_| ResState { objects: BTreeMap::new(), history: History::new(0), notify: watch::channel(0).0 })
             .collect();
-        Store {
-            registry,
-            inner: Mutex::new(Inner { rv: 0, res }),
-            rv_tx: watch::channel(0).0,
-            history_cfg,
-        }
+        Store { registry, inner: Mutex::new(Inner { rv: 0, res }), rv_tx: watch::channel(0).0, history_cfg }
     }
 
     /// The served resources.
@@ -308,11 +283,7 @@ impl Store {
                 st.objects.insert(ev.obj.key.clone(), ev.obj.clone());
             }
         }
-        st.history.push(
-            Arc::new(ev),
-            self.history_cfg.capacity,
-            self.history_cfg.max_age,
-        );
+        st.history.push(Arc::new(ev), self.history_cfg.capacity, self.history_cfg.max_age);
         st.notify.send_replace(rv);
         self.rv_tx.send_replace(rv);
     }
@@ -325,8 +296,7 @@ impl Store {
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let mut objs = self.create_many(info, url_ns, vec![body])?;
-        objs.pop()
-            .ok_or_else(|| ApiError::internal("no object created"))
+        objs.pop().ok_or_else(|| ApiError::internal("no object created"))
     }
 
     fn prepare_create(
@@ -375,17 +345,13 @@ impl Store {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         if info.group.is_empty() && info.plural == "pods" {
-            let status = obj
-                .entry("status")
-                .or_insert_with(|| Value::Object(Map::new()));
+            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(s) = status {
                 s.entry("phase").or_insert_with(|| "Pending".into());
             }
         }
         if info.group.is_empty() && info.plural == "namespaces" {
-            let status = obj
-                .entry("status")
-                .or_insert_with(|| Value::Object(Map::new()));
+            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(s) = status {
                 s.entry("phase").or_insert_with(|| "Active".into());
             }
@@ -424,25 +390,14 @@ impl Store {
             self.commit(
                 &mut inner,
                 i,
-                Event {
-                    rv,
-                    kind: EventType::Added,
-                    obj: stored,
-                    prev: None,
-                    at: Instant::now(),
-                },
+                Event { rv, kind: EventType::Added, obj: stored, prev: None, at: Instant::now() },
             );
         }
         Ok(out)
     }
 
     /// Gets an object.
-    pub fn get(
-        &self,
-        info: &ResourceInfo,
-        ns: &str,
-        name: &str,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
         let inner = self.inner.lock();
@@ -515,8 +470,8 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let patch_val: Value = serde_json::from_slice(patch)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let patch_val: Value =
+            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let json_patch = match kind {
             PatchType::Json => Some(
                 serde_json::from_value::<json_patch::Patch>(patch_val.clone())
@@ -524,9 +479,7 @@ impl Store {
             ),
             PatchType::Merge => {
                 if !patch_val.is_object() {
-                    return Err(ApiError::bad_request(
-                        "error decoding patch: a merge patch must be a JSON object",
-                    ));
+                    return Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object"));
                 }
                 None
             }
@@ -589,10 +542,7 @@ impl Store {
         };
         let old_meta = old_map.get("metadata");
         let keep = |f: &str| old_meta.and_then(|m| m.get(f)).cloned();
-        let old_gen = old_meta
-            .and_then(|m| m.get("generation"))
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
+        let old_gen = old_meta.and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
         let spec_changed = old_map.get("spec") != obj.get("spec");
         {
             let meta = meta_mut(&mut obj);
@@ -609,10 +559,7 @@ impl Store {
                     }
                 }
             }
-            meta.insert(
-                "generation".into(),
-                (if spec_changed { old_gen + 1 } else { old_gen }).into(),
-            );
+            meta.insert("generation".into(), (if spec_changed { old_gen + 1 } else { old_gen }).into());
             meta.insert("resourceVersion".into(), old.rv.to_string().into());
         }
         obj.remove("kind");
@@ -631,13 +578,7 @@ impl Store {
         self.commit(
             inner,
             i,
-            Event {
-                rv,
-                kind: EventType::Modified,
-                obj: stored.clone(),
-                prev: Some(old.clone()),
-                at: Instant::now(),
-            },
+            Event { rv, kind: EventType::Modified, obj: stored.clone(), prev: Some(old.clone()), at: Instant::now() },
         );
         Ok(stored)
     }
@@ -680,13 +621,7 @@ impl Store {
         self.commit(
             &mut inner,
             i,
-            Event {
-                rv,
-                kind: EventType::Deleted,
-                obj: last.clone(),
-                prev: Some(old),
-                at: Instant::now(),
-            },
+            Event { rv, kind: EventType::Deleted, obj: last.clone(), prev: Some(old), at: Instant::now() },
         );
         Ok(last)
     }
@@ -718,26 +653,16 @@ impl Store {
             ListAt::Exact(n) if n == inner.rv => inner.rv,
             ListAt::Exact(n) if n > inner.rv => return Err(ApiError::too_large_rv(n, inner.rv)),
             ListAt::Exact(n) if n < st.history.start_rv => {
-                return Err(ApiError::expired(
-                    "The resourceVersion for the provided list is too old.",
-                ));
+                return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
             }
             ListAt::Exact(n) => n,
         };
-        let mut page = ListPage {
-            rv: at_rv,
-            items: Vec::new(),
-            next_after: None,
-            remaining: 0,
-        };
+        let mut page = ListPage { rv: at_rv, items: Vec::new(), next_after: None, remaining: 0 };
         let in_range = |k: &str| k.starts_with(prefix.as_str());
         if at_rv == inner.rv {
             let iter = st
                 .objects
-                .range::<str, _>((
-                    std::ops::Bound::Included(from.as_str()),
-                    std::ops::Bound::Unbounded,
-                ))
+                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(_, v)| v);
             fill_page(&mut page, iter, limit, sel);
@@ -748,10 +673,7 @@ impl Store {
             }
             let mut snap: BTreeMap<&str, &Arc<StoredObject>> = st
                 .objects
-                .range::<str, _>((
-                    std::ops::Bound::Included(from.as_str()),
-                    std::ops::Bound::Unbounded,
-                ))
+                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(k, v)| (k.as_str(), v))
                 .collect();
@@ -799,9 +721,7 @@ impl Store {
         let h = &inner.res[i].history;
         Ok(match h.read_after(after, max, out) {
             Some(()) => Ok(inner.rv),
-            None => Err(TooOld {
-                start_rv: h.start_rv,
-            }),
+            None => Err(TooOld { start_rv: h.start_rv }),
         })
     }
 
@@ -840,9 +760,7 @@ impl Store {
 
     /// Number of events retained per resource (diagnostics).
     pub fn history_len(&self, info: &ResourceInfo) -> usize {
-        self.idx(info)
-            .map(|i| self.inner.lock().res[i].history.len())
-            .unwrap_or(0)
+        self.idx(info).map(|i| self.inner.lock().res[i].history.len()).unwrap_or(0)
     }
 }
 

@@ -19,8 +19,7 @@ pub fn acceptor(cert: &Path, key: &Path) -> std::io::Result<TlsAcceptor> {
     if certs.is_empty() {
         return Err(bad(format!("no certificate in {}", cert.display())));
     }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| bad(format!("reading key {}: {e}", key.display())))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(format!("reading key {}: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -203,9 +203,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         .uri()
         .query()
         .map(|q| {
-            q.split('&')
-                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-                .collect()
+            q.split('&').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
         })
         .unwrap_or_default();
     let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
@@ -214,7 +212,12 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         let initial = get("sendInitialEvents") == Some("true");
         let from_rv: u64 = get("resourceVersion").and_then(|r| r.parse().ok()).unwrap_or(0);
         let first = if initial { 1 } else { from_rv.saturating_sub(sh.cfg.list_rv) + 1 };
-        let body = WatchBody { sh: sh.clone(), initial: if initial { Some(0) } else { None }, next: first, buf: BytesMut::new() };
+        let body = WatchBody {
+            sh: sh.clone(),
+            initial: if initial { Some(0) } else { None },
+            next: first,
+            buf: BytesMut::new(),
+        };
         let mut r = Response::new(BodyExt::boxed(body));
         r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
         return Ok(r);

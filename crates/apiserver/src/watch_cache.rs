@@ -61,10 +61,7 @@ pub struct History {
 impl History {
     /// An empty history covering everything after `start_rv`.
     pub fn new(start_rv: u64) -> Self {
-        History {
-            events: VecDeque::new(),
-            start_rv,
-        }
+        History { events: VecDeque::new(), start_rv }
     }
 
     /// Appends an event and trims to `capacity` events / `max_age`.
@@ -75,11 +72,7 @@ impl History {
         }
         if let Some(age) = max_age {
             let now = Instant::now();
-            while self
-                .events
-                .front()
-                .is_some_and(|e| now.duration_since(e.at) > age)
-            {
+            while self.events.front().is_some_and(|e| now.duration_since(e.at) > age) {
                 self.pop_front();
             }
         }

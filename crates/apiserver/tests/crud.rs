@@ -25,9 +25,7 @@ async fn create_get_update_patch_delete() {
     // Key order like kube-apiserver.
     let raw = std::str::from_utf8(&r.raw).unwrap();
     assert!(
-        raw.starts_with(
-            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"default","uid":"#
-        ),
+        raw.starts_with(r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"default","uid":"#),
         "{raw}"
     );
 
@@ -72,10 +70,7 @@ async fn create_get_update_patch_delete() {
         )
         .await;
     assert_eq!(p.code, 200);
-    assert_eq!(
-        p.body["metadata"]["labels"],
-        json!({"app": "x", "touched": "yes"})
-    );
+    assert_eq!(p.body["metadata"]["labels"], json!({"app": "x", "touched": "yes"}));
     assert_eq!(p.body["metadata"]["generation"], 2);
 
     // Strategic merge patch is treated as a merge patch.
@@ -101,9 +96,7 @@ async fn create_get_update_patch_delete() {
     assert_eq!(p.body["metadata"]["annotations"], json!({"k": "v"}));
 
     // Unsupported patch type -> 415.
-    let p = c
-        .patch(&format!("{PODS}/a"), "text/plain", &json!({}))
-        .await;
+    let p = c.patch(&format!("{PODS}/a"), "text/plain", &json!({})).await;
     assert_eq!(p.code, 415);
 
     // No-op update does not bump the RV.
@@ -135,34 +128,23 @@ async fn create_get_update_patch_delete() {
 async fn apps_group_and_cluster_scoped() {
     let s = server().await;
     let c = Client::new(&s);
-    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}});
-    let r = c
-        .post("/apis/apps/v1/namespaces/ns1/deployments", &dep)
-        .await;
+    let dep =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}});
+    let r = c.post("/apis/apps/v1/namespaces/ns1/deployments", &dep).await;
     assert_eq!(r.code, 201);
     assert_eq!(r.body["metadata"]["namespace"], "ns1");
     let g = c.get("/apis/apps/v1/namespaces/ns1/deployments/x").await;
     assert_eq!(g.body["message"], "deployments.apps \"x\" not found");
-    assert_eq!(
-        g.body["details"],
-        json!({"name": "x", "group": "apps", "kind": "deployments"})
-    );
+    assert_eq!(g.body["details"], json!({"name": "x", "group": "apps", "kind": "deployments"}));
 
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "namespace": "ignored"}});
     let r = c.post("/api/v1/nodes", &node).await;
     assert_eq!(r.code, 201);
     assert!(r.body["metadata"].get("namespace").is_none());
     let l = c.get("/api/v1/namespaces").await;
-    let names: Vec<&str> = l.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["default", "kube-node-lease", "kube-public", "kube-system"]
-    );
+    let names: Vec<&str> =
+        l.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
 }
 
 #[tokio::test]
@@ -189,56 +171,22 @@ async fn status_subresource_and_generate_name() {
 
 #[tokio::test]
 async fn bad_input_is_a_status_and_writes_nothing() {
-    let s = ApiServer::builder()
-        .body_limit(64 * 1024)
-        .start()
-        .await
-        .unwrap();
+    let s = ApiServer::builder().body_limit(64 * 1024).start().await.unwrap();
     let c = Client::new(&s);
     let rv0 = s.resource_version();
 
-    let r = c
-        .send_raw(
-            http::Method::POST,
-            PODS,
-            b"{not json".to_vec(),
-            "application/json",
-        )
-        .await;
+    let r = c.send_raw(http::Method::POST, PODS, b"{not json".to_vec(), "application/json").await;
     assert_eq!(r.code, 400);
     assert_eq!(r.body["reason"], "BadRequest");
-    assert!(
-        r.body["message"]
-            .as_str()
-            .unwrap()
-            .contains("json parse error")
-    );
+    assert!(r.body["message"].as_str().unwrap().contains("json parse error"));
 
-    let r = c
-        .post(
-            PODS,
-            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}}),
-        )
-        .await;
+    let r = c.post(PODS, &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})).await;
     assert_eq!(r.code, 400);
-    let r = c
-        .post(
-            PODS,
-            &json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "x"}}),
-        )
-        .await;
+    let r = c.post(PODS, &json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "x"}})).await;
     assert_eq!(r.code, 400);
-    assert_eq!(
-        r.body["message"],
-        "the API version in the data (apps/v1) does not match the expected API version (v1)"
-    );
+    assert_eq!(r.body["message"], "the API version in the data (apps/v1) does not match the expected API version (v1)");
 
-    let r = c
-        .post(
-            PODS,
-            &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}}),
-        )
-        .await;
+    let r = c.post(PODS, &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}})).await;
     assert_eq!(r.code, 422);
     assert_eq!(r.body["reason"], "Invalid");
     assert_eq!(
@@ -247,25 +195,13 @@ async fn bad_input_is_a_status_and_writes_nothing() {
     );
     assert_eq!(r.body["details"]["causes"][0]["field"], "metadata.name");
 
-    let r = c
-        .post(PODS, &json!({"metadata": {"name": "Bad_Name"}}))
-        .await;
+    let r = c.post(PODS, &json!({"metadata": {"name": "Bad_Name"}})).await;
     assert_eq!(r.code, 422);
-    let r = c
-        .post(
-            PODS,
-            &json!({"metadata": {"name": "x", "labels": {"a": 1}}}),
-        )
-        .await;
+    let r = c.post(PODS, &json!({"metadata": {"name": "x", "labels": {"a": 1}}})).await;
     assert_eq!(r.code, 400);
     let r = c.post(PODS, &json!([1, 2])).await;
     assert_eq!(r.code, 400);
-    let r = c
-        .post(
-            "/api/v1/namespaces/other/pods",
-            &json!({"metadata": {"name": "x", "namespace": "default"}}),
-        )
-        .await;
+    let r = c.post("/api/v1/namespaces/other/pods", &json!({"metadata": {"name": "x", "namespace": "default"}})).await;
     assert_eq!(r.code, 400);
     assert_eq!(
         r.body["message"],
@@ -273,18 +209,13 @@ async fn bad_input_is_a_status_and_writes_nothing() {
     );
 
     let huge = vec![b' '; 100 * 1024];
-    let r = c
-        .send_raw(http::Method::POST, PODS, huge, "application/json")
-        .await;
+    let r = c.send_raw(http::Method::POST, PODS, huge, "application/json").await;
     assert_eq!(r.code, 413);
     assert_eq!(r.body["reason"], "RequestEntityTooLarge");
 
     let r = c.get("/api/v1/namespaces/default/widgets").await;
     assert_eq!(r.code, 404);
-    assert_eq!(
-        r.body["message"],
-        "the server could not find the requested resource"
-    );
+    assert_eq!(r.body["message"], "the server could not find the requested resource");
     let r = c.get("/apis/nope/v1").await;
     assert_eq!(r.code, 404);
     let r = c.get("/totally/unknown").await;
@@ -303,10 +234,7 @@ async fn bad_input_is_a_status_and_writes_nothing() {
     let rv1 = s.resource_version();
     let r = c.put(&format!("{PODS}/p"), &pod("q", json!({}))).await;
     assert_eq!(r.code, 400);
-    assert_eq!(
-        r.body["message"],
-        "the name of the object (q) does not match the name on the URL (p)"
-    );
+    assert_eq!(r.body["message"], "the name of the object (q) does not match the name on the URL (p)");
     let r = c.put(&format!("{PODS}/zz"), &pod("zz", json!({}))).await;
     assert_eq!(r.code, 404);
     let r = c
@@ -326,26 +254,12 @@ async fn in_process_access() {
     let s = server().await;
     let created = s.create("pods", pod("a", json!({"x": "1"}))).unwrap();
     assert_eq!(created["metadata"]["namespace"], "default");
-    let n = s
-        .create_many(
-            "pods",
-            (0..100)
-                .map(|i| pod(&format!("p{i:03}"), json!({})))
-                .collect(),
-        )
-        .unwrap();
+    let n = s.create_many("pods", (0..100).map(|i| pod(&format!("p{i:03}"), json!({}))).collect()).unwrap();
     assert_eq!(n, s.resource_version());
     assert_eq!(s.list("pods", Some("default")).unwrap().len(), 101);
     let got = s.get("pods", "default", "p007").unwrap();
     assert_eq!(got["metadata"]["name"], "p007");
-    let p = s
-        .patch(
-            "po",
-            "default",
-            "a",
-            &json!({"metadata": {"labels": {"x": "2"}}}),
-        )
-        .unwrap();
+    let p = s.patch("po", "default", "a", &json!({"metadata": {"labels": {"x": "2"}}})).unwrap();
     assert_eq!(p["metadata"]["labels"]["x"], "2");
     let mut u = p.clone();
     u["spec"] = json!({"containers": []});
@@ -355,12 +269,7 @@ async fn in_process_access() {
     assert_eq!(rv_of(&d), s.resource_version());
     assert_eq!(s.get("pods", "default", "a").unwrap_err().code, 404);
     assert!(s.create_many("pods", vec![pod("p001", json!({}))]).is_err());
-    let dep = s
-        .create(
-            "deployments.apps",
-            json!({"metadata": {"name": "d", "namespace": "x"}}),
-        )
-        .unwrap();
+    let dep = s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).unwrap();
     assert_eq!(dep["apiVersion"], "apps/v1");
     assert_eq!(s.create("widgets", json!({})).unwrap_err().code, 404);
 }

@@ -135,7 +135,8 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let fifo = Arc::new(RealFifo::<Pod>::new(Default::default()));
     let lw = Arc::new(KubeListerWatcher::<Pod>::new(client, Some(&args.namespace)));
     let opts = ReflectorOptions { name: "bench".into(), streaming_list: streaming, ..Default::default() };
-    let ctrl = Arc::new(Controller::new(lw, fifo, store.clone(), Arc::new(handler), opts, Default::default()).with_batch(512));
+    let ctrl =
+        Arc::new(Controller::new(lw, fifo, store.clone(), Arc::new(handler), opts, Default::default()).with_batch(512));
     let cancel = CancellationToken::new();
     let synced = ctrl.synced();
     let t0 = Instant::now();
@@ -152,9 +153,9 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         tokio::pin!(wait);
         wait.as_mut().enable();
         if updates.load(Ordering::Relaxed) < target {
-            tokio::time::timeout(Duration::from_secs(600), wait)
-                .await
-                .with_context(|| format!("only {} of {target} updates within 600 s", updates.load(Ordering::Relaxed)))?;
+            tokio::time::timeout(Duration::from_secs(600), wait).await.with_context(|| {
+                format!("only {} of {target} updates within 600 s", updates.load(Ordering::Relaxed))
+            })?;
         }
     }
     let update_s = t_sync.elapsed().as_secs_f64();

@@ -5,8 +5,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// A client for a kubeconfig file.
 pub async fn from_file(path: &std::path::Path) -> Result<kube::Client> {
-    let kc = Kubeconfig::read_from(path)
-        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let kc = Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
     from_kubeconfig(kc).await
 }
 
@@ -17,8 +16,7 @@ pub async fn from_yaml(yaml: &str) -> Result<kube::Client> {
 }
 
 async fn from_kubeconfig(kc: Kubeconfig) -> Result<kube::Client> {
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .context("invalid kubeconfig")?;
+    let cfg =
+        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.context("invalid kubeconfig")?;
     kube::Client::try_from(cfg).context("cannot build a client from the kubeconfig")
 }

@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Args;
 use informer::fifo::Queue;
-use informer::{
-    Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, RealFifo, ReflectorOptions,
-};
+use informer::{Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, RealFifo, ReflectorOptions};
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::Pod;
 use rand::Rng;
@@ -64,12 +62,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let ns = args.namespace.clone();
     let server = match &args.kubeconfig {
         Some(_) => None,
-        None => Some(Arc::new(
-            ApiServer::builder()
-                .start()
-                .await
-                .context("cannot start the embedded API server")?,
-        )),
+        None => Some(Arc::new(ApiServer::builder().start().await.context("cannot start the embedded API server")?)),
     };
     let client = match (&args.kubeconfig, &server) {
         (Some(path), _) => crate::client::from_file(path).await?,
@@ -78,13 +71,8 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     };
     if let Some(s) = &server {
         let pods: Vec<_> = (0..args.objects as u64).map(|i| pod(&ns, i)).collect();
-        s.create_many("pods", pods)
-            .map_err(|e| anyhow::anyhow!("preloading pods: {e}"))?;
-        println!(
-            "embedded API server at {} with {} pods in namespace {ns}",
-            s.url(),
-            args.objects
-        );
+        s.create_many("pods", pods).map_err(|e| anyhow::anyhow!("preloading pods: {e}"))?;
+        println!("embedded API server at {} with {} pods in namespace {ns}", s.url(), args.objects);
     }
 
     let counters = Arc::new(Counters::default());
@@ -111,10 +99,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             queue.clone(),
             store.clone(),
             Arc::new(handler),
-            ReflectorOptions {
-                name: "demo-pods".into(),
-                ..Default::default()
-            },
+            ReflectorOptions { name: "demo-pods".into(), ..Default::default() },
             Default::default(),
         )
         .with_batch(256),
@@ -132,39 +117,24 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         _ = tokio::time::sleep(Duration::from_secs(60)) => anyhow::bail!("cache did not sync within 60 s (is the server reachable and are pods listable?)"),
         _ = tokio::signal::ctrl_c() => { cancel.cancel(); return Ok(true); }
     }
-    println!(
-        "cache synced: {} pods in {:.1} ms",
-        store.len(),
-        started.elapsed().as_secs_f64() * 1e3
-    );
+    println!("cache synced: {} pods in {:.1} ms", store.len(), started.elapsed().as_secs_f64() * 1e3);
 
     // Load generator: updates, creations and deletions at the requested rate.
     let load_cancel = CancellationToken::new();
     let load = match (&server, args.kubeconfig.is_none() || args.generate_load) {
         (Some(s), true) => {
             let s = s.clone();
-            let (lc, ns2, rate, n0) = (
-                load_cancel.clone(),
-                ns.clone(),
-                args.rate.max(1),
-                args.objects as u64,
-            );
-            Some(tokio::spawn(async move {
-                generate(s, &ns2, rate, n0, lc).await
-            }))
+            let (lc, ns2, rate, n0) = (load_cancel.clone(), ns.clone(), args.rate.max(1), args.objects as u64);
+            Some(tokio::spawn(async move { generate(s, &ns2, rate, n0, lc).await }))
         }
         (None, true) => {
-            eprintln!(
-                "note: --generate-load against a real cluster is not supported yet; watching only"
-            );
+            eprintln!("note: --generate-load against a real cluster is not supported yet; watching only");
             None
         }
         _ => None,
     };
 
-    let deadline = args
-        .duration
-        .map(|d| Instant::now() + Duration::from_secs(d));
+    let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
     let mut last = (0, 0, 0);
@@ -178,10 +148,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             counters.updates.load(Ordering::Relaxed),
             counters.deletes.load(Ordering::Relaxed),
         );
-        let server_rv = server
-            .as_ref()
-            .map(|s| s.resource_version().to_string())
-            .unwrap_or_else(|| "-".into());
+        let server_rv = server.as_ref().map(|s| s.resource_version().to_string()).unwrap_or_else(|| "-".into());
         println!(
             "t={:>4.0}s cached={:<6} events/s add={:<5} update={:<5} delete={:<5} queue={:<4} client_rv={} server_rv={}",
             started.elapsed().as_secs_f64(),
@@ -220,11 +187,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
 }
 
 /// Waits for the client to reach the server's resourceVersion, then compares every object.
-async fn verify<
-    L: informer::ListerWatcher<Pod>,
-    Q: Queue<Pod>,
-    H: informer::ResourceEventHandler<Pod>,
->(
+async fn verify<L: informer::ListerWatcher<Pod>, Q: Queue<Pod>, H: informer::ResourceEventHandler<Pod>>(
     server: &ApiServer,
     ns: &str,
     store: &Indexer<Pod>,
@@ -241,11 +204,7 @@ async fn verify<
             .map(|p| {
                 let m = &p["metadata"];
                 (
-                    format!(
-                        "{}/{}",
-                        m["namespace"].as_str().unwrap_or(""),
-                        m["name"].as_str().unwrap_or("")
-                    ),
+                    format!("{}/{}", m["namespace"].as_str().unwrap_or(""), m["name"].as_str().unwrap_or("")),
                     m["resourceVersion"].as_str().unwrap_or("").to_string(),
                 )
             })
@@ -256,12 +215,7 @@ async fn verify<
         store
             .list()
             .into_iter()
-            .map(|o| {
-                (
-                    o.key().to_string(),
-                    o.resource_version().unwrap_or("").to_string(),
-                )
-            })
+            .map(|o| (o.key().to_string(), o.resource_version().unwrap_or("").to_string()))
             .collect()
     };
     let mut got = cached();
@@ -271,10 +225,7 @@ async fn verify<
     }
     let missing = expected.keys().filter(|k| !got.contains_key(*k)).count();
     let extra = got.keys().filter(|k| !expected.contains_key(*k)).count();
-    let stale = expected
-        .iter()
-        .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
-        .count();
+    let stale = expected.iter().filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v)).count();
     let lost = missing + extra + stale;
     println!(
         "check: server pods={} cached={} missing={missing} extra={extra} stale={stale} lost_events={lost} (server rv {target}, client rv {}, converged in {:.0} ms)",
@@ -292,19 +243,11 @@ async fn verify<
 }
 
 /// Makes `rate` changes per second until cancelled: 70% updates, 15% creates, 15% deletes.
-async fn generate(
-    server: Arc<ApiServer>,
-    ns: &str,
-    rate: u32,
-    first_free: u64,
-    cancel: CancellationToken,
-) {
+async fn generate(server: Arc<ApiServer>, ns: &str, rate: u32, first_free: u64, cancel: CancellationToken) {
     let mut next = first_free;
     let mut live: Vec<u64> = (0..first_free).collect();
     let per_tick = (rate / 100).max(1);
-    let mut tick = tokio::time::interval(
-        Duration::from_millis(10).max(Duration::from_secs(1) / rate.min(100)),
-    );
+    let mut tick = tokio::time::interval(Duration::from_millis(10).max(Duration::from_secs(1) / rate.min(100)));
     let mut generation: u64 = 0;
     loop {
         tokio::select! {

@@ -55,9 +55,7 @@ fn measure<T>(name: &str, jsons: &[Vec<u8>], f: impl Fn(&[u8]) -> T) -> Vec<T> {
     let t = Instant::now();
     let out: Vec<T> = jsons.iter().map(|j| f(j)).collect();
     let secs = t.elapsed().as_secs_f64();
-    let bytes = LIVE.load(Ordering::Relaxed)
-        - before
-        - (out.capacity() * std::mem::size_of::<T>()) as isize;
+    let bytes = LIVE.load(Ordering::Relaxed) - before - (out.capacity() * std::mem::size_of::<T>()) as isize;
     println!(
         "{name:<44} {:>8.0} bytes/object  {:>9.0} objects/s",
         (bytes as f64 / N as f64) + std::mem::size_of::<T>() as f64,
@@ -74,14 +72,11 @@ fn main() {
         Object::<Pod>::from_json(j.to_vec()).unwrap()
     });
     let before = LIVE.load(Ordering::Relaxed);
-    let store: Indexer<Pod> = Indexer::new(Indexers::new().with_namespace_index().with(
-        "app",
-        |o: &Object<Pod>| {
-            Ok(o.label("app")
-                .map(|a| vec![a.to_string()])
-                .unwrap_or_default())
-        },
-    ));
+    let store: Indexer<Pod> = Indexer::new(
+        Indexers::new()
+            .with_namespace_index()
+            .with("app", |o: &Object<Pod>| Ok(o.label("app").map(|a| vec![a.to_string()]).unwrap_or_default())),
+    );
     for o in &objs {
         store.add(o.clone()).unwrap();
     }
@@ -93,12 +88,8 @@ fn main() {
     );
     drop(store);
     drop(objs);
-    let typed = measure("k8s-openapi Pod (serde_json decode)", &jsons, |j| {
-        serde_json::from_slice::<Pod>(j).unwrap()
-    });
+    let typed = measure("k8s-openapi Pod (serde_json decode)", &jsons, |j| serde_json::from_slice::<Pod>(j).unwrap());
     drop(typed);
-    let values = measure("serde_json::Value", &jsons, |j| {
-        serde_json::from_slice::<serde_json::Value>(j).unwrap()
-    });
+    let values = measure("serde_json::Value", &jsons, |j| serde_json::from_slice::<serde_json::Value>(j).unwrap());
     drop(values);
 }

@@ -32,10 +32,7 @@ fn single_thread(c: &mut Criterion) {
     let q: WorkQueue<u64> = WorkQueue::new();
     group.bench_function("add_try_get_done", |b| b.iter(|| cycle_try_get(&q)));
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     group.bench_function("add_async_get_done", |b| {
         b.iter(|| {
             rt.block_on(async {
@@ -98,11 +95,7 @@ fn two_workers(c: &mut Criterion) {
         })
     });
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     group.bench_function("tasks_async_get", |b| {
         b.iter(|| {
             rt.block_on(async {

@@ -48,11 +48,7 @@ pub struct Backoff {
 impl Backoff {
     /// A fresh backoff.
     pub fn new(cfg: BackoffConfig) -> Self {
-        Backoff {
-            cfg,
-            next: cfg.initial,
-            last_reset: None,
-        }
+        Backoff { cfg, next: cfg.initial, last_reset: None }
     }
 
     /// The next delay (advances the sequence).
@@ -67,16 +63,8 @@ impl Backoff {
         }
         let base = self.next.min(self.cfg.cap);
         let grown = base.mul_f64(self.cfg.factor);
-        self.next = if grown > self.cfg.cap {
-            self.cfg.cap
-        } else {
-            grown
-        };
-        if self.cfg.jitter > 0.0 {
-            base + base.mul_f64(rand::rng().random_range(0.0..self.cfg.jitter))
-        } else {
-            base
-        }
+        self.next = if grown > self.cfg.cap { self.cfg.cap } else { grown };
+        if self.cfg.jitter > 0.0 { base + base.mul_f64(rand::rng().random_range(0.0..self.cfg.jitter)) } else { base }
     }
 
     /// Sleeps for the next delay.
@@ -97,11 +85,7 @@ mod tests {
         for _ in 0..10 {
             let d = b.next_delay().as_secs_f64();
             let expect = f64::min(base, 30.0);
-            assert!(
-                d >= expect && d < 2.0 * expect + 1e-9,
-                "{d} not in [{expect}, {})",
-                2.0 * expect
-            );
+            assert!(d >= expect && d < 2.0 * expect + 1e-9, "{d} not in [{expect}, {})", 2.0 * expect);
             base *= 2.0;
         }
         tokio::time::advance(Duration::from_secs(121)).await;

@@ -29,12 +29,8 @@ use crate::reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorSta
 use crate::store::Indexer;
 
 /// Applies a batch of deltas to the store and notifies the handler (see the module docs).
-pub fn process_deltas<K, H>(
-    handler: &H,
-    store: &Indexer<K>,
-    deltas: Vec<Delta<K>>,
-    is_in_initial_list: bool,
-) where
+pub fn process_deltas<K, H>(handler: &H, store: &Indexer<K>, deltas: Vec<Delta<K>>, is_in_initial_list: bool)
+where
     H: ResourceEventHandler<K> + ?Sized,
 {
     for d in deltas {
@@ -53,19 +49,13 @@ pub fn process_deltas<K, H>(
                 }
                 handler.on_delete(&del);
             }
-            Delta::ReplacedAll {
-                objects,
-                resource_version,
-            } => {
+            Delta::ReplacedAll { objects, resource_version } => {
                 let listed: std::collections::HashSet<&str, foldhash::fast::RandomState> =
                     objects.iter().map(|o| o.key().as_str()).collect();
                 let mut deletions = Vec::new();
                 store.for_each(|o| {
                     if !listed.contains(o.key().as_str()) {
-                        deletions.push(Tombstone {
-                            key: o.key().clone(),
-                            last_known: Some(o.clone()),
-                        });
+                        deletions.push(Tombstone { key: o.key().clone(), last_known: Some(o.clone()) });
                     }
                 });
                 let olds: Vec<Option<Object<K>>> = objects.iter().map(|o| store.get(o)).collect();
@@ -135,13 +125,7 @@ where
         opts: ReflectorOptions,
         hooks: ReflectorHooks,
     ) -> Self {
-        Controller {
-            reflector: Reflector::new(lw, queue.clone(), opts, hooks),
-            queue,
-            store,
-            handler,
-            batch: 1,
-        }
+        Controller { reflector: Reflector::new(lw, queue.clone(), opts, hooks), queue, store, handler, batch: 1 }
     }
 
     /// Pops up to `n` distinct keys per step (RealFifo batch mode).
@@ -176,9 +160,7 @@ where
             loop {
                 let r = self
                     .queue
-                    .pop(self.batch, |deltas, initial| {
-                        process_deltas(&*self.handler, &self.store, deltas, initial)
-                    })
+                    .pop(self.batch, |deltas, initial| process_deltas(&*self.handler, &self.store, deltas, initial))
                     .await;
                 if let Err(FifoClosed) = r {
                     return;

@@ -60,13 +60,7 @@ pub struct EventDecoder<K> {
 impl<K> EventDecoder<K> {
     /// A decoder with a size limit per event and an optional expected type.
     pub fn new(max_event_bytes: usize, expected: Option<TypeMeta>) -> Self {
-        EventDecoder {
-            buf: BytesMut::with_capacity(64 << 10),
-            scanned: 0,
-            max_event_bytes,
-            expected,
-            _k: PhantomData,
-        }
+        EventDecoder { buf: BytesMut::with_capacity(64 << 10), scanned: 0, max_event_bytes, expected, _k: PhantomData }
     }
 
     /// Appends bytes read from the stream.
@@ -84,11 +78,7 @@ impl<K> EventDecoder<K> {
     pub fn next_event(&mut self) -> Option<Result<Decoded<K>, Error>> {
         loop {
             // Skip leading whitespace between documents.
-            let ws = self
-                .buf
-                .iter()
-                .take_while(|b| b.is_ascii_whitespace())
-                .count();
+            let ws = self.buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if ws > 0 {
                 self.buf.advance(ws);
                 self.scanned = self.scanned.saturating_sub(ws);
@@ -96,21 +86,15 @@ impl<K> EventDecoder<K> {
             if self.buf.is_empty() {
                 return None;
             }
-            let Some(nl) =
-                memchr::memchr(b'\n', &self.buf[self.scanned..]).map(|i| i + self.scanned)
-            else {
+            let Some(nl) = memchr::memchr(b'\n', &self.buf[self.scanned..]).map(|i| i + self.scanned) else {
                 self.scanned = self.buf.len();
                 if self.buf.len() > self.max_event_bytes {
-                    return Some(Err(Error::EventTooLarge {
-                        limit: self.max_event_bytes,
-                    }));
+                    return Some(Err(Error::EventTooLarge { limit: self.max_event_bytes }));
                 }
                 return None;
             };
             if nl > self.max_event_bytes {
-                return Some(Err(Error::EventTooLarge {
-                    limit: self.max_event_bytes,
-                }));
+                return Some(Err(Error::EventTooLarge { limit: self.max_event_bytes }));
             }
             match decode_event::<K>(&self.buf[..nl], self.expected.as_ref()) {
                 Ok(ev) => {
@@ -138,10 +122,9 @@ impl<K> EventDecoder<K> {
         };
         let r = match decode_event::<K>(rest, self.expected.as_ref()) {
             Ok(ev) => Ok(ev),
-            Err(DocError::Incomplete) => Err(Error::Decode(format!(
-                "watch stream ended inside an event ({} bytes buffered)",
-                rest.len()
-            ))),
+            Err(DocError::Incomplete) => {
+                Err(Error::Decode(format!("watch stream ended inside an event ({} bytes buffered)", rest.len())))
+            }
             Err(DocError::Invalid(e)) => Err(e),
         };
         self.buf.clear();
@@ -157,11 +140,7 @@ enum DocError {
 }
 
 fn json_err(what: &str, e: serde_json::Error) -> DocError {
-    if e.is_eof() {
-        DocError::Incomplete
-    } else {
-        DocError::Invalid(Error::Decode(format!("{what}: {e}")))
-    }
+    if e.is_eof() { DocError::Incomplete } else { DocError::Invalid(Error::Decode(format!("{what}: {e}"))) }
 }
 
 #[derive(Deserialize)]
@@ -193,14 +172,12 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
     let (ty, obj): (Cow<'_, str>, &[u8]) = match fast_split(doc) {
         Some((ty, obj)) => (Cow::Borrowed(ty), obj),
         None => {
-            let raw: RawEvent<'_> =
-                serde_json::from_slice(doc).map_err(|e| json_err("invalid watch event", e))?;
+            let raw: RawEvent<'_> = serde_json::from_slice(doc).map_err(|e| json_err("invalid watch event", e))?;
             (raw.ty.0, raw.object.get().as_bytes())
         }
     };
     if ty == "ERROR" {
-        let status: Status =
-            serde_json::from_slice(obj).map_err(|e| json_err("invalid watch ERROR status", e))?;
+        let status: Status = serde_json::from_slice(obj).map_err(|e| json_err("invalid watch ERROR status", e))?;
         return Ok(Decoded::Event(WatchEvent::Error(status)));
     }
     let head = ObjectHead::parse(obj).map_err(|e| {
@@ -214,28 +191,18 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
         let api_version = head.api_version.as_deref().unwrap_or("");
         if kind != exp.kind || api_version != exp.api_version {
             return Ok(Decoded::WrongKind {
-                got: TypeMeta {
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                },
+                got: TypeMeta { api_version: api_version.to_string(), kind: kind.to_string() },
             });
         }
     }
     let ev = match &*ty {
         "BOOKMARK" => {
             let meta = head.metadata.as_ref();
-            let resource_version = meta
-                .and_then(|m| m.resource_version.as_deref())
-                .unwrap_or("")
-                .to_string();
-            let initial_events_end = meta.and_then(|m| m.annotations.as_ref()).is_some_and(|a| {
-                a.0.iter()
-                    .any(|(k, v)| k == "k8s.io/initial-events-end" && v == "true")
-            });
-            WatchEvent::Bookmark {
-                resource_version,
-                initial_events_end,
-            }
+            let resource_version = meta.and_then(|m| m.resource_version.as_deref()).unwrap_or("").to_string();
+            let initial_events_end = meta
+                .and_then(|m| m.annotations.as_ref())
+                .is_some_and(|a| a.0.iter().any(|(k, v)| k == "k8s.io/initial-events-end" && v == "true"));
+            WatchEvent::Bookmark { resource_version, initial_events_end }
         }
         "ADDED" | "MODIFIED" | "DELETED" => {
             let o = Object::from_head(&head, Bytes::copy_from_slice(obj))
@@ -247,9 +214,7 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
             }
         }
         other => {
-            return Err(DocError::Invalid(Error::Decode(format!(
-                "unknown watch event type {other:?}"
-            ))));
+            return Err(DocError::Invalid(Error::Decode(format!("unknown watch event type {other:?}"))));
         }
     };
     Ok(Decoded::Event(ev))
@@ -306,18 +271,12 @@ pub fn decode_error_body(code: u16, body: &[u8]) -> Status {
             s
         }
         _ => {
-            let text = String::from_utf8_lossy(&body[..body.len().min(512)])
-                .trim()
-                .to_string();
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string();
             Status {
                 status: "Failure".to_string(),
                 code,
                 reason: reason_for(code).to_string(),
-                message: if text.is_empty() {
-                    format!("the server responded with HTTP {code}")
-                } else {
-                    text
-                },
+                message: if text.is_empty() { format!("the server responded with HTTP {code}") } else { text },
                 details: None,
             }
         }
@@ -366,12 +325,8 @@ mod tests {
 
     #[test]
     fn decodes_events_split_at_any_byte() {
-        let stream = format!(
-            "{}{}{}",
-            pod_line("ADDED", "a", 1),
-            pod_line("MODIFIED", "a", 2),
-            pod_line("DELETED", "a", 3)
-        );
+        let stream =
+            format!("{}{}{}", pod_line("ADDED", "a", 1), pod_line("MODIFIED", "a", 2), pod_line("DELETED", "a", 3));
         for split in 0..stream.len() {
             let mut d = EventDecoder::<Pod>::new(1 << 20, None);
             d.push(&stream.as_bytes()[..split]);
@@ -379,10 +334,7 @@ mod tests {
             d.push(&stream.as_bytes()[split..]);
             evs.extend(events(&mut d));
             assert!(d.finish().is_none());
-            let rvs: Vec<_> = evs
-                .iter()
-                .map(|e| e.resource_version().unwrap().to_string())
-                .collect();
+            let rvs: Vec<_> = evs.iter().map(|e| e.resource_version().unwrap().to_string()).collect();
             assert_eq!(rvs, ["1", "2", "3"], "split at {split}");
             assert!(matches!(evs[2], WatchEvent::Deleted(_)));
         }
@@ -428,29 +380,15 @@ mod tests {
         let mut d = EventDecoder::<Pod>::new(64, None);
         d.push(&[b' '; 10]);
         d.push(&[b'{'; 100]);
-        assert!(matches!(
-            d.next_event(),
-            Some(Err(Error::EventTooLarge { limit: 64 }))
-        ));
+        assert!(matches!(d.next_event(), Some(Err(Error::EventTooLarge { limit: 64 }))));
 
-        let mut d = EventDecoder::<Pod>::new(
-            1 << 20,
-            Some(TypeMeta {
-                api_version: "v1".into(),
-                kind: "Pod".into(),
-            }),
-        );
+        let mut d = EventDecoder::<Pod>::new(1 << 20, Some(TypeMeta { api_version: "v1".into(), kind: "Pod".into() }));
         d.push(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n\"}}}\n");
-        assert!(matches!(
-            d.next_event(),
-            Some(Ok(Decoded::WrongKind { .. }))
-        ));
+        assert!(matches!(d.next_event(), Some(Ok(Decoded::WrongKind { .. }))));
 
         let mut d = EventDecoder::<Pod>::new(1 << 20, None);
         d.push(b"{\"type\":\"WHAT\",\"object\":{\"metadata\":{\"name\":\"n\"}}}\n");
-        assert!(
-            matches!(d.next_event(), Some(Err(Error::Decode(m))) if m.contains("unknown watch event type"))
-        );
+        assert!(matches!(d.next_event(), Some(Err(Error::Decode(m))) if m.contains("unknown watch event type")));
     }
 
     #[test]

@@ -78,9 +78,7 @@ impl<K> Delta<K> {
     /// The key of the object this delta is about; `None` for the whole-set variants.
     pub fn key(&self) -> Option<&ObjectKey> {
         match self {
-            Delta::Added(o) | Delta::Updated(o) | Delta::Replaced(o) | Delta::Sync(o) => {
-                Some(o.key())
-            }
+            Delta::Added(o) | Delta::Updated(o) | Delta::Replaced(o) | Delta::Sync(o) => Some(o.key()),
             Delta::Deleted(d) => Some(d.key()),
             Delta::ReplacedAll { .. } | Delta::SyncAll | Delta::Bookmark { .. } => None,
         }
@@ -109,17 +107,11 @@ impl<K> Clone for Delta<K> {
             Delta::Deleted(d) => Delta::Deleted(d.clone()),
             Delta::Replaced(o) => Delta::Replaced(o.clone()),
             Delta::Sync(o) => Delta::Sync(o.clone()),
-            Delta::ReplacedAll {
-                objects,
-                resource_version,
-            } => Delta::ReplacedAll {
-                objects: objects.clone(),
-                resource_version: resource_version.clone(),
-            },
+            Delta::ReplacedAll { objects, resource_version } => {
+                Delta::ReplacedAll { objects: objects.clone(), resource_version: resource_version.clone() }
+            }
             Delta::SyncAll => Delta::SyncAll,
-            Delta::Bookmark { resource_version } => Delta::Bookmark {
-                resource_version: resource_version.clone(),
-            },
+            Delta::Bookmark { resource_version } => Delta::Bookmark { resource_version: resource_version.clone() },
         }
     }
 }
@@ -127,19 +119,15 @@ impl<K> Clone for Delta<K> {
 impl<K> fmt::Debug for Delta<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Delta::ReplacedAll {
-                objects,
-                resource_version,
-            } => f
+            Delta::ReplacedAll { objects, resource_version } => f
                 .debug_struct("ReplacedAll")
                 .field("objects", &objects.len())
                 .field("resource_version", resource_version)
                 .finish(),
             Delta::SyncAll => f.write_str("SyncAll"),
-            Delta::Bookmark { resource_version } => f
-                .debug_struct("Bookmark")
-                .field("resource_version", resource_version)
-                .finish(),
+            Delta::Bookmark { resource_version } => {
+                f.debug_struct("Bookmark").field("resource_version", resource_version).finish()
+            }
             Delta::Deleted(d) => f.debug_tuple("Deleted").field(d).finish(),
             other => f
                 .debug_tuple(&format!("{:?}", other.delta_type()))

@@ -17,9 +17,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ObjectList, Status, WatchEvent, WatchStream,
-};
+use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, Status, WatchEvent, WatchStream};
 use crate::object::Object;
 
 enum Kind {
@@ -107,14 +105,9 @@ impl FakeSource {
             Kind::Modified => 1,
             Kind::Deleted => 2,
         };
-        st.changes.push(Change {
-            rv,
-            kind,
-            json: json.clone(),
-        });
+        st.changes.push(Change { rv, kind, json: json.clone() });
         if broadcast {
-            st.watchers
-                .retain(|w| w.send(Some((rv, code, json.clone()))).is_ok());
+            st.watchers.retain(|w| w.send(Some((rv, code, json.clone()))).is_ok());
         }
         rv
     }
@@ -176,12 +169,7 @@ impl FakeSource {
 
     /// Current objects as (key, JSON).
     pub fn items(&self) -> Vec<(String, Value)> {
-        self.st
-            .lock()
-            .items
-            .iter()
-            .map(|(k, j)| (k.clone(), serde_json::from_slice(j).expect("stored JSON")))
-            .collect()
+        self.st.lock().items.iter().map(|(k, j)| (k.clone(), serde_json::from_slice(j).expect("stored JSON"))).collect()
     }
 }
 
@@ -199,44 +187,27 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for FakeSource {
             }
             (st.items.values().cloned().collect::<Vec<_>>(), st.last_rv)
         };
-        let items =
-            st.0.iter()
-                .map(|j| to_object::<K>(j))
-                .collect::<Result<Vec<_>, _>>()?;
-        Ok(ObjectList {
-            items,
-            resource_version: st.1.to_string(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        let items = st.0.iter().map(|j| to_object::<K>(j)).collect::<Result<Vec<_>, _>>()?;
+        Ok(ObjectList { items, resource_version: st.1.to_string(), continue_token: None, remaining_item_count: None })
     }
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<K>, Error> {
         let mut st = self.st.lock();
         st.watches.push(opts.clone());
         let rv_str = opts.resource_version.clone().unwrap_or_default();
-        let rv: u64 = rv_str.parse().map_err(|_| {
-            Error::Decode(format!(
-                "fake source: resourceVersion {rv_str:?} is not a number"
-            ))
-        })?;
+        let rv: u64 = rv_str
+            .parse()
+            .map_err(|_| Error::Decode(format!("fake source: resourceVersion {rv_str:?} is not a number")))?;
         if rv > st.last_rv {
-            return Err(Error::Decode(
-                "resource version in the future not supported".into(),
-            ));
+            return Err(Error::Decode("resource version in the future not supported".into()));
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        if rv + 1 < st.history_start
-            || (rv < st.last_rv && st.changes.first().is_none_or(|c| c.rv > rv + 1))
-        {
+        if rv + 1 < st.history_start || (rv < st.last_rv && st.changes.first().is_none_or(|c| c.rv > rv + 1)) {
             let status = Status {
                 status: "Failure".into(),
                 code: 410,
                 reason: "Expired".into(),
-                message: format!(
-                    "too old resource version: {rv} ({})",
-                    st.history_start.max(1) - 1
-                ),
+                message: format!("too old resource version: {rv} ({})", st.history_start.max(1) - 1),
                 details: None,
             };
             let s = futures_util::stream::iter(vec![Ok(WatchEvent::Error(status))]);

@@ -39,11 +39,7 @@ pub struct HandlerFns<K> {
 
 impl<K> Default for HandlerFns<K> {
     fn default() -> Self {
-        HandlerFns {
-            add: None,
-            update: None,
-            delete: None,
-        }
+        HandlerFns { add: None, update: None, delete: None }
     }
 }
 

@@ -57,10 +57,7 @@ impl ObjectKey {
                 if name.contains('/') {
                     return Err(KeyError::Format(name.to_string()));
                 }
-                Ok(ObjectKey {
-                    full: Arc::from(name),
-                    slash: NO_NAMESPACE,
-                })
+                Ok(ObjectKey { full: Arc::from(name), slash: NO_NAMESPACE })
             }
             Some(ns) => {
                 if ns.contains('/') || name.contains('/') {
@@ -70,10 +67,7 @@ impl ObjectKey {
                 s.push_str(ns);
                 s.push('/');
                 s.push_str(name);
-                Ok(ObjectKey {
-                    full: Arc::from(s),
-                    slash: ns.len() as u32,
-                })
+                Ok(ObjectKey { full: Arc::from(s), slash: ns.len() as u32 })
             }
         }
     }
@@ -83,34 +77,22 @@ impl ObjectKey {
         let mut parts = s.split('/');
         let (a, b, rest) = (parts.next(), parts.next(), parts.next());
         match (a, b, rest) {
-            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey {
-                full: Arc::from(s),
-                slash: NO_NAMESPACE,
-            }),
-            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() => Ok(ObjectKey {
-                full: Arc::from(s),
-                slash: ns.len() as u32,
-            }),
+            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey { full: Arc::from(s), slash: NO_NAMESPACE }),
+            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() => {
+                Ok(ObjectKey { full: Arc::from(s), slash: ns.len() as u32 })
+            }
             _ => Err(KeyError::Format(s.to_string())),
         }
     }
 
     /// The namespace, or `None` for a cluster-scoped object.
     pub fn namespace(&self) -> Option<&str> {
-        if self.slash == NO_NAMESPACE {
-            None
-        } else {
-            Some(&self.full[..self.slash as usize])
-        }
+        if self.slash == NO_NAMESPACE { None } else { Some(&self.full[..self.slash as usize]) }
     }
 
     /// The object's name.
     pub fn name(&self) -> &str {
-        if self.slash == NO_NAMESPACE {
-            &self.full
-        } else {
-            &self.full[self.slash as usize + 1..]
-        }
+        if self.slash == NO_NAMESPACE { &self.full } else { &self.full[self.slash as usize + 1..] }
     }
 
     /// The formatted key.
@@ -186,10 +168,7 @@ mod tests {
         assert_eq!(k.as_str(), "ns/a");
         assert_eq!((k.namespace(), k.name()), (Some("ns"), "a"));
         let c = ObjectKey::new(Some(""), "node").unwrap();
-        assert_eq!(
-            (c.namespace(), c.name(), c.as_str()),
-            (None, "node", "node")
-        );
+        assert_eq!((c.namespace(), c.name(), c.as_str()), (None, "node", "node"));
         assert_eq!(ObjectKey::parse("ns/a").unwrap(), k);
         assert_eq!(ObjectKey::parse("node").unwrap(), c);
     }
@@ -197,10 +176,7 @@ mod tests {
     #[test]
     fn malformed_keys_are_errors() {
         for bad in ["", "/", "a/", "/a", "a/b/c", "a//b"] {
-            assert!(
-                matches!(ObjectKey::parse(bad), Err(KeyError::Format(_))),
-                "{bad:?}"
-            );
+            assert!(matches!(ObjectKey::parse(bad), Err(KeyError::Format(_))), "{bad:?}");
         }
         assert_eq!(ObjectKey::new(Some("ns"), ""), Err(KeyError::MissingName));
         assert!(ObjectKey::new(Some("n/s"), "a").is_err());

@@ -16,13 +16,10 @@ use futures_util::StreamExt;
 use http::{Request, header};
 use http_body_util::BodyExt;
 
-use crate::decode::{
-    DEFAULT_MAX_EVENT_BYTES, Decoded, EventDecoder, TypeMeta, decode_error_body, decode_list,
-};
+use crate::decode::{DEFAULT_MAX_EVENT_BYTES, Decoded, EventDecoder, TypeMeta, decode_error_body, decode_list};
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
 
-const METADATA_ACCEPT: &str =
-    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 /// Lists and watches one resource (optionally in one namespace, with selectors) over a
 /// `kube::Client`.
@@ -63,10 +60,7 @@ impl<K: kube::Resource> KubeListerWatcher<K> {
     /// `ApiResource`).
     pub fn new_with(client: kube::Client, namespace: Option<&str>, dt: &K::DynamicType) -> Self {
         let path = K::url_path(dt, namespace);
-        let expected = Some(TypeMeta {
-            api_version: K::api_version(dt).into_owned(),
-            kind: K::kind(dt).into_owned(),
-        });
+        let expected = Some(TypeMeta { api_version: K::api_version(dt).into_owned(), kind: K::kind(dt).into_owned() });
         let describe = format!("{}.{}", K::plural(dt), K::api_version(dt));
         KubeListerWatcher {
             client,
@@ -98,10 +92,7 @@ impl<K> KubeListerWatcher<K> {
     /// Requests metadata only (`PartialObjectMetadata`); use with `K = PartialObjectMeta<T>`.
     pub fn metadata_only(mut self) -> Self {
         self.accept = Some(METADATA_ACCEPT);
-        self.expected = Some(TypeMeta {
-            api_version: "meta.k8s.io/v1".into(),
-            kind: "PartialObjectMetadata".into(),
-        });
+        self.expected = Some(TypeMeta { api_version: "meta.k8s.io/v1".into(), kind: "PartialObjectMetadata".into() });
         self
     }
 
@@ -111,11 +102,7 @@ impl<K> KubeListerWatcher<K> {
         self
     }
 
-    fn request(
-        &self,
-        opts: &ListOptions,
-        watch: bool,
-    ) -> Result<Request<kube::client::Body>, Error> {
+    fn request(&self, opts: &ListOptions, watch: bool) -> Result<Request<kube::client::Body>, Error> {
         let mut o = opts.clone();
         if o.label_selector.is_none() {
             o.label_selector.clone_from(&self.label_selector);
@@ -130,14 +117,10 @@ impl<K> KubeListerWatcher<K> {
         } else {
             b = b.header(header::ACCEPT, "application/json");
         }
-        b.body(kube::client::Body::empty())
-            .map_err(|e| Error::Decode(format!("cannot build request: {e}")))
+        b.body(kube::client::Body::empty()).map_err(|e| Error::Decode(format!("cannot build request: {e}")))
     }
 
-    async fn send(
-        &self,
-        req: Request<kube::client::Body>,
-    ) -> Result<http::Response<kube::client::Body>, Error> {
+    async fn send(&self, req: Request<kube::client::Body>) -> Result<http::Response<kube::client::Body>, Error> {
         let resp = self.client.send(req).await.map_err(transport_error)?;
         let status = resp.status();
         if status.is_success() {
@@ -149,21 +132,10 @@ impl<K> KubeListerWatcher<K> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(std::time::Duration::from_secs);
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
+        let body = resp.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
         let st = decode_error_body(status.as_u16(), &body);
         let mut err = Error::api(st);
-        if let (
-            Error::Api {
-                retry_after: ra, ..
-            },
-            Some(h),
-        ) = (&mut err, retry_after)
-        {
+        if let (Error::Api { retry_after: ra, .. }, Some(h)) = (&mut err, retry_after) {
             *ra = Some(h);
         }
         Err(err)
@@ -197,10 +169,7 @@ fn transport_error(e: kube::Error) -> Error {
         src = s.source();
     }
     refused |= message.contains("Connection refused") || message.contains("connection refused");
-    Error::Transport {
-        message,
-        connection_refused: refused,
-    }
+    Error::Transport { message, connection_refused: refused }
 }
 
 impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
@@ -211,10 +180,7 @@ impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
             .into_body()
             .collect()
             .await
-            .map_err(|e| Error::Transport {
-                message: format!("reading list body: {e}"),
-                connection_refused: false,
-            })?
+            .map_err(|e| Error::Transport { message: format!("reading list body: {e}"), connection_refused: false })?
             .to_bytes();
         decode_list(&body)
     }
@@ -225,58 +191,51 @@ impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
         let body = resp.into_body();
         let decoder = EventDecoder::<K>::new(self.max_event_bytes, self.expected.clone());
         let describe = self.describe.clone();
-        let stream = futures_util::stream::unfold(
-            (body, decoder, false),
-            move |(mut body, mut decoder, done)| {
-                let describe = describe.clone();
-                async move {
-                    if done {
-                        return None;
-                    }
-                    loop {
-                        match decoder.next_event() {
-                            Some(Ok(Decoded::Event(ev))) => {
-                                return Some((Ok(ev), (body, decoder, false)));
-                            }
-                            Some(Ok(Decoded::WrongKind { got })) => {
-                                tracing::warn!(watch = %describe, got_kind = %got.kind, got_api_version = %got.api_version,
-                                    "unexpected watch event object type; dropped");
-                                continue;
-                            }
-                            Some(Err(e)) => return Some((Err(e), (body, decoder, true))),
-                            None => {}
+        let stream = futures_util::stream::unfold((body, decoder, false), move |(mut body, mut decoder, done)| {
+            let describe = describe.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    match decoder.next_event() {
+                        Some(Ok(Decoded::Event(ev))) => {
+                            return Some((Ok(ev), (body, decoder, false)));
                         }
-                        match body.frame().await {
-                            Some(Ok(frame)) => {
-                                if let Ok(data) = frame.into_data() {
-                                    decoder.push(&data);
-                                }
+                        Some(Ok(Decoded::WrongKind { got })) => {
+                            tracing::warn!(watch = %describe, got_kind = %got.kind, got_api_version = %got.api_version,
+                                    "unexpected watch event object type; dropped");
+                            continue;
+                        }
+                        Some(Err(e)) => return Some((Err(e), (body, decoder, true))),
+                        None => {}
+                    }
+                    match body.frame().await {
+                        Some(Ok(frame)) => {
+                            if let Ok(data) = frame.into_data() {
+                                decoder.push(&data);
                             }
-                            Some(Err(e)) => {
-                                // A broken stream ends the watch like a close (client-go logs and
-                                // closes on unexpected EOF / timeouts); the reflector rewatches.
-                                tracing::debug!(watch = %describe, error = %e, "watch stream broke");
-                                return match decoder.finish() {
-                                    Some(Ok(Decoded::Event(ev))) => {
-                                        Some((Ok(ev), (body, decoder, true)))
-                                    }
-                                    _ => None,
-                                };
-                            }
-                            None => {
-                                return match decoder.finish() {
-                                    Some(Ok(Decoded::Event(ev))) => {
-                                        Some((Ok(ev), (body, decoder, true)))
-                                    }
-                                    Some(Ok(Decoded::WrongKind { .. })) | None => None,
-                                    Some(Err(e)) => Some((Err(e), (body, decoder, true))),
-                                };
-                            }
+                        }
+                        Some(Err(e)) => {
+                            // A broken stream ends the watch like a close (client-go logs and
+                            // closes on unexpected EOF / timeouts); the reflector rewatches.
+                            tracing::debug!(watch = %describe, error = %e, "watch stream broke");
+                            return match decoder.finish() {
+                                Some(Ok(Decoded::Event(ev))) => Some((Ok(ev), (body, decoder, true))),
+                                _ => None,
+                            };
+                        }
+                        None => {
+                            return match decoder.finish() {
+                                Some(Ok(Decoded::Event(ev))) => Some((Ok(ev), (body, decoder, true))),
+                                Some(Ok(Decoded::WrongKind { .. })) | None => None,
+                                Some(Err(e)) => Some((Err(e), (body, decoder, true))),
+                            };
                         }
                     }
                 }
-            },
-        );
+            }
+        });
         Ok(stream.boxed())
     }
 

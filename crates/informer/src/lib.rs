@@ -30,8 +30,7 @@ pub use handler::{HandlerFns, ResourceEventHandler};
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
 pub use listwatch::{
-    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent,
-    WatchStream,
+    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent, WatchStream,
 };
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
 pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};

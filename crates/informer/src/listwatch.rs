@@ -107,9 +107,7 @@ impl ListOptions {
 fn percent_encode(s: &str, out: &mut String) {
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
             _ => {
                 out.push('%');
                 out.push(char::from(b"0123456789ABCDEF"[(b >> 4) as usize]));
@@ -157,10 +155,7 @@ impl<K> fmt::Debug for WatchEvent<K> {
             WatchEvent::Added(o) => f.debug_tuple("Added").field(o).finish(),
             WatchEvent::Modified(o) => f.debug_tuple("Modified").field(o).finish(),
             WatchEvent::Deleted(o) => f.debug_tuple("Deleted").field(o).finish(),
-            WatchEvent::Bookmark {
-                resource_version,
-                initial_events_end,
-            } => f
+            WatchEvent::Bookmark { resource_version, initial_events_end } => f
                 .debug_struct("Bookmark")
                 .field("resource_version", resource_version)
                 .field("initial_events_end", initial_events_end)
@@ -174,12 +169,8 @@ impl<K> WatchEvent<K> {
     /// The resourceVersion this event carries.
     pub fn resource_version(&self) -> Option<&str> {
         match self {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                o.resource_version()
-            }
-            WatchEvent::Bookmark {
-                resource_version, ..
-            } => Some(resource_version),
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o.resource_version(),
+            WatchEvent::Bookmark { resource_version, .. } => Some(resource_version),
             WatchEvent::Error(_) => None,
         }
     }
@@ -234,17 +225,7 @@ pub struct StatusCause {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.code,
-            if self.reason.is_empty() {
-                "Unknown"
-            } else {
-                &self.reason
-            },
-            self.message
-        )
+        write!(f, "{} ({}): {}", self.code, if self.reason.is_empty() { "Unknown" } else { &self.reason }, self.message)
     }
 }
 
@@ -280,9 +261,7 @@ pub enum Error {
     #[error(transparent)]
     Object(#[from] DecodeError),
     /// The watch closed within a second without any event (client-go's VeryShortWatchError).
-    #[error(
-        "very short watch: {0}: unexpected watch close - watch lasted less than a second and no items received"
-    )]
+    #[error("very short watch: {0}: unexpected watch close - watch lasted less than a second and no items received")]
     VeryShortWatch(String),
     /// The streaming list did not complete and the source does not support it.
     #[error("streaming list not supported: {0}")]
@@ -295,15 +274,9 @@ pub enum Error {
 impl Error {
     /// An API error from a status.
     pub fn api(status: Status) -> Self {
-        let retry_after = status
-            .details
-            .as_ref()
-            .and_then(|d| d.retry_after_seconds)
-            .map(|s| Duration::from_secs(s.into()));
-        Error::Api {
-            status: Box::new(status),
-            retry_after,
-        }
+        let retry_after =
+            status.details.as_ref().and_then(|d| d.retry_after_seconds).map(|s| Duration::from_secs(s.into()));
+        Error::Api { status: Box::new(status), retry_after }
     }
 
     /// The HTTP status code of an API error.
@@ -339,34 +312,24 @@ impl Error {
             causes.iter().any(|c| c.reason == "ResourceVersionTooLarge")
                 || (s.reason == "Timeout"
                     && (s.message.contains("Too large resource version")
-                        || causes
-                            .iter()
-                            .any(|c| c.message.contains("Too large resource version"))))
+                        || causes.iter().any(|c| c.message.contains("Too large resource version"))))
         })
     }
 
     /// 429 Too Many Requests.
     pub fn is_too_many_requests(&self) -> bool {
-        self.status()
-            .is_some_and(|s| s.code == 429 || s.reason == "TooManyRequests")
+        self.status().is_some_and(|s| s.code == 429 || s.reason == "TooManyRequests")
     }
 
     /// 500 InternalError.
     pub fn is_internal(&self) -> bool {
-        self.status()
-            .is_some_and(|s| s.code == 500 || s.reason == "InternalError")
+        self.status().is_some_and(|s| s.code == 500 || s.reason == "InternalError")
     }
 
     /// Connection refused, or 429 (client-go `isWatchErrorRetriable`): back off and retry the same
     /// request without relisting.
     pub fn is_retriable(&self) -> bool {
-        matches!(
-            self,
-            Error::Transport {
-                connection_refused: true,
-                ..
-            }
-        ) || self.is_too_many_requests()
+        matches!(self, Error::Transport { connection_refused: true, .. }) || self.is_too_many_requests()
     }
 
     /// The server's suggested retry delay.
@@ -381,15 +344,9 @@ impl Error {
 /// A source of lists and watches.
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// LIST with options (one page when `limit` is set).
-    fn list(
-        &self,
-        opts: &ListOptions,
-    ) -> impl std::future::Future<Output = Result<ObjectList<K>, Error>> + Send;
+    fn list(&self, opts: &ListOptions) -> impl std::future::Future<Output = Result<ObjectList<K>, Error>> + Send;
     /// WATCH with options.
-    fn watch(
-        &self,
-        opts: &ListOptions,
-    ) -> impl std::future::Future<Output = Result<WatchStream<K>, Error>> + Send;
+    fn watch(&self, opts: &ListOptions) -> impl std::future::Future<Output = Result<WatchStream<K>, Error>> + Send;
     /// Whether streaming lists (`sendInitialEvents`) can be used with this source. Sources that
     /// cannot produce the `initial-events-end` bookmark must say no, or the reflector falls back
     /// to LIST after its initial-events idle timeout.
@@ -398,11 +355,7 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     }
     /// A description for logs (e.g. the resource).
     fn describe(&self) -> String {
-        std::any::type_name::<K>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("object")
-            .to_string()
+        std::any::type_name::<K>().rsplit("::").next().unwrap_or("object").to_string()
     }
 }
 
@@ -411,12 +364,7 @@ mod tests {
     use super::*;
 
     fn st(code: u16, reason: &str, msg: &str) -> Error {
-        Error::api(Status {
-            code,
-            reason: reason.into(),
-            message: msg.into(),
-            ..Default::default()
-        })
+        Error::api(Status { code, reason: reason.into(), message: msg.into(), ..Default::default() })
     }
 
     #[test]
@@ -440,25 +388,10 @@ mod tests {
         });
         assert!(too_large.is_too_large_resource_version());
         assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
-        assert!(
-            st(504, "Timeout", "Too large resource version: 5, current: 1")
-                .is_too_large_resource_version()
-        );
+        assert!(st(504, "Timeout", "Too large resource version: 5, current: 1").is_too_large_resource_version());
         assert!(st(429, "TooManyRequests", "").is_retriable());
-        assert!(
-            Error::Transport {
-                message: "refused".into(),
-                connection_refused: true
-            }
-            .is_retriable()
-        );
-        assert!(
-            !Error::Transport {
-                message: "reset".into(),
-                connection_refused: false
-            }
-            .is_retriable()
-        );
+        assert!(Error::Transport { message: "refused".into(), connection_refused: true }.is_retriable());
+        assert!(!Error::Transport { message: "reset".into(), connection_refused: false }.is_retriable());
     }
 
     #[test]

@@ -45,9 +45,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::fifo::{FifoError, Queue};
 use crate::key::ObjectKey;
-use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream,
-};
+use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream};
 use crate::object::Object;
 
 /// Reflector settings; `Default` gives client-go's.
@@ -161,14 +159,7 @@ where
 {
     /// A reflector feeding `queue` from `lw`.
     pub fn new(lw: Arc<L>, queue: Arc<Q>, opts: ReflectorOptions, hooks: ReflectorHooks) -> Self {
-        Reflector {
-            lw,
-            queue,
-            opts,
-            hooks,
-            status: ReflectorStatus::default(),
-            _k: std::marker::PhantomData,
-        }
+        Reflector { lw, queue, opts, hooks, status: ReflectorStatus::default(), _k: std::marker::PhantomData }
     }
 
     /// A handle to read the last synced resourceVersion.
@@ -208,11 +199,7 @@ where
     }
 
     /// One ListAndWatch cycle (public for tests that drive single cycles).
-    async fn list_and_watch(
-        &self,
-        cancel: &CancellationToken,
-        backoff: &mut Backoff,
-    ) -> Result<(), Stop> {
+    async fn list_and_watch(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<(), Stop> {
         let mut stream = None;
         if self.opts.streaming_list && self.lw.supports_streaming_list() {
             match self.watch_list(cancel, backoff).await {
@@ -253,11 +240,7 @@ where
         rand::rng().random_range(min..=2 * min) as u32
     }
 
-    async fn cancellable<T>(
-        &self,
-        cancel: &CancellationToken,
-        f: impl Future<Output = T>,
-    ) -> Result<T, Stop> {
+    async fn cancellable<T>(&self, cancel: &CancellationToken, f: impl Future<Output = T>) -> Result<T, Stop> {
         tokio::select! {
             _ = cancel.cancelled() => Err(Stop::Cancelled),
             r = f => Ok(r),
@@ -287,10 +270,7 @@ where
             st.unavailable = false;
         }
         let list_rv = list.resource_version.clone();
-        self.queue
-            .replace(list.items, &list_rv)
-            .await
-            .map_err(store_err)?;
+        self.queue.replace(list.items, &list_rv).await.map_err(store_err)?;
         self.set_last_sync(&list_rv);
         if let Some(h) = &self.hooks.after_list {
             h(&list_rv);
@@ -343,19 +323,11 @@ where
     }
 
     /// The streaming list. Ok(stream) once the initial events are in the queue.
-    async fn watch_list(
-        &self,
-        cancel: &CancellationToken,
-        backoff: &mut Backoff,
-    ) -> Result<WatchStream<K>, Stop> {
+    async fn watch_list(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<WatchStream<K>, Stop> {
         loop {
             let rv = {
                 let st = self.status.inner.lock();
-                if st.unavailable {
-                    String::new()
-                } else {
-                    st.last_sync.clone()
-                }
+                if st.unavailable { String::new() } else { st.last_sync.clone() }
             };
             if let Some(h) = &self.hooks.before_list {
                 h(&rv);
@@ -398,16 +370,10 @@ where
                         WatchEvent::Deleted(o) => {
                             temp.remove(o.key());
                         }
-                        WatchEvent::Bookmark {
-                            resource_version,
-                            initial_events_end: true,
-                        } => {
+                        WatchEvent::Bookmark { resource_version, initial_events_end: true } => {
                             self.status.inner.lock().unavailable = false;
                             let objects: Vec<Object<K>> = temp.into_values().collect();
-                            self.queue
-                                .replace(objects, &resource_version)
-                                .await
-                                .map_err(store_err)?;
+                            self.queue.replace(objects, &resource_version).await.map_err(store_err)?;
                             self.set_last_sync(&resource_version);
                             if let Some(h) = &self.hooks.after_list {
                                 h(&resource_version);
@@ -420,8 +386,7 @@ where
                             )));
                         }
                         WatchEvent::Error(status) => {
-                            self.retry_or_fail_watch_list(cancel, backoff, Error::api(status))
-                                .await?;
+                            self.retry_or_fail_watch_list(cancel, backoff, Error::api(status)).await?;
                             break;
                         }
                     },
@@ -447,12 +412,7 @@ where
         }
     }
 
-    async fn wait_retry(
-        &self,
-        cancel: &CancellationToken,
-        backoff: &mut Backoff,
-        e: &Error,
-    ) -> Result<(), Stop> {
+    async fn wait_retry(&self, cancel: &CancellationToken, backoff: &mut Backoff, e: &Error) -> Result<(), Stop> {
         let mut d = backoff.next_delay();
         if let Some(ra) = e.retry_after() {
             d = d.max(ra);
@@ -492,10 +452,7 @@ where
                     }
                 }
             };
-            match self
-                .handle_watch(stream, start, propagate, cancel, &mut resync)
-                .await
-            {
+            match self.handle_watch(stream, start, propagate, cancel, &mut resync).await {
                 Ok(()) => continue,
                 Err(Stop::Cancelled) => return Err(Stop::Cancelled),
                 Err(Stop::Err(e)) if e.is_expired() => {
@@ -562,9 +519,7 @@ where
                     propagate = true;
                     self.queue.delete(o).await
                 }
-                WatchEvent::Bookmark {
-                    resource_version, ..
-                } => {
+                WatchEvent::Bookmark { resource_version, .. } => {
                     propagate = true;
                     self.queue.bookmark(&resource_version).await
                 }

@@ -110,10 +110,7 @@ impl Signal {
 
 impl fmt::Debug for Signal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Signal")
-            .field("name", &self.name())
-            .field("set", &self.is_set())
-            .finish()
+        f.debug_struct("Signal").field("name", &self.name()).field("set", &self.is_set()).finish()
     }
 }
 

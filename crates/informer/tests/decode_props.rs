@@ -19,21 +19,15 @@ fn event_json(ty: &str, name: &str, rv: u64, label: &str) -> String {
 fn drain(d: &mut EventDecoder<Pod>, out: &mut Vec<(String, String, String)>) -> Result<(), String> {
     while let Some(r) = d.next_event() {
         match r.map_err(|e| e.to_string())? {
-            Decoded::Event(WatchEvent::Added(o)) => out.push((
-                "ADDED".into(),
-                o.name().into(),
-                o.label("l").unwrap_or("").into(),
-            )),
-            Decoded::Event(WatchEvent::Modified(o)) => out.push((
-                "MODIFIED".into(),
-                o.name().into(),
-                o.label("l").unwrap_or("").into(),
-            )),
-            Decoded::Event(WatchEvent::Deleted(o)) => out.push((
-                "DELETED".into(),
-                o.name().into(),
-                o.label("l").unwrap_or("").into(),
-            )),
+            Decoded::Event(WatchEvent::Added(o)) => {
+                out.push(("ADDED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
+            }
+            Decoded::Event(WatchEvent::Modified(o)) => {
+                out.push(("MODIFIED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
+            }
+            Decoded::Event(WatchEvent::Deleted(o)) => {
+                out.push(("DELETED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
+            }
             Decoded::Event(e) => return Err(format!("unexpected {e:?}")),
             Decoded::WrongKind { got } => return Err(format!("wrong kind {got:?}")),
         }

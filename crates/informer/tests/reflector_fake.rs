@@ -9,8 +9,8 @@ use informer::fake::FakeSource;
 use informer::fifo::Queue;
 use informer::listwatch::{Status, WatchStream};
 use informer::{
-    Delta, Error, ListOptions, ListerWatcher, ObjectList, RealFifo, Reflector, ReflectorHooks,
-    ReflectorOptions, WatchEvent,
+    Delta, Error, ListOptions, ListerWatcher, ObjectList, RealFifo, Reflector, ReflectorHooks, ReflectorOptions,
+    WatchEvent,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
@@ -23,10 +23,7 @@ fn cm(name: &str, v: &str) -> serde_json::Value {
 }
 
 fn opts() -> ReflectorOptions {
-    ReflectorOptions {
-        name: "test".into(),
-        ..Default::default()
-    }
+    ReflectorOptions { name: "test".into(), ..Default::default() }
 }
 
 /// Pops one delta and describes it as (type, key or count, rv).
@@ -34,10 +31,7 @@ async fn pop(q: &RealFifo<Cm>) -> String {
     q.pop(1, |mut b, _| {
         let d = b.remove(0);
         match d {
-            Delta::ReplacedAll {
-                objects,
-                resource_version,
-            } => {
+            Delta::ReplacedAll { objects, resource_version } => {
                 let mut names: Vec<_> = objects.iter().map(|o| o.name().to_string()).collect();
                 names.sort();
                 format!("ReplacedAll[{}]@{resource_version}", names.join(","))
@@ -46,12 +40,7 @@ async fn pop(q: &RealFifo<Cm>) -> String {
             Delta::SyncAll => "SyncAll".into(),
             other => {
                 let o = other.object().unwrap();
-                format!(
-                    "{:?}:{}@{}",
-                    other.delta_type(),
-                    o.name(),
-                    o.resource_version().unwrap_or("")
-                )
+                format!("{:?}:{}@{}", other.delta_type(), o.name(), o.resource_version().unwrap_or(""))
             }
         }
     })
@@ -65,12 +54,7 @@ async fn lists_at_rv0_with_page_size_then_watches_from_the_list_rv() {
     src.add(cm("a", "1"));
     src.add(cm("b", "1"));
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        Arc::new(src.clone()),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(Arc::new(src.clone()), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -100,12 +84,7 @@ async fn reset_watch_relists_at_last_rv_and_recovers_dropped_events() {
     let src = FakeSource::new();
     src.add(cm("a", "1"));
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        Arc::new(src.clone()),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(Arc::new(src.clone()), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -119,15 +98,8 @@ async fn reset_watch_relists_at_last_rv_and_recovers_dropped_events() {
     assert_eq!(pop(&q).await, "ReplacedAll[a,c]@3");
     let lists = src.list_calls();
     assert_eq!(lists.len(), 2);
-    assert_eq!(
-        lists[1].resource_version.as_deref(),
-        Some("1"),
-        "relist at the last synced RV, not \"\""
-    );
-    assert_eq!(
-        lists[1].limit, None,
-        "no paging for a list at a specific RV"
-    );
+    assert_eq!(lists[1].resource_version.as_deref(), Some("1"), "relist at the last synced RV, not \"\"");
+    assert_eq!(lists[1].limit, None, "no paging for a list at a specific RV");
     cancel.cancel();
     task.await.unwrap();
 }
@@ -157,12 +129,7 @@ async fn list_errors_reach_the_hook_and_are_retried_after_backoff() {
         })),
         ..Default::default()
     };
-    let r = Arc::new(Reflector::new(
-        Arc::new(src.clone()),
-        q.clone(),
-        opts(),
-        hooks,
-    ));
+    let r = Arc::new(Reflector::new(Arc::new(src.clone()), q.clone(), opts(), hooks));
     let cancel = CancellationToken::new();
     let started = tokio::time::Instant::now();
     let task = tokio::spawn({
@@ -173,10 +140,7 @@ async fn list_errors_reach_the_hook_and_are_retried_after_backoff() {
     assert_eq!(errors.load(Ordering::SeqCst), 2);
     // Two backoff waits: [0.8, 1.6) + [1.6, 3.2).
     let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(2400) && waited < Duration::from_millis(4800),
-        "{waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(2400) && waited < Duration::from_millis(4800), "{waited:?}");
     cancel.cancel();
     task.await.unwrap();
 }
@@ -203,19 +167,13 @@ impl ListerWatcher<Cm> for Scripted {
         self.watches.fetch_add(1, Ordering::SeqCst);
         let next = {
             let mut s = self.script.lock();
-            if s.is_empty() {
-                None
-            } else {
-                Some(s.remove(0))
-            }
+            if s.is_empty() { None } else { Some(s.remove(0)) }
         };
         match next {
             // Script exhausted: a watch that stays open.
             None => Ok(Box::pin(futures_util::stream::pending())),
             Some(Err(e)) => Err(e),
-            Some(Ok(events)) => Ok(Box::pin(futures_util::stream::iter(
-                events.into_iter().map(Ok),
-            ))),
+            Some(Ok(events)) => Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok)))),
         }
     }
     fn supports_streaming_list(&self) -> bool {
@@ -241,20 +199,11 @@ async fn too_many_requests_backs_off_and_rewatches_without_relisting() {
             Err(too_many()),
             Err(too_many()),
             Err(too_many()),
-            Ok(vec![WatchEvent::Error(Status {
-                code: 429,
-                reason: "TooManyRequests".into(),
-                ..Default::default()
-            })]),
+            Ok(vec![WatchEvent::Error(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() })]),
         ]),
     });
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -278,23 +227,14 @@ async fn very_short_watch_is_an_error_that_relists() {
         script: parking_lot::Mutex::new(vec![Ok(vec![])]),
     });
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
         async move { r.run(c).await }
     });
     assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
-    assert_eq!(
-        pop(&q).await,
-        "ReplacedAll[a]@10",
-        "an empty sub-second watch leads to a relist"
-    );
+    assert_eq!(pop(&q).await, "ReplacedAll[a]@10", "an empty sub-second watch leads to a relist");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 2);
     cancel.cancel();
     task.await.unwrap();
@@ -311,12 +251,7 @@ async fn clean_close_rewatches_immediately_and_bookmarks_reach_the_queue() {
         }])]),
     });
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -328,11 +263,7 @@ async fn clean_close_rewatches_immediately_and_bookmarks_reach_the_queue() {
         tokio::task::yield_now().await;
     }
     assert_eq!(r.last_sync_resource_version(), "15");
-    assert_eq!(
-        lw.lists.load(Ordering::SeqCst),
-        1,
-        "a clean close does not relist"
-    );
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1, "a clean close does not relist");
     cancel.cancel();
     task.await.unwrap();
 }
@@ -350,10 +281,7 @@ async fn resync_timer_queues_sync_all_when_due() {
         })),
         ..Default::default()
     };
-    let o = ReflectorOptions {
-        resync_period: Duration::from_secs(30),
-        ..opts()
-    };
+    let o = ReflectorOptions { resync_period: Duration::from_secs(30), ..opts() };
     let r = Arc::new(Reflector::new(Arc::new(src.clone()), q.clone(), o, hooks));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
@@ -385,9 +313,7 @@ async fn cancelled_before_start_calls_nothing() {
 struct Streaming {
     watch_opts: parking_lot::Mutex<Vec<ListOptions>>,
     lists: AtomicUsize,
-    feeds: parking_lot::Mutex<
-        Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>,
-    >,
+    feeds: parking_lot::Mutex<Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>>,
 }
 
 impl ListerWatcher<Cm> for Streaming {
@@ -404,19 +330,17 @@ impl ListerWatcher<Cm> for Streaming {
         self.watch_opts.lock().push(o.clone());
         let feed = {
             let mut f = self.feeds.lock();
-            if f.is_empty() {
-                None
-            } else {
-                Some(f.remove(0))
-            }
+            if f.is_empty() { None } else { Some(f.remove(0)) }
         };
         match feed {
             None => Ok(Box::pin(futures_util::stream::pending())),
             Some(Err(e)) => Err(e),
-            Some(Ok(rx)) => Ok(Box::pin(futures_util::stream::unfold(
-                rx,
-                |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
-            ))),
+            Some(Ok(rx)) => {
+                Ok(Box::pin(futures_util::stream::unfold(
+                    rx,
+                    |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
+                )))
+            }
         }
     }
 }
@@ -427,9 +351,7 @@ fn obj(name: &str, rv: u64) -> informer::Object<Cm> {
     informer::Object::from_json(serde_json::to_vec(&v).unwrap()).unwrap()
 }
 
-fn streaming(
-    feeds: Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>,
-) -> Arc<Streaming> {
+fn streaming(feeds: Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<Cm>>, Error>>) -> Arc<Streaming> {
     Arc::new(Streaming {
         watch_opts: Default::default(),
         lists: AtomicUsize::new(0),
@@ -442,12 +364,7 @@ async fn plain_bookmark_before_the_end_marker_falls_back_to_list() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let lw = streaming(vec![Ok(rx)]);
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -456,23 +373,13 @@ async fn plain_bookmark_before_the_end_marker_falls_back_to_list() {
     // A server that supports streaming lists sends no plain bookmark before the end marker; one
     // that does not (it ignored sendInitialEvents) may. The reflector then falls back to LIST.
     tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
-    tx.send(WatchEvent::Bookmark {
-        resource_version: "33".into(),
-        initial_events_end: false,
-    })
-    .unwrap();
+    tx.send(WatchEvent::Bookmark { resource_version: "33".into(), initial_events_end: false }).unwrap();
     assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
     let o = &lw.watch_opts.lock()[0];
     assert_eq!(o.send_initial_events, Some(true));
-    assert_eq!(
-        o.resource_version_match,
-        Some(informer::ResourceVersionMatch::NotOlderThan)
-    );
+    assert_eq!(o.resource_version_match, Some(informer::ResourceVersionMatch::NotOlderThan));
     assert!(o.allow_watch_bookmarks);
-    assert_eq!(
-        o.resource_version, None,
-        "first streaming list asks for a consistent snapshot"
-    );
+    assert_eq!(o.resource_version, None, "first streaming list asks for a consistent snapshot");
     cancel.cancel();
     task.await.unwrap();
 }
@@ -482,12 +389,7 @@ async fn streaming_list_success_takes_rv_from_the_end_bookmark() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let lw = streaming(vec![Ok(rx)]);
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -498,18 +400,10 @@ async fn streaming_list_success_takes_rv_from_the_end_bookmark() {
     tx.send(WatchEvent::Added(obj("gone", 25))).unwrap();
     tx.send(WatchEvent::Modified(obj("a", 31))).unwrap();
     tx.send(WatchEvent::Deleted(obj("gone", 32))).unwrap();
-    tx.send(WatchEvent::Bookmark {
-        resource_version: "35".into(),
-        initial_events_end: true,
-    })
-    .unwrap();
+    tx.send(WatchEvent::Bookmark { resource_version: "35".into(), initial_events_end: true }).unwrap();
     tx.send(WatchEvent::Modified(obj("z", 36))).unwrap();
     assert_eq!(pop(&q).await, "ReplacedAll[a,z]@35");
-    assert_eq!(
-        pop(&q).await,
-        "Updated:z@36",
-        "the watch continues on the same stream"
-    );
+    assert_eq!(pop(&q).await, "Updated:z@36", "the watch continues on the same stream");
     assert_eq!(r.last_sync_resource_version(), "36");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "no LIST");
     assert_eq!(lw.watch_opts.lock().len(), 1);
@@ -527,12 +421,7 @@ async fn streaming_list_rejected_by_the_server_falls_back_to_list() {
     });
     let lw = streaming(vec![Err(invalid)]);
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -550,12 +439,7 @@ async fn streaming_list_without_end_bookmark_never_hangs() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let lw = streaming(vec![Ok(rx)]);
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let started = tokio::time::Instant::now();
     let task = tokio::spawn({
@@ -595,11 +479,7 @@ async fn list_pages_are_followed_and_expired_continue_means_one_full_list() {
             match n {
                 1 => Ok(page(&["a", "b"], Some("c1"))),
                 2 => Ok(page(&["c", "d"], Some("c2"))),
-                3 => Err(Error::api(Status {
-                    code: 410,
-                    reason: "Expired".into(),
-                    ..Default::default()
-                })),
+                3 => Err(Error::api(Status { code: 410, reason: "Expired".into(), ..Default::default() })),
                 _ => Ok(page(&["a", "b", "c", "d", "e"], None)),
             }
         }
@@ -610,20 +490,10 @@ async fn list_pages_are_followed_and_expired_continue_means_one_full_list() {
             false
         }
     }
-    let lw = Arc::new(Paged {
-        calls: Default::default(),
-    });
+    let lw = Arc::new(Paged { calls: Default::default() });
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let o = ReflectorOptions {
-        page_size: Some(2),
-        ..opts()
-    };
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        o,
-        ReflectorHooks::default(),
-    ));
+    let o = ReflectorOptions { page_size: Some(2), ..opts() };
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), o, ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
@@ -633,28 +503,16 @@ async fn list_pages_are_followed_and_expired_continue_means_one_full_list() {
     let calls = lw.calls.lock().clone();
     assert_eq!(calls.len(), 4);
     assert_eq!(
-        (
-            calls[0].resource_version.as_deref(),
-            calls[0].limit,
-            calls[0].continue_token.as_deref()
-        ),
+        (calls[0].resource_version.as_deref(), calls[0].limit, calls[0].continue_token.as_deref()),
         (Some("0"), Some(2), None)
     );
     assert_eq!(
-        (
-            calls[1].resource_version.as_deref(),
-            calls[1].limit,
-            calls[1].continue_token.as_deref()
-        ),
+        (calls[1].resource_version.as_deref(), calls[1].limit, calls[1].continue_token.as_deref()),
         (None, Some(2), Some("c1"))
     );
     assert_eq!(calls[2].continue_token.as_deref(), Some("c2"));
     assert_eq!(
-        (
-            calls[3].resource_version.as_deref(),
-            calls[3].limit,
-            calls[3].continue_token.as_deref()
-        ),
+        (calls[3].resource_version.as_deref(), calls[3].limit, calls[3].continue_token.as_deref()),
         (Some("0"), None, None),
         "full list at the original RV"
     );
@@ -671,11 +529,7 @@ async fn expired_list_rv_retries_at_once_with_empty_rv() {
         async fn list(&self, o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
             self.calls.lock().push(o.resource_version.clone());
             if o.resource_version.as_deref() == Some("0") {
-                return Err(Error::api(Status {
-                    code: 410,
-                    reason: "Expired".into(),
-                    ..Default::default()
-                }));
+                return Err(Error::api(Status { code: 410, reason: "Expired".into(), ..Default::default() }));
             }
             Ok(ObjectList {
                 items: vec![obj("a", 3)],
@@ -691,16 +545,9 @@ async fn expired_list_rv_retries_at_once_with_empty_rv() {
             false
         }
     }
-    let lw = Arc::new(Expiring {
-        calls: Default::default(),
-    });
+    let lw = Arc::new(Expiring { calls: Default::default() });
     let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(
-        lw.clone(),
-        q.clone(),
-        opts(),
-        ReflectorHooks::default(),
-    ));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
     let cancel = CancellationToken::new();
     let started = tokio::time::Instant::now();
     let task = tokio::spawn({
@@ -708,11 +555,7 @@ async fn expired_list_rv_retries_at_once_with_empty_rv() {
         async move { r.run(c).await }
     });
     assert_eq!(pop(&q).await, "ReplacedAll[a]@7");
-    assert_eq!(
-        started.elapsed(),
-        Duration::ZERO,
-        "retried at once, without backoff"
-    );
+    assert_eq!(started.elapsed(), Duration::ZERO, "retried at once, without backoff");
     assert_eq!(*lw.calls.lock(), vec![Some("0".to_string()), None]);
     cancel.cancel();
     task.await.unwrap();

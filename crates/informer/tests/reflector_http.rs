@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use informer::backoff::BackoffConfig;
 use informer::{
-    Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, Object, RealFifo, ReflectorHooks,
-    ReflectorOptions,
+    Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, Object, RealFifo, ReflectorHooks, ReflectorOptions,
 };
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -40,9 +39,7 @@ struct Harness {
 }
 
 fn rv_num(o: &Object<Cm>) -> u64 {
-    o.resource_version()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(0)
+    o.resource_version().and_then(|r| r.parse().ok()).unwrap_or(0)
 }
 
 fn cm(i: u64, v: u64) -> serde_json::Value {
@@ -51,9 +48,7 @@ fn cm(i: u64, v: u64) -> serde_json::Value {
 
 async fn client_for(server: &ApiServer) -> kube::Client {
     let kc = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
     kube::Client::try_from(cfg).unwrap()
 }
 
@@ -69,16 +64,14 @@ impl Harness {
         let last_rv: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
         let order_violations: Arc<Mutex<Vec<String>>> = Arc::default();
         let check = {
-            let (last_rv, viol, changed) =
-                (last_rv.clone(), order_violations.clone(), changed.clone());
+            let (last_rv, viol, changed) = (last_rv.clone(), order_violations.clone(), changed.clone());
             move |ev: &str, o: &Object<Cm>| {
                 let rv = rv_num(o);
                 let mut m = last_rv.lock();
                 if let Some(prev) = m.get(o.key().as_str())
                     && rv < *prev
                 {
-                    viol.lock()
-                        .push(format!("{ev} {} rv {rv} after {prev}", o.key()));
+                    viol.lock().push(format!("{ev} {} rv {rv} after {prev}", o.key()));
                 }
                 m.insert(o.key().to_string(), rv);
                 changed.notify_waiters();
@@ -122,30 +115,15 @@ impl Harness {
         };
         let lw = Arc::new(KubeListerWatcher::<Cm>::new(client, Some("default")));
         let queue = Arc::new(RealFifo::<Cm>::new(Default::default()));
-        let ctrl = Arc::new(
-            Controller::new(lw, queue, store.clone(), Arc::new(handler), opts, hooks)
-                .with_batch(64),
-        );
+        let ctrl = Arc::new(Controller::new(lw, queue, store.clone(), Arc::new(handler), opts, hooks).with_batch(64));
         let cancel = CancellationToken::new();
         let synced = ctrl.synced();
         let task = tokio::spawn({
             let (c, k) = (ctrl.clone(), cancel.clone());
             async move { c.run(k).await }
         });
-        tokio::time::timeout(Duration::from_secs(20), synced.wait())
-            .await
-            .expect("initial sync");
-        Harness {
-            server,
-            store,
-            changed,
-            lists,
-            errors,
-            order_violations,
-            cancel,
-            task,
-            next: initial,
-        }
+        tokio::time::timeout(Duration::from_secs(20), synced.wait()).await.expect("initial sync");
+        Harness { server, store, changed, lists, errors, order_violations, cancel, task, next: initial }
     }
 
     fn server_state(&self) -> BTreeMap<String, String> {
@@ -155,10 +133,7 @@ impl Harness {
             .into_iter()
             .map(|o| {
                 let m = &o["metadata"];
-                (
-                    format!("default/{}", m["name"].as_str().unwrap()),
-                    m["resourceVersion"].as_str().unwrap().to_string(),
-                )
+                (format!("default/{}", m["name"].as_str().unwrap()), m["resourceVersion"].as_str().unwrap().to_string())
             })
             .collect()
     }
@@ -167,12 +142,7 @@ impl Harness {
         self.store
             .list()
             .into_iter()
-            .map(|o| {
-                (
-                    o.key().to_string(),
-                    o.resource_version().unwrap().to_string(),
-                )
-            })
+            .map(|o| (o.key().to_string(), o.resource_version().unwrap().to_string()))
             .collect()
     }
 
@@ -190,24 +160,13 @@ impl Harness {
                 return;
             }
             // Relists can complete without any handler event (nothing changed): wake periodically too.
-            if tokio::time::timeout_at(
-                deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)),
-                notified,
-            )
-            .await
-            .is_err()
+            if tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)), notified)
+                .await
+                .is_err()
                 && tokio::time::Instant::now() >= deadline
             {
-                let missing: Vec<_> = want
-                    .iter()
-                    .filter(|(k, v)| got.get(*k) != Some(v))
-                    .take(5)
-                    .collect();
-                let extra: Vec<_> = got
-                    .keys()
-                    .filter(|k| !want.contains_key(*k))
-                    .take(5)
-                    .collect();
+                let missing: Vec<_> = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).take(5).collect();
+                let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(5).collect();
                 panic!(
                     "{what}: cache did not converge: {} vs {} objects; differing {missing:?}; extra {extra:?}; errors {:?}",
                     got.len(),
@@ -228,9 +187,7 @@ impl Harness {
                 }
                 1 if self.next > 10 => {
                     let victim = (k * 7) % self.next;
-                    let _ = self
-                        .server
-                        .delete("configmaps", "default", &format!("cm-{victim:04}"));
+                    let _ = self.server.delete("configmaps", "default", &format!("cm-{victim:04}"));
                 }
                 _ => {
                     let i = (k * 13) % self.next;
@@ -242,10 +199,7 @@ impl Harness {
 
     async fn stop(self) {
         self.cancel.cancel();
-        tokio::time::timeout(Duration::from_secs(10), self.task)
-            .await
-            .expect("stops promptly")
-            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.task).await.expect("stops promptly").unwrap();
     }
 }
 
@@ -282,11 +236,7 @@ async fn dropped_watches_rewatch_without_relisting() {
     }
     h.churn(20);
     h.converge("after the last drop").await;
-    assert_eq!(
-        h.lists.load(Ordering::SeqCst),
-        1,
-        "a closed watch restarts from the last RV without a relist"
-    );
+    assert_eq!(h.lists.load(Ordering::SeqCst), 1, "a closed watch restarts from the last RV without a relist");
     h.stop().await;
 }
 

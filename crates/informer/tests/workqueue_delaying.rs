@@ -207,19 +207,10 @@ async fn dropping_the_queue_stops_the_timer_task() {
 
 #[test]
 fn builder_with_explicit_runtime_outside_of_it() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    let q: DelayingQueue<u8> = WorkQueue::builder()
-        .runtime(rt.handle().clone())
-        .build_delaying();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let q: DelayingQueue<u8> = WorkQueue::builder().runtime(rt.handle().clone()).build_delaying();
     q.add_after(7, 5 * MS);
-    let got = rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(5), q.get())
-            .await
-            .unwrap()
-    });
+    let got = rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), q.get()).await.unwrap() });
     assert_eq!(got, Some(7));
 }
 

@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use informer::workqueue::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
-    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
-    default_item_based_rate_limiter,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
+    WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
 use tokio::time::advance;
 
@@ -33,10 +32,7 @@ fn exponential_sequence_requeues_and_forget() {
 #[test]
 fn exponential_caps_at_max() {
     let l = ItemExponentialFailureRateLimiter::new(MS, 10 * MS);
-    assert_eq!(
-        whens(&l, "k", 6),
-        [MS, 2 * MS, 4 * MS, 8 * MS, 10 * MS, 10 * MS]
-    );
+    assert_eq!(whens(&l, "k", 6), [MS, 2 * MS, 4 * MS, 8 * MS, 10 * MS, 10 * MS]);
 }
 
 #[test]
@@ -89,15 +85,8 @@ fn fast_slow_sequence() {
 #[test]
 fn max_of_calls_every_limiter_and_returns_the_max() {
     let l = MaxOfRateLimiter::new()
-        .with(ItemFastSlowRateLimiter::new(
-            5 * MS,
-            Duration::from_secs(3),
-            3,
-        ))
-        .with(ItemExponentialFailureRateLimiter::new(
-            MS,
-            Duration::from_secs(1),
-        ));
+        .with(ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(3), 3))
+        .with(ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)));
     let three = Duration::from_secs(3);
     assert_eq!(whens(&l, "one", 5), [5 * MS, 5 * MS, 5 * MS, three, three]);
     assert_eq!(l.num_requeues(&"one"), 5);
@@ -111,10 +100,7 @@ fn max_of_calls_every_limiter_and_returns_the_max() {
     // doubling behind the constant 5 ms and takes over at the 4th call.
     let l = MaxOfRateLimiter::from_limiters(vec![
         Box::new(ItemFastSlowRateLimiter::new(5 * MS, 5 * MS, 0)),
-        Box::new(ItemExponentialFailureRateLimiter::new(
-            MS,
-            Duration::from_secs(1),
-        )),
+        Box::new(ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1))),
     ]);
     assert_eq!(
         whens(&l, "k", 5),
@@ -209,10 +195,7 @@ async fn default_controller_rate_limiter_is_max_of_exponential_and_bucket() {
 
 #[test]
 fn limiters_compose_through_box_and_arc() {
-    let boxed: Box<dyn RateLimiter<u8>> = Box::new(ItemExponentialFailureRateLimiter::new(
-        MS,
-        Duration::from_secs(1),
-    ));
+    let boxed: Box<dyn RateLimiter<u8>> = Box::new(ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)));
     let arc = std::sync::Arc::new(boxed);
     assert_eq!(arc.when(&1), MS);
     assert_eq!(arc.when(&1), 2 * MS);

@@ -38,16 +38,11 @@ fn samples(registry: &Registry) -> BTreeMap<String, f64> {
 }
 
 fn sample(registry: &Registry, series: &str) -> f64 {
-    *samples(registry)
-        .get(series)
-        .unwrap_or_else(|| panic!("no sample {series} in\n{}", encode(registry)))
+    *samples(registry).get(series).unwrap_or_else(|| panic!("no sample {series} in\n{}", encode(registry)))
 }
 
 fn assert_close(actual: f64, expected: f64) {
-    assert!(
-        (actual - expected).abs() <= 1e-12 + expected.abs() * 1e-9,
-        "expected {expected}, got {actual}"
-    );
+    assert!((actual - expected).abs() <= 1e-12 + expected.abs() * 1e-9, "expected {expected}, got {actual}");
 }
 
 fn test_queue(registry: &mut Registry) -> (WorkQueue<&'static str>, WorkQueueMetrics) {
@@ -62,29 +57,14 @@ async fn metrics_follow_client_go_semantics() {
     let (q, metrics) = test_queue(&mut registry);
 
     q.add("foo");
-    assert_eq!(
-        sample(&registry, r#"workqueue_adds_total{name="test"}"#),
-        1.0
-    );
+    assert_eq!(sample(&registry, r#"workqueue_adds_total{name="test"}"#), 1.0);
     assert_eq!(sample(&registry, r#"workqueue_depth{name="test"}"#), 1.0);
 
     step(50 * US).await;
     let key = q.get().await.unwrap();
     assert_eq!(metrics.depth("test"), Some(0));
-    assert_eq!(
-        sample(
-            &registry,
-            r#"workqueue_queue_duration_seconds_count{name="test"}"#
-        ),
-        1.0
-    );
-    assert_close(
-        sample(
-            &registry,
-            r#"workqueue_queue_duration_seconds_sum{name="test"}"#,
-        ),
-        50e-6,
-    );
+    assert_eq!(sample(&registry, r#"workqueue_queue_duration_seconds_count{name="test"}"#), 1.0);
+    assert_close(sample(&registry, r#"workqueue_queue_duration_seconds_sum{name="test"}"#), 50e-6);
 
     // Re-adds while processing count once and show up in depth (not len).
     q.add(key);
@@ -95,40 +75,16 @@ async fn metrics_follow_client_go_semantics() {
 
     step(25 * US).await;
     q.done(&key);
-    assert_eq!(
-        sample(
-            &registry,
-            r#"workqueue_work_duration_seconds_count{name="test"}"#
-        ),
-        1.0
-    );
-    assert_close(
-        sample(
-            &registry,
-            r#"workqueue_work_duration_seconds_sum{name="test"}"#,
-        ),
-        25e-6,
-    );
+    assert_eq!(sample(&registry, r#"workqueue_work_duration_seconds_count{name="test"}"#), 1.0);
+    assert_close(sample(&registry, r#"workqueue_work_duration_seconds_sum{name="test"}"#), 25e-6);
 
     // The requeued key's queue latency counts from its re-add.
     step(10 * US).await;
     let key = q.get().await.unwrap();
     assert_eq!(metrics.depth("test"), Some(0));
-    assert_close(
-        sample(
-            &registry,
-            r#"workqueue_queue_duration_seconds_sum{name="test"}"#,
-        ),
-        50e-6 + 35e-6,
-    );
+    assert_close(sample(&registry, r#"workqueue_queue_duration_seconds_sum{name="test"}"#), 50e-6 + 35e-6);
     q.done(&key);
-    assert_eq!(
-        sample(
-            &registry,
-            r#"workqueue_work_duration_seconds_count{name="test"}"#
-        ),
-        2.0
-    );
+    assert_eq!(sample(&registry, r#"workqueue_work_duration_seconds_count{name="test"}"#), 2.0);
 
     // Deduplicated adds of a queued key are not counted.
     q.add("bar");
@@ -152,25 +108,13 @@ async fn unfinished_and_longest_running_tick_every_500ms() {
     assert_eq!(metrics.unfinished_work_seconds("test"), Some(0.0));
     step(Duration::from_millis(1)).await;
     assert_close(metrics.unfinished_work_seconds("test").unwrap(), 0.5 + 0.4);
-    assert_close(
-        metrics.longest_running_processor_seconds("test").unwrap(),
-        0.5,
-    );
+    assert_close(metrics.longest_running_processor_seconds("test").unwrap(), 0.5);
 
     q.done(&a);
     step(Duration::from_millis(500)).await;
     assert_close(metrics.unfinished_work_seconds("test").unwrap(), 0.9);
-    assert_close(
-        metrics.longest_running_processor_seconds("test").unwrap(),
-        0.9,
-    );
-    assert_close(
-        sample(
-            &registry,
-            r#"workqueue_unfinished_work_seconds{name="test"}"#,
-        ),
-        0.9,
-    );
+    assert_close(metrics.longest_running_processor_seconds("test").unwrap(), 0.9);
+    assert_close(sample(&registry, r#"workqueue_unfinished_work_seconds{name="test"}"#), 0.9);
 
     q.done(&b);
     step(Duration::from_millis(500)).await;
@@ -199,28 +143,18 @@ async fn ticker_stops_at_shut_down() {
 async fn retries_count_every_add_after() {
     let mut registry = Registry::default();
     let metrics = WorkQueueMetrics::new(&mut registry);
-    let q: DelayingQueue<&str> = WorkQueue::builder()
-        .name("delayed")
-        .metrics(&metrics)
-        .build_delaying();
+    let q: DelayingQueue<&str> = WorkQueue::builder().name("delayed").metrics(&metrics).build_delaying();
     q.add_after("a", Duration::from_millis(10));
     q.add_after("a", Duration::from_millis(20)); // merged, still a retry
     q.add_after("b", Duration::ZERO);
-    assert_eq!(
-        sample(&registry, r#"workqueue_retries_total{name="delayed"}"#),
-        3.0
-    );
+    assert_eq!(sample(&registry, r#"workqueue_retries_total{name="delayed"}"#), 3.0);
     assert_eq!(metrics.adds("delayed"), Some(1), "only b was added so far");
     step(Duration::from_millis(10)).await;
     assert_eq!(metrics.adds("delayed"), Some(2));
     assert_eq!(metrics.depth("delayed"), Some(2));
     q.shut_down();
     q.add_after("c", Duration::from_millis(1));
-    assert_eq!(
-        metrics.retries("delayed"),
-        Some(3),
-        "ignored after shutdown"
-    );
+    assert_eq!(metrics.retries("delayed"), Some(3), "ignored after shutdown");
 }
 
 #[tokio::test(start_paused = true)]
@@ -242,10 +176,7 @@ async fn names_buckets_and_labels() {
         "workqueue_longest_running_processor_seconds",
         "workqueue_retries",
     ] {
-        assert!(
-            text.contains(&format!("# TYPE {family} ")),
-            "{family}:\n{text}"
-        );
+        assert!(text.contains(&format!("# TYPE {family} ")), "{family}:\n{text}");
     }
     assert_eq!(sample(&registry, r#"workqueue_depth{name="one"}"#), 1.0);
     assert_eq!(sample(&registry, r#"workqueue_depth{name="two"}"#), 2.0);
@@ -253,16 +184,10 @@ async fn names_buckets_and_labels() {
     // 12 exponential buckets 1e-8 … 1e3, plus +Inf.
     let bounds: Vec<f64> = samples(&registry)
         .keys()
-        .filter(|s| {
-            s.starts_with("workqueue_queue_duration_seconds_bucket{") && s.contains("name=\"one\"")
-        })
+        .filter(|s| s.starts_with("workqueue_queue_duration_seconds_bucket{") && s.contains("name=\"one\""))
         .filter_map(|s| {
             let le = s.split("le=\"").nth(1)?.split('"').next()?;
-            Some(if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().unwrap()
-            })
+            Some(if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() })
         })
         .collect();
     let mut bounds = bounds;
@@ -285,22 +210,14 @@ async fn no_metrics_without_name_or_handle() {
     assert_eq!(metrics.depth(""), None);
     assert_eq!(metrics.depth("plain"), None);
     // Neither queue spawned a ticker.
-    assert_eq!(
-        tokio::runtime::Handle::current()
-            .metrics()
-            .num_alive_tasks(),
-        0
-    );
+    assert_eq!(tokio::runtime::Handle::current().metrics().num_alive_tasks(), 0);
 }
 
 #[test]
 fn metrics_queue_builds_outside_a_runtime() {
     let mut registry = Registry::default();
     let metrics = WorkQueueMetrics::new(&mut registry);
-    let q: WorkQueue<u8> = WorkQueue::builder()
-        .name("threads")
-        .metrics(&metrics)
-        .build();
+    let q: WorkQueue<u8> = WorkQueue::builder().name("threads").metrics(&metrics).build();
     q.add(1);
     let key = q.get_blocking().unwrap();
     q.done(&key);

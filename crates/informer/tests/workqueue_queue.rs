@@ -21,10 +21,7 @@ async fn settle() {
 
 /// Awaits a task that is expected to finish now; fails instead of hanging.
 async fn finish<R>(handle: JoinHandle<R>) -> R {
-    tokio::time::timeout(Duration::from_secs(60), handle)
-        .await
-        .expect("task did not finish")
-        .expect("task panicked")
+    tokio::time::timeout(Duration::from_secs(60), handle).await.expect("task did not finish").expect("task panicked")
 }
 
 fn spawn_drain(q: &WorkQueue<&'static str>, all: bool) -> JoinHandle<()> {
@@ -48,10 +45,7 @@ struct ExclusivityCheck {
 
 impl ExclusivityCheck {
     fn start(&self, key: u32) {
-        assert!(
-            self.in_flight.lock().insert(key),
-            "key {key} handed to two workers at once"
-        );
+        assert!(self.in_flight.lock().insert(key), "key {key} handed to two workers at once");
     }
     fn finish(&self, key: u32) {
         assert!(self.in_flight.lock().remove(&key));
@@ -156,10 +150,7 @@ fn basic_multi_producer_multi_consumer_threads() {
 /// Async and blocking getters on the same queue: no key lost, no key doubled.
 #[test]
 fn mixed_async_and_blocking_consumers() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let q: WorkQueue<u32> = WorkQueue::new();
     let seen = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..2)
@@ -238,10 +229,7 @@ async fn add_while_processing_is_processed_again_after_done() {
         c.await.unwrap();
     }
     assert!(counts.lock().iter().all(|&c| c == 2), "{:?}", counts.lock());
-    assert!(
-        finished_rx.try_recv().is_err(),
-        "a key was processed a third time"
-    );
+    assert!(finished_rx.try_recv().is_err(), "a key was processed a third time");
 }
 
 #[tokio::test]

@@ -81,9 +81,9 @@ async fn forget_does_not_replace_done() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_loop_backs_off_exponentially() {
-    let q: RateLimitingQueue<&str> = WorkQueue::builder().name("retry").build_rate_limiting(
-        ItemExponentialFailureRateLimiter::new(10 * MS, Duration::from_secs(1)),
-    );
+    let q: RateLimitingQueue<&str> = WorkQueue::builder()
+        .name("retry")
+        .build_rate_limiting(ItemExponentialFailureRateLimiter::new(10 * MS, Duration::from_secs(1)));
     q.add("flaky");
     let start = Instant::now();
     let mut seen_at = Vec::new();
@@ -93,11 +93,7 @@ async fn retry_loop_backs_off_exponentially() {
         q.add_rate_limited(key);
         q.done(&key);
     }
-    assert_eq!(
-        seen_at,
-        [Duration::ZERO, 10 * MS, 30 * MS, 70 * MS],
-        "delays 10, 20, 40 ms"
-    );
+    assert_eq!(seen_at, [Duration::ZERO, 10 * MS, 30 * MS, 70 * MS], "delays 10, 20, 40 ms");
     assert_eq!(q.limiter().num_requeues(&"flaky"), 4);
 }
 

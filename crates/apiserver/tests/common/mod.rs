@@ -30,11 +30,7 @@ pub struct Resp {
 
 impl Client {
     pub fn new(server: &ApiServer) -> Self {
-        Client {
-            inner: HyperClient::builder(TokioExecutor::new()).build_http(),
-            base: server.url(),
-            token: None,
-        }
+        Client { inner: HyperClient::builder(TokioExecutor::new()).build_http(), base: server.url(), token: None }
     }
 
     pub fn with_token(mut self, t: &str) -> Self {
@@ -55,58 +51,36 @@ impl Client {
     }
 
     pub async fn send_raw(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Resp {
-        let resp = tokio::time::timeout(
-            Duration::from_secs(20),
-            self.inner.request(self.build(method, path, body, ct)),
-        )
-        .await
-        .expect("request timed out")
-        .expect("request failed");
+        let resp =
+            tokio::time::timeout(Duration::from_secs(20), self.inner.request(self.build(method, path, body, ct)))
+                .await
+                .expect("request timed out")
+                .expect("request failed");
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let raw = resp.into_body().collect().await.expect("body").to_bytes();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Resp {
-            code,
-            headers,
-            body,
-            raw,
-        }
+        Resp { code, headers, body, raw }
     }
 
     pub async fn get(&self, path: &str) -> Resp {
-        self.send_raw(Method::GET, path, Vec::new(), "application/json")
-            .await
+        self.send_raw(Method::GET, path, Vec::new(), "application/json").await
     }
 
     pub async fn post(&self, path: &str, v: &Value) -> Resp {
-        self.send_raw(
-            Method::POST,
-            path,
-            serde_json::to_vec(v).unwrap(),
-            "application/json",
-        )
-        .await
+        self.send_raw(Method::POST, path, serde_json::to_vec(v).unwrap(), "application/json").await
     }
 
     pub async fn put(&self, path: &str, v: &Value) -> Resp {
-        self.send_raw(
-            Method::PUT,
-            path,
-            serde_json::to_vec(v).unwrap(),
-            "application/json",
-        )
-        .await
+        self.send_raw(Method::PUT, path, serde_json::to_vec(v).unwrap(), "application/json").await
     }
 
     pub async fn patch(&self, path: &str, ct: &str, v: &Value) -> Resp {
-        self.send_raw(Method::PATCH, path, serde_json::to_vec(v).unwrap(), ct)
-            .await
+        self.send_raw(Method::PATCH, path, serde_json::to_vec(v).unwrap(), ct).await
     }
 
     pub async fn delete(&self, path: &str) -> Resp {
-        self.send_raw(Method::DELETE, path, Vec::new(), "application/json")
-            .await
+        self.send_raw(Method::DELETE, path, Vec::new(), "application/json").await
     }
 
     /// Opens a watch; panics unless it answers 200.
@@ -117,11 +91,7 @@ impl Client {
             .await
             .expect("watch request");
         assert_eq!(resp.status().as_u16(), 200, "watch {path}");
-        WatchStream {
-            body: resp.into_body(),
-            buf: Vec::new(),
-            done: false,
-        }
+        WatchStream { body: resp.into_body(), buf: Vec::new(), done: false }
     }
 }
 
@@ -134,9 +104,7 @@ pub struct WatchStream {
 impl WatchStream {
     /// The next event, or None when the stream ended. Panics after `wait`.
     pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
-        tokio::time::timeout(wait, self.next())
-            .await
-            .expect("timed out waiting for a watch event")
+        tokio::time::timeout(wait, self.next()).await.expect("timed out waiting for a watch event")
     }
 
     pub async fn next(&mut self) -> Option<Value> {
@@ -161,9 +129,7 @@ impl WatchStream {
 
     /// Asserts that the stream ends (within `wait`) with no further events.
     pub async fn expect_end(&mut self, wait: Duration) {
-        let ev = tokio::time::timeout(wait, self.next())
-            .await
-            .expect("stream did not end");
+        let ev = tokio::time::timeout(wait, self.next()).await.expect("stream did not end");
         assert!(ev.is_none(), "unexpected event {ev:?}");
     }
 }
@@ -178,11 +144,7 @@ pub fn pod(name: &str, labels: Value) -> Value {
 }
 
 pub fn rv_of(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("resourceVersion")
-        .parse()
-        .expect("numeric rv")
+    v["metadata"]["resourceVersion"].as_str().expect("resourceVersion").parse().expect("numeric rv")
 }
 
 pub async fn server() -> ApiServer {

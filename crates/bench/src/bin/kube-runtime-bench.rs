@@ -39,7 +39,10 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let streaming = !args.list;
     let w1 = if args.w1 {
-        Some(W1Server::start(W1Config { pods: args.pods, updates: args.updates, list_rv: 1000 }, &args.namespace).await?)
+        Some(
+            W1Server::start(W1Config { pods: args.pods, updates: args.updates, list_rv: 1000 }, &args.namespace)
+                .await?,
+        )
     } else {
         None
     };
@@ -70,7 +73,8 @@ async fn main() -> Result<()> {
     let mut handle = |p: &Pod| {
         if full {
             fields += p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
-        } else if let Ok(k) = ObjectKey::new(p.metadata.namespace.as_deref(), p.metadata.name.as_deref().unwrap_or("")) {
+        } else if let Ok(k) = ObjectKey::new(p.metadata.namespace.as_deref(), p.metadata.name.as_deref().unwrap_or(""))
+        {
             queue.add(k);
         }
     };

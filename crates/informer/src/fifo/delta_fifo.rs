@@ -51,12 +51,7 @@ pub struct DeltaFifoOptions<K> {
 
 impl<K> Default for DeltaFifoOptions<K> {
     fn default() -> Self {
-        DeltaFifoOptions {
-            name: "DeltaFifo".to_string(),
-            known_objects: None,
-            emit_replaced: false,
-            transform: None,
-        }
+        DeltaFifoOptions { name: "DeltaFifo".to_string(), known_objects: None, emit_replaced: false, transform: None }
     }
 }
 
@@ -96,12 +91,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
         let sync = SyncState::new(&format!("{} synced", opts.name));
         let signal = sync.signal.clone();
         DeltaFifo {
-            w: Waitable::new(State {
-                items: HashMap::default(),
-                queue: VecDeque::new(),
-                closed: false,
-                sync,
-            }),
+            w: Waitable::new(State { items: HashMap::default(), queue: VecDeque::new(), closed: false, sync }),
             known: opts.known_objects,
             emit_replaced: opts.emit_replaced,
             transform: opts.transform,
@@ -169,15 +159,9 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     }
 
     /// Synchronous `replace`.
-    pub fn replace_now(
-        &self,
-        objects: Vec<Object<K>>,
-        _resource_version: &str,
-    ) -> Result<(), FifoError> {
-        let objects = objects
-            .into_iter()
-            .map(|o| apply_transform(&self.transform, o))
-            .collect::<Result<Vec<_>, _>>()?;
+    pub fn replace_now(&self, objects: Vec<Object<K>>, _resource_version: &str) -> Result<(), FifoError> {
+        let objects =
+            objects.into_iter().map(|o| apply_transform(&self.transform, o)).collect::<Result<Vec<_>, _>>()?;
         let mut st = self.w.lock();
         if st.closed {
             return Err(FifoClosed.into());
@@ -185,34 +169,18 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
         let mut listed: HashSet<ObjectKey, RandomState> = HashSet::default();
         for o in objects {
             listed.insert(o.key().clone());
-            let d = if self.emit_replaced {
-                Delta::Replaced(o)
-            } else {
-                Delta::Sync(o)
-            };
+            let d = if self.emit_replaced { Delta::Replaced(o) } else { Delta::Sync(o) };
             Self::queue_locked(&mut st, d);
         }
         let mut deletions = 0;
         // Vanished keys that are queued: tombstone with the newest queued state.
-        let queued: Vec<ObjectKey> = st
-            .queue
-            .iter()
-            .filter(|k| !listed.contains(*k))
-            .cloned()
-            .collect();
+        let queued: Vec<ObjectKey> = st.queue.iter().filter(|k| !listed.contains(*k)).cloned().collect();
         for k in queued {
-            let last_known = st
-                .items
-                .get(&k)
-                .and_then(|l| l.last())
-                .and_then(|d| d.object().cloned());
+            let last_known = st.items.get(&k).and_then(|l| l.last()).and_then(|d| d.object().cloned());
             deletions += 1;
             Self::queue_locked(
                 &mut st,
-                Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone {
-                    key: k,
-                    last_known,
-                })),
+                Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })),
             );
         }
         // Vanished keys only the store knows.
@@ -230,10 +198,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
                 deletions += 1;
                 Self::queue_locked(
                     &mut st,
-                    Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone {
-                        key: k,
-                        last_known,
-                    })),
+                    Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })),
                 );
             }
         }
@@ -292,23 +257,15 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     }
 
     /// Blocking `pop` for consumer threads.
-    pub fn pop_blocking<R>(
-        &self,
-        process: impl FnOnce(Vec<Delta<K>>, bool) -> R,
-    ) -> Result<R, FifoClosed> {
-        let mut st = self
-            .w
-            .wait_until_blocking(|st| !st.queue.is_empty() || st.closed);
+    pub fn pop_blocking<R>(&self, process: impl FnOnce(Vec<Delta<K>>, bool) -> R) -> Result<R, FifoClosed> {
+        let mut st = self.w.wait_until_blocking(|st| !st.queue.is_empty() || st.closed);
         self.pop_locked(&mut st, process)
     }
 
     /// The queued keys with their delta lists, in queue order (for tests and debugging).
     pub fn snapshot(&self) -> Vec<(ObjectKey, Vec<Delta<K>>)> {
         let st = self.w.lock();
-        st.queue
-            .iter()
-            .map(|k| (k.clone(), st.items.get(k).cloned().unwrap_or_default()))
-            .collect()
+        st.queue.iter().map(|k| (k.clone(), st.items.get(k).cloned().unwrap_or_default())).collect()
     }
 }
 
@@ -338,11 +295,7 @@ impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
     async fn delete(&self, obj: Object<K>) -> Result<(), FifoError> {
         self.delete_now(obj)
     }
-    async fn replace(
-        &self,
-        objects: Vec<Object<K>>,
-        resource_version: &str,
-    ) -> Result<(), FifoError> {
+    async fn replace(&self, objects: Vec<Object<K>>, resource_version: &str) -> Result<(), FifoError> {
         self.replace_now(objects, resource_version)
     }
     async fn resync(&self) -> Result<(), FifoError> {
@@ -356,10 +309,7 @@ impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         F: FnOnce(Vec<Delta<K>>, bool) -> R + Send,
         R: Send,
     {
-        let mut st = self
-            .w
-            .wait_until(|st| !st.queue.is_empty() || st.closed)
-            .await;
+        let mut st = self.w.wait_until(|st| !st.queue.is_empty() || st.closed).await;
         self.pop_locked(&mut st, process)
     }
     fn has_synced(&self) -> bool {

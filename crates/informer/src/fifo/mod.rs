@@ -57,10 +57,7 @@ pub enum FifoError {
 /// idempotent: a relist may feed an already transformed object again.
 pub type Transform<K> = Arc<dyn Fn(Object<K>) -> Result<Object<K>, String> + Send + Sync>;
 
-pub(crate) fn apply_transform<K>(
-    t: &Option<Transform<K>>,
-    obj: Object<K>,
-) -> Result<Object<K>, TransformError> {
+pub(crate) fn apply_transform<K>(t: &Option<Transform<K>>, obj: Object<K>) -> Result<Object<K>, TransformError> {
     match t {
         None => Ok(obj),
         Some(f) => {
@@ -110,16 +107,9 @@ pub trait Queue<K>: Send + Sync + 'static {
     /// Queues a resync of the cached objects.
     fn resync(&self) -> impl Future<Output = Result<(), FifoError>> + Send;
     /// Records a watch bookmark's resourceVersion.
-    fn bookmark(
-        &self,
-        resource_version: &str,
-    ) -> impl Future<Output = Result<(), FifoError>> + Send;
+    fn bookmark(&self, resource_version: &str) -> impl Future<Output = Result<(), FifoError>> + Send;
     /// Pops the next batch (at most `max` deltas where batching applies) and processes it.
-    fn pop<R, F>(
-        &self,
-        max: usize,
-        process: F,
-    ) -> impl Future<Output = Result<R, FifoClosed>> + Send
+    fn pop<R, F>(&self, max: usize, process: F) -> impl Future<Output = Result<R, FifoClosed>> + Send
     where
         F: FnOnce(Vec<Delta<K>>, bool) -> R + Send,
         R: Send;
@@ -146,11 +136,7 @@ pub(crate) struct SyncState {
 
 impl SyncState {
     pub fn new(name: &str) -> Self {
-        SyncState {
-            populated: false,
-            initial_remaining: 0,
-            signal: Signal::new(name),
-        }
+        SyncState { populated: false, initial_remaining: 0, signal: Signal::new(name) }
     }
     pub fn has_synced(&self) -> bool {
         self.populated && self.initial_remaining == 0

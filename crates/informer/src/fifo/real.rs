@@ -99,18 +99,11 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     /// # Panics
     /// In non-atomic mode without `known_objects` (a programming error, as in client-go).
     pub fn new(opts: RealFifoOptions<K>) -> Self {
-        assert!(
-            opts.atomic || opts.known_objects.is_some(),
-            "non-atomic RealFifo needs known_objects"
-        );
+        assert!(opts.atomic || opts.known_objects.is_some(), "non-atomic RealFifo needs known_objects");
         let sync = SyncState::new(&format!("{} synced", opts.name));
         let signal = sync.signal.clone();
         RealFifo {
-            w: Waitable::new(State {
-                items: VecDeque::new(),
-                closed: false,
-                sync,
-            }),
+            w: Waitable::new(State { items: VecDeque::new(), closed: false, sync }),
             transform: opts.transform,
             atomic: opts.atomic,
             known: opts.known_objects,
@@ -163,20 +156,11 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         Ok(())
     }
 
-    fn prepare_replace(
-        &self,
-        objects: Vec<Object<K>>,
-        rv: &str,
-    ) -> Result<Vec<Delta<K>>, FifoError> {
-        let objects = objects
-            .into_iter()
-            .map(|o| apply_transform(&self.transform, o))
-            .collect::<Result<Vec<_>, _>>()?;
+    fn prepare_replace(&self, objects: Vec<Object<K>>, rv: &str) -> Result<Vec<Delta<K>>, FifoError> {
+        let objects =
+            objects.into_iter().map(|o| apply_transform(&self.transform, o)).collect::<Result<Vec<_>, _>>()?;
         if self.atomic {
-            return Ok(vec![Delta::ReplacedAll {
-                objects,
-                resource_version: rv.to_string(),
-            }]);
+            return Ok(vec![Delta::ReplacedAll { objects, resource_version: rv.to_string() }]);
         }
         // Non-atomic: tombstones are added under the lock (they depend on what is queued).
         Ok(objects.into_iter().map(Delta::Replaced).collect())
@@ -184,11 +168,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
 
     /// Non-atomic relist: deletions for vanished keys (queued first, then known), then Replaced.
     fn replace_non_atomic_locked(&self, st: &mut State<K>, replaced: Vec<Delta<K>>) {
-        let listed: HashSet<&str, RandomState> = replaced
-            .iter()
-            .filter_map(|d| d.key())
-            .map(|k| k.as_str())
-            .collect();
+        let listed: HashSet<&str, RandomState> = replaced.iter().filter_map(|d| d.key()).map(|k| k.as_str()).collect();
         let mut last_queued: HashMap<ObjectKey, usize, RandomState> = HashMap::default();
         let mut order: Vec<ObjectKey> = Vec::new();
         for (i, d) in st.items.iter().enumerate() {
@@ -208,12 +188,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
                 continue;
             }
             let last_known = last.object().cloned();
-            deletions.push(Delta::Deleted(DeletedObject::FinalStateUnknown(
-                Tombstone {
-                    key: k.clone(),
-                    last_known,
-                },
-            )));
+            deletions.push(Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k.clone(), last_known })));
         }
         if let Some(known) = &self.known {
             let mut keys = known.list_keys();
@@ -223,9 +198,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
                     continue;
                 }
                 let last_known = known.get_by_key(k.as_str());
-                deletions.push(Delta::Deleted(DeletedObject::FinalStateUnknown(
-                    Tombstone { key: k, last_known },
-                )));
+                deletions.push(Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })));
             }
         }
         st.items.extend(deletions);
@@ -239,12 +212,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         let Some(known) = &self.known else {
             return Vec::new();
         };
-        let queued: HashSet<&str, RandomState> = st
-            .items
-            .iter()
-            .filter_map(|d| d.key())
-            .map(|k| k.as_str())
-            .collect();
+        let queued: HashSet<&str, RandomState> = st.items.iter().filter_map(|d| d.key()).map(|k| k.as_str()).collect();
         let mut keys = known.list_keys();
         keys.sort_unstable();
         keys.into_iter()
@@ -255,15 +223,8 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     }
 
     /// Pops up to `max` deltas (see [`Queue::pop`]); waits for one.
-    async fn pop_impl<R>(
-        &self,
-        max: usize,
-        process: impl FnOnce(Vec<Delta<K>>, bool) -> R,
-    ) -> Result<R, FifoClosed> {
-        let mut st = self
-            .w
-            .wait_until(|st| !st.items.is_empty() || st.closed)
-            .await;
+    async fn pop_impl<R>(&self, max: usize, process: impl FnOnce(Vec<Delta<K>>, bool) -> R) -> Result<R, FifoClosed> {
+        let mut st = self.w.wait_until(|st| !st.items.is_empty() || st.closed).await;
         self.finish_pop(&mut st, max, process)
     }
 
@@ -277,11 +238,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
             return Err(FifoClosed);
         }
         let initial = !st.sync.has_synced();
-        let limit = if initial {
-            st.sync.initial_remaining
-        } else {
-            0
-        };
+        let limit = if initial { st.sync.initial_remaining } else { 0 };
         let batch = take_batch(&mut st.items, max.max(1), limit);
         let n = batch.len();
         self.w.wake(); // producers may proceed while we process
@@ -293,14 +250,8 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     }
 
     /// Blocking `pop` for consumer threads.
-    pub fn pop_blocking<R>(
-        &self,
-        max: usize,
-        process: impl FnOnce(Vec<Delta<K>>, bool) -> R,
-    ) -> Result<R, FifoClosed> {
-        let mut st = self
-            .w
-            .wait_until_blocking(|st| !st.items.is_empty() || st.closed);
+    pub fn pop_blocking<R>(&self, max: usize, process: impl FnOnce(Vec<Delta<K>>, bool) -> R) -> Result<R, FifoClosed> {
+        let mut st = self.w.wait_until_blocking(|st| !st.items.is_empty() || st.closed);
         self.finish_pop(&mut st, max, process)
     }
 
@@ -393,15 +344,10 @@ impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
 
     async fn delete(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push(vec![Delta::Deleted(DeletedObject::Object(o))], true)
-            .await
+        self.push(vec![Delta::Deleted(DeletedObject::Object(o))], true).await
     }
 
-    async fn replace(
-        &self,
-        objects: Vec<Object<K>>,
-        resource_version: &str,
-    ) -> Result<(), FifoError> {
+    async fn replace(&self, objects: Vec<Object<K>>, resource_version: &str) -> Result<(), FifoError> {
         let entries = self.prepare_replace(objects, resource_version)?;
         let mut st = self.w.wait_until(|st| !self.full(st)).await;
         self.replace_locked(&mut st, entries)?;
@@ -426,13 +372,7 @@ impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
         if !self.atomic {
             return Ok(()); // non-atomic stores never learn bookmarks (client-go)
         }
-        self.push(
-            vec![Delta::Bookmark {
-                resource_version: resource_version.to_string(),
-            }],
-            false,
-        )
-        .await
+        self.push(vec![Delta::Bookmark { resource_version: resource_version.to_string() }], false).await
     }
 
     async fn pop<R, F>(&self, max: usize, process: F) -> Result<R, FifoClosed>

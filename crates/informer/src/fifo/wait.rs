@@ -15,11 +15,7 @@ pub(crate) struct Waitable<S> {
 
 impl<S> Waitable<S> {
     pub fn new(s: S) -> Self {
-        Waitable {
-            state: Mutex::new(s),
-            notify: Notify::new(),
-            cv: Condvar::new(),
-        }
+        Waitable { state: Mutex::new(s), notify: Notify::new(), cv: Condvar::new() }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, S> {

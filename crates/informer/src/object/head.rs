@@ -116,9 +116,7 @@ impl<'a> ObjectHead<'a> {
         // A struct also deserializes from an array; an object must be a JSON object.
         match json.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => serde_json::from_slice(json),
-            _ => Err(<serde_json::Error as de::Error>::custom(
-                "expected a JSON object",
-            )),
+            _ => Err(<serde_json::Error as de::Error>::custom("expected a JSON object")),
         }
     }
 }

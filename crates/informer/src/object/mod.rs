@@ -108,9 +108,7 @@ impl MetaText {
 
 impl<K> Clone for Object<K> {
     fn clone(&self) -> Self {
-        Object {
-            inner: self.inner.clone(),
-        }
+        Object { inner: self.inner.clone() }
     }
 }
 
@@ -130,14 +128,9 @@ impl<K> Object<K> {
         let name = meta.and_then(|m| m.name.as_deref()).unwrap_or("");
         let ns = meta.and_then(|m| m.namespace.as_deref());
         let key = ObjectKey::new(ns, name)?;
-        let rv = meta
-            .and_then(|m| m.resource_version.as_deref())
-            .unwrap_or("");
+        let rv = meta.and_then(|m| m.resource_version.as_deref()).unwrap_or("");
         let uid = meta.and_then(|m| m.uid.as_deref()).unwrap_or("");
-        let labels = meta
-            .and_then(|m| m.labels.as_ref())
-            .map(|l| &l.0[..])
-            .unwrap_or(&[]);
+        let labels = meta.and_then(|m| m.labels.as_ref()).map(|l| &l.0[..]).unwrap_or(&[]);
         let mut len = rv.len() + uid.len();
         for (k, v) in labels {
             len += k.len() + v.len();
@@ -157,10 +150,7 @@ impl<K> Object<K> {
         Ok(Object {
             inner: Arc::new(Inner {
                 key,
-                meta: MetaText {
-                    text: text.into_boxed_str(),
-                    ends: ends.into_boxed_slice(),
-                },
+                meta: MetaText { text: text.into_boxed_str(), ends: ends.into_boxed_slice() },
                 raw,
                 typed: OnceLock::new(),
             }),
@@ -240,10 +230,7 @@ impl<K> Object<K> {
         Object {
             inner: Arc::new(Inner {
                 key: i.key.clone(),
-                meta: MetaText {
-                    text: i.meta.text.clone(),
-                    ends: i.meta.ends.clone(),
-                },
+                meta: MetaText { text: i.meta.text.clone(), ends: i.meta.ends.clone() },
                 raw: i.raw.clone(),
                 typed: OnceLock::new(),
             }),
@@ -306,19 +293,13 @@ pub struct Tombstone<K> {
 
 impl<K> Clone for Tombstone<K> {
     fn clone(&self) -> Self {
-        Tombstone {
-            key: self.key.clone(),
-            last_known: self.last_known.clone(),
-        }
+        Tombstone { key: self.key.clone(), last_known: self.last_known.clone() }
     }
 }
 
 impl<K> fmt::Debug for Tombstone<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tombstone")
-            .field("key", &self.key)
-            .field("last_known", &self.last_known)
-            .finish()
+        f.debug_struct("Tombstone").field("key", &self.key).field("last_known", &self.last_known).finish()
     }
 }
 
@@ -367,9 +348,7 @@ impl<K> fmt::Debug for DeletedObject<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeletedObject::Object(o) => f.debug_tuple("Object").field(o).finish(),
-            DeletedObject::FinalStateUnknown(t) => {
-                f.debug_tuple("FinalStateUnknown").field(t).finish()
-            }
+            DeletedObject::FinalStateUnknown(t) => f.debug_tuple("FinalStateUnknown").field(t).finish(),
         }
     }
 }
@@ -398,23 +377,15 @@ mod tests {
 
     #[test]
     fn missing_name_and_bad_json_are_errors() {
-        assert!(matches!(
-            Object::<Pod>::from_json(&b"{\"metadata\":{}}"[..]),
-            Err(DecodeError::Key(_))
-        ));
-        assert!(matches!(
-            Object::<Pod>::from_json(&b"{\"metadata\":"[..]),
-            Err(DecodeError::Json(_))
-        ));
+        assert!(matches!(Object::<Pod>::from_json(&b"{\"metadata\":{}}"[..]), Err(DecodeError::Key(_))));
+        assert!(matches!(Object::<Pod>::from_json(&b"{\"metadata\":"[..]), Err(DecodeError::Json(_))));
         assert!(Object::<Pod>::from_json(&b"nope"[..]).is_err());
     }
 
     #[test]
     fn decode_failure_is_an_error_not_a_panic() {
         // Valid head, but `spec` has the wrong shape for a Pod.
-        let o: Object<Pod> =
-            Object::from_json(&br#"{"metadata":{"name":"a"},"spec":{"containers":7}}"#[..])
-                .unwrap();
+        let o: Object<Pod> = Object::from_json(&br#"{"metadata":{"name":"a"},"spec":{"containers":7}}"#[..]).unwrap();
         assert!(o.get().is_err());
         assert!(o.get().is_err(), "failure is not cached as success");
         assert!(!o.is_decoded());
@@ -437,8 +408,7 @@ mod tests {
     #[test]
     fn debug_never_prints_contents() {
         let o: Object<ConfigMap> =
-            Object::from_json(&br#"{"metadata":{"name":"s"},"data":{"password":"hunter2"}}"#[..])
-                .unwrap();
+            Object::from_json(&br#"{"metadata":{"name":"s"},"data":{"password":"hunter2"}}"#[..]).unwrap();
         assert!(!format!("{o:?}").contains("hunter2"));
     }
 }

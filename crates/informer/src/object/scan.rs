@@ -187,7 +187,11 @@ impl<'a> Scanner<'a> {
                     None => Cow::Borrowed(self.utf8(&self.b[start..at], start)?),
                     Some(mut o) => {
                         o.extend_from_slice(&self.b[j..at]);
-                        Cow::Owned(String::from_utf8(o).map_err(|_| ScanError { offset: start, what: "invalid UTF-8 in string", eof: false })?)
+                        Cow::Owned(String::from_utf8(o).map_err(|_| ScanError {
+                            offset: start,
+                            what: "invalid UTF-8 in string",
+                            eof: false,
+                        })?)
                     }
                 };
                 self.i = at + 1;
@@ -399,7 +403,8 @@ pub(crate) fn scan_list<'a, E: From<ScanError>>(
                                 s.literal(b"null")?;
                             } else {
                                 s.number()?;
-                                list.remaining_item_count = std::str::from_utf8(&s.b[start..s.i]).ok().and_then(|n| n.parse().ok());
+                                list.remaining_item_count =
+                                    std::str::from_utf8(&s.b[start..s.i]).ok().and_then(|n| n.parse().ok());
                             }
                         }
                         _ => s.skip_value(2)?,
@@ -497,7 +502,8 @@ mod tests {
         leaf.prop_recursive(4, 32, 6, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map("\\PC{0,6}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+                prop::collection::btree_map("\\PC{0,6}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
@@ -593,7 +599,10 @@ mod tests {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"10","continue":"x","remainingItemCount":4},"items":[{"metadata":{"name":"a"}} , {"metadata":{"name":"b"},"spec":[1,{"c":null}]}]}"#;
         let mut names = vec![];
         let l = scan_list(body, |h, bytes| -> Result<(), ScanError> {
-            names.push((h.metadata.as_ref().unwrap().name.as_deref().unwrap().to_string(), String::from_utf8(bytes.to_vec()).unwrap()));
+            names.push((
+                h.metadata.as_ref().unwrap().name.as_deref().unwrap().to_string(),
+                String::from_utf8(bytes.to_vec()).unwrap(),
+            ));
             Ok(())
         })
         .unwrap();
@@ -604,7 +613,10 @@ mod tests {
                 ("b".to_string(), r#"{"metadata":{"name":"b"},"spec":[1,{"c":null}]}"#.to_string())
             ]
         );
-        assert_eq!((l.resource_version.as_deref(), l.continue_token.as_deref(), l.remaining_item_count), (Some("10"), Some("x"), Some(4)));
+        assert_eq!(
+            (l.resource_version.as_deref(), l.continue_token.as_deref(), l.remaining_item_count),
+            (Some("10"), Some("x"), Some(4))
+        );
         assert!(scan_list(b"{\"items\":[{}", |_, _| -> Result<(), ScanError> { Ok(()) }).is_err());
     }
 }

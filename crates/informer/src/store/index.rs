@@ -20,8 +20,7 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 pub struct IndexFuncError(pub String);
 
 /// A named index function: object → the values it is indexed under.
-pub type IndexFunc<K> =
-    Arc<dyn Fn(&Object<K>) -> Result<Vec<String>, IndexFuncError> + Send + Sync>;
+pub type IndexFunc<K> = Arc<dyn Fn(&Object<K>) -> Result<Vec<String>, IndexFuncError> + Send + Sync>;
 
 /// A set of named index functions.
 ///
@@ -45,17 +44,13 @@ impl<K> Default for Indexers<K> {
 
 impl<K> Clone for Indexers<K> {
     fn clone(&self) -> Self {
-        Indexers {
-            funcs: self.funcs.clone(),
-        }
+        Indexers { funcs: self.funcs.clone() }
     }
 }
 
 impl<K> fmt::Debug for Indexers<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list()
-            .entries(self.funcs.iter().map(|(n, _)| &**n))
-            .finish()
+        f.debug_list().entries(self.funcs.iter().map(|(n, _)| &**n)).finish()
     }
 }
 

@@ -132,18 +132,11 @@ impl<K> Default for Indexer<K> {
 }
 
 /// Computes the index values of `obj` for every function (user code: call without locks held).
-fn compute<K>(
-    funcs: &[(Arc<str>, IndexFunc<K>)],
-    obj: &Object<K>,
-) -> Result<Vec<Vec<String>>, IndexError> {
+fn compute<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>) -> Result<Vec<Vec<String>>, IndexError> {
     funcs
         .iter()
         .map(|(name, f)| {
-            f(obj).map_err(|error| IndexError::Func {
-                index: name.to_string(),
-                key: obj.key().clone(),
-                error,
-            })
+            f(obj).map_err(|error| IndexError::Func { index: name.to_string(), key: obj.key().clone(), error })
         })
         .collect()
 }
@@ -193,13 +186,7 @@ impl<K> State<K> {
         for (i, new) in vals.into_iter().enumerate() {
             kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
         }
-        self.items.insert(
-            key,
-            Entry {
-                obj,
-                vals: kept.into_boxed_slice(),
-            },
-        );
+        self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
     }
 
     fn remove(&mut self, key: &str) -> Option<Entry<K>> {
@@ -219,10 +206,7 @@ impl<K> State<K> {
     }
 
     fn index_pos(&self, name: &str) -> Result<usize, IndexError> {
-        self.funcs
-            .iter()
-            .position(|(n, _)| &**n == name)
-            .ok_or_else(|| IndexError::NoSuchIndex(name.to_string()))
+        self.funcs.iter().position(|(n, _)| &**n == name).ok_or_else(|| IndexError::NoSuchIndex(name.to_string()))
     }
 }
 
@@ -258,10 +242,7 @@ impl<K> Indexer<K> {
 
     /// Adds or replaces an object (client-go `Add`).
     pub fn add(&self, obj: Object<K>) -> Result<(), IndexError> {
-        self.write(
-            |f| compute(f, &obj),
-            |st, vals| vals.map(|v| st.put(obj.clone(), v)),
-        )
+        self.write(|f| compute(f, &obj), |st, vals| vals.map(|v| st.put(obj.clone(), v)))
     }
 
     /// Adds or replaces an object (client-go `Update`; identical to [`Indexer::add`]).
@@ -286,11 +267,7 @@ impl<K> Indexer<K> {
 
     /// Replaces the whole content with `objects` at `resource_version`, atomically: readers see
     /// either the old or the new content. Indexes are rebuilt off-lock.
-    pub fn replace(
-        &self,
-        objects: Vec<Object<K>>,
-        resource_version: &str,
-    ) -> Result<(), IndexError> {
+    pub fn replace(&self, objects: Vec<Object<K>>, resource_version: &str) -> Result<(), IndexError> {
         self.write(
             |funcs| -> Result<State<K>, IndexError> {
                 let mut fresh = State {
@@ -314,13 +291,7 @@ impl<K> Indexer<K> {
                     for (i, new) in vals.into_iter().enumerate() {
                         kept.push(fresh.reindex(i, &key, None, new));
                     }
-                    fresh.items.insert(
-                        key,
-                        Entry {
-                            obj: obj.clone(),
-                            vals: kept.into_boxed_slice(),
-                        },
-                    );
+                    fresh.items.insert(key, Entry { obj: obj.clone(), vals: kept.into_boxed_slice() });
                 }
                 Ok(fresh)
             },
@@ -377,15 +348,7 @@ impl<K> Indexer<K> {
                         (_, Err(e)) => errors.push(e),
                     }
                 }
-                if errors.is_empty() {
-                    Ok(())
-                } else {
-                    Err(TransactionError {
-                        successful,
-                        total,
-                        errors,
-                    })
-                }
+                if errors.is_empty() { Ok(()) } else { Err(TransactionError { successful, total, errors }) }
             },
         )
     }
@@ -410,10 +373,7 @@ impl<K> Indexer<K> {
             // Snapshot, compute off-lock, then apply if nothing moved underneath.
             let (funcs, snapshot): (Funcs<K>, Vec<Object<K>>) = {
                 let st = self.state.read();
-                (
-                    st.funcs.clone(),
-                    st.items.values().map(|e| e.obj.clone()).collect(),
-                )
+                (st.funcs.clone(), st.items.values().map(|e| e.obj.clone()).collect())
             };
             let mut computed = Vec::with_capacity(snapshot.len());
             for obj in &snapshot {
@@ -422,9 +382,7 @@ impl<K> Indexer<K> {
             let mut st = self.state.write();
             if !Arc::ptr_eq(&st.funcs, &funcs)
                 || st.items.len() != snapshot.len()
-                || !snapshot
-                    .iter()
-                    .all(|o| st.items.get(o.key()).is_some_and(|e| e.obj.ptr_eq(o)))
+                || !snapshot.iter().all(|o| st.items.get(o.key()).is_some_and(|e| e.obj.ptr_eq(o)))
             {
                 continue; // a writer got in between: recompute against the new content
             }
@@ -457,12 +415,7 @@ impl<K> Indexer<K> {
 
     /// The names of the index functions.
     pub fn index_names(&self) -> Vec<String> {
-        self.state
-            .read()
-            .funcs
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect()
+        self.state.read().funcs.iter().map(|(n, _)| n.to_string()).collect()
     }
 
     /// The object stored under `key`.
@@ -482,12 +435,7 @@ impl<K> Indexer<K> {
 
     /// Every stored object (unordered).
     pub fn list(&self) -> Vec<Object<K>> {
-        self.state
-            .read()
-            .items
-            .values()
-            .map(|e| e.obj.clone())
-            .collect()
+        self.state.read().items.values().map(|e| e.obj.clone()).collect()
     }
 
     /// Every stored key (unordered).
@@ -519,11 +467,7 @@ impl<K> Indexer<K> {
         let i = st.index_pos(name)?;
         Ok(st.indices[i]
             .get(value)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| st.items.get(k).map(|e| e.obj.clone()))
-                    .collect()
-            })
+            .map(|keys| keys.iter().filter_map(|k| st.items.get(k).map(|e| e.obj.clone())).collect())
             .unwrap_or_default())
     }
 
@@ -531,10 +475,8 @@ impl<K> Indexer<K> {
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
         let st = self.state.read();
         let i = st.index_pos(name)?;
-        let mut keys: Vec<ObjectKey> = st.indices[i]
-            .get(value)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
+        let mut keys: Vec<ObjectKey> =
+            st.indices[i].get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default();
         keys.sort_unstable();
         Ok(keys)
     }
@@ -556,11 +498,8 @@ impl<K> Indexer<K> {
             let i = st.index_pos(name)?;
             st.funcs[i].1.clone()
         };
-        let values = f(obj).map_err(|error| IndexError::Func {
-            index: name.to_string(),
-            key: obj.key().clone(),
-            error,
-        })?;
+        let values =
+            f(obj).map_err(|error| IndexError::Func { index: name.to_string(), key: obj.key().clone(), error })?;
         let st = self.state.read();
         let i = st.index_pos(name)?;
         let mut keys: Set<&ObjectKey> = Set::default();
@@ -569,10 +508,7 @@ impl<K> Indexer<K> {
                 keys.extend(s.iter());
             }
         }
-        Ok(keys
-            .into_iter()
-            .filter_map(|k| st.items.get(k).map(|e| e.obj.clone()))
-            .collect())
+        Ok(keys.into_iter().filter_map(|k| st.items.get(k).map(|e| e.obj.clone())).collect())
     }
 
     /// Number of distinct values held by index `name` (for tests and metrics).

@@ -126,9 +126,7 @@ pub struct DelayingQueue<T> {
 
 impl<T> Clone for DelayingQueue<T> {
     fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
+        Self { shared: Arc::clone(&self.shared) }
     }
 }
 
@@ -143,10 +141,7 @@ impl<T> Deref for DelayingQueue<T> {
 impl<T> fmt::Debug for DelayingQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pending = self.shared.state.lock().pending.len();
-        f.debug_struct("DelayingQueue")
-            .field("queue", &self.shared.queue)
-            .field("pending", &pending)
-            .finish()
+        f.debug_struct("DelayingQueue").field("queue", &self.shared.queue).field("pending", &pending).finish()
     }
 }
 
@@ -187,10 +182,7 @@ impl<T: QueueItem> DelayingQueue<T> {
             return;
         }
         let now = Instant::now();
-        let ready_at = now
-            .checked_add(delay)
-            .or_else(|| now.checked_add(FAR_FUTURE))
-            .unwrap_or(now);
+        let ready_at = now.checked_add(delay).or_else(|| now.checked_add(FAR_FUTURE)).unwrap_or(now);
         let mut guard = shared.state.lock();
         if shared.stop.is_cancelled() {
             return;
@@ -212,11 +204,7 @@ impl<T: QueueItem> DelayingQueue<T> {
                 key
             }
         };
-        st.heap.push(Waiting {
-            ready_at,
-            seq,
-            item: key,
-        });
+        st.heap.push(Waiting { ready_at, seq, item: key });
         let wake = st.next_wake.is_none_or(|next| ready_at < next);
         if wake {
             st.next_wake = Some(ready_at);
@@ -263,11 +251,7 @@ impl<T: QueueItem> DelayShared<T> {
 }
 
 /// The timer task: sleeps until the earliest ready time, adds due keys.
-async fn run_timer<T: QueueItem>(
-    weak: Weak<DelayShared<T>>,
-    wake: Arc<Notify>,
-    stop: CancellationToken,
-) {
+async fn run_timer<T: QueueItem>(weak: Weak<DelayShared<T>>, wake: Arc<Notify>, stop: CancellationToken) {
     let mut due = Vec::new();
     loop {
         let next = {
@@ -336,18 +320,8 @@ mod tests {
     fn heap_pops_earliest_ready_time_then_lowest_sequence() {
         let t0 = Instant::now();
         let mut heap = BinaryHeap::new();
-        for (ms, seq, item) in [
-            (30, 0, 'a'),
-            (10, 1, 'b'),
-            (10, 2, 'c'),
-            (20, 3, 'd'),
-            (5, 4, 'e'),
-        ] {
-            heap.push(Waiting {
-                ready_at: t0 + Duration::from_millis(ms),
-                seq,
-                item,
-            });
+        for (ms, seq, item) in [(30, 0, 'a'), (10, 1, 'b'), (10, 2, 'c'), (20, 3, 'd'), (5, 4, 'e')] {
+            heap.push(Waiting { ready_at: t0 + Duration::from_millis(ms), seq, item });
         }
         let order: String = std::iter::from_fn(|| heap.pop().map(|w| w.item)).collect();
         assert_eq!(order, "ebcda");
@@ -360,9 +334,7 @@ mod tests {
         q.add_after('x', Duration::from_millis(10)); // supersedes the 30 ms entry
         assert_eq!(q.shared.state.lock().heap.len(), 2);
         let mut due = Vec::new();
-        let next = q
-            .shared
-            .take_due(Instant::now() + Duration::from_millis(10), &mut due);
+        let next = q.shared.take_due(Instant::now() + Duration::from_millis(10), &mut due);
         assert_eq!(due, ['x']);
         assert_eq!(next, None, "the stale 30 ms entry was discarded");
         assert!(q.shared.state.lock().heap.is_empty());

@@ -142,11 +142,7 @@ impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
 impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
     /// Backoff starting at `base`, doubling per failure, never above `max`.
     pub fn new(base: Duration, max: Duration) -> Self {
-        Self {
-            failures: Mutex::new(FastMap::default()),
-            base,
-            max,
-        }
+        Self { failures: Mutex::new(FastMap::default()), base, max }
     }
 }
 
@@ -222,23 +218,14 @@ impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
 impl<T: QueueItem> ItemFastSlowRateLimiter<T> {
     /// `fast` for the first `max_fast_attempts` calls per key, then `slow`.
     pub fn new(fast: Duration, slow: Duration, max_fast_attempts: u32) -> Self {
-        Self {
-            failures: Mutex::new(FastMap::default()),
-            fast,
-            slow,
-            max_fast_attempts,
-        }
+        Self { failures: Mutex::new(FastMap::default()), fast, slow, max_fast_attempts }
     }
 }
 
 impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
         let attempts = bump_failures(&self.failures, item).saturating_add(1);
-        if attempts <= self.max_fast_attempts {
-            self.fast
-        } else {
-            self.slow
-        }
+        if attempts <= self.max_fast_attempts { self.fast } else { self.slow }
     }
 
     fn forget(&self, item: &T) {
@@ -299,14 +286,7 @@ impl BucketRateLimiter {
     /// If `qps` is negative or NaN.
     pub fn new(qps: f64, burst: u32) -> Self {
         assert!(qps >= 0.0, "BucketRateLimiter: qps must be >= 0, got {qps}");
-        Self {
-            qps,
-            burst,
-            bucket: Mutex::new(Bucket {
-                tokens: f64::from(burst),
-                last: None,
-            }),
-        }
+        Self { qps, burst, bucket: Mutex::new(Bucket { tokens: f64::from(burst), last: None }) }
     }
 
     /// Reserves one token at `now` and returns the wait until it is available.
@@ -327,9 +307,7 @@ impl BucketRateLimiter {
         if self.burst == 0 {
             return Duration::MAX;
         }
-        let elapsed = bucket
-            .last
-            .map_or(Duration::ZERO, |last| now.saturating_duration_since(last));
+        let elapsed = bucket.last.map_or(Duration::ZERO, |last| now.saturating_duration_since(last));
         let tokens = (bucket.tokens + elapsed.as_secs_f64() * self.qps).min(burst) - 1.0;
         bucket.tokens = tokens;
         bucket.last = Some(now);
@@ -390,17 +368,13 @@ pub struct MaxOfRateLimiter<T> {
 
 impl<T> fmt::Debug for MaxOfRateLimiter<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MaxOfRateLimiter")
-            .field("limiters", &self.limiters.len())
-            .finish()
+        f.debug_struct("MaxOfRateLimiter").field("limiters", &self.limiters.len()).finish()
     }
 }
 
 impl<T> Default for MaxOfRateLimiter<T> {
     fn default() -> Self {
-        Self {
-            limiters: Vec::new(),
-        }
+        Self { limiters: Vec::new() }
     }
 }
 
@@ -424,10 +398,7 @@ impl<T> MaxOfRateLimiter<T> {
 
 impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        self.limiters
-            .iter()
-            .map(|limiter| limiter.when(item))
-            .fold(Duration::ZERO, Duration::max)
+        self.limiters.iter().map(|limiter| limiter.when(item)).fold(Duration::ZERO, Duration::max)
     }
 
     fn forget(&self, item: &T) {
@@ -437,11 +408,7 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        self.limiters
-            .iter()
-            .map(|limiter| limiter.num_requeues(item))
-            .max()
-            .unwrap_or(0)
+        self.limiters.iter().map(|limiter| limiter.num_requeues(item)).max().unwrap_or(0)
     }
 }
 
@@ -480,11 +447,7 @@ impl<T, L: fmt::Debug> fmt::Debug for WithMaxWaitRateLimiter<T, L> {
 impl<T, L: RateLimiter<T>> WithMaxWaitRateLimiter<T, L> {
     /// Wraps `limiter`, never returning more than `max_wait`.
     pub fn new(limiter: L, max_wait: Duration) -> Self {
-        Self {
-            limiter,
-            max_wait,
-            _item: PhantomData,
-        }
+        Self { limiter, max_wait, _item: PhantomData }
     }
 }
 
@@ -505,9 +468,6 @@ impl<T, L: RateLimiter<T>> RateLimiter<T> for WithMaxWaitRateLimiter<T, L> {
 /// burst 100).
 pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
     MaxOfRateLimiter::new()
-        .with(ItemExponentialFailureRateLimiter::<T>::new(
-            Duration::from_millis(5),
-            Duration::from_secs(1000),
-        ))
+        .with(ItemExponentialFailureRateLimiter::<T>::new(Duration::from_millis(5), Duration::from_secs(1000)))
         .with(BucketRateLimiter::default())
 }

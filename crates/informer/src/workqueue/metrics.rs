@@ -108,16 +108,8 @@ impl WorkQueueMetrics {
             longest_running: Family::default(),
             retries: Family::default(),
         };
-        registry.register(
-            "workqueue_depth",
-            "Current depth of workqueue",
-            metrics.depth.clone(),
-        );
-        registry.register(
-            "workqueue_adds",
-            "Total number of adds handled by workqueue",
-            metrics.adds.clone(),
-        );
+        registry.register("workqueue_depth", "Current depth of workqueue", metrics.depth.clone());
+        registry.register("workqueue_adds", "Total number of adds handled by workqueue", metrics.adds.clone());
         registry.register_with_unit(
             "workqueue_queue_duration",
             "How long in seconds an item stays in workqueue before being requested",
@@ -143,19 +135,13 @@ impl WorkQueueMetrics {
             Unit::Seconds,
             metrics.longest_running.clone(),
         );
-        registry.register(
-            "workqueue_retries",
-            "Total number of retries handled by workqueue",
-            metrics.retries.clone(),
-        );
+        registry.register("workqueue_retries", "Total number of retries handled by workqueue", metrics.retries.clone());
         metrics
     }
 
     /// Resolves (creating if needed) the per-queue metrics for `name`.
     pub(crate) fn for_queue(&self, name: &str) -> QueueMetrics {
-        let labels = QueueLabels {
-            name: name.to_owned(),
-        };
+        let labels = QueueLabels { name: name.to_owned() };
         QueueMetrics {
             depth: self.depth.get_or_create_owned(&labels),
             adds: self.adds.get_or_create_owned(&labels),
@@ -168,9 +154,7 @@ impl WorkQueueMetrics {
     }
 
     fn labels(name: &str) -> QueueLabels {
-        QueueLabels {
-            name: name.to_owned(),
-        }
+        QueueLabels { name: name.to_owned() }
     }
 
     /// Current `workqueue_depth` of queue `name`, or `None` if no queue with
@@ -191,16 +175,12 @@ impl WorkQueueMetrics {
 
     /// Current `workqueue_unfinished_work_seconds` of queue `name`.
     pub fn unfinished_work_seconds(&self, name: &str) -> Option<f64> {
-        self.unfinished_work
-            .get(&Self::labels(name))
-            .map(|g| g.get())
+        self.unfinished_work.get(&Self::labels(name)).map(|g| g.get())
     }
 
     /// Current `workqueue_longest_running_processor_seconds` of queue `name`.
     pub fn longest_running_processor_seconds(&self, name: &str) -> Option<f64> {
-        self.longest_running
-            .get(&Self::labels(name))
-            .map(|g| g.get())
+        self.longest_running.get(&Self::labels(name)).map(|g| g.get())
     }
 }
 

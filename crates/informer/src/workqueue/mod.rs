@@ -84,9 +84,8 @@ mod rate_limiting;
 
 pub use delaying::DelayingQueue;
 pub use limiters::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
-    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
-    default_item_based_rate_limiter,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
+    WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
 pub use metrics::{QueueLabels, WorkQueueMetrics};
 pub use queue::{QueueItem, WorkQueue, WorkQueueBuilder};

@@ -158,9 +158,7 @@ pub struct WorkQueue<T> {
 
 impl<T> Clone for WorkQueue<T> {
     fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
+        Self { shared: Arc::clone(&self.shared) }
     }
 }
 
@@ -192,12 +190,7 @@ impl<T: QueueItem> WorkQueue<T> {
     /// [`WorkQueueBuilder::build`], [`build_delaying`](WorkQueueBuilder::build_delaying)
     /// or [`build_rate_limiting`](WorkQueueBuilder::build_rate_limiting).
     pub fn builder() -> WorkQueueBuilder<T> {
-        WorkQueueBuilder {
-            name: String::new(),
-            metrics: None,
-            runtime: None,
-            _item: PhantomData,
-        }
+        WorkQueueBuilder { name: String::new(), metrics: None, runtime: None, _item: PhantomData }
     }
 
     /// Marks `item` as needing work.
@@ -231,12 +224,7 @@ impl<T: QueueItem> WorkQueue<T> {
             }
             Entry::Vacant(vacant) => {
                 let key = vacant.key().clone();
-                vacant.insert(Slot {
-                    dirty: true,
-                    processing: false,
-                    added_at: now,
-                    started_at: None,
-                });
+                vacant.insert(Slot { dirty: true, processing: false, added_at: now, started_at: None });
                 if let Some(m) = &shared.metrics {
                     m.adds.inc();
                     m.depth.inc();
@@ -427,16 +415,9 @@ impl<T: QueueItem> Shared<T> {
 
     fn next_locked(&self, st: &mut State<T>) -> Next<T> {
         let Some(item) = st.ready.pop_front() else {
-            return if st.shutting_down {
-                Next::Closed
-            } else {
-                Next::Empty
-            };
+            return if st.shutting_down { Next::Closed } else { Next::Empty };
         };
-        let slot = st
-            .slots
-            .get_mut(&item)
-            .expect("workqueue invariant: every ready key has a slot");
+        let slot = st.slots.get_mut(&item).expect("workqueue invariant: every ready key has a slot");
         slot.dirty = false;
         slot.processing = true;
         st.processing += 1;
@@ -656,20 +637,18 @@ fn spawn_metrics_ticker<T: QueueItem>(shared: &Arc<Shared<T>>, runtime: Option<H
             });
         }
         None => {
-            let spawned = std::thread::Builder::new()
-                .name("workqueue-metrics".into())
-                .spawn(move || {
-                    loop {
-                        std::thread::sleep(UNFINISHED_WORK_UPDATE_PERIOD);
-                        if stop.is_cancelled() {
-                            return;
-                        }
-                        match weak.upgrade() {
-                            Some(shared) => shared.update_unfinished_work(),
-                            None => return,
-                        }
+            let spawned = std::thread::Builder::new().name("workqueue-metrics".into()).spawn(move || {
+                loop {
+                    std::thread::sleep(UNFINISHED_WORK_UPDATE_PERIOD);
+                    if stop.is_cancelled() {
+                        return;
                     }
-                });
+                    match weak.upgrade() {
+                        Some(shared) => shared.update_unfinished_work(),
+                        None => return,
+                    }
+                }
+            });
             if let Err(err) = spawned {
                 tracing::warn!(%err, "workqueue: cannot start the unfinished-work metrics thread");
             }

@@ -59,10 +59,7 @@ pub struct RateLimitingQueue<T> {
 
 impl<T> Clone for RateLimitingQueue<T> {
     fn clone(&self) -> Self {
-        Self {
-            queue: self.queue.clone(),
-            limiter: Arc::clone(&self.limiter),
-        }
+        Self { queue: self.queue.clone(), limiter: Arc::clone(&self.limiter) }
     }
 }
 
@@ -76,9 +73,7 @@ impl<T> Deref for RateLimitingQueue<T> {
 
 impl<T> fmt::Debug for RateLimitingQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitingQueue")
-            .field("queue", &self.queue)
-            .finish_non_exhaustive()
+        f.debug_struct("RateLimitingQueue").field("queue", &self.queue).finish_non_exhaustive()
     }
 }
 
@@ -133,13 +128,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// # Panics
     ///
     /// Without a runtime (see [`build_delaying`](Self::build_delaying)).
-    pub fn build_rate_limiting(
-        self,
-        limiter: impl RateLimiter<T> + 'static,
-    ) -> RateLimitingQueue<T> {
-        RateLimitingQueue {
-            queue: self.build_delaying(),
-            limiter: Arc::new(limiter),
-        }
+    pub fn build_rate_limiting(self, limiter: impl RateLimiter<T> + 'static) -> RateLimitingQueue<T> {
+        RateLimitingQueue { queue: self.build_delaying(), limiter: Arc::new(limiter) }
     }
 }
