@@ -77,9 +77,7 @@ impl ObjectKey {
         let mut parts = s.split('/');
         let (a, b, rest) = (parts.next(), parts.next(), parts.next());
         match (a, b, rest) {
-            (Some(name), None, None) if !name.is_empty() => {
-                Ok(ObjectKey { full: Arc::from(s), slash: NO_NAMESPACE })
-            }
+            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey { full: Arc::from(s), slash: NO_NAMESPACE }),
             (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() => {
                 Ok(ObjectKey { full: Arc::from(s), slash: ns.len() as u32 })
             }

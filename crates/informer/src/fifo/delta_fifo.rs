@@ -160,10 +160,8 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
 
     /// Synchronous `replace`.
     pub fn replace_now(&self, objects: Vec<Object<K>>, _resource_version: &str) -> Result<(), FifoError> {
-        let objects = objects
-            .into_iter()
-            .map(|o| apply_transform(&self.transform, o))
-            .collect::<Result<Vec<_>, _>>()?;
+        let objects =
+            objects.into_iter().map(|o| apply_transform(&self.transform, o)).collect::<Result<Vec<_>, _>>()?;
         let mut st = self.w.lock();
         if st.closed {
             return Err(FifoClosed.into());
@@ -180,7 +178,10 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
         for k in queued {
             let last_known = st.items.get(&k).and_then(|l| l.last()).and_then(|d| d.object().cloned());
             deletions += 1;
-            Self::queue_locked(&mut st, Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })));
+            Self::queue_locked(
+                &mut st,
+                Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })),
+            );
         }
         // Vanished keys only the store knows.
         if let Some(known) = &self.known {
@@ -195,7 +196,10 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
                     tracing::debug!(key = %k, "key vanished from the store during replace; tombstone without object");
                 }
                 deletions += 1;
-                Self::queue_locked(&mut st, Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })));
+                Self::queue_locked(
+                    &mut st,
+                    Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone { key: k, last_known })),
+                );
             }
         }
         let count = listed.len() + deletions;

@@ -122,7 +122,12 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         self.capacity != 0 && st.items.len() >= self.capacity && !st.closed
     }
 
-    fn push_locked(&self, st: &mut State<K>, entries: impl IntoIterator<Item = Delta<K>>, populate: bool) -> Result<(), FifoError> {
+    fn push_locked(
+        &self,
+        st: &mut State<K>,
+        entries: impl IntoIterator<Item = Delta<K>>,
+        populate: bool,
+    ) -> Result<(), FifoError> {
         if st.closed {
             return Err(FifoClosed.into());
         }
@@ -152,10 +157,8 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     }
 
     fn prepare_replace(&self, objects: Vec<Object<K>>, rv: &str) -> Result<Vec<Delta<K>>, FifoError> {
-        let objects = objects
-            .into_iter()
-            .map(|o| apply_transform(&self.transform, o))
-            .collect::<Result<Vec<_>, _>>()?;
+        let objects =
+            objects.into_iter().map(|o| apply_transform(&self.transform, o)).collect::<Result<Vec<_>, _>>()?;
         if self.atomic {
             return Ok(vec![Delta::ReplacedAll { objects, resource_version: rv.to_string() }]);
         }
@@ -169,10 +172,10 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         let mut last_queued: HashMap<ObjectKey, usize, RandomState> = HashMap::default();
         let mut order: Vec<ObjectKey> = Vec::new();
         for (i, d) in st.items.iter().enumerate() {
-            if let Some(k) = d.key() {
-                if last_queued.insert(k.clone(), i).is_none() {
-                    order.push(k.clone());
-                }
+            if let Some(k) = d.key()
+                && last_queued.insert(k.clone(), i).is_none()
+            {
+                order.push(k.clone());
             }
         }
         let mut deletions = Vec::new();

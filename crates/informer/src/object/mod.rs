@@ -377,8 +377,7 @@ mod tests {
     #[test]
     fn decode_failure_is_an_error_not_a_panic() {
         // Valid head, but `spec` has the wrong shape for a Pod.
-        let o: Object<Pod> =
-            Object::from_json(&br#"{"metadata":{"name":"a"},"spec":{"containers":7}}"#[..]).unwrap();
+        let o: Object<Pod> = Object::from_json(&br#"{"metadata":{"name":"a"},"spec":{"containers":7}}"#[..]).unwrap();
         assert!(o.get().is_err());
         assert!(o.get().is_err(), "failure is not cached as success");
         assert!(!o.is_decoded());

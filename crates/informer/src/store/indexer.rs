@@ -475,7 +475,8 @@ impl<K> Indexer<K> {
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
         let st = self.state.read();
         let i = st.index_pos(name)?;
-        let mut keys: Vec<ObjectKey> = st.indices[i].get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let mut keys: Vec<ObjectKey> =
+            st.indices[i].get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default();
         keys.sort_unstable();
         Ok(keys)
     }
