@@ -633,3 +633,115 @@ async fn transform_applied_exactly_once() {
     assert!(q.is_empty());
     assert!(!q.has_synced());
 }
+
+/// Entries popped before the queue was populated (a bookmark, a resync) are not part of the
+/// initial list, even when the first replace arrives while they are being processed: has_synced
+/// must stay false until the ReplacedAll itself was processed.
+#[test]
+fn entries_popped_before_the_first_replace_do_not_count() {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    for pre in ["bookmark", "resync"] {
+        let q = Arc::new(atomic());
+        match pre {
+            "bookmark" => rt.block_on(q.bookmark("1")).unwrap(),
+            _ => rt.block_on(q.resync()).unwrap(),
+        }
+        let qq = q.clone();
+        let initial = q
+            .pop_blocking(1, move |_, initial| {
+                // the reflector lists while the consumer is busy (atomic mode: lock released)
+                qq.replace_blocking(vec![obj("a", 2)], "2").unwrap();
+                initial
+            })
+            .unwrap();
+        assert!(initial, "{pre}: not synced yet when it was popped");
+        assert!(!q.has_synced(), "{pre}: synced although the initial ReplacedAll is still queued");
+        assert_eq!(pop(&q, 1), (strs(&["ReplacedAll@2[a@2]"]), true));
+        assert!(q.has_synced());
+    }
+}
+
+/// Pops one entry, applies it to `store`, and while it is being processed runs `during` on
+/// another thread; returns whether `during` completed while the entry was being processed. The
+/// bounded wait only gives a wrong implementation the chance to show the race; the outcome
+/// asserted by the callers does not depend on timing.
+fn pop_apply_racing(
+    q: &Arc<RealFifo<ConfigMap>>,
+    store: &Arc<Indexer<ConfigMap>>,
+    during: impl FnOnce() + Send + 'static,
+) -> (bool, std::thread::JoinHandle<()>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let store = store.clone();
+    q.pop_blocking(1, move |ds, _| {
+        let t = std::thread::spawn(move || {
+            during();
+            let _ = tx.send(());
+        });
+        let raced = rx.recv_timeout(std::time::Duration::from_millis(200)).is_ok();
+        for d in &ds {
+            match d {
+                Delta::Deleted(DeletedObject::Object(o)) => {
+                    store.delete(o);
+                }
+                Delta::Deleted(DeletedObject::FinalStateUnknown(t)) => {
+                    store.delete_key(t.key.as_str());
+                }
+                other => store.add(other.object().unwrap().clone()).unwrap(),
+            }
+        }
+        (raced, t)
+    })
+    .unwrap()
+}
+
+fn drain_into(q: &RealFifo<ConfigMap>, store: &Indexer<ConfigMap>) {
+    while !q.is_empty() {
+        q.pop_blocking(10, |ds, _| {
+            for d in &ds {
+                match d {
+                    Delta::Deleted(DeletedObject::Object(o)) => {
+                        store.delete(o);
+                    }
+                    Delta::Deleted(DeletedObject::FinalStateUnknown(t)) => {
+                        store.delete_key(t.key.as_str());
+                    }
+                    other => store.add(other.object().unwrap().clone()).unwrap(),
+                }
+            }
+        })
+        .unwrap();
+    }
+}
+
+/// Non-atomic mode reads the store during a relist, so it must not run while a popped entry is
+/// still being applied (client-go allows UnlockWhileProcessing only in atomic mode): otherwise an
+/// object added by the popped entry and deleted while the watch was down is never tombstoned.
+#[test]
+fn non_atomic_relist_waits_for_processing() {
+    let store = store(&[]);
+    let q = Arc::new(non_atomic(store.clone()));
+    q.add_blocking(obj("a", 1)).unwrap();
+    let qq = q.clone();
+    let (raced, producer) = pop_apply_racing(&q, &store, move || qq.replace_blocking(vec![], "2").unwrap());
+    producer.join().unwrap();
+    assert!(!raced, "the relist ran while the popped Added was being processed");
+    drain_into(&q, &store);
+    assert!(store.is_empty(), "stale object left in the store: {:?}", store.list());
+}
+
+/// Same for a non-atomic resync: a Sync read from a store that lags behind the popped entry would
+/// roll the object back.
+#[test]
+fn non_atomic_resync_waits_for_processing() {
+    let store = store(&[obj("a", 1)]);
+    let q = Arc::new(non_atomic(store.clone()));
+    q.update_blocking(obj("a", 2)).unwrap();
+    let qq = q.clone();
+    let (raced, producer) = pop_apply_racing(&q, &store, move || {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(qq.resync()).unwrap()
+    });
+    producer.join().unwrap();
+    assert!(!raced, "the resync ran while the popped Updated was being processed");
+    drain_into(&q, &store);
+    assert_eq!(store.get_by_key("a").unwrap().resource_version(), Some("2"), "resync rolled the object back");
+}
