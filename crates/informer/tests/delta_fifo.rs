@@ -580,3 +580,26 @@ async fn bookmarks_are_ignored() {
     assert!(q.is_empty());
     assert!(!q.has_synced());
 }
+
+/// A delete that is ignored (unknown key) is dropped before the transform runs, as in client-go
+/// (Delete returns before queueActionLocked): the transform is not called and cannot fail it.
+#[test]
+fn ignored_delete_is_not_transformed() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let q: DeltaFifo<ConfigMap> =
+        DeltaFifo::new(DeltaFifoOptions { transform: Some(stamping_transform(calls.clone())), ..Default::default() });
+    q.delete_now(obj("foo", 1)).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert!(q.is_empty());
+    q.add_now(obj("foo", 2)).unwrap();
+    q.delete_now(obj("foo", 3)).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "queued key: the delete is transformed");
+
+    let q: DeltaFifo<ConfigMap> = DeltaFifo::new(DeltaFifoOptions {
+        transform: Some(Arc::new(|_o: Obj| Err("nope".to_string()))),
+        known_objects: Some(store(&[obj("known", 1)]) as Arc<dyn KnownObjects<ConfigMap>>),
+        ..Default::default()
+    });
+    assert_eq!(q.delete_now(obj("unknown", 1)), Ok(()), "ignored, not a transform error");
+    assert!(matches!(q.delete_now(obj("known", 2)), Err(FifoError::Transform(_))));
+}
