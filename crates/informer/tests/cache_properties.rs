@@ -304,3 +304,144 @@ proptest! {
         block_on(run(q, store, Kind::Delta, initial, ops));
     }
 }
+
+/// The producer side of a concurrent run: applies `ops` (pops excluded) to the queue from its own
+/// thread and returns the final model.
+async fn produce<Q: Queue<ConfigMap>>(q: Arc<Q>, kind: Kind, mut model: Model, ops: Vec<Op>) -> Model {
+    for op in ops {
+        match op {
+            Op::Upsert(k) => {
+                let rv = model.next();
+                model.stream_rv = rv;
+                if model.objects.insert(k, rv).is_some() {
+                    q.update(obj(k, rv)).await.unwrap();
+                } else {
+                    q.add(obj(k, rv)).await.unwrap();
+                }
+            }
+            Op::Delete(k) => {
+                let rv = model.next();
+                model.stream_rv = rv;
+                model.objects.remove(&k);
+                q.delete(obj(k, rv)).await.unwrap();
+            }
+            Op::Replace(choice) => {
+                let (list, rv) = model.relist(&choice);
+                q.replace(list, &rv).await.unwrap();
+            }
+            Op::Resync => q.resync().await.unwrap(),
+            Op::Bookmark => {
+                let rv = model.next();
+                if kind == Kind::RealAtomic {
+                    model.stream_rv = rv;
+                }
+                q.bookmark(&rv.to_string()).await.unwrap();
+            }
+            Op::Pop(..) => tokio::task::yield_now().await,
+        }
+    }
+    model
+}
+
+struct CloseOnDrop<Q: Queue<ConfigMap>>(Arc<Q>);
+
+impl<Q: Queue<ConfigMap>> Drop for CloseOnDrop<Q> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Producer and consumer on separate threads (the consumer pops batches and applies them with
+/// processDeltas while the producer keeps writing, relisting and resyncing); same checks as the
+/// sequential runs.
+fn run_concurrently<Q: Queue<ConfigMap>>(
+    q: Arc<Q>,
+    store: Arc<Indexer<ConfigMap>>,
+    kind: Kind,
+    initial: Vec<u8>,
+    ops: Vec<Op>,
+) {
+    let mut model = Model { objects: BTreeMap::new(), rv: 0, stream_rv: 0 };
+    let (list, rv) = model.relist(&initial);
+    let initial_count = if kind == Kind::RealAtomic { 1 } else { list.len() };
+    block_on(q.replace(list, &rv)).unwrap();
+
+    let producer = {
+        let q = q.clone();
+        std::thread::spawn(move || block_on(produce(q, kind, model, ops)))
+    };
+    let consumer = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            // If a check fails here, close the queue so that a producer waiting on a full queue
+            // fails too instead of hanging the test.
+            let _close_on_panic = CloseOnDrop(q.clone());
+            let mut consumer = Consumer { store, last_seen: BTreeMap::new() };
+            let mut sync = SyncCheck { initial_count, popped: 0 };
+            block_on(async {
+                loop {
+                    let qq = q.clone();
+                    let r = q
+                        .pop(3, |ds, initial| {
+                            consumer.process(&ds);
+                            (if kind == Kind::Delta { 1 } else { ds.len() }, initial, qq.has_synced())
+                        })
+                        .await;
+                    let Ok((entries, initial, synced_during)) = r else { break };
+                    let before = sync.popped;
+                    sync.popped += entries;
+                    assert_eq!(initial, before < sync.initial_count, "is_in_initial_list");
+                    if initial {
+                        assert!(!synced_during, "has_synced while an initial entry is being processed");
+                        assert!(sync.popped <= sync.initial_count, "a batch crossed the initial-list boundary");
+                    }
+                    assert_eq!(q.has_synced(), sync.popped >= sync.initial_count);
+                }
+            });
+            consumer.store
+        })
+    };
+    let model = producer.join().expect("producer");
+    q.close();
+    let store = consumer.join().expect("consumer");
+    assert!(q.has_synced());
+    let got: BTreeMap<String, u64> = store.list().iter().map(|o| (o.key().to_string(), rv_of(o))).collect();
+    let want: BTreeMap<String, u64> = model.objects.iter().map(|(k, rv)| (format!("ns/k{k}"), *rv)).collect();
+    assert_eq!(got, want, "store after the drain differs from the model");
+    if kind == Kind::RealAtomic {
+        assert_eq!(store.last_resource_version(), Some(model.stream_rv.to_string()));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn concurrent_real_fifo_atomic(initial in initial_list(), ops in prop::collection::vec(op(), 0..300), capacity in 1usize..6) {
+        let store = Arc::new(Indexer::new(Indexers::new().with_namespace_index()));
+        let q = Arc::new(RealFifo::new(RealFifoOptions { capacity, ..Default::default() }));
+        run_concurrently(q, store, Kind::RealAtomic, initial, ops);
+    }
+
+    #[test]
+    fn concurrent_real_fifo_non_atomic(initial in initial_list(), ops in prop::collection::vec(op(), 0..300), capacity in 1usize..6) {
+        let store = Arc::new(Indexer::new(Indexers::new().with_namespace_index()));
+        let q = Arc::new(RealFifo::new(RealFifoOptions {
+            atomic: false,
+            known_objects: Some(store.clone() as Arc<dyn KnownObjects<ConfigMap>>),
+            capacity,
+            ..Default::default()
+        }));
+        run_concurrently(q, store, Kind::RealNonAtomic, initial, ops);
+    }
+
+    #[test]
+    fn concurrent_delta_fifo(initial in initial_list(), ops in prop::collection::vec(op(), 0..300)) {
+        let store = Arc::new(Indexer::new(Indexers::new().with_namespace_index()));
+        let q = Arc::new(DeltaFifo::new(DeltaFifoOptions {
+            known_objects: Some(store.clone() as Arc<dyn KnownObjects<ConfigMap>>),
+            ..Default::default()
+        }));
+        run_concurrently(q, store, Kind::Delta, initial, ops);
+    }
+}
