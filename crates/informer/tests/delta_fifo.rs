@@ -603,3 +603,30 @@ fn ignored_delete_is_not_transformed() {
     assert_eq!(q.delete_now(obj("unknown", 1)), Ok(()), "ignored, not a transform error");
     assert!(matches!(q.delete_now(obj("known", 2)), Err(FifoError::Transform(_))));
 }
+
+/// TestDeltaFIFO_KeyOf: the key of an object delta, of a tombstone (with or without its last
+/// state), and none for whole-set deltas.
+#[test]
+fn delta_key_of() {
+    use informer::{DeltaType, ObjectKey, Tombstone};
+    let key = |d: &Delta<ConfigMap>| d.key().map(|k| k.to_string());
+    assert_eq!(key(&Delta::Added(obj("foo", 1))), Some("foo".into()));
+    assert_eq!(key(&Delta::Sync(obj("foo", 1))), Some("foo".into()));
+    assert_eq!(key(&Delta::Deleted(DeletedObject::Object(obj("foo", 1)))), Some("foo".into()));
+    let t = |last: Option<Obj>| {
+        Delta::Deleted(DeletedObject::FinalStateUnknown(Tombstone {
+            key: ObjectKey::parse("ns/gone").unwrap(),
+            last_known: last,
+        }))
+    };
+    assert_eq!(key(&t(None)), Some("ns/gone".into()));
+    assert_eq!(key(&t(Some(obj("gone", 3)))), Some("ns/gone".into()), "a tombstone's key wins");
+    assert!(t(None).object().is_none());
+    assert_eq!(t(Some(obj("gone", 3))).object().unwrap().resource_version(), Some("3"));
+    let d = Delta::<ConfigMap>::ReplacedAll { objects: vec![obj("a", 1)], resource_version: "1".into() };
+    assert_eq!((d.key(), d.is_batchable(), d.delta_type()), (None, false, DeltaType::ReplacedAll));
+    assert!(!Delta::<ConfigMap>::SyncAll.is_batchable());
+    assert!(!Delta::<ConfigMap>::Bookmark { resource_version: "1".into() }.is_batchable());
+    assert!(Delta::Replaced(obj("a", 1)).is_batchable());
+    assert!(t(None).is_batchable());
+}

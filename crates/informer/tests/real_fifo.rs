@@ -745,3 +745,29 @@ fn non_atomic_resync_waits_for_processing() {
     drain_into(&q, &store);
     assert_eq!(store.get_by_key("a").unwrap().resource_version(), Some("2"), "resync rolled the object back");
 }
+
+/// The synced signal wakes thread and task waiters once the initial list was processed.
+#[test]
+fn synced_signal_wakes_thread_and_task_waiters() {
+    let q = Arc::new(atomic());
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(q.replace(vec![obj("a", 1)], "1")).unwrap();
+    let sig = q.synced_signal();
+    assert!(!sig.is_set());
+    let thread_waiter = {
+        let sig = sig.clone();
+        std::thread::spawn(move || sig.wait_blocking(None))
+    };
+    let task_waiter = rt.spawn({
+        let sig = sig.clone();
+        async move { sig.wait().await }
+    });
+    let consumer = {
+        let q = q.clone();
+        std::thread::spawn(move || q.pop_blocking(1, |_, initial| initial).unwrap())
+    };
+    assert!(consumer.join().unwrap());
+    assert!(thread_waiter.join().unwrap());
+    rt.block_on(task_waiter).unwrap();
+    assert!(q.has_synced());
+}
