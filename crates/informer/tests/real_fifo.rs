@@ -1,8 +1,12 @@
 //! RealFifo behaviour, ported from client-go's the_real_fifo_test.go
 //! (reference: client-go-semantics.md §2.1, §2.4, §2.5, §8.5).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use futures_util::FutureExt;
 
 use informer::fifo::{FifoError, KnownObjects, Queue, RealFifoOptions, Transform};
 use informer::{DeletedObject, Delta, FifoClosed, Indexer, Indexers, Object, RealFifo};
@@ -456,14 +460,41 @@ async fn close_releases_waiting_producers() {
     assert_eq!(q.pop(1, |_, _| ()).await, Err(FifoClosed));
 }
 
-/// Capacity 0 is unbounded.
-#[tokio::test]
-async fn capacity_zero_is_unbounded() {
+/// Capacity 0 is unbounded: every write completes on its first poll.
+#[test]
+fn capacity_zero_is_unbounded() {
     let q = with_capacity(0);
     for i in 0..5000 {
-        q.add(obj(&format!("k{i}"), i)).await.unwrap();
+        q.add(obj(&format!("k{i}"), i)).now_or_never().expect("add completed without waiting").unwrap();
     }
     assert_eq!(q.len(), 5000);
+}
+
+fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    f.poll_unpin(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Back-pressure, observed by polling the futures directly: with capacity 2 the third `add` stays
+/// pending (and queues nothing) until a pop makes room, then completes on the next poll.
+#[test]
+fn third_add_is_pending_until_a_pop() {
+    let q = with_capacity(2);
+    assert!(matches!(q.add(obj("a", 1)).now_or_never(), Some(Ok(()))));
+    assert!(matches!(q.add(obj("b", 2)).now_or_never(), Some(Ok(()))));
+    let mut third = Box::pin(q.add(obj("c", 3)));
+    for _ in 0..3 {
+        assert!(poll_once(&mut third).is_pending(), "third add completed while the queue was full");
+    }
+    assert_eq!(snap(&q), ["Added:a@1", "Added:b@2"]);
+    // bookmarks, resyncs and relists wait as well
+    assert!(q.bookmark("9").now_or_never().is_none());
+    assert!(q.resync().now_or_never().is_none());
+    assert!(q.replace(vec![], "9").now_or_never().is_none());
+    assert_eq!(q.len(), 2, "abandoned writes queued nothing");
+
+    assert_eq!(pop(&q, 1).0, ["Added:a@1"]);
+    assert!(matches!(poll_once(&mut third), Poll::Ready(Ok(()))));
+    assert_eq!(snap(&q), ["Added:b@2", "Added:c@3"]);
 }
 
 /// Blocking variants from threads: a producer thread against a consumer thread with capacity 2;
