@@ -13,7 +13,7 @@
 //!   stored values instead of calling the index function on the old object. If the set of index
 //!   functions changed in between (`add_indexers`), the write is recomputed. The one exception is
 //!   `add_indexers`: after an off-lock pass it indexes the objects written meanwhile under an
-//!   upgradable read lock (readers proceed, writers wait), so that it cannot be starved.
+//!   upgradable read lock (writers wait), so that it cannot be starved.
 //! - An operation whose index function fails changes nothing and returns the error.
 //! - The store's resourceVersion follows the last written object, delete-with-object, replace and
 //!   bookmark (client-go's `LastStoreSyncResourceVersion` in atomic mode).
@@ -358,9 +358,10 @@ impl<K> Indexer<K> {
     /// Adds index functions; existing objects are indexed by them. Fails without changing
     /// anything if a name already exists (or repeats in `new`), or a function fails.
     ///
-    /// The bulk of the work runs off-lock; the objects written meanwhile are then indexed under
-    /// an upgradable read lock (readers proceed, writers wait), so this always completes, however
-    /// busy the writers are.
+    /// The bulk of the work runs off-lock; only the objects written meanwhile are then indexed
+    /// under an upgradable read lock, which excludes writers (and, the lock being fair, readers
+    /// that arrive behind a waiting writer), so this always completes, however busy the writers
+    /// are. As in client-go, index functions must not call back into this indexer.
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexError> {
         let conflict = |funcs: &[(Arc<str>, IndexFunc<K>)]| -> Result<(), IndexError> {
             let mut seen: Vec<&str> = funcs.iter().map(|(n, _)| &**n).collect();
