@@ -19,7 +19,8 @@
 //! - `resync` queues `Sync` of the stored object for every stored key with nothing queued (a
 //!   pending delta is newer than the store; resyncing it would go back in time); a no-op without
 //!   `known_objects`.
-//! - The transform runs once per incoming object (never on tombstones or `Sync`).
+//! - The transform runs once per incoming object (never on tombstones, `Sync`, or an ignored
+//!   delete).
 //! - The consumer processes under the queue's lock, so a resync can never read a store that is
 //!   behind a popped-but-unapplied delta. `process` must not call back into the queue.
 //! - Difference from client-go: the initial-population count drops *after* the popped key was
@@ -120,24 +121,21 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
             return Err(FifoClosed.into());
         }
         st.sync.mark_populated();
-        let is_delete = matches!(delta, Delta::Deleted(_));
-        if is_delete {
-            let key = delta.key().expect("single-key delta");
-            let queued = st.items.contains_key(key);
-            let known = match &self.known {
-                None => false,
-                Some(k) => k.get_by_key(key.as_str()).is_some(),
-            };
-            if !queued && !known {
-                st.sync.check();
-                return Ok(());
-            }
+        if matches!(delta, Delta::Deleted(_)) && self.ignores_delete(&st, delta.key().expect("single-key delta")) {
+            st.sync.check();
+            return Ok(());
         }
         Self::queue_locked(&mut st, delta);
         st.sync.check();
         drop(st);
         self.w.wake();
         Ok(())
+    }
+
+    /// client-go's Delete rule: a delete is dropped when its key is neither queued nor (with known
+    /// objects) stored.
+    fn ignores_delete(&self, st: &State<K>, key: &ObjectKey) -> bool {
+        !st.items.contains_key(key) && self.known.as_ref().is_none_or(|k| k.get_by_key(key.as_str()).is_none())
     }
 
     /// Synchronous `add` (a DeltaFifo never blocks producers).
@@ -154,6 +152,15 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
 
     /// Synchronous `delete`.
     pub fn delete_now(&self, obj: Object<K>) -> Result<(), FifoError> {
+        {
+            // An ignored delete is dropped before the transform runs (as in client-go).
+            let mut st = self.w.lock();
+            if !st.closed && self.ignores_delete(&st, obj.key()) {
+                st.sync.mark_populated();
+                st.sync.check();
+                return Ok(());
+            }
+        }
         let o = apply_transform(&self.transform, obj)?;
         self.write_sync(Delta::Deleted(DeletedObject::Object(o)))
     }

@@ -14,11 +14,15 @@
 //!   `Replaced` per listed object; a resync queues `Sync` for every stored key with nothing queued.
 //!   Needs the store as [`KnownObjects`].
 //!
-//! Invariants: entries leave in the order they entered; the lock is never held while the consumer
-//! processes (client-go's `UnlockWhileProcessing`), so the reflector keeps reading the stream;
-//! producers wait (back-pressure) only while `capacity` entries are queued; the initial-population
-//! count is decremented after the popped entries were processed, so `has_synced` implies the
-//! consumer has applied the whole initial list. Single consumer.
+//! Invariants: entries leave in the order they entered; in atomic mode the lock is never held
+//! while the consumer processes (client-go's `UnlockWhileProcessing`), so the reflector keeps
+//! reading the stream; in non-atomic mode the consumer processes under the lock, because relists
+//! and resyncs read the store, which must not lag behind a popped entry (client-go allows
+//! `UnlockWhileProcessing` only with `AtomicEvents`) and `process` must not call back into the
+//! queue; producers wait (back-pressure) only while `capacity` entries are queued; the
+//! initial-population count is decremented after the popped entries were processed (and only for
+//! entries of the initial population), so `has_synced` implies the consumer has applied the whole
+//! initial list. Single consumer.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -240,11 +244,20 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         let initial = !st.sync.has_synced();
         let limit = if initial { st.sync.initial_remaining } else { 0 };
         let batch = take_batch(&mut st.items, max.max(1), limit);
-        let n = batch.len();
-        self.w.wake(); // producers may proceed while we process
-        let r = parking_lot::MutexGuard::unlocked(st, || process(batch, initial));
+        // Only entries of the initial population count down. Entries popped before the first
+        // replace (bookmarks, resyncs) are not part of it, even if that replace arrives while
+        // they are being processed.
+        let counted = if st.sync.populated { batch.len().min(st.sync.initial_remaining) } else { 0 };
+        self.w.wake(); // room for producers
+        let r = if self.atomic {
+            parking_lot::MutexGuard::unlocked(st, || process(batch, initial))
+        } else {
+            // Non-atomic relists and resyncs read the store, which must not lag behind a popped
+            // entry: process under the lock (client-go: UnlockWhileProcessing needs AtomicEvents).
+            process(batch, initial)
+        };
         if initial {
-            st.sync.processed(n);
+            st.sync.processed(counted);
         }
         Ok(r)
     }

@@ -17,8 +17,11 @@ use smallvec::SmallVec;
 /// The head of an object: type meta plus the identity metadata fields.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct ObjectHead<'a> {
+    // Type meta is parsed for kind checks by the list/watch decoding (not read yet).
+    #[allow(dead_code)]
     #[serde(rename = "apiVersion", borrow, default)]
     pub api_version: Option<CowStr<'a>>,
+    #[allow(dead_code)]
     #[serde(borrow, default)]
     pub kind: Option<CowStr<'a>>,
     #[serde(borrow, default)]
@@ -38,6 +41,8 @@ pub(crate) struct MetaHead<'a> {
     pub uid: Option<CowStr<'a>>,
     #[serde(borrow, default)]
     pub labels: Option<StrPairs<'a>>,
+    // Needed for the watch-list end bookmark annotation (not read yet).
+    #[allow(dead_code)]
     #[serde(borrow, default)]
     pub annotations: Option<StrPairs<'a>>,
 }

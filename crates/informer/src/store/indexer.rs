@@ -11,7 +11,9 @@
 //! - A writer never holds the lock while user code (index functions) runs: index values are
 //!   computed before the lock is taken and kept per entry, so updates and deletes diff against the
 //!   stored values instead of calling the index function on the old object. If the set of index
-//!   functions changed in between (`add_indexers`), the write is recomputed.
+//!   functions changed in between (`add_indexers`), the write is recomputed. The one exception is
+//!   `add_indexers`: after an off-lock pass it indexes the objects written meanwhile under an
+//!   upgradable read lock (writers wait), so that it cannot be starved.
 //! - An operation whose index function fails changes nothing and returns the error.
 //! - The store's resourceVersion follows the last written object, delete-with-object, replace and
 //!   bookmark (client-go's `LastStoreSyncResourceVersion` in atomic mode).
@@ -20,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockUpgradableReadGuard};
 use smallvec::SmallVec;
 
 use crate::key::ObjectKey;
@@ -355,62 +357,67 @@ impl<K> Indexer<K> {
 
     /// Adds index functions; existing objects are indexed by them. Fails without changing
     /// anything if a name already exists (or repeats in `new`), or a function fails.
+    ///
+    /// The bulk of the work runs off-lock; only the objects written meanwhile are then indexed
+    /// under an upgradable read lock, which excludes writers (and, the lock being fair, readers
+    /// that arrive behind a waiting writer), so this always completes, however busy the writers
+    /// are. As in client-go, index functions must not call back into this indexer.
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexError> {
-        {
-            let st = self.state.read();
-            let mut seen: Vec<&str> = st.funcs.iter().map(|(n, _)| &**n).collect();
+        let conflict = |funcs: &[(Arc<str>, IndexFunc<K>)]| -> Result<(), IndexError> {
+            let mut seen: Vec<&str> = funcs.iter().map(|(n, _)| &**n).collect();
             for (n, _) in &new.funcs {
                 if seen.contains(&&**n) {
                     return Err(IndexError::Conflict(n.to_string()));
                 }
                 seen.push(n);
             }
+            Ok(())
+        };
+        let snapshot: Vec<Object<K>> = {
+            let st = self.state.read();
+            conflict(&st.funcs)?;
+            if new.funcs.is_empty() {
+                return Ok(());
+            }
+            st.items.values().map(|e| e.obj.clone()).collect()
+        };
+        // Pass 1, off-lock: every object of the snapshot.
+        let mut computed: Map<ObjectKey, (Object<K>, Vec<Vec<String>>)> =
+            Map::with_capacity_and_hasher(snapshot.len(), RandomState::default());
+        for obj in snapshot {
+            let vals = compute(&new.funcs, &obj)?;
+            computed.insert(obj.key().clone(), (obj, vals));
         }
-        if new.funcs.is_empty() {
-            return Ok(());
-        }
-        loop {
-            // Snapshot, compute off-lock, then apply if nothing moved underneath.
-            let (funcs, snapshot): (Funcs<K>, Vec<Object<K>>) = {
-                let st = self.state.read();
-                (st.funcs.clone(), st.items.values().map(|e| e.obj.clone()).collect())
+        // Pass 2, writers excluded: only the objects written since the snapshot.
+        let st = self.state.upgradable_read();
+        conflict(&st.funcs)?;
+        let mut all_vals: Vec<(ObjectKey, Vec<Vec<String>>)> = Vec::with_capacity(st.items.len());
+        for (key, e) in st.items.iter() {
+            let vals = match computed.remove(key) {
+                Some((o, vals)) if o.ptr_eq(&e.obj) => vals,
+                _ => compute(&new.funcs, &e.obj)?,
             };
-            let mut computed = Vec::with_capacity(snapshot.len());
-            for obj in &snapshot {
-                computed.push(compute(&new.funcs, obj)?);
-            }
-            let mut st = self.state.write();
-            if !Arc::ptr_eq(&st.funcs, &funcs)
-                || st.items.len() != snapshot.len()
-                || !snapshot.iter().all(|o| st.items.get(o.key()).is_some_and(|e| e.obj.ptr_eq(o)))
-            {
-                continue; // a writer got in between: recompute against the new content
-            }
-            for (n, _) in &new.funcs {
-                if st.funcs.iter().any(|(m, _)| m == n) {
-                    return Err(IndexError::Conflict(n.to_string()));
-                }
-            }
-            let base = st.funcs.len();
-            let mut all: Vec<_> = st.funcs.iter().cloned().collect();
-            all.extend(new.funcs.iter().cloned());
-            st.funcs = Arc::new(all);
-            for _ in &new.funcs {
-                st.indices.push(Map::default());
-            }
-            for (obj, vals) in snapshot.iter().zip(computed) {
-                let key = obj.key().clone();
-                let mut kept: Vec<Vals> = Vec::with_capacity(vals.len());
-                for (j, v) in vals.into_iter().enumerate() {
-                    kept.push(st.reindex(base + j, &key, None, v));
-                }
-                let entry = st.items.get_mut(&key).expect("checked above");
-                let mut vs = std::mem::take(&mut entry.vals).into_vec();
-                vs.extend(kept);
-                entry.vals = vs.into_boxed_slice();
-            }
-            return Ok(());
+            all_vals.push((key.clone(), vals));
         }
+        let mut st = RwLockUpgradableReadGuard::upgrade(st);
+        let base = st.funcs.len();
+        let mut funcs: Vec<_> = st.funcs.iter().cloned().collect();
+        funcs.extend(new.funcs.iter().cloned());
+        st.funcs = Arc::new(funcs);
+        for _ in &new.funcs {
+            st.indices.push(Map::default());
+        }
+        for (key, vals) in all_vals {
+            let mut kept: Vec<Vals> = Vec::with_capacity(vals.len());
+            for (j, v) in vals.into_iter().enumerate() {
+                kept.push(st.reindex(base + j, &key, None, v));
+            }
+            let entry = st.items.get_mut(&key).expect("writers were excluded");
+            let mut vs = std::mem::take(&mut entry.vals).into_vec();
+            vs.extend(kept);
+            entry.vals = vs.into_boxed_slice();
+        }
+        Ok(())
     }
 
     /// The names of the index functions.
