@@ -8,6 +8,10 @@ mod watch;
 
 use clap::{Parser, Subcommand};
 
+// Both benchmark binaries use the same allocator, so the comparison measures the libraries.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Kubernetes list-watch and informers in Rust.
 #[derive(Parser)]
 #[command(name = "informer", version, about)]

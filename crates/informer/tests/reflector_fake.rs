@@ -375,7 +375,7 @@ async fn plain_bookmark_before_the_end_marker_falls_back_to_list() {
     tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
     tx.send(WatchEvent::Bookmark { resource_version: "33".into(), initial_events_end: false }).unwrap();
     assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
-    let o = &lw.watch_opts.lock()[0];
+    let o = lw.watch_opts.lock()[0].clone();
     assert_eq!(o.send_initial_events, Some(true));
     assert_eq!(o.resource_version_match, Some(informer::ResourceVersionMatch::NotOlderThan));
     assert!(o.allow_watch_bookmarks);

@@ -14,6 +14,10 @@ use informer_bench::proc_status_kb;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
+// Both benchmark binaries use the same allocator, so the comparison measures the libraries.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 struct Args {
     #[arg(long)]
