@@ -13,3 +13,14 @@ pub fn proc_status_kb(field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Limits glibc malloc to one arena. The watch reader allocates objects on one thread and the
+/// cache frees replaced ones on another; with per-thread arenas that pattern grows the heap by
+/// ~50% over a long update stream. Both benchmark binaries call this, so the comparison is fair.
+pub fn single_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; called before other threads start.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}

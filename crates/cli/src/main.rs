@@ -8,10 +8,6 @@ mod watch;
 
 use clap::{Parser, Subcommand};
 
-// Both benchmark binaries use the same allocator, so the comparison measures the libraries.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Kubernetes list-watch and informers in Rust.
 #[derive(Parser)]
 #[command(name = "informer", version, about)]
@@ -34,7 +30,19 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// Limits glibc malloc to one arena (see docs/benchmarks.md): the watch reader allocates objects
+/// on one thread and the cache frees replaced ones on another, which per-thread arenas turn into
+/// heap growth over long update streams.
+fn single_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 fn main() -> std::process::ExitCode {
+    single_malloc_arena();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into()))

@@ -88,11 +88,13 @@ fn upsert<K, H>(handler: &H, store: &Indexer<K>, o: Object<K>, initial: bool)
 where
     H: ResourceEventHandler<K> + ?Sized,
 {
-    let old = store.get(&o);
-    if let Err(e) = store.add(o.clone()) {
-        tracing::error!(error = %e, "store update failed");
-        return;
-    }
+    let old = match store.upsert(o.clone()) {
+        Ok(old) => old,
+        Err(e) => {
+            tracing::error!(error = %e, "store update failed");
+            return;
+        }
+    };
     match old {
         Some(old) => handler.on_update(&old, &o),
         None => handler.on_add(&o, initial),

@@ -133,6 +133,12 @@ pub struct Reflector<K, L, Q> {
     _k: std::marker::PhantomData<fn() -> K>,
 }
 
+/// Where an event's resourceVersion comes from.
+enum Either<K> {
+    Obj(Object<K>),
+    Rv(String),
+}
+
 enum Stop {
     Cancelled,
     Err(Error),
@@ -220,7 +226,9 @@ where
     fn set_last_sync(&self, rv: &str) {
         let mut st = self.status.inner.lock();
         if st.last_sync != rv {
-            st.last_sync = rv.to_string();
+            // Reuses the buffer: this runs once per watch event.
+            st.last_sync.clear();
+            st.last_sync.push_str(rv);
         }
     }
 
@@ -508,22 +516,26 @@ where
                 Some(Err(e)) => return Err(Stop::Err(e)),
                 Some(Ok(ev)) => ev,
             };
-            let rv = ev.resource_version().map(str::to_string);
-            let r = match ev {
-                WatchEvent::Added(o) => self.queue.add(o).await,
+            // The event's resourceVersion, read after the event is queued (an Arc clone, no copy).
+            let (r, rv_of): (_, Either<K>) = match ev {
+                WatchEvent::Added(o) => (self.queue.add(o.clone()).await, Either::Obj(o)),
                 WatchEvent::Modified(o) => {
                     propagate = true;
-                    self.queue.update(o).await
+                    (self.queue.update(o.clone()).await, Either::Obj(o))
                 }
                 WatchEvent::Deleted(o) => {
                     propagate = true;
-                    self.queue.delete(o).await
+                    (self.queue.delete(o.clone()).await, Either::Obj(o))
                 }
                 WatchEvent::Bookmark { resource_version, .. } => {
                     propagate = true;
-                    self.queue.bookmark(&resource_version).await
+                    (self.queue.bookmark(&resource_version).await, Either::Rv(resource_version))
                 }
                 WatchEvent::Error(status) => return Err(Stop::Err(Error::api(status))),
+            };
+            let rv = match &rv_of {
+                Either::Obj(o) => o.resource_version(),
+                Either::Rv(r) => Some(r.as_str()),
             };
             match r {
                 Ok(()) => {}
@@ -533,7 +545,7 @@ where
                 }
             }
             if propagate && let Some(rv) = rv.filter(|r| !r.is_empty()) {
-                self.set_last_sync(&rv);
+                self.set_last_sync(rv);
             }
             count += 1;
         }

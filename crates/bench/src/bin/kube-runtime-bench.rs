@@ -14,10 +14,6 @@ use informer_bench::proc_status_kb;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
-// Both benchmark binaries use the same allocator, so the comparison measures the libraries.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 struct Args {
     #[arg(long)]
@@ -38,8 +34,12 @@ struct Args {
     pods: u64,
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    informer_bench::single_malloc_arena();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+}
+
+async fn run() -> Result<()> {
     let args = Args::parse();
     let streaming = !args.list;
     let w1 = if args.w1 {

@@ -178,17 +178,22 @@ impl<K> State<K> {
         }
     }
 
-    fn put(&mut self, obj: Object<K>, vals: Vec<Vec<String>>) {
-        let key = obj.key().clone();
+    /// Stores `obj`, returning the object it replaced.
+    fn put(&mut self, obj: Object<K>, vals: Vec<Vec<String>>) -> Option<Object<K>> {
         if let Some(rv) = obj.resource_version() {
             self.set_rv(rv);
         }
-        let old = self.items.remove(&key);
+        let old = self.items.remove(obj.key().as_str());
+        let key = match &old {
+            Some(e) => e.obj.key().clone(),
+            None => obj.key().clone(),
+        };
         let mut kept = Vec::with_capacity(vals.len());
         for (i, new) in vals.into_iter().enumerate() {
             kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
         }
         self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
+        old.map(|e| e.obj)
     }
 
     fn remove(&mut self, key: &str) -> Option<Entry<K>> {
@@ -244,6 +249,11 @@ impl<K> Indexer<K> {
 
     /// Adds or replaces an object (client-go `Add`).
     pub fn add(&self, obj: Object<K>) -> Result<(), IndexError> {
+        self.upsert(obj).map(|_| ())
+    }
+
+    /// Adds or replaces an object and returns the one it replaced (one lock, one lookup).
+    pub fn upsert(&self, obj: Object<K>) -> Result<Option<Object<K>>, IndexError> {
         self.write(|f| compute(f, &obj), |st, vals| vals.map(|v| st.put(obj.clone(), v)))
     }
 
