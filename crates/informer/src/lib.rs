@@ -11,29 +11,45 @@ pub mod backoff;
 pub mod controller;
 pub mod decode;
 pub mod delta;
+pub mod factory;
 pub mod fake;
 pub mod fifo;
+pub mod filtering;
 pub mod handler;
 pub mod key;
 pub mod kube_lw;
+pub mod lister;
 pub mod listwatch;
 pub mod object;
 pub mod reflector;
+pub mod selector;
+pub mod shared_informer;
 pub mod signal;
 pub mod store;
+pub mod wait;
 pub mod workqueue;
 
 pub use controller::{Controller, process_deltas};
 pub use delta::{Delta, DeltaType};
+pub use factory::{FactoryBuilder, SharedInformerFactory};
 pub use fifo::{DeltaFifo, FifoClosed, RealFifo};
+pub use filtering::FilteringHandler;
 pub use handler::{HandlerFns, ResourceEventHandler};
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
+pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent,
     WatchStream,
 };
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
 pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
+pub use selector::{LabelSelector, SelectorError};
+pub use shared_informer::{
+    Backlog, BacklogPolicy, DynListerWatcher, HandlerOptions, HandlerRegistration, InformerError,
+    InformerMetrics, InformerOptions, Notification, NotificationStream, QueueKind,
+    SharedIndexInformer, WatchErrorHandler,
+};
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};
+pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};
