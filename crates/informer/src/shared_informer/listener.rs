@@ -350,11 +350,17 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 } else {
                     0
                 };
-                return Some(self.seen(Item {
+                match self.seen(Item {
                     n,
                     credit,
                     enqueued: None,
-                }));
+                }) {
+                    Some(item) => return Some(item),
+                    None => {
+                        l.finish_initial(credit);
+                        continue;
+                    }
+                }
             }
             let popped = {
                 let mut b = l.buf.lock();
@@ -374,11 +380,14 @@ impl<K: Send + Sync + 'static> Consumer<K> {
             match p.entry {
                 Entry::One(n) => {
                     let credit = usize::from(n.is_initial_add());
-                    return Some(self.seen(Item {
+                    match self.seen(Item {
                         n,
                         credit,
                         enqueued: Some(p.at),
-                    }));
+                    }) {
+                        Some(item) => return Some(item),
+                        None => l.finish_initial(credit),
+                    }
                 }
                 Entry::Resync { snapshot, credit } => {
                     self.expand(snapshot, credit);
@@ -425,21 +434,46 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         self.expanded_credit += credit;
     }
 
-    fn seen(&mut self, item: Item<K>) -> Item<K> {
-        if let Some(seen) = &mut self.seen {
-            match &item.n {
-                Notification::Add { obj, .. } => {
-                    seen.insert(obj.key().clone(), obj.clone());
+    /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and
+    /// records what it has seen. Notifications already covered by a resync (an add of a key the
+    /// handler has, with the very object it has; a delete of a key it does not have) are dropped;
+    /// an add of a seen key becomes an update and an update of an unseen key an add.
+    fn seen(&mut self, mut item: Item<K>) -> Option<Item<K>> {
+        let Some(seen) = &mut self.seen else {
+            return Some(item);
+        };
+        match item.n {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => match seen.insert(obj.key().clone(), obj.clone()) {
+                Some(old) if old.ptr_eq(&obj) => return None,
+                Some(old) => item.n = Notification::Update { old, new: obj },
+                None => {
+                    item.n = Notification::Add {
+                        obj,
+                        is_in_initial_list,
+                    }
                 }
-                Notification::Update { new, .. } => {
-                    seen.insert(new.key().clone(), new.clone());
-                }
-                Notification::Delete(d) => {
-                    seen.remove(d.key());
+            },
+            Notification::Update { old, new } => {
+                match seen.insert(new.key().clone(), new.clone()) {
+                    Some(prev) if prev.ptr_eq(&new) && !prev.ptr_eq(&old) => return None,
+                    Some(prev) => item.n = Notification::Update { old: prev, new },
+                    None => {
+                        item.n = Notification::Add {
+                            obj: new,
+                            is_in_initial_list: false,
+                        }
+                    }
                 }
             }
+            Notification::Delete(d) => {
+                seen.remove(d.key())?;
+                item.n = Notification::Delete(d);
+            }
         }
-        item
+        Some(item)
     }
 }
 
