@@ -921,3 +921,31 @@ async fn metrics_are_recorded() {
     run.await.unwrap();
     assert_eq!(metrics.handler_panics("cms", "h"), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_can_be_added_from_a_plain_thread_after_start() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let inf = informer(&src, Duration::ZERO);
+    let (cancel, run) = spawn(&inf);
+    wait_signal(&inf.synced(), LIMIT).await;
+    let r = Recorder::new();
+    let reg = std::thread::spawn({
+        let (inf, r) = (inf.clone(), r.clone());
+        move || inf.add_event_handler(Rec(r)).unwrap()
+    })
+    .join()
+    .unwrap();
+    wait_signal(&reg.synced(), LIMIT).await;
+    assert_eq!(r.count(|e| matches!(e, Ev::Add { initial: true, .. })), 1);
+    inf.shutdown_event_handler(&reg).await.unwrap();
+    assert!(reg.finished().is_set());
+    src.add(cm("b", "1"));
+    let probe = Recorder::new();
+    let p = inf.add_event_handler(Rec(probe.clone())).unwrap();
+    wait_signal(&p.synced(), LIMIT).await;
+    probe.wait_for("b", LIMIT, |r| r.view().len() == 2).await;
+    assert_eq!(r.len(), 1, "a removed handler receives nothing more");
+    cancel.cancel();
+    run.await.unwrap();
+}

@@ -22,7 +22,6 @@ use super::metrics::InformerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
 use crate::object::{DeletedObject, Object};
-use crate::signal::Signal;
 
 /// How a listener's notifications are consumed.
 pub(crate) enum Sink<K> {
@@ -46,6 +45,9 @@ struct Slot<K> {
 }
 
 struct State<K> {
+    /// The runtime consumers are spawned on (captured by `start`, so handlers can be added
+    /// from any thread).
+    runtime: Option<tokio::runtime::Handle>,
     slots: Vec<Slot<K>>,
     /// Consumers of removed listeners, still finishing their in-flight call.
     retired: Vec<(Arc<Listener<K>>, Running)>,
@@ -71,6 +73,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
     pub fn new(metrics: Option<InformerSeries>) -> Self {
         Processor {
             state: RwLock::new(State {
+                runtime: None,
                 slots: Vec::new(),
                 retired: Vec::new(),
                 running: false,
@@ -80,14 +83,11 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
-    fn spawn(l: &Arc<Listener<K>>, sink: &Sink<K>) -> Option<Running> {
+    fn spawn(rt: &tokio::runtime::Handle, l: &Arc<Listener<K>>, sink: &Sink<K>) -> Option<Running> {
         match sink {
-            Sink::Task(h) => Some(Running::Task(tokio::spawn(run_handler(
-                l.clone(),
-                h.clone(),
-            )))),
+            Sink::Task(h) => Some(Running::Task(rt.spawn(run_handler(l.clone(), h.clone())))),
             Sink::Thread(h) => {
-                let rt = tokio::runtime::Handle::current();
+                let rt = rt.clone();
                 let (l2, h2) = (l.clone(), h.clone());
                 let t = std::thread::Builder::new()
                     .name(format!("informer-handler-{}", l.name))
@@ -104,10 +104,9 @@ impl<K: Send + Sync + 'static> Processor<K> {
     /// queueing its synthetic adds).
     pub fn add(&self, listener: Arc<Listener<K>>, sink: Sink<K>) -> bool {
         let mut st = self.state.write();
-        let running = if st.running {
-            Self::spawn(&listener, &sink)
-        } else {
-            None
+        let running = match (&st.runtime, st.running) {
+            (Some(rt), true) => Self::spawn(rt, &listener, &sink),
+            _ => None,
         };
         st.slots.push(Slot {
             listener,
@@ -131,15 +130,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
         Some(slot.listener)
     }
 
-    /// Starts every consumer.
+    /// Starts every consumer on the current runtime (call from within it).
     pub fn start(&self) {
+        let rt = tokio::runtime::Handle::current();
         let mut st = self.state.write();
         st.running = true;
+        let st = &mut *st;
         for s in st.slots.iter_mut() {
             if s.running.is_none() {
-                s.running = Self::spawn(&s.listener, &s.sink);
+                s.running = Self::spawn(&rt, &s.listener, &s.sink);
             }
         }
+        st.runtime = Some(rt);
     }
 
     /// The informer synced: every listener learns it.
@@ -223,17 +225,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 s.listener.push(n.clone(), now);
             }
         }
-    }
-
-    /// Signals set when the listener's consumer ended.
-    #[allow(dead_code)]
-    pub fn finished_signals(&self) -> Vec<Signal> {
-        self.state
-            .read()
-            .slots
-            .iter()
-            .map(|s| s.listener.finished.clone())
-            .collect()
     }
 }
 
