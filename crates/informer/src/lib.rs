@@ -2,7 +2,9 @@
 //!
 //! The pipeline: a [`Reflector`](crate) lists and watches the API server and feeds a queue
 //! ([`RealFifo`] by default, or [`DeltaFifo`]); the informer pops deltas, applies them to an
-//! [`Indexer`] (the local cache) and distributes notifications to handlers. See `docs/design.md`.
+//! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
+//! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
+//! [`NotificationStream`]) and read the cache through a [`Lister`]. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -593,9 +593,10 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
             inner.metrics.as_ref().map(|m| m.handler(&name)),
         ));
         if c.started {
-            // Late join: no delta is processed while the cache is replayed to the newcomer.
+            // Late join: no delta is processed while the cache is replayed to the newcomer. The
+            // synthetic adds are queued before the listener becomes visible to the processor, so
+            // the informer's sync cannot mark it synced before they are counted.
             let _barrier = inner.block_deltas.lock();
-            let upstream = inner.processor.add(listener.clone(), sink);
             let now = tokio::time::Instant::now();
             let mut n = 0usize;
             inner.indexer.for_each(|o| {
@@ -608,7 +609,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                     now,
                 )
             });
-            if upstream {
+            if inner.processor.add(listener.clone(), sink) {
                 listener.upstream_synced();
             }
             tracing::debug!(informer = %inner.name, handler = %name, objects = n, "late handler joined");
