@@ -488,3 +488,197 @@ pub(crate) async fn run_handler<K: Send + Sync + 'static>(
     }
     l.finished.set();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Indexers;
+
+    type Obj = Object<serde_json::Value>;
+
+    fn obj(name: &str, rv: &str) -> Obj {
+        Object::from_json(format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn listener(
+        policy: BacklogPolicy,
+        idx: &Arc<Indexer<serde_json::Value>>,
+    ) -> Listener<serde_json::Value> {
+        Listener::new(
+            1,
+            1,
+            "t".into(),
+            policy,
+            Duration::ZERO,
+            Duration::ZERO,
+            idx.clone(),
+            None,
+        )
+    }
+
+    fn describe(n: &Notification<serde_json::Value>) -> String {
+        match n {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => format!(
+                "add {}@{} {is_in_initial_list}",
+                obj.name(),
+                obj.resource_version().unwrap()
+            ),
+            Notification::Update { old, new } => format!(
+                "update {} {}->{}",
+                new.name(),
+                old.resource_version().unwrap(),
+                new.resource_version().unwrap()
+            ),
+            Notification::Delete(d) => {
+                format!("delete {} {}", d.key().name(), d.is_final_state_unknown())
+            }
+        }
+    }
+
+    async fn drain(
+        c: &mut Consumer<serde_json::Value>,
+        l: &Listener<serde_json::Value>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        // Everything pending is ready: a consumer that would wait means the backlog is drained.
+        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(50), c.next(l)).await
+        {
+            out.push(describe(&item.n));
+            l.delivered_without_call(&item);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn bounded_overflow_resyncs_against_what_the_handler_saw() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Bounded(2), &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        let (a1, b1) = (obj("a", "1"), obj("b", "1"));
+        for o in [&a1, &b1] {
+            idx.add(o.clone()).unwrap();
+            l.push(
+                Notification::Add {
+                    obj: o.clone(),
+                    is_in_initial_list: true,
+                },
+                now,
+            );
+        }
+        l.upstream_synced();
+        assert_eq!(drain(&mut c, &l).await, ["add a@1 true", "add b@1 true"]);
+        assert!(l.synced.is_set());
+        // Three changes while nobody consumes: the third overflows.
+        let a2 = obj("a", "2");
+        idx.add(a2.clone()).unwrap();
+        l.push(
+            Notification::Update {
+                old: a1.clone(),
+                new: a2.clone(),
+            },
+            now,
+        );
+        idx.delete(&b1);
+        l.push(Notification::Delete(DeletedObject::Object(b1.clone())), now);
+        let c3 = obj("c", "3");
+        idx.add(c3.clone()).unwrap();
+        l.push(
+            Notification::Add {
+                obj: c3.clone(),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        assert_eq!(l.backlog().len, 1);
+        assert_eq!(l.overflows(), 1);
+        // Already covered by the snapshot: dropped or normalised.
+        l.push(
+            Notification::Add {
+                obj: c3.clone(),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        let mut got = drain(&mut c, &l).await;
+        got[..3].sort();
+        assert_eq!(got, ["add c@3 false", "delete b true", "update a 1->2"]);
+    }
+
+    #[tokio::test]
+    async fn unbounded_keeps_everything_in_order_and_close_drops_the_backlog() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        for i in 0..100 {
+            l.push(
+                Notification::Add {
+                    obj: obj(&format!("o{i}"), "1"),
+                    is_in_initial_list: false,
+                },
+                now,
+            );
+        }
+        assert_eq!(l.backlog().len, 100);
+        assert!(c.next(&l).await.is_some());
+        l.close();
+        assert!(c.next(&l).await.is_none());
+        l.push(
+            Notification::Add {
+                obj: obj("late", "1"),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        assert_eq!(l.backlog().len, 0, "nothing is queued after close");
+    }
+
+    #[tokio::test]
+    async fn registration_syncs_only_after_upstream_and_initial_adds() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        l.push(
+            Notification::Add {
+                obj: obj("a", "1"),
+                is_in_initial_list: true,
+            },
+            Instant::now(),
+        );
+        l.upstream_synced();
+        assert!(!l.synced.is_set());
+        let item = c.next(&l).await.unwrap();
+        assert!(!l.synced.is_set(), "not before the handler returns");
+        l.deliver(&crate::HandlerFns::new(), item);
+        assert!(l.synced.is_set());
+    }
+
+    #[test]
+    fn resync_due_flags_follow_the_period() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = Listener::new(
+            1,
+            1,
+            "t".into(),
+            BacklogPolicy::Unbounded,
+            Duration::from_secs(2),
+            Duration::from_secs(2),
+            idx,
+            None,
+        );
+        let t0 = Instant::now();
+        assert!(!l.should_resync(t0 + Duration::from_secs(1)));
+        assert!(!l.syncing.load(Ordering::Acquire));
+        assert!(l.should_resync(t0 + Duration::from_secs(2)));
+        assert!(l.syncing.load(Ordering::Acquire));
+        assert!(!l.should_resync(t0 + Duration::from_secs(3)));
+        assert!(l.should_resync(t0 + Duration::from_secs(4)));
+    }
+}
