@@ -32,6 +32,7 @@ trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
     fn synced(&self) -> Signal;
+    fn stopped(&self) -> Signal;
 }
 
 impl<K: Send + Sync + 'static> AnyInformer for SharedIndexInformer<K> {
@@ -44,6 +45,9 @@ impl<K: Send + Sync + 'static> AnyInformer for SharedIndexInformer<K> {
     }
     fn synced(&self) -> Signal {
         SharedIndexInformer::synced(self)
+    }
+    fn stopped(&self) -> Signal {
+        SharedIndexInformer::stopped(self)
     }
 }
 
@@ -294,17 +298,34 @@ impl SharedInformerFactory {
         }
     }
 
-    /// Waits until every started informer has synced, or `timeout`; names those that did not.
+    /// Waits until every started informer has synced (or stopped), or `timeout`; names those
+    /// that did not sync.
     pub async fn wait_for_cache_sync(&self, timeout: Option<Duration>) -> SyncResult {
-        let signals: Vec<Signal> = {
+        let pairs: Vec<(Signal, Signal)> = {
             let st = self.inner.state.lock();
             st.informers
                 .values()
                 .filter(|e| e.running.is_some())
-                .map(|e| e.informer.synced())
+                .map(|e| (e.informer.synced(), e.informer.stopped()))
                 .collect()
         };
-        wait_for_cache_sync(&signals, timeout).await
+        let all = futures_util::future::join_all(pairs.iter().map(|(synced, stopped)| async {
+            tokio::select! {
+                _ = synced.wait() => {}
+                _ = stopped.wait() => {}
+            }
+        }));
+        match timeout {
+            Some(t) => {
+                let _ = tokio::time::timeout(t, all).await;
+            }
+            None => {
+                all.await;
+            }
+        }
+        let synced: Vec<Signal> = pairs.into_iter().map(|(s, _)| s).collect();
+        // Everything has ended: this only classifies (and logs).
+        wait_for_cache_sync(&synced, Some(Duration::ZERO)).await
     }
 
     /// Stops every informer the factory started and waits until they have all returned.

@@ -949,3 +949,95 @@ async fn handlers_can_be_added_from_a_plain_thread_after_start() {
     cancel.cancel();
     run.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_bounded_stream_converges_when_read_late() {
+    let src = FakeSource::new();
+    for i in 0..5 {
+        src.add(cm(&format!("o{i}"), "0"));
+    }
+    let inf = informer(&src, Duration::ZERO);
+    let mut stream = inf
+        .subscribe_with_options(HandlerOptions::new().backlog(BacklogPolicy::Bounded(4)))
+        .unwrap();
+    let (cancel, run) = spawn(&inf);
+    wait_signal(&inf.synced(), LIMIT).await;
+    assert!(!stream.registration().has_synced(), "nothing read yet");
+    for i in 0..5 {
+        src.modify(cm(&format!("o{i}"), "1"));
+    }
+    src.delete(cm("o0", ""));
+    src.add(cm("o9", "new"));
+    let want = source_view(&src);
+    let probe = Recorder::new();
+    let p = inf.add_event_handler(Rec(probe.clone())).unwrap();
+    wait_signal(&p.synced(), LIMIT).await;
+    probe.wait_for("cache", LIMIT, |r| r.view() == want).await;
+    assert!(stream.registration().overflows() >= 1);
+    assert!(stream.registration().backlog().len <= 4, "bounded");
+    // Read everything the stream has: it converges to the final state.
+    let r = Recorder::new();
+    while !stream.registration().has_synced() || stream.registration().backlog().len > 0 {
+        match stream.next().await.unwrap() {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => r.add(&obj, is_in_initial_list),
+            Notification::Update { old, new } => r.update(&old, &new),
+            Notification::Delete(d) => r.delete(&d),
+        }
+    }
+    r.assert_no_errors();
+    assert_eq!(r.view(), want);
+    cancel.cancel();
+    run.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_add_and_remove_abuse() {
+    let src = FakeSource::new();
+    let inf = informer(&src, Duration::from_millis(10));
+    let (cancel, run) = spawn(&inf);
+    wait_signal(&inf.synced(), LIMIT).await;
+    let writer = tokio::spawn({
+        let src = src.clone();
+        async move {
+            for i in 0..300u32 {
+                src.add(cm(&format!("o{i}"), "1"));
+                if i % 10 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    });
+    let abusers: Vec<_> = (0..4)
+        .map(|_| {
+            let inf = inf.clone();
+            tokio::spawn(async move {
+                for i in 0..50u32 {
+                    let reg = inf
+                        .add_event_handler_with_resync(HandlerFns::new(), Duration::from_secs(1))
+                        .unwrap();
+                    if i % 3 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                    inf.remove_event_handler(&reg).unwrap();
+                    inf.remove_event_handler(&reg).unwrap();
+                }
+            })
+        })
+        .collect();
+    for a in abusers {
+        a.await.unwrap();
+    }
+    writer.await.unwrap();
+    assert!(inf.registrations().is_empty());
+    let r = Recorder::new();
+    let reg = inf.add_event_handler(Rec(r.clone())).unwrap();
+    wait_signal(&reg.synced(), LIMIT).await;
+    r.wait_for("all objects", LIMIT, |r| r.view().len() == 300)
+        .await;
+    cancel.cancel();
+    run.await.unwrap();
+    assert!(inf.stopped().is_set());
+}

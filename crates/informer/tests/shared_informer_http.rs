@@ -321,3 +321,21 @@ async fn hammer_over_http_converges() {
     cancel.cancel();
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn factory_wait_ends_when_informers_stop_unsynced() {
+    let server = ApiServer::builder().start().await.unwrap();
+    server.fail_next_with_500(1_000_000);
+    let factory = SharedInformerFactory::new(client(&server).await);
+    let pods = factory.informer::<Pod>();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let waiter = tokio::spawn({
+        let f = factory.clone();
+        async move { f.wait_for_cache_sync(None).await }
+    });
+    factory.shutdown().await;
+    let r = tokio::time::timeout(LIMIT, waiter).await.unwrap().unwrap();
+    assert_eq!(r.not_synced, [pods.synced().name()]);
+    assert!(pods.is_stopped());
+}

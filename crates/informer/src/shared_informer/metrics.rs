@@ -276,8 +276,12 @@ impl InformerSeries {
     }
 
     pub fn set_last_rv(&self, rv: &str) {
-        let tail = &rv[rv.len().saturating_sub(15)..];
-        if let Ok(v) = tail.parse::<i64>() {
+        let b = rv.as_bytes();
+        let tail = &b[b.len().saturating_sub(15)..];
+        if let Some(v) = std::str::from_utf8(tail)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok())
+        {
             self.last_rv.set(v);
         }
     }

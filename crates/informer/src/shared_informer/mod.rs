@@ -345,6 +345,7 @@ struct Inner<K> {
     /// cache consistently (client-go's `blockDeltas`).
     block_deltas: Mutex<()>,
     synced: Signal,
+    stopped: Signal,
     status: std::sync::OnceLock<ReflectorStatus>,
     queue_kind: QueueKind,
     reflector_opts: ReflectorOptions,
@@ -404,6 +405,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                 }),
                 block_deltas: Mutex::new(()),
                 synced: Signal::new(format!("SharedIndexInformer {name}")),
+                stopped: Signal::new(format!("SharedIndexInformer {name} stopped")),
                 status: std::sync::OnceLock::new(),
                 queue_kind: opts.queue,
                 reflector_opts: opts.reflector,
@@ -444,6 +446,11 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
     /// Whether `run` has returned.
     pub fn is_stopped(&self) -> bool {
         self.inner.config.lock().stopped
+    }
+
+    /// The signal set when `run` has returned (every handler consumer ended).
+    pub fn stopped(&self) -> Signal {
+        self.inner.stopped.clone()
     }
 
     /// Whether `run` has been called.
@@ -774,6 +781,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         tokio::join!(reflect, process, synced);
         inner.config.lock().stopped = true;
         inner.processor.stop().await;
+        inner.stopped.set();
         tracing::info!(informer = %inner.name, "informer stopped");
     }
 }
