@@ -330,12 +330,12 @@ async fn factory_wait_ends_when_informers_stop_unsynced() {
     let pods = factory.informer::<Pod>();
     let cancel = CancellationToken::new();
     factory.start(&cancel);
-    let waiter = tokio::spawn({
-        let f = factory.clone();
-        async move { f.wait_for_cache_sync(None).await }
-    });
-    factory.shutdown().await;
-    let r = tokio::time::timeout(LIMIT, waiter).await.unwrap().unwrap();
+    // `join!` polls the wait first (it registers the started informer), then shuts down.
+    let (r, ()) = tokio::time::timeout(LIMIT, async {
+        tokio::join!(factory.wait_for_cache_sync(None), factory.shutdown())
+    })
+    .await
+    .unwrap();
     assert_eq!(r.not_synced, [pods.synced().name()]);
     assert!(pods.is_stopped());
 }
