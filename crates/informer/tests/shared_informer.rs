@@ -320,6 +320,13 @@ async fn registrations_sync_only_after_their_initial_adds_and_states_are_tracked
         early.count(|e| matches!(e, Ev::Add { initial: true, .. })),
         20
     );
+    // Handlers get the cache's own handles: distribution never copies an object.
+    let mut stream = inf.subscribe().unwrap();
+    let Some(Notification::Add { obj, .. }) = stream.next().await else {
+        panic!("expected a synthetic add")
+    };
+    assert!(obj.ptr_eq(&inf.indexer().get(&obj).unwrap()));
+    drop(stream);
     assert_eq!(inf.last_sync_resource_version(), "20");
     // A second run is refused (returns at once).
     inf.run(tokio_util::sync::CancellationToken::new()).await;

@@ -68,6 +68,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use listener::{Backlog, BacklogPolicy};
 pub use metrics::InformerMetrics;
@@ -778,9 +779,14 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
             reflector.run(cancel.clone()).await;
             queue.close();
         };
-        tokio::join!(reflect, process, synced);
-        inner.config.lock().stopped = true;
-        inner.processor.stop().await;
+        let span = tracing::info_span!("informer", informer = %inner.name);
+        async {
+            tokio::join!(reflect, process, synced);
+            inner.config.lock().stopped = true;
+            inner.processor.stop().await;
+        }
+        .instrument(span)
+        .await;
         inner.stopped.set();
         tracing::info!(informer = %inner.name, "informer stopped");
     }

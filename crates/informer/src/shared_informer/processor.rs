@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::RwLock;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::listener::{Listener, run_handler};
 use super::metrics::InformerSeries;
@@ -55,6 +56,10 @@ struct State<K> {
     upstream_synced: bool,
 }
 
+fn handler_span<K>(l: &Listener<K>) -> tracing::Span {
+    tracing::debug_span!("handler", handler = %l.name)
+}
+
 /// The listeners of one informer.
 pub(crate) struct Processor<K> {
     state: RwLock<State<K>>,
@@ -85,13 +90,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     fn spawn(rt: &tokio::runtime::Handle, l: &Arc<Listener<K>>, sink: &Sink<K>) -> Option<Running> {
         match sink {
-            Sink::Task(h) => Some(Running::Task(rt.spawn(run_handler(l.clone(), h.clone())))),
+            Sink::Task(h) => Some(Running::Task(
+                rt.spawn(run_handler(l.clone(), h.clone()).instrument(handler_span(l))),
+            )),
             Sink::Thread(h) => {
                 let rt = rt.clone();
                 let (l2, h2) = (l.clone(), h.clone());
                 let t = std::thread::Builder::new()
                     .name(format!("informer-handler-{}", l.name))
-                    .spawn(move || rt.block_on(run_handler(l2, h2)))
+                    .spawn(move || {
+                        let span = handler_span(&l2);
+                        rt.block_on(run_handler(l2, h2).instrument(span))
+                    })
                     .expect("cannot spawn a handler thread");
                 Some(Running::Thread(t))
             }
