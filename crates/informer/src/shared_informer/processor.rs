@@ -18,7 +18,8 @@ use parking_lot::RwLock;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::listener::{Listener, run_handler};
+use super::consumer::run_handler;
+use super::listener::Listener;
 use super::metrics::InformerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
