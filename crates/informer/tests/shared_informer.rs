@@ -935,9 +935,17 @@ async fn metrics_are_recorded() {
         text.contains(r#"informer_handler_backlog{informer="cms",handler="h"}"#),
         "{text}"
     );
+    // A broken watch whose history is gone relists (reason "relist").
+    src.modify_drop_watch(cm("a", "4"));
+    src.reset_watch();
+    r.wait_for("relist", LIMIT, |r| {
+        r.count(|e| matches!(e, Ev::Update { new, .. } if new == "4")) == 1
+    })
+    .await;
+    assert_eq!(metrics.lists("cms", "relist"), 1);
     cancel.cancel();
     run.await.unwrap();
-    assert_eq!(metrics.handler_panics("cms", "h"), 2);
+    assert_eq!(metrics.handler_panics("cms", "h"), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,6 +48,22 @@ pub enum QueueKind {
 pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// Options of a [`SharedIndexInformer`](super::SharedIndexInformer).
+///
+/// ```
+/// use informer::{Indexers, InformerOptions, QueueKind, SharedIndexInformer, fake::FakeSource};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use std::time::Duration;
+/// let opts = InformerOptions::<Pod>::default()
+///     .name("pods")
+///     .resync_period(Duration::from_secs(300))
+///     .queue(QueueKind::DeltaFifo)
+///     .indexers(Indexers::new().with_namespace_index().with("by-node", |p: &informer::Object<Pod>| {
+///         Ok(p.get().ok().and_then(|p| p.spec.as_ref()?.node_name.clone()).into_iter().collect())
+///     }))
+///     .transform(|o| Ok(o));
+/// let informer = SharedIndexInformer::with_options(FakeSource::new(), opts);
+/// assert_eq!(informer.name(), "pods");
+/// ```
 pub struct InformerOptions<K> {
     /// Name for logs, metrics and sync results (default: the lister-watcher's description).
     pub name: Option<String>,
@@ -125,6 +141,25 @@ impl<K: 'static> InformerOptions<K> {
 }
 
 /// Options of one handler registration.
+///
+/// ```
+/// use informer::{BacklogPolicy, HandlerFns, HandlerOptions, SharedIndexInformer, fake::FakeSource};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use std::time::Duration;
+/// let informer = SharedIndexInformer::<Pod>::new(FakeSource::new(), Duration::from_secs(60));
+/// let reg = informer
+///     .add_event_handler_with_options(
+///         HandlerFns::new().on_update(|_old, new| println!("{} changed", new.key())),
+///         HandlerOptions::new()
+///             .name("slow-exporter")
+///             .resync_period(Duration::from_secs(600))
+///             .backlog(BacklogPolicy::Bounded(10_000))
+///             .dedicated_thread(),
+///     )
+///     .unwrap();
+/// assert_eq!(reg.name(), "slow-exporter");
+/// assert_eq!(reg.resync_period(), Duration::from_secs(600));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct HandlerOptions {
     /// Name for logs and metrics (default `handler-<id>`).
