@@ -56,6 +56,7 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     n,
                     credit,
                     enqueued: None,
+                    backlog: self.expanded.len(),
                 }) {
                     Some(item) => return Some(item),
                     None => {
@@ -64,16 +65,17 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     }
                 }
             }
-            let popped = {
+            let (popped, backlog) = {
                 let mut b = l.buf.lock();
                 let p = b.items.pop_front();
+                let backlog = b.items.len();
                 if let Some(m) = &l.metrics {
                     m.backlog.set(b.items.len() as i64);
                 }
                 if p.is_none() && b.closed {
                     return None;
                 }
-                p
+                (p, backlog)
             };
             let Some(p) = popped else {
                 l.wake.notified().await;
@@ -86,6 +88,7 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                         n,
                         credit,
                         enqueued: Some(p.at),
+                        backlog,
                     }) {
                         Some(item) => return Some(item),
                         None => l.finish_initial(credit),

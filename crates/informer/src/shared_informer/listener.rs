@@ -30,6 +30,11 @@ use crate::object::Object;
 use crate::signal::Signal;
 use crate::store::Indexer;
 
+/// Backlog above which slow handler calls are logged (client-go's 1024).
+const SLOW_HANDLER_BACKLOG: usize = 1024;
+/// A handler call slower than this, with a backlog, is logged (client-go's 100 ms).
+const SLOW_HANDLER_CALL: Duration = Duration::from_millis(100);
+
 /// What happens when a handler falls behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BacklogPolicy {
@@ -111,6 +116,8 @@ pub(crate) struct Item<K> {
     /// Initial adds completed once this item is delivered.
     pub credit: usize,
     pub enqueued: Option<Instant>,
+    /// Notifications still pending behind this one when it was taken.
+    pub backlog: usize,
 }
 
 impl<K> Listener<K> {
@@ -290,7 +297,14 @@ impl<K: 'static> Listener<K> {
         if let (Some(m), Some(at)) = (&self.metrics, item.enqueued) {
             m.delivery.observe(at.elapsed().as_secs_f64());
         }
+        // client-go's "processorListener handler" trace: a slow call while far behind.
+        let timed = (item.backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
         let r = catch_unwind(AssertUnwindSafe(|| item.n.deliver_to(handler)));
+        if let Some(t) = timed
+            && t.elapsed() > SLOW_HANDLER_CALL
+        {
+            tracing::warn!(handler = %self.name, backlog = item.backlog, took = ?t.elapsed(), "slow event handler is falling behind");
+        }
         if let Err(p) = r {
             self.panics.fetch_add(1, Ordering::Relaxed);
             if let Some(m) = &self.metrics {
