@@ -218,7 +218,8 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.synced.clone()
     }
 
-    /// Whether `run` has returned.
+    /// Whether the informer has stopped: its stream ended and no handler can be added any more
+    /// ([`stopped`](Self::stopped) is set once `run` has also ended every handler consumer).
     pub fn is_stopped(&self) -> bool {
         self.inner.config.lock().stopped
     }

@@ -133,6 +133,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
         let i = st.slots.iter().position(|s| s.listener.id == id)?;
         let slot = st.slots.swap_remove(i);
         slot.listener.close();
+        // Forget consumers that have ended since (a long-lived informer may see many removals).
+        st.retired.retain(|(l, _)| !l.finished.is_set());
         match slot.running {
             // The consumer ends on its own after the in-flight call; `stop` awaits it.
             Some(r) => st.retired.push((slot.listener.clone(), r)),
