@@ -484,6 +484,11 @@ async fn removing_a_foreign_registration_is_an_error() {
     ));
     a.remove_event_handler(&reg).unwrap();
     assert!(reg.is_removed());
+    // One handler shared by two informers (`Arc<H>` is a handler).
+    let shared = Arc::new(HandlerFns::<Cm>::new());
+    a.add_event_handler(shared.clone()).unwrap();
+    b.add_event_handler(shared.clone()).unwrap();
+    assert_eq!(Arc::strong_count(&shared), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
