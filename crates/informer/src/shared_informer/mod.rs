@@ -470,10 +470,15 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                     u(e);
                 }
             }));
-            let first = std::sync::atomic::AtomicBool::new(true);
+            // "initial" until a list has succeeded (retries and fallbacks of the first list too).
+            let listed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let listed2 = listed.clone();
+            hooks.after_list = Some(Arc::new(move |_rv: &str| {
+                listed2.store(true, Ordering::Relaxed);
+            }));
             let m2 = m.clone();
             hooks.before_list = Some(Arc::new(move |rv: &str| {
-                if first.swap(false, Ordering::Relaxed) {
+                if !listed.load(Ordering::Relaxed) {
                     m2.lists_initial.inc();
                 } else if rv.is_empty() {
                     m2.lists_unavailable.inc();
