@@ -36,10 +36,10 @@ pub fn determine_resync_period(desired: Duration, check: Duration) -> Duration {
 /// Which queue sits between the reflector and the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueueKind {
-    /// [`RealFifo`] in atomic mode (client-go 1.36's default).
+    /// [`RealFifo`](crate::RealFifo) in atomic mode (client-go 1.36's default).
     #[default]
     RealFifo,
-    /// [`DeltaFifo`] with the cache as known objects and `emit_replaced` (client-go's legacy
+    /// [`DeltaFifo`](crate::DeltaFifo) with the cache as known objects and `emit_replaced` (client-go's legacy
     /// informer queue).
     DeltaFifo,
 }
