@@ -236,7 +236,12 @@ async fn dropped_watches_rewatch_without_relisting() {
     }
     h.churn(20);
     h.converge("after the last drop").await;
-    assert_eq!(h.lists.load(Ordering::SeqCst), 1, "a closed watch restarts from the last RV without a relist");
+    // A closed watch restarts from the last RV without a relist. Rarely, a re-established watch
+    // is closed by the next drop before its first event reaches it within a second, which
+    // client-go's very-short-watch rule (kept here) turns into one relist; every drop relisting
+    // would give 6.
+    let lists = h.lists.load(Ordering::SeqCst);
+    assert!(lists <= 2, "dropped watches must not relist: {lists} lists for 5 drops");
     h.stop().await;
 }
 
