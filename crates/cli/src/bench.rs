@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use informer::workqueue::WorkQueue;
-use informer::{Controller, HandlerFns, Indexer, Indexers, KubeListerWatcher, ObjectKey, RealFifo, ReflectorOptions};
+use informer::{
+    BacklogPolicy, HandlerFns, HandlerOptions, InformerOptions, KubeListerWatcher, ObjectKey, ReflectorOptions,
+    SharedIndexInformer,
+};
 use informer_apiserver::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
@@ -56,6 +59,13 @@ pub struct BenchArgs {
     /// Pods in the W1 workload.
     #[arg(long, default_value_t = 10_000)]
     pods: u64,
+    /// Number of handlers (fan-out); figures are those of the first.
+    #[arg(long, default_value_t = 1)]
+    handlers: usize,
+    /// Make the last handler sleep 1 ms per notification (on its own thread, backlog bounded at
+    /// 1000 then resynced from the cache).
+    #[arg(long)]
+    slow_handler: bool,
 }
 
 /// Reads a field (kB) of /proc/self/status.
@@ -131,18 +141,36 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         }
     });
 
-    let store = Arc::new(Indexer::<Pod>::new(Indexers::new().with_namespace_index()));
-    let fifo = Arc::new(RealFifo::<Pod>::new(Default::default()));
-    let lw = Arc::new(KubeListerWatcher::<Pod>::new(client, Some(&args.namespace)));
-    let opts = ReflectorOptions { name: "bench".into(), streaming_list: streaming, ..Default::default() };
-    let ctrl =
-        Arc::new(Controller::new(lw, fifo, store.clone(), Arc::new(handler), opts, Default::default()).with_batch(512));
+    let lw = KubeListerWatcher::<Pod>::new(client, Some(&args.namespace));
+    let opts = InformerOptions::default().name("bench").reflector(ReflectorOptions {
+        name: "bench".into(),
+        streaming_list: streaming,
+        ..Default::default()
+    });
+    let informer = SharedIndexInformer::with_options(lw, InformerOptions { batch: 512, ..opts });
+    let reg = informer.add_event_handler(handler)?;
+    for i in 1..args.handlers {
+        let slow = args.slow_handler && i + 1 == args.handlers;
+        let h = HandlerFns::<Pod>::new().on_update(move |_, o| {
+            std::hint::black_box(o.key());
+            if slow {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let ho = if slow {
+            HandlerOptions::new().name("slow").dedicated_thread().backlog(BacklogPolicy::Bounded(1000))
+        } else {
+            HandlerOptions::new()
+        };
+        informer.add_event_handler_with_options(h, ho)?;
+    }
+    let store = informer.indexer().clone();
     let cancel = CancellationToken::new();
-    let synced = ctrl.synced();
+    let synced = reg.synced();
     let t0 = Instant::now();
     let task = tokio::spawn({
-        let (c, k) = (ctrl.clone(), cancel.clone());
-        async move { c.run(k).await }
+        let (inf, k) = (informer.clone(), cancel.clone());
+        async move { inf.run(k).await }
     });
     tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
     let t_sync = Instant::now();
@@ -165,6 +193,8 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "client": "informer",
         "streaming": streaming,
         "handler": format!("{:?}", args.handler).to_lowercase(),
+        "handlers": args.handlers,
+        "slow_handler": args.slow_handler,
         "cached": store.len(),
         "initial": initial.load(Ordering::Relaxed),
         "sync_ms": (sync_ms * 10.0).round() / 10.0,

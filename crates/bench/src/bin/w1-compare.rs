@@ -72,5 +72,28 @@ fn main() -> Result<()> {
             );
         }
     }
+    // Fan-out: ten handlers, the last sleeping 1 ms per notification; the figure is the first
+    // (fast) handler's throughput relative to a single handler.
+    let base = vec![
+        "bench".to_string(),
+        "--w1".into(),
+        "--streaming".into(),
+        "--updates".into(),
+        updates.clone(),
+        "--pods".into(),
+        pods.clone(),
+    ];
+    let one = run(&ours, &base)?;
+    let mut fan = base.clone();
+    fan.extend(["--handlers".to_string(), "10".into(), "--slow-handler".into()]);
+    let ten = run(&ours, &fan)?;
+    println!("{one}");
+    println!("{ten}");
+    if let (Some(a), Some(b)) = (one["updates_per_s"].as_f64(), ten["updates_per_s"].as_f64()) {
+        println!(
+            "fan-out: with 10 handlers (one sleeping 1 ms per event) a fast handler keeps {:.0}% of single-handler throughput",
+            100.0 * b / a
+        );
+    }
     Ok(())
 }
