@@ -412,3 +412,36 @@ mod tests {
         assert!(!format!("{o:?}").contains("hunter2"));
     }
 }
+
+#[cfg(test)]
+mod kinds_tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::core::{DynamicObject, PartialObjectMeta};
+
+    #[test]
+    fn dynamic_objects_of_any_kind() {
+        let o: Object<DynamicObject> = Object::from_json(
+            &br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"ns","resourceVersion":"3"},"spec":{"size":7}}"#[..],
+        )
+        .unwrap();
+        assert_eq!(o.key().as_str(), "ns/w");
+        let d = o.get().unwrap();
+        assert_eq!(d.types.as_ref().unwrap().kind, "Widget");
+        assert_eq!(d.data["spec"]["size"], 7);
+    }
+
+    #[test]
+    fn metadata_only_objects() {
+        let o: Object<PartialObjectMeta<Pod>> = Object::from_json(
+            &br#"{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{"name":"p","namespace":"ns","resourceVersion":"9","labels":{"app":"x"}}}"#[..],
+        )
+        .unwrap();
+        assert_eq!(o.label("app"), Some("x"));
+        let m = o.get().unwrap();
+        assert_eq!(m.metadata.name.as_deref(), Some("p"));
+        // The same bytes can be viewed as another type.
+        let raw: Object<serde_json::Value> = o.cast();
+        assert_eq!(raw.get().unwrap()["kind"], "PartialObjectMetadata");
+    }
+}
