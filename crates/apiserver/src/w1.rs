@@ -13,6 +13,7 @@
 //! the watch stays open (idle) until the client goes away.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,11 +37,15 @@ pub struct W1Config {
     pub updates: u64,
     /// The list's resourceVersion (1000 in W1).
     pub list_rv: u64,
+    /// Pace the MODIFIED events at this many per second (for latency measurements); each event's
+    /// `generation` label then carries its send time in microseconds since the Unix epoch.
+    /// `None` = as fast as the client reads, with `generation` = the event number.
+    pub rate: Option<u64>,
 }
 
 impl Default for W1Config {
     fn default() -> Self {
-        W1Config { pods: 10_000, updates: 100_000, list_rv: 1000 }
+        W1Config { pods: 10_000, updates: 100_000, list_rv: 1000, rate: None }
     }
 }
 
@@ -213,6 +218,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         let from_rv: u64 = get("resourceVersion").and_then(|r| r.parse().ok()).unwrap_or(0);
         let first = if initial { 1 } else { from_rv.saturating_sub(sh.cfg.list_rv) + 1 };
         let body = WatchBody {
+            paced: None,
             sh: sh.clone(),
             initial: if initial { Some(0) } else { None },
             next: first,
@@ -252,15 +258,24 @@ struct WatchBody {
     /// Next MODIFIED event number (1-based).
     next: u64,
     buf: BytesMut,
+    /// When paced: the time event 1 is due, and the timer for the next due event.
+    paced: Option<(tokio::time::Instant, Pin<Box<tokio::time::Sleep>>)>,
+}
+
+fn micros_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 impl Body for WatchBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = &mut *self;
         let sh = this.sh.clone();
+        if let (Some(rate), None) = (sh.cfg.rate, this.initial) {
+            return this.poll_paced(cx, rate);
+        }
         this.buf.reserve(CHUNK + 8192);
         while this.buf.len() < CHUNK {
             if let Some(i) = this.initial {
@@ -282,6 +297,9 @@ impl Body for WatchBody {
                 }
                 continue;
             }
+            if sh.cfg.rate.is_some() {
+                break; // paced events go through poll_paced
+            }
             if this.next > sh.cfg.updates {
                 break;
             }
@@ -297,6 +315,47 @@ impl Body for WatchBody {
             return Poll::Pending;
         }
         let chunk = this.buf.split().freeze();
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+}
+
+impl WatchBody {
+    /// Paced mode: sends every event that is due, then sleeps until the next one.
+    fn poll_paced(&mut self, cx: &mut Context<'_>, rate: u64) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let sh = self.sh.clone();
+        let interval = std::time::Duration::from_nanos(1_000_000_000 / rate.max(1));
+        let (start, sleep) = self.paced.get_or_insert_with(|| {
+            let now = tokio::time::Instant::now();
+            (now, Box::pin(tokio::time::sleep_until(now)))
+        });
+        let start = *start;
+        loop {
+            if self.next > sh.cfg.updates {
+                return Poll::Pending; // all sent: stay open
+            }
+            let due = start + interval * (self.next - 1) as u32;
+            let now = tokio::time::Instant::now();
+            if due > now && self.buf.is_empty() {
+                sleep.as_mut().reset(due);
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                continue;
+            }
+            if due > now {
+                break;
+            }
+            let k = self.next;
+            let i = (k - 1) % sh.cfg.pods;
+            self.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
+            sh.tpl.write(&mut self.buf, i, sh.cfg.list_rv + k, micros_now());
+            self.buf.extend_from_slice(b"}\n");
+            self.next += 1;
+            if self.buf.len() >= CHUNK {
+                break;
+            }
+        }
+        let chunk = self.buf.split().freeze();
         Poll::Ready(Some(Ok(Frame::data(chunk))))
     }
 }

@@ -66,6 +66,14 @@ pub struct BenchArgs {
     /// 1000 then resynced from the cache).
     #[arg(long)]
     slow_handler: bool,
+    /// W1 paces updates at this many events/s and the report adds event-to-handler latency
+    /// percentiles (the `generation` label carries each event's send time).
+    #[arg(long)]
+    latency_rate: Option<u64>,
+}
+
+fn micros_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 /// Reads a field (kB) of /proc/self/status.
@@ -85,7 +93,7 @@ pub fn proc_status_kb(field: &str) -> u64 {
 pub async fn run(args: BenchArgs) -> Result<bool> {
     let streaming = !args.list;
     let w1 = if args.w1 {
-        let cfg = W1Config { pods: args.pods, updates: args.updates, list_rv: 1000 };
+        let cfg = W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: args.latency_rate };
         Some(W1Server::start(cfg, &args.namespace).await.context("cannot start W1")?)
     } else {
         None
@@ -116,6 +124,9 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         }
     };
     let (w1h, w2) = (work.clone(), work);
+    let latencies = Arc::new(parking_lot::Mutex::new(Vec::<u64>::with_capacity(target as usize)));
+    let measure_latency = args.latency_rate.is_some();
+    let lat = latencies.clone();
     let handler = {
         let (initial, updates, done) = (initial.clone(), updates.clone(), done.clone());
         HandlerFns::<Pod>::new()
@@ -127,6 +138,9 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
             })
             .on_update(move |_, o| {
                 w2(o);
+                if measure_latency && let Some(sent) = o.label("generation").and_then(|g| g.parse::<u64>().ok()) {
+                    lat.lock().push(micros_now().saturating_sub(sent));
+                }
                 if updates.fetch_add(1, Ordering::Relaxed) + 1 == target {
                     done.notify_one();
                 }
@@ -189,7 +203,13 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let update_s = t_sync.elapsed().as_secs_f64();
     let rss_end = proc_status_kb("VmRSS:");
     let peak = proc_status_kb("VmHWM:");
-    let line = serde_json::json!({
+    let (p50, p99) = {
+        let mut l = latencies.lock();
+        l.sort_unstable();
+        let pct = |p: f64| if l.is_empty() { 0 } else { l[((l.len() - 1) as f64 * p) as usize] };
+        (pct(0.50), pct(0.99))
+    };
+    let mut line = serde_json::json!({
         "client": "informer",
         "streaming": streaming,
         "handler": format!("{:?}", args.handler).to_lowercase(),
@@ -205,6 +225,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "rss_end_kb": rss_end,
         "peak_rss_kb": peak,
     });
+    if let Some(rate) = args.latency_rate {
+        line["latency_rate"] = rate.into();
+        line["latency_p50_us"] = p50.into();
+        line["latency_p99_us"] = p99.into();
+    }
     println!("{line}");
     cancel.cancel();
     let _ = task.await;

@@ -44,7 +44,7 @@ async fn run() -> Result<()> {
     let streaming = !args.list;
     let w1 = if args.w1 {
         Some(
-            W1Server::start(W1Config { pods: args.pods, updates: args.updates, list_rv: 1000 }, &args.namespace)
+            W1Server::start(W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: None }, &args.namespace)
                 .await?,
         )
     } else {
