@@ -164,10 +164,9 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Api
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
+        && len > limit
     {
-        if len > limit {
-            return Err(ApiError::too_large_body(limit));
-        }
+        return Err(ApiError::too_large_body(limit));
     }
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
@@ -283,9 +282,7 @@ async fn resource_request(
                     return Err(ApiError::new(
                         415,
                         "UnsupportedMediaType",
-                        format!(
-                            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
-                        ),
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json".to_string(),
                     ));
                 }
             };
@@ -394,10 +391,11 @@ async fn start_watch(
             base + base.mul_f64(rand::random::<f64>())
         }
     };
-    if let Some(n) = rv {
-        if n > store.resource_version() && !store.wait_for_rv(n, cfg.rv_wait).await {
-            return Err(ApiError::too_large_rv(n, store.resource_version()));
-        }
+    if let Some(n) = rv
+        && n > store.resource_version()
+        && !store.wait_for_rv(n, cfg.rv_wait).await
+    {
+        return Err(ApiError::too_large_rv(n, store.resource_version()));
     }
     let start = match (opts.send_initial_events, rv) {
         (Some(true), _) => WatchStart::Initial { end_bookmark: true },

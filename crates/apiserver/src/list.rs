@@ -177,11 +177,11 @@ impl ListOptions {
                 "ListOptions.meta.k8s.io \"\" is invalid: [{}]",
                 parts.join(", ")
             );
-            e.details = Some(json!({
+            e.details = Some(Box::new(json!({
                 "group": "meta.k8s.io",
                 "kind": "ListOptions",
                 "causes": errs.iter().map(|(f, r, m)| json!({"reason": r, "message": m, "field": f})).collect::<Vec<_>>(),
-            }));
+            })));
         }
         Err(e)
     }
@@ -346,12 +346,7 @@ pub async fn list(
     out.extend_from_slice(page.rv.to_string().as_bytes());
     out.push(b'"');
     if let Some(after) = &page.next_after {
-        let rv = if matches!(at, ListAt::Latest) && token.as_ref().is_some_and(|t| t.rv < 0) {
-            page.rv as i64
-        } else {
-            page.rv as i64
-        };
-        let t = ContinueToken::after(rv, after, ns, true);
+        let t = ContinueToken::after(page.rv as i64, after, ns, true);
         out.extend_from_slice(b",\"continue\":\"");
         out.extend_from_slice(t.encode().as_bytes());
         out.push(b'"');

@@ -135,9 +135,7 @@ impl LabelSelector {
             } else if let Some(i) = p.find(['>', '<']) {
                 let (k, v) = (p[..i].trim(), p[i + 1..].trim());
                 let n: i64 = v.parse().map_err(|_| {
-                    parse_err(format!(
-                        "for 'Gt', 'Lt' operators, the value must be an integer"
-                    ))
+                    parse_err("for 'Gt', 'Lt' operators, the value must be an integer".to_string())
                 })?;
                 let op = if p.as_bytes()[i] == b'>' {
                     Op::Gt(n)
@@ -174,13 +172,13 @@ impl LabelSelector {
                     req.key
                 )));
             }
-            if let Op::Eq(v) | Op::NotEq(v) = &req.op {
-                if !valid_label_value(v) {
-                    return Err(parse_err(format!(
-                        "values[0][{}]: Invalid value: \"{v}\"",
-                        req.key
-                    )));
-                }
+            if let Op::Eq(v) | Op::NotEq(v) = &req.op
+                && !valid_label_value(v)
+            {
+                return Err(parse_err(format!(
+                    "values[0][{}]: Invalid value: \"{v}\"",
+                    req.key
+                )));
             }
             reqs.push(req);
         }

@@ -143,15 +143,15 @@ impl ApiServerBuilder {
             None => None,
         };
         let store = Arc::new(Store::new(Arc::new(self.registry), self.history));
-        if self.default_namespaces {
-            if let Some(ns) = store.registry().lookup("namespaces").cloned() {
-                for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
-                    let obj = serde_json::json!({
-                        "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
-                        "spec": {"finalizers": ["kubernetes"]},
-                    });
-                    let _ = store.create(&ns, None, obj);
-                }
+        if self.default_namespaces
+            && let Some(ns) = store.registry().lookup("namespaces").cloned()
+        {
+            for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
+                let obj = serde_json::json!({
+                    "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                });
+                let _ = store.create(&ns, None, obj);
             }
         }
         let shared = Arc::new(Shared {

@@ -19,7 +19,7 @@ pub struct ApiError {
     /// `Status.message`.
     pub message: String,
     /// `Status.details` if any.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `Status.metadata.continue` (only for the expired-continue 410).
     pub continue_token: Option<String>,
     /// `Retry-After` header value in seconds, if any.
@@ -66,7 +66,7 @@ impl ApiError {
             "NotFound",
             format!("{} \"{name}\" not found", qualified(group, resource)),
         );
-        e.details = Some(details(group, resource, name));
+        e.details = Some(Box::new(details(group, resource, name)));
         e
     }
 
@@ -77,7 +77,7 @@ impl ApiError {
             "NotFound",
             "the server could not find the requested resource",
         );
-        e.details = Some(json!({}));
+        e.details = Some(Box::new(json!({})));
         e
     }
 
@@ -88,7 +88,7 @@ impl ApiError {
             "AlreadyExists",
             format!("{} \"{name}\" already exists", qualified(group, resource)),
         );
-        e.details = Some(details(group, resource, name));
+        e.details = Some(Box::new(details(group, resource, name)));
         e
     }
 
@@ -102,7 +102,7 @@ impl ApiError {
                 qualified(group, resource)
             ),
         );
-        e.details = Some(details(group, resource, name));
+        e.details = Some(Box::new(details(group, resource, name)));
         e
     }
 
@@ -138,7 +138,7 @@ impl ApiError {
         if name.is_empty() {
             d.remove("name");
         }
-        e.details = Some(Value::Object(d));
+        e.details = Some(Box::new(Value::Object(d)));
         e
     }
 
@@ -149,11 +149,11 @@ impl ApiError {
             "Invalid",
             format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {cause_message}"),
         );
-        e.details = Some(json!({
+        e.details = Some(Box::new(json!({
             "group": "meta.k8s.io",
             "kind": "ListOptions",
             "causes": [{"reason": cause_reason, "message": cause_message, "field": field}],
-        }));
+        })));
         e
     }
 
@@ -169,10 +169,10 @@ impl ApiError {
             "Timeout",
             format!("Timeout: Too large resource version: {requested}, current: {current}"),
         );
-        e.details = Some(json!({
+        e.details = Some(Box::new(json!({
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1,
-        }));
+        })));
         e
     }
 
@@ -197,7 +197,7 @@ impl ApiError {
             "TooManyRequests",
             "Too many requests, please try again later.",
         );
-        e.details = Some(json!({"retryAfterSeconds": retry_after}));
+        e.details = Some(Box::new(json!({"retryAfterSeconds": retry_after})));
         e.retry_after = Some(retry_after);
         e
     }
@@ -209,7 +209,7 @@ impl ApiError {
             "InternalError",
             format!("Internal error occurred: {cause}"),
         );
-        e.details = Some(json!({"causes": [{"message": cause}]}));
+        e.details = Some(Box::new(json!({"causes": [{"message": cause}]})));
         e
     }
 
@@ -220,7 +220,7 @@ impl ApiError {
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         );
-        e.details = Some(json!({}));
+        e.details = Some(Box::new(json!({})));
         e
     }
 
@@ -238,7 +238,7 @@ impl ApiError {
         m.insert("message".into(), self.message.clone().into());
         m.insert("reason".into(), self.reason.clone().into());
         if let Some(d) = &self.details {
-            m.insert("details".into(), d.clone());
+            m.insert("details".into(), (**d).clone());
         }
         m.insert("code".into(), self.code.into());
         Value::Object(m)

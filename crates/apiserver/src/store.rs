@@ -146,16 +146,17 @@ fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, Ap
                 "resourceVersion",
                 "uid",
             ] {
-                if let Some(v) = m.get(f) {
-                    if !v.is_string() && !v.is_null() {
-                        return Err(cannot_handle(
-                            info,
-                            &format!(
-                                "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                                json_type(v)
-                            ),
-                        ));
-                    }
+                if let Some(v) = m.get(f)
+                    && !v.is_string()
+                    && !v.is_null()
+                {
+                    return Err(cannot_handle(
+                        info,
+                        &format!(
+                            "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
+                            json_type(v)
+                        ),
+                    ));
                 }
             }
             for f in ["labels", "annotations"] {
@@ -556,10 +557,10 @@ impl Store {
                 meta_str(&obj, "name").unwrap_or_default()
             )));
         }
-        if let Some(s) = meta_str(&obj, "resourceVersion") {
-            if parse_rv_field(&s)? != old.rv {
-                return Err(ApiError::conflict(&info.group, &info.plural, name));
-            }
+        if let Some(s) = meta_str(&obj, "resourceVersion")
+            && parse_rv_field(&s)? != old.rv
+        {
+            return Err(ApiError::conflict(&info.group, &info.plural, name));
         }
         self.replace_locked(&mut inner, i, info, &old, obj, status_only)
     }

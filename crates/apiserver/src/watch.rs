@@ -109,10 +109,10 @@ struct Filter {
 
 impl Filter {
     fn matches(&self, o: &StoredObject) -> bool {
-        if let Some(ns) = &self.ns {
-            if o.namespace != *ns {
-                return false;
-            }
+        if let Some(ns) = &self.ns
+            && o.namespace != *ns
+        {
+            return false;
         }
         self.sel.matches(&o.labels, &o.fields)
     }

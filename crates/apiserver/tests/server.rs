@@ -22,7 +22,13 @@ async fn discovery_documents() {
     let v1 = c.get("/api/v1").await;
     assert_eq!(v1.body["kind"], "APIResourceList");
     assert_eq!(v1.body["groupVersion"], "v1");
-    let pods = v1.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap().clone();
+    let pods = v1.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap()
+        .clone();
     assert_eq!(pods["kind"], "Pod");
     assert_eq!(pods["singularName"], "pod");
     assert_eq!(pods["namespaced"], true);
@@ -31,7 +37,10 @@ async fn discovery_documents() {
     let apis = c.get("/apis").await;
     assert_eq!(apis.body["kind"], "APIGroupList");
     assert_eq!(apis.body["groups"][0]["name"], "apps");
-    assert_eq!(apis.body["groups"][0]["preferredVersion"]["groupVersion"], "apps/v1");
+    assert_eq!(
+        apis.body["groups"][0]["preferredVersion"]["groupVersion"],
+        "apps/v1"
+    );
     let apps = c.get("/apis/apps/v1").await;
     assert_eq!(apps.body["groupVersion"], "apps/v1");
     let g = c.get("/apis/apps").await;
@@ -42,7 +51,10 @@ async fn discovery_documents() {
 #[tokio::test]
 async fn custom_resource_registration() {
     let s = ApiServer::builder()
-        .register(informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true).with_short_names(&["wd"]))
+        .register(
+            informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true)
+                .with_short_names(&["wd"]),
+        )
         .start()
         .await
         .unwrap();
@@ -51,12 +63,23 @@ async fn custom_resource_registration() {
         .post("/apis/example.com/v1/namespaces/default/widgets", &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}}))
         .await;
     assert_eq!(r.code, 201, "{:?}", r.body);
-    let l = c.get("/apis/example.com/v1/namespaces/default/widgets").await;
+    let l = c
+        .get("/apis/example.com/v1/namespaces/default/widgets")
+        .await;
     assert_eq!(l.body["kind"], "WidgetList");
     assert_eq!(l.body["apiVersion"], "example.com/v1");
-    assert_eq!(l.body["items"][0]["kind"], "Widget", "custom resource list items carry kind");
+    assert_eq!(
+        l.body["items"][0]["kind"], "Widget",
+        "custom resource list items carry kind"
+    );
     let apis = c.get("/apis").await;
-    assert!(apis.body["groups"].as_array().unwrap().iter().any(|g| g["name"] == "example.com"));
+    assert!(
+        apis.body["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "example.com")
+    );
     assert_eq!(s.list("wd", None).unwrap().len(), 1);
 }
 
@@ -108,7 +131,9 @@ async fn restart_keeps_state_and_port_but_not_history() {
     let c = Client::new(&s);
     let rv0 = s.resource_version();
     c.post(PODS, &pod("a", json!({}))).await;
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv0}"))
+        .await;
     assert_eq!(w.next_within(SEC).await.unwrap()["type"], "ADDED");
     s.restart().await.unwrap();
     w.expect_end(SEC).await;
@@ -117,15 +142,25 @@ async fn restart_keeps_state_and_port_but_not_history() {
     let g = c.get(&format!("{PODS}/a")).await;
     assert_eq!(g.code, 200);
     let rv = s.resource_version();
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv0}"))
+        .await;
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(e["type"], "ERROR");
-    assert_eq!(e["object"]["message"], format!("too old resource version: {rv0} ({rv})"));
+    assert_eq!(
+        e["object"]["message"],
+        format!("too old resource version: {rv0} ({rv})")
+    );
     // Watching from the current RV works and new writes get higher RVs.
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
+        .await;
     let r = c.post(PODS, &pod("b", json!({}))).await;
     assert_eq!(rv_of(&r.body), rv + 1);
-    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"], "b");
+    assert_eq!(
+        w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"],
+        "b"
+    );
     s.stop().await;
     assert!(!s.is_running().await);
     s.restart().await.unwrap();
