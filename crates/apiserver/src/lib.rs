@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod handlers;
 pub mod list;
 pub mod object;
+pub mod persist;
 pub mod registry;
 pub mod selector;
 pub mod serve;

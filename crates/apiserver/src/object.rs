@@ -205,6 +205,59 @@ pub fn with_rv(info: &ResourceInfo, obj: &StoredObject, rv: u64) -> StoredObject
     build(info, v, rv)
 }
 
+const RV_MARKER: &str = "\u{1}rv-slot\u{1}";
+const RV_MARKER_JSON: &[u8] = b"\\u0001rv-slot\\u0001";
+
+/// A serialized object whose `metadata.resourceVersion` is still open, so
+/// the expensive serialization can happen before the RV is known (outside
+/// the store lock) and [`Template::finish`] only splices the digits in.
+#[derive(Debug)]
+pub struct Template {
+    obj: StoredObject,
+    slot: usize,
+}
+
+impl Template {
+    /// Serializes `obj` (metadata complete except resourceVersion).
+    pub fn new(info: &ResourceInfo, obj: Map<String, Value>) -> Self {
+        let mut obj = obj;
+        if !matches!(obj.get("metadata"), Some(Value::Object(_))) {
+            obj.insert("metadata".into(), Value::Object(Map::new()));
+        }
+        if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+            meta.insert("resourceVersion".into(), RV_MARKER.into());
+        }
+        let built = build(info, obj, 0);
+        let slot = memchr::memmem::find(&built.full[built.body_offset..], RV_MARKER_JSON)
+            .map(|p| p + built.body_offset)
+            .unwrap_or(usize::MAX);
+        Template { obj: built, slot }
+    }
+
+    /// The object with its resourceVersion set to `rv`.
+    pub fn finish(self, rv: u64) -> StoredObject {
+        let mut o = self.obj;
+        if self.slot == usize::MAX {
+            o.rv = rv;
+            return o;
+        }
+        let digits = rv.to_string();
+        let full = &o.full;
+        let mut out = Vec::with_capacity(full.len() + digits.len());
+        out.extend_from_slice(&full[..self.slot]);
+        out.extend_from_slice(digits.as_bytes());
+        out.extend_from_slice(&full[self.slot + RV_MARKER_JSON.len()..]);
+        o.full = Bytes::from(out);
+        o.rv = rv;
+        o
+    }
+
+    /// The store key of the object.
+    pub fn key(&self) -> &str {
+        &self.obj.key
+    }
+}
+
 /// A random RFC 4122 v4 UUID string.
 pub fn new_uid() -> String {
     let b: [u8; 16] = rand::random();
@@ -270,6 +323,18 @@ mod tests {
         o.write_item(&mut item, false);
         assert!(item.starts_with(br#"{"metadata""#));
         assert_eq!(o.key, "d/p");
+        let mut m = Map::new();
+        m.insert(
+            "metadata".into(),
+            json!({"name": "x", "labels": {"a": "b"}}),
+        );
+        let t = Template::new(&info, m);
+        let o = t.finish(123);
+        assert_eq!(
+            std::str::from_utf8(&o.full).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x","resourceVersion":"123","labels":{"a":"b"}}}"#
+        );
+        assert_eq!(o.rv, 123);
         let empty = build(&info, Map::new(), 1);
         let mut item = Vec::new();
         empty.write_item(&mut item, false);

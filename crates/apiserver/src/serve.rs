@@ -18,7 +18,7 @@ pub struct ServeOptions {
     pub tls_key: Option<PathBuf>,
     /// Where to write a kubeconfig for the server.
     pub write_kubeconfig: Option<PathBuf>,
-    /// Persistence directory (not implemented yet: must be None).
+    /// Persistence directory for objects and the RV counter.
     pub data_dir: Option<PathBuf>,
 }
 

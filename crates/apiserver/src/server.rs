@@ -35,6 +35,7 @@ pub struct ApiServerBuilder {
     history: HistoryConfig,
     tls: Option<(PathBuf, PathBuf)>,
     default_namespaces: bool,
+    data_dir: Option<PathBuf>,
 }
 
 impl Default for ApiServerBuilder {
@@ -46,6 +47,7 @@ impl Default for ApiServerBuilder {
             history: HistoryConfig::default(),
             tls: None,
             default_namespaces: true,
+            data_dir: None,
         }
     }
 }
@@ -136,6 +138,13 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Persists objects and the RV counter in `dir` (loaded at start, saved
+    /// every second when changed and on stop).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
     /// Binds and starts serving.
     pub async fn start(self) -> std::io::Result<ApiServer> {
         let tls = match &self.tls {
@@ -143,7 +152,12 @@ impl ApiServerBuilder {
             None => None,
         };
         let store = Arc::new(Store::new(Arc::new(self.registry), self.history));
-        if self.default_namespaces
+        let loaded = match &self.data_dir {
+            Some(d) => crate::persist::load(&store, d)?,
+            None => false,
+        };
+        if !loaded
+            && self.default_namespaces
             && let Some(ns) = store.registry().lookup("namespaces").cloned()
         {
             for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
@@ -160,11 +174,33 @@ impl ApiServerBuilder {
             cfg: self.cfg,
             server_address: Mutex::new(String::new()),
         });
+        let saver = self.data_dir.clone().map(|dir| {
+            let store = shared.store.clone();
+            tokio::spawn(async move {
+                let mut saved = store.resource_version();
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let rv = store.resource_version();
+                    if rv != saved {
+                        let (st, d) = (store.clone(), dir.clone());
+                        match tokio::task::spawn_blocking(move || crate::persist::save(&st, &d))
+                            .await
+                        {
+                            Ok(Ok(())) => saved = rv,
+                            Ok(Err(e)) => tracing::warn!(error = %e, "saving state failed"),
+                            Err(_) => {}
+                        }
+                    }
+                }
+            })
+        });
         let server = ApiServer {
             shared,
             addr: Mutex::new(self.addr),
             tls,
             running: tokio::sync::Mutex::new(None),
+            data_dir: self.data_dir,
+            saver,
         };
         server.bind_and_run(self.addr).await?;
         Ok(server)
@@ -183,6 +219,22 @@ pub struct ApiServer {
     addr: Mutex<SocketAddr>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     running: tokio::sync::Mutex<Option<Running>>,
+    data_dir: Option<PathBuf>,
+    saver: Option<JoinHandle<()>>,
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(s) = &self.saver {
+            s.abort();
+        }
+        if let Ok(mut r) = self.running.try_lock()
+            && let Some(r) = r.take()
+        {
+            let _ = r.shutdown.send(true);
+            r.accept.abort();
+        }
+    }
 }
 
 async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver<bool>)
@@ -279,8 +331,20 @@ impl ApiServer {
         std::fs::write(path, self.kubeconfig_yaml())
     }
 
-    /// Stops serving: closes the listener and all connections (state kept).
+    /// Writes the persistence snapshot now (no-op without a data dir).
+    pub fn save_now(&self) -> std::io::Result<()> {
+        match &self.data_dir {
+            Some(d) => crate::persist::save(&self.shared.store, d),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops serving: closes the listener and all connections (state kept,
+    /// and saved when a data dir is set).
     pub async fn stop(&self) {
+        if let Err(e) = self.save_now() {
+            tracing::warn!(error = %e, "saving state failed");
+        }
         let running = self.running.lock().await.take();
         if let Some(r) = running {
             let _ = r.shutdown.send(true);

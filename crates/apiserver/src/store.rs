@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::object::{self, StoredObject, make_key};
+use crate::object::{self, StoredObject, Template, make_key};
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -335,9 +335,9 @@ impl Store {
         info: &ResourceInfo,
         url_ns: Option<&str>,
         body: Value,
-    ) -> Result<(Map<String, Value>, String, String), ApiError> {
+    ) -> Result<(Template, String), ApiError> {
         let mut obj = check_body(info, body)?;
-        let ns = resolve_namespace(info, &mut obj, url_ns)?;
+        resolve_namespace(info, &mut obj, url_ns)?;
         let name = match meta_str(&obj, "name") {
             Some(n) => n,
             None => match meta_str(&obj, "generateName") {
@@ -375,23 +375,20 @@ impl Store {
         meta.insert("creationTimestamp".into(), now.into());
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
-        if info.group.is_empty() && info.plural == "pods" {
+        let default_phase = match (info.group.as_str(), info.plural.as_str()) {
+            ("", "pods") => Some("Pending"),
+            ("", "namespaces") => Some("Active"),
+            _ => None,
+        };
+        if let Some(phase) = default_phase {
             let status = obj
                 .entry("status")
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(s) = status {
-                s.entry("phase").or_insert_with(|| "Pending".into());
+                s.entry("phase").or_insert_with(|| phase.into());
             }
         }
-        if info.group.is_empty() && info.plural == "namespaces" {
-            let status = obj
-                .entry("status")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(s) = status {
-                s.entry("phase").or_insert_with(|| "Active".into());
-            }
-        }
-        Ok((obj, ns, name))
+        Ok((Template::new(info, obj), name))
     }
 
     /// Creates many objects at once (one RV each, one lock acquisition).
@@ -409,18 +406,17 @@ impl Store {
         }
         let mut inner = self.inner.lock();
         let mut seen = std::collections::HashSet::new();
-        for (_, ns, name) in &prepared {
-            let key = make_key(ns, name);
-            if inner.res[i].objects.contains_key(&key) || !seen.insert(key) {
+        for (t, name) in &prepared {
+            if inner.res[i].objects.contains_key(t.key()) || !seen.insert(t.key()) {
                 return Err(ApiError::already_exists(&info.group, &info.plural, name));
             }
         }
+        drop(seen);
         let mut out = Vec::with_capacity(prepared.len());
-        for (mut obj, _, _) in prepared {
+        for (t, _) in prepared {
             let rv = inner.rv + 1;
             inner.rv = rv;
-            meta_mut(&mut obj).insert("resourceVersion".into(), rv.to_string().into());
-            let stored = Arc::new(object::build(info, obj, rv));
+            let stored = Arc::new(t.finish(rv));
             out.push(stored.clone());
             self.commit(
                 &mut inner,
@@ -450,6 +446,20 @@ impl Store {
         inner.res[i]
             .objects
             .get(&make_key(ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
+    }
+
+    fn current(
+        &self,
+        i: usize,
+        info: &ResourceInfo,
+        key: &str,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.inner.lock().res[i]
+            .objects
+            .get(key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
     }
@@ -491,17 +501,16 @@ impl Store {
             Some(s) => Some(parse_rv_field(&s)?),
             None => None,
         };
-        let mut inner = self.inner.lock();
         let key = make_key(&ns, &name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
-        if precondition.is_some_and(|p| p != old.rv) {
-            return Err(ApiError::conflict(&info.group, &info.plural, &name));
+        loop {
+            let old = self.current(i, info, &key, &name)?;
+            if precondition.is_some_and(|p| p != old.rv) {
+                return Err(ApiError::conflict(&info.group, &info.plural, &name));
+            }
+            if let Some(r) = self.replace(i, info, &old, obj.clone(), status_only)? {
+                return Ok(r);
+            }
         }
-        self.replace_locked(&mut inner, i, info, &old, obj, status_only)
     }
 
     /// Applies a patch to an object.
@@ -532,48 +541,50 @@ impl Store {
                 None
             }
         };
-        let mut inner = self.inner.lock();
         let key = make_key(ns, name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
-        let mut doc = old.value();
-        match &json_patch {
-            Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?,
-            None => json_patch::merge(&mut doc, &patch_val),
+        loop {
+            let old = self.current(i, info, &key, name)?;
+            let mut doc = old.value();
+            match &json_patch {
+                Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
+                })?,
+                None => json_patch::merge(&mut doc, &patch_val),
+            }
+            let obj = check_body(info, doc)?;
+            if meta_str(&obj, "name").as_deref() != Some(name) {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    meta_str(&obj, "name").unwrap_or_default()
+                )));
+            }
+            if let Some(s) = meta_str(&obj, "resourceVersion")
+                && parse_rv_field(&s)? != old.rv
+            {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
+            }
+            if let Some(r) = self.replace(i, info, &old, obj, status_only)? {
+                return Ok(r);
+            }
         }
-        let obj = check_body(info, doc)?;
-        if meta_str(&obj, "name").as_deref() != Some(name) {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({}) does not match the name on the URL ({name})",
-                meta_str(&obj, "name").unwrap_or_default()
-            )));
-        }
-        if let Some(s) = meta_str(&obj, "resourceVersion")
-            && parse_rv_field(&s)? != old.rv
-        {
-            return Err(ApiError::conflict(&info.group, &info.plural, name));
-        }
-        self.replace_locked(&mut inner, i, info, &old, obj, status_only)
     }
 
-    fn replace_locked(
+    /// Computes the successor of `old` outside the lock, then commits it if
+    /// `old` is still current. `Ok(None)`: lost a race, caller retries.
+    fn replace(
         &self,
-        inner: &mut Inner,
         i: usize,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
         status_only: bool,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
         let old_val = old.value();
         let Value::Object(old_map) = old_val else {
             return Err(ApiError::internal("stored object is not an object"));
@@ -622,28 +633,48 @@ impl Store {
         let mut old_cmp = old_map;
         old_cmp.remove("kind");
         old_cmp.remove("apiVersion");
-        if values_equal_unordered(&old_cmp, &obj) {
-            return Ok(old.clone());
+        if old_cmp == obj {
+            return Ok(Some(old.clone()));
+        }
+        // Removing the last finalizer of an object being deleted deletes it.
+        let finalized = obj
+            .get("metadata")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m));
+        let template = Template::new(info, obj);
+        let mut inner = self.inner.lock();
+        if !inner.res[i]
+            .objects
+            .get(&old.key)
+            .is_some_and(|cur| Arc::ptr_eq(cur, old))
+        {
+            return Ok(None);
         }
         let rv = inner.rv + 1;
         inner.rv = rv;
-        meta_mut(&mut obj).insert("resourceVersion".into(), rv.to_string().into());
-        let stored = Arc::new(object::build(info, obj, rv));
+        let stored = Arc::new(template.finish(rv));
+        let kind = if finalized {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
         self.commit(
-            inner,
+            &mut inner,
             i,
             Event {
                 rv,
-                kind: EventType::Modified,
+                kind,
                 obj: stored.clone(),
                 prev: Some(old.clone()),
                 at: Instant::now(),
             },
         );
-        Ok(stored)
+        Ok(Some(stored))
     }
 
     /// Deletes an object; returns its last state carrying the deletion RV.
+    /// An object with finalizers is only marked (`deletionTimestamp`) and
+    /// goes away when its last finalizer is removed.
     /// `precondition_rv`/`precondition_uid` are DeleteOptions preconditions.
     pub fn delete(
         &self,
@@ -655,41 +686,66 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let mut inner = self.inner.lock();
         let key = make_key(ns, name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
-        if precondition_rv.is_some_and(|p| p != old.rv) {
-            return Err(ApiError::conflict(&info.group, &info.plural, name));
-        }
-        if precondition_uid.is_some_and(|u| u != old.uid) {
-            let mut e = ApiError::conflict(&info.group, &info.plural, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                info.plural,
-                precondition_uid.unwrap_or(""),
-                old.uid
+        loop {
+            let old = self.current(i, info, &key, name)?;
+            if precondition_rv.is_some_and(|p| p != old.rv) {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
+            }
+            if let Some(u) = precondition_uid
+                && u != old.uid
+            {
+                let mut e = ApiError::conflict(&info.group, &info.plural, name);
+                e.message = format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+                    info.plural, old.uid
+                );
+                return Err(e);
+            }
+            let Value::Object(mut map) = old.value() else {
+                return Err(ApiError::internal("stored object is not an object"));
+            };
+            let meta = meta_mut(&mut map);
+            let graceful = has_finalizers(meta);
+            if graceful {
+                if meta.contains_key("deletionTimestamp") {
+                    return Ok(old);
+                }
+                meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
+                meta.insert("deletionGracePeriodSeconds".into(), 0.into());
+                let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+                meta.insert("generation".into(), (g + 1).into());
+            }
+            let template = Template::new(info, map);
+            let mut inner = self.inner.lock();
+            if !inner.res[i]
+                .objects
+                .get(&key)
+                .is_some_and(|c| Arc::ptr_eq(c, &old))
+            {
+                continue;
+            }
+            let rv = inner.rv + 1;
+            inner.rv = rv;
+            let last = Arc::new(template.finish(rv));
+            let kind = if graceful {
+                EventType::Modified
+            } else {
+                EventType::Deleted
+            };
+            self.commit(
+                &mut inner,
+                i,
+                Event {
+                    rv,
+                    kind,
+                    obj: last.clone(),
+                    prev: Some(old),
+                    at: Instant::now(),
+                },
             );
-            return Err(e);
+            return Ok(last);
         }
-        let rv = inner.rv + 1;
-        inner.rv = rv;
-        let last = Arc::new(object::with_rv(info, &old, rv));
-        self.commit(
-            &mut inner,
-            i,
-            Event {
-                rv,
-                kind: EventType::Deleted,
-                obj: last.clone(),
-                prev: Some(old),
-                at: Instant::now(),
-            },
-        );
-        Ok(last)
     }
 
     /// Lists one page. `start` is the first key to consider (inclusive);
@@ -847,9 +903,10 @@ impl Store {
     }
 }
 
-fn values_equal_unordered(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    // serde_json's Map equality is order-insensitive for both map backends.
-    a == b
+fn has_finalizers(meta: &Map<String, Value>) -> bool {
+    meta.get("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
 }
 
 fn fill_page<'a>(
@@ -870,5 +927,49 @@ fn fill_page<'a>(
                 return;
             }
         }
+    }
+}
+
+impl Store {
+    /// All current objects of every resource with the current RV.
+    pub fn dump(&self) -> (u64, Vec<(Arc<ResourceInfo>, Arc<StoredObject>)>) {
+        let inner = self.inner.lock();
+        let mut out = Vec::new();
+        for (info, st) in self.registry.all().iter().zip(&inner.res) {
+            out.extend(st.objects.values().map(|o| (info.clone(), o.clone())));
+        }
+        (inner.rv, out)
+    }
+
+    /// Replaces the whole state (objects keep their own RVs); history then
+    /// starts empty at `rv`.
+    pub fn restore(&self, rv: u64, objects: Vec<(Arc<ResourceInfo>, Map<String, Value>)>) {
+        let built: Vec<(usize, StoredObject)> = objects
+            .into_iter()
+            .filter_map(|(info, o)| {
+                let i = self.idx(&info).ok()?;
+                let orv = o
+                    .get("metadata")
+                    .and_then(|m| m.get("resourceVersion"))
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(rv);
+                Some((i, object::build(&info, o, orv)))
+            })
+            .collect();
+        let mut inner = self.inner.lock();
+        for st in &mut inner.res {
+            st.objects.clear();
+        }
+        for (i, o) in built {
+            inner.res[i].objects.insert(o.key.clone(), Arc::new(o));
+        }
+        let rv = rv.max(inner.rv);
+        inner.rv = rv;
+        for st in &mut inner.res {
+            st.history.reset(rv);
+            st.notify.send_replace(rv);
+        }
+        self.rv_tx.send_replace(rv);
     }
 }

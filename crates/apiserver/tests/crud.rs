@@ -366,3 +366,71 @@ async fn in_process_access() {
 }
 
 use informer_apiserver::ApiServer;
+
+#[tokio::test]
+async fn finalizers_delay_deletion() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut p = pod("f", json!({}));
+    p["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    c.post(PODS, &p).await;
+    let start = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={start}"))
+        .await;
+    let d = c.delete(&format!("{PODS}/f")).await;
+    assert_eq!(d.code, 200);
+    assert!(d.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(d.body["metadata"]["generation"], 2);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "MODIFIED");
+    // Deleting again changes nothing.
+    let again = c.delete(&format!("{PODS}/f")).await;
+    assert_eq!(again.body, d.body);
+    assert_eq!(c.get(&format!("{PODS}/f")).await.code, 200);
+    let r = c
+        .patch(
+            &format!("{PODS}/f"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    assert_eq!(r.code, 200);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "DELETED");
+    assert_eq!(rv_of(&e["object"]), s.resource_version());
+    assert_eq!(c.get(&format!("{PODS}/f")).await.code, 404);
+}
+
+#[tokio::test]
+async fn concurrent_writers_get_distinct_increasing_rvs() {
+    let s = std::sync::Arc::new(server().await);
+    s.create(
+        "configmaps",
+        json!({"metadata": {"name": "counter"}, "data": {"n": "0"}}),
+    )
+    .unwrap();
+    let mut hs = Vec::new();
+    for t in 0..4 {
+        let s = s.clone();
+        hs.push(std::thread::spawn(move || {
+            for i in 0..200 {
+                s.patch(
+                    "configmaps",
+                    "default",
+                    "counter",
+                    &json!({"data": {format!("t{t}"): i.to_string()}}),
+                )
+                .unwrap();
+            }
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    let cm = s.get("configmaps", "default", "counter").unwrap();
+    for t in 0..4 {
+        assert_eq!(cm["data"][format!("t{t}")], "199");
+    }
+    assert_eq!(rv_of(&cm), s.resource_version());
+}

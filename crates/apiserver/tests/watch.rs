@@ -357,3 +357,36 @@ async fn many_events_are_batched_and_ordered() {
     }
     assert_eq!(last, s.resource_version());
 }
+
+#[tokio::test]
+async fn watch_over_http2_cleartext() {
+    use http_body_util::{BodyExt, Empty};
+    let s = server().await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Empty<bytes::Bytes>>();
+    let rv = s.resource_version();
+    let uri: http::Uri = format!("{}{PODS}?watch=1&resourceVersion={rv}", s.url())
+        .parse()
+        .unwrap();
+    let resp = client.get(uri).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    s.create("pods", pod("h2", json!({}))).unwrap();
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    while !buf.contains(&b'\n') {
+        let f = tokio::time::timeout(SEC, body.frame())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Some(d) = f.data_ref() {
+            buf.extend_from_slice(d);
+        }
+    }
+    let e: Value =
+        serde_json::from_slice(&buf[..buf.iter().position(|b| *b == b'\n').unwrap()]).unwrap();
+    assert_eq!(name(&e), "h2");
+}
