@@ -930,9 +930,12 @@ fn fill_page<'a>(
     }
 }
 
+/// An object together with its resource type.
+pub type ResourceObject = (Arc<ResourceInfo>, Arc<StoredObject>);
+
 impl Store {
     /// All current objects of every resource with the current RV.
-    pub fn dump(&self) -> (u64, Vec<(Arc<ResourceInfo>, Arc<StoredObject>)>) {
+    pub fn dump(&self) -> (u64, Vec<ResourceObject>) {
         let inner = self.inner.lock();
         let mut out = Vec::new();
         for (info, st) in self.registry.all().iter().zip(&inner.res) {
