@@ -136,7 +136,7 @@ impl ApiError {
             json!([{"reason": cause_reason, "message": cause_message, "field": field}]),
         );
         if name.is_empty() {
-            d.remove("name");
+            d.shift_remove("name");
         }
         e.details = Some(Box::new(Value::Object(d)));
         e

@@ -39,6 +39,12 @@ impl Default for HistoryConfig {
     }
 }
 
+/// Outcome of one optimistic replace attempt.
+enum Replaced {
+    Done(Arc<StoredObject>),
+    Retry(Map<String, Value>),
+}
+
 /// The kind of patch in a PATCH request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
@@ -235,7 +241,7 @@ fn resolve_namespace(
     url_ns: Option<&str>,
 ) -> Result<String, ApiError> {
     if !info.namespaced {
-        meta_mut(obj).remove("namespace");
+        meta_mut(obj).shift_remove("namespace");
         return Ok(String::new());
     }
     let body_ns = meta_str(obj, "namespace");
@@ -373,8 +379,8 @@ impl Store {
         meta.insert("uid".into(), object::new_uid().into());
         meta.insert("generation".into(), 1.into());
         meta.insert("creationTimestamp".into(), now.into());
-        meta.remove("deletionTimestamp");
-        meta.remove("deletionGracePeriodSeconds");
+        meta.shift_remove("deletionTimestamp");
+        meta.shift_remove("deletionGracePeriodSeconds");
         let default_phase = match (info.group.as_str(), info.plural.as_str()) {
             ("", "pods") => Some("Pending"),
             ("", "namespaces") => Some("Active"),
@@ -388,7 +394,7 @@ impl Store {
                 s.entry("phase").or_insert_with(|| phase.into());
             }
         }
-        Ok((Template::new(info, obj), name))
+        Ok((Template::new(info, &mut obj), name))
     }
 
     /// Creates many objects at once (one RV each, one lock acquisition).
@@ -502,13 +508,15 @@ impl Store {
             None => None,
         };
         let key = make_key(&ns, &name);
+        let mut obj = obj;
         loop {
             let old = self.current(i, info, &key, &name)?;
             if precondition.is_some_and(|p| p != old.rv) {
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            if let Some(r) = self.replace(i, info, &old, obj.clone(), status_only)? {
-                return Ok(r);
+            match self.replace(i, info, &old, obj, status_only)? {
+                Replaced::Done(r) => return Ok(r),
+                Replaced::Retry(o) => obj = o,
             }
         }
     }
@@ -569,14 +577,14 @@ impl Store {
             {
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            if let Some(r) = self.replace(i, info, &old, obj, status_only)? {
+            if let Replaced::Done(r) = self.replace(i, info, &old, obj, status_only)? {
                 return Ok(r);
             }
         }
     }
 
     /// Computes the successor of `old` outside the lock, then commits it if
-    /// `old` is still current. `Ok(None)`: lost a race, caller retries.
+    /// `old` is still current. `Retry` gives the body back after losing a race.
     fn replace(
         &self,
         i: usize,
@@ -584,71 +592,67 @@ impl Store {
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
         status_only: bool,
-    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
-        let old_val = old.value();
-        let Value::Object(old_map) = old_val else {
-            return Err(ApiError::internal("stored object is not an object"));
-        };
+    ) -> Result<Replaced, ApiError> {
         let mut obj = if status_only {
-            let mut o = old_map.clone();
+            let Value::Object(mut o) = old.value() else {
+                return Err(ApiError::internal("stored object is not an object"));
+            };
             match new.get("status") {
                 Some(s) => o.insert("status".into(), s.clone()),
-                None => o.remove("status"),
+                None => o.shift_remove("status"),
             };
             o
         } else {
             new
         };
-        let old_meta = old_map.get("metadata");
-        let keep = |f: &str| old_meta.and_then(|m| m.get(f)).cloned();
-        let old_gen = old_meta
-            .and_then(|m| m.get("generation"))
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        let spec_changed = old_map.get("spec") != obj.get("spec");
+        let new_spec = obj
+            .get("spec")
+            .map(|s| serde_json::to_vec(s).unwrap_or_default());
+        let spec_changed = new_spec.as_deref() != old.spec_bytes();
         {
             let meta = meta_mut(&mut obj);
-            for f in ["uid", "creationTimestamp", "namespace", "name"] {
-                match keep(f) {
-                    Some(v) => meta.insert(f.into(), v),
-                    None => meta.remove(f),
+            meta.insert("name".into(), old.name.clone().into());
+            if info.namespaced {
+                meta.insert("namespace".into(), old.namespace.clone().into());
+            } else {
+                meta.shift_remove("namespace");
+            }
+            if old.uid.is_empty() {
+                meta.shift_remove("uid");
+            } else {
+                meta.insert("uid".into(), old.uid.clone().into());
+            }
+            for f in object::KEPT_META {
+                match old.kept.iter().find(|(k, _)| k == f) {
+                    Some((_, v)) => meta.insert((*f).into(), v.clone()),
+                    None => meta.shift_remove(*f),
                 };
             }
-            if keep("deletionTimestamp").is_some() {
-                for f in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-                    if let Some(v) = keep(f) {
-                        meta.insert(f.into(), v);
-                    }
-                }
-            }
+            let g = old.generation.max(1);
             meta.insert(
                 "generation".into(),
-                (if spec_changed { old_gen + 1 } else { old_gen }).into(),
+                (if spec_changed { g + 1 } else { g }).into(),
             );
-            meta.insert("resourceVersion".into(), old.rv.to_string().into());
         }
-        obj.remove("kind");
-        obj.remove("apiVersion");
-        // A no-op update writes nothing and returns the current object.
-        let mut old_cmp = old_map;
-        old_cmp.remove("kind");
-        old_cmp.remove("apiVersion");
-        if old_cmp == obj {
-            return Ok(Some(old.clone()));
-        }
+        obj.shift_remove("kind");
+        obj.shift_remove("apiVersion");
         // Removing the last finalizer of an object being deleted deletes it.
         let finalized = obj
             .get("metadata")
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m));
-        let template = Template::new(info, obj);
+        let template = Template::new(info, &mut obj);
+        // A no-op update writes nothing and returns the current object.
+        if !finalized && template.same_as(old) {
+            return Ok(Replaced::Done(old.clone()));
+        }
         let mut inner = self.inner.lock();
         if !inner.res[i]
             .objects
             .get(&old.key)
             .is_some_and(|cur| Arc::ptr_eq(cur, old))
         {
-            return Ok(None);
+            return Ok(Replaced::Retry(obj));
         }
         let rv = inner.rv + 1;
         inner.rv = rv;
@@ -669,7 +673,7 @@ impl Store {
                 at: Instant::now(),
             },
         );
-        Ok(Some(stored))
+        Ok(Replaced::Done(stored))
     }
 
     /// Deletes an object; returns its last state carrying the deletion RV.
@@ -716,7 +720,11 @@ impl Store {
                 let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
                 meta.insert("generation".into(), (g + 1).into());
             }
-            let template = Template::new(info, map);
+            let template = if graceful {
+                Template::new(info, &mut map)
+            } else {
+                Template::from_stored(&old)
+            };
             let mut inner = self.inner.lock();
             if !inner.res[i]
                 .objects
@@ -957,7 +965,7 @@ impl Store {
                     .and_then(Value::as_str)
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(rv);
-                Some((i, object::build(&info, o, orv)))
+                Some((i, object::build(&info, &o, orv)))
             })
             .collect();
         let mut inner = self.inner.lock();
