@@ -409,7 +409,7 @@ async fn start_watch(
             }
             WatchStart::After(n)
         }
-        (_, None) => WatchStart::Now,
+        (_, None) => WatchStart::After(store.resource_version()),
     };
     let params = WatchParams {
         info: info.clone(),

@@ -34,8 +34,6 @@ pub enum WatchStart {
         /// Send the `k8s.io/initial-events-end` bookmark after the ADDEDs.
         end_bookmark: bool,
     },
-    /// No initial state: start at the current RV.
-    Now,
 }
 
 /// Everything a watch task needs.
@@ -197,10 +195,6 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         WatchStart::After(rv) => {
             cursor = rv;
             last_sent = rv;
-        }
-        WatchStart::Now => {
-            cursor = store.resource_version();
-            last_sent = cursor;
         }
         WatchStart::Initial { end_bookmark } => {
             let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {

@@ -390,3 +390,20 @@ async fn watch_over_http2_cleartext() {
         serde_json::from_slice(&buf[..buf.iter().position(|b| *b == b'\n').unwrap()]).unwrap();
     assert_eq!(name(&e), "h2");
 }
+
+#[tokio::test]
+async fn compaction_does_not_break_caught_up_watchers() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("pods", pod("a", json!({}))).unwrap();
+    let rv = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
+        .await;
+    s.create("configmaps", json!({"metadata": {"name": "c"}}))
+        .unwrap();
+    s.compact();
+    s.create("pods", pod("b", json!({}))).unwrap();
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!((typ(&e), name(&e)), ("ADDED", "b"));
+}
