@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::body::{self, Body, error, json_bytes, json_value};
-use crate::controls::Controls;
+use crate::controls::{Controls, Verb};
 use crate::discovery;
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
@@ -229,6 +229,25 @@ async fn resource_request(
     };
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
+    let verb = match (&method, name) {
+        (&Method::GET, None)
+            if query
+                .iter()
+                .any(|(k, v)| k == "watch" && (v == "1" || v == "true")) =>
+        {
+            Some(Verb::Watch)
+        }
+        (&Method::GET, None) => Some(Verb::List),
+        (&Method::GET, Some(_)) => Some(Verb::Get),
+        (&Method::POST, _) => Some(Verb::Create),
+        (&Method::PUT, _) => Some(Verb::Update),
+        (&Method::PATCH, _) => Some(Verb::Patch),
+        (&Method::DELETE, _) => Some(Verb::Delete),
+        _ => None,
+    };
+    if let Some(v) = verb {
+        shared.controls.count(v);
+    }
     match (method, name) {
         (Method::GET, None) => {
             let opts = ListOptions::parse(&query)?;
@@ -385,7 +404,8 @@ async fn start_watch(
     }
     let cfg = &shared.cfg;
     let timeout = match opts.timeout_seconds {
-        Some(s) => Duration::from_secs(s),
+        // Clamped so deadline arithmetic can never overflow.
+        Some(s) => Duration::from_secs(s.min(365 * 24 * 3600)),
         None => {
             let base = cfg.min_request_timeout;
             base + base.mul_f64(rand::random::<f64>())

@@ -24,7 +24,7 @@ pub mod tls;
 pub mod watch;
 pub mod watch_cache;
 
-pub use controls::{Controls, Fault};
+pub use controls::{Controls, Fault, RequestCounts};
 pub use registry::{Registry, ResourceInfo};
 pub use serve::{ServeError, ServeOptions, serve};
 pub use server::{ApiServer, ApiServerBuilder, kubeconfig_yaml};

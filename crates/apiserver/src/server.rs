@@ -405,6 +405,30 @@ impl ApiServer {
         self.shared.controls.fail_next(n, Fault::InternalError);
     }
 
+    /// Number of watch streams currently open.
+    pub fn open_watches(&self) -> usize {
+        self.shared.controls.open_watches()
+    }
+
+    /// Waits until at least `n` watch streams are open (false on timeout) —
+    /// lets tests write only after a client's watch is established.
+    pub async fn wait_for_watches(&self, n: usize, timeout: Duration) -> bool {
+        self.shared.controls.wait_for_watches(n, timeout).await
+    }
+
+    /// Waits until at most `n` watch streams are open (false on timeout).
+    pub async fn wait_for_watches_at_most(&self, n: usize, timeout: Duration) -> bool {
+        self.shared
+            .controls
+            .wait_for_watches_at_most(n, timeout)
+            .await
+    }
+
+    /// Counts of handled resource requests by verb.
+    pub fn request_counts(&self) -> crate::controls::RequestCounts {
+        self.shared.controls.request_counts()
+    }
+
     /// Adds a delay before handling every request.
     pub fn set_latency(&self, d: Duration) {
         self.shared.controls.set_latency(d);

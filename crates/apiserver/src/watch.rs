@@ -167,6 +167,7 @@ async fn send(tx: &mpsc::Sender<Bytes>, buf: &mut Vec<u8>) -> bool {
 }
 
 async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+    let _open = controls.watch_opened();
     let info = p.info.clone();
     let filter = Filter {
         trivial: p.ns.is_none() && p.sel.is_empty(),

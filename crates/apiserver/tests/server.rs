@@ -209,3 +209,26 @@ async fn data_dir_persists_objects_and_rv() {
     assert_eq!(rv_of(&n), rv + 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test]
+async fn open_watches_and_request_counts() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(s.open_watches(), 0);
+    c.get(PODS).await;
+    c.post(PODS, &pod("a", json!({}))).await;
+    let w = c
+        .watch(&format!(
+            "{PODS}?watch=1&resourceVersion={}",
+            s.resource_version()
+        ))
+        .await;
+    assert!(s.wait_for_watches(1, SEC).await);
+    assert_eq!(s.open_watches(), 1);
+    let n = s.request_counts();
+    assert_eq!((n.list, n.create, n.watch), (1, 1, 1));
+    drop(w);
+    // The watch task notices the closed stream when it next writes.
+    s.create("pods", pod("b", json!({}))).unwrap();
+    assert!(s.wait_for_watches_at_most(0, SEC).await);
+}

@@ -407,3 +407,38 @@ async fn compaction_does_not_break_caught_up_watchers() {
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!((typ(&e), name(&e)), ("ADDED", "b"));
 }
+
+#[tokio::test]
+async fn absurd_parameters_do_not_crash() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let mut w = c
+        .watch(&format!(
+            "{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=9223372036854775807"
+        ))
+        .await;
+    s.create("pods", pod("a", json!({}))).unwrap();
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "a");
+    for q in [
+        "limit=-5",
+        "limit=99999999999999999999",
+        "timeoutSeconds=-1&watch=1&resourceVersion=1",
+        "continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0IjoiLi4vLi4ifQ",
+        "labelSelector=a%20in%20(",
+        "labelSelector=!",
+        "fieldSelector=%3D%3D%3D",
+        "resourceVersion=-1",
+        "watch=maybe",
+    ] {
+        let r = c.get(&format!("{PODS}?{q}")).await;
+        assert!(
+            r.code == 200 || r.code == 400 || r.code == 422,
+            "{q}: {}",
+            r.code
+        );
+        if r.code != 200 {
+            assert_eq!(r.body["kind"], "Status", "{q}");
+        }
+    }
+}
