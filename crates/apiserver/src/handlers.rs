@@ -229,6 +229,11 @@ async fn resource_request(
     };
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
+    let as_table = crate::table::wants_table(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     let verb = match (&method, name) {
         (&Method::GET, None)
             if query
@@ -252,7 +257,7 @@ async fn resource_request(
         (Method::GET, None) => {
             let opts = ListOptions::parse(&query)?;
             if opts.watch {
-                start_watch(shared, &info, ns, opts).await
+                start_watch(shared, &info, ns, opts, as_table).await
             } else {
                 opts.validate()?;
                 let sel = Selectors::parse(
@@ -260,7 +265,8 @@ async fn resource_request(
                     opts.field_selector.as_deref(),
                     &info,
                 )?;
-                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait).await?;
+                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, as_table)
+                    .await?;
                 Ok(json_bytes(200, out))
             }
         }
@@ -385,6 +391,7 @@ async fn start_watch(
     info: &Arc<ResourceInfo>,
     ns: Option<&str>,
     mut opts: ListOptions,
+    as_table: bool,
 ) -> Result<Response<Body>, ApiError> {
     opts.validate()?;
     let sel = Selectors::parse(
@@ -441,6 +448,7 @@ async fn start_watch(
         bookmark_interval: cfg.bookmark_interval,
         bookmark_before_timeout: cfg.bookmark_before_timeout,
         chunk_bytes: cfg.chunk_bytes,
+        as_table,
     };
     let rx = watch::spawn(store, shared.controls.clone(), params);
     Ok(body::respond(200, "application/json", Body::Stream(rx)))

@@ -20,6 +20,7 @@ pub mod serve;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod watch;
 pub mod watch_cache;

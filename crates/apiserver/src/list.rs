@@ -274,6 +274,7 @@ pub async fn list(
     opts: &ListOptions,
     sel: &Selectors,
     rv_wait: Duration,
+    as_table: bool,
 ) -> Result<Vec<u8>, ApiError> {
     let ns = if info.namespaced { ns } else { None };
     let mut limit = opts.limit;
@@ -336,6 +337,19 @@ pub async fn list(
         }
         Err(e) => return Err(e),
     };
+    if as_table {
+        let mut meta = serde_json::Map::new();
+        meta.insert("resourceVersion".into(), page.rv.to_string().into());
+        if let Some(after) = &page.next_after {
+            let t = ContinueToken::after(page.rv as i64, after, ns, true);
+            meta.insert("continue".into(), t.encode().into());
+            if sel.is_empty() {
+                meta.insert("remainingItemCount".into(), page.remaining.into());
+            }
+        }
+        let t = crate::table::table(info, Value::Object(meta), &page.items);
+        return Ok(serde_json::to_vec(&t).unwrap_or_default());
+    }
     let mut out =
         Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
     out.extend_from_slice(b"{\"kind\":");

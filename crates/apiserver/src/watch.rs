@@ -56,6 +56,8 @@ pub struct WatchParams {
     pub bookmark_before_timeout: Duration,
     /// Chunk size target.
     pub chunk_bytes: usize,
+    /// Send objects as single-row `Table`s (kubectl server-side printing).
+    pub as_table: bool,
 }
 
 const BATCH: usize = 1024;
@@ -103,6 +105,7 @@ struct Filter {
     ns: Option<String>,
     sel: Selectors,
     trivial: bool,
+    table: bool,
 }
 
 impl Filter {
@@ -115,6 +118,14 @@ impl Filter {
         self.sel.matches(&o.labels, &o.fields)
     }
 
+    fn emit(&self, info: &ResourceInfo, out: &mut Vec<u8>, typ: &str, o: &StoredObject) {
+        if self.table {
+            encode_event(out, typ, &crate::table::event_table(info, o));
+        } else {
+            encode_event(out, typ, &o.full);
+        }
+    }
+
     /// Appends the event as seen through this filter (if visible).
     fn encode(&self, info: &ResourceInfo, ev: &Event, out: &mut Vec<u8>) -> bool {
         if self.trivial {
@@ -124,7 +135,7 @@ impl Filter {
         match ev.kind {
             EventType::Added | EventType::Deleted => {
                 if self.matches(&ev.obj) {
-                    encode_event(out, ev.kind.as_str(), &ev.obj.full);
+                    self.emit(info, out, ev.kind.as_str(), &ev.obj);
                     return true;
                 }
             }
@@ -132,12 +143,12 @@ impl Filter {
                 let cur = self.matches(&ev.obj);
                 let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
                 match (old, cur) {
-                    (true, true) => encode_event(out, "MODIFIED", &ev.obj.full),
-                    (false, true) => encode_event(out, "ADDED", &ev.obj.full),
+                    (true, true) => self.emit(info, out, "MODIFIED", &ev.obj),
+                    (false, true) => self.emit(info, out, "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let gone = object::with_rv(info, p, ev.rv);
-                            encode_event(out, "DELETED", &gone.full);
+                            self.emit(info, out, "DELETED", &gone);
                         }
                     }
                     (false, false) => return false,
@@ -170,7 +181,8 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     let _open = controls.watch_opened();
     let info = p.info.clone();
     let filter = Filter {
-        trivial: p.ns.is_none() && p.sel.is_empty(),
+        trivial: p.ns.is_none() && p.sel.is_empty() && !p.as_table,
+        table: p.as_table,
         ns: p.ns.clone(),
         sel: p.sel.clone(),
     };
@@ -206,7 +218,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 }
             };
             for o in &items {
-                encode_event(&mut buf, "ADDED", &o.full);
+                filter.emit(&info, &mut buf, "ADDED", o);
                 if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
                     return;
                 }

@@ -139,6 +139,26 @@ async fn kubectl_crud_apply_and_watch() {
     .await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("pod/kp created"), "{out}");
+    // Server-side printing: kubectl shows the pod columns.
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "pods"]).await;
+    assert!(ok, "{err}");
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    assert!(
+        out.lines().nth(1).unwrap_or("").starts_with("kp ")
+            && out.contains("0/1")
+            && out.contains("Pending"),
+        "{out}"
+    );
     let (ok, out, err) = kubectl(&kc, &cache, &["get", "pod", "kp", "-o", "json"]).await;
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
