@@ -90,10 +90,31 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    if let Some(accept) = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        && !accepts_json(accept)
+    {
+        return error(&ApiError::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json",
+        ));
+    }
     match route(&shared, req).await {
         Ok(r) => r,
         Err(e) => error(&e),
     }
+}
+
+/// Whether an Accept header admits a JSON response.
+fn accepts_json(accept: &str) -> bool {
+    accept.trim().is_empty()
+        || accept.split(',').any(|m| {
+            let t = m.split(';').next().unwrap_or("").trim();
+            matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json")
+        })
 }
 
 fn text(s: &'static str) -> Response<Body> {

@@ -334,7 +334,15 @@ impl Template {
 
     /// The object with its resourceVersion set to `rv`.
     pub fn finish(self, rv: u64) -> StoredObject {
-        self.obj.with_rv(rv)
+        let mut o = self.obj;
+        let digits = rv.to_string();
+        let (full, rv_range, spec_range) =
+            splice(&o.full, o.rv_range, o.spec_range, digits.as_bytes());
+        o.full = full;
+        o.rv_range = rv_range;
+        o.spec_range = spec_range;
+        o.rv = rv;
+        o
     }
 
     /// The store key of the object.

@@ -434,3 +434,32 @@ async fn concurrent_writers_get_distinct_increasing_rvs() {
     }
     assert_eq!(rv_of(&cm), s.resource_version());
 }
+
+#[tokio::test]
+async fn protobuf_only_accept_is_406() {
+    let s = server().await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let get = |accept: &'static str| {
+        let req = http::Request::get(format!("{}{PODS}", s.url()))
+            .header("accept", accept)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        client.request(req)
+    };
+    assert_eq!(
+        get("application/vnd.kubernetes.protobuf")
+            .await
+            .unwrap()
+            .status(),
+        406
+    );
+    assert_eq!(
+        get("application/vnd.kubernetes.protobuf, application/json")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(get("*/*").await.unwrap().status(), 200);
+}
