@@ -442,3 +442,34 @@ async fn absurd_parameters_do_not_crash() {
         }
     }
 }
+
+#[tokio::test]
+async fn watcher_falling_behind_the_history_is_ended() {
+    let s = ApiServer::builder()
+        .history_capacity(5)
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
+        .await;
+    s.set_stream_delay(Duration::from_millis(200));
+    for i in 0..20 {
+        s.create("pods", pod(&format!("p{i:02}"), json!({})))
+            .unwrap();
+    }
+    let mut got = 0;
+    while let Some(e) = w.next_within(SEC).await {
+        if typ(&e) == "ERROR" {
+            assert_eq!(e["object"]["code"], 410);
+            break;
+        }
+        got += 1;
+    }
+    assert!(
+        got < 20,
+        "a watcher behind the history must not silently skip events"
+    );
+}
