@@ -432,9 +432,9 @@ async fn start_watch(
     }
     let cfg = &shared.cfg;
     let timeout = match opts.timeout_seconds {
-        // Clamped so deadline arithmetic can never overflow.
-        Some(s) => Duration::from_secs(s.min(365 * 24 * 3600)),
-        None => {
+        // Clamped so deadline arithmetic can never overflow; 0 means default.
+        Some(s) if s > 0 => Duration::from_secs(s.min(365 * 24 * 3600)),
+        _ => {
             let base = cfg.min_request_timeout;
             base + base.mul_f64(rand::random::<f64>())
         }
