@@ -219,7 +219,13 @@ async fn resource_request(
     query: Vec<(String, String)>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let mut rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let mut query = query;
+    // Deprecated `/api/v1/watch/...` paths: same as `?watch=true`.
+    if rest.first() == Some(&"watch") {
+        rest.remove(0);
+        query.push(("watch".into(), "true".into()));
+    }
     let (ns, parts): (Option<&str>, &[&str]) = if rest.first() == Some(&"namespaces")
         && rest.len() > 2
         && !(rest.len() == 3 && matches!(rest[2], "status" | "finalize"))

@@ -473,3 +473,17 @@ async fn watcher_falling_behind_the_history_is_ended() {
         "a watcher behind the history must not silently skip events"
     );
 }
+
+#[tokio::test]
+async fn legacy_watch_path() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let mut w = c
+        .watch(&format!(
+            "/api/v1/watch/namespaces/default/pods?resourceVersion={rv}"
+        ))
+        .await;
+    s.create("pods", pod("lw", json!({}))).unwrap();
+    assert_eq!(name(&w.next_within(SEC).await.unwrap()), "lw");
+}
