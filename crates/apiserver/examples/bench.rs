@@ -136,7 +136,9 @@ async fn main() {
         for i in 0..live {
             let mut p = pod(i);
             p["metadata"]["labels"]["gen"] = json!("2");
-            store.update(&info, None, None, p, false).unwrap();
+            store
+                .update(&info, None, None, p, Default::default())
+                .unwrap();
         }
     })
     .await

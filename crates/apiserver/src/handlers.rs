@@ -22,7 +22,7 @@ use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{PatchType, Store};
+use crate::store::{PatchType, Store, WriteOpts};
 use crate::watch::{self, WatchParams, WatchStart};
 
 /// Static server settings used by handlers.
@@ -256,6 +256,7 @@ async fn resource_request(
     };
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
+    let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
     let as_table = crate::table::wants_table(
         req.headers()
             .get(header::ACCEPT)
@@ -304,13 +305,25 @@ async fn resource_request(
         (Method::POST, None) => {
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.create(&info, ns, v)?;
+            let o = store
+                .create_many(&info, ns, vec![v], dry_run)?
+                .pop()
+                .ok_or_else(|| ApiError::internal("no object created"))?;
             Ok(json_bytes(201, o.full.clone()))
         }
         (Method::PUT, Some(n)) => {
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, status_only)?;
+            let o = store.update(
+                &info,
+                ns,
+                Some(n),
+                v,
+                WriteOpts {
+                    status_only,
+                    dry_run,
+                },
+            )?;
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::PATCH, Some(n)) => {
@@ -340,7 +353,17 @@ async fn resource_request(
             };
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, status_only);
+            let r = store.patch(
+                &info,
+                ns_or_default,
+                n,
+                kind,
+                &b,
+                WriteOpts {
+                    status_only,
+                    dry_run,
+                },
+            );
             let o = match r {
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
@@ -352,7 +375,10 @@ async fn resource_request(
                             meta.entry("name").or_insert_with(|| n.into());
                         }
                     }
-                    let o = store.create(&info, ns, v)?;
+                    let o = store
+                        .create_many(&info, ns, vec![v], dry_run)?
+                        .pop()
+                        .ok_or_else(|| ApiError::internal("no object created"))?;
                     return Ok(json_bytes(201, o.full.clone()));
                 }
                 r => r?,
@@ -375,7 +401,7 @@ async fn resource_request(
                 None => None,
             };
             let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid)?;
+            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run)?;
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::DELETE, None) => {
@@ -388,7 +414,7 @@ async fn resource_request(
             let (_, items) = store.snapshot(&info, ns, &sel)?;
             let mut deleted = Vec::new();
             for o in items {
-                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None) {
+                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run) {
                     deleted.push(d);
                 }
             }

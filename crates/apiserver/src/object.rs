@@ -349,6 +349,19 @@ impl Template {
     pub fn key(&self) -> &str {
         &self.obj.key
     }
+
+    /// The object without any resourceVersion (dry-run creates).
+    pub fn finish_without_rv(self, info: &ResourceInfo) -> StoredObject {
+        match self.obj.value() {
+            Value::Object(mut m) => {
+                if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                    meta.shift_remove("resourceVersion");
+                }
+                build(info, &m, 0)
+            }
+            _ => self.obj,
+        }
+    }
 }
 
 /// A random RFC 4122 v4 UUID string.

@@ -24,7 +24,7 @@ use crate::object::StoredObject;
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{HistoryConfig, PatchType, Store};
+use crate::store::{HistoryConfig, PatchType, Store, WriteOpts};
 
 /// Builds an [`ApiServer`].
 #[derive(Debug, Clone)]
@@ -471,7 +471,7 @@ impl ApiServer {
     /// Creates many objects at once (all or nothing); returns the RV after.
     pub fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
         let info = self.info(resource)?;
-        let out = self.shared.store.create_many(&info, None, objs)?;
+        let out = self.shared.store.create_many(&info, None, objs, false)?;
         Ok(out
             .last()
             .map(|o| o.rv)
@@ -484,7 +484,7 @@ impl ApiServer {
         Ok(self
             .shared
             .store
-            .update(&info, None, None, obj, false)?
+            .update(&info, None, None, obj, WriteOpts::default())?
             .value())
     }
 
@@ -501,7 +501,14 @@ impl ApiServer {
         Ok(self
             .shared
             .store
-            .patch(&info, namespace, name, PatchType::Merge, &bytes, false)?
+            .patch(
+                &info,
+                namespace,
+                name,
+                PatchType::Merge,
+                &bytes,
+                WriteOpts::default(),
+            )?
             .value())
     }
 
@@ -511,7 +518,7 @@ impl ApiServer {
         Ok(self
             .shared
             .store
-            .delete(&info, namespace, name, None, None)?
+            .delete(&info, namespace, name, None, None, false)?
             .value())
     }
 

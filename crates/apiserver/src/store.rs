@@ -39,6 +39,15 @@ impl Default for HistoryConfig {
     }
 }
 
+/// Options of updates and patches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOpts {
+    /// Apply only `status` (the `status` subresource).
+    pub status_only: bool,
+    /// Validate and compute the result without storing it (`dryRun=All`).
+    pub dry_run: bool,
+}
+
 /// Outcome of one optimistic replace attempt.
 enum Replaced {
     Done(Arc<StoredObject>),
@@ -331,7 +340,7 @@ impl Store {
         url_ns: Option<&str>,
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let mut objs = self.create_many(info, url_ns, vec![body])?;
+        let mut objs = self.create_many(info, url_ns, vec![body], false)?;
         objs.pop()
             .ok_or_else(|| ApiError::internal("no object created"))
     }
@@ -404,6 +413,7 @@ impl Store {
         info: &ResourceInfo,
         url_ns: Option<&str>,
         bodies: Vec<Value>,
+        dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let i = self.idx(info)?;
         let mut prepared = Vec::with_capacity(bodies.len());
@@ -418,6 +428,13 @@ impl Store {
             }
         }
         drop(seen);
+        if dry_run {
+            // Like kube: the would-be object, without a resourceVersion.
+            return Ok(prepared
+                .into_iter()
+                .map(|(t, _)| Arc::new(t.finish_without_rv(info)))
+                .collect());
+        }
         let mut out = Vec::with_capacity(prepared.len());
         for (t, _) in prepared {
             let rv = inner.rv + 1;
@@ -479,7 +496,7 @@ impl Store {
         url_ns: Option<&str>,
         url_name: Option<&str>,
         body: Value,
-        status_only: bool,
+        opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let mut obj = check_body(info, body)?;
@@ -514,7 +531,7 @@ impl Store {
             if precondition.is_some_and(|p| p != old.rv) {
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(i, info, &old, obj, status_only)? {
+            match self.replace(i, info, &old, obj, opts)? {
                 Replaced::Done(r) => return Ok(r),
                 Replaced::Retry(o) => obj = o,
             }
@@ -529,7 +546,7 @@ impl Store {
         name: &str,
         kind: PatchType,
         patch: &[u8],
-        status_only: bool,
+        opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
@@ -577,7 +594,7 @@ impl Store {
             {
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            if let Replaced::Done(r) = self.replace(i, info, &old, obj, status_only)? {
+            if let Replaced::Done(r) = self.replace(i, info, &old, obj, opts)? {
                 return Ok(r);
             }
         }
@@ -591,8 +608,12 @@ impl Store {
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
-        status_only: bool,
+        opts: WriteOpts,
     ) -> Result<Replaced, ApiError> {
+        let WriteOpts {
+            status_only,
+            dry_run,
+        } = opts;
         let mut obj = if status_only {
             let Value::Object(mut o) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
@@ -646,6 +667,9 @@ impl Store {
         if !finalized && template.same_as(old) {
             return Ok(Replaced::Done(old.clone()));
         }
+        if dry_run {
+            return Ok(Replaced::Done(Arc::new(template.finish(old.rv))));
+        }
         let mut inner = self.inner.lock();
         if !inner.res[i]
             .objects
@@ -687,6 +711,7 @@ impl Store {
         name: &str,
         precondition_rv: Option<u64>,
         precondition_uid: Option<&str>,
+        dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
@@ -705,6 +730,9 @@ impl Store {
                     info.plural, old.uid
                 );
                 return Err(e);
+            }
+            if dry_run {
+                return Ok(old);
             }
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));

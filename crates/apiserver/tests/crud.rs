@@ -463,3 +463,44 @@ async fn protobuf_only_accept_is_406() {
     );
     assert_eq!(get("*/*").await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn dry_run_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let r = c
+        .post(&format!("{PODS}?dryRun=All"), &pod("d", json!({})))
+        .await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.body["metadata"]["name"], "d");
+    assert!(r.body["metadata"].get("resourceVersion").is_none());
+    assert_eq!(c.get(&format!("{PODS}/d")).await.code, 404);
+    c.post(PODS, &pod("d", json!({}))).await;
+    let rv1 = s.resource_version();
+    let p = c
+        .patch(
+            &format!("{PODS}/d?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"x": "y"}}}),
+        )
+        .await;
+    assert_eq!(p.code, 200);
+    assert_eq!(p.body["metadata"]["labels"]["x"], "y");
+    let d = c
+        .send_raw(
+            http::Method::DELETE,
+            &format!("{PODS}/d?dryRun=All"),
+            Vec::new(),
+            "application/json",
+        )
+        .await;
+    assert_eq!(d.code, 200);
+    assert_eq!(s.resource_version(), rv1);
+    assert!(
+        s.get("pods", "default", "d").unwrap()["metadata"]["labels"]
+            .get("x")
+            .is_none()
+    );
+    assert_eq!(rv1, rv + 1);
+}
