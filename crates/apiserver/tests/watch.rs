@@ -423,7 +423,7 @@ async fn absurd_parameters_do_not_crash() {
     for q in [
         "limit=-5",
         "limit=99999999999999999999",
-        "timeoutSeconds=-1&watch=1&resourceVersion=1",
+        "timeoutSeconds=-1&limit=1",
         "continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0IjoiLi4vLi4ifQ",
         "labelSelector=a%20in%20(",
         "labelSelector=!",
