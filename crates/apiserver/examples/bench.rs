@@ -58,7 +58,8 @@ async fn raw_get(addr: std::net::SocketAddr, path: &str) -> (TcpStream, Vec<u8>)
 
 /// Reads a watch stream until `n` events were seen; returns bytes read.
 async fn count_events(mut s: TcpStream, first: Vec<u8>, n: usize) -> usize {
-    let mut seen = first.windows(2).filter(|w| w == b"}\n").count();
+    let finder = memchr::memmem::Finder::new(b"}\n");
+    let mut seen = finder.find_iter(&first).count();
     let mut bytes = first.len();
     let mut tmp = vec![0u8; 1 << 20];
     let mut carry = first.last() == Some(&b'}');
@@ -69,7 +70,7 @@ async fn count_events(mut s: TcpStream, first: Vec<u8>, n: usize) -> usize {
         if carry && chunk[0] == b'\n' {
             seen += 1;
         }
-        seen += chunk.windows(2).filter(|w| w == b"}\n").count();
+        seen += finder.find_iter(chunk).count();
         carry = chunk[k - 1] == b'}';
         bytes += k;
     }
@@ -168,6 +169,7 @@ async fn main() {
                 format!("/api/v1/namespaces/bench/pods{q}&continue={cont}")
             };
             let (mut st, mut body) = raw_get(s2.addr(), &path).await;
+            body.reserve(64 << 20);
             st.read_to_end(&mut body).await.unwrap();
             total += body.len();
             pages += 1;

@@ -173,7 +173,10 @@ async fn send(tx: &mpsc::Sender<Bytes>, buf: &mut Vec<u8>) -> bool {
     if buf.is_empty() {
         return true;
     }
-    let chunk = Bytes::from(std::mem::take(buf));
+    // Size the next buffer after this chunk: full chunks (replay) keep the
+    // capacity so they never regrow, small ones (live events) stay small.
+    let cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
+    let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(cap)));
     tx.send(chunk).await.is_ok()
 }
 
@@ -199,7 +202,8 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         .unwrap_or(started);
     let mut final_bookmark_sent = !p.bookmarks;
     let mut next_bookmark = started + p.bookmark_interval;
-    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(1 << 20) + 8192);
+    // Room for a full chunk plus one large object, so a chunk rarely regrows.
+    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
 
     // Position and initial state.
     let mut cursor: u64;
