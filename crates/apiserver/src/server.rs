@@ -113,7 +113,7 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Maximum events kept per resource in the watch cache (default 100 000).
+    /// Maximum events kept per resource in the watch cache (default 50 000; a watcher that falls further behind is ended, as kube-apiserver ends blocked watchers).
     pub fn history_capacity(mut self, events: usize) -> Self {
         self.history.capacity = events;
         self

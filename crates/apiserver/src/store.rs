@@ -33,7 +33,7 @@ pub struct HistoryConfig {
 impl Default for HistoryConfig {
     fn default() -> Self {
         HistoryConfig {
-            capacity: 100_000,
+            capacity: 50_000,
             max_age: Some(Duration::from_secs(300)),
         }
     }
