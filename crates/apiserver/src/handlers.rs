@@ -205,6 +205,29 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Api
     }
 }
 
+/// 415 unless the request body is JSON (POST/PUT).
+fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if ct.is_empty() || ct == "application/json" || ct == "*/*" {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json",
+        ))
+    }
+}
+
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(b).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -303,6 +326,7 @@ async fn resource_request(
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::POST, None) => {
+            require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
             let o = store
@@ -312,6 +336,7 @@ async fn resource_request(
             Ok(json_bytes(201, o.full.clone()))
         }
         (Method::PUT, Some(n)) => {
+            require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
             let o = store.update(

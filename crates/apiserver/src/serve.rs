@@ -48,12 +48,10 @@ pub enum ServeError {
 
 /// Starts a server with `opts`; returns it (keep it alive to keep serving).
 pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
-    if opts.data_dir.is_some() {
-        return Err(ServeError::Options(
-            "--data-dir persistence is not supported yet".into(),
-        ));
-    }
     let mut b = ApiServer::builder().addr(opts.addr);
+    if let Some(d) = &opts.data_dir {
+        b = b.data_dir(d.clone());
+    }
     if let Some(t) = &opts.token {
         b = b.token(t.clone());
     }

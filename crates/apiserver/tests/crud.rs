@@ -504,3 +504,20 @@ async fn dry_run_writes_nothing() {
     );
     assert_eq!(rv1, rv + 1);
 }
+
+#[tokio::test]
+async fn non_json_bodies_are_415() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            PODS,
+            b"k8s\x00\x0a".to_vec(),
+            "application/vnd.kubernetes.protobuf",
+        )
+        .await;
+    assert_eq!(r.code, 415);
+    assert_eq!(r.body["reason"], "UnsupportedMediaType");
+    assert_eq!(s.list("pods", None).unwrap().len(), 0);
+}
