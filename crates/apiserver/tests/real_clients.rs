@@ -388,3 +388,21 @@ async fn kube_rs_watcher_list_watch() {
 async fn kube_rs_watcher_streaming_lists() {
     follow(watcher::Config::default().streaming_lists()).await;
 }
+
+#[tokio::test]
+async fn kube_rs_over_tls_with_token() {
+    let dir = tempdir("kube-tls");
+    let (cert, key) = self_signed(&dir).await;
+    let s = ApiServer::builder()
+        .token("tls-token")
+        .tls(cert, key)
+        .start()
+        .await
+        .unwrap();
+    s.create("pods", pod("secure", json!({}))).unwrap();
+    let api: Api<Pod> = Api::namespaced(kube_client(&s).await, "default");
+    let p = api.get("secure").await.unwrap();
+    assert_eq!(p.metadata.name.as_deref(), Some("secure"));
+    assert_eq!(s.request_counts().get, 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
