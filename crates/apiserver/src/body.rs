@@ -73,10 +73,10 @@ pub fn json_value(code: u16, v: &serde_json::Value) -> Response<Body> {
 /// A `Status` error response (with Retry-After when set).
 pub fn error(e: &ApiError) -> Response<Body> {
     let mut r = json_bytes(e.code, e.to_bytes());
-    if let Some(s) = e.retry_after {
-        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }

@@ -24,6 +24,44 @@ pub enum Fault {
     InternalError,
 }
 
+/// Counts of handled resource requests by verb.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// LIST requests.
+    pub list: u64,
+    /// WATCH requests.
+    pub watch: u64,
+    /// GET of one object.
+    pub get: u64,
+    /// POST.
+    pub create: u64,
+    /// PUT.
+    pub update: u64,
+    /// PATCH.
+    pub patch: u64,
+    /// DELETE (object or collection).
+    pub delete: u64,
+}
+
+/// A verb for [`Controls::count`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// LIST.
+    List,
+    /// WATCH.
+    Watch,
+    /// GET.
+    Get,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+}
+
 /// Live-adjustable test controls shared by all connections.
 #[derive(Debug)]
 pub struct Controls {
@@ -31,6 +69,18 @@ pub struct Controls {
     latency_us: AtomicU64,
     stream_delay_us: AtomicU64,
     watch_epoch: watch::Sender<u64>,
+    open_watches: watch::Sender<usize>,
+    counts: Mutex<RequestCounts>,
+}
+
+/// Keeps a watch counted in [`Controls::open_watches`] while alive.
+#[derive(Debug)]
+pub struct WatchGuard(watch::Sender<usize>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Default for Controls {
@@ -40,6 +90,8 @@ impl Default for Controls {
             latency_us: AtomicU64::new(0),
             stream_delay_us: AtomicU64::new(0),
             watch_epoch: watch::channel(0).0,
+            open_watches: watch::channel(0).0,
+            counts: Mutex::new(RequestCounts::default()),
         }
     }
 }
@@ -86,6 +138,55 @@ impl Controls {
     /// Ends every open watch now.
     pub fn drop_watches(&self) {
         self.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Registers an open watch until the guard is dropped.
+    pub fn watch_opened(&self) -> WatchGuard {
+        self.open_watches.send_modify(|n| *n += 1);
+        WatchGuard(self.open_watches.clone())
+    }
+
+    /// Number of watch streams currently open.
+    pub fn open_watches(&self) -> usize {
+        *self.open_watches.borrow()
+    }
+
+    /// Waits until at least `n` watches are open; false on timeout.
+    pub async fn wait_for_watches(&self, n: usize, timeout: Duration) -> bool {
+        let mut rx = self.open_watches.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Waits until at most `n` watches are open; false on timeout.
+    pub async fn wait_for_watches_at_most(&self, n: usize, timeout: Duration) -> bool {
+        let mut rx = self.open_watches.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|c| *c <= n)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Counts one handled request.
+    pub fn count(&self, verb: Verb) {
+        let mut c = self.counts.lock();
+        let f = match verb {
+            Verb::List => &mut c.list,
+            Verb::Watch => &mut c.watch,
+            Verb::Get => &mut c.get,
+            Verb::Create => &mut c.create,
+            Verb::Update => &mut c.update,
+            Verb::Patch => &mut c.patch,
+            Verb::Delete => &mut c.delete,
+        };
+        *f += 1;
+    }
+
+    /// Request counts so far.
+    pub fn request_counts(&self) -> RequestCounts {
+        *self.counts.lock()
     }
 
     /// A receiver that changes when watches must be dropped.

@@ -16,13 +16,13 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::body::{self, Body, error, json_bytes, json_value};
-use crate::controls::Controls;
+use crate::controls::{Controls, Verb};
 use crate::discovery;
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{PatchType, Store};
+use crate::store::{PatchType, Store, WriteOpts};
 use crate::watch::{self, WatchParams, WatchStart};
 
 /// Static server settings used by handlers.
@@ -90,38 +90,80 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    if let Some(accept) = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        && !accepts_json(accept)
+    {
+        return error(&ApiError::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json",
+        ));
+    }
     match route(&shared, req).await {
         Ok(r) => r,
         Err(e) => error(&e),
     }
 }
 
+/// Whether an Accept header admits a JSON response.
+fn accepts_json(accept: &str) -> bool {
+    accept.trim().is_empty()
+        || accept.split(',').any(|m| {
+            let t = m.split(';').next().unwrap_or("").trim();
+            matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json")
+        })
+}
+
 fn text(s: &'static str) -> Response<Body> {
-    body::respond(200, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(s.as_bytes()))))
+    body::respond(
+        200,
+        "text/plain; charset=utf-8",
+        Body::Full(Some(Bytes::from_static(s.as_bytes()))),
+    )
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
     let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(body::percent_decode)
+        .collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let reg = shared.store.registry().clone();
     let get_only = |r: Result<Response<Body>, ApiError>| {
-        if req.method() == Method::GET { r } else { Err(ApiError::method_not_allowed()) }
+        if req.method() == Method::GET {
+            r
+        } else {
+            Err(ApiError::method_not_allowed())
+        }
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
         ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
-        ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
+        ["api"] => get_only(Ok(json_value(
+            200,
+            &discovery::api_versions(&shared.server_address.lock()),
+        ))),
         ["api", "v1"] => get_only(
-            discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, "", "v1")
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
         ),
         ["apis"] => get_only(Ok(json_value(200, &discovery::api_group_list(&reg)))),
-        ["apis", g] => {
-            get_only(discovery::api_group(&reg, g).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route))
-        }
+        ["apis", g] => get_only(
+            discovery::api_group(&reg, g)
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
+        ),
         ["apis", g, v] => get_only(
-            discovery::api_resource_list(&reg, g, v).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, g, v)
+                .map(|v| json_value(200, &v))
+                .ok_or_else(ApiError::no_route),
         ),
         ["api", "v1", rest @ ..] => {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
@@ -138,28 +180,58 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
 
 async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let limit = shared.cfg.body_limit;
-    if let Some(len) =
-        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > limit
     {
-        if len > limit {
-            return Err(ApiError::too_large_body(limit));
-        }
+        return Err(ApiError::too_large_body(limit));
     }
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 Err(ApiError::too_large_body(limit))
             } else {
-                Err(ApiError::bad_request(format!("error reading request body: {e}")))
+                Err(ApiError::bad_request(format!(
+                    "error reading request body: {e}"
+                )))
             }
         }
     }
 }
 
+/// 415 unless the request body is JSON (POST/PUT).
+fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if ct.is_empty() || ct == "application/json" || ct == "*/*" {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json",
+        ))
+    }
+}
+
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(b)
-        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+    serde_json::from_slice(b).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
 }
 
 async fn resource_request(
@@ -170,7 +242,13 @@ async fn resource_request(
     query: Vec<(String, String)>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let mut rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let mut query = query;
+    // Deprecated `/api/v1/watch/...` paths: same as `?watch=true`.
+    if rest.first() == Some(&"watch") {
+        rest.remove(0);
+        query.push(("watch".into(), "true".into()));
+    }
     let (ns, parts): (Option<&str>, &[&str]) = if rest.first() == Some(&"namespaces")
         && rest.len() > 2
         && !(rest.len() == 3 && matches!(rest[2], "status" | "finalize"))
@@ -186,7 +264,11 @@ async fn resource_request(
         _ => return Err(ApiError::no_route()),
     };
     let store = shared.store.clone();
-    let info = store.registry().find(group, version, res).cloned().ok_or_else(ApiError::no_route)?;
+    let info = store
+        .registry()
+        .find(group, version, res)
+        .cloned()
+        .ok_or_else(ApiError::no_route)?;
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
     }
@@ -197,15 +279,45 @@ async fn resource_request(
     };
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
+    let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
+    let as_table = crate::table::wants_table(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let verb = match (&method, name) {
+        (&Method::GET, None)
+            if query
+                .iter()
+                .any(|(k, v)| k == "watch" && (v == "1" || v == "true")) =>
+        {
+            Some(Verb::Watch)
+        }
+        (&Method::GET, None) => Some(Verb::List),
+        (&Method::GET, Some(_)) => Some(Verb::Get),
+        (&Method::POST, _) => Some(Verb::Create),
+        (&Method::PUT, _) => Some(Verb::Update),
+        (&Method::PATCH, _) => Some(Verb::Patch),
+        (&Method::DELETE, _) => Some(Verb::Delete),
+        _ => None,
+    };
+    if let Some(v) = verb {
+        shared.controls.count(v);
+    }
     match (method, name) {
         (Method::GET, None) => {
             let opts = ListOptions::parse(&query)?;
             if opts.watch {
-                start_watch(shared, &info, ns, opts).await
+                start_watch(shared, &info, ns, opts, as_table).await
             } else {
                 opts.validate()?;
-                let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait).await?;
+                let sel = Selectors::parse(
+                    opts.label_selector.as_deref(),
+                    opts.field_selector.as_deref(),
+                    &info,
+                )?;
+                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, as_table)
+                    .await?;
                 Ok(json_bytes(200, out))
             }
         }
@@ -214,15 +326,29 @@ async fn resource_request(
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::POST, None) => {
+            require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.create(&info, ns, v)?;
+            let o = store
+                .create_many(&info, ns, vec![v], dry_run)?
+                .pop()
+                .ok_or_else(|| ApiError::internal("no object created"))?;
             Ok(json_bytes(201, o.full.clone()))
         }
         (Method::PUT, Some(n)) => {
+            require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, status_only)?;
+            let o = store.update(
+                &info,
+                ns,
+                Some(n),
+                v,
+                WriteOpts {
+                    status_only,
+                    dry_run,
+                },
+            )?;
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::PATCH, Some(n)) => {
@@ -237,32 +363,47 @@ async fn resource_request(
                 .trim()
                 .to_ascii_lowercase();
             let kind = match ct.as_str() {
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => PatchType::Merge,
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    PatchType::Merge
+                }
                 "application/json-patch+json" => PatchType::Json,
                 "application/apply-patch+yaml" => PatchType::Merge,
                 _ => {
                     return Err(ApiError::new(
                         415,
                         "UnsupportedMediaType",
-                        format!(
-                            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
-                        ),
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json".to_string(),
                     ));
                 }
             };
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, status_only);
+            let r = store.patch(
+                &info,
+                ns_or_default,
+                n,
+                kind,
+                &b,
+                WriteOpts {
+                    status_only,
+                    dry_run,
+                },
+            );
             let o = match r {
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
                     if let Some(m) = v.as_object_mut() {
-                        let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+                        let meta = m
+                            .entry("metadata")
+                            .or_insert_with(|| Value::Object(Default::default()));
                         if let Some(meta) = meta.as_object_mut() {
                             meta.entry("name").or_insert_with(|| n.into());
                         }
                     }
-                    let o = store.create(&info, ns, v)?;
+                    let o = store
+                        .create_many(&info, ns, vec![v], dry_run)?
+                        .pop()
+                        .ok_or_else(|| ApiError::internal("no object created"))?;
                     return Ok(json_bytes(201, o.full.clone()));
                 }
                 r => r?,
@@ -271,23 +412,34 @@ async fn resource_request(
         }
         (Method::DELETE, Some(n)) => {
             let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_json(&b)? };
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else {
+                parse_json(&b)?
+            };
             let pre = opts.get("preconditions");
-            let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
+            let pre_rv = match pre
+                .and_then(|p| p.get("resourceVersion"))
+                .and_then(Value::as_str)
+            {
                 Some(s) => Some(parse_rv(s)?),
                 None => None,
             };
             let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid)?;
+            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run)?;
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
-            let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
+            let sel = Selectors::parse(
+                opts.label_selector.as_deref(),
+                opts.field_selector.as_deref(),
+                &info,
+            )?;
             let (_, items) = store.snapshot(&info, ns, &sel)?;
             let mut deleted = Vec::new();
             for o in items {
-                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None) {
+                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run) {
                     deleted.push(d);
                 }
             }
@@ -317,9 +469,14 @@ async fn start_watch(
     info: &Arc<ResourceInfo>,
     ns: Option<&str>,
     mut opts: ListOptions,
+    as_table: bool,
 ) -> Result<Response<Body>, ApiError> {
     opts.validate()?;
-    let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), info)?;
+    let sel = Selectors::parse(
+        opts.label_selector.as_deref(),
+        opts.field_selector.as_deref(),
+        info,
+    )?;
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
         None | Some("0") => None,
@@ -332,16 +489,18 @@ async fn start_watch(
     }
     let cfg = &shared.cfg;
     let timeout = match opts.timeout_seconds {
-        Some(s) => Duration::from_secs(s),
-        None => {
+        // Clamped so deadline arithmetic can never overflow; 0 means default.
+        Some(s) if s > 0 => Duration::from_secs(s.min(365 * 24 * 3600)),
+        _ => {
             let base = cfg.min_request_timeout;
             base + base.mul_f64(rand::random::<f64>())
         }
     };
-    if let Some(n) = rv {
-        if n > store.resource_version() && !store.wait_for_rv(n, cfg.rv_wait).await {
-            return Err(ApiError::too_large_rv(n, store.resource_version()));
-        }
+    if let Some(n) = rv
+        && n > store.resource_version()
+        && !store.wait_for_rv(n, cfg.rv_wait).await
+    {
+        return Err(ApiError::too_large_rv(n, store.resource_version()));
     }
     let start = match (opts.send_initial_events, rv) {
         (Some(true), _) => WatchStart::Initial { end_bookmark: true },
@@ -355,7 +514,7 @@ async fn start_watch(
             }
             WatchStart::After(n)
         }
-        (_, None) => WatchStart::Now,
+        (_, None) => WatchStart::After(store.resource_version()),
     };
     let params = WatchParams {
         info: info.clone(),
@@ -367,6 +526,7 @@ async fn start_watch(
         bookmark_interval: cfg.bookmark_interval,
         bookmark_before_timeout: cfg.bookmark_before_timeout,
         chunk_bytes: cfg.chunk_bytes,
+        as_table,
     };
     let rx = watch::spawn(store, shared.controls.clone(), params);
     Ok(body::respond(200, "application/json", Body::Stream(rx)))

@@ -18,7 +18,7 @@ pub struct ServeOptions {
     pub tls_key: Option<PathBuf>,
     /// Where to write a kubeconfig for the server.
     pub write_kubeconfig: Option<PathBuf>,
-    /// Persistence directory (not implemented yet: must be None).
+    /// Persistence directory for objects and the RV counter.
     pub data_dir: Option<PathBuf>,
 }
 
@@ -48,10 +48,10 @@ pub enum ServeError {
 
 /// Starts a server with `opts`; returns it (keep it alive to keep serving).
 pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
-    if opts.data_dir.is_some() {
-        return Err(ServeError::Options("--data-dir persistence is not supported yet".into()));
-    }
     let mut b = ApiServer::builder().addr(opts.addr);
+    if let Some(d) = &opts.data_dir {
+        b = b.data_dir(d.clone());
+    }
     if let Some(t) = &opts.token {
         b = b.token(t.clone());
     }
@@ -59,7 +59,9 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         (Some(c), Some(k)) => b = b.tls(c.clone(), k.clone()),
         (None, None) => {}
         _ => {
-            return Err(ServeError::Options("--tls-cert and --tls-key go together".into()));
+            return Err(ServeError::Options(
+                "--tls-cert and --tls-key go together".into(),
+            ));
         }
     }
     let server = b.start().await?;

@@ -24,7 +24,7 @@ use crate::object::StoredObject;
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{HistoryConfig, PatchType, Store};
+use crate::store::{HistoryConfig, PatchType, Store, WriteOpts};
 
 /// Builds an [`ApiServer`].
 #[derive(Debug, Clone)]
@@ -35,6 +35,7 @@ pub struct ApiServerBuilder {
     history: HistoryConfig,
     tls: Option<(PathBuf, PathBuf)>,
     default_namespaces: bool,
+    data_dir: Option<PathBuf>,
 }
 
 impl Default for ApiServerBuilder {
@@ -46,6 +47,7 @@ impl Default for ApiServerBuilder {
             history: HistoryConfig::default(),
             tls: None,
             default_namespaces: true,
+            data_dir: None,
         }
     }
 }
@@ -111,7 +113,7 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Maximum events kept per resource in the watch cache (default 100 000).
+    /// Maximum events kept per resource in the watch cache (default 50 000; a watcher that falls further behind is ended, as kube-apiserver ends blocked watchers).
     pub fn history_capacity(mut self, events: usize) -> Self {
         self.history.capacity = events;
         self
@@ -136,6 +138,13 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Persists objects and the RV counter in `dir` (loaded at start, saved
+    /// every second when changed and on stop).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
     /// Binds and starts serving.
     pub async fn start(self) -> std::io::Result<ApiServer> {
         let tls = match &self.tls {
@@ -143,15 +152,20 @@ impl ApiServerBuilder {
             None => None,
         };
         let store = Arc::new(Store::new(Arc::new(self.registry), self.history));
-        if self.default_namespaces {
-            if let Some(ns) = store.registry().lookup("namespaces").cloned() {
-                for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
-                    let obj = serde_json::json!({
-                        "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
-                        "spec": {"finalizers": ["kubernetes"]},
-                    });
-                    let _ = store.create(&ns, None, obj);
-                }
+        let loaded = match &self.data_dir {
+            Some(d) => crate::persist::load(&store, d)?,
+            None => false,
+        };
+        if !loaded
+            && self.default_namespaces
+            && let Some(ns) = store.registry().lookup("namespaces").cloned()
+        {
+            for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
+                let obj = serde_json::json!({
+                    "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                });
+                let _ = store.create(&ns, None, obj);
             }
         }
         let shared = Arc::new(Shared {
@@ -160,7 +174,34 @@ impl ApiServerBuilder {
             cfg: self.cfg,
             server_address: Mutex::new(String::new()),
         });
-        let server = ApiServer { shared, addr: Mutex::new(self.addr), tls, running: tokio::sync::Mutex::new(None) };
+        let saver = self.data_dir.clone().map(|dir| {
+            let store = shared.store.clone();
+            tokio::spawn(async move {
+                let mut saved = store.resource_version();
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let rv = store.resource_version();
+                    if rv != saved {
+                        let (st, d) = (store.clone(), dir.clone());
+                        match tokio::task::spawn_blocking(move || crate::persist::save(&st, &d))
+                            .await
+                        {
+                            Ok(Ok(())) => saved = rv,
+                            Ok(Err(e)) => tracing::warn!(error = %e, "saving state failed"),
+                            Err(_) => {}
+                        }
+                    }
+                }
+            })
+        });
+        let server = ApiServer {
+            shared,
+            addr: Mutex::new(self.addr),
+            tls,
+            running: tokio::sync::Mutex::new(None),
+            data_dir: self.data_dir,
+            saver,
+        };
         server.bind_and_run(self.addr).await?;
         Ok(server)
     }
@@ -178,6 +219,22 @@ pub struct ApiServer {
     addr: Mutex<SocketAddr>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     running: tokio::sync::Mutex<Option<Running>>,
+    data_dir: Option<PathBuf>,
+    saver: Option<JoinHandle<()>>,
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(s) = &self.saver {
+            s.abort();
+        }
+        if let Ok(mut r) = self.running.try_lock()
+            && let Some(r) = r.take()
+        {
+            let _ = r.shutdown.send(true);
+            r.accept.abort();
+        }
+    }
 }
 
 async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver<bool>)
@@ -203,7 +260,11 @@ impl ApiServer {
     }
 
     async fn bind_and_run(&self, addr: SocketAddr) -> std::io::Result<()> {
-        let sock = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+        let sock = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
         sock.set_reuseaddr(true)?;
         sock.bind(addr)?;
         let listener = sock.listen(1024)?;
@@ -237,7 +298,11 @@ impl ApiServer {
                 c.push(h);
             }
         });
-        *self.running.lock().await = Some(Running { shutdown: tx, accept, conns });
+        *self.running.lock().await = Some(Running {
+            shutdown: tx,
+            accept,
+            conns,
+        });
         Ok(())
     }
 
@@ -254,7 +319,11 @@ impl ApiServer {
 
     /// A kubeconfig pointing at this server (with the token, if any).
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig_yaml(&self.url(), self.shared.cfg.token.as_deref(), self.tls.is_some())
+        kubeconfig_yaml(
+            &self.url(),
+            self.shared.cfg.token.as_deref(),
+            self.tls.is_some(),
+        )
     }
 
     /// Writes [`Self::kubeconfig_yaml`] to `path`.
@@ -262,8 +331,20 @@ impl ApiServer {
         std::fs::write(path, self.kubeconfig_yaml())
     }
 
-    /// Stops serving: closes the listener and all connections (state kept).
+    /// Writes the persistence snapshot now (no-op without a data dir).
+    pub fn save_now(&self) -> std::io::Result<()> {
+        match &self.data_dir {
+            Some(d) => crate::persist::save(&self.shared.store, d),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops serving: closes the listener and all connections (state kept,
+    /// and saved when a data dir is set).
     pub async fn stop(&self) {
+        if let Err(e) = self.save_now() {
+            tracing::warn!(error = %e, "saving state failed");
+        }
         let running = self.running.lock().await.take();
         if let Some(r) = running {
             let _ = r.shutdown.send(true);
@@ -314,12 +395,38 @@ impl ApiServer {
 
     /// The next `n` requests fail with 429 and `Retry-After: retry_after_secs`.
     pub fn fail_next_with_429(&self, n: u64, retry_after_secs: u64) {
-        self.shared.controls.fail_next(n, Fault::TooManyRequests { retry_after_secs });
+        self.shared
+            .controls
+            .fail_next(n, Fault::TooManyRequests { retry_after_secs });
     }
 
     /// The next `n` requests fail with 500.
     pub fn fail_next_with_500(&self, n: u64) {
         self.shared.controls.fail_next(n, Fault::InternalError);
+    }
+
+    /// Number of watch streams currently open.
+    pub fn open_watches(&self) -> usize {
+        self.shared.controls.open_watches()
+    }
+
+    /// Waits until at least `n` watch streams are open (false on timeout) —
+    /// lets tests write only after a client's watch is established.
+    pub async fn wait_for_watches(&self, n: usize, timeout: Duration) -> bool {
+        self.shared.controls.wait_for_watches(n, timeout).await
+    }
+
+    /// Waits until at most `n` watch streams are open (false on timeout).
+    pub async fn wait_for_watches_at_most(&self, n: usize, timeout: Duration) -> bool {
+        self.shared
+            .controls
+            .wait_for_watches_at_most(n, timeout)
+            .await
+    }
+
+    /// Counts of handled resource requests by verb.
+    pub fn request_counts(&self) -> crate::controls::RequestCounts {
+        self.shared.controls.request_counts()
     }
 
     /// Adds a delay before handling every request.
@@ -345,7 +452,12 @@ impl ApiServer {
     }
 
     fn info(&self, resource: &str) -> Result<Arc<ResourceInfo>, ApiError> {
-        self.shared.store.registry().lookup(resource).cloned().ok_or_else(ApiError::no_route)
+        self.shared
+            .store
+            .registry()
+            .lookup(resource)
+            .cloned()
+            .ok_or_else(ApiError::no_route)
     }
 
     /// Creates an object. `resource` is a plural (`pods`), `plural.group`
@@ -359,27 +471,55 @@ impl ApiServer {
     /// Creates many objects at once (all or nothing); returns the RV after.
     pub fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
         let info = self.info(resource)?;
-        let out = self.shared.store.create_many(&info, None, objs)?;
-        Ok(out.last().map(|o| o.rv).unwrap_or_else(|| self.resource_version()))
+        let out = self.shared.store.create_many(&info, None, objs, false)?;
+        Ok(out
+            .last()
+            .map(|o| o.rv)
+            .unwrap_or_else(|| self.resource_version()))
     }
 
     /// Replaces an object (resourceVersion in the body is a precondition).
     pub fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
-        Ok(self.shared.store.update(&info, None, None, obj, false)?.value())
+        Ok(self
+            .shared
+            .store
+            .update(&info, None, None, obj, WriteOpts::default())?
+            .value())
     }
 
     /// Applies a JSON merge patch.
-    pub fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
+    pub fn patch(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, false)?.value())
+        Ok(self
+            .shared
+            .store
+            .patch(
+                &info,
+                namespace,
+                name,
+                PatchType::Merge,
+                &bytes,
+                WriteOpts::default(),
+            )?
+            .value())
     }
 
     /// Deletes an object; returns its last state (with the deletion RV).
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
-        Ok(self.shared.store.delete(&info, namespace, name, None, None)?.value())
+        Ok(self
+            .shared
+            .store
+            .delete(&info, namespace, name, None, None, false)?
+            .value())
     }
 
     /// Gets an object.
@@ -391,14 +531,25 @@ impl ApiServer {
     /// Lists objects (all namespaces when `namespace` is None), key order.
     pub fn list(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Value>, ApiError> {
         let info = self.info(resource)?;
-        let (_, items) = self.shared.store.snapshot(&info, namespace, &Selectors::default())?;
+        let (_, items) = self
+            .shared
+            .store
+            .snapshot(&info, namespace, &Selectors::default())?;
         Ok(items.iter().map(|o| o.value()).collect())
     }
 
     /// Lists raw stored objects without parsing (fast path for benchmarks).
-    pub fn list_raw(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    pub fn list_raw(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let info = self.info(resource)?;
-        Ok(self.shared.store.snapshot(&info, namespace, &Selectors::default())?.1)
+        Ok(self
+            .shared
+            .store
+            .snapshot(&info, namespace, &Selectors::default())?
+            .1)
     }
 }
 
@@ -432,9 +583,7 @@ pub fn kubeconfig_yaml(server: &str, token: Option<&str>, insecure_tls: bool) ->
     if insecure_tls {
         s.push_str("    insecure-skip-tls-verify: true\n");
     }
-    s.push_str(
-        "contexts:\n- name: informer\n  context:\n    cluster: informer\n    user: informer\n    namespace: default\n",
-    );
+    s.push_str("contexts:\n- name: informer\n  context:\n    cluster: informer\n    user: informer\n    namespace: default\n");
     s.push_str("current-context: informer\nusers:\n- name: informer\n  user:");
     match token {
         Some(t) => s.push_str(&format!("\n    token: {t}\n")),

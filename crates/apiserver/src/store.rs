@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::object::{self, StoredObject, make_key};
+use crate::object::{self, StoredObject, Template, make_key};
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -32,8 +32,26 @@ pub struct HistoryConfig {
 
 impl Default for HistoryConfig {
     fn default() -> Self {
-        HistoryConfig { capacity: 100_000, max_age: Some(Duration::from_secs(300)) }
+        HistoryConfig {
+            capacity: 50_000,
+            max_age: Some(Duration::from_secs(300)),
+        }
     }
+}
+
+/// Options of updates and patches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOpts {
+    /// Apply only `status` (the `status` subresource).
+    pub status_only: bool,
+    /// Validate and compute the result without storing it (`dryRun=All`).
+    pub dry_run: bool,
+}
+
+/// Outcome of one optimistic replace attempt.
+enum Replaced {
+    Done(Arc<StoredObject>),
+    Retry(Map<String, Value>),
 }
 
 /// The kind of patch in a PATCH request.
@@ -105,7 +123,9 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 /// well-typed metadata; returns it as a map.
 fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
+        return Err(ApiError::bad_request(
+            "couldn't get version/kind; json parse error: expected an object",
+        ));
     };
     let api_version = info.api_version();
     match obj.get("apiVersion") {
@@ -134,17 +154,24 @@ fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, Ap
             obj.insert("metadata".into(), Value::Object(Map::new()));
         }
         Some(Value::Object(m)) => {
-            for f in ["name", "namespace", "generateName", "resourceVersion", "uid"] {
-                if let Some(v) = m.get(f) {
-                    if !v.is_string() && !v.is_null() {
-                        return Err(cannot_handle(
-                            info,
-                            &format!(
-                                "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                                json_type(v)
-                            ),
-                        ));
-                    }
+            for f in [
+                "name",
+                "namespace",
+                "generateName",
+                "resourceVersion",
+                "uid",
+            ] {
+                if let Some(v) = m.get(f)
+                    && !v.is_string()
+                    && !v.is_null()
+                {
+                    return Err(cannot_handle(
+                        info,
+                        &format!(
+                            "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
+                            json_type(v)
+                        ),
+                    ));
                 }
             }
             for f in ["labels", "annotations"] {
@@ -209,7 +236,11 @@ fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
 }
 
 fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
-    obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
+    obj.get("metadata")
+        .and_then(|m| m.get(f))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// Resolves the namespace of a body against the URL namespace.
@@ -219,7 +250,7 @@ fn resolve_namespace(
     url_ns: Option<&str>,
 ) -> Result<String, ApiError> {
     if !info.namespaced {
-        meta_mut(obj).remove("namespace");
+        meta_mut(obj).shift_remove("namespace");
         return Ok(String::new());
     }
     let body_ns = meta_str(obj, "namespace");
@@ -238,7 +269,8 @@ fn resolve_namespace(
 }
 
 fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    s.parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
 impl Store {
@@ -247,9 +279,18 @@ impl Store {
         let res = registry
             .all()
             .iter()
-            .map(|_| ResState { objects: BTreeMap::new(), history: History::new(0), notify: watch::channel(0).0 })
+            .map(|_| ResState {
+                objects: BTreeMap::new(),
+                history: History::new(0),
+                notify: watch::channel(0).0,
+            })
             .collect();
-        Store { registry, inner: Mutex::new(Inner { rv: 0, res }), rv_tx: watch::channel(0).0, history_cfg }
+        Store {
+            registry,
+            inner: Mutex::new(Inner { rv: 0, res }),
+            rv_tx: watch::channel(0).0,
+            history_cfg,
+        }
     }
 
     /// The served resources.
@@ -283,7 +324,11 @@ impl Store {
                 st.objects.insert(ev.obj.key.clone(), ev.obj.clone());
             }
         }
-        st.history.push(Arc::new(ev), self.history_cfg.capacity, self.history_cfg.max_age);
+        st.history.push(
+            Arc::new(ev),
+            self.history_cfg.capacity,
+            self.history_cfg.max_age,
+        );
         st.notify.send_replace(rv);
         self.rv_tx.send_replace(rv);
     }
@@ -295,8 +340,9 @@ impl Store {
         url_ns: Option<&str>,
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let mut objs = self.create_many(info, url_ns, vec![body])?;
-        objs.pop().ok_or_else(|| ApiError::internal("no object created"))
+        let mut objs = self.create_many(info, url_ns, vec![body], false)?;
+        objs.pop()
+            .ok_or_else(|| ApiError::internal("no object created"))
     }
 
     fn prepare_create(
@@ -304,9 +350,9 @@ impl Store {
         info: &ResourceInfo,
         url_ns: Option<&str>,
         body: Value,
-    ) -> Result<(Map<String, Value>, String, String), ApiError> {
+    ) -> Result<(Template, String), ApiError> {
         let mut obj = check_body(info, body)?;
-        let ns = resolve_namespace(info, &mut obj, url_ns)?;
+        resolve_namespace(info, &mut obj, url_ns)?;
         let name = match meta_str(&obj, "name") {
             Some(n) => n,
             None => match meta_str(&obj, "generateName") {
@@ -342,21 +388,22 @@ impl Store {
         meta.insert("uid".into(), object::new_uid().into());
         meta.insert("generation".into(), 1.into());
         meta.insert("creationTimestamp".into(), now.into());
-        meta.remove("deletionTimestamp");
-        meta.remove("deletionGracePeriodSeconds");
-        if info.group.is_empty() && info.plural == "pods" {
-            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
+        meta.shift_remove("deletionTimestamp");
+        meta.shift_remove("deletionGracePeriodSeconds");
+        let default_phase = match (info.group.as_str(), info.plural.as_str()) {
+            ("", "pods") => Some("Pending"),
+            ("", "namespaces") => Some("Active"),
+            _ => None,
+        };
+        if let Some(phase) = default_phase {
+            let status = obj
+                .entry("status")
+                .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(s) = status {
-                s.entry("phase").or_insert_with(|| "Pending".into());
+                s.entry("phase").or_insert_with(|| phase.into());
             }
         }
-        if info.group.is_empty() && info.plural == "namespaces" {
-            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(s) = status {
-                s.entry("phase").or_insert_with(|| "Active".into());
-            }
-        }
-        Ok((obj, ns, name))
+        Ok((Template::new(info, &mut obj), name))
     }
 
     /// Creates many objects at once (one RV each, one lock acquisition).
@@ -366,6 +413,7 @@ impl Store {
         info: &ResourceInfo,
         url_ns: Option<&str>,
         bodies: Vec<Value>,
+        dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let i = self.idx(info)?;
         let mut prepared = Vec::with_capacity(bodies.len());
@@ -374,36 +422,67 @@ impl Store {
         }
         let mut inner = self.inner.lock();
         let mut seen = std::collections::HashSet::new();
-        for (_, ns, name) in &prepared {
-            let key = make_key(ns, name);
-            if inner.res[i].objects.contains_key(&key) || !seen.insert(key) {
+        for (t, name) in &prepared {
+            if inner.res[i].objects.contains_key(t.key()) || !seen.insert(t.key()) {
                 return Err(ApiError::already_exists(&info.group, &info.plural, name));
             }
         }
+        drop(seen);
+        if dry_run {
+            // Like kube: the would-be object, without a resourceVersion.
+            return Ok(prepared
+                .into_iter()
+                .map(|(t, _)| Arc::new(t.finish_without_rv(info)))
+                .collect());
+        }
         let mut out = Vec::with_capacity(prepared.len());
-        for (mut obj, _, _) in prepared {
+        for (t, _) in prepared {
             let rv = inner.rv + 1;
             inner.rv = rv;
-            meta_mut(&mut obj).insert("resourceVersion".into(), rv.to_string().into());
-            let stored = Arc::new(object::build(info, obj, rv));
+            let stored = Arc::new(t.finish(rv));
             out.push(stored.clone());
             self.commit(
                 &mut inner,
                 i,
-                Event { rv, kind: EventType::Added, obj: stored, prev: None, at: Instant::now() },
+                Event {
+                    rv,
+                    kind: EventType::Added,
+                    obj: stored,
+                    prev: None,
+                    at: Instant::now(),
+                },
             );
         }
         Ok(out)
     }
 
     /// Gets an object.
-    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn get(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
         let inner = self.inner.lock();
         inner.res[i]
             .objects
             .get(&make_key(ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
+    }
+
+    fn current(
+        &self,
+        i: usize,
+        info: &ResourceInfo,
+        key: &str,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.inner.lock().res[i]
+            .objects
+            .get(key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
     }
@@ -417,7 +496,7 @@ impl Store {
         url_ns: Option<&str>,
         url_name: Option<&str>,
         body: Value,
-        status_only: bool,
+        opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let mut obj = check_body(info, body)?;
@@ -445,17 +524,18 @@ impl Store {
             Some(s) => Some(parse_rv_field(&s)?),
             None => None,
         };
-        let mut inner = self.inner.lock();
         let key = make_key(&ns, &name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
-        if precondition.is_some_and(|p| p != old.rv) {
-            return Err(ApiError::conflict(&info.group, &info.plural, &name));
+        let mut obj = obj;
+        loop {
+            let old = self.current(i, info, &key, &name)?;
+            if precondition.is_some_and(|p| p != old.rv) {
+                return Err(ApiError::conflict(&info.group, &info.plural, &name));
+            }
+            match self.replace(i, info, &old, obj, opts)? {
+                Replaced::Done(r) => return Ok(r),
+                Replaced::Retry(o) => obj = o,
+            }
         }
-        self.replace_locked(&mut inner, i, info, &old, obj, status_only)
     }
 
     /// Applies a patch to an object.
@@ -466,12 +546,12 @@ impl Store {
         name: &str,
         kind: PatchType,
         patch: &[u8],
-        status_only: bool,
+        opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let patch_val: Value =
-            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let patch_val: Value = serde_json::from_slice(patch)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let json_patch = match kind {
             PatchType::Json => Some(
                 serde_json::from_value::<json_patch::Patch>(patch_val.clone())
@@ -479,111 +559,150 @@ impl Store {
             ),
             PatchType::Merge => {
                 if !patch_val.is_object() {
-                    return Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object"));
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: a merge patch must be a JSON object",
+                    ));
                 }
                 None
             }
         };
-        let mut inner = self.inner.lock();
         let key = make_key(ns, name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
-        let mut doc = old.value();
-        match &json_patch {
-            Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?,
-            None => json_patch::merge(&mut doc, &patch_val),
-        }
-        let obj = check_body(info, doc)?;
-        if meta_str(&obj, "name").as_deref() != Some(name) {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({}) does not match the name on the URL ({name})",
-                meta_str(&obj, "name").unwrap_or_default()
-            )));
-        }
-        if let Some(s) = meta_str(&obj, "resourceVersion") {
-            if parse_rv_field(&s)? != old.rv {
+        loop {
+            let old = self.current(i, info, &key, name)?;
+            let mut doc = old.value();
+            match &json_patch {
+                Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
+                })?,
+                None => json_patch::merge(&mut doc, &patch_val),
+            }
+            let obj = check_body(info, doc)?;
+            if meta_str(&obj, "name").as_deref() != Some(name) {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    meta_str(&obj, "name").unwrap_or_default()
+                )));
+            }
+            if let Some(s) = meta_str(&obj, "resourceVersion")
+                && parse_rv_field(&s)? != old.rv
+            {
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
+            if let Replaced::Done(r) = self.replace(i, info, &old, obj, opts)? {
+                return Ok(r);
+            }
         }
-        self.replace_locked(&mut inner, i, info, &old, obj, status_only)
     }
 
-    fn replace_locked(
+    /// Computes the successor of `old` outside the lock, then commits it if
+    /// `old` is still current. `Retry` gives the body back after losing a race.
+    fn replace(
         &self,
-        inner: &mut Inner,
         i: usize,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
-        status_only: bool,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        let old_val = old.value();
-        let Value::Object(old_map) = old_val else {
-            return Err(ApiError::internal("stored object is not an object"));
-        };
+        opts: WriteOpts,
+    ) -> Result<Replaced, ApiError> {
+        let WriteOpts {
+            status_only,
+            dry_run,
+        } = opts;
         let mut obj = if status_only {
-            let mut o = old_map.clone();
+            let Value::Object(mut o) = old.value() else {
+                return Err(ApiError::internal("stored object is not an object"));
+            };
             match new.get("status") {
                 Some(s) => o.insert("status".into(), s.clone()),
-                None => o.remove("status"),
+                None => o.shift_remove("status"),
             };
             o
         } else {
             new
         };
-        let old_meta = old_map.get("metadata");
-        let keep = |f: &str| old_meta.and_then(|m| m.get(f)).cloned();
-        let old_gen = old_meta.and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
-        let spec_changed = old_map.get("spec") != obj.get("spec");
+        let new_spec = obj
+            .get("spec")
+            .map(|s| serde_json::to_vec(s).unwrap_or_default());
+        let spec_changed = new_spec.as_deref() != old.spec_bytes();
         {
             let meta = meta_mut(&mut obj);
-            for f in ["uid", "creationTimestamp", "namespace", "name"] {
-                match keep(f) {
-                    Some(v) => meta.insert(f.into(), v),
-                    None => meta.remove(f),
+            meta.insert("name".into(), old.name.clone().into());
+            if info.namespaced {
+                meta.insert("namespace".into(), old.namespace.clone().into());
+            } else {
+                meta.shift_remove("namespace");
+            }
+            if old.uid.is_empty() {
+                meta.shift_remove("uid");
+            } else {
+                meta.insert("uid".into(), old.uid.clone().into());
+            }
+            for f in object::KEPT_META {
+                match old.kept.iter().find(|(k, _)| k == f) {
+                    Some((_, v)) => meta.insert((*f).into(), v.clone()),
+                    None => meta.shift_remove(*f),
                 };
             }
-            if keep("deletionTimestamp").is_some() {
-                for f in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-                    if let Some(v) = keep(f) {
-                        meta.insert(f.into(), v);
-                    }
-                }
-            }
-            meta.insert("generation".into(), (if spec_changed { old_gen + 1 } else { old_gen }).into());
-            meta.insert("resourceVersion".into(), old.rv.to_string().into());
+            let g = old.generation.max(1);
+            meta.insert(
+                "generation".into(),
+                (if spec_changed { g + 1 } else { g }).into(),
+            );
         }
-        obj.remove("kind");
-        obj.remove("apiVersion");
+        obj.shift_remove("kind");
+        obj.shift_remove("apiVersion");
+        // Removing the last finalizer of an object being deleted deletes it.
+        let finalized = obj
+            .get("metadata")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m));
+        let template = Template::new(info, &mut obj);
         // A no-op update writes nothing and returns the current object.
-        let mut old_cmp = old_map;
-        old_cmp.remove("kind");
-        old_cmp.remove("apiVersion");
-        if values_equal_unordered(&old_cmp, &obj) {
-            return Ok(old.clone());
+        if !finalized && template.same_as(old) {
+            return Ok(Replaced::Done(old.clone()));
+        }
+        if dry_run {
+            return Ok(Replaced::Done(Arc::new(template.finish(old.rv))));
+        }
+        let mut inner = self.inner.lock();
+        if !inner.res[i]
+            .objects
+            .get(&old.key)
+            .is_some_and(|cur| Arc::ptr_eq(cur, old))
+        {
+            return Ok(Replaced::Retry(obj));
         }
         let rv = inner.rv + 1;
         inner.rv = rv;
-        meta_mut(&mut obj).insert("resourceVersion".into(), rv.to_string().into());
-        let stored = Arc::new(object::build(info, obj, rv));
+        let stored = Arc::new(template.finish(rv));
+        let kind = if finalized {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
         self.commit(
-            inner,
+            &mut inner,
             i,
-            Event { rv, kind: EventType::Modified, obj: stored.clone(), prev: Some(old.clone()), at: Instant::now() },
+            Event {
+                rv,
+                kind,
+                obj: stored.clone(),
+                prev: Some(old.clone()),
+                at: Instant::now(),
+            },
         );
-        Ok(stored)
+        Ok(Replaced::Done(stored))
     }
 
     /// Deletes an object; returns its last state carrying the deletion RV.
+    /// An object with finalizers is only marked (`deletionTimestamp`) and
+    /// goes away when its last finalizer is removed.
     /// `precondition_rv`/`precondition_uid` are DeleteOptions preconditions.
     pub fn delete(
         &self,
@@ -592,38 +711,77 @@ impl Store {
         name: &str,
         precondition_rv: Option<u64>,
         precondition_uid: Option<&str>,
+        dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let mut inner = self.inner.lock();
         let key = make_key(ns, name);
-        let old = inner.res[i]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
-        if precondition_rv.is_some_and(|p| p != old.rv) {
-            return Err(ApiError::conflict(&info.group, &info.plural, name));
-        }
-        if precondition_uid.is_some_and(|u| u != old.uid) {
-            let mut e = ApiError::conflict(&info.group, &info.plural, name);
-            e.message = format!(
-                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                info.plural,
-                precondition_uid.unwrap_or(""),
-                old.uid
+        loop {
+            let old = self.current(i, info, &key, name)?;
+            if precondition_rv.is_some_and(|p| p != old.rv) {
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
+            }
+            if let Some(u) = precondition_uid
+                && u != old.uid
+            {
+                let mut e = ApiError::conflict(&info.group, &info.plural, name);
+                e.message = format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+                    info.plural, old.uid
+                );
+                return Err(e);
+            }
+            if dry_run {
+                return Ok(old);
+            }
+            let Value::Object(mut map) = old.value() else {
+                return Err(ApiError::internal("stored object is not an object"));
+            };
+            let meta = meta_mut(&mut map);
+            let graceful = has_finalizers(meta);
+            if graceful {
+                if meta.contains_key("deletionTimestamp") {
+                    return Ok(old);
+                }
+                meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
+                meta.insert("deletionGracePeriodSeconds".into(), 0.into());
+                let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+                meta.insert("generation".into(), (g + 1).into());
+            }
+            let template = if graceful {
+                Template::new(info, &mut map)
+            } else {
+                Template::from_stored(&old)
+            };
+            let mut inner = self.inner.lock();
+            if !inner.res[i]
+                .objects
+                .get(&key)
+                .is_some_and(|c| Arc::ptr_eq(c, &old))
+            {
+                continue;
+            }
+            let rv = inner.rv + 1;
+            inner.rv = rv;
+            let last = Arc::new(template.finish(rv));
+            let kind = if graceful {
+                EventType::Modified
+            } else {
+                EventType::Deleted
+            };
+            self.commit(
+                &mut inner,
+                i,
+                Event {
+                    rv,
+                    kind,
+                    obj: last.clone(),
+                    prev: Some(old),
+                    at: Instant::now(),
+                },
             );
-            return Err(e);
+            return Ok(last);
         }
-        let rv = inner.rv + 1;
-        inner.rv = rv;
-        let last = Arc::new(object::with_rv(info, &old, rv));
-        self.commit(
-            &mut inner,
-            i,
-            Event { rv, kind: EventType::Deleted, obj: last.clone(), prev: Some(old), at: Instant::now() },
-        );
-        Ok(last)
     }
 
     /// Lists one page. `start` is the first key to consider (inclusive);
@@ -653,16 +811,26 @@ impl Store {
             ListAt::Exact(n) if n == inner.rv => inner.rv,
             ListAt::Exact(n) if n > inner.rv => return Err(ApiError::too_large_rv(n, inner.rv)),
             ListAt::Exact(n) if n < st.history.start_rv => {
-                return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
+                return Err(ApiError::expired(
+                    "The resourceVersion for the provided list is too old.",
+                ));
             }
             ListAt::Exact(n) => n,
         };
-        let mut page = ListPage { rv: at_rv, items: Vec::new(), next_after: None, remaining: 0 };
+        let mut page = ListPage {
+            rv: at_rv,
+            items: Vec::new(),
+            next_after: None,
+            remaining: 0,
+        };
         let in_range = |k: &str| k.starts_with(prefix.as_str());
         if at_rv == inner.rv {
             let iter = st
                 .objects
-                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
+                .range::<str, _>((
+                    std::ops::Bound::Included(from.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(_, v)| v);
             fill_page(&mut page, iter, limit, sel);
@@ -673,7 +841,10 @@ impl Store {
             }
             let mut snap: BTreeMap<&str, &Arc<StoredObject>> = st
                 .objects
-                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
+                .range::<str, _>((
+                    std::ops::Bound::Included(from.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(k, v)| (k.as_str(), v))
                 .collect();
@@ -721,7 +892,9 @@ impl Store {
         let h = &inner.res[i].history;
         Ok(match h.read_after(after, max, out) {
             Some(()) => Ok(inner.rv),
-            None => Err(TooOld { start_rv: h.start_rv }),
+            None => Err(TooOld {
+                start_rv: h.start_rv,
+            }),
         })
     }
 
@@ -760,13 +933,16 @@ impl Store {
 
     /// Number of events retained per resource (diagnostics).
     pub fn history_len(&self, info: &ResourceInfo) -> usize {
-        self.idx(info).map(|i| self.inner.lock().res[i].history.len()).unwrap_or(0)
+        self.idx(info)
+            .map(|i| self.inner.lock().res[i].history.len())
+            .unwrap_or(0)
     }
 }
 
-fn values_equal_unordered(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    // serde_json's Map equality is order-insensitive for both map backends.
-    a == b
+fn has_finalizers(meta: &Map<String, Value>) -> bool {
+    meta.get("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
 }
 
 fn fill_page<'a>(
@@ -787,5 +963,52 @@ fn fill_page<'a>(
                 return;
             }
         }
+    }
+}
+
+/// An object together with its resource type.
+pub type ResourceObject = (Arc<ResourceInfo>, Arc<StoredObject>);
+
+impl Store {
+    /// All current objects of every resource with the current RV.
+    pub fn dump(&self) -> (u64, Vec<ResourceObject>) {
+        let inner = self.inner.lock();
+        let mut out = Vec::new();
+        for (info, st) in self.registry.all().iter().zip(&inner.res) {
+            out.extend(st.objects.values().map(|o| (info.clone(), o.clone())));
+        }
+        (inner.rv, out)
+    }
+
+    /// Replaces the whole state (objects keep their own RVs); history then
+    /// starts empty at `rv`.
+    pub fn restore(&self, rv: u64, objects: Vec<(Arc<ResourceInfo>, Map<String, Value>)>) {
+        let built: Vec<(usize, StoredObject)> = objects
+            .into_iter()
+            .filter_map(|(info, o)| {
+                let i = self.idx(&info).ok()?;
+                let orv = o
+                    .get("metadata")
+                    .and_then(|m| m.get("resourceVersion"))
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(rv);
+                Some((i, object::build(&info, &o, orv)))
+            })
+            .collect();
+        let mut inner = self.inner.lock();
+        for st in &mut inner.res {
+            st.objects.clear();
+        }
+        for (i, o) in built {
+            inner.res[i].objects.insert(o.key.clone(), Arc::new(o));
+        }
+        let rv = rv.max(inner.rv);
+        inner.rv = rv;
+        for st in &mut inner.res {
+            st.history.reset(rv);
+            st.notify.send_replace(rv);
+        }
+        self.rv_tx.send_replace(rv);
     }
 }

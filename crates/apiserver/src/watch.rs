@@ -34,8 +34,6 @@ pub enum WatchStart {
         /// Send the `k8s.io/initial-events-end` bookmark after the ADDEDs.
         end_bookmark: bool,
     },
-    /// No initial state: start at the current RV.
-    Now,
 }
 
 /// Everything a watch task needs.
@@ -58,6 +56,8 @@ pub struct WatchParams {
     pub bookmark_before_timeout: Duration,
     /// Chunk size target.
     pub chunk_bytes: usize,
+    /// Send objects as single-row `Table`s (kubectl server-side printing).
+    pub as_table: bool,
 }
 
 const BATCH: usize = 1024;
@@ -80,7 +80,9 @@ pub fn encode_error(e: &ApiError) -> Bytes {
 
 /// The 410 ERROR for a watch from an RV older than the history.
 pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
-    ApiError::expired(format!("too old resource version: {requested} ({start_rv})"))
+    ApiError::expired(format!(
+        "too old resource version: {requested} ({start_rv})"
+    ))
 }
 
 fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool) {
@@ -103,16 +105,25 @@ struct Filter {
     ns: Option<String>,
     sel: Selectors,
     trivial: bool,
+    table: bool,
 }
 
 impl Filter {
     fn matches(&self, o: &StoredObject) -> bool {
-        if let Some(ns) = &self.ns {
-            if o.namespace != *ns {
-                return false;
-            }
+        if let Some(ns) = &self.ns
+            && o.namespace != *ns
+        {
+            return false;
         }
         self.sel.matches(&o.labels, &o.fields)
+    }
+
+    fn emit(&self, info: &ResourceInfo, out: &mut Vec<u8>, typ: &str, o: &StoredObject) {
+        if self.table {
+            encode_event(out, typ, &crate::table::event_table(info, o));
+        } else {
+            encode_event(out, typ, &o.full);
+        }
     }
 
     /// Appends the event as seen through this filter (if visible).
@@ -124,7 +135,7 @@ impl Filter {
         match ev.kind {
             EventType::Added | EventType::Deleted => {
                 if self.matches(&ev.obj) {
-                    encode_event(out, ev.kind.as_str(), &ev.obj.full);
+                    self.emit(info, out, ev.kind.as_str(), &ev.obj);
                     return true;
                 }
             }
@@ -132,12 +143,12 @@ impl Filter {
                 let cur = self.matches(&ev.obj);
                 let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
                 match (old, cur) {
-                    (true, true) => encode_event(out, "MODIFIED", &ev.obj.full),
-                    (false, true) => encode_event(out, "ADDED", &ev.obj.full),
+                    (true, true) => self.emit(info, out, "MODIFIED", &ev.obj),
+                    (false, true) => self.emit(info, out, "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let gone = object::with_rv(info, p, ev.rv);
-                            encode_event(out, "DELETED", &gone.full);
+                            self.emit(info, out, "DELETED", &gone);
                         }
                     }
                     (false, false) => return false,
@@ -162,13 +173,22 @@ async fn send(tx: &mpsc::Sender<Bytes>, buf: &mut Vec<u8>) -> bool {
     if buf.is_empty() {
         return true;
     }
-    let chunk = Bytes::from(std::mem::take(buf));
+    // Size the next buffer after this chunk: full chunks (replay) keep the
+    // capacity so they never regrow, small ones (live events) stay small.
+    let cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
+    let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(cap)));
     tx.send(chunk).await.is_ok()
 }
 
 async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+    let _open = controls.watch_opened();
     let info = p.info.clone();
-    let filter = Filter { trivial: p.ns.is_none() && p.sel.is_empty(), ns: p.ns.clone(), sel: p.sel.clone() };
+    let filter = Filter {
+        trivial: p.ns.is_none() && p.sel.is_empty() && !p.as_table,
+        table: p.as_table,
+        ns: p.ns.clone(),
+        sel: p.sel.clone(),
+    };
     let mut epoch = controls.watch_epoch();
     epoch.borrow_and_update();
     let Ok(mut notify) = store.subscribe(&info) else {
@@ -177,10 +197,13 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     notify.borrow_and_update();
     let started = Instant::now();
     let deadline = started + p.timeout;
-    let final_bookmark_at = deadline.checked_sub(p.bookmark_before_timeout).unwrap_or(started);
+    let final_bookmark_at = deadline
+        .checked_sub(p.bookmark_before_timeout)
+        .unwrap_or(started);
     let mut final_bookmark_sent = !p.bookmarks;
     let mut next_bookmark = started + p.bookmark_interval;
-    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(1 << 20) + 8192);
+    // Room for a full chunk plus one large object, so a chunk rarely regrows.
+    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
 
     // Position and initial state.
     let mut cursor: u64;
@@ -189,10 +212,6 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         WatchStart::After(rv) => {
             cursor = rv;
             last_sent = rv;
-        }
-        WatchStart::Now => {
-            cursor = store.resource_version();
-            last_sent = cursor;
         }
         WatchStart::Initial { end_bookmark } => {
             let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {
@@ -203,7 +222,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 }
             };
             for o in &items {
-                encode_event(&mut buf, "ADDED", &o.full);
+                filter.emit(&info, &mut buf, "ADDED", o);
                 if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
                     return;
                 }
@@ -230,8 +249,11 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 Ok(Err(too_old)) => {
                     // Fell behind the history (or it was compacted): like the
                     // cacher, terminate the watch; clients re-watch.
-                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor) {
-                        let _ = tx.send(encode_error(&too_old_error(cursor, too_old.start_rv))).await;
+                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor)
+                    {
+                        let _ = tx
+                            .send(encode_error(&too_old_error(cursor, too_old.start_rv)))
+                            .await;
                     } else {
                         let _ = send(&tx, &mut buf).await;
                     }
@@ -291,7 +313,11 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             return;
         }
         let bookmark_wake = if p.bookmarks { next_bookmark } else { deadline };
-        let final_wake = if final_bookmark_sent { deadline } else { final_bookmark_at };
+        let final_wake = if final_bookmark_sent {
+            deadline
+        } else {
+            final_bookmark_at
+        };
         tokio::select! {
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake) => {}

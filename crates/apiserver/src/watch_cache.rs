@@ -56,12 +56,19 @@ pub struct History {
     events: VecDeque<Arc<Event>>,
     /// Every event with `rv > start_rv` is retained.
     pub start_rv: u64,
+    /// Highest RV of an event actually dropped: a reader positioned at or
+    /// after it has missed nothing, even if `start_rv` moved past it.
+    dropped_rv: u64,
 }
 
 impl History {
     /// An empty history covering everything after `start_rv`.
     pub fn new(start_rv: u64) -> Self {
-        History { events: VecDeque::new(), start_rv }
+        History {
+            events: VecDeque::new(),
+            start_rv,
+            dropped_rv: start_rv,
+        }
     }
 
     /// Appends an event and trims to `capacity` events / `max_age`.
@@ -72,7 +79,11 @@ impl History {
         }
         if let Some(age) = max_age {
             let now = Instant::now();
-            while self.events.front().is_some_and(|e| now.duration_since(e.at) > age) {
+            while self
+                .events
+                .front()
+                .is_some_and(|e| now.duration_since(e.at) > age)
+            {
                 self.pop_front();
             }
         }
@@ -81,13 +92,14 @@ impl History {
     fn pop_front(&mut self) {
         if let Some(e) = self.events.pop_front() {
             self.start_rv = self.start_rv.max(e.rv);
+            self.dropped_rv = self.dropped_rv.max(e.rv);
         }
     }
 
     /// Drops every event with `rv <= rv` and raises `start_rv` to `rv`.
     pub fn compact(&mut self, rv: u64) {
         while self.events.front().is_some_and(|e| e.rv <= rv) {
-            self.events.pop_front();
+            self.pop_front();
         }
         self.start_rv = self.start_rv.max(rv);
     }
@@ -96,6 +108,7 @@ impl History {
     pub fn reset(&mut self, rv: u64) {
         self.events.clear();
         self.start_rv = rv;
+        self.dropped_rv = rv;
     }
 
     /// Number of retained events.
@@ -115,7 +128,7 @@ impl History {
     /// Up to `max` events with `rv > after`, or `None` if events after
     /// `after` were already trimmed (the reader fell behind).
     pub fn read_after(&self, after: u64, max: usize, out: &mut Vec<Arc<Event>>) -> Option<()> {
-        if after < self.start_rv {
+        if after < self.dropped_rv {
             return None;
         }
         let i = self.first_after(after);

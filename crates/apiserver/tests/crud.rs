@@ -275,3 +275,158 @@ async fn in_process_access() {
 }
 
 use informer_apiserver::ApiServer;
+
+#[tokio::test]
+async fn finalizers_delay_deletion() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut p = pod("f", json!({}));
+    p["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    c.post(PODS, &p).await;
+    let start = s.resource_version();
+    let mut w = c
+        .watch(&format!("{PODS}?watch=1&resourceVersion={start}"))
+        .await;
+    let d = c.delete(&format!("{PODS}/f")).await;
+    assert_eq!(d.code, 200);
+    assert!(d.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(d.body["metadata"]["generation"], 2);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "MODIFIED");
+    // Deleting again changes nothing.
+    let again = c.delete(&format!("{PODS}/f")).await;
+    assert_eq!(again.body, d.body);
+    assert_eq!(c.get(&format!("{PODS}/f")).await.code, 200);
+    let r = c
+        .patch(
+            &format!("{PODS}/f"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    assert_eq!(r.code, 200);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "DELETED");
+    assert_eq!(rv_of(&e["object"]), s.resource_version());
+    assert_eq!(c.get(&format!("{PODS}/f")).await.code, 404);
+}
+
+#[tokio::test]
+async fn concurrent_writers_get_distinct_increasing_rvs() {
+    let s = std::sync::Arc::new(server().await);
+    s.create(
+        "configmaps",
+        json!({"metadata": {"name": "counter"}, "data": {"n": "0"}}),
+    )
+    .unwrap();
+    let mut hs = Vec::new();
+    for t in 0..4 {
+        let s = s.clone();
+        hs.push(std::thread::spawn(move || {
+            for i in 0..200 {
+                s.patch(
+                    "configmaps",
+                    "default",
+                    "counter",
+                    &json!({"data": {format!("t{t}"): i.to_string()}}),
+                )
+                .unwrap();
+            }
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    let cm = s.get("configmaps", "default", "counter").unwrap();
+    for t in 0..4 {
+        assert_eq!(cm["data"][format!("t{t}")], "199");
+    }
+    assert_eq!(rv_of(&cm), s.resource_version());
+}
+
+#[tokio::test]
+async fn protobuf_only_accept_is_406() {
+    let s = server().await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let get = |accept: &'static str| {
+        let req = http::Request::get(format!("{}{PODS}", s.url()))
+            .header("accept", accept)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        client.request(req)
+    };
+    assert_eq!(
+        get("application/vnd.kubernetes.protobuf")
+            .await
+            .unwrap()
+            .status(),
+        406
+    );
+    assert_eq!(
+        get("application/vnd.kubernetes.protobuf, application/json")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(get("*/*").await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn dry_run_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let r = c
+        .post(&format!("{PODS}?dryRun=All"), &pod("d", json!({})))
+        .await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.body["metadata"]["name"], "d");
+    assert!(r.body["metadata"].get("resourceVersion").is_none());
+    assert_eq!(c.get(&format!("{PODS}/d")).await.code, 404);
+    c.post(PODS, &pod("d", json!({}))).await;
+    let rv1 = s.resource_version();
+    let p = c
+        .patch(
+            &format!("{PODS}/d?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"x": "y"}}}),
+        )
+        .await;
+    assert_eq!(p.code, 200);
+    assert_eq!(p.body["metadata"]["labels"]["x"], "y");
+    let d = c
+        .send_raw(
+            http::Method::DELETE,
+            &format!("{PODS}/d?dryRun=All"),
+            Vec::new(),
+            "application/json",
+        )
+        .await;
+    assert_eq!(d.code, 200);
+    assert_eq!(s.resource_version(), rv1);
+    assert!(
+        s.get("pods", "default", "d").unwrap()["metadata"]["labels"]
+            .get("x")
+            .is_none()
+    );
+    assert_eq!(rv1, rv + 1);
+}
+
+#[tokio::test]
+async fn non_json_bodies_are_415() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            PODS,
+            b"k8s\x00\x0a".to_vec(),
+            "application/vnd.kubernetes.protobuf",
+        )
+        .await;
+    assert_eq!(r.code, 415);
+    assert_eq!(r.body["reason"], "UnsupportedMediaType");
+    assert_eq!(s.list("pods", None).unwrap().len(), 0);
+}

@@ -22,7 +22,7 @@ pub struct ServeArgs {
     /// Write a kubeconfig for this server to this path.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
-    /// Persist objects here (not supported yet).
+    /// Persist objects and the resourceVersion counter in this directory.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
 }

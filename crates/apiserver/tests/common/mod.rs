@@ -58,7 +58,11 @@ impl Client {
                 .expect("request failed");
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let raw = resp.into_body().collect().await.expect("body").to_bytes();
+        let raw = tokio::time::timeout(Duration::from_secs(30), resp.into_body().collect())
+            .await
+            .expect("response body timed out")
+            .expect("body")
+            .to_bytes();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Resp { code, headers, body, raw }
     }

@@ -1,0 +1,408 @@
+//! Real clients against the server: kubectl, the official Python client and
+//! kube-rs (`kube_runtime::watcher`, list-watch and streaming lists).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use futures_util::StreamExt;
+use informer_apiserver::ApiServer;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "apiserver-{tag}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+async fn kubectl(
+    kc: &std::path::Path,
+    cache: &std::path::Path,
+    args: &[&str],
+) -> (bool, String, String) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kc)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("kubectl timed out")
+    .expect("kubectl must be on PATH");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Generates a self-signed certificate for 127.0.0.1 with the openssl CLI.
+async fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .await
+        .expect(
+            "the openssl CLI is needed to make a test certificate (apt-get install -y openssl)",
+        );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+#[tokio::test]
+async fn kubectl_crud_apply_and_watch() {
+    // kubectl only sends bearer tokens over TLS: serve HTTPS with a
+    // self-signed certificate and require a token.
+    let dir = tempdir("kubectl");
+    let (cert, key) = self_signed(&dir).await;
+    let s = ApiServer::builder()
+        .token("kt")
+        .tls(cert, key)
+        .start()
+        .await
+        .unwrap();
+    assert!(s.url().starts_with("https://"));
+    let kc = dir.join("config");
+    let cache = dir.join("cache");
+    s.write_kubeconfig(&kc).unwrap();
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "pods"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        err.contains("No resources found") || out.contains("No resources found"),
+        "{out}{err}"
+    );
+
+    let manifest = dir.join("pod.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kp\n  labels: {app: k}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
+    )
+    .unwrap();
+    let (ok, out, err) = kubectl(
+        &kc,
+        &cache,
+        &[
+            "create",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--validate=false",
+        ],
+    )
+    .await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("pod/kp created"), "{out}");
+    // Server-side printing: kubectl shows the pod columns.
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "pods"]).await;
+    assert!(ok, "{err}");
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    assert!(
+        out.lines().nth(1).unwrap_or("").starts_with("kp ")
+            && out.contains("0/1")
+            && out.contains("Pending"),
+        "{out}"
+    );
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "pod", "kp", "-o", "json"]).await;
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["metadata"]["labels"]["app"], "k");
+
+    let applied = dir.join("apply.yaml");
+    std::fs::write(
+        &applied,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ka\n  labels: {app: a}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
+    )
+    .unwrap();
+    let (ok, out, err) = kubectl(
+        &kc,
+        &cache,
+        &["apply", "-f", applied.to_str().unwrap(), "--validate=false"],
+    )
+    .await;
+    assert!(ok && out.contains("pod/ka created"), "{out}{err}");
+    std::fs::write(
+        &applied,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ka\n  labels: {app: b}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
+    )
+    .unwrap();
+    let (ok, out, err) = kubectl(
+        &kc,
+        &cache,
+        &["apply", "-f", applied.to_str().unwrap(), "--validate=false"],
+    )
+    .await;
+    assert!(ok && out.contains("pod/ka configured"), "{out}{err}");
+    assert_eq!(
+        s.get("pods", "default", "ka").unwrap()["metadata"]["labels"]["app"],
+        "b"
+    );
+
+    // kubectl get --watch: read the initial lines, see a new pod, then kill it.
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .args(["get", "pods", "--watch", "--no-headers"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let l = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("kubectl watch output")
+            .unwrap()
+            .expect("line");
+        seen.push(l);
+    }
+    assert!(
+        seen[0].starts_with("ka ") && seen[1].starts_with("kp "),
+        "{seen:?}"
+    );
+    s.create("pods", pod("kw", json!({}))).unwrap();
+    let l = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("kubectl watch event")
+        .unwrap()
+        .unwrap();
+    assert!(l.starts_with("kw "), "{l}");
+    child.kill().await.ok();
+
+    let (ok, out, err) = kubectl(&kc, &cache, &["delete", "pod", "kp", "ka"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("pod \"kp\" deleted"), "{out}");
+    assert_eq!(s.get("pods", "default", "kp").unwrap_err().code, 404);
+    let (ok, _, err) = kubectl(&kc, &cache, &["get", "pod", "kp"]).await;
+    assert!(!ok && err.contains("pods \"kp\" not found"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+const PY: &str = r#"
+import sys, json
+try:
+    import kubernetes
+except ImportError:
+    print("IMPORT-ERROR", flush=True)
+    sys.exit(3)
+from kubernetes import client, config, watch
+config.load_kube_config(config_file=sys.argv[1])
+v1 = client.CoreV1Api()
+w = watch.Watch()
+for ev in w.stream(v1.list_namespaced_pod, namespace="default", timeout_seconds=30):
+    print(json.dumps({"type": ev["type"], "name": ev["object"].metadata.name,
+                      "rv": ev["object"].metadata.resource_version}), flush=True)
+    if ev["type"] == "DELETED":
+        w.stop()
+"#;
+
+#[tokio::test]
+async fn python_client_watch() {
+    let probe = Command::new("/usr/bin/python3")
+        .args(["-c", "import kubernetes"])
+        .output()
+        .await;
+    let importable = probe.map(|o| o.status.success()).unwrap_or(false);
+    assert!(
+        importable,
+        "the Python Kubernetes client is not importable by /usr/bin/python3: install it with `apt-get install -y python3-kubernetes`"
+    );
+    let s = server().await;
+    let dir = tempdir("python");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    s.create("pods", pod("py", json!({"app": "py"}))).unwrap();
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", PY, kc.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> serde_json::Value {
+        let l = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("python output")
+            .unwrap()
+            .expect("python ended early");
+        serde_json::from_str(&l).unwrap_or_else(|_| panic!("bad line {l}"))
+    };
+    let e = next().await;
+    assert_eq!(
+        (e["type"].as_str(), e["name"].as_str()),
+        (Some("ADDED"), Some("py"))
+    );
+    s.patch(
+        "pods",
+        "default",
+        "py",
+        &json!({"metadata": {"labels": {"x": "1"}}}),
+    )
+    .unwrap();
+    let e = next().await;
+    assert_eq!(e["type"], "MODIFIED");
+    s.delete("pods", "default", "py").unwrap();
+    let e = next().await;
+    assert_eq!(e["type"], "DELETED");
+    assert_eq!(e["rv"], s.resource_version().to_string());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+async fn kube_client(s: &ApiServer) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(cfg).unwrap()
+}
+
+async fn follow(config: watcher::Config) {
+    let s = ApiServer::builder().token("kr").start().await.unwrap();
+    for i in 0..3 {
+        s.create("pods", pod(&format!("pre{i}"), json!({"app": "kr"})))
+            .unwrap();
+    }
+    let client = kube_client(&s).await;
+    let api: Api<Pod> = Api::namespaced(client, "default");
+    let mut stream = watcher(api.clone(), config).boxed();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .expect("watcher event")
+            .expect("stream ended")
+            .expect("watcher error")
+    };
+    assert!(matches!(next().await, watcher::Event::Init));
+    let mut init = Vec::new();
+    loop {
+        match next().await {
+            watcher::Event::InitApply(p) => init.push(p.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            e => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(init, ["pre0", "pre1", "pre2"]);
+    // Writes through kube-rs itself.
+    let p: Pod = serde_json::from_value(pod("live", json!({"app": "kr"}))).unwrap();
+    api.create(&PostParams::default(), &p).await.unwrap();
+    match next().await {
+        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("live")),
+        e => panic!("unexpected {e:?}"),
+    }
+    api.patch(
+        "live",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"v": "2"}}})),
+    )
+    .await
+    .unwrap();
+    match next().await {
+        watcher::Event::Apply(p) => assert_eq!(p.metadata.labels.unwrap()["v"], "2"),
+        e => panic!("unexpected {e:?}"),
+    }
+    api.delete("live", &DeleteParams::default()).await.unwrap();
+    match next().await {
+        watcher::Event::Delete(p) => assert_eq!(p.metadata.name.as_deref(), Some("live")),
+        e => panic!("unexpected {e:?}"),
+    }
+    // A dropped watch is resumed transparently from the last RV.
+    s.drop_watches();
+    s.create("pods", pod("after-drop", json!({}))).unwrap();
+    match next().await {
+        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("after-drop")),
+        e => panic!("unexpected {e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn kube_rs_watcher_list_watch() {
+    follow(watcher::Config::default().page_size(2)).await;
+}
+
+#[tokio::test]
+async fn kube_rs_watcher_streaming_lists() {
+    follow(watcher::Config::default().streaming_lists()).await;
+}
+
+#[tokio::test]
+async fn kube_rs_over_tls_with_token() {
+    let dir = tempdir("kube-tls");
+    let (cert, key) = self_signed(&dir).await;
+    let s = ApiServer::builder()
+        .token("tls-token")
+        .tls(cert, key)
+        .start()
+        .await
+        .unwrap();
+    s.create("pods", pod("secure", json!({}))).unwrap();
+    let api: Api<Pod> = Api::namespaced(kube_client(&s).await, "default");
+    let p = api.get("secure").await.unwrap();
+    assert_eq!(p.metadata.name.as_deref(), Some("secure"));
+    assert_eq!(s.request_counts().get, 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
