@@ -38,9 +38,7 @@ fn pod(i: usize) -> Value {
 async fn raw_get(addr: std::net::SocketAddr, path: &str) -> (TcpStream, Vec<u8>) {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.set_nodelay(true).unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
+    let req = format!("GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
     let mut tmp = vec![0u8; 65536];
@@ -79,20 +77,10 @@ async fn count_events(mut s: TcpStream, first: Vec<u8>, n: usize) -> usize {
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
-    let s = ApiServer::builder()
-        .history_capacity(n * 2 + 10)
-        .history_max_age(None)
-        .start()
-        .await
-        .unwrap();
+    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let s = ApiServer::builder().history_capacity(n * 2 + 10).history_max_age(None).start().await.unwrap();
     let addr = s.addr();
-    let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).unwrap())
-        .unwrap()
-        .len();
+    let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).unwrap()).unwrap().len();
     println!("object size: {size} bytes");
 
     // Bulk load.
@@ -101,18 +89,11 @@ async fn main() {
     let t = Instant::now();
     s.create_many("pods", objs).unwrap();
     let el = t.elapsed();
-    println!(
-        "bulk create {n}: {el:?} ({:.0} objects/s)",
-        n as f64 / el.as_secs_f64()
-    );
+    println!("bulk create {n}: {el:?} ({:.0} objects/s)", n as f64 / el.as_secs_f64());
 
     // Replay to one watcher.
     let t = Instant::now();
-    let (st, first) = raw_get(
-        addr,
-        &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv0}"),
-    )
-    .await;
+    let (st, first) = raw_get(addr, &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv0}")).await;
     let bytes = count_events(st, first, n).await;
     let el = t.elapsed();
     println!(
@@ -124,11 +105,7 @@ async fn main() {
     // Live: writes through the in-process API while one watcher follows.
     let live = n / 2;
     let rv1 = s.resource_version();
-    let (st, first) = raw_get(
-        addr,
-        &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv1}"),
-    )
-    .await;
+    let (st, first) = raw_get(addr, &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv1}")).await;
     let reader = tokio::spawn(count_events(st, first, live));
     let store = s.store().clone();
     let info = store.registry().lookup("pods").unwrap().clone();
@@ -137,9 +114,7 @@ async fn main() {
         for i in 0..live {
             let mut p = pod(i);
             p["metadata"]["labels"]["gen"] = json!("2");
-            store
-                .update(&info, None, None, p, Default::default())
-                .unwrap();
+            store.update(&info, None, None, p, Default::default()).unwrap();
         }
     })
     .await
@@ -155,8 +130,7 @@ async fn main() {
 
     // LIST 10k.
     let s2 = ApiServer::builder().start().await.unwrap();
-    s2.create_many("pods", (0..10_000).map(pod).collect())
-        .unwrap();
+    s2.create_many("pods", (0..10_000).map(pod).collect()).unwrap();
     for q in ["", "?limit=500"] {
         let t = Instant::now();
         let mut total = 0usize;
@@ -174,19 +148,11 @@ async fn main() {
             total += body.len();
             pages += 1;
             let text = String::from_utf8_lossy(&body[..body.len().min(400)]).to_string();
-            match text
-                .split("\"continue\":\"")
-                .nth(1)
-                .and_then(|r| r.split('"').next())
-            {
+            match text.split("\"continue\":\"").nth(1).and_then(|r| r.split('"').next()) {
                 Some(c) if !q.is_empty() => cont = c.to_string(),
                 _ => break,
             }
         }
-        println!(
-            "LIST 10k pods{q}: {:?} ({pages} pages, {:.1} MB)",
-            t.elapsed(),
-            total as f64 / 1e6
-        );
+        println!("LIST 10k pods{q}: {:?} ({pages} pages, {:.1} MB)", t.elapsed(), total as f64 / 1e6);
     }
 }

@@ -7,10 +7,7 @@ async fn main() {
         .start()
         .await
         .expect("start");
-    let n: usize = std::env::var("PODS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let n: usize = std::env::var("PODS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let pad = "x".repeat(4000);
     let objs = (0..n)
         .map(|i| serde_json::json!({"metadata": {"name": format!("p{i:06}"), "namespace": "bench"}, "spec": {"pad": pad}}))

@@ -154,19 +154,13 @@ impl Controls {
     /// Waits until at least `n` watches are open; false on timeout.
     pub async fn wait_for_watches(&self, n: usize, timeout: Duration) -> bool {
         let mut rx = self.open_watches.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n)).await,
-            Ok(Ok(_))
-        )
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n)).await, Ok(Ok(_)))
     }
 
     /// Waits until at most `n` watches are open; false on timeout.
     pub async fn wait_for_watches_at_most(&self, n: usize, timeout: Duration) -> bool {
         let mut rx = self.open_watches.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, rx.wait_for(|c| *c <= n)).await,
-            Ok(Ok(_))
-        )
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|c| *c <= n)).await, Ok(Ok(_)))
     }
 
     /// Counts one handled request.

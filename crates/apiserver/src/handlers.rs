@@ -90,10 +90,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
-    if let Some(accept) = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
+    if let Some(accept) = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())
         && !accepts_json(accept)
     {
         return error(&ApiError::new(
@@ -118,52 +115,31 @@ fn accepts_json(accept: &str) -> bool {
 }
 
 fn text(s: &'static str) -> Response<Body> {
-    body::respond(
-        200,
-        "text/plain; charset=utf-8",
-        Body::Full(Some(Bytes::from_static(s.as_bytes()))),
-    )
+    body::respond(200, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(s.as_bytes()))))
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
     let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = path
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(body::percent_decode)
-        .collect();
+    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let reg = shared.store.registry().clone();
     let get_only = |r: Result<Response<Body>, ApiError>| {
-        if req.method() == Method::GET {
-            r
-        } else {
-            Err(ApiError::method_not_allowed())
-        }
+        if req.method() == Method::GET { r } else { Err(ApiError::method_not_allowed()) }
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
         ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
-        ["api"] => get_only(Ok(json_value(
-            200,
-            &discovery::api_versions(&shared.server_address.lock()),
-        ))),
+        ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
-            discovery::api_resource_list(&reg, "", "v1")
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
         ),
         ["apis"] => get_only(Ok(json_value(200, &discovery::api_group_list(&reg)))),
-        ["apis", g] => get_only(
-            discovery::api_group(&reg, g)
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
-        ),
+        ["apis", g] => {
+            get_only(discovery::api_group(&reg, g).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route))
+        }
         ["apis", g, v] => get_only(
-            discovery::api_resource_list(&reg, g, v)
-                .map(|v| json_value(200, &v))
-                .ok_or_else(ApiError::no_route),
+            discovery::api_resource_list(&reg, g, v).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
         ),
         ["api", "v1", rest @ ..] => {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
@@ -180,11 +156,8 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
 
 async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let limit = shared.cfg.body_limit;
-    if let Some(len) = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
+    if let Some(len) =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
         && len > limit
     {
         return Err(ApiError::too_large_body(limit));
@@ -192,14 +165,10 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Api
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
                 Err(ApiError::too_large_body(limit))
             } else {
-                Err(ApiError::bad_request(format!(
-                    "error reading request body: {e}"
-                )))
+                Err(ApiError::bad_request(format!("error reading request body: {e}")))
             }
         }
     }
@@ -229,9 +198,8 @@ fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
 }
 
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(b).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })
+    serde_json::from_slice(b)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
 }
 
 async fn resource_request(
@@ -264,11 +232,7 @@ async fn resource_request(
         _ => return Err(ApiError::no_route()),
     };
     let store = shared.store.clone();
-    let info = store
-        .registry()
-        .find(group, version, res)
-        .cloned()
-        .ok_or_else(ApiError::no_route)?;
+    let info = store.registry().find(group, version, res).cloned().ok_or_else(ApiError::no_route)?;
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
     }
@@ -280,17 +244,9 @@ async fn resource_request(
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
-    let as_table = crate::table::wants_table(
-        req.headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let as_table = crate::table::wants_table(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let verb = match (&method, name) {
-        (&Method::GET, None)
-            if query
-                .iter()
-                .any(|(k, v)| k == "watch" && (v == "1" || v == "true")) =>
-        {
+        (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
             Some(Verb::Watch)
         }
         (&Method::GET, None) => Some(Verb::List),
@@ -311,13 +267,8 @@ async fn resource_request(
                 start_watch(shared, &info, ns, opts, as_table).await
             } else {
                 opts.validate()?;
-                let sel = Selectors::parse(
-                    opts.label_selector.as_deref(),
-                    opts.field_selector.as_deref(),
-                    &info,
-                )?;
-                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, as_table)
-                    .await?;
+                let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
+                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, as_table).await?;
                 Ok(json_bytes(200, out))
             }
         }
@@ -339,16 +290,7 @@ async fn resource_request(
             require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.update(
-                &info,
-                ns,
-                Some(n),
-                v,
-                WriteOpts {
-                    status_only,
-                    dry_run,
-                },
-            )?;
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run })?;
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::PATCH, Some(n)) => {
@@ -363,9 +305,7 @@ async fn resource_request(
                 .trim()
                 .to_ascii_lowercase();
             let kind = match ct.as_str() {
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                    PatchType::Merge
-                }
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => PatchType::Merge,
                 "application/json-patch+json" => PatchType::Json,
                 "application/apply-patch+yaml" => PatchType::Merge,
                 _ => {
@@ -378,24 +318,12 @@ async fn resource_request(
             };
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
-            let r = store.patch(
-                &info,
-                ns_or_default,
-                n,
-                kind,
-                &b,
-                WriteOpts {
-                    status_only,
-                    dry_run,
-                },
-            );
+            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run });
             let o = match r {
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
                     if let Some(m) = v.as_object_mut() {
-                        let meta = m
-                            .entry("metadata")
-                            .or_insert_with(|| Value::Object(Default::default()));
+                        let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
                         if let Some(meta) = meta.as_object_mut() {
                             meta.entry("name").or_insert_with(|| n.into());
                         }
@@ -412,16 +340,9 @@ async fn resource_request(
         }
         (Method::DELETE, Some(n)) => {
             let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
-                Value::Null
-            } else {
-                parse_json(&b)?
-            };
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_json(&b)? };
             let pre = opts.get("preconditions");
-            let pre_rv = match pre
-                .and_then(|p| p.get("resourceVersion"))
-                .and_then(Value::as_str)
-            {
+            let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
                 Some(s) => Some(parse_rv(s)?),
                 None => None,
             };
@@ -431,11 +352,7 @@ async fn resource_request(
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
-            let sel = Selectors::parse(
-                opts.label_selector.as_deref(),
-                opts.field_selector.as_deref(),
-                &info,
-            )?;
+            let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
             let (_, items) = store.snapshot(&info, ns, &sel)?;
             let mut deleted = Vec::new();
             for o in items {
@@ -472,11 +389,7 @@ async fn start_watch(
     as_table: bool,
 ) -> Result<Response<Body>, ApiError> {
     opts.validate()?;
-    let sel = Selectors::parse(
-        opts.label_selector.as_deref(),
-        opts.field_selector.as_deref(),
-        info,
-    )?;
+    let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), info)?;
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
         None | Some("0") => None,

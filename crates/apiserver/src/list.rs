@@ -106,7 +106,8 @@ impl ListOptions {
                     errs.push((
                         "resourceVersionMatch",
                         "FieldValueForbidden",
-                        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided".into(),
+                        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+                            .into(),
                     ));
                 }
                 if m != "NotOlderThan" {
@@ -120,8 +121,7 @@ impl ListOptions {
                     errs.push((
                         "resourceVersionMatch",
                         "FieldValueForbidden",
-                        "Forbidden: resourceVersionMatch is forbidden when continue is provided"
-                            .into(),
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
                     ));
                 }
             }
@@ -138,17 +138,14 @@ impl ListOptions {
                     errs.push((
                         "resourceVersionMatch",
                         "FieldValueForbidden",
-                        "Forbidden: resourceVersionMatch is forbidden when continue is provided"
-                            .into(),
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
                     ));
                 }
                 if m != "Exact" && m != "NotOlderThan" {
                     errs.push((
                         "resourceVersionMatch",
                         "FieldValueNotSupported",
-                        format!(
-                            "Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
-                        ),
+                        format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
                     ));
                 }
                 if m == "Exact" && self.resource_version.as_deref() == Some("0") {
@@ -173,10 +170,7 @@ impl ListOptions {
         let mut e = ApiError::invalid_list_options(errs[0].0, errs[0].1, &errs[0].2);
         if errs.len() > 1 {
             let parts: Vec<String> = errs.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
-            e.message = format!(
-                "ListOptions.meta.k8s.io \"\" is invalid: [{}]",
-                parts.join(", ")
-            );
+            e.message = format!("ListOptions.meta.k8s.io \"\" is invalid: [{}]", parts.join(", "));
             e.details = Some(Box::new(json!({
                 "group": "meta.k8s.io",
                 "kind": "ListOptions",
@@ -189,8 +183,7 @@ impl ListOptions {
 
 /// Parses a resourceVersion query value.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
 /// A decoded continue token.
@@ -213,26 +206,16 @@ impl ContinueToken {
     /// Decodes a token (400 on garbage).
     pub fn decode(s: &str) -> Result<Self, ApiError> {
         let bad = |m: String| ApiError::bad_request(format!("continue key is not valid: {m}"));
-        let raw = URL_SAFE_NO_PAD
-            .decode(s.trim_end_matches('='))
-            .map_err(|e| bad(e.to_string()))?;
+        let raw = URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')).map_err(|e| bad(e.to_string()))?;
         let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(e.to_string()))?;
         if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-            return Err(bad(
-                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
-            ));
+            return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()));
         }
         let rv = v.get("rv").and_then(Value::as_i64).unwrap_or(0);
         if rv == 0 {
-            return Err(bad(
-                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
-            ));
+            return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()));
         }
-        let start = v
-            .get("start")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let start = v.get("start").and_then(Value::as_str).unwrap_or("").to_string();
         if start.is_empty() || start.contains("..") {
             return Err(bad("continue key is not valid: invalid start key".into()));
         }
@@ -254,15 +237,8 @@ impl ContinueToken {
             Some(n) => key.strip_prefix(n).unwrap_or(key),
             None => key,
         };
-        let rel = if consistent {
-            rel
-        } else {
-            rel.trim_start_matches('/')
-        };
-        ContinueToken {
-            rv,
-            start: format!("{rel}\u{0}"),
-        }
+        let rel = if consistent { rel } else { rel.trim_start_matches('/') };
+        ContinueToken { rv, start: format!("{rel}\u{0}") }
     }
 }
 
@@ -282,24 +258,15 @@ pub async fn list(
     let mut token: Option<ContinueToken> = None;
     let at = if let Some(c) = &opts.continue_token {
         if opts.resource_version.as_deref().is_some_and(|r| r != "0") {
-            return Err(ApiError::bad_request(
-                "specifying resource version is not allowed when using continue",
-            ));
+            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
         }
         let t = ContinueToken::decode(c)?;
         start = Some(t.start_key(ns));
-        let at = if t.rv < 0 {
-            ListAt::Latest
-        } else {
-            ListAt::Exact(t.rv as u64)
-        };
+        let at = if t.rv < 0 { ListAt::Latest } else { ListAt::Exact(t.rv as u64) };
         token = Some(t);
         at
     } else {
-        match (
-            opts.resource_version.as_deref(),
-            opts.resource_version_match.as_deref(),
-        ) {
+        match (opts.resource_version.as_deref(), opts.resource_version_match.as_deref()) {
             (None, _) => ListAt::Latest,
             (Some("0"), _) => {
                 limit = 0;
@@ -311,21 +278,14 @@ pub async fn list(
                 if n > store.resource_version() && !store.wait_for_rv(n, rv_wait).await {
                     return Err(ApiError::too_large_rv(n, store.resource_version()));
                 }
-                if exact {
-                    ListAt::Exact(n)
-                } else {
-                    ListAt::Latest
-                }
+                if exact { ListAt::Exact(n) } else { ListAt::Latest }
             }
         }
     };
     let page = match store.list(info, ns, at, start.as_deref(), limit, sel) {
         Ok(p) => p,
         Err(e) if e.code == 410 && token.is_some() => {
-            let t = token.unwrap_or(ContinueToken {
-                rv: -1,
-                start: String::new(),
-            });
+            let t = token.unwrap_or(ContinueToken { rv: -1, start: String::new() });
             let key = t.start_key(ns);
             let key = key.trim_end_matches('\u{0}');
             let fresh = ContinueToken::after(-1, key, ns, false);
@@ -350,8 +310,7 @@ pub async fn list(
         let t = crate::table::table(info, Value::Object(meta), &page.items);
         return Ok(serde_json::to_vec(&t).unwrap_or_default());
     }
-    let mut out =
-        Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
+    let mut out = Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
     out.extend_from_slice(b"{\"kind\":");
     let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
     out.extend_from_slice(b",\"apiVersion\":");
@@ -386,21 +345,12 @@ mod tests {
 
     #[test]
     fn token_matches_kube() {
-        let t = ContinueToken {
-            rv: 203,
-            start: "/sample-b\u{0}".into(),
-        };
-        assert_eq!(
-            t.encode(),
-            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAzLCJzdGFydCI6Ii9zYW1wbGUtYlx1MDAwMCJ9"
-        );
+        let t = ContinueToken { rv: 203, start: "/sample-b\u{0}".into() };
+        assert_eq!(t.encode(), "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAzLCJzdGFydCI6Ii9zYW1wbGUtYlx1MDAwMCJ9");
         assert_eq!(ContinueToken::decode(&t.encode()).unwrap(), t);
         assert_eq!(t.start_key(Some("default")), "default/sample-b\u{0}");
         let i = ContinueToken::after(-1, "default/sample-b", Some("default"), false);
-        assert_eq!(
-            i.encode(),
-            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoic2FtcGxlLWJcdTAwMDAifQ"
-        );
+        assert_eq!(i.encode(), "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoic2FtcGxlLWJcdTAwMDAifQ");
         assert!(ContinueToken::decode("!!").is_err());
     }
 }

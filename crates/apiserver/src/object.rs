@@ -69,12 +69,7 @@ impl StoredObject {
     /// the bytes are shared logic, not re-serialized).
     pub fn with_rv(&self, rv: u64) -> StoredObject {
         let digits = rv.to_string();
-        let (full, rv_range, spec_range) = splice(
-            &self.full,
-            self.rv_range,
-            self.spec_range,
-            digits.as_bytes(),
-        );
+        let (full, rv_range, spec_range) = splice(&self.full, self.rv_range, self.spec_range, digits.as_bytes());
         StoredObject {
             key: self.key.clone(),
             namespace: self.namespace.clone(),
@@ -96,9 +91,7 @@ impl StoredObject {
     pub fn same_except_rv(&self, other: &StoredObject) -> bool {
         match (self.rv_range, other.rv_range) {
             (Some((a1, b1)), Some((a2, b2))) => {
-                a1 == a2
-                    && self.full[..a1] == other.full[..a2]
-                    && self.full[b1..] == other.full[b2..]
+                a1 == a2 && self.full[..a1] == other.full[..a2] && self.full[b1..] == other.full[b2..]
             }
             _ => false,
         }
@@ -108,12 +101,7 @@ impl StoredObject {
 type Splice = (Bytes, Option<(usize, usize)>, Option<(usize, usize)>);
 
 /// Replaces the bytes in `rv_range` by `digits`, shifting `spec_range`.
-fn splice(
-    full: &[u8],
-    rv_range: Option<(usize, usize)>,
-    spec_range: Option<(usize, usize)>,
-    digits: &[u8],
-) -> Splice {
+fn splice(full: &[u8], rv_range: Option<(usize, usize)>, spec_range: Option<(usize, usize)>, digits: &[u8]) -> Splice {
     let Some((a, b)) = rv_range else {
         return (Bytes::copy_from_slice(full), None, spec_range);
     };
@@ -122,11 +110,7 @@ fn splice(
     out.extend_from_slice(digits);
     out.extend_from_slice(&full[b..]);
     let shift = |p: usize| {
-        if p >= b {
-            p + digits.len() - (b - a)
-        } else {
-            p
-        }
+        if p >= b { p + digits.len() - (b - a) } else { p }
     };
     let spec = spec_range.map(|(s, e)| (shift(s), shift(e)));
     (Bytes::from(out), Some((a, a + digits.len())), spec)
@@ -134,11 +118,7 @@ fn splice(
 
 /// Build the key of an object.
 pub fn make_key(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        name.to_string()
-    } else {
-        format!("{namespace}/{name}")
-    }
+    if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
 
 const META_ORDER: &[&str] = &[
@@ -160,11 +140,7 @@ const META_ORDER: &[&str] = &[
 ];
 
 /// Server-owned metadata fields carried over by updates.
-pub const KEPT_META: &[&str] = &[
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-];
+pub const KEPT_META: &[&str] = &["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"];
 
 fn field_string(v: &Value) -> Option<String> {
     match v {
@@ -205,26 +181,14 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         Some(Value::Object(m)) => m,
         _ => EMPTY.get_or_init(Map::new),
     };
-    let s = |f: &str| {
-        meta.get(f)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let s = |f: &str| meta.get(f).and_then(Value::as_str).unwrap_or("").to_string();
     let (name, namespace, uid) = (s("name"), s("namespace"), s("uid"));
     let labels: Vec<(String, String)> = meta
         .get("labels")
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                .collect()
-        })
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
         .unwrap_or_default();
-    let kept = KEPT_META
-        .iter()
-        .filter_map(|k| meta.get(*k).map(|v| (k.to_string(), v.clone())))
-        .collect();
+    let kept = KEPT_META.iter().filter_map(|k| meta.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
 
     let mut out = Vec::with_capacity(1024);
     out.extend_from_slice(b"{\"kind\":");
@@ -315,16 +279,12 @@ impl Template {
         if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
             meta.insert("resourceVersion".into(), RV_MARKER.into());
         }
-        Template {
-            obj: build(info, obj, 0),
-        }
+        Template { obj: build(info, obj, 0) }
     }
 
     /// A template re-using an existing object's bytes (for deletes).
     pub fn from_stored(obj: &StoredObject) -> Self {
-        Template {
-            obj: obj.with_rv(0),
-        }
+        Template { obj: obj.with_rv(0) }
     }
 
     /// Whether the finished object would equal `old` except for its RV.
@@ -336,8 +296,7 @@ impl Template {
     pub fn finish(self, rv: u64) -> StoredObject {
         let mut o = self.obj;
         let digits = rv.to_string();
-        let (full, rv_range, spec_range) =
-            splice(&o.full, o.rv_range, o.spec_range, digits.as_bytes());
+        let (full, rv_range, spec_range) = splice(&o.full, o.rv_range, o.spec_range, digits.as_bytes());
         o.full = full;
         o.rv_range = rv_range;
         o.spec_range = spec_range;
@@ -371,31 +330,20 @@ pub fn new_uid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// The current time as kube's RFC 3339 seconds-precision UTC string.
 pub fn now_rfc3339() -> String {
     let ts = jiff::Timestamp::now();
     let secs = ts.as_second();
-    jiff::Timestamp::from_second(secs)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
+    jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default()
 }
 
 /// Five random characters for `generateName`, from kube's alphabet.
 pub fn name_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5)
-        .map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char)
-        .collect()
+    (0..5).map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char).collect()
 }
 
 /// Whether `name` is a valid DNS-1123 subdomain.
@@ -403,8 +351,7 @@ pub fn valid_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
         && b.len() <= 253
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
 }
@@ -430,10 +377,7 @@ mod tests {
         assert!(item.starts_with(br#"{"metadata""#));
         assert_eq!(o.key, "d/p");
         let mut m = Map::new();
-        m.insert(
-            "metadata".into(),
-            json!({"name": "x", "labels": {"a": "b"}}),
-        );
+        m.insert("metadata".into(), json!({"name": "x", "labels": {"a": "b"}}));
         let t = Template::new(&info, &mut m);
         let o = t.finish(123);
         assert_eq!(

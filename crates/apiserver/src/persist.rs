@@ -56,9 +56,7 @@ pub fn load(store: &Store, dir: &Path) -> std::io::Result<bool> {
     let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
     let mut lines = std::io::BufReader::new(f).lines();
     let header: Value = match lines.next() {
-        Some(l) => {
-            serde_json::from_str(&l?).map_err(|e| bad(format!("{}: {e}", path.display())))?
-        }
+        Some(l) => serde_json::from_str(&l?).map_err(|e| bad(format!("{}: {e}", path.display())))?,
         None => return Ok(false),
     };
     let rv = header
@@ -71,16 +69,10 @@ pub fn load(store: &Store, dir: &Path) -> std::io::Result<bool> {
         if line.is_empty() {
             continue;
         }
-        let v: Value =
-            serde_json::from_str(&line).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        let v: Value = serde_json::from_str(&line).map_err(|e| bad(format!("{}: {e}", path.display())))?;
         let group = v.get("group").and_then(Value::as_str).unwrap_or("");
         let resource = v.get("resource").and_then(Value::as_str).unwrap_or("");
-        let Some(info) = store
-            .registry()
-            .all()
-            .iter()
-            .find(|r| r.group == group && r.plural == resource)
-            .cloned()
+        let Some(info) = store.registry().all().iter().find(|r| r.group == group && r.plural == resource).cloned()
         else {
             continue;
         };

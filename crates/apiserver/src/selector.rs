@@ -34,23 +34,17 @@ pub struct LabelSelector {
 }
 
 fn lookup<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    pairs
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
 fn valid_label_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn valid_label_value(v: &str) -> bool {
-    v.len() <= 63
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Splits on commas that are not inside parentheses.
@@ -104,67 +98,38 @@ impl LabelSelector {
         for part in split_top(s) {
             let p = part.trim();
             if p.is_empty() {
-                return Err(parse_err(
-                    "found ',', expected: !, identifier, or 'end of string'".into(),
-                ));
+                return Err(parse_err("found ',', expected: !, identifier, or 'end of string'".into()));
             }
             let req = if let Some(k) = p.strip_prefix('!') {
                 let k = k.trim();
-                Requirement {
-                    key: k.to_string(),
-                    op: Op::NotExists,
-                }
+                Requirement { key: k.to_string(), op: Op::NotExists }
             } else if let Some(i) = p.find("!=") {
                 let (k, v) = (p[..i].trim(), p[i + 2..].trim());
-                Requirement {
-                    key: k.into(),
-                    op: Op::NotEq(v.into()),
-                }
+                Requirement { key: k.into(), op: Op::NotEq(v.into()) }
             } else if let Some(i) = p.find("==") {
                 let (k, v) = (p[..i].trim(), p[i + 2..].trim());
-                Requirement {
-                    key: k.into(),
-                    op: Op::Eq(v.into()),
-                }
+                Requirement { key: k.into(), op: Op::Eq(v.into()) }
             } else if let Some(i) = p.find('=') {
                 let (k, v) = (p[..i].trim(), p[i + 1..].trim());
-                Requirement {
-                    key: k.into(),
-                    op: Op::Eq(v.into()),
-                }
+                Requirement { key: k.into(), op: Op::Eq(v.into()) }
             } else if let Some(i) = p.find(['>', '<']) {
                 let (k, v) = (p[..i].trim(), p[i + 1..].trim());
-                let n: i64 = v.parse().map_err(|_| {
-                    parse_err("for 'Gt', 'Lt' operators, the value must be an integer".to_string())
-                })?;
-                let op = if p.as_bytes()[i] == b'>' {
-                    Op::Gt(n)
-                } else {
-                    Op::Lt(n)
-                };
+                let n: i64 = v
+                    .parse()
+                    .map_err(|_| parse_err("for 'Gt', 'Lt' operators, the value must be an integer".to_string()))?;
+                let op = if p.as_bytes()[i] == b'>' { Op::Gt(n) } else { Op::Lt(n) };
                 Requirement { key: k.into(), op }
             } else if let Some((k, rest)) = p.split_once(char::is_whitespace) {
                 let rest = rest.trim_start();
                 if let Some(set) = rest.strip_prefix("notin") {
-                    Requirement {
-                        key: k.into(),
-                        op: Op::NotIn(parse_set(set)?),
-                    }
+                    Requirement { key: k.into(), op: Op::NotIn(parse_set(set)?) }
                 } else if let Some(set) = rest.strip_prefix("in") {
-                    Requirement {
-                        key: k.into(),
-                        op: Op::In(parse_set(set)?),
-                    }
+                    Requirement { key: k.into(), op: Op::In(parse_set(set)?) }
                 } else {
-                    return Err(parse_err(format!(
-                        "found '{rest}', expected: in, notin, =, ==, !=, gt, lt"
-                    )));
+                    return Err(parse_err(format!("found '{rest}', expected: in, notin, =, ==, !=, gt, lt")));
                 }
             } else {
-                Requirement {
-                    key: p.to_string(),
-                    op: Op::Exists,
-                }
+                Requirement { key: p.to_string(), op: Op::Exists }
             };
             if !valid_label_key(&req.key) {
                 return Err(parse_err(format!(
@@ -175,10 +140,7 @@ impl LabelSelector {
             if let Op::Eq(v) | Op::NotEq(v) = &req.op
                 && !valid_label_value(v)
             {
-                return Err(parse_err(format!(
-                    "values[0][{}]: Invalid value: \"{v}\"",
-                    req.key
-                )));
+                return Err(parse_err(format!("values[0][{}]: Invalid value: \"{v}\"", req.key)));
             }
             reqs.push(req);
         }
@@ -201,12 +163,8 @@ impl LabelSelector {
                 Op::NotIn(xs) => v.is_none_or(|v| !xs.iter().any(|x| x == v)),
                 Op::Exists => v.is_some(),
                 Op::NotExists => v.is_none(),
-                Op::Gt(n) => v
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|x| x > *n),
-                Op::Lt(n) => v
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|x| x < *n),
+                Op::Gt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|x| x > *n),
+                Op::Lt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|x| x < *n),
             }
         })
     }
@@ -271,15 +229,11 @@ impl FieldSelector {
             } else if let Some(i) = p.find('=') {
                 (&p[..i], false, &p[i + 1..])
             } else {
-                return Err(ApiError::bad_request(format!(
-                    "invalid selector: '{s}'; can't understand '{p}'"
-                )));
+                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{p}'")));
             };
             let k = k.trim();
             if !info.supports_field(k) {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {k}"
-                )));
+                return Err(ApiError::bad_request(format!("field label not supported: {k}")));
             }
             reqs.push((k.to_string(), neg, unescape(v.trim())));
         }
@@ -312,11 +266,7 @@ pub struct Selectors {
 
 impl Selectors {
     /// Parses both selectors from query values.
-    pub fn parse(
-        label: Option<&str>,
-        field: Option<&str>,
-        info: &ResourceInfo,
-    ) -> Result<Self, ApiError> {
+    pub fn parse(label: Option<&str>, field: Option<&str>, info: &ResourceInfo) -> Result<Self, ApiError> {
         Ok(Selectors {
             labels: LabelSelector::parse(label.unwrap_or(""))?,
             fields: FieldSelector::parse(field.unwrap_or(""), info)?,
@@ -339,10 +289,7 @@ mod tests {
     use super::*;
 
     fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
     #[test]
@@ -361,11 +308,7 @@ mod tests {
             ("a=b,env in (dev)", false),
             ("zz!=q", true),
         ] {
-            assert_eq!(
-                LabelSelector::parse(sel).unwrap().matches(&labels),
-                want,
-                "{sel}"
-            );
+            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&labels), want, "{sel}");
         }
         assert!(LabelSelector::parse("a in x").is_err());
         assert!(LabelSelector::parse("a=b=c").is_err());

@@ -59,9 +59,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         (Some(c), Some(k)) => b = b.tls(c.clone(), k.clone()),
         (None, None) => {}
         _ => {
-            return Err(ServeError::Options(
-                "--tls-cert and --tls-key go together".into(),
-            ));
+            return Err(ServeError::Options("--tls-cert and --tls-key go together".into()));
         }
     }
     let server = b.start().await?;

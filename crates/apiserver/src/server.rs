@@ -183,9 +183,7 @@ impl ApiServerBuilder {
                     let rv = store.resource_version();
                     if rv != saved {
                         let (st, d) = (store.clone(), dir.clone());
-                        match tokio::task::spawn_blocking(move || crate::persist::save(&st, &d))
-                            .await
-                        {
+                        match tokio::task::spawn_blocking(move || crate::persist::save(&st, &d)).await {
                             Ok(Ok(())) => saved = rv,
                             Ok(Err(e)) => tracing::warn!(error = %e, "saving state failed"),
                             Err(_) => {}
@@ -260,11 +258,7 @@ impl ApiServer {
     }
 
     async fn bind_and_run(&self, addr: SocketAddr) -> std::io::Result<()> {
-        let sock = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
+        let sock = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
         sock.set_reuseaddr(true)?;
         sock.bind(addr)?;
         let listener = sock.listen(1024)?;
@@ -298,11 +292,7 @@ impl ApiServer {
                 c.push(h);
             }
         });
-        *self.running.lock().await = Some(Running {
-            shutdown: tx,
-            accept,
-            conns,
-        });
+        *self.running.lock().await = Some(Running { shutdown: tx, accept, conns });
         Ok(())
     }
 
@@ -319,11 +309,7 @@ impl ApiServer {
 
     /// A kubeconfig pointing at this server (with the token, if any).
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig_yaml(
-            &self.url(),
-            self.shared.cfg.token.as_deref(),
-            self.tls.is_some(),
-        )
+        kubeconfig_yaml(&self.url(), self.shared.cfg.token.as_deref(), self.tls.is_some())
     }
 
     /// Writes [`Self::kubeconfig_yaml`] to `path`.
@@ -395,9 +381,7 @@ impl ApiServer {
 
     /// The next `n` requests fail with 429 and `Retry-After: retry_after_secs`.
     pub fn fail_next_with_429(&self, n: u64, retry_after_secs: u64) {
-        self.shared
-            .controls
-            .fail_next(n, Fault::TooManyRequests { retry_after_secs });
+        self.shared.controls.fail_next(n, Fault::TooManyRequests { retry_after_secs });
     }
 
     /// The next `n` requests fail with 500.
@@ -418,10 +402,7 @@ impl ApiServer {
 
     /// Waits until at most `n` watch streams are open (false on timeout).
     pub async fn wait_for_watches_at_most(&self, n: usize, timeout: Duration) -> bool {
-        self.shared
-            .controls
-            .wait_for_watches_at_most(n, timeout)
-            .await
+        self.shared.controls.wait_for_watches_at_most(n, timeout).await
     }
 
     /// Counts of handled resource requests by verb.
@@ -452,12 +433,7 @@ impl ApiServer {
     }
 
     fn info(&self, resource: &str) -> Result<Arc<ResourceInfo>, ApiError> {
-        self.shared
-            .store
-            .registry()
-            .lookup(resource)
-            .cloned()
-            .ok_or_else(ApiError::no_route)
+        self.shared.store.registry().lookup(resource).cloned().ok_or_else(ApiError::no_route)
     }
 
     /// Creates an object. `resource` is a plural (`pods`), `plural.group`
@@ -472,54 +448,26 @@ impl ApiServer {
     pub fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
         let info = self.info(resource)?;
         let out = self.shared.store.create_many(&info, None, objs, false)?;
-        Ok(out
-            .last()
-            .map(|o| o.rv)
-            .unwrap_or_else(|| self.resource_version()))
+        Ok(out.last().map(|o| o.rv).unwrap_or_else(|| self.resource_version()))
     }
 
     /// Replaces an object (resourceVersion in the body is a precondition).
     pub fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
-        Ok(self
-            .shared
-            .store
-            .update(&info, None, None, obj, WriteOpts::default())?
-            .value())
+        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::default())?.value())
     }
 
     /// Applies a JSON merge patch.
-    pub fn patch(
-        &self,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        patch: &Value,
-    ) -> Result<Value, ApiError> {
+    pub fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        Ok(self
-            .shared
-            .store
-            .patch(
-                &info,
-                namespace,
-                name,
-                PatchType::Merge,
-                &bytes,
-                WriteOpts::default(),
-            )?
-            .value())
+        Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, WriteOpts::default())?.value())
     }
 
     /// Deletes an object; returns its last state (with the deletion RV).
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
         let info = self.info(resource)?;
-        Ok(self
-            .shared
-            .store
-            .delete(&info, namespace, name, None, None, false)?
-            .value())
+        Ok(self.shared.store.delete(&info, namespace, name, None, None, false)?.value())
     }
 
     /// Gets an object.
@@ -531,25 +479,14 @@ impl ApiServer {
     /// Lists objects (all namespaces when `namespace` is None), key order.
     pub fn list(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Value>, ApiError> {
         let info = self.info(resource)?;
-        let (_, items) = self
-            .shared
-            .store
-            .snapshot(&info, namespace, &Selectors::default())?;
+        let (_, items) = self.shared.store.snapshot(&info, namespace, &Selectors::default())?;
         Ok(items.iter().map(|o| o.value()).collect())
     }
 
     /// Lists raw stored objects without parsing (fast path for benchmarks).
-    pub fn list_raw(
-        &self,
-        resource: &str,
-        namespace: Option<&str>,
-    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    pub fn list_raw(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let info = self.info(resource)?;
-        Ok(self
-            .shared
-            .store
-            .snapshot(&info, namespace, &Selectors::default())?
-            .1)
+        Ok(self.shared.store.snapshot(&info, namespace, &Selectors::default())?.1)
     }
 }
 
@@ -583,7 +520,9 @@ pub fn kubeconfig_yaml(server: &str, token: Option<&str>, insecure_tls: bool) ->
     if insecure_tls {
         s.push_str("    insecure-skip-tls-verify: true\n");
     }
-    s.push_str("contexts:\n- name: informer\n  context:\n    cluster: informer\n    user: informer\n    namespace: default\n");
+    s.push_str(
+        "contexts:\n- name: informer\n  context:\n    cluster: informer\n    user: informer\n    namespace: default\n",
+    );
     s.push_str("current-context: informer\nusers:\n- name: informer\n  user:");
     match token {
         Some(t) => s.push_str(&format!("\n    token: {t}\n")),

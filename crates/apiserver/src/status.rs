@@ -39,11 +39,7 @@ fn details(group: &str, kind: &str, name: &str) -> Value {
 }
 
 fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() {
-        resource.to_string()
-    } else {
-        format!("{resource}.{group}")
-    }
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
 impl ApiError {
@@ -61,33 +57,22 @@ impl ApiError {
 
     /// 404 `<resource> "<name>" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        let mut e = Self::new(
-            404,
-            "NotFound",
-            format!("{} \"{name}\" not found", qualified(group, resource)),
-        );
+        let mut e = Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)));
         e.details = Some(Box::new(details(group, resource, name)));
         e
     }
 
     /// 404 for an unknown path or resource.
     pub fn no_route() -> Self {
-        let mut e = Self::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        );
+        let mut e = Self::new(404, "NotFound", "the server could not find the requested resource");
         e.details = Some(Box::new(json!({})));
         e
     }
 
     /// 409 `<resource> "<name>" already exists`.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        let mut e = Self::new(
-            409,
-            "AlreadyExists",
-            format!("{} \"{name}\" already exists", qualified(group, resource)),
-        );
+        let mut e =
+            Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)));
         e.details = Some(Box::new(details(group, resource, name)));
         e
     }
@@ -120,21 +105,14 @@ impl ApiError {
         cause_reason: &str,
         cause_message: &str,
     ) -> Self {
-        let mut e = Self::new(
-            422,
-            "Invalid",
-            format!("{kind} \"{name}\" is invalid: {field}: {cause_message}"),
-        );
+        let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {field}: {cause_message}"));
         let mut d = Map::new();
         d.insert("name".into(), name.into());
         if !group.is_empty() {
             d.insert("group".into(), group.into());
         }
         d.insert("kind".into(), kind.into());
-        d.insert(
-            "causes".into(),
-            json!([{"reason": cause_reason, "message": cause_message, "field": field}]),
-        );
+        d.insert("causes".into(), json!([{"reason": cause_reason, "message": cause_message, "field": field}]));
         if name.is_empty() {
             d.shift_remove("name");
         }
@@ -144,11 +122,8 @@ impl ApiError {
 
     /// 422 Invalid for ListOptions (`ListOptions.meta.k8s.io "" is invalid: ...`).
     pub fn invalid_list_options(field: &str, cause_reason: &str, cause_message: &str) -> Self {
-        let mut e = Self::new(
-            422,
-            "Invalid",
-            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {cause_message}"),
-        );
+        let mut e =
+            Self::new(422, "Invalid", format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {cause_message}"));
         e.details = Some(Box::new(json!({
             "group": "meta.k8s.io",
             "kind": "ListOptions",
@@ -164,11 +139,8 @@ impl ApiError {
 
     /// 504 for a resourceVersion newer than the server has.
     pub fn too_large_rv(requested: u64, current: u64) -> Self {
-        let mut e = Self::new(
-            504,
-            "Timeout",
-            format!("Timeout: Too large resource version: {requested}, current: {current}"),
-        );
+        let mut e =
+            Self::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"));
         e.details = Some(Box::new(json!({
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1,
@@ -183,20 +155,12 @@ impl ApiError {
 
     /// 413 RequestEntityTooLarge.
     pub fn too_large_body(limit: usize) -> Self {
-        Self::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {limit}"),
-        )
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
     }
 
     /// 429 TooManyRequests with Retry-After.
     pub fn too_many_requests(retry_after: u64) -> Self {
-        let mut e = Self::new(
-            429,
-            "TooManyRequests",
-            "Too many requests, please try again later.",
-        );
+        let mut e = Self::new(429, "TooManyRequests", "Too many requests, please try again later.");
         e.details = Some(Box::new(json!({"retryAfterSeconds": retry_after})));
         e.retry_after = Some(retry_after);
         e
@@ -204,22 +168,15 @@ impl ApiError {
 
     /// 500 InternalError.
     pub fn internal(cause: &str) -> Self {
-        let mut e = Self::new(
-            500,
-            "InternalError",
-            format!("Internal error occurred: {cause}"),
-        );
+        let mut e = Self::new(500, "InternalError", format!("Internal error occurred: {cause}"));
         e.details = Some(Box::new(json!({"causes": [{"message": cause}]})));
         e
     }
 
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
-        let mut e = Self::new(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        );
+        let mut e =
+            Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         e.details = Some(Box::new(json!({})));
         e
     }

@@ -32,10 +32,7 @@ pub struct HistoryConfig {
 
 impl Default for HistoryConfig {
     fn default() -> Self {
-        HistoryConfig {
-            capacity: 50_000,
-            max_age: Some(Duration::from_secs(300)),
-        }
+        HistoryConfig { capacity: 50_000, max_age: Some(Duration::from_secs(300)) }
     }
 }
 
@@ -123,9 +120,7 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 /// well-typed metadata; returns it as a map.
 fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad_request(
-            "couldn't get version/kind; json parse error: expected an object",
-        ));
+        return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
     };
     let api_version = info.api_version();
     match obj.get("apiVersion") {
@@ -154,13 +149,7 @@ fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, Ap
             obj.insert("metadata".into(), Value::Object(Map::new()));
         }
         Some(Value::Object(m)) => {
-            for f in [
-                "name",
-                "namespace",
-                "generateName",
-                "resourceVersion",
-                "uid",
-            ] {
+            for f in ["name", "namespace", "generateName", "resourceVersion", "uid"] {
                 if let Some(v) = m.get(f)
                     && !v.is_string()
                     && !v.is_null()
@@ -236,11 +225,7 @@ fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
 }
 
 fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
-    obj.get("metadata")
-        .and_then(|m| m.get(f))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
+    obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// Resolves the namespace of a body against the URL namespace.
@@ -269,8 +254,7 @@ fn resolve_namespace(
 }
 
 fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
 impl Store {
@@ -279,18 +263,9 @@ impl Store {
         let res = registry
             .all()
             .iter()
-            .map(|_| ResState {
-                objects: BTreeMap::new(),
-                history: History::new(0),
-                notify: watch::channel(0).0,
-            })
+            .map(|_| ResState { objects: BTreeMap::new(), history: History::new(0), notify: watch::channel(0).0 })
             .collect();
-        Store {
-            registry,
-            inner: Mutex::new(Inner { rv: 0, res }),
-            rv_tx: watch::channel(0).0,
-            history_cfg,
-        }
+        Store { registry, inner: Mutex::new(Inner { rv: 0, res }), rv_tx: watch::channel(0).0, history_cfg }
     }
 
     /// The served resources.
@@ -324,11 +299,7 @@ impl Store {
                 st.objects.insert(ev.obj.key.clone(), ev.obj.clone());
             }
         }
-        st.history.push(
-            Arc::new(ev),
-            self.history_cfg.capacity,
-            self.history_cfg.max_age,
-        );
+        st.history.push(Arc::new(ev), self.history_cfg.capacity, self.history_cfg.max_age);
         st.notify.send_replace(rv);
         self.rv_tx.send_replace(rv);
     }
@@ -341,8 +312,7 @@ impl Store {
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let mut objs = self.create_many(info, url_ns, vec![body], false)?;
-        objs.pop()
-            .ok_or_else(|| ApiError::internal("no object created"))
+        objs.pop().ok_or_else(|| ApiError::internal("no object created"))
     }
 
     fn prepare_create(
@@ -396,9 +366,7 @@ impl Store {
             _ => None,
         };
         if let Some(phase) = default_phase {
-            let status = obj
-                .entry("status")
-                .or_insert_with(|| Value::Object(Map::new()));
+            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(s) = status {
                 s.entry("phase").or_insert_with(|| phase.into());
             }
@@ -430,10 +398,7 @@ impl Store {
         drop(seen);
         if dry_run {
             // Like kube: the would-be object, without a resourceVersion.
-            return Ok(prepared
-                .into_iter()
-                .map(|(t, _)| Arc::new(t.finish_without_rv(info)))
-                .collect());
+            return Ok(prepared.into_iter().map(|(t, _)| Arc::new(t.finish_without_rv(info))).collect());
         }
         let mut out = Vec::with_capacity(prepared.len());
         for (t, _) in prepared {
@@ -444,25 +409,14 @@ impl Store {
             self.commit(
                 &mut inner,
                 i,
-                Event {
-                    rv,
-                    kind: EventType::Added,
-                    obj: stored,
-                    prev: None,
-                    at: Instant::now(),
-                },
+                Event { rv, kind: EventType::Added, obj: stored, prev: None, at: Instant::now() },
             );
         }
         Ok(out)
     }
 
     /// Gets an object.
-    pub fn get(
-        &self,
-        info: &ResourceInfo,
-        ns: &str,
-        name: &str,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
         let inner = self.inner.lock();
@@ -473,13 +427,7 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
     }
 
-    fn current(
-        &self,
-        i: usize,
-        info: &ResourceInfo,
-        key: &str,
-        name: &str,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    fn current(&self, i: usize, info: &ResourceInfo, key: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         self.inner.lock().res[i]
             .objects
             .get(key)
@@ -550,8 +498,8 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let patch_val: Value = serde_json::from_slice(patch)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let patch_val: Value =
+            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let json_patch = match kind {
             PatchType::Json => Some(
                 serde_json::from_value::<json_patch::Patch>(patch_val.clone())
@@ -559,9 +507,7 @@ impl Store {
             ),
             PatchType::Merge => {
                 if !patch_val.is_object() {
-                    return Err(ApiError::bad_request(
-                        "error decoding patch: a merge patch must be a JSON object",
-                    ));
+                    return Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object"));
                 }
                 None
             }
@@ -575,9 +521,7 @@ impl Store {
                     ApiError::new(
                         422,
                         "Invalid",
-                        format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ),
+                        format!("the server rejected our request due to an error in our request: {e}"),
                     )
                 })?,
                 None => json_patch::merge(&mut doc, &patch_val),
@@ -610,10 +554,7 @@ impl Store {
         new: Map<String, Value>,
         opts: WriteOpts,
     ) -> Result<Replaced, ApiError> {
-        let WriteOpts {
-            status_only,
-            dry_run,
-        } = opts;
+        let WriteOpts { status_only, dry_run } = opts;
         let mut obj = if status_only {
             let Value::Object(mut o) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
@@ -626,9 +567,7 @@ impl Store {
         } else {
             new
         };
-        let new_spec = obj
-            .get("spec")
-            .map(|s| serde_json::to_vec(s).unwrap_or_default());
+        let new_spec = obj.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
         let spec_changed = new_spec.as_deref() != old.spec_bytes();
         {
             let meta = meta_mut(&mut obj);
@@ -650,10 +589,7 @@ impl Store {
                 };
             }
             let g = old.generation.max(1);
-            meta.insert(
-                "generation".into(),
-                (if spec_changed { g + 1 } else { g }).into(),
-            );
+            meta.insert("generation".into(), (if spec_changed { g + 1 } else { g }).into());
         }
         obj.shift_remove("kind");
         obj.shift_remove("apiVersion");
@@ -671,31 +607,17 @@ impl Store {
             return Ok(Replaced::Done(Arc::new(template.finish(old.rv))));
         }
         let mut inner = self.inner.lock();
-        if !inner.res[i]
-            .objects
-            .get(&old.key)
-            .is_some_and(|cur| Arc::ptr_eq(cur, old))
-        {
+        if !inner.res[i].objects.get(&old.key).is_some_and(|cur| Arc::ptr_eq(cur, old)) {
             return Ok(Replaced::Retry(obj));
         }
         let rv = inner.rv + 1;
         inner.rv = rv;
         let stored = Arc::new(template.finish(rv));
-        let kind = if finalized {
-            EventType::Deleted
-        } else {
-            EventType::Modified
-        };
+        let kind = if finalized { EventType::Deleted } else { EventType::Modified };
         self.commit(
             &mut inner,
             i,
-            Event {
-                rv,
-                kind,
-                obj: stored.clone(),
-                prev: Some(old.clone()),
-                at: Instant::now(),
-            },
+            Event { rv, kind, obj: stored.clone(), prev: Some(old.clone()), at: Instant::now() },
         );
         Ok(Replaced::Done(stored))
     }
@@ -748,38 +670,16 @@ impl Store {
                 let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
                 meta.insert("generation".into(), (g + 1).into());
             }
-            let template = if graceful {
-                Template::new(info, &mut map)
-            } else {
-                Template::from_stored(&old)
-            };
+            let template = if graceful { Template::new(info, &mut map) } else { Template::from_stored(&old) };
             let mut inner = self.inner.lock();
-            if !inner.res[i]
-                .objects
-                .get(&key)
-                .is_some_and(|c| Arc::ptr_eq(c, &old))
-            {
+            if !inner.res[i].objects.get(&key).is_some_and(|c| Arc::ptr_eq(c, &old)) {
                 continue;
             }
             let rv = inner.rv + 1;
             inner.rv = rv;
             let last = Arc::new(template.finish(rv));
-            let kind = if graceful {
-                EventType::Modified
-            } else {
-                EventType::Deleted
-            };
-            self.commit(
-                &mut inner,
-                i,
-                Event {
-                    rv,
-                    kind,
-                    obj: last.clone(),
-                    prev: Some(old),
-                    at: Instant::now(),
-                },
-            );
+            let kind = if graceful { EventType::Modified } else { EventType::Deleted };
+            self.commit(&mut inner, i, Event { rv, kind, obj: last.clone(), prev: Some(old), at: Instant::now() });
             return Ok(last);
         }
     }
@@ -811,26 +711,16 @@ impl Store {
             ListAt::Exact(n) if n == inner.rv => inner.rv,
             ListAt::Exact(n) if n > inner.rv => return Err(ApiError::too_large_rv(n, inner.rv)),
             ListAt::Exact(n) if n < st.history.start_rv => {
-                return Err(ApiError::expired(
-                    "The resourceVersion for the provided list is too old.",
-                ));
+                return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
             }
             ListAt::Exact(n) => n,
         };
-        let mut page = ListPage {
-            rv: at_rv,
-            items: Vec::new(),
-            next_after: None,
-            remaining: 0,
-        };
+        let mut page = ListPage { rv: at_rv, items: Vec::new(), next_after: None, remaining: 0 };
         let in_range = |k: &str| k.starts_with(prefix.as_str());
         if at_rv == inner.rv {
             let iter = st
                 .objects
-                .range::<str, _>((
-                    std::ops::Bound::Included(from.as_str()),
-                    std::ops::Bound::Unbounded,
-                ))
+                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(_, v)| v);
             fill_page(&mut page, iter, limit, sel);
@@ -841,10 +731,7 @@ impl Store {
             }
             let mut snap: BTreeMap<&str, &Arc<StoredObject>> = st
                 .objects
-                .range::<str, _>((
-                    std::ops::Bound::Included(from.as_str()),
-                    std::ops::Bound::Unbounded,
-                ))
+                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| in_range(k))
                 .map(|(k, v)| (k.as_str(), v))
                 .collect();
@@ -892,9 +779,7 @@ impl Store {
         let h = &inner.res[i].history;
         Ok(match h.read_after(after, max, out) {
             Some(()) => Ok(inner.rv),
-            None => Err(TooOld {
-                start_rv: h.start_rv,
-            }),
+            None => Err(TooOld { start_rv: h.start_rv }),
         })
     }
 
@@ -933,16 +818,12 @@ impl Store {
 
     /// Number of events retained per resource (diagnostics).
     pub fn history_len(&self, info: &ResourceInfo) -> usize {
-        self.idx(info)
-            .map(|i| self.inner.lock().res[i].history.len())
-            .unwrap_or(0)
+        self.idx(info).map(|i| self.inner.lock().res[i].history.len()).unwrap_or(0)
     }
 }
 
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
-    meta.get("finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
+    meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
 
 fn fill_page<'a>(

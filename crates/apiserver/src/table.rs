@@ -41,20 +41,8 @@ pub fn columns(info: &ResourceInfo) -> Value {
     if is_pod(info) {
         json!([
             name,
-            col(
-                "Ready",
-                "string",
-                "",
-                "The aggregate readiness state of this pod for accepting traffic.",
-                0
-            ),
-            col(
-                "Status",
-                "string",
-                "",
-                "The aggregate status of the containers in this pod.",
-                0
-            ),
+            col("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0),
+            col("Status", "string", "", "The aggregate status of the containers in this pod.", 0),
             col(
                 "Restarts",
                 "string",
@@ -70,13 +58,7 @@ pub fn columns(info: &ResourceInfo) -> Value {
                 "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
                 1
             ),
-            col(
-                "Node",
-                "string",
-                "",
-                "NodeName is a request to schedule this pod onto a specific node.",
-                1
-            ),
+            col("Node", "string", "", "NodeName is a request to schedule this pod onto a specific node.", 1),
         ])
     } else {
         json!([name, age])
@@ -100,41 +82,18 @@ fn age(created: &str) -> String {
 pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
     let v = o.value();
     let meta = v.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let created = meta
-        .get("creationTimestamp")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let created = meta.get("creationTimestamp").and_then(Value::as_str).unwrap_or("");
     let cells = if is_pod(info) {
-        let total = v
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        let statuses = v
-            .pointer("/status/containerStatuses")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let ready = statuses
-            .iter()
-            .filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true))
-            .count();
-        let restarts: i64 = statuses
-            .iter()
-            .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
-            .sum();
+        let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+        let statuses = v.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
+        let ready = statuses.iter().filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true)).count();
+        let restarts: i64 = statuses.iter().filter_map(|s| s.get("restartCount").and_then(Value::as_i64)).sum();
         let phase = if meta.get("deletionTimestamp").is_some() {
             "Terminating"
         } else {
-            v.pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or("Unknown")
+            v.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Unknown")
         };
-        let s = |p: &str| {
-            v.pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or("<none>")
-                .to_string()
-        };
+        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("<none>").to_string();
         json!([
             o.name,
             format!("{ready}/{total}"),
@@ -154,11 +113,7 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
 }
 
 /// A whole Table for a list page. `list_meta` is the list's metadata object.
-pub fn table(
-    info: &ResourceInfo,
-    list_meta: Value,
-    items: &[std::sync::Arc<StoredObject>],
-) -> Value {
+pub fn table(info: &ResourceInfo, list_meta: Value, items: &[std::sync::Arc<StoredObject>]) -> Value {
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

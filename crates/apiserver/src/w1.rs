@@ -80,7 +80,7 @@ impl Template {
         let mut rest = s.as_str();
         let marker = "\\u0001";
         while let Some(i) = rest.find(marker) {
-            parts.push(rest[..i].as_bytes().to_vec());
+            parts.push(rest.as_bytes()[..i].to_vec());
             let after = &rest[i + marker.len()..];
             let j = after.find(marker).expect("closing marker");
             holes.push(match &after[..j] {
@@ -199,9 +199,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
     let path = req.uri().path();
     let want = format!("/api/v1/namespaces/{}/pods", sh.namespace);
     if path != want && path != "/api/v1/pods" {
-        let msg = format!(
-            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}}"#
-        );
+        let msg = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}"#;
         return Ok(full(StatusCode::NOT_FOUND, msg));
     }
     let q: Vec<(String, String)> = req

@@ -80,9 +80,7 @@ pub fn encode_error(e: &ApiError) -> Bytes {
 
 /// The 410 ERROR for a watch from an RV older than the history.
 pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
-    ApiError::expired(format!(
-        "too old resource version: {requested} ({start_rv})"
-    ))
+    ApiError::expired(format!("too old resource version: {requested} ({start_rv})"))
 }
 
 fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool) {
@@ -197,9 +195,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     notify.borrow_and_update();
     let started = Instant::now();
     let deadline = started + p.timeout;
-    let final_bookmark_at = deadline
-        .checked_sub(p.bookmark_before_timeout)
-        .unwrap_or(started);
+    let final_bookmark_at = deadline.checked_sub(p.bookmark_before_timeout).unwrap_or(started);
     let mut final_bookmark_sent = !p.bookmarks;
     let mut next_bookmark = started + p.bookmark_interval;
     // Room for a full chunk plus one large object, so a chunk rarely regrows.
@@ -249,11 +245,8 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 Ok(Err(too_old)) => {
                     // Fell behind the history (or it was compacted): like the
                     // cacher, terminate the watch; clients re-watch.
-                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor)
-                    {
-                        let _ = tx
-                            .send(encode_error(&too_old_error(cursor, too_old.start_rv)))
-                            .await;
+                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor) {
+                        let _ = tx.send(encode_error(&too_old_error(cursor, too_old.start_rv))).await;
                     } else {
                         let _ = send(&tx, &mut buf).await;
                     }
@@ -313,11 +306,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             return;
         }
         let bookmark_wake = if p.bookmarks { next_bookmark } else { deadline };
-        let final_wake = if final_bookmark_sent {
-            deadline
-        } else {
-            final_bookmark_at
-        };
+        let final_wake = if final_bookmark_sent { deadline } else { final_bookmark_at };
         tokio::select! {
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake) => {}

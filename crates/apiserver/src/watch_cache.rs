@@ -64,11 +64,7 @@ pub struct History {
 impl History {
     /// An empty history covering everything after `start_rv`.
     pub fn new(start_rv: u64) -> Self {
-        History {
-            events: VecDeque::new(),
-            start_rv,
-            dropped_rv: start_rv,
-        }
+        History { events: VecDeque::new(), start_rv, dropped_rv: start_rv }
     }
 
     /// Appends an event and trims to `capacity` events / `max_age`.
@@ -79,11 +75,7 @@ impl History {
         }
         if let Some(age) = max_age {
             let now = Instant::now();
-            while self
-                .events
-                .front()
-                .is_some_and(|e| now.duration_since(e.at) > age)
-            {
+            while self.events.front().is_some_and(|e| now.duration_since(e.at) > age) {
                 self.pop_front();
             }
         }

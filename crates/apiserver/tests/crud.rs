@@ -284,9 +284,7 @@ async fn finalizers_delay_deletion() {
     p["metadata"]["finalizers"] = json!(["example.com/hold"]);
     c.post(PODS, &p).await;
     let start = s.resource_version();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={start}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}")).await;
     let d = c.delete(&format!("{PODS}/f")).await;
     assert_eq!(d.code, 200);
     assert!(d.body["metadata"]["deletionTimestamp"].is_string());
@@ -297,13 +295,8 @@ async fn finalizers_delay_deletion() {
     let again = c.delete(&format!("{PODS}/f")).await;
     assert_eq!(again.body, d.body);
     assert_eq!(c.get(&format!("{PODS}/f")).await.code, 200);
-    let r = c
-        .patch(
-            &format!("{PODS}/f"),
-            "application/merge-patch+json",
-            &json!({"metadata": {"finalizers": null}}),
-        )
-        .await;
+    let r =
+        c.patch(&format!("{PODS}/f"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
     assert_eq!(r.code, 200);
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(e["type"], "DELETED");
@@ -314,23 +307,14 @@ async fn finalizers_delay_deletion() {
 #[tokio::test]
 async fn concurrent_writers_get_distinct_increasing_rvs() {
     let s = std::sync::Arc::new(server().await);
-    s.create(
-        "configmaps",
-        json!({"metadata": {"name": "counter"}, "data": {"n": "0"}}),
-    )
-    .unwrap();
+    s.create("configmaps", json!({"metadata": {"name": "counter"}, "data": {"n": "0"}})).unwrap();
     let mut hs = Vec::new();
     for t in 0..4 {
         let s = s.clone();
         hs.push(std::thread::spawn(move || {
             for i in 0..200 {
-                s.patch(
-                    "configmaps",
-                    "default",
-                    "counter",
-                    &json!({"data": {format!("t{t}"): i.to_string()}}),
-                )
-                .unwrap();
+                s.patch("configmaps", "default", "counter", &json!({"data": {format!("t{t}"): i.to_string()}}))
+                    .unwrap();
             }
         }));
     }
@@ -356,20 +340,8 @@ async fn protobuf_only_accept_is_406() {
             .unwrap();
         client.request(req)
     };
-    assert_eq!(
-        get("application/vnd.kubernetes.protobuf")
-            .await
-            .unwrap()
-            .status(),
-        406
-    );
-    assert_eq!(
-        get("application/vnd.kubernetes.protobuf, application/json")
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(get("application/vnd.kubernetes.protobuf").await.unwrap().status(), 406);
+    assert_eq!(get("application/vnd.kubernetes.protobuf, application/json").await.unwrap().status(), 200);
     assert_eq!(get("*/*").await.unwrap().status(), 200);
 }
 
@@ -378,9 +350,7 @@ async fn dry_run_writes_nothing() {
     let s = server().await;
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let r = c
-        .post(&format!("{PODS}?dryRun=All"), &pod("d", json!({})))
-        .await;
+    let r = c.post(&format!("{PODS}?dryRun=All"), &pod("d", json!({}))).await;
     assert_eq!(r.code, 201);
     assert_eq!(r.body["metadata"]["name"], "d");
     assert!(r.body["metadata"].get("resourceVersion").is_none());
@@ -396,21 +366,10 @@ async fn dry_run_writes_nothing() {
         .await;
     assert_eq!(p.code, 200);
     assert_eq!(p.body["metadata"]["labels"]["x"], "y");
-    let d = c
-        .send_raw(
-            http::Method::DELETE,
-            &format!("{PODS}/d?dryRun=All"),
-            Vec::new(),
-            "application/json",
-        )
-        .await;
+    let d = c.send_raw(http::Method::DELETE, &format!("{PODS}/d?dryRun=All"), Vec::new(), "application/json").await;
     assert_eq!(d.code, 200);
     assert_eq!(s.resource_version(), rv1);
-    assert!(
-        s.get("pods", "default", "d").unwrap()["metadata"]["labels"]
-            .get("x")
-            .is_none()
-    );
+    assert!(s.get("pods", "default", "d").unwrap()["metadata"]["labels"].get("x").is_none());
     assert_eq!(rv1, rv + 1);
 }
 
@@ -418,14 +377,7 @@ async fn dry_run_writes_nothing() {
 async fn non_json_bodies_are_415() {
     let s = server().await;
     let c = Client::new(&s);
-    let r = c
-        .send_raw(
-            http::Method::POST,
-            PODS,
-            b"k8s\x00\x0a".to_vec(),
-            "application/vnd.kubernetes.protobuf",
-        )
-        .await;
+    let r = c.send_raw(http::Method::POST, PODS, b"k8s\x00\x0a".to_vec(), "application/vnd.kubernetes.protobuf").await;
     assert_eq!(r.code, 415);
     assert_eq!(r.body["reason"], "UnsupportedMediaType");
     assert_eq!(s.list("pods", None).unwrap().len(), 0);

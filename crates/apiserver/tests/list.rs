@@ -10,12 +10,7 @@ use informer_apiserver::ApiServer;
 use serde_json::{Value, json};
 
 fn names(v: &Value) -> Vec<String> {
-    v["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-        .collect()
+    v["items"].as_array().expect("items").iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
 }
 
 async fn five(s: &ApiServer) {
@@ -28,11 +23,7 @@ async fn five(s: &ApiServer) {
 async fn paging_like_kube() {
     let s = server().await;
     five(&s).await;
-    s.create(
-        "pods",
-        json!({"metadata": {"name": "other", "namespace": "zz"}}),
-    )
-    .unwrap();
+    s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}})).unwrap();
     let c = Client::new(&s);
     let rv = s.resource_version();
     let p1 = c.get(&format!("{PODS}?limit=2")).await;
@@ -41,20 +32,12 @@ async fn paging_like_kube() {
     assert_eq!(p1.body["apiVersion"], "v1");
     assert_eq!(names(&p1.body), ["sample-a", "sample-b"]);
     assert_eq!(p1.body["metadata"]["remainingItemCount"], 3);
-    assert!(
-        p1.body["items"][0].get("kind").is_none(),
-        "typed list items carry no kind"
-    );
-    let tok = p1.body["metadata"]["continue"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert!(p1.body["items"][0].get("kind").is_none(), "typed list items carry no kind");
+    let tok = p1.body["metadata"]["continue"].as_str().unwrap().to_string();
     // Same encoding as the real capture (different RV).
     let expect = format!("{{\"v\":\"meta.k8s.io/v1\",\"rv\":{rv},\"start\":\"/sample-b\\u0000\"}}");
     use base64::Engine;
-    let dec = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(&tok)
-        .unwrap();
+    let dec = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&tok).unwrap();
     assert_eq!(String::from_utf8(dec).unwrap(), expect);
 
     // Writes between pages do not show up: all pages at the first RV.
@@ -74,27 +57,17 @@ async fn paging_like_kube() {
     // All namespaces, sorted by namespace/name.
     let all = c.get("/api/v1/pods").await;
     assert_eq!(names(&all.body).last().unwrap(), "other");
-    assert_eq!(
-        all.body["metadata"]["resourceVersion"],
-        s.resource_version().to_string()
-    );
+    assert_eq!(all.body["metadata"]["resourceVersion"], s.resource_version().to_string());
 
     // RV with continue -> 400.
-    let r = c
-        .get(&format!("{PODS}?limit=2&continue={tok}&resourceVersion=5"))
-        .await;
+    let r = c.get(&format!("{PODS}?limit=2&continue={tok}&resourceVersion=5")).await;
     assert_eq!(r.code, 400);
-    assert_eq!(
-        r.body["message"],
-        "specifying resource version is not allowed when using continue"
-    );
+    assert_eq!(r.body["message"], "specifying resource version is not allowed when using continue");
     let r = c.get(&format!("{PODS}?limit=2&continue=garbage!")).await;
     assert_eq!(r.code, 400);
 
     // Selector pages: no remainingItemCount.
-    let r = c
-        .get(&format!("{PODS}?limit=1&labelSelector=app%3Dsample"))
-        .await;
+    let r = c.get(&format!("{PODS}?limit=1&labelSelector=app%3Dsample")).await;
     assert_eq!(names(&r.body), ["sample-a"]);
     assert!(r.body["metadata"]["continue"].is_string());
     assert!(r.body["metadata"].get("remainingItemCount").is_none());
@@ -106,41 +79,22 @@ async fn continue_after_compaction_is_410_with_fresh_token() {
     five(&s).await;
     let c = Client::new(&s);
     let p1 = c.get(&format!("{PODS}?limit=2")).await;
-    let tok = p1.body["metadata"]["continue"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tok = p1.body["metadata"]["continue"].as_str().unwrap().to_string();
     s.create("pods", pod("sample-f", json!({}))).unwrap();
     s.compact();
     let r = c.get(&format!("{PODS}?limit=2&continue={tok}")).await;
     assert_eq!(r.code, 410);
     assert_eq!(r.body["reason"], "Expired");
-    assert!(
-        r.body["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("The provided continue parameter is too old")
-    );
+    assert!(r.body["message"].as_str().unwrap().starts_with("The provided continue parameter is too old"));
     let fresh = r.body["metadata"]["continue"].as_str().unwrap();
     use base64::Engine;
-    let dec = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(fresh)
-        .unwrap();
-    assert_eq!(
-        String::from_utf8(dec).unwrap(),
-        r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"sample-b\u0000"}"#
-    );
+    let dec = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(fresh).unwrap();
+    assert_eq!(String::from_utf8(dec).unwrap(), r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"sample-b\u0000"}"#);
     // The inconsistent token continues at the latest state.
     let r = c.get(&format!("{PODS}?limit=10&continue={fresh}")).await;
     assert_eq!(r.code, 200);
-    assert_eq!(
-        names(&r.body),
-        ["sample-c", "sample-d", "sample-e", "sample-f"]
-    );
-    assert_eq!(
-        r.body["metadata"]["resourceVersion"],
-        s.resource_version().to_string()
-    );
+    assert_eq!(names(&r.body), ["sample-c", "sample-d", "sample-e", "sample-f"]);
+    assert_eq!(r.body["metadata"]["resourceVersion"], s.resource_version().to_string());
 }
 
 #[tokio::test]
@@ -150,43 +104,24 @@ async fn resource_version_semantics() {
     let c = Client::new(&s);
     let rv_mid = s.resource_version();
     s.delete("pods", "default", "sample-a").unwrap();
-    s.patch(
-        "pods",
-        "default",
-        "sample-b",
-        &json!({"metadata": {"labels": {"app": "changed"}}}),
-    )
-    .unwrap();
+    s.patch("pods", "default", "sample-b", &json!({"metadata": {"labels": {"app": "changed"}}})).unwrap();
     s.create("pods", pod("sample-z", json!({}))).unwrap();
     let now = s.resource_version();
 
     // Exact from history.
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=Exact"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=Exact")).await;
     assert_eq!(r.code, 200);
-    assert_eq!(
-        names(&r.body),
-        ["sample-a", "sample-b", "sample-c", "sample-d", "sample-e"]
-    );
+    assert_eq!(names(&r.body), ["sample-a", "sample-b", "sample-c", "sample-d", "sample-e"]);
     assert_eq!(r.body["items"][1]["metadata"]["labels"]["app"], "sample");
     assert_eq!(r.body["metadata"]["resourceVersion"], rv_mid.to_string());
     // Legacy: limit + RV => exact.
-    let r = c
-        .get(&format!("{PODS}?resourceVersion={rv_mid}&limit=2"))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}&limit=2")).await;
     assert_eq!(names(&r.body), ["sample-a", "sample-b"]);
     let tok = r.body["metadata"]["continue"].as_str().unwrap();
     let r = c.get(&format!("{PODS}?limit=10&continue={tok}")).await;
     assert_eq!(names(&r.body), ["sample-c", "sample-d", "sample-e"]);
     // NotOlderThan => latest.
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=NotOlderThan"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=NotOlderThan")).await;
     assert_eq!(r.body["metadata"]["resourceVersion"], now.to_string());
     assert_eq!(names(&r.body).len(), 5);
     let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}")).await;
@@ -198,11 +133,7 @@ async fn resource_version_semantics() {
 
     // Compacted => 410.
     s.compact();
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=Exact"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=Exact")).await;
     assert_eq!(r.code, 410);
     assert_eq!(
         r.body,
@@ -210,50 +141,29 @@ async fn resource_version_semantics() {
                "message": "The resourceVersion for the provided list is too old.", "reason": "Expired", "code": 410})
     );
     // Exact at the compaction RV itself still works.
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion={now}&resourceVersionMatch=Exact"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={now}&resourceVersionMatch=Exact")).await;
     assert_eq!(r.code, 200);
 }
 
 #[tokio::test]
 async fn future_rv_waits_then_504() {
-    let s = ApiServer::builder()
-        .too_large_rv_wait(Duration::from_millis(300))
-        .start()
-        .await
-        .unwrap();
+    let s = ApiServer::builder().too_large_rv_wait(Duration::from_millis(300)).start().await.unwrap();
     let c = Client::new(&s);
     let fut = s.resource_version() + 10;
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion={fut}&resourceVersionMatch=NotOlderThan"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion={fut}&resourceVersionMatch=NotOlderThan")).await;
     assert_eq!(r.code, 504);
     assert_eq!(r.body["reason"], "Timeout");
     assert_eq!(
         r.body["message"],
-        format!(
-            "Timeout: Too large resource version: {fut}, current: {}",
-            s.resource_version()
-        )
+        format!("Timeout: Too large resource version: {fut}, current: {}", s.resource_version())
     );
-    assert_eq!(
-        r.body["details"]["causes"][0]["reason"],
-        "ResourceVersionTooLarge"
-    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
     assert_eq!(r.body["details"]["retryAfterSeconds"], 1);
     // A write arriving while waiting satisfies the request.
     let next = s.resource_version() + 1;
     let c2 = Client::new(&s);
     let h = tokio::spawn(async move {
-        c2.get(&format!(
-            "{PODS}?resourceVersion={next}&resourceVersionMatch=NotOlderThan"
-        ))
-        .await
+        c2.get(&format!("{PODS}?resourceVersion={next}&resourceVersionMatch=NotOlderThan")).await
     });
     // Whether the request is already parked or not, the write satisfies it.
     tokio::task::yield_now().await;
@@ -267,10 +177,13 @@ async fn future_rv_waits_then_504() {
 async fn selectors() {
     let s = server().await;
     let c = Client::new(&s);
-    s.create("pods", json!({"metadata": {"name": "a", "labels": {"env": "prod", "tier": "web"}}, "spec": {"nodeName": "n1"}})).unwrap();
+    s.create(
+        "pods",
+        json!({"metadata": {"name": "a", "labels": {"env": "prod", "tier": "web"}}, "spec": {"nodeName": "n1"}}),
+    )
+    .unwrap();
     s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})).unwrap();
-    s.create("pods", json!({"metadata": {"name": "c"}}))
-        .unwrap();
+    s.create("pods", json!({"metadata": {"name": "c"}})).unwrap();
     for (q, want) in [
         ("labelSelector=env%3Dprod", vec!["a"]),
         ("labelSelector=env%3D%3Dprod", vec!["a"]),
@@ -284,10 +197,7 @@ async fn selectors() {
         ("fieldSelector=spec.nodeName%3Dn1", vec!["a"]),
         ("fieldSelector=status.phase%3DPending", vec!["a", "c"]),
         ("fieldSelector=status.phase!%3DPending", vec!["b"]),
-        (
-            "fieldSelector=metadata.namespace%3Ddefault&labelSelector=env",
-            vec!["a", "b"],
-        ),
+        ("fieldSelector=metadata.namespace%3Ddefault&labelSelector=env", vec!["a", "b"]),
     ] {
         let r = c.get(&format!("{PODS}?{q}")).await;
         assert_eq!(r.code, 200, "{q}: {:?}", r.body);
@@ -305,22 +215,11 @@ async fn list_option_validation() {
         r.body["message"],
         "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
     );
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion=0&resourceVersionMatch=Exact"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion=0&resourceVersionMatch=Exact")).await;
     assert_eq!(r.code, 422);
-    let r = c
-        .get(&format!(
-            "{PODS}?resourceVersion=1&resourceVersionMatch=Bogus"
-        ))
-        .await;
+    let r = c.get(&format!("{PODS}?resourceVersion=1&resourceVersionMatch=Bogus")).await;
     assert_eq!(r.code, 422);
-    assert_eq!(
-        r.body["details"]["causes"][0]["reason"],
-        "FieldValueNotSupported"
-    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "FieldValueNotSupported");
     let r = c.get(&format!("{PODS}?sendInitialEvents=true")).await;
     assert_eq!(r.code, 422);
     assert_eq!(
@@ -348,11 +247,7 @@ async fn large_list_is_fast() {
     let mut pages = 0;
     let mut tok = String::new();
     loop {
-        let q = if tok.is_empty() {
-            format!("{PODS}?limit=500")
-        } else {
-            format!("{PODS}?limit=500&continue={tok}")
-        };
+        let q = if tok.is_empty() { format!("{PODS}?limit=500") } else { format!("{PODS}?limit=500&continue={tok}") };
         let r = c.get(&q).await;
         pages += 1;
         match r.body["metadata"]["continue"].as_str() {

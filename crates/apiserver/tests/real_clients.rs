@@ -17,27 +17,16 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "apiserver-{tag}-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
+    let d = std::env::temp_dir().join(format!("apiserver-{tag}-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 fn rand_suffix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-async fn kubectl(
-    kc: &std::path::Path,
-    cache: &std::path::Path,
-    args: &[&str],
-) -> (bool, String, String) {
+async fn kubectl(kc: &std::path::Path, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let out = tokio::time::timeout(
         Duration::from_secs(60),
         Command::new("kubectl")
@@ -63,37 +52,16 @@ async fn kubectl(
 async fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "1",
-        ])
-        .args([
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ])
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
         .arg(&cert)
         .output()
         .await
-        .expect(
-            "the openssl CLI is needed to make a test certificate (apt-get install -y openssl)",
-        );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .expect("the openssl CLI is needed to make a test certificate (apt-get install -y openssl)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     (cert, key)
 }
 
@@ -103,22 +71,14 @@ async fn kubectl_crud_apply_and_watch() {
     // self-signed certificate and require a token.
     let dir = tempdir("kubectl");
     let (cert, key) = self_signed(&dir).await;
-    let s = ApiServer::builder()
-        .token("kt")
-        .tls(cert, key)
-        .start()
-        .await
-        .unwrap();
+    let s = ApiServer::builder().token("kt").tls(cert, key).start().await.unwrap();
     assert!(s.url().starts_with("https://"));
     let kc = dir.join("config");
     let cache = dir.join("cache");
     s.write_kubeconfig(&kc).unwrap();
     let (ok, out, err) = kubectl(&kc, &cache, &["get", "pods"]).await;
     assert!(ok, "{out}{err}");
-    assert!(
-        err.contains("No resources found") || out.contains("No resources found"),
-        "{out}{err}"
-    );
+    assert!(err.contains("No resources found") || out.contains("No resources found"), "{out}{err}");
 
     let manifest = dir.join("pod.yaml");
     std::fs::write(
@@ -126,37 +86,16 @@ async fn kubectl_crud_apply_and_watch() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kp\n  labels: {app: k}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
     )
     .unwrap();
-    let (ok, out, err) = kubectl(
-        &kc,
-        &cache,
-        &[
-            "create",
-            "-f",
-            manifest.to_str().unwrap(),
-            "--validate=false",
-        ],
-    )
-    .await;
+    let (ok, out, err) = kubectl(&kc, &cache, &["create", "-f", manifest.to_str().unwrap(), "--validate=false"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("pod/kp created"), "{out}");
     // Server-side printing: kubectl shows the pod columns.
     let (ok, out, err) = kubectl(&kc, &cache, &["get", "pods"]).await;
     assert!(ok, "{err}");
-    let header: Vec<&str> = out
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    assert_eq!(
-        header,
-        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
-        "{out}"
-    );
+    let header: Vec<&str> = out.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "{out}");
     assert!(
-        out.lines().nth(1).unwrap_or("").starts_with("kp ")
-            && out.contains("0/1")
-            && out.contains("Pending"),
+        out.lines().nth(1).unwrap_or("").starts_with("kp ") && out.contains("0/1") && out.contains("Pending"),
         "{out}"
     );
     let (ok, out, err) = kubectl(&kc, &cache, &["get", "pod", "kp", "-o", "json"]).await;
@@ -170,29 +109,16 @@ async fn kubectl_crud_apply_and_watch() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ka\n  labels: {app: a}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
     )
     .unwrap();
-    let (ok, out, err) = kubectl(
-        &kc,
-        &cache,
-        &["apply", "-f", applied.to_str().unwrap(), "--validate=false"],
-    )
-    .await;
+    let (ok, out, err) = kubectl(&kc, &cache, &["apply", "-f", applied.to_str().unwrap(), "--validate=false"]).await;
     assert!(ok && out.contains("pod/ka created"), "{out}{err}");
     std::fs::write(
         &applied,
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ka\n  labels: {app: b}\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
     )
     .unwrap();
-    let (ok, out, err) = kubectl(
-        &kc,
-        &cache,
-        &["apply", "-f", applied.to_str().unwrap(), "--validate=false"],
-    )
-    .await;
+    let (ok, out, err) = kubectl(&kc, &cache, &["apply", "-f", applied.to_str().unwrap(), "--validate=false"]).await;
     assert!(ok && out.contains("pod/ka configured"), "{out}{err}");
-    assert_eq!(
-        s.get("pods", "default", "ka").unwrap()["metadata"]["labels"]["app"],
-        "b"
-    );
+    assert_eq!(s.get("pods", "default", "ka").unwrap()["metadata"]["labels"]["app"], "b");
 
     // kubectl get --watch: read the initial lines, see a new pod, then kill it.
     let mut child = Command::new("kubectl")
@@ -216,10 +142,7 @@ async fn kubectl_crud_apply_and_watch() {
             .expect("line");
         seen.push(l);
     }
-    assert!(
-        seen[0].starts_with("ka ") && seen[1].starts_with("kp "),
-        "{seen:?}"
-    );
+    assert!(seen[0].starts_with("ka ") && seen[1].starts_with("kp "), "{seen:?}");
     s.create("pods", pod("kw", json!({}))).unwrap();
     let l = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
@@ -258,10 +181,7 @@ for ev in w.stream(v1.list_namespaced_pod, namespace="default", timeout_seconds=
 
 #[tokio::test]
 async fn python_client_watch() {
-    let probe = Command::new("/usr/bin/python3")
-        .args(["-c", "import kubernetes"])
-        .output()
-        .await;
+    let probe = Command::new("/usr/bin/python3").args(["-c", "import kubernetes"]).output().await;
     let importable = probe.map(|o| o.status.success()).unwrap_or(false);
     assert!(
         importable,
@@ -288,44 +208,29 @@ async fn python_client_watch() {
         serde_json::from_str(&l).unwrap_or_else(|_| panic!("bad line {l}"))
     };
     let e = next().await;
-    assert_eq!(
-        (e["type"].as_str(), e["name"].as_str()),
-        (Some("ADDED"), Some("py"))
-    );
-    s.patch(
-        "pods",
-        "default",
-        "py",
-        &json!({"metadata": {"labels": {"x": "1"}}}),
-    )
-    .unwrap();
+    assert_eq!((e["type"].as_str(), e["name"].as_str()), (Some("ADDED"), Some("py")));
+    s.patch("pods", "default", "py", &json!({"metadata": {"labels": {"x": "1"}}})).unwrap();
     let e = next().await;
     assert_eq!(e["type"], "MODIFIED");
     s.delete("pods", "default", "py").unwrap();
     let e = next().await;
     assert_eq!(e["type"], "DELETED");
     assert_eq!(e["rv"], s.resource_version().to_string());
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
     assert!(status.success());
     std::fs::remove_dir_all(&dir).ok();
 }
 
 async fn kube_client(s: &ApiServer) -> kube::Client {
     let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
     kube::Client::try_from(cfg).unwrap()
 }
 
 async fn follow(config: watcher::Config) {
     let s = ApiServer::builder().token("kr").start().await.unwrap();
     for i in 0..3 {
-        s.create("pods", pod(&format!("pre{i}"), json!({"app": "kr"})))
-            .unwrap();
+        s.create("pods", pod(&format!("pre{i}"), json!({"app": "kr"}))).unwrap();
     }
     let client = kube_client(&s).await;
     let api: Api<Pod> = Api::namespaced(client, "default");
@@ -354,13 +259,9 @@ async fn follow(config: watcher::Config) {
         watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("live")),
         e => panic!("unexpected {e:?}"),
     }
-    api.patch(
-        "live",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"v": "2"}}})),
-    )
-    .await
-    .unwrap();
+    api.patch("live", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"v": "2"}}})))
+        .await
+        .unwrap();
     match next().await {
         watcher::Event::Apply(p) => assert_eq!(p.metadata.labels.unwrap()["v"], "2"),
         e => panic!("unexpected {e:?}"),
@@ -393,12 +294,7 @@ async fn kube_rs_watcher_streaming_lists() {
 async fn kube_rs_over_tls_with_token() {
     let dir = tempdir("kube-tls");
     let (cert, key) = self_signed(&dir).await;
-    let s = ApiServer::builder()
-        .token("tls-token")
-        .tls(cert, key)
-        .start()
-        .await
-        .unwrap();
+    let s = ApiServer::builder().token("tls-token").tls(cert, key).start().await.unwrap();
     s.create("pods", pod("secure", json!({}))).unwrap();
     let api: Api<Pod> = Api::namespaced(kube_client(&s).await, "default");
     let p = api.get("secure").await.unwrap();

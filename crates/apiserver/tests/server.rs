@@ -22,13 +22,7 @@ async fn discovery_documents() {
     let v1 = c.get("/api/v1").await;
     assert_eq!(v1.body["kind"], "APIResourceList");
     assert_eq!(v1.body["groupVersion"], "v1");
-    let pods = v1.body["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "pods")
-        .unwrap()
-        .clone();
+    let pods = v1.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap().clone();
     assert_eq!(pods["kind"], "Pod");
     assert_eq!(pods["singularName"], "pod");
     assert_eq!(pods["namespaced"], true);
@@ -37,10 +31,7 @@ async fn discovery_documents() {
     let apis = c.get("/apis").await;
     assert_eq!(apis.body["kind"], "APIGroupList");
     assert_eq!(apis.body["groups"][0]["name"], "apps");
-    assert_eq!(
-        apis.body["groups"][0]["preferredVersion"]["groupVersion"],
-        "apps/v1"
-    );
+    assert_eq!(apis.body["groups"][0]["preferredVersion"]["groupVersion"], "apps/v1");
     let apps = c.get("/apis/apps/v1").await;
     assert_eq!(apps.body["groupVersion"], "apps/v1");
     let g = c.get("/apis/apps").await;
@@ -66,23 +57,12 @@ async fn custom_resource_registration() {
         )
         .await;
     assert_eq!(r.code, 201, "{:?}", r.body);
-    let l = c
-        .get("/apis/example.com/v1/namespaces/default/widgets")
-        .await;
+    let l = c.get("/apis/example.com/v1/namespaces/default/widgets").await;
     assert_eq!(l.body["kind"], "WidgetList");
     assert_eq!(l.body["apiVersion"], "example.com/v1");
-    assert_eq!(
-        l.body["items"][0]["kind"], "Widget",
-        "custom resource list items carry kind"
-    );
+    assert_eq!(l.body["items"][0]["kind"], "Widget", "custom resource list items carry kind");
     let apis = c.get("/apis").await;
-    assert!(
-        apis.body["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|g| g["name"] == "example.com")
-    );
+    assert!(apis.body["groups"].as_array().unwrap().iter().any(|g| g["name"] == "example.com"));
     assert_eq!(s.list("wd", None).unwrap().len(), 1);
 }
 
@@ -134,9 +114,7 @@ async fn restart_keeps_state_and_port_but_not_history() {
     let c = Client::new(&s);
     let rv0 = s.resource_version();
     c.post(PODS, &pod("a", json!({}))).await;
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv0}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
     assert_eq!(w.next_within(SEC).await.unwrap()["type"], "ADDED");
     s.restart().await.unwrap();
     w.expect_end(SEC).await;
@@ -145,25 +123,15 @@ async fn restart_keeps_state_and_port_but_not_history() {
     let g = c.get(&format!("{PODS}/a")).await;
     assert_eq!(g.code, 200);
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv0}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(e["type"], "ERROR");
-    assert_eq!(
-        e["object"]["message"],
-        format!("too old resource version: {rv0} ({rv})")
-    );
+    assert_eq!(e["object"]["message"], format!("too old resource version: {rv0} ({rv})"));
     // Watching from the current RV works and new writes get higher RVs.
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     let r = c.post(PODS, &pod("b", json!({}))).await;
     assert_eq!(rv_of(&r.body), rv + 1);
-    assert_eq!(
-        w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"],
-        "b"
-    );
+    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"], "b");
     s.stop().await;
     assert!(!s.is_running().await);
     s.restart().await.unwrap();
@@ -190,11 +158,7 @@ async fn data_dir_persists_objects_and_rv() {
     let (rv, uid) = {
         let s = ApiServer::builder().data_dir(&dir).start().await.unwrap();
         let p = s.create("pods", pod("keep", json!({"a": "b"}))).unwrap();
-        s.create(
-            "deployments.apps",
-            json!({"metadata": {"name": "d", "namespace": "x"}}),
-        )
-        .unwrap();
+        s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).unwrap();
         s.stop().await;
         (s.resource_version(), p["metadata"]["uid"].clone())
     };
@@ -220,12 +184,7 @@ async fn open_watches_and_request_counts() {
     assert_eq!(s.open_watches(), 0);
     c.get(PODS).await;
     c.post(PODS, &pod("a", json!({}))).await;
-    let w = c
-        .watch(&format!(
-            "{PODS}?watch=1&resourceVersion={}",
-            s.resource_version()
-        ))
-        .await;
+    let w = c.watch(&format!("{PODS}?watch=1&resourceVersion={}", s.resource_version())).await;
     assert!(s.wait_for_watches(1, SEC).await);
     assert_eq!(s.open_watches(), 1);
     let n = s.request_counts();

@@ -22,18 +22,9 @@ async fn replay_from_rv_then_live() {
     let s = server().await;
     let c = Client::new(&s);
     let start = s.resource_version();
-    s.create("pods", pod("w", json!({"app": "sample"})))
-        .unwrap();
-    s.patch(
-        "pods",
-        "default",
-        "w",
-        &json!({"metadata": {"labels": {"touched": "yes"}}}),
-    )
-    .unwrap();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={start}"))
-        .await;
+    s.create("pods", pod("w", json!({"app": "sample"}))).unwrap();
+    s.patch("pods", "default", "w", &json!({"metadata": {"labels": {"touched": "yes"}}})).unwrap();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}")).await;
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&e), "ADDED");
     assert_eq!(e["object"]["kind"], "Pod");
@@ -48,11 +39,7 @@ async fn replay_from_rv_then_live() {
     assert_eq!(e["object"], del);
     assert_eq!(rv_of(&e["object"]), s.resource_version());
     // Other namespaces are not seen by a namespaced watch.
-    s.create(
-        "pods",
-        json!({"metadata": {"name": "x", "namespace": "other"}}),
-    )
-    .unwrap();
+    s.create("pods", json!({"metadata": {"name": "x", "namespace": "other"}})).unwrap();
     s.create("pods", pod("y", json!({}))).unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(name(&e), "y");
@@ -66,9 +53,7 @@ async fn too_old_rv_is_an_error_event() {
     s.create("pods", pod("b", json!({}))).unwrap();
     let old = s.resource_version() - 1;
     let compacted = s.compact();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={old}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={old}")).await;
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(
         e,
@@ -79,9 +64,7 @@ async fn too_old_rv_is_an_error_event() {
     w.expect_end(SEC).await;
     // RV 1 on a history that starts at 0 is fine on a fresh server.
     let s2 = server().await;
-    let mut w = Client::new(&s2)
-        .watch("/api/v1/namespaces?watch=1&resourceVersion=1")
-        .await;
+    let mut w = Client::new(&s2).watch("/api/v1/namespaces?watch=1&resourceVersion=1").await;
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "kube-node-lease");
 }
 
@@ -98,14 +81,9 @@ async fn rv0_and_unset_send_initial_state_sorted() {
             let e = w.next_within(SEC).await.unwrap();
             assert_eq!((typ(&e), name(&e)), ("ADDED", n));
         }
-        s.create("pods", pod(&format!("d{}", q.len()), json!({})))
-            .unwrap();
+        s.create("pods", pod(&format!("d{}", q.len()), json!({}))).unwrap();
         let e = w.next_within(SEC).await.unwrap();
-        assert_eq!(
-            typ(&e),
-            "ADDED",
-            "no end bookmark without allowWatchBookmarks"
-        );
+        assert_eq!(typ(&e), "ADDED", "no end bookmark without allowWatchBookmarks");
     }
 }
 
@@ -117,8 +95,7 @@ async fn send_initial_events_end_bookmark() {
         s.create("pods", pod(n, json!({}))).unwrap();
     }
     let rv = s.resource_version();
-    let q =
-        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+    let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
     let mut w = c.watch(&format!("{PODS}?{q}")).await;
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "a");
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "b");
@@ -129,9 +106,7 @@ async fn send_initial_events_end_bookmark() {
             "metadata": {"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}})
     );
     // With an explicit RV too.
-    let mut w = c
-        .watch(&format!("{PODS}?{q}&resourceVersion={}", rv - 1))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?{q}&resourceVersion={}", rv - 1)).await;
     w.next_within(SEC).await.unwrap();
     w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "BOOKMARK");
@@ -143,25 +118,18 @@ async fn send_initial_events_end_bookmark() {
     assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "ADDED");
     w.expect_end(SEC).await;
     // RV unset + allowWatchBookmarks: WatchList defaulting adds the marker.
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true")).await;
     w.next_within(SEC).await.unwrap();
     w.next_within(SEC).await.unwrap();
     let e = w.next_within(SEC).await.unwrap();
-    assert_eq!(
-        e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
-        "true"
-    );
+    assert_eq!(e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
 }
 
 #[tokio::test]
 async fn watch_option_validation() {
     let s = server().await;
     let c = Client::new(&s);
-    let r = c
-        .get(&format!("{PODS}?watch=1&sendInitialEvents=true"))
-        .await;
+    let r = c.get(&format!("{PODS}?watch=1&sendInitialEvents=true")).await;
     assert_eq!(r.code, 422);
     assert_eq!(
         r.body,
@@ -172,25 +140,14 @@ async fn watch_option_validation() {
                 "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "field": "resourceVersionMatch"}]},
             "code": 422})
     );
-    let r = c
-        .get(&format!("{PODS}?watch=1&resourceVersionMatch=NotOlderThan"))
-        .await;
+    let r = c.get(&format!("{PODS}?watch=1&resourceVersionMatch=NotOlderThan")).await;
     assert_eq!(r.code, 422);
     let r = c.get(&format!("{PODS}?watch=1&labelSelector=%3D%3D")).await;
     assert_eq!(r.code, 400);
-    let s2 = ApiServer::builder()
-        .too_large_rv_wait(Duration::from_millis(100))
-        .start()
-        .await
-        .unwrap();
-    let r = Client::new(&s2)
-        .get(&format!("{PODS}?watch=1&resourceVersion=999999"))
-        .await;
+    let s2 = ApiServer::builder().too_large_rv_wait(Duration::from_millis(100)).start().await.unwrap();
+    let r = Client::new(&s2).get(&format!("{PODS}?watch=1&resourceVersion=999999")).await;
     assert_eq!(r.code, 504);
-    assert_eq!(
-        r.body["details"]["causes"][0]["reason"],
-        "ResourceVersionTooLarge"
-    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
 }
 
 #[tokio::test]
@@ -203,17 +160,13 @@ async fn bookmarks_periodic_only_when_rv_advanced_and_before_timeout() {
         .unwrap();
     let c = Client::new(&s);
     let start = s.resource_version();
-    let mut w = c
-        .watch(&format!(
-            "{PODS}?watch=1&allowWatchBookmarks=true&resourceVersion={start}&timeoutSeconds=2"
-        ))
-        .await;
+    let mut w =
+        c.watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true&resourceVersion={start}&timeoutSeconds=2")).await;
     s.create("pods", pod("a", json!({}))).unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&e), "ADDED");
     // A write to another resource advances the RV: the next bookmark has it.
-    s.create("configmaps", json!({"metadata": {"name": "cm"}}))
-        .unwrap();
+    s.create("configmaps", json!({"metadata": {"name": "cm"}})).unwrap();
     let rv = s.resource_version();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(
@@ -232,45 +185,19 @@ async fn selector_transitions() {
     let s = server().await;
     let c = Client::new(&s);
     let start = s.resource_version();
-    let mut w = c
-        .watch(&format!(
-            "{PODS}?watch=1&resourceVersion={start}&labelSelector=app%3Dweb"
-        ))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}&labelSelector=app%3Dweb")).await;
     s.create("pods", pod("p", json!({"app": "db"}))).unwrap();
-    let m = s
-        .patch(
-            "pods",
-            "default",
-            "p",
-            &json!({"metadata": {"labels": {"app": "web"}}}),
-        )
-        .unwrap();
+    let m = s.patch("pods", "default", "p", &json!({"metadata": {"labels": {"app": "web"}}})).unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&e), "ADDED");
     assert_eq!(e["object"], m);
-    s.patch(
-        "pods",
-        "default",
-        "p",
-        &json!({"metadata": {"annotations": {"x": "1"}}}),
-    )
-    .unwrap();
+    s.patch("pods", "default", "p", &json!({"metadata": {"annotations": {"x": "1"}}})).unwrap();
     assert_eq!(typ(&w.next_within(SEC).await.unwrap()), "MODIFIED");
     let before = s.get("pods", "default", "p").unwrap();
-    s.patch(
-        "pods",
-        "default",
-        "p",
-        &json!({"metadata": {"labels": {"app": "db"}}}),
-    )
-    .unwrap();
+    s.patch("pods", "default", "p", &json!({"metadata": {"labels": {"app": "db"}}})).unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&e), "DELETED");
-    assert_eq!(
-        e["object"]["metadata"]["labels"]["app"], "web",
-        "previous content"
-    );
+    assert_eq!(e["object"]["metadata"]["labels"]["app"], "web", "previous content");
     assert_eq!(rv_of(&e["object"]), s.resource_version(), "new RV");
     assert_eq!(e["object"]["metadata"]["uid"], before["metadata"]["uid"]);
     s.delete("pods", "default", "p").unwrap();
@@ -284,16 +211,8 @@ async fn selector_transitions() {
             s.resource_version()
         ))
         .await;
-    s.create(
-        "pods",
-        json!({"metadata": {"name": "y", "namespace": "n2"}}),
-    )
-    .unwrap();
-    s.create(
-        "pods",
-        json!({"metadata": {"name": "z", "namespace": "n2"}}),
-    )
-    .unwrap();
+    s.create("pods", json!({"metadata": {"name": "y", "namespace": "n2"}})).unwrap();
+    s.create("pods", json!({"metadata": {"name": "z", "namespace": "n2"}})).unwrap();
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "z");
 }
 
@@ -302,19 +221,11 @@ async fn timeout_drop_and_slow_stream() {
     let s = server().await;
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!(
-            "{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=1"
-        ))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=1")).await;
     w.expect_end(SEC).await;
 
-    let mut w1 = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
-    let mut w2 = c
-        .watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}"))
-        .await;
+    let mut w1 = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let mut w2 = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}")).await;
     s.create("pods", pod("a", json!({}))).unwrap();
     assert_eq!(name(&w1.next_within(SEC).await.unwrap()), "a");
     s.drop_watches();
@@ -322,17 +233,12 @@ async fn timeout_drop_and_slow_stream() {
     w2.expect_end(SEC).await;
 
     s.set_stream_delay(Duration::from_millis(100));
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     s.create("pods", pod("b", json!({}))).unwrap();
     let t = std::time::Instant::now();
     w.next_within(SEC).await.unwrap();
     w.next_within(SEC).await.unwrap();
-    assert!(
-        t.elapsed() >= Duration::from_millis(100),
-        "events were delayed"
-    );
+    assert!(t.elapsed() >= Duration::from_millis(100), "events were delayed");
     s.set_stream_delay(Duration::ZERO);
 }
 
@@ -341,13 +247,9 @@ async fn many_events_are_batched_and_ordered() {
     let s = server().await;
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let objs: Vec<Value> = (0..5000)
-        .map(|i| pod(&format!("p{i:05}"), json!({})))
-        .collect();
+    let objs: Vec<Value> = (0..5000).map(|i| pod(&format!("p{i:05}"), json!({}))).collect();
     s.create_many("pods", objs).unwrap();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     let mut last = rv;
     for _ in 0..5000 {
         let e = w.next_within(SEC).await.unwrap();
@@ -366,9 +268,7 @@ async fn watch_over_http2_cleartext() {
         .http2_only(true)
         .build_http::<Empty<bytes::Bytes>>();
     let rv = s.resource_version();
-    let uri: http::Uri = format!("{}{PODS}?watch=1&resourceVersion={rv}", s.url())
-        .parse()
-        .unwrap();
+    let uri: http::Uri = format!("{}{PODS}?watch=1&resourceVersion={rv}", s.url()).parse().unwrap();
     let resp = client.get(uri).await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.version(), http::Version::HTTP_2);
@@ -377,17 +277,12 @@ async fn watch_over_http2_cleartext() {
     let mut body = resp.into_body();
     let mut buf = Vec::new();
     while !buf.contains(&b'\n') {
-        let f = tokio::time::timeout(SEC, body.frame())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
+        let f = tokio::time::timeout(SEC, body.frame()).await.unwrap().unwrap().unwrap();
         if let Some(d) = f.data_ref() {
             buf.extend_from_slice(d);
         }
     }
-    let e: Value =
-        serde_json::from_slice(&buf[..buf.iter().position(|b| *b == b'\n').unwrap()]).unwrap();
+    let e: Value = serde_json::from_slice(&buf[..buf.iter().position(|b| *b == b'\n').unwrap()]).unwrap();
     assert_eq!(name(&e), "h2");
 }
 
@@ -397,11 +292,8 @@ async fn compaction_does_not_break_caught_up_watchers() {
     let c = Client::new(&s);
     s.create("pods", pod("a", json!({}))).unwrap();
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
-    s.create("configmaps", json!({"metadata": {"name": "c"}}))
-        .unwrap();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    s.create("configmaps", json!({"metadata": {"name": "c"}})).unwrap();
     s.compact();
     s.create("pods", pod("b", json!({}))).unwrap();
     let e = w.next_within(SEC).await.unwrap();
@@ -413,11 +305,7 @@ async fn absurd_parameters_do_not_crash() {
     let s = server().await;
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!(
-            "{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=9223372036854775807"
-        ))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=9223372036854775807")).await;
     s.create("pods", pod("a", json!({}))).unwrap();
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "a");
     for q in [
@@ -432,11 +320,7 @@ async fn absurd_parameters_do_not_crash() {
         "watch=maybe",
     ] {
         let r = c.get(&format!("{PODS}?{q}")).await;
-        assert!(
-            r.code == 200 || r.code == 400 || r.code == 422,
-            "{q}: {}",
-            r.code
-        );
+        assert!(r.code == 200 || r.code == 400 || r.code == 422, "{q}: {}", r.code);
         if r.code != 200 {
             assert_eq!(r.body["kind"], "Status", "{q}");
         }
@@ -445,20 +329,13 @@ async fn absurd_parameters_do_not_crash() {
 
 #[tokio::test]
 async fn watcher_falling_behind_the_history_is_ended() {
-    let s = ApiServer::builder()
-        .history_capacity(5)
-        .start()
-        .await
-        .unwrap();
+    let s = ApiServer::builder().history_capacity(5).start().await.unwrap();
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
-        .await;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     s.set_stream_delay(Duration::from_millis(200));
     for i in 0..20 {
-        s.create("pods", pod(&format!("p{i:02}"), json!({})))
-            .unwrap();
+        s.create("pods", pod(&format!("p{i:02}"), json!({}))).unwrap();
     }
     let mut got = 0;
     while let Some(e) = w.next_within(SEC).await {
@@ -468,10 +345,7 @@ async fn watcher_falling_behind_the_history_is_ended() {
         }
         got += 1;
     }
-    assert!(
-        got < 20,
-        "a watcher behind the history must not silently skip events"
-    );
+    assert!(got < 20, "a watcher behind the history must not silently skip events");
 }
 
 #[tokio::test]
@@ -479,11 +353,7 @@ async fn legacy_watch_path() {
     let s = server().await;
     let c = Client::new(&s);
     let rv = s.resource_version();
-    let mut w = c
-        .watch(&format!(
-            "/api/v1/watch/namespaces/default/pods?resourceVersion={rv}"
-        ))
-        .await;
+    let mut w = c.watch(&format!("/api/v1/watch/namespaces/default/pods?resourceVersion={rv}")).await;
     s.create("pods", pod("lw", json!({}))).unwrap();
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "lw");
 }

@@ -162,7 +162,13 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         ..Default::default()
     });
     let informer = SharedIndexInformer::with_options(lw, InformerOptions { batch: 512, ..opts });
-    let reg = informer.add_event_handler(handler)?;
+    // The measured handler applies back-pressure past 2048 pending notifications (like
+    // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
+    // instead of buffering the whole update stream; a `keys` handler never gets there.
+    let reg = informer.add_event_handler_with_options(
+        handler,
+        HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048)),
+    )?;
     for i in 1..args.handlers {
         let slow = args.slow_handler && i + 1 == args.handlers;
         let h = HandlerFns::<Pod>::new().on_update(move |_, o| {

@@ -44,8 +44,11 @@ async fn run() -> Result<()> {
     let streaming = !args.list;
     let w1 = if args.w1 {
         Some(
-            W1Server::start(W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: None }, &args.namespace)
-                .await?,
+            W1Server::start(
+                W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: None },
+                &args.namespace,
+            )
+            .await?,
         )
     } else {
         None

@@ -68,6 +68,9 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 }
                 (p, backlog)
             };
+            if popped.is_some() {
+                l.taken(backlog);
+            }
             let Some(p) = popped else {
                 l.wake.notified().await;
                 continue;

@@ -48,6 +48,13 @@ pub enum BacklogPolicy {
     /// lost, the final state is not. The handler's last seen objects are remembered (one `Arc`
     /// per key).
     Bounded(usize),
+    /// Past `n` pending notifications, the informer stops taking deltas from its queue until this
+    /// handler is back under `n` (the queue then fills and the reflector stops reading the watch
+    /// stream): memory stays bounded and every intermediate state is delivered, but this handler
+    /// now paces the whole informer and every other handler of it (kube-runtime's model). For
+    /// informers whose handler is heavier than the event stream. The bound is checked between
+    /// batches, so a backlog may exceed `n` by one batch.
+    Block(usize),
 }
 
 /// A snapshot of a handler's backlog.
@@ -97,6 +104,8 @@ pub(crate) struct Listener<K> {
     pub policy: BacklogPolicy,
     pub(super) buf: Mutex<Buffer<K>>,
     pub(super) wake: Notify,
+    /// Notified by the consumer when a `Block` listener's backlog is back under its limit.
+    pub(super) drained: Notify,
     resync: Mutex<ResyncState>,
     pub syncing: AtomicBool,
     tracker: Mutex<Tracker>,
@@ -141,6 +150,7 @@ impl<K> Listener<K> {
             policy,
             buf: Mutex::new(Buffer { items: VecDeque::new(), closed: false }),
             wake: Notify::new(),
+            drained: Notify::new(),
             resync: Mutex::new(ResyncState { requested, effective, next: Instant::now() + effective }),
             syncing: AtomicBool::new(true),
             tracker: Mutex::new(Tracker { pending_initial: 0, upstream: false }),
@@ -192,6 +202,33 @@ impl<K> Listener<K> {
         }
     }
 
+    /// With [`BacklogPolicy::Block`]: waits until the backlog is at most the limit (or the
+    /// listener is closed). Returns at once for the other policies.
+    pub async fn wait_below_limit(&self) {
+        let BacklogPolicy::Block(max) = self.policy else { return };
+        loop {
+            let notified = self.drained.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let b = self.buf.lock();
+                if b.closed || b.items.len() <= max {
+                    return;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Called by the consumer after taking an item: releases a blocked informer.
+    pub(super) fn taken(&self, backlog: usize) {
+        if let BacklogPolicy::Block(max) = self.policy
+            && backlog <= max
+        {
+            self.drained.notify_waiters();
+        }
+    }
+
     /// Stops delivery: drops the backlog and wakes the consumer so it ends.
     pub fn close(&self) {
         self.removed.store(true, Ordering::Release);
@@ -203,6 +240,7 @@ impl<K> Listener<K> {
         }
         drop(b);
         self.wake.notify_one();
+        self.drained.notify_waiters();
     }
 
     pub fn backlog(&self) -> Backlog {

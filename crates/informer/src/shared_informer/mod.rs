@@ -511,6 +511,11 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                 if let Err(FifoClosed) = r {
                     return;
                 }
+                // A `Block` handler over its limit holds the informer here (back-pressure).
+                tokio::select! {
+                    _ = cancel.cancelled() => {}
+                    _ = inner.processor.backpressure() => {}
+                }
             }
         };
         let reflect = async {

@@ -212,6 +212,22 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.state.read().slots.iter().map(|s| s.listener.clone()).collect()
     }
 
+    /// Waits while a listener with [`BacklogPolicy::Block`](super::BacklogPolicy::Block) is over
+    /// its limit (called by the process loop between batches, never under a lock).
+    pub async fn backpressure(&self) {
+        let blocking: Vec<_> = {
+            let st = self.state.read();
+            st.slots
+                .iter()
+                .filter(|s| matches!(s.listener.policy, super::BacklogPolicy::Block(_)))
+                .map(|s| s.listener.clone())
+                .collect()
+        };
+        for l in blocking {
+            l.wait_below_limit().await;
+        }
+    }
+
     /// Fans a notification out (see the module invariants).
     pub fn distribute(&self, n: Notification<K>, is_sync: bool) {
         if let Some(m) = &self.metrics {
