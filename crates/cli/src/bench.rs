@@ -62,10 +62,13 @@ pub struct BenchArgs {
     /// Number of handlers (fan-out); figures are those of the first.
     #[arg(long, default_value_t = 1)]
     handlers: usize,
-    /// Make the last handler sleep 1 ms per notification (on its own thread, backlog bounded at
-    /// 1000 then resynced from the cache).
+    /// Make the last handler sleep 1 ms per notification (on its own thread; see
+    /// `--slow-backlog`).
     #[arg(long)]
     slow_handler: bool,
+    /// Backlog bound of the slow handler (resynced from the cache past it); 0 = unbounded.
+    #[arg(long, default_value_t = 1000)]
+    slow_backlog: usize,
     /// W1 paces updates at this many events/s and the report adds event-to-handler latency
     /// percentiles (the `generation` label carries each event's send time).
     #[arg(long)]
@@ -178,7 +181,12 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
             }
         });
         let ho = if slow {
-            HandlerOptions::new().name("slow").dedicated_thread().backlog(BacklogPolicy::Bounded(1000))
+            let policy = if args.slow_backlog == 0 {
+                BacklogPolicy::Unbounded
+            } else {
+                BacklogPolicy::Bounded(args.slow_backlog)
+            };
+            HandlerOptions::new().name("slow").dedicated_thread().backlog(policy)
         } else {
             HandlerOptions::new()
         };

@@ -185,11 +185,16 @@ impl<K> Listener<K> {
                 }
                 let snapshot = self.indexer.list();
                 b.items.push_back(Pending { at: now, entry: Entry::Resync { snapshot, credit } });
-                self.overflows.fetch_add(1, Ordering::Relaxed);
+                let before = self.overflows.fetch_add(1, Ordering::Relaxed);
                 if let Some(m) = &self.metrics {
                     m.overflows.inc();
                 }
-                tracing::warn!(handler = %self.name, max, "handler backlog overflowed; dropping it and resyncing the handler from the cache");
+                // Warn once per handler; later overflows are counted (metrics) and logged at debug.
+                if before == 0 {
+                    tracing::warn!(handler = %self.name, max, "handler backlog overflowed; dropping it and resyncing the handler from the cache (further overflows are logged at debug level)");
+                } else {
+                    tracing::debug!(handler = %self.name, max, overflows = before + 1, "handler backlog overflowed again");
+                }
             }
             _ => b.items.push_back(Pending { at: now, entry: Entry::One(n) }),
         }
