@@ -163,12 +163,28 @@ impl<K> Listener<K> {
         }
     }
 
-    /// Queues a notification (never blocks). Must be called under the informer's barrier.
+    /// Queues a notification (never blocks) and wakes the consumer. Must be called under the
+    /// informer's barrier.
     pub fn push(&self, n: Notification<K>, now: Instant) {
+        if self.push_quiet(n, now) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Wakes the consumer if anything is pending (after a batch of [`Listener::push_quiet`]).
+    pub fn wake_if_pending(&self) {
+        if !self.buf.lock().items.is_empty() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Queues a notification without waking the consumer; returns whether the buffer was empty
+    /// before (i.e. whether the consumer may be waiting).
+    pub fn push_quiet(&self, n: Notification<K>, now: Instant) -> bool {
         let initial = n.is_initial_add();
         let mut b = self.buf.lock();
         if b.closed {
-            return;
+            return false;
         }
         if initial {
             self.tracker.lock().pending_initial += 1;
@@ -201,10 +217,7 @@ impl<K> Listener<K> {
         if let Some(m) = &self.metrics {
             m.backlog.set(b.items.len() as i64);
         }
-        drop(b);
-        if was_empty {
-            self.wake.notify_one();
-        }
+        was_empty
     }
 
     /// With [`BacklogPolicy::Block`]: waits until the backlog is at most the limit (or the

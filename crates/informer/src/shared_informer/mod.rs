@@ -494,7 +494,9 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                         let start = inner.metrics.as_ref().map(|_| tokio::time::Instant::now());
                         {
                             let _barrier = inner.block_deltas.lock();
+                            inner.processor.begin_batch();
                             process_deltas(&*inner.processor, &inner.indexer, deltas, initial);
+                            inner.processor.end_batch();
                         }
                         if let (Some(m), Some(start)) = (&inner.metrics, start) {
                             m.processing.observe(start.elapsed().as_secs_f64());

@@ -65,6 +65,9 @@ fn handler_span<K>(l: &Listener<K>) -> tracing::Span {
 pub(crate) struct Processor<K> {
     state: RwLock<State<K>>,
     metrics: Option<InformerSeries>,
+    /// While set (a batch of deltas is being applied), distribution does not wake consumers;
+    /// `end_batch` wakes each once. Cuts wake-ups from one per notification to one per batch.
+    batching: std::sync::atomic::AtomicBool,
 }
 
 impl<K> Processor<K> {
@@ -86,6 +89,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 upstream_synced: false,
             }),
             metrics,
+            batching: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -235,10 +239,28 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
         let st = self.state.read();
         let now = Instant::now();
+        let quiet = self.batching.load(Ordering::Relaxed);
         for s in &st.slots {
             if !is_sync || s.listener.syncing.load(Ordering::Acquire) {
-                s.listener.push(n.clone(), now);
+                if quiet {
+                    s.listener.push_quiet(n.clone(), now);
+                } else {
+                    s.listener.push(n.clone(), now);
+                }
             }
+        }
+    }
+
+    /// Starts a batch: notifications are queued without waking consumers.
+    pub fn begin_batch(&self) {
+        self.batching.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends a batch: wakes every consumer with pending notifications.
+    pub fn end_batch(&self) {
+        self.batching.store(false, Ordering::Relaxed);
+        for s in &self.state.read().slots {
+            s.listener.wake_if_pending();
         }
     }
 }
