@@ -2,7 +2,9 @@
 //!
 //! The pipeline: a [`Reflector`](crate) lists and watches the API server and feeds a queue
 //! ([`RealFifo`] by default, or [`DeltaFifo`]); the informer pops deltas, applies them to an
-//! [`Indexer`] (the local cache) and distributes notifications to handlers. See `docs/design.md`.
+//! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
+//! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
+//! [`NotificationStream`]) and read the cache through a [`Lister`]. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -11,28 +13,44 @@ pub mod backoff;
 pub mod controller;
 pub mod decode;
 pub mod delta;
+pub mod factory;
 pub mod fake;
 pub mod fifo;
+pub mod filtering;
 pub mod handler;
 pub mod key;
 pub mod kube_lw;
+pub mod lister;
 pub mod listwatch;
 pub mod object;
 pub mod reflector;
+pub mod selector;
+pub mod shared_informer;
 pub mod signal;
 pub mod store;
+pub mod wait;
 pub mod workqueue;
 
 pub use controller::{Controller, process_deltas};
 pub use delta::{Delta, DeltaType};
+pub use factory::{FactoryBuilder, SharedInformerFactory};
 pub use fifo::{DeltaFifo, FifoClosed, RealFifo};
+pub use filtering::FilteringHandler;
 pub use handler::{HandlerFns, ResourceEventHandler};
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
+pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent, WatchStream,
 };
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
 pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
+pub use selector::{LabelSelector, SelectorError};
+pub use shared_informer::{
+    Backlog, BacklogPolicy, DynListerWatcher, HandlerOptions, HandlerRegistration, InformerError,
+    InformerMetrics, InformerOptions, Notification, NotificationStream, QueueKind,
+    SharedIndexInformer, WatchErrorHandler,
+};
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};
+pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};

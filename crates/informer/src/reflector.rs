@@ -101,6 +101,9 @@ pub struct ReflectorHooks {
     pub before_list: Option<Hook>,
     /// Called after each successful list with the list's resourceVersion.
     pub after_list: Option<Hook>,
+    /// Called when a watch is established, with the resourceVersion it starts from (for
+    /// metrics).
+    pub watch_started: Option<Hook>,
 }
 
 #[derive(Debug, Default)]
@@ -451,7 +454,12 @@ where
                     opts.timeout_seconds = Some(self.watch_timeout());
                     opts.allow_watch_bookmarks = true;
                     match self.cancellable(cancel, self.lw.watch(&opts)).await? {
-                        Ok(s) => (s, propagate),
+                        Ok(s) => {
+                            if let Some(h) = &self.hooks.watch_started {
+                                h(opts.resource_version.as_deref().unwrap_or(""));
+                            }
+                            (s, propagate)
+                        }
                         Err(e) if e.is_retriable() => {
                             self.wait_retry(cancel, backoff, &e).await?;
                             continue;

@@ -1,0 +1,684 @@
+//! One handler's delivery lane (client-go's `processorListener`): its own buffer of pending
+//! notifications and its own consumer (a tokio task, a dedicated thread, or a stream).
+//!
+//! Invariants:
+//! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
+//!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache).
+//! - Notifications reach the handler in the order they were pushed, one call at a time.
+//! - `push` is only called under the informer's delta barrier, so the cache snapshot taken on a
+//!   `Bounded` overflow is exactly the state after the last pushed notification.
+//! - The registration is synced once the informer synced (upstream) and every initial add pushed
+//!   to this listener has been delivered (client-go's `synctrack.SingleFileTracker`).
+//! - A panicking handler call is caught, logged and counted; delivery goes on.
+//! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use foldhash::fast::RandomState;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::metrics::HandlerSeries;
+use super::notification::Notification;
+use crate::handler::ResourceEventHandler;
+use crate::key::ObjectKey;
+use crate::object::{DeletedObject, Object, Tombstone};
+use crate::signal::Signal;
+use crate::store::Indexer;
+
+/// What happens when a handler falls behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BacklogPolicy {
+    /// Keep every pending notification (client-go's behaviour; memory grows with the backlog).
+    #[default]
+    Unbounded,
+    /// Past `n` pending notifications, drop the backlog and resync the handler from the cache:
+    /// it then receives, for every cached object, its current state (`on_add` if the handler
+    /// has not seen the key, `on_update(last_seen, current)` otherwise) and `on_delete` (a
+    /// tombstone) for every key it has seen that is no longer cached. Intermediate states are
+    /// lost, the final state is not. The handler's last seen objects are remembered (one `Arc`
+    /// per key).
+    Bounded(usize),
+}
+
+/// A snapshot of a handler's backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backlog {
+    /// Pending notifications (a pending cache resync counts as one).
+    pub len: usize,
+    /// How long the oldest pending notification has waited.
+    pub oldest_age: Option<Duration>,
+}
+
+enum Entry<K> {
+    One(Notification<K>),
+    /// Backlog dropped: resync from this cache snapshot. `credit` = initial adds dropped.
+    Resync {
+        snapshot: Vec<Object<K>>,
+        credit: usize,
+    },
+}
+
+struct Pending<K> {
+    at: Instant,
+    entry: Entry<K>,
+}
+
+struct Buffer<K> {
+    items: VecDeque<Pending<K>>,
+    closed: bool,
+}
+
+struct Tracker {
+    pending_initial: usize,
+    upstream: bool,
+}
+
+struct ResyncState {
+    requested: Duration,
+    effective: Duration,
+    next: Instant,
+}
+
+/// A delivery lane. Shared between the processor (producer) and the consumer.
+pub(crate) struct Listener<K> {
+    pub id: u64,
+    pub informer_id: u64,
+    pub name: Arc<str>,
+    policy: BacklogPolicy,
+    buf: Mutex<Buffer<K>>,
+    wake: Notify,
+    resync: Mutex<ResyncState>,
+    pub syncing: AtomicBool,
+    tracker: Mutex<Tracker>,
+    pub synced: Signal,
+    pub finished: Signal,
+    pub removed: AtomicBool,
+    panics: AtomicU64,
+    overflows: AtomicU64,
+    delivered: AtomicU64,
+    indexer: Arc<Indexer<K>>,
+    metrics: Option<HandlerSeries>,
+}
+
+/// One item handed to a consumer.
+pub(crate) struct Item<K> {
+    pub n: Notification<K>,
+    /// Initial adds completed once this item is delivered.
+    pub credit: usize,
+    pub enqueued: Option<Instant>,
+}
+
+impl<K> Listener<K> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u64,
+        informer_id: u64,
+        name: Arc<str>,
+        policy: BacklogPolicy,
+        requested: Duration,
+        effective: Duration,
+        indexer: Arc<Indexer<K>>,
+        metrics: Option<HandlerSeries>,
+    ) -> Self {
+        Listener {
+            id,
+            informer_id,
+            synced: Signal::new(format!("handler {name} synced")),
+            finished: Signal::new(format!("handler {name} finished")),
+            name,
+            policy,
+            buf: Mutex::new(Buffer {
+                items: VecDeque::new(),
+                closed: false,
+            }),
+            wake: Notify::new(),
+            resync: Mutex::new(ResyncState {
+                requested,
+                effective,
+                next: Instant::now() + effective,
+            }),
+            syncing: AtomicBool::new(true),
+            tracker: Mutex::new(Tracker {
+                pending_initial: 0,
+                upstream: false,
+            }),
+            removed: AtomicBool::new(false),
+            panics: AtomicU64::new(0),
+            overflows: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            indexer,
+            metrics,
+        }
+    }
+
+    /// Queues a notification (never blocks). Must be called under the informer's barrier.
+    pub fn push(&self, n: Notification<K>, now: Instant) {
+        let initial = n.is_initial_add();
+        let mut b = self.buf.lock();
+        if b.closed {
+            return;
+        }
+        if initial {
+            self.tracker.lock().pending_initial += 1;
+        }
+        let was_empty = b.items.is_empty();
+        match self.policy {
+            BacklogPolicy::Bounded(max) if b.items.len() >= max.max(1) => {
+                let mut credit = usize::from(initial);
+                for p in b.items.drain(..) {
+                    credit += match p.entry {
+                        Entry::One(n) => usize::from(n.is_initial_add()),
+                        Entry::Resync { credit, .. } => credit,
+                    };
+                }
+                let snapshot = self.indexer.list();
+                b.items.push_back(Pending {
+                    at: now,
+                    entry: Entry::Resync { snapshot, credit },
+                });
+                self.overflows.fetch_add(1, Ordering::Relaxed);
+                if let Some(m) = &self.metrics {
+                    m.overflows.inc();
+                }
+                tracing::warn!(handler = %self.name, max, "handler backlog overflowed; dropping it and resyncing the handler from the cache");
+            }
+            _ => b.items.push_back(Pending {
+                at: now,
+                entry: Entry::One(n),
+            }),
+        }
+        if let Some(m) = &self.metrics {
+            m.backlog.set(b.items.len() as i64);
+        }
+        drop(b);
+        if was_empty {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Stops delivery: drops the backlog and wakes the consumer so it ends.
+    pub fn close(&self) {
+        self.removed.store(true, Ordering::Release);
+        let mut b = self.buf.lock();
+        b.closed = true;
+        b.items.clear();
+        if let Some(m) = &self.metrics {
+            m.backlog.set(0);
+        }
+        drop(b);
+        self.wake.notify_one();
+    }
+
+    pub fn backlog(&self) -> Backlog {
+        let b = self.buf.lock();
+        Backlog {
+            len: b.items.len(),
+            oldest_age: b.items.front().map(|p| p.at.elapsed()),
+        }
+    }
+
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Relaxed)
+    }
+
+    pub fn overflows(&self) -> u64 {
+        self.overflows.load(Ordering::Relaxed)
+    }
+
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The informer synced: from now on the registration syncs when its initial adds are done.
+    pub fn upstream_synced(&self) {
+        let mut t = self.tracker.lock();
+        t.upstream = true;
+        if t.pending_initial == 0 {
+            self.synced.set();
+        }
+    }
+
+    fn finish_initial(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut t = self.tracker.lock();
+        t.pending_initial = t.pending_initial.saturating_sub(n);
+        if t.upstream && t.pending_initial == 0 {
+            self.synced.set();
+        }
+    }
+
+    // --- resync periods (client-go's shouldResync / determineResyncPeriod) ---
+
+    pub fn requested_resync(&self) -> Duration {
+        self.resync.lock().requested
+    }
+
+    pub fn effective_resync(&self) -> Duration {
+        self.resync.lock().effective
+    }
+
+    pub fn set_effective_resync(&self, effective: Duration) {
+        let mut r = self.resync.lock();
+        r.effective = effective;
+        r.next = Instant::now() + effective;
+    }
+
+    /// Whether a resync is due at `now`; records the answer as this listener's "syncing" flag.
+    pub fn should_resync(&self, now: Instant) -> bool {
+        let mut r = self.resync.lock();
+        let due = !r.effective.is_zero() && now >= r.next;
+        if due {
+            r.next = now + r.effective;
+        }
+        self.syncing.store(due, Ordering::Release);
+        due
+    }
+}
+
+impl<K: 'static> Listener<K> {
+    // --- consumption ---
+
+    /// Delivers one item to a handler, catching panics.
+    pub fn deliver(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
+        if let (Some(m), Some(at)) = (&self.metrics, item.enqueued) {
+            m.delivery.observe(at.elapsed().as_secs_f64());
+        }
+        let r = catch_unwind(AssertUnwindSafe(|| item.n.deliver_to(handler)));
+        if let Err(p) = r {
+            self.panics.fetch_add(1, Ordering::Relaxed);
+            if let Some(m) = &self.metrics {
+                m.panics.inc();
+            }
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".into());
+            tracing::error!(handler = %self.name, key = %item.n.key(), kind = item.n.kind(), panic = %msg, "event handler panicked; notification skipped");
+        }
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        self.finish_initial(item.credit);
+    }
+
+    /// Marks an item delivered without a handler call (streams).
+    pub fn delivered_without_call(&self, item: &Item<K>) {
+        if let (Some(m), Some(at)) = (&self.metrics, item.enqueued) {
+            m.delivery.observe(at.elapsed().as_secs_f64());
+        }
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        self.finish_initial(item.credit);
+    }
+}
+
+/// Consumer-side state: a resync being expanded and, for `Bounded`, what the handler has seen.
+pub(crate) struct Consumer<K> {
+    expanded: VecDeque<Notification<K>>,
+    expanded_credit: usize,
+    seen: Option<HashMap<ObjectKey, Object<K>, RandomState>>,
+}
+
+impl<K: Send + Sync + 'static> Consumer<K> {
+    pub fn new(policy: BacklogPolicy) -> Self {
+        Consumer {
+            expanded: VecDeque::new(),
+            expanded_credit: 0,
+            seen: matches!(policy, BacklogPolicy::Bounded(_)).then(HashMap::default),
+        }
+    }
+
+    pub fn for_listener(l: &Listener<K>) -> Self {
+        Self::new(l.policy)
+    }
+
+    /// The next item, or `None` once the listener is closed.
+    pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
+        loop {
+            if let Some(n) = self.expanded.pop_front() {
+                if l.removed.load(Ordering::Acquire) {
+                    return None;
+                }
+                let credit = if self.expanded.is_empty() {
+                    std::mem::take(&mut self.expanded_credit)
+                } else {
+                    0
+                };
+                match self.seen(Item {
+                    n,
+                    credit,
+                    enqueued: None,
+                }) {
+                    Some(item) => return Some(item),
+                    None => {
+                        l.finish_initial(credit);
+                        continue;
+                    }
+                }
+            }
+            let popped = {
+                let mut b = l.buf.lock();
+                let p = b.items.pop_front();
+                if let Some(m) = &l.metrics {
+                    m.backlog.set(b.items.len() as i64);
+                }
+                if p.is_none() && b.closed {
+                    return None;
+                }
+                p
+            };
+            let Some(p) = popped else {
+                l.wake.notified().await;
+                continue;
+            };
+            match p.entry {
+                Entry::One(n) => {
+                    let credit = usize::from(n.is_initial_add());
+                    match self.seen(Item {
+                        n,
+                        credit,
+                        enqueued: Some(p.at),
+                    }) {
+                        Some(item) => return Some(item),
+                        None => l.finish_initial(credit),
+                    }
+                }
+                Entry::Resync { snapshot, credit } => {
+                    self.expand(snapshot, credit);
+                    if self.expanded.is_empty() {
+                        l.finish_initial(std::mem::take(&mut self.expanded_credit));
+                    }
+                }
+            }
+        }
+    }
+
+    fn expand(&mut self, snapshot: Vec<Object<K>>, credit: usize) {
+        let seen = self.seen.get_or_insert_with(HashMap::default);
+        let mut present: std::collections::HashSet<&ObjectKey, RandomState> =
+            std::collections::HashSet::default();
+        for o in &snapshot {
+            present.insert(o.key());
+        }
+        for (k, old) in seen.iter() {
+            if !present.contains(k) {
+                self.expanded
+                    .push_back(Notification::Delete(DeletedObject::FinalStateUnknown(
+                        Tombstone {
+                            key: k.clone(),
+                            last_known: Some(old.clone()),
+                        },
+                    )));
+            }
+        }
+        drop(present);
+        for o in snapshot {
+            let n = match seen.get(o.key()) {
+                Some(old) => Notification::Update {
+                    old: old.clone(),
+                    new: o,
+                },
+                None => Notification::Add {
+                    obj: o,
+                    is_in_initial_list: credit > 0,
+                },
+            };
+            self.expanded.push_back(n);
+        }
+        self.expanded_credit += credit;
+    }
+
+    /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and
+    /// records what it has seen. Notifications already covered by a resync (an add of a key the
+    /// handler has, with the very object it has; a delete of a key it does not have) are dropped;
+    /// an add of a seen key becomes an update and an update of an unseen key an add.
+    fn seen(&mut self, mut item: Item<K>) -> Option<Item<K>> {
+        let Some(seen) = &mut self.seen else {
+            return Some(item);
+        };
+        match item.n {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => match seen.insert(obj.key().clone(), obj.clone()) {
+                Some(old) if old.ptr_eq(&obj) => return None,
+                Some(old) => item.n = Notification::Update { old, new: obj },
+                None => {
+                    item.n = Notification::Add {
+                        obj,
+                        is_in_initial_list,
+                    }
+                }
+            },
+            Notification::Update { old, new } => {
+                match seen.insert(new.key().clone(), new.clone()) {
+                    Some(prev) if prev.ptr_eq(&new) && !prev.ptr_eq(&old) => return None,
+                    Some(prev) => item.n = Notification::Update { old: prev, new },
+                    None => {
+                        item.n = Notification::Add {
+                            obj: new,
+                            is_in_initial_list: false,
+                        }
+                    }
+                }
+            }
+            Notification::Delete(d) => {
+                seen.remove(d.key())?;
+                item.n = Notification::Delete(d);
+            }
+        }
+        Some(item)
+    }
+}
+
+/// Runs a handler's consumer loop until the listener is closed.
+pub(crate) async fn run_handler<K: Send + Sync + 'static>(
+    l: Arc<Listener<K>>,
+    handler: Arc<dyn ResourceEventHandler<K>>,
+) {
+    let mut c = Consumer::for_listener(&l);
+    while let Some(item) = c.next(&l).await {
+        l.deliver(&*handler, item);
+    }
+    l.finished.set();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Indexers;
+
+    type Obj = Object<serde_json::Value>;
+
+    fn obj(name: &str, rv: &str) -> Obj {
+        Object::from_json(format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn listener(
+        policy: BacklogPolicy,
+        idx: &Arc<Indexer<serde_json::Value>>,
+    ) -> Listener<serde_json::Value> {
+        Listener::new(
+            1,
+            1,
+            "t".into(),
+            policy,
+            Duration::ZERO,
+            Duration::ZERO,
+            idx.clone(),
+            None,
+        )
+    }
+
+    fn describe(n: &Notification<serde_json::Value>) -> String {
+        match n {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => format!(
+                "add {}@{} {is_in_initial_list}",
+                obj.name(),
+                obj.resource_version().unwrap()
+            ),
+            Notification::Update { old, new } => format!(
+                "update {} {}->{}",
+                new.name(),
+                old.resource_version().unwrap(),
+                new.resource_version().unwrap()
+            ),
+            Notification::Delete(d) => {
+                format!("delete {} {}", d.key().name(), d.is_final_state_unknown())
+            }
+        }
+    }
+
+    async fn drain(
+        c: &mut Consumer<serde_json::Value>,
+        l: &Listener<serde_json::Value>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        // Everything pending is ready: a consumer that would wait means the backlog is drained.
+        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(50), c.next(l)).await
+        {
+            out.push(describe(&item.n));
+            l.delivered_without_call(&item);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn bounded_overflow_resyncs_against_what_the_handler_saw() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Bounded(2), &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        let (a1, b1) = (obj("a", "1"), obj("b", "1"));
+        for o in [&a1, &b1] {
+            idx.add(o.clone()).unwrap();
+            l.push(
+                Notification::Add {
+                    obj: o.clone(),
+                    is_in_initial_list: true,
+                },
+                now,
+            );
+        }
+        l.upstream_synced();
+        assert_eq!(drain(&mut c, &l).await, ["add a@1 true", "add b@1 true"]);
+        assert!(l.synced.is_set());
+        // Three changes while nobody consumes: the third overflows.
+        let a2 = obj("a", "2");
+        idx.add(a2.clone()).unwrap();
+        l.push(
+            Notification::Update {
+                old: a1.clone(),
+                new: a2.clone(),
+            },
+            now,
+        );
+        idx.delete(&b1);
+        l.push(Notification::Delete(DeletedObject::Object(b1.clone())), now);
+        let c3 = obj("c", "3");
+        idx.add(c3.clone()).unwrap();
+        l.push(
+            Notification::Add {
+                obj: c3.clone(),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        assert_eq!(l.backlog().len, 1);
+        assert_eq!(l.overflows(), 1);
+        // Already covered by the snapshot: dropped or normalised.
+        l.push(
+            Notification::Add {
+                obj: c3.clone(),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        let mut got = drain(&mut c, &l).await;
+        got[..3].sort();
+        assert_eq!(got, ["add c@3 false", "delete b true", "update a 1->2"]);
+    }
+
+    #[tokio::test]
+    async fn unbounded_keeps_everything_in_order_and_close_drops_the_backlog() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        for i in 0..100 {
+            l.push(
+                Notification::Add {
+                    obj: obj(&format!("o{i}"), "1"),
+                    is_in_initial_list: false,
+                },
+                now,
+            );
+        }
+        assert_eq!(l.backlog().len, 100);
+        assert!(c.next(&l).await.is_some());
+        l.close();
+        assert!(c.next(&l).await.is_none());
+        l.push(
+            Notification::Add {
+                obj: obj("late", "1"),
+                is_in_initial_list: false,
+            },
+            now,
+        );
+        assert_eq!(l.backlog().len, 0, "nothing is queued after close");
+    }
+
+    #[tokio::test]
+    async fn registration_syncs_only_after_upstream_and_initial_adds() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        l.push(
+            Notification::Add {
+                obj: obj("a", "1"),
+                is_in_initial_list: true,
+            },
+            Instant::now(),
+        );
+        l.upstream_synced();
+        assert!(!l.synced.is_set());
+        let item = c.next(&l).await.unwrap();
+        assert!(!l.synced.is_set(), "not before the handler returns");
+        l.deliver(&crate::HandlerFns::new(), item);
+        assert!(l.synced.is_set());
+    }
+
+    #[test]
+    fn resync_due_flags_follow_the_period() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = Listener::new(
+            1,
+            1,
+            "t".into(),
+            BacklogPolicy::Unbounded,
+            Duration::from_secs(2),
+            Duration::from_secs(2),
+            idx,
+            None,
+        );
+        let t0 = Instant::now();
+        assert!(!l.should_resync(t0 + Duration::from_secs(1)));
+        assert!(!l.syncing.load(Ordering::Acquire));
+        assert!(l.should_resync(t0 + Duration::from_secs(2)));
+        assert!(l.syncing.load(Ordering::Acquire));
+        assert!(!l.should_resync(t0 + Duration::from_secs(3)));
+        assert!(l.should_resync(t0 + Duration::from_secs(4)));
+    }
+}

@@ -1,0 +1,793 @@
+//! The shared informer (client-go's `SharedIndexInformer`): one list-watch of a resource, one
+//! cache, and any number of handlers, each served at its own pace.
+//!
+//! A `SharedIndexInformer` runs a [`Reflector`] feeding a queue ([`RealFifo`] by default, or
+//! [`DeltaFifo`]), pops deltas, applies them to its [`Indexer`] and fans the resulting
+//! notifications out to every registered handler ([`process_deltas`] with the informer as the
+//! handler).
+//!
+//! Guarantees (client-go's SharedInformer contract, plus what this crate adds):
+//! - The cache is updated before handlers are told: a handler reading the cache sees at least
+//!   the state of the notification it is handling. The cache eventually equals the server's
+//!   state (the authoritative state of the list-watch) once it stops changing.
+//! - Every handler receives notifications for one object in order, one call at a time; it is
+//!   level-triggered: after a relist or a `Bounded` overflow intermediate states may be skipped,
+//!   but the final state is always delivered. Resyncs replay the *cache* (not the server) as
+//!   `on_update(obj, obj)`, only to handlers whose resync period is due.
+//! - Each handler has its own buffer and consumer: a slow handler never delays other handlers,
+//!   the process loop or the reflector. Panics in a handler are caught, logged and counted.
+//! - A handler added after start first receives `on_add(obj, true)` for the cache's content,
+//!   taken under a barrier with delta processing paused, so it misses nothing and sees nothing
+//!   twice. Its registration is synced once the informer synced *and* every initial add reached
+//!   it.
+//! - `run` returns after the cancellation token fired and every handler consumer ended; nothing
+//!   the informer started is left running.
+//!
+//! Queues (observable handler semantics are the same for both):
+//! - [`QueueKind::RealFifo`] (default, client-go 1.36): every watch event in stream order;
+//!   a relist is one atomic `ReplacedAll`, a resync one `SyncAll`; bookmarks update the store's
+//!   resourceVersion.
+//! - [`QueueKind::DeltaFifo`]: client-go's legacy queue with the store as known objects and
+//!   `emit_replaced`; changes of one key are grouped and keys can be reordered.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use informer::{HandlerFns, SharedIndexInformer, fake::FakeSource};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let source = FakeSource::new();
+//! source.add(serde_json::json!({"metadata": {"name": "a", "namespace": "ns"}}));
+//! let informer = SharedIndexInformer::<ConfigMap>::new(source, std::time::Duration::ZERO);
+//! let reg = informer
+//!     .add_event_handler(HandlerFns::new().on_add(|o, _| println!("added {}", o.key())))
+//!     .unwrap();
+//! let cancel = CancellationToken::new();
+//! let run = tokio::spawn({
+//!     let (i, c) = (informer.clone(), cancel.clone());
+//!     async move { i.run(c).await }
+//! });
+//! reg.synced().wait().await;
+//! assert!(informer.lister().by_namespace("ns").get("a").is_some());
+//! cancel.cancel();
+//! run.await.unwrap();
+//! assert!(informer.is_stopped());
+//! # });
+//! ```
+
+mod listener;
+mod metrics;
+mod notification;
+mod processor;
+mod queue;
+mod stream;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+pub use listener::{Backlog, BacklogPolicy};
+pub use metrics::InformerMetrics;
+pub use notification::Notification;
+pub use queue::DynListerWatcher;
+pub use stream::NotificationStream;
+
+use listener::Listener;
+use metrics::InformerSeries;
+use processor::{Processor, Sink};
+use queue::InformerQueue;
+
+use crate::controller::process_deltas;
+use crate::fifo::{
+    DeltaFifo, DeltaFifoOptions, FifoClosed, Queue, RealFifo, RealFifoOptions, Transform,
+};
+use crate::handler::ResourceEventHandler;
+use crate::lister::Lister;
+use crate::listwatch::{Error, ListerWatcher};
+use crate::reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
+use crate::signal::Signal;
+use crate::store::{IndexError, Indexer, Indexers};
+
+/// client-go's `minimumResyncPeriod`.
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// client-go's `determineResyncPeriod`: the effective period of a handler that asked for
+/// `desired` on an informer checking every `check`.
+pub fn determine_resync_period(desired: Duration, check: Duration) -> Duration {
+    if desired.is_zero() {
+        return Duration::ZERO;
+    }
+    if check.is_zero() {
+        tracing::warn!(
+            ?desired,
+            "the informer does not resync (period 0); the handler's resync period is ignored"
+        );
+        return Duration::ZERO;
+    }
+    desired.max(check)
+}
+
+/// Which queue sits between the reflector and the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueKind {
+    /// [`RealFifo`] in atomic mode (client-go 1.36's default).
+    #[default]
+    RealFifo,
+    /// [`DeltaFifo`] with the cache as known objects and `emit_replaced` (client-go's legacy
+    /// informer queue).
+    DeltaFifo,
+}
+
+/// A callback receiving ListAndWatch errors (client-go's `WatchErrorHandler`).
+pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// Options of a [`SharedIndexInformer`].
+pub struct InformerOptions<K> {
+    /// Name for logs, metrics and sync results (default: the lister-watcher's description).
+    pub name: Option<String>,
+    /// Default resync period of handlers, and the informer's resync check period (0 = never).
+    pub resync_period: Duration,
+    /// Indexes of the cache (default: the namespace index).
+    pub indexers: Indexers<K>,
+    /// The queue.
+    pub queue: QueueKind,
+    /// Reflector settings (streaming lists, page size, watch timeouts, backoff, base selectors).
+    /// `name` and `resync_period` are set by the informer.
+    pub reflector: ReflectorOptions,
+    /// Applied once to every object entering the queue (see [`Transform`]).
+    pub transform: Option<Transform<K>>,
+    /// Metrics (none by default).
+    pub metrics: Option<InformerMetrics>,
+    /// Deltas applied per process step (RealFifo batch mode; default 64).
+    pub batch: usize,
+}
+
+impl<K: 'static> Default for InformerOptions<K> {
+    fn default() -> Self {
+        InformerOptions {
+            name: None,
+            resync_period: Duration::ZERO,
+            indexers: Indexers::new().with_namespace_index(),
+            queue: QueueKind::RealFifo,
+            reflector: ReflectorOptions::default(),
+            transform: None,
+            metrics: None,
+            batch: 64,
+        }
+    }
+}
+
+impl<K: 'static> InformerOptions<K> {
+    /// Sets the name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Sets the default resync period.
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+    /// Sets the indexers (replacing the default namespace index).
+    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+        self.indexers = indexers;
+        self
+    }
+    /// Selects the queue.
+    pub fn queue(mut self, queue: QueueKind) -> Self {
+        self.queue = queue;
+        self
+    }
+    /// Sets the reflector options.
+    pub fn reflector(mut self, reflector: ReflectorOptions) -> Self {
+        self.reflector = reflector;
+        self
+    }
+    /// Sets the transform.
+    pub fn transform(
+        mut self,
+        f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+    /// Records metrics.
+    pub fn metrics(mut self, metrics: InformerMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+}
+
+/// Options of one handler registration.
+#[derive(Debug, Clone, Default)]
+pub struct HandlerOptions {
+    /// Name for logs and metrics (default `handler-<id>`).
+    pub name: Option<String>,
+    /// Resync period (default: the informer's); raised to [`MINIMUM_RESYNC_PERIOD`] and adjusted
+    /// against the informer's check period as client-go does.
+    pub resync_period: Option<Duration>,
+    /// Backlog policy.
+    pub backlog: BacklogPolicy,
+    /// Call the handler from a dedicated OS thread instead of a tokio task. Use it for handlers
+    /// that block (I/O, locks held for long): they then never hold a runtime worker.
+    pub dedicated_thread: bool,
+}
+
+impl HandlerOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets the name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Sets the resync period.
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+    /// Sets the backlog policy.
+    pub fn backlog(mut self, policy: BacklogPolicy) -> Self {
+        self.backlog = policy;
+        self
+    }
+    /// Runs the handler on its own thread.
+    pub fn dedicated_thread(mut self) -> Self {
+        self.dedicated_thread = true;
+        self
+    }
+}
+
+/// Errors of informer operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InformerError {
+    /// The informer has stopped; no handler can be added.
+    #[error("handler was not added to shared informer {0} because it has stopped already")]
+    Stopped(String),
+    /// The setting can only change before `run`.
+    #[error("informer {0} has already started")]
+    AlreadyStarted(String),
+    /// The registration belongs to another informer.
+    #[error("registration does not belong to informer {0}")]
+    ForeignRegistration(String),
+    /// Adding indexers failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// A handler's registration: its sync state, backlog and statistics. Cheap to clone.
+pub struct HandlerRegistration<K> {
+    listener: Arc<Listener<K>>,
+}
+
+impl<K> Clone for HandlerRegistration<K> {
+    fn clone(&self) -> Self {
+        HandlerRegistration {
+            listener: self.listener.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for HandlerRegistration<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerRegistration")
+            .field("name", &&*self.listener.name)
+            .field("synced", &self.listener.synced.is_set())
+            .finish()
+    }
+}
+
+impl<K: Send + Sync + 'static> HandlerRegistration<K> {
+    /// The handler's name.
+    pub fn name(&self) -> &str {
+        &self.listener.name
+    }
+    /// Whether the informer synced and every initial add reached this handler.
+    pub fn has_synced(&self) -> bool {
+        self.listener.synced.is_set()
+    }
+    /// The signal behind [`has_synced`](Self::has_synced).
+    pub fn synced(&self) -> Signal {
+        self.listener.synced.clone()
+    }
+    /// Pending notifications and the age of the oldest.
+    pub fn backlog(&self) -> Backlog {
+        self.listener.backlog()
+    }
+    /// Handler calls that panicked.
+    pub fn panics(&self) -> u64 {
+        self.listener.panics()
+    }
+    /// Times a `Bounded` backlog overflowed and was replaced by a resync from the cache.
+    pub fn overflows(&self) -> u64 {
+        self.listener.overflows()
+    }
+    /// Notifications delivered (handler calls made, including those that panicked).
+    pub fn delivered(&self) -> u64 {
+        self.listener.delivered()
+    }
+    /// The effective resync period.
+    pub fn resync_period(&self) -> Duration {
+        self.listener.effective_resync()
+    }
+    /// Whether the registration was removed (or the informer stopped).
+    pub fn is_removed(&self) -> bool {
+        self.listener.removed.load(Ordering::Acquire)
+    }
+    /// Set once the handler's consumer has ended (after removal or informer stop).
+    pub fn finished(&self) -> Signal {
+        self.listener.finished.clone()
+    }
+}
+
+struct Config<K> {
+    started: bool,
+    stopped: bool,
+    transform: Option<Transform<K>>,
+    watch_error: Option<WatchErrorHandler>,
+    resync_check_period: Duration,
+    default_handler_resync: Duration,
+}
+
+struct Inner<K> {
+    id: u64,
+    name: String,
+    lw: DynListerWatcher<K>,
+    indexer: Arc<Indexer<K>>,
+    processor: Arc<Processor<K>>,
+    config: Mutex<Config<K>>,
+    /// Held while deltas are applied and distributed; a late joiner takes it to snapshot the
+    /// cache consistently (client-go's `blockDeltas`).
+    block_deltas: Mutex<()>,
+    synced: Signal,
+    stopped: Signal,
+    status: std::sync::OnceLock<ReflectorStatus>,
+    queue_kind: QueueKind,
+    reflector_opts: ReflectorOptions,
+    batch: usize,
+    next_handler: AtomicU64,
+    metrics: Option<InformerSeries>,
+}
+
+/// A shared informer. Cheap to clone (all clones are the same informer). See the module docs.
+pub struct SharedIndexInformer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        SharedIndexInformer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("name", &self.inner.name)
+            .field("synced", &self.inner.synced.is_set())
+            .finish()
+    }
+}
+
+static NEXT_INFORMER: AtomicU64 = AtomicU64::new(1);
+
+impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
+    /// An informer over `lw` with a default resync period and the namespace index
+    /// (client-go's `NewSharedIndexInformer`).
+    pub fn new<L: ListerWatcher<K>>(lw: L, resync_period: Duration) -> Self {
+        Self::with_options(lw, InformerOptions::default().resync_period(resync_period))
+    }
+
+    /// An informer with options.
+    pub fn with_options<L: ListerWatcher<K>>(lw: L, opts: InformerOptions<K>) -> Self {
+        let name = opts.name.unwrap_or_else(|| lw.describe());
+        let metrics = opts.metrics.as_ref().map(|m| m.informer(&name));
+        let id = NEXT_INFORMER.fetch_add(1, Ordering::Relaxed);
+        SharedIndexInformer {
+            inner: Arc::new(Inner {
+                id,
+                indexer: Arc::new(Indexer::new(opts.indexers)),
+                processor: Arc::new(Processor::new(metrics.clone())),
+                config: Mutex::new(Config {
+                    started: false,
+                    stopped: false,
+                    transform: opts.transform,
+                    watch_error: None,
+                    resync_check_period: opts.resync_period,
+                    default_handler_resync: opts.resync_period,
+                }),
+                block_deltas: Mutex::new(()),
+                synced: Signal::new(format!("SharedIndexInformer {name}")),
+                stopped: Signal::new(format!("SharedIndexInformer {name} stopped")),
+                status: std::sync::OnceLock::new(),
+                queue_kind: opts.queue,
+                reflector_opts: opts.reflector,
+                batch: opts.batch.max(1),
+                next_handler: AtomicU64::new(1),
+                lw: DynListerWatcher::new(lw),
+                metrics,
+                name,
+            }),
+        }
+    }
+
+    /// The informer's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The cache.
+    pub fn indexer(&self) -> &Arc<Indexer<K>> {
+        &self.inner.indexer
+    }
+
+    /// A lister over the cache.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.indexer.clone())
+    }
+
+    /// Whether the initial list has been applied to the cache and distributed.
+    pub fn has_synced(&self) -> bool {
+        self.inner.synced.is_set()
+    }
+
+    /// The signal behind [`has_synced`](Self::has_synced).
+    pub fn synced(&self) -> Signal {
+        self.inner.synced.clone()
+    }
+
+    /// Whether `run` has returned.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.config.lock().stopped
+    }
+
+    /// The signal set when `run` has returned (every handler consumer ended).
+    pub fn stopped(&self) -> Signal {
+        self.inner.stopped.clone()
+    }
+
+    /// Whether `run` has been called.
+    pub fn is_started(&self) -> bool {
+        self.inner.config.lock().started
+    }
+
+    /// The reflector's last synced resourceVersion ("" before start or the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .status
+            .get()
+            .map(|s| s.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// The resync check period (lowered by handlers added before start).
+    pub fn resync_check_period(&self) -> Duration {
+        self.inner.config.lock().resync_check_period
+    }
+
+    /// Sets the transform; only before `run`.
+    pub fn set_transform(
+        &self,
+        f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut c = self.inner.config.lock();
+        if c.started {
+            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
+        }
+        c.transform = Some(Arc::new(f));
+        Ok(())
+    }
+
+    /// Sets the handler of ListAndWatch errors (client-go's `SetWatchErrorHandler`); only
+    /// before `run`. The default logs them.
+    pub fn set_watch_error_handler(
+        &self,
+        f: impl Fn(&Error) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut c = self.inner.config.lock();
+        if c.started {
+            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
+        }
+        c.watch_error = Some(Arc::new(f));
+        Ok(())
+    }
+
+    /// Adds indexes, at any time before the informer stopped; existing objects are indexed.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), InformerError> {
+        if self.is_stopped() {
+            return Err(InformerError::Stopped(self.inner.name.clone()));
+        }
+        self.inner.indexer.add_indexers(indexers)?;
+        Ok(())
+    }
+
+    /// Registers a handler with the default resync period.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
+        self.add_event_handler_with_options(handler, HandlerOptions::default())
+    }
+
+    /// Registers a handler with its own resync period (client-go's
+    /// `AddEventHandlerWithResyncPeriod`).
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync_period: Duration,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
+        self.add_event_handler_with_options(
+            handler,
+            HandlerOptions::default().resync_period(resync_period),
+        )
+    }
+
+    /// Registers a handler with options.
+    pub fn add_event_handler_with_options(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        opts: HandlerOptions,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
+        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
+        let sink = if opts.dedicated_thread {
+            Sink::Thread(handler)
+        } else {
+            Sink::Task(handler)
+        };
+        self.register(sink, opts)
+    }
+
+    /// Subscribes a stream of notifications with default options. Dropping the stream removes
+    /// the subscription.
+    pub fn subscribe(&self) -> Result<NotificationStream<K>, InformerError> {
+        self.subscribe_with_options(HandlerOptions::default())
+    }
+
+    /// Subscribes a stream with options (`dedicated_thread` is ignored).
+    pub fn subscribe_with_options(
+        &self,
+        opts: HandlerOptions,
+    ) -> Result<NotificationStream<K>, InformerError> {
+        let reg = self.register(Sink::Stream, opts)?;
+        Ok(NotificationStream::new(reg, self.inner.processor.clone()))
+    }
+
+    fn register(
+        &self,
+        sink: Sink<K>,
+        opts: HandlerOptions,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
+        let inner = &self.inner;
+        let mut c = inner.config.lock();
+        if c.stopped {
+            return Err(InformerError::Stopped(inner.name.clone()));
+        }
+        let mut requested = opts.resync_period.unwrap_or(c.default_handler_resync);
+        if !requested.is_zero() {
+            if requested < MINIMUM_RESYNC_PERIOD {
+                tracing::warn!(informer = %inner.name, ?requested, "resync period too small; using the minimum of 1s");
+                requested = MINIMUM_RESYNC_PERIOD;
+            }
+            if requested < c.resync_check_period {
+                if c.started {
+                    tracing::warn!(informer = %inner.name, ?requested, check = ?c.resync_check_period,
+                        "resync period smaller than the informer's check period, which cannot change after start; using the check period");
+                    requested = c.resync_check_period;
+                } else {
+                    c.resync_check_period = requested;
+                    inner.processor.resync_check_period_changed(requested);
+                }
+            }
+        }
+        let effective = determine_resync_period(requested, c.resync_check_period);
+        let id = inner.next_handler.fetch_add(1, Ordering::Relaxed);
+        let name: Arc<str> = opts.name.unwrap_or_else(|| format!("handler-{id}")).into();
+        let listener = Arc::new(Listener::new(
+            id,
+            inner.id,
+            name.clone(),
+            opts.backlog,
+            requested,
+            effective,
+            inner.indexer.clone(),
+            inner.metrics.as_ref().map(|m| m.handler(&name)),
+        ));
+        if c.started {
+            // Late join: no delta is processed while the cache is replayed to the newcomer. The
+            // synthetic adds are queued before the listener becomes visible to the processor, so
+            // the informer's sync cannot mark it synced before they are counted.
+            let _barrier = inner.block_deltas.lock();
+            let now = tokio::time::Instant::now();
+            let mut n = 0usize;
+            inner.indexer.for_each(|o| {
+                n += 1;
+                listener.push(
+                    Notification::Add {
+                        obj: o.clone(),
+                        is_in_initial_list: true,
+                    },
+                    now,
+                )
+            });
+            if inner.processor.add(listener.clone(), sink) {
+                listener.upstream_synced();
+            }
+            tracing::debug!(informer = %inner.name, handler = %name, objects = n, "late handler joined");
+        } else {
+            inner.processor.add(listener.clone(), sink);
+        }
+        Ok(HandlerRegistration { listener })
+    }
+
+    /// Removes a handler: it receives nothing more (its pending backlog is dropped; a call in
+    /// progress completes). Idempotent, also after the informer stopped.
+    pub fn remove_event_handler(&self, reg: &HandlerRegistration<K>) -> Result<(), InformerError> {
+        if reg.listener.informer_id != self.inner.id {
+            return Err(InformerError::ForeignRegistration(self.inner.name.clone()));
+        }
+        let _c = self.inner.config.lock();
+        let _barrier = self.inner.block_deltas.lock();
+        self.inner.processor.remove(reg.listener.id);
+        Ok(())
+    }
+
+    /// Removes a handler and waits until its consumer has ended (client-go's
+    /// `ShutDownEventHandler`). Do not call it from inside that handler.
+    pub async fn shutdown_event_handler(
+        &self,
+        reg: &HandlerRegistration<K>,
+    ) -> Result<(), InformerError> {
+        self.remove_event_handler(reg)?;
+        if self.is_started() {
+            reg.listener.finished.wait().await;
+        }
+        Ok(())
+    }
+
+    /// The registrations currently active.
+    pub fn registrations(&self) -> Vec<HandlerRegistration<K>> {
+        self.inner
+            .processor
+            .listeners()
+            .into_iter()
+            .map(|listener| HandlerRegistration { listener })
+            .collect()
+    }
+
+    fn build_queue(&self, transform: Option<Transform<K>>) -> InformerQueue<K> {
+        let name = format!("{} queue", self.inner.name);
+        match self.inner.queue_kind {
+            QueueKind::RealFifo => InformerQueue::Real(RealFifo::new(RealFifoOptions {
+                name,
+                transform,
+                ..Default::default()
+            })),
+            QueueKind::DeltaFifo => InformerQueue::Delta(DeltaFifo::new(DeltaFifoOptions {
+                name,
+                known_objects: Some(self.inner.indexer.clone()),
+                emit_replaced: true,
+                transform,
+            })),
+        }
+    }
+
+    fn hooks(&self, watch_error: Option<WatchErrorHandler>) -> ReflectorHooks {
+        let processor = self.inner.processor.clone();
+        let mut hooks = ReflectorHooks {
+            should_resync: Some(Arc::new(move || processor.should_resync())),
+            watch_error,
+            ..Default::default()
+        };
+        if let Some(m) = self.inner.metrics.clone() {
+            let user = hooks.watch_error.take();
+            let errors = m.errors.clone();
+            hooks.watch_error = Some(Arc::new(move |e: &Error| {
+                errors.inc();
+                if let Some(u) = &user {
+                    u(e);
+                }
+            }));
+            let first = std::sync::atomic::AtomicBool::new(true);
+            let m2 = m.clone();
+            hooks.before_list = Some(Arc::new(move |rv: &str| {
+                if first.swap(false, Ordering::Relaxed) {
+                    m2.lists_initial.inc();
+                } else if rv.is_empty() {
+                    m2.lists_unavailable.inc();
+                } else {
+                    m2.lists_relist.inc();
+                }
+            }));
+            let watches = m.watches.clone();
+            hooks.watch_started = Some(Arc::new(move |_rv: &str| {
+                watches.inc();
+            }));
+        }
+        hooks
+    }
+
+    /// Runs the informer until `cancel` fires, then stops every handler consumer and returns.
+    /// A second call (on any clone) logs a warning and returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let inner = &self.inner;
+        let (queue, reflector) = {
+            let mut c = inner.config.lock();
+            if c.started {
+                tracing::warn!(informer = %inner.name, "the informer has already been started");
+                return;
+            }
+            c.started = true;
+            let queue = Arc::new(self.build_queue(c.transform.clone()));
+            let opts = ReflectorOptions {
+                name: inner.name.clone(),
+                resync_period: c.resync_check_period,
+                ..inner.reflector_opts.clone()
+            };
+            let hooks = self.hooks(c.watch_error.clone());
+            let reflector = Reflector::new(Arc::new(inner.lw.clone()), queue.clone(), opts, hooks);
+            let _ = inner.status.set(reflector.status());
+            inner.processor.start();
+            (queue, reflector)
+        };
+        tracing::info!(informer = %inner.name, "starting informer");
+        let queue_synced = queue.synced_signal();
+        let synced = async {
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = queue_synced.wait() => {
+                    inner.synced.set();
+                    inner.processor.upstream_synced();
+                    tracing::info!(informer = %inner.name, objects = inner.indexer.len(), "informer synced");
+                }
+            }
+        };
+        let process = async {
+            loop {
+                let r = queue
+                    .pop(inner.batch, |deltas, initial| {
+                        let start = inner.metrics.as_ref().map(|_| tokio::time::Instant::now());
+                        {
+                            let _barrier = inner.block_deltas.lock();
+                            process_deltas(&*inner.processor, &inner.indexer, deltas, initial);
+                        }
+                        if let (Some(m), Some(start)) = (&inner.metrics, start) {
+                            m.processing.observe(start.elapsed().as_secs_f64());
+                            m.store_objects.set(inner.indexer.len() as i64);
+                            if let Some(rv) = inner.indexer.last_resource_version() {
+                                m.set_last_rv(&rv);
+                            }
+                        }
+                    })
+                    .await;
+                if let Some(m) = &inner.metrics {
+                    m.queue_depth.set(queue.len() as i64);
+                }
+                if let Err(FifoClosed) = r {
+                    return;
+                }
+            }
+        };
+        let reflect = async {
+            reflector.run(cancel.clone()).await;
+            queue.close();
+        };
+        let span = tracing::info_span!("informer", informer = %inner.name);
+        async {
+            tokio::join!(reflect, process, synced);
+            inner.config.lock().stopped = true;
+            inner.processor.stop().await;
+        }
+        .instrument(span)
+        .await;
+        inner.stopped.set();
+        tracing::info!(informer = %inner.name, "informer stopped");
+    }
+}
