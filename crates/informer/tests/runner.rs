@@ -398,3 +398,36 @@ async fn build_and_run_errors() {
     let err = runner.run(CancellationToken::new()).await.unwrap_err();
     assert!(matches!(err, RunnerError::AlreadyStarted(_)), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn keys_are_dropped_after_max_retries() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let inf = informer(&src);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("t")
+        .informer(&inf)
+        .max_retries(2)
+        .build(move |key, _obj: Option<Object<Cm>>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(key.to_string());
+                Err::<Action, _>("always fails")
+            }
+        })
+        .unwrap();
+    let run = Running::start(vec![inf], &runner);
+    for _ in 0..3 {
+        recv(&mut rx).await;
+    }
+    // The paused clock jumps past any backoff: no fourth attempt may come.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(rx.try_recv().is_err(), "the key was retried past max_retries");
+    let s = runner.stats();
+    assert_eq!((s.error, s.dropped, s.delayed), (3, 1, 0));
+    assert_eq!(runner.queue().num_requeues(&key("a")), 0);
+    // A new change brings it back.
+    src.modify(cm("a", "2"));
+    recv(&mut rx).await;
+    run.stop().await;
+}

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `Ok(Action::Done)` | `forget`s the key (its backoff restarts) |
 //! | `Ok(Action::RequeueAfter(d))` | `forget`s the key and `add_after(key, d)` |
-//! | `Err(e)` or panics | logs, `add_rate_limited(key)` (exponential backoff per key) |
+//! | `Err(e)` or panics | logs, `add_rate_limited(key)` (exponential backoff per key); past [`max_retries`](ControllerRunnerBuilder::max_retries), logs and `forget`s instead (dropped until the next change) |
 //!
 //! and then always calls `done`.
 //!
@@ -129,6 +129,8 @@ pub struct RunnerStats {
     pub error: u64,
     /// Reconciles that panicked.
     pub panic: u64,
+    /// Keys dropped after `max_retries` failures.
+    pub dropped: u64,
     /// Keys ready to be handed to a worker.
     pub queued: usize,
     /// Keys waiting for their retry or requeue delay.
@@ -148,6 +150,7 @@ pub struct ControllerRunnerBuilder<K> {
     limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     metrics: Option<RunnerMetrics>,
     sync_timeout: Option<Duration>,
+    max_retries: Option<u32>,
 }
 
 impl<K> fmt::Debug for ControllerRunnerBuilder<K> {
@@ -206,6 +209,14 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
         self
     }
 
+    /// Drops a key after it failed this many retries in a row (client-go's example controller
+    /// gives up after 5): it is logged and forgotten, and reconciled again on its next change.
+    /// Default: retry forever.
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = Some(n);
+        self
+    }
+
     /// Builds the runner and registers its handlers. `reconcile(key, object)` gets the object
     /// from the primary cache, or `None` if it no longer exists.
     ///
@@ -252,6 +263,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
                 reconcile,
                 workers: self.workers,
                 counters: Arc::default(),
+                max_retries: self.max_retries,
                 registered,
                 sync_timeout: self.sync_timeout,
                 started: AtomicBool::new(false),
@@ -267,6 +279,7 @@ struct Inner<K> {
     reconcile: ReconcileFn<K>,
     workers: usize,
     counters: Arc<Counters>,
+    max_retries: Option<u32>,
     series: Option<RunnerSeries>,
     registered: Vec<Registered>,
     sync_timeout: Option<Duration>,
@@ -305,6 +318,7 @@ impl ControllerRunner<()> {
             limiter: None,
             metrics: None,
             sync_timeout: None,
+            max_retries: None,
         }
     }
 }
@@ -334,6 +348,7 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
             requeue: c.requeue.load(Ordering::Relaxed),
             error: c.error.load(Ordering::Relaxed),
             panic: c.panic.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
             queued: i.queue.len(),
             delayed: i.queue.pending_len(),
             in_flight: i.queue.in_flight(),
@@ -386,6 +401,7 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
                 cache: i.cache.clone(),
                 reconcile: i.reconcile.clone(),
                 counters: i.counters.clone(),
+                max_retries: i.max_retries,
                 metrics: i.series.clone(),
             };
             workers.spawn(w.run(id, stop.clone()));

@@ -1,7 +1,8 @@
 //! One worker: take a key, read the object from the cache, reconcile, settle the key.
 //!
 //! Invariants: every key taken from the queue gets exactly one `done`, whatever the reconcile
-//! does (returns, fails, panics); a worker takes no new key once the runner is cancelled, but
+//! does (returns, fails, panics); a failed key is retried with the queue's rate limiter until
+//! `max_retries` is reached, then forgotten; a worker takes no new key once the runner is cancelled, but
 //! finishes the reconcile it is in; a panic inside a reconcile is caught, logged and treated as
 //! an error (rate-limited retry), and the worker keeps running. The queue guarantees that no
 //! two workers hold the same key.
@@ -35,6 +36,7 @@ pub(crate) struct Counters {
     pub requeue: AtomicU64,
     pub error: AtomicU64,
     pub panic: AtomicU64,
+    pub dropped: AtomicU64,
 }
 
 /// What one reconcile amounted to.
@@ -50,6 +52,7 @@ pub(crate) struct Worker<K> {
     pub cache: Arc<Indexer<K>>,
     pub reconcile: ReconcileFn<K>,
     pub counters: Arc<Counters>,
+    pub max_retries: Option<u32>,
     pub metrics: Option<RunnerSeries>,
 }
 
@@ -104,15 +107,15 @@ impl<K: Send + Sync + 'static> Worker<K> {
             }
             Outcome::Err(e) => {
                 let retries = self.queue.num_requeues(&key);
-                tracing::warn!(controller = %self.name, worker = id, %key, retries, error = %e, "reconcile failed; retrying with backoff");
-                self.queue.add_rate_limited(key.clone());
+                tracing::warn!(controller = %self.name, worker = id, %key, retries, error = %e, "reconcile failed");
+                self.retry(&key, retries);
                 c.error.fetch_add(1, Ordering::Relaxed);
                 self.count(|m| &m.error);
                 self.count(|m| &m.errors);
             }
             Outcome::Panic(msg) => {
-                tracing::error!(controller = %self.name, worker = id, %key, panic = %msg, "reconcile panicked; retrying with backoff");
-                self.queue.add_rate_limited(key.clone());
+                tracing::error!(controller = %self.name, worker = id, %key, panic = %msg, "reconcile panicked");
+                self.retry(&key, self.queue.num_requeues(&key));
                 c.panic.fetch_add(1, Ordering::Relaxed);
                 self.count(|m| &m.panic);
                 self.count(|m| &m.errors);
@@ -122,6 +125,17 @@ impl<K: Send + Sync + 'static> Worker<K> {
             m.duration.observe(elapsed.as_secs_f64());
         }
         self.queue.done(&key);
+    }
+
+    /// Retries a failed key with backoff, or drops it past `max_retries`.
+    fn retry(&self, key: &ObjectKey, retries: u32) {
+        if self.max_retries.is_some_and(|max| retries >= max) {
+            tracing::error!(controller = %self.name, %key, retries, "dropping the key out of the queue after too many failures");
+            self.queue.forget(key);
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.queue.add_rate_limited(key.clone());
+        }
     }
 
     fn count(&self, f: impl Fn(&RunnerSeries) -> &prometheus_client::metrics::counter::Counter) {
