@@ -44,10 +44,17 @@ fn single_malloc_arena() {
 fn main() -> std::process::ExitCode {
     single_malloc_arena();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = || tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into());
+    if matches!(cli.command, Command::Demo(_)) && demo::uses_terminal_view() {
+        // The live view owns the terminal: logs go to a ring it displays.
+        tracing_subscriber::fmt()
+            .with_env_filter(filter())
+            .with_ansi(false)
+            .with_writer(demo::logs::RingWriter::default)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -107,7 +107,7 @@ impl<K: Send + Sync + 'static> Worker<K> {
             }
             Outcome::Err(e) => {
                 let retries = self.queue.num_requeues(&key);
-                tracing::warn!(controller = %self.name, worker = id, %key, retries, error = %e, "reconcile failed");
+                tracing::info!(controller = %self.name, worker = id, %key, retries, error = %e, "reconcile failed; retrying");
                 self.retry(&key, retries);
                 c.error.fetch_add(1, Ordering::Relaxed);
                 self.count(|m| &m.error);
