@@ -431,3 +431,29 @@ async fn keys_are_dropped_after_max_retries() {
     recv(&mut rx).await;
     run.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn handlers_are_removed_when_the_runner_stops_or_is_dropped() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let inf = informer(&src);
+    let build = || {
+        ControllerRunner::builder("t")
+            .informer(&inf)
+            .build(|_, _: Option<Object<Cm>>| async { Ok::<_, String>(Action::Done) })
+            .unwrap()
+    };
+    let unused = build();
+    assert_eq!(inf.registrations().len(), 1);
+    drop(unused);
+    assert_eq!(inf.registrations().len(), 0);
+
+    let runner = build();
+    let run = Running::start(vec![inf.clone()], &runner);
+    runner.queue().add(key("a"));
+    let cancel = run.cancel.clone();
+    cancel.cancel();
+    run.runner.await.unwrap().unwrap();
+    assert_eq!(inf.registrations().len(), 0, "run removes its handler when it ends");
+    run.informer.await.unwrap();
+}

@@ -157,3 +157,35 @@ pub fn human(d: Duration) -> String {
         format!("{:.2}s", us / 1e6)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_phase_counts() {
+        let s = DemoStats::default();
+        assert_eq!(s.latency_percentiles(), None);
+        for ms in 1..=100 {
+            s.record_latency(Duration::from_millis(ms));
+        }
+        assert_eq!(s.latency_percentiles(), Some((Duration::from_millis(51), Duration::from_millis(99))));
+
+        let (a, b) = (ObjectKey::parse("ns/a").unwrap(), ObjectKey::parse("ns/b").unwrap());
+        s.set_phase(&a, Some("Running".into()));
+        s.set_phase(&b, Some("Running".into()));
+        s.set_phase(&a, Some("Failed".into()));
+        assert_eq!(s.phases(), [("Failed".to_string(), 1), ("Running".to_string(), 1)]);
+        s.set_phase(&b, None);
+        s.set_phase(&b, None);
+        assert_eq!(s.phases(), [("Failed".to_string(), 1)]);
+        assert_eq!(s.reconciled_pods(), 1);
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_micros(42)), "42µs");
+        assert_eq!(human(Duration::from_micros(1500)), "1.5ms");
+        assert_eq!(human(Duration::from_millis(2500)), "2.50s");
+    }
+}

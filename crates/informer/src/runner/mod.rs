@@ -26,7 +26,8 @@
 //!   then. Keys still queued are dropped (they are re-listed on the next start);
 //! - a panicking reconcile is an error for its key; workers survive it.
 //!
-//! The runner does not start informers: run them (or their factory) yourself.
+//! The runner does not start informers: run them (or their factory) yourself. Dropping the last
+//! handle of a runner that never ran removes its handlers too.
 //!
 //! # Example
 //!
@@ -284,6 +285,16 @@ struct Inner<K> {
     registered: Vec<Registered>,
     sync_timeout: Option<Duration>,
     started: AtomicBool,
+}
+
+impl<K> Drop for Inner<K> {
+    /// A runner dropped without running (or after) leaves nothing registered on the informers.
+    fn drop(&mut self) {
+        self.queue.shut_down();
+        for r in &self.registered {
+            (r.remove)();
+        }
+    }
 }
 
 /// A controller: informers' handlers feeding a rate-limited queue drained by workers calling a
