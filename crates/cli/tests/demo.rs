@@ -167,3 +167,53 @@ fn forbidden_is_a_clear_error() {
     assert!(stderr.contains("forbidden (403)"), "{stderr}");
     assert!(stderr.contains("cannot list resource"), "{stderr}");
 }
+
+/// Kills the child process when the test ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn kubeconfig_mode_with_generated_load_converges() {
+    // `informer serve` stands in for a real cluster: the demo reaches it only over HTTP.
+    let dir = scratch("serve");
+    let kc = dir.join("kubeconfig");
+    let _ = std::fs::remove_file(&kc);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _server = Child(
+        Command::new(BIN)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--write-kubeconfig"])
+            .arg(&kc)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ready = poll(Duration::from_secs(30), || {
+        (std::fs::metadata(&kc).is_ok_and(|m| m.len() > 0) && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
+            .then_some(())
+    });
+    assert!(ready.is_some(), "informer serve did not start");
+    let out = Command::new(BIN)
+        .args(["demo", "--kubeconfig"])
+        .arg(&kc)
+        .args(["--generate-load", "--duration", "3", "--rate", "30"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    assert!(stdout.contains("watching pods in namespace default of cluster http://127.0.0.1"), "{stdout}");
+    assert!(stdout.contains("check: cache == server") && stdout.contains("lost_events=0 "), "{stdout}");
+    let adds: u64 = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("adds="))
+        .and_then(|n| n.parse().ok())
+        .expect("a summary line");
+    assert!(adds > 0, "the load generator created no pods:\n{stdout}");
+}

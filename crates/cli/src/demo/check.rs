@@ -5,13 +5,14 @@
 //! limit; it prints one `check:` line with the counts and one verdict line.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use informer::{Indexer, SharedIndexInformer};
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
+use tokio_util::sync::CancellationToken;
 
 /// Key → resourceVersion.
 type View = BTreeMap<String, String>;
@@ -19,17 +20,54 @@ type View = BTreeMap<String, String>;
 /// Where the truth is read from.
 pub enum Truth {
     Embedded(Arc<ApiServer>),
-    Cluster(Box<Api<Pod>>),
+    /// A real cluster; `rv` is the latest list resourceVersion seen by [`Truth::track_server_rv`].
+    Cluster {
+        api: Box<Api<Pod>>,
+        rv: Arc<Mutex<String>>,
+    },
 }
 
 const CONVERGENCE_LIMIT: Duration = Duration::from_secs(30);
 
 impl Truth {
-    fn server_rv(&self) -> String {
+    /// The truth of a cluster.
+    pub fn cluster(api: Api<Pod>) -> Self {
+        Truth::Cluster { api: Box::new(api), rv: Arc::default() }
+    }
+
+    /// The server's current resourceVersion ("-" while unknown).
+    pub fn server_rv(&self) -> String {
         match self {
             Truth::Embedded(s) => s.resource_version().to_string(),
-            Truth::Cluster(_) => "-".to_string(),
+            Truth::Cluster { rv, .. } => {
+                let rv = rv.lock().map(|r| r.clone()).unwrap_or_default();
+                if rv.is_empty() { "-".to_string() } else { rv }
+            }
         }
+    }
+
+    /// For a cluster, reads the server's resourceVersion (a one-item list) every 2 s until
+    /// `cancel` fires. The embedded server's is read directly.
+    pub fn track_server_rv(&self, cancel: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
+        let Truth::Cluster { api, rv } = self else { return None };
+        let (api, rv) = ((**api).clone(), rv.clone());
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                match api.list_metadata(&ListParams::default().limit(1)).await {
+                    Ok(list) => {
+                        if let (Some(new), Ok(mut cur)) = (list.metadata.resource_version, rv.lock()) {
+                            *cur = new;
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "reading the server's resourceVersion"),
+                }
+            }
+        }))
     }
 
     async fn pods(&self, ns: &str) -> anyhow::Result<View> {
@@ -46,7 +84,7 @@ impl Truth {
                     )
                 })
                 .collect()),
-            Truth::Cluster(api) => Ok(api
+            Truth::Cluster { api, .. } => Ok(api
                 .list_metadata(&ListParams::default())
                 .await?
                 .items
@@ -73,13 +111,13 @@ pub async fn verify(truth: &Truth, ns: &str, informer: &SharedIndexInformer<Pod>
     let t0 = Instant::now();
     let poll = match truth {
         Truth::Embedded(_) => Duration::from_millis(20),
-        Truth::Cluster(_) => Duration::from_millis(500),
+        Truth::Cluster { .. } => Duration::from_millis(500),
     };
     let mut expected = truth.pods(ns).await?;
     let mut got = cached(informer.indexer());
     while got != expected && t0.elapsed() < CONVERGENCE_LIMIT {
         tokio::time::sleep(poll).await;
-        if matches!(truth, Truth::Cluster(_)) {
+        if matches!(truth, Truth::Cluster { .. }) {
             expected = truth.pods(ns).await?;
         }
         got = cached(informer.indexer());

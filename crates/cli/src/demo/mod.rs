@@ -92,10 +92,7 @@ impl Probe {
             retries: runner.error + runner.panic,
             counter_backlog: self.counter.backlog().len,
             client_rv: self.informer.last_sync_resource_version(),
-            server_rv: match &self.truth {
-                Truth::Embedded(s) => s.resource_version().to_string(),
-                Truth::Cluster(_) => "-".to_string(),
-            },
+            server_rv: self.truth.server_rv(),
             ..Default::default()
         };
         self.sampler.sample(&self.stats, &mut s);
@@ -215,8 +212,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
 
     let truth = match &target.server {
         Some(s) => Truth::Embedded(s.clone()),
-        None => Truth::Cluster(Box::new(Api::namespaced(target.client.clone(), &ns))),
+        None => Truth::cluster(Api::namespaced(target.client.clone(), &ns)),
     };
+    let rv_tracker = truth.track_server_rv(load_cancel.clone());
     let mut probe = Probe {
         informer: informer.clone(),
         runner: runner.clone(),
@@ -237,8 +235,8 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     };
 
     load_cancel.cancel();
-    if let Some(l) = load {
-        let _ = l.await;
+    for task in [load, rv_tracker].into_iter().flatten() {
+        let _ = task.await;
     }
     let ok = match viewed {
         Ok(()) => check::verify(&probe.truth, &ns, &informer).await,
