@@ -78,15 +78,26 @@ fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
 
 #[test]
 fn live_view_in_a_terminal_quits_on_q() {
+    live_view_quits_on("q", "q");
+}
+
+#[test]
+fn live_view_in_a_terminal_quits_on_ctrl_c() {
+    live_view_quits_on("C-c", "ctrl-c");
+}
+
+/// Runs the demo in a tmux pane, waits for the dashboard, sends `keys` and checks the demo ends
+/// with the final check passed and the terminal restored.
+fn live_view_quits_on(keys: &str, tag: &str) {
     let tmux_ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
     assert!(
         tmux_ok,
         "this test needs tmux to give the demo a real terminal; install it (apt-get install -y tmux, as ./test.sh does)"
     );
-    let dir = scratch("tui");
+    let dir = scratch(&format!("tui-{tag}"));
     let status_file = dir.join("status");
     let _ = std::fs::remove_file(&status_file);
-    let name = format!("informer-demo-test-{}", std::process::id());
+    let name = format!("informer-demo-test-{tag}-{}", std::process::id());
     // The duration is a safety net: the test quits with `q` long before.
     let script = format!(
         "'{BIN}' demo --duration 60 --objects 300 --rate 100; echo $? > '{}'; sleep 120",
@@ -107,11 +118,11 @@ fn live_view_in_a_terminal_quits_on_q() {
     assert!(screen.contains("events"), "{screen}");
     assert!(screen.contains("latency p99"), "{screen}");
 
-    let sent = Command::new("tmux").args(["send-keys", "-t", &session.0, "q"]).output().unwrap();
+    let sent = Command::new("tmux").args(["send-keys", "-t", &session.0, keys]).output().unwrap();
     assert!(sent.status.success());
     let status =
         poll(Duration::from_secs(45), || std::fs::read_to_string(&status_file).ok().filter(|s| !s.trim().is_empty()));
-    let status = status.unwrap_or_else(|| panic!("the demo did not exit after q; pane:\n{}", capture(&session.0)));
+    let status = status.unwrap_or_else(|| panic!("the demo did not exit after {keys}; pane:\n{}", capture(&session.0)));
     let after = capture(&session.0);
     assert_eq!(status.trim(), "0", "pane after exit:\n{after}");
     assert!(after.contains("check: cache == server"), "{after}");

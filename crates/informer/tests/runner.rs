@@ -397,6 +397,17 @@ async fn build_and_run_errors() {
     assert!(matches!(err, RunnerError::NotSynced(..)), "{err}");
     let err = runner.run(CancellationToken::new()).await.unwrap_err();
     assert!(matches!(err, RunnerError::AlreadyStarted(_)), "{err}");
+
+    // A stopped informer accepts no handler.
+    let stopped = informer(&src);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    stopped.run(cancel).await;
+    let err = ControllerRunner::builder("t")
+        .informer(&stopped)
+        .build(|_, _: Option<Object<Cm>>| async { Ok::<_, String>(Action::Done) })
+        .unwrap_err();
+    assert!(matches!(err, RunnerError::Informer(..)), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
