@@ -82,3 +82,18 @@ impl<K: 'static> ResourceEventHandler<K> for HandlerFns<K> {
         }
     }
 }
+
+/// A shared handler is a handler (e.g. one handler registered with several informers).
+impl<K: 'static, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K>
+    for std::sync::Arc<H>
+{
+    fn on_add(&self, obj: &Object<K>, is_in_initial_list: bool) {
+        (**self).on_add(obj, is_in_initial_list)
+    }
+    fn on_update(&self, old: &Object<K>, new: &Object<K>) {
+        (**self).on_update(old, new)
+    }
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        (**self).on_delete(obj)
+    }
+}

@@ -94,9 +94,20 @@ fn resyncs(r: &Recorder) -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn per_listener_resync_periods() {
+    for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
+        per_listener_resync_periods_with(queue).await;
+    }
+}
+
+async fn per_listener_resync_periods_with(queue: QueueKind) {
     let src = FakeSource::new();
     src.add(cm("a", "1"));
-    let inf = informer(&src, Duration::from_secs(1));
+    let inf = SharedIndexInformer::with_options(
+        src.clone(),
+        InformerOptions::<Cm>::default()
+            .queue(queue)
+            .resync_period(Duration::from_secs(1)),
+    );
     let (r0, r2, r3) = (Recorder::new(), Recorder::new(), Recorder::new());
     let h0 = inf
         .add_event_handler_with_resync(Rec(r0.clone()), Duration::ZERO)
@@ -473,6 +484,11 @@ async fn removing_a_foreign_registration_is_an_error() {
     ));
     a.remove_event_handler(&reg).unwrap();
     assert!(reg.is_removed());
+    // One handler shared by two informers (`Arc<H>` is a handler).
+    let shared = Arc::new(HandlerFns::<Cm>::new());
+    a.add_event_handler(shared.clone()).unwrap();
+    b.add_event_handler(shared.clone()).unwrap();
+    assert_eq!(Arc::strong_count(&shared), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -924,9 +940,17 @@ async fn metrics_are_recorded() {
         text.contains(r#"informer_handler_backlog{informer="cms",handler="h"}"#),
         "{text}"
     );
+    // A broken watch whose history is gone relists (reason "relist").
+    src.modify_drop_watch(cm("a", "4"));
+    src.reset_watch();
+    r.wait_for("relist", LIMIT, |r| {
+        r.count(|e| matches!(e, Ev::Update { new, .. } if new == "4")) == 1
+    })
+    .await;
+    assert_eq!(metrics.lists("cms", "relist"), 1);
     cancel.cancel();
     run.await.unwrap();
-    assert_eq!(metrics.handler_panics("cms", "h"), 2);
+    assert_eq!(metrics.handler_panics("cms", "h"), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1047,4 +1071,39 @@ async fn concurrent_add_and_remove_abuse() {
     cancel.cancel();
     run.await.unwrap();
     assert!(inf.stopped().is_set());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_added_while_the_informer_starts() {
+    let src = FakeSource::new();
+    for i in 0..50 {
+        src.add(cm(&format!("o{i}"), "1"));
+    }
+    let inf = informer(&src, Duration::ZERO);
+    let adders = tokio::spawn({
+        let inf = inf.clone();
+        async move {
+            let mut out = Vec::new();
+            for _ in 0..20 {
+                let r = Recorder::new();
+                let reg = inf.add_event_handler(Rec(r.clone())).unwrap();
+                out.push((r, reg));
+                tokio::task::yield_now().await;
+            }
+            out
+        }
+    });
+    let (cancel, run) = spawn(&inf);
+    for (r, reg) in adders.await.unwrap() {
+        wait_signal(&reg.synced(), LIMIT).await;
+        assert_eq!(
+            r.view().len(),
+            50,
+            "synced implies every initial add was delivered"
+        );
+        assert_eq!(r.count(|e| matches!(e, Ev::Add { initial: true, .. })), 50);
+        r.assert_no_errors();
+    }
+    cancel.cancel();
+    run.await.unwrap();
 }

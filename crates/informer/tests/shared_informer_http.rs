@@ -147,6 +147,11 @@ async fn factory_tweaks_list_options_and_listers_select() {
         .namespace("default")
         .tweak_list_options(|o| o.label_selector = Some("app in (web,db)".into()))
         .resync_period_for::<Pod>(Duration::from_secs(60))
+        .transform_for::<Pod>(|o| {
+            let mut v: serde_json::Value = serde_json::from_slice(o.raw_json()).unwrap();
+            v["metadata"]["labels"]["transformed"] = json!("yes");
+            informer::Object::from_json(serde_json::to_vec(&v).unwrap()).map_err(|e| e.to_string())
+        })
         .build();
     let pods = factory.informer::<Pod>();
     assert_eq!(pods.resync_check_period(), Duration::from_secs(60));
@@ -160,6 +165,7 @@ async fn factory_tweaks_list_options_and_listers_select() {
     let l = pods.lister();
     let all = l.list(&LabelSelector::everything());
     assert_eq!(all.len(), 3, "server-side selection");
+    assert!(all.iter().all(|o| o.label("transformed") == Some("yes")));
     assert_eq!(l.list(&"app=web".parse().unwrap()).len(), 2);
     assert_eq!(l.list(&"app!=web".parse().unwrap()).len(), 1);
     assert_eq!(

@@ -1,5 +1,6 @@
 //! One handler's delivery lane (client-go's `processorListener`): its own buffer of pending
-//! notifications and its own consumer (a tokio task, a dedicated thread, or a stream).
+//! notifications, its sync tracking and resync schedule. Its consumer (a tokio task, a dedicated
+//! thread, or a stream) lives in [`consumer`](super::consumer).
 //!
 //! Invariants:
 //! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
@@ -12,13 +13,12 @@
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
 //! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -26,10 +26,14 @@ use tokio::time::Instant;
 use super::metrics::HandlerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
-use crate::key::ObjectKey;
-use crate::object::{DeletedObject, Object, Tombstone};
+use crate::object::Object;
 use crate::signal::Signal;
 use crate::store::Indexer;
+
+/// Backlog above which slow handler calls are logged (client-go's 1024).
+const SLOW_HANDLER_BACKLOG: usize = 1024;
+/// A handler call slower than this, with a backlog, is logged (client-go's 100 ms).
+const SLOW_HANDLER_CALL: Duration = Duration::from_millis(100);
 
 /// What happens when a handler falls behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,7 +59,7 @@ pub struct Backlog {
     pub oldest_age: Option<Duration>,
 }
 
-enum Entry<K> {
+pub(super) enum Entry<K> {
     One(Notification<K>),
     /// Backlog dropped: resync from this cache snapshot. `credit` = initial adds dropped.
     Resync {
@@ -64,14 +68,14 @@ enum Entry<K> {
     },
 }
 
-struct Pending<K> {
-    at: Instant,
-    entry: Entry<K>,
+pub(super) struct Pending<K> {
+    pub at: Instant,
+    pub entry: Entry<K>,
 }
 
-struct Buffer<K> {
-    items: VecDeque<Pending<K>>,
-    closed: bool,
+pub(super) struct Buffer<K> {
+    pub items: VecDeque<Pending<K>>,
+    pub closed: bool,
 }
 
 struct Tracker {
@@ -90,9 +94,9 @@ pub(crate) struct Listener<K> {
     pub id: u64,
     pub informer_id: u64,
     pub name: Arc<str>,
-    policy: BacklogPolicy,
-    buf: Mutex<Buffer<K>>,
-    wake: Notify,
+    pub policy: BacklogPolicy,
+    pub(super) buf: Mutex<Buffer<K>>,
+    pub(super) wake: Notify,
     resync: Mutex<ResyncState>,
     pub syncing: AtomicBool,
     tracker: Mutex<Tracker>,
@@ -103,15 +107,17 @@ pub(crate) struct Listener<K> {
     overflows: AtomicU64,
     delivered: AtomicU64,
     indexer: Arc<Indexer<K>>,
-    metrics: Option<HandlerSeries>,
+    pub(super) metrics: Option<HandlerSeries>,
 }
 
-/// One item handed to a consumer.
+/// One item handed to a consumer (see [`Consumer`](super::consumer::Consumer)).
 pub(crate) struct Item<K> {
     pub n: Notification<K>,
     /// Initial adds completed once this item is delivered.
     pub credit: usize,
     pub enqueued: Option<Instant>,
+    /// Notifications still pending behind this one when it was taken.
+    pub backlog: usize,
 }
 
 impl<K> Listener<K> {
@@ -244,7 +250,7 @@ impl<K> Listener<K> {
         }
     }
 
-    fn finish_initial(&self, n: usize) {
+    pub(super) fn finish_initial(&self, n: usize) {
         if n == 0 {
             return;
         }
@@ -291,7 +297,14 @@ impl<K: 'static> Listener<K> {
         if let (Some(m), Some(at)) = (&self.metrics, item.enqueued) {
             m.delivery.observe(at.elapsed().as_secs_f64());
         }
+        // client-go's "processorListener handler" trace: a slow call while far behind.
+        let timed = (item.backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
         let r = catch_unwind(AssertUnwindSafe(|| item.n.deliver_to(handler)));
+        if let Some(t) = timed
+            && t.elapsed() > SLOW_HANDLER_CALL
+        {
+            tracing::warn!(handler = %self.name, backlog = item.backlog, took = ?t.elapsed(), "slow event handler is falling behind");
+        }
         if let Err(p) = r {
             self.panics.fetch_add(1, Ordering::Relaxed);
             if let Some(m) = &self.metrics {
@@ -318,180 +331,11 @@ impl<K: 'static> Listener<K> {
     }
 }
 
-/// Consumer-side state: a resync being expanded and, for `Bounded`, what the handler has seen.
-pub(crate) struct Consumer<K> {
-    expanded: VecDeque<Notification<K>>,
-    expanded_credit: usize,
-    seen: Option<HashMap<ObjectKey, Object<K>, RandomState>>,
-}
-
-impl<K: Send + Sync + 'static> Consumer<K> {
-    pub fn new(policy: BacklogPolicy) -> Self {
-        Consumer {
-            expanded: VecDeque::new(),
-            expanded_credit: 0,
-            seen: matches!(policy, BacklogPolicy::Bounded(_)).then(HashMap::default),
-        }
-    }
-
-    pub fn for_listener(l: &Listener<K>) -> Self {
-        Self::new(l.policy)
-    }
-
-    /// The next item, or `None` once the listener is closed.
-    pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
-        loop {
-            if let Some(n) = self.expanded.pop_front() {
-                if l.removed.load(Ordering::Acquire) {
-                    return None;
-                }
-                let credit = if self.expanded.is_empty() {
-                    std::mem::take(&mut self.expanded_credit)
-                } else {
-                    0
-                };
-                match self.seen(Item {
-                    n,
-                    credit,
-                    enqueued: None,
-                }) {
-                    Some(item) => return Some(item),
-                    None => {
-                        l.finish_initial(credit);
-                        continue;
-                    }
-                }
-            }
-            let popped = {
-                let mut b = l.buf.lock();
-                let p = b.items.pop_front();
-                if let Some(m) = &l.metrics {
-                    m.backlog.set(b.items.len() as i64);
-                }
-                if p.is_none() && b.closed {
-                    return None;
-                }
-                p
-            };
-            let Some(p) = popped else {
-                l.wake.notified().await;
-                continue;
-            };
-            match p.entry {
-                Entry::One(n) => {
-                    let credit = usize::from(n.is_initial_add());
-                    match self.seen(Item {
-                        n,
-                        credit,
-                        enqueued: Some(p.at),
-                    }) {
-                        Some(item) => return Some(item),
-                        None => l.finish_initial(credit),
-                    }
-                }
-                Entry::Resync { snapshot, credit } => {
-                    self.expand(snapshot, credit);
-                    if self.expanded.is_empty() {
-                        l.finish_initial(std::mem::take(&mut self.expanded_credit));
-                    }
-                }
-            }
-        }
-    }
-
-    fn expand(&mut self, snapshot: Vec<Object<K>>, credit: usize) {
-        let seen = self.seen.get_or_insert_with(HashMap::default);
-        let mut present: std::collections::HashSet<&ObjectKey, RandomState> =
-            std::collections::HashSet::default();
-        for o in &snapshot {
-            present.insert(o.key());
-        }
-        for (k, old) in seen.iter() {
-            if !present.contains(k) {
-                self.expanded
-                    .push_back(Notification::Delete(DeletedObject::FinalStateUnknown(
-                        Tombstone {
-                            key: k.clone(),
-                            last_known: Some(old.clone()),
-                        },
-                    )));
-            }
-        }
-        drop(present);
-        for o in snapshot {
-            let n = match seen.get(o.key()) {
-                Some(old) => Notification::Update {
-                    old: old.clone(),
-                    new: o,
-                },
-                None => Notification::Add {
-                    obj: o,
-                    is_in_initial_list: credit > 0,
-                },
-            };
-            self.expanded.push_back(n);
-        }
-        self.expanded_credit += credit;
-    }
-
-    /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and
-    /// records what it has seen. Notifications already covered by a resync (an add of a key the
-    /// handler has, with the very object it has; a delete of a key it does not have) are dropped;
-    /// an add of a seen key becomes an update and an update of an unseen key an add.
-    fn seen(&mut self, mut item: Item<K>) -> Option<Item<K>> {
-        let Some(seen) = &mut self.seen else {
-            return Some(item);
-        };
-        match item.n {
-            Notification::Add {
-                obj,
-                is_in_initial_list,
-            } => match seen.insert(obj.key().clone(), obj.clone()) {
-                Some(old) if old.ptr_eq(&obj) => return None,
-                Some(old) => item.n = Notification::Update { old, new: obj },
-                None => {
-                    item.n = Notification::Add {
-                        obj,
-                        is_in_initial_list,
-                    }
-                }
-            },
-            Notification::Update { old, new } => {
-                match seen.insert(new.key().clone(), new.clone()) {
-                    Some(prev) if prev.ptr_eq(&new) && !prev.ptr_eq(&old) => return None,
-                    Some(prev) => item.n = Notification::Update { old: prev, new },
-                    None => {
-                        item.n = Notification::Add {
-                            obj: new,
-                            is_in_initial_list: false,
-                        }
-                    }
-                }
-            }
-            Notification::Delete(d) => {
-                seen.remove(d.key())?;
-                item.n = Notification::Delete(d);
-            }
-        }
-        Some(item)
-    }
-}
-
-/// Runs a handler's consumer loop until the listener is closed.
-pub(crate) async fn run_handler<K: Send + Sync + 'static>(
-    l: Arc<Listener<K>>,
-    handler: Arc<dyn ResourceEventHandler<K>>,
-) {
-    let mut c = Consumer::for_listener(&l);
-    while let Some(item) = c.next(&l).await {
-        l.deliver(&*handler, item);
-    }
-    l.finished.set();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::DeletedObject;
+    use crate::shared_informer::consumer::Consumer;
     use crate::store::Indexers;
 
     type Obj = Object<serde_json::Value>;

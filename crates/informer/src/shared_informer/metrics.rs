@@ -7,10 +7,10 @@
 //!
 //! | metric | type | labels | updated |
 //! |---|---|---|---|
-//! | `informer_reflector_lists_total` | counter | informer, reason (`initial`, `relist`, `resource_version_unavailable`) | before every LIST or streaming list |
+//! | `informer_reflector_lists_total` | counter | informer, kind (`initial` until a list succeeded, then `relist`, or `resource_version_unavailable` for lists at "") | before every LIST or streaming list |
 //! | `informer_reflector_watches_total` | counter | informer | every established watch |
 //! | `informer_reflector_errors_total` | counter | informer | every ListAndWatch error |
-//! | `informer_events_total` | counter | informer, type (`add`, `update`, `sync`, `delete`) | every distributed notification |
+//! | `informer_events_total` | counter | informer, kind (`add`, `update`, `sync`, `delete`) | every distributed notification |
 //! | `informer_last_resource_version` | gauge | informer | after each processed batch (last 15 digits) |
 //! | `informer_queue_depth` | gauge | informer | after each processed batch |
 //! | `informer_processing_seconds` | histogram | informer | time to apply one popped batch and distribute it |

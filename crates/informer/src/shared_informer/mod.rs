@@ -55,11 +55,14 @@
 //! # });
 //! ```
 
+mod consumer;
 mod listener;
 mod metrics;
 mod notification;
+mod options;
 mod processor;
 mod queue;
+mod registration;
 mod stream;
 
 use std::sync::Arc;
@@ -73,7 +76,12 @@ use tracing::Instrument;
 pub use listener::{Backlog, BacklogPolicy};
 pub use metrics::InformerMetrics;
 pub use notification::Notification;
+pub use options::{
+    HandlerOptions, InformerOptions, MINIMUM_RESYNC_PERIOD, QueueKind, WatchErrorHandler,
+    determine_resync_period,
+};
 pub use queue::DynListerWatcher;
+pub use registration::{HandlerRegistration, InformerError};
 pub use stream::NotificationStream;
 
 use listener::Listener;
@@ -90,241 +98,7 @@ use crate::lister::Lister;
 use crate::listwatch::{Error, ListerWatcher};
 use crate::reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
 use crate::signal::Signal;
-use crate::store::{IndexError, Indexer, Indexers};
-
-/// client-go's `minimumResyncPeriod`.
-pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
-
-/// client-go's `determineResyncPeriod`: the effective period of a handler that asked for
-/// `desired` on an informer checking every `check`.
-pub fn determine_resync_period(desired: Duration, check: Duration) -> Duration {
-    if desired.is_zero() {
-        return Duration::ZERO;
-    }
-    if check.is_zero() {
-        tracing::warn!(
-            ?desired,
-            "the informer does not resync (period 0); the handler's resync period is ignored"
-        );
-        return Duration::ZERO;
-    }
-    desired.max(check)
-}
-
-/// Which queue sits between the reflector and the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum QueueKind {
-    /// [`RealFifo`] in atomic mode (client-go 1.36's default).
-    #[default]
-    RealFifo,
-    /// [`DeltaFifo`] with the cache as known objects and `emit_replaced` (client-go's legacy
-    /// informer queue).
-    DeltaFifo,
-}
-
-/// A callback receiving ListAndWatch errors (client-go's `WatchErrorHandler`).
-pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
-
-/// Options of a [`SharedIndexInformer`].
-pub struct InformerOptions<K> {
-    /// Name for logs, metrics and sync results (default: the lister-watcher's description).
-    pub name: Option<String>,
-    /// Default resync period of handlers, and the informer's resync check period (0 = never).
-    pub resync_period: Duration,
-    /// Indexes of the cache (default: the namespace index).
-    pub indexers: Indexers<K>,
-    /// The queue.
-    pub queue: QueueKind,
-    /// Reflector settings (streaming lists, page size, watch timeouts, backoff, base selectors).
-    /// `name` and `resync_period` are set by the informer.
-    pub reflector: ReflectorOptions,
-    /// Applied once to every object entering the queue (see [`Transform`]).
-    pub transform: Option<Transform<K>>,
-    /// Metrics (none by default).
-    pub metrics: Option<InformerMetrics>,
-    /// Deltas applied per process step (RealFifo batch mode; default 64).
-    pub batch: usize,
-}
-
-impl<K: 'static> Default for InformerOptions<K> {
-    fn default() -> Self {
-        InformerOptions {
-            name: None,
-            resync_period: Duration::ZERO,
-            indexers: Indexers::new().with_namespace_index(),
-            queue: QueueKind::RealFifo,
-            reflector: ReflectorOptions::default(),
-            transform: None,
-            metrics: None,
-            batch: 64,
-        }
-    }
-}
-
-impl<K: 'static> InformerOptions<K> {
-    /// Sets the name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    /// Sets the default resync period.
-    pub fn resync_period(mut self, period: Duration) -> Self {
-        self.resync_period = period;
-        self
-    }
-    /// Sets the indexers (replacing the default namespace index).
-    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
-        self.indexers = indexers;
-        self
-    }
-    /// Selects the queue.
-    pub fn queue(mut self, queue: QueueKind) -> Self {
-        self.queue = queue;
-        self
-    }
-    /// Sets the reflector options.
-    pub fn reflector(mut self, reflector: ReflectorOptions) -> Self {
-        self.reflector = reflector;
-        self
-    }
-    /// Sets the transform.
-    pub fn transform(
-        mut self,
-        f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.transform = Some(Arc::new(f));
-        self
-    }
-    /// Records metrics.
-    pub fn metrics(mut self, metrics: InformerMetrics) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-}
-
-/// Options of one handler registration.
-#[derive(Debug, Clone, Default)]
-pub struct HandlerOptions {
-    /// Name for logs and metrics (default `handler-<id>`).
-    pub name: Option<String>,
-    /// Resync period (default: the informer's); raised to [`MINIMUM_RESYNC_PERIOD`] and adjusted
-    /// against the informer's check period as client-go does.
-    pub resync_period: Option<Duration>,
-    /// Backlog policy.
-    pub backlog: BacklogPolicy,
-    /// Call the handler from a dedicated OS thread instead of a tokio task. Use it for handlers
-    /// that block (I/O, locks held for long): they then never hold a runtime worker.
-    pub dedicated_thread: bool,
-}
-
-impl HandlerOptions {
-    /// Default options.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Sets the name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    /// Sets the resync period.
-    pub fn resync_period(mut self, period: Duration) -> Self {
-        self.resync_period = Some(period);
-        self
-    }
-    /// Sets the backlog policy.
-    pub fn backlog(mut self, policy: BacklogPolicy) -> Self {
-        self.backlog = policy;
-        self
-    }
-    /// Runs the handler on its own thread.
-    pub fn dedicated_thread(mut self) -> Self {
-        self.dedicated_thread = true;
-        self
-    }
-}
-
-/// Errors of informer operations.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InformerError {
-    /// The informer has stopped; no handler can be added.
-    #[error("handler was not added to shared informer {0} because it has stopped already")]
-    Stopped(String),
-    /// The setting can only change before `run`.
-    #[error("informer {0} has already started")]
-    AlreadyStarted(String),
-    /// The registration belongs to another informer.
-    #[error("registration does not belong to informer {0}")]
-    ForeignRegistration(String),
-    /// Adding indexers failed.
-    #[error(transparent)]
-    Index(#[from] IndexError),
-}
-
-/// A handler's registration: its sync state, backlog and statistics. Cheap to clone.
-pub struct HandlerRegistration<K> {
-    listener: Arc<Listener<K>>,
-}
-
-impl<K> Clone for HandlerRegistration<K> {
-    fn clone(&self) -> Self {
-        HandlerRegistration {
-            listener: self.listener.clone(),
-        }
-    }
-}
-
-impl<K> std::fmt::Debug for HandlerRegistration<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandlerRegistration")
-            .field("name", &&*self.listener.name)
-            .field("synced", &self.listener.synced.is_set())
-            .finish()
-    }
-}
-
-impl<K: Send + Sync + 'static> HandlerRegistration<K> {
-    /// The handler's name.
-    pub fn name(&self) -> &str {
-        &self.listener.name
-    }
-    /// Whether the informer synced and every initial add reached this handler.
-    pub fn has_synced(&self) -> bool {
-        self.listener.synced.is_set()
-    }
-    /// The signal behind [`has_synced`](Self::has_synced).
-    pub fn synced(&self) -> Signal {
-        self.listener.synced.clone()
-    }
-    /// Pending notifications and the age of the oldest.
-    pub fn backlog(&self) -> Backlog {
-        self.listener.backlog()
-    }
-    /// Handler calls that panicked.
-    pub fn panics(&self) -> u64 {
-        self.listener.panics()
-    }
-    /// Times a `Bounded` backlog overflowed and was replaced by a resync from the cache.
-    pub fn overflows(&self) -> u64 {
-        self.listener.overflows()
-    }
-    /// Notifications delivered (handler calls made, including those that panicked).
-    pub fn delivered(&self) -> u64 {
-        self.listener.delivered()
-    }
-    /// The effective resync period.
-    pub fn resync_period(&self) -> Duration {
-        self.listener.effective_resync()
-    }
-    /// Whether the registration was removed (or the informer stopped).
-    pub fn is_removed(&self) -> bool {
-        self.listener.removed.load(Ordering::Acquire)
-    }
-    /// Set once the handler's consumer has ended (after removal or informer stop).
-    pub fn finished(&self) -> Signal {
-        self.listener.finished.clone()
-    }
-}
+use crate::store::{Indexer, Indexers};
 
 struct Config<K> {
     started: bool,
@@ -444,7 +218,8 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.synced.clone()
     }
 
-    /// Whether `run` has returned.
+    /// Whether the informer has stopped: its stream ended and no handler can be added any more
+    /// ([`stopped`](Self::stopped) is set once `run` has also ended every handler consumer).
     pub fn is_stopped(&self) -> bool {
         self.inner.config.lock().stopped
     }
@@ -695,10 +470,15 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                     u(e);
                 }
             }));
-            let first = std::sync::atomic::AtomicBool::new(true);
+            // "initial" until a list has succeeded (retries and fallbacks of the first list too).
+            let listed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let listed2 = listed.clone();
+            hooks.after_list = Some(Arc::new(move |_rv: &str| {
+                listed2.store(true, Ordering::Relaxed);
+            }));
             let m2 = m.clone();
             hooks.before_list = Some(Arc::new(move |rv: &str| {
-                if first.swap(false, Ordering::Relaxed) {
+                if !listed.load(Ordering::Relaxed) {
                     m2.lists_initial.inc();
                 } else if rv.is_empty() {
                     m2.lists_unavailable.inc();

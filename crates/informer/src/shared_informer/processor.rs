@@ -18,7 +18,8 @@ use parking_lot::RwLock;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::listener::{Listener, run_handler};
+use super::consumer::run_handler;
+use super::listener::Listener;
 use super::metrics::InformerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
@@ -132,6 +133,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
         let i = st.slots.iter().position(|s| s.listener.id == id)?;
         let slot = st.slots.swap_remove(i);
         slot.listener.close();
+        // Forget consumers that have ended since (a long-lived informer may see many removals).
+        st.retired.retain(|(l, _)| !l.finished.is_set());
         match slot.running {
             // The consumer ends on its own after the in-flight call; `stop` awaits it.
             Some(r) => st.retired.push((slot.listener.clone(), r)),
