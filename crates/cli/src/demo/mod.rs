@@ -221,7 +221,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         counter,
         stats: stats.clone(),
         truth,
-        sampler: Sampler::new(started),
+        sampler: Sampler::new(started, &stats),
     };
     let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
     let viewed = if tui {

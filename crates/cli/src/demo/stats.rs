@@ -120,8 +120,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(started: Instant) -> Self {
-        Sampler { started, last_at: Instant::now(), last: [0; 3], rates: [0; 3] }
+    /// Rates count from now on (the initial list's adds are not a rate).
+    pub fn new(started: Instant, stats: &DemoStats) -> Self {
+        Sampler { started, last_at: Instant::now(), last: stats.events(), rates: [0; 3] }
     }
 
     /// Fills the time and event fields of `snap` from `stats`.
