@@ -25,14 +25,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?;
     }
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml())?;
-    let client = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?,
-    )?;
+    let client = kube::Client::try_from(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?)?;
 
-    let factory = SharedInformerFactory::builder(client)
-        .namespace("default")
-        .resync_period(Duration::from_secs(30))
-        .build();
+    let factory =
+        SharedInformerFactory::builder(client).namespace("default").resync_period(Duration::from_secs(30)).build();
     let pods = factory.informer::<Pod>();
     let queue = WorkQueue::<String>::new();
     let enqueue = |q: &WorkQueue<String>, key: &informer::ObjectKey| q.add(key.to_string());
@@ -46,10 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cancel = CancellationToken::new();
     factory.start(&cancel);
-    factory
-        .wait_for_cache_sync(Some(Duration::from_secs(30)))
-        .await
-        .into_result()?;
+    factory.wait_for_cache_sync(Some(Duration::from_secs(30))).await.into_result()?;
     registration.synced().wait().await;
 
     let lister = pods.lister();
@@ -58,10 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         async move {
             while let Some(key) = queue.get().await {
                 match lister.get(&key) {
-                    Some(pod) => println!(
-                        "reconcile {key} (resourceVersion {:?})",
-                        pod.resource_version()
-                    ),
+                    Some(pod) => println!("reconcile {key} (resourceVersion {:?})", pod.resource_version()),
                     None => println!("reconcile {key}: deleted"),
                 }
                 queue.done(&key);
@@ -71,10 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     server.delete("pods", "default", "web-0")?;
     let web: LabelSelector = "app=web".parse()?;
-    println!(
-        "{} web pods cached",
-        pods.lister().by_namespace("default").list(&web).len()
-    );
+    println!("{} web pods cached", pods.lister().by_namespace("default").list(&web).len());
 
     queue.shut_down_with_drain_all().await;
     worker.await?;

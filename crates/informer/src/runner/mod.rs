@@ -23,7 +23,9 @@
 //! - a reconcile always sees the cache at least as new as the notification that queued its key;
 //! - on cancellation the runner stops taking keys, waits for in-flight reconciles to finish
 //!   (`shut_down_with_drain`), stops its workers and removes its handlers; `run` returns only
-//!   then. Keys still queued are dropped (they are re-listed on the next start);
+//!   then. Keys still queued are dropped (a new runner's initial sync queues every object
+//!   again). Stop a runner with its token: dropping the `run` future instead aborts the
+//!   workers mid-reconcile;
 //! - a panicking reconcile is an error for its key; workers survive it.
 //!
 //! The runner does not start informers: run them (or their factory) yourself. Dropping the last
