@@ -258,6 +258,35 @@ async fn never_two_concurrent_reconciles_of_one_key() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn workers_reconcile_different_keys_in_parallel() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    src.add(cm("b", "1"));
+    let inf = informer(&src);
+    // Each first reconcile waits for the other: only two workers running at once get past it.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("t")
+        .informer(&inf)
+        .workers(2)
+        .build(move |key, _obj: Option<Object<Cm>>| {
+            let (barrier, tx) = (barrier.clone(), tx.clone());
+            async move {
+                tokio::time::timeout(LIMIT, barrier.wait()).await.map_err(|_| "no parallel worker")?;
+                let _ = tx.send(key.to_string());
+                Ok::<_, &str>(Action::Done)
+            }
+        })
+        .unwrap();
+    let run = Running::start(vec![inf], &runner);
+    let mut done = vec![recv(&mut rx).await, recv(&mut rx).await];
+    done.sort();
+    assert_eq!(done, ["ns/a", "ns/b"]);
+    run.stop().await;
+    assert_eq!(runner.stats().error, 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn shutdown_drains_in_flight_reconciles() {
     let src = FakeSource::new();
     src.add(cm("a", "1"));
