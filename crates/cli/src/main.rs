@@ -18,9 +18,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a sample controller under load: an embedded API server (or a real cluster with
-    /// --kubeconfig), a load generator, and periodic figures; with --duration, a summary that
-    /// checks the cache against the server.
+    /// Run a sample controller (shared informer + controller runner) under load: an embedded API
+    /// server (or a real cluster with --kubeconfig) and a load generator, with a live terminal
+    /// view (q quits) or, when stdout is not a terminal, one line per second; at the end a summary
+    /// that checks the cache against the server (exit 1 if they differ).
     Demo(demo::DemoArgs),
     /// Print add/update/delete lines for a resource, like `kubectl get -w`.
     Watch(watch::WatchArgs),
