@@ -18,9 +18,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a sample controller under load: an embedded API server (or a real cluster with
-    /// --kubeconfig), a load generator, and periodic figures; with --duration, a summary that
-    /// checks the cache against the server.
+    /// Run a sample controller (shared informer + controller runner) under load: an embedded API
+    /// server (or a real cluster with --kubeconfig) and a load generator, with a live terminal
+    /// view (q quits) or, when stdout is not a terminal, one line per second; at the end a summary
+    /// that checks the cache against the server (exit 1 if they differ).
     Demo(demo::DemoArgs),
     /// Print add/update/delete lines for a resource, like `kubectl get -w`.
     Watch(watch::WatchArgs),
@@ -44,10 +45,17 @@ fn single_malloc_arena() {
 fn main() -> std::process::ExitCode {
     single_malloc_arena();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = || tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into());
+    if matches!(cli.command, Command::Demo(_)) && demo::uses_terminal_view() {
+        // The live view owns the terminal: logs go to a ring it displays.
+        tracing_subscriber::fmt()
+            .with_env_filter(filter())
+            .with_ansi(false)
+            .with_writer(demo::logs::RingWriter::default)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

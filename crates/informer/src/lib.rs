@@ -4,7 +4,8 @@
 //! ([`RealFifo`] by default, or [`DeltaFifo`]); the informer pops deltas, applies them to an
 //! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
-//! [`NotificationStream`]) and read the cache through a [`Lister`]. See `docs/design.md`.
+//! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
+//! [`workqueue`] and reconcile them with a [`ControllerRunner`]. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -24,6 +25,7 @@ pub mod lister;
 pub mod listwatch;
 pub mod object;
 pub mod reflector;
+pub mod runner;
 pub mod selector;
 pub mod shared_informer;
 pub mod signal;
@@ -45,6 +47,7 @@ pub use listwatch::{
 };
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
 pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
+pub use runner::{Action, ControllerRunner, ControllerRunnerBuilder, RunnerError, RunnerMetrics, RunnerStats};
 pub use selector::{LabelSelector, SelectorError};
 pub use shared_informer::{
     Backlog, BacklogPolicy, DynListerWatcher, HandlerOptions, HandlerRegistration, InformerError, InformerMetrics,

@@ -1,0 +1,79 @@
+//! Wiring informers to the runner's queue: a handler that turns notifications into keys.
+//!
+//! Invariants: a delete enqueues [`DeletedObject::key`] (tombstones included), so a deletion
+//! observed only by a relist is still reconciled; resyncs (`on_update(o, o)`) enqueue like any
+//! update (client-go's level-triggered behaviour); a key mapping that fails simply enqueues
+//! nothing. A source registers its handler once, at `build`, and removes it when the runner stops.
+
+use std::sync::Arc;
+
+use crate::handler::ResourceEventHandler;
+use crate::key::ObjectKey;
+use crate::object::{DeletedObject, Object};
+use crate::shared_informer::{Backlog, HandlerOptions, HandlerRegistration, InformerError, SharedIndexInformer};
+use crate::signal::Signal;
+use crate::workqueue::RateLimitingQueue;
+
+/// Maps an object of a watched type to the primary keys to reconcile.
+pub(crate) type KeyMap<O> = Arc<dyn Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sync>;
+
+/// The handler registered on an informer: every notification becomes queued keys.
+struct Enqueue<O> {
+    queue: RateLimitingQueue<ObjectKey>,
+    map: KeyMap<O>,
+}
+
+impl<O> Enqueue<O> {
+    fn push(&self, obj: &Object<O>) {
+        for key in (self.map)(obj) {
+            self.queue.add(key);
+        }
+    }
+}
+
+impl<O: Send + Sync + 'static> ResourceEventHandler<O> for Enqueue<O> {
+    fn on_add(&self, obj: &Object<O>, _initial: bool) {
+        self.push(obj);
+    }
+    fn on_update(&self, _old: &Object<O>, new: &Object<O>) {
+        self.push(new);
+    }
+    fn on_delete(&self, obj: &DeletedObject<O>) {
+        match obj.object() {
+            Some(o) => self.push(o),
+            // A tombstone without a last known state: only the key is known.
+            None => self.queue.add(obj.key().clone()),
+        }
+    }
+}
+
+/// An informer whose handler feeds the runner, type-erased.
+pub(crate) struct Registered {
+    /// The informer's and the registration's synced signals.
+    pub synced: [Signal; 2],
+    pub backlog: Box<dyn Fn() -> Backlog + Send + Sync>,
+    pub remove: Box<dyn Fn() + Send + Sync>,
+}
+
+/// Deferred registration: called by `build` once the queue exists.
+pub(crate) type Source =
+    Box<dyn FnOnce(&RateLimitingQueue<ObjectKey>, &str) -> Result<Registered, InformerError> + Send>;
+
+pub(crate) fn source<O: Send + Sync + 'static>(informer: SharedIndexInformer<O>, map: KeyMap<O>) -> Source {
+    Box::new(move |queue, name| {
+        let handler = Enqueue { queue: queue.clone(), map };
+        let reg: HandlerRegistration<O> =
+            informer.add_event_handler_with_options(handler, HandlerOptions::new().name(name))?;
+        let r2 = reg.clone();
+        let inf = informer.clone();
+        Ok(Registered {
+            synced: [informer.synced(), reg.synced()],
+            backlog: Box::new(move || r2.backlog()),
+            remove: Box::new(move || {
+                if let Err(e) = inf.remove_event_handler(&reg) {
+                    tracing::debug!(error = %e, "removing the runner's handler");
+                }
+            }),
+        })
+    })
+}
