@@ -329,7 +329,10 @@ impl WatchBody {
         let start = *start;
         loop {
             if self.next > sh.cfg.updates {
-                return Poll::Pending; // all sent: stay open
+                if self.buf.is_empty() {
+                    return Poll::Pending; // all sent: stay open
+                }
+                break;
             }
             let due = start + interval * (self.next - 1) as u32;
             let now = tokio::time::Instant::now();
@@ -373,5 +376,43 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["app"], "app-42");
         assert_eq!(v["metadata"]["labels"]["generation"], "7");
         assert!(b.len() > 4000, "W1 pods are ~4.4 KB: {}", b.len());
+    }
+}
+
+#[cfg(test)]
+mod paced_tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn watch_events(cfg: W1Config, query: &str, want: usize) -> String {
+        let s = W1Server::start(cfg, "default").await.unwrap();
+        let mut c = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+        let req = format!("GET /api/v1/namespaces/default/pods?{query} HTTP/1.1\r\nHost: x\r\n\r\n");
+        c.write_all(req.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        while String::from_utf8_lossy(&got).matches("\"MODIFIED\"").count() < want {
+            let n = tokio::time::timeout(std::time::Duration::from_secs(5), c.read(&mut buf))
+                .await
+                .expect("events arrive")
+                .unwrap();
+            assert!(n > 0, "stream ended early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    #[tokio::test]
+    async fn paced_watch_streams_every_event_with_send_times() {
+        let cfg = W1Config { pods: 10, updates: 20, list_rv: 1000, rate: Some(2000) };
+        let text = watch_events(cfg, "watch=true&resourceVersion=1000", 20).await;
+        assert!(text.contains("\"resourceVersion\":\"1020\""));
+    }
+
+    #[tokio::test]
+    async fn unpaced_watch_streams_every_event() {
+        let cfg = W1Config { pods: 10, updates: 20, list_rv: 1000, rate: None };
+        let text = watch_events(cfg, "watch=true&resourceVersion=1000", 20).await;
+        assert!(text.contains("\"resourceVersion\":\"1020\""));
     }
 }
