@@ -244,7 +244,7 @@ async fn resource_request(
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
-    let as_table = crate::table::wants_table(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let render = crate::table::Render::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
             Some(Verb::Watch)
@@ -264,11 +264,11 @@ async fn resource_request(
         (Method::GET, None) => {
             let opts = ListOptions::parse(&query)?;
             if opts.watch {
-                start_watch(shared, &info, ns, opts, as_table).await
+                start_watch(shared, &info, ns, opts, render).await
             } else {
                 opts.validate()?;
                 let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, as_table).await?;
+                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, render).await?;
                 Ok(json_bytes(200, out))
             }
         }
@@ -386,7 +386,7 @@ async fn start_watch(
     info: &Arc<ResourceInfo>,
     ns: Option<&str>,
     mut opts: ListOptions,
-    as_table: bool,
+    render: crate::table::Render,
 ) -> Result<Response<Body>, ApiError> {
     opts.validate()?;
     let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), info)?;
@@ -439,7 +439,7 @@ async fn start_watch(
         bookmark_interval: cfg.bookmark_interval,
         bookmark_before_timeout: cfg.bookmark_before_timeout,
         chunk_bytes: cfg.chunk_bytes,
-        as_table,
+        render,
     };
     let rx = watch::spawn(store, shared.controls.clone(), params);
     Ok(body::respond(200, "application/json", Body::Stream(rx)))

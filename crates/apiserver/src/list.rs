@@ -250,7 +250,7 @@ pub async fn list(
     opts: &ListOptions,
     sel: &Selectors,
     rv_wait: Duration,
-    as_table: bool,
+    render: crate::table::Render,
 ) -> Result<Vec<u8>, ApiError> {
     let ns = if info.namespaced { ns } else { None };
     let mut limit = opts.limit;
@@ -297,7 +297,7 @@ pub async fn list(
         }
         Err(e) => return Err(e),
     };
-    if as_table {
+    if render == crate::table::Render::Table {
         let mut meta = serde_json::Map::new();
         meta.insert("resourceVersion".into(), page.rv.to_string().into());
         if let Some(after) = &page.next_after {
@@ -310,11 +310,16 @@ pub async fn list(
         let t = crate::table::table(info, Value::Object(meta), &page.items);
         return Ok(serde_json::to_vec(&t).unwrap_or_default());
     }
+    let metadata = render == crate::table::Render::Metadata;
     let mut out = Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
     out.extend_from_slice(b"{\"kind\":");
-    let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
-    out.extend_from_slice(b",\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut out, &info.api_version());
+    if metadata {
+        out.extend_from_slice(b"\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\"");
+    } else {
+        let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
+        out.extend_from_slice(b",\"apiVersion\":");
+        let _ = serde_json::to_writer(&mut out, &info.api_version());
+    }
     out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
     out.extend_from_slice(page.rv.to_string().as_bytes());
     out.push(b'"');
@@ -333,7 +338,11 @@ pub async fn list(
         if i > 0 {
             out.push(b',');
         }
-        o.write_item(&mut out, info.list_items_have_kind);
+        if metadata {
+            out.extend_from_slice(&crate::table::partial_metadata(&o.full));
+        } else {
+            o.write_item(&mut out, info.list_items_have_kind);
+        }
     }
     out.extend_from_slice(b"]}");
     Ok(out)

@@ -17,6 +17,40 @@ pub fn wants_table(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| a.split(',').any(|m| m.contains("as=Table")))
 }
 
+/// How list and watch responses render objects, from the `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// Full objects (the default).
+    Object,
+    /// `meta.k8s.io/v1` Table rows (kubectl).
+    Table,
+    /// `meta.k8s.io/v1` PartialObjectMetadata (metadata-only clients:
+    /// `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`).
+    Metadata,
+}
+
+impl Render {
+    /// The rendering an `Accept` header asks for (its first match wins).
+    pub fn from_accept(accept: Option<&str>) -> Render {
+        for m in accept.unwrap_or("").split(',') {
+            if m.contains("as=Table") {
+                return Render::Table;
+            }
+            if m.contains("as=PartialObjectMetadata") {
+                return Render::Metadata;
+            }
+        }
+        Render::Object
+    }
+}
+
+/// An object as `PartialObjectMetadata`: kind, apiVersion and its metadata only.
+pub fn partial_metadata(full: &[u8]) -> Vec<u8> {
+    let meta = serde_json::from_slice::<Value>(full).ok().and_then(|mut v| v.get_mut("metadata").map(Value::take));
+    let v = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta.unwrap_or_else(|| json!({}))});
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
 fn is_pod(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.plural == "pods"
 }

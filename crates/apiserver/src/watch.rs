@@ -57,7 +57,7 @@ pub struct WatchParams {
     /// Chunk size target.
     pub chunk_bytes: usize,
     /// Send objects as single-row `Table`s (kubectl server-side printing).
-    pub as_table: bool,
+    pub render: crate::table::Render,
 }
 
 const BATCH: usize = 1024;
@@ -83,12 +83,16 @@ pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
     ApiError::expired(format!("too old resource version: {requested} ({start_rv})"))
 }
 
-fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool) {
+fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool, metadata: bool) {
     let mut obj = Vec::with_capacity(160);
     obj.extend_from_slice(b"{\"kind\":");
-    let _ = serde_json::to_writer(&mut obj, &info.kind);
-    obj.extend_from_slice(b",\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut obj, &info.api_version());
+    if metadata {
+        obj.extend_from_slice(b"\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\"");
+    } else {
+        let _ = serde_json::to_writer(&mut obj, &info.kind);
+        obj.extend_from_slice(b",\"apiVersion\":");
+        let _ = serde_json::to_writer(&mut obj, &info.api_version());
+    }
     obj.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
     obj.extend_from_slice(rv.to_string().as_bytes());
     obj.push(b'"');
@@ -104,6 +108,7 @@ struct Filter {
     sel: Selectors,
     trivial: bool,
     table: bool,
+    metadata: bool,
 }
 
 impl Filter {
@@ -119,6 +124,8 @@ impl Filter {
     fn emit(&self, info: &ResourceInfo, out: &mut Vec<u8>, typ: &str, o: &StoredObject) {
         if self.table {
             encode_event(out, typ, &crate::table::event_table(info, o));
+        } else if self.metadata {
+            encode_event(out, typ, &crate::table::partial_metadata(&o.full));
         } else {
             encode_event(out, typ, &o.full);
         }
@@ -182,8 +189,9 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     let _open = controls.watch_opened();
     let info = p.info.clone();
     let filter = Filter {
-        trivial: p.ns.is_none() && p.sel.is_empty() && !p.as_table,
-        table: p.as_table,
+        trivial: p.ns.is_none() && p.sel.is_empty() && p.render == crate::table::Render::Object,
+        table: p.render == crate::table::Render::Table,
+        metadata: p.render == crate::table::Render::Metadata,
         ns: p.ns.clone(),
         sel: p.sel.clone(),
     };
@@ -224,7 +232,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 }
             }
             if end_bookmark && p.bookmarks {
-                encode_bookmark(&mut buf, &info, rv, true);
+                encode_bookmark(&mut buf, &info, rv, true, filter.metadata);
             }
             if !send(&tx, &mut buf).await {
                 return;
@@ -286,7 +294,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         let now = Instant::now();
         if p.bookmarks && now >= next_bookmark {
             if cursor > last_sent {
-                encode_bookmark(&mut buf, &info, cursor, false);
+                encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
                 last_sent = cursor;
                 if !send(&tx, &mut buf).await {
                     return;
@@ -296,7 +304,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         }
         if !final_bookmark_sent && now >= final_bookmark_at {
             final_bookmark_sent = true;
-            encode_bookmark(&mut buf, &info, cursor, false);
+            encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
             last_sent = cursor;
             if !send(&tx, &mut buf).await {
                 return;

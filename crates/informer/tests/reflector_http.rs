@@ -286,3 +286,49 @@ async fn streaming_list_after_restart_and_slow_stream_converges() {
     h.converge("after restart").await;
     h.stop().await;
 }
+
+/// Metadata-only informers (`PartialObjectMeta`, requested with the `as=PartialObjectMetadata`
+/// Accept header) sync and follow changes, with streaming lists and with LIST+WATCH.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_informer_syncs_and_follows_changes() {
+    use informer::SharedIndexInformer;
+    use kube::core::PartialObjectMeta;
+    type Meta = PartialObjectMeta<ConfigMap>;
+    for streaming in [true, false] {
+        let server = ApiServer::builder().start().await.unwrap();
+        for i in 0..20 {
+            server.create("configmaps", cm(i, 0)).unwrap();
+        }
+        let lw = KubeListerWatcher::<Meta>::new(client_for(&server).await, Some("default")).metadata_only();
+        let opts = informer::InformerOptions::default().reflector(ReflectorOptions {
+            streaming_list: streaming,
+            initial_events_idle_timeout: Duration::from_secs(30),
+            ..Default::default()
+        });
+        let inf = SharedIndexInformer::<Meta>::with_options(lw, opts);
+        let changed = Arc::new(Notify::new());
+        let c = changed.clone();
+        inf.add_event_handler(HandlerFns::<Meta>::new().on_update(move |_, _| c.notify_waiters())).unwrap();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (i, k) = (inf.clone(), cancel.clone());
+            async move { i.run(k).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), inf.synced().wait())
+            .await
+            .expect("synced quickly (no fallback wait)");
+        assert_eq!(inf.indexer().len(), 20);
+        let o = inf.indexer().get_by_key("default/cm-0003").unwrap();
+        assert_eq!(o.get().unwrap().metadata.name.as_deref(), Some("cm-0003"), "decodes as PartialObjectMeta");
+        assert!(!o.raw_json().windows(6).any(|w| w == b"\"data\""), "metadata only: no data field");
+        let wait = changed.notified();
+        tokio::pin!(wait);
+        wait.as_mut().enable();
+        let updated = server.update("configmaps", cm(3, 9)).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), wait).await.expect("update seen");
+        let rv = updated["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        assert_eq!(inf.indexer().get_by_key("default/cm-0003").unwrap().resource_version(), Some(rv.as_str()));
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
