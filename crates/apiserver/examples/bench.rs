@@ -75,6 +75,16 @@ async fn count_events(mut s: TcpStream, first: Vec<u8>, n: usize) -> usize {
     bytes
 }
 
+/// The process's resident set size in kB (Linux).
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 #[tokio::main]
 async fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
@@ -83,13 +93,19 @@ async fn main() {
     let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).unwrap()).unwrap().len();
     println!("object size: {size} bytes");
 
-    // Bulk load.
+    // Bulk load (and the memory each stored object costs, including its watch-cache event).
     let rv0 = s.resource_version();
     let objs: Vec<Value> = (0..n).map(pod).collect();
+    let rss_before = rss_kb();
     let t = Instant::now();
     s.create_many("pods", objs).unwrap();
     let el = t.elapsed();
     println!("bulk create {n}: {el:?} ({:.0} objects/s)", n as f64 / el.as_secs_f64());
+    println!(
+        "memory per stored object: {:.0} bytes (RSS +{} kB for {n} objects of {size} bytes, history included)",
+        (rss_kb().saturating_sub(rss_before) as f64 * 1024.0) / n as f64,
+        rss_kb().saturating_sub(rss_before)
+    );
 
     // Replay to one watcher.
     let t = Instant::now();

@@ -185,13 +185,27 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
 
     let started = Instant::now();
     let synced = informer.synced();
-    tokio::select! {
-        _ = synced.wait() => {}
-        _ = tokio::time::sleep(Duration::from_secs(60)) => {
-            stop(cancel).await;
-            bail!("cache did not sync within 60 s (is the server reachable and are pods listable?)");
+    // Progress for long waits (large lists, slow servers): one line per second on stderr.
+    let mut progress = tokio::time::interval(Duration::from_secs(1));
+    progress.tick().await;
+    loop {
+        tokio::select! {
+            _ = synced.wait() => break,
+            _ = progress.tick() => {
+                let waited = started.elapsed();
+                if waited >= Duration::from_secs(60) {
+                    stop(cancel).await;
+                    bail!("cache did not sync within 60 s (is the server reachable and are pods listable?)");
+                }
+                eprintln!(
+                    "waiting for the cache to sync: {:.0} s, {} objects cached, resourceVersion {:?}",
+                    waited.as_secs_f64(),
+                    informer.indexer().len(),
+                    informer.last_sync_resource_version()
+                );
+            }
+            _ = tokio::signal::ctrl_c() => { stop(cancel).await; return Ok(true); }
         }
-        _ = tokio::signal::ctrl_c() => { stop(cancel).await; return Ok(true); }
     }
     println!("cache synced: {} pods in {:.1} ms", informer.indexer().len(), started.elapsed().as_secs_f64() * 1e3);
 
