@@ -174,10 +174,9 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Api
     }
 }
 
-/// 415 unless the request body is JSON (POST/PUT).
-fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
-    let ct = req
-        .headers()
+/// The request's media type (Content-Type without parameters), lowercased.
+fn media_type(req: &Request<Incoming>) -> String {
+    req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
@@ -185,7 +184,12 @@ fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// 415 unless the request body is JSON (POST/PUT).
+fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
+    let ct = media_type(req);
     if ct.is_empty() || ct == "application/json" || ct == "*/*" {
         Ok(())
     } else {
@@ -294,16 +298,7 @@ async fn resource_request(
             Ok(json_bytes(200, o.full.clone()))
         }
         (Method::PATCH, Some(n)) => {
-            let ct = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
+            let ct = media_type(&req);
             let kind = match ct.as_str() {
                 "application/merge-patch+json" | "application/strategic-merge-patch+json" => PatchType::Merge,
                 "application/json-patch+json" => PatchType::Json,

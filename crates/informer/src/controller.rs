@@ -59,8 +59,7 @@ where
                     }
                 });
                 let olds: Vec<Option<Object<K>>> = objects.iter().map(|o| store.get(o)).collect();
-                drop(listed);
-                if let Err(e) = store.replace(objects.clone(), &resource_version) {
+                if let Err(e) = store.replace(&objects, &resource_version) {
                     tracing::error!(error = %e, "store replace failed; relist not applied");
                     continue;
                 }

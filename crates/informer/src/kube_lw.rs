@@ -40,7 +40,7 @@ pub struct KubeListerWatcher<K> {
     expected: Option<TypeMeta>,
     accept: Option<&'static str>,
     max_event_bytes: usize,
-    describe: String,
+    describe: std::sync::Arc<str>,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -61,7 +61,7 @@ impl<K: kube::Resource> KubeListerWatcher<K> {
     pub fn new_with(client: kube::Client, namespace: Option<&str>, dt: &K::DynamicType) -> Self {
         let path = K::url_path(dt, namespace);
         let expected = Some(TypeMeta { api_version: K::api_version(dt).into_owned(), kind: K::kind(dt).into_owned() });
-        let describe = format!("{}.{}", K::plural(dt), K::api_version(dt));
+        let describe: std::sync::Arc<str> = format!("{}.{}", K::plural(dt), K::api_version(dt)).into();
         KubeListerWatcher {
             client,
             path,
@@ -190,6 +190,7 @@ impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
         let resp = self.send(req).await?;
         let body = resp.into_body();
         let decoder = EventDecoder::<K>::new(self.max_event_bytes, self.expected.clone());
+        // An `Arc` so the per-event closure below clones a pointer, not a string.
         let describe = self.describe.clone();
         let stream = futures_util::stream::unfold((body, decoder, false), move |(mut body, mut decoder, done)| {
             let describe = describe.clone();
@@ -240,6 +241,6 @@ impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
     }
 
     fn describe(&self) -> String {
-        self.describe.clone()
+        self.describe.to_string()
     }
 }

@@ -1,6 +1,6 @@
 //! Kubernetes list-watch and informer machinery for Rust, faithful to client-go's semantics.
 //!
-//! The pipeline: a [`Reflector`](crate) lists and watches the API server and feeds a queue
+//! The pipeline: a [`Reflector`] lists and watches the API server and feeds a queue
 //! ([`RealFifo`] by default, or [`DeltaFifo`]); the informer pops deltas, applies them to an
 //! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a

@@ -207,7 +207,7 @@ where
         }
     }
 
-    /// One ListAndWatch cycle (public for tests that drive single cycles).
+    /// One ListAndWatch cycle.
     async fn list_and_watch(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<(), Stop> {
         let mut stream = None;
         if self.opts.streaming_list && self.lw.supports_streaming_list() {

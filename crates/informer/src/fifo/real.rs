@@ -142,7 +142,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         Ok(())
     }
 
-    async fn push(&self, entries: Vec<Delta<K>>, populate: bool) -> Result<(), FifoError> {
+    async fn push(&self, entries: impl IntoIterator<Item = Delta<K>> + Send, populate: bool) -> Result<(), FifoError> {
         let mut st = self.w.wait_until(|st| !self.full(st)).await;
         self.push_locked(&mut st, entries, populate)?;
         st.sync.check();
@@ -151,7 +151,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         Ok(())
     }
 
-    fn push_blocking(&self, entries: Vec<Delta<K>>, populate: bool) -> Result<(), FifoError> {
+    fn push_blocking(&self, entries: impl IntoIterator<Item = Delta<K>>, populate: bool) -> Result<(), FifoError> {
         let mut st = self.w.wait_until_blocking(|st| !self.full(st));
         self.push_locked(&mut st, entries, populate)?;
         st.sync.check();
@@ -271,19 +271,19 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     /// Blocking `add` for producer threads.
     pub fn add_blocking(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push_blocking(vec![Delta::Added(o)], true)
+        self.push_blocking([Delta::Added(o)], true)
     }
 
     /// Blocking `update` for producer threads.
     pub fn update_blocking(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push_blocking(vec![Delta::Updated(o)], true)
+        self.push_blocking([Delta::Updated(o)], true)
     }
 
     /// Blocking `delete` for producer threads.
     pub fn delete_blocking(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push_blocking(vec![Delta::Deleted(DeletedObject::Object(o))], true)
+        self.push_blocking([Delta::Deleted(DeletedObject::Object(o))], true)
     }
 
     /// Blocking `replace` for producer threads.
@@ -347,17 +347,17 @@ fn take_batch<K>(items: &mut VecDeque<Delta<K>>, max: usize, limit: usize) -> Ve
 impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
     async fn add(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push(vec![Delta::Added(o)], true).await
+        self.push([Delta::Added(o)], true).await
     }
 
     async fn update(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push(vec![Delta::Updated(o)], true).await
+        self.push([Delta::Updated(o)], true).await
     }
 
     async fn delete(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
-        self.push(vec![Delta::Deleted(DeletedObject::Object(o))], true).await
+        self.push([Delta::Deleted(DeletedObject::Object(o))], true).await
     }
 
     async fn replace(&self, objects: Vec<Object<K>>, resource_version: &str) -> Result<(), FifoError> {
@@ -385,7 +385,7 @@ impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
         if !self.atomic {
             return Ok(()); // non-atomic stores never learn bookmarks (client-go)
         }
-        self.push(vec![Delta::Bookmark { resource_version: resource_version.to_string() }], false).await
+        self.push([Delta::Bookmark { resource_version: resource_version.to_string() }], false).await
     }
 
     async fn pop<R, F>(&self, max: usize, process: F) -> Result<R, FifoClosed>

@@ -1,27 +1,27 @@
 //! Borrowed, allocation-light parsing of the few fields the cache needs from an object's JSON.
 //!
-//! [`ObjectHead::parse`] reads `apiVersion`, `kind` and from `metadata` the name, namespace,
-//! resourceVersion, uid and labels, skipping every other field without building it. Strings
-//! borrow from the input unless they contain escapes. This is the only JSON work done per object
-//! on the event path; the full typed decode happens later, on first use (see [`crate::Object`]).
+//! [`ObjectHead`] holds `apiVersion`, `kind` and, from `metadata`, the name, namespace,
+//! resourceVersion, uid, labels and annotations; strings borrow from the input unless they contain
+//! escapes. [`ObjectHead::parse`] fills it with the hand-written scanner of
+//! [`scan`](super::scan) — the only JSON work done per object on the event path; the full typed
+//! decode happens later, on first use (see [`crate::Object`]). The serde derive is the reference
+//! implementation the scanner is tested against; [`CowStr`] and [`StrPairs`] are also used by the
+//! watch decoder's fallback path.
 //!
-//! Invariant: a successful parse means the input was one well-formed JSON object.
+//! Invariant: a successful parse means the input was one structurally valid JSON object.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, MapAccess, Visitor};
 use smallvec::SmallVec;
 
 /// The head of an object: type meta plus the identity metadata fields.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct ObjectHead<'a> {
-    // Type meta is parsed for kind checks by the list/watch decoding (not read yet).
-    #[allow(dead_code)]
     #[serde(rename = "apiVersion", borrow, default)]
     pub api_version: Option<CowStr<'a>>,
-    #[allow(dead_code)]
     #[serde(borrow, default)]
     pub kind: Option<CowStr<'a>>,
     #[serde(borrow, default)]
@@ -41,8 +41,6 @@ pub(crate) struct MetaHead<'a> {
     pub uid: Option<CowStr<'a>>,
     #[serde(borrow, default)]
     pub labels: Option<StrPairs<'a>>,
-    // Needed for the watch-list end bookmark annotation (not read yet).
-    #[allow(dead_code)]
     #[serde(borrow, default)]
     pub annotations: Option<StrPairs<'a>>,
 }
@@ -114,9 +112,9 @@ impl<'a> ObjectHead<'a> {
         super::scan::scan_head(json)
     }
 
-    /// The serde_json reference implementation of [`ObjectHead::parse`] (used to test the
-    /// scanner).
-    #[allow(dead_code)]
+    /// The serde_json reference implementation of [`ObjectHead::parse`] (the scanner's tests
+    /// compare against it).
+    #[cfg(test)]
     pub(crate) fn parse_reference(json: &'a [u8]) -> Result<Self, serde_json::Error> {
         // A struct also deserializes from an array; an object must be a JSON object.
         match json.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -124,12 +122,6 @@ impl<'a> ObjectHead<'a> {
             _ => Err(<serde_json::Error as de::Error>::custom("expected a JSON object")),
         }
     }
-}
-
-/// Skips a value; used where only validation matters.
-#[allow(dead_code)]
-pub(crate) fn validate(json: &[u8]) -> Result<(), serde_json::Error> {
-    serde_json::from_slice::<IgnoredAny>(json).map(|_| ())
 }
 
 #[cfg(test)]

@@ -101,9 +101,6 @@ impl MetaText {
     fn label_count(&self) -> usize {
         (self.ends.len() - 2) / 2
     }
-    fn heap_bytes(&self) -> usize {
-        self.text.len() + self.ends.len() * 4
-    }
 }
 
 impl<K> Clone for Object<K> {
@@ -211,16 +208,6 @@ impl<K> Object<K> {
     /// Whether the typed value has been decoded and cached.
     pub fn is_decoded(&self) -> bool {
         self.inner.typed.get().is_some()
-    }
-
-    /// Heap bytes held by this object (JSON, identity fields and, if decoded, not the typed
-    /// value's own heap). Used by the memory benchmark.
-    pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Inner<K>>()
-            + self.inner.raw.len()
-            + self.inner.meta.heap_bytes()
-            + self.inner.key.as_str().len()
-            + 16
     }
 
     /// Reinterprets the same bytes as another type (for example a typed object as a

@@ -576,14 +576,50 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..400)) {
-            if scan_head(&b).is_ok() {
-                // Anything the scanner accepts is structurally JSON: serde accepts it unless it
-                // contains what the scanner deliberately leaves to the typed decode (control
-                // characters or invalid UTF-8 in a skipped string, number formats).
-                let lax = b.iter().any(|c| *c < 0x20 && !matches!(c, b' ' | b'\n' | b'\r' | b'\t')) || std::str::from_utf8(&b).is_err() || b.iter().any(|c| matches!(c, b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'));
-                prop_assert!(lax || serde_json::from_slice::<serde_json::Value>(&b).is_ok(), "accepted invalid JSON: {:?}", String::from_utf8_lossy(&b));
-            }
+            let _ = scan_head(&b);
         }
+
+        /// One structural edit (a deleted or inserted `{}[],:"`) of a valid document: the scanner
+        /// accepts exactly what serde_json accepts. Numbers are non-negative integers and strings
+        /// have no control characters, so the only things the scanner leaves to the typed decode
+        /// (number shapes, control characters, UTF-8 in skipped strings) cannot arise.
+        #[test]
+        fn agrees_with_serde_on_edited_documents(
+            v in arb_plain_json(),
+            at in any::<prop::sample::Index>(),
+            edit in prop::option::of(prop::sample::select(br#"{}[],:""#.to_vec())),
+        ) {
+            let mut doc = br#"{"a":"#.to_vec();
+            doc.extend_from_slice(&serde_json::to_vec(&v).unwrap());
+            doc.push(b'}');
+            let structural: Vec<usize> =
+                doc.iter().enumerate().filter(|(_, c)| br#"{}[],:""#.contains(c)).map(|(i, _)| i).collect();
+            let pos = structural[at.index(structural.len())];
+            match edit {
+                None => {
+                    doc.remove(pos);
+                }
+                Some(c) => doc.insert(pos, c),
+            }
+            let serde_ok = serde_json::from_slice::<serde_json::Value>(&doc).is_ok();
+            prop_assert_eq!(scan_head(&doc).is_ok(), serde_ok, "{:?}", String::from_utf8_lossy(&doc));
+        }
+    }
+
+    fn arb_plain_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u32>().prop_map(|n| json!(n)),
+            "\\PC{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\"\\\\]{0,3}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 
     #[test]

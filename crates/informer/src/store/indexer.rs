@@ -278,8 +278,10 @@ impl<K> Indexer<K> {
     }
 
     /// Replaces the whole content with `objects` at `resource_version`, atomically: readers see
-    /// either the old or the new content. Indexes are rebuilt off-lock.
-    pub fn replace(&self, objects: Vec<Object<K>>, resource_version: &str) -> Result<(), IndexError> {
+    /// either the old or the new content. Indexes are rebuilt off-lock. Takes a `Vec` or a slice
+    /// (the handles are cloned into the store either way).
+    pub fn replace(&self, objects: impl AsRef<[Object<K>]>, resource_version: &str) -> Result<(), IndexError> {
+        let objects = objects.as_ref();
         self.write(
             |funcs| -> Result<State<K>, IndexError> {
                 let mut fresh = State {
@@ -288,7 +290,7 @@ impl<K> Indexer<K> {
                     indices: funcs.iter().map(|_| Map::default()).collect(),
                     rv: None,
                 };
-                for obj in &objects {
+                for obj in objects {
                     let vals = compute(funcs, obj)?;
                     let key = obj.key().clone();
                     if let Some(old) = fresh.items.remove(&key) {
