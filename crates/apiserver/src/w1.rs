@@ -168,6 +168,31 @@ impl W1Server {
         Ok(W1Server { addr, stop, namespace: namespace.to_string() })
     }
 
+    /// Starts W1 on a dedicated thread with its own single-threaded runtime, as a separate
+    /// server process would be: a client benchmark's runtime then never runs server work, and
+    /// the server's pacing timers never wait behind client tasks. The thread ends when the
+    /// returned handle is dropped.
+    pub fn spawn(cfg: W1Config, namespace: &str) -> std::io::Result<W1Server> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let namespace = namespace.to_string();
+        std::thread::Builder::new().name("w1-server".into()).spawn(move || {
+            rt.block_on(async move {
+                match Self::start(cfg, &namespace).await {
+                    Ok(server) => {
+                        let mut stopped = server.stop.subscribe();
+                        let _ = tx.send(Ok(server));
+                        let _ = stopped.wait_for(|s| *s).await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            })
+        })?;
+        rx.recv().map_err(|_| std::io::Error::other("the W1 server thread ended"))?
+    }
+
     /// The server's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr

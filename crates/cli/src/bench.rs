@@ -97,7 +97,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let streaming = !args.list;
     let w1 = if args.w1 {
         let cfg = W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: args.latency_rate };
-        Some(W1Server::start(cfg, &args.namespace).await.context("cannot start W1")?)
+        Some(W1Server::spawn(cfg, &args.namespace).context("cannot start W1")?)
     } else {
         None
     };
@@ -119,7 +119,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         move |o: &informer::Object<Pod>| match kind {
             HandlerKind::Keys => queue.add(o.key().clone()),
             HandlerKind::Full => {
-                if let Ok(p) = o.decode() {
+                if let Ok(p) = o.get() {
                     let n = p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
                     fields.fetch_add(n as u64, Ordering::Relaxed);
                 }
@@ -130,6 +130,8 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let latencies = Arc::new(parking_lot::Mutex::new(Vec::<u64>::with_capacity(target as usize)));
     let measure_latency = args.latency_rate.is_some();
     let lat = latencies.clone();
+    let sync_at = Arc::new(AtomicU64::new(0));
+    let sync_at2 = sync_at.clone();
     let handler = {
         let (initial, updates, done) = (initial.clone(), updates.clone(), done.clone());
         HandlerFns::<Pod>::new()
@@ -141,7 +143,15 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
             })
             .on_update(move |_, o| {
                 w2(o);
-                if measure_latency && let Some(sent) = o.label("generation").and_then(|g| g.parse::<u64>().ok()) {
+                // Steady state only: events sent before the cache synced waited behind the
+                // initial list.
+                if measure_latency
+                    && let Some(sent) = o.label("generation").and_then(|g| g.parse::<u64>().ok())
+                    && {
+                        let s = sync_at.load(Ordering::Relaxed);
+                        s != 0 && sent >= s
+                    }
+                {
                     lat.lock().push(micros_now().saturating_sub(sent));
                 }
                 if updates.fetch_add(1, Ordering::Relaxed) + 1 == target {
@@ -168,10 +178,13 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     // The measured handler applies back-pressure past 2048 pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
     // instead of buffering the whole update stream; a `keys` handler never gets there.
-    let reg = informer.add_event_handler_with_options(
-        handler,
-        HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048)),
-    )?;
+    let measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048));
+    // The `full` handler reads typed pods: registered with decode-ahead, the informer decodes
+    // them on every core before the handler runs (the cache keeps compact objects).
+    let reg = match args.handler {
+        HandlerKind::Keys => informer.add_event_handler_with_options(handler, measured)?,
+        HandlerKind::Full => informer.add_typed_event_handler(handler, measured)?,
+    };
     for i in 1..args.handlers {
         let slow = args.slow_handler && i + 1 == args.handlers;
         let h = HandlerFns::<Pod>::new().on_update(move |_, o| {
@@ -202,8 +215,25 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     });
     tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
     let t_sync = Instant::now();
+    sync_at2.store(micros_now(), Ordering::Relaxed);
     let sync_ms = (t_sync - t0).as_secs_f64() * 1e3;
     let rss_after_sync = proc_status_kb("VmRSS:");
+    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_some() {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            // SAFETY: mallinfo2 only reads allocator statistics.
+            let mi = unsafe { libc::mallinfo2() };
+            eprintln!(
+                "mallinfo after sync: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",
+                mi.arena >> 10,
+                mi.uordblks >> 10,
+                mi.fordblks >> 10,
+                mi.hblkhd >> 10,
+                proc_status_kb("RssAnon:"),
+                proc_status_kb("RssFile:")
+            );
+        }
+    }
     if target > 0 {
         let wait = done.notified();
         tokio::pin!(wait);
@@ -217,11 +247,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let update_s = t_sync.elapsed().as_secs_f64();
     let rss_end = proc_status_kb("VmRSS:");
     let peak = proc_status_kb("VmHWM:");
-    let (p50, p99) = {
+    let (p50, p99, p999, max) = {
         let mut l = latencies.lock();
         l.sort_unstable();
         let pct = |p: f64| if l.is_empty() { 0 } else { l[((l.len() - 1) as f64 * p) as usize] };
-        (pct(0.50), pct(0.99))
+        (pct(0.50), pct(0.99), pct(0.999), pct(1.0))
     };
     let mut line = serde_json::json!({
         "client": "informer",
@@ -243,6 +273,8 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         line["latency_rate"] = rate.into();
         line["latency_p50_us"] = p50.into();
         line["latency_p99_us"] = p99.into();
+        line["latency_p999_us"] = p999.into();
+        line["latency_max_us"] = max.into();
     }
     println!("{line}");
     cancel.cancel();

@@ -38,7 +38,10 @@ fn single_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+        let n = std::env::var("INFORMER_MALLOC_ARENAS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        if n > 0 {
+            libc::mallopt(libc::M_ARENA_MAX, n);
+        }
     }
 }
 

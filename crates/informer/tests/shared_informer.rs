@@ -917,3 +917,83 @@ async fn handlers_added_while_the_informer_starts() {
     cancel.cancel();
     run.await.unwrap();
 }
+
+/// A typed handler (decode-ahead) sees exactly what a plain handler sees, in the same order,
+/// every object already decoded and matching its bytes, while the cache keeps undecoded objects;
+/// the handler is held at a gate at first so notifications pile up and are decoded in batches
+/// on several threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_handler_gets_decoded_objects_in_order_and_the_cache_stays_compact() {
+    let src = FakeSource::new();
+    for i in 0..20 {
+        src.add(cm(&format!("o{i}"), "0"));
+    }
+    let inf = informer(&src, Duration::ZERO);
+    let plain = Recorder::new();
+    inf.add_event_handler(Rec(plain.clone())).unwrap();
+    let typed = Recorder::new();
+    let gate = Gate::new();
+    gate.close();
+    let undecoded = Arc::new(AtomicUsize::new(0));
+    let check = {
+        let undecoded = undecoded.clone();
+        move |o: &informer::Object<Cm>| {
+            if !o.is_decoded() {
+                undecoded.fetch_add(1, Ordering::Relaxed);
+            }
+            let c = o.get().expect("a config map");
+            assert_eq!(c.metadata.name.as_deref(), Some(o.name()));
+            assert_eq!(c.data.as_ref().and_then(|d| d.get("v")).map(String::as_str), o.label("v"));
+        }
+    };
+    let (c1, c2, c3) = (check.clone(), check.clone(), check);
+    let (t1, t2, t3) = (typed.clone(), typed.clone(), typed.clone());
+    let g = gate.clone();
+    inf.add_typed_event_handler(
+        HandlerFns::new()
+            .on_add(move |o, initial| {
+                g.pass();
+                c1(o);
+                t1.add(o, initial);
+            })
+            .on_update(move |old, new| {
+                c2(new);
+                t2.update(old, new);
+            })
+            .on_delete(move |d| {
+                if let informer::DeletedObject::Object(o) = d {
+                    c3(o);
+                }
+                t3.delete(d);
+            }),
+        HandlerOptions::new().name("typed").dedicated_thread(),
+    )
+    .unwrap();
+    let (cancel, run) = spawn(&inf);
+    wait_signal(&inf.synced(), LIMIT).await;
+    let mut exists: std::collections::HashSet<String> = (0..20).map(|i| format!("o{i}")).collect();
+    for i in 0..300u32 {
+        let name = format!("o{}", i % 30);
+        if !exists.contains(&name) {
+            src.add(cm(&name, &i.to_string()));
+            exists.insert(name);
+        } else if i % 7 == 0 {
+            src.delete(cm(&name, ""));
+            exists.remove(&name);
+        } else {
+            src.modify(cm(&name, &i.to_string()));
+        }
+    }
+    let want = source_view(&src);
+    plain.wait_for("the plain handler to converge", LIMIT, |r| r.view() == want).await;
+    assert!(inf.indexer().list().iter().all(|o| !o.is_decoded()), "the cache holds decoded objects");
+    gate.open();
+    typed.wait_for("the typed handler to converge", LIMIT, |r| r.len() == plain.len()).await;
+    assert_eq!(*typed.events.lock(), *plain.events.lock());
+    assert_eq!(undecoded.load(Ordering::Relaxed), 0, "objects reached the handler undecoded");
+    assert!(inf.indexer().list().iter().all(|o| !o.is_decoded()), "the cache holds decoded objects");
+    typed.assert_no_errors();
+    plain.assert_no_errors();
+    cancel.cancel();
+    run.await.unwrap();
+}

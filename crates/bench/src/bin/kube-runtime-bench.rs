@@ -32,6 +32,21 @@ struct Args {
     w1: bool,
     #[arg(long, default_value_t = 10_000)]
     pods: u64,
+    /// W1 paces updates at this many events/s; the report adds event-to-handler latency
+    /// percentiles (the `generation` label carries each event's send time).
+    #[arg(long)]
+    latency_rate: Option<u64>,
+    /// Fan-out: this many subscribers of a shared reflector (kube-runtime's
+    /// `unstable-runtime-subscribe`); figures are those of the first.
+    #[arg(long, default_value_t = 1)]
+    handlers: usize,
+    /// Make the last subscriber sleep 1 ms per object (on its own thread).
+    #[arg(long)]
+    slow_handler: bool,
+}
+
+fn micros_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 fn main() -> Result<()> {
@@ -41,15 +56,15 @@ fn main() -> Result<()> {
 
 async fn run() -> Result<()> {
     let args = Args::parse();
+    if args.handlers > 1 {
+        return run_shared(args).await;
+    }
     let streaming = !args.list;
     let w1 = if args.w1 {
-        Some(
-            W1Server::start(
-                W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: None },
-                &args.namespace,
-            )
-            .await?,
-        )
+        Some(W1Server::spawn(
+            W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: args.latency_rate },
+            &args.namespace,
+        )?)
     } else {
         None
     };
@@ -88,6 +103,8 @@ async fn run() -> Result<()> {
     let t0 = Instant::now();
     let mut stream = std::pin::pin!(reflector(writer, watcher(api, wc)).default_backoff());
     let (mut initial, mut updates, mut rss_after_sync) = (0u64, 0u64, 0u64);
+    let mut latencies: Vec<u64> = Vec::new();
+    let mut sync_micros = u64::MAX;
     let mut t_sync = None;
     let deadline = t0 + Duration::from_secs(900);
     while let Some(ev) = tokio::time::timeout_at(deadline.into(), stream.try_next()).await.context("timed out")?? {
@@ -98,6 +115,7 @@ async fn run() -> Result<()> {
             }
             watcher::Event::InitDone => {
                 t_sync = Some(Instant::now());
+                sync_micros = micros_now();
                 rss_after_sync = proc_status_kb("VmRSS:");
                 if args.updates == 0 {
                     break;
@@ -105,6 +123,13 @@ async fn run() -> Result<()> {
             }
             watcher::Event::Apply(p) if t_sync.is_some() => {
                 handle(&p);
+                if args.latency_rate.is_some()
+                    && let Some(sent) =
+                        p.metadata.labels.as_ref().and_then(|l| l.get("generation")).and_then(|g| g.parse::<u64>().ok())
+                    && sent >= sync_micros
+                {
+                    latencies.push(micros_now().saturating_sub(sent));
+                }
                 updates += 1;
                 if updates == args.updates {
                     break;
@@ -115,7 +140,9 @@ async fn run() -> Result<()> {
     }
     let t_sync = t_sync.context("never synced")?;
     let update_s = t_sync.elapsed().as_secs_f64();
-    let line = serde_json::json!({
+    latencies.sort_unstable();
+    let pct = |p: f64| if latencies.is_empty() { 0 } else { latencies[((latencies.len() - 1) as f64 * p) as usize] };
+    let mut line = serde_json::json!({
         "client": "kube-runtime",
         "streaming": streaming,
         "handler": if full { "full" } else { "keys" },
@@ -129,10 +156,124 @@ async fn run() -> Result<()> {
         "rss_end_kb": proc_status_kb("VmRSS:"),
         "peak_rss_kb": proc_status_kb("VmHWM:"),
     });
+    if let Some(rate) = args.latency_rate {
+        line["latency_rate"] = rate.into();
+        line["latency_p50_us"] = pct(0.50).into();
+        line["latency_p99_us"] = pct(0.99).into();
+        line["latency_p999_us"] = pct(0.999).into();
+        line["latency_max_us"] = pct(1.0).into();
+    }
     println!("{line}");
     let _ = fields;
     queue.shut_down();
     let _ = worker.await;
     drop(w1);
     Ok(())
+}
+
+/// Fan-out on kube-runtime: a shared reflector (`store_shared` + `reflect_shared`) with
+/// `handlers` subscribers, each a `keys` handler in its own task; the last one sleeps 1 ms per
+/// object with `--slow-handler` (on its own thread). Subscribers receive every object at the
+/// initial list's end (kube-runtime broadcasts the store's keys at `InitDone`) and then every
+/// applied object; the figures are the first subscriber's.
+async fn run_shared(args: Args) -> Result<()> {
+    use futures_util::StreamExt;
+    let streaming = !args.list;
+    let w1 = W1Server::spawn(
+        W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: None },
+        &args.namespace,
+    )?;
+    let kc = kube::config::Kubeconfig::from_yaml(&w1.kubeconfig_yaml())?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    let client = kube::Client::try_from(cfg)?;
+    let api: kube::Api<Pod> = kube::Api::namespaced(client, &args.namespace);
+    let mut wc = watcher::Config::default().any_semantic();
+    if streaming {
+        wc = wc.streaming_lists();
+    }
+    // kube-runtime's documented default buffer for shared streams is small; 1024 matches the
+    // order of informer's bounded backlogs.
+    let (store, writer) = reflector::store_shared::<Pod>(1024);
+    let mut subs: Vec<_> = (0..args.handlers).map(|_| writer.subscribe().expect("a shared store")).collect();
+    let synced = std::sync::Arc::new(tokio::sync::Notify::new());
+    let t0 = Instant::now();
+    let main = tokio::spawn({
+        let synced = synced.clone();
+        async move {
+            let mut s = std::pin::pin!(watcher(api, wc).default_backoff().reflect_shared(writer));
+            while let Some(ev) = s.next().await {
+                if let Ok(watcher::Event::InitDone) = ev {
+                    synced.notify_one();
+                }
+            }
+        }
+    });
+    let slow = args.slow_handler.then(|| subs.pop().expect("handlers > 1"));
+    let slow_thread = slow.map(|sub| {
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(sub.for_each(|_| async { std::thread::sleep(Duration::from_millis(1)) }));
+        })
+    });
+    let measured = subs.remove(0);
+    for other in subs {
+        tokio::spawn(other.for_each(|p| async move {
+            std::hint::black_box(p.metadata.name.as_deref());
+        }));
+    }
+    let queue: WorkQueue<ObjectKey> = WorkQueue::new();
+    let worker = tokio::spawn({
+        let q = queue.clone();
+        async move {
+            while let Some(k) = q.get().await {
+                q.done(&k);
+            }
+        }
+    });
+    synced.notified().await;
+    let t_sync = Instant::now();
+    let rss_after_sync = proc_status_kb("VmRSS:");
+    // The measured subscriber gets the initial objects at InitDone, then the updates.
+    let want = args.pods + args.updates;
+    let mut got = 0u64;
+    let mut t_updates = t_sync;
+    let mut measured = std::pin::pin!(measured);
+    let deadline = t0 + Duration::from_secs(900);
+    while got < want {
+        let Some(p) = tokio::time::timeout_at(deadline.into(), measured.next()).await.context("timed out")? else {
+            break;
+        };
+        if let Ok(k) = ObjectKey::new(p.metadata.namespace.as_deref(), p.metadata.name.as_deref().unwrap_or("")) {
+            queue.add(k);
+        }
+        got += 1;
+        if got == args.pods {
+            t_updates = Instant::now();
+        }
+    }
+    // Rate of the updates alone, from the end of the InitDone burst, as in the single-handler run.
+    let update_s = t_updates.elapsed().as_secs_f64();
+    let line = serde_json::json!({
+        "client": "kube-runtime",
+        "streaming": streaming,
+        "handler": "keys",
+        "handlers": args.handlers,
+        "slow_handler": args.slow_handler,
+        "cached": store.state().len(),
+        "initial": args.pods,
+        "sync_ms": (((t_sync - t0).as_secs_f64() * 1e3) * 10.0).round() / 10.0,
+        "updates": got.saturating_sub(args.pods),
+        "update_s": (update_s * 1000.0).round() / 1000.0,
+        "updates_per_s": if update_s > 0.0 { (got.saturating_sub(args.pods) as f64 / update_s).round() } else { 0.0 },
+        "rss_after_sync_kb": rss_after_sync,
+        "rss_end_kb": proc_status_kb("VmRSS:"),
+        "peak_rss_kb": proc_status_kb("VmHWM:"),
+    });
+    println!("{line}");
+    // The process exits here: the slow subscriber's thread and the watcher are not joined
+    // (the slow thread would take seconds to drain its buffer).
+    let _ = (main, slow_thread, worker);
+    queue.shut_down();
+    drop(w1);
+    std::process::exit(0);
 }

@@ -56,6 +56,7 @@
 //! ```
 
 mod consumer;
+mod decode_ahead;
 mod listener;
 mod metrics;
 mod notification;
@@ -298,7 +299,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
     ) -> Result<HandlerRegistration<K>, InformerError> {
         let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
         let sink = if opts.dedicated_thread { Sink::Thread(handler) } else { Sink::Task(handler) };
-        self.register(sink, opts)
+        self.register(sink, opts, None)
     }
 
     /// Subscribes a stream of notifications with default options. Dropping the stream removes
@@ -309,11 +310,16 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// Subscribes a stream with options (`dedicated_thread` is ignored).
     pub fn subscribe_with_options(&self, opts: HandlerOptions) -> Result<NotificationStream<K>, InformerError> {
-        let reg = self.register(Sink::Stream, opts)?;
+        let reg = self.register(Sink::Stream, opts, None)?;
         Ok(NotificationStream::new(reg, self.inner.processor.clone()))
     }
 
-    fn register(&self, sink: Sink<K>, opts: HandlerOptions) -> Result<HandlerRegistration<K>, InformerError> {
+    fn register(
+        &self,
+        sink: Sink<K>,
+        opts: HandlerOptions,
+        decoder: Option<fn(&crate::Object<K>)>,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
         let inner = &self.inner;
         let mut c = inner.config.lock();
         if c.stopped {
@@ -339,16 +345,19 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         let effective = determine_resync_period(requested, c.resync_check_period);
         let id = inner.next_handler.fetch_add(1, Ordering::Relaxed);
         let name: Arc<str> = opts.name.unwrap_or_else(|| format!("handler-{id}")).into();
-        let listener = Arc::new(Listener::new(
-            id,
-            inner.id,
-            name.clone(),
-            opts.backlog,
-            requested,
-            effective,
-            inner.indexer.clone(),
-            inner.metrics.as_ref().map(|m| m.handler(&name)),
-        ));
+        let listener = Arc::new(
+            Listener::new(
+                id,
+                inner.id,
+                name.clone(),
+                opts.backlog,
+                requested,
+                effective,
+                inner.indexer.clone(),
+                inner.metrics.as_ref().map(|m| m.handler(&name)),
+            )
+            .with_decoder(decoder),
+        );
         if c.started {
             // Late join: no delta is processed while the cache is replayed to the newcomer. The
             // synthetic adds are queued before the listener becomes visible to the processor, so
@@ -453,6 +462,9 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Runs the informer until `cancel` fires, then stops every handler consumer and returns.
+    ///
+    /// The reflector runs in this future; the process loop (store updates and dispatch to the
+    /// handlers) runs in a task of its own, so the two can overlap on a multi-threaded runtime.
     /// A second call (on any clone) logs a warning and returns at once.
     pub async fn run(&self, cancel: CancellationToken) {
         let inner = &self.inner;
@@ -487,36 +499,19 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                 }
             }
         };
-        let process = async {
-            loop {
-                let r = queue
-                    .pop(inner.batch, |deltas, initial| {
-                        let start = inner.metrics.as_ref().map(|_| tokio::time::Instant::now());
-                        {
-                            let _barrier = inner.block_deltas.lock();
-                            inner.processor.begin_batch();
-                            process_deltas(&*inner.processor, &inner.indexer, deltas, initial);
-                            inner.processor.end_batch();
-                        }
-                        if let (Some(m), Some(start)) = (&inner.metrics, start) {
-                            m.processing.observe(start.elapsed().as_secs_f64());
-                            m.store_objects.set(inner.indexer.len() as i64);
-                            if let Some(rv) = inner.indexer.last_resource_version() {
-                                m.set_last_rv(&rv);
-                            }
-                        }
-                    })
-                    .await;
-                if let Some(m) = &inner.metrics {
-                    m.queue_depth.set(queue.len() as i64);
-                }
-                if let Err(FifoClosed) = r {
-                    return;
-                }
-                // A `Block` handler over its limit holds the informer here (back-pressure).
-                tokio::select! {
-                    _ = cancel.cancelled() => {}
-                    _ = inner.processor.backpressure() => {}
+        // The process loop runs apart from the reflector, in its own task, so reading and decoding
+        // the watch stream can overlap with applying and dispatching deltas.
+        let _close_on_drop = CloseOnDrop(queue.clone());
+        let process = {
+            let fut = process_loop(inner.clone(), queue.clone(), cancel.clone()).in_current_span();
+            let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<()>>();
+            tokio::spawn(async move {
+                let r = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut)).await;
+                let _ = tx.send(r);
+            });
+            async move {
+                if let Ok(Err(panic)) = rx.await {
+                    std::panic::resume_unwind(panic);
                 }
             }
         };
@@ -534,5 +529,95 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         .await;
         inner.stopped.set();
         tracing::info!(informer = %inner.name, "informer stopped");
+    }
+}
+
+impl<K: serde::de::DeserializeOwned + Send + Sync + 'static> SharedIndexInformer<K> {
+    /// Registers a handler that reads the typed value of the objects it is given, with
+    /// decode-ahead: the notifications already pending for it (up to 128) are decoded on every
+    /// core at once before the handler is called for each, in order, so [`crate::Object::get`]
+    /// returns at once and a decode-bound handler is no longer bound to one core.
+    ///
+    /// The decoded value belongs to the notification (a private handle sharing the object's
+    /// bytes), not to the cache, which keeps holding compact objects; it is freed when the
+    /// handler is done with the notification, unless the handler keeps the handle. What is
+    /// decoded: the added object, the new state of an update and the last state of a delete.
+    ///
+    /// ```
+    /// use informer::{HandlerFns, HandlerOptions, SharedIndexInformer, fake::FakeSource};
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// let informer = SharedIndexInformer::<Pod>::new(FakeSource::new(), std::time::Duration::ZERO);
+    /// informer
+    ///     .add_typed_event_handler(
+    ///         HandlerFns::new().on_update(|_old, new| {
+    ///             // Already decoded: no decode on this thread.
+    ///             let pod: &Pod = new.get().expect("a pod");
+    ///             let _containers = pod.spec.as_ref().map(|s| s.containers.len());
+    ///         }),
+    ///         HandlerOptions::new().name("typed"),
+    ///     )
+    ///     .unwrap();
+    /// ```
+    pub fn add_typed_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        opts: HandlerOptions,
+    ) -> Result<HandlerRegistration<K>, InformerError> {
+        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
+        let sink = if opts.dedicated_thread { Sink::Thread(handler) } else { Sink::Task(handler) };
+        let decode: fn(&crate::Object<K>) = |o| {
+            let _ = o.get();
+        };
+        self.register(sink, opts, Some(decode))
+    }
+}
+
+/// Closes the queue when `run`'s future is dropped before the reflector ended, so the process
+/// loop (a separate task or thread) always ends too.
+struct CloseOnDrop<K: Send + Sync + 'static>(Arc<InformerQueue<K>>);
+
+impl<K: Send + Sync + 'static> Drop for CloseOnDrop<K> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// The process loop: pops batches of deltas, applies them to the indexer and hands them to the
+/// processor, until the queue closes.
+async fn process_loop<K: Send + Sync + 'static>(
+    inner: Arc<Inner<K>>,
+    queue: Arc<InformerQueue<K>>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let r = queue
+            .pop(inner.batch, |deltas, initial| {
+                let start = inner.metrics.as_ref().map(|_| tokio::time::Instant::now());
+                {
+                    let _barrier = inner.block_deltas.lock();
+                    inner.processor.begin_batch();
+                    process_deltas(&*inner.processor, &inner.indexer, deltas, initial);
+                    inner.processor.end_batch();
+                }
+                if let (Some(m), Some(start)) = (&inner.metrics, start) {
+                    m.processing.observe(start.elapsed().as_secs_f64());
+                    m.store_objects.set(inner.indexer.len() as i64);
+                    if let Some(rv) = inner.indexer.last_resource_version() {
+                        m.set_last_rv(&rv);
+                    }
+                }
+            })
+            .await;
+        if let Some(m) = &inner.metrics {
+            m.queue_depth.set(queue.len() as i64);
+        }
+        if let Err(FifoClosed) = r {
+            return;
+        }
+        // A `Block` handler over its limit holds the informer here (back-pressure).
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = inner.processor.backpressure() => {}
+        }
     }
 }
