@@ -350,6 +350,39 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Checks a string map (or null) like [`Scanner::pairs`] but without decoding it.
+    fn skip_pairs(&mut self) -> R<()> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null");
+        }
+        self.expect(b'{', "expected an object")?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_string_at_peek()?;
+            self.expect(b':', "expected ':'")?;
+            self.skip_string_at_peek()?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return self.err("expected ',' or '}'"),
+            }
+        }
+    }
+
+    /// Skips a string at the next non-whitespace byte.
+    fn skip_string_at_peek(&mut self) -> R<()> {
+        if self.peek()? != b'"' {
+            return self.err("expected a string");
+        }
+        self.skip_string()
+    }
+
     fn pairs(&mut self) -> R<Option<StrPairs<'a>>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
@@ -378,10 +411,24 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Scans one JSON object for its head.
+/// Whether a head scan decodes `metadata.annotations` (only watch bookmarks need them) or only
+/// checks that they are a map of strings (their values can be large, e.g. kubectl's
+/// `last-applied-configuration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Annotations {
+    Decode,
+    Skip,
+}
+
+/// Scans one JSON object for its head, annotations included.
 pub(crate) fn scan_head(json: &[u8]) -> Result<ObjectHead<'_>, ScanError> {
+    scan_head_with(json, Annotations::Decode)
+}
+
+/// Scans one JSON object for its head.
+pub(crate) fn scan_head_with(json: &[u8], annotations: Annotations) -> Result<ObjectHead<'_>, ScanError> {
     let mut s = Scanner { b: json, i: 0 };
-    let head = head_at(&mut s)?;
+    let head = head_at(&mut s, annotations)?;
     s.ws();
     if s.i != json.len() {
         return s.err("trailing characters after the object");
@@ -445,7 +492,7 @@ pub(crate) fn scan_list<'a, E: From<ScanError>>(
                 loop {
                     s.ws();
                     let start = s.i;
-                    let head = head_at(s)?;
+                    let head = head_at(s, Annotations::Skip)?;
                     if outer.is_ok() {
                         outer = item(&head, &s.b[start..s.i]);
                     }
@@ -473,7 +520,7 @@ pub(crate) fn scan_list<'a, E: From<ScanError>>(
 }
 
 /// Reads one object's head at the scanner's position, leaving the scanner after it.
-fn head_at<'a>(s: &mut Scanner<'a>) -> R<ObjectHead<'a>> {
+fn head_at<'a>(s: &mut Scanner<'a>, annotations: Annotations) -> R<ObjectHead<'a>> {
     let mut head = ObjectHead::default();
     s.object(|key, s| {
         match key {
@@ -491,7 +538,10 @@ fn head_at<'a>(s: &mut Scanner<'a>) -> R<ObjectHead<'a>> {
                         "resourceVersion" => m.resource_version = s.opt_string()?,
                         "uid" => m.uid = s.opt_string()?,
                         "labels" => m.labels = s.pairs()?,
-                        "annotations" => m.annotations = s.pairs()?,
+                        "annotations" => match annotations {
+                            Annotations::Decode => m.annotations = s.pairs()?,
+                            Annotations::Skip => s.skip_pairs()?,
+                        },
                         _ => s.skip_value(2)?,
                     }
                     Ok(())
@@ -649,6 +699,26 @@ mod tests {
         assert_eq!(m.name.as_deref(), Some("a\"b\\c\u{e9}\u{1F600}"));
         let l = m.labels.unwrap().0;
         assert_eq!((l[0].0.as_ref(), l[0].1.as_ref()), ("k/1", "v\n"));
+    }
+
+    #[test]
+    fn annotations_are_checked_but_decoded_only_on_request() {
+        let j = br#"{"metadata":{"name":"a","annotations":{"k":"v\n","l":"w"}}}"#;
+        assert_eq!(scan_head(j).unwrap().metadata.unwrap().annotations.unwrap().0.len(), 2);
+        let lean = scan_head_with(j, Annotations::Skip).unwrap().metadata.unwrap();
+        assert_eq!((lean.name.as_deref(), lean.annotations), (Some("a"), None));
+        assert!(scan_head_with(br#"{"metadata":{"annotations":null}}"#, Annotations::Skip).is_ok());
+        for bad in [
+            &br#"{"metadata":{"annotations":{"k":1}}}"#[..],
+            br#"{"metadata":{"annotations":{"k":"v",}}}"#,
+            br#"{"metadata":{"annotations":{"k" "v"}}}"#,
+            br#"{"metadata":{"annotations":["v"]}}"#,
+            br#"{"metadata":{"annotations":{"k":"\x"}}}"#,
+            br#"{"metadata":{"annotations":{"k":"v"}"#,
+        ] {
+            assert!(scan_head(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(scan_head_with(bad, Annotations::Skip).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
