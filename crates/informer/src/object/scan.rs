@@ -470,6 +470,24 @@ impl<'a> Scanner<'a> {
         true
     }
 
+    /// Moves to the next block if it is in the batch, has structurals and is a full block of the
+    /// input (the common case, kept small to inline); returns its structurals and bytes.
+    #[inline(always)]
+    fn next_full_block(&mut self) -> Option<(u64, &'a [u8; 64])> {
+        let j = self.batch_at + 1;
+        if j >= self.batch_len {
+            return None;
+        }
+        let next = *self.batch.get(j)?;
+        if next.structurals == 0 {
+            return None;
+        }
+        let base = self.base + 64;
+        let bytes = self.b.get(base..).and_then(<[u8]>::first_chunk::<64>)?;
+        (self.batch_at, self.base, self.quotes, self.escapes) = (j, base, next.quotes, next.escapes);
+        Some((next.structurals, bytes))
+    }
+
     /// Runs stage 1 on the next batch of blocks; false at the end of the input (or at a bad
     /// escape).
     #[inline(never)]
@@ -793,22 +811,30 @@ impl<'a> Scanner<'a> {
             return self.err("nesting too deep");
         }
         let b = self.b;
-        let (mut bits, mut base, mut at) = (self.bits, self.base, self.i);
+        // The token cursor: the current token is at `base + t`.
+        let (mut bits, mut base) = (self.bits, self.base);
+        let mut t = self.i.wrapping_sub(base);
         // The current block's bytes (so that reading a token's byte needs no bounds check).
         let mut tail = [b' '; 64];
         let mut cur = block_bytes(b, base, &mut tail);
-        // Takes the next structural: its byte, with `at` at it (as `Scanner::tok`).
+        // Takes the next structural: its byte (as `Scanner::tok`).
         macro_rules! tok {
             () => {
                 if bits != 0 {
-                    let t = bits.trailing_zeros() as usize % 64;
+                    t = bits.trailing_zeros() as usize % 64;
                     bits &= bits - 1;
-                    at = base + t;
+                    cur[t]
+                } else if let Some((next, block)) = self.next_full_block() {
+                    (bits, cur) = (next, block);
+                    base += 64;
+                    t = bits.trailing_zeros() as usize % 64;
+                    bits &= bits - 1;
                     cur[t]
                 } else {
                     self.bits = 0;
                     let c = self.tok_far();
-                    (bits, base, at) = (self.bits, self.base, self.i);
+                    (bits, base) = (self.bits, self.base);
+                    t = self.i.wrapping_sub(base);
                     cur = block_bytes(b, base, &mut tail);
                     c
                 }
@@ -816,7 +842,7 @@ impl<'a> Scanner<'a> {
         }
         macro_rules! fail {
             ($what:expr) => {{
-                self.i = at;
+                self.i = base.wrapping_add(t);
                 return self.err($what);
             }};
         }
@@ -863,7 +889,7 @@ impl<'a> Scanner<'a> {
                     continue 'value;
                 }
             } else {
-                self.i = at;
+                self.i = base.wrapping_add(t);
                 self.scalar(c)?;
             }
             // A value ended: continue its container.
@@ -891,7 +917,7 @@ impl<'a> Scanner<'a> {
                 }
             }
             self.bits = bits;
-            self.i = at;
+            self.i = base.wrapping_add(t);
             return Ok(());
         }
     }
