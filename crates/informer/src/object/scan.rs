@@ -7,29 +7,32 @@
 //! How: in two stages, like simdjson, but lazily and without allocating.
 //!
 //! * **Stage 1** classifies the input 64 bytes at a time into bitmasks (bit `j` of block `k` is
-//!   byte `64k + j`): quotes, backslashes, the structural characters `{}[],:` and whitespace —
-//!   with AVX2 when the CPU has it (detected at run time), else eight bytes at a time in plain
-//!   integer code (SWAR); both give the same masks. From those it derives the escaped bytes (those
-//!   after an odd run of backslashes), the unescaped quotes, the bytes inside strings (a prefix XOR
-//!   of the unescaped quotes) and the **structurals**: `{}[],:` outside strings, opening quotes,
-//!   and the first byte of every other run of non-whitespace outside strings (a literal, a number,
-//!   or garbage). State crosses block boundaries in three carries (escape, in-string, in-scalar).
-//!   It also checks every escape inside a string (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`,
-//!   `\uXXXX` with surrogates paired) and stops the structurals at the first bad one.
+//!   byte `64k + j`): quotes, backslashes, `{}[],:` and whitespace — with AVX2 when the CPU has
+//!   it (detected at run time), else eight bytes at a time in plain integer code (SWAR); both
+//!   give the same masks. From those it derives the escaped bytes (those after an odd run of
+//!   backslashes), the unescaped quotes, the bytes inside strings (a prefix XOR of the unescaped
+//!   quotes) and the **structurals**: `{}[],:` outside strings, opening quotes, and the first
+//!   byte of every other run of non-whitespace outside strings (a literal, a number, or garbage).
+//!   State crosses block boundaries in three carries (escape, in-string, in-scalar). It also
+//!   checks every escape inside a string (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, and
+//!   `\uXXXX` with surrogates paired) and gives no structurals from the first bad one on.
+//!   Blocks are classified eight at a time (so that the CPU overlaps them), on demand as the walk
+//!   moves forward, into a fixed buffer: a scan that fails early stops early.
 //! * **Stage 2** walks the grammar over the structurals only, so whitespace and the insides of
 //!   strings cost nothing: skipping a string is taking one token. It checks that the tokens form
 //!   exactly one object followed by nothing but whitespace, with balanced, correctly separated
 //!   containers nested at most 512 deep; that each literal is spelled right and each number is
 //!   made of number characters (starting with `-` or a digit and ending with a digit); and that
-//!   a literal or number is followed by whitespace, a structural character or the end.
-//!   Blocks are classified on demand as the walk moves forward, so a scan that fails early stops
-//!   early. The identity fields are extracted as they are met: their closing quote is the next
-//!   unescaped quote, their escapes (and surrogate pairs) are decoded and they are UTF-8 checked.
+//!   a literal or number is followed by whitespace, a structural character or the end. The
+//!   identity fields (and the keys of the top-level and `metadata` objects) are extracted as they
+//!   are met: their closing quote is the next unescaped quote, their escapes (and surrogate
+//!   pairs) are decoded and they are UTF-8 checked.
 //!
 //! What it does not check: skipped strings are not checked for raw control characters or UTF-8,
 //! and number shapes are only checked roughly (as above). The typed decode (`Object::get`) checks
 //! them if that part of the object is ever read. Errors say where (a byte offset, which may point
-//! a little past the first bad byte) and whether the input ended before the object did (`eof`).
+//! a little past the first bad byte) and whether the input ended before the object did (`eof`,
+//! set for every strict prefix of a valid object: the watch decoder then waits for more bytes).
 //! The scanner never panics on any input (property-tested against serde_json, with both kernels).
 
 use std::borrow::Cow;
