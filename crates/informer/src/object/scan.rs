@@ -807,12 +807,20 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips the value whose first token `c` was just taken. `depth` is the value's nesting depth
-    /// (members of the top-level object are at 1). Iterative, with the token cursor in locals:
-    /// this loop takes most of the tokens of an object.
+    /// (members of the top-level object are at 1).
+    #[inline]
     fn skip_value(&mut self, c: u8, depth: usize) -> R<()> {
         if depth > MAX_DEPTH {
             return self.err("nesting too deep");
         }
+        // A string is skipped already (stage 1 checked its escapes).
+        if c == b'"' { Ok(()) } else { self.skip_nested(c, depth) }
+    }
+
+    /// [`Scanner::skip_value`] for anything but a string. Iterative, with the token cursor in
+    /// locals: this loop takes most of the tokens of an object.
+    #[inline(never)]
+    fn skip_nested(&mut self, c: u8, depth: usize) -> R<()> {
         let b = self.b;
         // The token cursor: the current token is at `base + t`.
         let (mut bits, mut base) = (self.bits, self.base);
