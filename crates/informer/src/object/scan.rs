@@ -393,6 +393,7 @@ fn ends_scalar(c: Option<&u8>) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Stage 2: the grammar walk over structurals.
 
+/// Stage 2's state: the input, the token cursor, and stage 1's output around it.
 struct Scanner<'a> {
     b: &'a [u8],
     /// Where the last token taken is (the input's length once they are all taken).
