@@ -180,7 +180,9 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
         let status: Status = serde_json::from_slice(obj).map_err(|e| json_err("invalid watch ERROR status", e))?;
         return Ok(Decoded::Event(WatchEvent::Error(status)));
     }
-    let head = ObjectHead::parse(obj).map_err(|e| {
+    // Only bookmarks need the annotations (`k8s.io/initial-events-end`).
+    let head = if ty == "BOOKMARK" { ObjectHead::parse_with_annotations(obj) } else { ObjectHead::parse(obj) };
+    let head = head.map_err(|e| {
         if e.eof {
             DocError::Incomplete
         } else {

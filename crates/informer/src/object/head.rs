@@ -2,7 +2,8 @@
 //!
 //! [`ObjectHead`] holds `apiVersion`, `kind` and, from `metadata`, the name, namespace,
 //! resourceVersion, uid, labels and annotations; strings borrow from the input unless they contain
-//! escapes. [`ObjectHead::parse`] fills it with the hand-written scanner of
+//! escapes. Annotations are only decoded on request (watch bookmarks carry a flag in them; objects
+//! need none). [`ObjectHead::parse`] fills it with the hand-written scanner of
 //! [`scan`](super::scan) — the only JSON work done per object on the event path; the full typed
 //! decode happens later, on first use (see [`crate::Object`]). The serde derive is the reference
 //! implementation the scanner is tested against; [`CowStr`] and [`StrPairs`] are also used by the
@@ -107,8 +108,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
 }
 
 impl<'a> ObjectHead<'a> {
-    /// Parses the head of one JSON object (the fast scanner).
+    /// Parses the head of one JSON object (the fast scanner). `metadata.annotations` is checked
+    /// to be a map of strings but left out (`None`); see [`ObjectHead::parse_with_annotations`].
     pub(crate) fn parse(json: &'a [u8]) -> Result<Self, super::scan::ScanError> {
+        super::scan::scan_head_with(json, super::scan::Annotations::Skip)
+    }
+
+    /// [`ObjectHead::parse`], annotations included (for watch bookmarks).
+    pub(crate) fn parse_with_annotations(json: &'a [u8]) -> Result<Self, super::scan::ScanError> {
         super::scan::scan_head(json)
     }
 

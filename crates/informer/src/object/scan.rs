@@ -2,17 +2,38 @@
 //!
 //! Why by hand: on the watch hot path the cache needs only `kind`, `apiVersion` and a few
 //! `metadata` fields of a ~4.4 KB object, but the whole object must still be checked. A serde
-//! derive spends most of its time skipping the uninteresting fields byte by byte; this scanner
-//! skips strings with `memchr` (they are most of an object's bytes) and walks structure in a tight
-//! loop — several times faster (see the `decode` criterion benchmark).
+//! derive spends most of its time skipping the uninteresting fields byte by byte.
 //!
-//! What it checks: the input is exactly one JSON object followed only by whitespace; every
-//! skipped value is structurally valid (balanced, correctly separated, terminated strings with
-//! valid escapes, literals spelled right, number characters); nesting is at most 512 deep.
-//! Extracted strings are fully decoded (escapes, surrogate pairs) and UTF-8 checked. Skipped
-//! strings are not checked for raw control characters or UTF-8: the typed decode (`Object::get`)
-//! checks them if that part of the object is ever read. It never panics on any input
-//! (property-tested against serde_json).
+//! How: in two stages, like simdjson, but lazily and without allocating.
+//!
+//! * **Stage 1** classifies the input 64 bytes at a time into bitmasks (bit `j` of block `k` is
+//!   byte `64k + j`): quotes, backslashes, `{}[],:` and whitespace — with AVX2 when the CPU has
+//!   it (detected at run time), else eight bytes at a time in plain integer code (SWAR); both
+//!   give the same masks. From those it derives the escaped bytes (those after an odd run of
+//!   backslashes), the unescaped quotes, the bytes inside strings (a prefix XOR of the unescaped
+//!   quotes) and the **structurals**: `{}[],:` outside strings, opening quotes, and the first
+//!   byte of every other run of non-whitespace outside strings (a literal, a number, or garbage).
+//!   State crosses block boundaries in three carries (escape, in-string, in-scalar). It also
+//!   checks every escape inside a string (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, and
+//!   `\uXXXX` with surrogates paired) and gives no structurals from the first bad one on.
+//!   Blocks are classified eight at a time (so that the CPU overlaps them), on demand as the walk
+//!   moves forward, into a fixed buffer: a scan that fails early stops early.
+//! * **Stage 2** walks the grammar over the structurals only, so whitespace and the insides of
+//!   strings cost nothing: skipping a string is taking one token. It checks that the tokens form
+//!   exactly one object followed by nothing but whitespace, with balanced, correctly separated
+//!   containers nested at most 512 deep; that each literal is spelled right and each number is
+//!   made of number characters (starting with `-` or a digit and ending with a digit); and that
+//!   a literal or number is followed by whitespace, a structural character or the end. The
+//!   identity fields (and the keys of the top-level and `metadata` objects) are extracted as they
+//!   are met: their closing quote is the next unescaped quote, their escapes (and surrogate
+//!   pairs) are decoded and they are UTF-8 checked.
+//!
+//! What it does not check: skipped strings are not checked for raw control characters or UTF-8,
+//! and number shapes are only checked roughly (as above). The typed decode (`Object::get`) checks
+//! them if that part of the object is ever read. Errors say where (a byte offset, which may point
+//! a little past the first bad byte) and whether the input ended before the object did (`eof`,
+//! set for every strict prefix of a valid object: the watch decoder then waits for more bytes).
+//! The scanner never panics on any input (property-tested against serde_json, with both kernels).
 
 use std::borrow::Cow;
 
@@ -35,93 +56,625 @@ impl std::fmt::Display for ScanError {
     }
 }
 
-/// A word whose high bit is set in each byte of `w` equal to `b` (and possibly in the bytes above
-/// a match, which only matters after the first one: callers use the lowest set bit).
-#[inline]
-fn has_byte(w: u64, b: u8) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let x = w ^ (LO * b as u64);
-    x.wrapping_sub(LO) & !x & HI
+// ---------------------------------------------------------------------------------------------
+// Stage 1: byte classes of 64-byte blocks.
+
+/// The raw byte classes of one block (bit `j` for byte `j`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Classes {
+    quotes: u64,
+    backslashes: u64,
+    /// The bytes that are `{`, `}`, `,` or `:` once bit 5 is set: `{}[],:`, and also the control
+    /// characters form feed (as `,`) and SUB (as `:`), which makes the AVX2 lookup one shuffle.
+    /// That is harmless: those two are invalid outside strings anyway, and the walk checks each
+    /// structural's actual byte (and the byte after each literal or number).
+    ops: u64,
+    /// Space, tab, CR and LF.
+    space: u64,
 }
 
+/// How a block's [`Classes`] are computed. Both kernels give identical results (tested).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// Eight bytes at a time in plain integer code (any CPU).
+    Swar,
+    /// 32 bytes at a time with AVX2 (and BMI1 and PCLMULQDQ). Only constructed by
+    /// [`Kernel::detect`] and `Kernel::available` (tests), after checking at run time that the CPU has
+    /// those features: the `avx2` functions are sound to call only then.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+#[allow(unsafe_code)]
+#[warn(clippy::undocumented_unsafe_blocks)]
+impl Kernel {
+    /// The fastest kernel this CPU runs.
+    #[inline]
+    fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if avx2::detect() {
+            return Kernel::Avx2;
+        }
+        Kernel::Swar
+    }
+
+    /// Every kernel this CPU runs (the tests compare them).
+    #[cfg(test)]
+    fn available() -> Vec<Kernel> {
+        let mut all = vec![Kernel::Swar];
+        #[cfg(target_arch = "x86_64")]
+        if avx2::detect() {
+            all.push(Kernel::Avx2);
+        }
+        all
+    }
+
+    /// Stage 1 for the blocks of `b` from block `first` on, as many as fit in `out` (fewer at the
+    /// end of the input); returns how many.
+    #[inline]
+    fn blocks(self, b: &[u8], first: usize, carry: &mut Carry, out: &mut [Block; BATCH]) -> usize {
+        match self {
+            Kernel::Swar => {
+                blocks(b, first, carry, out, |block, carry| stage1(swar::classify(block), carry, prefix_xor))
+            }
+            // SAFETY: `Avx2` only exists when the CPU has the features `avx2::blocks` is compiled
+            // for (see the variant).
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { avx2::blocks(b, first, carry, out) },
+        }
+    }
+
+    #[cfg(test)]
+    fn classify(self, b: &[u8; 64]) -> Classes {
+        match self {
+            Kernel::Swar => swar::classify(b),
+            // SAFETY: as in `blocks`.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { avx2::classify(b) },
+        }
+    }
+}
+
+/// The portable kernel: each 8-byte word compared at once (SWAR).
+mod swar {
+    use super::Classes;
+
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+    /// The high bit of each byte of `w` that equals `c`. Exact: no carry crosses a byte.
+    #[inline(always)]
+    fn eq(w: u64, c: u8) -> u64 {
+        let x = w ^ (ONES * c as u64);
+        !(((x & LOW7) + LOW7) | x | LOW7)
+    }
+
+    /// Packs the high bits of the eight bytes into bits 0..8 (byte `j` → bit `j`): each lands in
+    /// the top byte of the product at its own position, and no two partial products overlap.
+    #[inline(always)]
+    fn pack(high_bits: u64) -> u64 {
+        (high_bits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+    }
+
+    pub(super) fn classify(b: &[u8; 64]) -> Classes {
+        let mut c = Classes::default();
+        for (j, w) in b.as_chunks::<8>().0.iter().enumerate() {
+            let w = u64::from_le_bytes(*w);
+            let shift = 8 * j as u32;
+            // See `Classes::ops`.
+            let b5 = w | (ONES * 0x20);
+            c.quotes |= pack(eq(w, b'"')) << shift;
+            c.backslashes |= pack(eq(w, b'\\')) << shift;
+            c.ops |= pack(eq(b5, b'{') | eq(b5, b'}') | eq(b5, b',') | eq(b5, b':')) << shift;
+            c.space |= pack(eq(w, b' ') | eq(w, b'\n') | eq(w, b'\r') | eq(w, b'\t')) << shift;
+        }
+        c
+    }
+}
+
+/// The AVX2 kernel. Callers must make sure the CPU has the features (see [`detect`](avx2::detect)).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[warn(clippy::undocumented_unsafe_blocks)]
+mod avx2 {
+    use std::arch::is_x86_feature_detected;
+    use std::arch::x86_64::{
+        __m256i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_set_epi64x, _mm_set1_epi8, _mm256_cmpeq_epi8,
+        _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm256_setr_epi8,
+        _mm256_shuffle_epi8,
+    };
+
+    use super::{BATCH, Block, Carry, Classes};
+
+    /// Bit `j` set where byte `j` of `m` is all ones.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn bits(m: __m256i) -> u64 {
+        _mm256_movemask_epi8(m) as u32 as u64
+    }
+
+    /// The classes of 32 bytes (in the low half of each field).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn half(v: __m256i) -> Classes {
+        let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+        // A byte is in a class when looking its low nibble up in a table (the shuffle; it gives 0
+        // for bytes with the high bit set) gives back the byte itself (whitespace) or the byte
+        // with bit 5 set (ops; see `Classes::ops`). Both tables hold bytes with distinct low
+        // nibbles, and 0 elsewhere.
+        let table = |t: [u8; 16]| {
+            let t = t.map(|b| b as i8);
+            _mm256_setr_epi8(
+                t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15],
+                t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15],
+            )
+        };
+        let space = table([b' ', 0, 0, 0, 0, 0, 0, 0, 0, b'\t', b'\n', 0, 0, b'\r', 0, 0]);
+        let ops = table([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b':', b'{', b',', b'}', 0, 0]);
+        let space = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(space, v), v);
+        let ops = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(ops, v), _mm256_or_si256(v, _mm256_set1_epi8(0x20)));
+        Classes { quotes: bits(eq(b'"')), backslashes: bits(eq(b'\\')), ops: bits(ops), space: bits(space) }
+    }
+
+    /// Whether the CPU has everything [`blocks`] is compiled for.
+    pub(super) fn detect() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("bmi1") && is_x86_feature_detected!("pclmulqdq")
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn classify(b: &[u8; 64]) -> Classes {
+        let p = b.as_ptr().cast::<__m256i>();
+        // SAFETY: the two unaligned 32-byte loads read bytes 0..32 and 32..64 of `b`.
+        let (lo, hi) = unsafe { (half(_mm256_loadu_si256(p)), half(_mm256_loadu_si256(p.add(1)))) };
+        Classes {
+            quotes: lo.quotes | hi.quotes << 32,
+            backslashes: lo.backslashes | hi.backslashes << 32,
+            ops: lo.ops | hi.ops << 32,
+            space: lo.space | hi.space << 32,
+        }
+    }
+
+    /// The prefix XOR as a carry-less multiplication by all ones.
+    #[target_feature(enable = "pclmulqdq")]
+    #[inline]
+    fn prefix_xor(x: u64) -> u64 {
+        let product = _mm_clmulepi64_si128::<0>(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1));
+        _mm_cvtsi128_si64(product) as u64
+    }
+
+    /// [`Kernel::blocks`](super::Kernel::blocks), compiled with AVX2, BMI1 and PCLMULQDQ.
+    #[target_feature(enable = "avx2,bmi1,pclmulqdq")]
+    pub(super) fn blocks(b: &[u8], first: usize, carry: &mut Carry, out: &mut [Block; BATCH]) -> usize {
+        super::blocks(b, first, carry, out, |block, carry| super::stage1(classify(block), carry, |x| prefix_xor(x)))
+    }
+}
+
+/// Bytes 0, 2, 4, … of a block.
+const EVEN: u64 = 0x5555_5555_5555_5555;
+
+/// The backslashes of a block that escape the byte after them, given all its backslashes and
+/// whether its first byte is escaped by the block before (`carry`); and whether the first byte
+/// of the next block is escaped.
+///
+/// In a maximal run of backslashes beginning at byte `s` (one not itself escaped), the
+/// backslashes at `s`, `s + 2`, … each escape the byte after them.
+#[inline]
+fn escapers(backslashes: u64, carry: bool) -> (u64, bool) {
+    let bs = backslashes & !(carry as u64); // an escaped backslash escapes nothing
+    let run_starts = bs & !(bs << 1);
+    // Adding a run's first bit to `bs` clears the whole run (the carry ripples out past its end,
+    // which is not a backslash), so the cleared bits are the runs that begin on an even byte.
+    let even_runs = bs & !bs.wrapping_add(run_starts & EVEN);
+    let escapers = (even_runs & EVEN) | (bs & !even_runs & !EVEN);
+    (escapers, escapers >> 63 != 0)
+}
+
+/// Bit `j` is the XOR of bits `0..=j`: turns opening/closing quotes into "inside a string" (the
+/// opening quote included, the closing one not).
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// Stage 1's view of one block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Block {
+    structurals: u64,
+    /// Unescaped quotes (opening and closing).
+    quotes: u64,
+    /// Backslashes inside strings that escape the next byte.
+    escapes: u64,
+}
+
+/// How many blocks stage 1 classifies at once. One at a time, stage 1 is bound by its latency (a
+/// few dozen cycles a block); a batch lets the CPU overlap the blocks.
+const BATCH: usize = 8;
+
+/// Runs `block` (stage 1 for one block) over the blocks of `b` from block `first` on, as many as
+/// fit in `out`; returns how many. The last block is padded with whitespace.
+#[inline(always)]
+fn blocks(
+    b: &[u8],
+    first: usize,
+    carry: &mut Carry,
+    out: &mut [Block; BATCH],
+    block: impl Fn(&[u8; 64], &mut Carry) -> Block,
+) -> usize {
+    let mut c = *carry;
+    let mut n = 0;
+    for (o, k) in out.iter_mut().zip(first..) {
+        let rest = b.get(k * 64..).unwrap_or_default();
+        *o = match rest.first_chunk::<64>() {
+            Some(full) => block(full, &mut c),
+            None if rest.is_empty() => break,
+            None => {
+                let mut padded = [b' '; 64];
+                padded[..rest.len()].copy_from_slice(rest);
+                block(&padded, &mut c)
+            }
+        };
+        n += 1;
+    }
+    *carry = c;
+    n
+}
+
+/// What one block hands to the next.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Carry {
+    /// The next block's first byte is escaped.
+    escaped: bool,
+    /// All ones when the block ended inside a string.
+    in_string: u64,
+    /// 1 when the block ended inside a literal, number or garbage (anything else outside strings
+    /// that is not whitespace or `{}[],:`).
+    scalar: u64,
+}
+
+/// Derives a block's structurals from its byte classes and the previous block's carry.
+#[inline(always)]
+fn stage1(c: Classes, carry: &mut Carry, prefix_xor: impl FnOnce(u64) -> u64) -> Block {
+    let (escapers, escaped_carry) =
+        if c.backslashes == 0 && !carry.escaped { (0, false) } else { escapers(c.backslashes, carry.escaped) };
+    let escaped = (escapers << 1) | carry.escaped as u64;
+    let quotes = c.quotes & !escaped;
+    let in_string = prefix_xor(quotes) ^ carry.in_string;
+    // Outside strings, not whitespace, not `{}[],:` and not a (closing) quote.
+    let scalar = !(c.space | c.ops | quotes | in_string);
+    let structurals = (c.ops & !in_string) | (quotes & in_string) | (scalar & !((scalar << 1) | carry.scalar));
+    *carry = Carry { escaped: escaped_carry, in_string: ((in_string as i64) >> 63) as u64, scalar: scalar >> 63 };
+    Block { structurals, quotes, escapes: escapers & in_string }
+}
+
+/// The 64 bytes of the block at `base` (whitespace-padded past the end of the input).
+#[inline]
+fn block_bytes<'t>(b: &'t [u8], base: usize, tail: &'t mut [u8; 64]) -> &'t [u8; 64] {
+    let rest = b.get(base..).unwrap_or_default();
+    match rest.first_chunk::<64>() {
+        Some(block) => block,
+        None => {
+            let n = rest.len().min(64);
+            tail[..n].copy_from_slice(&rest[..n]);
+            tail[n..].fill(b' ');
+            tail
+        }
+    }
+}
+
+/// Whether `s` is ASCII: like `<[u8]>::is_ascii`, but with a few overlapping word reads for short
+/// strings (keys) instead of a byte loop.
+#[inline]
+fn is_ascii(s: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let any = if let Some(last) = s.last_chunk::<8>() {
+        let (words, _) = s.as_chunks::<8>();
+        words.iter().fold(u64::from_le_bytes(*last), |a, w| a | u64::from_le_bytes(*w))
+    } else if let (Some(first), Some(last)) = (s.first_chunk::<4>(), s.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*first) | u32::from_le_bytes(*last))
+    } else {
+        s.iter().fold(0, |a, &b| a | u64::from(b))
+    };
+    any & HIGH == 0
+}
+
+/// Whether a byte may follow a literal or a number.
+#[inline]
+fn ends_scalar(c: Option<&u8>) -> bool {
+    c.is_none_or(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | b',' | b':' | b'[' | b']' | b'{' | b'}' | b'"'))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: the grammar walk over structurals.
+
+/// Stage 2's state: the input, the token cursor, and stage 1's output around it.
 struct Scanner<'a> {
     b: &'a [u8],
+    /// Where the last token taken is (the input's length once they are all taken).
     i: usize,
+    kernel: Kernel,
+    /// Stage 1's output for a batch of blocks: `batch_len` of them from block `batch_first` on.
+    batch: [Block; BATCH],
+    batch_first: usize,
+    batch_len: usize,
+    /// The current block's index in the batch.
+    batch_at: usize,
+    /// The current block's first byte.
+    base: usize,
+    /// Its structurals not taken yet.
+    bits: u64,
+    /// Its unescaped quotes.
+    quotes: u64,
+    /// Its escaping backslashes inside strings.
+    escapes: u64,
+    carry: Carry,
+    /// A low-surrogate escape here was checked with the high one before it.
+    paired: usize,
+    /// Where stage 1 found a bad escape (`usize::MAX`: nowhere yet); no structural is given from
+    /// there on.
+    stop: usize,
+    /// What was wrong there.
+    stop_what: &'static str,
 }
 
 type R<T> = Result<T, ScanError>;
 
 impl<'a> Scanner<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Self::with_kernel(b, Kernel::detect())
+    }
+
+    fn with_kernel(b: &'a [u8], kernel: Kernel) -> Self {
+        Scanner {
+            b,
+            i: 0,
+            kernel,
+            batch: [Block::default(); BATCH],
+            batch_first: 0,
+            batch_len: 0,
+            batch_at: 0,
+            base: usize::MAX,
+            bits: 0,
+            quotes: 0,
+            escapes: 0,
+            carry: Carry::default(),
+            paired: usize::MAX,
+            stop: usize::MAX,
+            stop_what: "",
+        }
+    }
+
+    #[cold]
     fn err<T>(&self, what: &'static str) -> R<T> {
+        if self.i >= self.stop {
+            return Err(ScanError { offset: self.stop, what: self.stop_what, eof: false });
+        }
         Err(ScanError { offset: self.i, what, eof: self.i >= self.b.len() })
     }
 
+    /// Moves to the next block; false at the end of the input (or at a bad escape).
     #[inline]
-    fn ws(&mut self) {
-        while let Some(&c) = self.b.get(self.i) {
-            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
-                self.i += 1;
-            } else {
+    fn next_block(&mut self) -> bool {
+        if self.batch_at + 1 < self.batch_len {
+            self.batch_at += 1;
+        } else if !self.refill() {
+            return false;
+        }
+        let block = self.batch[self.batch_at];
+        self.base = (self.batch_first + self.batch_at) * 64;
+        self.bits = block.structurals;
+        self.quotes = block.quotes;
+        self.escapes = block.escapes;
+        true
+    }
+
+    /// Moves to the next block if it is in the batch, has structurals and is a full block of the
+    /// input (the common case, kept small to inline); returns its structurals and bytes.
+    #[inline(always)]
+    fn next_full_block(&mut self) -> Option<(u64, &'a [u8; 64])> {
+        let j = self.batch_at + 1;
+        if j >= self.batch_len {
+            return None;
+        }
+        let next = *self.batch.get(j)?;
+        if next.structurals == 0 {
+            return None;
+        }
+        let base = self.base + 64;
+        let bytes = self.b.get(base..).and_then(<[u8]>::first_chunk::<64>)?;
+        (self.batch_at, self.base, self.quotes, self.escapes) = (j, base, next.quotes, next.escapes);
+        Some((next.structurals, bytes))
+    }
+
+    /// Runs stage 1 on the next batch of blocks; false at the end of the input (or at a bad
+    /// escape).
+    #[inline(never)]
+    fn refill(&mut self) -> bool {
+        if self.stop != usize::MAX {
+            return false;
+        }
+        let first = self.batch_first + self.batch_len;
+        let n = self.kernel.blocks(self.b, first, &mut self.carry, &mut self.batch);
+        if n == 0 {
+            return false;
+        }
+        (self.batch_first, self.batch_len, self.batch_at) = (first, n, 0);
+        for j in 0..n {
+            let escapes = self.batch[j].escapes;
+            if escapes != 0 && self.check_escapes(first + j, escapes) {
+                // Nothing from the bad escape on.
+                self.batch[j].structurals &= (1 << (self.stop % 64)) - 1;
+                self.batch_len = j + 1;
                 break;
             }
         }
+        true
     }
 
-    #[inline]
-    fn peek(&mut self) -> R<u8> {
-        self.ws();
-        match self.b.get(self.i) {
-            Some(&c) => Ok(c),
-            None => self.err("unexpected end of input"),
+    /// Checks the escapes starting in block `k` (their backslashes); at the first bad one, records
+    /// it in `stop` and returns true.
+    #[inline(never)]
+    fn check_escapes(&mut self, k: usize, mut escapes: u64) -> bool {
+        while escapes != 0 {
+            let p = k * 64 + escapes.trailing_zeros() as usize;
+            escapes &= escapes - 1;
+            if p == self.paired {
+                continue;
+            }
+            if let Err(what) = self.check_escape(p) {
+                self.stop = p;
+                self.stop_what = what;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Checks the escape whose backslash is at `p`. One cut short by the end of the input is not
+    /// an error here: its string is unterminated, which the walk reports as the end of input.
+    fn check_escape(&mut self, p: usize) -> Result<(), &'static str> {
+        let b = self.b;
+        match b.get(p + 1) {
+            None | Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(()),
+            Some(b'u') => {
+                let Some(hi) = hex4(b, p + 2)? else { return Ok(()) };
+                if (0xDC00..0xE000).contains(&hi) {
+                    return Err("lone surrogate");
+                }
+                if !(0xD800..0xDC00).contains(&hi) {
+                    return Ok(());
+                }
+                // A high surrogate must be followed by an escaped low surrogate.
+                match (b.get(p + 6), b.get(p + 7)) {
+                    (Some(b'\\'), Some(b'u')) => {}
+                    (None, _) | (Some(b'\\'), None) => return Ok(()),
+                    _ => return Err("lone surrogate"),
+                }
+                let Some(lo) = hex4(b, p + 8)? else { return Ok(()) };
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return Err("invalid surrogate pair");
+                }
+                self.paired = p + 6;
+                Ok(())
+            }
+            Some(_) => Err("invalid escape"),
         }
     }
 
-    #[inline]
-    fn expect(&mut self, c: u8, what: &'static str) -> R<()> {
-        if self.peek()? == c {
-            self.i += 1;
-            Ok(())
-        } else {
-            self.err(what)
+    /// Takes the next structural: returns its byte and leaves `self.i` at it. At the end of the
+    /// input returns 0 with `self.i` at the end (a NUL byte in the input is a structural too, but
+    /// before the end); at a bad escape returns 0 with `self.i` there.
+    #[inline(always)]
+    fn tok(&mut self) -> u8 {
+        if self.bits == 0 {
+            return self.tok_far();
         }
+        self.i = self.base + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        self.b.get(self.i).copied().unwrap_or(0)
     }
 
-    /// Skips a string whose opening quote is at `self.i`.
-    fn skip_string(&mut self) -> R<()> {
-        self.i += 1;
+    #[inline(never)]
+    fn tok_far(&mut self) -> u8 {
+        while self.bits == 0 {
+            if !self.next_block() {
+                self.i = self.stop.min(self.b.len());
+                return 0;
+            }
+        }
+        self.tok()
+    }
+
+    /// The closing quote of the string whose opening quote is the last token taken, and whether
+    /// the string may have escapes.
+    #[inline]
+    fn closing_quote(&mut self) -> R<(usize, bool)> {
+        let from = self.i + 1;
+        if from.wrapping_sub(self.base) < 64 {
+            let on = u64::MAX << (from - self.base);
+            let quotes = self.quotes & on;
+            if quotes != 0 {
+                let before = (quotes & quotes.wrapping_neg()) - 1;
+                return Ok((self.base + quotes.trailing_zeros() as usize, self.escapes & on & before != 0));
+            }
+        }
+        // The string runs past the current block, so no structural is left in it: move on to
+        // the block with the closing quote (whose structurals all come after it).
         loop {
-            // Eight bytes at a time (SWAR): most strings in Kubernetes objects are short keys, for
-            // which this beats both a byte loop and a SIMD search's set-up.
-            while let Some(chunk) = self.b.get(self.i..self.i + 8) {
-                let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-                let hit = has_byte(w, b'"') | has_byte(w, b'\\');
-                if hit != 0 {
-                    self.i += (hit.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                self.i += 8;
+            if !self.next_block() {
+                self.i = self.stop.min(self.b.len());
+                return self.err("unterminated string");
             }
-            let rest = &self.b[self.i..];
-            match memchr::memchr2(b'"', b'\\', rest) {
-                None => {
-                    self.i = self.b.len();
-                    return self.err("unterminated string");
-                }
-                Some(p) => {
-                    self.i += p;
-                    if self.b[self.i] == b'"' {
-                        self.i += 1;
-                        return Ok(());
-                    }
-                    self.escape(None)?;
-                }
+            if self.quotes != 0 {
+                return Ok((self.base + self.quotes.trailing_zeros() as usize, true));
             }
         }
     }
 
-    /// Handles the escape at `self.i` (a backslash), appending its value to `out` if given.
-    fn escape(&mut self, out: Option<&mut Vec<u8>>) -> R<()> {
+    /// The contents of the string whose opening quote is the last token taken if it ends in the
+    /// current block and has no escapes (the common case, kept small to inline).
+    #[inline(always)]
+    fn plain_string(&mut self) -> Option<&'a [u8]> {
+        let from = self.i + 1;
+        let shift = from.wrapping_sub(self.base);
+        if shift >= 64 {
+            return None;
+        }
+        let on = u64::MAX << shift;
+        let quotes = self.quotes & on;
+        let before = (quotes & quotes.wrapping_neg()).wrapping_sub(1);
+        if quotes == 0 || self.escapes & on & before != 0 {
+            return None;
+        }
+        let end = self.base + quotes.trailing_zeros() as usize;
+        let s = self.b.get(from..end)?;
+        self.i = end;
+        Some(s)
+    }
+
+    /// The contents of the string whose opening quote is the last token taken, escapes decoded
+    /// (borrowed as is if it has none).
+    #[inline(never)]
+    fn string_bytes(&mut self) -> R<Cow<'a, [u8]>> {
+        let b = self.b;
+        let start = self.i + 1;
+        let (end, maybe_escapes) = self.closing_quote()?;
+        let raw = &b[start..end];
+        if !maybe_escapes || !raw.contains(&b'\\') {
+            self.i = end;
+            return Ok(Cow::Borrowed(raw));
+        }
+        self.decode(start, end).map(Cow::Owned)
+    }
+
+    /// Decodes the escapes of the string from `start` to its closing quote at `end`.
+    #[inline(never)]
+    fn decode(&mut self, start: usize, end: usize) -> R<Vec<u8>> {
+        let b = self.b;
+        let mut out = Vec::with_capacity(end - start);
+        self.i = start;
+        while let Some(p) = b.get(self.i..end).and_then(|s| memchr::memchr(b'\\', s)) {
+            out.extend_from_slice(&b[self.i..self.i + p]);
+            self.i += p;
+            self.escape(&mut out)?;
+        }
+        // Valid escapes never cover an unescaped quote, so they end before `end`.
+        if self.i > end {
+            return self.err("invalid escape");
+        }
+        out.extend_from_slice(&b[self.i..end]);
+        self.i = end;
+        Ok(out)
+    }
+
+    /// Decodes the escape at `self.i` (a backslash), appending its value to `out`.
+    fn escape(&mut self, out: &mut Vec<u8>) -> R<()> {
         let Some(&c) = self.b.get(self.i + 1) else {
             self.i = self.b.len();
             return self.err("unterminated string");
@@ -139,9 +692,7 @@ impl<'a> Scanner<'a> {
             _ => return self.err("invalid escape"),
         };
         if let Some(v) = simple {
-            if let Some(o) = out {
-                o.push(v);
-            }
+            out.push(v);
             self.i += 2;
             return Ok(());
         }
@@ -164,228 +715,363 @@ impl<'a> Scanner<'a> {
         } else {
             hi
         };
-        if let Some(o) = out {
-            let ch = char::from_u32(cp).ok_or(ScanError { offset: self.i, what: "invalid code point", eof: false })?;
-            let mut buf = [0u8; 4];
-            o.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-        }
+        let ch = char::from_u32(cp).ok_or(ScanError { offset: self.i, what: "invalid code point", eof: false })?;
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
         Ok(())
     }
 
     fn hex4(&self, at: usize) -> R<u32> {
-        let Some(h) = self.b.get(at..at + 4) else {
-            return Err(ScanError { offset: self.b.len(), what: "unterminated escape", eof: true });
-        };
-        let mut v = 0u32;
-        for &c in h {
-            let d = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                b'A'..=b'F' => c - b'A' + 10,
-                _ => return Err(ScanError { offset: at, what: "invalid \\u escape", eof: false }),
-            };
-            v = v * 16 + d as u32;
+        match hex4(self.b, at) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(ScanError { offset: self.b.len(), what: "unterminated escape", eof: true }),
+            Err(what) => Err(ScanError { offset: at, what, eof: false }),
         }
-        Ok(v)
     }
 
-    /// Reads a string (opening quote at the next non-whitespace byte), decoding escapes.
+    /// The string whose opening quote is the last token taken, decoded and UTF-8 checked.
     fn string(&mut self) -> R<Cow<'a, str>> {
-        if self.peek()? != b'"' {
-            return self.err("expected a string");
-        }
         let start = self.i + 1;
-        let mut j = start;
-        let mut owned: Option<Vec<u8>> = None;
-        loop {
-            let Some(p) = memchr::memchr2(b'"', b'\\', &self.b[j..]) else {
-                self.i = self.b.len();
-                return self.err("unterminated string");
-            };
-            let at = j + p;
-            if self.b[at] == b'"' {
-                let s = match owned {
-                    None => Cow::Borrowed(self.utf8(&self.b[start..at], start)?),
-                    Some(mut o) => {
-                        o.extend_from_slice(&self.b[j..at]);
-                        Cow::Owned(String::from_utf8(o).map_err(|_| ScanError {
-                            offset: start,
-                            what: "invalid UTF-8 in string",
-                            eof: false,
-                        })?)
-                    }
-                };
-                self.i = at + 1;
-                return Ok(s);
-            }
-            let o = owned.get_or_insert_with(Vec::new);
-            o.extend_from_slice(&self.b[j..at]);
-            self.i = at;
-            self.escape(Some(o))?;
-            j = self.i;
+        let invalid = |_| ScanError { offset: start, what: "invalid UTF-8 in string", eof: false };
+        let s = match self.plain_string() {
+            Some(s) => Cow::Borrowed(s),
+            None => self.string_bytes()?,
+        };
+        match s {
+            Cow::Borrowed(s) => std::str::from_utf8(s).map(Cow::Borrowed).map_err(invalid),
+            Cow::Owned(s) => String::from_utf8(s).map(Cow::Owned).map_err(|e| invalid(e.utf8_error())),
         }
     }
 
-    fn utf8(&self, s: &'a [u8], at: usize) -> R<&'a str> {
-        std::str::from_utf8(s).map_err(|_| ScanError { offset: at, what: "invalid UTF-8 in string", eof: false })
-    }
-
-    /// A string or null.
+    /// A string or null (the next token).
     fn opt_string(&mut self) -> R<Option<CowStr<'a>>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
-            return Ok(None);
-        }
-        self.string().map(|s| Some(CowStr(s)))
-    }
-
-    fn literal(&mut self, lit: &'static [u8]) -> R<()> {
-        if self.b.get(self.i..self.i + lit.len()) == Some(lit) {
-            self.i += lit.len();
-            Ok(())
-        } else if self.b.len() < self.i + lit.len() && lit.starts_with(&self.b[self.i..]) {
-            self.i = self.b.len();
-            self.err("unexpected end of input")
-        } else {
-            self.err("invalid literal")
+        match self.tok() {
+            b'"' => self.string().map(|s| Some(CowStr(s))),
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => self.err("expected a string"),
         }
     }
 
-    fn number(&mut self) -> R<()> {
+    /// Checks the literal `lit` at the last token taken.
+    fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
+        let end = self.i + N;
+        match self.b.get(self.i..).and_then(<[u8]>::first_chunk::<N>) {
+            Some(s) if s == lit => {
+                if ends_scalar(self.b.get(end)) {
+                    return Ok(());
+                }
+                self.i = end;
+                self.err("invalid literal")
+            }
+            None if lit.starts_with(self.b.get(self.i..).unwrap_or_default()) => {
+                self.i = self.b.len();
+                self.err("unexpected end of input")
+            }
+            _ => self.err("invalid literal"),
+        }
+    }
+
+    /// Checks the literal or number at the last token taken (its first byte `c`).
+    #[inline(never)]
+    fn scalar(&mut self, c: u8) -> R<()> {
+        match c {
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number().map(|_| ()),
+            _ => self.err("expected a value"),
+        }
+    }
+
+    /// Checks the number at the last token taken; returns where it ends.
+    fn number(&mut self) -> R<usize> {
         let start = self.i;
-        while let Some(&c) = self.b.get(self.i) {
+        let mut end = start;
+        while let Some(&c) = self.b.get(end) {
             if c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E') {
-                self.i += 1;
+                end += 1;
             } else {
                 break;
             }
         }
         // Cheap shape check: starts with '-' or a digit and ends with a digit.
-        let n = &self.b[start..self.i];
-        let ok = n.last().is_some_and(u8::is_ascii_digit) && (n[0] == b'-' || n[0].is_ascii_digit());
-        if ok {
-            Ok(())
-        } else if self.i >= self.b.len() {
-            self.err("unexpected end of input")
-        } else {
-            self.err("invalid number")
+        let n = &self.b[start..end];
+        if n.last().is_some_and(u8::is_ascii_digit) && (n[0] == b'-' || n[0].is_ascii_digit()) {
+            if ends_scalar(self.b.get(end)) {
+                return Ok(end);
+            }
+            self.i = end;
+            return self.err("invalid number");
         }
+        self.i = end;
+        if end >= self.b.len() { self.err("unexpected end of input") } else { self.err("invalid number") }
     }
 
-    /// Skips any value.
-    fn skip_value(&mut self, depth: usize) -> R<()> {
+    /// Skips the value whose first token `c` was just taken. `depth` is the value's nesting depth
+    /// (members of the top-level object are at 1).
+    #[inline]
+    fn skip_value(&mut self, c: u8, depth: usize) -> R<()> {
         if depth > MAX_DEPTH {
             return self.err("nesting too deep");
         }
-        match self.peek()? {
-            b'"' => self.skip_string(),
-            b'{' => {
-                self.i += 1;
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Ok(());
+        // A string is skipped already (stage 1 checked its escapes).
+        if c == b'"' { Ok(()) } else { self.skip_nested(c, depth) }
+    }
+
+    /// [`Scanner::skip_value`] for anything but a string. Iterative, with the token cursor in
+    /// locals: this loop takes most of the tokens of an object.
+    #[inline(never)]
+    fn skip_nested(&mut self, c: u8, depth: usize) -> R<()> {
+        let b = self.b;
+        // The token cursor: the current token is at `base + t`.
+        let (mut bits, mut base) = (self.bits, self.base);
+        let mut t = self.i.wrapping_sub(base);
+        // The current block's bytes (so that reading a token's byte needs no bounds check).
+        let mut tail = [b' '; 64];
+        let mut cur = block_bytes(b, base, &mut tail);
+        // Takes the next structural: its byte (as `Scanner::tok`).
+        macro_rules! tok {
+            () => {
+                if bits != 0 {
+                    t = bits.trailing_zeros() as usize % 64;
+                    bits &= bits - 1;
+                    cur[t]
+                } else if let Some((next, block)) = self.next_full_block() {
+                    (bits, cur) = (next, block);
+                    base += 64;
+                    t = bits.trailing_zeros() as usize % 64;
+                    bits &= bits - 1;
+                    cur[t]
+                } else {
+                    self.bits = 0;
+                    let c = self.tok_far();
+                    (bits, base) = (self.bits, self.base);
+                    t = self.i.wrapping_sub(base);
+                    cur = block_bytes(b, base, &mut tail);
+                    c
                 }
-                loop {
-                    if self.peek()? != b'"' {
-                        return self.err("expected a key");
+            };
+        }
+        macro_rules! fail {
+            ($what:expr) => {{
+                self.i = base.wrapping_add(t);
+                return self.err($what);
+            }};
+        }
+        // The flags "is an object" of the open containers (bit `n` for the `n`-th, outermost
+        // first); the innermost one's also in `in_object`.
+        let mut objects = [0u64; MAX_DEPTH / 64];
+        let mut open = 0usize;
+        let mut in_object = false;
+        macro_rules! push {
+            ($object:expr) => {
+                // Only non-empty containers are pushed: their members are one level deeper.
+                if depth + open >= MAX_DEPTH {
+                    fail!("nesting too deep");
+                }
+                if $object {
+                    objects[open / 64] |= 1 << (open % 64);
+                } else {
+                    objects[open / 64] &= !(1 << (open % 64));
+                }
+                open += 1;
+                in_object = $object;
+            };
+        }
+        let mut c = c;
+        'value: loop {
+            // Most values are strings; then objects (an if chain: a jump table costs more here).
+            if c == b'"' {
+            } else if c == b'{' {
+                c = tok!();
+                if c == b'"' {
+                    push!(true);
+                    if tok!() != b':' {
+                        fail!("expected ':'");
                     }
-                    self.skip_string()?;
-                    self.expect(b':', "expected ':'")?;
-                    self.skip_value(depth + 1)?;
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b'}' => {
-                            self.i += 1;
-                            return Ok(());
+                    c = tok!();
+                    continue 'value;
+                } else if c != b'}' {
+                    fail!("expected a key");
+                }
+            } else if c == b'[' {
+                c = tok!();
+                if c != b']' {
+                    push!(false);
+                    continue 'value;
+                }
+            } else {
+                self.i = base.wrapping_add(t);
+                self.scalar(c)?;
+            }
+            // A value ended: continue its container.
+            while open > 0 {
+                c = tok!();
+                if c == b',' {
+                    c = tok!();
+                    if in_object {
+                        if c != b'"' {
+                            fail!("expected a key");
                         }
-                        _ => return self.err("expected ',' or '}'"),
+                        if tok!() != b':' {
+                            fail!("expected ':'");
+                        }
+                        c = tok!();
                     }
+                    continue 'value;
+                }
+                if c != if in_object { b'}' } else { b']' } {
+                    fail!(if in_object { "expected ',' or '}'" } else { "expected ',' or ']'" });
+                }
+                open -= 1;
+                if let Some(top) = open.checked_sub(1) {
+                    in_object = objects[top / 64] & (1 << (top % 64)) != 0;
                 }
             }
-            b'[' => {
-                self.i += 1;
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip_value(depth + 1)?;
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        _ => return self.err("expected ',' or ']'"),
-                    }
-                }
-            }
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => self.err("expected a value"),
+            self.bits = bits;
+            self.i = base.wrapping_add(t);
+            return Ok(());
         }
     }
 
-    /// Iterates over the members of an object, calling `f(key, scanner)` to consume each value.
-    fn object(&mut self, mut f: impl FnMut(&str, &mut Self) -> R<()>) -> R<()> {
-        self.expect(b'{', "expected an object")?;
-        if self.peek()? == b'}' {
-            self.i += 1;
+    /// Walks the object whose `{` may be the token `c`, calling `f(key, scanner)` to consume each
+    /// member's value (from its first token on).
+    fn object(&mut self, c: u8, mut f: impl FnMut(&[u8], &mut Self) -> R<()>) -> R<()> {
+        if c != b'{' {
+            return self.err("expected an object");
+        }
+        let mut c = self.tok();
+        if c == b'}' {
             return Ok(());
         }
         loop {
-            let key = self.string()?;
-            self.expect(b':', "expected ':'")?;
+            if c != b'"' {
+                return self.err("expected a string");
+            }
+            let key = self.key()?;
+            if self.tok() != b':' {
+                return self.err("expected ':'");
+            }
             f(&key, self)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Ok(());
-                }
+            match self.tok() {
+                b',' => c = self.tok(),
+                b'}' => return Ok(()),
                 _ => return self.err("expected ',' or '}'"),
             }
         }
     }
 
-    fn pairs(&mut self) -> R<Option<StrPairs<'a>>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
-            return Ok(None);
+    /// A member's key (its opening quote is the last token taken), decoded and UTF-8 checked.
+    #[inline]
+    fn key(&mut self) -> R<Cow<'a, [u8]>> {
+        let start = self.i + 1;
+        let key = match self.plain_string() {
+            Some(key) => Cow::Borrowed(key),
+            None => self.string_bytes()?,
+        };
+        if !is_ascii(&key) && std::str::from_utf8(&key).is_err() {
+            return Err(ScanError { offset: start, what: "invalid UTF-8 in string", eof: false });
         }
-        let mut out = StrPairs::default();
-        self.expect(b'{', "expected an object")?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Ok(Some(out));
+        Ok(key)
+    }
+
+    /// A map of strings, or null (the next token).
+    fn pairs(&mut self, out: &mut Option<StrPairs<'a>>) -> R<()> {
+        let pairs = out.insert(StrPairs::default());
+        if !self.map_of_strings(|k, v| pairs.0.push((k, v)), Self::string)? {
+            *out = None;
+        }
+        Ok(())
+    }
+
+    /// Checks a map of strings (or null) like [`Scanner::pairs`] but without decoding it.
+    fn skip_pairs(&mut self) -> R<()> {
+        self.map_of_strings(|(), ()| {}, |_| Ok(())).map(|_| ())
+    }
+
+    /// Walks a map of strings or null (the next token), reading each string with `read` and
+    /// handing each pair to `pair`; false for null.
+    fn map_of_strings<T>(&mut self, mut pair: impl FnMut(T, T), read: impl Fn(&mut Self) -> R<T>) -> R<bool> {
+        match self.tok() {
+            b'n' => return self.literal(b"null").map(|()| false),
+            b'{' => {}
+            _ => return self.err("expected an object"),
+        }
+        let mut c = self.tok();
+        if c == b'}' {
+            return Ok(true);
         }
         loop {
-            let k = self.string()?;
-            self.expect(b':', "expected ':'")?;
-            let v = self.string()?;
-            out.0.push((k, v));
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Ok(Some(out));
-                }
+            if c != b'"' {
+                return self.err("expected a string");
+            }
+            let k = read(self)?;
+            if self.tok() != b':' {
+                return self.err("expected ':'");
+            }
+            if self.tok() != b'"' {
+                return self.err("expected a string");
+            }
+            let v = read(self)?;
+            pair(k, v);
+            match self.tok() {
+                b',' => c = self.tok(),
+                b'}' => return Ok(true),
                 _ => return self.err("expected ',' or '}'"),
             }
         }
+    }
+
+    /// After the top-level value: only whitespace may follow.
+    fn end(&mut self, what: &'static str) -> R<()> {
+        self.tok();
+        if self.i < self.b.len() {
+            return self.err(what);
+        }
+        Ok(())
     }
 }
 
-/// Scans one JSON object for its head.
-pub(crate) fn scan_head(json: &[u8]) -> Result<ObjectHead<'_>, ScanError> {
-    let mut s = Scanner { b: json, i: 0 };
-    let head = head_at(&mut s)?;
-    s.ws();
-    if s.i != json.len() {
-        return s.err("trailing characters after the object");
+/// The value of four hex digits at `at`; `None` if the input ends first.
+fn hex4(b: &[u8], at: usize) -> Result<Option<u32>, &'static str> {
+    let mut v = 0u32;
+    for k in at..at + 4 {
+        let Some(&c) = b.get(k) else { return Ok(None) };
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Err("invalid \\u escape"),
+        };
+        v = v * 16 + d as u32;
     }
+    Ok(Some(v))
+}
+
+/// Whether a head scan decodes `metadata.annotations` (only watch bookmarks need them) or only
+/// checks that they are a map of strings (their values can be large, e.g. kubectl's
+/// `last-applied-configuration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Annotations {
+    Decode,
+    Skip,
+}
+
+/// Scans one JSON object for its head, annotations included.
+pub(crate) fn scan_head(json: &[u8]) -> Result<ObjectHead<'_>, ScanError> {
+    scan_head_with(json, Annotations::Decode)
+}
+
+/// Scans one JSON object for its head.
+pub(crate) fn scan_head_with(json: &[u8], annotations: Annotations) -> Result<ObjectHead<'_>, ScanError> {
+    scan_whole(Scanner::new(json), annotations)
+}
+
+fn scan_whole(mut s: Scanner<'_>, annotations: Annotations) -> Result<ObjectHead<'_>, ScanError> {
+    let mut head = ObjectHead::default();
+    let c = s.tok();
+    head_at(&mut s, c, annotations, &mut head)?;
+    s.end("trailing characters after the object")?;
     Ok(head)
 }
 
@@ -401,108 +1087,125 @@ pub(crate) struct ListHead<'a> {
 /// Scans a list response in one pass, calling `item(head, bytes)` for each element of `items`.
 pub(crate) fn scan_list<'a, E: From<ScanError>>(
     json: &'a [u8],
+    item: impl FnMut(&ObjectHead<'a>, &'a [u8]) -> Result<(), E>,
+) -> Result<ListHead<'a>, E> {
+    scan_list_with(Scanner::new(json), item)
+}
+
+fn scan_list_with<'a, E: From<ScanError>>(
+    mut s: Scanner<'a>,
     mut item: impl FnMut(&ObjectHead<'a>, &'a [u8]) -> Result<(), E>,
 ) -> Result<ListHead<'a>, E> {
-    let mut s = Scanner { b: json, i: 0 };
+    let json = s.b;
     let mut list = ListHead::default();
     let mut outer: Result<(), E> = Ok(());
-    let r = s.object(|key, s| {
+    let c = s.tok();
+    let r = s.object(c, |key, s| {
         match key {
-            "kind" => list.kind = s.opt_string()?,
-            "metadata" => {
-                if s.peek()? == b'n' {
+            b"kind" => list.kind = s.opt_string()?,
+            b"metadata" => {
+                let c = s.tok();
+                if c == b'n' {
                     return s.literal(b"null");
                 }
-                s.object(|k, s| {
+                s.object(c, |k, s| {
                     match k {
-                        "resourceVersion" => list.resource_version = s.opt_string()?,
-                        "continue" => list.continue_token = s.opt_string()?,
-                        "remainingItemCount" => {
-                            s.ws();
-                            let start = s.i;
-                            if s.peek()? == b'n' {
+                        b"resourceVersion" => list.resource_version = s.opt_string()?,
+                        b"continue" => list.continue_token = s.opt_string()?,
+                        b"remainingItemCount" => {
+                            if s.tok() == b'n' {
                                 s.literal(b"null")?;
                             } else {
-                                s.number()?;
+                                let start = s.i;
+                                let end = s.number()?;
                                 list.remaining_item_count =
-                                    std::str::from_utf8(&s.b[start..s.i]).ok().and_then(|n| n.parse().ok());
+                                    std::str::from_utf8(&json[start..end]).ok().and_then(|n| n.parse().ok());
                             }
                         }
-                        _ => s.skip_value(2)?,
+                        _ => {
+                            let c = s.tok();
+                            s.skip_value(c, 2)?;
+                        }
                     }
                     Ok(())
                 })?;
             }
-            "items" => {
-                if s.peek()? == b'n' {
-                    return s.literal(b"null");
+            b"items" => {
+                match s.tok() {
+                    b'n' => return s.literal(b"null"),
+                    b'[' => {}
+                    _ => return s.err("expected an array of items"),
                 }
-                s.expect(b'[', "expected an array of items")?;
-                if s.peek()? == b']' {
-                    s.i += 1;
+                let mut c = s.tok();
+                if c == b']' {
                     return Ok(());
                 }
                 loop {
-                    s.ws();
                     let start = s.i;
-                    let head = head_at(s)?;
+                    let mut head = ObjectHead::default();
+                    head_at(s, c, Annotations::Skip, &mut head)?;
                     if outer.is_ok() {
-                        outer = item(&head, &s.b[start..s.i]);
+                        // `s.i` is at the item's closing brace.
+                        outer = item(&head, &json[start..s.i + 1]);
                     }
-                    match s.peek()? {
-                        b',' => s.i += 1,
-                        b']' => {
-                            s.i += 1;
-                            return Ok(());
-                        }
+                    match s.tok() {
+                        b',' => c = s.tok(),
+                        b']' => return Ok(()),
                         _ => return s.err("expected ',' or ']'"),
                     }
                 }
             }
-            _ => s.skip_value(1)?,
+            _ => {
+                let c = s.tok();
+                s.skip_value(c, 1)?;
+            }
         }
         Ok(())
     });
     r?;
     outer?;
-    s.ws();
-    if s.i != json.len() {
-        return Err(ScanError { offset: s.i, what: "trailing characters after the list", eof: false }.into());
-    }
+    s.end("trailing characters after the list")?;
     Ok(list)
 }
 
-/// Reads one object's head at the scanner's position, leaving the scanner after it.
-fn head_at<'a>(s: &mut Scanner<'a>) -> R<ObjectHead<'a>> {
-    let mut head = ObjectHead::default();
-    s.object(|key, s| {
+/// Reads the head of the object whose first token `c` was just taken, up to its closing brace.
+fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut ObjectHead<'a>) -> R<()> {
+    s.object(c, |key, s| {
         match key {
-            "kind" => head.kind = s.opt_string()?,
-            "apiVersion" => head.api_version = s.opt_string()?,
-            "metadata" => {
-                if s.peek()? == b'n' {
+            b"kind" => head.kind = s.opt_string()?,
+            b"apiVersion" => head.api_version = s.opt_string()?,
+            b"metadata" => {
+                let c = s.tok();
+                if c == b'n' {
                     return s.literal(b"null");
                 }
-                let mut m = MetaHead::default();
-                s.object(|k, s| {
+                let m = head.metadata.insert(MetaHead::default());
+                s.object(c, |k, s| {
                     match k {
-                        "name" => m.name = s.opt_string()?,
-                        "namespace" => m.namespace = s.opt_string()?,
-                        "resourceVersion" => m.resource_version = s.opt_string()?,
-                        "uid" => m.uid = s.opt_string()?,
-                        "labels" => m.labels = s.pairs()?,
-                        "annotations" => m.annotations = s.pairs()?,
-                        _ => s.skip_value(2)?,
+                        b"name" => m.name = s.opt_string()?,
+                        b"namespace" => m.namespace = s.opt_string()?,
+                        b"resourceVersion" => m.resource_version = s.opt_string()?,
+                        b"uid" => m.uid = s.opt_string()?,
+                        b"labels" => s.pairs(&mut m.labels)?,
+                        b"annotations" => match annotations {
+                            Annotations::Decode => s.pairs(&mut m.annotations)?,
+                            Annotations::Skip => s.skip_pairs()?,
+                        },
+                        _ => {
+                            let c = s.tok();
+                            s.skip_value(c, 2)?;
+                        }
                     }
                     Ok(())
                 })?;
-                head.metadata = Some(m);
             }
-            _ => s.skip_value(1)?,
+            _ => {
+                let c = s.tok();
+                s.skip_value(c, 1)?;
+            }
         }
         Ok(())
-    })?;
-    Ok(head)
+    })
 }
 
 #[cfg(test)]
@@ -652,6 +1355,26 @@ mod tests {
     }
 
     #[test]
+    fn annotations_are_checked_but_decoded_only_on_request() {
+        let j = br#"{"metadata":{"name":"a","annotations":{"k":"v\n","l":"w"}}}"#;
+        assert_eq!(scan_head(j).unwrap().metadata.unwrap().annotations.unwrap().0.len(), 2);
+        let lean = scan_head_with(j, Annotations::Skip).unwrap().metadata.unwrap();
+        assert_eq!((lean.name.as_deref(), lean.annotations), (Some("a"), None));
+        assert!(scan_head_with(br#"{"metadata":{"annotations":null}}"#, Annotations::Skip).is_ok());
+        for bad in [
+            &br#"{"metadata":{"annotations":{"k":1}}}"#[..],
+            br#"{"metadata":{"annotations":{"k":"v",}}}"#,
+            br#"{"metadata":{"annotations":{"k" "v"}}}"#,
+            br#"{"metadata":{"annotations":["v"]}}"#,
+            br#"{"metadata":{"annotations":{"k":"\x"}}}"#,
+            br#"{"metadata":{"annotations":{"k":"v"}"#,
+        ] {
+            assert!(scan_head(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(scan_head_with(bad, Annotations::Skip).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
     fn lists_in_one_pass() {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"10","continue":"x","remainingItemCount":4},"items":[{"metadata":{"name":"a"}} , {"metadata":{"name":"b"},"spec":[1,{"c":null}]}]}"#;
         let mut names = vec![];
@@ -675,5 +1398,325 @@ mod tests {
             (Some("10"), Some("x"), Some(4))
         );
         assert!(scan_list(b"{\"items\":[{}", |_, _| -> Result<(), ScanError> { Ok(()) }).is_err());
+    }
+
+    // ---- Stage 1 and the two kernels ----
+
+    /// The whole scan with every kernel this CPU runs; they must agree exactly (errors included).
+    fn scan_all(json: &[u8], annotations: Annotations) -> Result<ObjectHead<'_>, ScanError> {
+        let mut results =
+            Kernel::available().into_iter().map(|k| (k, scan_whole(Scanner::with_kernel(json, k), annotations)));
+        let (_, first) = results.next().unwrap();
+        for (k, r) in results {
+            assert_eq!(r, first, "{k:?} disagrees with the SWAR kernel on {:?}", String::from_utf8_lossy(json));
+        }
+        first
+    }
+
+    /// Stage 1 byte by byte: the structurals and the escapes inside strings.
+    fn naive_stage1(b: &[u8]) -> (Vec<usize>, Vec<usize>) {
+        let (mut structurals, mut escapes) = (vec![], vec![]);
+        let (mut escaped, mut in_string, mut in_scalar) = (false, false, false);
+        for (i, &c) in b.iter().enumerate() {
+            let is_escaped = escaped;
+            escaped = c == b'\\' && !is_escaped;
+            if escaped && in_string {
+                escapes.push(i);
+            }
+            if c == b'"' && !is_escaped {
+                in_string = !in_string;
+                if in_string {
+                    structurals.push(i);
+                }
+                in_scalar = false;
+            } else if in_string || matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                in_scalar = false;
+            } else if matches!(c | 0x20, b'{' | b'}' | b',' | b':') {
+                structurals.push(i);
+                in_scalar = false;
+            } else {
+                if !in_scalar {
+                    structurals.push(i);
+                }
+                in_scalar = true;
+            }
+        }
+        (structurals, escapes)
+    }
+
+    /// Stage 1 with `kernel`, batch by batch.
+    fn kernel_stage1(b: &[u8], kernel: Kernel) -> (Vec<usize>, Vec<usize>) {
+        let (mut structurals, mut escapes) = (vec![], vec![]);
+        let mut carry = Carry::default();
+        let mut out = [Block::default(); BATCH];
+        let mut first = 0;
+        loop {
+            let n = kernel.blocks(b, first, &mut carry, &mut out);
+            if n == 0 {
+                return (structurals, escapes);
+            }
+            for (j, block) in out[..n].iter().enumerate() {
+                for (bits, to) in [(block.structurals, &mut structurals), (block.escapes, &mut escapes)] {
+                    to.extend((0..64).filter(|t| bits >> t & 1 == 1).map(|t| (first + j) * 64 + t));
+                }
+            }
+            first += n;
+        }
+    }
+
+    /// Bytes that matter to stage 1, and some that do not.
+    fn arb_stage1_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(
+            prop_oneof![
+                4 => prop::sample::select(br#""\\\\"#.to_vec()),
+                2 => prop::sample::select(b"{}[],: \t\n\ra1tu\x0c\x1a\x00\x7f\x80\xff".to_vec()),
+                1 => any::<u8>(),
+            ],
+            0..400,
+        )
+    }
+
+    /// A string body (between quotes) full of backslash runs of any length before characters
+    /// that may or may not be escapable; it may also end the string early (an even run before a
+    /// quote).
+    fn arb_escapes() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            (
+                0usize..80,
+                prop::sample::select(vec![
+                    "\"",
+                    "n",
+                    "/",
+                    "\\",
+                    "u00e9",
+                    "ud83d\\ude00",
+                    "ud800",
+                    "udc00",
+                    "u12",
+                    "x",
+                    "a"
+                ])
+            )
+                .prop_map(|(n, c)| format!("{}{c}", "\\".repeat(n))),
+            "[a-z ]{0,70}",
+        ];
+        prop::collection::vec(piece, 0..5).prop_map(|v| v.concat())
+    }
+
+    /// A document with `body` (raw) in an extracted and in skipped strings, shifted by `pad` bytes
+    /// so that everything crosses block boundaries somewhere.
+    fn escape_doc(pad: usize, body: &str) -> Vec<u8> {
+        format!(
+            r#"{{"kind":"{}","metadata":{{"name":"{body}","labels":{{"{body}":"{body}"}},"x":"{body}"}},"spec":["{body}",{{"{body}":1}}]}}"#,
+            "p".repeat(pad)
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn kernels_classify_alike() {
+        let all = Kernel::available();
+        let mut b = [0u8; 64];
+        for round in 0..4096u64 {
+            // Every byte value in every position, in varied company.
+            for (j, x) in b.iter_mut().enumerate() {
+                *x = ((round * 64 + j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8;
+            }
+            let reference = all[0].classify(&b);
+            for (j, &c) in b.iter().enumerate() {
+                let bit = |m: u64| m >> j & 1 == 1;
+                assert_eq!(bit(reference.quotes), c == b'"');
+                assert_eq!(bit(reference.backslashes), c == b'\\');
+                assert_eq!(bit(reference.space), matches!(c, b' ' | b'\t' | b'\n' | b'\r'));
+                assert_eq!(bit(reference.ops), matches!(c | 0x20, b'{' | b'}' | b',' | b':'), "{c:#x}");
+            }
+            for k in &all[1..] {
+                assert_eq!(k.classify(&b), reference, "{k:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn escapers_mark_every_other_backslash_of_a_run() {
+        // Runs of every length at every offset, in one block and across two.
+        for start in 0..64 {
+            for len in 0..=130 {
+                let mut b = vec![b'a'; 200];
+                b[start..start + len].fill(b'\\');
+                let (_, escapes) = naive_stage1(&[b"\"".as_slice(), &b].concat());
+                for k in Kernel::available() {
+                    assert_eq!(kernel_stage1(&[b"\"".as_slice(), &b].concat(), k).1, escapes, "{k:?} {start} {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_limited_iteratively() {
+        for depth in [510, 511, 512, 513, 100_000] {
+            let doc = format!("{{\"a\":{}{}}}", "[".repeat(depth), "]".repeat(depth));
+            // The value of "a" is at depth 1, so 512 arrays nest 512 deep.
+            assert_eq!(scan_all(doc.as_bytes(), Annotations::Decode).is_ok(), depth <= 512, "{depth}");
+            let doc = format!("{{\"a\":{}1{}}}", "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(scan_all(doc.as_bytes(), Annotations::Decode).is_ok(), depth < 512, "{depth}");
+        }
+    }
+
+    /// A realistic pod (the benchmarks' one), pretty as stored and compact: accepted as the
+    /// reference decodes it, and every truncation is an end-of-input error.
+    #[test]
+    fn truncated_pod_at_every_offset() {
+        let pretty = include_bytes!("../../../apiserver/data/w1-pod.json").as_slice();
+        let v: Value = serde_json::from_slice(pretty).unwrap();
+        let compact = serde_json::to_vec(&v).unwrap();
+        for doc in [pretty, &compact] {
+            assert_eq!(scan_all(doc, Annotations::Decode).unwrap(), ObjectHead::parse_reference(doc).unwrap());
+            for cut in 0..doc.len() {
+                let e = scan_all(&doc[..cut], Annotations::Decode).unwrap_err();
+                assert!(e.eof, "cut at {cut}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn control_characters_classified_as_ops_are_still_errors() {
+        for c in ["\x0c", "\x1a"] {
+            for doc in [
+                format!("{{\"a\":1{c}}}"),
+                format!("{{\"a\":true{c}}}"),
+                format!("{{\"a\"{c}:1}}"),
+                format!("{{{c}\"a\":1}}"),
+                format!("{{\"a\":[1,{c}2]}}"),
+                format!("{{\"a\":{c}}}"),
+            ] {
+                assert!(scan_all(doc.as_bytes(), Annotations::Decode).is_err(), "{doc:?}");
+            }
+            assert!(scan_all(format!("{{\"a\":\"{c}\"}}").as_bytes(), Annotations::Decode).is_ok());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Both kernels' stage 1 equals a byte-by-byte model on inputs dense in quotes and
+        /// backslashes (valid JSON or not).
+        #[test]
+        fn stage1_matches_a_byte_loop(b in arb_stage1_bytes()) {
+            let expected = naive_stage1(&b);
+            for k in Kernel::available() {
+                prop_assert_eq!(&kernel_stage1(&b, k), &expected, "{:?}", k);
+            }
+        }
+
+        /// Escape-heavy strings at every alignment: accepted exactly when serde_json accepts the
+        /// document, decoded like serde_json does, and both kernels agree.
+        #[test]
+        fn escapes_across_blocks_agree_with_serde(pad in 0usize..130, body in arb_escapes()) {
+            let doc = escape_doc(pad, &body);
+            let reference = ObjectHead::parse_reference(&doc).ok();
+            let serde_ok = serde_json::from_slice::<Value>(&doc).is_ok();
+            match scan_all(&doc, Annotations::Decode) {
+                Ok(head) => {
+                    prop_assert!(serde_ok, "{:?}", body);
+                    prop_assert_eq!(Some(head), reference);
+                }
+                Err(e) => prop_assert!(!serde_ok && !e.eof, "{:?}: {}", body, e),
+            }
+        }
+
+        /// Valid escape-heavy documents cut anywhere are end-of-input errors.
+        #[test]
+        fn truncated_escapes_are_eof(pad in 0usize..130, s in "[\"\\\\a\u{e9}\u{1F600}\u{1}]{0,90}", cut in any::<prop::sample::Index>()) {
+            let body = serde_json::to_string(&s).unwrap();
+            let doc = escape_doc(pad, &body[1..body.len() - 1]);
+            let name = scan_all(&doc, Annotations::Decode).unwrap().metadata.unwrap().name.unwrap();
+            prop_assert_eq!(&*name, s.as_str());
+            let cut = cut.index(doc.len());
+            let e = scan_all(&doc[..cut], Annotations::Decode).unwrap_err();
+            prop_assert!(e.eof, "cut at {}: {}", cut, e);
+        }
+
+        #[test]
+        fn kernels_agree_on_objects(v in arb_object(), pretty in any::<bool>(), annotations in any::<bool>()) {
+            let text = if pretty { serde_json::to_vec_pretty(&v).unwrap() } else { serde_json::to_vec(&v).unwrap() };
+            let annotations = if annotations { Annotations::Decode } else { Annotations::Skip };
+            scan_all(&text, annotations).unwrap();
+            for cut in [text.len() / 3, text.len() / 2, text.len() - 1] {
+                prop_assert!(scan_all(&text[..cut], annotations).unwrap_err().eof);
+            }
+        }
+
+        #[test]
+        fn kernels_agree_on_arbitrary_bytes(b in arb_stage1_bytes(), wrap in any::<bool>()) {
+            let b = if wrap { [b"{\"a\":".as_slice(), &b, b"}"].concat() } else { b };
+            let _ = scan_all(&b, Annotations::Decode);
+        }
+
+        #[test]
+        fn kernels_agree_on_edited_documents(
+            v in arb_plain_json(),
+            at in any::<prop::sample::Index>(),
+            edit in prop::option::of(prop::sample::select(br#"{}[],:"\ "#.to_vec())),
+        ) {
+            let mut doc = br#"{"a":"#.to_vec();
+            doc.extend_from_slice(&serde_json::to_vec(&v).unwrap());
+            doc.push(b'}');
+            // At an ASCII byte other than a digit, so that no UTF-8 sequence breaks (skipped
+            // strings are not UTF-8 checked) and no number gets a leading zero (number shapes are
+            // checked roughly).
+            let ascii: Vec<usize> = (0..doc.len()).filter(|&i| doc[i].is_ascii() && !doc[i].is_ascii_digit()).collect();
+            let at = ascii[at.index(ascii.len())];
+            match edit {
+                None => {
+                    doc.remove(at);
+                }
+                Some(c) => doc.insert(at, c),
+            }
+            let ok = scan_all(&doc, Annotations::Decode).is_ok();
+            // Control characters, bad UTF-8 and odd numbers cannot arise here (see
+            // `agrees_with_serde_on_edited_documents`), so serde_json is the oracle.
+            prop_assert_eq!(ok, serde_json::from_slice::<Value>(&doc).is_ok(), "{:?}", String::from_utf8_lossy(&doc));
+        }
+
+        /// Skipping annotations gives the same head minus them, and checks them the same way.
+        #[test]
+        fn skipped_annotations_are_checked_alike(v in arb_object(), a in prop::collection::btree_map("\\PC{0,8}", arb_json(), 0..4)) {
+            let mut v = v;
+            v["metadata"]["annotations"] = json!(a);
+            let text = serde_json::to_vec(&v).unwrap();
+            let full = scan_all(&text, Annotations::Decode);
+            let lean = scan_all(&text, Annotations::Skip);
+            match full {
+                Ok(mut full) => {
+                    full.metadata.as_mut().unwrap().annotations = None;
+                    prop_assert_eq!(lean.unwrap(), full);
+                }
+                Err(_) => prop_assert!(lean.is_err()),
+            }
+        }
+    }
+
+    #[test]
+    fn lists_alike_with_both_kernels() {
+        let pod = include_bytes!("../../../apiserver/data/w1-pod.json").as_slice();
+        let body =
+            [br#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":["#.as_slice(), pod, b",", pod, b"]}"]
+                .concat();
+        for k in Kernel::available() {
+            let mut items = vec![];
+            let l = scan_list_with(Scanner::with_kernel(&body, k), |h, bytes| -> Result<(), ScanError> {
+                items.push((h.metadata.as_ref().unwrap().name.as_deref().unwrap().to_string(), bytes.len()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(l.resource_version.as_deref(), Some("7"));
+            assert_eq!(items.len(), 2);
+            assert!(items.iter().all(|(_, n)| *n == pod.len()), "{k:?}");
+            for cut in (0..body.len()).step_by(7) {
+                let r =
+                    scan_list_with(Scanner::with_kernel(&body[..cut], k), |_, _| -> Result<(), ScanError> { Ok(()) });
+                assert!(r.unwrap_err().eof, "{k:?} cut at {cut}");
+            }
+        }
     }
 }
