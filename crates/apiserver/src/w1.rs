@@ -135,6 +135,8 @@ pub struct W1Server {
     addr: SocketAddr,
     stop: tokio::sync::watch::Sender<bool>,
     namespace: String,
+    /// The server's own thread (with [`W1Server::spawn`]), joined on drop.
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl W1Server {
@@ -165,7 +167,7 @@ impl W1Server {
                 });
             }
         });
-        Ok(W1Server { addr, stop, namespace: namespace.to_string() })
+        Ok(W1Server { addr, stop, namespace: namespace.to_string(), thread: None })
     }
 
     /// Starts W1 on a dedicated thread with its own single-threaded runtime, as a separate
@@ -176,7 +178,7 @@ impl W1Server {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (tx, rx) = std::sync::mpsc::channel();
         let namespace = namespace.to_string();
-        std::thread::Builder::new().name("w1-server".into()).spawn(move || {
+        let thread = std::thread::Builder::new().name("w1-server".into()).spawn(move || {
             rt.block_on(async move {
                 match Self::start(cfg, &namespace).await {
                     Ok(server) => {
@@ -190,7 +192,9 @@ impl W1Server {
                 }
             })
         })?;
-        rx.recv().map_err(|_| std::io::Error::other("the W1 server thread ended"))?
+        let mut server = rx.recv().map_err(|_| std::io::Error::other("the W1 server thread ended"))??;
+        server.thread = Some(thread);
+        Ok(server)
     }
 
     /// The server's address.
@@ -208,6 +212,9 @@ impl W1Server {
 impl Drop for W1Server {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -401,6 +408,28 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["app"], "app-42");
         assert_eq!(v["metadata"]["labels"]["generation"], "7");
         assert!(b.len() > 4000, "W1 pods are ~4.4 KB: {}", b.len());
+    }
+}
+
+#[cfg(test)]
+mod spawn_tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// `spawn` serves from its own thread, without any runtime on the caller's side, and
+    /// dropping the handle stops the server (the port no longer accepts connections).
+    #[test]
+    fn spawned_server_serves_from_its_own_thread_until_dropped() {
+        let s = W1Server::spawn(W1Config { pods: 3, updates: 0, list_rv: 1000, rate: None }, "default").unwrap();
+        let addr = s.addr();
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).unwrap();
+        assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+        assert!(got.contains("\"kind\":\"PodList\"") && got.contains("bench-0000002"), "{got}");
+        drop(s);
+        assert!(std::net::TcpStream::connect(addr).is_err(), "the server still accepts connections after drop");
     }
 }
 

@@ -230,29 +230,36 @@ async fn run_shared(args: Args) -> Result<()> {
             }
         }
     });
-    synced.notified().await;
+    // The measured subscriber runs from the start: the shared reflector blocks on full
+    // subscriber buffers, so nothing may wait on it before consuming.
+    let want = args.pods + args.updates;
+    let pods = args.pods;
+    let consumer = tokio::spawn({
+        let queue = queue.clone();
+        async move {
+            let mut measured = std::pin::pin!(measured);
+            let mut got = 0u64;
+            let mut t_updates = None;
+            while got < want {
+                let Some(p) = measured.next().await else { break };
+                if let Ok(k) = ObjectKey::new(p.metadata.namespace.as_deref(), p.metadata.name.as_deref().unwrap_or(""))
+                {
+                    queue.add(k);
+                }
+                got += 1;
+                if got == pods {
+                    t_updates = Some(Instant::now());
+                }
+            }
+            (got, t_updates)
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(900), synced.notified()).await.context("never synced")?;
     let t_sync = Instant::now();
     let rss_after_sync = proc_status_kb("VmRSS:");
-    // The measured subscriber gets the initial objects at InitDone, then the updates.
-    let want = args.pods + args.updates;
-    let mut got = 0u64;
-    let mut t_updates = t_sync;
-    let mut measured = std::pin::pin!(measured);
-    let deadline = t0 + Duration::from_secs(900);
-    while got < want {
-        let Some(p) = tokio::time::timeout_at(deadline.into(), measured.next()).await.context("timed out")? else {
-            break;
-        };
-        if let Ok(k) = ObjectKey::new(p.metadata.namespace.as_deref(), p.metadata.name.as_deref().unwrap_or("")) {
-            queue.add(k);
-        }
-        got += 1;
-        if got == args.pods {
-            t_updates = Instant::now();
-        }
-    }
+    let (got, t_updates) = tokio::time::timeout(Duration::from_secs(900), consumer).await.context("timed out")??;
     // Rate of the updates alone, from the end of the InitDone burst, as in the single-handler run.
-    let update_s = t_updates.elapsed().as_secs_f64();
+    let update_s = t_updates.unwrap_or(t_sync).elapsed().as_secs_f64();
     let line = serde_json::json!({
         "client": "kube-runtime",
         "streaming": streaming,

@@ -48,7 +48,7 @@ pub struct RealFifoOptions<K> {
     pub atomic: bool,
     /// The store, for non-atomic relists and resyncs.
     pub known_objects: Option<Arc<dyn KnownObjects<K>>>,
-    /// Producers wait while this many entries are queued (default 2000; 0 = unbounded).
+    /// Producers wait while this many entries are queued (default 512; 0 = unbounded).
     pub capacity: usize,
 }
 
@@ -59,7 +59,7 @@ impl<K> Default for RealFifoOptions<K> {
             transform: None,
             atomic: true,
             known_objects: None,
-            capacity: 2000,
+            capacity: 512,
         }
     }
 }

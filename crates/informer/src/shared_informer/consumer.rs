@@ -152,13 +152,8 @@ pub(crate) async fn run_handler<K: Send + Sync + 'static>(
     handler: Arc<dyn ResourceEventHandler<K>>,
 ) {
     let mut c = Consumer::for_listener(&l);
-    match l.decoder {
-        None => {
-            while let Some(item) = c.next(&l).await {
-                l.deliver(&*handler, item);
-            }
-        }
-        Some(decode) => super::decode_ahead::run(&mut c, &l, &*handler, decode).await,
+    while let Some(item) = c.next(&l).await {
+        l.deliver(&*handler, item);
     }
     l.finished.set();
 }

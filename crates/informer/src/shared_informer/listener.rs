@@ -117,9 +117,6 @@ pub(crate) struct Listener<K> {
     delivered: AtomicU64,
     indexer: Arc<Indexer<K>>,
     pub(super) metrics: Option<HandlerSeries>,
-    /// Set for handlers registered with decode-ahead: decodes (and caches) one object's typed
-    /// value. See [`super::decode_ahead`].
-    pub(super) decoder: Option<fn(&Object<K>)>,
 }
 
 /// One item handed to a consumer (see [`Consumer`](super::consumer::Consumer)).
@@ -163,14 +160,7 @@ impl<K> Listener<K> {
             delivered: AtomicU64::new(0),
             indexer,
             metrics,
-            decoder: None,
         }
-    }
-
-    /// Makes the consumer decode objects ahead of the handler with `decoder`.
-    pub fn with_decoder(mut self, decoder: Option<fn(&Object<K>)>) -> Self {
-        self.decoder = decoder;
-        self
     }
 
     /// Queues a notification (never blocks) and wakes the consumer. Must be called under the

@@ -56,7 +56,6 @@
 //! ```
 
 mod consumer;
-mod decode_ahead;
 mod listener;
 mod metrics;
 mod notification;
@@ -299,7 +298,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
     ) -> Result<HandlerRegistration<K>, InformerError> {
         let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
         let sink = if opts.dedicated_thread { Sink::Thread(handler) } else { Sink::Task(handler) };
-        self.register(sink, opts, None)
+        self.register(sink, opts)
     }
 
     /// Subscribes a stream of notifications with default options. Dropping the stream removes
@@ -310,16 +309,11 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// Subscribes a stream with options (`dedicated_thread` is ignored).
     pub fn subscribe_with_options(&self, opts: HandlerOptions) -> Result<NotificationStream<K>, InformerError> {
-        let reg = self.register(Sink::Stream, opts, None)?;
+        let reg = self.register(Sink::Stream, opts)?;
         Ok(NotificationStream::new(reg, self.inner.processor.clone()))
     }
 
-    fn register(
-        &self,
-        sink: Sink<K>,
-        opts: HandlerOptions,
-        decoder: Option<fn(&crate::Object<K>)>,
-    ) -> Result<HandlerRegistration<K>, InformerError> {
+    fn register(&self, sink: Sink<K>, opts: HandlerOptions) -> Result<HandlerRegistration<K>, InformerError> {
         let inner = &self.inner;
         let mut c = inner.config.lock();
         if c.stopped {
@@ -345,19 +339,16 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         let effective = determine_resync_period(requested, c.resync_check_period);
         let id = inner.next_handler.fetch_add(1, Ordering::Relaxed);
         let name: Arc<str> = opts.name.unwrap_or_else(|| format!("handler-{id}")).into();
-        let listener = Arc::new(
-            Listener::new(
-                id,
-                inner.id,
-                name.clone(),
-                opts.backlog,
-                requested,
-                effective,
-                inner.indexer.clone(),
-                inner.metrics.as_ref().map(|m| m.handler(&name)),
-            )
-            .with_decoder(decoder),
-        );
+        let listener = Arc::new(Listener::new(
+            id,
+            inner.id,
+            name.clone(),
+            opts.backlog,
+            requested,
+            effective,
+            inner.indexer.clone(),
+            inner.metrics.as_ref().map(|m| m.handler(&name)),
+        ));
         if c.started {
             // Late join: no delta is processed while the cache is replayed to the newcomer. The
             // synthetic adds are queued before the listener becomes visible to the processor, so
@@ -529,46 +520,6 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         .await;
         inner.stopped.set();
         tracing::info!(informer = %inner.name, "informer stopped");
-    }
-}
-
-impl<K: serde::de::DeserializeOwned + Send + Sync + 'static> SharedIndexInformer<K> {
-    /// Registers a handler that reads the typed value of the objects it is given, with
-    /// decode-ahead: the notifications already pending for it (up to 128) are decoded on every
-    /// core at once before the handler is called for each, in order, so [`crate::Object::get`]
-    /// returns at once and a decode-bound handler is no longer bound to one core.
-    ///
-    /// The decoded value belongs to the notification (a private handle sharing the object's
-    /// bytes), not to the cache, which keeps holding compact objects; it is freed when the
-    /// handler is done with the notification, unless the handler keeps the handle. What is
-    /// decoded: the added object, the new state of an update and the last state of a delete.
-    ///
-    /// ```
-    /// use informer::{HandlerFns, HandlerOptions, SharedIndexInformer, fake::FakeSource};
-    /// use k8s_openapi::api::core::v1::Pod;
-    /// let informer = SharedIndexInformer::<Pod>::new(FakeSource::new(), std::time::Duration::ZERO);
-    /// informer
-    ///     .add_typed_event_handler(
-    ///         HandlerFns::new().on_update(|_old, new| {
-    ///             // Already decoded: no decode on this thread.
-    ///             let pod: &Pod = new.get().expect("a pod");
-    ///             let _containers = pod.spec.as_ref().map(|s| s.containers.len());
-    ///         }),
-    ///         HandlerOptions::new().name("typed"),
-    ///     )
-    ///     .unwrap();
-    /// ```
-    pub fn add_typed_event_handler(
-        &self,
-        handler: impl ResourceEventHandler<K>,
-        opts: HandlerOptions,
-    ) -> Result<HandlerRegistration<K>, InformerError> {
-        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
-        let sink = if opts.dedicated_thread { Sink::Thread(handler) } else { Sink::Task(handler) };
-        let decode: fn(&crate::Object<K>) = |o| {
-            let _ = o.get();
-        };
-        self.register(sink, opts, Some(decode))
     }
 }
 

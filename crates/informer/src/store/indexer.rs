@@ -33,6 +33,9 @@ type Map<K, V> = HashMap<K, V, RandomState>;
 type Set<K> = HashSet<K, RandomState>;
 /// The values one index function produced for one object (almost always exactly one).
 type Vals = SmallVec<[Arc<str>; 1]>;
+/// Freshly computed index values, one list per index function (inline for up to two indexes:
+/// no allocation for the outer list on the update path).
+type Computed = SmallVec<[Vec<String>; 2]>;
 
 /// An error from an indexer operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,7 +137,7 @@ impl<K> Default for Indexer<K> {
 }
 
 /// Computes the index values of `obj` for every function (user code: call without locks held).
-fn compute<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>) -> Result<Vec<Vec<String>>, IndexError> {
+fn compute<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>) -> Result<Computed, IndexError> {
     funcs
         .iter()
         .map(|(name, f)| {
@@ -179,7 +182,7 @@ impl<K> State<K> {
     }
 
     /// Stores `obj`, returning the object it replaced.
-    fn put(&mut self, obj: Object<K>, vals: Vec<Vec<String>>) -> Option<Object<K>> {
+    fn put(&mut self, obj: Object<K>, vals: Computed) -> Option<Object<K>> {
         if let Some(rv) = obj.resource_version() {
             self.set_rv(rv);
         }
@@ -188,12 +191,26 @@ impl<K> State<K> {
             Some(e) => e.obj.key().clone(),
             None => obj.key().clone(),
         };
-        let mut kept = Vec::with_capacity(vals.len());
-        for (i, new) in vals.into_iter().enumerate() {
-            kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
+        // The common update keeps every index value: the old entry's values are reused as they
+        // are (no allocation).
+        let unchanged = old.as_ref().is_some_and(|e| {
+            e.vals.len() == vals.len()
+                && e.vals.iter().zip(&vals).all(|(o, n)| o.len() == n.len() && o.iter().zip(n).all(|(a, b)| **a == **b))
+        });
+        match old {
+            Some(Entry { obj: old_obj, vals: old_vals }) if unchanged => {
+                self.items.insert(key, Entry { obj, vals: old_vals });
+                Some(old_obj)
+            }
+            old => {
+                let mut kept = Vec::with_capacity(vals.len());
+                for (i, new) in vals.into_iter().enumerate() {
+                    kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
+                }
+                self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
+                old.map(|e| e.obj)
+            }
         }
-        self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
-        old.map(|e| e.obj)
     }
 
     fn remove(&mut self, key: &str) -> Option<Entry<K>> {
@@ -338,7 +355,7 @@ impl<K> Indexer<K> {
             |funcs| {
                 txns.iter()
                     .map(|t| match t {
-                        Txn::Delete(_) => Ok(Vec::new()),
+                        Txn::Delete(_) => Ok(Computed::new()),
                         Txn::Add(o) | Txn::Update(o) => compute(funcs, o),
                     })
                     .collect::<Vec<_>>()
@@ -394,7 +411,7 @@ impl<K> Indexer<K> {
             st.items.values().map(|e| e.obj.clone()).collect()
         };
         // Pass 1, off-lock: every object of the snapshot.
-        let mut computed: Map<ObjectKey, (Object<K>, Vec<Vec<String>>)> =
+        let mut computed: Map<ObjectKey, (Object<K>, Computed)> =
             Map::with_capacity_and_hasher(snapshot.len(), RandomState::default());
         for obj in snapshot {
             let vals = compute(&new.funcs, &obj)?;
@@ -403,7 +420,7 @@ impl<K> Indexer<K> {
         // Pass 2, writers excluded: only the objects written since the snapshot.
         let st = self.state.upgradable_read();
         conflict(&st.funcs)?;
-        let mut all_vals: Vec<(ObjectKey, Vec<Vec<String>>)> = Vec::with_capacity(st.items.len());
+        let mut all_vals: Vec<(ObjectKey, Computed)> = Vec::with_capacity(st.items.len());
         for (key, e) in st.items.iter() {
             let vals = match computed.remove(key) {
                 Some((o, vals)) if o.ptr_eq(&e.obj) => vals,
