@@ -95,6 +95,9 @@ pub fn proc_status_kb(field: &str) -> u64 {
 /// Runs the benchmark and prints its JSON line.
 pub async fn run(args: BenchArgs) -> Result<bool> {
     let streaming = !args.list;
+    if args.slow_handler && args.handlers < 2 {
+        anyhow::bail!("--slow-handler needs --handlers 2 or more");
+    }
     let w1 = if args.w1 {
         let cfg = W1Config { pods: args.pods, updates: args.updates, list_rv: 1000, rate: args.latency_rate };
         Some(W1Server::spawn(cfg, &args.namespace).context("cannot start W1")?)

@@ -56,7 +56,15 @@ fn main() -> Result<()> {
 
 async fn run() -> Result<()> {
     let args = Args::parse();
+    if args.slow_handler && args.handlers < 2 {
+        anyhow::bail!("--slow-handler needs --handlers 2 or more");
+    }
     if args.handlers > 1 {
+        if args.latency_rate.is_some() || args.handler != "keys" || !args.w1 {
+            anyhow::bail!(
+                "--handlers > 1 runs the keys handler on W1 only (no --latency-rate, --handler full or --kubeconfig)"
+            );
+        }
         return run_shared(args).await;
     }
     let streaming = !args.list;

@@ -492,25 +492,23 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         };
         // The process loop runs apart from the reflector, in its own task, so reading and decoding
         // the watch stream can overlap with applying and dispatching deltas.
-        let _close_on_drop = CloseOnDrop(queue.clone());
-        let process = {
-            let fut = process_loop(inner.clone(), queue.clone(), cancel.clone()).in_current_span();
-            let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<()>>();
-            tokio::spawn(async move {
-                let r = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut)).await;
-                let _ = tx.send(r);
-            });
-            async move {
-                if let Ok(Err(panic)) = rx.await {
-                    std::panic::resume_unwind(panic);
-                }
+        let span = tracing::info_span!("informer", informer = %inner.name);
+        let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<()>>();
+        let fut = process_loop(inner.clone(), queue.clone(), cancel.clone()).instrument(span.clone());
+        let task = tokio::spawn(async move {
+            let r = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut)).await;
+            let _ = tx.send(r);
+        });
+        let _stop_on_drop = StopOnDrop { queue: queue.clone(), task };
+        let process = async move {
+            if let Ok(Err(panic)) = rx.await {
+                std::panic::resume_unwind(panic);
             }
         };
         let reflect = async {
             reflector.run(cancel.clone()).await;
             queue.close();
         };
-        let span = tracing::info_span!("informer", informer = %inner.name);
         async {
             tokio::join!(reflect, process, synced);
             inner.config.lock().stopped = true;
@@ -523,13 +521,19 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
     }
 }
 
-/// Closes the queue when `run`'s future is dropped before the reflector ended, so the process
-/// loop (a separate task or thread) always ends too.
-struct CloseOnDrop<K: Send + Sync + 'static>(Arc<InformerQueue<K>>);
+/// If `run`'s future is dropped before the informer stopped, stops the process loop at once: the
+/// queue is closed (no more writes) and the loop's task aborted, so nothing queued is applied or
+/// dispatched after that (a batch is applied inside a synchronous callback, so an abort never
+/// leaves one half-applied). After a normal stop both are no-ops.
+struct StopOnDrop<K: Send + Sync + 'static> {
+    queue: Arc<InformerQueue<K>>,
+    task: tokio::task::JoinHandle<()>,
+}
 
-impl<K: Send + Sync + 'static> Drop for CloseOnDrop<K> {
+impl<K: Send + Sync + 'static> Drop for StopOnDrop<K> {
     fn drop(&mut self) {
-        self.0.close();
+        self.queue.close();
+        self.task.abort();
     }
 }
 
