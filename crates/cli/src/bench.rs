@@ -73,6 +73,16 @@ pub struct BenchArgs {
     /// percentiles (the `generation` label carries each event's send time).
     #[arg(long)]
     latency_rate: Option<u64>,
+    /// Run the client on a single-threaded tokio runtime (the W1 server has its own thread).
+    #[arg(long)]
+    current_thread: bool,
+}
+
+impl BenchArgs {
+    /// Whether the client runs on a current-thread runtime.
+    pub fn current_thread(&self) -> bool {
+        self.current_thread
+    }
 }
 
 fn micros_now() -> u64 {

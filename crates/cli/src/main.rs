@@ -59,7 +59,13 @@ fn main() -> std::process::ExitCode {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init();
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let single = matches!(&cli.command, Command::Bench(a) if a.current_thread());
+    let mut builder = if single {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -43,6 +43,9 @@ struct Args {
     /// Make the last subscriber sleep 1 ms per object (on its own thread).
     #[arg(long)]
     slow_handler: bool,
+    /// Run the client on a single-threaded tokio runtime (the W1 server has its own thread).
+    #[arg(long)]
+    current_thread: bool,
 }
 
 fn micros_now() -> u64 {
@@ -51,11 +54,16 @@ fn micros_now() -> u64 {
 
 fn main() -> Result<()> {
     informer_bench::single_malloc_arena();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+    let args = Args::parse();
+    let mut builder = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    builder.enable_all().build()?.block_on(run(args))
 }
 
-async fn run() -> Result<()> {
-    let args = Args::parse();
+async fn run(args: Args) -> Result<()> {
     if args.slow_handler && args.handlers < 2 {
         anyhow::bail!("--slow-handler needs --handlers 2 or more");
     }

@@ -3,7 +3,8 @@
 //! JSON line plus the ratios informer / kube-runtime.
 //!
 //! Build both first: `cargo build --release -p informer-cli -p informer-bench`, then run
-//! `target/release/w1-compare [--updates N] [--pods N]` (the two binaries are found next to it).
+//! `target/release/w1-compare [--updates N] [--pods N] [--current-thread]` (the two binaries are
+//! found next to it; `--current-thread` runs both clients on a single-threaded tokio runtime).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,8 +12,15 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+/// `--current-thread`: passed on to every client run.
+static CURRENT_THREAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn run(bin: &PathBuf, args: &[String]) -> Result<Value> {
-    let out = Command::new(bin).args(args).output().with_context(|| format!("running {}", bin.display()))?;
+    let mut args = args.to_vec();
+    if CURRENT_THREAD.load(std::sync::atomic::Ordering::Relaxed) {
+        args.push("--current-thread".into());
+    }
+    let out = Command::new(bin).args(&args).output().with_context(|| format!("running {}", bin.display()))?;
     if !out.status.success() {
         bail!("{} failed: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
     }
@@ -23,14 +31,18 @@ fn run(bin: &PathBuf, args: &[String]) -> Result<Value> {
 fn main() -> Result<()> {
     let mut updates = "100000".to_string();
     let mut pods = "10000".to_string();
+    // Both clients on a single-threaded runtime (the W1 server always has its own thread).
+    let mut single = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--updates" => updates = it.next().context("--updates N")?,
             "--pods" => pods = it.next().context("--pods N")?,
+            "--current-thread" => single = true,
             other => bail!("unknown argument {other}"),
         }
     }
+    CURRENT_THREAD.store(single, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::current_exe()?.parent().context("exe dir")?.to_path_buf();
     let ours = dir.join("informer");
     let theirs = dir.join("kube-runtime-bench");
