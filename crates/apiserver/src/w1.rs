@@ -292,9 +292,51 @@ struct WatchBody {
     paced: Option<(tokio::time::Instant, Pin<Box<tokio::time::Sleep>>)>,
 }
 
-fn micros_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+/// Measurement helpers shared by the W1 benchmark clients (`informer bench` and
+/// `kube-runtime-bench`), so both measure with the same clock, the same /proc readings and the
+/// same allocator setting.
+pub mod measure {
+    /// Wall-clock microseconds since the Unix epoch: the clock of paced events' `generation`
+    /// stamps, and the one clients read to compute event-to-handler latency.
+    pub fn micros_now() -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+    }
+
+    /// Reads a field (kB) of /proc/self/status, e.g. `VmRSS:` or `VmHWM:`; 0 if unavailable.
+    pub fn proc_status_kb(field: &str) -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(field))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// The value at percentile `p` (0.0–1.0) of sorted samples; 0 when there are none.
+    pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+        if sorted.is_empty() { 0 } else { sorted[((sorted.len() - 1) as f64 * p) as usize] }
+    }
+
+    /// Limits glibc malloc to one arena (`INFORMER_MALLOC_ARENAS=N` sets N, 0 = glibc's default;
+    /// see docs/benchmarks.md): a watch cache allocates objects on one thread and frees replaced
+    /// ones on another, which per-thread arenas turn into heap growth over a long update stream.
+    /// Call first thing in `main`, before any other thread starts.
+    pub fn limit_malloc_arenas() {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.
+        unsafe {
+            let n = std::env::var("INFORMER_MALLOC_ARENAS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+            if n > 0 {
+                libc::mallopt(libc::M_ARENA_MAX, n);
+            }
+        }
+    }
 }
+
+use measure::micros_now;
 
 impl Body for WatchBody {
     type Data = Bytes;

@@ -18,6 +18,7 @@ use informer::{
     BacklogPolicy, HandlerFns, HandlerOptions, InformerOptions, KubeListerWatcher, ObjectKey, ReflectorOptions,
     SharedIndexInformer,
 };
+use informer_apiserver::w1::measure::{micros_now, percentile, proc_status_kb};
 use informer_apiserver::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
@@ -83,23 +84,6 @@ impl BenchArgs {
     pub fn current_thread(&self) -> bool {
         self.current_thread
     }
-}
-
-fn micros_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
-/// Reads a field (kB) of /proc/self/status.
-pub fn proc_status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Runs the benchmark and prints its JSON line.
@@ -261,8 +245,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let (p50, p99, p999, max) = {
         let mut l = latencies.lock();
         l.sort_unstable();
-        let pct = |p: f64| if l.is_empty() { 0 } else { l[((l.len() - 1) as f64 * p) as usize] };
-        (pct(0.50), pct(0.99), pct(0.999), pct(1.0))
+        (percentile(&l, 0.50), percentile(&l, 0.99), percentile(&l, 0.999), percentile(&l, 1.0))
     };
     let mut line = serde_json::json!({
         "client": "informer",

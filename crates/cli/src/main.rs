@@ -31,22 +31,8 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
-/// Limits glibc malloc to one arena (see docs/benchmarks.md): the watch reader allocates objects
-/// on one thread and the cache frees replaced ones on another, which per-thread arenas turn into
-/// heap growth over long update streams.
-fn single_malloc_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.
-    unsafe {
-        let n = std::env::var("INFORMER_MALLOC_ARENAS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-        if n > 0 {
-            libc::mallopt(libc::M_ARENA_MAX, n);
-        }
-    }
-}
-
 fn main() -> std::process::ExitCode {
-    single_malloc_arena();
+    informer_apiserver::w1::measure::limit_malloc_arenas();
     let cli = Cli::parse();
     let filter = || tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into());
     if matches!(cli.command, Command::Demo(_)) && demo::uses_terminal_view() {

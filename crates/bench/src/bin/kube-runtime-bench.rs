@@ -9,8 +9,8 @@ use clap::Parser;
 use futures_util::TryStreamExt;
 use informer::ObjectKey;
 use informer::workqueue::WorkQueue;
+use informer_apiserver::w1::measure::{limit_malloc_arenas, micros_now, percentile, proc_status_kb};
 use informer_apiserver::w1::{W1Config, W1Server};
-use informer_bench::proc_status_kb;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
@@ -48,12 +48,8 @@ struct Args {
     current_thread: bool,
 }
 
-fn micros_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
 fn main() -> Result<()> {
-    informer_bench::single_malloc_arena();
+    limit_malloc_arenas();
     let args = Args::parse();
     let mut builder = if args.current_thread {
         tokio::runtime::Builder::new_current_thread()
@@ -157,7 +153,7 @@ async fn run(args: Args) -> Result<()> {
     let t_sync = t_sync.context("never synced")?;
     let update_s = t_sync.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    let pct = |p: f64| if latencies.is_empty() { 0 } else { latencies[((latencies.len() - 1) as f64 * p) as usize] };
+    let pct = |p: f64| percentile(&latencies, p);
     let mut line = serde_json::json!({
         "client": "kube-runtime",
         "streaming": streaming,
