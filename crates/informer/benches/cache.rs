@@ -30,7 +30,7 @@ fn decode(c: &mut Criterion) {
     let line = [&br#"{"type":"MODIFIED","object":"#[..], &json, b"}\n"].concat();
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Bytes(json.len() as u64));
-    g.bench_function("object_head_scan", |b| b.iter(|| Object::<Pod>::from_json(black_box(json.clone())).unwrap()));
+    g.bench_function("object_head_scan", |b| b.iter(|| Object::<Pod>::from_json(black_box(&json[..])).unwrap()));
     g.bench_function("watch_event_line", |b| {
         let mut d = EventDecoder::<Pod>::new(1 << 24, None);
         b.iter(|| {

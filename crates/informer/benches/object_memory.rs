@@ -68,9 +68,7 @@ fn main() {
     let jsons = pods();
     let avg = jsons.iter().map(|j| j.len()).sum::<usize>() / N;
     println!("W1-shaped pods: {N}, {avg} bytes of JSON each");
-    let objs = measure("Object<Pod> (bytes + identity, this crate)", &jsons, |j| {
-        Object::<Pod>::from_json(j.to_vec()).unwrap()
-    });
+    let objs = measure("Object<Pod> (bytes + identity, this crate)", &jsons, |j| Object::<Pod>::from_json(j).unwrap());
     let before = LIVE.load(Ordering::Relaxed);
     let store: Indexer<Pod> = Indexer::new(
         Indexers::new()

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -207,8 +207,7 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
             WatchEvent::Bookmark { resource_version, initial_events_end }
         }
         "ADDED" | "MODIFIED" | "DELETED" => {
-            let o = Object::from_head(&head, Bytes::copy_from_slice(obj))
-                .map_err(|e| DocError::Invalid(Error::Object(e)))?;
+            let o = Object::from_head(&head, obj).map_err(|e| DocError::Invalid(Error::Object(e)))?;
             match &*ty {
                 "ADDED" => WatchEvent::Added(o),
                 "MODIFIED" => WatchEvent::Modified(o),
@@ -227,7 +226,7 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
 pub fn decode_list<K>(body: &[u8]) -> Result<ObjectList<K>, Error> {
     let mut items = Vec::new();
     let list = crate::object::scan_list(body, |head, bytes| -> Result<(), ListErr> {
-        items.push(Object::from_head(head, Bytes::copy_from_slice(bytes)).map_err(ListErr::Object)?);
+        items.push(Object::from_head(head, bytes).map_err(ListErr::Object)?);
         Ok(())
     })
     .map_err(|e| match e {

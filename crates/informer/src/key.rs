@@ -2,7 +2,8 @@
 //!
 //! A key is `namespace/name` for namespaced objects and `name` for cluster-scoped ones, exactly as
 //! client-go's `MetaNamespaceKeyFunc` formats it. [`ObjectKey`] stores the formatted string once,
-//! behind an `Arc`, so the store, its indexes and the queues share it without copying.
+//! in one reference-counted allocation behind a single pointer (a key is 8 bytes wherever it is
+//! held), so the store, its indexes and the queues share it without copying.
 //!
 //! Invariants: the name is never empty; a namespace, when present, is never empty; neither part
 //! contains `/`. [`ObjectKey::parse`] rejects anything else with a [`KeyError`] (client-go's
@@ -13,7 +14,9 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+
+use smallvec::SmallVec;
+use triomphe::ThinArc;
 
 /// A malformed object key or object identity.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,9 +42,9 @@ pub enum KeyError {
 /// ```
 #[derive(Clone)]
 pub struct ObjectKey {
-    full: Arc<str>,
-    /// Byte offset of the `/` separator, or `u32::MAX` for cluster-scoped keys.
-    slash: u32,
+    /// Header: byte offset of the `/` separator, or `u32::MAX` for cluster-scoped keys.
+    /// Slice: the formatted key, always valid UTF-8 (built only from `&str`s).
+    inner: ThinArc<u32, u8>,
 }
 
 const NO_NAMESPACE: u32 = u32::MAX;
@@ -57,17 +60,18 @@ impl ObjectKey {
                 if name.contains('/') {
                     return Err(KeyError::Format(name.to_string()));
                 }
-                Ok(ObjectKey { full: Arc::from(name), slash: NO_NAMESPACE })
+                Ok(ObjectKey::build(NO_NAMESPACE, name))
             }
             Some(ns) => {
                 if ns.contains('/') || name.contains('/') {
                     return Err(KeyError::Format(format!("{ns}/{name}")));
                 }
-                let mut s = String::with_capacity(ns.len() + 1 + name.len());
-                s.push_str(ns);
-                s.push('/');
-                s.push_str(name);
-                Ok(ObjectKey { full: Arc::from(s), slash: ns.len() as u32 })
+                let slash = u32::try_from(ns.len()).map_err(|_| KeyError::Format(format!("{ns}/{name}")))?;
+                let mut s: SmallVec<[u8; 96]> = SmallVec::with_capacity(ns.len() + 1 + name.len());
+                s.extend_from_slice(ns.as_bytes());
+                s.push(b'/');
+                s.extend_from_slice(name.as_bytes());
+                Ok(ObjectKey { inner: ThinArc::from_header_and_slice(slash, &s) })
             }
         }
     }
@@ -77,9 +81,9 @@ impl ObjectKey {
         let mut parts = s.split('/');
         let (a, b, rest) = (parts.next(), parts.next(), parts.next());
         match (a, b, rest) {
-            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey { full: Arc::from(s), slash: NO_NAMESPACE }),
-            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() => {
-                Ok(ObjectKey { full: Arc::from(s), slash: ns.len() as u32 })
+            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey::build(NO_NAMESPACE, s)),
+            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() && ns.len() < NO_NAMESPACE as usize => {
+                Ok(ObjectKey::build(ns.len() as u32, s))
             }
             _ => Err(KeyError::Format(s.to_string())),
         }
@@ -87,23 +91,37 @@ impl ObjectKey {
 
     /// The namespace, or `None` for a cluster-scoped object.
     pub fn namespace(&self) -> Option<&str> {
-        if self.slash == NO_NAMESPACE { None } else { Some(&self.full[..self.slash as usize]) }
+        let slash = self.slash();
+        if slash == NO_NAMESPACE { None } else { Some(&self.as_str()[..slash as usize]) }
     }
 
     /// The object's name.
     pub fn name(&self) -> &str {
-        if self.slash == NO_NAMESPACE { &self.full } else { &self.full[self.slash as usize + 1..] }
+        let slash = self.slash();
+        if slash == NO_NAMESPACE { self.as_str() } else { &self.as_str()[slash as usize + 1..] }
     }
 
     /// The formatted key.
+    #[allow(unsafe_code)]
     pub fn as_str(&self) -> &str {
-        &self.full
+        // SAFETY: the slice is only ever built from a `&str` (see `build` and `new`, whose parts
+        // are `&str`s joined by an ASCII `/`), so it is valid UTF-8. Checking it on every call
+        // would tax each hash and comparison of a key, the hottest operation of every cache.
+        unsafe { std::str::from_utf8_unchecked(&self.inner.slice) }
+    }
+
+    fn build(slash: u32, full: &str) -> Self {
+        ObjectKey { inner: ThinArc::from_header_and_slice(slash, full.as_bytes()) }
+    }
+
+    fn slash(&self) -> u32 {
+        self.inner.header.header
     }
 }
 
 impl PartialEq for ObjectKey {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.full, &other.full) || *self.full == *other.full
+        std::ptr::eq(self.inner.slice.as_ptr(), other.inner.slice.as_ptr()) || self.as_str() == other.as_str()
     }
 }
 impl Eq for ObjectKey {}
@@ -111,7 +129,7 @@ impl Eq for ObjectKey {}
 impl Hash for ObjectKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // Must hash exactly like `str` so that `Borrow<str>` lookups work.
-        (*self.full).hash(state)
+        self.as_str().hash(state)
     }
 }
 
@@ -122,31 +140,31 @@ impl PartialOrd for ObjectKey {
 }
 impl Ord for ObjectKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.full.cmp(&other.full)
+        self.as_str().cmp(other.as_str())
     }
 }
 
 impl Borrow<str> for ObjectKey {
     fn borrow(&self) -> &str {
-        &self.full
+        self.as_str()
     }
 }
 
 impl AsRef<str> for ObjectKey {
     fn as_ref(&self) -> &str {
-        &self.full
+        self.as_str()
     }
 }
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.full)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.full, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -181,6 +199,17 @@ mod tests {
         assert_eq!(ObjectKey::new(Some("ns"), ""), Err(KeyError::MissingName));
         assert!(ObjectKey::new(Some("n/s"), "a").is_err());
         assert!(ObjectKey::new(None, "a/b").is_err());
+    }
+
+    #[test]
+    fn a_key_is_one_pointer_and_clones_share_it() {
+        assert_eq!(std::mem::size_of::<ObjectKey>(), std::mem::size_of::<usize>());
+        let k = ObjectKey::new(Some("a-much-longer-namespace-name"), "and-a-name").unwrap();
+        let c = k.clone();
+        assert!(std::ptr::eq(k.as_str().as_ptr(), c.as_str().as_ptr()));
+        assert_eq!(c.as_str(), "a-much-longer-namespace-name/and-a-name");
+        let long = "n".repeat(300);
+        assert_eq!(ObjectKey::new(Some(&long), &long).unwrap().name(), long);
     }
 
     #[test]

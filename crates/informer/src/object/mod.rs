@@ -1,8 +1,9 @@
 //! The cached object: an immutable, shared, compact representation of one Kubernetes object.
 //!
-//! An [`Object<K>`] is a cheap handle (`Arc`) to the object's JSON as received from the API
-//! server plus the few fields the cache, keys, indexes and label selectors need (namespace, name,
-//! resourceVersion, uid, labels), parsed once when the object arrives. The typed value `K`
+//! An [`Object<K>`] is a cheap handle (one pointer, reference-counted) to the object's JSON as
+//! received from the API server plus the few fields the cache, keys, indexes and label selectors
+//! need (namespace, name, resourceVersion, uid, labels), parsed once when the object arrives and
+//! kept in the same single allocation as the JSON (the key is a second, shared allocation). The typed value `K`
 //! (a k8s-openapi type, `kube`'s `DynamicObject`, or `PartialObjectMeta<K>`) is decoded from
 //! those bytes on first use with [`Object::get`] and then shared by every holder of the handle.
 //!
@@ -22,11 +23,13 @@ pub(crate) use head::{CowStr, ObjectHead};
 pub(crate) use scan::{ScanError, scan_list};
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use triomphe::{HeaderWithLength, ThinArc, UniqueArc};
 
 use crate::key::{KeyError, ObjectKey};
 
@@ -76,31 +79,19 @@ impl From<scan::ScanError> for DecodeError {
 /// assert_eq!(pod.spec.as_ref().unwrap().containers[0].name, "c");
 /// ```
 pub struct Object<K> {
-    inner: Arc<Inner<K>>,
+    inner: ThinArc<Header<K>, u8>,
 }
 
-struct Inner<K> {
+/// The fixed part of an object's single allocation. The allocation's byte slice holds, in order:
+/// the raw JSON (`raw_len` bytes), the identity text (resourceVersion, uid, then each label's key
+/// and value, `text_len` bytes of UTF-8), and one little-endian `u32` end offset (relative to the
+/// text) per text part (`parts` of them).
+struct Header<K> {
     key: ObjectKey,
-    meta: MetaText,
-    raw: Bytes,
+    raw_len: u32,
+    text_len: u32,
+    parts: u32,
     typed: OnceLock<Box<K>>,
-}
-
-/// resourceVersion, uid and labels packed in one string with end offsets.
-/// Layout: [rv, uid, k1, v1, k2, v2, ...].
-struct MetaText {
-    text: Box<str>,
-    ends: Box<[u32]>,
-}
-
-impl MetaText {
-    fn part(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.text[start..self.ends[i] as usize]
-    }
-    fn label_count(&self) -> usize {
-        (self.ends.len() - 2) / 2
-    }
 }
 
 impl<K> Clone for Object<K> {
@@ -109,18 +100,23 @@ impl<K> Clone for Object<K> {
     }
 }
 
+/// Identity text parts before the labels: resourceVersion and uid.
+const FIXED_PARTS: usize = 2;
+
 impl<K> Object<K> {
-    /// Builds an object from its JSON. Only the identity fields are parsed now.
+    /// Builds an object from its JSON (copied once into the object). Only the identity fields
+    /// are parsed now.
     ///
     /// Fails when the JSON is malformed or `metadata.name` is missing.
-    pub fn from_json(json: impl Into<Bytes>) -> Result<Self, DecodeError> {
-        let raw: Bytes = json.into();
-        let head = ObjectHead::parse(&raw)?;
-        Self::from_head(&head, raw.clone())
+    pub fn from_json(json: impl AsRef<[u8]>) -> Result<Self, DecodeError> {
+        let raw = json.as_ref();
+        let head = ObjectHead::parse(raw)?;
+        Self::from_head(&head, raw)
     }
 
-    /// Builds an object from an already parsed head and the bytes it was parsed from.
-    pub(crate) fn from_head(head: &ObjectHead<'_>, raw: Bytes) -> Result<Self, DecodeError> {
+    /// Builds an object from an already parsed head and the bytes it was parsed from: one
+    /// allocation holding the bytes, the identity text and the (empty) typed cache.
+    pub(crate) fn from_head(head: &ObjectHead<'_>, raw: &[u8]) -> Result<Self, DecodeError> {
         let meta = head.metadata.as_ref();
         let name = meta.and_then(|m| m.name.as_deref()).unwrap_or("");
         let ns = meta.and_then(|m| m.namespace.as_deref());
@@ -128,55 +124,77 @@ impl<K> Object<K> {
         let rv = meta.and_then(|m| m.resource_version.as_deref()).unwrap_or("");
         let uid = meta.and_then(|m| m.uid.as_deref()).unwrap_or("");
         let labels = meta.and_then(|m| m.labels.as_ref()).map(|l| &l.0[..]).unwrap_or(&[]);
-        let mut len = rv.len() + uid.len();
-        for (k, v) in labels {
-            len += k.len() + v.len();
-        }
-        let mut text = String::with_capacity(len);
-        let mut ends = Vec::with_capacity(2 + labels.len() * 2);
-        let mut push = |s: &str| {
-            text.push_str(s);
-            ends.push(text.len() as u32);
+        let parts = || [rv, uid].into_iter().chain(labels.iter().flat_map(|(k, v)| [k.as_ref(), v.as_ref()]));
+        let text_len: usize = parts().map(str::len).sum();
+        let n_parts = FIXED_PARTS + 2 * labels.len();
+        let too_big = || DecodeError::Json("object larger than 4 GiB".into());
+        let header = Header {
+            key,
+            raw_len: u32::try_from(raw.len()).map_err(|_| too_big())?,
+            text_len: u32::try_from(text_len).map_err(|_| too_big())?,
+            parts: u32::try_from(n_parts).map_err(|_| too_big())?,
+            typed: OnceLock::new(),
         };
-        push(rv);
-        push(uid);
-        for (k, v) in labels {
-            push(k);
-            push(v);
-        }
+        let total = raw.len() + text_len + 4 * n_parts;
         Ok(Object {
-            inner: Arc::new(Inner {
-                key,
-                meta: MetaText { text: text.into_boxed_str(), ends: ends.into_boxed_slice() },
-                raw,
-                typed: OnceLock::new(),
+            inner: fill(header, total, |buf| {
+                let (json, rest) = buf.split_at_mut(raw.len());
+                copy_into(json, raw);
+                let (mut text, mut ends) = rest.split_at_mut(text_len);
+                let mut end = 0u32;
+                for part in parts() {
+                    let (dst, more) = text.split_at_mut(part.len());
+                    copy_into(dst, part.as_bytes());
+                    text = more;
+                    // Fits: text_len fits in u32 (checked above).
+                    end += part.len() as u32;
+                    let (dst, more) = ends.split_at_mut(4);
+                    copy_into(dst, &end.to_le_bytes());
+                    ends = more;
+                }
             }),
         })
     }
 
+    fn header(&self) -> &Header<K> {
+        &self.inner.header.header
+    }
+
+    /// The `i`th identity text part (see [`Header`]).
+    fn part(&self, i: usize) -> &str {
+        let h = self.header();
+        let data = &self.inner.slice;
+        let text = &data[h.raw_len as usize..][..h.text_len as usize];
+        let ends = &data[h.raw_len as usize + h.text_len as usize..];
+        let end = |j: usize| ends[4 * j..].first_chunk::<4>().map_or(0, |b| u32::from_le_bytes(*b) as usize);
+        let start = if i == 0 { 0 } else { end(i - 1) };
+        // Every part was copied from a `&str` at its own boundaries, so this never fails.
+        std::str::from_utf8(&text[start..end(i)]).unwrap_or_default()
+    }
+
     /// The cache key (`namespace/name` or `name`).
     pub fn key(&self) -> &ObjectKey {
-        &self.inner.key
+        &self.header().key
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        self.inner.key.name()
+        self.key().name()
     }
 
     /// `metadata.namespace`, `None` for cluster-scoped objects.
     pub fn namespace(&self) -> Option<&str> {
-        self.inner.key.namespace()
+        self.key().namespace()
     }
 
     /// `metadata.resourceVersion`, if set.
     pub fn resource_version(&self) -> Option<&str> {
-        Some(self.inner.meta.part(0)).filter(|s| !s.is_empty())
+        Some(self.part(0)).filter(|s| !s.is_empty())
     }
 
     /// `metadata.uid`, if set.
     pub fn uid(&self) -> Option<&str> {
-        Some(self.inner.meta.part(1)).filter(|s| !s.is_empty())
+        Some(self.part(1)).filter(|s| !s.is_empty())
     }
 
     /// The value of one label.
@@ -186,42 +204,72 @@ impl<K> Object<K> {
 
     /// All labels, in the order the server sent them.
     pub fn labels(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        let m = &self.inner.meta;
-        (0..m.label_count()).map(move |i| (m.part(2 + 2 * i), m.part(3 + 2 * i)))
+        let n = (self.header().parts as usize - FIXED_PARTS) / 2;
+        (0..n).map(move |i| (self.part(FIXED_PARTS + 2 * i), self.part(FIXED_PARTS + 1 + 2 * i)))
     }
 
     /// The object's JSON exactly as received (or as encoded by [`Object::from_typed`]).
     pub fn raw_json(&self) -> &[u8] {
-        &self.inner.raw
+        &self.inner.slice[..self.header().raw_len as usize]
     }
 
-    /// The object's JSON as shared bytes.
-    pub fn raw_bytes(&self) -> Bytes {
-        self.inner.raw.clone()
+    /// The object's JSON as shared bytes (no copy: the bytes keep the object alive).
+    pub fn raw_bytes(&self) -> Bytes
+    where
+        K: Send + Sync + 'static,
+    {
+        Bytes::from_owner(RawJson(self.clone()))
     }
 
     /// Whether both handles point at the same object allocation.
     pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        std::ptr::eq(self.inner.slice.as_ptr(), other.inner.slice.as_ptr())
     }
 
     /// Whether the typed value has been decoded and cached.
     pub fn is_decoded(&self) -> bool {
-        self.inner.typed.get().is_some()
+        self.header().typed.get().is_some()
     }
 
     /// Reinterprets the same bytes as another type (for example a typed object as a
-    /// `PartialObjectMeta`). The typed cache is not carried over.
+    /// `PartialObjectMeta`). The bytes are copied; the typed cache is not carried over.
     pub fn cast<T>(&self) -> Object<T> {
-        let i = &self.inner;
-        Object {
-            inner: Arc::new(Inner {
-                key: i.key.clone(),
-                meta: MetaText { text: i.meta.text.clone(), ends: i.meta.ends.clone() },
-                raw: i.raw.clone(),
-                typed: OnceLock::new(),
-            }),
-        }
+        let h = self.header();
+        let header = Header {
+            key: h.key.clone(),
+            raw_len: h.raw_len,
+            text_len: h.text_len,
+            parts: h.parts,
+            typed: OnceLock::new(),
+        };
+        Object { inner: ThinArc::from_header_and_slice(header, &self.inner.slice) }
+    }
+}
+
+/// Allocates an object of `len` data bytes once and lets `write` fill every byte.
+#[allow(unsafe_code)]
+fn fill<K>(header: Header<K>, len: usize, write: impl FnOnce(&mut [MaybeUninit<u8>])) -> ThinArc<Header<K>, u8> {
+    let mut arc = UniqueArc::from_header_and_uninit_slice(HeaderWithLength::new(header, len), len);
+    write(&mut arc.slice);
+    // SAFETY: `from_head` (the only caller) splits the slice into the JSON, the text and the end
+    // offsets, whose lengths add up to `len`, and writes every one of those bytes.
+    let arc = unsafe { arc.assume_init_slice_with_header() };
+    triomphe::Arc::into_thin(arc.shareable())
+}
+
+/// Initializes `dst` from `src` (equal lengths; compiles to a `memcpy`).
+fn copy_into(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        d.write(*s);
+    }
+}
+
+/// Owner of the bytes handed out by [`Object::raw_bytes`].
+struct RawJson<K>(Object<K>);
+
+impl<K> AsRef<[u8]> for RawJson<K> {
+    fn as_ref(&self) -> &[u8] {
+        self.0.raw_json()
     }
 }
 
@@ -231,17 +279,18 @@ impl<K: DeserializeOwned> Object<K> {
     /// Decoding is fallible (the bytes may not fit `K`); a failure is returned every time it is
     /// attempted and nothing is cached.
     pub fn get(&self) -> Result<&K, DecodeError> {
-        if let Some(k) = self.inner.typed.get() {
+        let typed = &self.header().typed;
+        if let Some(k) = typed.get() {
             return Ok(k);
         }
-        let k: K = serde_json::from_slice(&self.inner.raw)?;
-        Ok(self.inner.typed.get_or_init(|| Box::new(k)))
+        let k: K = serde_json::from_slice(self.raw_json())?;
+        Ok(typed.get_or_init(|| Box::new(k)))
     }
 
     /// Decodes a fresh owned value without caching it (for callers that want to modify it, or
     /// that want to avoid keeping decoded values in memory).
     pub fn decode(&self) -> Result<K, DecodeError> {
-        Ok(serde_json::from_slice(&self.inner.raw)?)
+        Ok(serde_json::from_slice(self.raw_json())?)
     }
 }
 
@@ -249,10 +298,10 @@ impl<K: Serialize> Object<K> {
     /// Builds an object from a typed value (encodes it to JSON once; the value is kept as the
     /// decoded cache).
     pub fn from_typed(value: K) -> Result<Self, DecodeError> {
-        let raw = Bytes::from(serde_json::to_vec(&value)?);
+        let raw = serde_json::to_vec(&value)?;
         let head = ObjectHead::parse(&raw)?;
-        let obj = Self::from_head(&head, raw.clone())?;
-        let _ = obj.inner.typed.set(Box::new(value));
+        let obj = Self::from_head(&head, &raw)?;
+        let _ = obj.header().typed.set(Box::new(value));
         Ok(obj)
     }
 }
@@ -261,7 +310,7 @@ impl<K> fmt::Debug for Object<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print object contents (they may hold secrets): identity only.
         f.debug_struct("Object")
-            .field("key", &self.inner.key)
+            .field("key", self.key())
             .field("resource_version", &self.resource_version())
             .finish_non_exhaustive()
     }
@@ -390,6 +439,40 @@ mod tests {
         assert_eq!(o.resource_version(), Some("9"));
         let again: ConfigMap = serde_json::from_slice(o.raw_json()).unwrap();
         assert_eq!(again.metadata.name.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn identity_text_survives_escapes_and_many_labels() {
+        let mut labels: Vec<String> = (0..40).map(|i| format!(r#""k{i}":"v{i}""#)).collect();
+        labels.push(r#""a\"b":"c\u00e9""#.to_string());
+        let json = format!(
+            r#"{{"metadata":{{"name":"n","resourceVersion":"12345","uid":"","labels":{{{}}}}}}}"#,
+            labels.join(",")
+        );
+        let o: Object<ConfigMap> = Object::from_json(&json).unwrap();
+        assert_eq!(o.raw_json(), json.as_bytes());
+        assert_eq!(o.resource_version(), Some("12345"));
+        assert_eq!(o.uid(), None);
+        assert_eq!(o.labels().len(), 41);
+        assert_eq!(o.label("k0"), Some("v0"));
+        assert_eq!(o.label("k39"), Some("v39"));
+        assert_eq!(o.label("a\"b"), Some("c\u{e9}"));
+        assert_eq!(o.label("missing"), None);
+        let no_labels: Object<ConfigMap> = Object::from_json(r#"{"metadata":{"name":"x"}}"#).unwrap();
+        assert_eq!((no_labels.labels().len(), no_labels.resource_version()), (0, None));
+    }
+
+    #[test]
+    fn raw_bytes_share_the_object_and_cast_keeps_identity() {
+        let json = r#"{"metadata":{"name":"a","namespace":"n","resourceVersion":"3","labels":{"x":"1"}}}"#;
+        let o: Object<ConfigMap> = Object::from_json(json).unwrap();
+        let bytes = o.raw_bytes();
+        let cast: Object<serde_json::Value> = o.cast();
+        drop(o);
+        assert_eq!(&bytes[..], json.as_bytes(), "the bytes outlive the handle they came from");
+        assert_eq!((cast.key().as_str(), cast.resource_version(), cast.label("x")), ("n/a", Some("3"), Some("1")));
+        assert_eq!(cast.raw_json(), json.as_bytes());
+        assert!(!cast.is_decoded());
     }
 
     #[test]

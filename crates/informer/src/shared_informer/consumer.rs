@@ -20,6 +20,9 @@ use crate::handler::ResourceEventHandler;
 use crate::key::ObjectKey;
 use crate::object::{DeletedObject, Object, Tombstone};
 
+/// A backlog buffer that grew beyond this many entries is shrunk once it is empty again.
+const SHRINK_ABOVE: usize = 1024;
+
 /// Consumer-side state: a resync being expanded and, for `Bounded`, what the handler has seen.
 pub(crate) struct Consumer<K> {
     expanded: VecDeque<Notification<K>>,
@@ -60,6 +63,10 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 let mut b = l.buf.lock();
                 let p = b.items.pop_front();
                 let backlog = b.items.len();
+                if backlog == 0 && b.items.capacity() > SHRINK_ABOVE {
+                    // A burst (the initial list, a relist) is over: give its buffer back.
+                    b.items.shrink_to(SHRINK_ABOVE / 4);
+                }
                 if let Some(m) = &l.metrics {
                     m.backlog.set(b.items.len() as i64);
                 }

@@ -463,6 +463,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_drained_burst_gives_its_buffer_back() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        let o = obj("o", "1");
+        for _ in 0..5000 {
+            l.push(Notification::Add { obj: o.clone(), is_in_initial_list: false }, now);
+        }
+        assert!(l.buf.lock().items.capacity() >= 5000);
+        for _ in 0..4999 {
+            assert!(c.next(&l).await.is_some());
+        }
+        assert!(l.buf.lock().items.capacity() >= 5000, "kept while the burst is being drained");
+        assert!(c.next(&l).await.is_some());
+        assert!(l.buf.lock().items.capacity() <= 1024, "shrunk once empty");
+        l.push(Notification::Add { obj: o, is_in_initial_list: false }, now);
+        assert!(c.next(&l).await.is_some(), "the listener keeps working after the shrink");
+    }
+
+    #[tokio::test]
     async fn registration_syncs_only_after_upstream_and_initial_adds() {
         let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
         let l = listener(BacklogPolicy::Unbounded, &idx);

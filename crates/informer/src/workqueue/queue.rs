@@ -60,20 +60,27 @@ pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::
 /// `unfinishedWorkUpdatePeriod`).
 pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 
-/// Per-key bookkeeping.
+/// Per-key bookkeeping (two bytes: a queue holding every key of a large cache stays small).
 #[derive(Debug)]
 struct Slot {
     dirty: bool,
     processing: bool,
-    /// When the key became dirty (metrics only).
+}
+
+/// Per-key timestamps, kept only when metrics are enabled.
+#[derive(Debug, Default)]
+struct Times {
+    /// When the key became dirty.
     added_at: Option<Instant>,
-    /// When a worker took the key (metrics only).
+    /// When a worker took the key.
     started_at: Option<Instant>,
 }
 
 struct State<T> {
     ready: VecDeque<T>,
     slots: FastMap<T, Slot>,
+    /// Timestamps of keys with a slot (metrics only; empty otherwise).
+    times: FastMap<T, Times>,
     processing: usize,
     shutting_down: bool,
     /// A `shut_down_with_drain*` call is waiting; cleared by `shut_down`.
@@ -219,15 +226,18 @@ impl<T: QueueItem> WorkQueue<T> {
                 if let Some(m) = &shared.metrics {
                     m.adds.inc();
                     m.depth.inc();
-                    slot.added_at = slot.added_at.or(now);
+                    let key = occupied.key().clone();
+                    let t = st.times.entry(key).or_default();
+                    t.added_at = t.added_at.or(now);
                 }
             }
             Entry::Vacant(vacant) => {
                 let key = vacant.key().clone();
-                vacant.insert(Slot { dirty: true, processing: false, added_at: now, started_at: None });
+                vacant.insert(Slot { dirty: true, processing: false });
                 if let Some(m) = &shared.metrics {
                     m.adds.inc();
                     m.depth.inc();
+                    st.times.insert(key.clone(), Times { added_at: now, started_at: None });
                 }
                 st.ready.push_back(key);
                 drop(guard);
@@ -302,12 +312,17 @@ impl<T: QueueItem> WorkQueue<T> {
         }
         slot.processing = false;
         st.processing -= 1;
-        if let Some(m) = &shared.metrics
-            && let Some(started) = slot.started_at.take()
-        {
-            m.work_duration.observe(secs_since(started, Instant::now()));
-        }
         let requeued = slot.dirty;
+        if let Some(m) = &shared.metrics {
+            let started = if requeued {
+                st.times.get_mut(&key).and_then(|t| t.started_at.take())
+            } else {
+                st.times.remove(&key).and_then(|t| t.started_at)
+            };
+            if let Some(started) = started {
+                m.work_duration.observe(secs_since(started, Instant::now()));
+            }
+        }
         if requeued {
             st.ready.push_back(key.clone());
             st.slots.insert(key, slot);
@@ -424,10 +439,11 @@ impl<T: QueueItem> Shared<T> {
         if let Some(m) = &self.metrics {
             let now = Instant::now();
             m.depth.dec();
-            if let Some(added) = slot.added_at.take() {
+            let t = st.times.entry(item.clone()).or_default();
+            if let Some(added) = t.added_at.take() {
                 m.queue_duration.observe(secs_since(added, now));
             }
-            slot.started_at = Some(now);
+            t.started_at = Some(now);
         }
         Next::Item(item)
     }
@@ -486,8 +502,8 @@ impl<T: QueueItem> Shared<T> {
         let (mut total, mut longest) = (0.0_f64, 0.0_f64);
         if st.processing > 0 {
             let mut seen = 0;
-            for slot in st.slots.values() {
-                if let Some(started) = slot.started_at {
+            for t in st.times.values() {
+                if let Some(started) = t.started_at {
                     let age = secs_since(started, now);
                     total += age;
                     longest = longest.max(age);
@@ -592,6 +608,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
                 slots: FastMap::default(),
+                times: FastMap::default(),
                 processing: 0,
                 shutting_down: false,
                 drain: false,
@@ -685,6 +702,12 @@ mod tests {
                 }
             }
             assert_eq!(processing, st.processing);
+            for key in st.times.keys() {
+                assert!(st.slots.contains_key(key), "timestamps kept for a key without slot");
+            }
+            if self.shared.metrics.is_none() {
+                assert!(st.times.is_empty(), "timestamps kept without metrics");
+            }
         }
     }
 
@@ -738,8 +761,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_the_reference_model(ops in proptest::collection::vec(op(), 0..200)) {
-            let q: WorkQueue<u8> = WorkQueue::new();
+        fn matches_the_reference_model(ops in proptest::collection::vec(op(), 0..200), metrics in any::<bool>()) {
+            let q: WorkQueue<u8> = if metrics {
+                let m = super::super::metrics::WorkQueueMetrics::new(&mut prometheus_client::registry::Registry::default());
+                WorkQueue::builder().name("model").metrics(&m).build()
+            } else {
+                WorkQueue::new()
+            };
             let mut model = Model::default();
             for op in ops {
                 match op {
