@@ -96,24 +96,30 @@ impl Template {
         Template { parts, holes }
     }
 
-    /// Appends pod `i` at resourceVersion `rv` with generation label `generation`.
+    /// Appends pod `i` at resourceVersion `rv` with generation label `generation` (no allocation
+    /// beyond `out`'s own growth: the numbers are formatted straight into it).
     fn write(&self, out: &mut BytesMut, i: u64, rv: u64, generation: u64) {
         use std::fmt::Write as _;
-        let mut num = String::new();
+        out.reserve(self.max_len());
         for (k, part) in self.parts.iter().enumerate() {
             out.extend_from_slice(part);
             if let Some(h) = self.holes.get(k) {
-                num.clear();
+                // Writing to a `BytesMut` cannot fail.
                 let _ = match h {
-                    Hole::Name => write!(num, "bench-{i:07}"),
-                    Hole::Uid => write!(num, "00000000-0000-4000-8000-{i:012}"),
-                    Hole::Rv => write!(num, "{rv}"),
-                    Hole::App => write!(num, "app-{}", i % 50),
-                    Hole::Generation => write!(num, "{generation}"),
+                    Hole::Name => write!(out, "bench-{i:07}"),
+                    Hole::Uid => write!(out, "00000000-0000-4000-8000-{i:012}"),
+                    Hole::Rv => write!(out, "{rv}"),
+                    Hole::App => write!(out, "app-{}", i % 50),
+                    Hole::Generation => write!(out, "{generation}"),
                 };
-                out.extend_from_slice(num.as_bytes());
             }
         }
+    }
+
+    /// An upper bound of one written pod (and its event envelope): the literal parts plus room
+    /// for every number.
+    fn max_len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum::<usize>() + self.holes.len() * 48 + 64
     }
 }
 
@@ -422,6 +428,8 @@ impl WatchBody {
             }
             let k = self.next;
             let i = (k - 1) % sh.cfg.pods;
+            // One allocation per paced event (the buffer is handed off whole below).
+            self.buf.reserve(sh.tpl.max_len());
             self.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
             // Stamped when written (the event leaves the server now). Stamping the due time
             // instead would add the pacing timer's 1 ms granularity to every figure; the price is

@@ -213,22 +213,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     sync_at2.store(micros_now(), Ordering::Relaxed);
     let sync_ms = (t_sync - t0).as_secs_f64() * 1e3;
     let rss_after_sync = proc_status_kb("VmRSS:");
-    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_some() {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            // SAFETY: mallinfo2 only reads allocator statistics.
-            let mi = unsafe { libc::mallinfo2() };
-            eprintln!(
-                "mallinfo after sync: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",
-                mi.arena >> 10,
-                mi.uordblks >> 10,
-                mi.fordblks >> 10,
-                mi.hblkhd >> 10,
-                proc_status_kb("RssAnon:"),
-                proc_status_kb("RssFile:")
-            );
-        }
-    }
+    print_mallinfo("after sync");
     if target > 0 {
         let wait = done.notified();
         tokio::pin!(wait);
@@ -240,6 +225,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         }
     }
     let update_s = t_sync.elapsed().as_secs_f64();
+    print_mallinfo("at the end");
     let rss_end = proc_status_kb("VmRSS:");
     let peak = proc_status_kb("VmHWM:");
     let (p50, p99, p999, max) = {
@@ -277,4 +263,27 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let _ = worker.await;
     drop(w1);
     Ok(true)
+}
+
+/// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).
+fn print_mallinfo(when: &str) {
+    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_none() {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads allocator statistics.
+        let mi = unsafe { libc::mallinfo2() };
+        eprintln!(
+            "mallinfo {when}: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",
+            mi.arena >> 10,
+            mi.uordblks >> 10,
+            mi.fordblks >> 10,
+            mi.hblkhd >> 10,
+            proc_status_kb("RssAnon:"),
+            proc_status_kb("RssFile:")
+        );
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = when;
 }

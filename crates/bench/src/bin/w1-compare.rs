@@ -75,12 +75,19 @@ fn main() -> Result<()> {
                     _ => "-".into(),
                 }
             };
+            // /proc reports KiB; figures are quoted in MiB.
+            let mib = |v: &Value, f: &str| v[f].as_f64().map_or("-".into(), |kb| format!("{:.1}", kb / 1024.0));
             println!(
-                "ratio informer/kube-runtime ({mode} {handler}): sync_ms {} updates_per_s {} rss_after_sync {} peak_rss {}",
+                "ratio informer/kube-runtime ({mode} {handler}): sync_ms {} updates_per_s {} rss_after_sync {} peak_rss {}; \
+                 RSS after sync {} vs {} MiB, peak {} vs {} MiB",
                 ratio("sync_ms"),
                 ratio("updates_per_s"),
                 ratio("rss_after_sync_kb"),
-                ratio("peak_rss_kb")
+                ratio("peak_rss_kb"),
+                mib(&i, "rss_after_sync_kb"),
+                mib(&k, "rss_after_sync_kb"),
+                mib(&i, "peak_rss_kb"),
+                mib(&k, "peak_rss_kb")
             );
         }
     }

@@ -85,7 +85,7 @@ pub struct Object<K> {
 /// The fixed part of an object's single allocation. The allocation's byte slice holds, in order:
 /// the raw JSON (`raw_len` bytes), the identity text (resourceVersion, uid, then each label's key
 /// and value, `text_len` bytes of UTF-8), and one little-endian `u32` end offset (relative to the
-/// text) per text part (`parts` of them).
+/// text) per text part (`parts` of them), then zero padding up to the size class (see `padded`).
 struct Header<K> {
     key: ObjectKey,
     raw_len: u32,
@@ -135,7 +135,7 @@ impl<K> Object<K> {
             parts: u32::try_from(n_parts).map_err(|_| too_big())?,
             typed: OnceLock::new(),
         };
-        let total = raw.len() + text_len + 4 * n_parts;
+        let total = padded(raw.len() + text_len + 4 * n_parts);
         Ok(Object {
             inner: fill(header, total, |buf| {
                 let (json, rest) = buf.split_at_mut(raw.len());
@@ -151,6 +151,9 @@ impl<K> Object<K> {
                     let (dst, more) = ends.split_at_mut(4);
                     copy_into(dst, &end.to_le_bytes());
                     ends = more;
+                }
+                for pad in ends {
+                    pad.write(0);
                 }
             }),
         })
@@ -246,13 +249,28 @@ impl<K> Object<K> {
     }
 }
 
+/// Allocation granularity of objects, in bytes.
+const SIZE_CLASS: usize = 128;
+/// Bytes the allocator and the shared header add to an object's data (approximately).
+const ALLOC_OVERHEAD: usize = 64;
+
+/// The data length to allocate for `used` bytes: the whole allocation is rounded up to a
+/// multiple of [`SIZE_CLASS`]. A new version of an object is usually a few bytes longer or
+/// shorter than the one it replaces (resourceVersion digits, a changed label, a timestamp); in
+/// the same size class it fits the hole its predecessor left, so a cache under churn reuses its
+/// memory instead of growing around holes that are a few bytes too small. Costs
+/// `SIZE_CLASS / 2` bytes per object on average (~1.4% of a W1 pod).
+fn padded(used: usize) -> usize {
+    (used + ALLOC_OVERHEAD).div_ceil(SIZE_CLASS) * SIZE_CLASS - ALLOC_OVERHEAD
+}
+
 /// Allocates an object of `len` data bytes once and lets `write` fill every byte.
 #[allow(unsafe_code)]
 fn fill<K>(header: Header<K>, len: usize, write: impl FnOnce(&mut [MaybeUninit<u8>])) -> ThinArc<Header<K>, u8> {
     let mut arc = UniqueArc::from_header_and_uninit_slice(HeaderWithLength::new(header, len), len);
     write(&mut arc.slice);
-    // SAFETY: `from_head` (the only caller) splits the slice into the JSON, the text and the end
-    // offsets, whose lengths add up to `len`, and writes every one of those bytes.
+    // SAFETY: `from_head` (the only caller) splits the slice into the JSON, the text, the end
+    // offsets and the padding, whose lengths add up to `len`, and writes every one of those bytes.
     let arc = unsafe { arc.assume_init_slice_with_header() };
     triomphe::Arc::into_thin(arc.shareable())
 }

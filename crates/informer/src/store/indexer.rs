@@ -102,7 +102,8 @@ struct State<K> {
     funcs: Funcs<K>,
     /// Per index function: value → keys.
     indices: Vec<Map<Arc<str>, Set<ObjectKey>>>,
-    rv: Option<Box<str>>,
+    /// The last resourceVersion stored (reused buffer: no allocation per update).
+    rv: Option<String>,
 }
 
 /// A thread-safe, indexed object store.
@@ -225,7 +226,9 @@ impl<K> State<K> {
 
     fn set_rv(&mut self, rv: &str) {
         if self.rv.as_deref() != Some(rv) {
-            self.rv = Some(rv.into());
+            let buf = self.rv.get_or_insert_with(String::new);
+            buf.clear();
+            buf.push_str(rv);
         }
     }
 
