@@ -49,6 +49,11 @@ pub struct ObjectKey {
 
 const NO_NAMESPACE: u32 = u32::MAX;
 
+/// The `/` offset of a key in namespace `ns` (`None` for a namespace too long to record).
+fn slash_after(ns: &str) -> Option<u32> {
+    u32::try_from(ns.len()).ok().filter(|&s| s != NO_NAMESPACE)
+}
+
 impl ObjectKey {
     /// Builds a key from an optional namespace and a name, validating both.
     pub fn new(namespace: Option<&str>, name: &str) -> Result<Self, KeyError> {
@@ -60,18 +65,18 @@ impl ObjectKey {
                 if name.contains('/') {
                     return Err(KeyError::Format(name.to_string()));
                 }
-                Ok(ObjectKey::build(NO_NAMESPACE, name))
+                Ok(ObjectKey::build(NO_NAMESPACE, name.as_bytes()))
             }
             Some(ns) => {
                 if ns.contains('/') || name.contains('/') {
                     return Err(KeyError::Format(format!("{ns}/{name}")));
                 }
-                let slash = u32::try_from(ns.len()).map_err(|_| KeyError::Format(format!("{ns}/{name}")))?;
+                let slash = slash_after(ns).ok_or_else(|| KeyError::Format(format!("{ns}/{name}")))?;
                 let mut s: SmallVec<[u8; 96]> = SmallVec::with_capacity(ns.len() + 1 + name.len());
                 s.extend_from_slice(ns.as_bytes());
                 s.push(b'/');
                 s.extend_from_slice(name.as_bytes());
-                Ok(ObjectKey { inner: ThinArc::from_header_and_slice(slash, &s) })
+                Ok(ObjectKey::build(slash, &s))
             }
         }
     }
@@ -81,10 +86,11 @@ impl ObjectKey {
         let mut parts = s.split('/');
         let (a, b, rest) = (parts.next(), parts.next(), parts.next());
         match (a, b, rest) {
-            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey::build(NO_NAMESPACE, s)),
-            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() && ns.len() < NO_NAMESPACE as usize => {
-                Ok(ObjectKey::build(ns.len() as u32, s))
-            }
+            (Some(name), None, None) if !name.is_empty() => Ok(ObjectKey::build(NO_NAMESPACE, s.as_bytes())),
+            (Some(ns), Some(name), None) if !ns.is_empty() && !name.is_empty() => match slash_after(ns) {
+                Some(slash) => Ok(ObjectKey::build(slash, s.as_bytes())),
+                None => Err(KeyError::Format(s.to_string())),
+            },
             _ => Err(KeyError::Format(s.to_string())),
         }
     }
@@ -104,14 +110,15 @@ impl ObjectKey {
     /// The formatted key.
     #[allow(unsafe_code)]
     pub fn as_str(&self) -> &str {
-        // SAFETY: the slice is only ever built from a `&str` (see `build` and `new`, whose parts
-        // are `&str`s joined by an ASCII `/`), so it is valid UTF-8. Checking it on every call
+        // SAFETY: the slice is only ever built by `build`, whose callers pass a `&str`'s bytes or
+        // two `&str`s joined by an ASCII `/`, so it is valid UTF-8. Checking it on every call
         // would tax each hash and comparison of a key, the hottest operation of every cache.
         unsafe { std::str::from_utf8_unchecked(&self.inner.slice) }
     }
 
-    fn build(slash: u32, full: &str) -> Self {
-        ObjectKey { inner: ThinArc::from_header_and_slice(slash, full.as_bytes()) }
+    /// `full` is the UTF-8 of a formatted key (see `as_str`).
+    fn build(slash: u32, full: &[u8]) -> Self {
+        ObjectKey { inner: ThinArc::from_header_and_slice(slash, full) }
     }
 
     fn slash(&self) -> u32 {

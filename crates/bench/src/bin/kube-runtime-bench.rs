@@ -59,6 +59,19 @@ fn main() -> Result<()> {
     builder.enable_all().build()?.block_on(run(args))
 }
 
+/// The pods API of `namespace` and the watcher configuration both runs use (any resourceVersion,
+/// streaming lists when asked).
+async fn pods_watch(
+    kc: kube::config::Kubeconfig,
+    namespace: &str,
+    streaming: bool,
+) -> Result<(kube::Api<Pod>, watcher::Config)> {
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    let api = kube::Api::namespaced(kube::Client::try_from(cfg)?, namespace);
+    let wc = watcher::Config::default().any_semantic();
+    Ok((api, if streaming { wc.streaming_lists() } else { wc }))
+}
+
 async fn run(args: Args) -> Result<()> {
     if args.slow_handler && args.handlers < 2 {
         anyhow::bail!("--slow-handler needs --handlers 2 or more");
@@ -85,13 +98,7 @@ async fn run(args: Args) -> Result<()> {
         (None, Some(p)) => kube::config::Kubeconfig::read_from(p)?,
         (None, None) => anyhow::bail!("give --kubeconfig F or --w1"),
     };
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
-    let client = kube::Client::try_from(cfg)?;
-    let api: kube::Api<Pod> = kube::Api::namespaced(client, &args.namespace);
-    let mut wc = watcher::Config::default().any_semantic();
-    if streaming {
-        wc = wc.streaming_lists();
-    }
+    let (api, wc) = pods_watch(kc, &args.namespace, streaming).await?;
     let (store, writer) = reflector::store::<Pod>();
     let queue: WorkQueue<ObjectKey> = WorkQueue::new();
     let worker = tokio::spawn({
@@ -196,13 +203,7 @@ async fn run_shared(args: Args) -> Result<()> {
         &args.namespace,
     )?;
     let kc = kube::config::Kubeconfig::from_yaml(&w1.kubeconfig_yaml())?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
-    let client = kube::Client::try_from(cfg)?;
-    let api: kube::Api<Pod> = kube::Api::namespaced(client, &args.namespace);
-    let mut wc = watcher::Config::default().any_semantic();
-    if streaming {
-        wc = wc.streaming_lists();
-    }
+    let (api, wc) = pods_watch(kc, &args.namespace, streaming).await?;
     // kube-runtime's documented default buffer for shared streams is small; 1024 matches the
     // order of informer's bounded backlogs.
     let (store, writer) = reflector::store_shared::<Pod>(1024);

@@ -147,12 +147,17 @@ fn compute<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>) -> Result<Com
         .collect()
 }
 
+/// Whether an entry's stored values for one index equal freshly computed ones.
+fn same_values(old: &Vals, new: &[String]) -> bool {
+    old.len() == new.len() && old.iter().zip(new).all(|(a, b)| **a == **b)
+}
+
 impl<K> State<K> {
     /// Inserts `key` under the new values for index `i`, reusing the stored old values when
     /// nothing changed. Returns the values to keep in the entry.
     fn reindex(&mut self, i: usize, key: &ObjectKey, old: Option<&Vals>, new: Vec<String>) -> Vals {
         if let Some(old) = old {
-            if old.len() == new.len() && old.iter().zip(&new).all(|(a, b)| **a == **b) {
+            if same_values(old, &new) {
                 return old.clone(); // fast path: unchanged values, no index mutation
             }
             for v in old.iter() {
@@ -194,10 +199,9 @@ impl<K> State<K> {
         };
         // The common update keeps every index value: the old entry's values are reused as they
         // are (no allocation).
-        let unchanged = old.as_ref().is_some_and(|e| {
-            e.vals.len() == vals.len()
-                && e.vals.iter().zip(&vals).all(|(o, n)| o.len() == n.len() && o.iter().zip(n).all(|(a, b)| **a == **b))
-        });
+        let unchanged = old
+            .as_ref()
+            .is_some_and(|e| e.vals.len() == vals.len() && e.vals.iter().zip(&vals).all(|(o, n)| same_values(o, n)));
         match old {
             Some(Entry { obj: old_obj, vals: old_vals }) if unchanged => {
                 self.items.insert(key, Entry { obj, vals: old_vals });

@@ -68,7 +68,7 @@ struct Slot {
 }
 
 /// Per-key timestamps, kept only when metrics are enabled.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Times {
     /// When the key became dirty.
     added_at: Option<Instant>,
@@ -79,7 +79,8 @@ struct Times {
 struct State<T> {
     ready: VecDeque<T>,
     slots: FastMap<T, Slot>,
-    /// Timestamps of keys with a slot (metrics only; empty otherwise).
+    /// Timestamps of every key with a slot when metrics are enabled (same keys as `slots`);
+    /// empty otherwise.
     times: FastMap<T, Times>,
     processing: usize,
     shutting_down: bool,
@@ -226,9 +227,9 @@ impl<T: QueueItem> WorkQueue<T> {
                 if let Some(m) = &shared.metrics {
                     m.adds.inc();
                     m.depth.inc();
-                    let key = occupied.key().clone();
-                    let t = st.times.entry(key).or_default();
-                    t.added_at = t.added_at.or(now);
+                    if let Some(t) = st.times.get_mut(occupied.key()) {
+                        t.added_at = t.added_at.or(now);
+                    }
                 }
             }
             Entry::Vacant(vacant) => {
@@ -439,11 +440,12 @@ impl<T: QueueItem> Shared<T> {
         if let Some(m) = &self.metrics {
             let now = Instant::now();
             m.depth.dec();
-            let t = st.times.entry(item.clone()).or_default();
-            if let Some(added) = t.added_at.take() {
-                m.queue_duration.observe(secs_since(added, now));
+            if let Some(t) = st.times.get_mut(&item) {
+                if let Some(added) = t.added_at.take() {
+                    m.queue_duration.observe(secs_since(added, now));
+                }
+                t.started_at = Some(now);
             }
-            t.started_at = Some(now);
         }
         Next::Item(item)
     }
@@ -702,10 +704,12 @@ mod tests {
                 }
             }
             assert_eq!(processing, st.processing);
-            for key in st.times.keys() {
-                assert!(st.slots.contains_key(key), "timestamps kept for a key without slot");
-            }
-            if self.shared.metrics.is_none() {
+            if self.shared.metrics.is_some() {
+                assert_eq!(st.times.len(), st.slots.len(), "one timestamp entry per slot");
+                for key in st.times.keys() {
+                    assert!(st.slots.contains_key(key), "timestamps kept for a key without slot");
+                }
+            } else {
                 assert!(st.times.is_empty(), "timestamps kept without metrics");
             }
         }
