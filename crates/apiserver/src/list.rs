@@ -199,7 +199,14 @@ impl ContinueToken {
     /// Encodes as kube does: unpadded URL-safe base64 of
     /// `{"v":"meta.k8s.io/v1","rv":N,"start":"…"}`.
     pub fn encode(&self) -> String {
-        let j = json!({"v": "meta.k8s.io/v1", "rv": self.rv, "start": self.start});
+        // A struct, not a map: the field order is part of the token's bytes.
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            v: &'a str,
+            rv: i64,
+            start: &'a str,
+        }
+        let j = Wire { v: "meta.k8s.io/v1", rv: self.rv, start: &self.start };
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&j).unwrap_or_default())
     }
 

@@ -314,7 +314,7 @@ impl Template {
         match self.obj.value() {
             Value::Object(mut m) => {
                 if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-                    meta.shift_remove("resourceVersion");
+                    meta.remove("resourceVersion");
                 }
                 build(info, &m, 0)
             }

@@ -114,7 +114,7 @@ impl ApiError {
         d.insert("kind".into(), kind.into());
         d.insert("causes".into(), json!([{"reason": cause_reason, "message": cause_message, "field": field}]));
         if name.is_empty() {
-            d.shift_remove("name");
+            d.remove("name");
         }
         e.details = Some(Box::new(Value::Object(d)));
         e
@@ -201,9 +201,38 @@ impl ApiError {
         Value::Object(m)
     }
 
-    /// The `Status` object serialized compactly.
+    /// The `Status` object serialized compactly, fields in kube-apiserver's order (a JSON map
+    /// would sort them).
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.to_status()).unwrap_or_default()
+        #[derive(serde::Serialize)]
+        struct Meta<'a> {
+            #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+            cont: Option<&'a str>,
+        }
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire<'a> {
+            kind: &'a str,
+            api_version: &'a str,
+            metadata: Meta<'a>,
+            status: &'a str,
+            message: &'a str,
+            reason: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            details: Option<&'a Value>,
+            code: u16,
+        }
+        let w = Wire {
+            kind: "Status",
+            api_version: "v1",
+            metadata: Meta { cont: self.continue_token.as_deref() },
+            status: "Failure",
+            message: &self.message,
+            reason: &self.reason,
+            details: self.details.as_deref(),
+            code: self.code,
+        };
+        serde_json::to_vec(&w).unwrap_or_default()
     }
 }
 
@@ -214,4 +243,27 @@ pub fn success_status(group: &str, resource: &str, name: &str, uid: &str) -> Val
         m.insert("uid".into(), uid.into());
     }
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_keep_kube_field_order_and_match_the_value_form() {
+        let e = ApiError::not_found("apps", "deployments", "web");
+        let bytes = e.to_bytes();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let at = |k: &str| text.find(&format!("\"{k}\":")).unwrap_or_else(|| panic!("{k} missing in {text}"));
+        let order = ["kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"].map(at);
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), e.to_status());
+
+        let mut gone = ApiError::expired("too old");
+        gone.continue_token = Some("tok".into());
+        let v: Value = serde_json::from_slice(&gone.to_bytes()).unwrap();
+        assert_eq!(v, gone.to_status());
+        assert_eq!(v["metadata"]["continue"], "tok");
+        assert_eq!(v["code"], 410);
+    }
 }

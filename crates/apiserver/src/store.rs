@@ -235,7 +235,7 @@ fn resolve_namespace(
     url_ns: Option<&str>,
 ) -> Result<String, ApiError> {
     if !info.namespaced {
-        meta_mut(obj).shift_remove("namespace");
+        meta_mut(obj).remove("namespace");
         return Ok(String::new());
     }
     let body_ns = meta_str(obj, "namespace");
@@ -358,8 +358,8 @@ impl Store {
         meta.insert("uid".into(), object::new_uid().into());
         meta.insert("generation".into(), 1.into());
         meta.insert("creationTimestamp".into(), now.into());
-        meta.shift_remove("deletionTimestamp");
-        meta.shift_remove("deletionGracePeriodSeconds");
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
         let default_phase = match (info.group.as_str(), info.plural.as_str()) {
             ("", "pods") => Some("Pending"),
             ("", "namespaces") => Some("Active"),
@@ -473,7 +473,6 @@ impl Store {
             None => None,
         };
         let key = make_key(&ns, &name);
-        let mut obj = obj;
         loop {
             let old = self.current(i, info, &key, &name)?;
             if precondition.is_some_and(|p| p != old.rv) {
@@ -561,7 +560,7 @@ impl Store {
             };
             match new.get("status") {
                 Some(s) => o.insert("status".into(), s.clone()),
-                None => o.shift_remove("status"),
+                None => o.remove("status"),
             };
             o
         } else {
@@ -575,24 +574,24 @@ impl Store {
             if info.namespaced {
                 meta.insert("namespace".into(), old.namespace.clone().into());
             } else {
-                meta.shift_remove("namespace");
+                meta.remove("namespace");
             }
             if old.uid.is_empty() {
-                meta.shift_remove("uid");
+                meta.remove("uid");
             } else {
                 meta.insert("uid".into(), old.uid.clone().into());
             }
             for f in object::KEPT_META {
                 match old.kept.iter().find(|(k, _)| k == f) {
                     Some((_, v)) => meta.insert((*f).into(), v.clone()),
-                    None => meta.shift_remove(*f),
+                    None => meta.remove(*f),
                 };
             }
             let g = old.generation.max(1);
             meta.insert("generation".into(), (if spec_changed { g + 1 } else { g }).into());
         }
-        obj.shift_remove("kind");
-        obj.shift_remove("apiVersion");
+        obj.remove("kind");
+        obj.remove("apiVersion");
         // Removing the last finalizer of an object being deleted deletes it.
         let finalized = obj
             .get("metadata")

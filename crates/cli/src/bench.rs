@@ -77,6 +77,11 @@ pub struct BenchArgs {
     /// Run the client on a single-threaded tokio runtime (the W1 server has its own thread).
     #[arg(long)]
     current_thread: bool,
+    /// Call the measured handler from its own OS thread (`HandlerOptions::dedicated_thread`):
+    /// what a controller with a decode-heavy handler configures, so decoding runs beside the
+    /// watch stream instead of after it.
+    #[arg(long)]
+    handler_thread: bool,
 }
 
 impl BenchArgs {
@@ -176,10 +181,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     // The measured handler applies back-pressure past 2048 pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
     // instead of buffering the whole update stream; a `keys` handler never gets there.
-    let reg = informer.add_event_handler_with_options(
-        handler,
-        HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048)),
-    )?;
+    let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048));
+    if args.handler_thread {
+        measured = measured.dedicated_thread();
+    }
+    let reg = informer.add_event_handler_with_options(handler, measured)?;
     for i in 1..args.handlers {
         let slow = args.slow_handler && i + 1 == args.handlers;
         let h = HandlerFns::<Pod>::new().on_update(move |_, o| {
@@ -239,6 +245,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "handler": format!("{:?}", args.handler).to_lowercase(),
         "handlers": args.handlers,
         "slow_handler": args.slow_handler,
+        "handler_thread": args.handler_thread,
         "cached": store.len(),
         "initial": initial.load(Ordering::Relaxed),
         "sync_ms": (sync_ms * 10.0).round() / 10.0,

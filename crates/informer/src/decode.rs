@@ -221,39 +221,92 @@ fn decode_event<K>(doc: &[u8], expected: Option<&TypeMeta>) -> Result<Decoded<K>
     Ok(Decoded::Event(ev))
 }
 
-/// Decodes a LIST response body in one pass. Each item's bytes are copied into its own
-/// allocation.
+/// Decodes a whole LIST response body (see [`ListDecoder`]).
 pub fn decode_list<K>(body: &[u8]) -> Result<ObjectList<K>, Error> {
-    let mut items = Vec::new();
-    let list = crate::object::scan_list(body, |head, bytes| -> Result<(), ListErr> {
-        items.push(Object::from_head(head, bytes).map_err(ListErr::Object)?);
-        Ok(())
-    })
-    .map_err(|e| match e {
-        ListErr::Scan(e) => Error::Decode(format!("invalid list response: {e}")),
-        ListErr::Object(e) => Error::Object(e),
-    })?;
-    if let Some(kind) = list.kind.as_deref() {
-        if kind == "Table" {
-            return Err(Error::Decode("unsupported list kind Table".to_string()));
-        }
-        if kind == "Status" {
-            let status: Status =
-                serde_json::from_slice(body).map_err(|e| Error::Decode(format!("invalid Status: {e}")))?;
-            return Err(Error::api(status));
-        }
+    let mut d = ListDecoder::new(usize::MAX);
+    d.feed(body)?;
+    d.finish()
+}
+
+/// Incremental decoder of a LIST response body: items become [`Object`]s (each copied into its
+/// own allocation) as soon as their bytes have arrived, so a page is never held in memory whole;
+/// only an item cut by a chunk boundary is carried over to the next chunk.
+///
+/// Invariants: an item (or list member) larger than `max_item_bytes` is an error, so the carry
+/// buffer stays under that plus one chunk; a body that ends early, corrupt JSON, a `Table` or a
+/// `Status` are errors, never a partial list.
+pub struct ListDecoder<K> {
+    stream: crate::object::ListStream,
+    carry: Vec<u8>,
+    items: Vec<Object<K>>,
+    max_item_bytes: usize,
+}
+
+impl<K> ListDecoder<K> {
+    /// A decoder refusing list items larger than `max_item_bytes`.
+    pub fn new(max_item_bytes: usize) -> Self {
+        ListDecoder { stream: Default::default(), carry: Vec::new(), items: Vec::new(), max_item_bytes }
     }
-    Ok(ObjectList {
-        items,
-        resource_version: list.resource_version.as_deref().unwrap_or("").to_string(),
-        continue_token: list.continue_token.as_deref().filter(|c| !c.is_empty()).map(str::to_string),
-        remaining_item_count: list.remaining_item_count,
-    })
+
+    /// Takes the next chunk of the body.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        if self.carry.is_empty() {
+            let n = Self::take(&mut self.stream, &mut self.items, chunk)?;
+            self.carry.extend_from_slice(&chunk[n..]);
+        } else {
+            self.carry.extend_from_slice(chunk);
+            let n = Self::take(&mut self.stream, &mut self.items, &self.carry)?;
+            self.carry.drain(..n);
+        }
+        if self.carry.len() > self.max_item_bytes {
+            return Err(Error::Decode(format!("list item larger than {} bytes", self.max_item_bytes)));
+        }
+        Ok(())
+    }
+
+    fn take(stream: &mut crate::object::ListStream, items: &mut Vec<Object<K>>, b: &[u8]) -> Result<usize, Error> {
+        stream
+            .feed(b, |head, bytes| -> Result<(), ListErr> {
+                items.push(Object::from_head(head, bytes).map_err(ListErr::Object)?);
+                Ok(())
+            })
+            .map_err(ListErr::into_error)
+    }
+
+    /// The list, once the body has ended.
+    pub fn finish(self) -> Result<ObjectList<K>, Error> {
+        let list = self.stream.finish(&self.carry).map_err(|e| ListErr::into_error(ListErr::Scan(e)))?;
+        if let Some(kind) = list.kind.as_deref() {
+            if kind == "Table" {
+                return Err(Error::Decode("unsupported list kind Table".to_string()));
+            }
+            if kind == "Status" {
+                let status: Status = serde_json::from_slice(self.stream.rest())
+                    .map_err(|e| Error::Decode(format!("invalid Status: {e}")))?;
+                return Err(Error::api(status));
+            }
+        }
+        Ok(ObjectList {
+            resource_version: list.resource_version.as_deref().unwrap_or("").to_string(),
+            continue_token: list.continue_token.as_deref().filter(|c| !c.is_empty()).map(str::to_string),
+            remaining_item_count: list.remaining_item_count,
+            items: self.items,
+        })
+    }
 }
 
 enum ListErr {
     Scan(crate::object::ScanError),
     Object(crate::object::DecodeError),
+}
+
+impl ListErr {
+    fn into_error(self) -> Error {
+        match self {
+            ListErr::Scan(e) => Error::Decode(format!("invalid list response: {e}")),
+            ListErr::Object(e) => Error::Object(e),
+        }
+    }
 }
 
 impl From<crate::object::ScanError> for ListErr {
@@ -405,5 +458,99 @@ mod tests {
         assert!(decode_list::<Pod>(b"<html>").is_err());
         let s = decode_error_body(503, b"<html>busy</html>");
         assert_eq!((s.code, s.reason.as_str()), (503, "ServiceUnavailable"));
+    }
+
+    /// What a list decodes to, for comparisons: (names with their bytes, rv, continue, remaining).
+    type Summary = (Vec<(String, String)>, String, Option<String>, Option<i64>);
+
+    fn summary(l: ObjectList<serde_json::Value>) -> Summary {
+        let items = l.items.iter().map(|o| (o.name().to_string(), String::from_utf8(o.raw_json().to_vec()).unwrap()));
+        (items.collect(), l.resource_version, l.continue_token, l.remaining_item_count)
+    }
+
+    fn in_chunks(body: &[u8], cuts: &[usize]) -> Result<ObjectList<serde_json::Value>, Error> {
+        let mut d = ListDecoder::new(1 << 20);
+        let mut from = 0;
+        for &c in cuts.iter().chain([&body.len()]) {
+            let c = c.clamp(from, body.len());
+            d.feed(&body[from..c])?;
+            from = c;
+        }
+        d.finish()
+    }
+
+    const LIST: &[u8] = br#" { "kind" : "PodList","apiVersion":"v1","items" : [ {"metadata":{"name":"a","namespace":"n","resourceVersion":"4"},"spec":{"s":"x,}]\"y"}} ,
+        {"metadata":{"name":"b","namespace":"n"},"n":[1,2.5e3,null,true]} ], "metadata":{"resourceVersion":"10","continue":"c\u0041","remainingItemCount":12345} } "#;
+
+    #[test]
+    fn list_bodies_decode_alike_at_every_chunk_boundary() {
+        let whole = summary(decode_list(LIST).unwrap());
+        assert_eq!(whole.0.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(whole.0[1].1, r#"{"metadata":{"name":"b","namespace":"n"},"n":[1,2.5e3,null,true]}"#);
+        assert_eq!((whole.1.as_str(), whole.2.as_deref(), whole.3), ("10", Some("cA"), Some(12345)));
+        for a in 0..LIST.len() {
+            assert_eq!(summary(in_chunks(LIST, &[a]).unwrap()), whole, "cut at {a}");
+        }
+        let bytes: Vec<usize> = (1..LIST.len()).collect();
+        assert_eq!(summary(in_chunks(LIST, &bytes).unwrap()), whole, "one byte at a time");
+    }
+
+    #[test]
+    fn list_bodies_that_end_early_or_run_on_are_errors() {
+        for end in 0..LIST.len() - 1 {
+            if !LIST[end..].iter().all(u8::is_ascii_whitespace) {
+                assert!(in_chunks(&LIST[..end], &[end / 2]).is_err(), "truncated at {end} accepted");
+            }
+        }
+        let mut more = LIST.to_vec();
+        more.extend_from_slice(b" {}");
+        assert!(matches!(in_chunks(&more, &[LIST.len()]), Err(Error::Decode(m)) if m.contains("trailing")));
+        assert!(
+            matches!(decode_list::<Pod>(br#"{"items":{}}"#), Err(Error::Decode(m)) if m.contains("array of items"))
+        );
+        assert!(matches!(decode_list::<Pod>(br#"{"items":[{"metadata":{"name":"a"}} {}]}"#), Err(Error::Decode(_))));
+        let l = decode_list::<Pod>(br#"{"items":null,"metadata":{"resourceVersion":"3"}}"#).unwrap();
+        assert_eq!((l.items.len(), l.resource_version.as_str()), (0, "3"));
+    }
+
+    #[test]
+    fn list_items_over_the_limit_and_status_bodies_are_errors() {
+        let big = format!(r#"{{"items":[{{"metadata":{{"name":"a"}},"data":"{}"}}]}}"#, "x".repeat(5000));
+        let mut d = ListDecoder::<Pod>::new(4096);
+        let r = big.as_bytes().chunks(1000).try_for_each(|c| d.feed(c));
+        assert!(matches!(r, Err(Error::Decode(m)) if m.contains("larger than 4096")));
+        // Whole in one chunk: an item is never carried, so the limit is about carrying.
+        let mut d = ListDecoder::<Pod>::new(4096);
+        d.feed(big.as_bytes()).unwrap();
+        assert_eq!(d.finish().unwrap().items.len(), 1);
+
+        let status = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}"#;
+        let r = in_chunks(status, &[40]);
+        assert!(matches!(r, Err(Error::Api { status, .. }) if status.code == 410 && status.reason == "Expired"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn generated_lists_decode_alike_in_any_chunks(
+            names in proptest::collection::vec("[a-z][a-z0-9-]{0,12}", 0..6),
+            pretty in proptest::bool::ANY,
+            cuts in proptest::collection::vec(0usize..2000, 0..8),
+        ) {
+            let items: Vec<serde_json::Value> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| serde_json::json!({"metadata": {"name": n, "namespace": "ns", "labels": {"i": i.to_string()}}, "spec": {"v": [i, "s\"}", {"k": null}]}}))
+                .collect();
+            // (Keys come out sorted: `items` before `metadata`; the fixed bodies above have both orders.)
+            let doc = serde_json::json!({"kind": "PodList", "metadata": {"resourceVersion": "77", "continue": "tok"}, "items": items});
+            let body = if pretty { serde_json::to_vec_pretty(&doc).unwrap() } else { serde_json::to_vec(&doc).unwrap() };
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let l = in_chunks(&body, &cuts).unwrap();
+            proptest::prop_assert_eq!(l.resource_version.as_str(), "77");
+            proptest::prop_assert_eq!(l.continue_token.as_deref(), Some("tok"));
+            let got: Vec<serde_json::Value> = l.items.iter().map(|o| serde_json::from_slice(o.raw_json()).unwrap()).collect();
+            proptest::prop_assert_eq!(got, items);
+        }
     }
 }

@@ -10,14 +10,12 @@
 //! Errors never carry credentials: transport errors are reduced to their message chain.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 use http::{Request, header};
-use http_body::Body;
 use http_body_util::BodyExt;
 
-use crate::decode::{DEFAULT_MAX_EVENT_BYTES, Decoded, EventDecoder, TypeMeta, decode_error_body, decode_list};
+use crate::decode::{DEFAULT_MAX_EVENT_BYTES, Decoded, EventDecoder, ListDecoder, TypeMeta, decode_error_body};
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
 
 const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
@@ -42,9 +40,6 @@ pub struct KubeListerWatcher<K> {
     accept: Option<&'static str>,
     max_event_bytes: usize,
     describe: std::sync::Arc<str>,
-    /// Size of the last list body, to size the next page's buffer when the server sends no
-    /// Content-Length (chunked responses).
-    last_list_bytes: AtomicUsize,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -75,7 +70,6 @@ impl<K: kube::Resource> KubeListerWatcher<K> {
             accept: None,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             describe,
-            last_list_bytes: AtomicUsize::new(0),
             _k: PhantomData,
         }
     }
@@ -147,25 +141,18 @@ impl<K> KubeListerWatcher<K> {
     }
 }
 
-/// Buffers beyond this are never reserved up front (a Content-Length is only a claim).
-const MAX_RESERVE: usize = 64 << 20;
-
-/// Reads a whole body into one buffer, frame by frame: each frame is released as soon as it is
-/// copied, so the connection's read buffers are reused instead of all being held until the end,
-/// and no second, concatenated copy is made. The buffer is sized once, from the body's length when
-/// known, else from `hint`.
-async fn read_body(mut body: kube::client::Body, hint: usize) -> Result<Vec<u8>, Error> {
-    let size = Body::size_hint(&body);
-    let expect = size.upper().map_or(hint, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let mut buf = Vec::with_capacity(expect.max(size.lower() as usize).min(MAX_RESERVE));
+/// Decodes a LIST body frame by frame: items are decoded as they arrive and each frame is
+/// released at once, so neither the page nor the connection's read buffers are held whole.
+async fn read_list<K>(mut body: kube::client::Body, max_item_bytes: usize) -> Result<ObjectList<K>, Error> {
+    let mut decoder = ListDecoder::new(max_item_bytes);
     while let Some(frame) = body.frame().await {
         let frame = frame
             .map_err(|e| Error::Transport { message: format!("reading list body: {e}"), connection_refused: false })?;
         if let Ok(data) = frame.into_data() {
-            buf.extend_from_slice(&data);
+            decoder.feed(&data)?;
         }
     }
-    Ok(buf)
+    decoder.finish()
 }
 
 /// Reduces a kube error to a message, noting "connection refused" anywhere in its chain.
@@ -198,14 +185,11 @@ fn transport_error(e: kube::Error) -> Error {
     Error::Transport { message, connection_refused: refused }
 }
 
-impl<K: Send + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
+impl<K: Send + Sync + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
         let req = self.request(opts, false)?;
         let resp = self.send(req).await?;
-        let hint = self.last_list_bytes.load(Ordering::Relaxed);
-        let body = read_body(resp.into_body(), hint).await?;
-        self.last_list_bytes.store(body.len(), Ordering::Relaxed);
-        decode_list(&body)
+        read_list(resp.into_body(), self.max_event_bytes).await
     }
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<K>, Error> {

@@ -1168,6 +1168,172 @@ fn scan_list_with<'a, E: From<ScanError>>(
     Ok(list)
 }
 
+/// A list response scanned as its bytes arrive: each element of `items` is handed out as soon as
+/// it is complete, so a LIST never needs its whole body in memory (only the item being read).
+///
+/// Invariants: [`ListStream::feed`] consumes whole items and whole top-level members only, and
+/// every position it stops at is between tokens, outside any string, so scanning resumes from
+/// there with a fresh scanner; an error is final; input that ends inside a value is not an error
+/// until [`ListStream::finish`]. The list's other members (`kind`, `metadata`, ...) are kept,
+/// re-assembled as a small document, and read at the end.
+#[derive(Default)]
+pub(crate) struct ListStream {
+    phase: ListPhase,
+    /// `{` then every non-`items` member seen so far, comma separated.
+    rest: Vec<u8>,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum ListPhase {
+    /// Before the opening brace.
+    #[default]
+    Open,
+    /// Between top-level members (`first`: none yet).
+    Members { first: bool },
+    /// Inside the `items` array (`first`: no element yet).
+    Items { first: bool },
+    /// After the closing brace.
+    Done,
+}
+
+impl ListStream {
+    /// Takes the complete items and members at the start of `b`, calling `item(head, bytes)` for
+    /// each item; returns how many bytes were consumed (the rest must be offered again, with
+    /// more input after it).
+    pub(crate) fn feed<E: From<ScanError>>(
+        &mut self,
+        b: &[u8],
+        mut item: impl FnMut(&ObjectHead<'_>, &[u8]) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let mut at = 0;
+        while at < b.len() {
+            let mut s = Scanner::new(&b[at..]);
+            let step = match self.phase {
+                ListPhase::Done => s.end("trailing characters after the list").map(|()| b.len() - at),
+                ListPhase::Open => match s.tok() {
+                    b'{' => {
+                        self.rest.push(b'{');
+                        self.phase = ListPhase::Members { first: true };
+                        Ok(s.i + 1)
+                    }
+                    _ => s.err("expected an object"),
+                },
+                ListPhase::Members { first } => self.member(&mut s, first),
+                ListPhase::Items { first } => match Self::element(&mut s, first) {
+                    Ok(Some((head, start, end))) => {
+                        item(&head, &s.b[start..end])?;
+                        self.phase = ListPhase::Items { first: false };
+                        Ok(end)
+                    }
+                    Ok(None) => {
+                        self.phase = ListPhase::Members { first: false };
+                        Ok(s.i + 1)
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match step {
+                Ok(n) => at += n,
+                // Input that ends inside a value: wait for more.
+                Err(e) if e.eof => return Ok(at),
+                Err(mut e) => {
+                    e.offset += at;
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(at)
+    }
+
+    /// One top-level member (or the closing brace): the bytes it took (an end-of-input error if
+    /// it is not complete yet).
+    fn member(&mut self, s: &mut Scanner<'_>, first: bool) -> R<usize> {
+        let mut c = s.tok();
+        if c == b'}' {
+            self.phase = ListPhase::Done;
+            self.rest.push(b'}');
+            return Ok(s.i + 1);
+        }
+        if !first {
+            if c != b',' {
+                return s.err("expected ',' or '}'");
+            }
+            c = s.tok();
+        }
+        if c != b'"' {
+            return s.err("expected a string");
+        }
+        let key_at = s.i;
+        let key = s.key()?;
+        if s.tok() != b':' {
+            return s.err("expected ':'");
+        }
+        let c = s.tok();
+        if &*key == b"items" {
+            return match c {
+                b'[' => {
+                    self.phase = ListPhase::Items { first: true };
+                    Ok(s.i + 1)
+                }
+                b'n' => {
+                    s.literal(b"null")?;
+                    self.phase = ListPhase::Members { first: false };
+                    Ok(s.i + b"null".len())
+                }
+                _ => s.err("expected an array of items"),
+            };
+        }
+        s.skip_value(c, 1)?;
+        // Complete once the token after it has arrived (a number, or a string whose closing
+        // quote is still to come, may go on in the next chunk).
+        let next = s.tok();
+        if next == 0 {
+            return s.err("unexpected end of input");
+        }
+        if self.rest.len() > 1 {
+            self.rest.push(b',');
+        }
+        self.rest.extend_from_slice(s.b[key_at..s.i].trim_ascii_end());
+        self.phase = ListPhase::Members { first: false };
+        Ok(s.i)
+    }
+
+    /// One element of `items`: its head and span, or `None` at the closing bracket (`s.i` at it).
+    fn element<'b>(s: &mut Scanner<'b>, first: bool) -> R<Option<(ObjectHead<'b>, usize, usize)>> {
+        let mut c = s.tok();
+        if c == b']' {
+            return Ok(None);
+        }
+        if !first {
+            if c != b',' {
+                return s.err("expected ',' or ']'");
+            }
+            c = s.tok();
+        }
+        let start = s.i;
+        let mut head = ObjectHead::default();
+        head_at(s, c, Annotations::Skip, &mut head)?;
+        // `s.i` is at the item's closing brace.
+        Ok(Some((head, start, s.i + 1)))
+    }
+
+    /// The list's head, once the input has ended (`leftover`: what [`ListStream::feed`] did not
+    /// consume). Errors if the list is not complete.
+    pub(crate) fn finish(&self, leftover: &[u8]) -> Result<ListHead<'_>, ScanError> {
+        if self.phase != ListPhase::Done || !leftover.iter().all(u8::is_ascii_whitespace) {
+            let mut s = Scanner::new(leftover);
+            s.i = leftover.len();
+            return s.err("unexpected end of input");
+        }
+        scan_list(&self.rest, |_, _| -> R<()> { Ok(()) })
+    }
+
+    /// The list's other members as one document (for a body that is a `Status`).
+    pub(crate) fn rest(&self) -> &[u8] {
+        &self.rest
+    }
+}
+
 /// Reads the head of the object whose first token `c` was just taken, up to its closing brace.
 fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut ObjectHead<'a>) -> R<()> {
     s.object(c, |key, s| {

@@ -53,8 +53,15 @@ pub enum BacklogPolicy {
     /// stream): memory stays bounded and every intermediate state is delivered, but this handler
     /// now paces the whole informer and every other handler of it (kube-runtime's model). For
     /// informers whose handler is heavier than the event stream. The bound is checked between
-    /// batches, so a backlog may exceed `n` by one batch.
+    /// batches, so a backlog may exceed `n` by one batch. A held informer resumes once the
+    /// backlog is down to `n / 2`, so the two sides hand over in bursts instead of waking each
+    /// other for every notification.
     Block(usize),
+}
+
+/// Where an informer held by a [`BacklogPolicy::Block`] listener resumes.
+fn resume_at(max: usize) -> usize {
+    max / 2
 }
 
 /// A snapshot of a handler's backlog.
@@ -220,28 +227,32 @@ impl<K> Listener<K> {
         was_empty
     }
 
-    /// With [`BacklogPolicy::Block`]: waits until the backlog is at most the limit (or the
-    /// listener is closed). Returns at once for the other policies.
+    /// With [`BacklogPolicy::Block`]: returns at once while the backlog is at most the limit;
+    /// past it, waits until the backlog is down to half the limit (or the listener is closed).
+    /// Returns at once for the other policies.
     pub async fn wait_below_limit(&self) {
         let BacklogPolicy::Block(max) = self.policy else { return };
+        let mut limit = max;
         loop {
             let notified = self.drained.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
                 let b = self.buf.lock();
-                if b.closed || b.items.len() <= max {
+                if b.closed || b.items.len() <= limit {
                     return;
                 }
             }
+            limit = resume_at(max);
             notified.await;
         }
     }
 
-    /// Called by the consumer after taking an item: releases a blocked informer.
+    /// Called by the consumer after taking an item: releases a blocked informer once the
+    /// backlog is down to the resume point.
     pub(super) fn taken(&self, backlog: usize) {
         if let BacklogPolicy::Block(max) = self.policy
-            && backlog <= max
+            && backlog <= resume_at(max)
         {
             self.drained.notify_waiters();
         }
@@ -443,6 +454,43 @@ mod tests {
         let mut got = drain(&mut c, &l).await;
         got[..3].sort();
         assert_eq!(got, ["add c@3 false", "delete b true", "update a 1->2"]);
+    }
+
+    #[tokio::test]
+    async fn block_holds_the_informer_past_the_limit_until_half_drained() {
+        use futures_util::FutureExt;
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Block(10), &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        for i in 0..10 {
+            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
+        }
+        assert!(l.wait_below_limit().now_or_never().is_some(), "at the limit: not held");
+        for i in 10..14 {
+            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
+        }
+        let mut wait = std::pin::pin!(l.wait_below_limit());
+        assert!(wait.as_mut().now_or_never().is_none(), "14 over a limit of 10: held");
+        // Under the limit but above half of it: still held.
+        for left in (6..14).rev() {
+            let item = c.next(&l).await.unwrap();
+            l.delivered_without_call(&item);
+            assert_eq!(l.backlog().len, left);
+            assert!(wait.as_mut().now_or_never().is_none(), "backlog {left}: still held");
+        }
+        let item = c.next(&l).await.unwrap();
+        l.delivered_without_call(&item);
+        assert_eq!(l.backlog().len, 5);
+        assert!(wait.as_mut().now_or_never().is_some(), "backlog 5 = half the limit: released");
+        // Closing releases a held informer at once.
+        for i in 14..30 {
+            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
+        }
+        let mut wait = std::pin::pin!(l.wait_below_limit());
+        assert!(wait.as_mut().now_or_never().is_none());
+        l.close();
+        assert!(wait.as_mut().now_or_never().is_some());
     }
 
     #[tokio::test]
