@@ -174,7 +174,9 @@ fn write_entry(out: &mut Vec<u8>, first: &mut bool, k: &str, v: &Value) -> (usiz
 }
 
 /// Serializes a finished object into a `StoredObject` (kind/apiVersion from
-/// `info`; metadata keys in kube's order; other keys in their given order).
+/// `info`; metadata keys in kube's order; other keys sorted, as Go's encoder writes an
+/// unstructured object: this crate does not turn on serde_json's `preserve_order`, which would
+/// slow every `serde_json::Value` decode in the binaries that embed it).
 pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredObject {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     let meta = match obj.get("metadata") {
