@@ -1444,6 +1444,33 @@ mod tests {
         }
 
         #[test]
+        fn list_stream_agrees_with_the_one_pass_scan_at_any_cuts(
+            items in prop::collection::vec(arb_object(), 0..5),
+            extra in arb_json(),
+            pretty in any::<bool>(),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let doc = json!({"kind": "PodList", "metadata": {"resourceVersion": "9", "remainingItemCount": 123}, "x": extra, "items": items});
+            let text = if pretty { serde_json::to_vec_pretty(&doc).unwrap() } else { serde_json::to_vec(&doc).unwrap() };
+            let mut want = vec![];
+            let head = scan_list(&text, |_, b| -> R<()> { want.push(b.to_vec()); Ok(()) }).unwrap();
+            let want_head = (head.resource_version.as_deref().map(str::to_string), head.remaining_item_count);
+            let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+            cuts.sort_unstable();
+            cuts.push(text.len());
+            let (mut stream, mut carry, mut got, mut from) = (ListStream::default(), Vec::new(), vec![], 0);
+            for c in cuts {
+                carry.extend_from_slice(&text[from..c]);
+                from = c;
+                let n = stream.feed(&carry, |_, b| -> R<()> { got.push(b.to_vec()); Ok(()) }).unwrap();
+                carry.drain(..n);
+            }
+            let head = stream.finish(&carry).unwrap();
+            prop_assert_eq!((head.resource_version.as_deref().map(str::to_string), head.remaining_item_count), want_head);
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
         fn arbitrary_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..400)) {
             let _ = scan_head(&b);
         }
