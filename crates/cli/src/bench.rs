@@ -82,6 +82,10 @@ pub struct BenchArgs {
     /// watch stream instead of after it.
     #[arg(long)]
     handler_thread: bool,
+    /// Back-pressure bound of the measured handler (`BacklogPolicy::Block`): the informer stops
+    /// taking events past this many pending notifications.
+    #[arg(long, default_value_t = 2048)]
+    block: usize,
 }
 
 impl BenchArgs {
@@ -181,7 +185,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     // The measured handler applies back-pressure past 2048 pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
     // instead of buffering the whole update stream; a `keys` handler never gets there.
-    let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(2048));
+    let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(args.block));
     if args.handler_thread {
         measured = measured.dedicated_thread();
     }

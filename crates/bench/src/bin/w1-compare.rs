@@ -16,11 +16,19 @@ use serde_json::Value;
 static CURRENT_THREAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn run(bin: &PathBuf, args: &[String]) -> Result<Value> {
+    run_env(bin, args, &[])
+}
+
+fn run_env(bin: &PathBuf, args: &[String], env: &[(&str, &str)]) -> Result<Value> {
     let mut args = args.to_vec();
     if CURRENT_THREAD.load(std::sync::atomic::Ordering::Relaxed) {
         args.push("--current-thread".into());
     }
-    let out = Command::new(bin).args(&args).output().with_context(|| format!("running {}", bin.display()))?;
+    let out = Command::new(bin)
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .with_context(|| format!("running {}", bin.display()))?;
     if !out.status.success() {
         bail!("{} failed: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
     }
@@ -51,45 +59,59 @@ fn main() -> Result<()> {
             bail!("{} not found: cargo build --release -p {hint}", b.display());
         }
     }
+    let side_by_side = |label: &str, common: &[String], ours_extra: &[&str], env: &[(&str, &str)]| -> Result<()> {
+        let mut a = vec!["bench".to_string()];
+        a.extend(common.iter().cloned());
+        a.extend(ours_extra.iter().map(|s| s.to_string()));
+        let i = run_env(&ours, &a, env)?;
+        let k = run_env(&theirs, common, env)?;
+        println!("{i}");
+        println!("{k}");
+        let ratio = |f: &str| -> String {
+            match (i[f].as_f64(), k[f].as_f64()) {
+                (Some(x), Some(y)) if y > 0.0 => format!("{:.2}", x / y),
+                _ => "-".into(),
+            }
+        };
+        // /proc reports KiB; figures are quoted in MiB.
+        let mib = |v: &Value, f: &str| v[f].as_f64().map_or("-".into(), |kb| format!("{:.1}", kb / 1024.0));
+        println!(
+            "ratio informer/kube-runtime ({label}): sync_ms {} updates_per_s {} rss_after_sync {} peak_rss {}; \
+             RSS after sync {} vs {} MiB, peak {} vs {} MiB",
+            ratio("sync_ms"),
+            ratio("updates_per_s"),
+            ratio("rss_after_sync_kb"),
+            ratio("peak_rss_kb"),
+            mib(&i, "rss_after_sync_kb"),
+            mib(&k, "rss_after_sync_kb"),
+            mib(&i, "peak_rss_kb"),
+            mib(&k, "peak_rss_kb")
+        );
+        Ok(())
+    };
+    let common = |mode: &str, handler: &str| -> Vec<String> {
+        let mut v: Vec<String> =
+            vec!["--w1", mode, "--handler", handler, "--updates"].into_iter().map(Into::into).collect();
+        v.extend([updates.clone(), "--pods".into(), pods.clone()]);
+        v
+    };
     for mode in ["--list", "--streaming"] {
         for handler in ["keys", "full"] {
-            let common = vec![
-                "--w1".to_string(),
-                mode.to_string(),
-                "--handler".into(),
-                handler.into(),
-                "--updates".into(),
-                updates.clone(),
-                "--pods".into(),
-                pods.clone(),
-            ];
-            let mut a = vec!["bench".to_string()];
-            a.extend(common.iter().cloned());
-            let i = run(&ours, &a)?;
-            let k = run(&theirs, &common)?;
-            println!("{i}");
-            println!("{k}");
-            let ratio = |f: &str| -> String {
-                match (i[f].as_f64(), k[f].as_f64()) {
-                    (Some(x), Some(y)) if y > 0.0 => format!("{:.2}", x / y),
-                    _ => "-".into(),
-                }
-            };
-            // /proc reports KiB; figures are quoted in MiB.
-            let mib = |v: &Value, f: &str| v[f].as_f64().map_or("-".into(), |kb| format!("{:.1}", kb / 1024.0));
-            println!(
-                "ratio informer/kube-runtime ({mode} {handler}): sync_ms {} updates_per_s {} rss_after_sync {} peak_rss {}; \
-                 RSS after sync {} vs {} MiB, peak {} vs {} MiB",
-                ratio("sync_ms"),
-                ratio("updates_per_s"),
-                ratio("rss_after_sync_kb"),
-                ratio("peak_rss_kb"),
-                mib(&i, "rss_after_sync_kb"),
-                mib(&k, "rss_after_sync_kb"),
-                mib(&i, "peak_rss_kb"),
-                mib(&k, "peak_rss_kb")
-            );
+            side_by_side(&format!("{mode} {handler}"), &common(mode, handler), &[], &[])?;
         }
+    }
+    // `full` as a decode-heavy controller would run it: our handler on its own OS thread
+    // (`HandlerOptions::dedicated_thread`, back-pressure past 512 pending), so the typed decode runs
+    // beside the watch stream; both processes with glibc's default per-thread malloc arenas (the
+    // runs above use one arena, for RSS). kube-runtime decodes inside its watcher stream, so it has
+    // no such option; it gets the same allocator setting.
+    for mode in ["--list", "--streaming"] {
+        side_by_side(
+            &format!("{mode} full, handler thread, glibc default arenas"),
+            &common(mode, "full"),
+            &["--handler-thread", "--block", "512"],
+            &[("INFORMER_MALLOC_ARENAS", "0")],
+        )?;
     }
     // Fan-out: ten handlers, the last sleeping 1 ms per notification; the figure is the first
     // (fast) handler's throughput relative to a single handler. kube-runtime's shared reflector
