@@ -175,8 +175,9 @@ fn write_entry(out: &mut Vec<u8>, first: &mut bool, k: &str, v: &Value) -> (usiz
 
 /// Serializes a finished object into a `StoredObject` (kind/apiVersion from
 /// `info`; metadata keys in kube's order; other keys sorted, as Go's encoder writes an
-/// unstructured object: this crate does not turn on serde_json's `preserve_order`, which would
-/// slow every `serde_json::Value` decode in the binaries that embed it).
+/// unstructured object, whatever the map type: this crate does not turn on serde_json's
+/// `preserve_order`, which would slow every `serde_json::Value` decode in the binaries that
+/// embed it, but another crate may).
 pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredObject {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     let meta = match obj.get("metadata") {
@@ -209,17 +210,20 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
             }
         }
     }
-    for (k, v) in meta {
-        if !META_ORDER.contains(&k.as_str()) {
-            write_entry(&mut out, &mut first, k, v);
-        }
+    // Sorted, so the bytes do not depend on the map type: with serde_json's `preserve_order`
+    // turned on by another crate, removing a key reorders the map, and an unchanged update
+    // must still produce the stored bytes.
+    let mut rest: Vec<_> = meta.iter().filter(|(k, _)| !META_ORDER.contains(&k.as_str())).collect();
+    rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (k, v) in rest {
+        write_entry(&mut out, &mut first, k, v);
     }
     out.push(b'}');
     let mut spec_range = None;
-    for (k, v) in obj {
-        if matches!(k.as_str(), "kind" | "apiVersion" | "metadata") {
-            continue;
-        }
+    let mut members: Vec<_> =
+        obj.iter().filter(|(k, _)| !matches!(k.as_str(), "kind" | "apiVersion" | "metadata")).collect();
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (k, v) in members {
         let mut f = false;
         let r = write_entry(&mut out, &mut f, k, v);
         if k == "spec" {

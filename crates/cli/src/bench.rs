@@ -250,6 +250,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "handlers": args.handlers,
         "slow_handler": args.slow_handler,
         "handler_thread": args.handler_thread,
+        "block": args.block,
         "cached": store.len(),
         "initial": initial.load(Ordering::Relaxed),
         "sync_ms": (sync_ms * 10.0).round() / 10.0,

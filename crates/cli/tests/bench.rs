@@ -34,4 +34,5 @@ fn list_keys_and_streaming_full_on_a_handler_thread_deliver_everything() {
     // A small back-pressure bound, so the informer is held and released many times.
     let v = bench(&["--streaming", "--handler", "full", "--handler-thread", "--block", "16", "--current-thread"]);
     check(&v, true, "full", true);
+    assert_eq!(v["block"], 16);
 }

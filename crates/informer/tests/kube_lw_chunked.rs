@@ -1,6 +1,6 @@
 //! `KubeListerWatcher` over real HTTP against a server that sends list bodies with chunked transfer encoding (no
-//! Content-Length, as kube-apiserver does for large lists): the body is read frame by frame into one buffer, and
-//! a second list (sized from the first) decodes the same way.
+//! Content-Length, as kube-apiserver does for large lists): items are decoded frame by frame as they arrive, and
+//! a second list decodes the same way.
 
 use informer::{KubeListerWatcher, ListOptions, ListerWatcher};
 use k8s_openapi::api::core::v1::ConfigMap;
