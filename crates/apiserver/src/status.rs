@@ -183,57 +183,48 @@ impl ApiError {
 
     /// The `Status` object as a JSON value.
     pub fn to_status(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("kind".into(), "Status".into());
-        m.insert("apiVersion".into(), "v1".into());
-        let mut meta = Map::new();
-        if let Some(c) = &self.continue_token {
-            meta.insert("continue".into(), c.clone().into());
-        }
-        m.insert("metadata".into(), Value::Object(meta));
-        m.insert("status".into(), "Failure".into());
-        m.insert("message".into(), self.message.clone().into());
-        m.insert("reason".into(), self.reason.clone().into());
-        if let Some(d) = &self.details {
-            m.insert("details".into(), (**d).clone());
-        }
-        m.insert("code".into(), self.code.into());
-        Value::Object(m)
+        serde_json::to_value(self.wire()).unwrap_or_default()
     }
 
     /// The `Status` object serialized compactly, fields in kube-apiserver's order (a JSON map
     /// would sort them).
     pub fn to_bytes(&self) -> Vec<u8> {
-        #[derive(serde::Serialize)]
-        struct Meta<'a> {
-            #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
-            cont: Option<&'a str>,
-        }
-        #[derive(serde::Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Wire<'a> {
-            kind: &'a str,
-            api_version: &'a str,
-            metadata: Meta<'a>,
-            status: &'a str,
-            message: &'a str,
-            reason: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            details: Option<&'a Value>,
-            code: u16,
-        }
-        let w = Wire {
+        serde_json::to_vec(&self.wire()).unwrap_or_default()
+    }
+
+    fn wire(&self) -> StatusWire<'_> {
+        StatusWire {
             kind: "Status",
             api_version: "v1",
-            metadata: Meta { cont: self.continue_token.as_deref() },
+            metadata: StatusMeta { cont: self.continue_token.as_deref() },
             status: "Failure",
             message: &self.message,
             reason: &self.reason,
             details: self.details.as_deref(),
             code: self.code,
-        };
-        serde_json::to_vec(&w).unwrap_or_default()
+        }
     }
+}
+
+/// A failure `Status` as written on the wire: a struct, so its fields keep kube-apiserver's order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusWire<'a> {
+    kind: &'a str,
+    api_version: &'a str,
+    metadata: StatusMeta<'a>,
+    status: &'a str,
+    message: &'a str,
+    reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+    code: u16,
+}
+
+#[derive(serde::Serialize)]
+struct StatusMeta<'a> {
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    cont: Option<&'a str>,
 }
 
 /// A `Status` with `status: Success` (returned by some deletes).
@@ -258,6 +249,14 @@ mod tests {
         let order = ["kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"].map(at);
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
         assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), e.to_status());
+        let v = e.to_status();
+        assert_eq!(
+            (v["kind"].as_str(), v["apiVersion"].as_str(), v["status"].as_str()),
+            (Some("Status"), Some("v1"), Some("Failure"))
+        );
+        assert_eq!((v["reason"].as_str(), v["code"].as_u64()), (Some("NotFound"), Some(404)));
+        assert_eq!((v["details"]["name"].as_str(), v["details"]["group"].as_str()), (Some("web"), Some("apps")));
+        assert_eq!(v["metadata"], serde_json::json!({}), "no continue key without a token");
 
         let mut gone = ApiError::expired("too old");
         gone.continue_token = Some("tok".into());

@@ -182,7 +182,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         ..Default::default()
     });
     let informer = SharedIndexInformer::with_options(lw, InformerOptions { batch: 512, ..opts });
-    // The measured handler applies back-pressure past 2048 pending notifications (like
+    // The measured handler applies back-pressure past `--block` (2048) pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
     // instead of buffering the whole update stream; a `keys` handler never gets there.
     let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(args.block));

@@ -264,7 +264,7 @@ impl<K> ListDecoder<K> {
     /// Takes the next chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
         if self.failed {
-            return Err(Error::Decode("list body already failed to decode".into()));
+            return Err(already_failed());
         }
         let r = self.feed_inner(chunk);
         self.failed = r.is_err();
@@ -287,7 +287,7 @@ impl<K> ListDecoder<K> {
             self.rescan()?;
         }
         if self.carry.len() > self.max_item_bytes {
-            return Err(self.too_large());
+            return Err(too_large(self.max_item_bytes));
         }
         Ok(())
     }
@@ -307,27 +307,20 @@ impl<K> ListDecoder<K> {
         Ok(())
     }
 
-    fn too_large(&self) -> Error {
-        too_large(self.max_item_bytes)
-    }
-
     fn take_from(&mut self, b: &[u8]) -> Result<usize, Error> {
         let (items, max) = (&mut self.items, self.max_item_bytes);
         let n = self
             .stream
             .feed(b, |head, bytes| -> Result<(), ListErr> {
                 if bytes.len() > max {
-                    return Err(ListErr::TooLarge);
+                    return Err(ListErr::TooLarge(max));
                 }
                 items.push(Object::from_head(head, bytes).map_err(ListErr::Object)?);
                 Ok(())
             })
-            .map_err(|e| match e {
-                ListErr::TooLarge => too_large(max),
-                e => e.into_error(),
-            })?;
+            .map_err(ListErr::into_error)?;
         if self.stream.rest().len() > max {
-            return Err(self.too_large());
+            return Err(too_large(max));
         }
         Ok(n)
     }
@@ -335,12 +328,12 @@ impl<K> ListDecoder<K> {
     /// The list, once the body has ended.
     pub fn finish(mut self) -> Result<ObjectList<K>, Error> {
         if self.failed {
-            return Err(Error::Decode("list body already failed to decode".into()));
+            return Err(already_failed());
         }
         if !self.carry.is_empty() {
             self.rescan()?;
         }
-        let list = self.stream.finish(&self.carry).map_err(|e| ListErr::into_error(ListErr::Scan(e)))?;
+        let list = self.stream.finish(&self.carry).map_err(|e| ListErr::Scan(e).into_error())?;
         if let Some(kind) = list.kind.as_deref() {
             if kind == "Table" {
                 return Err(Error::Decode("unsupported list kind Table".to_string()));
@@ -363,11 +356,15 @@ impl<K> ListDecoder<K> {
 enum ListErr {
     Scan(crate::object::ScanError),
     Object(crate::object::DecodeError),
-    TooLarge,
+    TooLarge(usize),
 }
 
 fn too_large(max: usize) -> Error {
     Error::Decode(format!("list item larger than {max} bytes"))
+}
+
+fn already_failed() -> Error {
+    Error::Decode("list body already failed to decode".to_string())
 }
 
 impl ListErr {
@@ -375,7 +372,7 @@ impl ListErr {
         match self {
             ListErr::Scan(e) => Error::Decode(format!("invalid list response: {e}")),
             ListErr::Object(e) => Error::Object(e),
-            ListErr::TooLarge => Error::Decode("list item too large".to_string()),
+            ListErr::TooLarge(max) => too_large(max),
         }
     }
 }

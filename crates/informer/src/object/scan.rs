@@ -1085,6 +1085,7 @@ pub(crate) struct ListHead<'a> {
 }
 
 /// Scans a list response in one pass, calling `item(head, bytes)` for each element of `items`.
+/// Reads the members [`ListStream`] keeps, and is its reference in tests.
 pub(crate) fn scan_list<'a, E: From<ScanError>>(
     json: &'a [u8],
     item: impl FnMut(&ObjectHead<'a>, &'a [u8]) -> Result<(), E>,
@@ -1321,10 +1322,9 @@ impl ListStream {
     /// consume). Errors if the list is not complete.
     pub(crate) fn finish(&self, leftover: &[u8]) -> Result<ListHead<'_>, ScanError> {
         if self.phase != ListPhase::Done || !leftover.iter().all(u8::is_ascii_whitespace) {
-            let mut s = Scanner::new(leftover);
-            s.i = leftover.len();
-            return s.err("unexpected end of input");
+            return Err(ScanError { offset: leftover.len(), what: "unexpected end of input", eof: true });
         }
+        // The one-pass scan reads the kept members (there are no items left in them).
         scan_list(&self.rest, |_, _| -> R<()> { Ok(()) })
     }
 

@@ -414,6 +414,13 @@ mod tests {
         }
     }
 
+    /// Queues adds of `o{i}` for every `i` in `range`.
+    fn push_adds(l: &Listener<serde_json::Value>, range: std::ops::Range<usize>, now: Instant) {
+        for i in range {
+            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
+        }
+    }
+
     async fn drain(c: &mut Consumer<serde_json::Value>, l: &Listener<serde_json::Value>) -> Vec<String> {
         let mut out = Vec::new();
         // Everything pending is ready: a consumer that would wait means the backlog is drained.
@@ -463,13 +470,9 @@ mod tests {
         let l = listener(BacklogPolicy::Block(10), &idx);
         let mut c = Consumer::for_listener(&l);
         let now = Instant::now();
-        for i in 0..10 {
-            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
-        }
+        push_adds(&l, 0..10, now);
         assert!(l.wait_below_limit().now_or_never().is_some(), "at the limit: not held");
-        for i in 10..14 {
-            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
-        }
+        push_adds(&l, 10..14, now);
         let mut wait = std::pin::pin!(l.wait_below_limit());
         assert!(wait.as_mut().now_or_never().is_none(), "14 over a limit of 10: held");
         // Under the limit but above half of it: still held.
@@ -484,9 +487,7 @@ mod tests {
         assert_eq!(l.backlog().len, 5);
         assert!(wait.as_mut().now_or_never().is_some(), "backlog 5 = half the limit: released");
         // Closing releases a held informer at once.
-        for i in 14..30 {
-            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
-        }
+        push_adds(&l, 14..30, now);
         let mut wait = std::pin::pin!(l.wait_below_limit());
         assert!(wait.as_mut().now_or_never().is_none());
         l.close();
@@ -499,9 +500,7 @@ mod tests {
         let l = listener(BacklogPolicy::Unbounded, &idx);
         let mut c = Consumer::for_listener(&l);
         let now = Instant::now();
-        for i in 0..100 {
-            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
-        }
+        push_adds(&l, 0..100, now);
         assert_eq!(l.backlog().len, 100);
         assert!(c.next(&l).await.is_some());
         l.close();
