@@ -1,6 +1,9 @@
 //! The consuming side of a listener: turns its buffer into the sequence of notifications a
 //! handler sees, expanding `Bounded` overflow resyncs against what the handler has seen.
 //!
+//! A batch shared with other listeners is delivered from in place: a handler consumer passes its
+//! notifications by reference, only a stream clones them out.
+//!
 //! Invariants: one consumer per listener; items come out in buffer order; an expanded resync
 //! yields deletes (tombstones) for seen keys that vanished, then the snapshot's objects as
 //! updates of seen keys or adds of new ones; for `Bounded` listeners every item is checked
@@ -13,8 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use foldhash::fast::RandomState;
+use tokio::time::Instant;
 
-use super::listener::{BacklogPolicy, Entry, Item, Listener};
+use super::listener::{BacklogPolicy, Entry, Item, Listener, Pending};
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
 use crate::key::ObjectKey;
@@ -23,16 +27,38 @@ use crate::object::{DeletedObject, Object, Tombstone};
 /// A backlog buffer that grew beyond this many entries is shrunk once it is empty again.
 const SHRINK_ABOVE: usize = 1024;
 
-/// Consumer-side state: a resync being expanded and, for `Bounded`, what the handler has seen.
+/// Consumer-side state: a shared batch or a resync being delivered and, for `Bounded`, what the
+/// handler has seen.
 pub(crate) struct Consumer<K> {
+    batch: Option<InHand<K>>,
     expanded: VecDeque<Notification<K>>,
     expanded_credit: usize,
     seen: Option<HashMap<ObjectKey, Object<K>, RandomState>>,
 }
 
+/// A shared batch being delivered.
+struct InHand<K> {
+    batch: Arc<Vec<Notification<K>>>,
+    /// The next notification to deliver.
+    pos: usize,
+    /// When the batch was queued.
+    at: Instant,
+    /// Notifications pending behind the batch when it was taken.
+    behind: usize,
+}
+
+/// What one step of a consumer produced.
+enum Step<K> {
+    Item(Item<K>),
+    /// A shared batch is now in hand.
+    Batch,
+    Closed,
+}
+
 impl<K: Send + Sync + 'static> Consumer<K> {
     pub fn new(policy: BacklogPolicy) -> Self {
         Consumer {
+            batch: None,
             expanded: VecDeque::new(),
             expanded_credit: 0,
             seen: matches!(policy, BacklogPolicy::Bounded(_)).then(HashMap::default),
@@ -43,39 +69,105 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         Self::new(l.policy)
     }
 
-    /// The next item, or `None` once the listener is closed.
+    /// The next item (cloned out of a shared batch), or `None` once the listener is closed.
     pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
+        loop {
+            if let Some(h) = &mut self.batch {
+                if let Some(n) = h.batch.get(h.pos)
+                    && !l.removed.load(Ordering::Acquire)
+                {
+                    h.pos += 1;
+                    let left = h.batch.len() - h.pos;
+                    l.in_hand.store(left, Ordering::Relaxed);
+                    l.taken(left + h.behind);
+                    let credit = usize::from(n.is_initial_add());
+                    return Some(Item { n: n.clone(), credit, enqueued: Some(h.at), backlog: left + h.behind });
+                }
+                l.in_hand.store(0, Ordering::Relaxed);
+                self.batch = None;
+            }
+            match self.step(l).await {
+                Step::Item(item) => return Some(item),
+                Step::Batch => {}
+                Step::Closed => return None,
+            }
+        }
+    }
+
+    /// Delivers the shared batch in hand, if any, by reference.
+    fn deliver_batch(&mut self, l: &Listener<K>, handler: &dyn ResourceEventHandler<K>) {
+        let Some(h) = self.batch.take() else { return };
+        let mut left = h.batch.len() - h.pos;
+        for n in &h.batch[h.pos..] {
+            if l.removed.load(Ordering::Acquire) {
+                break;
+            }
+            left -= 1;
+            l.in_hand.store(left, Ordering::Relaxed);
+            l.taken(left + h.behind);
+            l.deliver_ref(handler, n, usize::from(n.is_initial_add()), Some(h.at), left + h.behind);
+        }
+        l.in_hand.store(0, Ordering::Relaxed);
+    }
+
+    /// Takes the next item or batch from the buffer (waiting for one), or expands a resync.
+    async fn step(&mut self, l: &Listener<K>) -> Step<K> {
         loop {
             if let Some(n) = self.expanded.pop_front() {
                 if l.removed.load(Ordering::Acquire) {
-                    return None;
+                    return Step::Closed;
                 }
                 let credit = if self.expanded.is_empty() { std::mem::take(&mut self.expanded_credit) } else { 0 };
                 match self.seen(Item { n, credit, enqueued: None, backlog: self.expanded.len() }) {
-                    Some(item) => return Some(item),
+                    Some(item) => return Step::Item(item),
                     None => {
                         l.finish_initial(credit);
                         continue;
                     }
                 }
             }
-            let (popped, backlog) = {
+            let (popped, snapshot, backlog) = {
                 let mut b = l.buf.lock();
+                // A pending resync reads the cache under the informer's delta barrier (see
+                // `Entry::Resync`): the cache then holds exactly what was distributed so far.
+                let barrier = match b.items.front() {
+                    Some(Pending { entry: Entry::Resync { .. }, .. }) => {
+                        drop(b);
+                        let g = l.cache.barrier.lock();
+                        b = l.buf.lock();
+                        Some(g)
+                    }
+                    _ => None,
+                };
                 let p = b.items.pop_front();
-                let backlog = b.items.len();
-                if backlog == 0 && b.items.capacity() > SHRINK_ABOVE {
+                let snapshot = match (&p, barrier) {
+                    (Some(Pending { entry: Entry::Resync { .. }, .. }), Some(_barrier)) => l.cache.indexer.list(),
+                    _ => Vec::new(),
+                };
+                if let Some(p) = &p {
+                    b.count -= p.entry.len();
+                }
+                if let Some(Pending { entry: Entry::Batch(batch), .. }) = &p {
+                    // Counted as pending until delivered, one by one.
+                    l.in_hand.store(batch.len(), Ordering::Relaxed);
+                }
+                let backlog = b.count;
+                if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
                     // A burst (the initial list, a relist) is over: give its buffer back.
                     b.items.shrink_to(SHRINK_ABOVE / 4);
                 }
                 if let Some(m) = &l.metrics {
-                    m.backlog.set(b.items.len() as i64);
+                    m.backlog.set(l.pending(&b) as i64);
                 }
                 if p.is_none() && b.closed {
-                    return None;
+                    return Step::Closed;
                 }
-                (p, backlog)
+                (p, snapshot, backlog)
             };
-            if popped.is_some() {
+            if let Some(p) = &popped
+                && !matches!(p.entry, Entry::Batch(_))
+            {
+                // (A batch's notifications are counted as they are delivered.)
                 l.taken(backlog);
             }
             let Some(p) = popped else {
@@ -86,11 +178,16 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 Entry::One(n) => {
                     let credit = usize::from(n.is_initial_add());
                     match self.seen(Item { n, credit, enqueued: Some(p.at), backlog }) {
-                        Some(item) => return Some(item),
+                        Some(item) => return Step::Item(item),
                         None => l.finish_initial(credit),
                     }
                 }
-                Entry::Resync { snapshot, credit } => {
+                Entry::Batch(batch) => {
+                    debug_assert!(self.seen.is_none(), "Bounded listeners get no shared batches");
+                    self.batch = Some(InHand { batch, pos: 0, at: p.at, behind: backlog });
+                    return Step::Batch;
+                }
+                Entry::Resync { credit } => {
                     self.expand(snapshot, credit);
                     if self.expanded.is_empty() {
                         l.finish_initial(std::mem::take(&mut self.expanded_credit));
@@ -159,8 +256,12 @@ pub(crate) async fn run_handler<K: Send + Sync + 'static>(
     handler: Arc<dyn ResourceEventHandler<K>>,
 ) {
     let mut c = Consumer::for_listener(&l);
-    while let Some(item) = c.next(&l).await {
-        l.deliver(&*handler, item);
+    loop {
+        match c.step(&l).await {
+            Step::Item(item) => l.deliver(&*handler, item),
+            Step::Batch => c.deliver_batch(&l, &*handler),
+            Step::Closed => break,
+        }
     }
     l.finished.set();
 }

@@ -6,8 +6,9 @@
 //! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
 //!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache).
 //! - Notifications reach the handler in the order they were pushed, one call at a time.
-//! - `push` is only called under the informer's delta barrier, so the cache snapshot taken on a
-//!   `Bounded` overflow is exactly the state after the last pushed notification.
+//! - `push` is only called under the informer's delta barrier, so the cache snapshot a `Bounded`
+//!   consumer takes under that barrier, when it reaches the resync an overflow left, is exactly
+//!   the state after the last pushed notification.
 //! - The registration is synced once the informer synced (upstream) and every initial add pushed
 //!   to this listener has been delivered (client-go's `synctrack.SingleFileTracker`).
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
@@ -16,7 +17,7 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -26,7 +27,6 @@ use tokio::time::Instant;
 use super::metrics::HandlerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
-use crate::object::Object;
 use crate::signal::Signal;
 use crate::store::Indexer;
 
@@ -45,8 +45,11 @@ pub enum BacklogPolicy {
     /// it then receives, for every cached object, its current state (`on_add` if the handler
     /// has not seen the key, `on_update(last_seen, current)` otherwise) and `on_delete` (a
     /// tombstone) for every key it has seen that is no longer cached. Intermediate states are
-    /// lost, the final state is not. The handler's last seen objects are remembered (one `Arc`
-    /// per key).
+    /// lost, the final state is not. The cache is read when the handler reaches that resync, so
+    /// changes made until then are part of it and are not queued (the backlog stays one entry):
+    /// a handler that stays behind costs the informer almost nothing per change and one cache
+    /// copy per resync it takes. The handler's last seen objects are remembered (one `Arc` per
+    /// key).
     Bounded(usize),
     /// Past `n` pending notifications, the informer stops taking deltas from its queue until this
     /// handler is back under `n` (the queue then fills and the reflector stops reading the watch
@@ -75,11 +78,23 @@ pub struct Backlog {
 
 pub(super) enum Entry<K> {
     One(Notification<K>),
-    /// Backlog dropped: resync from this cache snapshot. `credit` = initial adds dropped.
+    /// One batch of the process loop, shared by every non-`Bounded` listener (one `Arc` per
+    /// listener per batch instead of a clone and a queue slot per notification).
+    Batch(Arc<Vec<Notification<K>>>),
+    /// Backlog dropped: resync from the cache as it is when the consumer takes this entry. While
+    /// pending it is the only entry: later notifications are dropped (the cache will have them).
+    /// `credit` = initial adds dropped.
     Resync {
-        snapshot: Vec<Object<K>>,
         credit: usize,
     },
+}
+
+/// The informer's cache as a listener sees it, for resyncs after an overflow.
+pub(crate) struct CacheView<K> {
+    pub indexer: Arc<Indexer<K>>,
+    /// Held while deltas are applied to the cache and distributed (and by late joins): a
+    /// snapshot taken under it matches what every listener has been pushed.
+    pub barrier: Arc<Mutex<()>>,
 }
 
 pub(super) struct Pending<K> {
@@ -87,8 +102,29 @@ pub(super) struct Pending<K> {
     pub entry: Entry<K>,
 }
 
+impl<K> Entry<K> {
+    /// Notifications this entry stands for (a pending resync counts as one).
+    pub fn len(&self) -> usize {
+        match self {
+            Entry::Batch(b) => b.len(),
+            Entry::One(_) | Entry::Resync { .. } => 1,
+        }
+    }
+
+    /// Initial adds this entry carries (released when they are delivered or dropped).
+    fn initial_adds(&self) -> usize {
+        match self {
+            Entry::One(n) => usize::from(n.is_initial_add()),
+            Entry::Batch(b) => b.iter().filter(|n| n.is_initial_add()).count(),
+            Entry::Resync { credit } => *credit,
+        }
+    }
+}
+
 pub(super) struct Buffer<K> {
     pub items: VecDeque<Pending<K>>,
+    /// Notifications pending: the sum of the entries' lengths.
+    pub count: usize,
     pub closed: bool,
 }
 
@@ -110,6 +146,9 @@ pub(crate) struct Listener<K> {
     pub name: Arc<str>,
     pub policy: BacklogPolicy,
     pub(super) buf: Mutex<Buffer<K>>,
+    /// Notifications of the shared batch the consumer holds that are still to be delivered
+    /// (written by the consumer only; part of the backlog).
+    pub(super) in_hand: AtomicUsize,
     pub(super) wake: Notify,
     /// Notified by the consumer when a `Block` listener's backlog is back under its limit.
     pub(super) drained: Notify,
@@ -122,7 +161,7 @@ pub(crate) struct Listener<K> {
     panics: AtomicU64,
     overflows: AtomicU64,
     delivered: AtomicU64,
-    indexer: Arc<Indexer<K>>,
+    pub(super) cache: CacheView<K>,
     pub(super) metrics: Option<HandlerSeries>,
 }
 
@@ -145,7 +184,7 @@ impl<K> Listener<K> {
         policy: BacklogPolicy,
         requested: Duration,
         effective: Duration,
-        indexer: Arc<Indexer<K>>,
+        cache: CacheView<K>,
         metrics: Option<HandlerSeries>,
     ) -> Self {
         Listener {
@@ -155,7 +194,8 @@ impl<K> Listener<K> {
             finished: Signal::new(format!("handler {name} finished")),
             name,
             policy,
-            buf: Mutex::new(Buffer { items: VecDeque::new(), closed: false }),
+            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, closed: false }),
+            in_hand: AtomicUsize::new(0),
             wake: Notify::new(),
             drained: Notify::new(),
             resync: Mutex::new(ResyncState { requested, effective, next: Instant::now() + effective }),
@@ -165,7 +205,7 @@ impl<K> Listener<K> {
             panics: AtomicU64::new(0),
             overflows: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
-            indexer,
+            cache,
             metrics,
         }
     }
@@ -197,17 +237,17 @@ impl<K> Listener<K> {
             self.tracker.lock().pending_initial += 1;
         }
         let was_empty = b.items.is_empty();
+        if let Some(Pending { entry: Entry::Resync { credit }, .. }) = b.items.back_mut() {
+            debug_assert!(matches!(self.policy, BacklogPolicy::Bounded(_)));
+            // The pending resync reads the cache, which already has this change.
+            *credit += usize::from(initial);
+            return was_empty;
+        }
         match self.policy {
-            BacklogPolicy::Bounded(max) if b.items.len() >= max.max(1) => {
-                let mut credit = usize::from(initial);
-                for p in b.items.drain(..) {
-                    credit += match p.entry {
-                        Entry::One(n) => usize::from(n.is_initial_add()),
-                        Entry::Resync { credit, .. } => credit,
-                    };
-                }
-                let snapshot = self.indexer.list();
-                b.items.push_back(Pending { at: now, entry: Entry::Resync { snapshot, credit } });
+            BacklogPolicy::Bounded(max) if b.count >= max.max(1) => {
+                let credit = usize::from(initial) + b.items.drain(..).map(|p| p.entry.initial_adds()).sum::<usize>();
+                b.items.push_back(Pending { at: now, entry: Entry::Resync { credit } });
+                b.count = 1;
                 let before = self.overflows.fetch_add(1, Ordering::Relaxed);
                 if let Some(m) = &self.metrics {
                     m.overflows.inc();
@@ -219,10 +259,39 @@ impl<K> Listener<K> {
                     tracing::debug!(handler = %self.name, max, overflows = before + 1, "handler backlog overflowed again");
                 }
             }
-            _ => b.items.push_back(Pending { at: now, entry: Entry::One(n) }),
+            _ => {
+                b.items.push_back(Pending { at: now, entry: Entry::One(n) });
+                b.count += 1;
+            }
         }
         if let Some(m) = &self.metrics {
-            m.backlog.set(b.items.len() as i64);
+            m.backlog.set(self.pending(&b) as i64);
+        }
+        was_empty
+    }
+
+    /// Notifications pending: queued plus the rest of the batch in the consumer's hand.
+    pub(super) fn pending(&self, b: &Buffer<K>) -> usize {
+        b.count + self.in_hand.load(Ordering::Relaxed)
+    }
+
+    /// Queues a batch shared with other listeners without waking the consumer (not for
+    /// `Bounded` listeners, whose overflow accounting is per notification); `initial` = the
+    /// batch's initial adds. Returns whether the buffer was empty before.
+    pub fn push_batch_quiet(&self, batch: &Arc<Vec<Notification<K>>>, initial: usize, now: Instant) -> bool {
+        debug_assert!(!matches!(self.policy, BacklogPolicy::Bounded(_)));
+        let mut b = self.buf.lock();
+        if b.closed {
+            return false;
+        }
+        if initial > 0 {
+            self.tracker.lock().pending_initial += initial;
+        }
+        let was_empty = b.items.is_empty();
+        b.items.push_back(Pending { at: now, entry: Entry::Batch(batch.clone()) });
+        b.count += batch.len();
+        if let Some(m) = &self.metrics {
+            m.backlog.set(self.pending(&b) as i64);
         }
         was_empty
     }
@@ -239,7 +308,7 @@ impl<K> Listener<K> {
             notified.as_mut().enable();
             {
                 let b = self.buf.lock();
-                if b.closed || b.items.len() <= limit {
+                if b.closed || self.pending(&b) <= limit {
                     return;
                 }
             }
@@ -264,6 +333,7 @@ impl<K> Listener<K> {
         let mut b = self.buf.lock();
         b.closed = true;
         b.items.clear();
+        b.count = 0;
         if let Some(m) = &self.metrics {
             m.backlog.set(0);
         }
@@ -274,7 +344,7 @@ impl<K> Listener<K> {
 
     pub fn backlog(&self) -> Backlog {
         let b = self.buf.lock();
-        Backlog { len: b.items.len(), oldest_age: b.items.front().map(|p| p.at.elapsed()) }
+        Backlog { len: self.pending(&b), oldest_age: b.items.front().map(|p| p.at.elapsed()) }
     }
 
     pub fn panics(&self) -> u64 {
@@ -342,16 +412,29 @@ impl<K: 'static> Listener<K> {
 
     /// Delivers one item to a handler, catching panics.
     pub fn deliver(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
-        if let (Some(m), Some(at)) = (&self.metrics, item.enqueued) {
+        self.deliver_ref(handler, &item.n, item.credit, item.enqueued, item.backlog);
+    }
+
+    /// Delivers one notification to a handler, catching panics; `credit` = initial adds it
+    /// completes, `backlog` = notifications pending behind it.
+    pub fn deliver_ref(
+        &self,
+        handler: &dyn ResourceEventHandler<K>,
+        n: &Notification<K>,
+        credit: usize,
+        enqueued: Option<Instant>,
+        backlog: usize,
+    ) {
+        if let (Some(m), Some(at)) = (&self.metrics, enqueued) {
             m.delivery.observe(at.elapsed().as_secs_f64());
         }
         // client-go's "processorListener handler" trace: a slow call while far behind.
-        let timed = (item.backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
-        let r = catch_unwind(AssertUnwindSafe(|| item.n.deliver_to(handler)));
+        let timed = (backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
+        let r = catch_unwind(AssertUnwindSafe(|| n.deliver_to(handler)));
         if let Some(t) = timed
             && t.elapsed() > SLOW_HANDLER_CALL
         {
-            tracing::warn!(handler = %self.name, backlog = item.backlog, took = ?t.elapsed(), "slow event handler is falling behind");
+            tracing::warn!(handler = %self.name, backlog, took = ?t.elapsed(), "slow event handler is falling behind");
         }
         if let Err(p) = r {
             self.panics.fetch_add(1, Ordering::Relaxed);
@@ -363,10 +446,10 @@ impl<K: 'static> Listener<K> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".into());
-            tracing::error!(handler = %self.name, key = %item.n.key(), kind = item.n.kind(), panic = %msg, "event handler panicked; notification skipped");
+            tracing::error!(handler = %self.name, key = %n.key(), kind = n.kind(), panic = %msg, "event handler panicked; notification skipped");
         }
         self.delivered.fetch_add(1, Ordering::Relaxed);
-        self.finish_initial(item.credit);
+        self.finish_initial(credit);
     }
 
     /// Marks an item delivered without a handler call (streams).
@@ -382,7 +465,7 @@ impl<K: 'static> Listener<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::DeletedObject;
+    use crate::object::{DeletedObject, Object};
     use crate::shared_informer::consumer::Consumer;
     use crate::store::Indexers;
 
@@ -394,7 +477,8 @@ mod tests {
     }
 
     fn listener(policy: BacklogPolicy, idx: &Arc<Indexer<serde_json::Value>>) -> Listener<serde_json::Value> {
-        Listener::new(1, 1, "t".into(), policy, Duration::ZERO, Duration::ZERO, idx.clone(), None)
+        let cache = CacheView { indexer: idx.clone(), barrier: Arc::default() };
+        Listener::new(1, 1, "t".into(), policy, Duration::ZERO, Duration::ZERO, cache, None)
     }
 
     fn describe(n: &Notification<serde_json::Value>) -> String {
@@ -456,11 +540,55 @@ mod tests {
         l.push(Notification::Add { obj: c3.clone(), is_in_initial_list: false }, now);
         assert_eq!(l.backlog().len, 1);
         assert_eq!(l.overflows(), 1);
-        // Already covered by the snapshot: dropped or normalised.
+        // A change after the overflow is left to the pending resync.
         l.push(Notification::Add { obj: c3.clone(), is_in_initial_list: false }, now);
+        assert_eq!(l.backlog().len, 1);
         let mut got = drain(&mut c, &l).await;
         got[..3].sort();
         assert_eq!(got, ["add c@3 false", "delete b true", "update a 1->2"]);
+    }
+
+    #[tokio::test]
+    async fn changes_after_an_overflow_reach_the_handler_through_the_pending_resync() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Bounded(2), &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        let (a1, b1, c1) = (obj("a", "1"), obj("b", "1"), obj("c", "1"));
+        // Three initial adds overflow a bound of 2 before anything is consumed.
+        for o in [&a1, &b1, &c1] {
+            idx.add(o.clone()).unwrap();
+            l.push(Notification::Add { obj: o.clone(), is_in_initial_list: true }, now);
+        }
+        assert_eq!((l.backlog().len, l.overflows()), (1, 1));
+        // Later changes (an update, a delete, another initial add, a resync of an unchanged
+        // object) are not queued: the pending resync will read them from the cache.
+        let (a2, d1) = (obj("a", "2"), obj("d", "1"));
+        idx.add(a2.clone()).unwrap();
+        l.push(Notification::Update { old: a1.clone(), new: a2.clone() }, now);
+        idx.delete(&b1);
+        l.push(Notification::Delete(DeletedObject::Object(b1.clone())), now);
+        idx.add(d1.clone()).unwrap();
+        l.push(Notification::Add { obj: d1.clone(), is_in_initial_list: true }, now);
+        l.push(Notification::Update { old: a2.clone(), new: a2.clone() }, now);
+        for _ in 0..5 {
+            l.push(Notification::Update { old: c1.clone(), new: c1.clone() }, now);
+        }
+        assert_eq!((l.backlog().len, l.overflows()), (1, 1));
+        // The resync delivers the cache as it is now, and carries every initial add's credit.
+        l.upstream_synced();
+        assert!(!l.synced.is_set());
+        let mut got = drain(&mut c, &l).await;
+        got.sort();
+        assert_eq!(got, ["add a@2 true", "add c@1 true", "add d@1 true"]);
+        assert!(l.synced.is_set());
+        // Once the handler has taken the resync, changes queue one by one again.
+        let c2 = obj("c", "2");
+        idx.add(c2.clone()).unwrap();
+        l.push(Notification::Update { old: c1.clone(), new: c2.clone() }, now);
+        l.push(Notification::Update { old: c2.clone(), new: c2.clone() }, now);
+        assert_eq!(l.backlog().len, 2);
+        assert_eq!(drain(&mut c, &l).await, ["update c 1->2", "update c 2->2"]);
     }
 
     #[tokio::test]
@@ -492,6 +620,55 @@ mod tests {
         assert!(wait.as_mut().now_or_never().is_none());
         l.close();
         assert!(wait.as_mut().now_or_never().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_shared_batch_counts_as_its_notifications_until_delivered() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = listener(BacklogPolicy::Unbounded, &idx);
+        let mut c = Consumer::for_listener(&l);
+        let now = Instant::now();
+        let batch: Arc<Vec<_>> = Arc::new(
+            (0..5).map(|i| Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: i < 3 }).collect(),
+        );
+        assert!(l.push_batch_quiet(&batch, 3, now), "the buffer was empty");
+        l.push(Notification::Add { obj: obj("after", "1"), is_in_initial_list: false }, now);
+        assert_eq!(l.backlog().len, 6);
+        l.upstream_synced();
+        assert!(!l.synced.is_set(), "three initial adds are pending");
+        let first = c.next(&l).await.unwrap();
+        assert_eq!((describe(&first.n).as_str(), first.backlog), ("add o0@1 true", 5));
+        assert_eq!(l.backlog().len, 5, "the rest of the batch in hand is still pending");
+        l.delivered_without_call(&first);
+        let rest = drain(&mut c, &l).await;
+        assert_eq!(rest, ["add o1@1 true", "add o2@1 true", "add o3@1 false", "add o4@1 false", "add after@1 false"]);
+        assert_eq!(l.backlog().len, 0);
+        assert!(l.synced.is_set());
+        assert_eq!(Arc::strong_count(&batch), 1, "the consumer let go of the batch");
+    }
+
+    #[tokio::test]
+    async fn a_handler_gets_a_shared_batch_by_reference_and_nothing_after_close() {
+        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
+        let l = Arc::new(listener(BacklogPolicy::Unbounded, &idx));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let handler = crate::HandlerFns::<serde_json::Value>::new().on_add({
+            let (got, l) = (got.clone(), l.clone());
+            move |o, _| {
+                got.lock().push(o.name().to_string());
+                if o.name() == "o2" {
+                    l.close();
+                }
+            }
+        });
+        let batch: Arc<Vec<_>> = Arc::new(
+            (0..5).map(|i| Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }).collect(),
+        );
+        l.push_batch_quiet(&batch, 0, Instant::now());
+        crate::shared_informer::consumer::run_handler(l.clone(), Arc::new(handler)).await;
+        assert_eq!(*got.lock(), ["o0", "o1", "o2"]);
+        assert!(l.finished.is_set());
+        assert_eq!((l.delivered(), l.backlog().len), (3, 0));
     }
 
     #[tokio::test]
@@ -554,7 +731,7 @@ mod tests {
             BacklogPolicy::Unbounded,
             Duration::from_secs(2),
             Duration::from_secs(2),
-            idx,
+            CacheView { indexer: idx, barrier: Arc::default() },
             None,
         );
         let t0 = Instant::now();

@@ -83,7 +83,7 @@ pub use queue::DynListerWatcher;
 pub use registration::{HandlerRegistration, InformerError};
 pub use stream::NotificationStream;
 
-use listener::Listener;
+use listener::{CacheView, Listener};
 use metrics::InformerSeries;
 use processor::{Processor, Sink};
 use queue::InformerQueue;
@@ -115,7 +115,7 @@ struct Inner<K> {
     config: Mutex<Config<K>>,
     /// Held while deltas are applied and distributed; a late joiner takes it to snapshot the
     /// cache consistently (client-go's `blockDeltas`).
-    block_deltas: Mutex<()>,
+    block_deltas: Arc<Mutex<()>>,
     synced: Signal,
     stopped: Signal,
     status: std::sync::OnceLock<ReflectorStatus>,
@@ -173,7 +173,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
                     resync_check_period: opts.resync_period,
                     default_handler_resync: opts.resync_period,
                 }),
-                block_deltas: Mutex::new(()),
+                block_deltas: Arc::default(),
                 synced: Signal::new(format!("SharedIndexInformer {name}")),
                 stopped: Signal::new(format!("SharedIndexInformer {name} stopped")),
                 status: std::sync::OnceLock::new(),
@@ -346,7 +346,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
             opts.backlog,
             requested,
             effective,
-            inner.indexer.clone(),
+            CacheView { indexer: inner.indexer.clone(), barrier: inner.block_deltas.clone() },
             inner.metrics.as_ref().map(|m| m.handler(&name)),
         ));
         if c.started {

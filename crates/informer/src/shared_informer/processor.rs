@@ -4,6 +4,11 @@
 //! Invariants:
 //! - `distribute` only clones `Arc` handles and appends to each listener's buffer: it never waits
 //!   for a handler, so neither the process loop nor the reflector is delayed by a slow handler.
+//! - Within a batch of the process loop, notifications are collected once and, at the end of the
+//!   batch, queued to every non-`Bounded` listener as one shared entry (one `Arc` clone and one
+//!   buffer lock per listener per batch); `Bounded` listeners get them one by one (their overflow
+//!   is counted per notification). A notification distributed outside the batch path (a resync,
+//!   which only goes to syncing listeners) first flushes what was collected, so order holds.
 //! - A resync notification (an update with equal resourceVersions) goes only to listeners whose
 //!   "syncing" flag is set; the flag is recomputed each time the reflector asks `should_resync`
 //!   and starts true (client-go: a listener of an informer that never resyncs stays "syncing"
@@ -68,6 +73,8 @@ pub(crate) struct Processor<K> {
     /// While set (a batch of deltas is being applied), distribution does not wake consumers;
     /// `end_batch` wakes each once. Cuts wake-ups from one per notification to one per batch.
     batching: std::sync::atomic::AtomicBool,
+    /// Notifications of the batch in progress, and how many of them are initial adds.
+    collected: parking_lot::Mutex<(Vec<Notification<K>>, usize)>,
 }
 
 impl<K> Processor<K> {
@@ -90,6 +97,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             }),
             metrics,
             batching: std::sync::atomic::AtomicBool::new(false),
+            collected: parking_lot::Mutex::new((Vec::new(), 0)),
         }
     }
 
@@ -237,9 +245,16 @@ impl<K: Send + Sync + 'static> Processor<K> {
         if let Some(m) = &self.metrics {
             m.event(n.kind());
         }
+        let quiet = self.batching.load(Ordering::Relaxed);
+        if quiet && !is_sync {
+            let mut c = self.collected.lock();
+            c.1 += usize::from(n.is_initial_add());
+            c.0.push(n);
+            return;
+        }
+        self.flush();
         let st = self.state.read();
         let now = Instant::now();
-        let quiet = self.batching.load(Ordering::Relaxed);
         for s in &st.slots {
             if !is_sync || s.listener.syncing.load(Ordering::Acquire) {
                 if quiet {
@@ -256,8 +271,33 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.batching.store(true, Ordering::Relaxed);
     }
 
-    /// Ends a batch: wakes every consumer with pending notifications.
+    /// Queues the notifications collected in this batch to every listener (without waking).
+    fn flush(&self) {
+        let (batch, initial) = {
+            let mut c = self.collected.lock();
+            if c.0.is_empty() {
+                return;
+            }
+            let cap = c.0.len();
+            (Arc::new(std::mem::replace(&mut c.0, Vec::with_capacity(cap))), std::mem::take(&mut c.1))
+        };
+        let st = self.state.read();
+        let now = Instant::now();
+        for s in &st.slots {
+            if matches!(s.listener.policy, super::BacklogPolicy::Bounded(_)) {
+                for n in batch.iter() {
+                    s.listener.push_quiet(n.clone(), now);
+                }
+            } else {
+                s.listener.push_batch_quiet(&batch, initial, now);
+            }
+        }
+    }
+
+    /// Ends a batch: queues what it collected and wakes every consumer with pending
+    /// notifications.
     pub fn end_batch(&self) {
+        self.flush();
         self.batching.store(false, Ordering::Relaxed);
         for s in &self.state.read().slots {
             s.listener.wake_if_pending();
@@ -279,5 +319,60 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for Processor<K> {
 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         self.distribute(Notification::Delete(obj.clone()), false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::shared_informer::BacklogPolicy;
+    use crate::shared_informer::listener::{CacheView, Entry};
+    use crate::store::{Indexer, Indexers};
+
+    type V = serde_json::Value;
+
+    fn obj(name: &str, rv: &str) -> Object<V> {
+        Object::from_json(format!(r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#))
+            .unwrap()
+    }
+
+    /// The kinds of a listener's queued entries: `B<n>` a shared batch, `1` a single one.
+    fn entries(l: &Listener<V>) -> Vec<String> {
+        let b = l.buf.lock();
+        b.items
+            .iter()
+            .map(|p| match &p.entry {
+                Entry::Batch(v) => format!("B{}", v.len()),
+                Entry::One(_) => "1".into(),
+                Entry::Resync { .. } => "resync".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_queued_once_per_listener_and_a_resync_flushes_it_first() {
+        let idx = Arc::new(Indexer::<V>::new(Indexers::new()));
+        let listener = |id, policy| {
+            let cache = CacheView { indexer: idx.clone(), barrier: Arc::default() };
+            Arc::new(Listener::new(id, 1, "t".into(), policy, Duration::ZERO, Duration::ZERO, cache, None))
+        };
+        let (all, bounded) = (listener(1, BacklogPolicy::Unbounded), listener(2, BacklogPolicy::Bounded(100)));
+        let p = Processor::new(None);
+        p.add(all.clone(), Sink::Stream);
+        p.add(bounded.clone(), Sink::Stream);
+        let (a, b, c) = (obj("a", "1"), obj("b", "1"), obj("c", "1"));
+        p.begin_batch();
+        p.on_add(&a, false);
+        p.on_add(&b, false);
+        // A resync (same resourceVersion) goes out on its own, after what was collected.
+        p.on_update(&b, &b);
+        p.on_add(&c, false);
+        assert_eq!(entries(&all), ["B2", "1"], "the last add waits for the end of the batch");
+        p.end_batch();
+        assert_eq!(entries(&all), ["B2", "1", "B1"]);
+        assert_eq!(entries(&bounded), ["1", "1", "1", "1"], "Bounded counts its overflow per notification");
+        assert_eq!((all.backlog().len, bounded.backlog().len), (4, 4));
     }
 }
