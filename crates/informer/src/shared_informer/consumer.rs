@@ -80,6 +80,9 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     let left = h.batch.len() - h.pos;
                     l.in_hand.store(left, Ordering::Relaxed);
                     l.taken(left + h.behind);
+                    if let Some(m) = &l.metrics {
+                        m.backlog.set((left + h.behind) as i64);
+                    }
                     let credit = usize::from(n.is_initial_add());
                     return Some(Item { n: n.clone(), credit, enqueued: Some(h.at), backlog: left + h.behind });
                 }
@@ -105,6 +108,9 @@ impl<K: Send + Sync + 'static> Consumer<K> {
             left -= 1;
             l.in_hand.store(left, Ordering::Relaxed);
             l.taken(left + h.behind);
+            if let Some(m) = &l.metrics {
+                m.backlog.set((left + h.behind) as i64);
+            }
             l.deliver_ref(handler, n, usize::from(n.is_initial_add()), Some(h.at), left + h.behind);
         }
         l.in_hand.store(0, Ordering::Relaxed);
@@ -127,41 +133,42 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 }
             }
             let (popped, snapshot, backlog) = {
-                let mut b = l.buf.lock();
                 // A pending resync reads the cache under the informer's delta barrier (see
-                // `Entry::Resync`): the cache then holds exactly what was distributed so far.
-                let barrier = match b.items.front() {
-                    Some(Pending { entry: Entry::Resync { .. }, .. }) => {
-                        drop(b);
-                        let g = l.cache.barrier.lock();
-                        b = l.buf.lock();
-                        Some(g)
+                // `Entry::Resync`), taken before the buffer lock as the producers do. Only this
+                // consumer pops, so the resync is still first once the barrier is held (unless
+                // the listener was closed meanwhile).
+                let resync_first =
+                    matches!(l.buf.lock().items.front(), Some(Pending { entry: Entry::Resync { .. }, .. }));
+                let barrier = if resync_first { Some(lock_barrier(&l.cache.barrier).await) } else { None };
+                let (p, backlog) = {
+                    let mut b = l.buf.lock();
+                    let p = b.items.pop_front();
+                    if let Some(p) = &p {
+                        b.count -= p.entry.len();
+                        if let Entry::Batch(batch) = &p.entry {
+                            // Counted as pending until delivered, one by one.
+                            l.in_hand.store(batch.len(), Ordering::Relaxed);
+                            b.in_hand_at = Some(p.at);
+                        }
                     }
-                    _ => None,
+                    let backlog = b.count;
+                    if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
+                        // A burst (the initial list, a relist) is over: give its buffer back.
+                        b.items.shrink_to(SHRINK_ABOVE / 4);
+                    }
+                    if let Some(m) = &l.metrics {
+                        m.backlog.set(l.pending(&b) as i64);
+                    }
+                    if p.is_none() && b.closed {
+                        return Step::Closed;
+                    }
+                    (p, backlog)
                 };
-                let p = b.items.pop_front();
-                let snapshot = match (&p, barrier) {
-                    (Some(Pending { entry: Entry::Resync { .. }, .. }), Some(_barrier)) => l.cache.indexer.list(),
+                // Copied with the buffer unlocked (backlog queries and `close` do not wait for it).
+                let snapshot = match (&p, &barrier) {
+                    (Some(Pending { entry: Entry::Resync { .. }, .. }), Some(_)) => l.cache.indexer.list(),
                     _ => Vec::new(),
                 };
-                if let Some(p) = &p {
-                    b.count -= p.entry.len();
-                }
-                if let Some(Pending { entry: Entry::Batch(batch), .. }) = &p {
-                    // Counted as pending until delivered, one by one.
-                    l.in_hand.store(batch.len(), Ordering::Relaxed);
-                }
-                let backlog = b.count;
-                if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
-                    // A burst (the initial list, a relist) is over: give its buffer back.
-                    b.items.shrink_to(SHRINK_ABOVE / 4);
-                }
-                if let Some(m) = &l.metrics {
-                    m.backlog.set(l.pending(&b) as i64);
-                }
-                if p.is_none() && b.closed {
-                    return Step::Closed;
-                }
                 (p, snapshot, backlog)
             };
             if let Some(p) = &popped
@@ -247,6 +254,17 @@ impl<K: Send + Sync + 'static> Consumer<K> {
             }
         }
         Some(item)
+    }
+}
+
+/// Takes the informer's delta barrier without blocking the runtime: the process loop holds it
+/// for one batch at most (on a current-thread runtime it is never held while a task runs).
+async fn lock_barrier(m: &parking_lot::Mutex<()>) -> parking_lot::MutexGuard<'_, ()> {
+    loop {
+        if let Some(g) = m.try_lock() {
+            return g;
+        }
+        tokio::task::yield_now().await;
     }
 }
 

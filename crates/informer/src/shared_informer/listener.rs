@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
-//!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache).
+//!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache,
+//!   which the consumer copies under the delta barrier when it gets there).
 //! - Notifications reach the handler in the order they were pushed, one call at a time.
 //! - `push` is only called under the informer's delta barrier, so the cache snapshot a `Bounded`
 //!   consumer takes under that barrier, when it reaches the resync an overflow left, is exactly
@@ -125,6 +126,8 @@ pub(super) struct Buffer<K> {
     pub items: VecDeque<Pending<K>>,
     /// Notifications pending: the sum of the entries' lengths.
     pub count: usize,
+    /// When the shared batch the consumer holds was queued (meaningful while `in_hand > 0`).
+    pub in_hand_at: Option<Instant>,
     pub closed: bool,
 }
 
@@ -194,7 +197,7 @@ impl<K> Listener<K> {
             finished: Signal::new(format!("handler {name} finished")),
             name,
             policy,
-            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, closed: false }),
+            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, in_hand_at: None, closed: false }),
             in_hand: AtomicUsize::new(0),
             wake: Notify::new(),
             drained: Notify::new(),
@@ -270,9 +273,10 @@ impl<K> Listener<K> {
         was_empty
     }
 
-    /// Notifications pending: queued plus the rest of the batch in the consumer's hand.
+    /// Notifications pending: queued plus the rest of the batch in the consumer's hand (none once
+    /// closed, whatever a consumer that has not yet seen the close last wrote).
     pub(super) fn pending(&self, b: &Buffer<K>) -> usize {
-        b.count + self.in_hand.load(Ordering::Relaxed)
+        if b.closed { 0 } else { b.count + self.in_hand.load(Ordering::Relaxed) }
     }
 
     /// Queues a batch shared with other listeners without waking the consumer (not for
@@ -344,7 +348,9 @@ impl<K> Listener<K> {
 
     pub fn backlog(&self) -> Backlog {
         let b = self.buf.lock();
-        Backlog { len: self.pending(&b), oldest_age: b.items.front().map(|p| p.at.elapsed()) }
+        let in_hand = if self.in_hand.load(Ordering::Relaxed) > 0 { b.in_hand_at } else { None };
+        let oldest = in_hand.or_else(|| b.items.front().map(|p| p.at));
+        Backlog { len: self.pending(&b), oldest_age: if b.closed { None } else { oldest.map(|at| at.elapsed()) } }
     }
 
     pub fn panics(&self) -> u64 {
@@ -639,12 +645,19 @@ mod tests {
         let first = c.next(&l).await.unwrap();
         assert_eq!((describe(&first.n).as_str(), first.backlog), ("add o0@1 true", 5));
         assert_eq!(l.backlog().len, 5, "the rest of the batch in hand is still pending");
+        assert!(l.backlog().oldest_age.is_some());
         l.delivered_without_call(&first);
         let rest = drain(&mut c, &l).await;
         assert_eq!(rest, ["add o1@1 true", "add o2@1 true", "add o3@1 false", "add o4@1 false", "add after@1 false"]);
         assert_eq!(l.backlog().len, 0);
         assert!(l.synced.is_set());
         assert_eq!(Arc::strong_count(&batch), 1, "the consumer let go of the batch");
+        // Closed with a batch in hand (a stream dropped mid-batch): nothing is pending any more.
+        l.push_batch_quiet(&batch, 0, now);
+        assert!(c.next(&l).await.is_some());
+        assert_eq!(l.backlog().len, 4);
+        l.close();
+        assert_eq!(l.backlog(), Backlog { len: 0, oldest_age: None });
     }
 
     #[tokio::test]

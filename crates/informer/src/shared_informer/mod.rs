@@ -15,7 +15,8 @@
 //!   but the final state is always delivered. Resyncs replay the *cache* (not the server) as
 //!   `on_update(obj, obj)`, only to handlers whose resync period is due.
 //! - Each handler has its own buffer and consumer: a slow handler never delays other handlers,
-//!   the process loop or the reflector. Panics in a handler are caught, logged and counted.
+//!   the process loop or the reflector (a `Bounded` handler taking its resync pauses delta
+//!   processing for one copy of the cache). Panics in a handler are caught, logged and counted.
 //! - A handler added after start first receives `on_add(obj, true)` for the cache's content,
 //!   taken under a barrier with delta processing paused, so it misses nothing and sees nothing
 //!   twice. Its registration is synced once the informer synced *and* every initial add reached
