@@ -192,30 +192,25 @@ impl<K> State<K> {
         if let Some(rv) = obj.resource_version() {
             self.set_rv(rv);
         }
+        // The common update keeps every index value: the object is swapped in place (one lookup;
+        // the entry's key and index values stay as they are, no allocation).
+        if let Some(e) = self.items.get_mut(obj.key().as_str())
+            && e.vals.len() == vals.len()
+            && e.vals.iter().zip(&vals).all(|(o, n)| same_values(o, n))
+        {
+            return Some(std::mem::replace(&mut e.obj, obj));
+        }
         let old = self.items.remove(obj.key().as_str());
         let key = match &old {
             Some(e) => e.obj.key().clone(),
             None => obj.key().clone(),
         };
-        // The common update keeps every index value: the old entry's values are reused as they
-        // are (no allocation).
-        let unchanged = old
-            .as_ref()
-            .is_some_and(|e| e.vals.len() == vals.len() && e.vals.iter().zip(&vals).all(|(o, n)| same_values(o, n)));
-        match old {
-            Some(Entry { obj: old_obj, vals: old_vals }) if unchanged => {
-                self.items.insert(key, Entry { obj, vals: old_vals });
-                Some(old_obj)
-            }
-            old => {
-                let mut kept = Vec::with_capacity(vals.len());
-                for (i, new) in vals.into_iter().enumerate() {
-                    kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
-                }
-                self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
-                old.map(|e| e.obj)
-            }
+        let mut kept = Vec::with_capacity(vals.len());
+        for (i, new) in vals.into_iter().enumerate() {
+            kept.push(self.reindex(i, &key, old.as_ref().map(|e| &e.vals[i]), new));
         }
+        self.items.insert(key, Entry { obj, vals: kept.into_boxed_slice() });
+        old.map(|e| e.obj)
     }
 
     fn remove(&mut self, key: &str) -> Option<Entry<K>> {
