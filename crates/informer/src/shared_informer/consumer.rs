@@ -47,6 +47,26 @@ struct InHand<K> {
     behind: usize,
 }
 
+impl<K> InHand<K> {
+    /// The batch's next notification and the backlog behind it, recording the progress on the
+    /// listener (the rest of the batch still counts as pending); `None` at the end of the batch
+    /// or once the listener is closed.
+    fn advance(&mut self, l: &Listener<K>) -> Option<(&Notification<K>, usize)> {
+        if l.removed.load(Ordering::Acquire) {
+            return None;
+        }
+        let n = self.batch.get(self.pos)?;
+        self.pos += 1;
+        let left = self.batch.len() - self.pos;
+        l.in_hand.store(left, Ordering::Relaxed);
+        l.taken(left + self.behind);
+        if let Some(m) = &l.metrics {
+            m.backlog.set((left + self.behind) as i64);
+        }
+        Some((n, left + self.behind))
+    }
+}
+
 /// What one step of a consumer produced.
 enum Step<K> {
     Item(Item<K>),
@@ -73,18 +93,10 @@ impl<K: Send + Sync + 'static> Consumer<K> {
     pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
         loop {
             if let Some(h) = &mut self.batch {
-                if let Some(n) = h.batch.get(h.pos)
-                    && !l.removed.load(Ordering::Acquire)
-                {
-                    h.pos += 1;
-                    let left = h.batch.len() - h.pos;
-                    l.in_hand.store(left, Ordering::Relaxed);
-                    l.taken(left + h.behind);
-                    if let Some(m) = &l.metrics {
-                        m.backlog.set((left + h.behind) as i64);
-                    }
+                let at = h.at;
+                if let Some((n, backlog)) = h.advance(l) {
                     let credit = usize::from(n.is_initial_add());
-                    return Some(Item { n: n.clone(), credit, enqueued: Some(h.at), backlog: left + h.behind });
+                    return Some(Item { n: n.clone(), credit, enqueued: Some(at), backlog });
                 }
                 l.in_hand.store(0, Ordering::Relaxed);
                 self.batch = None;
@@ -99,19 +111,10 @@ impl<K: Send + Sync + 'static> Consumer<K> {
 
     /// Delivers the shared batch in hand, if any, by reference.
     fn deliver_batch(&mut self, l: &Listener<K>, handler: &dyn ResourceEventHandler<K>) {
-        let Some(h) = self.batch.take() else { return };
-        let mut left = h.batch.len() - h.pos;
-        for n in &h.batch[h.pos..] {
-            if l.removed.load(Ordering::Acquire) {
-                break;
-            }
-            left -= 1;
-            l.in_hand.store(left, Ordering::Relaxed);
-            l.taken(left + h.behind);
-            if let Some(m) = &l.metrics {
-                m.backlog.set((left + h.behind) as i64);
-            }
-            l.deliver_ref(handler, n, usize::from(n.is_initial_add()), Some(h.at), left + h.behind);
+        let Some(mut h) = self.batch.take() else { return };
+        let at = h.at;
+        while let Some((n, backlog)) = h.advance(l) {
+            l.deliver_ref(handler, n, usize::from(n.is_initial_add()), Some(at), backlog);
         }
         l.in_hand.store(0, Ordering::Relaxed);
     }
@@ -132,44 +135,27 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     }
                 }
             }
-            let (popped, snapshot, backlog) = {
-                // A pending resync reads the cache under the informer's delta barrier (see
-                // `Entry::Resync`), taken before the buffer lock as the producers do. Only this
-                // consumer pops, so the resync is still first once the barrier is held (unless
-                // the listener was closed meanwhile).
-                let resync_first =
-                    matches!(l.buf.lock().items.front(), Some(Pending { entry: Entry::Resync { .. }, .. }));
-                let barrier = if resync_first { Some(lock_barrier(&l.cache.barrier).await) } else { None };
-                let (p, backlog) = {
-                    let mut b = l.buf.lock();
-                    let p = b.items.pop_front();
-                    if let Some(p) = &p {
-                        b.count -= p.entry.len();
-                        if let Entry::Batch(batch) = &p.entry {
-                            // Counted as pending until delivered, one by one.
-                            l.in_hand.store(batch.len(), Ordering::Relaxed);
-                            b.in_hand_at = Some(p.at);
+            // A pending resync reads the cache under the informer's delta barrier (see
+            // `Entry::Resync`), taken before the buffer lock as the producers do. Only this consumer
+            // pops, so the resync is still first once the barrier is held (unless the listener was
+            // closed meanwhile).
+            let (popped, backlog, snapshot) = match pop_front(l, false) {
+                Pop::Closed => return Step::Closed,
+                Pop::Got(p, backlog) => (p, backlog, Vec::new()),
+                Pop::NeedBarrier => {
+                    let _barrier = lock_barrier(&l.cache.barrier).await;
+                    match pop_front(l, true) {
+                        Pop::Got(p, backlog) => {
+                            // Copied with the buffer unlocked (backlog queries and `close` do not
+                            // wait for it).
+                            let resync = matches!(p, Some(Pending { entry: Entry::Resync { .. }, .. }));
+                            let snapshot = if resync { l.cache.indexer.list() } else { Vec::new() };
+                            (p, backlog, snapshot)
                         }
+                        // (`NeedBarrier` cannot come back with the barrier held.)
+                        Pop::Closed | Pop::NeedBarrier => return Step::Closed,
                     }
-                    let backlog = b.count;
-                    if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
-                        // A burst (the initial list, a relist) is over: give its buffer back.
-                        b.items.shrink_to(SHRINK_ABOVE / 4);
-                    }
-                    if let Some(m) = &l.metrics {
-                        m.backlog.set(l.pending(&b) as i64);
-                    }
-                    if p.is_none() && b.closed {
-                        return Step::Closed;
-                    }
-                    (p, backlog)
-                };
-                // Copied with the buffer unlocked (backlog queries and `close` do not wait for it).
-                let snapshot = match (&p, &barrier) {
-                    (Some(Pending { entry: Entry::Resync { .. }, .. }), Some(_)) => l.cache.indexer.list(),
-                    _ => Vec::new(),
-                };
-                (p, snapshot, backlog)
+                }
             };
             if let Some(p) = &popped
                 && !matches!(p.entry, Entry::Batch(_))
@@ -255,6 +241,45 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         }
         Some(item)
     }
+}
+
+/// What [`pop_front`] found.
+enum Pop<K> {
+    /// A resync is first and the caller does not hold the barrier yet.
+    NeedBarrier,
+    Closed,
+    /// The first entry (if any) and the notifications still queued behind it.
+    Got(Option<Pending<K>>, usize),
+}
+
+/// Takes the first entry of the listener's buffer, under one lock. A resync is only taken by a
+/// caller holding the delta barrier (see `Entry::Resync`); only the consumer pops, so once the
+/// barrier is held the resync is still first (unless the listener was closed meanwhile).
+fn pop_front<K>(l: &Listener<K>, have_barrier: bool) -> Pop<K> {
+    let mut b = l.buf.lock();
+    if !have_barrier && matches!(b.items.front(), Some(Pending { entry: Entry::Resync { .. }, .. })) {
+        return Pop::NeedBarrier;
+    }
+    let p = b.items.pop_front();
+    if let Some(p) = &p {
+        b.count -= p.entry.len();
+        if let Entry::Batch(batch) = &p.entry {
+            // Counted as pending until delivered, one by one.
+            l.in_hand.store(batch.len(), Ordering::Relaxed);
+            b.in_hand_at = Some(p.at);
+        }
+    }
+    if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
+        // A burst (the initial list, a relist) is over: give its buffer back.
+        b.items.shrink_to(SHRINK_ABOVE / 4);
+    }
+    if let Some(m) = &l.metrics {
+        m.backlog.set(l.pending(&b) as i64);
+    }
+    if p.is_none() && b.closed {
+        return Pop::Closed;
+    }
+    Pop::Got(p, b.count)
 }
 
 /// Takes the informer's delta barrier without blocking the runtime: the process loop holds it

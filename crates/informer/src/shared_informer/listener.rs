@@ -504,11 +504,21 @@ mod tests {
         }
     }
 
+    /// An add of `o{i}`.
+    fn add(i: usize, is_in_initial_list: bool) -> Notification<serde_json::Value> {
+        Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list }
+    }
+
     /// Queues adds of `o{i}` for every `i` in `range`.
     fn push_adds(l: &Listener<serde_json::Value>, range: std::ops::Range<usize>, now: Instant) {
         for i in range {
-            l.push(Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }, now);
+            l.push(add(i, false), now);
         }
+    }
+
+    /// A shared batch of adds of `o0`..`o{n-1}`, the first `initial` of them initial adds.
+    fn batch_of_adds(n: usize, initial: usize) -> Arc<Vec<Notification<serde_json::Value>>> {
+        Arc::new((0..n).map(|i| add(i, i < initial)).collect())
     }
 
     async fn drain(c: &mut Consumer<serde_json::Value>, l: &Listener<serde_json::Value>) -> Vec<String> {
@@ -634,9 +644,7 @@ mod tests {
         let l = listener(BacklogPolicy::Unbounded, &idx);
         let mut c = Consumer::for_listener(&l);
         let now = Instant::now();
-        let batch: Arc<Vec<_>> = Arc::new(
-            (0..5).map(|i| Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: i < 3 }).collect(),
-        );
+        let batch = batch_of_adds(5, 3);
         assert!(l.push_batch_quiet(&batch, 3, now), "the buffer was empty");
         l.push(Notification::Add { obj: obj("after", "1"), is_in_initial_list: false }, now);
         assert_eq!(l.backlog().len, 6);
@@ -674,10 +682,7 @@ mod tests {
                 }
             }
         });
-        let batch: Arc<Vec<_>> = Arc::new(
-            (0..5).map(|i| Notification::Add { obj: obj(&format!("o{i}"), "1"), is_in_initial_list: false }).collect(),
-        );
-        l.push_batch_quiet(&batch, 0, Instant::now());
+        l.push_batch_quiet(&batch_of_adds(5, 0), 0, Instant::now());
         crate::shared_informer::consumer::run_handler(l.clone(), Arc::new(handler)).await;
         assert_eq!(*got.lock(), ["o0", "o1", "o2"]);
         assert!(l.finished.is_set());

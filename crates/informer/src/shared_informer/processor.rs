@@ -76,8 +76,8 @@ pub(crate) struct Processor<K> {
     /// While set (a batch of deltas is being applied), distribution does not wake consumers;
     /// `end_batch` wakes each once. Cuts wake-ups from one per notification to one per batch.
     batching: std::sync::atomic::AtomicBool,
-    /// Notifications of the batch in progress, and how many of them are initial adds.
-    collected: parking_lot::Mutex<(Vec<Notification<K>>, usize)>,
+    /// Notifications of the batch in progress.
+    collected: parking_lot::Mutex<Vec<Notification<K>>>,
 }
 
 impl<K> Processor<K> {
@@ -100,7 +100,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             }),
             metrics,
             batching: std::sync::atomic::AtomicBool::new(false),
-            collected: parking_lot::Mutex::new((Vec::new(), 0)),
+            collected: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
@@ -250,9 +250,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
         let quiet = self.batching.load(Ordering::Relaxed);
         if quiet && (!is_sync || self.all_syncing()) {
-            let mut c = self.collected.lock();
-            c.1 += usize::from(n.is_initial_add());
-            c.0.push(n);
+            self.collected.lock().push(n);
             return;
         }
         self.flush();
@@ -282,14 +280,15 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Queues the notifications collected in this batch to every listener (without waking).
     fn flush(&self) {
-        let (batch, initial) = {
+        let batch = {
             let mut c = self.collected.lock();
-            if c.0.is_empty() {
+            if c.is_empty() {
                 return;
             }
-            let cap = c.0.len();
-            (Arc::new(std::mem::replace(&mut c.0, Vec::with_capacity(cap))), std::mem::take(&mut c.1))
+            let cap = c.len();
+            Arc::new(std::mem::replace(&mut *c, Vec::with_capacity(cap)))
         };
+        let initial = batch.iter().filter(|n| n.is_initial_add()).count();
         let st = self.state.read();
         let now = Instant::now();
         for s in &st.slots {
