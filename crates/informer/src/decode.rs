@@ -641,7 +641,7 @@ mod tests {
             let l = in_chunks(&body, &cuts).unwrap();
             proptest::prop_assert_eq!(l.resource_version.as_str(), "77");
             proptest::prop_assert_eq!(l.continue_token.as_deref(), Some("tok"));
-            let got: Vec<serde_json::Value> = l.items.iter().map(|o| serde_json::from_slice(o.raw_json()).unwrap()).collect();
+            let got: Vec<serde_json::Value> = l.items.iter().map(|o| serde_json::from_slice(&o.raw_json()).unwrap()).collect();
             proptest::prop_assert_eq!(got, items);
         }
     }

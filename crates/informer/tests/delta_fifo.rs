@@ -346,7 +346,7 @@ fn trailing_deletes_are_deduplicated() {
 fn stamping_transform(calls: Arc<AtomicUsize>) -> Transform<ConfigMap> {
     Arc::new(move |o: Obj| {
         calls.fetch_add(1, Ordering::SeqCst);
-        let mut v: serde_json::Value = serde_json::from_slice(o.raw_json()).unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&o.raw_json()).unwrap();
         let n: u32 = o.label("xfrm").map(|x| x.parse().unwrap()).unwrap_or(0);
         v["metadata"]["labels"] = json!({ "xfrm": (n + 1).to_string() });
         Object::from_json(serde_json::to_vec(&v).unwrap()).map_err(|e| e.to_string())

@@ -230,7 +230,7 @@ async fn transform_is_applied_and_only_settable_before_start() {
     src.add(cm("a", "1"));
     let inf = informer(&src, Duration::ZERO);
     inf.set_transform(|o: informer::Object<Cm>| {
-        let mut v: serde_json::Value = serde_json::from_slice(o.raw_json()).unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&o.raw_json()).unwrap();
         v["data"]["v"] = json!("transformed");
         informer::Object::from_json(serde_json::to_vec(&v).unwrap()).map_err(|e| e.to_string())
     })

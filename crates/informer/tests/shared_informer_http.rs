@@ -102,7 +102,7 @@ async fn factory_tweaks_list_options_and_listers_select() {
         .tweak_list_options(|o| o.label_selector = Some("app in (web,db)".into()))
         .resync_period_for::<Pod>(Duration::from_secs(60))
         .transform_for::<Pod>(|o| {
-            let mut v: serde_json::Value = serde_json::from_slice(o.raw_json()).unwrap();
+            let mut v: serde_json::Value = serde_json::from_slice(&o.raw_json()).unwrap();
             v["metadata"]["labels"]["transformed"] = json!("yes");
             informer::Object::from_json(serde_json::to_vec(&v).unwrap()).map_err(|e| e.to_string())
         })

@@ -44,6 +44,58 @@ pub(crate) struct MetaHead<'a> {
     pub labels: Option<StrPairs<'a>>,
     #[serde(borrow, default)]
     pub annotations: Option<StrPairs<'a>>,
+    /// The `fieldsV1` values of `managedFields` that are JSON objects, as spans of the input, in
+    /// document order (see [`super::fragment`]).
+    #[serde(rename = "managedFields", borrow, default)]
+    pub fields_v1: FieldsV1Spans<'a>,
+}
+
+/// The `fieldsV1` objects of `metadata.managedFields`, borrowed from the input. Whatever else
+/// `managedFields` holds is skipped (the typed decode checks its shape, if it is ever read).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct FieldsV1Spans<'a>(pub SmallVec<[&'a [u8]; 2]>);
+
+/// The serde reference of the scanner's `managedFields` walk (the scanner's tests compare
+/// against it): the whole value unparsed, then its entries, then each entry's members.
+impl<'de: 'a, 'a> Deserialize<'de> for FieldsV1Spans<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_json::value::RawValue;
+        /// An object's members in document order, values unparsed.
+        struct Members<'a>(Vec<(CowStr<'a>, &'a RawValue)>);
+        impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V<'a>(std::marker::PhantomData<&'a ()>);
+                impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                    type Value = Members<'a>;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("an object")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                        let mut out = Vec::new();
+                        while let Some(member) = map.next_entry()? {
+                            out.push(member);
+                        }
+                        Ok(Members(out))
+                    }
+                }
+                d.deserialize_map(V(std::marker::PhantomData))
+            }
+        }
+        let all: &'de RawValue = Deserialize::deserialize(d)?;
+        let mut out = SmallVec::new();
+        if all.get().starts_with('[') {
+            let entries: Vec<&'a RawValue> = serde_json::from_str(all.get()).map_err(de::Error::custom)?;
+            for entry in entries.into_iter().filter(|e| e.get().starts_with('{')) {
+                let members: Members<'a> = serde_json::from_str(entry.get()).map_err(de::Error::custom)?;
+                for (k, v) in members.0 {
+                    if &*k == "fieldsV1" && v.get().starts_with('{') {
+                        out.push(v.get().as_bytes());
+                    }
+                }
+            }
+        }
+        Ok(FieldsV1Spans(out))
+    }
 }
 
 /// A JSON object of string values, kept as borrowed pairs in document order.

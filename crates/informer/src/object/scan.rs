@@ -37,6 +37,8 @@
 
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use super::head::{CowStr, MetaHead, ObjectHead, StrPairs};
 
 const MAX_DEPTH: usize = 512;
@@ -1353,6 +1355,7 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
                         b"resourceVersion" => m.resource_version = s.opt_string()?,
                         b"uid" => m.uid = s.opt_string()?,
                         b"labels" => s.pairs(&mut m.labels)?,
+                        b"managedFields" => managed_fields(s, &mut m.fields_v1.0)?,
                         b"annotations" => match annotations {
                             Annotations::Decode => s.pairs(&mut m.annotations)?,
                             Annotations::Skip => s.skip_pairs()?,
@@ -1372,6 +1375,42 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
         }
         Ok(())
     })
+}
+
+/// `metadata.managedFields` (from its first token on): records the span of each entry's
+/// `fieldsV1` object, from its `{` to its `}`. Everything else is checked and skipped as for any
+/// other member.
+fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut SmallVec<[&'a [u8]; 2]>) -> R<()> {
+    let c = s.tok();
+    if c != b'[' {
+        return s.skip_value(c, 2);
+    }
+    let mut c = s.tok();
+    if c == b']' {
+        return Ok(());
+    }
+    let b = s.b;
+    loop {
+        if c == b'{' {
+            s.object(c, |k, s| {
+                let c = s.tok();
+                let start = s.i;
+                s.skip_value(c, 4)?;
+                if c == b'{' && k == b"fieldsV1" {
+                    // `s.i` is at the value's closing brace.
+                    out.push(&b[start..s.i + 1]);
+                }
+                Ok(())
+            })?;
+        } else {
+            s.skip_value(c, 3)?;
+        }
+        match s.tok() {
+            b',' => c = s.tok(),
+            b']' => return Ok(()),
+            _ => return s.err("expected ',' or ']'"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1398,13 +1437,21 @@ mod tests {
         })
     }
 
+    /// `managedFields` entries whose `fieldsV1` may or may not be an object (only objects are
+    /// recorded), with members before and after it.
+    fn arb_managed_fields() -> impl Strategy<Value = Value> {
+        prop::collection::vec((arb_json(), arb_json()), 0..4).prop_map(|entries| {
+            Value::Array(entries.into_iter().map(|(f, x)| json!({"manager": "m", "fieldsV1": f, "x": x})).collect())
+        })
+    }
+
     fn arb_object() -> impl Strategy<Value = Value> {
         (
             prop::option::of("[a-z0-9.-]{1,12}\\PC{0,3}"),
             prop::option::of("[a-z-]{1,8}"),
             prop::option::of("[0-9]{1,6}"),
             prop::collection::btree_map("[a-z/.]{1,10}\\PC{0,2}", "\\PC{0,10}", 0..4),
-            arb_json(),
+            prop_oneof![arb_json(), arb_managed_fields()],
             arb_json(),
         )
             .prop_map(|(name, ns, rv, labels, extra, spec)| {
@@ -1763,7 +1810,11 @@ mod tests {
         let v: Value = serde_json::from_slice(pretty).unwrap();
         let compact = serde_json::to_vec(&v).unwrap();
         for doc in [pretty, &compact] {
-            assert_eq!(scan_all(doc, Annotations::Decode).unwrap(), ObjectHead::parse_reference(doc).unwrap());
+            let head = scan_all(doc, Annotations::Decode).unwrap();
+            let sets = &head.metadata.as_ref().unwrap().fields_v1.0;
+            assert_eq!(sets.len(), 2, "both managers' field sets are found");
+            assert!(sets.iter().all(|s| s.starts_with(b"{") && s.ends_with(b"}")));
+            assert_eq!(head, ObjectHead::parse_reference(doc).unwrap());
             for cut in 0..doc.len() {
                 let e = scan_all(&doc[..cut], Annotations::Decode).unwrap_err();
                 assert!(e.eof, "cut at {cut}: {e}");
