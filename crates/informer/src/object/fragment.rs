@@ -12,9 +12,12 @@
 //! [`intern`] hashes the bytes (foldhash with a per-process random seed), and returns the stored
 //! fragment with the same bytes or stores a new one. Memory: a fragment lives while an object holds
 //! it; the table's own handle does not count, and entries nothing else holds are dropped at the
-//! shard's next sweep, which runs when the shard has grown to twice what it held after its last
-//! sweep (plus a small floor). So the table holds at most about twice the live fragments, and the
-//! sweeps cost amortized O(1) per insertion.
+//! next sweep of their shard. A shard is swept when it has grown to twice what it held after its
+//! last sweep, and every shard is swept after as many interns as the table holds entries (so
+//! fragments of deleted objects go within that many later interns, whichever shards those hit),
+//! each time plus a small floor. A sweep scans a shard once and shrinks it, so sweeps cost
+//! amortized O(1) per intern. A table nobody interns into keeps its dropped fragments until
+//! interning resumes.
 //!
 //! Invariants: a fragment's bytes never change; while two live fragments have equal bytes they
 //! were returned by the same table entry (so equal content is stored once); lookups compare the
@@ -22,6 +25,7 @@
 
 use std::hash::BuildHasher;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hashbrown::HashTable;
 use parking_lot::Mutex;
@@ -65,36 +69,60 @@ struct Shard {
 struct Table {
     hasher: foldhash::quality::RandomState,
     shards: [Mutex<Shard>; SHARDS],
+    /// Entries in all shards (changed under the shard's lock).
+    entries: AtomicUsize,
+    /// Interns since every shard was last swept.
+    interns: AtomicUsize,
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
     hasher: foldhash::quality::RandomState::default(),
     shards: std::array::from_fn(|_| Mutex::new(Shard::default())),
+    entries: AtomicUsize::new(0),
+    interns: AtomicUsize::new(0),
 });
 
 /// The shared fragment holding exactly `bytes` (stored now if no live one does).
 pub(crate) fn intern(bytes: &[u8]) -> Fragment {
     let t = &*TABLE;
+    let n = t.interns.fetch_add(1, Ordering::Relaxed) + 1;
+    // Of the callers that see the count past the limit, the first to reset it sweeps.
+    if n > t.entries.load(Ordering::Relaxed) + SWEEP_FLOOR * SHARDS && t.interns.swap(0, Ordering::Relaxed) >= n {
+        for shard in &t.shards {
+            sweep(t, &mut shard.lock());
+        }
+    }
     let hash = t.hasher.hash_one(bytes);
-    // The top bits pick the shard; hashbrown uses the low bits and the top seven.
+    // Bits 40 to 43 pick the shard; hashbrown uses the low bits and the top seven.
     let mut shard = t.shards[(hash >> 40) as usize % SHARDS].lock();
     if let Some(found) = shard.table.find(hash, |f| f.slice == *bytes) {
         return Fragment(found.clone());
     }
     if shard.table.len() >= 2 * shard.live + SWEEP_FLOOR {
-        // Only the table holds these: no object refers to them any more.
-        shard.table.retain(|f| ThinArc::strong_count(f) > 1);
-        shard.live = shard.table.len();
+        sweep(t, &mut shard);
     }
     let f = ThinArc::from_header_and_slice(hash, bytes);
     shard.table.insert_unique(hash, f.clone(), |f| f.header.header);
+    t.entries.fetch_add(1, Ordering::Relaxed);
     Fragment(f)
 }
 
-/// Entries in the table (live or awaiting a sweep), for tests.
+/// Drops the entries only the table holds (no object refers to them any more) and gives back
+/// the room they took.
+fn sweep(t: &Table, shard: &mut Shard) {
+    let before = shard.table.len();
+    shard.table.retain(|f| ThinArc::strong_count(f) > 1);
+    shard.table.shrink_to(2 * shard.table.len() + SWEEP_FLOOR, |f| f.header.header);
+    shard.live = shard.table.len();
+    t.entries.fetch_sub(before - shard.live, Ordering::Relaxed);
+}
+
+/// Whether the table has an entry (live or awaiting a sweep) with exactly these bytes, for tests.
 #[cfg(test)]
-pub(crate) fn table_len() -> usize {
-    TABLE.shards.iter().map(|s| s.lock().table.len()).sum()
+fn has_entry(bytes: &[u8]) -> bool {
+    let t = &*TABLE;
+    let hash = t.hasher.hash_one(bytes);
+    t.shards[(hash >> 40) as usize % SHARDS].lock().table.find(hash, |f| f.slice == *bytes).is_some()
 }
 
 #[cfg(test)]
@@ -112,18 +140,40 @@ mod tests {
     }
 
     #[test]
-    fn fragments_nothing_holds_are_swept_and_held_ones_stay() {
-        let held: Vec<Fragment> =
-            (0..100).map(|i| intern(format!("{{\"held-{i:04}\":{}}}", "x".repeat(80)).as_bytes())).collect();
-        // Far more dropped fragments than any shard's sweep threshold: the table must not keep
-        // them all (other tests run in parallel and add a few of their own).
-        for i in 0..20_000 {
-            drop(intern(format!("{{\"dropped-{i:05}\":{}}}", "y".repeat(80)).as_bytes()));
+    fn fragments_of_dropped_objects_go_after_later_interns_even_without_growth() {
+        // Other tests share the table (and run in parallel): only this test's contents are checked.
+        let mass = |i: usize| format!("{{\"mass-{i:05}\":{}}}", "z".repeat(80)).into_bytes();
+        let many: Vec<Fragment> = (0..20_000).map(|i| intern(&mass(i))).collect();
+        drop(many);
+        assert!(has_entry(&mass(7)), "not swept before any later intern");
+        // Interning one content again and again adds nothing to the table (one shard), yet the
+        // dropped fragments, in every shard, must go.
+        let kept = intern(format!("{{\"steady\":{}}}", "s".repeat(80)).as_bytes());
+        let mut rounds = 0;
+        while (0..20_000).any(|i| has_entry(&mass(i))) {
+            for _ in 0..1000 {
+                assert!(intern(kept.bytes()).ptr_eq(&kept));
+            }
+            rounds += 1;
+            assert!(rounds <= 100, "dropped fragments still in the table after {rounds}k interns");
         }
-        assert!(table_len() < 10_000, "dropped fragments were swept: {} entries", table_len());
+        assert!(has_entry(kept.bytes()), "a held fragment stays");
+    }
+
+    #[test]
+    fn fragments_nothing_holds_are_swept_and_held_ones_stay() {
+        let held_bytes = |i: usize| format!("{{\"held-{i:04}\":{}}}", "x".repeat(80)).into_bytes();
+        let dropped = |i: usize| format!("{{\"dropped-{i:05}\":{}}}", "y".repeat(80)).into_bytes();
+        let held: Vec<Fragment> = (0..100).map(|i| intern(&held_bytes(i))).collect();
+        // Far more dropped fragments than any shard's growth threshold: most are swept by the
+        // time the last ones are interned.
+        for i in 0..20_000 {
+            drop(intern(&dropped(i)));
+        }
+        let left = (0..20_000).filter(|&i| has_entry(&dropped(i))).count();
+        assert!(left < 10_000, "dropped fragments were not swept: {left} of 20,000 left");
         for (i, f) in held.iter().enumerate() {
-            let again = intern(format!("{{\"held-{i:04}\":{}}}", "x".repeat(80)).as_bytes());
-            assert!(again.ptr_eq(f), "a held fragment survives every sweep");
+            assert!(intern(&held_bytes(i)).ptr_eq(f), "a held fragment survives every sweep");
         }
     }
 }

@@ -3,7 +3,8 @@
 //! An [`Object<K>`] is a cheap handle (one pointer, reference-counted) to the object's JSON as
 //! received from the API server plus the few fields the cache, keys, indexes and label selectors
 //! need (namespace, name, resourceVersion, uid, labels), parsed once when the object arrives and
-//! kept in the same single allocation as the JSON (the key is a second, shared allocation). The typed value `K`
+//! kept in the same allocation as the JSON (the key and the shared fragments below are separate,
+//! shared allocations; more than two fragments also move their list out of the header). The typed value `K`
 //! (a k8s-openapi type, `kube`'s `DynamicObject`, or `PartialObjectMeta<K>`) is decoded from
 //! those bytes on first use with [`Object::get`] and then shared by every holder of the handle.
 //!
@@ -136,7 +137,8 @@ impl<K> Object<K> {
     }
 
     /// Builds an object from an already parsed head and the bytes it was parsed from: one
-    /// allocation holding the bytes, the identity text and the (empty) typed cache.
+    /// allocation holding the bytes (less the shared fragments), the identity text and the
+    /// (empty) typed cache.
     pub(crate) fn from_head(head: &ObjectHead<'_>, raw: &[u8]) -> Result<Self, DecodeError> {
         let meta = head.metadata.as_ref();
         let name = meta.and_then(|m| m.name.as_deref()).unwrap_or("");
@@ -149,20 +151,20 @@ impl<K> Object<K> {
         let text_len: usize = parts().map(str::len).sum();
         let n_parts = FIXED_PARTS + 2 * labels.len();
         let too_big = || DecodeError::Json("object larger than 4 GiB".into());
-        let _ = u32::try_from(raw.len()).map_err(|_| too_big())?;
+        let raw_len = u32::try_from(raw.len()).map_err(|_| too_big())?;
         // The spans to share, as (offset in `raw`, bytes); then where each goes once cut out.
         let cuts = shared_spans(meta.map_or(&[][..], |m| &m.fields_v1.0[..]), raw);
         let mut cut_len = 0;
         let mut splices = SmallVec::new();
         for &(start, span) in &cuts {
-            // Fits: `raw.len()` fits in u32 (checked above).
+            // Fits: `start - cut_len` ≤ `raw.len()`, which fits in u32 (checked above).
             splices.push(Splice { at: (start - cut_len) as u32, fragment: fragment::intern(span) });
             cut_len += span.len();
         }
         let stored_len = raw.len() - cut_len;
         let header = Header {
             key,
-            raw_len: stored_len as u32,
+            raw_len: raw_len - cut_len as u32,
             text_len: u32::try_from(text_len).map_err(|_| too_big())?,
             parts: u32::try_from(n_parts).map_err(|_| too_big())?,
             splices,
@@ -297,7 +299,8 @@ impl<K> Object<K> {
     }
 
     /// Runs `f` on the object's JSON, assembled in a reused per-thread buffer when it holds
-    /// shared fragments (a typed decode then allocates nothing for it).
+    /// shared fragments (a typed decode then allocates nothing for it). The buffer is kept for
+    /// the thread's lifetime unless an object larger than 256 KiB grew it.
     fn with_json<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         if self.header().splices.is_empty() {
             return f(self.stored_json());
@@ -310,7 +313,7 @@ impl<K> Object<K> {
                 buf.clear();
                 self.write_json(&mut buf);
                 let r = f(&buf);
-                if buf.capacity() > 1 << 20 {
+                if buf.capacity() > 256 << 10 {
                     // Do not keep a large object's buffer for the thread's lifetime.
                     *buf = Vec::new();
                 }
@@ -401,14 +404,17 @@ fn shared_spans<'r>(candidates: &[&[u8]], raw: &'r [u8]) -> SmallVec<[(usize, &'
 fn fill<K>(header: Header<K>, len: usize, write: impl FnOnce(&mut [MaybeUninit<u8>])) -> ThinArc<Header<K>, u8> {
     let mut arc = UniqueArc::from_header_and_uninit_slice(HeaderWithLength::new(header, len), len);
     write(&mut arc.slice);
-    // SAFETY: `from_head` (the only caller) splits the slice into the JSON, the text, the end
-    // offsets and the padding, whose lengths add up to `len`, and writes every one of those bytes.
+    // SAFETY: `from_head` (the only caller) splits the slice into the stored JSON (written in
+    // pieces: the runs of the received JSON between the cut-out fragments, whose lengths add up to
+    // the stored length), the text, the end offsets and the padding, whose lengths add up to `len`,
+    // and writes every one of those bytes (`copy_into` is given equal lengths).
     let arc = unsafe { arc.assume_init_slice_with_header() };
     triomphe::Arc::into_thin(arc.shareable())
 }
 
 /// Initializes `dst` from `src` (equal lengths; compiles to a `memcpy`).
 fn copy_into(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
     for (d, s) in dst.iter_mut().zip(src) {
         d.write(*s);
     }
@@ -704,7 +710,7 @@ mod tests {
     }
 
     #[test]
-    fn a_field_set_outlives_the_object_it_came_from_only_while_shared() {
+    fn a_field_set_held_elsewhere_is_found_again_after_its_object_is_dropped() {
         let json = pod_with_field_sets("c", false);
         let a: Object<Pod> = Object::from_json(&json).unwrap();
         let kept = a.header().splices[0].fragment.clone();
@@ -712,6 +718,45 @@ mod tests {
         let b: Object<Pod> = Object::from_json(&json).unwrap();
         assert!(b.header().splices[0].fragment.ptr_eq(&kept), "a live fragment is found again");
         assert_eq!(&b.raw_json()[..], json.as_bytes());
+    }
+
+    proptest::proptest! {
+        /// Whatever the managers' field sets (large or small, objects or not, shared or not,
+        /// compact or pretty, with members around them), the JSON read back is the JSON received.
+        #[test]
+        fn json_reads_back_exactly(
+            sets in proptest::collection::vec(
+                (0usize..4, 0usize..200, proptest::bool::ANY, "[a-z\\\\\"\u{e9}]{0,12}"), 0..5),
+            pretty in proptest::bool::ANY,
+        ) {
+            let entries: Vec<serde_json::Value> = sets
+                .iter()
+                .map(|(kind, width, before, text)| {
+                    let set = match kind {
+                        0 => serde_json::json!({"f:spec": {"f:x": {}}, "f:pad": "p".repeat(*width), "t": text}),
+                        1 => serde_json::json!({"f:shared": "s".repeat(100)}),
+                        2 => serde_json::json!(text),
+                        _ => serde_json::json!([width, text]),
+                    };
+                    if *before {
+                        serde_json::json!({"a": text, "fieldsV1": set})
+                    } else {
+                        serde_json::json!({"fieldsV1": set, "z": text})
+                    }
+                })
+                .collect();
+            let v = serde_json::json!({"metadata": {"name": "p", "managedFields": entries, "uid": "u"}, "spec": {}});
+            let json = if pretty { serde_json::to_vec_pretty(&v).unwrap() } else { serde_json::to_vec(&v).unwrap() };
+            let o: Object<serde_json::Value> = Object::from_json(&json).unwrap();
+            proptest::prop_assert_eq!(&o.raw_json()[..], &json[..]);
+            proptest::prop_assert_eq!(o.json_len(), json.len());
+            proptest::prop_assert_eq!(&o.raw_bytes()[..], &json[..]);
+            let mut out = Vec::new();
+            o.write_json(&mut out);
+            proptest::prop_assert_eq!(&out[..], &json[..]);
+            proptest::prop_assert_eq!(o.get().unwrap(), &v);
+            proptest::prop_assert_eq!((o.name(), o.uid()), ("p", Some("u")));
+        }
     }
 
     #[test]

@@ -937,8 +937,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// Walks the object whose `{` may be the token `c`, calling `f(key, scanner)` to consume each
-    /// member's value (from its first token on).
-    fn object(&mut self, c: u8, mut f: impl FnMut(&[u8], &mut Self) -> R<()>) -> R<()> {
+    /// member's value (from its first token on). Keys are decoded and UTF-8 checked.
+    fn object(&mut self, c: u8, f: impl FnMut(&[u8], &mut Self) -> R<()>) -> R<()> {
+        self.members(c, true, f)
+    }
+
+    /// [`Scanner::object`], its keys UTF-8 checked only if `utf8` (as for skipped strings when not).
+    fn members(&mut self, c: u8, utf8: bool, mut f: impl FnMut(&[u8], &mut Self) -> R<()>) -> R<()> {
         if c != b'{' {
             return self.err("expected an object");
         }
@@ -950,7 +955,7 @@ impl<'a> Scanner<'a> {
             if c != b'"' {
                 return self.err("expected a string");
             }
-            let key = self.key()?;
+            let key = if utf8 { self.key()? } else { self.raw_key()? };
             if self.tok() != b':' {
                 return self.err("expected ':'");
             }
@@ -967,14 +972,20 @@ impl<'a> Scanner<'a> {
     #[inline]
     fn key(&mut self) -> R<Cow<'a, [u8]>> {
         let start = self.i + 1;
-        let key = match self.plain_string() {
-            Some(key) => Cow::Borrowed(key),
-            None => self.string_bytes()?,
-        };
+        let key = self.raw_key()?;
         if !is_ascii(&key) && std::str::from_utf8(&key).is_err() {
             return Err(ScanError { offset: start, what: "invalid UTF-8 in string", eof: false });
         }
         Ok(key)
+    }
+
+    /// A member's key (its opening quote is the last token taken), decoded but not UTF-8 checked.
+    #[inline]
+    fn raw_key(&mut self) -> R<Cow<'a, [u8]>> {
+        match self.plain_string() {
+            Some(key) => Ok(Cow::Borrowed(key)),
+            None => self.string_bytes(),
+        }
     }
 
     /// A map of strings, or null (the next token).
@@ -1379,7 +1390,7 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
 
 /// `metadata.managedFields` (from its first token on): records the span of each entry's
 /// `fieldsV1` object, from its `{` to its `}`. Everything else is checked and skipped as for any
-/// other member.
+/// other member (the entries' keys are not UTF-8 checked, like every skipped string).
 fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut SmallVec<[&'a [u8]; 2]>) -> R<()> {
     let c = s.tok();
     if c != b'[' {
@@ -1392,7 +1403,7 @@ fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut SmallVec<[&'a [u8]; 2]>) ->
     let b = s.b;
     loop {
         if c == b'{' {
-            s.object(c, |k, s| {
+            s.members(c, false, |k, s| {
                 let c = s.tok();
                 let start = s.i;
                 s.skip_value(c, 4)?;
@@ -1438,10 +1449,10 @@ mod tests {
     }
 
     /// `managedFields` entries whose `fieldsV1` may or may not be an object (only objects are
-    /// recorded), with members before and after it.
+    /// recorded), with members before and after it (serde_json's maps are sorted by key).
     fn arb_managed_fields() -> impl Strategy<Value = Value> {
         prop::collection::vec((arb_json(), arb_json()), 0..4).prop_map(|entries| {
-            Value::Array(entries.into_iter().map(|(f, x)| json!({"manager": "m", "fieldsV1": f, "x": x})).collect())
+            Value::Array(entries.into_iter().map(|(f, x)| json!({"a": "m", "fieldsV1": f, "z": x})).collect())
         })
     }
 
@@ -1563,6 +1574,25 @@ mod tests {
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
+    }
+
+    #[test]
+    fn managed_fields_entries_are_skipped_like_any_member() {
+        // An entry key that is not UTF-8 is not checked (as anywhere outside the identity fields)...
+        let doc = b"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"\xff\":1},{\"fieldsV1\":{\"f:x\":{}}}]}}";
+        let head = scan_head(doc).unwrap();
+        assert_eq!(head.metadata.unwrap().fields_v1.0[..], [&b"{\"f:x\":{}}"[..]]);
+        // ... nor are non-array and non-object values refused; structure still is.
+        for ok in [&b"{\"metadata\":{\"managedFields\":null}}"[..], b"{\"metadata\":{\"managedFields\":[1,\"s\",[]]}}"]
+        {
+            assert!(scan_head(ok).unwrap().metadata.unwrap().fields_v1.0.is_empty());
+        }
+        for bad in [
+            &b"{\"metadata\":{\"managedFields\":[{\"fieldsV1\":{}},]}}"[..],
+            b"{\"metadata\":{\"managedFields\":[{\"a\" 1}]}}",
+        ] {
+            assert!(scan_head(bad).is_err());
+        }
     }
 
     #[test]
