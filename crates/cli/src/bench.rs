@@ -84,7 +84,7 @@ pub struct BenchArgs {
     handler_thread: bool,
     /// Back-pressure bound of the measured handler (`BacklogPolicy::Block`): the informer stops
     /// taking events past this many pending notifications.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 1024)]
     block: usize,
 }
 
@@ -182,7 +182,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         ..Default::default()
     });
     let informer = SharedIndexInformer::with_options(lw, InformerOptions { batch: 512, ..opts });
-    // The measured handler applies back-pressure past `--block` (2048) pending notifications (like
+    // The measured handler applies back-pressure past `--block` (1024) pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
     // instead of buffering the whole update stream; a `keys` handler never gets there.
     let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(args.block));
