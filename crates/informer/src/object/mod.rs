@@ -342,6 +342,13 @@ impl<K> Object<K> {
         std::ptr::eq(self.inner.slice.as_ptr(), other.inner.slice.as_ptr())
     }
 
+    /// How many shared fragments this object and `other` hold in common (tests).
+    #[cfg(test)]
+    pub(crate) fn fragments_shared_with(&self, other: &Self) -> usize {
+        let theirs = &other.header().splices;
+        self.header().splices.iter().filter(|s| theirs.iter().any(|t| t.fragment.ptr_eq(&s.fragment))).count()
+    }
+
     /// Whether the typed value has been decoded and cached.
     pub fn is_decoded(&self) -> bool {
         self.header().typed.get().is_some()
