@@ -86,6 +86,11 @@ pub struct BenchArgs {
     /// taking events past this many pending notifications.
     #[arg(long, default_value_t = 1024)]
     block: usize,
+    /// Run the informer (its client, reflector, queue, process loop and inline handlers) on a
+    /// thread of its own with a current-thread runtime, the rest on the main runtime: how an
+    /// application on a multi-threaded runtime keeps the informer's hot path on one thread.
+    #[arg(long)]
+    informer_thread: bool,
 }
 
 impl BenchArgs {
@@ -107,10 +112,21 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     } else {
         None
     };
-    let client = match (&w1, &args.kubeconfig) {
-        (Some(s), _) => crate::client::from_yaml(&s.kubeconfig_yaml()).await?,
-        (None, Some(k)) => crate::client::from_file(k).await?,
-        (None, None) => anyhow::bail!("give --kubeconfig F or --w1"),
+    let on_thread = if args.informer_thread { Some(RuntimeThread::spawn()?) } else { None };
+    let client = {
+        let (yaml, path) = (w1.as_ref().map(|s| s.kubeconfig_yaml()), args.kubeconfig.clone());
+        let make = async move {
+            match (yaml, path) {
+                (Some(y), _) => crate::client::from_yaml(&y).await,
+                (None, Some(k)) => crate::client::from_file(&k).await,
+                (None, None) => anyhow::bail!("give --kubeconfig F or --w1"),
+            }
+        };
+        // The client's connections then run where the informer does.
+        match &on_thread {
+            Some(t) => t.run(make).await??,
+            None => make.await?,
+        }
     };
 
     let initial = Arc::new(AtomicU64::new(0));
@@ -214,10 +230,24 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let cancel = CancellationToken::new();
     let synced = reg.synced();
     let t0 = Instant::now();
-    let task = tokio::spawn({
+    let run = {
         let (inf, k) = (informer.clone(), cancel.clone());
         async move { inf.run(k).await }
-    });
+    };
+    let task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> = match &on_thread {
+        Some(t) => {
+            let done = t.run(run);
+            Box::pin(async move {
+                let _ = done.await;
+            })
+        }
+        None => {
+            let h = tokio::spawn(run);
+            Box::pin(async move {
+                let _ = h.await;
+            })
+        }
+    };
     tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
     let t_sync = Instant::now();
     sync_at2.store(micros_now(), Ordering::Relaxed);
@@ -251,6 +281,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "slow_handler": args.slow_handler,
         "handler_thread": args.handler_thread,
         "block": args.block,
+        "informer_thread": args.informer_thread,
         "cached": store.len(),
         "initial": initial.load(Ordering::Relaxed),
         "sync_ms": (sync_ms * 10.0).round() / 10.0,
@@ -270,11 +301,46 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     }
     println!("{line}");
     cancel.cancel();
-    let _ = task.await;
+    task.await;
     queue.shut_down();
     let _ = worker.await;
     drop(w1);
     Ok(true)
+}
+
+/// A thread of its own with a current-thread runtime that runs the futures it is given, one after
+/// another (`--informer-thread`). Dropping it lets the thread end once its last future is done
+/// (it is not joined: on an error path the informer may still be running).
+struct RuntimeThread {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+type Job = Box<dyn FnOnce(&tokio::runtime::Runtime) + Send>;
+
+impl RuntimeThread {
+    fn spawn() -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new().name("informer".into()).spawn(move || {
+            for job in rx {
+                job(&rt);
+            }
+        })?;
+        Ok(RuntimeThread { jobs: tx })
+    }
+
+    /// Runs `fut` to completion on the thread; its output arrives through the returned future.
+    fn run<F>(&self, fut: F) -> impl std::future::Future<Output = Result<F::Output>> + use<F>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.jobs.send(Box::new(move |rt: &tokio::runtime::Runtime| {
+            let _ = tx.send(rt.block_on(fut));
+        }));
+        async move { rx.await.context("the informer thread stopped") }
+    }
 }
 
 /// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).
