@@ -113,6 +113,19 @@ fn main() -> Result<()> {
             &[("INFORMER_MALLOC_ARENAS", "0")],
         )?;
     }
+    // On a multi-threaded runtime, the informer (and its client) on a thread of its own with a
+    // current-thread runtime (`--informer-thread`), as an application that needs the workers keeps
+    // the informer's hot path on one thread; kube-runtime stays on the workers (it has no such mode).
+    if !single {
+        side_by_side("--list keys, informer thread", &common("--list", "keys"), &["--informer-thread"], &[])?;
+        side_by_side("--list full, informer thread", &common("--list", "full"), &["--informer-thread"], &[])?;
+        side_by_side(
+            "--list full, informer thread and handler thread, glibc default arenas",
+            &common("--list", "full"),
+            &["--informer-thread", "--handler-thread", "--block", "512"],
+            &[("INFORMER_MALLOC_ARENAS", "0")],
+        )?;
+    }
     // Fan-out: ten handlers, the last sleeping 1 ms per notification; the figure is the first
     // (fast) handler's throughput relative to a single handler. kube-runtime's shared reflector
     // (`reflect_shared` + 10 subscribers) stalls every subscriber on the slow one (~1,000/s), so
