@@ -234,3 +234,56 @@ async fn factory_wait_ends_when_informers_stop_unsynced() {
     assert_eq!(r.not_synced, [pods.synced().name()]);
     assert!(pods.is_stopped());
 }
+
+/// The deployment pattern of the README: an application on a multi-threaded runtime runs its
+/// informer (and the informer's client) on a thread of its own with a current-thread runtime;
+/// registrations, handlers, listers and shutdown work across the two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_on_a_thread_of_its_own_serves_a_multi_threaded_application() {
+    let server = ApiServer::builder().start().await.unwrap();
+    server.create("pods", pod("before", "web")).unwrap();
+    let yaml = server.kubeconfig_yaml();
+    let cancel = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let thread = std::thread::spawn({
+        let cancel = cancel.clone();
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+                let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+                let lw = KubeListerWatcher::<Pod>::new(kube::Client::try_from(cfg).unwrap(), Some("default"));
+                let informer = SharedIndexInformer::<Pod>::new(lw, Duration::ZERO);
+                let _ = tx.send(informer.clone());
+                informer.run(cancel).await;
+                std::thread::current().id()
+            })
+        }
+    });
+    let informer = rx.await.unwrap();
+    // Registered from the application's runtime, called on the informer's thread.
+    let r = Recorder::new();
+    let reg = informer.add_event_handler(Rec(r.clone())).unwrap();
+    let called_on = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let on = called_on.clone();
+    informer
+        .add_event_handler(
+            informer::HandlerFns::<Pod>::new().on_add(move |_, _| on.lock().push(std::thread::current().id())),
+        )
+        .unwrap();
+    wait_signal(&reg.synced(), LIMIT).await;
+    assert_eq!(r.view().len(), 1);
+    server.create("pods", pod("after", "db")).unwrap();
+    r.wait_for("the new pod", LIMIT, |r| r.view().len() == 2).await;
+    let lister = informer.lister();
+    assert_eq!(lister.by_namespace("default").get("after").unwrap().label("app"), Some("db"));
+    assert_eq!(cache_view(&informer), server_view(&server, "pods"));
+    r.assert_no_errors();
+    cancel.cancel();
+    let informer_thread = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
+    assert_ne!(informer_thread, std::thread::current().id());
+    let called_on = called_on.lock().clone();
+    assert_eq!(called_on.len(), 2);
+    assert!(called_on.iter().all(|t| *t == informer_thread), "handlers run on the informer's thread");
+    assert!(informer.is_stopped());
+}
