@@ -246,6 +246,11 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     loop {
         // Drain everything that is ready.
         loop {
+            // A dropped watch sends nothing written after the drop (the client re-watches from
+            // its last resourceVersion).
+            if epoch.has_changed().unwrap_or(true) {
+                return;
+            }
             notify.borrow_and_update();
             events.clear();
             let cur = match store.read_events(&info, cursor, BATCH, &mut events) {
@@ -316,12 +321,14 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         let bookmark_wake = if p.bookmarks { next_bookmark } else { deadline };
         let final_wake = if final_bookmark_sent { deadline } else { final_bookmark_at };
         tokio::select! {
+            // An ended watch or a gone client first, so that a dropped watch serves no more.
+            biased;
+            _ = epoch.changed() => return,
+            _ = tx.closed() => return,
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake) => {}
             _ = sleep_until(final_wake) => {}
             _ = sleep_until(deadline) => {}
-            _ = epoch.changed() => return,
-            _ = tx.closed() => return,
         }
     }
 }

@@ -31,6 +31,8 @@ struct Harness {
     store: Arc<Indexer<Cm>>,
     changed: Arc<Notify>,
     lists: Arc<AtomicUsize>,
+    /// Watches established, and a signal at each.
+    watches: Arc<(AtomicUsize, Notify)>,
     errors: Arc<Mutex<Vec<String>>>,
     order_violations: Arc<Mutex<Vec<String>>>,
     cancel: CancellationToken,
@@ -90,7 +92,15 @@ impl Harness {
             });
         let lists = Arc::new(AtomicUsize::new(0));
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let watches: Arc<(AtomicUsize, Notify)> = Arc::default();
         let hooks = ReflectorHooks {
+            watch_started: Some(Arc::new({
+                let watches = watches.clone();
+                move |_rv: &str| {
+                    watches.0.fetch_add(1, Ordering::SeqCst);
+                    watches.1.notify_waiters();
+                }
+            })),
             before_list: Some(Arc::new({
                 let lists = lists.clone();
                 move |_rv: &str| {
@@ -123,7 +133,7 @@ impl Harness {
             async move { c.run(k).await }
         });
         tokio::time::timeout(Duration::from_secs(20), synced.wait()).await.expect("initial sync");
-        Harness { server, store, changed, lists, errors, order_violations, cancel, task, next: initial }
+        Harness { server, store, changed, lists, watches, errors, order_violations, cancel, task, next: initial }
     }
 
     fn server_state(&self) -> BTreeMap<String, String> {
@@ -174,6 +184,23 @@ impl Harness {
                     self.errors.lock()
                 );
             }
+        }
+    }
+
+    /// Ends every open watch and waits (signal-driven) until a watch is established after that,
+    /// failing after 20 s.
+    async fn drop_watches(&self) {
+        let before = self.watches.0.load(Ordering::SeqCst);
+        self.server.drop_watches();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let notified = self.watches.1.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.watches.0.load(Ordering::SeqCst) > before {
+                return;
+            }
+            tokio::time::timeout_at(deadline, notified).await.expect("a new watch within 20 s");
         }
     }
 
@@ -228,20 +255,19 @@ async fn list_and_watch_syncs_and_follows_changes() {
 async fn dropped_watches_rewatch_without_relisting() {
     let mut h = Harness::start(false, 20).await;
     for _ in 0..5 {
-        // Events first: a watch that ends within a second *without* events is an error (and
-        // relists), as in client-go; one that delivered events restarts at once.
+        // Events first, through the watch about to be dropped: a watch that ends within a second
+        // *without* events is an error (and relists), as in client-go; one that delivered events
+        // restarts at once. (The server's dropped watches serve nothing written after the drop,
+        // so the next round's changes go through the next watch.)
         h.churn(20);
         h.converge("before drop").await;
-        h.server.drop_watches();
+        h.drop_watches().await;
     }
     h.churn(20);
     h.converge("after the last drop").await;
-    // A closed watch restarts from the last RV without a relist. Rarely, a re-established watch
-    // is closed by the next drop before its first event reaches it within a second, which
-    // client-go's very-short-watch rule (kept here) turns into one relist; every drop relisting
-    // would give 6.
+    // A closed watch restarts from the last RV without a relist: the initial list only.
     let lists = h.lists.load(Ordering::SeqCst);
-    assert!(lists <= 2, "dropped watches must not relist: {lists} lists for 5 drops");
+    assert_eq!(lists, 1, "dropped watches must not relist: {lists} lists for 5 drops");
     h.stop().await;
 }
 
