@@ -234,19 +234,14 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         let (inf, k) = (informer.clone(), cancel.clone());
         async move { inf.run(k).await }
     };
-    let task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> = match &on_thread {
+    let task = match &on_thread {
         Some(t) => {
             let done = t.run(run);
-            Box::pin(async move {
+            tokio::spawn(async move {
                 let _ = done.await;
             })
         }
-        None => {
-            let h = tokio::spawn(run);
-            Box::pin(async move {
-                let _ = h.await;
-            })
-        }
+        None => tokio::spawn(run),
     };
     tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
     let t_sync = Instant::now();
@@ -301,7 +296,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     }
     println!("{line}");
     cancel.cancel();
-    task.await;
+    let _ = task.await;
     queue.shut_down();
     let _ = worker.await;
     drop(w1);

@@ -60,33 +60,13 @@ pub(crate) struct FieldsV1Spans<'a>(pub SmallVec<[&'a [u8]; 2]>);
 impl<'de: 'a, 'a> Deserialize<'de> for FieldsV1Spans<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde_json::value::RawValue;
-        /// An object's members in document order, values unparsed.
-        struct Members<'a>(Vec<(CowStr<'a>, &'a RawValue)>);
-        impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V<'a>(std::marker::PhantomData<&'a ()>);
-                impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-                    type Value = Members<'a>;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        f.write_str("an object")
-                    }
-                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                        let mut out = Vec::new();
-                        while let Some(member) = map.next_entry()? {
-                            out.push(member);
-                        }
-                        Ok(Members(out))
-                    }
-                }
-                d.deserialize_map(V(std::marker::PhantomData))
-            }
-        }
         let all: &'de RawValue = Deserialize::deserialize(d)?;
         let mut out = SmallVec::new();
         if all.get().starts_with('[') {
             let entries: Vec<&'a RawValue> = serde_json::from_str(all.get()).map_err(de::Error::custom)?;
             for entry in entries.into_iter().filter(|e| e.get().starts_with('{')) {
-                let members: Members<'a> = serde_json::from_str(entry.get()).map_err(de::Error::custom)?;
+                let members: Members<'a, &'a RawValue> =
+                    serde_json::from_str(entry.get()).map_err(de::Error::custom)?;
                 for (k, v) in members.0 {
                     if &*k == "fieldsV1" && v.get().starts_with('{') {
                         out.push(v.get().as_bytes());
@@ -104,25 +84,35 @@ pub(crate) struct StrPairs<'a>(pub SmallVec<[(Cow<'a, str>, Cow<'a, str>); 8]>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrPairs<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = StrPairs<'a>;
+        let m = Members::<'a, CowStr<'a>>::deserialize(d)?;
+        Ok(StrPairs(m.0.into_iter().map(|(k, v)| (k.0, v.0)).collect()))
+    }
+}
+
+/// A JSON object's members in document order (null reads as no members), keys borrowed from
+/// the input unless they have escapes.
+struct Members<'a, V>(SmallVec<[(CowStr<'a>, V); 8]>);
+
+impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Members<'a, V> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis<'a, V>(std::marker::PhantomData<(&'a (), V)>);
+        impl<'de: 'a, 'a, V: Deserialize<'de>> Visitor<'de> for Vis<'a, V> {
+            type Value = Members<'a, V>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map of strings")
+                f.write_str("an object")
             }
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(StrPairs::default())
+                Ok(Members(SmallVec::new()))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out = SmallVec::new();
-                while let Some(k) = map.next_key::<CowStr<'a>>()? {
-                    let v = map.next_value::<CowStr<'a>>()?;
-                    out.push((k.0, v.0));
+                while let Some(member) = map.next_entry()? {
+                    out.push(member);
                 }
-                Ok(StrPairs(out))
+                Ok(Members(out))
             }
         }
-        d.deserialize_any(V(std::marker::PhantomData))
+        d.deserialize_any(Vis(std::marker::PhantomData))
     }
 }
 

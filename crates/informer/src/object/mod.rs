@@ -151,7 +151,7 @@ impl<K> Object<K> {
         let text_len: usize = parts().map(str::len).sum();
         let n_parts = FIXED_PARTS + 2 * labels.len();
         let too_big = || DecodeError::Json("object larger than 4 GiB".into());
-        let raw_len = u32::try_from(raw.len()).map_err(|_| too_big())?;
+        u32::try_from(raw.len()).map_err(|_| too_big())?;
         // The spans to share, as (offset in `raw`, bytes); then where each goes once cut out.
         let cuts = shared_spans(meta.map_or(&[][..], |m| &m.fields_v1.0[..]), raw);
         let mut cut_len = 0;
@@ -164,7 +164,8 @@ impl<K> Object<K> {
         let stored_len = raw.len() - cut_len;
         let header = Header {
             key,
-            raw_len: raw_len - cut_len as u32,
+            // Fits: `stored_len` ≤ `raw.len()`.
+            raw_len: stored_len as u32,
             text_len: u32::try_from(text_len).map_err(|_| too_big())?,
             parts: u32::try_from(n_parts).map_err(|_| too_big())?,
             splices,

@@ -48,14 +48,16 @@ struct InHand<K> {
 }
 
 impl<K> InHand<K> {
-    /// The batch's next notification and the backlog behind it, recording the progress on the
-    /// listener (the rest of the batch still counts as pending); `None` at the end of the batch
-    /// or once the listener is closed.
-    fn advance(&mut self, l: &Listener<K>) -> Option<(&Notification<K>, usize)> {
-        if l.removed.load(Ordering::Acquire) {
+    /// The batch's next notification as an item by reference (its initial-add credit, when the
+    /// batch was queued, the backlog behind it), recording the progress on the listener (the rest
+    /// of the batch still counts as pending); `None`, with nothing left in hand, at the end of the
+    /// batch or once the listener is closed.
+    fn advance(&mut self, l: &Listener<K>) -> Option<(&Notification<K>, usize, Instant, usize)> {
+        let next = if l.removed.load(Ordering::Acquire) { None } else { self.batch.get(self.pos) };
+        let Some(n) = next else {
+            l.in_hand.store(0, Ordering::Relaxed);
             return None;
-        }
-        let n = self.batch.get(self.pos)?;
+        };
         self.pos += 1;
         let left = self.batch.len() - self.pos;
         l.in_hand.store(left, Ordering::Relaxed);
@@ -63,7 +65,7 @@ impl<K> InHand<K> {
         if let Some(m) = &l.metrics {
             m.backlog.set((left + self.behind) as i64);
         }
-        Some((n, left + self.behind))
+        Some((n, usize::from(n.is_initial_add()), self.at, left + self.behind))
     }
 }
 
@@ -93,12 +95,9 @@ impl<K: Send + Sync + 'static> Consumer<K> {
     pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
         loop {
             if let Some(h) = &mut self.batch {
-                let at = h.at;
-                if let Some((n, backlog)) = h.advance(l) {
-                    let credit = usize::from(n.is_initial_add());
+                if let Some((n, credit, at, backlog)) = h.advance(l) {
                     return Some(Item { n: n.clone(), credit, enqueued: Some(at), backlog });
                 }
-                l.in_hand.store(0, Ordering::Relaxed);
                 self.batch = None;
             }
             match self.step(l).await {
@@ -112,11 +111,9 @@ impl<K: Send + Sync + 'static> Consumer<K> {
     /// Delivers the shared batch in hand, if any, by reference.
     fn deliver_batch(&mut self, l: &Listener<K>, handler: &dyn ResourceEventHandler<K>) {
         let Some(mut h) = self.batch.take() else { return };
-        let at = h.at;
-        while let Some((n, backlog)) = h.advance(l) {
-            l.deliver_ref(handler, n, usize::from(n.is_initial_add()), Some(at), backlog);
+        while let Some((n, credit, at, backlog)) = h.advance(l) {
+            l.deliver_ref(handler, n, credit, Some(at), backlog);
         }
-        l.in_hand.store(0, Ordering::Relaxed);
     }
 
     /// Takes the next item or batch from the buffer (waiting for one), or expands a resync.

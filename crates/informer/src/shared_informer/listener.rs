@@ -232,20 +232,20 @@ impl<K> Listener<K> {
     /// before (i.e. whether the consumer may be waiting).
     pub fn push_quiet(&self, n: Notification<K>, now: Instant) -> bool {
         let initial = n.is_initial_add();
-        let mut b = self.buf.lock();
-        if b.closed {
-            return false;
-        }
-        if initial {
-            self.tracker.lock().pending_initial += 1;
-        }
-        let was_empty = b.items.is_empty();
-        if let Some(Pending { entry: Entry::Resync { credit }, .. }) = b.items.back_mut() {
-            debug_assert!(matches!(self.policy, BacklogPolicy::Bounded(_)));
-            // The pending resync reads the cache, which already has this change.
-            *credit += usize::from(initial);
-            return was_empty;
-        }
+        self.enqueue(usize::from(initial), |b| {
+            if let Some(Pending { entry: Entry::Resync { credit }, .. }) = b.items.back_mut() {
+                debug_assert!(matches!(self.policy, BacklogPolicy::Bounded(_)));
+                // The pending resync reads the cache, which already has this change.
+                *credit += usize::from(initial);
+                return;
+            }
+            self.queue_one(b, n, initial, now);
+        })
+    }
+
+    /// Queues one notification, or replaces the backlog by a resync if a `Bounded` bound is
+    /// reached (`initial`: whether `n` is an initial add).
+    fn queue_one(&self, b: &mut Buffer<K>, n: Notification<K>, initial: bool, now: Instant) {
         match self.policy {
             BacklogPolicy::Bounded(max) if b.count >= max.max(1) => {
                 let credit = usize::from(initial) + b.items.drain(..).map(|p| p.entry.initial_adds()).sum::<usize>();
@@ -267,6 +267,21 @@ impl<K> Listener<K> {
                 b.count += 1;
             }
         }
+    }
+
+    /// Runs `queue` on the buffer unless the listener is closed, counting `initial` pending
+    /// initial adds and updating the backlog gauge; returns whether the buffer was empty before
+    /// (i.e. whether the consumer may be waiting).
+    fn enqueue(&self, initial: usize, queue: impl FnOnce(&mut Buffer<K>)) -> bool {
+        let mut b = self.buf.lock();
+        if b.closed {
+            return false;
+        }
+        if initial > 0 {
+            self.tracker.lock().pending_initial += initial;
+        }
+        let was_empty = b.items.is_empty();
+        queue(&mut b);
         if let Some(m) = &self.metrics {
             m.backlog.set(self.pending(&b) as i64);
         }
@@ -284,20 +299,10 @@ impl<K> Listener<K> {
     /// batch's initial adds. Returns whether the buffer was empty before.
     pub fn push_batch_quiet(&self, batch: &Arc<Vec<Notification<K>>>, initial: usize, now: Instant) -> bool {
         debug_assert!(!matches!(self.policy, BacklogPolicy::Bounded(_)));
-        let mut b = self.buf.lock();
-        if b.closed {
-            return false;
-        }
-        if initial > 0 {
-            self.tracker.lock().pending_initial += initial;
-        }
-        let was_empty = b.items.is_empty();
-        b.items.push_back(Pending { at: now, entry: Entry::Batch(batch.clone()) });
-        b.count += batch.len();
-        if let Some(m) = &self.metrics {
-            m.backlog.set(self.pending(&b) as i64);
-        }
-        was_empty
+        self.enqueue(initial, |b| {
+            b.items.push_back(Pending { at: now, entry: Entry::Batch(batch.clone()) });
+            b.count += batch.len();
+        })
     }
 
     /// With [`BacklogPolicy::Block`]: returns at once while the backlog is at most the limit;
@@ -487,6 +492,16 @@ mod tests {
         Listener::new(1, 1, "t".into(), policy, Duration::ZERO, Duration::ZERO, cache, None)
     }
 
+    /// A cache, a listener with `policy` over it, and its consumer.
+    fn setup(
+        policy: BacklogPolicy,
+    ) -> (Arc<Indexer<serde_json::Value>>, Listener<serde_json::Value>, Consumer<serde_json::Value>) {
+        let idx = Arc::new(Indexer::new(Indexers::new()));
+        let l = listener(policy, &idx);
+        let c = Consumer::for_listener(&l);
+        (idx, l, c)
+    }
+
     fn describe(n: &Notification<serde_json::Value>) -> String {
         match n {
             Notification::Add { obj, is_in_initial_list } => {
@@ -533,9 +548,7 @@ mod tests {
 
     #[tokio::test]
     async fn bounded_overflow_resyncs_against_what_the_handler_saw() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Bounded(2), &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
         let now = Instant::now();
         let (a1, b1) = (obj("a", "1"), obj("b", "1"));
         for o in [&a1, &b1] {
@@ -566,9 +579,7 @@ mod tests {
 
     #[tokio::test]
     async fn changes_after_an_overflow_reach_the_handler_through_the_pending_resync() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Bounded(2), &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
         let now = Instant::now();
         let (a1, b1, c1) = (obj("a", "1"), obj("b", "1"), obj("c", "1"));
         // Three initial adds overflow a bound of 2 before anything is consumed.
@@ -610,9 +621,7 @@ mod tests {
     #[tokio::test]
     async fn block_holds_the_informer_past_the_limit_until_half_drained() {
         use futures_util::FutureExt;
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Block(10), &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (_, l, mut c) = setup(BacklogPolicy::Block(10));
         let now = Instant::now();
         push_adds(&l, 0..10, now);
         assert!(l.wait_below_limit().now_or_never().is_some(), "at the limit: not held");
@@ -640,9 +649,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_shared_batch_counts_as_its_notifications_until_delivered() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Unbounded, &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
         let batch = batch_of_adds(5, 3);
         assert!(l.push_batch_quiet(&batch, 3, now), "the buffer was empty");
@@ -669,7 +676,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_handler_gets_a_shared_batch_by_reference_and_nothing_after_close() {
+    async fn a_handler_consumer_delivers_a_shared_batch_in_order_and_stops_at_close_mid_batch() {
         let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
         let l = Arc::new(listener(BacklogPolicy::Unbounded, &idx));
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -691,9 +698,7 @@ mod tests {
 
     #[tokio::test]
     async fn unbounded_keeps_everything_in_order_and_close_drops_the_backlog() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Unbounded, &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
         push_adds(&l, 0..100, now);
         assert_eq!(l.backlog().len, 100);
@@ -706,9 +711,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_drained_burst_gives_its_buffer_back() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Unbounded, &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
         let o = obj("o", "1");
         for _ in 0..5000 {
@@ -727,9 +730,7 @@ mod tests {
 
     #[tokio::test]
     async fn registration_syncs_only_after_upstream_and_initial_adds() {
-        let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
-        let l = listener(BacklogPolicy::Unbounded, &idx);
-        let mut c = Consumer::for_listener(&l);
+        let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         l.push(Notification::Add { obj: obj("a", "1"), is_in_initial_list: true }, Instant::now());
         l.upstream_synced();
         assert!(!l.synced.is_set());
