@@ -19,13 +19,19 @@
 //! amortized O(1) per intern. A table nobody interns into keeps its dropped fragments until
 //! interning resumes.
 //!
-//! Invariants: a fragment's bytes never change; while two live fragments have equal bytes they
+//! Decoded values: a fragment that many objects hold keeps, once a typed decode asked for it, its
+//! bytes decoded as a `serde_json::Value`, which typed decodes copy instead of parsing the bytes
+//! again (see [`super::substitute`]). A decoded field set takes about ten times its JSON, so only
+//! fragments held by at least [`DECODED_MIN_HOLDERS`] objects keep one (at most a tenth of the
+//! JSON's size again per holder of the fragment; the W1 pods' two sets are held by all 10,000).
+//!
+//! Invariants: a fragment's bytes never change; a decoded value, once set, is those bytes decoded; while two live fragments have equal bytes they
 //! were returned by the same table entry (so equal content is stored once); lookups compare the
 //! whole bytes, never the hash alone.
 
 use std::hash::BuildHasher;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, OnceLock};
 
 use hashbrown::HashTable;
 use parking_lot::Mutex;
@@ -42,14 +48,38 @@ const SHARDS: usize = 16;
 /// A shard is swept when it holds more than twice its last live count plus this many.
 const SWEEP_FLOOR: usize = 64;
 
-/// A shared, immutable run of JSON bytes (one allocation: the hash, then the bytes).
+/// Holders (objects) a fragment needs before it keeps its decoded value.
+pub(crate) const DECODED_MIN_HOLDERS: usize = 16;
+
+/// A shared, immutable run of JSON bytes (one allocation: the header, then the bytes).
 #[derive(Clone)]
-pub(crate) struct Fragment(ThinArc<u64, u8>);
+pub(crate) struct Fragment(ThinArc<Meta, u8>);
+
+/// The fixed part of a fragment's allocation.
+struct Meta {
+    hash: u64,
+    /// The bytes decoded (`None`: they are not JSON), once asked for.
+    decoded: OnceLock<Option<Box<serde_json::Value>>>,
+}
 
 impl Fragment {
     /// The fragment's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.0.slice
+    }
+
+    /// The bytes decoded as JSON, when this fragment is held widely enough to keep them so
+    /// (decoded on the first call; see the module docs).
+    pub(crate) fn decoded(&self) -> Option<&serde_json::Value> {
+        let decoded = &self.0.header.header.decoded;
+        if let Some(v) = decoded.get() {
+            return v.as_deref();
+        }
+        // The table holds one reference, every holder one, `self` is one of them.
+        if ThinArc::strong_count(&self.0) <= DECODED_MIN_HOLDERS {
+            return None;
+        }
+        decoded.get_or_init(|| serde_json::from_slice(self.bytes()).ok().map(Box::new)).as_deref()
     }
 
     /// Whether both handles share one allocation.
@@ -61,7 +91,7 @@ impl Fragment {
 
 #[derive(Default)]
 struct Shard {
-    table: HashTable<ThinArc<u64, u8>>,
+    table: HashTable<ThinArc<Meta, u8>>,
     /// Entries left after the last sweep.
     live: usize,
 }
@@ -101,8 +131,8 @@ pub(crate) fn intern(bytes: &[u8]) -> Fragment {
     if shard.table.len() >= 2 * shard.live + SWEEP_FLOOR {
         sweep(t, &mut shard);
     }
-    let f = ThinArc::from_header_and_slice(hash, bytes);
-    shard.table.insert_unique(hash, f.clone(), |f| f.header.header);
+    let f = ThinArc::from_header_and_slice(Meta { hash, decoded: OnceLock::new() }, bytes);
+    shard.table.insert_unique(hash, f.clone(), |f| f.header.header.hash);
     t.entries.fetch_add(1, Ordering::Relaxed);
     Fragment(f)
 }
@@ -112,7 +142,7 @@ pub(crate) fn intern(bytes: &[u8]) -> Fragment {
 fn sweep(t: &Table, shard: &mut Shard) {
     let before = shard.table.len();
     shard.table.retain(|f| ThinArc::strong_count(f) > 1);
-    shard.table.shrink_to(2 * shard.table.len() + SWEEP_FLOOR, |f| f.header.header);
+    shard.table.shrink_to(2 * shard.table.len() + SWEEP_FLOOR, |f| f.header.header.hash);
     shard.live = shard.table.len();
     t.entries.fetch_sub(before - shard.live, Ordering::Relaxed);
 }
@@ -158,6 +188,24 @@ mod tests {
             assert!(rounds <= 100, "dropped fragments still in the table after {rounds}k interns");
         }
         assert!(has_entry(kept.bytes()), "a held fragment stays");
+    }
+
+    #[test]
+    fn only_widely_held_fragments_keep_their_decoded_value() {
+        let bytes = br#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"unit-test":"decoded-when-widely-held"}"#;
+        let mut holders = vec![intern(bytes)];
+        while holders.len() < DECODED_MIN_HOLDERS {
+            assert!(holders[0].decoded().is_none(), "{} holders", holders.len());
+            holders.push(intern(bytes));
+        }
+        let want: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(holders[0].decoded(), Some(&want));
+        holders.truncate(1);
+        assert_eq!(holders[0].decoded(), Some(&want), "kept once decoded");
+        // Bytes that are not JSON (a skipped string is not UTF-8 checked) have no decoded value.
+        let bad = b"{\"unit-test\":\"not-utf8-\xff-padding-padding-padding-padding-padding-padding\"}";
+        let held: Vec<Fragment> = (0..=DECODED_MIN_HOLDERS).map(|_| intern(bad)).collect();
+        assert!(held[0].decoded().is_none());
     }
 
     #[test]

@@ -50,10 +50,18 @@ pub(crate) struct MetaHead<'a> {
     pub fields_v1: FieldsV1Spans<'a>,
 }
 
-/// The `fieldsV1` objects of `metadata.managedFields`, borrowed from the input. Whatever else
-/// `managedFields` holds is skipped (the typed decode checks its shape, if it is ever read).
+/// The `fieldsV1` objects of `metadata.managedFields`, borrowed from the input, each with the
+/// index of its entry in `managedFields`. Whatever else `managedFields` holds is skipped (the
+/// typed decode checks its shape, if it is ever read).
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct FieldsV1Spans<'a>(pub SmallVec<[&'a [u8]; 2]>);
+pub(crate) struct FieldsV1Spans<'a> {
+    /// (entry index, span from `{` to `}`), in document order.
+    pub spans: SmallVec<[(u32, &'a [u8]); 2]>,
+    /// Set when the entry indices may not name a unique place in the document: `metadata` or
+    /// `managedFields` appeared twice, or an entry has two `fieldsV1` members. The spans are
+    /// still found (and shared), but never substituted by position (see `super::substitute`).
+    pub ambiguous: bool,
+}
 
 /// The serde reference of the scanner's `managedFields` walk (the scanner's tests compare
 /// against it): the whole value unparsed, then its entries, then each entry's members.
@@ -61,20 +69,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for FieldsV1Spans<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde_json::value::RawValue;
         let all: &'de RawValue = Deserialize::deserialize(d)?;
-        let mut out = SmallVec::new();
+        let mut out = FieldsV1Spans::default();
         if all.get().starts_with('[') {
             let entries: Vec<&'a RawValue> = serde_json::from_str(all.get()).map_err(de::Error::custom)?;
-            for entry in entries.into_iter().filter(|e| e.get().starts_with('{')) {
+            for (i, entry) in entries.into_iter().enumerate().filter(|(_, e)| e.get().starts_with('{')) {
                 let members: Members<'a, &'a RawValue> =
                     serde_json::from_str(entry.get()).map_err(de::Error::custom)?;
+                let mut seen = false;
                 for (k, v) in members.0 {
-                    if &*k == "fieldsV1" && v.get().starts_with('{') {
-                        out.push(v.get().as_bytes());
+                    if &*k == "fieldsV1" {
+                        out.ambiguous |= std::mem::replace(&mut seen, true);
+                        if v.get().starts_with('{') {
+                            out.spans.push((i as u32, v.get().as_bytes()));
+                        }
                     }
                 }
             }
         }
-        Ok(FieldsV1Spans(out))
+        Ok(out)
     }
 }
 

@@ -25,6 +25,7 @@
 mod fragment;
 mod head;
 mod scan;
+mod substitute;
 
 pub(crate) use head::{CowStr, ObjectHead};
 pub(crate) use scan::{ListStream, ScanError};
@@ -113,8 +114,14 @@ struct Header<K> {
 #[derive(Clone)]
 struct Splice {
     at: u32,
+    /// The index of the `managedFields` entry whose `fieldsV1` the fragment is, or [`NO_ENTRY`]
+    /// when the document's paths are not unique (the fragment is then never substituted).
+    entry: u32,
     fragment: Fragment,
 }
+
+/// [`Splice::entry`] of a fragment that is not to be substituted.
+const NO_ENTRY: u32 = u32::MAX;
 
 impl<K> Clone for Object<K> {
     fn clone(&self) -> Self {
@@ -153,12 +160,17 @@ impl<K> Object<K> {
         let too_big = || DecodeError::Json("object larger than 4 GiB".into());
         u32::try_from(raw.len()).map_err(|_| too_big())?;
         // The spans to share, as (offset in `raw`, bytes); then where each goes once cut out.
-        let cuts = shared_spans(meta.map_or(&[][..], |m| &m.fields_v1.0[..]), raw);
+        let (spans, ambiguous) = meta.map_or((&[][..], false), |m| (&m.fields_v1.spans[..], m.fields_v1.ambiguous));
+        let cuts = shared_spans(spans, raw);
         let mut cut_len = 0;
         let mut splices = SmallVec::new();
-        for &(start, span) in &cuts {
-            // Fits: `start - cut_len` ≤ `raw.len()`, which fits in u32 (checked above).
-            splices.push(Splice { at: (start - cut_len) as u32, fragment: fragment::intern(span) });
+        for &(start, entry, span) in &cuts {
+            splices.push(Splice {
+                // Fits: `start - cut_len` ≤ `raw.len()`, which fits in u32 (checked above).
+                at: (start - cut_len) as u32,
+                entry: if ambiguous { NO_ENTRY } else { entry },
+                fragment: fragment::intern(span),
+            });
             cut_len += span.len();
         }
         let stored_len = raw.len() - cut_len;
@@ -176,7 +188,7 @@ impl<K> Object<K> {
             inner: fill(header, total, |buf| {
                 let (mut json, rest) = buf.split_at_mut(stored_len);
                 let mut from = 0;
-                for &(start, span) in &cuts {
+                for &(start, _, span) in &cuts {
                     let (dst, more) = json.split_at_mut(start - from);
                     copy_into(dst, &raw[from..start]);
                     json = more;
@@ -289,20 +301,27 @@ impl<K> Object<K> {
 
     /// Appends the object's JSON (as [`Object::raw_json`]) to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_json_with(out, |_| false);
+    }
+
+    /// Appends the object's JSON to `out`, with `null` in place of the shared fragments for which
+    /// `placeholder(index)` holds.
+    fn write_json_with(&self, out: &mut Vec<u8>, placeholder: impl Fn(usize) -> bool) {
         let stored = self.stored_json();
         let mut from = 0;
-        for s in &self.header().splices {
+        for (i, s) in self.header().splices.iter().enumerate() {
             out.extend_from_slice(&stored[from..s.at as usize]);
-            out.extend_from_slice(s.fragment.bytes());
+            out.extend_from_slice(if placeholder(i) { b"null" } else { s.fragment.bytes() });
             from = s.at as usize;
         }
         out.extend_from_slice(&stored[from..]);
     }
 
-    /// Runs `f` on the object's JSON, assembled in a reused per-thread buffer when it holds
-    /// shared fragments (a typed decode then allocates nothing for it). The buffer is kept for
-    /// the thread's lifetime unless an object larger than 256 KiB grew it.
-    fn with_json<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+    /// Runs `f` on the object's JSON (with `null` in place of the fragments for which
+    /// `placeholder(index)` holds), assembled in a reused per-thread buffer when it holds shared
+    /// fragments (a typed decode then allocates nothing for it). The buffer is kept for the
+    /// thread's lifetime unless an object larger than 256 KiB grew it.
+    fn with_json<R>(&self, placeholder: impl Fn(usize) -> bool, f: impl FnOnce(&[u8]) -> R) -> R {
         if self.header().splices.is_empty() {
             return f(self.stored_json());
         }
@@ -312,7 +331,7 @@ impl<K> Object<K> {
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut buf) => {
                 buf.clear();
-                self.write_json(&mut buf);
+                self.write_json_with(&mut buf, placeholder);
                 let r = f(&buf);
                 if buf.capacity() > 256 << 10 {
                     // Do not keep a large object's buffer for the thread's lifetime.
@@ -321,7 +340,11 @@ impl<K> Object<K> {
                 r
             }
             // Only if `f` decodes another object from inside a decode.
-            Err(_) => f(&self.raw_json()),
+            Err(_) => {
+                let mut buf = Vec::with_capacity(self.json_len());
+                self.write_json_with(&mut buf, placeholder);
+                f(&buf)
+            }
         })
     }
 
@@ -391,17 +414,17 @@ fn padded(used: usize) -> usize {
     (used + GROWTH_SLACK + ALLOC_OVERHEAD).div_ceil(SIZE_CLASS) * SIZE_CLASS - ALLOC_OVERHEAD
 }
 
-/// The spans of `candidates` (slices of `raw`) worth sharing, as (offset in `raw`, bytes), in
-/// ascending order and not overlapping. The scanner only hands out slices of `raw`; anything else
-/// is ignored (and the bytes stay in the object).
-fn shared_spans<'r>(candidates: &[&[u8]], raw: &'r [u8]) -> SmallVec<[(usize, &'r [u8]); 2]> {
+/// The spans of `candidates` (entry index and a slice of `raw`) worth sharing, as (offset in
+/// `raw`, entry index, bytes), in ascending order and not overlapping. The scanner only hands out
+/// slices of `raw`; anything else is ignored (and the bytes stay in the object).
+fn shared_spans<'r>(candidates: &[(u32, &[u8])], raw: &'r [u8]) -> SmallVec<[(usize, u32, &'r [u8]); 2]> {
     let mut out = SmallVec::new();
     let mut end = 0;
-    for span in candidates {
+    for &(entry, span) in candidates {
         let start = (span.as_ptr() as usize).wrapping_sub(raw.as_ptr() as usize);
         if span.len() >= fragment::MIN_SHARED && start >= end && start.saturating_add(span.len()) <= raw.len() {
             end = start + span.len();
-            out.push((start, &raw[start..end]));
+            out.push((start, entry, &raw[start..end]));
         }
     }
     out
@@ -448,14 +471,35 @@ impl<K: DeserializeOwned> Object<K> {
         if let Some(k) = typed.get() {
             return Ok(k);
         }
-        let k: K = self.with_json(typed_from_json)?;
+        let k: K = self.typed()?;
         Ok(typed.get_or_init(|| Box::new(k)))
     }
 
     /// Decodes a fresh owned value without caching it (for callers that want to modify it, or
     /// that want to avoid keeping decoded values in memory).
     pub fn decode(&self) -> Result<K, DecodeError> {
-        self.with_json(typed_from_json)
+        self.typed()
+    }
+
+    /// The typed decode. `managedFields` field sets that many objects share are copied from
+    /// their decoded value instead of parsed (see [`substitute`]); whatever that path cannot
+    /// decode is decoded again from the whole JSON, which gives the result or the error.
+    fn typed(&self) -> Result<K, DecodeError> {
+        let splices = &self.header().splices;
+        let decoded: SmallVec<[Option<&serde_json::Value>; 2]> =
+            splices.iter().map(|s| if s.entry == NO_ENTRY { None } else { s.fragment.decoded() }).collect();
+        if decoded.iter().any(Option::is_some) {
+            let subs: SmallVec<[(u32, &serde_json::Value); 2]> =
+                splices.iter().zip(&decoded).filter_map(|(s, v)| Some((s.entry, (*v)?))).collect();
+            let fast = self.with_json(
+                |i| decoded[i].is_some(),
+                |doc| substitute::decode::<K>(std::str::from_utf8(doc).ok()?, &subs).ok(),
+            );
+            if let Some(k) = fast {
+                return Ok(k);
+            }
+        }
+        self.with_json(|_| false, typed_from_json)
     }
 }
 

@@ -37,9 +37,7 @@
 
 use std::borrow::Cow;
 
-use smallvec::SmallVec;
-
-use super::head::{CowStr, MetaHead, ObjectHead, StrPairs};
+use super::head::{CowStr, FieldsV1Spans, MetaHead, ObjectHead, StrPairs};
 
 const MAX_DEPTH: usize = 512;
 
@@ -1358,7 +1356,10 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
                 if c == b'n' {
                     return s.literal(b"null");
                 }
+                let again = head.metadata.is_some();
                 let m = head.metadata.insert(MetaHead::default());
+                m.fields_v1.ambiguous = again;
+                let mut managed_fields_seen = false;
                 s.object(c, |k, s| {
                     match k {
                         b"name" => m.name = s.opt_string()?,
@@ -1366,7 +1367,10 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
                         b"resourceVersion" => m.resource_version = s.opt_string()?,
                         b"uid" => m.uid = s.opt_string()?,
                         b"labels" => s.pairs(&mut m.labels)?,
-                        b"managedFields" => managed_fields(s, &mut m.fields_v1.0)?,
+                        b"managedFields" => {
+                            m.fields_v1.ambiguous |= std::mem::replace(&mut managed_fields_seen, true);
+                            managed_fields(s, &mut m.fields_v1)?
+                        }
                         b"annotations" => match annotations {
                             Annotations::Decode => s.pairs(&mut m.annotations)?,
                             Annotations::Skip => s.skip_pairs()?,
@@ -1389,9 +1393,10 @@ fn head_at<'a>(s: &mut Scanner<'a>, c: u8, annotations: Annotations, head: &mut 
 }
 
 /// `metadata.managedFields` (from its first token on): records the span of each entry's
-/// `fieldsV1` object, from its `{` to its `}`. Everything else is checked and skipped as for any
-/// other member (the entries' keys are not UTF-8 checked, like every skipped string).
-fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut SmallVec<[&'a [u8]; 2]>) -> R<()> {
+/// `fieldsV1` object, from its `{` to its `}`, with the entry's index. Everything else is checked
+/// and skipped as for any other member (the entries' keys are not UTF-8 checked, like every
+/// skipped string).
+fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut FieldsV1Spans<'a>) -> R<()> {
     let c = s.tok();
     if c != b'[' {
         return s.skip_value(c, 2);
@@ -1401,21 +1406,28 @@ fn managed_fields<'a>(s: &mut Scanner<'a>, out: &mut SmallVec<[&'a [u8]; 2]>) ->
         return Ok(());
     }
     let b = s.b;
+    let mut entry = 0u32;
     loop {
         if c == b'{' {
+            let mut seen = false;
             s.members(c, false, |k, s| {
                 let c = s.tok();
                 let start = s.i;
                 s.skip_value(c, 4)?;
-                if c == b'{' && k == b"fieldsV1" {
-                    // `s.i` is at the value's closing brace.
-                    out.push(&b[start..s.i + 1]);
+                if k == b"fieldsV1" {
+                    out.ambiguous |= std::mem::replace(&mut seen, true);
+                    if c == b'{' {
+                        // `s.i` is at the value's closing brace.
+                        out.spans.push((entry, &b[start..s.i + 1]));
+                    }
                 }
                 Ok(())
             })?;
         } else {
             s.skip_value(c, 3)?;
         }
+        // An array of more than 4 billion entries does not fit the input's u32 offsets anyway.
+        entry = entry.saturating_add(1);
         match s.tok() {
             b',' => c = s.tok(),
             b']' => return Ok(()),
@@ -1581,11 +1593,11 @@ mod tests {
         // An entry key that is not UTF-8 is not checked (as anywhere outside the identity fields)...
         let doc = b"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"\xff\":1},{\"fieldsV1\":{\"f:x\":{}}}]}}";
         let head = scan_head(doc).unwrap();
-        assert_eq!(head.metadata.unwrap().fields_v1.0[..], [&b"{\"f:x\":{}}"[..]]);
+        assert_eq!(head.metadata.unwrap().fields_v1.spans[..], [(1, &b"{\"f:x\":{}}"[..])]);
         // ... nor are non-array and non-object values refused; structure still is.
         for ok in [&b"{\"metadata\":{\"managedFields\":null}}"[..], b"{\"metadata\":{\"managedFields\":[1,\"s\",[]]}}"]
         {
-            assert!(scan_head(ok).unwrap().metadata.unwrap().fields_v1.0.is_empty());
+            assert!(scan_head(ok).unwrap().metadata.unwrap().fields_v1.spans.is_empty());
         }
         for bad in [
             &b"{\"metadata\":{\"managedFields\":[{\"fieldsV1\":{}},]}}"[..],
@@ -1841,9 +1853,15 @@ mod tests {
         let compact = serde_json::to_vec(&v).unwrap();
         for doc in [pretty, &compact] {
             let head = scan_all(doc, Annotations::Decode).unwrap();
-            let sets = &head.metadata.as_ref().unwrap().fields_v1.0;
-            assert_eq!(sets.len(), 2, "both managers' field sets are found");
-            assert!(sets.iter().all(|s| s.starts_with(b"{") && s.ends_with(b"}")));
+            let sets = &head.metadata.as_ref().unwrap().fields_v1;
+            assert_eq!(sets.spans.len(), 2, "both managers' field sets are found");
+            assert!(!sets.ambiguous);
+            assert!(
+                sets.spans
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &(e, s))| e as usize == i && s.starts_with(b"{") && s.ends_with(b"}"))
+            );
             assert_eq!(head, ObjectHead::parse_reference(doc).unwrap());
             for cut in 0..doc.len() {
                 let e = scan_all(&doc[..cut], Annotations::Decode).unwrap_err();
