@@ -112,7 +112,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     } else {
         None
     };
-    let on_thread = if args.informer_thread { Some(RuntimeThread::spawn()?) } else { None };
+    let on_thread = if args.informer_thread { Some(informer::InformerThread::start("informer")?) } else { None };
     let client = {
         let (yaml, path) = (w1.as_ref().map(|s| s.kubeconfig_yaml()), args.kubeconfig.clone());
         let make = async move {
@@ -124,7 +124,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         };
         // The client's connections then run where the informer does.
         match &on_thread {
-            Some(t) => t.run(make).await??,
+            Some(t) => t.spawn(make).await.context("the informer thread stopped")??,
             None => make.await?,
         }
     };
@@ -135,16 +135,23 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let target = args.updates;
     let queue: WorkQueue<ObjectKey> = WorkQueue::new();
     let fields = Arc::new(AtomicU64::new(0));
+    let decode_errors = Arc::new(AtomicU64::new(0));
     let work = {
-        let (queue, fields) = (queue.clone(), fields.clone());
+        let (queue, fields, decode_errors) = (queue.clone(), fields.clone(), decode_errors.clone());
         let kind = args.handler;
         move |o: &informer::Object<Pod>| match kind {
             HandlerKind::Keys => queue.add(o.key().clone()),
             HandlerKind::Full => {
-                // An uncached decode: the cache keeps compact objects.
-                if let Ok(p) = o.decode() {
-                    let n = p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
-                    fields.fetch_add(n as u64, Ordering::Relaxed);
+                // An uncached decode: the cache keeps compact objects. A failed decode is counted
+                // (the run then fails: it would have skipped the work it measures).
+                match o.decode() {
+                    Ok(p) => {
+                        let n = p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
+                        fields.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(_) => {
+                        decode_errors.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         }
@@ -235,12 +242,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         async move { inf.run(k).await }
     };
     let task = match &on_thread {
-        Some(t) => {
-            let done = t.run(run);
-            tokio::spawn(async move {
-                let _ = done.await;
-            })
-        }
+        Some(t) => t.spawn(run),
         None => tokio::spawn(run),
     };
     tokio::time::timeout(Duration::from_secs(300), synced.wait()).await.context("cache did not sync within 300 s")?;
@@ -294,6 +296,10 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         line["latency_p999_us"] = p999.into();
         line["latency_max_us"] = max.into();
     }
+    let failed = decode_errors.load(Ordering::Relaxed);
+    if failed > 0 {
+        anyhow::bail!("{failed} typed decodes failed");
+    }
     println!("{line}");
     cancel.cancel();
     let _ = task.await;
@@ -301,41 +307,6 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let _ = worker.await;
     drop(w1);
     Ok(true)
-}
-
-/// A thread of its own with a current-thread runtime that runs the futures it is given, one after
-/// another (`--informer-thread`). Dropping it lets the thread end once its last future is done
-/// (it is not joined: on an error path the informer may still be running).
-struct RuntimeThread {
-    jobs: std::sync::mpsc::Sender<Job>,
-}
-
-type Job = Box<dyn FnOnce(&tokio::runtime::Runtime) + Send>;
-
-impl RuntimeThread {
-    fn spawn() -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        std::thread::Builder::new().name("informer".into()).spawn(move || {
-            for job in rx {
-                job(&rt);
-            }
-        })?;
-        Ok(RuntimeThread { jobs: tx })
-    }
-
-    /// Runs `fut` to completion on the thread; its output arrives through the returned future.
-    fn run<F>(&self, fut: F) -> impl std::future::Future<Output = Result<F::Output>> + use<F>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let _ = self.jobs.send(Box::new(move |rt: &tokio::runtime::Runtime| {
-            let _ = tx.send(rt.block_on(fut));
-        }));
-        async move { rx.await.context("the informer thread stopped") }
-    }
 }
 
 /// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).

@@ -1,5 +1,6 @@
 //! `informer bench --w1`: the one JSON line it prints reports every initial pod cached and every
-//! update delivered, for both list modes and both handlers, inline and on a handler thread.
+//! update delivered, for both list modes and both handlers, inline and on a handler thread, with
+//! the informer on the runtime or on a thread of its own.
 
 use std::process::Command;
 
@@ -35,4 +36,11 @@ fn list_keys_and_streaming_full_on_a_handler_thread_deliver_everything() {
     let v = bench(&["--streaming", "--handler", "full", "--handler-thread", "--block", "16", "--current-thread"]);
     check(&v, true, "full", true);
     assert_eq!(v["block"], 16);
+}
+
+#[test]
+fn an_informer_thread_delivers_everything_to_a_decoding_handler() {
+    let v = bench(&["--list", "--handler", "full", "--informer-thread"]);
+    check(&v, false, "full", false);
+    assert_eq!(v["informer_thread"], true);
 }

@@ -7,8 +7,10 @@
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
 //! [`workqueue`] and reconcile them with a [`ControllerRunner`]. See `docs/design.md`.
 
-// The one exception: the AVX2 kernel of the JSON scanner (`object::scan`): its loads and its
-// runtime-detected dispatch, each with a `// SAFETY:` comment.
+// The exceptions, each allowed where it is and with a `// SAFETY:` comment: the AVX2 kernel of
+// the JSON scanner (`object::scan`: its loads and runtime-detected dispatch), the single-allocation
+// object and key (`object`, `key`: initialized bytes, known UTF-8), and the seed-type match of
+// the substituted typed decode (`object::substitute`: a move between identical types).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -21,6 +23,7 @@ pub mod fake;
 pub mod fifo;
 pub mod filtering;
 pub mod handler;
+pub mod informer_thread;
 pub mod key;
 pub mod kube_lw;
 pub mod lister;
@@ -41,6 +44,7 @@ pub use factory::{FactoryBuilder, SharedInformerFactory};
 pub use fifo::{DeltaFifo, FifoClosed, RealFifo};
 pub use filtering::FilteringHandler;
 pub use handler::{HandlerFns, ResourceEventHandler};
+pub use informer_thread::InformerThread;
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
 pub use lister::{Lister, NamespaceLister};

@@ -236,31 +236,31 @@ async fn factory_wait_ends_when_informers_stop_unsynced() {
 }
 
 /// The deployment pattern of the README: an application on a multi-threaded runtime runs its
-/// informer (and the informer's client) on a thread of its own with a current-thread runtime;
-/// registrations, handlers, listers and shutdown work across the two.
+/// informer (and the informer's client) on an `InformerThread`; registrations, handlers, listers
+/// and shutdown work across the two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_on_a_thread_of_its_own_serves_a_multi_threaded_application() {
     let server = ApiServer::builder().start().await.unwrap();
     server.create("pods", pod("before", "web")).unwrap();
     let yaml = server.kubeconfig_yaml();
     let cancel = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let thread = std::thread::spawn({
-        let cancel = cancel.clone();
-        move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-                let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-                let lw = KubeListerWatcher::<Pod>::new(kube::Client::try_from(cfg).unwrap(), Some("default"));
-                let informer = SharedIndexInformer::<Pod>::new(lw, Duration::ZERO);
-                let _ = tx.send(informer.clone());
-                informer.run(cancel).await;
-                std::thread::current().id()
-            })
+    let thread = informer::InformerThread::start("informer").unwrap();
+    let informer = thread
+        .spawn(async move {
+            let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+            let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+            let lw = KubeListerWatcher::<Pod>::new(kube::Client::try_from(cfg).unwrap(), Some("default"));
+            SharedIndexInformer::<Pod>::new(lw, Duration::ZERO)
+        })
+        .await
+        .unwrap();
+    let running = thread.spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move {
+            informer.run(cancel).await;
+            std::thread::current().id()
         }
     });
-    let informer = rx.await.unwrap();
     // Registered from the application's runtime, called on the informer's thread.
     let r = Recorder::new();
     let reg = informer.add_event_handler(Rec(r.clone())).unwrap();
@@ -280,7 +280,8 @@ async fn an_informer_on_a_thread_of_its_own_serves_a_multi_threaded_application(
     assert_eq!(cache_view(&informer), server_view(&server, "pods"));
     r.assert_no_errors();
     cancel.cancel();
-    let informer_thread = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
+    let informer_thread = running.await.unwrap();
+    tokio::task::spawn_blocking(move || thread.shutdown()).await.unwrap();
     assert_ne!(informer_thread, std::thread::current().id());
     let called_on = called_on.lock().clone();
     assert_eq!(called_on.len(), 2);
