@@ -23,7 +23,8 @@
 //! bytes decoded as a `serde_json::Value`, which typed decodes copy instead of parsing the bytes
 //! again (see [`super::substitute`]). A decoded field set takes about ten times its JSON, so only
 //! fragments held by at least [`DECODED_MIN_HOLDERS`] objects keep one (at most a tenth of the
-//! JSON's size again per holder of the fragment; the W1 pods' two sets are held by all 10,000).
+//! JSON's size again per holder of the fragment; the W1 pods' two sets are held by all 10,000),
+//! and only when it nests no deeper than a field set may inside a whole document.
 //!
 //! Invariants: a fragment's bytes never change; a decoded value, once set, is those bytes decoded; while two live fragments have equal bytes they
 //! were returned by the same table entry (so equal content is stored once); lookups compare the
@@ -79,13 +80,29 @@ impl Fragment {
         if ThinArc::strong_count(&self.0) <= DECODED_MIN_HOLDERS {
             return None;
         }
-        decoded.get_or_init(|| serde_json::from_slice(self.bytes()).ok().map(Box::new)).as_deref()
+        decoded
+            .get_or_init(|| {
+                let v: serde_json::Value = serde_json::from_slice(self.bytes()).ok()?;
+                // Deeper sets would decode here but not inside a whole document (serde_json's
+                // nesting limit counts the four levels above a field set): never substituted.
+                (nesting(&v) <= super::substitute::MAX_NESTING).then(|| Box::new(v))
+            })
+            .as_deref()
     }
 
     /// Whether both handles share one allocation.
     #[cfg(test)]
     pub(crate) fn ptr_eq(&self, other: &Fragment) -> bool {
         std::ptr::eq(self.0.slice.as_ptr(), other.0.slice.as_ptr())
+    }
+}
+
+/// How many arrays and objects deep `v` is (a scalar is 0).
+fn nesting(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(a) => 1 + a.iter().map(nesting).max().unwrap_or(0),
+        serde_json::Value::Object(m) => 1 + m.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
     }
 }
 

@@ -17,7 +17,8 @@
 //! Invariant: the result is either exactly what decoding the whole JSON would give, or an error
 //! (then the caller decodes the whole JSON). Anything the proxy cannot follow is an error, never a
 //! guess: a target that reads the field set as any other type, captures a subtree holding a
-//! placeholder as raw JSON, or reads it as an enum; a position whose value is not the placeholder.
+//! placeholder as raw JSON, or reads it as an enum; a key on the path read as anything but a
+//! string (not compared); a position whose value is not the placeholder.
 //! Positions come from the scanner, which records for each shared span its entry index and marks
 //! documents whose paths are not unique (duplicate `metadata`, `managedFields` or `fieldsV1`
 //! members); those are never substituted. Keys are compared decoded on both sides.
@@ -29,6 +30,12 @@ use std::mem::ManuallyDrop;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+/// The deepest field set (arrays and objects within arrays and objects) a substitution may hand
+/// over: serde_json refuses documents nested more than 127 deep, and a field set sits four levels
+/// down (the document, `metadata`, `managedFields`, the entry). A deeper set decodes on its own
+/// but not in its document, so it is never substituted (the whole JSON gives the error).
+pub(crate) const MAX_NESTING: usize = 123;
 
 /// The field sets to hand over, by `managedFields` entry index.
 pub(crate) type Substitutions<'v> = [(u32, &'v Value)];
@@ -106,6 +113,8 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Proxy<'_, '_, D> {
         deserialize_any(), deserialize_map(), deserialize_seq(), deserialize_option(),
         deserialize_tuple(len: usize), deserialize_tuple_struct(name: &'static str, len: usize),
         deserialize_struct(name: &'static str, fields: &'static [&'static str]),
+        // serde_json reads an array asked for as bytes as a sequence.
+        deserialize_bytes(), deserialize_byte_buf(),
     }
 
     // `ignored_any` skips the value unread: a placeholder it skips changes nothing.
@@ -113,7 +122,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Proxy<'_, '_, D> {
         deserialize_bool(), deserialize_i8(), deserialize_i16(), deserialize_i32(), deserialize_i64(),
         deserialize_i128(), deserialize_u8(), deserialize_u16(), deserialize_u32(), deserialize_u64(),
         deserialize_u128(), deserialize_f32(), deserialize_f64(), deserialize_char(), deserialize_str(),
-        deserialize_string(), deserialize_bytes(), deserialize_byte_buf(), deserialize_unit(),
+        deserialize_string(), deserialize_unit(),
         deserialize_identifier(), deserialize_ignored_any(), deserialize_unit_struct(name: &'static str),
     }
 
@@ -254,8 +263,15 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Members<'_, '_, A> {
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
-        self.on_path = false;
-        self.map.next_key_seed(KeySeed { seed, wanted: self.at.next_key(), found: &mut self.on_path })
+        let mut read = None;
+        let key = self.map.next_key_seed(KeySeed { seed, wanted: self.at.next_key(), read: &mut read })?;
+        // A key the target read as something else than a string (a number, an enum) was not
+        // compared: whether it continues the path is unknown.
+        if key.is_some() && read.is_none() {
+            return Err(cannot_follow("a key read as another type"));
+        }
+        self.on_path = read == Some(true);
+        Ok(key)
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
@@ -279,32 +295,34 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Members<'_, '_, A> {
     }
 }
 
-/// A map key, compared (decoded) with the key that continues the path.
+/// A map key, compared (decoded) with the key that continues the path: `read` is set to whether
+/// it is that key when the target reads it as a string (directly, or inside an `Option` or a
+/// newtype), and left `None` otherwise.
 struct KeySeed<'f, K> {
     seed: K,
     wanted: &'static str,
-    found: &'f mut bool,
+    read: &'f mut Option<bool>,
 }
 
 impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, K> {
     type Value = K::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K::Value, D::Error> {
-        self.seed.deserialize(KeyDeserializer { de, wanted: self.wanted, found: self.found })
+        self.seed.deserialize(KeyDeserializer { de, wanted: self.wanted, read: self.read })
     }
 }
 
 struct KeyDeserializer<'f, D> {
     de: D,
     wanted: &'static str,
-    found: &'f mut bool,
+    read: &'f mut Option<bool>,
 }
 
 /// Every deserializer method of a key: the visitor is told to compare the key it sees.
 macro_rules! key_methods {
     ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
         fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-            self.de.$method($($arg,)* KeyVisitor { visitor, wanted: self.wanted, found: self.found })
+            self.de.$method($($arg,)* KeyVisitor { visitor, wanted: self.wanted, read: self.read })
         }
     )*};
 }
@@ -334,7 +352,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDeserializer<'_, D> {
 struct KeyVisitor<'f, V> {
     visitor: V,
     wanted: &'static str,
-    found: &'f mut bool,
+    read: &'f mut Option<bool>,
 }
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
@@ -351,32 +369,32 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted;
+        *self.read = Some(v == self.wanted);
         self.visitor.visit_str(v)
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted;
+        *self.read = Some(v == self.wanted);
         self.visitor.visit_borrowed_str(v)
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted;
+        *self.read = Some(v == self.wanted);
         self.visitor.visit_string(v)
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted.as_bytes();
+        *self.read = Some(v == self.wanted.as_bytes());
         self.visitor.visit_bytes(v)
     }
 
     fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted.as_bytes();
+        *self.read = Some(v == self.wanted.as_bytes());
         self.visitor.visit_borrowed_bytes(v)
     }
 
     fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Self::Value, E> {
-        *self.found = v == self.wanted.as_bytes();
+        *self.read = Some(v == self.wanted.as_bytes());
         self.visitor.visit_byte_buf(v)
     }
 
@@ -389,11 +407,11 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
-        self.visitor.visit_some(de)
+        self.visitor.visit_some(KeyDeserializer { de, wanted: self.wanted, read: self.read })
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
-        self.visitor.visit_newtype_struct(de)
+        self.visitor.visit_newtype_struct(KeyDeserializer { de, wanted: self.wanted, read: self.read })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
@@ -466,13 +484,28 @@ fn same_seed<'de, T: DeserializeSeed<'de>, P: DeserializeSeed<'de> + NoLifetimes
     Some(unsafe { std::ptr::read((&*value as *const P::Value).cast::<T::Value>()) })
 }
 
-/// Seed types [`same_seed`] may compare against: they have no lifetime parameters.
-trait NoLifetimes {}
-impl NoLifetimes for PhantomData<Option<FieldsV1>> {}
-impl NoLifetimes for PhantomData<FieldsV1> {}
-impl NoLifetimes for PhantomData<Option<Value>> {}
-impl NoLifetimes for PhantomData<Value> {}
-impl NoLifetimes for PhantomData<IgnoredAny> {}
+/// Seed types [`same_seed`] may compare against.
+///
+/// # Safety
+/// Implement only for types without lifetime parameters: `typeid::of` erases lifetimes, so only
+/// then do equal ids mean equal types.
+#[allow(unsafe_code)]
+unsafe trait NoLifetimes {}
+// SAFETY: no lifetime parameters.
+#[allow(unsafe_code)]
+unsafe impl NoLifetimes for PhantomData<Option<FieldsV1>> {}
+// SAFETY: no lifetime parameters.
+#[allow(unsafe_code)]
+unsafe impl NoLifetimes for PhantomData<FieldsV1> {}
+// SAFETY: no lifetime parameters.
+#[allow(unsafe_code)]
+unsafe impl NoLifetimes for PhantomData<Option<Value>> {}
+// SAFETY: no lifetime parameters.
+#[allow(unsafe_code)]
+unsafe impl NoLifetimes for PhantomData<Value> {}
+// SAFETY: no lifetime parameters.
+#[allow(unsafe_code)]
+unsafe impl NoLifetimes for PhantomData<IgnoredAny> {}
 
 #[cfg(test)]
 mod tests {
@@ -653,12 +686,74 @@ mod tests {
         }
     }
 
+    #[test]
+    fn keys_are_compared_inside_options_and_newtypes_and_refused_as_enums() {
+        #[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord, Debug)]
+        struct Key(String);
+        #[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord, Debug)]
+        #[serde(rename_all = "camelCase")]
+        enum Member {
+            ApiVersion,
+            Kind,
+            Metadata,
+            Spec,
+        }
+        let objects = widely_held("keys");
+        let o = &objects[0];
+        let (doc, subs) = placeholders(o);
+        // Followed: the field sets are handed over (before the fix a newtype or `Option` key was
+        // not compared and the placeholder came back as `null`).
+        #[derive(Deserialize, PartialEq, Debug)]
+        struct Newtypes {
+            metadata: BTreeMap<Key, Value>,
+        }
+        let want = plain::<Newtypes, _>(o);
+        assert!(want.metadata[&Key("managedFields".into())][0]["fieldsV1"].is_object());
+        assert_eq!(substituted::<Newtypes>(&doc, &subs).unwrap(), want);
+        assert_eq!(o.cast::<Newtypes>().decode().unwrap(), want);
+        type Optional = BTreeMap<Option<Key>, Value>;
+        let want = plain::<Optional, _>(o);
+        assert!(want[&Some(Key("metadata".into()))]["managedFields"][0]["fieldsV1"].is_object());
+        assert_eq!(substituted::<Optional>(&doc, &subs).unwrap(), want);
+        // An enum key is not compared: refused, then decoded whole.
+        type Enum = BTreeMap<Member, Value>;
+        assert!(substituted::<Enum>(&doc, &subs).is_err());
+        assert_eq!(o.cast::<Enum>().decode().unwrap(), plain::<Enum, _>(o));
+    }
+
+    /// serde_json refuses documents nested more than 127 deep; a field set decodes on its own at
+    /// depths its document refuses, and must then give the document's error, not a value.
+    #[test]
+    fn field_sets_too_deep_for_their_document_are_never_substituted() {
+        for depth in [MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 1, 127] {
+            let set =
+                format!("{}{{\"f:tag\":\"deep-{depth}\"}}{}", "{\"f:a\":".repeat(depth - 1), "}".repeat(depth - 1));
+            let doc =
+                format!(r#"{{"metadata":{{"name":"NAME","managedFields":[{{"manager":"m","fieldsV1":{set}}}]}}}}"#);
+            let objects: Vec<Object<Pod>> = (0..=DECODED_MIN_HOLDERS)
+                .map(|i| Object::from_json(doc.replace("NAME", &format!("p{i}"))).unwrap())
+                .collect();
+            let o = &objects[0];
+            let (_, subs) = placeholders(o);
+            assert_eq!(subs.len(), usize::from(depth <= MAX_NESTING), "depth {depth}");
+            let whole = o.raw_json();
+            let want = serde_json::from_slice::<Pod>(&whole).map_err(|e| e.to_string());
+            assert_eq!(want.is_ok(), depth <= MAX_NESTING, "depth {depth}");
+            let got = o.decode().map_err(|e| e.to_string().replace("invalid object JSON: ", ""));
+            assert_eq!(got, want, "depth {depth}");
+            let value = serde_json::from_slice::<Value>(&whole).map_err(|e| e.to_string());
+            let got = o.cast::<Value>().decode().map_err(|e| e.to_string().replace("invalid object JSON: ", ""));
+            assert_eq!(got, value, "depth {depth}");
+        }
+    }
+
     proptest::proptest! {
-        /// Whatever the field sets (objects or not, around other members, in any entry), widely
-        /// held or not, a typed decode gives what decoding the whole JSON gives.
+        /// Whatever the field sets (objects or not, around other members, in any entry, after
+        /// entries without one or that are not objects), widely held or not, a typed decode gives
+        /// what decoding the whole JSON gives, and so does the substituted decode alone.
         #[test]
         fn typed_decodes_equal_decoding_the_whole_json(
-            sets in proptest::collection::vec((0usize..4, proptest::bool::ANY, "[a-z\\\\\"\u{e9}]{0,12}"), 0..5),
+            sets in proptest::collection::vec((0usize..6, proptest::bool::ANY, "[a-z\\\\\"\u{e9}]{0,12}"), 0..5),
             tag in 0u64..u64::MAX,
             holders in proptest::sample::select(vec![1, DECODED_MIN_HOLDERS + 1]),
         ) {
@@ -669,7 +764,11 @@ mod tests {
                         0 => json!({"f:spec": {"f:x": {}, "f:y": text}, "f:pad": "p".repeat(80), "tag": tag}),
                         1 => json!({"f:shared": "s".repeat(100)}),
                         2 => json!(text),
-                        _ => json!([tag, text]),
+                        3 => json!([tag, text]),
+                        // Entries that shift the index of the ones after them: one without a
+                        // field set, one that is not an object.
+                        4 => return json!({"manager": text}),
+                        _ => return json!(text),
                     };
                     if *before { json!({"manager": text, "fieldsV1": set}) } else { json!({"fieldsV1": set, "z": text}) }
                 })
@@ -684,7 +783,23 @@ mod tests {
             let whole = o.raw_json();
             proptest::prop_assert_eq!(o.cast::<Value>().decode().unwrap(), serde_json::from_slice::<Value>(&whole).unwrap());
             let pod = serde_json::from_slice::<Pod>(&whole).map_err(|e| e.to_string());
-            proptest::prop_assert_eq!(o.decode().map_err(|e| e.to_string().replace("invalid object JSON: ", "")), pod);
+            proptest::prop_assert_eq!(o.decode().map_err(|e| e.to_string().replace("invalid object JSON: ", "")), pod.clone());
+            // The substituted decode itself (not its fallback) gives the same, whenever a large
+            // field set is widely held.
+            let (doc, subs) = placeholders(o);
+            let large = sets.iter().filter(|(kind, ..)| *kind < 2).count();
+            if holders > DECODED_MIN_HOLDERS {
+                proptest::prop_assert_eq!(subs.len(), large);
+            } else {
+                // Only the constant set may have been decoded (by an earlier case) and kept.
+                proptest::prop_assert!(subs.len() <= sets.iter().filter(|(kind, ..)| *kind == 1).count());
+            }
+            if !subs.is_empty() {
+                proptest::prop_assert_eq!(substituted::<Value>(&doc, &subs).unwrap(), serde_json::from_slice::<Value>(&whole).unwrap());
+                if let Ok(pod) = pod {
+                    proptest::prop_assert_eq!(substituted::<Pod>(&doc, &subs).unwrap(), pod);
+                }
+            }
         }
     }
 }
