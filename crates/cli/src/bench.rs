@@ -63,8 +63,8 @@ pub struct BenchArgs {
     /// Number of handlers (fan-out); figures are those of the first.
     #[arg(long, default_value_t = 1)]
     handlers: usize,
-    /// Make the last handler sleep 1 ms per notification (on its own thread; see
-    /// `--slow-backlog`).
+    /// Make the last handler sleep 1 ms per notification, adds, updates and deletes alike (on its
+    /// own thread; see `--slow-backlog`).
     #[arg(long)]
     slow_handler: bool,
     /// Backlog bound of the slow handler (resynced from the cache past it); 0 = unbounded.
@@ -215,12 +215,18 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let reg = informer.add_event_handler_with_options(handler, measured)?;
     for i in 1..args.handlers {
         let slow = args.slow_handler && i + 1 == args.handlers;
-        let h = HandlerFns::<Pod>::new().on_update(move |_, o| {
-            std::hint::black_box(o.key());
+        // Every event, the initial adds included (as kube-runtime-bench's slow subscriber, which
+        // gets every object at the initial list's end), costs the slow handler 1 ms.
+        let touch = move |key: &informer::ObjectKey| {
+            std::hint::black_box(key);
             if slow {
                 std::thread::sleep(Duration::from_millis(1));
             }
-        });
+        };
+        let h = HandlerFns::<Pod>::new()
+            .on_add(move |o, _| touch(o.key()))
+            .on_update(move |_, o| touch(o.key()))
+            .on_delete(move |d| touch(d.key()));
         let ho = if slow {
             let policy = if args.slow_backlog == 0 {
                 BacklogPolicy::Unbounded

@@ -4,14 +4,21 @@
 //! A batch shared with other listeners is delivered from in place: a handler consumer passes its
 //! notifications by reference, only a stream clones them out.
 //!
+//! A resync reads the cache's keys when it is taken and each object only when the handler gets
+//! near it (a chunk at a time, under the informer's delta barrier): a slow handler working through
+//! a resync holds no versions the cache has since replaced. A key changed after the resync was
+//! taken is skipped (the listener records it as dirty when the change is pushed): the change
+//! reaches the handler through its own notification or the next resync, so no state older than
+//! one the handler will be given is delivered after it.
+//!
 //! Invariants: one consumer per listener; items come out in buffer order; an expanded resync
-//! yields deletes (tombstones) for seen keys that vanished, then the snapshot's objects as
-//! updates of seen keys or adds of new ones; for `Bounded` listeners every item is checked
+//! yields deletes (tombstones) for seen keys that vanished, then the current objects of its keys
+//! not changed since as updates of seen keys or adds of new ones; for `Bounded` listeners every item is checked
 //! against the seen set so the handler's view stays consistent (no add of a key it has, no
 //! update or delete of a key it lacks); initial-add credits are released exactly once, whether
 //! the item is delivered or dropped.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -27,11 +34,18 @@ use crate::object::{DeletedObject, Object, Tombstone};
 /// A backlog buffer that grew beyond this many entries is shrunk once it is empty again.
 const SHRINK_ABOVE: usize = 1024;
 
+/// Objects of a resync read from the cache at a time (each read holds the delta barrier).
+pub(super) const RESYNC_CHUNK: usize = 64;
+
 /// Consumer-side state: a shared batch or a resync being delivered and, for `Bounded`, what the
 /// handler has seen.
 pub(crate) struct Consumer<K> {
     batch: Option<InHand<K>>,
     expanded: VecDeque<Notification<K>>,
+    /// Keys of the resync in progress whose objects are still to be read from the cache.
+    resync_keys: VecDeque<ObjectKey>,
+    /// Whether the resync in progress delivers adds as initial ones.
+    resync_initial: bool,
     expanded_credit: usize,
     seen: Option<HashMap<ObjectKey, Object<K>, RandomState>>,
 }
@@ -82,6 +96,8 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         Consumer {
             batch: None,
             expanded: VecDeque::new(),
+            resync_keys: VecDeque::new(),
+            resync_initial: false,
             expanded_credit: 0,
             seen: matches!(policy, BacklogPolicy::Bounded(_)).then(HashMap::default),
         }
@@ -119,12 +135,23 @@ impl<K: Send + Sync + 'static> Consumer<K> {
     /// Takes the next item or batch from the buffer (waiting for one), or expands a resync.
     async fn step(&mut self, l: &Listener<K>) -> Step<K> {
         loop {
+            if self.expanded.is_empty() && !self.resync_keys.is_empty() {
+                if l.removed.load(Ordering::Acquire) {
+                    return Step::Closed;
+                }
+                self.read_resync_chunk(l).await;
+                if self.expansion_done() {
+                    l.finish_initial(std::mem::take(&mut self.expanded_credit));
+                }
+                continue;
+            }
             if let Some(n) = self.expanded.pop_front() {
                 if l.removed.load(Ordering::Acquire) {
                     return Step::Closed;
                 }
-                let credit = if self.expanded.is_empty() { std::mem::take(&mut self.expanded_credit) } else { 0 };
-                match self.seen(Item { n, credit, enqueued: None, backlog: self.expanded.len() }) {
+                let credit = if self.expansion_done() { std::mem::take(&mut self.expanded_credit) } else { 0 };
+                let backlog = self.expanded.len() + self.resync_keys.len();
+                match self.seen(Item { n, credit, enqueued: None, backlog }) {
                     Some(item) => return Step::Item(item),
                     None => {
                         l.finish_initial(credit);
@@ -136,18 +163,21 @@ impl<K: Send + Sync + 'static> Consumer<K> {
             // `Entry::Resync`), taken before the buffer lock as the producers do. Only this consumer
             // pops, so the resync is still first once the barrier is held (unless the listener was
             // closed meanwhile).
-            let (popped, backlog, snapshot) = match pop_front(l, false) {
+            let (popped, backlog, keys) = match pop_front(l, false) {
                 Pop::Closed => return Step::Closed,
                 Pop::Got(p, backlog) => (p, backlog, Vec::new()),
                 Pop::NeedBarrier => {
                     let _barrier = lock_barrier(&l.cache.barrier).await;
                     match pop_front(l, true) {
                         Pop::Got(p, backlog) => {
-                            // Copied with the buffer unlocked (backlog queries and `close` do not
-                            // wait for it).
+                            // The keys are listed with the buffer unlocked (backlog queries and
+                            // `close` do not wait for it); changes pushed from now on mark theirs.
                             let resync = matches!(p, Some(Pending { entry: Entry::Resync { .. }, .. }));
-                            let snapshot = if resync { l.cache.indexer.list() } else { Vec::new() };
-                            (p, backlog, snapshot)
+                            let keys = if resync { l.cache.indexer.list_keys() } else { Vec::new() };
+                            if resync {
+                                l.buf.lock().dirty = Some(HashSet::default());
+                            }
+                            (p, backlog, keys)
                         }
                         // (`NeedBarrier` cannot come back with the barrier held.)
                         Pop::Closed | Pop::NeedBarrier => return Step::Closed,
@@ -178,8 +208,8 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     return Step::Batch;
                 }
                 Entry::Resync { credit } => {
-                    self.expand(snapshot, credit);
-                    if self.expanded.is_empty() {
+                    self.expand(keys, credit);
+                    if self.expansion_done() {
                         l.finish_initial(std::mem::take(&mut self.expanded_credit));
                     }
                 }
@@ -187,12 +217,16 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         }
     }
 
-    fn expand(&mut self, snapshot: Vec<Object<K>>, credit: usize) {
+    /// Whether no item of a resync is left to read or deliver.
+    fn expansion_done(&self) -> bool {
+        self.expanded.is_empty() && self.resync_keys.is_empty()
+    }
+
+    /// Starts a resync over the cache's `keys` (listed under the barrier): tombstones for the seen
+    /// keys not among them now, the objects as the handler gets to them.
+    fn expand(&mut self, keys: Vec<ObjectKey>, credit: usize) {
         let seen = self.seen.get_or_insert_with(HashMap::default);
-        let mut present: std::collections::HashSet<&ObjectKey, RandomState> = std::collections::HashSet::default();
-        for o in &snapshot {
-            present.insert(o.key());
-        }
+        let present: HashSet<&ObjectKey, RandomState> = keys.iter().collect();
         for (k, old) in seen.iter() {
             if !present.contains(k) {
                 self.expanded.push_back(Notification::Delete(DeletedObject::FinalStateUnknown(Tombstone {
@@ -202,14 +236,40 @@ impl<K: Send + Sync + 'static> Consumer<K> {
             }
         }
         drop(present);
-        for o in snapshot {
-            let n = match seen.get(o.key()) {
-                Some(old) => Notification::Update { old: old.clone(), new: o },
-                None => Notification::Add { obj: o, is_in_initial_list: credit > 0 },
-            };
-            self.expanded.push_back(n);
-        }
+        self.resync_keys = keys.into();
+        self.resync_initial = credit > 0;
         self.expanded_credit += credit;
+    }
+
+    /// Reads the objects of the resync's next keys from the cache, under the delta barrier:
+    /// a key no change was pushed for since the resync was taken still has the object the resync
+    /// listed; one with a change is skipped (its notification or the next resync carries it).
+    /// Stops recording changed keys once every key has been read.
+    async fn read_resync_chunk(&mut self, l: &Listener<K>) {
+        let _barrier = lock_barrier(&l.cache.barrier).await;
+        let mut chunk = Vec::with_capacity(RESYNC_CHUNK);
+        {
+            let mut b = l.buf.lock();
+            while chunk.len() < RESYNC_CHUNK
+                && let Some(k) = self.resync_keys.pop_front()
+            {
+                if !b.dirty.as_ref().is_some_and(|d| d.contains(&k)) {
+                    chunk.push(k);
+                }
+            }
+            if self.resync_keys.is_empty() {
+                b.dirty = None;
+            }
+        }
+        let seen = self.seen.get_or_insert_with(HashMap::default);
+        for k in chunk {
+            // (Absent only if a delete was pushed, which would have marked the key.)
+            let Some(o) = l.cache.indexer.get_by_key(k.as_str()) else { continue };
+            self.expanded.push_back(match seen.get(&k) {
+                Some(old) => Notification::Update { old: old.clone(), new: o },
+                None => Notification::Add { obj: o, is_in_initial_list: self.resync_initial },
+            });
+        }
     }
 
     /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and

@@ -5,22 +5,23 @@
 //! Invariants:
 //! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
 //!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache,
-//!   which the consumer copies under the delta barrier when it gets there).
+//!   which the consumer reads under the delta barrier when it gets there).
 //! - Notifications reach the handler in the order they were pushed, one call at a time.
-//! - `push` is only called under the informer's delta barrier, so the cache snapshot a `Bounded`
-//!   consumer takes under that barrier, when it reaches the resync an overflow left, is exactly
-//!   the state after the last pushed notification.
+//! - `push` is only called under the informer's delta barrier, so what a `Bounded` consumer reads
+//!   of the cache under that barrier (the keys when it reaches the resync an overflow left, then
+//!   objects chunk by chunk) is exactly the state after the last pushed notification.
 //! - The registration is synced once the informer synced (upstream) and every initial add pushed
 //!   to this listener has been delivered (client-go's `synctrack.SingleFileTracker`).
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
 //! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -28,6 +29,7 @@ use tokio::time::Instant;
 use super::metrics::HandlerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
+use crate::key::ObjectKey;
 use crate::signal::Signal;
 use crate::store::Indexer;
 
@@ -46,11 +48,12 @@ pub enum BacklogPolicy {
     /// it then receives, for every cached object, its current state (`on_add` if the handler
     /// has not seen the key, `on_update(last_seen, current)` otherwise) and `on_delete` (a
     /// tombstone) for every key it has seen that is no longer cached. Intermediate states are
-    /// lost, the final state is not. The cache is read when the handler reaches that resync, so
-    /// changes made until then are part of it and are not queued (the backlog stays one entry):
-    /// a handler that stays behind costs the informer almost nothing per change and one cache
-    /// copy per resync it takes. The handler's last seen objects are remembered (one `Arc` per
-    /// key).
+    /// lost, the final state is not. The cache is read when the handler reaches that resync (its
+    /// keys when it starts, each object when the handler gets near it), so changes made until
+    /// then are part of it and are not queued (the backlog stays one entry): a handler that stays
+    /// behind costs the informer almost nothing per change (a key recorded while a resync is
+    /// read) and holds no replaced versions of cached objects for it. The handler's last seen
+    /// objects are remembered (one `Arc` per key).
     Bounded(usize),
     /// Past `n` pending notifications, the informer stops taking deltas from its queue until this
     /// handler is back under `n` (the queue then fills and the reflector stops reading the watch
@@ -82,8 +85,9 @@ pub(super) enum Entry<K> {
     /// One batch of the process loop, shared by every non-`Bounded` listener (one `Arc` per
     /// listener per batch instead of a clone and a queue slot per notification).
     Batch(Arc<Vec<Notification<K>>>),
-    /// Backlog dropped: resync from the cache as it is when the consumer takes this entry. While
-    /// pending it is the only entry: later notifications are dropped (the cache will have them).
+    /// Backlog dropped: resync from the cache as it is when the consumer gets there (see
+    /// [`consumer`](super::consumer)). While pending it is the only entry: later notifications are
+    /// dropped (the cache will have them).
     /// `credit` = initial adds dropped.
     Resync {
         credit: usize,
@@ -129,6 +133,10 @@ pub(super) struct Buffer<K> {
     /// When the shared batch the consumer holds was queued (meaningful while `in_hand > 0`).
     pub in_hand_at: Option<Instant>,
     pub closed: bool,
+    /// While a `Bounded` consumer's resync still has objects to read from the cache: the keys
+    /// changes were pushed for since it was taken (those objects are not read; see
+    /// [`consumer`](super::consumer)).
+    pub dirty: Option<HashSet<ObjectKey, RandomState>>,
 }
 
 struct Tracker {
@@ -197,7 +205,7 @@ impl<K> Listener<K> {
             finished: Signal::new(format!("handler {name} finished")),
             name,
             policy,
-            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, in_hand_at: None, closed: false }),
+            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, in_hand_at: None, closed: false, dirty: None }),
             in_hand: AtomicUsize::new(0),
             wake: Notify::new(),
             drained: Notify::new(),
@@ -233,6 +241,9 @@ impl<K> Listener<K> {
     pub fn push_quiet(&self, n: Notification<K>, now: Instant) -> bool {
         let initial = n.is_initial_add();
         self.enqueue(usize::from(initial), |b| {
+            if let Some(dirty) = &mut b.dirty {
+                dirty.insert(n.key().clone());
+            }
             if let Some(Pending { entry: Entry::Resync { credit }, .. }) = b.items.back_mut() {
                 debug_assert!(matches!(self.policy, BacklogPolicy::Bounded(_)));
                 // The pending resync reads the cache, which already has this change.
@@ -616,6 +627,49 @@ mod tests {
         l.push(Notification::Update { old: c2.clone(), new: c2.clone() }, now);
         assert_eq!(l.backlog().len, 2);
         assert_eq!(drain(&mut c, &l).await, ["update c 1->2", "update c 2->2"]);
+    }
+
+    /// A resync reads objects a chunk at a time as the handler gets to them: keys changed after it
+    /// began are not read at their old state (it holds no replaced versions) and reach the
+    /// handler once, at their new state, through the next resync.
+    #[tokio::test]
+    async fn a_resync_reads_objects_as_the_handler_gets_there_and_skips_keys_changed_since() {
+        use crate::shared_informer::consumer::RESYNC_CHUNK;
+        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
+        let now = Instant::now();
+        let n = 3 * RESYNC_CHUNK;
+        let v1: Vec<Obj> = (0..n).map(|i| obj(&format!("o{i}"), "1")).collect();
+        for o in &v1 {
+            idx.add(o.clone()).unwrap();
+            l.push(Notification::Add { obj: o.clone(), is_in_initial_list: false }, now);
+        }
+        assert_eq!((l.backlog().len, l.overflows()), (1, 1));
+        // The handler takes the resync's first object: one chunk is read.
+        let first = c.next(&l).await.unwrap();
+        let mut got = vec![describe(&first.n)];
+        l.delivered_without_call(&first);
+        assert_eq!(first.backlog, n - 1, "the rest of the resync is pending");
+        // Every object changes: the rest of this chunk is delivered as read; the other keys are
+        // not read at version 1 any more.
+        for (i, old) in v1.iter().enumerate() {
+            let new = obj(&format!("o{i}"), "2");
+            idx.add(new.clone()).unwrap();
+            l.push(Notification::Update { old: old.clone(), new }, now);
+        }
+        got.extend(drain(&mut c, &l).await);
+        let at_1: Vec<&String> = got.iter().filter(|g| g.ends_with("@1 false")).collect();
+        assert_eq!(at_1.len(), RESYNC_CHUNK, "only the chunk read before the changes: {got:?}");
+        let updated = got.iter().filter(|g| g.ends_with(" 1->2")).count();
+        let added_at_2 = got.iter().filter(|g| g.ends_with("@2 false")).count();
+        assert_eq!((updated, added_at_2), (RESYNC_CHUNK, n - RESYNC_CHUNK), "{got:?}");
+        assert_eq!(got.len(), n + RESYNC_CHUNK, "every key once per state it was delivered at");
+        // Each key read at version 1 comes before its update.
+        for (i, g) in got.iter().enumerate() {
+            if let Some(name) = g.strip_prefix("update ").and_then(|r| r.split(' ').next()) {
+                let add = format!("add {name}@1 false");
+                assert!(got[..i].contains(&add), "{name}: {got:?}");
+            }
+        }
     }
 
     #[tokio::test]
