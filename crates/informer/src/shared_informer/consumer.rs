@@ -4,12 +4,13 @@
 //! A batch shared with other listeners is delivered from in place: a handler consumer passes its
 //! notifications by reference, only a stream clones them out.
 //!
-//! A resync reads the cache's keys when it is taken and each object only when the handler gets
-//! near it (a chunk at a time, under the informer's delta barrier): a slow handler working through
-//! a resync holds no versions the cache has since replaced. A key changed after the resync was
-//! taken is skipped (the listener records it as dirty when the change is pushed): the change
-//! reaches the handler through its own notification or the next resync, so no state older than
-//! one the handler will be given is delivered after it.
+//! A resync lists the cache's keys and versions when it is taken (under the informer's delta
+//! barrier) and reads each object only when the handler gets near it, a chunk at a time: a slow
+//! handler working through a resync holds no versions the cache has since replaced. An object
+//! whose version changed since the resync was taken is skipped: the change was pushed after the
+//! listing, so it reaches the handler through its own notification or the next resync, and no
+//! state is delivered after a newer one. (A version is the resourceVersion, or for an object
+//! without one a hash of its JSON.)
 //!
 //! Invariants: one consumer per listener; items come out in buffer order; an expanded resync
 //! yields deletes (tombstones) for seen keys that vanished, then the current objects of its keys
@@ -19,6 +20,7 @@
 //! the item is delivered or dropped.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -34,7 +36,7 @@ use crate::object::{DeletedObject, Object, Tombstone};
 /// A backlog buffer that grew beyond this many entries is shrunk once it is empty again.
 const SHRINK_ABOVE: usize = 1024;
 
-/// Objects of a resync read from the cache at a time (each read holds the delta barrier).
+/// Objects of a resync read from the cache at a time.
 pub(super) const RESYNC_CHUNK: usize = 64;
 
 /// Consumer-side state: a shared batch or a resync being delivered and, for `Bounded`, what the
@@ -42,8 +44,9 @@ pub(super) const RESYNC_CHUNK: usize = 64;
 pub(crate) struct Consumer<K> {
     batch: Option<InHand<K>>,
     expanded: VecDeque<Notification<K>>,
-    /// Keys of the resync in progress whose objects are still to be read from the cache.
-    resync_keys: VecDeque<ObjectKey>,
+    /// Keys of the resync in progress whose objects are still to be read from the cache, with
+    /// the version each had when the resync was taken.
+    resync_keys: VecDeque<(ObjectKey, u64)>,
     /// Whether the resync in progress delivers adds as initial ones.
     resync_initial: bool,
     expanded_credit: usize,
@@ -139,7 +142,7 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                 if l.removed.load(Ordering::Acquire) {
                     return Step::Closed;
                 }
-                self.read_resync_chunk(l).await;
+                self.read_resync_chunk(l);
                 if self.expansion_done() {
                     l.finish_initial(std::mem::take(&mut self.expanded_credit));
                 }
@@ -170,12 +173,13 @@ impl<K: Send + Sync + 'static> Consumer<K> {
                     let _barrier = lock_barrier(&l.cache.barrier).await;
                     match pop_front(l, true) {
                         Pop::Got(p, backlog) => {
-                            // The keys are listed with the buffer unlocked (backlog queries and
-                            // `close` do not wait for it); changes pushed from now on mark theirs.
+                            // Listed with the buffer unlocked (backlog queries and `close` do not
+                            // wait for it).
                             let resync = matches!(p, Some(Pending { entry: Entry::Resync { .. }, .. }));
-                            let keys = if resync { l.cache.indexer.list_keys() } else { Vec::new() };
+                            let mut keys = Vec::new();
                             if resync {
-                                l.buf.lock().dirty = Some(HashSet::default());
+                                keys.reserve(l.cache.indexer.len());
+                                l.cache.indexer.for_each(|o| keys.push((o.key().clone(), version(o))));
                             }
                             (p, backlog, keys)
                         }
@@ -222,11 +226,11 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         self.expanded.is_empty() && self.resync_keys.is_empty()
     }
 
-    /// Starts a resync over the cache's `keys` (listed under the barrier): tombstones for the seen
-    /// keys not among them now, the objects as the handler gets to them.
-    fn expand(&mut self, keys: Vec<ObjectKey>, credit: usize) {
+    /// Starts a resync over the cache's `keys` and versions (listed under the barrier):
+    /// tombstones for the seen keys not among them now, the objects as the handler gets to them.
+    fn expand(&mut self, keys: Vec<(ObjectKey, u64)>, credit: usize) {
         let seen = self.seen.get_or_insert_with(HashMap::default);
-        let present: HashSet<&ObjectKey, RandomState> = keys.iter().collect();
+        let present: HashSet<&ObjectKey, RandomState> = keys.iter().map(|(k, _)| k).collect();
         for (k, old) in seen.iter() {
             if !present.contains(k) {
                 self.expanded.push_back(Notification::Delete(DeletedObject::FinalStateUnknown(Tombstone {
@@ -241,35 +245,31 @@ impl<K: Send + Sync + 'static> Consumer<K> {
         self.expanded_credit += credit;
     }
 
-    /// Reads the objects of the resync's next keys from the cache, under the delta barrier:
-    /// a key no change was pushed for since the resync was taken still has the object the resync
-    /// listed; one with a change is skipped (its notification or the next resync carries it).
-    /// Stops recording changed keys once every key has been read.
-    async fn read_resync_chunk(&mut self, l: &Listener<K>) {
-        let _barrier = lock_barrier(&l.cache.barrier).await;
-        let mut chunk = Vec::with_capacity(RESYNC_CHUNK);
-        {
-            let mut b = l.buf.lock();
-            while chunk.len() < RESYNC_CHUNK
-                && let Some(k) = self.resync_keys.pop_front()
-            {
-                if !b.dirty.as_ref().is_some_and(|d| d.contains(&k)) {
-                    chunk.push(k);
-                }
-            }
-            if self.resync_keys.is_empty() {
-                b.dirty = None;
-            }
-        }
+    /// Reads the objects of the resync's next keys from the cache (under one read lock). While
+    /// the backlog behind the resync is still queued, an object still at the version the resync
+    /// listed is delivered (the state the resync was taken at) and one that changed or went is
+    /// skipped: its change was queued after the listing, or left to the next resync. Once the
+    /// backlog has overflowed again (only a pending resync is queued), every later change is left
+    /// to that resync and nothing queued follows: the current state of every key is delivered.
+    /// Either way nothing older than a state still to come is delivered, and every key is.
+    fn read_resync_chunk(&mut self, l: &Listener<K>) {
+        let n = self.resync_keys.len().min(RESYNC_CHUNK);
+        let chunk: Vec<(ObjectKey, u64)> = self.resync_keys.drain(..n).collect();
+        let absorbing = {
+            let b = l.buf.lock();
+            b.items.len() == 1 && matches!(b.items.front(), Some(Pending { entry: Entry::Resync { .. }, .. }))
+        };
         let seen = self.seen.get_or_insert_with(HashMap::default);
-        for k in chunk {
-            // (Absent only if a delete was pushed, which would have marked the key.)
-            let Some(o) = l.cache.indexer.get_by_key(k.as_str()) else { continue };
-            self.expanded.push_back(match seen.get(&k) {
-                Some(old) => Notification::Update { old: old.clone(), new: o },
-                None => Notification::Add { obj: o, is_in_initial_list: self.resync_initial },
+        let (expanded, initial) = (&mut self.expanded, self.resync_initial);
+        let mut listed = chunk.iter().map(|(_, v)| *v);
+        l.cache.indexer.get_each(chunk.iter().map(|(k, _)| k.as_str()), |k, o| {
+            let listed = listed.next();
+            let Some(o) = o.filter(|o| absorbing || Some(version(o)) == listed) else { return };
+            expanded.push_back(match seen.get(k) {
+                Some(old) => Notification::Update { old: old.clone(), new: o.clone() },
+                None => Notification::Add { obj: o.clone(), is_in_initial_list: initial },
             });
-        }
+        });
     }
 
     /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and
@@ -347,6 +347,16 @@ async fn lock_barrier(m: &parking_lot::Mutex<()>) -> parking_lot::MutexGuard<'_,
             return g;
         }
         tokio::task::yield_now().await;
+    }
+}
+
+/// An object's version for resyncs: its resourceVersion, or for an object without one its JSON
+/// (hashed; equal JSON is the same state).
+fn version<K>(o: &Object<K>) -> u64 {
+    let hasher = foldhash::fast::FixedState::default();
+    match o.resource_version() {
+        Some(rv) => hasher.hash_one(rv),
+        None => hasher.hash_one(&*o.raw_json()),
     }
 }
 

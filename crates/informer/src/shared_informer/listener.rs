@@ -7,21 +7,20 @@
 //!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache,
 //!   which the consumer reads under the delta barrier when it gets there).
 //! - Notifications reach the handler in the order they were pushed, one call at a time.
-//! - `push` is only called under the informer's delta barrier, so what a `Bounded` consumer reads
-//!   of the cache under that barrier (the keys when it reaches the resync an overflow left, then
-//!   objects chunk by chunk) is exactly the state after the last pushed notification.
+//! - `push` is only called under the informer's delta barrier, so the cache a `Bounded` consumer
+//!   lists under that barrier, when it reaches the resync an overflow left, is exactly the state
+//!   after the last pushed notification.
 //! - The registration is synced once the informer synced (upstream) and every initial add pushed
 //!   to this listener has been delivered (client-go's `synctrack.SingleFileTracker`).
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
 //! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -29,7 +28,6 @@ use tokio::time::Instant;
 use super::metrics::HandlerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
-use crate::key::ObjectKey;
 use crate::signal::Signal;
 use crate::store::Indexer;
 
@@ -51,8 +49,8 @@ pub enum BacklogPolicy {
     /// lost, the final state is not. The cache is read when the handler reaches that resync (its
     /// keys when it starts, each object when the handler gets near it), so changes made until
     /// then are part of it and are not queued (the backlog stays one entry): a handler that stays
-    /// behind costs the informer almost nothing per change (a key recorded while a resync is
-    /// read) and holds no replaced versions of cached objects for it. The handler's last seen
+    /// behind costs the informer almost nothing per change and holds no replaced versions of
+    /// cached objects for it. The handler's last seen
     /// objects are remembered (one `Arc` per key).
     Bounded(usize),
     /// Past `n` pending notifications, the informer stops taking deltas from its queue until this
@@ -133,10 +131,6 @@ pub(super) struct Buffer<K> {
     /// When the shared batch the consumer holds was queued (meaningful while `in_hand > 0`).
     pub in_hand_at: Option<Instant>,
     pub closed: bool,
-    /// While a `Bounded` consumer's resync still has objects to read from the cache: the keys
-    /// changes were pushed for since it was taken (those objects are not read; see
-    /// [`consumer`](super::consumer)).
-    pub dirty: Option<HashSet<ObjectKey, RandomState>>,
 }
 
 struct Tracker {
@@ -205,7 +199,7 @@ impl<K> Listener<K> {
             finished: Signal::new(format!("handler {name} finished")),
             name,
             policy,
-            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, in_hand_at: None, closed: false, dirty: None }),
+            buf: Mutex::new(Buffer { items: VecDeque::new(), count: 0, in_hand_at: None, closed: false }),
             in_hand: AtomicUsize::new(0),
             wake: Notify::new(),
             drained: Notify::new(),
@@ -241,9 +235,6 @@ impl<K> Listener<K> {
     pub fn push_quiet(&self, n: Notification<K>, now: Instant) -> bool {
         let initial = n.is_initial_add();
         self.enqueue(usize::from(initial), |b| {
-            if let Some(dirty) = &mut b.dirty {
-                dirty.insert(n.key().clone());
-            }
             if let Some(Pending { entry: Entry::Resync { credit }, .. }) = b.items.back_mut() {
                 debug_assert!(matches!(self.policy, BacklogPolicy::Bounded(_)));
                 // The pending resync reads the cache, which already has this change.
@@ -547,17 +538,26 @@ mod tests {
         Arc::new((0..n).map(|i| add(i, i < initial)).collect())
     }
 
-    async fn drain(c: &mut Consumer<serde_json::Value>, l: &Listener<serde_json::Value>) -> Vec<String> {
+    /// Takes every notification the consumer has ready, marking each delivered. Everything
+    /// pending is ready: a consumer that would wait means the backlog is drained. (Tests run on
+    /// paused time, so the timeout fires only once no task can make progress.)
+    async fn drain_items(
+        c: &mut Consumer<serde_json::Value>,
+        l: &Listener<serde_json::Value>,
+    ) -> Vec<Notification<serde_json::Value>> {
         let mut out = Vec::new();
-        // Everything pending is ready: a consumer that would wait means the backlog is drained.
         while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(50), c.next(l)).await {
-            out.push(describe(&item.n));
             l.delivered_without_call(&item);
+            out.push(item.n);
         }
         out
     }
 
-    #[tokio::test]
+    async fn drain(c: &mut Consumer<serde_json::Value>, l: &Listener<serde_json::Value>) -> Vec<String> {
+        drain_items(c, l).await.iter().map(describe).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn bounded_overflow_resyncs_against_what_the_handler_saw() {
         let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
         let now = Instant::now();
@@ -588,7 +588,7 @@ mod tests {
         assert_eq!(got, ["add c@3 false", "delete b true", "update a 1->2"]);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn changes_after_an_overflow_reach_the_handler_through_the_pending_resync() {
         let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
         let now = Instant::now();
@@ -629,50 +629,129 @@ mod tests {
         assert_eq!(drain(&mut c, &l).await, ["update c 1->2", "update c 2->2"]);
     }
 
-    /// A resync reads objects a chunk at a time as the handler gets to them: keys changed after it
-    /// began are not read at their old state (it holds no replaced versions) and reach the
-    /// handler once, at their new state, through the next resync.
-    #[tokio::test]
-    async fn a_resync_reads_objects_as_the_handler_gets_there_and_skips_keys_changed_since() {
-        use crate::shared_informer::consumer::RESYNC_CHUNK;
-        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(2));
+    /// `n` objects from `make(i, "1")` in the cache, pushed as adds to a `Bounded(bound)` listener
+    /// with same-object updates of the first one after them until it overflows; the handler then
+    /// takes the resync's first item (one chunk is read); then, for each of `rounds`, every object
+    /// `i` is replaced by `make(i, round)` (or by an equal copy when `unchanged(i)`) and the update
+    /// pushed. Returns, per object name, the states the handler got ("add v", "update v->w", by
+    /// `make`'s label).
+    async fn resync_while_everything_changes(
+        n: usize,
+        bound: usize,
+        rounds: &[&str],
+        make: impl Fn(usize, &str) -> Obj,
+        unchanged: impl Fn(usize) -> bool,
+    ) -> std::collections::BTreeMap<String, Vec<String>> {
+        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(bound));
         let now = Instant::now();
-        let n = 3 * RESYNC_CHUNK;
-        let v1: Vec<Obj> = (0..n).map(|i| obj(&format!("o{i}"), "1")).collect();
+        let v1: Vec<Obj> = (0..n).map(|i| make(i, "1")).collect();
         for o in &v1 {
             idx.add(o.clone()).unwrap();
             l.push(Notification::Add { obj: o.clone(), is_in_initial_list: false }, now);
         }
-        assert_eq!((l.backlog().len, l.overflows()), (1, 1));
-        // The handler takes the resync's first object: one chunk is read.
-        let first = c.next(&l).await.unwrap();
-        let mut got = vec![describe(&first.n)];
-        l.delivered_without_call(&first);
-        assert_eq!(first.backlog, n - 1, "the rest of the resync is pending");
-        // Every object changes: the rest of this chunk is delivered as read; the other keys are
-        // not read at version 1 any more.
-        for (i, old) in v1.iter().enumerate() {
-            let new = obj(&format!("o{i}"), "2");
-            idx.add(new.clone()).unwrap();
-            l.push(Notification::Update { old: old.clone(), new }, now);
+        while l.overflows() == 0 {
+            l.push(Notification::Update { old: v1[0].clone(), new: v1[0].clone() }, now);
         }
-        got.extend(drain(&mut c, &l).await);
-        let at_1: Vec<&String> = got.iter().filter(|g| g.ends_with("@1 false")).collect();
-        assert_eq!(at_1.len(), RESYNC_CHUNK, "only the chunk read before the changes: {got:?}");
-        let updated = got.iter().filter(|g| g.ends_with(" 1->2")).count();
-        let added_at_2 = got.iter().filter(|g| g.ends_with("@2 false")).count();
-        assert_eq!((updated, added_at_2), (RESYNC_CHUNK, n - RESYNC_CHUNK), "{got:?}");
-        assert_eq!(got.len(), n + RESYNC_CHUNK, "every key once per state it was delivered at");
-        // Each key read at version 1 comes before its update.
-        for (i, g) in got.iter().enumerate() {
-            if let Some(name) = g.strip_prefix("update ").and_then(|r| r.split(' ').next()) {
-                let add = format!("add {name}@1 false");
-                assert!(got[..i].contains(&add), "{name}: {got:?}");
+        let first = c.next(&l).await.unwrap();
+        assert_eq!(first.backlog, n - 1, "the rest of the resync is pending");
+        let mut got = vec![first.n.clone()];
+        l.delivered_without_call(&first);
+        let mut current = v1;
+        for round in rounds {
+            for (i, old) in current.iter_mut().enumerate() {
+                let new = make(i, if unchanged(i) { "1" } else { round });
+                idx.add(new.clone()).unwrap();
+                l.push(Notification::Update { old: old.clone(), new: new.clone() }, now);
+                *old = new;
             }
         }
+        got.extend(drain_items(&mut c, &l).await);
+        let label = |o: &Obj| o.label("v").unwrap().to_string();
+        let mut states: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for n in &got {
+            let (name, state) = match n {
+                Notification::Add { obj, .. } => (obj.name(), format!("add {}", label(obj))),
+                Notification::Update { old, new } => (new.name(), format!("update {}->{}", label(old), label(new))),
+                Notification::Delete(_) => panic!("nothing was deleted"),
+            };
+            states.entry(name.to_string()).or_default().push(state);
+        }
+        assert_eq!(states.len(), n, "every key reaches the handler");
+        states
     }
 
-    #[tokio::test]
+    fn labelled(i: usize, v: &str, rv: bool) -> Obj {
+        let rv = if rv { format!(r#","resourceVersion":"{v}""#) } else { String::new() };
+        Obj::from_json(format!(r#"{{"metadata":{{"name":"o{i}","namespace":"ns"{rv},"labels":{{"v":"{v}"}}}}}}"#))
+            .unwrap()
+    }
+
+    /// While the changes behind a resync are queued, it reads objects a chunk at a time as the
+    /// handler gets to them: a key changed after the resync began is not read at its old state
+    /// (the resync holds no replaced versions) and reaches the handler once, at its new state,
+    /// through its queued updates (never a newer state before an older one).
+    #[tokio::test(start_paused = true)]
+    async fn a_resync_skips_keys_whose_changes_are_queued_behind_it() {
+        use crate::shared_informer::consumer::RESYNC_CHUNK;
+        let n = 3 * RESYNC_CHUNK;
+        let states =
+            resync_while_everything_changes(n, 2 * n + 8, &["2", "3"], |i, v| labelled(i, v, true), |_| false).await;
+        let (mut read_first, mut skipped) = (0, 0);
+        for (name, s) in &states {
+            match s.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                ["add 1", "update 1->2", "update 2->3"] => read_first += 1,
+                ["add 2", "update 2->3"] => skipped += 1,
+                _ => panic!("{name}: {s:?}"),
+            }
+        }
+        assert_eq!((read_first, skipped), (RESYNC_CHUNK, n - RESYNC_CHUNK), "only the chunk read first at 1");
+    }
+
+    /// The same for objects without a resourceVersion: their version is their JSON.
+    #[tokio::test(start_paused = true)]
+    async fn a_resync_tells_changed_objects_without_resource_versions_by_their_json() {
+        use crate::shared_informer::consumer::RESYNC_CHUNK;
+        let n = 2 * RESYNC_CHUNK;
+        // Odd objects are replaced by equal copies (a new object, the same state).
+        let states =
+            resync_while_everything_changes(n, 2 * n + 8, &["2", "3"], |i, v| labelled(i, v, false), |i| i % 2 == 1)
+                .await;
+        let (mut read_first, mut skipped) = (0, 0);
+        for (name, s) in &states {
+            let changed = name[1..].parse::<usize>().unwrap() % 2 == 0;
+            match s.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                ["add 1", "update 1->2", "update 2->3"] if changed => read_first += 1,
+                ["add 2", "update 2->3"] if changed => skipped += 1,
+                ref unchanged if !changed && unchanged.iter().all(|s| *s == "add 1" || *s == "update 1->1") => {}
+                _ => panic!("{name}: {s:?}"),
+            }
+        }
+        assert!(read_first > 0 && skipped > 0, "{read_first} read at 1, {skipped} skipped");
+        assert_eq!(read_first + skipped, n / 2);
+    }
+
+    /// Once the backlog behind a resync overflows again, every change is left to the next
+    /// resync: this one then delivers the current state of each key it has yet to read (nothing
+    /// older can follow), so a handler that never catches up still gets every key, each state
+    /// no older than the one before.
+    #[tokio::test(start_paused = true)]
+    async fn a_resync_overtaken_by_another_overflow_delivers_current_states() {
+        use crate::shared_informer::consumer::RESYNC_CHUNK;
+        let n = 3 * RESYNC_CHUNK;
+        let states = resync_while_everything_changes(n, 2, &["2"], |i, v| labelled(i, v, true), |_| false).await;
+        let (mut read_first, mut read_current) = (0, 0);
+        for (name, s) in &states {
+            match s.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                // Then redelivered by the next resync.
+                ["add 1", "update 1->2"] => read_first += 1,
+                ["add 2", "update 2->2"] => read_current += 1,
+                _ => panic!("{name}: {s:?}"),
+            }
+        }
+        assert_eq!((read_first, read_current), (RESYNC_CHUNK, n - RESYNC_CHUNK));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn block_holds_the_informer_past_the_limit_until_half_drained() {
         use futures_util::FutureExt;
         let (_, l, mut c) = setup(BacklogPolicy::Block(10));
@@ -701,7 +780,7 @@ mod tests {
         assert!(wait.as_mut().now_or_never().is_some());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_shared_batch_counts_as_its_notifications_until_delivered() {
         let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
@@ -729,7 +808,7 @@ mod tests {
         assert_eq!(l.backlog(), Backlog { len: 0, oldest_age: None });
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_handler_consumer_delivers_a_shared_batch_in_order_and_stops_at_close_mid_batch() {
         let idx = Arc::new(Indexer::<serde_json::Value>::new(Indexers::new()));
         let l = Arc::new(listener(BacklogPolicy::Unbounded, &idx));
@@ -750,7 +829,7 @@ mod tests {
         assert_eq!((l.delivered(), l.backlog().len), (3, 0));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn unbounded_keeps_everything_in_order_and_close_drops_the_backlog() {
         let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
@@ -763,7 +842,7 @@ mod tests {
         assert_eq!(l.backlog().len, 0, "nothing is queued after close");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_drained_burst_gives_its_buffer_back() {
         let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         let now = Instant::now();
@@ -782,7 +861,7 @@ mod tests {
         assert!(c.next(&l).await.is_some(), "the listener keeps working after the shrink");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn registration_syncs_only_after_upstream_and_initial_adds() {
         let (_, l, mut c) = setup(BacklogPolicy::Unbounded);
         l.push(Notification::Add { obj: obj("a", "1"), is_in_initial_list: true }, Instant::now());

@@ -461,6 +461,19 @@ impl<K> Indexer<K> {
         self.state.read().items.get(key).map(|e| e.obj.clone())
     }
 
+    /// Looks each of `keys` up under one read lock, calling `f` with its object if stored.
+    /// `f` must not write to this store.
+    pub(crate) fn get_each<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+        mut f: impl FnMut(&'k str, Option<&Object<K>>),
+    ) {
+        let st = self.state.read();
+        for k in keys {
+            f(k, st.items.get(k).map(|e| &e.obj));
+        }
+    }
+
     /// The stored object with the same key as `obj`.
     pub fn get(&self, obj: &Object<K>) -> Option<Object<K>> {
         self.get_by_key(obj.key().as_str())
