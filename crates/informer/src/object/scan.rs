@@ -394,10 +394,10 @@ fn ends_scalar(c: Option<&u8>) -> bool {
 // Stage 2: the grammar walk over structurals.
 
 /// Stage 2's state: the input, the token cursor, and stage 1's output around it.
-struct Scanner<'a> {
+pub(super) struct Scanner<'a> {
     b: &'a [u8],
     /// Where the last token taken is (the input's length once they are all taken).
-    i: usize,
+    pub(super) i: usize,
     kernel: Kernel,
     /// Stage 1's output for a batch of blocks: `batch_len` of them from block `batch_first` on.
     batch: [Block; BATCH],
@@ -421,6 +421,9 @@ struct Scanner<'a> {
     stop: usize,
     /// What was wrong there.
     stop_what: &'static str,
+    /// Numbers are checked exactly against JSON's grammar (the typed decoder, [`super::de`]),
+    /// not roughly (the head scan).
+    strict: bool,
 }
 
 type R<T> = Result<T, ScanError>;
@@ -447,7 +450,13 @@ impl<'a> Scanner<'a> {
             paired: usize::MAX,
             stop: usize::MAX,
             stop_what: "",
+            strict: false,
         }
+    }
+
+    /// A scanner for the typed decoder: numbers are checked exactly, also in skipped values.
+    pub(super) fn strict(b: &'a [u8]) -> Self {
+        Scanner { strict: true, ..Self::new(b) }
     }
 
     #[cold]
@@ -571,7 +580,7 @@ impl<'a> Scanner<'a> {
     /// input returns 0 with `self.i` at the end (a NUL byte in the input is a structural too, but
     /// before the end); at a bad escape returns 0 with `self.i` there.
     #[inline(always)]
-    fn tok(&mut self) -> u8 {
+    pub(super) fn tok(&mut self) -> u8 {
         if self.bits == 0 {
             return self.tok_far();
         }
@@ -620,7 +629,7 @@ impl<'a> Scanner<'a> {
     /// The contents of the string whose opening quote is the last token taken if it ends in the
     /// current block and has no escapes (the common case, kept small to inline).
     #[inline(always)]
-    fn plain_string(&mut self) -> Option<&'a [u8]> {
+    pub(super) fn plain_string(&mut self) -> Option<&'a [u8]> {
         let from = self.i + 1;
         let shift = from.wrapping_sub(self.base);
         if shift >= 64 {
@@ -653,16 +662,39 @@ impl<'a> Scanner<'a> {
         self.decode(start, end).map(Cow::Owned)
     }
 
+    /// The string whose opening quote is the last token taken, for the typed decoder: its bytes
+    /// if it has no escapes, else `None` with its escapes decoded into `out` (cleared first).
+    #[inline(never)]
+    pub(super) fn string_or_decoded(&mut self, out: &mut Vec<u8>) -> R<Option<&'a [u8]>> {
+        let start = self.i + 1;
+        let (end, maybe_escapes) = self.closing_quote()?;
+        let raw = &self.b[start..end];
+        if !maybe_escapes || !raw.contains(&b'\\') {
+            self.i = end;
+            return Ok(Some(raw));
+        }
+        out.clear();
+        self.decode_into(start, end, out)?;
+        Ok(None)
+    }
+
     /// Decodes the escapes of the string from `start` to its closing quote at `end`.
     #[inline(never)]
     fn decode(&mut self, start: usize, end: usize) -> R<Vec<u8>> {
-        let b = self.b;
         let mut out = Vec::with_capacity(end - start);
+        self.decode_into(start, end, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Scanner::decode`], appending to `out`.
+    fn decode_into(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> R<()> {
+        let b = self.b;
+        out.reserve(end - start);
         self.i = start;
         while let Some(p) = b.get(self.i..end).and_then(|s| memchr::memchr(b'\\', s)) {
             out.extend_from_slice(&b[self.i..self.i + p]);
             self.i += p;
-            self.escape(&mut out)?;
+            self.escape(out)?;
         }
         // Valid escapes never cover an unescaped quote, so they end before `end`.
         if self.i > end {
@@ -670,7 +702,7 @@ impl<'a> Scanner<'a> {
         }
         out.extend_from_slice(&b[self.i..end]);
         self.i = end;
-        Ok(out)
+        Ok(())
     }
 
     /// Decodes the escape at `self.i` (a backslash), appending its value to `out`.
@@ -753,7 +785,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Checks the literal `lit` at the last token taken.
-    fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
+    pub(super) fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
         let end = self.i + N;
         match self.b.get(self.i..).and_then(<[u8]>::first_chunk::<N>) {
             Some(s) if s == lit => {
@@ -784,7 +816,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Checks the number at the last token taken; returns where it ends.
-    fn number(&mut self) -> R<usize> {
+    pub(super) fn number(&mut self) -> R<usize> {
         let start = self.i;
         let mut end = start;
         while let Some(&c) = self.b.get(end) {
@@ -794,9 +826,15 @@ impl<'a> Scanner<'a> {
                 break;
             }
         }
-        // Cheap shape check: starts with '-' or a digit and ends with a digit.
+        // Cheap shape check: starts with '-' or a digit and ends with a digit (or, strict, the
+        // exact grammar).
         let n = &self.b[start..end];
-        if n.last().is_some_and(u8::is_ascii_digit) && (n[0] == b'-' || n[0].is_ascii_digit()) {
+        let shaped = if self.strict {
+            is_json_number(n)
+        } else {
+            n.last().is_some_and(u8::is_ascii_digit) && (n[0] == b'-' || n[0].is_ascii_digit())
+        };
+        if shaped {
             if ends_scalar(self.b.get(end)) {
                 return Ok(end);
             }
@@ -810,7 +848,7 @@ impl<'a> Scanner<'a> {
     /// Skips the value whose first token `c` was just taken. `depth` is the value's nesting depth
     /// (members of the top-level object are at 1).
     #[inline]
-    fn skip_value(&mut self, c: u8, depth: usize) -> R<()> {
+    pub(super) fn skip_value(&mut self, c: u8, depth: usize) -> R<()> {
         if depth > MAX_DEPTH {
             return self.err("nesting too deep");
         }
@@ -1034,13 +1072,43 @@ impl<'a> Scanner<'a> {
     }
 
     /// After the top-level value: only whitespace may follow.
-    fn end(&mut self, what: &'static str) -> R<()> {
+    pub(super) fn end(&mut self, what: &'static str) -> R<()> {
         self.tok();
         if self.i < self.b.len() {
             return self.err(what);
         }
         Ok(())
     }
+}
+
+/// Whether `n` is exactly a JSON number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+pub(super) fn is_json_number(n: &[u8]) -> bool {
+    let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut i = usize::from(n.first() == Some(&b'-'));
+    match n.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(&n[i..]),
+        _ => return false,
+    }
+    if n.get(i) == Some(&b'.') {
+        let d = digits(&n[i + 1..]);
+        if d == 0 {
+            return false;
+        }
+        i += 1 + d;
+    }
+    if matches!(n.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(n.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let d = digits(n.get(i..).unwrap_or_default());
+        if d == 0 {
+            return false;
+        }
+        i += d;
+    }
+    i == n.len()
 }
 
 /// The value of four hex digits at `at`; `None` if the input ends first.

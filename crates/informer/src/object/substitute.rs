@@ -44,9 +44,17 @@ pub(crate) type Substitutions<'v> = [(u32, &'v Value)];
 /// field set from `subs`. An error means "decode the whole JSON instead", not that it is invalid.
 pub(crate) fn decode<K: de::DeserializeOwned>(doc: &str, subs: &Substitutions<'_>) -> Result<K, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(doc);
-    let k = K::deserialize(Proxy { de: &mut de, at: At::Root, subs })?;
+    let k = decode_with(&mut de, subs)?;
     de.end()?;
     Ok(k)
+}
+
+/// [`decode`] with the deserializer `de` of the document (which the caller checks the end of).
+pub(crate) fn decode_with<'de, K: de::Deserialize<'de>, D: Deserializer<'de>>(
+    de: D,
+    subs: &Substitutions<'_>,
+) -> Result<K, D::Error> {
+    K::deserialize(Proxy { de, at: At::Root, subs })
 }
 
 /// Where on the followed path a value is.

@@ -1,0 +1,1031 @@
+//! The typed decoder: a serde deserializer over the scanner's structural index.
+//!
+//! Why: a typed decode ([`Object::get`](super::Object::get), [`Object::decode`](super::Object::decode))
+//! is most of what a handler that reads objects costs. serde_json steps through the document a
+//! byte at a time: finding where each string ends, skipping whitespace, looking for the next
+//! comma, colon or brace (a third of a pod's decode).
+//!
+//! How: stage 1 of the [scanner](super::scan) classifies the document 64 bytes at a time and the
+//! deserializer takes its tokens from the structurals: a string's end is the next unescaped
+//! quote (one bit operation, no byte loop), the next member is the next structural. Strings
+//! without escapes are handed to the target borrowed, others decoded into one scratch buffer.
+//!
+//! Invariant: the result is exactly what `serde_json::from_str` gives for the same document, or
+//! [`Fallback`], which means "decode with serde_json instead" (the caller then does, and gets
+//! serde_json's value or error). The target is called exactly as serde_json calls it (borrowed
+//! strings where serde_json borrows, `visit_u64`/`visit_i64` for integers, `visit_unit` for null,
+//! `visit_some` after a peek, no size hints, the same map-key deserializer), and everything this
+//! deserializer does not reproduce exactly falls back: floats, `-0` and integers beyond 64 bits
+//! (serde_json's `f64` paths), documents holding any byte below 0x20 (control characters, which
+//! serde_json refuses inside strings, and the whitespace of pretty-printed JSON; API servers send
+//! compact JSON), nesting deeper than [`MAX_DEPTH`] (serde_json stops at 128), raw values, byte
+//! strings, `i128`/`u128`, enums other than a unit variant named by a string, structs written as
+//! arrays, map keys read as numbers or booleans, and every error, the target's included. What
+//! serde_json checks in values the target skips (number syntax, literals, escapes, nesting) the
+//! strict scanner checks too, so a document serde_json refuses never decodes here.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
+
+use super::scan::Scanner;
+
+/// Nesting deeper than this falls back (serde_json refuses documents nested deeper than 127).
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// serde_json's marker for capturing a value as raw JSON text.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// "Decode this document with serde_json instead": this deserializer does not reproduce what
+/// serde_json would do with it (see the module docs), or the document or target failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fallback;
+
+impl fmt::Display for Fallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("decode with serde_json instead")
+    }
+}
+
+impl std::error::Error for Fallback {}
+
+impl de::Error for Fallback {
+    #[cold]
+    fn custom<T: fmt::Display>(_msg: T) -> Self {
+        Fallback
+    }
+}
+
+type R<T> = Result<T, Fallback>;
+
+/// Decodes `doc` with `f` (which deserializes the document's one value from the deserializer it
+/// is given), then checks that nothing but whitespace follows.
+pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -> R<T> {
+    if has_control(doc.as_bytes()) {
+        return Err(Fallback);
+    }
+    let mut de = De {
+        s: Scanner::strict(doc.as_bytes()),
+        doc,
+        peeked: None,
+        unclosed: None,
+        failed: false,
+        depth: 0,
+        scratch: Vec::new(),
+    };
+    let v = f(&mut de)?;
+    if let Some(closer) = de.unclosed.take()
+        && de.s.tok() != closer
+    {
+        return Err(Fallback);
+    }
+    if de.failed || de.peeked.is_some() || de.s.end("trailing characters").is_err() {
+        return Err(Fallback);
+    }
+    Ok(v)
+}
+
+/// Decodes `doc` into `T` (see [`decode`]).
+pub(crate) fn from_str<'a, T: de::Deserialize<'a>>(doc: &'a str) -> R<T> {
+    decode(doc, |de| T::deserialize(de))
+}
+
+/// Whether `b` holds a byte below 0x20.
+fn has_control(b: &[u8]) -> bool {
+    let (chunks, rest) = b.as_chunks::<32>();
+    chunks.iter().any(|c| c.iter().fold(false, |any, &x| any | (x < 0x20))) || rest.iter().any(|&x| x < 0x20)
+}
+
+/// The deserializer's state: the strict scanner over the document and a token taken but not yet
+/// used.
+pub(crate) struct De<'a> {
+    s: Scanner<'a>,
+    doc: &'a str,
+    /// A token taken to look at and put back (its first byte; the scanner is still at it).
+    peeked: Option<u8>,
+    /// The closing bracket of a map or sequence whose visitor returned before reading it: the
+    /// next token must be that bracket (serde_json's end-of-map check, made when the next token
+    /// is read so that the visitor's value is returned without a copy).
+    unclosed: Option<u8>,
+    /// A check that cannot fail the call it is made in failed (see [`Access`]'s drop).
+    failed: bool,
+    /// Containers entered and not yet left.
+    depth: usize,
+    /// Strings with escapes, decoded.
+    scratch: Vec<u8>,
+}
+
+impl<'a> De<'a> {
+    /// The next token's first byte (0 at the end of the input or at an error stage 1 found).
+    #[inline(always)]
+    fn next(&mut self) -> u8 {
+        if let Some(c) = self.peeked.take() {
+            return c;
+        }
+        if self.unclosed.is_some() {
+            return self.next_after_unclosed();
+        }
+        self.s.tok()
+    }
+
+    /// Reads the closing bracket a visitor left, then the next token.
+    #[cold]
+    fn next_after_unclosed(&mut self) -> u8 {
+        if self.unclosed.take().is_some_and(|closer| self.s.tok() == closer) {
+            self.depth -= 1;
+            return self.s.tok();
+        }
+        self.failed = true;
+        0
+    }
+
+    /// `raw`, a slice of the document between a string's quotes, as text.
+    #[inline(always)]
+    fn text(&self, raw: &'a [u8]) -> R<&'a str> {
+        // Both ends are next to an ASCII quote, so on character boundaries (checked anyway).
+        let start = (raw.as_ptr() as usize).wrapping_sub(self.doc.as_ptr() as usize);
+        self.doc.get(start..start + raw.len()).ok_or(Fallback)
+    }
+
+    /// Visits the string whose opening quote is the token just taken: borrowed when it has no
+    /// escapes, as serde_json does, else decoded.
+    #[inline]
+    fn string<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
+        if let Some(raw) = self.s.plain_string() {
+            return visitor.visit_borrowed_str(self.text(raw)?);
+        }
+        match self.s.string_or_decoded(&mut self.scratch) {
+            Ok(Some(raw)) => visitor.visit_borrowed_str(self.text(raw)?),
+            Ok(None) => visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| Fallback)?),
+            Err(_) => Err(Fallback),
+        }
+    }
+
+    /// Visits the number whose first byte `c` is the token just taken, as serde_json does for
+    /// integers that fit 64 bits (`visit_u64`, or `visit_i64` when negative); anything else is
+    /// parsed as a float by serde_json, so falls back.
+    #[inline(never)]
+    fn number<V: Visitor<'a>>(&mut self, c: u8, visitor: V) -> R<V::Value> {
+        if !(c == b'-' || c.is_ascii_digit()) {
+            return Err(Fallback);
+        }
+        let start = self.s.i;
+        let end = self.s.number().map_err(|_| Fallback)?;
+        let n = &self.doc.as_bytes()[start..end];
+        let (negative, digits) = match n.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, n),
+        };
+        // (The strict scanner checked the grammar: no sign or leading zero in `digits`.)
+        let mut v: u64 = 0;
+        for &d in digits {
+            if !d.is_ascii_digit() {
+                return Err(Fallback);
+            }
+            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or(Fallback)?;
+        }
+        if !negative {
+            visitor.visit_u64(v)
+        } else if (1..=1 << 63).contains(&v) {
+            visitor.visit_i64((v as i64).wrapping_neg())
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    /// Checks the literal at the token just taken.
+    #[inline]
+    fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
+        self.s.literal(lit).map_err(|_| Fallback)
+    }
+
+    fn enter(&mut self) -> R<()> {
+        if self.depth >= MAX_DEPTH {
+            return Err(Fallback);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Visits the map whose `{` is the token just taken. The map must be over once the visitor
+    /// returns (serde_json's end-of-map check): see [`Access`]'s drop.
+    fn map<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
+        self.enter()?;
+        visitor.visit_map(&mut Access { de: self, state: State::First, closer: b'}' })
+    }
+
+    /// Visits the sequence whose `[` is the token just taken (as [`De::map`]).
+    fn seq<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
+        self.enter()?;
+        visitor.visit_seq(&mut Access { de: self, state: State::First, closer: b']' })
+    }
+}
+
+impl<'a> Deserializer<'a> for &mut De<'a> {
+    type Error = Fallback;
+
+    fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'"' => self.string(visitor),
+            b'{' => self.map(visitor),
+            b'[' => self.seq(visitor),
+            b't' => {
+                self.literal(b"true")?;
+                visitor.visit_bool(true)
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                visitor.visit_bool(false)
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                visitor.visit_unit()
+            }
+            c => self.number(c, visitor),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b't' => {
+                self.literal(b"true")?;
+                visitor.visit_bool(true)
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                visitor.visit_bool(false)
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_i8<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_i16<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_i32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_i64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_u8<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_u16<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_u32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_u64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_f32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    fn deserialize_f64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.number(c, visitor)
+    }
+
+    // serde_json parses these its own way.
+    fn deserialize_i128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+
+    fn deserialize_u128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+
+    fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'"' => self.string(visitor),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.deserialize_str(visitor)
+    }
+
+    // serde_json hands over a string's bytes without checking them: not reproduced.
+    fn deserialize_bytes<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'n' => {
+                self.literal(b"null")?;
+                visitor.visit_none()
+            }
+            c => {
+                self.peeked = Some(c);
+                visitor.visit_some(self)
+            }
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'n' => {
+                self.literal(b"null")?;
+                visitor.visit_unit()
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'a>>(self, _name: &'static str, visitor: V) -> R<V::Value> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
+        if name == RAW_VALUE_TOKEN {
+            return Err(Fallback);
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'[' => self.seq(visitor),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'a>>(self, _len: usize, visitor: V) -> R<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'a>>(self, _name: &'static str, _len: usize, visitor: V) -> R<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'{' => self.map(visitor),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> R<V::Value> {
+        // (serde_json also reads a struct written as an array: not reproduced.)
+        self.deserialize_map(visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> R<V::Value> {
+        match self.next() {
+            b'"' => {
+                self.peeked = Some(b'"');
+                visitor.visit_enum(UnitVariant { de: self })
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    fn deserialize_identifier<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        self.s.skip_value(c, self.depth + 1).map_err(|_| Fallback)?;
+        visitor.visit_unit()
+    }
+}
+
+/// Where a map or sequence is.
+#[derive(Clone, Copy)]
+enum State {
+    /// Nothing read yet.
+    First,
+    /// A key was read, its value is next (maps only).
+    Value,
+    /// After a member or element.
+    Rest,
+    /// The closing bracket was read.
+    Done,
+}
+
+/// The members of a map or the elements of a sequence. Dropped before its closing bracket was
+/// read (the visitor returned early), it leaves the bracket to be read with the next token.
+struct Access<'x, 'a> {
+    de: &'x mut De<'a>,
+    state: State,
+    /// `}` or `]`.
+    closer: u8,
+}
+
+impl Access<'_, '_> {
+    /// The closing bracket was read.
+    #[inline(always)]
+    fn done(&mut self) {
+        self.state = State::Done;
+        self.de.depth -= 1;
+    }
+}
+
+impl Drop for Access<'_, '_> {
+    fn drop(&mut self) {
+        if !matches!(self.state, State::Done) {
+            // At most one bracket waits (a second one, or a token put back, is not followed).
+            if self.de.unclosed.is_some() || self.de.peeked.is_some() {
+                self.de.failed = true;
+            }
+            self.de.unclosed = Some(self.closer);
+        }
+    }
+}
+
+impl<'a> MapAccess<'a> for Access<'_, 'a> {
+    type Error = Fallback;
+
+    fn next_key_seed<K: DeserializeSeed<'a>>(&mut self, seed: K) -> R<Option<K::Value>> {
+        let c = match self.state {
+            State::First => self.de.next(),
+            State::Rest => match self.de.next() {
+                b',' => self.de.next(),
+                b'}' => {
+                    self.done();
+                    return Ok(None);
+                }
+                _ => return Err(Fallback),
+            },
+            State::Done => return Ok(None),
+            State::Value => return Err(Fallback),
+        };
+        match c {
+            b'"' => {}
+            b'}' if matches!(self.state, State::First) => {
+                self.done();
+                return Ok(None);
+            }
+            _ => return Err(Fallback),
+        }
+        let key = seed.deserialize(Key { de: &mut *self.de })?;
+        if self.de.next() != b':' {
+            return Err(Fallback);
+        }
+        self.state = State::Value;
+        Ok(Some(key))
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'a>>(&mut self, seed: T) -> R<T::Value> {
+        if !matches!(self.state, State::Value) {
+            return Err(Fallback);
+        }
+        self.state = State::Rest;
+        seed.deserialize(&mut *self.de)
+    }
+}
+
+impl<'a> SeqAccess<'a> for Access<'_, 'a> {
+    type Error = Fallback;
+
+    fn next_element_seed<T: DeserializeSeed<'a>>(&mut self, seed: T) -> R<Option<T::Value>> {
+        match self.state {
+            State::First => match self.de.next() {
+                b']' => {
+                    self.done();
+                    return Ok(None);
+                }
+                c => self.de.peeked = Some(c),
+            },
+            State::Rest => match self.de.next() {
+                b',' => {}
+                b']' => {
+                    self.done();
+                    return Ok(None);
+                }
+                _ => return Err(Fallback),
+            },
+            State::Done => return Ok(None),
+            State::Value => return Err(Fallback),
+        }
+        self.state = State::Rest;
+        seed.deserialize(&mut *self.de).map(Some)
+    }
+}
+
+/// A map key (its opening quote is the token just taken), as serde_json's map-key deserializer:
+/// read as a string whatever the target asks for, except numbers and booleans (which serde_json
+/// parses out of the key: not reproduced), `Option` (always `Some`), newtypes, enums and bytes.
+struct Key<'x, 'a> {
+    de: &'x mut De<'a>,
+}
+
+macro_rules! key_as_string {
+    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
+        fn $method<V: Visitor<'a>>(self, $(_: $ty,)* visitor: V) -> R<V::Value> {
+            self.de.string(visitor)
+        }
+    )*};
+}
+
+macro_rules! key_falls_back {
+    ($($method:ident),* $(,)?) => {$(
+        fn $method<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
+            Err(Fallback)
+        }
+    )*};
+}
+
+impl<'a> Deserializer<'a> for Key<'_, 'a> {
+    type Error = Fallback;
+
+    key_as_string! {
+        deserialize_any(), deserialize_char(), deserialize_str(), deserialize_string(), deserialize_unit(),
+        deserialize_unit_struct(name: &'static str), deserialize_seq(), deserialize_tuple(len: usize),
+        deserialize_tuple_struct(name: &'static str, len: usize), deserialize_map(),
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]), deserialize_identifier(),
+        deserialize_ignored_any(),
+    }
+
+    key_falls_back! {
+        deserialize_bool, deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64, deserialize_i128,
+        deserialize_u8, deserialize_u16, deserialize_u32, deserialize_u64, deserialize_u128, deserialize_f32,
+        deserialize_f64, deserialize_bytes, deserialize_byte_buf,
+    }
+
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
+        if name == RAW_VALUE_TOKEN {
+            return Err(Fallback);
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> R<V::Value> {
+        self.de.peeked = Some(b'"');
+        visitor.visit_enum(UnitVariant { de: self.de })
+    }
+}
+
+/// An enum named by a string (the next token): unit variants only, as serde_json.
+struct UnitVariant<'x, 'a> {
+    de: &'x mut De<'a>,
+}
+
+impl<'a> EnumAccess<'a> for UnitVariant<'_, 'a> {
+    type Error = Fallback;
+    type Variant = Self;
+
+    fn variant_seed<T: DeserializeSeed<'a>>(self, seed: T) -> R<(T::Value, Self)> {
+        let v = seed.deserialize(&mut *self.de)?;
+        Ok((v, self))
+    }
+}
+
+impl<'a> VariantAccess<'a> for UnitVariant<'_, 'a> {
+    type Error = Fallback;
+
+    fn unit_variant(self) -> R<()> {
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'a>>(self, _seed: T) -> R<T::Value> {
+        Err(Fallback)
+    }
+
+    fn tuple_variant<V: Visitor<'a>>(self, _len: usize, _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+
+    fn struct_variant<V: Visitor<'a>>(self, _fields: &'static [&'static str], _visitor: V) -> R<V::Value> {
+        Err(Fallback)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::fmt::Debug;
+
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::core::{DynamicObject, PartialObjectMeta};
+    use proptest::prelude::*;
+    use serde::Deserialize;
+    use serde::de::DeserializeOwned;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn w1_pod() -> String {
+        let v: Value = serde_json::from_str(include_str!("../../../apiserver/data/w1-pod.json")).unwrap();
+        serde_json::to_string(&v).unwrap()
+    }
+
+    /// Pods exactly as a kube-apiserver 1.35 sent them.
+    fn captured_pods() -> Vec<String> {
+        include_str!("../testdata/kube-apiserver-1.35-watch-initial-events.jsonl")
+            .lines()
+            .filter_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                (v["object"]["kind"] == "Pod").then(|| v["object"].to_string())
+            })
+            .collect()
+    }
+
+    /// Decodes `doc` both ways: when this decoder gives a value, serde_json gives the same one.
+    /// Returns whether this decoder gave one.
+    fn agrees<T: DeserializeOwned + PartialEq + Debug>(doc: &str) -> bool {
+        let reference = serde_json::from_str::<T>(doc);
+        match from_str::<T>(doc) {
+            Ok(v) => {
+                assert_eq!(reference.as_ref().ok(), Some(&v), "serde_json: {reference:?} for {doc:?}");
+                true
+            }
+            Err(Fallback) => false,
+        }
+    }
+
+    /// [`agrees`] for targets without `PartialEq` (compared by their debug output).
+    fn agrees_debug<T: DeserializeOwned + Debug>(doc: &str) -> bool {
+        let reference = serde_json::from_str::<T>(doc).map(|v| format!("{v:?}"));
+        match from_str::<T>(doc) {
+            Ok(v) => {
+                assert_eq!(reference.as_ref().ok(), Some(&format!("{v:?}")), "for {doc:?}");
+                true
+            }
+            Err(Fallback) => false,
+        }
+    }
+
+    /// Every shape of target serde offers, for arbitrary documents.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Shapes {
+        #[serde(default)]
+        s: Option<String>,
+        #[serde(default)]
+        i: Option<i32>,
+        #[serde(default)]
+        u: Option<u8>,
+        #[serde(default)]
+        x: Option<i64>,
+        #[serde(default)]
+        f: Option<f64>,
+        #[serde(default)]
+        b: Option<bool>,
+        #[serde(default)]
+        c: Option<char>,
+        #[serde(default)]
+        v: Vec<u64>,
+        #[serde(default)]
+        m: BTreeMap<String, Value>,
+        #[serde(default)]
+        k: BTreeMap<u32, bool>,
+        #[serde(default)]
+        e: Option<Unit>,
+        #[serde(default)]
+        t: Option<(u8, String)>,
+        #[serde(default)]
+        n: Option<Newtype>,
+        #[serde(default)]
+        unit: Option<()>,
+        #[serde(default)]
+        either: Option<Either>,
+        #[serde(default)]
+        tagged: Option<Tagged>,
+        #[serde(default)]
+        bytes: Option<serde_bytes_like::Bytes>,
+        #[serde(default)]
+        raw: Option<Raw>,
+        #[serde(default)]
+        first: Option<FirstOnly>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Raw(Box<serde_json::value::RawValue>);
+
+    impl PartialEq for Raw {
+        fn eq(&self, other: &Self) -> bool {
+            self.0.get() == other.0.get()
+        }
+    }
+
+    impl PartialEq for FirstOnly {
+        fn eq(&self, other: &Self) -> bool {
+            self.0 == other.0
+        }
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    enum Unit {
+        A,
+        B,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Newtype(String);
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        N(i64),
+        S(String),
+        L(Vec<Either>),
+        M(BTreeMap<String, Either>),
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(tag = "kind")]
+    enum Tagged {
+        One { a: u32 },
+        Two(BTreeMap<String, String>),
+    }
+
+    /// A map visitor that stops after its first member (serde_json then requires the map's end).
+    #[derive(Debug)]
+    struct FirstOnly(Option<(String, Value)>);
+
+    impl<'de> Deserialize<'de> for FirstOnly {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = FirstOnly;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a map")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<FirstOnly, A::Error> {
+                    Ok(FirstOnly(m.next_entry()?))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    /// A byte buffer read through `deserialize_bytes` (strings and arrays, as serde_json).
+    mod serde_bytes_like {
+        #[derive(Debug, PartialEq)]
+        pub struct Bytes(pub Vec<u8>);
+
+        impl<'de> serde::Deserialize<'de> for Bytes {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = Bytes;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                        Ok(Bytes(v.to_vec()))
+                    }
+                }
+                d.deserialize_bytes(V)
+            }
+        }
+    }
+
+    fn arb_json(floats: bool) -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            (0u8..=255).prop_map(|n| json!(n)),
+            (-1e12f64..1e12).prop_map(move |f| if floats { json!(f) } else { json!(f as i64) }),
+            "\\PC{0,16}".prop_map(Value::String),
+            "[\"\\\\\u{1}-\u{1f}\u{e9}\u{1F600}a-z]{0,8}".prop_map(Value::String),
+            prop::sample::select(vec!["A", "B", "C", "x"]).prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z0-9]{0,2}|\\PC{0,6}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Documents for [`Shapes`]: its fields (and others) with values of any type, so that some
+    /// decode and some do not.
+    fn arb_shapes() -> impl Strategy<Value = Value> {
+        let fields = prop::sample::select(vec![
+            "s", "i", "u", "x", "f", "b", "c", "v", "m", "k", "e", "t", "n", "unit", "either", "tagged", "bytes",
+            "raw", "first", "other",
+        ]);
+        let typed = prop_oneof![
+            arb_json(true),
+            Just(json!({"kind": "One", "a": 3})),
+            Just(json!({"kind": "Two", "p": "q"})),
+            Just(json!([7, "seven"])),
+            Just(json!({"1": true, "22": false})),
+            Just(json!("é")),
+            Just(json!("\u{1}")),
+        ];
+        prop::collection::btree_map(fields, typed, 0..8)
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+    }
+
+    /// `doc` with one byte inserted, deleted or replaced at `at` (a byte from an alphabet of
+    /// JSON's syntax, digits, number and escape characters, control characters and UTF-8).
+    fn edit(doc: &str, at: prop::sample::Index, kind: u8, byte: u8) -> Vec<u8> {
+        const ALPHABET: &[u8] = b"{}[],:\"\\ \n\t0129-+.eEutrfalsn\x00\x01\x1f\xc3\xa9";
+        let mut b = doc.as_bytes().to_vec();
+        let pos = at.index(b.len() + 1);
+        let c = ALPHABET[usize::from(byte) % ALPHABET.len()];
+        match kind % 3 {
+            0 => b.insert(pos, c),
+            1 if pos < b.len() => {
+                b.remove(pos);
+            }
+            _ if pos < b.len() => b[pos] = c,
+            _ => b.push(c),
+        }
+        b
+    }
+
+    /// As [`agrees`] for bytes that may not be UTF-8 (those are decoded by serde_json only).
+    fn agrees_bytes<T: DeserializeOwned + PartialEq + Debug>(doc: &[u8]) -> bool {
+        std::str::from_utf8(doc).is_ok_and(agrees::<T>)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Compact documents without floats decode here, and as serde_json decodes them.
+        #[test]
+        fn values_decode_as_serde_json_decodes_them(v in arb_json(false), pretty in any::<bool>()) {
+            let doc = json!({"a": v, "b": [1, -2, "x"]});
+            let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
+            let fast = agrees::<Value>(&text);
+            // (`-0` has no i64 form: serde_json turns a negative zero into a float.)
+            prop_assert!(fast || pretty || text.contains('\u{1}') || text.contains("-0,"), "fell back: {text}");
+        }
+
+        #[test]
+        fn any_value_decodes_here_only_as_serde_json_decodes_it(v in arb_json(true)) {
+            agrees::<Value>(&json!({"a": v}).to_string());
+        }
+
+        #[test]
+        fn typed_targets_decode_here_only_as_serde_json_decodes_them(doc in arb_shapes()) {
+            agrees::<Shapes>(&doc.to_string());
+            agrees::<BTreeMap<String, Either>>(&doc.to_string());
+        }
+
+        /// Near-valid documents: whatever this decoder accepts, serde_json accepts and decodes
+        /// the same (number shapes, control characters, escapes, trailing commas and brackets
+        /// in read and in skipped values).
+        #[test]
+        fn edited_documents_decode_here_only_as_serde_json_decodes_them(
+            doc in arb_shapes(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<u8>()), 1..3),
+        ) {
+            let mut b = doc.to_string();
+            for (at, kind, byte) in edits {
+                b = String::from_utf8_lossy(&edit(&b, at, kind, byte)).into_owned();
+            }
+            agrees::<Shapes>(&b);
+            agrees::<Value>(&b);
+        }
+
+        #[test]
+        fn edited_pods_decode_here_only_as_serde_json_decodes_them(
+            at in any::<prop::sample::Index>(), kind in any::<u8>(), byte in any::<u8>(), which in 0usize..3,
+        ) {
+            let pods = captured_pods();
+            let doc = if which == 0 { w1_pod() } else { pods[which % pods.len()].clone() };
+            let b = edit(&doc, at, kind, byte);
+            agrees_bytes::<Pod>(&b);
+            agrees_bytes::<Value>(&b);
+            agrees_bytes::<DynamicObject>(&b);
+            let _ = std::str::from_utf8(&b).is_ok_and(agrees_debug::<PartialObjectMeta<Pod>>);
+        }
+    }
+
+    #[test]
+    fn pods_decode_here_as_serde_json_decodes_them() {
+        for doc in captured_pods().iter().chain([&w1_pod()]) {
+            assert!(agrees::<Pod>(doc), "fell back: {doc}");
+            assert!(agrees::<Value>(doc));
+            assert!(agrees::<DynamicObject>(doc));
+            assert!(agrees_debug::<PartialObjectMeta<Pod>>(doc));
+            assert!(agrees::<ObjectMeta>(&serde_json::from_str::<Value>(doc).unwrap()["metadata"].to_string()));
+        }
+    }
+
+    #[test]
+    fn other_kinds_decode_here_as_serde_json_decodes_them() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"k": "aGVsbG8=", "e": ""}, "type": "Opaque"});
+        assert!(agrees::<Secret>(&secret.to_string()));
+        let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": "https"}]}});
+        assert!(agrees::<Service>(&service.to_string()));
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"a": "b"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c",
+            "resources": {"limits": {"cpu": "1.5", "memory": "1Gi"}}}]}}}});
+        assert!(agrees::<Deployment>(&deployment.to_string()));
+    }
+
+    /// What serde_json does its own way, or refuses, falls back; serde_json then decides.
+    #[test]
+    fn what_is_not_reproduced_falls_back() {
+        let fallback = |doc: &str| {
+            assert_eq!(from_str::<Value>(doc).map(|_| ()), Err(Fallback), "{doc}");
+            agrees::<Value>(doc);
+        };
+        // Floats, negative zero, integers beyond 64 bits.
+        for n in ["1.5", "1e5", "-0", "18446744073709551616", "-9223372036854775809"] {
+            fallback(&format!(r#"{{"a":{n}}}"#));
+        }
+        // Bad number shapes, read or skipped.
+        for n in ["01", "-", "1.", ".5", "1e", "+1", "1-2", "0x10"] {
+            fallback(&format!(r#"{{"a":{n}}}"#));
+            assert!(from_str::<Shapes>(&format!(r#"{{"other":[{n}]}}"#)).is_err(), "{n}");
+        }
+        // Control characters in strings (read or skipped) and pretty-printing.
+        fallback("{\"a\":\"x\ny\"}");
+        assert!(from_str::<Shapes>("{\"other\":\"x\u{1}\"}").is_err());
+        fallback("{\n  \"a\": 1\n}");
+        // Too deep.
+        let deep = |n| format!("{{\"a\":{}1{}}}", "[".repeat(n), "]".repeat(n));
+        fallback(&deep(MAX_DEPTH));
+        assert!(serde_json::from_str::<Value>(&deep(130)).is_err() && from_str::<Value>(&deep(130)).is_err());
+        // Trailing commas, missing members, trailing characters.
+        for doc in [r#"{"a":[1,]}"#, r#"{"a":1,}"#, r#"{"a":1}x"#, r#"{"a":1} {}"#, r#"{"a"}"#, r#"{"a":}"#] {
+            fallback(doc);
+        }
+        // Raw values, byte strings, keys read as numbers.
+        assert!(from_str::<Shapes>(r#"{"raw":{"x":1}}"#).is_err());
+        assert!(from_str::<Shapes>(r#"{"bytes":"abc"}"#).is_err());
+        assert!(from_str::<Shapes>(r#"{"k":{"1":true}}"#).is_err());
+        for doc in [r#"{"raw":{"x":1}}"#, r#"{"bytes":"abc"}"#, r#"{"k":{"1":true}}"#] {
+            assert!(serde_json::from_str::<Shapes>(doc).is_ok(), "serde_json decodes {doc}");
+        }
+    }
+
+    #[test]
+    fn integers_strings_and_escapes_decode_exactly() {
+        let doc = r#"{"u":255,"i":-2147483648,"x":-9223372036854775808,"s":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00","c":"\u0041","e":"B","n":"nt","t":[1,"x"],"unit":null,"v":[0,18446744073709551615],"either":[1,"a",{"k":[]}],"tagged":{"kind":"One","a":1},"first":{"a":1}}"#;
+        assert!(agrees::<Shapes>(doc));
+        let s: Shapes = from_str(doc).unwrap();
+        assert_eq!(s.s.as_deref(), Some("a\"b\\c/d\u{8}\u{c}\n\r\t\u{e9}\u{1F600}"));
+        assert_eq!((s.u, s.i, s.x, s.c, s.e), (Some(255), Some(i32::MIN), Some(i64::MIN), Some('A'), Some(Unit::B)));
+        // A visitor that stops early is fine when the map ends there, else falls back (serde_json
+        // refuses it).
+        assert!(agrees::<Shapes>(r#"{"first":{"a":1}}"#));
+        assert_eq!(from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).map(|_| ()), Err(Fallback));
+        assert!(serde_json::from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).is_err());
+        // Out of range for the target: serde_json's error.
+        assert_eq!(from_str::<Shapes>(r#"{"u":256}"#).map(|_| ()), Err(Fallback));
+        // Lone surrogates are refused by both.
+        assert!(
+            from_str::<Value>(r#"{"a":"\ud800"}"#).is_err()
+                && serde_json::from_str::<Value>(r#"{"a":"\ud800"}"#).is_err()
+        );
+    }
+}
