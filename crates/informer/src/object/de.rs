@@ -20,10 +20,15 @@
 //! serde_json refuses inside strings, and the whitespace of pretty-printed JSON; API servers send
 //! compact JSON), nesting deeper than [`MAX_DEPTH`] (serde_json stops at 128), raw values, byte
 //! strings, `i128`/`u128`, enums other than a unit variant named by a string, structs written as
-//! arrays, map keys read as numbers or booleans, and every error, the target's included. What
+//! arrays, map keys read as numbers or booleans, targets that read nothing where serde_json would
+//! look at the next token, and every error, the target's included: a decode during which any error
+//! was made falls back even if the target caught it and went on (an untagged enum trying its
+//! variants, a lenient field), since what it made instead is not what serde_json's error would
+//! have led to (errors are counted per thread, see [`fallback`]). What
 //! serde_json checks in values the target skips (number syntax, literals, escapes, nesting) the
 //! strict scanner checks too, so a document serde_json refuses never decodes here.
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
@@ -52,8 +57,33 @@ impl std::error::Error for Fallback {}
 impl de::Error for Fallback {
     #[cold]
     fn custom<T: fmt::Display>(_msg: T) -> Self {
-        Fallback
+        fallback()
     }
+}
+
+thread_local! {
+    /// Errors made on this thread by this decoder (and by the substituted decode's proxy).
+    static ERRORS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A new [`Fallback`], counted: a decode during which any error was made falls back even if the
+/// target caught the error and went on (a lenient `deserialize_with`, `.ok()` on a field): the
+/// value it made in its place is not what serde_json would have given.
+#[cold]
+pub(super) fn fallback() -> Fallback {
+    note_error();
+    Fallback
+}
+
+/// Counts an error made during a decode on this thread (see [`fallback`]).
+#[cold]
+pub(super) fn note_error() {
+    ERRORS.with(|e| e.set(e.get().wrapping_add(1)));
+}
+
+/// The count of errors made on this thread, to compare before and after a decode.
+pub(super) fn errors_made() -> u64 {
+    ERRORS.with(Cell::get)
 }
 
 type R<T> = Result<T, Fallback>;
@@ -64,6 +94,7 @@ pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -
     if has_control(doc.as_bytes()) {
         return Err(Fallback);
     }
+    let errors = errors_made();
     let mut de = De {
         s: Scanner::strict(doc.as_bytes()),
         doc,
@@ -77,9 +108,9 @@ pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -
     if let Some(closer) = de.unclosed.take()
         && de.s.tok() != closer
     {
-        return Err(Fallback);
+        return Err(fallback());
     }
-    if de.failed || de.peeked.is_some() || de.s.end("trailing characters").is_err() {
+    if de.failed || de.peeked.is_some() || de.s.end("trailing characters").is_err() || errors_made() != errors {
         return Err(Fallback);
     }
     Ok(v)
@@ -144,7 +175,7 @@ impl<'a> De<'a> {
     fn text(&self, raw: &'a [u8]) -> R<&'a str> {
         // Both ends are next to an ASCII quote, so on character boundaries (checked anyway).
         let start = (raw.as_ptr() as usize).wrapping_sub(self.doc.as_ptr() as usize);
-        self.doc.get(start..start + raw.len()).ok_or(Fallback)
+        self.doc.get(start..start + raw.len()).ok_or_else(fallback)
     }
 
     /// Visits the string whose opening quote is the token just taken: borrowed when it has no
@@ -156,8 +187,8 @@ impl<'a> De<'a> {
         }
         match self.s.string_or_decoded(&mut self.scratch) {
             Ok(Some(raw)) => visitor.visit_borrowed_str(self.text(raw)?),
-            Ok(None) => visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| Fallback)?),
-            Err(_) => Err(Fallback),
+            Ok(None) => visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| fallback())?),
+            Err(_) => Err(fallback()),
         }
     }
 
@@ -167,10 +198,10 @@ impl<'a> De<'a> {
     #[inline(never)]
     fn number<V: Visitor<'a>>(&mut self, c: u8, visitor: V) -> R<V::Value> {
         if !(c == b'-' || c.is_ascii_digit()) {
-            return Err(Fallback);
+            return Err(fallback());
         }
         let start = self.s.i;
-        let end = self.s.number().map_err(|_| Fallback)?;
+        let end = self.s.number().map_err(|_| fallback())?;
         let n = &self.doc.as_bytes()[start..end];
         let (negative, digits) = match n.split_first() {
             Some((b'-', rest)) => (true, rest),
@@ -180,28 +211,28 @@ impl<'a> De<'a> {
         let mut v: u64 = 0;
         for &d in digits {
             if !d.is_ascii_digit() {
-                return Err(Fallback);
+                return Err(fallback());
             }
-            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or(Fallback)?;
+            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(fallback)?;
         }
         if !negative {
             visitor.visit_u64(v)
         } else if (1..=1 << 63).contains(&v) {
             visitor.visit_i64((v as i64).wrapping_neg())
         } else {
-            Err(Fallback)
+            Err(fallback())
         }
     }
 
     /// Checks the literal at the token just taken.
     #[inline]
     fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
-        self.s.literal(lit).map_err(|_| Fallback)
+        self.s.literal(lit).map_err(|_| fallback())
     }
 
     fn enter(&mut self) -> R<()> {
         if self.depth >= MAX_DEPTH {
-            return Err(Fallback);
+            return Err(fallback());
         }
         self.depth += 1;
         Ok(())
@@ -255,7 +286,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
                 self.literal(b"false")?;
                 visitor.visit_bool(false)
             }
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -311,11 +342,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     // serde_json parses these its own way.
     fn deserialize_i128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn deserialize_u128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -325,7 +356,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'"' => self.string(visitor),
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -335,11 +366,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     // serde_json hands over a string's bytes without checking them: not reproduced.
     fn deserialize_bytes<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn deserialize_byte_buf<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -361,7 +392,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
                 self.literal(b"null")?;
                 visitor.visit_unit()
             }
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -371,7 +402,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
         if name == RAW_VALUE_TOKEN {
-            return Err(Fallback);
+            return Err(fallback());
         }
         visitor.visit_newtype_struct(self)
     }
@@ -379,7 +410,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'[' => self.seq(visitor),
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -394,7 +425,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'{' => self.map(visitor),
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -419,7 +450,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
                 self.peeked = Some(b'"');
                 visitor.visit_enum(UnitVariant { de: self })
             }
-            _ => Err(Fallback),
+            _ => Err(fallback()),
         }
     }
 
@@ -428,8 +459,14 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     }
 
     fn deserialize_ignored_any<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.s.skip_value(c, self.depth + 1).map_err(|_| Fallback)?;
+        match self.next() {
+            // A string must end (the scanner skips strings as one token; inside a container an
+            // unterminated one leaves the container open, but not at the top level).
+            b'"' => {
+                self.s.closing_quote().map_err(|_| fallback())?;
+            }
+            c => self.s.skip_value(c, self.depth + 1).map_err(|_| fallback())?,
+        }
         visitor.visit_unit()
     }
 }
@@ -467,13 +504,32 @@ impl Access<'_, '_> {
 
 impl Drop for Access<'_, '_> {
     fn drop(&mut self) {
-        if !matches!(self.state, State::Done) {
-            // At most one bracket waits (a second one, or a token put back, is not followed).
-            if self.de.unclosed.is_some() || self.de.peeked.is_some() {
-                self.de.failed = true;
+        match self.state {
+            State::Done => {}
+            // A key read without its value: serde_json's end-of-map check finds the `:` (already
+            // taken here).
+            State::Value => self.de.failed = true,
+            State::First | State::Rest => {
+                // At most one bracket waits (a second one, or a token put back, is not followed).
+                if self.de.unclosed.is_some() || self.de.peeked.is_some() {
+                    self.de.failed = true;
+                }
+                self.de.unclosed = Some(self.closer);
             }
-            self.de.unclosed = Some(self.closer);
         }
+    }
+}
+
+impl Access<'_, '_> {
+    /// After a member's value or an element: the target must have read it (a token taken to
+    /// look at and not used means it read nothing, where serde_json would look at that token
+    /// again).
+    #[inline(always)]
+    fn read<T>(&self, v: T) -> R<T> {
+        if self.de.peeked.is_some() {
+            return Err(fallback());
+        }
+        Ok(v)
     }
 }
 
@@ -489,10 +545,10 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
                     self.done();
                     return Ok(None);
                 }
-                _ => return Err(Fallback),
+                _ => return Err(fallback()),
             },
             State::Done => return Ok(None),
-            State::Value => return Err(Fallback),
+            State::Value => return Err(fallback()),
         };
         match c {
             b'"' => {}
@@ -500,11 +556,14 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
                 self.done();
                 return Ok(None);
             }
-            _ => return Err(Fallback),
+            _ => return Err(fallback()),
         }
+        // A key the target did not read leaves the scanner at its opening quote: serde_json would
+        // then look for the `:` there.
+        let at = self.de.s.i;
         let key = seed.deserialize(Key { de: &mut *self.de })?;
-        if self.de.next() != b':' {
-            return Err(Fallback);
+        if self.de.s.i == at || self.de.next() != b':' {
+            return Err(fallback());
         }
         self.state = State::Value;
         Ok(Some(key))
@@ -512,10 +571,11 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
 
     fn next_value_seed<T: DeserializeSeed<'a>>(&mut self, seed: T) -> R<T::Value> {
         if !matches!(self.state, State::Value) {
-            return Err(Fallback);
+            return Err(fallback());
         }
         self.state = State::Rest;
-        seed.deserialize(&mut *self.de)
+        let v = seed.deserialize(&mut *self.de)?;
+        self.read(v)
     }
 }
 
@@ -537,13 +597,14 @@ impl<'a> SeqAccess<'a> for Access<'_, 'a> {
                     self.done();
                     return Ok(None);
                 }
-                _ => return Err(Fallback),
+                _ => return Err(fallback()),
             },
             State::Done => return Ok(None),
-            State::Value => return Err(Fallback),
+            State::Value => return Err(fallback()),
         }
         self.state = State::Rest;
-        seed.deserialize(&mut *self.de).map(Some)
+        let v = seed.deserialize(&mut *self.de)?;
+        self.read(Some(v))
     }
 }
 
@@ -565,7 +626,7 @@ macro_rules! key_as_string {
 macro_rules! key_falls_back {
     ($($method:ident),* $(,)?) => {$(
         fn $method<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-            Err(Fallback)
+            Err(fallback())
         }
     )*};
 }
@@ -593,7 +654,7 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
 
     fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
         if name == RAW_VALUE_TOKEN {
-            return Err(Fallback);
+            return Err(fallback());
         }
         visitor.visit_newtype_struct(self)
     }
@@ -632,15 +693,15 @@ impl<'a> VariantAccess<'a> for UnitVariant<'_, 'a> {
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'a>>(self, _seed: T) -> R<T::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn tuple_variant<V: Visitor<'a>>(self, _len: usize, _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 
     fn struct_variant<V: Visitor<'a>>(self, _fields: &'static [&'static str], _visitor: V) -> R<V::Value> {
-        Err(Fallback)
+        Err(fallback())
     }
 }
 
@@ -1010,7 +1071,7 @@ mod tests {
 
     #[test]
     fn integers_strings_and_escapes_decode_exactly() {
-        let doc = r#"{"u":255,"i":-2147483648,"x":-9223372036854775808,"s":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00","c":"\u0041","e":"B","n":"nt","t":[1,"x"],"unit":null,"v":[0,18446744073709551615],"either":[1,"a",{"k":[]}],"tagged":{"kind":"One","a":1},"first":{"a":1}}"#;
+        let doc = r#"{"u":255,"i":-2147483648,"x":-9223372036854775808,"s":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00","c":"\u0041","e":"B","n":"nt","t":[1,"x"],"unit":null,"v":[0,18446744073709551615],"either":7,"tagged":{"kind":"One","a":1},"first":{"a":1}}"#;
         assert!(agrees::<Shapes>(doc));
         let s: Shapes = from_str(doc).unwrap();
         assert_eq!(s.s.as_deref(), Some("a\"b\\c/d\u{8}\u{c}\n\r\t\u{e9}\u{1F600}"));
@@ -1020,6 +1081,10 @@ mod tests {
         assert!(agrees::<Shapes>(r#"{"first":{"a":1}}"#));
         assert_eq!(from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).map(|_| ()), Err(Fallback));
         assert!(serde_json::from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).is_err());
+        // Targets that make an error and go on (an untagged enum trying its variants) decode with
+        // serde_json.
+        assert_eq!(from_str::<Shapes>(r#"{"either":[1,"a",{"k":[]}]}"#).map(|_| ()), Err(Fallback));
+        assert!(serde_json::from_str::<Shapes>(r#"{"either":[1,"a",{"k":[]}]}"#).is_ok());
         // Out of range for the target: serde_json's error.
         assert_eq!(from_str::<Shapes>(r#"{"u":256}"#).map(|_| ()), Err(Fallback));
         // Lone surrogates are refused by both.
@@ -1027,5 +1092,110 @@ mod tests {
             from_str::<Value>(r#"{"a":"\ud800"}"#).is_err()
                 && serde_json::from_str::<Value>(r#"{"a":"\ud800"}"#).is_err()
         );
+    }
+
+    /// A target that keeps its inner target's result instead of failing (`T::deserialize(d).ok()`,
+    /// as `serde_with::DefaultOnError` or a lenient `deserialize_with` does).
+    #[derive(Debug, PartialEq)]
+    struct OrNone<T>(Option<T>);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrNone<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            Ok(OrNone(T::deserialize(d).ok()))
+        }
+    }
+
+    /// As [`OrNone`], keeping the error's text.
+    #[derive(Debug, PartialEq)]
+    struct OrError<T>(Result<T, String>);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrError<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            Ok(OrError(T::deserialize(d).map_err(|e| e.to_string())))
+        }
+    }
+
+    /// A map visitor that reads one key and not its value.
+    #[derive(Debug, PartialEq)]
+    struct KeyOnly(Option<String>);
+
+    impl<'de> Deserialize<'de> for KeyOnly {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = KeyOnly;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a map")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<KeyOnly, A::Error> {
+                    Ok(KeyOnly(m.next_key()?))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    /// A target that reads nothing from its deserializer.
+    #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+    struct Nothing;
+
+    impl<'de> Deserialize<'de> for Nothing {
+        fn deserialize<D: Deserializer<'de>>(_d: D) -> Result<Self, D::Error> {
+            Ok(Nothing)
+        }
+    }
+
+    /// A fallback the target swallows does not become a value: serde_json gives `Some(1.5)`.
+    #[test]
+    fn a_fallback_the_target_swallows_still_falls_back() {
+        assert!(serde_json::from_str::<BTreeMap<String, OrNone<f64>>>(r#"{"a":1.5}"#).unwrap()["a"].0.is_some());
+        assert!(!agrees::<BTreeMap<String, OrNone<f64>>>(r#"{"a":1.5}"#));
+        assert!(!agrees::<BTreeMap<String, OrNone<f64>>>(r#"{"a":-0}"#));
+        assert!(!agrees::<BTreeMap<String, OrNone<Vec<f64>>>>(r#"{"a":[1,1.5]}"#));
+        assert!(!agrees::<BTreeMap<String, OrNone<Value>>>(r#"{"a":[1.5],"b":2}"#));
+        // Nothing swallowed: decoded here.
+        assert!(agrees::<BTreeMap<String, OrNone<Vec<u8>>>>(r#"{"a":[1,2]}"#));
+    }
+
+    /// The target's own error, kept: serde_json's text, not this decoder's.
+    #[test]
+    fn a_target_error_kept_as_a_value_is_serde_jsons() {
+        assert!(!agrees::<BTreeMap<String, OrError<u8>>>(r#"{"a":256}"#));
+    }
+
+    /// serde_json's end-of-map check finds the `:` after the key: an error.
+    #[test]
+    fn a_key_read_without_its_value_falls_back() {
+        assert!(serde_json::from_str::<KeyOnly>(r#"{"a":}"#).is_err());
+        assert!(!agrees::<KeyOnly>(r#"{"a":}"#));
+        assert!(!agrees::<BTreeMap<String, KeyOnly>>(r#"{"k":{"a":},"l":1}"#));
+    }
+
+    /// serde_json refuses the trailing comma (`has_next_element` checks what follows a comma).
+    #[test]
+    fn an_element_that_reads_nothing_falls_back() {
+        assert!(serde_json::from_str::<Vec<Nothing>>("[,]").is_err());
+        assert!(!agrees::<Vec<Nothing>>("[,]"));
+        assert!(!agrees::<Vec<Nothing>>("[1,2]"));
+    }
+
+    /// serde_json then expects the `:` where the unread key's quote is.
+    #[test]
+    fn a_key_that_reads_nothing_falls_back() {
+        assert!(serde_json::from_str::<BTreeMap<Nothing, u32>>(r#"{"a":1}"#).is_err());
+        assert!(!agrees::<BTreeMap<Nothing, u32>>(r#"{"a":1}"#));
+    }
+
+    /// A skipped top-level string must end, as serde_json requires.
+    #[test]
+    fn an_unterminated_skipped_string_is_refused() {
+        let docs = ["\"abc", "\"ab\\", "\"\\u12", "  \"{"];
+        assert!(docs.iter().all(|doc| serde_json::from_str::<de::IgnoredAny>(doc).is_err()));
+        let decoded: Vec<_> = docs
+            .iter()
+            .filter(|doc| from_str::<de::IgnoredAny>(doc).is_ok() || from_str::<Option<de::IgnoredAny>>(doc).is_ok())
+            .collect();
+        assert!(decoded.is_empty(), "decoded here, refused by serde_json: {decoded:?}");
+        assert!(agrees::<Option<de::IgnoredAny>>("\"abc\""));
     }
 }

@@ -603,7 +603,7 @@ impl<'a> Scanner<'a> {
     /// The closing quote of the string whose opening quote is the last token taken, and whether
     /// the string may have escapes.
     #[inline]
-    fn closing_quote(&mut self) -> R<(usize, bool)> {
+    pub(super) fn closing_quote(&mut self) -> R<(usize, bool)> {
         let from = self.i + 1;
         if from.wrapping_sub(self.base) < 64 {
             let on = u64::MAX << (from - self.base);
