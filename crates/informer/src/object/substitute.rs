@@ -43,9 +43,13 @@ pub(crate) type Substitutions<'v> = [(u32, &'v Value)];
 /// Decodes `doc` (with `null` at every substituted position) into `K`, taking each substituted
 /// field set from `subs`. An error means "decode the whole JSON instead", not that it is invalid.
 pub(crate) fn decode<K: de::DeserializeOwned>(doc: &str, subs: &Substitutions<'_>) -> Result<K, serde_json::Error> {
+    let errors = super::de::errors_made();
     let mut de = serde_json::Deserializer::from_str(doc);
     let k = decode_with(&mut de, subs)?;
     de.end()?;
+    if super::de::errors_made() != errors {
+        return Err(cannot_follow("a target that went on after an error"));
+    }
     Ok(k)
 }
 
@@ -85,7 +89,10 @@ impl At {
 /// serde_json's marker for capturing a value as raw JSON text.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// The proxy's error. Counted (see [`super::de::fallback`]): a target that catches it and goes on
+/// made something else than what the whole JSON decodes to, so the decode is refused anyway.
 fn cannot_follow<E: de::Error>(what: &str) -> E {
+    super::de::note_error();
     E::custom(format_args!("substituted decode cannot follow {what}"))
 }
 
@@ -650,6 +657,46 @@ mod tests {
         assert!(raw.metadata.get().contains("f:ownerReferences"));
         assert!(substituted::<Either>(&doc, &subs).is_err(), "buffered content is not followed");
         assert_eq!(o.cast::<Either>().decode().unwrap(), plain::<Either, _>(o));
+        // A target that catches the refusal and goes on (here: a field set it cannot read
+        // becomes `None`) is refused all the same: its value would not be the whole JSON's.
+        #[derive(PartialEq, Debug)]
+        struct LenientEntry(Option<BTreeMap<String, Value>>);
+        impl<'de> Deserialize<'de> for LenientEntry {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = LenientEntry;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("an entry")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<LenientEntry, A::Error> {
+                        let mut sets = None;
+                        while let Some(k) = m.next_key::<String>()? {
+                            if k == "fieldsV1" {
+                                sets = m.next_value::<Option<BTreeMap<String, Value>>>().ok().flatten();
+                            } else {
+                                m.next_value::<IgnoredAny>()?;
+                            }
+                        }
+                        Ok(LenientEntry(sets))
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+        #[derive(Deserialize, PartialEq, Debug)]
+        #[serde(rename_all = "camelCase")]
+        struct LenientMeta {
+            managed_fields: Vec<LenientEntry>,
+        }
+        #[derive(Deserialize, PartialEq, Debug)]
+        struct Lenient {
+            metadata: LenientMeta,
+        }
+        assert!(substituted::<Lenient>(&doc, &subs).is_err());
+        let whole = plain::<Lenient, _>(o);
+        assert!(whole.metadata.managed_fields.iter().all(|e| e.0.is_some()));
+        assert_eq!(o.cast::<Lenient>().decode().unwrap(), whole);
     }
 
     #[test]
