@@ -3,8 +3,10 @@
 //! JSON line plus the ratios informer / kube-runtime.
 //!
 //! Build both first: `cargo build --release -p informer-cli -p informer-bench`, then run
-//! `target/release/w1-compare [--updates N] [--pods N] [--current-thread]` (the two binaries are
-//! found next to it; `--current-thread` runs both clients on a single-threaded tokio runtime).
+//! `target/release/w1-compare [--updates N] [--pods N] [--pairs N] [--current-thread]` (the two
+//! binaries are found next to it; `--current-thread` runs both clients on a single-threaded tokio
+//! runtime; each configuration runs `--pairs` interleaved pairs, 3 by default, and reports the
+//! pair with the median ratio).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -41,11 +43,18 @@ fn main() -> Result<()> {
     let mut pods = "10000".to_string();
     // Both clients on a single-threaded runtime (the W1 server always has its own thread).
     let mut single = false;
+    let mut pairs = 3usize;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--updates" => updates = it.next().context("--updates N")?,
             "--pods" => pods = it.next().context("--pods N")?,
+            "--pairs" => {
+                pairs = it.next().context("--pairs N")?.parse().context("--pairs N")?;
+                if pairs == 0 {
+                    bail!("--pairs must be at least 1");
+                }
+            }
             "--current-thread" => single = true,
             other => bail!("unknown argument {other}"),
         }
@@ -59,12 +68,26 @@ fn main() -> Result<()> {
             bail!("{} not found: cargo build --release -p {hint}", b.display());
         }
     }
+    // Each configuration runs `pairs` interleaved pairs (ours, then kube-runtime's); the pair with
+    // the median throughput ratio is reported, every pair's ratio listed (single runs on a noisy
+    // 2-core machine swing by +-15%).
     let side_by_side = |label: &str, common: &[String], ours_extra: &[&str], env: &[(&str, &str)]| -> Result<()> {
         let mut a = vec!["bench".to_string()];
         a.extend(common.iter().cloned());
         a.extend(ours_extra.iter().map(|s| s.to_string()));
-        let i = run_env(&ours, &a, env)?;
-        let k = run_env(&theirs, common, env)?;
+        let mut runs = Vec::new();
+        for _ in 0..pairs {
+            let i = run_env(&ours, &a, env)?;
+            let k = run_env(&theirs, common, env)?;
+            let r = i["updates_per_s"].as_f64().unwrap_or(0.0) / k["updates_per_s"].as_f64().unwrap_or(f64::MAX);
+            runs.push((r, i, k));
+        }
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if pairs > 1 {
+            let all: Vec<String> = runs.iter().map(|r| format!("{:.2}", r.0)).collect();
+            println!("updates_per_s ratios of {pairs} pairs ({label}, sorted): {}", all.join(" "));
+        }
+        let (_, i, k) = runs.swap_remove(pairs / 2);
         println!("{i}");
         println!("{k}");
         let ratio = |f: &str| -> String {
