@@ -22,9 +22,10 @@
 //! strings, `i128`/`u128`, enums other than a unit variant named by a string, structs written as
 //! arrays, map keys read as numbers or booleans, targets that read nothing where serde_json would
 //! look at the next token, and every error, the target's included: a decode during which any error
-//! was made falls back even if the target caught it and went on (an untagged enum trying its
-//! variants, a lenient field), since what it made instead is not what serde_json's error would
-//! have led to (errors are counted per thread, see [`fallback`]). What
+//! that passed through this deserializer falls back even if the target caught it and went on (a
+//! lenient field), since what it made instead is not what serde_json's error would have led to
+//! (errors are counted per thread, see [`Error`]; errors the target makes and catches itself,
+//! as serde's untagged enums trying their variants, read the same here and there). What
 //! serde_json checks in values the target skips (number syntax, literals, escapes, nesting) the
 //! strict scanner checks too, so a document serde_json refuses never decodes here.
 
@@ -46,36 +47,117 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fallback;
 
-impl fmt::Display for Fallback {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("decode with serde_json instead")
+/// The error of this deserializer. One the target makes and keeps to itself (serde's untagged
+/// enums trying their variants, a flattened optional struct that is absent) is not counted and
+/// renders as serde_json's would (its message: serde_json positions only errors that pass through
+/// its deserializer); one that passes through this deserializer's methods is counted (see
+/// [`counted`]), and so is every refusal ([`refuse`]): a decode that counted any falls back, as
+/// the target may have caught it and gone on with something serde_json's error would not have
+/// led to.
+pub(crate) struct Error {
+    msg: Box<str>,
+    line: usize,
+    column: usize,
+}
+
+impl Error {
+    /// As serde_json's `make_error`: a message ending in " at line L column C" (an error turned
+    /// into a message and back) keeps its position apart.
+    fn new(mut msg: String) -> Self {
+        let (line, column) = split_position(&mut msg).unwrap_or((0, 0));
+        Error { msg: msg.into_boxed_str(), line, column }
     }
 }
 
-impl std::error::Error for Fallback {}
+/// Splits " at line L column C" off the end of `msg`, as serde_json does.
+fn split_position(msg: &mut String) -> Option<(usize, usize)> {
+    let at = msg.rfind(" at line ")?;
+    let (line, rest) = msg[at + " at line ".len()..]
+        .split_at_checked(msg[at + " at line ".len()..].bytes().take_while(u8::is_ascii_digit).count())?;
+    let column = rest.strip_prefix(" column ")?;
+    if column.is_empty() || !column.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let position = (line.parse().ok()?, column.parse().ok()?);
+    msg.truncate(at);
+    Some(position)
+}
 
-impl de::Error for Fallback {
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.msg)
+        } else {
+            write!(f, "{} at line {} column {}", self.msg, self.line, self.column)
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Error({:?}, line: {}, column: {})", self.msg, self.line, self.column)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl de::Error for Error {
     #[cold]
-    fn custom<T: fmt::Display>(_msg: T) -> Self {
-        fallback()
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        Error::new(msg.to_string())
+    }
+
+    #[cold]
+    fn invalid_type(unexp: de::Unexpected, exp: &dyn de::Expected) -> Self {
+        Error::custom(format_args!("invalid type: {}, expected {}", Unexpected(unexp), exp))
+    }
+
+    #[cold]
+    fn invalid_value(unexp: de::Unexpected, exp: &dyn de::Expected) -> Self {
+        Error::custom(format_args!("invalid value: {}, expected {}", Unexpected(unexp), exp))
+    }
+}
+
+/// An unexpected value as serde_json names it: `null` for the unit. (serde_json formats floats
+/// its own way; this decoder hands out none, and an error naming one is counted.)
+struct Unexpected<'a>(de::Unexpected<'a>);
+
+impl fmt::Display for Unexpected<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            de::Unexpected::Unit => f.write_str("null"),
+            de::Unexpected::Float(_) => {
+                note_error();
+                fmt::Display::fmt(&self.0, f)
+            }
+            other => fmt::Display::fmt(&other, f),
+        }
     }
 }
 
 thread_local! {
-    /// Errors made on this thread by this decoder (and by the substituted decode's proxy).
+    /// Errors counted on this thread by this decoder (and by the substituted decode's proxy).
     static ERRORS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// A new [`Fallback`], counted: a decode during which any error was made falls back even if the
-/// target caught the error and went on (a lenient `deserialize_with`, `.ok()` on a field): the
-/// value it made in its place is not what serde_json would have given.
+/// This decoder's refusal ("serde_json may do otherwise here"), counted.
 #[cold]
-pub(super) fn fallback() -> Fallback {
+pub(super) fn refuse() -> Error {
     note_error();
-    Fallback
+    Error { msg: "decode with serde_json instead".into(), line: 0, column: 0 }
 }
 
-/// Counts an error made during a decode on this thread (see [`fallback`]).
+/// A visitor's result, its error counted: serde_json would have given the error its position,
+/// so a target that catches it and keeps its text would see another text.
+#[inline(always)]
+fn counted<T>(r: R<T>) -> R<T> {
+    if r.is_err() {
+        note_error();
+    }
+    r
+}
+
+/// Counts an error made during a decode on this thread (see [`Error`]).
 #[cold]
 pub(super) fn note_error() {
     ERRORS.with(|e| e.set(e.get().wrapping_add(1)));
@@ -86,11 +168,11 @@ pub(super) fn errors_made() -> u64 {
     ERRORS.with(Cell::get)
 }
 
-type R<T> = Result<T, Fallback>;
+type R<T> = Result<T, Error>;
 
 /// Decodes `doc` with `f` (which deserializes the document's one value from the deserializer it
 /// is given), then checks that nothing but whitespace follows.
-pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -> R<T> {
+pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -> Result<T, Fallback> {
     if has_control(doc.as_bytes()) {
         return Err(Fallback);
     }
@@ -104,11 +186,11 @@ pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -
         depth: 0,
         scratch: Vec::new(),
     };
-    let v = f(&mut de)?;
+    let v = f(&mut de).map_err(|_| Fallback)?;
     if let Some(closer) = de.unclosed.take()
         && de.s.tok() != closer
     {
-        return Err(fallback());
+        return Err(Fallback);
     }
     if de.failed || de.peeked.is_some() || de.s.end("trailing characters").is_err() || errors_made() != errors {
         return Err(Fallback);
@@ -117,7 +199,7 @@ pub(crate) fn decode<'a, T>(doc: &'a str, f: impl FnOnce(&mut De<'a>) -> R<T>) -
 }
 
 /// Decodes `doc` into `T` (see [`decode`]).
-pub(crate) fn from_str<'a, T: de::Deserialize<'a>>(doc: &'a str) -> R<T> {
+pub(crate) fn from_str<'a, T: de::Deserialize<'a>>(doc: &'a str) -> Result<T, Fallback> {
     decode(doc, |de| T::deserialize(de))
 }
 
@@ -175,7 +257,7 @@ impl<'a> De<'a> {
     fn text(&self, raw: &'a [u8]) -> R<&'a str> {
         // Both ends are next to an ASCII quote, so on character boundaries (checked anyway).
         let start = (raw.as_ptr() as usize).wrapping_sub(self.doc.as_ptr() as usize);
-        self.doc.get(start..start + raw.len()).ok_or_else(fallback)
+        self.doc.get(start..start + raw.len()).ok_or_else(refuse)
     }
 
     /// Visits the string whose opening quote is the token just taken: borrowed when it has no
@@ -183,12 +265,12 @@ impl<'a> De<'a> {
     #[inline]
     fn string<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         if let Some(raw) = self.s.plain_string() {
-            return visitor.visit_borrowed_str(self.text(raw)?);
+            return counted(visitor.visit_borrowed_str(self.text(raw)?));
         }
         match self.s.string_or_decoded(&mut self.scratch) {
-            Ok(Some(raw)) => visitor.visit_borrowed_str(self.text(raw)?),
-            Ok(None) => visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| fallback())?),
-            Err(_) => Err(fallback()),
+            Ok(Some(raw)) => counted(visitor.visit_borrowed_str(self.text(raw)?)),
+            Ok(None) => counted(visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| refuse())?)),
+            Err(_) => Err(refuse()),
         }
     }
 
@@ -198,10 +280,10 @@ impl<'a> De<'a> {
     #[inline(never)]
     fn number<V: Visitor<'a>>(&mut self, c: u8, visitor: V) -> R<V::Value> {
         if !(c == b'-' || c.is_ascii_digit()) {
-            return Err(fallback());
+            return Err(refuse());
         }
         let start = self.s.i;
-        let end = self.s.number().map_err(|_| fallback())?;
+        let end = self.s.number().map_err(|_| refuse())?;
         let n = &self.doc.as_bytes()[start..end];
         let (negative, digits) = match n.split_first() {
             Some((b'-', rest)) => (true, rest),
@@ -211,28 +293,28 @@ impl<'a> De<'a> {
         let mut v: u64 = 0;
         for &d in digits {
             if !d.is_ascii_digit() {
-                return Err(fallback());
+                return Err(refuse());
             }
-            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(fallback)?;
+            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(refuse)?;
         }
         if !negative {
-            visitor.visit_u64(v)
+            counted(visitor.visit_u64(v))
         } else if (1..=1 << 63).contains(&v) {
-            visitor.visit_i64((v as i64).wrapping_neg())
+            counted(visitor.visit_i64((v as i64).wrapping_neg()))
         } else {
-            Err(fallback())
+            Err(refuse())
         }
     }
 
     /// Checks the literal at the token just taken.
     #[inline]
     fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
-        self.s.literal(lit).map_err(|_| fallback())
+        self.s.literal(lit).map_err(|_| refuse())
     }
 
     fn enter(&mut self) -> R<()> {
         if self.depth >= MAX_DEPTH {
-            return Err(fallback());
+            return Err(refuse());
         }
         self.depth += 1;
         Ok(())
@@ -242,18 +324,18 @@ impl<'a> De<'a> {
     /// returns (serde_json's end-of-map check): see [`Access`]'s drop.
     fn map<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         self.enter()?;
-        visitor.visit_map(&mut Access { de: self, state: State::First, closer: b'}' })
+        counted(visitor.visit_map(&mut Access { de: self, state: State::First, closer: b'}' }))
     }
 
     /// Visits the sequence whose `[` is the token just taken (as [`De::map`]).
     fn seq<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         self.enter()?;
-        visitor.visit_seq(&mut Access { de: self, state: State::First, closer: b']' })
+        counted(visitor.visit_seq(&mut Access { de: self, state: State::First, closer: b']' }))
     }
 }
 
 impl<'a> Deserializer<'a> for &mut De<'a> {
-    type Error = Fallback;
+    type Error = Error;
 
     fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
@@ -262,15 +344,15 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
             b'[' => self.seq(visitor),
             b't' => {
                 self.literal(b"true")?;
-                visitor.visit_bool(true)
+                counted(visitor.visit_bool(true))
             }
             b'f' => {
                 self.literal(b"false")?;
-                visitor.visit_bool(false)
+                counted(visitor.visit_bool(false))
             }
             b'n' => {
                 self.literal(b"null")?;
-                visitor.visit_unit()
+                counted(visitor.visit_unit())
             }
             c => self.number(c, visitor),
         }
@@ -280,13 +362,13 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         match self.next() {
             b't' => {
                 self.literal(b"true")?;
-                visitor.visit_bool(true)
+                counted(visitor.visit_bool(true))
             }
             b'f' => {
                 self.literal(b"false")?;
-                visitor.visit_bool(false)
+                counted(visitor.visit_bool(false))
             }
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -342,11 +424,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     // serde_json parses these its own way.
     fn deserialize_i128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn deserialize_u128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -356,7 +438,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'"' => self.string(visitor),
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -366,22 +448,22 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     // serde_json hands over a string's bytes without checking them: not reproduced.
     fn deserialize_bytes<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn deserialize_byte_buf<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'n' => {
                 self.literal(b"null")?;
-                visitor.visit_none()
+                counted(visitor.visit_none())
             }
             c => {
                 self.peeked = Some(c);
-                visitor.visit_some(self)
+                counted(visitor.visit_some(self))
             }
         }
     }
@@ -390,9 +472,9 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         match self.next() {
             b'n' => {
                 self.literal(b"null")?;
-                visitor.visit_unit()
+                counted(visitor.visit_unit())
             }
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -402,15 +484,15 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
         if name == RAW_VALUE_TOKEN {
-            return Err(fallback());
+            return Err(refuse());
         }
-        visitor.visit_newtype_struct(self)
+        counted(visitor.visit_newtype_struct(self))
     }
 
     fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'[' => self.seq(visitor),
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -425,7 +507,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
             b'{' => self.map(visitor),
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -448,9 +530,9 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         match self.next() {
             b'"' => {
                 self.peeked = Some(b'"');
-                visitor.visit_enum(UnitVariant { de: self })
+                counted(visitor.visit_enum(UnitVariant { de: self }))
             }
-            _ => Err(fallback()),
+            _ => Err(refuse()),
         }
     }
 
@@ -463,11 +545,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
             // A string must end (the scanner skips strings as one token; inside a container an
             // unterminated one leaves the container open, but not at the top level).
             b'"' => {
-                self.s.closing_quote().map_err(|_| fallback())?;
+                self.s.closing_quote().map_err(|_| refuse())?;
             }
-            c => self.s.skip_value(c, self.depth + 1).map_err(|_| fallback())?,
+            c => self.s.skip_value(c, self.depth + 1).map_err(|_| refuse())?,
         }
-        visitor.visit_unit()
+        counted(visitor.visit_unit())
     }
 }
 
@@ -527,14 +609,14 @@ impl Access<'_, '_> {
     #[inline(always)]
     fn read<T>(&self, v: T) -> R<T> {
         if self.de.peeked.is_some() {
-            return Err(fallback());
+            return Err(refuse());
         }
         Ok(v)
     }
 }
 
 impl<'a> MapAccess<'a> for Access<'_, 'a> {
-    type Error = Fallback;
+    type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'a>>(&mut self, seed: K) -> R<Option<K::Value>> {
         let c = match self.state {
@@ -545,10 +627,10 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
                     self.done();
                     return Ok(None);
                 }
-                _ => return Err(fallback()),
+                _ => return Err(refuse()),
             },
             State::Done => return Ok(None),
-            State::Value => return Err(fallback()),
+            State::Value => return Err(refuse()),
         };
         match c {
             b'"' => {}
@@ -556,14 +638,14 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
                 self.done();
                 return Ok(None);
             }
-            _ => return Err(fallback()),
+            _ => return Err(refuse()),
         }
         // A key the target did not read leaves the scanner at its opening quote: serde_json would
         // then look for the `:` there.
         let at = self.de.s.i;
         let key = seed.deserialize(Key { de: &mut *self.de })?;
         if self.de.s.i == at || self.de.next() != b':' {
-            return Err(fallback());
+            return Err(refuse());
         }
         self.state = State::Value;
         Ok(Some(key))
@@ -571,7 +653,7 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
 
     fn next_value_seed<T: DeserializeSeed<'a>>(&mut self, seed: T) -> R<T::Value> {
         if !matches!(self.state, State::Value) {
-            return Err(fallback());
+            return Err(refuse());
         }
         self.state = State::Rest;
         let v = seed.deserialize(&mut *self.de)?;
@@ -580,7 +662,7 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
 }
 
 impl<'a> SeqAccess<'a> for Access<'_, 'a> {
-    type Error = Fallback;
+    type Error = Error;
 
     fn next_element_seed<T: DeserializeSeed<'a>>(&mut self, seed: T) -> R<Option<T::Value>> {
         match self.state {
@@ -597,10 +679,10 @@ impl<'a> SeqAccess<'a> for Access<'_, 'a> {
                     self.done();
                     return Ok(None);
                 }
-                _ => return Err(fallback()),
+                _ => return Err(refuse()),
             },
             State::Done => return Ok(None),
-            State::Value => return Err(fallback()),
+            State::Value => return Err(refuse()),
         }
         self.state = State::Rest;
         let v = seed.deserialize(&mut *self.de)?;
@@ -626,13 +708,13 @@ macro_rules! key_as_string {
 macro_rules! key_falls_back {
     ($($method:ident),* $(,)?) => {$(
         fn $method<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-            Err(fallback())
+            Err(refuse())
         }
     )*};
 }
 
 impl<'a> Deserializer<'a> for Key<'_, 'a> {
-    type Error = Fallback;
+    type Error = Error;
 
     key_as_string! {
         deserialize_any(), deserialize_char(), deserialize_str(), deserialize_string(), deserialize_unit(),
@@ -649,14 +731,14 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        visitor.visit_some(self)
+        counted(visitor.visit_some(self))
     }
 
     fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
         if name == RAW_VALUE_TOKEN {
-            return Err(fallback());
+            return Err(refuse());
         }
-        visitor.visit_newtype_struct(self)
+        counted(visitor.visit_newtype_struct(self))
     }
 
     fn deserialize_enum<V: Visitor<'a>>(
@@ -666,7 +748,7 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
         visitor: V,
     ) -> R<V::Value> {
         self.de.peeked = Some(b'"');
-        visitor.visit_enum(UnitVariant { de: self.de })
+        counted(visitor.visit_enum(UnitVariant { de: self.de }))
     }
 }
 
@@ -676,7 +758,7 @@ struct UnitVariant<'x, 'a> {
 }
 
 impl<'a> EnumAccess<'a> for UnitVariant<'_, 'a> {
-    type Error = Fallback;
+    type Error = Error;
     type Variant = Self;
 
     fn variant_seed<T: DeserializeSeed<'a>>(self, seed: T) -> R<(T::Value, Self)> {
@@ -686,22 +768,22 @@ impl<'a> EnumAccess<'a> for UnitVariant<'_, 'a> {
 }
 
 impl<'a> VariantAccess<'a> for UnitVariant<'_, 'a> {
-    type Error = Fallback;
+    type Error = Error;
 
     fn unit_variant(self) -> R<()> {
         Ok(())
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'a>>(self, _seed: T) -> R<T::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn tuple_variant<V: Visitor<'a>>(self, _len: usize, _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 
     fn struct_variant<V: Visitor<'a>>(self, _fields: &'static [&'static str], _visitor: V) -> R<V::Value> {
-        Err(fallback())
+        Err(refuse())
     }
 }
 
@@ -1016,6 +1098,43 @@ mod tests {
         }
     }
 
+    /// Errors the target makes read as serde_json's: message, position split off a message that
+    /// ends with one, debug form.
+    #[test]
+    fn errors_read_as_serde_jsons() {
+        use serde::de::Error as _;
+        for msg in
+            ["plain", "x at line 3 column 7", "x at line 3 column", "at line 1 column 2", "a at line  column 1", ""]
+        {
+            let (ours, theirs) = (Error::custom(msg), serde_json::Error::custom(msg));
+            assert_eq!(ours.to_string(), theirs.to_string(), "{msg:?}");
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{msg:?}");
+        }
+        let unexpected =
+            [de::Unexpected::Unit, de::Unexpected::Str("s"), de::Unexpected::Signed(-1), de::Unexpected::Map];
+        for u in unexpected {
+            let ours = Error::invalid_type(u, &"a thing").to_string();
+            assert_eq!(ours, serde_json::Error::invalid_type(u, &"a thing").to_string());
+            let ours = Error::invalid_value(u, &"a thing").to_string();
+            assert_eq!(ours, serde_json::Error::invalid_value(u, &"a thing").to_string());
+        }
+    }
+
+    /// List items come without `apiVersion` and `kind`: kube's `DynamicObject` and
+    /// `PartialObjectMeta` then make (and catch) an error for their flattened `TypeMeta`.
+    #[test]
+    fn list_items_decode_here_as_dynamic_objects() {
+        let page: Value =
+            serde_json::from_str(include_str!("../testdata/kube-apiserver-1.35-pods-list-page.json")).unwrap();
+        for item in page["items"].as_array().unwrap() {
+            assert!(item.get("kind").is_none());
+            let doc = item.to_string();
+            assert!(agrees::<DynamicObject>(&doc), "fell back");
+            assert!(agrees_debug::<PartialObjectMeta<Pod>>(&doc), "fell back");
+            assert!(agrees::<Pod>(&doc), "fell back");
+        }
+    }
+
     #[test]
     fn other_kinds_decode_here_as_serde_json_decodes_them() {
         let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
@@ -1081,10 +1200,27 @@ mod tests {
         assert!(agrees::<Shapes>(r#"{"first":{"a":1}}"#));
         assert_eq!(from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).map(|_| ()), Err(Fallback));
         assert!(serde_json::from_str::<Shapes>(r#"{"first":{"a":1,"b":2}}"#).is_err());
-        // Targets that make an error and go on (an untagged enum trying its variants) decode with
-        // serde_json.
-        assert_eq!(from_str::<Shapes>(r#"{"either":[1,"a",{"k":[]}]}"#).map(|_| ()), Err(Fallback));
-        assert!(serde_json::from_str::<Shapes>(r#"{"either":[1,"a",{"k":[]}]}"#).is_ok());
+        // Targets that make errors and catch them themselves (an untagged enum trying its
+        // variants on buffered content) decode here: those errors read the same here and there.
+        assert!(agrees::<Shapes>(r#"{"either":[1,"a",{"k":[]}]}"#));
+        assert!(agrees::<BTreeMap<String, OrError<Either>>>(r#"{"a":true,"b":1}"#));
+        assert_eq!(
+            from_str::<BTreeMap<String, OrError<Either>>>(r#"{"a":true}"#).unwrap()["a"].0,
+            Err("data did not match any variant of untagged enum Either".to_string())
+        );
+        // Such an error names what it did not expect as serde_json does (`null`, not "unit").
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Inner {
+            #[allow(dead_code)]
+            x: u8,
+        }
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Flat {
+            #[serde(flatten)]
+            inner: OrError<Inner>,
+        }
+        assert!(agrees::<Flat>(r#"{"x":null}"#));
+        assert_eq!(from_str::<Flat>(r#"{"x":null}"#).unwrap().inner.0, Err("invalid type: null, expected u8".into()));
         // Out of range for the target: serde_json's error.
         assert_eq!(from_str::<Shapes>(r#"{"u":256}"#).map(|_| ()), Err(Fallback));
         // Lone surrogates are refused by both.
