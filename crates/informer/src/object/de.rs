@@ -12,22 +12,27 @@
 //!
 //! Invariant: the result is exactly what `serde_json::from_str` gives for the same document, or
 //! [`Fallback`], which means "decode with serde_json instead" (the caller then does, and gets
-//! serde_json's value or error). The target is called exactly as serde_json calls it (borrowed
-//! strings where serde_json borrows, `visit_u64`/`visit_i64` for integers, `visit_unit` for null,
-//! `visit_some` after a peek, no size hints, the same map-key deserializer), and everything this
-//! deserializer does not reproduce exactly falls back: floats, `-0` and integers beyond 64 bits
-//! (serde_json's `f64` paths), documents holding any byte below 0x20 (control characters, which
-//! serde_json refuses inside strings, and the whitespace of pretty-printed JSON; API servers send
-//! compact JSON), nesting deeper than [`MAX_DEPTH`] (serde_json stops at 128), raw values, byte
-//! strings, `i128`/`u128`, enums other than a unit variant named by a string, structs written as
-//! arrays, map keys read as numbers or booleans, targets that read nothing where serde_json would
-//! look at the next token, and every error, the target's included: a decode during which any error
-//! that passed through this deserializer falls back even if the target caught it and went on (a
-//! lenient field), since what it made instead is not what serde_json's error would have led to
-//! (errors are counted per thread, see [`Error`]; errors the target makes and catches itself,
-//! as serde's untagged enums trying their variants, read the same here and there). What
-//! serde_json checks in values the target skips (number syntax, literals, escapes, nesting) the
-//! strict scanner checks too, so a document serde_json refuses never decodes here.
+//! serde_json's value or error). The target is called exactly as serde_json calls it: borrowed
+//! strings where serde_json borrows, `visit_u64`/`visit_i64` for integers that fit, `visit_unit`
+//! for null, `visit_some` after a peek, no size hints, serde_json's map-key rules (keys read as
+//! numbers or booleans), unit variants named by a string and variants written as one-member
+//! maps, structs written as arrays, byte strings borrowed. Numbers it does not parse itself
+//! (fractions, exponents, `-0`, integers beyond 64 bits, `i128`/`u128`) are handed to serde_json's
+//! number parser on the number's text, so floats are serde_json's to the bit.
+//!
+//! It refuses (and the decode falls back) what it does not reproduce: documents holding any byte
+//! below 0x20 (checked before anything is read: control characters, which serde_json refuses
+//! inside strings, and the whitespace of pretty-printed JSON; API servers send compact JSON),
+//! raw values, byte strings with escapes, targets that read nothing where serde_json would look
+//! at the next token, and whatever serde_json refuses too (nesting deeper than [`MAX_DEPTH`],
+//! numbers out of range, every error). A refusal reaches the target as an error, so it is left for
+//! what serde_json also refuses or for rare target types. Any error that passed through this
+//! deserializer (its refusals, its visitors' errors) makes the decode fall back even if the target
+//! caught it and went on, since serde_json's error would have differed (errors are counted per
+//! thread, see [`Error`]); errors the target makes and catches itself (serde's untagged enums
+//! trying their variants on buffered content) read exactly as serde_json's and do not. What
+//! serde_json checks in values the target skips (number syntax, literals, escapes) the strict
+//! scanner checks too, so a document serde_json refuses never decodes here.
 
 use std::cell::Cell;
 use std::fmt;
@@ -36,8 +41,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqA
 
 use super::scan::Scanner;
 
-/// Nesting deeper than this falls back (serde_json refuses documents nested deeper than 127).
-pub(crate) const MAX_DEPTH: usize = 100;
+/// Containers nested deeper than this are refused, as serde_json refuses them (its recursion
+/// limit: 128 levels, the 128th refused; values the target skips are not limited).
+pub(crate) const MAX_DEPTH: usize = 127;
 
 /// serde_json's marker for capturing a value as raw JSON text.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
@@ -274,17 +280,13 @@ impl<'a> De<'a> {
         }
     }
 
-    /// Visits the number whose first byte `c` is the token just taken, as serde_json does for
-    /// integers that fit 64 bits (`visit_u64`, or `visit_i64` when negative); anything else is
-    /// parsed as a float by serde_json, so falls back.
+    /// Visits the number whose first byte `c` is the token just taken, as serde_json does:
+    /// integers that fit 64 bits here (`visit_u64`, or `visit_i64` when negative), anything else
+    /// (fractions, exponents, `-0`, integers beyond 64 bits: serde_json's float paths) by
+    /// serde_json's own number parser on the number's text.
     #[inline(never)]
     fn number<V: Visitor<'a>>(&mut self, c: u8, visitor: V) -> R<V::Value> {
-        if !(c == b'-' || c.is_ascii_digit()) {
-            return Err(refuse());
-        }
-        let start = self.s.i;
-        let end = self.s.number().map_err(|_| refuse())?;
-        let n = &self.doc.as_bytes()[start..end];
+        let (start, n) = self.number_text(c)?;
         let (negative, digits) = match n.split_first() {
             Some((b'-', rest)) => (true, rest),
             _ => (false, n),
@@ -292,18 +294,49 @@ impl<'a> De<'a> {
         // (The strict scanner checked the grammar: no sign or leading zero in `digits`.)
         let mut v: u64 = 0;
         for &d in digits {
-            if !d.is_ascii_digit() {
-                return Err(refuse());
+            match v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d.wrapping_sub(b'0')))) {
+                Some(next) if d.is_ascii_digit() => v = next,
+                _ => return self.serde_json_number(start, n.len(), |de| de.deserialize_any(visitor)),
             }
-            v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(refuse)?;
         }
         if !negative {
             counted(visitor.visit_u64(v))
         } else if (1..=1 << 63).contains(&v) {
             counted(visitor.visit_i64((v as i64).wrapping_neg()))
         } else {
-            Err(refuse())
+            self.serde_json_number(start, n.len(), |de| de.deserialize_any(visitor))
         }
+    }
+
+    /// The number whose first byte `c` is the token just taken: where it starts, and its text
+    /// (checked against JSON's grammar by the strict scanner).
+    fn number_text(&mut self, c: u8) -> R<(usize, &'a [u8])> {
+        if !(c == b'-' || c.is_ascii_digit()) {
+            return Err(refuse());
+        }
+        let start = self.s.i;
+        let end = self.s.number().map_err(|_| refuse())?;
+        let doc: &'a str = self.doc;
+        Ok((start, &doc.as_bytes()[start..end]))
+    }
+
+    /// Deserializes the `len` bytes of number text at `start` with serde_json's deserializer
+    /// (`f` calls the method serde_json would call at this position).
+    #[cold]
+    fn serde_json_number<T>(
+        &self,
+        start: usize,
+        len: usize,
+        f: impl FnOnce(&mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<T>,
+    ) -> R<T> {
+        let text = self.doc.get(start..start + len).ok_or_else(refuse)?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        // The whole text must be the number (serde_json would find the rest where it expects a
+        // comma or a bracket). (An error here has serde_json's position within the number's text,
+        // not the document's: counted.)
+        let v = f(&mut de).map_err(|_| refuse())?;
+        de.end().map_err(|_| refuse())?;
+        Ok(v)
     }
 
     /// Checks the literal at the token just taken.
@@ -422,13 +455,17 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         self.number(c, visitor)
     }
 
-    // serde_json parses these its own way.
-    fn deserialize_i128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(refuse())
+    // serde_json parses these its own way: by its parser, on the number's text.
+    fn deserialize_i128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        let (start, n) = self.number_text(c)?;
+        self.serde_json_number(start, n.len(), |de| de.deserialize_i128(visitor))
     }
 
-    fn deserialize_u128<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(refuse())
+    fn deserialize_u128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        let c = self.next();
+        let (start, n) = self.number_text(c)?;
+        self.serde_json_number(start, n.len(), |de| de.deserialize_u128(visitor))
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -446,13 +483,21 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         self.deserialize_str(visitor)
     }
 
-    // serde_json hands over a string's bytes without checking them: not reproduced.
-    fn deserialize_bytes<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(refuse())
+    // serde_json hands over a string's bytes (borrowed when it has no escapes; decoding escapes
+    // without checking them is not reproduced) or reads an array as a sequence.
+    fn deserialize_bytes<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.next() {
+            b'"' => match self.s.string_or_decoded(&mut self.scratch) {
+                Ok(Some(raw)) => counted(visitor.visit_borrowed_bytes(raw)),
+                _ => Err(refuse()),
+            },
+            b'[' => self.seq(visitor),
+            _ => Err(refuse()),
+        }
     }
 
-    fn deserialize_byte_buf<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-        Err(refuse())
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.deserialize_bytes(visitor)
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -517,8 +562,12 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         _fields: &'static [&'static str],
         visitor: V,
     ) -> R<V::Value> {
-        // (serde_json also reads a struct written as an array: not reproduced.)
-        self.deserialize_map(visitor)
+        // (serde_json also reads a struct written as an array.)
+        match self.next() {
+            b'{' => self.map(visitor),
+            b'[' => self.seq(visitor),
+            _ => Err(refuse()),
+        }
     }
 
     fn deserialize_enum<V: Visitor<'a>>(
@@ -531,6 +580,16 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
             b'"' => {
                 self.peeked = Some(b'"');
                 counted(visitor.visit_enum(UnitVariant { de: self }))
+            }
+            b'{' => {
+                self.enter()?;
+                let v = counted(visitor.visit_enum(Variant { de: &mut *self }))?;
+                // The variant's value must be the map's only member.
+                if self.next() != b'}' {
+                    return Err(refuse());
+                }
+                self.depth -= 1;
+                Ok(v)
             }
             _ => Err(refuse()),
         }
@@ -674,7 +733,11 @@ impl<'a> SeqAccess<'a> for Access<'_, 'a> {
                 c => self.de.peeked = Some(c),
             },
             State::Rest => match self.de.next() {
-                b',' => {}
+                // An element must follow (serde_json: "trailing comma").
+                b',' => match self.de.next() {
+                    b']' | 0 => return Err(refuse()),
+                    c => self.de.peeked = Some(c),
+                },
                 b']' => {
                     self.done();
                     return Ok(None);
@@ -705,12 +768,27 @@ macro_rules! key_as_string {
     )*};
 }
 
-macro_rules! key_falls_back {
+macro_rules! key_as_number {
     ($($method:ident),* $(,)?) => {$(
-        fn $method<V: Visitor<'a>>(self, _visitor: V) -> R<V::Value> {
-            Err(refuse())
+        fn $method<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+            self.number(|de| de.deserialize_f64(visitor))
         }
     )*};
+}
+
+impl<'a> Key<'_, 'a> {
+    /// A key read as a number, as serde_json reads it: the key's text (no escapes) must be a
+    /// JSON number from quote to quote, parsed by serde_json's number parser (`f`).
+    fn number<T>(
+        self,
+        f: impl FnOnce(&mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<T>,
+    ) -> R<T> {
+        let start = self.de.s.i + 1;
+        match self.de.s.string_or_decoded(&mut self.de.scratch) {
+            Ok(Some(text)) if super::scan::is_json_number(text) => self.de.serde_json_number(start, text.len(), f),
+            _ => Err(refuse()),
+        }
+    }
 }
 
 impl<'a> Deserializer<'a> for Key<'_, 'a> {
@@ -724,10 +802,36 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
         deserialize_ignored_any(),
     }
 
-    key_falls_back! {
-        deserialize_bool, deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64, deserialize_i128,
-        deserialize_u8, deserialize_u16, deserialize_u32, deserialize_u64, deserialize_u128, deserialize_f32,
-        deserialize_f64, deserialize_bytes, deserialize_byte_buf,
+    key_as_number! {
+        deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64, deserialize_u8, deserialize_u16,
+        deserialize_u32, deserialize_u64, deserialize_f32, deserialize_f64,
+    }
+
+    fn deserialize_i128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.number(|de| de.deserialize_i128(visitor))
+    }
+
+    fn deserialize_u128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.number(|de| de.deserialize_u128(visitor))
+    }
+
+    /// serde_json reads `"true"` and `"false"` keys as booleans (written out, no escapes).
+    fn deserialize_bool<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        match self.de.s.string_or_decoded(&mut self.de.scratch) {
+            Ok(Some(b"true")) => counted(visitor.visit_bool(true)),
+            Ok(Some(b"false")) => counted(visitor.visit_bool(false)),
+            _ => Err(refuse()),
+        }
+    }
+
+    fn deserialize_bytes<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.de.peeked = Some(b'"');
+        self.de.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+        self.de.peeked = Some(b'"');
+        self.de.deserialize_bytes(visitor)
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -749,6 +853,50 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
     ) -> R<V::Value> {
         self.de.peeked = Some(b'"');
         counted(visitor.visit_enum(UnitVariant { de: self.de }))
+    }
+}
+
+/// An enum written as a map of one member, the variant's name to its value (its `{` taken), as
+/// serde_json reads it.
+struct Variant<'x, 'a> {
+    de: &'x mut De<'a>,
+}
+
+impl<'a> EnumAccess<'a> for Variant<'_, 'a> {
+    type Error = Error;
+    type Variant = Self;
+
+    fn variant_seed<T: DeserializeSeed<'a>>(self, seed: T) -> R<(T::Value, Self)> {
+        if self.de.next() != b'"' {
+            return Err(refuse());
+        }
+        // (A name the target did not read: serde_json would look for the `:` at its quote.)
+        let at = self.de.s.i;
+        let v = seed.deserialize(Key { de: &mut *self.de })?;
+        if self.de.s.i == at || self.de.next() != b':' {
+            return Err(refuse());
+        }
+        Ok((v, self))
+    }
+}
+
+impl<'a> VariantAccess<'a> for Variant<'_, 'a> {
+    type Error = Error;
+
+    fn unit_variant(self) -> R<()> {
+        de::Deserialize::deserialize(&mut *self.de)
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'a>>(self, seed: T) -> R<T::Value> {
+        seed.deserialize(&mut *self.de)
+    }
+
+    fn tuple_variant<V: Visitor<'a>>(self, _len: usize, visitor: V) -> R<V::Value> {
+        self.de.deserialize_seq(visitor)
+    }
+
+    fn struct_variant<V: Visitor<'a>>(self, fields: &'static [&'static str], visitor: V) -> R<V::Value> {
+        self.de.deserialize_struct("", fields, visitor)
     }
 }
 
@@ -1036,14 +1184,13 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
 
-        /// Compact documents without floats decode here, and as serde_json decodes them.
+        /// Compact documents decode here, and as serde_json decodes them (floats by its parser).
         #[test]
-        fn values_decode_as_serde_json_decodes_them(v in arb_json(false), pretty in any::<bool>()) {
-            let doc = json!({"a": v, "b": [1, -2, "x"]});
+        fn values_decode_as_serde_json_decodes_them(v in arb_json(true), pretty in any::<bool>()) {
+            let doc = json!({"a": v, "b": [1, -2, "x", 1.5, -0.0, 1e300]});
             let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
             let fast = agrees::<Value>(&text);
-            // (`-0` has no i64 form: serde_json turns a negative zero into a float.)
-            prop_assert!(fast || pretty || text.contains('\u{1}') || text.contains("-0,"), "fell back: {text}");
+            prop_assert!(fast || pretty || text.contains('\u{1}'), "fell back: {text}");
         }
 
         #[test]
@@ -1158,10 +1305,18 @@ mod tests {
             assert_eq!(from_str::<Value>(doc).map(|_| ()), Err(Fallback), "{doc}");
             agrees::<Value>(doc);
         };
-        // Floats, negative zero, integers beyond 64 bits.
-        for n in ["1.5", "1e5", "-0", "18446744073709551616", "-9223372036854775809"] {
-            fallback(&format!(r#"{{"a":{n}}}"#));
+        // Floats, negative zero, integers beyond 64 bits: serde_json's float paths, by its own
+        // parser on the number's text; 128-bit integers likewise.
+        for n in ["1.5", "1e5", "-0", "-0.0", "18446744073709551616", "-9223372036854775809", "2.5e-308", "1E+2"] {
+            assert!(agrees::<Value>(&format!(r#"{{"a":{n}}}"#)), "{n}");
+            assert!(agrees::<BTreeMap<String, f64>>(&format!(r#"{{"a":{n}}}"#)), "{n}");
         }
+        assert!(agrees::<BTreeMap<String, i128>>(r#"{"a":-170141183460469231731687303715884105728,"b":0}"#));
+        assert!(agrees::<BTreeMap<String, u128>>(r#"{"a":340282366920938463463374607431768211455}"#));
+        // Out of range for serde_json (a float beyond f64, an i128 written with a fraction).
+        fallback(r#"{"a":1e400}"#);
+        assert_eq!(from_str::<BTreeMap<String, i128>>(r#"{"a":1.5}"#).map(|_| ()), Err(Fallback));
+        assert!(serde_json::from_str::<BTreeMap<String, i128>>(r#"{"a":1.5}"#).is_err());
         // Bad number shapes, read or skipped.
         for n in ["01", "-", "1.", ".5", "1e", "+1", "1-2", "0x10"] {
             fallback(&format!(r#"{{"a":{n}}}"#));
@@ -1179,12 +1334,71 @@ mod tests {
         for doc in [r#"{"a":[1,]}"#, r#"{"a":1,}"#, r#"{"a":1}x"#, r#"{"a":1} {}"#, r#"{"a"}"#, r#"{"a":}"#] {
             fallback(doc);
         }
-        // Raw values, byte strings, keys read as numbers.
-        assert!(from_str::<Shapes>(r#"{"raw":{"x":1}}"#).is_err());
-        assert!(from_str::<Shapes>(r#"{"bytes":"abc"}"#).is_err());
-        assert!(from_str::<Shapes>(r#"{"k":{"1":true}}"#).is_err());
-        for doc in [r#"{"raw":{"x":1}}"#, r#"{"bytes":"abc"}"#, r#"{"k":{"1":true}}"#] {
+        // Raw values and byte strings with escapes.
+        for doc in [r#"{"raw":{"x":1}}"#, r#"{"bytes":"a\nb"}"#] {
+            assert_eq!(from_str::<Shapes>(doc).map(|_| ()), Err(Fallback), "{doc}");
             assert!(serde_json::from_str::<Shapes>(doc).is_ok(), "serde_json decodes {doc}");
+        }
+        // Keys read as numbers or booleans, byte strings, structs written as arrays, enums written
+        // as maps: as serde_json reads them.
+        for doc in [r#"{"k":{"1":true,"22":false}}"#, r#"{"bytes":"abc"}"#, r#"{"t":[7,"x"]}"#] {
+            assert!(agrees::<Shapes>(doc), "{doc}");
+        }
+        assert!(agrees::<Vec<(f64, bool)>>(r#"[[1.5,true]]"#));
+        assert!(agrees::<BTreeMap<String, Vec<u8>>>(r#"{"a":[1,2,255]}"#));
+        assert!(agrees_debug::<std::collections::HashMap<i64, bool>>(r#"{"-15":true}"#));
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct FloatKeys(#[serde(with = "float_keys")] Vec<(f64, bool)>);
+        mod float_keys {
+            use serde::Deserializer;
+            use serde::de::{MapAccess, Visitor};
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(f64, bool)>, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = Vec<(f64, bool)>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a map")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                        let mut v = Vec::new();
+                        while let Some(e) = m.next_entry()? {
+                            v.push(e);
+                        }
+                        Ok(v)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+        assert!(agrees::<FloatKeys>(r#"{"1.5":true,"-0":false,"1e2":true}"#));
+        assert!(from_str::<FloatKeys>(r#"{"-0":false}"#).unwrap().0[0].0.is_sign_negative());
+        assert!(agrees::<BTreeMap<i128, bool>>(r#"{"-170141183460469231731687303715884105728":true}"#));
+        assert!(agrees::<BTreeMap<bool, u8>>(r#"{"true":1,"false":0}"#));
+        for doc in [r#"{"01":true}"#, r#"{" 1":true}"#, r#"{"1 ":true}"#, r#"{"\u0031":true}"#, r#"{"x":true}"#] {
+            assert!(!agrees::<BTreeMap<u32, bool>>(doc), "{doc}");
+            assert!(serde_json::from_str::<BTreeMap<u32, bool>>(doc).is_err(), "{doc}");
+        }
+        assert!(!agrees::<BTreeMap<bool, u8>>(r#"{"\u0074rue":1}"#));
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Point {
+            x: i32,
+            y: i32,
+        }
+        assert!(agrees::<Point>("[1,2]"));
+        #[derive(Debug, PartialEq, Deserialize)]
+        enum Shape {
+            Dot,
+            Circle(u32),
+            Line(u32, u32),
+            Rect { w: u32, h: u32 },
+        }
+        for doc in [r#""Dot""#, r#"{"Dot":null}"#, r#"{"Circle":3}"#, r#"{"Line":[1,2]}"#, r#"{"Rect":{"w":1,"h":2}}"#]
+        {
+            assert!(agrees::<Shape>(doc), "{doc}");
+        }
+        for doc in [r#"{"Dot":1}"#, r#"{"Circle":3,"x":1}"#, r#"{"Line":[1]}"#, r#"{}"#, r#"{"Nope":1}"#] {
+            assert!(!agrees::<Shape>(doc), "{doc}");
+            assert!(serde_json::from_str::<Shape>(doc).is_err(), "{doc}");
         }
     }
 
@@ -1284,13 +1498,15 @@ mod tests {
     /// A fallback the target swallows does not become a value: serde_json gives `Some(1.5)`.
     #[test]
     fn a_fallback_the_target_swallows_still_falls_back() {
-        assert!(serde_json::from_str::<BTreeMap<String, OrNone<f64>>>(r#"{"a":1.5}"#).unwrap()["a"].0.is_some());
-        assert!(!agrees::<BTreeMap<String, OrNone<f64>>>(r#"{"a":1.5}"#));
-        assert!(!agrees::<BTreeMap<String, OrNone<f64>>>(r#"{"a":-0}"#));
-        assert!(!agrees::<BTreeMap<String, OrNone<Vec<f64>>>>(r#"{"a":[1,1.5]}"#));
-        assert!(!agrees::<BTreeMap<String, OrNone<Value>>>(r#"{"a":[1.5],"b":2}"#));
+        let raw = r#"{"a":{"x":1}}"#;
+        assert!(serde_json::from_str::<BTreeMap<String, OrNone<Raw>>>(raw).unwrap()["a"].0.is_some());
+        assert!(!agrees::<BTreeMap<String, OrNone<Raw>>>(raw));
+        assert!(!agrees::<BTreeMap<String, OrNone<Vec<serde_bytes_like::Bytes>>>>(r#"{"a":["x\ty"],"b":2}"#));
+        // Deeper than serde_json's limit: refused by both, the target sees an error either way.
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(!agrees::<BTreeMap<String, OrNone<Value>>>(&deep));
         // Nothing swallowed: decoded here.
-        assert!(agrees::<BTreeMap<String, OrNone<Vec<u8>>>>(r#"{"a":[1,2]}"#));
+        assert!(agrees::<BTreeMap<String, OrNone<Vec<f64>>>>(r#"{"a":[1,1.5]}"#));
     }
 
     /// The target's own error, kept: serde_json's text, not this decoder's.
@@ -1333,5 +1549,93 @@ mod tests {
             .collect();
         assert!(decoded.is_empty(), "decoded here, refused by serde_json: {decoded:?}");
         assert!(agrees::<Option<de::IgnoredAny>>("\"abc\""));
+    }
+
+    /// A seed that makes an error of its own without reading anything (a target that tries a
+    /// lenient element first, as `OrError` does with a type that checks something before reading).
+    struct Refuses;
+
+    impl<'de> DeserializeSeed<'de> for Refuses {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, _d: D) -> Result<(), D::Error> {
+            Err(de::Error::custom("not this one"))
+        }
+    }
+
+    /// A sequence visitor that reads a `u32`, then tries [`Refuses`] once and keeps its error's
+    /// text, then reads the rest as `u32`s.
+    #[derive(Debug, PartialEq)]
+    struct TriesOnce(u32, Option<String>, Vec<u32>);
+
+    impl<'de> Deserialize<'de> for TriesOnce {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = TriesOnce;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a sequence")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<TriesOnce, A::Error> {
+                    let first = s.next_element()?.unwrap_or(0);
+                    let tried = s.next_element_seed(Refuses).err().map(|e| e.to_string());
+                    let mut rest = Vec::new();
+                    while let Some(x) = s.next_element()? {
+                        rest.push(x);
+                    }
+                    Ok(TriesOnce(first, tried, rest))
+                }
+            }
+            d.deserialize_seq(V)
+        }
+    }
+
+    /// serde_json checks, after a comma, that an element follows (`has_next_element`: "trailing
+    /// comma") before it calls the element's seed; here that is left to the seed reading the
+    /// element, so a seed that reads nothing takes the `]` for an element.
+    #[test]
+    fn a_trailing_comma_is_refused_before_an_element_that_reads_nothing() {
+        assert!(serde_json::from_str::<(u32, Nothing)>("[1,]").is_err());
+        assert!(!agrees::<(u32, Nothing)>("[1,]"));
+    }
+
+    /// The same gap with an error the seed makes and the target catches (uncounted): serde_json
+    /// hands the target its own positioned "trailing comma" error, this decoder the seed's.
+    #[test]
+    fn a_trailing_comma_is_refused_before_a_seed_that_makes_its_own_error() {
+        let theirs = serde_json::from_str::<TriesOnce>("[1,]").unwrap();
+        assert_eq!(theirs, TriesOnce(1, Some("trailing comma at line 1 column 4".into()), vec![]));
+        assert!(!agrees::<TriesOnce>("[1,]"));
+        assert!(!agrees::<BTreeMap<String, TriesOnce>>(r#"{"a":[1,],"b":[2,3]}"#));
+    }
+
+    /// A target that takes for granted what serde_json reads (`expect` on a member).
+    #[derive(Debug, PartialEq)]
+    struct Expects(f64);
+
+    impl<'de> Deserialize<'de> for Expects {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Expects;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a map")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Expects, A::Error> {
+                    let (_, v): (String, f64) = m.next_entry().expect("a number").expect("a member");
+                    Ok(Expects(v))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    /// Floats are read as serde_json reads them: a target that takes a member for granted gets it
+    /// (a refusal is an error the target sees; refusals are left for what serde_json refuses too
+    /// or for rare target types: raw values, escaped byte strings).
+    #[test]
+    fn floats_reach_targets_that_take_them_for_granted() {
+        assert_eq!(serde_json::from_str::<Expects>(r#"{"a":1.5}"#).unwrap(), Expects(1.5));
+        let ours = std::panic::catch_unwind(|| from_str::<Expects>(r#"{"a":1.5}"#).map(|_| ()));
+        assert!(ours.is_ok(), "panicked");
     }
 }
