@@ -60,7 +60,11 @@ pub(crate) struct Fallback;
 /// [`counted`]), and so is every refusal ([`refuse`]): a decode that counted any falls back, as
 /// the target may have caught it and gone on with something serde_json's error would not have
 /// led to.
-pub(crate) struct Error {
+///
+/// One pointer wide (as serde_json's), so that a `Result` of it costs the hot path nothing.
+pub(crate) struct Error(Box<ErrorImpl>);
+
+struct ErrorImpl {
     msg: Box<str>,
     line: usize,
     column: usize,
@@ -71,7 +75,7 @@ impl Error {
     /// into a message and back) keeps its position apart.
     fn new(mut msg: String) -> Self {
         let (line, column) = split_position(&mut msg).unwrap_or((0, 0));
-        Error { msg: msg.into_boxed_str(), line, column }
+        Error(Box::new(ErrorImpl { msg: msg.into_boxed_str(), line, column }))
     }
 }
 
@@ -91,17 +95,15 @@ fn split_position(msg: &mut String) -> Option<(usize, usize)> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            f.write_str(&self.msg)
-        } else {
-            write!(f, "{} at line {} column {}", self.msg, self.line, self.column)
-        }
+        let e = &self.0;
+        if e.line == 0 { f.write_str(&e.msg) } else { write!(f, "{} at line {} column {}", e.msg, e.line, e.column) }
     }
 }
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Error({:?}, line: {}, column: {})", self.msg, self.line, self.column)
+        let e = &self.0;
+        write!(f, "Error({:?}, line: {}, column: {})", e.msg, e.line, e.column)
     }
 }
 
@@ -150,11 +152,15 @@ thread_local! {
 #[cold]
 pub(super) fn refuse() -> Error {
     note_error();
-    Error { msg: "decode with serde_json instead".into(), line: 0, column: 0 }
+    Error::new("decode with serde_json instead".into())
 }
 
 /// A visitor's result, its error counted: serde_json would have given the error its position,
-/// so a target that catches it and keeps its text would see another text.
+/// so a target that catches it and keeps its text would see another text. Counted where
+/// serde_json positions errors: values read by the deserializer (strings, numbers, literals,
+/// maps, sequences), not what it hands back to the target (`visit_some`, newtypes, enums, map
+/// keys read as strings), whose errors are positioned, and here counted, where they leave the
+/// enclosing map or sequence.
 #[inline(always)]
 fn counted<T>(r: R<T>) -> R<T> {
     if r.is_err() {
@@ -267,15 +273,17 @@ impl<'a> De<'a> {
     }
 
     /// Visits the string whose opening quote is the token just taken: borrowed when it has no
-    /// escapes, as serde_json does, else decoded.
+    /// escapes, as serde_json does, else decoded. (The visitor's error is not counted here: a
+    /// value's string is counted by the caller, a key's is not, as serde_json positions errors
+    /// of values and not of keys.)
     #[inline]
     fn string<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         if let Some(raw) = self.s.plain_string() {
-            return counted(visitor.visit_borrowed_str(self.text(raw)?));
+            return visitor.visit_borrowed_str(self.text(raw)?);
         }
         match self.s.string_or_decoded(&mut self.scratch) {
-            Ok(Some(raw)) => counted(visitor.visit_borrowed_str(self.text(raw)?)),
-            Ok(None) => counted(visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| refuse())?)),
+            Ok(Some(raw)) => visitor.visit_borrowed_str(self.text(raw)?),
+            Ok(None) => visitor.visit_str(std::str::from_utf8(&self.scratch).map_err(|_| refuse())?),
             Err(_) => Err(refuse()),
         }
     }
@@ -310,6 +318,7 @@ impl<'a> De<'a> {
 
     /// The number whose first byte `c` is the token just taken: where it starts, and its text
     /// (checked against JSON's grammar by the strict scanner).
+    #[inline(always)]
     fn number_text(&mut self, c: u8) -> R<(usize, &'a [u8])> {
         if !(c == b'-' || c.is_ascii_digit()) {
             return Err(refuse());
@@ -345,6 +354,7 @@ impl<'a> De<'a> {
         self.s.literal(lit).map_err(|_| refuse())
     }
 
+    #[inline(always)]
     fn enter(&mut self) -> R<()> {
         if self.depth >= MAX_DEPTH {
             return Err(refuse());
@@ -357,13 +367,25 @@ impl<'a> De<'a> {
     /// returns (serde_json's end-of-map check): see [`Access`]'s drop.
     fn map<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         self.enter()?;
-        counted(visitor.visit_map(&mut Access { de: self, state: State::First, closer: b'}' }))
+        let mut access = Access { de: self, state: State::First, closer: b'}' };
+        let r = visitor.visit_map(&mut access);
+        drop(access);
+        if r.is_err() {
+            note_error();
+        }
+        r
     }
 
     /// Visits the sequence whose `[` is the token just taken (as [`De::map`]).
     fn seq<V: Visitor<'a>>(&mut self, visitor: V) -> R<V::Value> {
         self.enter()?;
-        counted(visitor.visit_seq(&mut Access { de: self, state: State::First, closer: b']' }))
+        let mut access = Access { de: self, state: State::First, closer: b']' };
+        let r = visitor.visit_seq(&mut access);
+        drop(access);
+        if r.is_err() {
+            note_error();
+        }
+        r
     }
 }
 
@@ -372,7 +394,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
-            b'"' => self.string(visitor),
+            b'"' => counted(self.string(visitor)),
             b'{' => self.map(visitor),
             b'[' => self.seq(visitor),
             b't' => {
@@ -474,7 +496,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
 
     fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         match self.next() {
-            b'"' => self.string(visitor),
+            b'"' => counted(self.string(visitor)),
             _ => Err(refuse()),
         }
     }
@@ -504,11 +526,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         match self.next() {
             b'n' => {
                 self.literal(b"null")?;
-                counted(visitor.visit_none())
+                visitor.visit_none()
             }
             c => {
                 self.peeked = Some(c);
-                counted(visitor.visit_some(self))
+                visitor.visit_some(self)
             }
         }
     }
@@ -531,7 +553,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         if name == RAW_VALUE_TOKEN {
             return Err(refuse());
         }
-        counted(visitor.visit_newtype_struct(self))
+        visitor.visit_newtype_struct(self)
     }
 
     fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -579,11 +601,11 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
         match self.next() {
             b'"' => {
                 self.peeked = Some(b'"');
-                counted(visitor.visit_enum(UnitVariant { de: self }))
+                visitor.visit_enum(UnitVariant { de: self })
             }
             b'{' => {
                 self.enter()?;
-                let v = counted(visitor.visit_enum(Variant { de: &mut *self }))?;
+                let v = visitor.visit_enum(Variant { de: &mut *self })?;
                 // The variant's value must be the map's only member.
                 if self.next() != b'}' {
                     return Err(refuse());
@@ -608,7 +630,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
             }
             c => self.s.skip_value(c, self.depth + 1).map_err(|_| refuse())?,
         }
-        counted(visitor.visit_unit())
+        visitor.visit_unit()
     }
 }
 
@@ -661,19 +683,6 @@ impl Drop for Access<'_, '_> {
     }
 }
 
-impl Access<'_, '_> {
-    /// After a member's value or an element: the target must have read it (a token taken to
-    /// look at and not used means it read nothing, where serde_json would look at that token
-    /// again).
-    #[inline(always)]
-    fn read<T>(&self, v: T) -> R<T> {
-        if self.de.peeked.is_some() {
-            return Err(refuse());
-        }
-        Ok(v)
-    }
-}
-
 impl<'a> MapAccess<'a> for Access<'_, 'a> {
     type Error = Error;
 
@@ -715,8 +724,10 @@ impl<'a> MapAccess<'a> for Access<'_, 'a> {
             return Err(refuse());
         }
         self.state = State::Rest;
-        let v = seed.deserialize(&mut *self.de)?;
-        self.read(v)
+        // (A value the target does not read leaves its first token, put back or not, where the
+        // next read expects `,` or `}`: a value never starts with either, so that read refuses,
+        // as serde_json does.)
+        seed.deserialize(&mut *self.de)
     }
 }
 
@@ -748,8 +759,9 @@ impl<'a> SeqAccess<'a> for Access<'_, 'a> {
             State::Value => return Err(refuse()),
         }
         self.state = State::Rest;
-        let v = seed.deserialize(&mut *self.de)?;
-        self.read(Some(v))
+        // (An element the target does not read leaves its first token put back where the next
+        // read expects `,` or `]`, as for map values.)
+        seed.deserialize(&mut *self.de).map(Some)
     }
 }
 
@@ -835,14 +847,14 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        counted(visitor.visit_some(self))
+        visitor.visit_some(self)
     }
 
     fn deserialize_newtype_struct<V: Visitor<'a>>(self, name: &'static str, visitor: V) -> R<V::Value> {
         if name == RAW_VALUE_TOKEN {
             return Err(refuse());
         }
-        counted(visitor.visit_newtype_struct(self))
+        visitor.visit_newtype_struct(self)
     }
 
     fn deserialize_enum<V: Visitor<'a>>(
@@ -852,7 +864,7 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
         visitor: V,
     ) -> R<V::Value> {
         self.de.peeked = Some(b'"');
-        counted(visitor.visit_enum(UnitVariant { de: self.de }))
+        visitor.visit_enum(UnitVariant { de: self.de })
     }
 }
 
@@ -1243,6 +1255,38 @@ mod tests {
             assert!(agrees_debug::<PartialObjectMeta<Pod>>(doc));
             assert!(agrees::<ObjectMeta>(&serde_json::from_str::<Value>(doc).unwrap()["metadata"].to_string()));
         }
+    }
+
+    /// A visitor that refuses `null` (its error made where serde_json does not position it, so
+    /// not counted: the decode stays here) and, kept as text, reads as serde_json's.
+    #[test]
+    fn errors_serde_json_leaves_unpositioned_are_not_counted() {
+        #[derive(Debug, PartialEq)]
+        struct NotNull;
+        impl<'de> Deserialize<'de> for NotNull {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = NotNull;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("anything but null")
+                    }
+                    fn visit_none<E: de::Error>(self) -> Result<NotNull, E> {
+                        Err(E::custom("null refused"))
+                    }
+                    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<NotNull, D::Error> {
+                        de::IgnoredAny::deserialize(d).map(|_| NotNull)
+                    }
+                }
+                d.deserialize_option(V)
+            }
+        }
+        let doc = r#"{"a":null,"b":1}"#;
+        assert!(agrees::<BTreeMap<String, OrError<NotNull>>>(doc), "fell back");
+        assert_eq!(
+            from_str::<BTreeMap<String, OrError<NotNull>>>(doc).unwrap()["a"].0,
+            Err("null refused".to_string())
+        );
     }
 
     /// Errors the target makes read as serde_json's: message, position split off a message that
