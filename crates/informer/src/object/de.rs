@@ -348,6 +348,32 @@ impl<'a> De<'a> {
         Ok(v)
     }
 
+    /// Visits the literal `true` or `false` whose first byte `c` is the token just taken.
+    #[inline]
+    fn boolean<V: Visitor<'a>>(&mut self, c: u8, visitor: V) -> R<V::Value> {
+        match c {
+            b't' => {
+                self.literal(b"true")?;
+                counted(visitor.visit_bool(true))
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                counted(visitor.visit_bool(false))
+            }
+            _ => Err(refuse()),
+        }
+    }
+
+    /// The number whose first byte `c` is the token just taken, by serde_json's parser (`f`).
+    fn number_by_serde_json<T>(
+        &mut self,
+        c: u8,
+        f: impl FnOnce(&mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<T>,
+    ) -> R<T> {
+        let (start, n) = self.number_text(c)?;
+        self.serde_json_number(start, n.len(), f)
+    }
+
     /// Checks the literal at the token just taken.
     #[inline]
     fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> R<()> {
@@ -389,6 +415,17 @@ impl<'a> De<'a> {
     }
 }
 
+/// Deserializer methods for numbers: serde_json reads every one as whatever number is there
+/// (its `deserialize_number`).
+macro_rules! numbers {
+    ($($method:ident),* $(,)?) => {$(
+        fn $method<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
+            let c = self.next();
+            self.number(c, visitor)
+        }
+    )*};
+}
+
 impl<'a> Deserializer<'a> for &mut De<'a> {
     type Error = Error;
 
@@ -397,14 +434,7 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
             b'"' => counted(self.string(visitor)),
             b'{' => self.map(visitor),
             b'[' => self.seq(visitor),
-            b't' => {
-                self.literal(b"true")?;
-                counted(visitor.visit_bool(true))
-            }
-            b'f' => {
-                self.literal(b"false")?;
-                counted(visitor.visit_bool(false))
-            }
+            c @ (b't' | b'f') => self.boolean(c, visitor),
             b'n' => {
                 self.literal(b"null")?;
                 counted(visitor.visit_unit())
@@ -414,80 +444,24 @@ impl<'a> Deserializer<'a> for &mut De<'a> {
     }
 
     fn deserialize_bool<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        match self.next() {
-            b't' => {
-                self.literal(b"true")?;
-                counted(visitor.visit_bool(true))
-            }
-            b'f' => {
-                self.literal(b"false")?;
-                counted(visitor.visit_bool(false))
-            }
-            _ => Err(refuse()),
-        }
+        let c = self.next();
+        self.boolean(c, visitor)
     }
 
-    fn deserialize_i8<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_i16<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_i32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_i64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_u8<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_u16<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_u32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_u64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_f32<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
-    }
-
-    fn deserialize_f64<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        let c = self.next();
-        self.number(c, visitor)
+    numbers! {
+        deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64, deserialize_u8, deserialize_u16,
+        deserialize_u32, deserialize_u64, deserialize_f32, deserialize_f64,
     }
 
     // serde_json parses these its own way: by its parser, on the number's text.
     fn deserialize_i128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         let c = self.next();
-        let (start, n) = self.number_text(c)?;
-        self.serde_json_number(start, n.len(), |de| de.deserialize_i128(visitor))
+        self.number_by_serde_json(c, |de| de.deserialize_i128(visitor))
     }
 
     fn deserialize_u128<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
         let c = self.next();
-        let (start, n) = self.number_text(c)?;
-        self.serde_json_number(start, n.len(), |de| de.deserialize_u128(visitor))
+        self.number_by_serde_json(c, |de| de.deserialize_u128(visitor))
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
@@ -842,8 +816,7 @@ impl<'a> Deserializer<'a> for Key<'_, 'a> {
     }
 
     fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {
-        self.de.peeked = Some(b'"');
-        self.de.deserialize_bytes(visitor)
+        self.deserialize_bytes(visitor)
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> R<V::Value> {

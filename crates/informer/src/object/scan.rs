@@ -651,19 +651,16 @@ impl<'a> Scanner<'a> {
     /// (borrowed as is if it has none).
     #[inline(never)]
     fn string_bytes(&mut self) -> R<Cow<'a, [u8]>> {
-        let b = self.b;
-        let start = self.i + 1;
-        let (end, maybe_escapes) = self.closing_quote()?;
-        let raw = &b[start..end];
-        if !maybe_escapes || !raw.contains(&b'\\') {
-            self.i = end;
-            return Ok(Cow::Borrowed(raw));
-        }
-        self.decode(start, end).map(Cow::Owned)
+        let mut decoded = Vec::new();
+        Ok(match self.string_or_decoded(&mut decoded)? {
+            Some(raw) => Cow::Borrowed(raw),
+            None => Cow::Owned(decoded),
+        })
     }
 
-    /// The string whose opening quote is the last token taken, for the typed decoder: its bytes
-    /// if it has no escapes, else `None` with its escapes decoded into `out` (cleared first).
+    /// The string whose opening quote is the last token taken: its bytes if it has no escapes,
+    /// else `None` with its escapes decoded into `out` (cleared first; the typed decoder reuses
+    /// one buffer).
     #[inline(never)]
     pub(super) fn string_or_decoded(&mut self, out: &mut Vec<u8>) -> R<Option<&'a [u8]>> {
         let start = self.i + 1;
@@ -678,15 +675,8 @@ impl<'a> Scanner<'a> {
         Ok(None)
     }
 
-    /// Decodes the escapes of the string from `start` to its closing quote at `end`.
-    #[inline(never)]
-    fn decode(&mut self, start: usize, end: usize) -> R<Vec<u8>> {
-        let mut out = Vec::with_capacity(end - start);
-        self.decode_into(start, end, &mut out)?;
-        Ok(out)
-    }
-
-    /// [`Scanner::decode`], appending to `out`.
+    /// Decodes the escapes of the string from `start` to its closing quote at `end`, appending
+    /// to `out`.    /// [`Scanner::decode`], appending to `out`.
     fn decode_into(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> R<()> {
         let b = self.b;
         out.reserve(end - start);

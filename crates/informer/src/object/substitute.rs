@@ -89,7 +89,7 @@ impl At {
 /// serde_json's marker for capturing a value as raw JSON text.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-/// The proxy's error. Counted (see [`super::de::fallback`]): a target that catches it and goes on
+/// The proxy's error. Counted (see [`super::de::note_error`]): a target that catches it and goes on
 /// made something else than what the whole JSON decodes to, so the decode is refused anyway.
 fn cannot_follow<E: de::Error>(what: &str) -> E {
     super::de::note_error();
