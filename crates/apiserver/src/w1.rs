@@ -321,6 +321,14 @@ pub mod measure {
             .unwrap_or(0)
     }
 
+    /// The peak RSS (kB): the kernel's high-water mark, or the highest RSS the caller read
+    /// (`seen`) if that is higher. VmHWM can lag VmRSS: the kernel counts RSS per CPU and folds
+    /// the counts into the high-water mark only now and then, so an RSS read earlier may exceed
+    /// the mark read later.
+    pub fn peak_rss_kb(seen: &[u64]) -> u64 {
+        seen.iter().copied().fold(proc_status_kb("VmHWM:"), u64::max)
+    }
+
     /// The value at percentile `p` (0.0–1.0) of sorted samples; 0 when there are none.
     pub fn percentile(sorted: &[u64], p: f64) -> u64 {
         if sorted.is_empty() { 0 } else { sorted[((sorted.len() - 1) as f64 * p) as usize] }
@@ -449,6 +457,16 @@ impl WatchBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The peak is never below an RSS the caller read, nor below the kernel's mark.
+    #[test]
+    fn peak_rss_is_at_least_every_reading() {
+        let hwm = measure::proc_status_kb("VmHWM:");
+        assert!(hwm > 0, "/proc/self/status has VmHWM");
+        assert!(measure::peak_rss_kb(&[]) >= hwm);
+        let above = hwm * 4;
+        assert_eq!(measure::peak_rss_kb(&[1, above, 2]), above);
+    }
 
     #[test]
     fn template_splices_valid_pods() {

@@ -18,7 +18,7 @@ use informer::{
     BacklogPolicy, HandlerFns, HandlerOptions, InformerOptions, KubeListerWatcher, ObjectKey, ReflectorOptions,
     SharedIndexInformer,
 };
-use informer_apiserver::w1::measure::{micros_now, percentile, proc_status_kb};
+use informer_apiserver::w1::measure::{micros_now, peak_rss_kb, percentile, proc_status_kb};
 use informer_apiserver::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
@@ -270,7 +270,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let update_s = t_sync.elapsed().as_secs_f64();
     print_mallinfo("at the end");
     let rss_end = proc_status_kb("VmRSS:");
-    let peak = proc_status_kb("VmHWM:");
+    let peak = peak_rss_kb(&[rss_after_sync, rss_end]);
     let (p50, p99, p999, max) = {
         let mut l = latencies.lock();
         l.sort_unstable();

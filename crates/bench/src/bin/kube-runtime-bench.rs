@@ -9,7 +9,7 @@ use clap::Parser;
 use futures_util::TryStreamExt;
 use informer::ObjectKey;
 use informer::workqueue::WorkQueue;
-use informer_apiserver::w1::measure::{limit_malloc_arenas, micros_now, percentile, proc_status_kb};
+use informer_apiserver::w1::measure::{limit_malloc_arenas, micros_now, peak_rss_kb, percentile, proc_status_kb};
 use informer_apiserver::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -161,6 +161,7 @@ async fn run(args: Args) -> Result<()> {
     let update_s = t_sync.elapsed().as_secs_f64();
     latencies.sort_unstable();
     let pct = |p: f64| percentile(&latencies, p);
+    let rss_end = proc_status_kb("VmRSS:");
     let mut line = serde_json::json!({
         "client": "kube-runtime",
         "streaming": streaming,
@@ -172,8 +173,8 @@ async fn run(args: Args) -> Result<()> {
         "update_s": (update_s * 1000.0).round() / 1000.0,
         "updates_per_s": if update_s > 0.0 { (args.updates as f64 / update_s).round() } else { 0.0 },
         "rss_after_sync_kb": rss_after_sync,
-        "rss_end_kb": proc_status_kb("VmRSS:"),
-        "peak_rss_kb": proc_status_kb("VmHWM:"),
+        "rss_end_kb": rss_end,
+        "peak_rss_kb": peak_rss_kb(&[rss_after_sync, rss_end]),
     });
     if let Some(rate) = args.latency_rate {
         line["latency_rate"] = rate.into();
@@ -273,6 +274,7 @@ async fn run_shared(args: Args) -> Result<()> {
     let (got, t_updates) = tokio::time::timeout(Duration::from_secs(900), consumer).await.context("timed out")??;
     // Rate of the updates alone, from the end of the InitDone burst, as in the single-handler run.
     let update_s = t_updates.unwrap_or(t_sync).elapsed().as_secs_f64();
+    let rss_end = proc_status_kb("VmRSS:");
     let line = serde_json::json!({
         "client": "kube-runtime",
         "streaming": streaming,
@@ -286,8 +288,8 @@ async fn run_shared(args: Args) -> Result<()> {
         "update_s": (update_s * 1000.0).round() / 1000.0,
         "updates_per_s": if update_s > 0.0 { (got.saturating_sub(args.pods) as f64 / update_s).round() } else { 0.0 },
         "rss_after_sync_kb": rss_after_sync,
-        "rss_end_kb": proc_status_kb("VmRSS:"),
-        "peak_rss_kb": proc_status_kb("VmHWM:"),
+        "rss_end_kb": rss_end,
+        "peak_rss_kb": peak_rss_kb(&[rss_after_sync, rss_end]),
     });
     println!("{line}");
     // The process exits here: the slow subscriber's thread and the watcher are not joined
