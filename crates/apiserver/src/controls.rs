@@ -24,6 +24,26 @@ pub enum Fault {
     InternalError,
 }
 
+/// kube-apiserver's close of watchers that do not keep up: its watch cache gives each watcher a
+/// small buffer of events written after the watch started (10 by default) and closes the watcher
+/// when that buffer stays full for longer than the dispatch budget (~100 ms), logging "Forcing …
+/// watcher close due to unresponsiveness". The close is graceful (the pending events are still
+/// sent) only when they hold the end bookmark of a streaming list; otherwise the stream just ends,
+/// so a streaming list that is closed before its end marker never gets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnresponsiveClose {
+    /// Events written since the watch started that may wait unsent.
+    pub buffer: usize,
+    /// How long the buffer may stay over `buffer` before the watcher is closed.
+    pub grace: Duration,
+}
+
+impl Default for UnresponsiveClose {
+    fn default() -> Self {
+        UnresponsiveClose { buffer: 10, grace: Duration::from_millis(100) }
+    }
+}
+
 /// Counts of handled resource requests by verb.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RequestCounts {
@@ -68,6 +88,8 @@ pub struct Controls {
     faults: Mutex<(u64, Option<Fault>)>,
     latency_us: AtomicU64,
     stream_delay_us: AtomicU64,
+    unresponsive: Mutex<Option<UnresponsiveClose>>,
+    unresponsive_closes: AtomicU64,
     watch_epoch: watch::Sender<u64>,
     open_watches: watch::Sender<usize>,
     counts: Mutex<RequestCounts>,
@@ -89,6 +111,8 @@ impl Default for Controls {
             faults: Mutex::new((0, None)),
             latency_us: AtomicU64::new(0),
             stream_delay_us: AtomicU64::new(0),
+            unresponsive: Mutex::new(None),
+            unresponsive_closes: AtomicU64::new(0),
             watch_epoch: watch::channel(0).0,
             open_watches: watch::channel(0).0,
             counts: Mutex::new(RequestCounts::default()),
@@ -133,6 +157,27 @@ impl Controls {
     /// The delay between watch events.
     pub fn stream_delay(&self) -> Duration {
         Duration::from_micros(self.stream_delay_us.load(Ordering::Relaxed))
+    }
+
+    /// Closes watchers that do not keep up, as kube-apiserver does (None: never; a watcher that
+    /// falls behind the whole watch-cache history is still ended).
+    pub fn set_unresponsive_close(&self, rule: Option<UnresponsiveClose>) {
+        *self.unresponsive.lock() = rule;
+    }
+
+    /// The unresponsive-watcher rule in force.
+    pub fn unresponsive_close(&self) -> Option<UnresponsiveClose> {
+        *self.unresponsive.lock()
+    }
+
+    /// Counts one watcher closed for unresponsiveness.
+    pub fn count_unresponsive_close(&self) {
+        self.unresponsive_closes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Watchers closed for unresponsiveness so far.
+    pub fn unresponsive_closes(&self) -> u64 {
+        self.unresponsive_closes.load(Ordering::Relaxed)
     }
 
     /// Ends every open watch now.

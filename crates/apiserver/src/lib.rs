@@ -26,7 +26,7 @@ pub mod w1;
 pub mod watch;
 pub mod watch_cache;
 
-pub use controls::{Controls, Fault, RequestCounts};
+pub use controls::{Controls, Fault, RequestCounts, UnresponsiveClose};
 pub use registry::{Registry, ResourceInfo};
 pub use serve::{ServeError, ServeOptions, serve};
 pub use server::{ApiServer, ApiServerBuilder, kubeconfig_yaml};

@@ -415,9 +415,16 @@ impl ApiServer {
         self.shared.controls.set_latency(d);
     }
 
-    /// Adds a delay between watch events.
+    /// Adds a delay between watch events (initial events of streaming lists included): a slow
+    /// link.
     pub fn set_stream_delay(&self, d: Duration) {
         self.shared.controls.set_stream_delay(d);
+    }
+
+    /// Closes watchers that do not keep up, as kube-apiserver does (see
+    /// [`UnresponsiveClose`](crate::controls::UnresponsiveClose)); None turns it off (the default).
+    pub fn set_unresponsive_close(&self, rule: Option<crate::controls::UnresponsiveClose>) {
+        self.shared.controls.set_unresponsive_close(rule);
     }
 
     // ---- in-process object access ----

@@ -782,6 +782,11 @@ impl Store {
         })
     }
 
+    /// Number of events of a resource with `rv > after` (a watcher's backlog).
+    pub fn backlog(&self, info: &ResourceInfo, after: u64) -> usize {
+        self.idx(info).map(|i| self.inner.lock().res[i].history.count_after(after)).unwrap_or(0)
+    }
+
     /// Oldest RV a watch of this resource can start from, and the current RV.
     pub fn history_bounds(&self, info: &ResourceInfo) -> Result<(u64, u64), ApiError> {
         let i = self.idx(info)?;

@@ -174,15 +174,77 @@ pub fn spawn(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams) -> mpsc
     rx
 }
 
-async fn send(tx: &mpsc::Sender<Bytes>, buf: &mut Vec<u8>) -> bool {
-    if buf.is_empty() {
-        return true;
+/// The watch's end of the response body, with kube-apiserver's rule for watchers that do not keep
+/// up ([`crate::controls::UnresponsiveClose`]): while a chunk waits for the client, the events written
+/// after the watch started pile up in its buffer, and past the rule's grace the watcher is closed.
+struct Out {
+    tx: mpsc::Sender<Bytes>,
+    store: Arc<Store>,
+    controls: Arc<Controls>,
+    info: Arc<ResourceInfo>,
+    /// The store's resourceVersion when the watch started: later events are "buffered" events.
+    registered: u64,
+    over_since: Option<Instant>,
+}
+
+impl Out {
+    /// Whether the watcher's buffer has been over the limit for longer than the grace.
+    fn unresponsive(&mut self, cursor: u64) -> bool {
+        let Some(rule) = self.controls.unresponsive_close() else {
+            self.over_since = None;
+            return false;
+        };
+        if self.store.backlog(&self.info, cursor.max(self.registered)) <= rule.buffer {
+            self.over_since = None;
+            return false;
+        }
+        let now = Instant::now();
+        now.duration_since(*self.over_since.get_or_insert(now)) >= rule.grace
     }
-    // Size the next buffer after this chunk: full chunks (replay) keep the
-    // capacity so they never regrow, small ones (live events) stay small.
-    let cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
-    let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(cap)));
-    tx.send(chunk).await.is_ok()
+
+    /// Sends `buf` as one chunk; false when the watch must end (client gone, or closed as
+    /// unresponsive: then the chunk is dropped, unless `graceful`, when it is still sent).
+    async fn send(&mut self, buf: &mut Vec<u8>, cursor: u64, graceful: bool) -> bool {
+        if buf.is_empty() {
+            return true;
+        }
+        // Size the next buffer after this chunk: full chunks (replay) keep the
+        // capacity so they never regrow, small ones (live events) stay small.
+        let cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
+        let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(cap)));
+        if self.controls.unresponsive_close().is_none() {
+            return self.tx.send(chunk).await.is_ok();
+        }
+        loop {
+            if self.unresponsive(cursor) {
+                self.controls.count_unresponsive_close();
+                tracing::info!(resource = %self.info.plural, graceful, "closing a watcher due to unresponsiveness");
+                if graceful {
+                    let _ = self.tx.send(chunk).await;
+                }
+                return false;
+            }
+            tokio::select! {
+                biased;
+                permit = self.tx.reserve() => return match permit {
+                    Ok(p) => {
+                        p.send(chunk);
+                        true
+                    }
+                    Err(_) => false,
+                },
+                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            }
+        }
+    }
+
+    /// Sleeps between events (a slow link); false when the watch must end meanwhile.
+    async fn pace(&mut self, delay: Duration, epoch: &mut tokio::sync::watch::Receiver<u64>) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            _ = epoch.changed() => false,
+        }
+    }
 }
 
 async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
@@ -208,6 +270,14 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     let mut next_bookmark = started + p.bookmark_interval;
     // Room for a full chunk plus one large object, so a chunk rarely regrows.
     let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
+    let mut out = Out {
+        tx,
+        store: store.clone(),
+        controls: controls.clone(),
+        info: info.clone(),
+        registered: store.resource_version(),
+        over_since: None,
+    };
 
     // Position and initial state.
     let mut cursor: u64;
@@ -221,20 +291,27 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = tx.send(encode_error(&e)).await;
+                    let _ = out.tx.send(encode_error(&e)).await;
                     return;
                 }
             };
+            out.registered = rv;
+            let delay = controls.stream_delay();
             for o in &items {
                 filter.emit(&info, &mut buf, "ADDED", o);
-                if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
+                if !delay.is_zero() {
+                    if !out.send(&mut buf, rv, false).await || !out.pace(delay, &mut epoch).await {
+                        return;
+                    }
+                } else if buf.len() >= p.chunk_bytes && !out.send(&mut buf, rv, false).await {
                     return;
                 }
             }
-            if end_bookmark && p.bookmarks {
+            let end = end_bookmark && p.bookmarks;
+            if end {
                 encode_bookmark(&mut buf, &info, rv, true, filter.metadata);
             }
-            if !send(&tx, &mut buf).await {
+            if !out.send(&mut buf, rv, end).await {
                 return;
             }
             cursor = rv;
@@ -259,9 +336,9 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                     // Fell behind the history (or it was compacted): like the
                     // cacher, terminate the watch; clients re-watch.
                     if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor) {
-                        let _ = tx.send(encode_error(&too_old_error(cursor, too_old.start_rv))).await;
+                        let _ = out.tx.send(encode_error(&too_old_error(cursor, too_old.start_rv))).await;
                     } else {
-                        let _ = send(&tx, &mut buf).await;
+                        let _ = out.send(&mut buf, cursor, false).await;
                     }
                     return;
                 }
@@ -272,18 +349,14 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             for ev in &events {
                 if filter.encode(&info, ev, &mut buf) {
                     last_sent = ev.rv;
-                    if !delay.is_zero() {
-                        if !send(&tx, &mut buf).await {
-                            return;
-                        }
-                        tokio::select! {
-                            _ = tokio::time::sleep(delay) => {}
-                            _ = epoch.changed() => return,
-                        }
+                    if !delay.is_zero()
+                        && (!out.send(&mut buf, ev.rv, false).await || !out.pace(delay, &mut epoch).await)
+                    {
+                        return;
                     }
                 }
                 cursor = ev.rv;
-                if buf.len() >= p.chunk_bytes && !send(&tx, &mut buf).await {
+                if buf.len() >= p.chunk_bytes && !out.send(&mut buf, cursor, false).await {
                     return;
                 }
             }
@@ -293,7 +366,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
                 break;
             }
         }
-        if !send(&tx, &mut buf).await {
+        if !out.send(&mut buf, cursor, false).await {
             return;
         }
         let now = Instant::now();
@@ -301,7 +374,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             if cursor > last_sent {
                 encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
                 last_sent = cursor;
-                if !send(&tx, &mut buf).await {
+                if !out.send(&mut buf, cursor, false).await {
                     return;
                 }
             }
@@ -311,7 +384,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             final_bookmark_sent = true;
             encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
             last_sent = cursor;
-            if !send(&tx, &mut buf).await {
+            if !out.send(&mut buf, cursor, false).await {
                 return;
             }
         }
@@ -324,7 +397,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             // An ended watch or a gone client first, so that a dropped watch serves no more.
             biased;
             _ = epoch.changed() => return,
-            _ = tx.closed() => return,
+            _ = out.tx.closed() => return,
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake) => {}
             _ = sleep_until(final_wake) => {}

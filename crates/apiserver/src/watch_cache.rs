@@ -113,6 +113,11 @@ impl History {
         self.events.is_empty()
     }
 
+    /// Number of retained events with `rv > after`.
+    pub fn count_after(&self, after: u64) -> usize {
+        self.events.len() - self.first_after(after)
+    }
+
     fn first_after(&self, rv: u64) -> usize {
         self.events.partition_point(|e| e.rv <= rv)
     }

@@ -1,8 +1,26 @@
-//! client-go's reflector backoff: 0.8 s doubling to a 30 s cap, each delay jittered up to +100%,
-//! the whole sequence reset when the last reset is more than 2 minutes old.
+//! How long a reflector waits before it retries: client-go's exponential backoff for a server
+//! that answers with errors, a short fixed pause while the server cannot be reached, and the
+//! server's own `Retry-After` when it gives one.
 //!
-//! One [`Backoff`] is shared by every retry path of a reflector (relists, watch-establishment
-//! retries, 429s, streaming-list retries), so a failing reflector stays near 0.22 requests/s.
+//! [`Backoff`] is client-go's reflector backoff: 0.8 s doubling to a 30 s cap, each delay jittered
+//! up to +100%, the sequence restarted when the last restart is more than 2 minutes old.
+//!
+//! [`RetryPolicy`] chooses the delay of each failure (one policy per reflector, shared by every
+//! retry path: relists, watch-establishment retries, 429s, streaming-list retries):
+//! - the server gave `Retry-After` (429, or a Status with `retryAfterSeconds`): exactly that, at
+//!   most the cap; the backoff does not advance;
+//! - the server could not be reached (any transport error: refused, reset, timed out): a short
+//!   pause, `unreachable` jittered up to +100% (default 1–2 s); the backoff does not advance. A
+//!   server that is down does no work for a refused connection, and an informer must come back
+//!   within seconds of the server, however long the outage was;
+//! - any other error: the backoff's next delay.
+//!
+//! The backoff restarts from its first delay when the server has shown it is healthy again: a
+//! watch delivered an event ([`RetryPolicy::progress`]), or the server answered after having been
+//! unreachable ([`RetryPolicy::answered`]). Differences from client-go, whose backoff only restarts
+//! after 2 minutes without any failure: after an outage of any length client-go may sleep up to
+//! 60 s (30 s cap, jittered) past the server's return, this policy at most `2 × unreachable`.
+//!
 //! Time comes from tokio's clock, so tests run it under a paused clock.
 
 use std::time::Duration;
@@ -10,7 +28,9 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::time::Instant;
 
-/// Backoff parameters (client-go `wait.Backoff` plus the reset period).
+use crate::listwatch::Error;
+
+/// Backoff parameters (client-go `wait.Backoff` plus the reset period and the unreachable pause).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BackoffConfig {
     /// The first delay.
@@ -23,6 +43,8 @@ pub struct BackoffConfig {
     pub jitter: f64,
     /// The sequence restarts when the last restart is older than this.
     pub reset_after: Duration,
+    /// The pause before retrying a server that could not be reached (jittered like the backoff).
+    pub unreachable: Duration,
 }
 
 impl Default for BackoffConfig {
@@ -33,7 +55,14 @@ impl Default for BackoffConfig {
             factor: 2.0,
             jitter: 1.0,
             reset_after: Duration::from_secs(120),
+            unreachable: Duration::from_secs(1),
         }
+    }
+}
+
+impl BackoffConfig {
+    fn jittered(&self, base: Duration) -> Duration {
+        if self.jitter > 0.0 { base + base.mul_f64(rand::rng().random_range(0.0..self.jitter)) } else { base }
     }
 }
 
@@ -56,15 +85,22 @@ impl Backoff {
         let now = Instant::now();
         match self.last_reset {
             Some(t) if now.duration_since(t) <= self.cfg.reset_after => {}
-            _ => {
-                self.next = self.cfg.initial;
-                self.last_reset = Some(now);
-            }
+            _ => self.reset_at(now),
         }
         let base = self.next.min(self.cfg.cap);
         let grown = base.mul_f64(self.cfg.factor);
         self.next = if grown > self.cfg.cap { self.cfg.cap } else { grown };
-        if self.cfg.jitter > 0.0 { base + base.mul_f64(rand::rng().random_range(0.0..self.cfg.jitter)) } else { base }
+        self.cfg.jittered(base)
+    }
+
+    /// Restarts the sequence: the next delay is the first one.
+    pub fn reset(&mut self) {
+        self.reset_at(Instant::now());
+    }
+
+    fn reset_at(&mut self, now: Instant) {
+        self.next = self.cfg.initial;
+        self.last_reset = Some(now);
     }
 
     /// Sleeps for the next delay.
@@ -74,9 +110,64 @@ impl Backoff {
     }
 }
 
+/// Chooses the delay before each retry (see the module documentation).
+#[derive(Debug)]
+pub struct RetryPolicy {
+    cfg: BackoffConfig,
+    backoff: Backoff,
+    unreachable: bool,
+}
+
+impl RetryPolicy {
+    /// A policy with a fresh backoff.
+    pub fn new(cfg: BackoffConfig) -> Self {
+        RetryPolicy { cfg, backoff: Backoff::new(cfg), unreachable: false }
+    }
+
+    /// The delay before retrying after `err` (`None`: a cycle that ended without an error to
+    /// classify, which takes the backoff's next delay).
+    pub fn delay(&mut self, err: Option<&Error>) -> Duration {
+        match err {
+            Some(Error::Transport { .. }) => {
+                self.unreachable = true;
+                self.cfg.jittered(self.cfg.unreachable)
+            }
+            Some(e) if e.retry_after().is_some() => {
+                self.answered();
+                e.retry_after().unwrap_or_default().min(self.cfg.cap)
+            }
+            _ => {
+                self.answered();
+                self.backoff.next_delay()
+            }
+        }
+    }
+
+    /// The server answered (any HTTP response, success or error): if it had been unreachable, the
+    /// backoff restarts, since a server that comes back is a new server.
+    pub fn answered(&mut self) {
+        if self.unreachable {
+            self.unreachable = false;
+            self.backoff.reset();
+        }
+    }
+
+    /// The server delivered data on a watch: it is healthy, the backoff restarts.
+    pub fn progress(&mut self) {
+        self.unreachable = false;
+        self.backoff.reset();
+    }
+
+    /// Whether the last failure was a server that could not be reached.
+    pub fn is_unreachable(&self) -> bool {
+        self.unreachable
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::listwatch::Status;
 
     #[tokio::test(start_paused = true)]
     async fn doubles_to_the_cap_with_jitter_and_resets() {
@@ -103,5 +194,58 @@ mod tests {
         });
         let ds: Vec<u128> = (0..6).map(|_| b.next_delay().as_millis()).collect();
         assert_eq!(ds, [10, 20, 40, 80, 100, 100]);
+        b.reset();
+        assert_eq!(b.next_delay().as_millis(), 10);
+    }
+
+    fn exact() -> BackoffConfig {
+        BackoffConfig {
+            jitter: 0.0,
+            initial: Duration::from_millis(800),
+            cap: Duration::from_secs(30),
+            unreachable: Duration::from_secs(1),
+            ..Default::default()
+        }
+    }
+
+    fn internal() -> Error {
+        Error::api(Status { code: 500, reason: "InternalError".into(), ..Default::default() })
+    }
+
+    fn refused() -> Error {
+        Error::Transport { message: "connection refused".into(), connection_refused: true }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unreachable_servers_get_a_short_pause_that_leaves_the_backoff_alone() {
+        let mut p = RetryPolicy::new(exact());
+        let ms = |d: Duration| d.as_millis();
+        assert_eq!(ms(p.delay(Some(&internal()))), 800);
+        assert_eq!(ms(p.delay(Some(&internal()))), 1600);
+        for _ in 0..100 {
+            assert_eq!(ms(p.delay(Some(&refused()))), 1000, "however long the outage");
+        }
+        assert!(p.is_unreachable());
+        // The server answers again: a new server, the backoff starts over.
+        assert_eq!(ms(p.delay(Some(&internal()))), 800);
+        assert!(!p.is_unreachable());
+        assert_eq!(ms(p.delay(Some(&internal()))), 1600);
+        assert_eq!(ms(p.delay(None)), 3200);
+        p.progress();
+        assert_eq!(ms(p.delay(None)), 800, "progress restarts the backoff");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_after_is_obeyed_up_to_the_cap_without_advancing_the_backoff() {
+        let mut p = RetryPolicy::new(exact());
+        let with_ra = |secs: u64| Error::Api {
+            status: Box::new(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() }),
+            retry_after: Some(Duration::from_secs(secs)),
+        };
+        assert_eq!(p.delay(Some(&internal())).as_millis(), 800);
+        assert_eq!(p.delay(Some(&with_ra(1))), Duration::from_secs(1));
+        assert_eq!(p.delay(Some(&with_ra(7))), Duration::from_secs(7));
+        assert_eq!(p.delay(Some(&with_ra(3600))), Duration::from_secs(30), "capped");
+        assert_eq!(p.delay(Some(&internal())).as_millis(), 1600, "the backoff did not advance");
     }
 }

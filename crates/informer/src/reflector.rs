@@ -1,8 +1,11 @@
 //! The Reflector keeps a queue (and so the store behind it) in step with the API server, with
 //! client-go 1.36's list/watch semantics.
 //!
-//! Cycle (`run`): ListAndWatch, on error call the watch-error hook, then always wait the shared
-//! backoff before the next cycle (so every relist is delayed, as in client-go).
+//! Cycle (`run`): ListAndWatch, on error call the watch-error hook, then always wait before the
+//! next cycle (so every relist is delayed, as in client-go). The delay comes from one
+//! [`RetryPolicy`] per reflector: the server's `Retry-After` when given, a short pause while the
+//! server cannot be reached, client-go's exponential backoff otherwise; the backoff restarts when a
+//! watch delivers an event or the server answers again after an outage (see [`crate::backoff`]).
 //!
 //! ListAndWatch:
 //! 1. Streaming list (default): WATCH with `sendInitialEvents=true`,
@@ -12,7 +15,12 @@
 //!    on as the watch. Retriable errors (connection refused, 429) back off and retry; expired /
 //!    too-large resourceVersion retries from `""`; anything else — including a plain bookmark
 //!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
-//!    streaming lists) — falls back to LIST. A fake or old server never hangs the reflector.
+//!    streaming lists) — falls back to LIST. A stream that ends before its end marker also falls
+//!    back to LIST for this cycle: kube-apiserver closes a watcher that does not keep up while it
+//!    still sends the initial events (its "unresponsive" close), and under steady writes it would
+//!    close every retry the same way, while a LIST is answered whole whatever the write rate
+//!    (client-go retries the streaming list at once, which can repeat forever). A fake or old
+//!    server never hangs the reflector.
 //! 2. LIST (fallback or when streaming is off): first at resourceVersion `"0"` with page size 500,
 //!    later at the last synced resourceVersion without paging (unless an RV `"0"` list came back
 //!    paginated, which latches paging on); continue tokens are followed to the end with the
@@ -42,7 +50,7 @@ use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{Backoff, BackoffConfig};
+use crate::backoff::{BackoffConfig, RetryPolicy};
 use crate::fifo::{FifoError, Queue};
 use crate::key::ObjectKey;
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream};
@@ -60,7 +68,7 @@ pub struct ReflectorOptions {
     pub streaming_list: bool,
     /// Minimum watch timeout; each watch asks for a random timeout in [min, 2×min].
     pub min_watch_timeout: Duration,
-    /// Backoff between cycles and retries.
+    /// Delays between cycles and retries (see [`crate::backoff`]).
     pub backoff: BackoffConfig,
     /// How often to check whether a resync is due (0 = never).
     pub resync_period: Duration,
@@ -183,15 +191,20 @@ where
 
     /// Runs until `cancel` fires.
     pub async fn run(&self, cancel: CancellationToken) {
-        let mut backoff = Backoff::new(self.opts.backoff);
+        let mut retry = RetryPolicy::new(self.opts.backoff);
         while !cancel.is_cancelled() {
-            match self.list_and_watch(&cancel, &mut backoff).await {
-                Ok(()) | Err(Stop::Cancelled) => {}
-                Err(Stop::Err(e)) => self.watch_error(&e),
-            }
+            let ended = match self.list_and_watch(&cancel, &mut retry).await {
+                Ok(ended) => ended,
+                Err(Stop::Cancelled) => None,
+                Err(Stop::Err(e)) => {
+                    self.watch_error(&e);
+                    Some(e)
+                }
+            };
+            let delay = retry.delay(ended.as_ref());
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = backoff.wait() => {}
+                _ = tokio::time::sleep(delay) => {}
             }
         }
     }
@@ -207,11 +220,12 @@ where
         }
     }
 
-    /// One ListAndWatch cycle.
-    async fn list_and_watch(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<(), Stop> {
+    /// One ListAndWatch cycle. `Ok(Some(e))`: the watch ended with `e` and the next cycle relists
+    /// (as client-go, such endings do not reach the watch-error hook).
+    async fn list_and_watch(&self, cancel: &CancellationToken, retry: &mut RetryPolicy) -> Result<Option<Error>, Stop> {
         let mut stream = None;
         if self.opts.streaming_list && self.lw.supports_streaming_list() {
-            match self.watch_list(cancel, backoff).await {
+            match self.watch_list(cancel, retry).await {
                 Ok(s) => stream = Some(s),
                 Err(Stop::Cancelled) => return Err(Stop::Cancelled),
                 Err(Stop::Err(e)) => {
@@ -220,10 +234,10 @@ where
             }
         }
         if stream.is_none() {
-            self.list(cancel).await?;
+            self.list(cancel, retry).await?;
         }
         tracing::debug!(reflector = %self.opts.name, rv = %self.last_sync_resource_version(), "caches populated");
-        self.watch(cancel, backoff, stream).await
+        self.watch(cancel, retry, stream).await.map(Some)
     }
 
     fn set_last_sync(&self, rv: &str) {
@@ -258,7 +272,7 @@ where
         }
     }
 
-    async fn list(&self, cancel: &CancellationToken) -> Result<(), Stop> {
+    async fn list(&self, cancel: &CancellationToken, retry: &mut RetryPolicy) -> Result<(), Stop> {
         let rv = self.relist_resource_version();
         if let Some(h) = &self.hooks.before_list {
             h(&rv);
@@ -273,6 +287,7 @@ where
             other => other,
         }
         .map_err(Stop::Err)?;
+        retry.answered();
         {
             let mut st = self.status.inner.lock();
             if rv == "0" && paginated {
@@ -334,7 +349,7 @@ where
     }
 
     /// The streaming list. Ok(stream) once the initial events are in the queue.
-    async fn watch_list(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<WatchStream<K>, Stop> {
+    async fn watch_list(&self, cancel: &CancellationToken, retry: &mut RetryPolicy) -> Result<WatchStream<K>, Stop> {
         loop {
             let rv = {
                 let st = self.status.inner.lock();
@@ -350,9 +365,12 @@ where
             opts.allow_watch_bookmarks = true;
             opts.timeout_seconds = Some(self.watch_timeout());
             let mut stream = match self.cancellable(cancel, self.lw.watch(&opts)).await? {
-                Ok(s) => s,
+                Ok(s) => {
+                    retry.answered();
+                    s
+                }
                 Err(e) => {
-                    self.retry_or_fail_watch_list(cancel, backoff, e).await?;
+                    self.retry_or_fail_watch_list(cancel, retry, e).await?;
                     continue;
                 }
             };
@@ -369,9 +387,14 @@ where
                             self.opts.initial_events_idle_timeout
                         ))));
                     }
-                    Ok(None) => break, // closed before the end bookmark: start over
+                    Ok(None) => {
+                        return Err(Stop::Err(Error::WatchListUnsupported(format!(
+                            "the stream ended before the initial-events-end bookmark after {} objects",
+                            temp.len()
+                        ))));
+                    }
                     Ok(Some(Err(e))) => {
-                        self.retry_or_fail_watch_list(cancel, backoff, e).await?;
+                        self.retry_or_fail_watch_list(cancel, retry, e).await?;
                         break;
                     }
                     Ok(Some(Ok(ev))) => match ev {
@@ -389,6 +412,7 @@ where
                             if let Some(h) = &self.hooks.after_list {
                                 h(&resource_version);
                             }
+                            retry.progress();
                             return Ok(stream);
                         }
                         WatchEvent::Bookmark { .. } => {
@@ -397,7 +421,7 @@ where
                             )));
                         }
                         WatchEvent::Error(status) => {
-                            self.retry_or_fail_watch_list(cancel, backoff, Error::api(status)).await?;
+                            self.retry_or_fail_watch_list(cancel, retry, Error::api(status)).await?;
                             break;
                         }
                     },
@@ -410,34 +434,32 @@ where
     async fn retry_or_fail_watch_list(
         &self,
         cancel: &CancellationToken,
-        backoff: &mut Backoff,
+        retry: &mut RetryPolicy,
         e: Error,
     ) -> Result<(), Stop> {
         if e.is_retriable() {
-            self.wait_retry(cancel, backoff, &e).await
+            self.wait_retry(cancel, retry, &e).await
         } else if e.is_expired() || e.is_too_large_resource_version() {
             self.status.inner.lock().unavailable = true;
-            self.wait_retry(cancel, backoff, &e).await
+            self.wait_retry(cancel, retry, &e).await
         } else {
             Err(Stop::Err(e))
         }
     }
 
-    async fn wait_retry(&self, cancel: &CancellationToken, backoff: &mut Backoff, e: &Error) -> Result<(), Stop> {
-        let mut d = backoff.next_delay();
-        if let Some(ra) = e.retry_after() {
-            d = d.max(ra);
-        }
+    async fn wait_retry(&self, cancel: &CancellationToken, retry: &mut RetryPolicy, e: &Error) -> Result<(), Stop> {
+        let d = retry.delay(Some(e));
         tracing::debug!(reflector = %self.opts.name, error = %e, delay = ?d, "retrying");
         self.cancellable(cancel, tokio::time::sleep(d)).await
     }
 
+    /// Watches until the watch ends with an error, which is returned (the next cycle relists).
     async fn watch(
         &self,
         cancel: &CancellationToken,
-        backoff: &mut Backoff,
+        retry: &mut RetryPolicy,
         mut first: Option<WatchStream<K>>,
-    ) -> Result<(), Stop> {
+    ) -> Result<Error, Stop> {
         let mut resync = self.new_resync_deadline();
         loop {
             if cancel.is_cancelled() {
@@ -455,32 +477,33 @@ where
                     opts.allow_watch_bookmarks = true;
                     match self.cancellable(cancel, self.lw.watch(&opts)).await? {
                         Ok(s) => {
+                            retry.answered();
                             if let Some(h) = &self.hooks.watch_started {
                                 h(opts.resource_version.as_deref().unwrap_or(""));
                             }
                             (s, propagate)
                         }
                         Err(e) if e.is_retriable() => {
-                            self.wait_retry(cancel, backoff, &e).await?;
+                            self.wait_retry(cancel, retry, &e).await?;
                             continue;
                         }
                         Err(e) => return Err(Stop::Err(e)),
                     }
                 }
             };
-            match self.handle_watch(stream, start, propagate, cancel, &mut resync).await {
+            match self.handle_watch(stream, start, propagate, cancel, &mut resync, retry).await {
                 Ok(()) => continue,
                 Err(Stop::Cancelled) => return Err(Stop::Cancelled),
                 Err(Stop::Err(e)) if e.is_expired() => {
                     tracing::debug!(reflector = %self.opts.name, error = %e, "watch expired; relisting");
-                    return Ok(());
+                    return Ok(e);
                 }
                 Err(Stop::Err(e)) if e.is_too_many_requests() => {
-                    self.wait_retry(cancel, backoff, &e).await?;
+                    self.wait_retry(cancel, retry, &e).await?;
                 }
                 Err(Stop::Err(e)) => {
                     tracing::warn!(reflector = %self.opts.name, error = %e, "watch ended with error; relisting");
-                    return Ok(());
+                    return Ok(e);
                 }
             }
         }
@@ -497,6 +520,7 @@ where
         mut propagate: bool,
         cancel: &CancellationToken,
         resync: &mut Option<Instant>,
+        retry: &mut RetryPolicy,
     ) -> Result<(), Stop> {
         let mut count: u64 = 0;
         loop {
@@ -554,6 +578,9 @@ where
             }
             if propagate && let Some(rv) = rv.filter(|r| !r.is_empty()) {
                 self.set_last_sync(rv);
+            }
+            if count == 0 {
+                retry.progress();
             }
             count += 1;
         }

@@ -560,3 +560,97 @@ async fn expired_list_rv_retries_at_once_with_empty_rv() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// A server that is down (connections refused) until `back_at`, then lists one object at RV 10
+/// and keeps the watch open.
+struct Outage {
+    back_at: tokio::time::Instant,
+    listed_at: parking_lot::Mutex<Option<tokio::time::Instant>>,
+    attempts: AtomicUsize,
+}
+
+impl ListerWatcher<Cm> for Outage {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if tokio::time::Instant::now() < self.back_at {
+            return Err(Error::Transport { message: "connection refused".into(), connection_refused: true });
+        }
+        self.listed_at.lock().get_or_insert(tokio::time::Instant::now());
+        let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
+        Ok(ObjectList {
+            items: vec![o],
+            resource_version: "10".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        Ok(Box::pin(futures_util::stream::pending()))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
+}
+
+/// However long the server was away, the reflector lists again within two `unreachable` pauses
+/// (1–2 s by default) of its return; client-go's backoff would have reached its 30 s cap, and
+/// could sleep up to 60 s past the return.
+#[tokio::test(start_paused = true)]
+async fn an_outage_of_any_length_ends_within_two_seconds_of_the_server_returning() {
+    for outage_secs in [5u64, 60, 600] {
+        let start = tokio::time::Instant::now();
+        let lw = Arc::new(Outage {
+            back_at: start + Duration::from_secs(outage_secs),
+            listed_at: parking_lot::Mutex::new(None),
+            attempts: AtomicUsize::new(0),
+        });
+        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (r.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
+        let late = lw.listed_at.lock().unwrap() - lw.back_at;
+        assert!(late < Duration::from_secs(2), "outage of {outage_secs} s: listed {late:?} after the server returned");
+        // Retries during the outage are paced (no busy loop): at most one per second.
+        let attempts = lw.attempts.load(Ordering::SeqCst) as u64;
+        assert!(attempts <= outage_secs + 2, "{attempts} attempts in a {outage_secs} s outage");
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
+
+/// A server that answers 429 with `Retry-After` is retried exactly that much later, not after the
+/// (longer) backoff.
+#[tokio::test(start_paused = true)]
+async fn retry_after_is_obeyed_exactly() {
+    let busy = || Error::Api {
+        status: Box::new(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() }),
+        retry_after: Some(Duration::from_secs(1)),
+    };
+    let lw = Arc::new(Scripted {
+        lists: AtomicUsize::new(0),
+        watches: AtomicUsize::new(0),
+        script: parking_lot::Mutex::new((0..8).map(|_| Err(busy())).collect()),
+    });
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
+    let started = tokio::time::Instant::now();
+    while lw.watches.load(Ordering::SeqCst) < 9 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Eight refusals, one second each (the backoff would have taken 0.8 + 1.6 + … ≥ 100 s).
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(8) && waited < Duration::from_millis(8200), "{waited:?}");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1);
+    cancel.cancel();
+    task.await.unwrap();
+}

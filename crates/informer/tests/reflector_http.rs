@@ -60,6 +60,12 @@ impl Harness {
         for i in 0..initial {
             server.create("configmaps", cm(i, 0)).unwrap();
         }
+        Harness::attach(server, streaming, initial).await
+    }
+
+    /// Starts an informer on `server`, whose configmaps are `cm-0000`… `cm-{next-1}`, and waits
+    /// for its initial sync.
+    async fn attach(server: Arc<ApiServer>, streaming: bool, initial: u64) -> Harness {
         let client = client_for(&server).await;
         let store = Arc::new(Indexer::<Cm>::new(Indexers::new().with_namespace_index()));
         let changed = Arc::new(Notify::new());
@@ -132,7 +138,9 @@ impl Harness {
             let (c, k) = (ctrl.clone(), cancel.clone());
             async move { c.run(k).await }
         });
-        tokio::time::timeout(Duration::from_secs(20), synced.wait()).await.expect("initial sync");
+        if tokio::time::timeout(Duration::from_secs(20), synced.wait()).await.is_err() {
+            panic!("no initial sync within 20 s; lists {}, errors {:?}", lists.load(Ordering::SeqCst), errors.lock());
+        }
         Harness { server, store, changed, lists, watches, errors, order_violations, cancel, task, next: initial }
     }
 
@@ -310,6 +318,47 @@ async fn streaming_list_after_restart_and_slow_stream_converges() {
     h.server.restart().await.unwrap();
     h.churn(30);
     h.converge("after restart").await;
+    h.stop().await;
+}
+
+/// kube-apiserver closes a watcher that does not keep up while it sends a streaming list's initial
+/// events, before the end bookmark. Under steady writes every retry of the streaming list is closed
+/// the same way; the reflector must fall back to LIST (answered whole, whatever the write rate)
+/// and converge instead of retrying the streaming list forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_closed_as_unresponsive_under_writes_falls_back_to_list() {
+    let server = Arc::new(ApiServer::builder().start().await.unwrap());
+    let initial = 400;
+    for i in 0..initial {
+        server.create("configmaps", cm(i, 0)).unwrap();
+    }
+    // A slow link (the initial events take ~0.8 s) and kube-apiserver's rule: 10 buffered events,
+    // closed after 50 ms over.
+    server.set_stream_delay(Duration::from_millis(2));
+    server.set_unresponsive_close(Some(informer_apiserver::UnresponsiveClose {
+        buffer: 10,
+        grace: Duration::from_millis(50),
+    }));
+    // Steady writes: ~200 updates/s until the informer has synced.
+    let stop_writes = CancellationToken::new();
+    let writer = tokio::spawn({
+        let (server, stop) = (server.clone(), stop_writes.clone());
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(5));
+            let mut k = 0u64;
+            while !stop.is_cancelled() {
+                tick.tick().await;
+                k += 1;
+                server.update("configmaps", cm(k % initial, k)).unwrap();
+            }
+        }
+    });
+    let h = Harness::attach(server.clone(), true, initial).await;
+    stop_writes.cancel();
+    writer.await.unwrap();
+    assert!(server.controls().unresponsive_closes() >= 1, "the streaming list was closed as unresponsive");
+    server.set_stream_delay(Duration::ZERO);
+    h.converge("after the writes").await;
     h.stop().await;
 }
 
