@@ -62,3 +62,8 @@ pub use shared_informer::{
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};
 pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};
+
+/// The README's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;

@@ -2,8 +2,8 @@
 //! so RSS figures are per client) for list and streaming modes and both handlers, and prints every
 //! JSON line plus the ratios informer / kube-runtime.
 //!
-//! Build both first: `cargo build --release -p informer-cli -p informer-bench`, then run
-//! `target/release/w1-compare [--updates N] [--pods N] [--pairs N] [--current-thread]` (the two
+//! Build both first: `cargo build --profile dist -p informer-cli -p informer-bench`, then run
+//! `target/dist/w1-compare [--updates N] [--pods N] [--pairs N] [--current-thread]` (the two
 //! binaries are found next to it; `--current-thread` runs both clients on a single-threaded tokio
 //! runtime; each configuration runs `--pairs` interleaved pairs, 3 by default, and reports the
 //! pair with the median ratio).
@@ -65,7 +65,7 @@ fn main() -> Result<()> {
     let theirs = dir.join("kube-runtime-bench");
     for (b, hint) in [(&ours, "informer-cli"), (&theirs, "informer-bench")] {
         if !b.exists() {
-            bail!("{} not found: cargo build --release -p {hint}", b.display());
+            bail!("{} not found: cargo build --profile dist -p {hint}", b.display());
         }
     }
     // Each configuration runs `pairs` interleaved pairs (ours, then kube-runtime's); the pair with

@@ -117,7 +117,7 @@ pub trait Queue<K>: Send + Sync + 'static {
     fn has_synced(&self) -> bool;
     /// The signal set when [`Queue::has_synced`] becomes true.
     fn synced_signal(&self) -> Signal;
-    /// Closes the queue: writes fail, pops drain what is left then fail.
+    /// Closes the queue: writes fail, pops drain what remains queued, then fail.
     fn close(&self);
     /// Number of queued entries.
     fn len(&self) -> usize;

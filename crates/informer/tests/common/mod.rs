@@ -1,4 +1,4 @@
-//! Shared helpers of the shared-informer tests: a recording handler that checks the
+//! What the shared-informer tests share: a recording handler that checks the
 //! notification sequence it receives is consistent (no duplicate add, no update or delete of an
 //! unknown key), and condition waits that fail the test on timeout instead of sleeping.
 
