@@ -80,17 +80,21 @@ struct Counting;
 static LIVE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
 
 // SAFETY: delegates to the system allocator and only counts sizes.
+#[allow(unsafe_code)]
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { std::alloc::System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
         LIVE.fetch_sub(l.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { std::alloc::System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
         LIVE.fetch_add(n as isize - l.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { std::alloc::System.realloc(p, l, n) }
     }
 }

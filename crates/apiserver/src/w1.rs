@@ -338,6 +338,7 @@ pub mod measure {
     /// see docs/benchmarks.md): a watch cache allocates objects on one thread and frees replaced
     /// ones on another, which per-thread arenas turn into heap growth over a long update stream.
     /// Call first thing in `main`, before any other thread starts.
+    #[allow(unsafe_code)]
     pub fn limit_malloc_arenas() {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.

@@ -323,6 +323,7 @@ fn print_mallinfo(when: &str) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads allocator statistics.
+        #[allow(unsafe_code)]
         let mi = unsafe { libc::mallinfo2() };
         eprintln!(
             "mallinfo {when}: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",

@@ -1,13 +1,12 @@
-//! Criterion micro-benchmarks of the hot path: decoding (head scan of an object, a watch event
-//! line, the typed decode against serde_json's, a LIST page fed in chunks), store upserts with
-//! two indexes, index queries, RealFifo push/pop, and delta dispatch to a handler.
+//! Criterion micro-benchmarks of the cache's hot path: store upserts with two indexes, index
+//! queries, RealFifo push/pop, and delta dispatch to a handler (decoding is measured by
+//! `informer-object`'s `decode` benchmark).
 //!
 //! Run: `cargo bench -p informer --bench cache`.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use informer::decode::{EventDecoder, ListDecoder};
 use informer::{Delta, HandlerFns, Indexer, Indexers, Object, RealFifo, process_deltas};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -23,63 +22,6 @@ fn indexers() -> Indexers<Pod> {
     Indexers::new()
         .with_namespace_index()
         .with("app", |o: &Object<Pod>| Ok(o.label("app").map(|a| vec![a.to_string()]).unwrap_or_default()))
-}
-
-fn decode(c: &mut Criterion) {
-    let json = pod_json(1);
-    let line = [&br#"{"type":"MODIFIED","object":"#[..], &json, b"}\n"].concat();
-    let mut g = c.benchmark_group("decode");
-    g.throughput(Throughput::Bytes(json.len() as u64));
-    g.bench_function("object_head_scan", |b| b.iter(|| Object::<Pod>::from_json(black_box(&json[..])).unwrap()));
-    g.bench_function("watch_event_line", |b| {
-        let mut d = EventDecoder::<Pod>::new(1 << 24, None);
-        b.iter(|| {
-            d.push(black_box(&line));
-            black_box(d.next_event().unwrap().unwrap())
-        })
-    });
-    g.bench_function("serde_json_typed_pod", |b| b.iter(|| serde_json::from_slice::<Pod>(black_box(&json)).unwrap()));
-    // serde_json from text already checked as UTF-8 (no check per string).
-    let text = std::str::from_utf8(&json).unwrap();
-    g.bench_function("serde_json_typed_pod_from_str", |b| {
-        b.iter(|| serde_json::from_str::<Pod>(black_box(text)).unwrap())
-    });
-    // The informer's typed decode (one UTF-8 check, then the typed decoder over the scanner's
-    // structurals, serde_json where it falls back).
-    let obj = Object::<Pod>::from_json(&json[..]).unwrap();
-    g.bench_function("object_typed_pod", |b| b.iter(|| black_box(&obj).decode().unwrap()));
-    // The same with its managedFields field sets held by other objects too (as every pod of a
-    // ReplicaSet holds its controller's set): they are copied decoded instead of parsed.
-    let others: Vec<Object<Pod>> = (2..20).map(|i| Object::from_json(pod_json(i)).unwrap()).collect();
-    g.bench_function("object_typed_pod_field_sets_shared", |b| b.iter(|| black_box(&obj).decode().unwrap()));
-    drop(others);
-    // A 500-pod LIST page fed in 16 KiB chunks, as it comes off the connection.
-    let page = list_page(500);
-    g.throughput(Throughput::Bytes(page.len() as u64));
-    g.bench_function("list_page_500_chunked", |b| {
-        b.iter(|| {
-            let mut d = ListDecoder::<Pod>::new(1 << 24);
-            for c in black_box(&page).chunks(16 << 10) {
-                d.feed(c).unwrap();
-            }
-            d.finish().unwrap()
-        })
-    });
-    g.finish();
-}
-
-fn list_page(n: usize) -> Vec<u8> {
-    let mut page =
-        br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1000","continue":"x"},"items":["#
-            .to_vec();
-    for i in 0..n {
-        if i > 0 {
-            page.push(b',');
-        }
-        page.extend_from_slice(&pod_json(i));
-    }
-    page.extend_from_slice(b"]}");
-    page
 }
 
 fn store(c: &mut Criterion) {
@@ -132,5 +74,5 @@ fn fifo_and_dispatch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode, store, fifo_and_dispatch);
+criterion_group!(benches, store, fifo_and_dispatch);
 criterion_main!(benches);

@@ -19,14 +19,17 @@ static LIVE: AtomicIsize = AtomicIsize::new(0);
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
         LIVE.fetch_add(n as isize - l.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
         unsafe { System.realloc(p, l, n) }
     }
 }

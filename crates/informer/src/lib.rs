@@ -7,12 +7,8 @@
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
 //! [`workqueue`] and reconcile them with a [`ControllerRunner`]. See `docs/design.md`.
 
-// The exceptions, each allowed where it is and with a `// SAFETY:` comment: the AVX2 kernel of
-// the JSON scanner (`object::scan`: its loads and runtime-detected dispatch), the single-allocation
-// object and key (`object`, `key`: initialized bytes, known UTF-8), and the seed-type match of
-// the substituted typed decode (`object::substitute`: a move between identical types).
-#![deny(unsafe_code)]
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod backoff;
 pub mod controller;

@@ -1,9 +1,8 @@
-//! Property tests of the watch stream decoder: valid streams split at arbitrary chunk boundaries
-//! decode to exactly the events sent; arbitrary or truncated bytes never panic, never grow the
+//! Property tests of the watch stream framer: valid streams split at arbitrary chunk boundaries
+//! frame to exactly the events sent; arbitrary or truncated bytes never panic, never grow the
 //! buffer past the limit, and end in a clear error.
 
-use informer::WatchEvent;
-use informer::decode::{Decoded, EventDecoder};
+use informer_object::frame::{WatchFrame, WatchFramer};
 use k8s_openapi::api::core::v1::Pod;
 use proptest::prelude::*;
 
@@ -16,20 +15,15 @@ fn event_json(ty: &str, name: &str, rv: u64, label: &str) -> String {
     format!("{}\n", serde_json::json!({"type": ty, "object": obj}))
 }
 
-fn drain(d: &mut EventDecoder<Pod>, out: &mut Vec<(String, String, String)>) -> Result<(), String> {
-    while let Some(r) = d.next_event() {
+fn drain(d: &mut WatchFramer<Pod>, out: &mut Vec<(String, String, String)>) -> Result<(), String> {
+    while let Some(r) = d.next_frame() {
         match r.map_err(|e| e.to_string())? {
-            Decoded::Event(WatchEvent::Added(o)) => {
-                out.push(("ADDED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
-            }
-            Decoded::Event(WatchEvent::Modified(o)) => {
+            WatchFrame::Added(o) => out.push(("ADDED".into(), o.name().into(), o.label("l").unwrap_or("").into())),
+            WatchFrame::Modified(o) => {
                 out.push(("MODIFIED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
             }
-            Decoded::Event(WatchEvent::Deleted(o)) => {
-                out.push(("DELETED".into(), o.name().into(), o.label("l").unwrap_or("").into()))
-            }
-            Decoded::Event(e) => return Err(format!("unexpected {e:?}")),
-            Decoded::WrongKind { got } => return Err(format!("wrong kind {got:?}")),
+            WatchFrame::Deleted(o) => out.push(("DELETED".into(), o.name().into(), o.label("l").unwrap_or("").into())),
+            f => return Err(format!("unexpected {f:?}")),
         }
     }
     Ok(())
@@ -51,7 +45,7 @@ proptest! {
             want.push((types[*t].to_string(), name.clone(), label.clone()));
         }
         let bytes = stream.as_bytes();
-        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        let mut d = WatchFramer::<Pod>::new(1 << 20, None);
         let mut got = vec![];
         let mut pos = 0;
         for c in cuts {
@@ -71,11 +65,11 @@ proptest! {
         chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..40),
     ) {
         let limit = 1024;
-        let mut d = EventDecoder::<Pod>::new(limit, None);
+        let mut d = WatchFramer::<Pod>::new(limit, None);
         let mut failed = false;
         for c in &chunks {
             d.push(c);
-            while let Some(r) = d.next_event() {
+            while let Some(r) = d.next_frame() {
                 if r.is_err() { failed = true; break; }
             }
             if failed { break; }
@@ -96,7 +90,7 @@ proptest! {
             stream.push_str(&event_json("ADDED", &format!("p{i}"), i as u64 + 1, "x"));
         }
         let cut = cut.min(stream.len() - 1);
-        let mut d = EventDecoder::<Pod>::new(1 << 20, None);
+        let mut d = WatchFramer::<Pod>::new(1 << 20, None);
         d.push(&stream.as_bytes()[..cut]);
         let mut got = vec![];
         drain(&mut d, &mut got).unwrap();

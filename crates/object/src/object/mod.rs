@@ -85,7 +85,7 @@ impl From<scan::ScanError> for DecodeError {
 /// A cached Kubernetes object: JSON bytes plus parsed identity, typed value decoded on demand.
 ///
 /// ```
-/// use informer::Object;
+/// use informer_object::Object;
 /// use k8s_openapi::api::core::v1::Pod;
 /// let json = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"prod",
 ///     "resourceVersion":"7","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}"#;
@@ -189,8 +189,13 @@ impl<K> Object<K> {
             typed: OnceLock::new(),
         };
         let total = padded(stored_len + text_len + 4 * n_parts);
-        Ok(Object {
-            inner: fill(header, total, |buf| {
+        // SAFETY: the closure splits the slice into the stored JSON (written in pieces: the runs of
+        // the received JSON between the cut-out fragments, whose lengths add up to the stored
+        // length), the text, the end offsets and the padding, whose lengths add up to `total`, and
+        // writes every one of those bytes (`copy_into` is given equal lengths).
+        #[allow(unsafe_code)]
+        let inner = unsafe {
+            fill(header, total, |buf| {
                 let (mut json, rest) = buf.split_at_mut(stored_len);
                 let mut from = 0;
                 for &(start, _, span) in &cuts {
@@ -215,8 +220,9 @@ impl<K> Object<K> {
                 for pad in ends {
                     pad.write(0);
                 }
-            }),
-        })
+            })
+        };
+        Ok(Object { inner })
     }
 
     fn header(&self) -> &Header<K> {
@@ -280,7 +286,7 @@ impl<K> Object<K> {
     /// when the object holds no shared fragments, else assembled (one copy).
     ///
     /// ```
-    /// use informer::Object;
+    /// use informer_object::Object;
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// let fields = format!(r#"{{"f:data":{{"f:{}":{{}}}}}}"#, "k".repeat(80));
     /// let json = format!(
@@ -436,14 +442,15 @@ fn shared_spans<'r>(candidates: &[(u32, &[u8])], raw: &'r [u8]) -> SmallVec<[(us
 }
 
 /// Allocates an object of `len` data bytes once and lets `write` fill every byte.
+///
+/// # Safety
+///
+/// `write` must initialize every byte of the slice it is given.
 #[allow(unsafe_code)]
-fn fill<K>(header: Header<K>, len: usize, write: impl FnOnce(&mut [MaybeUninit<u8>])) -> ThinArc<Header<K>, u8> {
+unsafe fn fill<K>(header: Header<K>, len: usize, write: impl FnOnce(&mut [MaybeUninit<u8>])) -> ThinArc<Header<K>, u8> {
     let mut arc = UniqueArc::from_header_and_uninit_slice(HeaderWithLength::new(header, len), len);
     write(&mut arc.slice);
-    // SAFETY: `from_head` (the only caller) splits the slice into the stored JSON (written in
-    // pieces: the runs of the received JSON between the cut-out fragments, whose lengths add up to
-    // the stored length), the text, the end offsets and the padding, whose lengths add up to `len`,
-    // and writes every one of those bytes (`copy_into` is given equal lengths).
+    // SAFETY: `write` initialized every byte (the caller's contract).
     let arc = unsafe { arc.assume_init_slice_with_header() };
     triomphe::Arc::into_thin(arc.shareable())
 }
@@ -546,79 +553,6 @@ impl<K> fmt::Debug for Object<K> {
             .field("key", self.key())
             .field("resource_version", &self.resource_version())
             .finish_non_exhaustive()
-    }
-}
-
-/// A deletion whose final state is unknown: the object was deleted while the watch was down and
-/// the relist no longer contains it (client-go's `DeletedFinalStateUnknown`).
-///
-/// `last_known` is the last state the cache or queue held, if any.
-pub struct Tombstone<K> {
-    /// The key of the deleted object.
-    pub key: ObjectKey,
-    /// The last known state; may be stale.
-    pub last_known: Option<Object<K>>,
-}
-
-impl<K> Clone for Tombstone<K> {
-    fn clone(&self) -> Self {
-        Tombstone { key: self.key.clone(), last_known: self.last_known.clone() }
-    }
-}
-
-impl<K> fmt::Debug for Tombstone<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tombstone").field("key", &self.key).field("last_known", &self.last_known).finish()
-    }
-}
-
-/// What a delete notification carries: the deleted object, or a [`Tombstone`] when the final
-/// state is unknown. Handlers must match on it; a tombstone cannot be mistaken for an object.
-pub enum DeletedObject<K> {
-    /// The object's last state as the server reported it.
-    Object(Object<K>),
-    /// The object vanished during a relist; its final state is unknown.
-    FinalStateUnknown(Tombstone<K>),
-}
-
-impl<K> DeletedObject<K> {
-    /// The key of the deleted object.
-    pub fn key(&self) -> &ObjectKey {
-        match self {
-            DeletedObject::Object(o) => o.key(),
-            DeletedObject::FinalStateUnknown(t) => &t.key,
-        }
-    }
-
-    /// The object, or the tombstone's last known state.
-    pub fn object(&self) -> Option<&Object<K>> {
-        match self {
-            DeletedObject::Object(o) => Some(o),
-            DeletedObject::FinalStateUnknown(t) => t.last_known.as_ref(),
-        }
-    }
-
-    /// Whether this is a tombstone.
-    pub fn is_final_state_unknown(&self) -> bool {
-        matches!(self, DeletedObject::FinalStateUnknown(_))
-    }
-}
-
-impl<K> Clone for DeletedObject<K> {
-    fn clone(&self) -> Self {
-        match self {
-            DeletedObject::Object(o) => DeletedObject::Object(o.clone()),
-            DeletedObject::FinalStateUnknown(t) => DeletedObject::FinalStateUnknown(t.clone()),
-        }
-    }
-}
-
-impl<K> fmt::Debug for DeletedObject<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeletedObject::Object(o) => f.debug_tuple("Object").field(o).finish(),
-            DeletedObject::FinalStateUnknown(t) => f.debug_tuple("FinalStateUnknown").field(t).finish(),
-        }
     }
 }
 
