@@ -22,7 +22,6 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod tls;
-pub mod w1;
 pub mod watch;
 pub mod watch_cache;
 

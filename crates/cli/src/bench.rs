@@ -18,8 +18,8 @@ use informer::{
     BacklogPolicy, HandlerFns, HandlerOptions, InformerOptions, KubeListerWatcher, ObjectKey, ReflectorOptions,
     SharedIndexInformer,
 };
-use informer_apiserver::w1::measure::{micros_now, peak_rss_kb, percentile, proc_status_kb};
-use informer_apiserver::w1::{W1Config, W1Server};
+use informer_bench::measure::{micros_now, peak_rss_kb, percentile, print_mallinfo, proc_status_kb};
+use informer_bench::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -313,28 +313,4 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let _ = worker.await;
     drop(w1);
     Ok(true)
-}
-
-/// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).
-fn print_mallinfo(when: &str) {
-    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_none() {
-        return;
-    }
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 only reads allocator statistics.
-        #[allow(unsafe_code)]
-        let mi = unsafe { libc::mallinfo2() };
-        eprintln!(
-            "mallinfo {when}: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",
-            mi.arena >> 10,
-            mi.uordblks >> 10,
-            mi.fordblks >> 10,
-            mi.hblkhd >> 10,
-            proc_status_kb("RssAnon:"),
-            proc_status_kb("RssFile:")
-        );
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = when;
 }

@@ -32,7 +32,11 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    informer_apiserver::w1::measure::limit_malloc_arenas();
+    // SAFETY: first thing in `main`: no other thread runs yet.
+    #[allow(unsafe_code)]
+    unsafe {
+        informer_bench::measure::limit_malloc_arenas()
+    };
     let cli = Cli::parse();
     let filter = || tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into());
     if matches!(cli.command, Command::Demo(_)) && demo::uses_terminal_view() {

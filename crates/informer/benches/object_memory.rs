@@ -40,7 +40,7 @@ static A: Counting = Counting;
 const N: usize = 10_000;
 
 fn pods() -> Vec<Vec<u8>> {
-    let tpl: serde_json::Value = serde_json::from_str(include_str!("../../apiserver/data/w1-pod.json")).unwrap();
+    let tpl: serde_json::Value = serde_json::from_str(include_str!("../../bench/data/w1-pod.json")).unwrap();
     (0..N)
         .map(|i| {
             let mut p = tpl.clone();

@@ -12,7 +12,7 @@ use informer_object::frame::{ListFramer, WatchFramer};
 use k8s_openapi::api::core::v1::Pod;
 
 fn pod_json(i: usize) -> Vec<u8> {
-    let mut v: serde_json::Value = serde_json::from_str(include_str!("../../apiserver/data/w1-pod.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(include_str!("../../bench/data/w1-pod.json")).unwrap();
     v["metadata"]["name"] = format!("bench-{i:07}").into();
     v["metadata"]["labels"]["app"] = format!("app-{}", i % 50).into();
     v["metadata"]["resourceVersion"] = (1000 + i).to_string().into();

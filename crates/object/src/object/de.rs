@@ -937,7 +937,7 @@ mod tests {
     use super::*;
 
     fn w1_pod() -> String {
-        let v: Value = serde_json::from_str(include_str!("../../../apiserver/data/w1-pod.json")).unwrap();
+        let v: Value = serde_json::from_str(include_str!("../../../bench/data/w1-pod.json")).unwrap();
         serde_json::to_string(&v).unwrap()
     }
 

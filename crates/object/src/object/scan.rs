@@ -1906,7 +1906,7 @@ mod tests {
     /// reference decodes it, and every truncation is an end-of-input error.
     #[test]
     fn truncated_pod_at_every_offset() {
-        let pretty = include_bytes!("../../../apiserver/data/w1-pod.json").as_slice();
+        let pretty = include_bytes!("../../../bench/data/w1-pod.json").as_slice();
         let v: Value = serde_json::from_slice(pretty).unwrap();
         let compact = serde_json::to_vec(&v).unwrap();
         for doc in [pretty, &compact] {
@@ -2048,7 +2048,7 @@ mod tests {
 
     #[test]
     fn lists_alike_with_both_kernels() {
-        let pod = include_bytes!("../../../apiserver/data/w1-pod.json").as_slice();
+        let pod = include_bytes!("../../../bench/data/w1-pod.json").as_slice();
         let body =
             [br#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":["#.as_slice(), pod, b",", pod, b"]}"]
                 .concat();

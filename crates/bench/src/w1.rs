@@ -7,7 +7,7 @@
 //! as the client reads. With `sendInitialEvents=true` the watch first streams the 10,000 pods as
 //! ADDED and the `k8s.io/initial-events-end` bookmark.
 //!
-//! Unlike the general [`ApiServer`](crate::ApiServer) (whose watch cache would hold every event),
+//! Unlike the general [`ApiServer`](informer_apiserver::ApiServer) (whose watch cache would hold every event),
 //! nothing is stored: pods and events are spliced from one template into ~128 KB chunks on demand,
 //! so the server holds a few hundred KB and never bounds a client benchmark. After the last event
 //! the watch stays open (idle) until the client goes away.
@@ -210,7 +210,7 @@ impl W1Server {
 
     /// A kubeconfig for the server.
     pub fn kubeconfig_yaml(&self) -> String {
-        crate::server::kubeconfig_yaml(&format!("http://{}", self.addr), None, false)
+        informer_apiserver::kubeconfig_yaml(&format!("http://{}", self.addr), None, false)
             .replace("namespace: default", &format!("namespace: {}", self.namespace))
     }
 }
@@ -298,60 +298,7 @@ struct WatchBody {
     paced: Option<(tokio::time::Instant, Pin<Box<tokio::time::Sleep>>)>,
 }
 
-/// Measurement helpers shared by the W1 benchmark clients (`informer bench` and
-/// `kube-runtime-bench`), so both measure with the same clock, the same /proc readings and the
-/// same allocator setting.
-pub mod measure {
-    /// Wall-clock microseconds since the Unix epoch: the clock of paced events' `generation`
-    /// stamps, and the one clients read to compute event-to-handler latency.
-    pub fn micros_now() -> u64 {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-    }
-
-    /// Reads a field (kB) of /proc/self/status, e.g. `VmRSS:` or `VmHWM:`; 0 if unavailable.
-    pub fn proc_status_kb(field: &str) -> u64 {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with(field))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|v| v.parse().ok())
-            })
-            .unwrap_or(0)
-    }
-
-    /// The peak RSS (kB): the kernel's high-water mark, or the highest RSS the caller read
-    /// (`seen`) if that is higher. VmHWM can lag VmRSS: the kernel counts RSS per CPU and folds
-    /// the counts into the high-water mark only now and then, so an RSS read earlier may exceed
-    /// the mark read later.
-    pub fn peak_rss_kb(seen: &[u64]) -> u64 {
-        seen.iter().copied().fold(proc_status_kb("VmHWM:"), u64::max)
-    }
-
-    /// The value at percentile `p` (0.0–1.0) of sorted samples; 0 when there are none.
-    pub fn percentile(sorted: &[u64], p: f64) -> u64 {
-        if sorted.is_empty() { 0 } else { sorted[((sorted.len() - 1) as f64 * p) as usize] }
-    }
-
-    /// Limits glibc malloc to one arena (`INFORMER_MALLOC_ARENAS=N` sets N, 0 = glibc's default;
-    /// see docs/benchmarks.md): a watch cache allocates objects on one thread and frees replaced
-    /// ones on another, which per-thread arenas turn into heap growth over a long update stream.
-    /// Call first thing in `main`, before any other thread starts.
-    #[allow(unsafe_code)]
-    pub fn limit_malloc_arenas() {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: mallopt only changes allocator tuning; called before any other thread starts.
-        unsafe {
-            let n = std::env::var("INFORMER_MALLOC_ARENAS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-            if n > 0 {
-                libc::mallopt(libc::M_ARENA_MAX, n);
-            }
-        }
-    }
-}
-
-use measure::micros_now;
+use crate::measure::micros_now;
 
 impl Body for WatchBody {
     type Data = Bytes;
@@ -458,16 +405,6 @@ impl WatchBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The peak is never below an RSS the caller read, nor below the kernel's mark.
-    #[test]
-    fn peak_rss_is_at_least_every_reading() {
-        let hwm = measure::proc_status_kb("VmHWM:");
-        assert!(hwm > 0, "/proc/self/status has VmHWM");
-        assert!(measure::peak_rss_kb(&[]) >= hwm);
-        let above = hwm * 4;
-        assert_eq!(measure::peak_rss_kb(&[1, above, 2]), above);
-    }
 
     #[test]
     fn template_splices_valid_pods() {

@@ -1,0 +1,105 @@
+//! Measurements shared by the W1 benchmark clients (`informer bench` and `kube-runtime-bench`), so
+//! both measure with the same clock, the same /proc readings and the same allocator setting.
+//!
+//! Invariant: every reading that is unavailable (no /proc, an unknown field) is 0, never an error.
+
+/// Wall-clock microseconds since the Unix epoch: the clock of paced events' `generation`
+/// stamps, and the one clients read to compute event-to-handler latency.
+pub fn micros_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Reads a field (kB) of /proc/self/status, e.g. `VmRSS:` or `VmHWM:`; 0 if unavailable.
+pub fn proc_status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The peak RSS (kB): the kernel's high-water mark, or the highest RSS the caller read
+/// (`seen`) if that is higher. VmHWM can lag VmRSS: the kernel counts RSS per CPU and folds
+/// the counts into the high-water mark only now and then, so an RSS read earlier may exceed
+/// the mark read later.
+pub fn peak_rss_kb(seen: &[u64]) -> u64 {
+    seen.iter().copied().fold(proc_status_kb("VmHWM:"), u64::max)
+}
+
+/// The value at percentile `p` (0.0–1.0) of sorted samples; 0 when there are none.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() { 0 } else { sorted[((sorted.len() - 1) as f64 * p) as usize] }
+}
+
+/// Limits glibc malloc to one arena (`INFORMER_MALLOC_ARENAS=N` sets N, 0 = glibc's default;
+/// see docs/benchmarks.md): a watch cache allocates objects on one thread and frees replaced
+/// ones on another, which per-thread arenas turn into heap growth over a long update stream.
+/// Does nothing outside Linux with glibc.
+///
+/// # Safety
+///
+/// Call it first thing in `main`, while no other thread runs: it reads the environment and
+/// changes the allocator's settings, neither of which may race with another thread.
+#[allow(unsafe_code)]
+pub unsafe fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let n = std::env::var("INFORMER_MALLOC_ARENAS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        if n > 0 {
+            // SAFETY: no other thread runs (the caller's contract), so nothing allocates meanwhile.
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, n);
+            }
+        }
+    }
+}
+
+/// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).
+pub fn print_mallinfo(when: &str) {
+    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_none() {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads allocator statistics.
+        #[allow(unsafe_code)]
+        let mi = unsafe { libc::mallinfo2() };
+        eprintln!(
+            "mallinfo {when}: arena {} KB, in use {} KB, free {} KB, mmap {} KB, RssAnon {} KB, RssFile {} KB",
+            mi.arena >> 10,
+            mi.uordblks >> 10,
+            mi.fordblks >> 10,
+            mi.hblkhd >> 10,
+            proc_status_kb("RssAnon:"),
+            proc_status_kb("RssFile:")
+        );
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = when;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The peak is never below an RSS the caller read, nor below the kernel's mark.
+    #[test]
+    fn peak_rss_is_at_least_every_reading() {
+        let hwm = proc_status_kb("VmHWM:");
+        assert!(hwm > 0, "/proc/self/status has VmHWM");
+        assert!(peak_rss_kb(&[]) >= hwm);
+        let above = hwm * 4;
+        assert_eq!(peak_rss_kb(&[1, above, 2]), above);
+    }
+
+    #[test]
+    fn percentiles_of_sorted_samples() {
+        assert_eq!(percentile(&[], 0.99), 0);
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!((percentile(&v, 0.0), percentile(&v, 0.5), percentile(&v, 1.0)), (1, 50, 100));
+    }
+}
