@@ -1,6 +1,9 @@
 //! The low-level controller (client-go's `controller` + `processDeltas`): a reflector feeding a
-//! queue, and a process loop that pops deltas, applies them to the [`Indexer`] and calls one
-//! handler. This is the engine under every informer.
+//! queue, and the process loop that pops deltas, applies them to the [`Indexer`] and calls a
+//! handler. The loop is the engine under every informer: a [`Controller`] runs it with one
+//! handler called inline, a [`SharedIndexInformer`](crate::SharedIndexInformer) with its
+//! processor as the handler (which fans each change out to every registered handler) and its
+//! batch hooks (the delta barrier, batching, metrics, back-pressure).
 //!
 //! Delta semantics (client-go 1.36 `processDeltas`, oldest to newest):
 //! - `Added`, `Updated`, `Replaced`, `Sync`: if the key is cached, update the store and call
@@ -16,6 +19,7 @@
 //! store sees at least that state. Store failures (an index function error) are logged and the
 //! handler is not called for that object.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -27,6 +31,56 @@ use crate::listwatch::ListerWatcher;
 use crate::object::{DeletedObject, Object, Tombstone};
 use crate::reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};
 use crate::store::Indexer;
+
+/// What a process loop does around each batch besides applying it. The default does nothing
+/// (a [`Controller`]); the shared informer takes its delta barrier, batches its distribution,
+/// records metrics and holds the loop while a handler is over its `Block` limit.
+pub(crate) trait BatchHooks: Send + Sync {
+    /// Runs `apply` (the batch's store updates and handler calls).
+    fn apply(&self, apply: impl FnOnce()) {
+        apply()
+    }
+
+    /// After each pop, with the number of deltas still queued.
+    fn popped(&self, _queued: usize) {}
+
+    /// Between batches: the queue is not read until this returns (or the loop is cancelled).
+    fn between_batches(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+/// No hooks.
+impl BatchHooks for () {}
+
+/// The process loop: pops up to `batch` deltas at a time, applies them to `store` and calls
+/// `handler` ([`process_deltas`]), until the queue is closed.
+pub(crate) async fn process_loop<K, Q, H, B>(
+    queue: &Q,
+    store: &Indexer<K>,
+    handler: &H,
+    batch: usize,
+    hooks: &B,
+    cancel: &CancellationToken,
+) where
+    K: Send + Sync + 'static,
+    Q: Queue<K>,
+    H: ResourceEventHandler<K> + ?Sized,
+    B: BatchHooks,
+{
+    loop {
+        let r =
+            queue.pop(batch, |deltas, initial| hooks.apply(|| process_deltas(handler, store, deltas, initial))).await;
+        hooks.popped(queue.len());
+        if let Err(FifoClosed) = r {
+            return;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = hooks.between_batches() => {}
+        }
+    }
+}
 
 /// Applies a batch of deltas to the store and notifies the handler (see the module docs).
 pub fn process_deltas<K, H>(handler: &H, store: &Indexer<K>, deltas: Vec<Delta<K>>, is_in_initial_list: bool)
@@ -157,17 +211,7 @@ where
 
     /// Runs the reflector and the process loop until `cancel` fires; then closes the queue.
     pub async fn run(&self, cancel: CancellationToken) {
-        let process = async {
-            loop {
-                let r = self
-                    .queue
-                    .pop(self.batch, |deltas, initial| process_deltas(&*self.handler, &self.store, deltas, initial))
-                    .await;
-                if let Err(FifoClosed) = r {
-                    return;
-                }
-            }
-        };
+        let process = process_loop(&*self.queue, &self.store, &*self.handler, self.batch, &(), &cancel);
         let reflect = async {
             self.reflector.run(cancel.clone()).await;
             self.queue.close();

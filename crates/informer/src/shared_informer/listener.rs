@@ -1,33 +1,57 @@
-//! One handler's delivery lane (client-go's `processorListener`): its own buffer of pending
-//! notifications, its sync tracking and resync schedule. Its consumer (a tokio task, a dedicated
-//! thread, or a stream) lives in [`consumer`](super::consumer).
+//! One handler's delivery lane (client-go's `processorListener`): its buffer of pending
+//! notifications, its sync tracking and resync schedule (the [`Listener`], shared by the
+//! processor, which pushes, and the consumer), and the consumer that turns the buffer into the
+//! calls its handler sees ([`Consumer`], a state machine driven by [`Consumer::step`]).
+//!
+//! The consumer's states:
+//! - `Next`: take the buffer's first entry. A single notification is delivered; a shared batch
+//!   moves to `Batch`; a resync left by a `Bounded` overflow is taken under the informer's delta
+//!   barrier (step again holding it: [`Step::Barrier`]) and moves to `Resync`; an empty buffer
+//!   waits for a push ([`Step::Idle`]).
+//! - `Batch`: deliver a batch the process loop shared with every listener, in place (a handler
+//!   gets each notification by reference; a stream clones it out), then `Next`.
+//! - `Resync`: the cache's keys and versions, listed when the resync was taken; each object is
+//!   read only when the handler gets near it, a chunk at a time, so a slow handler working
+//!   through a resync holds no versions the cache has since replaced. An object whose version
+//!   changed since the listing is skipped: the change was pushed after the listing, so it reaches
+//!   the handler through its own notification or the next resync, and no state is delivered after
+//!   a newer one. (A version is the resourceVersion, or for an object without one a hash of its
+//!   JSON.) Tombstones come first for the keys the handler has seen that are no longer cached;
+//!   then `Next`.
+//! - `Closed`: the listener was closed; the consumer ends.
 //!
 //! Invariants:
 //! - `push` never blocks and never waits for the consumer: a slow handler only grows its own
-//!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache,
-//!   which the consumer reads under the delta barrier when it gets there).
-//! - Notifications reach the handler in the order they were pushed, one call at a time.
-//! - `push` is only called under the informer's delta barrier, so the cache a `Bounded` consumer
-//!   lists under that barrier, when it reaches the resync an overflow left, is exactly the state
-//!   after the last pushed notification.
+//!   backlog (or, with [`BacklogPolicy::Bounded`], has it replaced by a resync from the cache).
+//! - `push` is only called under the informer's delta barrier, so the cache a consumer lists
+//!   under that barrier, when it reaches the resync an overflow left, is exactly the state after
+//!   the last pushed notification.
+//! - Notifications reach the handler in the order they were pushed, one call at a time; for
+//!   `Bounded` listeners every item is checked against what the handler has seen, so its view
+//!   stays consistent (no add of a key it has, no update or delete of a key it lacks).
 //! - The registration is synced once the informer synced (upstream) and every initial add pushed
-//!   to this listener has been delivered (client-go's `synctrack.SingleFileTracker`).
+//!   to this listener has been delivered or dropped (client-go's `synctrack.SingleFileTracker`);
+//!   each initial add's credit is released exactly once.
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
 //! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use foldhash::fast::RandomState;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::metrics::HandlerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
+use crate::key::ObjectKey;
+use crate::object::{DeletedObject, Object, Tombstone};
 use crate::signal::Signal;
 use crate::store::Indexer;
 
@@ -35,6 +59,10 @@ use crate::store::Indexer;
 const SLOW_HANDLER_BACKLOG: usize = 1024;
 /// A handler call slower than this, with a backlog, is logged (client-go's 100 ms).
 const SLOW_HANDLER_CALL: Duration = Duration::from_millis(100);
+/// A backlog buffer that grew beyond this many entries is shrunk once it is empty again.
+const SHRINK_ABOVE: usize = 1024;
+/// Objects of a resync read from the cache at a time.
+const RESYNC_CHUNK: usize = 64;
 
 /// What happens when a handler falls behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,13 +106,13 @@ pub struct Backlog {
     pub oldest_age: Option<Duration>,
 }
 
-pub(super) enum Entry<K> {
+enum Entry<K> {
     One(Notification<K>),
     /// One batch of the process loop, shared by every non-`Bounded` listener (one `Arc` per
     /// listener per batch instead of a clone and a queue slot per notification).
     Batch(Arc<Vec<Notification<K>>>),
-    /// Backlog dropped: resync from the cache as it is when the consumer gets there (see
-    /// [`consumer`](super::consumer)). While pending it is the only entry: later notifications are
+    /// Backlog dropped: resync from the cache as it is when the consumer gets there (the
+    /// consumer's `Resync` state). While pending it is the only entry: later notifications are
     /// dropped (the cache will have them).
     /// `credit` = initial adds dropped.
     Resync {
@@ -100,14 +128,14 @@ pub(crate) struct CacheView<K> {
     pub barrier: Arc<Mutex<()>>,
 }
 
-pub(super) struct Pending<K> {
-    pub at: Instant,
-    pub entry: Entry<K>,
+struct Pending<K> {
+    at: Instant,
+    entry: Entry<K>,
 }
 
 impl<K> Entry<K> {
     /// Notifications this entry stands for (a pending resync counts as one).
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         match self {
             Entry::Batch(b) => b.len(),
             Entry::One(_) | Entry::Resync { .. } => 1,
@@ -124,13 +152,13 @@ impl<K> Entry<K> {
     }
 }
 
-pub(super) struct Buffer<K> {
-    pub items: VecDeque<Pending<K>>,
+struct Buffer<K> {
+    items: VecDeque<Pending<K>>,
     /// Notifications pending: the sum of the entries' lengths.
-    pub count: usize,
+    count: usize,
     /// When the shared batch the consumer holds was queued (meaningful while `in_hand > 0`).
-    pub in_hand_at: Option<Instant>,
-    pub closed: bool,
+    in_hand_at: Option<Instant>,
+    closed: bool,
 }
 
 struct Tracker {
@@ -150,27 +178,27 @@ pub(crate) struct Listener<K> {
     pub informer_id: u64,
     pub name: Arc<str>,
     pub policy: BacklogPolicy,
-    pub(super) buf: Mutex<Buffer<K>>,
+    buf: Mutex<Buffer<K>>,
     /// Notifications of the shared batch the consumer holds that are still to be delivered
     /// (written by the consumer only; part of the backlog).
-    pub(super) in_hand: AtomicUsize,
-    pub(super) wake: Notify,
+    in_hand: AtomicUsize,
+    wake: Notify,
     /// Notified by the consumer when a `Block` listener's backlog is back under its limit.
-    pub(super) drained: Notify,
+    drained: Notify,
     resync: Mutex<ResyncState>,
     pub syncing: AtomicBool,
     tracker: Mutex<Tracker>,
     pub synced: Signal,
     pub finished: Signal,
-    pub removed: AtomicBool,
+    removed: AtomicBool,
     panics: AtomicU64,
     overflows: AtomicU64,
     delivered: AtomicU64,
-    pub(super) cache: CacheView<K>,
-    pub(super) metrics: Option<HandlerSeries>,
+    cache: CacheView<K>,
+    metrics: Option<HandlerSeries>,
 }
 
-/// One item handed to a consumer (see [`Consumer`](super::consumer::Consumer)).
+/// One notification a [`Consumer`] hands out, with what its delivery records.
 pub(crate) struct Item<K> {
     pub n: Notification<K>,
     /// Initial adds completed once this item is delivered.
@@ -292,7 +320,7 @@ impl<K> Listener<K> {
 
     /// Notifications pending: queued plus the rest of the batch in the consumer's hand (none once
     /// closed, whatever a consumer that has not yet seen the close last wrote).
-    pub(super) fn pending(&self, b: &Buffer<K>) -> usize {
+    fn pending(&self, b: &Buffer<K>) -> usize {
         if b.closed { 0 } else { b.count + self.in_hand.load(Ordering::Relaxed) }
     }
 
@@ -330,7 +358,7 @@ impl<K> Listener<K> {
 
     /// Called by the consumer after taking an item: releases a blocked informer once the
     /// backlog is down to the resume point.
-    pub(super) fn taken(&self, backlog: usize) {
+    fn taken(&self, backlog: usize) {
         if let BacklogPolicy::Block(max) = self.policy
             && backlog <= resume_at(max)
         {
@@ -360,6 +388,11 @@ impl<K> Listener<K> {
         Backlog { len: self.pending(&b), oldest_age: if b.closed { None } else { oldest.map(|at| at.elapsed()) } }
     }
 
+    /// Whether the listener was closed (removed, or the informer stopped).
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
     pub fn panics(&self) -> u64 {
         self.panics.load(Ordering::Relaxed)
     }
@@ -381,7 +414,7 @@ impl<K> Listener<K> {
         }
     }
 
-    pub(super) fn finish_initial(&self, n: usize) {
+    fn finish_initial(&self, n: usize) {
         if n == 0 {
             return;
         }
@@ -420,8 +453,24 @@ impl<K> Listener<K> {
     }
 }
 
+impl<K> Listener<K> {
+    /// The kinds of the queued entries: `B<n>` a shared batch, `1` a single one, `resync`.
+    #[cfg(test)]
+    pub(super) fn entry_kinds(&self) -> Vec<String> {
+        let b = self.buf.lock();
+        b.items
+            .iter()
+            .map(|p| match &p.entry {
+                Entry::Batch(v) => format!("B{}", v.len()),
+                Entry::One(_) => "1".into(),
+                Entry::Resync { .. } => "resync".into(),
+            })
+            .collect()
+    }
+}
+
 impl<K: 'static> Listener<K> {
-    // --- consumption ---
+    // --- delivery ---
 
     /// Delivers one item to a handler, catching panics.
     pub fn deliver(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
@@ -443,7 +492,11 @@ impl<K: 'static> Listener<K> {
         }
         // client-go's "processorListener handler" trace: a slow call while far behind.
         let timed = (backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
-        let r = catch_unwind(AssertUnwindSafe(|| n.deliver_to(handler)));
+        let r = catch_unwind(AssertUnwindSafe(|| match n {
+            Notification::Add { obj, is_in_initial_list } => handler.on_add(obj, *is_in_initial_list),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete(d) => handler.on_delete(d),
+        }));
         if let Some(t) = timed
             && t.elapsed() > SLOW_HANDLER_CALL
         {
@@ -475,11 +528,366 @@ impl<K: 'static> Listener<K> {
     }
 }
 
+/// The consuming side of a listener: a state machine turning the buffer into the sequence of
+/// notifications its handler sees (see the module docs). One per listener.
+pub(crate) struct Consumer<K> {
+    state: State<K>,
+    /// For `Bounded` listeners: the object the handler last saw, per key.
+    seen: Option<HashMap<ObjectKey, Object<K>, RandomState>>,
+}
+
+/// Where a consumer is.
+enum State<K> {
+    /// Taking the next entry of the buffer.
+    Next,
+    /// Delivering a shared batch.
+    Batch {
+        batch: Arc<Vec<Notification<K>>>,
+        /// The next notification to deliver.
+        pos: usize,
+        /// When the batch was queued.
+        at: Instant,
+        /// Notifications pending behind the batch when it was taken.
+        behind: usize,
+    },
+    /// Delivering a resync from the cache.
+    Resync {
+        /// Keys whose objects are still to be read, each with the version it had when the
+        /// resync was taken.
+        keys: VecDeque<(ObjectKey, u64)>,
+        /// Notifications read (or tombstones made) and not yet delivered.
+        ready: VecDeque<Notification<K>>,
+        /// Whether adds are delivered as initial ones.
+        initial: bool,
+        /// Initial adds completed once the resync is delivered.
+        credit: usize,
+    },
+    /// The listener was closed: nothing more is delivered.
+    Closed,
+}
+
+/// What one [`Consumer::step`] produced.
+pub(crate) enum Step<K> {
+    /// A notification to deliver.
+    Item(Item<K>),
+    /// A shared batch is in hand: deliver it with [`Consumer::deliver_batch`] (by reference) or
+    /// take it one item at a time with [`Consumer::next`] (cloned).
+    Batch,
+    /// Nothing is pending: wait for the listener's wake-up, then step again.
+    Idle,
+    /// A resync is first in the buffer: step again holding the informer's delta barrier.
+    Barrier,
+    /// The listener is closed: the consumer ends.
+    Closed,
+}
+
+impl<K: Send + Sync + 'static> Consumer<K> {
+    /// The consumer of `l`.
+    pub fn for_listener(l: &Listener<K>) -> Self {
+        Consumer { state: State::Next, seen: matches!(l.policy, BacklogPolicy::Bounded(_)).then(HashMap::default) }
+    }
+
+    /// One transition. `barrier` is the informer's delta barrier, when the caller holds it (only
+    /// needed to take a resync, after a [`Step::Barrier`]).
+    pub fn step(&mut self, l: &Listener<K>, barrier: Option<&MutexGuard<'_, ()>>) -> Step<K> {
+        loop {
+            match &mut self.state {
+                State::Closed => return Step::Closed,
+                State::Batch { .. } => return Step::Batch,
+                State::Resync { keys, ready, initial, credit } => {
+                    if l.is_removed() {
+                        self.state = State::Closed;
+                        return Step::Closed;
+                    }
+                    let Some(n) = ready.pop_front() else {
+                        if keys.is_empty() {
+                            l.finish_initial(*credit);
+                            self.state = State::Next;
+                        } else {
+                            read_resync_chunk(l, keys, ready, *initial, self.seen.get_or_insert_with(HashMap::default));
+                        }
+                        continue;
+                    };
+                    let backlog = ready.len() + keys.len();
+                    let credit = if backlog == 0 { std::mem::take(credit) } else { 0 };
+                    if backlog == 0 {
+                        self.state = State::Next;
+                    }
+                    match self.seen(Item { n, credit, enqueued: None, backlog }) {
+                        Some(item) => return Step::Item(item),
+                        None => l.finish_initial(credit),
+                    }
+                }
+                State::Next => {
+                    let (popped, backlog) = match pop_front(l, barrier.is_some()) {
+                        Pop::Closed => {
+                            self.state = State::Closed;
+                            return Step::Closed;
+                        }
+                        Pop::NeedBarrier => return Step::Barrier,
+                        Pop::Got(None, _) => return Step::Idle,
+                        Pop::Got(Some(p), backlog) => (p, backlog),
+                    };
+                    if !matches!(popped.entry, Entry::Batch(_)) {
+                        // (A batch's notifications are counted as they are delivered.)
+                        l.taken(backlog);
+                    }
+                    match popped.entry {
+                        Entry::One(n) => {
+                            let credit = usize::from(n.is_initial_add());
+                            match self.seen(Item { n, credit, enqueued: Some(popped.at), backlog }) {
+                                Some(item) => return Step::Item(item),
+                                None => l.finish_initial(credit),
+                            }
+                        }
+                        Entry::Batch(batch) => {
+                            debug_assert!(self.seen.is_none(), "Bounded listeners get no shared batches");
+                            self.state = State::Batch { batch, pos: 0, at: popped.at, behind: backlog };
+                            return Step::Batch;
+                        }
+                        Entry::Resync { credit } => {
+                            // Taken under the barrier (`pop_front` hands a resync out only then),
+                            // which the caller still holds: the listing is the state after the
+                            // last notification pushed.
+                            let mut keys = VecDeque::with_capacity(l.cache.indexer.len());
+                            l.cache.indexer.for_each(|o| keys.push_back((o.key().clone(), version(o))));
+                            let ready = self.tombstones_for_vanished(&keys);
+                            self.state = State::Resync { keys, ready, initial: credit > 0, credit };
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Steps until there is something to deliver, waiting for pushes and taking the barrier as
+    /// needed: [`Step::Item`], [`Step::Batch`] or [`Step::Closed`].
+    pub async fn advance(&mut self, l: &Listener<K>) -> Step<K> {
+        loop {
+            let step = match self.step(l, None) {
+                Step::Barrier => {
+                    let barrier = lock_barrier(&l.cache.barrier).await;
+                    self.step(l, Some(&barrier))
+                }
+                step => step,
+            };
+            match step {
+                // (`Barrier` cannot come back with the barrier held.)
+                Step::Idle | Step::Barrier => l.wake.notified().await,
+                step => return step,
+            }
+        }
+    }
+
+    /// The next notification, cloned out of a shared batch, or `None` once the listener is
+    /// closed (what a stream yields).
+    pub async fn next(&mut self, l: &Listener<K>) -> Option<Item<K>> {
+        loop {
+            if let State::Batch { batch, pos, at, behind } = &mut self.state {
+                match advance_in_batch(l, batch, pos, *behind) {
+                    Some((n, credit, backlog)) => {
+                        return Some(Item { n: n.clone(), credit, enqueued: Some(*at), backlog });
+                    }
+                    None => self.state = State::Next,
+                }
+            }
+            match self.advance(l).await {
+                Step::Item(item) => return Some(item),
+                Step::Batch => {}
+                _ => return None,
+            }
+        }
+    }
+
+    /// Delivers the shared batch in hand, if any, by reference.
+    pub fn deliver_batch(&mut self, l: &Listener<K>, handler: &dyn ResourceEventHandler<K>) {
+        let State::Batch { batch, mut pos, at, behind } = std::mem::replace(&mut self.state, State::Next) else {
+            return;
+        };
+        while let Some((n, credit, backlog)) = advance_in_batch(l, &batch, &mut pos, behind) {
+            l.deliver_ref(handler, n, credit, Some(at), backlog);
+        }
+    }
+
+    /// Tombstones (with the last state the handler saw) for the seen keys not among `keys`.
+    fn tombstones_for_vanished(&mut self, keys: &VecDeque<(ObjectKey, u64)>) -> VecDeque<Notification<K>> {
+        let seen = self.seen.get_or_insert_with(HashMap::default);
+        let present: HashSet<&ObjectKey, RandomState> = keys.iter().map(|(k, _)| k).collect();
+        seen.iter()
+            .filter(|(k, _)| !present.contains(k))
+            .map(|(k, old)| {
+                Notification::Delete(DeletedObject::FinalStateUnknown(Tombstone {
+                    key: k.clone(),
+                    last_known: Some(old.clone()),
+                }))
+            })
+            .collect()
+    }
+
+    /// For `Bounded` listeners: keeps the handler's view consistent across cache resyncs and
+    /// records what it has seen. Notifications already covered by a resync (an add of a key the
+    /// handler has, with the very object it has; a delete of a key it does not have) are dropped;
+    /// an add of a seen key becomes an update and an update of an unseen key an add.
+    fn seen(&mut self, mut item: Item<K>) -> Option<Item<K>> {
+        let Some(seen) = &mut self.seen else {
+            return Some(item);
+        };
+        match item.n {
+            Notification::Add { obj, is_in_initial_list } => match seen.insert(obj.key().clone(), obj.clone()) {
+                Some(old) if old.ptr_eq(&obj) => return None,
+                Some(old) => item.n = Notification::Update { old, new: obj },
+                None => item.n = Notification::Add { obj, is_in_initial_list },
+            },
+            Notification::Update { old, new } => match seen.insert(new.key().clone(), new.clone()) {
+                Some(prev) if prev.ptr_eq(&new) && !prev.ptr_eq(&old) => return None,
+                Some(prev) => item.n = Notification::Update { old: prev, new },
+                None => item.n = Notification::Add { obj: new, is_in_initial_list: false },
+            },
+            Notification::Delete(d) => {
+                seen.remove(d.key())?;
+                item.n = Notification::Delete(d);
+            }
+        }
+        Some(item)
+    }
+}
+
+/// The next notification of a shared batch by reference (its initial-add credit and the backlog
+/// behind it), recording the progress on the listener (the rest of the batch still counts as
+/// pending); `None`, with nothing left in hand, at the end of the batch or once the listener is
+/// closed.
+fn advance_in_batch<'b, K>(
+    l: &Listener<K>,
+    batch: &'b [Notification<K>],
+    pos: &mut usize,
+    behind: usize,
+) -> Option<(&'b Notification<K>, usize, usize)> {
+    let next = if l.is_removed() { None } else { batch.get(*pos) };
+    let Some(n) = next else {
+        l.in_hand.store(0, Ordering::Relaxed);
+        return None;
+    };
+    *pos += 1;
+    let left = batch.len() - *pos;
+    l.in_hand.store(left, Ordering::Relaxed);
+    l.taken(left + behind);
+    if let Some(m) = &l.metrics {
+        m.backlog.set((left + behind) as i64);
+    }
+    Some((n, usize::from(n.is_initial_add()), left + behind))
+}
+
+/// Reads the objects of a resync's next keys from the cache (under one read lock) into `ready`.
+/// While the backlog behind the resync is still queued, an object still at the version the
+/// resync listed is delivered (the state the resync was taken at) and one that changed or went
+/// is skipped: its change was queued after the listing, or left to the next resync. Once the
+/// backlog has overflowed again (only a pending resync is queued), every later change is left to
+/// that resync and nothing queued follows: the current state of every key is delivered. Either
+/// way nothing older than a state still to come is delivered, and every key is.
+fn read_resync_chunk<K>(
+    l: &Listener<K>,
+    keys: &mut VecDeque<(ObjectKey, u64)>,
+    ready: &mut VecDeque<Notification<K>>,
+    initial: bool,
+    seen: &HashMap<ObjectKey, Object<K>, RandomState>,
+) {
+    let n = keys.len().min(RESYNC_CHUNK);
+    let chunk: Vec<(ObjectKey, u64)> = keys.drain(..n).collect();
+    let absorbing = {
+        let b = l.buf.lock();
+        b.items.len() == 1 && matches!(b.items.front(), Some(Pending { entry: Entry::Resync { .. }, .. }))
+    };
+    let mut listed = chunk.iter().map(|(_, v)| *v);
+    l.cache.indexer.get_each(chunk.iter().map(|(k, _)| k.as_str()), |k, o| {
+        let listed = listed.next();
+        let Some(o) = o.filter(|o| absorbing || Some(version(o)) == listed) else { return };
+        ready.push_back(match seen.get(k) {
+            Some(old) => Notification::Update { old: old.clone(), new: o.clone() },
+            None => Notification::Add { obj: o.clone(), is_in_initial_list: initial },
+        });
+    });
+}
+
+/// What [`pop_front`] found.
+enum Pop<K> {
+    /// A resync is first and the caller does not hold the barrier.
+    NeedBarrier,
+    Closed,
+    /// The first entry (if any) and the notifications still queued behind it.
+    Got(Option<Pending<K>>, usize),
+}
+
+/// Takes the first entry of the listener's buffer, under one lock. A resync is only taken by a
+/// caller holding the delta barrier (see `Entry::Resync`); only the consumer pops, so once the
+/// barrier is held the resync is still first (unless the listener was closed meanwhile).
+fn pop_front<K>(l: &Listener<K>, have_barrier: bool) -> Pop<K> {
+    let mut b = l.buf.lock();
+    if !have_barrier && matches!(b.items.front(), Some(Pending { entry: Entry::Resync { .. }, .. })) {
+        return Pop::NeedBarrier;
+    }
+    let p = b.items.pop_front();
+    if let Some(p) = &p {
+        b.count -= p.entry.len();
+        if let Entry::Batch(batch) = &p.entry {
+            // Counted as pending until delivered, one by one.
+            l.in_hand.store(batch.len(), Ordering::Relaxed);
+            b.in_hand_at = Some(p.at);
+        }
+    }
+    if b.items.is_empty() && b.items.capacity() > SHRINK_ABOVE {
+        // A burst (the initial list, a relist) is over: give its buffer back.
+        b.items.shrink_to(SHRINK_ABOVE / 4);
+    }
+    if let Some(m) = &l.metrics {
+        m.backlog.set(l.pending(&b) as i64);
+    }
+    if p.is_none() && b.closed {
+        return Pop::Closed;
+    }
+    Pop::Got(p, b.count)
+}
+
+/// Takes the informer's delta barrier without blocking the runtime: the process loop holds it
+/// for one batch at most (on a current-thread runtime it is never held while a task runs).
+async fn lock_barrier(m: &Mutex<()>) -> MutexGuard<'_, ()> {
+    loop {
+        if let Some(g) = m.try_lock() {
+            return g;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// An object's version for resyncs: its resourceVersion, or for an object without one its JSON
+/// (hashed; equal JSON is the same state).
+fn version<K>(o: &Object<K>) -> u64 {
+    let hasher = foldhash::fast::FixedState::default();
+    match o.resource_version() {
+        Some(rv) => hasher.hash_one(rv),
+        None => hasher.hash_one(&*o.raw_json()),
+    }
+}
+
+/// Runs a handler's consumer until the listener is closed: each item delivered in turn, shared
+/// batches by reference.
+pub(crate) async fn run_handler<K: Send + Sync + 'static>(
+    l: Arc<Listener<K>>,
+    handler: Arc<dyn ResourceEventHandler<K>>,
+) {
+    let mut c = Consumer::for_listener(&l);
+    loop {
+        match c.advance(&l).await {
+            Step::Item(item) => l.deliver(&*handler, item),
+            Step::Batch => c.deliver_batch(&l, &*handler),
+            _ => break,
+        }
+    }
+    l.finished.set();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::{DeletedObject, Object};
-    use crate::shared_informer::consumer::Consumer;
     use crate::store::Indexers;
 
     type Obj = Object<serde_json::Value>;
@@ -555,6 +963,36 @@ mod tests {
 
     async fn drain(c: &mut Consumer<serde_json::Value>, l: &Listener<serde_json::Value>) -> Vec<String> {
         drain_items(c, l).await.iter().map(describe).collect()
+    }
+
+    /// The state machine's steps: an empty buffer is `Idle`, a single notification an `Item`, a
+    /// resync asks for the barrier and is taken only with it, a closed listener is `Closed`.
+    #[test]
+    fn the_consumer_takes_a_resync_only_under_the_barrier() {
+        let (idx, l, mut c) = setup(BacklogPolicy::Bounded(1));
+        let now = Instant::now();
+        assert!(matches!(c.step(&l, None), Step::Idle));
+        let (a, b) = (obj("a", "1"), obj("b", "1"));
+        idx.add(a.clone()).unwrap();
+        l.push(Notification::Add { obj: a, is_in_initial_list: false }, now);
+        assert!(matches!(c.step(&l, None), Step::Item(i) if describe(&i.n) == "add a@1 false"));
+        idx.add(b.clone()).unwrap();
+        l.push(Notification::Add { obj: b.clone(), is_in_initial_list: false }, now);
+        l.push(Notification::Update { old: b.clone(), new: b }, now);
+        assert_eq!(l.entry_kinds(), ["resync"]);
+        assert!(matches!(c.step(&l, None), Step::Barrier), "not without the barrier");
+        assert_eq!(l.entry_kinds(), ["resync"], "still queued");
+        let barrier = l.cache.barrier.lock();
+        let mut got = Vec::new();
+        while let Step::Item(i) = c.step(&l, Some(&barrier)) {
+            got.push(describe(&i.n));
+        }
+        got.sort();
+        assert_eq!(got, ["add b@1 false", "update a 1->1"], "the cache against what the handler saw");
+        drop(barrier);
+        assert!(matches!(c.step(&l, None), Step::Idle));
+        l.close();
+        assert!(matches!(c.step(&l, None), Step::Closed));
     }
 
     #[tokio::test(start_paused = true)]
@@ -692,7 +1130,6 @@ mod tests {
     /// through its queued updates (never a newer state before an older one).
     #[tokio::test(start_paused = true)]
     async fn a_resync_skips_keys_whose_changes_are_queued_behind_it() {
-        use crate::shared_informer::consumer::RESYNC_CHUNK;
         let n = 3 * RESYNC_CHUNK;
         let states =
             resync_while_everything_changes(n, 2 * n + 8, &["2", "3"], |i, v| labelled(i, v, true), |_| false).await;
@@ -710,7 +1147,6 @@ mod tests {
     /// The same for objects without a resourceVersion: their version is their JSON.
     #[tokio::test(start_paused = true)]
     async fn a_resync_tells_changed_objects_without_resource_versions_by_their_json() {
-        use crate::shared_informer::consumer::RESYNC_CHUNK;
         let n = 2 * RESYNC_CHUNK;
         // Odd objects are replaced by equal copies (a new object, the same state).
         let states =
@@ -736,7 +1172,6 @@ mod tests {
     /// no older than the one before.
     #[tokio::test(start_paused = true)]
     async fn a_resync_overtaken_by_another_overflow_delivers_current_states() {
-        use crate::shared_informer::consumer::RESYNC_CHUNK;
         let n = 3 * RESYNC_CHUNK;
         let states = resync_while_everything_changes(n, 2, &["2"], |i, v| labelled(i, v, true), |_| false).await;
         let (mut read_first, mut read_current) = (0, 0);
@@ -823,7 +1258,7 @@ mod tests {
             }
         });
         l.push_batch_quiet(&batch_of_adds(5, 0), 0, Instant::now());
-        crate::shared_informer::consumer::run_handler(l.clone(), Arc::new(handler)).await;
+        run_handler(l.clone(), Arc::new(handler)).await;
         assert_eq!(*got.lock(), ["o0", "o1", "o2"]);
         assert!(l.finished.is_set());
         assert_eq!((l.delivered(), l.backlog().len), (3, 0));

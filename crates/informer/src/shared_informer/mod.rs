@@ -56,7 +56,6 @@
 //! # });
 //! ```
 
-mod consumer;
 mod listener;
 mod metrics;
 mod notification;
@@ -89,8 +88,8 @@ use metrics::InformerSeries;
 use processor::{Processor, Sink};
 use queue::InformerQueue;
 
-use crate::controller::process_deltas;
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, FifoClosed, Queue, RealFifo, RealFifoOptions, Transform};
+use crate::controller::{BatchHooks, process_loop};
+use crate::fifo::{DeltaFifo, DeltaFifoOptions, Queue, RealFifo, RealFifoOptions, Transform};
 use crate::handler::ResourceEventHandler;
 use crate::lister::Lister;
 use crate::listwatch::{Error, ListerWatcher};
@@ -495,7 +494,13 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         // the watch stream can overlap with applying and dispatching deltas.
         let span = tracing::info_span!("informer", informer = %inner.name);
         let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<()>>();
-        let fut = process_loop(inner.clone(), queue.clone(), cancel.clone()).instrument(span.clone());
+        let fut = {
+            let (inner, queue, cancel) = (inner.clone(), queue.clone(), cancel.clone());
+            async move {
+                process_loop(&*queue, &inner.indexer, &*inner.processor, inner.batch, &*inner, &cancel).await;
+            }
+        }
+        .instrument(span.clone());
         let task = tokio::spawn(async move {
             let r = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(fut)).await;
             let _ = tx.send(r);
@@ -538,42 +543,35 @@ impl<K: Send + Sync + 'static> Drop for StopOnDrop<K> {
     }
 }
 
-/// The process loop: pops batches of deltas, applies them to the indexer and hands them to the
-/// processor, until the queue closes.
-async fn process_loop<K: Send + Sync + 'static>(
-    inner: Arc<Inner<K>>,
-    queue: Arc<InformerQueue<K>>,
-    cancel: CancellationToken,
-) {
-    loop {
-        let r = queue
-            .pop(inner.batch, |deltas, initial| {
-                let start = inner.metrics.as_ref().map(|_| tokio::time::Instant::now());
-                {
-                    let _barrier = inner.block_deltas.lock();
-                    inner.processor.begin_batch();
-                    process_deltas(&*inner.processor, &inner.indexer, deltas, initial);
-                    inner.processor.end_batch();
-                }
-                if let (Some(m), Some(start)) = (&inner.metrics, start) {
-                    m.processing.observe(start.elapsed().as_secs_f64());
-                    m.store_objects.set(inner.indexer.len() as i64);
-                    if let Some(rv) = inner.indexer.last_resource_version() {
-                        m.set_last_rv(&rv);
-                    }
-                }
-            })
-            .await;
-        if let Some(m) = &inner.metrics {
-            m.queue_depth.set(queue.len() as i64);
+/// The informer's side of the process loop ([`process_loop`]): each batch is applied under the
+/// delta barrier with the processor collecting its notifications (queued to every listener at the
+/// end of the batch), and the loop waits between batches while a `Block` handler is over its
+/// limit.
+impl<K: Send + Sync + 'static> BatchHooks for Inner<K> {
+    fn apply(&self, apply: impl FnOnce()) {
+        let start = self.metrics.as_ref().map(|_| tokio::time::Instant::now());
+        {
+            let _barrier = self.block_deltas.lock();
+            self.processor.begin_batch();
+            apply();
+            self.processor.end_batch();
         }
-        if let Err(FifoClosed) = r {
-            return;
+        if let (Some(m), Some(start)) = (&self.metrics, start) {
+            m.processing.observe(start.elapsed().as_secs_f64());
+            m.store_objects.set(self.indexer.len() as i64);
+            if let Some(rv) = self.indexer.last_resource_version() {
+                m.set_last_rv(&rv);
+            }
         }
-        // A `Block` handler over its limit holds the informer here (back-pressure).
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = inner.processor.backpressure() => {}
+    }
+
+    fn popped(&self, queued: usize) {
+        if let Some(m) = &self.metrics {
+            m.queue_depth.set(queued as i64);
         }
+    }
+
+    fn between_batches(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.processor.backpressure()
     }
 }

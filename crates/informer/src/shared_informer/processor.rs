@@ -26,8 +26,7 @@ use parking_lot::RwLock;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::consumer::run_handler;
-use super::listener::Listener;
+use super::listener::{Listener, run_handler};
 use super::metrics::InformerSeries;
 use super::notification::Notification;
 use crate::handler::ResourceEventHandler;
@@ -336,7 +335,7 @@ mod tests {
 
     use super::*;
     use crate::shared_informer::BacklogPolicy;
-    use crate::shared_informer::listener::{CacheView, Entry};
+    use crate::shared_informer::listener::CacheView;
     use crate::store::{Indexer, Indexers};
 
     type V = serde_json::Value;
@@ -346,17 +345,8 @@ mod tests {
             .unwrap()
     }
 
-    /// The kinds of a listener's queued entries: `B<n>` a shared batch, `1` a single one.
     fn entries(l: &Listener<V>) -> Vec<String> {
-        let b = l.buf.lock();
-        b.items
-            .iter()
-            .map(|p| match &p.entry {
-                Entry::Batch(v) => format!("B{}", v.len()),
-                Entry::One(_) => "1".into(),
-                Entry::Resync { .. } => "resync".into(),
-            })
-            .collect()
+        l.entry_kinds()
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! valid after removal (then `is_removed`); removing it twice is fine.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::listener::{Backlog, Listener};
@@ -84,7 +83,7 @@ impl<K: Send + Sync + 'static> HandlerRegistration<K> {
     }
     /// Whether the registration was removed (or the informer stopped).
     pub fn is_removed(&self) -> bool {
-        self.listener.removed.load(Ordering::Acquire)
+        self.listener.is_removed()
     }
     /// Set once the handler's consumer has ended (after removal or informer stop).
     pub fn finished(&self) -> Signal {

@@ -14,7 +14,7 @@ use futures_core::Stream;
 use futures_util::stream::BoxStream;
 
 use super::HandlerRegistration;
-use super::consumer::Consumer;
+use super::listener::Consumer;
 use super::notification::Notification;
 use super::processor::Processor;
 
