@@ -3,6 +3,7 @@
 mod bench;
 mod client;
 mod demo;
+mod discover;
 mod serve;
 mod watch;
 
@@ -23,7 +24,8 @@ enum Command {
     /// view (q quits) or, when stdout is not a terminal, one line per second; at the end a summary
     /// that checks the cache against the server (exit 1 if they differ).
     Demo(demo::DemoArgs),
-    /// Print add/update/delete lines for a resource, like `kubectl get -w`.
+    /// Print add/update/delete lines for any resource the server serves (found through
+    /// discovery, custom resources included), like `kubectl get -w`; `-o json` for scripts.
     Watch(watch::WatchArgs),
     /// Run the embedded Kubernetes list/watch API server standalone.
     Serve(serve::ServeArgs),

@@ -24,7 +24,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::kube_lw::KubeListerWatcher;
 use crate::listwatch::{ListOptions, ListerWatcher};
-use crate::shared_informer::{InformerMetrics, InformerOptions, SharedIndexInformer};
+use crate::shared_informer::{
+    InformerError, InformerMetrics, InformerOptions, NotificationStream, SharedIndexInformer,
+};
 use crate::signal::Signal;
 use crate::wait::{SyncResult, wait_for_cache_sync};
 
@@ -238,6 +240,36 @@ impl SharedInformerFactory {
         let dt = K::DynamicType::default();
         let name = format!("{}.{}", K::plural(&dt), K::api_version(&dt));
         self.get_or_create(Key::Typed(TypeId::of::<K>()), name, |c, ns| KubeListerWatcher::<K>::new(c.clone(), ns))
+    }
+
+    /// The notifications of the shared informer of `K` as a typed `Stream`, the counterpart of
+    /// kube-runtime's `watcher` (see [`NotificationStream`]): `factory.subscribe::<Pod>()` is
+    /// `factory.informer::<Pod>().subscribe()`. It yields once the factory is started.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use futures_util::StreamExt;
+    /// use informer::prelude::*;
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// let factory = SharedInformerFactory::new(client);
+    /// let mut pods = factory.subscribe::<Pod>()?;
+    /// factory.start(&CancellationToken::new());
+    /// while let Some(n) = pods.next().await {
+    ///     match n {
+    ///         Notification::Add { obj, .. } => println!("added {}", obj.key()),
+    ///         Notification::Update { old, new } => println!("{}: {:?} -> {:?}", new.key(), old.resource_version(), new.resource_version()),
+    ///         Notification::Delete(d) => println!("deleted {}", d.key()),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn subscribe<K>(&self) -> Result<NotificationStream<K>, InformerError>
+    where
+        K: kube::Resource + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        self.informer::<K>().subscribe()
     }
 
     /// The shared informer of a resource described at run time.

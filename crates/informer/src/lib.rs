@@ -5,7 +5,8 @@
 //! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
-//! [`workqueue`] and reconcile them with a [`ControllerRunner`]. See `docs/design.md`.
+//! [`workqueue`] and reconcile them with a [`ControllerRunner`]. [`prelude`] imports what most
+//! programs use. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -25,6 +26,7 @@ pub mod kube_lw;
 pub mod lister;
 pub mod listwatch;
 pub mod object;
+pub mod prelude;
 pub mod reflector;
 pub mod runner;
 pub mod selector;
@@ -58,6 +60,10 @@ pub use shared_informer::{
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};
 pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};
+
+/// The cancellation token every `run` takes (tokio-util's), re-exported so that a program needs
+/// no direct dependency on tokio-util.
+pub use tokio_util::sync::CancellationToken;
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

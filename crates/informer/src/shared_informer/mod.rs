@@ -301,8 +301,10 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         self.register(sink, opts)
     }
 
-    /// Subscribes a stream of notifications with default options. Dropping the stream removes
-    /// the subscription.
+    /// The informer's notifications as a typed `Stream`: the counterpart of kube-runtime's
+    /// `watcher`, with the cache kept and shared, and the old state of every update (see
+    /// [`NotificationStream`]). Like a handler it has its own buffer, starts with the cache's
+    /// content when the informer has already synced, and is removed when dropped.
     pub fn subscribe(&self) -> Result<NotificationStream<K>, InformerError> {
         self.subscribe_with_options(HandlerOptions::default())
     }

@@ -18,7 +18,17 @@ use super::listener::Consumer;
 use super::notification::Notification;
 use super::processor::Processor;
 
-/// A stream of an informer's notifications (see [`SharedIndexInformer::subscribe`]).
+/// A stream of an informer's notifications (see [`SharedIndexInformer::subscribe`] and
+/// [`SharedInformerFactory::subscribe`](crate::SharedInformerFactory::subscribe)).
+///
+/// The counterpart of kube-runtime's `watcher` stream, on top of a shared informer: where a
+/// `watcher` yields `Apply`/`Delete` and `Init`..`InitDone` around each relist, and leaves the
+/// cache to a `reflector`, a subscription yields [`Notification`]s from the informer's cache,
+/// which is already up to date when they arrive: `Add` (initial list items flagged
+/// `is_in_initial_list`), `Update` with the old and the new state, `Delete` with the last state
+/// or a tombstone. Relists, watch errors and backoff are handled inside; the stream ends only
+/// when the subscription is removed or the informer stops. Any number of streams and handlers
+/// share one informer, each with its own buffer and [`BacklogPolicy`](crate::BacklogPolicy).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
