@@ -1,7 +1,7 @@
 //! `informer bench`: one informer on a pod workload (a real cluster, or W1 in-process), printing
 //! exactly one JSON line of figures: sync time, update throughput, RSS.
 //!
-//! Handlers: `keys` does what the seeds' example does (compute the key, enqueue it on a
+//! Handlers: `keys` does what client-go's work queue example does (compute the key, enqueue it on a
 //! workqueue drained by a worker); `full` reads a field of the typed object (forcing a full
 //! decode). `sync_ms` is start → cache synced (every initial object stored and delivered);
 //! `updates_per_s` is update notifications delivered after sync divided by the time from sync to

@@ -41,8 +41,9 @@ pub(crate) trait BatchHooks: Send + Sync {
         apply()
     }
 
-    /// After each pop, with the number of deltas still queued.
-    fn popped(&self, _queued: usize) {}
+    /// After each pop; `queued` counts the deltas still queued (call it only if needed: it locks
+    /// the queue).
+    fn popped(&self, _queued: impl FnOnce() -> usize) {}
 
     /// Between batches: the queue is not read until this returns (or the loop is cancelled).
     fn between_batches(&self) -> impl Future<Output = ()> + Send {
@@ -71,7 +72,7 @@ pub(crate) async fn process_loop<K, Q, H, B>(
     loop {
         let r =
             queue.pop(batch, |deltas, initial| hooks.apply(|| process_deltas(handler, store, deltas, initial))).await;
-        hooks.popped(queue.len());
+        hooks.popped(|| queue.len());
         if let Err(FifoClosed) = r {
             return;
         }

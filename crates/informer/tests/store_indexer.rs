@@ -596,9 +596,9 @@ fn add_indexers_concurrent_with_writer() {
     }
 }
 
-/// add_indexers completes while a writer keeps writing. (It used to redo its off-lock pass after
-/// every concurrent write, so on a large store with a steady write stream it never finished;
-/// client-go's AddIndexers always completes.)
+/// add_indexers completes while a writer keeps writing, as client-go's AddIndexers does (an
+/// indexing pass redone after every concurrent write would never finish on a large store with a
+/// steady write stream).
 #[test]
 fn add_indexers_is_not_starved_by_a_busy_writer() {
     const N: usize = 20_000;

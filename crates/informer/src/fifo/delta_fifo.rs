@@ -1,5 +1,5 @@
 //! `DeltaFifo`: a producer/consumer queue of per-key delta lists (client-go's `DeltaFIFO`, the
-//! pipeline the seeds describe).
+//! queue of its classic informer pipeline).
 //!
 //! Each key has a list of [`Delta`]s, oldest first; keys are popped in FIFO order and a key that
 //! is already queued keeps its place when more deltas arrive for it (no line-jumping). Popping a

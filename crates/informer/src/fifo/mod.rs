@@ -1,5 +1,5 @@
 //! Queues between the reflector and the store: [`RealFifo`] (in-order, the default, client-go
-//! 1.36's `RealFIFO`) and [`DeltaFifo`] (per-key delta lists, the seeds' pipeline).
+//! 1.36's `RealFIFO`) and [`DeltaFifo`] (per-key delta lists, client-go's classic pipeline).
 //!
 //! Both implement [`Queue`]: the reflector is the single producer (`add`, `update`, `delete`,
 //! `replace`, `resync`, `bookmark`), the informer's process loop the single consumer (`pop`).

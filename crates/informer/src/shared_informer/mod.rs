@@ -567,9 +567,9 @@ impl<K: Send + Sync + 'static> BatchHooks for Inner<K> {
         }
     }
 
-    fn popped(&self, queued: usize) {
+    fn popped(&self, queued: impl FnOnce() -> usize) {
         if let Some(m) = &self.metrics {
-            m.queue_depth.set(queued as i64);
+            m.queue_depth.set(queued() as i64);
         }
     }
 
