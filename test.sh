@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace. Installs what the tests need first (Debian packages: the
-# Python Kubernetes client for the real-client tests, tmux for the demo's terminal-view test,
-# openssl to make the kubectl test's TLS certificate; kubectl is already on the machine).
+# Runs every test of the workspace. Installs what the build and the tests need first (Debian
+# packages: protobuf-compiler for the etcd client's generated code, etcd-server for the tests that
+# run a real etcd, the Python Kubernetes client for the real-client tests, tmux for the demo's
+# terminal-view test, openssl to make the kubectl test's TLS certificate; kubectl is already on
+# the machine).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || ! command -v tmux >/dev/null 2>&1 \
-  || ! command -v openssl >/dev/null 2>&1; then
+need=()
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+[ -x /usr/bin/etcd ] || command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || need+=(python3-kubernetes)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
-    echo "installing python3-kubernetes, tmux and openssl (for the real-client and terminal-view tests)"
+    echo "installing ${need[*]} (for the build and the tests)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-kubernetes tmux openssl >/dev/null
+    # etcd-server's package would start a system etcd: never here (tests start their own).
+    echo exit 101 | $SUDO tee /usr/sbin/policy-rc.d >/dev/null; $SUDO chmod +x /usr/sbin/policy-rc.d
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+    $SUDO rm -f /usr/sbin/policy-rc.d
+  else
+    echo "missing ${need[*]}: install them with your package manager" >&2
+    exit 1
   fi
 fi
 

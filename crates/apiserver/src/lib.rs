@@ -10,6 +10,7 @@
 pub mod body;
 pub mod controls;
 pub mod discovery;
+pub mod etcd_process;
 pub mod handlers;
 pub mod list;
 pub mod object;
@@ -19,6 +20,7 @@ pub mod selector;
 pub mod serve;
 pub mod server;
 pub mod status;
+pub mod storage;
 pub mod store;
 pub mod table;
 pub mod tls;
