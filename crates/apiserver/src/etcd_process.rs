@@ -3,8 +3,9 @@
 //! until it serves clients, and kills it when dropped.
 //!
 //! Invariants: the process never outlives its owner — it is killed on drop, and on Linux it is
-//! also killed by the kernel when the process that started it dies (`PR_SET_PDEATHSIG`), so a
-//! crashed test leaves no etcd behind; its data directory is removed on drop (a [`kill`] /
+//! also killed by the kernel when the process that started it dies (`PR_SET_PDEATHSIG`, armed
+//! from a thread that lives as long as the process, since the kernel ties it to the spawning
+//! thread), so a crashed test leaves no etcd behind; its data directory is removed on drop (a [`kill`] /
 //! [`restart`] keeps it, like a real crash and restart).
 //!
 //! [`kill`]: EtcdProcess::kill
@@ -15,6 +16,38 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+type SpawnRequest = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns `cmd` from a thread that never exits: a child's `PR_SET_PDEATHSIG` fires when the thread
+/// that spawned it ends, so spawning from a short-lived test thread would kill etcd with it.
+fn spawn_from_keeper(cmd: Command) -> std::io::Result<Child> {
+    static KEEPER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<SpawnRequest>>> =
+        std::sync::OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("etcd-keeper".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+                // The sender lives in a static: never reached while the process runs.
+                loop {
+                    std::thread::park();
+                }
+            })
+            .expect("spawn the etcd keeper thread");
+        std::sync::Mutex::new(tx)
+    });
+    let (reply, rx) = std::sync::mpsc::channel();
+    keeper
+        .lock()
+        .map_err(|_| std::io::Error::other("etcd keeper poisoned"))?
+        .send((cmd, reply))
+        .map_err(|_| std::io::Error::other("etcd keeper gone"))?;
+    rx.recv().map_err(|_| std::io::Error::other("etcd keeper gone"))?
+}
 
 /// A running (or killed) etcd.
 #[derive(Debug)]
@@ -44,6 +77,9 @@ impl EtcdProcess {
     pub fn start() -> std::io::Result<EtcdProcess> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n == 0 {
+            crate::testing::remove_stale("informer-etcd-");
+        }
         let dir = std::env::temp_dir().join(format!("informer-etcd-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
@@ -101,7 +137,7 @@ impl EtcdProcess {
                 });
             }
         }
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut child = spawn_from_keeper(cmd).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot start {} (install etcd-server): {e}", self.binary.display()))
         })?;
         let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr"))?;

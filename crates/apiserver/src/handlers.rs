@@ -277,25 +277,26 @@ async fn resource_request(
             }
         }
         (Method::GET, Some(n)) => {
-            let o = store.get(&info, ns_or_default, n)?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.get(&info, ns_or_default, n).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::POST, None) => {
             require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
             let o = store
-                .create_many(&info, ns, vec![v], dry_run)?
+                .create_many(&info, ns, vec![v], dry_run)
+                .await?
                 .pop()
                 .ok_or_else(|| ApiError::internal("no object created"))?;
-            Ok(json_bytes(201, o.full.clone()))
+            Ok(json_bytes(201, o.json()))
         }
         (Method::PUT, Some(n)) => {
             require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run })?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run }).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
@@ -313,7 +314,7 @@ async fn resource_request(
             };
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run });
+            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run }).await;
             let o = match r {
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
@@ -324,14 +325,15 @@ async fn resource_request(
                         }
                     }
                     let o = store
-                        .create_many(&info, ns, vec![v], dry_run)?
+                        .create_many(&info, ns, vec![v], dry_run)
+                        .await?
                         .pop()
                         .ok_or_else(|| ApiError::internal("no object created"))?;
-                    return Ok(json_bytes(201, o.full.clone()));
+                    return Ok(json_bytes(201, o.json()));
                 }
                 r => r?,
             };
-            Ok(json_bytes(200, o.full.clone()))
+            Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
             let b = read_body(shared, req).await?;
@@ -342,16 +344,16 @@ async fn resource_request(
                 None => None,
             };
             let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run)?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
             let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-            let (_, items) = store.snapshot(&info, ns, &sel)?;
+            let (_, items) = store.snapshot(&info, ns, &sel).await?;
             let mut deleted = Vec::new();
             for o in items {
-                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run) {
+                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run).await {
                     deleted.push(d);
                 }
             }
@@ -396,6 +398,8 @@ async fn start_watch(
         opts.send_initial_events = Some(true);
     }
     let cfg = &shared.cfg;
+    let cache = store.cache().clone();
+    cache.check_ready()?;
     let timeout = match opts.timeout_seconds {
         // Clamped so deadline arithmetic can never overflow; 0 means default.
         Some(s) if s > 0 => Duration::from_secs(s.min(365 * 24 * 3600)),
@@ -405,15 +409,19 @@ async fn start_watch(
         }
     };
     if let Some(n) = rv
-        && n > store.resource_version()
-        && !store.wait_for_rv(n, cfg.rv_wait).await
+        && n > cache.resource_version()
+        && !cache.wait_for_rv(n, cfg.rv_wait).await
     {
-        return Err(ApiError::too_large_rv(n, store.resource_version()));
+        return Err(ApiError::too_large_rv(n, cache.resource_version()));
+    }
+    // A streaming list without a resourceVersion is a consistent read.
+    if opts.send_initial_events == Some(true) && opts.resource_version.is_none() && !store.fresh().await? {
+        return Err(ApiError::too_large_rv(store.resource_version(), cache.resource_version()));
     }
     let start = match (opts.send_initial_events, rv) {
         (Some(true), _) => WatchStart::Initial { end_bookmark: true },
         (_, Some(n)) => {
-            let (oldest, _) = store.history_bounds(info)?;
+            let (oldest, _) = cache.history_bounds(info)?;
             if n < oldest {
                 let ev = watch::encode_error(&watch::too_old_error(n, oldest));
                 let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
@@ -422,7 +430,7 @@ async fn start_watch(
             }
             WatchStart::After(n)
         }
-        (_, None) => WatchStart::After(store.resource_version()),
+        (_, None) => WatchStart::After(cache.resource_version()),
     };
     let params = WatchParams {
         info: info.clone(),
@@ -436,6 +444,6 @@ async fn start_watch(
         chunk_bytes: cfg.chunk_bytes,
         render,
     };
-    let rx = watch::spawn(store, shared.controls.clone(), params);
+    let rx = watch::spawn(cache, shared.controls.clone(), params);
     Ok(body::respond(200, "application/json", Body::Stream(rx)))
 }

@@ -8,13 +8,13 @@
 //! watches, restart) are methods of [`ApiServer`].
 
 pub mod body;
+pub mod cache;
 pub mod controls;
 pub mod discovery;
 pub mod etcd_process;
 pub mod handlers;
 pub mod list;
 pub mod object;
-pub mod persist;
 pub mod registry;
 pub mod selector;
 pub mod serve;
@@ -23,6 +23,7 @@ pub mod status;
 pub mod storage;
 pub mod store;
 pub mod table;
+pub mod testing;
 pub mod tls;
 pub mod w1;
 pub mod watch;
@@ -31,5 +32,5 @@ pub mod watch_cache;
 pub use controls::{Controls, Fault, RequestCounts, UnresponsiveClose};
 pub use registry::{Registry, ResourceInfo};
 pub use serve::{ServeError, ServeOptions, serve};
-pub use server::{ApiServer, ApiServerBuilder, kubeconfig_yaml};
+pub use server::{ApiServer, ApiServerBuilder, StorageConfig, kubeconfig_yaml};
 pub use status::ApiError;

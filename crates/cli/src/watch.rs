@@ -58,7 +58,7 @@ pub async fn run(args: WatchArgs) -> Result<bool> {
             let s = ApiServer::builder().start().await.context("cannot start the embedded API server")?;
             if args.resource.starts_with("po") {
                 for i in 0..3 {
-                    let _ = s.create("pods", serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":format!("sample-{i}"),"namespace":"default","labels":{"app":"sample"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}));
+                    let _ = s.create("pods", serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":format!("sample-{i}"),"namespace":"default","labels":{"app":"sample"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}})).await;
                 }
             }
             eprintln!("watching the embedded API server at {} (use --kubeconfig for a real cluster)", s.url());

@@ -8,6 +8,8 @@
 //!   is then seen as an event, so the revision a watcher has reached is exact without progress
 //!   notifications (which etcd before 3.4.31 may send ahead of pending events). A consistent read
 //!   is a quorum read of the current revision followed by waiting for the watch to reach it.
+//! - A watch cache starting on etcd starts at the current revision, as kube-apiserver's does: the
+//!   history of a shared etcd holds other programs' writes too, so replaying it is unbounded.
 //! - Compaction follows kube-apiserver's compactor: replicas compare-and-swap the version of the
 //!   key `compact_rev_key`; the one that wins records the current revision there and compacts at
 //!   the revision recorded one interval before, so at least one interval of history stays and one
@@ -24,8 +26,8 @@ use etcd_client::{
 use futures_util::{FutureExt, StreamExt};
 
 use super::{
-    Change, KeyValue, RangeRequest, RangeResult, Revision, Storage, StorageError, StorageFuture, WatchBatch,
-    WatchStream,
+    Change, CompactorState, KeyValue, RangeRequest, RangeResult, Revision, Storage, StorageError, StorageFuture,
+    WatchBatch, WatchStream,
 };
 
 /// The key kube-apiserver's compactor coordinates through.
@@ -95,6 +97,16 @@ impl EtcdStorage {
         Ok(EtcdStorage { client, timeout: opts.request_timeout })
     }
 
+    /// A KV client without gRPC's 4 MiB answer limit (a LIST of a large resource is larger; kube's
+    /// etcd client lifts it too).
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client.kv_client().max_decoding_message_size(usize::MAX)
+    }
+
+    fn watcher(&self) -> etcd_client::WatchClient {
+        self.client.watch_client().max_decoding_message_size(usize::MAX)
+    }
+
     async fn deadline<T>(&self, f: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, StorageError> {
         match tokio::time::timeout(self.timeout, f).await {
             Ok(r) => r.map_err(map_error),
@@ -105,7 +117,7 @@ impl EtcdStorage {
     /// A conditional write: `op` if `cmp` holds, else a read of `key`.
     async fn cas(&self, key: &str, cmp: Compare, op: TxnOp, create: bool) -> Result<Revision, StorageError> {
         let txn = Txn::new().when([cmp]).and_then([op]).or_else([TxnOp::get(key, None)]);
-        let resp = self.deadline(self.client.kv_client().txn(txn)).await?;
+        let resp = self.deadline(self.kv().txn(txn)).await?;
         if resp.succeeded() {
             return resp
                 .header()
@@ -131,7 +143,7 @@ impl EtcdStorage {
             return Ok(0);
         }
         let opts = WatchOptions::new().with_all_keys().with_start_revision(1);
-        let mut stream = self.deadline(self.client.watch_client().watch("\0", Some(opts))).await?;
+        let mut stream = self.deadline(self.watcher().watch("\0", Some(opts))).await?;
         loop {
             match self.deadline(stream.message()).await? {
                 None => return Err(unavailable("etcd closed the watch")),
@@ -146,24 +158,15 @@ impl EtcdStorage {
     }
 }
 
-/// What the periodic compactor remembers between ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompactorState {
-    /// The version of `compact_rev_key` last seen (kube's "compact time").
-    pub time: i64,
-    /// The revision recorded at the last tick this replica won (compacted at the next one).
-    pub revision: Revision,
-}
-
 impl EtcdStorage {
     /// One tick of kube-apiserver's compactor; returns the revision compacted, if this replica
     /// compacted.
-    pub async fn compact_tick(&self, state: &mut CompactorState) -> Result<Option<Revision>, StorageError> {
+    async fn cas_compact_tick(&self, state: &mut CompactorState) -> Result<Option<Revision>, StorageError> {
         let txn = Txn::new()
             .when([Compare::version(COMPACT_REV_KEY, CompareOp::Equal, state.time)])
             .and_then([TxnOp::put(COMPACT_REV_KEY, state.revision.to_string(), None)])
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
-        let resp = self.deadline(self.client.kv_client().txn(txn)).await?;
+        let resp = self.deadline(self.kv().txn(txn)).await?;
         let current = resp.header().map(|h| h.revision() as u64).unwrap_or(0);
         if !resp.succeeded() {
             // Another replica compacted: take its time, retry next tick.
@@ -178,7 +181,7 @@ impl EtcdStorage {
         if target == 0 {
             return Ok(None);
         }
-        match self.deadline(self.client.kv_client().compact(target as i64, None)).await {
+        match self.deadline(self.kv().compact(target as i64, None)).await {
             Ok(_) => Ok(Some(target)),
             Err(StorageError::Compacted { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -194,7 +197,7 @@ impl Storage for EtcdStorage {
     fn current_revision(&self) -> StorageFuture<'_, Revision> {
         async move {
             let opts = GetOptions::new().with_count_only();
-            let resp = self.deadline(self.client.kv_client().get(COMPACT_REV_KEY, Some(opts))).await?;
+            let resp = self.deadline(self.kv().get(COMPACT_REV_KEY, Some(opts))).await?;
             resp.header()
                 .map(|h| h.revision() as u64)
                 .ok_or_else(|| StorageError::Internal("etcd answered without a header".into()))
@@ -208,7 +211,7 @@ impl Storage for EtcdStorage {
 
     fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<KeyValue>> {
         async move {
-            let resp = self.deadline(self.client.kv_client().get(key, None)).await?;
+            let resp = self.deadline(self.kv().get(key, None)).await?;
             resp.kvs().first().map(convert).transpose()
         }
         .boxed()
@@ -227,7 +230,7 @@ impl Storage for EtcdStorage {
             if req.limit > 0 {
                 opts = opts.with_limit(req.limit as i64);
             }
-            let resp = match self.deadline(self.client.kv_client().get(start, Some(opts))).await {
+            let resp = match self.deadline(self.kv().get(start, Some(opts))).await {
                 Err(StorageError::Compacted { .. }) => {
                     let compacted = self.probe_compacted().await.unwrap_or(0);
                     return Err(StorageError::Compacted { requested: req.revision.unwrap_or(0), compacted });
@@ -277,7 +280,8 @@ impl Storage for EtcdStorage {
         let timeout = self.timeout;
         let opened = async move {
             let opts = WatchOptions::new().with_all_keys().with_prev_key().with_start_revision(from.max(1) as i64);
-            match tokio::time::timeout(timeout, client.watch_client().watch("\0", Some(opts))).await {
+            let mut watcher = client.watch_client().max_decoding_message_size(usize::MAX);
+            match tokio::time::timeout(timeout, watcher.watch("\0", Some(opts))).await {
                 Ok(Ok(s)) => Ok(s),
                 Ok(Err(e)) => Err(map_error(e)),
                 Err(_) => Err(unavailable(format!("etcd did not answer within {timeout:?}"))),
@@ -317,9 +321,17 @@ impl Storage for EtcdStorage {
         stream.boxed()
     }
 
+    fn compact_tick<'a>(&'a self, state: &'a mut CompactorState) -> StorageFuture<'a, Option<Revision>> {
+        self.cas_compact_tick(state).boxed()
+    }
+
+    fn replays_history(&self) -> bool {
+        false
+    }
+
     fn compact(&self, revision: Revision) -> StorageFuture<'_, ()> {
         async move {
-            match self.deadline(self.client.kv_client().compact(revision as i64, None)).await {
+            match self.deadline(self.kv().compact(revision as i64, None)).await {
                 Ok(_) => Ok(()),
                 Err(StorageError::Compacted { .. }) => {
                     let compacted = self.probe_compacted().await.unwrap_or(revision);

@@ -224,4 +224,40 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Discards the history up to `revision` (the state at `revision` stays readable).
     fn compact(&self, revision: Revision) -> StorageFuture<'_, ()>;
+
+    /// Whether a watch cache starting on this storage replays the history since the compacted
+    /// revision (so watches from before a restart resume), or starts at the current revision as
+    /// kube-apiserver's does. Backends shared by other programs, whose history holds their writes
+    /// too, start at the current revision.
+    fn replays_history(&self) -> bool {
+        true
+    }
+
+    /// One tick of the periodic compactor: compacts at the revision recorded at the previous
+    /// tick, so at least one interval of history stays, and records the current one. Returns the
+    /// revision compacted, if any. Backends shared by several servers make sure one compacts at a
+    /// time (etcd: kube-apiserver's compare-and-swap on `compact_rev_key`).
+    fn compact_tick<'a>(&'a self, state: &'a mut CompactorState) -> StorageFuture<'a, Option<Revision>> {
+        Box::pin(async move {
+            let current = self.current_revision().await?;
+            let target = std::mem::replace(&mut state.revision, current);
+            if target == 0 || target <= self.compacted_revision().await? {
+                return Ok(None);
+            }
+            match self.compact(target).await {
+                Ok(()) => Ok(Some(target)),
+                Err(StorageError::Compacted { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+/// What the periodic compactor remembers between ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactorState {
+    /// The version of `compact_rev_key` last seen (kube's "compact time"; etcd only).
+    pub time: i64,
+    /// The revision recorded at the last tick (compacted at the next one).
+    pub revision: Revision,
 }

@@ -152,7 +152,7 @@ pub fn rv_of(v: &Value) -> u64 {
 }
 
 pub async fn server() -> ApiServer {
-    ApiServer::builder().start().await.expect("start")
+    informer_apiserver::testing::builder().start().await.expect("start")
 }
 
 pub const PODS: &str = "/api/v1/namespaces/default/pods";

@@ -74,6 +74,7 @@ impl Truth {
         match self {
             Truth::Embedded(s) => Ok(s
                 .list("pods", Some(ns))
+                .await
                 .map_err(|e| anyhow::anyhow!("listing pods: {e}"))?
                 .into_iter()
                 .map(|p| {

@@ -78,14 +78,14 @@ pub async fn embedded(server: Arc<ApiServer>, ns: String, rate: u32, first_free:
         for _ in 0..per_tick {
             generation += 1;
             let r = match picker.pick() {
-                Change::Create => server.create("pods", pod(&ns, picker.next - 1)).map(drop),
-                Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).map(drop),
+                Change::Create => server.create("pods", pod(&ns, picker.next - 1)).await.map(drop),
+                Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).await.map(drop),
                 Change::Update(i) => {
                     let mut p = pod(&ns, i);
                     p["metadata"]["labels"]["generation"] = json!(generation.to_string());
                     p["status"]["phase"] = json!(PHASES[(generation % 4) as usize]);
                     // Unconditional update (no resourceVersion precondition).
-                    server.update("pods", p).map(drop)
+                    server.update("pods", p).await.map(drop)
                 }
             };
             if let Err(e) = r {
