@@ -93,7 +93,8 @@ impl Registry {
     }
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
-    /// services, nodes, events; apps/v1 deployments, replicasets.
+    /// services, nodes, events; apps/v1 deployments, replicasets;
+    /// coordination.k8s.io/v1 leases.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;
@@ -141,6 +142,7 @@ impl Registry {
         ));
         r.register(b("apps", "deployments", "Deployment", true, &["deploy"], &[]));
         r.register(b("apps", "replicasets", "ReplicaSet", true, &["rs"], &["status.replicas"]));
+        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r
     }
 
