@@ -5,7 +5,8 @@
 //! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
-//! [`workqueue`] and reconcile them with a [`ControllerRunner`]. See `docs/design.md`.
+//! [`workqueue`] and reconcile them with a [`ControllerRunner`], which can run as several replicas
+//! of which one works at a time ([`leader_election`]). See `docs/design.md`.
 
 // The exceptions, each allowed where it is and with a `// SAFETY:` comment: the AVX2 kernel of
 // the JSON scanner (`object::scan`: its loads and runtime-detected dispatch), the single-allocation
@@ -26,6 +27,7 @@ pub mod handler;
 pub mod informer_thread;
 pub mod key;
 pub mod kube_lw;
+pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
 pub mod object;
@@ -47,6 +49,7 @@ pub use handler::{HandlerFns, ResourceEventHandler};
 pub use informer_thread::InformerThread;
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
+pub use leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent, WatchStream,

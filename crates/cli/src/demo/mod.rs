@@ -6,6 +6,8 @@
 //! generator changes them at `--rate`; with `--kubeconfig` it watches a real cluster and
 //! generates load only with `--generate-load`. The sample reconcile reads the pod from the cache
 //! and counts pods by phase; `--fail-rate` of the reconciles fail on purpose to exercise retries.
+//! With `--leader-elect` the controller is one replica of several on a Lease (`election.rs`):
+//! only the leader reconciles, and every transition is printed.
 //!
 //! Invariants: the exit status is 0 only if the final check passed (1 otherwise, 2 on errors);
 //! everything the demo starts (informer, runner, load generator, terminal mode) is stopped
@@ -13,6 +15,7 @@
 
 mod check;
 mod connect;
+mod election;
 mod load;
 pub mod logs;
 mod stats;
@@ -20,7 +23,7 @@ mod view;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -36,6 +39,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use check::Truth;
+use election::ElectIf;
 use stats::{DemoStats, Sampler, Snapshot};
 
 /// Options of `informer demo`.
@@ -66,6 +70,16 @@ pub struct DemoArgs {
     /// Fraction of reconciles that fail on purpose (retried with backoff).
     #[arg(long, default_value_t = 0.01)]
     fail_rate: f64,
+    /// Run the controller under leader election on a Lease in the namespace: only the leader
+    /// reconciles; prints `leader: ID` and `leading: true|false` on every transition.
+    #[arg(long)]
+    leader_elect: bool,
+    /// This replica's identity in the election (default: hostname_random).
+    #[arg(long, requires = "leader_elect")]
+    identity: Option<String>,
+    /// The Lease's name.
+    #[arg(long, requires = "leader_elect", default_value = election::DEFAULT_LEASE)]
+    lease_name: String,
 }
 
 /// Whether the demo will show the live view (decided before logging is set up).
@@ -93,6 +107,7 @@ impl Probe {
             counter_backlog: self.counter.backlog().len,
             client_rv: self.informer.last_sync_resource_version(),
             server_rv: self.truth.server_rv(),
+            leader: self.runner.leader_elector().map(|e| (e.leader(), e.is_leader())),
             ..Default::default()
         };
         self.sampler.sample(&self.stats, &mut s);
@@ -138,6 +153,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let stats = Arc::new(DemoStats::default());
     let counter = informer
         .add_event_handler_with_options(counting_handler(&stats), HandlerOptions::new().name("event-counter"))?;
+    let election = args.leader_elect.then(|| election::config(&target.client, &ns, &args));
     let runner = {
         let stats = stats.clone();
         let fail_rate = args.fail_rate;
@@ -145,6 +161,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             .informer(&informer)
             .workers(args.workers)
             .metrics(&runner_metrics)
+            .leader_election_if(election)
             .build(move |key, pod| {
                 let stats = stats.clone();
                 let fail = fail_rate > 0.0 && rand::rng().random::<f64>() < fail_rate;
@@ -168,6 +185,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             })?
     };
 
+    // Transitions go to the live view's log while it owns the terminal.
+    let to_view = Arc::new(AtomicBool::new(tui));
+    let printer = runner.leader_elector().map(|e| election::Printer::start(e, to_view.clone()));
     let cancel = CancellationToken::new();
     let informer_task = tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
@@ -181,6 +201,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         cancel.cancel();
         let _ = runner_task.await;
         let _ = informer_task.await;
+        if let Some(p) = printer {
+            p.finish().await;
+        }
     };
 
     let started = Instant::now();
@@ -239,10 +262,12 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     };
     let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
     let viewed = if tui {
-        tokio::select! {
+        let r = tokio::select! {
             r = view::run(&mut probe, &target.description, deadline) => r.map(drop),
             _ = tokio::signal::ctrl_c() => Ok(()),
-        }
+        };
+        to_view.store(false, Ordering::SeqCst);
+        r
     } else {
         plain(&mut probe, deadline).await;
         Ok(())

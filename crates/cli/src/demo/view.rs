@@ -1,5 +1,6 @@
 //! The live terminal view (ratatui on crossterm): a dashboard redrawn five times a second with
-//! the cache, event rates, work queue, reconcile figures and recent log lines.
+//! the cache, event rates, work queue, reconcile figures, recent log lines and, under leader
+//! election, the current leader.
 //!
 //! Invariants: the terminal is restored (raw mode off, main screen back) whenever the view
 //! returns, also on error or panic (ratatui's hook); `q`, `Esc` and `Ctrl-C` quit; the view
@@ -89,14 +90,22 @@ fn draw(f: &mut Frame, title: &str, s: &Snapshot, history: &VecDeque<u64>) {
         Constraint::Min(3),
     ])
     .areas(f.area());
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(" informer demo ", Style::default().fg(Color::Black).bg(Color::Cyan)),
-            Span::raw(format!("  {title}  t={}s  ", s.elapsed.as_secs())),
-            Span::styled("q: quit", Style::default().fg(Color::Yellow)),
-        ])),
-        header,
-    );
+    let mut head = vec![
+        Span::styled(" informer demo ", Style::default().fg(Color::Black).bg(Color::Cyan)),
+        Span::raw(format!("  {title}  t={}s  ", s.elapsed.as_secs())),
+    ];
+    if let Some((leader, leading)) = &s.leader {
+        let who = match (leader, leading) {
+            (_, true) => "this process".to_string(),
+            (Some(l), false) => l.clone(),
+            (None, false) => "none".to_string(),
+        };
+        let color = if *leading { Color::Green } else { Color::Magenta };
+        head.push(Span::styled(format!("leader: {who}"), Style::default().fg(color).add_modifier(Modifier::BOLD)));
+        head.push(Span::raw("  "));
+    }
+    head.push(Span::styled("q: quit", Style::default().fg(Color::Yellow)));
+    f.render_widget(Paragraph::new(Line::from(head)), header);
 
     let [cache, events] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     let lag = match (s.server_rv.parse::<u64>(), s.client_rv.parse::<u64>()) {
