@@ -65,7 +65,7 @@ async fn a_lease_is_created_read_and_replaced_with_its_resource_version() {
         lost.body["message"],
         "Operation cannot be fulfilled on leases.coordination.k8s.io \"ctrl\": the object has been modified; please apply your changes to the latest version and try again"
     );
-    assert_eq!(s.get("leases", "kube-system", "ctrl").unwrap()["spec"]["holderIdentity"], "a");
+    assert_eq!(s.get("leases", "kube-system", "ctrl").await.unwrap()["spec"]["holderIdentity"], "a");
 
     let list = c.get(LEASES).await;
     assert_eq!(list.body["kind"], "LeaseList");

@@ -247,7 +247,7 @@ async fn three_electors_never_lead_at_once_under_faults() {
     assert!(samples > 100, "the oracle sampled only {samples} times");
 
     // Every change of holder counted once in the lease.
-    let lease = server.get("leases", "default", "ha").unwrap();
+    let lease = server.get("leases", "default", "ha").await.unwrap();
     assert_eq!(lease["spec"]["holderIdentity"], fourth.as_str());
     let mut holders = vec![first.clone()];
     for l in &events.log {

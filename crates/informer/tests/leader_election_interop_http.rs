@@ -277,7 +277,7 @@ async fn client_go_and_informer_electors_respect_each_others_lease() {
         go_stop.clone(),
     ));
     go_belief.wait_leading().await;
-    let created = server.get("leases", "default", NAME).unwrap();
+    let created = server.get("leases", "default", NAME).await.unwrap();
     assert_eq!(created["spec"]["holderIdentity"], "client-go-1");
 
     // Ours campaigns with a 3 s lease of its own: it must honour the record's 4 s.
@@ -316,7 +316,7 @@ async fn client_go_and_informer_electors_respect_each_others_lease() {
     next_started(&mut events).await;
     let waited = last_go_write.elapsed();
     assert!(waited >= Duration::from_secs(4), "took over {waited:?} after client-go's last renewal");
-    let spec = server.get("leases", "default", NAME).unwrap()["spec"].clone();
+    let spec = server.get("leases", "default", NAME).await.unwrap()["spec"].clone();
     let fields: Vec<&str> = spec.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(fields, ["acquireTime", "holderIdentity", "leaseDurationSeconds", "leaseTransitions", "renewTime"]);
     assert_eq!(spec["holderIdentity"], "informer-1");
@@ -341,7 +341,7 @@ async fn client_go_and_informer_electors_respect_each_others_lease() {
         panic!("ours changed state while a client-go candidate stood by: {e:?}");
     }
     assert!(!go_belief2.ever.load(Ordering::SeqCst), "client-go took a lease ours renews");
-    let acquire_time = server.get("leases", "default", NAME).unwrap()["spec"]["acquireTime"].clone();
+    let acquire_time = server.get("leases", "default", NAME).await.unwrap()["spec"]["acquireTime"].clone();
     assert_eq!(acquire_time, spec["acquireTime"], "renewals keep the acquire time");
 
     // Ours releases on cancel as client-go does; the client-go candidate takes over at once.
@@ -350,7 +350,7 @@ async fn client_go_and_informer_electors_respect_each_others_lease() {
     let released = Instant::now();
     go_belief2.wait_leading().await;
     assert!(released.elapsed() < Duration::from_secs(2), "took {:?}", released.elapsed());
-    let taken = server.get("leases", "default", NAME).unwrap()["spec"].clone();
+    let taken = server.get("leases", "default", NAME).await.unwrap()["spec"].clone();
     assert_eq!(taken["holderIdentity"], "client-go-2");
     assert_eq!(taken["leaseTransitions"], 2);
     go_stop.cancel();

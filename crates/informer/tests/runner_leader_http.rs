@@ -123,7 +123,7 @@ async fn reconciled_by(rx: &mut mpsc::UnboundedReceiver<(String, String)>, who: 
 async fn the_standby_takes_over_with_a_warm_cache_when_the_leader_is_cancelled() {
     let server = ApiServer::builder().start().await.unwrap();
     let names: Vec<String> = (0..20).map(|i| format!("cm-{i}")).collect();
-    server.create_many("configmaps", names.iter().map(|n| cm(n, "1")).collect()).unwrap();
+    server.create_many("configmaps", names.iter().map(|n| cm(n, "1")).collect()).await.unwrap();
     let keys: Vec<String> = names.iter().map(|n| format!("default/{n}")).collect();
     let tracker = Arc::new(Tracker::default());
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -136,7 +136,7 @@ async fn the_standby_takes_over_with_a_warm_cache_when_the_leader_is_cancelled()
     b.until(|e| matches!(e, LeaderEvent::NewLeader(Some(l)) if l == "replica-a")).await;
     assert!(b.informer.has_synced(), "a replica campaigns once its caches have synced");
     let lists = server.request_counts().list;
-    server.update("configmaps", cm("cm-3", "2")).unwrap();
+    server.update("configmaps", cm("cm-3", "2")).await.unwrap();
     reconciled_by(&mut rx, "replica-a", &keys[3..4]).await;
     assert_eq!(b.runner.stats().success, 0, "the standby reconciles nothing");
     assert_eq!(b.runner.leader_elector().unwrap().leader().as_deref(), Some("replica-a"));
@@ -151,7 +151,7 @@ async fn the_standby_takes_over_with_a_warm_cache_when_the_leader_is_cancelled()
     assert!(cancelled.elapsed() < Duration::from_secs(2), "took over after {:?}", cancelled.elapsed());
     reconciled_by(&mut rx, "replica-b", &keys).await;
     assert_eq!(server.request_counts().list, lists, "the standby's cache was warm: no new LIST");
-    server.update("configmaps", cm("cm-7", "2")).unwrap();
+    server.update("configmaps", cm("cm-7", "2")).await.unwrap();
     reconciled_by(&mut rx, "replica-b", &keys[7..8]).await;
     assert_eq!(a.runner.stats().success, a_done, "the old leader's workers stopped");
 
@@ -163,7 +163,7 @@ async fn the_standby_takes_over_with_a_warm_cache_when_the_leader_is_cancelled()
     b.informer_task.await.unwrap();
     let overlaps = tracker.overlaps.lock().clone();
     assert!(overlaps.is_empty(), "keys reconciled by both replicas at once: {overlaps:?}");
-    let lease = server.get("leases", "default", "configmap-controller").unwrap();
+    let lease = server.get("leases", "default", "configmap-controller").await.unwrap();
     assert_eq!(lease["spec"]["holderIdentity"], "", "released on the last stop");
     assert_eq!(lease["spec"]["leaseTransitions"], 1);
 }
