@@ -82,3 +82,106 @@ pub fn builder() -> ApiServerBuilder {
         }
     }
 }
+
+/// A TCP proxy for fault tests: forwards every connection to a target address that can be
+/// changed (a load balancer switching replicas), refuses new connections while blocked (a
+/// server or network that is away), and can reset every open connection at once (a connection
+/// reset in the middle of a stream).
+///
+/// Invariants: a connection is forwarded to the target current when it was accepted; a reset
+/// closes both sides of every connection open at that moment; dropping the proxy stops it.
+pub struct TcpProxy {
+    addr: std::net::SocketAddr,
+    state: std::sync::Arc<parking_lot::Mutex<ProxyState>>,
+    reset: tokio::sync::watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct ProxyState {
+    target: std::net::SocketAddr,
+    blocked: bool,
+    accepted: u64,
+}
+
+impl TcpProxy {
+    /// A proxy on a free loopback port forwarding to `target`.
+    pub async fn start(target: std::net::SocketAddr) -> std::io::Result<TcpProxy> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = std::sync::Arc::new(parking_lot::Mutex::new(ProxyState { target, blocked: false, accepted: 0 }));
+        let (reset, _) = tokio::sync::watch::channel(0u64);
+        let st = state.clone();
+        let resets = reset.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else { continue };
+                let (target, blocked) = {
+                    let mut s = st.lock();
+                    s.accepted += 1;
+                    (s.target, s.blocked)
+                };
+                if blocked {
+                    // Refused as a closed port would: reset at once.
+                    let _ = inbound.set_zero_linger();
+                    drop(inbound);
+                    continue;
+                }
+                let mut reset_rx = resets.subscribe();
+                reset_rx.borrow_and_update();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        let _ = inbound.set_zero_linger();
+                        return;
+                    };
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = reset_rx.changed() => {
+                            let _ = inbound.set_zero_linger();
+                            let _ = outbound.set_zero_linger();
+                        }
+                    }
+                });
+            }
+        });
+        Ok(TcpProxy { addr, state, reset, task })
+    }
+
+    /// The proxy's address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Forwards new connections to `target` from now on.
+    pub fn set_target(&self, target: std::net::SocketAddr) {
+        self.state.lock().target = target;
+    }
+
+    /// Refuses (true) or accepts (false) new connections.
+    pub fn set_blocked(&self, blocked: bool) {
+        self.state.lock().blocked = blocked;
+    }
+
+    /// Resets every open connection now.
+    pub fn reset_connections(&self) {
+        self.reset.send_modify(|n| *n += 1);
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.state.lock().accepted
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.reset_connections();
+    }
+}
