@@ -123,6 +123,7 @@ pub struct WatchCache {
     rv_tx: watch::Sender<u64>,
     ready: watch::Sender<Readiness>,
     reset_epoch: watch::Sender<u64>,
+    lag_us: std::sync::atomic::AtomicU64,
 }
 
 impl WatchCache {
@@ -136,6 +137,7 @@ impl WatchCache {
             rv_tx: watch::channel(0).0,
             ready: watch::channel(Readiness::Initializing).0,
             reset_epoch: watch::channel(0).0,
+            lag_us: std::sync::atomic::AtomicU64::new(0),
         };
         cache.reset_resources(&mut cache.state.lock(), 0);
         cache
@@ -178,6 +180,15 @@ impl WatchCache {
     /// A receiver that changes whenever the cache is rebuilt (open watches must end).
     pub fn reset_epoch(&self) -> watch::Receiver<u64> {
         self.reset_epoch.subscribe()
+    }
+
+    /// Makes the cache apply each storage change `lag` late (a fault: a cache behind its storage).
+    pub fn set_lag(&self, lag: Duration) {
+        self.lag_us.store(lag.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn lag(&self) -> Duration {
+        Duration::from_micros(self.lag_us.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Marks the cache as being rebuilt: requests get 429 and every open watch ends.
@@ -446,6 +457,9 @@ fn fill_page<'a>(
     }
 }
 
+/// Where a stored value goes: its resource and (namespace, name).
+type Target = (ResId, Arc<ResourceInfo>, String, String);
+
 /// Keeps a [`WatchCache`] in step with a [`Storage`] (see the module documentation).
 pub struct Dispatcher {
     cache: Arc<WatchCache>,
@@ -517,6 +531,7 @@ impl Dispatcher {
     /// Fills the cache: the state at the compacted revision, then every change since, up to the
     /// storage's current revision. Returns the revision reached.
     async fn init(&self) -> Result<u64, StorageError> {
+        let started = Instant::now();
         let compacted = self.storage.compacted_revision().await?;
         let current = self.storage.current_revision().await?;
         let root = self.cache.layout.root();
@@ -543,20 +558,22 @@ impl Dispatcher {
                 break;
             }
         }
+        let read = started.elapsed();
+        let parsed = self.parse_all(&objects);
+        let count = objects.len();
+        drop(objects);
         {
             let mut st = self.cache.state.lock();
             self.cache.reset_resources(&mut st, base);
             st.hints.clear();
-            for kv in &objects {
-                let Some((id, ns, name)) = self.cache.locate(&st, &kv.key) else { continue };
-                let Some(info) = st.res.get(&id).map(|r| r.info.clone()) else { continue };
-                if let Some(o) = self.cache.object_of(&mut st, &info, ns, name, kv) {
-                    let key = o.key.clone();
-                    st.res.get_mut(&id).expect("resource exists").objects.insert(key, o);
+            for (id, o) in parsed {
+                if let Some(r) = st.res.get_mut(&id) {
+                    r.objects.insert(o.key.clone(), o);
                 }
             }
             st.rv = base;
         }
+        let loaded = started.elapsed();
         // Replay the history up to the current revision.
         if current > base {
             let mut stream = self.storage.watch(root.clone(), base + 1);
@@ -582,8 +599,52 @@ impl Dispatcher {
             st.rv
         };
         self.cache.ready.send_replace(Readiness::Ready);
-        tracing::debug!(storage = self.storage.name(), revision = rv, "watch cache ready");
+        tracing::info!(
+            storage = self.storage.name(),
+            revision = rv,
+            objects = count,
+            read_ms = read.as_millis() as u64,
+            loaded_ms = loaded.as_millis() as u64,
+            ready_ms = started.elapsed().as_millis() as u64,
+            "watch cache ready"
+        );
         Ok(rv)
+    }
+
+    /// Turns stored values into objects, on every core (a restart reads the whole storage).
+    fn parse_all(&self, kvs: &[KeyValue]) -> Vec<(ResId, Arc<StoredObject>)> {
+        let st = self.cache.state.lock();
+        let targets: Vec<Option<Target>> = kvs
+            .iter()
+            .map(|kv| {
+                let (id, ns, name) = self.cache.locate(&st, &kv.key)?;
+                let info = st.res.get(&id)?.info.clone();
+                Some((id, info, ns.to_string(), name.to_string()))
+            })
+            .collect();
+        drop(st);
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+        let chunk = kvs.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = kvs
+                .chunks(chunk)
+                .zip(targets.chunks(chunk))
+                .map(|(kvs, targets)| {
+                    scope.spawn(move || {
+                        let mut out = Vec::with_capacity(kvs.len());
+                        for (kv, t) in kvs.iter().zip(targets) {
+                            let Some((id, info, ns, name)) = t else { continue };
+                            match object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision) {
+                                Ok(o) => out.push((id.clone(), Arc::new(o))),
+                                Err(e) => tracing::warn!(key = %kv.key, revision = kv.mod_revision, error = %e, "skipping a stored value that is not a valid object"),
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        })
     }
 
     /// Applies the storage's changes from `from` on; returns why it stopped.
@@ -596,6 +657,10 @@ impl Dispatcher {
                 Some(Err(e)) => return e,
                 None => return StorageError::Unavailable("the storage watch ended".into()),
             };
+            let lag = self.cache.lag();
+            if !lag.is_zero() {
+                tokio::time::sleep(lag).await;
+            }
             let mut st = self.cache.state.lock();
             for c in &batch.changes {
                 if c.key() == crate::storage::etcd::COMPACT_REV_KEY {

@@ -70,8 +70,29 @@ pub struct Shared {
     pub server_address: Mutex<String>,
 }
 
+/// Paths kube-apiserver answers even while it shuts down.
+const EXEMPT_FROM_SHUTDOWN: &[&str] = &["/readyz", "/livez", "/healthz", "/version", "/metrics"];
+
+/// kube-apiserver's answer to new requests once it shuts down: 429, `Retry-After: 5`,
+/// `Connection: close`, and a plain-text message.
+fn shutting_down() -> Response<Body> {
+    let mut r = body::respond(
+        429,
+        "text/plain; charset=utf-8",
+        Body::Full(Some(Bytes::from_static(b"The apiserver is shutting down, please try again later.\n"))),
+    );
+    r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+    r.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+    r
+}
+
 /// Handles one request.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let exempt = EXEMPT_FROM_SHUTDOWN.contains(&req.uri().path());
+    if shared.controls.is_shutting_down() && !exempt {
+        return shutting_down();
+    }
+    let _in_flight = shared.controls.request_started();
     let lat = shared.controls.latency();
     if !lat.is_zero() {
         tokio::time::sleep(lat).await;
@@ -129,7 +150,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
-        ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
+        ["healthz"] | ["livez"] => Ok(text("ok")),
+        ["readyz"] if shared.controls.is_not_ready() => Ok(body::respond(
+            500,
+            "text/plain; charset=utf-8",
+            Body::Full(Some(Bytes::from_static(b"[-]shutdown failed: reason withheld\nreadyz check failed\n"))),
+        )),
+        ["readyz"] if shared.store.cache().readiness() != crate::cache::Readiness::Ready => Ok(body::respond(
+            500,
+            "text/plain; charset=utf-8",
+            Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
+        )),
+        ["readyz"] => Ok(text("ok")),
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),

@@ -32,5 +32,5 @@ pub mod watch_cache;
 pub use controls::{Controls, Fault, RequestCounts, UnresponsiveClose};
 pub use registry::{Registry, ResourceInfo};
 pub use serve::{ServeError, ServeOptions, serve};
-pub use server::{ApiServer, ApiServerBuilder, StorageConfig, kubeconfig_yaml};
+pub use server::{ApiServer, ApiServerBuilder, GracefulShutdown, StorageConfig, kubeconfig_yaml};
 pub use status::ApiError;

@@ -53,6 +53,8 @@ pub struct StoredObject {
     pub labels: Vec<(String, String)>,
     /// Field-selector values (metadata.name, metadata.namespace, extra fields).
     pub fields: Vec<(String, String)>,
+    /// Server-owned metadata carried over by updates ([`KEPT_META`] present in the object).
+    pub kept: Vec<(&'static str, Value)>,
     value: Bytes,
     body_offset: usize,
     rv_at: usize,
@@ -248,9 +250,16 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         .and_then(Value::as_object)
         .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
         .unwrap_or_default();
+    let kept = KEPT_META.iter().filter_map(|k| meta.get(*k).map(|v| (*k, v.clone()))).collect();
 
-    let mut out = type_prefix(info);
-    out.reserve(1024);
+    // Serialized in a reused buffer, then copied into an allocation of exactly its size: a stored
+    // value is kept for as long as the object lives, and a grown buffer would keep up to twice it.
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut out = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    out.clear();
+    out.extend_from_slice(&type_prefix(info));
     let body_offset = out.len();
     out.extend_from_slice(b"\"metadata\":{");
     let meta_start = out.len();
@@ -315,7 +324,14 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         generation: meta.get("generation").and_then(Value::as_i64).unwrap_or(0),
         labels,
         fields,
-        value: Bytes::from(out),
+        kept,
+        value: {
+            let v = Bytes::copy_from_slice(&out);
+            if out.capacity() <= 1 << 20 {
+                SCRATCH.with(|s| *s.borrow_mut() = out);
+            }
+            v
+        },
         body_offset,
         rv_at,
         sep,
@@ -348,6 +364,12 @@ struct MetaHead<'a> {
     resource_version: Option<serde::de::IgnoredAny>,
     generation: Option<i64>,
     labels: Option<BTreeMap<String, String>>,
+    #[serde(rename = "creationTimestamp")]
+    creation_timestamp: Option<Value>,
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<Value>,
+    #[serde(rename = "deletionGracePeriodSeconds")]
+    deletion_grace_period_seconds: Option<Value>,
 }
 
 fn offset_in(base: &[u8], part: &str) -> usize {
@@ -418,13 +440,34 @@ pub fn from_storage(
         (a, a + s.get().len())
     });
     let labels: Vec<(String, String)> = meta.labels.unwrap_or_default().into_iter().collect();
+    let kept = [
+        ("creationTimestamp", meta.creation_timestamp),
+        ("deletionTimestamp", meta.deletion_timestamp),
+        ("deletionGracePeriodSeconds", meta.deletion_grace_period_seconds),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
     let mut fields = vec![("metadata.name".to_string(), name.to_string())];
     if info.namespaced {
         fields.push(("metadata.namespace".to_string(), ns.to_string()));
     }
     if !info.selectable_fields.is_empty() {
+        // Each top-level member a field lives in is read once.
+        let mut parsed: BTreeMap<&str, Option<BTreeMap<&str, &RawValue>>> = BTreeMap::new();
         for f in &info.selectable_fields {
-            if let Some(v) = raw_path(&top, f) {
+            let mut parts = f.splitn(2, '.');
+            let (Some(first), rest) = (parts.next(), parts.next()) else { continue };
+            let v = match rest {
+                None => top.get(first).and_then(|r| scalar_string(r)),
+                Some(rest) => {
+                    let members = parsed
+                        .entry(first)
+                        .or_insert_with(|| top.get(first).and_then(|r| serde_json::from_str(r.get()).ok()));
+                    members.as_ref().and_then(|m| raw_path(m, rest))
+                }
+            };
+            if let Some(v) = v {
                 fields.push((f.clone(), v));
             }
         }
@@ -438,6 +481,7 @@ pub fn from_storage(
         generation: meta.generation.unwrap_or(0),
         labels,
         fields,
+        kept,
         body_offset,
         rv_at,
         sep,
@@ -447,15 +491,22 @@ pub fn from_storage(
     })
 }
 
-/// The scalar at a dotted path below the top-level members, as a field-selector string.
-fn raw_path(top: &BTreeMap<&str, &RawValue>, dotted: &str) -> Option<String> {
+/// The scalar at a dotted path below an object's members, as a field-selector string.
+fn raw_path(members: &BTreeMap<&str, &RawValue>, dotted: &str) -> Option<String> {
     let mut parts = dotted.split('.');
-    let mut cur: &RawValue = top.get(parts.next()?)?;
+    let mut cur: &RawValue = members.get(parts.next()?)?;
     for seg in parts {
         let m: BTreeMap<&str, &RawValue> = serde_json::from_str(cur.get()).ok()?;
         cur = m.get(seg)?;
     }
-    field_string(&serde_json::from_str::<Value>(cur.get()).ok()?)
+    scalar_string(cur)
+}
+
+fn scalar_string(raw: &RawValue) -> Option<String> {
+    match raw.get().as_bytes().first() {
+        Some(b'{' | b'[') => None,
+        _ => field_string(&serde_json::from_str::<Value>(raw.get()).ok()?),
+    }
 }
 
 const RV_DRY_RUN: u64 = 0;

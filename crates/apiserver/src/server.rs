@@ -284,6 +284,24 @@ impl ApiServerBuilder {
     }
 }
 
+/// How [`ApiServer::shutdown_gracefully`] goes.
+#[derive(Debug, Clone, Copy)]
+pub struct GracefulShutdown {
+    /// How long requests are still served while `/readyz` fails (kube-apiserver's
+    /// `--shutdown-delay-duration`).
+    pub delay: Duration,
+    /// How long requests in progress may take to finish.
+    pub drain_timeout: Duration,
+    /// How long open watches go on after that (`--shutdown-watch-termination-grace-period`).
+    pub watch_grace: Duration,
+}
+
+impl Default for GracefulShutdown {
+    fn default() -> Self {
+        GracefulShutdown { delay: Duration::ZERO, drain_timeout: Duration::from_secs(60), watch_grace: Duration::ZERO }
+    }
+}
+
 /// The server's background tasks: the watch cache's dispatcher and the compactor.
 struct Background {
     stop: watch::Sender<bool>,
@@ -372,15 +390,90 @@ async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let mut goaway = shared.controls.goaway_epoch();
+    goaway.borrow_and_update();
     let svc = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection(TokioIo::new(io), svc);
-    tokio::select! {
-        _ = conn => {}
-        _ = shutdown.wait_for(|s| *s) => {}
+    tokio::pin!(conn);
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = shutdown.wait_for(|s| *s) => return,
+            // HTTP/2: GOAWAY, streams in progress go on; HTTP/1.1: close after the response.
+            Ok(()) = goaway.changed() => conn.as_mut().graceful_shutdown(),
+        }
+    }
+}
+
+/// A connection's socket that the controls can cut: after [`Controls::cut_connections`] its next
+/// write goes out half and every operation then fails, as a connection reset in the middle of a
+/// response.
+struct CutIo<I> {
+    inner: I,
+    cut: watch::Receiver<u64>,
+    broken: bool,
+}
+
+impl<I> CutIo<I> {
+    fn new(inner: I, mut cut: watch::Receiver<u64>) -> Self {
+        cut.borrow_and_update();
+        CutIo { inner, cut, broken: false }
+    }
+
+    fn reset() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection cut")
+    }
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CutIo<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.broken {
+            return std::task::Poll::Ready(Err(Self::reset()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CutIo<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.broken {
+            return std::task::Poll::Ready(Err(Self::reset()));
+        }
+        if self.cut.has_changed().unwrap_or(false) {
+            self.broken = true;
+            let half = buf.len() / 2;
+            if half == 0 {
+                return std::task::Poll::Ready(Err(Self::reset()));
+            }
+            return std::pin::Pin::new(&mut self.inner).poll_write(cx, &buf[..half]);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -485,6 +578,30 @@ impl ApiServer {
         self.bind_and_run(addr).await
     }
 
+    /// Shuts down as kube-apiserver does on SIGTERM: `/readyz` fails at once while requests are
+    /// still served for `opts.delay`; then new requests get 429 with `Retry-After: 5` and
+    /// `Connection: close`, requests in progress finish (up to `opts.drain_timeout`), open watches
+    /// end `opts.watch_grace` later, and the listener closes. [`Self::restart`] serves again.
+    pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
+        let controls = &self.shared.controls;
+        controls.set_not_ready(true);
+        tokio::time::sleep(opts.delay).await;
+        controls.set_shutting_down(true);
+        controls.wait_drained(opts.drain_timeout).await;
+        tokio::time::sleep(opts.watch_grace).await;
+        controls.drop_watches();
+        self.stop().await;
+        controls.set_shutting_down(false);
+        controls.set_not_ready(false);
+    }
+
+    /// Makes the watch cache lag: it applies each change of the storage `lag` late (a cache
+    /// behind its storage, as a busy kube-apiserver's can be). Requests for resourceVersions it
+    /// has not reached wait, then get 504 "Too large resource version".
+    pub fn set_cache_lag(&self, lag: Duration) {
+        self.shared.store.cache().set_lag(lag);
+    }
+
     /// Whether the server is currently serving.
     pub async fn is_running(&self) -> bool {
         self.running.lock().await.is_some()
@@ -505,6 +622,17 @@ impl ApiServer {
     /// Ends every open watch now.
     pub fn drop_watches(&self) {
         self.shared.controls.drop_watches();
+    }
+
+    /// Cuts every open connection in the middle of its next write (see
+    /// [`Controls::cut_connections`]).
+    pub fn cut_connections(&self) {
+        self.shared.controls.cut_connections();
+    }
+
+    /// Sends HTTP/2 GOAWAY on every open connection (see [`Controls::goaway`]).
+    pub fn goaway(&self) {
+        self.shared.controls.goaway();
     }
 
     /// Compacts the storage's history (and the cache's) up to the current RV; returns that RV.
@@ -648,6 +776,7 @@ async fn handle_stream(
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut rx: watch::Receiver<bool>,
 ) {
+    let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
         None => serve_conn(shared, stream, rx).await,
         Some(acc) => {

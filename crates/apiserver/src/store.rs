@@ -75,8 +75,8 @@ pub struct ListQuery<'a> {
 /// What one compare-and-swap attempt of an update gave.
 enum Attempt {
     Done(Arc<StoredObject>),
-    /// Another write got there first: its version.
-    Retry(Arc<StoredObject>),
+    /// Another write got there first: its version, and the body back for the next attempt.
+    Retry(Arc<StoredObject>, Map<String, Value>),
 }
 
 fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
@@ -511,9 +511,9 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(info, &cur, obj.clone(), opts).await? {
+            match self.replace(info, &cur, obj, opts).await? {
                 Attempt::Done(r) => return Ok(r),
-                Attempt::Retry(newer) => (cur, is_current) = (newer, true),
+                Attempt::Retry(newer, body) => (cur, is_current, obj) = (newer, true, body),
             }
         }
     }
@@ -574,7 +574,7 @@ impl Store {
             }
             match self.replace(info, &cur, obj, opts).await? {
                 Attempt::Done(r) => return Ok(r),
-                Attempt::Retry(newer) => (cur, is_current) = (newer, true),
+                Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }
         }
     }
@@ -600,8 +600,6 @@ impl Store {
         } else {
             new
         };
-        let old_value = old.value();
-        let old_meta = old_value.get("metadata").and_then(Value::as_object);
         // The generation moves with the spec only (compared as the bytes it is stored as).
         let new_spec = obj.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
         {
@@ -618,8 +616,8 @@ impl Store {
                 meta.insert("uid".into(), old.uid.clone().into());
             }
             for f in object::KEPT_META {
-                match old_meta.and_then(|m| m.get(*f)) {
-                    Some(v) => meta.insert((*f).into(), v.clone()),
+                match old.kept.iter().find(|(k, _)| k == f) {
+                    Some((_, v)) => meta.insert((*f).into(), v.clone()),
                     None => meta.remove(*f),
                 };
             }
@@ -648,12 +646,12 @@ impl Store {
             // its last stored version at the deletion's revision.
             return match self.storage.delete(key, old.rv).await {
                 Ok(rev) => Ok(Attempt::Done(self.wrote(Template::from_stored(old).finish(rev)))),
-                Err(e) => self.conflicted(info, &old.name, e, "update").map(Attempt::Retry),
+                Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
             };
         }
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => Ok(Attempt::Done(self.wrote(template.finish(rev)))),
-            Err(e) => self.conflicted(info, &old.name, e, "update").map(Attempt::Retry),
+            Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
         }
     }
 

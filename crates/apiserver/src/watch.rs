@@ -175,13 +175,24 @@ impl Filter {
 }
 
 /// Spawns the watch task; returns the body channel.
+///
+/// The watch's starting point (the initial state of a streaming list, the position of a replay)
+/// is taken here, before the response starts, so every write acknowledged after the answer is an
+/// event of the watch.
 pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let registered = store.resource_version();
+    let initial = match p.start {
+        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &p.sel)),
+        WatchStart::After(_) => None,
+    };
     tokio::spawn(async move {
-        run(store, controls, p, tx).await;
+        run(store, controls, p, tx, registered, initial).await;
     });
     rx
 }
+
+type Snapshot = Result<(u64, Vec<Arc<StoredObject>>), ApiError>;
 
 /// The watch's end of the response body, with kube-apiserver's rule for watchers that do not keep
 /// up ([`crate::controls::UnresponsiveClose`]): while a chunk waits for the client, the events written
@@ -256,7 +267,14 @@ impl Out {
     }
 }
 
-async fn run(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+async fn run(
+    store: Arc<WatchCache>,
+    controls: Arc<Controls>,
+    p: WatchParams,
+    tx: mpsc::Sender<Bytes>,
+    registered: u64,
+    initial: Option<Snapshot>,
+) {
     let _open = controls.watch_opened();
     let info = p.info.clone();
     let filter = Filter {
@@ -281,14 +299,8 @@ async fn run(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams, tx
     let mut next_bookmark = started + p.bookmark_interval;
     // Room for a full chunk plus one large object, so a chunk rarely regrows.
     let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
-    let mut out = Out {
-        tx,
-        store: store.clone(),
-        controls: controls.clone(),
-        info: info.clone(),
-        registered: store.resource_version(),
-        over_since: None,
-    };
+    let mut out =
+        Out { tx, store: store.clone(), controls: controls.clone(), info: info.clone(), registered, over_since: None };
 
     // Position and initial state.
     let mut cursor: u64;
@@ -299,12 +311,13 @@ async fn run(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams, tx
             last_sent = rv;
         }
         WatchStart::Initial { end_bookmark } => {
-            let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {
-                Ok(s) => s,
-                Err(e) => {
+            let (rv, items) = match initial {
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
                     let _ = out.tx.send(encode_error(&e)).await;
                     return;
                 }
+                None => return,
             };
             out.registered = rv;
             let delay = controls.stream_delay();

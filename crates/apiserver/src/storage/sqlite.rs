@@ -178,20 +178,28 @@ fn range_at(c: &Connection, req: &RangeRequest, at: Revision) -> Result<RangeRes
         _ => req.prefix.clone(),
     };
     let end = prefix_end(&req.prefix);
+    // The limit applies to keys (each key's newest row at `at`), so a page reads only its keys;
+    // deleted keys among them leave the page shorter, never wrong.
     let limit = if req.limit == 0 { -1 } else { req.limit as i64 + 1 };
     let mut stmt = c
         .prepare_cached(
-            "SELECT k.id, k.name, k.create_revision, k.value FROM kv k
-             JOIN (SELECT name, MAX(id) AS id FROM kv WHERE name >= ?1 AND name < ?2 AND id <= ?3 GROUP BY name) m
-             ON k.id = m.id WHERE k.deleted = 0 ORDER BY k.name LIMIT ?4",
+            "SELECT k.id, k.name, k.create_revision, k.value, k.deleted FROM
+             (SELECT name, MAX(id) AS id FROM kv WHERE name >= ?1 AND name < ?2 AND id <= ?3
+              GROUP BY name ORDER BY name LIMIT ?4) m
+             JOIN kv k ON k.id = m.id ORDER BY k.name",
         )
         .map_err(internal)?;
     let mut rows = stmt.query(params![from, end, at as i64, limit]).map_err(internal)?;
     let mut out = RangeResult { kvs: Vec::new(), revision: at, more: false };
+    let mut keys = 0;
     while let Some(r) = rows.next().map_err(internal)? {
-        if req.limit > 0 && out.kvs.len() == req.limit {
+        keys += 1;
+        if req.limit > 0 && keys > req.limit {
             out.more = true;
             break;
+        }
+        if r.get::<_, i64>(4).map_err(internal)? != 0 {
+            continue;
         }
         let id: i64 = r.get(0).map_err(internal)?;
         let create: i64 = r.get(2).map_err(internal)?;
