@@ -37,3 +37,8 @@ suites=(-p informer-apiserver -p informer --test crud --test list --test watch -
         --test reflector_http --test shared_informer_http --test runner_http)
 INFORMER_TEST_STORAGE=sqlite cargo test "${suites[@]}"
 INFORMER_TEST_STORAGE=etcd cargo test "${suites[@]}" -- --test-threads=1
+
+# The chaos suite on the durable backends: every fault once (the memory run above has each three
+# times).
+CHAOS_ROUNDS=13 INFORMER_TEST_STORAGE=sqlite cargo test -p informer --test chaos
+CHAOS_ROUNDS=13 INFORMER_TEST_STORAGE=etcd cargo test -p informer --test chaos

@@ -27,6 +27,18 @@ pub enum Fault {
     InternalError,
 }
 
+/// What kube-apiserver answers new requests once its shutdown delay has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownAnswer {
+    /// The default: the listener is closed, and requests that still arrive on open connections
+    /// get 503 `ServiceUnavailable` "apiserver is shutting down" with `Retry-After: 1`.
+    ServiceUnavailable,
+    /// With `--shutdown-send-retry-after`: the listener stays open until the requests in flight
+    /// are drained, and new requests get 429, `Retry-After: 5`, `Connection: close` and the
+    /// plain-text "The apiserver is shutting down, please try again later.".
+    RetryAfter,
+}
+
 /// kube-apiserver's close of watchers that do not keep up: its watch cache gives each watcher a
 /// small buffer of events written after the watch started (10 by default) and closes the watcher
 /// when that buffer stays full for longer than the dispatch budget (~100 ms), logging "Forcing …
@@ -96,7 +108,8 @@ pub struct Controls {
     watch_epoch: watch::Sender<u64>,
     open_watches: watch::Sender<usize>,
     counts: Mutex<RequestCounts>,
-    shutting_down: std::sync::atomic::AtomicBool,
+    /// 0: serving; 1: 503 "apiserver is shutting down"; 2: 429 with `Retry-After: 5`.
+    shutting_down: std::sync::atomic::AtomicU8,
     not_ready: std::sync::atomic::AtomicBool,
     in_flight: watch::Sender<usize>,
     cut_epoch: watch::Sender<u64>,
@@ -134,7 +147,7 @@ impl Default for Controls {
             watch_epoch: watch::channel(0).0,
             open_watches: watch::channel(0).0,
             counts: Mutex::new(RequestCounts::default()),
-            shutting_down: std::sync::atomic::AtomicBool::new(false),
+            shutting_down: std::sync::atomic::AtomicU8::new(0),
             not_ready: std::sync::atomic::AtomicBool::new(false),
             in_flight: watch::channel(0).0,
             cut_epoch: watch::channel(0).0,
@@ -256,15 +269,23 @@ impl Controls {
         self.watch_epoch.subscribe()
     }
 
-    /// Whether new requests get kube-apiserver's shutdown answer (429, `Retry-After: 5`,
-    /// `Connection: close`).
-    pub fn set_shutting_down(&self, yes: bool) {
-        self.shutting_down.store(yes, Ordering::SeqCst);
+    /// Which answer new requests get while the server shuts down (`None`: served normally).
+    pub fn set_shutting_down(&self, answer: Option<ShutdownAnswer>) {
+        let v = match answer {
+            None => 0,
+            Some(ShutdownAnswer::ServiceUnavailable) => 1,
+            Some(ShutdownAnswer::RetryAfter) => 2,
+        };
+        self.shutting_down.store(v, Ordering::SeqCst);
     }
 
-    /// Whether the server is shutting down.
-    pub fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::SeqCst)
+    /// The answer new requests get while the server shuts down, if it does.
+    pub fn shutting_down(&self) -> Option<ShutdownAnswer> {
+        match self.shutting_down.load(Ordering::SeqCst) {
+            1 => Some(ShutdownAnswer::ServiceUnavailable),
+            2 => Some(ShutdownAnswer::RetryAfter),
+            _ => None,
+        }
     }
 
     /// Whether `/readyz` fails (from the start of a graceful shutdown) while requests are still
@@ -275,7 +296,7 @@ impl Controls {
 
     /// Whether `/readyz` fails.
     pub fn is_not_ready(&self) -> bool {
-        self.not_ready.load(Ordering::SeqCst) || self.is_shutting_down()
+        self.not_ready.load(Ordering::SeqCst) || self.shutting_down().is_some()
     }
 
     /// Counts a request in flight until the guard is dropped.

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::body::{self, Body, error, json_bytes, json_value};
-use crate::controls::{Controls, Verb};
+use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
@@ -73,24 +73,34 @@ pub struct Shared {
 /// Paths kube-apiserver answers even while it shuts down.
 const EXEMPT_FROM_SHUTDOWN: &[&str] = &["/readyz", "/livez", "/healthz", "/version", "/metrics"];
 
-/// kube-apiserver's answer to new requests once it shuts down: 429, `Retry-After: 5`,
-/// `Connection: close`, and a plain-text message.
-fn shutting_down() -> Response<Body> {
-    let mut r = body::respond(
-        429,
-        "text/plain; charset=utf-8",
-        Body::Full(Some(Bytes::from_static(b"The apiserver is shutting down, please try again later.\n"))),
-    );
-    r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
-    r.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-    r
+/// kube-apiserver's answer to new requests once it shuts down.
+fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
+    match answer {
+        ShutdownAnswer::ServiceUnavailable => {
+            let mut r = body::error(&ApiError::new(503, "ServiceUnavailable", "apiserver is shutting down"));
+            r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+            r
+        }
+        ShutdownAnswer::RetryAfter => {
+            let mut r = body::respond(
+                429,
+                "text/plain; charset=utf-8",
+                Body::Full(Some(Bytes::from_static(b"The apiserver is shutting down, please try again later.\n"))),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+            r.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            r
+        }
+    }
 }
 
 /// Handles one request.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let exempt = EXEMPT_FROM_SHUTDOWN.contains(&req.uri().path());
-    if shared.controls.is_shutting_down() && !exempt {
-        return shutting_down();
+    if let Some(answer) = shared.controls.shutting_down()
+        && !exempt
+    {
+        return shutting_down(answer);
     }
     let _in_flight = shared.controls.request_started();
     let lat = shared.controls.latency();

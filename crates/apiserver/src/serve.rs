@@ -1,12 +1,13 @@
 //! The standalone runner used by the `informer serve` CLI subcommand: kube-apiserver's storage
 //! flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`) or a data directory,
-//! and a graceful stop on SIGINT/SIGTERM.
+//! and kube-apiserver's graceful shutdown on SIGINT/SIGTERM (`--shutdown-delay-duration`,
+//! `--shutdown-send-retry-after`, `--shutdown-watch-termination-grace-period`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::server::{ApiServer, StorageConfig};
+use crate::server::{ApiServer, GracefulShutdown, StorageConfig};
 
 /// Options of [`serve`].
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct ServeOptions {
     pub etcd_prefix: String,
     /// How often the storage's history is compacted (zero: never).
     pub compaction_interval: Duration,
+    /// How the server shuts down on SIGINT or SIGTERM.
+    pub shutdown: GracefulShutdown,
 }
 
 impl Default for ServeOptions {
@@ -43,6 +46,7 @@ impl Default for ServeOptions {
             etcd_servers: Vec::new(),
             etcd_prefix: "/registry".into(),
             compaction_interval: Duration::from_secs(300),
+            shutdown: GracefulShutdown::default(),
         }
     }
 }
@@ -89,8 +93,10 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     Ok(server)
 }
 
-/// Runs a server until SIGINT (Ctrl-C) or SIGTERM.
+/// Runs a server until SIGINT (Ctrl-C) or SIGTERM, then shuts it down gracefully as
+/// `opts.shutdown` says.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    let shutdown = opts.shutdown;
     let server = start(opts).await?;
     tracing::info!(url = %server.url(), "informer apiserver listening");
     eprintln!("informer apiserver listening on {}", server.url());
@@ -104,6 +110,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
-    server.stop().await;
+    tracing::info!("shutting down");
+    server.shutdown_gracefully(shutdown).await;
     Ok(())
 }

@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::cache::{Dispatcher, HistoryConfig, WatchCache};
-use crate::controls::{Controls, Fault};
+use crate::controls::{Controls, Fault, ShutdownAnswer};
 use crate::handlers::{self, Config, Shared};
 use crate::object::StoredObject;
 use crate::registry::{Registry, ResourceInfo};
@@ -294,11 +294,21 @@ pub struct GracefulShutdown {
     pub drain_timeout: Duration,
     /// How long open watches go on after that (`--shutdown-watch-termination-grace-period`).
     pub watch_grace: Duration,
+    /// kube-apiserver's `--shutdown-send-retry-after`: after the delay the listener stays open
+    /// and new requests get 429 with `Retry-After: 5` until the requests in progress are drained.
+    /// Without it (the default) the listener closes after the delay, open connections get GOAWAY
+    /// and requests that still arrive on them get 503 "apiserver is shutting down".
+    pub send_retry_after: bool,
 }
 
 impl Default for GracefulShutdown {
     fn default() -> Self {
-        GracefulShutdown { delay: Duration::ZERO, drain_timeout: Duration::from_secs(60), watch_grace: Duration::ZERO }
+        GracefulShutdown {
+            delay: Duration::ZERO,
+            drain_timeout: Duration::from_secs(60),
+            watch_grace: Duration::ZERO,
+            send_retry_after: false,
+        }
     }
 }
 
@@ -357,6 +367,8 @@ impl Background {
 
 struct Running {
     shutdown: watch::Sender<bool>,
+    /// Closes the listener while the open connections go on.
+    stop_accepting: watch::Sender<bool>,
     accept: JoinHandle<()>,
     conns: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -497,6 +509,7 @@ impl ApiServer {
         let tls = self.tls.clone();
         let conns2 = conns.clone();
         let mut rx_accept = rx.clone();
+        let (stop_accepting, mut rx_stop_accepting) = watch::channel(false);
         let accept = tokio::spawn(async move {
             loop {
                 let (stream, _) = tokio::select! {
@@ -505,6 +518,7 @@ impl ApiServer {
                         Err(_) => continue,
                     },
                     _ = rx_accept.wait_for(|s| *s) => break,
+                    _ = rx_stop_accepting.wait_for(|s| *s) => break,
                 };
                 let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
@@ -518,7 +532,7 @@ impl ApiServer {
                 c.push(h);
             }
         });
-        *self.running.lock().await = Some(Running { shutdown: tx, accept, conns });
+        *self.running.lock().await = Some(Running { shutdown: tx, stop_accepting, accept, conns });
         Ok(())
     }
 
@@ -579,19 +593,31 @@ impl ApiServer {
     }
 
     /// Shuts down as kube-apiserver does on SIGTERM: `/readyz` fails at once while requests are
-    /// still served for `opts.delay`; then new requests get 429 with `Retry-After: 5` and
-    /// `Connection: close`, requests in progress finish (up to `opts.drain_timeout`), open watches
-    /// end `opts.watch_grace` later, and the listener closes. [`Self::restart`] serves again.
+    /// still served for `opts.delay`. Then, by default, the listener closes, open connections get
+    /// GOAWAY (HTTP/2) or close after their response (HTTP/1.1), and requests still arriving on
+    /// them get 503 "apiserver is shutting down" with `Retry-After: 1`; with
+    /// `opts.send_retry_after` the listener stays open and new requests get 429 with
+    /// `Retry-After: 5` and `Connection: close`. Requests in progress finish (up to
+    /// `opts.drain_timeout`), open watches end `opts.watch_grace` later, and the server stops.
+    /// [`Self::restart`] serves again.
     pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
         let controls = &self.shared.controls;
         controls.set_not_ready(true);
         tokio::time::sleep(opts.delay).await;
-        controls.set_shutting_down(true);
+        if opts.send_retry_after {
+            controls.set_shutting_down(Some(ShutdownAnswer::RetryAfter));
+        } else {
+            controls.set_shutting_down(Some(ShutdownAnswer::ServiceUnavailable));
+            if let Some(r) = self.running.lock().await.as_ref() {
+                let _ = r.stop_accepting.send(true);
+            }
+            controls.goaway();
+        }
         controls.wait_drained(opts.drain_timeout).await;
         tokio::time::sleep(opts.watch_grace).await;
         controls.drop_watches();
         self.stop().await;
-        controls.set_shutting_down(false);
+        controls.set_shutting_down(None);
         controls.set_not_ready(false);
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Empty};
-use informer_apiserver::{GracefulShutdown, UnresponsiveClose};
+use informer_apiserver::{GracefulShutdown, ShutdownAnswer, UnresponsiveClose};
 use serde_json::{Value, json};
 
 /// The `/readyz` code.
@@ -19,7 +19,7 @@ async fn readyz(c: &Client) -> u16 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_shutdown_answers_429_drains_then_closes() {
+async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes() {
     let s = std::sync::Arc::new(server().await);
     let c = Client::new(&s);
     c.post(PODS, &pod("a", json!({}))).await;
@@ -40,6 +40,7 @@ async fn graceful_shutdown_answers_429_drains_then_closes() {
                 delay: Duration::from_millis(300),
                 drain_timeout: Duration::from_secs(5),
                 watch_grace: Duration::from_millis(100),
+                send_retry_after: true,
             })
             .await
         }
@@ -70,6 +71,79 @@ async fn graceful_shutdown_answers_429_drains_then_closes() {
     assert!(s.wait_ready(SEC).await);
     assert_eq!(Client::new(&s).get(PODS).await.code, 200);
     assert_eq!(readyz(&Client::new(&s)).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_closes_the_listener_drains_then_stops() {
+    let s = std::sync::Arc::new(server().await);
+    let c = Client::new(&s);
+    c.post(PODS, &pod("a", json!({}))).await;
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    assert!(s.wait_for_watches(1, SEC).await);
+    s.set_latency(Duration::from_millis(600));
+    let slow = tokio::spawn({
+        let c = Client::new(&s);
+        async move { c.get(PODS).await.code }
+    });
+    tokio::task::yield_now().await;
+    let shutdown = tokio::spawn({
+        let s = s.clone();
+        async move {
+            s.shutdown_gracefully(GracefulShutdown {
+                delay: Duration::from_millis(300),
+                drain_timeout: Duration::from_secs(5),
+                watch_grace: Duration::from_millis(100),
+                send_retry_after: false,
+            })
+            .await
+        }
+    });
+    // The delay: not ready, still serving.
+    s.set_latency(Duration::ZERO);
+    let fresh = Client::new(&s);
+    assert_eq!(readyz(&fresh).await, 500);
+    assert_eq!(fresh.get(PODS).await.code, 200);
+    // Then the listener closes: new connections are refused while the slow request and the
+    // watch go on.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match tokio::net::TcpStream::connect(s.addr()).await {
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+                break;
+            }
+            Ok(_) => {
+                assert!(Instant::now() < deadline, "the listener stayed open");
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    assert_eq!(slow.await.unwrap(), 200, "the request in progress was drained");
+    w.expect_end(Duration::from_secs(5)).await;
+    shutdown.await.unwrap();
+    assert!(!s.is_running().await);
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(SEC).await);
+    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
+    assert_eq!(readyz(&Client::new(&s)).await, 200);
+}
+
+#[tokio::test]
+async fn requests_arriving_during_shutdown_get_503_with_retry_after_1() {
+    let s = server().await;
+    s.controls().set_shutting_down(Some(ShutdownAnswer::ServiceUnavailable));
+    let r = Client::new(&s).get(PODS).await;
+    assert_eq!(r.code, 503);
+    assert_eq!(r.headers["retry-after"], "1");
+    assert_eq!(r.body["kind"], "Status");
+    assert_eq!(r.body["reason"], "ServiceUnavailable");
+    assert_eq!(r.body["message"], "apiserver is shutting down");
+    assert_eq!(r.body["code"], 503);
+    assert_eq!(Client::new(&s).get("/readyz").await.code, 500);
+    assert_eq!(Client::new(&s).get("/livez").await.code, 200, "health checks are exempt");
+    s.controls().set_shutting_down(None);
+    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,17 @@ pub struct ServeArgs {
     /// How often the storage's history is compacted (Go duration: 30s, 5m, 1h; 0 never).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,
+    /// On SIGTERM, how long requests are still served while /readyz fails (so that load
+    /// balancers stop sending new ones).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay_duration: Duration,
+    /// During shutdown keep the listener open and answer new requests 429 with Retry-After until
+    /// the requests in progress are done (default: close the listener, answer 503).
+    #[arg(long)]
+    pub shutdown_send_retry_after: bool,
+    /// During shutdown, how long open watches go on after the other requests are done.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_watch_termination_grace_period: Duration,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -83,6 +94,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         etcd_servers: args.etcd_servers,
         etcd_prefix: args.etcd_prefix,
         compaction_interval: args.etcd_compaction_interval,
+        shutdown: informer_apiserver::GracefulShutdown {
+            delay: args.shutdown_delay_duration,
+            send_retry_after: args.shutdown_send_retry_after,
+            watch_grace: args.shutdown_watch_termination_grace_period,
+            ..Default::default()
+        },
     };
     informer_apiserver::serve(opts).await?;
     Ok(())

@@ -13,6 +13,7 @@
 //! everything the demo starts (informer, runner, load generator, terminal mode) is stopped
 //! before it returns.
 
+mod chaos;
 mod check;
 mod connect;
 mod election;
@@ -80,6 +81,17 @@ pub struct DemoArgs {
     /// The Lease's name.
     #[arg(long, requires = "leader_elect", default_value = election::DEFAULT_LEASE)]
     lease_name: String,
+    /// Inject the faults of a real kube-apiserver into the embedded server on a schedule
+    /// (restarts, outages, graceful shutdowns, compaction, cut connections, 429s…) while the load
+    /// runs; after each, check that the cache converges to the server.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    chaos: bool,
+    /// Seconds between two faults.
+    #[arg(long, default_value_t = 4, requires = "chaos")]
+    chaos_interval: u64,
+    /// The fault schedule's seed (random by default; printed).
+    #[arg(long, requires = "chaos")]
+    chaos_seed: Option<u64>,
 }
 
 /// Whether the demo will show the live view (decided before logging is set up).
@@ -95,6 +107,7 @@ pub struct Probe {
     stats: Arc<DemoStats>,
     truth: Truth,
     sampler: Sampler,
+    journal: Option<Arc<chaos::Journal>>,
 }
 
 impl Probe {
@@ -108,6 +121,7 @@ impl Probe {
             client_rv: self.informer.last_sync_resource_version(),
             server_rv: self.truth.server_rv(),
             leader: self.runner.leader_elector().map(|e| (e.leader(), e.is_leader())),
+            chaos: self.journal.as_ref().map(|j| j.view()),
             ..Default::default()
         };
         self.sampler.sample(&self.stats, &mut s);
@@ -233,12 +247,14 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     println!("cache synced: {} pods in {:.1} ms", informer.indexer().len(), started.elapsed().as_secs_f64() * 1e3);
 
     let load_cancel = CancellationToken::new();
+    let (load_paused, load_paused_rx) = tokio::sync::watch::channel(false);
     let load = match (&target.server, args.kubeconfig.is_none() || args.generate_load) {
         (Some(s), true) => Some(tokio::spawn(load::embedded(
             s.clone(),
             ns.clone(),
             args.rate,
             args.objects as u64,
+            load_paused_rx,
             load_cancel.clone(),
         ))),
         (None, true) => {
@@ -252,6 +268,28 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         None => Truth::cluster(Api::namespaced(target.client.clone(), &ns)),
     };
     let rv_tracker = truth.track_server_rv(load_cancel.clone());
+    let chaos_cancel = CancellationToken::new();
+    let (journal, chaos_task) = match (&target.server, args.chaos) {
+        (Some(server), true) => {
+            let journal = Arc::new(chaos::Journal::default());
+            let schedule = chaos::Schedule {
+                interval: Duration::from_secs(args.chaos_interval.max(1)),
+                seed: args.chaos_seed.unwrap_or_else(rand::random),
+                print: !tui,
+            };
+            let task = tokio::spawn(chaos::run(
+                server.clone(),
+                informer.clone(),
+                ns.clone(),
+                load_paused,
+                schedule,
+                journal.clone(),
+                chaos_cancel.clone(),
+            ));
+            (Some(journal), Some(task))
+        }
+        _ => (None, None),
+    };
     let mut probe = Probe {
         informer: informer.clone(),
         runner: runner.clone(),
@@ -259,6 +297,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         stats: stats.clone(),
         truth,
         sampler: Sampler::new(started, &stats),
+        journal,
     };
     let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
     let viewed = if tui {
@@ -273,6 +312,11 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         Ok(())
     };
 
+    // A fault in progress completes first: the server serves again for the final check.
+    chaos_cancel.cancel();
+    if let Some(t) = chaos_task {
+        let _ = t.await;
+    }
     load_cancel.cancel();
     for task in [load, rv_tracker].into_iter().flatten() {
         let _ = task.await;
@@ -293,6 +337,11 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         s.retries,
         s.runner.dropped
     );
+    if let Some(j) = &probe.journal {
+        println!("{}", j.summary());
+        let v = j.view();
+        return ok.map(|ok| ok && v.checks.1 == 0);
+    }
     ok
 }
 

@@ -28,8 +28,13 @@ impl Serve {
     /// Starts `informer serve --addr 127.0.0.1:0 ARGS` and waits (30 s at most) for its
     /// "listening on" line.
     pub fn start(args: &[&str]) -> Serve {
+        Serve::start_on("127.0.0.1:0", args)
+    }
+
+    /// Starts `informer serve --addr ADDR ARGS`.
+    pub fn start_on(addr: &str, args: &[&str]) -> Serve {
         let mut child = Command::new(BIN)
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
