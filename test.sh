@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace. Installs what the tests need first (Debian packages: the
-# Python Kubernetes client for the real-client tests, tmux for the demo's terminal-view test,
-# openssl to make the kubectl test's TLS certificate; kubectl is already on the machine).
+# Runs every test of the workspace. Installs what the build and the tests need first (Debian
+# packages: protobuf-compiler for the etcd client's generated code, etcd-server for the tests that
+# run a real etcd, the Python Kubernetes client for the real-client tests, tmux for the demo's
+# terminal-view test, openssl to make the kubectl test's TLS certificate; kubectl is already on
+# the machine).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || ! command -v tmux >/dev/null 2>&1 \
-  || ! command -v openssl >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    echo "installing python3-kubernetes, tmux and openssl (for the real-client and terminal-view tests)"
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-kubernetes tmux openssl >/dev/null
-  fi
-fi
+. scripts/packages.sh
+need=($(build_packages))
+[ -x /usr/bin/etcd ] || command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || need+=(python3-kubernetes)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+install_packages "${need[@]}"
 
 cargo test --workspace
+
+# The API server's suites and the informer's HTTP suites again on the durable backends: SQLite
+# (a data directory per server) and a real etcd (one per test binary, one key prefix per server;
+# one test at a time, since the tests count resourceVersions and etcd's revision is shared).
+suites=(-p informer-apiserver -p informer --test crud --test list --test watch --test server --test real_clients
+        --test reflector_http --test shared_informer_http --test runner_http)
+INFORMER_TEST_STORAGE=sqlite cargo test "${suites[@]}"
+INFORMER_TEST_STORAGE=etcd cargo test "${suites[@]}" -- --test-threads=1
+
+# The chaos suite on the durable backends: every fault once (the memory run above has each three
+# times).
+CHAOS_ROUNDS=13 INFORMER_TEST_STORAGE=sqlite cargo test -p informer --test chaos
+CHAOS_ROUNDS=13 INFORMER_TEST_STORAGE=etcd cargo test -p informer --test chaos

@@ -111,7 +111,7 @@ async fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let s = ApiServer::builder().history_capacity(n * 2 + 10).history_max_age(None).start().await.unwrap();
     let addr = s.addr();
-    let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).unwrap()).unwrap().len();
+    let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).await.unwrap()).unwrap().len();
     println!("object size: {size} bytes");
 
     // Bulk load (and the memory each stored object costs, including its watch-cache event).
@@ -119,7 +119,7 @@ async fn main() {
     let live_before = live_bytes();
     let objs: Vec<Value> = (0..n).map(pod).collect();
     let t = Instant::now();
-    s.create_many("pods", objs).unwrap();
+    s.create_many("pods", objs).await.unwrap();
     let el = t.elapsed();
     println!("bulk create {n}: {el:?} ({:.0} objects/s)", n as f64 / el.as_secs_f64());
     // The input values were consumed by create_many, so what remains is the store's.
@@ -147,11 +147,11 @@ async fn main() {
     let store = s.store().clone();
     let info = store.registry().lookup("pods").unwrap().clone();
     let t = Instant::now();
-    tokio::task::spawn_blocking(move || {
+    tokio::spawn(async move {
         for i in 0..live {
             let mut p = pod(i);
             p["metadata"]["labels"]["gen"] = json!("2");
-            store.update(&info, None, None, p, Default::default()).unwrap();
+            store.update(&info, None, None, p, Default::default()).await.unwrap();
         }
     })
     .await
@@ -167,7 +167,7 @@ async fn main() {
 
     // LIST 10k.
     let s2 = ApiServer::builder().start().await.unwrap();
-    s2.create_many("pods", (0..10_000).map(pod).collect()).unwrap();
+    s2.create_many("pods", (0..10_000).map(pod).collect()).await.unwrap();
     for q in ["", "?limit=500"] {
         let t = Instant::now();
         let mut total = 0usize;

@@ -12,7 +12,7 @@ async fn main() {
     let objs = (0..n)
         .map(|i| serde_json::json!({"metadata": {"name": format!("p{i:06}"), "namespace": "bench"}, "spec": {"pad": pad}}))
         .collect();
-    s.create_many("pods", objs).expect("preload");
+    s.create_many("pods", objs).await.expect("preload");
     println!("{}", s.url());
     std::future::pending::<()>().await;
 }

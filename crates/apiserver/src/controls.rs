@@ -1,4 +1,7 @@
-//! Test controls: injected faults, latency, slow streams and watch dropping.
+//! Test controls: the faults a real kube-apiserver produces, reproducible on demand — injected
+//! errors, latency, slow streams, dropped watches, unresponsive-watcher closes, graceful
+//! shutdown's 429s, connections cut in the middle of a response, HTTP/2 GOAWAY — plus counters to
+//! synchronize on them.
 //!
 //! All controls are lock-free or short-lock and may be changed while the
 //! server runs; they affect only requests that start (or watch events that are
@@ -22,6 +25,18 @@ pub enum Fault {
     },
     /// 500 InternalError.
     InternalError,
+}
+
+/// What kube-apiserver answers new requests once its shutdown delay has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownAnswer {
+    /// The default: the listener is closed, and requests that still arrive on open connections
+    /// get 503 `ServiceUnavailable` "apiserver is shutting down" with `Retry-After: 1`.
+    ServiceUnavailable,
+    /// With `--shutdown-send-retry-after`: the listener stays open until the requests in flight
+    /// are drained, and new requests get 429, `Retry-After: 5`, `Connection: close` and the
+    /// plain-text "The apiserver is shutting down, please try again later.".
+    RetryAfter,
 }
 
 /// kube-apiserver's close of watchers that do not keep up: its watch cache gives each watcher a
@@ -93,6 +108,22 @@ pub struct Controls {
     watch_epoch: watch::Sender<u64>,
     open_watches: watch::Sender<usize>,
     counts: Mutex<RequestCounts>,
+    /// 0: serving; 1: 503 "apiserver is shutting down"; 2: 429 with `Retry-After: 5`.
+    shutting_down: std::sync::atomic::AtomicU8,
+    not_ready: std::sync::atomic::AtomicBool,
+    in_flight: watch::Sender<usize>,
+    cut_epoch: watch::Sender<u64>,
+    goaway_epoch: watch::Sender<u64>,
+}
+
+/// Keeps a request counted in [`Controls::in_flight`] while alive.
+#[derive(Debug)]
+pub struct InFlight(watch::Sender<usize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 /// Keeps a watch counted in [`Controls::open_watches`] while alive.
@@ -116,6 +147,11 @@ impl Default for Controls {
             watch_epoch: watch::channel(0).0,
             open_watches: watch::channel(0).0,
             counts: Mutex::new(RequestCounts::default()),
+            shutting_down: std::sync::atomic::AtomicU8::new(0),
+            not_ready: std::sync::atomic::AtomicBool::new(false),
+            in_flight: watch::channel(0).0,
+            cut_epoch: watch::channel(0).0,
+            goaway_epoch: watch::channel(0).0,
         }
     }
 }
@@ -231,5 +267,71 @@ impl Controls {
     /// A receiver that changes when watches must be dropped.
     pub fn watch_epoch(&self) -> watch::Receiver<u64> {
         self.watch_epoch.subscribe()
+    }
+
+    /// Which answer new requests get while the server shuts down (`None`: served normally).
+    pub fn set_shutting_down(&self, answer: Option<ShutdownAnswer>) {
+        let v = match answer {
+            None => 0,
+            Some(ShutdownAnswer::ServiceUnavailable) => 1,
+            Some(ShutdownAnswer::RetryAfter) => 2,
+        };
+        self.shutting_down.store(v, Ordering::SeqCst);
+    }
+
+    /// The answer new requests get while the server shuts down, if it does.
+    pub fn shutting_down(&self) -> Option<ShutdownAnswer> {
+        match self.shutting_down.load(Ordering::SeqCst) {
+            1 => Some(ShutdownAnswer::ServiceUnavailable),
+            2 => Some(ShutdownAnswer::RetryAfter),
+            _ => None,
+        }
+    }
+
+    /// Whether `/readyz` fails (from the start of a graceful shutdown) while requests are still
+    /// served.
+    pub fn set_not_ready(&self, yes: bool) {
+        self.not_ready.store(yes, Ordering::SeqCst);
+    }
+
+    /// Whether `/readyz` fails.
+    pub fn is_not_ready(&self) -> bool {
+        self.not_ready.load(Ordering::SeqCst) || self.shutting_down().is_some()
+    }
+
+    /// Counts a request in flight until the guard is dropped.
+    pub fn request_started(&self) -> InFlight {
+        self.in_flight.send_modify(|n| *n += 1);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Waits until no request is in flight (watches excepted: their handler returns once the
+    /// stream starts); false on timeout.
+    pub async fn wait_drained(&self, timeout: Duration) -> bool {
+        let mut rx = self.in_flight.subscribe();
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|n| *n == 0)).await, Ok(Ok(_)))
+    }
+
+    /// Cuts every open connection: its next write goes out half and the connection breaks (a
+    /// connection reset in the middle of a response).
+    pub fn cut_connections(&self) {
+        self.cut_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// A receiver that changes when connections must be cut.
+    pub fn cut_epoch(&self) -> watch::Receiver<u64> {
+        self.cut_epoch.subscribe()
+    }
+
+    /// Asks every open connection to go away: HTTP/2 connections get a GOAWAY (streams in
+    /// progress finish, new ones need a new connection), HTTP/1.1 ones close after the response in
+    /// progress.
+    pub fn goaway(&self) {
+        self.goaway_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// A receiver that changes when connections must go away.
+    pub fn goaway_epoch(&self) -> watch::Receiver<u64> {
+        self.goaway_epoch.subscribe()
     }
 }

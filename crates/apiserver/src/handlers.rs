@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::body::{self, Body, error, json_bytes, json_value};
-use crate::controls::{Controls, Verb};
+use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
@@ -70,8 +70,39 @@ pub struct Shared {
     pub server_address: Mutex<String>,
 }
 
+/// Paths kube-apiserver answers even while it shuts down.
+const EXEMPT_FROM_SHUTDOWN: &[&str] = &["/readyz", "/livez", "/healthz", "/version", "/metrics"];
+
+/// kube-apiserver's answer to new requests once it shuts down.
+fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
+    match answer {
+        ShutdownAnswer::ServiceUnavailable => {
+            let mut r = body::error(&ApiError::new(503, "ServiceUnavailable", "apiserver is shutting down"));
+            r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+            r
+        }
+        ShutdownAnswer::RetryAfter => {
+            let mut r = body::respond(
+                429,
+                "text/plain; charset=utf-8",
+                Body::Full(Some(Bytes::from_static(b"The apiserver is shutting down, please try again later.\n"))),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+            r.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            r
+        }
+    }
+}
+
 /// Handles one request.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let exempt = EXEMPT_FROM_SHUTDOWN.contains(&req.uri().path());
+    if let Some(answer) = shared.controls.shutting_down()
+        && !exempt
+    {
+        return shutting_down(answer);
+    }
+    let _in_flight = shared.controls.request_started();
     let lat = shared.controls.latency();
     if !lat.is_zero() {
         tokio::time::sleep(lat).await;
@@ -129,7 +160,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
-        ["healthz"] | ["livez"] | ["readyz"] => Ok(text("ok")),
+        ["healthz"] | ["livez"] => Ok(text("ok")),
+        ["readyz"] if shared.controls.is_not_ready() => Ok(body::respond(
+            500,
+            "text/plain; charset=utf-8",
+            Body::Full(Some(Bytes::from_static(b"[-]shutdown failed: reason withheld\nreadyz check failed\n"))),
+        )),
+        ["readyz"] if shared.store.cache().readiness() != crate::cache::Readiness::Ready => Ok(body::respond(
+            500,
+            "text/plain; charset=utf-8",
+            Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
+        )),
+        ["readyz"] => Ok(text("ok")),
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
@@ -277,25 +319,26 @@ async fn resource_request(
             }
         }
         (Method::GET, Some(n)) => {
-            let o = store.get(&info, ns_or_default, n)?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.get(&info, ns_or_default, n).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::POST, None) => {
             require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
             let o = store
-                .create_many(&info, ns, vec![v], dry_run)?
+                .create_many(&info, ns, vec![v], dry_run)
+                .await?
                 .pop()
                 .ok_or_else(|| ApiError::internal("no object created"))?;
-            Ok(json_bytes(201, o.full.clone()))
+            Ok(json_bytes(201, o.json()))
         }
         (Method::PUT, Some(n)) => {
             require_json_body(&req)?;
             let b = read_body(shared, req).await?;
             let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run })?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run }).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
@@ -313,7 +356,7 @@ async fn resource_request(
             };
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run });
+            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run }).await;
             let o = match r {
                 Err(e) if e.code == 404 && is_apply => {
                     let mut v = parse_json(&b)?;
@@ -324,14 +367,15 @@ async fn resource_request(
                         }
                     }
                     let o = store
-                        .create_many(&info, ns, vec![v], dry_run)?
+                        .create_many(&info, ns, vec![v], dry_run)
+                        .await?
                         .pop()
                         .ok_or_else(|| ApiError::internal("no object created"))?;
-                    return Ok(json_bytes(201, o.full.clone()));
+                    return Ok(json_bytes(201, o.json()));
                 }
                 r => r?,
             };
-            Ok(json_bytes(200, o.full.clone()))
+            Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
             let b = read_body(shared, req).await?;
@@ -342,16 +386,16 @@ async fn resource_request(
                 None => None,
             };
             let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run)?;
-            Ok(json_bytes(200, o.full.clone()))
+            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run).await?;
+            Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
             let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-            let (_, items) = store.snapshot(&info, ns, &sel)?;
+            let (_, items) = store.snapshot(&info, ns, &sel).await?;
             let mut deleted = Vec::new();
             for o in items {
-                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run) {
+                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run).await {
                     deleted.push(d);
                 }
             }
@@ -396,6 +440,8 @@ async fn start_watch(
         opts.send_initial_events = Some(true);
     }
     let cfg = &shared.cfg;
+    let cache = store.cache().clone();
+    cache.check_ready()?;
     let timeout = match opts.timeout_seconds {
         // Clamped so deadline arithmetic can never overflow; 0 means default.
         Some(s) if s > 0 => Duration::from_secs(s.min(365 * 24 * 3600)),
@@ -405,15 +451,19 @@ async fn start_watch(
         }
     };
     if let Some(n) = rv
-        && n > store.resource_version()
-        && !store.wait_for_rv(n, cfg.rv_wait).await
+        && n > cache.resource_version()
+        && !cache.wait_for_rv(n, cfg.rv_wait).await
     {
-        return Err(ApiError::too_large_rv(n, store.resource_version()));
+        return Err(ApiError::too_large_rv(n, cache.resource_version()));
+    }
+    // A streaming list without a resourceVersion is a consistent read.
+    if opts.send_initial_events == Some(true) && opts.resource_version.is_none() && !store.fresh().await? {
+        return Err(ApiError::too_large_rv(store.resource_version(), cache.resource_version()));
     }
     let start = match (opts.send_initial_events, rv) {
         (Some(true), _) => WatchStart::Initial { end_bookmark: true },
         (_, Some(n)) => {
-            let (oldest, _) = store.history_bounds(info)?;
+            let (oldest, _) = cache.history_bounds(info)?;
             if n < oldest {
                 let ev = watch::encode_error(&watch::too_old_error(n, oldest));
                 let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
@@ -422,7 +472,7 @@ async fn start_watch(
             }
             WatchStart::After(n)
         }
-        (_, None) => WatchStart::After(store.resource_version()),
+        (_, None) => WatchStart::After(cache.resource_version()),
     };
     let params = WatchParams {
         info: info.clone(),
@@ -436,6 +486,6 @@ async fn start_watch(
         chunk_bytes: cfg.chunk_bytes,
         render,
     };
-    let rx = watch::spawn(store, shared.controls.clone(), params);
+    let rx = watch::spawn(cache, shared.controls.clone(), params);
     Ok(body::respond(200, "application/json", Body::Stream(rx)))
 }

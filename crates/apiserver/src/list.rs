@@ -12,10 +12,11 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use crate::cache::ListAt;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{ListAt, Store};
+use crate::store::Store;
 
 /// Parsed list/watch query parameters.
 #[derive(Debug, Clone, Default)]
@@ -282,14 +283,19 @@ pub async fn list(
             (Some(r), m) => {
                 let n = parse_rv(r)?;
                 let exact = m == Some("Exact") || (m.is_none() && limit > 0);
-                if n > store.resource_version() && !store.wait_for_rv(n, rv_wait).await {
-                    return Err(ApiError::too_large_rv(n, store.resource_version()));
+                let cache = store.cache();
+                cache.check_ready()?;
+                if n > cache.resource_version() && !cache.wait_for_rv(n, rv_wait).await {
+                    return Err(ApiError::too_large_rv(n, cache.resource_version()));
                 }
                 if exact { ListAt::Exact(n) } else { ListAt::Latest }
             }
         }
     };
-    let page = match store.list(info, ns, at, start.as_deref(), limit, sel) {
+    // Without a resourceVersion (and not continuing a list) the read is consistent.
+    let consistent = opts.continue_token.is_none() && opts.resource_version.is_none();
+    let q = crate::store::ListQuery { ns, at, start: start.as_deref(), limit, sel, consistent };
+    let page = match store.list(info, q).await {
         Ok(p) => p,
         Err(e) if e.code == 410 && token.is_some() => {
             let t = token.unwrap_or(ContinueToken { rv: -1, start: String::new() });
@@ -318,7 +324,7 @@ pub async fn list(
         return Ok(serde_json::to_vec(&t).unwrap_or_default());
     }
     let metadata = render == crate::table::Render::Metadata;
-    let mut out = Vec::with_capacity(256 + page.items.iter().map(|o| o.full.len() + 1).sum::<usize>());
+    let mut out = Vec::with_capacity(256 + page.items.iter().map(|o| o.json_len() + 1).sum::<usize>());
     out.extend_from_slice(b"{\"kind\":");
     if metadata {
         out.extend_from_slice(b"\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\"");
@@ -346,7 +352,7 @@ pub async fn list(
             out.push(b',');
         }
         if metadata {
-            out.extend_from_slice(&crate::table::partial_metadata(&o.full));
+            out.extend_from_slice(&crate::table::partial_metadata(&o.json()));
         } else {
             o.write_item(&mut out, info.list_items_have_kind);
         }

@@ -1,21 +1,43 @@
-//! Stored objects: one immutable, pre-serialized snapshot of an API object.
+//! Stored objects: one immutable version of an API object, as the watch cache holds it.
 //!
-//! Invariants: `full` is the compact JSON of the object and always starts with
-//! `{"kind":…,"apiVersion":…` so that `full[body_offset..]` is the remainder
-//! (`"metadata":…}` or just `}`), letting list items be written without
-//! `kind`/`apiVersion` by emitting `{` + remainder. Labels and selectable
-//! field values are extracted once at write time for selector matching.
+//! An object is kept as its **storage bytes** — the compact JSON stored under its key, with
+//! `kind` and `apiVersion` and without `metadata.resourceVersion` (kube-apiserver's layout) — plus
+//! its revision and the offset where `"resourceVersion":"<rv>"` goes when it is served. The same
+//! bytes are shared by the storage (memory backend), the cache, its history and every response in
+//! flight; serving splices the revision in while copying into the response.
+//!
+//! Invariants: `value` starts with `{"kind":<kind>,"apiVersion":<apiVersion>,` so that
+//! `value[body_offset..]` is the rest (`"metadata":…}`), letting list items be written without
+//! `kind`/`apiVersion`; `rv_at` is inside `metadata` (right after `uid`, where kube-apiserver
+//! writes `resourceVersion`, or first when there is no uid). Values read from storage that do not
+//! have this layout (written by another program) are re-serialized into it. Labels and selectable
+//! field values are extracted once, for selector matching without parsing.
+
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::registry::ResourceInfo;
 
-/// One version of one object, shared (`Arc`) between the store, the watch
-/// cache and in-flight responses.
-#[derive(Debug)]
+/// How the resourceVersion member is inserted at `rv_at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sep {
+    /// `"resourceVersion":"N",` (another member follows).
+    Before,
+    /// `,"resourceVersion":"N"` (it is the last member).
+    After,
+    /// `"resourceVersion":"N"` (it is the only member).
+    Alone,
+}
+
+/// One version of one object, shared (`Arc`) between the storage, the watch cache and in-flight
+/// responses.
+#[derive(Debug, Clone)]
 pub struct StoredObject {
-    /// Store key: `namespace/name` or `name`.
+    /// Cache key: `namespace/name` or `name`.
     pub key: String,
     /// Namespace ("" for cluster-scoped).
     pub namespace: String,
@@ -23,7 +45,7 @@ pub struct StoredObject {
     pub name: String,
     /// metadata.uid.
     pub uid: String,
-    /// metadata.resourceVersion as a number.
+    /// The revision of this version (its resourceVersion).
     pub rv: u64,
     /// metadata.generation (0 when absent).
     pub generation: i64,
@@ -31,92 +53,118 @@ pub struct StoredObject {
     pub labels: Vec<(String, String)>,
     /// Field-selector values (metadata.name, metadata.namespace, extra fields).
     pub fields: Vec<(String, String)>,
-    /// Server-owned metadata kept across updates (creationTimestamp,
-    /// deletionTimestamp, deletionGracePeriodSeconds).
-    pub kept: Vec<(String, Value)>,
-    /// Full compact JSON.
-    pub full: Bytes,
-    /// Offset in `full` where the part after `kind`/`apiVersion` starts.
-    pub body_offset: usize,
-    /// Byte range of the resourceVersion string's contents in `full`.
-    pub rv_range: Option<(usize, usize)>,
-    /// Byte range of the `spec` value in `full`.
-    pub spec_range: Option<(usize, usize)>,
+    /// Server-owned metadata carried over by updates ([`KEPT_META`] present in the object).
+    pub kept: Vec<(&'static str, Value)>,
+    value: Bytes,
+    body_offset: usize,
+    rv_at: usize,
+    sep: Sep,
+    spec_range: Option<(usize, usize)>,
+    /// False for objects never stored (dry-run creates): served without a resourceVersion.
+    has_rv: bool,
 }
 
 impl StoredObject {
-    /// The object parsed back into a JSON value.
-    pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.full).unwrap_or(Value::Null)
+    /// The storage bytes (no resourceVersion).
+    pub fn storage_value(&self) -> &Bytes {
+        &self.value
     }
 
-    /// The serialized `spec`, if any.
-    pub fn spec_bytes(&self) -> Option<&[u8]> {
-        self.spec_range.map(|(a, b)| &self.full[a..b])
+    fn rv_member(&self, out: &mut Vec<u8>) {
+        if !self.has_rv {
+            return;
+        }
+        if self.sep == Sep::After {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"resourceVersion\":\"");
+        let mut buf = itoa_buf(self.rv);
+        out.extend_from_slice(buf.as_bytes_mut());
+        out.push(b'"');
+        if self.sep == Sep::Before {
+            out.push(b',');
+        }
+    }
+
+    /// Appends the object's JSON (with its resourceVersion).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.value[..self.rv_at]);
+        self.rv_member(out);
+        out.extend_from_slice(&self.value[self.rv_at..]);
     }
 
     /// Appends the object as a list item (with or without kind/apiVersion).
     pub fn write_item(&self, out: &mut Vec<u8>, with_kind: bool) {
         if with_kind {
-            out.extend_from_slice(&self.full);
+            self.write_json(out);
         } else {
             out.push(b'{');
-            out.extend_from_slice(&self.full[self.body_offset..]);
+            out.extend_from_slice(&self.value[self.body_offset..self.rv_at]);
+            self.rv_member(out);
+            out.extend_from_slice(&self.value[self.rv_at..]);
         }
     }
 
-    /// A copy whose resourceVersion is `rv` (splices the digits; the rest of
-    /// the bytes are shared logic, not re-serialized).
+    /// The object's JSON (with its resourceVersion) in a buffer of its own.
+    pub fn json(&self) -> Bytes {
+        let mut out = Vec::with_capacity(self.json_len());
+        self.write_json(&mut out);
+        Bytes::from(out)
+    }
+
+    /// The length of [`Self::json`].
+    pub fn json_len(&self) -> usize {
+        self.value.len() + 24 + 20
+    }
+
+    /// The object parsed back into a JSON value (with its resourceVersion).
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json()).unwrap_or(Value::Null)
+    }
+
+    /// The serialized `spec`, if any.
+    pub fn spec_bytes(&self) -> Option<&[u8]> {
+        self.spec_range.map(|(a, b)| &self.value[a..b])
+    }
+
+    /// This version with another resourceVersion (deletion events carry the deletion's).
     pub fn with_rv(&self, rv: u64) -> StoredObject {
-        let digits = rv.to_string();
-        let (full, rv_range, spec_range) = splice(&self.full, self.rv_range, self.spec_range, digits.as_bytes());
-        StoredObject {
-            key: self.key.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            uid: self.uid.clone(),
-            rv,
-            generation: self.generation,
-            labels: self.labels.clone(),
-            fields: self.fields.clone(),
-            kept: self.kept.clone(),
-            full,
-            body_offset: self.body_offset,
-            rv_range,
-            spec_range,
-        }
+        StoredObject { rv, has_rv: true, ..self.clone() }
     }
 
     /// Whether `other` equals this object except for the resourceVersion.
     pub fn same_except_rv(&self, other: &StoredObject) -> bool {
-        match (self.rv_range, other.rv_range) {
-            (Some((a1, b1)), Some((a2, b2))) => {
-                a1 == a2 && self.full[..a1] == other.full[..a2] && self.full[b1..] == other.full[b2..]
-            }
-            _ => false,
-        }
+        self.value == other.value
     }
 }
 
-type Splice = (Bytes, Option<(usize, usize)>, Option<(usize, usize)>);
-
-/// Replaces the bytes in `rv_range` by `digits`, shifting `spec_range`.
-fn splice(full: &[u8], rv_range: Option<(usize, usize)>, spec_range: Option<(usize, usize)>, digits: &[u8]) -> Splice {
-    let Some((a, b)) = rv_range else {
-        return (Bytes::copy_from_slice(full), None, spec_range);
-    };
-    let mut out = Vec::with_capacity(full.len() + digits.len());
-    out.extend_from_slice(&full[..a]);
-    out.extend_from_slice(digits);
-    out.extend_from_slice(&full[b..]);
-    let shift = |p: usize| {
-        if p >= b { p + digits.len() - (b - a) } else { p }
-    };
-    let spec = spec_range.map(|(s, e)| (shift(s), shift(e)));
-    (Bytes::from(out), Some((a, a + digits.len())), spec)
+/// A small stack buffer holding the decimal digits of a number.
+struct Digits {
+    buf: [u8; 20],
+    start: usize,
 }
 
-/// Build the key of an object.
+impl Digits {
+    fn as_bytes_mut(&mut self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+fn itoa_buf(mut n: u64) -> Digits {
+    let mut buf = [0u8; 20];
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    Digits { buf, start: i }
+}
+
+/// Build the cache key of an object.
 pub fn make_key(namespace: &str, name: &str) -> String {
     if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
@@ -173,11 +221,22 @@ fn write_entry(out: &mut Vec<u8>, first: &mut bool, k: &str, v: &Value) -> (usiz
     (start, out.len())
 }
 
-/// Serializes a finished object into a `StoredObject` (kind/apiVersion from
-/// `info`; metadata keys in kube's order; other keys sorted, as Go's encoder writes an
-/// unstructured object, whatever the map type: this crate does not turn on serde_json's
-/// `preserve_order`, which would slow every `serde_json::Value` decode in the binaries that
-/// embed it, but another crate may).
+/// The canonical prefix of every value of a resource: `{"kind":…,"apiVersion":…,`.
+fn type_prefix(info: &ResourceInfo) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"kind\":");
+    let _ = serde_json::to_writer(&mut out, &info.kind);
+    out.extend_from_slice(b",\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut out, &info.api_version());
+    out.push(b',');
+    out
+}
+
+/// Serializes an object into its storage bytes and the cache's view of it (kind/apiVersion from
+/// `info`; metadata keys in kube's order without `resourceVersion`; other keys sorted, as Go's
+/// encoder writes an unstructured object, whatever the map type: this crate does not turn on
+/// serde_json's `preserve_order`, which would slow every `serde_json::Value` decode in the
+/// binaries that embed it, but another crate may).
 pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredObject {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     let meta = match obj.get("metadata") {
@@ -191,22 +250,29 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         .and_then(Value::as_object)
         .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
         .unwrap_or_default();
-    let kept = KEPT_META.iter().filter_map(|k| meta.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
+    let kept = KEPT_META.iter().filter_map(|k| meta.get(*k).map(|v| (*k, v.clone()))).collect();
 
-    let mut out = Vec::with_capacity(1024);
-    out.extend_from_slice(b"{\"kind\":");
-    let _ = serde_json::to_writer(&mut out, &info.kind);
-    out.extend_from_slice(b",\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut out, &info.api_version());
-    let body_offset = out.len() + 1;
-    out.extend_from_slice(b",\"metadata\":{");
-    let mut rv_range = None;
+    // Serialized in a reused buffer, then copied into an allocation of exactly its size: a stored
+    // value is kept for as long as the object lives, and a grown buffer would keep up to twice it.
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut out = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    out.clear();
+    out.extend_from_slice(&type_prefix(info));
+    let body_offset = out.len();
+    out.extend_from_slice(b"\"metadata\":{");
+    let meta_start = out.len();
+    let mut rv_at = None;
     let mut first = true;
     for k in META_ORDER {
+        if *k == "resourceVersion" {
+            continue;
+        }
         if let Some(v) = meta.get(*k) {
-            let (a, b) = write_entry(&mut out, &mut first, k, v);
-            if *k == "resourceVersion" && v.is_string() {
-                rv_range = Some((a + 1, b - 1));
+            write_entry(&mut out, &mut first, k, v);
+            if *k == "uid" {
+                rv_at = Some(out.len());
             }
         }
     }
@@ -218,7 +284,14 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
     for (k, v) in rest {
         write_entry(&mut out, &mut first, k, v);
     }
+    let meta_end = out.len();
     out.push(b'}');
+    let (rv_at, sep) = match rv_at {
+        Some(at) if at == meta_end => (at, Sep::After),
+        Some(at) => (at + 1, Sep::Before),
+        None if meta_end == meta_start => (meta_start, Sep::Alone),
+        None => (meta_start, Sep::Before),
+    };
     let mut spec_range = None;
     let mut members: Vec<_> =
         obj.iter().filter(|(k, _)| !matches!(k.as_str(), "kind" | "apiVersion" | "metadata")).collect();
@@ -252,45 +325,208 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         labels,
         fields,
         kept,
-        full: Bytes::from(out),
+        value: {
+            let v = Bytes::copy_from_slice(&out);
+            if out.capacity() <= 1 << 20 {
+                SCRATCH.with(|s| *s.borrow_mut() = out);
+            }
+            v
+        },
         body_offset,
-        rv_range,
+        rv_at,
+        sep,
         spec_range,
+        has_rv: true,
     }
 }
 
-/// Returns a copy of `obj` whose `metadata.resourceVersion` is `rv` (used for
-/// DELETED events and selector-transition DELETEDs).
-pub fn with_rv(_info: &ResourceInfo, obj: &StoredObject, rv: u64) -> StoredObject {
-    obj.with_rv(rv)
+/// Why a stored value could not become an object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// Not a JSON object.
+    #[error("not a JSON object: {0}")]
+    NotJson(String),
+    /// Of another kind or apiVersion than the resource.
+    #[error("a {got} where a {want} was expected")]
+    WrongKind {
+        /// kind/apiVersion found.
+        got: String,
+        /// kind/apiVersion expected.
+        want: String,
+    },
 }
 
-const RV_MARKER: &str = "\u{1}rv-slot\u{1}";
+#[derive(Deserialize)]
+struct MetaHead<'a> {
+    #[serde(borrow)]
+    uid: Option<&'a RawValue>,
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<serde::de::IgnoredAny>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(rename = "creationTimestamp")]
+    creation_timestamp: Option<Value>,
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<Value>,
+    #[serde(rename = "deletionGracePeriodSeconds")]
+    deletion_grace_period_seconds: Option<Value>,
+}
 
-/// A serialized object whose `metadata.resourceVersion` is still open, so
-/// the expensive serialization can happen before the RV is known (outside
-/// the store lock) and [`Template::finish`] only splices the digits in.
+fn offset_in(base: &[u8], part: &str) -> usize {
+    part.as_ptr() as usize - base.as_ptr() as usize
+}
+
+/// Reads an object from its storage bytes. `ns` and `name` come from the storage key; `rv` is
+/// the key's mod revision. Values in the canonical layout are kept as they are (no copy); others
+/// are re-serialized into it.
+pub fn from_storage(
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    value: Bytes,
+    rv: u64,
+) -> Result<StoredObject, ValueError> {
+    let trimmed = value.len() - value.iter().rev().take_while(|b| b.is_ascii_whitespace()).count();
+    let value = value.slice(..trimmed);
+    let top: BTreeMap<&str, &RawValue> = match serde_json::from_slice(&value) {
+        Ok(t) => t,
+        // Keys with escapes cannot be borrowed: read the slow way.
+        Err(_) => serde_json::from_slice::<Map<String, Value>>(&value)
+            .map_err(|e| ValueError::NotJson(e.to_string()))
+            .map(|_| BTreeMap::new())?,
+    };
+    let str_of = |k: &str| top.get(k).and_then(|r| serde_json::from_str::<String>(r.get()).ok()).unwrap_or_default();
+    let (kind, api_version) = (str_of("kind"), str_of("apiVersion"));
+    if (!kind.is_empty() && kind != info.kind) || (!api_version.is_empty() && api_version != info.api_version()) {
+        return Err(ValueError::WrongKind {
+            got: format!("{api_version} {kind}"),
+            want: format!("{} {}", info.api_version(), info.kind),
+        });
+    }
+    let canonical = || -> Result<StoredObject, ValueError> {
+        let mut m: Map<String, Value> =
+            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.remove("resourceVersion");
+            meta.insert("name".into(), name.into());
+            if info.namespaced {
+                meta.insert("namespace".into(), ns.into());
+            }
+        }
+        Ok(build(info, &m, rv))
+    };
+    let prefix = type_prefix(info);
+    let Some(meta_raw) = top.get("metadata").copied() else { return canonical() };
+    let meta: MetaHead = serde_json::from_str(meta_raw.get()).map_err(|e| ValueError::NotJson(e.to_string()))?;
+    let body_offset = prefix.len();
+    if !value.starts_with(&prefix)
+        || !value[body_offset..].starts_with(b"\"metadata\":")
+        || meta.resource_version.is_some()
+        || !meta_raw.get().starts_with('{')
+    {
+        return canonical();
+    }
+    let meta_at = offset_in(&value, meta_raw.get());
+    let (rv_at, sep) = match meta.uid {
+        Some(uid) => {
+            let end = offset_in(&value, uid.get()) + uid.get().len();
+            if value.get(end) == Some(&b',') { (end + 1, Sep::Before) } else { (end, Sep::After) }
+        }
+        None if meta_raw.get().trim_start_matches('{').trim_start().starts_with('}') => (meta_at + 1, Sep::Alone),
+        None => (meta_at + 1, Sep::Before),
+    };
+    let spec_range = top.get("spec").map(|s| {
+        let a = offset_in(&value, s.get());
+        (a, a + s.get().len())
+    });
+    let labels: Vec<(String, String)> = meta.labels.unwrap_or_default().into_iter().collect();
+    let kept = [
+        ("creationTimestamp", meta.creation_timestamp),
+        ("deletionTimestamp", meta.deletion_timestamp),
+        ("deletionGracePeriodSeconds", meta.deletion_grace_period_seconds),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    let mut fields = vec![("metadata.name".to_string(), name.to_string())];
+    if info.namespaced {
+        fields.push(("metadata.namespace".to_string(), ns.to_string()));
+    }
+    if !info.selectable_fields.is_empty() {
+        // Each top-level member a field lives in is read once.
+        let mut parsed: BTreeMap<&str, Option<BTreeMap<&str, &RawValue>>> = BTreeMap::new();
+        for f in &info.selectable_fields {
+            let mut parts = f.splitn(2, '.');
+            let (Some(first), rest) = (parts.next(), parts.next()) else { continue };
+            let v = match rest {
+                None => top.get(first).and_then(|r| scalar_string(r)),
+                Some(rest) => {
+                    let members = parsed
+                        .entry(first)
+                        .or_insert_with(|| top.get(first).and_then(|r| serde_json::from_str(r.get()).ok()));
+                    members.as_ref().and_then(|m| raw_path(m, rest))
+                }
+            };
+            if let Some(v) = v {
+                fields.push((f.clone(), v));
+            }
+        }
+    }
+    Ok(StoredObject {
+        key: make_key(ns, name),
+        namespace: ns.to_string(),
+        name: name.to_string(),
+        uid: meta.uid.map(|u| serde_json::from_str::<String>(u.get()).unwrap_or_default()).unwrap_or_default(),
+        rv,
+        generation: meta.generation.unwrap_or(0),
+        labels,
+        fields,
+        kept,
+        body_offset,
+        rv_at,
+        sep,
+        spec_range,
+        value,
+        has_rv: true,
+    })
+}
+
+/// The scalar at a dotted path below an object's members, as a field-selector string.
+fn raw_path(members: &BTreeMap<&str, &RawValue>, dotted: &str) -> Option<String> {
+    let mut parts = dotted.split('.');
+    let mut cur: &RawValue = members.get(parts.next()?)?;
+    for seg in parts {
+        let m: BTreeMap<&str, &RawValue> = serde_json::from_str(cur.get()).ok()?;
+        cur = m.get(seg)?;
+    }
+    scalar_string(cur)
+}
+
+fn scalar_string(raw: &RawValue) -> Option<String> {
+    match raw.get().as_bytes().first() {
+        Some(b'{' | b'[') => None,
+        _ => field_string(&serde_json::from_str::<Value>(raw.get()).ok()?),
+    }
+}
+
+const RV_DRY_RUN: u64 = 0;
+
+/// A serialized object whose resourceVersion is not known yet (it is the revision the storage
+/// gives the write): [`Template::finish`] sets it without copying the bytes.
 #[derive(Debug)]
 pub struct Template {
     obj: StoredObject,
 }
 
 impl Template {
-    /// Serializes `obj` (metadata complete except resourceVersion, which is
-    /// set to a placeholder in `obj`).
-    pub fn new(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Self {
-        if !matches!(obj.get("metadata"), Some(Value::Object(_))) {
-            obj.insert("metadata".into(), Value::Object(Map::new()));
-        }
-        if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
-            meta.insert("resourceVersion".into(), RV_MARKER.into());
-        }
-        Template { obj: build(info, obj, 0) }
+    /// Serializes `obj` (its metadata's `resourceVersion`, if any, is left out).
+    pub fn new(info: &ResourceInfo, obj: &Map<String, Value>) -> Self {
+        Template { obj: build(info, obj, RV_DRY_RUN) }
     }
 
     /// A template re-using an existing object's bytes (for deletes).
     pub fn from_stored(obj: &StoredObject) -> Self {
-        Template { obj: obj.with_rv(0) }
+        Template { obj: obj.with_rv(RV_DRY_RUN) }
     }
 
     /// Whether the finished object would equal `old` except for its RV.
@@ -298,34 +534,39 @@ impl Template {
         self.obj.same_except_rv(old)
     }
 
-    /// The object with its resourceVersion set to `rv`.
-    pub fn finish(self, rv: u64) -> StoredObject {
-        let mut o = self.obj;
-        let digits = rv.to_string();
-        let (full, rv_range, spec_range) = splice(&o.full, o.rv_range, o.spec_range, digits.as_bytes());
-        o.full = full;
-        o.rv_range = rv_range;
-        o.spec_range = spec_range;
-        o.rv = rv;
-        o
+    /// The bytes to store.
+    pub fn storage_value(&self) -> Bytes {
+        self.obj.value.clone()
     }
 
-    /// The store key of the object.
+    /// The object with its resourceVersion set to `rv`.
+    pub fn finish(self, rv: u64) -> StoredObject {
+        self.obj.with_rv(rv)
+    }
+
+    /// The cache key of the object.
     pub fn key(&self) -> &str {
         &self.obj.key
     }
 
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        &self.obj.name
+    }
+
+    /// The object's namespace.
+    pub fn namespace(&self) -> &str {
+        &self.obj.namespace
+    }
+
+    /// The serialized `spec`, if any.
+    pub fn spec_bytes(&self) -> Option<&[u8]> {
+        self.obj.spec_bytes()
+    }
+
     /// The object without any resourceVersion (dry-run creates).
-    pub fn finish_without_rv(self, info: &ResourceInfo) -> StoredObject {
-        match self.obj.value() {
-            Value::Object(mut m) => {
-                if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-                    meta.remove("resourceVersion");
-                }
-                build(info, &m, 0)
-            }
-            _ => self.obj,
-        }
+    pub fn finish_without_rv(self) -> StoredObject {
+        StoredObject { rv: 0, has_rv: false, ..self.obj }
     }
 }
 
@@ -367,37 +608,85 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn text(o: &StoredObject) -> String {
+        String::from_utf8(o.json().to_vec()).unwrap()
+    }
+
     #[test]
     fn build_layout() {
         let info = ResourceInfo::new("", "v1", "pods", "Pod", true);
-        let v = json!({"spec": {"x": 1}, "metadata": {"labels": {"a": "b"}, "name": "p", "namespace": "d"}});
+        let v =
+            json!({"spec": {"x": 1}, "metadata": {"labels": {"a": "b"}, "name": "p", "namespace": "d", "uid": "u"}});
         let Value::Object(m) = v else { unreachable!() };
         let o = build(&info, &m, 5);
-        let s = std::str::from_utf8(&o.full).unwrap();
         assert_eq!(
-            s,
-            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d","labels":{"a":"b"}},"spec":{"x":1}}"#
+            text(&o),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d","uid":"u","resourceVersion":"5","labels":{"a":"b"}},"spec":{"x":1}}"#
+        );
+        assert_eq!(
+            std::str::from_utf8(o.storage_value()).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d","uid":"u","labels":{"a":"b"}},"spec":{"x":1}}"#,
+            "stored without resourceVersion"
         );
         let mut item = Vec::new();
         o.write_item(&mut item, false);
         assert!(item.starts_with(br#"{"metadata""#));
         assert_eq!(o.key, "d/p");
+        assert_eq!(o.spec_bytes(), Some(&br#"{"x":1}"#[..]));
         let mut m = Map::new();
-        m.insert("metadata".into(), json!({"name": "x", "labels": {"a": "b"}}));
-        let t = Template::new(&info, &mut m);
-        let o = t.finish(123);
+        m.insert("metadata".into(), json!({"name": "x", "resourceVersion": "9", "labels": {"a": "b"}}));
+        let o = Template::new(&info, &m).finish(123);
         assert_eq!(
-            std::str::from_utf8(&o.full).unwrap(),
-            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x","resourceVersion":"123","labels":{"a":"b"}}}"#
+            text(&o),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"123","name":"x","labels":{"a":"b"}}}"#
         );
-        assert_eq!(o.rv, 123);
-        let o7 = o.with_rv(7);
-        let (a, b) = o7.rv_range.unwrap();
-        assert_eq!(&o7.full[a..b], b"7");
         assert!(o.same_except_rv(&o.with_rv(99999)));
+        let mut m = Map::new();
+        m.insert("metadata".into(), json!({"name": "x", "uid": "u"}));
+        assert_eq!(
+            text(&build(&info, &m, 7)),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x","uid":"u","resourceVersion":"7"}}"#
+        );
         let empty = build(&info, &Map::new(), 1);
         let mut item = Vec::new();
         empty.write_item(&mut item, false);
-        assert_eq!(&item, br#"{"metadata":{}}"#);
+        assert_eq!(&item, br#"{"metadata":{"resourceVersion":"1"}}"#);
+    }
+
+    #[test]
+    fn storage_bytes_read_back_without_copy_or_canonicalized() {
+        let info =
+            ResourceInfo::new("", "v1", "pods", "Pod", true).with_selectable_fields(&["spec.nodeName", "status.phase"]);
+        let v = json!({"metadata": {"name": "p", "namespace": "d", "uid": "u", "generation": 3, "labels": {"a": "b"}},
+                       "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let Value::Object(m) = v else { unreachable!() };
+        let built = build(&info, &m, 0);
+        let stored = built.storage_value().clone();
+        let read = from_storage(&info, "d", "p", stored.clone(), 42).unwrap();
+        assert_eq!(read.storage_value().as_ptr(), stored.as_ptr(), "canonical bytes are kept as they are");
+        assert_eq!(read.json(), built.with_rv(42).json());
+        assert_eq!((read.uid.as_str(), read.generation, read.key.as_str()), ("u", 3, "d/p"));
+        assert_eq!(read.labels, vec![("a".to_string(), "b".to_string())]);
+        assert!(read.fields.contains(&("spec.nodeName".into(), "n1".into())));
+        assert!(read.fields.contains(&("status.phase".into(), "Running".into())));
+        assert_eq!(read.spec_bytes(), built.spec_bytes());
+        // kube-apiserver's own encoding of a custom resource: apiVersion first, a trailing
+        // newline; and a stray resourceVersion.
+        let foreign = Bytes::from_static(
+            b"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"resourceVersion\":\"1\",\"uid\":\"u\"},\"spec\":{\"nodeName\":\"n2\"}}\n",
+        );
+        let read = from_storage(&info, "d", "p", foreign, 7).unwrap();
+        assert_eq!(
+            String::from_utf8(read.json().to_vec()).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"d","uid":"u","resourceVersion":"7"},"spec":{"nodeName":"n2"}}"#
+        );
+        assert!(matches!(
+            from_storage(&info, "d", "p", Bytes::from_static(b"{\"kind\":\"Node\"}"), 1),
+            Err(ValueError::WrongKind { .. })
+        ));
+        assert!(matches!(
+            from_storage(&info, "d", "p", Bytes::from_static(b"garbage"), 1),
+            Err(ValueError::NotJson(_))
+        ));
     }
 }

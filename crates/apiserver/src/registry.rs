@@ -29,6 +29,10 @@ pub struct ResourceInfo {
     /// Whether list items carry `kind`/`apiVersion` (true for custom resources,
     /// false for built-in types, as kube-apiserver does).
     pub list_items_have_kind: bool,
+    /// Where the objects live in storage, below the key prefix: kube-apiserver's path for
+    /// built-in types (`pods`, `services/specs`, `minions`…), `<group>/<plural>` for custom
+    /// resources (see [`crate::storage::keys`]).
+    pub storage_path: String,
 }
 
 impl ResourceInfo {
@@ -44,6 +48,7 @@ impl ResourceInfo {
             short_names: Vec::new(),
             selectable_fields: Vec::new(),
             list_items_have_kind: true,
+            storage_path: if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") },
         }
     }
 
@@ -71,11 +76,19 @@ impl ResourceInfo {
             || self.selectable_fields.iter().any(|f| f == field)
     }
 
+    /// Sets the storage path (builder style).
+    pub fn with_storage_path(mut self, path: &str) -> Self {
+        self.storage_path = path.trim_matches('/').to_string();
+        self
+    }
+
     fn builtin(group: &str, plural: &str, kind: &str, namespaced: bool, short: &[&str], fields: &[&str]) -> Self {
         let mut r = ResourceInfo::new(group, "v1", plural, kind, namespaced)
             .with_short_names(short)
             .with_selectable_fields(fields);
         r.list_items_have_kind = false;
+        // kube-apiserver keeps built-in types under their plural, without the group.
+        r.storage_path = plural.to_string();
         r
     }
 }
@@ -93,7 +106,8 @@ impl Registry {
     }
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
-    /// services, nodes, events; apps/v1 deployments, replicasets.
+    /// services, nodes, events; apps/v1 deployments, replicasets;
+    /// coordination.k8s.io/v1 leases.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;
@@ -117,8 +131,8 @@ impl Registry {
         ));
         r.register(b("", "configmaps", "ConfigMap", true, &["cm"], &[]));
         r.register(b("", "secrets", "Secret", true, &[], &["type"]));
-        r.register(b("", "services", "Service", true, &["svc"], &[]));
-        r.register(b("", "nodes", "Node", false, &["no"], &["spec.unschedulable"]));
+        r.register(b("", "services", "Service", true, &["svc"], &[]).with_storage_path("services/specs"));
+        r.register(b("", "nodes", "Node", false, &["no"], &["spec.unschedulable"]).with_storage_path("minions"));
         r.register(b(
             "",
             "events",
@@ -141,6 +155,7 @@ impl Registry {
         ));
         r.register(b("apps", "deployments", "Deployment", true, &["deploy"], &[]));
         r.register(b("apps", "replicasets", "ReplicaSet", true, &["rs"], &["status.replicas"]));
+        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r
     }
 

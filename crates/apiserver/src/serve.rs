@@ -1,9 +1,13 @@
-//! The standalone runner used by the `informer serve` CLI subcommand.
+//! The standalone runner used by the `informer serve` CLI subcommand: kube-apiserver's storage
+//! flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`) or a data directory,
+//! and kube-apiserver's graceful shutdown on SIGINT/SIGTERM (`--shutdown-delay-duration`,
+//! `--shutdown-send-retry-after`, `--shutdown-watch-termination-grace-period`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::server::ApiServer;
+use crate::server::{ApiServer, GracefulShutdown, StorageConfig};
 
 /// Options of [`serve`].
 #[derive(Debug, Clone)]
@@ -18,8 +22,16 @@ pub struct ServeOptions {
     pub tls_key: Option<PathBuf>,
     /// Where to write a kubeconfig for the server.
     pub write_kubeconfig: Option<PathBuf>,
-    /// Persistence directory for objects and the RV counter.
+    /// Keep objects durably in this directory (SQLite).
     pub data_dir: Option<PathBuf>,
+    /// Keep objects in etcd at these client URLs.
+    pub etcd_servers: Vec<String>,
+    /// The etcd key prefix.
+    pub etcd_prefix: String,
+    /// How often the storage's history is compacted (zero: never).
+    pub compaction_interval: Duration,
+    /// How the server shuts down on SIGINT or SIGTERM.
+    pub shutdown: GracefulShutdown,
 }
 
 impl Default for ServeOptions {
@@ -31,6 +43,10 @@ impl Default for ServeOptions {
             tls_key: None,
             write_kubeconfig: None,
             data_dir: None,
+            etcd_servers: Vec::new(),
+            etcd_prefix: "/registry".into(),
+            compaction_interval: Duration::from_secs(300),
+            shutdown: GracefulShutdown::default(),
         }
     }
 }
@@ -41,17 +57,25 @@ pub enum ServeError {
     /// Bad option combination.
     #[error("invalid options: {0}")]
     Options(String),
-    /// I/O (bind, TLS files, kubeconfig).
+    /// I/O (bind, TLS files, kubeconfig, storage).
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
 /// Starts a server with `opts`; returns it (keep it alive to keep serving).
 pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
-    let mut b = ApiServer::builder().addr(opts.addr);
-    if let Some(d) = &opts.data_dir {
-        b = b.data_dir(d.clone());
-    }
+    let mut b = ApiServer::builder()
+        .addr(opts.addr)
+        .etcd_prefix(opts.etcd_prefix.clone())
+        .compaction_interval(opts.compaction_interval);
+    b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
+        (Some(_), false) => {
+            return Err(ServeError::Options("--data-dir and --etcd-servers are two different storages".into()));
+        }
+        (Some(d), true) => b.storage(StorageConfig::Sqlite(d.clone())),
+        (None, false) => b.storage(StorageConfig::Etcd { endpoints: opts.etcd_servers.clone() }),
+        (None, true) => b,
+    };
     if let Some(t) = &opts.token {
         b = b.token(t.clone());
     }
@@ -69,12 +93,24 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     Ok(server)
 }
 
-/// Runs a server until Ctrl-C.
+/// Runs a server until SIGINT (Ctrl-C) or SIGTERM, then shuts it down gracefully as
+/// `opts.shutdown` says.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    let shutdown = opts.shutdown;
     let server = start(opts).await?;
     tracing::info!(url = %server.url(), "informer apiserver listening");
     eprintln!("informer apiserver listening on {}", server.url());
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
-    server.stop().await;
+    tracing::info!("shutting down");
+    server.shutdown_gracefully(shutdown).await;
     Ok(())
 }

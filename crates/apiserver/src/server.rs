@@ -1,9 +1,14 @@
-//! The embeddable server: builder, running handle, accept loop, restart,
-//! kubeconfig, and direct in-process object access.
+//! The embeddable server: builder, running handle, accept loop, restart, kubeconfig, and direct
+//! in-process object access.
 //!
-//! Invariants: the store and controls outlive restarts (a restart keeps all
-//! objects and the RV counter but drops the watch-cache history, like a real
-//! apiserver restart); `stop()` closes the listener and every open
+//! A server is a [`Store`] (the REST layer) over a [`Storage`] backend — memory (the default),
+//! SQLite in a data directory, or etcd — and a [`WatchCache`] fed by the storage's watch through a
+//! [`Dispatcher`] task, plus a periodic compactor and the HTTP listener.
+//!
+//! Invariants: the storage and the controls outlive restarts; a restart rebuilds the watch cache
+//! from the storage, which holds every object, the revision counter and the history since its
+//! compacted revision, so watches from revisions before the restart resume (requests get 429 while
+//! the cache initializes, as from kube-apiserver). `stop()` closes the listener and every open
 //! connection before it returns, so `restart()` can bind the same port.
 
 use std::net::SocketAddr;
@@ -18,13 +23,47 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::controls::{Controls, Fault};
+use crate::cache::{Dispatcher, HistoryConfig, WatchCache};
+use crate::controls::{Controls, Fault, ShutdownAnswer};
 use crate::handlers::{self, Config, Shared};
 use crate::object::StoredObject;
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{HistoryConfig, PatchType, Store, WriteOpts};
+use crate::storage::etcd::{EtcdOptions, EtcdStorage};
+use crate::storage::keys::KeyLayout;
+use crate::storage::memory::MemoryStorage;
+use crate::storage::sqlite::SqliteStorage;
+use crate::storage::{CompactorState, Storage};
+use crate::store::{PatchType, Store, WriteOpts};
+
+/// Where a server keeps its objects.
+#[derive(Clone)]
+pub enum StorageConfig {
+    /// In memory, gone with the process (the default).
+    Memory,
+    /// Durable in a data directory (SQLite, `<dir>/state.db`): an acknowledged write survives a
+    /// crash.
+    Sqlite(PathBuf),
+    /// In etcd (kube-apiserver's layout; several servers can share it).
+    Etcd {
+        /// Client URLs.
+        endpoints: Vec<String>,
+    },
+    /// A storage built by the caller.
+    Custom(Arc<dyn Storage>),
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StorageConfig::Memory => f.write_str("Memory"),
+            StorageConfig::Sqlite(d) => f.debug_tuple("Sqlite").field(d).finish(),
+            StorageConfig::Etcd { endpoints } => f.debug_struct("Etcd").field("endpoints", endpoints).finish(),
+            StorageConfig::Custom(s) => f.debug_tuple("Custom").field(&s.name()).finish(),
+        }
+    }
+}
 
 /// Builds an [`ApiServer`].
 #[derive(Debug, Clone)]
@@ -35,7 +74,10 @@ pub struct ApiServerBuilder {
     history: HistoryConfig,
     tls: Option<(PathBuf, PathBuf)>,
     default_namespaces: bool,
-    data_dir: Option<PathBuf>,
+    storage: StorageConfig,
+    prefix: String,
+    compaction_interval: Duration,
+    ready_timeout: Duration,
 }
 
 impl Default for ApiServerBuilder {
@@ -47,7 +89,10 @@ impl Default for ApiServerBuilder {
             history: HistoryConfig::default(),
             tls: None,
             default_namespaces: true,
-            data_dir: None,
+            storage: StorageConfig::Memory,
+            prefix: "/registry".into(),
+            compaction_interval: Duration::from_secs(300),
+            ready_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -107,7 +152,8 @@ impl ApiServerBuilder {
         self
     }
 
-    /// How long a request for a future RV waits before 504 (default 3 s).
+    /// How long a request for a future RV (or a consistent read) waits for the watch cache
+    /// before 504 (default 3 s).
     pub fn too_large_rv_wait(mut self, d: Duration) -> Self {
         self.cfg.rv_wait = d;
         self
@@ -132,32 +178,78 @@ impl ApiServerBuilder {
     }
 
     /// Whether to create the `default`, `kube-system`, `kube-public` and
-    /// `kube-node-lease` namespaces at start (default true).
+    /// `kube-node-lease` namespaces at start when absent (default true).
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
         self
     }
 
-    /// Persists objects and the RV counter in `dir` (loaded at start, saved
-    /// every second when changed and on stop).
-    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.data_dir = Some(dir.into());
+    /// Where objects are kept (default: memory).
+    pub fn storage(mut self, storage: StorageConfig) -> Self {
+        self.storage = storage;
         self
     }
 
-    /// Binds and starts serving.
+    /// Keeps objects durably in `dir` (SQLite): a write is on disk before it is acknowledged,
+    /// and a restart on the same directory restores objects, the resourceVersion counter and
+    /// the watch history.
+    pub fn data_dir(self, dir: impl Into<PathBuf>) -> Self {
+        self.storage(StorageConfig::Sqlite(dir.into()))
+    }
+
+    /// Keeps objects in etcd at these client URLs (kube-apiserver's `--etcd-servers`).
+    pub fn etcd(self, endpoints: Vec<String>) -> Self {
+        self.storage(StorageConfig::Etcd { endpoints })
+    }
+
+    /// The storage key prefix (kube-apiserver's `--etcd-prefix`, default `/registry`).
+    pub fn etcd_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How often the storage's history is compacted (kube-apiserver's
+    /// `--etcd-compaction-interval`, default 5 min; zero: never).
+    pub fn compaction_interval(mut self, d: Duration) -> Self {
+        self.compaction_interval = d;
+        self
+    }
+
+    /// How long `start` waits for the watch cache to be filled (default 60 s).
+    pub fn ready_timeout(mut self, d: Duration) -> Self {
+        self.ready_timeout = d;
+        self
+    }
+
+    /// Binds and starts serving once the watch cache holds the storage's state.
     pub async fn start(self) -> std::io::Result<ApiServer> {
         let tls = match &self.tls {
             Some((c, k)) => Some(crate::tls::acceptor(c, k)?),
             None => None,
         };
-        let store = Arc::new(Store::new(Arc::new(self.registry), self.history));
-        let loaded = match &self.data_dir {
-            Some(d) => crate::persist::load(&store, d)?,
-            None => false,
+        let storage: Arc<dyn Storage> = match &self.storage {
+            StorageConfig::Memory => Arc::new(MemoryStorage::new(self.history.capacity.max(1000) * 2)),
+            StorageConfig::Sqlite(dir) => Arc::new(SqliteStorage::open(dir)?),
+            StorageConfig::Etcd { endpoints } => Arc::new(
+                EtcdStorage::connect(EtcdOptions::new(endpoints.clone()))
+                    .await
+                    .map_err(|e| std::io::Error::other(e.to_string()))?,
+            ),
+            StorageConfig::Custom(s) => s.clone(),
         };
-        if !loaded
-            && self.default_namespaces
+        let layout = KeyLayout::new(&self.prefix);
+        let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
+        let store = Arc::new(Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait));
+        let background = Background::start(store.clone(), self.compaction_interval, Duration::ZERO);
+        if !cache.wait_ready(self.ready_timeout).await {
+            background.stop();
+            return Err(std::io::Error::other(format!(
+                "the {} storage could not be read within {:?}",
+                storage.name(),
+                self.ready_timeout
+            )));
+        }
+        if self.default_namespaces
             && let Some(ns) = store.registry().lookup("namespaces").cloned()
         {
             for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
@@ -165,7 +257,11 @@ impl ApiServerBuilder {
                     "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
                     "spec": {"finalizers": ["kubernetes"]},
                 });
-                let _ = store.create(&ns, None, obj);
+                match store.create(&ns, None, obj).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 409 => {}
+                    Err(e) => return Err(std::io::Error::other(format!("creating namespace {n}: {e}"))),
+                }
             }
         }
         let shared = Arc::new(Shared {
@@ -174,39 +270,105 @@ impl ApiServerBuilder {
             cfg: self.cfg,
             server_address: Mutex::new(String::new()),
         });
-        let saver = self.data_dir.clone().map(|dir| {
-            let store = shared.store.clone();
-            tokio::spawn(async move {
-                let mut saved = store.resource_version();
-                loop {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    let rv = store.resource_version();
-                    if rv != saved {
-                        let (st, d) = (store.clone(), dir.clone());
-                        match tokio::task::spawn_blocking(move || crate::persist::save(&st, &d)).await {
-                            Ok(Ok(())) => saved = rv,
-                            Ok(Err(e)) => tracing::warn!(error = %e, "saving state failed"),
-                            Err(_) => {}
-                        }
-                    }
-                }
-            })
-        });
         let server = ApiServer {
             shared,
             addr: Mutex::new(self.addr),
             tls,
             running: tokio::sync::Mutex::new(None),
-            data_dir: self.data_dir,
-            saver,
+            background: Mutex::new(Some(background)),
+            compaction_interval: self.compaction_interval,
+            ready_timeout: self.ready_timeout,
         };
         server.bind_and_run(self.addr).await?;
         Ok(server)
     }
 }
 
+/// How [`ApiServer::shutdown_gracefully`] goes.
+#[derive(Debug, Clone, Copy)]
+pub struct GracefulShutdown {
+    /// How long requests are still served while `/readyz` fails (kube-apiserver's
+    /// `--shutdown-delay-duration`).
+    pub delay: Duration,
+    /// How long requests in progress may take to finish.
+    pub drain_timeout: Duration,
+    /// How long open watches go on after that (`--shutdown-watch-termination-grace-period`).
+    pub watch_grace: Duration,
+    /// kube-apiserver's `--shutdown-send-retry-after`: after the delay the listener stays open
+    /// and new requests get 429 with `Retry-After: 5` until the requests in progress are drained.
+    /// Without it (the default) the listener closes after the delay, open connections get GOAWAY
+    /// and requests that still arrive on them get 503 "apiserver is shutting down".
+    pub send_retry_after: bool,
+}
+
+impl Default for GracefulShutdown {
+    fn default() -> Self {
+        GracefulShutdown {
+            delay: Duration::ZERO,
+            drain_timeout: Duration::from_secs(60),
+            watch_grace: Duration::ZERO,
+            send_retry_after: false,
+        }
+    }
+}
+
+/// The server's background tasks: the watch cache's dispatcher and the compactor.
+struct Background {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts the dispatcher (after `cold` — a slow cache initialization) and the compactor.
+    fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
+        let (stop, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let dispatcher = Dispatcher::new(store.cache().clone(), store.storage().clone());
+        let mut rx1 = rx.clone();
+        tasks.push(tokio::spawn(async move {
+            if !cold.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(cold) => {}
+                    _ = rx1.wait_for(|s| *s) => return,
+                }
+            }
+            dispatcher.run(rx1).await
+        }));
+        if !compaction_interval.is_zero() {
+            let mut rx2 = rx;
+            tasks.push(tokio::spawn(async move {
+                let mut state = CompactorState::default();
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(compaction_interval) => {}
+                        _ = rx2.wait_for(|s| *s) => return,
+                    }
+                    match store.storage().compact_tick(&mut state).await {
+                        Ok(Some(rev)) => {
+                            store.cache().compact(rev);
+                            tracing::debug!(revision = rev, "compacted the storage's history");
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(error = %e, "compaction failed"),
+                    }
+                }
+            }));
+        }
+        Background { stop, tasks }
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}
+
 struct Running {
     shutdown: watch::Sender<bool>,
+    /// Closes the listener while the open connections go on.
+    stop_accepting: watch::Sender<bool>,
     accept: JoinHandle<()>,
     conns: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -217,14 +379,15 @@ pub struct ApiServer {
     addr: Mutex<SocketAddr>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     running: tokio::sync::Mutex<Option<Running>>,
-    data_dir: Option<PathBuf>,
-    saver: Option<JoinHandle<()>>,
+    background: Mutex<Option<Background>>,
+    compaction_interval: Duration,
+    ready_timeout: Duration,
 }
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
-        if let Some(s) = &self.saver {
-            s.abort();
+        if let Some(b) = self.background.lock().take() {
+            b.stop();
         }
         if let Ok(mut r) = self.running.try_lock()
             && let Some(r) = r.take()
@@ -239,15 +402,90 @@ async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let mut goaway = shared.controls.goaway_epoch();
+    goaway.borrow_and_update();
     let svc = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection(TokioIo::new(io), svc);
-    tokio::select! {
-        _ = conn => {}
-        _ = shutdown.wait_for(|s| *s) => {}
+    tokio::pin!(conn);
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = shutdown.wait_for(|s| *s) => return,
+            // HTTP/2: GOAWAY, streams in progress go on; HTTP/1.1: close after the response.
+            Ok(()) = goaway.changed() => conn.as_mut().graceful_shutdown(),
+        }
+    }
+}
+
+/// A connection's socket that the controls can cut: after [`Controls::cut_connections`] its next
+/// write goes out half and every operation then fails, as a connection reset in the middle of a
+/// response.
+struct CutIo<I> {
+    inner: I,
+    cut: watch::Receiver<u64>,
+    broken: bool,
+}
+
+impl<I> CutIo<I> {
+    fn new(inner: I, mut cut: watch::Receiver<u64>) -> Self {
+        cut.borrow_and_update();
+        CutIo { inner, cut, broken: false }
+    }
+
+    fn reset() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection cut")
+    }
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CutIo<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.broken {
+            return std::task::Poll::Ready(Err(Self::reset()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CutIo<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.broken {
+            return std::task::Poll::Ready(Err(Self::reset()));
+        }
+        if self.cut.has_changed().unwrap_or(false) {
+            self.broken = true;
+            let half = buf.len() / 2;
+            if half == 0 {
+                return std::task::Poll::Ready(Err(Self::reset()));
+            }
+            return std::pin::Pin::new(&mut self.inner).poll_write(cx, &buf[..half]);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -271,6 +509,7 @@ impl ApiServer {
         let tls = self.tls.clone();
         let conns2 = conns.clone();
         let mut rx_accept = rx.clone();
+        let (stop_accepting, mut rx_stop_accepting) = watch::channel(false);
         let accept = tokio::spawn(async move {
             loop {
                 let (stream, _) = tokio::select! {
@@ -279,6 +518,7 @@ impl ApiServer {
                         Err(_) => continue,
                     },
                     _ = rx_accept.wait_for(|s| *s) => break,
+                    _ = rx_stop_accepting.wait_for(|s| *s) => break,
                 };
                 let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
@@ -292,7 +532,7 @@ impl ApiServer {
                 c.push(h);
             }
         });
-        *self.running.lock().await = Some(Running { shutdown: tx, accept, conns });
+        *self.running.lock().await = Some(Running { shutdown: tx, stop_accepting, accept, conns });
         Ok(())
     }
 
@@ -317,20 +557,8 @@ impl ApiServer {
         std::fs::write(path, self.kubeconfig_yaml())
     }
 
-    /// Writes the persistence snapshot now (no-op without a data dir).
-    pub fn save_now(&self) -> std::io::Result<()> {
-        match &self.data_dir {
-            Some(d) => crate::persist::save(&self.shared.store, d),
-            None => Ok(()),
-        }
-    }
-
-    /// Stops serving: closes the listener and all connections (state kept,
-    /// and saved when a data dir is set).
+    /// Stops serving: closes the listener and all connections (the storage keeps everything).
     pub async fn stop(&self) {
-        if let Err(e) = self.save_now() {
-            tracing::warn!(error = %e, "saving state failed");
-        }
         let running = self.running.lock().await.take();
         if let Some(r) = running {
             let _ = r.shutdown.send(true);
@@ -342,19 +570,72 @@ impl ApiServer {
         }
     }
 
-    /// Restarts on the same address, keeping objects and the RV counter but
-    /// dropping watch-cache history (old RVs then get 410, as after a real
-    /// apiserver restart).
+    /// Restarts on the same address as a real restart does: the watch cache is rebuilt from the
+    /// storage (objects, the RV counter and the history since the last compaction); requests get
+    /// 429 until it is ready.
     pub async fn restart(&self) -> std::io::Result<()> {
+        self.restart_with_cold_cache(Duration::ZERO).await
+    }
+
+    /// [`Self::restart`], with the watch cache taking `init_delay` longer to initialize (a cold
+    /// cache on a large storage): meanwhile requests get 429 with Retry-After, and watches for
+    /// revisions the cache has not reached get 504 "Too large resource version".
+    pub async fn restart_with_cold_cache(&self, init_delay: Duration) -> std::io::Result<()> {
         self.stop().await;
-        self.shared.store.reset_history();
+        let store = self.shared.store.clone();
+        if let Some(b) = self.background.lock().take() {
+            b.stop();
+        }
+        store.cache().begin_reinit();
+        *self.background.lock() = Some(Background::start(store, self.compaction_interval, init_delay));
         let addr = self.addr();
         self.bind_and_run(addr).await
+    }
+
+    /// Shuts down as kube-apiserver does on SIGTERM: `/readyz` fails at once while requests are
+    /// still served for `opts.delay`. Then, by default, the listener closes, open connections get
+    /// GOAWAY (HTTP/2) or close after their response (HTTP/1.1), and requests still arriving on
+    /// them get 503 "apiserver is shutting down" with `Retry-After: 1`; with
+    /// `opts.send_retry_after` the listener stays open and new requests get 429 with
+    /// `Retry-After: 5` and `Connection: close`. Requests in progress finish (up to
+    /// `opts.drain_timeout`), open watches end `opts.watch_grace` later, and the server stops.
+    /// [`Self::restart`] serves again.
+    pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
+        let controls = &self.shared.controls;
+        controls.set_not_ready(true);
+        tokio::time::sleep(opts.delay).await;
+        if opts.send_retry_after {
+            controls.set_shutting_down(Some(ShutdownAnswer::RetryAfter));
+        } else {
+            controls.set_shutting_down(Some(ShutdownAnswer::ServiceUnavailable));
+            if let Some(r) = self.running.lock().await.as_ref() {
+                let _ = r.stop_accepting.send(true);
+            }
+            controls.goaway();
+        }
+        controls.wait_drained(opts.drain_timeout).await;
+        tokio::time::sleep(opts.watch_grace).await;
+        controls.drop_watches();
+        self.stop().await;
+        controls.set_shutting_down(None);
+        controls.set_not_ready(false);
+    }
+
+    /// Makes the watch cache lag: it applies each change of the storage `lag` late (a cache
+    /// behind its storage, as a busy kube-apiserver's can be). Requests for resourceVersions it
+    /// has not reached wait, then get 504 "Too large resource version".
+    pub fn set_cache_lag(&self, lag: Duration) {
+        self.shared.store.cache().set_lag(lag);
     }
 
     /// Whether the server is currently serving.
     pub async fn is_running(&self) -> bool {
         self.running.lock().await.is_some()
+    }
+
+    /// Waits until the watch cache serves (after a restart); false on timeout.
+    pub async fn wait_ready(&self, timeout: Duration) -> bool {
+        self.shared.store.cache().wait_ready(timeout).await
     }
 
     // ---- test controls ----
@@ -369,14 +650,25 @@ impl ApiServer {
         self.shared.controls.drop_watches();
     }
 
-    /// Compacts history up to the current RV; returns that RV.
-    pub fn compact(&self) -> u64 {
-        self.shared.store.compact(None)
+    /// Cuts every open connection in the middle of its next write (see
+    /// [`Controls::cut_connections`]).
+    pub fn cut_connections(&self) {
+        self.shared.controls.cut_connections();
+    }
+
+    /// Sends HTTP/2 GOAWAY on every open connection (see [`Controls::goaway`]).
+    pub fn goaway(&self) {
+        self.shared.controls.goaway();
+    }
+
+    /// Compacts the storage's history (and the cache's) up to the current RV; returns that RV.
+    pub async fn compact(&self) -> Result<u64, ApiError> {
+        self.shared.store.compact(None).await
     }
 
     /// Compacts history up to `rv`.
-    pub fn compact_to(&self, rv: u64) -> u64 {
-        self.shared.store.compact(Some(rv))
+    pub async fn compact_to(&self, rv: u64) -> Result<u64, ApiError> {
+        self.shared.store.compact(Some(rv)).await
     }
 
     /// The next `n` requests fail with 429 and `Retry-After: retry_after_secs`.
@@ -429,71 +721,78 @@ impl ApiServer {
 
     // ---- in-process object access ----
 
-    /// The store (for advanced in-process use).
+    /// The REST layer (for advanced in-process use).
     pub fn store(&self) -> &Arc<Store> {
         &self.shared.store
     }
 
-    /// The current cluster-wide resourceVersion.
+    /// The newest resourceVersion this server knows (its cache's, or its last write's).
     pub fn resource_version(&self) -> u64 {
         self.shared.store.resource_version()
     }
 
-    fn info(&self, resource: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+    /// The resource named `resource`, once the watch cache serves (in-process calls wait for a
+    /// restarted cache instead of getting 429).
+    async fn info(&self, resource: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.shared.store.cache().wait_ready(self.ready_timeout).await;
         self.shared.store.registry().lookup(resource).cloned().ok_or_else(ApiError::no_route)
     }
 
     /// Creates an object. `resource` is a plural (`pods`), `plural.group`
     /// (`deployments.apps`), kind or short name. The namespace comes from
     /// `metadata.namespace` (default `default`).
-    pub fn create(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
-        let info = self.info(resource)?;
-        Ok(self.shared.store.create(&info, None, obj)?.value())
+    pub async fn create(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        Ok(self.shared.store.create(&info, None, obj).await?.value())
     }
 
-    /// Creates many objects at once (all or nothing); returns the RV after.
-    pub fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
-        let info = self.info(resource)?;
-        let out = self.shared.store.create_many(&info, None, objs, false)?;
-        Ok(out.last().map(|o| o.rv).unwrap_or_else(|| self.resource_version()))
+    /// Creates many objects at once (validated together, written concurrently); returns the
+    /// newest RV written.
+    pub async fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
+        let info = self.info(resource).await?;
+        let out = self.shared.store.create_many(&info, None, objs, false).await?;
+        Ok(out.iter().map(|o| o.rv).max().unwrap_or_else(|| self.resource_version()))
     }
 
     /// Replaces an object (resourceVersion in the body is a precondition).
-    pub fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
-        let info = self.info(resource)?;
-        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::default())?.value())
+    pub async fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::default()).await?.value())
     }
 
     /// Applies a JSON merge patch.
-    pub fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
-        let info = self.info(resource)?;
+    pub async fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, WriteOpts::default())?.value())
+        Ok(self
+            .shared
+            .store
+            .patch(&info, namespace, name, PatchType::Merge, &bytes, WriteOpts::default())
+            .await?
+            .value())
     }
 
     /// Deletes an object; returns its last state (with the deletion RV).
-    pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
-        let info = self.info(resource)?;
-        Ok(self.shared.store.delete(&info, namespace, name, None, None, false)?.value())
+    pub async fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        Ok(self.shared.store.delete(&info, namespace, name, None, None, false).await?.value())
     }
 
-    /// Gets an object.
-    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
-        let info = self.info(resource)?;
-        Ok(self.shared.store.get(&info, namespace, name)?.value())
+    /// Gets an object (a consistent read).
+    pub async fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        Ok(self.shared.store.get(&info, namespace, name).await?.value())
     }
 
-    /// Lists objects (all namespaces when `namespace` is None), key order.
-    pub fn list(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Value>, ApiError> {
-        let info = self.info(resource)?;
-        let (_, items) = self.shared.store.snapshot(&info, namespace, &Selectors::default())?;
-        Ok(items.iter().map(|o| o.value()).collect())
+    /// Lists objects (all namespaces when `namespace` is None), key order (a consistent read).
+    pub async fn list(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Value>, ApiError> {
+        Ok(self.list_raw(resource, namespace).await?.iter().map(|o| o.value()).collect())
     }
 
-    /// Lists raw stored objects without parsing (fast path for benchmarks).
-    pub fn list_raw(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-        let info = self.info(resource)?;
-        Ok(self.shared.store.snapshot(&info, namespace, &Selectors::default())?.1)
+    /// Lists stored objects without parsing them (a consistent read).
+    pub async fn list_raw(&self, resource: &str, namespace: Option<&str>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        let info = self.info(resource).await?;
+        Ok(self.shared.store.snapshot(&info, namespace, &Selectors::default()).await?.1)
     }
 }
 
@@ -503,6 +802,7 @@ async fn handle_stream(
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut rx: watch::Receiver<bool>,
 ) {
+    let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
         None => serve_conn(shared, stream, rx).await,
         Some(acc) => {

@@ -166,6 +166,35 @@ impl ApiError {
         e
     }
 
+    /// 429 while the watch cache (re)initializes, as kube-apiserver answers with its resilient
+    /// watch cache initialization: "storage is (re)initializing", Retry-After 1.
+    pub fn storage_initializing() -> Self {
+        let mut e = Self::new(429, "TooManyRequests", "storage is (re)initializing");
+        e.details = Some(Box::new(json!({"retryAfterSeconds": 1})));
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 504 for an operation the storage could not complete in time (unreachable etcd): kube's
+    /// ServerTimeout message, with a Retry-After of 2 s.
+    pub fn storage_timeout(group: &str, resource: &str, operation: &str) -> Self {
+        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!(
+                "The {operation} operation against {qualified} could not be completed at this time, please try again."
+            ),
+        );
+        let mut d = details(group, resource, operation);
+        if let Value::Object(m) = &mut d {
+            m.insert("retryAfterSeconds".into(), 2.into());
+        }
+        e.details = Some(Box::new(d));
+        e.retry_after = Some(2);
+        e
+    }
+
     /// 500 InternalError.
     pub fn internal(cause: &str) -> Self {
         let mut e = Self::new(500, "InternalError", format!("Internal error occurred: {cause}"));

@@ -1,40 +1,31 @@
-//! The object store: current objects of every resource plus their watch-cache
-//! history, behind one lock, with a single cluster-wide resourceVersion.
+//! The REST layer in front of the storage (kube-apiserver's registry store): validates writes,
+//! fills the server-owned metadata, turns GET/PUT/PATCH/DELETE into compare-and-swap writes on
+//! the storage, and answers reads from the watch cache.
 //!
-//! Invariants: every successful write increments the global RV by exactly
-//! one, replaces the object in the map and appends one event to the
-//! resource's history under the same lock, so readers always see a map and a
-//! history that agree. Failed writes change nothing. Objects are immutable
-//! `Arc<StoredObject>` snapshots.
+//! Invariants: a write either commits exactly one storage revision or changes nothing (every check
+//! runs before the storage write, which is itself one compare-and-swap); an update computes its
+//! result from the version it compares against, and starts over from the storage's newer version
+//! when another write got there first (or fails with 409 when the request carried a
+//! resourceVersion precondition). Reads without a resourceVersion are consistent: they wait until
+//! the cache has reached the storage's current revision, and read the storage itself if it does
+//! not in time.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use tokio::sync::watch;
 
-use crate::object::{self, StoredObject, Template, make_key};
+use crate::cache::{ListAt, ListPage, WatchCache};
+use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::watch_cache::{Event, EventType, History};
+use crate::storage::keys::KeyLayout;
+use crate::storage::{RangeRequest, Storage, StorageError};
 
-/// How history is bounded.
-#[derive(Debug, Clone)]
-pub struct HistoryConfig {
-    /// Maximum events kept per resource.
-    pub capacity: usize,
-    /// Maximum age of kept events (None: unbounded).
-    pub max_age: Option<Duration>,
-}
-
-impl Default for HistoryConfig {
-    fn default() -> Self {
-        HistoryConfig { capacity: 50_000, max_age: Some(Duration::from_secs(300)) }
-    }
-}
+pub use crate::cache::HistoryConfig;
 
 /// Options of updates and patches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,12 +34,6 @@ pub struct WriteOpts {
     pub status_only: bool,
     /// Validate and compute the result without storing it (`dryRun=All`).
     pub dry_run: bool,
-}
-
-/// Outcome of one optimistic replace attempt.
-enum Replaced {
-    Done(Arc<StoredObject>),
-    Retry(Map<String, Value>),
 }
 
 /// The kind of patch in a PATCH request.
@@ -60,52 +45,38 @@ pub enum PatchType {
     Json,
 }
 
-struct ResState {
-    objects: BTreeMap<String, Arc<StoredObject>>,
-    history: History,
-    notify: watch::Sender<u64>,
-}
-
-struct Inner {
-    rv: u64,
-    res: Vec<ResState>,
-}
-
-/// A page of a list.
-#[derive(Debug)]
-pub struct ListPage {
-    /// RV the list was served at.
-    pub rv: u64,
-    /// Items in key order.
-    pub items: Vec<Arc<StoredObject>>,
-    /// Key of the last returned item when more keys follow.
-    pub next_after: Option<String>,
-    /// Number of keys after this page (meaningful only without selectors).
-    pub remaining: u64,
-}
-
-/// Where to read a list from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListAt {
-    /// Current state.
-    Latest,
-    /// Exactly this RV (from history).
-    Exact(u64),
-}
-
-/// Error for a reader that asked for history that is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooOld {
-    /// The history start (oldest RV still answerable).
-    pub start_rv: u64,
-}
-
-/// The store. Cheap to share via `Arc`.
+/// The REST layer (see the module documentation). Cheap to share via `Arc`.
 pub struct Store {
-    registry: Arc<Registry>,
-    inner: Mutex<Inner>,
-    rv_tx: watch::Sender<u64>,
-    history_cfg: HistoryConfig,
+    storage: Arc<dyn Storage>,
+    cache: Arc<WatchCache>,
+    layout: KeyLayout,
+    rv_wait: Duration,
+    /// The highest revision of a write acknowledged by this server.
+    last_write: AtomicU64,
+}
+
+/// One LIST page request.
+#[derive(Debug, Clone, Copy)]
+pub struct ListQuery<'a> {
+    /// The namespace, if any.
+    pub ns: Option<&'a str>,
+    /// The state to read.
+    pub at: ListAt,
+    /// The first key to consider (inclusive).
+    pub start: Option<&'a str>,
+    /// At most this many items (0: all).
+    pub limit: usize,
+    /// Selectors.
+    pub sel: &'a Selectors,
+    /// Whether the read must see every write acknowledged before it (no resourceVersion given).
+    pub consistent: bool,
+}
+
+/// What one compare-and-swap attempt of an update gave.
+enum Attempt {
+    Done(Arc<StoredObject>),
+    /// Another write got there first: its version, and the body back for the next attempt.
+    Retry(Arc<StoredObject>, Map<String, Value>),
 }
 
 fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
@@ -257,70 +228,133 @@ fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
     s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
+fn has_finalizers(meta: &Map<String, Value>) -> bool {
+    meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+}
+
+/// A storage failure as the Status kube-apiserver answers with.
+fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &str) -> ApiError {
+    match e {
+        StorageError::NotFound => ApiError::not_found(&info.group, &info.plural, name),
+        StorageError::AlreadyExists => ApiError::already_exists(&info.group, &info.plural, name),
+        StorageError::Conflict { .. } => ApiError::conflict(&info.group, &info.plural, name),
+        StorageError::Compacted { .. } => ApiError::expired("The resourceVersion for the provided list is too old."),
+        StorageError::FutureRevision { requested, current } => ApiError::too_large_rv(requested, current),
+        StorageError::Unavailable(msg) => {
+            tracing::warn!(resource = %info.plural, operation, error = %msg, "storage unavailable");
+            ApiError::storage_timeout(&info.group, &info.plural, operation)
+        }
+        StorageError::Internal(msg) => ApiError::internal(&msg),
+    }
+}
+
 impl Store {
-    /// A new empty store serving `registry`.
-    pub fn new(registry: Arc<Registry>, history_cfg: HistoryConfig) -> Self {
-        let res = registry
-            .all()
-            .iter()
-            .map(|_| ResState { objects: BTreeMap::new(), history: History::new(0), notify: watch::channel(0).0 })
-            .collect();
-        Store { registry, inner: Mutex::new(Inner { rv: 0, res }), rv_tx: watch::channel(0).0, history_cfg }
+    /// A store writing to `storage` and reading from `cache`.
+    pub fn new(storage: Arc<dyn Storage>, cache: Arc<WatchCache>, rv_wait: Duration) -> Self {
+        let layout = cache.layout().clone();
+        Store { storage, cache, layout, rv_wait, last_write: AtomicU64::new(0) }
     }
 
     /// The served resources.
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+    pub fn registry(&self) -> Arc<Registry> {
+        self.cache.registry()
     }
 
-    fn idx(&self, info: &ResourceInfo) -> Result<usize, ApiError> {
-        self.registry
-            .all()
-            .iter()
-            .position(|r| r.group == info.group && r.plural == info.plural)
-            .ok_or_else(ApiError::no_route)
+    /// The watch cache.
+    pub fn cache(&self) -> &Arc<WatchCache> {
+        &self.cache
     }
 
-    /// The current cluster-wide resourceVersion.
+    /// The storage.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The newest resourceVersion this server knows: its cache's, or its last write's.
     pub fn resource_version(&self) -> u64 {
-        self.inner.lock().rv
+        self.cache.resource_version().max(self.last_write.load(Ordering::Acquire))
     }
 
-    /// Appends an event, bumps notifications. Caller holds the lock and has
-    /// already incremented `inner.rv` to `ev.rv`.
-    fn commit(&self, inner: &mut Inner, i: usize, ev: Event) {
-        let rv = ev.rv;
-        let st = &mut inner.res[i];
-        match ev.kind {
-            EventType::Deleted => {
-                st.objects.remove(&ev.obj.key);
+    fn wrote(&self, obj: StoredObject) -> Arc<StoredObject> {
+        let obj = Arc::new(obj);
+        self.last_write.fetch_max(obj.rv, Ordering::AcqRel);
+        self.cache.hint(obj.clone());
+        obj
+    }
+
+    /// Waits until the cache holds every write acknowledged before the call (by any server of
+    /// the storage). False when it did not in time (then read the storage).
+    pub async fn fresh(&self) -> Result<bool, ApiError> {
+        self.cache.check_ready()?;
+        let rev = self.storage.current_revision().await.map_err(|e| match e {
+            StorageError::Unavailable(m) => {
+                tracing::warn!(error = %m, "consistent read: storage unavailable");
+                ApiError::storage_timeout("", "", "list")
             }
-            _ => {
-                st.objects.insert(ev.obj.key.clone(), ev.obj.clone());
-            }
+            other => ApiError::internal(&other.to_string()),
+        })?;
+        Ok(self.cache.wait_for_rv(rev, self.rv_wait).await)
+    }
+
+    fn parse_kv(&self, info: &ResourceInfo, kv: &crate::storage::KeyValue) -> Result<Arc<StoredObject>, ApiError> {
+        let (ns, name) =
+            self.layout.parse(info, &kv.key).ok_or_else(|| ApiError::internal("a key of another resource"))?;
+        object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision)
+            .map(Arc::new)
+            .map_err(|e| ApiError::internal(&format!("stored object {}: {e}", kv.key)))
+    }
+
+    /// The version of an object a write starts from: the cache's (which may be stale: the
+    /// compare-and-swap then fails and reports the newer one), or the storage's when the cache does
+    /// not have it (yet). The flag says whether it is known to be current.
+    async fn current(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        if self.cache.readiness() == crate::cache::Readiness::Ready
+            && let Some(o) = self.cache.get(info, ns, name)?
+        {
+            return Ok((o, false));
         }
-        st.history.push(Arc::new(ev), self.history_cfg.capacity, self.history_cfg.max_age);
-        st.notify.send_replace(rv);
-        self.rv_tx.send_replace(rv);
+        self.stored(info, ns, name).await.map(|o| (o, true))
+    }
+
+    /// The storage's version of an object.
+    async fn stored(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+        let key = self.layout.object_key(info, ns, name);
+        match self.storage.get(&key).await {
+            Ok(Some(kv)) => self.parse_kv(info, &kv),
+            Ok(None) => Err(ApiError::not_found(&info.group, &info.plural, name)),
+            Err(e) => Err(storage_error(e, info, name, "get")),
+        }
+    }
+
+    /// The version a failed compare-and-swap reported.
+    fn conflicted(
+        &self,
+        info: &ResourceInfo,
+        name: &str,
+        e: StorageError,
+        op: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        match e {
+            StorageError::Conflict { current: Some(kv) } => self.parse_kv(info, &kv),
+            StorageError::Conflict { current: None } | StorageError::NotFound => {
+                Err(ApiError::not_found(&info.group, &info.plural, name))
+            }
+            other => Err(storage_error(other, info, name, op)),
+        }
     }
 
     /// Creates an object. `url_ns` is the namespace from the URL, if any.
-    pub fn create(
+    pub async fn create(
         &self,
         info: &ResourceInfo,
         url_ns: Option<&str>,
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let mut objs = self.create_many(info, url_ns, vec![body], false)?;
+        let mut objs = self.create_many(info, url_ns, vec![body], false).await?;
         objs.pop().ok_or_else(|| ApiError::internal("no object created"))
     }
 
-    fn prepare_create(
-        &self,
-        info: &ResourceInfo,
-        url_ns: Option<&str>,
-        body: Value,
-    ) -> Result<(Template, String), ApiError> {
+    fn prepare_create(&self, info: &ResourceInfo, url_ns: Option<&str>, body: Value) -> Result<Template, ApiError> {
         let mut obj = check_body(info, body)?;
         resolve_namespace(info, &mut obj, url_ns)?;
         let name = match meta_str(&obj, "name") {
@@ -360,6 +394,7 @@ impl Store {
         meta.insert("creationTimestamp".into(), now.into());
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
+        meta.remove("resourceVersion");
         let default_phase = match (info.group.as_str(), info.plural.as_str()) {
             ("", "pods") => Some("Pending"),
             ("", "namespaces") => Some("Active"),
@@ -371,74 +406,69 @@ impl Store {
                 s.entry("phase").or_insert_with(|| phase.into());
             }
         }
-        Ok((Template::new(info, &mut obj), name))
+        Ok(Template::new(info, &obj))
     }
 
-    /// Creates many objects at once (one RV each, one lock acquisition).
-    /// Either all are created or none.
-    pub fn create_many(
+    /// Creates many objects (one revision each, written concurrently so durable backends commit
+    /// them together). Every body is validated and every name checked before the first write; a
+    /// name taken meanwhile fails that object only, and the call returns the first error.
+    pub async fn create_many(
         &self,
         info: &ResourceInfo,
         url_ns: Option<&str>,
         bodies: Vec<Value>,
         dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-        let i = self.idx(info)?;
         let mut prepared = Vec::with_capacity(bodies.len());
         for b in bodies {
             prepared.push(self.prepare_create(info, url_ns, b)?);
         }
-        let mut inner = self.inner.lock();
-        let mut seen = std::collections::HashSet::new();
-        for (t, name) in &prepared {
-            if inner.res[i].objects.contains_key(t.key()) || !seen.insert(t.key()) {
-                return Err(ApiError::already_exists(&info.group, &info.plural, name));
+        let mut seen = HashSet::new();
+        for t in &prepared {
+            if !seen.insert(t.key().to_string()) {
+                return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
             }
         }
-        drop(seen);
         if dry_run {
             // Like kube: the would-be object, without a resourceVersion.
-            return Ok(prepared.into_iter().map(|(t, _)| Arc::new(t.finish_without_rv(info))).collect());
+            return Ok(prepared.into_iter().map(|t| Arc::new(t.finish_without_rv())).collect());
         }
-        let mut out = Vec::with_capacity(prepared.len());
-        for (t, _) in prepared {
-            let rv = inner.rv + 1;
-            inner.rv = rv;
-            let stored = Arc::new(t.finish(rv));
-            out.push(stored.clone());
-            self.commit(
-                &mut inner,
-                i,
-                Event { rv, kind: EventType::Added, obj: stored, prev: None, at: Instant::now() },
-            );
+        if self.cache.readiness() == crate::cache::Readiness::Ready {
+            for t in &prepared {
+                if self.cache.get(info, t.namespace(), t.name())?.is_some() {
+                    return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
+                }
+            }
         }
-        Ok(out)
+        let writes = prepared.into_iter().map(|t| async move {
+            let key = self.layout.object_key(info, t.namespace(), t.name());
+            match self.storage.create(key, t.storage_value()).await {
+                Ok(rev) => Ok(self.wrote(t.finish(rev))),
+                Err(e) => Err(storage_error(e, info, t.name(), "create")),
+            }
+        });
+        let results = futures_util::future::join_all(writes).await;
+        results.into_iter().collect()
     }
 
-    /// Gets an object.
-    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
-        let i = self.idx(info)?;
+    /// Gets an object (a consistent read).
+    pub async fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let inner = self.inner.lock();
-        inner.res[i]
-            .objects
-            .get(&make_key(ns, name))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
-    }
-
-    fn current(&self, i: usize, info: &ResourceInfo, key: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
-        self.inner.lock().res[i]
-            .objects
-            .get(key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
+        if self.fresh().await? {
+            return self.cache.get(info, ns, name)?.ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name));
+        }
+        let key = self.layout.object_key(info, ns, name);
+        match self.storage.get(&key).await {
+            Ok(Some(kv)) => self.parse_kv(info, &kv),
+            Ok(None) => Err(ApiError::not_found(&info.group, &info.plural, name)),
+            Err(e) => Err(storage_error(e, info, name, "get")),
+        }
     }
 
     /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` in the
     /// body is a precondition (409 on mismatch). With `status_only`, only the
     /// `status` of the body is applied.
-    pub fn update(
+    pub async fn update(
         &self,
         info: &ResourceInfo,
         url_ns: Option<&str>,
@@ -446,7 +476,6 @@ impl Store {
         body: Value,
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let i = self.idx(info)?;
         let mut obj = check_body(info, body)?;
         let ns = resolve_namespace(info, &mut obj, url_ns)?;
         let name = match (meta_str(&obj, "name"), url_name) {
@@ -472,21 +501,25 @@ impl Store {
             Some(s) => Some(parse_rv_field(&s)?),
             None => None,
         };
-        let key = make_key(&ns, &name);
+        let (mut cur, mut is_current) = self.current(info, &ns, &name).await?;
         loop {
-            let old = self.current(i, info, &key, &name)?;
-            if precondition.is_some_and(|p| p != old.rv) {
+            if precondition.is_some_and(|p| p != cur.rv) {
+                // The cache's version may be behind the precondition: check the storage's.
+                if !is_current {
+                    (cur, is_current) = (self.stored(info, &ns, &name).await?, true);
+                    continue;
+                }
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(i, info, &old, obj, opts)? {
-                Replaced::Done(r) => return Ok(r),
-                Replaced::Retry(o) => obj = o,
+            match self.replace(info, &cur, obj, opts).await? {
+                Attempt::Done(r) => return Ok(r),
+                Attempt::Retry(newer, body) => (cur, is_current, obj) = (newer, true, body),
             }
         }
     }
 
     /// Applies a patch to an object.
-    pub fn patch(
+    pub async fn patch(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -495,7 +528,6 @@ impl Store {
         patch: &[u8],
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
         let patch_val: Value =
             serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -511,10 +543,9 @@ impl Store {
                 None
             }
         };
-        let key = make_key(ns, name);
+        let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
-            let old = self.current(i, info, &key, name)?;
-            let mut doc = old.value();
+            let mut doc = cur.value();
             match &json_patch {
                 Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
                     ApiError::new(
@@ -533,26 +564,29 @@ impl Store {
                 )));
             }
             if let Some(s) = meta_str(&obj, "resourceVersion")
-                && parse_rv_field(&s)? != old.rv
+                && parse_rv_field(&s)? != cur.rv
             {
+                if !is_current {
+                    (cur, is_current) = (self.stored(info, ns, name).await?, true);
+                    continue;
+                }
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            if let Replaced::Done(r) = self.replace(i, info, &old, obj, opts)? {
-                return Ok(r);
+            match self.replace(info, &cur, obj, opts).await? {
+                Attempt::Done(r) => return Ok(r),
+                Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }
         }
     }
 
-    /// Computes the successor of `old` outside the lock, then commits it if
-    /// `old` is still current. `Retry` gives the body back after losing a race.
-    fn replace(
+    /// Computes the successor of `old` and writes it if `old` is still the stored version.
+    async fn replace(
         &self,
-        i: usize,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
         opts: WriteOpts,
-    ) -> Result<Replaced, ApiError> {
+    ) -> Result<Attempt, ApiError> {
         let WriteOpts { status_only, dry_run } = opts;
         let mut obj = if status_only {
             let Value::Object(mut o) = old.value() else {
@@ -566,8 +600,8 @@ impl Store {
         } else {
             new
         };
+        // The generation moves with the spec only (compared as the bytes it is stored as).
         let new_spec = obj.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
-        let spec_changed = new_spec.as_deref() != old.spec_bytes();
         {
             let meta = meta_mut(&mut obj);
             meta.insert("name".into(), old.name.clone().into());
@@ -587,8 +621,9 @@ impl Store {
                     None => meta.remove(*f),
                 };
             }
+            meta.remove("resourceVersion");
             let g = old.generation.max(1);
-            meta.insert("generation".into(), (if spec_changed { g + 1 } else { g }).into());
+            meta.insert("generation".into(), (if new_spec.as_deref() != old.spec_bytes() { g + 1 } else { g }).into());
         }
         obj.remove("kind");
         obj.remove("apiVersion");
@@ -597,35 +632,34 @@ impl Store {
             .get("metadata")
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m));
-        let template = Template::new(info, &mut obj);
+        let template = Template::new(info, &obj);
         // A no-op update writes nothing and returns the current object.
         if !finalized && template.same_as(old) {
-            return Ok(Replaced::Done(old.clone()));
+            return Ok(Attempt::Done(old.clone()));
         }
         if dry_run {
-            return Ok(Replaced::Done(Arc::new(template.finish(old.rv))));
+            return Ok(Attempt::Done(Arc::new(template.finish(old.rv))));
         }
-        let mut inner = self.inner.lock();
-        if !inner.res[i].objects.get(&old.key).is_some_and(|cur| Arc::ptr_eq(cur, old)) {
-            return Ok(Replaced::Retry(obj));
+        let key = self.layout.object_key(info, &old.namespace, &old.name);
+        if finalized {
+            // As kube-apiserver: the update is not stored, the object is deleted, and the answer is
+            // its last stored version at the deletion's revision.
+            return match self.storage.delete(key, old.rv).await {
+                Ok(rev) => Ok(Attempt::Done(self.wrote(Template::from_stored(old).finish(rev)))),
+                Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
+            };
         }
-        let rv = inner.rv + 1;
-        inner.rv = rv;
-        let stored = Arc::new(template.finish(rv));
-        let kind = if finalized { EventType::Deleted } else { EventType::Modified };
-        self.commit(
-            &mut inner,
-            i,
-            Event { rv, kind, obj: stored.clone(), prev: Some(old.clone()), at: Instant::now() },
-        );
-        Ok(Replaced::Done(stored))
+        match self.storage.update(key, template.storage_value(), old.rv).await {
+            Ok(rev) => Ok(Attempt::Done(self.wrote(template.finish(rev)))),
+            Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
+        }
     }
 
     /// Deletes an object; returns its last state carrying the deletion RV.
     /// An object with finalizers is only marked (`deletionTimestamp`) and
     /// goes away when its last finalizer is removed.
     /// `precondition_rv`/`precondition_uid` are DeleteOptions preconditions.
-    pub fn delete(
+    pub async fn delete(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -634,11 +668,14 @@ impl Store {
         precondition_uid: Option<&str>,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let i = self.idx(info)?;
         let ns = if info.namespaced { ns } else { "" };
-        let key = make_key(ns, name);
+        let (mut old, mut is_current) = self.current(info, ns, name).await?;
         loop {
-            let old = self.current(i, info, &key, name)?;
+            let uid_differs = precondition_uid.is_some_and(|u| u != old.uid);
+            if (precondition_rv.is_some_and(|p| p != old.rv) || uid_differs) && !is_current {
+                (old, is_current) = (self.stored(info, ns, name).await?, true);
+                continue;
+            }
             if precondition_rv.is_some_and(|p| p != old.rv) {
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
@@ -658,9 +695,9 @@ impl Store {
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
+            let key = self.layout.object_key(info, ns, name);
             let meta = meta_mut(&mut map);
-            let graceful = has_finalizers(meta);
-            if graceful {
+            let result = if has_finalizers(meta) {
                 if meta.contains_key("deletionTimestamp") {
                     return Ok(old);
                 }
@@ -668,232 +705,94 @@ impl Store {
                 meta.insert("deletionGracePeriodSeconds".into(), 0.into());
                 let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
                 meta.insert("generation".into(), (g + 1).into());
+                let t = Template::new(info, &map);
+                self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| self.wrote(t.finish(rev)))
+            } else {
+                let t = Template::from_stored(&old);
+                self.storage.delete(key, old.rv).await.map(|rev| self.wrote(t.finish(rev)))
+            };
+            match result {
+                Ok(o) => return Ok(o),
+                Err(e) => (old, is_current) = (self.conflicted(info, name, e, "delete")?, true),
             }
-            let template = if graceful { Template::new(info, &mut map) } else { Template::from_stored(&old) };
-            let mut inner = self.inner.lock();
-            if !inner.res[i].objects.get(&key).is_some_and(|c| Arc::ptr_eq(c, &old)) {
-                continue;
-            }
-            let rv = inner.rv + 1;
-            inner.rv = rv;
-            let last = Arc::new(template.finish(rv));
-            let kind = if graceful { EventType::Modified } else { EventType::Deleted };
-            self.commit(&mut inner, i, Event { rv, kind, obj: last.clone(), prev: Some(old), at: Instant::now() });
-            return Ok(last);
         }
     }
 
-    /// Lists one page. `start` is the first key to consider (inclusive);
-    /// `limit` 0 means unlimited. Exact reads come from history.
-    pub fn list(
+    /// Lists one page: from the cache, after waiting for it to be fresh for a consistent read;
+    /// from the storage when the cache does not catch up in time.
+    pub async fn list(&self, info: &ResourceInfo, q: ListQuery<'_>) -> Result<ListPage, ApiError> {
+        self.cache.check_ready()?;
+        if !q.consistent || self.fresh().await? {
+            return self.cache.list(info, q.ns, q.at, q.start, q.limit, q.sel);
+        }
+        self.list_from_storage(info, q.ns, q.start, q.limit, q.sel).await
+    }
+
+    /// A consistent list read from the storage (the cache lags behind).
+    async fn list_from_storage(
         &self,
         info: &ResourceInfo,
         ns: Option<&str>,
-        at: ListAt,
         start: Option<&str>,
         limit: usize,
         sel: &Selectors,
     ) -> Result<ListPage, ApiError> {
-        let i = self.idx(info)?;
-        let inner = self.inner.lock();
-        let st = &inner.res[i];
-        let prefix = match ns {
-            Some(n) if info.namespaced => format!("{n}/"),
-            _ => String::new(),
-        };
-        let from = match start {
-            Some(s) if s > prefix.as_str() => s.to_string(),
-            _ => prefix.clone(),
-        };
-        let at_rv = match at {
-            ListAt::Latest => inner.rv,
-            ListAt::Exact(n) if n == inner.rv => inner.rv,
-            ListAt::Exact(n) if n > inner.rv => return Err(ApiError::too_large_rv(n, inner.rv)),
-            ListAt::Exact(n) if n < st.history.start_rv => {
-                return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
+        let prefix = self.layout.list_prefix(info, ns);
+        let range = self
+            .storage
+            .range(RangeRequest { prefix, ..Default::default() })
+            .await
+            .map_err(|e| storage_error(e, info, "", "list"))?;
+        let mut page = ListPage { rv: range.revision, items: Vec::new(), next_after: None, remaining: 0 };
+        let mut objs = Vec::with_capacity(range.kvs.len());
+        for kv in &range.kvs {
+            let o = self.parse_kv(info, kv)?;
+            if start.is_none_or(|s| o.key.as_str() >= s) {
+                objs.push(o);
             }
-            ListAt::Exact(n) => n,
-        };
-        let mut page = ListPage { rv: at_rv, items: Vec::new(), next_after: None, remaining: 0 };
-        let in_range = |k: &str| k.starts_with(prefix.as_str());
-        if at_rv == inner.rv {
-            let iter = st
-                .objects
-                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
-                .take_while(|(k, _)| in_range(k))
-                .map(|(_, v)| v);
-            fill_page(&mut page, iter, limit, sel);
-        } else {
-            let mut overlay: HashMap<&str, Option<&Arc<StoredObject>>> = HashMap::new();
-            for ev in st.history.newer_than_rev(at_rv) {
-                overlay.insert(ev.obj.key.as_str(), ev.prev.as_ref());
-            }
-            let mut snap: BTreeMap<&str, &Arc<StoredObject>> = st
-                .objects
-                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
-                .take_while(|(k, _)| in_range(k))
-                .map(|(k, v)| (k.as_str(), v))
-                .collect();
-            for (k, v) in overlay {
-                if k < from.as_str() || !in_range(k) {
-                    continue;
+        }
+        let mut it = objs.into_iter().peekable();
+        while let Some(o) = it.next() {
+            if sel.matches(&o.labels, &o.fields) {
+                let key = o.key.clone();
+                page.items.push(o);
+                if limit > 0 && page.items.len() >= limit {
+                    if it.peek().is_some() {
+                        page.next_after = Some(key);
+                        page.remaining = it.count() as u64;
+                    }
+                    break;
                 }
-                match v {
-                    Some(o) => snap.insert(k, o),
-                    None => snap.remove(k),
-                };
             }
-            fill_page(&mut page, snap.into_values(), limit, sel);
         }
         Ok(page)
     }
 
-    /// Current objects matching `sel` in key order, with the RV they are at.
-    pub fn snapshot(
+    /// Current objects matching `sel` in key order, with the RV they are at (consistent).
+    pub async fn snapshot(
         &self,
         info: &ResourceInfo,
         ns: Option<&str>,
         sel: &Selectors,
     ) -> Result<(u64, Vec<Arc<StoredObject>>), ApiError> {
-        let p = self.list(info, ns, ListAt::Latest, None, 0, sel)?;
+        let q = ListQuery { ns, at: ListAt::Latest, start: None, limit: 0, sel, consistent: true };
+        let p = self.list(info, q).await?;
         Ok((p.rv, p.items))
     }
 
-    /// Subscribes to change notifications of a resource (value: last RV).
-    pub fn subscribe(&self, info: &ResourceInfo) -> Result<watch::Receiver<u64>, ApiError> {
-        let i = self.idx(info)?;
-        Ok(self.inner.lock().res[i].notify.subscribe())
-    }
-
-    /// Reads up to `max` events of a resource after `after`.
-    pub fn read_events(
-        &self,
-        info: &ResourceInfo,
-        after: u64,
-        max: usize,
-        out: &mut Vec<Arc<Event>>,
-    ) -> Result<Result<u64, TooOld>, ApiError> {
-        let i = self.idx(info)?;
-        let inner = self.inner.lock();
-        let h = &inner.res[i].history;
-        Ok(match h.read_after(after, max, out) {
-            Some(()) => Ok(inner.rv),
-            None => Err(TooOld { start_rv: h.start_rv }),
-        })
-    }
-
-    /// Number of events of a resource with `rv > after` (a watcher's backlog).
-    pub fn backlog(&self, info: &ResourceInfo, after: u64) -> usize {
-        self.idx(info).map(|i| self.inner.lock().res[i].history.count_after(after)).unwrap_or(0)
-    }
-
-    /// Oldest RV a watch of this resource can start from, and the current RV.
-    pub fn history_bounds(&self, info: &ResourceInfo) -> Result<(u64, u64), ApiError> {
-        let i = self.idx(info)?;
-        let inner = self.inner.lock();
-        Ok((inner.res[i].history.start_rv, inner.rv))
-    }
-
-    /// Waits (up to `timeout`) until the global RV reaches `rv`.
-    pub async fn wait_for_rv(&self, rv: u64, timeout: Duration) -> bool {
-        let mut rx = self.rv_tx.subscribe();
-        let fut = rx.wait_for(|cur| *cur >= rv);
-        matches!(tokio::time::timeout(timeout, fut).await, Ok(Ok(_)))
-    }
-
-    /// Trims all histories up to `rv` (default: current RV).
-    pub fn compact(&self, rv: Option<u64>) -> u64 {
-        let mut inner = self.inner.lock();
-        let target = rv.unwrap_or(inner.rv).min(inner.rv);
-        for st in &mut inner.res {
-            st.history.compact(target);
+    /// Compacts the storage's history up to `rv` (default: the current revision) and the
+    /// cache's with it; returns the revision compacted.
+    pub async fn compact(&self, rv: Option<u64>) -> Result<u64, ApiError> {
+        let current = self.storage.current_revision().await.map_err(|e| ApiError::internal(&e.to_string()))?;
+        let target = rv.unwrap_or(current).min(current);
+        // Never past the cache's own position: its watch of the storage must go on.
+        self.cache.wait_for_rv(target, self.rv_wait).await;
+        let target = target.min(self.cache.resource_version());
+        match self.storage.compact(target).await {
+            Ok(()) | Err(StorageError::Compacted { .. }) => {}
+            Err(e) => return Err(ApiError::internal(&e.to_string())),
         }
-        target
-    }
-
-    /// Drops all history (as after an apiserver restart).
-    pub fn reset_history(&self) {
-        let mut inner = self.inner.lock();
-        let rv = inner.rv;
-        for st in &mut inner.res {
-            st.history.reset(rv);
-        }
-    }
-
-    /// Number of events retained per resource (diagnostics).
-    pub fn history_len(&self, info: &ResourceInfo) -> usize {
-        self.idx(info).map(|i| self.inner.lock().res[i].history.len()).unwrap_or(0)
-    }
-}
-
-fn has_finalizers(meta: &Map<String, Value>) -> bool {
-    meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
-}
-
-fn fill_page<'a>(
-    page: &mut ListPage,
-    iter: impl Iterator<Item = &'a Arc<StoredObject>>,
-    limit: usize,
-    sel: &Selectors,
-) {
-    let mut iter = iter.peekable();
-    while let Some(o) = iter.next() {
-        if sel.matches(&o.labels, &o.fields) {
-            page.items.push(o.clone());
-            if limit > 0 && page.items.len() >= limit {
-                if iter.peek().is_some() {
-                    page.next_after = Some(o.key.clone());
-                    page.remaining = iter.count() as u64;
-                }
-                return;
-            }
-        }
-    }
-}
-
-/// An object together with its resource type.
-pub type ResourceObject = (Arc<ResourceInfo>, Arc<StoredObject>);
-
-impl Store {
-    /// All current objects of every resource with the current RV.
-    pub fn dump(&self) -> (u64, Vec<ResourceObject>) {
-        let inner = self.inner.lock();
-        let mut out = Vec::new();
-        for (info, st) in self.registry.all().iter().zip(&inner.res) {
-            out.extend(st.objects.values().map(|o| (info.clone(), o.clone())));
-        }
-        (inner.rv, out)
-    }
-
-    /// Replaces the whole state (objects keep their own RVs); history then
-    /// starts empty at `rv`.
-    pub fn restore(&self, rv: u64, objects: Vec<(Arc<ResourceInfo>, Map<String, Value>)>) {
-        let built: Vec<(usize, StoredObject)> = objects
-            .into_iter()
-            .filter_map(|(info, o)| {
-                let i = self.idx(&info).ok()?;
-                let orv = o
-                    .get("metadata")
-                    .and_then(|m| m.get("resourceVersion"))
-                    .and_then(Value::as_str)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(rv);
-                Some((i, object::build(&info, &o, orv)))
-            })
-            .collect();
-        let mut inner = self.inner.lock();
-        for st in &mut inner.res {
-            st.objects.clear();
-        }
-        for (i, o) in built {
-            inner.res[i].objects.insert(o.key.clone(), Arc::new(o));
-        }
-        let rv = rv.max(inner.rv);
-        inner.rv = rv;
-        for st in &mut inner.res {
-            st.history.reset(rv);
-            st.notify.send_replace(rv);
-        }
-        self.rv_tx.send_replace(rv);
+        self.cache.compact(target);
+        Ok(target)
     }
 }

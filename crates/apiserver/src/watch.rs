@@ -16,12 +16,12 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
+use crate::cache::WatchCache;
 use crate::controls::Controls;
-use crate::object::{self, StoredObject};
+use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::Store;
 use crate::watch_cache::{Event, EventType};
 
 /// What a watch starts with.
@@ -68,6 +68,15 @@ pub fn encode_event(out: &mut Vec<u8>, typ: &str, obj: &[u8]) {
     out.extend_from_slice(typ.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
     out.extend_from_slice(obj);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Encodes one watch event line carrying a stored object.
+pub fn encode_object_event(out: &mut Vec<u8>, typ: &str, obj: &StoredObject) {
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(typ.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    obj.write_json(out);
     out.extend_from_slice(b"}\n");
 }
 
@@ -125,16 +134,16 @@ impl Filter {
         if self.table {
             encode_event(out, typ, &crate::table::event_table(info, o));
         } else if self.metadata {
-            encode_event(out, typ, &crate::table::partial_metadata(&o.full));
+            encode_event(out, typ, &crate::table::partial_metadata(&o.json()));
         } else {
-            encode_event(out, typ, &o.full);
+            encode_object_event(out, typ, o);
         }
     }
 
     /// Appends the event as seen through this filter (if visible).
     fn encode(&self, info: &ResourceInfo, ev: &Event, out: &mut Vec<u8>) -> bool {
         if self.trivial {
-            encode_event(out, ev.kind.as_str(), &ev.obj.full);
+            encode_object_event(out, ev.kind.as_str(), &ev.obj);
             return true;
         }
         match ev.kind {
@@ -152,7 +161,7 @@ impl Filter {
                     (false, true) => self.emit(info, out, "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
-                            let gone = object::with_rv(info, p, ev.rv);
+                            let gone = p.with_rv(ev.rv);
                             self.emit(info, out, "DELETED", &gone);
                         }
                     }
@@ -166,20 +175,31 @@ impl Filter {
 }
 
 /// Spawns the watch task; returns the body channel.
-pub fn spawn(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
+///
+/// The watch's starting point (the initial state of a streaming list, the position of a replay)
+/// is taken here, before the response starts, so every write acknowledged after the answer is an
+/// event of the watch.
+pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let registered = store.resource_version();
+    let initial = match p.start {
+        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &p.sel)),
+        WatchStart::After(_) => None,
+    };
     tokio::spawn(async move {
-        run(store, controls, p, tx).await;
+        run(store, controls, p, tx, registered, initial).await;
     });
     rx
 }
+
+type Snapshot = Result<(u64, Vec<Arc<StoredObject>>), ApiError>;
 
 /// The watch's end of the response body, with kube-apiserver's rule for watchers that do not keep
 /// up ([`crate::controls::UnresponsiveClose`]): while a chunk waits for the client, the events written
 /// after the watch started pile up in its buffer, and past the rule's grace the watcher is closed.
 struct Out {
     tx: mpsc::Sender<Bytes>,
-    store: Arc<Store>,
+    store: Arc<WatchCache>,
     controls: Arc<Controls>,
     info: Arc<ResourceInfo>,
     /// The store's resourceVersion when the watch started: later events are "buffered" events.
@@ -247,7 +267,14 @@ impl Out {
     }
 }
 
-async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+async fn run(
+    store: Arc<WatchCache>,
+    controls: Arc<Controls>,
+    p: WatchParams,
+    tx: mpsc::Sender<Bytes>,
+    registered: u64,
+    initial: Option<Snapshot>,
+) {
     let _open = controls.watch_opened();
     let info = p.info.clone();
     let filter = Filter {
@@ -259,6 +286,8 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     };
     let mut epoch = controls.watch_epoch();
     epoch.borrow_and_update();
+    let mut reset = store.reset_epoch();
+    reset.borrow_and_update();
     let Ok(mut notify) = store.subscribe(&info) else {
         return;
     };
@@ -270,14 +299,8 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
     let mut next_bookmark = started + p.bookmark_interval;
     // Room for a full chunk plus one large object, so a chunk rarely regrows.
     let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
-    let mut out = Out {
-        tx,
-        store: store.clone(),
-        controls: controls.clone(),
-        info: info.clone(),
-        registered: store.resource_version(),
-        over_since: None,
-    };
+    let mut out =
+        Out { tx, store: store.clone(), controls: controls.clone(), info: info.clone(), registered, over_since: None };
 
     // Position and initial state.
     let mut cursor: u64;
@@ -288,12 +311,13 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             last_sent = rv;
         }
         WatchStart::Initial { end_bookmark } => {
-            let (rv, items) = match store.snapshot(&info, p.ns.as_deref(), &p.sel) {
-                Ok(s) => s,
-                Err(e) => {
+            let (rv, items) = match initial {
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
                     let _ = out.tx.send(encode_error(&e)).await;
                     return;
                 }
+                None => return,
             };
             out.registered = rv;
             let delay = controls.stream_delay();
@@ -325,7 +349,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
         loop {
             // A dropped watch sends nothing written after the drop (the client re-watches from
             // its last resourceVersion).
-            if epoch.has_changed().unwrap_or(true) {
+            if epoch.has_changed().unwrap_or(true) || reset.has_changed().unwrap_or(true) {
                 return;
             }
             notify.borrow_and_update();
@@ -397,6 +421,7 @@ async fn run(store: Arc<Store>, controls: Arc<Controls>, p: WatchParams, tx: mps
             // An ended watch or a gone client first, so that a dropped watch serves no more.
             biased;
             _ = epoch.changed() => return,
+            _ = reset.changed() => return,
             _ = out.tx.closed() => return,
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake) => {}

@@ -171,7 +171,7 @@ async fn status_subresource_and_generate_name() {
 
 #[tokio::test]
 async fn bad_input_is_a_status_and_writes_nothing() {
-    let s = ApiServer::builder().body_limit(64 * 1024).start().await.unwrap();
+    let s = informer_apiserver::testing::builder().body_limit(64 * 1024).start().await.unwrap();
     let c = Client::new(&s);
     let rv0 = s.resource_version();
 
@@ -252,29 +252,27 @@ async fn bad_input_is_a_status_and_writes_nothing() {
 #[tokio::test]
 async fn in_process_access() {
     let s = server().await;
-    let created = s.create("pods", pod("a", json!({"x": "1"}))).unwrap();
+    let created = s.create("pods", pod("a", json!({"x": "1"}))).await.unwrap();
     assert_eq!(created["metadata"]["namespace"], "default");
-    let n = s.create_many("pods", (0..100).map(|i| pod(&format!("p{i:03}"), json!({}))).collect()).unwrap();
+    let n = s.create_many("pods", (0..100).map(|i| pod(&format!("p{i:03}"), json!({}))).collect()).await.unwrap();
     assert_eq!(n, s.resource_version());
-    assert_eq!(s.list("pods", Some("default")).unwrap().len(), 101);
-    let got = s.get("pods", "default", "p007").unwrap();
+    assert_eq!(s.list("pods", Some("default")).await.unwrap().len(), 101);
+    let got = s.get("pods", "default", "p007").await.unwrap();
     assert_eq!(got["metadata"]["name"], "p007");
-    let p = s.patch("po", "default", "a", &json!({"metadata": {"labels": {"x": "2"}}})).unwrap();
+    let p = s.patch("po", "default", "a", &json!({"metadata": {"labels": {"x": "2"}}})).await.unwrap();
     assert_eq!(p["metadata"]["labels"]["x"], "2");
     let mut u = p.clone();
     u["spec"] = json!({"containers": []});
-    let u2 = s.update("Pod", u).unwrap();
+    let u2 = s.update("Pod", u).await.unwrap();
     assert_eq!(u2["metadata"]["generation"], 2);
-    let d = s.delete("pods", "default", "a").unwrap();
+    let d = s.delete("pods", "default", "a").await.unwrap();
     assert_eq!(rv_of(&d), s.resource_version());
-    assert_eq!(s.get("pods", "default", "a").unwrap_err().code, 404);
-    assert!(s.create_many("pods", vec![pod("p001", json!({}))]).is_err());
-    let dep = s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).unwrap();
+    assert_eq!(s.get("pods", "default", "a").await.unwrap_err().code, 404);
+    assert!(s.create_many("pods", vec![pod("p001", json!({}))]).await.is_err());
+    let dep = s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
     assert_eq!(dep["apiVersion"], "apps/v1");
-    assert_eq!(s.create("widgets", json!({})).unwrap_err().code, 404);
+    assert_eq!(s.create("widgets", json!({})).await.unwrap_err().code, 404);
 }
-
-use informer_apiserver::ApiServer;
 
 #[tokio::test]
 async fn finalizers_delay_deletion() {
@@ -304,24 +302,25 @@ async fn finalizers_delay_deletion() {
     assert_eq!(c.get(&format!("{PODS}/f")).await.code, 404);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_get_distinct_increasing_rvs() {
     let s = std::sync::Arc::new(server().await);
-    s.create("configmaps", json!({"metadata": {"name": "counter"}, "data": {"n": "0"}})).unwrap();
+    s.create("configmaps", json!({"metadata": {"name": "counter"}, "data": {"n": "0"}})).await.unwrap();
     let mut hs = Vec::new();
     for t in 0..4 {
         let s = s.clone();
-        hs.push(std::thread::spawn(move || {
+        hs.push(tokio::spawn(async move {
             for i in 0..200 {
                 s.patch("configmaps", "default", "counter", &json!({"data": {format!("t{t}"): i.to_string()}}))
+                    .await
                     .unwrap();
             }
         }));
     }
     for h in hs {
-        h.join().unwrap();
+        h.await.unwrap();
     }
-    let cm = s.get("configmaps", "default", "counter").unwrap();
+    let cm = s.get("configmaps", "default", "counter").await.unwrap();
     for t in 0..4 {
         assert_eq!(cm["data"][format!("t{t}")], "199");
     }
@@ -369,7 +368,7 @@ async fn dry_run_writes_nothing() {
     let d = c.send_raw(http::Method::DELETE, &format!("{PODS}/d?dryRun=All"), Vec::new(), "application/json").await;
     assert_eq!(d.code, 200);
     assert_eq!(s.resource_version(), rv1);
-    assert!(s.get("pods", "default", "d").unwrap()["metadata"]["labels"].get("x").is_none());
+    assert!(s.get("pods", "default", "d").await.unwrap()["metadata"]["labels"].get("x").is_none());
     assert_eq!(rv1, rv + 1);
 }
 
@@ -380,5 +379,5 @@ async fn non_json_bodies_are_415() {
     let r = c.send_raw(http::Method::POST, PODS, b"k8s\x00\x0a".to_vec(), "application/vnd.kubernetes.protobuf").await;
     assert_eq!(r.code, 415);
     assert_eq!(r.body["reason"], "UnsupportedMediaType");
-    assert_eq!(s.list("pods", None).unwrap().len(), 0);
+    assert_eq!(s.list("pods", None).await.unwrap().len(), 0);
 }

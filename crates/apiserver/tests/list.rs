@@ -15,7 +15,7 @@ fn names(v: &Value) -> Vec<String> {
 
 async fn five(s: &ApiServer) {
     for n in ["sample-a", "sample-b", "sample-c", "sample-d", "sample-e"] {
-        s.create("pods", pod(n, json!({"app": "sample"}))).unwrap();
+        s.create("pods", pod(n, json!({"app": "sample"}))).await.unwrap();
     }
 }
 
@@ -23,7 +23,7 @@ async fn five(s: &ApiServer) {
 async fn paging_like_kube() {
     let s = server().await;
     five(&s).await;
-    s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}})).unwrap();
+    s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}})).await.unwrap();
     let c = Client::new(&s);
     let rv = s.resource_version();
     let p1 = c.get(&format!("{PODS}?limit=2")).await;
@@ -41,8 +41,8 @@ async fn paging_like_kube() {
     assert_eq!(String::from_utf8(dec).unwrap(), expect);
 
     // Writes between pages do not show up: all pages at the first RV.
-    s.create("pods", pod("sample-bb", json!({}))).unwrap();
-    s.delete("pods", "default", "sample-d").unwrap();
+    s.create("pods", pod("sample-bb", json!({}))).await.unwrap();
+    s.delete("pods", "default", "sample-d").await.unwrap();
     let p2 = c.get(&format!("{PODS}?limit=2&continue={tok}")).await;
     assert_eq!(p2.code, 200, "{:?}", p2.body);
     assert_eq!(names(&p2.body), ["sample-c", "sample-d"]);
@@ -80,8 +80,8 @@ async fn continue_after_compaction_is_410_with_fresh_token() {
     let c = Client::new(&s);
     let p1 = c.get(&format!("{PODS}?limit=2")).await;
     let tok = p1.body["metadata"]["continue"].as_str().unwrap().to_string();
-    s.create("pods", pod("sample-f", json!({}))).unwrap();
-    s.compact();
+    s.create("pods", pod("sample-f", json!({}))).await.unwrap();
+    s.compact().await.unwrap();
     let r = c.get(&format!("{PODS}?limit=2&continue={tok}")).await;
     assert_eq!(r.code, 410);
     assert_eq!(r.body["reason"], "Expired");
@@ -103,9 +103,9 @@ async fn resource_version_semantics() {
     five(&s).await;
     let c = Client::new(&s);
     let rv_mid = s.resource_version();
-    s.delete("pods", "default", "sample-a").unwrap();
-    s.patch("pods", "default", "sample-b", &json!({"metadata": {"labels": {"app": "changed"}}})).unwrap();
-    s.create("pods", pod("sample-z", json!({}))).unwrap();
+    s.delete("pods", "default", "sample-a").await.unwrap();
+    s.patch("pods", "default", "sample-b", &json!({"metadata": {"labels": {"app": "changed"}}})).await.unwrap();
+    s.create("pods", pod("sample-z", json!({}))).await.unwrap();
     let now = s.resource_version();
 
     // Exact from history.
@@ -132,7 +132,7 @@ async fn resource_version_semantics() {
     assert!(r.body["metadata"].get("continue").is_none());
 
     // Compacted => 410.
-    s.compact();
+    s.compact().await.unwrap();
     let r = c.get(&format!("{PODS}?resourceVersion={rv_mid}&resourceVersionMatch=Exact")).await;
     assert_eq!(r.code, 410);
     assert_eq!(
@@ -147,7 +147,7 @@ async fn resource_version_semantics() {
 
 #[tokio::test]
 async fn future_rv_waits_then_504() {
-    let s = ApiServer::builder().too_large_rv_wait(Duration::from_millis(300)).start().await.unwrap();
+    let s = informer_apiserver::testing::builder().too_large_rv_wait(Duration::from_millis(300)).start().await.unwrap();
     let c = Client::new(&s);
     let fut = s.resource_version() + 10;
     let r = c.get(&format!("{PODS}?resourceVersion={fut}&resourceVersionMatch=NotOlderThan")).await;
@@ -167,7 +167,7 @@ async fn future_rv_waits_then_504() {
     });
     // Whether the request is already parked or not, the write satisfies it.
     tokio::task::yield_now().await;
-    s.create("pods", pod("late", json!({}))).unwrap();
+    s.create("pods", pod("late", json!({}))).await.unwrap();
     let r = h.await.unwrap();
     assert_eq!(r.code, 200);
     assert_eq!(names(&r.body), ["late"]);
@@ -181,9 +181,10 @@ async fn selectors() {
         "pods",
         json!({"metadata": {"name": "a", "labels": {"env": "prod", "tier": "web"}}, "spec": {"nodeName": "n1"}}),
     )
+    .await
     .unwrap();
-    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})).unwrap();
-    s.create("pods", json!({"metadata": {"name": "c"}})).unwrap();
+    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "c"}})).await.unwrap();
     for (q, want) in [
         ("labelSelector=env%3Dprod", vec!["a"]),
         ("labelSelector=env%3D%3Dprod", vec!["a"]),
@@ -237,7 +238,7 @@ async fn large_list_is_fast() {
     let objs: Vec<Value> = (0..10_000)
         .map(|i| json!({"metadata": {"name": format!("p{i:05}"), "labels": {"app": "bench"}}, "spec": {"blob": big}}))
         .collect();
-    s.create_many("pods", objs).unwrap();
+    s.create_many("pods", objs).await.unwrap();
     let c = Client::new(&s);
     let t = std::time::Instant::now();
     let r = c.get(PODS).await;

@@ -71,7 +71,7 @@ async fn kubectl_crud_apply_and_watch() {
     // self-signed certificate and require a token.
     let dir = tempdir("kubectl");
     let (cert, key) = self_signed(&dir).await;
-    let s = ApiServer::builder().token("kt").tls(cert, key).start().await.unwrap();
+    let s = informer_apiserver::testing::builder().token("kt").tls(cert, key).start().await.unwrap();
     assert!(s.url().starts_with("https://"));
     let kc = dir.join("config");
     let cache = dir.join("cache");
@@ -118,7 +118,7 @@ async fn kubectl_crud_apply_and_watch() {
     .unwrap();
     let (ok, out, err) = kubectl(&kc, &cache, &["apply", "-f", applied.to_str().unwrap(), "--validate=false"]).await;
     assert!(ok && out.contains("pod/ka configured"), "{out}{err}");
-    assert_eq!(s.get("pods", "default", "ka").unwrap()["metadata"]["labels"]["app"], "b");
+    assert_eq!(s.get("pods", "default", "ka").await.unwrap()["metadata"]["labels"]["app"], "b");
 
     // kubectl get --watch: read the initial lines, see a new pod, then kill it.
     let mut child = Command::new("kubectl")
@@ -143,7 +143,7 @@ async fn kubectl_crud_apply_and_watch() {
         seen.push(l);
     }
     assert!(seen[0].starts_with("ka ") && seen[1].starts_with("kp "), "{seen:?}");
-    s.create("pods", pod("kw", json!({}))).unwrap();
+    s.create("pods", pod("kw", json!({}))).await.unwrap();
     let l = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
         .expect("kubectl watch event")
@@ -155,7 +155,7 @@ async fn kubectl_crud_apply_and_watch() {
     let (ok, out, err) = kubectl(&kc, &cache, &["delete", "pod", "kp", "ka"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("pod \"kp\" deleted"), "{out}");
-    assert_eq!(s.get("pods", "default", "kp").unwrap_err().code, 404);
+    assert_eq!(s.get("pods", "default", "kp").await.unwrap_err().code, 404);
     let (ok, _, err) = kubectl(&kc, &cache, &["get", "pod", "kp"]).await;
     assert!(!ok && err.contains("pods \"kp\" not found"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
@@ -191,7 +191,7 @@ async fn python_client_watch() {
     let dir = tempdir("python");
     let kc = dir.join("config");
     s.write_kubeconfig(&kc).unwrap();
-    s.create("pods", pod("py", json!({"app": "py"}))).unwrap();
+    s.create("pods", pod("py", json!({"app": "py"}))).await.unwrap();
     let mut child = Command::new("/usr/bin/python3")
         .args(["-c", PY, kc.to_str().unwrap()])
         .stdout(Stdio::piped())
@@ -209,10 +209,10 @@ async fn python_client_watch() {
     };
     let e = next().await;
     assert_eq!((e["type"].as_str(), e["name"].as_str()), (Some("ADDED"), Some("py")));
-    s.patch("pods", "default", "py", &json!({"metadata": {"labels": {"x": "1"}}})).unwrap();
+    s.patch("pods", "default", "py", &json!({"metadata": {"labels": {"x": "1"}}})).await.unwrap();
     let e = next().await;
     assert_eq!(e["type"], "MODIFIED");
-    s.delete("pods", "default", "py").unwrap();
+    s.delete("pods", "default", "py").await.unwrap();
     let e = next().await;
     assert_eq!(e["type"], "DELETED");
     assert_eq!(e["rv"], s.resource_version().to_string());
@@ -228,9 +228,9 @@ async fn kube_client(s: &ApiServer) -> kube::Client {
 }
 
 async fn follow(config: watcher::Config) {
-    let s = ApiServer::builder().token("kr").start().await.unwrap();
+    let s = informer_apiserver::testing::builder().token("kr").start().await.unwrap();
     for i in 0..3 {
-        s.create("pods", pod(&format!("pre{i}"), json!({"app": "kr"}))).unwrap();
+        s.create("pods", pod(&format!("pre{i}"), json!({"app": "kr"}))).await.unwrap();
     }
     let client = kube_client(&s).await;
     let api: Api<Pod> = Api::namespaced(client, "default");
@@ -273,7 +273,7 @@ async fn follow(config: watcher::Config) {
     }
     // A dropped watch is resumed transparently from the last RV.
     s.drop_watches();
-    s.create("pods", pod("after-drop", json!({}))).unwrap();
+    s.create("pods", pod("after-drop", json!({}))).await.unwrap();
     match next().await {
         watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("after-drop")),
         e => panic!("unexpected {e:?}"),
@@ -294,8 +294,8 @@ async fn kube_rs_watcher_streaming_lists() {
 async fn kube_rs_over_tls_with_token() {
     let dir = tempdir("kube-tls");
     let (cert, key) = self_signed(&dir).await;
-    let s = ApiServer::builder().token("tls-token").tls(cert, key).start().await.unwrap();
-    s.create("pods", pod("secure", json!({}))).unwrap();
+    let s = informer_apiserver::testing::builder().token("tls-token").tls(cert, key).start().await.unwrap();
+    s.create("pods", pod("secure", json!({}))).await.unwrap();
     let api: Api<Pod> = Api::namespaced(kube_client(&s).await, "default");
     let p = api.get("secure").await.unwrap();
     assert_eq!(p.metadata.name.as_deref(), Some("secure"));

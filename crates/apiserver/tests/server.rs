@@ -41,7 +41,7 @@ async fn discovery_documents() {
 
 #[tokio::test]
 async fn custom_resource_registration() {
-    let s = ApiServer::builder()
+    let s = informer_apiserver::testing::builder()
         .register(
             informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true)
                 .with_short_names(&["wd"]),
@@ -63,12 +63,12 @@ async fn custom_resource_registration() {
     assert_eq!(l.body["items"][0]["kind"], "Widget", "custom resource list items carry kind");
     let apis = c.get("/apis").await;
     assert!(apis.body["groups"].as_array().unwrap().iter().any(|g| g["name"] == "example.com"));
-    assert_eq!(s.list("wd", None).unwrap().len(), 1);
+    assert_eq!(s.list("wd", None).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn bearer_token_auth() {
-    let s = ApiServer::builder().token("sekret").start().await.unwrap();
+    let s = informer_apiserver::testing::builder().token("sekret").start().await.unwrap();
     let r = Client::new(&s).get(PODS).await;
     assert_eq!(r.code, 401);
     assert_eq!(
@@ -108,7 +108,7 @@ async fn injected_faults_and_latency() {
 }
 
 #[tokio::test]
-async fn restart_keeps_state_and_port_but_not_history() {
+async fn restart_keeps_state_port_and_history_until_compaction() {
     let s = server().await;
     let addr = s.addr();
     let c = Client::new(&s);
@@ -119,15 +119,31 @@ async fn restart_keeps_state_and_port_but_not_history() {
     s.restart().await.unwrap();
     w.expect_end(SEC).await;
     assert_eq!(s.addr(), addr);
+    assert!(s.wait_ready(SEC).await);
     let c = Client::new(&s);
     let g = c.get(&format!("{PODS}/a")).await;
     assert_eq!(g.code, 200);
-    let rv = s.resource_version();
     let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
     let e = w.next_within(SEC).await.unwrap();
-    assert_eq!(e["type"], "ERROR");
-    assert_eq!(e["object"]["message"], format!("too old resource version: {rv0} ({rv})"));
+    if informer_apiserver::testing::backend() == informer_apiserver::testing::Backend::Etcd {
+        // On etcd the rebuilt cache starts at the current revision, as kube-apiserver's.
+        assert_eq!(e["type"], "ERROR");
+        assert_eq!(e["object"]["code"], 410);
+    } else {
+        // The rebuilt cache still has the history: a watch from before the restart resumes.
+        assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
+        // After a compaction, a restarted cache starts there: older watches get 410.
+        let compacted = s.compact().await.unwrap();
+        s.restart().await.unwrap();
+        assert!(s.wait_ready(SEC).await);
+        let c = Client::new(&s);
+        let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv0}")).await;
+        let e = w.next_within(SEC).await.unwrap();
+        assert_eq!(e["type"], "ERROR");
+        assert_eq!(e["object"]["message"], format!("too old resource version: {rv0} ({compacted})"));
+    }
     // Watching from the current RV works and new writes get higher RVs.
+    let rv = s.resource_version();
     let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     let r = c.post(PODS, &pod("b", json!({}))).await;
     assert_eq!(rv_of(&r.body), rv + 1);
@@ -135,6 +151,7 @@ async fn restart_keeps_state_and_port_but_not_history() {
     s.stop().await;
     assert!(!s.is_running().await);
     s.restart().await.unwrap();
+    assert!(s.wait_ready(SEC).await);
     assert_eq!(Client::new(&s).get(&format!("{PODS}/b")).await.code, 200);
 }
 
@@ -151,29 +168,33 @@ async fn kubeconfig_file() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// With a data directory, a new server on the same directory has every object, the RV counter
+/// and the watch history: a watch from before the restart resumes without a relist.
 #[tokio::test]
-async fn data_dir_persists_objects_and_rv() {
+async fn data_dir_persists_objects_rv_and_history() {
     let dir = std::env::temp_dir().join(format!("apiserver-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (rv, uid) = {
+    let (rv, uid, before) = {
         let s = ApiServer::builder().data_dir(&dir).start().await.unwrap();
-        let p = s.create("pods", pod("keep", json!({"a": "b"}))).unwrap();
-        s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).unwrap();
+        let before = s.resource_version();
+        let p = s.create("pods", pod("keep", json!({"a": "b"}))).await.unwrap();
+        s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
         s.stop().await;
-        (s.resource_version(), p["metadata"]["uid"].clone())
+        (s.resource_version(), p["metadata"]["uid"].clone(), before)
     };
     let s = ApiServer::builder().data_dir(&dir).start().await.unwrap();
     assert_eq!(s.resource_version(), rv);
-    let p = s.get("pods", "default", "keep").unwrap();
+    let p = s.get("pods", "default", "keep").await.unwrap();
     assert_eq!(p["metadata"]["uid"], uid);
-    assert_eq!(s.list("deployments", None).unwrap().len(), 1);
-    assert_eq!(s.list("namespaces", None).unwrap().len(), 4);
-    // History starts at the restored RV: older watches get 410.
+    assert_eq!(s.list("deployments", None).await.unwrap().len(), 1);
+    assert_eq!(s.list("namespaces", None).await.unwrap().len(), 4);
     let c = Client::new(&s);
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion=1")).await;
-    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["code"], 410);
-    let n = s.create("pods", pod("new", json!({}))).unwrap();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={before}")).await;
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("keep")));
+    let n = s.create("pods", pod("new", json!({}))).await.unwrap();
     assert_eq!(rv_of(&n), rv + 1);
+    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"], "new");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -191,6 +212,6 @@ async fn open_watches_and_request_counts() {
     assert_eq!((n.list, n.create, n.watch), (1, 1, 1));
     drop(w);
     // The watch task notices the closed stream when it next writes.
-    s.create("pods", pod("b", json!({}))).unwrap();
+    s.create("pods", pod("b", json!({}))).await.unwrap();
     assert!(s.wait_for_watches_at_most(0, SEC).await);
 }

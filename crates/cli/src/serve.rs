@@ -1,8 +1,10 @@
-//! `informer serve`: runs the embeddable Kubernetes list/watch API server
-//! (`informer-apiserver`) as a standalone process until Ctrl-C.
+//! `informer serve`: runs the embeddable Kubernetes API server (`informer-apiserver`) as a
+//! standalone process until SIGINT or SIGTERM: in memory by default, durable with `--data-dir`,
+//! on etcd with kube-apiserver's `--etcd-servers` flags (several processes can share one etcd).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Arguments of `informer serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,12 +24,65 @@ pub struct ServeArgs {
     /// Write a kubeconfig for this server to this path.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
-    /// Persist objects and the resourceVersion counter in this directory.
-    #[arg(long)]
+    /// Keep objects durably in this directory (embedded SQLite): every acknowledged write is on
+    /// disk, and a restart on the same directory resumes objects, resourceVersions and watches.
+    #[arg(long, conflicts_with = "etcd_servers")]
     pub data_dir: Option<PathBuf>,
+    /// Keep objects in etcd (comma-separated client URLs, as kube-apiserver's flag).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// The prefix of every etcd key.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// How often the storage's history is compacted (Go duration: 30s, 5m, 1h; 0 never).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub etcd_compaction_interval: Duration,
+    /// On SIGTERM, how long requests are still served while /readyz fails (so that load
+    /// balancers stop sending new ones).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay_duration: Duration,
+    /// During shutdown keep the listener open and answer new requests 429 with Retry-After until
+    /// the requests in progress are done (default: close the listener, answer 503).
+    #[arg(long)]
+    pub shutdown_send_retry_after: bool,
+    /// During shutdown, how long open watches go on after the other requests are done.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_watch_termination_grace_period: Duration,
 }
 
-/// Runs the server until Ctrl-C.
+/// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    if rest.is_empty() {
+        return Err("empty duration".into());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(digits);
+        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let unit = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+        let (u, next) = tail.split_at(unit);
+        let secs = match u {
+            "ns" => n / 1e9,
+            "us" | "µs" => n / 1e6,
+            "ms" => n / 1e3,
+            "s" => n,
+            "m" => n * 60.0,
+            "h" => n * 3600.0,
+            _ => return Err(format!("invalid duration {s:?}: unknown unit {u:?}")),
+        };
+        total += Duration::from_secs_f64(secs);
+        rest = next;
+    }
+    Ok(total)
+}
+
+/// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let opts = informer_apiserver::ServeOptions {
         addr: args.addr,
@@ -36,7 +91,32 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tls_key: args.tls_key,
         write_kubeconfig: args.write_kubeconfig,
         data_dir: args.data_dir,
+        etcd_servers: args.etcd_servers,
+        etcd_prefix: args.etcd_prefix,
+        compaction_interval: args.etcd_compaction_interval,
+        shutdown: informer_apiserver::GracefulShutdown {
+            delay: args.shutdown_delay_duration,
+            send_retry_after: args.shutdown_send_retry_after,
+            watch_grace: args.shutdown_watch_termination_grace_period,
+            ..Default::default()
+        },
     };
     informer_apiserver::serve(opts).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("").is_err());
+    }
 }

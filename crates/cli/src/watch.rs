@@ -67,7 +67,7 @@ pub async fn run(args: WatchArgs) -> Result<bool> {
         && found.resource.plural == "pods"
     {
         for i in 0..3 {
-            let _ = s.create("pods", serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":format!("sample-{i}"),"namespace":"default","labels":{"app":"sample"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}));
+            let _ = s.create("pods", serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":format!("sample-{i}"),"namespace":"default","labels":{"app":"sample"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}})).await;
         }
     }
     let ns = if found.namespaced { args.namespace.as_deref() } else { None };

@@ -31,7 +31,7 @@ fn widget(name: &str, size: u64) -> Value {
 async fn a_custom_resource_is_watched_by_its_short_name_as_json_lines() {
     let widgets = ResourceInfo::new("example.com", "v1", "widgets", "Widget", true).with_short_names(&["wd"]);
     let server = ApiServer::builder().register(widgets).start().await.unwrap();
-    let created = server.create("widgets", widget("w1", 1)).unwrap();
+    let created = server.create("widgets", widget("w1", 1)).await.unwrap();
     let dir = std::env::temp_dir().join(format!("informer-cli-watch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");
@@ -61,13 +61,13 @@ async fn a_custom_resource_is_watched_by_its_short_name_as_json_lines() {
     };
 
     assert_eq!(next(), json!({"type": "ADDED", "object": created}), "the listed widget, as the server sent it");
-    let w2 = server.create("widgets", widget("w2", 2)).unwrap();
+    let w2 = server.create("widgets", widget("w2", 2)).await.unwrap();
     assert_eq!(next(), json!({"type": "ADDED", "object": w2}));
     let mut changed = created.clone();
     changed["spec"]["size"] = json!(10);
-    let updated = server.update("widgets", changed).unwrap();
+    let updated = server.update("widgets", changed).await.unwrap();
     assert_eq!(next(), json!({"type": "MODIFIED", "object": updated}));
-    server.delete("widgets", "default", "w2").unwrap();
+    server.delete("widgets", "default", "w2").await.unwrap();
     let deleted = next();
     assert_eq!(
         (deleted["type"].as_str(), deleted["object"]["metadata"]["name"].as_str()),

@@ -18,11 +18,13 @@ use tokio_util::sync::CancellationToken;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = ApiServer::builder().start().await?;
     for i in 0..5 {
-        server.create(
-            "pods",
-            json!({"metadata": {"name": format!("web-{i}"), "namespace": "default", "labels": {"app": "web"}},
+        server
+            .create(
+                "pods",
+                json!({"metadata": {"name": format!("web-{i}"), "namespace": "default", "labels": {"app": "web"}},
                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
-        )?;
+            )
+            .await?;
     }
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml())?;
     let client = kube::Client::try_from(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?)?;
@@ -59,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
-    server.delete("pods", "default", "web-0")?;
+    server.delete("pods", "default", "web-0").await?;
     let web: LabelSelector = "app=web".parse()?;
     println!("{} web pods cached", pods.lister().by_namespace("default").list(&web).len());
 

@@ -65,8 +65,8 @@ async fn main() -> Result<(), BoxError> {
         (None, None) => return Err("no server".into()),
     };
     if let Some(s) = &server {
-        s.create("pods", pod("web-1", "nginx:1.27"))?;
-        s.create("pods", pod("web-2", "nginx:1.27"))?;
+        s.create("pods", pod("web-1", "nginx:1.27")).await?;
+        s.create("pods", pod("web-2", "nginx:1.27")).await?;
     }
 
     let informer = SharedIndexInformer::<Pod>::new(KubeListerWatcher::new(client, Some("default")), Duration::ZERO);
@@ -111,8 +111,8 @@ async fn main() -> Result<(), BoxError> {
                     .map(|(k, e)| (k.to_string(), e))
                     .collect();
             wait_for(&mut seen, &mut expect).await?;
-            s.update("pods", pod("web-1", "nginx:1.28"))?;
-            s.delete("pods", "default", "web-2")?;
+            s.update("pods", pod("web-1", "nginx:1.28")).await?;
+            s.delete("pods", "default", "web-2").await?;
             let mut expect: BTreeSet<(String, bool)> =
                 [("default/web-1".to_string(), true), ("default/web-2".to_string(), false)].into();
             wait_for(&mut seen, &mut expect).await?;

@@ -5,8 +5,9 @@
 //! [`Indexer`] (the local cache) and distributes notifications to handlers. Most programs use a
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
-//! [`workqueue`] and reconcile them with a [`ControllerRunner`]. [`prelude`] imports what most
-//! programs use. See `docs/design.md`.
+//! [`workqueue`] and reconcile them with a [`ControllerRunner`], which can run as several replicas
+//! of which one works at a time ([`leader_election`]). [`prelude`] imports what most programs use.
+//! See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -23,6 +24,7 @@ pub mod handler;
 pub mod informer_thread;
 pub mod key;
 pub mod kube_lw;
+pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
 pub mod object;
@@ -45,6 +47,7 @@ pub use handler::{HandlerFns, ResourceEventHandler};
 pub use informer_thread::InformerThread;
 pub use key::{KeyError, ObjectKey};
 pub use kube_lw::KubeListerWatcher;
+pub use leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, WatchEvent, WatchStream,

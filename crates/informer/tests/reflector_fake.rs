@@ -654,3 +654,83 @@ async fn retry_after_is_obeyed_exactly() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// The client's clock jumps (a suspended laptop, a VM paused and resumed): tokio's clock leaps an
+/// hour at a time while changes go on. Timers that come due at once (resync, watch and backoff
+/// deadlines) must not lose, duplicate or reorder anything: the cache and the handler's view end
+/// equal to the source, and no key's resourceVersion ever goes back.
+#[tokio::test(start_paused = true)]
+async fn client_clock_jumps_lose_and_reorder_nothing() {
+    use informer::{HandlerFns, InformerOptions, SharedIndexInformer};
+    use std::collections::{BTreeMap, HashMap};
+    let src = FakeSource::new();
+    for i in 0..20 {
+        src.add(cm(&format!("c{i:02}"), "0"));
+    }
+    let opts = InformerOptions::default().name("clock").resync_period(Duration::from_secs(30));
+    let informer = SharedIndexInformer::with_options(src.clone(), opts);
+    let view: Arc<parking_lot::Mutex<BTreeMap<String, String>>> = Arc::default();
+    let last: Arc<parking_lot::Mutex<HashMap<String, u64>>> = Arc::default();
+    let backwards: Arc<AtomicUsize> = Arc::default();
+    let seen = {
+        let (view, last, backwards) = (view.clone(), last.clone(), backwards.clone());
+        move |o: &informer::Object<Cm>| {
+            let rv: u64 = o.resource_version().unwrap().parse().unwrap();
+            let key = o.key().to_string();
+            if last.lock().insert(key.clone(), rv).is_some_and(|prev| rv < prev) {
+                backwards.fetch_add(1, Ordering::SeqCst);
+            }
+            view.lock().insert(key, rv.to_string());
+        }
+    };
+    let (s1, s2, v) = (seen.clone(), seen, view.clone());
+    informer
+        .add_event_handler(HandlerFns::new().on_add(move |o, _| s1(o)).on_update(move |_, o| s2(o)).on_delete(
+            move |d| {
+                v.lock().remove(d.key().as_str());
+            },
+        ))
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    informer.synced().wait().await;
+    for round in 0..6u32 {
+        for i in 0..20 {
+            match (i + round) % 4 {
+                0 => {
+                    src.delete(cm(&format!("c{i:02}"), "x"));
+                    src.add(cm(&format!("c{i:02}"), &round.to_string()));
+                }
+                _ => {
+                    src.modify(cm(&format!("c{i:02}"), &format!("{round}-{i}")));
+                }
+            }
+        }
+        // The clock leaps an hour: every timer is due at once.
+        tokio::time::advance(Duration::from_secs(3600)).await;
+    }
+    let want: BTreeMap<String, String> = src
+        .items()
+        .into_iter()
+        .map(|(k, v)| (k, v["metadata"]["resourceVersion"].as_str().unwrap().to_string()))
+        .collect();
+    loop {
+        let cache: BTreeMap<String, String> = informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|o| (o.key().to_string(), o.resource_version().unwrap().to_string()))
+            .collect();
+        if cache == want && *view.lock() == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(backwards.load(Ordering::SeqCst), 0, "a resourceVersion went back");
+    assert_eq!(src.list_calls().len(), 1, "no relist");
+    cancel.cancel();
+    task.await.unwrap();
+}

@@ -56,9 +56,9 @@ async fn client_for(server: &ApiServer) -> kube::Client {
 
 impl Harness {
     async fn start(streaming: bool, initial: u64) -> Harness {
-        let server = Arc::new(ApiServer::builder().start().await.unwrap());
+        let server = Arc::new(informer_apiserver::testing::builder().start().await.unwrap());
         for i in 0..initial {
-            server.create("configmaps", cm(i, 0)).unwrap();
+            server.create("configmaps", cm(i, 0)).await.unwrap();
         }
         Harness::attach(server, streaming, initial).await
     }
@@ -144,9 +144,10 @@ impl Harness {
         Harness { server, store, changed, lists, watches, errors, order_violations, cancel, task, next: initial }
     }
 
-    fn server_state(&self) -> BTreeMap<String, String> {
+    async fn server_state(&self) -> BTreeMap<String, String> {
         self.server
             .list("configmaps", Some("default"))
+            .await
             .unwrap()
             .into_iter()
             .map(|o| {
@@ -171,7 +172,7 @@ impl Harness {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let (want, got) = (self.server_state(), self.cache_state());
+            let (want, got) = (self.server_state().await, self.cache_state());
             if want == got {
                 let v = self.order_violations.lock();
                 assert!(v.is_empty(), "{what}: out-of-order events: {v:?}");
@@ -213,20 +214,20 @@ impl Harness {
     }
 
     /// Makes `n` changes: updates, creations and deletions.
-    fn churn(&mut self, n: u64) {
+    async fn churn(&mut self, n: u64) {
         for k in 0..n {
             match k % 5 {
                 0 => {
-                    self.server.create("configmaps", cm(self.next, 0)).unwrap();
+                    self.server.create("configmaps", cm(self.next, 0)).await.unwrap();
                     self.next += 1;
                 }
                 1 if self.next > 10 => {
                     let victim = (k * 7) % self.next;
-                    let _ = self.server.delete("configmaps", "default", &format!("cm-{victim:04}"));
+                    let _ = self.server.delete("configmaps", "default", &format!("cm-{victim:04}")).await;
                 }
                 _ => {
                     let i = (k * 13) % self.next;
-                    let _ = self.server.update("configmaps", cm(i, k + 1));
+                    let _ = self.server.update("configmaps", cm(i, k + 1)).await;
                 }
             }
         }
@@ -243,7 +244,7 @@ async fn streaming_list_syncs_and_follows_changes() {
     let mut h = Harness::start(true, 50).await;
     assert_eq!(h.store.len(), 50);
     assert_eq!(h.lists.load(Ordering::SeqCst), 1, "one streaming list");
-    h.churn(200);
+    h.churn(200).await;
     h.converge("after churn").await;
     assert!(h.errors.lock().is_empty(), "{:?}", h.errors.lock());
     h.stop().await;
@@ -253,7 +254,7 @@ async fn streaming_list_syncs_and_follows_changes() {
 async fn list_and_watch_syncs_and_follows_changes() {
     let mut h = Harness::start(false, 50).await;
     assert_eq!(h.store.len(), 50);
-    h.churn(200);
+    h.churn(200).await;
     h.converge("after churn").await;
     assert_eq!(h.lists.load(Ordering::SeqCst), 1);
     h.stop().await;
@@ -267,11 +268,11 @@ async fn dropped_watches_rewatch_without_relisting() {
         // *without* events is an error (and relists), as in client-go; one that delivered events
         // restarts at once. (The server's dropped watches serve nothing written after the drop,
         // so the next round's changes go through the next watch.)
-        h.churn(20);
+        h.churn(20).await;
         h.converge("before drop").await;
         h.drop_watches().await;
     }
-    h.churn(20);
+    h.churn(20).await;
     h.converge("after the last drop").await;
     // A closed watch restarts from the last RV without a relist: the initial list only.
     let lists = h.lists.load(Ordering::SeqCst);
@@ -284,12 +285,12 @@ async fn compaction_while_disconnected_relists_and_converges() {
     let mut h = Harness::start(false, 20).await;
     // Make the watch fail with 410: take the server down, change and compact, bring it back.
     h.server.stop().await;
-    h.churn(30);
-    h.server.compact();
+    h.churn(30).await;
+    h.server.compact().await.unwrap();
     h.server.restart().await.unwrap();
     h.converge("after compaction").await;
     assert!(h.lists.load(Ordering::SeqCst) >= 2, "410 leads to a relist");
-    h.churn(20);
+    h.churn(20).await;
     h.converge("after more churn").await;
     h.stop().await;
 }
@@ -299,11 +300,11 @@ async fn too_many_requests_storm_and_500s_converge() {
     let mut h = Harness::start(false, 20).await;
     h.server.fail_next_with_429(5, 0);
     h.server.drop_watches();
-    h.churn(20);
+    h.churn(20).await;
     h.converge("after 429s").await;
     h.server.fail_next_with_500(3);
     h.server.drop_watches();
-    h.churn(20);
+    h.churn(20).await;
     h.converge("after 500s").await;
     h.stop().await;
 }
@@ -312,11 +313,11 @@ async fn too_many_requests_storm_and_500s_converge() {
 async fn streaming_list_after_restart_and_slow_stream_converges() {
     let mut h = Harness::start(true, 30).await;
     h.server.set_stream_delay(Duration::from_millis(1));
-    h.churn(30);
+    h.churn(30).await;
     h.converge("slow stream").await;
     h.server.set_stream_delay(Duration::ZERO);
     h.server.restart().await.unwrap();
-    h.churn(30);
+    h.churn(30).await;
     h.converge("after restart").await;
     h.stop().await;
 }
@@ -327,10 +328,10 @@ async fn streaming_list_after_restart_and_slow_stream_converges() {
 /// and converge instead of retrying the streaming list forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_list_closed_as_unresponsive_under_writes_falls_back_to_list() {
-    let server = Arc::new(ApiServer::builder().start().await.unwrap());
+    let server = Arc::new(informer_apiserver::testing::builder().start().await.unwrap());
     let initial = 400;
     for i in 0..initial {
-        server.create("configmaps", cm(i, 0)).unwrap();
+        server.create("configmaps", cm(i, 0)).await.unwrap();
     }
     // A slow link (the initial events take ~0.8 s) and kube-apiserver's rule: 10 buffered events,
     // closed after 50 ms over.
@@ -349,7 +350,7 @@ async fn streaming_list_closed_as_unresponsive_under_writes_falls_back_to_list()
             while !stop.is_cancelled() {
                 tick.tick().await;
                 k += 1;
-                server.update("configmaps", cm(k % initial, k)).unwrap();
+                server.update("configmaps", cm(k % initial, k)).await.unwrap();
             }
         }
     });
@@ -370,9 +371,9 @@ async fn metadata_only_informer_syncs_and_follows_changes() {
     use kube::core::PartialObjectMeta;
     type Meta = PartialObjectMeta<ConfigMap>;
     for streaming in [true, false] {
-        let server = ApiServer::builder().start().await.unwrap();
+        let server = informer_apiserver::testing::builder().start().await.unwrap();
         for i in 0..20 {
-            server.create("configmaps", cm(i, 0)).unwrap();
+            server.create("configmaps", cm(i, 0)).await.unwrap();
         }
         let lw = KubeListerWatcher::<Meta>::new(client_for(&server).await, Some("default")).metadata_only();
         let opts = informer::InformerOptions::default().reflector(ReflectorOptions {
@@ -399,7 +400,7 @@ async fn metadata_only_informer_syncs_and_follows_changes() {
         let wait = changed.notified();
         tokio::pin!(wait);
         wait.as_mut().enable();
-        let updated = server.update("configmaps", cm(3, 9)).unwrap();
+        let updated = server.update("configmaps", cm(3, 9)).await.unwrap();
         tokio::time::timeout(Duration::from_secs(10), wait).await.expect("update seen");
         let rv = updated["metadata"]["resourceVersion"].as_str().unwrap().to_string();
         assert_eq!(inf.indexer().get_by_key("default/cm-0003").unwrap().resource_version(), Some(rv.as_str()));

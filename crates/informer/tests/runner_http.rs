@@ -37,8 +37,8 @@ async fn expect(rx: &mut mpsc::UnboundedReceiver<(String, Option<String>)>, want
 
 #[tokio::test]
 async fn pod_controller_over_http() {
-    let server = ApiServer::builder().start().await.unwrap();
-    server.create("pods", pod("web-1", "nginx:1")).unwrap();
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    server.create("pods", pod("web-1", "nginx:1")).await.unwrap();
     let informer =
         SharedIndexInformer::<Pod>::new(KubeListerWatcher::new(client(&server).await, Some("default")), Duration::ZERO);
     // Known from a previous run, deleted since.
@@ -76,9 +76,9 @@ async fn pod_controller_over_http() {
     });
 
     expect(&mut rx, &[("default/web-1", Some("nginx:1")), ("default/mypod", None)]).await;
-    server.update("pods", pod("web-1", "nginx:2")).unwrap();
+    server.update("pods", pod("web-1", "nginx:2")).await.unwrap();
     expect(&mut rx, &[("default/web-1", Some("nginx:2"))]).await;
-    server.delete("pods", "default", "web-1").unwrap();
+    server.delete("pods", "default", "web-1").await.unwrap();
     expect(&mut rx, &[("default/web-1", None)]).await;
 
     cancel.cancel();

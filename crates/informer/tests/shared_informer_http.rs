@@ -32,8 +32,9 @@ fn pod(name: &str, app: &str) -> serde_json::Value {
            "spec":{"containers":[{"name":"c","image":"registry.example/app:1"}]}})
 }
 
-fn server_view(s: &ApiServer, resource: &str) -> BTreeMap<String, String> {
+async fn server_view(s: &ApiServer, resource: &str) -> BTreeMap<String, String> {
     s.list(resource, Some("default"))
+        .await
         .unwrap()
         .into_iter()
         .map(|v| {
@@ -48,9 +49,9 @@ fn server_view(s: &ApiServer, resource: &str) -> BTreeMap<String, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_shares_informers_and_waits_for_their_sync() {
-    let server = ApiServer::builder().start().await.unwrap();
-    server.create("pods", pod("p1", "web")).unwrap();
-    server.create("configmaps", json!({"metadata":{"name":"c1","namespace":"default"}})).unwrap();
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    server.create("pods", pod("p1", "web")).await.unwrap();
+    server.create("configmaps", json!({"metadata":{"name":"c1","namespace":"default"}})).await.unwrap();
     let factory = SharedInformerFactory::builder(client(&server).await).namespace("default").build();
     let pods = factory.informer::<Pod>();
     assert!(Arc::ptr_eq(pods.indexer(), factory.informer::<Pod>().indexer()));
@@ -93,9 +94,9 @@ async fn factory_shares_informers_and_waits_for_their_sync() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_tweaks_list_options_and_listers_select() {
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
     for (name, app) in [("w1", "web"), ("w2", "web"), ("d1", "db"), ("x", "cache")] {
-        server.create("pods", pod(name, app)).unwrap();
+        server.create("pods", pod(name, app)).await.unwrap();
     }
     let factory = SharedInformerFactory::builder(client(&server).await)
         .namespace("default")
@@ -124,7 +125,7 @@ async fn factory_tweaks_list_options_and_listers_select() {
     let r = Recorder::new();
     let reg = pods.add_event_handler(Rec(r.clone())).unwrap();
     wait_signal(&reg.synced(), LIMIT).await;
-    server.patch("pods", "default", "w1", &json!({"metadata":{"labels":{"app":"gone"}}})).unwrap();
+    server.patch("pods", "default", "w1", &json!({"metadata":{"labels":{"app":"gone"}}})).await.unwrap();
     r.wait_for("w1 leaves the selection", LIMIT, |r| r.view().len() == 2).await;
     assert!(l.by_namespace("default").get("w1").is_none());
     factory.shutdown().await;
@@ -153,9 +154,9 @@ async fn wait_for_cache_sync_names_who_did_not_sync() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hammer_over_http_converges() {
-    let server = Arc::new(ApiServer::builder().history_capacity(200).start().await.unwrap());
+    let server = Arc::new(informer_apiserver::testing::builder().history_capacity(200).start().await.unwrap());
     for i in 0..50 {
-        server.create("pods", pod(&format!("p{i}"), "web")).unwrap();
+        server.create("pods", pod(&format!("p{i}"), "web")).await.unwrap();
     }
     let lw = KubeListerWatcher::<Pod>::new(client(&server).await, Some("default"));
     let inf = SharedIndexInformer::with_options(
@@ -182,14 +183,15 @@ async fn hammer_over_http_converges() {
                         (rng.random_range(0..60u32), rng.random_range(0..10u32))
                     };
                     let name = format!("p{k}");
-                    let exists = server.get("pods", "default", &name).is_ok();
+                    let exists = server.get("pods", "default", &name).await.is_ok();
                     // Races between writers are fine: a failed write is just skipped.
                     let _ = match (exists, op) {
-                        (false, _) => server.create("pods", pod(&name, "web")).map(|_| ()),
+                        (false, _) => server.create("pods", pod(&name, "web")).await.map(|_| ()),
                         (true, 0..=6) => server
                             .patch("pods", "default", &name, &json!({"metadata":{"labels":{"v":format!("{w}-{i}")}}}))
+                            .await
                             .map(|_| ()),
-                        (true, _) => server.delete("pods", "default", &name).map(|_| ()),
+                        (true, _) => server.delete("pods", "default", &name).await.map(|_| ()),
                     };
                     if i % 70 == 0 {
                         server.drop_watches();
@@ -206,8 +208,8 @@ async fn hammer_over_http_converges() {
     for w in writers {
         w.await.unwrap();
     }
-    server.create("pods", pod("final-marker", "web")).unwrap();
-    let want = server_view(&server, "pods");
+    server.create("pods", pod("final-marker", "web")).await.unwrap();
+    let want = server_view(&server, "pods").await;
     for r in &recs {
         r.wait_for("handler converges", LIMIT, |r| r.view() == want).await;
         r.assert_no_errors();
@@ -220,7 +222,7 @@ async fn hammer_over_http_converges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_wait_ends_when_informers_stop_unsynced() {
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
     server.fail_next_with_500(1_000_000);
     let factory = SharedInformerFactory::new(client(&server).await);
     let pods = factory.informer::<Pod>();
@@ -240,8 +242,8 @@ async fn factory_wait_ends_when_informers_stop_unsynced() {
 /// and shutdown work across the two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_on_a_thread_of_its_own_serves_a_multi_threaded_application() {
-    let server = ApiServer::builder().start().await.unwrap();
-    server.create("pods", pod("before", "web")).unwrap();
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    server.create("pods", pod("before", "web")).await.unwrap();
     let yaml = server.kubeconfig_yaml();
     let cancel = CancellationToken::new();
     let thread = informer::InformerThread::start("informer").unwrap();
@@ -273,11 +275,11 @@ async fn an_informer_on_a_thread_of_its_own_serves_a_multi_threaded_application(
         .unwrap();
     wait_signal(&reg.synced(), LIMIT).await;
     assert_eq!(r.view().len(), 1);
-    server.create("pods", pod("after", "db")).unwrap();
+    server.create("pods", pod("after", "db")).await.unwrap();
     r.wait_for("the new pod", LIMIT, |r| r.view().len() == 2).await;
     let lister = informer.lister();
     assert_eq!(lister.by_namespace("default").get("after").unwrap().label("app"), Some("db"));
-    assert_eq!(cache_view(&informer), server_view(&server, "pods"));
+    assert_eq!(cache_view(&informer), server_view(&server, "pods").await);
     r.assert_no_errors();
     cancel.cancel();
     let informer_thread = running.await.unwrap();

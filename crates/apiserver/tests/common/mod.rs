@@ -95,7 +95,7 @@ impl Client {
             .await
             .expect("watch request");
         assert_eq!(resp.status().as_u16(), 200, "watch {path}");
-        WatchStream { body: resp.into_body(), buf: Vec::new(), done: false }
+        WatchStream { body: resp.into_body(), buf: Vec::new(), done: false, broken: false }
     }
 }
 
@@ -103,6 +103,8 @@ pub struct WatchStream {
     body: Incoming,
     buf: Vec<u8>,
     pub done: bool,
+    /// The body ended with an error (a broken connection), not a clean end.
+    pub broken: bool,
 }
 
 impl WatchStream {
@@ -117,6 +119,7 @@ impl WatchStream {
                 let line: Vec<u8> = self.buf.drain(..=i).collect();
                 return Some(serde_json::from_slice(&line).expect("event json"));
             }
+            // A partial line at the end of a broken body is not an event.
             if self.done {
                 return None;
             }
@@ -126,7 +129,11 @@ impl WatchStream {
                         self.buf.extend_from_slice(d);
                     }
                 }
-                _ => self.done = true,
+                Some(Err(_)) => {
+                    self.done = true;
+                    self.broken = true;
+                }
+                None => self.done = true,
             }
         }
     }
@@ -152,7 +159,7 @@ pub fn rv_of(v: &Value) -> u64 {
 }
 
 pub async fn server() -> ApiServer {
-    ApiServer::builder().start().await.expect("start")
+    informer_apiserver::testing::builder().start().await.expect("start")
 }
 
 pub const PODS: &str = "/api/v1/namespaces/default/pods";

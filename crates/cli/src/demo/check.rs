@@ -74,6 +74,7 @@ impl Truth {
         match self {
             Truth::Embedded(s) => Ok(s
                 .list("pods", Some(ns))
+                .await
                 .map_err(|e| anyhow::anyhow!("listing pods: {e}"))?
                 .into_iter()
                 .map(|p| {
@@ -105,20 +106,43 @@ fn cached(store: &Indexer<Pod>) -> View {
     store.list().into_iter().map(|o| (o.key().to_string(), o.resource_version().unwrap_or("").to_string())).collect()
 }
 
+/// How long the final check waits for a server that is away.
+const AWAY_LIMIT: Duration = Duration::from_secs(600);
+
+/// The server's pods, waiting (up to [`AWAY_LIMIT`]) for a server that is away, with a countdown
+/// to each retry on stdout.
+async fn pods_when_back(truth: &Truth, ns: &str) -> anyhow::Result<View> {
+    let since = Instant::now();
+    let mut delay = 1u64;
+    loop {
+        match truth.pods(ns).await {
+            Ok(v) => return Ok(v),
+            Err(e) if since.elapsed() < AWAY_LIMIT => {
+                for left in (1..=delay).rev() {
+                    println!("check: the API server is away ({e:#}); retrying in {left} s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                delay = (delay * 2).min(5);
+            }
+            Err(e) => return Err(e.context(format!("the API server was away for {} s", AWAY_LIMIT.as_secs()))),
+        }
+    }
+}
+
 /// Waits for the cache to equal the server's pods (re-reading both), then reports.
 pub async fn verify(truth: &Truth, ns: &str, informer: &SharedIndexInformer<Pod>) -> anyhow::Result<bool> {
     let target = truth.server_rv();
-    let t0 = Instant::now();
     let poll = match truth {
         Truth::Embedded(_) => Duration::from_millis(20),
         Truth::Cluster { .. } => Duration::from_millis(500),
     };
-    let mut expected = truth.pods(ns).await?;
+    let mut expected = pods_when_back(truth, ns).await?;
+    let t0 = Instant::now();
     let mut got = cached(informer.indexer());
     while got != expected && t0.elapsed() < CONVERGENCE_LIMIT {
         tokio::time::sleep(poll).await;
         if matches!(truth, Truth::Cluster { .. }) {
-            expected = truth.pods(ns).await?;
+            expected = pods_when_back(truth, ns).await?;
         }
         got = cached(informer.indexer());
     }

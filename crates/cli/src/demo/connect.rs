@@ -43,7 +43,7 @@ pub async fn connect(kubeconfig: Option<&std::path::Path>, ns: &str, objects: us
         None => {
             let s = ApiServer::builder().start().await.context("cannot start the embedded API server")?;
             let pods: Vec<_> = (0..objects as u64).map(|i| pod(ns, i)).collect();
-            s.create_many("pods", pods).map_err(|e| anyhow!("preloading pods: {e}"))?;
+            s.create_many("pods", pods).await.map_err(|e| anyhow!("preloading pods: {e}"))?;
             let client = crate::client::from_yaml(&s.kubeconfig_yaml()).await?;
             let description = format!("embedded API server at {}", s.url());
             Target { client, server: Some(Arc::new(s)), description }

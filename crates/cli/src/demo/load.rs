@@ -65,8 +65,16 @@ fn ticker(rate: u32) -> (tokio::time::Interval, u32) {
     (tick, per_tick)
 }
 
-/// Makes `rate` changes per second on the embedded server until cancelled.
-pub async fn embedded(server: Arc<ApiServer>, ns: String, rate: u32, first_free: u64, cancel: CancellationToken) {
+/// Makes `rate` changes per second on the embedded server until cancelled, pausing while
+/// `paused` says so.
+pub async fn embedded(
+    server: Arc<ApiServer>,
+    ns: String,
+    rate: u32,
+    first_free: u64,
+    mut paused: tokio::sync::watch::Receiver<bool>,
+    cancel: CancellationToken,
+) {
     let mut picker = Picker { next: first_free, live: (0..first_free).collect() };
     let (mut tick, per_tick) = ticker(rate);
     let mut generation: u64 = 0;
@@ -75,17 +83,23 @@ pub async fn embedded(server: Arc<ApiServer>, ns: String, rate: u32, first_free:
             _ = cancel.cancelled() => return,
             _ = tick.tick() => {}
         }
+        if *paused.borrow_and_update() {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = paused.wait_for(|p| !*p) => continue,
+            }
+        }
         for _ in 0..per_tick {
             generation += 1;
             let r = match picker.pick() {
-                Change::Create => server.create("pods", pod(&ns, picker.next - 1)).map(drop),
-                Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).map(drop),
+                Change::Create => server.create("pods", pod(&ns, picker.next - 1)).await.map(drop),
+                Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).await.map(drop),
                 Change::Update(i) => {
                     let mut p = pod(&ns, i);
                     p["metadata"]["labels"]["generation"] = json!(generation.to_string());
                     p["status"]["phase"] = json!(PHASES[(generation % 4) as usize]);
                     // Unconditional update (no resourceVersion precondition).
-                    server.update("pods", p).map(drop)
+                    server.update("pods", p).await.map(drop)
                 }
             };
             if let Err(e) = r {
@@ -97,6 +111,24 @@ pub async fn embedded(server: Arc<ApiServer>, ns: String, rate: u32, first_free:
 
 const GENERATED: &str = "informer-demo=generated";
 
+/// Why a change failed.
+enum Failed {
+    /// The server answered with an error about the change.
+    Answered(String),
+    /// No answer (connection refused or reset, timeout, 5xx, 429).
+    NoAnswer(String),
+}
+
+/// One change with [`REQUEST_TIMEOUT`].
+async fn timed<T>(f: impl Future<Output = Result<T, kube::Error>>) -> Result<(), Failed> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, f).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => Err(Failed::Answered(s.message)),
+        Ok(Err(e)) => Err(Failed::NoAnswer(e.to_string())),
+        Err(_) => Err(Failed::NoAnswer(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()))),
+    }
+}
+
 fn cluster_pod(name: &str) -> Pod {
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -107,10 +139,36 @@ fn cluster_pod(name: &str) -> Pod {
     .expect("a valid pod")
 }
 
+/// How long one change may take before it counts as failed (a server that is away can hold a
+/// request for minutes).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits, probing every second, until the server answers again; logs a countdown to each probe.
+async fn wait_until_back(api: &Api<Pod>, cancel: &CancellationToken, error: &str) {
+    let since = std::time::Instant::now();
+    tracing::warn!(error, "load: the API server is away; pausing the load until it is back");
+    loop {
+        for left in (1..=3u32).rev() {
+            tracing::warn!("load: the API server is away for {} s; next probe in {left} s", since.elapsed().as_secs());
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+        let probe = tokio::time::timeout(REQUEST_TIMEOUT, api.list_metadata(&ListParams::default().limit(1))).await;
+        if matches!(probe, Ok(Ok(_))) {
+            tracing::warn!("load: the API server is back after {} s; resuming", since.elapsed().as_secs());
+            return;
+        }
+    }
+}
+
 /// Makes up to `rate` (at most 50) changes per second on a real cluster until cancelled, then
-/// deletes the pods it created.
+/// deletes the pods it created. When the server is away (three changes in a row failed for other
+/// reasons than the change itself) the load pauses, probes until the server is back, and resumes.
 pub async fn cluster(client: kube::Client, ns: String, rate: u32, cancel: CancellationToken) {
     let api: Api<Pod> = Api::namespaced(client, &ns);
+    let mut failures = 0u32;
     let mut picker = Picker { next: 0, live: Vec::new() };
     let (mut tick, per_tick) = ticker(rate.min(50));
     let run = format!("{:06x}", rand::rng().random_range(0..0xffffffu32));
@@ -125,21 +183,49 @@ pub async fn cluster(client: kube::Client, ns: String, rate: u32, cancel: Cancel
             generation += 1;
             let r = match picker.pick() {
                 Change::Create => {
-                    api.create(&PostParams::default(), &cluster_pod(&name(picker.next - 1))).await.map(drop)
+                    let pod = cluster_pod(&name(picker.next - 1));
+                    timed(api.create(&PostParams::default(), &pod)).await
                 }
-                Change::Delete(i) => api.delete(&name(i), &DeleteParams::default().grace_period(0)).await.map(drop),
+                Change::Delete(i) => {
+                    let (n, dp) = (name(i), DeleteParams::default().grace_period(0));
+                    timed(api.delete(&n, &dp)).await
+                }
                 Change::Update(i) => {
                     let patch = json!({"metadata": {"labels": {"generation": generation.to_string()}}});
-                    api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.map(drop)
+                    timed(api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch))).await
                 }
             };
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "load generator change failed");
+            match r {
+                Ok(()) => failures = 0,
+                // The change itself was refused (a name taken, an object gone): the server is there.
+                Err(Failed::Answered(e)) => {
+                    failures = 0;
+                    tracing::debug!(error = %e, "load generator change failed");
+                }
+                Err(Failed::NoAnswer(e)) => {
+                    failures += 1;
+                    tracing::debug!(error = %e, "load generator change failed");
+                    if failures >= 3 {
+                        wait_until_back(&api, &cancel, &e).await;
+                        failures = 0;
+                    }
+                }
             }
         }
     }
     let lp = ListParams::default().labels(GENERATED);
-    if let Err(e) = api.delete_collection(&DeleteParams::default().grace_period(0), &lp).await {
-        tracing::warn!(error = %e, "could not delete the generated pods (label {GENERATED})");
+    let dp = DeleteParams::default().grace_period(0);
+    for attempt in 0..2 {
+        match timed(api.delete_collection(&dp, &lp)).await {
+            Ok(()) => break,
+            // The clean-up waits a minute for a server that is away, not forever.
+            Err(Failed::NoAnswer(e)) if attempt == 0 => {
+                let never = CancellationToken::new();
+                let _ = tokio::time::timeout(Duration::from_secs(60), wait_until_back(&api, &never, &e)).await;
+            }
+            Err(Failed::NoAnswer(e) | Failed::Answered(e)) => {
+                tracing::warn!(error = %e, "could not delete the generated pods (label {GENERATED})");
+            }
+        }
     }
 }

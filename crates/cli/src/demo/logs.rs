@@ -38,11 +38,22 @@ impl Drop for RingWriter {
         let text = String::from_utf8_lossy(&self.buf);
         let Ok(mut ring) = ring().lock() else { return };
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            if ring.len() == CAPACITY {
-                ring.pop_front();
-            }
-            ring.push_back(line.to_string());
+            push_locked(&mut ring, line.to_string());
         }
+    }
+}
+
+fn push_locked(ring: &mut VecDeque<String>, line: String) {
+    if ring.len() == CAPACITY {
+        ring.pop_front();
+    }
+    ring.push_back(line);
+}
+
+/// Adds one line of the demo's own (not a log record) to the ring.
+pub fn push(line: String) {
+    if let Ok(mut ring) = ring().lock() {
+        push_locked(&mut ring, line);
     }
 }
 

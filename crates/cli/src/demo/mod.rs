@@ -6,13 +6,17 @@
 //! generator changes them at `--rate`; with `--kubeconfig` it watches a real cluster and
 //! generates load only with `--generate-load`. The sample reconcile reads the pod from the cache
 //! and counts pods by phase; `--fail-rate` of the reconciles fail on purpose to exercise retries.
+//! With `--leader-elect` the controller is one replica of several on a Lease (`election.rs`):
+//! only the leader reconciles, and every transition is printed.
 //!
 //! Invariants: the exit status is 0 only if the final check passed (1 otherwise, 2 on errors);
 //! everything the demo starts (informer, runner, load generator, terminal mode) is stopped
 //! before it returns.
 
+mod chaos;
 mod check;
 mod connect;
+mod election;
 mod load;
 pub mod logs;
 mod stats;
@@ -20,7 +24,7 @@ mod view;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -36,6 +40,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use check::Truth;
+use election::ElectIf;
 use stats::{DemoStats, Sampler, Snapshot};
 
 /// Options of `informer demo`.
@@ -66,6 +71,27 @@ pub struct DemoArgs {
     /// Fraction of reconciles that fail on purpose (retried with backoff).
     #[arg(long, default_value_t = 0.01)]
     fail_rate: f64,
+    /// Run the controller under leader election on a Lease in the namespace: only the leader
+    /// reconciles; prints `leader: ID` and `leading: true|false` on every transition.
+    #[arg(long)]
+    leader_elect: bool,
+    /// This replica's identity in the election (default: hostname_random).
+    #[arg(long, requires = "leader_elect")]
+    identity: Option<String>,
+    /// The Lease's name.
+    #[arg(long, requires = "leader_elect", default_value = election::DEFAULT_LEASE)]
+    lease_name: String,
+    /// Inject the faults of a real kube-apiserver into the embedded server on a schedule
+    /// (restarts, outages, graceful shutdowns, compaction, cut connections, 429s…) while the load
+    /// runs; after each, check that the cache converges to the server.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    chaos: bool,
+    /// Seconds between two faults.
+    #[arg(long, default_value_t = 4, requires = "chaos")]
+    chaos_interval: u64,
+    /// The fault schedule's seed (random by default; printed).
+    #[arg(long, requires = "chaos")]
+    chaos_seed: Option<u64>,
 }
 
 /// Whether the demo will show the live view (decided before logging is set up).
@@ -81,6 +107,7 @@ pub struct Probe {
     stats: Arc<DemoStats>,
     truth: Truth,
     sampler: Sampler,
+    journal: Option<Arc<chaos::Journal>>,
 }
 
 impl Probe {
@@ -93,6 +120,8 @@ impl Probe {
             counter_backlog: self.counter.backlog().len,
             client_rv: self.informer.last_sync_resource_version(),
             server_rv: self.truth.server_rv(),
+            leader: self.runner.leader_elector().map(|e| (e.leader(), e.is_leader())),
+            chaos: self.journal.as_ref().map(|j| j.view()),
             ..Default::default()
         };
         self.sampler.sample(&self.stats, &mut s);
@@ -138,6 +167,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let stats = Arc::new(DemoStats::default());
     let counter = informer
         .add_event_handler_with_options(counting_handler(&stats), HandlerOptions::new().name("event-counter"))?;
+    let election = args.leader_elect.then(|| election::config(&target.client, &ns, &args));
     let runner = {
         let stats = stats.clone();
         let fail_rate = args.fail_rate;
@@ -145,6 +175,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             .informer(&informer)
             .workers(args.workers)
             .metrics(&runner_metrics)
+            .leader_election_if(election)
             .build(move |key, pod| {
                 let stats = stats.clone();
                 let fail = fail_rate > 0.0 && rand::rng().random::<f64>() < fail_rate;
@@ -168,6 +199,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
             })?
     };
 
+    // Transitions go to the live view's log while it owns the terminal.
+    let to_view = Arc::new(AtomicBool::new(tui));
+    let printer = runner.leader_elector().map(|e| election::Printer::start(e, to_view.clone()));
     let cancel = CancellationToken::new();
     let informer_task = tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
@@ -181,6 +215,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         cancel.cancel();
         let _ = runner_task.await;
         let _ = informer_task.await;
+        if let Some(p) = printer {
+            p.finish().await;
+        }
     };
 
     let started = Instant::now();
@@ -210,12 +247,14 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     println!("cache synced: {} pods in {:.1} ms", informer.indexer().len(), started.elapsed().as_secs_f64() * 1e3);
 
     let load_cancel = CancellationToken::new();
+    let (load_paused, load_paused_rx) = tokio::sync::watch::channel(false);
     let load = match (&target.server, args.kubeconfig.is_none() || args.generate_load) {
         (Some(s), true) => Some(tokio::spawn(load::embedded(
             s.clone(),
             ns.clone(),
             args.rate,
             args.objects as u64,
+            load_paused_rx,
             load_cancel.clone(),
         ))),
         (None, true) => {
@@ -229,6 +268,28 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         None => Truth::cluster(Api::namespaced(target.client.clone(), &ns)),
     };
     let rv_tracker = truth.track_server_rv(load_cancel.clone());
+    let chaos_cancel = CancellationToken::new();
+    let (journal, chaos_task) = match (&target.server, args.chaos) {
+        (Some(server), true) => {
+            let journal = Arc::new(chaos::Journal::default());
+            let schedule = chaos::Schedule {
+                interval: Duration::from_secs(args.chaos_interval.max(1)),
+                seed: args.chaos_seed.unwrap_or_else(rand::random),
+                print: !tui,
+            };
+            let task = tokio::spawn(chaos::run(
+                server.clone(),
+                informer.clone(),
+                ns.clone(),
+                load_paused,
+                schedule,
+                journal.clone(),
+                chaos_cancel.clone(),
+            ));
+            (Some(journal), Some(task))
+        }
+        _ => (None, None),
+    };
     let mut probe = Probe {
         informer: informer.clone(),
         runner: runner.clone(),
@@ -236,18 +297,26 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         stats: stats.clone(),
         truth,
         sampler: Sampler::new(started, &stats),
+        journal,
     };
     let deadline = args.duration.map(|d| Instant::now() + Duration::from_secs(d));
     let viewed = if tui {
-        tokio::select! {
+        let r = tokio::select! {
             r = view::run(&mut probe, &target.description, deadline) => r.map(drop),
             _ = tokio::signal::ctrl_c() => Ok(()),
-        }
+        };
+        to_view.store(false, Ordering::SeqCst);
+        r
     } else {
         plain(&mut probe, deadline).await;
         Ok(())
     };
 
+    // A fault in progress completes first: the server serves again for the final check.
+    chaos_cancel.cancel();
+    if let Some(t) = chaos_task {
+        let _ = t.await;
+    }
     load_cancel.cancel();
     for task in [load, rv_tracker].into_iter().flatten() {
         let _ = task.await;
@@ -268,6 +337,11 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         s.retries,
         s.runner.dropped
     );
+    if let Some(j) = &probe.journal {
+        println!("{}", j.summary());
+        let v = j.view();
+        return ok.map(|ok| ok && v.checks.1 == 0);
+    }
     ok
 }
 

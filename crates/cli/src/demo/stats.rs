@@ -109,6 +109,10 @@ pub struct Snapshot {
     pub server_rv: String,
     pub phases: Vec<(String, i64)>,
     pub reconciled_pods: usize,
+    /// With `--leader-elect`: the leader last observed, and whether it is this process.
+    pub leader: Option<(Option<String>, bool)>,
+    /// With `--chaos`: the faults and checks so far.
+    pub chaos: Option<super::chaos::JournalView>,
 }
 
 /// Turns counters into per-second rates, sampled at most once per second.

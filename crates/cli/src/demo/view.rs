@@ -1,5 +1,6 @@
 //! The live terminal view (ratatui on crossterm): a dashboard redrawn five times a second with
-//! the cache, event rates, work queue, reconcile figures and recent log lines.
+//! the cache, event rates, work queue, reconcile figures, recent log lines and, under leader
+//! election, the current leader.
 //!
 //! Invariants: the terminal is restored (raw mode off, main screen back) whenever the view
 //! returns, also on error or panic (ratatui's hook); `q`, `Esc` and `Ctrl-C` quit; the view
@@ -81,22 +82,40 @@ fn kv(label: &str, value: impl ToString) -> Line<'static> {
 }
 
 fn draw(f: &mut Frame, title: &str, s: &Snapshot, history: &VecDeque<u64>) {
-    let [header, top, middle, spark, log] = Layout::vertical([
+    let chaos_height = if s.chaos.is_some() { 11 } else { 0 };
+    let [header, top, middle, chaos, spark, log] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(7),
         Constraint::Length(9),
+        Constraint::Length(chaos_height),
         Constraint::Length(6),
         Constraint::Min(3),
     ])
     .areas(f.area());
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(" informer demo ", Style::default().fg(Color::Black).bg(Color::Cyan)),
-            Span::raw(format!("  {title}  t={}s  ", s.elapsed.as_secs())),
-            Span::styled("q: quit", Style::default().fg(Color::Yellow)),
-        ])),
-        header,
-    );
+    let mut head = vec![
+        Span::styled(" informer demo ", Style::default().fg(Color::Black).bg(Color::Cyan)),
+        Span::raw(format!("  {title}  t={}s  ", s.elapsed.as_secs())),
+    ];
+    if let Some((leader, leading)) = &s.leader {
+        let who = match (leader, leading) {
+            (_, true) => "this process".to_string(),
+            (Some(l), false) => l.clone(),
+            (None, false) => "none".to_string(),
+        };
+        let color = if *leading { Color::Green } else { Color::Magenta };
+        head.push(Span::styled(format!("leader: {who}"), Style::default().fg(color).add_modifier(Modifier::BOLD)));
+        head.push(Span::raw("  "));
+    }
+    if let Some(c) = &s.chaos {
+        let (text, color) = match c.current {
+            Some(fault) => (format!("fault: {fault}"), Color::Red),
+            None => ("chaos: waiting".to_string(), Color::Green),
+        };
+        head.push(Span::styled(text, Style::default().fg(color).add_modifier(Modifier::BOLD)));
+        head.push(Span::raw("  "));
+    }
+    head.push(Span::styled("q: quit", Style::default().fg(Color::Yellow)));
+    f.render_widget(Paragraph::new(Line::from(head)), header);
 
     let [cache, events] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     let lag = match (s.server_rv.parse::<u64>(), s.client_rv.parse::<u64>()) {
@@ -153,6 +172,29 @@ fn draw(f: &mut Frame, title: &str, s: &Snapshot, history: &VecDeque<u64>) {
         .block(Block::bordered().title(" reconcile ")),
         reconcile,
     );
+
+    if let Some(c) = &s.chaos {
+        let survived: u32 = c.survived.iter().map(|(_, n)| n).sum();
+        let mut lines = vec![Line::from(vec![
+            Span::styled(format!("faults survived {survived}  "), Style::default().add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!("checks ok {} failed {}  ", c.checks.0, c.checks.1),
+                Style::default().fg(if c.checks.1 == 0 { Color::Green } else { Color::Red }),
+            ),
+            Span::raw(format!("slowest recovery {}  lost_events {}", human(c.slowest), c.lost_events)),
+        ])];
+        lines.extend(c.recent.iter().map(|l| {
+            let color = if l.contains("FAILED") {
+                Color::Red
+            } else if l.contains("recovered") {
+                Color::Green
+            } else {
+                Color::Yellow
+            };
+            Line::from(Span::styled(l.trim_start_matches("chaos: ").to_string(), Style::default().fg(color)))
+        }));
+        f.render_widget(Paragraph::new(lines).block(Block::bordered().title(" chaos ")), chaos);
+    }
 
     let data: Vec<u64> = history.iter().copied().collect();
     f.render_widget(

@@ -31,6 +31,28 @@
 //! The runner does not start informers: run them (or their factory) yourself. Dropping the last
 //! handle of a runner that never ran removes its handlers too.
 //!
+//! # Several replicas: leader election
+//!
+//! With [`leader_election`](ControllerRunnerBuilder::leader_election), every replica runs its
+//! informers and queues keys (warm caches, as controller-runtime's warm-up), and once its caches
+//! have synced campaigns on the lease; only the leader runs workers:
+//!
+//! - on **becoming leader** the runner queues every key of the primary cache (what a fresh
+//!   process's initial list does: the previous leader's pending retries and requeues are not
+//!   known here) and starts its workers;
+//! - on **losing leadership** (the renew deadline passed, or another holder was seen) the workers
+//!   stop at once: in-flight reconciles are **cancelled** (their futures dropped at their next
+//!   await point) and their keys queued again, because the lease may already be another
+//!   replica's soon; the replica goes back to standby, keeps its caches and queue warm, and
+//!   campaigns again;
+//! - on **cancellation** while leading, the workers stop taking keys and in-flight reconciles
+//!   **finish** while the lease is still renewed (cancelled only if leadership is lost
+//!   meanwhile); then the elector stops, releasing the lease if the configuration says
+//!   `release_on_cancel`, so a successor starts without waiting for the lease to expire.
+//!
+//! No key is reconciled by two replicas at once as long as terms do not overlap, which the
+//! elector guarantees on clocks that run at the same rate (see [`crate::leader_election`]).
+//!
 //! # Example
 //!
 //! ```
@@ -90,6 +112,8 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::leader_election::{ConfigError, ElectionError, LeaderElectionConfig, LeaderElector, LeaderEvent};
+
 pub use action::Action;
 pub use metrics::{ControllerLabels, ReconcileLabels, RunnerMetrics};
 
@@ -119,6 +143,12 @@ pub enum RunnerError {
     /// `run` was called a second time.
     #[error("controller {0} has already been started")]
     AlreadyStarted(String),
+    /// The leader election configuration was refused.
+    #[error("controller {0}: {1}")]
+    LeaderElectionConfig(String, #[source] ConfigError),
+    /// The runner's elector could not run (it was started elsewhere).
+    #[error("controller {0}: {1}")]
+    Election(String, #[source] ElectionError),
 }
 
 /// Counters and gauges of one runner, for dashboards and tests.
@@ -154,6 +184,7 @@ pub struct ControllerRunnerBuilder<K> {
     metrics: Option<RunnerMetrics>,
     sync_timeout: Option<Duration>,
     max_retries: Option<u32>,
+    leader_election: Option<LeaderElectionConfig>,
 }
 
 impl<K> fmt::Debug for ControllerRunnerBuilder<K> {
@@ -220,6 +251,15 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
         self
     }
 
+    /// Runs the workers only while this replica leads the election of `config` (see [Several
+    /// replicas](self#several-replicas-leader-election)). `build` checks the configuration
+    /// ([`RunnerError::LeaderElectionConfig`]); the runner runs the elector itself (read its
+    /// state through [`ControllerRunner::leader_elector`]).
+    pub fn leader_election(mut self, config: LeaderElectionConfig) -> Self {
+        self.leader_election = Some(config);
+        self
+    }
+
     /// Builds the runner and registers its handlers. `reconcile(key, object)` gets the object
     /// from the primary cache, or `None` if it no longer exists.
     ///
@@ -232,6 +272,10 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     {
         let name = self.name;
         let primary = self.primary.ok_or_else(|| RunnerError::NoInformer(name.clone()))?;
+        let elector = match self.leader_election {
+            None => None,
+            Some(c) => Some(LeaderElector::new(c).map_err(|e| RunnerError::LeaderElectionConfig(name.clone(), e))?),
+        };
         let limiter: Box<dyn RateLimiter<ObjectKey>> =
             self.limiter.unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
         let mut qb = WorkQueue::<ObjectKey>::builder().name(name.clone());
@@ -270,6 +314,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
                 registered,
                 sync_timeout: self.sync_timeout,
                 started: AtomicBool::new(false),
+                elector,
             }),
         })
     }
@@ -287,6 +332,7 @@ struct Inner<K> {
     registered: Vec<Registered>,
     sync_timeout: Option<Duration>,
     started: AtomicBool,
+    elector: Option<LeaderElector>,
 }
 
 impl<K> Drop for Inner<K> {
@@ -332,6 +378,7 @@ impl ControllerRunner<()> {
             metrics: None,
             sync_timeout: None,
             max_retries: None,
+            leader_election: None,
         }
     }
 }
@@ -340,6 +387,12 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
     /// The runner's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The runner's elector, with leader election (for `is_leader`, `leader` and `subscribe`;
+    /// the runner runs it).
+    pub fn leader_elector(&self) -> Option<&LeaderElector> {
+        self.inner.elector.as_ref()
     }
 
     /// The work queue (to add keys by hand, or inspect retries with `num_requeues`).
@@ -370,10 +423,12 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
     }
 
     /// Waits for the caches, runs the workers until `cancel` fires (or the queue is shut down),
-    /// then drains in-flight reconciles, stops the workers and removes the handlers.
+    /// then drains in-flight reconciles, stops the workers and removes the handlers. With leader
+    /// election, runs the workers only while leading (see the [module docs](self)).
     ///
-    /// Returns [`RunnerError::NotSynced`] if a sync timeout was set and passed, and
-    /// [`RunnerError::AlreadyStarted`] on a second call.
+    /// Returns [`RunnerError::NotSynced`] if a sync timeout was set and passed,
+    /// [`RunnerError::AlreadyStarted`] on a second call, and [`RunnerError::Election`] if the
+    /// elector had been started elsewhere.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), RunnerError> {
         let i = &self.inner;
         if i.started.swap(true, Ordering::SeqCst) {
@@ -389,10 +444,13 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
             None => Ok(()),
             Some(r) => match r.into_result() {
                 Err(e) => Err(RunnerError::NotSynced(i.name.to_string(), e)),
-                Ok(()) => {
-                    self.work(cancel).await;
-                    Ok(())
-                }
+                Ok(()) => match &i.elector {
+                    None => {
+                        self.work(cancel).await;
+                        Ok(())
+                    }
+                    Some(elector) => self.work_when_leading(elector, cancel).await,
+                },
             },
         };
         i.queue.shut_down();
@@ -403,9 +461,8 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
         result
     }
 
-    async fn work(&self, cancel: CancellationToken) {
+    fn spawn_workers(&self, stop: &CancellationToken, abort: &CancellationToken) -> JoinSet<()> {
         let i = &self.inner;
-        let stop = cancel.child_token();
         let mut workers = JoinSet::new();
         for id in 0..i.workers {
             let w = Worker {
@@ -416,9 +473,25 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
                 counters: i.counters.clone(),
                 max_retries: i.max_retries,
                 metrics: i.series.clone(),
+                abort: abort.clone(),
             };
             workers.spawn(w.run(id, stop.clone()));
         }
+        workers
+    }
+
+    async fn join(&self, mut workers: JoinSet<()>) {
+        while let Some(r) = workers.join_next().await {
+            if let Err(e) = r {
+                tracing::error!(controller = %self.inner.name, error = %e, "worker task failed");
+            }
+        }
+    }
+
+    async fn work(&self, cancel: CancellationToken) {
+        let i = &self.inner;
+        let stop = cancel.child_token();
+        let workers = self.spawn_workers(&stop, &CancellationToken::new());
         // Workers end by themselves only if someone shut the queue down.
         let queue_down = i.queue.shutdown_token().clone();
         tokio::select! {
@@ -428,10 +501,94 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
         stop.cancel();
         tracing::info!(controller = %i.name, in_flight = i.queue.in_flight(), "shutting down: draining in-flight reconciles");
         i.queue.shut_down_with_drain().await;
-        while let Some(r) = workers.join_next().await {
-            if let Err(e) = r {
-                tracing::error!(controller = %i.name, error = %e, "worker task failed");
+        self.join(workers).await;
+    }
+
+    /// Campaigns, and works during each term, until `cancel` fires or the queue shuts down;
+    /// then stops the elector (which releases the lease if so configured).
+    async fn work_when_leading(&self, elector: &LeaderElector, cancel: CancellationToken) -> Result<(), RunnerError> {
+        let i = &self.inner;
+        let mut events = elector.subscribe();
+        let election = CancellationToken::new();
+        let mut campaign = AbortOnDrop(tokio::spawn({
+            let (e, c) = (elector.clone(), election.clone());
+            async move { e.run(c).await }
+        }));
+        let queue_down = i.queue.shutdown_token().clone();
+        let mut result = Ok(());
+        tracing::info!(controller = %i.name, identity = elector.identity(), "standing by: campaigning for leadership");
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = queue_down.cancelled() => break,
+                r = &mut campaign.0 => {
+                    if let Ok(Err(e)) = r {
+                        result = Err(RunnerError::Election(i.name.to_string(), e));
+                    }
+                    break;
+                }
+                ev = events.recv() => match ev {
+                    Some(LeaderEvent::StartedLeading(term)) => {
+                        if self.lead(&term, &cancel).await {
+                            break;
+                        }
+                        tracing::info!(controller = %i.name, "leadership lost: standing by");
+                    }
+                    Some(_) => {}
+                    None => break,
+                },
             }
         }
+        election.cancel();
+        if !campaign.0.is_finished() {
+            let _ = (&mut campaign.0).await;
+        }
+        result
+    }
+
+    /// Works during one term. Returns whether the runner stops (cancelled or queue shut down),
+    /// after in-flight reconciles finished; false when the term ended first, after they were
+    /// cancelled.
+    async fn lead(&self, term: &CancellationToken, cancel: &CancellationToken) -> bool {
+        let i = &self.inner;
+        if term.is_cancelled() {
+            // A term that ended before this runner got to it.
+            return false;
+        }
+        let keys = i.cache.list_keys();
+        tracing::info!(controller = %i.name, keys = keys.len(), workers = i.workers, "leading: starting workers");
+        for key in keys {
+            i.queue.add(key);
+        }
+        let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
+        let workers = self.spawn_workers(&stop, &abort);
+        let queue_down = i.queue.shutdown_token().clone();
+        let stopping = tokio::select! {
+            _ = term.cancelled() => false,
+            _ = cancel.cancelled() => true,
+            _ = queue_down.cancelled() => true,
+        };
+        stop.cancel();
+        if stopping {
+            tracing::info!(controller = %i.name, in_flight = i.queue.in_flight(), "shutting down: draining in-flight reconciles");
+            tokio::select! {
+                _ = i.queue.shut_down_with_drain() => {}
+                _ = term.cancelled() => abort.cancel(),
+            }
+        } else {
+            tracing::info!(controller = %i.name, in_flight = i.queue.in_flight(), "leadership lost: cancelling in-flight reconciles");
+            abort.cancel();
+        }
+        self.join(workers).await;
+        stopping
+    }
+}
+
+/// Aborts the task when dropped (the election of a `run` future that is dropped).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -5,7 +5,8 @@
 //! `max_retries` is reached, then forgotten; a worker takes no new key once the runner is cancelled, but
 //! finishes the reconcile it is in; a panic inside a reconcile is caught, logged and treated as
 //! an error (rate-limited retry), and the worker keeps running. The queue guarantees that no
-//! two workers hold the same key.
+//! two workers hold the same key. When `abort` fires (leadership lost) the reconcile in progress
+//! is dropped at its next await point, its key queued again and `done`, and the worker stops.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -54,6 +55,8 @@ pub(crate) struct Worker<K> {
     pub counters: Arc<Counters>,
     pub max_retries: Option<u32>,
     pub metrics: Option<RunnerSeries>,
+    /// Cancels in-flight reconciles (never fired without leader election).
+    pub abort: CancellationToken,
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -83,13 +86,26 @@ impl<K: Send + Sync + 'static> Worker<K> {
     async fn process(&self, id: usize, key: ObjectKey) {
         let obj = self.cache.get_by_key(key.as_str());
         let start = Instant::now();
-        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| (self.reconcile)(key.clone(), obj))) {
-            Err(p) => Outcome::Panic(panic_message(&*p)),
-            Ok(fut) => match AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(Ok(action)) => Outcome::Ok(action),
-                Ok(Err(e)) => Outcome::Err(e),
+        let reconcile = async {
+            match std::panic::catch_unwind(AssertUnwindSafe(|| (self.reconcile)(key.clone(), obj))) {
                 Err(p) => Outcome::Panic(panic_message(&*p)),
-            },
+                Ok(fut) => match AssertUnwindSafe(fut).catch_unwind().await {
+                    Ok(Ok(action)) => Outcome::Ok(action),
+                    Ok(Err(e)) => Outcome::Err(e),
+                    Err(p) => Outcome::Panic(panic_message(&*p)),
+                },
+            }
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = self.abort.cancelled() => None,
+            o = reconcile => Some(o),
+        };
+        let Some(outcome) = outcome else {
+            tracing::info!(controller = %self.name, worker = id, %key, "reconcile cancelled: leadership lost; the key is queued again");
+            self.queue.add(key.clone());
+            self.queue.done(&key);
+            return;
         };
         let elapsed = start.elapsed();
         let c = &self.counters;

@@ -1,8 +1,11 @@
 //! What the shared-informer tests share: a recording handler that checks the
 //! notification sequence it receives is consistent (no duplicate add, no update or delete of an
-//! unknown key), and condition waits that fail the test on timeout instead of sleeping.
+//! unknown key), and condition waits that fail the test on timeout instead of sleeping; and an
+//! in-memory leader election lock ([`memory_lock`]).
 
 #![allow(dead_code)]
+
+pub mod memory_lock;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,0 +1,690 @@
+//! The watch cache: the server's first-level cache in front of the storage, the one path that
+//! serves GET, LIST and WATCH.
+//!
+//! It holds, per served resource, the current objects (in key order) and a bounded history of
+//! change events ([`History`]), and the revision up to which it has applied the storage's changes.
+//! It is fed **only** by the storage's watch ([`Dispatcher`]): at start it reads the state at the
+//! storage's compacted revision and replays every change since (so a restarted server still serves
+//! watches from revisions taken before the restart; on etcd, whose history other programs share,
+//! it starts at the current revision as kube-apiserver's cache does), then follows live changes. A write made
+//! through this server may leave the object it built as a *hint* for its revision, which the
+//! dispatcher then uses instead of parsing the stored bytes (the same bytes either way).
+//!
+//! Invariants: objects and histories change only in the dispatcher, one storage change at a time,
+//! in revision order, under one lock, so readers always see a map and a history that agree at the
+//! cache's revision; a reader waiting for a revision ([`WatchCache::wait_for_rv`]) is woken when
+//! the cache reaches it. When the storage's watch can no longer continue (its history was
+//! compacted past the cache), the cache is rebuilt from the storage and every open watch is ended
+//! ([`WatchCache::reset_epoch`]): their clients re-watch, and get 410 if they are too far behind.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::watch;
+
+use crate::object::{self, StoredObject};
+use crate::registry::{Registry, ResourceInfo};
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::storage::keys::KeyLayout;
+use crate::storage::{Change, KeyValue, RangeRequest, Revision, Storage, StorageError};
+use crate::watch_cache::{Event, EventType, History};
+
+/// How history is bounded.
+#[derive(Debug, Clone)]
+pub struct HistoryConfig {
+    /// Maximum events kept per resource.
+    pub capacity: usize,
+    /// Maximum age of kept events (None: unbounded).
+    pub max_age: Option<Duration>,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig { capacity: 50_000, max_age: Some(Duration::from_secs(300)) }
+    }
+}
+
+/// A page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    /// RV the list was served at.
+    pub rv: u64,
+    /// Items in key order.
+    pub items: Vec<Arc<StoredObject>>,
+    /// Key of the last returned item when more keys follow.
+    pub next_after: Option<String>,
+    /// Number of keys after this page (meaningful only without selectors).
+    pub remaining: u64,
+}
+
+/// Where to read a list from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListAt {
+    /// Current state.
+    Latest,
+    /// Exactly this RV (from history).
+    Exact(u64),
+}
+
+/// Error for a reader that asked for history that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooOld {
+    /// The history start (oldest RV still answerable).
+    pub start_rv: u64,
+}
+
+/// Whether the cache can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Reading the storage: requests get 429 (kube-apiserver's "storage is (re)initializing").
+    Initializing,
+    /// Serving.
+    Ready,
+}
+
+struct ResState {
+    info: Arc<ResourceInfo>,
+    objects: BTreeMap<String, Arc<StoredObject>>,
+    history: History,
+    notify: watch::Sender<u64>,
+}
+
+impl ResState {
+    fn new(info: Arc<ResourceInfo>, start: u64) -> Self {
+        ResState { info, objects: BTreeMap::new(), history: History::new(start), notify: watch::channel(start).0 }
+    }
+}
+
+type ResId = (String, String);
+
+fn res_id(info: &ResourceInfo) -> ResId {
+    (info.group.clone(), info.plural.clone())
+}
+
+struct State {
+    rv: u64,
+    res: HashMap<ResId, ResState>,
+    /// Storage path → resource, longest paths first (so `services/specs` wins over `services`).
+    paths: Vec<(String, ResId)>,
+    /// Objects built by this server's writes, by revision, for the dispatcher.
+    hints: HashMap<u64, Arc<StoredObject>>,
+}
+
+/// The watch cache (see the module documentation).
+pub struct WatchCache {
+    registry: RwLock<Arc<Registry>>,
+    layout: KeyLayout,
+    history_cfg: HistoryConfig,
+    state: Mutex<State>,
+    rv_tx: watch::Sender<u64>,
+    ready: watch::Sender<Readiness>,
+    reset_epoch: watch::Sender<u64>,
+    lag_us: std::sync::atomic::AtomicU64,
+}
+
+impl WatchCache {
+    /// An empty cache for the resources of `registry` (not ready until a [`Dispatcher`] fills it).
+    pub fn new(registry: Arc<Registry>, layout: KeyLayout, history_cfg: HistoryConfig) -> Self {
+        let cache = WatchCache {
+            registry: RwLock::new(registry.clone()),
+            layout,
+            history_cfg,
+            state: Mutex::new(State { rv: 0, res: HashMap::new(), paths: Vec::new(), hints: HashMap::new() }),
+            rv_tx: watch::channel(0).0,
+            ready: watch::channel(Readiness::Initializing).0,
+            reset_epoch: watch::channel(0).0,
+            lag_us: std::sync::atomic::AtomicU64::new(0),
+        };
+        cache.reset_resources(&mut cache.state.lock(), 0);
+        cache
+    }
+
+    fn reset_resources(&self, st: &mut State, start: u64) {
+        let reg = self.registry.read().clone();
+        st.res = reg.all().iter().map(|i| (res_id(i), ResState::new(i.clone(), start))).collect();
+        st.paths = reg.all().iter().map(|i| (i.storage_path.clone(), res_id(i))).collect();
+        st.paths.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        st.rv = start;
+    }
+
+    /// The served resources.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.read().clone()
+    }
+
+    /// The key layout.
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+
+    /// The revision up to which the cache has applied the storage's changes.
+    pub fn resource_version(&self) -> u64 {
+        self.state.lock().rv
+    }
+
+    /// Whether the cache serves.
+    pub fn readiness(&self) -> Readiness {
+        *self.ready.borrow()
+    }
+
+    /// Waits until the cache serves; false on timeout.
+    pub async fn wait_ready(&self, timeout: Duration) -> bool {
+        let mut rx = self.ready.subscribe();
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|r| *r == Readiness::Ready)).await, Ok(Ok(_)))
+    }
+
+    /// A receiver that changes whenever the cache is rebuilt (open watches must end).
+    pub fn reset_epoch(&self) -> watch::Receiver<u64> {
+        self.reset_epoch.subscribe()
+    }
+
+    /// Makes the cache apply each storage change `lag` late (a fault: a cache behind its storage).
+    pub fn set_lag(&self, lag: Duration) {
+        self.lag_us.store(lag.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn lag(&self) -> Duration {
+        Duration::from_micros(self.lag_us.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Marks the cache as being rebuilt: requests get 429 and every open watch ends.
+    pub fn begin_reinit(&self) {
+        self.ready.send_replace(Readiness::Initializing);
+        self.reset_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// 429 while initializing, as kube-apiserver answers requests its cache cannot serve yet.
+    pub fn check_ready(&self) -> Result<(), ApiError> {
+        match self.readiness() {
+            Readiness::Ready => Ok(()),
+            Readiness::Initializing => Err(ApiError::storage_initializing()),
+        }
+    }
+
+    /// Leaves the object a write built for its revision, for the dispatcher (ignored when the
+    /// dispatcher is already past it).
+    pub fn hint(&self, obj: Arc<StoredObject>) {
+        let mut st = self.state.lock();
+        if obj.rv > st.rv {
+            st.hints.insert(obj.rv, obj);
+        }
+    }
+
+    fn with_res<T>(&self, info: &ResourceInfo, f: impl FnOnce(&State, &ResState) -> T) -> Result<T, ApiError> {
+        let st = self.state.lock();
+        let r = st.res.get(&res_id(info)).ok_or_else(ApiError::no_route)?;
+        Ok(f(&st, r))
+    }
+
+    /// The current version of an object.
+    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        let ns = if info.namespaced { ns } else { "" };
+        self.with_res(info, |_, r| r.objects.get(&object::make_key(ns, name)).cloned())
+    }
+
+    /// Lists one page. `start` is the first key to consider (inclusive); `limit` 0 means
+    /// unlimited. Exact reads come from history.
+    pub fn list(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        at: ListAt,
+        start: Option<&str>,
+        limit: usize,
+        sel: &Selectors,
+    ) -> Result<ListPage, ApiError> {
+        self.with_res(info, |st, r| {
+            let prefix = match ns {
+                Some(n) if info.namespaced => format!("{n}/"),
+                _ => String::new(),
+            };
+            let from = match start {
+                Some(s) if s > prefix.as_str() => s.to_string(),
+                _ => prefix.clone(),
+            };
+            let at_rv = match at {
+                ListAt::Latest => st.rv,
+                ListAt::Exact(n) if n == st.rv => st.rv,
+                ListAt::Exact(n) if n > st.rv => return Err(ApiError::too_large_rv(n, st.rv)),
+                ListAt::Exact(n) if n < r.history.start_rv => {
+                    return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
+                }
+                ListAt::Exact(n) => n,
+            };
+            let mut page = ListPage { rv: at_rv, items: Vec::new(), next_after: None, remaining: 0 };
+            let in_range = |k: &str| k.starts_with(prefix.as_str());
+            let range = r
+                .objects
+                .range::<str, _>((std::ops::Bound::Included(from.as_str()), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| in_range(k));
+            if at_rv == st.rv {
+                fill_page(&mut page, range.map(|(_, v)| v), limit, sel);
+            } else {
+                let mut overlay: HashMap<&str, Option<&Arc<StoredObject>>> = HashMap::new();
+                for ev in r.history.newer_than_rev(at_rv) {
+                    overlay.insert(ev.obj.key.as_str(), ev.prev.as_ref());
+                }
+                let mut snap: BTreeMap<&str, &Arc<StoredObject>> = range.map(|(k, v)| (k.as_str(), v)).collect();
+                for (k, v) in overlay {
+                    if k < from.as_str() || !in_range(k) {
+                        continue;
+                    }
+                    match v {
+                        Some(o) => snap.insert(k, o),
+                        None => snap.remove(k),
+                    };
+                }
+                fill_page(&mut page, snap.into_values(), limit, sel);
+            }
+            Ok(page)
+        })?
+    }
+
+    /// Current objects matching `sel` in key order, with the RV they are at.
+    pub fn snapshot(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        sel: &Selectors,
+    ) -> Result<(u64, Vec<Arc<StoredObject>>), ApiError> {
+        let p = self.list(info, ns, ListAt::Latest, None, 0, sel)?;
+        Ok((p.rv, p.items))
+    }
+
+    /// Subscribes to change notifications of a resource (value: last RV).
+    pub fn subscribe(&self, info: &ResourceInfo) -> Result<watch::Receiver<u64>, ApiError> {
+        self.with_res(info, |_, r| r.notify.subscribe())
+    }
+
+    /// Reads up to `max` events of a resource after `after`; the cache's RV on success.
+    pub fn read_events(
+        &self,
+        info: &ResourceInfo,
+        after: u64,
+        max: usize,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Result<Result<u64, TooOld>, ApiError> {
+        self.with_res(info, |st, r| match r.history.read_after(after, max, out) {
+            Some(()) => Ok(st.rv),
+            None => Err(TooOld { start_rv: r.history.start_rv }),
+        })
+    }
+
+    /// Number of events of a resource with `rv > after` (a watcher's backlog).
+    pub fn backlog(&self, info: &ResourceInfo, after: u64) -> usize {
+        self.with_res(info, |_, r| r.history.count_after(after)).unwrap_or(0)
+    }
+
+    /// Oldest RV a watch of this resource can start from, and the current RV.
+    pub fn history_bounds(&self, info: &ResourceInfo) -> Result<(u64, u64), ApiError> {
+        self.with_res(info, |st, r| (r.history.start_rv, st.rv))
+    }
+
+    /// Number of events retained for a resource (diagnostics).
+    pub fn history_len(&self, info: &ResourceInfo) -> usize {
+        self.with_res(info, |_, r| r.history.len()).unwrap_or(0)
+    }
+
+    /// Waits (up to `timeout`) until the cache has reached `rv`.
+    pub async fn wait_for_rv(&self, rv: u64, timeout: Duration) -> bool {
+        let mut rx = self.rv_tx.subscribe();
+        let fut = rx.wait_for(|cur| *cur >= rv);
+        matches!(tokio::time::timeout(timeout, fut).await, Ok(Ok(_)))
+    }
+
+    /// Trims every history up to `rv` (the storage was compacted there).
+    pub fn compact(&self, rv: u64) {
+        let mut st = self.state.lock();
+        let target = rv.min(st.rv);
+        for r in st.res.values_mut() {
+            r.history.compact(target);
+        }
+    }
+
+    fn publish(&self, st: &State) {
+        for r in st.res.values() {
+            r.notify.send_replace(st.rv);
+        }
+        self.rv_tx.send_replace(st.rv);
+    }
+
+    /// Maps a storage key to its resource and (namespace, name).
+    fn locate<'k>(&self, st: &State, key: &'k str) -> Option<(ResId, &'k str, &'k str)> {
+        let rest = key.strip_prefix(self.layout.prefix())?.strip_prefix('/')?;
+        for (path, id) in &st.paths {
+            if rest.strip_prefix(path.as_str()).is_some_and(|r| r.starts_with('/')) {
+                let info = &st.res.get(id)?.info;
+                let (ns, name) = self.layout.parse(info, key)?;
+                return Some((id.clone(), ns, name));
+            }
+        }
+        None
+    }
+
+    fn object_of(
+        &self,
+        st: &mut State,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        kv: &KeyValue,
+    ) -> Option<Arc<StoredObject>> {
+        if let Some(h) = st.hints.remove(&kv.mod_revision)
+            && h.storage_value() == &kv.value
+            && h.name == name
+            && h.namespace == ns
+        {
+            return Some(h);
+        }
+        match object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision) {
+            Ok(o) => Some(Arc::new(o)),
+            Err(e) => {
+                tracing::warn!(key = %kv.key, revision = kv.mod_revision, error = %e, "skipping a stored value that is not a valid object");
+                None
+            }
+        }
+    }
+
+    /// Applies one storage change (revision order).
+    fn apply(&self, st: &mut State, change: &Change) {
+        let rev = change.revision();
+        let Some((id, ns, name)) = self.locate(st, change.key()) else {
+            return;
+        };
+        let Some(info) = st.res.get(&id).map(|r| r.info.clone()) else { return };
+        let key = object::make_key(ns, name);
+        let event = match change {
+            Change::Put { kv, .. } => {
+                let Some(obj) = self.object_of(st, &info, ns, name, kv) else {
+                    // Not an object of this resource: drop any version the cache holds, so the
+                    // cache never serves a value the storage no longer has.
+                    let r = st.res.get_mut(&id).expect("resource exists");
+                    if let Some(prev) = r.objects.remove(&key) {
+                        let gone = Arc::new(prev.with_rv(rev));
+                        r.history.push(
+                            Arc::new(Event {
+                                rv: rev,
+                                kind: EventType::Deleted,
+                                obj: gone,
+                                prev: Some(prev),
+                                at: Instant::now(),
+                            }),
+                            self.history_cfg.capacity,
+                            self.history_cfg.max_age,
+                        );
+                    }
+                    return;
+                };
+                let r = st.res.get_mut(&id).expect("resource exists");
+                let prev = r.objects.insert(key, obj.clone());
+                let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+                Event { rv: rev, kind, obj, prev, at: Instant::now() }
+            }
+            Change::Delete { .. } => {
+                let r = st.res.get_mut(&id).expect("resource exists");
+                let Some(prev) = r.objects.remove(&key) else { return };
+                let gone = Arc::new(prev.with_rv(rev));
+                Event { rv: rev, kind: EventType::Deleted, obj: gone, prev: Some(prev), at: Instant::now() }
+            }
+        };
+        let r = st.res.get_mut(&id).expect("resource exists");
+        r.history.push(Arc::new(event), self.history_cfg.capacity, self.history_cfg.max_age);
+    }
+}
+
+fn fill_page<'a>(
+    page: &mut ListPage,
+    iter: impl Iterator<Item = &'a Arc<StoredObject>>,
+    limit: usize,
+    sel: &Selectors,
+) {
+    let mut iter = iter.peekable();
+    while let Some(o) = iter.next() {
+        if sel.matches(&o.labels, &o.fields) {
+            page.items.push(o.clone());
+            if limit > 0 && page.items.len() >= limit {
+                if iter.peek().is_some() {
+                    page.next_after = Some(o.key.clone());
+                    page.remaining = iter.count() as u64;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Where a stored value goes: its resource and (namespace, name).
+type Target = (ResId, Arc<ResourceInfo>, String, String);
+
+/// Keeps a [`WatchCache`] in step with a [`Storage`] (see the module documentation).
+pub struct Dispatcher {
+    cache: Arc<WatchCache>,
+    storage: Arc<dyn Storage>,
+}
+
+/// Range page size when the cache reads the storage.
+const INIT_PAGE: usize = 10_000;
+
+impl Dispatcher {
+    /// A dispatcher feeding `cache` from `storage`.
+    pub fn new(cache: Arc<WatchCache>, storage: Arc<dyn Storage>) -> Self {
+        Dispatcher { cache, storage }
+    }
+
+    /// Reads the storage into the cache, then follows it until `stop` changes. Storage failures
+    /// are retried (the cache keeps serving what it has); a compacted watch rebuilds the cache.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let mut retry = Duration::from_millis(100);
+        loop {
+            let started = tokio::select! {
+                r = self.init() => r,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let mut from = match started {
+                Ok(rv) => rv + 1,
+                Err(e) => {
+                    tracing::warn!(storage = self.storage.name(), error = %e, "watch cache: cannot read the storage; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(retry) => {}
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                    retry = (retry * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            retry = Duration::from_millis(100);
+            // Follow; re-watch after failures, rebuild after compaction.
+            loop {
+                let ended = tokio::select! {
+                    e = self.follow(from) => e,
+                    _ = stop.wait_for(|s| *s) => return,
+                };
+                match ended {
+                    StorageError::Compacted { .. } => {
+                        tracing::warn!(
+                            storage = self.storage.name(),
+                            from,
+                            "watch cache: storage history compacted past the cache; rebuilding"
+                        );
+                        break;
+                    }
+                    e => {
+                        tracing::warn!(storage = self.storage.name(), from, error = %e, "watch cache: storage watch failed; re-watching");
+                        tokio::select! {
+                            _ = tokio::time::sleep(retry) => {}
+                            _ = stop.wait_for(|s| *s) => return,
+                        }
+                        retry = (retry * 2).min(Duration::from_secs(2));
+                        from = self.cache.resource_version() + 1;
+                    }
+                }
+            }
+            // Rebuild: every open watch ends, readers wait for the new state.
+            self.cache.begin_reinit();
+        }
+    }
+
+    /// Fills the cache: the state at the compacted revision, then every change since, up to the
+    /// storage's current revision. Returns the revision reached.
+    async fn init(&self) -> Result<u64, StorageError> {
+        let started = Instant::now();
+        let compacted = self.storage.compacted_revision().await?;
+        let current = self.storage.current_revision().await?;
+        let root = self.cache.layout.root();
+        // The state at the compacted revision, then its history; or the current state alone.
+        let base = if self.storage.replays_history() { compacted.min(current) } else { current };
+        let mut objects: Vec<KeyValue> = Vec::new();
+        let mut start: Option<String> = None;
+        loop {
+            let page = self
+                .storage
+                .range(RangeRequest {
+                    prefix: root.clone(),
+                    start: start.take(),
+                    revision: Some(base),
+                    limit: INIT_PAGE,
+                })
+                .await?;
+            let more = page.more;
+            if let Some(last) = page.kvs.last() {
+                start = Some(format!("{}\0", last.key));
+            }
+            objects.extend(page.kvs);
+            if !more {
+                break;
+            }
+        }
+        let read = started.elapsed();
+        let parsed = self.parse_all(&objects);
+        let count = objects.len();
+        drop(objects);
+        {
+            let mut st = self.cache.state.lock();
+            self.cache.reset_resources(&mut st, base);
+            st.hints.clear();
+            for (id, o) in parsed {
+                if let Some(r) = st.res.get_mut(&id) {
+                    r.objects.insert(o.key.clone(), o);
+                }
+            }
+            st.rv = base;
+        }
+        let loaded = started.elapsed();
+        // Replay the history up to the current revision.
+        if current > base {
+            let mut stream = self.storage.watch(root.clone(), base + 1);
+            loop {
+                let batch = match stream.next().await {
+                    Some(Ok(b)) => b,
+                    Some(Err(e)) => return Err(e),
+                    None => return Err(StorageError::Unavailable("the storage watch ended".into())),
+                };
+                let mut st = self.cache.state.lock();
+                for c in &batch.changes {
+                    self.cache.apply(&mut st, c);
+                }
+                st.rv = st.rv.max(batch.progress);
+                if st.rv >= current {
+                    break;
+                }
+            }
+        }
+        let rv = {
+            let st = self.cache.state.lock();
+            self.cache.publish(&st);
+            st.rv
+        };
+        self.cache.ready.send_replace(Readiness::Ready);
+        tracing::info!(
+            storage = self.storage.name(),
+            revision = rv,
+            objects = count,
+            read_ms = read.as_millis() as u64,
+            loaded_ms = loaded.as_millis() as u64,
+            ready_ms = started.elapsed().as_millis() as u64,
+            "watch cache ready"
+        );
+        Ok(rv)
+    }
+
+    /// Turns stored values into objects, on every core (a restart reads the whole storage).
+    fn parse_all(&self, kvs: &[KeyValue]) -> Vec<(ResId, Arc<StoredObject>)> {
+        let st = self.cache.state.lock();
+        let targets: Vec<Option<Target>> = kvs
+            .iter()
+            .map(|kv| {
+                let (id, ns, name) = self.cache.locate(&st, &kv.key)?;
+                let info = st.res.get(&id)?.info.clone();
+                Some((id, info, ns.to_string(), name.to_string()))
+            })
+            .collect();
+        drop(st);
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+        let chunk = kvs.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = kvs
+                .chunks(chunk)
+                .zip(targets.chunks(chunk))
+                .map(|(kvs, targets)| {
+                    scope.spawn(move || {
+                        let mut out = Vec::with_capacity(kvs.len());
+                        for (kv, t) in kvs.iter().zip(targets) {
+                            let Some((id, info, ns, name)) = t else { continue };
+                            match object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision) {
+                                Ok(o) => out.push((id.clone(), Arc::new(o))),
+                                Err(e) => tracing::warn!(key = %kv.key, revision = kv.mod_revision, error = %e, "skipping a stored value that is not a valid object"),
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        })
+    }
+
+    /// Applies the storage's changes from `from` on; returns why it stopped.
+    async fn follow(&self, from: Revision) -> StorageError {
+        let mut stream = self.storage.watch(String::new(), from);
+        let root = self.cache.layout.root();
+        loop {
+            let batch = match stream.next().await {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => return e,
+                None => return StorageError::Unavailable("the storage watch ended".into()),
+            };
+            let lag = self.cache.lag();
+            if !lag.is_zero() {
+                tokio::time::sleep(lag).await;
+            }
+            let mut st = self.cache.state.lock();
+            for c in &batch.changes {
+                if c.key() == crate::storage::etcd::COMPACT_REV_KEY {
+                    // Another replica compacted at the revision this key held before.
+                    if let Change::Put { prev: Some(prev), .. } = c
+                        && let Some(rev) = std::str::from_utf8(&prev.value).ok().and_then(|s| s.parse::<u64>().ok())
+                    {
+                        let target = rev.min(st.rv);
+                        for r in st.res.values_mut() {
+                            r.history.compact(target);
+                        }
+                    }
+                    continue;
+                }
+                if !c.key().starts_with(root.as_str()) {
+                    continue;
+                }
+                self.cache.apply(&mut st, c);
+            }
+            if batch.progress > st.rv {
+                st.rv = batch.progress;
+                st.hints.retain(|rev, _| *rev > batch.progress);
+                self.cache.publish(&st);
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The faults of a real kube-apiserver, produced by the embedded server's controls and checked
+//! over HTTP: graceful shutdown, restart with a cold watch cache, a watch cache behind its
+//! storage, unresponsive watchers closed, connections cut in the middle of an event, HTTP/2
+//! GOAWAY, slow responses.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Empty};
+use informer_apiserver::{GracefulShutdown, ShutdownAnswer, UnresponsiveClose};
+use serde_json::{Value, json};
+
+/// The `/readyz` code.
+async fn readyz(c: &Client) -> u16 {
+    c.get("/readyz").await.code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes() {
+    let s = std::sync::Arc::new(server().await);
+    let c = Client::new(&s);
+    c.post(PODS, &pod("a", json!({}))).await;
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    assert!(s.wait_for_watches(1, SEC).await);
+    // A slow request in progress when the shutdown starts finishes.
+    s.set_latency(Duration::from_millis(600));
+    let slow = tokio::spawn({
+        let c = Client::new(&s);
+        async move { c.get(PODS).await.code }
+    });
+    tokio::task::yield_now().await;
+    let shutdown = tokio::spawn({
+        let s = s.clone();
+        async move {
+            s.shutdown_gracefully(GracefulShutdown {
+                delay: Duration::from_millis(300),
+                drain_timeout: Duration::from_secs(5),
+                watch_grace: Duration::from_millis(100),
+                send_retry_after: true,
+            })
+            .await
+        }
+    });
+    // The delay: not ready, still serving.
+    s.set_latency(Duration::ZERO);
+    let fresh = Client::new(&s);
+    assert_eq!(readyz(&fresh).await, 500);
+    assert_eq!(fresh.get(PODS).await.code, 200);
+    // Then: 429, Retry-After 5, Connection: close, kube's message.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let r = loop {
+        let r = Client::new(&s).get(PODS).await;
+        if r.code != 200 || Instant::now() > deadline {
+            break r;
+        }
+    };
+    assert_eq!(r.code, 429);
+    assert_eq!(r.headers["retry-after"], "5");
+    assert_eq!(r.headers["connection"], "close");
+    assert_eq!(String::from_utf8_lossy(&r.raw), "The apiserver is shutting down, please try again later.\n");
+    assert_eq!(Client::new(&s).get("/livez").await.code, 200, "health checks are exempt");
+    assert_eq!(slow.await.unwrap(), 200, "the request in progress was drained");
+    w.expect_end(Duration::from_secs(5)).await;
+    shutdown.await.unwrap();
+    assert!(!s.is_running().await);
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(SEC).await);
+    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
+    assert_eq!(readyz(&Client::new(&s)).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_closes_the_listener_drains_then_stops() {
+    let s = std::sync::Arc::new(server().await);
+    let c = Client::new(&s);
+    c.post(PODS, &pod("a", json!({}))).await;
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    assert!(s.wait_for_watches(1, SEC).await);
+    s.set_latency(Duration::from_millis(600));
+    let slow = tokio::spawn({
+        let c = Client::new(&s);
+        async move { c.get(PODS).await.code }
+    });
+    tokio::task::yield_now().await;
+    let shutdown = tokio::spawn({
+        let s = s.clone();
+        async move {
+            s.shutdown_gracefully(GracefulShutdown {
+                delay: Duration::from_millis(300),
+                drain_timeout: Duration::from_secs(5),
+                watch_grace: Duration::from_millis(100),
+                send_retry_after: false,
+            })
+            .await
+        }
+    });
+    // The delay: not ready, still serving.
+    s.set_latency(Duration::ZERO);
+    let fresh = Client::new(&s);
+    assert_eq!(readyz(&fresh).await, 500);
+    assert_eq!(fresh.get(PODS).await.code, 200);
+    // Then the listener closes: new connections are refused while the slow request and the
+    // watch go on.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match tokio::net::TcpStream::connect(s.addr()).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            // A connection in the backlog when the listener closed is reset.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("connect: {e}"),
+            Ok(_) => {
+                assert!(Instant::now() < deadline, "the listener stayed open");
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    assert_eq!(slow.await.unwrap(), 200, "the request in progress was drained");
+    w.expect_end(Duration::from_secs(5)).await;
+    shutdown.await.unwrap();
+    assert!(!s.is_running().await);
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(SEC).await);
+    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
+    assert_eq!(readyz(&Client::new(&s)).await, 200);
+}
+
+#[tokio::test]
+async fn requests_arriving_during_shutdown_get_503_with_retry_after_1() {
+    let s = server().await;
+    s.controls().set_shutting_down(Some(ShutdownAnswer::ServiceUnavailable));
+    let r = Client::new(&s).get(PODS).await;
+    assert_eq!(r.code, 503);
+    assert_eq!(r.headers["retry-after"], "1");
+    assert_eq!(r.body["kind"], "Status");
+    assert_eq!(r.body["reason"], "ServiceUnavailable");
+    assert_eq!(r.body["message"], "apiserver is shutting down");
+    assert_eq!(r.body["code"], 503);
+    assert_eq!(Client::new(&s).get("/readyz").await.code, 500);
+    assert_eq!(Client::new(&s).get("/livez").await.code, 200, "health checks are exempt");
+    s.controls().set_shutting_down(None);
+    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_watch_cache_answers_429_until_it_is_filled() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post(PODS, &pod("a", json!({}))).await;
+    s.restart_with_cold_cache(Duration::from_millis(400)).await.unwrap();
+    let c = Client::new(&s);
+    let r = c.get(PODS).await;
+    assert_eq!(r.code, 429);
+    assert_eq!(r.body["message"], "storage is (re)initializing");
+    assert_eq!(r.headers["retry-after"], "1");
+    assert_eq!(r.body["details"]["retryAfterSeconds"], 1);
+    let w = c.get(&format!("{PODS}?watch=1&resourceVersion=1")).await;
+    assert_eq!(w.code, 429);
+    assert_eq!(readyz(&c).await, 500);
+    assert!(s.wait_ready(SEC).await);
+    assert_eq!(c.get(PODS).await.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(readyz(&c).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_watch_cache_answers_504_for_revisions_it_has_not_reached() {
+    let s = informer_apiserver::testing::builder().too_large_rv_wait(Duration::from_millis(200)).start().await.unwrap();
+    let c = Client::new(&s);
+    s.set_cache_lag(Duration::from_secs(2));
+    let created = c.post(PODS, &pod("a", json!({}))).await;
+    assert_eq!(created.code, 201);
+    let rv = rv_of(&created.body);
+    let t = Instant::now();
+    let w = c.get(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert_eq!(w.code, 504);
+    assert_eq!(w.body["reason"], "Timeout");
+    assert_eq!(w.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    let l = c.get(&format!("{PODS}?resourceVersion={rv}&resourceVersionMatch=NotOlderThan")).await;
+    assert_eq!(l.code, 504);
+    // A consistent read does not wait for the cache: it reads the storage.
+    let l = c.get(PODS).await;
+    assert_eq!(l.code, 200);
+    assert_eq!(l.body["items"].as_array().unwrap().len(), 1);
+    s.set_cache_lag(Duration::ZERO);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unresponsive_watchers_are_closed_the_streaming_list_without_its_end_bookmark() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let pods: Vec<Value> = (0..200).map(|i| pod(&format!("p{i:03}"), json!({}))).collect();
+    s.create_many("pods", pods).await.unwrap();
+    s.set_stream_delay(Duration::from_millis(2));
+    s.set_unresponsive_close(Some(UnresponsiveClose { buffer: 10, grace: Duration::from_millis(50) }));
+    let mut w = c
+        .watch(&format!(
+            "{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+        ))
+        .await;
+    // Writes while the initial events are still being sent fill the watcher's buffer.
+    for i in 0..30 {
+        s.create("pods", pod(&format!("new{i:02}"), json!({}))).await.unwrap();
+    }
+    let mut events = 0;
+    while let Some(e) = w.next_within(Duration::from_secs(10)).await {
+        assert_ne!(e["type"], "BOOKMARK", "closed before the end bookmark");
+        events += 1;
+    }
+    assert!(!w.broken, "a clean end of the stream");
+    assert!(events < 200, "closed while sending the initial events ({events})");
+    assert_eq!(s.controls().unresponsive_closes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_connections_break_a_watch_in_the_middle_of_an_event() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rv = s.resource_version();
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    assert!(s.wait_for_watches(1, SEC).await);
+    s.create("pods", pod("a", json!({}))).await.unwrap();
+    assert_eq!(w.next_within(SEC).await.unwrap()["object"]["metadata"]["name"], "a");
+    s.cut_connections();
+    s.create("pods", pod("b", json!({}))).await.unwrap();
+    assert!(w.next_within(SEC).await.is_none(), "the cut event is not delivered");
+    assert!(w.broken, "the body ends broken, not cleanly");
+    // New connections are served.
+    assert_eq!(Client::new(&s).get(PODS).await.body["items"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goaway_lets_streams_in_progress_finish_and_refuses_new_ones() {
+    let s = server().await;
+    let stream = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    let conn = tokio::spawn(conn);
+    let rv = s.resource_version();
+    let req = |path: String| http::Request::get(path).body(Empty::<Bytes>::new()).unwrap();
+    let resp = send.send_request(req(format!("{PODS}?watch=1&resourceVersion={rv}"))).await.unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    let mut body = resp.into_body();
+    assert!(s.wait_for_watches(1, SEC).await);
+    s.goaway();
+    s.create("pods", pod("a", json!({}))).await.unwrap();
+    // The watch in progress goes on.
+    let frame = tokio::time::timeout(SEC, body.frame()).await.unwrap().unwrap().unwrap();
+    let line = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
+    assert!(line.contains("\"ADDED\"") && line.contains("\"a\""), "{line}");
+    // A new stream on this connection is refused.
+    let refused = tokio::time::timeout(SEC, send.send_request(req(PODS.to_string()))).await.unwrap();
+    assert!(refused.is_err(), "a request after GOAWAY: {refused:?}");
+    drop(body);
+    let _ = tokio::time::timeout(SEC, conn).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_responses_take_the_latency_set() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.set_latency(Duration::from_millis(300));
+    let t = Instant::now();
+    assert_eq!(c.get(PODS).await.code, 200);
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    s.set_latency(Duration::ZERO);
+}

@@ -1,0 +1,163 @@
+//! [`LeaderElectionConfig`]: the lock, the candidate's identity and client-go's timing
+//! (lease duration 15 s, renew deadline 10 s, retry period 2 s, jitter factor 1.2).
+//!
+//! Invariants checked by [`validate`](LeaderElectionConfig::validate), client-go's rules plus one:
+//! the identity is not empty; every duration is positive; the renew deadline is longer than
+//! `1.2 × retry period` and shorter than the lease duration *as written to the record*, which
+//! carries whole seconds (client-go truncates too): a leader gives up before anyone may take over.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::lock::ResourceLock;
+use super::metrics::LeaderElectionMetrics;
+
+/// client-go's `JitterFactor`: a candidate waits between `retry_period` and
+/// `(1 + JITTER_FACTOR) × retry_period` between attempts to acquire.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+/// The wall clock that stamps `acquireTime` and `renewTime`.
+pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// A configuration that [`validate`](LeaderElectionConfig::validate) refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid leader election configuration: {0}")]
+pub struct ConfigError(pub String);
+
+/// How a [`LeaderElector`](super::LeaderElector) campaigns. See the [module docs](super).
+#[derive(Clone)]
+pub struct LeaderElectionConfig {
+    pub(crate) lock: Arc<dyn ResourceLock>,
+    pub(crate) identity: String,
+    pub(crate) name: String,
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_deadline: Duration,
+    pub(crate) retry_period: Duration,
+    pub(crate) release_on_cancel: bool,
+    pub(crate) metrics: Option<LeaderElectionMetrics>,
+    pub(crate) wall_clock: WallClock,
+}
+
+impl fmt::Debug for LeaderElectionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaderElectionConfig")
+            .field("lock", &self.lock.describe())
+            .field("identity", &self.identity)
+            .field("name", &self.name)
+            .field("lease_duration", &self.lease_duration)
+            .field("renew_deadline", &self.renew_deadline)
+            .field("retry_period", &self.retry_period)
+            .field("release_on_cancel", &self.release_on_cancel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The system clock, truncated to the microseconds a `MicroTime` keeps (so what is written reads
+/// back unchanged).
+fn system_clock() -> Timestamp {
+    let now = Timestamp::now();
+    let micros = now.as_microsecond();
+    Timestamp::from_microsecond(micros).unwrap_or(now)
+}
+
+impl LeaderElectionConfig {
+    /// Campaigns on `lock` as `identity` (unique among the candidates: client-go uses
+    /// `hostname_uuid`) with client-go's default timing and no release on cancel. The metrics
+    /// name defaults to the lock's description.
+    pub fn new(lock: impl ResourceLock, identity: impl Into<String>) -> Self {
+        let name = lock.describe();
+        LeaderElectionConfig {
+            lock: Arc::new(lock),
+            identity: identity.into(),
+            name,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            release_on_cancel: false,
+            metrics: None,
+            wall_clock: Arc::new(system_clock),
+        }
+    }
+
+    /// How long candidates wait without seeing the record change before they take over
+    /// (default 15 s; written to the record in whole seconds).
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+
+    /// How long a leader keeps leading without a successful renewal, counted from the start of
+    /// its last successful one (default 10 s). Past it, the leader steps down.
+    pub fn renew_deadline(mut self, d: Duration) -> Self {
+        self.renew_deadline = d;
+        self
+    }
+
+    /// Time between attempts: a leader renews this long after its last renewal, a candidate
+    /// retries after this long plus up to 120% jitter (default 2 s).
+    pub fn retry_period(mut self, d: Duration) -> Self {
+        self.retry_period = d;
+        self
+    }
+
+    /// Whether a leader that is cancelled clears `holderIdentity` so that a successor takes over
+    /// at once instead of after the lease duration (default false, as in client-go). Cancel only
+    /// once the work the lease guards has finished.
+    pub fn release_on_cancel(mut self, yes: bool) -> Self {
+        self.release_on_cancel = yes;
+        self
+    }
+
+    /// The `name` label of the metrics (default: the lock's description, e.g. `ns/name`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Reports `leader_election_master_status` and `leader_election_slowpath_total`.
+    pub fn metrics(mut self, metrics: &LeaderElectionMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// The clock that stamps `acquireTime` and `renewTime` (default: the system clock). These
+    /// stamps are informational: expiry is judged only by the local monotonic clock.
+    pub fn wall_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        self.wall_clock = Arc::new(clock);
+        self
+    }
+
+    /// The candidate's identity.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The lease duration written to the record: whole seconds, as client-go writes it.
+    pub fn lease_duration_seconds(&self) -> i32 {
+        self.lease_duration.as_secs().min(i32::MAX as u64) as i32
+    }
+
+    /// Checks the rules in the [module docs](self).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |m: &str| Err(ConfigError(m.to_string()));
+        if self.identity.is_empty() {
+            return err("the identity must not be empty");
+        }
+        if self.lease_duration.is_zero() || self.renew_deadline.is_zero() || self.retry_period.is_zero() {
+            return err("lease duration, renew deadline and retry period must be greater than zero");
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return err("leaseDuration must be greater than renewDeadline");
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+            return err("renewDeadline must be greater than retryPeriod*JitterFactor");
+        }
+        if Duration::from_secs(self.lease_duration_seconds() as u64) <= self.renew_deadline {
+            return err("leaseDuration in whole seconds (as written to the lease) must be greater than renewDeadline");
+        }
+        Ok(())
+    }
+}

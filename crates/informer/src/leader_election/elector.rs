@@ -1,0 +1,449 @@
+//! [`LeaderElector`]: client-go's leader election state machine (`tools/leaderelection`) on a
+//! [`ResourceLock`].
+//!
+//! A candidate tries to acquire (immediately, then every retry period plus jitter); it may write
+//! the record only if nobody holds it, it holds it itself, or the record has not changed for the
+//! record's `leaseDurationSeconds` *as measured by the local monotonic clock since this candidate
+//! last saw it change* (the timestamps in the record are never compared with the local clock, so
+//! clock skew between candidates does not matter). Every write is a compare-and-swap on the
+//! resourceVersion: of two candidates racing for an expired lease one gets a conflict and retries.
+//! A leader renews every retry period (first optimistically over its own last write, then by
+//! reading the record) and bounds every call by half the renew deadline.
+//!
+//! Invariants:
+//! - a term lasts at most `renew_deadline` past the *start* of its last successful write: then the
+//!   term's token is cancelled and [`is_leader`](LeaderElector::is_leader) is false, even if the
+//!   elector's task is not running at that moment (a stalled process). Another candidate can take
+//!   over only `leaseDurationSeconds` after it saw that write, which was made after the write
+//!   started; since the renew deadline is shorter than the lease duration, two terms never
+//!   overlap on clocks that advance at the same rate;
+//! - a leader that reads a record naming another holder (or none) ends its term at once;
+//! - a term ends (token cancelled, `StoppedLeading`, gauge 0) exactly once, also when `run`'s
+//!   future is dropped; a candidate that lost goes back to campaigning with a fresh term token;
+//! - with `release_on_cancel`, a leader that is cancelled ends its term, then writes client-go's
+//!   release (empty holder, `leaseDurationSeconds` 1, transitions unchanged) if the record still
+//!   names it, retrying conflicts within the renew deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
+use super::events::{LeaderEvent, LeaderEvents, Subscribers};
+use super::lock::LockError;
+use super::metrics::ElectionSeries;
+use super::record::LeaderElectionRecord;
+
+/// Errors of [`LeaderElector::run`].
+#[derive(Debug, thiserror::Error)]
+pub enum ElectionError {
+    /// `run` was called a second time.
+    #[error("the leader elector {0} has already been started")]
+    AlreadyStarted(String),
+}
+
+/// A candidate in a leader election. Cheap to clone (clones are the same candidate). See the
+/// [module docs](super).
+#[derive(Clone)]
+pub struct LeaderElector {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("config", &self.inner.config)
+            .field("is_leader", &self.is_leader())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: LeaderElectionConfig,
+    series: Option<ElectionSeries>,
+    state: Mutex<State>,
+    subscribers: Subscribers,
+    started: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    /// The holder last reported (`NewLeader`).
+    leader: Option<String>,
+    term: Option<Term>,
+}
+
+struct Term {
+    token: CancellationToken,
+    valid_until: Instant,
+}
+
+impl Inner {
+    fn begin_term(&self, valid_until: Instant) {
+        let token = CancellationToken::new();
+        self.state.lock().term = Some(Term { token: token.clone(), valid_until });
+        if let Some(s) = &self.series {
+            s.status.set(1);
+        }
+        tracing::info!(lock = %self.config.lock.describe(), identity = %self.config.identity, "started leading");
+        self.subscribers.send(LeaderEvent::StartedLeading(token));
+    }
+
+    fn extend_term(&self, valid_until: Instant) {
+        if let Some(t) = &mut self.state.lock().term {
+            t.valid_until = valid_until;
+        }
+    }
+
+    /// Ends the current term, if any (idempotent).
+    fn end_term(&self, why: &str) {
+        let Some(term) = self.state.lock().term.take() else { return };
+        term.token.cancel();
+        if let Some(s) = &self.series {
+            s.status.set(0);
+        }
+        tracing::info!(lock = %self.config.lock.describe(), identity = %self.config.identity, reason = why, "stopped leading");
+        self.subscribers.send(LeaderEvent::StoppedLeading);
+    }
+}
+
+/// Ends the term when `run`'s future is dropped mid-term.
+struct EndTermOnDrop<'a>(&'a Inner);
+
+impl Drop for EndTermOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.end_term("the elector was dropped");
+    }
+}
+
+/// The outcome of one successful call to the lock.
+enum Attempt {
+    /// This candidate holds the lease now.
+    Acquired,
+    /// Another candidate holds a lease that has not expired.
+    HeldBy(String),
+    /// A leader found the record naming someone else, or nobody, or gone.
+    NotOurs,
+}
+
+/// Why a term ended.
+#[derive(Debug, PartialEq, Eq)]
+enum TermEnd {
+    Cancelled,
+    Deadline,
+    Lost,
+}
+
+/// The campaign's private bookkeeping (client-go's observedRecord, observedTime, reportedLeader).
+struct Campaign<'a> {
+    inner: &'a Inner,
+    observed: Option<LeaderElectionRecord>,
+    observed_at: Instant,
+    reported: Option<String>,
+}
+
+impl LeaderElector {
+    /// Checks `config` ([`LeaderElectionConfig::validate`]) and makes a candidate that does
+    /// nothing until [`run`](Self::run). Sets its `leader_election_master_status` to 0.
+    pub fn new(config: LeaderElectionConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let series = config.metrics.as_ref().map(|m| m.series(&config.name));
+        if let Some(s) = &series {
+            s.status.set(0);
+        }
+        Ok(LeaderElector {
+            inner: Arc::new(Inner {
+                config,
+                series,
+                state: Mutex::new(State::default()),
+                subscribers: Subscribers::default(),
+                started: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// This candidate's identity.
+    pub fn identity(&self) -> &str {
+        &self.inner.config.identity
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LeaderElectionConfig {
+        &self.inner.config
+    }
+
+    /// Whether this candidate leads now: it is in a term whose renew deadline has not passed.
+    /// Judged by the clock at the call, so it turns false on time even while the elector's task
+    /// is not running.
+    pub fn is_leader(&self) -> bool {
+        let st = self.inner.state.lock();
+        st.term.as_ref().is_some_and(|t| !t.token.is_cancelled() && Instant::now() < t.valid_until)
+    }
+
+    /// The holder last observed (`None` before the first observation and while nobody holds the
+    /// lease). Informational: it may lag, and names this candidate a little past its term.
+    pub fn leader(&self) -> Option<String> {
+        self.inner.state.lock().leader.clone()
+    }
+
+    /// The events from now on (see [`LeaderEvent`]). Subscribe before `run` to see them all.
+    pub fn subscribe(&self) -> LeaderEvents {
+        self.inner.subscribers.subscribe()
+    }
+
+    /// Campaigns until `cancel` fires: acquires, leads until the term ends, and campaigns again.
+    /// (client-go's `Run` returns after one term; a program that wants that stops at the first
+    /// `StoppedLeading`.) On cancel it ends the term and, with `release_on_cancel`, releases the
+    /// lease before it returns. Returns [`ElectionError::AlreadyStarted`] on a second call.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), ElectionError> {
+        let inner = &*self.inner;
+        let cfg = &inner.config;
+        if inner.started.swap(true, Ordering::SeqCst) {
+            return Err(ElectionError::AlreadyStarted(cfg.lock.describe()));
+        }
+        let _end = EndTermOnDrop(inner);
+        let mut c = Campaign { inner, observed: None, observed_at: Instant::now(), reported: None };
+        loop {
+            tracing::info!(lock = %cfg.lock.describe(), identity = %cfg.identity, "attempting to acquire leader lease");
+            let Some(valid_until) = c.acquire(&cancel).await else { break };
+            inner.begin_term(valid_until);
+            let end = c.renew(valid_until, &cancel).await;
+            inner.end_term(match end {
+                TermEnd::Cancelled => "cancelled",
+                TermEnd::Deadline => "the lease could not be renewed within the renew deadline",
+                TermEnd::Lost => "the lease is no longer held by this candidate",
+            });
+            c.report();
+            if end == TermEnd::Cancelled {
+                if cfg.release_on_cancel {
+                    c.release().await;
+                    c.report();
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Campaign<'_> {
+    fn cfg(&self) -> &LeaderElectionConfig {
+        &self.inner.config
+    }
+
+    /// The bound on one try (client-go advises a client timeout of half the renew deadline).
+    fn attempt_timeout(&self) -> Duration {
+        self.cfg().renew_deadline / 2
+    }
+
+    /// Records what was read; the observation time moves only when the record changed.
+    fn observe(&mut self, record: LeaderElectionRecord) {
+        if self.observed.as_ref() != Some(&record) {
+            self.observed = Some(record);
+            self.observed_at = Instant::now();
+        }
+    }
+
+    /// Records what this candidate wrote.
+    fn wrote(&mut self, record: LeaderElectionRecord) {
+        self.observed = Some(record);
+        self.observed_at = Instant::now();
+    }
+
+    /// Whether the observed record's lease has not expired, by the local clock.
+    fn lease_valid(&self) -> bool {
+        let Some(r) = &self.observed else { return false };
+        let lease = Duration::from_secs(r.lease_duration_seconds.max(0) as u64);
+        Instant::now() < self.observed_at + lease
+    }
+
+    /// Reports a change of the observed holder (client-go's `maybeReportTransition`).
+    fn report(&mut self) {
+        let holder = self.observed.as_ref().map(|r| r.holder_identity.clone()).filter(|h| !h.is_empty());
+        if holder == self.reported {
+            return;
+        }
+        self.reported = holder.clone();
+        self.inner.state.lock().leader = holder.clone();
+        tracing::info!(lock = %self.cfg().lock.describe(), leader = ?holder, "new leader observed");
+        self.inner.subscribers.send(LeaderEvent::NewLeader(holder));
+    }
+
+    /// client-go's `tryAcquireOrRenew`, with one difference: a leader (`leading`) that finds the
+    /// record naming anyone else, or gone, does not write but reports [`Attempt::NotOurs`].
+    async fn try_acquire_or_renew(&mut self, leading: bool) -> Result<Attempt, LockError> {
+        let inner = self.inner;
+        let cfg = &inner.config;
+        let now = (cfg.wall_clock)();
+        let mut record = LeaderElectionRecord {
+            holder_identity: cfg.identity.clone(),
+            lease_duration_seconds: cfg.lease_duration_seconds(),
+            acquire_time: Some(now),
+            renew_time: Some(now),
+            ..Default::default()
+        };
+        // 1. A leader first writes over its own last write.
+        if leading && let Some(own) = self.observed.as_ref().filter(|r| r.holder_identity == cfg.identity) {
+            record.acquire_time = own.acquire_time;
+            record.lease_transitions = own.lease_transitions;
+            match cfg.lock.update(record.clone()).await {
+                Ok(()) => {
+                    self.wrote(record);
+                    return Ok(Attempt::Acquired);
+                }
+                Err(e) => {
+                    tracing::debug!(lock = %cfg.lock.describe(), error = %e, "optimistic renewal failed; reading the lease")
+                }
+            }
+        }
+        // 2. Read the record, or create it.
+        let old = match cfg.lock.get().await {
+            Ok(r) => r,
+            Err(LockError::NotFound(_)) if leading => return Ok(Attempt::NotOurs),
+            Err(LockError::NotFound(_)) => {
+                cfg.lock.create(record.clone()).await?;
+                self.wrote(record);
+                return Ok(Attempt::Acquired);
+            }
+            Err(e) => return Err(e),
+        };
+        // 3. Check the holder and the time since the record last changed.
+        self.observe(old.clone());
+        let ours = old.holder_identity == cfg.identity;
+        if leading && !ours {
+            return Ok(Attempt::NotOurs);
+        }
+        if old.is_held() && !ours && self.lease_valid() {
+            return Ok(Attempt::HeldBy(old.holder_identity));
+        }
+        // 4. Write: a renewal keeps the acquire time and the transitions, a takeover counts one.
+        if ours {
+            record.acquire_time = old.acquire_time;
+            record.lease_transitions = old.lease_transitions;
+            if leading && let Some(s) = &inner.series {
+                s.slowpath.inc();
+            }
+        } else {
+            record.lease_transitions = old.lease_transitions.saturating_add(1);
+        }
+        cfg.lock.update(record.clone()).await?;
+        self.wrote(record);
+        Ok(Attempt::Acquired)
+    }
+
+    fn log_failure(&self, what: &str, r: Result<Result<Attempt, LockError>, tokio::time::error::Elapsed>) {
+        let lock = self.cfg().lock.describe();
+        match r {
+            Ok(Ok(Attempt::HeldBy(holder))) => {
+                tracing::debug!(%lock, %holder, "the lease is held and has not yet expired")
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e @ LockError::Conflict(..))) => tracing::debug!(%lock, error = %e, "{what}: lost a race"),
+            Ok(Err(e)) => tracing::info!(%lock, error = %e, "{what} failed"),
+            Err(_) => tracing::info!(%lock, timeout = ?self.attempt_timeout(), "{what} timed out"),
+        }
+    }
+
+    /// Tries until it acquires (`Some(end of the first renew deadline)`) or `cancel` fires.
+    async fn acquire(&mut self, cancel: &CancellationToken) -> Option<Instant> {
+        loop {
+            let start = Instant::now();
+            let timeout = self.attempt_timeout();
+            let r = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return None,
+                r = tokio::time::timeout(timeout, self.try_acquire_or_renew(false)) => r,
+            };
+            self.report();
+            if let Ok(Ok(Attempt::Acquired)) = r {
+                tracing::info!(lock = %self.cfg().lock.describe(), identity = %self.cfg().identity, "successfully acquired lease");
+                return Some(start + self.cfg().renew_deadline);
+            }
+            self.log_failure("acquiring the lease", r);
+            let retry = self.cfg().retry_period;
+            let wait = retry + retry.mul_f64(rand::random::<f64>() * JITTER_FACTOR);
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return None,
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Renews every retry period until the term ends.
+    async fn renew(&mut self, mut valid_until: Instant, cancel: &CancellationToken) -> TermEnd {
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return TermEnd::Cancelled,
+                _ = tokio::time::sleep_until(valid_until) => return TermEnd::Deadline,
+                _ = tokio::time::sleep(self.cfg().retry_period) => {}
+            }
+            let start = Instant::now();
+            let timeout = self.attempt_timeout();
+            let r = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return TermEnd::Cancelled,
+                _ = tokio::time::sleep_until(valid_until) => return TermEnd::Deadline,
+                r = tokio::time::timeout(timeout, self.try_acquire_or_renew(true)) => r,
+            };
+            match r {
+                Ok(Ok(Attempt::Acquired)) => {
+                    valid_until = start + self.cfg().renew_deadline;
+                    self.inner.extend_term(valid_until);
+                }
+                Ok(Ok(Attempt::HeldBy(_) | Attempt::NotOurs)) => return TermEnd::Lost,
+                r => self.log_failure("renewing the lease", r),
+            }
+        }
+    }
+
+    /// client-go's release: if the record still names this candidate, clear the holder.
+    async fn release(&mut self) {
+        let lock = self.cfg().lock.describe();
+        let deadline = self.cfg().renew_deadline;
+        match tokio::time::timeout(deadline, self.try_release()).await {
+            Ok(Ok(true)) => tracing::info!(%lock, "released the lease"),
+            Ok(Ok(false)) => tracing::debug!(%lock, "the lease was not held by this candidate; nothing to release"),
+            Ok(Err(e)) => tracing::warn!(%lock, error = %e, "releasing the lease failed"),
+            Err(_) => tracing::warn!(%lock, ?deadline, "releasing the lease timed out"),
+        }
+    }
+
+    async fn try_release(&mut self) -> Result<bool, LockError> {
+        let inner = self.inner;
+        let cfg = &inner.config;
+        loop {
+            let old = match cfg.lock.get().await {
+                Ok(r) => r,
+                Err(LockError::NotFound(_)) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            self.observe(old.clone());
+            if old.holder_identity != cfg.identity {
+                return Ok(false);
+            }
+            let now = (cfg.wall_clock)();
+            let record = LeaderElectionRecord {
+                holder_identity: String::new(),
+                lease_duration_seconds: 1,
+                acquire_time: Some(now),
+                renew_time: Some(now),
+                lease_transitions: old.lease_transitions,
+                ..Default::default()
+            };
+            match cfg.lock.update(record.clone()).await {
+                Ok(()) => {
+                    self.wrote(record);
+                    return Ok(true);
+                }
+                Err(LockError::Conflict(..)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
