@@ -71,7 +71,7 @@ impl ScaleSubresource {
 }
 
 impl ResourceInfo {
-    /// A custom (user-registered) resource with no extra selectable fields.
+    /// A custom (user-registered) resource with no extra selectable fields and no subresources.
     pub fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
         ResourceInfo {
             group: group.into(),
