@@ -73,6 +73,9 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     None
 }
 
+/// The entries of one resource: itself, then its subresources (`status`, `scale`). Built-in
+/// types list their subresources in path order, as kube-apiserver's route table does; custom
+/// resources list `status` before `scale`, as the apiextensions server does.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let mut main = json!({
         "name": r.plural,
@@ -84,14 +87,28 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
     }
-    let status = json!({
-        "name": format!("{}/status", r.plural),
-        "singularName": "",
-        "namespaced": r.namespaced,
-        "kind": r.kind,
-        "verbs": ["get", "patch", "update"],
+    let status = r.status_subresource.then(|| {
+        json!({
+            "name": format!("{}/status", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": ["get", "patch", "update"],
+        })
     });
-    vec![main, status]
+    let scale = r.scale_subresource.is_some().then(|| {
+        json!({
+            "name": format!("{}/scale", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        })
+    });
+    let subresources = if r.list_items_have_kind { [status, scale] } else { [scale, status] };
+    std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`; None if nothing is served there.

@@ -282,11 +282,16 @@ async fn resource_request(
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
     }
-    let status_only = match sub {
-        None => false,
-        Some("status") => true,
+    let subresource = match sub {
+        None => Subresource::None,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some("scale") if info.scale_subresource.is_some() => Subresource::Scale,
         Some(_) => return Err(ApiError::no_route()),
     };
+    let status_only = subresource == Subresource::Status;
+    if subresource != Subresource::None && !matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH) {
+        return Err(ApiError::method_not_allowed());
+    }
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
@@ -305,6 +310,10 @@ async fn resource_request(
     };
     if let Some(v) = verb {
         shared.controls.count(v);
+    }
+    if subresource == Subresource::Scale {
+        let name = name.ok_or_else(ApiError::no_route)?;
+        return scale_request(shared, &info, ns_or_default, name, dry_run, req).await;
     }
     match (method, name) {
         (Method::GET, None) => {
@@ -342,23 +351,12 @@ async fn resource_request(
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
-            let kind = match ct.as_str() {
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => PatchType::Merge,
-                "application/json-patch+json" => PatchType::Json,
-                "application/apply-patch+yaml" => PatchType::Merge,
-                _ => {
-                    return Err(ApiError::new(
-                        415,
-                        "UnsupportedMediaType",
-                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json".to_string(),
-                    ));
-                }
-            };
+            let kind = patch_type(&ct)?;
             let is_apply = ct == "application/apply-patch+yaml";
             let b = read_body(shared, req).await?;
             let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run }).await;
             let o = match r {
-                Err(e) if e.code == 404 && is_apply => {
+                Err(e) if e.code == 404 && is_apply && !status_only => {
                     let mut v = parse_json(&b)?;
                     if let Some(m) = v.as_object_mut() {
                         let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
@@ -418,6 +416,58 @@ async fn resource_request(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// The subresource a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subresource {
+    /// The resource itself.
+    None,
+    /// `…/status`.
+    Status,
+    /// `…/scale`.
+    Scale,
+}
+
+/// The patch type of a PATCH request's media type (415 for any other).
+fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
+    match media_type {
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => Ok(PatchType::Merge),
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/apply-patch+yaml" => Ok(PatchType::Merge),
+        _ => Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+        )),
+    }
+}
+
+/// GET, PUT and PATCH of the `scale` subresource (autoscaling/v1 `Scale`).
+async fn scale_request(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    dry_run: bool,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let store = shared.store.clone();
+    let scale = match req.method().clone() {
+        Method::GET => store.get_scale(info, ns, name).await?,
+        Method::PUT => {
+            require_json_body(&req)?;
+            let b = read_body(shared, req).await?;
+            store.update_scale(info, ns, name, parse_json(&b)?, dry_run).await?
+        }
+        Method::PATCH => {
+            let kind = patch_type(&media_type(&req))?;
+            let b = read_body(shared, req).await?;
+            store.patch_scale(info, ns, name, kind, &b, dry_run).await?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    Ok(json_bytes(200, scale.to_bytes()))
 }
 
 async fn start_watch(

@@ -1,8 +1,9 @@
-//! The registry of served resources (group, version, plural, kind, scope).
+//! The registry of served resources (group, version, plural, kind, scope, subresources).
 //!
 //! Invariants: a resource is identified by `(group, plural)`; registering the
 //! same pair twice replaces the earlier definition. The registry is immutable
-//! once the server starts (it is shared behind an `Arc`).
+//! once the server starts (it is shared behind an `Arc`). A resource serves
+//! `/status` and `/scale` only when it declares them, as kube-apiserver does.
 
 use std::sync::Arc;
 
@@ -33,10 +34,44 @@ pub struct ResourceInfo {
     /// built-in types (`pods`, `services/specs`, `minions`…), `<group>/<plural>` for custom
     /// resources (see [`crate::storage::keys`]).
     pub storage_path: String,
+    /// Whether the resource has a `status` subresource: then `/status` writes change only
+    /// `status`, and writes to the resource itself keep the stored `status`.
+    pub status_subresource: bool,
+    /// The `scale` subresource (autoscaling/v1 `Scale`), if the resource has one.
+    pub scale_subresource: Option<ScaleSubresource>,
+}
+
+/// Where a resource keeps what its `scale` subresource shows, as the JSON paths of a
+/// CustomResourceDefinition's `subresources.scale` (`.spec.replicas`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleSubresource {
+    /// The desired replica count (`Scale.spec.replicas`), written by scale updates.
+    pub spec_replicas_path: String,
+    /// The observed replica count (`Scale.status.replicas`, 0 when absent).
+    pub status_replicas_path: String,
+    /// The label selector (`Scale.status.selector`): a string, or a `LabelSelector` object
+    /// (built-in workloads' `.spec.selector`) rendered as a string. None: no selector.
+    pub label_selector_path: Option<String>,
+    /// The desired replica count of an object whose spec has none (kube-apiserver defaults the
+    /// built-in workloads' `spec.replicas` to 1).
+    pub default_replicas: i64,
+}
+
+impl ScaleSubresource {
+    /// The scale of the built-in apps/v1 workloads: `.spec.replicas`, `.status.replicas`,
+    /// `.spec.selector`.
+    pub fn workload() -> Self {
+        ScaleSubresource {
+            spec_replicas_path: ".spec.replicas".into(),
+            status_replicas_path: ".status.replicas".into(),
+            label_selector_path: Some(".spec.selector".into()),
+            default_replicas: 1,
+        }
+    }
 }
 
 impl ResourceInfo {
-    /// A custom (user-registered) resource with no extra selectable fields.
+    /// A custom (user-registered) resource with no extra selectable fields and no subresources.
     pub fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
         ResourceInfo {
             group: group.into(),
@@ -49,7 +84,21 @@ impl ResourceInfo {
             selectable_fields: Vec::new(),
             list_items_have_kind: true,
             storage_path: if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") },
+            status_subresource: false,
+            scale_subresource: None,
         }
+    }
+
+    /// Declares the `status` subresource (builder style).
+    pub fn with_status_subresource(mut self) -> Self {
+        self.status_subresource = true;
+        self
+    }
+
+    /// Declares the `scale` subresource (builder style).
+    pub fn with_scale_subresource(mut self, scale: ScaleSubresource) -> Self {
+        self.scale_subresource = Some(scale);
+        self
     }
 
     /// Adds short names (builder style).
@@ -106,33 +155,50 @@ impl Registry {
     }
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
-    /// services, nodes, events; apps/v1 deployments, replicasets;
-    /// coordination.k8s.io/v1 leases.
+    /// services, nodes, events; apps/v1 deployments, replicasets, statefulsets;
+    /// coordination.k8s.io/v1 leases. Namespaces, pods, services, nodes and the apps/v1
+    /// workloads have a `status` subresource; the workloads also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;
-        r.register(b("", "namespaces", "Namespace", false, &["ns"], &["status.phase"]));
-        r.register(b(
-            "",
-            "pods",
-            "Pod",
-            true,
-            &["po"],
-            &[
-                "spec.nodeName",
-                "spec.restartPolicy",
-                "spec.schedulerName",
-                "spec.serviceAccountName",
-                "spec.hostNetwork",
-                "status.phase",
-                "status.podIP",
-                "status.nominatedNodeName",
-            ],
-        ));
+        let workload = |plural: &str, kind: &str, short: &[&str], fields: &[&str]| {
+            b("apps", plural, kind, true, short, fields)
+                .with_status_subresource()
+                .with_scale_subresource(ScaleSubresource::workload())
+        };
+        r.register(b("", "namespaces", "Namespace", false, &["ns"], &["status.phase"]).with_status_subresource());
+        r.register(
+            b(
+                "",
+                "pods",
+                "Pod",
+                true,
+                &["po"],
+                &[
+                    "spec.nodeName",
+                    "spec.restartPolicy",
+                    "spec.schedulerName",
+                    "spec.serviceAccountName",
+                    "spec.hostNetwork",
+                    "status.phase",
+                    "status.podIP",
+                    "status.nominatedNodeName",
+                ],
+            )
+            .with_status_subresource(),
+        );
         r.register(b("", "configmaps", "ConfigMap", true, &["cm"], &[]));
         r.register(b("", "secrets", "Secret", true, &[], &["type"]));
-        r.register(b("", "services", "Service", true, &["svc"], &[]).with_storage_path("services/specs"));
-        r.register(b("", "nodes", "Node", false, &["no"], &["spec.unschedulable"]).with_storage_path("minions"));
+        r.register(
+            b("", "services", "Service", true, &["svc"], &[])
+                .with_storage_path("services/specs")
+                .with_status_subresource(),
+        );
+        r.register(
+            b("", "nodes", "Node", false, &["no"], &["spec.unschedulable"])
+                .with_storage_path("minions")
+                .with_status_subresource(),
+        );
         r.register(b(
             "",
             "events",
@@ -153,8 +219,9 @@ impl Registry {
                 "type",
             ],
         ));
-        r.register(b("apps", "deployments", "Deployment", true, &["deploy"], &[]));
-        r.register(b("apps", "replicasets", "ReplicaSet", true, &["rs"], &["status.replicas"]));
+        r.register(workload("deployments", "Deployment", &["deploy"], &[]));
+        r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));
+        r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r
     }

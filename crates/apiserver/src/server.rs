@@ -754,13 +754,43 @@ impl ApiServer {
         Ok(out.iter().map(|o| o.rv).max().unwrap_or_else(|| self.resource_version()))
     }
 
-    /// Replaces an object (resourceVersion in the body is a precondition).
+    /// Replaces an object (resourceVersion in the body is a precondition). For a resource with a
+    /// `status` subresource the stored `status` is kept: see [`Self::update_status`].
     pub async fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
         Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::default()).await?.value())
     }
 
-    /// Applies a JSON merge patch.
+    /// Replaces the `status` of an object through its `status` subresource (nothing else of the
+    /// body is stored; resourceVersion in the body is a precondition).
+    pub async fn update_status(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        if !info.status_subresource {
+            return Err(ApiError::no_route());
+        }
+        let opts = WriteOpts { status_only: true, dry_run: false };
+        Ok(self.shared.store.update(&info, None, None, obj, opts).await?.value())
+    }
+
+    /// Applies a JSON merge patch to the `status` of an object (its `status` subresource).
+    pub async fn patch_status(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
+        let info = self.info(resource).await?;
+        if !info.status_subresource {
+            return Err(ApiError::no_route());
+        }
+        let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let opts = WriteOpts { status_only: true, dry_run: false };
+        Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, opts).await?.value())
+    }
+
+    /// Applies a JSON merge patch (to the object itself: for a resource with a `status`
+    /// subresource, `status` is kept).
     pub async fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;

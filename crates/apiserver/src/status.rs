@@ -96,7 +96,7 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
-    /// 422 Invalid for an object: `Kind "name" is invalid: field: Reason: detail`.
+    /// 422 Invalid for an object: `Kind[.group] "name" is invalid: field: Reason: detail`.
     pub fn invalid_object(
         group: &str,
         kind: &str,
@@ -105,7 +105,9 @@ impl ApiError {
         cause_reason: &str,
         cause_message: &str,
     ) -> Self {
-        let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {field}: {cause_message}"));
+        let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let mut e =
+            Self::new(422, "Invalid", format!("{qualified_kind} \"{name}\" is invalid: {field}: {cause_message}"));
         let mut d = Map::new();
         d.insert("name".into(), name.into());
         if !group.is_empty() {

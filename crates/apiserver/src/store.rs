@@ -24,13 +24,14 @@ use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
+use crate::strategy::{self, Target};
 
 pub use crate::cache::HistoryConfig;
 
 /// Options of updates and patches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOpts {
-    /// Apply only `status` (the `status` subresource).
+    /// A write to the `status` subresource: only `status` changes (see [`crate::strategy`]).
     pub status_only: bool,
     /// Validate and compute the result without storing it (`dryRun=All`).
     pub dry_run: bool,
@@ -43,6 +44,44 @@ pub enum PatchType {
     Merge,
     /// RFC 6902 JSON patch.
     Json,
+}
+
+/// A decoded PATCH body, ready to apply.
+pub(crate) enum DecodedPatch {
+    Merge(Value),
+    Json(json_patch::Patch),
+}
+
+impl DecodedPatch {
+    /// Decodes a patch body: 400 unless it is JSON of the patch type's shape.
+    pub(crate) fn decode(kind: PatchType, patch: &[u8]) -> Result<Self, ApiError> {
+        let v: Value =
+            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        match kind {
+            PatchType::Json => serde_json::from_value::<json_patch::Patch>(v)
+                .map(DecodedPatch::Json)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
+            PatchType::Merge if v.is_object() => Ok(DecodedPatch::Merge(v)),
+            PatchType::Merge => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
+        }
+    }
+
+    /// Applies the patch to `doc` (422 when a JSON patch operation fails).
+    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
+        match self {
+            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
+            }),
+            DecodedPatch::Merge(p) => {
+                json_patch::merge(doc, p);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The REST layer (see the module documentation). Cheap to share via `Arc`.
@@ -73,7 +112,7 @@ pub struct ListQuery<'a> {
 }
 
 /// What one compare-and-swap attempt of an update gave.
-enum Attempt {
+pub(crate) enum Attempt {
     Done(Arc<StoredObject>),
     /// Another write got there first: its version, and the body back for the next attempt.
     Retry(Arc<StoredObject>, Map<String, Value>),
@@ -89,7 +128,7 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 
 /// Checks the decoded body is an object of the right kind/apiVersion with a
 /// well-typed metadata; returns it as a map.
-fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut obj) = body else {
         return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
     };
@@ -195,12 +234,12 @@ fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
     }
 }
 
-fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
+pub(crate) fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
     obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// Resolves the namespace of a body against the URL namespace.
-fn resolve_namespace(
+pub(crate) fn resolve_namespace(
     info: &ResourceInfo,
     obj: &mut Map<String, Value>,
     url_ns: Option<&str>,
@@ -224,7 +263,7 @@ fn resolve_namespace(
     Ok(ns)
 }
 
-fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
+pub(crate) fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
     s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
@@ -307,7 +346,12 @@ impl Store {
     /// The version of an object a write starts from: the cache's (which may be stale: the
     /// compare-and-swap then fails and reports the newer one), or the storage's when the cache does
     /// not have it (yet). The flag says whether it is known to be current.
-    async fn current(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<(Arc<StoredObject>, bool), ApiError> {
+    pub(crate) async fn current(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         if self.cache.readiness() == crate::cache::Readiness::Ready
             && let Some(o) = self.cache.get(info, ns, name)?
         {
@@ -317,7 +361,12 @@ impl Store {
     }
 
     /// The storage's version of an object.
-    async fn stored(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+    pub(crate) async fn stored(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let key = self.layout.object_key(info, ns, name);
         match self.storage.get(&key).await {
             Ok(Some(kv)) => self.parse_kv(info, &kv),
@@ -529,33 +578,11 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let patch_val: Value =
-            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        let json_patch = match kind {
-            PatchType::Json => Some(
-                serde_json::from_value::<json_patch::Patch>(patch_val.clone())
-                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-            ),
-            PatchType::Merge => {
-                if !patch_val.is_object() {
-                    return Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object"));
-                }
-                None
-            }
-        };
+        let decoded = DecodedPatch::decode(kind, patch)?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let mut doc = cur.value();
-            match &json_patch {
-                Some(p) => json_patch::patch(&mut doc, p).map_err(|e| {
-                    ApiError::new(
-                        422,
-                        "Invalid",
-                        format!("the server rejected our request due to an error in our request: {e}"),
-                    )
-                })?,
-                None => json_patch::merge(&mut doc, &patch_val),
-            }
+            decoded.apply(&mut doc)?;
             let obj = check_body(info, doc)?;
             if meta_str(&obj, "name").as_deref() != Some(name) {
                 return Err(ApiError::bad_request(format!(
@@ -580,7 +607,7 @@ impl Store {
     }
 
     /// Computes the successor of `old` and writes it if `old` is still the stored version.
-    async fn replace(
+    pub(crate) async fn replace(
         &self,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
@@ -588,20 +615,9 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Attempt, ApiError> {
         let WriteOpts { status_only, dry_run } = opts;
-        let mut obj = if status_only {
-            let Value::Object(mut o) = old.value() else {
-                return Err(ApiError::internal("stored object is not an object"));
-            };
-            match new.get("status") {
-                Some(s) => o.insert("status".into(), s.clone()),
-                None => o.remove("status"),
-            };
-            o
-        } else {
-            new
-        };
-        // The generation moves with the spec only (compared as the bytes it is stored as).
-        let new_spec = obj.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
+        let target = if status_only { Target::Status } else { Target::Main };
+        let mut obj = strategy::prepare_update(info, target, old, new);
+        let bump = strategy::bumps_generation(info, old, &obj);
         {
             let meta = meta_mut(&mut obj);
             meta.insert("name".into(), old.name.clone().into());
@@ -623,7 +639,7 @@ impl Store {
             }
             meta.remove("resourceVersion");
             let g = old.generation.max(1);
-            meta.insert("generation".into(), (if new_spec.as_deref() != old.spec_bytes() { g + 1 } else { g }).into());
+            meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
         }
         obj.remove("kind");
         obj.remove("apiVersion");

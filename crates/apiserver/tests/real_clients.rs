@@ -221,6 +221,72 @@ async fn python_client_watch() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[tokio::test]
+async fn kubectl_scale_deployment() {
+    let dir = tempdir("kubectl-scale");
+    let s = server().await;
+    let (kc, cache) = (dir.join("config"), dir.join("cache"));
+    s.write_kubeconfig(&kc).unwrap();
+    let manifest = dir.join("web.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    )
+    .unwrap();
+    let (ok, out, err) = kubectl(&kc, &cache, &["create", "-f", manifest.to_str().unwrap(), "--validate=false"]).await;
+    assert!(ok && out.contains("deployment.apps/web created"), "{out}{err}");
+    let (ok, out, err) = kubectl(&kc, &cache, &["scale", "deployment", "web", "--replicas=3"]).await;
+    assert!(ok && out.contains("deployment.apps/web scaled"), "{out}{err}");
+    let web = s.get("deployments", "default", "web").await.unwrap();
+    assert_eq!(web["spec"]["replicas"], 3);
+    assert_eq!(web["metadata"]["generation"], 2);
+    // A precondition on the current replica count, as kubectl checks it.
+    let (ok, out, err) =
+        kubectl(&kc, &cache, &["scale", "deployment/web", "--current-replicas=2", "--replicas=5"]).await;
+    assert!(!ok, "{out}{err}");
+    let (ok, out, err) =
+        kubectl(&kc, &cache, &["scale", "deployment/web", "--current-replicas=3", "--replicas=5"]).await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(s.get("deployments", "default", "web").await.unwrap()["spec"]["replicas"], 5);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn kube_rs_status_and_scale() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let s = server().await;
+    let client = kube_client(&s).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created =
+        pods.create(&PostParams::default(), &serde_json::from_value(pod("st", json!({}))).unwrap()).await.unwrap();
+    // A plain replace keeps the stored status; replace_status writes it.
+    let mut running = created.clone();
+    running.status.get_or_insert_with(Default::default).phase = Some("Running".into());
+    let kept = pods.replace("st", &PostParams::default(), &running).await.unwrap();
+    assert_eq!(kept.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+    let written = pods.replace_status("st", &PostParams::default(), &running).await.unwrap();
+    assert_eq!(written.status.and_then(|s| s.phase).as_deref(), Some("Running"));
+    let patched = pods
+        .patch_status("st", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Succeeded"}})))
+        .await
+        .unwrap();
+    assert_eq!(patched.status.and_then(|s| s.phase).as_deref(), Some("Succeeded"));
+
+    let deployments: Api<Deployment> = Api::namespaced(client, "default");
+    let d = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+        "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    deployments.create(&PostParams::default(), &serde_json::from_value(d).unwrap()).await.unwrap();
+    let scale = deployments.get_scale("d").await.unwrap();
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(1));
+    assert_eq!(scale.status.and_then(|s| s.selector).as_deref(), Some("app=d"));
+    let scaled = deployments
+        .patch_scale("d", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}})))
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(4));
+    assert_eq!(deployments.get("d").await.unwrap().spec.and_then(|s| s.replicas), Some(4));
+}
+
 async fn kube_client(s: &ApiServer) -> kube::Client {
     let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();

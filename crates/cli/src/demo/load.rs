@@ -1,4 +1,4 @@
-//! The load generator: creates, updates (labels and phase) and deletes pods at a given rate,
+//! The load generator: creates, updates (labels or phase) and deletes pods at a given rate,
 //! against the embedded server (in-process) or a real cluster (through kube's `Api`, only with
 //! `--generate-load`).
 //!
@@ -94,12 +94,17 @@ pub async fn embedded(
             let r = match picker.pick() {
                 Change::Create => server.create("pods", pod(&ns, picker.next - 1)).await.map(drop),
                 Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).await.map(drop),
-                Change::Update(i) => {
+                // Unconditional updates (no resourceVersion precondition): every other one changes
+                // a label, the others the phase, through the status subresource.
+                Change::Update(i) if generation.is_multiple_of(2) => {
                     let mut p = pod(&ns, i);
                     p["metadata"]["labels"]["generation"] = json!(generation.to_string());
-                    p["status"]["phase"] = json!(PHASES[(generation % 4) as usize]);
-                    // Unconditional update (no resourceVersion precondition).
                     server.update("pods", p).await.map(drop)
+                }
+                Change::Update(i) => {
+                    let phase = PHASES[((generation / 2) % 4) as usize];
+                    let status = json!({"status": {"phase": phase}});
+                    server.patch_status("pods", &ns, &format!("demo-{i:07}"), &status).await.map(drop)
                 }
             };
             if let Err(e) = r {

@@ -1,0 +1,343 @@
+//! The `scale` subresource: the autoscaling/v1 `Scale` view of a resource that declares a
+//! [`ScaleSubresource`], and the writes through it (GET, PUT, PATCH), as kube-apiserver's
+//! `ScaleREST` serves them for Deployments, ReplicaSets, StatefulSets and custom resources.
+//!
+//! Invariants: a `Scale` shows the parent's name, namespace, uid, resourceVersion and
+//! creationTimestamp, its desired replicas (`spec.replicas`), observed replicas
+//! (`status.replicas`) and label selector as a string (`status.selector`). A write through the
+//! scale changes only the parent's desired replica count, as an update of the parent (so its
+//! generation moves, and a no-op writes nothing); a `metadata.resourceVersion` in the Scale is a
+//! precondition on the parent (409 when it is not the current one); a bad Scale is refused before
+//! anything is written.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::object::StoredObject;
+use crate::registry::{ResourceInfo, ScaleSubresource};
+use crate::status::ApiError;
+use crate::store::{
+    Attempt, DecodedPatch, PatchType, Store, WriteOpts, check_body, meta_str, parse_rv_field, resolve_namespace,
+};
+
+/// The `Scale` type, to decode request bodies as kube-apiserver does.
+fn scale_type(namespaced: bool) -> ResourceInfo {
+    ResourceInfo::new("autoscaling", "v1", "scale", "Scale", namespaced)
+}
+
+fn scale_subresource(info: &ResourceInfo) -> Result<&ScaleSubresource, ApiError> {
+    info.scale_subresource.as_ref().ok_or_else(ApiError::no_route)
+}
+
+/// Looks up a CustomResourceDefinition-style JSON path (`.spec.replicas`).
+fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').filter(|s| !s.is_empty()).try_fold(obj, |v, seg| v.get(seg))
+}
+
+/// Sets a JSON path, creating the objects on the way.
+fn set(obj: &mut Value, path: &str, v: Value) {
+    let segs: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
+    let Some((last, parents)) = segs.split_last() else { return };
+    let mut cur = obj;
+    for seg in parents {
+        if !cur.get(*seg).is_some_and(Value::is_object) {
+            cur[*seg] = Value::Object(Map::new());
+        }
+        cur = &mut cur[*seg];
+    }
+    cur[*last] = v;
+}
+
+/// A `LabelSelector` as the string kube-apiserver shows (`app=web,tier in (a,b)`): one
+/// requirement per label or expression, ordered by key.
+fn selector_string(sel: &Value) -> String {
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let mut values: Vec<&str> =
+            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let r = match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => continue,
+        };
+        reqs.push((key.to_string(), r));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join(",")
+}
+
+/// An autoscaling/v1 `Scale`, serialized with kube-apiserver's member order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scale {
+    /// Always `Scale`.
+    pub kind: &'static str,
+    /// Always `autoscaling/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    /// The parent's identity.
+    pub metadata: ScaleMeta,
+    /// The desired state.
+    pub spec: ScaleSpec,
+    /// The observed state.
+    pub status: ScaleStatus,
+}
+
+/// The metadata of a [`Scale`]: the parent's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleMeta {
+    /// The parent's name.
+    pub name: String,
+    /// The parent's namespace (absent for cluster-scoped parents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The parent's uid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// The parent's resourceVersion.
+    #[serde(rename = "resourceVersion", skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// The parent's creationTimestamp.
+    #[serde(rename = "creationTimestamp", skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Value>,
+}
+
+/// `Scale.spec`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleSpec {
+    /// The desired replica count.
+    pub replicas: i64,
+}
+
+/// `Scale.status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleStatus {
+    /// The observed replica count.
+    pub replicas: i64,
+    /// The label selector as a string (absent when there is none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub selector: String,
+}
+
+impl Scale {
+    /// The `Scale` as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The `Scale` as JSON bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+/// The autoscaling/v1 `Scale` of `obj`, an object of the resource `info`.
+pub fn scale_of(info: &ResourceInfo, obj: &StoredObject) -> Result<Scale, ApiError> {
+    let sub = scale_subresource(info)?;
+    let v = obj.value();
+    let meta = |f: &str| v.get("metadata").and_then(|m| m.get(f)).cloned();
+    let replicas = lookup(&v, &sub.spec_replicas_path).and_then(Value::as_i64).unwrap_or(sub.default_replicas);
+    let observed = lookup(&v, &sub.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
+    let selector = match sub.label_selector_path.as_deref().and_then(|p| lookup(&v, p)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(sel @ Value::Object(_)) => selector_string(sel),
+        _ => String::new(),
+    };
+    Ok(Scale {
+        kind: "Scale",
+        api_version: "autoscaling/v1",
+        metadata: ScaleMeta {
+            name: obj.name.clone(),
+            namespace: info.namespaced.then(|| obj.namespace.clone()),
+            uid: Some(obj.uid.clone()).filter(|u| !u.is_empty()),
+            resource_version: meta("resourceVersion").and_then(|r| r.as_str().map(str::to_string)),
+            creation_timestamp: meta("creationTimestamp"),
+        },
+        spec: ScaleSpec { replicas },
+        status: ScaleStatus { replicas: observed, selector },
+    })
+}
+
+/// What a `Scale` written by a client asks for.
+struct ScaleRequest {
+    replicas: i64,
+    precondition: Option<u64>,
+}
+
+fn cannot_unmarshal(detail: &str) -> ApiError {
+    ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: json: {detail}"))
+}
+
+fn json_type(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+/// Decodes and validates a `Scale` sent for the object `name` of the namespace `ns`.
+fn decode(info: &ResourceInfo, ns: &str, name: &str, body: Value) -> Result<ScaleRequest, ApiError> {
+    let t = scale_type(info.namespaced);
+    let mut obj = check_body(&t, body)?;
+    resolve_namespace(&t, &mut obj, Some(ns))?;
+    if let Some(b) = meta_str(&obj, "name")
+        && b != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({b}) does not match the name on the URL ({name})"
+        )));
+    }
+    let replicas = match obj.get("spec") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Object(spec)) => match spec.get("replicas") {
+            None | Some(Value::Null) => 0,
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
+                n.as_i64().unwrap_or_default()
+            }
+            Some(v) => {
+                return Err(cannot_unmarshal(&format!(
+                    "cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                    json_type(v)
+                )));
+            }
+        },
+        Some(v) => {
+            return Err(cannot_unmarshal(&format!(
+                "cannot unmarshal {} into Go struct field Scale.spec of type v1.ScaleSpec",
+                json_type(v)
+            )));
+        }
+    };
+    if replicas < 0 {
+        return Err(ApiError::invalid_object(
+            "autoscaling",
+            "Scale",
+            name,
+            "spec.replicas",
+            "FieldValueInvalid",
+            &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+        ));
+    }
+    let precondition = match meta_str(&obj, "resourceVersion") {
+        Some(s) => Some(parse_rv_field(&s)?),
+        None => None,
+    };
+    Ok(ScaleRequest { replicas, precondition })
+}
+
+impl Store {
+    /// The `Scale` of an object (GET `…/scale`).
+    pub async fn get_scale(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Scale, ApiError> {
+        scale_subresource(info)?;
+        scale_of(info, &*self.get(info, ns, name).await?)
+    }
+
+    /// Replaces the `Scale` of an object (PUT `…/scale`); returns the new `Scale`.
+    pub async fn update_scale(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        body: Value,
+        dry_run: bool,
+    ) -> Result<Scale, ApiError> {
+        self.write_scale(info, ns, name, dry_run, |_| Ok(body.clone())).await
+    }
+
+    /// Patches the `Scale` of an object (PATCH `…/scale`); returns the new `Scale`.
+    pub async fn patch_scale(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Scale, ApiError> {
+        let decoded = DecodedPatch::decode(kind, patch)?;
+        self.write_scale(info, ns, name, dry_run, |current| {
+            let mut doc = current.clone();
+            decoded.apply(&mut doc)?;
+            Ok(doc)
+        })
+        .await
+    }
+
+    /// Writes the `Scale` that `scale` makes of the current one into the object's spec.
+    async fn write_scale(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        dry_run: bool,
+        scale: impl Fn(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Scale, ApiError> {
+        let sub = scale_subresource(info)?;
+        let ns = if info.namespaced { ns } else { "" };
+        let (mut cur, mut is_current) = self.current(info, ns, name).await?;
+        loop {
+            let req = decode(info, ns, name, scale(&scale_of(info, &cur)?.to_value())?)?;
+            if req.precondition.is_some_and(|p| p != cur.rv) {
+                // The cache's version may be behind the precondition: check the storage's.
+                if !is_current {
+                    (cur, is_current) = (self.stored(info, ns, name).await?, true);
+                    continue;
+                }
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
+            }
+            let mut parent = cur.value();
+            set(&mut parent, &sub.spec_replicas_path, req.replicas.into());
+            let Value::Object(parent) = parent else {
+                return Err(ApiError::internal("stored object is not an object"));
+            };
+            match self.replace(info, &cur, parent, WriteOpts { status_only: false, dry_run }).await? {
+                Attempt::Done(r) => return scale_of(info, &r),
+                Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn selectors_render_as_kube_does() {
+        assert_eq!(selector_string(&json!({"matchLabels": {"app": "api"}})), "app=api");
+        let sel = json!({
+            "matchLabels": {"tier": "web", "app": "api"},
+            "matchExpressions": [
+                {"key": "env", "operator": "In", "values": ["prod", "dev"]},
+                {"key": "zone", "operator": "NotIn", "values": ["b"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "blue", "operator": "Exists"}
+            ]
+        });
+        assert_eq!(selector_string(&sel), "app=api,blue,!canary,env in (dev,prod),tier=web,zone notin (b)");
+        assert_eq!(selector_string(&json!({})), "");
+    }
+
+    #[test]
+    fn paths_are_read_and_written() {
+        let mut v = json!({"spec": {"replicas": 2}});
+        assert_eq!(lookup(&v, ".spec.replicas"), Some(&json!(2)));
+        set(&mut v, ".spec.replicas", json!(5));
+        set(&mut v, ".status.replicas", json!(1));
+        assert_eq!(v, json!({"spec": {"replicas": 5}, "status": {"replicas": 1}}));
+    }
+}

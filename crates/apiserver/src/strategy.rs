@@ -1,0 +1,140 @@
+//! Update strategies: which parts of an object a write may change, and when `metadata.generation`
+//! moves, as kube-apiserver's registry strategies decide (`PrepareForUpdate` of the resource and
+//! of its `status` subresource).
+//!
+//! Invariants: for a resource with a `status` subresource, a write to the resource itself never
+//! changes `status` (the stored one is kept), and a write to `/status` changes nothing but
+//! `status` (spec, labels, annotations and the rest of the metadata are the stored ones). The
+//! generation moves when `spec` changes (and, for apps/v1 Deployments, when the annotations
+//! change); a `/status` write therefore never moves it.
+
+use serde_json::{Map, Value};
+
+use crate::object::StoredObject;
+use crate::registry::ResourceInfo;
+
+/// The part of a resource a write targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Target {
+    /// The resource itself (`/namespaces/ns/deployments/web`).
+    #[default]
+    Main,
+    /// The `status` subresource (`…/web/status`).
+    Status,
+}
+
+/// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
+pub fn prepare_update(
+    info: &ResourceInfo,
+    target: Target,
+    old: &StoredObject,
+    new: Map<String, Value>,
+) -> Map<String, Value> {
+    match target {
+        Target::Status => {
+            let mut out = as_map(old.value());
+            set_or_remove(&mut out, "status", new.get("status").cloned());
+            out
+        }
+        Target::Main if info.status_subresource => {
+            let mut out = new;
+            set_or_remove(&mut out, "status", as_map(old.value()).remove("status"));
+            out
+        }
+        Target::Main => new,
+    }
+}
+
+/// Whether storing `new` over `old` increments `metadata.generation`.
+pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<String, Value>) -> bool {
+    // Compared as the bytes the spec is stored as.
+    let new_spec = new.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
+    if new_spec.as_deref() != old.spec_bytes() {
+        return true;
+    }
+    annotations_bump_generation(info) && annotations(&as_map(old.value())) != annotations(new)
+}
+
+/// apps/v1 Deployments count an annotation change as a new generation (kube-apiserver's
+/// deployment strategy does, for the rollback annotation of old clients).
+fn annotations_bump_generation(info: &ResourceInfo) -> bool {
+    info.group == "apps" && info.plural == "deployments"
+}
+
+fn annotations(obj: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(|m| m.get("annotations")).and_then(Value::as_object).filter(|a| !a.is_empty())
+}
+
+fn as_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn set_or_remove(obj: &mut Map<String, Value>, field: &str, v: Option<Value>) {
+    match v {
+        Some(v) => obj.insert(field.into(), v),
+        None => obj.remove(field),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::object;
+    use crate::registry::Registry;
+
+    fn stored(info: &ResourceInfo, v: Value) -> StoredObject {
+        object::build(info, v.as_object().unwrap(), 5)
+    }
+
+    fn info(plural: &str) -> ResourceInfo {
+        Registry::with_defaults().lookup(plural).map(|i| (**i).clone()).unwrap()
+    }
+
+    #[test]
+    fn main_writes_keep_the_stored_status() {
+        let d = info("deployments");
+        let old = stored(&d, json!({"metadata": {"name": "a"}, "spec": {"replicas": 1}, "status": {"replicas": 1}}));
+        let new = json!({"metadata": {"name": "a"}, "spec": {"replicas": 2}, "status": {"replicas": 9}});
+        let out = prepare_update(&d, Target::Main, &old, new.as_object().unwrap().clone());
+        assert_eq!(out["status"], json!({"replicas": 1}));
+        assert_eq!(out["spec"], json!({"replicas": 2}));
+    }
+
+    #[test]
+    fn status_writes_change_only_status() {
+        let d = info("deployments");
+        let old = stored(&d, json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 1}}));
+        let new = json!({"metadata": {"name": "a", "labels": {"y": "2"}}, "spec": {"replicas": 2}, "status": {"replicas": 3}});
+        let out = prepare_update(&d, Target::Status, &old, new.as_object().unwrap().clone());
+        assert_eq!(out["status"], json!({"replicas": 3}));
+        assert_eq!(out["spec"], json!({"replicas": 1}));
+        assert_eq!(out["metadata"]["labels"], json!({"x": "1"}));
+    }
+
+    #[test]
+    fn types_without_status_subresource_store_the_body() {
+        let cm = info("configmaps");
+        let old = stored(&cm, json!({"metadata": {"name": "a"}, "status": {"x": 1}}));
+        let new = json!({"metadata": {"name": "a"}, "status": {"x": 2}});
+        let out = prepare_update(&cm, Target::Main, &old, new.as_object().unwrap().clone());
+        assert_eq!(out["status"], json!({"x": 2}));
+    }
+
+    #[test]
+    fn generation_follows_spec_and_deployment_annotations() {
+        let (d, rs) = (info("deployments"), info("replicasets"));
+        let v = json!({"metadata": {"name": "a"}, "spec": {"replicas": 1}});
+        let annotated = json!({"metadata": {"name": "a", "annotations": {"n": "1"}}, "spec": {"replicas": 1}});
+        let respec = json!({"metadata": {"name": "a"}, "spec": {"replicas": 2}});
+        let m = |v: &Value| v.as_object().unwrap().clone();
+        assert!(!bumps_generation(&d, &stored(&d, v.clone()), &m(&v)));
+        assert!(bumps_generation(&d, &stored(&d, v.clone()), &m(&respec)));
+        assert!(bumps_generation(&d, &stored(&d, v.clone()), &m(&annotated)));
+        assert!(!bumps_generation(&rs, &stored(&rs, v.clone()), &m(&annotated)));
+    }
+}

@@ -1,0 +1,425 @@
+//! The `status` and `scale` subresources over HTTP, against exchanges recorded from
+//! kube-apiserver v1.35 (`tests/fixtures/kube-apiserver/40-*` … `46-*`): what each write may
+//! change, how `metadata.generation` moves, the autoscaling/v1 `Scale`, discovery, and the
+//! Status answers to bad requests.
+
+mod common;
+
+use common::*;
+use informer_apiserver::{ResourceInfo, ScaleSubresource};
+use serde_json::{Value, json};
+
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fixtures/deployments";
+const MERGE: &str = "application/merge-patch+json";
+const JSON_PATCH: &str = "application/json-patch+json";
+
+/// One recorded exchange: the request body and the response body (Null when absent).
+struct Exchange {
+    request: Value,
+    response: Value,
+}
+
+fn exchange(file: &str) -> Exchange {
+    let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (req, resp) = text.split_once("=== RESPONSE ===").expect("a response");
+    let body = |part: &str| -> Value {
+        let (_, b) = part.split_once("\n\n").expect("headers, then a body");
+        serde_json::from_str(b.trim()).unwrap_or(Value::Null)
+    };
+    Exchange {
+        request: body(req.split_once("=== REQUEST ===").expect("a request").1.trim_start()),
+        response: body(resp.trim_start()),
+    }
+}
+
+/// An object without what differs between two servers (identity, versions, times, field
+/// managers) and without its generation (compared as steps).
+fn comparable(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
+            m.remove(f);
+        }
+    }
+    v
+}
+
+fn generation(v: &Value) -> i64 {
+    v["metadata"]["generation"].as_i64().expect("generation")
+}
+
+/// A request body recorded against kube-apiserver, pointed at our object.
+fn retarget(mut body: Value, ours: &Value) -> Value {
+    let m = body["metadata"].as_object_mut().expect("metadata");
+    m.remove("managedFields");
+    m.insert("uid".into(), ours["metadata"]["uid"].clone());
+    m.insert("resourceVersion".into(), ours["metadata"]["resourceVersion"].clone());
+    m.insert("creationTimestamp".into(), ours["metadata"]["creationTimestamp"].clone());
+    body
+}
+
+async fn fixtures_namespace(c: &Client) {
+    let r = c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+}
+
+/// The Deployment `api` as the recorded exchanges start from (3 replicas, no status).
+async fn api_deployment(c: &Client) -> Value {
+    let mut d = comparable(&exchange("42-subres-put-status.txt").request);
+    d["metadata"]["labels"] = json!({"app": "api", "team": "gamma"});
+    d["spec"]["replicas"] = json!(3);
+    d.as_object_mut().unwrap().remove("status");
+    let r = c.post(DEPLOYMENTS, &d).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    r.body
+}
+
+#[tokio::test]
+async fn deployment_writes_match_kube_apiserver() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let created = api_deployment(&c).await;
+    let api = format!("{DEPLOYMENTS}/api");
+
+    // 40: GET /scale.
+    let scale = c.get(&format!("{api}/scale")).await;
+    assert_eq!(scale.code, 200, "{:?}", scale.body);
+    let want = exchange("40-subres-get-scale.txt").response;
+    assert_eq!(comparable(&scale.body), comparable(&want));
+    for f in ["uid", "resourceVersion", "creationTimestamp"] {
+        assert_eq!(scale.body["metadata"][f], created["metadata"][f], "{f}");
+    }
+    let raw = std::str::from_utf8(&scale.raw).unwrap();
+    assert!(raw.starts_with(r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"api","#), "{raw}");
+
+    // 41: kubectl scale's merge patch of /scale: spec.replicas of the Deployment, a new generation.
+    let ex = exchange("41-subres-kubectl-scale-patch.txt");
+    let scaled = c.patch(&format!("{api}/scale"), MERGE, &ex.request).await;
+    assert_eq!(scaled.code, 200, "{:?}", scaled.body);
+    assert_eq!(comparable(&scaled.body), comparable(&ex.response));
+    let after = c.get(&api).await.body;
+    assert_eq!(after["spec"]["replicas"], 4);
+    assert_eq!(generation(&after), generation(&created) + 1);
+    assert_eq!(scaled.body["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"]);
+
+    // 42: PUT /status writes the status only (the spec and label changes of the body are ignored).
+    let ex = exchange("42-subres-put-status.txt");
+    let r = c.put(&format!("{api}/status"), &retarget(ex.request, &after)).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(generation(&r.body), generation(&after));
+    assert_eq!(c.get(&api).await.body, r.body);
+
+    // 43: PATCH /status (the recorded strategic merge patch merged the conditions by type; this
+    // merge patch carries both).
+    let ex = exchange("43-subres-patch-status.txt");
+    let mut patch = ex.request.clone();
+    patch["status"]["conditions"] = ex.response["status"]["conditions"].clone();
+    let r = c.patch(&format!("{api}/status"), MERGE, &patch).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(generation(&r.body), generation(&after));
+
+    // 44: PUT of the Deployment itself keeps the stored status; the annotation moves the generation.
+    let ex = exchange("44-subres-put-main-ignores-status.txt");
+    let before = r.body;
+    let r = c.put(&api, &retarget(ex.request, &before)).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(generation(&r.body), generation(&before) + 1);
+
+    // 45: a spec change moves the generation.
+    let ex = exchange("45-subres-spec-change-bumps-generation.txt");
+    let before = r.body;
+    let image =
+        json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/app:9"}]);
+    let r = c.patch(&api, JSON_PATCH, &image).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(generation(&r.body), generation(&before) + 1);
+
+    // 46: label and status writes keep the generation; /scale and annotations move it.
+    let g = generation(&r.body);
+    let r = c.patch(&api, MERGE, &json!({"metadata": {"labels": {"step": "label"}}})).await;
+    assert_eq!((r.code, generation(&r.body)), (200, g));
+    let r = c.patch(&format!("{api}/status"), MERGE, &json!({"status": {"observedGeneration": g}})).await;
+    assert_eq!((r.code, generation(&r.body), r.body["status"]["observedGeneration"].as_i64()), (200, g, Some(g)));
+    let r = c.patch(&format!("{api}/scale"), MERGE, &json!({"spec": {"replicas": 5}})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    let r = c.get(&api).await;
+    assert_eq!((r.body["spec"]["replicas"].as_i64(), generation(&r.body)), (Some(5), g + 1));
+    let r = c.patch(&api, MERGE, &json!({"metadata": {"annotations": {"note2": "x"}}})).await;
+    assert_eq!((r.code, generation(&r.body)), (200, g + 2));
+    assert_eq!(r.body["status"]["observedGeneration"], g);
+}
+
+#[tokio::test]
+async fn pod_status_is_written_only_through_status() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(PODS, &pod("p", json!({"app": "web"}))).await.body;
+    let path = format!("{PODS}/p");
+
+    // PUT and PATCH of the pod itself keep the stored status.
+    let mut body = created.clone();
+    body["status"] = json!({"phase": "Running", "podIP": "10.0.0.9"});
+    body["metadata"]["labels"]["app"] = json!("db");
+    let r = c.put(&path, &body).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"], created["status"]);
+    assert_eq!(r.body["metadata"]["labels"]["app"], "db");
+    assert_eq!(generation(&r.body), 1, "no spec change");
+    let r = c.patch(&path, MERGE, &json!({"status": {"phase": "Failed"}})).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.body["status"], created["status"]);
+    let r = c.patch(&path, JSON_PATCH, &json!([{"op": "replace", "path": "/status/phase", "value": "Failed"}])).await;
+    assert_eq!(r.body["status"], created["status"]);
+
+    // PUT and PATCH of /status change the status only.
+    let mut body = r.body.clone();
+    body["status"] = json!({"phase": "Running", "podIP": "10.0.0.9"});
+    body["spec"]["nodeName"] = json!("elsewhere");
+    body["metadata"]["annotations"] = json!({"a": "b"});
+    let r = c.put(&format!("{path}/status"), &body).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"], json!({"phase": "Running", "podIP": "10.0.0.9"}));
+    assert!(r.body["spec"].get("nodeName").is_none());
+    assert!(r.body["metadata"].get("annotations").is_none());
+    let r = c
+        .patch(
+            &format!("{path}/status"),
+            JSON_PATCH,
+            &json!([{"op": "add", "path": "/status/hostIP", "value": "1.2.3.4"}]),
+        )
+        .await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"]["hostIP"], "1.2.3.4");
+    assert_eq!(generation(&r.body), 1);
+    let got = c.get(&format!("{path}/status")).await;
+    assert_eq!((got.code, &got.body), (200, &r.body));
+
+    // A spec change moves the generation; a stale resourceVersion on /status is a conflict.
+    let r = c.patch(&path, MERGE, &json!({"spec": {"nodeName": "n1"}})).await;
+    assert_eq!(generation(&r.body), 2);
+    let mut stale = body.clone();
+    stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+    let r = c.put(&format!("{path}/status"), &stale).await;
+    assert_eq!(r.code, 409, "{:?}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+}
+
+#[tokio::test]
+async fn scale_of_replicasets_and_statefulsets() {
+    let s = server().await;
+    let c = Client::new(&s);
+    for (plural, kind) in [("replicasets", "ReplicaSet"), ("statefulsets", "StatefulSet")] {
+        let base = format!("/apis/apps/v1/namespaces/default/{plural}");
+        let obj = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "w"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "w"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]},
+                "template": {"metadata": {"labels": {"app": "w", "tier": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+            "status": {"replicas": 0}});
+        let created = c.post(&base, &obj).await;
+        assert_eq!(created.code, 201, "{:?}", created.body);
+        let r = c
+            .put(
+                &format!("{base}/w/status"),
+                &json!({"metadata": {"name": "w"}, "status": {"replicas": 2, "readyReplicas": 1}}),
+            )
+            .await;
+        assert_eq!(r.code, 200, "{:?}", r.body);
+        let scale = c.get(&format!("{base}/w/scale")).await;
+        assert_eq!(scale.code, 200);
+        assert_eq!(scale.body["spec"], json!({"replicas": 2}));
+        assert_eq!(scale.body["status"], json!({"replicas": 2, "selector": "app=w,tier in (a,b)"}));
+        assert_eq!(scale.body["metadata"]["resourceVersion"], r.body["metadata"]["resourceVersion"]);
+
+        // PUT with the current resourceVersion, JSON patch, then a stale PUT.
+        let mut put = scale.body.clone();
+        put["spec"]["replicas"] = json!(6);
+        let r = c.put(&format!("{base}/w/scale"), &put).await;
+        assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(6)), "{:?}", r.body);
+        let r = c
+            .patch(
+                &format!("{base}/w/scale"),
+                JSON_PATCH,
+                &json!([{"op": "replace", "path": "/spec/replicas", "value": 1}]),
+            )
+            .await;
+        assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(1)), "{:?}", r.body);
+        let stale = c.put(&format!("{base}/w/scale"), &put).await;
+        assert_eq!(stale.code, 409, "{:?}", stale.body);
+        assert_eq!(
+            stale.body["message"],
+            format!(
+                "Operation cannot be fulfilled on {plural}.apps \"w\": the object has been modified; please apply your changes to the latest version and try again"
+            )
+        );
+        let got = c.get(&format!("{base}/w")).await.body;
+        assert_eq!(got["spec"]["replicas"], 1);
+        assert_eq!(got["status"], json!({"replicas": 2, "readyReplicas": 1}));
+        assert_eq!(generation(&got), 3, "two scale writes");
+    }
+}
+
+#[tokio::test]
+async fn bad_subresource_requests_are_kube_statuses() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let created = api_deployment(&c).await;
+    let rv = rv_of(&created);
+    let api = format!("{DEPLOYMENTS}/api");
+    let not_found = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "the server could not find the requested resource", "reason": "NotFound", "details": {}, "code": 404});
+    c.post(PODS, &pod("p", json!({}))).await;
+    c.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "cm"}})).await;
+    for path in [
+        format!("{api}/bogus"),
+        format!("{PODS}/p/scale"),
+        "/api/v1/namespaces/default/configmaps/cm/status".to_string(),
+        "/api/v1/namespaces/default/configmaps/cm/scale".to_string(),
+    ] {
+        let r = c.get(&path).await;
+        assert_eq!((r.code, &r.body), (404, &not_found), "{path}");
+        let r = c.patch(&path, MERGE, &json!({"spec": {"replicas": 1}})).await;
+        assert_eq!(r.code, 404, "{path}");
+    }
+    let missing = c.get(&format!("{DEPLOYMENTS}/nope/scale")).await;
+    assert_eq!((missing.code, missing.body["message"].as_str()), (404, Some("deployments.apps \"nope\" not found")));
+
+    // Only GET, PUT and PATCH are served on subresources.
+    for path in [format!("{api}/scale"), format!("{api}/status")] {
+        let r = c.delete(&path).await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (405, Some("MethodNotAllowed")), "{path}");
+        let r = c.post(&path, &json!({})).await;
+        assert_eq!(r.code, 405, "{path}");
+    }
+
+    // Bad Scales: negative replicas, wrong types, wrong kind, another name, not JSON.
+    let scale = format!("{api}/scale");
+    let r = c.put(&scale, &json!({"metadata": {"name": "api"}, "spec": {"replicas": -1}})).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert_eq!(r.body["reason"], "Invalid");
+    assert_eq!(
+        r.body["message"],
+        "Scale.autoscaling \"api\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    assert_eq!(r.body["details"]["causes"][0]["field"], "spec.replicas");
+    let r = c.patch(&scale, MERGE, &json!({"spec": {"replicas": -2}})).await;
+    assert_eq!(r.code, 422);
+    let r = c.patch(&scale, MERGE, &json!({"spec": {"replicas": "many"}})).await;
+    assert_eq!(r.code, 400, "{:?}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32"
+    );
+    let r = c.put(&scale, &json!({"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "api"}, "spec": {"replicas": 1}})).await;
+    assert_eq!(r.code, 400, "{:?}", r.body);
+    let r = c.put(&scale, &json!({"metadata": {"name": "other"}, "spec": {"replicas": 1}})).await;
+    assert_eq!(r.code, 400);
+    assert_eq!(r.body["message"], "the name of the object (other) does not match the name on the URL (api)");
+    let r = c.send_raw(http::Method::PUT, &scale, b"{not json".to_vec(), "application/json").await;
+    assert_eq!(r.code, 400);
+    let r = c.patch(&scale, "application/json", &json!({"spec": {"replicas": 1}})).await;
+    assert_eq!(r.code, 415);
+    let r = c.patch(&scale, JSON_PATCH, &json!([{"op": "test", "path": "/spec/replicas", "value": 7}])).await;
+    assert_eq!(r.code, 422);
+    let r = c.patch(&format!("{api}/status"), MERGE, &json!({"metadata": {"name": "other"}})).await;
+    assert_eq!(r.code, 400);
+
+    // Nothing was written.
+    let after = c.get(&api).await.body;
+    assert_eq!(rv_of(&after), rv);
+    assert_eq!(after, created);
+}
+
+#[tokio::test]
+async fn discovery_lists_the_subresources() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let apps = c.get("/apis/apps/v1").await.body;
+    let names: Vec<&str> = apps["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status"
+        ]
+    );
+    let find =
+        |doc: &Value, name: &str| doc["resources"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned();
+    assert_eq!(
+        find(&apps, "statefulsets/scale").unwrap(),
+        json!({"name": "statefulsets/scale", "singularName": "", "namespaced": true, "group": "autoscaling",
+               "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]})
+    );
+    assert_eq!(
+        find(&apps, "deployments/status").unwrap(),
+        json!({"name": "deployments/status", "singularName": "", "namespaced": true, "kind": "Deployment",
+               "verbs": ["get", "patch", "update"]})
+    );
+    let core = c.get("/api/v1").await.body;
+    for with in ["pods/status", "namespaces/status", "services/status", "nodes/status"] {
+        assert!(find(&core, with).is_some(), "{with}");
+    }
+    for without in ["configmaps/status", "secrets/status", "events/status", "pods/scale"] {
+        assert!(find(&core, without).is_none(), "{without}");
+    }
+}
+
+#[tokio::test]
+async fn custom_resources_declare_their_subresources() {
+    let scale = ScaleSubresource {
+        spec_replicas_path: ".spec.size".into(),
+        status_replicas_path: ".status.size".into(),
+        label_selector_path: Some(".status.selector".into()),
+        default_replicas: 0,
+    };
+    let s = informer_apiserver::testing::builder()
+        .register(
+            ResourceInfo::new("demo.example.org", "v1", "gadgets", "Gadget", true)
+                .with_status_subresource()
+                .with_scale_subresource(scale),
+        )
+        .register(ResourceInfo::new("demo.example.org", "v1", "plain", "Plain", true))
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let base = "/apis/demo.example.org/v1/namespaces/default";
+    let r = c.post(&format!("{base}/gadgets"), &json!({"metadata": {"name": "g"}, "spec": {"size": 2}})).await;
+    assert_eq!(r.code, 201);
+    let r =
+        c.patch(&format!("{base}/gadgets/g/status"), MERGE, &json!({"status": {"size": 2, "selector": "app=g"}})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    let r = c.patch(&format!("{base}/gadgets/g"), MERGE, &json!({"status": {"size": 9}})).await;
+    assert_eq!(r.body["status"], json!({"size": 2, "selector": "app=g"}));
+    let r = c.patch(&format!("{base}/gadgets/g/scale"), MERGE, &json!({"spec": {"replicas": 3}})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["spec"], json!({"replicas": 3}));
+    assert_eq!(r.body["status"], json!({"replicas": 2, "selector": "app=g"}));
+    let g = c.get(&format!("{base}/gadgets/g")).await.body;
+    assert_eq!((g["spec"]["size"].as_i64(), generation(&g)), (Some(3), 2));
+
+    // Without a status subresource, status is an ordinary field and there is no /status.
+    c.post(&format!("{base}/plain"), &json!({"metadata": {"name": "p"}})).await;
+    let r = c.patch(&format!("{base}/plain/p"), MERGE, &json!({"status": {"x": 1}})).await;
+    assert_eq!(r.body["status"], json!({"x": 1}));
+    assert_eq!(c.get(&format!("{base}/plain/p/status")).await.code, 404);
+    let d = c.get("/apis/demo.example.org/v1").await.body;
+    let names: Vec<&str> = d["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["gadgets", "gadgets/status", "gadgets/scale", "plain"]);
+}
