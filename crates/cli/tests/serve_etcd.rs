@@ -141,10 +141,10 @@ async fn an_informer_goes_on_through_another_replica_without_a_relist() {
         b.replace(&format!("c{i:02}"), &PostParams::default(), &cm(&format!("c{i:02}"), "1")).await.unwrap();
     }
     converge("through replica A").await;
-    // Replica A dies; the load balancer sends the informer to B.
-    servers[0].kill();
+    // Replica A dies with the informer's watch open through it; the load balancer sends new
+    // connections to B.
     proxy.set_target(addr(&servers[1]));
-    proxy.reset_connections();
+    servers[0].kill();
     for i in 0..20 {
         if i % 4 == 0 {
             b.delete(&format!("c{i:02}"), &DeleteParams::default()).await.unwrap();

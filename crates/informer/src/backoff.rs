@@ -213,7 +213,7 @@ mod tests {
     }
 
     fn refused() -> Error {
-        Error::Transport { message: "connection refused".into(), connection_refused: true }
+        Error::Transport { message: "connection refused".into(), unreachable: true }
     }
 
     #[tokio::test(start_paused = true)]

@@ -154,8 +154,8 @@ impl<K> KubeListerWatcher<K> {
 async fn read_list<K>(mut body: kube::client::Body, max_item_bytes: usize) -> Result<ObjectList<K>, Error> {
     let mut decoder = ListDecoder::new(max_item_bytes);
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| Error::Transport { message: format!("reading list body: {e}"), connection_refused: false })?;
+        let frame =
+            frame.map_err(|e| Error::Transport { message: format!("reading list body: {e}"), unreachable: false })?;
         if let Ok(data) = frame.into_data() {
             decoder.feed(&data)?;
         }
@@ -163,7 +163,9 @@ async fn read_list<K>(mut body: kube::client::Body, max_item_bytes: usize) -> Re
     decoder.finish()
 }
 
-/// Reduces a kube error to a message, noting "connection refused" anywhere in its chain.
+/// Reduces a kube error of sending a request to a message, noting whether the request reached no
+/// server: refused, or reset before any answer (a pooled connection the server or a load
+/// balancer closed; Go's transport resends such a GET by itself, so client-go never sees it).
 fn transport_error(e: kube::Error) -> Error {
     if let kube::Error::Api(status) = &e {
         let s = Status {
@@ -180,7 +182,7 @@ fn transport_error(e: kube::Error) -> Error {
     let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+            refused |= matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset);
         }
         let m = s.to_string();
         if !message.contains(&m) {
@@ -190,7 +192,7 @@ fn transport_error(e: kube::Error) -> Error {
         src = s.source();
     }
     refused |= message.contains("Connection refused") || message.contains("connection refused");
-    Error::Transport { message, connection_refused: refused }
+    Error::Transport { message, unreachable: refused }
 }
 
 impl<K: Send + Sync + 'static> ListerWatcher<K> for KubeListerWatcher<K> {

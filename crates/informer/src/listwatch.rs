@@ -245,8 +245,9 @@ pub enum Error {
     Transport {
         /// What happened (never contains credentials).
         message: String,
-        /// The server refused the connection.
-        connection_refused: bool,
+        /// The request reached no server: the connection was refused, or broke before any
+        /// answer (Go's transport, under client-go, resends such a GET by itself).
+        unreachable: bool,
     },
     /// A response or event could not be decoded.
     #[error("decode error: {0}")]
@@ -326,10 +327,10 @@ impl Error {
         self.status().is_some_and(|s| s.code == 500 || s.reason == "InternalError")
     }
 
-    /// Connection refused, or 429 (client-go `isWatchErrorRetriable`): back off and retry the same
-    /// request without relisting.
+    /// An unreachable server (connection refused, or broken before any answer), or 429 (client-go
+    /// `isWatchErrorRetriable`): back off and retry the same request without relisting.
     pub fn is_retriable(&self) -> bool {
-        matches!(self, Error::Transport { connection_refused: true, .. }) || self.is_too_many_requests()
+        matches!(self, Error::Transport { unreachable: true, .. }) || self.is_too_many_requests()
     }
 
     /// The server's suggested retry delay.
@@ -390,8 +391,8 @@ mod tests {
         assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
         assert!(st(504, "Timeout", "Too large resource version: 5, current: 1").is_too_large_resource_version());
         assert!(st(429, "TooManyRequests", "").is_retriable());
-        assert!(Error::Transport { message: "refused".into(), connection_refused: true }.is_retriable());
-        assert!(!Error::Transport { message: "reset".into(), connection_refused: false }.is_retriable());
+        assert!(Error::Transport { message: "refused".into(), unreachable: true }.is_retriable());
+        assert!(!Error::Transport { message: "reset".into(), unreachable: false }.is_retriable());
     }
 
     #[test]

@@ -573,7 +573,7 @@ impl ListerWatcher<Cm> for Outage {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         if tokio::time::Instant::now() < self.back_at {
-            return Err(Error::Transport { message: "connection refused".into(), connection_refused: true });
+            return Err(Error::Transport { message: "connection refused".into(), unreachable: true });
         }
         self.listed_at.lock().get_or_insert(tokio::time::Instant::now());
         let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
