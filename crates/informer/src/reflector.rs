@@ -12,7 +12,7 @@
 //!    `resourceVersionMatch=NotOlderThan`, bookmarks; ADDED/MODIFIED/DELETED fill a temporary map
 //!    until the BOOKMARK annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion becomes
 //!    the sync point; then the map replaces the queue content atomically and the same stream goes
-//!    on as the watch. Retriable errors (connection refused, 429) back off and retry; expired /
+//!    on as the watch. Retriable errors (an unreachable server, 429) back off and retry; expired /
 //!    too-large resourceVersion retries from `""`; anything else — including a plain bookmark
 //!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
 //!    streaming lists) — falls back to LIST. A stream that ends before its end marker also falls
@@ -29,7 +29,8 @@
 //!    full list.
 //! 3. WATCH from the last resourceVersion with bookmarks and a timeout drawn from
 //!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist;
-//!    connection refused or 429 back off (honouring Retry-After) and re-watch without a relist; a
+//!    an unreachable server (connection refused, or reset before any answer) or 429 back off
+//!    (honouring Retry-After) and re-watch without a relist; a
 //!    410 or any other error ends ListAndWatch (relist at the last resourceVersion after the
 //!    backoff); a watch that ends in under a second with no event is an error. Bookmarks advance
 //!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
