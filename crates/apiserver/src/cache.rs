@@ -91,11 +91,19 @@ struct ResState {
     objects: BTreeMap<String, Arc<StoredObject>>,
     history: History,
     notify: watch::Sender<u64>,
+    /// Events were added since the watchers were last woken.
+    dirty: bool,
 }
 
 impl ResState {
     fn new(info: Arc<ResourceInfo>, start: u64) -> Self {
-        ResState { info, objects: BTreeMap::new(), history: History::new(start), notify: watch::channel(start).0 }
+        let notify = watch::channel(start).0;
+        ResState { info, objects: BTreeMap::new(), history: History::new(start), notify, dirty: true }
+    }
+
+    fn push(&mut self, event: Event, cfg: &HistoryConfig) {
+        self.history.push(Arc::new(event), cfg.capacity, cfg.max_age);
+        self.dirty = true;
     }
 }
 
@@ -324,11 +332,6 @@ impl WatchCache {
         self.with_res(info, |st, r| (r.history.start_rv, st.rv))
     }
 
-    /// Number of events retained for a resource (diagnostics).
-    pub fn history_len(&self, info: &ResourceInfo) -> usize {
-        self.with_res(info, |_, r| r.history.len()).unwrap_or(0)
-    }
-
     /// Waits (up to `timeout`) until the cache has reached `rv`.
     pub async fn wait_for_rv(&self, rv: u64, timeout: Duration) -> bool {
         let mut rx = self.rv_tx.subscribe();
@@ -345,11 +348,16 @@ impl WatchCache {
         }
     }
 
-    fn publish(&self, st: &State) {
-        for r in st.res.values() {
-            r.notify.send_replace(st.rv);
+    /// Wakes the watchers of the resources that have new events (an idle watcher's cursor
+    /// catches up with the cache's revision at its next bookmark), and whoever waits for a
+    /// revision.
+    fn publish(&self, st: &mut State) {
+        let rv = st.rv;
+        for r in st.res.values_mut().filter(|r| r.dirty) {
+            r.notify.send_replace(rv);
+            r.dirty = false;
         }
-        self.rv_tx.send_replace(st.rv);
+        self.rv_tx.send_replace(rv);
     }
 
     /// Maps a storage key to its resource and (namespace, name).
@@ -397,42 +405,26 @@ impl WatchCache {
         };
         let Some(info) = st.res.get(&id).map(|r| r.info.clone()) else { return };
         let key = object::make_key(ns, name);
-        let event = match change {
-            Change::Put { kv, .. } => {
-                let Some(obj) = self.object_of(st, &info, ns, name, kv) else {
-                    // Not an object of this resource: drop any version the cache holds, so the
-                    // cache never serves a value the storage no longer has.
-                    let r = st.res.get_mut(&id).expect("resource exists");
-                    if let Some(prev) = r.objects.remove(&key) {
-                        let gone = Arc::new(prev.with_rv(rev));
-                        r.history.push(
-                            Arc::new(Event {
-                                rv: rev,
-                                kind: EventType::Deleted,
-                                obj: gone,
-                                prev: Some(prev),
-                                at: Instant::now(),
-                            }),
-                            self.history_cfg.capacity,
-                            self.history_cfg.max_age,
-                        );
-                    }
-                    return;
-                };
-                let r = st.res.get_mut(&id).expect("resource exists");
+        // A value that is not an object of this resource deletes any version the cache holds, so
+        // the cache never serves a value the storage no longer has.
+        let obj = match change {
+            Change::Put { kv, .. } => self.object_of(st, &info, ns, name, kv),
+            Change::Delete { .. } => None,
+        };
+        let r = st.res.get_mut(&id).expect("resource exists");
+        let event = match obj {
+            Some(obj) => {
                 let prev = r.objects.insert(key, obj.clone());
                 let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
                 Event { rv: rev, kind, obj, prev, at: Instant::now() }
             }
-            Change::Delete { .. } => {
-                let r = st.res.get_mut(&id).expect("resource exists");
+            None => {
                 let Some(prev) = r.objects.remove(&key) else { return };
                 let gone = Arc::new(prev.with_rv(rev));
                 Event { rv: rev, kind: EventType::Deleted, obj: gone, prev: Some(prev), at: Instant::now() }
             }
         };
-        let r = st.res.get_mut(&id).expect("resource exists");
-        r.history.push(Arc::new(event), self.history_cfg.capacity, self.history_cfg.max_age);
+        r.push(event, &self.history_cfg);
     }
 }
 
@@ -571,7 +563,6 @@ impl Dispatcher {
                     r.objects.insert(o.key.clone(), o);
                 }
             }
-            st.rv = base;
         }
         let loaded = started.elapsed();
         // Replay the history up to the current revision.
@@ -594,8 +585,8 @@ impl Dispatcher {
             }
         }
         let rv = {
-            let st = self.cache.state.lock();
-            self.cache.publish(&st);
+            let mut st = self.cache.state.lock();
+            self.cache.publish(&mut st);
             st.rv
         };
         self.cache.ready.send_replace(Readiness::Ready);
@@ -683,7 +674,7 @@ impl Dispatcher {
             if batch.progress > st.rv {
                 st.rv = batch.progress;
                 st.hints.retain(|rev, _| *rev > batch.progress);
-                self.cache.publish(&st);
+                self.cache.publish(&mut st);
             }
         }
     }

@@ -305,6 +305,13 @@ impl Controls {
         InFlight(self.in_flight.clone())
     }
 
+    /// Waits until at least `n` requests are in flight (watches excepted: their handler returns
+    /// once the stream starts); false on timeout.
+    pub async fn wait_for_requests_in_flight(&self, n: usize, timeout: Duration) -> bool {
+        let mut rx = self.in_flight.subscribe();
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n)).await, Ok(Ok(_)))
+    }
+
     /// Waits until no request is in flight (watches excepted: their handler returns once the
     /// stream starts); false on timeout.
     pub async fn wait_drained(&self, timeout: Duration) -> bool {

@@ -77,9 +77,9 @@ const EXEMPT_FROM_SHUTDOWN: &[&str] = &["/readyz", "/livez", "/healthz", "/versi
 fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
     match answer {
         ShutdownAnswer::ServiceUnavailable => {
-            let mut r = body::error(&ApiError::new(503, "ServiceUnavailable", "apiserver is shutting down"));
-            r.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-            r
+            let mut e = ApiError::new(503, "ServiceUnavailable", "apiserver is shutting down");
+            e.retry_after = Some(1);
+            body::error(&e)
         }
         ShutdownAnswer::RetryAfter => {
             let mut r = body::respond(
@@ -102,8 +102,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     {
         return shutting_down(answer);
     }
-    let _in_flight = shared.controls.request_started();
+    // The latency is read before the request counts as in flight, so whoever sees it in flight
+    // knows the latency it runs with.
     let lat = shared.controls.latency();
+    let _in_flight = shared.controls.request_started();
     if !lat.is_zero() {
         tokio::time::sleep(lat).await;
     }

@@ -541,7 +541,7 @@ impl Template {
 
     /// The object with its resourceVersion set to `rv`.
     pub fn finish(self, rv: u64) -> StoredObject {
-        self.obj.with_rv(rv)
+        StoredObject { rv, has_rv: true, ..self.obj }
     }
 
     /// The cache key of the object.

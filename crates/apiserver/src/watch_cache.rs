@@ -96,13 +96,6 @@ impl History {
         self.start_rv = self.start_rv.max(rv);
     }
 
-    /// Drops everything: history now starts at `rv`.
-    pub fn reset(&mut self, rv: u64) {
-        self.events.clear();
-        self.start_rv = rv;
-        self.dropped_rv = rv;
-    }
-
     /// Number of retained events.
     pub fn len(&self) -> usize {
         self.events.len()

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Empty};
-use informer_apiserver::{GracefulShutdown, ShutdownAnswer, UnresponsiveClose};
+use informer_apiserver::{ApiServer, GracefulShutdown, ShutdownAnswer, UnresponsiveClose};
 use serde_json::{Value, json};
 
 /// The `/readyz` code.
@@ -18,21 +18,39 @@ async fn readyz(c: &Client) -> u16 {
     c.get("/readyz").await.code
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes() {
+/// A graceful shutdown under way: a watch open and a slow request in flight when it started.
+struct ShuttingDown {
+    s: std::sync::Arc<ApiServer>,
+    watch: WatchStream,
+    slow: tokio::task::JoinHandle<(u16, Duration)>,
+    shutdown: tokio::task::JoinHandle<()>,
+}
+
+/// The request in flight takes this long.
+const SLOW: Duration = Duration::from_millis(600);
+
+/// Starts a graceful shutdown (delay 300 ms) with a watch open and a slow request in flight,
+/// and checks the delay: `/readyz` fails while requests are still served.
+async fn start_shutdown(send_retry_after: bool) -> ShuttingDown {
     let s = std::sync::Arc::new(server().await);
     let c = Client::new(&s);
     c.post(PODS, &pod("a", json!({}))).await;
     let rv = s.resource_version();
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let watch = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
     assert!(s.wait_for_watches(1, SEC).await);
-    // A slow request in progress when the shutdown starts finishes.
-    s.set_latency(Duration::from_millis(600));
+    // Nothing in flight (the watch's handler has returned), then only the slow request.
+    assert!(s.controls().wait_drained(SEC).await);
+    s.set_latency(SLOW);
     let slow = tokio::spawn({
         let c = Client::new(&s);
-        async move { c.get(PODS).await.code }
+        async move {
+            let started = Instant::now();
+            let code = c.get(PODS).await.code;
+            (code, started.elapsed())
+        }
     });
-    tokio::task::yield_now().await;
+    // The handler has read the latency once it counts as in flight.
+    assert!(s.controls().wait_for_requests_in_flight(1, SEC).await);
     let shutdown = tokio::spawn({
         let s = s.clone();
         async move {
@@ -40,20 +58,42 @@ async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes(
                 delay: Duration::from_millis(300),
                 drain_timeout: Duration::from_secs(5),
                 watch_grace: Duration::from_millis(100),
-                send_retry_after: true,
+                send_retry_after,
             })
             .await
         }
     });
-    // The delay: not ready, still serving.
     s.set_latency(Duration::ZERO);
     let fresh = Client::new(&s);
     assert_eq!(readyz(&fresh).await, 500);
     assert_eq!(fresh.get(PODS).await.code, 200);
-    // Then: 429, Retry-After 5, Connection: close, kube's message.
+    ShuttingDown { s, watch, slow, shutdown }
+}
+
+impl ShuttingDown {
+    /// The slow request was drained, the watch ended, the server stopped; it then serves again.
+    async fn finish_and_restart(mut self) {
+        let (code, took) = self.slow.await.unwrap();
+        assert_eq!(code, 200, "the request in progress was drained");
+        assert!(took >= SLOW, "the drained request ran its whole course ({took:?})");
+        self.watch.expect_end(Duration::from_secs(5)).await;
+        self.shutdown.await.unwrap();
+        let s = self.s;
+        assert!(!s.is_running().await);
+        s.restart().await.unwrap();
+        assert!(s.wait_ready(SEC).await);
+        assert_eq!(Client::new(&s).get(PODS).await.code, 200);
+        assert_eq!(readyz(&Client::new(&s)).await, 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes() {
+    let sd = start_shutdown(true).await;
+    // After the delay: 429, Retry-After 5, Connection: close, kube's message.
     let deadline = Instant::now() + Duration::from_secs(5);
     let r = loop {
-        let r = Client::new(&s).get(PODS).await;
+        let r = Client::new(&sd.s).get(PODS).await;
         if r.code != 200 || Instant::now() > deadline {
             break r;
         }
@@ -62,53 +102,18 @@ async fn graceful_shutdown_with_send_retry_after_answers_429_drains_then_closes(
     assert_eq!(r.headers["retry-after"], "5");
     assert_eq!(r.headers["connection"], "close");
     assert_eq!(String::from_utf8_lossy(&r.raw), "The apiserver is shutting down, please try again later.\n");
-    assert_eq!(Client::new(&s).get("/livez").await.code, 200, "health checks are exempt");
-    assert_eq!(slow.await.unwrap(), 200, "the request in progress was drained");
-    w.expect_end(Duration::from_secs(5)).await;
-    shutdown.await.unwrap();
-    assert!(!s.is_running().await);
-    s.restart().await.unwrap();
-    assert!(s.wait_ready(SEC).await);
-    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
-    assert_eq!(readyz(&Client::new(&s)).await, 200);
+    assert_eq!(Client::new(&sd.s).get("/livez").await.code, 200, "health checks are exempt");
+    sd.finish_and_restart().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_closes_the_listener_drains_then_stops() {
-    let s = std::sync::Arc::new(server().await);
-    let c = Client::new(&s);
-    c.post(PODS, &pod("a", json!({}))).await;
-    let rv = s.resource_version();
-    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
-    assert!(s.wait_for_watches(1, SEC).await);
-    s.set_latency(Duration::from_millis(600));
-    let slow = tokio::spawn({
-        let c = Client::new(&s);
-        async move { c.get(PODS).await.code }
-    });
-    tokio::task::yield_now().await;
-    let shutdown = tokio::spawn({
-        let s = s.clone();
-        async move {
-            s.shutdown_gracefully(GracefulShutdown {
-                delay: Duration::from_millis(300),
-                drain_timeout: Duration::from_secs(5),
-                watch_grace: Duration::from_millis(100),
-                send_retry_after: false,
-            })
-            .await
-        }
-    });
-    // The delay: not ready, still serving.
-    s.set_latency(Duration::ZERO);
-    let fresh = Client::new(&s);
-    assert_eq!(readyz(&fresh).await, 500);
-    assert_eq!(fresh.get(PODS).await.code, 200);
-    // Then the listener closes: new connections are refused while the slow request and the
-    // watch go on.
+    let sd = start_shutdown(false).await;
+    // After the delay the listener closes: new connections are refused while the slow request
+    // and the watch go on.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match tokio::net::TcpStream::connect(s.addr()).await {
+        match tokio::net::TcpStream::connect(sd.s.addr()).await {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
             // A connection in the backlog when the listener closed is reset.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
@@ -119,14 +124,7 @@ async fn graceful_shutdown_closes_the_listener_drains_then_stops() {
             }
         }
     }
-    assert_eq!(slow.await.unwrap(), 200, "the request in progress was drained");
-    w.expect_end(Duration::from_secs(5)).await;
-    shutdown.await.unwrap();
-    assert!(!s.is_running().await);
-    s.restart().await.unwrap();
-    assert!(s.wait_ready(SEC).await);
-    assert_eq!(Client::new(&s).get(PODS).await.code, 200);
-    assert_eq!(readyz(&Client::new(&s)).await, 200);
+    sd.finish_and_restart().await;
 }
 
 #[tokio::test]

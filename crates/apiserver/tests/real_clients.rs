@@ -243,7 +243,8 @@ async fn kubectl_scale_deployment() {
     // A precondition on the current replica count, as kubectl checks it.
     let (ok, out, err) =
         kubectl(&kc, &cache, &["scale", "deployment/web", "--current-replicas=2", "--replicas=5"]).await;
-    assert!(!ok, "{out}{err}");
+    assert!(!ok && err.contains("Expected replicas to be 2, was 3"), "{out}{err}");
+    assert_eq!(s.get("deployments", "default", "web").await.unwrap()["spec"]["replicas"], 3);
     let (ok, out, err) =
         kubectl(&kc, &cache, &["scale", "deployment/web", "--current-replicas=3", "--replicas=5"]).await;
     assert!(ok, "{out}{err}");

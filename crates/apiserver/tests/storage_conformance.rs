@@ -79,8 +79,10 @@ async fn ranges_read_the_latest_or_an_older_state(s: &dyn Storage, p: &str) {
     for name in ["c", "a", "b", "d"] {
         revs.insert(name, s.create(format!("{pre}{name}"), v(name)).await.unwrap());
     }
-    // A neighbour that shares the prefix string but not the directory.
+    // Neighbours that share the prefix string but not the directory; `range0` is the prefix's
+    // range end itself (`/` + 1 = `0`).
     s.create(format!("{p}/rangex/a"), v("no")).await.unwrap();
+    s.create(format!("{p}/range0"), v("no")).await.unwrap();
     let before_update = s.current_revision().await.unwrap();
     let ru = s.update(format!("{pre}b"), v("b2"), revs["b"]).await.unwrap();
     s.delete(format!("{pre}c"), revs["c"]).await.unwrap();
@@ -91,7 +93,8 @@ async fn ranges_read_the_latest_or_an_older_state(s: &dyn Storage, p: &str) {
     assert!(!all.more);
     assert!(all.revision >= ru);
     let page = s.range(RangeRequest { limit: 2, ..range(&pre) }).await.unwrap();
-    assert_eq!(page.kvs.len(), 2);
+    let page_keys: Vec<_> = page.kvs.iter().map(|kv| kv.key.trim_start_matches(&pre).to_string()).collect();
+    assert_eq!(page_keys, ["a", "b"], "a page is the first keys in order");
     assert!(page.more, "a limit says more keys follow");
     let rest = s
         .range(RangeRequest {
@@ -158,7 +161,7 @@ async fn concurrent_writers_get_distinct_revisions(s: Arc<dyn Storage>, p: &str)
         tasks.push(tokio::spawn(async move {
             let mine = s.create(format!("{p}/conc/k{i:02}"), v("x")).await.unwrap();
             // Everyone tries to replace the same revision: exactly one wins.
-            let won = s.update(key, v(&i.to_string()), base).await.is_ok();
+            let won = s.update(key, v(&i.to_string()), base).await.ok();
             (mine, won)
         }));
     }
@@ -167,11 +170,14 @@ async fn concurrent_writers_get_distinct_revisions(s: Arc<dyn Storage>, p: &str)
     for t in tasks {
         let (r, won) = t.await.unwrap();
         revs.push(r);
-        winners += won as usize;
+        if let Some(w) = won {
+            revs.push(w);
+            winners += 1;
+        }
     }
     revs.sort_unstable();
     revs.dedup();
-    assert_eq!(revs.len(), 16, "one revision per write");
+    assert_eq!(revs.len(), 17, "one revision per write");
     assert_eq!(winners, 1, "compare-and-swap admits one writer per revision");
     let listed = s.range(range(&format!("{p}/conc/k"))).await.unwrap();
     assert_eq!(listed.kvs.len(), 16);
@@ -190,6 +196,7 @@ async fn compaction_discards_history_but_not_values(s: &dyn Storage, p: &str) {
     assert_eq!((now.kvs[0].value.clone(), now.kvs[0].mod_revision), (v("2"), r2));
     let at = s.range(RangeRequest { revision: Some(r3), ..range(&pre) }).await.unwrap();
     assert_eq!(at.kvs.len(), 1, "the state at the compacted revision stays readable");
+    assert_eq!((at.kvs[0].key.clone(), at.kvs[0].value.clone()), (format!("{pre}a"), v("2")));
     assert!(matches!(
         s.range(RangeRequest { revision: Some(r1), ..range(&pre) }).await,
         Err(StorageError::Compacted { .. })

@@ -15,7 +15,7 @@ fn field<'a>(line: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
-fn chaos_mode_survives_every_fault_and_loses_nothing() {
+fn chaos_mode_survives_its_faults_and_loses_nothing() {
     let out = Command::new(BIN)
         .args(["demo", "--chaos", "--chaos-interval", "1", "--chaos-seed", "42", "--duration", "30"])
         .args(["--objects", "300", "--rate", "100"])

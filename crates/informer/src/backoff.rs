@@ -124,19 +124,18 @@ impl RetryPolicy {
         RetryPolicy { cfg, backoff: Backoff::new(cfg), unreachable: false }
     }
 
-    /// The delay before retrying after `err` (`None`: a cycle that ended without an error to
-    /// classify, which takes the backoff's next delay).
-    pub fn delay(&mut self, err: Option<&Error>) -> Duration {
-        match err {
-            Some(Error::Transport { .. }) => {
-                self.unreachable = true;
-                self.cfg.jittered(self.cfg.unreachable)
-            }
-            Some(e) if e.retry_after().is_some() => {
+    /// The delay before retrying after `err`.
+    pub fn delay(&mut self, err: &Error) -> Duration {
+        if let Error::Transport { .. } = err {
+            self.unreachable = true;
+            return self.cfg.jittered(self.cfg.unreachable);
+        }
+        match err.retry_after() {
+            Some(after) => {
                 self.answered();
-                e.retry_after().unwrap_or_default().min(self.cfg.cap)
+                after.min(self.cfg.cap)
             }
-            _ => {
+            None => {
                 self.answered();
                 self.backoff.next_delay()
             }
@@ -220,19 +219,19 @@ mod tests {
     async fn unreachable_servers_get_a_short_pause_that_leaves_the_backoff_alone() {
         let mut p = RetryPolicy::new(exact());
         let ms = |d: Duration| d.as_millis();
-        assert_eq!(ms(p.delay(Some(&internal()))), 800);
-        assert_eq!(ms(p.delay(Some(&internal()))), 1600);
+        assert_eq!(ms(p.delay(&internal())), 800);
+        assert_eq!(ms(p.delay(&internal())), 1600);
         for _ in 0..100 {
-            assert_eq!(ms(p.delay(Some(&refused()))), 1000, "however long the outage");
+            assert_eq!(ms(p.delay(&refused())), 1000, "however long the outage");
         }
         assert!(p.is_unreachable());
         // The server answers again: a new server, the backoff starts over.
-        assert_eq!(ms(p.delay(Some(&internal()))), 800);
+        assert_eq!(ms(p.delay(&internal())), 800);
         assert!(!p.is_unreachable());
-        assert_eq!(ms(p.delay(Some(&internal()))), 1600);
-        assert_eq!(ms(p.delay(None)), 3200);
+        assert_eq!(ms(p.delay(&internal())), 1600);
+        assert_eq!(ms(p.delay(&internal())), 3200);
         p.progress();
-        assert_eq!(ms(p.delay(None)), 800, "progress restarts the backoff");
+        assert_eq!(ms(p.delay(&internal())), 800, "progress restarts the backoff");
     }
 
     #[tokio::test(start_paused = true)]
@@ -242,10 +241,10 @@ mod tests {
             status: Box::new(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() }),
             retry_after: Some(Duration::from_secs(secs)),
         };
-        assert_eq!(p.delay(Some(&internal())).as_millis(), 800);
-        assert_eq!(p.delay(Some(&with_ra(1))), Duration::from_secs(1));
-        assert_eq!(p.delay(Some(&with_ra(7))), Duration::from_secs(7));
-        assert_eq!(p.delay(Some(&with_ra(3600))), Duration::from_secs(30), "capped");
-        assert_eq!(p.delay(Some(&internal())).as_millis(), 1600, "the backoff did not advance");
+        assert_eq!(p.delay(&internal()).as_millis(), 800);
+        assert_eq!(p.delay(&with_ra(1)), Duration::from_secs(1));
+        assert_eq!(p.delay(&with_ra(7)), Duration::from_secs(7));
+        assert_eq!(p.delay(&with_ra(3600)), Duration::from_secs(30), "capped");
+        assert_eq!(p.delay(&internal()).as_millis(), 1600, "the backoff did not advance");
     }
 }

@@ -127,8 +127,17 @@ impl<K> KubeListerWatcher<K> {
         b.body(kube::client::Body::empty()).map_err(|e| Error::Decode(format!("cannot build request: {e}")))
     }
 
+    /// Sends a GET (lists and watches have no body). A request whose connection was reset before
+    /// any answer — a pooled connection the server or a load balancer closed — is sent once more
+    /// at once on a new connection, as Go's transport under client-go does by itself.
     async fn send(&self, req: Request<kube::client::Body>) -> Result<http::Response<kube::client::Body>, Error> {
-        let resp = self.client.send(req).await.map_err(transport_error)?;
+        let (parts, _) = req.into_parts();
+        let again = || Request::from_parts(parts.clone(), kube::client::Body::empty());
+        let resp = match self.client.send(again()).await {
+            Err(e) if io_error_in(&e, std::io::ErrorKind::ConnectionReset) => self.client.send(again()).await,
+            r => r,
+        }
+        .map_err(transport_error)?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -163,9 +172,20 @@ async fn read_list<K>(mut body: kube::client::Body, max_item_bytes: usize) -> Re
     decoder.finish()
 }
 
-/// Reduces a kube error of sending a request to a message, noting whether the request reached no
-/// server: refused, or reset before any answer (a pooled connection the server or a load
-/// balancer closed; Go's transport resends such a GET by itself, so client-go never sees it).
+/// Whether an I/O error of `kind` is in `e`'s chain.
+fn io_error_in(e: &kube::Error, kind: std::io::ErrorKind) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if s.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == kind) {
+            return true;
+        }
+        src = s.source();
+    }
+    false
+}
+
+/// Reduces a kube error of sending a request to a message, noting whether the server could not be
+/// reached (the connection was refused).
 fn transport_error(e: kube::Error) -> Error {
     if let kube::Error::Api(status) = &e {
         let s = Status {
@@ -178,12 +198,9 @@ fn transport_error(e: kube::Error) -> Error {
         return Error::api(s);
     }
     let mut message = e.to_string();
-    let mut refused = false;
+    let mut unreachable = io_error_in(&e, std::io::ErrorKind::ConnectionRefused);
     let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
     while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            refused |= matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset);
-        }
         let m = s.to_string();
         if !message.contains(&m) {
             message.push_str(": ");
@@ -191,8 +208,8 @@ fn transport_error(e: kube::Error) -> Error {
         }
         src = s.source();
     }
-    refused |= message.contains("Connection refused") || message.contains("connection refused");
-    Error::Transport { message, unreachable: refused }
+    unreachable |= message.contains("Connection refused") || message.contains("connection refused");
+    Error::Transport { message, unreachable }
 }
 
 impl<K: Send + Sync + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
@@ -338,9 +355,7 @@ fn error(e: FrameError) -> Error {
 
 /// Decodes a whole LIST response body (see [`ListDecoder`]).
 pub fn decode_list<K>(body: &[u8]) -> Result<ObjectList<K>, Error> {
-    let mut d = ListDecoder::new(usize::MAX);
-    d.feed(body)?;
-    d.finish()
+    informer_object::frame::frame_list(body).map_err(error)
 }
 
 /// Incremental decoder of a LIST response body (see [`ListFramer`]): items become objects as
@@ -362,13 +377,7 @@ impl<K> ListDecoder<K> {
 
     /// The list, once the body has ended.
     pub fn finish(self) -> Result<ObjectList<K>, Error> {
-        let body = self.framer.finish().map_err(error)?;
-        Ok(ObjectList {
-            items: body.items,
-            resource_version: body.resource_version,
-            continue_token: body.continue_token,
-            remaining_item_count: body.remaining_item_count,
-        })
+        self.framer.finish().map_err(error)
     }
 }
 

@@ -117,18 +117,9 @@ fn percent_encode(s: &str, out: &mut String) {
     }
 }
 
-/// One page (or all) of a LIST response.
-#[derive(Debug)]
-pub struct ObjectList<K> {
-    /// The items, in server order.
-    pub items: Vec<Object<K>>,
-    /// `metadata.resourceVersion`.
-    pub resource_version: String,
-    /// `metadata.continue`, when more pages exist.
-    pub continue_token: Option<String>,
-    /// `metadata.remainingItemCount`.
-    pub remaining_item_count: Option<i64>,
-}
+/// One page (or all) of a LIST response: the items in server order, `metadata.resourceVersion`,
+/// `metadata.continue` when more pages exist, and `metadata.remainingItemCount`.
+pub use informer_object::frame::ListBody as ObjectList;
 
 /// One watch event.
 pub enum WatchEvent<K> {
@@ -245,8 +236,7 @@ pub enum Error {
     Transport {
         /// What happened (never contains credentials).
         message: String,
-        /// The request reached no server: the connection was refused, or broke before any
-        /// answer (Go's transport, under client-go, resends such a GET by itself).
+        /// The server could not be reached (the connection was refused).
         unreachable: bool,
     },
     /// A response or event could not be decoded.
@@ -327,8 +317,8 @@ impl Error {
         self.status().is_some_and(|s| s.code == 500 || s.reason == "InternalError")
     }
 
-    /// An unreachable server (connection refused, or broken before any answer), or 429 (client-go
-    /// `isWatchErrorRetriable`): back off and retry the same request without relisting.
+    /// An unreachable server (connection refused) or 429 (client-go `isWatchErrorRetriable`):
+    /// back off and retry the same request without relisting.
     pub fn is_retriable(&self) -> bool {
         matches!(self, Error::Transport { unreachable: true, .. }) || self.is_too_many_requests()
     }

@@ -29,8 +29,9 @@
 //!    full list.
 //! 3. WATCH from the last resourceVersion with bookmarks and a timeout drawn from
 //!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist;
-//!    an unreachable server (connection refused, or reset before any answer) or 429 back off
-//!    (honouring Retry-After) and re-watch without a relist; a
+//!    an unreachable server (connection refused) or 429 back off (honouring Retry-After) and
+//!    re-watch without a relist (a request reset before any answer is sent once more at once,
+//!    as Go's transport does); a
 //!    410 or any other error ends ListAndWatch (relist at the last resourceVersion after the
 //!    backoff); a watch that ends in under a second with no event is an error. Bookmarks advance
 //!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
@@ -196,13 +197,13 @@ where
         while !cancel.is_cancelled() {
             let ended = match self.list_and_watch(&cancel, &mut retry).await {
                 Ok(ended) => ended,
-                Err(Stop::Cancelled) => None,
+                Err(Stop::Cancelled) => return,
                 Err(Stop::Err(e)) => {
                     self.watch_error(&e);
-                    Some(e)
+                    e
                 }
             };
-            let delay = retry.delay(ended.as_ref());
+            let delay = retry.delay(&ended);
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
@@ -221,9 +222,9 @@ where
         }
     }
 
-    /// One ListAndWatch cycle. `Ok(Some(e))`: the watch ended with `e` and the next cycle relists
-    /// (as client-go, such endings do not reach the watch-error hook).
-    async fn list_and_watch(&self, cancel: &CancellationToken, retry: &mut RetryPolicy) -> Result<Option<Error>, Stop> {
+    /// One ListAndWatch cycle. `Ok(e)`: the watch ended with `e` and the next cycle relists (as
+    /// client-go, such endings do not reach the watch-error hook).
+    async fn list_and_watch(&self, cancel: &CancellationToken, retry: &mut RetryPolicy) -> Result<Error, Stop> {
         let mut stream = None;
         if self.opts.streaming_list && self.lw.supports_streaming_list() {
             match self.watch_list(cancel, retry).await {
@@ -238,7 +239,7 @@ where
             self.list(cancel, retry).await?;
         }
         tracing::debug!(reflector = %self.opts.name, rv = %self.last_sync_resource_version(), "caches populated");
-        self.watch(cancel, retry, stream).await.map(Some)
+        self.watch(cancel, retry, stream).await
     }
 
     fn set_last_sync(&self, rv: &str) {
@@ -449,7 +450,7 @@ where
     }
 
     async fn wait_retry(&self, cancel: &CancellationToken, retry: &mut RetryPolicy, e: &Error) -> Result<(), Stop> {
-        let d = retry.delay(Some(e));
+        let d = retry.delay(e);
         tracing::debug!(reflector = %self.opts.name, error = %e, delay = ?d, "retrying");
         self.cancellable(cancel, tokio::time::sleep(d)).await
     }

@@ -67,7 +67,16 @@ impl View {
     fn deleted(&self, o: &informer::DeletedObject<ConfigMap>) {
         let key = o.key().to_string();
         let what = match o {
-            informer::DeletedObject::Object(o) => format!("delete@{}", rv(o)),
+            informer::DeletedObject::Object(o) => {
+                // The last state a deletion carries is never older than what the handler saw.
+                let rv = rv(o);
+                if let Some(prev) = self.last.lock().get(&key)
+                    && rv < *prev
+                {
+                    self.violations.lock().push(format!("delete {key} at {rv} after {prev}"));
+                }
+                format!("delete@{rv}")
+            }
             informer::DeletedObject::FinalStateUnknown(_) => "tombstone".to_string(),
         };
         self.history.lock().entry(key.clone()).or_default().push(what);

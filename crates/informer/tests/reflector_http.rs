@@ -358,6 +358,7 @@ async fn streaming_list_closed_as_unresponsive_under_writes_falls_back_to_list()
     stop_writes.cancel();
     writer.await.unwrap();
     assert!(server.controls().unresponsive_closes() >= 1, "the streaming list was closed as unresponsive");
+    assert!(server.controls().request_counts().list >= 1, "the reflector fell back to LIST");
     server.set_stream_delay(Duration::ZERO);
     h.converge("after the writes").await;
     h.stop().await;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
+use futures_util::future::ready;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -151,6 +152,18 @@ fn read_log(inner: &Inner, prefix: &str, cursor: Revision, out: &mut Vec<Change>
     Ok(last)
 }
 
+/// The current version of `key` if its mod revision is `expected`: NotFound, or Conflict with
+/// the current version.
+fn check_revision<'a>(inner: &'a Inner, key: &str, expected: Revision) -> Result<&'a KeyValue, StorageError> {
+    match inner.current.get(key) {
+        None => Err(StorageError::NotFound),
+        Some(cur) if cur.mod_revision != expected => {
+            Err(StorageError::Conflict { current: Some(Box::new(cur.clone())) })
+        }
+        Some(cur) => Ok(cur),
+    }
+}
+
 impl Storage for MemoryStorage {
     fn name(&self) -> &'static str {
         "memory"
@@ -168,12 +181,12 @@ impl Storage for MemoryStorage {
 
     fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<KeyValue>> {
         let v = self.inner.lock().current.get(key).cloned();
-        async move { Ok(v) }.boxed()
+        ready(Ok(v)).boxed()
     }
 
     fn range(&self, req: RangeRequest) -> StorageFuture<'_, RangeResult> {
         let r = MemoryStorage::range_now(&self.inner.lock(), &req);
-        async move { r }.boxed()
+        ready(r).boxed()
     }
 
     fn create(&self, key: String, value: Bytes) -> StorageFuture<'_, Revision> {
@@ -188,46 +201,28 @@ impl Storage for MemoryStorage {
                 Ok(self.commit(&mut inner, Change::Put { kv, prev: None }))
             }
         };
-        async move { r }.boxed()
+        ready(r).boxed()
     }
 
     fn update(&self, key: String, value: Bytes, expected: Revision) -> StorageFuture<'_, Revision> {
-        let r = {
-            let mut inner = self.inner.lock();
-            match inner.current.get(&key) {
-                None => Err(StorageError::NotFound),
-                Some(cur) if cur.mod_revision != expected => {
-                    Err(StorageError::Conflict { current: Some(Box::new(cur.clone())) })
-                }
-                Some(cur) => {
-                    let rev = inner.revision + 1;
-                    let prev = cur.clone();
-                    let kv =
-                        KeyValue { key: key.clone(), value, create_revision: prev.create_revision, mod_revision: rev };
-                    inner.current.insert(key, kv.clone());
-                    Ok(self.commit(&mut inner, Change::Put { kv, prev: Some(prev) }))
-                }
-            }
+        let mut inner = self.inner.lock();
+        let create_revision = match check_revision(&inner, &key, expected) {
+            Ok(cur) => cur.create_revision,
+            Err(e) => return ready(Err(e)).boxed(),
         };
-        async move { r }.boxed()
+        let kv = KeyValue { key: key.clone(), value, create_revision, mod_revision: inner.revision + 1 };
+        let prev = inner.current.insert(key, kv.clone());
+        ready(Ok(self.commit(&mut inner, Change::Put { kv, prev }))).boxed()
     }
 
     fn delete(&self, key: String, expected: Revision) -> StorageFuture<'_, Revision> {
-        let r = {
-            let mut inner = self.inner.lock();
-            match inner.current.get(&key) {
-                None => Err(StorageError::NotFound),
-                Some(cur) if cur.mod_revision != expected => {
-                    Err(StorageError::Conflict { current: Some(Box::new(cur.clone())) })
-                }
-                Some(_) => {
-                    let rev = inner.revision + 1;
-                    let prev = inner.current.remove(&key);
-                    Ok(self.commit(&mut inner, Change::Delete { key, revision: rev, prev }))
-                }
-            }
-        };
-        async move { r }.boxed()
+        let mut inner = self.inner.lock();
+        if let Err(e) = check_revision(&inner, &key, expected) {
+            return ready(Err(e)).boxed();
+        }
+        let revision = inner.revision + 1;
+        let prev = inner.current.remove(&key);
+        ready(Ok(self.commit(&mut inner, Change::Delete { key, revision, prev }))).boxed()
     }
 
     fn watch(&self, prefix: String, from: Revision) -> WatchStream {
@@ -275,6 +270,6 @@ impl Storage for MemoryStorage {
                 Ok(())
             }
         };
-        async move { r }.boxed()
+        ready(r).boxed()
     }
 }

@@ -428,7 +428,10 @@ impl Writer {
             for req in &group {
                 let r = match &req.op {
                     Op::Compact { revision } => {
-                        let r = compact_in(&tx, *revision, &self.shared)?;
+                        // The revision this group has reached, and the compaction floor with
+                        // this group's compactions.
+                        let floor = compacted.unwrap_or_else(|| self.shared.lock().compacted);
+                        let r = compact_in(&tx, *revision, self.next - 1, floor)?;
                         if r.is_ok() {
                             compacted = Some(*revision);
                         }
@@ -535,12 +538,9 @@ fn apply(
 fn compact_in(
     tx: &Connection,
     revision: Revision,
-    shared: &Mutex<Shared>,
+    current: Revision,
+    compacted: Revision,
 ) -> rusqlite::Result<Result<(), StorageError>> {
-    let (current, compacted) = {
-        let s = shared.lock();
-        (s.revision, s.compacted)
-    };
     if revision > current {
         return Ok(Err(StorageError::FutureRevision { requested: revision, current }));
     }

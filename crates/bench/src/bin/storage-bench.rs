@@ -17,6 +17,7 @@ use clap::Parser;
 use http::Request;
 use informer_apiserver::etcd_process::EtcdProcess;
 use informer_apiserver::{ApiServer, StorageConfig};
+use informer_bench::measure::proc_status_kb;
 use kube::client::Body;
 use serde_json::{Value, json};
 
@@ -41,14 +42,6 @@ struct Args {
     /// that its memory is measured alone).
     #[arg(long, hide = true)]
     one: Option<String>,
-}
-
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
 }
 
 /// A W1 pod named `name` in `ns`, as a client creates it (no server-owned fields).
@@ -186,9 +179,9 @@ async fn writes(
         }
     };
     let (create_bodies, update_bodies) = (bodies(false), bodies(true));
-    let before = rss_kb();
+    let before = proc_status_kb("VmRSS:");
     let creates = run(false, create_bodies).await?;
-    let grown = rss_kb().saturating_sub(before);
+    let grown = proc_status_kb("VmRSS:").saturating_sub(before);
     let updates = run(true, update_bodies).await?;
     Ok((creates, updates, grown))
 }

@@ -492,11 +492,7 @@ impl<K: 'static> Listener<K> {
         }
         // client-go's "processorListener handler" trace: a slow call while far behind.
         let timed = (backlog > SLOW_HANDLER_BACKLOG).then(std::time::Instant::now);
-        let r = catch_unwind(AssertUnwindSafe(|| match n {
-            Notification::Add { obj, is_in_initial_list } => handler.on_add(obj, *is_in_initial_list),
-            Notification::Update { old, new } => handler.on_update(old, new),
-            Notification::Delete(d) => handler.on_delete(d),
-        }));
+        let r = catch_unwind(AssertUnwindSafe(|| n.deliver_to(handler)));
         if let Some(t) = timed
             && t.elapsed() > SLOW_HANDLER_CALL
         {
