@@ -4,11 +4,13 @@
 //! Waiting polls the external process (its output or tmux's pane) at a short interval with a
 //! deadline; no fixed sleep stands in for a condition.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_informer");
+use common::{BIN, Session, capture, poll, scratch};
 
 #[test]
 fn plain_mode_converges_and_loses_no_events() {
@@ -40,40 +42,6 @@ fn bad_kubeconfig_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("kubeconfig"), "{stderr}");
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("informer-cli-test-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Kills the tmux session when the test ends, passed or not.
-struct Session(String);
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
-    }
-}
-
-fn capture(session: &str) -> String {
-    let out = Command::new("tmux").args(["capture-pane", "-p", "-t", session]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Polls `f` every 100 ms until it returns `Some` or `limit` passes.
-fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -3,12 +3,14 @@
 //! the first stops and releases the lease. Waiting reads the processes' output as it comes, with
 //! a deadline; no fixed sleep stands in for a condition.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_informer");
+use common::{BIN, Serve, Session, capture, poll, scratch};
 
 /// Kills the child process when the test ends.
 struct Child(std::process::Child);
@@ -97,28 +99,10 @@ fn alone_it_leads_reconciles_and_releases_on_exit() {
 #[test]
 fn a_second_replica_takes_over_when_the_first_stops() {
     // `informer serve` stands in for a cluster shared by the two replicas.
-    let dir = std::env::temp_dir().join(format!("informer-cli-test-leader-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kc = dir.join("kubeconfig");
-    let _ = std::fs::remove_file(&kc);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _server = Child(
-        Command::new(BIN)
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--write-kubeconfig"])
-            .arg(&kc)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !(std::fs::metadata(&kc).is_ok_and(|m| m.len() > 0)
-        && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
-    {
-        assert!(Instant::now() < deadline, "informer serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let kc = scratch("leader").join("kubeconfig");
     let kc = kc.to_str().unwrap();
+    // It writes the kubeconfig before it reports listening.
+    let _server = Serve::start(&["--write-kubeconfig", kc]);
     let replica = |id: &str, secs: &str| {
         Demo::start(&[
             "demo",
@@ -153,34 +137,6 @@ fn a_second_replica_takes_over_when_the_first_stops() {
     let (status, out) = b.finish();
     assert!(status.success(), "{status:?}\n{}", out.join("\n"));
     assert!(out.iter().any(|l| l == "leading: false"));
-}
-
-/// Kills the tmux session when the test ends, passed or not.
-struct Session(String);
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
-    }
-}
-
-fn capture(session: &str) -> String {
-    let out = Command::new("tmux").args(["capture-pane", "-p", "-t", session]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Polls `f` every 100 ms (an external terminal) until it returns `Some` or `limit` passes.
-fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

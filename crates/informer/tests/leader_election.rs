@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::memory_lock::{Faults, MemoryStore};
+use common::{LEASE, MAX_RETRY_WAIT, RENEW, RETRY, until_event};
 use informer::leader_election::{
     LeaderElectionConfig, LeaderElectionMetrics, LeaderElectionRecord, LeaderElector, LeaderEvent, LeaderEvents,
 };
@@ -16,12 +17,6 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-const LEASE: Duration = Duration::from_secs(15);
-const RENEW: Duration = Duration::from_secs(10);
-const RETRY: Duration = Duration::from_secs(2);
-/// The longest a candidate waits between two attempts (retry period plus 120% jitter).
-const MAX_RETRY_WAIT: Duration = Duration::from_millis(4400);
 
 struct Candidate {
     elector: LeaderElector,
@@ -49,10 +44,7 @@ impl Candidate {
     }
 
     async fn next(&mut self) -> LeaderEvent {
-        tokio::time::timeout(Duration::from_secs(3600), self.events.recv())
-            .await
-            .expect("no event within an hour")
-            .expect("the elector is gone")
+        until_event(&mut self.events, Duration::from_secs(3600), |_| true).await
     }
 
     /// Waits for `NewLeader(Some(self))` then `StartedLeading`; returns the term's token.
@@ -312,8 +304,11 @@ async fn a_leader_that_finds_another_holder_steps_down_at_once() {
     let mut r = store.record().unwrap();
     r.holder_identity = "z".into();
     r.lease_transitions += 1;
+    let put = Instant::now();
     store.put(r);
     a.expect_stopped().await;
+    let waited = Instant::now() - put;
+    assert!(waited <= RETRY, "stepped down {waited:?} after the lease was taken, not within one retry");
     assert!(term.is_cancelled());
     a.expect_new_leader(Some("z")).await;
     assert!(!a.elector.is_leader());
@@ -357,6 +352,21 @@ async fn wall_clock_skew_and_jumps_do_not_move_expiry() {
     assert!(waited >= LEASE && waited <= LEASE + 2 * MAX_RETRY_WAIT, "{waited:?}");
     let r = store.record().unwrap();
     assert!(r.acquire_time.unwrap() > Timestamp::now().checked_add(day * 7).unwrap(), "{r:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn stamps_from_a_custom_wall_clock_are_written_in_microseconds() {
+    let store = MemoryStore::new();
+    let t: Timestamp = "2026-03-01T10:00:00.123456789Z".parse().unwrap();
+    let mut a = Candidate::start(&store, "a", |c| c.wall_clock(move || t));
+    a.expect_leading().await;
+    tokio::time::sleep(RETRY * 2 + Duration::from_secs(1)).await;
+    let micro: Timestamp = "2026-03-01T10:00:00.123456Z".parse().unwrap();
+    let writes = store.writes();
+    assert!(writes.len() >= 2, "a create and a renewal: {writes:?}");
+    for w in writes {
+        assert_eq!((w.record.acquire_time, w.record.renew_time), (Some(micro), Some(micro)), "{w:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -242,7 +242,6 @@ async fn three_electors_never_lead_at_once_under_faults() {
 
     stop.store(true, Ordering::SeqCst);
     let (samples, violations) = oracle.join().unwrap();
-    eprintln!("{samples} {violations:?} {:#?}", events.log);
     assert!(violations.is_empty(), "two leaders at once: {violations:#?}\nevents: {:#?}", events.log);
     assert!(samples > 100, "the oracle sampled only {samples} times");
 

@@ -9,10 +9,13 @@
 //! and a release that writes an empty holder with a one-second lease. Our elector and it campaign
 //! on one Lease: each respects the other's lease, and an oracle checks that they never both lead.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use common::{client, until_event};
 use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 use informer_apiserver::ApiServer;
 use k8s_openapi::jiff::Timestamp;
@@ -23,12 +26,6 @@ use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const NAME: &str = "interop";
-
-async fn client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
 
 /// Go's `metav1.MicroTime` text: `2006-01-02T15:04:05.000000Z07:00`, in UTC.
 fn is_go_micro_time(v: &Value) -> bool {
@@ -253,12 +250,7 @@ fn oracle(ours: LeaderElector, go: Vec<Arc<Belief>>, stop: Arc<AtomicBool>) -> s
 }
 
 async fn next_started(events: &mut informer::leader_election::LeaderEvents) {
-    loop {
-        match tokio::time::timeout(LIMIT, events.recv()).await.expect("timed out").unwrap() {
-            LeaderEvent::StartedLeading(_) => return,
-            _ => continue,
-        }
-    }
+    until_event(events, LIMIT, |e| matches!(e, LeaderEvent::StartedLeading(_))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,24 +2,20 @@
 //! scenario (a cache warmed with a pod deleted while the controller was down) and a metrics
 //! export, with a real `kube::Client` and `KubeListerWatcher`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use common::client;
 use informer::runner::{Action, ControllerRunner, RunnerMetrics};
 use informer::{KubeListerWatcher, Object, SharedIndexInformer};
-use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-async fn client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
 
 fn pod(name: &str, image: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},

@@ -6,17 +6,17 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::memory_lock::{Faults, MemoryStore};
+use common::reconciles::{Done, Outcome, Tracker};
+use common::{MAX_RETRY_WAIT, RETRY, until_event};
+use informer::SharedIndexInformer;
 use informer::fake::FakeSource;
-use informer::leader_election::{LeaderElectionConfig, LeaderEvent};
+use informer::leader_election::{LeaderElectionConfig, LeaderEvent, LeaderEvents};
 use informer::runner::{Action, ControllerRunner, RunnerError};
-use informer::{ObjectKey, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
-use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
@@ -29,53 +29,10 @@ fn cm(name: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}})
 }
 
-/// What happened to one reconcile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Done {
-    Finished,
-    Cancelled,
-}
-
-/// Every reconcile of every replica: who holds which key now, overlaps, and outcomes.
-struct Tracker {
-    in_flight: Mutex<HashMap<String, String>>,
-    overlaps: Mutex<Vec<String>>,
-    outcomes: mpsc::UnboundedSender<(String, String, Done, Instant)>,
-}
-
-/// Ends a reconcile in the tracker when dropped: finished, or cancelled if dropped before.
-struct InFlight {
-    tracker: Arc<Tracker>,
-    replica: String,
-    key: String,
-    finished: bool,
-}
-
-impl Tracker {
-    fn new(outcomes: mpsc::UnboundedSender<(String, String, Done, Instant)>) -> Arc<Self> {
-        Arc::new(Tracker { in_flight: Mutex::default(), overlaps: Mutex::default(), outcomes })
-    }
-
-    fn begin(self: &Arc<Self>, replica: &str, key: &ObjectKey) -> InFlight {
-        if let Some(other) = self.in_flight.lock().insert(key.to_string(), replica.to_string()) {
-            self.overlaps.lock().push(format!("{key} reconciled by {other} and {replica} at once"));
-        }
-        InFlight { tracker: self.clone(), replica: replica.into(), key: key.to_string(), finished: false }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.tracker.in_flight.lock().remove(&self.key);
-        let done = if self.finished { Done::Finished } else { Done::Cancelled };
-        let _ = self.tracker.outcomes.send((self.replica.clone(), self.key.clone(), done, Instant::now()));
-    }
-}
-
 struct Replica {
     runner: ControllerRunner<ConfigMap>,
     faults: Faults,
-    events: informer::leader_election::LeaderEvents,
+    events: LeaderEvents,
     cancel: CancellationToken,
     informer: JoinHandle<()>,
     run: JoinHandle<Result<(), RunnerError>>,
@@ -123,25 +80,16 @@ fn replica(
 
 impl Replica {
     async fn until(&mut self, f: impl Fn(&LeaderEvent) -> bool) {
-        loop {
-            let e = tokio::time::timeout(LIMIT, self.events.recv()).await.unwrap().unwrap();
-            if f(&e) {
-                return;
-            }
-        }
+        until_event(&mut self.events, LIMIT, f).await;
     }
 }
 
-async fn outcome(rx: &mut mpsc::UnboundedReceiver<(String, String, Done, Instant)>) -> (String, String, Done, Instant) {
+async fn outcome(rx: &mut mpsc::UnboundedReceiver<Outcome>) -> Outcome {
     tokio::time::timeout(LIMIT, rx.recv()).await.unwrap().unwrap()
 }
 
 /// Collects outcomes until every key of `keys` was finished by `replica`.
-async fn all_finished_by(
-    rx: &mut mpsc::UnboundedReceiver<(String, String, Done, Instant)>,
-    replica: &str,
-    keys: &[&str],
-) -> Vec<(String, String, Done, Instant)> {
+async fn all_finished_by(rx: &mut mpsc::UnboundedReceiver<Outcome>, replica: &str, keys: &[&str]) -> Vec<Outcome> {
     let mut want: Vec<String> = keys.iter().map(|k| format!("ns/{k}")).collect();
     let mut seen = Vec::new();
     while !want.is_empty() {
@@ -209,10 +157,14 @@ async fn only_the_leader_reconciles_and_a_lost_lease_cancels_in_flight_work() {
         }
     };
     tokio::time::timeout(LIMIT, stopping).await.unwrap();
+    let cancelled = Instant::now();
     b.cancel.cancel();
-    tokio::task::yield_now().await;
+    tokio::time::sleep(RETRY * 3).await;
     assert!(!b.run.is_finished(), "B waits for its in-flight reconcile");
     assert_eq!(store.record().unwrap().holder_identity, "b", "the lease is kept until the reconcile finishes");
+    let renewals = store.writes().iter().filter(|w| w.by == "b" && w.at > cancelled).count();
+    assert!(renewals >= 2, "B renews its lease while its reconcile finishes: {renewals} renewals");
+    assert!(b.runner.leader_elector().unwrap().is_leader());
     slow_b.notify_one();
     let (replica, key, done, finished_at) = outcome(&mut rx).await;
     assert_eq!((replica.as_str(), key.as_str(), done), ("b", "ns/slow", Done::Finished));
@@ -221,7 +173,7 @@ async fn only_the_leader_reconciles_and_a_lost_lease_cancels_in_flight_work() {
     let released = store.record().unwrap();
     assert_eq!(released.holder_identity, "", "B released the lease");
     a.until(|e| matches!(e, LeaderEvent::StartedLeading(_))).await;
-    assert!(Instant::now() - finished_at <= Duration::from_millis(4400), "A took over within one retry");
+    assert!(Instant::now() - finished_at <= MAX_RETRY_WAIT, "A took over within one retry");
     slow_a.notify_one();
     let seen = all_finished_by(&mut rx, "a", &["a", "b", "c", "slow"]).await;
     assert!(seen.iter().all(|o| o.0 == "a"), "{seen:?}");

@@ -4,16 +4,19 @@
 //! Lease, and the standby's workers start at once and reconcile every key from the cache it
 //! already has (no new LIST); no key is ever reconciled by both replicas at once.
 
-use std::collections::{BTreeSet, HashMap};
+mod common;
+
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::reconciles::{Done, Outcome, Tracker};
+use common::{client, until_event};
 use informer::leader_election::{LeaderElectionConfig, LeaderEvent, LeaderEvents, LeaseLock};
 use informer::runner::{Action, ControllerRunner, RunnerError};
 use informer::{KubeListerWatcher, SharedIndexInformer};
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::ConfigMap;
-use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -21,21 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-async fn client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 fn cm(name: &str, v: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"v": v}})
-}
-
-/// Which replica is reconciling which key, and every overlap seen.
-#[derive(Default)]
-struct Tracker {
-    in_flight: Mutex<HashMap<String, String>>,
-    overlaps: Mutex<Vec<String>>,
 }
 
 struct Replica {
@@ -48,12 +38,7 @@ struct Replica {
     run: JoinHandle<Result<(), RunnerError>>,
 }
 
-async fn replica(
-    server: &ApiServer,
-    name: &str,
-    tracker: &Arc<Tracker>,
-    done: mpsc::UnboundedSender<(String, String)>,
-) -> Replica {
+async fn replica(server: &ApiServer, name: &str, tracker: &Arc<Tracker>) -> Replica {
     let c = client(server).await;
     let informer =
         SharedIndexInformer::<ConfigMap>::new(KubeListerWatcher::new(c.clone(), Some("default")), Duration::ZERO);
@@ -68,25 +53,19 @@ async fn replica(
         .workers(4)
         .leader_election(election)
         .build(move |key, _cm| {
-            let (tracker, who, done) = (tracker.clone(), who.clone(), done.clone());
+            let (tracker, who) = (tracker.clone(), who.clone());
             async move {
-                if let Some(other) = tracker.in_flight.lock().insert(key.to_string(), who.clone()) {
-                    tracker.overlaps.lock().push(format!("{key}: {other} and {who}"));
-                }
+                let mut flight = tracker.begin(&who, &key);
                 // Some work with an await in it, so that reconciles of both replicas could meet.
                 tokio::task::yield_now().await;
-                tracker.in_flight.lock().remove(key.as_str());
-                let _ = done.send((who, key.to_string()));
+                flight.finished = true;
                 Ok::<_, std::convert::Infallible>(Action::Done)
             }
         })
         .unwrap();
     let events = runner.leader_elector().unwrap().subscribe();
-    let (informer_cancel, runner_cancel) = (CancellationToken::new(), CancellationToken::new());
-    let informer_task = tokio::spawn({
-        let (i, c) = (informer.clone(), informer_cancel.clone());
-        async move { i.run(c).await }
-    });
+    let (informer_cancel, informer_task) = common::spawn(&informer);
+    let runner_cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (r, c) = (runner.clone(), runner_cancel.clone());
         async move { r.run(c).await }
@@ -96,12 +75,7 @@ async fn replica(
 
 impl Replica {
     async fn until(&mut self, f: impl Fn(&LeaderEvent) -> bool) {
-        loop {
-            let e = tokio::time::timeout(LIMIT, self.events.recv()).await.expect("timed out").unwrap();
-            if f(&e) {
-                return;
-            }
-        }
+        until_event(&mut self.events, LIMIT, f).await;
     }
 
     async fn started_leading(&mut self) {
@@ -109,12 +83,14 @@ impl Replica {
     }
 }
 
-/// Waits until `who` has reconciled every key of `keys`; fails on a reconcile by anyone else.
-async fn reconciled_by(rx: &mut mpsc::UnboundedReceiver<(String, String)>, who: &str, keys: &[String]) {
+/// Waits until `who` has reconciled every key of `keys`; fails on a reconcile by anyone else, or
+/// one that did not finish.
+async fn reconciled_by(rx: &mut mpsc::UnboundedReceiver<Outcome>, who: &str, keys: &[String]) {
     let mut want: BTreeSet<&String> = keys.iter().collect();
     while !want.is_empty() {
-        let (by, key) = tokio::time::timeout(LIMIT, rx.recv()).await.expect("timed out").unwrap();
+        let (by, key, done, _) = tokio::time::timeout(LIMIT, rx.recv()).await.expect("timed out").unwrap();
         assert_eq!(by, who, "{key} reconciled by {by}; still expecting {want:?} from {who}");
+        assert_eq!(done, Done::Finished, "{key} reconciled by {by}");
         want.remove(&key);
     }
 }
@@ -125,14 +101,14 @@ async fn the_standby_takes_over_with_a_warm_cache_when_the_leader_is_cancelled()
     let names: Vec<String> = (0..20).map(|i| format!("cm-{i}")).collect();
     server.create_many("configmaps", names.iter().map(|n| cm(n, "1")).collect()).await.unwrap();
     let keys: Vec<String> = names.iter().map(|n| format!("default/{n}")).collect();
-    let tracker = Arc::new(Tracker::default());
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let tracker = Tracker::new(tx);
 
-    let mut a = replica(&server, "replica-a", &tracker, tx.clone()).await;
+    let mut a = replica(&server, "replica-a", &tracker).await;
     a.started_leading().await;
     reconciled_by(&mut rx, "replica-a", &keys).await;
 
-    let mut b = replica(&server, "replica-b", &tracker, tx.clone()).await;
+    let mut b = replica(&server, "replica-b", &tracker).await;
     b.until(|e| matches!(e, LeaderEvent::NewLeader(Some(l)) if l == "replica-a")).await;
     assert!(b.informer.has_synced(), "a replica campaigns once its caches have synced");
     let lists = server.request_counts().list;

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use informer::ControllerRunnerBuilder;
 use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -36,21 +35,6 @@ pub fn config(client: &kube::Client, namespace: &str, args: &DemoArgs) -> Leader
     println!("leader election on lease {namespace}/{} as {identity}", args.lease_name);
     LeaderElectionConfig::new(LeaseLock::new(client.clone(), namespace, &args.lease_name), identity)
         .release_on_cancel(true)
-}
-
-/// `leader_election` when there is an election to run.
-pub trait ElectIf {
-    /// Adds `config`'s election if it is `Some`.
-    fn leader_election_if(self, config: Option<LeaderElectionConfig>) -> Self;
-}
-
-impl<K: Send + Sync + 'static> ElectIf for ControllerRunnerBuilder<K> {
-    fn leader_election_if(self, config: Option<LeaderElectionConfig>) -> Self {
-        match config {
-            Some(c) => self.leader_election(c),
-            None => self,
-        }
-    }
 }
 
 /// The line printed for an event.

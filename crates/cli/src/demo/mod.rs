@@ -40,7 +40,6 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use check::Truth;
-use election::ElectIf;
 use stats::{DemoStats, Sampler, Snapshot};
 
 /// Options of `informer demo`.
@@ -171,32 +170,32 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let runner = {
         let stats = stats.clone();
         let fail_rate = args.fail_rate;
-        ControllerRunner::builder("demo-pods")
-            .informer(&informer)
-            .workers(args.workers)
-            .metrics(&runner_metrics)
-            .leader_election_if(election)
-            .build(move |key, pod| {
-                let stats = stats.clone();
-                let fail = fail_rate > 0.0 && rand::rng().random::<f64>() < fail_rate;
-                async move {
-                    let start = Instant::now();
-                    if fail {
-                        stats.injected_failures.fetch_add(1, Ordering::Relaxed);
-                        return Err(format!("injected failure for {key}"));
-                    }
-                    let phase = match &pod {
-                        None => None,
-                        Some(p) => {
-                            let pod = p.get().map_err(|e| format!("decoding {key}: {e}"))?;
-                            Some(pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_else(|| "Unknown".into()))
-                        }
-                    };
-                    stats.set_phase(&key, phase);
-                    stats.record_latency(start.elapsed());
-                    Ok(Action::Done)
+        let mut builder =
+            ControllerRunner::builder("demo-pods").informer(&informer).workers(args.workers).metrics(&runner_metrics);
+        if let Some(config) = election {
+            builder = builder.leader_election(config);
+        }
+        builder.build(move |key, pod| {
+            let stats = stats.clone();
+            let fail = fail_rate > 0.0 && rand::rng().random::<f64>() < fail_rate;
+            async move {
+                let start = Instant::now();
+                if fail {
+                    stats.injected_failures.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!("injected failure for {key}"));
                 }
-            })?
+                let phase = match &pod {
+                    None => None,
+                    Some(p) => {
+                        let pod = p.get().map_err(|e| format!("decoding {key}: {e}"))?;
+                        Some(pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_else(|| "Unknown".into()))
+                    }
+                };
+                stats.set_phase(&key, phase);
+                stats.record_latency(start.elapsed());
+                Ok(Action::Done)
+            }
+        })?
     };
 
     // Transitions go to the live view's log while it owns the terminal.

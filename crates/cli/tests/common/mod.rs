@@ -1,12 +1,13 @@
 //! Shared helpers of the CLI's process tests: `informer serve` as a child process (started, its
-//! URL read from its log, killed with SIGKILL or stopped with SIGTERM) and a kube client for it.
+//! URL read from its log, killed with SIGKILL or stopped with SIGTERM), a kube client for it, and
+//! a tmux session (a real terminal) read by polling its pane.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_informer");
 
@@ -96,4 +97,34 @@ impl Drop for Serve {
 pub fn client(url: &str) -> kube::Client {
     let cfg = kube::Config::new(url.parse().unwrap());
     kube::Client::try_from(cfg).unwrap()
+}
+
+/// Kills the tmux session when the test ends, passed or not.
+pub struct Session(pub String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+    }
+}
+
+/// The text of the tmux session's pane.
+pub fn capture(session: &str) -> String {
+    let out = Command::new("tmux").args(["capture-pane", "-p", "-t", session]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `f` every 100 ms (an external process or terminal) until it returns `Some` or `limit`
+/// passes.
+pub fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -20,7 +20,7 @@ use super::metrics::LeaderElectionMetrics;
 pub const JITTER_FACTOR: f64 = 1.2;
 
 /// The wall clock that stamps `acquireTime` and `renewTime`.
-pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// A configuration that [`validate`](LeaderElectionConfig::validate) refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,14 +55,6 @@ impl fmt::Debug for LeaderElectionConfig {
     }
 }
 
-/// The system clock, truncated to the microseconds a `MicroTime` keeps (so what is written reads
-/// back unchanged).
-fn system_clock() -> Timestamp {
-    let now = Timestamp::now();
-    let micros = now.as_microsecond();
-    Timestamp::from_microsecond(micros).unwrap_or(now)
-}
-
 impl LeaderElectionConfig {
     /// Campaigns on `lock` as `identity` (unique among the candidates: client-go uses
     /// `hostname_uuid`) with client-go's default timing and no release on cancel. The metrics
@@ -78,7 +70,7 @@ impl LeaderElectionConfig {
             retry_period: Duration::from_secs(2),
             release_on_cancel: false,
             metrics: None,
-            wall_clock: Arc::new(system_clock),
+            wall_clock: Arc::new(Timestamp::now),
         }
     }
 
@@ -123,16 +115,19 @@ impl LeaderElectionConfig {
         self
     }
 
-    /// The clock that stamps `acquireTime` and `renewTime` (default: the system clock). These
-    /// stamps are informational: expiry is judged only by the local monotonic clock.
+    /// The clock that stamps `acquireTime` and `renewTime` (default: the system clock), read
+    /// truncated to the microseconds a `MicroTime` keeps. These stamps are informational: expiry
+    /// is judged only by the local monotonic clock.
     pub fn wall_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
         self.wall_clock = Arc::new(clock);
         self
     }
 
-    /// The candidate's identity.
-    pub fn identity(&self) -> &str {
-        &self.identity
+    /// The wall clock's time for a stamp, truncated to the microseconds a `MicroTime` keeps (so
+    /// what is written reads back unchanged).
+    pub(crate) fn now(&self) -> Timestamp {
+        let now = (self.wall_clock)();
+        Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
     }
 
     /// The lease duration written to the record: whole seconds, as client-go writes it.

@@ -64,6 +64,8 @@ impl std::fmt::Debug for LeaderElector {
 
 struct Inner {
     config: LeaderElectionConfig,
+    /// The lock's description, for logs.
+    lock_name: String,
     series: Option<ElectionSeries>,
     state: Mutex<State>,
     subscribers: Subscribers,
@@ -89,7 +91,7 @@ impl Inner {
         if let Some(s) = &self.series {
             s.status.set(1);
         }
-        tracing::info!(lock = %self.config.lock.describe(), identity = %self.config.identity, "started leading");
+        tracing::info!(lock = %self.lock_name, identity = %self.config.identity, "started leading");
         self.subscribers.send(LeaderEvent::StartedLeading(token));
     }
 
@@ -106,7 +108,7 @@ impl Inner {
         if let Some(s) = &self.series {
             s.status.set(0);
         }
-        tracing::info!(lock = %self.config.lock.describe(), identity = %self.config.identity, reason = why, "stopped leading");
+        tracing::info!(lock = %self.lock_name, identity = %self.config.identity, reason = why, "stopped leading");
         self.subscribers.send(LeaderEvent::StoppedLeading);
     }
 }
@@ -124,8 +126,8 @@ impl Drop for EndTermOnDrop<'_> {
 enum Attempt {
     /// This candidate holds the lease now.
     Acquired,
-    /// Another candidate holds a lease that has not expired.
-    HeldBy(String),
+    /// Another candidate (the observed record's holder) holds a lease that has not expired.
+    HeldBy,
     /// A leader found the record naming someone else, or nobody, or gone.
     NotOurs,
 }
@@ -138,12 +140,12 @@ enum TermEnd {
     Lost,
 }
 
-/// The campaign's private bookkeeping (client-go's observedRecord, observedTime, reportedLeader).
+/// The campaign's private bookkeeping (client-go's observedRecord and observedTime; its
+/// reportedLeader is the state's `leader`).
 struct Campaign<'a> {
     inner: &'a Inner,
     observed: Option<LeaderElectionRecord>,
     observed_at: Instant,
-    reported: Option<String>,
 }
 
 impl LeaderElector {
@@ -157,6 +159,7 @@ impl LeaderElector {
         }
         Ok(LeaderElector {
             inner: Arc::new(Inner {
+                lock_name: config.lock.describe(),
                 config,
                 series,
                 state: Mutex::new(State::default()),
@@ -169,11 +172,6 @@ impl LeaderElector {
     /// This candidate's identity.
     pub fn identity(&self) -> &str {
         &self.inner.config.identity
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &LeaderElectionConfig {
-        &self.inner.config
     }
 
     /// Whether this candidate leads now: it is in a term whose renew deadline has not passed.
@@ -203,12 +201,12 @@ impl LeaderElector {
         let inner = &*self.inner;
         let cfg = &inner.config;
         if inner.started.swap(true, Ordering::SeqCst) {
-            return Err(ElectionError::AlreadyStarted(cfg.lock.describe()));
+            return Err(ElectionError::AlreadyStarted(inner.lock_name.clone()));
         }
         let _end = EndTermOnDrop(inner);
-        let mut c = Campaign { inner, observed: None, observed_at: Instant::now(), reported: None };
+        let mut c = Campaign { inner, observed: None, observed_at: Instant::now() };
         loop {
-            tracing::info!(lock = %cfg.lock.describe(), identity = %cfg.identity, "attempting to acquire leader lease");
+            tracing::info!(lock = %inner.lock_name, identity = %cfg.identity, "attempting to acquire leader lease");
             let Some(valid_until) = c.acquire(&cancel).await else { break };
             inner.begin_term(valid_until);
             let end = c.renew(valid_until, &cancel).await;
@@ -233,6 +231,10 @@ impl LeaderElector {
 impl Campaign<'_> {
     fn cfg(&self) -> &LeaderElectionConfig {
         &self.inner.config
+    }
+
+    fn lock_name(&self) -> &str {
+        &self.inner.lock_name
     }
 
     /// The bound on one try (client-go advises a client timeout of half the renew deadline).
@@ -262,15 +264,17 @@ impl Campaign<'_> {
     }
 
     /// Reports a change of the observed holder (client-go's `maybeReportTransition`).
-    fn report(&mut self) {
-        let holder = self.observed.as_ref().map(|r| r.holder_identity.clone()).filter(|h| !h.is_empty());
-        if holder == self.reported {
-            return;
+    fn report(&self) {
+        let holder = self.observed.as_ref().map(|r| &r.holder_identity).filter(|h| !h.is_empty());
+        {
+            let mut st = self.inner.state.lock();
+            if st.leader.as_ref() == holder {
+                return;
+            }
+            st.leader = holder.cloned();
         }
-        self.reported = holder.clone();
-        self.inner.state.lock().leader = holder.clone();
-        tracing::info!(lock = %self.cfg().lock.describe(), leader = ?holder, "new leader observed");
-        self.inner.subscribers.send(LeaderEvent::NewLeader(holder));
+        tracing::info!(lock = %self.lock_name(), leader = ?holder, "new leader observed");
+        self.inner.subscribers.send(LeaderEvent::NewLeader(holder.cloned()));
     }
 
     /// client-go's `tryAcquireOrRenew`, with one difference: a leader (`leading`) that finds the
@@ -278,7 +282,7 @@ impl Campaign<'_> {
     async fn try_acquire_or_renew(&mut self, leading: bool) -> Result<Attempt, LockError> {
         let inner = self.inner;
         let cfg = &inner.config;
-        let now = (cfg.wall_clock)();
+        let now = cfg.now();
         let mut record = LeaderElectionRecord {
             holder_identity: cfg.identity.clone(),
             lease_duration_seconds: cfg.lease_duration_seconds(),
@@ -296,7 +300,7 @@ impl Campaign<'_> {
                     return Ok(Attempt::Acquired);
                 }
                 Err(e) => {
-                    tracing::debug!(lock = %cfg.lock.describe(), error = %e, "optimistic renewal failed; reading the lease")
+                    tracing::debug!(lock = %inner.lock_name, error = %e, "optimistic renewal failed; reading the lease")
                 }
             }
         }
@@ -312,23 +316,25 @@ impl Campaign<'_> {
             Err(e) => return Err(e),
         };
         // 3. Check the holder and the time since the record last changed.
-        self.observe(old.clone());
         let ours = old.holder_identity == cfg.identity;
+        let held = old.is_held();
+        let (acquire_time, transitions) = (old.acquire_time, old.lease_transitions);
+        self.observe(old);
         if leading && !ours {
             return Ok(Attempt::NotOurs);
         }
-        if old.is_held() && !ours && self.lease_valid() {
-            return Ok(Attempt::HeldBy(old.holder_identity));
+        if held && !ours && self.lease_valid() {
+            return Ok(Attempt::HeldBy);
         }
         // 4. Write: a renewal keeps the acquire time and the transitions, a takeover counts one.
         if ours {
-            record.acquire_time = old.acquire_time;
-            record.lease_transitions = old.lease_transitions;
+            record.acquire_time = acquire_time;
+            record.lease_transitions = transitions;
             if leading && let Some(s) = &inner.series {
                 s.slowpath.inc();
             }
         } else {
-            record.lease_transitions = old.lease_transitions.saturating_add(1);
+            record.lease_transitions = transitions.saturating_add(1);
         }
         cfg.lock.update(record.clone()).await?;
         self.wrote(record);
@@ -336,9 +342,10 @@ impl Campaign<'_> {
     }
 
     fn log_failure(&self, what: &str, r: Result<Result<Attempt, LockError>, tokio::time::error::Elapsed>) {
-        let lock = self.cfg().lock.describe();
+        let lock = self.lock_name();
         match r {
-            Ok(Ok(Attempt::HeldBy(holder))) => {
+            Ok(Ok(Attempt::HeldBy)) => {
+                let holder = self.observed.as_ref().map_or("", |o| &o.holder_identity);
                 tracing::debug!(%lock, %holder, "the lease is held and has not yet expired")
             }
             Ok(Ok(_)) => {}
@@ -360,7 +367,7 @@ impl Campaign<'_> {
             };
             self.report();
             if let Ok(Ok(Attempt::Acquired)) = r {
-                tracing::info!(lock = %self.cfg().lock.describe(), identity = %self.cfg().identity, "successfully acquired lease");
+                tracing::info!(lock = %self.lock_name(), identity = %self.cfg().identity, "successfully acquired lease");
                 return Some(start + self.cfg().renew_deadline);
             }
             self.log_failure("acquiring the lease", r);
@@ -396,7 +403,7 @@ impl Campaign<'_> {
                     valid_until = start + self.cfg().renew_deadline;
                     self.inner.extend_term(valid_until);
                 }
-                Ok(Ok(Attempt::HeldBy(_) | Attempt::NotOurs)) => return TermEnd::Lost,
+                Ok(Ok(Attempt::HeldBy | Attempt::NotOurs)) => return TermEnd::Lost,
                 r => self.log_failure("renewing the lease", r),
             }
         }
@@ -404,9 +411,10 @@ impl Campaign<'_> {
 
     /// client-go's release: if the record still names this candidate, clear the holder.
     async fn release(&mut self) {
-        let lock = self.cfg().lock.describe();
         let deadline = self.cfg().renew_deadline;
-        match tokio::time::timeout(deadline, self.try_release()).await {
+        let r = tokio::time::timeout(deadline, self.try_release()).await;
+        let lock = self.lock_name();
+        match r {
             Ok(Ok(true)) => tracing::info!(%lock, "released the lease"),
             Ok(Ok(false)) => tracing::debug!(%lock, "the lease was not held by this candidate; nothing to release"),
             Ok(Err(e)) => tracing::warn!(%lock, error = %e, "releasing the lease failed"),
@@ -423,17 +431,18 @@ impl Campaign<'_> {
                 Err(LockError::NotFound(_)) => return Ok(false),
                 Err(e) => return Err(e),
             };
-            self.observe(old.clone());
-            if old.holder_identity != cfg.identity {
+            let (ours, transitions) = (old.holder_identity == cfg.identity, old.lease_transitions);
+            self.observe(old);
+            if !ours {
                 return Ok(false);
             }
-            let now = (cfg.wall_clock)();
+            let now = cfg.now();
             let record = LeaderElectionRecord {
                 holder_identity: String::new(),
                 lease_duration_seconds: 1,
                 acquire_time: Some(now),
                 renew_time: Some(now),
-                lease_transitions: old.lease_transitions,
+                lease_transitions: transitions,
                 ..Default::default()
             };
             match cfg.lock.update(record.clone()).await {

@@ -58,7 +58,7 @@ impl LeaseLock {
     }
 
     fn remember(&self, lease: Lease) -> LeaderElectionRecord {
-        let record = LeaderElectionRecord::from_lease_spec(&lease.spec.clone().unwrap_or_default());
+        let record = lease.spec.as_ref().map(LeaderElectionRecord::from_lease_spec).unwrap_or_default();
         *self.last.lock() = Some(lease);
         record
     }

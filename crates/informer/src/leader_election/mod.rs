@@ -60,7 +60,7 @@ mod lock;
 mod metrics;
 mod record;
 
-pub use config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig, WallClock};
+pub use config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
 pub use elector::{ElectionError, LeaderElector};
 pub use events::{LeaderEvent, LeaderEvents};
 pub use lease_lock::LeaseLock;

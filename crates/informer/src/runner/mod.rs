@@ -111,6 +111,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::leader_election::{ConfigError, ElectionError, LeaderElectionConfig, LeaderElector, LeaderEvent};
 
@@ -446,7 +447,8 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
                 Err(e) => Err(RunnerError::NotSynced(i.name.to_string(), e)),
                 Ok(()) => match &i.elector {
                     None => {
-                        self.work(cancel).await;
+                        // Without an election the workers' term never ends.
+                        self.work(&CancellationToken::new(), &cancel).await;
                         Ok(())
                     }
                     Some(elector) => self.work_when_leading(elector, cancel).await,
@@ -488,40 +490,24 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
         }
     }
 
-    async fn work(&self, cancel: CancellationToken) {
-        let i = &self.inner;
-        let stop = cancel.child_token();
-        let workers = self.spawn_workers(&stop, &CancellationToken::new());
-        // Workers end by themselves only if someone shut the queue down.
-        let queue_down = i.queue.shutdown_token().clone();
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = queue_down.cancelled() => {}
-        }
-        stop.cancel();
-        tracing::info!(controller = %i.name, in_flight = i.queue.in_flight(), "shutting down: draining in-flight reconciles");
-        i.queue.shut_down_with_drain().await;
-        self.join(workers).await;
-    }
-
     /// Campaigns, and works during each term, until `cancel` fires or the queue shuts down;
     /// then stops the elector (which releases the lease if so configured).
     async fn work_when_leading(&self, elector: &LeaderElector, cancel: CancellationToken) -> Result<(), RunnerError> {
         let i = &self.inner;
         let mut events = elector.subscribe();
         let election = CancellationToken::new();
-        let mut campaign = AbortOnDrop(tokio::spawn({
+        // Aborted if the `run` future is dropped.
+        let mut campaign = AbortOnDropHandle::new(tokio::spawn({
             let (e, c) = (elector.clone(), election.clone());
             async move { e.run(c).await }
         }));
-        let queue_down = i.queue.shutdown_token().clone();
         let mut result = Ok(());
         tracing::info!(controller = %i.name, identity = elector.identity(), "standing by: campaigning for leadership");
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => break,
-                _ = queue_down.cancelled() => break,
-                r = &mut campaign.0 => {
+                _ = i.queue.shutdown_token().cancelled() => break,
+                r = &mut campaign => {
                     if let Ok(Err(e)) = r {
                         result = Err(RunnerError::Election(i.name.to_string(), e));
                     }
@@ -540,8 +526,8 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
             }
         }
         election.cancel();
-        if !campaign.0.is_finished() {
-            let _ = (&mut campaign.0).await;
+        if !campaign.is_finished() {
+            let _ = (&mut campaign).await;
         }
         result
     }
@@ -560,13 +546,22 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
         for key in keys {
             i.queue.add(key);
         }
+        self.work(term, cancel).await
+    }
+
+    /// Runs the workers until `term` ends, `cancel` fires or the queue shuts down. On a stop
+    /// (cancel or queue shutdown) the workers take no more keys and in-flight reconciles finish,
+    /// or are cancelled if `term` ends meanwhile; when `term` ends first they are cancelled at
+    /// once. Returns whether the runner stops, once every worker has ended.
+    async fn work(&self, term: &CancellationToken, cancel: &CancellationToken) -> bool {
+        let i = &self.inner;
         let (stop, abort) = (CancellationToken::new(), CancellationToken::new());
         let workers = self.spawn_workers(&stop, &abort);
-        let queue_down = i.queue.shutdown_token().clone();
+        // Workers end by themselves only if someone shut the queue down.
         let stopping = tokio::select! {
             _ = term.cancelled() => false,
             _ = cancel.cancelled() => true,
-            _ = queue_down.cancelled() => true,
+            _ = i.queue.shutdown_token().cancelled() => true,
         };
         stop.cancel();
         if stopping {
@@ -581,14 +576,5 @@ impl<K: Send + Sync + 'static> ControllerRunner<K> {
         }
         self.join(workers).await;
         stopping
-    }
-}
-
-/// Aborts the task when dropped (the election of a `run` future that is dropped).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -1,17 +1,22 @@
-//! What the shared-informer tests share: a recording handler that checks the
-//! notification sequence it receives is consistent (no duplicate add, no update or delete of an
-//! unknown key), and condition waits that fail the test on timeout instead of sleeping; and an
-//! in-memory leader election lock ([`memory_lock`]).
+//! What the tests share: a recording handler that checks the notification sequence it receives
+//! is consistent (no duplicate add, no update or delete of an unknown key), and condition waits
+//! that fail the test on timeout instead of sleeping; a kube client for the embedded API server;
+//! and for leader election, client-go's default timing, a wait for an elector's event, an
+//! in-memory lock ([`memory_lock`]) and a record of which replica reconciles which key
+//! ([`reconciles`]).
 
 #![allow(dead_code)]
 
 pub mod memory_lock;
+pub mod reconciles;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer::leader_election::{LeaderEvent, LeaderEvents};
 use informer::{DeletedObject, Object, ResourceEventHandler, SharedIndexInformer};
+use informer_apiserver::ApiServer;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -167,6 +172,37 @@ impl Gate {
         let mut c = self.closed.lock().unwrap();
         while *c {
             c = self.cv.wait(c).unwrap();
+        }
+    }
+}
+
+/// A kube client for the embedded API server `s`.
+pub async fn client(s: &ApiServer) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    kube::Client::try_from(cfg).unwrap()
+}
+
+/// client-go's default lease duration.
+pub const LEASE: Duration = Duration::from_secs(15);
+/// client-go's default renew deadline.
+pub const RENEW: Duration = Duration::from_secs(10);
+/// client-go's default retry period.
+pub const RETRY: Duration = Duration::from_secs(2);
+/// The longest a candidate waits between two attempts with the default retry period (plus 120%
+/// jitter).
+pub const MAX_RETRY_WAIT: Duration = Duration::from_millis(4400);
+
+/// Receives events until one satisfies `f` and returns it; fails the test if `limit` passes
+/// without an event or the elector is gone.
+pub async fn until_event(events: &mut LeaderEvents, limit: Duration, f: impl Fn(&LeaderEvent) -> bool) -> LeaderEvent {
+    loop {
+        let e = tokio::time::timeout(limit, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no leader election event within {limit:?}"))
+            .expect("the elector is gone");
+        if f(&e) {
+            return e;
         }
     }
 }
