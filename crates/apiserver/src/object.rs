@@ -60,6 +60,8 @@ pub struct StoredObject {
     rv_at: usize,
     sep: Sep,
     spec_range: Option<(usize, usize)>,
+    /// Where `status` is in `value`, if the object has one.
+    status_range: Option<(usize, usize)>,
     /// False for objects never stored (dry-run creates): served without a resourceVersion.
     has_rv: bool,
 }
@@ -125,6 +127,11 @@ impl StoredObject {
     /// The serialized `spec`, if any.
     pub fn spec_bytes(&self) -> Option<&[u8]> {
         self.spec_range.map(|(a, b)| &self.value[a..b])
+    }
+
+    /// The stored `status`, parsed (and nothing else of the object), if any.
+    pub fn status(&self) -> Option<Value> {
+        self.status_range.and_then(|(a, b)| serde_json::from_slice(&self.value[a..b]).ok())
     }
 
     /// This version with another resourceVersion (deletion events carry the deletion's).
@@ -292,15 +299,17 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         None if meta_end == meta_start => (meta_start, Sep::Alone),
         None => (meta_start, Sep::Before),
     };
-    let mut spec_range = None;
+    let (mut spec_range, mut status_range) = (None, None);
     let mut members: Vec<_> =
         obj.iter().filter(|(k, _)| !matches!(k.as_str(), "kind" | "apiVersion" | "metadata")).collect();
     members.sort_unstable_by(|a, b| a.0.cmp(b.0));
     for (k, v) in members {
         let mut f = false;
         let r = write_entry(&mut out, &mut f, k, v);
-        if k == "spec" {
-            spec_range = Some(r);
+        match k.as_str() {
+            "spec" => spec_range = Some(r),
+            "status" => status_range = Some(r),
+            _ => {}
         }
     }
     out.push(b'}');
@@ -336,6 +345,7 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         rv_at,
         sep,
         spec_range,
+        status_range,
         has_rv: true,
     }
 }
@@ -435,10 +445,13 @@ pub fn from_storage(
         None if meta_raw.get().trim_start_matches('{').trim_start().starts_with('}') => (meta_at + 1, Sep::Alone),
         None => (meta_at + 1, Sep::Before),
     };
-    let spec_range = top.get("spec").map(|s| {
-        let a = offset_in(&value, s.get());
-        (a, a + s.get().len())
-    });
+    let range_of = |member: &str| {
+        top.get(member).map(|s| {
+            let a = offset_in(&value, s.get());
+            (a, a + s.get().len())
+        })
+    };
+    let (spec_range, status_range) = (range_of("spec"), range_of("status"));
     let labels: Vec<(String, String)> = meta.labels.unwrap_or_default().into_iter().collect();
     let kept = [
         ("creationTimestamp", meta.creation_timestamp),
@@ -486,6 +499,7 @@ pub fn from_storage(
         rv_at,
         sep,
         spec_range,
+        status_range,
         value,
         has_rv: true,
     })

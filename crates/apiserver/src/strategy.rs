@@ -38,7 +38,7 @@ pub fn prepare_update(
         }
         Target::Main if info.status_subresource => {
             let mut out = new;
-            set_or_remove(&mut out, "status", as_map(old.value()).remove("status"));
+            set_or_remove(&mut out, "status", old.status());
             out
         }
         Target::Main => new,
