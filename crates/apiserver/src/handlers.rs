@@ -431,17 +431,20 @@ enum Subresource {
     Scale,
 }
 
-/// The patch type of a PATCH request's media type (415 for any other).
+/// The patch type of a PATCH request's media type. A type outside the four patch types is
+/// refused as kube-apiserver's routes refuse it (415 "415: Unsupported Media Type"); a strategic
+/// merge patch of a type without a built-in schema is refused later, naming the types it takes.
 fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
     match media_type {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => Ok(PatchType::Merge),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/apply-patch+yaml" => Ok(PatchType::Merge),
-        _ => Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
-        )),
+        _ => {
+            let mut e = ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+            e.details = Some(Box::new(serde_json::json!({})));
+            Err(e)
+        }
     }
 }
 

@@ -20,11 +20,14 @@ use serde_json::{Map, Value};
 use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
+use crate::schema::{self, Node};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
+use crate::strategic_merge::{self, SmpError};
 use crate::strategy::{self, Target};
+use crate::validation;
 
 pub use crate::cache::HistoryConfig;
 
@@ -40,8 +43,11 @@ pub struct WriteOpts {
 /// The kind of patch in a PATCH request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
-    /// RFC 7386 merge patch (also used for strategic merge patch).
+    /// RFC 7386 merge patch (`application/merge-patch+json`).
     Merge,
+    /// Strategic merge patch (`application/strategic-merge-patch+json`): lists merged by the
+    /// type's merge keys. Built-in types only (their schema says how); 415 for others.
+    Strategic,
     /// RFC 6902 JSON patch.
     Json,
 }
@@ -49,24 +55,43 @@ pub enum PatchType {
 /// A decoded PATCH body, ready to apply.
 pub(crate) enum DecodedPatch {
     Merge(Value),
+    Strategic(Map<String, Value>, Node<'static>),
     Json(json_patch::Patch),
 }
 
 impl DecodedPatch {
-    /// Decodes a patch body: 400 unless it is JSON of the patch type's shape.
-    pub(crate) fn decode(kind: PatchType, patch: &[u8]) -> Result<Self, ApiError> {
+    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
+    /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
+    /// built-in schema (custom resources, as kube-apiserver answers).
+    pub(crate) fn decode(
+        kind: PatchType,
+        (group, version, object_kind): (&str, &str, &str),
+        patch: &[u8],
+    ) -> Result<Self, ApiError> {
+        let node = match kind {
+            PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
+                unsupported_patch_type(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ])
+            })?),
+            _ => None,
+        };
         let v: Value =
             serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        match kind {
-            PatchType::Json => serde_json::from_value::<json_patch::Patch>(v)
+        match (kind, v) {
+            (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
                 .map(DecodedPatch::Json)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-            PatchType::Merge if v.is_object() => Ok(DecodedPatch::Merge(v)),
-            PatchType::Merge => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
+            (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
+            (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
+            (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
         }
     }
 
-    /// Applies the patch to `doc` (422 when a JSON patch operation fails).
+    /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
+    /// strategic merge patch's bad directives).
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
         match self {
             DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|e| {
@@ -80,8 +105,32 @@ impl DecodedPatch {
                 json_patch::merge(doc, p);
                 Ok(())
             }
+            DecodedPatch::Strategic(p, node) => {
+                let Value::Object(original) = doc.take() else {
+                    return Err(ApiError::internal("the stored object is not a JSON object"));
+                };
+                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(|e| match e {
+                    SmpError::BadRequest(m) => ApiError::bad_request(m),
+                    SmpError::Invalid(m) => ApiError::new(422, "Invalid", m),
+                    SmpError::Internal(m) => ApiError::internal(&m),
+                })?;
+                *doc = Value::Object(merged);
+                Ok(())
+            }
         }
     }
+}
+
+/// 415 for a PATCH whose media type the resource does not take, listing those it does.
+pub(crate) fn unsupported_patch_type(accepted: &[&str]) -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
+        ),
+    )
 }
 
 /// The REST layer (see the module documentation). Cheap to share via `Arc`.
@@ -435,6 +484,7 @@ impl Store {
                 &msg,
             ));
         }
+        validation::validate(info, &obj)?;
         let now = object::now_rfc3339();
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), name.clone().into());
@@ -578,7 +628,7 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let decoded = DecodedPatch::decode(kind, patch)?;
+        let decoded = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let mut doc = cur.value();
@@ -643,6 +693,7 @@ impl Store {
         }
         obj.remove("kind");
         obj.remove("apiVersion");
+        validation::validate(info, &obj)?;
         // Removing the last finalizer of an object being deleted deletes it.
         let finalized = obj
             .get("metadata")

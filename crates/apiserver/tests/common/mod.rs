@@ -15,6 +15,8 @@ use hyper_util::rt::TokioExecutor;
 use informer_apiserver::ApiServer;
 use serde_json::{Value, json};
 
+pub mod recorded;
+
 pub struct Client {
     inner: HyperClient<HttpConnector, Full<Bytes>>,
     pub base: String,
