@@ -12,8 +12,8 @@
 //! `python3 -m pip download` (pip's cache makes later builds local).
 //!
 //! The step writes `OUT_DIR/kube-definitions.json`: one object, definition name → schema, in
-//! OpenAPI v3 form (`$ref: #/components/schemas/<name>`, one `type` per schema, no `null`
-//! types, without the `enum` the JSON-Schema conversion adds to `kind` and `apiVersion`).
+//! OpenAPI v3 form (`$ref: #/components/schemas/<name>`, wrapped in `allOf` where it has
+//! siblings, one `type` per schema, no `null` types, without the `enum` the JSON-Schema conversion adds to `kind` and `apiVersion`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,6 +118,13 @@ fn convert(v: &mut Value) {
                 if k != "enum" && k != "x-kubernetes-group-version-kind" {
                     convert(child);
                 }
+            }
+            // kube-apiserver's form of a reference with siblings (a description, patch
+            // extensions): `allOf: [{$ref}]`, so that the siblings are not ignored.
+            if m.len() > 1
+                && let Some(r) = m.remove("$ref")
+            {
+                m.insert("allOf".into(), Value::Array(vec![Value::Object(Map::from_iter([("$ref".to_string(), r)]))]));
             }
         }
         Value::Array(items) => items.iter_mut().for_each(convert),

@@ -68,6 +68,15 @@ pub struct Shared {
     pub cfg: Config,
     /// `host:port` advertised in `/api`.
     pub server_address: Mutex<String>,
+    /// The OpenAPI documents, built on first request.
+    pub(crate) openapi: std::sync::OnceLock<crate::openapi::OpenApi>,
+}
+
+impl Shared {
+    /// The OpenAPI documents of the registry.
+    pub(crate) fn openapi(&self) -> &crate::openapi::OpenApi {
+        self.openapi.get_or_init(|| crate::openapi::OpenApi::build(&self.store.registry()))
+    }
 }
 
 /// Paths kube-apiserver answers even while it shuts down.
@@ -123,8 +132,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    // The OpenAPI documents negotiate their own media types.
     if let Some(accept) = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())
         && !accepts_json(accept)
+        && !req.uri().path().starts_with("/openapi/")
     {
         return error(&ApiError::new(
             406,
@@ -174,6 +185,12 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
         )),
         ["readyz"] => Ok(text("ok")),
+        ["openapi", "v2"] => get_only(Ok(shared.openapi().v2(req.headers()))),
+        ["openapi", "v3"] => get_only(Ok(shared.openapi().index())),
+        ["openapi", "v3", gv @ ..] => {
+            let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v.as_str());
+            get_only(shared.openapi().group_version(&gv.join("/"), hash, req.headers()))
+        }
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),

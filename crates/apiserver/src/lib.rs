@@ -18,6 +18,7 @@ pub mod etcd_process;
 pub mod handlers;
 pub mod list;
 pub mod object;
+pub(crate) mod openapi;
 pub mod registry;
 pub mod scale;
 pub(crate) mod schema;

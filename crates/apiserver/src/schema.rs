@@ -2,9 +2,8 @@
 //!
 //! The definitions are Kubernetes' own (see the crate's build step): every type with its
 //! properties, `$ref`s between definitions, and the `x-kubernetes-*` extensions that tell how a
-//! field merges — `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` for strategic
-//! merge patches, `x-kubernetes-list-type` / `x-kubernetes-list-map-keys` /
-//! `x-kubernetes-map-type` for server-side apply.
+//! field merges (`x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` for strategic
+//! merge patches).
 //!
 //! Invariants: the definitions are parsed once, on first use, and never change; a type is
 //! found by its group, version and kind (`x-kubernetes-group-version-kind`); a [`Node`] whose
@@ -98,12 +97,6 @@ pub(crate) struct Field<'a> {
     pub(crate) patch_strategy: Option<&'a str>,
     /// `x-kubernetes-patch-merge-key`.
     pub(crate) merge_key: Option<&'a str>,
-    /// `x-kubernetes-list-type`: "atomic", "set", "map".
-    pub(crate) list_type: Option<&'a str>,
-    /// `x-kubernetes-list-map-keys`.
-    pub(crate) list_map_keys: Option<&'a [Value]>,
-    /// `x-kubernetes-map-type`: "atomic", "granular".
-    pub(crate) map_type: Option<&'a str>,
 }
 
 impl<'a> Node<'a> {
@@ -118,7 +111,8 @@ impl<'a> Node<'a> {
     }
 
     /// The `type` of the schema here ("object", "array", "string"…), if known.
-    pub(crate) fn type_name(&self) -> Option<&'a str> {
+    #[cfg(test)]
+    fn type_name(&self) -> Option<&'a str> {
         self.schema()?.get("type")?.as_str()
     }
 
@@ -133,20 +127,8 @@ impl<'a> Node<'a> {
         self.describe(field_schema)
     }
 
-    /// The items of the list this node describes, as a field (for lists of lists).
-    pub(crate) fn items(&self) -> Field<'a> {
-        self.describe(Some(self.schema.unwrap_or(&Value::Null)))
-    }
-
     fn describe(&self, field_schema: Option<&'a Value>) -> Field<'a> {
-        let unknown = Field {
-            node: Node::unknown(self.schemas),
-            patch_strategy: None,
-            merge_key: None,
-            list_type: None,
-            list_map_keys: None,
-            map_type: None,
-        };
+        let unknown = Field { node: Node::unknown(self.schemas), patch_strategy: None, merge_key: None };
         let Some(fs) = field_schema else { return unknown };
         let s = |k: &str| fs.get(k).and_then(Value::as_str);
         let resolved = self.schemas.resolve(fs);
@@ -156,15 +138,6 @@ impl<'a> Node<'a> {
             node: Node { schemas: self.schemas, schema: value },
             patch_strategy: s("x-kubernetes-patch-strategy"),
             merge_key: s("x-kubernetes-patch-merge-key"),
-            list_type: s("x-kubernetes-list-type")
-                .or_else(|| resolved.get("x-kubernetes-list-type").and_then(Value::as_str)),
-            list_map_keys: fs
-                .get("x-kubernetes-list-map-keys")
-                .or_else(|| resolved.get("x-kubernetes-list-map-keys"))
-                .and_then(Value::as_array)
-                .map(Vec::as_slice),
-            map_type: s("x-kubernetes-map-type")
-                .or_else(|| resolved.get("x-kubernetes-map-type").and_then(Value::as_str)),
         }
     }
 }
@@ -183,14 +156,12 @@ mod tests {
         let containers = pod_spec.node.field("containers");
         assert_eq!(containers.patch_strategy, Some("merge"));
         assert_eq!(containers.merge_key, Some("name"));
-        assert_eq!(containers.list_type, Some("map"));
         let ports = containers.node.field("ports");
         assert_eq!(ports.merge_key, Some("containerPort"));
-        assert_eq!(ports.list_map_keys.unwrap().len(), 2);
         let tolerations = pod_spec.node.field("tolerations");
-        assert_eq!((tolerations.patch_strategy, tolerations.list_type), (None, Some("atomic")));
+        assert_eq!(tolerations.patch_strategy, None);
         let finalizers = s.root("", "v1", "ConfigMap").unwrap().field("metadata").node.field("finalizers");
-        assert_eq!((finalizers.patch_strategy, finalizers.list_type), (Some("merge"), Some("set")));
+        assert_eq!(finalizers.patch_strategy, Some("merge"));
         let data = s.root("", "v1", "ConfigMap").unwrap().field("data");
         assert_eq!(data.node.type_name(), Some("object"));
         assert_eq!(data.node.field("any-key").node.type_name(), Some("string"));
