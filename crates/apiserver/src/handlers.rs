@@ -18,11 +18,13 @@ use serde_json::Value;
 use crate::body::{self, Body, error, json_bytes, json_value};
 use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
+use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store, WriteOpts};
+use crate::warning;
 use crate::watch::{self, WatchParams, WatchStart};
 
 /// Static server settings used by handlers.
@@ -143,10 +145,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json",
         ));
     }
-    match route(&shared, req).await {
+    let (answer, warnings) = warning::collect(route(&shared, req)).await;
+    let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),
-    }
+    };
+    warning::attach(&mut r, warnings);
+    r
 }
 
 /// Whether an Accept header admits a JSON response.
@@ -262,6 +267,22 @@ fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
     }
 }
 
+/// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
+fn field_validation_param(query: &[(String, String)], options: &str) -> Result<FieldValidation, ApiError> {
+    let value = query.iter().rev().find(|(k, _)| k == "fieldValidation").map(|(_, v)| v.as_str());
+    FieldValidation::parse(value, options)
+}
+
+/// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
+/// fields dropped, each refused, warned about or passed over as `validation` says.
+fn decode_object(info: &ResourceInfo, b: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {
+    let (mut v, duplicates) = field_validation::decode(b)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let unknown = field_validation::prune_unknown(info, &mut v);
+    field_validation::check(info, validation, &duplicates, &unknown)?;
+    Ok(v)
+}
+
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(b)
         .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
@@ -352,8 +373,9 @@ async fn resource_request(
         }
         (Method::POST, None) => {
             require_json_body(&req)?;
+            let validation = field_validation_param(&query, "CreateOptions")?;
             let b = read_body(shared, req).await?;
-            let v = parse_json(&b)?;
+            let v = decode_object(&info, &b, validation)?;
             let o = store
                 .create_many(&info, ns, vec![v], dry_run)
                 .await?
@@ -363,17 +385,23 @@ async fn resource_request(
         }
         (Method::PUT, Some(n)) => {
             require_json_body(&req)?;
+            let validation = field_validation_param(&query, "UpdateOptions")?;
             let b = read_body(shared, req).await?;
-            let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run }).await?;
+            let v = decode_object(&info, &b, validation)?;
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
             let kind = patch_type(&ct)?;
             let is_apply = ct == "application/apply-patch+yaml";
+            let validation = field_validation_param(&query, "PatchOptions")?;
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { status_only, dry_run }).await;
+            if let Ok((_, duplicates)) = field_validation::decode(&b) {
+                field_validation::check(&info, validation, &duplicates, &[])?;
+            }
+            let opts = WriteOpts { status_only, dry_run, validation };
+            let r = store.patch(&info, ns_or_default, n, kind, &b, opts).await;
             let o = match r {
                 Err(e) if e.code == 404 && is_apply && !status_only => {
                     let mut v = parse_json(&b)?;

@@ -15,6 +15,7 @@ pub mod chaos;
 pub mod controls;
 pub mod discovery;
 pub mod etcd_process;
+pub mod field_validation;
 pub mod handlers;
 pub mod list;
 pub mod object;
@@ -34,6 +35,7 @@ pub mod table;
 pub mod testing;
 pub mod tls;
 pub(crate) mod validation;
+pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
 

@@ -116,6 +116,20 @@ impl<'a> Node<'a> {
         self.schema()?.get("type")?.as_str()
     }
 
+    /// Whether the object this node describes has a field `name`: None when the schema is
+    /// unknown or takes any field (no `properties`, or `x-kubernetes-preserve-unknown-fields`).
+    pub(crate) fn knows(&self, name: &str) -> Option<bool> {
+        let s = self.schema()?;
+        if s.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) {
+            return None;
+        }
+        if s.get("additionalProperties").is_some_and(Value::is_object) {
+            return Some(true);
+        }
+        let props = s.get("properties")?.as_object()?;
+        Some(props.contains_key(name))
+    }
+
     /// Field `name` of the object this node describes: a named property, or the value schema
     /// of a map (`additionalProperties`).
     pub(crate) fn field(&self, name: &str) -> Field<'a> {

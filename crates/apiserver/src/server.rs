@@ -769,7 +769,7 @@ impl ApiServer {
         if !info.status_subresource {
             return Err(ApiError::no_route());
         }
-        let opts = WriteOpts { status_only: true, dry_run: false };
+        let opts = WriteOpts { status_only: true, ..Default::default() };
         Ok(self.shared.store.update(&info, None, None, obj, opts).await?.value())
     }
 
@@ -786,7 +786,7 @@ impl ApiServer {
             return Err(ApiError::no_route());
         }
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        let opts = WriteOpts { status_only: true, dry_run: false };
+        let opts = WriteOpts { status_only: true, ..Default::default() };
         Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, opts).await?.value())
     }
 

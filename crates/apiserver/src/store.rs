@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::cache::{ListAt, ListPage, WatchCache};
+use crate::field_validation::{self, FieldValidation};
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
 use crate::schema::{self, Node};
@@ -38,6 +39,8 @@ pub struct WriteOpts {
     pub status_only: bool,
     /// Validate and compute the result without storing it (`dryRun=All`).
     pub dry_run: bool,
+    /// What to do with fields the type does not know in a patched object.
+    pub validation: FieldValidation,
 }
 
 /// The kind of patch in a PATCH request.
@@ -633,6 +636,8 @@ impl Store {
         loop {
             let mut doc = cur.value();
             decoded.apply(&mut doc)?;
+            let unknown = field_validation::prune_unknown(info, &mut doc);
+            field_validation::check(info, opts.validation, &[], &unknown)?;
             let obj = check_body(info, doc)?;
             if meta_str(&obj, "name").as_deref() != Some(name) {
                 return Err(ApiError::bad_request(format!(
@@ -664,7 +669,7 @@ impl Store {
         new: Map<String, Value>,
         opts: WriteOpts,
     ) -> Result<Attempt, ApiError> {
-        let WriteOpts { status_only, dry_run } = opts;
+        let WriteOpts { status_only, dry_run, .. } = opts;
         let target = if status_only { Target::Status } else { Target::Main };
         let mut obj = strategy::prepare_update(info, target, old, new);
         let bump = strategy::bumps_generation(info, old, &obj);

@@ -10,11 +10,13 @@ pub struct Recorded {
     /// Path and query, as sent.
     pub path: String,
     pub content_type: String,
-    /// The body as sent: compact JSON when it was JSON, the raw text otherwise.
+    /// The body as recorded (JSON re-indented, which changes nothing a server reads).
     pub request_body: Vec<u8>,
     pub status: u16,
     /// The response body (Null when absent).
     pub response: Value,
+    /// The response's `Warning` headers, in order.
+    pub warnings: Vec<String>,
 }
 
 /// Reads `tests/fixtures/kube-apiserver/<file>`.
@@ -35,14 +37,7 @@ pub fn recorded(file: &str) -> Recorded {
     };
     let content_type = header("content-type").unwrap_or_default();
     let body = body.trim();
-    let request_body = if body == "(no body)" || body.is_empty() {
-        Vec::new()
-    } else {
-        match serde_json::from_str::<Value>(body) {
-            Ok(v) => serde_json::to_vec(&v).expect("serializes"),
-            Err(_) => format!("{body}\n").into_bytes(),
-        }
-    };
+    let request_body = if body == "(no body)" { Vec::new() } else { format!("{body}\n").into_bytes() };
     let resp = resp.trim_start();
     let status = resp
         .lines()
@@ -50,9 +45,10 @@ pub fn recorded(file: &str) -> Recorded {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|c| c.parse().ok())
         .expect("a status line");
-    let response =
-        resp.split_once("\n\n").and_then(|(_, b)| serde_json::from_str(b.trim()).ok()).unwrap_or(Value::Null);
-    Recorded { method, path, content_type, request_body, status, response }
+    let (resp_head, resp_body) = resp.split_once("\n\n").unwrap_or((resp, ""));
+    let response = serde_json::from_str(resp_body.trim()).unwrap_or(Value::Null);
+    let warnings = resp_head.lines().filter_map(|l| l.strip_prefix("Warning: ")).map(str::to_string).collect();
+    Recorded { method, path, content_type, request_body, status, response, warnings }
 }
 
 /// An object without what differs between two servers: identity, versions, times, field
