@@ -450,3 +450,82 @@ mod tests {
         assert!(matches!(err, Err(SmpError::Internal(m)) if m.contains("does not contain declared merge key: name")));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::schema::builtin;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// A container list: distinct names from a small alphabet, so patches often address them.
+    fn containers() -> impl Strategy<Value = Vec<(String, u8)>> {
+        proptest::collection::btree_map("[a-f]", any::<u8>(), 0..6).prop_map(|m| m.into_iter().collect())
+    }
+
+    /// One element of a patch's container list.
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Set(String, u8),
+        Delete(String),
+    }
+
+    fn edits() -> impl Strategy<Value = Vec<Edit>> {
+        let edit = prop_oneof![
+            ("[a-h]", any::<u8>()).prop_map(|(n, i)| Edit::Set(n, i)),
+            "[a-h]".prop_map(Edit::Delete),
+        ];
+        proptest::collection::vec(edit, 0..5)
+    }
+
+    fn pod(list: &[(String, u8)], finalizers: &[String]) -> Value {
+        json!({
+            "metadata": {"finalizers": finalizers},
+            "spec": {"containers": list.iter().map(|(n, i)| json!({"name": n, "image": format!("img:{i}")})).collect::<Vec<_>>()},
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn elements_the_patch_does_not_address_are_kept(
+            original in containers(),
+            edits in edits(),
+            finalizers in proptest::collection::btree_set("[a-d]", 0..4),
+            added in proptest::collection::vec("[a-f]", 0..3),
+        ) {
+            let finalizers: Vec<String> = finalizers.into_iter().collect();
+            let patch_list: Vec<Value> = edits.iter().map(|e| match e {
+                Edit::Set(n, i) => json!({"name": n, "image": format!("new:{i}")}),
+                Edit::Delete(n) => json!({"$patch": "delete", "name": n}),
+            }).collect();
+            let patch = json!({"metadata": {"finalizers": added}, "spec": {"containers": patch_list}});
+            let node = builtin().root("", "v1", "Pod").unwrap();
+            let (Value::Object(o), Value::Object(p)) = (pod(&original, &finalizers), patch) else { unreachable!() };
+            let out = apply(o, p, node);
+            prop_assert!(out.is_ok(), "{:?}", out);
+            let out = out.unwrap();
+            let result = out["spec"]["containers"].as_array().cloned().unwrap_or_default();
+            let addressed = |n: &str| edits.iter().any(|e| matches!(e, Edit::Set(m, _) | Edit::Delete(m) if m == n));
+            for (name, i) in &original {
+                let kept = result.iter().find(|c| c["name"] == name.as_str());
+                if !addressed(name) {
+                    prop_assert_eq!(kept.map(|c| c["image"].clone()), Some(json!(format!("img:{i}"))), "{} lost", name);
+                }
+            }
+            for e in &edits {
+                if let Edit::Delete(n) = e && !edits.iter().any(|x| matches!(x, Edit::Set(m, _) if m == n)) {
+                    prop_assert!(result.iter().all(|c| c["name"] != n.as_str()), "{} not deleted", n);
+                }
+            }
+            // The relative order of the untouched elements is kept.
+            let untouched: Vec<&str> = original.iter().map(|(n, _)| n.as_str()).filter(|n| !addressed(n)).collect();
+            let in_result: Vec<&str> = result.iter().filter_map(|c| c["name"].as_str()).filter(|n| untouched.contains(n)).collect();
+            prop_assert_eq!(in_result, untouched);
+            // Primitive lists: the union, nothing lost.
+            let merged: Vec<String> = serde_json::from_value(out["metadata"]["finalizers"].clone()).unwrap_or_default();
+            for f in &finalizers {
+                prop_assert!(merged.contains(f), "finalizer {} lost", f);
+            }
+        }
+    }
+}
