@@ -97,12 +97,12 @@ impl DecodedPatch {
     /// strategic merge patch's bad directives).
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
         match self {
-            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
+            // kube-apiserver's answer names no operation.
+            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|_| {
+                let mut e =
+                    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+                e.details = Some(Box::new(Value::Object(Map::new())));
+                e
             }),
             DecodedPatch::Merge(p) => {
                 json_patch::merge(doc, p);

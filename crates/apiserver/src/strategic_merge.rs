@@ -471,10 +471,8 @@ mod properties {
     }
 
     fn edits() -> impl Strategy<Value = Vec<Edit>> {
-        let edit = prop_oneof![
-            ("[a-h]", any::<u8>()).prop_map(|(n, i)| Edit::Set(n, i)),
-            "[a-h]".prop_map(Edit::Delete),
-        ];
+        let edit =
+            prop_oneof![("[a-h]", any::<u8>()).prop_map(|(n, i)| Edit::Set(n, i)), "[a-h]".prop_map(Edit::Delete),];
         proptest::collection::vec(edit, 0..5)
     }
 

