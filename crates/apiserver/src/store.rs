@@ -538,7 +538,12 @@ impl Store {
         if self.cache.readiness() == crate::cache::Readiness::Ready {
             for t in &prepared {
                 if self.cache.get(info, t.namespace(), t.name())?.is_some() {
-                    return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
+                    // The cache may not have seen a delete yet: the storage decides.
+                    match self.stored(info, t.namespace(), t.name()).await {
+                        Err(e) if e.code == 404 => {}
+                        Err(e) => return Err(e),
+                        Ok(_) => return Err(ApiError::already_exists(&info.group, &info.plural, t.name())),
+                    }
                 }
             }
         }
