@@ -116,21 +116,19 @@ fn join(path: &str, key: &str) -> String {
 fn prune(node: Node<'_>, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
-            let keys: Vec<String> = m.keys().cloned().collect();
-            for k in keys {
-                match node.knows(&k) {
+            let mut removed = Vec::new();
+            for (k, c) in m.iter_mut() {
+                match node.knows(k) {
                     Some(false) => {
-                        m.remove(&k);
-                        unknown.push(join(path, &k));
+                        unknown.push(join(path, k));
+                        removed.push(k.clone());
                     }
-                    Some(true) => {
-                        let child = node.field(&k).node;
-                        if let Some(c) = m.get_mut(&k) {
-                            prune(child, c, &join(path, &k), unknown);
-                        }
-                    }
+                    Some(true) => prune(node.field(k).node, c, &join(path, k), unknown),
                     None => {}
                 }
+            }
+            for k in removed {
+                m.remove(&k);
             }
         }
         Value::Array(items) => {

@@ -397,9 +397,6 @@ async fn resource_request(
             let is_apply = ct == "application/apply-patch+yaml";
             let validation = field_validation_param(&query, "PatchOptions")?;
             let b = read_body(shared, req).await?;
-            if let Ok((_, duplicates)) = field_validation::decode(&b) {
-                field_validation::check(&info, validation, &duplicates, &[])?;
-            }
             let opts = WriteOpts { status_only, dry_run, validation };
             let r = store.patch(&info, ns_or_default, n, kind, &b, opts).await;
             let o = match r {

@@ -166,9 +166,7 @@ fn serve_document(doc: &Document, immutable: bool, headers: &HeaderMap) -> Respo
 }
 
 fn not_acceptable() -> Response<Body> {
-    let mut e = ApiError::new(406, "NotAcceptable", "only the following media types are accepted: application/json");
-    e.details = None;
-    body::error(&e)
+    body::error(&ApiError::new(406, "NotAcceptable", "only the following media types are accepted: application/json"))
 }
 
 /// Whether the request's `Accept` takes one of `types` (no header: anything).
@@ -197,12 +195,12 @@ fn group_version(resources: &[&ResourceInfo]) -> (Map<String, Value>, Map<String
     .collect();
     let mut custom = Map::new();
     for r in resources {
-        let (kind_schema, list_schema) = match schemas.name_of(&r.group, &r.version, &r.kind) {
+        let (kind_schema, list_schema, builtin) = match schemas.name_of(&r.group, &r.version, &r.kind) {
             Some(name) => {
                 let list = schemas.name_of(&r.group, &r.version, &format!("{}List", r.kind)).map(String::from);
                 roots.insert(name.to_string());
                 roots.extend(list.clone());
-                (name.to_string(), list)
+                (name.to_string(), list, true)
             }
             None => {
                 let (kind, list) = custom_schemas(r);
@@ -212,13 +210,13 @@ fn group_version(resources: &[&ResourceInfo]) -> (Map<String, Value>, Map<String
                 custom.insert(list_name.clone(), list);
                 roots.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into());
                 roots.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".into());
-                (name, Some(list_name))
+                (name, Some(list_name), false)
             }
         };
         if r.scale_subresource.is_some() {
             roots.insert("io.k8s.api.autoscaling.v1.Scale".into());
         }
-        resource_paths(&mut paths, r, &kind_schema, list_schema.as_deref());
+        resource_paths(&mut paths, r, builtin, &kind_schema, list_schema.as_deref());
     }
     let mut components = closure(schemas.definitions(), roots);
     components.extend(custom);
@@ -310,7 +308,14 @@ fn capitalize(s: &str) -> String {
 }
 
 /// The operations of one resource (collection, object, status, scale, watch).
-fn resource_paths(paths: &mut Map<String, Value>, r: &ResourceInfo, kind_schema: &str, list_schema: Option<&str>) {
+/// `builtin`: the kind has a built-in schema (then it takes strategic merge patches).
+fn resource_paths(
+    paths: &mut Map<String, Value>,
+    r: &ResourceInfo,
+    builtin: bool,
+    kind_schema: &str,
+    list_schema: Option<&str>,
+) {
     let prefix = format!("/{}", gv_path(&r.group, &r.version));
     let scope = if r.namespaced { "Namespaced" } else { "" };
     let id = |verb: &str, suffix: &str| {
@@ -350,7 +355,7 @@ fn resource_paths(paths: &mut Map<String, Value>, r: &ResourceInfo, kind_schema:
         }
         o
     };
-    let patch_types: &[&str] = if schema::builtin().name_of(&r.group, &r.version, &r.kind).is_some() {
+    let patch_types: &[&str] = if builtin {
         &[
             "application/apply-patch+yaml",
             "application/json-patch+json",

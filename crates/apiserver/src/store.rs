@@ -65,12 +65,13 @@ pub(crate) enum DecodedPatch {
 impl DecodedPatch {
     /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
     /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
-    /// built-in schema (custom resources, as kube-apiserver answers).
+    /// built-in schema (custom resources, as kube-apiserver answers). Also answers the paths of
+    /// the body's duplicate fields (see [`field_validation::decode`]).
     pub(crate) fn decode(
         kind: PatchType,
         (group, version, object_kind): (&str, &str, &str),
         patch: &[u8],
-    ) -> Result<Self, ApiError> {
+    ) -> Result<(Self, Vec<String>), ApiError> {
         let node = match kind {
             PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
                 unsupported_patch_type(&[
@@ -81,16 +82,17 @@ impl DecodedPatch {
             })?),
             _ => None,
         };
-        let v: Value =
-            serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        match (kind, v) {
+        let (v, duplicates) =
+            field_validation::decode(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let decoded = match (kind, v) {
             (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
                 .map(DecodedPatch::Json)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
             (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
             (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
             (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
-        }
+        }?;
+        Ok((decoded, duplicates))
     }
 
     /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
@@ -636,7 +638,8 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let decoded = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
+        let (decoded, duplicates) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
+        field_validation::check(info, opts.validation, &duplicates, &[])?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let mut doc = cur.value();

@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
+use common::tools::{kubectl_bin, tempdir};
 use common::*;
 use http::Method;
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 async fn get_with(c: &Client, path: &str, headers: &[(&str, &str)]) -> (u16, http::HeaderMap, bytes::Bytes) {
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
@@ -123,29 +122,9 @@ async fn documents_are_indexed_hashed_and_cached_as_kube_apiserver_serves_them()
     assert_eq!(pod["properties"]["spec"]["allOf"][0]["$ref"], "#/definitions/io.k8s.api.core.v1.PodSpec");
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let d = std::env::temp_dir().join(format!("apiserver-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 async fn kubectl(bin: &str, kc: &Path, cache: &Path, args: &[&str]) -> (bool, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        Command::new(bin)
-            .arg("--kubeconfig")
-            .arg(kc)
-            .arg("--cache-dir")
-            .arg(cache)
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("kubectl timed out")
-    .unwrap_or_else(|e| panic!("{bin} must be on PATH: {e}"));
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    let (ok, out, err) = kubectl_bin(bin, kc, cache, args).await;
+    (ok, format!("{out}{err}"))
 }
 
 fn deployment(name: &str, containers: &[(&str, &str)]) -> String {

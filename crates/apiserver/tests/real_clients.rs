@@ -6,6 +6,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::tools::{kubectl_bin, tempdir};
 use common::*;
 use futures_util::StreamExt;
 use informer_apiserver::ApiServer;
@@ -16,36 +17,8 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("apiserver-{tag}-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn rand_suffix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
-
 async fn kubectl(kc: &std::path::Path, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kc)
-            .arg("--cache-dir")
-            .arg(cache)
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("kubectl timed out")
-    .expect("kubectl must be on PATH");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    kubectl_bin("kubectl", kc, cache, args).await
 }
 
 /// Generates a self-signed certificate for 127.0.0.1 with the openssl CLI.

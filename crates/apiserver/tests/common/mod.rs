@@ -16,6 +16,7 @@ use informer_apiserver::ApiServer;
 use serde_json::{Value, json};
 
 pub mod recorded;
+pub mod tools;
 
 pub struct Client {
     inner: HyperClient<HttpConnector, Full<Bytes>>,
