@@ -13,38 +13,6 @@ const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fixtures/deployments";
 const MERGE: &str = "application/merge-patch+json";
 const JSON_PATCH: &str = "application/json-patch+json";
 
-/// One recorded exchange: the request body and the response body (Null when absent).
-struct Exchange {
-    request: Value,
-    response: Value,
-}
-
-fn exchange(file: &str) -> Exchange {
-    let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (req, resp) = text.split_once("=== RESPONSE ===").expect("a response");
-    let body = |part: &str| -> Value {
-        let (_, b) = part.split_once("\n\n").expect("headers, then a body");
-        serde_json::from_str(b.trim()).unwrap_or(Value::Null)
-    };
-    Exchange {
-        request: body(req.split_once("=== REQUEST ===").expect("a request").1.trim_start()),
-        response: body(resp.trim_start()),
-    }
-}
-
-/// An object without what differs between two servers (identity, versions, times, field
-/// managers) and without its generation (compared as steps).
-fn comparable(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
-            m.remove(f);
-        }
-    }
-    v
-}
-
 fn generation(v: &Value) -> i64 {
     v["metadata"]["generation"].as_i64().expect("generation")
 }
