@@ -20,7 +20,7 @@ cargo test --workspace
 # The API server's suites and the informer's HTTP suites again on the durable backends: SQLite
 # (a data directory per server) and a real etcd (one per test binary, one key prefix per server;
 # one test at a time, since the tests count resourceVersions and etcd's revision is shared).
-suites=(-p informer-apiserver -p informer --test crud --test subresources --test namespaces --test defaults --test list --test watch --test server --test real_clients
+suites=(-p informer-apiserver -p informer --test crud --test subresources --test namespaces --test defaults --test patches --test field_validation --test list --test watch --test server --test real_clients
         --test reflector_http --test shared_informer_http --test runner_http)
 INFORMER_TEST_STORAGE=sqlite cargo test "${suites[@]}"
 INFORMER_TEST_STORAGE=etcd cargo test "${suites[@]}" -- --test-threads=1

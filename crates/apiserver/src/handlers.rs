@@ -18,11 +18,13 @@ use serde_json::Value;
 use crate::body::{self, Body, error, json_bytes, json_value};
 use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
+use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store, Target, WriteOpts};
+use crate::warning;
 use crate::watch::{self, WatchParams, WatchStart};
 
 /// Static server settings used by handlers.
@@ -68,6 +70,15 @@ pub struct Shared {
     pub cfg: Config,
     /// `host:port` advertised in `/api`.
     pub server_address: Mutex<String>,
+    /// The OpenAPI documents, built on first request.
+    pub(crate) openapi: std::sync::OnceLock<crate::openapi::OpenApi>,
+}
+
+impl Shared {
+    /// The OpenAPI documents of the registry.
+    pub(crate) fn openapi(&self) -> &crate::openapi::OpenApi {
+        self.openapi.get_or_init(|| crate::openapi::OpenApi::build(&self.store.registry()))
+    }
 }
 
 /// Paths kube-apiserver answers even while it shuts down.
@@ -123,8 +134,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    // The OpenAPI documents negotiate their own media types.
     if let Some(accept) = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())
         && !accepts_json(accept)
+        && !req.uri().path().starts_with("/openapi/")
     {
         return error(&ApiError::new(
             406,
@@ -132,10 +145,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json",
         ));
     }
-    match route(&shared, req).await {
+    let (answer, warnings) = warning::collect(route(&shared, req)).await;
+    let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),
-    }
+    };
+    warning::attach(&mut r, warnings);
+    r
 }
 
 /// Whether an Accept header admits a JSON response.
@@ -174,6 +190,12 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
         )),
         ["readyz"] => Ok(text("ok")),
+        ["openapi", "v2"] => get_only(Ok(shared.openapi().v2(req.headers()))),
+        ["openapi", "v3"] => get_only(Ok(shared.openapi().index())),
+        ["openapi", "v3", gv @ ..] => {
+            let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v.as_str());
+            get_only(shared.openapi().group_version(&gv.join("/"), hash, req.headers()))
+        }
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
@@ -243,6 +265,22 @@ fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
             "the body of the request was in an unknown format - accepted media types include: application/json",
         ))
     }
+}
+
+/// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
+fn field_validation_param(query: &[(String, String)], options: &str) -> Result<FieldValidation, ApiError> {
+    let value = query.iter().rev().find(|(k, _)| k == "fieldValidation").map(|(_, v)| v.as_str());
+    FieldValidation::parse(value, options)
+}
+
+/// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
+/// fields dropped, each refused, warned about or passed over as `validation` says.
+fn decode_object(info: &ResourceInfo, b: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {
+    let (mut v, duplicates) = field_validation::decode(b)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let unknown = field_validation::prune_unknown(info, &mut v);
+    field_validation::check(info, validation, &duplicates, &unknown)?;
+    Ok(v)
 }
 
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {
@@ -347,8 +385,9 @@ async fn resource_request(
         }
         (Method::POST, None) => {
             require_json_body(&req)?;
+            let validation = field_validation_param(&query, "CreateOptions")?;
             let b = read_body(shared, req).await?;
-            let v = parse_json(&b)?;
+            let v = decode_object(&info, &b, validation)?;
             let o = store
                 .create_many(&info, ns, vec![v], dry_run)
                 .await?
@@ -358,17 +397,23 @@ async fn resource_request(
         }
         (Method::PUT, Some(n)) => {
             require_json_body(&req)?;
+            let validation = field_validation_param(&query, "UpdateOptions")?;
             let b = read_body(shared, req).await?;
-            let v = parse_json(&b)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run }).await?;
+            let v = decode_object(&info, &b, validation)?;
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
             let kind = patch_type(&ct)?;
             let is_apply = ct == "application/apply-patch+yaml";
+            let validation = field_validation_param(&query, "PatchOptions")?;
             let b = read_body(shared, req).await?;
-            let r = store.patch(&info, ns_or_default, n, kind, &b, WriteOpts { target, dry_run }).await;
+            if let Ok((_, duplicates)) = field_validation::decode(&b) {
+                field_validation::check(&info, validation, &duplicates, &[])?;
+            }
+            let opts = WriteOpts { target, dry_run, validation };
+            let r = store.patch(&info, ns_or_default, n, kind, &b, opts).await;
             let o = match r {
                 Err(e) if e.code == 404 && is_apply && target == Target::Main => {
                     let mut v = parse_json(&b)?;
@@ -445,17 +490,20 @@ enum Subresource {
     Finalize,
 }
 
-/// The patch type of a PATCH request's media type (415 for any other).
+/// The patch type of a PATCH request's media type. A type outside the four patch types is
+/// refused as kube-apiserver's routes refuse it (415 "415: Unsupported Media Type"); a strategic
+/// merge patch of a type without a built-in schema is refused later, naming the types it takes.
 fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
     match media_type {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => Ok(PatchType::Merge),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/apply-patch+yaml" => Ok(PatchType::Merge),
-        _ => Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
-        )),
+        _ => {
+            let mut e = ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+            e.details = Some(Box::new(serde_json::json!({})));
+            Err(e)
+        }
     }
 }
 

@@ -304,7 +304,7 @@ impl Controller {
         if let Some(Value::Object(spec)) = obj.get_mut("spec") {
             spec.insert("finalizers".into(), json!(rest));
         }
-        let opts = WriteOpts { target: Target::Finalize, dry_run: false };
+        let opts = WriteOpts { target: Target::Finalize, ..Default::default() };
         match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
             // Changed meanwhile: the change wakes the next pass.
             Err(e) if e.code == 404 || e.code == 409 => Ok(()),
@@ -400,7 +400,7 @@ impl Controller {
             return Ok(());
         }
         status.insert("conditions".into(), Value::Array(conditions));
-        let opts = WriteOpts { target: Target::Status, dry_run: false };
+        let opts = WriteOpts::status(false);
         match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
             Err(e) if e.code == 404 || e.code == 409 => Ok(()),
             r => r.map(drop),

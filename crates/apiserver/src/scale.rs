@@ -266,7 +266,7 @@ impl Store {
         patch: &[u8],
         dry_run: bool,
     ) -> Result<Scale, ApiError> {
-        let decoded = DecodedPatch::decode(kind, patch)?;
+        let decoded = DecodedPatch::decode(kind, ("autoscaling", "v1", "Scale"), patch)?;
         self.write_scale(info, ns, name, dry_run, |current| {
             let mut doc = current.clone();
             decoded.apply(&mut doc)?;

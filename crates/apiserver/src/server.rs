@@ -267,6 +267,7 @@ impl ApiServerBuilder {
             controls: Arc::new(Controls::default()),
             cfg: self.cfg,
             server_address: Mutex::new(String::new()),
+            openapi: Default::default(),
         });
         let server = ApiServer {
             shared,

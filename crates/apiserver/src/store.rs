@@ -19,14 +19,18 @@ use serde_json::{Map, Value};
 
 use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::defaults::{self, ClusterIps};
+use crate::field_validation::{self, FieldValidation};
 use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
+use crate::schema::{self, Node};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
+use crate::strategic_merge::{self, SmpError};
 use crate::strategy;
+use crate::validation;
 
 pub use crate::cache::HistoryConfig;
 pub use crate::strategy::Target;
@@ -39,25 +43,30 @@ pub struct WriteOpts {
     pub target: Target,
     /// Validate and compute the result without storing it (`dryRun=All`).
     pub dry_run: bool,
+    /// What to do with fields the type does not know in a patched object.
+    pub validation: FieldValidation,
 }
 
 impl WriteOpts {
     /// A write to the object itself.
     pub fn main(dry_run: bool) -> Self {
-        WriteOpts { target: Target::Main, dry_run }
+        WriteOpts { target: Target::Main, dry_run, ..Default::default() }
     }
 
     /// A write to the `status` subresource.
     pub fn status(dry_run: bool) -> Self {
-        WriteOpts { target: Target::Status, dry_run }
+        WriteOpts { target: Target::Status, dry_run, ..Default::default() }
     }
 }
 
 /// The kind of patch in a PATCH request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
-    /// RFC 7386 merge patch (also used for strategic merge patch).
+    /// RFC 7386 merge patch (`application/merge-patch+json`).
     Merge,
+    /// Strategic merge patch (`application/strategic-merge-patch+json`): lists merged by the
+    /// type's merge keys. Built-in types only (their schema says how); 415 for others.
+    Strategic,
     /// RFC 6902 JSON patch.
     Json,
 }
@@ -65,39 +74,82 @@ pub enum PatchType {
 /// A decoded PATCH body, ready to apply.
 pub(crate) enum DecodedPatch {
     Merge(Value),
+    Strategic(Map<String, Value>, Node<'static>),
     Json(json_patch::Patch),
 }
 
 impl DecodedPatch {
-    /// Decodes a patch body: 400 unless it is JSON of the patch type's shape.
-    pub(crate) fn decode(kind: PatchType, patch: &[u8]) -> Result<Self, ApiError> {
+    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
+    /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
+    /// built-in schema (custom resources, as kube-apiserver answers).
+    pub(crate) fn decode(
+        kind: PatchType,
+        (group, version, object_kind): (&str, &str, &str),
+        patch: &[u8],
+    ) -> Result<Self, ApiError> {
+        let node = match kind {
+            PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
+                unsupported_patch_type(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ])
+            })?),
+            _ => None,
+        };
         let v: Value =
             serde_json::from_slice(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        match kind {
-            PatchType::Json => serde_json::from_value::<json_patch::Patch>(v)
+        match (kind, v) {
+            (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
                 .map(DecodedPatch::Json)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-            PatchType::Merge if v.is_object() => Ok(DecodedPatch::Merge(v)),
-            PatchType::Merge => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
+            (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
+            (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
+            (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
         }
     }
 
-    /// Applies the patch to `doc` (422 when a JSON patch operation fails).
+    /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
+    /// strategic merge patch's bad directives).
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
         match self {
-            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
+            // kube-apiserver's answer names no operation.
+            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|_| {
+                let mut e =
+                    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+                e.details = Some(Box::new(Value::Object(Map::new())));
+                e
             }),
             DecodedPatch::Merge(p) => {
                 json_patch::merge(doc, p);
                 Ok(())
             }
+            DecodedPatch::Strategic(p, node) => {
+                let Value::Object(original) = doc.take() else {
+                    return Err(ApiError::internal("the stored object is not a JSON object"));
+                };
+                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(|e| match e {
+                    SmpError::BadRequest(m) => ApiError::bad_request(m),
+                    SmpError::Invalid(m) => ApiError::new(422, "Invalid", m),
+                    SmpError::Internal(m) => ApiError::internal(&m),
+                })?;
+                *doc = Value::Object(merged);
+                Ok(())
+            }
         }
     }
+}
+
+/// 415 for a PATCH whose media type the resource does not take, listing those it does.
+pub(crate) fn unsupported_patch_type(accepted: &[&str]) -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
+        ),
+    )
 }
 
 /// The REST layer (see the module documentation). Cheap to share via `Arc`.
@@ -522,6 +574,7 @@ impl Store {
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
         defaults::apply(info, &mut obj, defaults::Write::Create)?;
+        validation::validate(info, &obj)?;
         if defaults::is_service(info) {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
@@ -671,8 +724,16 @@ impl Store {
         if self.cache.readiness() == crate::cache::Readiness::Ready {
             for t in &prepared {
                 if self.cache.get(info, t.namespace(), t.name())?.is_some() {
-                    self.release_cluster_ips(info, &prepared);
-                    return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
+                    // The cache may not have seen a delete yet: the storage decides.
+                    let taken = match self.stored(info, t.namespace(), t.name()).await {
+                        Err(e) if e.code == 404 => None,
+                        Err(e) => Some(e),
+                        Ok(_) => Some(ApiError::already_exists(&info.group, &info.plural, t.name())),
+                    };
+                    if let Some(e) = taken {
+                        self.release_cluster_ips(info, &prepared);
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -705,7 +766,7 @@ impl Store {
     }
 
     /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` in the
-    /// body is a precondition (409 on mismatch). With `status_only`, only the
+    /// body is a precondition (409 on mismatch). For the `status` target, only the
     /// `status` of the body is applied.
     pub async fn update(
         &self,
@@ -768,11 +829,13 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let decoded = DecodedPatch::decode(kind, patch)?;
+        let decoded = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let mut doc = cur.value();
             decoded.apply(&mut doc)?;
+            let unknown = field_validation::prune_unknown(info, &mut doc);
+            field_validation::check(info, opts.validation, &[], &unknown)?;
             let obj = check_body(info, doc)?;
             if meta_str(&obj, "name").as_deref() != Some(name) {
                 return Err(ApiError::bad_request(format!(
@@ -804,7 +867,7 @@ impl Store {
         new: Map<String, Value>,
         opts: WriteOpts,
     ) -> Result<Attempt, ApiError> {
-        let WriteOpts { target, dry_run } = opts;
+        let WriteOpts { target, dry_run, .. } = opts;
         let mut new = new;
         if target != Target::Status {
             defaults::apply(info, &mut new, defaults::Write::Update(old))?;
@@ -836,6 +899,7 @@ impl Store {
         }
         obj.remove("kind");
         obj.remove("apiVersion");
+        validation::validate(info, &obj)?;
         // Removing the last finalizer of an object being deleted deletes it (a namespace's
         // `spec.finalizers` count too).
         let finalized = obj

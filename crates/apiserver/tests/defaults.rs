@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::HashSet;
 
+use common::recorded::{comparable, recorded};
 use common::*;
 use serde_json::{Value, json};
 
@@ -22,22 +23,22 @@ async fn pod_deployment_and_secret_defaults_match_kube() {
     let c = Client::new(&s);
     fixtures(&c).await;
 
-    let ex = exchange("01-defaults-pod-create.txt");
-    let r = c.post(&format!("{NS}/pods"), &ex.request).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
+    let ex = recorded("01-defaults-pod-create.txt");
+    let r = c.post(&format!("{NS}/pods"), &ex.request()).await;
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
     assert_eq!(r.body["metadata"]["generation"], ex.response["metadata"]["generation"]);
     assert_eq!(c.get(&format!("{NS}/pods/solo")).await.body, r.body);
 
-    let ex = exchange("02-defaults-deployment-create.txt");
-    let r = c.post("/apis/apps/v1/namespaces/fixtures/deployments", &ex.request).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
+    let ex = recorded("02-defaults-deployment-create.txt");
+    let r = c.post("/apis/apps/v1/namespaces/fixtures/deployments", &ex.request()).await;
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
     assert_eq!(r.body["metadata"]["generation"], ex.response["metadata"]["generation"]);
 
-    let ex = exchange("54-proto-get-secret-json-view.txt");
+    let ex = recorded("54-proto-get-secret-json-view.txt");
     let r = c.post(&format!("{NS}/secrets"), &json!({"metadata": {"name": "creds"}, "data": {"p": "cQ=="}})).await;
     assert_eq!(r.code, 201, "{:?}", r.body);
     let g = c.get(&format!("{NS}/secrets/creds")).await;
-    assert_eq!((g.code, comparable(&g.body)), (ex.code, comparable(&ex.response)));
+    assert_eq!((g.code, comparable(&g.body)), (ex.status, comparable(&ex.response)));
     // A type given is kept.
     let r = c.post(&format!("{NS}/secrets"), &json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls"})).await;
     assert_eq!(r.body["type"], "kubernetes.io/tls");
@@ -133,13 +134,13 @@ async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
     let s = server().await;
     let c = Client::new(&s);
     fixtures(&c).await;
-    let ex = exchange("01-defaults-pod-create.txt");
-    let created = c.post(&format!("{NS}/pods"), &ex.request).await.body;
+    let ex = recorded("01-defaults-pod-create.txt");
+    let created = c.post(&format!("{NS}/pods"), &ex.request()).await.body;
     // Writing the stored object back changes nothing (defaulting is idempotent).
     let r = c.put(&format!("{NS}/pods/solo"), &created).await;
     assert_eq!((r.code, &r.body), (200, &created));
     // A body without the defaults gets them again; the priority set at create stays.
-    let mut bare = ex.request.clone();
+    let mut bare = ex.request();
     bare["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
     bare["metadata"]["labels"] = json!({"v": "2"});
     let r = c.put(&format!("{NS}/pods/solo"), &bare).await;

@@ -8,6 +8,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::recorded::{comparable, recorded};
 use common::*;
 use informer_apiserver::storage::Storage;
 use informer_apiserver::storage::sqlite::SqliteStorage;
@@ -57,11 +58,11 @@ fn condition<'a>(ns: &'a Value, kind: &str) -> &'a Value {
 async fn creating_in_a_missing_namespace_is_404_like_kube() {
     let s = server().await;
     let c = Client::new(&s);
-    let ex = exchange("70-ns-create-in-missing-namespace-404.txt");
-    let r = c.post("/api/v1/namespaces/does-not-exist-xyz/configmaps", &ex.request).await;
-    assert_eq!((r.code, &r.body), (ex.code, &ex.response));
+    let ex = recorded("70-ns-create-in-missing-namespace-404.txt");
+    let r = c.post("/api/v1/namespaces/does-not-exist-xyz/configmaps", &ex.request()).await;
+    assert_eq!((r.code, &r.body), (ex.status, &ex.response));
     // The namespace named in the body, in-process creates and server-side apply: the same.
-    let mut body = ex.request.clone();
+    let mut body = ex.request();
     body["metadata"]["namespace"] = json!("does-not-exist-xyz");
     let r = c.post("/api/v1/configmaps", &body).await;
     assert_eq!((r.code, &r.body), (404, &ex.response));
@@ -72,7 +73,7 @@ async fn creating_in_a_missing_namespace_is_404_like_kube() {
         .patch(
             "/api/v1/namespaces/does-not-exist-xyz/configmaps/settings?fieldManager=t",
             "application/apply-patch+yaml",
-            &ex.request,
+            &ex.request(),
         )
         .await;
     assert_eq!((r.code, &r.body), (404, &ex.response));
@@ -90,7 +91,7 @@ async fn creating_in_a_missing_namespace_is_404_like_kube() {
         let n = format!("fresh-{i}");
         let r = c.post(NAMESPACES, &json!({"metadata": {"name": n}})).await;
         assert_eq!(r.code, 201, "{:?}", r.body);
-        let r = c.post(&format!("/api/v1/namespaces/{n}/configmaps"), &ex.request).await;
+        let r = c.post(&format!("/api/v1/namespaces/{n}/configmaps"), &ex.request()).await;
         assert_eq!(r.code, 201, "{:?}", r.body);
     }
 }
@@ -104,22 +105,22 @@ async fn system_namespaces_exist_and_three_cannot_be_deleted() {
         l.body["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
     let path = format!("{}/tests/fixtures/kube-apiserver/namespace-default.json", env!("CARGO_MANIFEST_DIR"));
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let default_ns: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let default = c.get("/api/v1/namespaces/default").await.body;
-    assert_eq!(comparable(&default), comparable(&recorded));
+    assert_eq!(comparable(&default), comparable(&default_ns));
     for n in names.iter().skip(1) {
-        let mut want = comparable(&recorded);
+        let mut want = comparable(&default_ns);
         want["metadata"]["name"] = json!(n);
         want["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(n);
         assert_eq!(comparable(&c.get(&format!("{NAMESPACES}/{n}")).await.body), want);
     }
 
-    let ex = exchange("71-ns-delete-default-forbidden.txt");
+    let ex = recorded("71-ns-delete-default-forbidden.txt");
     let r = c.delete("/api/v1/namespaces/default").await;
-    assert_eq!((r.code, &r.body), (ex.code, &ex.response));
-    let ex = exchange("77-ns-delete-kube-system-forbidden.txt");
+    assert_eq!((r.code, &r.body), (ex.status, &ex.response));
+    let ex = recorded("77-ns-delete-kube-system-forbidden.txt");
     let r = c.delete("/api/v1/namespaces/kube-system").await;
-    assert_eq!((r.code, &r.body), (ex.code, &ex.response));
+    assert_eq!((r.code, &r.body), (ex.status, &ex.response));
     let r = c.delete("/api/v1/namespaces/kube-public").await;
     assert_eq!(
         (r.code, r.body["message"].as_str()),
@@ -146,30 +147,30 @@ async fn deleting_a_namespace_terminates_it_like_kube() {
     let cms = "/api/v1/namespaces/fixtures-del/configmaps";
 
     // 72, 73: the namespace (finalizer `kubernetes`, phase Active) and a ConfigMap in it.
-    let ex = exchange("72-ns-create-fixtures-del.txt");
-    let r = c.post(NAMESPACES, &ex.request).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
-    let ex = exchange("73-ns-configmap-in-fixtures-del.txt");
-    let r = c.post(cms, &ex.request).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
+    let ex = recorded("72-ns-create-fixtures-del.txt");
+    let r = c.post(NAMESPACES, &ex.request()).await;
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
+    let ex = recorded("73-ns-configmap-in-fixtures-del.txt");
+    let r = c.post(cms, &ex.request()).await;
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
     // More contents: a ConfigMap held by a finalizer, and a pod.
     let held = json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "data": {"a": "b"}});
     assert_eq!(c.post(cms, &held).await.code, 201);
     assert_eq!(c.post("/api/v1/namespaces/fixtures-del/pods", &pod("p", json!({}))).await.code, 201);
 
     // 74: DELETE answers the namespace, Terminating.
-    let ex = exchange("74-ns-delete-fixtures-del.txt");
+    let ex = recorded("74-ns-delete-fixtures-del.txt");
     let r = c.delete(ns).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
     assert!(r.body["metadata"]["deletionTimestamp"].is_string(), "{}", r.body);
     // 75: and so does a GET right after.
-    let ex = exchange("75-ns-get-right-after-delete.txt");
+    let ex = recorded("75-ns-get-right-after-delete.txt");
     let g = c.get(ns).await;
-    assert_eq!((g.code, without_conditions(&g.body)), (ex.code, comparable(&ex.response)));
+    assert_eq!((g.code, without_conditions(&g.body)), (ex.status, comparable(&ex.response)));
     // 76: nothing new in it.
-    let ex = exchange("76-ns-post-into-terminating-403.txt");
-    let r = c.post(cms, &ex.request).await;
-    assert_eq!((r.code, &r.body), (ex.code, &ex.response));
+    let ex = recorded("76-ns-post-into-terminating-403.txt");
+    let r = c.post(cms, &ex.request()).await;
+    assert_eq!((r.code, &r.body), (ex.status, &ex.response));
     let r = c.post("/api/v1/namespaces/fixtures-del/pods", &pod("late", json!({}))).await;
     assert_eq!((r.code, r.body["details"]["causes"][0]["reason"].as_str()), (403, Some("NamespaceTerminating")));
     // Deleting it again answers it as it is.
@@ -190,9 +191,9 @@ async fn deleting_a_namespace_terminates_it_like_kube() {
         is(e, "MODIFIED", "fixtures-del") && e["object"]["status"]["conditions"].is_array()
     })
     .await;
-    let ex = exchange("78-ns-get-terminating-later.txt");
+    let ex = recorded("78-ns-get-terminating-later.txt");
     let g = c.get(ns).await;
-    assert_eq!((g.code, without_conditions(&g.body)), (ex.code, comparable(&ex.response)));
+    assert_eq!((g.code, without_conditions(&g.body)), (ex.status, comparable(&ex.response)));
     assert_eq!(g.body, e["object"]);
     let remaining = condition(&g.body, "NamespaceContentRemaining");
     assert_eq!(
@@ -319,14 +320,14 @@ async fn finalize_subresource_like_kube() {
     // 79: PUT …/finalize with no finalizers: the namespace goes; the answer is its last state.
     assert_eq!(c.get(&format!("{ns}/finalize")).await.code, 405);
     assert_eq!(c.patch(&format!("{ns}/finalize"), MERGE, &json!({})).await.code, 405);
-    let ex = exchange("79-ns-finalize-subresource.txt");
-    let mut body = ex.request.clone();
+    let ex = recorded("79-ns-finalize-subresource.txt");
+    let mut body = ex.request();
     for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"] {
         body["metadata"][f] = current["metadata"][f].clone();
     }
     body["metadata"].as_object_mut().unwrap().remove("managedFields");
     let r = c.put(&format!("{ns}/finalize"), &body).await;
-    assert_eq!((r.code, comparable(&r.body)), (ex.code, comparable(&ex.response)));
+    assert_eq!((r.code, comparable(&r.body)), (ex.status, comparable(&ex.response)));
     assert_eq!(r.body["metadata"]["resourceVersion"], current["metadata"]["resourceVersion"]);
     assert_eq!(r.body["metadata"]["deletionTimestamp"], current["metadata"]["deletionTimestamp"]);
     until(&mut w, "the namespace deleted", |e| is(e, "DELETED", "fixtures-del")).await;

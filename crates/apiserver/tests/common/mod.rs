@@ -1,6 +1,5 @@
 //! Shared helpers for the integration tests: a tiny HTTP/1.1 JSON client and
-//! a line-oriented watch stream reader, both over hyper-util's client, and the
-//! reader of the exchanges recorded from kube-apiserver (`tests/fixtures/kube-apiserver`).
+//! a line-oriented watch stream reader, both over hyper-util's client.
 
 #![allow(dead_code)]
 
@@ -15,6 +14,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use informer_apiserver::{ApiError, ApiServer};
 use serde_json::{Value, json};
+
+pub mod recorded;
 
 pub struct Client {
     inner: HyperClient<HttpConnector, Full<Bytes>>,
@@ -170,43 +171,3 @@ pub async fn create_namespaces(s: &ApiServer, names: &[&str]) -> Result<(), ApiE
 
 pub const PODS: &str = "/api/v1/namespaces/default/pods";
 pub const SEC: Duration = Duration::from_secs(5);
-
-/// One exchange recorded from kube-apiserver (`tests/fixtures/kube-apiserver/*.txt`): the request
-/// body and the response body (Null when absent), and the response's status code.
-pub struct Exchange {
-    pub request: Value,
-    pub code: u16,
-    pub response: Value,
-}
-
-/// Reads a recorded exchange: `=== REQUEST ===` (request line, headers, a blank line, the body or
-/// `(no body)`), then `=== RESPONSE ===` (status line, headers, a blank line, the body).
-pub fn exchange(file: &str) -> Exchange {
-    let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (req, resp) = text.split_once("=== RESPONSE ===").expect("a response");
-    let body = |part: &str| -> Value {
-        let (_, b) = part.split_once("\n\n").expect("headers, then a body");
-        serde_json::from_str(b.trim()).unwrap_or(Value::Null)
-    };
-    let resp = resp.trim_start();
-    let code =
-        resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{path}: no status line"));
-    Exchange {
-        request: body(req.split_once("=== REQUEST ===").expect("a request").1.trim_start()),
-        code,
-        response: body(resp),
-    }
-}
-
-/// An object without what differs between two servers (identity, versions, times, field
-/// managers) and without its generation (compared on its own where it matters).
-pub fn comparable(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "managedFields", "generation"] {
-            m.remove(f);
-        }
-    }
-    v
-}

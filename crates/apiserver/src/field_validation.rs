@@ -1,0 +1,274 @@
+//! Field validation of request bodies (`fieldValidation=Strict|Warn|Ignore`), as
+//! kube-apiserver decodes them: duplicate JSON fields and fields the type's schema does not
+//! know are refused (Strict: 400 BadRequest "strict decoding error: …"), reported as warnings
+//! (Warn, the default) or passed over (Ignore).
+//!
+//! Invariants: whatever the directive, a built-in type's unknown fields are never stored
+//! (kube decodes into its types, which drop them); of duplicate fields the last wins, and a
+//! duplicate object merges into the earlier one (as Go's decoder fills the same map or
+//! struct); field paths are dotted from the object's root with `[i]` for list elements
+//! (`spec.template.spec.containers[0].bogus`); types without a built-in schema keep every
+//! field.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceInfo;
+use crate::schema::{self, Node};
+use crate::status::ApiError;
+use crate::warning;
+
+/// What to do with duplicate and unknown fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Refuse the request (400).
+    Strict,
+    /// Accept it, with a warning per field (kube-apiserver's default).
+    #[default]
+    Warn,
+    /// Accept it silently.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// The `fieldValidation` query parameter; `options` names the request's options kind in
+    /// the 422 for an unsupported value (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub fn parse(value: Option<&str>, options: &str) -> Result<Self, ApiError> {
+        match value.unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Strict" => Ok(FieldValidation::Strict),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            other => {
+                let msg =
+                    format!("Unsupported value: \"{other}\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+                let mut e = ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("{options}.meta.k8s.io \"\" is invalid: fieldValidation: {msg}"),
+                );
+                e.details = Some(Box::new(serde_json::json!({
+                    "group": "meta.k8s.io",
+                    "kind": options,
+                    "causes": [{"reason": "FieldValueNotSupported", "message": msg, "field": "fieldValidation"}],
+                })));
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A JSON body decoded as kube-apiserver decodes it, with the paths of its duplicate fields.
+pub(crate) fn decode(bytes: &[u8]) -> Result<(Value, Vec<String>), serde_json::Error> {
+    let dups = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = Tracked { path: String::new(), dups: &dups }.deserialize(&mut de)?;
+    de.end()?;
+    Ok((v, dups.into_inner()))
+}
+
+/// Removes the fields of `obj` that the schema of `info`'s type does not know, returning their
+/// paths (nothing for types without a built-in schema).
+pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Some(node) = schema::builtin().root(&info.group, &info.version, &info.kind) {
+        prune(node, obj, "", &mut unknown);
+    }
+    unknown
+}
+
+/// Applies the directive to the duplicate and unknown fields of a body for `info`.
+pub(crate) fn check(
+    info: &ResourceInfo,
+    directive: FieldValidation,
+    duplicates: &[String],
+    unknown: &[String],
+) -> Result<(), ApiError> {
+    let problems: Vec<String> = duplicates
+        .iter()
+        .map(|p| format!("duplicate field \"{p}\""))
+        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")))
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    match directive {
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "{k} in version \"{v}\" cannot be handled as a {k}: strict decoding error: {}",
+            problems.join(", "),
+            k = info.kind,
+            v = info.version
+        ))),
+        FieldValidation::Warn => {
+            problems.into_iter().for_each(warning::record);
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+fn prune(node: Node<'_>, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                match node.knows(&k) {
+                    Some(false) => {
+                        m.remove(&k);
+                        unknown.push(join(path, &k));
+                    }
+                    Some(true) => {
+                        let child = node.field(&k).node;
+                        if let Some(c) = m.get_mut(&k) {
+                            prune(child, c, &join(path, &k), unknown);
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            // `node` already describes the items (see `schema::Node::field`).
+            for (i, item) in items.iter_mut().enumerate() {
+                prune(node, item, &format!("{path}[{i}]"), unknown);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Decodes a JSON value recording duplicate fields.
+struct Tracked<'a> {
+    path: String,
+    dups: &'a RefCell<Vec<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Tracked<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tracked<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) =
+            seq.next_element_seed(Tracked { path: format!("{}[{}]", self.path, out.len()), dups: self.dups })?
+        {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let path = join(&self.path, &k);
+            let v = map.next_value_seed(Tracked { path: path.clone(), dups: self.dups })?;
+            match out.get_mut(&k) {
+                Some(old) => {
+                    self.dups.borrow_mut().push(path);
+                    merge_duplicate(old, v);
+                }
+                None => {
+                    out.insert(k, v);
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// A duplicate field's value over the earlier one: objects merge, anything else replaces.
+fn merge_duplicate(old: &mut Value, new: Value) {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            for (k, v) in n {
+                match o.get_mut(&k) {
+                    Some(existing) => merge_duplicate(existing, v),
+                    None => {
+                        o.insert(k, v);
+                    }
+                }
+            }
+        }
+        (old, new) => *old = new,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn duplicates_are_found_and_merged_as_go_decodes_them() {
+        let (v, dups) =
+            decode(br#"{"metadata": {"name": "a"}, "data": {"k": "v1", "k": "v2"}, "data": {"z": "1"}}"#).unwrap();
+        assert_eq!(v["data"], json!({"k": "v2", "z": "1"}));
+        assert_eq!(dups, ["data.k", "data"]);
+        let (_, dups) = decode(br#"{"a": [{"b": 1, "b": 2}]}"#).unwrap();
+        assert_eq!(dups, ["a[0].b"]);
+        assert!(decode(b"{\"a\": 1} x").is_err());
+    }
+
+    #[test]
+    fn unknown_fields_of_built_in_types_are_pruned() {
+        let reg = crate::registry::Registry::with_defaults();
+        let deploy = reg.find("apps", "v1", "deployments").unwrap();
+        let mut v = json!({"metadata": {"name": "a", "labels": {"x": "y"}, "bogus": 1}, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i", "nope": true}]}}, "selector": {}}, "extra": {}});
+        let unknown = prune_unknown(deploy, &mut v);
+        assert_eq!(unknown, ["extra", "metadata.bogus", "spec.template.spec.containers[0].nope"]);
+        assert_eq!(v["metadata"], json!({"name": "a", "labels": {"x": "y"}}));
+        assert_eq!(v["spec"]["template"]["spec"]["containers"][0], json!({"name": "c", "image": "i"}));
+        let custom = crate::registry::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true);
+        let mut w = json!({"spec": {"anything": 1}});
+        assert!(prune_unknown(&custom, &mut w).is_empty());
+    }
+}

@@ -1,0 +1,31 @@
+//! Validation of built-in types beyond their JSON shape: the rules kube-apiserver enforces on
+//! the served types whose violation a client can produce with an ordinary patch.
+//!
+//! Invariants: validation runs on the object as it would be stored (after a patch is applied
+//! and the status kept or taken), on creates and updates alike, and never changes it; a
+//! violation is kube's 422 Invalid with its field path, cause reason and message.
+
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+
+/// Checks an object about to be written.
+pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    if info.group == "apps" && info.plural == "deployments" {
+        let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
+        let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
+        if kind == Some("Recreate") && strategy.and_then(|s| s.get("rollingUpdate")).is_some_and(|r| !r.is_null()) {
+            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(ApiError::invalid_object(
+                &info.group,
+                &info.kind,
+                name,
+                "spec.strategy.rollingUpdate",
+                "FieldValueForbidden",
+                "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+            ));
+        }
+    }
+    Ok(())
+}

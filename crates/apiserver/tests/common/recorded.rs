@@ -1,0 +1,79 @@
+//! Exchanges recorded from a real kube-apiserver v1.35 (`tests/fixtures/kube-apiserver/`):
+//! the request (method, path, content type, body as sent) and the response (status code and
+//! body), and what of an object legitimately differs between two servers.
+
+use serde_json::Value;
+
+/// One recorded request and its answer.
+pub struct Recorded {
+    pub method: http::Method,
+    /// Path and query, as sent.
+    pub path: String,
+    pub content_type: String,
+    /// The body as recorded (JSON re-indented, which changes nothing a server reads).
+    pub request_body: Vec<u8>,
+    pub status: u16,
+    /// The response body (Null when absent).
+    pub response: Value,
+    /// The response's `Warning` headers, in order.
+    pub warnings: Vec<String>,
+}
+
+impl Recorded {
+    /// The request body as JSON (Null without a body).
+    pub fn request(&self) -> Value {
+        if self.request_body.is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_slice(&self.request_body).expect("a JSON request body")
+    }
+}
+
+/// Reads `tests/fixtures/kube-apiserver/<file>`.
+pub fn recorded(file: &str) -> Recorded {
+    let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (req, resp) = text.split_once("=== RESPONSE ===").expect("a response");
+    let req = req.split_once("=== REQUEST ===").expect("a request").1.trim_start();
+    let (head, body) = req.split_once("\n\n").unwrap_or((req, ""));
+    let mut lines = head.lines();
+    let mut request_line = lines.next().expect("a request line").split_whitespace();
+    let method: http::Method = request_line.next().expect("a method").parse().expect("an HTTP method");
+    let path = request_line.next().expect("a path").to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string())
+        })
+    };
+    let content_type = header("content-type").unwrap_or_default();
+    let body = body.trim();
+    let request_body = if body == "(no body)" { Vec::new() } else { format!("{body}\n").into_bytes() };
+    let resp = resp.trim_start();
+    let status = resp
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let (resp_head, resp_body) = resp.split_once("\n\n").unwrap_or((resp, ""));
+    let response = serde_json::from_str(resp_body.trim()).unwrap_or(Value::Null);
+    let warnings = resp_head.lines().filter_map(|l| l.strip_prefix("Warning: ")).map(str::to_string).collect();
+    Recorded { method, path, content_type, request_body, status, response, warnings }
+}
+
+/// An object without what differs between two servers: identity, versions, times, field
+/// managers, generation.
+pub fn comparable(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "managedFields", "generation"] {
+            m.remove(f);
+        }
+    }
+    v
+}
+
+/// A recorded object as a create body: without identity, versions, times and field managers.
+pub fn as_create_body(v: &Value) -> Value {
+    comparable(v)
+}

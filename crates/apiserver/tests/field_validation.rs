@@ -1,0 +1,82 @@
+//! `fieldValidation` over HTTP against kube-apiserver v1.35's answers
+//! (`tests/fixtures/kube-apiserver/60-*` … `66-*`): unknown and duplicate fields refused under
+//! Strict, warned about under Warn (the default) and passed over under Ignore, never stored;
+//! bad values of the parameter; the same for patches.
+
+mod common;
+
+use common::recorded::{comparable, recorded};
+use common::*;
+use serde_json::{Value, json};
+
+fn without_managed_fields(v: &Value) -> Value {
+    comparable(v)
+}
+
+#[tokio::test]
+async fn unknown_and_duplicate_fields_answer_as_kube_apiserver_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    for file in [
+        "60-fieldval-strict-unknown-field.txt",
+        "61-fieldval-warn-unknown-field.txt",
+        "62-fieldval-ignore-unknown-field.txt",
+        "63-fieldval-default-unknown-field.txt",
+        "64-fieldval-strict-duplicate-field.txt",
+        "65-fieldval-warn-duplicate-field.txt",
+        "66-fieldval-invalid-value.txt",
+    ] {
+        let step = recorded(file);
+        let r = c.send_raw(step.method.clone(), &step.path, step.request_body.clone(), &step.content_type).await;
+        assert_eq!(r.code, step.status, "{file}: {}", r.body);
+        assert_eq!(without_managed_fields(&r.body), without_managed_fields(&step.response), "{file}");
+        let warnings: Vec<String> =
+            r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+        assert_eq!(warnings, step.warnings, "{file}");
+        if r.code == 201 {
+            let name = r.body["metadata"]["name"].as_str().unwrap();
+            let stored = c.get(&format!("/api/v1/namespaces/fixtures/configmaps/{name}")).await;
+            assert_eq!(stored.body["data"], step.response["data"], "{file}");
+            assert!(stored.body.get("bogus").is_none(), "{file}: an unknown field was stored");
+        }
+    }
+}
+
+#[tokio::test]
+async fn nested_unknown_fields_in_updates_and_patches() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let path = "/api/v1/namespaces/default/pods";
+    assert_eq!(c.post(path, &pod("p", json!({}))).await.code, 201);
+    let mut body = c.get(&format!("{path}/p")).await.body;
+    body["spec"]["containers"][0]["bogus"] = json!(1);
+    body["metadata"]["nope"] = json!("x");
+    let r = c.put(&format!("{path}/p?fieldValidation=Strict"), &body).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"metadata.nope\", unknown field \"spec.containers[0].bogus\""
+    );
+    let r = c.put(&format!("{path}/p"), &body).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let warnings: Vec<&str> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(
+        warnings,
+        [r#"299 - "unknown field \"metadata.nope\"""#, r#"299 - "unknown field \"spec.containers[0].bogus\"""#]
+    );
+    assert!(r.body["spec"]["containers"][0].get("bogus").is_none());
+
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&format!("{path}/p?fieldValidation=Strict"), merge, &json!({"spec": {"bogus": true}})).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    let r = c.patch(&format!("{path}/p?fieldValidation=Bogus"), merge, &json!({})).await;
+    assert_eq!(r.code, 422);
+    assert!(r.body["message"].as_str().unwrap().starts_with("PatchOptions.meta.k8s.io \"\" is invalid"));
+    let r = c
+        .patch(&format!("{path}/p"), merge, &json!({"spec": {"bogus": true}, "metadata": {"labels": {"a": "b"}}}))
+        .await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.headers["warning"], r#"299 - "unknown field \"spec.bogus\"""#);
+    assert_eq!((r.body["metadata"]["labels"]["a"].as_str(), r.body["spec"].get("bogus")), (Some("b"), None));
+}

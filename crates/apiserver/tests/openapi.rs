@@ -1,0 +1,254 @@
+//! The OpenAPI documents over HTTP (index, hashed group-version documents, caching headers,
+//! v2 for clients that insist on it), and kubectl using them unchanged: `kubectl apply` with its
+//! default validation, client-side apply's strategic merge patches on every kubectl version on
+//! the machine, `kubectl patch` and `kubectl explain`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use http::Method;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+async fn get_with(c: &Client, path: &str, headers: &[(&str, &str)]) -> (u16, http::HeaderMap, bytes::Bytes) {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let mut b = http::Request::builder().method(Method::GET).uri(format!("{}{path}", c.base));
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let req = b.body(http_body_util::Full::new(bytes::Bytes::new())).unwrap();
+    let resp = client.request(req).await.expect("request");
+    let (parts, body) = resp.into_parts();
+    let body = http_body_util::BodyExt::collect(body).await.unwrap().to_bytes();
+    (parts.status.as_u16(), parts.headers, body)
+}
+
+/// Every `$ref` in `v`.
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                out.push(r.to_string());
+            }
+            m.values().for_each(|c| refs(c, out));
+        }
+        Value::Array(l) => l.iter().for_each(|c| refs(c, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn documents_are_indexed_hashed_and_cached_as_kube_apiserver_serves_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let (code, headers, body) = get_with(&c, "/openapi/v3", &[]).await;
+    assert_eq!(code, 200);
+    assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
+    let index: Value = serde_json::from_slice(&body).unwrap();
+    for gv in ["api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"] {
+        let url = index["paths"][gv]["serverRelativeURL"].as_str().unwrap_or_else(|| panic!("{gv} in {index}"));
+        assert!(url.starts_with(&format!("/openapi/v3/{gv}?hash=")), "{url}");
+    }
+    let url = index["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap();
+    let hash = url.split("hash=").nth(1).unwrap();
+    let (code, headers, body) = get_with(&c, url, &[("accept", "application/json")]).await;
+    assert_eq!(code, 200);
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(headers["cache-control"], "public, immutable");
+    assert!(headers.contains_key("expires"));
+    assert_eq!(headers["etag"], format!("\"{hash}\"").as_str());
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(doc["openapi"], "3.0.0");
+
+    // kubectl decides on server-side validation from the PATCH operations' parameters.
+    let patch = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    let params: Vec<&str> = patch["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert!(params.contains(&"fieldValidation") && params.contains(&"force"), "{params:?}");
+    assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some());
+    let scale = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]["patch"];
+    assert_eq!(scale["x-kubernetes-group-version-kind"]["kind"], "Scale");
+    // Client-side apply reads the merge keys from the kinds' schemas.
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["io.k8s.api.apps.v1.Deployment"]["x-kubernetes-group-version-kind"],
+        json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])
+    );
+    let containers = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+    assert_eq!(
+        (containers["x-kubernetes-patch-merge-key"].as_str(), containers["x-kubernetes-patch-strategy"].as_str()),
+        (Some("name"), Some("merge"))
+    );
+    // Self-contained: every reference resolves in the document.
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(all.len() > 100);
+    for r in all {
+        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
+        assert!(schemas.get(name).is_some(), "{r} is not in the document");
+    }
+
+    // Revalidation, a stale hash, no hash, a media type not offered.
+    let (code, headers, body) = get_with(&c, url, &[("if-none-match", &format!("\"{hash}\""))]).await;
+    assert_eq!((code, body.len()), (304, 0));
+    assert_eq!(headers["etag"], format!("\"{hash}\"").as_str());
+    let (code, headers, _) = get_with(&c, "/openapi/v3/apis/apps/v1?hash=0123", &[]).await;
+    assert_eq!(code, 301);
+    assert_eq!(headers["location"], url);
+    let (code, headers, _) = get_with(&c, "/openapi/v3/apis/apps/v1", &[]).await;
+    assert_eq!(code, 200);
+    assert_eq!(headers["cache-control"], "no-cache, private");
+    let (code, _, _) = get_with(&c, "/openapi/v3/apis/apps/v1", &[("accept", "text/html")]).await;
+    assert_eq!(code, 406);
+    let (code, _, _) = get_with(&c, "/openapi/v3/apis/nothing.example/v1", &[]).await;
+    assert_eq!(code, 404);
+
+    // v2: protobuf for kubectl, JSON with every definition for others.
+    let proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    let (code, headers, body) = get_with(&c, "/openapi/v2", &[("accept", proto)]).await;
+    assert_eq!(code, 200);
+    assert_eq!(headers["content-type"], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    assert_eq!(&body[..5], b"\x0a\x032.0");
+    let (code, _, body) = get_with(&c, "/openapi/v2", &[("accept", "application/json")]).await;
+    assert_eq!(code, 200);
+    let v2: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v2["swagger"], "2.0");
+    let pod = &v2["definitions"]["io.k8s.api.core.v1.Pod"];
+    assert_eq!(pod["properties"]["spec"]["allOf"][0]["$ref"], "#/definitions/io.k8s.api.core.v1.PodSpec");
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let d = std::env::temp_dir().join(format!("apiserver-{tag}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn kubectl(bin: &str, kc: &Path, cache: &Path, args: &[&str]) -> (bool, String) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(bin)
+            .arg("--kubeconfig")
+            .arg(kc)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("kubectl timed out")
+    .unwrap_or_else(|e| panic!("{bin} must be on PATH: {e}"));
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn deployment(name: &str, containers: &[(&str, &str)]) -> String {
+    let mut y = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n"
+    );
+    for (n, image) in containers {
+        y.push_str(&format!("      - name: {n}\n        image: {image}\n"));
+    }
+    y
+}
+
+fn containers_of(v: &Value) -> Vec<(String, String)> {
+    v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["image"].as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// The kubectl binaries of the machine (`kubectl.1.27` … `kubectl.1.33`), on PATH or beside the
+/// `kubectl` on PATH (the Cloud SDK's dispatcher keeps them there).
+fn kubectl_versions() -> Vec<String> {
+    let beside = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|k| k.exists()))
+        .and_then(|k| std::fs::canonicalize(k).ok())
+        .and_then(|k| k.parent().map(Path::to_path_buf));
+    let found: Vec<String> = (27..=33)
+        .filter_map(|m| {
+            let name = format!("kubectl.1.{m}");
+            let path = beside.as_ref().map(|d| d.join(&name)).filter(|p| p.exists());
+            let bin = path.map(|p| p.to_string_lossy().into_owned()).unwrap_or(name);
+            std::process::Command::new(&bin).args(["version", "--client"]).output().is_ok().then_some(bin)
+        })
+        .collect();
+    assert!(
+        found.iter().any(|b| b.ends_with("kubectl.1.27")) && found.iter().any(|b| b.ends_with("kubectl.1.33")),
+        "kubectl.1.27 … kubectl.1.33 must be on PATH, found {found:?}"
+    );
+    found
+}
+
+#[tokio::test]
+async fn kubectl_apply_validates_and_merges_containers_on_every_version() {
+    let s = server().await;
+    let dir = tempdir("kubectl-apply");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let file = dir.join("deploy.yaml");
+    let f = file.to_str().unwrap();
+    for bin in kubectl_versions() {
+        let cache = dir.join(format!("cache-{}", bin.rsplit('/').next().unwrap()));
+        let name = format!("web-{}", bin.rsplit('.').next().unwrap());
+        let stored = || async { s.get("deployments", "default", &name).await.expect("stored") };
+        // Created, then one container's image changed: the other container stays.
+        std::fs::write(&file, deployment(&name, &[("web", "nginx:1.27"), ("sidecar", "busybox:1.36")])).unwrap();
+        let (ok, out) = kubectl(&bin, &kc, &cache, &["apply", "-f", f]).await;
+        assert!(ok && out.contains("created"), "{bin}: {out}");
+        std::fs::write(&file, deployment(&name, &[("web", "nginx:1.28"), ("sidecar", "busybox:1.36")])).unwrap();
+        let (ok, out) = kubectl(&bin, &kc, &cache, &["apply", "-f", f]).await;
+        assert!(ok && out.contains("configured"), "{bin}: {out}");
+        assert!(!out.contains("warning"), "{bin}: {out}");
+        assert_eq!(
+            containers_of(&stored().await),
+            pairs(&[("web", "nginx:1.28"), ("sidecar", "busybox:1.36")]),
+            "{bin}"
+        );
+        // A container removed from the file is removed; the other keeps its image.
+        std::fs::write(&file, deployment(&name, &[("web", "nginx:1.28")])).unwrap();
+        let (ok, out) = kubectl(&bin, &kc, &cache, &["apply", "-f", f]).await;
+        assert!(ok, "{bin}: {out}");
+        assert_eq!(containers_of(&stored().await), pairs(&[("web", "nginx:1.28")]), "{bin}");
+        // kubectl patch sends a strategic merge patch: the named container is added.
+        let p = r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}}}"#;
+        let (ok, out) = kubectl(&bin, &kc, &cache, &["patch", "deployment", &name, "-p", p]).await;
+        assert!(ok, "{bin}: {out}");
+        assert_eq!(
+            containers_of(&stored().await),
+            pairs(&[("sidecar", "busybox:1.37"), ("web", "nginx:1.28")]),
+            "{bin}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn kubectl_explain_reads_the_schemas() {
+    let s = server().await;
+    let dir = tempdir("kubectl-explain");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let cache = dir.join(format!("cache-{}", bin.rsplit('/').next().unwrap()));
+        let (ok, out) = kubectl(bin, &kc, &cache, &["explain", "deployment.spec.template.spec.containers"]).await;
+        assert!(ok, "{bin}: {out}");
+        assert!(out.contains("KIND:") && out.contains("Deployment"), "{bin}: {out}");
+        assert!(out.contains("imagePullPolicy") && out.contains("livenessProbe"), "{bin}: {out}");
+        let (ok, out) = kubectl(bin, &kc, &cache, &["explain", "configmap.data"]).await;
+        assert!(ok && out.contains("ConfigMap"), "{bin}: {out}");
+    }
+}
