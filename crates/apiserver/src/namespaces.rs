@@ -19,7 +19,7 @@
 //! Invariants: the controller acts only on what the watch cache shows after it has caught up
 //! with the storage, so a namespace is finalized only when none of its objects is left; its
 //! watchers therefore see every object's DELETED event before the namespace's. It is woken by
-//! the cache's change notifications (never by a timer, except to retry after a failed write),
+//! the cache's change notifications (never by a timer, except to retry after a failure),
 //! and a controller started on a storage that holds terminating namespaces finishes them.
 
 use std::collections::{BTreeMap, HashSet};
