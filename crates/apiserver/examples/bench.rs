@@ -111,6 +111,7 @@ async fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let s = ApiServer::builder().history_capacity(n * 2 + 10).history_max_age(None).start().await.unwrap();
     let addr = s.addr();
+    s.create("namespaces", json!({"metadata": {"name": "bench"}})).await.unwrap();
     let size = serde_json::to_vec(&s.create("pods", pod(usize::MAX / 2)).await.unwrap()).unwrap().len();
     println!("object size: {size} bytes");
 
@@ -167,6 +168,7 @@ async fn main() {
 
     // LIST 10k.
     let s2 = ApiServer::builder().start().await.unwrap();
+    s2.create("namespaces", json!({"metadata": {"name": "bench"}})).await.unwrap();
     s2.create_many("pods", (0..10_000).map(pod).collect()).await.unwrap();
     for q in ["", "?limit=500"] {
         let t = Instant::now();

@@ -7,6 +7,7 @@ async fn main() {
         .start()
         .await
         .expect("start");
+    s.create("namespaces", serde_json::json!({"metadata": {"name": "bench"}})).await.expect("namespace bench");
     let n: usize = std::env::var("PODS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let pad = "x".repeat(4000);
     let objs = (0..n)

@@ -185,6 +185,12 @@ impl WatchCache {
         matches!(tokio::time::timeout(timeout, rx.wait_for(|r| *r == Readiness::Ready)).await, Ok(Ok(_)))
     }
 
+    /// Waits until the cache serves.
+    pub async fn until_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r == Readiness::Ready).await;
+    }
+
     /// A receiver that changes whenever the cache is rebuilt (open watches must end).
     pub fn reset_epoch(&self) -> watch::Receiver<u64> {
         self.reset_epoch.subscribe()

@@ -73,16 +73,23 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     None
 }
 
-/// The entries of one resource: itself, then its subresources (`status`, `scale`). Built-in
-/// types list their subresources in path order, as kube-apiserver's route table does; custom
-/// resources list `status` before `scale`, as the apiextensions server does.
+/// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
+/// `status`, `scale`). Built-in types list their subresources in path order, as kube-apiserver's
+/// route table does; custom resources list `status` before `scale`, as the apiextensions server
+/// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
+    let is_namespaces = crate::namespaces::is_namespaces(r);
+    let verbs: &[&str] = if is_namespaces {
+        &["create", "delete", "get", "list", "patch", "update", "watch"]
+    } else {
+        &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+    };
     let mut main = json!({
         "name": r.plural,
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        "verbs": verbs,
     });
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
@@ -107,7 +114,16 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "verbs": ["get", "patch", "update"],
         })
     });
-    let subresources = if r.list_items_have_kind { [status, scale] } else { [scale, status] };
+    let finalize = is_namespaces.then(|| {
+        json!({
+            "name": format!("{}/finalize", r.plural),
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": ["update"],
+        })
+    });
+    let subresources = if r.list_items_have_kind { [finalize, status, scale] } else { [finalize, scale, status] };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
 

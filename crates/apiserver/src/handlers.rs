@@ -23,7 +23,7 @@ use crate::list::{self, ListOptions, parse_rv};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
-use crate::store::{PatchType, Store, WriteOpts};
+use crate::store::{PatchType, Store, Target, WriteOpts};
 use crate::warning;
 use crate::watch::{self, WatchParams, WatchStart};
 
@@ -326,10 +326,22 @@ async fn resource_request(
         None => Subresource::None,
         Some("status") if info.status_subresource => Subresource::Status,
         Some("scale") if info.scale_subresource.is_some() => Subresource::Scale,
+        Some("finalize") if crate::namespaces::is_namespaces(&info) => Subresource::Finalize,
         Some(_) => return Err(ApiError::no_route()),
     };
-    let status_only = subresource == Subresource::Status;
-    if subresource != Subresource::None && !matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH) {
+    let target = match subresource {
+        Subresource::Status => Target::Status,
+        Subresource::Finalize => Target::Finalize,
+        Subresource::None | Subresource::Scale => Target::Main,
+    };
+    let allowed = match subresource {
+        Subresource::None => true,
+        Subresource::Finalize => *req.method() == Method::PUT,
+        Subresource::Status | Subresource::Scale => matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH),
+    };
+    // Namespaces are deleted one at a time (kube-apiserver serves no deletecollection for them).
+    let collection_delete = name.is_none() && *req.method() == Method::DELETE;
+    if !allowed || (collection_delete && crate::namespaces::is_namespaces(&info)) {
         return Err(ApiError::method_not_allowed());
     }
     let ns_or_default = ns.unwrap_or("");
@@ -388,7 +400,7 @@ async fn resource_request(
             let validation = field_validation_param(&query, "UpdateOptions")?;
             let b = read_body(shared, req).await?;
             let v = decode_object(&info, &b, validation)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { status_only, dry_run, validation }).await?;
+            let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
@@ -397,10 +409,10 @@ async fn resource_request(
             let is_apply = ct == "application/apply-patch+yaml";
             let validation = field_validation_param(&query, "PatchOptions")?;
             let b = read_body(shared, req).await?;
-            let opts = WriteOpts { status_only, dry_run, validation };
+            let opts = WriteOpts { target, dry_run, validation };
             let r = store.patch(&info, ns_or_default, n, kind, &b, opts).await;
             let o = match r {
-                Err(e) if e.code == 404 && is_apply && !status_only => {
+                Err(e) if e.code == 404 && is_apply && target == Target::Main => {
                     let mut v = parse_json(&b)?;
                     if let Some(m) = v.as_object_mut() {
                         let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
@@ -471,6 +483,8 @@ enum Subresource {
     Status,
     /// `…/scale`.
     Scale,
+    /// A namespace's `…/finalize` (PUT only).
+    Finalize,
 }
 
 /// The patch type of a PATCH request's media type. A type outside the four patch types is

@@ -578,6 +578,11 @@ impl Template {
         self.obj.spec_bytes()
     }
 
+    /// The object's field-selector values.
+    pub fn fields(&self) -> &[(String, String)] {
+        &self.obj.fields
+    }
+
     /// The object without any resourceVersion (dry-run creates).
     pub fn finish_without_rv(self) -> StoredObject {
         StoredObject { rv: 0, has_rv: false, ..self.obj }

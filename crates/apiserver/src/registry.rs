@@ -190,7 +190,7 @@ impl Registry {
         r.register(b("", "configmaps", "ConfigMap", true, &["cm"], &[]));
         r.register(b("", "secrets", "Secret", true, &[], &["type"]));
         r.register(
-            b("", "services", "Service", true, &["svc"], &[])
+            b("", "services", "Service", true, &["svc"], &["spec.clusterIP", "spec.type"])
                 .with_storage_path("services/specs")
                 .with_status_subresource(),
         );

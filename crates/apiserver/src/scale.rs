@@ -302,10 +302,7 @@ impl Store {
             let Value::Object(parent) = parent else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
-            match self
-                .replace(info, &cur, parent, WriteOpts { status_only: false, dry_run, ..Default::default() })
-                .await?
-            {
+            match self.replace(info, &cur, parent, WriteOpts::main(dry_run)).await? {
                 Attempt::Done(r) => return scale_of(info, &r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }

@@ -178,7 +178,8 @@ impl ApiServerBuilder {
     }
 
     /// Whether to create the `default`, `kube-system`, `kube-public` and
-    /// `kube-node-lease` namespaces at start when absent (default true).
+    /// `kube-node-lease` namespaces at start when absent (default true). Without them, objects
+    /// can be created only in namespaces created first, as on any kube-apiserver.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
         self
@@ -250,13 +251,10 @@ impl ApiServerBuilder {
             )));
         }
         if self.default_namespaces
-            && let Some(ns) = store.registry().lookup("namespaces").cloned()
+            && let Some(ns) = store.namespaces_info().cloned()
         {
-            for n in ["default", "kube-node-lease", "kube-public", "kube-system"] {
-                let obj = serde_json::json!({
-                    "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
-                    "spec": {"finalizers": ["kubernetes"]},
-                });
+            for n in crate::namespaces::SYSTEM {
+                let obj = serde_json::json!({"metadata": {"name": n}});
                 match store.create(&ns, None, obj).await {
                     Ok(_) => {}
                     Err(e) if e.code == 409 => {}
@@ -313,14 +311,16 @@ impl Default for GracefulShutdown {
     }
 }
 
-/// The server's background tasks: the watch cache's dispatcher and the compactor.
+/// The server's background tasks: the watch cache's dispatcher, the namespace controller and the
+/// compactor.
 struct Background {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl Background {
-    /// Starts the dispatcher (after `cold` — a slow cache initialization) and the compactor.
+    /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
+    /// controller (when namespaces are served) and the compactor.
     fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -335,6 +335,10 @@ impl Background {
             }
             dispatcher.run(rx1).await
         }));
+        if let Some(controller) = crate::namespaces::Controller::new(store.clone()) {
+            let rx3 = rx.clone();
+            tasks.push(tokio::spawn(controller.run(rx3)));
+        }
         if !compaction_interval.is_zero() {
             let mut rx2 = rx;
             tasks.push(tokio::spawn(async move {
@@ -769,8 +773,7 @@ impl ApiServer {
         if !info.status_subresource {
             return Err(ApiError::no_route());
         }
-        let opts = WriteOpts { status_only: true, ..Default::default() };
-        Ok(self.shared.store.update(&info, None, None, obj, opts).await?.value())
+        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::status(false)).await?.value())
     }
 
     /// Applies a JSON merge patch to the `status` of an object (its `status` subresource).
@@ -786,8 +789,12 @@ impl ApiServer {
             return Err(ApiError::no_route());
         }
         let bytes = serde_json::to_vec(patch).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        let opts = WriteOpts { status_only: true, ..Default::default() };
-        Ok(self.shared.store.patch(&info, namespace, name, PatchType::Merge, &bytes, opts).await?.value())
+        Ok(self
+            .shared
+            .store
+            .patch(&info, namespace, name, PatchType::Merge, &bytes, WriteOpts::status(false))
+            .await?
+            .value())
     }
 
     /// Applies a JSON merge patch (to the object itself: for a resource with a `status`

@@ -91,6 +91,19 @@ impl ApiError {
         e
     }
 
+    /// 403 Forbidden for an object: `<resource> "<name>" is forbidden: <why>` (`forbidden: <why>`
+    /// without a name), as an admission plugin refuses a request.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let message = if name.is_empty() {
+            format!("forbidden: {why}")
+        } else {
+            format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource))
+        };
+        let mut e = Self::new(403, "Forbidden", message);
+        e.details = Some(Box::new(details(group, resource, name)));
+        e
+    }
+
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

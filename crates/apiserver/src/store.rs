@@ -18,7 +18,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::cache::{ListAt, ListPage, WatchCache};
+use crate::defaults::{self, ClusterIps};
 use crate::field_validation::{self, FieldValidation};
+use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
 use crate::schema::{self, Node};
@@ -27,20 +29,34 @@ use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
 use crate::strategic_merge::{self, SmpError};
-use crate::strategy::{self, Target};
+use crate::strategy;
 use crate::validation;
 
 pub use crate::cache::HistoryConfig;
+pub use crate::strategy::Target;
 
 /// Options of updates and patches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOpts {
-    /// A write to the `status` subresource: only `status` changes (see [`crate::strategy`]).
-    pub status_only: bool,
+    /// What the write changes: the object, its `status` subresource (only `status` changes) or a
+    /// namespace's `finalize` subresource (see [`crate::strategy`]).
+    pub target: Target,
     /// Validate and compute the result without storing it (`dryRun=All`).
     pub dry_run: bool,
     /// What to do with fields the type does not know in a patched object.
     pub validation: FieldValidation,
+}
+
+impl WriteOpts {
+    /// A write to the object itself.
+    pub fn main(dry_run: bool) -> Self {
+        WriteOpts { target: Target::Main, dry_run, ..Default::default() }
+    }
+
+    /// A write to the `status` subresource.
+    pub fn status(dry_run: bool) -> Self {
+        WriteOpts { target: Target::Status, dry_run, ..Default::default() }
+    }
 }
 
 /// The kind of patch in a PATCH request.
@@ -146,6 +162,13 @@ pub struct Store {
     rv_wait: Duration,
     /// The highest revision of a write acknowledged by this server.
     last_write: AtomicU64,
+    /// The core/v1 namespaces resource, when served: then namespaced objects are created only in
+    /// existing namespaces that are not terminating.
+    namespaces: Option<Arc<ResourceInfo>>,
+    /// The core/v1 services resource, when served (its cluster IPs are allocated here).
+    services: Option<Arc<ResourceInfo>>,
+    /// Cluster IPs given to Services.
+    cluster_ips: ClusterIps,
 }
 
 /// One LIST page request.
@@ -321,6 +344,11 @@ pub(crate) fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
     s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
+/// The cluster IP among a Service's field-selector values.
+fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Option<std::net::Ipv4Addr> {
+    fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| ip.parse().ok())
+}
+
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
     meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
@@ -345,7 +373,24 @@ impl Store {
     /// A store writing to `storage` and reading from `cache`.
     pub fn new(storage: Arc<dyn Storage>, cache: Arc<WatchCache>, rv_wait: Duration) -> Self {
         let layout = cache.layout().clone();
-        Store { storage, cache, layout, rv_wait, last_write: AtomicU64::new(0) }
+        let registry = cache.registry();
+        let namespaces = registry.all().iter().find(|i| namespaces::is_namespaces(i)).cloned();
+        let services = registry.all().iter().find(|i| defaults::is_service(i)).cloned();
+        Store {
+            storage,
+            cache,
+            layout,
+            rv_wait,
+            last_write: AtomicU64::new(0),
+            namespaces,
+            services,
+            cluster_ips: ClusterIps::default(),
+        }
+    }
+
+    /// The core/v1 namespaces resource, if served.
+    pub fn namespaces_info(&self) -> Option<&Arc<ResourceInfo>> {
+        self.namespaces.as_ref()
     }
 
     /// The served resources.
@@ -457,9 +502,41 @@ impl Store {
         objs.pop().ok_or_else(|| ApiError::internal("no object created"))
     }
 
-    fn prepare_create(&self, info: &ResourceInfo, url_ns: Option<&str>, body: Value) -> Result<Template, ApiError> {
-        let mut obj = check_body(info, body)?;
-        resolve_namespace(info, &mut obj, url_ns)?;
+    /// Checks that objects may be created in namespace `ns`, as kube-apiserver's
+    /// NamespaceLifecycle admission does: 404 when it does not exist, 403 when it is being
+    /// terminated. The watch cache answers; the storage only when the cache does not have the
+    /// namespace (it may not have seen it yet). `name` is the object's, for the 403.
+    pub(crate) async fn admit_create(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<(), ApiError> {
+        let Some(ns_info) = &self.namespaces else { return Ok(()) };
+        if !info.namespaced {
+            return Ok(());
+        }
+        let cached = match self.cache.readiness() {
+            crate::cache::Readiness::Ready => self.cache.get(ns_info, "", ns)?,
+            crate::cache::Readiness::Initializing => None,
+        };
+        let namespace = match cached {
+            Some(o) => o,
+            None => match self.stored(ns_info, "", ns).await {
+                Ok(o) => o,
+                Err(e) if e.code == 404 => return Err(namespaces::not_found(ns)),
+                Err(e) => return Err(e),
+            },
+        };
+        if namespaces::is_terminating(&namespace) {
+            return Err(namespaces::terminating(info, name, ns));
+        }
+        Ok(())
+    }
+
+    /// The object a create stores (before its revision is known): `obj` is a checked body whose
+    /// namespace is resolved.
+    fn prepare_create(
+        &self,
+        info: &ResourceInfo,
+        mut obj: Map<String, Value>,
+        ips: &mut Option<HashSet<u32>>,
+    ) -> Result<Template, ApiError> {
         let name = match meta_str(&obj, "name") {
             Some(n) => n,
             None => match meta_str(&obj, "generateName") {
@@ -489,7 +566,6 @@ impl Store {
                 &msg,
             ));
         }
-        validation::validate(info, &obj)?;
         let now = object::now_rfc3339();
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), name.clone().into());
@@ -499,23 +575,75 @@ impl Store {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
-        let default_phase = match (info.group.as_str(), info.plural.as_str()) {
-            ("", "pods") => Some("Pending"),
-            ("", "namespaces") => Some("Active"),
-            _ => None,
-        };
-        if let Some(phase) = default_phase {
-            let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(s) = status {
-                s.entry("phase").or_insert_with(|| phase.into());
-            }
+        defaults::apply(info, &mut obj, defaults::Write::Create)?;
+        validation::validate(info, &obj)?;
+        if defaults::is_service(info) {
+            self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
         Ok(Template::new(info, &obj))
+    }
+
+    /// Gives a Service being created the cluster IP it asked for (422 when another Service has
+    /// it) or a free one. `used` caches the addresses Services have, read once per request.
+    fn allocate_cluster_ip(
+        &self,
+        info: &ResourceInfo,
+        name: &str,
+        obj: &mut Map<String, Value>,
+        used: &mut Option<HashSet<u32>>,
+    ) -> Result<(), ApiError> {
+        let requested = defaults::requested_cluster_ip(obj);
+        if requested.is_none() && !defaults::needs_cluster_ip(obj) {
+            return Ok(());
+        }
+        let used = match used {
+            Some(u) => u,
+            None => used.insert(self.cluster_ips_in_use()?),
+        };
+        let cache_rv = self.cache.resource_version();
+        match requested {
+            Some(ip) if self.cluster_ips.claim(ip, used, cache_rv) => {
+                used.insert(u32::from(ip));
+                defaults::set_cluster_ip(obj, ip);
+                Ok(())
+            }
+            Some(ip) => {
+                let msg = format!(
+                    "Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated"
+                );
+                Err(ApiError::invalid_object(
+                    &info.group,
+                    &info.kind,
+                    name,
+                    "spec.clusterIPs",
+                    "FieldValueInvalid",
+                    &msg,
+                ))
+            }
+            None => {
+                let ip = self
+                    .cluster_ips
+                    .allocate(used, cache_rv)
+                    .ok_or_else(|| ApiError::internal("failed to allocate a serviceIP: range is full"))?;
+                used.insert(u32::from(ip));
+                defaults::set_cluster_ip(obj, ip);
+                Ok(())
+            }
+        }
+    }
+
+    /// The cluster IPs the Services in the watch cache have.
+    fn cluster_ips_in_use(&self) -> Result<HashSet<u32>, ApiError> {
+        let Some(services) = &self.services else { return Ok(HashSet::new()) };
+        let (_, all) = self.cache.snapshot(services, None, &Selectors::default())?;
+        Ok(all.iter().filter_map(|s| cluster_ip(s.fields.iter())).map(u32::from).collect())
     }
 
     /// Creates many objects (one revision each, written concurrently so durable backends commit
     /// them together). Every body is validated and every name checked before the first write; a
     /// name taken meanwhile fails that object only, and the call returns the first error.
+    /// Namespaced objects are created only in existing namespaces that are not terminating
+    /// ([`Self::admit_create`]).
     pub async fn create_many(
         &self,
         info: &ResourceInfo,
@@ -523,17 +651,75 @@ impl Store {
         bodies: Vec<Value>,
         dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-        let mut prepared = Vec::with_capacity(bodies.len());
+        let mut checked = Vec::with_capacity(bodies.len());
         for b in bodies {
-            prepared.push(self.prepare_create(info, url_ns, b)?);
+            let mut obj = check_body(info, b)?;
+            let ns = resolve_namespace(info, &mut obj, url_ns)?;
+            checked.push((obj, ns));
         }
+        if info.namespaced && self.namespaces.is_some() {
+            let mut admitted: Vec<&str> = Vec::new();
+            for (obj, ns) in &checked {
+                if !admitted.contains(&ns.as_str()) {
+                    self.admit_create(info, ns, meta_str(obj, "name").as_deref().unwrap_or("")).await?;
+                    admitted.push(ns);
+                }
+            }
+        }
+        let is_service = defaults::is_service(info);
+        if is_service && !dry_run && !self.fresh().await? {
+            // Cluster IPs are given from what the cache shows: it must hold every Service.
+            return Err(ApiError::storage_timeout(&info.group, &info.plural, "create"));
+        }
+        let mut prepared = Vec::with_capacity(checked.len());
+        let mut ips = None;
+        for (obj, _) in checked {
+            match self.prepare_create(info, obj, &mut ips) {
+                Ok(t) => prepared.push(t),
+                Err(e) => {
+                    self.release_cluster_ips(info, &prepared);
+                    return Err(e);
+                }
+            }
+        }
+        let result = self.create_prepared(info, prepared, dry_run).await;
+        if is_service && let Ok(created) = &result {
+            for o in created.iter().filter(|o| o.rv > 0) {
+                if let Some(ip) = cluster_ip(o.fields.iter()) {
+                    self.cluster_ips.written(ip, o.rv);
+                }
+            }
+        }
+        result
+    }
+
+    /// Frees the cluster IPs given to Services that will not be created.
+    fn release_cluster_ips(&self, info: &ResourceInfo, prepared: &[Template]) {
+        if defaults::is_service(info) {
+            for t in prepared {
+                if let Some(ip) = cluster_ip(t.fields().iter()) {
+                    self.cluster_ips.release(ip);
+                }
+            }
+        }
+    }
+
+    /// Writes prepared creates (see [`Self::create_many`]).
+    async fn create_prepared(
+        &self,
+        info: &ResourceInfo,
+        prepared: Vec<Template>,
+        dry_run: bool,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let mut seen = HashSet::new();
         for t in &prepared {
             if !seen.insert(t.key().to_string()) {
+                self.release_cluster_ips(info, &prepared);
                 return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
             }
         }
         if dry_run {
+            self.release_cluster_ips(info, &prepared);
             // Like kube: the would-be object, without a resourceVersion.
             return Ok(prepared.into_iter().map(|t| Arc::new(t.finish_without_rv())).collect());
         }
@@ -541,10 +727,14 @@ impl Store {
             for t in &prepared {
                 if self.cache.get(info, t.namespace(), t.name())?.is_some() {
                     // The cache may not have seen a delete yet: the storage decides.
-                    match self.stored(info, t.namespace(), t.name()).await {
-                        Err(e) if e.code == 404 => {}
-                        Err(e) => return Err(e),
-                        Ok(_) => return Err(ApiError::already_exists(&info.group, &info.plural, t.name())),
+                    let taken = match self.stored(info, t.namespace(), t.name()).await {
+                        Err(e) if e.code == 404 => None,
+                        Err(e) => Some(e),
+                        Ok(_) => Some(ApiError::already_exists(&info.group, &info.plural, t.name())),
+                    };
+                    if let Some(e) = taken {
+                        self.release_cluster_ips(info, &prepared);
+                        return Err(e);
                     }
                 }
             }
@@ -553,7 +743,10 @@ impl Store {
             let key = self.layout.object_key(info, t.namespace(), t.name());
             match self.storage.create(key, t.storage_value()).await {
                 Ok(rev) => Ok(self.wrote(t.finish(rev))),
-                Err(e) => Err(storage_error(e, info, t.name(), "create")),
+                Err(e) => {
+                    self.release_cluster_ips(info, std::slice::from_ref(&t));
+                    Err(storage_error(e, info, t.name(), "create"))
+                }
             }
         });
         let results = futures_util::future::join_all(writes).await;
@@ -575,7 +768,7 @@ impl Store {
     }
 
     /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` in the
-    /// body is a precondition (409 on mismatch). With `status_only`, only the
+    /// body is a precondition (409 on mismatch). For the `status` target, only the
     /// `status` of the body is applied.
     pub async fn update(
         &self,
@@ -677,8 +870,11 @@ impl Store {
         new: Map<String, Value>,
         opts: WriteOpts,
     ) -> Result<Attempt, ApiError> {
-        let WriteOpts { status_only, dry_run, .. } = opts;
-        let target = if status_only { Target::Status } else { Target::Main };
+        let WriteOpts { target, dry_run, .. } = opts;
+        let mut new = new;
+        if target != Target::Status {
+            defaults::apply(info, &mut new, defaults::Write::Update(old))?;
+        }
         let mut obj = strategy::prepare_update(info, target, old, new);
         let bump = strategy::bumps_generation(info, old, &obj);
         {
@@ -707,11 +903,13 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj)?;
-        // Removing the last finalizer of an object being deleted deletes it.
+        // Removing the last finalizer of an object being deleted deletes it (a namespace's
+        // `spec.finalizers` count too).
         let finalized = obj
             .get("metadata")
             .and_then(Value::as_object)
-            .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m));
+            .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
+            && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
         let template = Template::new(info, &obj);
         // A no-op update writes nothing and returns the current object.
         if !finalized && template.same_as(old) {
@@ -723,9 +921,12 @@ impl Store {
         let key = self.layout.object_key(info, &old.namespace, &old.name);
         if finalized {
             // As kube-apiserver: the update is not stored, the object is deleted, and the answer is
-            // its last stored version at the deletion's revision.
+            // the updated object at the resourceVersion it was computed from.
             return match self.storage.delete(key, old.rv).await {
-                Ok(rev) => Ok(Attempt::Done(self.wrote(Template::from_stored(old).finish(rev)))),
+                Ok(rev) => {
+                    self.last_write.fetch_max(rev, Ordering::AcqRel);
+                    Ok(Attempt::Done(Arc::new(template.finish(old.rv))))
+                }
                 Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
             };
         }
@@ -749,6 +950,10 @@ impl Store {
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
+        let is_namespace = namespaces::is_namespaces(info);
+        if is_namespace && namespaces::IMMORTAL.contains(&name) {
+            return Err(namespaces::undeletable(name));
+        }
         let (mut old, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let uid_differs = precondition_uid.is_some_and(|u| u != old.uid);
@@ -769,13 +974,34 @@ impl Store {
                 );
                 return Err(e);
             }
-            if dry_run {
-                return Ok(old);
-            }
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
             let key = self.layout.object_key(info, ns, name);
+            if is_namespace {
+                // A namespace is first only marked: it terminates (its contents are deleted) and
+                // goes away once its finalizers are gone (see `crate::namespaces`).
+                if !namespaces::mark_terminating(&mut map) {
+                    if namespaces::has_spec_finalizers(&map) || dry_run {
+                        return Ok(old);
+                    }
+                } else {
+                    let t = Template::new(info, &map);
+                    if dry_run {
+                        return Ok(Arc::new(t.finish(old.rv)));
+                    }
+                    match self.storage.update(key, t.storage_value(), old.rv).await {
+                        Ok(rev) => return Ok(self.wrote(t.finish(rev))),
+                        Err(e) => {
+                            (old, is_current) = (self.conflicted(info, name, e, "delete")?, true);
+                            continue;
+                        }
+                    }
+                }
+            }
+            if dry_run {
+                return Ok(old);
+            }
             let meta = meta_mut(&mut map);
             let result = if has_finalizers(meta) {
                 if meta.contains_key("deletionTimestamp") {

@@ -6,7 +6,8 @@
 //! changes `status` (the stored one is kept), and a write to `/status` changes nothing but
 //! `status` (spec, labels, annotations and the rest of the metadata are the stored ones). The
 //! generation moves when `spec` changes (and, for apps/v1 Deployments, when the annotations
-//! change); a `/status` write therefore never moves it.
+//! change); a `/status` write therefore never moves it. A namespace's `spec.finalizers` change
+//! only through its `finalize` subresource, which changes nothing else of the spec or the status.
 
 use serde_json::{Map, Value};
 
@@ -21,6 +22,8 @@ pub enum Target {
     Main,
     /// The `status` subresource (`…/web/status`).
     Status,
+    /// A namespace's `finalize` subresource (`/api/v1/namespaces/x/finalize`).
+    Finalize,
 }
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
@@ -36,12 +39,46 @@ pub fn prepare_update(
             set_or_remove(&mut out, "status", new.get("status").cloned());
             out
         }
+        Target::Main if crate::namespaces::is_namespaces(info) => {
+            let mut out = new;
+            set_or_remove(&mut out, "status", old.status());
+            let finalizers = old_spec(old).and_then(|mut s| s.remove("finalizers"));
+            set_spec_finalizers(&mut out, finalizers);
+            out
+        }
         Target::Main if info.status_subresource => {
             let mut out = new;
             set_or_remove(&mut out, "status", old.status());
             out
         }
         Target::Main => new,
+        Target::Finalize => {
+            let finalizers = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
+            let mut out = new;
+            set_or_remove(&mut out, "status", old.status());
+            let mut spec = old_spec(old).unwrap_or_default();
+            match finalizers {
+                Some(f) if !f.is_null() => spec.insert("finalizers".into(), f),
+                _ => spec.remove("finalizers"),
+            };
+            out.insert("spec".into(), Value::Object(spec));
+            out
+        }
+    }
+}
+
+/// The stored `spec` of an object, parsed.
+fn old_spec(old: &StoredObject) -> Option<Map<String, Value>> {
+    old.spec_bytes().and_then(|b| serde_json::from_slice(b).ok())
+}
+
+/// Sets (or removes) `spec.finalizers` of a namespace being written.
+fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) {
+    if !matches!(obj.get("spec"), Some(Value::Object(_))) {
+        obj.insert("spec".into(), Value::Object(Map::new()));
+    }
+    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+        set_or_remove(spec, "finalizers", finalizers);
     }
 }
 

@@ -83,6 +83,19 @@ pub fn builder() -> ApiServerBuilder {
     }
 }
 
+/// Creates the namespaces `names` (those that exist already are left as they are): a server,
+/// like kube-apiserver, creates objects only in namespaces that exist.
+pub async fn create_namespaces(server: &ApiServer, names: &[&str]) -> Result<(), crate::ApiError> {
+    for name in names {
+        match server.create("namespaces", serde_json::json!({"metadata": {"name": name}})).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// A TCP proxy for fault tests: forwards every connection to a target address that can be
 /// changed (a load balancer switching replicas), refuses new connections while blocked (a
 /// server or network that is away), and can reset every open connection at once (a connection

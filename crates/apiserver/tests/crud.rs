@@ -130,6 +130,7 @@ async fn apps_group_and_cluster_scoped() {
     let c = Client::new(&s);
     let dep =
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}});
+    create_namespaces(&s, &["ns1"]).await.unwrap();
     let r = c.post("/apis/apps/v1/namespaces/ns1/deployments", &dep).await;
     assert_eq!(r.code, 201);
     assert_eq!(r.body["metadata"]["namespace"], "ns1");
@@ -144,7 +145,7 @@ async fn apps_group_and_cluster_scoped() {
     let l = c.get("/api/v1/namespaces").await;
     let names: Vec<&str> =
         l.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system", "ns1"]);
 }
 
 #[tokio::test]
@@ -269,6 +270,7 @@ async fn in_process_access() {
     assert_eq!(rv_of(&d), s.resource_version());
     assert_eq!(s.get("pods", "default", "a").await.unwrap_err().code, 404);
     assert!(s.create_many("pods", vec![pod("p001", json!({}))]).await.is_err());
+    create_namespaces(&s, &["x"]).await.unwrap();
     let dep = s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
     assert_eq!(dep["apiVersion"], "apps/v1");
     assert_eq!(s.create("widgets", json!({})).await.unwrap_err().code, 404);

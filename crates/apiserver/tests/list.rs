@@ -23,6 +23,7 @@ async fn five(s: &ApiServer) {
 async fn paging_like_kube() {
     let s = server().await;
     five(&s).await;
+    create_namespaces(&s, &["zz"]).await.unwrap();
     s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}})).await.unwrap();
     let c = Client::new(&s);
     let rv = s.resource_version();

@@ -225,6 +225,47 @@ async fn kubectl_scale_deployment() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A namespace created with kubectl shows kube's finalizer and phase; `kubectl delete namespace`
+/// waits until the namespace and its contents are gone (the namespace controller empties it).
+/// (`kubectl create namespace` and `kubectl create configmap` send protobuf, which this server
+/// does not read: manifests are created instead.)
+#[tokio::test]
+async fn kubectl_namespace_lifecycle() {
+    let dir = tempdir("kubectl-ns");
+    let s = server().await;
+    let (kc, cache) = (dir.join("config"), dir.join("cache"));
+    s.write_kubeconfig(&kc).unwrap();
+    let create = |name: &str, manifest: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, manifest).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let ns = create("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n");
+    let cm = create("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n");
+    let (ok, out, err) = kubectl(&kc, &cache, &["create", "-f", &ns, "--validate=false"]).await;
+    assert!(ok && out.contains("namespace/x created"), "{out}{err}");
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "ns", "x", "-o", "json"]).await;
+    assert!(ok, "{out}{err}");
+    let ns: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}));
+    assert_eq!(ns["status"], json!({"phase": "Active"}));
+    assert_eq!(ns["metadata"]["labels"], json!({"kubernetes.io/metadata.name": "x"}));
+    let (ok, out, err) = kubectl(&kc, &cache, &["create", "-f", &cm, "-n", "x", "--validate=false"]).await;
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = kubectl(&kc, &cache, &["create", "-f", &cm, "-n", "missing", "--validate=false"]).await;
+    assert!(!ok && err.contains("namespaces \"missing\" not found"), "{out}{err}");
+    let (ok, out, err) = kubectl(&kc, &cache, &["delete", "namespace", "default"]).await;
+    assert!(!ok && err.contains("this namespace may not be deleted"), "{out}{err}");
+    // kubectl delete waits for the namespace to be gone.
+    let (ok, out, err) = kubectl(&kc, &cache, &["delete", "namespace", "x"]).await;
+    assert!(ok && out.contains("namespace \"x\" deleted"), "{out}{err}");
+    assert_eq!(s.get("namespaces", "", "x").await.unwrap_err().code, 404);
+    assert!(s.list("configmaps", Some("x")).await.unwrap().is_empty());
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "ns", "x"]).await;
+    assert!(!ok && err.contains("namespaces \"x\" not found"), "{out}{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[tokio::test]
 async fn kube_rs_status_and_scale() {
     use k8s_openapi::api::apps::v1::Deployment;

@@ -178,6 +178,7 @@ async fn data_dir_persists_objects_rv_and_history() {
         let s = ApiServer::builder().data_dir(&dir).start().await.unwrap();
         let before = s.resource_version();
         let p = s.create("pods", pod("keep", json!({"a": "b"}))).await.unwrap();
+        create_namespaces(&s, &["x"]).await.unwrap();
         s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
         s.stop().await;
         (s.resource_version(), p["metadata"]["uid"].clone(), before)
@@ -187,7 +188,14 @@ async fn data_dir_persists_objects_rv_and_history() {
     let p = s.get("pods", "default", "keep").await.unwrap();
     assert_eq!(p["metadata"]["uid"], uid);
     assert_eq!(s.list("deployments", None).await.unwrap().len(), 1);
-    assert_eq!(s.list("namespaces", None).await.unwrap().len(), 4);
+    let names: Vec<String> = s
+        .list("namespaces", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system", "x"], "created once");
     let c = Client::new(&s);
     let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={before}")).await;
     let e = w.next_within(SEC).await.unwrap();

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::recorded::{comparable, recorded};
 use common::*;
 use informer_apiserver::{ResourceInfo, ScaleSubresource};
 use serde_json::{Value, json};
@@ -12,38 +13,6 @@ use serde_json::{Value, json};
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fixtures/deployments";
 const MERGE: &str = "application/merge-patch+json";
 const JSON_PATCH: &str = "application/json-patch+json";
-
-/// One recorded exchange: the request body and the response body (Null when absent).
-struct Exchange {
-    request: Value,
-    response: Value,
-}
-
-fn exchange(file: &str) -> Exchange {
-    let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (req, resp) = text.split_once("=== RESPONSE ===").expect("a response");
-    let body = |part: &str| -> Value {
-        let (_, b) = part.split_once("\n\n").expect("headers, then a body");
-        serde_json::from_str(b.trim()).unwrap_or(Value::Null)
-    };
-    Exchange {
-        request: body(req.split_once("=== REQUEST ===").expect("a request").1.trim_start()),
-        response: body(resp.trim_start()),
-    }
-}
-
-/// An object without what differs between two servers (identity, versions, times, field
-/// managers) and without its generation (compared as steps).
-fn comparable(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
-            m.remove(f);
-        }
-    }
-    v
-}
 
 fn generation(v: &Value) -> i64 {
     v["metadata"]["generation"].as_i64().expect("generation")
@@ -66,7 +35,7 @@ async fn fixtures_namespace(c: &Client) {
 
 /// The Deployment `api` as the recorded exchanges start from (3 replicas, no status).
 async fn api_deployment(c: &Client) -> Value {
-    let mut d = comparable(&exchange("42-subres-put-status.txt").request);
+    let mut d = comparable(&recorded("42-subres-put-status.txt").request());
     d["metadata"]["labels"] = json!({"app": "api", "team": "gamma"});
     d["spec"]["replicas"] = json!(3);
     d.as_object_mut().unwrap().remove("status");
@@ -86,7 +55,7 @@ async fn deployment_writes_match_kube_apiserver() {
     // 40: GET /scale.
     let scale = c.get(&format!("{api}/scale")).await;
     assert_eq!(scale.code, 200, "{:?}", scale.body);
-    let want = exchange("40-subres-get-scale.txt").response;
+    let want = recorded("40-subres-get-scale.txt").response;
     assert_eq!(comparable(&scale.body), comparable(&want));
     for f in ["uid", "resourceVersion", "creationTimestamp"] {
         assert_eq!(scale.body["metadata"][f], created["metadata"][f], "{f}");
@@ -95,8 +64,8 @@ async fn deployment_writes_match_kube_apiserver() {
     assert!(raw.starts_with(r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"api","#), "{raw}");
 
     // 41: kubectl scale's merge patch of /scale: spec.replicas of the Deployment, a new generation.
-    let ex = exchange("41-subres-kubectl-scale-patch.txt");
-    let scaled = c.patch(&format!("{api}/scale"), MERGE, &ex.request).await;
+    let ex = recorded("41-subres-kubectl-scale-patch.txt");
+    let scaled = c.patch(&format!("{api}/scale"), MERGE, &ex.request()).await;
     assert_eq!(scaled.code, 200, "{:?}", scaled.body);
     assert_eq!(comparable(&scaled.body), comparable(&ex.response));
     let after = c.get(&api).await.body;
@@ -105,8 +74,8 @@ async fn deployment_writes_match_kube_apiserver() {
     assert_eq!(scaled.body["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"]);
 
     // 42: PUT /status writes the status only (the spec and label changes of the body are ignored).
-    let ex = exchange("42-subres-put-status.txt");
-    let r = c.put(&format!("{api}/status"), &retarget(ex.request, &after)).await;
+    let ex = recorded("42-subres-put-status.txt");
+    let r = c.put(&format!("{api}/status"), &retarget(ex.request(), &after)).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert_eq!(comparable(&r.body), comparable(&ex.response));
     assert_eq!(generation(&r.body), generation(&after));
@@ -114,8 +83,8 @@ async fn deployment_writes_match_kube_apiserver() {
 
     // 43: PATCH /status (the recorded strategic merge patch merged the conditions by type; this
     // merge patch carries both).
-    let ex = exchange("43-subres-patch-status.txt");
-    let mut patch = ex.request.clone();
+    let ex = recorded("43-subres-patch-status.txt");
+    let mut patch = ex.request();
     patch["status"]["conditions"] = ex.response["status"]["conditions"].clone();
     let r = c.patch(&format!("{api}/status"), MERGE, &patch).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
@@ -123,15 +92,15 @@ async fn deployment_writes_match_kube_apiserver() {
     assert_eq!(generation(&r.body), generation(&after));
 
     // 44: PUT of the Deployment itself keeps the stored status; the annotation moves the generation.
-    let ex = exchange("44-subres-put-main-ignores-status.txt");
+    let ex = recorded("44-subres-put-main-ignores-status.txt");
     let before = r.body;
-    let r = c.put(&api, &retarget(ex.request, &before)).await;
+    let r = c.put(&api, &retarget(ex.request(), &before)).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert_eq!(comparable(&r.body), comparable(&ex.response));
     assert_eq!(generation(&r.body), generation(&before) + 1);
 
     // 45: a spec change moves the generation.
-    let ex = exchange("45-subres-spec-change-bumps-generation.txt");
+    let ex = recorded("45-subres-spec-change-bumps-generation.txt");
     let before = r.body;
     let image =
         json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/app:9"}]);

@@ -38,6 +38,7 @@ async fn replay_from_rv_then_live() {
     assert_eq!(e["object"], del);
     assert_eq!(rv_of(&e["object"]), s.resource_version());
     // Other namespaces are not seen by a namespaced watch.
+    create_namespaces(&s, &["other"]).await.unwrap();
     s.create("pods", json!({"metadata": {"name": "x", "namespace": "other"}})).await.unwrap();
     s.create("pods", pod("y", json!({}))).await.unwrap();
     let e = w.next_within(SEC).await.unwrap();
@@ -217,6 +218,7 @@ async fn selector_transitions() {
             s.resource_version()
         ))
         .await;
+    create_namespaces(&s, &["n2"]).await.unwrap();
     s.create("pods", json!({"metadata": {"name": "y", "namespace": "n2"}})).await.unwrap();
     s.create("pods", json!({"metadata": {"name": "z", "namespace": "n2"}})).await.unwrap();
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "z");

@@ -257,6 +257,7 @@ async fn informers_converge_after_every_fault() {
     eprintln!("chaos: seed {seed} (CHAOS_SEED={seed} replays it), {rounds} rounds");
     let mut rng = StdRng::seed_from_u64(seed);
     let server = Arc::new(informer_apiserver::testing::builder().start().await.unwrap());
+    informer_apiserver::testing::create_namespaces(&server, &[NS]).await.unwrap();
     let cancel = CancellationToken::new();
     let writer = Writer::start(server.clone(), seed, cancel.clone());
     writer.writes(30).await;

@@ -189,15 +189,17 @@ async fn three_electors_never_lead_at_once_under_faults() {
     let (taken_tx, mut taken) = tokio::sync::watch::channel(0);
     let oracle = oracle(replicas.iter().map(|r| r.elector.clone()).collect(), stop.clone(), taken_tx);
 
-    // Someone leads; the others see it.
+    // Someone leads; the others see it (in whatever order they do).
     let first = events.started("a first leader", |_| true).await;
-    for r in replicas.iter().filter(|r| r.id != first) {
-        let (id, leader) = (r.id.clone(), first.clone());
-        events
+    let mut waiting: Vec<String> = replicas.iter().map(|r| r.id.clone()).filter(|id| *id != first).collect();
+    while !waiting.is_empty() {
+        let leader = first.clone();
+        let seen = events
             .until("the others to see the leader", |w, e| {
-                w == id && matches!(e, LeaderEvent::NewLeader(Some(l)) if *l == leader)
+                waiting.iter().any(|id| id == w) && matches!(e, LeaderEvent::NewLeader(Some(l)) if *l == leader)
             })
             .await;
+        waiting.retain(|id| *id != seen);
     }
 
     // 1. The leader's requests fail: it steps down and another takes over.

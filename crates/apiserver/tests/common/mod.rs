@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use informer_apiserver::ApiServer;
+use informer_apiserver::{ApiError, ApiServer};
 use serde_json::{Value, json};
 
 pub mod recorded;
@@ -163,6 +163,11 @@ pub fn rv_of(v: &Value) -> u64 {
 
 pub async fn server() -> ApiServer {
     informer_apiserver::testing::builder().start().await.expect("start")
+}
+
+/// Creates namespaces (objects can be created only in existing ones).
+pub async fn create_namespaces(s: &ApiServer, names: &[&str]) -> Result<(), ApiError> {
+    informer_apiserver::testing::create_namespaces(s, names).await
 }
 
 pub const PODS: &str = "/api/v1/namespaces/default/pods";

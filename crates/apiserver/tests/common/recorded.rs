@@ -19,6 +19,16 @@ pub struct Recorded {
     pub warnings: Vec<String>,
 }
 
+impl Recorded {
+    /// The request body as JSON (Null without a body).
+    pub fn request(&self) -> Value {
+        if self.request_body.is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_slice(&self.request_body).expect("a JSON request body")
+    }
+}
+
 /// Reads `tests/fixtures/kube-apiserver/<file>`.
 pub fn recorded(file: &str) -> Recorded {
     let path = format!("{}/tests/fixtures/kube-apiserver/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -56,7 +66,7 @@ pub fn recorded(file: &str) -> Recorded {
 pub fn comparable(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
+        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "managedFields", "generation"] {
             m.remove(f);
         }
     }
@@ -65,9 +75,5 @@ pub fn comparable(v: &Value) -> Value {
 
 /// A recorded object as a create body: without identity, versions, times and field managers.
 pub fn as_create_body(v: &Value) -> Value {
-    let mut v = comparable(v);
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("deletionTimestamp");
-    }
-    v
+    comparable(v)
 }

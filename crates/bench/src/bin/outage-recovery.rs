@@ -72,6 +72,7 @@ fn median(v: &mut [f64]) -> f64 {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let server = ApiServer::builder().start().await?;
+    server.create("namespaces", json!({"metadata": {"name": NS}})).await?;
     let objs: Vec<_> = (0..args.objects).map(|i| cm(&format!("cm-{i:05}"))).collect();
     server.create_many("configmaps", objs).await?;
     let cancel = CancellationToken::new();

@@ -239,6 +239,7 @@ async fn reads(server: &ApiServer, ns: &str, from_rv: u64, events: usize) -> any
 async fn restart(backend: &Backend, template: &Value, n: usize) -> anyhow::Result<(f64, f64)> {
     {
         let server = backend.server().await?;
+        server.create("namespaces", json!({"metadata": {"name": "restart"}})).await?;
         let mut done = 0;
         while done < n {
             let batch: Vec<Value> = (done..(done + 1000).min(n))
@@ -299,6 +300,7 @@ async fn measure(args: &Args, name: &str) -> anyhow::Result<()> {
         let mut per_pod_kb: Option<u64> = None;
         for &w in &args.writers {
             let ns = format!("w{w}");
+            server.create("namespaces", json!({"metadata": {"name": ns}})).await?;
             let rv0 = server.resource_version();
             let (creates, updates, grown) = writes(&server, &template, &ns, args.objects, w).await?;
             per_pod_kb.get_or_insert(grown);

@@ -1,7 +1,7 @@
-//! Connecting the demo to its API server: the embedded one (preloaded with pods) or a real
-//! cluster from a kubeconfig, with a preflight list so that an unreachable server, bad
-//! credentials or missing permissions fail at once with a clear message instead of an informer
-//! retrying forever.
+//! Connecting the demo to its API server: the embedded one (its namespace created and preloaded
+//! with pods) or a real cluster from a kubeconfig, with a preflight list so that an unreachable
+//! server, bad credentials or missing permissions fail at once with a clear message instead of an
+//! informer retrying forever.
 //!
 //! Invariant: `connect` returns only a client that could list pods in the namespace.
 
@@ -42,6 +42,11 @@ pub async fn connect(kubeconfig: Option<&std::path::Path>, ns: &str, objects: us
         }
         None => {
             let s = ApiServer::builder().start().await.context("cannot start the embedded API server")?;
+            // Pods are created only in a namespace that exists (`default` always does).
+            match s.create("namespaces", serde_json::json!({"metadata": {"name": ns}})).await {
+                Err(e) if e.code != 409 => return Err(anyhow!("creating namespace {ns}: {e}")),
+                _ => {}
+            }
             let pods: Vec<_> = (0..objects as u64).map(|i| pod(ns, i)).collect();
             s.create_many("pods", pods).await.map_err(|e| anyhow!("preloading pods: {e}"))?;
             let client = crate::client::from_yaml(&s.kubeconfig_yaml()).await?;

@@ -1,0 +1,884 @@
+//! Built-in defaults: the values kube-apiserver v1.35 fills into objects of its built-in types
+//! when it decodes a create or an update, so a minimal body is stored (and answered) as the real
+//! server stores it.
+//!
+//! What it covers, per type (written from kube-apiserver's observable behaviour, see
+//! `tests/fixtures/kube-apiserver/01-*`, `02-*`, `54-*`, `72-*`):
+//! - the API types' defaulting (`SetDefaults_*`): pod specs (also in workload templates),
+//!   containers, probes, volumes; Deployment, ReplicaSet and StatefulSet specs; Service specs;
+//!   Secret `type`; the Namespace name label; Node allocatable;
+//! - what the create strategies set: a Namespace's `kubernetes` finalizer and phase `Active`, a
+//!   Pod's phase `Pending` and QoS class, the `status` members kube always writes;
+//! - what the admission plugins of a default kube-apiserver add to pods: the not-ready and
+//!   unreachable tolerations (DefaultTolerationSeconds) and the priority (Priority);
+//! - Service IP families and, with [`ClusterIps`], cluster IPs from 10.96.0.0/12.
+//!
+//! Invariants: defaulting fills only what is absent (JSON `null` and, for strings, `""` count as
+//! absent, as they decode to Go's zero values); a value the client sent is kept, except where
+//! kube overrides it (a Namespace's status on create, its name label, an empty Namespace
+//! finalizer list that kube leaves out). It is idempotent: defaulting a defaulted object changes
+//! nothing, so writing back a stored object stores the same bytes. Resources other than the
+//! built-in types (custom resources) are never touched. Only a pod whose PriorityClass does not
+//! exist (or whose priority contradicts it) is refused, with kube's 403.
+
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+
+use crate::object::StoredObject;
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+
+/// The write an object is defaulted for.
+#[derive(Debug, Clone, Copy)]
+pub enum Write<'a> {
+    /// A create.
+    Create,
+    /// A write to the object itself (PUT, PATCH, `/scale`) over its stored version.
+    Update(&'a StoredObject),
+}
+
+/// The built-in types that have defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    Pod,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    Service,
+    Secret,
+    Namespace,
+    Node,
+}
+
+fn builtin(info: &ResourceInfo) -> Option<Builtin> {
+    if info.version != "v1" {
+        return None;
+    }
+    Some(match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => Builtin::Pod,
+        ("", "services") => Builtin::Service,
+        ("", "secrets") => Builtin::Secret,
+        ("", "namespaces") => Builtin::Namespace,
+        ("", "nodes") => Builtin::Node,
+        ("apps", "deployments") => Builtin::Deployment,
+        ("apps", "replicasets") => Builtin::ReplicaSet,
+        ("apps", "statefulsets") => Builtin::StatefulSet,
+        _ => return None,
+    })
+}
+
+/// Whether `info` is the built-in core/v1 Service (whose cluster IPs [`ClusterIps`] allocates).
+pub fn is_service(info: &ResourceInfo) -> bool {
+    builtin(info) == Some(Builtin::Service)
+}
+
+/// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved).
+/// Fails only with the 403 of kube's Priority admission for a pod naming an unknown
+/// PriorityClass.
+pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    let Some(kind) = builtin(info) else { return Ok(()) };
+    let create = matches!(write, Write::Create);
+    match kind {
+        Builtin::Pod => pod(obj, write)?,
+        Builtin::Deployment => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                deployment_spec(spec);
+            }
+            if create {
+                default_val(obj, "status", json!({}));
+            }
+        }
+        Builtin::ReplicaSet => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_val(spec, "replicas", json!(1));
+                template(spec);
+            }
+            if create && let Some(status) = ensure_obj(obj, "status") {
+                default_val(status, "replicas", json!(0));
+            }
+        }
+        Builtin::StatefulSet => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                statefulset_spec(spec);
+            }
+            if create && let Some(status) = ensure_obj(obj, "status") {
+                default_val(status, "replicas", json!(0));
+                default_val(status, "availableReplicas", json!(0));
+            }
+        }
+        Builtin::Service => service(obj, write),
+        Builtin::Secret => default_str(obj, "type", "Opaque"),
+        Builtin::Namespace => namespace(obj, create),
+        Builtin::Node => {
+            if create && let Some(status) = member(obj, "status") {
+                let capacity = status.get("capacity").filter(|c| c.is_object()).cloned();
+                if let Some(c) = capacity {
+                    default_val(status, "allocatable", c);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- helpers ----
+
+/// Whether a member is unset as Go decodes it: absent or `null`.
+fn unset(m: &Map<String, Value>, key: &str) -> bool {
+    matches!(m.get(key), None | Some(Value::Null))
+}
+
+/// Sets `key` unless it is set.
+fn default_val(m: &mut Map<String, Value>, key: &str, v: Value) {
+    if unset(m, key) {
+        m.insert(key.into(), v);
+    }
+}
+
+/// Sets the string `key` unless it is a non-empty string (or some other value).
+fn default_str(m: &mut Map<String, Value>, key: &str, v: &str) {
+    if unset(m, key) || m.get(key).and_then(Value::as_str) == Some("") {
+        m.insert(key.into(), v.into());
+    }
+}
+
+/// The object member `key`, created (`{}`) when unset; None when it holds something else (a
+/// body of the wrong shape gets no defaults there).
+fn ensure_obj<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    if unset(m, key) {
+        m.insert(key.into(), Value::Object(Map::new()));
+    }
+    m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// The object member `key`, if it is one.
+fn member<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// The objects of the array member `key`.
+fn items<'a>(m: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
+}
+
+fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    m.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+// ---- pods ----
+
+fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
+    pod_spec(spec, true);
+    default_val(spec, "enableServiceLinks", json!(true));
+    default_tolerations(spec);
+    priority(spec, write, &name)?;
+    if matches!(write, Write::Create) {
+        let qos = qos_class(spec);
+        if let Some(status) = ensure_obj(obj, "status") {
+            default_str(status, "phase", "Pending");
+            default_str(status, "qosClass", qos);
+        }
+    }
+    Ok(())
+}
+
+/// A pod spec's defaults; `pod` for a Pod's own spec (not a template's), which also gets the
+/// container requests defaulted from their limits and host ports on the host network.
+fn pod_spec(spec: &mut Map<String, Value>, pod: bool) {
+    default_str(spec, "dnsPolicy", "ClusterFirst");
+    default_str(spec, "restartPolicy", "Always");
+    default_val(spec, "terminationGracePeriodSeconds", json!(30));
+    default_val(spec, "securityContext", json!({}));
+    default_str(spec, "schedulerName", "default-scheduler");
+    let host_network = pod && spec.get("hostNetwork") == Some(&Value::Bool(true));
+    for key in ["initContainers", "containers", "ephemeralContainers"] {
+        let requests_from_limits = pod && key != "ephemeralContainers";
+        for c in items(spec, key) {
+            container(c, requests_from_limits, host_network);
+        }
+    }
+    for v in items(spec, "volumes") {
+        volume(v);
+    }
+}
+
+fn container(c: &mut Map<String, Value>, requests_from_limits: bool, host_network: bool) {
+    if str_of(c, "imagePullPolicy").is_none() {
+        let policy = pull_policy(c.get("image").and_then(Value::as_str).unwrap_or(""));
+        c.insert("imagePullPolicy".into(), policy.into());
+    }
+    default_str(c, "terminationMessagePath", "/dev/termination-log");
+    default_str(c, "terminationMessagePolicy", "File");
+    if let Some(resources) = ensure_obj(c, "resources")
+        && requests_from_limits
+        && let Some(Value::Object(limits)) = resources.get("limits").cloned()
+        && let Some(requests) = ensure_obj(resources, "requests")
+    {
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
+    }
+    for p in items(c, "ports") {
+        default_str(p, "protocol", "TCP");
+        if host_network && let Some(port) = p.get("containerPort").cloned() {
+            default_val(p, "hostPort", port);
+        }
+    }
+    for e in items(c, "env") {
+        if let Some(from) = member(e, "valueFrom") {
+            field_ref(from);
+        }
+    }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = member(c, key) {
+            probe(p);
+        }
+    }
+    if let Some(l) = member(c, "lifecycle") {
+        for key in ["postStart", "preStop"] {
+            if let Some(h) = member(l, key) {
+                handler(h);
+            }
+        }
+    }
+}
+
+/// The pull policy kube gives a container without one: `Always` for `:latest` or an image
+/// without tag or digest, `IfNotPresent` otherwise.
+fn pull_policy(image: &str) -> &'static str {
+    if image.is_empty() {
+        return "IfNotPresent";
+    }
+    let (name, digest) = match image.split_once('@') {
+        Some((n, _)) => (n, true),
+        None => (image, false),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    match last.rsplit_once(':').map(|(_, tag)| tag) {
+        Some("latest") => "Always",
+        Some(_) => "IfNotPresent",
+        None if digest => "IfNotPresent",
+        None => "Always",
+    }
+}
+
+fn field_ref(m: &mut Map<String, Value>) {
+    if let Some(f) = member(m, "fieldRef") {
+        default_str(f, "apiVersion", "v1");
+    }
+}
+
+fn probe(p: &mut Map<String, Value>) {
+    default_val(p, "timeoutSeconds", json!(1));
+    default_val(p, "periodSeconds", json!(10));
+    default_val(p, "successThreshold", json!(1));
+    default_val(p, "failureThreshold", json!(3));
+    handler(p);
+}
+
+fn handler(h: &mut Map<String, Value>) {
+    if let Some(get) = member(h, "httpGet") {
+        default_str(get, "path", "/");
+        default_str(get, "scheme", "HTTP");
+    }
+    if let Some(grpc) = member(h, "grpc") {
+        default_val(grpc, "service", json!(""));
+    }
+}
+
+fn volume(v: &mut Map<String, Value>) {
+    if v.iter().all(|(k, val)| k == "name" || val.is_null()) {
+        v.insert("emptyDir".into(), json!({}));
+    }
+    for key in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(src) = member(v, key) {
+            default_val(src, "defaultMode", json!(420));
+        }
+    }
+    if let Some(d) = member(v, "downwardAPI") {
+        for item in items(d, "items") {
+            field_ref(item);
+        }
+    }
+    if let Some(p) = member(v, "projected") {
+        for source in items(p, "sources") {
+            if let Some(d) = member(source, "downwardAPI") {
+                for item in items(d, "items") {
+                    field_ref(item);
+                }
+            }
+            if let Some(t) = member(source, "serviceAccountToken") {
+                default_val(t, "expirationSeconds", json!(3600));
+            }
+        }
+    }
+    if let Some(h) = member(v, "hostPath") {
+        default_val(h, "type", json!(""));
+    }
+    if let Some(spec) =
+        member(v, "ephemeral").and_then(|e| member(e, "volumeClaimTemplate")).and_then(|t| member(t, "spec"))
+    {
+        default_str(spec, "volumeMode", "Filesystem");
+    }
+}
+
+/// kube's DefaultTolerationSeconds admission: tolerate the not-ready and unreachable taints for
+/// 300 s unless the pod already tolerates them.
+fn default_tolerations(spec: &mut Map<String, Value>) {
+    const TAINTS: [&str; 2] = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"];
+    let tolerated = |taint: &str| {
+        spec.get("tolerations").and_then(Value::as_array).into_iter().flatten().any(|t| {
+            let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            (key.is_empty() || key == taint) && (effect.is_empty() || effect == "NoExecute")
+        })
+    };
+    let missing: Vec<&str> = TAINTS.into_iter().filter(|t| !tolerated(t)).collect();
+    if missing.is_empty() {
+        return;
+    }
+    if !matches!(spec.get("tolerations"), Some(Value::Array(_))) {
+        spec.insert("tolerations".into(), json!([]));
+    }
+    if let Some(Value::Array(list)) = spec.get_mut("tolerations") {
+        for taint in missing {
+            list.push(json!({"key": taint, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
+}
+
+/// kube's Priority admission: a new pod's priority and preemption policy come from its
+/// PriorityClass (only the two built-in system classes exist here; none named: priority 0); an
+/// update keeps the stored ones.
+fn priority(spec: &mut Map<String, Value>, write: Write<'_>, name: &str) -> Result<(), ApiError> {
+    match write {
+        Write::Create => {
+            let priority = match str_of(spec, "priorityClassName") {
+                None => 0,
+                Some("system-node-critical") => 2_000_001_000,
+                Some("system-cluster-critical") => 2_000_000_000,
+                Some(other) => {
+                    return Err(ApiError::forbidden(
+                        "",
+                        "pods",
+                        name,
+                        &format!("no PriorityClass with name {other} was found"),
+                    ));
+                }
+            };
+            if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+                && given != priority
+            {
+                return Err(ApiError::forbidden(
+                    "",
+                    "pods",
+                    name,
+                    &format!(
+                        "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name"
+                    ),
+                ));
+            }
+            default_val(spec, "priority", json!(priority));
+            default_str(spec, "preemptionPolicy", "PreemptLowerPriority");
+        }
+        Write::Update(old) => {
+            if unset(spec, "priority") || unset(spec, "preemptionPolicy") {
+                let old = old.value();
+                for key in ["priority", "preemptionPolicy"] {
+                    if let Some(v) = old.get("spec").and_then(|s| s.get(key)) {
+                        default_val(spec, key, v.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A pod's QoS class from its containers' CPU and memory requests and limits (requests already
+/// defaulted from limits): BestEffort without any, Guaranteed when every container limits both
+/// and the requests equal the limits, Burstable otherwise.
+fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let mut requests: HashMap<&str, i128> = HashMap::new();
+    let mut limits: HashMap<&str, i128> = HashMap::new();
+    let mut guaranteed = true;
+    let containers = ["containers", "initContainers"]
+        .into_iter()
+        .flat_map(|k| spec.get(k).and_then(Value::as_array).into_iter().flatten());
+    for c in containers {
+        let resources = c.get("resources");
+        let positive = |kind: &str| -> Vec<(&str, i128)> {
+            resources
+                .and_then(|r| r.get(kind))
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| {
+                    let name = match k.as_str() {
+                        "cpu" => "cpu",
+                        "memory" => "memory",
+                        _ => return None,
+                    };
+                    let q = match v {
+                        Value::String(s) => parse_quantity(s)?,
+                        Value::Number(n) => parse_quantity(&n.to_string())?,
+                        _ => return None,
+                    };
+                    (q > 0).then_some((name, q))
+                })
+                .collect()
+        };
+        for (name, q) in positive("requests") {
+            *requests.entry(name).or_default() += q;
+        }
+        let found = positive("limits");
+        for (name, q) in &found {
+            *limits.entry(name).or_default() += q;
+        }
+        if !(found.iter().any(|(n, _)| *n == "cpu") && found.iter().any(|(n, _)| *n == "memory")) {
+            guaranteed = false;
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return "BestEffort";
+    }
+    if guaranteed && requests.len() == limits.len() && requests.iter().all(|(k, v)| limits.get(k) == Some(v)) {
+        return "Guaranteed";
+    }
+    "Burstable"
+}
+
+/// A resource quantity (`100m`, `1.5Gi`, `2e3`) in billionths, None when it does not parse.
+fn parse_quantity(s: &str) -> Option<i128> {
+    let s = s.trim();
+    let (negative, s) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, suffix) = s.split_at(end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
+    let (exp10, binary): (i32, u32) = match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        e if e.starts_with(['e', 'E']) => (e[1..].parse().ok()?, 0),
+        _ => return None,
+    };
+    let scale = 9 + exp10 - fraction.len() as i32;
+    let mut v = digits.checked_mul(1i128.checked_shl(binary)?)?;
+    v = if scale >= 0 { v.checked_mul(10i128.checked_pow(scale as u32)?)? } else { v / 10i128.pow((-scale) as u32) };
+    Some(if negative { -v } else { v })
+}
+
+// ---- workloads ----
+
+/// The pod template of a workload spec.
+fn template(spec: &mut Map<String, Value>) {
+    if let Some(t) = member(spec, "template")
+        && let Some(spec) = ensure_obj(t, "spec")
+    {
+        pod_spec(spec, false);
+    }
+}
+
+fn deployment_spec(spec: &mut Map<String, Value>) {
+    default_val(spec, "replicas", json!(1));
+    if let Some(strategy) = ensure_obj(spec, "strategy") {
+        default_str(strategy, "type", "RollingUpdate");
+        if str_of(strategy, "type") == Some("RollingUpdate")
+            && let Some(rolling) = ensure_obj(strategy, "rollingUpdate")
+        {
+            default_val(rolling, "maxUnavailable", json!("25%"));
+            default_val(rolling, "maxSurge", json!("25%"));
+        }
+    }
+    default_val(spec, "revisionHistoryLimit", json!(10));
+    default_val(spec, "progressDeadlineSeconds", json!(600));
+    template(spec);
+}
+
+fn statefulset_spec(spec: &mut Map<String, Value>) {
+    default_str(spec, "podManagementPolicy", "OrderedReady");
+    if let Some(strategy) = ensure_obj(spec, "updateStrategy") {
+        if str_of(strategy, "type").is_none() {
+            strategy.insert("type".into(), "RollingUpdate".into());
+            default_val(strategy, "rollingUpdate", json!({}));
+        }
+        if str_of(strategy, "type") == Some("RollingUpdate")
+            && let Some(rolling) = member(strategy, "rollingUpdate")
+        {
+            default_val(rolling, "partition", json!(0));
+        }
+    }
+    if let Some(retention) = ensure_obj(spec, "persistentVolumeClaimRetentionPolicy") {
+        default_str(retention, "whenDeleted", "Retain");
+        default_str(retention, "whenScaled", "Retain");
+    }
+    default_val(spec, "replicas", json!(1));
+    default_val(spec, "revisionHistoryLimit", json!(10));
+    template(spec);
+    for claim in items(spec, "volumeClaimTemplates") {
+        if let Some(spec) = ensure_obj(claim, "spec") {
+            default_str(spec, "volumeMode", "Filesystem");
+        }
+        if let Some(status) = ensure_obj(claim, "status") {
+            default_str(status, "phase", "Pending");
+        }
+    }
+}
+
+// ---- services ----
+
+fn service(obj: &mut Map<String, Value>, write: Write<'_>) {
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
+    default_str(spec, "sessionAffinity", "None");
+    match str_of(spec, "sessionAffinity") {
+        Some("None") => {
+            spec.remove("sessionAffinityConfig");
+        }
+        Some("ClientIP") => {
+            let has_timeout = spec
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.get("clientIP"))
+                .and_then(|c| c.get("timeoutSeconds"))
+                .is_some_and(|t| !t.is_null());
+            if !has_timeout {
+                spec.insert("sessionAffinityConfig".into(), json!({"clientIP": {"timeoutSeconds": 10800}}));
+            }
+        }
+        _ => {}
+    }
+    default_str(spec, "type", "ClusterIP");
+    let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
+    for p in items(spec, "ports") {
+        default_str(p, "protocol", "TCP");
+        let unset_target = match p.get("targetPort") {
+            None | Some(Value::Null) => true,
+            Some(Value::Number(n)) => n.as_i64() == Some(0),
+            Some(Value::String(s)) => s.is_empty(),
+            _ => false,
+        };
+        if unset_target && let Some(port) = p.get("port").cloned() {
+            p.insert("targetPort".into(), port);
+        }
+    }
+    let external = kind == "NodePort" || kind == "LoadBalancer";
+    if external {
+        default_str(spec, "externalTrafficPolicy", "Cluster");
+    }
+    if external || kind == "ClusterIP" {
+        default_str(spec, "internalTrafficPolicy", "Cluster");
+    }
+    if kind == "LoadBalancer" {
+        default_val(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
+    if kind != "ExternalName" {
+        if let Write::Update(old) = write
+            && ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"].iter().any(|k| unset(spec, k))
+        {
+            // Allocated values stay with the Service when an update leaves them out.
+            let old = old.value();
+            for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+                if let Some(v) = old.get("spec").and_then(|s| s.get(key)) {
+                    default_val(spec, key, v.clone());
+                }
+            }
+        }
+        default_str(spec, "ipFamilyPolicy", "SingleStack");
+        default_val(spec, "ipFamilies", json!(["IPv4"]));
+        if let Some(ip) = str_of(spec, "clusterIP").map(str::to_string) {
+            default_val(spec, "clusterIPs", json!([ip]));
+        }
+    }
+    let Some(status) = ensure_obj(obj, "status") else { return };
+    if matches!(write, Write::Create) {
+        default_val(status, "loadBalancer", json!({}));
+    }
+    if kind == "LoadBalancer"
+        && let Some(lb) = member(status, "loadBalancer")
+    {
+        for ingress in items(lb, "ingress") {
+            if str_of(ingress, "ip").is_some() {
+                default_str(ingress, "ipMode", "VIP");
+            }
+        }
+    }
+}
+
+/// The first cluster IP a Service being created still needs: true unless it is an
+/// ExternalName Service or already has one (`None` for a headless Service counts).
+pub fn needs_cluster_ip(obj: &Map<String, Value>) -> bool {
+    let spec = obj.get("spec").and_then(Value::as_object);
+    let kind = spec.and_then(|s| str_of(s, "type")).unwrap_or("ClusterIP");
+    kind != "ExternalName" && spec.and_then(|s| str_of(s, "clusterIP")).is_none()
+}
+
+/// The cluster IP a Service being created asked for, if any (not `None`).
+pub fn requested_cluster_ip(obj: &Map<String, Value>) -> Option<Ipv4Addr> {
+    let spec = obj.get("spec").and_then(Value::as_object)?;
+    str_of(spec, "clusterIP").and_then(|s| s.parse().ok())
+}
+
+/// Gives a Service being created its cluster IP (`spec.clusterIP` and `spec.clusterIPs`).
+pub fn set_cluster_ip(obj: &mut Map<String, Value>, ip: Ipv4Addr) {
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
+    spec.insert("clusterIP".into(), ip.to_string().into());
+    spec.insert("clusterIPs".into(), json!([ip.to_string()]));
+}
+
+/// Allocates Service cluster IPs from kube's default service range, 10.96.0.0/12, at random
+/// (10.96.0.1 is kept for the `kubernetes` Service, as kube-apiserver keeps it).
+///
+/// Invariant: an address is never handed out while a Service has it (the caller passes the
+/// addresses the watch cache shows, once it has caught up with the storage) or while an earlier
+/// allocation may not be visible there yet: an allocation is remembered until the cache has
+/// reached the revision that stored it, or forgotten when its create failed.
+#[derive(Debug, Default)]
+pub struct ClusterIps {
+    reserved: Mutex<HashMap<u32, Reservation>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Reservation {
+    /// Given to a create not answered yet.
+    Pending(Instant),
+    /// Stored at this revision.
+    Written(u64),
+}
+
+/// The service range: 10.96.0.0/12.
+const RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
+const RANGE_SIZE: u32 = 1 << 20;
+/// How long an address given to a create that never reported back stays reserved.
+const PENDING: Duration = Duration::from_secs(60);
+
+impl ClusterIps {
+    fn prune(reserved: &mut HashMap<u32, Reservation>, cache_rv: u64) {
+        reserved.retain(|_, r| match r {
+            Reservation::Pending(at) => at.elapsed() < PENDING,
+            Reservation::Written(rev) => *rev > cache_rv,
+        });
+    }
+
+    /// A free address, given the addresses Services have at the cache's revision `cache_rv`;
+    /// None when the range is full.
+    pub fn allocate(&self, used: &HashSet<u32>, cache_rv: u64) -> Option<Ipv4Addr> {
+        let mut reserved = self.reserved.lock();
+        Self::prune(&mut reserved, cache_rv);
+        // The network address, 10.96.0.1 and the broadcast address are never given.
+        let first = RANGE_BASE + 2;
+        let count = RANGE_SIZE - 3;
+        let start = rand::random_range(0..count);
+        let ip = (0..count)
+            .map(|i| first + (start + i) % count)
+            .find(|ip| !used.contains(ip) && !reserved.contains_key(ip))?;
+        reserved.insert(ip, Reservation::Pending(Instant::now()));
+        Some(Ipv4Addr::from(ip))
+    }
+
+    /// Claims an address a Service asked for: false when another Service has it.
+    pub fn claim(&self, ip: Ipv4Addr, used: &HashSet<u32>, cache_rv: u64) -> bool {
+        let ip = u32::from(ip);
+        let mut reserved = self.reserved.lock();
+        Self::prune(&mut reserved, cache_rv);
+        if used.contains(&ip) || reserved.contains_key(&ip) {
+            return false;
+        }
+        reserved.insert(ip, Reservation::Pending(Instant::now()));
+        true
+    }
+
+    /// The Service given `ip` was stored at revision `rev`.
+    pub fn written(&self, ip: Ipv4Addr, rev: u64) {
+        self.reserved.lock().insert(u32::from(ip), Reservation::Written(rev));
+    }
+
+    /// The create given `ip` failed: the address is free again.
+    pub fn release(&self, ip: Ipv4Addr) {
+        self.reserved.lock().remove(&u32::from(ip));
+    }
+}
+
+// ---- namespaces ----
+
+/// The label kube gives every namespace: its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+fn namespace(obj: &mut Map<String, Value>, create: bool) {
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(str::to_string);
+    if let Some(name) = name
+        && let Some(labels) = ensure_obj(obj, "metadata").and_then(|m| ensure_obj(m, "labels"))
+    {
+        labels.insert(NAMESPACE_NAME_LABEL.into(), name.into());
+    }
+    if create {
+        obj.insert("status".into(), json!({"phase": "Active"}));
+    }
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
+    if create {
+        let finalizer = Value::from(crate::namespaces::FINALIZER);
+        match spec.get_mut("finalizers") {
+            Some(Value::Array(f)) if f.contains(&finalizer) => {}
+            Some(Value::Array(f)) => f.push(finalizer),
+            _ => {
+                spec.insert("finalizers".into(), Value::Array(vec![finalizer]));
+            }
+        }
+    }
+    // An empty finalizer list is left out, as kube serializes it.
+    if unset(spec, "finalizers") || spec.get("finalizers").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        spec.remove("finalizers");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn defaulted(plural: &str, v: Value) -> Value {
+        let info = Registry::with_defaults().lookup(plural).cloned().unwrap();
+        let Value::Object(mut m) = v else { unreachable!() };
+        apply(&info, &mut m, Write::Create).unwrap();
+        Value::Object(m)
+    }
+
+    #[test]
+    fn pull_policy_follows_the_tag() {
+        assert_eq!(pull_policy("nginx"), "Always");
+        assert_eq!(pull_policy("nginx:latest"), "Always");
+        assert_eq!(pull_policy("nginx:1.27"), "IfNotPresent");
+        assert_eq!(pull_policy("registry.example:5000/app"), "Always");
+        assert_eq!(pull_policy("registry.example:5000/app:1"), "IfNotPresent");
+        assert_eq!(pull_policy("app@sha256:abc"), "IfNotPresent");
+        assert_eq!(pull_policy("app:latest@sha256:abc"), "Always");
+    }
+
+    #[test]
+    fn quantities_parse_exactly() {
+        assert_eq!(parse_quantity("1"), parse_quantity("1000m"));
+        assert_eq!(parse_quantity("1Ki"), Some(1024 * 1_000_000_000));
+        assert_eq!(parse_quantity("1.5Gi"), Some(3 * (1i128 << 29) * 1_000_000_000));
+        assert_eq!(parse_quantity("2e3"), parse_quantity("2k"));
+        assert_eq!(parse_quantity("0.1"), parse_quantity("100m"));
+        assert_eq!(parse_quantity("abc"), None);
+    }
+
+    #[test]
+    fn qos_classes() {
+        let pod =
+            |resources: Value| json!({"spec": {"containers": [{"name": "a", "image": "x", "resources": resources}]}});
+        let qos = |v: Value| defaulted("pods", v)["status"]["qosClass"].as_str().unwrap().to_string();
+        assert_eq!(qos(pod(json!({}))), "BestEffort");
+        assert_eq!(qos(pod(json!({"requests": {"cpu": "100m"}}))), "Burstable");
+        assert_eq!(qos(pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}}))), "Guaranteed");
+        assert_eq!(
+            qos(pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1000m"}}))),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos(pod(json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}))),
+            "Burstable"
+        );
+        assert_eq!(qos(pod(json!({"limits": {"cpu": "1"}}))), "Burstable");
+    }
+
+    #[test]
+    fn defaults_are_idempotent_and_keep_given_values() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "a", "image": "x:latest", "ports": [{"containerPort": 80}],
+             "livenessProbe": {"httpGet": {"port": 80}}}],
+            "volumes": [{"name": "v"}, {"name": "s", "secret": {"secretName": "s"}}]}});
+        let once = defaulted("pods", pod);
+        assert_eq!(once["spec"]["restartPolicy"], "Never");
+        assert_eq!(once["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(once["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(
+            once["spec"]["containers"][0]["livenessProbe"]["httpGet"],
+            json!({"port": 80, "path": "/", "scheme": "HTTP"})
+        );
+        assert_eq!(once["spec"]["containers"][0]["livenessProbe"]["periodSeconds"], 10);
+        assert_eq!(once["spec"]["volumes"][0]["emptyDir"], json!({}));
+        assert_eq!(once["spec"]["volumes"][1]["secret"]["defaultMode"], 420);
+        assert_eq!(once["spec"]["tolerations"].as_array().unwrap().len(), 2);
+        assert_eq!(defaulted("pods", once.clone()), once);
+        let svc = defaulted("services", json!({"spec": {"ports": [{"port": 80}]}}));
+        assert_eq!(defaulted("services", svc.clone()), svc);
+        let sts = defaulted("statefulsets", json!({"spec": {"template": {"spec": {"containers": []}}}}));
+        assert_eq!(defaulted("statefulsets", sts.clone()), sts);
+    }
+
+    #[test]
+    fn tolerations_are_not_doubled() {
+        let p = defaulted(
+            "pods",
+            json!({"spec": {"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]}}),
+        );
+        let keys: Vec<&str> =
+            p["spec"]["tolerations"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]);
+        let all = defaulted("pods", json!({"spec": {"tolerations": [{"operator": "Exists"}]}}));
+        assert_eq!(all["spec"]["tolerations"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn unknown_priority_classes_are_refused() {
+        let info = Registry::with_defaults().lookup("pods").cloned().unwrap();
+        let mut m =
+            json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "gold"}}).as_object().unwrap().clone();
+        let e = apply(&info, &mut m, Write::Create).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, "pods \"p\" is forbidden: no PriorityClass with name gold was found")
+        );
+        let p = defaulted("pods", json!({"spec": {"priorityClassName": "system-node-critical"}}));
+        assert_eq!(p["spec"]["priority"], 2_000_001_000);
+    }
+
+    #[test]
+    fn cluster_ips_are_distinct_and_in_range() {
+        let ips = ClusterIps::default();
+        let none = HashSet::new();
+        let mut seen = HashSet::new();
+        for _ in 0..1000 {
+            let ip = ips.allocate(&none, 0).unwrap();
+            let n = u32::from(ip);
+            assert!((RANGE_BASE + 2..RANGE_BASE + RANGE_SIZE - 1).contains(&n), "{ip}");
+            assert!(seen.insert(n), "{ip} given twice");
+        }
+        let taken: Ipv4Addr = "10.96.0.10".parse().unwrap();
+        assert!(!ips.claim(taken, &[u32::from(taken)].into_iter().collect(), 0));
+        assert!(ips.claim(taken, &none, 0));
+        assert!(!ips.claim(taken, &none, 0), "claimed twice");
+        ips.written(taken, 7);
+        assert!(!ips.claim(taken, &none, 6), "the cache has not seen it yet");
+        assert!(ips.claim(taken, &none, 7), "the cache decides once it has seen the write");
+        ips.release(taken);
+        assert!(ips.claim(taken, &none, 7));
+    }
+}

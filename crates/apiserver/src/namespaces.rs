@@ -1,0 +1,409 @@
+//! Namespaces as kube-apiserver and kube-controller-manager run them: the NamespaceLifecycle
+//! admission rules, the two-step deletion of a namespace, and the namespace controller that
+//! empties a terminating namespace and then finalizes it.
+//!
+//! The life of a namespace:
+//! 1. Created with `spec.finalizers: [kubernetes]` and `status.phase: Active` (see
+//!    [`crate::defaults`]). `default`, `kube-system`, `kube-public` and `kube-node-lease` exist
+//!    from the start ([`SYSTEM`]).
+//! 2. A DELETE only marks it: `deletionTimestamp` set, phase `Terminating` (200 with the object).
+//!    `default`, `kube-system` and `kube-public` cannot be deleted (403, [`IMMORTAL`]). New objects
+//!    are refused in a terminating namespace (403, cause `NamespaceTerminating`), and in one that
+//!    does not exist (404 naming the namespace).
+//! 3. The [`Controller`] deletes every object of every namespaced resource in it. Objects with
+//!    finalizers are only marked, and keep the namespace (with conditions saying what remains, as
+//!    kube-controller-manager writes them) until their finalizers are removed.
+//! 4. Once it is empty, the controller removes the `kubernetes` finalizer through the `finalize`
+//!    subresource; with no finalizers left, that write deletes the namespace.
+//!
+//! Invariants: the controller acts only on what the watch cache shows after it has caught up
+//! with the storage, so a namespace is finalized only when none of its objects is left; its
+//! watchers therefore see every object's DELETED event before the namespace's. It is woken by
+//! the cache's change notifications (never by a timer, except to retry after a failure),
+//! and a controller started on a storage that holds terminating namespaces finishes them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::FutureExt;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::object::{self, StoredObject};
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::{Store, Target, WriteOpts};
+
+/// The finalizer of the namespace controller (`spec.finalizers`).
+pub const FINALIZER: &str = "kubernetes";
+
+/// The namespaces a server creates at start.
+pub const SYSTEM: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
+
+/// The namespaces that cannot be deleted.
+pub const IMMORTAL: [&str; 3] = ["default", "kube-public", "kube-system"];
+
+/// Whether `info` is the core/v1 namespaces resource.
+pub fn is_namespaces(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.version == "v1" && info.plural == "namespaces"
+}
+
+/// Whether a namespace is being terminated (no new objects may be created in it).
+pub fn is_terminating(ns: &StoredObject) -> bool {
+    ns.kept.iter().any(|(k, _)| *k == "deletionTimestamp")
+        || ns.fields.iter().any(|(f, v)| f == "status.phase" && v == "Terminating")
+}
+
+/// Whether a namespace (as a JSON map) has finalizers in its spec.
+pub fn has_spec_finalizers(obj: &Map<String, Value>) -> bool {
+    obj.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+}
+
+/// Marks a namespace (as a JSON map) terminating: `deletionTimestamp` now and phase
+/// `Terminating`. False when it already was.
+pub fn mark_terminating(obj: &mut Map<String, Value>) -> bool {
+    let Some(Value::Object(meta)) = obj.get_mut("metadata") else { return false };
+    if meta.contains_key("deletionTimestamp") {
+        return false;
+    }
+    meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
+    match obj.get_mut("status") {
+        Some(Value::Object(status)) => {
+            status.insert("phase".into(), "Terminating".into());
+        }
+        _ => {
+            obj.insert("status".into(), json!({"phase": "Terminating"}));
+        }
+    }
+    true
+}
+
+/// 404 for an object created in a namespace that does not exist.
+pub fn not_found(ns: &str) -> ApiError {
+    ApiError::not_found("", "namespaces", ns)
+}
+
+/// 403 for an object created in a terminating namespace.
+pub fn terminating(info: &ResourceInfo, name: &str, ns: &str) -> ApiError {
+    let mut e = ApiError::forbidden(
+        &info.group,
+        &info.plural,
+        name,
+        &format!("unable to create new content in namespace {ns} because it is being terminated"),
+    );
+    if let Some(Value::Object(d)) = e.details.as_deref_mut() {
+        d.insert(
+            "causes".into(),
+            json!([{
+                "reason": "NamespaceTerminating",
+                "message": format!("namespace {ns} is being terminated"),
+                "field": "metadata.namespace",
+            }]),
+        );
+    }
+    e
+}
+
+/// 403 for deleting one of the [`IMMORTAL`] namespaces.
+pub fn undeletable(name: &str) -> ApiError {
+    ApiError::forbidden("", "namespaces", name, "this namespace may not be deleted")
+}
+
+/// The objects left in a namespace, per resource.
+type Contents = Vec<(Arc<ResourceInfo>, Vec<Arc<StoredObject>>)>;
+
+/// What one pass over a terminating namespace found.
+enum Pass {
+    /// It is finalized (or gone).
+    Done,
+    /// Objects remain (being finalized by others): wait for changes of these resources.
+    Remaining(Vec<Arc<ResourceInfo>>),
+}
+
+/// The namespace controller (see the module documentation). One runs in every server whose
+/// registry serves namespaces.
+pub struct Controller {
+    store: Arc<Store>,
+    ns_info: Arc<ResourceInfo>,
+}
+
+/// How long the controller waits before it retries after a failure, at first and at most.
+const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// How many deletions of one namespace's objects are in flight at once.
+const PARALLEL_DELETES: usize = 32;
+
+impl Controller {
+    /// A controller for `store`; None when it does not serve namespaces.
+    pub fn new(store: Arc<Store>) -> Option<Controller> {
+        let ns_info = store.namespaces_info()?.clone();
+        Some(Controller { store, ns_info })
+    }
+
+    /// Runs until `stop` turns true.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let cache = self.store.cache().clone();
+        let mut retry = RETRY.0;
+        loop {
+            tokio::select! {
+                _ = cache.until_ready() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            // Subscribed before each pass, so a change during the pass wakes the next one.
+            let mut epoch = cache.reset_epoch();
+            epoch.borrow_and_update();
+            let Ok(mut namespaces) = cache.subscribe(&self.ns_info) else { return };
+            namespaces.borrow_and_update();
+            let mut contents: Vec<(Arc<ResourceInfo>, watch::Receiver<u64>)> = Vec::new();
+            for info in self.store.registry().all().iter().filter(|i| i.namespaced) {
+                if let Ok(mut rx) = cache.subscribe(info) {
+                    rx.borrow_and_update();
+                    contents.push((info.clone(), rx));
+                }
+            }
+            let (waits, failed) = match self.pass().await {
+                Ok(w) => (w, false),
+                Err(e) => {
+                    tracing::warn!(error = %e, "namespace controller: retrying");
+                    (Vec::new(), true)
+                }
+            };
+            retry = if failed { (retry * 2).min(RETRY.1) } else { RETRY.0 };
+            let mut changed: Vec<_> = contents
+                .iter_mut()
+                .filter(|(info, _)| waits.iter().any(|w| Arc::ptr_eq(w, info)))
+                .map(|(_, rx)| rx.changed().boxed())
+                .collect();
+            changed.push(namespaces.changed().boxed());
+            tokio::select! {
+                _ = futures_util::future::select_all(changed) => {}
+                _ = epoch.changed() => {}
+                _ = tokio::time::sleep(retry), if failed => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    /// Processes every terminating namespace once; returns the resources whose changes may let
+    /// one of them progress.
+    async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
+        let cache = self.store.cache();
+        let (_, all) = cache.snapshot(&self.ns_info, None, &Selectors::default())?;
+        let mut waits: Vec<Arc<ResourceInfo>> = Vec::new();
+        let mut first_error = None;
+        for ns in all.iter().filter(|n| is_terminating(n)) {
+            match self.sync(ns).await {
+                Ok(Pass::Done) => {}
+                Ok(Pass::Remaining(infos)) => {
+                    for i in infos {
+                        if !waits.iter().any(|w| Arc::ptr_eq(w, &i)) {
+                            waits.push(i);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(namespace = %ns.name, error = %e, "namespace controller");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(waits),
+        }
+    }
+
+    /// One terminating namespace: deletes what it holds, then finalizes it when nothing is left.
+    async fn sync(&self, ns: &StoredObject) -> Result<Pass, ApiError> {
+        let Value::Object(obj) = ns.value() else { return Err(ApiError::internal("namespace is not an object")) };
+        let finalizers: Vec<String> = obj
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
+        if !finalizers.iter().any(|f| f == FINALIZER) {
+            if finalizers.is_empty() {
+                // Finalized, but still here (its finalizers were emptied before the deletion, or
+                // its metadata finalizers are being removed): a DELETE ends it when it can.
+                return match self.store.delete(&self.ns_info, "", &ns.name, None, Some(&ns.uid), false).await {
+                    Ok(_) => Ok(Pass::Done),
+                    Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Done),
+                    Err(e) => Err(e),
+                };
+            }
+            // Another finalizer is pending: its owner's business.
+            return Ok(Pass::Done);
+        }
+        self.delete_contents(&ns.name).await?;
+        // Count what is left once the cache has seen every write so far (ours included).
+        if !self.store.fresh().await? {
+            return Err(ApiError::internal("the watch cache is behind the storage"));
+        }
+        let remaining = self.remaining(&ns.name)?;
+        if remaining.is_empty() {
+            self.finalize(obj, &finalizers).await?;
+            return Ok(Pass::Done);
+        }
+        self.report(obj, &remaining).await?;
+        Ok(Pass::Remaining(remaining.into_iter().map(|(info, _)| info).collect()))
+    }
+
+    /// Deletes every object of the namespace not already being deleted.
+    async fn delete_contents(&self, ns: &str) -> Result<(), ApiError> {
+        let cache = self.store.cache();
+        let registry = self.store.registry();
+        let mut targets = Vec::new();
+        for info in registry.all().iter().filter(|i| i.namespaced) {
+            let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
+            for o in objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
+                targets.push((info.clone(), o));
+            }
+        }
+        let store = &self.store;
+        let mut deletes = futures_util::stream::iter(targets)
+            .map(|(info, o)| async move {
+                match store.delete(&info, &o.namespace, &o.name, None, Some(&o.uid), false).await {
+                    // Gone meanwhile, or replaced: the next pass sees it.
+                    Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+                    r => r.map(drop),
+                }
+            })
+            .buffer_unordered(PARALLEL_DELETES);
+        let mut first_error = None;
+        while let Some(r) = deletes.next().await {
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The objects left in the namespace, per resource.
+    fn remaining(&self, ns: &str) -> Result<Contents, ApiError> {
+        let cache = self.store.cache();
+        let mut out = Vec::new();
+        for info in self.store.registry().all().iter().filter(|i| i.namespaced) {
+            let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
+            if !objs.is_empty() {
+                out.push((info.clone(), objs));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the `kubernetes` finalizer (`PUT …/finalize`); with no finalizer left the
+    /// namespace goes away.
+    async fn finalize(&self, mut obj: Map<String, Value>, finalizers: &[String]) -> Result<(), ApiError> {
+        let rest: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
+        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+            spec.insert("finalizers".into(), json!(rest));
+        }
+        let opts = WriteOpts { target: Target::Finalize, ..Default::default() };
+        match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
+            // Changed meanwhile: the change wakes the next pass.
+            Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    /// Writes the conditions kube-controller-manager gives a namespace whose contents are not
+    /// all gone yet (nothing when they are already there).
+    async fn report(&self, mut obj: Map<String, Value>, remaining: &Contents) -> Result<(), ApiError> {
+        let mut resources = Vec::new();
+        let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+        for (info, objs) in remaining {
+            resources.push(format!("{}.{} has {} resource instances", info.plural, info.group, objs.len()));
+            for o in objs {
+                let v = o.value();
+                let names: HashSet<&str> =
+                    v["metadata"]["finalizers"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                for f in names {
+                    *finalizers.entry(f.to_string()).or_default() += 1;
+                }
+            }
+        }
+        resources.sort();
+        let finalizers: Vec<String> =
+            finalizers.iter().map(|(f, n)| format!("{f} in {n} resource instances")).collect();
+        let wanted = [
+            (
+                "NamespaceDeletionDiscoveryFailure",
+                "False",
+                "ResourcesDiscovered",
+                "All resources successfully discovered".to_string(),
+            ),
+            (
+                "NamespaceDeletionGroupVersionParsingFailure",
+                "False",
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed".to_string(),
+            ),
+            (
+                "NamespaceDeletionContentFailure",
+                "False",
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization".to_string(),
+            ),
+            (
+                "NamespaceContentRemaining",
+                "True",
+                "SomeResourcesRemain",
+                format!("Some resources are remaining: {}", resources.join(", ")),
+            ),
+            if finalizers.is_empty() {
+                (
+                    "NamespaceFinalizersRemaining",
+                    "False",
+                    "ContentHasNoFinalizers",
+                    "All content-preserving finalizers finished".to_string(),
+                )
+            } else {
+                (
+                    "NamespaceFinalizersRemaining",
+                    "True",
+                    "SomeFinalizersRemain",
+                    format!("Some content in the namespace has finalizers remaining: {}", finalizers.join(", ")),
+                )
+            },
+        ];
+        let status = match obj.get_mut("status") {
+            Some(Value::Object(s)) => s,
+            _ => {
+                obj.insert("status".into(), json!({"phase": "Terminating"}));
+                match obj.get_mut("status") {
+                    Some(Value::Object(s)) => s,
+                    _ => unreachable!("status was just set to an object"),
+                }
+            }
+        };
+        let old: Vec<Value> = status.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let now = object::now_rfc3339();
+        let conditions: Vec<Value> = wanted
+            .iter()
+            .map(|(kind, st, reason, message)| {
+                let same = old.iter().find(|c| {
+                    c["type"] == *kind && c["status"] == *st && c["reason"] == *reason && c["message"] == *message
+                });
+                match same {
+                    Some(c) => c.clone(),
+                    None => json!({"type": kind, "status": st, "lastTransitionTime": now, "reason": reason, "message": message}),
+                }
+            })
+            .collect();
+        if conditions == old {
+            return Ok(());
+        }
+        status.insert("conditions".into(), Value::Array(conditions));
+        let opts = WriteOpts::status(false);
+        match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
+            Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+            r => r.map(drop),
+        }
+    }
+}
