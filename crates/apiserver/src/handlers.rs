@@ -20,6 +20,7 @@ use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
+use crate::media::BodyFormat;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -253,20 +254,6 @@ fn media_type(req: &Request<Incoming>) -> String {
         .to_ascii_lowercase()
 }
 
-/// 415 unless the request body is JSON (POST/PUT).
-fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
-    let ct = media_type(req);
-    if ct.is_empty() || ct == "application/json" || ct == "*/*" {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json",
-        ))
-    }
-}
-
 /// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
 fn field_validation_param(query: &[(String, String)], options: &str) -> Result<FieldValidation, ApiError> {
     let value = query.iter().rev().find(|(k, _)| k == "fieldValidation").map(|(_, v)| v.as_str());
@@ -384,9 +371,9 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::POST, None) => {
-            require_json_body(&req)?;
+            let format = BodyFormat::of(&media_type(&req))?;
             let validation = field_validation_param(&query, "CreateOptions")?;
-            let b = read_body(shared, req).await?;
+            let b = format.to_json(read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store
                 .create_many(&info, ns, vec![v], dry_run)
@@ -396,9 +383,9 @@ async fn resource_request(
             Ok(json_bytes(201, o.json()))
         }
         (Method::PUT, Some(n)) => {
-            require_json_body(&req)?;
+            let format = BodyFormat::of(&media_type(&req))?;
             let validation = field_validation_param(&query, "UpdateOptions")?;
-            let b = read_body(shared, req).await?;
+            let b = format.to_json(read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
@@ -517,8 +504,8 @@ async fn scale_request(
     let scale = match req.method().clone() {
         Method::GET => store.get_scale(info, ns, name).await?,
         Method::PUT => {
-            require_json_body(&req)?;
-            let b = read_body(shared, req).await?;
+            let format = BodyFormat::of(&media_type(&req))?;
+            let b = format.to_json(read_body(shared, req).await?)?;
             store.update_scale(info, ns, name, parse_json(&b)?, dry_run).await?
         }
         Method::PATCH => {

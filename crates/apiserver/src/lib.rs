@@ -19,6 +19,7 @@ pub mod etcd_process;
 pub mod field_validation;
 pub mod handlers;
 pub mod list;
+pub(crate) mod media;
 pub mod namespaces;
 pub mod object;
 pub(crate) mod openapi;
