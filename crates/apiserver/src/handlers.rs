@@ -371,9 +371,9 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::POST, None) => {
-            let format = BodyFormat::of(&media_type(&req))?;
+            let format = BodyFormat::of(&media_type(&req), &info)?;
             let validation = field_validation_param(&query, "CreateOptions")?;
-            let b = format.to_json(read_body(shared, req).await?)?;
+            let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store
                 .create_many(&info, ns, vec![v], dry_run)
@@ -383,9 +383,9 @@ async fn resource_request(
             Ok(json_bytes(201, o.json()))
         }
         (Method::PUT, Some(n)) => {
-            let format = BodyFormat::of(&media_type(&req))?;
+            let format = BodyFormat::of(&media_type(&req), &info)?;
             let validation = field_validation_param(&query, "UpdateOptions")?;
-            let b = format.to_json(read_body(shared, req).await?)?;
+            let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
@@ -504,8 +504,10 @@ async fn scale_request(
     let scale = match req.method().clone() {
         Method::GET => store.get_scale(info, ns, name).await?,
         Method::PUT => {
-            let format = BodyFormat::of(&media_type(&req))?;
-            let b = format.to_json(read_body(shared, req).await?)?;
+            // The body is an autoscaling/v1 Scale, whatever the resource.
+            let scale = ResourceInfo::new("autoscaling", "v1", "scale", "Scale", true);
+            let format = BodyFormat::of(&media_type(&req), &scale)?;
+            let b = format.to_json(&scale, read_body(shared, req).await?)?;
             store.update_scale(info, ns, name, parse_json(&b)?, dry_run).await?
         }
         Method::PATCH => {

@@ -23,6 +23,7 @@ pub(crate) mod media;
 pub mod namespaces;
 pub mod object;
 pub(crate) mod openapi;
+pub(crate) mod protobuf;
 pub mod registry;
 pub mod scale;
 pub(crate) mod schema;

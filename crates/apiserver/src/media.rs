@@ -1,7 +1,9 @@
-//! Media types of request bodies that carry a whole object (POST, PUT): JSON, and YAML, which
-//! is read as kube-apiserver reads it — converted to JSON first, then decoded as JSON is.
+//! Media types of request bodies that carry a whole object (POST, PUT): JSON; YAML, which is
+//! read as kube-apiserver reads it — converted to JSON first, then decoded as JSON is; and, for
+//! built-in types, Kubernetes' protobuf encoding (`protobuf.rs`), also read into JSON.
 //!
-//! Invariants: a body in any other media type is refused with kube's 415 before it is read;
+//! Invariants: a body in any other media type is refused with kube's 415, naming the media
+//! types the resource takes, before it is read;
 //! a YAML body reaches the decoder as JSON text with its mapping keys in document order and
 //! duplicate keys kept, so field validation sees (and reports) exactly what a JSON body with
 //! the same fields would carry.
@@ -9,6 +11,9 @@
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::protobuf;
+use crate::registry::ResourceInfo;
+use crate::schema;
 use crate::status::ApiError;
 
 /// The media types a whole-object body is accepted in.
@@ -18,28 +23,45 @@ pub(crate) enum BodyFormat {
     Json,
     /// `application/yaml`.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (built-in types only).
+    Protobuf,
 }
 
 impl BodyFormat {
-    /// The format of a request whose media type (Content-Type without parameters, lowercased)
-    /// is `media_type`; kube's 415 for any other.
-    pub(crate) fn of(media_type: &str) -> Result<Self, ApiError> {
+    /// The format of a request to `info`'s resource whose media type (Content-Type without
+    /// parameters, lowercased) is `media_type`; kube's 415 for any other.
+    pub(crate) fn of(media_type: &str, info: &ResourceInfo) -> Result<Self, ApiError> {
+        let built_in = schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
         match media_type {
             "" | "*/*" | "application/json" => Ok(BodyFormat::Json),
             "application/yaml" => Ok(BodyFormat::Yaml),
-            _ => Err(ApiError::new(
-                415,
-                "UnsupportedMediaType",
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
-            )),
+            protobuf::MEDIA_TYPE if built_in => Ok(BodyFormat::Protobuf),
+            _ => {
+                let accepted = if built_in {
+                    "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+                } else {
+                    "application/json, application/yaml"
+                };
+                Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!(
+                        "the body of the request was in an unknown format - accepted media types include: {accepted}"
+                    ),
+                ))
+            }
         }
     }
 
-    /// The body as JSON text: JSON as it came, YAML converted.
-    pub(crate) fn to_json(self, body: Bytes) -> Result<Bytes, ApiError> {
+    /// The body as JSON text: JSON as it came, YAML and protobuf converted.
+    pub(crate) fn to_json(self, info: &ResourceInfo, body: Bytes) -> Result<Bytes, ApiError> {
         match self {
             BodyFormat::Json => Ok(body),
             BodyFormat::Yaml => yaml_to_json(&body).map(Bytes::from),
+            BodyFormat::Protobuf => {
+                let v = protobuf::decode_object(info, &body)?;
+                Ok(Bytes::from(serde_json::to_vec(&v).map_err(|e| ApiError::internal(&e.to_string()))?))
+            }
         }
     }
 }
@@ -207,9 +229,15 @@ mod tests {
 
     #[test]
     fn other_media_types_are_refused_with_kubes_415() {
-        assert_eq!(BodyFormat::of("application/yaml").unwrap(), BodyFormat::Yaml);
-        assert_eq!(BodyFormat::of("").unwrap(), BodyFormat::Json);
-        let e = BodyFormat::of("application/vnd.kubernetes.protobuf").unwrap_err();
+        let configmaps = ResourceInfo::new("", "v1", "configmaps", "ConfigMap", true);
+        let widgets = ResourceInfo::new("example.com", "v1", "widgets", "Widget", true);
+        assert_eq!(BodyFormat::of("application/yaml", &widgets).unwrap(), BodyFormat::Yaml);
+        assert_eq!(BodyFormat::of("", &widgets).unwrap(), BodyFormat::Json);
+        assert_eq!(BodyFormat::of(protobuf::MEDIA_TYPE, &configmaps).unwrap(), BodyFormat::Protobuf);
+        let e = BodyFormat::of(protobuf::MEDIA_TYPE, &widgets).unwrap_err();
         assert_eq!(e.code, 415);
+        assert!(e.message.ends_with("include: application/json, application/yaml"), "{}", e.message);
+        let e = BodyFormat::of("text/plain", &configmaps).unwrap_err();
+        assert!(e.message.ends_with("application/yaml, application/vnd.kubernetes.protobuf"), "{}", e.message);
     }
 }

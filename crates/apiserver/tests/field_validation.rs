@@ -107,6 +107,6 @@ async fn yaml_bodies_create_and_replace_objects() {
     assert_eq!(r.code, 415, "{}", r.body);
     assert_eq!(
         r.body["message"],
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
 }
