@@ -375,10 +375,12 @@ async fn dry_run_writes_nothing() {
 }
 
 #[tokio::test]
-async fn non_json_bodies_are_415() {
+async fn unreadable_bodies_are_refused() {
     let s = server().await;
     let c = Client::new(&s);
     let r = c.send_raw(http::Method::POST, PODS, b"k8s\x00\x0a".to_vec(), "application/vnd.kubernetes.protobuf").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    let r = c.send_raw(http::Method::POST, PODS, b"name: x".to_vec(), "text/plain").await;
     assert_eq!(r.code, 415);
     assert_eq!(r.body["reason"], "UnsupportedMediaType");
     assert_eq!(s.list("pods", None).await.unwrap().len(), 0);

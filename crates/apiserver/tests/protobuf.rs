@@ -27,6 +27,8 @@ async fn kubectl_protobuf_creates_store_what_kube_apiserver_stores() {
         assert_eq!(r.code, 201, "{create}: {}", r.body);
         let expected = recorded(view).response;
         assert_eq!(comparable(&r.body), comparable(&expected), "{create}");
+        // kube-apiserver keeps no generation for ConfigMaps and Secrets.
+        assert_eq!(r.body["metadata"].get("generation"), expected["metadata"].get("generation"), "{create}");
         let name = expected["metadata"]["name"].as_str().unwrap();
         let plural = if expected["kind"] == "Secret" { "secrets" } else { "configmaps" };
         let stored = c.get(&format!("/api/v1/namespaces/fixtures/{plural}/{name}")).await;
