@@ -21,6 +21,7 @@ use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
 use crate::media::BodyFormat;
+use crate::protobuf::{self, negotiate::Accept};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -135,15 +136,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types.
-    if let Some(accept) = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())
-        && !accepts_json(accept)
-        && !req.uri().path().starts_with("/openapi/")
-    {
+    if !accept.json && !accept.protobuf && !req.uri().path().starts_with("/openapi/") {
         return error(&ApiError::new(
             406,
             "NotAcceptable",
-            "only the following media types are accepted: application/json",
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
     let (answer, warnings) = warning::collect(route(&shared, req)).await;
@@ -152,16 +151,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
-    r
-}
-
-/// Whether an Accept header admits a JSON response.
-fn accepts_json(accept: &str) -> bool {
-    accept.trim().is_empty()
-        || accept.split(',').any(|m| {
-            let t = m.split(';').next().unwrap_or("").trim();
-            matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json")
-        })
+    protobuf::negotiate::respond(accept, r)
 }
 
 fn text(s: &'static str) -> Response<Body> {
@@ -568,7 +558,7 @@ async fn start_watch(
                 let ev = watch::encode_error(&watch::too_old_error(n, oldest));
                 let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
                 let _ = tx.try_send(ev);
-                return Ok(body::respond(200, "application/json", Body::Stream(rx)));
+                return Ok(watch_response(info, rx));
             }
             WatchStart::After(n)
         }
@@ -587,5 +577,13 @@ async fn start_watch(
         render,
     };
     let rx = watch::spawn(cache, shared.controls.clone(), params);
-    Ok(body::respond(200, "application/json", Body::Stream(rx)))
+    Ok(watch_response(info, rx))
+}
+
+/// A watch answer streaming `info`'s objects, marked with their kind for protobuf clients.
+fn watch_response(info: &ResourceInfo, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
+    let mut r = body::respond(200, "application/json", Body::Stream(rx));
+    let kind = protobuf::negotiate::WatchOf { api_version: info.api_version(), kind: info.kind.clone() };
+    r.extensions_mut().insert(kind);
+    r
 }

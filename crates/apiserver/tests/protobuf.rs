@@ -1,8 +1,9 @@
-//! Protobuf request bodies over HTTP: kubectl's `create configmap` and `create secret` as
-//! recorded against kube-apiserver v1.35 (`tests/fixtures/kube-apiserver/50-*`, `51-*`, the
-//! objects as kube-apiserver then showed them in JSON: `53-*`, `54-*`), kubectl's protobuf
-//! creates of every version on the machine, and the Status answers to bodies that cannot be
-//! read.
+//! Protobuf over HTTP: kubectl's `create configmap` and `create secret` as recorded against
+//! kube-apiserver v1.35 (`tests/fixtures/kube-apiserver/50-*`, `51-*`, the objects as
+//! kube-apiserver then showed them in JSON: `53-*`, `54-*`, and in protobuf: `52-*`), kubectl's
+//! protobuf creates of every version on the machine, the Status answers to bodies that cannot
+//! be read, and answers — objects, lists, errors, watch streams — read back with the kube-rs
+//! project's generated protobuf types (`k8s-pb`).
 
 mod common;
 
@@ -11,6 +12,36 @@ use common::tools::{kubectl_bin, kubectl_versions, tempdir};
 use common::*;
 use informer_apiserver::ResourceInfo;
 use serde_json::{Value, json};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use k8s_pb::api::core::v1::{ConfigMap, ConfigMapList};
+use k8s_pb::apimachinery::pkg::apis::meta::v1::{Status, WatchEvent};
+use k8s_pb::apimachinery::pkg::runtime::Unknown;
+use prost::Message;
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// GET `path` with `accept`: status, Content-Type and the body.
+async fn get(s: &informer_apiserver::ApiServer, path: &str, accept: &str) -> (u16, String, Bytes) {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<Bytes>>();
+    let req = http::Request::get(format!("{}{path}", s.url()))
+        .header("accept", accept)
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    let r = client.request(req).await.unwrap();
+    let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    (r.status().as_u16(), ct, r.into_body().collect().await.unwrap().to_bytes())
+}
+
+/// The `runtime.Unknown` of an enveloped body: (apiVersion, kind, raw message).
+fn unwrap_envelope(body: &[u8]) -> (String, String, Vec<u8>) {
+    let rest = body.strip_prefix(b"k8s\0").expect("the k8s\\0 magic");
+    let u = Unknown::decode(rest).expect("a runtime.Unknown");
+    let tm = u.type_meta.unwrap_or_default();
+    (tm.api_version.unwrap_or_default(), tm.kind.unwrap_or_default(), u.raw.unwrap_or_default())
+}
 
 #[tokio::test]
 async fn kubectl_protobuf_creates_store_what_kube_apiserver_stores() {
@@ -116,4 +147,117 @@ async fn kubectl_create_sends_protobuf_and_succeeds() {
         let port = &svc["spec"]["ports"][0];
         assert_eq!((&port["port"], &port["targetPort"]), (&json!(80), &json!(8080)), "{bin}: {svc}");
     }
+}
+
+#[tokio::test]
+async fn answers_are_protobuf_for_clients_that_prefer_it() {
+    let s = informer_apiserver::testing::builder()
+        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
+        .start()
+        .await
+        .expect("start");
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let step = recorded("50-proto-kubectl-create-configmap.txt");
+    assert_eq!(c.send_raw(step.method.clone(), &step.path, step.request_body, PROTOBUF).await.code, 201);
+    let path = "/api/v1/namespaces/fixtures/configmaps/settings";
+
+    // One object: ours reads as kube-apiserver's did (`52-*`), but for identity and versions.
+    let (code, ct, body) = get(&s, path, "application/vnd.kubernetes.protobuf,application/json").await;
+    assert_eq!((code, ct.as_str()), (200, PROTOBUF));
+    let (api_version, kind, raw) = unwrap_envelope(&body);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
+    let ours = ConfigMap::decode(raw.as_slice()).unwrap();
+    let kubes = {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/kube-apiserver/52-proto-get-configmap.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let resp = text.split_once("=== RESPONSE ===").unwrap().1.split_once("\n\n").unwrap().1;
+        let b64: String = resp.lines().skip(1).take_while(|l| !l.trim().is_empty()).collect();
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        ConfigMap::decode(unwrap_envelope(&bytes).2.as_slice()).unwrap()
+    };
+    assert_eq!(ours.data, kubes.data);
+    let (m, k) = (ours.metadata.unwrap(), kubes.metadata.unwrap());
+    assert_eq!((&m.name, &m.namespace), (&k.name, &k.namespace));
+    assert!(m.creation_timestamp.and_then(|t| t.seconds).is_some_and(|s| s > 0));
+    assert_eq!(m.resource_version.unwrap(), c.get(path).await.body["metadata"]["resourceVersion"]);
+
+    // A list.
+    let (code, _, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps", PROTOBUF).await;
+    assert_eq!(code, 200);
+    let (_, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(kind, "ConfigMapList");
+    let list = ConfigMapList::decode(raw.as_slice()).unwrap();
+    let names: Vec<_> = list.items.iter().map(|i| i.metadata.clone().unwrap().name.unwrap()).collect();
+    assert_eq!(names, ["settings"]);
+    assert_eq!(list.metadata.unwrap().resource_version.unwrap(), s.resource_version().to_string());
+
+    // An error is a protobuf Status.
+    let (code, ct, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps/missing", PROTOBUF).await;
+    assert_eq!((code, ct.as_str()), (404, PROTOBUF));
+    let (_, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(kind, "Status");
+    let status = Status::decode(raw.as_slice()).unwrap();
+    assert_eq!((status.reason.as_deref(), status.code), (Some("NotFound"), Some(404)));
+
+    // Clients that prefer JSON get JSON; custom resources have no protobuf form.
+    let (_, ct, _) = get(&s, path, "application/json, application/vnd.kubernetes.protobuf").await;
+    assert_eq!(ct, "application/json");
+    let widgets = "/apis/example.com/v1/namespaces/fixtures/widgets";
+    assert_eq!(get(&s, widgets, "application/vnd.kubernetes.protobuf,application/json").await.1, "application/json");
+    assert_eq!(get(&s, widgets, PROTOBUF).await.0, 406);
+}
+
+#[tokio::test]
+async fn watch_streams_are_length_delimited_watch_events() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let configmaps = "/api/v1/namespaces/fixtures/configmaps";
+    c.post(configmaps, &json!({"metadata": {"name": "before"}, "data": {"a": "1"}})).await;
+    let rv = s.resource_version();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<Bytes>>();
+    let req = http::Request::get(format!(
+        "{}{configmaps}?watch=true&resourceVersion={}&allowWatchBookmarks=true",
+        s.url(),
+        rv - 1
+    ))
+    .header("accept", PROTOBUF)
+    .body(http_body_util::Empty::new())
+    .unwrap();
+    let r = client.request(req).await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/vnd.kubernetes.protobuf;stream=watch");
+    let mut body = r.into_body();
+    c.post(configmaps, &json!({"metadata": {"name": "after"}, "data": {"b": "2"}})).await;
+    c.delete(&format!("{configmaps}/before")).await;
+
+    let mut buf: Vec<u8> = Vec::new();
+    let mut events: Vec<(String, String)> = Vec::new();
+    while events.len() < 3 {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+            .await
+            .expect("a watch event in time")
+            .expect("the stream goes on")
+            .unwrap();
+        buf.extend_from_slice(&frame.into_data().unwrap());
+        while buf.len() >= 4 {
+            let len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+            if buf.len() < 4 + len {
+                break;
+            }
+            let ev = WatchEvent::decode(&buf[4..4 + len]).expect("a WatchEvent");
+            buf.drain(..4 + len);
+            let (_, kind, raw) = unwrap_envelope(&ev.object.unwrap().raw.unwrap());
+            assert_eq!(kind, "ConfigMap");
+            let name = ConfigMap::decode(raw.as_slice()).unwrap().metadata.unwrap().name.unwrap();
+            events.push((ev.r#type.unwrap(), name));
+        }
+    }
+    let want = [("ADDED", "before"), ("ADDED", "after"), ("DELETED", "before")];
+    assert_eq!(events, want.map(|(t, n)| (t.to_string(), n.to_string())));
 }
