@@ -9,10 +9,12 @@
 //! whichever way it came.
 //!
 //! The step writes `OUT_DIR/kube-protobuf.json`: message name → list of fields
-//! `[tag, json name, kind, message name or null, repeated, map]`. Messages are named
+//! `[tag, json name, kind, message name or null, repeated, map, inline]`. Messages are named
 //! as the OpenAPI definitions name them (`io.k8s.api.core.v1.ConfigMap`), so the server finds a
 //! kind's message from its schema; a field's JSON name is the definition's property whose name
-//! matches the Rust field's.
+//! matches the Rust field's. A message field no property matches is an embedded Go struct whose
+//! fields JSON inlines into the enclosing object (`Probe`'s handler, `Volume`'s source…): it is
+//! marked `inline`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,12 +62,11 @@ pub fn write_table(out: &Path, defs: &Map<String, Value>) {
         let props = def.and_then(|d| d.get("properties")).and_then(Value::as_object);
         let mut rows = Vec::new();
         for f in fields {
-            let json_name = props
-                .and_then(|p| p.keys().find(|k| squash(k) == squash(&f.rust_name)))
-                .cloned()
-                .unwrap_or_else(|| lower_camel(&f.rust_name));
+            let matched = props.and_then(|p| p.keys().find(|k| squash(k) == squash(&f.rust_name))).cloned();
+            let inline = matched.is_none() && props.is_some() && f.kind == "message" && !f.repeated && !f.map;
+            let json_name = matched.unwrap_or_else(|| lower_camel(&f.rust_name));
             let message = f.message.as_deref().map(name_of);
-            rows.push(json!([f.tag, json_name, f.kind, message, f.repeated, f.map]));
+            rows.push(json!([f.tag, json_name, f.kind, message, f.repeated, f.map, inline]));
         }
         table.insert(name, Value::Array(rows));
     }
@@ -206,7 +207,8 @@ fn parse_structs(text: &str) -> Vec<(String, Vec<RawField>)> {
         }
         if attr.is_some() && (t.starts_with("pub ") || !pending_decl.is_empty()) {
             pending_decl.push_str(t);
-            if t.ends_with(',') {
+            let open = pending_decl.matches('<').count();
+            if t.ends_with(',') && open == pending_decl.matches('>').count() {
                 let a = attr.take().expect("an attribute");
                 fields.push(field(&a, &pending_decl));
                 pending_decl.clear();
@@ -242,7 +244,7 @@ fn field(attr: &str, decl: &str) -> RawField {
 /// The innermost type named in `Option<T>`, `Vec<T>`, `Option<Box<T>>` or `BTreeMap<K, T>`.
 fn last_type_arg(ty: &str) -> String {
     let inner = ty.rsplit('<').next().unwrap_or(ty);
-    let inner = inner.trim_end_matches('>').trim();
+    let inner = inner.trim_end_matches(|c: char| c == '>' || c == ',' || c.is_whitespace());
     inner.rsplit(',').next().unwrap_or(inner).trim().to_string()
 }
 

@@ -409,8 +409,15 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
+            let protobuf_body = media_type(&req) == protobuf::MEDIA_TYPE;
             let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_json(&b)? };
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else if protobuf_body {
+                protobuf::decode_delete_options(&b)?
+            } else {
+                parse_json(&b)?
+            };
             let pre = opts.get("preconditions");
             let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
                 Some(s) => Some(parse_rv(s)?),

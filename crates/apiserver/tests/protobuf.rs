@@ -261,3 +261,140 @@ async fn watch_streams_are_length_delimited_watch_events() {
     let want = [("ADDED", "before"), ("ADDED", "after"), ("DELETED", "before")];
     assert_eq!(events, want.map(|(t, n)| (t.to_string(), n.to_string())));
 }
+
+/// An object as a protobuf body, enveloped.
+fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
+    let u = Unknown {
+        type_meta: Some(TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = b"k8s\0".to_vec();
+    out.extend(u.encode_to_vec());
+    out
+}
+
+#[tokio::test]
+async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let container = core::Container {
+        name: Some("web".into()),
+        image: Some("nginx:1.27".into()),
+        ports: vec![core::ContainerPort {
+            container_port: Some(8080),
+            name: Some("http".into()),
+            ..Default::default()
+        }],
+        env: vec![core::EnvVar {
+            name: Some("MODE".into()),
+            value_from: Some(core::EnvVarSource {
+                config_map_key_ref: Some(core::ConfigMapKeySelector {
+                    local_object_reference: Some(core::LocalObjectReference { name: Some("settings".into()) }),
+                    key: Some("mode".into()),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        resources: Some(core::ResourceRequirements {
+            limits: [("cpu".to_string(), Quantity { string: Some("250m".into()) })].into(),
+            ..Default::default()
+        }),
+        readiness_probe: Some(core::Probe {
+            handler: Some(core::ProbeHandler {
+                http_get: Some(core::HttpGetAction {
+                    path: Some("/healthz".into()),
+                    port: Some(IntOrString { r#type: Some(1), int_val: Some(0), str_val: Some("http".into()) }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            period_seconds: Some(5),
+            ..Default::default()
+        }),
+        volume_mounts: vec![core::VolumeMount {
+            name: Some("data".into()),
+            mount_path: Some("/data".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let pod = core::Pod {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("pb".into()),
+            labels: [("app".to_string(), "pb".to_string())].into(),
+            ..Default::default()
+        }),
+        spec: Some(core::PodSpec {
+            containers: vec![container],
+            volumes: vec![core::Volume {
+                name: Some("data".into()),
+                volume_source: Some(core::VolumeSource {
+                    empty_dir: Some(core::EmptyDirVolumeSource {
+                        size_limit: Some(Quantity { string: Some("1Gi".into()) }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            }],
+            termination_grace_period_seconds: Some(0),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let body = envelope("v1", "Pod", pod.encode_to_vec());
+    let pods = "/api/v1/namespaces/fixtures/pods";
+    let r = c.send_raw(http::Method::POST, pods, body, PROTOBUF).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let got = c.get(&format!("{pods}/pb")).await.body;
+    let spec = &got["spec"];
+    let ctr = &spec["containers"][0];
+    assert_eq!(ctr["ports"], json!([{"containerPort": 8080, "name": "http", "protocol": "TCP"}]));
+    assert_eq!(
+        ctr["env"],
+        json!([{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode", "optional": false}}}])
+    );
+    // Requests default to the limits, as kube-apiserver defaults them.
+    assert_eq!(ctr["resources"], json!({"limits": {"cpu": "250m"}, "requests": {"cpu": "250m"}}));
+    let probe = &ctr["readinessProbe"];
+    assert_eq!(probe["httpGet"]["port"], "http", "{probe}");
+    assert_eq!((probe["httpGet"]["path"].as_str(), probe["periodSeconds"].as_i64()), (Some("/healthz"), Some(5)));
+    assert_eq!(spec["volumes"], json!([{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]));
+    assert_eq!(spec["terminationGracePeriodSeconds"], 0, "an explicit zero is kept");
+    assert_eq!(got["metadata"]["labels"], json!({"app": "pb"}));
+
+    // And read back in protobuf, the same pod as k8s-pb's types see it.
+    let (_, _, bytes) = get(&s, &format!("{pods}/pb"), PROTOBUF).await;
+    let back = core::Pod::decode(unwrap_envelope(&bytes).2.as_slice()).unwrap();
+    let back_ctr = &back.spec.as_ref().unwrap().containers[0];
+    let http_get = back_ctr.readiness_probe.clone().and_then(|p| p.handler).and_then(|h| h.http_get).unwrap();
+    let port = http_get.port.unwrap();
+    assert_eq!((port.r#type, port.str_val.as_deref()), (Some(1), Some("http")));
+    assert_eq!((http_get.path.as_deref(), http_get.scheme.as_deref()), (Some("/healthz"), Some("HTTP")));
+    assert_eq!(back_ctr.env, pod.spec.as_ref().unwrap().containers[0].env);
+    assert_eq!(back.spec.as_ref().unwrap().volumes, pod.spec.as_ref().unwrap().volumes);
+
+    // A protobuf DeleteOptions body: a stale precondition is a conflict, a current one deletes.
+    let delete = |rv: &str| {
+        let opts = meta::DeleteOptions {
+            preconditions: Some(meta::Preconditions { resource_version: Some(rv.into()), uid: None }),
+            ..Default::default()
+        };
+        envelope("v1", "DeleteOptions", opts.encode_to_vec())
+    };
+    let path = format!("{pods}/pb");
+    let r = c.send_raw(http::Method::DELETE, &path, delete("1"), PROTOBUF).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    let rv = got["metadata"]["resourceVersion"].as_str().unwrap();
+    let r = c.send_raw(http::Method::DELETE, &path, delete(rv), PROTOBUF).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+}

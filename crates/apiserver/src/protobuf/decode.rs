@@ -32,6 +32,14 @@ pub(super) fn message(name: &str, bytes: &[u8]) -> Result<Value, String> {
             continue;
         }
         let values = scalar_or_message(f, raw)?;
+        if f.inline {
+            for v in values {
+                if let Value::Object(fields) = v {
+                    out.extend(fields);
+                }
+            }
+            continue;
+        }
         if f.repeated {
             let list = out.entry(f.json.clone()).or_insert_with(|| Value::Array(Vec::new()));
             if let Some(list) = list.as_array_mut() {

@@ -24,6 +24,15 @@ pub(super) fn message(name: &str, v: &Value) -> Result<Vec<u8>, String> {
     tags.sort();
     for tag in tags {
         let f = &fields[tag];
+        if f.inline {
+            // An embedded struct takes its fields from this object.
+            let name = f.message.as_deref().ok_or_else(|| format!("{}: no message type", f.json))?;
+            let inner = message(name, v)?;
+            if !inner.is_empty() {
+                w.bytes(*tag, &inner);
+            }
+            continue;
+        }
         let Some(value) = obj.get(&f.json).filter(|v| !v.is_null()) else { continue };
         if f.map {
             let Value::Object(m) = value else { return Err(format!("{}: expected an object", f.json)) };

@@ -67,12 +67,14 @@ struct FieldDef {
     message: Option<String>,
     repeated: bool,
     map: bool,
+    /// An embedded struct: its fields are the enclosing object's in JSON.
+    inline: bool,
 }
 
 type Messages = HashMap<String, HashMap<u32, FieldDef>>;
 
-/// A field as the table lists it: tag, JSON name, kind, message name, repeated, map.
-type Row = (u32, String, String, Option<String>, bool, bool);
+/// A field as the table lists it: tag, JSON name, kind, message name, repeated, map, inline.
+type Row = (u32, String, String, Option<String>, bool, bool, bool);
 
 fn messages() -> &'static Messages {
     static MESSAGES: OnceLock<Messages> = OnceLock::new();
@@ -82,7 +84,7 @@ fn messages() -> &'static Messages {
             .map(|(name, fields)| {
                 let fields = fields
                     .into_iter()
-                    .filter_map(|(tag, json, kind, message, repeated, map)| {
+                    .filter_map(|(tag, json, kind, message, repeated, map, inline)| {
                         let kind = match kind.as_str() {
                             "string" => Kind::String,
                             "bytes" => Kind::Bytes,
@@ -93,7 +95,7 @@ fn messages() -> &'static Messages {
                             "message" => Kind::Message,
                             _ => return None,
                         };
-                        Some((tag, FieldDef { json, kind, message, repeated, map }))
+                        Some((tag, FieldDef { json, kind, message, repeated, map, inline }))
                     })
                     .collect();
                 (name, fields)
@@ -113,6 +115,21 @@ pub(crate) fn decode_object(info: &ResourceInfo, body: &[u8]) -> Result<Value, A
         )));
     }
     Ok(v)
+}
+
+/// A DELETE's `DeleteOptions` body (one message shared by every group, so named directly).
+pub(crate) fn decode_delete_options(body: &[u8]) -> Result<Value, ApiError> {
+    let rest = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| ApiError::bad_request("provided data does not appear to be a protobuf message"))?;
+    let mut raw: &[u8] = &[];
+    for item in Wire::new(rest) {
+        if let (2, Raw::Len(b)) = item.map_err(ApiError::bad_request)? {
+            raw = b;
+        }
+    }
+    message(&format!("{META}DeleteOptions"), raw)
+        .map_err(|e| ApiError::bad_request(format!("unable to decode DeleteOptions: {e}")))
 }
 
 /// The JSON form of an object in the `k8s\0` envelope, with its `kind` and `apiVersion`.
@@ -242,6 +259,24 @@ mod tests {
             assert_eq!(decode_envelope(&bytes).unwrap(), v);
         }
         assert!(encode_object(&serde_json::json!({"kind": "Widget", "apiVersion": "example.com/v1"})).is_err());
+        // DeleteOptions: {preconditions: {resourceVersion: "7"}, propagationPolicy: "Foreground"}.
+        let mut pre = wire::Writer::new();
+        pre.bytes(2, b"7");
+        let mut opts = wire::Writer::new();
+        opts.bytes(2, &pre.buf);
+        opts.bytes(4, b"Foreground");
+        let mut tm = wire::Writer::new();
+        tm.bytes(1, b"v1");
+        tm.bytes(2, b"DeleteOptions");
+        let mut body = wire::Writer::new();
+        body.buf.extend_from_slice(MAGIC);
+        body.bytes(1, &tm.buf);
+        body.bytes(2, &opts.buf);
+        let v = decode_delete_options(&body.buf).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"preconditions": {"resourceVersion": "7"}, "propagationPolicy": "Foreground"})
+        );
         let wrong = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "data": {"a": 1}});
         assert!(encode_object(&wrong).unwrap_err().contains("data"));
     }
