@@ -162,8 +162,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let lat = latencies.clone();
     let sync_at = Arc::new(AtomicU64::new(0));
     let sync_at2 = sync_at.clone();
+    // The peak RSS a tenth of the way through the updates: slow growth shows against it.
+    let peak_at_tenth = Arc::new(AtomicU64::new(0));
     let handler = {
         let (initial, updates, done) = (initial.clone(), updates.clone(), done.clone());
+        let peak_at_tenth = peak_at_tenth.clone();
         HandlerFns::<Pod>::new()
             .on_add(move |o, is_initial| {
                 if is_initial {
@@ -184,7 +187,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
                 {
                     lat.lock().push(micros_now().saturating_sub(sent));
                 }
-                if updates.fetch_add(1, Ordering::Relaxed) + 1 == target {
+                let n = updates.fetch_add(1, Ordering::Relaxed) + 1;
+                if n == target / 10 {
+                    peak_at_tenth.store(peak_rss_kb(&[]), Ordering::Relaxed);
+                }
+                if n == target {
                     done.notify_one();
                 }
             })
@@ -294,6 +301,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "rss_after_sync_kb": rss_after_sync,
         "rss_end_kb": rss_end,
         "peak_rss_kb": peak,
+        "peak_rss_at_tenth_kb": peak_at_tenth.load(Ordering::Relaxed),
     });
     if let Some(rate) = args.latency_rate {
         line["latency_rate"] = rate.into();
