@@ -84,6 +84,24 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 
 /// Whether storing `new` over `old` increments `metadata.generation`.
 pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<String, Value>) -> bool {
+    if info.custom.is_some() {
+        // A custom resource's generation moves with anything but its metadata (and its status,
+        // when that is a subresource).
+        let old = as_map(old.value());
+        let counted = |m: &Map<String, Value>| -> Vec<(String, Value)> {
+            let mut v: Vec<(String, Value)> = m
+                .iter()
+                .filter(|(k, _)| {
+                    let status = info.status_subresource && k.as_str() == "status";
+                    !(matches!(k.as_str(), "metadata" | "apiVersion" | "kind") || status)
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        };
+        return counted(&old) != counted(new);
+    }
     // Compared as the bytes the spec is stored as.
     let new_spec = new.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
     if new_spec.as_deref() != old.spec_bytes() {
