@@ -107,7 +107,10 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
 
         let (ok, out) = kubectl(bin, &kc, &cache, &["explain", "gadget.spec"]).await;
         assert!(ok, "{bin}: {out}");
-        assert!(out.contains("Gadget") && out.contains("replicas") && out.contains("How many gadgets."), "{bin}: {out}");
+        assert!(
+            out.contains("Gadget") && out.contains("replicas") && out.contains("How many gadgets."),
+            "{bin}: {out}"
+        );
         assert!(out.contains("mode") && out.contains("How the gadget runs."), "{bin}: {out}");
     }
 }

@@ -38,9 +38,10 @@ async fn definitions_of_the_directory_are_served_once_it_listens() {
             plural: plural.into(),
         };
         let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &ar);
-        let obj: DynamicObject =
-            serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": kind, "metadata": {"name": "x"}, "spec": {"a": 1}}))
-                .unwrap();
+        let obj: DynamicObject = serde_json::from_value(
+            json!({"apiVersion": "example.com/v1", "kind": kind, "metadata": {"name": "x"}, "spec": {"a": 1}}),
+        )
+        .unwrap();
         let created = api.create(&PostParams::default(), &obj).await.unwrap();
         assert_eq!(created.data["spec"]["a"], 1, "{plural}");
     }
@@ -52,5 +53,9 @@ async fn definitions_of_the_directory_are_served_once_it_listens() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("CustomResourceDefinition"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CustomResourceDefinition"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
