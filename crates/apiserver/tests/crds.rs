@@ -358,3 +358,30 @@ async fn every_replica_on_one_etcd_serves_a_definition_created_through_any_of_th
     eventually("A stops serving it", || async { ca.get(path).await.code == 404 }).await;
     eventually("B stops serving it", || async { cb.get(path).await.code == 404 }).await;
 }
+
+#[tokio::test]
+async fn a_new_server_on_a_data_directory_serves_its_definitions_from_the_start() {
+    let dir = informer_apiserver::testing::temp_data_dir();
+    {
+        let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.unwrap();
+        let c = Client::new(&s);
+        assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+        wait_established(&c, "widgets.example.com").await;
+        let r = c
+            .post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "kept"}, "spec": {"color": "red"}}))
+            .await;
+        assert_eq!(r.code, 201, "{}", r.body);
+        s.stop().await;
+    }
+    let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.unwrap();
+    let c = Client::new(&s);
+    let r = c.get("/apis/example.com/v1beta1/widgets/kept").await;
+    assert_eq!(r.code, 200, "served as soon as start() returns: {}", r.body);
+    assert_eq!(
+        (r.body["apiVersion"].as_str(), r.body["spec"]["color"].as_str()),
+        (Some("example.com/v1beta1"), Some("red"))
+    );
+    let rl = c.get("/apis/example.com/v1").await.body;
+    assert_eq!(rl["resources"][0]["name"], "widgets");
+    let _ = std::fs::remove_dir_all(&dir);
+}
