@@ -311,9 +311,18 @@ impl Registry {
         self.resources.push(Arc::new(info));
     }
 
-    /// All resources in registration order.
+    /// All resources in registration order (a custom resource once per served version).
     pub fn all(&self) -> &[Arc<ResourceInfo>] {
         &self.resources
+    }
+
+    /// Every resource once: a custom resource served in several versions by its preferred
+    /// version only (the versions share their objects).
+    pub fn each_resource(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.resources.iter().enumerate().filter_map(|(i, r)| {
+            let earlier = self.resources[..i].iter().any(|o| o.group == r.group && o.plural == r.plural);
+            (!earlier).then_some(r)
+        })
     }
 
     /// Looks a resource up by group, version and plural.

@@ -385,3 +385,38 @@ async fn a_new_server_on_a_data_directory_serves_its_definitions_from_the_start(
     assert_eq!(rl["resources"][0]["name"], "widgets");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_custom_objects_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut crd = widgets_crd();
+    crd["spec"]["scope"] = json!("Namespaced");
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    create_namespaces(&s, &["doomed"]).await.unwrap();
+    let base = "/apis/example.com/v1/namespaces/doomed/widgets";
+    let r = c.post(base, &json!({"metadata": {"name": "w", "finalizers": ["example.com/hold"]}, "spec": {}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.delete("/api/v1/namespaces/doomed").await.code, 200);
+    eventually("the namespace reports what remains", || async {
+        let ns = c.get("/api/v1/namespaces/doomed").await.body;
+        ns["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "NamespaceContentRemaining"))
+    })
+    .await;
+    let ns = c.get("/api/v1/namespaces/doomed").await.body;
+    let remaining = ns["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "NamespaceContentRemaining")
+        .unwrap()
+        .clone();
+    assert_eq!(remaining["message"], "Some resources are remaining: widgets.example.com has 1 resource instances");
+    let r =
+        c.patch(&format!("{base}/w"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    eventually("the namespace is gone", || async { c.get("/api/v1/namespaces/doomed").await.code == 404 }).await;
+}
