@@ -420,3 +420,51 @@ async fn deleting_a_namespace_deletes_its_custom_objects_once() {
     assert_eq!(r.code, 200, "{}", r.body);
     eventually("the namespace is gone", || async { c.get("/api/v1/namespaces/doomed").await.code == 404 }).await;
 }
+
+#[tokio::test]
+async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    let base = "/apis/example.com/v1/widgets";
+    for n in ["a", "b", "c"] {
+        assert_eq!(c.post(base, &json!({"metadata": {"name": n}, "spec": {}})).await.code, 201);
+    }
+    // Paging.
+    let p1 = c.get(&format!("{base}?limit=2")).await.body;
+    assert_eq!(p1["items"].as_array().unwrap().len(), 2);
+    assert_eq!(p1["metadata"]["remainingItemCount"], 1);
+    let token = p1["metadata"]["continue"].as_str().unwrap();
+    let p2 = c.get(&format!("{base}?limit=2&continue={token}")).await.body;
+    assert_eq!(p2["items"][0]["metadata"]["name"], "c");
+    // Metadata only.
+    let m = c.get_accepting(&format!("{base}/a"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").await;
+    assert_eq!(m.code, 200, "{}", m.body);
+    // A default added to the definition shows on the objects stored before it.
+    let mut crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    for v in crd["spec"]["versions"].as_array_mut().unwrap() {
+        v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["default"] = json!("grey");
+    }
+    let r = c.put(&format!("{CRDS}/widgets.example.com"), &crd).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+    eventually("the new default is served", || async {
+        c.get(&format!("{base}/a")).await.body["spec"]["color"] == "grey"
+    })
+    .await;
+    let listed = c.get(base).await.body;
+    assert!(listed["items"].as_array().unwrap().iter().all(|i| i["spec"]["color"] == "grey"), "{listed}");
+    // Adding a version serves the objects in it.
+    let mut crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    let mut v2 = crd["spec"]["versions"][1].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    assert_eq!(c.put(&format!("{CRDS}/widgets.example.com"), &crd).await.code, 200);
+    eventually("v2 is served", || async { c.get("/apis/example.com/v2/widgets").await.code == 200 }).await;
+    let v2list = c.get("/apis/example.com/v2/widgets").await.body;
+    assert_eq!(v2list["items"].as_array().unwrap().len(), 3);
+    assert_eq!(v2list["items"][0]["apiVersion"], "example.com/v2");
+    assert_eq!(c.get("/apis/example.com").await.body["preferredVersion"]["version"], "v2");
+}
