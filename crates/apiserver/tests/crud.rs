@@ -330,7 +330,7 @@ async fn concurrent_writers_get_distinct_increasing_rvs() {
 }
 
 #[tokio::test]
-async fn protobuf_only_accept_is_406() {
+async fn unacceptable_media_types_are_406() {
     let s = server().await;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Empty<bytes::Bytes>>();
@@ -341,7 +341,7 @@ async fn protobuf_only_accept_is_406() {
             .unwrap();
         client.request(req)
     };
-    assert_eq!(get("application/vnd.kubernetes.protobuf").await.unwrap().status(), 406);
+    assert_eq!(get("text/html").await.unwrap().status(), 406);
     assert_eq!(get("application/vnd.kubernetes.protobuf, application/json").await.unwrap().status(), 200);
     assert_eq!(get("*/*").await.unwrap().status(), 200);
 }
@@ -375,10 +375,12 @@ async fn dry_run_writes_nothing() {
 }
 
 #[tokio::test]
-async fn non_json_bodies_are_415() {
+async fn unreadable_bodies_are_refused() {
     let s = server().await;
     let c = Client::new(&s);
     let r = c.send_raw(http::Method::POST, PODS, b"k8s\x00\x0a".to_vec(), "application/vnd.kubernetes.protobuf").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    let r = c.send_raw(http::Method::POST, PODS, b"name: x".to_vec(), "text/plain").await;
     assert_eq!(r.code, 415);
     assert_eq!(r.body["reason"], "UnsupportedMediaType");
     assert_eq!(s.list("pods", None).await.unwrap().len(), 0);

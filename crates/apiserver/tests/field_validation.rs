@@ -1,7 +1,7 @@
 //! `fieldValidation` over HTTP against kube-apiserver v1.35's answers
-//! (`tests/fixtures/kube-apiserver/60-*` … `66-*`): unknown and duplicate fields refused under
+//! (`tests/fixtures/kube-apiserver/60-*` … `67-*`): unknown and duplicate fields refused under
 //! Strict, warned about under Warn (the default) and passed over under Ignore, never stored;
-//! bad values of the parameter; the same for patches.
+//! bad values of the parameter; the same for patches and for YAML bodies.
 
 mod common;
 
@@ -22,6 +22,7 @@ async fn unknown_and_duplicate_fields_answer_as_kube_apiserver_does() {
         "64-fieldval-strict-duplicate-field.txt",
         "65-fieldval-warn-duplicate-field.txt",
         "66-fieldval-invalid-value.txt",
+        "67-fieldval-strict-yaml-body.txt",
     ] {
         let step = recorded(file);
         let r = c.send_raw(step.method.clone(), &step.path, step.request_body.clone(), &step.content_type).await;
@@ -75,4 +76,37 @@ async fn nested_unknown_fields_in_updates_and_patches() {
     assert_eq!(r.code, 200);
     assert_eq!(r.headers["warning"], r#"299 - "unknown field \"spec.bogus\"""#);
     assert_eq!((r.body["metadata"]["labels"]["a"].as_str(), r.body["spec"].get("bogus")), (Some("b"), None));
+}
+
+#[tokio::test]
+async fn yaml_bodies_create_and_replace_objects() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  labels: {app: web}\ndata:\n  k: v\n  port: \"8080\"\nbogus: x\n";
+    let path = "/api/v1/namespaces/fixtures/configmaps";
+    let r = c.send_raw(http::Method::POST, path, yaml.as_bytes().to_vec(), "application/yaml").await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["data"], json!({"k": "v", "port": "8080"}));
+    assert_eq!(r.body["metadata"]["labels"], json!({"app": "web"}));
+    let warnings: Vec<_> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    assert_eq!(warnings, vec![r#"299 - "unknown field \"bogus\"""#.to_string()]);
+
+    let rv = r.body["metadata"]["resourceVersion"].as_str().unwrap();
+    let update = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  resourceVersion: \"{rv}\"\ndata:\n  k: w\n"
+    );
+    let r = c.send_raw(http::Method::PUT, &format!("{path}/from-yaml"), update.into_bytes(), "application/yaml").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{path}/from-yaml")).await.body["data"], json!({"k": "w"}));
+
+    let r = c.send_raw(http::Method::POST, path, b"metadata: [unclosed\n".to_vec(), "application/yaml").await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(r.body["reason"], "BadRequest");
+    let r = c.send_raw(http::Method::POST, path, b"{}".to_vec(), "text/plain").await;
+    assert_eq!(r.code, 415, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
 }

@@ -1,5 +1,6 @@
 //! Real clients against the server: kubectl, the official Python client and
-//! kube-rs (`kube_runtime::watcher`, list-watch and streaming lists).
+//! kube-rs (`kube_runtime::watcher`, list-watch and streaming lists; strategic merge and JSON
+//! patches from kube-rs and the Python client).
 
 mod common;
 
@@ -381,5 +382,95 @@ async fn kube_rs_over_tls_with_token() {
     let p = api.get("secure").await.unwrap();
     assert_eq!(p.metadata.name.as_deref(), Some("secure"));
     assert_eq!(s.request_counts().get, 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A Deployment `name` with the containers `(name, image)`, as JSON.
+fn deployment(name: &str, containers: &[(&str, &str)]) -> serde_json::Value {
+    let containers: Vec<_> = containers.iter().map(|(n, i)| json!({"name": n, "image": i})).collect();
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}})
+}
+
+fn containers_of(d: &serde_json::Value) -> Vec<(String, String)> {
+    d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["image"].as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+#[tokio::test]
+async fn kube_rs_patches_merge_lists_by_key() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let s = server().await;
+    let deployments: Api<Deployment> = Api::namespaced(kube_client(&s).await, "default");
+    let d = serde_json::from_value(deployment("web", &[("web", "nginx:1.27")])).unwrap();
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    let pp = PatchParams::default();
+    // A strategic merge patch adds a container by name; the other stays.
+    let sidecar =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1.37"}]}}}});
+    let d = deployments.patch("web", &pp, &Patch::Strategic(sidecar)).await.unwrap();
+    let v = serde_json::to_value(&d).unwrap();
+    assert_eq!(containers_of(&v), pairs(&[("sidecar", "busybox:1.37"), ("web", "nginx:1.27")]));
+    // `$patch: delete` removes one by name.
+    let delete = json!({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}});
+    let d = deployments.patch("web", &pp, &Patch::Strategic(delete)).await.unwrap();
+    assert_eq!(containers_of(&serde_json::to_value(&d).unwrap()), pairs(&[("web", "nginx:1.27")]));
+    // A JSON patch addresses list elements by index.
+    let ops: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.28"}
+    ]))
+    .unwrap();
+    let d = deployments.patch("web", &pp, &Patch::<()>::Json(ops)).await.unwrap();
+    assert_eq!(containers_of(&serde_json::to_value(&d).unwrap()), pairs(&[("web", "nginx:1.28")]));
+}
+
+const PY_PATCH: &str = r#"
+import json, sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+apps = client.AppsV1Api()
+# A dict body is sent as a strategic merge patch.
+d = apps.patch_namespaced_deployment("web", "default",
+    {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1.37"}]}}}})
+print(json.dumps([[c.name, c.image] for c in d.spec.template.spec.containers]), flush=True)
+# A list body is sent as a JSON patch.
+d = apps.patch_namespaced_deployment("web", "default",
+    [{"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "nginx:1.28"}])
+print(json.dumps([[c.name, c.image] for c in d.spec.template.spec.containers]), flush=True)
+"#;
+
+#[tokio::test]
+async fn python_client_patches_merge_lists_by_key() {
+    let s = server().await;
+    let dir = tempdir("python-patch");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    s.create("deployments", deployment("web", &[("web", "nginx:1.27")])).await.unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new("/usr/bin/python3").args(["-c", PY_PATCH, kc.to_str().unwrap()]).kill_on_drop(true).output(),
+    )
+    .await
+    .expect("python timed out")
+    .expect("python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        lines,
+        vec![
+            json!([["sidecar", "busybox:1.37"], ["web", "nginx:1.27"]]),
+            json!([["sidecar", "busybox:1.37"], ["web", "nginx:1.28"]])
+        ]
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -7,6 +7,13 @@
 //! as the client reads. With `sendInitialEvents=true` the watch first streams the 10,000 pods as
 //! ADDED and the `k8s.io/initial-events-end` bookmark.
 //!
+//! Events have kube-apiserver's shape, not the list items' bytes: every watched object carries
+//! `"kind":"Pod","apiVersion":"v1"` (list items do not); each update moves the last
+//! `managedFields` entry's `time` and, every fourth update, the Ready condition's
+//! `lastTransitionTime`; and three updates in ten set `status.message` to a new text of 10–500
+//! bytes (the others restore the pod's usual one), so objects grow and shrink as a status
+//! message comes and goes.
+//!
 //! Unlike the general [`ApiServer`](informer_apiserver::ApiServer) (whose watch cache would hold every event),
 //! nothing is stored: pods and events are spliced from one template into ~128 KB chunks on demand,
 //! so the server holds a few hundred KB and never bounds a client benchmark. After the last event
@@ -51,7 +58,8 @@ impl Default for W1Config {
 
 /// A pod template cut at the places that vary.
 struct Template {
-    /// Literal parts between the holes: name, uid, resourceVersion, app label, generation label.
+    /// Literal parts between the holes: name, uid, resourceVersion, app label, generation label,
+    /// times and the status message.
     parts: Vec<Vec<u8>>,
     holes: Vec<Hole>,
 }
@@ -63,17 +71,73 @@ enum Hole {
     Rv,
     App,
     Generation,
+    /// The last managedFields entry's `time`.
+    ManagedTime,
+    /// The Ready condition's `lastTransitionTime`.
+    ReadyTime,
+    /// `status.message`.
+    Message,
 }
+
+/// Which version of a pod is written.
+#[derive(Clone, Copy)]
+struct Version {
+    /// The update that made it (0: the listed state).
+    update: u64,
+    /// A watch event's object (with kind and apiVersion) rather than a list item.
+    watched: bool,
+}
+
+/// The longest status message an update writes.
+const MAX_MESSAGE: usize = 500;
+
+/// `2026-11-01T10:00:00Z` plus `secs` seconds (wrapping after 28 days): always 20 bytes.
+fn timestamp(out: &mut BytesMut, secs: u64) {
+    use std::fmt::Write as _;
+    let s = secs % (28 * 86400) + 10 * 3600;
+    let _ = write!(out, "2026-11-{:02}T{:02}:{:02}:{:02}Z", 1 + s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+}
+
+/// A deterministic hash of an update number (splitmix64).
+fn mix(k: u64) -> u64 {
+    let mut z = k.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The length of pod `i`'s status message after update `update`: its usual 10–60 bytes, or for
+/// three updates in ten a new length of 10–500 bytes.
+fn message_len(i: u64, update: u64) -> usize {
+    let h = mix(update);
+    if update > 0 && h % 10 < 3 { 10 + ((h >> 8) % (MAX_MESSAGE as u64 - 9)) as usize } else { 10 + (i % 51) as usize }
+}
+
+const MESSAGE_TEXT: &[u8] = b"Back-off pulling image; readiness probe failed: HTTP probe failed with statuscode: 503; ";
 
 impl Template {
     fn new() -> Template {
         let mut v: serde_json::Value = serde_json::from_str(TEMPLATE).expect("valid template");
+        // List items carry no kind and apiVersion; watched objects get them in `write`.
+        let o = v.as_object_mut().expect("an object");
+        o.remove("kind");
+        o.remove("apiVersion");
         let m = &mut v["metadata"];
         m["name"] = "\u{1}NAME\u{1}".into();
         m["uid"] = "\u{1}UID\u{1}".into();
         m["resourceVersion"] = "\u{1}RV\u{1}".into();
         m["labels"]["app"] = "\u{1}APP\u{1}".into();
         m["labels"]["generation"] = "\u{1}GEN\u{1}".into();
+        if let Some(last) = m["managedFields"].as_array_mut().and_then(|a| a.last_mut()) {
+            last["time"] = "\u{1}MFTIME\u{1}".into();
+        }
+        let status = &mut v["status"];
+        if let Some(ready) =
+            status["conditions"].as_array_mut().and_then(|c| c.iter_mut().find(|c| c["type"] == "Ready"))
+        {
+            ready["lastTransitionTime"] = "\u{1}READYTIME\u{1}".into();
+        }
+        status["message"] = "\u{1}MESSAGE\u{1}".into();
         let s = serde_json::to_string(&v).expect("serialisable");
         let mut parts = Vec::new();
         let mut holes = Vec::new();
@@ -88,6 +152,9 @@ impl Template {
                 "UID" => Hole::Uid,
                 "RV" => Hole::Rv,
                 "APP" => Hole::App,
+                "MFTIME" => Hole::ManagedTime,
+                "READYTIME" => Hole::ReadyTime,
+                "MESSAGE" => Hole::Message,
                 _ => Hole::Generation,
             });
             rest = &after[j + marker.len()..];
@@ -96,13 +163,20 @@ impl Template {
         Template { parts, holes }
     }
 
-    /// Appends pod `i` at resourceVersion `rv` with generation label `generation` (no allocation
-    /// beyond `out`'s own growth: the numbers are formatted straight into it).
-    fn write(&self, out: &mut BytesMut, i: u64, rv: u64, generation: u64) {
+    /// Appends version `v` of pod `i` at resourceVersion `rv` with generation label
+    /// `generation` (no allocation beyond `out`'s own growth: the numbers are formatted straight
+    /// into it).
+    fn write(&self, out: &mut BytesMut, i: u64, rv: u64, generation: u64, v: Version) {
         use std::fmt::Write as _;
         out.reserve(self.max_len());
         for (k, part) in self.parts.iter().enumerate() {
-            out.extend_from_slice(part);
+            if k == 0 && v.watched {
+                // `{` then kind and apiVersion, as kube-apiserver writes watched objects.
+                out.extend_from_slice(b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",");
+                out.extend_from_slice(&part[1..]);
+            } else {
+                out.extend_from_slice(part);
+            }
             if let Some(h) = self.holes.get(k) {
                 // Writing to a `BytesMut` cannot fail.
                 let _ = match h {
@@ -111,6 +185,20 @@ impl Template {
                     Hole::Rv => write!(out, "{rv}"),
                     Hole::App => write!(out, "app-{}", i % 50),
                     Hole::Generation => write!(out, "{generation}"),
+                    Hole::ManagedTime => {
+                        timestamp(out, v.update);
+                        Ok(())
+                    }
+                    Hole::ReadyTime => {
+                        timestamp(out, v.update / 4 * 4);
+                        Ok(())
+                    }
+                    Hole::Message => {
+                        let n = message_len(i, v.update);
+                        let start = (mix(v.update) % MESSAGE_TEXT.len() as u64) as usize;
+                        out.extend(MESSAGE_TEXT.iter().cycle().skip(start).take(n));
+                        Ok(())
+                    }
                 };
             }
         }
@@ -119,7 +207,7 @@ impl Template {
     /// An upper bound of one written pod (and its event envelope): the literal parts plus room
     /// for every number.
     fn max_len(&self) -> usize {
-        self.parts.iter().map(Vec::len).sum::<usize>() + self.holes.len() * 48 + 64
+        self.parts.iter().map(Vec::len).sum::<usize>() + self.holes.len() * 48 + MAX_MESSAGE + 96
     }
 }
 
@@ -280,7 +368,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         if i > start {
             out.extend_from_slice(b",");
         }
-        sh.tpl.write(&mut out, i, sh.initial_rv(i), 0);
+        sh.tpl.write(&mut out, i, sh.initial_rv(i), 0, Version { update: 0, watched: false });
     }
     out.extend_from_slice(b"]}");
     Ok(full(StatusCode::OK, out.freeze()))
@@ -315,7 +403,7 @@ impl Body for WatchBody {
             if let Some(i) = this.initial {
                 if i < sh.cfg.pods {
                     this.buf.extend_from_slice(br#"{"type":"ADDED","object":"#);
-                    sh.tpl.write(&mut this.buf, i, sh.initial_rv(i), 0);
+                    sh.tpl.write(&mut this.buf, i, sh.initial_rv(i), 0, Version { update: 0, watched: true });
                     this.buf.extend_from_slice(b"}\n");
                     this.initial = Some(i + 1);
                 } else {
@@ -340,7 +428,7 @@ impl Body for WatchBody {
             let k = this.next;
             let i = (k - 1) % sh.cfg.pods;
             this.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
-            sh.tpl.write(&mut this.buf, i, sh.cfg.list_rv + k, k);
+            sh.tpl.write(&mut this.buf, i, sh.cfg.list_rv + k, k, Version { update: k, watched: true });
             this.buf.extend_from_slice(b"}\n");
             this.next += 1;
         }
@@ -390,7 +478,7 @@ impl WatchBody {
             // Stamped when written (the event leaves the server now). Stamping the due time
             // instead would add the pacing timer's 1 ms granularity to every figure; the price is
             // that a client too slow to read on time is credited with the wait before the write.
-            sh.tpl.write(&mut self.buf, i, sh.cfg.list_rv + k, micros_now());
+            sh.tpl.write(&mut self.buf, i, sh.cfg.list_rv + k, micros_now(), Version { update: k, watched: true });
             self.buf.extend_from_slice(b"}\n");
             self.next += 1;
             if self.buf.len() >= CHUNK {
@@ -410,13 +498,43 @@ mod tests {
     fn template_splices_valid_pods() {
         let t = Template::new();
         let mut b = BytesMut::new();
-        t.write(&mut b, 42, 1234, 7);
+        t.write(&mut b, 42, 1234, 7, Version { update: 0, watched: false });
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["metadata"]["name"], "bench-0000042");
         assert_eq!(v["metadata"]["resourceVersion"], "1234");
         assert_eq!(v["metadata"]["labels"]["app"], "app-42");
         assert_eq!(v["metadata"]["labels"]["generation"], "7");
+        assert!(v.get("kind").is_none(), "list items carry no kind");
         assert!(b.len() > 4000, "W1 pods are ~4.4 KB: {}", b.len());
+    }
+
+    /// Watched objects carry kind and apiVersion; updates move times; some change the status
+    /// message's length by 10–500 bytes, growing and shrinking the pod.
+    #[test]
+    fn events_have_kube_apiservers_shape() {
+        let t = Template::new();
+        let pod = |update: u64, watched: bool| {
+            let mut b = BytesMut::new();
+            // resourceVersion and generation fixed: only what the update shape moves differs.
+            t.write(&mut b, 42, 1234, 7, Version { update, watched });
+            let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+            (v, b.len())
+        };
+        let (listed, listed_len) = pod(0, false);
+        let (first, _) = pod(1, true);
+        assert_eq!((first["kind"].as_str(), first["apiVersion"].as_str()), (Some("Pod"), Some("v1")));
+        let mf_time =
+            |v: &serde_json::Value| v["metadata"]["managedFields"].as_array().unwrap().last().unwrap()["time"].clone();
+        assert_ne!(mf_time(&listed), mf_time(&first));
+        let ready = |v: &serde_json::Value| {
+            v["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap()["lastTransitionTime"].clone()
+        };
+        assert_ne!(ready(&listed), ready(&pod(4, true).0));
+        let deltas: Vec<i64> = (1..=1000).map(|k| pod(k, false).1 as i64 - listed_len as i64).collect();
+        let changed = deltas.iter().filter(|d| **d != 0).count();
+        assert!((200..=400).contains(&changed), "about three updates in ten change the size: {changed}");
+        assert!(deltas.iter().any(|d| *d >= 300) && deltas.iter().any(|d| *d < 0), "grows by hundreds and shrinks");
+        assert!(deltas.iter().all(|d| d.abs() <= MAX_MESSAGE as i64), "{deltas:?}");
     }
 }
 
@@ -437,6 +555,7 @@ mod spawn_tests {
         c.read_to_string(&mut got).unwrap();
         assert!(got.starts_with("HTTP/1.1 200"), "{got}");
         assert!(got.contains("\"kind\":\"PodList\"") && got.contains("bench-0000002"), "{got}");
+        assert!(!got.contains("\"kind\":\"Pod\","), "list items carry no kind: {got}");
         drop(s);
         assert!(std::net::TcpStream::connect(addr).is_err(), "the server still accepts connections after drop");
     }

@@ -47,7 +47,13 @@ pub fn recorded(file: &str) -> Recorded {
     };
     let content_type = header("content-type").unwrap_or_default();
     let body = body.trim();
-    let request_body = if body == "(no body)" { Vec::new() } else { format!("{body}\n").into_bytes() };
+    let request_body = if body == "(no body)" {
+        Vec::new()
+    } else if body.starts_with("(protobuf body") {
+        protobuf_body(body)
+    } else {
+        format!("{body}\n").into_bytes()
+    };
     let resp = resp.trim_start();
     let status = resp
         .lines()
@@ -59,6 +65,14 @@ pub fn recorded(file: &str) -> Recorded {
     let response = serde_json::from_str(resp_body.trim()).unwrap_or(Value::Null);
     let warnings = resp_head.lines().filter_map(|l| l.strip_prefix("Warning: ")).map(str::to_string).collect();
     Recorded { method, path, content_type, request_body, status, response, warnings }
+}
+
+/// The bytes of a protobuf body recorded as `(protobuf body, N bytes, shown base64-encoded)`
+/// followed by base64 lines.
+fn protobuf_body(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    let b64: String = text.lines().skip(1).take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    base64::engine::general_purpose::STANDARD.decode(b64).expect("base64 protobuf body")
 }
 
 /// An object without what differs between two servers: identity, versions, times, field

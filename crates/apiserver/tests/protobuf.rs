@@ -1,0 +1,400 @@
+//! Protobuf over HTTP: kubectl's `create configmap` and `create secret` as recorded against
+//! kube-apiserver v1.35 (`tests/fixtures/kube-apiserver/50-*`, `51-*`, the objects as
+//! kube-apiserver then showed them in JSON: `53-*`, `54-*`, and in protobuf: `52-*`), kubectl's
+//! protobuf creates of every version on the machine, the Status answers to bodies that cannot
+//! be read, and answers — objects, lists, errors, watch streams — read back with the kube-rs
+//! project's generated protobuf types (`k8s-pb`).
+
+mod common;
+
+use common::recorded::{comparable, recorded};
+use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use common::*;
+use informer_apiserver::ResourceInfo;
+use serde_json::{Value, json};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use k8s_pb::api::core::v1::{ConfigMap, ConfigMapList};
+use k8s_pb::apimachinery::pkg::apis::meta::v1::{Status, WatchEvent};
+use k8s_pb::apimachinery::pkg::runtime::Unknown;
+use prost::Message;
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// GET `path` with `accept`: status, Content-Type and the body.
+async fn get(s: &informer_apiserver::ApiServer, path: &str, accept: &str) -> (u16, String, Bytes) {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<Bytes>>();
+    let req = http::Request::get(format!("{}{path}", s.url()))
+        .header("accept", accept)
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    let r = client.request(req).await.unwrap();
+    let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    (r.status().as_u16(), ct, r.into_body().collect().await.unwrap().to_bytes())
+}
+
+/// The `runtime.Unknown` of an enveloped body: (apiVersion, kind, raw message).
+fn unwrap_envelope(body: &[u8]) -> (String, String, Vec<u8>) {
+    let rest = body.strip_prefix(b"k8s\0").expect("the k8s\\0 magic");
+    let u = Unknown::decode(rest).expect("a runtime.Unknown");
+    let tm = u.type_meta.unwrap_or_default();
+    (tm.api_version.unwrap_or_default(), tm.kind.unwrap_or_default(), u.raw.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn kubectl_protobuf_creates_store_what_kube_apiserver_stores() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    for (create, view) in [
+        ("50-proto-kubectl-create-configmap.txt", "53-proto-get-configmap-json-view.txt"),
+        ("51-proto-kubectl-create-secret.txt", "54-proto-get-secret-json-view.txt"),
+    ] {
+        let step = recorded(create);
+        assert_eq!(step.content_type, "application/vnd.kubernetes.protobuf");
+        let r = c.send_raw(step.method.clone(), &step.path, step.request_body.clone(), &step.content_type).await;
+        assert_eq!(r.code, 201, "{create}: {}", r.body);
+        let expected = recorded(view).response;
+        assert_eq!(comparable(&r.body), comparable(&expected), "{create}");
+        // kube-apiserver keeps no generation for ConfigMaps and Secrets.
+        assert_eq!(r.body["metadata"].get("generation"), expected["metadata"].get("generation"), "{create}");
+        let name = expected["metadata"]["name"].as_str().unwrap();
+        let plural = if expected["kind"] == "Secret" { "secrets" } else { "configmaps" };
+        let stored = c.get(&format!("/api/v1/namespaces/fixtures/{plural}/{name}")).await;
+        assert_eq!(comparable(&stored.body), comparable(&expected), "{create}: stored");
+    }
+}
+
+#[tokio::test]
+async fn unreadable_protobuf_bodies_are_refused_whole() {
+    let s = informer_apiserver::testing::builder()
+        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
+        .start()
+        .await
+        .expect("start");
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let configmap = recorded("50-proto-kubectl-create-configmap.txt").request_body;
+    let secret = recorded("51-proto-kubectl-create-secret.txt").request_body;
+    let pb = "application/vnd.kubernetes.protobuf";
+    let configmaps = "/api/v1/namespaces/fixtures/configmaps";
+
+    // Cut short: 400, nothing stored.
+    let r = c.send_raw(http::Method::POST, configmaps, configmap[..configmap.len() - 9].to_vec(), pb).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    // Not an envelope at all.
+    let r = c.send_raw(http::Method::POST, configmaps, b"{\"kind\":\"ConfigMap\"}".to_vec(), pb).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    // A Secret sent to the ConfigMaps.
+    let r = c.send_raw(http::Method::POST, configmaps, secret, pb).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(c.get(configmaps).await.body["items"], json!([]));
+    // Custom resources have no protobuf form.
+    let widgets = "/apis/example.com/v1/namespaces/fixtures/widgets";
+    let r = c.send_raw(http::Method::POST, widgets, configmap, pb).await;
+    assert_eq!(r.code, 415, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_create_sends_protobuf_and_succeeds() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let dir = tempdir("kubectl-protobuf");
+    let kc = dir.join("kubeconfig");
+    s.write_kubeconfig(&kc).unwrap();
+    for (i, bin) in kubectl_versions().iter().enumerate() {
+        let ns = format!("pb-{i}");
+        let cache = dir.join(format!("cache-{i}"));
+        let run = |args: Vec<String>| {
+            let (bin, kc, cache) = (bin.clone(), kc.clone(), cache.clone());
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let (ok, out, err) = kubectl_bin(&bin, &kc, &cache, &args).await;
+                assert!(ok, "{bin} {args:?}: {out}{err}");
+            }
+        };
+        let a = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        run(a(&format!("create namespace {ns}"))).await;
+        run(a(&format!("create configmap settings -n {ns} --from-literal=a=b --from-literal=c=d"))).await;
+        run(a(&format!("create secret generic creds -n {ns} --from-literal=p=q"))).await;
+        run(a(&format!("create deployment web -n {ns} --image=nginx:1.27 --replicas=0 --port=8080"))).await;
+        run(a(&format!("create service clusterip web -n {ns} --tcp=80:8080"))).await;
+
+        let get = |path: String| {
+            let c = &c;
+            async move { c.get(&path).await.body }
+        };
+        let cm = get(format!("/api/v1/namespaces/{ns}/configmaps/settings")).await;
+        assert_eq!(cm["data"], json!({"a": "b", "c": "d"}), "{bin}");
+        let secret = get(format!("/api/v1/namespaces/{ns}/secrets/creds")).await;
+        assert_eq!((&secret["data"], &secret["type"]), (&json!({"p": "cQ=="}), &json!("Opaque")), "{bin}");
+        let d = get(format!("/apis/apps/v1/namespaces/{ns}/deployments/web")).await;
+        assert_eq!(d["spec"]["replicas"], 0, "{bin}: an explicit zero is kept");
+        let container = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            (&container["image"], &container["ports"][0]["containerPort"]),
+            (&json!("nginx:1.27"), &json!(8080))
+        );
+        assert_eq!(d["spec"]["selector"]["matchLabels"], json!({"app": "web"}), "{bin}");
+        assert!(d["metadata"].get("creationTimestamp").and_then(Value::as_str).is_some(), "{bin}");
+        let svc = get(format!("/api/v1/namespaces/{ns}/services/web")).await;
+        let port = &svc["spec"]["ports"][0];
+        assert_eq!((&port["port"], &port["targetPort"]), (&json!(80), &json!(8080)), "{bin}: {svc}");
+    }
+}
+
+#[tokio::test]
+async fn answers_are_protobuf_for_clients_that_prefer_it() {
+    let s = informer_apiserver::testing::builder()
+        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
+        .start()
+        .await
+        .expect("start");
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let step = recorded("50-proto-kubectl-create-configmap.txt");
+    assert_eq!(c.send_raw(step.method.clone(), &step.path, step.request_body, PROTOBUF).await.code, 201);
+    let path = "/api/v1/namespaces/fixtures/configmaps/settings";
+
+    // One object: ours reads as kube-apiserver's did (`52-*`), but for identity and versions.
+    let (code, ct, body) = get(&s, path, "application/vnd.kubernetes.protobuf,application/json").await;
+    assert_eq!((code, ct.as_str()), (200, PROTOBUF));
+    let (api_version, kind, raw) = unwrap_envelope(&body);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
+    let ours = ConfigMap::decode(raw.as_slice()).unwrap();
+    let kubes = {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/kube-apiserver/52-proto-get-configmap.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let resp = text.split_once("=== RESPONSE ===").unwrap().1.split_once("\n\n").unwrap().1;
+        let b64: String = resp.lines().skip(1).take_while(|l| !l.trim().is_empty()).collect();
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        ConfigMap::decode(unwrap_envelope(&bytes).2.as_slice()).unwrap()
+    };
+    assert_eq!(ours.data, kubes.data);
+    let (m, k) = (ours.metadata.unwrap(), kubes.metadata.unwrap());
+    assert_eq!((&m.name, &m.namespace), (&k.name, &k.namespace));
+    assert!(m.creation_timestamp.and_then(|t| t.seconds).is_some_and(|s| s > 0));
+    assert_eq!(m.resource_version.unwrap(), c.get(path).await.body["metadata"]["resourceVersion"]);
+
+    // A list.
+    let (code, _, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps", PROTOBUF).await;
+    assert_eq!(code, 200);
+    let (_, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(kind, "ConfigMapList");
+    let list = ConfigMapList::decode(raw.as_slice()).unwrap();
+    let names: Vec<_> = list.items.iter().map(|i| i.metadata.clone().unwrap().name.unwrap()).collect();
+    assert_eq!(names, ["settings"]);
+    assert_eq!(list.metadata.unwrap().resource_version.unwrap(), s.resource_version().to_string());
+
+    // An error is a protobuf Status.
+    let (code, ct, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps/missing", PROTOBUF).await;
+    assert_eq!((code, ct.as_str()), (404, PROTOBUF));
+    let (_, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(kind, "Status");
+    let status = Status::decode(raw.as_slice()).unwrap();
+    assert_eq!((status.reason.as_deref(), status.code), (Some("NotFound"), Some(404)));
+
+    // Clients that prefer JSON get JSON; custom resources have no protobuf form.
+    let (_, ct, _) = get(&s, path, "application/json, application/vnd.kubernetes.protobuf").await;
+    assert_eq!(ct, "application/json");
+    let widgets = "/apis/example.com/v1/namespaces/fixtures/widgets";
+    assert_eq!(get(&s, widgets, "application/vnd.kubernetes.protobuf,application/json").await.1, "application/json");
+    assert_eq!(get(&s, widgets, PROTOBUF).await.0, 406);
+}
+
+#[tokio::test]
+async fn watch_streams_are_length_delimited_watch_events() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let configmaps = "/api/v1/namespaces/fixtures/configmaps";
+    c.post(configmaps, &json!({"metadata": {"name": "before"}, "data": {"a": "1"}})).await;
+    let rv = s.resource_version();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<Bytes>>();
+    let req = http::Request::get(format!(
+        "{}{configmaps}?watch=true&resourceVersion={}&allowWatchBookmarks=true",
+        s.url(),
+        rv - 1
+    ))
+    .header("accept", PROTOBUF)
+    .body(http_body_util::Empty::new())
+    .unwrap();
+    let r = client.request(req).await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/vnd.kubernetes.protobuf;stream=watch");
+    let mut body = r.into_body();
+    c.post(configmaps, &json!({"metadata": {"name": "after"}, "data": {"b": "2"}})).await;
+    c.delete(&format!("{configmaps}/before")).await;
+
+    let mut buf: Vec<u8> = Vec::new();
+    let mut events: Vec<(String, String)> = Vec::new();
+    while events.len() < 3 {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+            .await
+            .expect("a watch event in time")
+            .expect("the stream goes on")
+            .unwrap();
+        buf.extend_from_slice(&frame.into_data().unwrap());
+        while buf.len() >= 4 {
+            let len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+            if buf.len() < 4 + len {
+                break;
+            }
+            let ev = WatchEvent::decode(&buf[4..4 + len]).expect("a WatchEvent");
+            buf.drain(..4 + len);
+            let (_, kind, raw) = unwrap_envelope(&ev.object.unwrap().raw.unwrap());
+            assert_eq!(kind, "ConfigMap");
+            let name = ConfigMap::decode(raw.as_slice()).unwrap().metadata.unwrap().name.unwrap();
+            events.push((ev.r#type.unwrap(), name));
+        }
+    }
+    let want = [("ADDED", "before"), ("ADDED", "after"), ("DELETED", "before")];
+    assert_eq!(events, want.map(|(t, n)| (t.to_string(), n.to_string())));
+}
+
+/// An object as a protobuf body, enveloped.
+fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
+    let u = Unknown {
+        type_meta: Some(TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = b"k8s\0".to_vec();
+    out.extend(u.encode_to_vec());
+    out
+}
+
+#[tokio::test]
+async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let container = core::Container {
+        name: Some("web".into()),
+        image: Some("nginx:1.27".into()),
+        ports: vec![core::ContainerPort {
+            container_port: Some(8080),
+            name: Some("http".into()),
+            ..Default::default()
+        }],
+        env: vec![core::EnvVar {
+            name: Some("MODE".into()),
+            value_from: Some(core::EnvVarSource {
+                config_map_key_ref: Some(core::ConfigMapKeySelector {
+                    local_object_reference: Some(core::LocalObjectReference { name: Some("settings".into()) }),
+                    key: Some("mode".into()),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        resources: Some(core::ResourceRequirements {
+            limits: [("cpu".to_string(), Quantity { string: Some("250m".into()) })].into(),
+            ..Default::default()
+        }),
+        readiness_probe: Some(core::Probe {
+            handler: Some(core::ProbeHandler {
+                http_get: Some(core::HttpGetAction {
+                    path: Some("/healthz".into()),
+                    port: Some(IntOrString { r#type: Some(1), int_val: Some(0), str_val: Some("http".into()) }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            period_seconds: Some(5),
+            ..Default::default()
+        }),
+        volume_mounts: vec![core::VolumeMount {
+            name: Some("data".into()),
+            mount_path: Some("/data".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let pod = core::Pod {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("pb".into()),
+            labels: [("app".to_string(), "pb".to_string())].into(),
+            ..Default::default()
+        }),
+        spec: Some(core::PodSpec {
+            containers: vec![container],
+            volumes: vec![core::Volume {
+                name: Some("data".into()),
+                volume_source: Some(core::VolumeSource {
+                    empty_dir: Some(core::EmptyDirVolumeSource {
+                        size_limit: Some(Quantity { string: Some("1Gi".into()) }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            }],
+            termination_grace_period_seconds: Some(0),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let body = envelope("v1", "Pod", pod.encode_to_vec());
+    let pods = "/api/v1/namespaces/fixtures/pods";
+    let r = c.send_raw(http::Method::POST, pods, body, PROTOBUF).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let got = c.get(&format!("{pods}/pb")).await.body;
+    let spec = &got["spec"];
+    let ctr = &spec["containers"][0];
+    assert_eq!(ctr["ports"], json!([{"containerPort": 8080, "name": "http", "protocol": "TCP"}]));
+    assert_eq!(
+        ctr["env"],
+        json!([{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode", "optional": false}}}])
+    );
+    // Requests default to the limits, as kube-apiserver defaults them.
+    assert_eq!(ctr["resources"], json!({"limits": {"cpu": "250m"}, "requests": {"cpu": "250m"}}));
+    let probe = &ctr["readinessProbe"];
+    assert_eq!(probe["httpGet"]["port"], "http", "{probe}");
+    assert_eq!((probe["httpGet"]["path"].as_str(), probe["periodSeconds"].as_i64()), (Some("/healthz"), Some(5)));
+    assert_eq!(spec["volumes"], json!([{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]));
+    assert_eq!(spec["terminationGracePeriodSeconds"], 0, "an explicit zero is kept");
+    assert_eq!(got["metadata"]["labels"], json!({"app": "pb"}));
+
+    // And read back in protobuf, the same pod as k8s-pb's types see it.
+    let (_, _, bytes) = get(&s, &format!("{pods}/pb"), PROTOBUF).await;
+    let back = core::Pod::decode(unwrap_envelope(&bytes).2.as_slice()).unwrap();
+    let back_ctr = &back.spec.as_ref().unwrap().containers[0];
+    let http_get = back_ctr.readiness_probe.clone().and_then(|p| p.handler).and_then(|h| h.http_get).unwrap();
+    let port = http_get.port.unwrap();
+    assert_eq!((port.r#type, port.str_val.as_deref()), (Some(1), Some("http")));
+    assert_eq!((http_get.path.as_deref(), http_get.scheme.as_deref()), (Some("/healthz"), Some("HTTP")));
+    assert_eq!(back_ctr.env, pod.spec.as_ref().unwrap().containers[0].env);
+    assert_eq!(back.spec.as_ref().unwrap().volumes, pod.spec.as_ref().unwrap().volumes);
+
+    // A protobuf DeleteOptions body: a stale precondition is a conflict, a current one deletes.
+    let delete = |rv: &str| {
+        let opts = meta::DeleteOptions {
+            preconditions: Some(meta::Preconditions { resource_version: Some(rv.into()), uid: None }),
+            ..Default::default()
+        };
+        envelope("v1", "DeleteOptions", opts.encode_to_vec())
+    };
+    let path = format!("{pods}/pb");
+    let r = c.send_raw(http::Method::DELETE, &path, delete("1"), PROTOBUF).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    let rv = got["metadata"]["resourceVersion"].as_str().unwrap();
+    let r = c.send_raw(http::Method::DELETE, &path, delete(rv), PROTOBUF).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+}
