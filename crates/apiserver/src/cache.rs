@@ -107,17 +107,20 @@ impl ResState {
     }
 }
 
-type ResId = (String, String);
+/// A resource in the cache: group, plural and version (a custom resource served in several
+/// versions has one view per version, each holding its objects converted to that version).
+type ResId = (String, String, String);
 
 fn res_id(info: &ResourceInfo) -> ResId {
-    (info.group.clone(), info.plural.clone())
+    (info.group.clone(), info.plural.clone(), info.version.clone())
 }
 
 struct State {
     rv: u64,
     res: HashMap<ResId, ResState>,
-    /// Storage path → resource, longest paths first (so `services/specs` wins over `services`).
-    paths: Vec<(String, ResId)>,
+    /// Storage path → its resources (the views of one resource), longest paths first (so
+    /// `services/specs` wins over `services`).
+    paths: Vec<(String, Vec<ResId>)>,
     /// Objects built by this server's writes, by revision, for the dispatcher.
     hints: HashMap<u64, Arc<StoredObject>>,
 }
@@ -132,6 +135,8 @@ pub struct WatchCache {
     ready: watch::Sender<Readiness>,
     reset_epoch: watch::Sender<u64>,
     lag_us: std::sync::atomic::AtomicU64,
+    /// Counts the registry's changes (CustomResourceDefinitions served or withdrawn).
+    registry_changes: watch::Sender<u64>,
 }
 
 impl WatchCache {
@@ -146,6 +151,7 @@ impl WatchCache {
             ready: watch::channel(Readiness::Initializing).0,
             reset_epoch: watch::channel(0).0,
             lag_us: std::sync::atomic::AtomicU64::new(0),
+            registry_changes: watch::channel(0).0,
         };
         cache.reset_resources(&mut cache.state.lock(), 0);
         cache
@@ -154,14 +160,117 @@ impl WatchCache {
     fn reset_resources(&self, st: &mut State, start: u64) {
         let reg = self.registry.read().clone();
         st.res = reg.all().iter().map(|i| (res_id(i), ResState::new(i.clone(), start))).collect();
-        st.paths = reg.all().iter().map(|i| (i.storage_path.clone(), res_id(i))).collect();
-        st.paths.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        Self::rebuild_paths(st);
         st.rv = start;
     }
 
-    /// The served resources.
+    fn rebuild_paths(st: &mut State) {
+        let mut paths: Vec<(String, Vec<ResId>)> = Vec::new();
+        let mut ids: Vec<(&ResId, &ResState)> = st.res.iter().collect();
+        // The storage version's view first: it takes the hints of writes.
+        ids.sort_by_key(|(id, r)| (r.info.custom.as_ref().is_some_and(|c| c.storage_version != id.2), (*id).clone()));
+        for (id, r) in ids {
+            match paths.iter_mut().find(|(p, _)| *p == r.info.storage_path) {
+                Some((_, v)) => v.push(id.clone()),
+                None => paths.push((r.info.storage_path.clone(), vec![id.clone()])),
+            }
+        }
+        paths.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        st.paths = paths;
+    }
+
+    /// The served resources. It changes when CustomResourceDefinitions are served or withdrawn
+    /// (see [`Self::registry_changes`]).
     pub fn registry(&self) -> Arc<Registry> {
         self.registry.read().clone()
+    }
+
+    /// A receiver that changes whenever the registry does.
+    pub fn registry_changes(&self) -> watch::Receiver<u64> {
+        self.registry_changes.subscribe()
+    }
+
+    /// Waits until `pred` holds for the registry; false on timeout.
+    pub async fn wait_for_registry(&self, timeout: Duration, pred: impl Fn(&Registry) -> bool) -> bool {
+        let mut rx = self.registry_changes();
+        let wait = async {
+            loop {
+                rx.borrow_and_update();
+                if pred(&self.registry()) {
+                    return true;
+                }
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+    }
+
+    /// Swaps in a new registry and tells its subscribers.
+    fn set_registry(&self, reg: Registry) {
+        *self.registry.write() = Arc::new(reg);
+        self.registry_changes.send_modify(|n| *n += 1);
+    }
+
+    /// Serves what a CustomResourceDefinition now says (`crd`: its current version, None once it
+    /// is deleted): views of versions no longer served are dropped (their watches end), new ones
+    /// start with the objects of the resource's other views, converted.
+    fn crd_changed(&self, st: &mut State, crd_name: &str, crd: Option<&StoredObject>) {
+        let wanted: Vec<ResourceInfo> = crd.map(|o| crate::crd::served_versions(&o.value())).unwrap_or_default();
+        let reg = self.registry();
+        let before = reg.custom(crd_name);
+        if before.len() == wanted.len() && before.iter().zip(&wanted).all(|(a, b)| **a == *b) {
+            return;
+        }
+        let mut next = (*reg).clone();
+        if wanted.is_empty() {
+            next.remove_custom(crd_name);
+        } else {
+            next.install_custom(crd_name, wanted.clone());
+        }
+        // The objects the resource holds, from the view kept longest.
+        let existing: Vec<Arc<StoredObject>> = before
+            .iter()
+            .filter_map(|i| st.res.get(&res_id(i)))
+            .max_by_key(|r| r.objects.len())
+            .map(|r| r.objects.values().cloned().collect())
+            .unwrap_or_default();
+        for old in &before {
+            if !wanted.iter().any(|w| res_id(w) == res_id(old)) {
+                st.res.remove(&res_id(old));
+            }
+        }
+        // Whatever else had this group and plural (a resource registered at start) goes too.
+        st.res.retain(|id, r| {
+            wanted.first().is_none_or(|w| !(id.0 == w.group && id.1 == w.plural && r.info.custom.is_none()))
+        });
+        let rv = st.rv;
+        for info in next.all().iter().filter(|i| i.custom.as_ref().is_some_and(|c| c.crd_name == crd_name)) {
+            let id = res_id(info);
+            let reparse = |objs: &mut dyn Iterator<Item = &Arc<StoredObject>>| -> BTreeMap<String, Arc<StoredObject>> {
+                objs.filter_map(|o| {
+                    object::from_storage(info, &o.namespace, &o.name, o.storage_value().clone(), o.rv)
+                        .ok()
+                        .map(|n| (n.key.clone(), Arc::new(n)))
+                })
+                .collect()
+            };
+            match st.res.get_mut(&id) {
+                Some(r) if *r.info == **info => {}
+                Some(r) => {
+                    r.objects = reparse(&mut r.objects.values());
+                    r.info = info.clone();
+                }
+                None => {
+                    let mut r = ResState::new(info.clone(), rv);
+                    r.objects = reparse(&mut existing.iter());
+                    st.res.insert(id, r);
+                }
+            }
+        }
+        Self::rebuild_paths(st);
+        self.set_registry(next);
     }
 
     /// The key layout.
@@ -354,6 +463,30 @@ impl WatchCache {
         }
     }
 
+    /// Rebuilds the registry's custom resources from the CustomResourceDefinitions among `kvs`
+    /// (the whole storage, read at start).
+    fn serve_stored_crds(&self, kvs: &[KeyValue]) {
+        let reg = self.registry();
+        let Some(crds) = reg.all().iter().find(|i| crate::crd::is_crds(i)).cloned() else { return };
+        let mut next = (*reg).clone();
+        let names: Vec<String> =
+            reg.all().iter().filter_map(|i| i.custom.as_ref().map(|c| c.crd_name.clone())).collect();
+        for n in names {
+            next.remove_custom(&n);
+        }
+        for kv in kvs {
+            let Some((ns, name)) = self.layout.parse(&crds, &kv.key) else { continue };
+            let Ok(o) = object::from_storage(&crds, ns, name, kv.value.clone(), kv.mod_revision) else { continue };
+            let served = crate::crd::served_versions(&o.value());
+            if !served.is_empty() {
+                next.install_custom(name, served);
+            }
+        }
+        if next.all().len() != reg.all().len() || next.all().iter().zip(reg.all()).any(|(a, b)| a != b) {
+            self.set_registry(next);
+        }
+    }
+
     /// Wakes the watchers of the resources that have new events (an idle watcher's cursor
     /// catches up with the cache's revision at its next bookmark), and whoever waits for a
     /// revision.
@@ -366,14 +499,14 @@ impl WatchCache {
         self.rv_tx.send_replace(rv);
     }
 
-    /// Maps a storage key to its resource and (namespace, name).
-    fn locate<'k>(&self, st: &State, key: &'k str) -> Option<(ResId, &'k str, &'k str)> {
+    /// Maps a storage key to its resource's views and (namespace, name).
+    fn locate<'k>(&self, st: &State, key: &'k str) -> Option<(Vec<ResId>, &'k str, &'k str)> {
         let rest = key.strip_prefix(self.layout.prefix())?.strip_prefix('/')?;
-        for (path, id) in &st.paths {
+        for (path, ids) in &st.paths {
             if rest.strip_prefix(path.as_str()).is_some_and(|r| r.starts_with('/')) {
-                let info = &st.res.get(id)?.info;
+                let info = &st.res.get(ids.first()?)?.info;
                 let (ns, name) = self.layout.parse(info, key)?;
-                return Some((id.clone(), ns, name));
+                return Some((ids.clone(), ns, name));
             }
         }
         None
@@ -403,34 +536,44 @@ impl WatchCache {
         }
     }
 
-    /// Applies one storage change (revision order).
+    /// Applies one storage change (revision order) to every view of its resource; a change of a
+    /// CustomResourceDefinition then changes what is served.
     fn apply(&self, st: &mut State, change: &Change) {
         let rev = change.revision();
-        let Some((id, ns, name)) = self.locate(st, change.key()) else {
+        let Some((ids, ns, name)) = self.locate(st, change.key()) else {
             return;
         };
-        let Some(info) = st.res.get(&id).map(|r| r.info.clone()) else { return };
         let key = object::make_key(ns, name);
-        // A value that is not an object of this resource deletes any version the cache holds, so
-        // the cache never serves a value the storage no longer has.
-        let obj = match change {
-            Change::Put { kv, .. } => self.object_of(st, &info, ns, name, kv),
-            Change::Delete { .. } => None,
-        };
-        let r = st.res.get_mut(&id).expect("resource exists");
-        let event = match obj {
-            Some(obj) => {
-                let prev = r.objects.insert(key, obj.clone());
-                let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
-                Event { rv: rev, kind, obj, prev, at: Instant::now() }
+        let mut crd: Option<Option<Arc<StoredObject>>> = None;
+        for id in ids {
+            let Some(info) = st.res.get(&id).map(|r| r.info.clone()) else { continue };
+            // A value that is not an object of this resource deletes any version the cache holds,
+            // so the cache never serves a value the storage no longer has.
+            let obj = match change {
+                Change::Put { kv, .. } => self.object_of(st, &info, ns, name, kv),
+                Change::Delete { .. } => None,
+            };
+            if crate::crd::is_crds(&info) {
+                crd = Some(obj.clone());
             }
-            None => {
-                let Some(prev) = r.objects.remove(&key) else { return };
-                let gone = Arc::new(prev.with_rv(rev));
-                Event { rv: rev, kind: EventType::Deleted, obj: gone, prev: Some(prev), at: Instant::now() }
-            }
-        };
-        r.push(event, &self.history_cfg);
+            let Some(r) = st.res.get_mut(&id) else { continue };
+            let event = match obj {
+                Some(obj) => {
+                    let prev = r.objects.insert(key.clone(), obj.clone());
+                    let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+                    Event { rv: rev, kind, obj, prev, at: Instant::now() }
+                }
+                None => {
+                    let Some(prev) = r.objects.remove(&key) else { continue };
+                    let gone = Arc::new(prev.with_rv(rev));
+                    Event { rv: rev, kind: EventType::Deleted, obj: gone, prev: Some(prev), at: Instant::now() }
+                }
+            };
+            r.push(event, &self.history_cfg);
+        }
+        if let Some(obj) = crd {
+            self.crd_changed(st, name, obj.as_deref());
+        }
     }
 }
 
@@ -455,7 +598,7 @@ fn fill_page<'a>(
     }
 }
 
-/// Where a stored value goes: its resource and (namespace, name).
+/// Where a stored value goes: one view of its resource and (namespace, name).
 type Target = (ResId, Arc<ResourceInfo>, String, String);
 
 /// Keeps a [`WatchCache`] in step with a [`Storage`] (see the module documentation).
@@ -557,6 +700,7 @@ impl Dispatcher {
             }
         }
         let read = started.elapsed();
+        self.cache.serve_stored_crds(&objects);
         let parsed = self.parse_all(&objects);
         let count = objects.len();
         drop(objects);
@@ -611,26 +755,25 @@ impl Dispatcher {
     /// Turns stored values into objects, on every core (a restart reads the whole storage).
     fn parse_all(&self, kvs: &[KeyValue]) -> Vec<(ResId, Arc<StoredObject>)> {
         let st = self.cache.state.lock();
-        let targets: Vec<Option<Target>> = kvs
-            .iter()
-            .map(|kv| {
-                let (id, ns, name) = self.cache.locate(&st, &kv.key)?;
-                let info = st.res.get(&id)?.info.clone();
-                Some((id, info, ns.to_string(), name.to_string()))
-            })
-            .collect();
+        let mut work: Vec<(&KeyValue, Target)> = Vec::with_capacity(kvs.len());
+        for kv in kvs {
+            let Some((ids, ns, name)) = self.cache.locate(&st, &kv.key) else { continue };
+            for id in ids {
+                if let Some(r) = st.res.get(&id) {
+                    work.push((kv, (id, r.info.clone(), ns.to_string(), name.to_string())));
+                }
+            }
+        }
         drop(st);
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-        let chunk = kvs.len().div_ceil(threads).max(1);
+        let chunk = work.len().div_ceil(threads).max(1);
         std::thread::scope(|scope| {
-            let handles: Vec<_> = kvs
+            let handles: Vec<_> = work
                 .chunks(chunk)
-                .zip(targets.chunks(chunk))
-                .map(|(kvs, targets)| {
+                .map(|part| {
                     scope.spawn(move || {
-                        let mut out = Vec::with_capacity(kvs.len());
-                        for (kv, t) in kvs.iter().zip(targets) {
-                            let Some((id, info, ns, name)) = t else { continue };
+                        let mut out = Vec::with_capacity(part.len());
+                        for (kv, (id, info, ns, name)) in part {
                             match object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision) {
                                 Ok(o) => out.push((id.clone(), Arc::new(o))),
                                 Err(e) => tracing::warn!(key = %kv.key, revision = kv.mod_revision, error = %e, "skipping a stored value that is not a valid object"),

@@ -80,6 +80,17 @@ pub fn is_service(info: &ResourceInfo) -> bool {
 /// Fails only with the 403 of kube's Priority admission for a pod naming an unknown
 /// PriorityClass.
 pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    if info.custom.is_some() {
+        crate::custom_resource::default(info, obj);
+        return Ok(());
+    }
+    if crate::crd::is_crds(info) {
+        match write {
+            Write::Create => crate::crd::default_on_create(obj),
+            Write::Update(_) => crate::crd::default_spec(obj),
+        }
+        return Ok(());
+    }
     let Some(kind) = builtin(info) else { return Ok(()) };
     let create = matches!(write, Write::Create);
     match kind {

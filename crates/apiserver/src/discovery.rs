@@ -3,7 +3,10 @@
 //! JSON form, which kubectl and client libraries fall back to.
 //!
 //! Invariant: the documents are derived only from the registry, so every
-//! resource listed is actually served.
+//! resource listed is actually served (custom resources from the moment their
+//! CustomResourceDefinition is established, until it is deleted).
+//! Custom resources are listed as the apiextensions server lists them: kube's
+//! verb order, their categories and `storageVersionHash`.
 
 use serde_json::{Value, json};
 
@@ -81,6 +84,8 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let is_namespaces = crate::namespaces::is_namespaces(r);
     let verbs: &[&str] = if is_namespaces {
         &["create", "delete", "get", "list", "patch", "update", "watch"]
+    } else if r.custom.is_some() {
+        &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
     } else {
         &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     };
@@ -93,6 +98,12 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     });
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
+    }
+    if let Some(c) = &r.custom {
+        if !c.categories.is_empty() {
+            main["categories"] = json!(c.categories);
+        }
+        main["storageVersionHash"] = json!(crate::crd::storage_version_hash(&r.group, &c.storage_version, &r.kind));
     }
     let status = r.status_subresource.then(|| {
         json!({

@@ -72,6 +72,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Value, Vec<String>), serde_json::E
 /// Removes the fields of `obj` that the schema of `info`'s type does not know, returning their
 /// paths (nothing for types without a built-in schema).
 pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    if info.custom.is_some() {
+        return crate::custom_resource::prune(info, obj);
+    }
     let mut unknown = Vec::new();
     if let Some(node) = schema::builtin().root(&info.group, &info.version, &info.kind) {
         prune(node, obj, "", &mut unknown);

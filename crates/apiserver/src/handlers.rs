@@ -72,14 +72,24 @@ pub struct Shared {
     pub cfg: Config,
     /// `host:port` advertised in `/api`.
     pub server_address: Mutex<String>,
-    /// The OpenAPI documents, built on first request.
-    pub(crate) openapi: std::sync::OnceLock<crate::openapi::OpenApi>,
+    /// The OpenAPI documents of the registry they were built for (built on first request, and
+    /// again after the registry changes).
+    pub(crate) openapi: Mutex<Option<(Arc<crate::registry::Registry>, Arc<crate::openapi::OpenApi>)>>,
 }
 
 impl Shared {
     /// The OpenAPI documents of the registry.
-    pub(crate) fn openapi(&self) -> &crate::openapi::OpenApi {
-        self.openapi.get_or_init(|| crate::openapi::OpenApi::build(&self.store.registry()))
+    pub(crate) fn openapi(&self) -> Arc<crate::openapi::OpenApi> {
+        let reg = self.store.registry();
+        let mut cached = self.openapi.lock();
+        match &*cached {
+            Some((built_for, docs)) if Arc::ptr_eq(built_for, &reg) => docs.clone(),
+            _ => {
+                let docs = Arc::new(crate::openapi::OpenApi::build(&reg));
+                *cached = Some((reg, docs.clone()));
+                docs
+            }
+        }
     }
 }
 
@@ -298,6 +308,9 @@ async fn resource_request(
     let info = store.registry().find(group, version, res).cloned().ok_or_else(ApiError::no_route)?;
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
+    }
+    if let Some(w) = info.custom.as_ref().and_then(|c| c.deprecation_warning.clone()) {
+        warning::record(w);
     }
     let subresource = match sub {
         None => Subresource::None,

@@ -158,7 +158,7 @@ impl Controller {
             let Ok(mut namespaces) = cache.subscribe(&self.ns_info) else { return };
             namespaces.borrow_and_update();
             let mut contents: Vec<(Arc<ResourceInfo>, watch::Receiver<u64>)> = Vec::new();
-            for info in self.store.registry().all().iter().filter(|i| i.namespaced) {
+            for info in self.store.registry().each_resource().filter(|i| i.namespaced) {
                 if let Ok(mut rx) = cache.subscribe(info) {
                     rx.borrow_and_update();
                     contents.push((info.clone(), rx));
@@ -259,7 +259,7 @@ impl Controller {
         let cache = self.store.cache();
         let registry = self.store.registry();
         let mut targets = Vec::new();
-        for info in registry.all().iter().filter(|i| i.namespaced) {
+        for info in registry.each_resource().filter(|i| i.namespaced) {
             let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
             for o in objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
                 targets.push((info.clone(), o));
@@ -288,7 +288,7 @@ impl Controller {
     fn remaining(&self, ns: &str) -> Result<Contents, ApiError> {
         let cache = self.store.cache();
         let mut out = Vec::new();
-        for info in self.store.registry().all().iter().filter(|i| i.namespaced) {
+        for info in self.store.registry().each_resource().filter(|i| i.namespaced) {
             let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
             if !objs.is_empty() {
                 out.push((info.clone(), objs));

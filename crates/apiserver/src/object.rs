@@ -398,6 +398,26 @@ pub fn from_storage(
 ) -> Result<StoredObject, ValueError> {
     let trimmed = value.len() - value.iter().rev().take_while(|b| b.is_ascii_whitespace()).count();
     let value = value.slice(..trimmed);
+    if info.custom.is_some() {
+        // Served in the version asked for, with that version's defaults.
+        let mut m: Map<String, Value> =
+            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
+        let got = format!(
+            "{} {}",
+            m.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
+            m.get("kind").and_then(Value::as_str).unwrap_or("")
+        );
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.remove("resourceVersion");
+            meta.insert("name".into(), name.into());
+            if info.namespaced {
+                meta.insert("namespace".into(), ns.into());
+            }
+        }
+        let m = crate::custom_resource::to_version(info, m)
+            .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
+        return Ok(build(info, &m, rv));
+    }
     let top: BTreeMap<&str, &RawValue> = match serde_json::from_slice(&value) {
         Ok(t) => t,
         // Keys with escapes cannot be borrowed: read the slow way.
@@ -530,17 +550,25 @@ const RV_DRY_RUN: u64 = 0;
 #[derive(Debug)]
 pub struct Template {
     obj: StoredObject,
+    /// The bytes to store when they are not the object's own (a custom resource written in
+    /// another version than its storage version).
+    stored: Option<Bytes>,
 }
 
 impl Template {
     /// Serializes `obj` (its metadata's `resourceVersion`, if any, is left out).
     pub fn new(info: &ResourceInfo, obj: &Map<String, Value>) -> Self {
-        Template { obj: build(info, obj, RV_DRY_RUN) }
+        let stored = info.custom.as_ref().filter(|c| c.storage_version != info.version).map(|c| {
+            let mut storage = info.clone();
+            storage.version = c.storage_version.clone();
+            build(&storage, obj, RV_DRY_RUN).value
+        });
+        Template { obj: build(info, obj, RV_DRY_RUN), stored }
     }
 
     /// A template re-using an existing object's bytes (for deletes).
     pub fn from_stored(obj: &StoredObject) -> Self {
-        Template { obj: obj.with_rv(RV_DRY_RUN) }
+        Template { obj: obj.with_rv(RV_DRY_RUN), stored: None }
     }
 
     /// Whether the finished object would equal `old` except for its RV.
@@ -550,7 +578,7 @@ impl Template {
 
     /// The bytes to store.
     pub fn storage_value(&self) -> Bytes {
-        self.obj.value.clone()
+        self.stored.clone().unwrap_or_else(|| self.obj.value.clone())
     }
 
     /// The object with its resourceVersion set to `rv`.

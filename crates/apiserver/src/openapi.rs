@@ -259,10 +259,22 @@ fn custom_name(r: &ResourceInfo, kind: &str) -> String {
     format!("{}.{}.{kind}", group.join("."), r.version)
 }
 
-/// The schemas of a resource registered without one: any object with kube's metadata.
+/// The schemas of a custom resource: its CustomResourceDefinition's schema for the version, with
+/// kube's `apiVersion`, `kind` and `metadata` (any object with kube's metadata for a resource
+/// registered without a schema).
 fn custom_schemas(r: &ResourceInfo) -> (Value, Value) {
     let gvk = |kind: &str| json!([{"group": r.group, "version": r.version, "kind": kind}]);
-    let kind = json!({
+    let meta_ref = json!({"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}], "default": {}});
+    let defined = r.custom.as_ref().and_then(|c| c.schema.as_deref()).filter(|s| s.is_object()).map(|s| {
+        let mut s = s.clone();
+        s["properties"]["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"});
+        s["properties"]["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"});
+        s["properties"]["metadata"] = meta_ref.clone();
+        s["x-kubernetes-group-version-kind"] = gvk(&r.kind);
+        s
+    });
+    let list_kind = r.custom.as_ref().map_or_else(|| format!("{}List", r.kind), |c| c.list_kind.clone());
+    let kind = defined.unwrap_or_else(|| json!({
         "type": "object",
         "properties": {
             "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
@@ -271,7 +283,7 @@ fn custom_schemas(r: &ResourceInfo) -> (Value, Value) {
         },
         "x-kubernetes-preserve-unknown-fields": true,
         "x-kubernetes-group-version-kind": gvk(&r.kind),
-    });
+    }));
     let list = json!({
         "type": "object",
         "required": ["items"],
@@ -281,7 +293,7 @@ fn custom_schemas(r: &ResourceInfo) -> (Value, Value) {
             "kind": {"type": "string"},
             "metadata": {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}], "default": {}},
         },
-        "x-kubernetes-group-version-kind": gvk(&format!("{}List", r.kind)),
+        "x-kubernetes-group-version-kind": gvk(&list_kind),
     });
     (kind, list)
 }

@@ -1,11 +1,17 @@
 //! The registry of served resources (group, version, plural, kind, scope, subresources).
 //!
-//! Invariants: a resource is identified by `(group, plural)`; registering the
-//! same pair twice replaces the earlier definition. The registry is immutable
-//! once the server starts (it is shared behind an `Arc`). A resource serves
-//! `/status` and `/scale` only when it declares them, as kube-apiserver does.
+//! Invariants: a built-in or user-registered resource is identified by `(group, plural)`;
+//! registering the same pair twice replaces the earlier definition. A custom resource served
+//! from a CustomResourceDefinition has one entry per served version (all sharing one storage
+//! path), installed and removed together ([`Registry::install_custom`],
+//! [`Registry::remove_custom`]). A registry value never changes once shared: the server swaps
+//! in a new one (see [`crate::cache::WatchCache::registry`]) when the CustomResourceDefinitions
+//! change. A resource serves `/status` and `/scale` only when it declares them, as
+//! kube-apiserver does.
 
 use std::sync::Arc;
+
+use serde_json::Value;
 
 /// One served resource type.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +45,49 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// The `scale` subresource (autoscaling/v1 `Scale`), if the resource has one.
     pub scale_subresource: Option<ScaleSubresource>,
+    /// What a CustomResourceDefinition says of this version (None for built-in types and
+    /// resources registered with [`ResourceInfo::new`]).
+    pub custom: Option<Arc<CustomVersion>>,
+}
+
+/// One served version of a custom resource, as its CustomResourceDefinition declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomVersion {
+    /// The CustomResourceDefinition's name (`<plural>.<group>`).
+    pub crd_name: String,
+    /// The version objects are stored in (`spec.versions[].storage`).
+    pub storage_version: String,
+    /// Every served version, highest priority first (the preferred one first).
+    pub served_versions: Vec<String>,
+    /// The version's `schema.openAPIV3Schema`, as written in the CustomResourceDefinition.
+    pub schema: Option<Arc<Value>>,
+    /// `additionalPrinterColumns` (empty: kubectl's Name and Age).
+    pub printer_columns: Vec<PrinterColumn>,
+    /// `spec.names.categories`.
+    pub categories: Vec<String>,
+    /// `spec.names.listKind`.
+    pub list_kind: String,
+    /// The CustomResourceDefinition is being deleted: no new objects are created.
+    pub terminating: bool,
+    /// `deprecated` / `deprecationWarning`: the warning every request gets.
+    pub deprecation_warning: Option<String>,
+}
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// Column name.
+    pub name: String,
+    /// OpenAPI type (`integer`, `number`, `string`, `boolean`, `date`).
+    pub type_: String,
+    /// OpenAPI format.
+    pub format: String,
+    /// Description (defaults to the JSONPath).
+    pub description: String,
+    /// 0: shown by default; higher: with `-o wide`.
+    pub priority: i64,
+    /// The simple JSONPath of the value (`.spec.replicas`).
+    pub json_path: String,
 }
 
 /// Where a resource keeps what its `scale` subresource shows, as the JSON paths of a
@@ -86,6 +135,7 @@ impl ResourceInfo {
             storage_path: if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") },
             status_subresource: false,
             scale_subresource: None,
+            custom: None,
         }
     }
 
@@ -223,7 +273,36 @@ impl Registry {
         r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));
         r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
+        r.register(
+            b(crate::crd::GROUP, "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], &[])
+                .with_storage_path("apiextensions.k8s.io/customresourcedefinitions")
+                .with_status_subresource(),
+        );
         r
+    }
+
+    /// Serves the versions of one CustomResourceDefinition (`versions`, all of one group and
+    /// plural), replacing what was served for that CustomResourceDefinition or that group and
+    /// plural before.
+    pub fn install_custom(&mut self, crd_name: &str, versions: Vec<ResourceInfo>) {
+        self.remove_custom(crd_name);
+        if let Some(first) = versions.first() {
+            let (g, p) = (first.group.clone(), first.plural.clone());
+            self.resources.retain(|r| !(r.group == g && r.plural == p));
+        }
+        self.resources.extend(versions.into_iter().map(Arc::new));
+    }
+
+    /// Stops serving what a CustomResourceDefinition served; whether anything was served.
+    pub fn remove_custom(&mut self, crd_name: &str) -> bool {
+        let before = self.resources.len();
+        self.resources.retain(|r| r.custom.as_ref().is_none_or(|c| c.crd_name != crd_name));
+        before != self.resources.len()
+    }
+
+    /// The served versions of the CustomResourceDefinition `crd_name`.
+    pub fn custom(&self, crd_name: &str) -> Vec<Arc<ResourceInfo>> {
+        self.resources.iter().filter(|r| r.custom.as_ref().is_some_and(|c| c.crd_name == crd_name)).cloned().collect()
     }
 
     /// Adds (or replaces) a resource.
@@ -232,9 +311,18 @@ impl Registry {
         self.resources.push(Arc::new(info));
     }
 
-    /// All resources in registration order.
+    /// All resources in registration order (a custom resource once per served version).
     pub fn all(&self) -> &[Arc<ResourceInfo>] {
         &self.resources
+    }
+
+    /// Every resource once: a custom resource served in several versions by its preferred
+    /// version only (the versions share their objects).
+    pub fn each_resource(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.resources.iter().enumerate().filter_map(|(i, r)| {
+            let earlier = self.resources[..i].iter().any(|o| o.group == r.group && o.plural == r.plural);
+            (!earlier).then_some(r)
+        })
     }
 
     /// Looks a resource up by group, version and plural.
@@ -248,15 +336,21 @@ impl Registry {
             Some((p, g)) => (p, Some(g)),
             None => (name, None),
         };
-        self.resources.iter().find(|r| {
+        let matches = |r: &&Arc<ResourceInfo>| {
             let g_ok = group.is_none_or(|g| g == r.group);
             g_ok && (r.plural == plural
                 || r.kind.eq_ignore_ascii_case(plural)
                 || r.short_names.iter().any(|s| s == plural))
-        })
+        };
+        // A custom resource's preferred version first.
+        let preferred = |r: &&Arc<ResourceInfo>| {
+            r.custom.as_ref().is_none_or(|c| c.served_versions.first().is_none_or(|v| *v == r.version))
+        };
+        self.resources.iter().filter(matches).find(preferred).or_else(|| self.resources.iter().find(matches))
     }
 
-    /// Distinct (group, version) pairs of non-core groups, in order.
+    /// Distinct (group, version) pairs of non-core groups, in order; the versions of one group
+    /// are together, by kube's version priority (`v2` before `v1` before `v1beta1`).
     pub fn group_versions(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
         for r in &self.resources {
@@ -268,6 +362,47 @@ impl Registry {
                 out.push(gv);
             }
         }
-        out
+        let mut groups: Vec<String> = Vec::new();
+        for (g, _) in &out {
+            if !groups.contains(g) {
+                groups.push(g.clone());
+            }
+        }
+        let mut sorted = Vec::with_capacity(out.len());
+        for g in groups {
+            let mut versions: Vec<String> = out.iter().filter(|(og, _)| *og == g).map(|(_, v)| v.clone()).collect();
+            versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+            sorted.extend(versions.into_iter().map(|v| (g.clone(), v)));
+        }
+        sorted
+    }
+}
+
+/// kube's ordering of API versions: GA before beta before alpha, higher numbers first, then
+/// other names (alphabetically). Larger is preferred.
+pub fn version_priority(v: &str) -> (u8, u64, u64, std::cmp::Reverse<String>) {
+    let parse = |rest: &str| -> Option<(u8, u64, u64)> {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            return None;
+        }
+        let major: u64 = digits.parse().ok()?;
+        let tail = &rest[digits.len()..];
+        if tail.is_empty() {
+            return Some((3, major, 0));
+        }
+        for (word, class) in [("beta", 2u8), ("alpha", 1u8)] {
+            if let Some(n) = tail.strip_prefix(word)
+                && !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_digit())
+            {
+                return Some((class, major, n.parse().ok()?));
+            }
+        }
+        None
+    };
+    match v.strip_prefix('v').and_then(parse) {
+        Some((class, major, minor)) => (class, major, minor, std::cmp::Reverse(String::new())),
+        None => (0, 0, 0, std::cmp::Reverse(v.to_string())),
     }
 }

@@ -1,5 +1,6 @@
 //! The standalone runner used by the `informer serve` CLI subcommand: kube-apiserver's storage
 //! flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`) or a data directory,
+//! CustomResourceDefinitions to install from a directory (`--crds`),
 //! and kube-apiserver's graceful shutdown on SIGINT/SIGTERM (`--shutdown-delay-duration`,
 //! `--shutdown-send-retry-after`, `--shutdown-watch-termination-grace-period`).
 
@@ -32,6 +33,9 @@ pub struct ServeOptions {
     pub compaction_interval: Duration,
     /// How the server shuts down on SIGINT or SIGTERM.
     pub shutdown: GracefulShutdown,
+    /// A directory of CustomResourceDefinitions to install before serving (see
+    /// [`crate::ApiServerBuilder::crds_from_dir`]).
+    pub crds_dir: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -47,6 +51,7 @@ impl Default for ServeOptions {
             etcd_prefix: "/registry".into(),
             compaction_interval: Duration::from_secs(300),
             shutdown: GracefulShutdown::default(),
+            crds_dir: None,
         }
     }
 }
@@ -78,6 +83,9 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     };
     if let Some(t) = &opts.token {
         b = b.token(t.clone());
+    }
+    if let Some(dir) = &opts.crds_dir {
+        b = b.crds_from_dir(dir);
     }
     match (&opts.tls_cert, &opts.tls_key) {
         (Some(c), Some(k)) => b = b.tls(c.clone(), k.clone()),

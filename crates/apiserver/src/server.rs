@@ -78,6 +78,7 @@ pub struct ApiServerBuilder {
     prefix: String,
     compaction_interval: Duration,
     ready_timeout: Duration,
+    crds: Vec<Result<Value, String>>,
 }
 
 impl Default for ApiServerBuilder {
@@ -93,6 +94,7 @@ impl Default for ApiServerBuilder {
             prefix: "/registry".into(),
             compaction_interval: Duration::from_secs(300),
             ready_timeout: Duration::from_secs(60),
+            crds: Vec::new(),
         }
     }
 }
@@ -222,8 +224,56 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Binds and starts serving once the watch cache holds the storage's state.
+    /// Installs CustomResourceDefinitions at start (YAML, one document or several, or JSON; a
+    /// `List` of them is read too), as envtest's `CRDs` option does: each is created (or
+    /// updated, when one of that name is stored) before [`Self::start`] returns, and `start`
+    /// returns once all of them are served. A manifest that cannot be read, or a definition the
+    /// server refuses, makes `start` fail.
+    pub fn crd(mut self, manifest: impl AsRef<str>) -> Self {
+        match crate::crd::parse_manifests(manifest.as_ref()) {
+            Ok(docs) => self.crds.extend(docs.into_iter().map(Ok)),
+            Err(e) => self.crds.push(Err(e)),
+        }
+        self
+    }
+
+    /// [`Self::crd`] for every `.yaml`, `.yml` and `.json` file of a directory (envtest's
+    /// `CRDDirectoryPaths`), in name order; files with other extensions are ignored.
+    pub fn crds_from_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                self.crds.push(Err(format!("reading {}: {e}", dir.display())));
+                return self;
+            }
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file() && p.extension().is_some_and(|x| matches!(x.to_str(), Some("yaml" | "yml" | "json")))
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            match std::fs::read_to_string(&f) {
+                Ok(text) => match crate::crd::parse_manifests(&text) {
+                    Ok(docs) => self.crds.extend(docs.into_iter().map(Ok)),
+                    Err(e) => self.crds.push(Err(format!("{}: {e}", f.display()))),
+                },
+                Err(e) => self.crds.push(Err(format!("reading {}: {e}", f.display()))),
+            }
+        }
+        self
+    }
+
+    /// Binds and starts serving once the watch cache holds the storage's state (and the
+    /// CustomResourceDefinitions given with [`Self::crd`] are served).
     pub async fn start(self) -> std::io::Result<ApiServer> {
+        if let Some(Err(e)) = self.crds.iter().find(|c| c.is_err()) {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e.clone()));
+        }
         let tls = match &self.tls {
             Some((c, k)) => Some(crate::tls::acceptor(c, k)?),
             None => None,
@@ -262,6 +312,11 @@ impl ApiServerBuilder {
                 }
             }
         }
+        let crds: Vec<Value> = self.crds.into_iter().filter_map(Result::ok).collect();
+        if let Err(e) = install_crds(&store, crds, self.ready_timeout).await {
+            background.stop();
+            return Err(e);
+        }
         let shared = Arc::new(Shared {
             store,
             controls: Arc::new(Controls::default()),
@@ -280,6 +335,47 @@ impl ApiServerBuilder {
         };
         server.bind_and_run(self.addr).await?;
         Ok(server)
+    }
+}
+
+/// Creates (or updates) CustomResourceDefinitions and waits until each is served.
+async fn install_crds(store: &Arc<Store>, crds: Vec<Value>, timeout: Duration) -> std::io::Result<()> {
+    if crds.is_empty() {
+        return Ok(());
+    }
+    let info = store
+        .registry()
+        .all()
+        .iter()
+        .find(|i| crate::crd::is_crds(i))
+        .cloned()
+        .ok_or_else(|| std::io::Error::other("this server's registry does not serve CustomResourceDefinitions"))?;
+    let mut names = Vec::new();
+    for crd in crds {
+        let name = crd.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+        let failed = |e: ApiError| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CustomResourceDefinition {name}: {e}"))
+        };
+        match store.create(&info, None, crd.clone()).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {
+                let mut body = crd;
+                if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+                    meta.remove("resourceVersion");
+                }
+                store.update(&info, None, None, body, WriteOpts::default()).await.map_err(failed)?;
+            }
+            Err(e) => return Err(failed(e)),
+        }
+        names.push(name);
+    }
+    let served = store.cache().wait_for_registry(timeout, |reg| names.iter().all(|n| !reg.custom(n).is_empty())).await;
+    if served {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "the CustomResourceDefinitions {names:?} were not established within {timeout:?}"
+        )))
     }
 }
 
@@ -338,6 +434,9 @@ impl Background {
         if let Some(controller) = crate::namespaces::Controller::new(store.clone()) {
             let rx3 = rx.clone();
             tasks.push(tokio::spawn(controller.run(rx3)));
+        }
+        if let Some(controller) = crate::crd_controller::Controller::new(store.clone()) {
+            tasks.push(tokio::spawn(controller.run(rx.clone())));
         }
         if !compaction_interval.is_zero() {
             let mut rx2 = rx;

@@ -655,6 +655,13 @@ impl Store {
         bodies: Vec<Value>,
         dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        if info.custom.as_ref().is_some_and(|c| c.terminating) {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
         let mut checked = Vec::with_capacity(bodies.len());
         for b in bodies {
             let mut obj = check_body(info, b)?;
@@ -880,6 +887,9 @@ impl Store {
             defaults::apply(info, &mut new, defaults::Write::Update(old))?;
         }
         let mut obj = strategy::prepare_update(info, target, old, new);
+        if crate::crd::is_crds(info) && target == Target::Main {
+            crate::crd::prepare_update(&mut obj);
+        }
         let bump = strategy::bumps_generation(info, old, &obj);
         {
             let meta = meta_mut(&mut obj);
@@ -1004,6 +1014,22 @@ impl Store {
                             (old, is_current) = (self.conflicted(info, name, e, "delete")?, true);
                             continue;
                         }
+                    }
+                }
+            }
+            if crate::crd::is_crds(info) && map.get("metadata").is_none_or(|m| m.get("deletionTimestamp").is_none()) {
+                // A CustomResourceDefinition is first only marked: the server deletes its objects,
+                // then removes the cleanup finalizer (see `crate::crd_controller`).
+                crate::crd_controller::mark_deleted(&mut map);
+                let t = Template::new(info, &map);
+                if dry_run {
+                    return Ok(Arc::new(t.finish(old.rv)));
+                }
+                match self.storage.update(key, t.storage_value(), old.rv).await {
+                    Ok(rev) => return Ok(self.wrote(t.finish(rev))),
+                    Err(e) => {
+                        (old, is_current) = (self.conflicted(info, name, e, "delete")?, true);
+                        continue;
                     }
                 }
             }

@@ -85,8 +85,9 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 }
 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
-/// decide: set to 1 on create and moved by spec changes for pods and the workload and policy
-/// types; custom resources always have one; the other built-in types have none.
+/// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types
+/// and CustomResourceDefinitions; custom resources always have one; the other built-in types
+/// have none.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     const TRACKED: &[(&str, &str)] = &[
         ("", "pods"),
@@ -95,6 +96,7 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
         ("apps", "replicasets"),
         ("apps", "statefulsets"),
         ("apps", "daemonsets"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("batch", "jobs"),
         ("batch", "cronjobs"),
         ("networking.k8s.io", "networkpolicies"),
@@ -107,6 +109,24 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
 
 /// Whether storing `new` over `old` increments `metadata.generation`.
 pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<String, Value>) -> bool {
+    if info.custom.is_some() {
+        // A custom resource's generation moves with anything but its metadata (and its status,
+        // when that is a subresource).
+        let old = as_map(old.value());
+        let counted = |m: &Map<String, Value>| -> Vec<(String, Value)> {
+            let mut v: Vec<(String, Value)> = m
+                .iter()
+                .filter(|(k, _)| {
+                    let status = info.status_subresource && k.as_str() == "status";
+                    !(matches!(k.as_str(), "metadata" | "apiVersion" | "kind") || status)
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        };
+        return counted(&old) != counted(new);
+    }
     // Compared as the bytes the spec is stored as.
     let new_spec = new.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
     if new_spec.as_deref() != old.spec_bytes() {

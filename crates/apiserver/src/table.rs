@@ -3,7 +3,9 @@
 //!
 //! Columns follow kube-apiserver's printers for pods (Name, Ready, Status,
 //! Restarts, Age, then IP/Node at priority 1) and the generic Name/Age
-//! convertor for everything else. Rows carry the object's metadata as a
+//! convertor for everything else; custom resources get Name and their CustomResourceDefinition's
+//! `additionalPrinterColumns` (Name and Age when it declares none), as the apiextensions server
+//! prints them. Rows carry the object's metadata as a
 //! `PartialObjectMetadata`. Only used for kubectl-style requests, so it
 //! parses objects instead of using the pre-serialized bytes.
 
@@ -72,6 +74,13 @@ pub fn columns(info: &ResourceInfo) -> Value {
         "CreationTimestamp is a timestamp representing the server time when this object was created.",
         0,
     );
+    if let Some(c) = info.custom.as_ref().filter(|c| !c.printer_columns.is_empty()) {
+        let mut cols = vec![name];
+        for p in &c.printer_columns {
+            cols.push(json!({"name": p.name, "type": p.type_, "format": p.format, "description": p.description, "priority": p.priority}));
+        }
+        return Value::Array(cols);
+    }
     if is_pod(info) {
         json!([
             name,
@@ -117,7 +126,23 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
     let v = o.value();
     let meta = v.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let created = meta.get("creationTimestamp").and_then(Value::as_str).unwrap_or("");
-    let cells = if is_pod(info) {
+    let custom = info.custom.as_ref().filter(|c| !c.printer_columns.is_empty());
+    let cells = if let Some(c) = custom {
+        let mut cells = vec![Value::String(o.name.clone())];
+        for p in &c.printer_columns {
+            let cell = match crate::jsonpath::select(&v, &p.json_path).first() {
+                None => Value::Null,
+                Some(Value::String(s)) if p.type_ == "date" => Value::String(age(s)),
+                Some(x) if p.type_ == "string" && !x.is_string() => match x {
+                    Value::Array(_) | Value::Object(_) => Value::String(x.to_string()),
+                    other => Value::String(other.to_string()),
+                },
+                Some(x) => (*x).clone(),
+            };
+            cells.push(cell);
+        }
+        Value::Array(cells)
+    } else if is_pod(info) {
         let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
         let statuses = v.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
         let ready = statuses.iter().filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true)).count();

@@ -12,6 +12,12 @@ use crate::status::ApiError;
 
 /// Checks an object about to be written.
 pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    if info.custom.is_some() {
+        return crate::custom_resource::validate(info, obj);
+    }
+    if crate::crd::is_crds(info) {
+        return crate::crd_validation::validate(obj);
+    }
     if info.group == "apps" && info.plural == "deployments" {
         let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
         let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);

@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// During shutdown, how long open watches go on after the other requests are done.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub shutdown_watch_termination_grace_period: Duration,
+    /// Install the CustomResourceDefinitions of every .yaml, .yml and .json file of this
+    /// directory before serving (created, or updated when they exist).
+    #[arg(long)]
+    pub crds: Option<PathBuf>,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -94,6 +98,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         etcd_servers: args.etcd_servers,
         etcd_prefix: args.etcd_prefix,
         compaction_interval: args.etcd_compaction_interval,
+        crds_dir: args.crds,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,

@@ -42,11 +42,22 @@ impl Client {
     }
 
     fn build(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Request<Full<Bytes>> {
+        self.build_accepting(method, path, body, ct, "application/json")
+    }
+
+    fn build_accepting(
+        &self,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+        ct: &str,
+        accept: &str,
+    ) -> Request<Full<Bytes>> {
         let mut b = Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
             .header("content-type", ct)
-            .header("accept", "application/json");
+            .header("accept", accept);
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {t}"));
         }
@@ -66,6 +77,20 @@ impl Client {
             .expect("response body timed out")
             .expect("body")
             .to_bytes();
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Resp { code, headers, body, raw }
+    }
+
+    /// A GET with its own `Accept` header (Table, PartialObjectMetadata…).
+    pub async fn get_accepting(&self, path: &str, accept: &str) -> Resp {
+        let req = self.build_accepting(Method::GET, path, Vec::new(), "application/json", accept);
+        let resp = tokio::time::timeout(Duration::from_secs(20), self.inner.request(req))
+            .await
+            .expect("request timed out")
+            .expect("request failed");
+        let code = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let raw = resp.into_body().collect().await.expect("body").to_bytes();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Resp { code, headers, body, raw }
     }

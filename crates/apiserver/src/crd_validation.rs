@@ -1,0 +1,323 @@
+//! Validation of CustomResourceDefinitions, with kube-apiserver's 422 causes for the mistakes
+//! people make: a name that is not `<plural>.<group>`, a group without a dot (or a protected
+//! `*.k8s.io` group without its approval annotation), bad or missing names, a scope other than
+//! `Namespaced`/`Cluster`, not exactly one storage version, duplicate or badly named versions,
+//! missing or non-structural schemas, scale paths outside `.spec`/`.status`, bad printer
+//! columns, an unknown conversion strategy, and a storage version missing from
+//! `status.storedVersions`.
+//!
+//! Invariant: validation never changes the object; every cause found is reported, in kube's
+//! order (metadata, then the spec field by field, then the status).
+
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::structural::{Cause, go_quote};
+
+fn required(field: String, detail: &str) -> Cause {
+    let message = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
+    Cause { reason: "FieldValueRequired", message, field }
+}
+
+fn invalid(field: String, value: &str, detail: &str) -> Cause {
+    Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
+}
+
+fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    let s: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
+    Cause {
+        reason: "FieldValueNotSupported",
+        message: format!("Unsupported value: {}: supported values: {}", go_quote(value), s.join(", ")),
+        field,
+    }
+}
+
+fn forbidden(field: String, detail: &str) -> Cause {
+    Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
+}
+
+fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {
+    v.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A lowercase RFC 1123 label.
+fn dns1123_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// An RFC 1035 label (a version name).
+fn dns1035_label(v: &str) -> bool {
+    dns1123_label(v) && v.as_bytes()[0].is_ascii_lowercase()
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const VERSION_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// The CustomResourceDefinition resource, for the 422's kind.
+fn crd_info() -> ResourceInfo {
+    ResourceInfo::new(crate::crd::GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition", false)
+}
+
+/// Validates a CustomResourceDefinition about to be stored.
+pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    let name = s(obj.get("metadata"), "name");
+    let spec = obj.get("spec");
+    let group = s(spec, "group");
+    let names = spec.and_then(|s| s.get("names"));
+    let plural = s(names, "plural");
+    if !name.is_empty() && name != format!("{plural}.{group}") {
+        causes.push(invalid("metadata.name".into(), name, "must be spec.names.plural+\".\"+spec.group"));
+    }
+    if group.is_empty() {
+        causes.push(required("spec.group".into(), ""));
+    } else if !group.contains('.') || !crate::object::valid_name(group) {
+        causes.push(invalid("spec.group".into(), group, "should be a domain with at least one dot"));
+    } else if ["k8s.io", "kubernetes.io"].iter().any(|p| group == *p || group.ends_with(&format!(".{p}")))
+        && obj
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("api-approved.kubernetes.io"))
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        causes.push(required(
+            "metadata.annotations[api-approved.kubernetes.io]".into(),
+            "protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111",
+        ));
+    }
+    match s(spec, "scope") {
+        "" => causes.push(required("spec.scope".into(), "")),
+        "Namespaced" | "Cluster" => {}
+        other => causes.push(unsupported("spec.scope".into(), other, &["Cluster", "Namespaced"])),
+    }
+    validate_names(names, "spec.names", &mut causes);
+    validate_versions(spec, &mut causes);
+    if let Some(strategy) =
+        spec.and_then(|s| s.get("conversion")).and_then(|c| c.get("strategy")).and_then(Value::as_str)
+        && !matches!(strategy, "None" | "Webhook")
+    {
+        causes.push(unsupported("spec.conversion.strategy".into(), strategy, &["None", "Webhook"]));
+    }
+    let versions: Vec<&str> = spec
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| s(Some(v), "name"))
+        .collect();
+    let stored = obj.get("status").and_then(|s| s.get("storedVersions")).and_then(Value::as_array);
+    for (i, v) in stored.into_iter().flatten().enumerate() {
+        let v = v.as_str().unwrap_or("");
+        if !versions.contains(&v) {
+            causes.push(invalid(format!("status.storedVersions[{i}]"), v, "must appear in spec.versions"));
+        }
+    }
+    if causes.is_empty() { Ok(()) } else { Err(crate::custom_resource::invalid(&crd_info(), name, &causes)) }
+}
+
+fn validate_names(names: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    for f in ["plural", "singular"] {
+        let v = s(names, f);
+        if v.is_empty() && f == "plural" {
+            causes.push(required(format!("{path}.{f}"), ""));
+        } else if !v.is_empty() && !dns1123_label(v) {
+            causes.push(invalid(format!("{path}.{f}"), v, LABEL_MSG));
+        }
+    }
+    for (i, short) in
+        names.and_then(|n| n.get("shortNames")).and_then(Value::as_array).into_iter().flatten().enumerate()
+    {
+        let v = short.as_str().unwrap_or("");
+        if !dns1123_label(v) {
+            causes.push(invalid(format!("{path}.shortNames[{i}]"), v, LABEL_MSG));
+        }
+    }
+    let kind = s(names, "kind");
+    if kind.is_empty() {
+        causes.push(required(format!("{path}.kind"), ""));
+    }
+    let list_kind = s(names, "listKind");
+    if !kind.is_empty() && kind == list_kind {
+        causes.push(invalid(format!("{path}.listKind"), list_kind, "kind and listKind may not be the same"));
+    }
+}
+
+fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
+    let versions: Vec<&Value> =
+        spec.and_then(|s| s.get("versions")).and_then(Value::as_array).into_iter().flatten().collect();
+    if versions.is_empty() {
+        causes.push(required("spec.versions".into(), "must have at least one version"));
+    }
+    let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
+    if storage != 1 {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: {}: must have exactly one version marked as storage version",
+                crate::structural::go_value(&Value::Array(
+                    versions.iter().map(|v| Value::String(s(Some(v), "name").into())).collect()
+                ))
+            ),
+            field: "spec.versions".into(),
+        });
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let p = format!("spec.versions[{i}]");
+        let name = s(Some(v), "name");
+        if name.is_empty() {
+            causes.push(required(format!("{p}.name"), ""));
+        } else if !dns1035_label(name) {
+            causes.push(invalid(format!("{p}.name"), name, VERSION_MSG));
+        } else if seen.contains(&name) {
+            causes.push(invalid(format!("{p}.name"), name, "must be unique"));
+        }
+        seen.push(name);
+        match v.get("schema").and_then(|s| s.get("openAPIV3Schema")) {
+            None | Some(Value::Null) => {
+                causes.push(required(format!("{p}.schema.openAPIV3Schema"), "schemas are required"));
+            }
+            Some(schema) => structural_schema(schema, &format!("{p}.schema.openAPIV3Schema"), true, causes),
+        }
+        if let Some(scale) = v.get("subresources").and_then(|s| s.get("scale")).filter(|s| s.is_object()) {
+            for (f, under) in [("specReplicasPath", ".spec"), ("statusReplicasPath", ".status")] {
+                let path = s(Some(scale), f);
+                let field = format!("{p}.subresources.scale.{f}");
+                if path.is_empty() {
+                    causes.push(required(field, ""));
+                } else if !path.starts_with(&format!("{under}.")) {
+                    causes.push(invalid(field, path, &format!("should be a json path under {under}")));
+                }
+            }
+            let sel = s(Some(scale), "labelSelectorPath");
+            if !(sel.is_empty() || sel.starts_with(".spec.") || sel.starts_with(".status.")) {
+                causes.push(invalid(
+                    format!("{p}.subresources.scale.labelSelectorPath"),
+                    sel,
+                    "should be a json path under either .spec or .status",
+                ));
+            }
+        }
+        let columns = v.get("additionalPrinterColumns").and_then(Value::as_array);
+        for (j, c) in columns.into_iter().flatten().enumerate() {
+            let cp = format!("{p}.additionalPrinterColumns[{j}]");
+            if s(Some(c), "name").is_empty() {
+                causes.push(required(format!("{cp}.name"), ""));
+            }
+            match s(Some(c), "type") {
+                "" => causes.push(required(format!("{cp}.type"), "")),
+                "integer" | "number" | "string" | "boolean" | "date" => {}
+                other => causes.push(unsupported(
+                    format!("{cp}.type"),
+                    other,
+                    &["integer", "number", "string", "boolean", "date"],
+                )),
+            }
+            if s(Some(c), "jsonPath").is_empty() {
+                causes.push(required(format!("{cp}.jsonPath"), ""));
+            }
+        }
+    }
+}
+
+/// The structural-schema rules kube checks that hand-written schemas break most: a type on every
+/// specified field (unless `x-kubernetes-int-or-string` or `x-kubernetes-preserve-unknown-fields`),
+/// `object` at the root, `items` for arrays, `x-kubernetes-preserve-unknown-fields` true or
+/// absent, nothing but `name`/`generateName` restricted of the root's `metadata`.
+fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
+    let t = node.get("type").and_then(Value::as_str).unwrap_or("");
+    let int_or_string = node.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
+    let preserve = node.get("x-kubernetes-preserve-unknown-fields");
+    if preserve == Some(&Value::Bool(false)) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: "Invalid value: false: must be true or undefined".into(),
+            field: format!("{path}.x-kubernetes-preserve-unknown-fields"),
+        });
+    }
+    if root {
+        if t != "object" {
+            if t.is_empty() {
+                causes.push(required(format!("{path}.type"), "must not be empty at the root"));
+            } else {
+                causes.push(unsupported(format!("{path}.type"), t, &["object"]));
+            }
+        }
+    } else if t.is_empty() && !int_or_string && preserve != Some(&Value::Bool(true)) {
+        causes.push(required(format!("{path}.type"), "must not be empty for specified object fields"));
+    }
+    if t == "array" && !node.get("items").is_some_and(Value::is_object) {
+        causes.push(required(format!("{path}.items"), "must be specified"));
+    }
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (k, child) in props {
+            let cp = format!("{path}.properties[{k}]");
+            if root && k == "metadata" {
+                let only_names = child
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName"));
+                let other_keys = child.as_object().is_some_and(|m| m.keys().any(|k| k != "type" && k != "properties"));
+                if !only_names || other_keys {
+                    causes.push(forbidden(
+                        cp,
+                        "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                    ));
+                    continue;
+                }
+            }
+            structural_schema(child, &cp, false, causes);
+        }
+    }
+    if let Some(items) = node.get("items").filter(|i| i.is_object()) {
+        structural_schema(items, &format!("{path}.items"), false, causes);
+    }
+    if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
+        structural_schema(add, &format!("{path}.additionalProperties"), false, causes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd() -> Map<String, Value> {
+        let v = json!({"metadata": {"name": "gadgets.demo.example.org"},
+            "spec": {"group": "demo.example.org", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}}}]}});
+        v.as_object().unwrap().clone()
+    }
+
+    fn fields(e: ApiError) -> Vec<String> {
+        let d = e.details.unwrap();
+        d["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn common_mistakes_are_refused() {
+        assert!(validate(&crd()).is_ok());
+        let mut c = crd();
+        c["metadata"]["name"] = json!("other.demo.example.org");
+        c["spec"]["versions"][0]["storage"] = json!(false);
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({"properties": {}});
+        let e = validate(&c).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            fields(e),
+            ["metadata.name", "spec.versions", "spec.versions[0].schema.openAPIV3Schema.properties[spec].type"]
+        );
+        let mut c = crd();
+        c["spec"]["group"] = json!("apps");
+        c["spec"]["scope"] = json!("Global");
+        assert_eq!(fields(validate(&c).unwrap_err()), ["metadata.name", "spec.group", "spec.scope"]);
+    }
+}

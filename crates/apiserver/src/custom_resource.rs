@@ -1,0 +1,182 @@
+//! Custom resources served from CustomResourceDefinitions: what a write of one goes through
+//! beyond what every object does (pruning, defaulting and validating with the version's
+//! structural schema; the `scale` subresource's replica paths), and how a stored object is
+//! served in a requested version.
+//!
+//! Invariants: a custom resource's object is stored in its storage version and served in the
+//! version asked for (conversion `None`: only `apiVersion` changes), defaulted with that
+//! version's schema on every read as on every write; a write is refused (422, kube's causes in
+//! kube's order: the schema's, then the scale paths') before anything is stored.
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::structural::{self, Cause};
+
+fn schema(info: &ResourceInfo) -> Option<&Value> {
+    info.custom.as_ref()?.schema.as_deref()
+}
+
+/// Removes the fields the schema does not allow; returns their paths.
+pub fn prune(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    match schema(info) {
+        Some(s) => structural::prune(s, obj),
+        None => Vec::new(),
+    }
+}
+
+/// Fills the schema's defaults.
+pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if let Some(s) = schema(info) {
+        let mut v = Value::Object(std::mem::take(obj));
+        structural::drop_nulls(s, &mut v);
+        structural::default(s, &mut v);
+        if let Value::Object(m) = v {
+            *obj = m;
+        }
+    }
+}
+
+/// Validates an object about to be stored: its schema, then the `scale` subresource's paths.
+pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    let Some(custom) = &info.custom else { return Ok(()) };
+    let v = Value::Object(obj.clone());
+    let mut causes = match &custom.schema {
+        Some(s) => structural::validate(s, &v),
+        None => Vec::new(),
+    };
+    if let Some(scale) = &info.scale_subresource {
+        for path in [&scale.spec_replicas_path, &scale.status_replicas_path] {
+            if let Some(c) = replicas_cause(&v, path) {
+                causes.push(c);
+            }
+        }
+        if let Some(p) = &scale.label_selector_path
+            && let Some(sel) = lookup(&v, p)
+            && !sel.is_string()
+        {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!(
+                    "Invalid value: 0: {p} accessor error: {} is of the type {}, expected string",
+                    go_plain(sel),
+                    go_type(sel)
+                ),
+                field: p.clone(),
+            });
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    Err(invalid(info, name, &causes))
+}
+
+fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').filter(|s| !s.is_empty()).try_fold(v, |v, k| v.get(k))
+}
+
+/// A value as Go's `%v` prints it in an accessor error.
+fn go_plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The Go type an unstructured value has.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "int64",
+        Value::Number(_) => "float64",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Null => "<nil>",
+    }
+}
+
+/// kube's check of a replicas path of the `scale` subresource.
+fn replicas_cause(v: &Value, path: &str) -> Option<Cause> {
+    let r = lookup(v, path)?;
+    let field = path.to_string();
+    match r {
+        Value::Null => None,
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            let i = n.as_i64().unwrap_or(i64::MAX);
+            if i < 0 {
+                Some(Cause {
+                    reason: "FieldValueInvalid",
+                    message: format!("Invalid value: {i}: should be a non-negative integer"),
+                    field,
+                })
+            } else if i > i64::from(i32::MAX) {
+                Some(Cause {
+                    reason: "FieldValueInvalid",
+                    message: format!("Invalid value: {i}: should be less than or equal to {}", i32::MAX),
+                    field,
+                })
+            } else {
+                None
+            }
+        }
+        other => Some(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: 0: {path} accessor error: {} is of the type {}, expected int64",
+                go_plain(other),
+                go_type(other)
+            ),
+            field,
+        }),
+    }
+}
+
+/// kube's 422 for an object of `info` with these causes.
+pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
+    let kind = if info.group.is_empty() { info.kind.clone() } else { format!("{}.{}", info.kind, info.group) };
+    let listed: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+    let summary = if listed.len() == 1 { listed[0].clone() } else { format!("[{}]", listed.join(", ")) };
+    let mut e = ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"));
+    let mut d = Map::new();
+    if !name.is_empty() {
+        d.insert("name".into(), name.into());
+    }
+    if !info.group.is_empty() {
+        d.insert("group".into(), info.group.clone().into());
+    }
+    d.insert("kind".into(), info.kind.clone().into());
+    d.insert(
+        "causes".into(),
+        causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect(),
+    );
+    e.details = Some(Box::new(Value::Object(d)));
+    e
+}
+
+/// A stored object of a custom resource as `info`'s version serves it: `apiVersion` of that
+/// version, the schema's defaults filled in. None when it is not an object of this resource.
+pub fn to_version(info: &ResourceInfo, mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != info.kind {
+        return None;
+    }
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if !api_version.is_empty() && group != info.group {
+        return None;
+    }
+    obj.insert("apiVersion".into(), info.api_version().into());
+    obj.insert("kind".into(), info.kind.clone().into());
+    default(info, &mut obj);
+    Some(obj)
+}
+
+/// The `apiVersion` a custom resource's object is stored with.
+pub fn storage_api_version(info: &ResourceInfo) -> Option<String> {
+    let c = info.custom.as_ref()?;
+    (c.storage_version != info.version).then(|| format!("{}/{}", info.group, c.storage_version))
+}

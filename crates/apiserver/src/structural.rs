@@ -1,0 +1,522 @@
+//! Structural schemas of custom resources (a CustomResourceDefinition version's
+//! `openAPIV3Schema`): pruning unknown fields, defaulting, and validating an object, as
+//! kube-apiserver's apiextensions server does on every write (and defaulting on every read).
+//!
+//! Invariants: the schema is read as written (no compilation step, so what the registry keeps
+//! is what is applied); at the root `apiVersion`, `kind` and `metadata` are never pruned, and
+//! inside `x-kubernetes-embedded-resource` objects neither are `apiVersion`, `kind` and
+//! `metadata`; `x-kubernetes-preserve-unknown-fields` keeps what the schema does not name;
+//! defaults are applied where a field is absent (or null and not `nullable`), and apply
+//! inside defaulted values too; validation reports kube's causes (reason, field path, message)
+//! in kube's order: a node's type first (nothing else is checked of a value of the wrong type),
+//! then its own constraints, then its properties by name, then its `required` fields.
+//! `x-kubernetes-validations` (CEL) rules are not evaluated, nor `allOf`/`anyOf`/`oneOf`/`not`.
+
+use serde_json::Value;
+
+/// One validation failure, as a cause of kube's 422.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// kube's cause reason (`FieldValueInvalid`, `FieldValueRequired`…).
+    pub reason: &'static str,
+    /// The message (`Invalid value: -1: spec.replicas in body should be …`).
+    pub message: String,
+    /// The field path (`spec.replicas`).
+    pub field: String,
+}
+
+fn flag(node: &Value, key: &str) -> bool {
+    node.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+/// Removes the fields of `obj` (a whole custom resource) that `schema` does not allow; returns
+/// their paths, in key order.
+pub fn prune(schema: &Value, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    prune_node(schema, obj, "", true, &mut unknown);
+    unknown
+}
+
+fn prune_node(node: &Value, v: &mut Value, path: &str, root: bool, unknown: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            let props = node.get("properties").and_then(Value::as_object);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            let preserve = flag(node, "x-kubernetes-preserve-unknown-fields");
+            let embedded = flag(node, "x-kubernetes-embedded-resource");
+            let mut removed = Vec::new();
+            for (k, child) in m.iter_mut() {
+                if (root || embedded) && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    if let Some(s) = props.and_then(|p| p.get(k))
+                        && k != "metadata"
+                    {
+                        prune_node(s, child, &join(path, k), false, unknown);
+                    }
+                    continue;
+                }
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(s), _) => prune_node(s, child, &join(path, k), false, unknown),
+                    (None, Some(s)) => prune_node(s, child, &join(path, k), false, unknown),
+                    (None, None) if preserve => {}
+                    (None, None) => {
+                        unknown.push(join(path, k));
+                        removed.push(k.clone());
+                    }
+                }
+            }
+            for k in removed {
+                m.remove(&k);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = node.get("items").filter(|s| s.is_object()) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_node(s, item, &format!("{path}[{i}]"), false, unknown);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fills the schema's defaults into `obj` (a whole custom resource).
+pub fn default(schema: &Value, obj: &mut Value) {
+    default_node(schema, obj);
+}
+
+fn default_node(node: &Value, v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(props) = node.get("properties").and_then(Value::as_object) {
+                for (k, s) in props {
+                    let Some(d) = s.get("default") else { continue };
+                    match m.get(k) {
+                        None => {
+                            m.insert(k.clone(), d.clone());
+                        }
+                        Some(Value::Null) if !flag(s, "nullable") => {
+                            m.insert(k.clone(), d.clone());
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for (k, child) in m.iter_mut() {
+                    if let Some(s) = props.get(k) {
+                        default_node(s, child);
+                    }
+                }
+            } else if let Some(s) = node.get("additionalProperties").filter(|a| a.is_object()) {
+                for child in m.values_mut() {
+                    default_node(s, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = node.get("items").filter(|s| s.is_object()) {
+                for item in items {
+                    default_node(s, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Validates `obj` (a whole custom resource, pruned and defaulted) against `schema`.
+pub fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
+        // The root's own constraints on apiVersion, kind and metadata are kube's, not the schema's.
+        let mut keys: Vec<&String> =
+            m.keys().filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")).collect();
+        keys.sort();
+        for k in keys {
+            if let Some(s) = props.get(k) {
+                validate_node(s, &m[k], k, &mut causes);
+            }
+        }
+        for r in required(schema) {
+            if !matches!(r, "apiVersion" | "kind" | "metadata") && !m.contains_key(r) {
+                causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: r.into() });
+            }
+        }
+    }
+    causes
+}
+
+fn required(node: &Value) -> impl Iterator<Item = &str> {
+    node.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+}
+
+/// The JSON type of a value as the OpenAPI validator names it.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value as Go's `field.Invalid` prints it.
+pub fn go_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => go_quote(s),
+        Value::Array(a) => {
+            format!("[]interface {{}}{{{}}}", a.iter().map(go_value).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(m) => format!(
+            "map[string]interface {{}}{{{}}}",
+            m.iter().map(|(k, v)| format!("{}:{}", go_quote(k), go_value(v))).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Go's `%q` of a string (JSON's escaping is the same for what CRs hold).
+pub fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn invalid(path: &str, v: &Value, detail: String) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {}: {detail}", go_value(v)),
+        field: path.to_string(),
+    }
+}
+
+fn type_invalid(path: &str, shown: &str, detail: String) -> Cause {
+    Cause {
+        reason: "FieldValueTypeInvalid",
+        message: format!("Invalid value: {}: {detail}", go_quote(shown)),
+        field: path.to_string(),
+    }
+}
+
+fn number(n: &Value) -> Option<f64> {
+    n.as_f64()
+}
+
+fn fmt_number(n: &Value) -> String {
+    match n {
+        Value::Number(x) => x.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn validate_node(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let actual = type_name(v);
+    if v.is_null() && (flag(node, "nullable") || node.get("type").is_none()) {
+        return;
+    }
+    if flag(node, "x-kubernetes-int-or-string") {
+        if !matches!(actual, "integer" | "string") {
+            causes.push(type_invalid(
+                path,
+                actual,
+                format!("{path} in body must be of type integer-or-string: {}", go_quote(actual)),
+            ));
+            return;
+        }
+    } else if let Some(t) = node.get("type").and_then(Value::as_str) {
+        let ok = t == actual || (t == "number" && actual == "integer");
+        if !ok {
+            causes.push(type_invalid(
+                path,
+                actual,
+                format!("{path} in body must be of type {t}: {}", go_quote(actual)),
+            ));
+            return;
+        }
+    }
+    match v {
+        Value::String(s) => {
+            if let Some(max) = node.get("maxLength").and_then(Value::as_u64)
+                && s.chars().count() as u64 > max
+            {
+                let unit = if max == 1 { "byte" } else { "bytes" };
+                causes.push(Cause {
+                    reason: "FieldValueTooLong",
+                    message: format!("Too long: may not be more than {max} {unit}"),
+                    field: path.into(),
+                });
+            }
+            if let Some(min) = node.get("minLength").and_then(Value::as_u64)
+                && (s.chars().count() as u64) < min
+            {
+                causes.push(invalid(path, v, format!("{path} in body should be at least {min} chars long")));
+            }
+            if let Some(p) = node.get("pattern").and_then(Value::as_str)
+                && regex::Regex::new(p).is_ok_and(|re| !re.is_match(s))
+            {
+                causes.push(invalid(path, v, format!("{path} in body should match '{p}'")));
+            }
+            if let Some(f) = node.get("format").and_then(Value::as_str)
+                && !format_ok(f, s)
+            {
+                causes.push(type_invalid(path, s, format!("{path} in body must be of type {f}: {}", go_quote(s))));
+            }
+        }
+        Value::Number(_) => {
+            let x = number(v).unwrap_or_default();
+            let exclusive = |k: &str| flag(node, k);
+            if let Some(min) = node.get("minimum").filter(|m| m.is_number()) {
+                let m = number(min).unwrap_or_default();
+                if exclusive("exclusiveMinimum") && x <= m {
+                    causes.push(invalid(path, v, format!("{path} in body should be greater than {}", fmt_number(min))));
+                } else if x < m {
+                    causes.push(invalid(
+                        path,
+                        v,
+                        format!("{path} in body should be greater than or equal to {}", fmt_number(min)),
+                    ));
+                }
+            }
+            if let Some(max) = node.get("maximum").filter(|m| m.is_number()) {
+                let m = number(max).unwrap_or_default();
+                if exclusive("exclusiveMaximum") && x >= m {
+                    causes.push(invalid(path, v, format!("{path} in body should be less than {}", fmt_number(max))));
+                } else if x > m {
+                    causes.push(invalid(
+                        path,
+                        v,
+                        format!("{path} in body should be less than or equal to {}", fmt_number(max)),
+                    ));
+                }
+            }
+            if let Some(of) = node.get("multipleOf").and_then(Value::as_f64)
+                && of > 0.0
+                && ((x / of) - (x / of).round()).abs() > 1e-9
+            {
+                causes.push(invalid(
+                    path,
+                    v,
+                    format!("{path} in body should be a multiple of {}", fmt_number(&node["multipleOf"])),
+                ));
+            }
+            if let Some(f) = node.get("format").and_then(Value::as_str) {
+                let fits = match f {
+                    "int32" => v.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                    "int64" => v.as_i64().is_some(),
+                    _ => true,
+                };
+                if !fits {
+                    causes.push(type_invalid(
+                        path,
+                        &fmt_number(v),
+                        format!("{path} in body must be of type {f}: {}", go_quote(&fmt_number(v))),
+                    ));
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(min) = node.get("minItems").and_then(Value::as_u64)
+                && (items.len() as u64) < min
+            {
+                causes.push(invalid(path, v, format!("{path} in body should have at least {min} items")));
+            }
+            if let Some(max) = node.get("maxItems").and_then(Value::as_u64)
+                && items.len() as u64 > max
+            {
+                causes.push(Cause {
+                    reason: "FieldValueTooMany",
+                    message: format!("Too many: {}: must have at most {max} items", items.len()),
+                    field: path.into(),
+                });
+            }
+            if flag(node, "uniqueItems") && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
+                causes.push(invalid(path, v, format!("{path} in body shouldn't contain duplicates")));
+            }
+        }
+        Value::Object(m) => {
+            if let Some(min) = node.get("minProperties").and_then(Value::as_u64)
+                && (m.len() as u64) < min
+            {
+                causes.push(invalid(path, v, format!("{path} in body should have at least {min} properties")));
+            }
+            if let Some(max) = node.get("maxProperties").and_then(Value::as_u64)
+                && m.len() as u64 > max
+            {
+                causes.push(Cause {
+                    reason: "FieldValueTooMany",
+                    message: format!("Too many: {}: must have at most {max} items", m.len()),
+                    field: path.into(),
+                });
+            }
+        }
+        _ => {}
+    }
+    if let Some(allowed) = node.get("enum").and_then(Value::as_array)
+        && !allowed.contains(v)
+    {
+        let values: Vec<String> = allowed
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => go_quote(s),
+                other => go_quote(&other.to_string()),
+            })
+            .collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            message: format!("Unsupported value: {}: supported values: {}", go_value(v), values.join(", ")),
+            field: path.into(),
+        });
+    }
+    match v {
+        Value::Object(m) => {
+            let props = node.get("properties").and_then(Value::as_object);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            let embedded = flag(node, "x-kubernetes-embedded-resource");
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for k in keys {
+                if embedded && k == "metadata" {
+                    continue;
+                }
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(s), _) | (None, Some(s)) => validate_node(s, &m[k], &join(path, k), causes),
+                    _ => {}
+                }
+            }
+            if embedded {
+                for f in ["apiVersion", "kind"] {
+                    if m.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        causes.push(Cause {
+                            reason: "FieldValueRequired",
+                            message: "Required value: must not be empty".into(),
+                            field: join(path, f),
+                        });
+                    }
+                }
+            }
+            for r in required(node) {
+                if !m.contains_key(r) {
+                    causes.push(Cause {
+                        reason: "FieldValueRequired",
+                        message: "Required value".into(),
+                        field: join(path, r),
+                    });
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = node.get("items").filter(|s| s.is_object()) {
+                for (i, item) in items.iter().enumerate() {
+                    validate_node(s, item, &format!("{path}[{i}]"), causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a string has an OpenAPI `format` (the formats kube checks that CRDs commonly use;
+/// others pass).
+fn format_ok(format: &str, s: &str) -> bool {
+    match format {
+        "date-time" | "datetime" => s.parse::<jiff::Timestamp>().is_ok(),
+        "date" => s.parse::<jiff::civil::Date>().is_ok() && s.len() == 10,
+        "byte" => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+        }
+        "uuid" => {
+            let b = s.as_bytes();
+            b.len() == 36
+                && b.iter()
+                    .enumerate()
+                    .all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { *c == b'-' } else { c.is_ascii_hexdigit() })
+        }
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        "cidr" => s.split_once('/').is_some_and(|(ip, len)| {
+            ip.parse::<std::net::IpAddr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 128)
+        }),
+        "email" => s.split_once('@').is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
+        "hostname" => {
+            !s.is_empty()
+                && s.len() <= 253
+                && s.split('.').all(|l| {
+                    !l.is_empty()
+                        && l.len() <= 63
+                        && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+                        && !l.starts_with('-')
+                        && !l.ends_with('-')
+                })
+        }
+        _ => true,
+    }
+}
+
+/// Drops `null` values of fields that are not `nullable` and have no default (kube prunes them
+/// before defaulting).
+pub fn drop_nulls(schema: &Value, obj: &mut Value) {
+    if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
+        let mut gone = Vec::new();
+        for (k, child) in m.iter_mut() {
+            let Some(s) = props.get(k) else { continue };
+            if child.is_null()
+                && !flag(s, "nullable")
+                && s.get("default").is_none()
+                && !matches!(k.as_str(), "metadata")
+            {
+                gone.push(k.clone());
+            } else {
+                drop_nulls(s, child);
+            }
+        }
+        for k in gone {
+            m.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gadget() -> Value {
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "required": ["replicas"], "properties": {
+                "replicas": {"type": "integer", "minimum": 0},
+                "mode": {"type": "string", "enum": ["safe", "fast"], "default": "safe"},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "tags": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 3}},
+                "port": {"x-kubernetes-int-or-string": true}}},
+            "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}})
+    }
+
+    #[test]
+    fn prunes_defaults_and_validates() {
+        let s = gadget();
+        let mut o = json!({"apiVersion": "a/v1", "kind": "G", "metadata": {"name": "x"}, "junk": 1,
+                           "spec": {"replicas": 1, "color": "red", "extra": {"any": {"thing": 1}}}});
+        assert_eq!(prune(&s, &mut o), ["junk", "spec.color"]);
+        default(&s, &mut o);
+        assert_eq!(o["spec"], json!({"replicas": 1, "mode": "safe", "extra": {"any": {"thing": 1}}}));
+        assert!(validate(&s, &o).is_empty());
+        let bad = json!({"spec": {"mode": "turbo", "tags": ["a", "b", "cdef"], "port": true}});
+        let causes = validate(&s, &bad);
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["spec.mode", "spec.port", "spec.tags", "spec.tags[2]", "spec.replicas"]);
+        assert_eq!(causes[2].message, "Too many: 3: must have at most 2 items");
+        assert_eq!(causes[3].message, "Too long: may not be more than 3 bytes");
+        let wrong = validate(&s, &json!({"spec": {"replicas": "two"}}));
+        assert_eq!(
+            wrong[0].message,
+            "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! CustomResourceDefinitions over HTTP against kube-apiserver v1.35's answers
+//! (`tests/fixtures/kube-apiserver/90-*` … `99d-*`): a definition is created, established and
+//! served in discovery; its custom resources are defaulted, pruned and validated with its
+//! structural schema, printed with its printer columns, and have its `status` and `scale`
+//! subresources. Then what the samples do not show: name conflicts, the definition's own
+//! validation, deletion (objects first, then the definition, then its kinds), several versions,
+//! selectable fields, watches, and definitions that survive a restart.
+
+mod common;
+
+use std::time::Duration;
+
+use common::recorded::{comparable, recorded};
+use common::*;
+use serde_json::{Value, json};
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// An object without what differs between two servers, conditions' times included; a Table's
+/// rows' objects alike.
+fn normalized(v: &Value) -> Value {
+    let mut v = comparable(v);
+    if let Some(conds) = v.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+        for c in conds {
+            if let Some(m) = c.as_object_mut() {
+                m.remove("lastTransitionTime");
+            }
+        }
+    }
+    if let Some(rows) = v.get_mut("rows").and_then(Value::as_array_mut) {
+        for r in rows {
+            r["object"] = comparable(&r["object"]);
+        }
+    }
+    if v.get("kind") == Some(&json!("Table"))
+        && let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.remove("resourceVersion");
+    }
+    v
+}
+
+/// Sends a recorded request and checks the answer against kube-apiserver's: status, body
+/// (normalized) and Warning headers. Returns our answer.
+async fn replay(c: &Client, file: &str) -> Resp {
+    let step = recorded(file);
+    let r = if step.path.contains("/gadgets") && step.method == http::Method::GET && file.starts_with("97") {
+        c.get_accepting(&step.path, "application/json;as=Table;v=v1;g=meta.k8s.io").await
+    } else {
+        c.send_raw(step.method.clone(), &step.path, step.request_body.clone(), &step.content_type).await
+    };
+    assert_eq!(r.code, step.status, "{file}: {}", r.body);
+    assert_eq!(normalized(&r.body), normalized(&step.response), "{file}");
+    let warnings: Vec<String> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    assert_eq!(warnings, step.warnings, "{file}");
+    r
+}
+
+/// Polls `cond` (every few milliseconds, for at most 10 s).
+async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn established(crd: &Value) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+}
+
+async fn wait_established(c: &Client, name: &str) {
+    let path = format!("{CRDS}/{name}");
+    eventually("the definition is established", || async { established(&c.get(&path).await.body) }).await;
+}
+
+/// The Gadget definition of the samples (`90-crd-create.txt`).
+fn gadget_crd() -> Value {
+    recorded("90-crd-create.txt").request()
+}
+
+#[tokio::test]
+async fn gadgets_answer_as_kube_apiserver_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["fixtures"]).await.unwrap();
+    replay(&c, "90-crd-create.txt").await;
+    wait_established(&c, "gadgets.demo.example.org").await;
+    for file in [
+        "91-crd-get-established.txt",
+        "92-crd-discovery-group-version.txt",
+        "92b-crd-discovery-group.txt",
+        "93-cr-create-valid-defaulting.txt",
+        "94-cr-unknown-field-ignore-pruned.txt",
+        "95-cr-unknown-field-strict-400.txt",
+        "95b-cr-unknown-field-warn.txt",
+        "96-cr-minimum-violation-422.txt",
+        "96b-cr-multiple-violations-422.txt",
+        "96c-cr-wrong-type-422.txt",
+        "97-cr-list-as-table.txt",
+        "98-cr-patch-status.txt",
+        "99-cr-get-scale.txt",
+        "99b-cr-patch-scale.txt",
+        "99c-cr-smp-415.txt",
+        "99d-cr-get-after.txt",
+    ] {
+        replay(&c, file).await;
+    }
+    let gizmo = c.get("/apis/demo.example.org/v1/namespaces/fixtures/gadgets/gizmo").await.body;
+    assert_eq!(gizmo["metadata"]["generation"], 2, "the scale write moved the generation, the status write did not");
+    // The definition's other names and the groups list.
+    let groups = c.get("/apis").await.body;
+    assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));
+    assert_eq!(c.get("/apis/demo.example.org/v1/namespaces/fixtures/gadgets?labelSelector=x%3Dy").await.code, 200);
+    assert!(s.get("gd", "fixtures", "gizmo").await.is_ok(), "found by short name");
+}
+
+#[tokio::test]
+async fn a_definition_is_validated_and_names_in_use_are_not_accepted() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut bad = gadget_crd();
+    bad["metadata"]["name"] = json!("widgets.demo.example.org");
+    bad["spec"]["versions"][0]["storage"] = json!(false);
+    let r = c.post(CRDS, &bad).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(r.body["reason"], "Invalid");
+    let fields: Vec<&str> =
+        r.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["metadata.name", "spec.versions"]);
+    assert!(
+        r.body["message"].as_str().unwrap().starts_with(
+            "CustomResourceDefinition.apiextensions.k8s.io \"widgets.demo.example.org\" is invalid: [metadata.name: Invalid value: \"widgets.demo.example.org\": must be spec.names.plural+\".\"+spec.group, spec.versions: Invalid value: "
+        ),
+        "{}",
+        r.body["message"]
+    );
+    assert_eq!(c.post(CRDS, &gadget_crd()).await.code, 201);
+    wait_established(&c, "gadgets.demo.example.org").await;
+    // Another definition of the group wanting the same kind.
+    let mut other = gadget_crd();
+    other["metadata"]["name"] = json!("gizmos.demo.example.org");
+    other["spec"]["names"] = json!({"plural": "gizmos", "kind": "Gadget", "listKind": "GizmoList"});
+    assert_eq!(c.post(CRDS, &other).await.code, 201);
+    let path = format!("{CRDS}/gizmos.demo.example.org");
+    eventually("the conflict is reported", || async {
+        let b = c.get(&path).await.body;
+        b["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty())
+    })
+    .await;
+    let b = c.get(&path).await.body;
+    let conds = &b["status"]["conditions"];
+    assert_eq!(conds[0]["type"], "NamesAccepted");
+    assert_eq!((conds[0]["status"].as_str(), conds[0]["reason"].as_str()), (Some("False"), Some("KindConflict")));
+    assert_eq!(conds[0]["message"], "\"Gadget\" is already in use");
+    assert_eq!((conds[1]["type"].as_str(), conds[1]["status"].as_str()), (Some("Established"), Some("False")));
+    assert_eq!(c.get("/apis/demo.example.org/v1/namespaces/default/gizmos").await.code, 404, "not served");
+}
+
+#[tokio::test]
+async fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &gadget_crd()).await.code, 201);
+    wait_established(&c, "gadgets.demo.example.org").await;
+    let base = "/apis/demo.example.org/v1/namespaces/default/gadgets";
+    for n in ["a", "b"] {
+        let r = c.post(base, &json!({"apiVersion": "demo.example.org/v1", "kind": "Gadget", "metadata": {"name": n}, "spec": {"replicas": 1}})).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    let list = c.get(base).await.body;
+    let mut w = c
+        .watch(&format!("{base}?watch=true&resourceVersion={}", list["metadata"]["resourceVersion"].as_str().unwrap()))
+        .await;
+    let r = c.delete(&format!("{CRDS}/gadgets.demo.example.org")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["customresourcecleanup.apiextensions.k8s.io"]));
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string());
+    let deleted: Vec<String> = {
+        let mut names = Vec::new();
+        while names.len() < 2 {
+            let ev = w.next_within(SEC).await.expect("an event");
+            assert_eq!(ev["type"], "DELETED", "{ev}");
+            names.push(ev["object"]["metadata"]["name"].as_str().unwrap().to_string());
+        }
+        names
+    };
+    assert_eq!(deleted.len(), 2);
+    eventually("the definition is gone", || async {
+        c.get(&format!("{CRDS}/gadgets.demo.example.org")).await.code == 404
+    })
+    .await;
+    w.expect_end(SEC).await;
+    assert_eq!(c.get(base).await.code, 404);
+    assert_eq!(c.get("/apis/demo.example.org/v1").await.code, 404);
+    assert!(!c.get("/apis").await.body["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));
+    // Created again, it starts empty.
+    assert_eq!(c.post(CRDS, &gadget_crd()).await.code, 201);
+    wait_established(&c, "gadgets.demo.example.org").await;
+    assert_eq!(c.get(base).await.body["items"], json!([]));
+}
+
+/// A definition with two served versions (v1 stored), a printer column, a selectable field and
+/// no subresources.
+fn widgets_crd() -> Value {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "string", "default": "small"}, "color": {"type": "string"}}}}});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "categories": ["all"]},
+                 "versions": [
+                    {"name": "v1beta1", "served": true, "storage": false, "deprecated": true, "schema": {"openAPIV3Schema": schema}},
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
+                     "selectableFields": [{"jsonPath": ".spec.color"}]}]}
+    })
+}
+
+#[tokio::test]
+async fn versions_are_served_and_objects_stored_in_the_storage_version() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    let group = c.get("/apis/example.com").await.body;
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+    assert_eq!(group["versions"].as_array().unwrap().len(), 2);
+    let r = c.post("/apis/example.com/v1beta1/widgets", &json!({"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"color": "red"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["apiVersion"], "example.com/v1beta1");
+    assert_eq!(r.body["spec"], json!({"color": "red", "size": "small"}));
+    assert_eq!(r.headers["warning"], "299 - \"example.com/v1beta1 Widget is deprecated\"");
+    let v1 = c.get("/apis/example.com/v1/widgets/w").await;
+    assert_eq!(v1.body["apiVersion"], "example.com/v1");
+    assert_eq!(v1.body["metadata"]["resourceVersion"], r.body["metadata"]["resourceVersion"]);
+    let layout = s.store().cache().layout().clone();
+    let key = layout.object_key(s.store().registry().find("example.com", "v1", "widgets").unwrap(), "", "w");
+    assert_eq!(key, format!("{}/example.com/widgets/w", layout.prefix()), "kube-apiserver's layout");
+    let stored = s.store().storage().get(&key).await.unwrap().expect("stored");
+    let stored: Value = serde_json::from_slice(&stored.value).unwrap();
+    assert_eq!(stored["apiVersion"], "example.com/v1", "stored in the storage version");
+    // Selectable fields.
+    let r =
+        c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "x"}, "spec": {"color": "blue"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let sel = c.get("/apis/example.com/v1/widgets?fieldSelector=spec.color%3Dblue").await.body;
+    let names: Vec<&str> =
+        sel["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["x"]);
+    let bad = c.get("/apis/example.com/v1beta1/widgets?fieldSelector=spec.color%3Dblue").await;
+    assert_eq!(bad.code, 400, "v1beta1 does not declare the field: {}", bad.body);
+    // Default printer columns: Name and Age.
+    let t = c.get_accepting("/apis/example.com/v1/widgets", "application/json;as=Table;v=v1;g=meta.k8s.io").await.body;
+    let cols: Vec<&str> =
+        t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(cols, ["Name", "Age"]);
+    // A write in v1 seen by a v1beta1 watcher, converted.
+    let mut w = c.watch("/apis/example.com/v1beta1/widgets?watch=true&fieldSelector=metadata.name%3Dw").await;
+    let ev = w.next_within(SEC).await.unwrap();
+    assert_eq!(
+        (ev["type"].as_str(), ev["object"]["apiVersion"].as_str()),
+        (Some("ADDED"), Some("example.com/v1beta1"))
+    );
+    let r = c
+        .patch("/apis/example.com/v1/widgets/w", "application/merge-patch+json", &json!({"spec": {"size": "large"}}))
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let ev = w.next_within(SEC).await.unwrap();
+    assert_eq!(ev["type"], "MODIFIED");
+    assert_eq!(ev["object"]["apiVersion"], "example.com/v1beta1");
+    assert_eq!(ev["object"]["spec"]["size"], "large");
+    assert_eq!(ev["object"]["metadata"]["generation"], 2);
+}
+
+#[tokio::test]
+async fn definitions_and_their_objects_survive_a_restart() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    let r = c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "kept"}, "spec": {}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(Duration::from_secs(10)).await);
+    let r = c.get("/apis/example.com/v1/widgets/kept").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["size"], "small");
+    assert_eq!(c.get("/apis/example.com/v1beta1/widgets").await.body["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_builder_installs_definitions_before_start_returns() {
+    let yaml = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gears.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: gears, kind: Gear}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#;
+    let s = informer_apiserver::testing::builder().crd(yaml).start().await.unwrap();
+    let c = Client::new(&s);
+    assert_eq!(c.get("/apis/example.com/v1/namespaces/default/widgets").await.code, 200);
+    assert_eq!(c.get("/apis/example.com/v1/gears").await.code, 200);
+    let bad = informer_apiserver::testing::builder().crd("kind: Pod\n").start().await;
+    assert!(bad.is_err());
+    let mut invalid: Value = gadget_crd();
+    invalid["spec"]["scope"] = json!("Everywhere");
+    let e = informer_apiserver::testing::builder().crd(invalid.to_string()).start().await.err().unwrap();
+    assert!(e.to_string().contains("spec.scope: Unsupported value"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_on_one_etcd_serves_a_definition_created_through_any_of_them() {
+    let etcd = informer_apiserver::etcd_process::EtcdProcess::start().unwrap();
+    let start = || informer_apiserver::ApiServer::builder().etcd(vec![etcd.url()]).etcd_prefix("/replicas").start();
+    let (a, b) = (start().await.unwrap(), start().await.unwrap());
+    let (ca, cb) = (Client::new(&a), Client::new(&b));
+    assert_eq!(ca.post(CRDS, &widgets_crd()).await.code, 201);
+    // Served by B as soon as B's watch of etcd shows it established.
+    let path = "/apis/example.com/v1/widgets";
+    eventually("the other replica serves the kind", || async { cb.get(path).await.code == 200 }).await;
+    let r = cb.post(path, &json!({"metadata": {"name": "from-b"}, "spec": {}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let got = ca.get(&format!("{path}/from-b")).await;
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert_eq!(got.body["spec"]["size"], "small");
+    // Deleted through B: both stop serving it.
+    assert_eq!(cb.delete(&format!("{CRDS}/widgets.example.com")).await.code, 200);
+    eventually("A stops serving it", || async { ca.get(path).await.code == 404 }).await;
+    eventually("B stops serving it", || async { cb.get(path).await.code == 404 }).await;
+}
+
+#[tokio::test]
+async fn a_new_server_on_a_data_directory_serves_its_definitions_from_the_start() {
+    let dir = informer_apiserver::testing::temp_data_dir();
+    {
+        let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.unwrap();
+        let c = Client::new(&s);
+        assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+        wait_established(&c, "widgets.example.com").await;
+        let r = c
+            .post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "kept"}, "spec": {"color": "red"}}))
+            .await;
+        assert_eq!(r.code, 201, "{}", r.body);
+        s.stop().await;
+    }
+    let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.unwrap();
+    let c = Client::new(&s);
+    let r = c.get("/apis/example.com/v1beta1/widgets/kept").await;
+    assert_eq!(r.code, 200, "served as soon as start() returns: {}", r.body);
+    assert_eq!(
+        (r.body["apiVersion"].as_str(), r.body["spec"]["color"].as_str()),
+        (Some("example.com/v1beta1"), Some("red"))
+    );
+    let rl = c.get("/apis/example.com/v1").await.body;
+    assert_eq!(rl["resources"][0]["name"], "widgets");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_custom_objects_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut crd = widgets_crd();
+    crd["spec"]["scope"] = json!("Namespaced");
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    create_namespaces(&s, &["doomed"]).await.unwrap();
+    let base = "/apis/example.com/v1/namespaces/doomed/widgets";
+    let r = c.post(base, &json!({"metadata": {"name": "w", "finalizers": ["example.com/hold"]}, "spec": {}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.delete("/api/v1/namespaces/doomed").await.code, 200);
+    eventually("the namespace reports what remains", || async {
+        let ns = c.get("/api/v1/namespaces/doomed").await.body;
+        ns["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "NamespaceContentRemaining"))
+    })
+    .await;
+    let ns = c.get("/api/v1/namespaces/doomed").await.body;
+    let remaining = ns["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "NamespaceContentRemaining")
+        .unwrap()
+        .clone();
+    assert_eq!(remaining["message"], "Some resources are remaining: widgets.example.com has 1 resource instances");
+    let r =
+        c.patch(&format!("{base}/w"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    eventually("the namespace is gone", || async { c.get("/api/v1/namespaces/doomed").await.code == 404 }).await;
+}
+
+#[tokio::test]
+async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    let base = "/apis/example.com/v1/widgets";
+    for n in ["a", "b", "c"] {
+        assert_eq!(c.post(base, &json!({"metadata": {"name": n}, "spec": {}})).await.code, 201);
+    }
+    // Paging.
+    let p1 = c.get(&format!("{base}?limit=2")).await.body;
+    assert_eq!(p1["items"].as_array().unwrap().len(), 2);
+    assert_eq!(p1["metadata"]["remainingItemCount"], 1);
+    let token = p1["metadata"]["continue"].as_str().unwrap();
+    let p2 = c.get(&format!("{base}?limit=2&continue={token}")).await.body;
+    assert_eq!(p2["items"][0]["metadata"]["name"], "c");
+    // Metadata only.
+    let m = c.get_accepting(&format!("{base}/a"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").await;
+    assert_eq!(m.code, 200, "{}", m.body);
+    // A default added to the definition shows on the objects stored before it.
+    let mut crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    for v in crd["spec"]["versions"].as_array_mut().unwrap() {
+        v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["default"] = json!("grey");
+    }
+    let r = c.put(&format!("{CRDS}/widgets.example.com"), &crd).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+    eventually("the new default is served", || async {
+        c.get(&format!("{base}/a")).await.body["spec"]["color"] == "grey"
+    })
+    .await;
+    let listed = c.get(base).await.body;
+    assert!(listed["items"].as_array().unwrap().iter().all(|i| i["spec"]["color"] == "grey"), "{listed}");
+    // Adding a version serves the objects in it.
+    let mut crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    let mut v2 = crd["spec"]["versions"][1].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    assert_eq!(c.put(&format!("{CRDS}/widgets.example.com"), &crd).await.code, 200);
+    eventually("v2 is served", || async { c.get("/apis/example.com/v2/widgets").await.code == 200 }).await;
+    let v2list = c.get("/apis/example.com/v2/widgets").await.body;
+    assert_eq!(v2list["items"].as_array().unwrap().len(), 3);
+    assert_eq!(v2list["items"][0]["apiVersion"], "example.com/v2");
+    assert_eq!(c.get("/apis/example.com").await.body["preferredVersion"]["version"], "v2");
+}

@@ -1,0 +1,116 @@
+//! kubectl on custom resources, with the oldest and the newest kubectl of the machine:
+//! `kubectl apply -f` a CustomResourceDefinition (twice: created, then unchanged), `kubectl wait`
+//! for it to be established, `kubectl apply` and `kubectl get` of the custom kind (its printer
+//! columns), `kubectl get -w` seeing a change, and `kubectl explain` reading its schema.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::server;
+use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.demo.example.org
+spec:
+  group: demo.example.org
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, shortNames: [gd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Mode, type: string, jsonPath: .spec.mode}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A gadget of the demo.
+        properties:
+          spec:
+            type: object
+            description: What the gadget should be.
+            required: [replicas]
+            properties:
+              replicas: {type: integer, minimum: 0, description: How many gadgets.}
+              mode: {type: string, enum: [safe, fast], default: safe, description: How the gadget runs.}
+"#;
+
+fn gadget(name: &str, replicas: u32) -> String {
+    format!("apiVersion: demo.example.org/v1\nkind: Gadget\nmetadata:\n  name: {name}\nspec:\n  replicas: {replicas}\n")
+}
+
+async fn kubectl(bin: &str, kc: &Path, cache: &Path, args: &[&str]) -> (bool, String) {
+    let (ok, out, err) = kubectl_bin(bin, kc, cache, args).await;
+    (ok, format!("{out}{err}"))
+}
+
+#[tokio::test]
+async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let dir = tempdir("kubectl-crd");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let crd = dir.join("crd.yaml");
+        std::fs::write(&crd, CRD).unwrap();
+        let crd = crd.to_str().unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", crd]).await;
+        assert!(ok && out.contains("created"), "{bin}: {out}");
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", crd]).await;
+        assert!(ok && out.contains("unchanged"), "{bin}: {out}");
+        let wait = ["wait", "--for", "condition=Established", "--timeout=10s", "crd/gadgets.demo.example.org"];
+        let (ok, out) = kubectl(bin, &kc, &cache, &wait).await;
+        assert!(ok && out.contains("condition met"), "{bin}: {out}");
+
+        let g = dir.join("gizmo.yaml");
+        std::fs::write(&g, gadget("gizmo", 2)).unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", g.to_str().unwrap()]).await;
+        assert!(ok && out.contains("gadget.demo.example.org/gizmo created"), "{bin}: {out}");
+        let (ok, out) = kubectl(bin, &kc, &cache, &["get", "gadgets"]).await;
+        assert!(ok, "{bin}: {out}");
+        let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(lines, [vec!["NAME", "REPLICAS", "MODE"], vec!["gizmo", "2", "safe"]], "{bin}: {out}");
+
+        // `get -w`: the table, then the row of each change.
+        let mut watch = tokio::process::Command::new(bin)
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(["get", "gd", "-w"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.expect("a line").unwrap().unwrap()
+        };
+        assert!(next().await.starts_with("NAME"), "{bin}");
+        assert_eq!(next().await.split_whitespace().collect::<Vec<_>>(), ["gizmo", "2", "safe"], "{bin}");
+        std::fs::write(&g, gadget("gizmo", 5)).unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", g.to_str().unwrap()]).await;
+        assert!(ok && out.contains("configured"), "{bin}: {out}");
+        assert_eq!(next().await.split_whitespace().collect::<Vec<_>>(), ["gizmo", "5", "safe"], "{bin}");
+        drop(watch);
+
+        let (ok, out) = kubectl(bin, &kc, &cache, &["explain", "gadget.spec"]).await;
+        assert!(ok, "{bin}: {out}");
+        assert!(
+            out.contains("Gadget") && out.contains("replicas") && out.contains("How many gadgets."),
+            "{bin}: {out}"
+        );
+        assert!(out.contains("mode") && out.contains("How the gadget runs."), "{bin}: {out}");
+    }
+}
