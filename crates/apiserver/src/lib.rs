@@ -19,6 +19,7 @@ pub mod etcd_process;
 pub mod field_validation;
 pub mod handlers;
 pub mod list;
+pub mod managed_fields;
 pub mod namespaces;
 pub mod object;
 pub(crate) mod openapi;
@@ -40,6 +41,7 @@ pub(crate) mod validation;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
+pub(crate) mod yaml;
 
 pub use controls::{Controls, Fault, RequestCounts, ShutdownAnswer, UnresponsiveClose};
 pub use registry::{Registry, ResourceInfo, ScaleSubresource};

@@ -3,12 +3,23 @@
 //! The definitions are Kubernetes' own (see the crate's build step): every type with its
 //! properties, `$ref`s between definitions, and the `x-kubernetes-*` extensions that tell how a
 //! field merges (`x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` for strategic
-//! merge patches).
+//! merge patches; `x-kubernetes-list-type`, `x-kubernetes-list-map-keys` and
+//! `x-kubernetes-map-type` for server-side apply).
+//!
+//! Two views walk them: [`Node`]/[`Field`] for strategic merge patches and field validation, and
+//! [`TypeRef`]/[`Atom`] for structured merge (server-side apply and `managedFields`), which sees
+//! every value as a scalar, a list (atomic, a set, or a map keyed by some of its elements'
+//! fields) or a map (a struct with named fields, or a map of one value type; granular or
+//! atomic). A [`Schemas`] is either the built-in definitions or one root schema of the same
+//! JSON-Schema shape (a custom resource's `openAPIV3Schema`, [`Schemas::from_root`]).
 //!
 //! Invariants: the definitions are parsed once, on first use, and never change; a type is
 //! found by its group, version and kind (`x-kubernetes-group-version-kind`); a [`Node`] whose
 //! schema is unknown (a field the schema does not name) answers every question with "no
-//! metadata", so callers fall back to plain JSON semantics below it.
+//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema
+//! (or below `x-kubernetes-preserve-unknown-fields`) is *deduced* as structured-merge-diff deduces
+//! it: maps granular, lists atomic, whatever the value; the `metadata` of an object is always
+//! `ObjectMeta`'s.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -18,10 +29,12 @@ use serde_json::{Map, Value};
 /// The definitions text written by the build step: definition name → schema (OpenAPI v3 form).
 const DEFINITIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/kube-definitions.json"));
 
-/// The parsed definitions and an index by group, version and kind.
-pub(crate) struct Schemas {
+/// The parsed definitions and an index by group, version and kind; or one root schema.
+pub struct Schemas {
     defs: Map<String, Value>,
     by_gvk: HashMap<(String, String, String), String>,
+    /// The root schema of a [`Schemas::from_root`].
+    root: Option<Value>,
 }
 
 /// The built-in types' schemas, parsed on first use.
@@ -46,7 +59,37 @@ impl Schemas {
             let s = |k: &str| gvks[0].get(k).and_then(Value::as_str).unwrap_or_default().to_string();
             by_gvk.insert((s("group"), s("version"), s("kind")), name.clone());
         }
-        Schemas { defs, by_gvk }
+        Schemas { defs, by_gvk, root: None }
+    }
+
+    /// The schemas of one type given by its root schema: a custom resource's
+    /// `openAPIV3Schema` (JSON-Schema with the `x-kubernetes-*` extensions, no `$ref`s). Its
+    /// `metadata` is `ObjectMeta`'s whatever the schema says, as kube-apiserver treats it.
+    pub fn from_root(root: Value) -> Schemas {
+        Schemas { defs: Map::new(), by_gvk: HashMap::new(), root: Some(root) }
+    }
+
+    /// The structured-merge view of the root of a [`Schemas::from_root`].
+    pub(crate) fn root_type(&self) -> TypeRef<'_> {
+        TypeRef {
+            schemas: self,
+            schema: self.root.as_ref(),
+            kind: RefKind::Schema,
+            object_root: true,
+            definition: None,
+        }
+    }
+
+    /// The structured-merge view of a built-in type, if it is one.
+    pub(crate) fn type_of(&self, group: &str, version: &str, kind: &str) -> Option<TypeRef<'_>> {
+        let (name, def) = self.defs.get_key_value(self.name_of(group, version, kind)?)?;
+        Some(TypeRef {
+            schemas: self,
+            schema: Some(def),
+            kind: RefKind::Schema,
+            object_root: true,
+            definition: Some(name),
+        })
     }
 
     /// Every definition, by name.
@@ -66,18 +109,28 @@ impl Schemas {
     }
 
     /// Follows `$ref` (directly or as the single element of `allOf`) to the schema it names.
-    fn resolve<'a>(&'a self, mut v: &'a Value) -> &'a Value {
+    fn resolve<'a>(&'a self, v: &'a Value) -> &'a Value {
+        self.resolve_named(v).0
+    }
+
+    /// [`Self::resolve`], with the name of the definition reached (None when there was no
+    /// `$ref`).
+    fn resolve_named<'a>(&'a self, mut v: &'a Value) -> (&'a Value, Option<&'a str>) {
+        let mut name = None;
         for _ in 0..16 {
             let r = v.get("$ref").or_else(|| v.get("allOf")?.as_array()?.first()?.get("$ref"));
             match r.and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
-                Some(name) => match self.defs.get(name) {
-                    Some(d) => v = d,
-                    None => return v,
+                Some(n) => match self.defs.get_key_value(n) {
+                    Some((k, d)) => {
+                        v = d;
+                        name = Some(k.as_str());
+                    }
+                    None => return (v, name),
                 },
-                None => return v,
+                None => return (v, name),
             }
         }
-        v
+        (v, name)
     }
 }
 
@@ -97,6 +150,13 @@ pub(crate) struct Field<'a> {
     pub(crate) patch_strategy: Option<&'a str>,
     /// `x-kubernetes-patch-merge-key`.
     pub(crate) merge_key: Option<&'a str>,
+    /// `x-kubernetes-list-type` of a list field: "atomic", "set" or "map".
+    pub(crate) list_type: Option<&'a str>,
+    /// `x-kubernetes-list-map-keys` of a list field whose type is "map".
+    pub(crate) list_map_keys: Option<&'a [Value]>,
+    /// `x-kubernetes-map-type` of an object field ("granular" or "atomic"), on the field or
+    /// on the type it refers to.
+    pub(crate) map_type: Option<&'a str>,
 }
 
 impl<'a> Node<'a> {
@@ -142,7 +202,14 @@ impl<'a> Node<'a> {
     }
 
     fn describe(&self, field_schema: Option<&'a Value>) -> Field<'a> {
-        let unknown = Field { node: Node::unknown(self.schemas), patch_strategy: None, merge_key: None };
+        let unknown = Field {
+            node: Node::unknown(self.schemas),
+            patch_strategy: None,
+            merge_key: None,
+            list_type: None,
+            list_map_keys: None,
+            map_type: None,
+        };
         let Some(fs) = field_schema else { return unknown };
         let s = |k: &str| fs.get(k).and_then(Value::as_str);
         let resolved = self.schemas.resolve(fs);
@@ -152,9 +219,329 @@ impl<'a> Node<'a> {
             node: Node { schemas: self.schemas, schema: value },
             patch_strategy: s("x-kubernetes-patch-strategy"),
             merge_key: s("x-kubernetes-patch-merge-key"),
+            list_type: s("x-kubernetes-list-type"),
+            list_map_keys: fs.get("x-kubernetes-list-map-keys").and_then(Value::as_array).map(Vec::as_slice),
+            map_type: s("x-kubernetes-map-type").or_else(|| resolved.get("x-kubernetes-map-type")?.as_str()),
         }
     }
 }
+
+/// A place in a schema as structured merge sees it (structured-merge-diff's type reference).
+#[derive(Clone, Copy)]
+pub(crate) struct TypeRef<'a> {
+    schemas: &'a Schemas,
+    /// The schema here, unresolved (a property's own schema, with its extensions).
+    schema: Option<&'a Value>,
+    kind: RefKind,
+    /// The root of an object: its `metadata` is `ObjectMeta`.
+    object_root: bool,
+    /// The definition `schema` is, when it is one itself (not a `$ref` to it).
+    definition: Option<&'a str>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RefKind {
+    /// Described by `schema`.
+    Schema,
+    /// No schema: maps granular (of deduced values), lists atomic.
+    Deduced,
+    /// No schema, and atomic whatever the value.
+    UntypedAtomic,
+}
+
+/// What a value is, for structured merge: structured-merge-diff's atom.
+#[derive(Clone, Copy)]
+pub(crate) enum Atom<'a> {
+    /// A leaf value.
+    Scalar(Scalar),
+    /// A list.
+    List(ListType<'a>),
+    /// A struct or a map.
+    Map(MapType<'a>),
+}
+
+/// The kind of a scalar, as structured merge validates it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scalar {
+    /// A string.
+    String,
+    /// An integer or a float.
+    Numeric,
+    /// A boolean.
+    Boolean,
+    /// Any scalar (`IntOrString`, `Quantity`, no schema).
+    Untyped,
+}
+
+/// How the elements of a list are told apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ListKind<'a> {
+    /// The list is one value.
+    Atomic,
+    /// A set of scalars (`x-kubernetes-list-type: set`, or a primitive list merged by strategic
+    /// merge patches).
+    Set,
+    /// Elements are maps told apart by these key fields (`x-kubernetes-list-type: map`, or a
+    /// strategic merge key).
+    Map(&'a [Value]),
+}
+
+/// A list's type.
+#[derive(Clone, Copy)]
+pub(crate) struct ListType<'a> {
+    /// How its elements are told apart.
+    pub(crate) kind: ListKind<'a>,
+    /// The elements' type.
+    pub(crate) items: TypeRef<'a>,
+}
+
+/// What a `null` in a struct field stands for, once the object is held as its type holds it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum NullField {
+    /// Nothing: the field is left out (an optional field of a built-in type, or of a custom
+    /// resource's schema unless `nullable`).
+    Drop,
+    /// Go's zero value of a field it always serializes.
+    Zero(&'static Value),
+    /// A null (types without a schema, `nullable` fields).
+    Keep,
+}
+
+/// A map's or struct's type.
+#[derive(Clone, Copy)]
+pub(crate) struct MapType<'a> {
+    /// The whole map is one value (`x-kubernetes-map-type: atomic`).
+    pub(crate) atomic: bool,
+    schemas: &'a Schemas,
+    /// The struct's named fields.
+    properties: Option<&'a Map<String, Value>>,
+    /// The type of other keys (a map's values; deduced values where unknown fields are kept).
+    elements: Option<TypeRef<'a>>,
+    /// The struct's definition (built-in types), for what Go always serializes.
+    definition: Option<&'a str>,
+    required: Option<&'a [Value]>,
+    object_root: bool,
+}
+
+impl<'a> TypeRef<'a> {
+    /// A type without a schema (a custom resource without one): deduced from the values, with
+    /// `ObjectMeta` for `metadata`.
+    pub(crate) fn unknown_object(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None }
+    }
+
+    fn deduced(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None }
+    }
+
+    fn untyped_atomic(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::UntypedAtomic, object_root: false, definition: None }
+    }
+
+    fn of(schemas: &'a Schemas, schema: &'a Value) -> Self {
+        TypeRef { schemas, schema: Some(schema), kind: RefKind::Schema, object_root: false, definition: None }
+    }
+
+    /// Whether the type is described by a schema (not deduced from values).
+    pub(crate) fn is_typed(&self) -> bool {
+        self.kind == RefKind::Schema
+    }
+
+    /// The atom for `value` (None: absent): the schema's, or the one the value's JSON type
+    /// deduces where there is no schema. A schema allowing several kinds (`oneOf`, no type)
+    /// takes the value's.
+    pub(crate) fn atom(&self, value: Option<&Value>) -> Atom<'a> {
+        let by_value = |map: MapType<'a>, list: ListType<'a>| match value {
+            Some(Value::Array(_)) => Atom::List(list),
+            Some(Value::Object(_) | Value::Null) | None => Atom::Map(map),
+            Some(_) => Atom::Scalar(Scalar::Untyped),
+        };
+        let plain_map = |atomic: bool, elements: TypeRef<'a>| MapType {
+            atomic,
+            schemas: self.schemas,
+            properties: None,
+            elements: Some(elements),
+            definition: None,
+            required: None,
+            object_root: self.object_root,
+        };
+        let atomic_list = |items: TypeRef<'a>| ListType { kind: ListKind::Atomic, items };
+        let s = self.schemas;
+        match self.kind {
+            RefKind::Deduced => {
+                by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)))
+            }
+            RefKind::UntypedAtomic => {
+                by_value(plain_map(true, TypeRef::untyped_atomic(s)), atomic_list(TypeRef::untyped_atomic(s)))
+            }
+            RefKind::Schema => {
+                let Some(own) = self.schema else {
+                    return by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)));
+                };
+                let (resolved, definition) = s.resolve_named(own);
+                let definition = definition.or(self.definition);
+                let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
+                let preserve = ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+                if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+                    return Atom::Scalar(Scalar::Untyped);
+                }
+                match resolved.get("type").and_then(Value::as_str) {
+                    Some("object") => {
+                        let properties = resolved.get("properties").and_then(Value::as_object);
+                        let additional = resolved.get("additionalProperties").filter(|a| a.is_object());
+                        let elements = match (additional, preserve, properties) {
+                            (Some(a), _, _) => Some(TypeRef::of(s, a)),
+                            (None, true, _) => Some(TypeRef::deduced(s)),
+                            (None, false, Some(_)) => None,
+                            (None, false, None) => Some(TypeRef::untyped_atomic(s)),
+                        };
+                        Atom::Map(MapType {
+                            atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
+                            schemas: s,
+                            properties,
+                            elements,
+                            definition,
+                            required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
+                            object_root: self.object_root,
+                        })
+                    }
+                    Some("array") => {
+                        let items = match resolved.get("items") {
+                            Some(i) => TypeRef::of(s, i),
+                            None => TypeRef::untyped_atomic(s),
+                        };
+                        let kind = list_kind(own, resolved);
+                        Atom::List(ListType { kind, items })
+                    }
+                    Some("string") => Atom::Scalar(Scalar::String),
+                    Some("integer" | "number") => Atom::Scalar(Scalar::Numeric),
+                    Some("boolean") => Atom::Scalar(Scalar::Boolean),
+                    Some(_) => Atom::Scalar(Scalar::Untyped),
+                    None if resolved.get("oneOf").is_some() => match value {
+                        Some(Value::Array(_) | Value::Object(_)) => by_value(
+                            plain_map(true, TypeRef::untyped_atomic(s)),
+                            atomic_list(TypeRef::untyped_atomic(s)),
+                        ),
+                        _ => Atom::Scalar(Scalar::Untyped),
+                    },
+                    None if preserve => {
+                        by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)))
+                    }
+                    None => {
+                        by_value(plain_map(true, TypeRef::untyped_atomic(s)), atomic_list(TypeRef::untyped_atomic(s)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a list schema's elements are told apart, as kube's OpenAPI-to-structured-merge
+/// conversion decides: `x-kubernetes-list-type` first, else a strategic `merge` (keyed by the
+/// merge key, or a set without one), else atomic.
+fn list_kind<'a>(own: &'a Value, resolved: &'a Value) -> ListKind<'a> {
+    let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
+    match ext("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => return ListKind::Set,
+        Some("map") => {
+            return match ext("x-kubernetes-list-map-keys").and_then(Value::as_array) {
+                Some(keys) if !keys.is_empty() => ListKind::Map(keys.as_slice()),
+                _ => ListKind::Atomic,
+            };
+        }
+        Some(_) => return ListKind::Atomic,
+        None => {}
+    }
+    match ext("x-kubernetes-patch-strategy").and_then(Value::as_str) {
+        Some("merge" | "merge,retainKeys") => match ext("x-kubernetes-patch-merge-key") {
+            Some(k @ Value::String(_)) => ListKind::Map(std::slice::from_ref(k)),
+            _ => ListKind::Set,
+        },
+        _ => ListKind::Atomic,
+    }
+}
+
+impl<'a> ListType<'a> {
+    /// The value a map-list element's key field takes when the element leaves it out (the
+    /// schema's default: `protocol: TCP` of container and service ports).
+    pub(crate) fn key_default(&self, key: &str) -> Option<&'static Value> {
+        let own = self.items.schema?;
+        let (_, def) = self.items.schemas.resolve_named(own);
+        crate::managed_fields::presence::key_default(def?, key)
+    }
+}
+
+impl<'a> MapType<'a> {
+    /// The type of key `name`: a named field's, else the map's value type; None for a field a
+    /// struct does not declare.
+    pub(crate) fn field(&self, name: &str) -> Option<TypeRef<'a>> {
+        if self.object_root {
+            match name {
+                "metadata" => {
+                    let b = builtin();
+                    let meta = b.defs.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
+                    return Some(TypeRef::of(b, meta));
+                }
+                "apiVersion" | "kind" => return Some(TypeRef::of(builtin(), &STRING_SCHEMA)),
+                _ => {}
+            }
+        }
+        if let Some(p) = self.properties.and_then(|p| p.get(name)) {
+            return Some(TypeRef::of(self.schemas, p));
+        }
+        self.elements
+    }
+
+    /// The type of key `name`, deduced from the value for a field a struct does not declare.
+    pub(crate) fn field_or_deduced(&self, name: &str) -> TypeRef<'a> {
+        self.field(name).unwrap_or_else(|| TypeRef::deduced(self.schemas))
+    }
+
+    /// Whether `name` is a field the struct declares (not a map key).
+    pub(crate) fn is_named_field(&self, name: &str) -> bool {
+        (self.object_root && matches!(name, "metadata" | "apiVersion" | "kind"))
+            || self.properties.is_some_and(|p| p.contains_key(name))
+    }
+
+    /// What a `null` in field `name` becomes.
+    pub(crate) fn null_field(&self, name: &str) -> NullField {
+        if self.object_root && name == "metadata" {
+            return NullField::Drop;
+        }
+        let Some(props) = self.properties else { return NullField::Keep };
+        if self.definition.is_some() && std::ptr::eq(self.schemas, builtin()) {
+            return match self.zero_value(name) {
+                Some(z) => NullField::Zero(z),
+                None => NullField::Drop,
+            };
+        }
+        match props.get(name) {
+            Some(p) if p.get("nullable").and_then(Value::as_bool) == Some(true) => NullField::Keep,
+            Some(_) => NullField::Drop,
+            None => NullField::Keep,
+        }
+    }
+
+    /// Whether keys the struct does not declare are refused (it has neither a value type for
+    /// other keys nor keeps unknown fields).
+    pub(crate) fn closed(&self) -> bool {
+        self.elements.is_none()
+    }
+
+    /// The value Go's struct holds for field `name` when a request leaves it out, when Go
+    /// always serializes the field (see [`crate::managed_fields::presence`]); None for fields
+    /// that are absent when unset, and for every field of a type without built-in schema.
+    pub(crate) fn zero_value(&self, name: &str) -> Option<&'static Value> {
+        let def = self.definition?;
+        if !std::ptr::eq(self.schemas, builtin()) {
+            return None;
+        }
+        let required = self.required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)));
+        crate::managed_fields::presence::zero_value(def, name, required)
+    }
+}
+
+static STRING_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| serde_json::json!({"type": "string"}));
 
 #[cfg(test)]
 mod tests {
