@@ -9,6 +9,7 @@
 //! compaction, dropped watches, restarts, graceful shutdown) are methods of
 //! [`ApiServer`]; [`chaos`] injects them at random.
 
+pub mod apply;
 pub mod body;
 pub mod cache;
 pub mod chaos;
@@ -41,6 +42,7 @@ pub(crate) mod validation;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
+pub mod write_options;
 pub(crate) mod yaml;
 
 pub use controls::{Controls, Fault, RequestCounts, ShutdownAnswer, UnresponsiveClose};

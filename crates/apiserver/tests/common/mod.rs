@@ -42,6 +42,17 @@ impl Client {
     }
 
     fn build(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Request<Full<Bytes>> {
+        self.build_as(method, path, body, ct, None)
+    }
+
+    fn build_as(
+        &self,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+        ct: &str,
+        user_agent: Option<&str>,
+    ) -> Request<Full<Bytes>> {
         let mut b = Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
@@ -50,15 +61,23 @@ impl Client {
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {t}"));
         }
+        if let Some(ua) = user_agent {
+            b = b.header("user-agent", ua);
+        }
         b.body(Full::new(Bytes::from(body))).expect("request")
     }
 
     pub async fn send_raw(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Resp {
-        let resp =
-            tokio::time::timeout(Duration::from_secs(20), self.inner.request(self.build(method, path, body, ct)))
-                .await
-                .expect("request timed out")
-                .expect("request failed");
+        self.send_as(method, path, body, ct, None).await
+    }
+
+    /// Sends a request with the given User-Agent (none: no User-Agent header).
+    pub async fn send_as(&self, method: Method, path: &str, body: Vec<u8>, ct: &str, user_agent: Option<&str>) -> Resp {
+        let req = self.build_as(method, path, body, ct, user_agent);
+        let resp = tokio::time::timeout(Duration::from_secs(20), self.inner.request(req))
+            .await
+            .expect("request timed out")
+            .expect("request failed");
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let raw = tokio::time::timeout(Duration::from_secs(30), resp.into_body().collect())
