@@ -503,6 +503,34 @@ impl<'a> MapType<'a> {
             || self.properties.is_some_and(|p| p.contains_key(name))
     }
 
+    /// The value field `name` has in the Go struct of a built-in type, given its JSON value (None:
+    /// absent): the zero value Go always serializes where the JSON leaves it out or has `null`,
+    /// and nothing for an empty list or map in a field Go leaves out when empty. Other types'
+    /// values are taken as they are.
+    pub(crate) fn go_value<'v>(&self, name: &str, v: Option<&'v Value>) -> Option<&'v Value> {
+        if self.definition.is_none() || !std::ptr::eq(self.schemas, builtin()) {
+            return v;
+        }
+        match v {
+            None | Some(Value::Null) => self.zero_value(name),
+            Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) => None,
+            Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
+            other => other,
+        }
+    }
+
+    fn is_required(&self, name: &str) -> bool {
+        self.required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)))
+    }
+
+    /// Whether field `name` is a map of values (not a struct).
+    fn is_plain_map(&self, name: &str) -> bool {
+        self.properties.and_then(|p| p.get(name)).is_some_and(|p| {
+            let r = self.schemas.resolve(p);
+            r.get("additionalProperties").is_some_and(Value::is_object)
+        })
+    }
+
     /// What a `null` in field `name` becomes.
     pub(crate) fn null_field(&self, name: &str) -> NullField {
         if self.object_root && name == "metadata" {
@@ -536,8 +564,7 @@ impl<'a> MapType<'a> {
         if !std::ptr::eq(self.schemas, builtin()) {
             return None;
         }
-        let required = self.required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)));
-        crate::managed_fields::presence::zero_value(def, name, required)
+        crate::managed_fields::presence::zero_value(def, name, self.is_required(name))
     }
 }
 

@@ -65,12 +65,14 @@ async fn kubectl_server_side_applies_match_kube_apiserver() {
     let got = c.get(&api).await;
     assert_eq!(comparable_managed(&got.body), comparable_managed(&recorded("31-ssa-1b-get-after-alpha.txt").response));
 
+    assert_eq!(got.body["metadata"]["generation"], 1);
+
     // 32: beta wants another replica count: a conflict with alpha, nothing written.
     replay(&c, "32-ssa-2-beta-conflict-409.txt").await;
     assert_eq!(c.get(&api).await.body["metadata"]["resourceVersion"], got.body["metadata"]["resourceVersion"]);
 
     // 33: --force-conflicts: beta takes spec.replicas from alpha.
-    replay(&c, "33-ssa-3-beta-force-conflicts.txt").await;
+    assert_eq!(replay(&c, "33-ssa-3-beta-force-conflicts.txt").await["metadata"]["generation"], 2);
     let got = c.get(&api).await;
     assert_eq!(
         comparable_managed(&got.body),
@@ -79,7 +81,7 @@ async fn kubectl_server_side_applies_match_kube_apiserver() {
 
     // 34: alpha stops applying replicas (beta's: kept), the proxy container and its owner label
     // (its alone: removed).
-    replay(&c, "34-ssa-4-alpha-removes-fields.txt").await;
+    assert_eq!(replay(&c, "34-ssa-4-alpha-removes-fields.txt").await["metadata"]["generation"], 3);
     let got = c.get(&api).await;
     assert_eq!(
         comparable_managed(&got.body),
@@ -90,6 +92,7 @@ async fn kubectl_server_side_applies_match_kube_apiserver() {
     replay(&c, "35-ssa-5-raw-apply-yaml-gamma-conflict-409.txt").await;
     // 36: the same count: shared ownership of spec.replicas, and gamma's new label.
     let shared = replay(&c, "36-ssa-6-raw-apply-yaml-gamma-shared-ownership.txt").await;
+    assert_eq!(shared["metadata"]["generation"], 3, "a label is not the spec");
     assert_eq!(
         managers(&shared),
         [("alpha".into(), "Apply".into()), ("beta".into(), "Apply".into()), ("gamma".into(), "Apply".into())]

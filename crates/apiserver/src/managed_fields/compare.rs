@@ -5,8 +5,9 @@
 //! maps, empty lists and maps) are compared by value; a list element or map entry present on
 //! one side only is added or removed together with everything below it; a struct field that
 //! Go always serializes (see [`super::presence`]) counts as present with its zero value where
-//! the JSON leaves it out, so that it is never added or removed as a whole. One walk over both
-//! values, without copying them.
+//! the JSON leaves it out, so that it is never added or removed as a whole, and an empty list
+//! or map in a field Go leaves out when empty counts as absent (built-in types are compared as
+//! kube-apiserver compares their Go structs). One walk over both values, without copying them.
 
 use std::collections::BTreeMap;
 
@@ -178,8 +179,8 @@ impl Walk {
                 }
             };
             let Some(key) = key else { break };
-            let lv = l.and_then(|m| m.get(key).or_else(|| map.zero_value(key)));
-            let rv = r.and_then(|m| m.get(key).or_else(|| map.zero_value(key)));
+            let lv = l.and_then(|m| map.go_value(key, m.get(key)));
+            let rv = r.and_then(|m| map.go_value(key, m.get(key)));
             self.child(PathElement::field(key), lv, rv, map.field_or_deduced(key));
         }
     }

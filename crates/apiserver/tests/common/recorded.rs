@@ -77,13 +77,13 @@ pub fn comparable(v: &Value) -> Value {
 }
 
 /// An object without what differs between two servers, keeping who manages which field:
-/// identity, resourceVersion and creation time removed; each `managedFields` entry's time
+/// identity, resourceVersion, creation time and generation removed; each `managedFields` entry's time
 /// replaced by a marker (kept absent where it is) and the entries sorted by operation,
 /// manager, API version and subresource (their order by time depends on when the writes ran).
 pub fn comparable_managed(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"] {
+        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"] {
             m.remove(f);
         }
         if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
