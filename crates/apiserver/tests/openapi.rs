@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::tools::{kubectl_bin, tempdir};
+use common::tools::{kubectl_bin, kubectl_versions, tempdir};
 use common::*;
 use http::Method;
 use serde_json::{Value, json};
@@ -148,28 +148,6 @@ fn containers_of(v: &Value) -> Vec<(String, String)> {
 
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
-}
-
-/// The kubectl binaries of the machine (`kubectl.1.27` … `kubectl.1.33`), on PATH or beside the
-/// `kubectl` on PATH (the Cloud SDK's dispatcher keeps them there).
-fn kubectl_versions() -> Vec<String> {
-    let beside = std::env::var_os("PATH")
-        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|k| k.exists()))
-        .and_then(|k| std::fs::canonicalize(k).ok())
-        .and_then(|k| k.parent().map(Path::to_path_buf));
-    let found: Vec<String> = (27..=33)
-        .filter_map(|m| {
-            let name = format!("kubectl.1.{m}");
-            let path = beside.as_ref().map(|d| d.join(&name)).filter(|p| p.exists());
-            let bin = path.map(|p| p.to_string_lossy().into_owned()).unwrap_or(name);
-            std::process::Command::new(&bin).args(["version", "--client"]).output().is_ok().then_some(bin)
-        })
-        .collect();
-    assert!(
-        found.iter().any(|b| b.ends_with("kubectl.1.27")) && found.iter().any(|b| b.ends_with("kubectl.1.33")),
-        "kubectl.1.27 … kubectl.1.33 must be on PATH, found {found:?}"
-    );
-    found
 }
 
 #[tokio::test]

@@ -36,3 +36,25 @@ pub async fn kubectl_bin(bin: &str, kc: &Path, cache: &Path, args: &[&str]) -> (
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The kubectl binaries of the machine (`kubectl.1.27` … `kubectl.1.33`), on PATH or beside the
+/// `kubectl` on PATH (the Cloud SDK's dispatcher keeps them there).
+pub fn kubectl_versions() -> Vec<String> {
+    let beside = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|k| k.exists()))
+        .and_then(|k| std::fs::canonicalize(k).ok())
+        .and_then(|k| k.parent().map(Path::to_path_buf));
+    let found: Vec<String> = (27..=33)
+        .filter_map(|m| {
+            let name = format!("kubectl.1.{m}");
+            let path = beside.as_ref().map(|d| d.join(&name)).filter(|p| p.exists());
+            let bin = path.map(|p| p.to_string_lossy().into_owned()).unwrap_or(name);
+            std::process::Command::new(&bin).args(["version", "--client"]).output().is_ok().then_some(bin)
+        })
+        .collect();
+    assert!(
+        found.iter().any(|b| b.ends_with("kubectl.1.27")) && found.iter().any(|b| b.ends_with("kubectl.1.33")),
+        "kubectl.1.27 … kubectl.1.33 must be on PATH, found {found:?}"
+    );
+    found
+}
