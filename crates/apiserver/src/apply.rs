@@ -222,9 +222,7 @@ impl Store {
                     managed_fields::apply(&mut managers, &live, &config, ctx, &key, opts.force, &object::now_rfc3339())
                         .map_err(apply_error)?;
                 check_duplicates(opts.validation, &duplicates)?;
-                let mut obj = applied.object;
-                managed_fields::normalize_nulls(&mut obj, ty);
-                let Value::Object(obj) = obj else {
+                let Value::Object(obj) = applied.object else {
                     return Err(ApiError::internal("the applied object is not an object"));
                 };
                 check_name(&obj, name, ns)?;
@@ -258,8 +256,7 @@ impl Store {
         let applied = managed_fields::apply(&mut managers, &zero, config, ctx, key, opts.force, &object::now_rfc3339())
             .map_err(apply_error)?;
         check_duplicates(opts.validation, duplicates)?;
-        let mut obj = applied.object;
-        managed_fields::normalize_nulls(&mut obj, ty);
+        let obj = applied.object;
         if let Some(uid) =
             obj.get("metadata").and_then(|m| m.get("uid")).and_then(Value::as_str).filter(|u| !u.is_empty())
         {

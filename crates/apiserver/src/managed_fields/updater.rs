@@ -110,7 +110,8 @@ pub(crate) fn update(
     cap_update_managers(managers);
 }
 
-/// What an apply gives: the object to store and whether it differs from the live one.
+/// What an apply gives: the object to store (as the type holds it: without the nulls Go would
+/// not keep) and whether it differs from the live one.
 pub(crate) struct Applied {
     /// The merged, pruned object.
     pub(crate) object: Value,
@@ -135,10 +136,12 @@ pub(crate) fn apply(
     let mut next = managers.clone();
     next.0
         .insert(manager.clone(), Entry { set: claimed.clone(), api_version: ctx.api_version.to_string(), time: None });
-    let object = match &last {
+    let mut object = match &last {
         Some(last) if !last.is_empty() => prune(merged, &next, last, ctx.ty),
         _ => merged,
     };
+    // As Go's types hold it: the nulls removal leaves become absent fields or zero values.
+    super::normalize_nulls(&mut object, ctx.ty);
     let cmp = compare(live, &object, ctx.ty).excluding(ctx.ignored);
     take_from_others(&mut next, manager, &cmp, force)?;
     let changed = !super::path::values_equal(live, &object);
@@ -359,5 +362,110 @@ mod tests {
         assert!(!again.changed);
         assert_eq!(again.object, out.object);
         assert_eq!(m, before);
+    }
+
+    /// Whether `path` names something in `v` (a port without protocol has the default, TCP).
+    fn present(v: &Value, path: &[PathElement]) -> bool {
+        let Some((pe, rest)) = path.split_first() else { return true };
+        let tcp = json!("TCP");
+        let child = match (pe, v) {
+            (PathElement::Field(f), Value::Object(m)) => m.get(&**f),
+            (PathElement::Key(keys), Value::Array(items)) => items.iter().find(|i| {
+                keys.iter().all(|(k, kv)| {
+                    let x = i.get(&**k).or((k.as_ref() == "protocol").then_some(&tcp));
+                    x.is_some_and(|x| crate::managed_fields::path::values_equal(x, kv))
+                })
+            }),
+            (PathElement::Value(x), Value::Array(items)) => items.iter().find(|i| *i == &**x),
+            _ => None,
+        };
+        child.is_some_and(|c| present(c, rest))
+    }
+
+    fn arb_config() -> impl Strategy<Value = Value> {
+        let labels = proptest::collection::btree_map("[abc]", "[12]", 0..3);
+        let finalizers = proptest::collection::btree_set("f[12]", 0..3);
+        let container = ("[xyz]", "i[12]", proptest::option::of(proptest::collection::btree_set(80u16..82, 1..3)));
+        let containers = proptest::collection::vec(container, 0..3);
+        (labels, finalizers, proptest::option::of(1u8..4), containers).prop_map(
+            |(labels, finalizers, replicas, containers)| {
+                let mut spec = serde_json::Map::new();
+                if let Some(r) = replicas {
+                    spec.insert("replicas".into(), json!(r));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                let cs: Vec<Value> = containers
+                    .into_iter()
+                    .filter(|(n, _, _)| seen.insert(n.clone()))
+                    .map(|(n, image, ports)| {
+                        let mut c = json!({"name": n, "image": image});
+                        if let Some(ports) = ports {
+                            c["ports"] = ports.into_iter().map(|p| json!({"containerPort": p})).collect();
+                        }
+                        c
+                    })
+                    .collect();
+                if !cs.is_empty() {
+                    spec.insert("template".into(), json!({"spec": {"containers": cs}}));
+                }
+                let mut meta = json!({"name": "d"});
+                if !labels.is_empty() {
+                    meta["labels"] = json!(labels);
+                }
+                if !finalizers.is_empty() {
+                    meta["finalizers"] = json!(finalizers);
+                }
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
+            },
+        )
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn applies_are_idempotent_and_never_remove_what_others_own(
+            steps in proptest::collection::vec((0usize..3, arb_config(), any::<bool>()), 1..8)
+        ) {
+            let none = FieldSet::new();
+            let names = ["a", "b", "c"];
+            let mut managers = Managers::default();
+            let mut live = json!({});
+            for (who, config, force) in steps {
+                let key = ManagerKey::new(names[who], Operation::Apply, "apps/v1", "");
+                let before = managers.clone();
+                let mut next = managers.clone();
+                let Ok(out) = apply(&mut next, &live, &config, ctx(&none), &key, force, "t") else {
+                    // A refused apply (a conflict) changes nothing.
+                    prop_assert!(!force);
+                    continue;
+                };
+                // Nothing another manager owned is gone.
+                for (k, e) in &before.0 {
+                    if *k == key {
+                        continue;
+                    }
+                    for p in e.set.paths() {
+                        if present(&live, &p.0) {
+                            prop_assert!(present(&out.object, &p.0), "{} of {} removed by {}", p, k.manager, key.manager);
+                        }
+                    }
+                }
+                // The applier owns what it applied.
+                let claimed = field_set(&config, deployment()).difference(stripped());
+                let owned = next.0.get(&key).map(|e| e.set.clone()).unwrap_or_default();
+                prop_assert_eq!(&owned, &claimed);
+                // Applying it again is a no-op.
+                let mut again = next.clone();
+                let repeat = apply(&mut again, &out.object, &config, ctx(&none), &key, false, "u");
+                prop_assert!(repeat.is_ok(), "re-applying conflicted: {:?}", repeat.err().map(|e| format!("{e:?}")));
+                let repeat = repeat.unwrap();
+                prop_assert!(!repeat.changed);
+                prop_assert_eq!(&repeat.object, &out.object);
+                prop_assert_eq!(&again, &next);
+                managers = next;
+                live = out.object;
+            }
+        }
     }
 }
