@@ -153,6 +153,22 @@ fn check_duplicates(validation: FieldValidation, duplicates: &[String]) -> Resul
     }
 }
 
+/// The field manager of `kubectl apply --server-side`.
+const KUBECTL: &str = "kubectl";
+
+/// Keeps an object's client-side `last-applied-configuration`, if it has one, in step with
+/// kubectl's server-side applies (so a later client-side apply computes the right patch).
+fn update_last_applied(object: &mut Value, config: &Value) {
+    let Some(annotations) =
+        object.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if annotations.get(managed_fields::LAST_APPLIED).and_then(Value::as_str).is_some_and(|a| !a.is_empty()) {
+        annotations.insert(managed_fields::LAST_APPLIED.into(), managed_fields::last_applied_of(config).into());
+    }
+}
+
 fn apply_error(e: ApplyError) -> ApiError {
     match e {
         ApplyError::Conflicts(c) => managed_fields::conflict_error(&c),
@@ -218,11 +234,25 @@ impl Store {
                     .map_err(|e| ApiError::new(500, "", format!("failed to decode managed fields: {e}")))?;
                 let ignored = managed_fields::ignored_fields(info, opts.target, &[&live, &config]);
                 let ctx = managed_fields::Context { ty, api_version: &api_version, ignored: &ignored };
-                let applied =
-                    managed_fields::apply(&mut managers, &live, &config, ctx, &key, opts.force, &object::now_rfc3339())
-                        .map_err(apply_error)?;
+                let now = object::now_rfc3339();
+                let applied = match managed_fields::apply(&mut managers, &live, &config, ctx, &key, opts.force, &now) {
+                    // kubectl moving from client-side apply: its last-applied configuration
+                    // says which conflicting fields were its own.
+                    Err(ApplyError::Conflicts(c)) if opts.field_manager == KUBECTL => {
+                        match managed_fields::conflicts_beyond_last_applied(&live, ctx, c) {
+                            None => managed_fields::apply(&mut managers, &live, &config, ctx, &key, true, &now),
+                            Some(rest) => Err(ApplyError::Conflicts(rest)),
+                        }
+                    }
+                    other => other,
+                }
+                .map_err(apply_error)?;
                 check_duplicates(opts.validation, &duplicates)?;
-                let Value::Object(obj) = applied.object else {
+                let mut object = applied.object;
+                if opts.field_manager == KUBECTL {
+                    update_last_applied(&mut object, &config);
+                }
+                let Value::Object(obj) = object else {
                     return Err(ApiError::internal("the applied object is not an object"));
                 };
                 check_name(&obj, name, ns)?;

@@ -270,12 +270,6 @@ fn require_json_body(req: &Request<Incoming>) -> Result<(), ApiError> {
     }
 }
 
-/// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
-fn field_validation_param(query: &[(String, String)], options: &str) -> Result<FieldValidation, ApiError> {
-    let value = query.iter().rev().find(|(k, _)| k == "fieldValidation").map(|(_, v)| v.as_str());
-    FieldValidation::parse(value, options)
-}
-
 /// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
 /// fields dropped, each refused, warned about or passed over as `validation` says.
 fn decode_object(info: &ResourceInfo, b: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {

@@ -393,6 +393,30 @@ fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &s
     }
 }
 
+/// The `managedFields` a write stores: the live ones as they are, or new ones.
+pub(crate) enum Tracked {
+    /// The stored entries, unchanged (None: there are none).
+    Kept(Option<Value>),
+    /// New entries.
+    Changed(Managers),
+}
+
+impl Tracked {
+    /// Writes them into the object's metadata.
+    fn store_into(self, obj: &mut Map<String, Value>) {
+        match self {
+            Tracked::Changed(m) => managed_fields::store_into(obj, &m),
+            Tracked::Kept(v) => {
+                let meta = meta_mut(obj);
+                match v {
+                    Some(v) => meta.insert("managedFields".into(), v),
+                    None => meta.remove("managedFields"),
+                };
+            }
+        }
+    }
+}
+
 /// The managers of `obj`, the successor of `old` a write computed (its `managedFields` taken out
 /// of it), as `tracking` says they change.
 fn track(
@@ -402,7 +426,7 @@ fn track(
     opts: &WriteOpts,
     tracking: Tracking,
     requested: managed_fields::Requested,
-) -> Managers {
+) -> Tracked {
     let mut old_value = old.value();
     let old_managed =
         old_value.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
@@ -412,25 +436,24 @@ fn track(
     let api_version = info.api_version();
     let manager = managed_fields::recorded_name(&opts.field_manager);
     match tracking {
-        Tracking::Applied(m) => m,
+        Tracking::Applied(m) => Tracked::Changed(m),
         Tracking::Scale => {
-            let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
-            if let Some(sub) = &info.scale_subresource {
-                let path: Vec<&str> = sub.spec_replicas_path.split('.').filter(|s| !s.is_empty()).collect();
-                let old_replicas = path.iter().try_fold(&old_value, |v, seg| v.get(seg));
-                let new_replicas = match path.split_first() {
-                    Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
-                    None => None,
-                };
-                if old_replicas != new_replicas {
-                    managed_fields::scale(&mut m, &managed_fields::Path::fields(&path), manager, &api_version);
-                }
+            let Some(sub) = &info.scale_subresource else { return Tracked::Kept(old_managed) };
+            let path: Vec<&str> = sub.spec_replicas_path.split('.').filter(|s| !s.is_empty()).collect();
+            let old_replicas = path.iter().try_fold(&old_value, |v, seg| v.get(seg));
+            let new_replicas = match path.split_first() {
+                Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
+                None => None,
+            };
+            if old_replicas == new_replicas {
+                return Tracked::Kept(old_managed);
             }
-            m
+            let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
+            managed_fields::scale(&mut m, &managed_fields::Path::fields(&path), manager, &api_version);
+            Tracked::Changed(m)
         }
         Tracking::Update => {
             let subresource = managed_fields::subresource_of(opts.target);
-            let mut m = managed_fields::base_managers(old_managed.as_ref(), requested, opts.target != Target::Main);
             let new = Value::Object(std::mem::take(obj));
             let ignored = managed_fields::ignored_fields(info, opts.target, &[&old_value, &new]);
             let ctx = managed_fields::Context {
@@ -438,12 +461,18 @@ fn track(
                 api_version: &api_version,
                 ignored: &ignored,
             };
-            let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
-            managed_fields::update(&mut m, &old_value, &new, ctx, &key, &object::now_rfc3339());
+            let cmp = managed_fields::changes(&old_value, &new, ctx);
             if let Value::Object(o) = new {
                 *obj = o;
             }
-            m
+            let keeps = opts.target != Target::Main || requested == managed_fields::Requested::Absent;
+            if keeps && cmp.is_same() {
+                return Tracked::Kept(old_managed);
+            }
+            let mut m = managed_fields::base_managers(old_managed.as_ref(), requested, opts.target != Target::Main);
+            let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
+            managed_fields::record(&mut m, &cmp, ctx, &key, &object::now_rfc3339());
+            Tracked::Changed(m)
         }
     }
 }
@@ -1024,7 +1053,7 @@ impl Store {
             let g = old.generation.max(1);
             meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
         }
-        managed_fields::store_into(&mut obj, &managers);
+        managers.store_into(&mut obj);
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj)?;

@@ -475,3 +475,53 @@ async fn kube_rs_patch_apply_conflicts_then_forces() {
     assert_eq!(entry(&stored, "team-b", None)["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
     assert!(entry(&stored, "team-a", None)["fieldsV1"]["f:spec"].get("f:replicas").is_none());
 }
+
+#[tokio::test]
+async fn kubectl_moves_from_client_side_to_server_side_apply() {
+    let s = server().await;
+    let dir = tempdir("kubectl-csa-ssa");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let file = dir.join("mine.yaml");
+    let f = file.to_str().unwrap();
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let cache = dir.join(format!("cache-{}", bin.rsplit('/').next().unwrap()));
+        let name = format!("move-{}", bin.rsplit('.').next().unwrap());
+        std::fs::write(&file, manifest(&name, Some(2), &[("web", "nginx:1.27")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", f]).await;
+        assert!(ok && out.contains("created"), "{bin}: {out}{err}");
+        // The fields client-side apply set are kubectl-client-side-apply's; its last-applied
+        // configuration shows they are what kubectl applied, so server-side apply takes them.
+        std::fs::write(&file, manifest(&name, Some(2), &[("web", "nginx:1.28")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "--server-side", "-f", f]).await;
+        assert!(ok && out.contains("serverside-applied"), "{bin}: {out}{err}");
+        let stored = s.get("deployments", "default", &name).await.unwrap();
+        assert_eq!(stored["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28", "{bin}");
+        let image = "f:image";
+        let kubectl = entry(&stored, "kubectl", None);
+        assert_eq!(kubectl["operation"], "Apply", "{bin}");
+        assert!(
+            kubectl["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"web\"}"]
+                .get(image)
+                .is_some(),
+            "{bin}: {stored}"
+        );
+        // The last-applied configuration follows, for a later client-side apply.
+        let last: Value = serde_json::from_str(
+            stored["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(last["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28", "{bin}");
+        // A field last applied with another value than the live one is not kubectl's to take.
+        let mut other = s.get("deployments", "default", &name).await.unwrap();
+        other["spec"]["replicas"] = json!(4);
+        other["metadata"].as_object_mut().unwrap().remove("managedFields");
+        let c = Client::new(&s);
+        let r = c.put(&format!("/apis/apps/v1/namespaces/default/deployments/{name}?fieldManager=hpa"), &other).await;
+        assert_eq!(r.code, 200, "{}", r.body);
+        std::fs::write(&file, manifest(&name, Some(5), &[("web", "nginx:1.28")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "--server-side", "-f", f]).await;
+        assert!(!ok && err.contains("conflict with \"hpa\" using apps/v1: .spec.replicas"), "{bin}: {out}{err}");
+    }
+}

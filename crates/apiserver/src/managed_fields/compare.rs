@@ -154,10 +154,13 @@ impl Walk {
         }
     }
 
-    fn child(&mut self, pe: PathElement, lhs: Option<&Value>, rhs: Option<&Value>, ty: TypeRef<'_>) {
+    /// Compares a child, named `pe` (made only when the child changed).
+    fn child(&mut self, pe: impl FnOnce() -> PathElement, lhs: Option<&Value>, rhs: Option<&Value>, ty: TypeRef<'_>) {
         let mut w = Walk { below: Comparison::default(), in_leaf: false, own: Own::Same };
         w.compare(lhs, rhs, ty);
-        self.below.attach(pe, w.own, w.below);
+        if w.own != Own::Same || !w.below.is_same() {
+            self.below.attach(pe(), w.own, w.below);
+        }
     }
 
     fn entries(&mut self, map: &MapType<'_>, l: Option<&Map<String, Value>>, r: Option<&Map<String, Value>>) {
@@ -181,7 +184,7 @@ impl Walk {
             let Some(key) = key else { break };
             let lv = l.and_then(|m| map.go_value(key, m.get(key)));
             let rv = r.and_then(|m| map.go_value(key, m.get(key)));
-            self.child(PathElement::field(key), lv, rv, map.field_or_deduced(key));
+            self.child(|| PathElement::field(key), lv, rv, map.field_or_deduced(key));
         }
     }
 
@@ -217,7 +220,7 @@ impl Walk {
             let rv: &[&Value] = right.get(&pe).map(Vec::as_slice).unwrap_or_default();
             match (lv.len(), rv.len()) {
                 (0, 0) => {}
-                (0 | 1, 0 | 1) => self.child(pe, lv.first().copied(), rv.first().copied(), list.items),
+                (0 | 1, 0 | 1) => self.child(|| pe, lv.first().copied(), rv.first().copied(), list.items),
                 (a, b) if a >= 2 && b >= 2 => {
                     let equal = a == b && lv.iter().zip(rv).all(|(x, y)| values_equal(x, y));
                     if !equal {
@@ -226,13 +229,13 @@ impl Walk {
                 }
                 (a, _) if a >= 2 => {
                     if let Some(v) = rv.first() {
-                        self.child(pe.clone(), None, Some(v), list.items);
+                        self.child(|| pe.clone(), None, Some(v), list.items);
                     }
                     self.below.removed.insert_member(pe);
                 }
                 _ => {
                     if let Some(v) = lv.first() {
-                        self.child(pe.clone(), Some(v), None, list.items);
+                        self.child(|| pe.clone(), Some(v), None, list.items);
                     }
                     self.below.added.insert_member(pe);
                 }

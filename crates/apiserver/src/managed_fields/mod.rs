@@ -33,7 +33,10 @@ pub use compare::Comparison;
 pub use managers::{Entry, ManagerKey, Managers, Operation};
 pub use path::{Path, PathElement};
 pub use set::FieldSet;
-pub(crate) use updater::{ApplyError, Conflicts, Context, apply, scale, update};
+pub(crate) use updater::{
+    ApplyError, Conflicts, Context, LAST_APPLIED, apply, changes, conflicts_beyond_last_applied, last_applied_of,
+    record, scale, update,
+};
 pub(crate) use validate::{Errors, validate};
 
 use crate::registry::ResourceInfo;

@@ -80,6 +80,12 @@ pub(crate) enum ApplyError {
     Merge(Errors),
 }
 
+/// What an update by `manager` (create, update or patch) that turned `live` into `new` changed,
+/// as the field manager sees it (without the fields the write cannot own).
+pub(crate) fn changes(live: &Value, new: &Value, ctx: Context<'_>) -> Comparison {
+    compare(live, new, ctx.ty).excluding(ctx.ignored)
+}
+
 /// Records an update by `manager` (create, update or patch) that turned `live` into `new`, at
 /// `now`.
 pub(crate) fn update(
@@ -90,33 +96,37 @@ pub(crate) fn update(
     manager: &ManagerKey,
     now: &str,
 ) {
-    let cmp = compare(live, new, ctx.ty).excluding(ctx.ignored);
-    let taken = cmp.modified.union(&cmp.added);
-    for e in managers.0.values_mut() {
-        e.set = e.set.difference(&taken).difference(&cmp.removed);
+    record(managers, &changes(live, new, ctx), ctx, manager, now);
+}
+
+/// Records the changes `cmp` of an update by `manager`, at `now`.
+pub(crate) fn record(managers: &mut Managers, cmp: &Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
+    if !cmp.is_same() {
+        let taken = cmp.modified.union(&cmp.added);
+        for e in managers.0.values_mut() {
+            e.set = e.set.difference(&taken).difference(&cmp.removed);
+        }
+        let own = taken.difference(stripped());
+        if !own.is_empty() {
+            let e = managers.0.entry(manager.clone()).or_insert_with(|| Entry {
+                set: FieldSet::new(),
+                api_version: ctx.api_version.to_string(),
+                time: None,
+            });
+            e.set = own.union(&e.set);
+            e.api_version = ctx.api_version.to_string();
+            e.time = Some(now.to_string());
+        }
     }
     managers.drop_empty();
-    let own = taken.difference(stripped());
-    if !own.is_empty() {
-        let e = managers.0.entry(manager.clone()).or_insert_with(|| Entry {
-            set: FieldSet::new(),
-            api_version: ctx.api_version.to_string(),
-            time: None,
-        });
-        e.set = own.union(&e.set);
-        e.api_version = ctx.api_version.to_string();
-        e.time = Some(now.to_string());
-    }
     cap_update_managers(managers);
 }
 
-/// What an apply gives: the object to store (as the type holds it: without the nulls Go would
-/// not keep) and whether it differs from the live one.
+/// What an apply gives: the object to store, as the type holds it (without the nulls Go would
+/// not keep).
 pub(crate) struct Applied {
     /// The merged, pruned object.
     pub(crate) object: Value,
-    /// Whether it differs from the live object (besides `managedFields`).
-    pub(crate) changed: bool,
 }
 
 /// Applies `config` as `manager` to `live`, at `now`.
@@ -157,7 +167,48 @@ pub(crate) fn apply(
     }
     next.drop_empty();
     *managers = next;
-    Ok(Applied { object, changed })
+    Ok(Applied { object })
+}
+
+/// The annotation kubectl's client-side apply keeps its last configuration in.
+pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The conflicts of a `kubectl` apply that remain once those its client-side
+/// `last-applied-configuration` explains are allowed (kube-apiserver's upgrade from client-side
+/// to server-side apply): a field of the last-applied configuration whose live value is the one
+/// it sets was kubectl's to begin with. None when every conflict is allowed; the conflicts as
+/// they are when the object has no usable last-applied configuration.
+pub(crate) fn conflicts_beyond_last_applied(live: &Value, ctx: Context<'_>, conflicts: Conflicts) -> Option<Conflicts> {
+    let annotation = live
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .filter(|a| !a.is_empty());
+    let last: Option<Value> = annotation.and_then(|a| serde_json::from_str(a).ok());
+    let Some(last) = last.filter(|l| l.get("apiVersion").and_then(Value::as_str) == Some(ctx.api_version)) else {
+        return Some(conflicts);
+    };
+    if super::validate(&last, ctx.ty).is_err() {
+        return Some(conflicts);
+    }
+    let cmp = compare(&last, live, ctx.ty);
+    let allowed = field_set(&last, ctx.ty).difference(&cmp.modified).difference(&cmp.added).difference(&cmp.removed);
+    let rest: Vec<(ManagerKey, Path)> = conflicts.0.into_iter().filter(|(_, p)| !allowed.has(&p.0)).collect();
+    (!rest.is_empty()).then_some(Conflicts(rest))
+}
+
+/// The `last-applied-configuration` kubectl's server-side apply keeps up to date on objects that
+/// have one: the applied configuration without that annotation, as Go encodes it.
+pub(crate) fn last_applied_of(config: &Value) -> String {
+    let mut c = config.clone();
+    if let Some(a) = c.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
+        a.remove(LAST_APPLIED);
+    }
+    let mut out = String::new();
+    super::path::write_go_json(&mut out, &c);
+    out.push('\n');
+    out
 }
 
 /// Takes from the managers other than `manager` the fields `cmp` changed or removed; fails
@@ -359,7 +410,6 @@ mod tests {
         // Applying the same configuration again changes nothing.
         let before = m.clone();
         let again = apply(&mut m, &out.object, &a2, ctx(&none), &alpha, false, "t4").unwrap();
-        assert!(!again.changed);
         assert_eq!(again.object, out.object);
         assert_eq!(m, before);
     }
@@ -460,7 +510,6 @@ mod tests {
                 let repeat = apply(&mut again, &out.object, &config, ctx(&none), &key, false, "u");
                 prop_assert!(repeat.is_ok(), "re-applying conflicted: {:?}", repeat.err().map(|e| format!("{e:?}")));
                 let repeat = repeat.unwrap();
-                prop_assert!(!repeat.changed);
                 prop_assert_eq!(&repeat.object, &out.object);
                 prop_assert_eq!(&again, &next);
                 managers = next;
