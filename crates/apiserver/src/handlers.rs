@@ -518,7 +518,7 @@ async fn scale_request(
             require_json_body(&req)?;
             let manager = manager(WriteKind::Update)?;
             let b = read_body(shared, req).await?;
-            store.update_scale(info, ns, name, parse_json(&b)?, dry_run, &manager).await?
+            store.update_scale(info, ns, name, parse_json(&b)?, &WriteOpts::main(dry_run).by(&manager)).await?
         }
         Method::PATCH => {
             let ct = media_type(&req);
@@ -526,7 +526,7 @@ async fn scale_request(
             let manager =
                 manager(if ct == "application/apply-patch+yaml" { WriteKind::Apply } else { WriteKind::Patch })?;
             let b = read_body(shared, req).await?;
-            store.patch_scale(info, ns, name, kind, &b, dry_run, &manager).await?
+            store.patch_scale(info, ns, name, kind, &b, &WriteOpts::main(dry_run).by(&manager)).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

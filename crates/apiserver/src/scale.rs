@@ -252,10 +252,9 @@ impl Store {
         ns: &str,
         name: &str,
         body: Value,
-        dry_run: bool,
-        manager: &str,
+        opts: &WriteOpts,
     ) -> Result<Scale, ApiError> {
-        self.write_scale(info, ns, name, dry_run, manager, |_| Ok(body.clone())).await
+        self.write_scale(info, ns, name, opts, |_| Ok(body.clone())).await
     }
 
     /// Patches the `Scale` of an object (PATCH `…/scale`); returns the new `Scale`.
@@ -266,11 +265,10 @@ impl Store {
         name: &str,
         kind: PatchType,
         patch: &[u8],
-        dry_run: bool,
-        manager: &str,
+        opts: &WriteOpts,
     ) -> Result<Scale, ApiError> {
         let (decoded, _) = DecodedPatch::decode(kind, ("autoscaling", "v1", "Scale"), patch)?;
-        self.write_scale(info, ns, name, dry_run, manager, |current| {
+        self.write_scale(info, ns, name, opts, |current| {
             let mut doc = current.clone();
             decoded.apply(&mut doc)?;
             Ok(doc)
@@ -284,8 +282,7 @@ impl Store {
         info: &ResourceInfo,
         ns: &str,
         name: &str,
-        dry_run: bool,
-        manager: &str,
+        opts: &WriteOpts,
         scale: impl Fn(&Value) -> Result<Value, ApiError>,
     ) -> Result<Scale, ApiError> {
         let sub = scale_subresource(info)?;
@@ -306,8 +303,7 @@ impl Store {
             let Value::Object(parent) = parent else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
-            let opts = WriteOpts::main(dry_run).by(manager);
-            match self.replace(info, &cur, parent, &opts, Tracking::Scale).await? {
+            match self.replace(info, &cur, parent, opts, Tracking::Scale).await? {
                 Attempt::Done(r) => return scale_of(info, &r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }

@@ -112,6 +112,23 @@ impl Schemas {
         Some(Node { schemas: self, schema: self.defs.get(name) })
     }
 
+    /// The definition `name`, with its name as the definitions hold it (a hash lookup for the
+    /// built-in definitions).
+    pub(crate) fn definition(&self, name: &str) -> Option<(&str, &Value)> {
+        type Index = HashMap<&'static str, (&'static str, &'static Value), foldhash::fast::RandomState>;
+        static BUILTIN: OnceLock<Index> = OnceLock::new();
+        if std::ptr::eq(self, builtin()) {
+            let index = BUILTIN.get_or_init(|| {
+                let defs = &builtin().defs;
+                let mut index = Index::with_capacity_and_hasher(defs.len(), Default::default());
+                index.extend(defs.iter().map(|(k, v)| (k.as_str(), (k.as_str(), v))));
+                index
+            });
+            return index.get(name).copied();
+        }
+        self.defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Follows `$ref` (directly or as the single element of `allOf`) to the schema it names.
     fn resolve<'a>(&'a self, v: &'a Value) -> &'a Value {
         self.resolve_named(v).0
@@ -124,10 +141,10 @@ impl Schemas {
         for _ in 0..16 {
             let r = v.get("$ref").or_else(|| v.get("allOf")?.as_array()?.first()?.get("$ref"));
             match r.and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
-                Some(n) => match self.defs.get_key_value(n) {
+                Some(n) => match self.definition(n) {
                     Some((k, d)) => {
                         v = d;
-                        name = Some(k.as_str());
+                        name = Some(k);
                     }
                     None => return (v, name),
                 },
@@ -360,62 +377,146 @@ impl<'a> TypeRef<'a> {
                 let Some(own) = self.schema else {
                     return by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)));
                 };
-                let (resolved, definition) = s.resolve_named(own);
-                let definition = definition.or(self.definition);
-                let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
-                let preserve = ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
-                if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
-                    return Atom::Scalar(Scalar::Untyped);
-                }
-                match resolved.get("type").and_then(Value::as_str) {
-                    Some("object") => {
-                        let properties = resolved.get("properties").and_then(Value::as_object);
-                        let additional = resolved.get("additionalProperties").filter(|a| a.is_object());
-                        let elements = match (additional, preserve, properties) {
-                            (Some(a), _, _) => Some(TypeRef::of(s, a)),
-                            (None, true, _) => Some(TypeRef::deduced(s)),
-                            (None, false, Some(_)) => None,
-                            (None, false, None) => Some(TypeRef::untyped_atomic(s)),
-                        };
-                        Atom::Map(MapType {
-                            atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
-                            schemas: s,
-                            properties,
-                            elements,
-                            definition,
-                            required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
-                            object_root: self.object_root,
-                        })
-                    }
-                    Some("array") => {
-                        let items = match resolved.get("items") {
+                let shape = if std::ptr::eq(s, builtin()) { builtin_shape(own) } else { None };
+                match shape.unwrap_or_else(|| shape_of(s, own)) {
+                    Shape::Struct { properties, elements, atomic, definition, required } => Atom::Map(MapType {
+                        atomic,
+                        schemas: s,
+                        properties,
+                        elements: match elements {
+                            Elements::Schema(e) => Some(TypeRef::of(s, e)),
+                            Elements::Deduced => Some(TypeRef::deduced(s)),
+                            Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
+                            Elements::Closed => None,
+                        },
+                        definition: definition.or(self.definition),
+                        required,
+                        object_root: self.object_root,
+                    }),
+                    Shape::List { kind, items } => Atom::List(ListType {
+                        kind,
+                        items: match items {
                             Some(i) => TypeRef::of(s, i),
                             None => TypeRef::untyped_atomic(s),
-                        };
-                        let kind = list_kind(own, resolved);
-                        Atom::List(ListType { kind, items })
-                    }
-                    Some("string") => Atom::Scalar(Scalar::String),
-                    Some("integer" | "number") => Atom::Scalar(Scalar::Numeric),
-                    Some("boolean") => Atom::Scalar(Scalar::Boolean),
-                    Some(_) => Atom::Scalar(Scalar::Untyped),
-                    None if resolved.get("oneOf").is_some() => match value {
+                        },
+                    }),
+                    Shape::Scalar(k) => Atom::Scalar(k),
+                    Shape::OneOf => match value {
                         Some(Value::Array(_) | Value::Object(_)) => by_value(
                             plain_map(true, TypeRef::untyped_atomic(s)),
                             atomic_list(TypeRef::untyped_atomic(s)),
                         ),
                         _ => Atom::Scalar(Scalar::Untyped),
                     },
-                    None if preserve => {
+                    Shape::Deduced => {
                         by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)))
                     }
-                    None => {
+                    Shape::Untyped => {
                         by_value(plain_map(true, TypeRef::untyped_atomic(s)), atomic_list(TypeRef::untyped_atomic(s)))
                     }
                 }
             }
         }
     }
+}
+
+/// What a schema says a value is, independently of the value (see [`TypeRef::atom`]).
+#[derive(Clone, Copy)]
+enum Shape<'a> {
+    /// `type: object`: a struct, or a map of `elements`.
+    Struct {
+        properties: Option<&'a Map<String, Value>>,
+        elements: Elements<'a>,
+        atomic: bool,
+        definition: Option<&'a str>,
+        required: Option<&'a [Value]>,
+    },
+    /// `type: array`.
+    List { kind: ListKind<'a>, items: Option<&'a Value> },
+    /// A scalar type.
+    Scalar(Scalar),
+    /// Several kinds (`oneOf`): the value's.
+    OneOf,
+    /// No type, unknown fields kept: deduced.
+    Deduced,
+    /// No type: atomic whatever the value.
+    Untyped,
+}
+
+/// The type of a map's keys that are not named fields.
+#[derive(Clone, Copy)]
+enum Elements<'a> {
+    Schema(&'a Value),
+    Deduced,
+    UntypedAtomic,
+    /// None: a struct refuses fields it does not declare.
+    Closed,
+}
+
+/// The shape of schema `own` (a property's own schema, with its extensions).
+fn shape_of<'a>(s: &'a Schemas, own: &'a Value) -> Shape<'a> {
+    let (resolved, definition) = s.resolve_named(own);
+    let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
+    let preserve = || ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return Shape::Scalar(Scalar::Untyped);
+    }
+    match resolved.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let properties = resolved.get("properties").and_then(Value::as_object);
+            let additional = resolved.get("additionalProperties").filter(|a| a.is_object());
+            let elements = match (additional, preserve(), properties) {
+                (Some(a), _, _) => Elements::Schema(a),
+                (None, true, _) => Elements::Deduced,
+                (None, false, Some(_)) => Elements::Closed,
+                (None, false, None) => Elements::UntypedAtomic,
+            };
+            Shape::Struct {
+                properties,
+                elements,
+                atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
+                definition,
+                required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
+            }
+        }
+        Some("array") => Shape::List { kind: list_kind(own, resolved), items: resolved.get("items") },
+        Some("string") => Shape::Scalar(Scalar::String),
+        Some("integer" | "number") => Shape::Scalar(Scalar::Numeric),
+        Some("boolean") => Shape::Scalar(Scalar::Boolean),
+        Some(_) => Shape::Scalar(Scalar::Untyped),
+        None if resolved.get("oneOf").is_some() => Shape::OneOf,
+        None if preserve() => Shape::Deduced,
+        None => Shape::Untyped,
+    }
+}
+
+/// The shape of a built-in schema node, computed once for every node of the definitions.
+fn builtin_shape(own: &Value) -> Option<Shape<'static>> {
+    type Shapes = HashMap<usize, Shape<'static>, foldhash::fast::RandomState>;
+    static SHAPES: OnceLock<Shapes> = OnceLock::new();
+    let shapes = SHAPES.get_or_init(|| {
+        let b = builtin();
+        let mut shapes = Shapes::default();
+        fn visit(b: &'static Schemas, v: &'static Value, shapes: &mut Shapes) {
+            if shapes.contains_key(&(v as *const Value as usize)) {
+                return;
+            }
+            shapes.insert(v as *const Value as usize, shape_of(b, v));
+            if let Some(props) = v.get("properties").and_then(Value::as_object) {
+                props.values().for_each(|p| visit(b, p, shapes));
+            }
+            for k in ["items", "additionalProperties"] {
+                if let Some(c) = v.get(k).filter(|c| c.is_object()) {
+                    visit(b, c, shapes);
+                }
+            }
+        }
+        for d in b.defs.values() {
+            visit(b, d, &mut shapes);
+        }
+        shapes
+    });
+    shapes.get(&(own as *const Value as usize)).copied()
 }
 
 /// How a list schema's elements are told apart, as kube's OpenAPI-to-structured-merge

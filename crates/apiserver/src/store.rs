@@ -465,13 +465,21 @@ fn track(
             if let Value::Object(o) = new {
                 *obj = o;
             }
+            // A client sending back the entries it read (an update of a fetched object) keeps
+            // them, as one that sends none.
+            let requested = match requested {
+                managed_fields::Requested::Given(v) if Some(&v) == old_managed.as_ref() => {
+                    managed_fields::Requested::Absent
+                }
+                r => r,
+            };
             let keeps = opts.target != Target::Main || requested == managed_fields::Requested::Absent;
             if keeps && cmp.is_same() {
                 return Tracked::Kept(old_managed);
             }
             let mut m = managed_fields::base_managers(old_managed.as_ref(), requested, opts.target != Target::Main);
             let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
-            managed_fields::record(&mut m, &cmp, ctx, &key, &object::now_rfc3339());
+            managed_fields::record(&mut m, cmp, ctx, &key, &object::now_rfc3339());
             Tracked::Changed(m)
         }
     }

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::recorded::{comparable, comparable_managed, recorded};
+use common::recorded::{comparable_managed, recorded};
 use common::*;
 use serde_json::{Value, json};
 

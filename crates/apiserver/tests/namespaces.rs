@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::recorded::{comparable, comparable_managed, recorded};
+use common::recorded::{comparable_managed, recorded};
 use common::*;
 use informer_apiserver::storage::Storage;
 use informer_apiserver::storage::sqlite::SqliteStorage;

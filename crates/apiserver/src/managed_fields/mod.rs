@@ -174,7 +174,7 @@ pub(crate) fn store_into(obj: &mut Map<String, Value>, managers: &Managers) {
 pub(crate) fn conflict_error(c: &Conflicts) -> ApiError {
     let identifier = ManagerKey::identifier;
     let mut sorted: Vec<&(ManagerKey, Path)> = c.0.iter().collect();
-    sorted.sort_by(|a, b| identifier(&a.0).cmp(&identifier(&b.0)));
+    sorted.sort_by_key(|a| identifier(&a.0));
     let message = match sorted.as_slice() {
         [(k, p)] => format!("Apply failed with 1 conflict: conflict with {}: {p}", k.describe()),
         _ => {

@@ -14,15 +14,61 @@
 //! kube-apiserver's.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::fmt::{self, Write as _};
+use std::sync::LazyLock;
 
 use serde_json::{Map, Number, Value};
+
+/// A field name: one the built-in types declare (shared, never copied) or any other.
+#[derive(Debug, Clone)]
+pub enum Name {
+    /// A field name of the built-in schemas.
+    Known(&'static str),
+    /// Any other name (a map key, a custom resource's field).
+    Other(Box<str>),
+}
+
+impl Name {
+    /// The name of `s`, shared when the built-in schemas declare it.
+    pub fn of(s: &str) -> Name {
+        static KNOWN: LazyLock<HashSet<&'static str, foldhash::fast::RandomState>> = LazyLock::new(|| {
+            let mut names = HashSet::with_hasher(foldhash::fast::RandomState::default());
+            for def in crate::schema::builtin().definitions().values() {
+                if let Some(props) = def.get("properties").and_then(Value::as_object) {
+                    names.extend(props.keys().map(String::as_str));
+                }
+            }
+            names.extend(["apiVersion", "kind", "metadata"]);
+            names
+        });
+        match KNOWN.get(s) {
+            Some(k) => Name::Known(k),
+            None => Name::Other(s.into()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Name::Known(s) => s,
+            Name::Other(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
 
 /// One step of a [`Path`].
 #[derive(Debug, Clone)]
 pub enum PathElement {
     /// A field of a map or struct.
-    Field(Box<str>),
+    Field(Name),
     /// The element of an associative list with these key field values (sorted by name).
     Key(Box<[(Box<str>, Value)]>),
     /// The element of a set (a list of scalars) with this value.
@@ -34,7 +80,7 @@ pub enum PathElement {
 impl PathElement {
     /// A field element.
     pub fn field(name: &str) -> Self {
-        PathElement::Field(name.into())
+        PathElement::Field(Name::of(name))
     }
 
     /// A key element from key fields in any order.
@@ -101,7 +147,7 @@ impl PathElement {
         }
         let rest = &s[2..];
         Ok(Some(match b[0] {
-            b'f' => PathElement::Field(rest.into()),
+            b'f' => PathElement::field(rest),
             b'v' => {
                 let v: Value = serde_json::from_str(rest).map_err(|e| format!("parsing {s}: {e}"))?;
                 PathElement::Value(Box::new(v))
@@ -133,7 +179,7 @@ impl PartialOrd for PathElement {
 impl Ord for PathElement {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
-            (PathElement::Field(a), PathElement::Field(b)) => a.cmp(b),
+            (PathElement::Field(a), PathElement::Field(b)) => a.as_str().cmp(b.as_str()),
             (PathElement::Key(a), PathElement::Key(b)) => {
                 for ((an, av), (bn, bv)) in a.iter().zip(b.iter()) {
                     let c = an.cmp(bn).then_with(|| compare_values(av, bv));
@@ -155,7 +201,7 @@ impl fmt::Display for PathElement {
     /// `[name="app"]`, `[="example.com/a"]`, `[0]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PathElement::Field(name) => write!(f, ".{name}"),
+            PathElement::Field(name) => write!(f, ".{}", &**name),
             PathElement::Key(fields) => {
                 f.write_char('[')?;
                 for (i, (name, v)) in fields.iter().enumerate() {
@@ -429,7 +475,7 @@ mod tests {
 
     #[test]
     fn elements_order_as_structured_merge_diff() {
-        let mut v = vec![
+        let mut v = [
             PathElement::Index(1),
             PathElement::Value(Box::new(json!("b"))),
             PathElement::key(vec![("name".into(), json!("x"))]),

@@ -71,8 +71,8 @@ fn ref_name(prop: &Value) -> Option<&str> {
 /// serializes that field; `required` says whether the definition lists the field as required
 /// (it has no `omitempty`).
 pub(crate) fn zero_value(definition: &str, field: &str, required: bool) -> Option<&'static Value> {
-    let defs = schema::builtin().definitions();
-    let props = defs.get(definition)?.get("properties")?.as_object()?;
+    let b = schema::builtin();
+    let props = b.definition(definition)?.1.get("properties")?.as_object()?;
     let prop = props.get(field)?;
     let target = ref_name(prop);
     let by_value = match field {
@@ -88,7 +88,7 @@ pub(crate) fn zero_value(definition: &str, field: &str, required: bool) -> Optio
         return None;
     }
     let resolved = match target {
-        Some(t) => defs.get(t)?,
+        Some(t) => b.definition(t)?.1,
         None => prop,
     };
     Some(match (target, resolved.get("type").and_then(Value::as_str)) {

@@ -161,6 +161,39 @@ impl FieldSet {
         *self = self.union(other);
     }
 
+    /// Removes the members of `other` from this set (paths below them stay), in place.
+    pub fn subtract(&mut self, other: &FieldSet) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.has_member(m));
+        }
+        if !other.children.is_empty() {
+            for (pe, c) in &mut self.children {
+                if let Some(o) = other.child(pe) {
+                    c.subtract(o);
+                }
+            }
+            self.children.retain(|(_, c)| !c.is_empty());
+        }
+    }
+
+    /// Adds every path of `other` to this set, taking it.
+    pub fn merge(&mut self, other: FieldSet) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        let members = std::mem::take(&mut self.members);
+        self.members = merge_owned(members, other.members, |a, b| a.cmp(b), |_, _| {});
+        let children = std::mem::take(&mut self.children);
+        self.children = merge_owned(children, other.children, |a, b| a.0.cmp(&b.0), |a, b| a.1.merge(b.1));
+    }
+
     /// The paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
@@ -277,6 +310,33 @@ impl FieldSet {
         let is_member = is_member || set.is_none();
         Ok((set.filter(|s| !s.is_empty()), is_member))
     }
+}
+
+/// Merges two sorted, duplicate-free lists, taking their elements; `both` combines an element
+/// both have into the first.
+fn merge_owned<T>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering, both: impl Fn(&mut T, T)) -> Vec<T> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut a = a.into_iter().peekable();
+    let mut b = b.into_iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => cmp(x, y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Less => out.extend(a.next()),
+            Ordering::Greater => out.extend(b.next()),
+            Ordering::Equal => {
+                if let (Some(mut x), Some(y)) = (a.next(), b.next()) {
+                    both(&mut x, y);
+                    out.push(x);
+                }
+            }
+        }
+    }
+    out
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -476,6 +536,14 @@ mod tests {
                 s.children().iter().all(|(_, c)| !c.is_empty() && no_empty(c))
             }
             prop_assert!(no_empty(&a.difference(&b)) && no_empty(&a.intersection(&b)) && no_empty(&a.recursive_difference(&b)));
+            // The in-place forms agree.
+            let mut d = a.clone();
+            d.subtract(&b);
+            prop_assert_eq!(&d, &a.difference(&b));
+            prop_assert!(no_empty(&d));
+            let mut u = a.clone();
+            u.merge(b.clone());
+            prop_assert_eq!(&u, &a.union(&b));
         }
 
         #[test]

@@ -96,24 +96,28 @@ pub(crate) fn update(
     manager: &ManagerKey,
     now: &str,
 ) {
-    record(managers, &changes(live, new, ctx), ctx, manager, now);
+    record(managers, changes(live, new, ctx), ctx, manager, now);
 }
 
 /// Records the changes `cmp` of an update by `manager`, at `now`.
-pub(crate) fn record(managers: &mut Managers, cmp: &Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
+pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
     if !cmp.is_same() {
-        let taken = cmp.modified.union(&cmp.added);
+        let Comparison { added, modified, removed } = cmp;
+        let mut taken = added;
+        taken.merge(modified);
         for e in managers.0.values_mut() {
-            e.set = e.set.difference(&taken).difference(&cmp.removed);
+            e.set.subtract(&taken);
+            e.set.subtract(&removed);
         }
-        let own = taken.difference(stripped());
+        let mut own = taken;
+        own.subtract(stripped());
         if !own.is_empty() {
             let e = managers.0.entry(manager.clone()).or_insert_with(|| Entry {
                 set: FieldSet::new(),
                 api_version: ctx.api_version.to_string(),
                 time: None,
             });
-            e.set = own.union(&e.set);
+            e.set.merge(own);
             e.api_version = ctx.api_version.to_string();
             e.time = Some(now.to_string());
         }
