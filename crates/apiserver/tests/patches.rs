@@ -78,6 +78,13 @@ const CONFIGMAPS: &str = "/api/v1/namespaces/fixtures/configmaps";
 async fn kubectl_client_side_apply_patches_change_one_container_and_remove_another() {
     let s = server().await;
     let c = Client::new(&s);
+    // 04: the first apply creates the Deployment, kubectl-client-side-apply owning what it sent
+    // and what the API's defaults filled in.
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let step = recorded("04-csa-1-create-post.txt");
+    let r = send(&c, &step).await;
+    assert_eq!(r.code, step.status, "{}", r.body);
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&step.response));
     replay(&c, DEPLOYMENTS, &response("04-csa-1-create-post.txt"), "05-csa-2-patch-change-image.txt").await;
     let out =
         replay(&c, DEPLOYMENTS, &response("05-csa-2-patch-change-image.txt"), "06-csa-3-patch-remove-container.txt")
