@@ -6,13 +6,17 @@
 //! opposites false; decimal, octal `0…`, hexadecimal `0x…` and binary `0b…` integers; floats),
 //! quoted scalars are strings; mapping keys become strings (`on:` is the key `"true"`);
 //! aliases expand to their anchor's value; of duplicate keys the last wins, and each
-//! duplicate is reported with its line, as go-yaml's strict decoding reports it.
+//! duplicate is reported with its line, as go-yaml's strict decoding reports it; collections
+//! nest at most 128 deep, and aliases expand to at most a million values.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// How deep collections may nest (JSON bodies are limited the same way by their decoder).
+const MAX_DEPTH: usize = 128;
 
 /// A decoded YAML document.
 #[derive(Debug)]
@@ -35,23 +39,29 @@ pub(crate) fn decode(text: &str) -> Result<Document, String> {
 }
 
 enum Frame {
-    Seq(Vec<Value>, usize),
-    Map { map: Map<String, Value>, key: Option<(String, usize)>, anchor: usize },
+    Seq(Vec<Value>, usize, usize),
+    Map { map: Map<String, Value>, key: Option<(String, usize)>, anchor: usize, nodes: usize },
 }
+
+/// The most values aliases may expand to (a document of aliases of aliases grows exponentially).
+const MAX_ALIASED_NODES: usize = 1_000_000;
 
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
     root: Option<Value>,
-    anchors: HashMap<usize, Value>,
+    /// Anchored values and how many values each holds.
+    anchors: HashMap<usize, (Value, usize)>,
+    /// How many values aliases expanded to so far.
+    aliased: usize,
     duplicates: Vec<String>,
     error: Option<String>,
     done: bool,
 }
 
 impl Builder {
-    /// Places a finished value in its parent (or as the document).
-    fn put(&mut self, v: Value, line: usize) {
+    /// Places a finished value (holding `nodes` values) in its parent (or as the document).
+    fn put(&mut self, v: Value, line: usize, nodes: usize) {
         match self.stack.last_mut() {
             None => {
                 if self.root.is_none() {
@@ -59,13 +69,17 @@ impl Builder {
                 }
                 self.done = true;
             }
-            Some(Frame::Seq(items, _)) => items.push(v),
-            Some(Frame::Map { map, key, .. }) => match key.take() {
+            Some(Frame::Seq(items, _, n)) => {
+                items.push(v);
+                *n += nodes;
+            }
+            Some(Frame::Map { map, key, nodes: n, .. }) => match key.take() {
                 None => match key_string(&v) {
                     Ok(k) => *key = Some((k, line)),
                     Err(e) => self.error = self.error.take().or(Some(e)),
                 },
                 Some((k, key_line)) => {
+                    *n += nodes;
                     if map.insert(k.clone(), v).is_some() {
                         self.duplicates.push(format!("line {key_line}: key {k:?} already set in map"));
                     }
@@ -85,26 +99,38 @@ impl MarkedEventReceiver for Builder {
             Event::Scalar(text, style, anchor, tag) => {
                 let v = scalar(&text, style, tag.as_ref().map(|t| t.suffix.as_str()));
                 if anchor > 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors.insert(anchor, (v.clone(), 1));
                 }
-                self.put(v, line);
+                self.put(v, line, 1);
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor)),
-            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map { map: Map::new(), key: None, anchor }),
+            Event::SequenceStart(..) | Event::MappingStart(..) if self.stack.len() >= MAX_DEPTH => {
+                self.error = Some(format!("exceeded max depth of {MAX_DEPTH}"));
+                self.done = true;
+            }
+            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor, 0)),
+            Event::MappingStart(anchor, _) => {
+                self.stack.push(Frame::Map { map: Map::new(), key: None, anchor, nodes: 0 })
+            }
             Event::SequenceEnd | Event::MappingEnd => {
-                let (v, anchor) = match self.stack.pop() {
-                    Some(Frame::Seq(items, a)) => (Value::Array(items), a),
-                    Some(Frame::Map { map, anchor, .. }) => (Value::Object(map), anchor),
+                let (v, anchor, nodes) = match self.stack.pop() {
+                    Some(Frame::Seq(items, a, n)) => (Value::Array(items), a, n + 1),
+                    Some(Frame::Map { map, anchor, nodes, .. }) => (Value::Object(map), anchor, nodes + 1),
                     None => return,
                 };
                 if anchor > 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors.insert(anchor, (v.clone(), nodes));
                 }
-                self.put(v, line);
+                self.put(v, line, nodes);
             }
             Event::Alias(id) => {
-                let v = self.anchors.get(&id).cloned().unwrap_or(Value::Null);
-                self.put(v, line);
+                let (v, nodes) = self.anchors.get(&id).cloned().unwrap_or((Value::Null, 1));
+                self.aliased += nodes;
+                if self.aliased > MAX_ALIASED_NODES {
+                    self.error = Some("document contains excessive aliasing".into());
+                    self.done = true;
+                    return;
+                }
+                self.put(v, line, nodes);
             }
             Event::DocumentEnd => {
                 if self.root.is_some() {
@@ -151,14 +177,14 @@ fn resolve(text: &str) -> Option<Value> {
         }
         _ => {}
     }
-    let first = text.as_bytes()[0];
+    let first = *text.as_bytes().first()?;
     if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
         return None;
     }
     let plain = text.replace('_', "");
-    let (negative, digits) = match plain.as_bytes()[0] {
-        b'-' => (true, &plain[1..]),
-        b'+' => (false, &plain[1..]),
+    let (negative, digits) = match plain.as_bytes().first() {
+        Some(b'-') => (true, &plain[1..]),
+        Some(b'+') => (false, &plain[1..]),
         _ => (false, plain.as_str()),
     };
     let int = if let Some(hex) = digits.strip_prefix("0x") {
@@ -258,5 +284,12 @@ mod tests {
         assert_eq!(decode("").unwrap().value, Value::Null);
         assert_eq!(decode("base: &b {x: 1}\nother: *b\n").unwrap().value, json!({"base": {"x": 1}, "other": {"x": 1}}));
         assert!(decode("a: [1, 2\n").is_err());
+        assert!(decode(&format!("{}1{}", "[".repeat(200), "]".repeat(200))).is_err());
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            bomb.push_str(&format!("a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", ")));
+        }
+        assert_eq!(decode(&bomb).unwrap_err(), "document contains excessive aliasing");
+        assert_eq!(decode("[_, +, -x, -1]").unwrap().value, json!(["_", "+", "-x", -1]));
     }
 }
