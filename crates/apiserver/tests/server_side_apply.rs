@@ -525,3 +525,33 @@ async fn kubectl_moves_from_client_side_to_server_side_apply() {
         assert!(!ok && err.contains("conflict with \"hpa\" using apps/v1: .spec.replicas"), "{bin}: {out}{err}");
     }
 }
+
+#[tokio::test]
+async fn concurrent_applies_by_many_managers_all_land() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cm = "/api/v1/namespaces/fixtures/configmaps/shared";
+    let applies = (0..12).map(|i| {
+        let c = Client::new(&s);
+        async move {
+            let body = format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"shared","labels":{{"l{i}":"x"}}}},"data":{{"k{i}":"v"}}}}"#
+            );
+            let r = apply(&c, cm, &format!("fieldManager=m{i}"), &body).await;
+            assert!(r.code == 200 || r.code == 201, "{}", r.body);
+        }
+    });
+    futures_util::future::join_all(applies).await;
+    let got = c.get(cm).await.body;
+    for i in 0..12 {
+        assert_eq!(got["data"][format!("k{i}")], "v", "{got}");
+        assert_eq!(got["metadata"]["labels"][format!("l{i}")], "x", "{got}");
+        let e = entry(&got, &format!("m{i}"), None);
+        assert_eq!(e["operation"], "Apply");
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:data": {format!("f:k{i}"): {}}, "f:metadata": {"f:labels": {format!("f:l{i}"): {}}}})
+        );
+    }
+}
