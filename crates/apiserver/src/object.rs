@@ -121,7 +121,13 @@ impl StoredObject {
 
     /// The object parsed back into a JSON value (with its resourceVersion).
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json()).unwrap_or(Value::Null)
+        let mut v: Value = serde_json::from_slice(&self.value).unwrap_or(Value::Null);
+        if self.has_rv
+            && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("resourceVersion".into(), self.rv.to_string().into());
+        }
+        v
     }
 
     /// The serialized `spec`, if any.
@@ -668,6 +674,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn empty_value_of(info: &ResourceInfo) -> Value {
+        build(info, &Map::new(), 1).value()
+    }
+
     fn text(o: &StoredObject) -> String {
         String::from_utf8(o.json().to_vec()).unwrap()
     }
@@ -701,6 +711,11 @@ mod tests {
             r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"123","name":"x","labels":{"a":"b"}}}"#
         );
         assert!(o.same_except_rv(&o.with_rv(99999)));
+        assert_eq!(o.value(), serde_json::from_slice::<Value>(&o.json()).unwrap());
+        assert_eq!(
+            empty_value_of(&info),
+            json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}})
+        );
         let mut m = Map::new();
         m.insert("metadata".into(), json!({"name": "x", "uid": "u"}));
         assert_eq!(
