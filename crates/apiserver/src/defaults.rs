@@ -76,31 +76,40 @@ pub fn is_service(info: &ResourceInfo) -> bool {
     builtin(info) == Some(Builtin::Service)
 }
 
-/// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved).
-/// Fails only with the 403 of kube's Priority admission for a pod naming an unknown
-/// PriorityClass.
+/// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved):
+/// [`decode`] then [`admit`]. Fails only with the 403 of kube's Priority admission for a pod
+/// naming an unknown PriorityClass.
 pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    decode(info, obj, write);
+    admit(info, obj, write)
+}
+
+/// The defaults of the API types (`SetDefaults_*`), which kube-apiserver fills when it decodes a
+/// request: the fields a write's manager owns in `managedFields` along with what it sent. A
+/// custom resource's come from its CRD's schema; a CRD's own from apiextensions' defaults.
+pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) {
     if info.custom.is_some() {
         crate::custom_resource::default(info, obj);
-        return Ok(());
+        return;
     }
     if crate::crd::is_crds(info) {
         match write {
             Write::Create => crate::crd::default_on_create(obj),
             Write::Update(_) => crate::crd::default_spec(obj),
         }
-        return Ok(());
+        return;
     }
-    let Some(kind) = builtin(info) else { return Ok(()) };
-    let create = matches!(write, Write::Create);
+    let Some(kind) = builtin(info) else { return };
     match kind {
-        Builtin::Pod => pod(obj, write)?,
+        Builtin::Pod => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                pod_spec(spec, true);
+                default_val(spec, "enableServiceLinks", json!(true));
+            }
+        }
         Builtin::Deployment => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 deployment_spec(spec);
-            }
-            if create {
-                default_val(obj, "status", json!({}));
             }
         }
         Builtin::ReplicaSet => {
@@ -108,21 +117,42 @@ pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
                 default_val(spec, "replicas", json!(1));
                 template(spec);
             }
-            if create && let Some(status) = ensure_obj(obj, "status") {
-                default_val(status, "replicas", json!(0));
-            }
         }
         Builtin::StatefulSet => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 statefulset_spec(spec);
             }
-            if create && let Some(status) = ensure_obj(obj, "status") {
-                default_val(status, "replicas", json!(0));
-                default_val(status, "availableReplicas", json!(0));
+        }
+        Builtin::Service => service_spec(obj),
+        Builtin::Secret => default_str(obj, "type", "Opaque"),
+        Builtin::Namespace => namespace_label(obj),
+        Builtin::Node => {}
+    }
+}
+
+/// What kube-apiserver adds after decoding — its admission plugins (pod tolerations and
+/// priority), the create strategies (statuses, a namespace's finalizer) and the allocation of
+/// Service addresses — which no manager owns.
+pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    let Some(kind) = builtin(info) else { return Ok(()) };
+    let create = matches!(write, Write::Create);
+    match kind {
+        Builtin::Pod => pod(obj, write)?,
+        Builtin::Deployment => {
+            if create {
+                default_val(obj, "status", json!({}));
             }
         }
-        Builtin::Service => service(obj, write),
-        Builtin::Secret => default_str(obj, "type", "Opaque"),
+        Builtin::ReplicaSet | Builtin::StatefulSet => {
+            if create && let Some(status) = ensure_obj(obj, "status") {
+                default_val(status, "replicas", json!(0));
+                if kind == Builtin::StatefulSet {
+                    default_val(status, "availableReplicas", json!(0));
+                }
+            }
+        }
+        Builtin::Service => service_allocation(obj, write),
+        Builtin::Secret => {}
         Builtin::Namespace => namespace(obj, create),
         Builtin::Node => {
             if create && let Some(status) = member(obj, "status") {
@@ -182,11 +212,11 @@ fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 
 // ---- pods ----
 
+/// A pod's admission defaults (tolerations, priority) and, on create, the status its strategy
+/// sets.
 fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
     let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
-    pod_spec(spec, true);
-    default_val(spec, "enableServiceLinks", json!(true));
     default_tolerations(spec);
     priority(spec, write, &name)?;
     if matches!(write, Write::Create) {
@@ -565,7 +595,8 @@ fn statefulset_spec(spec: &mut Map<String, Value>) {
 
 // ---- services ----
 
-fn service(obj: &mut Map<String, Value>, write: Write<'_>) {
+/// A Service spec's API defaults.
+fn service_spec(obj: &mut Map<String, Value>) {
     let Some(spec) = ensure_obj(obj, "spec") else { return };
     default_str(spec, "sessionAffinity", "None");
     match str_of(spec, "sessionAffinity") {
@@ -608,6 +639,13 @@ fn service(obj: &mut Map<String, Value>, write: Write<'_>) {
     if kind == "LoadBalancer" {
         default_val(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
+}
+
+/// What kube-apiserver's Service storage allocates: IP families and addresses (kept from the
+/// stored Service on update), and the status a create starts with.
+fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
+    let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
     if kind != "ExternalName" {
         if let Write::Update(old) = write
             && ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"].iter().any(|k| unset(spec, k))
@@ -740,13 +778,18 @@ impl ClusterIps {
 /// The label kube gives every namespace: its name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-fn namespace(obj: &mut Map<String, Value>, create: bool) {
+/// A namespace's name label (kube's namespace defaulting).
+fn namespace_label(obj: &mut Map<String, Value>) {
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(str::to_string);
     if let Some(name) = name
         && let Some(labels) = ensure_obj(obj, "metadata").and_then(|m| ensure_obj(m, "labels"))
     {
         labels.insert(NAMESPACE_NAME_LABEL.into(), name.into());
     }
+}
+
+/// A namespace's create strategy: phase `Active`, the `kubernetes` finalizer.
+fn namespace(obj: &mut Map<String, Value>, create: bool) {
     if create {
         obj.insert("status".into(), json!({"phase": "Active"}));
     }

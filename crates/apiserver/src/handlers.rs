@@ -15,11 +15,13 @@ use hyper::body::Incoming;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::apply::ApplyOpts;
 use crate::body::{self, Body, error, json_bytes, json_value};
 use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
+use crate::managed_fields;
 use crate::media::BodyFormat;
 use crate::protobuf::{self, negotiate::Accept};
 use crate::registry::ResourceInfo;
@@ -28,6 +30,7 @@ use crate::status::ApiError;
 use crate::store::{PatchType, Store, Target, WriteOpts};
 use crate::warning;
 use crate::watch::{self, WatchParams, WatchStart};
+use crate::write_options::{self, WriteKind};
 
 /// Static server settings used by handlers.
 #[derive(Debug, Clone)]
@@ -254,12 +257,6 @@ fn media_type(req: &Request<Incoming>) -> String {
         .to_ascii_lowercase()
 }
 
-/// The `fieldValidation` parameter (`options`: the request's options kind, for the 422).
-fn field_validation_param(query: &[(String, String)], options: &str) -> Result<FieldValidation, ApiError> {
-    let value = query.iter().rev().find(|(k, _)| k == "fieldValidation").map(|(_, v)| v.as_str());
-    FieldValidation::parse(value, options)
-}
-
 /// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
 /// fields dropped, each refused, warned about or passed over as `validation` says.
 fn decode_object(info: &ResourceInfo, b: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {
@@ -336,6 +333,7 @@ async fn resource_request(
     }
     let ns_or_default = ns.unwrap_or("");
     let method = req.method().clone();
+    let user_agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
     let render = crate::table::Render::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let verb = match (&method, name) {
@@ -355,7 +353,7 @@ async fn resource_request(
     }
     if subresource == Subresource::Scale {
         let name = name.ok_or_else(ApiError::no_route)?;
-        return scale_request(shared, &info, ns_or_default, name, dry_run, req).await;
+        return scale_request(shared, &info, ns_or_default, name, dry_run, &query, user_agent.as_deref(), req).await;
     }
     match (method, name) {
         (Method::GET, None) => {
@@ -375,11 +373,12 @@ async fn resource_request(
         }
         (Method::POST, None) => {
             let format = BodyFormat::of(&media_type(&req), &info)?;
-            let validation = field_validation_param(&query, "CreateOptions")?;
+            let params = write_options::parse(&query, WriteKind::Create)?;
+            let manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
             let b = format.to_json(&info, read_body(shared, req).await?)?;
-            let v = decode_object(&info, &b, validation)?;
+            let v = decode_object(&info, &b, params.validation)?;
             let o = store
-                .create_many(&info, ns, vec![v], dry_run)
+                .create_many(&info, ns, vec![v], dry_run, &manager)
                 .await?
                 .pop()
                 .ok_or_else(|| ApiError::internal("no object created"))?;
@@ -387,38 +386,30 @@ async fn resource_request(
         }
         (Method::PUT, Some(n)) => {
             let format = BodyFormat::of(&media_type(&req), &info)?;
-            let validation = field_validation_param(&query, "UpdateOptions")?;
+            let params = write_options::parse(&query, WriteKind::Update)?;
+            let field_manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
+            let validation = params.validation;
             let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
-            let o = store.update(&info, ns, Some(n), v, WriteOpts { target, dry_run, validation }).await?;
+            let opts = WriteOpts { target, dry_run, validation, field_manager };
+            let o = store.update(&info, ns, Some(n), v, opts).await?;
             Ok(json_bytes(200, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
-            let kind = patch_type(&ct)?;
             let is_apply = ct == "application/apply-patch+yaml";
-            let validation = field_validation_param(&query, "PatchOptions")?;
+            let kind = patch_type(&ct)?;
+            let params = write_options::parse(&query, if is_apply { WriteKind::Apply } else { WriteKind::Patch })?;
+            let field_manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
             let b = read_body(shared, req).await?;
-            let opts = WriteOpts { target, dry_run, validation };
-            let r = store.patch(&info, ns_or_default, n, kind, &b, opts).await;
-            let o = match r {
-                Err(e) if e.code == 404 && is_apply && target == Target::Main => {
-                    let mut v = parse_json(&b)?;
-                    if let Some(m) = v.as_object_mut() {
-                        let meta = m.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
-                        if let Some(meta) = meta.as_object_mut() {
-                            meta.entry("name").or_insert_with(|| n.into());
-                        }
-                    }
-                    let o = store
-                        .create_many(&info, ns, vec![v], dry_run)
-                        .await?
-                        .pop()
-                        .ok_or_else(|| ApiError::internal("no object created"))?;
-                    return Ok(json_bytes(201, o.json()));
-                }
-                r => r?,
-            };
+            if is_apply {
+                let opts =
+                    ApplyOpts { target, dry_run, validation: params.validation, force: params.force, field_manager };
+                let (o, created) = store.apply(&info, ns_or_default, n, &b, &opts).await?;
+                return Ok(json_bytes(if created { 201 } else { 200 }, o.json()));
+            }
+            let opts = WriteOpts { target, dry_run, validation: params.validation, field_manager };
+            let o = store.patch(&info, ns_or_default, n, kind, &b, opts).await?;
             Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
@@ -502,28 +493,39 @@ fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
 }
 
 /// GET, PUT and PATCH of the `scale` subresource (autoscaling/v1 `Scale`).
+#[allow(clippy::too_many_arguments)]
 async fn scale_request(
     shared: &Arc<Shared>,
     info: &ResourceInfo,
     ns: &str,
     name: &str,
     dry_run: bool,
+    query: &[(String, String)],
+    user_agent: Option<&str>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
     let store = shared.store.clone();
+    let manager = |kind: WriteKind| -> Result<String, ApiError> {
+        let params = write_options::parse(query, kind)?;
+        Ok(managed_fields::manager_name(params.field_manager.as_deref(), user_agent))
+    };
     let scale = match req.method().clone() {
         Method::GET => store.get_scale(info, ns, name).await?,
         Method::PUT => {
             // The body is an autoscaling/v1 Scale, whatever the resource.
             let scale = ResourceInfo::new("autoscaling", "v1", "scale", "Scale", true);
             let format = BodyFormat::of(&media_type(&req), &scale)?;
+            let manager = manager(WriteKind::Update)?;
             let b = format.to_json(&scale, read_body(shared, req).await?)?;
-            store.update_scale(info, ns, name, parse_json(&b)?, dry_run).await?
+            store.update_scale(info, ns, name, parse_json(&b)?, &WriteOpts::main(dry_run).by(&manager)).await?
         }
         Method::PATCH => {
-            let kind = patch_type(&media_type(&req))?;
+            let ct = media_type(&req);
+            let kind = patch_type(&ct)?;
+            let manager =
+                manager(if ct == "application/apply-patch+yaml" { WriteKind::Apply } else { WriteKind::Patch })?;
             let b = read_body(shared, req).await?;
-            store.patch_scale(info, ns, name, kind, &b, dry_run).await?
+            store.patch_scale(info, ns, name, kind, &b, &WriteOpts::main(dry_run).by(&manager)).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

@@ -9,6 +9,7 @@
 //! compaction, dropped watches, restarts, graceful shutdown) are methods of
 //! [`ApiServer`]; [`chaos`] injects them at random.
 
+pub mod apply;
 pub mod body;
 pub mod cache;
 pub mod chaos;
@@ -24,6 +25,7 @@ pub mod field_validation;
 pub mod handlers;
 pub mod jsonpath;
 pub mod list;
+pub mod managed_fields;
 pub(crate) mod media;
 pub mod namespaces;
 pub mod object;
@@ -48,6 +50,8 @@ pub(crate) mod validation;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
+pub mod write_options;
+pub(crate) mod yaml;
 
 pub use controls::{Controls, Fault, RequestCounts, ShutdownAnswer, UnresponsiveClose};
 pub use registry::{CustomVersion, PrinterColumn, Registry, ResourceInfo, ScaleSubresource};

@@ -131,6 +131,9 @@ pub struct Controller {
 }
 
 /// How long the controller waits before it retries after a failure, at first and at most.
+/// The field manager of the controller's writes (kube-controller-manager's).
+const CONTROLLER: &str = "kube-controller-manager";
+
 const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
 /// How many deletions of one namespace's objects are in flight at once.
@@ -304,7 +307,7 @@ impl Controller {
         if let Some(Value::Object(spec)) = obj.get_mut("spec") {
             spec.insert("finalizers".into(), json!(rest));
         }
-        let opts = WriteOpts { target: Target::Finalize, ..Default::default() };
+        let opts = WriteOpts { target: Target::Finalize, ..Default::default() }.by(CONTROLLER);
         match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
             // Changed meanwhile: the change wakes the next pass.
             Err(e) if e.code == 404 || e.code == 409 => Ok(()),
@@ -400,7 +403,7 @@ impl Controller {
             return Ok(());
         }
         status.insert("conditions".into(), Value::Array(conditions));
-        let opts = WriteOpts::status(false);
+        let opts = WriteOpts::status(false).by(CONTROLLER);
         match self.store.update(&self.ns_info, None, None, Value::Object(obj), opts).await {
             Err(e) if e.code == 404 || e.code == 409 => Ok(()),
             r => r.map(drop),

@@ -121,7 +121,13 @@ impl StoredObject {
 
     /// The object parsed back into a JSON value (with its resourceVersion).
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json()).unwrap_or(Value::Null)
+        let mut v: Value = serde_json::from_slice(&self.value).unwrap_or(Value::Null);
+        if self.has_rv
+            && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("resourceVersion".into(), self.rv.to_string().into());
+        }
+        v
     }
 
     /// The serialized `spec`, if any.
@@ -228,6 +234,43 @@ fn write_entry(out: &mut Vec<u8>, first: &mut bool, k: &str, v: &Value) -> (usiz
     (start, out.len())
 }
 
+/// The members of a `managedFields` entry in kube-apiserver's order.
+const MANAGED_FIELDS_ORDER: &[&str] =
+    &["manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource"];
+
+/// Writes `managedFields` with each entry's members in kube-apiserver's order (others after
+/// them, sorted).
+fn write_managed_fields(out: &mut Vec<u8>, first: &mut bool, v: &Value) {
+    let Value::Array(entries) = v else {
+        write_entry(out, first, "managedFields", v);
+        return;
+    };
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    out.extend_from_slice(b"\"managedFields\":[");
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let Value::Object(m) = e else {
+            let _ = serde_json::to_writer(&mut *out, e);
+            continue;
+        };
+        out.push(b'{');
+        let mut first_member = true;
+        let known = MANAGED_FIELDS_ORDER.iter().filter_map(|k| m.get_key_value(*k));
+        let mut others: Vec<_> = m.iter().filter(|(k, _)| !MANAGED_FIELDS_ORDER.contains(&k.as_str())).collect();
+        others.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (k, v) in known.chain(others) {
+            write_entry(out, &mut first_member, k, v);
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+}
+
 /// The canonical prefix of every value of a resource: `{"kind":…,"apiVersion":…,`.
 fn type_prefix(info: &ResourceInfo) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
@@ -277,6 +320,10 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
             continue;
         }
         if let Some(v) = meta.get(*k) {
+            if *k == "managedFields" {
+                write_managed_fields(&mut out, &mut first, v);
+                continue;
+            }
             write_entry(&mut out, &mut first, k, v);
             if *k == "uid" {
                 rv_at = Some(out.len());
@@ -655,6 +702,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn empty_value_of(info: &ResourceInfo) -> Value {
+        build(info, &Map::new(), 1).value()
+    }
+
     fn text(o: &StoredObject) -> String {
         String::from_utf8(o.json().to_vec()).unwrap()
     }
@@ -688,6 +739,11 @@ mod tests {
             r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"123","name":"x","labels":{"a":"b"}}}"#
         );
         assert!(o.same_except_rv(&o.with_rv(99999)));
+        assert_eq!(o.value(), serde_json::from_slice::<Value>(&o.json()).unwrap());
+        assert_eq!(
+            empty_value_of(&info),
+            json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}})
+        );
         let mut m = Map::new();
         m.insert("metadata".into(), json!({"name": "x", "uid": "u"}));
         assert_eq!(

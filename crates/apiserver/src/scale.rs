@@ -17,7 +17,8 @@ use crate::object::StoredObject;
 use crate::registry::{ResourceInfo, ScaleSubresource};
 use crate::status::ApiError;
 use crate::store::{
-    Attempt, DecodedPatch, PatchType, Store, WriteOpts, check_body, meta_str, parse_rv_field, resolve_namespace,
+    Attempt, DecodedPatch, PatchType, Store, Tracking, WriteOpts, check_body, meta_str, parse_rv_field,
+    resolve_namespace,
 };
 
 /// The `Scale` type, to decode request bodies as kube-apiserver does.
@@ -251,9 +252,9 @@ impl Store {
         ns: &str,
         name: &str,
         body: Value,
-        dry_run: bool,
+        opts: &WriteOpts,
     ) -> Result<Scale, ApiError> {
-        self.write_scale(info, ns, name, dry_run, |_| Ok(body.clone())).await
+        self.write_scale(info, ns, name, opts, |_| Ok(body.clone())).await
     }
 
     /// Patches the `Scale` of an object (PATCH `…/scale`); returns the new `Scale`.
@@ -264,10 +265,10 @@ impl Store {
         name: &str,
         kind: PatchType,
         patch: &[u8],
-        dry_run: bool,
+        opts: &WriteOpts,
     ) -> Result<Scale, ApiError> {
         let (decoded, _) = DecodedPatch::decode(kind, ("autoscaling", "v1", "Scale"), patch)?;
-        self.write_scale(info, ns, name, dry_run, |current| {
+        self.write_scale(info, ns, name, opts, |current| {
             let mut doc = current.clone();
             decoded.apply(&mut doc)?;
             Ok(doc)
@@ -281,7 +282,7 @@ impl Store {
         info: &ResourceInfo,
         ns: &str,
         name: &str,
-        dry_run: bool,
+        opts: &WriteOpts,
         scale: impl Fn(&Value) -> Result<Value, ApiError>,
     ) -> Result<Scale, ApiError> {
         let sub = scale_subresource(info)?;
@@ -302,7 +303,7 @@ impl Store {
             let Value::Object(parent) = parent else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
-            match self.replace(info, &cur, parent, WriteOpts::main(dry_run)).await? {
+            match self.replace(info, &cur, parent, opts, Tracking::Scale).await? {
                 Attempt::Done(r) => return scale_of(info, &r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }

@@ -3,12 +3,23 @@
 //! The definitions are Kubernetes' own (see the crate's build step): every type with its
 //! properties, `$ref`s between definitions, and the `x-kubernetes-*` extensions that tell how a
 //! field merges (`x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` for strategic
-//! merge patches).
+//! merge patches; `x-kubernetes-list-type`, `x-kubernetes-list-map-keys` and
+//! `x-kubernetes-map-type` for server-side apply).
+//!
+//! Two views walk them: [`Node`]/[`Field`] for strategic merge patches and field validation, and
+//! [`TypeRef`]/[`Atom`] for structured merge (server-side apply and `managedFields`), which sees
+//! every value as a scalar, a list (atomic, a set, or a map keyed by some of its elements'
+//! fields) or a map (a struct with named fields, or a map of one value type; granular or
+//! atomic). A [`Schemas`] is either the built-in definitions or one root schema of the same
+//! JSON-Schema shape (a custom resource's `openAPIV3Schema`, [`Schemas::from_root`]).
 //!
 //! Invariants: the definitions are parsed once, on first use, and never change; a type is
 //! found by its group, version and kind (`x-kubernetes-group-version-kind`); a [`Node`] whose
 //! schema is unknown (a field the schema does not name) answers every question with "no
-//! metadata", so callers fall back to plain JSON semantics below it.
+//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema
+//! (or below `x-kubernetes-preserve-unknown-fields`) is *deduced* as structured-merge-diff deduces
+//! it: maps granular, lists atomic, whatever the value; the `metadata` of an object is always
+//! `ObjectMeta`'s.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -18,10 +29,13 @@ use serde_json::{Map, Value};
 /// The definitions text written by the build step: definition name → schema (OpenAPI v3 form).
 const DEFINITIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/kube-definitions.json"));
 
-/// The parsed definitions and an index by group, version and kind.
-pub(crate) struct Schemas {
+/// The parsed definitions and an index by group, version and kind; or one root schema.
+pub struct Schemas {
     defs: Map<String, Value>,
     by_gvk: HashMap<(String, String, String), String>,
+    /// The root schema of a [`Schemas::from_root`].
+    #[cfg_attr(not(test), allow(dead_code))]
+    root: Option<Value>,
 }
 
 /// The built-in types' schemas, parsed on first use.
@@ -46,7 +60,40 @@ impl Schemas {
             let s = |k: &str| gvks[0].get(k).and_then(Value::as_str).unwrap_or_default().to_string();
             by_gvk.insert((s("group"), s("version"), s("kind")), name.clone());
         }
-        Schemas { defs, by_gvk }
+        Schemas { defs, by_gvk, root: None }
+    }
+
+    /// The schemas of one type given by its root schema: a custom resource's
+    /// `openAPIV3Schema` (JSON-Schema with the `x-kubernetes-*` extensions, no `$ref`s). Its
+    /// `metadata` is `ObjectMeta`'s whatever the schema says, as kube-apiserver treats it.
+    /// (Custom resource definitions' schemas plug in here; the registry does not hold any yet.)
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn from_root(root: Value) -> Schemas {
+        Schemas { defs: Map::new(), by_gvk: HashMap::new(), root: Some(root) }
+    }
+
+    /// The structured-merge view of the root of a [`Schemas::from_root`].
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn root_type(&self) -> TypeRef<'_> {
+        TypeRef {
+            schemas: self,
+            schema: self.root.as_ref(),
+            kind: RefKind::Schema,
+            object_root: true,
+            definition: None,
+        }
+    }
+
+    /// The structured-merge view of a built-in type, if it is one.
+    pub(crate) fn type_of(&self, group: &str, version: &str, kind: &str) -> Option<TypeRef<'_>> {
+        let (name, def) = self.defs.get_key_value(self.name_of(group, version, kind)?)?;
+        Some(TypeRef {
+            schemas: self,
+            schema: Some(def),
+            kind: RefKind::Schema,
+            object_root: true,
+            definition: Some(name),
+        })
     }
 
     /// Every definition, by name.
@@ -65,19 +112,46 @@ impl Schemas {
         Some(Node { schemas: self, schema: self.defs.get(name) })
     }
 
+    /// The definition `name`, with its name as the definitions hold it (a hash lookup for the
+    /// built-in definitions).
+    pub(crate) fn definition(&self, name: &str) -> Option<(&str, &Value)> {
+        type Index = HashMap<&'static str, (&'static str, &'static Value), foldhash::fast::RandomState>;
+        static BUILTIN: OnceLock<Index> = OnceLock::new();
+        if std::ptr::eq(self, builtin()) {
+            let index = BUILTIN.get_or_init(|| {
+                let defs = &builtin().defs;
+                let mut index = Index::with_capacity_and_hasher(defs.len(), Default::default());
+                index.extend(defs.iter().map(|(k, v)| (k.as_str(), (k.as_str(), v))));
+                index
+            });
+            return index.get(name).copied();
+        }
+        self.defs.get_key_value(name).map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Follows `$ref` (directly or as the single element of `allOf`) to the schema it names.
-    fn resolve<'a>(&'a self, mut v: &'a Value) -> &'a Value {
+    fn resolve<'a>(&'a self, v: &'a Value) -> &'a Value {
+        self.resolve_named(v).0
+    }
+
+    /// [`Self::resolve`], with the name of the definition reached (None when there was no
+    /// `$ref`).
+    fn resolve_named<'a>(&'a self, mut v: &'a Value) -> (&'a Value, Option<&'a str>) {
+        let mut name = None;
         for _ in 0..16 {
             let r = v.get("$ref").or_else(|| v.get("allOf")?.as_array()?.first()?.get("$ref"));
             match r.and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
-                Some(name) => match self.defs.get(name) {
-                    Some(d) => v = d,
-                    None => return v,
+                Some(n) => match self.definition(n) {
+                    Some((k, d)) => {
+                        v = d;
+                        name = Some(k);
+                    }
+                    None => return (v, name),
                 },
-                None => return v,
+                None => return (v, name),
             }
         }
-        v
+        (v, name)
     }
 }
 
@@ -156,6 +230,429 @@ impl<'a> Node<'a> {
     }
 }
 
+/// A place in a schema as structured merge sees it (structured-merge-diff's type reference).
+#[derive(Clone, Copy)]
+pub(crate) struct TypeRef<'a> {
+    schemas: &'a Schemas,
+    /// The schema here, unresolved (a property's own schema, with its extensions).
+    schema: Option<&'a Value>,
+    kind: RefKind,
+    /// The root of an object: its `metadata` is `ObjectMeta`.
+    object_root: bool,
+    /// The definition `schema` is, when it is one itself (not a `$ref` to it).
+    definition: Option<&'a str>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RefKind {
+    /// Described by `schema`.
+    Schema,
+    /// No schema: maps granular (of deduced values), lists atomic.
+    Deduced,
+    /// No schema, and atomic whatever the value.
+    UntypedAtomic,
+}
+
+/// What a value is, for structured merge: structured-merge-diff's atom.
+#[derive(Clone, Copy)]
+pub(crate) enum Atom<'a> {
+    /// A leaf value.
+    Scalar(Scalar),
+    /// A list.
+    List(ListType<'a>),
+    /// A struct or a map.
+    Map(MapType<'a>),
+}
+
+/// The kind of a scalar, as structured merge validates it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scalar {
+    /// A string.
+    String,
+    /// An integer or a float.
+    Numeric,
+    /// A boolean.
+    Boolean,
+    /// Any scalar (`IntOrString`, `Quantity`, no schema).
+    Untyped,
+}
+
+/// How the elements of a list are told apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ListKind<'a> {
+    /// The list is one value.
+    Atomic,
+    /// A set of scalars (`x-kubernetes-list-type: set`, or a primitive list merged by strategic
+    /// merge patches).
+    Set,
+    /// Elements are maps told apart by these key fields (`x-kubernetes-list-type: map`, or a
+    /// strategic merge key).
+    Map(&'a [Value]),
+}
+
+/// A list's type.
+#[derive(Clone, Copy)]
+pub(crate) struct ListType<'a> {
+    /// How its elements are told apart.
+    pub(crate) kind: ListKind<'a>,
+    /// The elements' type.
+    pub(crate) items: TypeRef<'a>,
+}
+
+/// What a `null` in a struct field stands for, once the object is held as its type holds it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum NullField {
+    /// Nothing: the field is left out (an optional field of a built-in type, or of a custom
+    /// resource's schema unless `nullable`).
+    Drop,
+    /// Go's zero value of a field it always serializes.
+    Zero(&'static Value),
+    /// A null (types without a schema, `nullable` fields).
+    Keep,
+}
+
+/// A map's or struct's type.
+#[derive(Clone, Copy)]
+pub(crate) struct MapType<'a> {
+    /// The whole map is one value (`x-kubernetes-map-type: atomic`).
+    pub(crate) atomic: bool,
+    schemas: &'a Schemas,
+    /// The struct's named fields.
+    properties: Option<&'a Map<String, Value>>,
+    /// The type of other keys (a map's values; deduced values where unknown fields are kept).
+    elements: Option<TypeRef<'a>>,
+    /// The struct's definition (built-in types), for what Go always serializes.
+    definition: Option<&'a str>,
+    required: Option<&'a [Value]>,
+    object_root: bool,
+}
+
+impl<'a> TypeRef<'a> {
+    /// A type without a schema (a custom resource without one): deduced from the values, with
+    /// `ObjectMeta` for `metadata`.
+    pub(crate) fn unknown_object(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None }
+    }
+
+    fn deduced(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None }
+    }
+
+    fn untyped_atomic(schemas: &'a Schemas) -> Self {
+        TypeRef { schemas, schema: None, kind: RefKind::UntypedAtomic, object_root: false, definition: None }
+    }
+
+    fn of(schemas: &'a Schemas, schema: &'a Value) -> Self {
+        TypeRef { schemas, schema: Some(schema), kind: RefKind::Schema, object_root: false, definition: None }
+    }
+
+    /// The atom for `value` (None: absent): the schema's, or the one the value's JSON type
+    /// deduces where there is no schema. A schema allowing several kinds (`oneOf`, no type)
+    /// takes the value's.
+    pub(crate) fn atom(&self, value: Option<&Value>) -> Atom<'a> {
+        let by_value = |map: MapType<'a>, list: ListType<'a>| match value {
+            Some(Value::Array(_)) => Atom::List(list),
+            Some(Value::Object(_) | Value::Null) | None => Atom::Map(map),
+            Some(_) => Atom::Scalar(Scalar::Untyped),
+        };
+        let plain_map = |atomic: bool, elements: TypeRef<'a>| MapType {
+            atomic,
+            schemas: self.schemas,
+            properties: None,
+            elements: Some(elements),
+            definition: None,
+            required: None,
+            object_root: self.object_root,
+        };
+        let atomic_list = |items: TypeRef<'a>| ListType { kind: ListKind::Atomic, items };
+        let s = self.schemas;
+        match self.kind {
+            RefKind::Deduced => {
+                by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)))
+            }
+            RefKind::UntypedAtomic => {
+                by_value(plain_map(true, TypeRef::untyped_atomic(s)), atomic_list(TypeRef::untyped_atomic(s)))
+            }
+            RefKind::Schema => {
+                let Some(own) = self.schema else {
+                    return by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)));
+                };
+                let shape = if std::ptr::eq(s, builtin()) { builtin_shape(own) } else { None };
+                match shape.unwrap_or_else(|| shape_of(s, own)) {
+                    Shape::Struct { properties, elements, atomic, definition, required } => Atom::Map(MapType {
+                        atomic,
+                        schemas: s,
+                        properties,
+                        elements: match elements {
+                            Elements::Schema(e) => Some(TypeRef::of(s, e)),
+                            Elements::Deduced => Some(TypeRef::deduced(s)),
+                            Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
+                            Elements::Closed => None,
+                        },
+                        definition: definition.or(self.definition),
+                        required,
+                        object_root: self.object_root,
+                    }),
+                    Shape::List { kind, items } => Atom::List(ListType {
+                        kind,
+                        items: match items {
+                            Some(i) => TypeRef::of(s, i),
+                            None => TypeRef::untyped_atomic(s),
+                        },
+                    }),
+                    Shape::Scalar(k) => Atom::Scalar(k),
+                    Shape::OneOf => match value {
+                        Some(Value::Array(_) | Value::Object(_)) => by_value(
+                            plain_map(true, TypeRef::untyped_atomic(s)),
+                            atomic_list(TypeRef::untyped_atomic(s)),
+                        ),
+                        _ => Atom::Scalar(Scalar::Untyped),
+                    },
+                    Shape::Deduced => {
+                        by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)))
+                    }
+                    Shape::Untyped => {
+                        by_value(plain_map(true, TypeRef::untyped_atomic(s)), atomic_list(TypeRef::untyped_atomic(s)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a schema says a value is, independently of the value (see [`TypeRef::atom`]).
+#[derive(Clone, Copy)]
+enum Shape<'a> {
+    /// `type: object`: a struct, or a map of `elements`.
+    Struct {
+        properties: Option<&'a Map<String, Value>>,
+        elements: Elements<'a>,
+        atomic: bool,
+        definition: Option<&'a str>,
+        required: Option<&'a [Value]>,
+    },
+    /// `type: array`.
+    List { kind: ListKind<'a>, items: Option<&'a Value> },
+    /// A scalar type.
+    Scalar(Scalar),
+    /// Several kinds (`oneOf`): the value's.
+    OneOf,
+    /// No type, unknown fields kept: deduced.
+    Deduced,
+    /// No type: atomic whatever the value.
+    Untyped,
+}
+
+/// The type of a map's keys that are not named fields.
+#[derive(Clone, Copy)]
+enum Elements<'a> {
+    Schema(&'a Value),
+    Deduced,
+    UntypedAtomic,
+    /// None: a struct refuses fields it does not declare.
+    Closed,
+}
+
+/// The shape of schema `own` (a property's own schema, with its extensions).
+fn shape_of<'a>(s: &'a Schemas, own: &'a Value) -> Shape<'a> {
+    let (resolved, definition) = s.resolve_named(own);
+    let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
+    let preserve = || ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return Shape::Scalar(Scalar::Untyped);
+    }
+    match resolved.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let properties = resolved.get("properties").and_then(Value::as_object);
+            let additional = resolved.get("additionalProperties").filter(|a| a.is_object());
+            let elements = match (additional, preserve(), properties) {
+                (Some(a), _, _) => Elements::Schema(a),
+                (None, true, _) => Elements::Deduced,
+                (None, false, Some(_)) => Elements::Closed,
+                (None, false, None) => Elements::UntypedAtomic,
+            };
+            Shape::Struct {
+                properties,
+                elements,
+                atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
+                definition,
+                required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
+            }
+        }
+        Some("array") => Shape::List { kind: list_kind(own, resolved), items: resolved.get("items") },
+        Some("string") => Shape::Scalar(Scalar::String),
+        Some("integer" | "number") => Shape::Scalar(Scalar::Numeric),
+        Some("boolean") => Shape::Scalar(Scalar::Boolean),
+        Some(_) => Shape::Scalar(Scalar::Untyped),
+        None if resolved.get("oneOf").is_some() => Shape::OneOf,
+        None if preserve() => Shape::Deduced,
+        None => Shape::Untyped,
+    }
+}
+
+/// The shape of a built-in schema node, computed once for every node of the definitions.
+fn builtin_shape(own: &Value) -> Option<Shape<'static>> {
+    type Shapes = HashMap<usize, Shape<'static>, foldhash::fast::RandomState>;
+    static SHAPES: OnceLock<Shapes> = OnceLock::new();
+    let shapes = SHAPES.get_or_init(|| {
+        let b = builtin();
+        let mut shapes = Shapes::default();
+        fn visit(b: &'static Schemas, v: &'static Value, shapes: &mut Shapes) {
+            if shapes.contains_key(&(v as *const Value as usize)) {
+                return;
+            }
+            shapes.insert(v as *const Value as usize, shape_of(b, v));
+            if let Some(props) = v.get("properties").and_then(Value::as_object) {
+                props.values().for_each(|p| visit(b, p, shapes));
+            }
+            for k in ["items", "additionalProperties"] {
+                if let Some(c) = v.get(k).filter(|c| c.is_object()) {
+                    visit(b, c, shapes);
+                }
+            }
+        }
+        for d in b.defs.values() {
+            visit(b, d, &mut shapes);
+        }
+        shapes
+    });
+    shapes.get(&(own as *const Value as usize)).copied()
+}
+
+/// How a list schema's elements are told apart, as kube's OpenAPI-to-structured-merge
+/// conversion decides: `x-kubernetes-list-type` first, else a strategic `merge` (keyed by the
+/// merge key, or a set without one), else atomic.
+fn list_kind<'a>(own: &'a Value, resolved: &'a Value) -> ListKind<'a> {
+    let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
+    match ext("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => return ListKind::Set,
+        Some("map") => {
+            return match ext("x-kubernetes-list-map-keys").and_then(Value::as_array) {
+                Some(keys) if !keys.is_empty() => ListKind::Map(keys.as_slice()),
+                _ => ListKind::Atomic,
+            };
+        }
+        Some(_) => return ListKind::Atomic,
+        None => {}
+    }
+    match ext("x-kubernetes-patch-strategy").and_then(Value::as_str) {
+        Some("merge" | "merge,retainKeys") => match ext("x-kubernetes-patch-merge-key") {
+            Some(k @ Value::String(_)) => ListKind::Map(std::slice::from_ref(k)),
+            _ => ListKind::Set,
+        },
+        _ => ListKind::Atomic,
+    }
+}
+
+impl<'a> ListType<'a> {
+    /// The value a map-list element's key field takes when the element leaves it out (the
+    /// schema's default: `protocol: TCP` of container and service ports).
+    pub(crate) fn key_default(&self, key: &str) -> Option<&'static Value> {
+        let own = self.items.schema?;
+        let (_, def) = self.items.schemas.resolve_named(own);
+        crate::managed_fields::presence::key_default(def?, key)
+    }
+}
+
+impl<'a> MapType<'a> {
+    /// The type of key `name`: a named field's, else the map's value type; None for a field a
+    /// struct does not declare.
+    pub(crate) fn field(&self, name: &str) -> Option<TypeRef<'a>> {
+        if self.object_root {
+            match name {
+                "metadata" => {
+                    let b = builtin();
+                    let meta = b.defs.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
+                    return Some(TypeRef::of(b, meta));
+                }
+                "apiVersion" | "kind" => return Some(TypeRef::of(builtin(), &STRING_SCHEMA)),
+                _ => {}
+            }
+        }
+        if let Some(p) = self.properties.and_then(|p| p.get(name)) {
+            return Some(TypeRef::of(self.schemas, p));
+        }
+        self.elements
+    }
+
+    /// The type of key `name`, deduced from the value for a field a struct does not declare.
+    pub(crate) fn field_or_deduced(&self, name: &str) -> TypeRef<'a> {
+        self.field(name).unwrap_or_else(|| TypeRef::deduced(self.schemas))
+    }
+
+    /// Whether `name` is a field the struct declares (not a map key).
+    pub(crate) fn is_named_field(&self, name: &str) -> bool {
+        (self.object_root && matches!(name, "metadata" | "apiVersion" | "kind"))
+            || self.properties.is_some_and(|p| p.contains_key(name))
+    }
+
+    /// The value field `name` has in the Go struct of a built-in type, given its JSON value (None:
+    /// absent): the zero value Go always serializes where the JSON leaves it out or has `null`,
+    /// and nothing for an empty list or map in a field Go leaves out when empty. Other types'
+    /// values are taken as they are.
+    pub(crate) fn go_value<'v>(&self, name: &str, v: Option<&'v Value>) -> Option<&'v Value> {
+        if self.definition.is_none() || !std::ptr::eq(self.schemas, builtin()) {
+            return v;
+        }
+        match v {
+            None | Some(Value::Null) => self.zero_value(name),
+            Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) => None,
+            Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
+            other => other,
+        }
+    }
+
+    fn is_required(&self, name: &str) -> bool {
+        self.required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)))
+    }
+
+    /// Whether field `name` is a map of values (not a struct).
+    fn is_plain_map(&self, name: &str) -> bool {
+        self.properties.and_then(|p| p.get(name)).is_some_and(|p| {
+            let r = self.schemas.resolve(p);
+            r.get("additionalProperties").is_some_and(Value::is_object)
+        })
+    }
+
+    /// What a `null` in field `name` becomes.
+    pub(crate) fn null_field(&self, name: &str) -> NullField {
+        if self.object_root && name == "metadata" {
+            return NullField::Drop;
+        }
+        let Some(props) = self.properties else { return NullField::Keep };
+        if self.definition.is_some() && std::ptr::eq(self.schemas, builtin()) {
+            return match self.zero_value(name) {
+                Some(z) => NullField::Zero(z),
+                None => NullField::Drop,
+            };
+        }
+        match props.get(name) {
+            Some(p) if p.get("nullable").and_then(Value::as_bool) == Some(true) => NullField::Keep,
+            Some(_) => NullField::Drop,
+            None => NullField::Keep,
+        }
+    }
+
+    /// Whether keys the struct does not declare are refused (it has neither a value type for
+    /// other keys nor keeps unknown fields).
+    pub(crate) fn closed(&self) -> bool {
+        self.elements.is_none()
+    }
+
+    /// The value Go's struct holds for field `name` when a request leaves it out, when Go
+    /// always serializes the field (see [`crate::managed_fields::presence`]); None for fields
+    /// that are absent when unset, and for every field of a type without built-in schema.
+    pub(crate) fn zero_value(&self, name: &str) -> Option<&'static Value> {
+        let def = self.definition?;
+        if !std::ptr::eq(self.schemas, builtin()) {
+            return None;
+        }
+        crate::managed_fields::presence::zero_value(def, name, self.is_required(name))
+    }
+}
+
+static STRING_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| serde_json::json!({"type": "string"}));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +678,75 @@ mod tests {
         assert_eq!(data.node.field("any-key").node.type_name(), Some("string"));
         assert!(s.root("example.com", "v1", "Widget").is_none());
         assert!(containers.node.field("noSuchField").node.schema().is_none());
+    }
+
+    #[test]
+    fn a_custom_resource_schema_drives_structured_merge() {
+        let schemas = Schemas::from_root(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {
+                    "mode": {"type": "string"},
+                    "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"}},
+                    "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}
+            }
+        }));
+        let ty = schemas.root_type();
+        let Atom::Map(root) = ty.atom(None) else { panic!("an object") };
+        let Atom::Map(spec) = root.field("spec").unwrap().atom(None) else { panic!("a struct") };
+        assert!(root.is_named_field("spec") && root.is_named_field("metadata"));
+        assert!(matches!(spec.field("mode").unwrap().atom(None), Atom::Scalar(Scalar::String)));
+        let Atom::Map(selector) = spec.field("selector").unwrap().atom(None) else { panic!("a map") };
+        assert!(selector.atomic);
+        let Atom::List(ports) = spec.field("ports").unwrap().atom(None) else { panic!("a list") };
+        assert_eq!(ports.kind, ListKind::Map(&[serde_json::json!("name")]));
+        let Atom::Map(extra) = spec.field("extra").unwrap().atom(None) else { panic!("a map") };
+        assert!(!extra.closed(), "unknown fields are kept");
+        assert!(spec.field("bogus").is_none() && spec.closed());
+        // metadata is ObjectMeta: finalizers are a set.
+        let Atom::Map(meta) = root.field("metadata").unwrap().atom(None) else { panic!("ObjectMeta") };
+        let Atom::List(finalizers) = meta.field("finalizers").unwrap().atom(None) else { panic!("a list") };
+        assert_eq!(finalizers.kind, ListKind::Set);
+    }
+
+    #[test]
+    fn built_in_list_and_map_types_survive_the_conversion() {
+        let pod = builtin().type_of("", "v1", "Pod").unwrap();
+        let field = |t: TypeRef<'static>, name: &str| match t.atom(None) {
+            Atom::Map(m) => m.field(name).unwrap(),
+            _ => panic!("{name}: not in a struct"),
+        };
+        let pod_spec = field(pod, "spec");
+        let Atom::List(containers) = field(pod_spec, "containers").atom(None) else { panic!() };
+        assert_eq!(containers.kind, ListKind::Map(&[serde_json::json!("name")]));
+        let Atom::List(ports) = field(containers.items, "ports").atom(None) else { panic!() };
+        let keys = [serde_json::json!("containerPort"), serde_json::json!("protocol")];
+        assert_eq!(ports.kind, ListKind::Map(&keys));
+        assert_eq!(ports.key_default("protocol"), Some(&serde_json::json!("TCP")));
+        let Atom::List(args) = field(containers.items, "args").atom(None) else { panic!() };
+        assert_eq!(args.kind, ListKind::Atomic);
+        let Atom::List(tolerations) = field(pod_spec, "tolerations").atom(None) else { panic!() };
+        assert_eq!(tolerations.kind, ListKind::Atomic);
+        // x-kubernetes-map-type on a field, and on a referenced type.
+        let Atom::Map(node_selector) = field(pod_spec, "nodeSelector").atom(None) else { panic!() };
+        assert!(node_selector.atomic);
+        let deployment = builtin().type_of("apps", "v1", "Deployment").unwrap();
+        let Atom::Map(selector) = field(field(deployment, "spec"), "selector").atom(None) else { panic!() };
+        assert!(selector.atomic);
+        let Atom::Map(labels) = field(field(pod, "metadata"), "labels").atom(None) else { panic!() };
+        assert!(!labels.atomic && !labels.closed());
+        let Atom::List(finalizers) = field(field(pod, "metadata"), "finalizers").atom(None) else { panic!() };
+        assert_eq!(finalizers.kind, ListKind::Set);
+        // IntOrString and Quantity are scalars of any kind.
+        let Atom::Map(resources) = field(containers.items, "resources").atom(None) else { panic!() };
+        let Atom::Map(limits) = resources.field("limits").unwrap().atom(None) else { panic!() };
+        assert!(matches!(
+            limits.field("cpu").unwrap().atom(Some(&serde_json::json!("1"))),
+            Atom::Scalar(Scalar::Untyped)
+        ));
     }
 }

@@ -305,7 +305,7 @@ impl ApiServerBuilder {
         {
             for n in crate::namespaces::SYSTEM {
                 let obj = serde_json::json!({"metadata": {"name": n}});
-                match store.create(&ns, None, obj).await {
+                match store.create_many(&ns, None, vec![obj], false, "kube-apiserver").await {
                     Ok(_) => {}
                     Err(e) if e.code == 409 => {}
                     Err(e) => return Err(std::io::Error::other(format!("creating namespace {n}: {e}"))),
@@ -854,7 +854,7 @@ impl ApiServer {
     /// newest RV written.
     pub async fn create_many(&self, resource: &str, objs: Vec<Value>) -> Result<u64, ApiError> {
         let info = self.info(resource).await?;
-        let out = self.shared.store.create_many(&info, None, objs, false).await?;
+        let out = self.shared.store.create_many(&info, None, objs, false, "").await?;
         Ok(out.iter().map(|o| o.rv).max().unwrap_or_else(|| self.resource_version()))
     }
 

@@ -38,6 +38,11 @@ fn details(group: &str, kind: &str, name: &str) -> Value {
     Value::Object(m)
 }
 
+/// A resource with its group (`deployments.apps`), as Status messages name it.
+pub fn qualified_resource(group: &str, resource: &str) -> String {
+    qualified(group, resource)
+}
+
 fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
@@ -259,6 +264,7 @@ struct StatusWire<'a> {
     metadata: StatusMeta<'a>,
     status: &'a str,
     message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     reason: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     details: Option<&'a Value>,

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::defaults::{self, ClusterIps};
 use crate::field_validation::{self, FieldValidation};
+use crate::managed_fields::{self, ManagerKey, Managers, Operation};
 use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
@@ -36,7 +37,7 @@ pub use crate::cache::HistoryConfig;
 pub use crate::strategy::Target;
 
 /// Options of updates and patches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteOpts {
     /// What the write changes: the object, its `status` subresource (only `status` changes) or a
     /// namespace's `finalize` subresource (see [`crate::strategy`]).
@@ -45,6 +46,9 @@ pub struct WriteOpts {
     pub dry_run: bool,
     /// What to do with fields the type does not know in a patched object.
     pub validation: FieldValidation,
+    /// Who writes, as `managedFields` records it (see [`managed_fields::manager_name`]; empty:
+    /// `unknown`).
+    pub field_manager: String,
 }
 
 impl WriteOpts {
@@ -57,7 +61,27 @@ impl WriteOpts {
     pub fn status(dry_run: bool) -> Self {
         WriteOpts { target: Target::Status, dry_run, ..Default::default() }
     }
+
+    /// The same options with `manager` as the field manager.
+    pub fn by(mut self, manager: &str) -> Self {
+        self.field_manager = manager.to_string();
+        self
+    }
 }
+
+/// How a write records its managers in `managedFields`.
+pub(crate) enum Tracking {
+    /// A create, update or patch by the write's field manager.
+    Update,
+    /// A server-side apply, whose managers are already computed.
+    Applied(Managers),
+    /// A write through `/scale` by the write's field manager.
+    Scale,
+}
+
+/// The object a create starts from, as kube-apiserver's field manager sees it: an empty object
+/// of the type.
+static ZERO_OBJECT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::Object(Map::new()));
 
 /// The kind of patch in a PATCH request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +393,98 @@ fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &s
     }
 }
 
+/// The `managedFields` a write stores: the live ones as they are, or new ones.
+pub(crate) enum Tracked {
+    /// The stored entries, unchanged (None: there are none).
+    Kept(Option<Value>),
+    /// New entries.
+    Changed(Managers),
+}
+
+impl Tracked {
+    /// Writes them into the object's metadata.
+    fn store_into(self, obj: &mut Map<String, Value>) {
+        match self {
+            Tracked::Changed(m) => managed_fields::store_into(obj, &m),
+            Tracked::Kept(v) => {
+                let meta = meta_mut(obj);
+                match v {
+                    Some(v) => meta.insert("managedFields".into(), v),
+                    None => meta.remove("managedFields"),
+                };
+            }
+        }
+    }
+}
+
+/// The managers of `obj`, the successor of `old` a write computed (its `managedFields` taken out
+/// of it), as `tracking` says they change.
+fn track(
+    info: &ResourceInfo,
+    old: &StoredObject,
+    obj: &mut Map<String, Value>,
+    opts: &WriteOpts,
+    tracking: Tracking,
+    requested: managed_fields::Requested,
+) -> Tracked {
+    let mut old_value = old.value();
+    let old_managed =
+        old_value.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        meta.remove("managedFields");
+    }
+    let api_version = info.api_version();
+    let manager = managed_fields::recorded_name(&opts.field_manager);
+    match tracking {
+        Tracking::Applied(m) => Tracked::Changed(m),
+        Tracking::Scale => {
+            let Some(sub) = &info.scale_subresource else { return Tracked::Kept(old_managed) };
+            let path: Vec<&str> = sub.spec_replicas_path.split('.').filter(|s| !s.is_empty()).collect();
+            let old_replicas = path.iter().try_fold(&old_value, |v, seg| v.get(seg));
+            let new_replicas = match path.split_first() {
+                Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
+                None => None,
+            };
+            if old_replicas == new_replicas {
+                return Tracked::Kept(old_managed);
+            }
+            let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
+            managed_fields::scale(&mut m, &managed_fields::Path::fields(&path), manager, &api_version);
+            Tracked::Changed(m)
+        }
+        Tracking::Update => {
+            let subresource = managed_fields::subresource_of(opts.target);
+            let new = Value::Object(std::mem::take(obj));
+            let ignored = managed_fields::ignored_fields(info, opts.target, &[&old_value, &new]);
+            let ctx = managed_fields::Context {
+                ty: managed_fields::type_of(info),
+                api_version: &api_version,
+                ignored: &ignored,
+            };
+            let cmp = managed_fields::changes(&old_value, &new, ctx);
+            if let Value::Object(o) = new {
+                *obj = o;
+            }
+            // A client sending back the entries it read (an update of a fetched object) keeps
+            // them, as one that sends none.
+            let requested = match requested {
+                managed_fields::Requested::Given(v) if Some(&v) == old_managed.as_ref() => {
+                    managed_fields::Requested::Absent
+                }
+                r => r,
+            };
+            let keeps = opts.target != Target::Main || requested == managed_fields::Requested::Absent;
+            if keeps && cmp.is_same() {
+                return Tracked::Kept(old_managed);
+            }
+            let mut m = managed_fields::base_managers(old_managed.as_ref(), requested, opts.target != Target::Main);
+            let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
+            managed_fields::record(&mut m, cmp, ctx, &key, &object::now_rfc3339());
+            Tracked::Changed(m)
+        }
+    }
+}
+
 impl Store {
     /// A store writing to `storage` and reading from `cache`.
     pub fn new(storage: Arc<dyn Storage>, cache: Arc<WatchCache>, rv_wait: Duration) -> Self {
@@ -498,7 +614,7 @@ impl Store {
         url_ns: Option<&str>,
         body: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let mut objs = self.create_many(info, url_ns, vec![body], false).await?;
+        let mut objs = self.create_many(info, url_ns, vec![body], false, "").await?;
         objs.pop().ok_or_else(|| ApiError::internal("no object created"))
     }
 
@@ -536,7 +652,10 @@ impl Store {
         info: &ResourceInfo,
         mut obj: Map<String, Value>,
         ips: &mut Option<HashSet<u32>>,
+        tracking: Tracking,
+        manager: &str,
     ) -> Result<Template, ApiError> {
+        let requested = managed_fields::take_requested(&mut obj);
         let name = match meta_str(&obj, "name") {
             Some(n) => n,
             None => match meta_str(&obj, "generateName") {
@@ -575,11 +694,33 @@ impl Store {
         } else {
             meta.remove("generation");
         }
-        meta.insert("creationTimestamp".into(), now.into());
+        meta.insert("creationTimestamp".into(), now.clone().into());
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
-        defaults::apply(info, &mut obj, defaults::Write::Create)?;
+        defaults::decode(info, &mut obj, defaults::Write::Create);
+        let managers = match tracking {
+            Tracking::Applied(m) => m,
+            Tracking::Update | Tracking::Scale => {
+                let mut m = managed_fields::base_managers(None, requested, false);
+                let api_version = info.api_version();
+                let ignored = managed_fields::ignored_fields(info, Target::Main, &[]);
+                let ctx = managed_fields::Context {
+                    ty: managed_fields::type_of(info),
+                    api_version: &api_version,
+                    ignored: &ignored,
+                };
+                let key = ManagerKey::new(managed_fields::recorded_name(manager), Operation::Update, &api_version, "");
+                let new = Value::Object(std::mem::take(&mut obj));
+                managed_fields::update(&mut m, &ZERO_OBJECT, &new, ctx, &key, &now);
+                if let Value::Object(o) = new {
+                    obj = o;
+                }
+                m
+            }
+        };
+        defaults::admit(info, &mut obj, defaults::Write::Create)?;
+        managed_fields::store_into(&mut obj, &managers);
         validation::validate(info, &obj)?;
         if defaults::is_service(info) {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
@@ -654,6 +795,20 @@ impl Store {
         url_ns: Option<&str>,
         bodies: Vec<Value>,
         dry_run: bool,
+        manager: &str,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        let bodies = bodies.into_iter().map(|b| (b, Tracking::Update)).collect();
+        self.create_tracked(info, url_ns, bodies, dry_run, manager).await
+    }
+
+    /// [`Self::create_many`], each body with how its `managedFields` are computed.
+    pub(crate) async fn create_tracked(
+        &self,
+        info: &ResourceInfo,
+        url_ns: Option<&str>,
+        bodies: Vec<(Value, Tracking)>,
+        dry_run: bool,
+        manager: &str,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         if info.custom.as_ref().is_some_and(|c| c.terminating) {
             return Err(ApiError::new(
@@ -663,14 +818,14 @@ impl Store {
             ));
         }
         let mut checked = Vec::with_capacity(bodies.len());
-        for b in bodies {
+        for (b, tracking) in bodies {
             let mut obj = check_body(info, b)?;
             let ns = resolve_namespace(info, &mut obj, url_ns)?;
-            checked.push((obj, ns));
+            checked.push((obj, ns, tracking));
         }
         if info.namespaced && self.namespaces.is_some() {
             let mut admitted: Vec<&str> = Vec::new();
-            for (obj, ns) in &checked {
+            for (obj, ns, _) in &checked {
                 if !admitted.contains(&ns.as_str()) {
                     self.admit_create(info, ns, meta_str(obj, "name").as_deref().unwrap_or("")).await?;
                     admitted.push(ns);
@@ -684,8 +839,8 @@ impl Store {
         }
         let mut prepared = Vec::with_capacity(checked.len());
         let mut ips = None;
-        for (obj, _) in checked {
-            match self.prepare_create(info, obj, &mut ips) {
+        for (obj, _, tracking) in checked {
+            match self.prepare_create(info, obj, &mut ips, tracking, manager) {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
                     self.release_cluster_ips(info, &prepared);
@@ -824,7 +979,7 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(info, &cur, obj, opts).await? {
+            match self.replace(info, &cur, obj, &opts, Tracking::Update).await? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry(newer, body) => (cur, is_current, obj) = (newer, true, body),
             }
@@ -866,7 +1021,7 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            match self.replace(info, &cur, obj, opts).await? {
+            match self.replace(info, &cur, obj, &opts, Tracking::Update).await? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }
@@ -879,16 +1034,22 @@ impl Store {
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
-        opts: WriteOpts,
+        opts: &WriteOpts,
+        tracking: Tracking,
     ) -> Result<Attempt, ApiError> {
-        let WriteOpts { target, dry_run, .. } = opts;
+        let (target, dry_run) = (opts.target, opts.dry_run);
         let mut new = new;
+        let requested = managed_fields::take_requested(&mut new);
         if target != Target::Status {
-            defaults::apply(info, &mut new, defaults::Write::Update(old))?;
+            defaults::decode(info, &mut new, defaults::Write::Update(old));
         }
         let mut obj = strategy::prepare_update(info, target, old, new);
         if crate::crd::is_crds(info) && target == Target::Main {
             crate::crd::prepare_update(&mut obj);
+        }
+        let managers = track(info, old, &mut obj, opts, tracking, requested);
+        if target != Target::Status {
+            defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
         let bump = strategy::bumps_generation(info, old, &obj);
         {
@@ -918,6 +1079,7 @@ impl Store {
                 meta.remove("generation");
             }
         }
+        managers.store_into(&mut obj);
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj)?;

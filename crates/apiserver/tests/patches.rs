@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::recorded::{Recorded, as_create_body, comparable, recorded};
+use common::recorded::{Recorded, as_create_body, comparable, comparable_managed, recorded};
 use common::*;
 use informer_apiserver::ResourceInfo;
 use serde_json::{Value, json};
@@ -20,19 +20,38 @@ async fn seed(c: &Client, collection: &str, state: &Value) {
     c.delete(&path).await;
     let r = c.post(collection, &as_create_body(state)).await;
     assert_eq!(r.code, 201, "seeding {name}: {}", r.body);
+    // Then kube-apiserver's managers of that state, as a client may set them.
+    if let Some(managed) = state["metadata"].get("managedFields") {
+        let mut obj = r.body;
+        obj["metadata"]["managedFields"] = managed.clone();
+        let r = c.put(&path, &obj).await;
+        assert_eq!(r.code, 200, "seeding the managers of {name}: {}", r.body);
+        assert_eq!(
+            comparable_managed(&r.body)["metadata"]["managedFields"],
+            comparable_managed(state)["metadata"]["managedFields"]
+        );
+    }
 }
 
 async fn send(c: &Client, step: &Recorded) -> Resp {
-    c.send_raw(step.method.clone(), &step.path, step.request_body.clone(), &step.content_type).await
+    c.send_as(
+        step.method.clone(),
+        &step.path,
+        step.request_body.clone(),
+        &step.content_type,
+        step.user_agent.as_deref(),
+    )
+    .await
 }
 
-/// Seeds the state before `file`, sends its request, and compares status and body.
+/// Seeds the state before `file` (its managers included), sends its request, and compares
+/// status and body, managers included.
 async fn replay(c: &Client, collection: &str, before: &Value, file: &str) -> Value {
     seed(c, collection, before).await;
     let step = recorded(file);
     let r = send(c, &step).await;
     assert_eq!(r.code, step.status, "{file}: {}", r.body);
-    assert_eq!(comparable(&r.body), comparable(&step.response), "{file}");
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&step.response), "{file}");
     r.body
 }
 
@@ -59,6 +78,13 @@ const CONFIGMAPS: &str = "/api/v1/namespaces/fixtures/configmaps";
 async fn kubectl_client_side_apply_patches_change_one_container_and_remove_another() {
     let s = server().await;
     let c = Client::new(&s);
+    // 04: the first apply creates the Deployment, kubectl-client-side-apply owning what it sent
+    // and what the API's defaults filled in.
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let step = recorded("04-csa-1-create-post.txt");
+    let r = send(&c, &step).await;
+    assert_eq!(r.code, step.status, "{}", r.body);
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&step.response));
     replay(&c, DEPLOYMENTS, &response("04-csa-1-create-post.txt"), "05-csa-2-patch-change-image.txt").await;
     let out =
         replay(&c, DEPLOYMENTS, &response("05-csa-2-patch-change-image.txt"), "06-csa-3-patch-remove-container.txt")

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::recorded::{comparable, recorded};
+use common::recorded::{as_create_body, comparable, comparable_managed, recorded};
 use common::*;
 use informer_apiserver::{ResourceInfo, ScaleSubresource};
 use serde_json::{Value, json};
@@ -33,14 +33,17 @@ async fn fixtures_namespace(c: &Client) {
     assert_eq!(r.code, 201, "{:?}", r.body);
 }
 
-/// The Deployment `api` as the recorded exchanges start from (3 replicas, no status).
+/// The Deployment `api` as the recorded exchanges start from (3 replicas, no status), with
+/// the managers kube-apiserver had recorded for it (three appliers).
 async fn api_deployment(c: &Client) -> Value {
-    let mut d = comparable(&recorded("42-subres-put-status.txt").request());
-    d["metadata"]["labels"] = json!({"app": "api", "team": "gamma"});
-    d["spec"]["replicas"] = json!(3);
-    d.as_object_mut().unwrap().remove("status");
-    let r = c.post(DEPLOYMENTS, &d).await;
+    let state = recorded("36-ssa-6-raw-apply-yaml-gamma-shared-ownership.txt").response;
+    let r = c.post(DEPLOYMENTS, &as_create_body(&state)).await;
     assert_eq!(r.code, 201, "{:?}", r.body);
+    let mut d = r.body;
+    d["metadata"]["managedFields"] = state["metadata"]["managedFields"].clone();
+    let r = c.put(&format!("{DEPLOYMENTS}/api"), &d).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&state));
     r.body
 }
 
@@ -63,21 +66,28 @@ async fn deployment_writes_match_kube_apiserver() {
     let raw = std::str::from_utf8(&scale.raw).unwrap();
     assert!(raw.starts_with(r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"api","#), "{raw}");
 
-    // 41: kubectl scale's merge patch of /scale: spec.replicas of the Deployment, a new generation.
+    // 41: kubectl scale's merge patch of /scale: spec.replicas of the Deployment, a new generation;
+    // kubectl's `scale` entry (without a time, as kube records it) takes the replicas from the
+    // appliers.
     let ex = recorded("41-subres-kubectl-scale-patch.txt");
-    let scaled = c.patch(&format!("{api}/scale"), MERGE, &ex.request()).await;
+    let body = serde_json::to_vec(&ex.request()).unwrap();
+    let scaled = c.send_as(http::Method::PATCH, &format!("{api}/scale"), body, MERGE, ex.user_agent.as_deref()).await;
     assert_eq!(scaled.code, 200, "{:?}", scaled.body);
     assert_eq!(comparable(&scaled.body), comparable(&ex.response));
     let after = c.get(&api).await.body;
     assert_eq!(after["spec"]["replicas"], 4);
     assert_eq!(generation(&after), generation(&created) + 1);
     assert_eq!(scaled.body["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"]);
+    assert_eq!(
+        comparable_managed(&after)["metadata"]["managedFields"],
+        comparable_managed(&recorded("42-subres-put-status.txt").request())["metadata"]["managedFields"]
+    );
 
     // 42: PUT /status writes the status only (the spec and label changes of the body are ignored).
     let ex = recorded("42-subres-put-status.txt");
     let r = c.put(&format!("{api}/status"), &retarget(ex.request(), &after)).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&ex.response));
     assert_eq!(generation(&r.body), generation(&after));
     assert_eq!(c.get(&api).await.body, r.body);
 
@@ -88,7 +98,7 @@ async fn deployment_writes_match_kube_apiserver() {
     patch["status"]["conditions"] = ex.response["status"]["conditions"].clone();
     let r = c.patch(&format!("{api}/status"), MERGE, &patch).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&ex.response));
     assert_eq!(generation(&r.body), generation(&after));
 
     // 44: PUT of the Deployment itself keeps the stored status; the annotation moves the generation.
@@ -96,7 +106,7 @@ async fn deployment_writes_match_kube_apiserver() {
     let before = r.body;
     let r = c.put(&api, &retarget(ex.request(), &before)).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&ex.response));
     assert_eq!(generation(&r.body), generation(&before) + 1);
 
     // 45: a spec change moves the generation.
@@ -106,7 +116,7 @@ async fn deployment_writes_match_kube_apiserver() {
         json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/app:9"}]);
     let r = c.patch(&api, JSON_PATCH, &image).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert_eq!(comparable(&r.body), comparable(&ex.response));
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&ex.response));
     assert_eq!(generation(&r.body), generation(&before) + 1);
 
     // 46: label and status writes keep the generation; /scale and annotations move it.

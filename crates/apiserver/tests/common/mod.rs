@@ -42,16 +42,17 @@ impl Client {
     }
 
     fn build(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Request<Full<Bytes>> {
-        self.build_accepting(method, path, body, ct, "application/json")
+        self.build_with(method, path, body, ct, "application/json", None)
     }
 
-    fn build_accepting(
+    fn build_with(
         &self,
         method: Method,
         path: &str,
         body: Vec<u8>,
         ct: &str,
         accept: &str,
+        user_agent: Option<&str>,
     ) -> Request<Full<Bytes>> {
         let mut b = Request::builder()
             .method(method)
@@ -61,15 +62,17 @@ impl Client {
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {t}"));
         }
+        if let Some(ua) = user_agent {
+            b = b.header("user-agent", ua);
+        }
         b.body(Full::new(Bytes::from(body))).expect("request")
     }
 
-    pub async fn send_raw(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Resp {
-        let resp =
-            tokio::time::timeout(Duration::from_secs(20), self.inner.request(self.build(method, path, body, ct)))
-                .await
-                .expect("request timed out")
-                .expect("request failed");
+    async fn send(&self, req: Request<Full<Bytes>>) -> Resp {
+        let resp = tokio::time::timeout(Duration::from_secs(20), self.inner.request(req))
+            .await
+            .expect("request timed out")
+            .expect("request failed");
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let raw = tokio::time::timeout(Duration::from_secs(30), resp.into_body().collect())
@@ -81,18 +84,18 @@ impl Client {
         Resp { code, headers, body, raw }
     }
 
+    pub async fn send_raw(&self, method: Method, path: &str, body: Vec<u8>, ct: &str) -> Resp {
+        self.send_as(method, path, body, ct, None).await
+    }
+
+    /// Sends a request with the given User-Agent (none: no User-Agent header).
+    pub async fn send_as(&self, method: Method, path: &str, body: Vec<u8>, ct: &str, user_agent: Option<&str>) -> Resp {
+        self.send(self.build_with(method, path, body, ct, "application/json", user_agent)).await
+    }
+
     /// A GET with its own `Accept` header (Table, PartialObjectMetadata…).
     pub async fn get_accepting(&self, path: &str, accept: &str) -> Resp {
-        let req = self.build_accepting(Method::GET, path, Vec::new(), "application/json", accept);
-        let resp = tokio::time::timeout(Duration::from_secs(20), self.inner.request(req))
-            .await
-            .expect("request timed out")
-            .expect("request failed");
-        let code = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let raw = resp.into_body().collect().await.expect("body").to_bytes();
-        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Resp { code, headers, body, raw }
+        self.send(self.build_with(Method::GET, path, Vec::new(), "application/json", accept, None)).await
     }
 
     pub async fn get(&self, path: &str) -> Resp {

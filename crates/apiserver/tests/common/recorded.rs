@@ -17,6 +17,8 @@ pub struct Recorded {
     pub response: Value,
     /// The response's `Warning` headers, in order.
     pub warnings: Vec<String>,
+    /// The request's User-Agent, if it had one.
+    pub user_agent: Option<String>,
 }
 
 impl Recorded {
@@ -46,6 +48,7 @@ pub fn recorded(file: &str) -> Recorded {
         })
     };
     let content_type = header("content-type").unwrap_or_default();
+    let user_agent = header("user-agent");
     let body = body.trim();
     let request_body = if body == "(no body)" {
         Vec::new()
@@ -64,7 +67,7 @@ pub fn recorded(file: &str) -> Recorded {
     let (resp_head, resp_body) = resp.split_once("\n\n").unwrap_or((resp, ""));
     let response = serde_json::from_str(resp_body.trim()).unwrap_or(Value::Null);
     let warnings = resp_head.lines().filter_map(|l| l.strip_prefix("Warning: ")).map(str::to_string).collect();
-    Recorded { method, path, content_type, request_body, status, response, warnings }
+    Recorded { method, path, content_type, request_body, status, response, warnings, user_agent }
 }
 
 /// The bytes of a protobuf body recorded as `(protobuf body, N bytes, shown base64-encoded)`
@@ -82,6 +85,32 @@ pub fn comparable(v: &Value) -> Value {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "managedFields", "generation"] {
             m.remove(f);
+        }
+    }
+    v
+}
+
+/// An object without what differs between two servers, keeping who manages which field:
+/// identity, resourceVersion, creation time and generation removed; each `managedFields` entry's time
+/// replaced by a marker (kept absent where it is) and the entries sorted by operation,
+/// manager, API version and subresource (their order by time depends on when the writes ran).
+pub fn comparable_managed(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"] {
+            m.remove(f);
+        }
+        if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
+            for e in entries.iter_mut() {
+                if let Some(t) = e.get_mut("time") {
+                    *t = Value::String("<time>".into());
+                }
+            }
+            let key = |e: &Value| {
+                ["operation", "manager", "apiVersion", "subresource"]
+                    .map(|k| e.get(k).and_then(Value::as_str).unwrap_or("").to_string())
+            };
+            entries.sort_by_key(key);
         }
     }
     v

@@ -1,0 +1,556 @@
+//! Field sets: the fields a manager owns, as a tree of [`PathElement`]s, with the set algebra
+//! server-side apply needs and the `FieldsV1` form kube-apiserver stores them in.
+//!
+//! A set holds *members* (paths in the set) and *children* (subtrees holding deeper members).
+//! A path can be both a member and the parent of members: in `FieldsV1` that node is written with
+//! a `"."` entry. Membership of a path says nothing about its parents: owning
+//! `.spec.replicas` does not own `.spec`.
+//!
+//! Invariants: members and children are sorted by [`PathElement`] order without duplicates;
+//! no child subtree is empty (an operation that empties one drops it), so a set is empty exactly
+//! when it has neither members nor children, and two sets are equal exactly when their trees
+//! are. The operations follow structured-merge-diff's: [`FieldSet::difference`] removes exact
+//! members only, [`FieldSet::recursive_difference`] also everything below a removed member.
+
+use std::cmp::Ordering;
+
+use serde_json::{Map, Value};
+
+use super::path::{Path, PathElement};
+
+/// A set of field paths (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    members: Vec<PathElement>,
+    children: Vec<(PathElement, FieldSet)>,
+}
+
+impl FieldSet {
+    /// The empty set.
+    pub fn new() -> Self {
+        FieldSet::default()
+    }
+
+    /// A set of the given paths.
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a [PathElement]>) -> Self {
+        let mut s = FieldSet::new();
+        for p in paths {
+            s.insert(p);
+        }
+        s
+    }
+
+    /// Whether the set has no member at any depth.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.children.is_empty()
+    }
+
+    /// The members at this level.
+    pub fn members(&self) -> &[PathElement] {
+        &self.members
+    }
+
+    /// The subtrees below this level.
+    pub fn children(&self) -> &[(PathElement, FieldSet)] {
+        &self.children
+    }
+
+    /// Adds a path (not its parents). The empty path (the object itself) is never a member.
+    pub fn insert(&mut self, path: &[PathElement]) {
+        match path {
+            [] => {}
+            [pe] => self.insert_member(pe.clone()),
+            [pe, rest @ ..] => self.child_mut(pe).insert(rest),
+        }
+    }
+
+    /// Adds a member at this level.
+    pub fn insert_member(&mut self, pe: PathElement) {
+        if let Err(i) = self.members.binary_search(&pe) {
+            self.members.insert(i, pe);
+        }
+    }
+
+    /// Attaches `set` below `pe`, merging it with what is there (nothing when it is empty).
+    pub fn insert_child(&mut self, pe: PathElement, set: FieldSet) {
+        if set.is_empty() {
+            return;
+        }
+        match self.children.binary_search_by(|(c, _)| c.cmp(&pe)) {
+            Ok(i) => {
+                let merged = self.children[i].1.union(&set);
+                self.children[i].1 = merged;
+            }
+            Err(i) => self.children.insert(i, (pe, set)),
+        }
+    }
+
+    /// The subtree below `pe`, created empty when absent. Callers must leave it non-empty.
+    fn child_mut(&mut self, pe: &PathElement) -> &mut FieldSet {
+        let i = match self.children.binary_search_by(|(c, _)| c.cmp(pe)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.children.insert(i, (pe.clone(), FieldSet::new()));
+                i
+            }
+        };
+        &mut self.children[i].1
+    }
+
+    /// Whether `pe` is a member at this level.
+    pub fn has_member(&self, pe: &PathElement) -> bool {
+        self.members.binary_search(pe).is_ok()
+    }
+
+    /// The subtree below `pe`, if any.
+    pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
+        self.children.binary_search_by(|(c, _)| c.cmp(pe)).ok().map(|i| &self.children[i].1)
+    }
+
+    /// Whether `path` is a member.
+    pub fn has(&self, path: &[PathElement]) -> bool {
+        match path {
+            [] => false,
+            [pe] => self.has_member(pe),
+            [pe, rest @ ..] => self.child(pe).is_some_and(|c| c.has(rest)),
+        }
+    }
+
+    /// The paths in the set: members of each level before the paths below it, in element order.
+    pub fn paths(&self) -> Vec<Path> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Path>) {
+        for m in &self.members {
+            let mut p = prefix.clone();
+            p.push(m.clone());
+            out.push(Path(p));
+        }
+        for (pe, c) in &self.children {
+            prefix.push(pe.clone());
+            c.collect(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    /// The number of members at every depth.
+    pub fn len(&self) -> usize {
+        self.members.len() + self.children.iter().map(|(_, c)| c.len()).sum::<usize>()
+    }
+
+    /// Every path in either set.
+    pub fn union(&self, other: &FieldSet) -> FieldSet {
+        FieldSet {
+            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::Either),
+            children: join_children(&self.children, &other.children, Join::Union),
+        }
+    }
+
+    /// Adds every path of `other` to this set.
+    pub fn union_with(&mut self, other: &FieldSet) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        *self = self.union(other);
+    }
+
+    /// Removes the members of `other` from this set (paths below them stay), in place.
+    pub fn subtract(&mut self, other: &FieldSet) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.has_member(m));
+        }
+        if !other.children.is_empty() {
+            for (pe, c) in &mut self.children {
+                if let Some(o) = other.child(pe) {
+                    c.subtract(o);
+                }
+            }
+            self.children.retain(|(_, c)| !c.is_empty());
+        }
+    }
+
+    /// Adds every path of `other` to this set, taking it.
+    pub fn merge(&mut self, other: FieldSet) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        let members = std::mem::take(&mut self.members);
+        self.members = merge_owned(members, other.members, |a, b| a.cmp(b), |_, _| {});
+        let children = std::mem::take(&mut self.children);
+        self.children = merge_owned(children, other.children, |a, b| a.0.cmp(&b.0), |a, b| a.1.merge(b.1));
+    }
+
+    /// The paths in both sets.
+    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+        FieldSet {
+            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::Both),
+            children: join_children(&self.children, &other.children, Join::Intersection),
+        }
+    }
+
+    /// The paths of this set that are not members of `other` (paths below a member of `other`
+    /// stay).
+    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self.clone();
+        }
+        FieldSet {
+            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::LeftOnly),
+            children: join_children(&self.children, &other.children, Join::Difference),
+        }
+    }
+
+    /// The paths of this set that neither are members of `other` nor lie below one.
+    pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self.clone();
+        }
+        let members = merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::LeftOnly);
+        let mut children = Vec::with_capacity(self.children.len());
+        for (pe, c) in &self.children {
+            if other.has_member(pe) {
+                continue;
+            }
+            match other.child(pe) {
+                Some(o) => {
+                    let d = c.recursive_difference(o);
+                    if !d.is_empty() {
+                        children.push((pe.clone(), d));
+                    }
+                }
+                None => children.push((pe.clone(), c.clone())),
+            }
+        }
+        FieldSet { members, children }
+    }
+
+    /// The members that have no members below them.
+    pub fn leaves(&self) -> FieldSet {
+        let members = self.members.iter().filter(|m| self.child(m).is_none()).cloned().collect();
+        let children =
+            self.children.iter().map(|(pe, c)| (pe.clone(), c.leaves())).filter(|(_, c)| !c.is_empty()).collect();
+        FieldSet { members, children }
+    }
+
+    /// The set as a `FieldsV1` object: each member an empty object, each subtree an object of
+    /// its own, `"."` marking a subtree that is also a member.
+    pub fn to_fields_v1(&self) -> Value {
+        Value::Object(self.fields_v1_map(false))
+    }
+
+    fn fields_v1_map(&self, include_self: bool) -> Map<String, Value> {
+        let mut out = Map::new();
+        if include_self {
+            out.insert(".".into(), Value::Object(Map::new()));
+        }
+        let mut key = String::new();
+        let mut ci = self.children.iter().peekable();
+        for m in &self.members {
+            while let Some((pe, c)) = ci.next_if(|(pe, _)| pe < m) {
+                key.clear();
+                pe.write_key(&mut key);
+                out.insert(key.clone(), Value::Object(c.fields_v1_map(false)));
+            }
+            key.clear();
+            m.write_key(&mut key);
+            match ci.next_if(|(pe, _)| pe == m) {
+                Some((_, c)) => out.insert(key.clone(), Value::Object(c.fields_v1_map(true))),
+                None => out.insert(key.clone(), Value::Object(Map::new())),
+            };
+        }
+        for (pe, c) in ci {
+            key.clear();
+            pe.write_key(&mut key);
+            out.insert(key.clone(), Value::Object(c.fields_v1_map(false)));
+        }
+        out
+    }
+
+    /// Reads a `FieldsV1` object. Keys of an element type this server does not know are
+    /// skipped (as kube-apiserver skips them); anything else malformed is an error.
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+        let Value::Object(m) = v else { return Err(format!("expected an object, got {v}")) };
+        Ok(Self::read(m)?.0.unwrap_or_default())
+    }
+
+    /// The subtree of a `FieldsV1` object and whether the node itself is a member.
+    fn read(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), String> {
+        let mut set: Option<FieldSet> = None;
+        let mut is_member = false;
+        for (k, v) in m {
+            if k == "." {
+                is_member = true;
+                continue;
+            }
+            let Some(pe) = PathElement::parse_key(k)? else { continue };
+            let Value::Object(inner) = v else { return Err(format!("{k}: expected an object, got {v}")) };
+            let (grandchildren, child_is_member) = Self::read(inner)?;
+            let s = set.get_or_insert_with(FieldSet::new);
+            if child_is_member {
+                s.insert_member(pe.clone());
+            }
+            if let Some(g) = grandchildren {
+                s.insert_child(pe, g);
+            }
+        }
+        let is_member = is_member || set.is_none();
+        Ok((set.filter(|s| !s.is_empty()), is_member))
+    }
+}
+
+/// Merges two sorted, duplicate-free lists, taking their elements; `both` combines an element
+/// both have into the first.
+fn merge_owned<T>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering, both: impl Fn(&mut T, T)) -> Vec<T> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut a = a.into_iter().peekable();
+    let mut b = b.into_iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => cmp(x, y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Less => out.extend(a.next()),
+            Ordering::Greater => out.extend(b.next()),
+            Ordering::Equal => {
+                if let (Some(mut x), Some(y)) = (a.next(), b.next()) {
+                    both(&mut x, y);
+                    out.push(x);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Either,
+    Both,
+    LeftOnly,
+}
+
+/// Merges two sorted, duplicate-free lists, keeping the elements `keep` says.
+fn merge_sorted<T: Clone>(a: &[T], b: &[T], cmp: impl Fn(&T, &T) -> Ordering, keep: Keep) -> Vec<T> {
+    let mut out = Vec::with_capacity(match keep {
+        Keep::Either => a.len() + b.len(),
+        _ => a.len(),
+    });
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match cmp(&a[i], &b[j]) {
+            Ordering::Less => {
+                if keep != Keep::Both {
+                    out.push(a[i].clone());
+                }
+                i += 1;
+            }
+            Ordering::Greater => {
+                if keep == Keep::Either {
+                    out.push(b[j].clone());
+                }
+                j += 1;
+            }
+            Ordering::Equal => {
+                if keep != Keep::LeftOnly {
+                    out.push(a[i].clone());
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    if keep != Keep::Both {
+        out.extend_from_slice(&a[i..]);
+    }
+    if keep == Keep::Either {
+        out.extend_from_slice(&b[j..]);
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Join {
+    Union,
+    Intersection,
+    Difference,
+}
+
+fn join_children(
+    a: &[(PathElement, FieldSet)],
+    b: &[(PathElement, FieldSet)],
+    join: Join,
+) -> Vec<(PathElement, FieldSet)> {
+    let mut out = Vec::with_capacity(a.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            Ordering::Less => {
+                if join != Join::Intersection {
+                    out.push(a[i].clone());
+                }
+                i += 1;
+            }
+            Ordering::Greater => {
+                if join == Join::Union {
+                    out.push(b[j].clone());
+                }
+                j += 1;
+            }
+            Ordering::Equal => {
+                let s = match join {
+                    Join::Union => a[i].1.union(&b[j].1),
+                    Join::Intersection => a[i].1.intersection(&b[j].1),
+                    Join::Difference => a[i].1.difference(&b[j].1),
+                };
+                if !s.is_empty() {
+                    out.push((a[i].0.clone(), s));
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    if join != Join::Intersection {
+        out.extend_from_slice(&a[i..]);
+    }
+    if join == Join::Union {
+        out.extend_from_slice(&b[j..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn p(s: &str) -> Vec<PathElement> {
+        s.split('.').filter(|x| !x.is_empty()).map(PathElement::field).collect()
+    }
+
+    fn set(paths: &[&str]) -> FieldSet {
+        let mut s = FieldSet::new();
+        for x in paths {
+            s.insert(&p(x));
+        }
+        s
+    }
+
+    #[test]
+    fn fields_v1_marks_members_with_children() {
+        let mut s = set(&["spec.replicas", "spec.template", "spec.template.metadata.labels.app"]);
+        s.insert(&[
+            PathElement::field("spec"),
+            PathElement::field("containers"),
+            PathElement::key(vec![("name".into(), json!("app"))]),
+        ]);
+        let v = s.to_fields_v1();
+        assert_eq!(
+            v,
+            json!({"f:spec": {
+                "f:containers": {"k:{\"name\":\"app\"}": {}},
+                "f:replicas": {},
+                "f:template": {".": {}, "f:metadata": {"f:labels": {"f:app": {}}}}
+            }})
+        );
+        assert_eq!(FieldSet::from_fields_v1(&v).unwrap(), s);
+        // A node with only unknown element types counts as a member.
+        let odd = json!({"f:a": {"z:what": {}}, "f:b": {".": {}, "f:c": {}}});
+        assert_eq!(FieldSet::from_fields_v1(&odd).unwrap(), {
+            let mut s = set(&["a", "b", "b.c"]);
+            s.insert(&p("a"));
+            s
+        });
+        assert!(FieldSet::from_fields_v1(&json!({"f:a": 1})).is_err());
+        assert!(FieldSet::from_fields_v1(&json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn difference_keeps_what_lies_below_a_removed_member() {
+        let s = set(&["a", "a.b", "c"]);
+        let o = set(&["a"]);
+        assert_eq!(s.difference(&o), set(&["a.b", "c"]));
+        assert_eq!(s.recursive_difference(&o), set(&["c"]));
+        assert_eq!(set(&["a.b", "a.c"]).leaves(), set(&["a.b", "a.c"]));
+        assert_eq!(set(&["a", "a.b"]).leaves(), set(&["a.b"]));
+    }
+
+    fn arb_path() -> impl Strategy<Value = Vec<PathElement>> {
+        let pe = prop_oneof![
+            "[a-d]".prop_map(|s| PathElement::field(&s)),
+            (0u8..3).prop_map(|n| PathElement::key(vec![("name".into(), json!(format!("n{n}")))])),
+            (0u8..3).prop_map(|n| PathElement::Value(Box::new(json!(n)))),
+        ];
+        proptest::collection::vec(pe, 1..4)
+    }
+
+    fn arb_set() -> impl Strategy<Value = FieldSet> {
+        proptest::collection::vec(arb_path(), 0..8).prop_map(|ps| FieldSet::from_paths(ps.iter().map(Vec::as_slice)))
+    }
+
+    fn paths(s: &FieldSet) -> std::collections::BTreeSet<Path> {
+        s.paths().into_iter().collect()
+    }
+
+    proptest! {
+        #[test]
+        fn set_algebra_matches_sets_of_paths(a in arb_set(), b in arb_set()) {
+            let (pa, pb) = (paths(&a), paths(&b));
+            prop_assert_eq!(paths(&a.union(&b)), pa.union(&pb).cloned().collect());
+            prop_assert_eq!(paths(&a.intersection(&b)), pa.intersection(&pb).cloned().collect());
+            prop_assert_eq!(paths(&a.difference(&b)), pa.difference(&pb).cloned().collect());
+            let below = |x: &Path| pb.iter().any(|m| x.0.starts_with(&m.0));
+            prop_assert_eq!(
+                paths(&a.recursive_difference(&b)),
+                pa.iter().filter(|x| !below(x)).cloned().collect()
+            );
+            // Laws: union is commutative, difference and intersection partition a set.
+            prop_assert_eq!(a.union(&b), b.union(&a));
+            prop_assert_eq!(a.difference(&b).union(&a.intersection(&b)), a.clone());
+            prop_assert!(a.difference(&b).intersection(&b).is_empty());
+            prop_assert_eq!(a.union(&a), a.clone());
+            // Every path is found; no empty subtree is left behind.
+            for x in &pa {
+                prop_assert!(a.has(&x.0));
+            }
+            fn no_empty(s: &FieldSet) -> bool {
+                s.children().iter().all(|(_, c)| !c.is_empty() && no_empty(c))
+            }
+            prop_assert!(no_empty(&a.difference(&b)) && no_empty(&a.intersection(&b)) && no_empty(&a.recursive_difference(&b)));
+            // The in-place forms agree.
+            let mut d = a.clone();
+            d.subtract(&b);
+            prop_assert_eq!(&d, &a.difference(&b));
+            prop_assert!(no_empty(&d));
+            let mut u = a.clone();
+            u.merge(b.clone());
+            prop_assert_eq!(&u, &a.union(&b));
+        }
+
+        #[test]
+        fn fields_v1_round_trips(a in arb_set()) {
+            let v = a.to_fields_v1();
+            prop_assert_eq!(FieldSet::from_fields_v1(&v).unwrap(), a.clone());
+            prop_assert_eq!(a.len(), paths(&a).len());
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Server-side apply over HTTP, against the exchanges recorded from kube-apiserver v1.35
+//! (`tests/fixtures/kube-apiserver/30-*` … `37-*`): kubectl's applies by two managers, the
+//! conflict and its forced resolution, fields removed when their applier stops applying them,
+//! shared ownership, raw YAML bodies, and the Status answers to bad applies. Every answer is
+//! compared whole with kube-apiserver's, `managedFields` included.
+
+mod common;
+
+use common::recorded::{Recorded, comparable_managed, recorded};
+use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use common::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fixtures/deployments";
+const APPLY: &str = "application/apply-patch+yaml";
+
+async fn fixtures_namespace(c: &Client) {
+    let r = c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+}
+
+async fn send(c: &Client, step: &Recorded) -> Resp {
+    c.send_as(
+        step.method.clone(),
+        &step.path,
+        step.request_body.clone(),
+        &step.content_type,
+        step.user_agent.as_deref(),
+    )
+    .await
+}
+
+/// Sends the recorded request and compares status and whole body (managedFields included).
+async fn replay(c: &Client, file: &str) -> Value {
+    let step = recorded(file);
+    let r = send(c, &step).await;
+    assert_eq!(r.code, step.status, "{file}: {}", r.body);
+    assert_eq!(comparable_managed(&r.body), comparable_managed(&step.response), "{file}");
+    r.body
+}
+
+/// The entries' managers and operations, in the order the server wrote them.
+fn managers(v: &Value) -> Vec<(String, String)> {
+    v["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (e["manager"].as_str().unwrap_or("").to_string(), e["operation"].as_str().unwrap_or("").to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn kubectl_server_side_applies_match_kube_apiserver() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let api = format!("{DEPLOYMENTS}/api");
+
+    // 30: alpha's apply creates the Deployment (201), owning exactly what it applied.
+    let created = replay(&c, "30-ssa-1-alpha-apply.txt").await;
+    assert_eq!(created["metadata"]["generation"], 1);
+    let got = c.get(&api).await;
+    assert_eq!(comparable_managed(&got.body), comparable_managed(&recorded("31-ssa-1b-get-after-alpha.txt").response));
+
+    assert_eq!(got.body["metadata"]["generation"], 1);
+
+    // 32: beta wants another replica count: a conflict with alpha, nothing written.
+    replay(&c, "32-ssa-2-beta-conflict-409.txt").await;
+    assert_eq!(c.get(&api).await.body["metadata"]["resourceVersion"], got.body["metadata"]["resourceVersion"]);
+
+    // 33: --force-conflicts: beta takes spec.replicas from alpha.
+    assert_eq!(replay(&c, "33-ssa-3-beta-force-conflicts.txt").await["metadata"]["generation"], 2);
+    let got = c.get(&api).await;
+    assert_eq!(
+        comparable_managed(&got.body),
+        comparable_managed(&recorded("33-ssa-3b-get-after-beta-force.txt").response)
+    );
+
+    // 34: alpha stops applying replicas (beta's: kept), the proxy container and its owner label
+    // (its alone: removed).
+    assert_eq!(replay(&c, "34-ssa-4-alpha-removes-fields.txt").await["metadata"]["generation"], 3);
+    let got = c.get(&api).await;
+    assert_eq!(
+        comparable_managed(&got.body),
+        comparable_managed(&recorded("34-ssa-4b-get-after-alpha-removal.txt").response)
+    );
+
+    // 35: a raw YAML apply by gamma of another replica count conflicts with beta.
+    replay(&c, "35-ssa-5-raw-apply-yaml-gamma-conflict-409.txt").await;
+    // 36: the same count: shared ownership of spec.replicas, and gamma's new label.
+    let shared = replay(&c, "36-ssa-6-raw-apply-yaml-gamma-shared-ownership.txt").await;
+    assert_eq!(shared["metadata"]["generation"], 3, "a label is not the spec");
+    assert_eq!(
+        managers(&shared),
+        [("alpha".into(), "Apply".into()), ("beta".into(), "Apply".into()), ("gamma".into(), "Apply".into())]
+    );
+    // 37: an apply without fieldManager is refused on its options.
+    replay(&c, "37-ssa-7-apply-missing-fieldmanager-422.txt").await;
+}
+
+#[tokio::test]
+async fn reapplying_the_same_configuration_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let step = recorded("30-ssa-1-alpha-apply.txt");
+    let first = send(&c, &step).await;
+    assert_eq!(first.code, 201, "{}", first.body);
+    let again = send(&c, &step).await;
+    assert_eq!(again.code, 200, "{}", again.body);
+    assert_eq!(again.body, first.body, "the same object at the same resourceVersion");
+}
+
+/// A PATCH with `application/apply-patch+yaml` and the given query.
+async fn apply(c: &Client, path: &str, query: &str, body: &str) -> Resp {
+    c.send_raw(http::Method::PATCH, &format!("{path}?{query}"), body.as_bytes().to_vec(), APPLY).await
+}
+
+fn warnings(r: &Resp) -> Vec<String> {
+    r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn bad_applies_get_kube_statuses_and_change_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    assert_eq!(send(&c, &recorded("30-ssa-1-alpha-apply.txt")).await.code, 201);
+    let api = format!("{DEPLOYMENTS}/api");
+    let before = c.get(&api).await.body;
+    let dup = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: 2\n  replicas: 2\n";
+    let long = format!("fieldManager={}", "m".repeat(129));
+    let cases: [(&str, String, u16, &str); 7] = [
+        ("fieldManager=x", r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api"}}"#.into(), 400, "invalid object type: /v1, Kind=Pod"),
+        (
+            "fieldManager=x",
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","managedFields":[{"manager":"x"}]}}"#.into(),
+            400,
+            "metadata.managedFields must be nil",
+        ),
+        (
+            "fieldManager=x",
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"fixtures"},"spec":{"bogus":1}}"#.into(),
+            500,
+            "failed to create typed patch object (fixtures/api; apps/v1, Kind=Deployment): .spec.bogus: field not declared in schema",
+        ),
+        (
+            "fieldManager=x",
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"other"}}"#.into(),
+            400,
+            "the name of the object (other) does not match the name on the URL (api)",
+        ),
+        (
+            "fieldManager=alpha&fieldValidation=Strict",
+            dup.into(),
+            400,
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 7: key \"replicas\" already set in map",
+        ),
+        (&long, r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api"}}"#.into(), 422,
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"),
+        ("fieldManager=x", "apiVersion: apps/v1\nkind: [\n".into(), 400, ""),
+    ];
+    for (query, body, code, message) in cases {
+        let r = apply(&c, &api, query, &body).await;
+        assert_eq!(r.code, code, "{query} {body}: {}", r.body);
+        assert_eq!(r.body["kind"], "Status");
+        if message.is_empty() {
+            assert!(r.body["message"].as_str().unwrap().starts_with("error decoding YAML: "), "{}", r.body);
+        } else {
+            assert_eq!(r.body["message"], message, "{body}");
+        }
+        assert_eq!(r.body.get("reason").is_none(), code == 500, "kube's 500s here have no reason: {}", r.body);
+    }
+    // `force` is for apply patches only.
+    let r = c.patch(&format!("{api}?force=true"), "application/merge-patch+json", &json!({})).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (
+            422,
+            Some(
+                "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+            )
+        )
+    );
+    assert_eq!(c.get(&api).await.body, before, "no bad apply changed the object");
+    // Duplicate keys under Warn (the default): applied, with go-yaml's complaint as a warning.
+    let r = apply(&c, &api, "fieldManager=alpha", dup).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(warnings(&r), [r#"299 - "line 7: key \"replicas\" already set in map""#]);
+}
+
+/// The entry of `manager` (any operation) in an object's managedFields.
+fn entry<'a>(v: &'a Value, manager: &str, subresource: Option<&str>) -> &'a Value {
+    v["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["manager"] == manager && e["subresource"].as_str() == subresource))
+        .unwrap_or_else(|| panic!("no entry of {manager} in {v}"))
+}
+
+#[tokio::test]
+async fn applies_through_status_own_only_the_status() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    assert_eq!(send(&c, &recorded("30-ssa-1-alpha-apply.txt")).await.code, 201);
+    let status = format!("{DEPLOYMENTS}/api/status");
+    let config = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api"},"spec":{"replicas":9},
+        "status":{"replicas":1,"conditions":[{"type":"Available","status":"True"}]}}"#;
+    let r = apply(&c, &status, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["replicas"], 2, "a status apply changes only the status");
+    assert_eq!(r.body["status"]["replicas"], 1);
+    let e = entry(&r.body, "ctrl", Some("status"));
+    assert_eq!(e["operation"], "Apply");
+    assert_eq!(
+        e["fieldsV1"],
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Available\"}": {".": {}, "f:status": {}, "f:type": {}}}, "f:replicas": {}}})
+    );
+    // The next status apply leaves out the replicas: only ctrl had them, they go.
+    let config = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api"},
+        "status":{"conditions":[{"type":"Available","status":"True"}]}}"#;
+    let r = apply(&c, &status, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(r.body["status"].get("replicas").is_none(), "{}", r.body);
+    assert_eq!(r.body["status"]["conditions"], json!([{"type": "Available", "status": "True"}]));
+    // /status of an object that does not exist is not created.
+    let nope = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"nope"},"status":{"replicas":1}}"#;
+    let r = apply(&c, &format!("{DEPLOYMENTS}/nope/status"), "fieldManager=ctrl", nope).await;
+    assert_eq!(r.code, 404, "{}", r.body);
+}
+
+#[tokio::test]
+async fn dry_run_applies_store_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let step = recorded("30-ssa-1-alpha-apply.txt");
+    let body = String::from_utf8(step.request_body.clone()).unwrap();
+    let api = format!("{DEPLOYMENTS}/api");
+    let r = apply(&c, &api, "fieldManager=alpha&dryRun=All", &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(entry(&r.body, "alpha", None)["operation"], "Apply");
+    assert_eq!(c.get(&api).await.code, 404);
+    assert_eq!(apply(&c, &api, "fieldManager=alpha", &body).await.code, 201);
+    let stored = c.get(&api).await.body;
+    let r = apply(&c, &api, "fieldManager=alpha&dryRun=All", &body.replace("\"replicas\": 2", "\"replicas\": 7")).await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(7)), "{}", r.body);
+    assert_eq!(c.get(&api).await.body, stored);
+}
+
+#[tokio::test]
+async fn updates_reset_replace_or_keep_managed_fields_as_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cms = "/api/v1/namespaces/fixtures/configmaps";
+    let r =
+        c.post(&format!("{cms}?fieldManager=creator"), &json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let cm = format!("{cms}/cm");
+    // A client that does not know managedFields (leaves them out) keeps them.
+    let mut body = r.body.clone();
+    body["metadata"].as_object_mut().unwrap().remove("managedFields");
+    body["data"]["b"] = json!("2");
+    let r = c.put(&format!("{cm}?fieldManager=editor"), &body).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(entry(&r.body, "creator", None)["fieldsV1"], json!({"f:data": {".": {}, "f:a": {}}}));
+    assert_eq!(entry(&r.body, "editor", None)["fieldsV1"], json!({"f:data": {"f:b": {}}}));
+    // Entries a client sends replace them.
+    let mut body = r.body.clone();
+    body["metadata"]["managedFields"] = json!([{"manager": "someone", "operation": "Update", "apiVersion": "v1",
+        "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}, "f:b": {}}}}]);
+    let r = c.put(&cm, &body).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(managers(&r.body), [("someone".into(), "Update".into())]);
+    assert_eq!(entry(&r.body, "someone", None)["time"], "2026-01-01T00:00:00Z");
+    // Entries it cannot have are ignored (the live ones stay).
+    let mut bad = r.body.clone();
+    bad["metadata"]["managedFields"] =
+        json!([{"manager": "x", "operation": "Patch", "apiVersion": "v1", "fieldsType": "FieldsV1"}]);
+    let r = c.put(&cm, &bad).await;
+    assert_eq!((r.code, managers(&r.body)), (200, vec![("someone".into(), "Update".into())]));
+    // `[]` resets them; an unchanged object then has none.
+    let mut reset = r.body.clone();
+    reset["metadata"]["managedFields"] = json!([]);
+    let r = c.put(&cm, &reset).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(r.body["metadata"].get("managedFields").is_none(), "{}", r.body);
+    // The next writer starts the record over.
+    let r = c.patch(&cm, "application/merge-patch+json", &json!({"data": {"c": "3"}})).await;
+    assert_eq!(managers(&r.body), [("unknown".into(), "Update".into())]);
+    assert_eq!(entry(&r.body, "unknown", None)["fieldsV1"], json!({"f:data": {"f:c": {}}}));
+}
+
+#[tokio::test]
+async fn update_managers_beyond_ten_merge_into_ancient_changes() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cms = "/api/v1/namespaces/fixtures/configmaps";
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "cm"}})).await.code, 201);
+    let mut last = Value::Null;
+    for i in 0..12 {
+        let patch = json!({"data": {format!("k{i}"): "v"}});
+        let r = c.patch(&format!("{cms}/cm?fieldManager=m{i:02}"), "application/merge-patch+json", &patch).await;
+        assert_eq!(r.code, 200, "{}", r.body);
+        last = r.body;
+    }
+    let names: Vec<String> = managers(&last).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(names.contains(&"ancient-changes".to_string()), "{names:?}");
+    assert!(names.contains(&"m11".to_string()), "{names:?}");
+    // Every field is still owned by someone.
+    let owned: usize = last["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["fieldsV1"]["f:data"].as_object().map(|d| d.keys().filter(|k| k.starts_with("f:")).count()).unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(owned, 12);
+}
+
+#[tokio::test]
+async fn custom_resources_merge_by_the_deduced_schema() {
+    let s = informer_apiserver::testing::builder()
+        .register(informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
+        .start()
+        .await
+        .expect("start");
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let w = "/apis/example.com/v1/namespaces/fixtures/widgets/w";
+    let a = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"1"},"finalizers":["x/a"]},
+        "spec":{"size":1,"tags":["p","q"],"nested":{"x":1}}}"#;
+    let r = apply(&c, w, "fieldManager=a", a).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Maps are granular (their keys members: `.`), lists atomic; metadata is ObjectMeta
+    // (finalizers a set).
+    assert_eq!(
+        entry(&r.body, "a", None)["fieldsV1"],
+        json!({"f:metadata": {"f:finalizers": {"v:\"x/a\"": {}}, "f:labels": {"f:a": {}}},
+            "f:spec": {".": {}, "f:nested": {".": {}, "f:x": {}}, "f:size": {}, "f:tags": {}}})
+    );
+    // Another manager adds a map key without conflict, but an atomic list is one field.
+    let b = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"nested":{"y":2}}}"#;
+    let r = apply(&c, w, "fieldManager=b", b).await;
+    assert_eq!((r.code, &r.body["spec"]["nested"]), (200, &json!({"x": 1, "y": 2})), "{}", r.body);
+    let b = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"nested":{"y":2},"tags":["r"]}}"#;
+    let r = apply(&c, w, "fieldManager=b", b).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(r.body["message"], "Apply failed with 1 conflict: conflict with \"a\": .spec.tags");
+}
+
+/// A Deployment manifest with the given replicas and containers.
+fn manifest(name: &str, replicas: Option<u32>, containers: &[(&str, &str)]) -> String {
+    let mut out = format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n");
+    if let Some(r) = replicas {
+        out.push_str(&format!("  replicas: {r}\n"));
+    }
+    if containers.is_empty() {
+        return out;
+    }
+    out.push_str(&format!(
+        "  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n"
+    ));
+    for (n, image) in containers {
+        out.push_str(&format!("      - name: {n}\n        image: {image}\n"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn kubectl_server_side_apply_conflicts_and_force_on_every_version() {
+    let s = server().await;
+    let dir = tempdir("kubectl-ssa");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let (mine, theirs) = (dir.join("mine.yaml"), dir.join("theirs.yaml"));
+    let (mine, theirs) = (mine.to_str().unwrap(), theirs.to_str().unwrap());
+    for bin in kubectl_versions() {
+        let cache = dir.join(format!("cache-{}", bin.rsplit('/').next().unwrap()));
+        let name = format!("ssa-{}", bin.rsplit('.').next().unwrap());
+        let run = |args: Vec<&str>| {
+            let (bin, kc, cache) = (bin.clone(), kc.clone(), cache.clone());
+            let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                kubectl_bin(&bin, &kc, &cache, &args).await
+            }
+        };
+        std::fs::write(mine, manifest(&name, Some(2), &[("web", "nginx:1.27"), ("sidecar", "busybox:1.36")])).unwrap();
+        let (ok, out, err) = run(vec!["apply", "--server-side", "-f", mine]).await;
+        assert!(ok && out.contains("serverside-applied"), "{bin}: {out}{err}");
+        // Another manager wants other replicas: kubectl reports the conflict and changes nothing.
+        std::fs::write(theirs, manifest(&name, Some(3), &[])).unwrap();
+        let (ok, out, err) = run(vec!["apply", "--server-side", "--field-manager=autoscaler", "-f", theirs]).await;
+        assert!(!ok, "{bin}: {out}{err}");
+        assert!(err.contains("conflict with \"kubectl\": .spec.replicas"), "{bin}: {err}");
+        let stored = s.get("deployments", "default", &name).await.unwrap();
+        assert_eq!(stored["spec"]["replicas"], 2, "{bin}");
+        // --force-conflicts takes them.
+        let (ok, out, err) =
+            run(vec!["apply", "--server-side", "--field-manager=autoscaler", "--force-conflicts", "-f", theirs]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let stored = s.get("deployments", "default", &name).await.unwrap();
+        assert_eq!(stored["spec"]["replicas"], 3, "{bin}");
+        assert_eq!(entry(&stored, "autoscaler", None)["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}), "{bin}");
+        // kubectl stops applying replicas (the autoscaler's: kept) and the sidecar (its alone: gone).
+        std::fs::write(mine, manifest(&name, None, &[("web", "nginx:1.27")])).unwrap();
+        let (ok, out, err) = run(vec!["apply", "--server-side", "-f", mine]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let stored = s.get("deployments", "default", &name).await.unwrap();
+        assert_eq!(stored["spec"]["replicas"], 3, "{bin}");
+        let names: Vec<&str> = stored["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["web"], "{bin}");
+    }
+}
+
+async fn kube_client(s: &informer_apiserver::ApiServer) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    kube::Client::try_from(cfg).unwrap()
+}
+
+#[tokio::test]
+async fn kube_rs_patch_apply_conflicts_then_forces() {
+    let s = server().await;
+    let api: Api<Deployment> = Api::namespaced(kube_client(&s).await, "default");
+    let desired: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
+    }))
+    .unwrap();
+    let created = api.patch("web", &PatchParams::apply("team-a"), &Patch::Apply(&desired)).await.unwrap();
+    let entries = created.metadata.managed_fields.clone().unwrap_or_default();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].manager.as_deref(), entries[0].operation.as_deref()), (Some("team-a"), Some("Apply")));
+    assert_eq!(created.spec.as_ref().and_then(|s| s.replicas), Some(2));
+    // Applying the same configuration again changes nothing.
+    let again = api.patch("web", &PatchParams::apply("team-a"), &Patch::Apply(&desired)).await.unwrap();
+    assert_eq!(again.metadata.resource_version, created.metadata.resource_version);
+
+    let scale =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 5}});
+    let err = api.patch("web", &PatchParams::apply("team-b"), &Patch::Apply(&scale)).await.unwrap_err();
+    match err {
+        kube::Error::Api(status) => {
+            assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+            assert_eq!(status.message, "Apply failed with 1 conflict: conflict with \"team-a\": .spec.replicas");
+        }
+        other => panic!("a conflict, got {other:?}"),
+    }
+    let forced = api.patch("web", &PatchParams::apply("team-b").force(), &Patch::Apply(&scale)).await.unwrap();
+    assert_eq!(forced.spec.as_ref().and_then(|s| s.replicas), Some(5));
+    let mut managers: Vec<String> =
+        forced.metadata.managed_fields.unwrap_or_default().into_iter().filter_map(|e| e.manager).collect();
+    managers.sort();
+    assert_eq!(managers, ["team-a", "team-b"]);
+    // team-a still has its containers; replicas are team-b's now.
+    let stored = s.get("deployments", "default", "web").await.unwrap();
+    assert_eq!(entry(&stored, "team-b", None)["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert!(entry(&stored, "team-a", None)["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+}
+
+#[tokio::test]
+async fn kubectl_moves_from_client_side_to_server_side_apply() {
+    let s = server().await;
+    let dir = tempdir("kubectl-csa-ssa");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let file = dir.join("mine.yaml");
+    let f = file.to_str().unwrap();
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let cache = dir.join(format!("cache-{}", bin.rsplit('/').next().unwrap()));
+        let name = format!("move-{}", bin.rsplit('.').next().unwrap());
+        std::fs::write(&file, manifest(&name, Some(2), &[("web", "nginx:1.27")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", f]).await;
+        assert!(ok && out.contains("created"), "{bin}: {out}{err}");
+        // The fields client-side apply set are kubectl-client-side-apply's; its last-applied
+        // configuration shows they are what kubectl applied, so server-side apply takes them.
+        std::fs::write(&file, manifest(&name, Some(2), &[("web", "nginx:1.28")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "--server-side", "-f", f]).await;
+        assert!(ok && out.contains("serverside-applied"), "{bin}: {out}{err}");
+        let stored = s.get("deployments", "default", &name).await.unwrap();
+        assert_eq!(stored["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28", "{bin}");
+        let image = "f:image";
+        let kubectl = entry(&stored, "kubectl", None);
+        assert_eq!(kubectl["operation"], "Apply", "{bin}");
+        assert!(
+            kubectl["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"web\"}"]
+                .get(image)
+                .is_some(),
+            "{bin}: {stored}"
+        );
+        // The last-applied configuration follows, for a later client-side apply.
+        let last: Value = serde_json::from_str(
+            stored["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(last["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28", "{bin}");
+        // A field last applied with another value than the live one is not kubectl's to take.
+        let mut other = s.get("deployments", "default", &name).await.unwrap();
+        other["spec"]["replicas"] = json!(4);
+        other["metadata"].as_object_mut().unwrap().remove("managedFields");
+        let c = Client::new(&s);
+        let r = c.put(&format!("/apis/apps/v1/namespaces/default/deployments/{name}?fieldManager=hpa"), &other).await;
+        assert_eq!(r.code, 200, "{}", r.body);
+        std::fs::write(&file, manifest(&name, Some(5), &[("web", "nginx:1.28")])).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "--server-side", "-f", f]).await;
+        assert!(!ok && err.contains("conflict with \"hpa\" using apps/v1: .spec.replicas"), "{bin}: {out}{err}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_applies_by_many_managers_all_land() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cm = "/api/v1/namespaces/fixtures/configmaps/shared";
+    let applies = (0..12).map(|i| {
+        let c = Client::new(&s);
+        async move {
+            let body = format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"shared","labels":{{"l{i}":"x"}}}},"data":{{"k{i}":"v"}}}}"#
+            );
+            let r = apply(&c, cm, &format!("fieldManager=m{i}"), &body).await;
+            assert!(r.code == 200 || r.code == 201, "{}", r.body);
+        }
+    });
+    futures_util::future::join_all(applies).await;
+    let got = c.get(cm).await.body;
+    for i in 0..12 {
+        assert_eq!(got["data"][format!("k{i}")], "v", "{got}");
+        assert_eq!(got["metadata"]["labels"][format!("l{i}")], "x", "{got}");
+        let e = entry(&got, &format!("m{i}"), None);
+        assert_eq!(e["operation"], "Apply");
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:data": {format!("f:k{i}"): {}}, "f:metadata": {"f:labels": {format!("f:l{i}"): {}}}})
+        );
+    }
+}
