@@ -210,6 +210,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
                 list_kind: list_kind.clone(),
                 terminating,
                 deprecation_warning,
+                merge_schema: Default::default(),
             }));
             info
         })

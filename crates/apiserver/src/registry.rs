@@ -71,6 +71,42 @@ pub struct CustomVersion {
     pub terminating: bool,
     /// `deprecated` / `deprecationWarning`: the warning every request gets.
     pub deprecation_warning: Option<String>,
+    /// The schema as server-side apply walks it, built on first use.
+    pub merge_schema: MergeSchema,
+}
+
+impl CustomVersion {
+    /// The structured-merge view of the version's schema (list types, map types, keys), if it
+    /// has one.
+    pub(crate) fn merge_type(&self) -> Option<crate::schema::TypeRef<'_>> {
+        let schema = self.schema.as_ref()?;
+        let schemas = self.merge_schema.0.get_or_init(|| crate::schema::Schemas::from_root((**schema).clone()));
+        Some(schemas.root_type())
+    }
+}
+
+/// A [`CustomVersion`]'s schema as server-side apply walks it, built once from
+/// `CustomVersion::schema` (which it always follows: equal versions compare equal whatever
+/// either has built, and a clone builds its own).
+#[derive(Default)]
+pub struct MergeSchema(std::sync::OnceLock<crate::schema::Schemas>);
+
+impl Clone for MergeSchema {
+    fn clone(&self) -> Self {
+        MergeSchema::default()
+    }
+}
+
+impl PartialEq for MergeSchema {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for MergeSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MergeSchema")
+    }
 }
 
 /// One `additionalPrinterColumns` entry.

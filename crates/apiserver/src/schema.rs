@@ -66,14 +66,11 @@ impl Schemas {
     /// The schemas of one type given by its root schema: a custom resource's
     /// `openAPIV3Schema` (JSON-Schema with the `x-kubernetes-*` extensions, no `$ref`s). Its
     /// `metadata` is `ObjectMeta`'s whatever the schema says, as kube-apiserver treats it.
-    /// (Custom resource definitions' schemas plug in here; the registry does not hold any yet.)
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn from_root(root: Value) -> Schemas {
         Schemas { defs: Map::new(), by_gvk: HashMap::new(), root: Some(root) }
     }
 
     /// The structured-merge view of the root of a [`Schemas::from_root`].
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn root_type(&self) -> TypeRef<'_> {
         TypeRef {
             schemas: self,

@@ -1,5 +1,5 @@
 //! CustomResourceDefinitions over HTTP against kube-apiserver v1.35's answers
-//! (`tests/fixtures/kube-apiserver/90-*` … `99d-*`): a definition is created, established and
+//! (`tests/fixtures/kube-apiserver/90-*` … `99f-*`): a definition is created, established and
 //! served in discovery; its custom resources are defaulted, pruned and validated with its
 //! structural schema, printed with its printer columns, and have its `status` and `scale`
 //! subresources. Then what the samples do not show: name conflicts, the definition's own
@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::recorded::{comparable, recorded};
+use common::recorded::{comparable, comparable_managed, recorded};
 use common::*;
 use serde_json::{Value, json};
 
@@ -109,11 +109,21 @@ async fn gadgets_answer_as_kube_apiserver_does() {
         "99b-cr-patch-scale.txt",
         "99c-cr-smp-415.txt",
         "99d-cr-get-after.txt",
+        "99e-cr-ssa-apply-conflict-with-defaulted-field-409.txt",
     ] {
         replay(&c, file).await;
     }
+    // Server-side apply on the custom resource: the defaulted `spec.mode` belongs to the
+    // creating manager, so another's apply conflicts until forced; every manager's fields as
+    // kube-apiserver records them.
+    let forced = replay(&c, "99f-cr-ssa-apply-force.txt").await;
+    let kubes = recorded("99f-cr-ssa-apply-force.txt").response;
+    assert_eq!(comparable_managed(&forced.body), comparable_managed(&kubes));
     let gizmo = c.get("/apis/demo.example.org/v1/namespaces/fixtures/gadgets/gizmo").await.body;
-    assert_eq!(gizmo["metadata"]["generation"], 2, "the scale write moved the generation, the status write did not");
+    assert_eq!(
+        gizmo["metadata"]["generation"], 3,
+        "the scale write and the apply moved the generation, the status write did not"
+    );
     // The definition's other names and the groups list.
     let groups = c.get("/apis").await.body;
     assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));

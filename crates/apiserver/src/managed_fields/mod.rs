@@ -70,8 +70,12 @@ pub fn recorded_name(manager: &str) -> &str {
     if manager.is_empty() { "unknown" } else { manager }
 }
 
-/// The structured-merge type of a resource's objects: the built-in schema, or deduced.
-pub(crate) fn type_of(info: &ResourceInfo) -> TypeRef<'static> {
+/// The structured-merge type of a resource's objects: the built-in schema, a custom resource's
+/// CRD schema, or deduced.
+pub(crate) fn type_of(info: &ResourceInfo) -> TypeRef<'_> {
+    if let Some(t) = info.custom.as_deref().and_then(crate::registry::CustomVersion::merge_type) {
+        return t;
+    }
     let b = schema::builtin();
     b.type_of(&info.group, &info.version, &info.kind).unwrap_or_else(|| TypeRef::unknown_object(b))
 }
