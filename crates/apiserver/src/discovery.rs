@@ -1,6 +1,8 @@
 //! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`,
 //! `/apis/{group}`, `/apis/{group}/{version}` in the legacy (unaggregated)
-//! JSON form, which kubectl and client libraries fall back to.
+//! JSON form, and `/api` and `/apis` in the aggregated form
+//! (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, every group's versions and
+//! resources in one answer), which kubectl and client-go ask for first.
 //!
 //! Invariant: the documents are derived only from the registry, so every
 //! resource listed is actually served (custom resources from the moment their
@@ -76,19 +78,24 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     None
 }
 
+/// The verbs a resource serves, in the order kube-apiserver lists them.
+fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    if crate::namespaces::is_namespaces(r) {
+        &["create", "delete", "get", "list", "patch", "update", "watch"]
+    } else if r.custom.is_some() {
+        &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+    } else {
+        &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+    }
+}
+
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
 /// `status`, `scale`). Built-in types list their subresources in path order, as kube-apiserver's
 /// route table does; custom resources list `status` before `scale`, as the apiextensions server
 /// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let is_namespaces = crate::namespaces::is_namespaces(r);
-    let verbs: &[&str] = if is_namespaces {
-        &["create", "delete", "get", "list", "patch", "update", "watch"]
-    } else if r.custom.is_some() {
-        &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
-    } else {
-        &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-    };
+    let verbs = verbs(r);
     let mut main = json!({
         "name": r.plural,
         "singularName": r.singular,
@@ -147,4 +154,145 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     }
     let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs}))
+}
+
+/// The media type of the aggregated discovery documents.
+pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header prefers the aggregated documents (`apidiscovery.k8s.io/v2`) to the
+/// legacy ones: the first media type, in the client's order, that the server can answer decides.
+/// Other versions of the aggregated form (`v2beta1`) are not served, as kube-apiserver v1.35
+/// serves none, so their clients read the legacy documents.
+pub fn wants_aggregated(accept: Option<&str>) -> bool {
+    for m in accept.unwrap_or("").split(',') {
+        let mut parts = m.split(';').map(str::trim);
+        let t = parts.next().unwrap_or("");
+        let params: Vec<&str> = parts.collect();
+        let has = |p: &str| params.iter().any(|x| x.eq_ignore_ascii_case(p));
+        if t == "application/json" && has("as=APIGroupDiscoveryList") {
+            if has("g=apidiscovery.k8s.io") && has("v=v2") {
+                return true;
+            }
+            continue;
+        }
+        if matches!(t, "application/json" | "*/*" | "application/*") {
+            return false;
+        }
+    }
+    false
+}
+
+/// `/api` (`core`: the core group) or `/apis` (every named group) in the aggregated form.
+pub fn aggregated(reg: &Registry, core: bool) -> Value {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    if core {
+        groups.push((String::new(), vec!["v1".to_string()]));
+    } else {
+        for (g, v) in reg.group_versions() {
+            match groups.iter_mut().find(|(name, _)| *name == g) {
+                Some((_, versions)) => versions.push(v),
+                None => groups.push((g, vec![v])),
+            }
+        }
+    }
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|(g, versions)| {
+            let mut metadata = json!({"creationTimestamp": null});
+            if !g.is_empty() {
+                metadata["name"] = json!(g);
+            }
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let mut rs: Vec<&ResourceInfo> = Vec::new();
+                    for r in reg.all() {
+                        if r.group == *g && r.version == *v {
+                            rs.push(r);
+                        }
+                    }
+                    rs.sort_by(|a, b| a.plural.cmp(&b.plural));
+                    let resources: Vec<Value> = rs.into_iter().map(aggregated_resource).collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+/// One resource in the aggregated form, its subresources inside it.
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
+    let own = kind(&r.group, &r.version, &r.kind);
+    let mut out = json!({
+        "resource": r.plural,
+        "responseKind": own,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": verbs(r),
+    });
+    if !r.short_names.is_empty() {
+        out["shortNames"] = json!(r.short_names);
+    }
+    if let Some(c) = &r.custom
+        && !c.categories.is_empty()
+    {
+        out["categories"] = json!(c.categories);
+    }
+    let mut subresources = Vec::new();
+    if crate::namespaces::is_namespaces(r) {
+        subresources.push(json!({"subresource": "finalize", "responseKind": own, "verbs": ["update"]}));
+    }
+    if r.scale_subresource.is_some() {
+        subresources.push(
+            json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}),
+        );
+    }
+    if r.status_subresource {
+        subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
+    }
+    if !subresources.is_empty() {
+        out["subresources"] = json!(subresources);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_aggregated_form_is_chosen_only_when_preferred() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(wants_aggregated(Some(kubectl)));
+        let old_kubectl = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(!wants_aggregated(Some(old_kubectl)));
+        assert!(!wants_aggregated(Some(
+            "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )));
+        assert!(!wants_aggregated(None));
+    }
+
+    #[test]
+    fn the_aggregated_documents_hold_every_served_resource() {
+        let reg = Registry::with_defaults();
+        let core = aggregated(&reg, true);
+        assert_eq!(core["items"].as_array().unwrap().len(), 1);
+        let v1 = &core["items"][0]["versions"][0];
+        assert_eq!(v1["version"], "v1");
+        let pods = v1["resources"].as_array().unwrap().iter().find(|r| r["resource"] == "pods").unwrap();
+        assert_eq!(pods["scope"], "Namespaced");
+        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let apps = aggregated(&reg, false);
+        let apps = apps["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == "apps").unwrap();
+        let deployments = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        assert_eq!(deployments["subresources"][0]["responseKind"]["kind"], "Scale");
+    }
 }

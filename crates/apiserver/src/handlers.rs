@@ -200,6 +200,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v.as_str());
             get_only(shared.openapi().group_version(&gv.join("/"), hash, req.headers()))
         }
+        ["api"] | ["apis"]
+            if discovery::wants_aggregated(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())) =>
+        {
+            let doc = discovery::aggregated(&reg, segs.len() == 1 && segs[0] == "api");
+            let mut r = body::respond(
+                200,
+                discovery::AGGREGATED,
+                Body::Full(Some(Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()))),
+            );
+            r.headers_mut().insert(header::VARY, http::HeaderValue::from_static("Accept"));
+            get_only(Ok(r))
+        }
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
         ["api", "v1"] => get_only(
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),

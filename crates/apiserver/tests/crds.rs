@@ -124,6 +124,28 @@ async fn gadgets_answer_as_kube_apiserver_does() {
         gizmo["metadata"]["generation"], 3,
         "the scale write and the apply moved the generation, the status write did not"
     );
+    // Aggregated discovery lists the kind with its subresources.
+    let aggregated =
+        c.get_accepting("/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList").await;
+    assert_eq!(
+        aggregated.headers["content-type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let group = aggregated.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "demo.example.org")
+        .expect("the group is listed")
+        .clone();
+    let gadgets = &group["versions"][0]["resources"][0];
+    assert_eq!(
+        (&gadgets["resource"], &gadgets["scope"], &gadgets["responseKind"]["kind"]),
+        (&json!("gadgets"), &json!("Namespaced"), &json!("Gadget"))
+    );
+    let subresources: Vec<&Value> =
+        gadgets["subresources"].as_array().unwrap().iter().map(|s| &s["subresource"]).collect();
+    assert_eq!(subresources, [&json!("scale"), &json!("status")]);
     // The definition's other names and the groups list.
     let groups = c.get("/apis").await.body;
     assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));

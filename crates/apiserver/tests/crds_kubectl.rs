@@ -112,5 +112,14 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
             "{bin}: {out}"
         );
         assert!(out.contains("mode") && out.contains("How the gadget runs."), "{bin}: {out}");
+
+        // Discovery (aggregated for the kubectl versions that ask for it) lists the kind.
+        let (ok, out) = kubectl(bin, &kc, &cache, &["api-resources", "--api-group=demo.example.org"]).await;
+        assert!(ok, "{bin}: {out}");
+        let row = out.lines().find(|l| l.starts_with("gadgets")).unwrap_or_else(|| panic!("{bin}: {out}"));
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["gadgets", "gd", "demo.example.org/v1", "true", "Gadget"]
+        );
     }
 }
