@@ -253,6 +253,9 @@ async fn streaming_list_syncs_and_follows_changes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_and_watch_syncs_and_follows_changes() {
     let mut h = Harness::start(false, 50).await;
+    // The list (resourceVersion 0, from the watch cache) may trail the writes; the watch brings
+    // the rest.
+    h.converge("after the initial list").await;
     assert_eq!(h.store.len(), 50);
     h.churn(200).await;
     h.converge("after churn").await;
@@ -384,8 +387,12 @@ async fn metadata_only_informer_syncs_and_follows_changes() {
         });
         let inf = SharedIndexInformer::<Meta>::with_options(lw, opts);
         let changed = Arc::new(Notify::new());
-        let c = changed.clone();
-        inf.add_event_handler(HandlerFns::<Meta>::new().on_update(move |_, _| c.notify_waiters())).unwrap();
+        let added = Arc::new(Notify::new());
+        let (c, a) = (changed.clone(), added.clone());
+        inf.add_event_handler(
+            HandlerFns::<Meta>::new().on_update(move |_, _| c.notify_waiters()).on_add(move |_, _| a.notify_waiters()),
+        )
+        .unwrap();
         let cancel = CancellationToken::new();
         let task = tokio::spawn({
             let (i, k) = (inf.clone(), cancel.clone());
@@ -394,7 +401,22 @@ async fn metadata_only_informer_syncs_and_follows_changes() {
         tokio::time::timeout(Duration::from_secs(10), inf.synced().wait())
             .await
             .expect("synced quickly (no fallback wait)");
-        assert_eq!(inf.indexer().len(), 20);
+        // A list at resourceVersion 0 is served from the watch cache, which may trail the writes
+        // just made (on etcd it follows the etcd watch); the watch from the list's version then
+        // brings the rest.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let more = added.notified();
+                tokio::pin!(more);
+                more.as_mut().enable();
+                if inf.indexer().len() == 20 {
+                    break;
+                }
+                more.await;
+            }
+        })
+        .await
+        .expect("every object cached");
         let o = inf.indexer().get_by_key("default/cm-0003").unwrap();
         assert_eq!(o.get().unwrap().metadata.name.as_deref(), Some("cm-0003"), "decodes as PartialObjectMeta");
         assert!(!o.raw_json().windows(6).any(|w| w == b"\"data\""), "metadata only: no data field");
