@@ -244,7 +244,7 @@ impl Controller {
             return Ok(Pass::Done);
         }
         self.delete_contents(&ns.name).await?;
-        // Count what is left once the cache has seen every write so far (ours included).
+        // Count the remaining objects once the cache has seen every write so far (ours included).
         if !self.store.fresh().await? {
             return Err(ApiError::internal("the watch cache is behind the storage"));
         }

@@ -137,19 +137,6 @@ fn deployment(name: &str, containers: &[(&str, &str)]) -> String {
     y
 }
 
-fn containers_of(v: &Value) -> Vec<(String, String)> {
-    v["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c["image"].as_str().unwrap_or_default().to_string()))
-        .collect()
-}
-
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
-}
-
 #[tokio::test]
 async fn kubectl_apply_validates_and_merges_containers_on_every_version() {
     let s = server().await;

@@ -55,18 +55,6 @@ async fn replay(c: &Client, collection: &str, before: &Value, file: &str) -> Val
     r.body
 }
 
-/// The containers' names and images, in order.
-fn names_and_images(v: &Value) -> Vec<(String, String)> {
-    v["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .map(|c| {
-            (c["name"].as_str().unwrap_or_default().to_string(), c["image"].as_str().unwrap_or_default().to_string())
-        })
-        .collect()
-}
-
 fn response(file: &str) -> Value {
     recorded(file).response
 }
@@ -167,7 +155,7 @@ async fn merge_patches_replace_lists_and_json_patches_test_values() {
     let r = send(&c, &step).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(comparable(&r.body), comparable(&step.response), "the list is replaced, defaults filled in");
-    assert_eq!(names_and_images(&r.body), [("app".to_string(), "registry.example/app:5".to_string())]);
+    assert_eq!(containers_of(&r.body), [("app".to_string(), "registry.example/app:5".to_string())]);
     replay(&c, DEPLOYMENTS, &response("23-merge-patch-containers-replaces-list.txt"), "24-json-patch-ops.txt").await;
     replay(&c, DEPLOYMENTS, &response("24-json-patch-ops.txt"), "25-json-patch-test-fails.txt").await;
 }

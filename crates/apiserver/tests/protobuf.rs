@@ -22,17 +22,8 @@ use prost::Message;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-/// GET `path` with `accept`: status, Content-Type and the body.
-async fn get(s: &informer_apiserver::ApiServer, path: &str, accept: &str) -> (u16, String, Bytes) {
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Empty<Bytes>>();
-    let req = http::Request::get(format!("{}{path}", s.url()))
-        .header("accept", accept)
-        .body(http_body_util::Empty::new())
-        .unwrap();
-    let r = client.request(req).await.unwrap();
-    let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
-    (r.status().as_u16(), ct, r.into_body().collect().await.unwrap().to_bytes())
+fn content_type(r: &Resp) -> &str {
+    r.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
 /// The `runtime.Unknown` of an enveloped body: (apiVersion, kind, raw message).
@@ -163,9 +154,9 @@ async fn answers_are_protobuf_for_clients_that_prefer_it() {
     let path = "/api/v1/namespaces/fixtures/configmaps/settings";
 
     // One object: ours reads as kube-apiserver's did (`52-*`), but for identity and versions.
-    let (code, ct, body) = get(&s, path, "application/vnd.kubernetes.protobuf,application/json").await;
-    assert_eq!((code, ct.as_str()), (200, PROTOBUF));
-    let (api_version, kind, raw) = unwrap_envelope(&body);
+    let r = c.get_accepting(path, "application/vnd.kubernetes.protobuf,application/json").await;
+    assert_eq!((r.code, content_type(&r)), (200, PROTOBUF));
+    let (api_version, kind, raw) = unwrap_envelope(&r.raw);
     assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
     let ours = ConfigMap::decode(raw.as_slice()).unwrap();
     let kubes = {
@@ -187,9 +178,9 @@ async fn answers_are_protobuf_for_clients_that_prefer_it() {
     assert_eq!(m.resource_version.unwrap(), c.get(path).await.body["metadata"]["resourceVersion"]);
 
     // A list.
-    let (code, _, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps", PROTOBUF).await;
-    assert_eq!(code, 200);
-    let (_, kind, raw) = unwrap_envelope(&body);
+    let r = c.get_accepting("/api/v1/namespaces/fixtures/configmaps", PROTOBUF).await;
+    assert_eq!(r.code, 200);
+    let (_, kind, raw) = unwrap_envelope(&r.raw);
     assert_eq!(kind, "ConfigMapList");
     let list = ConfigMapList::decode(raw.as_slice()).unwrap();
     let names: Vec<_> = list.items.iter().map(|i| i.metadata.clone().unwrap().name.unwrap()).collect();
@@ -197,19 +188,20 @@ async fn answers_are_protobuf_for_clients_that_prefer_it() {
     assert_eq!(list.metadata.unwrap().resource_version.unwrap(), s.resource_version().to_string());
 
     // An error is a protobuf Status.
-    let (code, ct, body) = get(&s, "/api/v1/namespaces/fixtures/configmaps/missing", PROTOBUF).await;
-    assert_eq!((code, ct.as_str()), (404, PROTOBUF));
-    let (_, kind, raw) = unwrap_envelope(&body);
+    let r = c.get_accepting("/api/v1/namespaces/fixtures/configmaps/missing", PROTOBUF).await;
+    assert_eq!((r.code, content_type(&r)), (404, PROTOBUF));
+    let (_, kind, raw) = unwrap_envelope(&r.raw);
     assert_eq!(kind, "Status");
     let status = Status::decode(raw.as_slice()).unwrap();
     assert_eq!((status.reason.as_deref(), status.code), (Some("NotFound"), Some(404)));
 
     // Clients that prefer JSON get JSON; custom resources have no protobuf form.
-    let (_, ct, _) = get(&s, path, "application/json, application/vnd.kubernetes.protobuf").await;
-    assert_eq!(ct, "application/json");
+    let r = c.get_accepting(path, "application/json, application/vnd.kubernetes.protobuf").await;
+    assert_eq!(content_type(&r), "application/json");
     let widgets = "/apis/example.com/v1/namespaces/fixtures/widgets";
-    assert_eq!(get(&s, widgets, "application/vnd.kubernetes.protobuf,application/json").await.1, "application/json");
-    assert_eq!(get(&s, widgets, PROTOBUF).await.0, 406);
+    let r = c.get_accepting(widgets, "application/vnd.kubernetes.protobuf,application/json").await;
+    assert_eq!(content_type(&r), "application/json");
+    assert_eq!(c.get_accepting(widgets, PROTOBUF).await.code, 406);
 }
 
 #[tokio::test]
@@ -373,7 +365,7 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     assert_eq!(got["metadata"]["labels"], json!({"app": "pb"}));
 
     // And read back in protobuf, the same pod as k8s-pb's types see it.
-    let (_, _, bytes) = get(&s, &format!("{pods}/pb"), PROTOBUF).await;
+    let bytes = c.get_accepting(&format!("{pods}/pb"), PROTOBUF).await.raw;
     let back = core::Pod::decode(unwrap_envelope(&bytes).2.as_slice()).unwrap();
     let back_ctr = &back.spec.as_ref().unwrap().containers[0];
     let http_get = back_ctr.readiness_probe.clone().and_then(|p| p.handler).and_then(|h| h.http_get).unwrap();

@@ -393,19 +393,6 @@ fn deployment(name: &str, containers: &[(&str, &str)]) -> serde_json::Value {
         "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}})
 }
 
-fn containers_of(d: &serde_json::Value) -> Vec<(String, String)> {
-    d["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c["image"].as_str().unwrap_or_default().to_string()))
-        .collect()
-}
-
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
-}
-
 #[tokio::test]
 async fn kube_rs_patches_merge_lists_by_key() {
     use k8s_openapi::api::apps::v1::Deployment;

@@ -200,3 +200,20 @@ pub async fn create_namespaces(s: &ApiServer, names: &[&str]) -> Result<(), ApiE
 
 pub const PODS: &str = "/api/v1/namespaces/default/pods";
 pub const SEC: Duration = Duration::from_secs(5);
+
+/// A Deployment's containers as (name, image) pairs, in order.
+pub fn containers_of(v: &Value) -> Vec<(String, String)> {
+    v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .map(|c| {
+            (c["name"].as_str().unwrap_or_default().to_string(), c["image"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// Owned (name, image) pairs, to compare with [`containers_of`].
+pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
