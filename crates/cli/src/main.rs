@@ -37,7 +37,7 @@ fn main() -> std::process::ExitCode {
     // SAFETY: first thing in `main`: no other thread runs yet.
     #[allow(unsafe_code)]
     unsafe {
-        informer_bench::measure::limit_malloc_arenas()
+        informer_bench::measure::configure_malloc()
     };
     let cli = Cli::parse();
     let filter = || tracing_subscriber::EnvFilter::try_from_env("INFORMER_LOG").unwrap_or_else(|_| "warn".into());

@@ -9,7 +9,7 @@ use clap::Parser;
 use futures_util::TryStreamExt;
 use informer::ObjectKey;
 use informer::workqueue::WorkQueue;
-use informer_bench::measure::{limit_malloc_arenas, micros_now, peak_rss_kb, percentile, proc_status_kb};
+use informer_bench::measure::{configure_malloc, micros_now, peak_rss_kb, percentile, proc_status_kb};
 use informer_bench::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -52,7 +52,7 @@ fn main() -> Result<()> {
     // SAFETY: first thing in `main`: no other thread runs yet.
     #[allow(unsafe_code)]
     unsafe {
-        limit_malloc_arenas()
+        configure_malloc()
     };
     let args = Args::parse();
     let mut builder = if args.current_thread {
