@@ -14,6 +14,10 @@
 //! bytes (the others restore the pod's usual one), so objects grow and shrink as a status
 //! message comes and goes.
 //!
+//! A client that accepts `application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` first
+//! (a metadata informer) gets each pod's metadata as kube-apiserver sends it: a
+//! `PartialObjectMetadataList`, and `PartialObjectMetadata` objects in watch events.
+//!
 //! Unlike the general [`ApiServer`](informer_apiserver::ApiServer) (whose watch cache would hold every event),
 //! nothing is stored: pods and events are spliced from one template into ~128 KB chunks on demand,
 //! so the server holds a few hundred KB and never bounds a client benchmark. After the last event
@@ -62,6 +66,17 @@ struct Template {
     /// times and the status message.
     parts: Vec<Vec<u8>>,
     holes: Vec<Hole>,
+    /// Whether watched objects get `kind` and `apiVersion` added (full pods; metadata-only
+    /// objects carry them in lists too).
+    typed_when_watched: bool,
+}
+
+/// What a template writes: whole pods, or their `PartialObjectMetadata` (what kube-apiserver
+/// answers a client that accepts `application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Shape {
+    Pod,
+    Metadata,
 }
 
 #[derive(Clone, Copy)]
@@ -116,12 +131,16 @@ fn message_len(i: u64, update: u64) -> usize {
 const MESSAGE_TEXT: &[u8] = b"Back-off pulling image; readiness probe failed: HTTP probe failed with statuscode: 503; ";
 
 impl Template {
-    fn new() -> Template {
+    fn new(shape: Shape) -> Template {
         let mut v: serde_json::Value = serde_json::from_str(TEMPLATE).expect("valid template");
         // List items carry no kind and apiVersion; watched objects get them in `write`.
         let o = v.as_object_mut().expect("an object");
         o.remove("kind");
         o.remove("apiVersion");
+        if shape == Shape::Metadata {
+            let metadata = v["metadata"].take();
+            v = serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata});
+        }
         let m = &mut v["metadata"];
         m["name"] = "\u{1}NAME\u{1}".into();
         m["uid"] = "\u{1}UID\u{1}".into();
@@ -131,13 +150,15 @@ impl Template {
         if let Some(last) = m["managedFields"].as_array_mut().and_then(|a| a.last_mut()) {
             last["time"] = "\u{1}MFTIME\u{1}".into();
         }
-        let status = &mut v["status"];
-        if let Some(ready) =
-            status["conditions"].as_array_mut().and_then(|c| c.iter_mut().find(|c| c["type"] == "Ready"))
-        {
-            ready["lastTransitionTime"] = "\u{1}READYTIME\u{1}".into();
+        if shape == Shape::Pod {
+            let status = &mut v["status"];
+            if let Some(ready) =
+                status["conditions"].as_array_mut().and_then(|c| c.iter_mut().find(|c| c["type"] == "Ready"))
+            {
+                ready["lastTransitionTime"] = "\u{1}READYTIME\u{1}".into();
+            }
+            status["message"] = "\u{1}MESSAGE\u{1}".into();
         }
-        status["message"] = "\u{1}MESSAGE\u{1}".into();
         let s = serde_json::to_string(&v).expect("serialisable");
         let mut parts = Vec::new();
         let mut holes = Vec::new();
@@ -160,7 +181,7 @@ impl Template {
             rest = &after[j + marker.len()..];
         }
         parts.push(rest.as_bytes().to_vec());
-        Template { parts, holes }
+        Template { parts, holes, typed_when_watched: shape == Shape::Pod }
     }
 
     /// Appends version `v` of pod `i` at resourceVersion `rv` with generation label
@@ -170,7 +191,7 @@ impl Template {
         use std::fmt::Write as _;
         out.reserve(self.max_len());
         for (k, part) in self.parts.iter().enumerate() {
-            if k == 0 && v.watched {
+            if k == 0 && v.watched && self.typed_when_watched {
                 // `{` then kind and apiVersion, as kube-apiserver writes watched objects.
                 out.extend_from_slice(b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",");
                 out.extend_from_slice(&part[1..]);
@@ -214,10 +235,20 @@ impl Template {
 struct Shared {
     cfg: W1Config,
     tpl: Template,
+    /// The pods' `PartialObjectMetadata`, for metadata-only clients.
+    meta_tpl: Template,
     namespace: String,
 }
 
 impl Shared {
+    /// The template of `shape`.
+    fn template(&self, shape: Shape) -> &Template {
+        match shape {
+            Shape::Pod => &self.tpl,
+            Shape::Metadata => &self.meta_tpl,
+        }
+    }
+
     /// The resourceVersion of pod `i` in the initial state (all ≤ list_rv).
     fn initial_rv(&self, i: u64) -> u64 {
         1 + (i * (self.cfg.list_rv - 1)) / self.cfg.pods.max(1)
@@ -238,7 +269,12 @@ impl W1Server {
     pub async fn start(cfg: W1Config, namespace: &str) -> std::io::Result<W1Server> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared { cfg, tpl: Template::new(), namespace: namespace.to_string() });
+        let shared = Arc::new(Shared {
+            cfg,
+            tpl: Template::new(Shape::Pod),
+            meta_tpl: Template::new(Shape::Metadata),
+            namespace: namespace.to_string(),
+        });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             let mut c = stopped;
@@ -336,6 +372,12 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         })
         .unwrap_or_default();
     let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let metadata_only = req
+        .headers()
+        .get(http::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.split(',').next().is_some_and(|first| first.contains("as=PartialObjectMetadata;")));
+    let shape = if metadata_only { Shape::Metadata } else { Shape::Pod };
     let watch = matches!(get("watch"), Some("true") | Some("1"));
     if watch {
         let initial = get("sendInitialEvents") == Some("true");
@@ -343,6 +385,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         let first = if initial { 1 } else { from_rv.saturating_sub(sh.cfg.list_rv) + 1 };
         let body = WatchBody {
             paced: None,
+            shape,
             sh: sh.clone(),
             initial: if initial { Some(0) } else { None },
             next: first,
@@ -357,7 +400,12 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
     let start: u64 = get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
     let end = start.saturating_add(limit).min(sh.cfg.pods);
     let mut out = BytesMut::with_capacity(((end - start) as usize) * 4700 + 256);
-    out.extend_from_slice(br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":""#);
+    out.extend_from_slice(match shape {
+        Shape::Pod => br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":""#.as_slice(),
+        Shape::Metadata => {
+            br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":""#
+        }
+    });
     out.extend_from_slice(sh.cfg.list_rv.to_string().as_bytes());
     out.extend_from_slice(b"\"");
     if end < sh.cfg.pods {
@@ -368,7 +416,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
         if i > start {
             out.extend_from_slice(b",");
         }
-        sh.tpl.write(&mut out, i, sh.initial_rv(i), 0, Version { update: 0, watched: false });
+        sh.template(shape).write(&mut out, i, sh.initial_rv(i), 0, Version { update: 0, watched: false });
     }
     out.extend_from_slice(b"]}");
     Ok(full(StatusCode::OK, out.freeze()))
@@ -377,6 +425,8 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<BoxB
 /// Generates watch events into ~128 KB chunks as the client reads.
 struct WatchBody {
     sh: Arc<Shared>,
+    /// Whole pods or their metadata.
+    shape: Shape,
     /// Next initial pod to send as ADDED (`Some(pods)` = bookmark pending, None = done).
     initial: Option<u64>,
     /// Next MODIFIED event number (1-based).
@@ -403,13 +453,18 @@ impl Body for WatchBody {
             if let Some(i) = this.initial {
                 if i < sh.cfg.pods {
                     this.buf.extend_from_slice(br#"{"type":"ADDED","object":"#);
-                    sh.tpl.write(&mut this.buf, i, sh.initial_rv(i), 0, Version { update: 0, watched: true });
+                    let tpl = sh.template(this.shape);
+                    tpl.write(&mut this.buf, i, sh.initial_rv(i), 0, Version { update: 0, watched: true });
                     this.buf.extend_from_slice(b"}\n");
                     this.initial = Some(i + 1);
                 } else {
+                    let (kind, api_version) = match this.shape {
+                        Shape::Pod => ("Pod", "v1"),
+                        Shape::Metadata => ("PartialObjectMetadata", "meta.k8s.io/v1"),
+                    };
                     this.buf.extend_from_slice(
                         format!(
-                            r#"{{"type":"BOOKMARK","object":{{"kind":"Pod","apiVersion":"v1","metadata":{{"resourceVersion":"{}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#,
+                            r#"{{"type":"BOOKMARK","object":{{"kind":"{kind}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"{}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#,
                             sh.cfg.list_rv
                         )
                         .as_bytes(),
@@ -428,7 +483,13 @@ impl Body for WatchBody {
             let k = this.next;
             let i = (k - 1) % sh.cfg.pods;
             this.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
-            sh.tpl.write(&mut this.buf, i, sh.cfg.list_rv + k, k, Version { update: k, watched: true });
+            sh.template(this.shape).write(
+                &mut this.buf,
+                i,
+                sh.cfg.list_rv + k,
+                k,
+                Version { update: k, watched: true },
+            );
             this.buf.extend_from_slice(b"}\n");
             this.next += 1;
         }
@@ -473,12 +534,13 @@ impl WatchBody {
             let k = self.next;
             let i = (k - 1) % sh.cfg.pods;
             // One allocation per paced event (the buffer is handed off whole below).
-            self.buf.reserve(sh.tpl.max_len());
+            let tpl = sh.template(self.shape);
+            self.buf.reserve(tpl.max_len());
             self.buf.extend_from_slice(br#"{"type":"MODIFIED","object":"#);
             // Stamped when written (the event leaves the server now). Stamping the due time
             // instead would add the pacing timer's 1 ms granularity to every figure; the price is
             // that a client too slow to read on time is credited with the wait before the write.
-            sh.tpl.write(&mut self.buf, i, sh.cfg.list_rv + k, micros_now(), Version { update: k, watched: true });
+            tpl.write(&mut self.buf, i, sh.cfg.list_rv + k, micros_now(), Version { update: k, watched: true });
             self.buf.extend_from_slice(b"}\n");
             self.next += 1;
             if self.buf.len() >= CHUNK {
@@ -496,7 +558,7 @@ mod tests {
 
     #[test]
     fn template_splices_valid_pods() {
-        let t = Template::new();
+        let t = Template::new(Shape::Pod);
         let mut b = BytesMut::new();
         t.write(&mut b, 42, 1234, 7, Version { update: 0, watched: false });
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
@@ -508,11 +570,30 @@ mod tests {
         assert!(b.len() > 4000, "W1 pods are ~4.4 KB: {}", b.len());
     }
 
+    /// Metadata-only clients get each pod's metadata as `PartialObjectMetadata`, typed in lists
+    /// and watch events alike.
+    #[test]
+    fn metadata_template_writes_partial_object_metadata() {
+        let t = Template::new(Shape::Metadata);
+        for watched in [false, true] {
+            let mut b = BytesMut::new();
+            t.write(&mut b, 42, 1234, 7, Version { update: 3, watched });
+            let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+            assert_eq!(
+                (v["kind"].as_str(), v["apiVersion"].as_str()),
+                (Some("PartialObjectMetadata"), Some("meta.k8s.io/v1"))
+            );
+            assert_eq!(v["metadata"]["name"], "bench-0000042");
+            assert_eq!(v["metadata"]["labels"]["generation"], "7");
+            assert_eq!(v.as_object().unwrap().len(), 3, "kind, apiVersion and metadata only");
+        }
+    }
+
     /// Watched objects carry kind and apiVersion; updates move times; some change the status
     /// message's length by 10–500 bytes, growing and shrinking the pod.
     #[test]
     fn events_have_kube_apiservers_shape() {
-        let t = Template::new();
+        let t = Template::new(Shape::Pod);
         let pod = |update: u64, watched: bool| {
             let mut b = BytesMut::new();
             // resourceVersion and generation fixed: only what the update shape moves differs.

@@ -21,6 +21,7 @@ use informer::{
 use informer_bench::measure::{micros_now, peak_rss_kb, percentile, print_mallinfo, proc_status_kb};
 use informer_bench::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
+use kube::core::PartialObjectMeta;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +61,10 @@ pub struct BenchArgs {
     /// Pods in the W1 workload.
     #[arg(long, default_value_t = 10_000)]
     pods: u64,
+    /// Inform on the pods' metadata only (`PartialObjectMetadata`, as a metadata informer asks
+    /// for it) instead of whole pods.
+    #[arg(long)]
+    metadata: bool,
     /// Number of handlers (fan-out); figures are those of the first.
     #[arg(long, default_value_t = 1)]
     handlers: usize,
@@ -102,7 +107,6 @@ impl BenchArgs {
 
 /// Runs the benchmark and prints its JSON line.
 pub async fn run(args: BenchArgs) -> Result<bool> {
-    let streaming = !args.list;
     if args.slow_handler && args.handlers < 2 {
         anyhow::bail!("--slow-handler needs --handlers 2 or more");
     }
@@ -129,6 +133,42 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         }
     };
 
+    let line = if args.metadata {
+        let lw = KubeListerWatcher::<PartialObjectMeta<Pod>>::new(client, Some(&args.namespace)).metadata_only();
+        measure(&args, lw, on_thread.as_ref()).await?
+    } else {
+        measure(&args, KubeListerWatcher::<Pod>::new(client, Some(&args.namespace)), on_thread.as_ref()).await?
+    };
+    println!("{line}");
+    drop(w1);
+    Ok(true)
+}
+
+/// What the `full` handler reads of a decoded object.
+trait Measured: serde::de::DeserializeOwned + Send + Sync + 'static {
+    /// A count read from the decoded object (so the decode is not optimised away).
+    fn fields(&self) -> usize;
+}
+
+impl Measured for Pod {
+    fn fields(&self) -> usize {
+        self.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0)
+    }
+}
+
+impl Measured for PartialObjectMeta<Pod> {
+    fn fields(&self) -> usize {
+        self.metadata.labels.as_ref().map(|l| l.len()).unwrap_or(0)
+    }
+}
+
+/// Runs one informer over `lw` to sync and through `--updates` updates; returns the figures.
+async fn measure<K: Measured>(
+    args: &BenchArgs,
+    lw: KubeListerWatcher<K>,
+    on_thread: Option<&informer::InformerThread>,
+) -> Result<serde_json::Value> {
+    let streaming = !args.list;
     let initial = Arc::new(AtomicU64::new(0));
     let updates = Arc::new(AtomicU64::new(0));
     let done = Arc::new(Notify::new());
@@ -139,15 +179,14 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let work = {
         let (queue, fields, decode_errors) = (queue.clone(), fields.clone(), decode_errors.clone());
         let kind = args.handler;
-        move |o: &informer::Object<Pod>| match kind {
+        move |o: &informer::Object<K>| match kind {
             HandlerKind::Keys => queue.add(o.key().clone()),
             HandlerKind::Full => {
                 // An uncached decode: the cache keeps compact objects. A failed decode is counted
                 // (the run then fails: it would have skipped the work it measures).
                 match o.decode() {
                     Ok(p) => {
-                        let n = p.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
-                        fields.fetch_add(n as u64, Ordering::Relaxed);
+                        fields.fetch_add(p.fields() as u64, Ordering::Relaxed);
                     }
                     Err(_) => {
                         decode_errors.fetch_add(1, Ordering::Relaxed);
@@ -167,7 +206,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     let handler = {
         let (initial, updates, done) = (initial.clone(), updates.clone(), done.clone());
         let peak_at_tenth = peak_at_tenth.clone();
-        HandlerFns::<Pod>::new()
+        HandlerFns::<K>::new()
             .on_add(move |o, is_initial| {
                 if is_initial {
                     initial.fetch_add(1, Ordering::Relaxed);
@@ -205,7 +244,6 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         }
     });
 
-    let lw = KubeListerWatcher::<Pod>::new(client, Some(&args.namespace));
     let opts = InformerOptions::default().name("bench").reflector(ReflectorOptions {
         name: "bench".into(),
         streaming_list: streaming,
@@ -230,7 +268,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
                 std::thread::sleep(Duration::from_millis(1));
             }
         };
-        let h = HandlerFns::<Pod>::new()
+        let h = HandlerFns::<K>::new()
             .on_add(move |o, _| touch(o.key()))
             .on_update(move |_, o| touch(o.key()))
             .on_delete(move |d| touch(d.key()));
@@ -254,7 +292,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         let (inf, k) = (informer.clone(), cancel.clone());
         async move { inf.run(k).await }
     };
-    let task = match &on_thread {
+    let task = match on_thread {
         Some(t) => t.spawn(run),
         None => tokio::spawn(run),
     };
@@ -292,6 +330,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         "handler_thread": args.handler_thread,
         "block": args.block,
         "informer_thread": args.informer_thread,
+        "metadata": args.metadata,
         "cached": store.len(),
         "initial": initial.load(Ordering::Relaxed),
         "sync_ms": (sync_ms * 10.0).round() / 10.0,
@@ -314,11 +353,9 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
     if failed > 0 {
         anyhow::bail!("{failed} typed decodes failed");
     }
-    println!("{line}");
     cancel.cancel();
     let _ = task.await;
     queue.shut_down();
     let _ = worker.await;
-    drop(w1);
-    Ok(true)
+    Ok(line)
 }
