@@ -7,15 +7,78 @@
 //! binaries are found next to it; `--current-thread` runs both clients on a single-threaded tokio
 //! runtime; each configuration runs `--pairs` interleaved pairs, 3 by default, and reports the
 //! pair with the median ratio).
+//!
+//! `--server-process` runs the W1 server as a process of its own for every client run
+//! (`w1-server`, also found next to it), as real servers are, instead of on a thread inside the
+//! client's process; the clients then get `--kubeconfig` instead of `--w1`. The fan-out
+//! configuration, whose kube-runtime side starts its own W1, is left out in that mode.
 
+use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 /// `--current-thread`: passed on to every client run.
 static CURRENT_THREAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With `--server-process`: the `w1-server` binary.
+static SERVER: OnceLock<PathBuf> = OnceLock::new();
+
+/// A `w1-server` process serving one client run; it stops when this is dropped (its standard
+/// input closes).
+struct ServerProcess {
+    child: Child,
+    kubeconfig: PathBuf,
+}
+
+impl ServerProcess {
+    /// Starts `server` with the workload flags of a client's `args` (`--pods`, `--updates`,
+    /// `--latency-rate`) and waits until it serves.
+    fn start(server: &PathBuf, args: &[String]) -> Result<ServerProcess> {
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let kubeconfig = std::env::temp_dir().join(format!("w1-compare-{}-{run}.kubeconfig", std::process::id()));
+        let mut cmd = Command::new(server);
+        for flag in ["--pods", "--updates", "--latency-rate"] {
+            if let Some(v) = args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
+                cmd.args([flag, v]);
+            }
+        }
+        let mut child = cmd
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("running {}", server.display()))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().context("w1-server's stdout")?;
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let server = ServerProcess { child, kubeconfig };
+        if !line.starts_with("ready ") {
+            bail!("w1-server did not start: {line:?}");
+        }
+        Ok(server)
+    }
+
+    /// A client's arguments against this server: `--w1` becomes `--kubeconfig FILE`.
+    fn client_args(&self, args: &[String]) -> Vec<String> {
+        let mut v: Vec<String> = args.iter().filter(|a| *a != "--w1").cloned().collect();
+        v.extend(["--kubeconfig".into(), self.kubeconfig.display().to_string()]);
+        v
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
 
 fn run(bin: &PathBuf, args: &[String]) -> Result<Value> {
     run_env(bin, args, &[])
@@ -25,6 +88,13 @@ fn run_env(bin: &PathBuf, args: &[String], env: &[(&str, &str)]) -> Result<Value
     let mut args = args.to_vec();
     if CURRENT_THREAD.load(std::sync::atomic::Ordering::Relaxed) {
         args.push("--current-thread".into());
+    }
+    let server = match SERVER.get() {
+        Some(s) if args.iter().any(|a| a == "--w1") => Some(ServerProcess::start(s, &args)?),
+        _ => None,
+    };
+    if let Some(s) = &server {
+        args = s.client_args(&args);
     }
     let out = Command::new(bin)
         .args(&args)
@@ -44,6 +114,7 @@ fn main() -> Result<()> {
     // Both clients on a single-threaded runtime (the W1 server always has its own thread).
     let mut single = false;
     let mut pairs = 3usize;
+    let mut server_process = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -56,6 +127,7 @@ fn main() -> Result<()> {
                 }
             }
             "--current-thread" => single = true,
+            "--server-process" => server_process = true,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -63,10 +135,14 @@ fn main() -> Result<()> {
     let dir = std::env::current_exe()?.parent().context("exe dir")?.to_path_buf();
     let ours = dir.join("informer");
     let theirs = dir.join("kube-runtime-bench");
-    for (b, hint) in [(&ours, "informer-cli"), (&theirs, "informer-bench")] {
+    let server = dir.join("w1-server");
+    for (b, hint) in [(&ours, "informer-cli"), (&theirs, "informer-bench"), (&server, "informer-bench")] {
         if !b.exists() {
             bail!("{} not found: cargo build --profile dist -p {hint}", b.display());
         }
+    }
+    if server_process {
+        let _ = SERVER.set(server);
     }
     // Each configuration runs `pairs` interleaved pairs (ours, then kube-runtime's); the pair with
     // the median throughput ratio is reported, every pair's ratio listed (single runs on a noisy
@@ -149,10 +225,7 @@ fn main() -> Result<()> {
             &[("INFORMER_MALLOC_ARENAS", "0")],
         )?;
     }
-    // Fan-out: ten handlers, the last sleeping 1 ms per notification; the figure is the first
-    // (fast) handler's throughput relative to a single handler. kube-runtime's shared reflector
-    // (`reflect_shared` + 10 subscribers) stalls every subscriber on the slow one (~1,000/s), so
-    // its fan-out run streams fewer updates.
+    // Fan-out and latency run on streaming lists.
     let base = vec![
         "--w1".to_string(),
         "--streaming".into(),
@@ -161,47 +234,9 @@ fn main() -> Result<()> {
         "--pods".into(),
         pods.clone(),
     ];
-    let with = |b: &[String], extra: &[&str]| -> Vec<String> {
-        let mut v = b.to_vec();
-        v.extend(extra.iter().map(|s| s.to_string()));
-        v
-    };
-    let ours_args = |a: Vec<String>| -> Vec<String> {
-        let mut v = vec!["bench".to_string()];
-        v.extend(a);
-        v
-    };
-    // Five interleaved pairs; the pair with the median ratio is reported (a single pair of
-    // 1-second runs swings by +-15% on a noisy 2-core machine).
-    let mut pairs = Vec::new();
-    const PAIRS: usize = 5;
-    for _ in 0..PAIRS {
-        let one = run(&ours, &ours_args(base.clone()))?;
-        let ten = run(&ours, &ours_args(with(&base, &["--handlers", "10", "--slow-handler"])))?;
-        let r = ten["updates_per_s"].as_f64().unwrap_or(0.0) / one["updates_per_s"].as_f64().unwrap_or(f64::MAX);
-        pairs.push((r, one, ten));
+    if !server_process {
+        fan_out(&ours, &theirs, &base, &updates)?;
     }
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let ratios: Vec<String> = pairs.iter().map(|p| format!("{:.0}%", 100.0 * p.0)).collect();
-    println!("fan-out pairs (informer, sorted): {}", ratios.join(" "));
-    let (_, one, ten) = pairs.swap_remove(PAIRS / 2);
-    let k_one = run(&theirs, &base)?;
-    let few: u64 = updates.parse::<u64>().unwrap_or(100_000).min(5_000);
-    let mut k_base = base.clone();
-    k_base[3] = few.to_string();
-    let k_ten = run(&theirs, &with(&k_base, &["--handlers", "10", "--slow-handler"]))?;
-    for l in [&one, &ten, &k_one, &k_ten] {
-        println!("{l}");
-    }
-    let keep = |a: &Value, b: &Value| match (a["updates_per_s"].as_f64(), b["updates_per_s"].as_f64()) {
-        (Some(x), Some(y)) if x > 0.0 => format!("{:.0}%", 100.0 * y / x),
-        _ => "-".into(),
-    };
-    println!(
-        "fan-out: with 10 handlers (one sleeping 1 ms per event) a fast handler keeps {} of single-handler throughput (kube-runtime: {})",
-        keep(&one, &ten),
-        keep(&k_one, &k_ten)
-    );
     // Latency: updates paced at 10,000/s, event-to-handler latency after sync.
     let lat = with(&base, &["--latency-rate", "10000"]);
     let mut lat_few = lat.clone();
@@ -213,6 +248,59 @@ fn main() -> Result<()> {
     println!(
         "latency at 10,000 events/s: informer p50 {} us p99 {} us; kube-runtime p50 {} us p99 {} us",
         i["latency_p50_us"], i["latency_p99_us"], k["latency_p50_us"], k["latency_p99_us"]
+    );
+    Ok(())
+}
+
+/// The arguments of `informer bench` for `a`.
+fn ours_args(a: Vec<String>) -> Vec<String> {
+    let mut v = vec!["bench".to_string()];
+    v.extend(a);
+    v
+}
+
+/// `b` with `extra` appended.
+fn with(b: &[String], extra: &[&str]) -> Vec<String> {
+    let mut v = b.to_vec();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// Fan-out: ten handlers, the last sleeping 1 ms per notification; the figure is the first
+/// (fast) handler's throughput relative to a single handler. kube-runtime's shared reflector
+/// (`reflect_shared` + 10 subscribers) stalls every subscriber on the slow one (~1,000/s), so
+/// its fan-out run streams fewer updates.
+fn fan_out(ours: &PathBuf, theirs: &PathBuf, base: &[String], updates: &str) -> Result<()> {
+    // Five interleaved pairs; the pair with the median ratio is reported (a single pair of
+    // 1-second runs swings by +-15% on a noisy 2-core machine).
+    let mut pairs = Vec::new();
+    const PAIRS: usize = 5;
+    for _ in 0..PAIRS {
+        let one = run(ours, &ours_args(base.to_vec()))?;
+        let ten = run(ours, &ours_args(with(base, &["--handlers", "10", "--slow-handler"])))?;
+        let r = ten["updates_per_s"].as_f64().unwrap_or(0.0) / one["updates_per_s"].as_f64().unwrap_or(f64::MAX);
+        pairs.push((r, one, ten));
+    }
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ratios: Vec<String> = pairs.iter().map(|p| format!("{:.0}%", 100.0 * p.0)).collect();
+    println!("fan-out pairs (informer, sorted): {}", ratios.join(" "));
+    let (_, one, ten) = pairs.swap_remove(PAIRS / 2);
+    let k_one = run(theirs, base)?;
+    let few: u64 = updates.parse::<u64>().unwrap_or(100_000).min(5_000);
+    let mut k_base = base.to_vec();
+    k_base[3] = few.to_string();
+    let k_ten = run(theirs, &with(&k_base, &["--handlers", "10", "--slow-handler"]))?;
+    for l in [&one, &ten, &k_one, &k_ten] {
+        println!("{l}");
+    }
+    let keep = |a: &Value, b: &Value| match (a["updates_per_s"].as_f64(), b["updates_per_s"].as_f64()) {
+        (Some(x), Some(y)) if x > 0.0 => format!("{:.0}%", 100.0 * y / x),
+        _ => "-".into(),
+    };
+    println!(
+        "fan-out: with 10 handlers (one sleeping 1 ms per event) a fast handler keeps {} of single-handler throughput (kube-runtime: {})",
+        keep(&one, &ten),
+        keep(&k_one, &k_ten)
     );
     Ok(())
 }
