@@ -52,7 +52,7 @@ fn clock_ticks_per_second() -> f64 {
 /// Raises this process's soft limit of open files to its hard limit (thousands of connections
 /// need more than the usual 1,024); returns the soft limit in force afterwards.
 #[allow(unsafe_code)]
-pub fn raise_fd_limit() -> std::io::Result<u64> {
+pub fn raise_fd_limit() -> std::io::Result<libc::rlim_t> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes the limits into `lim`, a valid rlimit.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
@@ -65,7 +65,7 @@ pub fn raise_fd_limit() -> std::io::Result<u64> {
             return Err(std::io::Error::last_os_error());
         }
     }
-    Ok(lim.rlim_cur as u64)
+    Ok(lim.rlim_cur)
 }
 
 fn status_field_kb(path: &str, field: &str) -> u64 {
