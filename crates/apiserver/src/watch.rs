@@ -180,7 +180,10 @@ impl Filter {
 /// is taken here, before the response starts, so every write acknowledged after the answer is an
 /// event of the watch.
 pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
-    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    // One chunk waits here while the connection writes the ones before it (hyper queues up to
+    // ~400 KiB of them): a watcher whose client is slower than the server holds a few chunks,
+    // not a few more per slot of this channel.
+    let (tx, rx) = mpsc::channel::<Bytes>(1);
     let registered = store.resource_version();
     let initial = match p.start {
         WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &p.sel)),
@@ -205,6 +208,16 @@ struct Out {
     /// The store's resourceVersion when the watch started: later events are "buffered" events.
     registered: u64,
     over_since: Option<Instant>,
+    /// The capacity of the next chunk's buffer, allocated when its first event is encoded: an
+    /// idle watch holds no buffer.
+    next_cap: usize,
+}
+
+/// Gives an empty chunk buffer the capacity `send` chose for it, before an event is encoded.
+fn reserve_chunk(buf: &mut Vec<u8>, cap: usize) {
+    if buf.capacity() == 0 {
+        buf.reserve(cap);
+    }
 }
 
 impl Out {
@@ -230,8 +243,8 @@ impl Out {
         }
         // Size the next buffer after this chunk: full chunks (replay) keep the
         // capacity so they never regrow, small ones (live events) stay small.
-        let cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
-        let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(cap)));
+        self.next_cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
+        let chunk = Bytes::from(std::mem::take(buf));
         if self.controls.unresponsive_close().is_none() {
             return self.tx.send(chunk).await.is_ok();
         }
@@ -297,10 +310,18 @@ async fn run(
     let final_bookmark_at = deadline.checked_sub(p.bookmark_before_timeout).unwrap_or(started);
     let mut final_bookmark_sent = !p.bookmarks;
     let mut next_bookmark = started + p.bookmark_interval;
-    // Room for a full chunk plus one large object, so a chunk rarely regrows.
-    let mut buf: Vec<u8> = Vec::with_capacity(p.chunk_bytes.min(4 << 20) + 16 * 1024);
-    let mut out =
-        Out { tx, store: store.clone(), controls: controls.clone(), info: info.clone(), registered, over_since: None };
+    // The first chunk has room for a full chunk plus one large object, so a replay's chunks
+    // rarely regrow.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out = Out {
+        tx,
+        store: store.clone(),
+        controls: controls.clone(),
+        info: info.clone(),
+        registered,
+        over_since: None,
+        next_cap: p.chunk_bytes.min(4 << 20) + 16 * 1024,
+    };
 
     // Position and initial state.
     let mut cursor: u64;
@@ -322,6 +343,7 @@ async fn run(
             out.registered = rv;
             let delay = controls.stream_delay();
             for o in &items {
+                reserve_chunk(&mut buf, out.next_cap);
                 filter.emit(&info, &mut buf, "ADDED", o);
                 if !delay.is_zero() {
                     if !out.send(&mut buf, rv, false).await || !out.pace(delay, &mut epoch).await {
@@ -371,6 +393,7 @@ async fn run(
             let full_batch = events.len() >= BATCH;
             let delay = controls.stream_delay();
             for ev in &events {
+                reserve_chunk(&mut buf, out.next_cap);
                 if filter.encode(&info, ev, &mut buf) {
                     last_sent = ev.rv;
                     if !delay.is_zero()

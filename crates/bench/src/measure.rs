@@ -1,5 +1,6 @@
 //! Measurements shared by the W1 benchmark clients (`informer bench` and `kube-runtime-bench`), so
-//! both measure with the same clock, the same /proc readings and the same allocator setting.
+//! both measure with the same clock, the same /proc readings and the same allocator setting; and
+//! the readings of a server run as a child process (`watchers-bench`): its RSS, peak and CPU time.
 //!
 //! Invariant: every reading that is unavailable (no /proc, an unknown field) is 0, never an error.
 
@@ -11,7 +12,64 @@ pub fn micros_now() -> u64 {
 
 /// Reads a field (kB) of /proc/self/status, e.g. `VmRSS:` or `VmHWM:`; 0 if unavailable.
 pub fn proc_status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    status_field_kb("/proc/self/status", field)
+}
+
+/// Reads a field (kB) of another process's /proc/<pid>/status (a server run as a child process);
+/// 0 if unavailable.
+pub fn pid_status_kb(pid: u32, field: &str) -> u64 {
+    status_field_kb(&format!("/proc/{pid}/status"), field)
+}
+
+/// Resets the peak RSS (`VmHWM`) of process `pid` to its current RSS (writes 5 to
+/// `/proc/<pid>/clear_refs`); false if the kernel refused.
+pub fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// The CPU time (user and system) process `pid` has used, in seconds; 0 if unavailable.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // The fields after the command name (which may hold spaces) start with the state, field 3;
+    // utime and stime are fields 14 and 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
+    ticks as f64 / clock_ticks_per_second()
+}
+
+#[allow(unsafe_code)]
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a system setting.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as f64 } else { 100.0 }
+}
+
+/// Raises this process's soft limit of open files to its hard limit (thousands of connections
+/// need more than the usual 1,024); returns the soft limit in force afterwards.
+#[allow(unsafe_code)]
+pub fn raise_fd_limit() -> std::io::Result<libc::rlim_t> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the limits into `lim`, a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit reads `lim`, a valid rlimit whose soft limit does not exceed the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
+fn status_field_kb(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
