@@ -36,7 +36,7 @@ use informer::{
 use informer_apiserver::etcd_process::EtcdProcess;
 use informer_apiserver::{ApiServer, StorageConfig};
 use informer_bench::measure::{
-    cpu_seconds, limit_malloc_arenas, micros_now, percentile, pid_status_kb, raise_fd_limit, reset_peak_rss,
+    configure_malloc, cpu_seconds, micros_now, percentile, pid_status_kb, raise_fd_limit, reset_peak_rss,
 };
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
     // SAFETY: first thing in `main`: no other thread runs yet.
     #[allow(unsafe_code)]
     unsafe {
-        limit_malloc_arenas()
+        configure_malloc()
     };
     raise_fd_limit()?;
     let args = Args::parse();
