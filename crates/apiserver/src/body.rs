@@ -1,9 +1,10 @@
 //! HTTP response bodies and small request/response helpers.
 //!
-//! [`Body`] is either a complete buffer or a stream of ready chunks fed by a
-//! watch task through a bounded channel (back-pressure: a slow client slows
-//! only its own watch task). Helpers build JSON / `Status` responses with the
-//! headers kube-apiserver sends.
+//! [`Body`] is a complete buffer, a list encoded chunk by chunk as the client
+//! reads it, or a stream of ready chunks fed by a watch task through a bounded
+//! channel (back-pressure: a slow client slows only its own watch task).
+//! Helpers build JSON / `Status` responses with the headers kube-apiserver
+//! sends.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -14,12 +15,15 @@ use http::{HeaderValue, Response, StatusCode, header};
 use hyper::body::{Frame, SizeHint};
 use tokio::sync::mpsc;
 
+use crate::list::ListBody;
 use crate::status::ApiError;
 
 /// A response body.
 pub enum Body {
     /// A complete body (taken on first poll).
     Full(Option<Bytes>),
+    /// A list, encoded as it is sent.
+    List(Box<ListBody>),
     /// A streamed body; ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
 }
@@ -31,19 +35,24 @@ impl hyper::body::Body for Body {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::List(l) => Poll::Ready(l.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Full(None))
+        match self {
+            Body::Full(b) => b.is_none(),
+            Body::List(l) => l.is_done(),
+            Body::Stream(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
             Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Body::Full(None) => SizeHint::with_exact(0),
-            Body::Stream(_) => SizeHint::default(),
+            Body::List(_) | Body::Stream(_) => SizeHint::default(),
         }
     }
 }

@@ -375,8 +375,10 @@ async fn resource_request(
             } else {
                 opts.validate()?;
                 let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-                let out = list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, render).await?;
-                Ok(json_bytes(200, out))
+                Ok(match list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, render).await? {
+                    list::ListAnswer::Whole(out) => json_bytes(200, out),
+                    list::ListAnswer::Items(l) => body::respond(200, "application/json", Body::List(Box::new(l))),
+                })
             }
         }
         (Method::GET, Some(n)) => {
@@ -453,22 +455,16 @@ async fn resource_request(
                     deleted.push(d);
                 }
             }
-            let mut out = Vec::new();
-            out.extend_from_slice(b"{\"kind\":");
-            let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
-            out.extend_from_slice(b",\"apiVersion\":");
-            let _ = serde_json::to_writer(&mut out, &info.api_version());
-            out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
-            out.extend_from_slice(store.resource_version().to_string().as_bytes());
-            out.extend_from_slice(b"\"},\"items\":[");
-            for (i, o) in deleted.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                o.write_item(&mut out, info.list_items_have_kind);
-            }
-            out.extend_from_slice(b"]}");
-            Ok(json_bytes(200, out))
+            let mut head = Vec::new();
+            head.extend_from_slice(b"{\"kind\":");
+            let _ = serde_json::to_writer(&mut head, &format!("{}List", info.kind));
+            head.extend_from_slice(b",\"apiVersion\":");
+            let _ = serde_json::to_writer(&mut head, &info.api_version());
+            head.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
+            head.extend_from_slice(store.resource_version().to_string().as_bytes());
+            head.extend_from_slice(b"\"},\"items\":[");
+            let list = list::ListBody::new(head, deleted, list::ItemForm::Object(info.list_items_have_kind));
+            Ok(body::respond(200, "application/json", Body::List(Box::new(list))))
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -4,15 +4,22 @@
 //! Invariants: every page of a chunked list is served at the first page's RV
 //! (carried in the continue token); a token whose RV has been compacted yields
 //! 410 with a fresh inconsistent token (rv -1); `remainingItemCount` is only
-//! reported for chunked lists without selectors.
+//! reported for chunked lists without selectors. A JSON list answer is encoded
+//! as it is sent ([`ListBody`]), a chunk of items at a time, as kube-apiserver
+//! streams list collections: a LIST of every object holds the page's item
+//! pointers and one chunk, never the whole encoded list.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use crate::cache::ListAt;
+use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -250,7 +257,87 @@ impl ContinueToken {
     }
 }
 
-/// Executes a LIST; returns the encoded response body.
+/// How each item of a [`ListBody`] is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemForm {
+    /// The object, with `kind` and `apiVersion` when `true` (custom resources' lists carry them).
+    Object(bool),
+    /// Its `PartialObjectMetadata`.
+    Metadata,
+}
+
+/// A list answer encoded as it is sent: the envelope up to `"items":[`, then the items a chunk
+/// at a time, then `]}`. Bytes equal those of encoding the whole list at once.
+pub struct ListBody {
+    /// The envelope's opening (sent with the first chunk), or nothing once sent.
+    head: Vec<u8>,
+    items: std::vec::IntoIter<Arc<StoredObject>>,
+    form: ItemForm,
+    /// Whether an item was written (the next one is preceded by a comma).
+    wrote_item: bool,
+    /// Whether the closing `]}` was written.
+    done: bool,
+}
+
+/// Bytes per chunk of a streamed list (below glibc's initial mmap threshold, so chunks come
+/// from and return to the heap).
+const LIST_CHUNK: usize = 64 << 10;
+
+impl ListBody {
+    /// A list of `items` after the envelope `head` (which ends with `"items":[`).
+    pub fn new(head: Vec<u8>, items: Vec<Arc<StoredObject>>, form: ItemForm) -> Self {
+        ListBody { head, items: items.into_iter(), form, wrote_item: false, done: false }
+    }
+
+    /// The next chunk of the encoded list, `None` after the last.
+    pub fn next_chunk(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = std::mem::take(&mut self.head);
+        out.reserve(LIST_CHUNK.saturating_sub(out.len()));
+        while out.len() < LIST_CHUNK {
+            let Some(o) = self.items.next() else {
+                out.extend_from_slice(b"]}");
+                self.done = true;
+                break;
+            };
+            if self.wrote_item {
+                out.push(b',');
+            }
+            self.wrote_item = true;
+            match self.form {
+                ItemForm::Object(with_kind) => o.write_item(&mut out, with_kind),
+                ItemForm::Metadata => out.extend_from_slice(&crate::table::partial_metadata(&o.json())),
+            }
+        }
+        Some(Bytes::from(out))
+    }
+
+    /// The whole encoded list in one buffer (for answers transcoded to another form).
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        let mut all = Vec::new();
+        while let Some(chunk) = self.next_chunk() {
+            all.extend_from_slice(&chunk);
+        }
+        all
+    }
+
+    /// Whether every byte was handed out.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// An encoded LIST answer.
+pub enum ListAnswer {
+    /// A complete body (a Table).
+    Whole(Vec<u8>),
+    /// A list encoded as it is sent.
+    Items(ListBody),
+}
+
+/// Executes a LIST; returns the response body.
 pub async fn list(
     store: &Store,
     info: &ResourceInfo,
@@ -259,7 +346,7 @@ pub async fn list(
     sel: &Selectors,
     rv_wait: Duration,
     render: crate::table::Render,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<ListAnswer, ApiError> {
     let ns = if info.namespaced { ns } else { None };
     let mut limit = opts.limit;
     let mut start: Option<String> = None;
@@ -321,10 +408,10 @@ pub async fn list(
             }
         }
         let t = crate::table::table(info, Value::Object(meta), &page.items);
-        return Ok(serde_json::to_vec(&t).unwrap_or_default());
+        return Ok(ListAnswer::Whole(serde_json::to_vec(&t).unwrap_or_default()));
     }
     let metadata = render == crate::table::Render::Metadata;
-    let mut out = Vec::with_capacity(256 + page.items.iter().map(|o| o.json_len() + 1).sum::<usize>());
+    let mut out = Vec::with_capacity(512);
     out.extend_from_slice(b"{\"kind\":");
     if metadata {
         out.extend_from_slice(b"\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\"");
@@ -347,18 +434,8 @@ pub async fn list(
         }
     }
     out.extend_from_slice(b"},\"items\":[");
-    for (i, o) in page.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if metadata {
-            out.extend_from_slice(&crate::table::partial_metadata(&o.json()));
-        } else {
-            o.write_item(&mut out, info.list_items_have_kind);
-        }
-    }
-    out.extend_from_slice(b"]}");
-    Ok(out)
+    let form = if metadata { ItemForm::Metadata } else { ItemForm::Object(info.list_items_have_kind) };
+    Ok(ListAnswer::Items(ListBody::new(out, page.items, form)))
 }
 
 #[cfg(test)]

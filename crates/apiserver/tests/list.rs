@@ -259,3 +259,36 @@ async fn large_list_is_fast() {
     }
     assert_eq!(pages, 20);
 }
+
+/// A list larger than one chunk is sent as it is encoded (chunked transfer, no Content-Length),
+/// and its bytes are those of the objects: every item equals the object read on its own, in whole
+/// pods and in PartialObjectMetadata.
+#[tokio::test]
+async fn large_lists_stream_in_chunks_with_every_item_intact() {
+    let s = server().await;
+    let blob = "y".repeat(1500);
+    let objs: Vec<Value> =
+        (0..200).map(|i| json!({"metadata": {"name": format!("p{i:03}")}, "spec": {"blob": blob}})).collect();
+    s.create_many("pods", objs).await.unwrap();
+    let c = Client::new(&s);
+    let r = c.get(PODS).await;
+    assert_eq!(r.code, 200);
+    assert!(r.raw.len() > 4 * 64 * 1024, "several chunks: {}", r.raw.len());
+    assert!(r.headers.get("content-length").is_none(), "{:?}", r.headers);
+    assert_eq!(r.headers.get("transfer-encoding").map(|v| v.to_str().unwrap()), Some("chunked"));
+    let items = r.body["items"].as_array().expect("a whole list");
+    assert_eq!(items.len(), 200);
+    for (i, item) in items.iter().enumerate() {
+        let mut one = c.get(&format!("{PODS}/p{i:03}")).await.body;
+        let o = one.as_object_mut().unwrap();
+        o.remove("kind");
+        o.remove("apiVersion");
+        assert_eq!(item, &one, "item {i}");
+    }
+    let meta = c.get_accepting(PODS, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").await;
+    assert_eq!(meta.body["kind"], "PartialObjectMetadataList");
+    let names: Vec<&str> =
+        meta.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 200);
+    assert_eq!((names[0], names[199]), ("p000", "p199"));
+}

@@ -83,6 +83,10 @@ pub(crate) fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
     }
     let (mut parts, body) = r.into_parts();
     let watched = parts.extensions.get::<WatchOf>().cloned();
+    let body = match body {
+        Body::List(l) if accept.prefers_protobuf || !accept.json => Body::Full(Some(Bytes::from(l.into_bytes()))),
+        other => other,
+    };
     let transcoded = match body {
         Body::Full(Some(bytes)) if accept.prefers_protobuf || !accept.json => {
             match serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| encode_object(&v)) {
