@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use http::Request;
-use informer_apiserver::etcd_process::EtcdProcess;
-use informer_apiserver::{ApiServer, StorageConfig};
+use informer_apiserver::ApiServer;
+use informer_bench::backend::Backend;
 use informer_bench::measure::proc_status_kb;
 use kube::client::Body;
 use serde_json::{Value, json};
@@ -56,49 +56,16 @@ fn pod(template: &Value, ns: &str, name: &str) -> Vec<u8> {
     serde_json::to_vec(&p).expect("json")
 }
 
-/// A running backend and what it needs kept alive.
-struct Backend {
-    storage: StorageConfig,
-    _etcd: Option<EtcdProcess>,
-    dir: Option<std::path::PathBuf>,
-}
-
-impl Backend {
-    fn new(name: &str, tag: &str) -> anyhow::Result<Backend> {
-        Ok(match name {
-            "memory" => Backend { storage: StorageConfig::Memory, _etcd: None, dir: None },
-            "sqlite" => {
-                let dir = std::env::temp_dir().join(format!("storage-bench-{}-{tag}", std::process::id()));
-                let _ = std::fs::remove_dir_all(&dir);
-                Backend { storage: StorageConfig::Sqlite(dir.clone()), _etcd: None, dir: Some(dir) }
-            }
-            "etcd" => {
-                let etcd = EtcdProcess::start()?;
-                let storage = StorageConfig::Etcd { endpoints: vec![etcd.url()] };
-                Backend { storage, _etcd: Some(etcd), dir: None }
-            }
-            other => anyhow::bail!("unknown backend {other:?}"),
-        })
-    }
-
-    async fn server(&self) -> anyhow::Result<ApiServer> {
-        Ok(ApiServer::builder()
-            .storage(self.storage.clone())
-            .history_capacity(400_000)
-            .history_max_age(None)
-            .compaction_interval(Duration::ZERO)
-            .ready_timeout(Duration::from_secs(600))
-            .start()
-            .await?)
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Some(d) = &self.dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
+/// A server on `backend`, keeping every event (the watch replay reads them all).
+async fn start_server(backend: &Backend) -> anyhow::Result<ApiServer> {
+    Ok(ApiServer::builder()
+        .storage(backend.storage.clone())
+        .history_capacity(400_000)
+        .history_max_age(None)
+        .compaction_interval(Duration::ZERO)
+        .ready_timeout(Duration::from_secs(600))
+        .start()
+        .await?)
 }
 
 async fn client(server: &ApiServer) -> anyhow::Result<kube::Client> {
@@ -238,7 +205,7 @@ async fn reads(server: &ApiServer, ns: &str, from_rv: u64, events: usize) -> any
 /// a compaction interval). Returns (seconds with history, seconds compacted).
 async fn restart(backend: &Backend, template: &Value, n: usize) -> anyhow::Result<(f64, f64)> {
     {
-        let server = backend.server().await?;
+        let server = start_server(backend).await?;
         server.create("namespaces", json!({"metadata": {"name": "restart"}})).await?;
         let mut done = 0;
         while done < n {
@@ -253,7 +220,7 @@ async fn restart(backend: &Backend, template: &Value, n: usize) -> anyhow::Resul
     let mut times = Vec::new();
     for compact in [false, true] {
         let t = Instant::now();
-        let server = backend.server().await?;
+        let server = start_server(backend).await?;
         times.push(t.elapsed().as_secs_f64());
         let listed = server.list_raw("pods", Some("restart")).await?.len();
         anyhow::ensure!(listed == n, "restarted with {listed} of {n} pods");
@@ -292,8 +259,8 @@ fn main() -> anyhow::Result<()> {
 async fn measure(args: &Args, name: &str) -> anyhow::Result<()> {
     let template: Value = serde_json::from_str(TEMPLATE)?;
     {
-        let backend = Backend::new(name, "main")?;
-        let server = backend.server().await?;
+        let backend = Backend::new(name, "storage-bench-main")?;
+        let server = start_server(&backend).await?;
         let mut out = serde_json::Map::new();
         out.insert("backend".into(), json!(name));
         // Memory is read over the first creations, in a process that has done nothing else.
@@ -322,7 +289,7 @@ async fn measure(args: &Args, name: &str) -> anyhow::Result<()> {
         }
         drop(server);
         if args.restart_objects > 0 && name != "memory" {
-            let backend = Backend::new(name, "restart")?;
+            let backend = Backend::new(name, "storage-bench-restart")?;
             let (history, compacted) = restart(&backend, &template, args.restart_objects).await?;
             println!(
                 "{name:>7}  restart with {} pods: ready in {compacted:.2} s ({history:.2} s replaying the history of their creation)",

@@ -33,8 +33,8 @@ use informer::{
     CancellationToken, InformerOptions, KubeListerWatcher, ListOptions, ListerWatcher, ObjectList, ReflectorOptions,
     SharedIndexInformer, WatchStream,
 };
-use informer_apiserver::etcd_process::EtcdProcess;
-use informer_apiserver::{ApiServer, StorageConfig};
+use informer_apiserver::ApiServer;
+use informer_bench::backend::Backend;
 use informer_bench::measure::{
     configure_malloc, cpu_seconds, micros_now, percentile, pid_status_kb, raise_fd_limit, reset_peak_rss,
 };
@@ -182,43 +182,9 @@ fn pod(template: &Value, i: usize) -> Value {
     p
 }
 
-/// The storage of the server process, and what it needs kept alive.
-struct Backend {
-    storage: StorageConfig,
-    _etcd: Option<EtcdProcess>,
-    dir: Option<std::path::PathBuf>,
-}
-
-impl Backend {
-    fn new(name: &str) -> anyhow::Result<Backend> {
-        Ok(match name {
-            "memory" => Backend { storage: StorageConfig::Memory, _etcd: None, dir: None },
-            "sqlite" => {
-                let dir = std::env::temp_dir().join(format!("watchers-bench-{}", std::process::id()));
-                let _ = std::fs::remove_dir_all(&dir);
-                Backend { storage: StorageConfig::Sqlite(dir.clone()), _etcd: None, dir: Some(dir) }
-            }
-            "etcd" => {
-                let etcd = EtcdProcess::start()?;
-                let storage = StorageConfig::Etcd { endpoints: vec![etcd.url()] };
-                Backend { storage, _etcd: Some(etcd), dir: None }
-            }
-            other => anyhow::bail!("unknown storage {other:?} (memory, sqlite, etcd)"),
-        })
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Some(d) = &self.dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
 /// The `serve` subcommand: a server with `pods` pods, until the parent closes stdin.
 async fn serve(pods: usize, storage: &str) -> anyhow::Result<()> {
-    let backend = Backend::new(storage)?;
+    let backend = Backend::new(storage, "watchers-bench")?;
     let server = ApiServer::builder().storage(backend.storage.clone()).start().await?;
     server.create("namespaces", json!({"metadata": {"name": NS}})).await?;
     let template: Value = serde_json::from_str(TEMPLATE)?;
