@@ -502,6 +502,15 @@ impl Drop for ApiServer {
     }
 }
 
+/// The most an HTTP/1.1 connection buffers: response bytes queued for the socket (a watch or a
+/// list stops being polled for more while this much waits), and a request's head. hyper's default,
+/// ~400 KiB, let every client that reads slower than the server write hold that much: a hundred
+/// informers starting at once with streaming lists raised the server's peak RSS 1.6–1.7× its
+/// steady RSS, 1.36× with 64 KiB, and 100 watchers of 1,000 updates/s got their events with a p99
+/// of 25 ms rather than 4 ms. A request head over 64 KiB is refused (431), where kube-apiserver
+/// takes up to 1 MiB.
+const HTTP1_MAX_BUF: usize = 64 * 1024;
+
 async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver<bool>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -512,7 +521,8 @@ where
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().max_buf_size(HTTP1_MAX_BUF);
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     loop {
