@@ -144,8 +144,8 @@ impl FieldSet {
     /// Every path in either set.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
-            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::Either),
-            children: join_children(&self.children, &other.children, Join::Union),
+            members: join_members(&self.members, &other.members, SetOp::Union),
+            children: join_children(&self.children, &other.children, SetOp::Union),
         }
     }
 
@@ -197,8 +197,8 @@ impl FieldSet {
     /// The paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
-            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::Both),
-            children: join_children(&self.children, &other.children, Join::Intersection),
+            members: join_members(&self.members, &other.members, SetOp::Intersection),
+            children: join_children(&self.children, &other.children, SetOp::Intersection),
         }
     }
 
@@ -209,8 +209,8 @@ impl FieldSet {
             return self.clone();
         }
         FieldSet {
-            members: merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::LeftOnly),
-            children: join_children(&self.children, &other.children, Join::Difference),
+            members: join_members(&self.members, &other.members, SetOp::Difference),
+            children: join_children(&self.children, &other.children, SetOp::Difference),
         }
     }
 
@@ -219,7 +219,7 @@ impl FieldSet {
         if other.is_empty() {
             return self.clone();
         }
-        let members = merge_sorted(&self.members, &other.members, |a, b| a.cmp(b), Keep::LeftOnly);
+        let members = join_members(&self.members, &other.members, SetOp::Difference);
         let mut children = Vec::with_capacity(self.children.len());
         for (pe, c) in &self.children {
             if other.has_member(pe) {
@@ -339,101 +339,81 @@ fn merge_owned<T>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering, both: 
     out
 }
 
+/// A set operation on sorted, duplicate-free element lists (see [`join_sorted`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Keep {
-    Either,
-    Both,
-    LeftOnly,
-}
-
-/// Merges two sorted, duplicate-free lists, keeping the elements `keep` says.
-fn merge_sorted<T: Clone>(a: &[T], b: &[T], cmp: impl Fn(&T, &T) -> Ordering, keep: Keep) -> Vec<T> {
-    let mut out = Vec::with_capacity(match keep {
-        Keep::Either => a.len() + b.len(),
-        _ => a.len(),
-    });
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        match cmp(&a[i], &b[j]) {
-            Ordering::Less => {
-                if keep != Keep::Both {
-                    out.push(a[i].clone());
-                }
-                i += 1;
-            }
-            Ordering::Greater => {
-                if keep == Keep::Either {
-                    out.push(b[j].clone());
-                }
-                j += 1;
-            }
-            Ordering::Equal => {
-                if keep != Keep::LeftOnly {
-                    out.push(a[i].clone());
-                }
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    if keep != Keep::Both {
-        out.extend_from_slice(&a[i..]);
-    }
-    if keep == Keep::Either {
-        out.extend_from_slice(&b[j..]);
-    }
-    out
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Join {
+enum SetOp {
     Union,
     Intersection,
     Difference,
 }
 
-fn join_children(
-    a: &[(PathElement, FieldSet)],
-    b: &[(PathElement, FieldSet)],
-    join: Join,
-) -> Vec<(PathElement, FieldSet)> {
-    let mut out = Vec::with_capacity(a.len());
+/// `a op b` for two lists sorted by `cmp` without duplicates: an element only in `a` stays
+/// unless `op` intersects, one only in `b` stays in a union, and one in both becomes
+/// `both(a's, b's)` (left out when that is `None`).
+fn join_sorted<T: Clone>(
+    a: &[T],
+    b: &[T],
+    op: SetOp,
+    cmp: impl Fn(&T, &T) -> Ordering,
+    both: impl Fn(&T, &T) -> Option<T>,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(if op == SetOp::Union { a.len() + b.len() } else { a.len() });
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].0.cmp(&b[j].0) {
+        match cmp(&a[i], &b[j]) {
             Ordering::Less => {
-                if join != Join::Intersection {
+                if op != SetOp::Intersection {
                     out.push(a[i].clone());
                 }
                 i += 1;
             }
             Ordering::Greater => {
-                if join == Join::Union {
+                if op == SetOp::Union {
                     out.push(b[j].clone());
                 }
                 j += 1;
             }
             Ordering::Equal => {
-                let s = match join {
-                    Join::Union => a[i].1.union(&b[j].1),
-                    Join::Intersection => a[i].1.intersection(&b[j].1),
-                    Join::Difference => a[i].1.difference(&b[j].1),
-                };
-                if !s.is_empty() {
-                    out.push((a[i].0.clone(), s));
-                }
+                out.extend(both(&a[i], &b[j]));
                 i += 1;
                 j += 1;
             }
         }
     }
-    if join != Join::Intersection {
+    if op != SetOp::Intersection {
         out.extend_from_slice(&a[i..]);
     }
-    if join == Join::Union {
+    if op == SetOp::Union {
         out.extend_from_slice(&b[j..]);
     }
     out
+}
+
+/// `a op b` of member lists: a member in both stays unless `op` is a difference.
+fn join_members(a: &[PathElement], b: &[PathElement], op: SetOp) -> Vec<PathElement> {
+    join_sorted(a, b, op, |x, y| x.cmp(y), |x, _| (op != SetOp::Difference).then(|| x.clone()))
+}
+
+/// `a op b` of child lists: a child in both becomes `op` of the two sets, left out when empty.
+fn join_children(
+    a: &[(PathElement, FieldSet)],
+    b: &[(PathElement, FieldSet)],
+    op: SetOp,
+) -> Vec<(PathElement, FieldSet)> {
+    join_sorted(
+        a,
+        b,
+        op,
+        |x, y| x.0.cmp(&y.0),
+        |x, y| {
+            let s = match op {
+                SetOp::Union => x.1.union(&y.1),
+                SetOp::Intersection => x.1.intersection(&y.1),
+                SetOp::Difference => x.1.difference(&y.1),
+            };
+            (!s.is_empty()).then(|| (x.0.clone(), s))
+        },
+    )
 }
 
 #[cfg(test)]
