@@ -180,9 +180,9 @@ impl Filter {
 /// is taken here, before the response starts, so every write acknowledged after the answer is an
 /// event of the watch.
 pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) -> mpsc::Receiver<Bytes> {
-    // One chunk waits here while the connection writes the ones before it (hyper queues up to
-    // ~400 KiB of them): a watcher whose client is slower than the server holds a few chunks,
-    // not a few more per slot of this channel.
+    // One chunk waits here while the connection writes the ones before it (an HTTP/1.1
+    // connection queues up to 64 KiB of them, see `server::HTTP1_MAX_BUF`): a watcher whose
+    // client is slower than the server holds a few chunks, not a few more per slot of this channel.
     let (tx, rx) = mpsc::channel::<Bytes>(1);
     let registered = store.resource_version();
     let initial = match p.start {

@@ -40,8 +40,12 @@ impl Accept {
         let Some(h) = header.filter(|h| !h.trim().is_empty()) else {
             return Accept { json: true, ..Accept::default() };
         };
-        let mut entries: Vec<(f32, &str, bool)> = Vec::new();
-        for m in h.split(',') {
+        // The most preferred JSON and protobuf entries: highest weight, then earliest (the
+        // client's order breaks ties), as (weight, position).
+        let mut json: Option<(f32, usize)> = None;
+        let mut protobuf: Option<(f32, usize)> = None;
+        let better = |best: Option<(f32, usize)>, q: f32| best.is_none_or(|(bq, _)| q > bq);
+        for (i, m) in h.split(',').enumerate() {
             let mut parts = m.split(';').map(str::trim);
             let t = parts.next().unwrap_or("");
             let mut q = 1.0f32;
@@ -52,25 +56,24 @@ impl Accept {
                 }
                 rendering |= p.starts_with("as=");
             }
-            if q > 0.0 {
-                entries.push((q, t, rendering));
+            if q <= 0.0 {
+                continue;
             }
-        }
-        // Stable: equal weights keep the client's order.
-        entries.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut a = Accept::default();
-        for (_, t, rendering) in entries {
             let is_json = matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json");
             if is_json {
-                a.json = true;
-            } else if t == MEDIA_TYPE && !rendering {
-                if !a.json && !a.protobuf {
-                    a.prefers_protobuf = true;
+                if better(json, q) {
+                    json = Some((q, i));
                 }
-                a.protobuf = true;
+            } else if t == MEDIA_TYPE && !rendering && better(protobuf, q) {
+                protobuf = Some((q, i));
             }
         }
-        a
+        let prefers_protobuf = match (protobuf, json) {
+            (Some(_), None) => true,
+            (Some((pq, pi)), Some((jq, ji))) => pq > jq || (pq == jq && pi < ji),
+            _ => false,
+        };
+        Accept { json: json.is_some(), protobuf: protobuf.is_some(), prefers_protobuf }
     }
 }
 
