@@ -12,16 +12,11 @@ use serde_json::{Value, json};
 
 const NS: &str = "/api/v1/namespaces/fixtures";
 
-async fn fixtures(c: &Client) {
-    let r = c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
-    assert_eq!(r.code, 201, "{:?}", r.body);
-}
-
 #[tokio::test]
 async fn pod_deployment_and_secret_defaults_match_kube() {
     let s = server().await;
     let c = Client::new(&s);
-    fixtures(&c).await;
+    fixtures_namespace(&c).await;
 
     let ex = recorded("01-defaults-pod-create.txt");
     let r = c.post(&format!("{NS}/pods"), &ex.request()).await;
@@ -60,7 +55,7 @@ async fn create_pod(c: &Client, name: &str, spec: Value) -> Value {
 async fn pod_details() {
     let s = server().await;
     let c = Client::new(&s);
-    fixtures(&c).await;
+    fixtures_namespace(&c).await;
     // Pull policies follow the tag.
     let p = create_pod(
         &c,
@@ -135,7 +130,7 @@ async fn pod_details() {
 async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
     let s = server().await;
     let c = Client::new(&s);
-    fixtures(&c).await;
+    fixtures_namespace(&c).await;
     let ex = recorded("01-defaults-pod-create.txt");
     let created = c.post(&format!("{NS}/pods"), &ex.request()).await.body;
     // Writing the stored object back changes nothing (defaulting is idempotent).
@@ -166,7 +161,7 @@ async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
 async fn workload_defaults() {
     let s = server().await;
     let c = Client::new(&s);
-    fixtures(&c).await;
+    fixtures_namespace(&c).await;
     let template =
         json!({"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "a:1"}]}});
     let defaulted_template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {
@@ -216,7 +211,7 @@ async fn workload_defaults() {
 async fn service_defaults_and_cluster_ips() {
     let s = server().await;
     let c = Client::new(&s);
-    fixtures(&c).await;
+    fixtures_namespace(&c).await;
     let svc = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
     let r = c
         .post(&format!("{NS}/services"), &svc("web", json!({"selector": {"app": "w"}, "ports": [{"port": 80}]})))

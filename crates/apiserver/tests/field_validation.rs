@@ -13,7 +13,7 @@ use serde_json::json;
 async fn unknown_and_duplicate_fields_answer_as_kube_apiserver_does() {
     let s = server().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     for file in [
         "60-fieldval-strict-unknown-field.txt",
         "61-fieldval-warn-unknown-field.txt",
@@ -82,7 +82,7 @@ async fn nested_unknown_fields_in_updates_and_patches() {
 async fn yaml_bodies_create_and_replace_objects() {
     let s = server().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  labels: {app: web}\ndata:\n  k: v\n  port: \"8080\"\nbogus: x\n";
     let path = "/api/v1/namespaces/fixtures/configmaps";
     let r = c.send_raw(http::Method::POST, path, yaml.as_bytes().to_vec(), "application/yaml").await;

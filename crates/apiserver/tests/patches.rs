@@ -6,13 +6,13 @@
 
 mod common;
 
-use common::recorded::{Recorded, as_create_body, comparable, comparable_managed, recorded};
+use common::recorded::{as_create_body, comparable, comparable_managed, recorded, send};
 use common::*;
-use informer_apiserver::ResourceInfo;
 use serde_json::{Value, json};
 
 /// Puts `state` in place as the object the recorded request addresses.
 async fn seed(c: &Client, collection: &str, state: &Value) {
+    // The namespace may exist already (a 409 then).
     c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
     let name = state["metadata"]["name"].as_str().expect("a name");
     let path = format!("{collection}/{name}");
@@ -31,17 +31,6 @@ async fn seed(c: &Client, collection: &str, state: &Value) {
             comparable_managed(state)["metadata"]["managedFields"]
         );
     }
-}
-
-async fn send(c: &Client, step: &Recorded) -> Resp {
-    c.send_as(
-        step.method.clone(),
-        &step.path,
-        step.request_body.clone(),
-        &step.content_type,
-        step.user_agent.as_deref(),
-    )
-    .await
 }
 
 /// Seeds the state before `file` (its managers included), sends its request, and compares
@@ -68,7 +57,7 @@ async fn kubectl_client_side_apply_patches_change_one_container_and_remove_anoth
     let c = Client::new(&s);
     // 04: the first apply creates the Deployment, kubectl-client-side-apply owning what it sent
     // and what the API's defaults filled in.
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let step = recorded("04-csa-1-create-post.txt");
     let r = send(&c, &step).await;
     assert_eq!(r.code, step.status, "{}", r.body);
@@ -162,11 +151,7 @@ async fn merge_patches_replace_lists_and_json_patches_test_values() {
 
 #[tokio::test]
 async fn patch_media_types_are_refused_as_kube_apiserver_refuses_them() {
-    let s = informer_apiserver::testing::builder()
-        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
-        .start()
-        .await
-        .expect("start");
+    let s = server_with_widgets().await;
     let c = Client::new(&s);
     replay(&c, DEPLOYMENTS, &response("24-json-patch-ops.txt"), "26-smp-unsupported-content-type-415.txt").await;
     // A strategic merge patch of a type without a built-in schema: 415 naming the types taken.

@@ -10,7 +10,6 @@ mod common;
 use common::recorded::{comparable, recorded};
 use common::tools::{kubectl_bin, kubectl_versions, tempdir};
 use common::*;
-use informer_apiserver::ResourceInfo;
 use serde_json::{Value, json};
 
 use bytes::Bytes;
@@ -38,7 +37,7 @@ fn unwrap_envelope(body: &[u8]) -> (String, String, Vec<u8>) {
 async fn kubectl_protobuf_creates_store_what_kube_apiserver_stores() {
     let s = server().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     for (create, view) in [
         ("50-proto-kubectl-create-configmap.txt", "53-proto-get-configmap-json-view.txt"),
         ("51-proto-kubectl-create-secret.txt", "54-proto-get-secret-json-view.txt"),
@@ -60,13 +59,9 @@ async fn kubectl_protobuf_creates_store_what_kube_apiserver_stores() {
 
 #[tokio::test]
 async fn unreadable_protobuf_bodies_are_refused_whole() {
-    let s = informer_apiserver::testing::builder()
-        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
-        .start()
-        .await
-        .expect("start");
+    let s = server_with_widgets().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let configmap = recorded("50-proto-kubectl-create-configmap.txt").request_body;
     let secret = recorded("51-proto-kubectl-create-secret.txt").request_body;
     let pb = "application/vnd.kubernetes.protobuf";
@@ -142,13 +137,9 @@ async fn kubectl_create_sends_protobuf_and_succeeds() {
 
 #[tokio::test]
 async fn answers_are_protobuf_for_clients_that_prefer_it() {
-    let s = informer_apiserver::testing::builder()
-        .register(ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
-        .start()
-        .await
-        .expect("start");
+    let s = server_with_widgets().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let step = recorded("50-proto-kubectl-create-configmap.txt");
     assert_eq!(c.send_raw(step.method.clone(), &step.path, step.request_body, PROTOBUF).await.code, 201);
     let path = "/api/v1/namespaces/fixtures/configmaps/settings";
@@ -208,7 +199,7 @@ async fn answers_are_protobuf_for_clients_that_prefer_it() {
 async fn watch_streams_are_length_delimited_watch_events() {
     let s = server().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let configmaps = "/api/v1/namespaces/fixtures/configmaps";
     c.post(configmaps, &json!({"metadata": {"name": "before"}, "data": {"a": "1"}})).await;
     let rv = s.resource_version();
@@ -276,7 +267,7 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
     let s = server().await;
     let c = Client::new(&s);
-    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    fixtures_namespace(&c).await;
     let container = core::Container {
         name: Some("web".into()),
         image: Some("nginx:1.27".into()),

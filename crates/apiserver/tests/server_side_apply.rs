@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::recorded::{Recorded, comparable_managed, recorded};
+use common::recorded::{comparable_managed, recorded, send};
 use common::tools::{kubectl_bin, kubectl_versions, tempdir};
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -15,22 +15,6 @@ use serde_json::{Value, json};
 
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/fixtures/deployments";
 const APPLY: &str = "application/apply-patch+yaml";
-
-async fn fixtures_namespace(c: &Client) {
-    let r = c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
-    assert_eq!(r.code, 201, "{:?}", r.body);
-}
-
-async fn send(c: &Client, step: &Recorded) -> Resp {
-    c.send_as(
-        step.method.clone(),
-        &step.path,
-        step.request_body.clone(),
-        &step.content_type,
-        step.user_agent.as_deref(),
-    )
-    .await
-}
 
 /// Sends the recorded request and compares status and whole body (managedFields included).
 async fn replay(c: &Client, file: &str) -> Value {
@@ -330,11 +314,7 @@ async fn update_managers_beyond_ten_merge_into_ancient_changes() {
 
 #[tokio::test]
 async fn custom_resources_merge_by_the_deduced_schema() {
-    let s = informer_apiserver::testing::builder()
-        .register(informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
-        .start()
-        .await
-        .expect("start");
+    let s = server_with_widgets().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let w = "/apis/example.com/v1/namespaces/fixtures/widgets/w";

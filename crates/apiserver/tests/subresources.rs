@@ -28,11 +28,6 @@ fn retarget(mut body: Value, ours: &Value) -> Value {
     body
 }
 
-async fn fixtures_namespace(c: &Client) {
-    let r = c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
-    assert_eq!(r.code, 201, "{:?}", r.body);
-}
-
 /// The Deployment `api` as the recorded exchanges start from (3 replicas, no status), with
 /// the managers kube-apiserver had recorded for it (three appliers).
 async fn api_deployment(c: &Client) -> Value {

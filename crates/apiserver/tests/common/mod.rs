@@ -193,6 +193,22 @@ pub async fn server() -> ApiServer {
     informer_apiserver::testing::builder().start().await.expect("start")
 }
 
+/// A server that also serves the namespaced custom type `widgets.example.com/v1` (a type with
+/// no built-in schema).
+pub async fn server_with_widgets() -> ApiServer {
+    informer_apiserver::testing::builder()
+        .register(informer_apiserver::ResourceInfo::new("example.com", "v1", "widgets", "Widget", true))
+        .start()
+        .await
+        .expect("start")
+}
+
+/// Creates the namespace `fixtures`, where the recorded exchanges took place.
+pub async fn fixtures_namespace(c: &Client) {
+    let r = c.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": "fixtures"}})).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+}
+
 /// Creates namespaces (objects can be created only in existing ones).
 pub async fn create_namespaces(s: &ApiServer, names: &[&str]) -> Result<(), ApiError> {
     informer_apiserver::testing::create_namespaces(s, names).await

@@ -4,6 +4,20 @@
 
 use serde_json::Value;
 
+use super::{Client, Resp};
+
+/// Sends a recorded request as it was sent (method, path, content type, body, User-Agent).
+pub async fn send(c: &Client, step: &Recorded) -> Resp {
+    c.send_as(
+        step.method.clone(),
+        &step.path,
+        step.request_body.clone(),
+        &step.content_type,
+        step.user_agent.as_deref(),
+    )
+    .await
+}
+
 /// One recorded request and its answer.
 pub struct Recorded {
     pub method: http::Method,
