@@ -5,8 +5,8 @@
 //!
 //! Run: `cargo bench -p informer --bench crd_startup` (prints the figures).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+mod common;
+
 use std::time::{Duration, Instant};
 
 use informer::prelude::*;
@@ -15,32 +15,6 @@ use kube::CustomResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: delegates to the system allocator and only counts sizes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        LIVE.fetch_add(n as isize - l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 /// A gadget of the benchmark.
 #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -95,12 +69,12 @@ async fn heap_per_object(resource: &str, make: impl Fn(usize) -> serde_json::Val
     let size = serde_json::to_vec(&make(0)).unwrap().len();
     // Counted from before the input is built: create_many consumes it, so what remains is the
     // server's.
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = common::live_bytes();
     let objs: Vec<serde_json::Value> = (0..OBJECTS).map(&make).collect();
     let rv = server.create_many(resource, objs).await.unwrap();
     // The cache holds every object once it has reached the last write's revision.
     assert!(server.store().cache().wait_for_rv(rv, Duration::from_secs(30)).await);
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = common::live_bytes();
     ((after - before) as f64 / OBJECTS as f64, size)
 }
 

@@ -4,38 +4,12 @@
 //!
 //! Run: `cargo bench -p informer --bench object_memory` (prints one line per representation).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+mod common;
+
 use std::time::Instant;
 
 use informer::{Indexer, Indexers, Object};
 use k8s_openapi::api::core::v1::Pod;
-
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: delegates to the system allocator and only counts sizes.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        LIVE.fetch_add(n as isize - l.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc`'s contract, passed on unchanged.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 const N: usize = 10_000;
 
@@ -54,11 +28,11 @@ fn pods() -> Vec<Vec<u8>> {
 }
 
 fn measure<T>(name: &str, jsons: &[Vec<u8>], f: impl Fn(&[u8]) -> T) -> Vec<T> {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = common::live_bytes();
     let t = Instant::now();
     let out: Vec<T> = jsons.iter().map(|j| f(j)).collect();
     let secs = t.elapsed().as_secs_f64();
-    let bytes = LIVE.load(Ordering::Relaxed) - before - (out.capacity() * std::mem::size_of::<T>()) as isize;
+    let bytes = common::live_bytes() - before - (out.capacity() * std::mem::size_of::<T>()) as isize;
     println!(
         "{name:<44} {:>8.0} bytes/object  {:>9.0} objects/s",
         (bytes as f64 / N as f64) + std::mem::size_of::<T>() as f64,
@@ -72,7 +46,7 @@ fn main() {
     let avg = jsons.iter().map(|j| j.len()).sum::<usize>() / N;
     println!("W1-shaped pods: {N}, {avg} bytes of JSON each");
     let objs = measure("Object<Pod> (bytes + identity, this crate)", &jsons, |j| Object::<Pod>::from_json(j).unwrap());
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = common::live_bytes();
     let store: Indexer<Pod> = Indexer::new(
         Indexers::new()
             .with_namespace_index()
@@ -81,7 +55,7 @@ fn main() {
     for o in &objs {
         store.add(o.clone()).unwrap();
     }
-    let store_bytes = LIVE.load(Ordering::Relaxed) - before;
+    let store_bytes = common::live_bytes() - before;
     println!(
         "{:<44} {:>8.0} bytes/object  (map entry, key, 2 indexes)",
         "  + Indexer overhead",
