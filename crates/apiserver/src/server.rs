@@ -588,6 +588,24 @@ impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CutIo<I> {
         std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
+    /// Vectored writes go through, so that HTTP/2 sends a DATA frame's head and payload in one
+    /// system call rather than two; a cut sends half of the first buffer.
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.broken || self.cut.has_changed().unwrap_or(false) {
+            let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
+            return self.poll_write(cx, first);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
