@@ -561,12 +561,12 @@ impl WatchCache {
                 Some(obj) => {
                     let prev = r.objects.insert(key.clone(), obj.clone());
                     let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
-                    Event { rv: rev, kind, obj, prev, at: Instant::now() }
+                    Event::new(rev, kind, obj, prev)
                 }
                 None => {
                     let Some(prev) = r.objects.remove(&key) else { continue };
                     let gone = Arc::new(prev.with_rv(rev));
-                    Event { rv: rev, kind: EventType::Deleted, obj: gone, prev: Some(prev), at: Instant::now() }
+                    Event::new(rev, EventType::Deleted, gone, Some(prev))
                 }
             };
             r.push(event, &self.history_cfg);

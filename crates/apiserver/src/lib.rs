@@ -37,6 +37,7 @@ pub(crate) mod schema;
 pub mod selector;
 pub mod serve;
 pub mod server;
+pub mod shared_line;
 pub mod status;
 pub mod storage;
 pub mod store;

@@ -4,7 +4,10 @@
 //! One task per watch reads shared `Arc` events from the store's history ring
 //! and writes JSON lines (`{"type":…,"object":…}\n`). Ready events are
 //! concatenated into chunks of up to `chunk_bytes` and a chunk is flushed as
-//! soon as no more events are ready. Invariants: events reach the client in
+//! soon as no more events are ready; a chunk of one event that the watcher sees
+//! as it is (no selector turning it into ADDED or DELETED, no table or metadata
+//! rendering) is the event's shared line ([`crate::shared_line`]), not a copy.
+//! Invariants: events reach the client in
 //! RV order, each at most once; a bookmark's RV never exceeds what the client
 //! has fully received for its resource; the stream ends cleanly at the
 //! deadline, on `drop_watches`, on server stop, or when the client goes away.
@@ -140,16 +143,31 @@ impl Filter {
         }
     }
 
-    /// Appends the event as seen through this filter (if visible).
-    fn encode(&self, info: &ResourceInfo, ev: &Event, out: &mut Vec<u8>) -> bool {
-        if self.trivial {
+    /// Appends the event as it is (its own type and object), shared when it can be.
+    fn emit_event(&self, info: &ResourceInfo, chunk: &mut Chunk, cap: usize, ev: &Event) {
+        if self.table || self.metadata {
+            self.emit(info, chunk.buf(cap), ev.kind.as_str(), &ev.obj);
+            return;
+        }
+        match ev.line.get_or_encode(|out| {
+            out.reserve_exact(ev.obj.json_len() + 32);
             encode_object_event(out, ev.kind.as_str(), &ev.obj);
+        }) {
+            Some(line) => chunk.push_shared(line, cap),
+            None => encode_object_event(chunk.buf(cap), ev.kind.as_str(), &ev.obj),
+        }
+    }
+
+    /// Appends the event as seen through this filter (if visible).
+    fn encode(&self, info: &ResourceInfo, ev: &Event, chunk: &mut Chunk, cap: usize) -> bool {
+        if self.trivial {
+            self.emit_event(info, chunk, cap, ev);
             return true;
         }
         match ev.kind {
             EventType::Added | EventType::Deleted => {
                 if self.matches(&ev.obj) {
-                    self.emit(info, out, ev.kind.as_str(), &ev.obj);
+                    self.emit_event(info, chunk, cap, ev);
                     return true;
                 }
             }
@@ -157,12 +175,12 @@ impl Filter {
                 let cur = self.matches(&ev.obj);
                 let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
                 match (old, cur) {
-                    (true, true) => self.emit(info, out, "MODIFIED", &ev.obj),
-                    (false, true) => self.emit(info, out, "ADDED", &ev.obj),
+                    (true, true) => self.emit_event(info, chunk, cap, ev),
+                    (false, true) => self.emit(info, chunk.buf(cap), "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let gone = p.with_rv(ev.rv);
-                            self.emit(info, out, "DELETED", &gone);
+                            self.emit(info, chunk.buf(cap), "DELETED", &gone);
                         }
                     }
                     (false, false) => return false,
@@ -171,6 +189,53 @@ impl Filter {
             }
         }
         false
+    }
+}
+
+/// The chunk being assembled: events encoded into a buffer of the watch's own, or a single
+/// event's shared line as it is (copied into the buffer only when another event follows it).
+#[derive(Default)]
+struct Chunk {
+    buf: Vec<u8>,
+    shared: Option<Bytes>,
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        self.buf.len() + self.shared.as_ref().map_or(0, Bytes::len)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer to encode into, given capacity `cap` when a chunk's first bytes go in (an idle
+    /// watch holds no buffer); a shared line already in the chunk is copied in first.
+    fn buf(&mut self, cap: usize) -> &mut Vec<u8> {
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(cap);
+        }
+        if let Some(line) = self.shared.take() {
+            self.buf.extend_from_slice(&line);
+        }
+        &mut self.buf
+    }
+
+    /// Appends a shared line: the chunk is the line itself when it is the chunk's first event.
+    fn push_shared(&mut self, line: Bytes, cap: usize) {
+        if self.is_empty() {
+            self.shared = Some(line);
+        } else {
+            self.buf(cap).extend_from_slice(&line);
+        }
+    }
+
+    /// The chunk's bytes; the chunk is empty after.
+    fn take(&mut self) -> Bytes {
+        match self.shared.take() {
+            Some(line) => line,
+            None => Bytes::from(std::mem::take(&mut self.buf)),
+        }
     }
 }
 
@@ -213,13 +278,6 @@ struct Out {
     next_cap: usize,
 }
 
-/// Gives an empty chunk buffer the capacity `send` chose for it, before an event is encoded.
-fn reserve_chunk(buf: &mut Vec<u8>, cap: usize) {
-    if buf.capacity() == 0 {
-        buf.reserve(cap);
-    }
-}
-
 impl Out {
     /// Whether the watcher's buffer has been over the limit for longer than the grace.
     fn unresponsive(&mut self, cursor: u64) -> bool {
@@ -237,14 +295,14 @@ impl Out {
 
     /// Sends `buf` as one chunk; false when the watch must end (client gone, or closed as
     /// unresponsive: then the chunk is dropped, unless `graceful`, when it is still sent).
-    async fn send(&mut self, buf: &mut Vec<u8>, cursor: u64, graceful: bool) -> bool {
-        if buf.is_empty() {
+    async fn send(&mut self, chunk: &mut Chunk, cursor: u64, graceful: bool) -> bool {
+        if chunk.is_empty() {
             return true;
         }
         // Size the next buffer after this chunk: full chunks (replay) keep the
         // capacity so they never regrow, small ones (live events) stay small.
-        self.next_cap = (buf.len() * 2).clamp(8192, buf.capacity().max(8192));
-        let chunk = Bytes::from(std::mem::take(buf));
+        self.next_cap = (chunk.len() * 2).clamp(8192, chunk.buf.capacity().max(8192));
+        let chunk = chunk.take();
         if self.controls.unresponsive_close().is_none() {
             return self.tx.send(chunk).await.is_ok();
         }
@@ -312,7 +370,7 @@ async fn run(
     let mut next_bookmark = started + p.bookmark_interval;
     // The first chunk has room for a full chunk plus one large object, so a replay's chunks
     // rarely regrow.
-    let mut buf: Vec<u8> = Vec::new();
+    let mut buf = Chunk::default();
     let mut out = Out {
         tx,
         store: store.clone(),
@@ -343,8 +401,7 @@ async fn run(
             out.registered = rv;
             let delay = controls.stream_delay();
             for o in &items {
-                reserve_chunk(&mut buf, out.next_cap);
-                filter.emit(&info, &mut buf, "ADDED", o);
+                filter.emit(&info, buf.buf(out.next_cap), "ADDED", o);
                 if !delay.is_zero() {
                     if !out.send(&mut buf, rv, false).await || !out.pace(delay, &mut epoch).await {
                         return;
@@ -355,7 +412,7 @@ async fn run(
             }
             let end = end_bookmark && p.bookmarks;
             if end {
-                encode_bookmark(&mut buf, &info, rv, true, filter.metadata);
+                encode_bookmark(buf.buf(out.next_cap), &info, rv, true, filter.metadata);
             }
             if !out.send(&mut buf, rv, end).await {
                 return;
@@ -393,8 +450,7 @@ async fn run(
             let full_batch = events.len() >= BATCH;
             let delay = controls.stream_delay();
             for ev in &events {
-                reserve_chunk(&mut buf, out.next_cap);
-                if filter.encode(&info, ev, &mut buf) {
+                if filter.encode(&info, ev, &mut buf, out.next_cap) {
                     last_sent = ev.rv;
                     if !delay.is_zero()
                         && (!out.send(&mut buf, ev.rv, false).await || !out.pace(delay, &mut epoch).await)
@@ -419,7 +475,7 @@ async fn run(
         let now = Instant::now();
         if p.bookmarks && now >= next_bookmark {
             if cursor > last_sent {
-                encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
+                encode_bookmark(buf.buf(out.next_cap), &info, cursor, false, filter.metadata);
                 last_sent = cursor;
                 if !out.send(&mut buf, cursor, false).await {
                     return;
@@ -429,7 +485,7 @@ async fn run(
         }
         if !final_bookmark_sent && now >= final_bookmark_at {
             final_bookmark_sent = true;
-            encode_bookmark(&mut buf, &info, cursor, false, filter.metadata);
+            encode_bookmark(buf.buf(out.next_cap), &info, cursor, false, filter.metadata);
             last_sent = cursor;
             if !out.send(&mut buf, cursor, false).await {
                 return;

@@ -5,13 +5,20 @@
 //! RV N can be replayed iff `N >= start_rv`, and the state at RV N can be
 //! reconstructed by rolling back the events after N). Trimming (by size, age
 //! or on demand) only ever raises `start_rv`. Event records are `Arc`s shared
-//! by all watchers; nothing is copied per watcher.
+//! by all watchers; nothing is copied per watcher: an event's watch line is
+//! encoded once ([`SharedLine`]) while the event is among the last
+//! [`RECENT_LINES`] of its resource, and retired after.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::object::StoredObject;
+use crate::shared_line::SharedLine;
+
+/// How many of a resource's latest events keep their encoded watch line: watchers at the head
+/// share it, a watcher further behind encodes into its own chunk (a replay batches events anyway).
+pub const RECENT_LINES: usize = 256;
 
 /// The type of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +55,15 @@ pub struct Event {
     pub prev: Option<Arc<StoredObject>>,
     /// When it was recorded (for age-based trimming).
     pub at: Instant,
+    /// The event's watch line, shared by the watchers that send it as it is.
+    pub line: SharedLine,
+}
+
+impl Event {
+    /// A change recorded now.
+    pub fn new(rv: u64, kind: EventType, obj: Arc<StoredObject>, prev: Option<Arc<StoredObject>>) -> Self {
+        Event { rv, kind, obj, prev, at: Instant::now(), line: SharedLine::default() }
+    }
 }
 
 /// Bounded event history of one resource.
@@ -70,6 +86,9 @@ impl History {
     /// Appends an event and trims to `capacity` events / `max_age`.
     pub fn push(&mut self, ev: Arc<Event>, capacity: usize, max_age: Option<std::time::Duration>) {
         self.events.push_back(ev);
+        if let Some(old) = self.events.len().checked_sub(RECENT_LINES + 1).and_then(|i| self.events.get(i)) {
+            old.line.retire();
+        }
         while self.events.len() > capacity.max(1) {
             self.pop_front();
         }
@@ -130,5 +149,40 @@ impl History {
     pub fn newer_than_rev(&self, after: u64) -> impl Iterator<Item = &Arc<Event>> {
         let i = self.first_after(after);
         self.events.range(i..).rev()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::object;
+    use crate::registry::Registry;
+
+    fn event(rv: u64) -> Arc<Event> {
+        let info = Registry::with_defaults().lookup("configmaps").cloned().unwrap();
+        let v = json!({"metadata": {"name": format!("c{rv}"), "namespace": "default"}});
+        let obj = Arc::new(object::build(&info, v.as_object().unwrap(), rv));
+        Arc::new(Event::new(rv, EventType::Added, obj, None))
+    }
+
+    fn encode(out: &mut Vec<u8>) {
+        out.extend_from_slice(b"line\n");
+    }
+
+    #[test]
+    fn only_the_recent_events_keep_their_encoded_lines() {
+        let mut history = History::new(0);
+        let events: Vec<Arc<Event>> = (1..=RECENT_LINES as u64 + 10).map(event).collect();
+        for (i, ev) in events.iter().enumerate() {
+            history.push(ev.clone(), 100_000, None);
+            assert!(ev.line.get_or_encode(encode).is_some(), "the newest event {i} shares its line");
+        }
+        assert_eq!(history.len(), events.len(), "retiring a line drops no event");
+        for (i, ev) in events.iter().enumerate() {
+            let kept = ev.line.get_or_encode(encode).is_some();
+            assert_eq!(kept, i >= 10, "event {i} of {}", events.len());
+        }
     }
 }

@@ -269,6 +269,38 @@ async fn many_events_are_batched_and_ordered() {
 }
 
 #[tokio::test]
+async fn every_watcher_gets_the_same_bytes_for_an_event() {
+    // Watchers at the head send an event's shared line; a selector watcher sends it too while the
+    // object stays selected; a replay reaching events out of the window of shared lines encodes
+    // them itself. All must be the same bytes.
+    let s = server().await;
+    let c = Client::new(&s);
+    let start = s.resource_version();
+    let mut live = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}")).await;
+    let mut selected = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}&labelSelector=app%3Dsample")).await;
+    let n = informer_apiserver::watch_cache::RECENT_LINES + 20;
+    for i in 0..n {
+        s.create("pods", pod(&format!("p{i:04}"), json!({"app": "sample"}))).await.unwrap();
+        if i % 2 == 1 {
+            s.patch("pods", "default", &format!("p{i:04}"), &json!({"metadata": {"labels": {"i": i.to_string()}}}))
+                .await
+                .unwrap();
+        }
+    }
+    let mut replay = c.watch(&format!("{PODS}?watch=1&resourceVersion={start}")).await;
+    let mut last = Value::Null;
+    for _ in 0..n + n / 2 {
+        let a = tokio::time::timeout(SEC, live.next_line()).await.unwrap().unwrap();
+        let b = tokio::time::timeout(SEC, selected.next_line()).await.unwrap().unwrap();
+        let r = tokio::time::timeout(SEC, replay.next_line()).await.unwrap().unwrap();
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&r));
+        last = serde_json::from_slice(&a).unwrap();
+    }
+    assert_eq!(rv_of(&last["object"]), s.resource_version(), "every event compared");
+}
+
+#[tokio::test]
 async fn watch_over_http2_cleartext() {
     use http_body_util::{BodyExt, Empty};
     let s = server().await;

@@ -145,10 +145,15 @@ impl WatchStream {
     }
 
     pub async fn next(&mut self) -> Option<Value> {
+        let line = self.next_line().await?;
+        Some(serde_json::from_slice(&line).expect("event json"))
+    }
+
+    /// The next event line as sent (with its newline), or None when the stream ended.
+    pub async fn next_line(&mut self) -> Option<Vec<u8>> {
         loop {
             if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
-                return Some(serde_json::from_slice(&line).expect("event json"));
+                return Some(self.buf.drain(..=i).collect());
             }
             // A partial line at the end of a broken body is not an event.
             if self.done {
