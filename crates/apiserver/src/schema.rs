@@ -644,7 +644,7 @@ impl<'a> MapType<'a> {
         if !std::ptr::eq(self.schemas, builtin()) {
             return None;
         }
-        crate::managed_fields::presence::zero_value(def, name, self.is_required(name))
+        crate::managed_fields::presence::builtin_zero_value(def, name, || self.is_required(name))
     }
 }
 

@@ -477,7 +477,9 @@ fn track(
             if keeps && cmp.is_same() {
                 return Tracked::Kept(old_managed);
             }
-            let mut m = managed_fields::base_managers(old_managed.as_ref(), requested, opts.target != Target::Main);
+            let through_subresource = opts.target != Target::Main;
+            let mut m =
+                managed_fields::base_managers(old_managed.as_ref(), requested, through_subresource, cmp.touched());
             let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
             managed_fields::record(&mut m, cmp, ctx, &key, &object::now_rfc3339());
             Tracked::Changed(m)
@@ -702,7 +704,6 @@ impl Store {
         let managers = match tracking {
             Tracking::Applied(m) => m,
             Tracking::Update | Tracking::Scale => {
-                let mut m = managed_fields::base_managers(None, requested, false);
                 let api_version = info.api_version();
                 let ignored = managed_fields::ignored_fields(info, Target::Main, &[]);
                 let ctx = managed_fields::Context {
@@ -712,10 +713,12 @@ impl Store {
                 };
                 let key = ManagerKey::new(managed_fields::recorded_name(manager), Operation::Update, &api_version, "");
                 let new = Value::Object(std::mem::take(&mut obj));
-                managed_fields::update(&mut m, &ZERO_OBJECT, &new, ctx, &key, &now);
+                let cmp = managed_fields::changes(&ZERO_OBJECT, &new, ctx);
                 if let Value::Object(o) = new {
                     obj = o;
                 }
+                let mut m = managed_fields::base_managers(None, requested, false, cmp.touched());
+                managed_fields::record(&mut m, cmp, ctx, &key, &now);
                 m
             }
         };

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::fields_v1::Without;
 use super::items::element_of;
 use super::path::{PathElement, values_equal};
 use super::set::FieldSet;
@@ -35,28 +36,36 @@ impl Comparison {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
 
+    /// The fields the change touched: what an update takes from every other manager.
+    pub fn touched(&self) -> Without<'_> {
+        Without::of([&self.added, &self.modified, &self.removed])
+    }
+
     /// The comparison without `ignored` and anything below it.
-    pub fn excluding(self, ignored: &FieldSet) -> Comparison {
-        if ignored.is_empty() {
-            return self;
-        }
-        Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
-        }
+    pub fn excluding(mut self, ignored: &FieldSet) -> Comparison {
+        self.added.recursive_subtract(ignored);
+        self.modified.recursive_subtract(ignored);
+        self.removed.recursive_subtract(ignored);
+        self
     }
 
     fn attach(&mut self, pe: PathElement, own: Own, below: Comparison) {
-        match own {
-            Own::Added => self.added.insert_member(pe.clone()),
-            Own::Modified => self.modified.insert_member(pe.clone()),
-            Own::Removed => self.removed.insert_member(pe.clone()),
-            Own::Same => {}
+        let Comparison { added, modified, removed } = below;
+        let parts = [
+            (own == Own::Added, added, &mut self.added),
+            (own == Own::Modified, modified, &mut self.modified),
+            (own == Own::Removed, removed, &mut self.removed),
+        ];
+        // The element is copied for every set that takes it but the last.
+        let last = parts.iter().rposition(|(member, child, _)| *member || !child.is_empty());
+        let mut pe = Some(pe);
+        for (i, (member, child, set)) in parts.into_iter().enumerate() {
+            if !member && child.is_empty() {
+                continue;
+            }
+            let Some(name) = (if Some(i) == last { pe.take() } else { pe.clone() }) else { return };
+            set.insert_node(name, member, child);
         }
-        self.added.insert_child(pe.clone(), below.added);
-        self.modified.insert_child(pe.clone(), below.modified);
-        self.removed.insert_child(pe, below.removed);
     }
 }
 
@@ -88,22 +97,28 @@ fn same_kind(a: &Atom<'_>, b: &Atom<'_>) -> bool {
 
 impl Walk {
     fn compare(&mut self, lhs: Option<&Value>, rhs: Option<&Value>, ty: TypeRef<'_>) {
-        let (alhs, arhs) = (ty.atom(lhs), ty.atom(rhs));
+        // The atom of the side that is present (the new one's when both are, unless the value
+        // changed kind).
         if rhs.is_none() {
-            self.handle(alhs, lhs, rhs);
-        } else if lhs.is_none() || same_kind(&alhs, &arhs) {
-            self.handle(arhs, lhs, rhs);
+            self.handle(ty.atom(lhs), lhs, rhs);
+        } else if lhs.is_none() {
+            self.handle(ty.atom(rhs), lhs, rhs);
         } else {
-            // The value changed kind: what the old one held is removed, what the new one holds
-            // added, each walked as its own kind.
-            let mut old = Walk { below: Comparison::default(), in_leaf: false, own: Own::Same };
-            old.handle(alhs, lhs, rhs);
-            self.handle(arhs, lhs, rhs);
-            self.below.added.union_with(&old.below.added);
-            self.below.modified.union_with(&old.below.modified);
-            self.below.removed.union_with(&old.below.removed);
-            if self.own == Own::Same {
-                self.own = old.own;
+            let (alhs, arhs) = (ty.atom(lhs), ty.atom(rhs));
+            if same_kind(&alhs, &arhs) {
+                self.handle(arhs, lhs, rhs);
+            } else {
+                // The value changed kind: what the old one held is removed, what the new one
+                // holds added, each walked as its own kind.
+                let mut old = Walk { below: Comparison::default(), in_leaf: false, own: Own::Same };
+                old.handle(alhs, lhs, rhs);
+                self.handle(arhs, lhs, rhs);
+                self.below.added.union_with(&old.below.added);
+                self.below.modified.union_with(&old.below.modified);
+                self.below.removed.union_with(&old.below.removed);
+                if self.own == Own::Same {
+                    self.own = old.own;
+                }
             }
         }
         if !self.in_leaf {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::fields_v1::Without;
 use super::set::FieldSet;
 
 /// The operation that gave a manager its fields.
@@ -108,6 +109,13 @@ pub struct Managers(pub BTreeMap<ManagerKey, Entry>);
 impl Managers {
     /// Reads `metadata.managedFields` (absent: no manager).
     pub fn decode(v: Option<&Value>) -> Result<Managers, String> {
+        Self::decode_without(v, Without::none())
+    }
+
+    /// Reads `metadata.managedFields` with every manager's set read `without` the members of
+    /// those sets (see [`FieldSet::from_fields_v1_without`]); a manager left without fields keeps
+    /// its entry.
+    pub fn decode_without(v: Option<&Value>, without: Without<'_>) -> Result<Managers, String> {
         let mut out = Managers::default();
         let entries = match v {
             None | Some(Value::Null) => return Ok(out),
@@ -133,7 +141,9 @@ impl Managers {
             }
             let set = match e.get("fieldsV1") {
                 None | Some(Value::Null) => FieldSet::new(),
-                Some(f) => FieldSet::from_fields_v1(f).map_err(|m| format!("error decoding set: {m}"))?,
+                Some(f) => {
+                    FieldSet::from_fields_v1_without(f, without).map_err(|m| format!("error decoding set: {m}"))?
+                }
             };
             let key = ManagerKey::new(s("manager"), operation, api_version, s("subresource"));
             let time = e.get("time").and_then(Value::as_str).map(str::to_string);

@@ -5,7 +5,7 @@
 //! manager (the `fieldManager` parameter, else the client's User-Agent up to its first `/`,
 //! else `unknown`), an apply (`application/apply-patch+yaml`) as an `Apply`; writes through
 //! `/status` and `/scale` say so in `subresource`. Field sets are stored in kube's `FieldsV1`
-//! form ([`set`], [`path`]). The structured merge walks ([`compare`], [`merge`], [`to_set`],
+//! form ([`set`], [`path`], [`fields_v1`]). The structured merge walks ([`compare`], [`merge`], [`to_set`],
 //! [`remove`]) follow the schema of the type ([`crate::schema::TypeRef`]): list types and
 //! keys, map types, with kube's deduced schema for types without one.
 //!
@@ -16,6 +16,7 @@
 //! either succeeds completely or changes nothing.
 
 mod compare;
+mod fields_v1;
 mod items;
 pub mod managers;
 mod merge;
@@ -30,12 +31,13 @@ mod validate;
 use serde_json::{Map, Value, json};
 
 pub use compare::Comparison;
+pub use fields_v1::Without;
 pub use managers::{Entry, ManagerKey, Managers, Operation};
 pub use path::{Path, PathElement};
 pub use set::FieldSet;
 pub(crate) use updater::{
     ApplyError, Conflicts, Context, LAST_APPLIED, apply, changes, conflicts_beyond_last_applied, last_applied_of,
-    record, scale, update,
+    record, scale,
 };
 pub(crate) use validate::{Errors, validate};
 
@@ -115,16 +117,22 @@ fn is_zero(v: &Value) -> bool {
 
 /// The managers an update starts from (kube-apiserver's `decodeLiveOrNew`): the live ones for a
 /// subresource or when the request gives none (or gives unreadable ones), none after a reset,
-/// else the request's.
-pub(crate) fn base_managers(live: Option<&Value>, requested: Requested, subresource: bool) -> Managers {
-    let live_managers = || Managers::decode(live).unwrap_or_default();
+/// else the request's. Their sets are read `without` the fields the update changed, which it
+/// takes from every manager (see [`record`]).
+pub(crate) fn base_managers(
+    live: Option<&Value>,
+    requested: Requested,
+    subresource: bool,
+    without: Without<'_>,
+) -> Managers {
+    let live_managers = || Managers::decode_without(live, without).unwrap_or_default();
     if subresource {
         return live_managers();
     }
     match requested {
         Requested::Absent => live_managers(),
         Requested::Reset => Managers::default(),
-        Requested::Given(v) => match Managers::decode(Some(&v)) {
+        Requested::Given(v) => match Managers::decode_without(Some(&v), without) {
             Ok(m) if !m.0.is_empty() => m,
             _ => live_managers(),
         },
@@ -261,9 +269,12 @@ mod tests {
         let live = json!([{"manager": "a", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
         let given = json!([{"manager": "b", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
         let names = |m: &Managers| m.0.keys().map(|k| k.manager.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&base_managers(Some(&live), Requested::Given(given.clone()), false)), ["b"]);
-        assert_eq!(names(&base_managers(Some(&live), Requested::Given(given), true)), ["a"]);
-        assert_eq!(names(&base_managers(Some(&live), Requested::Given(json!([{"operation": "X"}])), false)), ["a"]);
-        assert!(base_managers(Some(&live), Requested::Reset, false).0.is_empty());
+        assert_eq!(names(&base_managers(Some(&live), Requested::Given(given.clone()), false, Without::none())), ["b"]);
+        assert_eq!(names(&base_managers(Some(&live), Requested::Given(given), true, Without::none())), ["a"]);
+        assert_eq!(
+            names(&base_managers(Some(&live), Requested::Given(json!([{"operation": "X"}])), false, Without::none())),
+            ["a"]
+        );
+        assert!(base_managers(Some(&live), Requested::Reset, false, Without::none()).0.is_empty());
     }
 }

@@ -97,12 +97,28 @@ impl PathElement {
         }
     }
 
+    /// How the element orders against the field element `name` (without making one).
+    pub(crate) fn cmp_field(&self, name: &str) -> Ordering {
+        match self {
+            PathElement::Field(f) => f.as_str().cmp(name),
+            _ => Ordering::Greater,
+        }
+    }
+
     fn rank(&self) -> u8 {
         match self {
             PathElement::Field(_) => 0,
             PathElement::Key(_) => 1,
             PathElement::Value(_) => 2,
             PathElement::Index(_) => 3,
+        }
+    }
+
+    /// About how many bytes [`PathElement::write_key`] writes (exact for fields).
+    pub(crate) fn key_len_hint(&self) -> usize {
+        match self {
+            PathElement::Field(f) => 2 + f.len(),
+            _ => 24,
         }
     }
 

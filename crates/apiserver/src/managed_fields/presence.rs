@@ -12,7 +12,9 @@
 //! Invariants: only built-in definitions have zero values (custom resources are unstructured
 //! in kube-apiserver too); a value-held struct's zero is `{}`, a required field's is Go's zero
 //! of its type as JSON (`""`, `0`, `false`, `null` for lists, maps and pointers).
+//! The zero values of the built-in definitions' fields are worked out once, on first use.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
@@ -101,6 +103,35 @@ pub(crate) fn zero_value(definition: &str, field: &str, required: bool) -> Optio
     })
 }
 
+/// [`zero_value`] of field `field` of a built-in definition, `definition` being its name as
+/// the built-in schemas hold it (looked up by address in a table of every field of every
+/// definition; computed for any other name); `required` tells whether the definition lists
+/// the field as required.
+pub(crate) fn builtin_zero_value(
+    definition: &str,
+    field: &str,
+    required: impl FnOnce() -> bool,
+) -> Option<&'static Value> {
+    type Zeros = HashMap<(usize, usize, &'static str), Option<&'static Value>, foldhash::fast::RandomState>;
+    static ZEROS: LazyLock<Zeros> = LazyLock::new(|| {
+        let mut zeros = Zeros::default();
+        for (name, def) in schema::builtin().definitions() {
+            let Some(props) = def.get("properties").and_then(Value::as_object) else { continue };
+            let required = def.get("required").and_then(Value::as_array);
+            for field in props.keys() {
+                let r = required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(field)));
+                zeros.insert((name.as_ptr() as usize, name.len(), field.as_str()), zero_value(name, field, r));
+            }
+        }
+        zeros
+    });
+    let zeros: &HashMap<(usize, usize, &str), _, _> = &ZEROS;
+    match zeros.get(&(definition.as_ptr() as usize, definition.len(), field)) {
+        Some(z) => *z,
+        None => zero_value(definition, field, required()),
+    }
+}
+
 /// The default of key field `key` of list elements of type `definition`, if it has one.
 pub(crate) fn key_default(definition: &str, key: &str) -> Option<&'static Value> {
     static VALUES: LazyLock<Vec<Value>> = LazyLock::new(|| KEY_DEFAULTS.iter().map(|(_, _, v)| json!(v)).collect());
@@ -124,6 +155,14 @@ mod tests {
         assert_eq!(z("io.k8s.api.core.v1.Container", "name", true), Some(json!("")));
         assert_eq!(z("io.k8s.api.core.v1.PodSpec", "securityContext", false), None);
         assert_eq!(z("io.k8s.api.core.v1.ConfigMap", "data", false), None);
+        // The table of the built-in definitions agrees, found by the definitions' own names.
+        for (name, def) in schema::builtin().definitions() {
+            let required = def.get("required").and_then(Value::as_array);
+            for field in def.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys()) {
+                let r = required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(field)));
+                assert_eq!(builtin_zero_value(name, field, || r), zero_value(name, field, r), "{name}.{field}");
+            }
+        }
         assert_eq!(key_default("io.k8s.api.core.v1.ContainerPort", "protocol"), Some(&json!("TCP")));
         assert_eq!(key_default("io.k8s.api.core.v1.ContainerPort", "containerPort"), None);
     }

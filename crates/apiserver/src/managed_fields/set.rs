@@ -1,5 +1,5 @@
 //! Field sets: the fields a manager owns, as a tree of [`PathElement`]s, with the set algebra
-//! server-side apply needs and the `FieldsV1` form kube-apiserver stores them in.
+//! server-side apply needs (their `FieldsV1` form is [`super::fields_v1`]'s).
 //!
 //! A set holds *members* (paths in the set) and *children* (subtrees holding deeper members).
 //! A path can be both a member and the parent of members: in `FieldsV1` that node is written with
@@ -13,8 +13,6 @@
 //! members only, [`FieldSet::recursive_difference`] also everything below a removed member.
 
 use std::cmp::Ordering;
-
-use serde_json::{Map, Value};
 
 use super::path::{Path, PathElement};
 
@@ -38,6 +36,14 @@ impl FieldSet {
             s.insert(p);
         }
         s
+    }
+
+    /// The set of `members` and `children`, both sorted by element without duplicates, no child
+    /// empty.
+    pub(super) fn from_sorted(members: Vec<PathElement>, children: Vec<(PathElement, FieldSet)>) -> Self {
+        debug_assert!(members.is_sorted_by(|a, b| a < b) && children.is_sorted_by(|a, b| a.0 < b.0));
+        debug_assert!(children.iter().all(|(_, c)| !c.is_empty()));
+        FieldSet { members, children }
     }
 
     /// Whether the set has no member at any depth.
@@ -66,7 +72,10 @@ impl FieldSet {
 
     /// Adds a member at this level.
     pub fn insert_member(&mut self, pe: PathElement) {
-        if let Err(i) = self.members.binary_search(&pe) {
+        // Walks add members in order: most go last.
+        if self.members.last().is_none_or(|last| *last < pe) {
+            self.members.push(pe);
+        } else if let Err(i) = self.members.binary_search(&pe) {
             self.members.insert(i, pe);
         }
     }
@@ -76,12 +85,25 @@ impl FieldSet {
         if set.is_empty() {
             return;
         }
+        if self.children.last().is_none_or(|(last, _)| *last < pe) {
+            self.children.push((pe, set));
+            return;
+        }
         match self.children.binary_search_by(|(c, _)| c.cmp(&pe)) {
-            Ok(i) => {
-                let merged = self.children[i].1.union(&set);
-                self.children[i].1 = merged;
-            }
+            Ok(i) => self.children[i].1.merge(set),
             Err(i) => self.children.insert(i, (pe, set)),
+        }
+    }
+
+    /// Adds `pe` as a member (when `member`) and attaches `set` below it.
+    pub fn insert_node(&mut self, pe: PathElement, member: bool, set: FieldSet) {
+        match (member, set.is_empty()) {
+            (true, true) => self.insert_member(pe),
+            (true, false) => {
+                self.insert_member(pe.clone());
+                self.insert_child(pe, set);
+            }
+            (false, _) => self.insert_child(pe, set),
         }
     }
 
@@ -105,6 +127,16 @@ impl FieldSet {
     /// The subtree below `pe`, if any.
     pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
         self.children.binary_search_by(|(c, _)| c.cmp(pe)).ok().map(|i| &self.children[i].1)
+    }
+
+    /// Whether the field `name` is a member at this level.
+    pub fn has_field_member(&self, name: &str) -> bool {
+        self.members.binary_search_by(|m| m.cmp_field(name)).is_ok()
+    }
+
+    /// The subtree below the field `name`, if any.
+    pub fn field_child(&self, name: &str) -> Option<&FieldSet> {
+        self.children.binary_search_by(|(c, _)| c.cmp_field(name)).ok().map(|i| &self.children[i].1)
     }
 
     /// Whether `path` is a member.
@@ -238,77 +270,32 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// Removes the members of `other` and everything below them from this set, in place (the
+    /// in-place [`FieldSet::recursive_difference`]).
+    pub fn recursive_subtract(&mut self, other: &FieldSet) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.has_member(m));
+        }
+        self.children.retain_mut(|(pe, c)| {
+            if other.has_member(pe) {
+                return false;
+            }
+            if let Some(o) = other.child(pe) {
+                c.recursive_subtract(o);
+            }
+            !c.is_empty()
+        });
+    }
+
     /// The members that have no members below them.
     pub fn leaves(&self) -> FieldSet {
         let members = self.members.iter().filter(|m| self.child(m).is_none()).cloned().collect();
         let children =
             self.children.iter().map(|(pe, c)| (pe.clone(), c.leaves())).filter(|(_, c)| !c.is_empty()).collect();
         FieldSet { members, children }
-    }
-
-    /// The set as a `FieldsV1` object: each member an empty object, each subtree an object of
-    /// its own, `"."` marking a subtree that is also a member.
-    pub fn to_fields_v1(&self) -> Value {
-        Value::Object(self.fields_v1_map(false))
-    }
-
-    fn fields_v1_map(&self, include_self: bool) -> Map<String, Value> {
-        let mut out = Map::new();
-        if include_self {
-            out.insert(".".into(), Value::Object(Map::new()));
-        }
-        let mut key = String::new();
-        let mut ci = self.children.iter().peekable();
-        for m in &self.members {
-            while let Some((pe, c)) = ci.next_if(|(pe, _)| pe < m) {
-                key.clear();
-                pe.write_key(&mut key);
-                out.insert(key.clone(), Value::Object(c.fields_v1_map(false)));
-            }
-            key.clear();
-            m.write_key(&mut key);
-            match ci.next_if(|(pe, _)| pe == m) {
-                Some((_, c)) => out.insert(key.clone(), Value::Object(c.fields_v1_map(true))),
-                None => out.insert(key.clone(), Value::Object(Map::new())),
-            };
-        }
-        for (pe, c) in ci {
-            key.clear();
-            pe.write_key(&mut key);
-            out.insert(key.clone(), Value::Object(c.fields_v1_map(false)));
-        }
-        out
-    }
-
-    /// Reads a `FieldsV1` object. Keys of an element type this server does not know are
-    /// skipped (as kube-apiserver skips them); anything else malformed is an error.
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
-        let Value::Object(m) = v else { return Err(format!("expected an object, got {v}")) };
-        Ok(Self::read(m)?.0.unwrap_or_default())
-    }
-
-    /// The subtree of a `FieldsV1` object and whether the node itself is a member.
-    fn read(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), String> {
-        let mut set: Option<FieldSet> = None;
-        let mut is_member = false;
-        for (k, v) in m {
-            if k == "." {
-                is_member = true;
-                continue;
-            }
-            let Some(pe) = PathElement::parse_key(k)? else { continue };
-            let Value::Object(inner) = v else { return Err(format!("{k}: expected an object, got {v}")) };
-            let (grandchildren, child_is_member) = Self::read(inner)?;
-            let s = set.get_or_insert_with(FieldSet::new);
-            if child_is_member {
-                s.insert_member(pe.clone());
-            }
-            if let Some(g) = grandchildren {
-                s.insert_child(pe, g);
-            }
-        }
-        let is_member = is_member || set.is_none();
-        Ok((set.filter(|s| !s.is_empty()), is_member))
     }
 }
 
@@ -417,51 +404,22 @@ fn join_children(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
 
-    fn p(s: &str) -> Vec<PathElement> {
+    pub(crate) fn p(s: &str) -> Vec<PathElement> {
         s.split('.').filter(|x| !x.is_empty()).map(PathElement::field).collect()
     }
 
-    fn set(paths: &[&str]) -> FieldSet {
+    pub(crate) fn set(paths: &[&str]) -> FieldSet {
         let mut s = FieldSet::new();
         for x in paths {
             s.insert(&p(x));
         }
         s
-    }
-
-    #[test]
-    fn fields_v1_marks_members_with_children() {
-        let mut s = set(&["spec.replicas", "spec.template", "spec.template.metadata.labels.app"]);
-        s.insert(&[
-            PathElement::field("spec"),
-            PathElement::field("containers"),
-            PathElement::key(vec![("name".into(), json!("app"))]),
-        ]);
-        let v = s.to_fields_v1();
-        assert_eq!(
-            v,
-            json!({"f:spec": {
-                "f:containers": {"k:{\"name\":\"app\"}": {}},
-                "f:replicas": {},
-                "f:template": {".": {}, "f:metadata": {"f:labels": {"f:app": {}}}}
-            }})
-        );
-        assert_eq!(FieldSet::from_fields_v1(&v).unwrap(), s);
-        // A node with only unknown element types counts as a member.
-        let odd = json!({"f:a": {"z:what": {}}, "f:b": {".": {}, "f:c": {}}});
-        assert_eq!(FieldSet::from_fields_v1(&odd).unwrap(), {
-            let mut s = set(&["a", "b", "b.c"]);
-            s.insert(&p("a"));
-            s
-        });
-        assert!(FieldSet::from_fields_v1(&json!({"f:a": 1})).is_err());
-        assert!(FieldSet::from_fields_v1(&json!({})).unwrap().is_empty());
     }
 
     #[test]
@@ -483,7 +441,7 @@ mod tests {
         proptest::collection::vec(pe, 1..4)
     }
 
-    fn arb_set() -> impl Strategy<Value = FieldSet> {
+    pub(crate) fn arb_set() -> impl Strategy<Value = FieldSet> {
         proptest::collection::vec(arb_path(), 0..8).prop_map(|ps| FieldSet::from_paths(ps.iter().map(Vec::as_slice)))
     }
 
@@ -524,12 +482,10 @@ mod tests {
             let mut u = a.clone();
             u.merge(b.clone());
             prop_assert_eq!(&u, &a.union(&b));
-        }
-
-        #[test]
-        fn fields_v1_round_trips(a in arb_set()) {
-            let v = a.to_fields_v1();
-            prop_assert_eq!(FieldSet::from_fields_v1(&v).unwrap(), a.clone());
+            let mut r = a.clone();
+            r.recursive_subtract(&b);
+            prop_assert_eq!(&r, &a.recursive_difference(&b));
+            prop_assert!(no_empty(&r));
             prop_assert_eq!(a.len(), paths(&a).len());
         }
     }

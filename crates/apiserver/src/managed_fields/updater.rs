@@ -86,19 +86,6 @@ pub(crate) fn changes(live: &Value, new: &Value, ctx: Context<'_>) -> Comparison
     compare(live, new, ctx.ty).excluding(ctx.ignored)
 }
 
-/// Records an update by `manager` (create, update or patch) that turned `live` into `new`, at
-/// `now`.
-pub(crate) fn update(
-    managers: &mut Managers,
-    live: &Value,
-    new: &Value,
-    ctx: Context<'_>,
-    manager: &ManagerKey,
-    now: &str,
-) {
-    record(managers, changes(live, new, ctx), ctx, manager, now);
-}
-
 /// Records the changes `cmp` of an update by `manager`, at `now`.
 pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
     if !cmp.is_same() {
@@ -375,7 +362,7 @@ mod tests {
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
                 "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i", "resources": {}}]}}}});
         let key = ManagerKey::new("unknown", Operation::Update, "apps/v1", "");
-        update(&mut m, &json!({}), &new, ctx(&none), &key, "2026-01-01T00:00:00Z");
+        record(&mut m, changes(&json!({}), &new, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:00Z");
         assert_eq!(
             m.0[&key].set.to_fields_v1(),
             json!({
