@@ -28,10 +28,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use futures_util::future::FutureExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use crate::controller_loop::{Loop, Wakers};
 use crate::crd::{CLEANUP_FINALIZER, condition};
 use crate::object;
 use crate::registry::ResourceInfo;
@@ -223,45 +223,15 @@ impl Controller {
     }
 
     /// Runs until `stop` turns true.
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+    pub async fn run(self, stop: watch::Receiver<bool>) {
         let cache = self.store.cache().clone();
-        let mut retry = RETRY.0;
-        loop {
-            tokio::select! {
-                _ = cache.until_ready() => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-            let mut epoch = cache.reset_epoch();
-            epoch.borrow_and_update();
-            let Ok(mut crds) = cache.subscribe(&self.crds) else { return };
-            crds.borrow_and_update();
-            let mut registry = cache.registry_changes();
-            registry.borrow_and_update();
-            let (waits, failed) = match self.pass().await {
-                Ok(w) => (w, false),
-                Err(e) => {
-                    tracing::debug!(error = %e, "customresourcedefinition controller: retrying");
-                    (Vec::new(), true)
-                }
-            };
-            retry = if failed { (retry * 2).min(RETRY.1) } else { RETRY.0 };
-            let mut changed: Vec<_> = waits
-                .iter()
-                .filter_map(|i| cache.subscribe(i).ok())
-                .map(|mut rx| {
-                    rx.borrow_and_update();
-                    async move { rx.changed().await }.boxed()
-                })
-                .collect();
-            changed.push(async move { crds.changed().await }.boxed());
-            changed.push(async move { registry.changed().await }.boxed());
-            tokio::select! {
-                _ = futures_util::future::select_all(changed) => {}
-                _ = epoch.changed() => {}
-                _ = tokio::time::sleep(retry), if failed => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-        }
+        let lp = Loop { name: "customresourcedefinition", retry: RETRY, cache: &cache };
+        let wakers = || Wakers {
+            own: self.crds.clone(),
+            candidates: self.store.registry().each_resource().cloned().collect(),
+            registry: true,
+        };
+        lp.run(wakers, || self.pass(), stop).await;
     }
 
     /// Processes every CustomResourceDefinition once; returns the resources whose changes let a

@@ -27,10 +27,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use futures_util::future::FutureExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use crate::controller_loop::{Loop, Wakers};
 use crate::object::{self, StoredObject};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
@@ -130,10 +130,10 @@ pub struct Controller {
     ns_info: Arc<ResourceInfo>,
 }
 
-/// How long the controller waits before it retries after a failure, at first and at most.
 /// The field manager of the controller's writes (kube-controller-manager's).
 const CONTROLLER: &str = "kube-controller-manager";
 
+/// How long the controller waits before it retries after a failure, at first and at most.
 const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
 /// How many deletions of one namespace's objects are in flight at once.
@@ -147,47 +147,15 @@ impl Controller {
     }
 
     /// Runs until `stop` turns true.
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+    pub async fn run(self, stop: watch::Receiver<bool>) {
         let cache = self.store.cache().clone();
-        let mut retry = RETRY.0;
-        loop {
-            tokio::select! {
-                _ = cache.until_ready() => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-            // Subscribed before each pass, so a change during the pass wakes the next one.
-            let mut epoch = cache.reset_epoch();
-            epoch.borrow_and_update();
-            let Ok(mut namespaces) = cache.subscribe(&self.ns_info) else { return };
-            namespaces.borrow_and_update();
-            let mut contents: Vec<(Arc<ResourceInfo>, watch::Receiver<u64>)> = Vec::new();
-            for info in self.store.registry().each_resource().filter(|i| i.namespaced) {
-                if let Ok(mut rx) = cache.subscribe(info) {
-                    rx.borrow_and_update();
-                    contents.push((info.clone(), rx));
-                }
-            }
-            let (waits, failed) = match self.pass().await {
-                Ok(w) => (w, false),
-                Err(e) => {
-                    tracing::warn!(error = %e, "namespace controller: retrying");
-                    (Vec::new(), true)
-                }
-            };
-            retry = if failed { (retry * 2).min(RETRY.1) } else { RETRY.0 };
-            let mut changed: Vec<_> = contents
-                .iter_mut()
-                .filter(|(info, _)| waits.iter().any(|w| Arc::ptr_eq(w, info)))
-                .map(|(_, rx)| rx.changed().boxed())
-                .collect();
-            changed.push(namespaces.changed().boxed());
-            tokio::select! {
-                _ = futures_util::future::select_all(changed) => {}
-                _ = epoch.changed() => {}
-                _ = tokio::time::sleep(retry), if failed => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-        }
+        let lp = Loop { name: "namespace", retry: RETRY, cache: &cache };
+        let wakers = || Wakers {
+            own: self.ns_info.clone(),
+            candidates: self.store.registry().each_resource().filter(|i| i.namespaced).cloned().collect(),
+            registry: false,
+        };
+        lp.run(wakers, || self.pass(), stop).await;
     }
 
     /// Processes every terminating namespace once; returns the resources whose changes may let
