@@ -48,6 +48,7 @@ pub mod structural;
 pub mod table;
 pub mod testing;
 pub mod tls;
+pub(crate) mod unchanged;
 pub(crate) mod validation;
 pub(crate) mod warning;
 pub mod watch;

@@ -130,6 +130,11 @@ impl StoredObject {
         v
     }
 
+    /// Whether the object was stored (it has a resourceVersion).
+    pub fn has_rv(&self) -> bool {
+        self.has_rv
+    }
+
     /// The serialized `spec`, if any.
     pub fn spec_bytes(&self) -> Option<&[u8]> {
         self.spec_range.map(|(a, b)| &self.value[a..b])

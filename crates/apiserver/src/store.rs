@@ -427,12 +427,24 @@ fn track(
     tracking: Tracking,
     requested: managed_fields::Requested,
 ) -> Tracked {
-    let mut old_value = old.value();
-    let old_managed =
-        old_value.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
     if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
         meta.remove("managedFields");
     }
+    // An update of a built-in resource compares only what it did not leave byte for byte as is.
+    let split = match tracking {
+        Tracking::Update if opts.target == Target::Main && info.custom.is_none() => {
+            crate::unchanged::Split::of(old, obj)
+        }
+        _ => None,
+    };
+    let (old_value, old_managed, set_aside) = match split {
+        Some(crate::unchanged::Split { old, managed, aside }) => (old, managed, Some(aside)),
+        None => {
+            let mut v = old.value();
+            let m = v.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+            (v, m, None)
+        }
+    };
     let api_version = info.api_version();
     let manager = managed_fields::recorded_name(&opts.field_manager);
     match tracking {
@@ -464,6 +476,9 @@ fn track(
             let cmp = managed_fields::changes(&old_value, &new, ctx);
             if let Value::Object(o) = new {
                 *obj = o;
+            }
+            if let Some(aside) = set_aside {
+                aside.restore(obj);
             }
             // A client sending back the entries it read (an update of a fetched object) keeps
             // them, as one that sends none.
