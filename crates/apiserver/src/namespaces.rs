@@ -148,8 +148,7 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let cache = self.store.cache().clone();
-        let lp = Loop { name: "namespace", retry: RETRY, cache: &cache };
+        let lp = Loop { name: "namespace", retry: RETRY, cache: self.store.cache() };
         let wakers = || Wakers {
             own: self.ns_info.clone(),
             candidates: self.store.registry().each_resource().filter(|i| i.namespaced).cloned().collect(),

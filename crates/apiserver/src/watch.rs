@@ -144,30 +144,32 @@ impl Filter {
     }
 
     /// Appends the event as it is (its own type and object), shared when it can be.
-    fn emit_event(&self, info: &ResourceInfo, chunk: &mut Chunk, cap: usize, ev: &Event) {
+    fn emit_event(&self, info: &ResourceInfo, chunk: &mut Chunk, ev: &Event) {
         if self.table || self.metadata {
-            self.emit(info, chunk.buf(cap), ev.kind.as_str(), &ev.obj);
+            self.emit(info, chunk.buf(), ev.kind.as_str(), &ev.obj);
             return;
         }
-        match ev.line.get_or_encode(|out| {
+        let encode = |out: &mut Vec<u8>| encode_object_event(out, ev.kind.as_str(), &ev.obj);
+        let shared = ev.line.get_or_encode(|out| {
             out.reserve_exact(ev.obj.json_len() + 32);
-            encode_object_event(out, ev.kind.as_str(), &ev.obj);
-        }) {
-            Some(line) => chunk.push_shared(line, cap),
-            None => encode_object_event(chunk.buf(cap), ev.kind.as_str(), &ev.obj),
+            encode(out);
+        });
+        match shared {
+            Some(line) => chunk.push_shared(line),
+            None => encode(chunk.buf()),
         }
     }
 
     /// Appends the event as seen through this filter (if visible).
-    fn encode(&self, info: &ResourceInfo, ev: &Event, chunk: &mut Chunk, cap: usize) -> bool {
+    fn encode(&self, info: &ResourceInfo, ev: &Event, chunk: &mut Chunk) -> bool {
         if self.trivial {
-            self.emit_event(info, chunk, cap, ev);
+            self.emit_event(info, chunk, ev);
             return true;
         }
         match ev.kind {
             EventType::Added | EventType::Deleted => {
                 if self.matches(&ev.obj) {
-                    self.emit_event(info, chunk, cap, ev);
+                    self.emit_event(info, chunk, ev);
                     return true;
                 }
             }
@@ -175,12 +177,12 @@ impl Filter {
                 let cur = self.matches(&ev.obj);
                 let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
                 match (old, cur) {
-                    (true, true) => self.emit_event(info, chunk, cap, ev),
-                    (false, true) => self.emit(info, chunk.buf(cap), "ADDED", &ev.obj),
+                    (true, true) => self.emit_event(info, chunk, ev),
+                    (false, true) => self.emit(info, chunk.buf(), "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let gone = p.with_rv(ev.rv);
-                            self.emit(info, chunk.buf(cap), "DELETED", &gone);
+                            self.emit(info, chunk.buf(), "DELETED", &gone);
                         }
                     }
                     (false, false) => return false,
@@ -194,13 +196,20 @@ impl Filter {
 
 /// The chunk being assembled: events encoded into a buffer of the watch's own, or a single
 /// event's shared line as it is (copied into the buffer only when another event follows it).
-#[derive(Default)]
 struct Chunk {
     buf: Vec<u8>,
     shared: Option<Bytes>,
+    /// The capacity of the next buffer, allocated when its first bytes go in: an idle watch
+    /// holds no buffer.
+    next_cap: usize,
 }
 
 impl Chunk {
+    /// An empty chunk whose first buffer gets `first_cap` bytes.
+    fn new(first_cap: usize) -> Self {
+        Chunk { buf: Vec::new(), shared: None, next_cap: first_cap }
+    }
+
     fn len(&self) -> usize {
         self.buf.len() + self.shared.as_ref().map_or(0, Bytes::len)
     }
@@ -209,11 +218,10 @@ impl Chunk {
         self.len() == 0
     }
 
-    /// The buffer to encode into, given capacity `cap` when a chunk's first bytes go in (an idle
-    /// watch holds no buffer); a shared line already in the chunk is copied in first.
-    fn buf(&mut self, cap: usize) -> &mut Vec<u8> {
+    /// The buffer to encode into; a shared line already in the chunk is copied in first.
+    fn buf(&mut self) -> &mut Vec<u8> {
         if self.buf.capacity() == 0 {
-            self.buf.reserve(cap);
+            self.buf.reserve(self.next_cap);
         }
         if let Some(line) = self.shared.take() {
             self.buf.extend_from_slice(&line);
@@ -222,16 +230,19 @@ impl Chunk {
     }
 
     /// Appends a shared line: the chunk is the line itself when it is the chunk's first event.
-    fn push_shared(&mut self, line: Bytes, cap: usize) {
+    fn push_shared(&mut self, line: Bytes) {
         if self.is_empty() {
             self.shared = Some(line);
         } else {
-            self.buf(cap).extend_from_slice(&line);
+            self.buf().extend_from_slice(&line);
         }
     }
 
-    /// The chunk's bytes; the chunk is empty after.
+    /// The chunk's bytes; the chunk is empty after. The next buffer is sized after this chunk:
+    /// full chunks (replay) keep their capacity so they never regrow, small ones (live events)
+    /// stay small.
     fn take(&mut self) -> Bytes {
+        self.next_cap = (self.len() * 2).clamp(8192, self.buf.capacity().max(8192));
         match self.shared.take() {
             Some(line) => line,
             None => Bytes::from(std::mem::take(&mut self.buf)),
@@ -273,9 +284,6 @@ struct Out {
     /// The store's resourceVersion when the watch started: later events are "buffered" events.
     registered: u64,
     over_since: Option<Instant>,
-    /// The capacity of the next chunk's buffer, allocated when its first event is encoded: an
-    /// idle watch holds no buffer.
-    next_cap: usize,
 }
 
 impl Out {
@@ -293,15 +301,12 @@ impl Out {
         now.duration_since(*self.over_since.get_or_insert(now)) >= rule.grace
     }
 
-    /// Sends `buf` as one chunk; false when the watch must end (client gone, or closed as
+    /// Sends `chunk`; false when the watch must end (client gone, or closed as
     /// unresponsive: then the chunk is dropped, unless `graceful`, when it is still sent).
     async fn send(&mut self, chunk: &mut Chunk, cursor: u64, graceful: bool) -> bool {
         if chunk.is_empty() {
             return true;
         }
-        // Size the next buffer after this chunk: full chunks (replay) keep the
-        // capacity so they never regrow, small ones (live events) stay small.
-        self.next_cap = (chunk.len() * 2).clamp(8192, chunk.buf.capacity().max(8192));
         let chunk = chunk.take();
         if self.controls.unresponsive_close().is_none() {
             return self.tx.send(chunk).await.is_ok();
@@ -370,16 +375,9 @@ async fn run(
     let mut next_bookmark = started + p.bookmark_interval;
     // The first chunk has room for a full chunk plus one large object, so a replay's chunks
     // rarely regrow.
-    let mut buf = Chunk::default();
-    let mut out = Out {
-        tx,
-        store: store.clone(),
-        controls: controls.clone(),
-        info: info.clone(),
-        registered,
-        over_since: None,
-        next_cap: p.chunk_bytes.min(4 << 20) + 16 * 1024,
-    };
+    let mut chunk = Chunk::new(p.chunk_bytes.min(4 << 20) + 16 * 1024);
+    let mut out =
+        Out { tx, store: store.clone(), controls: controls.clone(), info: info.clone(), registered, over_since: None };
 
     // Position and initial state.
     let mut cursor: u64;
@@ -401,20 +399,20 @@ async fn run(
             out.registered = rv;
             let delay = controls.stream_delay();
             for o in &items {
-                filter.emit(&info, buf.buf(out.next_cap), "ADDED", o);
+                filter.emit(&info, chunk.buf(), "ADDED", o);
                 if !delay.is_zero() {
-                    if !out.send(&mut buf, rv, false).await || !out.pace(delay, &mut epoch).await {
+                    if !out.send(&mut chunk, rv, false).await || !out.pace(delay, &mut epoch).await {
                         return;
                     }
-                } else if buf.len() >= p.chunk_bytes && !out.send(&mut buf, rv, false).await {
+                } else if chunk.len() >= p.chunk_bytes && !out.send(&mut chunk, rv, false).await {
                     return;
                 }
             }
             let end = end_bookmark && p.bookmarks;
             if end {
-                encode_bookmark(buf.buf(out.next_cap), &info, rv, true, filter.metadata);
+                encode_bookmark(chunk.buf(), &info, rv, true, filter.metadata);
             }
-            if !out.send(&mut buf, rv, end).await {
+            if !out.send(&mut chunk, rv, end).await {
                 return;
             }
             cursor = rv;
@@ -438,10 +436,10 @@ async fn run(
                 Ok(Err(too_old)) => {
                     // Fell behind the history (or it was compacted): like the
                     // cacher, terminate the watch; clients re-watch.
-                    if cursor == last_sent && buf.is_empty() && p.start == WatchStart::After(cursor) {
+                    if cursor == last_sent && chunk.is_empty() && p.start == WatchStart::After(cursor) {
                         let _ = out.tx.send(encode_error(&too_old_error(cursor, too_old.start_rv))).await;
                     } else {
-                        let _ = out.send(&mut buf, cursor, false).await;
+                        let _ = out.send(&mut chunk, cursor, false).await;
                     }
                     return;
                 }
@@ -450,16 +448,16 @@ async fn run(
             let full_batch = events.len() >= BATCH;
             let delay = controls.stream_delay();
             for ev in &events {
-                if filter.encode(&info, ev, &mut buf, out.next_cap) {
+                if filter.encode(&info, ev, &mut chunk) {
                     last_sent = ev.rv;
                     if !delay.is_zero()
-                        && (!out.send(&mut buf, ev.rv, false).await || !out.pace(delay, &mut epoch).await)
+                        && (!out.send(&mut chunk, ev.rv, false).await || !out.pace(delay, &mut epoch).await)
                     {
                         return;
                     }
                 }
                 cursor = ev.rv;
-                if buf.len() >= p.chunk_bytes && !out.send(&mut buf, cursor, false).await {
+                if chunk.len() >= p.chunk_bytes && !out.send(&mut chunk, cursor, false).await {
                     return;
                 }
             }
@@ -469,15 +467,15 @@ async fn run(
                 break;
             }
         }
-        if !out.send(&mut buf, cursor, false).await {
+        if !out.send(&mut chunk, cursor, false).await {
             return;
         }
         let now = Instant::now();
         if p.bookmarks && now >= next_bookmark {
             if cursor > last_sent {
-                encode_bookmark(buf.buf(out.next_cap), &info, cursor, false, filter.metadata);
+                encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
                 last_sent = cursor;
-                if !out.send(&mut buf, cursor, false).await {
+                if !out.send(&mut chunk, cursor, false).await {
                     return;
                 }
             }
@@ -485,9 +483,9 @@ async fn run(
         }
         if !final_bookmark_sent && now >= final_bookmark_at {
             final_bookmark_sent = true;
-            encode_bookmark(buf.buf(out.next_cap), &info, cursor, false, filter.metadata);
+            encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
             last_sent = cursor;
-            if !out.send(&mut buf, cursor, false).await {
+            if !out.send(&mut chunk, cursor, false).await {
                 return;
             }
         }
