@@ -511,6 +511,15 @@ impl Drop for ApiServer {
 /// takes up to 1 MiB.
 const HTTP1_MAX_BUF: usize = 64 * 1024;
 
+/// How every connection is served: HTTP/1.1 or HTTP/2 as the client's first bytes say. One for the
+/// server's lifetime, so that a connection's task borrows it rather than carrying a copy.
+static CONNECTION_BUILDER: std::sync::LazyLock<hyper_util::server::conn::auto::Builder<TokioExecutor>> =
+    std::sync::LazyLock::new(|| {
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        builder.http1().max_buf_size(HTTP1_MAX_BUF);
+        builder
+    });
+
 async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver<bool>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -521,10 +530,8 @@ where
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().max_buf_size(HTTP1_MAX_BUF);
-    let conn = builder.serve_connection(TokioIo::new(io), svc);
-    tokio::pin!(conn);
+    // Made in place: a connection moved into a pinned local would take its room twice in the task.
+    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection(TokioIo::new(io), svc));
     loop {
         tokio::select! {
             _ = conn.as_mut() => return,
@@ -656,9 +663,7 @@ impl ApiServer {
                 let shared = shared.clone();
                 let rx = rx.clone();
                 let tls = tls.clone();
-                let h = tokio::spawn(async move {
-                    handle_stream(shared, stream, tls, rx).await;
-                });
+                let h = tokio::spawn(handle_stream(shared, stream, tls, rx));
                 let mut c = conns2.lock();
                 c.retain(|h| !h.is_finished());
                 c.push(h);
@@ -970,15 +975,19 @@ async fn handle_stream(
     let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
         None => serve_conn(shared, stream, rx).await,
+        // Boxed: the TLS state would otherwise enlarge the task of every plain connection.
         Some(acc) => {
-            let tls_stream = tokio::select! {
-                r = acc.accept(stream) => match r {
-                    Ok(s) => s,
-                    Err(_) => return,
-                },
-                _ = rx.wait_for(|s| *s) => return,
-            };
-            serve_conn(shared, tls_stream, rx).await
+            Box::pin(async move {
+                let tls_stream = tokio::select! {
+                    r = acc.accept(stream) => match r {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    },
+                    _ = rx.wait_for(|s| *s) => return,
+                };
+                serve_conn(shared, tls_stream, rx).await
+            })
+            .await
         }
     }
 }

@@ -63,7 +63,11 @@ pub struct WatchParams {
     pub render: crate::table::Render,
 }
 
+/// The most events a watch reads from the history at a time.
 const BATCH: usize = 1024;
+/// The room for events a watch keeps while it waits: a replay's batches grow the list to
+/// [`BATCH`], live events take one or a few at a time, and an idle watcher holds no more.
+const IDLE_EVENTS: usize = 16;
 
 /// Encodes one watch event line.
 pub fn encode_event(out: &mut Vec<u8>, typ: &str, obj: &[u8]) {
@@ -265,9 +269,7 @@ pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) ->
         WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &p.sel)),
         WatchStart::After(_) => None,
     };
-    tokio::spawn(async move {
-        run(store, controls, p, tx, registered, initial).await;
-    });
+    tokio::spawn(run(store, controls, p, tx, registered, initial));
     rx
 }
 
@@ -420,7 +422,7 @@ async fn run(
         }
     }
 
-    let mut events: Vec<Arc<Event>> = Vec::with_capacity(BATCH);
+    let mut events: Vec<Arc<Event>> = Vec::new();
     loop {
         // Drain everything that is ready.
         loop {
@@ -467,6 +469,8 @@ async fn run(
                 break;
             }
         }
+        events.clear();
+        events.shrink_to(IDLE_EVENTS);
         if !out.send(&mut chunk, cursor, false).await {
             return;
         }
@@ -501,9 +505,7 @@ async fn run(
             _ = reset.changed() => return,
             _ = out.tx.closed() => return,
             r = notify.changed() => { if r.is_err() { return; } }
-            _ = sleep_until(bookmark_wake) => {}
-            _ = sleep_until(final_wake) => {}
-            _ = sleep_until(deadline) => {}
+            _ = sleep_until(bookmark_wake.min(final_wake).min(deadline)) => {}
         }
     }
 }
