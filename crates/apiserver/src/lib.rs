@@ -13,6 +13,7 @@ pub mod apply;
 pub mod body;
 pub mod cache;
 pub mod chaos;
+pub(crate) mod combined_writes;
 pub(crate) mod controller_loop;
 pub mod controls;
 pub mod crd;

@@ -531,7 +531,8 @@ where
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
     // Made in place: a connection moved into a pinned local would take its room twice in the task.
-    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection(TokioIo::new(io), svc));
+    let io = TokioIo::new(crate::combined_writes::CombinedWrites::new(io));
+    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection(io, svc));
     loop {
         tokio::select! {
             _ = conn.as_mut() => return,
