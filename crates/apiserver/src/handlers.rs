@@ -47,7 +47,10 @@ pub struct Config {
     pub min_request_timeout: Duration,
     /// How long to wait for a future resourceVersion before 504.
     pub rv_wait: Duration,
-    /// Target size of watch chunks.
+    /// Target size of watch chunks. The default, 64 KiB, matches what an HTTP/1.1 connection
+    /// queues (`server::HTTP1_MAX_BUF`) and keeps a chunk's buffer (the target plus room for
+    /// one object) below glibc's mmap threshold (128 KiB, where the CLI fixes it): a buffer above
+    /// it is mapped and unmapped for every chunk, and its pages faulted in each time.
     pub chunk_bytes: usize,
 }
 
@@ -60,7 +63,7 @@ impl Default for Config {
             bookmark_before_timeout: Duration::from_secs(2),
             min_request_timeout: Duration::from_secs(1800),
             rv_wait: Duration::from_secs(3),
-            chunk_bytes: 128 * 1024,
+            chunk_bytes: 64 * 1024,
         }
     }
 }

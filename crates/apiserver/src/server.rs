@@ -173,7 +173,7 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Target watch chunk size in bytes (default 128 KiB).
+    /// Target watch chunk size in bytes (default 64 KiB).
     pub fn watch_chunk_bytes(mut self, bytes: usize) -> Self {
         self.cfg.chunk_bytes = bytes.max(1);
         self
