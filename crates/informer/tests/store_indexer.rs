@@ -113,6 +113,33 @@ fn stored_objects_are_shared_handles() {
     assert!(s.list()[0].ptr_eq(&p));
 }
 
+/// The store and its indexes hold a key of their own, never the allocation of the object it came
+/// from, and keep it through new versions of the object (index values changing or not).
+#[test]
+fn stored_keys_are_allocations_of_their_own_kept_across_versions() {
+    let s: Indexer<Pod> = Indexer::new(Indexers::new().with("app", app));
+    let first = pod("ns", "a", "1", &[("app", "x")]);
+    s.add(first.clone()).unwrap();
+    let stored = s.list_keys().remove(0);
+    assert_eq!(stored, *first.key());
+    assert!(!stored.ptr_eq(first.key()), "a copy, not the first version's key");
+    assert!(s.index_keys("app", "x").unwrap()[0].ptr_eq(&stored), "the index shares the store's key");
+
+    for (rv, app_label) in [("2", "x"), ("3", "y")] {
+        let next = pod("ns", "a", rv, &[("app", app_label)]);
+        s.update(next.clone()).unwrap();
+        assert!(s.list_keys()[0].ptr_eq(&stored), "kept when version {rv} replaces the object");
+        assert!(s.index_keys("app", app_label).unwrap()[0].ptr_eq(&stored));
+        assert!(s.get_by_key("ns/a").unwrap().ptr_eq(&next));
+    }
+
+    let listed = [pod("ns", "b", "4", &[]), pod("ns", "c", "5", &[])];
+    s.replace(&listed[..], "5").unwrap();
+    for k in s.list_keys() {
+        assert!(listed.iter().all(|o| !o.key().ptr_eq(&k)), "replace copies {k} too");
+    }
+}
+
 #[test]
 fn replace_swaps_content_and_rebuilds_indexes() {
     let s: Indexer<Pod> = Indexer::new(Indexers::new().with("app", app).with_namespace_index());

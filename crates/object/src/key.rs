@@ -55,6 +55,28 @@ fn slash_after(ns: &str) -> Option<u32> {
 }
 
 impl ObjectKey {
+    /// An equal key in an allocation of its own, for a holder that outlives the object the key
+    /// came from: a cache keeps its keys for as long as the objects stay cached, through every
+    /// new version, and a key allocated next to the first version would stay between that
+    /// version's freed slot and its neighbours, so the slot could not merge with them into room
+    /// for a larger version.
+    ///
+    /// ```
+    /// use informer_object::ObjectKey;
+    /// let k = ObjectKey::parse("default/web-0").unwrap();
+    /// let d = k.detached();
+    /// assert_eq!(d, k);
+    /// assert!(!d.ptr_eq(&k) && k.ptr_eq(&k.clone()));
+    /// ```
+    pub fn detached(&self) -> Self {
+        ObjectKey { inner: ThinArc::from_header_and_slice(self.slash(), &self.inner.slice) }
+    }
+
+    /// Whether both keys are the same allocation (clones of one key).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.inner.as_ptr(), other.inner.as_ptr())
+    }
+
     /// Builds a key from an optional namespace and a name, validating both.
     pub fn new(namespace: Option<&str>, name: &str) -> Result<Self, KeyError> {
         if name.is_empty() {
