@@ -256,7 +256,7 @@ impl Store {
                     return Err(ApiError::internal("the applied object is not an object"));
                 };
                 check_name(&obj, name, ns)?;
-                match self.replace(info, &cur, obj, &write, Tracking::Applied(managers)).await? {
+                match self.replace(info, (&cur, is_current), obj, &write, Tracking::Applied(managers)).await? {
                     Attempt::Done(r) => return Ok((r, false)),
                     Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
                 }

@@ -303,7 +303,7 @@ impl Store {
             let Value::Object(parent) = parent else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
-            match self.replace(info, &cur, parent, opts, Tracking::Scale).await? {
+            match self.replace(info, (&cur, is_current), parent, opts, Tracking::Scale).await? {
                 Attempt::Done(r) => return scale_of(info, &r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }

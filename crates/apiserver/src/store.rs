@@ -997,7 +997,7 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(info, &cur, obj, &opts, Tracking::Update).await? {
+            match self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry(newer, body) => (cur, is_current, obj) = (newer, true, body),
             }
@@ -1039,7 +1039,7 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
-            match self.replace(info, &cur, obj, &opts, Tracking::Update).await? {
+            match self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await? {
                 Attempt::Done(r) => return Ok(r),
                 Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
             }
@@ -1047,10 +1047,13 @@ impl Store {
     }
 
     /// Computes the successor of `old` and writes it if `old` is still the stored version.
+    /// `is_current` says whether `old` was read from the storage: a version from the cache may be
+    /// stale, so an answer that writes nothing (a no-op, a dry run) is only given from a version
+    /// read from the storage, as kube-apiserver re-reads before it answers a no-op.
     pub(crate) async fn replace(
         &self,
         info: &ResourceInfo,
-        old: &Arc<StoredObject>,
+        (old, is_current): (&Arc<StoredObject>, bool),
         new: Map<String, Value>,
         opts: &WriteOpts,
         tracking: Tracking,
@@ -1109,8 +1112,15 @@ impl Store {
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
         let template = Template::new(info, &obj);
+        let no_op = !finalized && template.same_as(old);
+        if (no_op || dry_run) && !is_current {
+            let stored = self.stored(info, &old.namespace, &old.name).await?;
+            if stored.rv != old.rv {
+                return Ok(Attempt::Retry(stored, obj));
+            }
+        }
         // A no-op update writes nothing and returns the current object.
-        if !finalized && template.same_as(old) {
+        if no_op {
             return Ok(Attempt::Done(old.clone()));
         }
         if dry_run {

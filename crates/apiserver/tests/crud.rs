@@ -374,6 +374,49 @@ async fn dry_run_writes_nothing() {
     assert_eq!(rv1, rv + 1);
 }
 
+/// Writes that store nothing (a no-op, a dry run) answer from the stored object even while the
+/// watch cache is behind the last write, as kube-apiserver re-reads its storage before answering
+/// a no-op.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_store_nothing_answer_the_stored_object_while_the_cache_lags() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(PODS, &pod("p", json!({"app": "web"}))).await.body;
+    let path = format!("{PODS}/p");
+    let rv = created["metadata"]["resourceVersion"].as_str().unwrap();
+    // The cache has the pod, then falls behind.
+    assert_eq!(c.get(&format!("{path}?resourceVersion={rv}")).await.code, 200);
+    s.set_cache_lag(std::time::Duration::from_secs(3));
+    let mut body = created.clone();
+    body["metadata"]["labels"]["app"] = json!("db");
+    let updated = c.put(&path, &body).await;
+    assert_eq!(updated.code, 200, "{:?}", updated.body);
+    let rv2 = updated.body["metadata"]["resourceVersion"].clone();
+
+    // The pod's own PATCH ignores status: a no-op against the stored version.
+    let r = c.patch(&path, "application/merge-patch+json", &json!({"status": {"phase": "Failed"}})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!((&r.body["metadata"]["labels"]["app"], &r.body["metadata"]["resourceVersion"]), (&json!("db"), &rv2));
+    let r = c
+        .patch(
+            &format!("{path}?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"annotations": {"a": "b"}}}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(
+        (&r.body["metadata"]["labels"]["app"], &r.body["metadata"]["annotations"]["a"]),
+        (&json!("db"), &json!("b"))
+    );
+    // A PUT /status with the answered resourceVersion is current.
+    let mut status = updated.body.clone();
+    status["status"] = json!({"phase": "Running"});
+    let r = c.put(&format!("{path}/status"), &status).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    s.set_cache_lag(std::time::Duration::ZERO);
+}
+
 #[tokio::test]
 async fn unreadable_bodies_are_refused() {
     let s = server().await;
