@@ -13,6 +13,7 @@
 //! newer version); `dryRun` stores nothing; a `metadata.resourceVersion` in the configuration is
 //! a precondition.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -22,7 +23,7 @@ use crate::managed_fields::{self, ApplyError, ManagerKey, Managers, Operation};
 use crate::object::{self, StoredObject};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
-use crate::store::{Attempt, Store, Tracking, WriteOpts, meta_str, parse_rv_field};
+use crate::store::{Store, Tracking, WriteOpts, meta_str, parse_rv_field};
 use crate::strategy::Target;
 use crate::{warning, yaml};
 
@@ -134,6 +135,52 @@ fn check_name(obj: &Map<String, Value>, name: &str, ns: &str) -> Result<(), ApiE
     Ok(())
 }
 
+/// The object an apply of `config` makes of `live`, and its managers afterwards (a 409 when
+/// fields other managers own would change and the apply is not forced).
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    live: &StoredObject,
+    config: &Value,
+    duplicates: &[String],
+    key: &ManagerKey,
+    opts: &ApplyOpts,
+) -> Result<(Map<String, Value>, Managers), ApiError> {
+    let ty = managed_fields::type_of(info);
+    let api_version = info.api_version();
+    let mut live = live.value();
+    let live_managed = live.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+    let mut managers = Managers::decode(live_managed.as_ref())
+        .map_err(|e| ApiError::new(500, "", format!("failed to decode managed fields: {e}")))?;
+    let ignored = managed_fields::ignored_fields(info, opts.target, &[&live, config]);
+    let ctx = managed_fields::Context { ty, api_version: &api_version, ignored: &ignored };
+    let now = object::now_rfc3339();
+    let applied = match managed_fields::apply(&mut managers, &live, config, ctx, key, opts.force, &now) {
+        // kubectl moving from client-side apply: its last-applied configuration
+        // says which conflicting fields were its own.
+        Err(ApplyError::Conflicts(c)) if opts.field_manager == KUBECTL => {
+            match managed_fields::conflicts_beyond_last_applied(&live, ctx, c) {
+                None => managed_fields::apply(&mut managers, &live, config, ctx, key, true, &now),
+                Some(rest) => Err(ApplyError::Conflicts(rest)),
+            }
+        }
+        other => other,
+    }
+    .map_err(apply_error)?;
+    check_duplicates(opts.validation, duplicates)?;
+    let mut object = applied.object;
+    if opts.field_manager == KUBECTL {
+        update_last_applied(&mut object, config);
+    }
+    let Value::Object(obj) = object else {
+        return Err(ApiError::internal("the applied object is not an object"));
+    };
+    check_name(&obj, name, ns)?;
+    Ok((obj, managers))
+}
+
 /// Reports duplicate keys of the body as `validation` says (after the apply succeeded, as
 /// kube-apiserver checks them).
 fn check_duplicates(validation: FieldValidation, duplicates: &[String]) -> Result<(), ApiError> {
@@ -220,45 +267,17 @@ impl Store {
                 Err(e) => return Err(e),
             };
             loop {
-                if precondition.is_some_and(|p| p != cur.rv) {
-                    if !is_current {
-                        (cur, is_current) = (self.stored(info, ns, name).await?, true);
-                        continue;
+                let attempt = async {
+                    if precondition.is_some_and(|p| p != cur.rv) {
+                        return Err(ApiError::conflict(&info.group, &info.plural, name));
                     }
-                    return Err(ApiError::conflict(&info.group, &info.plural, name));
+                    let (obj, managers) = merge(info, ns, name, &cur, &config, &duplicates, &key, opts)?;
+                    self.replace(info, (&cur, is_current), obj, &write, Tracking::Applied(managers)).await
                 }
-                let mut live = cur.value();
-                let live_managed =
-                    live.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
-                let mut managers = Managers::decode(live_managed.as_ref())
-                    .map_err(|e| ApiError::new(500, "", format!("failed to decode managed fields: {e}")))?;
-                let ignored = managed_fields::ignored_fields(info, opts.target, &[&live, &config]);
-                let ctx = managed_fields::Context { ty, api_version: &api_version, ignored: &ignored };
-                let now = object::now_rfc3339();
-                let applied = match managed_fields::apply(&mut managers, &live, &config, ctx, &key, opts.force, &now) {
-                    // kubectl moving from client-side apply: its last-applied configuration
-                    // says which conflicting fields were its own.
-                    Err(ApplyError::Conflicts(c)) if opts.field_manager == KUBECTL => {
-                        match managed_fields::conflicts_beyond_last_applied(&live, ctx, c) {
-                            None => managed_fields::apply(&mut managers, &live, &config, ctx, &key, true, &now),
-                            Some(rest) => Err(ApplyError::Conflicts(rest)),
-                        }
-                    }
-                    other => other,
-                }
-                .map_err(apply_error)?;
-                check_duplicates(opts.validation, &duplicates)?;
-                let mut object = applied.object;
-                if opts.field_manager == KUBECTL {
-                    update_last_applied(&mut object, &config);
-                }
-                let Value::Object(obj) = object else {
-                    return Err(ApiError::internal("the applied object is not an object"));
-                };
-                check_name(&obj, name, ns)?;
-                match self.replace(info, (&cur, is_current), obj, &write, Tracking::Applied(managers)).await? {
-                    Attempt::Done(r) => return Ok((r, false)),
-                    Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
+                .await;
+                match self.settle(info, ns, name, is_current, attempt).await? {
+                    ControlFlow::Break(r) => return Ok((r, false)),
+                    ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
                 }
             }
         }

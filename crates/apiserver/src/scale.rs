@@ -10,6 +10,8 @@
 //! precondition on the parent (409 when it is not the current one); a bad Scale is refused before
 //! anything is written.
 
+use std::ops::ControlFlow;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -17,8 +19,7 @@ use crate::object::StoredObject;
 use crate::registry::{ResourceInfo, ScaleSubresource};
 use crate::status::ApiError;
 use crate::store::{
-    Attempt, DecodedPatch, PatchType, Store, Tracking, WriteOpts, check_body, meta_str, parse_rv_field,
-    resolve_namespace,
+    DecodedPatch, PatchType, Store, Tracking, WriteOpts, check_body, meta_str, parse_rv_field, resolve_namespace,
 };
 
 /// The `Scale` type, to decode request bodies as kube-apiserver does.
@@ -289,23 +290,22 @@ impl Store {
         let ns = if info.namespaced { ns } else { "" };
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
-            let req = decode(info, ns, name, scale(&scale_of(info, &cur)?.to_value())?)?;
-            if req.precondition.is_some_and(|p| p != cur.rv) {
-                // The cache's version may be behind the precondition: check the storage's.
-                if !is_current {
-                    (cur, is_current) = (self.stored(info, ns, name).await?, true);
-                    continue;
+            let attempt = async {
+                let req = decode(info, ns, name, scale(&scale_of(info, &cur)?.to_value())?)?;
+                if req.precondition.is_some_and(|p| p != cur.rv) {
+                    return Err(ApiError::conflict(&info.group, &info.plural, name));
                 }
-                return Err(ApiError::conflict(&info.group, &info.plural, name));
+                let mut parent = cur.value();
+                set(&mut parent, &sub.spec_replicas_path, req.replicas.into());
+                let Value::Object(parent) = parent else {
+                    return Err(ApiError::internal("stored object is not an object"));
+                };
+                self.replace(info, (&cur, is_current), parent, opts, Tracking::Scale).await
             }
-            let mut parent = cur.value();
-            set(&mut parent, &sub.spec_replicas_path, req.replicas.into());
-            let Value::Object(parent) = parent else {
-                return Err(ApiError::internal("stored object is not an object"));
-            };
-            match self.replace(info, (&cur, is_current), parent, opts, Tracking::Scale).await? {
-                Attempt::Done(r) => return scale_of(info, &r),
-                Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
+            .await;
+            match self.settle(info, ns, name, is_current, attempt).await? {
+                ControlFlow::Break(r) => return scale_of(info, &r),
+                ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
             }
         }
     }

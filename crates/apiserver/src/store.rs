@@ -11,6 +11,7 @@
 //! not in time.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -1019,30 +1020,51 @@ impl Store {
         field_validation::check(info, opts.validation, &duplicates, &[])?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
-            let mut doc = cur.value();
-            decoded.apply(&mut doc)?;
-            let unknown = field_validation::prune_unknown(info, &mut doc);
-            field_validation::check(info, opts.validation, &[], &unknown)?;
-            let obj = check_body(info, doc)?;
-            if meta_str(&obj, "name").as_deref() != Some(name) {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({}) does not match the name on the URL ({name})",
-                    meta_str(&obj, "name").unwrap_or_default()
-                )));
-            }
-            if let Some(s) = meta_str(&obj, "resourceVersion")
-                && parse_rv_field(&s)? != cur.rv
-            {
-                if !is_current {
-                    (cur, is_current) = (self.stored(info, ns, name).await?, true);
-                    continue;
+            let attempt = async {
+                let mut doc = cur.value();
+                decoded.apply(&mut doc)?;
+                let unknown = field_validation::prune_unknown(info, &mut doc);
+                field_validation::check(info, opts.validation, &[], &unknown)?;
+                let obj = check_body(info, doc)?;
+                if meta_str(&obj, "name").as_deref() != Some(name) {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({}) does not match the name on the URL ({name})",
+                        meta_str(&obj, "name").unwrap_or_default()
+                    )));
                 }
-                return Err(ApiError::conflict(&info.group, &info.plural, name));
+                if let Some(s) = meta_str(&obj, "resourceVersion")
+                    && parse_rv_field(&s)? != cur.rv
+                {
+                    return Err(ApiError::conflict(&info.group, &info.plural, name));
+                }
+                self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await
             }
-            match self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await? {
-                Attempt::Done(r) => return Ok(r),
-                Attempt::Retry(newer, _) => (cur, is_current) = (newer, true),
+            .await;
+            match self.settle(info, ns, name, is_current, attempt).await? {
+                ControlFlow::Break(r) => return Ok(r),
+                ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
             }
+        }
+    }
+
+    /// What is left after a write's attempt: its answer, or the version of the object to try
+    /// again from. An attempt that started from the cache's version and failed is tried again
+    /// from the storage's, as kube-apiserver's GuaranteedUpdate does: the cache may be behind,
+    /// and a patch, an apply's field conflicts or a precondition judged against a stale version
+    /// are not the answer.
+    pub(crate) async fn settle(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        is_current: bool,
+        attempt: Result<Attempt, ApiError>,
+    ) -> Result<ControlFlow<Arc<StoredObject>, Arc<StoredObject>>, ApiError> {
+        match attempt {
+            Ok(Attempt::Done(r)) => Ok(ControlFlow::Break(r)),
+            Ok(Attempt::Retry(newer, _)) => Ok(ControlFlow::Continue(newer)),
+            Err(_) if !is_current => self.stored(info, ns, name).await.map(ControlFlow::Continue),
+            Err(e) => Err(e),
         }
     }
 

@@ -374,11 +374,12 @@ async fn dry_run_writes_nothing() {
     assert_eq!(rv1, rv + 1);
 }
 
-/// Writes that store nothing (a no-op, a dry run) answer from the stored object even while the
-/// watch cache is behind the last write, as kube-apiserver re-reads its storage before answering
-/// a no-op.
+/// Writes are judged against the stored object even while the watch cache is behind the last
+/// write: a no-op and a dry run answer the stored version, and a patch or an apply that fails
+/// against the cache's version is tried again against the storage's, as kube-apiserver's
+/// GuaranteedUpdate re-reads its storage before it answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writes_that_store_nothing_answer_the_stored_object_while_the_cache_lags() {
+async fn writes_are_judged_against_the_stored_object_while_the_cache_lags() {
     let s = server().await;
     let c = Client::new(&s);
     let created = c.post(PODS, &pod("p", json!({"app": "web"}))).await.body;
@@ -409,8 +410,16 @@ async fn writes_that_store_nothing_answer_the_stored_object_while_the_cache_lags
         (&r.body["metadata"]["labels"]["app"], &r.body["metadata"]["annotations"]["a"]),
         (&json!("db"), &json!("b"))
     );
+    // A patch that only applies to the stored version, and an apply that conflicts only with the
+    // cache's version (another manager set `app` to "web" there), are judged against the storage's.
+    let test_op = json!([{"op": "test", "path": "/metadata/labels/app", "value": "db"}]);
+    let r = c.patch(&path, "application/json-patch+json", &test_op).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    let config = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "db"}}});
+    let r = c.patch(&format!("{path}?fieldManager=other"), "application/apply-patch+yaml", &config).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
     // A PUT /status with the answered resourceVersion is current.
-    let mut status = updated.body.clone();
+    let mut status = r.body.clone();
     status["status"] = json!({"phase": "Running"});
     let r = c.put(&format!("{path}/status"), &status).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
