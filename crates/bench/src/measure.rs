@@ -131,9 +131,10 @@ pub unsafe fn configure_malloc() {
     }
 }
 
-/// With `INFORMER_BENCH_MALLINFO` set: prints glibc's heap statistics (diagnostics for RSS).
+/// With `INFORMER_BENCH_MALLINFO` (or `INFORMER_BENCH_RSS_TRACE`) set: prints glibc's heap
+/// statistics (diagnostics for RSS).
 pub fn print_mallinfo(when: &str) {
-    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_none() {
+    if std::env::var_os("INFORMER_BENCH_MALLINFO").is_none() && std::env::var_os("INFORMER_BENCH_RSS_TRACE").is_none() {
         return;
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -153,6 +154,42 @@ pub fn print_mallinfo(when: &str) {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = when;
+}
+
+/// With `INFORMER_BENCH_RSS_TRACE` set: a thread that reads this process's RSS every
+/// millisecond and prints each new maximum with the time since the start, `progress()` (e.g. the
+/// updates handled so far) and glibc's heap statistics (diagnostics: when a peak happens, and
+/// whether live data or free space makes it). Stops when the returned guard is dropped.
+pub fn trace_rss(progress: impl Fn() -> u64 + Send + 'static) -> Option<RssTrace> {
+    std::env::var_os("INFORMER_BENCH_RSS_TRACE")?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let t0 = std::time::Instant::now();
+    std::thread::Builder::new()
+        .name("rss-trace".into())
+        .spawn(move || {
+            let mut max = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let rss = proc_status_kb("VmRSS:");
+                if rss > max {
+                    max = rss;
+                    let ms = t0.elapsed().as_millis();
+                    print_mallinfo(&format!("rss max {rss} KB at {ms} ms, progress {}", progress()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+        .ok()?;
+    Some(RssTrace(stop))
+}
+
+/// Stops the [`trace_rss`] thread when dropped.
+pub struct RssTrace(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for RssTrace {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
