@@ -18,7 +18,7 @@ use informer::{
     BacklogPolicy, HandlerFns, HandlerOptions, InformerOptions, KubeListerWatcher, ObjectKey, ReflectorOptions,
     SharedIndexInformer,
 };
-use informer_bench::measure::{micros_now, peak_rss_kb, percentile, print_mallinfo, proc_status_kb};
+use informer_bench::measure::{micros_now, peak_rss_kb, percentile, print_mallinfo, proc_status_kb, trace_rss};
 use informer_bench::w1::{W1Config, W1Server};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
@@ -89,7 +89,7 @@ pub struct BenchArgs {
     handler_thread: bool,
     /// Back-pressure bound of the measured handler (`BacklogPolicy::Block`): the informer stops
     /// taking events past this many pending notifications.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 128)]
     block: usize,
     /// Run the informer (its client, reflector, queue, process loop and inline handlers) on a
     /// thread of its own with a current-thread runtime, the rest on the main runtime: how an
@@ -249,10 +249,12 @@ async fn measure<K: Measured>(
         streaming_list: streaming,
         ..Default::default()
     });
-    let informer = SharedIndexInformer::with_options(lw, InformerOptions { batch: 512, ..opts });
-    // The measured handler applies back-pressure past `--block` (1024) pending notifications (like
+    let informer = SharedIndexInformer::with_options(lw, opts);
+    // The measured handler applies back-pressure past `--block` (128) pending notifications (like
     // kube-runtime's pull-based stream), so a decode-bound `full` handler keeps memory bounded
-    // instead of buffering the whole update stream; a `keys` handler never gets there.
+    // instead of buffering the whole update stream. Each pending update holds the object's old
+    // version, which the cache no longer does: when the handler falls behind for a moment (a
+    // `keys` handler too, when its thread is not scheduled), the bound is a bound on that memory.
     let mut measured = HandlerOptions::new().name("measured").backlog(BacklogPolicy::Block(args.block));
     if args.handler_thread {
         measured = measured.dedicated_thread();
@@ -287,6 +289,10 @@ async fn measure<K: Measured>(
     let store = informer.indexer().clone();
     let cancel = CancellationToken::new();
     let synced = reg.synced();
+    let _trace = trace_rss({
+        let updates = updates.clone();
+        move || updates.load(Ordering::Relaxed)
+    });
     let t0 = Instant::now();
     let run = {
         let (inf, k) = (informer.clone(), cancel.clone());

@@ -48,7 +48,9 @@ pub struct RealFifoOptions<K> {
     pub atomic: bool,
     /// The store, for non-atomic relists and resyncs.
     pub known_objects: Option<Arc<dyn KnownObjects<K>>>,
-    /// Producers wait while this many entries are queued (default 512; 0 = unbounded).
+    /// Producers wait while this many entries are queued (default 128; 0 = unbounded). Each queued
+    /// entry may hold a version of an object the cache does not hold yet: the bound is also one on
+    /// the memory in flight.
     pub capacity: usize,
 }
 
@@ -59,7 +61,7 @@ impl<K> Default for RealFifoOptions<K> {
             transform: None,
             atomic: true,
             known_objects: None,
-            capacity: 512,
+            capacity: 128,
         }
     }
 }
