@@ -42,7 +42,7 @@
 //!
 //! Cancellation stops everything promptly; no task is spawned, so nothing is left running.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -376,7 +376,7 @@ where
                     continue;
                 }
             };
-            let mut temp: BTreeMap<ObjectKey, Object<K>> = BTreeMap::new();
+            let mut temp = InitialEvents::default();
             loop {
                 let next = tokio::select! {
                     _ = cancel.cancelled() => return Err(Stop::Cancelled),
@@ -400,16 +400,11 @@ where
                         break;
                     }
                     Ok(Some(Ok(ev))) => match ev {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                            temp.insert(o.key().clone(), o);
-                        }
-                        WatchEvent::Deleted(o) => {
-                            temp.remove(o.key());
-                        }
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) => temp.upsert(o),
+                        WatchEvent::Deleted(o) => temp.remove(o.key()),
                         WatchEvent::Bookmark { resource_version, initial_events_end: true } => {
                             self.status.inner.lock().unavailable = false;
-                            let objects: Vec<Object<K>> = temp.into_values().collect();
-                            self.queue.replace(objects, &resource_version).await.map_err(store_err)?;
+                            self.queue.replace(temp.objects, &resource_version).await.map_err(store_err)?;
                             self.set_last_sync(&resource_version);
                             if let Some(h) = &self.hooks.after_list {
                                 h(&resource_version);
@@ -585,6 +580,51 @@ where
                 retry.progress();
             }
             count += 1;
+        }
+    }
+}
+
+/// The objects of a streaming list's initial events, latest version per key, until the
+/// initial-events-end bookmark (client-go's temporary store).
+///
+/// The objects sit in a `Vec` in arrival order with a map from key to position, not in a tree:
+/// a tree's nodes would be allocated between the objects as they arrive and freed at the end,
+/// leaving small holes among the cached objects that the store's keys then fill, so the
+/// objects' first versions, once replaced, could not merge into room for their successors.
+struct InitialEvents<K> {
+    objects: Vec<Object<K>>,
+    positions: HashMap<ObjectKey, usize, foldhash::fast::RandomState>,
+}
+
+impl<K> Default for InitialEvents<K> {
+    fn default() -> Self {
+        Self { objects: Vec::new(), positions: HashMap::default() }
+    }
+}
+
+impl<K> InitialEvents<K> {
+    fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// ADDED or MODIFIED: the object replaces its key's earlier version, if any.
+    fn upsert(&mut self, obj: Object<K>) {
+        match self.positions.get(obj.key()) {
+            Some(&i) => self.objects[i] = obj,
+            None => {
+                self.positions.insert(obj.key().clone(), self.objects.len());
+                self.objects.push(obj);
+            }
+        }
+    }
+
+    /// DELETED: the key's object, if any, leaves the set.
+    fn remove(&mut self, key: &ObjectKey) {
+        if let Some(i) = self.positions.remove(key) {
+            self.objects.swap_remove(i);
+            if let Some(moved) = self.objects.get(i) {
+                self.positions.insert(moved.key().clone(), i);
+            }
         }
     }
 }

@@ -398,11 +398,13 @@ async fn streaming_list_success_takes_rv_from_the_end_bookmark() {
     tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
     tx.send(WatchEvent::Added(obj("a", 20))).unwrap();
     tx.send(WatchEvent::Added(obj("gone", 25))).unwrap();
+    tx.send(WatchEvent::Added(obj("b", 26))).unwrap();
     tx.send(WatchEvent::Modified(obj("a", 31))).unwrap();
     tx.send(WatchEvent::Deleted(obj("gone", 32))).unwrap();
+    tx.send(WatchEvent::Modified(obj("b", 33))).unwrap();
     tx.send(WatchEvent::Bookmark { resource_version: "35".into(), initial_events_end: true }).unwrap();
     tx.send(WatchEvent::Modified(obj("z", 36))).unwrap();
-    assert_eq!(pop(&q).await, "ReplacedAll[a,z]@35");
+    assert_eq!(pop(&q).await, "ReplacedAll[a,b,z]@35", "one object per key, the latest, none deleted");
     assert_eq!(pop(&q).await, "Updated:z@36", "the watch continues on the same stream");
     assert_eq!(r.last_sync_resource_version(), "36");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "no LIST");
