@@ -7,6 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use informer::fifo::RealFifoOptions;
 use informer::{Delta, HandlerFns, Indexer, Indexers, Object, RealFifo, process_deltas};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -49,7 +50,9 @@ fn fifo_and_dispatch(c: &mut Criterion) {
     let mut g = c.benchmark_group("fifo");
     g.throughput(Throughput::Elements(objs.len() as u64));
     g.bench_function("realfifo_push_pop_1000", |b| {
-        let q = RealFifo::<Pod>::new(Default::default());
+        // Unbounded: the iteration queues all 1,000 before it pops (a bounded queue would wait
+        // for a consumer).
+        let q = RealFifo::<Pod>::new(RealFifoOptions { capacity: 0, ..Default::default() });
         q.replace_blocking(vec![], "1").unwrap();
         b.iter(|| {
             for o in &objs {
