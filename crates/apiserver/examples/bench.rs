@@ -1,6 +1,6 @@
 //! Throughput figures for the server (run with `--release`):
 //! bulk-load rate, watch replay events/s to one watcher, live write→watch
-//! events/s, and LIST time for 10k pods. The client side is a raw HTTP/1.1
+//! events/s (updates and merge patches), and LIST time for 10k pods. The client side is a raw HTTP/1.1
 //! reader counting event lines, so the figures are the server's.
 //!
 //! Usage: `cargo run --release -p informer-apiserver --example bench [N]`
@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use informer_apiserver::ApiServer;
+use informer_apiserver::store::PatchType;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -162,6 +163,31 @@ async fn main() {
     let el = t.elapsed();
     println!(
         "live updates {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s)",
+        live as f64 / wrote.as_secs_f64(),
+        live as f64 / el.as_secs_f64()
+    );
+
+    // Live patches: a merge patch of one label, as `kubectl label` and most controllers write.
+    let rv2 = s.resource_version();
+    let (st, first) = raw_get(addr, &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv2}")).await;
+    let reader = tokio::spawn(count_events(st, first, live));
+    let store = s.store().clone();
+    let info = store.registry().lookup("pods").unwrap().clone();
+    let t = Instant::now();
+    tokio::spawn(async move {
+        for i in 0..live {
+            let patch = format!(r#"{{"metadata":{{"labels":{{"gen":"{}"}}}}}}"#, i + 3);
+            let name = format!("bench-{i:07}");
+            store.patch(&info, "bench", &name, PatchType::Merge, patch.as_bytes(), Default::default()).await.unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    let wrote = t.elapsed();
+    reader.await.unwrap();
+    let el = t.elapsed();
+    println!(
+        "live patches {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s)",
         live as f64 / wrote.as_secs_f64(),
         live as f64 / el.as_secs_f64()
     );

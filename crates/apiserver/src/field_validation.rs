@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::fmt::Write as _;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -77,7 +78,7 @@ pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String>
     }
     let mut unknown = Vec::new();
     if let Some(node) = schema::builtin().root(&info.group, &info.version, &info.kind) {
-        prune(node, obj, "", &mut unknown);
+        prune(node, obj, &mut String::new(), &mut unknown);
     }
     unknown
 }
@@ -116,18 +117,38 @@ fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
-fn prune(node: Node<'_>, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
+/// `path` with `key` appended as a field (`a.b`).
+fn push_field(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+/// Walks `v` with its schema `node`, removing the fields the schema does not know and recording
+/// their paths. `path` is the path of `v` (a buffer extended and restored on the way down, so
+/// that only the paths of unknown fields are allocated). Scalars have no fields: only objects
+/// and lists are entered.
+fn prune(node: Node<'_>, v: &mut Value, path: &mut String, unknown: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
+            let members = node.members();
             let mut removed = Vec::new();
             for (k, c) in m.iter_mut() {
-                match node.knows(k) {
+                match members.knows(k) {
                     Some(false) => {
-                        unknown.push(join(path, k));
+                        let mut p = path.clone();
+                        push_field(&mut p, k);
+                        unknown.push(p);
                         removed.push(k.clone());
                     }
-                    Some(true) => prune(node.field(k).node, c, &join(path, k), unknown),
-                    None => {}
+                    Some(true) if c.is_object() || c.is_array() => {
+                        let len = path.len();
+                        push_field(path, k);
+                        prune(node.field(k).node, c, path, unknown);
+                        path.truncate(len);
+                    }
+                    _ => {}
                 }
             }
             for k in removed {
@@ -137,7 +158,12 @@ fn prune(node: Node<'_>, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
         Value::Array(items) => {
             // `node` already describes the items (see `schema::Node::field`).
             for (i, item) in items.iter_mut().enumerate() {
-                prune(node, item, &format!("{path}[{i}]"), unknown);
+                if item.is_object() || item.is_array() {
+                    let len = path.len();
+                    let _ = write!(path, "[{i}]");
+                    prune(node, item, path, unknown);
+                    path.truncate(len);
+                }
             }
         }
         _ => {}

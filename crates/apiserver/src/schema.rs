@@ -159,6 +159,28 @@ pub(crate) struct Node<'a> {
     schema: Option<&'a Value>,
 }
 
+/// The fields an object's schema allows (see [`Node::members`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Members<'a> {
+    /// Any field: the schema is unknown or keeps unknown fields.
+    Any,
+    /// A map: every key is a field, each with the map's value schema.
+    Map,
+    /// A struct: its named properties only.
+    Named(&'a Map<String, Value>),
+}
+
+impl Members<'_> {
+    /// Whether `name` is a field: None when any field is.
+    pub(crate) fn knows(&self, name: &str) -> Option<bool> {
+        match self {
+            Members::Any => None,
+            Members::Map => Some(true),
+            Members::Named(props) => Some(props.contains_key(name)),
+        }
+    }
+}
+
 /// How one field of an object merges, and the schema of its value (of its items, for a list).
 #[derive(Clone, Copy)]
 pub(crate) struct Field<'a> {
@@ -187,18 +209,20 @@ impl<'a> Node<'a> {
         self.schema()?.get("type")?.as_str()
     }
 
-    /// Whether the object this node describes has a field `name`: None when the schema is
+    /// Which fields the object this node describes has: [`Members::Any`] when the schema is
     /// unknown or takes any field (no `properties`, or `x-kubernetes-preserve-unknown-fields`).
-    pub(crate) fn knows(&self, name: &str) -> Option<bool> {
-        let s = self.schema()?;
+    pub(crate) fn members(&self) -> Members<'a> {
+        let Some(s) = self.schema() else { return Members::Any };
         if s.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) {
-            return None;
+            return Members::Any;
         }
         if s.get("additionalProperties").is_some_and(Value::is_object) {
-            return Some(true);
+            return Members::Map;
         }
-        let props = s.get("properties")?.as_object()?;
-        Some(props.contains_key(name))
+        match s.get("properties").and_then(Value::as_object) {
+            Some(props) => Members::Named(props),
+            None => Members::Any,
+        }
     }
 
     /// Field `name` of the object this node describes: a named property, or the value schema
