@@ -1,6 +1,6 @@
 //! Throughput figures for the server (run with `--release`):
 //! bulk-load rate, watch replay events/s to one watcher, live write→watch
-//! events/s (updates and merge patches), and LIST time for 10k pods. The client side is a raw HTTP/1.1
+//! events/s and CPU per write (updates and merge patches), and LIST time for 10k pods. The client side is a raw HTTP/1.1
 //! reader counting event lines, so the figures are the server's.
 //!
 //! Usage: `cargo run --release -p informer-apiserver --example bench [N]`
@@ -103,6 +103,14 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// CPU time of the process so far (user and system), from `/proc/self/stat` (0 elsewhere).
+fn cpu_time() -> std::time::Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(") ").map(|(_, r)| r.split(' ').collect()).unwrap_or_default();
+    let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
+    std::time::Duration::from_millis(ticks * 10)
+}
+
 fn live_bytes() -> isize {
     LIVE.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -148,7 +156,7 @@ async fn main() {
     let reader = tokio::spawn(count_events(st, first, live));
     let store = s.store().clone();
     let info = store.registry().lookup("pods").unwrap().clone();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_time());
     tokio::spawn(async move {
         for i in 0..live {
             let mut p = pod(i);
@@ -162,9 +170,10 @@ async fn main() {
     reader.await.unwrap();
     let el = t.elapsed();
     println!(
-        "live updates {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s)",
+        "live updates {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per update",
         live as f64 / wrote.as_secs_f64(),
-        live as f64 / el.as_secs_f64()
+        live as f64 / el.as_secs_f64(),
+        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
     );
 
     // Live patches: a merge patch of one label, as `kubectl label` and most controllers write.
@@ -173,7 +182,7 @@ async fn main() {
     let reader = tokio::spawn(count_events(st, first, live));
     let store = s.store().clone();
     let info = store.registry().lookup("pods").unwrap().clone();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_time());
     tokio::spawn(async move {
         for i in 0..live {
             let patch = format!(r#"{{"metadata":{{"labels":{{"gen":"{}"}}}}}}"#, i + 3);
@@ -187,9 +196,10 @@ async fn main() {
     reader.await.unwrap();
     let el = t.elapsed();
     println!(
-        "live patches {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s)",
+        "live patches {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per patch",
         live as f64 / wrote.as_secs_f64(),
-        live as f64 / el.as_secs_f64()
+        live as f64 / el.as_secs_f64(),
+        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
     );
 
     // LIST 10k.
