@@ -231,7 +231,7 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
 pub fn parse_manifests(text: &str) -> Result<Vec<Value>, String> {
     let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
         Ok(v) => vec![v],
-        Err(_) => serde_saphyr::from_multiple::<Value>(text).map_err(|e| e.to_string())?,
+        Err(_) => crate::yaml::decode_all(text)?,
     };
     let mut out = Vec::new();
     for d in docs {

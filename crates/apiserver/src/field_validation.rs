@@ -83,30 +83,37 @@ pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String>
     unknown
 }
 
-/// Applies the directive to the duplicate and unknown fields of a body for `info`.
+/// Applies the directive to the duplicate and unknown fields of a body for `info`; a YAML
+/// body's duplicate keys come as go-yaml's complaints (`yaml`), reported before the fields as
+/// kube-apiserver reports them (one error, `yaml: unmarshal errors:` and a line each; a
+/// warning each).
 pub(crate) fn check(
     info: &ResourceInfo,
     directive: FieldValidation,
+    yaml: &[String],
     duplicates: &[String],
     unknown: &[String],
 ) -> Result<(), ApiError> {
-    let problems: Vec<String> = duplicates
+    let fields = duplicates
         .iter()
         .map(|p| format!("duplicate field \"{p}\""))
-        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")))
-        .collect();
-    if problems.is_empty() {
-        return Ok(());
-    }
+        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
     match directive {
-        FieldValidation::Strict => Err(ApiError::bad_request(format!(
-            "{k} in version \"{v}\" cannot be handled as a {k}: strict decoding error: {}",
-            problems.join(", "),
-            k = info.kind,
-            v = info.version
-        ))),
+        FieldValidation::Strict => {
+            let yaml = (!yaml.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", yaml.join("\n  ")));
+            let problems: Vec<String> = yaml.into_iter().chain(fields).collect();
+            if problems.is_empty() {
+                return Ok(());
+            }
+            Err(ApiError::bad_request(format!(
+                "{k} in version \"{v}\" cannot be handled as a {k}: strict decoding error: {}",
+                problems.join(", "),
+                k = info.kind,
+                v = info.version
+            )))
+        }
         FieldValidation::Warn => {
-            problems.into_iter().for_each(warning::record);
+            yaml.iter().cloned().chain(fields).for_each(warning::record);
             Ok(())
         }
         FieldValidation::Ignore => Ok(()),

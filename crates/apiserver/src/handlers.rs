@@ -22,7 +22,7 @@ use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions, parse_rv};
 use crate::managed_fields;
-use crate::media::BodyFormat;
+use crate::media::{BodyFormat, JsonBody};
 use crate::protobuf::{self, negotiate::Accept};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
@@ -274,11 +274,11 @@ fn media_type(req: &Request<Incoming>) -> String {
 
 /// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
 /// fields dropped, each refused, warned about or passed over as `validation` says.
-fn decode_object(info: &ResourceInfo, b: &[u8], validation: FieldValidation) -> Result<Value, ApiError> {
-    let (mut v, duplicates) = field_validation::decode(b)
+fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation) -> Result<Value, ApiError> {
+    let (mut v, duplicates) = field_validation::decode(&b.json)
         .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
     let unknown = field_validation::prune_unknown(info, &mut v);
-    field_validation::check(info, validation, &duplicates, &unknown)?;
+    field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown)?;
     Ok(v)
 }
 
@@ -528,7 +528,7 @@ async fn scale_request(
             let format = BodyFormat::of(&media_type(&req), &scale)?;
             let manager = manager(WriteKind::Update)?;
             let b = format.to_json(&scale, read_body(shared, req).await?)?;
-            store.update_scale(info, ns, name, parse_json(&b)?, &WriteOpts::main(dry_run).by(&manager)).await?
+            store.update_scale(info, ns, name, parse_json(&b.json)?, &WriteOpts::main(dry_run).by(&manager)).await?
         }
         Method::PATCH => {
             let ct = media_type(&req);

@@ -4,17 +4,18 @@
 //!
 //! Invariants: a body in any other media type is refused with kube's 415, naming the media
 //! types the resource takes, before it is read;
-//! a YAML body reaches the decoder as JSON text with its mapping keys in document order and
-//! duplicate keys kept, so field validation sees (and reports) exactly what a JSON body with
-//! the same fields would carry.
+//! a YAML body is its first document read with go-yaml v2's rules (`yes` is true, `010` is 8;
+//! see `yaml.rs`), of duplicate keys the last kept, and reaches the decoder as JSON text; its
+//! duplicate keys are reported by field validation in go-yaml's strict-decoding words
+//! (`line 3: key "a" already set in map`), as kube-apiserver reports them.
 
 use bytes::Bytes;
-use serde_json::Value;
 
 use crate::protobuf;
 use crate::registry::ResourceInfo;
 use crate::schema;
 use crate::status::ApiError;
+use crate::yaml;
 
 /// The media types a whole-object body is accepted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,175 +55,72 @@ impl BodyFormat {
     }
 
     /// The body as JSON text: JSON as it came, YAML and protobuf converted.
-    pub(crate) fn to_json(self, info: &ResourceInfo, body: Bytes) -> Result<Bytes, ApiError> {
+    pub(crate) fn to_json(self, info: &ResourceInfo, body: Bytes) -> Result<JsonBody, ApiError> {
+        let json = |json| JsonBody { json, yaml_duplicates: Vec::new() };
         match self {
-            BodyFormat::Json => Ok(body),
-            BodyFormat::Yaml => yaml_to_json(&body).map(Bytes::from),
+            BodyFormat::Json => Ok(json(body)),
+            BodyFormat::Yaml => yaml_to_json(&body),
             BodyFormat::Protobuf => {
                 let v = protobuf::decode_object(info, &body)?;
-                Ok(Bytes::from(serde_json::to_vec(&v).map_err(|e| ApiError::internal(&e.to_string()))?))
+                Ok(json(Bytes::from(serde_json::to_vec(&v).map_err(|e| ApiError::internal(&e.to_string()))?)))
             }
         }
     }
 }
 
-/// Converts one YAML document to JSON text, keeping duplicate keys (the JSON decoder decides
-/// what they mean, as for a JSON body).
-fn yaml_to_json(body: &[u8]) -> Result<Vec<u8>, ApiError> {
+/// A whole-object body as JSON text.
+pub(crate) struct JsonBody {
+    /// The JSON text.
+    pub(crate) json: Bytes,
+    /// go-yaml's complaints about the duplicate keys of a YAML body.
+    pub(crate) yaml_duplicates: Vec<String>,
+}
+
+/// Converts the first YAML document of a body to JSON text.
+fn yaml_to_json(body: &[u8]) -> Result<JsonBody, ApiError> {
     let bad = |e: &dyn std::fmt::Display| {
         ApiError::bad_request(format!(
             "couldn't get version/kind; json parse error: error converting YAML to JSON: {e}"
         ))
     };
     let text = std::str::from_utf8(body).map_err(|e| bad(&e))?;
-    let doc: Entries = serde_saphyr::from_str_with_options(
-        text,
-        serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough },
-    )
-    .map_err(|e| bad(&e))?;
-    let mut out = Vec::with_capacity(body.len());
-    doc.write(&mut out);
-    Ok(out)
-}
-
-/// A YAML value as the sequence of what it holds, mapping entries in document order.
-enum Entries {
-    Scalar(Value),
-    Seq(Vec<Entries>),
-    Map(Vec<(String, Entries)>),
-}
-
-impl Entries {
-    fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            Entries::Scalar(v) => out.extend_from_slice(v.to_string().as_bytes()),
-            Entries::Seq(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    item.write(out);
-                }
-                out.push(b']');
-            }
-            Entries::Map(entries) => {
-                out.push(b'{');
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
-                    out.push(b':');
-                    v.write(out);
-                }
-                out.push(b'}');
-            }
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Entries {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(EntriesVisitor)
-    }
-}
-
-struct EntriesVisitor;
-
-impl<'de> serde::de::Visitor<'de> for EntriesVisitor {
-    type Value = Entries;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a YAML value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Entries, E> {
-        Ok(Entries::Scalar(Value::Bool(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Entries, E> {
-        Ok(Entries::Scalar(v.into()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Entries, E> {
-        Ok(Entries::Scalar(v.into()))
-    }
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Entries, E> {
-        serde_json::Number::from_f64(v)
-            .map(|n| Entries::Scalar(Value::Number(n)))
-            .ok_or_else(|| E::custom(format!("{v} cannot be represented in JSON")))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Entries, E> {
-        Ok(Entries::Scalar(Value::String(v.to_string())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Entries, E> {
-        Ok(Entries::Scalar(Value::String(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Entries, E> {
-        Ok(Entries::Scalar(Value::Null))
-    }
-    fn visit_none<E>(self) -> Result<Entries, E> {
-        Ok(Entries::Scalar(Value::Null))
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Entries, D::Error> {
-        serde::Deserialize::deserialize(d)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Entries, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Entries::Seq(items))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<KeyText>()? {
-            entries.push((key.0, map.next_value()?));
-        }
-        Ok(Entries::Map(entries))
-    }
-}
-
-/// A mapping key as JSON knows keys: text (YAML's numbers and booleans as keys become their
-/// text, as kube's YAML-to-JSON conversion makes them).
-struct KeyText(String);
-
-impl<'de> serde::Deserialize<'de> for KeyText {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Entries::deserialize(d)? {
-            Entries::Scalar(Value::String(s)) => Ok(KeyText(s)),
-            Entries::Scalar(Value::Null) => Ok(KeyText("null".into())),
-            Entries::Scalar(v) => Ok(KeyText(v.to_string())),
-            _ => Err(serde::de::Error::custom("a mapping key must be a scalar")),
-        }
-    }
+    let doc = yaml::decode(text).map_err(|e| bad(&e))?;
+    let json = serde_json::to_vec(&doc.value).map_err(|e| bad(&e))?;
+    Ok(JsonBody { json: Bytes::from(json), yaml_duplicates: doc.duplicates })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn convert(yaml: &str) -> String {
-        String::from_utf8(yaml_to_json(yaml.as_bytes()).unwrap()).unwrap()
+    fn convert(yaml: &str) -> (serde_json::Value, Vec<String>) {
+        let b = yaml_to_json(yaml.as_bytes()).unwrap();
+        (serde_json::from_slice(&b.json).unwrap(), b.yaml_duplicates)
     }
 
     #[test]
-    fn yaml_becomes_json_in_document_order() {
-        let json = convert(
-            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: a\ndata:\n  k: v\n  m: \"1\"\nlist: [1, true, null, x]\n",
+    fn yaml_becomes_json_as_go_yaml_v2_reads_it() {
+        let (v, dups) = convert(
+            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: a\ndata:\n  k: v\n  m: \"1\"\nlist: [1, true, null, x, yes, 010]\n",
         );
         assert_eq!(
-            json,
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{"k":"v","m":"1"},"list":[1,true,null,"x"]}"#
+            v,
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"},
+                "data": {"k": "v", "m": "1"}, "list": [1, true, null, "x", true, 8]})
         );
+        assert!(dups.is_empty());
     }
 
     #[test]
-    fn duplicate_keys_reach_the_json_decoder() {
-        assert_eq!(convert("a: 1\na: 2\n"), r#"{"a":1,"a":2}"#);
+    fn duplicate_keys_are_reported_in_go_yamls_words() {
+        let (v, dups) = convert("a: 1\nb: x\na: 2\n");
+        assert_eq!(v, serde_json::json!({"a": 2, "b": "x"}));
+        assert_eq!(dups, ["line 3: key \"a\" already set in map"]);
     }
 
     #[test]
     fn malformed_yaml_is_a_bad_request() {
-        let e = yaml_to_json(b"a: [1, 2\n").unwrap_err();
+        let e = yaml_to_json(b"a: [1, 2\n").err().unwrap();
         assert_eq!(e.code, 400);
         assert!(e.message.contains("error converting YAML to JSON"), "{}", e.message);
     }

@@ -1017,14 +1017,14 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
         let (decoded, duplicates) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
-        field_validation::check(info, opts.validation, &duplicates, &[])?;
+        field_validation::check(info, opts.validation, &[], &duplicates, &[])?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {
                 let mut doc = cur.value();
                 decoded.apply(&mut doc)?;
                 let unknown = field_validation::prune_unknown(info, &mut doc);
-                field_validation::check(info, opts.validation, &[], &unknown)?;
+                field_validation::check(info, opts.validation, &[], &[], &unknown)?;
                 let obj = check_body(info, doc)?;
                 if meta_str(&obj, "name").as_deref() != Some(name) {
                     return Err(ApiError::bad_request(format!(

@@ -1,5 +1,5 @@
-//! YAML request bodies read as kube-apiserver reads them (sigs.k8s.io/yaml over go-yaml v2):
-//! the first document, as JSON.
+//! YAML read as kube-apiserver reads it (sigs.k8s.io/yaml over go-yaml v2): a request body
+//! (POST, PUT, apply) as its first document, a manifest file as all its documents, as JSON.
 //!
 //! Invariants: plain scalars resolve as YAML 1.1 does in go-yaml v2 (`null`, `~` and the empty
 //! scalar are null; `true`, `yes`, `on`, `y` and their capitalized forms are true, their
@@ -38,6 +38,18 @@ pub(crate) fn decode(text: &str) -> Result<Document, String> {
     Ok(Document { value: b.root.unwrap_or(Value::Null), duplicates: b.duplicates })
 }
 
+/// Decodes every document of a YAML stream (an empty document is `null`); anchors do not
+/// reach from one document into the next, and of duplicate keys the last wins.
+pub(crate) fn decode_all(text: &str) -> Result<Vec<Value>, String> {
+    let mut b = Builder { multi: true, ..Builder::default() };
+    let mut parser = Parser::new_from_str(text);
+    parser.load(&mut b, true).map_err(|e| e.to_string())?;
+    if let Some(e) = b.error {
+        return Err(e);
+    }
+    Ok(b.documents)
+}
+
 enum Frame {
     Seq(Vec<Value>, usize, usize),
     Map { map: Map<String, Value>, key: Option<(String, usize)>, anchor: usize, nodes: usize },
@@ -57,6 +69,9 @@ struct Builder {
     duplicates: Vec<String>,
     error: Option<String>,
     done: bool,
+    /// Whether every document is read (into `documents`), not only the first.
+    multi: bool,
+    documents: Vec<Value>,
 }
 
 impl Builder {
@@ -67,7 +82,7 @@ impl Builder {
                 if self.root.is_none() {
                     self.root = Some(v);
                 }
-                self.done = true;
+                self.done = !self.multi;
             }
             Some(Frame::Seq(items, _, n)) => {
                 items.push(v);
@@ -131,6 +146,11 @@ impl MarkedEventReceiver for Builder {
                     return;
                 }
                 self.put(v, line, nodes);
+            }
+            Event::DocumentEnd if self.multi => {
+                self.documents.push(self.root.take().unwrap_or(Value::Null));
+                self.anchors.clear();
+                self.aliased = 0;
             }
             Event::DocumentEnd => {
                 if self.root.is_some() {
@@ -291,5 +311,16 @@ mod tests {
         }
         assert_eq!(decode(&bomb).unwrap_err(), "document contains excessive aliasing");
         assert_eq!(decode("[_, +, -x, -1]").unwrap().value, json!(["_", "+", "-x", -1]));
+    }
+
+    #[test]
+    fn a_stream_reads_as_its_documents() {
+        let docs = decode_all("a: yes\nb: &x [1]\n---\n# nothing\n---\nc: 010\nc: 2\n...\n---\n- {d: ~}\n").unwrap();
+        assert_eq!(docs, [json!({"a": true, "b": [1]}), Value::Null, json!({"c": 2}), json!([{"d": null}])]);
+        assert_eq!(decode_all("{\"a\": 1}").unwrap(), [json!({"a": 1})]);
+        assert!(decode_all("").unwrap().is_empty());
+        // An anchor belongs to its document.
+        assert!(decode_all("a: &x 1\n---\nb: *x\n").unwrap_err().contains("unknown anchor"));
+        assert!(decode_all("a: 1\n---\nb: [2\n").is_err());
     }
 }

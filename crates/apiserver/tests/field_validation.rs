@@ -110,3 +110,56 @@ async fn yaml_bodies_create_and_replace_objects() {
         "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
 }
+
+#[tokio::test]
+async fn yaml_bodies_read_as_go_yaml_v2_with_duplicate_keys_in_its_words() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let path = "/api/v1/namespaces/fixtures/configmaps";
+    let yaml = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\nimmutable: yes\ndata:\n  k: v\n  k: w\nbogus: x\n"
+        )
+    };
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            &format!("{path}?fieldValidation=Strict"),
+            yaml("strict").into_bytes(),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         yaml: unmarshal errors:\n  line 8: key \"k\" already set in map, unknown field \"bogus\""
+    );
+    assert_eq!(c.get(&format!("{path}/strict")).await.code, 404);
+
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            &format!("{path}?fieldValidation=Warn"),
+            yaml("warn").into_bytes(),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // `yes` is true and the last of duplicate keys wins, as go-yaml v2 reads them.
+    assert_eq!((&r.body["immutable"], &r.body["data"]), (&json!(true), &json!({"k": "w"})));
+    let warnings: Vec<_> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    assert_eq!(warnings, [r#"299 - "line 8: key \"k\" already set in map""#, r#"299 - "unknown field \"bogus\"""#]);
+
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            &format!("{path}?fieldValidation=Ignore"),
+            yaml("ignore").into_bytes(),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.headers.get("warning").is_none());
+}
