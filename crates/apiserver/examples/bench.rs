@@ -5,10 +5,12 @@
 //!
 //! Usage: `cargo run --release -p informer-apiserver --example bench [N]`
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use informer_apiserver::ApiServer;
-use informer_apiserver::store::PatchType;
+use informer_apiserver::ResourceInfo;
+use informer_apiserver::store::{PatchType, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -103,6 +105,37 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// Runs `live` writes of pods `0..live` one after another while one watcher follows, and prints
+/// writes/s, when the watcher had every event, and the process's CPU per write.
+async fn live_writes<F, Fut>(s: &ApiServer, what: &str, live: usize, write: F)
+where
+    F: Fn(Arc<Store>, Arc<ResourceInfo>, usize) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let rv = s.resource_version();
+    let (st, first) = raw_get(s.addr(), &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv}")).await;
+    let reader = tokio::spawn(count_events(st, first, live));
+    let store = s.store().clone();
+    let info = store.registry().lookup("pods").unwrap().clone();
+    let (t, cpu) = (Instant::now(), cpu_time());
+    tokio::spawn(async move {
+        for i in 0..live {
+            write(store.clone(), info.clone(), i).await;
+        }
+    })
+    .await
+    .unwrap();
+    let wrote = t.elapsed();
+    reader.await.unwrap();
+    let el = t.elapsed();
+    println!(
+        "live {what} {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per write",
+        live as f64 / wrote.as_secs_f64(),
+        live as f64 / el.as_secs_f64(),
+        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
+    );
+}
+
 /// CPU time of the process so far (user and system), from `/proc/self/stat` (0 elsewhere).
 fn cpu_time() -> std::time::Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -149,58 +182,21 @@ async fn main() {
         bytes as f64 / el.as_secs_f64() / 1e6
     );
 
-    // Live: writes through the in-process API while one watcher follows.
+    // Live: writes through the in-process API while one watcher follows: updates of whole pods,
+    // then merge patches of one label, as `kubectl label` and most controllers write.
     let live = n / 2;
-    let rv1 = s.resource_version();
-    let (st, first) = raw_get(addr, &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv1}")).await;
-    let reader = tokio::spawn(count_events(st, first, live));
-    let store = s.store().clone();
-    let info = store.registry().lookup("pods").unwrap().clone();
-    let (t, cpu) = (Instant::now(), cpu_time());
-    tokio::spawn(async move {
-        for i in 0..live {
-            let mut p = pod(i);
-            p["metadata"]["labels"]["gen"] = json!("2");
-            store.update(&info, None, None, p, Default::default()).await.unwrap();
-        }
+    live_writes(&s, "updates", live, |store, info, i| async move {
+        let mut p = pod(i);
+        p["metadata"]["labels"]["gen"] = json!("2");
+        store.update(&info, None, None, p, Default::default()).await.unwrap();
     })
-    .await
-    .unwrap();
-    let wrote = t.elapsed();
-    reader.await.unwrap();
-    let el = t.elapsed();
-    println!(
-        "live updates {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per update",
-        live as f64 / wrote.as_secs_f64(),
-        live as f64 / el.as_secs_f64(),
-        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
-    );
-
-    // Live patches: a merge patch of one label, as `kubectl label` and most controllers write.
-    let rv2 = s.resource_version();
-    let (st, first) = raw_get(addr, &format!("/api/v1/namespaces/bench/pods?watch=1&resourceVersion={rv2}")).await;
-    let reader = tokio::spawn(count_events(st, first, live));
-    let store = s.store().clone();
-    let info = store.registry().lookup("pods").unwrap().clone();
-    let (t, cpu) = (Instant::now(), cpu_time());
-    tokio::spawn(async move {
-        for i in 0..live {
-            let patch = format!(r#"{{"metadata":{{"labels":{{"gen":"{}"}}}}}}"#, i + 3);
-            let name = format!("bench-{i:07}");
-            store.patch(&info, "bench", &name, PatchType::Merge, patch.as_bytes(), Default::default()).await.unwrap();
-        }
+    .await;
+    live_writes(&s, "patches", live, |store, info, i| async move {
+        let patch = format!(r#"{{"metadata":{{"labels":{{"gen":"{}"}}}}}}"#, i + 3);
+        let name = format!("bench-{i:07}");
+        store.patch(&info, "bench", &name, PatchType::Merge, patch.as_bytes(), Default::default()).await.unwrap();
     })
-    .await
-    .unwrap();
-    let wrote = t.elapsed();
-    reader.await.unwrap();
-    let el = t.elapsed();
-    println!(
-        "live patches {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per patch",
-        live as f64 / wrote.as_secs_f64(),
-        live as f64 / el.as_secs_f64(),
-        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
-    );
+    .await;
 
     // LIST 10k.
     let s2 = ApiServer::builder().start().await.unwrap();
