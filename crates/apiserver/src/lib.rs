@@ -1,5 +1,6 @@
-//! `informer-apiserver`: an embeddable server speaking the Kubernetes
-//! list/watch HTTP API the way kube-apiserver does (JSON only).
+//! `informer-apiserver`: an embeddable server speaking the Kubernetes API
+//! the way kube-apiserver does: reads, watches and writes of built-in and
+//! custom resources, in JSON, YAML and protobuf.
 //!
 //! Start one with [`ApiServer::builder`]`().start().await`; point clients at
 //! [`ApiServer::url`] or [`ApiServer::kubeconfig_yaml`]. Objects live in a

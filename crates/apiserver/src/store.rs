@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
 use crate::cache::{ListAt, ListPage, WatchCache};
@@ -83,6 +84,10 @@ pub(crate) enum Tracking {
 /// The object a create starts from, as kube-apiserver's field manager sees it: an empty object
 /// of the type.
 static ZERO_OBJECT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::Object(Map::new()));
+
+/// How many creates of one [`Store::create_many`] call are sent to the storage at once: enough
+/// for durable backends to commit them together.
+const CREATES_IN_FLIGHT: usize = 256;
 
 /// The kind of patch in a PATCH request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -803,8 +808,8 @@ impl Store {
         Ok(all.iter().filter_map(|s| cluster_ip(s.fields.iter())).map(u32::from).collect())
     }
 
-    /// Creates many objects (one revision each, written concurrently so durable backends commit
-    /// them together). Every body is validated and every name checked before the first write; a
+    /// Creates many objects (one revision each, written concurrently, a few hundred at a time, so
+    /// durable backends commit them together). Every body is validated and every name checked before the first write; a
     /// name taken meanwhile fails that object only, and the call returns the first error.
     /// Namespaced objects are created only in existing namespaces that are not terminating
     /// ([`Self::admit_create`]).
@@ -934,7 +939,9 @@ impl Store {
                 }
             }
         });
-        let results = futures_util::future::join_all(writes).await;
+        // A bounded number in flight: each storage request's deadline then covers its own round
+        // trip rather than the time it waited behind thousands of others.
+        let results: Vec<_> = futures_util::stream::iter(writes).buffered(CREATES_IN_FLIGHT).collect().await;
         results.into_iter().collect()
     }
 
