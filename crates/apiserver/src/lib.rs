@@ -10,6 +10,8 @@
 //! compaction, dropped watches, restarts, graceful shutdown) are methods of
 //! [`ApiServer`]; [`chaos`] injects them at random.
 
+#![deny(missing_docs)]
+
 pub mod apply;
 pub mod body;
 pub mod cache;

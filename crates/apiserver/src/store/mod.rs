@@ -22,18 +22,27 @@ use serde_json::{Map, Value};
 use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::defaults::{self, ClusterIps};
 use crate::field_validation::{self, FieldValidation};
-use crate::managed_fields::{self, ManagerKey, Managers, Operation};
+use crate::managed_fields::{self, ManagerKey, Operation};
 use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
-use crate::schema::{self, Node};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
-use crate::strategic_merge::{self, SmpError};
 use crate::strategy;
 use crate::validation;
+
+mod body_checks;
+mod patch;
+mod tracking;
+
+use body_checks::meta_mut;
+pub(crate) use body_checks::{check_body, meta_str, parse_rv_field, resolve_namespace};
+pub(crate) use patch::DecodedPatch;
+pub use patch::PatchType;
+pub(crate) use tracking::Tracking;
+use tracking::{ZERO_OBJECT, track};
 
 pub use crate::cache::HistoryConfig;
 pub use crate::strategy::Target;
@@ -71,118 +80,9 @@ impl WriteOpts {
     }
 }
 
-/// How a write records its managers in `managedFields`.
-pub(crate) enum Tracking {
-    /// A create, update or patch by the write's field manager.
-    Update,
-    /// A server-side apply, whose managers are already computed.
-    Applied(Managers),
-    /// A write through `/scale` by the write's field manager.
-    Scale,
-}
-
-/// The object a create starts from, as kube-apiserver's field manager sees it: an empty object
-/// of the type.
-static ZERO_OBJECT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::Object(Map::new()));
-
 /// How many creates of one [`Store::create_many`] call are sent to the storage at once: enough
 /// for durable backends to commit them together.
 const CREATES_IN_FLIGHT: usize = 256;
-
-/// The kind of patch in a PATCH request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchType {
-    /// RFC 7386 merge patch (`application/merge-patch+json`).
-    Merge,
-    /// Strategic merge patch (`application/strategic-merge-patch+json`): lists merged by the
-    /// type's merge keys. Built-in types only (their schema says how); 415 for others.
-    Strategic,
-    /// RFC 6902 JSON patch.
-    Json,
-}
-
-/// A decoded PATCH body, ready to apply.
-pub(crate) enum DecodedPatch {
-    Merge(Value),
-    Strategic(Map<String, Value>, Node<'static>),
-    Json(json_patch::Patch),
-}
-
-impl DecodedPatch {
-    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
-    /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
-    /// built-in schema (custom resources, as kube-apiserver answers). Also answers the paths of
-    /// the body's duplicate fields (see [`field_validation::decode`]).
-    pub(crate) fn decode(
-        kind: PatchType,
-        (group, version, object_kind): (&str, &str, &str),
-        patch: &[u8],
-    ) -> Result<(Self, Vec<String>), ApiError> {
-        let node = match kind {
-            PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
-                unsupported_patch_type(&[
-                    "application/json-patch+json",
-                    "application/merge-patch+json",
-                    "application/apply-patch+yaml",
-                ])
-            })?),
-            _ => None,
-        };
-        let (v, duplicates) =
-            field_validation::decode(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        let decoded = match (kind, v) {
-            (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
-                .map(DecodedPatch::Json)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-            (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
-            (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
-            (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
-        }?;
-        Ok((decoded, duplicates))
-    }
-
-    /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
-    /// strategic merge patch's bad directives).
-    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
-        match self {
-            // kube-apiserver's answer names no operation.
-            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|_| {
-                let mut e =
-                    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
-                e.details = Some(Box::new(Value::Object(Map::new())));
-                e
-            }),
-            DecodedPatch::Merge(p) => {
-                json_patch::merge(doc, p);
-                Ok(())
-            }
-            DecodedPatch::Strategic(p, node) => {
-                let Value::Object(original) = doc.take() else {
-                    return Err(ApiError::internal("the stored object is not a JSON object"));
-                };
-                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(|e| match e {
-                    SmpError::BadRequest(m) => ApiError::bad_request(m),
-                    SmpError::Invalid(m) => ApiError::new(422, "Invalid", m),
-                    SmpError::Internal(m) => ApiError::internal(&m),
-                })?;
-                *doc = Value::Object(merged);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// 415 for a PATCH whose media type the resource does not take, listing those it does.
-pub(crate) fn unsupported_patch_type(accepted: &[&str]) -> ApiError {
-    ApiError::new(
-        415,
-        "UnsupportedMediaType",
-        format!(
-            "the body of the request was in an unknown format - accepted media types include: {}",
-            accepted.join(", ")
-        ),
-    )
-}
 
 /// The REST layer (see the module documentation). Cheap to share via `Arc`.
 pub struct Store {
@@ -225,155 +125,6 @@ pub(crate) enum Attempt {
     Retry(Arc<StoredObject>, Map<String, Value>),
 }
 
-fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
-    ApiError::bad_request(format!(
-        "{k} in version \"{v}\" cannot be handled as a {k}: {detail}",
-        k = info.kind,
-        v = info.version
-    ))
-}
-
-/// Checks the decoded body is an object of the right kind/apiVersion with a
-/// well-typed metadata; returns it as a map.
-pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
-    let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
-    };
-    let api_version = info.api_version();
-    match obj.get("apiVersion") {
-        None => {}
-        Some(Value::String(s)) if s.is_empty() || *s == api_version => {}
-        Some(Value::String(s)) => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({s}) does not match the expected API version ({api_version})"
-            )));
-        }
-        Some(_) => return Err(cannot_handle(info, "apiVersion must be a string")),
-    }
-    match obj.get("kind") {
-        None => {}
-        Some(Value::String(s)) if s.is_empty() || *s == info.kind => {}
-        Some(Value::String(s)) => {
-            return Err(ApiError::bad_request(format!(
-                "{s} in version \"{}\" cannot be handled as a {}: the object provided is unrecognized (wrong kind)",
-                info.version, info.kind
-            )));
-        }
-        Some(_) => return Err(cannot_handle(info, "kind must be a string")),
-    }
-    match obj.get("metadata") {
-        None | Some(Value::Null) => {
-            obj.insert("metadata".into(), Value::Object(Map::new()));
-        }
-        Some(Value::Object(m)) => {
-            for f in ["name", "namespace", "generateName", "resourceVersion", "uid"] {
-                if let Some(v) = m.get(f)
-                    && !v.is_string()
-                    && !v.is_null()
-                {
-                    return Err(cannot_handle(
-                        info,
-                        &format!(
-                            "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                            json_type(v)
-                        ),
-                    ));
-                }
-            }
-            for f in ["labels", "annotations"] {
-                match m.get(f) {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Object(kv)) => {
-                        if let Some((_, bad)) = kv.iter().find(|(_, v)| !v.is_string()) {
-                            return Err(cannot_handle(
-                                info,
-                                &format!(
-                                    "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                                    json_type(bad)
-                                ),
-                            ));
-                        }
-                    }
-                    Some(v) => {
-                        return Err(cannot_handle(
-                            info,
-                            &format!(
-                                "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type map[string]string",
-                                json_type(v)
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        Some(v) => {
-            return Err(cannot_handle(
-                info,
-                &format!(
-                    "json: cannot unmarshal {} into Go struct field {}.metadata of type v1.ObjectMeta",
-                    json_type(v),
-                    info.kind
-                ),
-            ));
-        }
-    }
-    Ok(obj)
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
-    if !matches!(obj.get("metadata"), Some(Value::Object(_))) {
-        obj.insert("metadata".into(), Value::Object(Map::new()));
-    }
-    match obj.get_mut("metadata") {
-        Some(Value::Object(m)) => m,
-        _ => unreachable!("metadata was just set to an object"),
-    }
-}
-
-pub(crate) fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
-    obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
-/// Resolves the namespace of a body against the URL namespace.
-pub(crate) fn resolve_namespace(
-    info: &ResourceInfo,
-    obj: &mut Map<String, Value>,
-    url_ns: Option<&str>,
-) -> Result<String, ApiError> {
-    if !info.namespaced {
-        meta_mut(obj).remove("namespace");
-        return Ok(String::new());
-    }
-    let body_ns = meta_str(obj, "namespace");
-    let ns = match (url_ns, body_ns) {
-        (Some(u), Some(b)) if u != b => {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        (Some(u), _) => u.to_string(),
-        (None, Some(b)) => b,
-        (None, None) => "default".to_string(),
-    };
-    meta_mut(obj).insert("namespace".into(), ns.clone().into());
-    Ok(ns)
-}
-
-pub(crate) fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
-}
-
 /// The cluster IP among a Service's field-selector values.
 fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Option<std::net::Ipv4Addr> {
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| ip.parse().ok())
@@ -396,115 +147,6 @@ fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &s
             ApiError::storage_timeout(&info.group, &info.plural, operation)
         }
         StorageError::Internal(msg) => ApiError::internal(&msg),
-    }
-}
-
-/// The `managedFields` a write stores: the live ones as they are, or new ones.
-pub(crate) enum Tracked {
-    /// The stored entries, unchanged (None: there are none).
-    Kept(Option<Value>),
-    /// New entries.
-    Changed(Managers),
-}
-
-impl Tracked {
-    /// Writes them into the object's metadata.
-    fn store_into(self, obj: &mut Map<String, Value>) {
-        match self {
-            Tracked::Changed(m) => managed_fields::store_into(obj, &m),
-            Tracked::Kept(v) => {
-                let meta = meta_mut(obj);
-                match v {
-                    Some(v) => meta.insert("managedFields".into(), v),
-                    None => meta.remove("managedFields"),
-                };
-            }
-        }
-    }
-}
-
-/// The managers of `obj`, the successor of `old` a write computed (its `managedFields` taken out
-/// of it), as `tracking` says they change.
-fn track(
-    info: &ResourceInfo,
-    old: &StoredObject,
-    obj: &mut Map<String, Value>,
-    opts: &WriteOpts,
-    tracking: Tracking,
-    requested: managed_fields::Requested,
-) -> Tracked {
-    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
-        meta.remove("managedFields");
-    }
-    // An update of a built-in resource compares only what it did not leave byte for byte as is.
-    let split = match tracking {
-        Tracking::Update if opts.target == Target::Main && info.custom.is_none() => {
-            crate::unchanged::Split::of(old, obj)
-        }
-        _ => None,
-    };
-    let (old_value, old_managed, set_aside) = match split {
-        Some(crate::unchanged::Split { old, managed, aside }) => (old, managed, Some(aside)),
-        None => {
-            let mut v = old.value();
-            let m = v.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
-            (v, m, None)
-        }
-    };
-    let api_version = info.api_version();
-    let manager = managed_fields::recorded_name(&opts.field_manager);
-    match tracking {
-        Tracking::Applied(m) => Tracked::Changed(m),
-        Tracking::Scale => {
-            let Some(sub) = &info.scale_subresource else { return Tracked::Kept(old_managed) };
-            let path: Vec<&str> = sub.spec_replicas_path.split('.').filter(|s| !s.is_empty()).collect();
-            let old_replicas = path.iter().try_fold(&old_value, |v, seg| v.get(seg));
-            let new_replicas = match path.split_first() {
-                Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
-                None => None,
-            };
-            if old_replicas == new_replicas {
-                return Tracked::Kept(old_managed);
-            }
-            let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
-            managed_fields::scale(&mut m, &managed_fields::Path::fields(&path), manager, &api_version);
-            Tracked::Changed(m)
-        }
-        Tracking::Update => {
-            let subresource = managed_fields::subresource_of(opts.target);
-            let new = Value::Object(std::mem::take(obj));
-            let ignored = managed_fields::ignored_fields(info, opts.target, &[&old_value, &new]);
-            let ctx = managed_fields::Context {
-                ty: managed_fields::type_of(info),
-                api_version: &api_version,
-                ignored: &ignored,
-            };
-            let cmp = managed_fields::changes(&old_value, &new, ctx);
-            if let Value::Object(o) = new {
-                *obj = o;
-            }
-            if let Some(aside) = set_aside {
-                aside.restore(obj);
-            }
-            // A client sending back the entries it read (an update of a fetched object) keeps
-            // them, as one that sends none.
-            let requested = match requested {
-                managed_fields::Requested::Given(v) if Some(&v) == old_managed.as_ref() => {
-                    managed_fields::Requested::Absent
-                }
-                r => r,
-            };
-            let keeps = opts.target != Target::Main || requested == managed_fields::Requested::Absent;
-            if keeps && cmp.is_same() {
-                return Tracked::Kept(old_managed);
-            }
-            let through_subresource = opts.target != Target::Main;
-            let mut m =
-                managed_fields::base_managers(old_managed.as_ref(), requested, through_subresource, cmp.touched());
-            let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
-            managed_fields::record(&mut m, cmp, ctx, &key, &object::now_rfc3339());
-            Tracked::Changed(m)
-        }
     }
 }
 

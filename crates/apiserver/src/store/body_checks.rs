@@ -1,0 +1,161 @@
+//! What a write's body must be before anything is computed from it: an object of the resource's
+//! kind and apiVersion whose metadata has Kubernetes' types, in the namespace the URL names.
+//!
+//! Invariants: every error is the Status kube-apiserver answers for the same body (its Go
+//! decoder's wording); a body that passes is a map with an object `metadata`, and once its
+//! namespace is resolved a namespaced object names one (the URL's, its own or `default`) and a
+//! cluster-scoped one none.
+
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+
+fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{k} in version \"{v}\" cannot be handled as a {k}: {detail}",
+        k = info.kind,
+        v = info.version
+    ))
+}
+
+/// Checks the decoded body is an object of the right kind/apiVersion with a
+/// well-typed metadata; returns it as a map.
+pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
+    let Value::Object(mut obj) = body else {
+        return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
+    };
+    let api_version = info.api_version();
+    match obj.get("apiVersion") {
+        None => {}
+        Some(Value::String(s)) if s.is_empty() || *s == api_version => {}
+        Some(Value::String(s)) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({s}) does not match the expected API version ({api_version})"
+            )));
+        }
+        Some(_) => return Err(cannot_handle(info, "apiVersion must be a string")),
+    }
+    match obj.get("kind") {
+        None => {}
+        Some(Value::String(s)) if s.is_empty() || *s == info.kind => {}
+        Some(Value::String(s)) => {
+            return Err(ApiError::bad_request(format!(
+                "{s} in version \"{}\" cannot be handled as a {}: the object provided is unrecognized (wrong kind)",
+                info.version, info.kind
+            )));
+        }
+        Some(_) => return Err(cannot_handle(info, "kind must be a string")),
+    }
+    match obj.get("metadata") {
+        None | Some(Value::Null) => {
+            obj.insert("metadata".into(), Value::Object(Map::new()));
+        }
+        Some(Value::Object(m)) => {
+            for f in ["name", "namespace", "generateName", "resourceVersion", "uid"] {
+                if let Some(v) = m.get(f)
+                    && !v.is_string()
+                    && !v.is_null()
+                {
+                    return Err(cannot_handle(
+                        info,
+                        &format!(
+                            "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
+                            json_type(v)
+                        ),
+                    ));
+                }
+            }
+            for f in ["labels", "annotations"] {
+                match m.get(f) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(kv)) => {
+                        if let Some((_, bad)) = kv.iter().find(|(_, v)| !v.is_string()) {
+                            return Err(cannot_handle(
+                                info,
+                                &format!(
+                                    "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
+                                    json_type(bad)
+                                ),
+                            ));
+                        }
+                    }
+                    Some(v) => {
+                        return Err(cannot_handle(
+                            info,
+                            &format!(
+                                "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type map[string]string",
+                                json_type(v)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Some(v) => {
+            return Err(cannot_handle(
+                info,
+                &format!(
+                    "json: cannot unmarshal {} into Go struct field {}.metadata of type v1.ObjectMeta",
+                    json_type(v),
+                    info.kind
+                ),
+            ));
+        }
+    }
+    Ok(obj)
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+pub(super) fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    if !matches!(obj.get("metadata"), Some(Value::Object(_))) {
+        obj.insert("metadata".into(), Value::Object(Map::new()));
+    }
+    match obj.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => unreachable!("metadata was just set to an object"),
+    }
+}
+
+pub(crate) fn meta_str(obj: &Map<String, Value>, f: &str) -> Option<String> {
+    obj.get("metadata").and_then(|m| m.get(f)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// Resolves the namespace of a body against the URL namespace.
+pub(crate) fn resolve_namespace(
+    info: &ResourceInfo,
+    obj: &mut Map<String, Value>,
+    url_ns: Option<&str>,
+) -> Result<String, ApiError> {
+    if !info.namespaced {
+        meta_mut(obj).remove("namespace");
+        return Ok(String::new());
+    }
+    let body_ns = meta_str(obj, "namespace");
+    let ns = match (url_ns, body_ns) {
+        (Some(u), Some(b)) if u != b => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        (Some(u), _) => u.to_string(),
+        (None, Some(b)) => b,
+        (None, None) => "default".to_string(),
+    };
+    meta_mut(obj).insert("namespace".into(), ns.clone().into());
+    Ok(ns)
+}
+
+pub(crate) fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
+    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+}

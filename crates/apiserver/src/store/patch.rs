@@ -1,0 +1,108 @@
+//! PATCH bodies: the patch types kube-apiserver takes, a body decoded into one of them, and its
+//! application to the current object.
+//!
+//! Invariants: a body is decoded once, before the write's compare-and-swap loop, so that every
+//! attempt applies the same patch; a patch that cannot apply is the write's answer (400, 415 or
+//! 422), and nothing is stored.
+
+use serde_json::{Map, Value};
+
+use crate::field_validation;
+use crate::schema::{self, Node};
+use crate::status::ApiError;
+use crate::strategic_merge::{self, SmpError};
+
+/// The kind of patch in a PATCH request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// RFC 7386 merge patch (`application/merge-patch+json`).
+    Merge,
+    /// Strategic merge patch (`application/strategic-merge-patch+json`): lists merged by the
+    /// type's merge keys. Built-in types only (their schema says how); 415 for others.
+    Strategic,
+    /// RFC 6902 JSON patch.
+    Json,
+}
+
+/// A decoded PATCH body, ready to apply.
+pub(crate) enum DecodedPatch {
+    Merge(Value),
+    Strategic(Map<String, Value>, Node<'static>),
+    Json(json_patch::Patch),
+}
+
+impl DecodedPatch {
+    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
+    /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
+    /// built-in schema (custom resources, as kube-apiserver answers). Also answers the paths of
+    /// the body's duplicate fields (see [`field_validation::decode`]).
+    pub(crate) fn decode(
+        kind: PatchType,
+        (group, version, object_kind): (&str, &str, &str),
+        patch: &[u8],
+    ) -> Result<(Self, Vec<String>), ApiError> {
+        let node = match kind {
+            PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
+                unsupported_patch_type(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ])
+            })?),
+            _ => None,
+        };
+        let (v, duplicates) =
+            field_validation::decode(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let decoded = match (kind, v) {
+            (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
+                .map(DecodedPatch::Json)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
+            (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
+            (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
+            (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
+        }?;
+        Ok((decoded, duplicates))
+    }
+
+    /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
+    /// strategic merge patch's bad directives).
+    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
+        match self {
+            // kube-apiserver's answer names no operation.
+            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|_| {
+                let mut e =
+                    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+                e.details = Some(Box::new(Value::Object(Map::new())));
+                e
+            }),
+            DecodedPatch::Merge(p) => {
+                json_patch::merge(doc, p);
+                Ok(())
+            }
+            DecodedPatch::Strategic(p, node) => {
+                let Value::Object(original) = doc.take() else {
+                    return Err(ApiError::internal("the stored object is not a JSON object"));
+                };
+                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(|e| match e {
+                    SmpError::BadRequest(m) => ApiError::bad_request(m),
+                    SmpError::Invalid(m) => ApiError::new(422, "Invalid", m),
+                    SmpError::Internal(m) => ApiError::internal(&m),
+                })?;
+                *doc = Value::Object(merged);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// 415 for a PATCH whose media type the resource does not take, listing those it does.
+fn unsupported_patch_type(accepted: &[&str]) -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
+        ),
+    )
+}

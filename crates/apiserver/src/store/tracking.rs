@@ -1,0 +1,139 @@
+//! The `managedFields` a write stores: how the write's kind (update, apply, scale) changes the
+//! managers of the object it replaces.
+//!
+//! Invariants: entries are kept byte for byte when the write changes no field and the client
+//! sent none (or sent back those it read); otherwise an update starts from the managers of the
+//! stored version it compares against, or from those the client sent in their place (as
+//! kube-apiserver's `decodeLiveOrNew`), and the write's manager takes the fields it changed.
+
+use serde_json::{Map, Value};
+
+use super::WriteOpts;
+use super::body_checks::meta_mut;
+use crate::managed_fields::{self, ManagerKey, Managers, Operation};
+use crate::object::{self, StoredObject};
+use crate::registry::ResourceInfo;
+use crate::strategy::Target;
+
+/// How a write records its managers in `managedFields`.
+pub(crate) enum Tracking {
+    /// A create, update or patch by the write's field manager.
+    Update,
+    /// A server-side apply, whose managers are already computed.
+    Applied(Managers),
+    /// A write through `/scale` by the write's field manager.
+    Scale,
+}
+
+/// The object a create starts from, as kube-apiserver's field manager sees it: an empty object
+/// of the type.
+pub(super) static ZERO_OBJECT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::Object(Map::new()));
+
+/// The `managedFields` a write stores: the live ones as they are, or new ones.
+pub(crate) enum Tracked {
+    /// The stored entries, unchanged (None: there are none).
+    Kept(Option<Value>),
+    /// New entries.
+    Changed(Managers),
+}
+
+impl Tracked {
+    /// Writes them into the object's metadata.
+    pub(super) fn store_into(self, obj: &mut Map<String, Value>) {
+        match self {
+            Tracked::Changed(m) => managed_fields::store_into(obj, &m),
+            Tracked::Kept(v) => {
+                let meta = meta_mut(obj);
+                match v {
+                    Some(v) => meta.insert("managedFields".into(), v),
+                    None => meta.remove("managedFields"),
+                };
+            }
+        }
+    }
+}
+
+/// The managers of `obj`, the successor of `old` a write computed (its `managedFields` taken out
+/// of it), as `tracking` says they change.
+pub(super) fn track(
+    info: &ResourceInfo,
+    old: &StoredObject,
+    obj: &mut Map<String, Value>,
+    opts: &WriteOpts,
+    tracking: Tracking,
+    requested: managed_fields::Requested,
+) -> Tracked {
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        meta.remove("managedFields");
+    }
+    // An update of a built-in resource compares only what it did not leave byte for byte as is.
+    let split = match tracking {
+        Tracking::Update if opts.target == Target::Main && info.custom.is_none() => {
+            crate::unchanged::Split::of(old, obj)
+        }
+        _ => None,
+    };
+    let (old_value, old_managed, set_aside) = match split {
+        Some(crate::unchanged::Split { old, managed, aside }) => (old, managed, Some(aside)),
+        None => {
+            let mut v = old.value();
+            let m = v.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+            (v, m, None)
+        }
+    };
+    let api_version = info.api_version();
+    let manager = managed_fields::recorded_name(&opts.field_manager);
+    match tracking {
+        Tracking::Applied(m) => Tracked::Changed(m),
+        Tracking::Scale => {
+            let Some(sub) = &info.scale_subresource else { return Tracked::Kept(old_managed) };
+            let path: Vec<&str> = sub.spec_replicas_path.split('.').filter(|s| !s.is_empty()).collect();
+            let old_replicas = path.iter().try_fold(&old_value, |v, seg| v.get(seg));
+            let new_replicas = match path.split_first() {
+                Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
+                None => None,
+            };
+            if old_replicas == new_replicas {
+                return Tracked::Kept(old_managed);
+            }
+            let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
+            managed_fields::scale(&mut m, &managed_fields::Path::fields(&path), manager, &api_version);
+            Tracked::Changed(m)
+        }
+        Tracking::Update => {
+            let subresource = managed_fields::subresource_of(opts.target);
+            let new = Value::Object(std::mem::take(obj));
+            let ignored = managed_fields::ignored_fields(info, opts.target, &[&old_value, &new]);
+            let ctx = managed_fields::Context {
+                ty: managed_fields::type_of(info),
+                api_version: &api_version,
+                ignored: &ignored,
+            };
+            let cmp = managed_fields::changes(&old_value, &new, ctx);
+            if let Value::Object(o) = new {
+                *obj = o;
+            }
+            if let Some(aside) = set_aside {
+                aside.restore(obj);
+            }
+            // A client sending back the entries it read (an update of a fetched object) keeps
+            // them, as one that sends none.
+            let requested = match requested {
+                managed_fields::Requested::Given(v) if Some(&v) == old_managed.as_ref() => {
+                    managed_fields::Requested::Absent
+                }
+                r => r,
+            };
+            let keeps = opts.target != Target::Main || requested == managed_fields::Requested::Absent;
+            if keeps && cmp.is_same() {
+                return Tracked::Kept(old_managed);
+            }
+            let through_subresource = opts.target != Target::Main;
+            let mut m =
+                managed_fields::base_managers(old_managed.as_ref(), requested, through_subresource, cmp.touched());
+            let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
+            managed_fields::record(&mut m, cmp, ctx, &key, &object::now_rfc3339());
+            Tracked::Changed(m)
+        }
+    }
+}
