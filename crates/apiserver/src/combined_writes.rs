@@ -41,7 +41,7 @@ enum Mode {
 pub(crate) struct CombinedWrites<I> {
     inner: I,
     mode: Mode,
-    /// Bytes written and not yet sent; `buf[sent..]` is what is left to send.
+    /// Bytes written and not yet sent; `buf[sent..]` is still to be sent.
     buf: Vec<u8>,
     sent: usize,
     /// Whether anything was written since the last flush.
