@@ -132,16 +132,13 @@ where
         "live {what} {live}: writes {:.0}/s, watcher received all after {el:?} ({:.0} events/s), CPU {:.1} µs per write",
         live as f64 / wrote.as_secs_f64(),
         live as f64 / el.as_secs_f64(),
-        (cpu_time() - cpu).as_secs_f64() * 1e6 / live as f64
+        (cpu_time() - cpu) * 1e6 / live as f64
     );
 }
 
-/// CPU time of the process so far (user and system), from `/proc/self/stat` (0 elsewhere).
-fn cpu_time() -> std::time::Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(") ").map(|(_, r)| r.split(' ').collect()).unwrap_or_default();
-    let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
-    std::time::Duration::from_millis(ticks * 10)
+/// CPU time of this process so far (user and system), in seconds.
+fn cpu_time() -> f64 {
+    informer_bench::measure::cpu_seconds(std::process::id())
 }
 
 fn live_bytes() -> isize {

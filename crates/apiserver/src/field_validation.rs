@@ -121,7 +121,9 @@ pub(crate) fn check(
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    let mut joined = path.to_string();
+    push_field(&mut joined, key);
+    joined
 }
 
 /// `path` with `key` appended as a field (`a.b`).
@@ -144,9 +146,7 @@ fn prune(node: Node<'_>, v: &mut Value, path: &mut String, unknown: &mut Vec<Str
             for (k, c) in m.iter_mut() {
                 match members.knows(k) {
                     Some(false) => {
-                        let mut p = path.clone();
-                        push_field(&mut p, k);
-                        unknown.push(p);
+                        unknown.push(join(path, k));
                         removed.push(k.clone());
                     }
                     Some(true) if c.is_object() || c.is_array() => {

@@ -696,7 +696,7 @@ impl Store {
         }
     }
 
-    /// What is left after a write's attempt: its answer, or the version of the object to try
+    /// The outcome of a write's attempt: its answer, or the version of the object to try
     /// again from. An attempt that started from the cache's version and failed is tried again
     /// from the storage's, as kube-apiserver's GuaranteedUpdate does: the cache may be behind,
     /// and a patch, an apply's field conflicts or a precondition judged against a stale version
@@ -857,31 +857,25 @@ impl Store {
                 return Err(ApiError::internal("stored object is not an object"));
             };
             let key = self.layout.object_key(info, ns, name);
-            if is_namespace {
+            let marked = if is_namespace {
                 // A namespace is first only marked: it terminates (its contents are deleted) and
                 // goes away once its finalizers are gone (see `crate::namespaces`).
-                if !namespaces::mark_terminating(&mut map) {
-                    if namespaces::has_spec_finalizers(&map) || dry_run {
-                        return Ok(old);
-                    }
-                } else {
-                    let t = Template::new(info, &map);
-                    if dry_run {
-                        return Ok(Arc::new(t.finish(old.rv)));
-                    }
-                    match self.storage.update(key, t.storage_value(), old.rv).await {
-                        Ok(rev) => return Ok(self.wrote(t.finish(rev))),
-                        Err(e) => {
-                            (old, is_current) = (self.conflicted(info, name, e, "delete")?, true);
-                            continue;
-                        }
-                    }
+                let marked = namespaces::mark_terminating(&mut map);
+                if !marked && (namespaces::has_spec_finalizers(&map) || dry_run) {
+                    return Ok(old);
                 }
-            }
-            if crate::crd::is_crds(info) && map.get("metadata").is_none_or(|m| m.get("deletionTimestamp").is_none()) {
+                marked
+            } else if crate::crd::is_crds(info)
+                && map.get("metadata").is_none_or(|m| m.get("deletionTimestamp").is_none())
+            {
                 // A CustomResourceDefinition is first only marked: the server deletes its objects,
                 // then removes the cleanup finalizer (see `crate::crd_controller`).
                 crate::crd_controller::mark_deleted(&mut map);
+                true
+            } else {
+                false
+            };
+            if marked {
                 let t = Template::new(info, &map);
                 if dry_run {
                     return Ok(Arc::new(t.finish(old.rv)));
