@@ -184,7 +184,11 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
             None | Some(Value::Null) => {
                 causes.push(required(format!("{p}.schema.openAPIV3Schema"), "schemas are required"));
             }
-            Some(schema) => structural_schema(schema, &format!("{p}.schema.openAPIV3Schema"), true, causes),
+            Some(schema) => {
+                let sp = format!("{p}.schema.openAPIV3Schema");
+                structural_schema(schema, &sp, true, causes);
+                crate::validation_rules::check_rules(schema, &sp, causes);
+            }
         }
         if let Some(scale) = v.get("subresources").and_then(|s| s.get("scale")).filter(|s| s.is_object()) {
             for (f, under) in [("specReplicasPath", ".spec"), ("statusReplicasPath", ".status")] {

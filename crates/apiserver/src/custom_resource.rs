@@ -6,13 +6,16 @@
 //! Invariants: a custom resource's object is stored in its storage version and served in the
 //! version asked for (conversion `None`: only `apiVersion` changes), defaulted with that
 //! version's schema on every read as on every write; a write is refused (422, kube's causes in
-//! kube's order: the schema's, then the scale paths') before anything is stored.
+//! kube's order: the schema's, then the scale paths', then the validation rules') before
+//! anything is stored.
 
 use serde_json::{Map, Value, json};
 
+use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::structural::{self, Cause};
+use crate::validation_rules;
 
 fn schema(info: &ResourceInfo) -> Option<&Value> {
     info.custom.as_ref()?.schema.as_deref()
@@ -38,8 +41,9 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
 }
 
-/// Validates an object about to be stored: its schema, then the `scale` subresource's paths.
-pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+/// Validates an object about to be stored: its schema, then the `scale` subresource's paths,
+/// then the schema's validation rules (`old` being the version an update replaces).
+pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Result<(), ApiError> {
     let Some(custom) = &info.custom else { return Ok(()) };
     let v = Value::Object(obj.clone());
     let mut causes = match &custom.schema {
@@ -66,6 +70,17 @@ pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), Api
                 field: p.clone(),
             });
         }
+    }
+    if let Some(s) = custom.schema.as_deref().filter(|s| validation_rules::has_rules(s)) {
+        // Rules see the object as the client does, with its kind and apiVersion.
+        let mut v = v.clone();
+        v["apiVersion"] = info.api_version().into();
+        v["kind"] = info.kind.clone().into();
+        let old = old.and_then(|o| match o.value() {
+            Value::Object(m) => to_version(info, m).map(Value::Object),
+            _ => None,
+        });
+        validation_rules::validate(s, &v, old.as_ref(), &mut causes);
     }
     if causes.is_empty() {
         return Ok(());

@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod body;
 pub mod cache;
+pub(crate) mod cel_library;
 pub mod chaos;
 pub(crate) mod combined_writes;
 pub(crate) mod controller_loop;
@@ -54,6 +55,7 @@ pub mod testing;
 pub mod tls;
 pub(crate) mod unchanged;
 pub(crate) mod validation;
+pub(crate) mod validation_rules;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;

@@ -10,7 +10,8 @@
 //! inside defaulted values too; validation reports kube's causes (reason, field path, message)
 //! in kube's order: a node's type first (nothing else is checked of a value of the wrong type),
 //! then its own constraints, then its properties by name, then its `required` fields.
-//! `x-kubernetes-validations` (CEL) rules are not evaluated, nor `allOf`/`anyOf`/`oneOf`/`not`.
+//! `allOf`/`anyOf`/`oneOf`/`not` are not evaluated; `x-kubernetes-validations` (CEL) rules are
+//! evaluated after this validation, by `validation_rules`.
 
 use serde_json::Value;
 

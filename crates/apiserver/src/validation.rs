@@ -7,13 +7,18 @@
 
 use serde_json::{Map, Value};
 
+use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 
-/// Checks an object about to be written.
-pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+/// Checks an object about to be written; `old` is the stored version an update replaces.
+pub(crate) fn validate(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    old: Option<&StoredObject>,
+) -> Result<(), ApiError> {
     if info.custom.is_some() {
-        return crate::custom_resource::validate(info, obj);
+        return crate::custom_resource::validate(info, obj, old);
     }
     if crate::crd::is_crds(info) {
         return crate::crd_validation::validate(obj);

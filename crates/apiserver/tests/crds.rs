@@ -500,3 +500,163 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
     assert_eq!(v2list["items"][0]["apiVersion"], "example.com/v2");
     assert_eq!(c.get("/apis/example.com").await.body["preferredVersion"]["version"], "v2");
 }
+
+fn sprockets_crd() -> Value {
+    let spec = json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas cannot be larger than maxReplicas"},
+            {"rule": "!has(self.replicas) || self.replicas <= 10",
+             "messageExpression": "'replicas ' + string(self.replicas) + ' is over 10'",
+             "reason": "FieldValueForbidden", "fieldPath": ".replicas"}
+        ],
+        "properties": {
+            "minReplicas": {"type": "integer"},
+            "maxReplicas": {"type": "integer"},
+            "replicas": {"type": "integer"},
+            "mode": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}]}
+        }
+    });
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "sprockets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
+
+/// The causes of a 422, as (reason, field, message).
+fn causes(r: &Resp) -> Vec<(String, String, String)> {
+    r.body["details"]["causes"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("reason"), s("field"), s("message"))
+        })
+        .collect()
+}
+
+fn cause(reason: &str, field: &str, message: &str) -> (String, String, String) {
+    (reason.into(), field.into(), message.into())
+}
+
+#[tokio::test]
+async fn validation_rules_judge_every_write_in_kube_words() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &sprockets_crd()).await.code, 201);
+    wait_established(&c, "sprockets.example.com").await;
+    // A definition whose rule does not compile, or uses oldSelf where nothing correlates, is refused.
+    let mut broken = sprockets_crd();
+    broken["metadata"]["name"] = json!("brokens.example.com");
+    broken["spec"]["names"] = json!({"plural": "brokens", "singular": "broken", "kind": "Broken"});
+    let schema = &mut broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    schema["properties"]["spec"]["x-kubernetes-validations"][0]["rule"] = json!("self.minReplicas <=");
+    schema["properties"]["tags"] = json!({"type": "array", "items": {"type": "string",
+        "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}});
+    let r = c.post(CRDS, &broken).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let found = causes(&r);
+    let fields: Vec<&str> = found.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+            "spec.versions[0].schema.openAPIV3Schema.properties[tags].items.x-kubernetes-validations[0].rule",
+        ],
+        "{found:?}"
+    );
+    assert!(found[0].2.contains("compilation failed: "), "{found:?}");
+    assert_eq!(c.get(&format!("{CRDS}/brokens.example.com")).await.code, 404);
+
+    let base = "/apis/example.com/v1/sprockets";
+    let sprocket = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Sprocket", "metadata": {"name": name}, "spec": spec});
+
+    let ok = c.post(base, &sprocket("ok", json!({"minReplicas": 1, "maxReplicas": 8, "mode": "fast"}))).await;
+    assert_eq!(ok.code, 201, "{}", ok.body);
+
+    // A false rule, with its message.
+    let r = c.post(base, &sprocket("bad", json!({"minReplicas": 3, "maxReplicas": 2}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(r.body["reason"], "Invalid");
+    assert_eq!(
+        r.body["message"],
+        "Sprocket.example.com \"bad\" is invalid: spec: Invalid value: \"object\": minReplicas cannot be larger than maxReplicas"
+    );
+    assert_eq!(
+        causes(&r),
+        vec![cause(
+            "FieldValueInvalid",
+            "spec",
+            "Invalid value: \"object\": minReplicas cannot be larger than maxReplicas"
+        )]
+    );
+
+    // messageExpression, reason and fieldPath.
+    let r = c.post(base, &sprocket("many", json!({"minReplicas": 1, "maxReplicas": 2, "replicas": 11}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), vec![cause("FieldValueForbidden", "spec.replicas", "Forbidden: replicas 11 is over 10")]);
+
+    // An error while evaluating names the rule.
+    let r = c.post(base, &sprocket("partial", json!({"minReplicas": 1}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        vec![cause(
+            "FieldValueInvalid",
+            "spec",
+            "Invalid value: \"object\": no such key: maxReplicas evaluating rule: minReplicas cannot be larger than maxReplicas"
+        )]
+    );
+
+    // A schema error of the kind that blocks rules: they are not evaluated.
+    let r = c.post(base, &sprocket("typed", json!({"minReplicas": "x", "maxReplicas": 2}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let found = causes(&r);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, "FieldValueTypeInvalid");
+    assert_eq!(
+        found[1],
+        cause(
+            "FieldValueInvalid",
+            "<nil>",
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+        )
+    );
+
+    // A transition rule: runs on updates, against the stored value.
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"mode": "slow"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        vec![cause("FieldValueInvalid", "spec.mode", "Invalid value: \"string\": mode is immutable")]
+    );
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"maxReplicas": 9}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    // Nothing was written by the refused writes.
+    assert_eq!(c.get(&format!("{base}/ok")).await.body["spec"]["mode"], "fast");
+    assert_eq!(c.get(&format!("{base}/bad")).await.code, 404);
+
+    // A rule added later does not judge values an update leaves as they are.
+    let mut crd = c.get(&format!("{CRDS}/sprockets.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"rule": "self.maxReplicas <= 5", "message": "at most 5"}));
+    let r = c.put(&format!("{CRDS}/sprockets.example.com"), &crd).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    eventually("the new rule is in force", || async {
+        c.post(base, &sprocket("big", json!({"minReplicas": 1, "maxReplicas": 6}))).await.code == 422
+    })
+    .await;
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"metadata": {"labels": {"tier": "gold"}}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"minReplicas": 2}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: \"object\": at most 5")]);
+}

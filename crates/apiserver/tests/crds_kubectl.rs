@@ -1,7 +1,8 @@
 //! kubectl on custom resources, with the oldest and the newest kubectl of the machine:
 //! `kubectl apply -f` a CustomResourceDefinition (twice: created, then unchanged), `kubectl wait`
 //! for it to be established, `kubectl apply` and `kubectl get` of the custom kind (its printer
-//! columns), `kubectl get -w` seeing a change, and `kubectl explain` reading its schema.
+//! columns), `kubectl get -w` seeing a change, a write its validation rule refuses, and
+//! `kubectl explain` reading its schema.
 
 mod common;
 
@@ -38,6 +39,8 @@ spec:
             type: object
             description: What the gadget should be.
             required: [replicas]
+            x-kubernetes-validations:
+            - {rule: "self.mode != 'fast' || self.replicas <= 3", message: fast gadgets run at most 3 replicas}
             properties:
               replicas: {type: integer, minimum: 0, description: How many gadgets.}
               mode: {type: string, enum: [safe, fast], default: safe, description: How the gadget runs.}
@@ -104,6 +107,18 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
         assert!(ok && out.contains("configured"), "{bin}: {out}");
         assert_eq!(next().await.split_whitespace().collect::<Vec<_>>(), ["gizmo", "5", "safe"], "{bin}");
         drop(watch);
+
+        // The definition's validation rule, in kubectl's report of the 422.
+        let racer = dir.join("racer.yaml");
+        std::fs::write(&racer, gadget("racer", 4) + "  mode: fast\n").unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", racer.to_str().unwrap()]).await;
+        assert!(!ok, "{bin}: {out}");
+        assert!(
+            out.contains(
+                r#"The Gadget "racer" is invalid: spec: Invalid value: "object": fast gadgets run at most 3 replicas"#
+            ),
+            "{bin}: {out}"
+        );
 
         let (ok, out) = kubectl(bin, &kc, &cache, &["explain", "gadget.spec"]).await;
         assert!(ok, "{bin}: {out}");

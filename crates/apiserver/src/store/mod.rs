@@ -387,7 +387,7 @@ impl Store {
         };
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         managed_fields::store_into(&mut obj, &managers);
-        validation::validate(info, &obj)?;
+        validation::validate(info, &obj, None)?;
         if defaults::is_service(info) {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
@@ -774,7 +774,7 @@ impl Store {
         managers.store_into(&mut obj);
         obj.remove("kind");
         obj.remove("apiVersion");
-        validation::validate(info, &obj)?;
+        validation::validate(info, &obj, Some(old))?;
         // Removing the last finalizer of an object being deleted deletes it (a namespace's
         // `spec.finalizers` count too).
         let finalized = obj

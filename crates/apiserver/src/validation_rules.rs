@@ -1,0 +1,691 @@
+//! Validation rules of custom resources: the CEL expressions of a CustomResourceDefinition
+//! version's `x-kubernetes-validations`, evaluated on every write of a custom resource as
+//! kube-apiserver's apiextensions server evaluates them.
+//!
+//! A rule sits on a node of the structural schema; `self` is the value at that node (with the
+//! schema's types: `integer` an int, `number` a double, `date-time` strings timestamps,
+//! `byte` strings bytes; at the root, of `metadata` only `name` and `generateName`). A rule
+//! that names `oldSelf` is a transition rule: it runs on updates only, where the node's old
+//! value correlates (object properties by name, map values by key, `x-kubernetes-list-type:
+//! map` items by their keys), unless `optionalOldSelf` makes `oldSelf` an optional that is
+//! empty on create. On an update, a rule that does not name `oldSelf` is not evaluated where the
+//! value is the same as its correlated old value (kube's validation ratcheting): an object
+//! stored before a rule was added can still be changed elsewhere.
+//!
+//! Invariants: programs are compiled once per rule text and shared; evaluation never changes
+//! the object; a failure is one 422 cause in kube's words (`Invalid value: "object": <message>`,
+//! `failed rule: <rule>` without a message, `messageExpression`'s string when it gives one, the
+//! cause's `reason` and `fieldPath` when the rule sets them); an error while evaluating is the
+//! cause `<error> evaluating rule: <rule>`. Rules are not evaluated when the schema's own checks
+//! found a type, enum, required or size error, as kube refuses to evaluate them then.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use cel::objects::{Key, Map as CelMap, OptionalValue};
+use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::structural::{Cause, go_quote};
+
+/// The environment rules are compiled and run in: CEL's standard library with the optional
+/// types, its strings and lists extensions, and kube's libraries (`cel_library`).
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    // Each is registered once, on a new environment: none can clash.
+    let _ = cel::extensions::strings(&mut env);
+    let _ = cel::extensions::lists(&mut env);
+    let _ = crate::cel_library::register(&mut env);
+    Arc::new(env)
+});
+
+/// A rule's compiled program, or why it does not compile.
+type Compiled = Result<Arc<Program>, String>;
+
+/// Programs by their source text.
+static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The program of `source`, compiled once.
+pub(crate) fn compile(source: &str) -> Compiled {
+    if let Some(c) = PROGRAMS.lock().get(source) {
+        return c.clone();
+    }
+    let compiled = ENV.compile(source).map(Arc::new).map_err(|e| e.to_string());
+    PROGRAMS.lock().insert(source.to_string(), compiled.clone());
+    compiled
+}
+
+/// The cause reasons a rule may name, as kube lists them.
+const REASONS: [&str; 4] = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+
+/// A rule as kube prints it in a definition's errors (Go's `%#v` of its ValidationRule).
+fn go_rule(rule: &Value) -> String {
+    let s = |k: &str| go_quote(rule.get(k).and_then(Value::as_str).unwrap_or(""));
+    let reason = match rule.get("reason").and_then(Value::as_str) {
+        Some(r) => format!("(*apiextensions.FieldValueErrorReason)({})", go_quote(r)),
+        None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
+    };
+    let optional = match rule.get("optionalOldSelf").and_then(Value::as_bool) {
+        Some(b) => format!("(*bool)({b})"),
+        None => "(*bool)(nil)".into(),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
+        s("rule"),
+        s("message"),
+        s("messageExpression"),
+        s("fieldPath")
+    )
+}
+
+/// Checks the rules of a definition's schema (`path` is the schema's field path): each must
+/// be given and compile, its message be one line, its reason one kube knows, and `oldSelf` be
+/// used only where old values correlate.
+pub(crate) fn check_rules(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    check_node(schema, path, None, causes);
+}
+
+fn check_node(node: &Value, path: &str, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+    let Some(m) = node.as_object() else { return };
+    if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+        for (i, rule) in rules.iter().enumerate() {
+            check_rule(rule, &format!("{path}.x-kubernetes-validations[{i}]"), uncorrelatable, causes);
+        }
+    }
+    if let Some(props) = m.get("properties").and_then(Value::as_object) {
+        for (k, child) in props {
+            check_node(child, &format!("{path}.properties[{k}]"), uncorrelatable, causes);
+        }
+    }
+    if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
+        check_node(add, &format!("{path}.additionalProperties"), uncorrelatable, causes);
+    }
+    if let Some(items) = m.get("items").filter(|i| i.is_object()) {
+        let is_map = m.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
+        let below = format!("{path}.items");
+        let uncorrelatable = match uncorrelatable {
+            Some(u) => Some(u.to_string()),
+            None if !is_map => Some(path.to_string()),
+            None => None,
+        };
+        check_node(items, &below, uncorrelatable.as_deref(), causes);
+    }
+}
+
+fn check_rule(rule: &Value, at: &str, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+    let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
+    let message = rule.get("message").and_then(Value::as_str).unwrap_or("");
+    let required = |field: String, detail: &str| Cause {
+        reason: "FieldValueRequired",
+        message: format!("Required value: {detail}"),
+        field,
+    };
+    let invalid = |field: String, value: &str, detail: &str| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {value}: {detail}"),
+        field,
+    };
+    let one_line = |s: &str| !s.contains(['\n', '\r']);
+    if text.trim().is_empty() {
+        causes.push(required(format!("{at}.rule"), "rule is not specified"));
+    } else if !message.is_empty() && message.trim().is_empty() {
+        causes.push(invalid(format!("{at}.message"), &go_quote(message), "message must be non-empty if specified"));
+    } else if !one_line(message.trim()) {
+        causes.push(invalid(format!("{at}.message"), &go_quote(message), "message must not contain line breaks"));
+    } else if !one_line(text.trim()) && message.trim().is_empty() {
+        causes.push(required(format!("{at}.message"), "message must be specified if rule contains line breaks"));
+    }
+    let expression = rule.get("messageExpression").and_then(Value::as_str).unwrap_or("");
+    if !expression.is_empty() && expression.trim().is_empty() {
+        causes.push(required(format!("{at}.messageExpression"), "messageExpression must be non-empty if specified"));
+    }
+    if let Some(reason) = rule.get("reason").and_then(Value::as_str)
+        && !REASONS.contains(&reason)
+    {
+        let supported: Vec<String> = REASONS.iter().map(|r| go_quote(r)).collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            message: format!("Unsupported value: {}: supported values: {}", go_quote(reason), supported.join(", ")),
+            field: format!("{at}.reason"),
+        });
+    }
+    let field_path = rule.get("fieldPath").and_then(Value::as_str).unwrap_or("");
+    if !field_path.is_empty() && field_path.trim().is_empty() {
+        causes.push(invalid(
+            format!("{at}.fieldPath"),
+            &go_quote(field_path),
+            "fieldPath must be non-empty if specified",
+        ));
+    }
+    if text.trim().is_empty() {
+        return;
+    }
+    match compile(text) {
+        Err(e) => causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}"))),
+        Ok(program) => {
+            if let Some(u) = uncorrelatable
+                && program.references().has_variable("oldSelf")
+            {
+                causes.push(invalid(
+                    format!("{at}.rule"),
+                    &go_quote(text),
+                    &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {u}"),
+                ));
+            }
+        }
+    }
+    if !expression.trim().is_empty()
+        && let Err(e) = compile(expression)
+    {
+        causes.push(invalid(
+            format!("{at}.messageExpression"),
+            &go_rule(rule),
+            &format!("messageExpression compilation failed: {e}"),
+        ));
+    }
+}
+
+/// The schema errors that keep rules from being evaluated.
+const BLOCKING: [&str; 5] =
+    ["FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"];
+
+/// The cause kube adds instead of evaluating rules on an object the schema refused.
+fn not_checked() -> Cause {
+    Cause {
+        reason: "FieldValueInvalid",
+        message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+                  correct the existing errors to complete validation"
+            .into(),
+        field: "<nil>".into(),
+    }
+}
+
+/// Evaluates the rules of `schema` on `obj` (a whole custom resource, defaulted), `old` being
+/// the stored object on an update; appends the failures to `causes`, which holds the schema's.
+pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>, causes: &mut Vec<Cause>) {
+    if !has_rules(schema) {
+        return;
+    }
+    if causes.iter().any(|c| BLOCKING.contains(&c.reason)) {
+        causes.push(not_checked());
+        return;
+    }
+    let mut walk = Walk { causes, update: old.is_some() };
+    walk.node(schema, obj, old, "", true);
+}
+
+/// Whether any node of `schema` has rules.
+pub(crate) fn has_rules(schema: &Value) -> bool {
+    let Some(m) = schema.as_object() else { return false };
+    m.get("x-kubernetes-validations").and_then(Value::as_array).is_some_and(|r| !r.is_empty())
+        || m.get("properties").and_then(Value::as_object).is_some_and(|p| p.values().any(has_rules))
+        || m.get("items").is_some_and(has_rules)
+        || m.get("additionalProperties").is_some_and(has_rules)
+}
+
+struct Walk<'a> {
+    causes: &'a mut Vec<Cause>,
+    /// Whether the write is an update (transition rules run only then, unless optional).
+    update: bool,
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+impl Walk<'_> {
+    fn node(&mut self, node: &Value, v: &Value, old: Option<&Value>, path: &str, root: bool) {
+        if let Some(rules) = node.get("x-kubernetes-validations").and_then(Value::as_array)
+            && (root || !v.is_null())
+        {
+            for rule in rules {
+                self.rule(node, rule, v, old, path, root);
+            }
+        }
+        match v {
+            Value::Object(m) => {
+                let props = node.get("properties").and_then(Value::as_object);
+                let additional = node.get("additionalProperties").filter(|a| a.is_object());
+                for (k, child) in m {
+                    if root && k == "metadata" {
+                        continue;
+                    }
+                    let old_child = old.and_then(|o| o.get(k));
+                    if let Some(s) = props.and_then(|p| p.get(k)) {
+                        self.node(s, child, old_child, &join(path, k), false);
+                    } else if let Some(s) = additional {
+                        self.node(s, child, old_child, &format!("{path}[{k}]"), false);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let Some(s) = node.get("items").filter(|s| s.is_object()) else { return };
+                let keys: Vec<&str> = if node.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
+                    node.get("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .map(|k| k.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let old_items = old.and_then(Value::as_array);
+                for (i, item) in items.iter().enumerate() {
+                    // Only a map-type list's items correlate with old ones (by their keys).
+                    let old_item = match old_items {
+                        Some(olds) if !keys.is_empty() => {
+                            olds.iter().find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k)))
+                        }
+                        _ => None,
+                    };
+                    self.node(s, item, old_item, &format!("{path}[{i}]"), false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn rule(&mut self, node: &Value, rule: &Value, v: &Value, old: Option<&Value>, path: &str, root: bool) {
+        let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
+        let program = match compile(text) {
+            Ok(p) => p,
+            Err(e) => {
+                self.causes.push(invalid_at(path, node, &format!("rule compile error: {e}")));
+                return;
+            }
+        };
+        let transition = program.references().has_variable("oldSelf");
+        let optional_old = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+        if transition && old.is_none() && !optional_old {
+            return;
+        }
+        if !transition && self.update && old == Some(v) {
+            return;
+        }
+        let mut ctx = Context::with_env(ENV.clone());
+        ctx.add_variable_from_value("self", to_cel(Some(node), v, root));
+        if transition {
+            let old_value = old.map(|o| to_cel(Some(node), o, root));
+            if optional_old {
+                let opt = match old_value {
+                    Some(o) => OptionalValue::of(o),
+                    None => OptionalValue::none(),
+                };
+                ctx.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(opt)));
+            } else if let Some(o) = old_value {
+                ctx.add_variable_from_value("oldSelf", o);
+            }
+        }
+        let message = rule.get("message").and_then(Value::as_str).map(str::trim).filter(|m| !m.is_empty());
+        // What kube names a rule by in its errors: its message, else its text.
+        let named = message.map_or_else(|| text.trim().to_string(), str::to_string);
+        match program.execute(&ctx) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(_) => {
+                let detail = rule
+                    .get("messageExpression")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.trim().is_empty())
+                    .and_then(|m| message_expression(m, &ctx))
+                    .or_else(|| message.map(str::to_string))
+                    .unwrap_or_else(|| format!("failed rule: {named}"));
+                let mut at = path.to_string();
+                if let Some(fp) = rule.get("fieldPath").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+                    at = join_field_path(&at, fp);
+                }
+                let reason = rule.get("reason").and_then(Value::as_str).unwrap_or("FieldValueInvalid");
+                self.causes.push(for_reason(reason, &at, node, v, &detail));
+            }
+            Err(e) => {
+                let detail = match &e {
+                    ExecutionError::NoSuchOverload(_) => format!(
+                        "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {named}"
+                    ),
+                    other => format!("{} evaluating rule: {named}", error_text(other)),
+                };
+                self.causes.push(invalid_at(path, node, &detail));
+            }
+        }
+    }
+}
+
+/// The string a rule's `messageExpression` gives, if it gives a usable one (a non-empty string
+/// of one line); otherwise the rule's message is used.
+fn message_expression(source: &str, ctx: &Context) -> Option<String> {
+    let program = compile(source).ok()?;
+    match program.execute(ctx) {
+        Ok(Cel::String(s)) if !s.trim().is_empty() && !s.contains(['\n', '\r']) => Some(s.trim().to_string()),
+        _ => None,
+    }
+}
+
+/// An evaluation error as cel-go words the common ones.
+fn error_text(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_plain(i)),
+        other => other.to_string(),
+    }
+}
+
+fn cel_plain(v: &Cel) -> String {
+    match v {
+        Cel::Int(i) => i.to_string(),
+        Cel::UInt(u) => u.to_string(),
+        Cel::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The node's schema type as kube shows it in place of the value.
+fn schema_type(node: &Value) -> &str {
+    node.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn shown_path(path: &str) -> String {
+    if path.is_empty() { "<nil>".into() } else { path.to_string() }
+}
+
+fn invalid_at(path: &str, node: &Value, detail: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {}: {detail}", go_quote(schema_type(node))),
+        field: shown_path(path),
+    }
+}
+
+/// A failed rule's cause, by the `reason` it names.
+fn for_reason(reason: &str, path: &str, node: &Value, v: &Value, detail: &str) -> Cause {
+    let field = shown_path(path);
+    match reason {
+        "FieldValueForbidden" => {
+            Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
+        }
+        "FieldValueRequired" => {
+            Cause { reason: "FieldValueRequired", message: format!("Required value: {detail}"), field }
+        }
+        "FieldValueDuplicate" => Cause {
+            reason: "FieldValueDuplicate",
+            message: format!("Duplicate value: {}", go_quote(schema_type(node))),
+            field,
+        },
+        _ => {
+            let _ = v;
+            invalid_at(path, node, detail)
+        }
+    }
+}
+
+/// `fieldPath` (`.spec.x`, `.x['a.b']`, `.x[0]`) appended to the rule's node path as kube
+/// prints paths (`spec.x`, `x[a.b]`).
+fn join_field_path(base: &str, field_path: &str) -> String {
+    let mut out = base.to_string();
+    let mut rest = field_path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            out = join(&out, &r[..end]);
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(end) = r.find(']') else { break };
+            let inner = r[..end].trim_matches(|c| c == '\'' || c == '"');
+            out.push('[');
+            out.push_str(inner);
+            out.push(']');
+            rest = &r[end + 1..];
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            out = join(&out, &rest[..end]);
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// `v` as a CEL value of `node`'s type.
+fn to_cel(node: Option<&Value>, v: &Value, root: bool) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => {
+            let number_typed = node.is_some_and(|s| schema_type(s) == "number");
+            match n.as_i64() {
+                Some(i) if !number_typed => Cel::Int(i),
+                _ => match n.as_u64() {
+                    Some(u) if !number_typed => Cel::UInt(u),
+                    _ => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
+                },
+            }
+        }
+        Value::String(s) => string_to_cel(node.and_then(|n| n.get("format")).and_then(Value::as_str), s),
+        Value::Array(items) => {
+            let item_schema = node.and_then(|n| n.get("items")).filter(|s| s.is_object());
+            Cel::List(Arc::new(items.iter().map(|i| to_cel(item_schema, i, false)).collect()))
+        }
+        Value::Object(m) => {
+            let props = node.and_then(|n| n.get("properties")).and_then(Value::as_object);
+            let additional = node.and_then(|n| n.get("additionalProperties")).filter(|a| a.is_object());
+            let mut out = HashMap::with_capacity(m.len());
+            for (k, child) in m {
+                let value = if root && k == "metadata" {
+                    let names = ["name", "generateName"];
+                    let kept = child.as_object().map(|meta| {
+                        meta.iter()
+                            .filter(|(k, _)| names.contains(&k.as_str()))
+                            .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(None, v, false)))
+                            .collect::<HashMap<_, _>>()
+                    });
+                    Cel::Map(CelMap { map: Arc::new(kept.unwrap_or_default()) })
+                } else {
+                    to_cel(props.and_then(|p| p.get(k)).or(additional), child, false)
+                };
+                out.insert(Key::String(Arc::new(k.clone())), value);
+            }
+            Cel::Map(CelMap { map: Arc::new(out) })
+        }
+    }
+}
+
+/// A string of a `format` that kube's CEL types: timestamps, dates and bytes.
+fn string_to_cel(format: Option<&str>, s: &str) -> Cel {
+    use base64::Engine;
+    match format {
+        Some("date-time") => match chrono::DateTime::parse_from_rfc3339(s) {
+            Ok(t) => Cel::Timestamp(t),
+            Err(_) => Cel::String(Arc::new(s.to_string())),
+        },
+        Some("date") => match chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+            Ok(d) => Cel::Timestamp(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc().fixed_offset()),
+            Err(_) => Cel::String(Arc::new(s.to_string())),
+        },
+        Some("byte") => match base64::engine::general_purpose::STANDARD.decode(s) {
+            Ok(b) => Cel::Bytes(Arc::new(b)),
+            Err(_) => Cel::String(Arc::new(s.to_string())),
+        },
+        _ => Cel::String(Arc::new(s.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        validate(schema, obj, old, &mut causes);
+        causes
+    }
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas cannot be larger than maxReplicas"},
+                {"rule": "!has(self.mode) || self.mode.startsWith('m')"}
+            ],
+            "properties": {
+                "minReplicas": {"type": "integer"},
+                "maxReplicas": {"type": "integer"},
+                "mode": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "mode is immutable"}
+                ]}
+            }
+        }}})
+    }
+
+    #[test]
+    fn a_false_rule_is_a_cause_in_kube_words() {
+        let s = schema();
+        let ok = json!({"spec": {"minReplicas": 1, "maxReplicas": 2}});
+        assert_eq!(run(&s, &ok, None), vec![]);
+        let bad = json!({"spec": {"minReplicas": 3, "maxReplicas": 2, "mode": "x"}});
+        let causes = run(&s, &bad, None);
+        assert_eq!(causes.len(), 2, "{causes:?}");
+        assert_eq!(causes[0].field, "spec");
+        assert_eq!(causes[0].message, "Invalid value: \"object\": minReplicas cannot be larger than maxReplicas");
+        assert_eq!(
+            causes[1].message,
+            "Invalid value: \"object\": failed rule: !has(self.mode) || self.mode.startsWith('m')"
+        );
+    }
+
+    #[test]
+    fn transition_rules_run_on_updates_where_the_old_value_correlates() {
+        let s = schema();
+        let old = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "mode": "manual"}});
+        let new = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "mode": "more"}});
+        assert_eq!(run(&s, &new, None), vec![]);
+        let causes = run(&s, &new, Some(&old));
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "spec.mode");
+        assert_eq!(causes[0].message, "Invalid value: \"string\": mode is immutable");
+    }
+
+    #[test]
+    fn unchanged_values_are_not_judged_again_on_update() {
+        let s = schema();
+        let old = json!({"spec": {"minReplicas": 3, "maxReplicas": 2}, "status": {}});
+        let new = json!({"spec": {"minReplicas": 3, "maxReplicas": 2}, "status": {"x": 1}});
+        assert_eq!(run(&s, &new, Some(&old)), vec![]);
+        let changed = json!({"spec": {"minReplicas": 4, "maxReplicas": 2}});
+        assert_eq!(run(&s, &changed, Some(&old)).len(), 1);
+    }
+
+    #[test]
+    fn evaluation_errors_name_the_rule() {
+        let s = json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.spec.size > 1"}],
+                       "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}});
+        let causes = run(&s, &json!({"apiVersion": "a/v1", "kind": "K", "spec": {}}), None);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "<nil>");
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"object\": no such key: size evaluating rule: self.spec.size > 1"
+        );
+    }
+
+    #[test]
+    fn reason_field_path_and_message_expression() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{
+                "rule": "self.replicas <= 10",
+                "messageExpression": "'replicas ' + string(self.replicas) + ' is over 10'",
+                "reason": "FieldValueForbidden",
+                "fieldPath": ".replicas"
+            }],
+            "properties": {"replicas": {"type": "integer"}}}}});
+        let causes = run(&s, &json!({"spec": {"replicas": 11}}), None);
+        assert_eq!(
+            causes,
+            vec![Cause {
+                reason: "FieldValueForbidden",
+                message: "Forbidden: replicas 11 is over 10".into(),
+                field: "spec.replicas".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn root_metadata_shows_only_the_names() {
+        let s = json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a') && !has(self.metadata.labels)"}]});
+        let obj = json!({"metadata": {"name": "abc", "labels": {"x": "y"}}});
+        assert_eq!(run(&s, &obj, None), vec![]);
+    }
+
+    #[test]
+    fn schema_errors_that_block_keep_rules_from_running() {
+        let s = schema();
+        let mut causes =
+            vec![Cause { reason: "FieldValueTypeInvalid", message: "m".into(), field: "spec.minReplicas".into() }];
+        validate(&s, &json!({"spec": {"minReplicas": "x", "maxReplicas": 2}}), None, &mut causes);
+        assert_eq!(causes.len(), 2);
+        assert_eq!(causes[1], not_checked());
+    }
+
+    #[test]
+    fn map_list_items_correlate_by_key() {
+        let s = json!({"type": "object", "properties": {"items": {"type": "array",
+            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "x-kubernetes-validations": [{"rule": "self.value >= oldSelf.value", "message": "may only grow"}],
+                      "properties": {"name": {"type": "string"}, "value": {"type": "integer"}}}}}});
+        let old = json!({"items": [{"name": "a", "value": 2}, {"name": "b", "value": 5}]});
+        let new = json!({"items": [{"name": "b", "value": 4}, {"name": "c", "value": 0}, {"name": "a", "value": 3}]});
+        let causes = run(&s, &new, Some(&old));
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "items[0]");
+        assert_eq!(causes[0].message, "Invalid value: \"object\": may only grow");
+    }
+
+    #[test]
+    fn a_definition_s_rules_must_compile_and_correlate() {
+        let s = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-validations": [
+                {"rule": "self.a >", "message": "m"},
+                {"rule": "self.a > 1", "reason": "Bogus"},
+                {"rule": " "}
+            ]},
+            "list": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}
+        }});
+        let mut causes = Vec::new();
+        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.validation.openAPIV3Schema.properties[list].items.x-kubernetes-validations[0].rule",
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].reason",
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].rule",
+            ]
+        );
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[list]"
+        );
+        assert!(
+            causes[1].message.starts_with(
+                "Invalid value: apiextensions.ValidationRule{Rule:\"self.a >\", Message:\"m\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: "
+            ),
+            "{}",
+            causes[1].message
+        );
+        assert_eq!(
+            causes[2].message,
+            "Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+        );
+        assert_eq!(causes[3].message, "Required value: rule is not specified");
+    }
+
+    #[test]
+    fn field_paths_join_as_kube_prints_them() {
+        assert_eq!(join_field_path("spec", ".a.b"), "spec.a.b");
+        assert_eq!(join_field_path("spec", ".m['x.y']"), "spec.m[x.y]");
+        assert_eq!(join_field_path("", ".list[0]"), "list[0]");
+    }
+}
