@@ -13,7 +13,8 @@
 //! stored before a rule was added can still be changed elsewhere.
 //!
 //! Invariants: programs are compiled once per rule text and shared; evaluation never changes
-//! the object; a failure is one 422 cause in kube's words (`Invalid value: "object": <message>`,
+//! the object; a failure is one 422 cause in kube's words (`Invalid value: <message>` for an
+//! object or a list, `Invalid value: 7: <message>` for a scalar, as v1.35 prints them;
 //! `failed rule: <rule>` without a message, `messageExpression`'s string when it gives one, the
 //! cause's `reason` and `fieldPath` when the rule sets them); an error while evaluating is the
 //! cause `<error> evaluating rule: <rule>`. Rules are not evaluated when the schema's own checks
@@ -27,7 +28,7 @@ use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::structural::{Cause, go_quote};
+use crate::structural::{Cause, go_quote, go_value};
 
 /// The environment rules are compiled and run in: CEL's standard library with the optional
 /// types, its strings and lists extensions, and kube's libraries (`cel_library`).
@@ -59,24 +60,21 @@ pub(crate) fn compile(source: &str) -> Compiled {
 /// The cause reasons a rule may name, as kube lists them.
 const REASONS: [&str; 4] = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
 
-/// A rule as kube prints it in a definition's errors (Go's `%#v` of its ValidationRule).
+/// A rule as kube-apiserver v1.35 prints it in a definition's errors: its ValidationRule as
+/// Go's JSON encoder writes it (Go's field names; `<`, `>` and `&` escaped).
 fn go_rule(rule: &Value) -> String {
-    let s = |k: &str| go_quote(rule.get(k).and_then(Value::as_str).unwrap_or(""));
-    let reason = match rule.get("reason").and_then(Value::as_str) {
-        Some(r) => format!("(*apiextensions.FieldValueErrorReason)({})", go_quote(r)),
-        None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
-    };
-    let optional = match rule.get("optionalOldSelf").and_then(Value::as_bool) {
-        Some(b) => format!("(*bool)({b})"),
-        None => "(*bool)(nil)".into(),
-    };
-    format!(
-        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
-        s("rule"),
-        s("message"),
-        s("messageExpression"),
-        s("fieldPath")
-    )
+    let text = |k: &str| Value::String(rule.get(k).and_then(Value::as_str).unwrap_or("").to_string());
+    let or_null = |k: &str| rule.get(k).filter(|v| v.is_string() || v.is_boolean()).cloned().unwrap_or(Value::Null);
+    let fields = [
+        ("Rule", text("rule")),
+        ("Message", text("message")),
+        ("MessageExpression", text("messageExpression")),
+        ("Reason", or_null("reason")),
+        ("FieldPath", text("fieldPath")),
+        ("OptionalOldSelf", or_null("optionalOldSelf")),
+    ];
+    let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    format!("{{{}}}", body.join(",")).replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
 /// Checks the rules of a definition's schema (`path` is the schema's field path): each must
@@ -194,7 +192,7 @@ const BLOCKING: [&str; 5] =
 fn not_checked() -> Cause {
     Cause {
         reason: "FieldValueInvalid",
-        message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+        message: "Invalid value: null: some validation rules were not checked because the object was invalid; \
                   correct the existing errors to complete validation"
             .into(),
         field: "<nil>".into(),
@@ -334,7 +332,7 @@ impl Walk<'_> {
                     at = join_field_path(&at, fp);
                 }
                 let reason = rule.get("reason").and_then(Value::as_str).unwrap_or("FieldValueInvalid");
-                self.causes.push(for_reason(reason, &at, node, v, &detail));
+                self.causes.push(for_reason(reason, &at, v, &detail));
             }
             Err(e) => {
                 let detail = match &e {
@@ -397,9 +395,14 @@ fn invalid_at(path: &str, node: &Value, detail: &str) -> Cause {
     }
 }
 
-/// A failed rule's cause, by the `reason` it names.
-fn for_reason(reason: &str, path: &str, node: &Value, v: &Value, detail: &str) -> Cause {
+/// A failed rule's cause, by the `reason` it names. As kube-apiserver v1.35 prints it, a
+/// scalar's value is shown and an object's or a list's is not.
+fn for_reason(reason: &str, path: &str, v: &Value, detail: &str) -> Cause {
     let field = shown_path(path);
+    let shown = match v {
+        Value::Object(_) | Value::Array(_) => None,
+        scalar => Some(go_value(scalar)),
+    };
     match reason {
         "FieldValueForbidden" => {
             Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
@@ -409,13 +412,17 @@ fn for_reason(reason: &str, path: &str, node: &Value, v: &Value, detail: &str) -
         }
         "FieldValueDuplicate" => Cause {
             reason: "FieldValueDuplicate",
-            message: format!("Duplicate value: {}", go_quote(schema_type(node))),
+            message: shown.map_or_else(|| "Duplicate value".into(), |s| format!("Duplicate value: {s}")),
             field,
         },
-        _ => {
-            let _ = v;
-            invalid_at(path, node, detail)
-        }
+        _ => Cause {
+            reason: "FieldValueInvalid",
+            message: match shown {
+                Some(s) => format!("Invalid value: {s}: {detail}"),
+                None => format!("Invalid value: {detail}"),
+            },
+            field,
+        },
     }
 }
 
@@ -546,11 +553,8 @@ mod tests {
         let causes = run(&s, &bad, None);
         assert_eq!(causes.len(), 2, "{causes:?}");
         assert_eq!(causes[0].field, "spec");
-        assert_eq!(causes[0].message, "Invalid value: \"object\": minReplicas cannot be larger than maxReplicas");
-        assert_eq!(
-            causes[1].message,
-            "Invalid value: \"object\": failed rule: !has(self.mode) || self.mode.startsWith('m')"
-        );
+        assert_eq!(causes[0].message, "Invalid value: minReplicas cannot be larger than maxReplicas");
+        assert_eq!(causes[1].message, "Invalid value: failed rule: !has(self.mode) || self.mode.startsWith('m')");
     }
 
     #[test]
@@ -562,7 +566,7 @@ mod tests {
         let causes = run(&s, &new, Some(&old));
         assert_eq!(causes.len(), 1, "{causes:?}");
         assert_eq!(causes[0].field, "spec.mode");
-        assert_eq!(causes[0].message, "Invalid value: \"string\": mode is immutable");
+        assert_eq!(causes[0].message, "Invalid value: \"more\": mode is immutable");
     }
 
     #[test]
@@ -638,7 +642,7 @@ mod tests {
         let causes = run(&s, &new, Some(&old));
         assert_eq!(causes.len(), 1, "{causes:?}");
         assert_eq!(causes[0].field, "items[0]");
-        assert_eq!(causes[0].message, "Invalid value: \"object\": may only grow");
+        assert_eq!(causes[0].message, "Invalid value: may only grow");
     }
 
     #[test]
@@ -670,7 +674,7 @@ mod tests {
         );
         assert!(
             causes[1].message.starts_with(
-                "Invalid value: apiextensions.ValidationRule{Rule:\"self.a >\", Message:\"m\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: "
+                "Invalid value: {\"Rule\":\"self.a \\u003e\",\"Message\":\"m\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
             ),
             "{}",
             causes[1].message

@@ -585,15 +585,11 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(r.body["reason"], "Invalid");
     assert_eq!(
         r.body["message"],
-        "Sprocket.example.com \"bad\" is invalid: spec: Invalid value: \"object\": minReplicas cannot be larger than maxReplicas"
+        "Sprocket.example.com \"bad\" is invalid: spec: Invalid value: minReplicas cannot be larger than maxReplicas"
     );
     assert_eq!(
         causes(&r),
-        vec![cause(
-            "FieldValueInvalid",
-            "spec",
-            "Invalid value: \"object\": minReplicas cannot be larger than maxReplicas"
-        )]
+        vec![cause("FieldValueInvalid", "spec", "Invalid value: minReplicas cannot be larger than maxReplicas")]
     );
 
     // messageExpression, reason and fieldPath.
@@ -624,7 +620,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
         cause(
             "FieldValueInvalid",
             "<nil>",
-            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
         )
     );
 
@@ -632,10 +628,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     let merge = "application/merge-patch+json";
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"mode": "slow"}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
-    assert_eq!(
-        causes(&r),
-        vec![cause("FieldValueInvalid", "spec.mode", "Invalid value: \"string\": mode is immutable")]
-    );
+    assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec.mode", "Invalid value: \"slow\": mode is immutable")]);
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"maxReplicas": 9}})).await;
     assert_eq!(r.code, 200, "{}", r.body);
     // Nothing was written by the refused writes.
@@ -658,5 +651,5 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(r.code, 200, "{}", r.body);
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"minReplicas": 2}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
-    assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: \"object\": at most 5")]);
+    assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: at most 5")]);
 }

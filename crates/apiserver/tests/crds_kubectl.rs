@@ -114,9 +114,7 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
         let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", racer.to_str().unwrap()]).await;
         assert!(!ok, "{bin}: {out}");
         assert!(
-            out.contains(
-                r#"The Gadget "racer" is invalid: spec: Invalid value: "object": fast gadgets run at most 3 replicas"#
-            ),
+            out.contains(r#"The Gadget "racer" is invalid: spec: Invalid value: fast gadgets run at most 3 replicas"#),
             "{bin}: {out}"
         );
 
