@@ -45,7 +45,7 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 /// then the schema's validation rules (`old` being the version an update replaces).
 pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Result<(), ApiError> {
     let Some(custom) = &info.custom else { return Ok(()) };
-    let v = Value::Object(obj.clone());
+    let mut v = Value::Object(obj.clone());
     let mut causes = match &custom.schema {
         Some(s) => structural::validate(s, &v),
         None => Vec::new(),
@@ -73,7 +73,6 @@ pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Stor
     }
     if let Some(s) = custom.schema.as_deref().filter(|s| validation_rules::has_rules(s)) {
         // Rules see the object as the client does, with its kind and apiVersion.
-        let mut v = v.clone();
         v["apiVersion"] = info.api_version().into();
         v["kind"] = info.kind.clone().into();
         let old = old.and_then(|o| match o.value() {

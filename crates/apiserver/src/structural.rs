@@ -30,7 +30,8 @@ fn flag(node: &Value, key: &str) -> bool {
     node.get(key).and_then(Value::as_bool) == Some(true)
 }
 
-fn join(path: &str, key: &str) -> String {
+/// `key` below `path`, as kube prints field paths (`spec.replicas`).
+pub(crate) fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 

@@ -28,7 +28,7 @@ use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::structural::{Cause, go_quote, go_value};
+use crate::structural::{Cause, go_quote, go_value, join};
 
 /// The environment rules are compiled and run in: CEL's standard library with the optional
 /// types, its strings and lists extensions, and kube's libraries (`cel_library`).
@@ -228,8 +228,23 @@ struct Walk<'a> {
     update: bool,
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+/// A node's value and its correlated old value as CEL values, converted once for all the
+/// node's rules, when the first rule needs them.
+struct NodeValues<'a> {
+    node: &'a Value,
+    root: bool,
+    new: std::cell::OnceCell<Cel>,
+    old: std::cell::OnceCell<Option<Cel>>,
+}
+
+impl NodeValues<'_> {
+    fn new_value(&self, v: &Value) -> Cel {
+        self.new.get_or_init(|| to_cel(Some(self.node), v, self.root)).clone()
+    }
+
+    fn old_value(&self, old: Option<&Value>) -> Option<Cel> {
+        self.old.get_or_init(|| old.map(|o| to_cel(Some(self.node), o, self.root))).clone()
+    }
 }
 
 impl Walk<'_> {
@@ -237,8 +252,9 @@ impl Walk<'_> {
         if let Some(rules) = node.get("x-kubernetes-validations").and_then(Value::as_array)
             && (root || !v.is_null())
         {
+            let values = NodeValues { node, root, new: Default::default(), old: Default::default() };
             for rule in rules {
-                self.rule(node, rule, v, old, path, root);
+                self.rule(&values, rule, v, old, path);
             }
         }
         match v {
@@ -283,7 +299,8 @@ impl Walk<'_> {
         }
     }
 
-    fn rule(&mut self, node: &Value, rule: &Value, v: &Value, old: Option<&Value>, path: &str, root: bool) {
+    fn rule(&mut self, values: &NodeValues<'_>, rule: &Value, v: &Value, old: Option<&Value>, path: &str) {
+        let node = values.node;
         let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
         let program = match compile(text) {
             Ok(p) => p,
@@ -301,9 +318,9 @@ impl Walk<'_> {
             return;
         }
         let mut ctx = Context::with_env(ENV.clone());
-        ctx.add_variable_from_value("self", to_cel(Some(node), v, root));
+        ctx.add_variable_from_value("self", values.new_value(v));
         if transition {
-            let old_value = old.map(|o| to_cel(Some(node), o, root));
+            let old_value = values.old_value(old);
             if optional_old {
                 let opt = match old_value {
                     Some(o) => OptionalValue::of(o),
