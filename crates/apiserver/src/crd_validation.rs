@@ -168,6 +168,17 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
             field: "spec.versions".into(),
         });
     }
+    // As kube-apiserver converts a definition before validating it, a schema, subresources or
+    // printer columns that every version has alike are checked once, as the definition's own
+    // (`spec.validation`, `spec.subresources`, `spec.additionalPrinterColumns`).
+    let alike = |get: &dyn Fn(&Value) -> Option<&Value>| {
+        let first = versions.first().and_then(|v| get(v)).filter(|x| !x.is_null());
+        first.is_some() && versions.iter().all(|v| get(v) == first)
+    };
+    let shared_schema = alike(&|v| v.get("schema").and_then(|s| s.get("openAPIV3Schema")));
+    let shared_subresources = alike(&|v| v.get("subresources"));
+    let shared_columns =
+        alike(&|v| v.get("additionalPrinterColumns").filter(|c| c.as_array().is_some_and(|c| !c.is_empty())));
     let mut seen: Vec<&str> = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let p = format!("spec.versions[{i}]");
@@ -185,15 +196,23 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
                 causes.push(required(format!("{p}.schema.openAPIV3Schema"), "schemas are required"));
             }
             Some(schema) => {
-                let sp = format!("{p}.schema.openAPIV3Schema");
-                structural_schema(schema, &sp, true, causes);
-                crate::validation_rules::check_rules(schema, &sp, causes);
+                let sp = if shared_schema {
+                    "spec.validation.openAPIV3Schema".into()
+                } else {
+                    format!("{p}.schema.openAPIV3Schema")
+                };
+                if !shared_schema || i == 0 {
+                    structural_schema(schema, &sp, true, causes);
+                    crate::validation_rules::check_rules(schema, &sp, causes);
+                }
             }
         }
-        if let Some(scale) = v.get("subresources").and_then(|s| s.get("scale")).filter(|s| s.is_object()) {
+        let sub = if shared_subresources { "spec.subresources".into() } else { format!("{p}.subresources") };
+        let scale = v.get("subresources").and_then(|s| s.get("scale")).filter(|s| s.is_object());
+        if let Some(scale) = scale.filter(|_| !shared_subresources || i == 0) {
             for (f, under) in [("specReplicasPath", ".spec"), ("statusReplicasPath", ".status")] {
                 let path = s(Some(scale), f);
-                let field = format!("{p}.subresources.scale.{f}");
+                let field = format!("{sub}.scale.{f}");
                 if path.is_empty() {
                     causes.push(required(field, ""));
                 } else if !path.starts_with(&format!("{under}.")) {
@@ -203,15 +222,19 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
             let sel = s(Some(scale), "labelSelectorPath");
             if !(sel.is_empty() || sel.starts_with(".spec.") || sel.starts_with(".status.")) {
                 causes.push(invalid(
-                    format!("{p}.subresources.scale.labelSelectorPath"),
+                    format!("{sub}.scale.labelSelectorPath"),
                     sel,
                     "should be a json path under either .spec or .status",
                 ));
             }
         }
-        let columns = v.get("additionalPrinterColumns").and_then(Value::as_array);
+        let columns = v.get("additionalPrinterColumns").and_then(Value::as_array).filter(|_| !shared_columns || i == 0);
         for (j, c) in columns.into_iter().flatten().enumerate() {
-            let cp = format!("{p}.additionalPrinterColumns[{j}]");
+            let cp = if shared_columns {
+                format!("spec.additionalPrinterColumns[{j}]")
+            } else {
+                format!("{p}.additionalPrinterColumns[{j}]")
+            };
             if s(Some(c), "name").is_empty() {
                 causes.push(required(format!("{cp}.name"), ""));
             }
@@ -317,11 +340,45 @@ mod tests {
         assert_eq!(e.code, 422);
         assert_eq!(
             fields(e),
-            ["metadata.name", "spec.versions", "spec.versions[0].schema.openAPIV3Schema.properties[spec].type"]
+            ["metadata.name", "spec.versions", "spec.validation.openAPIV3Schema.properties[spec].type"]
         );
         let mut c = crd();
         c["spec"]["group"] = json!("apps");
         c["spec"]["scope"] = json!("Global");
         assert_eq!(fields(validate(&c).unwrap_err()), ["metadata.name", "spec.group", "spec.scope"]);
+    }
+
+    #[test]
+    fn what_every_version_shares_is_checked_once_as_the_definition_s_own() {
+        let bad_schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"properties": {}}}}});
+        let scale = json!({"scale": {"specReplicasPath": "spec.replicas", "statusReplicasPath": ".status.replicas"}});
+        let column = json!([{"name": "Age", "type": "duration", "jsonPath": ".metadata.creationTimestamp"}]);
+        let version = |name: &str, storage: bool| {
+            json!({"name": name, "served": true, "storage": storage, "schema": bad_schema,
+                   "subresources": scale, "additionalPrinterColumns": column})
+        };
+        let mut c = crd();
+        c["spec"]["versions"] = json!([version("v1", true), version("v2", false)]);
+        assert_eq!(
+            fields(validate(&c).unwrap_err()),
+            [
+                "spec.validation.openAPIV3Schema.properties[spec].type",
+                "spec.subresources.scale.specReplicasPath",
+                "spec.additionalPrinterColumns[0].type",
+            ]
+        );
+        // Versions that differ are checked one by one.
+        c["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["extra"] = json!({"type": "string"});
+        c["spec"]["versions"][1]["subresources"] = json!({"status": {}});
+        c["spec"]["versions"][1]["additionalPrinterColumns"] = json!([]);
+        assert_eq!(
+            fields(validate(&c).unwrap_err()),
+            [
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+                "spec.versions[0].subresources.scale.specReplicasPath",
+                "spec.versions[0].additionalPrinterColumns[0].type",
+                "spec.versions[1].schema.openAPIV3Schema.properties[spec].type",
+            ]
+        );
     }
 }

@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod body;
 pub mod cache;
+pub(crate) mod cel_check;
 pub(crate) mod cel_library;
 pub mod chaos;
 pub(crate) mod combined_writes;

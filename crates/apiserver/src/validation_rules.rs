@@ -8,8 +8,9 @@
 //! that names `oldSelf` is a transition rule: it runs on updates only, where the node's old
 //! value correlates (object properties by name, map values by key, `x-kubernetes-list-type:
 //! map` items by their keys), unless `optionalOldSelf` makes `oldSelf` an optional that is
-//! empty on create. On an update, a rule that does not name `oldSelf` is not evaluated where the
-//! value is the same as its correlated old value (kube's validation ratcheting): an object
+//! empty on create. On an update, a rule that does not name `oldSelf` and fails where the
+//! value (or, for a value that does not correlate, its nearest ancestor that does) is the same
+//! as the old one gives a warning, not an error (kube's validation ratcheting): an object
 //! stored before a rule was added can still be changed elsewhere.
 //!
 //! Invariants: programs are compiled once per rule text and shared; evaluation never changes
@@ -28,6 +29,7 @@ use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::cel_check::{self, Ty};
 use crate::structural::{Cause, go_quote, go_value, join};
 
 /// The environment rules are compiled and run in: CEL's standard library with the optional
@@ -52,7 +54,17 @@ pub(crate) fn compile(source: &str) -> Compiled {
     if let Some(c) = PROGRAMS.lock().get(source) {
         return c.clone();
     }
-    let compiled = ENV.compile(source).map(Arc::new).map_err(|e| e.to_string());
+    let compiled = ENV.compile(source).map(Arc::new).map_err(|errors| {
+        let shown: Vec<String> = errors
+            .errors
+            .iter()
+            .map(|e| {
+                let (line, column) = (e.pos.0.max(1) as usize, (e.pos.1.max(1) - 1) as usize);
+                crate::cel_check::display_at(source, line, column, &e.msg)
+            })
+            .collect();
+        shown.join("\n")
+    });
     PROGRAMS.lock().insert(source.to_string(), compiled.clone());
     compiled
 }
@@ -81,23 +93,24 @@ fn go_rule(rule: &Value) -> String {
 /// be given and compile, its message be one line, its reason one kube knows, and `oldSelf` be
 /// used only where old values correlate.
 pub(crate) fn check_rules(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
-    check_node(schema, path, None, causes);
+    check_node(schema, path, true, None, causes);
 }
 
-fn check_node(node: &Value, path: &str, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+fn check_node(node: &Value, path: &str, root: bool, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
     let Some(m) = node.as_object() else { return };
     if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
         for (i, rule) in rules.iter().enumerate() {
-            check_rule(rule, &format!("{path}.x-kubernetes-validations[{i}]"), uncorrelatable, causes);
+            let at = format!("{path}.x-kubernetes-validations[{i}]");
+            check_rule(rule, &at, Ty::of_schema(node, root), uncorrelatable, causes);
         }
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
-            check_node(child, &format!("{path}.properties[{k}]"), uncorrelatable, causes);
+            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, causes);
         }
     }
     if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        check_node(add, &format!("{path}.additionalProperties"), uncorrelatable, causes);
+        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, causes);
     }
     if let Some(items) = m.get("items").filter(|i| i.is_object()) {
         let is_map = m.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
@@ -107,11 +120,11 @@ fn check_node(node: &Value, path: &str, uncorrelatable: Option<&str>, causes: &m
             None if !is_map => Some(path.to_string()),
             None => None,
         };
-        check_node(items, &below, uncorrelatable.as_deref(), causes);
+        check_node(items, &below, false, uncorrelatable.as_deref(), causes);
     }
 }
 
-fn check_rule(rule: &Value, at: &str, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+fn check_rule(rule: &Value, at: &str, self_ty: Ty<'_>, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
     let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let message = rule.get("message").and_then(Value::as_str).unwrap_or("");
     let required = |field: String, detail: &str| Cause {
@@ -159,9 +172,15 @@ fn check_rule(rule: &Value, at: &str, uncorrelatable: Option<&str>, causes: &mut
     if text.trim().is_empty() {
         return;
     }
-    match compile(text) {
+    let optional_old_self = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+    let checked =
+        compile(text).and_then(|p| cel_check::check(&p, text, self_ty.clone(), optional_old_self).map(|t| (p, t)));
+    match checked {
         Err(e) => causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}"))),
-        Ok(program) => {
+        Ok((_, t)) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Error) => {
+            causes.push(invalid(format!("{at}.rule"), &go_rule(rule), "cel expression must evaluate to a bool"));
+        }
+        Ok((program, _)) => {
             if let Some(u) = uncorrelatable
                 && program.references().has_variable("oldSelf")
             {
@@ -174,7 +193,8 @@ fn check_rule(rule: &Value, at: &str, uncorrelatable: Option<&str>, causes: &mut
         }
     }
     if !expression.trim().is_empty()
-        && let Err(e) = compile(expression)
+        && let Err(e) =
+            compile(expression).and_then(|p| cel_check::check(&p, expression, self_ty, optional_old_self).map(drop))
     {
         causes.push(invalid(
             format!("{at}.messageExpression"),
@@ -210,7 +230,7 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>, causes: &mut V
         return;
     }
     let mut walk = Walk { causes, update: old.is_some() };
-    walk.node(schema, obj, old, "", true);
+    walk.node(schema, obj, old, None, "", true);
 }
 
 /// Whether any node of `schema` has rules.
@@ -248,13 +268,27 @@ impl NodeValues<'_> {
 }
 
 impl Walk<'_> {
-    fn node(&mut self, node: &Value, v: &Value, old: Option<&Value>, path: &str, root: bool) {
+    /// Evaluates the rules at `node` and below; `nearest` is the nearest node at or above this
+    /// one whose value correlates with an old one, as (new, old), for ratcheting.
+    fn node<'v>(
+        &mut self,
+        node: &Value,
+        v: &'v Value,
+        old: Option<&'v Value>,
+        nearest: Option<(&'v Value, &'v Value)>,
+        path: &str,
+        root: bool,
+    ) {
+        let nearest = old.map(|o| (v, o)).or(nearest);
         if let Some(rules) = node.get("x-kubernetes-validations").and_then(Value::as_array)
             && (root || !v.is_null())
         {
             let values = NodeValues { node, root, new: Default::default(), old: Default::default() };
+            // Failures where that node is unchanged are warnings (kube's ratcheting).
+            let unchanged = std::cell::OnceCell::new();
+            let unchanged = || *unchanged.get_or_init(|| nearest.is_some_and(|(n, o)| n == o));
             for rule in rules {
-                self.rule(&values, rule, v, old, path);
+                self.rule(&values, rule, v, old, path, &unchanged);
             }
         }
         match v {
@@ -267,9 +301,9 @@ impl Walk<'_> {
                     }
                     let old_child = old.and_then(|o| o.get(k));
                     if let Some(s) = props.and_then(|p| p.get(k)) {
-                        self.node(s, child, old_child, &join(path, k), false);
+                        self.node(s, child, old_child, nearest, &join(path, k), false);
                     } else if let Some(s) = additional {
-                        self.node(s, child, old_child, &format!("{path}[{k}]"), false);
+                        self.node(s, child, old_child, nearest, &format!("{path}[{k}]"), false);
                     }
                 }
             }
@@ -292,14 +326,22 @@ impl Walk<'_> {
                         }
                         _ => None,
                     };
-                    self.node(s, item, old_item, &format!("{path}[{i}]"), false);
+                    self.node(s, item, old_item, nearest, &format!("{path}[{i}]"), false);
                 }
             }
             _ => {}
         }
     }
 
-    fn rule(&mut self, values: &NodeValues<'_>, rule: &Value, v: &Value, old: Option<&Value>, path: &str) {
+    fn rule(
+        &mut self,
+        values: &NodeValues<'_>,
+        rule: &Value,
+        v: &Value,
+        old: Option<&Value>,
+        path: &str,
+        unchanged: &dyn Fn() -> bool,
+    ) {
         let node = values.node;
         let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
         let program = match compile(text) {
@@ -312,9 +354,6 @@ impl Walk<'_> {
         let transition = program.references().has_variable("oldSelf");
         let optional_old = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
         if transition && old.is_none() && !optional_old {
-            return;
-        }
-        if !transition && self.update && old == Some(v) {
             return;
         }
         let mut ctx = Context::with_env(ENV.clone());
@@ -349,7 +388,12 @@ impl Walk<'_> {
                     at = join_field_path(&at, fp);
                 }
                 let reason = rule.get("reason").and_then(Value::as_str).unwrap_or("FieldValueInvalid");
-                self.causes.push(for_reason(reason, &at, v, &detail));
+                let cause = for_reason(reason, &at, v, &detail);
+                if !transition && self.update && unchanged() {
+                    crate::warning::record(format!("{}: {}", cause.field, cause.message));
+                } else {
+                    self.causes.push(cause);
+                }
             }
             Err(e) => {
                 let detail = match &e {
@@ -503,8 +547,13 @@ fn to_cel(node: Option<&Value>, v: &Value, root: bool) -> Cel {
                             .collect::<HashMap<_, _>>()
                     });
                     Cel::Map(CelMap { map: Arc::new(kept.unwrap_or_default()) })
+                } else if let Some(s) = props.and_then(|p| p.get(k)) {
+                    // A property is reached by its CEL name; one CEL cannot name is left out.
+                    let Some(name) = cel_check::escape(k) else { continue };
+                    out.insert(Key::String(Arc::new(name)), to_cel(Some(s), child, false));
+                    continue;
                 } else {
-                    to_cel(props.and_then(|p| p.get(k)).or(additional), child, false)
+                    to_cel(additional, child, false)
                 };
                 out.insert(Key::String(Arc::new(k.clone())), value);
             }
@@ -586,14 +635,29 @@ mod tests {
         assert_eq!(causes[0].message, "Invalid value: \"more\": mode is immutable");
     }
 
-    #[test]
-    fn unchanged_values_are_not_judged_again_on_update() {
+    #[tokio::test]
+    async fn failures_on_unchanged_values_are_warnings() {
         let s = schema();
         let old = json!({"spec": {"minReplicas": 3, "maxReplicas": 2}, "status": {}});
         let new = json!({"spec": {"minReplicas": 3, "maxReplicas": 2}, "status": {"x": 1}});
-        assert_eq!(run(&s, &new, Some(&old)), vec![]);
+        let (causes, warnings) = crate::warning::collect(async { run(&s, &new, Some(&old)) }).await;
+        assert_eq!(causes, vec![]);
+        assert_eq!(warnings, ["spec: Invalid value: minReplicas cannot be larger than maxReplicas"]);
         let changed = json!({"spec": {"minReplicas": 4, "maxReplicas": 2}});
-        assert_eq!(run(&s, &changed, Some(&old)).len(), 1);
+        let (causes, warnings) = crate::warning::collect(async { run(&s, &changed, Some(&old)) }).await;
+        assert_eq!(causes.len(), 1);
+        assert!(warnings.is_empty());
+
+        // Items of a list that is not a map do not correlate: their list, unchanged, ratchets them.
+        let s = json!({"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array",
+            "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3", "message": "short"}]}}}});
+        let old = json!({"tags": ["long"], "n": 1});
+        let (causes, warnings) =
+            crate::warning::collect(async { run(&s, &json!({"tags": ["long"], "n": 2}), Some(&old)) }).await;
+        assert_eq!((causes, warnings), (vec![], vec!["tags[0]: Invalid value: \"long\": short".to_string()]));
+        let causes = run(&s, &json!({"tags": ["long", "x"], "n": 2}), Some(&old));
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "tags[0]");
     }
 
     #[test]
@@ -665,7 +729,7 @@ mod tests {
     #[test]
     fn a_definition_s_rules_must_compile_and_correlate() {
         let s = json!({"type": "object", "properties": {
-            "spec": {"type": "object", "x-kubernetes-validations": [
+            "spec": {"type": "object", "properties": {"a": {"type": "integer"}}, "x-kubernetes-validations": [
                 {"rule": "self.a >", "message": "m"},
                 {"rule": "self.a > 1", "reason": "Bogus"},
                 {"rule": " "}
@@ -701,6 +765,62 @@ mod tests {
             "Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
         );
         assert_eq!(causes[3].message, "Required value: rule is not specified");
+    }
+
+    #[test]
+    fn a_definition_s_rules_are_type_checked_against_the_schema() {
+        let s = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "integer"}, "dash-ed": {"type": "string"}},
+                "x-kubernetes-validations": [
+                    {"rule": "self.b > 1"},
+                    {"rule": "self.a + 1"},
+                    {"rule": "self.dash__dash__ed != ''", "messageExpression": "'a is ' + self.c"},
+                    {"rule": "self.a >"}
+            ]}
+        }});
+        let mut causes = Vec::new();
+        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+        let found: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    format!("{at}[0].rule").as_str(),
+                    "Invalid value: {\"Rule\":\"self.b \\u003e 1\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: \
+                     compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b > 1\n | ....^"
+                ),
+                (
+                    format!("{at}[1].rule").as_str(),
+                    "Invalid value: {\"Rule\":\"self.a + 1\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: \
+                     cel expression must evaluate to a bool"
+                ),
+                (
+                    format!("{at}[2].messageExpression").as_str(),
+                    "Invalid value: {\"Rule\":\"self.dash__dash__ed != ''\",\"Message\":\"\",\"MessageExpression\":\"'a is ' + self.c\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: \
+                     messageExpression compilation failed: ERROR: <input>:1:15: undefined field 'c'\n | 'a is ' + self.c\n | ..............^"
+                ),
+                (
+                    format!("{at}[3].rule").as_str(),
+                    "Invalid value: {\"Rule\":\"self.a \\u003e\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: \
+                     compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.a >\n | ........^"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn properties_are_reached_by_their_cel_names() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"max-size": {"type": "integer"}, "namespace": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.max__dash__size < 10 && self.__namespace__ != ''"}]}}});
+        assert!(run(&s, &json!({"spec": {"max-size": 3, "namespace": "a"}}), None).is_empty());
+        let causes = run(&s, &json!({"spec": {"max-size": 30, "namespace": "a"}}), None);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: failed rule: self.max__dash__size < 10 && self.__namespace__ != ''"
+        );
     }
 
     #[test]

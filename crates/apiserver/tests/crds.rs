@@ -556,6 +556,8 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     broken["spec"]["names"] = json!({"plural": "brokens", "singular": "broken", "kind": "Broken"});
     let schema = &mut broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     schema["properties"]["spec"]["x-kubernetes-validations"][0]["rule"] = json!("self.minReplicas <=");
+    // A rule naming a field the schema lacks is refused when the definition is written.
+    schema["properties"]["spec"]["x-kubernetes-validations"][1]["rule"] = json!("self.replica <= 10");
     schema["properties"]["tags"] = json!({"type": "array", "items": {"type": "string",
         "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}});
     let r = c.post(CRDS, &broken).await;
@@ -565,12 +567,19 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(
         fields,
         [
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
-            "spec.versions[0].schema.openAPIV3Schema.properties[tags].items.x-kubernetes-validations[0].rule",
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule",
+            "spec.validation.openAPIV3Schema.properties[tags].items.x-kubernetes-validations[0].rule",
         ],
         "{found:?}"
     );
-    assert!(found[0].2.contains("compilation failed: "), "{found:?}");
+    assert!(found[0].2.contains("compilation failed: ERROR: <input>:1:20: Syntax error: "), "{found:?}");
+    assert!(
+        found[1].2.ends_with(
+            "compilation failed: ERROR: <input>:1:5: undefined field 'replica'\n | self.replica <= 10\n | ....^"
+        ),
+        "{found:?}"
+    );
     assert_eq!(c.get(&format!("{CRDS}/brokens.example.com")).await.code, 404);
 
     let base = "/apis/example.com/v1/sprockets";
@@ -635,7 +644,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(c.get(&format!("{base}/ok")).await.body["spec"]["mode"], "fast");
     assert_eq!(c.get(&format!("{base}/bad")).await.code, 404);
 
-    // A rule added later does not judge values an update leaves as they are.
+    // A rule added later does not refuse values an update leaves as they are.
     let mut crd = c.get(&format!("{CRDS}/sprockets.example.com")).await.body;
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
         .as_array_mut()
@@ -649,6 +658,8 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     .await;
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"metadata": {"labels": {"tier": "gold"}}})).await;
     assert_eq!(r.code, 200, "{}", r.body);
+    // The rule still fails there: the client is warned.
+    assert_eq!(r.headers["warning"], "299 - \"spec: Invalid value: at most 5\"");
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"minReplicas": 2}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: at most 5")]);
