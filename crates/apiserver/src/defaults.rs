@@ -497,43 +497,7 @@ fn qos_class(spec: &Map<String, Value>) -> &'static str {
 
 /// A resource quantity (`100m`, `1.5Gi`, `2e3`) in billionths, None when it does not parse.
 fn parse_quantity(s: &str) -> Option<i128> {
-    let s = s.trim();
-    let (negative, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(end);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && fraction.is_empty() {
-        return None;
-    }
-    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
-    let (exp10, binary): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        e if e.starts_with(['e', 'E']) => (e[1..].parse().ok()?, 0),
-        _ => return None,
-    };
-    let scale = 9 + exp10 - fraction.len() as i32;
-    let mut v = digits.checked_mul(1i128.checked_shl(binary)?)?;
-    v = if scale >= 0 { v.checked_mul(10i128.checked_pow(scale as u32)?)? } else { v / 10i128.pow((-scale) as u32) };
-    Some(if negative { -v } else { v })
+    crate::quantity::parse(s.trim())
 }
 
 // ---- workloads ----

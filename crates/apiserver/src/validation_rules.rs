@@ -40,6 +40,7 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let _ = cel::extensions::strings(&mut env);
     let _ = cel::extensions::lists(&mut env);
     let _ = crate::cel_library::register(&mut env);
+    let _ = crate::cel_quantity::register(&mut env);
     Arc::new(env)
 });
 
@@ -426,6 +427,7 @@ fn error_text(e: &ExecutionError) -> String {
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
         ExecutionError::Overflow(..) => "integer overflow".into(),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_plain(i)),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
         other => other.to_string(),
     }
 }
@@ -820,6 +822,27 @@ mod tests {
         assert_eq!(
             causes[0].message,
             "Invalid value: failed rule: self.max__dash__size < 10 && self.__namespace__ != ''"
+        );
+    }
+
+    #[test]
+    fn rules_compare_resource_quantities() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"memory": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "quantity(self.memory).isLessThan(quantity('1Gi'))",
+                                          "message": "under 1Gi"}]}}});
+        let mut causes = Vec::new();
+        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        assert_eq!(causes, vec![]);
+        assert!(run(&s, &json!({"spec": {"memory": "512Mi"}}), None).is_empty());
+        let causes = run(&s, &json!({"spec": {"memory": "2G"}}), None);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].message, "Invalid value: under 1Gi");
+        let causes = run(&s, &json!({"spec": {"memory": "lots"}}), None);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"object\": quantities must match the regular expression \
+             '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: under 1Gi"
         );
     }
 
