@@ -497,6 +497,29 @@ impl<'s> Checker<'_, 's> {
                 _,
                 _,
             ) => String,
+            (
+                "isQuantity"
+                | "isInteger"
+                | "isGreaterThan"
+                | "isLessThan"
+                | "isURL"
+                | "isIP"
+                | "isCanonical"
+                | "isUnspecified"
+                | "isLoopback"
+                | "isLinkLocalMulticast"
+                | "isLinkLocalUnicast"
+                | "isGlobalUnicast"
+                | "isCIDR"
+                | "containsIP"
+                | "containsCIDR",
+                _,
+                _,
+            ) => Bool,
+            ("asInteger" | "compareTo" | "sign" | "family" | "prefixLength", _, _) => Int,
+            ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", _, _) => String,
+            ("asApproximateFloat", _, _) => Double,
+            ("getQuery", _, _) => Map(Box::new(String), Box::new(List(Box::new(String)))),
             ("split" | "findAll", _, _) => List(Box::new(String)),
             ("uint", _, _) => Uint,
             ("double", _, _) => Double,
@@ -589,6 +612,9 @@ mod tests {
             "self == oldSelf",
             "type(self.replicas) == int",
             "self.name in ['a', 'b'] && 'a' in self.labels",
+            "quantity(self.name).isLessThan(quantity('1Gi')) && quantity(self.name).compareTo(quantity('1')) > 0",
+            "isURL(self.name) && url(self.name).getScheme() == 'https'",
+            "cidr('10.0.0.0/8').containsIP(self.name) && ip(self.name).family() == 4",
         ] {
             assert_eq!(run(&s, false, rule), Ok("bool".to_string()), "{rule}");
         }
@@ -670,6 +696,8 @@ mod tests {
         assert_eq!(run(&s, false, "self.replicas + 1"), Ok("int".into()));
         assert_eq!(run(&s, false, "self.items.map(i, i.name)"), Ok("list(string)".into()));
         assert_eq!(run(&s, false, "self.port"), Ok("dyn".into()));
+        assert_eq!(run(&s, false, "quantity(self.name).compareTo(quantity('1'))"), Ok("int".into()));
+        assert_eq!(run(&s, false, "url(self.name).getQuery()"), Ok("map(string, list(string))".into()));
     }
 
     #[test]

@@ -41,6 +41,8 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let _ = cel::extensions::lists(&mut env);
     let _ = crate::cel_library::register(&mut env);
     let _ = crate::cel_quantity::register(&mut env);
+    let _ = crate::cel_network::register(&mut env);
+    let _ = crate::cel_url::register(&mut env);
     Arc::new(env)
 });
 

@@ -664,3 +664,60 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: at most 5")]);
 }
+
+#[tokio::test]
+async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {
+        "memory": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "quantity(self).isLessThan(quantity('1Gi'))", "message": "memory must be under 1Gi"}]},
+        "endpoint": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "endpoint must be an https URL"}]},
+        "address": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "cidr('10.0.0.0/8').containsIP(self)", "message": "address must be in 10.0.0.0/8"}]}
+    }});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "probes.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    });
+    let r = c.post(CRDS, &crd).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    wait_established(&c, "probes.example.com").await;
+    let base = "/apis/example.com/v1/probes";
+    let probe = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": name}, "spec": spec});
+    let good = json!({"memory": "512Mi", "endpoint": "https://probe.example.com:8443/health", "address": "10.1.2.3"});
+    let r = c.post(base, &probe("good", good)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let bad = json!({"memory": "2G", "endpoint": "http://probe.example.com/", "address": "192.168.0.1"});
+    let r = c.post(base, &probe("bad", bad)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        vec![
+            cause("FieldValueInvalid", "spec.address", "Invalid value: \"192.168.0.1\": address must be in 10.0.0.0/8"),
+            cause(
+                "FieldValueInvalid",
+                "spec.endpoint",
+                "Invalid value: \"http://probe.example.com/\": endpoint must be an https URL"
+            ),
+            cause("FieldValueInvalid", "spec.memory", "Invalid value: \"2G\": memory must be under 1Gi"),
+        ]
+    );
+    // A value the library cannot read is an evaluation error in kube's words.
+    let r = c.post(base, &probe("unread", json!({"memory": "lots"}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        vec![cause(
+            "FieldValueInvalid",
+            "spec.memory",
+            "Invalid value: \"string\": quantities must match the regular expression \
+             '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: memory must be under 1Gi"
+        )]
+    );
+}
