@@ -202,8 +202,14 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
                     format!("{p}.schema.openAPIV3Schema")
                 };
                 if !shared_schema || i == 0 {
+                    let before = causes.len();
                     structural_schema(schema, &sp, true, causes);
+                    let structural = causes.len() == before;
                     crate::validation_rules::check_rules(schema, &sp, causes);
+                    // Defaults are judged only by a structural schema, as kube judges them.
+                    if structural {
+                        crate::default_check::check_defaults(schema, &sp, causes);
+                    }
                 }
             }
         }

@@ -128,6 +128,20 @@ fn default_node(node: &Value, v: &mut Value) {
     }
 }
 
+/// Whether pruning `v` by `node` (a schema node below the root) would remove anything.
+pub(crate) fn has_unknown_fields(node: &Value, v: &Value) -> bool {
+    let mut unknown = Vec::new();
+    prune_node(node, &mut v.clone(), "", false, &mut unknown);
+    !unknown.is_empty()
+}
+
+/// Validates `v` against `node` (a schema node below the root), naming it `path`.
+pub(crate) fn validate_value(node: &Value, v: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    validate_node(node, v, path, &mut causes);
+    causes
+}
+
 /// Validates `obj` (a whole custom resource, pruned and defaulted) against `schema`.
 pub fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();

@@ -43,6 +43,7 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let _ = crate::cel_quantity::register(&mut env);
     let _ = crate::cel_network::register(&mut env);
     let _ = crate::cel_url::register(&mut env);
+    let _ = crate::cel_semver::register(&mut env);
     Arc::new(env)
 });
 
@@ -232,8 +233,15 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>, causes: &mut V
         causes.push(not_checked());
         return;
     }
-    let mut walk = Walk { causes, update: old.is_some() };
+    let mut walk = Walk { causes, update: old.is_some(), ratchet: true };
     walk.node(schema, obj, old, None, "", true);
+}
+
+/// Evaluates the rules of `node` (a schema node below the root) and below on `v`, named
+/// `path`, as kube checks a default: `oldSelf` is the value itself and nothing is ratcheted.
+pub(crate) fn validate_value(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let mut walk = Walk { causes, update: true, ratchet: false };
+    walk.node(node, v, Some(v), None, path, false);
 }
 
 /// Whether any node of `schema` has rules.
@@ -249,6 +257,8 @@ struct Walk<'a> {
     causes: &'a mut Vec<Cause>,
     /// Whether the write is an update (transition rules run only then, unless optional).
     update: bool,
+    /// Whether failures on unchanged values are warnings.
+    ratchet: bool,
 }
 
 /// A node's value and its correlated old value as CEL values, converted once for all the
@@ -392,7 +402,7 @@ impl Walk<'_> {
                 }
                 let reason = rule.get("reason").and_then(Value::as_str).unwrap_or("FieldValueInvalid");
                 let cause = for_reason(reason, &at, v, &detail);
-                if !transition && self.update && unchanged() {
+                if !transition && self.update && self.ratchet && unchanged() {
                     crate::warning::record(format!("{}: {}", cause.field, cause.message));
                 } else {
                     self.causes.push(cause);

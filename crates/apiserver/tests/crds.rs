@@ -721,3 +721,51 @@ async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
         )]
     );
 }
+
+#[tokio::test]
+async fn a_default_that_breaks_its_schema_or_rules_refuses_the_definition() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {
+        "replicas": {"type": "integer", "default": "three"},
+        "worker": {"type": "object", "default": {},
+            "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.min <= self.max"}]},
+        "version": {"type": "string", "default": "1.2",
+            "x-kubernetes-validations": [{"rule": "isSemver(self)", "message": "must be a semantic version"}]}
+    }});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "pools.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "pools", "singular": "pool", "kind": "Pool"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    });
+    let r = c.post(CRDS, &crd).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
+    assert_eq!(
+        causes(&r),
+        vec![
+            cause(
+                "FieldValueTypeInvalid",
+                &format!("{at}[replicas].default"),
+                &format!(
+                    "Invalid value: \"string\": {at}[replicas].default in body must be of type integer: \"string\""
+                )
+            ),
+            cause(
+                "FieldValueInvalid",
+                &format!("{at}[version].default"),
+                "Invalid value: \"1.2\": must be a semantic version"
+            ),
+            cause(
+                "FieldValueInvalid",
+                &format!("{at}[worker].default"),
+                "Invalid value: \"object\": no such key: min evaluating rule: self.min <= self.max"
+            ),
+        ]
+    );
+    assert_eq!(c.get(&format!("{CRDS}/pools.example.com")).await.code, 404);
+}
