@@ -1,8 +1,8 @@
 //! kubectl on custom resources, with the oldest and the newest kubectl of the machine:
 //! `kubectl apply -f` a CustomResourceDefinition (twice: created, then unchanged), `kubectl wait`
 //! for it to be established, `kubectl apply` and `kubectl get` of the custom kind (its printer
-//! columns), `kubectl get -w` seeing a change, a write its validation rule refuses, and
-//! `kubectl explain` reading its schema.
+//! columns), `kubectl get -w` seeing a change, a write its validation rule refuses, a
+//! definition whose rule does not type-check refused, and `kubectl explain` reading its schema.
 
 mod common;
 
@@ -115,6 +115,24 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
         assert!(!ok, "{bin}: {out}");
         assert!(
             out.contains(r#"The Gadget "racer" is invalid: spec: Invalid value: fast gadgets run at most 3 replicas"#),
+            "{bin}: {out}"
+        );
+
+        // A definition whose rule names a field its schema lacks is refused, in cel-go's words.
+        let broken = dir.join("broken.yaml");
+        let text = CRD
+            .replace("gadgets.demo.example.org", "widgets.demo.example.org")
+            .replace(
+                "{plural: gadgets, singular: gadget, kind: Gadget, shortNames: [gd]}",
+                "{plural: widgets, kind: Widget}",
+            )
+            .replace("self.mode != 'fast'", "self.mod != 'fast'");
+        std::fs::write(&broken, text).unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", broken.to_str().unwrap()]).await;
+        assert!(!ok, "{bin}: {out}");
+        assert!(
+            out.contains(r#"The CustomResourceDefinition "widgets.demo.example.org" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "#)
+                && out.contains("compilation failed: ERROR: <input>:1:5: undefined field 'mod'"),
             "{bin}: {out}"
         );
 
