@@ -46,8 +46,13 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Result<(), ApiError> {
     let Some(custom) = &info.custom else { return Ok(()) };
     let mut v = Value::Object(obj.clone());
+    // The replaced object as this version serves it, to correlate unchanged values with.
+    let old = old.and_then(|o| match o.value() {
+        Value::Object(m) => to_version(info, m).map(Value::Object),
+        _ => None,
+    });
     let mut causes = match &custom.schema {
-        Some(s) => structural::validate(s, &v),
+        Some(s) => structural::validate(s, &v, old.as_ref()),
         None => Vec::new(),
     };
     if let Some(scale) = &info.scale_subresource {
@@ -75,10 +80,6 @@ pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Stor
         // Rules see the object as the client does, with its kind and apiVersion.
         v["apiVersion"] = info.api_version().into();
         v["kind"] = info.kind.clone().into();
-        let old = old.and_then(|o| match o.value() {
-            Value::Object(m) => to_version(info, m).map(Value::Object),
-            _ => None,
-        });
         validation_rules::validate(s, &v, old.as_ref(), &mut causes);
     }
     if causes.is_empty() {

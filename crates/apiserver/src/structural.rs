@@ -138,13 +138,20 @@ pub(crate) fn has_unknown_fields(node: &Value, v: &Value) -> bool {
 /// Validates `v` against `node` (a schema node below the root), naming it `path`.
 pub(crate) fn validate_value(node: &Value, v: &Value, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
-    validate_node(node, v, path, &mut causes);
+    validate_node(node, v, None, path, &mut causes);
     causes
 }
 
-/// Validates `obj` (a whole custom resource, pruned and defaulted) against `schema`.
-pub fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
+/// Validates `obj` (a whole custom resource, pruned and defaulted) against `schema`; `old` is
+/// the object an update replaces. As kube ratchets validation, a value left as it was (or
+/// below one: a property by name, a map value by key, a map-type list's item by its keys) is
+/// not judged again, so objects stored before the schema was tightened can still be changed
+/// elsewhere.
+pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
+    if old == Some(obj) {
+        return causes;
+    }
     if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
         // The root's own constraints on apiVersion, kind and metadata are kube's, not the schema's.
         let mut keys: Vec<&String> =
@@ -152,7 +159,7 @@ pub fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
         keys.sort();
         for k in keys {
             if let Some(s) = props.get(k) {
-                validate_node(s, &m[k], k, &mut causes);
+                validate_node(s, &m[k], old.and_then(|o| o.get(k.as_str())), k, &mut causes);
             }
         }
         for r in required(schema) {
@@ -231,7 +238,10 @@ fn fmt_number(n: &Value) -> String {
     }
 }
 
-fn validate_node(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    if old == Some(v) {
+        return;
+    }
     let actual = type_name(v);
     if v.is_null() && (flag(node, "nullable") || node.get("type").is_none()) {
         return;
@@ -401,7 +411,9 @@ fn validate_node(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                     continue;
                 }
                 match (props.and_then(|p| p.get(k)), additional) {
-                    (Some(s), _) | (None, Some(s)) => validate_node(s, &m[k], &join(path, k), causes),
+                    (Some(s), _) | (None, Some(s)) => {
+                        validate_node(s, &m[k], old.and_then(|o| o.get(k.as_str())), &join(path, k), causes)
+                    }
                     _ => {}
                 }
             }
@@ -428,13 +440,30 @@ fn validate_node(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
         }
         Value::Array(items) => {
             if let Some(s) = node.get("items").filter(|s| s.is_object()) {
+                let keys = map_keys(node);
+                let olds = old.and_then(Value::as_array).filter(|_| !keys.is_empty());
                 for (i, item) in items.iter().enumerate() {
-                    validate_node(s, item, &format!("{path}[{i}]"), causes);
+                    // Only a map-type list's items correlate with old ones (by their keys).
+                    let old_item = olds.and_then(|o| o.iter().find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k))));
+                    validate_node(s, item, old_item, &format!("{path}[{i}]"), causes);
                 }
             }
         }
         _ => {}
     }
+}
+
+/// The keys of a `x-kubernetes-list-type: map` list; empty for other lists.
+pub(crate) fn map_keys(node: &Value) -> Vec<&str> {
+    if node.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
+        return Vec::new();
+    }
+    node.get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 /// Whether a string has an OpenAPI `format` (the formats kube checks that CRDs commonly use;
@@ -522,17 +551,49 @@ mod tests {
         assert_eq!(prune(&s, &mut o), ["junk", "spec.color"]);
         default(&s, &mut o);
         assert_eq!(o["spec"], json!({"replicas": 1, "mode": "safe", "extra": {"any": {"thing": 1}}}));
-        assert!(validate(&s, &o).is_empty());
+        assert!(validate(&s, &o, None).is_empty());
         let bad = json!({"spec": {"mode": "turbo", "tags": ["a", "b", "cdef"], "port": true}});
-        let causes = validate(&s, &bad);
+        let causes = validate(&s, &bad, None);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["spec.mode", "spec.port", "spec.tags", "spec.tags[2]", "spec.replicas"]);
         assert_eq!(causes[2].message, "Too many: 3: must have at most 2 items");
         assert_eq!(causes[3].message, "Too long: may not be more than 3 bytes");
-        let wrong = validate(&s, &json!({"spec": {"replicas": "two"}}));
+        let wrong = validate(&s, &json!({"spec": {"replicas": "two"}}), None);
         assert_eq!(
             wrong[0].message,
             "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""
         );
+    }
+
+    #[test]
+    fn values_left_as_they_were_are_not_judged_again() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "mode": {"type": "string", "maxLength": 3},
+            "n": {"type": "integer"},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}}},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 2}}
+        }}}});
+        let old = json!({"spec": {"mode": "fast", "n": 1, "ports": [{"name": "a", "port": 500}], "tags": ["long"]}});
+        let fields =
+            |new: Value| -> Vec<String> { validate(&s, &new, Some(&old)).into_iter().map(|c| c.field).collect() };
+        // Only n changed: the values the schema now refuses were stored before and are kept.
+        assert!(
+            fields(json!({"spec": {"mode": "fast", "n": 2, "ports": [{"name": "a", "port": 500}], "tags": ["long"]}}))
+                .is_empty()
+        );
+        // A map-type list's items correlate by key: a new item is judged, the old one is not.
+        assert_eq!(
+            fields(
+                json!({"spec": {"mode": "fast", "ports": [{"name": "b", "port": 600}, {"name": "a", "port": 500}], "tags": ["long"]}})
+            ),
+            ["spec.ports[0].port"]
+        );
+        // A changed value, or an item of a changed list that is not a map, is judged.
+        assert_eq!(
+            fields(json!({"spec": {"mode": "slow", "ports": [{"name": "a", "port": 500}], "tags": ["long", "x"]}})),
+            ["spec.mode", "spec.tags[0]"]
+        );
+        assert_eq!(validate(&s, &old, None).len(), 3);
     }
 }

@@ -322,14 +322,7 @@ impl Walk<'_> {
             }
             Value::Array(items) => {
                 let Some(s) = node.get("items").filter(|s| s.is_object()) else { return };
-                let keys: Vec<&str> = if node.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
-                    node.get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|k| k.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default()
-                } else {
-                    Vec::new()
-                };
+                let keys = crate::structural::map_keys(node);
                 let old_items = old.and_then(Value::as_array);
                 for (i, item) in items.iter().enumerate() {
                     // Only a map-type list's items correlate with old ones (by their keys).

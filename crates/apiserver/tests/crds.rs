@@ -650,6 +650,9 @@ async fn validation_rules_judge_every_write_in_kube_words() {
         .as_array_mut()
         .unwrap()
         .push(json!({"rule": "self.maxReplicas <= 5", "message": "at most 5"}));
+    // The schema is tightened too: the stored "fast" is now too long.
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["mode"]["maxLength"] =
+        json!(3);
     let r = c.put(&format!("{CRDS}/sprockets.example.com"), &crd).await;
     assert_eq!(r.code, 200, "{}", r.body);
     eventually("the new rule is in force", || async {
@@ -660,9 +663,26 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     assert_eq!(r.code, 200, "{}", r.body);
     // The rule still fails there: the client is warned.
     assert_eq!(r.headers["warning"], "299 - \"spec: Invalid value: at most 5\"");
+    // A changed spec is judged by the new rule; its unchanged mode is not judged by the new
+    // maxLength (kube's ratcheting), until it changes.
     let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"minReplicas": 2}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), vec![cause("FieldValueInvalid", "spec", "Invalid value: at most 5")]);
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"maxReplicas": 5, "mode": "slow"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        vec![
+            cause("FieldValueTooLong", "spec.mode", "Too long: may not be more than 3 bytes"),
+            cause(
+                "FieldValueInvalid",
+                "<nil>",
+                "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+            ),
+        ]
+    );
+    let r = c.patch(&format!("{base}/ok"), merge, &json!({"spec": {"maxReplicas": 5}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
 }
 
 #[tokio::test]
