@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+pub(crate) mod admission_policy;
 pub mod apply;
 pub mod body;
 pub mod cache;

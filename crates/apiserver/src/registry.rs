@@ -242,7 +242,8 @@ impl Registry {
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
     /// services, nodes, events; apps/v1 deployments, replicasets, statefulsets;
-    /// coordination.k8s.io/v1 leases. Namespaces, pods, services, nodes and the apps/v1
+    /// coordination.k8s.io/v1 leases; admissionregistration.k8s.io/v1
+    /// validatingadmissionpolicies (with `status`) and validatingadmissionpolicybindings. Namespaces, pods, services, nodes and the apps/v1
     /// workloads have a `status` subresource; the workloads also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
@@ -309,6 +310,25 @@ impl Registry {
         r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));
         r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
+        r.register(
+            b(
+                crate::admission_policy::GROUP,
+                "validatingadmissionpolicies",
+                "ValidatingAdmissionPolicy",
+                false,
+                &[],
+                &[],
+            )
+            .with_status_subresource(),
+        );
+        r.register(b(
+            crate::admission_policy::GROUP,
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+            &[],
+            &[],
+        ));
         r.register(
             b(crate::crd::GROUP, "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], &[])
                 .with_storage_path("apiextensions.k8s.io/customresourcedefinitions")

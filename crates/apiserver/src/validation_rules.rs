@@ -47,6 +47,17 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// The environment CEL expressions of the server run in (validation rules and admission
+/// policies).
+pub(crate) fn env() -> Arc<Env> {
+    ENV.clone()
+}
+
+/// A JSON value as a CEL value of no schema (objects as maps).
+pub(crate) fn json_to_cel(v: &Value) -> Cel {
+    to_cel(None, v, false)
+}
+
 /// A rule's compiled program, or why it does not compile.
 type Compiled = Result<Arc<Program>, String>;
 
@@ -425,7 +436,7 @@ fn message_expression(source: &str, ctx: &Context) -> Option<String> {
 }
 
 /// An evaluation error as cel-go words the common ones.
-fn error_text(e: &ExecutionError) -> String {
+pub(crate) fn error_text(e: &ExecutionError) -> String {
     match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::DivisionByZero(_) => "division by zero".into(),

@@ -388,6 +388,20 @@ impl Store {
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         managed_fields::store_into(&mut obj, &managers);
         validation::validate(info, &obj, None)?;
+        let ns = meta_str(&obj, "namespace").unwrap_or_default();
+        crate::admission_policy::admit(
+            &self.cache,
+            &crate::admission_policy::Attributes {
+                info,
+                operation: "CREATE",
+                subresource: "",
+                namespace: &ns,
+                name: &name,
+                object: Some(&obj),
+                old: None,
+                dry_run: false,
+            },
+        )?;
         if defaults::is_service(info) {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
@@ -775,6 +789,23 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj, Some(old))?;
+        crate::admission_policy::admit(
+            &self.cache,
+            &crate::admission_policy::Attributes {
+                info,
+                operation: "UPDATE",
+                subresource: match target {
+                    Target::Status => "status",
+                    Target::Finalize => "finalize",
+                    Target::Main => "",
+                },
+                namespace: &old.namespace,
+                name: &old.name,
+                object: Some(&obj),
+                old: Some(old.value()),
+                dry_run,
+            },
+        )?;
         // Removing the last finalizer of an object being deleted deletes it (a namespace's
         // `spec.finalizers` count too).
         let finalized = obj
@@ -856,6 +887,19 @@ impl Store {
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
+            crate::admission_policy::admit(
+                &self.cache,
+                &crate::admission_policy::Attributes {
+                    info,
+                    operation: "DELETE",
+                    subresource: "",
+                    namespace: ns,
+                    name,
+                    object: None,
+                    old: Some(Value::Object(map.clone())),
+                    dry_run,
+                },
+            )?;
             let key = self.layout.object_key(info, ns, name);
             let marked = if is_namespace {
                 // A namespace is first only marked: it terminates (its contents are deleted) and

@@ -1,0 +1,386 @@
+//! ValidatingAdmissionPolicy: the CEL admission of `admissionregistration.k8s.io/v1`, applied to
+//! every create, update and delete as kube-apiserver applies it. A ValidatingAdmissionPolicyBinding
+//! names a policy; where the policy's `matchConstraints` (and the binding's `matchResources`)
+//! match the request and its `matchConditions` hold, the policy's `validations` judge it, with
+//! `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables` in scope. A
+//! validation that fails under a binding whose `validationActions` include `Deny` refuses the
+//! request: `<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with binding
+//! '<binding>' denied request: <message>`, 422 Invalid unless the validation names another
+//! reason; under `Warn` it is a `Warning` header.
+//!
+//! Invariants: policies and bindings are read from the watch cache, so a write sees every policy
+//! the cache holds; a policy never judges policies or bindings themselves; an expression that
+//! does not compile or fails to evaluate is a failure under `failurePolicy: Fail` (the default)
+//! and is skipped under `Ignore`; the first refusal, in binding-name order, is the answer.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cel::objects::{Key, Map as CelMap};
+use cel::{Context, Value as Cel};
+use serde_json::{Map, Value, json};
+
+use crate::cache::{ListAt, WatchCache};
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+
+/// The group of the policy resources.
+pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
+
+/// What a request is, for matching and for CEL's `request`.
+pub(crate) struct Attributes<'a> {
+    pub info: &'a ResourceInfo,
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub operation: &'static str,
+    /// `status`, `scale` or "".
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The object to be stored (None on delete).
+    pub object: Option<&'a Map<String, Value>>,
+    /// The object replaced or deleted (None on create).
+    pub old: Option<Value>,
+    pub dry_run: bool,
+}
+
+/// Judges a request by every bound policy.
+pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiError> {
+    if a.info.group == GROUP {
+        return Ok(());
+    }
+    let registry = cache.registry();
+    let (Some(binding_info), Some(policy_info)) = (
+        registry.find(GROUP, "v1", "validatingadmissionpolicybindings"),
+        registry.find(GROUP, "v1", "validatingadmissionpolicies"),
+    ) else {
+        return Ok(());
+    };
+    let bindings = cache.list(binding_info, None, ListAt::Latest, None, 0, &Selectors::default())?.items;
+    if bindings.is_empty() {
+        return Ok(());
+    }
+    let object = a.object.map(|o| with_type(a.info, Value::Object(o.clone())));
+    let old = a.old.clone().map(|o| with_type(a.info, o));
+    let namespace = namespace_object(cache, a)?;
+    for b in bindings {
+        let binding = b.value();
+        let Some(policy_name) = binding.pointer("/spec/policyName").and_then(Value::as_str) else { continue };
+        let Some(policy) = cache.get(policy_info, "", policy_name)?.map(|p| p.value()) else { continue };
+        let matches =
+            |m: Option<&Value>| m.is_none_or(|m| matches_resources(m, a, object.as_ref().or(old.as_ref()), &namespace));
+        if !matches(policy.pointer("/spec/matchConstraints")) || !matches(binding.pointer("/spec/matchResources")) {
+            continue;
+        }
+        let binding_name = binding.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let actions: Vec<&str> = binding
+            .pointer("/spec/validationActions")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let fail_closed = policy.pointer("/spec/failurePolicy").and_then(Value::as_str) != Some("Ignore");
+        let params = match params(cache, &policy, &binding, a.namespace) {
+            Ok(p) => p,
+            Err(message) => {
+                refuse_or_warn(a, policy_name, binding_name, &actions, &message, "Invalid")?;
+                continue;
+            }
+        };
+        let mut ctx = Context::with_env(crate::validation_rules::env());
+        ctx.add_variable_from_value("object", object.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
+        ctx.add_variable_from_value("oldObject", old.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
+        ctx.add_variable_from_value("params", params.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
+        ctx.add_variable_from_value("namespaceObject", crate::validation_rules::json_to_cel(&namespace));
+        ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request(a)));
+        let vars = variables(&policy, &ctx);
+        ctx.add_variable_from_value("variables", vars);
+        // Every match condition must hold for the policy to apply.
+        let mut applies = true;
+        for c in policy.pointer("/spec/matchConditions").and_then(Value::as_array).into_iter().flatten() {
+            let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
+            match evaluate(expression, &ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(_) => applies = false,
+                Err(e) if fail_closed => {
+                    let message = format!("expression '{expression}' resulted in error: {e}");
+                    refuse_or_warn(a, policy_name, binding_name, &actions, &message, "Invalid")?;
+                    applies = false;
+                }
+                Err(_) => applies = false,
+            }
+            if !applies {
+                break;
+            }
+        }
+        if !applies {
+            continue;
+        }
+        for v in policy.pointer("/spec/validations").and_then(Value::as_array).into_iter().flatten() {
+            let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
+            let reason = v.get("reason").and_then(Value::as_str).unwrap_or("Invalid");
+            let message = match evaluate(expression, &ctx) {
+                Ok(Cel::Bool(true)) => continue,
+                Ok(_) => failure_message(v, expression, &ctx),
+                Err(e) if fail_closed => format!("expression '{expression}' resulted in error: {e}"),
+                Err(_) => continue,
+            };
+            refuse_or_warn(a, policy_name, binding_name, &actions, &message, reason)?;
+        }
+    }
+    Ok(())
+}
+
+/// `v` with the `apiVersion` and `kind` of `info`, as CEL sees objects.
+fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.insert("apiVersion".into(), info.api_version().into());
+        m.insert("kind".into(), info.kind.clone().into());
+    }
+    v
+}
+
+/// The namespace of a namespaced request, as stored; null otherwise.
+fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result<Value, ApiError> {
+    if !a.info.namespaced || a.namespace.is_empty() {
+        return Ok(Value::Null);
+    }
+    let registry = cache.registry();
+    let Some(ns_info) = registry.find("", "v1", "namespaces") else { return Ok(Value::Null) };
+    Ok(cache.get(ns_info, "", a.namespace)?.map(|n| n.value()).unwrap_or(Value::Null))
+}
+
+/// CEL's `request`: what the request is and who makes it.
+fn request(a: &Attributes<'_>) -> Value {
+    let gvk = json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind});
+    let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
+    json!({
+        "kind": gvk, "resource": gvr, "subResource": a.subresource,
+        "requestKind": gvk, "requestResource": gvr, "requestSubResource": a.subresource,
+        "name": a.name, "namespace": a.namespace, "operation": a.operation,
+        "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+        "dryRun": a.dry_run,
+    })
+}
+
+/// The policy's `variables`, each evaluated in order with those before it in scope; one that
+/// fails to evaluate is left out (an expression naming it fails then).
+fn variables(policy: &Value, ctx: &Context) -> Cel {
+    let mut done: HashMap<Key, Cel> = HashMap::new();
+    for v in policy.pointer("/spec/variables").and_then(Value::as_array).into_iter().flatten() {
+        let (Some(name), Some(expression)) =
+            (v.get("name").and_then(Value::as_str), v.get("expression").and_then(Value::as_str))
+        else {
+            continue;
+        };
+        let mut scoped = ctx.new_inner_scope();
+        scoped.add_variable_from_value("variables", Cel::Map(CelMap { map: Arc::new(done.clone()) }));
+        if let Ok(value) = evaluate(expression, &scoped) {
+            done.insert(Key::String(Arc::new(name.to_string())), value);
+        }
+    }
+    Cel::Map(CelMap { map: Arc::new(done) })
+}
+
+fn evaluate(expression: &str, ctx: &Context) -> Result<Cel, String> {
+    let program = crate::validation_rules::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
+    program.execute(ctx).map_err(|e| crate::validation_rules::error_text(&e))
+}
+
+/// A failed validation's message: its `messageExpression`'s string, its `message`, or
+/// `failed expression: <expression>`.
+fn failure_message(v: &Value, expression: &str, ctx: &Context) -> String {
+    if let Some(me) = v.get("messageExpression").and_then(Value::as_str)
+        && let Ok(Cel::String(s)) = evaluate(me, ctx)
+        && !s.trim().is_empty()
+        && !s.contains('\n')
+    {
+        return s.to_string();
+    }
+    match v.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None => format!("failed expression: {}", expression.trim()),
+    }
+}
+
+/// Refuses the request (binding action `Deny`) or warns (`Warn`); `Audit` alone does neither.
+fn refuse_or_warn(
+    a: &Attributes<'_>,
+    policy: &str,
+    binding: &str,
+    actions: &[&str],
+    message: &str,
+    reason: &str,
+) -> Result<(), ApiError> {
+    let cause = format!("ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}");
+    if actions.contains(&"Warn") {
+        crate::warning::record(format!(
+            "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {message}"
+        ));
+    }
+    if !actions.contains(&"Deny") {
+        return Ok(());
+    }
+    let resource =
+        if a.info.group.is_empty() { a.info.plural.clone() } else { format!("{}.{}", a.info.plural, a.info.group) };
+    let code = match reason {
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    };
+    let mut details = Map::new();
+    details.insert("name".into(), a.name.into());
+    if !a.info.group.is_empty() {
+        details.insert("group".into(), a.info.group.clone().into());
+    }
+    details.insert("kind".into(), a.info.plural.clone().into());
+    details.insert("causes".into(), json!([{"message": cause}]));
+    Err(ApiError {
+        code,
+        reason: reason.to_string(),
+        message: format!("{resource} {:?} is forbidden: {cause}", a.name),
+        details: Some(Box::new(Value::Object(details))),
+        continue_token: None,
+        retry_after: None,
+    })
+}
+
+/// The params object a binding's `paramRef` names, for a policy with a `paramKind`; Ok(None)
+/// for a policy without one. The error is the refusal's message.
+fn params(cache: &WatchCache, policy: &Value, binding: &Value, request_ns: &str) -> Result<Option<Value>, String> {
+    let Some(kind) = policy.pointer("/spec/paramKind") else { return Ok(None) };
+    let api_version = kind.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind_name = kind.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let registry = cache.registry();
+    let info = registry.all().iter().find(|r| r.group == group && r.version == version && r.kind == kind_name).cloned();
+    let not_found = || "no params found for policy binding with `Deny` parameterNotFoundAction".to_string();
+    let deny_missing =
+        binding.pointer("/spec/paramRef/parameterNotFoundAction").and_then(Value::as_str) != Some("Allow");
+    let (Some(info), Some(r)) = (info, binding.pointer("/spec/paramRef")) else {
+        return if deny_missing { Err(not_found()) } else { Ok(None) };
+    };
+    let ns = match r.get("namespace").and_then(Value::as_str) {
+        Some(n) => n,
+        None if info.namespaced => request_ns,
+        None => "",
+    };
+    let found = match r.get("name").and_then(Value::as_str) {
+        Some(name) => cache.get(&info, ns, name).ok().flatten().map(|o| o.value()),
+        None => None,
+    };
+    match found {
+        Some(p) => Ok(Some(with_type(&info, p))),
+        None if deny_missing => Err(not_found()),
+        None => Ok(None),
+    }
+}
+
+/// Whether `m` (a policy's `matchConstraints` or a binding's `matchResources`) matches the
+/// request: a `resourceRules` rule (if any) and no `excludeResourceRules` rule, and the
+/// namespace and object selectors.
+fn matches_resources(m: &Value, a: &Attributes<'_>, object: Option<&Value>, namespace: &Value) -> bool {
+    let rules = |k: &str| m.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    // Without resourceRules (a binding's matchResources may leave them out) resources are not
+    // constrained.
+    let included = rules("resourceRules");
+    if !included.is_empty() && !included.iter().any(|r| rule_matches(r, a)) {
+        return false;
+    }
+    if rules("excludeResourceRules").iter().any(|r| rule_matches(r, a)) {
+        return false;
+    }
+    let labels_of = |v: Option<&Value>| v.and_then(|v| v.pointer("/metadata/labels")).cloned().unwrap_or(json!({}));
+    if let Some(sel) = m.get("namespaceSelector")
+        && a.info.namespaced
+        && !selector_matches(sel, &labels_of(Some(namespace)))
+    {
+        return false;
+    }
+    if let Some(sel) = m.get("namespaceSelector")
+        && a.info.group.is_empty()
+        && a.info.plural == "namespaces"
+        && !selector_matches(sel, &labels_of(object))
+    {
+        return false;
+    }
+    match m.get("objectSelector") {
+        Some(sel) => selector_matches(sel, &labels_of(object)),
+        None => true,
+    }
+}
+
+/// Whether a `NamedRuleWithOperations` matches the request.
+fn rule_matches(r: &Value, a: &Attributes<'_>) -> bool {
+    let has = |k: &str, want: &str| {
+        r.get(k).and_then(Value::as_array).is_some_and(|v| v.iter().any(|x| x == "*" || x.as_str() == Some(want)))
+    };
+    if !has("operations", a.operation) || !has("apiGroups", &a.info.group) || !has("apiVersions", &a.info.version) {
+        return false;
+    }
+    let resource_ok = r.get("resources").and_then(Value::as_array).is_some_and(|rs| {
+        rs.iter().filter_map(Value::as_str).any(|pattern| {
+            let (res, sub) = pattern.split_once('/').unwrap_or((pattern, ""));
+            let res_ok = res == "*" || res == a.info.plural;
+            let sub_ok =
+                if pattern.contains('/') { sub == "*" || sub == a.subresource } else { a.subresource.is_empty() };
+            res_ok && sub_ok
+        })
+    });
+    if !resource_ok {
+        return false;
+    }
+    let names = r.get("resourceNames").and_then(Value::as_array);
+    if names.is_some_and(|n| !n.is_empty() && !n.iter().any(|x| x.as_str() == Some(a.name))) {
+        return false;
+    }
+    match r.get("scope").and_then(Value::as_str).unwrap_or("*") {
+        "Cluster" => !a.info.namespaced,
+        "Namespaced" => a.info.namespaced,
+        _ => true,
+    }
+}
+
+/// Whether `labels` match a `LabelSelector` (`matchLabels` and `matchExpressions`); an empty
+/// selector matches everything.
+fn selector_matches(sel: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let match_labels = sel.get("matchLabels").and_then(Value::as_object);
+    if match_labels.is_some_and(|m| m.iter().any(|(k, v)| label(k) != v.as_str())) {
+        return false;
+    }
+    sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => label(key).is_some_and(|l| values.contains(&l)),
+            "NotIn" => label(key).is_none_or(|l| !values.contains(&l)),
+            "Exists" => label(key).is_some(),
+            "DoesNotExist" => label(key).is_none(),
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_selectors_match_as_kube_matches_them() {
+        let labels = json!({"env": "prod", "tier": "web"});
+        assert!(selector_matches(&json!({}), &labels));
+        assert!(selector_matches(&json!({"matchLabels": {"env": "prod"}}), &labels));
+        assert!(!selector_matches(&json!({"matchLabels": {"env": "dev"}}), &labels));
+        let expr =
+            |op: &str, values: Value| json!({"matchExpressions": [{"key": "env", "operator": op, "values": values}]});
+        assert!(selector_matches(&expr("In", json!(["prod", "stage"])), &labels));
+        assert!(!selector_matches(&expr("NotIn", json!(["prod"])), &labels));
+        assert!(selector_matches(&expr("Exists", json!([])), &labels));
+        assert!(!selector_matches(&expr("DoesNotExist", json!([])), &labels));
+    }
+}

@@ -1,0 +1,169 @@
+//! ValidatingAdmissionPolicies over HTTP: a policy bound with `Deny` refuses the writes it
+//! matches with kube-apiserver's Status (422 Invalid, `<resource> "<name>" is forbidden:
+//! ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`),
+//! and only those: other resources, operations and namespaces pass; `Warn` gives a `Warning`
+//! header; `params` come from the object the binding's `paramRef` names; deletes are judged on
+//! `oldObject`.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+fn deployment(name: &str, replicas: u64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
+fn policy(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": name}, "spec": spec})
+}
+
+fn binding(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+           "metadata": {"name": name}, "spec": spec})
+}
+
+/// A consistent read of the bindings: from here on the server's cache, which admission reads
+/// policies, bindings and params from, holds every write made before it.
+async fn settled(c: &Client) {
+    assert_eq!(c.get(BINDINGS).await.code, 200);
+}
+
+fn deployments_rule(operations: Value) -> Value {
+    json!({"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": operations,
+                              "resources": ["deployments"]}]})
+}
+
+#[tokio::test]
+async fn a_bound_policy_refuses_what_it_matches_in_kube_words() {
+    let s = server().await;
+    create_namespaces(&s, &["test", "prod"]).await.unwrap();
+    let c = Client::new(&s);
+    let r = c
+        .post(
+            POLICIES,
+            &policy(
+                "max-replicas.example.com",
+                json!({"failurePolicy": "Fail", "matchConstraints": deployments_rule(json!(["CREATE", "UPDATE"])),
+                       "validations": [{"expression": "object.spec.replicas <= 5",
+                                        "message": "replicas must be no greater than 5"}]}),
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c
+        .post(
+            BINDINGS,
+            &binding(
+                "max-replicas-test",
+                json!({"policyName": "max-replicas.example.com", "validationActions": ["Deny"],
+                       "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "test"}}}}),
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    settled(&c).await;
+
+    let test = "/apis/apps/v1/namespaces/test/deployments";
+    let r = c.post(test, &deployment("big", 10)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let cause = "ValidatingAdmissionPolicy 'max-replicas.example.com' with binding 'max-replicas-test' denied request: \
+                 replicas must be no greater than 5";
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("deployments.apps \"big\" is forbidden: {cause}"), "reason": "Invalid",
+               "details": {"name": "big", "group": "apps", "kind": "deployments", "causes": [{"message": cause}]},
+               "code": 422})
+    );
+    assert_eq!(c.get(&format!("{test}/big")).await.code, 404);
+
+    // Within the limit it is written; an update past it is refused.
+    assert_eq!(c.post(test, &deployment("small", 3)).await.code, 201);
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&format!("{test}/small"), merge, &json!({"spec": {"replicas": 7}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(c.get(&format!("{test}/small")).await.body["spec"]["replicas"], 3);
+
+    // Outside the binding's namespaces, and for operations the policy does not name, it does not judge.
+    assert_eq!(c.post("/apis/apps/v1/namespaces/prod/deployments", &deployment("big", 10)).await.code, 201);
+    assert_eq!(c.delete(&format!("{test}/small")).await.code, 200);
+}
+
+#[tokio::test]
+async fn warnings_params_and_deletes() {
+    let s = server().await;
+    create_namespaces(&s, &["apps"]).await.unwrap();
+    let c = Client::new(&s);
+    // The limit comes from a ConfigMap named by the binding.
+    let r = c
+        .post(
+            "/api/v1/namespaces/apps/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits"}, "data": {"maxReplicas": "4"}}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let spec = json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                      "matchConstraints": deployments_rule(json!(["*"])),
+                      "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+                      "validations": [{"expression": "object.spec.replicas <= variables.limit",
+                                       "messageExpression": "'replicas ' + string(object.spec.replicas) + ' over ' + string(variables.limit)"}]});
+    assert_eq!(c.post(POLICIES, &policy("limit", spec)).await.code, 201);
+    let r = c
+        .post(
+            BINDINGS,
+            &binding(
+                "limit-warn",
+                json!({"policyName": "limit", "validationActions": ["Warn"],
+                       "paramRef": {"name": "limits", "namespace": "apps", "parameterNotFoundAction": "Deny"}}),
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    settled(&c).await;
+    let r = c.post("/apis/apps/v1/namespaces/apps/deployments", &deployment("wide", 6)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.headers["warning"],
+        "299 - \"Validation failed for ValidatingAdmissionPolicy 'limit' with binding 'limit-warn': replicas 6 over 4\""
+    );
+
+    // A delete is judged on the object it removes.
+    let spec = json!({"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                          "operations": ["DELETE"], "resources": ["configmaps"]}]},
+                      "validations": [{"expression": "!has(oldObject.metadata.labels) || oldObject.metadata.labels['protected'] != 'true'",
+                                       "message": "protected", "reason": "Forbidden"}]});
+    assert_eq!(c.post(POLICIES, &policy("keep-protected", spec)).await.code, 201);
+    let b = binding("keep-protected", json!({"policyName": "keep-protected", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+    let merge = "application/merge-patch+json";
+    let path = "/api/v1/namespaces/apps/configmaps/limits";
+    assert_eq!(c.patch(path, merge, &json!({"metadata": {"labels": {"protected": "true"}}})).await.code, 200);
+    let r = c.delete(path).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(r.body["reason"], "Forbidden");
+    assert_eq!(
+        r.body["message"],
+        "configmaps \"limits\" is forbidden: ValidatingAdmissionPolicy 'keep-protected' with binding 'keep-protected' denied request: protected"
+    );
+    assert_eq!(c.get(path).await.code, 200);
+    assert_eq!(c.patch(path, merge, &json!({"metadata": {"labels": {"protected": "false"}}})).await.code, 200);
+    assert_eq!(c.delete(path).await.code, 200);
+    settled(&c).await;
+
+    // With its params gone, a binding whose parameterNotFoundAction is Deny refuses (here: warns).
+    let r = c.post("/apis/apps/v1/namespaces/apps/deployments", &deployment("narrow", 1)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.headers["warning"],
+        "299 - \"Validation failed for ValidatingAdmissionPolicy 'limit' with binding 'limit-warn': no params found for policy binding with `Deny` parameterNotFoundAction\""
+    );
+}
