@@ -3,7 +3,7 @@
 //! ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`),
 //! and only those: other resources, operations and namespaces pass; `Warn` gives a `Warning`
 //! header; `params` come from the object the binding's `paramRef` names; deletes are judged on
-//! `oldObject`.
+//! `oldObject`; the oldest and the newest kubectl apply a policy and report its refusal.
 
 mod common;
 
@@ -166,4 +166,65 @@ async fn warnings_params_and_deletes() {
         r.headers["warning"],
         "299 - \"Validation failed for ValidatingAdmissionPolicy 'limit' with binding 'limit-warn': no params found for policy binding with `Deny` parameterNotFoundAction\""
     );
+}
+
+const KUBECTL_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: demo-policy.example.com
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["deployments"]
+  validations:
+  - expression: "object.spec.replicas <= 5"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: demo-binding-test.example.com
+spec:
+  policyName: demo-policy.example.com
+  validationActions: [Deny]
+"#;
+
+#[tokio::test]
+async fn kubectl_applies_a_policy_and_reports_its_refusal() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let dir = tempdir("kubectl-vap");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let file = dir.join("policy.yaml");
+        std::fs::write(&file, KUBECTL_POLICY).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", file.to_str().unwrap()]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        assert!(
+            out.contains(
+                "validatingadmissionpolicybinding.admissionregistration.k8s.io/demo-binding-test.example.com created"
+            ),
+            "{bin}: {out}"
+        );
+        settled(&Client::new(&s)).await;
+        let create = ["create", "deployment", "web", "--image=nginx", "--replicas=7", "-n", "default"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &create).await;
+        assert!(!ok, "{bin}: {out}{err}");
+        assert!(
+            err.contains(
+                "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'demo-policy.example.com' with binding \
+                 'demo-binding-test.example.com' denied request: failed expression: object.spec.replicas <= 5"
+            ),
+            "{bin}: {err}"
+        );
+        let create = ["create", "deployment", "web", "--image=nginx", "--replicas=2", "-n", "default"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &create).await;
+        assert!(ok, "{bin}: {out}{err}");
+    }
 }
