@@ -210,6 +210,21 @@ pub(crate) fn check<'s>(
     Err(shown.join("\n"))
 }
 
+/// Checks `program` (compiled from `source`) where only `names` are declared, each of type
+/// `dyn` (an admission policy's `object`, `request`…): the type of its result, or cel-go's
+/// errors.
+pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) -> Result<Ty<'static>, String> {
+    let scopes = names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect();
+    let mut checker = Checker { program, scopes, errors: Vec::new() };
+    let ty = checker.expr(program.expression());
+    if checker.errors.is_empty() {
+        return Ok(ty);
+    }
+    checker.errors.sort_by_key(|(offset, _)| *offset);
+    let shown: Vec<String> = checker.errors.iter().map(|(offset, message)| display(source, *offset, message)).collect();
+    Err(shown.join("\n"))
+}
+
 /// An error as cel-go shows it: `ERROR: <input>:line:column: message`, the source line and a
 /// caret under the character at `offset` (counted in characters).
 fn display(source: &str, offset: usize, message: &str) -> String {

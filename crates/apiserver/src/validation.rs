@@ -23,6 +23,13 @@ pub(crate) fn validate(
     if crate::crd::is_crds(info) {
         return crate::crd_validation::validate(obj);
     }
+    if info.group == crate::admission_policy::GROUP {
+        let causes = crate::policy_validation::validate(obj, info.plural == "validatingadmissionpolicybindings");
+        if !causes.is_empty() {
+            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(crate::custom_resource::invalid(info, name, &causes));
+        }
+    }
     if info.group == "apps" && info.plural == "deployments" {
         let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
         let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);

@@ -3,7 +3,8 @@
 //! ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`),
 //! and only those: other resources, operations and namespaces pass; `Warn` gives a `Warning`
 //! header; `params` come from the object the binding's `paramRef` names; deletes are judged on
-//! `oldObject`; the oldest and the newest kubectl apply a policy and report its refusal.
+//! `oldObject`; a policy whose expression does not compile is refused; the oldest and the
+//! newest kubectl apply a policy and report its refusal.
 
 mod common;
 
@@ -46,6 +47,20 @@ async fn a_bound_policy_refuses_what_it_matches_in_kube_words() {
     let s = server().await;
     create_namespaces(&s, &["test", "prod"]).await.unwrap();
     let c = Client::new(&s);
+    // A policy whose expression names what a policy does not declare is refused.
+    let typo = policy(
+        "typo",
+        json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
+               "validations": [{"expression": "objec.spec.replicas <= 5"}]}),
+    );
+    let r = c.post(POLICIES, &typo).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"typo\" is invalid: spec.validations[0].expression: \
+         Invalid value: \"objec.spec.replicas <= 5\": compilation failed: ERROR: <input>:1:1: undeclared reference to \
+         'objec' (in container '')\n | objec.spec.replicas <= 5\n | ^"
+    );
     let r = c
         .post(
             POLICIES,

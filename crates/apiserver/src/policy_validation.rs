@@ -1,0 +1,247 @@
+//! The checks kube-apiserver makes of a ValidatingAdmissionPolicy and its bindings when they
+//! are written: every expression must compile and use only the names a policy declares
+//! (`object`, `oldObject`, `request`, `namespaceObject`, `variables`, `authorizer`, and `params`
+//! when the policy has a `paramKind`), a validation must give a bool and a message expression a
+//! string where their types are known, and the enumerations (`failurePolicy`, `reason`,
+//! `validationActions`) hold known values.
+//!
+//! Invariants: a refusal is kube's 422 with one cause per fault, at kube's field paths
+//! (`spec.validations[0].expression: Invalid value: "<expression>": compilation failed: ERROR:
+//! <input>:1:1: undeclared reference to 'objec' (in container '')…`); nothing is refused where
+//! the types are open (`object` and the others are `dyn`).
+
+use serde_json::{Map, Value};
+
+use crate::structural::{Cause, go_quote};
+
+/// Checks a ValidatingAdmissionPolicy (`binding` false) or a binding (`binding` true).
+pub(crate) fn validate(obj: &Map<String, Value>, binding: bool) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    if binding {
+        check_binding(&spec, &mut causes);
+    } else {
+        check_policy(&spec, &mut causes);
+    }
+    causes
+}
+
+fn required(field: String, detail: &str) -> Cause {
+    let message = if detail.is_empty() { "Required value".into() } else { format!("Required value: {detail}") };
+    Cause { reason: "FieldValueRequired", message, field }
+}
+
+fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+    Cause {
+        reason: "FieldValueNotSupported",
+        message: format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", ")),
+        field,
+    }
+}
+
+fn invalid(field: String, value: &str, detail: &str) -> Cause {
+    Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
+}
+
+/// Compiles and checks `expression`; `wants` is the type it must give (`bool` or `string`).
+fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
+    let checked = crate::validation_rules::compile(expression)
+        .and_then(|p| crate::cel_check::check_declared(&p, expression, names));
+    match checked {
+        Err(e) => causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
+        Ok(t) => {
+            let known = !matches!(t, crate::cel_check::Ty::Dyn | crate::cel_check::Ty::Error);
+            if known && t.to_string() != wants {
+                causes.push(invalid(field, expression, &format!("must evaluate to {wants}")));
+            }
+        }
+    }
+}
+
+fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
+    let mut names = vec!["object", "oldObject", "request", "namespaceObject", "variables", "authorizer"];
+    if spec.get("paramKind").is_some_and(|p| !p.is_null()) {
+        names.push("params");
+    }
+    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
+        && !["Fail", "Ignore"].contains(&fp)
+    {
+        causes.push(unsupported("spec.failurePolicy".into(), fp, &["Fail", "Ignore"]));
+    }
+    if spec.get("matchConstraints").is_none_or(Value::is_null) {
+        causes.push(required("spec.matchConstraints".into(), ""));
+    }
+    let list = |k: &str| spec.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    for (i, c) in list("matchConditions").iter().enumerate() {
+        let at = format!("spec.matchConditions[{i}]");
+        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
+        if expression.is_empty() {
+            causes.push(required(format!("{at}.expression"), ""));
+        } else {
+            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
+        }
+        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+            causes.push(required(format!("{at}.name"), ""));
+        }
+    }
+    for (i, v) in list("variables").iter().enumerate() {
+        let at = format!("spec.variables[{i}]");
+        let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.trim().is_empty() {
+            causes.push(required(format!("{at}.name"), "name is not specified"));
+        } else if !is_identifier(name) {
+            causes.push(invalid(format!("{at}.name"), name, "name is not a valid CEL identifier"));
+        }
+        let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
+        if expression.trim().is_empty() {
+            causes.push(required(format!("{at}.expression"), "expression is not specified"));
+        } else if let Err(e) = crate::validation_rules::compile(expression)
+            .and_then(|p| crate::cel_check::check_declared(&p, expression, &names))
+        {
+            causes.push(invalid(format!("{at}.expression"), expression, &format!("compilation failed: {e}")));
+        }
+    }
+    for (i, v) in list("validations").iter().enumerate() {
+        let at = format!("spec.validations[{i}]");
+        let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
+        if expression.trim().is_empty() {
+            causes.push(required(format!("{at}.expression"), "expression is not specified"));
+        } else {
+            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
+        }
+        let message_expression = v.get("messageExpression").and_then(Value::as_str).unwrap_or("");
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            causes.push(invalid(
+                format!("{at}.messageExpression"),
+                message_expression,
+                "must be non-empty if specified",
+            ));
+        } else if !message_expression.is_empty() {
+            check_expression(message_expression, &names, "string", format!("{at}.messageExpression"), causes);
+        }
+        let message = v.get("message").and_then(Value::as_str).unwrap_or("");
+        if !message.is_empty() && message.trim().is_empty() {
+            causes.push(invalid(format!("{at}.message"), message, "message must be non-empty if specified"));
+        } else if message.trim().contains(['\n', '\r']) {
+            causes.push(invalid(format!("{at}.message"), message, "message must not contain line breaks"));
+        }
+        const REASONS: [&str; 4] = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"];
+        if let Some(r) = v.get("reason").and_then(Value::as_str)
+            && !REASONS.contains(&r)
+        {
+            causes.push(unsupported(format!("{at}.reason"), r, &REASONS));
+        }
+    }
+}
+
+fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
+    if spec.get("policyName").and_then(Value::as_str).unwrap_or("").is_empty() {
+        causes.push(required("spec.policyName".into(), ""));
+    }
+    let actions: Vec<Value> = spec.get("validationActions").and_then(Value::as_array).cloned().unwrap_or_default();
+    const ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, a) in actions.iter().enumerate() {
+        let a = a.as_str().unwrap_or("");
+        if !ACTIONS.contains(&a) {
+            causes.push(unsupported(format!("spec.validationActions[{i}]"), a, &ACTIONS));
+        }
+        if seen.contains(&a) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_quote(a)),
+                field: format!("spec.validationActions[{i}]"),
+            });
+        }
+        seen.push(a);
+    }
+    if seen.contains(&"Deny") && seen.contains(&"Warn") {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: []admissionregistration.ValidationAction{{{}}}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+                actions.iter().map(|a| go_quote(a.as_str().unwrap_or(""))).collect::<Vec<_>>().join(", ")
+            ),
+            field: "spec.validationActions".into(),
+        });
+    }
+    if seen.is_empty() {
+        causes.push(required("spec.validationActions".into(), "at least one validation action is required"));
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn causes(v: Value, binding: bool) -> Vec<(String, String)> {
+        validate(v.as_object().unwrap(), binding).into_iter().map(|c| (c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn policies_must_compile_with_the_names_they_declare() {
+        let policy = json!({"spec": {"matchConstraints": {"resourceRules": []},
+        "validations": [
+            {"expression": "objec.spec.replicas <= 5"},
+            {"expression": "params.max > 1"},
+            {"expression": "object.spec.replicas <= 5", "messageExpression": "1 + 1"},
+            {"expression": "1 + 1", "reason": "Teapot"}
+        ]}});
+        assert_eq!(
+            causes(policy, false),
+            [
+                (
+                    "spec.validations[0].expression".to_string(),
+                    "Invalid value: \"objec.spec.replicas <= 5\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'objec' (in container '')\n | objec.spec.replicas <= 5\n | ^".to_string()
+                ),
+                (
+                    "spec.validations[1].expression".to_string(),
+                    "Invalid value: \"params.max > 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n | params.max > 1\n | ^".to_string()
+                ),
+                ("spec.validations[2].messageExpression".to_string(), "Invalid value: \"1 + 1\": must evaluate to string".to_string()),
+                ("spec.validations[3].expression".to_string(), "Invalid value: \"1 + 1\": must evaluate to bool".to_string()),
+                (
+                    "spec.validations[3].reason".to_string(),
+                    "Unsupported value: \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\"".to_string()
+                ),
+            ]
+        );
+        let with_params = json!({"spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {}, "validations": [{"expression": "object.x <= int(params.data.max)"}]}});
+        assert!(causes(with_params, false).is_empty());
+    }
+
+    #[test]
+    fn bindings_name_a_policy_and_their_actions() {
+        assert_eq!(
+            causes(json!({"spec": {"validationActions": ["Deny", "Warn", "Deny", "Block"]}}), true),
+            [
+                ("spec.policyName".to_string(), "Required value".to_string()),
+                ("spec.validationActions[2]".to_string(), "Duplicate value: \"Deny\"".to_string()),
+                (
+                    "spec.validationActions[3]".to_string(),
+                    "Unsupported value: \"Block\": supported values: \"Audit\", \"Deny\", \"Warn\"".to_string()
+                ),
+                (
+                    "spec.validationActions".to_string(),
+                    "Invalid value: []admissionregistration.ValidationAction{\"Deny\", \"Warn\", \"Deny\", \"Block\"}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)".to_string()
+                ),
+            ]
+        );
+        assert_eq!(
+            causes(json!({"spec": {"policyName": "p"}}), true),
+            [(
+                "spec.validationActions".to_string(),
+                "Required value: at least one validation action is required".to_string()
+            )]
+        );
+    }
+}
