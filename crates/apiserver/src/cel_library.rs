@@ -36,9 +36,24 @@ fn values(args: &[CowVal<'_, '_>]) -> Result<Vec<Cel>, ExecutionError> {
     args.iter().map(|a| Cel::try_from(a.as_ref())).collect()
 }
 
-fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
+/// A function's result, as the interpreter takes it.
+pub(crate) fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let boxed: Box<dyn Val> = v.try_into()?;
     Ok(CowVal::Owned(boxed))
+}
+
+/// The argument at `i` (the receiver first) as a value.
+pub(crate) fn arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Cel, ExecutionError> {
+    let a = args.get(i).ok_or(ExecutionError::MissingArgumentOrTarget)?;
+    Cel::try_from(a.as_ref())
+}
+
+/// The argument at `i` as a string, for `function`'s error otherwise.
+pub(crate) fn string_arg(args: &[CowVal<'_, '_>], i: usize, function: &str) -> Result<String, ExecutionError> {
+    match arg(args, i)? {
+        Cel::String(s) => Ok(s.to_string()),
+        _ => Err(ExecutionError::function_error(function, "expected a string")),
+    }
 }
 
 fn list(v: &Cel, function: &str) -> Result<Arc<Vec<Cel>>, ExecutionError> {

@@ -13,9 +13,11 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use cel::common::types::{STRING_TYPE, Type};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
+
+use crate::cel_library::{arg, give, string_arg};
 
 const IP_NAME: &str = "net.IP";
 const CIDR_NAME: &str = "net.CIDR";
@@ -131,23 +133,6 @@ fn mask(addr: IpAddr, length: u8) -> IpAddr {
     }
 }
 
-fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let boxed: Box<dyn Val> = v.try_into()?;
-    Ok(CowVal::Owned(boxed))
-}
-
-fn arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Cel, ExecutionError> {
-    let a = args.get(i).ok_or(ExecutionError::MissingArgumentOrTarget)?;
-    Cel::try_from(a.as_ref())
-}
-
-fn string(args: &[CowVal<'_, '_>], i: usize, function: &str) -> Result<String, ExecutionError> {
-    match arg(args, i)? {
-        Cel::String(s) => Ok(s.to_string()),
-        _ => Err(ExecutionError::function_error(function, "expected a string")),
-    }
-}
-
 /// The argument at `i` as an address: an IP, or a string that reads as one.
 fn ip_arg(args: &[CowVal<'_, '_>], i: usize, function: &str) -> Result<IpAddr, ExecutionError> {
     match arg(args, i)? {
@@ -169,18 +154,18 @@ fn cidr_arg(args: &[CowVal<'_, '_>], i: usize, function: &str) -> Result<(IpAddr
 }
 
 fn to_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    match parse_ip(&string(&args, 0, "ip")?) {
+    match parse_ip(&string_arg(&args, 0, "ip")?) {
         Ok(a) => give(Cel::Opaque(Arc::new(Ip(a)))),
         Err(e) => Err(ExecutionError::function_error("ip", e)),
     }
 }
 
 fn is_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Bool(parse_ip(&string(&args, 0, "isIP")?).is_ok()))
+    give(Cel::Bool(parse_ip(&string_arg(&args, 0, "isIP")?).is_ok()))
 }
 
 fn is_canonical<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let raw = string(&args, 0, "ip.isCanonical")?;
+    let raw = string_arg(&args, 0, "ip.isCanonical")?;
     match parse_ip(&raw) {
         Ok(a) => give(Cel::Bool(a.to_string() == raw)),
         Err(e) => Err(ExecutionError::function_error("ip.isCanonical", e)),
@@ -254,7 +239,7 @@ fn is_global_unicast<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>
 }
 
 fn to_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    match parse_cidr(&string(&args, 0, "cidr")?) {
+    match parse_cidr(&string_arg(&args, 0, "cidr")?) {
         Ok((a, l)) => give(Cel::Opaque(Arc::new(Cidr(a, l)))),
         // kube wraps the parser's error once more.
         Err(e) => Err(ExecutionError::function_error(
@@ -265,7 +250,7 @@ fn to_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
 }
 
 fn is_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Bool(parse_cidr(&string(&args, 0, "isCIDR")?).is_ok()))
+    give(Cel::Bool(parse_cidr(&string_arg(&args, 0, "isCIDR")?).is_ok()))
 }
 
 fn contains_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

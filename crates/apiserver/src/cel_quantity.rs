@@ -11,9 +11,11 @@
 use std::sync::Arc;
 
 use cel::common::types::{INT_TYPE, STRING_TYPE, Type};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
+
+use crate::cel_library::{arg, give, string_arg};
 
 /// The name of the quantity type, as kube declares it.
 const NAME: &str = "kubernetes.Quantity";
@@ -53,22 +55,11 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let boxed: Box<dyn Val> = v.try_into()?;
-    Ok(CowVal::Owned(boxed))
-}
-
 fn give_quantity<'b, 'v>(nanos: Option<i128>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     match nanos {
         Some(n) => give(Cel::Opaque(Arc::new(Quantity(n)))),
         None => Err(ExecutionError::function_error("quantity", "integer overflow")),
     }
-}
-
-/// The argument at `i` as a CEL value.
-fn arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Cel, ExecutionError> {
-    let a = args.get(i).ok_or(ExecutionError::MissingArgumentOrTarget)?;
-    Cel::try_from(a.as_ref())
 }
 
 /// The argument at `i` in billionths: a quantity, or an int for `add` and `sub`.
@@ -83,22 +74,15 @@ fn nanos(args: &[CowVal<'_, '_>], i: usize, function: &str) -> Result<i128, Exec
     }
 }
 
-fn string(args: &[CowVal<'_, '_>], function: &str) -> Result<String, ExecutionError> {
-    match arg(args, 0)? {
-        Cel::String(s) => Ok(s.to_string()),
-        _ => Err(ExecutionError::function_error(function, "expected a string")),
-    }
-}
-
 fn to_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    match parse(&string(&args, "quantity")?) {
+    match parse(&string_arg(&args, 0, "quantity")?) {
         Some(n) => give_quantity(Some(n)),
         None => Err(ExecutionError::function_error("quantity", FORMAT)),
     }
 }
 
 fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Bool(parse(&string(&args, "isQuantity")?).is_some()))
+    give(Cel::Bool(parse(&string_arg(&args, 0, "isQuantity")?).is_some()))
 }
 
 fn sign<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

@@ -11,9 +11,11 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use cel::common::types::{BOOL_TYPE, STRING_TYPE, Type};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
+
+use crate::cel_library::{arg, give};
 
 const NAME: &str = "kubernetes.Semver";
 
@@ -176,16 +178,6 @@ fn parse_normalized(s: &str) -> Result<Semver, String> {
         parts.resize(3, "0".into());
     }
     parse(&parts.join("."))
-}
-
-fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let boxed: Box<dyn Val> = v.try_into()?;
-    Ok(CowVal::Owned(boxed))
-}
-
-fn arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Cel, ExecutionError> {
-    let a = args.get(i).ok_or(ExecutionError::MissingArgumentOrTarget)?;
-    Cel::try_from(a.as_ref())
 }
 
 /// The string and the normalize flag of `semver` and `isSemver`, read.

@@ -13,9 +13,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel::common::types::{STRING_TYPE, Type};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::objects::{Key, Map as CelMap, Opaque};
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
+
+use crate::cel_library::{give, string_arg};
 
 const NAME: &str = "net.URL";
 
@@ -214,21 +216,8 @@ fn query(raw: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-fn give<'b, 'v>(v: Cel) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    let boxed: Box<dyn Val> = v.try_into()?;
-    Ok(CowVal::Owned(boxed))
-}
-
 fn text<'b, 'v>(s: &str) -> Result<CowVal<'b, 'v>, ExecutionError> {
     give(Cel::String(Arc::new(s.to_string())))
-}
-
-fn string_arg(args: &[CowVal<'_, '_>], function: &str) -> Result<String, ExecutionError> {
-    let a = args.first().ok_or(ExecutionError::MissingArgumentOrTarget)?;
-    match Cel::try_from(a.as_ref())? {
-        Cel::String(s) => Ok(s.to_string()),
-        _ => Err(ExecutionError::function_error(function, "expected a string")),
-    }
 }
 
 /// The receiver, a URL, given to `f`.
@@ -248,7 +237,7 @@ fn with_url<'b, 'v>(
 }
 
 fn to_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    match parse(&string_arg(&args, "url")?) {
+    match parse(&string_arg(&args, 0, "url")?) {
         Ok(u) => give(Cel::Opaque(Arc::new(u))),
         Err(e) => {
             Err(ExecutionError::function_error("url", format!("URL parse error during conversion from string: {e}")))
@@ -257,7 +246,7 @@ fn to_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execution
 }
 
 fn is_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Bool(request_uri(&string_arg(&args, "isURL")?).is_ok()))
+    give(Cel::Bool(request_uri(&string_arg(&args, 0, "isURL")?).is_ok()))
 }
 
 fn get_scheme<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
