@@ -226,11 +226,16 @@ pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) ->
 }
 
 /// An error as cel-go shows it: `ERROR: <input>:line:column: message`, the source line and a
-/// caret under the character at `offset` (counted in characters).
+/// caret under the character at byte `offset`.
 fn display(source: &str, offset: usize, message: &str) -> String {
-    let before: Vec<char> = source.chars().take(offset).collect();
-    let line = before.iter().filter(|c| **c == '\n').count() + 1;
-    let column = before.iter().rev().take_while(|c| **c != '\n').count();
+    // The parser's offsets count bytes; cel-go's columns count characters.
+    let mut end = offset.min(source.len());
+    while !source.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &source[..end];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count();
     display_at(source, line, column, message)
 }
 
@@ -252,7 +257,24 @@ struct Checker<'p, 's> {
 }
 
 /// Names of types, which are values of type `type`.
-const TYPE_NAMES: [&str; 10] = ["bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"];
+const TYPE_NAMES: [&str; 11] =
+    ["bool", "bytes", "double", "int", "list", "map", "null_type", "optional_type", "string", "type", "uint"];
+
+/// The packages of kube's CEL environment, whose qualified names are not declared variables.
+const PACKAGES: [&str; 12] =
+    ["base64", "cidr", "format", "google", "ip", "kubernetes", "lists", "math", "net", "optional", "sets", "strings"];
+
+/// Macros of two iteration variables (kube's environment has them since v1.32), by the number
+/// of arguments they take: the variables are their first two arguments.
+const TWO_VARIABLE_MACROS: [(&str, usize); 7] = [
+    ("all", 3),
+    ("exists", 3),
+    ("existsOne", 3),
+    ("exists_one", 3),
+    ("transformList", 3),
+    ("transformMap", 3),
+    ("transformMapEntry", 3),
+];
 
 impl<'s> Checker<'_, 's> {
     fn report(&mut self, id: u64, message: String) -> Ty<'s> {
@@ -291,11 +313,22 @@ impl<'s> Checker<'_, 's> {
                 None => self.report(e.id, format!("undeclared reference to '{name}' (in container '')")),
             },
             Expr::Select(s) => {
+                // A package's qualified name (`google.protobuf.Timestamp`, `net.IP`) is left to
+                // evaluation.
+                if let Expr::Ident(name) = &s.operand.expr
+                    && self.lookup(name).is_none()
+                    && PACKAGES.contains(&name.as_str())
+                {
+                    return Ty::Dyn;
+                }
                 let operand = self.expr(&s.operand);
                 let field = self.select(e.id, &operand, &s.field);
                 if s.test { if field == Ty::Error { Ty::Error } else { Ty::Bool } } else { field }
             }
             Expr::Call(c) => {
+                if let Some(t) = self.two_variable_macro(c) {
+                    return t;
+                }
                 // A call on an undeclared name is a namespaced function (`sets.contains`).
                 let target = match c.target.as_deref() {
                     Some(t) => match &t.expr {
@@ -366,6 +399,34 @@ impl<'s> Checker<'_, 's> {
             }
             Expr::Unspecified => Ty::Dyn,
         }
+    }
+
+    /// A two-variable macro (`m.all(k, v, v != '')`, `l.transformList(i, v, v * 2)`), which
+    /// the parser leaves a call: its body is checked with both variables `dyn`; its result is a
+    /// bool for the tests, `dyn` for the transforms.
+    fn two_variable_macro(&mut self, c: &cel::common::ast::CallExpr) -> Option<Ty<'s>> {
+        let target = c.target.as_deref()?;
+        let arity = TWO_VARIABLE_MACROS.iter().find(|(n, _)| *n == c.func_name).map(|(_, a)| *a)?;
+        if c.args.len() < arity {
+            return None;
+        }
+        let (Expr::Ident(first), Expr::Ident(second)) = (&c.args[0].expr, &c.args[1].expr) else { return None };
+        self.expr(target);
+        let depth = self.scopes.len();
+        self.scopes.push((first.clone(), Ty::Dyn));
+        self.scopes.push((second.clone(), Ty::Dyn));
+        let mut failed = false;
+        for a in &c.args[2..] {
+            failed |= self.expr(a) == Ty::Error;
+        }
+        self.scopes.truncate(depth);
+        Some(if failed {
+            Ty::Error
+        } else if c.func_name.starts_with("transform") {
+            Ty::Dyn
+        } else {
+            Ty::Bool
+        })
     }
 
     /// The type of `operand.field`.
@@ -544,7 +605,8 @@ impl<'s> Checker<'_, 's> {
             ("duration", _, _) => Duration,
             ("type", _, _) => Type,
             ("sum" | "min" | "max", Some(List(t)), []) => (**t).clone(),
-            ("orValue" | "value", Some(Optional(t)), _) => (**t).clone(),
+            ("value", Some(Optional(t)), []) => (**t).clone(),
+            ("orValue", Some(Optional(t)), [other]) if **t == *other => other.clone(),
             ("of" | "ofNonZeroValue", None, [a]) => Optional(Box::new(a.clone())),
             _ => Dyn,
         }
@@ -559,7 +621,7 @@ impl<'s> Checker<'_, 's> {
             (_, Int, Int) | (_, Uint, Uint) => Some(a.clone()),
             ("_+_" | "_-_" | "_*_" | "_/_", Double, Double) => Some(Double),
             ("_+_", String, String) | ("_+_", Bytes, Bytes) => Some(a.clone()),
-            ("_+_", List(x), List(y)) => Some(List(Box::new(if x.open() { (**y).clone() } else { (**x).clone() }))),
+            ("_+_", List(x), List(y)) => Some(List(Box::new(if x == y { (**x).clone() } else { Dyn }))),
             ("_+_", Timestamp, Duration) | ("_+_", Duration, Timestamp) | ("_-_", Timestamp, Duration) => {
                 Some(Timestamp)
             }
@@ -623,7 +685,10 @@ mod tests {
             "self.port == 80 || self.port == 'http'",
             "self.free.anything.goes > 1",
             "self.when < timestamp('2030-01-01T00:00:00Z')",
-            "self.replicas < 10.0 && self.replicas != 2u",
+            "self.replicas < 10.0 && self.replicas > 2u",
+            "self.labels.all(k, v, k.size() < 64 && v != '')",
+            "self.items.exists(i, item, i > 0 && item.name == 'x')",
+            "self.when < google.protobuf.Timestamp{seconds: 1}",
             "sets.contains(['a', 'b'], [self.name])",
             "self == oldSelf",
             "type(self.replicas) == int",
@@ -710,7 +775,8 @@ mod tests {
     fn the_result_type_is_known() {
         let s = spec();
         assert_eq!(run(&s, false, "self.replicas + 1"), Ok("int".into()));
-        assert_eq!(run(&s, false, "self.items.map(i, i.name)"), Ok("list(string)".into()));
+        assert_eq!(run(&s, false, "self.items.map(i, i.name)"), Ok("list(dyn)".into()));
+        assert_eq!(run(&s, false, "self.items.map(i, i.name) + ['x']"), Ok("list(dyn)".into()));
         assert_eq!(run(&s, false, "self.port"), Ok("dyn".into()));
         assert_eq!(run(&s, false, "quantity(self.name).compareTo(quantity('1'))"), Ok("int".into()));
         assert_eq!(run(&s, false, "url(self.name).getQuery()"), Ok("map(string, list(string))".into()));

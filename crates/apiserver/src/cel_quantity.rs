@@ -1,6 +1,6 @@
 //! kube-apiserver's quantity library for validation rules: `quantity('1.5Gi')` makes a
-//! resource quantity of a string, `isQuantity(s)` tells whether one parses, and a quantity
-//! answers `sign()`, `isInteger()`, `asInteger()`, `asApproximateFloat()`, `add(q|int)`,
+//! resource quantity of a string, `isQuantity(s)` tells whether one parses, `sign(q)` gives its
+//! sign, and a quantity answers `isInteger()`, `asInteger()`, `asApproximateFloat()`, `add(q|int)`,
 //! `sub(q|int)`, `isGreaterThan(q)`, `isLessThan(q)` and `compareTo(q)`.
 //!
 //! Invariants: a quantity is held exactly, in billionths of a unit (kube's finest suffix, `n`),
@@ -41,7 +41,6 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload("quantity", "string_to_quantity", vec![STRING_TYPE], to_quantity)?;
     env.add_overload("isQuantity", "is_quantity_string", vec![STRING_TYPE], is_quantity)?;
     env.add_overload("sign", "quantity_sign", vec![q()], sign)?;
-    env.add_member_overload("sign", "quantity_member_sign", q(), vec![], sign)?;
     env.add_member_overload("isGreaterThan", "quantity_is_greater_than", q(), vec![q()], is_greater_than)?;
     env.add_member_overload("isLessThan", "quantity_is_less_than", q(), vec![q()], is_less_than)?;
     env.add_member_overload("compareTo", "quantity_compare_to", q(), vec![q()], compare_to)?;
@@ -161,10 +160,10 @@ mod tests {
     fn quantities_convert_and_add() {
         is_true("quantity('50k').asInteger() == 50000 && quantity('1.5').asApproximateFloat() == 1.5");
         is_true("quantity('50k').isInteger() && !quantity('1.5').isInteger()");
-        is_true("quantity('-3').sign() == -1 && sign(quantity('0')) == 0 && quantity('2e3').sign() == 1");
+        is_true("sign(quantity('-3')) == -1 && sign(quantity('0')) == 0 && sign(quantity('2e3')) == 1");
         is_true("quantity('1Gi').add(quantity('1Gi')) == quantity('2Gi')");
-        is_true("quantity('1').add(2) == quantity('3') && quantity('500m').sub(1).sign() == -1");
-        is_true("quantity('1Gi').sub(quantity('1024Mi')).sign() == 0");
+        is_true("quantity('1').add(2) == quantity('3') && sign(quantity('500m').sub(1)) == -1");
+        is_true("sign(quantity('1Gi').sub(quantity('1024Mi'))) == 0");
         is_true("isQuantity('1.5Gi') && isQuantity('-2e3') && !isQuantity('1.5GB') && !isQuantity('')");
     }
 

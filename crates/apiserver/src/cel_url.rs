@@ -68,6 +68,9 @@ fn request_uri(raw: &str) -> Result<Url, String> {
     if raw.is_empty() {
         return Err("empty url".into());
     }
+    if raw == "*" {
+        return Ok(Url { scheme: String::new(), host: String::new(), raw_path: "*".into(), raw_query: String::new() });
+    }
     let (scheme, rest) = split_scheme(raw)?;
     let (rest, raw_query) = if rest.ends_with('?') && rest.matches('?').count() == 1 {
         (&rest[..rest.len() - 1], "")
@@ -315,7 +318,7 @@ mod tests {
 
     #[test]
     fn urls_read_as_go_reads_them() {
-        is_true("isURL('https://example.com/path') && isURL('/absolute-path') && isURL('mailto:a@b.c')");
+        is_true("isURL('https://example.com/path') && isURL('/absolute-path') && isURL('mailto:a@b.c') && isURL('*')");
         is_true("!isURL('example.com') && !isURL('') && !isURL('https://a b.com/') && !isURL('http://x:port/')");
         is_true("!isURL('https://example.com/%zz') && !isURL(':no-scheme')");
         is_true("url('HTTPS://example.com/').getScheme() == 'https'");

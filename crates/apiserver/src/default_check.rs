@@ -4,8 +4,9 @@
 //!
 //! Invariants: each default is judged as a value of its own node (paths
 //! `…properties[spec].properties[x].default`, and below it `….default.y`); rules run with
-//! `oldSelf` the default itself and are not run on a default the schema refuses; defaults
-//! under the root's `metadata` are left to kube's object-metadata checks.
+//! `oldSelf` the default itself and are not run on a default the schema refuses; as in kube,
+//! defaults below `additionalProperties` are not judged, and those under the root's `metadata`
+//! are left to kube's object-metadata checks.
 
 use serde_json::Value;
 
@@ -30,23 +31,19 @@ fn check_node(node: &Value, path: &str, causes: &mut Vec<Cause>) {
             causes.push(Cause {
                 reason: "FieldValueInvalid",
                 message: format!("Invalid value: {}: must not have unknown fields", go_value(default)),
-                field: at,
+                field: at.clone(),
             });
-        } else {
-            let found = validate_value(node, default, &at);
-            if found.is_empty() {
-                crate::validation_rules::validate_value(node, default, &at, causes);
-            }
-            causes.extend(found);
         }
+        let found = validate_value(node, default, &at);
+        if found.is_empty() {
+            crate::validation_rules::validate_value(node, default, &at, causes);
+        }
+        causes.extend(found);
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
             check_node(child, &format!("{path}.properties[{k}]"), causes);
         }
-    }
-    if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        check_node(add, &format!("{path}.additionalProperties"), causes);
     }
     if let Some(items) = m.get("items").filter(|i| i.is_object()) {
         check_node(items, &format!("{path}.items"), causes);
