@@ -21,6 +21,7 @@ use cel::{Context, Value as Cel};
 use serde_json::{Map, Value, json};
 
 use crate::cache::{ListAt, WatchCache};
+use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -39,8 +40,8 @@ pub(crate) struct Attributes<'a> {
     pub name: &'a str,
     /// The object to be stored (None on delete).
     pub object: Option<&'a Map<String, Value>>,
-    /// The object replaced or deleted (None on create).
-    pub old: Option<Value>,
+    /// The object replaced or deleted (None on create); read only when a binding exists.
+    pub old: Option<&'a StoredObject>,
     pub dry_run: bool,
 }
 
@@ -61,7 +62,7 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
         return Ok(());
     }
     let object = a.object.map(|o| with_type(a.info, Value::Object(o.clone())));
-    let old = a.old.clone().map(|o| with_type(a.info, o));
+    let old = a.old.map(|o| with_type(a.info, o.value()));
     let namespace = namespace_object(cache, a)?;
     for b in bindings {
         let binding = b.value();

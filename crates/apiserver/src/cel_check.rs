@@ -199,22 +199,18 @@ pub(crate) fn check<'s>(
     optional_old_self: bool,
 ) -> Result<Ty<'s>, String> {
     let old_ty = if optional_old_self { Ty::Optional(Box::new(self_ty.clone())) } else { self_ty.clone() };
-    let mut checker =
-        Checker { program, scopes: vec![("self".into(), self_ty), ("oldSelf".into(), old_ty)], errors: Vec::new() };
-    let ty = checker.expr(program.expression());
-    if checker.errors.is_empty() {
-        return Ok(ty);
-    }
-    checker.errors.sort_by_key(|(offset, _)| *offset);
-    let shown: Vec<String> = checker.errors.iter().map(|(offset, message)| display(source, *offset, message)).collect();
-    Err(shown.join("\n"))
+    run(program, source, vec![("self".into(), self_ty), ("oldSelf".into(), old_ty)])
 }
 
 /// Checks `program` (compiled from `source`) where only `names` are declared, each of type
 /// `dyn` (an admission policy's `object`, `request`…): the type of its result, or cel-go's
 /// errors.
 pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) -> Result<Ty<'static>, String> {
-    let scopes = names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect();
+    run(program, source, names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect())
+}
+
+/// Checks `program` with `scopes` declared: its type, or its errors sorted by place.
+fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<Ty<'s>, String> {
     let mut checker = Checker { program, scopes, errors: Vec::new() };
     let ty = checker.expr(program.expression());
     if checker.errors.is_empty() {
@@ -264,17 +260,10 @@ const TYPE_NAMES: [&str; 11] =
 const PACKAGES: [&str; 12] =
     ["base64", "cidr", "format", "google", "ip", "kubernetes", "lists", "math", "net", "optional", "sets", "strings"];
 
-/// Macros of two iteration variables (kube's environment has them since v1.32), by the number
-/// of arguments they take: the variables are their first two arguments.
-const TWO_VARIABLE_MACROS: [(&str, usize); 7] = [
-    ("all", 3),
-    ("exists", 3),
-    ("existsOne", 3),
-    ("exists_one", 3),
-    ("transformList", 3),
-    ("transformMap", 3),
-    ("transformMapEntry", 3),
-];
+/// Macros of two iteration variables (kube's environment has them since v1.32): the variables
+/// are their first two arguments, the body (or filter and body) the rest.
+const TWO_VARIABLE_MACROS: [&str; 7] =
+    ["all", "exists", "existsOne", "exists_one", "transformList", "transformMap", "transformMapEntry"];
 
 impl<'s> Checker<'_, 's> {
     fn report(&mut self, id: u64, message: String) -> Ty<'s> {
@@ -406,8 +395,7 @@ impl<'s> Checker<'_, 's> {
     /// bool for the tests, `dyn` for the transforms.
     fn two_variable_macro(&mut self, c: &cel::common::ast::CallExpr) -> Option<Ty<'s>> {
         let target = c.target.as_deref()?;
-        let arity = TWO_VARIABLE_MACROS.iter().find(|(n, _)| *n == c.func_name).map(|(_, a)| *a)?;
-        if c.args.len() < arity {
+        if !TWO_VARIABLE_MACROS.contains(&c.func_name.as_str()) || c.args.len() < 3 {
             return None;
         }
         let (Expr::Ident(first), Expr::Ident(second)) = (&c.args[0].expr, &c.args[1].expr) else { return None };

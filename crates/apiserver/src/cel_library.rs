@@ -225,18 +225,27 @@ fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
     give(Cel::Bool(b.iter().any(|x| a.contains(x))))
 }
 
+/// Evaluates `expr` in CEL's standard library with the strings extension and what `register`
+/// adds: the libraries' tests.
+#[cfg(test)]
+pub(crate) fn eval_with(
+    register: fn(&mut Env) -> Result<(), DeclarationError>,
+    expr: &str,
+) -> Result<Cel, ExecutionError> {
+    let mut env = Env::stdlib();
+    cel::extensions::strings(&mut env).unwrap();
+    register(&mut env).unwrap();
+    let env = Arc::new(env);
+    let program = env.compile(expr).unwrap();
+    program.execute(&cel::Context::with_env(env))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cel::Context;
 
     fn eval(expr: &str) -> Result<Cel, ExecutionError> {
-        let mut env = Env::stdlib();
-        cel::extensions::strings(&mut env).unwrap();
-        register(&mut env).unwrap();
-        let env = Arc::new(env);
-        let program = env.compile(expr).unwrap();
-        program.execute(&Context::with_env(env))
+        eval_with(register, expr)
     }
 
     fn is_true(expr: &str) {

@@ -283,14 +283,9 @@ fn prefix_length<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cel::Context;
 
     fn eval(expr: &str) -> Result<Cel, ExecutionError> {
-        let mut env = Env::stdlib();
-        register(&mut env).unwrap();
-        let env = Arc::new(env);
-        let program = env.compile(expr).unwrap();
-        program.execute(&Context::with_env(env))
+        crate::cel_library::eval_with(register, expr)
     }
 
     fn is_true(expr: &str) {

@@ -189,19 +189,13 @@ fn read(args: &[CowVal<'_, '_>], function: &str) -> Result<Result<Semver, String
     Ok(if normalize { parse_normalized(&s) } else { parse(&s) })
 }
 
-fn version<R>(
-    args: &[CowVal<'_, '_>],
-    i: usize,
-    function: &str,
-    f: impl FnOnce(&Semver) -> R,
-) -> Result<R, ExecutionError> {
-    match arg(args, i)? {
-        Cel::Opaque(o) => match o.downcast_ref::<Semver>() {
-            Some(v) => Ok(f(v)),
-            None => Err(ExecutionError::function_error(function, "expected a semver")),
-        },
-        _ => Err(ExecutionError::function_error(function, "expected a semver")),
+/// `v` as a version, for `function`'s error otherwise.
+fn semver<'a>(v: &'a Cel, function: &str) -> Result<&'a Semver, ExecutionError> {
+    match v {
+        Cel::Opaque(o) => o.downcast_ref::<Semver>(),
+        _ => None,
     }
+    .ok_or_else(|| ExecutionError::function_error(function, "expected a semver"))
 }
 
 fn to_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -216,21 +210,21 @@ fn is_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execut
 }
 
 fn major<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Int(version(&args, 0, "major", |v| v.major as i64)?))
+    give(Cel::Int(semver(&arg(&args, 0)?, "major")?.major as i64))
 }
 
 fn minor<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Int(version(&args, 0, "minor", |v| v.minor as i64)?))
+    give(Cel::Int(semver(&arg(&args, 0)?, "minor")?.minor as i64))
 }
 
 fn patch<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    give(Cel::Int(version(&args, 0, "patch", |v| v.patch as i64)?))
+    give(Cel::Int(semver(&arg(&args, 0)?, "patch")?.patch as i64))
 }
 
 /// The order of the receiver against the argument.
 fn order(args: &[CowVal<'_, '_>], function: &str) -> Result<Ordering, ExecutionError> {
-    let other = version(args, 1, function, |v| Semver { pre: v.pre.clone(), ..*v })?;
-    version(args, 0, function, |v| v.compare(&other))
+    let (a, b) = (arg(args, 0)?, arg(args, 1)?);
+    Ok(semver(&a, function)?.compare(semver(&b, function)?))
 }
 
 fn is_greater_than<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -248,14 +242,9 @@ fn compare_to<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cel::Context;
 
     fn eval(expr: &str) -> Result<Cel, ExecutionError> {
-        let mut env = Env::stdlib();
-        register(&mut env).unwrap();
-        let env = Arc::new(env);
-        let program = env.compile(expr).unwrap();
-        program.execute(&Context::with_env(env))
+        crate::cel_library::eval_with(register, expr)
     }
 
     fn is_true(expr: &str) {

@@ -46,13 +46,24 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Result<(), ApiError> {
     let Some(custom) = &info.custom else { return Ok(()) };
     let mut v = Value::Object(obj.clone());
-    // The replaced object as this version serves it, to correlate unchanged values with.
-    let old = old.and_then(|o| match o.value() {
-        Value::Object(m) => to_version(info, m).map(Value::Object),
-        _ => None,
-    });
+    // The replaced object as this version serves it, to correlate unchanged values with: read
+    // only when the schema finds a fault (which it may ratchet) or rules run.
+    let old_value = std::cell::OnceCell::new();
+    let old = || {
+        old_value
+            .get_or_init(|| {
+                old.and_then(|o| match o.value() {
+                    Value::Object(m) => to_version(info, m).map(Value::Object),
+                    _ => None,
+                })
+            })
+            .as_ref()
+    };
     let mut causes = match &custom.schema {
-        Some(s) => structural::validate(s, &v, old.as_ref()),
+        Some(s) => {
+            let found = structural::validate(s, &v, None);
+            if found.is_empty() { found } else { structural::validate(s, &v, old()) }
+        }
         None => Vec::new(),
     };
     if let Some(scale) = &info.scale_subresource {
@@ -80,7 +91,7 @@ pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Stor
         // Rules see the object as the client does, with its kind and apiVersion.
         v["apiVersion"] = info.api_version().into();
         v["kind"] = info.kind.clone().into();
-        validation_rules::validate(s, &v, old.as_ref(), &mut causes);
+        validation_rules::validate(s, &v, old(), &mut causes);
     }
     if causes.is_empty() {
         return Ok(());

@@ -44,11 +44,14 @@ fn invalid(field: String, value: &str, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
 }
 
+/// `expression` compiled and type-checked where only `names` are declared.
+fn checked(expression: &str, names: &[&str]) -> Result<crate::cel_check::Ty<'static>, String> {
+    crate::validation_rules::compile(expression).and_then(|p| crate::cel_check::check_declared(&p, expression, names))
+}
+
 /// Compiles and checks `expression`; `wants` is the type it must give (`bool` or `string`).
 fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
-    let checked = crate::validation_rules::compile(expression)
-        .and_then(|p| crate::cel_check::check_declared(&p, expression, names));
-    match checked {
+    match checked(expression, names) {
         Err(e) => causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
         Ok(t) => {
             let known = !matches!(t, crate::cel_check::Ty::Dyn | crate::cel_check::Ty::Error);
@@ -96,9 +99,7 @@ fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
         let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
         if expression.trim().is_empty() {
             causes.push(required(format!("{at}.expression"), "expression is not specified"));
-        } else if let Err(e) = crate::validation_rules::compile(expression)
-            .and_then(|p| crate::cel_check::check_declared(&p, expression, &names))
-        {
+        } else if let Err(e) = checked(expression, &names) {
             causes.push(invalid(format!("{at}.expression"), expression, &format!("compilation failed: {e}")));
         }
     }

@@ -802,7 +802,7 @@ impl Store {
                 namespace: &old.namespace,
                 name: &old.name,
                 object: Some(&obj),
-                old: Some(old.value()),
+                old: Some(old),
                 dry_run,
             },
         )?;
@@ -896,7 +896,7 @@ impl Store {
                     namespace: ns,
                     name,
                     object: None,
-                    old: Some(Value::Object(map.clone())),
+                    old: Some(&*old),
                     dry_run,
                 },
             )?;
