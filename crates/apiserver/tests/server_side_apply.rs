@@ -39,6 +39,26 @@ fn managers(v: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The (manager, operation) pairs of `metadata.managedFields` sorted as kube-apiserver sorts
+/// them: by operation, the second of their time, then manager.
+fn managers_in_kube_order(v: &Value) -> Vec<(String, String)> {
+    let mut entries: Vec<(String, i64, String)> = v["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    let second =
+                        e["time"].as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()).map_or(0, |t| t.as_second());
+                    let text = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                    (text("operation"), second, text("manager"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    entries.into_iter().map(|(operation, _, manager)| (manager, operation)).collect()
+}
+
 #[tokio::test]
 async fn kubectl_server_side_applies_match_kube_apiserver() {
     let s = server().await;
@@ -80,10 +100,16 @@ async fn kubectl_server_side_applies_match_kube_apiserver() {
     // 36: the same count: shared ownership of spec.replicas, and gamma's new label.
     let shared = replay(&c, "36-ssa-6-raw-apply-yaml-gamma-shared-ownership.txt").await;
     assert_eq!(shared["metadata"]["generation"], 3, "a label is not the spec");
+    // kube orders the entries by operation, then by the second of their time, then by manager:
+    // alpha, beta and gamma when all three applied within one second (as recorded), otherwise
+    // by when each last changed what it owns.
+    let mut applied = managers(&shared);
+    applied.sort();
     assert_eq!(
-        managers(&shared),
+        applied,
         [("alpha".into(), "Apply".into()), ("beta".into(), "Apply".into()), ("gamma".into(), "Apply".into())]
     );
+    assert_eq!(managers(&shared), managers_in_kube_order(&shared));
     // 37: an apply without fieldManager is refused on its options.
     replay(&c, "37-ssa-7-apply-missing-fieldmanager-422.txt").await;
 }
