@@ -132,7 +132,7 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
 }
 
 /// `v` with the `apiVersion` and `kind` of `info`, as CEL sees objects.
-fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
+pub(crate) fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
     if let Value::Object(m) = &mut v {
         m.insert("apiVersion".into(), info.api_version().into());
         m.insert("kind".into(), info.kind.clone().into());
@@ -141,7 +141,7 @@ fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
 }
 
 /// The namespace of a namespaced request, as stored; null otherwise.
-fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result<Value, ApiError> {
+pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result<Value, ApiError> {
     if !a.info.namespaced || a.namespace.is_empty() {
         return Ok(Value::Null);
     }
@@ -151,7 +151,7 @@ fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result<Value, Api
 }
 
 /// CEL's `request`: what the request is and who makes it.
-fn request(a: &Attributes<'_>) -> Value {
+pub(crate) fn request(a: &Attributes<'_>) -> Value {
     let gvk = json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind});
     let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
     json!({
@@ -182,7 +182,8 @@ fn variables(policy: &Value, ctx: &Context) -> Cel {
     Cel::Map(CelMap { map: Arc::new(done) })
 }
 
-fn evaluate(expression: &str, ctx: &Context) -> Result<Cel, String> {
+/// Compiles and runs a CEL expression; the error is kube's text of the failure.
+pub(crate) fn evaluate(expression: &str, ctx: &Context) -> Result<Cel, String> {
     let program = crate::validation_rules::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
     program.execute(ctx).map_err(|e| crate::validation_rules::error_text(&e))
 }
@@ -312,7 +313,7 @@ fn matches_resources(m: &Value, a: &Attributes<'_>, object: Option<&Value>, name
 }
 
 /// Whether a `NamedRuleWithOperations` matches the request.
-fn rule_matches(r: &Value, a: &Attributes<'_>) -> bool {
+pub(crate) fn rule_matches(r: &Value, a: &Attributes<'_>) -> bool {
     let has = |k: &str, want: &str| {
         r.get(k).and_then(Value::as_array).is_some_and(|v| v.iter().any(|x| x == "*" || x.as_str() == Some(want)))
     };
@@ -344,7 +345,7 @@ fn rule_matches(r: &Value, a: &Attributes<'_>) -> bool {
 
 /// Whether `labels` match a `LabelSelector` (`matchLabels` and `matchExpressions`); an empty
 /// selector matches everything.
-fn selector_matches(sel: &Value, labels: &Value) -> bool {
+pub(crate) fn selector_matches(sel: &Value, labels: &Value) -> bool {
     let label = |k: &str| labels.get(k).and_then(Value::as_str);
     let match_labels = sel.get("matchLabels").and_then(Value::as_object);
     if match_labels.is_some_and(|m| m.iter().any(|(k, v)| label(k) != v.as_str())) {

@@ -99,6 +99,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         }
         return;
     }
+    if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
+        crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
+        return;
+    }
     let Some(kind) = builtin(info) else { return };
     match kind {
         Builtin::Pod => {

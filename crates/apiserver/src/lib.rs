@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub(crate) mod admission_policy;
+pub(crate) mod admission_webhook;
 pub mod apply;
 pub mod body;
 pub mod cache;
@@ -68,6 +69,8 @@ pub(crate) mod validation_rules;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
+pub(crate) mod webhook_client;
+pub(crate) mod webhook_configuration;
 pub mod write_options;
 pub(crate) mod yaml;
 

@@ -692,6 +692,9 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char).collect()
 }
 
+/// kube's words for a name that is not a DNS subdomain (RFC 1123).
+pub const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
 /// Whether `name` is a valid DNS-1123 subdomain.
 pub fn valid_name(name: &str) -> bool {
     let b = name.as_bytes();

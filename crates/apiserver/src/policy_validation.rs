@@ -26,12 +26,14 @@ pub(crate) fn validate(obj: &Map<String, Value>, binding: bool) -> Vec<Cause> {
     causes
 }
 
-fn required(field: String, detail: &str) -> Cause {
+/// A `Required value` cause.
+pub(crate) fn required(field: String, detail: &str) -> Cause {
     let message = if detail.is_empty() { "Required value".into() } else { format!("Required value: {detail}") };
     Cause { reason: "FieldValueRequired", message, field }
 }
 
-fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+/// An `Unsupported value` cause listing the supported values.
+pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
     Cause {
         reason: "FieldValueNotSupported",
@@ -40,7 +42,8 @@ fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
     }
 }
 
-fn invalid(field: String, value: &str, detail: &str) -> Cause {
+/// An `Invalid value` cause.
+pub(crate) fn invalid(field: String, value: &str, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
 }
 
@@ -50,7 +53,7 @@ fn checked(expression: &str, names: &[&str]) -> Result<crate::cel_check::Ty<'sta
 }
 
 /// Compiles and checks `expression`; `wants` is the type it must give (`bool` or `string`).
-fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
+pub(crate) fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
     match checked(expression, names) {
         Err(e) => causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
         Ok(t) => {

@@ -243,7 +243,8 @@ impl Registry {
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
     /// services, nodes, events; apps/v1 deployments, replicasets, statefulsets;
     /// coordination.k8s.io/v1 leases; admissionregistration.k8s.io/v1
-    /// validatingadmissionpolicies (with `status`) and validatingadmissionpolicybindings. Namespaces, pods, services, nodes and the apps/v1
+    /// validatingadmissionpolicies (with `status`), validatingadmissionpolicybindings,
+    /// mutatingwebhookconfigurations and validatingwebhookconfigurations. Namespaces, pods, services, nodes and the apps/v1
     /// workloads have a `status` subresource; the workloads also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
@@ -325,6 +326,22 @@ impl Registry {
             crate::admission_policy::GROUP,
             "validatingadmissionpolicybindings",
             "ValidatingAdmissionPolicyBinding",
+            false,
+            &[],
+            &[],
+        ));
+        r.register(b(
+            crate::admission_policy::GROUP,
+            crate::admission_webhook::MUTATING,
+            "MutatingWebhookConfiguration",
+            false,
+            &[],
+            &[],
+        ));
+        r.register(b(
+            crate::admission_policy::GROUP,
+            crate::admission_webhook::VALIDATING,
+            "ValidatingWebhookConfiguration",
             false,
             &[],
             &[],

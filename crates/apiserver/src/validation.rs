@@ -24,7 +24,11 @@ pub(crate) fn validate(
         return crate::crd_validation::validate(obj);
     }
     if info.group == crate::admission_policy::GROUP {
-        let causes = crate::policy_validation::validate(obj, info.plural == "validatingadmissionpolicybindings");
+        let causes = match info.plural.as_str() {
+            crate::admission_webhook::MUTATING => crate::webhook_configuration::validate(obj, true),
+            crate::admission_webhook::VALIDATING => crate::webhook_configuration::validate(obj, false),
+            plural => crate::policy_validation::validate(obj, plural == "validatingadmissionpolicybindings"),
+        };
         if !causes.is_empty() {
             let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
             return Err(crate::custom_resource::invalid(info, name, &causes));

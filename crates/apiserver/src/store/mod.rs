@@ -312,12 +312,12 @@ impl Store {
 
     /// The object a create stores (before its revision is known): `obj` is a checked body whose
     /// namespace is resolved.
-    fn prepare_create(
+    async fn prepare_create(
         &self,
         info: &ResourceInfo,
         mut obj: Map<String, Value>,
         ips: &mut Option<HashSet<u32>>,
-        tracking: Tracking,
+        (tracking, dry_run): (Tracking, bool),
         manager: &str,
     ) -> Result<Template, ApiError> {
         let requested = managed_fields::take_requested(&mut obj);
@@ -338,9 +338,7 @@ impl Store {
             },
         };
         if !object::valid_name(&name) {
-            let msg = format!(
-                "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-            );
+            let msg = format!("Invalid value: \"{name}\": {}", object::SUBDOMAIN_MESSAGE);
             return Err(ApiError::invalid_object(
                 &info.group,
                 &info.kind,
@@ -385,23 +383,25 @@ impl Store {
                 m
             }
         };
-        defaults::admit(info, &mut obj, defaults::Write::Create)?;
         managed_fields::store_into(&mut obj, &managers);
-        validation::validate(info, &obj, None)?;
         let ns = meta_str(&obj, "namespace").unwrap_or_default();
-        crate::admission_policy::admit(
-            &self.cache,
-            &crate::admission_policy::Attributes {
-                info,
-                operation: "CREATE",
-                subresource: "",
-                namespace: &ns,
-                name: &name,
-                object: Some(&obj),
-                old: None,
-                dry_run: false,
-            },
-        )?;
+        let attributes = |object| crate::admission_policy::Attributes {
+            info,
+            operation: "CREATE",
+            subresource: "",
+            namespace: &ns,
+            name: &name,
+            object,
+            old: None,
+            dry_run,
+        };
+        if crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj)).await? {
+            defaults::decode(info, &mut obj, defaults::Write::Create);
+        }
+        defaults::admit(info, &mut obj, defaults::Write::Create)?;
+        validation::validate(info, &obj, None)?;
+        crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+        crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
         if defaults::is_service(info) {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
@@ -520,7 +520,7 @@ impl Store {
         let mut prepared = Vec::with_capacity(checked.len());
         let mut ips = None;
         for (obj, _, tracking) in checked {
-            match self.prepare_create(info, obj, &mut ips, tracking, manager) {
+            match self.prepare_create(info, obj, &mut ips, (tracking, dry_run), manager).await {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
                     self.release_cluster_ips(info, &prepared);
@@ -754,6 +754,26 @@ impl Store {
             crate::crd::prepare_update(&mut obj);
         }
         let managers = track(info, old, &mut obj, opts, tracking, requested);
+        let subresource = match target {
+            Target::Status => "status",
+            Target::Finalize => "finalize",
+            Target::Main => "",
+        };
+        let attributes = |object| crate::admission_policy::Attributes {
+            info,
+            operation: "UPDATE",
+            subresource,
+            namespace: &old.namespace,
+            name: &old.name,
+            object,
+            old: Some(old),
+            dry_run,
+        };
+        if crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj)).await?
+            && target != Target::Status
+        {
+            defaults::decode(info, &mut obj, defaults::Write::Update(old));
+        }
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
@@ -789,23 +809,8 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj, Some(old))?;
-        crate::admission_policy::admit(
-            &self.cache,
-            &crate::admission_policy::Attributes {
-                info,
-                operation: "UPDATE",
-                subresource: match target {
-                    Target::Status => "status",
-                    Target::Finalize => "finalize",
-                    Target::Main => "",
-                },
-                namespace: &old.namespace,
-                name: &old.name,
-                object: Some(&obj),
-                old: Some(old),
-                dry_run,
-            },
-        )?;
+        crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+        crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
         // Removing the last finalizer of an object being deleted deletes it (a namespace's
         // `spec.finalizers` count too).
         let finalized = obj
@@ -887,19 +892,19 @@ impl Store {
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
-            crate::admission_policy::admit(
-                &self.cache,
-                &crate::admission_policy::Attributes {
-                    info,
-                    operation: "DELETE",
-                    subresource: "",
-                    namespace: ns,
-                    name,
-                    object: None,
-                    old: Some(&*old),
-                    dry_run,
-                },
-            )?;
+            let attributes = crate::admission_policy::Attributes {
+                info,
+                operation: "DELETE",
+                subresource: "",
+                namespace: ns,
+                name,
+                object: None,
+                old: Some(&*old),
+                dry_run,
+            };
+            crate::admission_webhook::mutate(&self.cache, &attributes, None).await?;
+            crate::admission_policy::admit(&self.cache, &attributes)?;
+            crate::admission_webhook::validate(&self.cache, &attributes).await?;
             let key = self.layout.object_key(info, ns, name);
             let marked = if is_namespace {
                 // A namespace is first only marked: it terminates (its contents are deleted) and

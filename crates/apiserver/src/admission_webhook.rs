@@ -1,0 +1,367 @@
+//! Admission webhooks, called as kube-apiserver calls them: every create, update and delete of
+//! a resource is offered to the webhooks of the MutatingWebhookConfigurations whose rules,
+//! namespace and object selectors and `matchConditions` match it, one after another (by
+//! configuration name, then in the configuration's order), each able to refuse the request or
+//! change the object with a JSON Patch; then, once the object is validated, to the matching
+//! webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse it. The
+//! exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS ([`crate::webhook_client`]).
+//!
+//! Invariants: configurations are read from the watch cache, so a write sees every webhook the
+//! cache holds; no webhook judges the `admissionregistration.k8s.io` resources (a broken
+//! webhook could otherwise never be removed); a refusal is kube's Status (`admission webhook
+//! "<name>" denied the request: <message>`, the webhook's code, at least 400); a webhook that
+//! cannot be called, or answers out of protocol, fails the request with kube's 500 under
+//! `failurePolicy: Fail` (the default) and is skipped under `Ignore`; a dry run is offered only
+//! to webhooks without side effects (`None`, `NoneOnDryRun`), any other one refuses it; a
+//! patched object is defaulted again by the caller before it is validated.
+
+use std::time::Duration;
+
+use cel::{Context, Value as Cel};
+use serde_json::{Map, Value, json};
+
+use crate::admission_policy::{Attributes, GROUP};
+use crate::cache::{ListAt, WatchCache};
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::structural::go_quote;
+use crate::webhook_client::Endpoint;
+
+/// The resource of MutatingWebhookConfigurations.
+pub(crate) const MUTATING: &str = "mutatingwebhookconfigurations";
+/// The resource of ValidatingWebhookConfigurations.
+pub(crate) const VALIDATING: &str = "validatingwebhookconfigurations";
+
+/// What a called webhook answered that the request goes on with.
+struct Allowed {
+    /// The JSON Patch (RFC 6902) of a mutating webhook.
+    patch: Option<json_patch::Patch>,
+}
+
+/// Offers the request to the mutating webhooks; `obj` (None on delete) is changed by their
+/// patches. Ok(true) when a patch changed it (the caller defaults it again).
+pub(crate) async fn mutate(
+    cache: &WatchCache,
+    a: &Attributes<'_>,
+    mut obj: Option<&mut Map<String, Value>>,
+) -> Result<bool, ApiError> {
+    let hooks = webhooks(cache, a, MUTATING)?;
+    if hooks.is_empty() {
+        return Ok(false);
+    }
+    let namespace = crate::admission_policy::namespace_object(cache, a)?;
+    let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
+    let mut changed = false;
+    for hook in &hooks {
+        let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
+        let Some(allowed) = offer(hook, a, object.as_ref(), old.as_ref(), &namespace, true).await? else { continue };
+        let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj.as_deref_mut(), object) else { continue };
+        json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
+        let Value::Object(mut patched) = patched else {
+            return Err(ApiError::internal("the patched object is not an object"));
+        };
+        for k in ["apiVersion", "kind"] {
+            match obj.get(k) {
+                Some(v) => patched.insert(k.into(), v.clone()),
+                None => patched.remove(k),
+            };
+        }
+        if patched != *obj {
+            *obj = patched;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// Offers the request, its object as it will be stored, to the validating webhooks.
+pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiError> {
+    let hooks = webhooks(cache, a, VALIDATING)?;
+    if hooks.is_empty() {
+        return Ok(());
+    }
+    let namespace = crate::admission_policy::namespace_object(cache, a)?;
+    let object = a.object.map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
+    let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
+    let calls = hooks.iter().map(|h| offer(h, a, object.as_ref(), old.as_ref(), &namespace, false));
+    for answer in futures_util::future::join_all(calls).await {
+        answer?;
+    }
+    Ok(())
+}
+
+/// The webhooks of every configuration of `plural` (by configuration name, then in order),
+/// each with its configuration's name under `configuration`; none for the exempt resources.
+fn webhooks(cache: &WatchCache, a: &Attributes<'_>, plural: &str) -> Result<Vec<Value>, ApiError> {
+    if a.info.group == GROUP {
+        return Ok(Vec::new());
+    }
+    let registry = cache.registry();
+    let Some(info) = registry.find(GROUP, "v1", plural) else { return Ok(Vec::new()) };
+    let mut configs: Vec<Value> = cache
+        .list(info, None, ListAt::Latest, None, 0, &Selectors::default())?
+        .items
+        .iter()
+        .map(|c| c.value())
+        .collect();
+    configs.sort_by(|x, y| name_of(x).cmp(name_of(y)));
+    Ok(configs
+        .iter()
+        .flat_map(|c| {
+            let config = name_of(c).to_string();
+            c.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().map(move |mut h| {
+                if let Value::Object(m) = &mut h {
+                    m.insert("configuration".into(), config.clone().into());
+                }
+                h
+            })
+        })
+        .collect())
+}
+
+fn name_of(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Offers the request to one webhook: Ok(None) when it does not match (or failed and is
+/// ignored), what it allowed otherwise.
+async fn offer(
+    hook: &Value,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    namespace: &Value,
+    mutating: bool,
+) -> Result<Option<Allowed>, ApiError> {
+    let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
+    let fail_closed = hook.get("failurePolicy").and_then(Value::as_str) != Some("Ignore");
+    let failed = |reason: String| {
+        if fail_closed {
+            Err(ApiError::internal(&format!("failed calling webhook {}: {reason}", go_quote(name))))
+        } else {
+            tracing::warn!(webhook = name, "admission webhook failed and is ignored: {reason}");
+            Ok(None)
+        }
+    };
+    match matches(hook, a, object, old, namespace) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(reason) => return failed(reason),
+    }
+    if a.dry_run && !matches!(hook.get("sideEffects").and_then(Value::as_str), Some("None" | "NoneOnDryRun")) {
+        return Err(ApiError::bad_request(format!("admission webhook {} does not support dry run", go_quote(name))));
+    }
+    let timeout = Duration::from_secs(hook.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10));
+    let Some(endpoint) = hook.get("clientConfig").and_then(|c| Endpoint::of(c, timeout)) else {
+        return failed("failed to call webhook: the webhook has neither a url nor a service".into());
+    };
+    let uid = crate::object::new_uid();
+    let review = review(a, &uid, object, old);
+    let answer = match crate::webhook_client::post(&endpoint, review.to_string().into_bytes()).await {
+        Ok(v) => v,
+        Err(e) => return failed(format!("failed to call webhook: {e}")),
+    };
+    let response = match verify(&answer, &uid, mutating) {
+        Ok(r) => r,
+        Err(e) => return failed(format!("received invalid webhook response: {e}")),
+    };
+    for w in response.get("warnings").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        crate::warning::record(w);
+    }
+    if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+        return Err(denied(name, response.get("status")));
+    }
+    let patch = match patch_bytes(response.get("patch")).map_err(|e| ApiError::internal(&e))? {
+        None => None,
+        Some(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e.to_string()))?),
+    };
+    Ok(Some(Allowed { patch }))
+}
+
+/// The bytes of a response's `patch`: base64 text, as Go encodes bytes, or an array of byte
+/// values, which Go decodes too (and some webhook libraries send).
+fn patch_bytes(patch: Option<&Value>) -> Result<Option<Vec<u8>>, String> {
+    match patch {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(p)) if p.is_empty() => Ok(None),
+        Some(Value::String(p)) => {
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, p).map(Some).map_err(|e| e.to_string())
+        }
+        Some(Value::Array(items)) if items.is_empty() => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or_else(|| format!("invalid byte in patch: {b}")))
+            .collect::<Result<Vec<u8>, String>>()
+            .map(Some),
+        Some(other) => Err(format!("invalid patch: {other}")),
+    }
+}
+
+/// Whether the webhook's rules, selectors and `matchConditions` match the request; the error
+/// is a match condition's failure to evaluate.
+fn matches(
+    hook: &Value,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    namespace: &Value,
+) -> Result<bool, String> {
+    let rules = hook.get("rules").and_then(Value::as_array);
+    if !rules.is_some_and(|r| r.iter().any(|r| crate::admission_policy::rule_matches(r, a))) {
+        return Ok(false);
+    }
+    let labels = |v: &Value| v.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
+    if let Some(sel) = hook.get("namespaceSelector") {
+        let judged = if a.info.group.is_empty() && a.info.plural == "namespaces" {
+            object.or(old).map(labels)
+        } else if a.info.namespaced {
+            Some(labels(namespace))
+        } else {
+            None
+        };
+        if judged.is_some_and(|l| !crate::admission_policy::selector_matches(sel, &l)) {
+            return Ok(false);
+        }
+    }
+    if let Some(sel) = hook.get("objectSelector") {
+        let selects = |v: Option<&Value>| v.is_some_and(|v| crate::admission_policy::selector_matches(sel, &labels(v)));
+        if !selects(object) && !selects(old) {
+            return Ok(false);
+        }
+    }
+    let conditions = hook.get("matchConditions").and_then(Value::as_array);
+    let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
+    let mut ctx = Context::with_env(crate::validation_rules::env());
+    let cel = |v: Option<&Value>| v.map_or(Cel::Null, crate::validation_rules::json_to_cel);
+    ctx.add_variable_from_value("object", cel(object));
+    ctx.add_variable_from_value("oldObject", cel(old));
+    ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&crate::admission_policy::request(a)));
+    for c in conditions {
+        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
+        match crate::admission_policy::evaluate(expression, &ctx) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(_) => return Ok(false),
+            Err(e) => {
+                let condition = c.get("name").and_then(Value::as_str).unwrap_or("");
+                return Err(format!("failed to evaluate match condition {condition:?}: {e}"));
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The AdmissionReview sent: the request's attributes, objects and options.
+fn review(a: &Attributes<'_>, uid: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+    let mut request = crate::admission_policy::request(a);
+    if let Value::Object(r) = &mut request {
+        for k in ["subResource", "requestSubResource", "name", "namespace"] {
+            if r.get(k).and_then(Value::as_str) == Some("") {
+                r.remove(k);
+            }
+        }
+        r.insert("uid".into(), uid.into());
+        r.insert("object".into(), object.cloned().unwrap_or(Value::Null));
+        r.insert("oldObject".into(), old.cloned().unwrap_or(Value::Null));
+        let kind = match a.operation {
+            "CREATE" => "CreateOptions",
+            "UPDATE" => "UpdateOptions",
+            _ => "DeleteOptions",
+        };
+        let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+        if a.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        r.insert("options".into(), options);
+    }
+    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
+}
+
+/// The `response` of a webhook's AdmissionReview, checked as kube checks it.
+fn verify<'a>(answer: &'a Value, uid: &str, mutating: bool) -> Result<&'a Value, String> {
+    let text = |v: &'a Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (text(answer, "apiVersion"), text(answer, "kind"));
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        return Err(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {api_version}, Kind={kind}"
+        ));
+    }
+    let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
+        return Err("webhook response was absent".into());
+    };
+    if text(response, "uid") != uid {
+        return Err(format!("expected response.uid={}, got {}", go_quote(uid), go_quote(text(response, "uid"))));
+    }
+    let has_patch = patch_bytes(response.get("patch")).map_or(true, |p| p.is_some());
+    let patch_type = text(response, "patchType");
+    if !mutating && (has_patch || !patch_type.is_empty()) {
+        return Err("validating webhook may not return response.patch or response.patchType".into());
+    }
+    if has_patch && patch_type.is_empty() {
+        return Err("webhook returned response.patch but not response.patchType".into());
+    }
+    if !patch_type.is_empty() && patch_type != "JSONPatch" {
+        return Err(format!("webhook returned invalid response.patchType of {}", go_quote(patch_type)));
+    }
+    Ok(response)
+}
+
+/// kube's Status for a webhook's refusal: its status's code (at least 400), reason and
+/// details, the message naming the webhook.
+fn denied(name: &str, status: Option<&Value>) -> ApiError {
+    let empty = json!({});
+    let status = status.unwrap_or(&empty);
+    let text = |k: &str| status.get(k).and_then(Value::as_str).unwrap_or("");
+    let denied_by = format!("admission webhook {} denied the request", go_quote(name));
+    let message = match (text("message"), text("reason")) {
+        ("", "") => format!("{denied_by} without explanation"),
+        ("", reason) => format!("{denied_by}: {reason}"),
+        (message, _) => format!("{denied_by}: {message}"),
+    };
+    let code = status.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok()).filter(|c| *c >= 400);
+    let mut e = ApiError::new(code.unwrap_or(400), text("reason"), message);
+    e.details = status.get("details").cloned().map(Box::new);
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_read_as_kube_words_them() {
+        let e = denied("deny.example.com", Some(&json!({"code": 403, "message": "no pets allowed"})));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, "admission webhook \"deny.example.com\" denied the request: no pets allowed")
+        );
+        let e = denied("d.example.com", Some(&json!({"code": 200, "reason": "NotWanted"})));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "admission webhook \"d.example.com\" denied the request: NotWanted")
+        );
+        let e = denied("d.example.com", None);
+        assert_eq!(e.message, "admission webhook \"d.example.com\" denied the request without explanation");
+    }
+
+    #[test]
+    fn responses_out_of_protocol_are_refused_as_kube_refuses_them() {
+        let ok = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "u", "allowed": true}});
+        assert!(verify(&ok, "u", false).is_ok());
+        assert_eq!(verify(&ok, "v", false).unwrap_err(), "expected response.uid=\"v\", got \"u\"");
+        let old =
+            json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "response": {"uid": "u"}});
+        assert_eq!(
+            verify(&old, "u", false).unwrap_err(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
+        );
+        let patch = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": "u", "allowed": true, "patch": "W10="}});
+        assert_eq!(
+            verify(&patch, "u", true).unwrap_err(),
+            "webhook returned response.patch but not response.patchType"
+        );
+        assert!(verify(&patch, "u", false).is_err());
+        let none = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"});
+        assert_eq!(verify(&none, "u", true).unwrap_err(), "webhook response was absent");
+    }
+}

@@ -1,0 +1,250 @@
+//! The HTTPS client kube-apiserver calls admission webhooks with: one JSON POST to the
+//! webhook's URL (a `url`, or a Service's in-cluster name), its certificate verified against the
+//! configuration's `caBundle` (the system's roots without one; a self-signed certificate of the
+//! bundle is trusted as itself, as Go trusts it), within the webhook's timeout.
+//!
+//! Invariants: TLS is always verified (the host name of the URL, or the Service's
+//! `<name>.<namespace>.svc`); the request's URL carries `?timeout=<n>s` as kube's does; failures
+//! are described as Go's HTTP client describes them (`Post "<url>": dial tcp <addr>: connect:
+//! connection refused`, `…: context deadline exceeded`), since they reach clients in kube's
+//! messages; a response is read whole and decoded as JSON.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use serde_json::Value;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::client::WebPkiServerVerifier;
+use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use tokio_rustls::rustls::{DigitallySignedStruct, SignatureScheme};
+
+/// Where the system's trusted roots are on Debian and its kin.
+const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Where and how to reach a webhook.
+pub(crate) struct Endpoint {
+    /// `https://host[:port][/path]`.
+    pub url: String,
+    /// PEM certificates to trust; empty for the system's roots.
+    pub ca_bundle: Vec<u8>,
+    pub timeout: Duration,
+}
+
+impl Endpoint {
+    /// The endpoint a webhook's `clientConfig` names (`url`, or `service` with its `namespace`,
+    /// `name`, `path` and `port`, default 443); None when it names neither.
+    pub(crate) fn of(client_config: &Value, timeout: Duration) -> Option<Endpoint> {
+        let url = match (client_config.get("url").and_then(Value::as_str), client_config.get("service")) {
+            (Some(u), _) => u.to_string(),
+            (None, Some(s)) => {
+                let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
+                let port = s.get("port").and_then(Value::as_u64).unwrap_or(443);
+                format!("https://{}.{}.svc:{port}{}", text("name"), text("namespace"), text("path"))
+            }
+            (None, None) => return None,
+        };
+        let ca_bundle = client_config
+            .get("caBundle")
+            .and_then(Value::as_str)
+            .and_then(|b| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b).ok())
+            .unwrap_or_default();
+        Some(Endpoint { url, ca_bundle, timeout })
+    }
+
+    /// The URL called: the webhook's with kube's `timeout` query parameter.
+    pub(crate) fn request_url(&self) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}timeout={}s", self.url, self.timeout.as_secs())
+    }
+}
+
+/// POSTs `body` to the endpoint and decodes the JSON answer; the error is Go's description of
+/// the failure.
+pub(crate) async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<Value, String> {
+    let url = endpoint.request_url();
+    let describe = |e: String| format!("Post {url:?}: {e}");
+    match tokio::time::timeout(endpoint.timeout, exchange(endpoint, &url, body)).await {
+        Ok(r) => r.map_err(describe),
+        Err(_) => Err(describe("context deadline exceeded".into())),
+    }
+}
+
+async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value, String> {
+    let uri: http::Uri = url.parse().map_err(|e| format!("parse {url:?}: {e}"))?;
+    let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = uri.port_u16().unwrap_or(443);
+    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(|e| dial_error(&addr, &host, &e))?;
+    let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("tls: {e}"))?;
+    let tls = TlsConnector::from(client_config(&endpoint.ca_bundle)?)
+        .connect(server_name, tcp)
+        .await
+        .map_err(|e| tls_error(&e))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = uri.authority().map_or(host.clone(), |a| a.to_string());
+    let request = http::Request::post(path)
+        .header(http::header::HOST, authority)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| e.to_string())?;
+    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status();
+    let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&bytes);
+        return Err(if text.trim().is_empty() {
+            format!("the server responded with the status code {} but did not return more information", status.as_u16())
+        } else {
+            format!("an error on the server ({:?}) has prevented the request from succeeding", text.trim())
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("decoding the response: {e}"))
+}
+
+/// A rustls client trusting `ca_bundle` (PEM), or the system's roots when it is empty.
+fn client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = if ca_bundle.is_empty() { std::fs::read(SYSTEM_ROOTS).unwrap_or_default() } else { ca_bundle.to_vec() };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok).collect();
+    roots.add_parsable_certificates(certs.iter().cloned());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| format!("tls: {e}"))?;
+    let pinned = if ca_bundle.is_empty() { Vec::new() } else { certs };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(BundleVerifier { inner, pinned }))
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// WebPKI verification, plus what Go's verifier accepts and WebPKI does not: a self-signed CA
+/// certificate of the `caBundle` presented by the webhook itself (what `openssl req -x509`
+/// makes). Such a certificate must still be valid now and for the host name.
+#[derive(Debug)]
+struct BundleVerifier {
+    inner: Arc<WebPkiServerVerifier>,
+    /// The certificates of the `caBundle`.
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for BundleVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)))
+                if matches!(other.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::CaUsedAsEndEntity)) =>
+            {
+                if !self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) {
+                    // A self-signed certificate nobody vouches for: Go's "unknown authority".
+                    return Err(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer));
+                }
+                let cert = webpki::EndEntityCert::try_from(end_entity)
+                    .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+                cert.verify_is_valid_for_subject_name(server_name)
+                    .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Go's words for a failed dial.
+fn dial_error(addr: &str, host: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => format!("dial tcp {addr}: connect: connection refused"),
+        _ if host.parse::<std::net::IpAddr>().is_err() => format!("dial tcp: lookup {host}: no such host"),
+        _ => format!("dial tcp {addr}: {e}"),
+    }
+}
+
+/// Go's words for a failed TLS handshake where they are known.
+fn tls_error(e: &std::io::Error) -> String {
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    match inner {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority".into()
+        }
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+        | Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. })) => {
+            "tls: failed to verify certificate: x509: certificate is not valid for the requested name".into()
+        }
+        Some(other) => format!("tls: {other}"),
+        None => format!("tls: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn endpoints_are_the_url_or_the_service_s_name_with_kube_s_timeout() {
+        let t = Duration::from_secs(10);
+        let url = Endpoint::of(&json!({"url": "https://127.0.0.1:8443/validate"}), t).unwrap();
+        assert_eq!(url.request_url(), "https://127.0.0.1:8443/validate?timeout=10s");
+        let svc = Endpoint::of(&json!({"service": {"namespace": "ops", "name": "hook", "path": "/m"}}), t).unwrap();
+        assert_eq!(svc.request_url(), "https://hook.ops.svc:443/m?timeout=10s");
+        assert!(Endpoint::of(&json!({}), t).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_described_as_go_describes_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let e =
+            Endpoint { url: format!("https://127.0.0.1:{port}/v"), ca_bundle: vec![], timeout: Duration::from_secs(5) };
+        let err = post(&e, b"{}".to_vec()).await.unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "Post \"https://127.0.0.1:{port}/v?timeout=5s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+            )
+        );
+    }
+}

@@ -1,0 +1,452 @@
+//! Admission webhooks over HTTPS, against a webhook written with kube-rs's admission types as
+//! operator authors write them: the server sends each matching create, update and delete as an
+//! `admission.k8s.io/v1` AdmissionReview (kind, resource, operation, name, namespace, object,
+//! oldObject, options); a refusal is kube-apiserver's Status (`admission webhook "<name>" denied
+//! the request: <message>`); a mutating webhook's JSON Patch lands before validation and
+//! storage; warnings become `Warning` headers; a webhook that cannot be reached or verified
+//! fails the request with kube's 500 under `failurePolicy: Fail` and is skipped under `Ignore`;
+//! configurations are defaulted and checked as kube does; the oldest and newest kubectl report
+//! a refusal.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use serde_json::{Value, json};
+
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// Generates a self-signed certificate for 127.0.0.1 with the openssl CLI.
+async fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = tokio::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=webhook", "-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .await
+        .expect("the openssl CLI is needed to make a test certificate (apt-get install -y openssl)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (cert, key)
+}
+
+/// A webhook server as an operator runs one: `/validate` refuses objects labelled
+/// `forbidden`, changes of a `locked` ConfigMap's data and deletes of objects labelled `keep`,
+/// and warns on every object it allows; `/mutate` labels objects `mutated: "yes"`; `/hang`
+/// never answers. Every review received is kept, with its path.
+struct Webhook {
+    addr: SocketAddr,
+    ca_bundle: String,
+    seen: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+impl Webhook {
+    async fn start() -> Webhook {
+        let dir = tools::tempdir("webhook");
+        let (cert, key) = self_signed(&dir).await;
+        let acceptor = informer_apiserver::tls::acceptor(&cert, &key).unwrap();
+        let pem = std::fs::read(&cert).unwrap();
+        let ca_bundle = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let kept = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let (acceptor, kept) = (acceptor.clone(), kept.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let service = hyper::service::service_fn(move |req| answer(req, kept.clone()));
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
+                });
+            }
+        });
+        Webhook { addr, ca_bundle, seen }
+    }
+
+    fn client_config(&self, path: &str) -> Value {
+        json!({"url": format!("https://{}{path}", self.addr), "caBundle": self.ca_bundle})
+    }
+
+    /// The reviews received at `path`, in order.
+    fn seen(&self, path: &str) -> Vec<Value> {
+        self.seen.lock().unwrap().iter().filter(|(p, _)| p == path).map(|(_, r)| r.clone()).collect()
+    }
+}
+
+async fn answer(
+    req: hyper::Request<Incoming>,
+    seen: Arc<Mutex<Vec<(String, Value)>>>,
+) -> Result<hyper::Response<Full<Bytes>>, hyper::Error> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let body = req.into_body().collect().await?.to_bytes();
+    let raw: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    seen.lock().unwrap().push((path.clone(), json!({"query": query, "review": raw})));
+    if path == "/hang" {
+        std::future::pending::<()>().await;
+    }
+    let review: AdmissionReview<DynamicObject> = serde_json::from_slice(&body).expect("an AdmissionReview");
+    let request: AdmissionRequest<DynamicObject> = review.try_into().expect("a v1 request");
+    let response = match path.as_str() {
+        "/mutate" => mutate(&request),
+        _ => validate(&request),
+    };
+    let out = serde_json::to_vec(&response.into_review()).unwrap();
+    Ok(hyper::Response::new(Full::new(Bytes::from(out))))
+}
+
+fn labels(o: Option<&DynamicObject>) -> std::collections::BTreeMap<String, String> {
+    o.and_then(|o| o.metadata.labels.clone()).unwrap_or_default()
+}
+
+fn validate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let (object, old) = (request.object.as_ref(), request.old_object.as_ref());
+    match request.operation {
+        Operation::Create if labels(object).contains_key("forbidden") => {
+            return response.deny("objects labelled forbidden are not admitted");
+        }
+        Operation::Update
+            if labels(old).contains_key("locked")
+                && object.map(|o| &o.data["data"]) != old.map(|o| &o.data["data"]) =>
+        {
+            return response.deny("the data of a locked ConfigMap cannot change");
+        }
+        Operation::Delete if labels(old).contains_key("keep") => return response.deny("this object is kept"),
+        _ => {}
+    }
+    let mut response = response;
+    response.warnings = Some(vec![format!("checked {}", request.name)]);
+    response
+}
+
+fn mutate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let has_labels = request.object.as_ref().is_some_and(|o| o.metadata.labels.is_some());
+    let patch = if has_labels {
+        json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+    } else {
+        json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+    };
+    response.with_patch(serde_json::from_value(patch).unwrap()).unwrap()
+}
+
+fn config(kind: &str, name: &str, webhooks: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+           "webhooks": webhooks})
+}
+
+fn configmaps_hook(name: &str, client_config: Value, operations: Value) -> Value {
+    json!({"name": name, "clientConfig": client_config, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+           "rules": [{"operations": operations, "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]})
+}
+
+fn configmap(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})
+}
+
+/// A consistent read of the configurations: from here on the server's cache, which admission
+/// reads webhooks from, holds every write made before it.
+async fn settled(c: &Client) {
+    assert_eq!(c.get(VALIDATING).await.code, 200);
+    assert_eq!(c.get(MUTATING).await.code, 200);
+}
+
+fn warnings(r: &Resp) -> Vec<String> {
+    r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let all = json!(["CREATE", "UPDATE", "DELETE"]);
+    let cfg = config(
+        "ValidatingWebhookConfiguration",
+        "guard",
+        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), all)]),
+    );
+    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
+    settled(&c).await;
+
+    let r = c.post(CONFIGMAPS, &configmap("fine", json!({"locked": "1"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(warnings(&r), ["299 - \"checked fine\""]);
+    let sent = &hook.seen("/validate")[0];
+    assert_eq!(sent["query"], "timeout=10s");
+    let review = &sent["review"];
+    assert_eq!((&review["apiVersion"], &review["kind"]), (&json!("admission.k8s.io/v1"), &json!("AdmissionReview")));
+    let request = &review["request"];
+    assert_eq!(request["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(
+        (&request["operation"], &request["name"], &request["namespace"]),
+        (&json!("CREATE"), &json!("fine"), &json!("default"))
+    );
+    assert_eq!(request["object"]["metadata"]["name"], "fine");
+    assert_eq!(request["object"]["kind"], "ConfigMap");
+    assert_eq!(request["oldObject"], Value::Null);
+    assert_eq!(request["options"], json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}));
+    assert_eq!(request["dryRun"], false);
+    assert!(!request["uid"].as_str().unwrap().is_empty());
+
+    // Refused: nothing is stored, and the Status is kube's (a webhook's code 0 becomes 400).
+    let r = c.post(CONFIGMAPS, &configmap("bad", json!({"forbidden": "yes"}))).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "admission webhook \"guard.example.com\" denied the request: objects labelled forbidden are not admitted"
+    );
+    assert_eq!(r.body["kind"], "Status");
+    assert_eq!(c.get(&format!("{CONFIGMAPS}/bad")).await.code, 404);
+    // A dry run is offered too (the webhook has no side effects) and refused alike.
+    let r = c.post(&format!("{CONFIGMAPS}?dryRun=All"), &configmap("bad", json!({"forbidden": "yes"}))).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    let last = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(last["review"]["request"]["dryRun"], true);
+
+    // Updates carry the old object: the locked data cannot change, its labels can.
+    let path = format!("{CONFIGMAPS}/fine");
+    let r = c.patch(&path, "application/merge-patch+json", &json!({"data": {"k": "changed"}})).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "admission webhook \"guard.example.com\" denied the request: the data of a locked ConfigMap cannot change"
+    );
+    let update = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(update["review"]["request"]["operation"], "UPDATE");
+    assert_eq!(update["review"]["request"]["oldObject"]["data"]["k"], "v");
+    assert_eq!(update["review"]["request"]["options"]["kind"], "UpdateOptions");
+    let r = c.patch(&path, "application/merge-patch+json", &json!({"metadata": {"labels": {"keep": "1"}}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&path).await.body["data"]["k"], "v");
+
+    // Deletes are judged on the old object.
+    let r = c.delete(&path).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(r.body["message"], "admission webhook \"guard.example.com\" denied the request: this object is kept");
+    let delete = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(delete["review"]["request"]["operation"], "DELETE");
+    assert_eq!(delete["review"]["request"]["object"], Value::Null);
+    assert_eq!(delete["review"]["request"]["oldObject"]["metadata"]["labels"]["keep"], "1");
+    assert_eq!(c.get(&path).await.code, 200);
+
+    // Other resources are not offered to it.
+    let before = hook.seen("/validate").len();
+    let r = c.post(PODS, &pod("p", json!({"forbidden": "yes"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(hook.seen("/validate").len(), before);
+}
+
+#[tokio::test]
+async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let create = json!(["CREATE"]);
+    let m = config(
+        "MutatingWebhookConfiguration",
+        "labeller",
+        json!([configmaps_hook("labeller.example.com", hook.client_config("/mutate"), create.clone())]),
+    );
+    assert_eq!(c.post(MUTATING, &m).await.code, 201);
+    let v = config(
+        "ValidatingWebhookConfiguration",
+        "guard",
+        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), create)]),
+    );
+    assert_eq!(c.post(VALIDATING, &v).await.code, 201);
+    settled(&c).await;
+
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"name": "plain"}, "data": {"k": "v"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"], json!({"mutated": "yes"}));
+    let stored = c.get(&format!("{CONFIGMAPS}/plain")).await;
+    assert_eq!(stored.body["metadata"]["labels"], json!({"mutated": "yes"}));
+    // The validating webhook saw the mutated object.
+    let validated = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(validated["review"]["request"]["object"]["metadata"]["labels"]["mutated"], "yes");
+    let r = c.post(CONFIGMAPS, &configmap("labelled", json!({"app": "a"}))).await;
+    assert_eq!(r.body["metadata"]["labels"], json!({"app": "a", "mutated": "yes"}));
+    // Watchers see the object as stored.
+    let listed = c.get(CONFIGMAPS).await;
+    let names: Vec<&str> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["metadata"]["labels"]["mutated"] == "yes")
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["labelled", "plain"]);
+}
+
+#[tokio::test]
+async fn a_webhook_that_fails_fails_the_request_or_is_ignored_by_its_failure_policy() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = json!({"url": format!("https://127.0.0.1:{port}/validate"), "caBundle": hook.ca_bundle});
+    let create = json!(["CREATE"]);
+    let mut hooks = vec![configmaps_hook("down.example.com", down, create.clone())];
+    hooks[0]["objectSelector"] = json!({"matchLabels": {"case": "down"}});
+    // Without the caBundle the webhook's self-signed certificate is not trusted.
+    let untrusted = json!({"url": format!("https://{}/validate", hook.addr)});
+    let mut h = configmaps_hook("untrusted.example.com", untrusted, create.clone());
+    h["objectSelector"] = json!({"matchLabels": {"case": "untrusted"}});
+    hooks.push(h);
+    let mut h = configmaps_hook("hang.example.com", hook.client_config("/hang"), create.clone());
+    h["objectSelector"] = json!({"matchLabels": {"case": "hang"}});
+    h["timeoutSeconds"] = json!(1);
+    hooks.push(h);
+    let mut h = configmaps_hook("ignored.example.com", hook.client_config("/hang"), create);
+    h["objectSelector"] = json!({"matchLabels": {"case": "ignored"}});
+    h["timeoutSeconds"] = json!(1);
+    h["failurePolicy"] = json!("Ignore");
+    hooks.push(h);
+    assert_eq!(c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "failing", json!(hooks))).await.code, 201);
+    settled(&c).await;
+
+    let r = c.post(CONFIGMAPS, &configmap("a", json!({"case": "down"}))).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(r.body["reason"], "InternalError");
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post \
+             \"https://127.0.0.1:{port}/validate?timeout=10s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        )
+    );
+    let r = c.post(CONFIGMAPS, &configmap("b", json!({"case": "untrusted"}))).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"untrusted.example.com\": failed to call webhook: Post \
+             \"https://{}/validate?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+            hook.addr
+        )
+    );
+    let r = c.post(CONFIGMAPS, &configmap("c", json!({"case": "hang"}))).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"hang.example.com\": failed to call webhook: Post \
+             \"https://{}/hang?timeout=1s\": context deadline exceeded",
+            hook.addr
+        )
+    );
+    let r = c.post(CONFIGMAPS, &configmap("d", json!({"case": "ignored"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Objects no webhook selects are not offered to any.
+    let before = hook.seen.lock().unwrap().len();
+    assert_eq!(c.post(CONFIGMAPS, &configmap("e", json!({"case": "none"}))).await.code, 201);
+    assert_eq!(hook.seen.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn webhook_configurations_are_defaulted_and_checked_as_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let good =
+        configmaps_hook("ok.example.com", json!({"service": {"namespace": "ops", "name": "hook"}}), json!(["*"]));
+    let r = c.post(MUTATING, &config("MutatingWebhookConfiguration", "ok", json!([good]))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let hook = &r.body["webhooks"][0];
+    assert_eq!(
+        (&hook["failurePolicy"], &hook["matchPolicy"], &hook["timeoutSeconds"], &hook["reinvocationPolicy"]),
+        (&json!("Fail"), &json!("Equivalent"), &json!(10), &json!("Never"))
+    );
+    assert_eq!((&hook["namespaceSelector"], &hook["objectSelector"]), (&json!({}), &json!({})));
+    assert_eq!(hook["rules"][0]["scope"], "*");
+    assert_eq!(hook["clientConfig"]["service"]["port"], 443);
+
+    let mut bad = configmaps_hook("short.name", json!({"url": "http://127.0.0.1/x"}), json!(["CREATE"]));
+    bad.as_object_mut().unwrap().remove("sideEffects");
+    let r = c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "bad", json!([bad]))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: [webhooks[0].name: Invalid \
+         value: \"short.name\": should be a domain with at least three segments separated by dots, \
+         webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun, \
+         webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired \
+         format: https://host[/path]]"
+    );
+}
+
+const KUBECTL_WEBHOOK: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: guard
+webhooks:
+- name: guard.example.com
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  rules:
+  - operations: [CREATE]
+    apiGroups: [""]
+    apiVersions: [v1]
+    resources: [configmaps]
+  clientConfig:
+"#;
+
+#[tokio::test]
+async fn kubectl_reports_a_webhook_s_refusal() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let hook = Webhook::start().await;
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let dir = tempdir("kubectl-webhook");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let file = dir.join("webhook.yaml");
+        let manifest =
+            format!("{KUBECTL_WEBHOOK}    url: https://{}/validate\n    caBundle: {}\n", hook.addr, hook.ca_bundle);
+        std::fs::write(&file, manifest).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", file.to_str().unwrap()]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        assert!(
+            out.contains("validatingwebhookconfiguration.admissionregistration.k8s.io/guard created"),
+            "{bin}: {out}"
+        );
+        settled(&Client::new(&s)).await;
+        let create = ["create", "configmap", "c", "-n", "default", "--from-literal=k=v"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &create).await;
+        assert!(ok, "{bin}: {out}{err}");
+        assert!(err.contains("Warning: checked c"), "{bin}: {err}");
+        let file = dir.join("forbidden.yaml");
+        std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: f\n  namespace: default\n  labels: {forbidden: \"yes\"}\n").unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["create", "-f", file.to_str().unwrap()]).await;
+        assert!(!ok, "{bin}: {out}{err}");
+        assert!(
+            err.contains(
+                "admission webhook \"guard.example.com\" denied the request: objects labelled forbidden are not admitted"
+            ),
+            "{bin}: {err}"
+        );
+    }
+}
