@@ -2,7 +2,8 @@
 //! a resource is offered to the webhooks of the MutatingWebhookConfigurations whose rules,
 //! namespace and object selectors and `matchConditions` match it, one after another (by
 //! configuration name, then in the configuration's order), each able to refuse the request or
-//! change the object with a JSON Patch; then, once the object is validated, to the matching
+//! change the object with a JSON Patch (a webhook with `reinvocationPolicy: IfNeeded` is called
+//! again once when a later one changed the object); then, once the object is validated, to the matching
 //! webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse it. The
 //! exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS ([`crate::webhook_client`]).
 //!
@@ -39,7 +40,9 @@ struct Allowed {
 }
 
 /// Offers the request to the mutating webhooks; `obj` (None on delete) is changed by their
-/// patches. Ok(true) when a patch changed it (the caller defaults it again).
+/// patches. A webhook with `reinvocationPolicy: IfNeeded` is called once more, after the
+/// others, when a webhook after it changed the object. Ok(true) when a patch changed the object
+/// (the caller defaults it again).
 pub(crate) async fn mutate(
     cache: &WatchCache,
     a: &Attributes<'_>,
@@ -52,26 +55,51 @@ pub(crate) async fn mutate(
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
     let mut changed = false;
-    for hook in &hooks {
-        let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
-        let Some(allowed) = offer(hook, a, object.as_ref(), old.as_ref(), &namespace, true).await? else { continue };
-        let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj.as_deref_mut(), object) else { continue };
-        json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
-        let Value::Object(mut patched) = patched else {
-            return Err(ApiError::internal("the patched object is not an object"));
-        };
-        for k in ["apiVersion", "kind"] {
-            match obj.get(k) {
-                Some(v) => patched.insert(k.into(), v.clone()),
-                None => patched.remove(k),
-            };
-        }
-        if patched != *obj {
-            *obj = patched;
+    // The IfNeeded webhooks called, and whether the object changed after each was.
+    let mut if_needed: Vec<(usize, bool)> = Vec::new();
+    for (i, hook) in hooks.iter().enumerate() {
+        let Some(called) = mutate_once(hook, a, obj.as_deref_mut(), old.as_ref(), &namespace).await? else { continue };
+        if called {
             changed = true;
+            if_needed.iter_mut().for_each(|(_, after)| *after = true);
+        }
+        if hook.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded") {
+            if_needed.push((i, false));
         }
     }
+    for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {
+        changed |= mutate_once(&hooks[i], a, obj.as_deref_mut(), old.as_ref(), &namespace).await?.unwrap_or(false);
+    }
     Ok(changed)
+}
+
+/// Calls one mutating webhook and applies its patch: None when it does not match or is
+/// ignored, whether its patch changed the object otherwise.
+async fn mutate_once(
+    hook: &Value,
+    a: &Attributes<'_>,
+    obj: Option<&mut Map<String, Value>>,
+    old: Option<&Value>,
+    namespace: &Value,
+) -> Result<Option<bool>, ApiError> {
+    let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
+    let Some(allowed) = offer(hook, a, object.as_ref(), old, namespace, true).await? else { return Ok(None) };
+    let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj, object) else { return Ok(Some(false)) };
+    json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
+    let Value::Object(mut patched) = patched else {
+        return Err(ApiError::internal("the patched object is not an object"));
+    };
+    for k in ["apiVersion", "kind"] {
+        match obj.get(k) {
+            Some(v) => patched.insert(k.into(), v.clone()),
+            None => patched.remove(k),
+        };
+    }
+    if patched == *obj {
+        return Ok(Some(false));
+    }
+    *obj = patched;
+    Ok(Some(true))
 }
 
 /// Offers the request, its object as it will be stored, to the validating webhooks.

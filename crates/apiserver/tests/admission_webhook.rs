@@ -106,6 +106,8 @@ async fn answer(
     let request: AdmissionRequest<DynamicObject> = review.try_into().expect("a v1 request");
     let response = match path.as_str() {
         "/mutate" => mutate(&request),
+        "/copy" => copy_annotation(&request),
+        "/annotate" => annotate(&request),
         _ => validate(&request),
     };
     let out = serde_json::to_vec(&response.into_review()).unwrap();
@@ -146,6 +148,19 @@ fn mutate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
     };
     response.with_patch(serde_json::from_value(patch).unwrap()).unwrap()
+}
+
+/// Labels the object `copied` with its annotation `a` (or `none`).
+fn copy_annotation(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let a = request.object.as_ref().and_then(|o| o.metadata.annotations.as_ref()).and_then(|m| m.get("a"));
+    let patch = json!([{"op": "add", "path": "/metadata/labels/copied", "value": a.map_or("none", String::as_str)}]);
+    AdmissionResponse::from(request).with_patch(serde_json::from_value(patch).unwrap()).unwrap()
+}
+
+/// Annotates the object `a: "1"`.
+fn annotate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let patch = json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "1"}}]);
+    AdmissionResponse::from(request).with_patch(serde_json::from_value(patch).unwrap()).unwrap()
 }
 
 fn config(kind: &str, name: &str, webhooks: Value) -> Value {
@@ -296,6 +311,46 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["labelled", "plain"]);
+}
+
+#[tokio::test]
+async fn an_if_needed_webhook_is_called_again_when_a_later_one_changed_the_object() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    for policy in ["IfNeeded", "Never"] {
+        let selector = json!({"matchLabels": {"chain": policy}});
+        let mut copy = configmaps_hook(
+            &format!("copy-{}.example.com", policy.to_lowercase()),
+            hook.client_config("/copy"),
+            json!(["CREATE"]),
+        );
+        copy["reinvocationPolicy"] = json!(policy);
+        copy["objectSelector"] = selector.clone();
+        let mut annotate = configmaps_hook(
+            &format!("annotate-{}.example.com", policy.to_lowercase()),
+            hook.client_config("/annotate"),
+            json!(["CREATE"]),
+        );
+        annotate["objectSelector"] = selector;
+        let cfg = config(
+            "MutatingWebhookConfiguration",
+            &format!("chain-{}", policy.to_lowercase()),
+            json!([copy, annotate]),
+        );
+        assert_eq!(c.post(MUTATING, &cfg).await.code, 201);
+    }
+    settled(&c).await;
+    // The copy ran before the annotation existed; IfNeeded calls it again after.
+    let r = c.post(CONFIGMAPS, &configmap("again", json!({"chain": "IfNeeded"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"]["copied"], "1");
+    assert_eq!(hook.seen("/copy").len(), 2);
+    let r = c.post(CONFIGMAPS, &configmap("once", json!({"chain": "Never"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"]["copied"], "none");
+    assert_eq!(r.body["metadata"]["annotations"]["a"], "1");
+    assert_eq!(hook.seen("/copy").len(), 3);
 }
 
 #[tokio::test]
