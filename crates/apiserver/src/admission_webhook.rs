@@ -7,6 +7,9 @@
 //! webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse it. The
 //! exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS ([`crate::webhook_client`]).
 //!
+//! A rule for another served version of the resource matches too (`matchPolicy: Equivalent`,
+//! the default): the webhook gets the object in that version, and its patch is converted back.
+//!
 //! Invariants: configurations are read from the watch cache, so a write sees every webhook the
 //! cache holds; no webhook judges the `admissionregistration.k8s.io` resources (a broken
 //! webhook could otherwise never be removed); a refusal is kube's Status (`admission webhook
@@ -16,6 +19,7 @@
 //! to webhooks without side effects (`None`, `NoneOnDryRun`), any other one refuses it; a
 //! patched object is defaulted again by the caller before it is validated.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cel::{Context, Value as Cel};
@@ -23,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use crate::admission_policy::{Attributes, GROUP};
 use crate::cache::{ListAt, WatchCache};
+use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::structural::go_quote;
@@ -37,6 +42,19 @@ pub(crate) const VALIDATING: &str = "validatingwebhookconfigurations";
 struct Allowed {
     /// The JSON Patch (RFC 6902) of a mutating webhook.
     patch: Option<json_patch::Patch>,
+    /// The object sent (in the version the webhook asked for).
+    sent: Option<Value>,
+    /// The version the webhook asked for, when it is not the request's.
+    equivalent: Option<Arc<ResourceInfo>>,
+}
+
+/// How a webhook's rules match a request.
+enum Matched {
+    No,
+    /// In the requested version.
+    Requested,
+    /// In another version of the same resource (`matchPolicy: Equivalent`).
+    Equivalent(Arc<ResourceInfo>),
 }
 
 /// Offers the request to the mutating webhooks; `obj` (None on delete) is changed by their
@@ -54,11 +72,14 @@ pub(crate) async fn mutate(
     }
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
+    let registry = cache.registry();
     let mut changed = false;
     // The IfNeeded webhooks called, and whether the object changed after each was.
     let mut if_needed: Vec<(usize, bool)> = Vec::new();
     for (i, hook) in hooks.iter().enumerate() {
-        let Some(called) = mutate_once(hook, a, obj.as_deref_mut(), old.as_ref(), &namespace).await? else { continue };
+        let Some(called) = mutate_once(hook, &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace).await? else {
+            continue;
+        };
         if called {
             changed = true;
             if_needed.iter_mut().for_each(|(_, after)| *after = true);
@@ -68,7 +89,8 @@ pub(crate) async fn mutate(
         }
     }
     for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {
-        changed |= mutate_once(&hooks[i], a, obj.as_deref_mut(), old.as_ref(), &namespace).await?.unwrap_or(false);
+        changed |=
+            mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace).await?.unwrap_or(false);
     }
     Ok(changed)
 }
@@ -77,18 +99,28 @@ pub(crate) async fn mutate(
 /// ignored, whether its patch changed the object otherwise.
 async fn mutate_once(
     hook: &Value,
+    registry: &Registry,
     a: &Attributes<'_>,
     obj: Option<&mut Map<String, Value>>,
     old: Option<&Value>,
     namespace: &Value,
 ) -> Result<Option<bool>, ApiError> {
     let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
-    let Some(allowed) = offer(hook, a, object.as_ref(), old, namespace, true).await? else { return Ok(None) };
-    let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj, object) else { return Ok(Some(false)) };
+    let Some(allowed) = offer(hook, registry, a, object, old.cloned(), namespace, true).await? else {
+        return Ok(None);
+    };
+    let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj, allowed.sent) else {
+        return Ok(Some(false));
+    };
     json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
     let Value::Object(mut patched) = patched else {
         return Err(ApiError::internal("the patched object is not an object"));
     };
+    if allowed.equivalent.is_some() {
+        // Back to the version of the request.
+        patched = crate::custom_resource::to_version(a.info, patched)
+            .ok_or_else(|| ApiError::internal("the patched object changed its kind"))?;
+    }
     for k in ["apiVersion", "kind"] {
         match obj.get(k) {
             Some(v) => patched.insert(k.into(), v.clone()),
@@ -111,7 +143,8 @@ pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let object = a.object.map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
     let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
-    let calls = hooks.iter().map(|h| offer(h, a, object.as_ref(), old.as_ref(), &namespace, false));
+    let registry = cache.registry();
+    let calls = hooks.iter().map(|h| offer(h, &registry, a, object.clone(), old.clone(), &namespace, false));
     for answer in futures_util::future::join_all(calls).await {
         answer?;
     }
@@ -155,9 +188,10 @@ fn name_of(v: &Value) -> &str {
 /// ignored), what it allowed otherwise.
 async fn offer(
     hook: &Value,
+    registry: &Registry,
     a: &Attributes<'_>,
-    object: Option<&Value>,
-    old: Option<&Value>,
+    object: Option<Value>,
+    old: Option<Value>,
     namespace: &Value,
     mutating: bool,
 ) -> Result<Option<Allowed>, ApiError> {
@@ -171,11 +205,19 @@ async fn offer(
             Ok(None)
         }
     };
-    match matches(hook, a, object, old, namespace) {
-        Ok(true) => {}
-        Ok(false) => return Ok(None),
+    let equivalent = match matches(hook, a, registry, object.as_ref(), old.as_ref(), namespace) {
+        Ok(Matched::No) => return Ok(None),
+        Ok(Matched::Requested) => None,
+        Ok(Matched::Equivalent(info)) => Some(info),
         Err(reason) => return failed(reason),
-    }
+    };
+    let in_version = |v: Option<Value>| match (&equivalent, v) {
+        (Some(info), Some(Value::Object(m))) => {
+            crate::custom_resource::to_version(info, m.clone()).map(Value::Object).or(Some(Value::Object(m)))
+        }
+        (_, v) => v,
+    };
+    let (object, old) = (in_version(object), in_version(old));
     if a.dry_run && !matches!(hook.get("sideEffects").and_then(Value::as_str), Some("None" | "NoneOnDryRun")) {
         return Err(ApiError::bad_request(format!("admission webhook {} does not support dry run", go_quote(name))));
     }
@@ -184,7 +226,7 @@ async fn offer(
         return failed("failed to call webhook: the webhook has neither a url nor a service".into());
     };
     let uid = crate::object::new_uid();
-    let review = review(a, &uid, object, old);
+    let review = review(a, equivalent.as_deref(), &uid, object.as_ref(), old.as_ref());
     let answer = match crate::webhook_client::post(&endpoint, review.to_string().into_bytes()).await {
         Ok(v) => v,
         Err(e) => return failed(format!("failed to call webhook: {e}")),
@@ -203,7 +245,7 @@ async fn offer(
         None => None,
         Some(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e.to_string()))?),
     };
-    Ok(Some(Allowed { patch }))
+    Ok(Some(Allowed { patch, sent: object, equivalent }))
 }
 
 /// The bytes of a response's `patch`: base64 text, as Go encodes bytes, or an array of byte
@@ -230,13 +272,29 @@ fn patch_bytes(patch: Option<&Value>) -> Result<Option<Vec<u8>>, String> {
 fn matches(
     hook: &Value,
     a: &Attributes<'_>,
+    registry: &Registry,
     object: Option<&Value>,
     old: Option<&Value>,
     namespace: &Value,
-) -> Result<bool, String> {
-    let rules = hook.get("rules").and_then(Value::as_array);
-    if !rules.is_some_and(|r| r.iter().any(|r| crate::admission_policy::rule_matches(r, a))) {
-        return Ok(false);
+) -> Result<Matched, String> {
+    let rules = hook.get("rules").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let by_rules = |a: &Attributes<'_>| rules.iter().any(|r| crate::admission_policy::rule_matches(r, a));
+    let matched = if by_rules(a) {
+        Matched::Requested
+    } else if hook.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
+        Matched::No
+    } else {
+        let mut others = registry
+            .all()
+            .iter()
+            .filter(|r| r.group == a.info.group && r.plural == a.info.plural && r.version != a.info.version);
+        match others.find(|r| by_rules(&Attributes { info: r, ..*a })) {
+            Some(r) => Matched::Equivalent(r.clone()),
+            None => Matched::No,
+        }
+    };
+    if matches!(matched, Matched::No) {
+        return Ok(Matched::No);
     }
     let labels = |v: &Value| v.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
     if let Some(sel) = hook.get("namespaceSelector") {
@@ -248,17 +306,17 @@ fn matches(
             None
         };
         if judged.is_some_and(|l| !crate::admission_policy::selector_matches(sel, &l)) {
-            return Ok(false);
+            return Ok(Matched::No);
         }
     }
     if let Some(sel) = hook.get("objectSelector") {
         let selects = |v: Option<&Value>| v.is_some_and(|v| crate::admission_policy::selector_matches(sel, &labels(v)));
         if !selects(object) && !selects(old) {
-            return Ok(false);
+            return Ok(Matched::No);
         }
     }
     let conditions = hook.get("matchConditions").and_then(Value::as_array);
-    let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
+    let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(matched) };
     let mut ctx = Context::with_env(crate::validation_rules::env());
     let cel = |v: Option<&Value>| v.map_or(Cel::Null, crate::validation_rules::json_to_cel);
     ctx.add_variable_from_value("object", cel(object));
@@ -268,20 +326,30 @@ fn matches(
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
         match crate::admission_policy::evaluate(expression, &ctx) {
             Ok(Cel::Bool(true)) => {}
-            Ok(_) => return Ok(false),
+            Ok(_) => return Ok(Matched::No),
             Err(e) => {
                 let condition = c.get("name").and_then(Value::as_str).unwrap_or("");
                 return Err(format!("failed to evaluate match condition {condition:?}: {e}"));
             }
         }
     }
-    Ok(true)
+    Ok(matched)
 }
 
 /// The AdmissionReview sent: the request's attributes, objects and options.
-fn review(a: &Attributes<'_>, uid: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+fn review(
+    a: &Attributes<'_>,
+    equivalent: Option<&ResourceInfo>,
+    uid: &str,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Value {
     let mut request = crate::admission_policy::request(a);
     if let Value::Object(r) = &mut request {
+        if let Some(info) = equivalent {
+            r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
+            r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));
+        }
         for k in ["subResource", "requestSubResource", "name", "namespace"] {
             if r.get(k).and_then(Value::as_str) == Some("") {
                 r.remove(k);

@@ -353,6 +353,57 @@ async fn an_if_needed_webhook_is_called_again_when_a_later_one_changed_the_objec
     assert_eq!(hook.seen("/copy").len(), 3);
 }
 
+const CRONTABS: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "crontabs.stable.example.com"},
+  "spec": {"group": "stable.example.com", "scope": "Namespaced",
+    "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+    "versions": [
+      {"name": "v1", "served": true, "storage": true,
+       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+      {"name": "v1beta1", "served": true, "storage": false,
+       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+
+#[tokio::test]
+async fn a_webhook_for_one_version_sees_requests_to_the_others_in_its_version() {
+    let hook = Webhook::start().await;
+    let s = informer_apiserver::testing::builder().crd(CRONTABS).start().await.unwrap();
+    let c = Client::new(&s);
+    let v1 = json!([{"operations": ["CREATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                     "resources": ["crontabs"]}]);
+    let mut mutating = configmaps_hook("labeller.example.com", hook.client_config("/mutate"), json!(["CREATE"]));
+    mutating["rules"] = v1.clone();
+    assert_eq!(
+        c.post(MUTATING, &config("MutatingWebhookConfiguration", "labeller", json!([mutating]))).await.code,
+        201
+    );
+    let mut exact = configmaps_hook("exact.example.com", hook.client_config("/validate"), json!(["CREATE"]));
+    exact["rules"] = v1;
+    exact["matchPolicy"] = json!("Exact");
+    assert_eq!(c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "exact", json!([exact]))).await.code, 201);
+    settled(&c).await;
+
+    let tab = |v: &str, name: &str| {
+        json!({"apiVersion": format!("stable.example.com/{v}"), "kind": "CronTab", "metadata": {"name": name},
+               "spec": {"cronSpec": "* * * * */5"}})
+    };
+    let r = c.post("/apis/stable.example.com/v1beta1/namespaces/default/crontabs", &tab("v1beta1", "beta")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["apiVersion"], "stable.example.com/v1beta1");
+    assert_eq!(r.body["metadata"]["labels"], json!({"mutated": "yes"}));
+    let request = hook.seen("/mutate")[0]["review"]["request"].clone();
+    assert_eq!(request["kind"], json!({"group": "stable.example.com", "version": "v1", "kind": "CronTab"}));
+    assert_eq!(request["requestKind"], json!({"group": "stable.example.com", "version": "v1beta1", "kind": "CronTab"}));
+    assert_eq!(request["resource"]["version"], "v1");
+    assert_eq!(request["requestResource"]["version"], "v1beta1");
+    assert_eq!(request["object"]["apiVersion"], "stable.example.com/v1");
+    // `matchPolicy: Exact` is not offered the other version.
+    assert!(hook.seen("/validate").is_empty());
+    let r = c.post("/apis/stable.example.com/v1/namespaces/default/crontabs", &tab("v1", "one")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(hook.seen("/validate").len(), 1);
+    assert_eq!(hook.seen("/mutate").len(), 2);
+}
+
 #[tokio::test]
 async fn a_webhook_that_fails_fails_the_request_or_is_ignored_by_its_failure_policy() {
     let hook = Webhook::start().await;
