@@ -65,23 +65,21 @@ pub(crate) async fn mutate(
     cache: &WatchCache,
     a: &Attributes<'_>,
     mut obj: Option<&mut Map<String, Value>>,
-) -> Result<bool, ApiError> {
+    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
+) -> Result<(), ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
-        return Ok(false);
+        return Ok(());
     }
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
     let registry = cache.registry();
-    let mut changed = false;
     // The IfNeeded webhooks called, and whether the object changed after each was.
     let mut if_needed: Vec<(usize, bool)> = Vec::new();
     for (i, hook) in hooks.iter().enumerate() {
-        let Some(called) = mutate_once(hook, &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace).await? else {
-            continue;
-        };
-        if called {
-            changed = true;
+        let once = mutate_once(hook, &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
+        let Some(changed) = once else { continue };
+        if changed {
             if_needed.iter_mut().for_each(|(_, after)| *after = true);
         }
         if hook.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded") {
@@ -89,14 +87,13 @@ pub(crate) async fn mutate(
         }
     }
     for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {
-        changed |=
-            mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace).await?.unwrap_or(false);
+        mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
     }
-    Ok(changed)
+    Ok(())
 }
 
-/// Calls one mutating webhook and applies its patch: None when it does not match or is
-/// ignored, whether its patch changed the object otherwise.
+/// Calls one mutating webhook and applies its patch, then `default`: None when it does not
+/// match or is ignored, whether its patch changed the object otherwise.
 async fn mutate_once(
     hook: &Value,
     registry: &Registry,
@@ -104,6 +101,7 @@ async fn mutate_once(
     obj: Option<&mut Map<String, Value>>,
     old: Option<&Value>,
     namespace: &Value,
+    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
 ) -> Result<Option<bool>, ApiError> {
     let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
     let Some(allowed) = offer(hook, registry, a, object, old.cloned(), namespace, true).await? else {
@@ -127,11 +125,10 @@ async fn mutate_once(
             None => patched.remove(k),
         };
     }
-    if patched == *obj {
-        return Ok(Some(false));
-    }
+    let changed = patched != *obj;
     *obj = patched;
-    Ok(Some(true))
+    default(obj);
+    Ok(Some(changed))
 }
 
 /// Offers the request, its object as it will be stored, to the validating webhooks.
@@ -206,10 +203,9 @@ async fn offer(
         }
     };
     let equivalent = match matches(hook, a, registry, object.as_ref(), old.as_ref(), namespace) {
-        Ok(Matched::No) => return Ok(None),
-        Ok(Matched::Requested) => None,
-        Ok(Matched::Equivalent(info)) => Some(info),
-        Err(reason) => return failed(reason),
+        Matched::No => return Ok(None),
+        Matched::Requested => None,
+        Matched::Equivalent(info) => Some(info),
     };
     let in_version = |v: Option<Value>| match (&equivalent, v) {
         (Some(info), Some(Value::Object(m))) => {
@@ -218,6 +214,15 @@ async fn offer(
         (_, v) => v,
     };
     let (object, old) = (in_version(object), in_version(old));
+    match conditions_hold(hook, a, object.as_ref(), old.as_ref()) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(e) if fail_closed => return Err(ApiError::forbidden(&a.info.group, &a.info.plural, a.name, &e)),
+        Err(e) => {
+            tracing::warn!(webhook = name, "a match condition failed and the webhook is ignored: {e}");
+            return Ok(None);
+        }
+    }
     if a.dry_run && !matches!(hook.get("sideEffects").and_then(Value::as_str), Some("None" | "NoneOnDryRun")) {
         return Err(ApiError::bad_request(format!("admission webhook {} does not support dry run", go_quote(name))));
     }
@@ -231,7 +236,11 @@ async fn offer(
         Ok(v) => v,
         Err(e) => return failed(format!("failed to call webhook: {e}")),
     };
-    let response = match verify(&answer, &uid, mutating) {
+    let patch = match patch_bytes(answer.pointer("/response/patch")) {
+        Ok(p) => p,
+        Err(e) => return failed(format!("failed to call webhook: {e}")),
+    };
+    let response = match verify(&answer, &uid, mutating, patch.is_some()) {
         Ok(r) => r,
         Err(e) => return failed(format!("received invalid webhook response: {e}")),
     };
@@ -241,11 +250,25 @@ async fn offer(
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Err(denied(name, response.get("status")));
     }
-    let patch = match patch_bytes(response.get("patch")).map_err(|e| ApiError::internal(&e))? {
-        None => None,
-        Some(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e.to_string()))?),
+    let Some(bytes) = patch else { return Ok(Some(Allowed { patch: None, sent: object, equivalent })) };
+    let patch: json_patch::Patch = match serde_json::from_slice(&bytes) {
+        Ok(p) => p,
+        Err(e) => return failed(format!("received undecodable patch in webhook response: {e}")),
     };
-    Ok(Some(Allowed { patch, sent: object, equivalent }))
+    if patch.0.is_empty() {
+        return Ok(Some(Allowed { patch: None, sent: object, equivalent }));
+    }
+    if object.is_none() {
+        return Err(ApiError::internal(&format!(
+            "admission webhook {} attempted to modify the object, which is not supported for this operation",
+            go_quote(name)
+        )));
+    }
+    let patch_type = response.get("patchType").and_then(Value::as_str).unwrap_or("");
+    if patch_type != "JSONPatch" {
+        return failed(format!("unsupported patch type {}", go_quote(patch_type)));
+    }
+    Ok(Some(Allowed { patch: Some(patch), sent: object, equivalent }))
 }
 
 /// The bytes of a response's `patch`: base64 text, as Go encodes bytes, or an array of byte
@@ -267,8 +290,8 @@ fn patch_bytes(patch: Option<&Value>) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Whether the webhook's rules, selectors and `matchConditions` match the request; the error
-/// is a match condition's failure to evaluate.
+/// Whether the webhook's rules (in the requested version or, by its `matchPolicy`, another)
+/// and selectors match the request.
 fn matches(
     hook: &Value,
     a: &Attributes<'_>,
@@ -276,7 +299,7 @@ fn matches(
     object: Option<&Value>,
     old: Option<&Value>,
     namespace: &Value,
-) -> Result<Matched, String> {
+) -> Matched {
     let rules = hook.get("rules").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let by_rules = |a: &Attributes<'_>| rules.iter().any(|r| crate::admission_policy::rule_matches(r, a));
     let matched = if by_rules(a) {
@@ -294,7 +317,7 @@ fn matches(
         }
     };
     if matches!(matched, Matched::No) {
-        return Ok(Matched::No);
+        return Matched::No;
     }
     let labels = |v: &Value| v.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
     if let Some(sel) = hook.get("namespaceSelector") {
@@ -306,34 +329,47 @@ fn matches(
             None
         };
         if judged.is_some_and(|l| !crate::admission_policy::selector_matches(sel, &l)) {
-            return Ok(Matched::No);
+            return Matched::No;
         }
     }
     if let Some(sel) = hook.get("objectSelector") {
         let selects = |v: Option<&Value>| v.is_some_and(|v| crate::admission_policy::selector_matches(sel, &labels(v)));
         if !selects(object) && !selects(old) {
-            return Ok(Matched::No);
+            return Matched::No;
         }
     }
+    matched
+}
+
+/// Whether every `matchConditions` expression of the webhook holds (any false: it does not);
+/// the error, when none is false and some fail to evaluate, is kube's text of the failures.
+fn conditions_hold(
+    hook: &Value,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<bool, String> {
     let conditions = hook.get("matchConditions").and_then(Value::as_array);
-    let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(matched) };
+    let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
     let mut ctx = Context::with_env(crate::validation_rules::env());
     let cel = |v: Option<&Value>| v.map_or(Cel::Null, crate::validation_rules::json_to_cel);
     ctx.add_variable_from_value("object", cel(object));
     ctx.add_variable_from_value("oldObject", cel(old));
     ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&crate::admission_policy::request(a)));
+    let mut errors = Vec::new();
     for c in conditions {
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
         match crate::admission_policy::evaluate(expression, &ctx) {
             Ok(Cel::Bool(true)) => {}
-            Ok(_) => return Ok(Matched::No),
-            Err(e) => {
-                let condition = c.get("name").and_then(Value::as_str).unwrap_or("");
-                return Err(format!("failed to evaluate match condition {condition:?}: {e}"));
-            }
+            Ok(_) => return Ok(false),
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
         }
     }
-    Ok(matched)
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
 }
 
 /// The AdmissionReview sent: the request's attributes, objects and options.
@@ -372,31 +408,36 @@ fn review(
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
 }
 
-/// The `response` of a webhook's AdmissionReview, checked as kube checks it.
-fn verify<'a>(answer: &'a Value, uid: &str, mutating: bool) -> Result<&'a Value, String> {
+/// The `response` of a webhook's AdmissionReview, checked as kube checks it; `has_patch`
+/// says whether it carries a non-empty patch.
+fn verify<'a>(answer: &'a Value, uid: &str, mutating: bool, has_patch: bool) -> Result<&'a Value, String> {
     let text = |v: &'a Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
-    let (api_version, kind) = (text(answer, "apiVersion"), text(answer, "kind"));
-    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
-        return Err(format!(
-            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {api_version}, Kind={kind}"
-        ));
-    }
     let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
         return Err("webhook response was absent".into());
     };
     if text(response, "uid") != uid {
         return Err(format!("expected response.uid={}, got {}", go_quote(uid), go_quote(text(response, "uid"))));
     }
-    let has_patch = patch_bytes(response.get("patch")).map_or(true, |p| p.is_some());
-    let patch_type = text(response, "patchType");
-    if !mutating && (has_patch || !patch_type.is_empty()) {
-        return Err("validating webhook may not return response.patch or response.patchType".into());
+    let (api_version, kind) = (text(answer, "apiVersion"), text(answer, "kind"));
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        // Go prints a GroupVersionKind as `<group>/<version>, Kind=<kind>`.
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return Err(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{version}, Kind={kind}"
+        ));
     }
-    if has_patch && patch_type.is_empty() {
+    let has_patch_type = !text(response, "patchType").is_empty();
+    if has_patch && !has_patch_type {
         return Err("webhook returned response.patch but not response.patchType".into());
     }
-    if !patch_type.is_empty() && patch_type != "JSONPatch" {
-        return Err(format!("webhook returned invalid response.patchType of {}", go_quote(patch_type)));
+    if has_patch_type && !has_patch {
+        return Err("webhook returned response.patchType but not response.patch".into());
+    }
+    if !mutating && has_patch {
+        return Err("validating webhook may not return response.patch".into());
+    }
+    if !mutating && has_patch_type {
+        return Err("validating webhook may not return response.patchType".into());
     }
     Ok(response)
 }
@@ -441,23 +482,45 @@ mod tests {
 
     #[test]
     fn responses_out_of_protocol_are_refused_as_kube_refuses_them() {
-        let ok = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "u", "allowed": true}});
-        assert!(verify(&ok, "u", false).is_ok());
-        assert_eq!(verify(&ok, "v", false).unwrap_err(), "expected response.uid=\"v\", got \"u\"");
+        let review = |response: Value| json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
+        let ok = review(json!({"uid": "u", "allowed": true}));
+        assert!(verify(&ok, "u", false, false).is_ok());
+        assert_eq!(verify(&ok, "v", false, false).unwrap_err(), "expected response.uid=\"v\", got \"u\"");
         let old =
             json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "response": {"uid": "u"}});
         assert_eq!(
-            verify(&old, "u", false).unwrap_err(),
+            verify(&old, "u", false, false).unwrap_err(),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
         );
-        let patch = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "response": {"uid": "u", "allowed": true, "patch": "W10="}});
+        let untyped = json!({"response": {"uid": "u"}});
         assert_eq!(
-            verify(&patch, "u", true).unwrap_err(),
+            verify(&untyped, "u", false, false).unwrap_err(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="
+        );
+        let patch = review(json!({"uid": "u", "allowed": true, "patch": "W10="}));
+        assert_eq!(
+            verify(&patch, "u", true, true).unwrap_err(),
             "webhook returned response.patch but not response.patchType"
         );
-        assert!(verify(&patch, "u", false).is_err());
+        let typed = review(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch"}));
+        assert_eq!(
+            verify(&typed, "u", true, false).unwrap_err(),
+            "webhook returned response.patchType but not response.patch"
+        );
+        let both = review(json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch"}));
+        assert!(verify(&both, "u", true, true).is_ok());
+        assert_eq!(verify(&both, "u", false, true).unwrap_err(), "validating webhook may not return response.patch");
         let none = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"});
-        assert_eq!(verify(&none, "u", true).unwrap_err(), "webhook response was absent");
+        assert_eq!(verify(&none, "u", true, false).unwrap_err(), "webhook response was absent");
+    }
+
+    #[test]
+    fn patches_are_base64_or_byte_arrays() {
+        assert_eq!(patch_bytes(Some(&json!("W10="))).unwrap(), Some(b"[]".to_vec()));
+        assert_eq!(patch_bytes(Some(&json!([91, 93]))).unwrap(), Some(b"[]".to_vec()));
+        assert_eq!(patch_bytes(Some(&json!(""))).unwrap(), None);
+        assert_eq!(patch_bytes(None).unwrap(), None);
+        assert!(patch_bytes(Some(&json!("%%%"))).is_err());
+        assert!(patch_bytes(Some(&json!([256]))).is_err());
     }
 }

@@ -99,8 +99,10 @@ impl ApiError {
     /// 403 Forbidden for an object: `<resource> "<name>" is forbidden: <why>` (`forbidden: <why>`
     /// without a name), as an admission plugin refuses a request.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
-        let message = if name.is_empty() {
+        let message = if resource.is_empty() {
             format!("forbidden: {why}")
+        } else if name.is_empty() {
+            format!("{} is forbidden: {why}", qualified(group, resource))
         } else {
             format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource))
         };

@@ -7,14 +7,14 @@
 //! `matchConditions` that compile with `object`, `oldObject`, `request` and `authorizer`.
 //!
 //! Invariants: defaults only fill what is absent; a refusal is kube's 422 with one cause per
-//! fault, at kube's field paths and in kube's words and order (name, rules, failurePolicy,
-//! matchPolicy, sideEffects, timeoutSeconds, admissionReviewVersions, clientConfig,
-//! reinvocationPolicy, matchConditions).
+//! fault, at kube's field paths and in kube's words and order (per webhook: name, rules,
+//! failurePolicy, matchPolicy, sideEffects, timeoutSeconds, reinvocationPolicy, clientConfig,
+//! matchConditions, then admissionReviewVersions and a duplicate name).
 
 use serde_json::{Map, Value, json};
 
 use crate::policy_validation::{check_expression, invalid, required, unsupported};
-use crate::structural::Cause;
+use crate::structural::{Cause, go_quote};
 
 /// The AdmissionReview versions kube-apiserver speaks.
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
@@ -57,16 +57,19 @@ pub(crate) fn validate(obj: &Map<String, Value>, mutating: bool) -> Vec<Cause> {
     let mut seen: Vec<&str> = Vec::new();
     for (i, hook) in hooks.iter().enumerate() {
         let at = format!("webhooks[{i}]");
-        let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
-        if !name.is_empty() && seen.contains(&name) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                message: format!("Duplicate value: {}", crate::structural::go_quote(name)),
-                field: format!("{at}.name"),
-            });
-        }
-        seen.push(name);
         check_webhook(hook, &at, mutating, &mut causes);
+        check_review_versions(hook, &at, &mut causes);
+        let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
+        if !name.is_empty() {
+            if seen.contains(&name) {
+                causes.push(Cause {
+                    reason: "FieldValueDuplicate",
+                    message: format!("Duplicate value: {}", go_quote(name)),
+                    field: format!("{at}.name"),
+                });
+            }
+            seen.push(name);
+        }
     }
     causes
 }
@@ -76,8 +79,8 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
     let name = text("name").unwrap_or("");
     if name.is_empty() {
         causes.push(required(format!("{at}.name"), ""));
-    } else if !crate::object::valid_name(name) {
-        causes.push(invalid(format!("{at}.name"), name, crate::object::SUBDOMAIN_MESSAGE));
+    } else if let Some(fault) = subdomain_fault(name) {
+        causes.push(invalid(format!("{at}.name"), name, fault));
     } else if name.split('.').count() < 3 {
         causes.push(invalid(
             format!("{at}.name"),
@@ -110,6 +113,28 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
             field: format!("{at}.timeoutSeconds"),
         });
     }
+    if mutating {
+        // Go lists a set's values sorted.
+        one_of("reinvocationPolicy", &["IfNeeded", "Never"], causes);
+    }
+    check_client_config(hook.get("clientConfig").unwrap_or(&Value::Null), &format!("{at}.clientConfig"), causes);
+    let names = ["object", "oldObject", "request", "authorizer"];
+    for (j, c) in hook.get("matchConditions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let at = format!("{at}.matchConditions[{j}]");
+        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
+        if expression.is_empty() {
+            causes.push(required(format!("{at}.expression"), ""));
+        } else {
+            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
+        }
+        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+            causes.push(required(format!("{at}.name"), ""));
+        }
+    }
+}
+
+/// At least one AdmissionReview version the server speaks.
+fn check_review_versions(hook: &Value, at: &str, causes: &mut Vec<Cause>) {
     let versions: Vec<&str> = hook
         .get("admissionReviewVersions")
         .and_then(Value::as_array)
@@ -118,54 +143,85 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
     if versions.is_empty() {
         causes.push(required(format!("{at}.admissionReviewVersions"), "must specify one of v1, v1beta1"));
     } else if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
-        let listed: Vec<String> = versions.iter().map(|v| crate::structural::go_quote(v)).collect();
         causes.push(Cause {
             reason: "FieldValueInvalid",
             message: format!(
-                "Invalid value: []string{{{}}}: must include at least one of v1, v1beta1",
-                listed.join(", ")
+                "Invalid value: {}: must include at least one of v1, v1beta1",
+                go_strings("[]string", &versions)
             ),
             field: format!("{at}.admissionReviewVersions"),
         });
     }
-    check_client_config(hook.get("clientConfig").unwrap_or(&Value::Null), &format!("{at}.clientConfig"), causes);
-    if mutating {
-        one_of("reinvocationPolicy", &["Never", "IfNeeded"], causes);
-    }
-    let names = ["object", "oldObject", "request", "authorizer"];
-    for (j, c) in hook.get("matchConditions").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let at = format!("{at}.matchConditions[{j}]");
-        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
-            causes.push(required(format!("{at}.name"), ""));
-        }
-        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
-        if expression.is_empty() {
-            causes.push(required(format!("{at}.expression"), ""));
-        } else {
-            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
-        }
+}
+
+/// Go's `%#v` of a string slice (`[]string{"a", "b"}`), as kube prints a list value.
+fn go_strings(type_name: &str, items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|v| go_quote(v)).collect();
+    format!("{type_name}{{{}}}", quoted.join(", "))
+}
+
+/// Why `name` is not a DNS subdomain (RFC 1123), in kube's words.
+fn subdomain_fault(name: &str) -> Option<&'static str> {
+    if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !crate::object::valid_name(name) || name.split('.').any(str::is_empty) {
+        Some(crate::object::SUBDOMAIN_MESSAGE)
+    } else {
+        None
     }
 }
 
-/// A `RuleWithOperations`: operations, groups, versions and resources are required.
+/// A `RuleWithOperations`, as kube's `validateRuleWithOperations` checks it.
 fn check_rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
-    let list = |k: &str| rule.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = |k: &str| -> Vec<&str> {
+        rule.get(k).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    };
+    let wildcard_with_others = |items: &[&str]| items.len() > 1 && items.contains(&"*");
     let operations = list("operations");
     if operations.is_empty() {
         causes.push(required(format!("{at}.operations"), ""));
     }
+    if wildcard_with_others(&operations) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: {}: if '*' is present, must not specify other operations",
+                go_strings("[]admissionregistration.OperationType", &operations)
+            ),
+            field: format!("{at}.operations"),
+        });
+    }
     let supported = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
     for (k, op) in operations.iter().enumerate() {
-        let op = op.as_str().unwrap_or("");
-        if !supported.contains(&op) {
+        if !supported.contains(op) {
             causes.push(unsupported(format!("{at}.operations[{k}]"), op, &supported));
         }
     }
-    for k in ["apiGroups", "apiVersions", "resources"] {
-        if list(k).is_empty() {
+    let many = |k: &str, what: &str, causes: &mut Vec<Cause>| {
+        let items = list(k);
+        if items.is_empty() {
             causes.push(required(format!("{at}.{k}"), ""));
         }
+        if wildcard_with_others(&items) {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!(
+                    "Invalid value: {}: if '*' is present, must not specify other {what}",
+                    go_strings("[]string", &items)
+                ),
+                field: format!("{at}.{k}"),
+            });
+        }
+        items
+    };
+    many("apiGroups", "API groups", causes);
+    let versions = many("apiVersions", "API versions", causes);
+    for (k, v) in versions.iter().enumerate() {
+        if v.is_empty() {
+            causes.push(required(format!("{at}.apiVersions[{k}]"), ""));
+        }
     }
+    check_resources(&list("resources"), &format!("{at}.resources"), causes);
     if let Some(scope) = rule.get("scope").and_then(Value::as_str)
         && !["*", "Cluster", "Namespaced"].contains(&scope)
     {
@@ -173,39 +229,100 @@ fn check_rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Exactly one of an `https` URL (with a host, no user, fragment nor query) or a Service (with
-/// a name, a namespace, a valid port and an absolute path).
+/// Resources with subresources (`pods`, `pods/status`, `*/scale`, `*`, `*/*`), as kube's
+/// `validateResources` checks them.
+fn check_resources(resources: &[&str], at: &str, causes: &mut Vec<Cause>) {
+    if resources.is_empty() {
+        causes.push(required(at.to_string(), ""));
+    }
+    let (mut any_sub_of, mut any_res_with) = (Vec::new(), Vec::new());
+    let (mut double, mut single, mut plain) = (false, false, false);
+    for (i, r) in resources.iter().enumerate() {
+        if r.is_empty() {
+            causes.push(required(format!("{at}[{i}]"), ""));
+            continue;
+        }
+        double |= *r == "*/*";
+        single |= *r == "*";
+        let Some((res, sub)) = r.split_once('/') else {
+            plain = *r != "*";
+            continue;
+        };
+        if any_sub_of.contains(&res) {
+            causes.push(invalid(format!("{at}[{i}]"), r, &format!("if '{res}/*' is present, must not specify {r}")));
+        }
+        if any_res_with.contains(&sub) {
+            causes.push(invalid(format!("{at}[{i}]"), r, &format!("if '*/{sub}' is present, must not specify {r}")));
+        }
+        if sub == "*" {
+            any_sub_of.push(res);
+        }
+        if res == "*" {
+            any_res_with.push(sub);
+        }
+    }
+    let list_fault = |detail: &str| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {}: {detail}", go_strings("[]string", resources)),
+        field: at.to_string(),
+    };
+    if resources.len() > 1 && double {
+        causes.push(list_fault("if '*/*' is present, must not specify other resources"));
+    }
+    if single && plain {
+        causes.push(list_fault("if '*' is present, must not specify other resources without subresources"));
+    }
+}
+
+/// Exactly one of an `https` URL or a Service, as kube checks them.
 fn check_client_config(cc: &Value, at: &str, causes: &mut Vec<Cause>) {
     match (cc.get("url").and_then(Value::as_str), cc.get("service").filter(|s| !s.is_null())) {
         (Some(url), None) => check_url(url, &format!("{at}.url"), causes),
-        (None, Some(service)) => {
-            let at = format!("{at}.service");
-            let text = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or("");
-            if text("name").is_empty() {
-                causes.push(required(format!("{at}.name"), "service name is required"));
-            }
-            if text("namespace").is_empty() {
-                causes.push(required(format!("{at}.namespace"), "service namespace is required"));
-            }
-            if let Some(port) = service.get("port").and_then(Value::as_i64)
-                && !(1..=65535).contains(&port)
-            {
-                causes.push(Cause {
-                    reason: "FieldValueInvalid",
-                    message: format!(
-                        "Invalid value: {port}: port is not valid: must be between 1 and 65535, inclusive"
-                    ),
-                    field: format!("{at}.port"),
-                });
-            }
-            let path = text("path");
-            if path == "//" {
-                causes.push(invalid(format!("{at}.path"), path, "segment[0] may not be empty"));
-            } else if !path.is_empty() && !path.starts_with('/') {
-                causes.push(invalid(format!("{at}.path"), path, "must start with a '/'"));
-            }
-        }
+        (None, Some(service)) => check_service(service, &format!("{at}.service"), causes),
         _ => causes.push(required(at.to_string(), "exactly one of url or service is required")),
+    }
+}
+
+/// kube's checks of a Service reference. kube passes the Service's name and namespace to its
+/// check in swapped order, so a missing namespace is reported at `name` and the other way round;
+/// clients see that, so it is kept.
+fn check_service(service: &Value, at: &str, causes: &mut Vec<Cause>) {
+    let text = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or("");
+    if text("namespace").is_empty() {
+        causes.push(required(format!("{at}.name"), "service name is required"));
+    }
+    if text("name").is_empty() {
+        causes.push(required(format!("{at}.namespace"), "service namespace is required"));
+    }
+    if let Some(port) = service.get("port").and_then(Value::as_i64)
+        && !(1..=65535).contains(&port)
+    {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {port}: port is not valid: must be between 1 and 65535, inclusive"),
+            field: format!("{at}.port"),
+        });
+    }
+    let path = text("path");
+    if path.is_empty() || path == "/" {
+        return;
+    }
+    let field = format!("{at}.path");
+    if path == "//" {
+        causes.push(invalid(field, path, "segment[0] may not be empty"));
+        return;
+    }
+    if !path.starts_with('/') {
+        causes.push(invalid(field.clone(), path, "must start with a '/'"));
+    }
+    let steps = path.strip_prefix('/').unwrap_or(path);
+    let steps = steps.strip_suffix('/').unwrap_or(steps);
+    for (i, step) in steps.split('/').enumerate() {
+        if step.is_empty() {
+            causes.push(invalid(field.clone(), path, &format!("segment[{i}] may not be empty")));
+        } else if let Some(fault) = subdomain_fault(step) {
+            causes.push(invalid(field.clone(), path, &format!("segment[{i}]: {fault}")));
+        }
     }
 }
 
@@ -219,17 +336,17 @@ fn check_url(url: &str, at: &str, causes: &mut Vec<Cause>) {
         Some((u, h)) => (Some(u), h),
         None => (None, authority),
     };
+    if scheme != "https" {
+        causes.push(invalid(at.to_string(), scheme, &format!("'https' is the only allowed URL scheme{FORM}")));
+    }
     if host.is_empty() {
-        causes.push(invalid(at.to_string(), host, &format!("host must be specified{FORM}")));
+        causes.push(invalid(at.to_string(), host, &format!("host must be provided{FORM}")));
     }
     if let Some(user) = user {
         causes.push(invalid(at.to_string(), user, "user information is not permitted in the URL"));
     }
     if !fragment.is_empty() {
         causes.push(invalid(at.to_string(), fragment, "fragments are not permitted in the URL"));
-    }
-    if scheme != "https" {
-        causes.push(invalid(at.to_string(), scheme, &format!("'https' is the only allowed URL scheme{FORM}")));
     }
     if !query.is_empty() {
         causes.push(invalid(at.to_string(), query, "query parameters are not permitted in the URL"));
@@ -284,16 +401,33 @@ mod tests {
                 "webhooks[0].clientConfig.url: Invalid value: \"y=1\": query parameters are not permitted in the URL",
             ]
         );
+        let mut rules = good.clone();
+        rules["rules"] = json!([{"operations": ["*", "CREATE"], "apiGroups": [], "apiVersions": ["v1"],
+                                 "resources": ["*", "pods", "pods/*", "pods/status"]}]);
+        rules["clientConfig"] = json!({"service": {"name": "hook", "path": "/a//b"}});
+        assert_eq!(
+            messages(rules, false),
+            [
+                "webhooks[0].rules[0].operations: Invalid value: []admissionregistration.OperationType{\"*\", \"CREATE\"}: if '*' is present, must not specify other operations",
+                "webhooks[0].rules[0].apiGroups: Required value",
+                "webhooks[0].rules[0].resources[3]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status",
+                "webhooks[0].rules[0].resources: Invalid value: []string{\"*\", \"pods\", \"pods/*\", \"pods/status\"}: if '*' is present, must not specify other resources without subresources",
+                "webhooks[0].clientConfig.service.name: Required value: service name is required",
+                "webhooks[0].clientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty",
+            ]
+        );
         let mut missing = good;
         missing.as_object_mut().unwrap().remove("sideEffects");
         missing["admissionReviewVersions"] = json!([]);
         missing["clientConfig"] = json!({});
+        missing["reinvocationPolicy"] = json!("Always");
         assert_eq!(
             messages(missing, true),
             [
                 "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
-                "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
+                "webhooks[0].reinvocationPolicy: Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"",
                 "webhooks[0].clientConfig: Required value: exactly one of url or service is required",
+                "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
             ]
         );
     }

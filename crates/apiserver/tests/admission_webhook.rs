@@ -425,6 +425,11 @@ async fn a_webhook_that_fails_fails_the_request_or_is_ignored_by_its_failure_pol
     h["objectSelector"] = json!({"matchLabels": {"case": "hang"}});
     h["timeoutSeconds"] = json!(1);
     hooks.push(h);
+    // A match condition that fails to evaluate refuses the request (Fail) with kube's 403.
+    let mut h = configmaps_hook("condition.example.com", hook.client_config("/validate"), create.clone());
+    h["objectSelector"] = json!({"matchLabels": {"case": "condition"}});
+    h["matchConditions"] = json!([{"name": "tier", "expression": "object.metadata.labels.tier == 'web'"}]);
+    hooks.push(h);
     let mut h = configmaps_hook("ignored.example.com", hook.client_config("/hang"), create);
     h["objectSelector"] = json!({"matchLabels": {"case": "ignored"}});
     h["timeoutSeconds"] = json!(1);
@@ -463,6 +468,19 @@ async fn a_webhook_that_fails_fails_the_request_or_is_ignored_by_its_failure_pol
             hook.addr
         )
     );
+    let r = c.post(CONFIGMAPS, &configmap("m", json!({"case": "condition"}))).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "configmaps \"m\" is forbidden: expression 'object.metadata.labels.tier == 'web'' resulted in error: no such key: tier"
+    );
+    let before = hook.seen("/validate").len();
+    let r = c.post(CONFIGMAPS, &configmap("n", json!({"case": "condition", "tier": "db"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(hook.seen("/validate").len(), before, "a condition that does not hold skips the webhook");
+    let r = c.post(CONFIGMAPS, &configmap("w", json!({"case": "condition", "tier": "web"}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(hook.seen("/validate").len(), before + 1);
     let r = c.post(CONFIGMAPS, &configmap("d", json!({"case": "ignored"}))).await;
     assert_eq!(r.code, 201, "{}", r.body);
     // Objects no webhook selects are not offered to any.

@@ -395,9 +395,8 @@ impl Store {
             old: None,
             dry_run,
         };
-        if crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj)).await? {
-            defaults::decode(info, &mut obj, defaults::Write::Create);
-        }
+        let default = |o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create);
+        crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj), &default).await?;
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         validation::validate(info, &obj, None)?;
         crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
@@ -769,11 +768,12 @@ impl Store {
             old: Some(old),
             dry_run,
         };
-        if crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj)).await?
-            && target != Target::Status
-        {
-            defaults::decode(info, &mut obj, defaults::Write::Update(old));
-        }
+        let default = |o: &mut Map<String, Value>| {
+            if target != Target::Status {
+                defaults::decode(info, o, defaults::Write::Update(old));
+            }
+        };
+        crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj), &default).await?;
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
@@ -902,7 +902,7 @@ impl Store {
                 old: Some(&*old),
                 dry_run,
             };
-            crate::admission_webhook::mutate(&self.cache, &attributes, None).await?;
+            crate::admission_webhook::mutate(&self.cache, &attributes, None, &|_| {}).await?;
             crate::admission_policy::admit(&self.cache, &attributes)?;
             crate::admission_webhook::validate(&self.cache, &attributes).await?;
             let key = self.layout.object_key(info, ns, name);
