@@ -150,14 +150,17 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
     Ok(cache.get(ns_info, "", a.namespace)?.map(|n| n.value()).unwrap_or(Value::Null))
 }
 
-/// CEL's `request`: what the request is and who makes it.
+/// CEL's `request`: what the request is and who makes it. As in kube, a request on a
+/// Namespace by name (update, delete) has that name as its namespace.
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
     let gvk = json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind});
     let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
+    let by_name = a.info.group.is_empty() && a.info.plural == "namespaces" && a.operation != "CREATE";
+    let namespace = if by_name { a.name } else { a.namespace };
     json!({
         "kind": gvk, "resource": gvr, "subResource": a.subresource,
         "requestKind": gvk, "requestResource": gvr, "requestSubResource": a.subresource,
-        "name": a.name, "namespace": a.namespace, "operation": a.operation,
+        "name": a.name, "namespace": namespace, "operation": a.operation,
         "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
         "dryRun": a.dry_run,
     })

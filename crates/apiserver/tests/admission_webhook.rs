@@ -269,6 +269,22 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     let r = c.post(PODS, &pod("p", json!({"forbidden": "yes"}))).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(hook.seen("/validate").len(), before);
+
+    // As in kube, a request on a Namespace by name has that name as its namespace.
+    let mut namespaces = configmaps_hook("namespaces.example.com", hook.client_config("/validate"), json!(["UPDATE"]));
+    namespaces["rules"][0]["resources"] = json!(["namespaces"]);
+    let cfg = config("ValidatingWebhookConfiguration", "namespaces", json!([namespaces]));
+    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
+    settled(&c).await;
+    let patch = json!({"metadata": {"labels": {"team": "a"}}});
+    let r = c.patch("/api/v1/namespaces/default", "application/merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let update = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(update["review"]["request"]["resource"]["resource"], "namespaces");
+    assert_eq!(
+        (&update["review"]["request"]["name"], &update["review"]["request"]["namespace"]),
+        (&json!("default"), &json!("default"))
+    );
 }
 
 #[tokio::test]
