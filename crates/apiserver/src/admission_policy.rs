@@ -151,11 +151,11 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
 }
 
 /// CEL's `request`: what the request is and who makes it. As in kube, a request on a
-/// Namespace by name (update, delete) has that name as its namespace.
+/// Namespace by name has that name as its namespace.
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
     let gvk = json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind});
     let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
-    let by_name = a.info.group.is_empty() && a.info.plural == "namespaces" && a.operation != "CREATE";
+    let by_name = a.info.group.is_empty() && a.info.plural == "namespaces";
     let namespace = if by_name { a.name } else { a.namespace };
     json!({
         "kind": gvk, "resource": gvr, "subResource": a.subresource,

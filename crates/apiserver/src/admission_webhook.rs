@@ -57,20 +57,60 @@ enum Matched {
     Equivalent(Arc<ResourceInfo>),
 }
 
-/// Offers the request to the mutating webhooks; `obj` (None on delete) is changed by their
-/// patches. A webhook with `reinvocationPolicy: IfNeeded` is called once more, after the
-/// others, when a webhook after it changed the object. Ok(true) when a patch changed the object
-/// (the caller defaults it again).
-pub(crate) async fn mutate(
-    cache: &WatchCache,
-    a: &Attributes<'_>,
-    mut obj: Option<&mut Map<String, Value>>,
-    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
-) -> Result<(), ApiError> {
+/// The object mutating webhooks may change, and what the server does around them.
+pub(crate) struct Mutation<'a> {
+    /// The object (None on delete).
+    pub obj: Option<&'a mut Map<String, Value>>,
+    /// Defaults the object again after a patch.
+    pub default: &'a (dyn Fn(&mut Map<String, Value>) + Sync),
+    /// `metadata` fields the server set that kube only sets after mutating admission: hidden
+    /// from the webhooks and restored after them.
+    pub server_set: &'a [&'a str],
+}
+
+/// Offers the request to the mutating webhooks, which change the object with their patches. A
+/// webhook with `reinvocationPolicy: IfNeeded` is called once more, after the others, when a
+/// webhook after it changed the object.
+pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'_>) -> Result<(), ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
         return Ok(());
     }
+    let Mutation { mut obj, default, server_set } = m;
+    let hidden = obj.as_deref_mut().map(|o| take_metadata(o, server_set)).unwrap_or_default();
+    let result = mutate_all(cache, a, &hooks, obj.as_deref_mut(), default).await;
+    if let Some(o) = obj {
+        restore_metadata(o, hidden);
+    }
+    result
+}
+
+/// Takes `fields` out of the object's metadata.
+fn take_metadata(obj: &mut Map<String, Value>, fields: &[&str]) -> Vec<(String, Value)> {
+    let Some(Value::Object(meta)) = obj.get_mut("metadata") else { return Vec::new() };
+    fields.iter().filter_map(|f| meta.remove(*f).map(|v| (f.to_string(), v))).collect()
+}
+
+/// Puts fields taken by [`take_metadata`] back.
+fn restore_metadata(obj: &mut Map<String, Value>, fields: Vec<(String, Value)>) {
+    if fields.is_empty() {
+        return;
+    }
+    let meta = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.extend(fields);
+    }
+}
+
+/// Runs the mutating webhooks in order, then once more those with `reinvocationPolicy:
+/// IfNeeded` that a later webhook's change followed.
+async fn mutate_all(
+    cache: &WatchCache,
+    a: &Attributes<'_>,
+    hooks: &[Value],
+    mut obj: Option<&mut Map<String, Value>>,
+    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
+) -> Result<(), ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
     let registry = cache.registry();

@@ -317,6 +317,21 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
     assert_eq!(validated["review"]["request"]["object"]["metadata"]["labels"]["mutated"], "yes");
     let r = c.post(CONFIGMAPS, &configmap("labelled", json!({"app": "a"}))).await;
     assert_eq!(r.body["metadata"]["labels"], json!({"app": "a", "mutated": "yes"}));
+    // As in kube, mutating webhooks see an object before the server names it (generateName)
+    // and gives it a uid and a creation time; validating webhooks see it named.
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"generateName": "gen-"}, "data": {"k": "v"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let generated = r.body["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(generated.starts_with("gen-") && generated.len() > 4, "{generated}");
+    assert!(r.body["metadata"]["uid"].is_string() && r.body["metadata"]["creationTimestamp"].is_string());
+    let mutated = hook.seen("/mutate").last().cloned().unwrap()["review"]["request"].clone();
+    assert_eq!(mutated.get("name"), None, "{mutated}");
+    let meta = &mutated["object"]["metadata"];
+    assert_eq!((meta.get("name"), meta.get("uid"), meta.get("creationTimestamp")), (None, None, None), "{meta}");
+    assert_eq!(meta["generateName"], "gen-");
+    let validated = hook.seen("/validate").last().cloned().unwrap()["review"]["request"].clone();
+    assert_eq!(validated["name"], generated.as_str());
+    assert_eq!(validated["object"]["metadata"]["name"], generated.as_str());
     // Watchers see the object as stored.
     let listed = c.get(CONFIGMAPS).await;
     let names: Vec<&str> = listed.body["items"]
@@ -326,7 +341,7 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
         .filter(|i| i["metadata"]["labels"]["mutated"] == "yes")
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["labelled", "plain"]);
+    assert_eq!(names, [generated.as_str(), "labelled", "plain"]);
 }
 
 #[tokio::test]

@@ -321,6 +321,7 @@ impl Store {
         manager: &str,
     ) -> Result<Template, ApiError> {
         let requested = managed_fields::take_requested(&mut obj);
+        let name_from_generate = meta_str(&obj, "name").is_none();
         let name = match meta_str(&obj, "name") {
             Some(n) => n,
             None => match meta_str(&obj, "generateName") {
@@ -395,8 +396,22 @@ impl Store {
             old: None,
             dry_run,
         };
-        let default = |o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create);
-        crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj), &default).await?;
+        // Mutating webhooks see the object before the server names it (for generateName) and
+        // gives it a uid, a creation time and a generation, as in kube.
+        let generated = name_from_generate;
+        let server_set: &[&str] = if generated {
+            &["name", "uid", "creationTimestamp", "generation"]
+        } else {
+            &["uid", "creationTimestamp", "generation"]
+        };
+        let mutation = crate::admission_webhook::Mutation {
+            obj: Some(&mut obj),
+            default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
+            server_set,
+        };
+        let requested_name = if generated { "" } else { name.as_str() };
+        let mutating = crate::admission_policy::Attributes { name: requested_name, ..attributes(None) };
+        crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         validation::validate(info, &obj, None)?;
         crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
@@ -773,7 +788,8 @@ impl Store {
                 defaults::decode(info, o, defaults::Write::Update(old));
             }
         };
-        crate::admission_webhook::mutate(&self.cache, &attributes(None), Some(&mut obj), &default).await?;
+        let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
+        crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await?;
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
@@ -902,7 +918,8 @@ impl Store {
                 old: Some(&*old),
                 dry_run,
             };
-            crate::admission_webhook::mutate(&self.cache, &attributes, None, &|_| {}).await?;
+            let nothing = crate::admission_webhook::Mutation { obj: None, default: &|_| {}, server_set: &[] };
+            crate::admission_webhook::mutate(&self.cache, &attributes, nothing).await?;
             crate::admission_policy::admit(&self.cache, &attributes)?;
             crate::admission_webhook::validate(&self.cache, &attributes).await?;
             let key = self.layout.object_key(info, ns, name);
