@@ -69,6 +69,7 @@ pub(crate) mod validation_rules;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;
+pub mod webhook_certificate;
 pub(crate) mod webhook_client;
 pub(crate) mod webhook_configuration;
 pub mod write_options;

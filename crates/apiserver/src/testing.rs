@@ -5,6 +5,8 @@
 //! per server) or `etcd` (one etcd process per test binary, started on first use, and a key
 //! prefix of its own per server, so servers never see each other's objects).
 //!
+//! Admission webhooks run by a test get their certificates from [`WebhookCertificate`].
+//!
 //! Invariants: every server [`builder`] returns starts empty; directories and processes it
 //! creates never outlive the test process (the etcd process dies with it; stale directories of
 //! dead test processes are removed on the next run).
@@ -15,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::etcd_process::EtcdProcess;
 use crate::server::{ApiServer, ApiServerBuilder, StorageConfig};
+pub use crate::webhook_certificate::WebhookCertificate;
 
 /// The storage backends a test run can select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

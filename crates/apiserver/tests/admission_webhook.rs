@@ -55,12 +55,24 @@ struct Webhook {
 }
 
 impl Webhook {
+    /// A webhook serving a certificate its own authority signed (`caBundle`), as envtest's are.
     async fn start() -> Webhook {
+        let cert = informer_apiserver::testing::WebhookCertificate::for_hosts(&["127.0.0.1"]).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(cert.server_config().unwrap());
+        Webhook::serve(acceptor, cert.ca_bundle()).await
+    }
+
+    /// A webhook serving a self-signed authority certificate (`openssl req -x509`), which Go
+    /// trusts when it is the `caBundle` itself.
+    async fn start_self_signed() -> Webhook {
         let dir = tools::tempdir("webhook");
         let (cert, key) = self_signed(&dir).await;
         let acceptor = informer_apiserver::tls::acceptor(&cert, &key).unwrap();
         let pem = std::fs::read(&cert).unwrap();
-        let ca_bundle = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem);
+        Webhook::serve(acceptor, base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem)).await
+    }
+
+    async fn serve(acceptor: tokio_rustls::TlsAcceptor, ca_bundle: String) -> Webhook {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
@@ -570,7 +582,7 @@ webhooks:
 #[tokio::test]
 async fn kubectl_reports_a_webhook_s_refusal() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};
-    let hook = Webhook::start().await;
+    let hook = Webhook::start_self_signed().await;
     let versions = kubectl_versions();
     for bin in [versions.first().unwrap(), versions.last().unwrap()] {
         let s = server().await;
