@@ -3,9 +3,10 @@
 //! namespace and object selectors and `matchConditions` match it, one after another (by
 //! configuration name, then in the configuration's order), each able to refuse the request or
 //! change the object with a JSON Patch (a webhook with `reinvocationPolicy: IfNeeded` is called
-//! again once when a later one changed the object); then, once the object is validated, to the matching
-//! webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse it. The
-//! exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS ([`crate::webhook_client`]).
+//! again once when a later one changed the object); then, once the object is validated, to the
+//! matching webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse
+//! it. The exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS
+//! ([`crate::webhook_client`]).
 //!
 //! A rule for another served version of the resource matches too (`matchPolicy: Equivalent`,
 //! the default): the webhook gets the object in that version, and its patch is converted back.
@@ -16,8 +17,9 @@
 //! "<name>" denied the request: <message>`, the webhook's code, at least 400); a webhook that
 //! cannot be called, or answers out of protocol, fails the request with kube's 500 under
 //! `failurePolicy: Fail` (the default) and is skipped under `Ignore`; a dry run is offered only
-//! to webhooks without side effects (`None`, `NoneOnDryRun`), any other one refuses it; a
-//! patched object is defaulted again by the caller before it is validated.
+//! to webhooks without side effects (`None`, `NoneOnDryRun`), any other one refuses it; the
+//! object is defaulted again after each patch; with no configuration, a write costs two reads
+//! of the watch cache and nothing else.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,8 +190,8 @@ pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(
     Ok(())
 }
 
-/// The webhooks of every configuration of `plural` (by configuration name, then in order),
-/// each with its configuration's name under `configuration`; none for the exempt resources.
+/// The webhooks of every configuration of `plural` (by configuration name, then in order);
+/// none for the exempt resources.
 fn webhooks(cache: &WatchCache, a: &Attributes<'_>, plural: &str) -> Result<Vec<Value>, ApiError> {
     if a.info.group == GROUP {
         return Ok(Vec::new());
@@ -204,16 +206,12 @@ fn webhooks(cache: &WatchCache, a: &Attributes<'_>, plural: &str) -> Result<Vec<
         .collect();
     configs.sort_by(|x, y| name_of(x).cmp(name_of(y)));
     Ok(configs
-        .iter()
-        .flat_map(|c| {
-            let config = name_of(c).to_string();
-            c.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().map(move |mut h| {
-                if let Value::Object(m) = &mut h {
-                    m.insert("configuration".into(), config.clone().into());
-                }
-                h
-            })
+        .iter_mut()
+        .filter_map(|c| match c.get_mut("webhooks").map(Value::take) {
+            Some(Value::Array(hooks)) => Some(hooks),
+            _ => None,
         })
+        .flatten()
         .collect())
 }
 
@@ -248,9 +246,7 @@ async fn offer(
         Matched::Equivalent(info) => Some(info),
     };
     let in_version = |v: Option<Value>| match (&equivalent, v) {
-        (Some(info), Some(Value::Object(m))) => {
-            crate::custom_resource::to_version(info, m.clone()).map(Value::Object).or(Some(Value::Object(m)))
-        }
+        (Some(info), Some(Value::Object(m))) => crate::custom_resource::to_version(info, m).map(Value::Object),
         (_, v) => v,
     };
     let (object, old) = (in_version(object), in_version(old));
