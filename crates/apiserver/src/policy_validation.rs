@@ -52,6 +52,23 @@ fn checked(expression: &str, names: &[&str]) -> Result<crate::cel_check::Ty<'sta
     crate::validation_rules::compile(expression).and_then(|p| crate::cel_check::check_declared(&p, expression, names))
 }
 
+/// `matchConditions` (at `at`): each with an expression that compiles to a bool with only
+/// `names` declared, and a name.
+pub(crate) fn check_match_conditions(conditions: Option<&Value>, at: &str, names: &[&str], causes: &mut Vec<Cause>) {
+    for (i, c) in conditions.and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let at = format!("{at}[{i}]");
+        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
+        if expression.is_empty() {
+            causes.push(required(format!("{at}.expression"), ""));
+        } else {
+            check_expression(expression, names, "bool", format!("{at}.expression"), causes);
+        }
+        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+            causes.push(required(format!("{at}.name"), ""));
+        }
+    }
+}
+
 /// Compiles and checks `expression`; `wants` is the type it must give (`bool` or `string`).
 pub(crate) fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
     match checked(expression, names) {
@@ -79,18 +96,7 @@ fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
         causes.push(required("spec.matchConstraints".into(), ""));
     }
     let list = |k: &str| spec.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-    for (i, c) in list("matchConditions").iter().enumerate() {
-        let at = format!("spec.matchConditions[{i}]");
-        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
-        if expression.is_empty() {
-            causes.push(required(format!("{at}.expression"), ""));
-        } else {
-            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
-        }
-        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
-            causes.push(required(format!("{at}.name"), ""));
-        }
-    }
+    check_match_conditions(spec.get("matchConditions"), "spec.matchConditions", &names, causes);
     for (i, v) in list("variables").iter().enumerate() {
         let at = format!("spec.variables[{i}]");
         let name = v.get("name").and_then(Value::as_str).unwrap_or("");

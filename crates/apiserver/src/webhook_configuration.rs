@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::policy_validation::{check_expression, invalid, required, unsupported};
+use crate::policy_validation::{check_match_conditions, invalid, required, unsupported};
 use crate::structural::{Cause, go_quote};
 
 /// The AdmissionReview versions kube-apiserver speaks.
@@ -119,18 +119,7 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
     }
     check_client_config(hook.get("clientConfig").unwrap_or(&Value::Null), &format!("{at}.clientConfig"), causes);
     let names = ["object", "oldObject", "request", "authorizer"];
-    for (j, c) in hook.get("matchConditions").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let at = format!("{at}.matchConditions[{j}]");
-        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
-        if expression.is_empty() {
-            causes.push(required(format!("{at}.expression"), ""));
-        } else {
-            check_expression(expression, &names, "bool", format!("{at}.expression"), causes);
-        }
-        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
-            causes.push(required(format!("{at}.name"), ""));
-        }
-    }
+    check_match_conditions(hook.get("matchConditions"), &format!("{at}.matchConditions"), &names, causes);
 }
 
 /// At least one AdmissionReview version the server speaks.

@@ -11,7 +11,6 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -26,23 +25,6 @@ use serde_json::{Value, json};
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
-
-/// Generates a self-signed certificate for 127.0.0.1 with the openssl CLI.
-async fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let out = tokio::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=webhook", "-addext", "subjectAltName=IP:127.0.0.1"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .await
-        .expect("the openssl CLI is needed to make a test certificate (apt-get install -y openssl)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (cert, key)
-}
 
 /// A webhook server as an operator runs one: `/validate` refuses objects labelled
 /// `forbidden`, changes of a `locked` ConfigMap's data and deletes of objects labelled `keep`,
@@ -66,7 +48,7 @@ impl Webhook {
     /// trusts when it is the `caBundle` itself.
     async fn start_self_signed() -> Webhook {
         let dir = tools::tempdir("webhook");
-        let (cert, key) = self_signed(&dir).await;
+        let (cert, key) = tools::self_signed(&dir).await;
         let acceptor = informer_apiserver::tls::acceptor(&cert, &key).unwrap();
         let pem = std::fs::read(&cert).unwrap();
         Webhook::serve(acceptor, base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem)).await

@@ -7,7 +7,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::tools::{kubectl_bin, tempdir};
+use common::tools::{kubectl_bin, self_signed, tempdir};
 use common::*;
 use futures_util::StreamExt;
 use informer_apiserver::ApiServer;
@@ -20,23 +20,6 @@ use tokio::process::Command;
 
 async fn kubectl(kc: &std::path::Path, cache: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     kubectl_bin("kubectl", kc, cache, args).await
-}
-
-/// Generates a self-signed certificate for 127.0.0.1 with the openssl CLI.
-async fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let out = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .await
-        .expect("the openssl CLI is needed to make a test certificate (apt-get install -y openssl)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (cert, key)
 }
 
 #[tokio::test]

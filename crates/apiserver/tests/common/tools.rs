@@ -58,3 +58,21 @@ pub fn kubectl_versions() -> Vec<String> {
     );
     found
 }
+
+/// Generates a self-signed certificate for 127.0.0.1 and localhost with the openssl CLI (an
+/// authority certificate, as `openssl req -x509` makes it): the certificate and key files.
+pub async fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .await
+        .expect("the openssl CLI is needed to make a test certificate (apt-get install -y openssl)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (cert, key)
+}
