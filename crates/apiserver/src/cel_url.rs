@@ -51,6 +51,11 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
+/// Go's `url.ParseRequestURI(raw)` error, in Go's words (`parse "x": invalid URI for request`).
+pub(crate) fn request_uri_error(raw: &str) -> Option<String> {
+    request_uri(raw).err().map(|e| format!("parse {raw:?}: {e}"))
+}
+
 /// Reads `raw` as Go's `url.ParseRequestURI` does, then takes its parts as `url.Parse` does
 /// (without the fragment).
 fn parse(raw: &str) -> Result<Url, String> {

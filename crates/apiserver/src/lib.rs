@@ -18,6 +18,7 @@ pub mod apply;
 pub mod body;
 pub mod cache;
 pub(crate) mod cel_check;
+pub(crate) mod cel_format;
 pub(crate) mod cel_library;
 pub(crate) mod cel_network;
 pub(crate) mod cel_quantity;

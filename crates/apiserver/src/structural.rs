@@ -468,7 +468,7 @@ pub(crate) fn map_keys(node: &Value) -> Vec<&str> {
 
 /// Whether a string has an OpenAPI `format` (the formats kube checks that CRDs commonly use;
 /// others pass).
-fn format_ok(format: &str, s: &str) -> bool {
+pub(crate) fn format_ok(format: &str, s: &str) -> bool {
     match format {
         "date-time" | "datetime" => s.parse::<jiff::Timestamp>().is_ok(),
         "date" => s.parse::<jiff::civil::Date>().is_ok() && s.len() == 10,

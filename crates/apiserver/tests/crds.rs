@@ -686,7 +686,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
 }
 
 #[tokio::test]
-async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
+async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries() {
     let s = server().await;
     let c = Client::new(&s);
     let spec = json!({"type": "object", "properties": {
@@ -695,7 +695,10 @@ async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
         "endpoint": {"type": "string", "x-kubernetes-validations": [
             {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "endpoint must be an https URL"}]},
         "address": {"type": "string", "x-kubernetes-validations": [
-            {"rule": "cidr('10.0.0.0/8').containsIP(self)", "message": "address must be in 10.0.0.0/8"}]}
+            {"rule": "cidr('10.0.0.0/8').containsIP(self)", "message": "address must be in 10.0.0.0/8"}]},
+        "service": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "!format.dns1035Label().validate(self).hasValue()",
+             "messageExpression": "format.dns1035Label().validate(self).value().join(', ')"}]}
     }});
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -710,10 +713,12 @@ async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
     wait_established(&c, "probes.example.com").await;
     let base = "/apis/example.com/v1/probes";
     let probe = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": name}, "spec": spec});
-    let good = json!({"memory": "512Mi", "endpoint": "https://probe.example.com:8443/health", "address": "10.1.2.3"});
+    let good = json!({"memory": "512Mi", "endpoint": "https://probe.example.com:8443/health", "address": "10.1.2.3",
+                      "service": "web-1"});
     let r = c.post(base, &probe("good", good)).await;
     assert_eq!(r.code, 201, "{}", r.body);
-    let bad = json!({"memory": "2G", "endpoint": "http://probe.example.com/", "address": "192.168.0.1"});
+    let bad = json!({"memory": "2G", "endpoint": "http://probe.example.com/", "address": "192.168.0.1",
+                     "service": "1-web"});
     let r = c.post(base, &probe("bad", bad)).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
@@ -726,6 +731,13 @@ async fn validation_rules_use_kube_s_quantity_url_ip_and_cidr_libraries() {
                 "Invalid value: \"http://probe.example.com/\": endpoint must be an https URL"
             ),
             cause("FieldValueInvalid", "spec.memory", "Invalid value: \"2G\": memory must be under 1Gi"),
+            cause(
+                "FieldValueInvalid",
+                "spec.service",
+                "Invalid value: \"1-web\": a DNS-1035 label must consist of lower case alphanumeric characters or \
+                 '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name', \
+                 or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            ),
         ]
     );
     // A value the library cannot read is an evaluation error in kube's words.
