@@ -61,8 +61,8 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
     if bindings.is_empty() {
         return Ok(());
     }
-    let object = a.object.map(|o| with_type(a.info, Value::Object(o.clone())));
-    let old = a.old.map(|o| with_type(a.info, o.value()));
+    let object = a.object.map(|o| view(a, Value::Object(o.clone())));
+    let old = a.old.map(|o| view(a, o.value()));
     let namespace = namespace_object(cache, a)?;
     for b in bindings {
         let binding = b.value();
@@ -131,6 +131,17 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
     Ok(())
 }
 
+/// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`,
+/// otherwise the object with its `apiVersion` and `kind`.
+pub(crate) fn view(a: &Attributes<'_>, v: Value) -> Value {
+    if a.subresource == "scale"
+        && let Ok(scale) = crate::scale::scale_of_value(a.info, &v)
+    {
+        return scale.to_value();
+    }
+    with_type(a.info, v)
+}
+
 /// `v` with the `apiVersion` and `kind` of `info`, as CEL sees objects.
 pub(crate) fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
     if let Value::Object(m) = &mut v {
@@ -151,9 +162,14 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
 }
 
 /// CEL's `request`: what the request is and who makes it. As in kube, a request on a
-/// Namespace by name has that name as its namespace.
+/// Namespace by name has that name as its namespace, and the kind of a `scale` request is
+/// autoscaling/v1 `Scale`.
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
-    let gvk = json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind});
+    let gvk = if a.subresource == "scale" {
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    } else {
+        json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind})
+    };
     let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
     let by_name = a.info.group.is_empty() && a.info.plural == "namespaces";
     let namespace = if by_name { a.name } else { a.namespace };

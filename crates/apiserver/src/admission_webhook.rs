@@ -114,7 +114,7 @@ async fn mutate_all(
     default: &(dyn Fn(&mut Map<String, Value>) + Sync),
 ) -> Result<(), ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
-    let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
+    let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
     let registry = cache.registry();
     // The IfNeeded webhooks called, and whether the object changed after each was.
     let mut if_needed: Vec<(usize, bool)> = Vec::new();
@@ -145,7 +145,7 @@ async fn mutate_once(
     namespace: &Value,
     default: &(dyn Fn(&mut Map<String, Value>) + Sync),
 ) -> Result<Option<bool>, ApiError> {
-    let object = obj.as_deref().map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
+    let object = obj.as_deref().map(|o| crate::admission_policy::view(a, Value::Object(o.clone())));
     let Some(allowed) = offer(hook, registry, a, object, old.cloned(), namespace, true).await? else {
         return Ok(None);
     };
@@ -153,6 +153,12 @@ async fn mutate_once(
         return Ok(Some(false));
     };
     json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
+    if a.subresource == "scale" {
+        // The webhook patched the Scale: its replicas go to the parent.
+        let mut parent = Value::Object(obj.clone());
+        crate::scale::apply_scale(a.info, &mut parent, &patched)?;
+        patched = parent;
+    }
     let Value::Object(mut patched) = patched else {
         return Err(ApiError::internal("the patched object is not an object"));
     };
@@ -180,8 +186,8 @@ pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(
         return Ok(());
     }
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
-    let object = a.object.map(|o| crate::admission_policy::with_type(a.info, Value::Object(o.clone())));
-    let old = a.old.map(|o| crate::admission_policy::with_type(a.info, o.value()));
+    let object = a.object.map(|o| crate::admission_policy::view(a, Value::Object(o.clone())));
+    let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
     let registry = cache.registry();
     let calls = hooks.iter().map(|h| offer(h, &registry, a, object.clone(), old.clone(), &namespace, false));
     for answer in futures_util::future::join_all(calls).await {
@@ -246,6 +252,7 @@ async fn offer(
         Matched::Equivalent(info) => Some(info),
     };
     let in_version = |v: Option<Value>| match (&equivalent, v) {
+        (_, v) if a.subresource == "scale" => v,
         (Some(info), Some(Value::Object(m))) => crate::custom_resource::to_version(info, m).map(Value::Object),
         (_, v) => v,
     };

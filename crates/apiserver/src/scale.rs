@@ -143,12 +143,17 @@ impl Scale {
 
 /// The autoscaling/v1 `Scale` of `obj`, an object of the resource `info`.
 pub fn scale_of(info: &ResourceInfo, obj: &StoredObject) -> Result<Scale, ApiError> {
+    scale_of_value(info, &obj.value())
+}
+
+/// The autoscaling/v1 `Scale` of the object `v` (its JSON) of the resource `info`.
+pub(crate) fn scale_of_value(info: &ResourceInfo, v: &Value) -> Result<Scale, ApiError> {
     let sub = scale_subresource(info)?;
-    let v = obj.value();
     let meta = |f: &str| v.get("metadata").and_then(|m| m.get(f)).cloned();
-    let replicas = lookup(&v, &sub.spec_replicas_path).and_then(Value::as_i64).unwrap_or(sub.default_replicas);
-    let observed = lookup(&v, &sub.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
-    let selector = match sub.label_selector_path.as_deref().and_then(|p| lookup(&v, p)) {
+    let text = |f: &str| meta(f).and_then(|m| m.as_str().map(str::to_string));
+    let replicas = lookup(v, &sub.spec_replicas_path).and_then(Value::as_i64).unwrap_or(sub.default_replicas);
+    let observed = lookup(v, &sub.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
+    let selector = match sub.label_selector_path.as_deref().and_then(|p| lookup(v, p)) {
         Some(Value::String(s)) => s.clone(),
         Some(sel @ Value::Object(_)) => selector_string(sel),
         _ => String::new(),
@@ -157,15 +162,25 @@ pub fn scale_of(info: &ResourceInfo, obj: &StoredObject) -> Result<Scale, ApiErr
         kind: "Scale",
         api_version: "autoscaling/v1",
         metadata: ScaleMeta {
-            name: obj.name.clone(),
-            namespace: info.namespaced.then(|| obj.namespace.clone()),
-            uid: Some(obj.uid.clone()).filter(|u| !u.is_empty()),
-            resource_version: meta("resourceVersion").and_then(|r| r.as_str().map(str::to_string)),
+            name: text("name").unwrap_or_default(),
+            namespace: if info.namespaced { Some(text("namespace").unwrap_or_default()) } else { None },
+            uid: text("uid").filter(|u| !u.is_empty()),
+            resource_version: text("resourceVersion"),
             creation_timestamp: meta("creationTimestamp"),
         },
         spec: ScaleSpec { replicas },
         status: ScaleStatus { replicas: observed, selector },
     })
+}
+
+/// Sets the replicas a mutated `Scale` asks for into its parent object `parent` (the only
+/// field of a `Scale` a write changes).
+pub(crate) fn apply_scale(info: &ResourceInfo, parent: &mut Value, scale: &Value) -> Result<(), ApiError> {
+    let sub = scale_subresource(info)?;
+    if let Some(replicas) = scale.pointer("/spec/replicas").filter(|r| r.is_i64()) {
+        set(parent, &sub.spec_replicas_path, replicas.clone());
+    }
+    Ok(())
 }
 
 /// What a `Scale` written by a client asks for.

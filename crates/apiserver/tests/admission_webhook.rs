@@ -102,6 +102,7 @@ async fn answer(
         "/mutate" => mutate(&request),
         "/copy" => copy_annotation(&request),
         "/annotate" => annotate(&request),
+        "/cap" => cap_replicas(&request),
         _ => validate(&request),
     };
     let out = serde_json::to_vec(&response.into_review()).unwrap();
@@ -149,6 +150,20 @@ fn copy_annotation(request: &AdmissionRequest<DynamicObject>) -> AdmissionRespon
     let a = request.object.as_ref().and_then(|o| o.metadata.annotations.as_ref()).and_then(|m| m.get("a"));
     let patch = json!([{"op": "add", "path": "/metadata/labels/copied", "value": a.map_or("none", String::as_str)}]);
     AdmissionResponse::from(request).with_patch(serde_json::from_value(patch).unwrap()).unwrap()
+}
+
+/// Caps a Scale's replicas at 3; refuses more than 10.
+fn cap_replicas(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let replicas = request.object.as_ref().and_then(|o| o.data["spec"]["replicas"].as_i64()).unwrap_or(0);
+    if replicas > 10 {
+        return response.deny(format!("{replicas} replicas is too many"));
+    }
+    if replicas <= 3 {
+        return response;
+    }
+    let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]);
+    response.with_patch(serde_json::from_value(patch).unwrap()).unwrap()
 }
 
 /// Annotates the object `a: "1"`.
@@ -376,6 +391,67 @@ async fn an_if_needed_webhook_is_called_again_when_a_later_one_changed_the_objec
     assert_eq!(r.body["metadata"]["labels"]["copied"], "none");
     assert_eq!(r.body["metadata"]["annotations"]["a"], "1");
     assert_eq!(hook.seen("/copy").len(), 3);
+}
+
+#[tokio::test]
+async fn scale_writes_are_offered_as_scales_to_scale_subresource_rules() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    assert_eq!(c.post(deployments, &d).await.code, 201);
+    let rule = |resources: Value| json!([{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": resources}]);
+    let mut cap = configmaps_hook("cap.example.com", hook.client_config("/cap"), json!(["UPDATE"]));
+    cap["rules"] = rule(json!(["deployments/scale"]));
+    assert_eq!(c.post(MUTATING, &config("MutatingWebhookConfiguration", "cap", json!([cap]))).await.code, 201);
+    // A webhook for the deployments themselves is not offered their scale.
+    let mut main = configmaps_hook("main.example.com", hook.client_config("/validate"), json!(["UPDATE"]));
+    main["rules"] = rule(json!(["deployments"]));
+    assert_eq!(c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "main", json!([main]))).await.code, 201);
+    settled(&c).await;
+
+    let scale = format!("{deployments}/web/scale");
+    let r = c.patch(&scale, "application/merge-patch+json", &json!({"spec": {"replicas": 7}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["replicas"], 3, "the webhook capped it");
+    assert_eq!(c.get(&format!("{deployments}/web")).await.body["spec"]["replicas"], 3);
+    let request = hook.seen("/cap")[0]["review"]["request"].clone();
+    assert_eq!(request["kind"], json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}));
+    assert_eq!(request["resource"], json!({"group": "apps", "version": "v1", "resource": "deployments"}));
+    assert_eq!(request["subResource"], "scale");
+    assert_eq!((&request["object"]["kind"], &request["object"]["spec"]["replicas"]), (&json!("Scale"), &json!(7)));
+    assert_eq!(request["oldObject"]["spec"]["replicas"], 1);
+    assert!(hook.seen("/validate").is_empty());
+
+    let r = c
+        .put(
+            &scale,
+            &json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 11}}),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(r.body["message"], "admission webhook \"cap.example.com\" denied the request: 11 replicas is too many");
+    assert_eq!(c.get(&format!("{deployments}/web")).await.body["spec"]["replicas"], 3);
+    // The deployment's own updates go to the main webhook, not to the scale one.
+    let r = c
+        .patch(
+            &format!("{deployments}/web"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"x": "y"}}}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    // (A write judged on a cached version that turns out stale is judged again, as kube's
+    // GuaranteedUpdate does, so the counts may include such retries.)
+    let main_reviews = hook.seen("/validate");
+    assert!(!main_reviews.is_empty());
+    assert!(main_reviews.iter().all(|r| r["review"]["request"].get("subResource").is_none()), "{main_reviews:?}");
+    let cap_reviews = hook.seen("/cap");
+    assert!(cap_reviews.iter().all(|r| r["review"]["request"]["subResource"] == "scale"), "{cap_reviews:?}");
+    assert_eq!(cap_reviews.last().unwrap()["review"]["request"]["object"]["spec"]["replicas"], 11);
 }
 
 const CRONTABS: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -767,12 +767,13 @@ impl Store {
         if crate::crd::is_crds(info) && target == Target::Main {
             crate::crd::prepare_update(&mut obj);
         }
-        let managers = track(info, old, &mut obj, opts, tracking, requested);
-        let subresource = match target {
-            Target::Status => "status",
-            Target::Finalize => "finalize",
-            Target::Main => "",
+        let subresource = match (target, &tracking) {
+            (_, Tracking::Scale) => "scale",
+            (Target::Status, _) => "status",
+            (Target::Finalize, _) => "finalize",
+            (Target::Main, _) => "",
         };
+        let managers = track(info, old, &mut obj, opts, tracking, requested);
         let attributes = |object| crate::admission_policy::Attributes {
             info,
             operation: "UPDATE",
