@@ -61,7 +61,7 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
     if bindings.is_empty() {
         return Ok(());
     }
-    let object = a.object.map(|o| view(a, Value::Object(o.clone())));
+    let object = a.object.map(|o| object_view(a, o));
     let old = a.old.map(|o| view(a, o.value()));
     let namespace = namespace_object(cache, a)?;
     for b in bindings {
@@ -129,6 +129,18 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
         }
     }
     Ok(())
+}
+
+/// The object a write stores as validating admission sees it: an update's carries the
+/// resourceVersion it replaces, as in kube.
+pub(crate) fn object_view(a: &Attributes<'_>, o: &Map<String, Value>) -> Value {
+    let mut o = o.clone();
+    if let (Some(old), "UPDATE") = (a.old, a.operation)
+        && let Some(Value::Object(meta)) = o.get_mut("metadata")
+    {
+        meta.entry("resourceVersion").or_insert_with(|| old.rv.to_string().into());
+    }
+    view(a, Value::Object(o))
 }
 
 /// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`,

@@ -186,7 +186,7 @@ pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(
         return Ok(());
     }
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
-    let object = a.object.map(|o| crate::admission_policy::view(a, Value::Object(o.clone())));
+    let object = a.object.map(|o| crate::admission_policy::object_view(a, o));
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
     let registry = cache.registry();
     let calls = hooks.iter().map(|h| offer(h, &registry, a, object.clone(), old.clone(), &namespace, false));

@@ -113,8 +113,9 @@ fn matches(pattern: &str, s: &str) -> bool {
 
 /// Kubernetes' `RegexError`: the message, its examples and the pattern.
 fn regex_error(message: &str, pattern: &str, examples: &[&str]) -> String {
+    // Kubernetes writes " or " after the previous example's "', ": two spaces.
     let shown: String =
-        examples.iter().enumerate().map(|(i, e)| format!("{}'{e}', ", if i > 0 { "or " } else { "" })).collect();
+        examples.iter().enumerate().map(|(i, e)| format!("{}'{e}', ", if i > 0 { " or " } else { "" })).collect();
     if examples.is_empty() {
         format!("{message} (regex used for validation is '{pattern}')")
     } else {
@@ -122,8 +123,14 @@ fn regex_error(message: &str, pattern: &str, examples: &[&str]) -> String {
     }
 }
 
+/// The length limit of util/validation (labels, subdomains).
 fn max_len(n: usize) -> String {
     format!("must be no more than {n} characters")
+}
+
+/// The length limit of the content package (label keys and values), in its words.
+fn max_bytes(n: usize) -> String {
+    format!("must be no more than {n} bytes")
 }
 
 fn dns1123_label(s: &str) -> Vec<String> {
@@ -163,9 +170,28 @@ fn dns1035_label(s: &str) -> Vec<String> {
     faults
 }
 
-/// kube's `maskTrailingDash` for generated-name prefixes (it drops two characters, as kube's does).
+/// kube's `maskTrailingDash` for generated-name prefixes: it cuts two bytes (not one) and
+/// adds `a`; a cut inside a character leaves text that no format accepts, as in Go.
 fn mask_trailing_dash(s: &str) -> String {
-    if s.len() > 1 && s.ends_with('-') { format!("{}a", &s[..s.len() - 2]) } else { s.to_string() }
+    if s.len() > 1 && s.ends_with('-') {
+        let mut bytes = s.as_bytes()[..s.len() - 2].to_vec();
+        bytes.push(b'a');
+        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    } else {
+        s.to_string()
+    }
+}
+
+/// The content package's subdomain check (its length limit in bytes).
+fn content_subdomain(s: &str) -> Vec<String> {
+    let mut faults = Vec::new();
+    if s.len() > 253 {
+        faults.push(max_bytes(253));
+    }
+    if !matches(SUBDOMAIN, s) {
+        faults.push(regex_error(SUBDOMAIN_MESSAGE, SUBDOMAIN, &["example.com"]));
+    }
+    faults
 }
 
 fn qualified_name(s: &str) -> Vec<String> {
@@ -177,7 +203,7 @@ fn qualified_name(s: &str) -> Vec<String> {
             if prefix.is_empty() {
                 faults.push("prefix part must be non-empty".into());
             } else {
-                faults.extend(dns1123_subdomain(prefix).into_iter().map(|f| format!("prefix part {f}")));
+                faults.extend(content_subdomain(prefix).into_iter().map(|f| format!("prefix part {f}")));
             }
             *name
         }
@@ -191,7 +217,7 @@ fn qualified_name(s: &str) -> Vec<String> {
     if name.is_empty() {
         faults.push("name part must be non-empty".into());
     } else if name.len() > 63 {
-        faults.push(format!("name part {}", max_len(63)));
+        faults.push(format!("name part {}", max_bytes(63)));
     }
     if !matches(KEY, name) {
         faults.push(format!("name part {}", regex_error(KEY_MESSAGE, KEY, &["MyName", "my.name", "123-abc"])));
@@ -202,7 +228,7 @@ fn qualified_name(s: &str) -> Vec<String> {
 fn label_value(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     if s.len() > 63 {
-        faults.push(max_len(63));
+        faults.push(max_bytes(63));
     }
     if !matches(VALUE, s) {
         faults.push(regex_error(VALUE_MESSAGE, VALUE, &["MyValue", "my_value", "12345"]));
@@ -249,7 +275,7 @@ mod tests {
             eval("format.dns1123Label().validate('My_Name').value()[0]"),
             text(
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must \
-                 start and end with an alphanumeric character (e.g. 'my-name', or '123-abc', regex used for \
+                 start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for \
                  validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
             )
         );
@@ -271,6 +297,17 @@ mod tests {
             text("parse \"example.com\": invalid URI for request")
         );
         assert_eq!(eval("format.byte().validate('aGVsbG8=').hasValue()"), Cel::Bool(false));
+        assert_eq!(eval("format.byte().validate('').hasValue()"), Cel::Bool(true));
+        assert_eq!(eval("format.uuid().validate('123e4567e89b12d3a456426614174000').hasValue()"), Cel::Bool(false));
+        assert_eq!(eval("format.datetime().validate('2021-01-01T10:00:00.5+01:00').hasValue()"), Cel::Bool(false));
+        assert_eq!(eval("format.datetime().validate('2021-01-01 10:00:00Z').hasValue()"), Cel::Bool(true));
+        // A prefix cut inside a character is simply invalid.
+        assert_eq!(eval("format.dns1123LabelPrefix().validate('é-').hasValue()"), Cel::Bool(true));
+        let long = "a".repeat(64);
+        assert_eq!(
+            eval(&format!("format.labelValue().validate('{long}').value()[0]")),
+            text("must be no more than 63 bytes")
+        );
     }
 
     #[test]

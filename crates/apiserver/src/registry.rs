@@ -244,8 +244,9 @@ impl Registry {
     /// services, nodes, events; apps/v1 deployments, replicasets, statefulsets;
     /// coordination.k8s.io/v1 leases; admissionregistration.k8s.io/v1
     /// validatingadmissionpolicies (with `status`), validatingadmissionpolicybindings,
-    /// mutatingwebhookconfigurations and validatingwebhookconfigurations. Namespaces, pods, services, nodes and the apps/v1
-    /// workloads have a `status` subresource; the workloads also have `scale`.
+    /// mutatingwebhookconfigurations and validatingwebhookconfigurations. Namespaces, pods,
+    /// services, nodes and the apps/v1 workloads have a `status` subresource; the workloads
+    /// also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;

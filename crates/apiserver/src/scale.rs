@@ -177,10 +177,26 @@ pub(crate) fn scale_of_value(info: &ResourceInfo, v: &Value) -> Result<Scale, Ap
 /// field of a `Scale` a write changes).
 pub(crate) fn apply_scale(info: &ResourceInfo, parent: &mut Value, scale: &Value) -> Result<(), ApiError> {
     let sub = scale_subresource(info)?;
-    if let Some(replicas) = scale.pointer("/spec/replicas").filter(|r| r.is_i64()) {
-        set(parent, &sub.spec_replicas_path, replicas.clone());
+    // As kube validates the mutated Scale before it takes its replicas (0 when absent).
+    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+    if replicas < 0 {
+        let name = parent.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        return Err(negative_replicas(name, replicas));
     }
+    set(parent, &sub.spec_replicas_path, replicas.into());
     Ok(())
+}
+
+/// kube's refusal of a Scale asking for fewer than 0 replicas.
+fn negative_replicas(name: &str, replicas: i64) -> ApiError {
+    ApiError::invalid_object(
+        "autoscaling",
+        "Scale",
+        name,
+        "spec.replicas",
+        "FieldValueInvalid",
+        &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+    )
 }
 
 /// What a `Scale` written by a client asks for.
@@ -238,14 +254,7 @@ fn decode(info: &ResourceInfo, ns: &str, name: &str, body: Value) -> Result<Scal
         }
     };
     if replicas < 0 {
-        return Err(ApiError::invalid_object(
-            "autoscaling",
-            "Scale",
-            name,
-            "spec.replicas",
-            "FieldValueInvalid",
-            &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-        ));
+        return Err(negative_replicas(name, replicas));
     }
     let precondition = match meta_str(&obj, "resourceVersion") {
         Some(s) => Some(parse_rv_field(&s)?),
@@ -331,6 +340,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_mutated_scale_gives_its_replicas_to_the_parent_after_kube_s_check() {
+        let registry = crate::registry::Registry::with_defaults();
+        let info = registry.find("apps", "v1", "deployments").unwrap();
+        let mut parent = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+        apply_scale(info, &mut parent, &json!({"spec": {"replicas": 4}})).unwrap();
+        assert_eq!(parent["spec"]["replicas"], 4);
+        apply_scale(info, &mut parent, &json!({"spec": {}})).unwrap();
+        assert_eq!(parent["spec"]["replicas"], 0, "absent replicas are 0, as kube decodes them");
+        let e = apply_scale(info, &mut parent, &json!({"spec": {"replicas": -2}})).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                422,
+                "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -2: must be greater than or equal to 0"
+            )
+        );
+    }
 
     #[test]
     fn selectors_render_as_kube_does() {

@@ -13,6 +13,9 @@
 //! `allOf`/`anyOf`/`oneOf`/`not` are not evaluated; `x-kubernetes-validations` (CEL) rules are
 //! evaluated after this validation, by `validation_rules`.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 /// One validation failure, as a cause of kube's 422.
@@ -466,23 +469,48 @@ pub(crate) fn map_keys(node: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// kube-openapi's (strfmt's) patterns: base64 text as govalidator reads it, a UUID with
+/// optional dashes, and the time of a date-time (any character before the fraction, as its
+/// unescaped `.` allows).
+static BASE64: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$").expect("valid")
+});
+static UUID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$").expect("valid")
+});
+static TIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").expect("valid")
+});
+
+/// A `date` as Go's `time.Parse("2006-01-02")` reads it.
+fn is_date(s: &str) -> bool {
+    s.len() == 10 && s.as_bytes()[4] == b'-' && s.parse::<jiff::civil::Date>().is_ok()
+}
+
+/// A `date-time` as kube-openapi's `IsDateTime` reads it: lowercased, split at `t`, a date, then
+/// `HH:MM:SS`, an optional fraction and `z` or an offset, with hours to 23 and minutes and
+/// seconds to 59.
+fn is_date_time(s: &str) -> bool {
+    if s.len() < 4 {
+        return false;
+    }
+    let lower = s.to_lowercase();
+    let mut parts = lower.split('t');
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else { return false };
+    if !is_date(date) {
+        return false;
+    }
+    TIME.captures(time).is_some_and(|c| &c[1] <= "23" && &c[2] <= "59" && &c[3] <= "59")
+}
+
 /// Whether a string has an OpenAPI `format` (the formats kube checks that CRDs commonly use;
 /// others pass).
 pub(crate) fn format_ok(format: &str, s: &str) -> bool {
     match format {
-        "date-time" | "datetime" => s.parse::<jiff::Timestamp>().is_ok(),
-        "date" => s.parse::<jiff::civil::Date>().is_ok() && s.len() == 10,
-        "byte" => {
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD.decode(s).is_ok()
-        }
-        "uuid" => {
-            let b = s.as_bytes();
-            b.len() == 36
-                && b.iter()
-                    .enumerate()
-                    .all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { *c == b'-' } else { c.is_ascii_hexdigit() })
-        }
+        "date-time" | "datetime" => is_date_time(s),
+        "date" => is_date(s),
+        "byte" => BASE64.is_match(s),
+        "uuid" => UUID.is_match(s),
         "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
         "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
         "cidr" => s.split_once('/').is_some_and(|(ip, len)| {

@@ -258,6 +258,11 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     let update = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(update["review"]["request"]["operation"], "UPDATE");
     assert_eq!(update["review"]["request"]["oldObject"]["data"]["k"], "v");
+    assert_eq!(
+        update["review"]["request"]["object"]["metadata"]["resourceVersion"],
+        update["review"]["request"]["oldObject"]["metadata"]["resourceVersion"],
+        "an update's object carries the resourceVersion it replaces"
+    );
     assert_eq!(update["review"]["request"]["options"]["kind"], "UpdateOptions");
     let r = c.patch(&path, "application/merge-patch+json", &json!({"metadata": {"labels": {"keep": "1"}}})).await;
     assert_eq!(r.code, 200, "{}", r.body);

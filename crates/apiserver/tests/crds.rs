@@ -735,7 +735,7 @@ async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries()
                 "FieldValueInvalid",
                 "spec.service",
                 "Invalid value: \"1-web\": a DNS-1035 label must consist of lower case alphanumeric characters or \
-                 '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name', \
+                 '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  \
                  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
             ),
         ]
