@@ -582,6 +582,8 @@ impl<'s> Checker<'_, 's> {
             ) => Bool,
             ("asInteger" | "compareTo" | "sign" | "family" | "prefixLength" | "major" | "minor" | "patch", _, _) => Int,
             ("isSemver", _, _) => Bool,
+            // kube's format library: a format's `validate` gives the faults, if any.
+            ("validate", Some(_), [String | Dyn]) => Optional(Box::new(List(Box::new(String)))),
             ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", _, _) => String,
             ("asApproximateFloat", _, _) => Double,
             ("getQuery", _, _) => Map(Box::new(String), Box::new(List(Box::new(String)))),
@@ -684,9 +686,16 @@ mod tests {
             "quantity(self.name).isLessThan(quantity('1Gi')) && quantity(self.name).compareTo(quantity('1')) > 0",
             "isURL(self.name) && url(self.name).getScheme() == 'https'",
             "cidr('10.0.0.0/8').containsIP(self.name) && ip(self.name).family() == 4",
+            "!format.dns1123Label().validate(self.name).hasValue()",
+            "format.named('labelValue').value().validate(self.name).orValue([]).size() == 0",
         ] {
             assert_eq!(run(&s, false, rule), Ok("bool".to_string()), "{rule}");
         }
+        // A format's faults are an optional list, not a bool.
+        assert_eq!(
+            run(&s, false, "format.dns1123Label().validate(self.name)"),
+            Ok("optional_type(list(string))".into())
+        );
     }
 
     #[test]
