@@ -134,14 +134,19 @@ fn validate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     response
 }
 
+/// Labels the object `mutated: yes`, and names one that has neither a name nor a generateName.
 fn mutate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let response = AdmissionResponse::from(request);
-    let has_labels = request.object.as_ref().is_some_and(|o| o.metadata.labels.is_some());
-    let patch = if has_labels {
+    let meta = request.object.as_ref().map(|o| &o.metadata);
+    let has_labels = meta.is_some_and(|m| m.labels.is_some());
+    let mut patch = if has_labels {
         json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
     } else {
         json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
     };
+    if meta.is_some_and(|m| m.name.is_none() && m.generate_name.is_none()) {
+        patch.as_array_mut().unwrap().push(json!({"op": "add", "path": "/metadata/name", "value": "named-by-webhook"}));
+    }
     response.with_patch(serde_json::from_value(patch).unwrap()).unwrap()
 }
 
@@ -346,6 +351,12 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
     let validated = hook.seen("/validate").last().cloned().unwrap()["review"]["request"].clone();
     assert_eq!(validated["name"], generated.as_str());
     assert_eq!(validated["object"]["metadata"]["name"], generated.as_str());
+    // The name is required only after the mutating webhooks ran: one may set it.
+    let r = c.post(CONFIGMAPS, &json!({"data": {"k": "v"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["name"], "named-by-webhook");
+    assert_eq!(hook.seen("/mutate").last().unwrap()["review"]["request"].get("name"), None);
+    assert_eq!(hook.seen("/validate").last().unwrap()["review"]["request"]["name"], "named-by-webhook");
     // Watchers see the object as stored.
     let listed = c.get(CONFIGMAPS).await;
     let names: Vec<&str> = listed.body["items"]
@@ -355,7 +366,7 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
         .filter(|i| i["metadata"]["labels"]["mutated"] == "yes")
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, [generated.as_str(), "labelled", "plain"]);
+    assert_eq!(names, [generated.as_str(), "labelled", "named-by-webhook", "plain"]);
 }
 
 #[tokio::test]

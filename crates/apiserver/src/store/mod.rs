@@ -321,37 +321,8 @@ impl Store {
         manager: &str,
     ) -> Result<Template, ApiError> {
         let requested = managed_fields::take_requested(&mut obj);
-        let name_from_generate = meta_str(&obj, "name").is_none();
-        let name = match meta_str(&obj, "name") {
-            Some(n) => n,
-            None => match meta_str(&obj, "generateName") {
-                Some(g) => format!("{g}{}", object::name_suffix()),
-                None => {
-                    return Err(ApiError::invalid_object(
-                        &info.group,
-                        &info.kind,
-                        "",
-                        "metadata.name",
-                        "FieldValueRequired",
-                        "Required value: name or generateName is required",
-                    ));
-                }
-            },
-        };
-        if !object::valid_name(&name) {
-            let msg = format!("Invalid value: \"{name}\": {}", object::SUBDOMAIN_MESSAGE);
-            return Err(ApiError::invalid_object(
-                &info.group,
-                &info.kind,
-                &name,
-                "metadata.name",
-                "FieldValueInvalid",
-                &msg,
-            ));
-        }
         let now = object::now_rfc3339();
         let meta = meta_mut(&mut obj);
-        meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), object::new_uid().into());
         if strategy::tracks_generation(info) {
             meta.insert("generation".into(), 1.into());
@@ -386,32 +357,28 @@ impl Store {
         };
         managed_fields::store_into(&mut obj, &managers);
         let ns = meta_str(&obj, "namespace").unwrap_or_default();
-        let attributes = |object| crate::admission_policy::Attributes {
+        // Mutating webhooks see the object before the server gives it a uid, a creation time and
+        // a generation, and before it names an object that asks for a generated name: a webhook
+        // may set the name itself, as in kube.
+        let requested_name = meta_str(&obj, "name").unwrap_or_default();
+        let mutation = crate::admission_webhook::Mutation {
+            obj: Some(&mut obj),
+            default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
+            server_set: &["uid", "creationTimestamp", "generation"],
+        };
+        let mutating = crate::admission_policy::Attributes {
             info,
             operation: "CREATE",
             subresource: "",
             namespace: &ns,
-            name: &name,
-            object,
+            name: &requested_name,
+            object: None,
             old: None,
             dry_run,
         };
-        // Mutating webhooks see the object before the server names it (for generateName) and
-        // gives it a uid, a creation time and a generation, as in kube.
-        let generated = name_from_generate;
-        let server_set: &[&str] = if generated {
-            &["name", "uid", "creationTimestamp", "generation"]
-        } else {
-            &["uid", "creationTimestamp", "generation"]
-        };
-        let mutation = crate::admission_webhook::Mutation {
-            obj: Some(&mut obj),
-            default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
-            server_set,
-        };
-        let requested_name = if generated { "" } else { name.as_str() };
-        let mutating = crate::admission_policy::Attributes { name: requested_name, ..attributes(None) };
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
+        let name = name_for_create(info, &mut obj)?;
+        let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         validation::validate(info, &obj, None)?;
         crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
@@ -1058,4 +1025,37 @@ impl Store {
         self.cache.compact(target);
         Ok(target)
     }
+}
+
+/// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one made
+/// from `generateName`; written into the object. 422 when there is neither or the name is not a
+/// DNS subdomain.
+fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<String, ApiError> {
+    let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
+        (Some(n), _) => n,
+        (None, Some(g)) => format!("{g}{}", object::name_suffix()),
+        (None, None) => {
+            return Err(ApiError::invalid_object(
+                &info.group,
+                &info.kind,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            ));
+        }
+    };
+    if !object::valid_name(&name) {
+        let msg = format!("Invalid value: \"{name}\": {}", object::SUBDOMAIN_MESSAGE);
+        return Err(ApiError::invalid_object(
+            &info.group,
+            &info.kind,
+            &name,
+            "metadata.name",
+            "FieldValueInvalid",
+            &msg,
+        ));
+    }
+    meta_mut(obj).insert("name".into(), name.clone().into());
+    Ok(name)
 }
