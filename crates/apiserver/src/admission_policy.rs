@@ -2,16 +2,20 @@
 //! every create, update and delete as kube-apiserver applies it. A ValidatingAdmissionPolicyBinding
 //! names a policy; where the policy's `matchConstraints` (and the binding's `matchResources`)
 //! match the request and its `matchConditions` hold, the policy's `validations` judge it, with
-//! `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables` in scope. A
-//! validation that fails under a binding whose `validationActions` include `Deny` refuses the
-//! request: `<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with binding
-//! '<binding>' denied request: <message>`, 422 Invalid unless the validation names another
-//! reason; under `Warn` it is a `Warning` header.
+//! `object`, `oldObject`, `request`, `params`, `namespaceObject`, `variables` and `authorizer`
+//! in scope, once per param the binding's `paramRef` names or selects. A validation that fails
+//! under a binding whose `validationActions` include `Deny` refuses the request: `<resource>
+//! "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied
+//! request: <message>`, 422 Invalid unless the validation names another reason; under `Warn` it
+//! is a `Warning` header.
 //!
-//! Invariants: policies and bindings are read from the watch cache, so a write sees every policy
-//! the cache holds; a policy never judges policies or bindings themselves; an expression that
-//! does not compile or fails to evaluate is a failure under `failurePolicy: Fail` (the default)
-//! and is skipped under `Ignore`; the first refusal, in binding-name order, is the answer.
+//! Invariants: policies, bindings and params are read from the watch cache, so a write sees
+//! every one the cache holds; a policy never judges policies or bindings themselves; under
+//! `failurePolicy: Fail` (the default) an expression that fails to evaluate is a failure, and a
+//! fault of configuration (a `paramKind` no resource serves, no params under
+//! `parameterNotFoundAction: Deny`, an audit annotation that gives neither a string nor null)
+//! refuses whatever the binding's actions; under `Ignore` both are skipped. Every binding is
+//! judged (for its warnings); the first refusal, in binding-name order, is the answer.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,71 +68,166 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
     let object = a.object.map(|o| object_view(a, o));
     let old = a.old.map(|o| view(a, o.value()));
     let namespace = namespace_object(cache, a)?;
+    let mut verdict = Verdict { a, denied: None };
     for b in bindings {
         let binding = b.value();
         let Some(policy_name) = binding.pointer("/spec/policyName").and_then(Value::as_str) else { continue };
         let Some(policy) = cache.get(policy_info, "", policy_name)?.map(|p| p.value()) else { continue };
         let matches =
             |m: Option<&Value>| m.is_none_or(|m| matches_resources(m, a, object.as_ref().or(old.as_ref()), &namespace));
-        if !matches(policy.pointer("/spec/matchConstraints")) || !matches(binding.pointer("/spec/matchResources")) {
+        if !matches(policy.pointer("/spec/matchConstraints")) {
+            continue;
+        }
+        let fail_closed = policy.pointer("/spec/failurePolicy").and_then(Value::as_str) != Some("Ignore");
+        let param_info = match param_resource(cache, &policy) {
+            Ok(p) => p,
+            Err(message) => {
+                if fail_closed {
+                    verdict.deny(&format!("ValidatingAdmissionPolicy '{policy_name}' denied request: {message}"), "");
+                }
+                continue;
+            }
+        };
+        if !matches(binding.pointer("/spec/matchResources")) {
             continue;
         }
         let binding_name = binding.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let judged = Judged { policy: policy_name, binding: binding_name, fail_closed };
+        let params = match params(cache, param_info.as_ref(), &binding, a.namespace) {
+            Ok(p) => p,
+            Err(message) => {
+                if fail_closed {
+                    verdict.deny(&judged.denied(&format!("failed to configure binding: {message}")), "");
+                }
+                continue;
+            }
+        };
         let actions: Vec<&str> = binding
             .pointer("/spec/validationActions")
             .and_then(Value::as_array)
             .map(|v| v.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let fail_closed = policy.pointer("/spec/failurePolicy").and_then(Value::as_str) != Some("Ignore");
-        let params = match params(cache, &policy, &binding, a.namespace) {
-            Ok(p) => p,
-            Err(message) => {
-                refuse_or_warn(a, policy_name, binding_name, &actions, &message, "Invalid")?;
-                continue;
-            }
-        };
-        let mut ctx = Context::with_env(crate::validation_rules::env());
-        ctx.add_variable_from_value("object", object.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
-        ctx.add_variable_from_value("oldObject", old.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
-        ctx.add_variable_from_value("params", params.as_ref().map_or(Cel::Null, crate::validation_rules::json_to_cel));
-        ctx.add_variable_from_value("namespaceObject", crate::validation_rules::json_to_cel(&namespace));
-        ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request(a)));
-        let vars = variables(&policy, &ctx);
-        ctx.add_variable_from_value("variables", vars);
-        // Every match condition must hold for the policy to apply.
-        let mut applies = true;
-        for c in policy.pointer("/spec/matchConditions").and_then(Value::as_array).into_iter().flatten() {
-            let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-            match evaluate(expression, &ctx) {
-                Ok(Cel::Bool(true)) => {}
-                Ok(_) => applies = false,
-                Err(e) if fail_closed => {
-                    let message = format!("expression '{expression}' resulted in error: {e}");
-                    refuse_or_warn(a, policy_name, binding_name, &actions, &message, "Invalid")?;
-                    applies = false;
+        for param in params {
+            let mut ctx = Context::with_env(crate::validation_rules::env());
+            let cel_of = |v: Option<&Value>| v.map_or(Cel::Null, crate::validation_rules::json_to_cel);
+            ctx.add_variable_from_value("object", cel_of(object.as_ref()));
+            ctx.add_variable_from_value("oldObject", cel_of(old.as_ref()));
+            ctx.add_variable_from_value("params", cel_of(param.as_ref()));
+            ctx.add_variable_from_value("namespaceObject", crate::validation_rules::json_to_cel(&namespace));
+            ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request(a)));
+            crate::cel_authz::bind(&mut ctx);
+            let vars = variables(&policy, &ctx);
+            ctx.add_variable_from_value("variables", vars);
+            for (message, reason) in judged.failures(&policy, &ctx) {
+                for action in &actions {
+                    match *action {
+                        "Deny" => verdict.deny(&judged.denied(&message), reason),
+                        "Warn" => crate::warning::record(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}': {message}"
+                        )),
+                        _ => {}
+                    }
                 }
-                Err(_) => applies = false,
             }
-            if !applies {
-                break;
+            // Audit annotations have no audit log to go to here; one that cannot be evaluated
+            // still refuses under `failurePolicy: Fail`, whatever the binding's actions.
+            if let Some(message) = judged.audit_annotation_error(&policy, &ctx) {
+                verdict.deny(&judged.denied(&message), "");
             }
-        }
-        if !applies {
-            continue;
-        }
-        for v in policy.pointer("/spec/validations").and_then(Value::as_array).into_iter().flatten() {
-            let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
-            let reason = v.get("reason").and_then(Value::as_str).unwrap_or("Invalid");
-            let message = match evaluate(expression, &ctx) {
-                Ok(Cel::Bool(true)) => continue,
-                Ok(_) => failure_message(v, expression, &ctx),
-                Err(e) if fail_closed => format!("expression '{expression}' resulted in error: {e}"),
-                Err(_) => continue,
-            };
-            refuse_or_warn(a, policy_name, binding_name, &actions, &message, reason)?;
         }
     }
-    Ok(())
+    verdict.denied.map_or(Ok(()), Err)
+}
+
+/// The answer being built: the first refusal, kept while every other binding is still judged
+/// (for its warnings), as in kube.
+struct Verdict<'r, 'a> {
+    a: &'r Attributes<'a>,
+    denied: Option<ApiError>,
+}
+
+impl Verdict<'_, '_> {
+    /// Records a refusal with `message` (`reason` "": Invalid) unless an earlier one stands.
+    fn deny(&mut self, message: &str, reason: &str) {
+        if self.denied.is_none() {
+            self.denied = Some(refusal(self.a, message, if reason.is_empty() { "Invalid" } else { reason }));
+        }
+    }
+}
+
+/// A policy judged under one of its bindings.
+struct Judged<'p> {
+    policy: &'p str,
+    binding: &'p str,
+    fail_closed: bool,
+}
+
+impl Judged<'_> {
+    /// kube's text of a refusal under this binding.
+    fn denied(&self, message: &str) -> String {
+        format!("ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}", self.policy, self.binding)
+    }
+
+    /// The policy's failures with one set of params: a match condition that cannot be
+    /// evaluated (under `Fail`), or else, when every condition holds, each validation that does
+    /// not, as (message, reason).
+    fn failures<'v>(&self, policy: &'v Value, ctx: &Context) -> Vec<(String, &'v str)> {
+        for c in policy.pointer("/spec/matchConditions").and_then(Value::as_array).into_iter().flatten() {
+            let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
+            match evaluate(expression, ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Err(e) if self.fail_closed => {
+                    return vec![(format!("expression '{expression}' resulted in error: {e}"), "")];
+                }
+                _ => return Vec::new(),
+            }
+        }
+        let mut out = Vec::new();
+        for v in policy.pointer("/spec/validations").and_then(Value::as_array).into_iter().flatten() {
+            let expression = v.get("expression").and_then(Value::as_str).unwrap_or("");
+            match evaluate(expression, ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(_) => out
+                    .push((failure_message(v, expression, ctx), v.get("reason").and_then(Value::as_str).unwrap_or(""))),
+                Err(e) if self.fail_closed => {
+                    out.push((format!("expression '{expression}' resulted in error: {e}"), ""))
+                }
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
+    /// The first `auditAnnotations` value that cannot be evaluated to a string or null, under
+    /// `Fail`, as kube words it.
+    fn audit_annotation_error(&self, policy: &Value, ctx: &Context) -> Option<String> {
+        if !self.fail_closed {
+            return None;
+        }
+        policy.pointer("/spec/auditAnnotations").and_then(Value::as_array).into_iter().flatten().find_map(|an| {
+            let expression = an.get("valueExpression").and_then(Value::as_str).unwrap_or("");
+            match evaluate(expression.trim(), ctx) {
+                Ok(Cel::String(_) | Cel::Null) => None,
+                Ok(other) => Some(format!(
+                    "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                    expression.trim(),
+                    cel_type_name(&other)
+                )),
+                Err(e) => Some(format!("expression '{}' resulted in error: {e}", expression.trim())),
+            }
+        })
+    }
+}
+
+/// The name cel-go gives the type of a value.
+fn cel_type_name(v: &Cel) -> String {
+    match v {
+        Cel::Float(_) => "double".into(),
+        Cel::Null => "null_type".into(),
+        Cel::Duration(_) => "google.protobuf.Duration".into(),
+        Cel::Timestamp(_) => "google.protobuf.Timestamp".into(),
+        other => other.type_of().to_string(),
+    }
 }
 
 /// The object a write stores as validating admission sees it: an update's carries the
@@ -235,24 +334,9 @@ fn failure_message(v: &Value, expression: &str, ctx: &Context) -> String {
     }
 }
 
-/// Refuses the request (binding action `Deny`) or warns (`Warn`); `Audit` alone does neither.
-fn refuse_or_warn(
-    a: &Attributes<'_>,
-    policy: &str,
-    binding: &str,
-    actions: &[&str],
-    message: &str,
-    reason: &str,
-) -> Result<(), ApiError> {
-    let cause = format!("ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}");
-    if actions.contains(&"Warn") {
-        crate::warning::record(format!(
-            "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {message}"
-        ));
-    }
-    if !actions.contains(&"Deny") {
-        return Ok(());
-    }
+/// kube's Status for a request a policy refuses with `message` (`<resource> "<name>" is
+/// forbidden: <message>`), its code the one of `reason`.
+fn refusal(a: &Attributes<'_>, message: &str, reason: &str) -> ApiError {
     let resource =
         if a.info.group.is_empty() { a.info.plural.clone() } else { format!("{}.{}", a.info.plural, a.info.group) };
     let code = match reason {
@@ -267,46 +351,75 @@ fn refuse_or_warn(
         details.insert("group".into(), a.info.group.clone().into());
     }
     details.insert("kind".into(), a.info.plural.clone().into());
-    details.insert("causes".into(), json!([{"message": cause}]));
-    Err(ApiError {
+    details.insert("causes".into(), json!([{"message": message}]));
+    ApiError {
         code,
         reason: reason.to_string(),
-        message: format!("{resource} {:?} is forbidden: {cause}", a.name),
+        message: format!("{resource} {:?} is forbidden: {message}", a.name),
         details: Some(Box::new(Value::Object(details))),
         continue_token: None,
         retry_after: None,
-    })
+    }
 }
 
-/// The params object a binding's `paramRef` names, for a policy with a `paramKind`; Ok(None)
-/// for a policy without one. The error is the refusal's message.
-fn params(cache: &WatchCache, policy: &Value, binding: &Value, request_ns: &str) -> Result<Option<Value>, String> {
-    let Some(kind) = policy.pointer("/spec/paramKind") else { return Ok(None) };
+/// The resource of a policy's `paramKind` (None without one); the error is kube's
+/// configuration error when no served resource has that kind.
+fn param_resource(cache: &WatchCache, policy: &Value) -> Result<Option<ResourceInfo>, String> {
+    let Some(kind) = policy.pointer("/spec/paramKind").filter(|k| !k.is_null()) else { return Ok(None) };
     let api_version = kind.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind_name = kind.get("kind").and_then(Value::as_str).unwrap_or("");
+    let kind = kind.get("kind").and_then(Value::as_str).unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let registry = cache.registry();
-    let info = registry.all().iter().find(|r| r.group == group && r.version == version && r.kind == kind_name).cloned();
-    let not_found = || "no params found for policy binding with `Deny` parameterNotFoundAction".to_string();
-    let deny_missing =
-        binding.pointer("/spec/paramRef/parameterNotFoundAction").and_then(Value::as_str) != Some("Allow");
-    let (Some(info), Some(r)) = (info, binding.pointer("/spec/paramRef")) else {
-        return if deny_missing { Err(not_found()) } else { Ok(None) };
-    };
-    let ns = match r.get("namespace").and_then(Value::as_str) {
-        Some(n) => n,
-        None if info.namespaced => request_ns,
-        None => "",
-    };
-    let found = match r.get("name").and_then(Value::as_str) {
-        Some(name) => cache.get(&info, ns, name).ok().flatten().map(|o| o.value()),
-        None => None,
-    };
-    match found {
-        Some(p) => Ok(Some(with_type(&info, p))),
-        None if deny_missing => Err(not_found()),
-        None => Ok(None),
+    match registry.all().iter().find(|r| r.group == group && r.version == version && r.kind == kind) {
+        Some(info) => Ok(Some((**info).clone())),
+        None => Err(format!(
+            "failed to configure policy: failed to find resource referenced by paramKind: '{group}/{version}, Kind={kind}'"
+        )),
     }
+}
+
+/// The params a binding judges with, each a separate evaluation: `[None]` for a policy without
+/// a `paramKind` or a binding without a `paramRef`; the object `paramRef.name` names, or every
+/// object `paramRef.selector` selects (in the binding's namespace, else the request's, for a
+/// namespaced kind). None found is an error under `parameterNotFoundAction: Deny` and no
+/// evaluation under `Allow`. The error is kube's text of the configuration fault.
+fn params(
+    cache: &WatchCache,
+    info: Option<&ResourceInfo>,
+    binding: &Value,
+    request_ns: &str,
+) -> Result<Vec<Option<Value>>, String> {
+    let (Some(info), Some(r)) = (info, binding.pointer("/spec/paramRef").filter(|r| !r.is_null())) else {
+        return Ok(vec![None]);
+    };
+    let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let ns = match (info.namespaced, text("namespace")) {
+        (false, "") => "",
+        (false, _) => return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into()),
+        (true, "") if request_ns.is_empty() => {
+            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into());
+        }
+        (true, "") => request_ns,
+        (true, n) => n,
+    };
+    let found: Vec<Value> = if !text("name").is_empty() {
+        cache.get(info, ns, text("name")).ok().flatten().map(|o| o.value()).into_iter().collect()
+    } else if let Some(selector) = r.get("selector").filter(|s| !s.is_null()) {
+        let within = info.namespaced.then_some(ns);
+        let listed = cache.list(info, within, ListAt::Latest, None, 0, &Selectors::default()).map_err(|e| e.message)?;
+        listed
+            .items
+            .iter()
+            .map(|o| o.value())
+            .filter(|v| selector_matches(selector, v.pointer("/metadata/labels").unwrap_or(&Value::Null)))
+            .collect()
+    } else {
+        return Err("one of name or selector must be provided".into());
+    };
+    if found.is_empty() && text("parameterNotFoundAction") == "Deny" {
+        return Err("no params found for policy binding with `Deny` parameterNotFoundAction".into());
+    }
+    Ok(found.into_iter().map(|p| Some(with_type(info, p))).collect())
 }
 
 /// Whether `m` (a policy's `matchConstraints` or a binding's `matchResources`) matches the

@@ -399,6 +399,7 @@ fn conditions_hold(
     ctx.add_variable_from_value("object", cel(object));
     ctx.add_variable_from_value("oldObject", cel(old));
     ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&crate::admission_policy::request(a)));
+    crate::cel_authz::bind(&mut ctx);
     let mut errors = Vec::new();
     for c in conditions {
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");

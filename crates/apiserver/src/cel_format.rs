@@ -194,7 +194,7 @@ fn content_subdomain(s: &str) -> Vec<String> {
     faults
 }
 
-fn qualified_name(s: &str) -> Vec<String> {
+pub(crate) fn qualified_name(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     let parts: Vec<&str> = s.split('/').collect();
     let name = match parts.as_slice() {

@@ -17,6 +17,7 @@ pub(crate) mod admission_webhook;
 pub mod apply;
 pub mod body;
 pub mod cache;
+pub(crate) mod cel_authz;
 pub(crate) mod cel_check;
 pub(crate) mod cel_format;
 pub(crate) mod cel_library;

@@ -21,7 +21,8 @@ pub(crate) fn validate(obj: &Map<String, Value>, binding: bool) -> Vec<Cause> {
     if binding {
         check_binding(&spec, &mut causes);
     } else {
-        check_policy(&spec, &mut causes);
+        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+        check_policy(&spec, name, &mut causes);
     }
     causes
 }
@@ -82,7 +83,7 @@ pub(crate) fn check_expression(expression: &str, names: &[&str], wants: &str, fi
     }
 }
 
-fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
+fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
     let mut names = vec!["object", "oldObject", "request", "namespaceObject", "variables", "authorizer"];
     if spec.get("paramKind").is_some_and(|p| !p.is_null()) {
         names.push("params");
@@ -111,6 +112,11 @@ fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
         } else if let Err(e) = checked(expression, &names) {
             causes.push(invalid(format!("{at}.expression"), expression, &format!("compilation failed: {e}")));
         }
+    }
+    if list("validations").is_empty() && list("auditAnnotations").is_empty() {
+        let detail = "validations or auditAnnotations must contain at least one item";
+        causes.push(required("spec.validations".into(), detail));
+        causes.push(required("spec.auditAnnotations".into(), detail));
     }
     for (i, v) in list("validations").iter().enumerate() {
         let at = format!("spec.validations[{i}]");
@@ -143,11 +149,68 @@ fn check_policy(spec: &Value, causes: &mut Vec<Cause>) {
             causes.push(unsupported(format!("{at}.reason"), r, &REASONS));
         }
     }
+    let mut keys: Vec<&str> = Vec::new();
+    let annotations = list("auditAnnotations");
+    for (i, an) in annotations.iter().enumerate() {
+        let at = format!("spec.auditAnnotations[{i}]");
+        let key = an.get("key").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(invalid(format!("{at}.key"), key, "requires metadata.name be non-empty"));
+        } else {
+            let qualified = format!("{name}/{key}");
+            for fault in crate::cel_format::qualified_name(&qualified) {
+                causes.push(invalid(format!("{at}.key"), &qualified, &fault));
+            }
+        }
+        let expression = an.get("valueExpression").and_then(Value::as_str).unwrap_or("");
+        let trimmed = expression.trim();
+        if trimmed.is_empty() {
+            causes.push(required(format!("{at}.valueExpression"), "valueExpression is not specified"));
+        } else if trimmed.len() > MAX_VALUE_EXPRESSION {
+            causes.push(required(
+                format!("{at}.valueExpression"),
+                &format!("must not exceed {MAX_VALUE_EXPRESSION} bytes in length"),
+            ));
+        } else {
+            match checked(trimmed, &names) {
+                Err(e) => causes.push(invalid(
+                    format!("{at}.valueExpression"),
+                    expression,
+                    &format!("compilation failed: {e}"),
+                )),
+                Ok(t) => {
+                    let ty = t.to_string();
+                    let known = !matches!(t, crate::cel_check::Ty::Dyn | crate::cel_check::Ty::Error);
+                    if known && ty != "string" && ty != "null_type" {
+                        causes.push(invalid(
+                            format!("{at}.valueExpression"),
+                            expression,
+                            "must evaluate to one of [string null_type]",
+                        ));
+                    }
+                }
+            }
+        }
+        if keys.contains(&key) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_quote(key)),
+                field: format!("{at}.key"),
+            });
+        }
+        keys.push(key);
+    }
 }
+
+/// The longest `valueExpression` of an audit annotation, in bytes.
+const MAX_VALUE_EXPRESSION: usize = 5 * 1024;
 
 fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
     if spec.get("policyName").and_then(Value::as_str).unwrap_or("").is_empty() {
         causes.push(required("spec.policyName".into(), ""));
+    }
+    if let Some(r) = spec.get("paramRef").filter(|r| !r.is_null()) {
+        check_param_ref(r, causes);
     }
     let actions: Vec<Value> = spec.get("validationActions").and_then(Value::as_array).cloned().unwrap_or_default();
     const ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
@@ -179,6 +242,45 @@ fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
     if seen.is_empty() {
         causes.push(required("spec.validationActions".into(), "at least one validation action is required"));
     }
+}
+
+/// A binding's `paramRef`: a name or a selector (not both), and a `parameterNotFoundAction`.
+fn check_param_ref(r: &Value, causes: &mut Vec<Cause>) {
+    let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+    let selector = r.get("selector").filter(|s| !s.is_null());
+    let exclusive = "name and selector are mutually exclusive";
+    let forbidden = |field: &str| Cause {
+        reason: "FieldValueForbidden",
+        message: format!("Forbidden: {exclusive}"),
+        field: format!("spec.paramRef.{field}"),
+    };
+    if !name.is_empty() {
+        for fault in path_segment_faults(name) {
+            causes.push(invalid("spec.paramRef.name".into(), name, &fault));
+        }
+        if selector.is_some() {
+            causes.push(forbidden("name"));
+        }
+    }
+    if selector.is_some() && !name.is_empty() {
+        causes.push(forbidden("selector"));
+    }
+    if name.is_empty() && selector.is_none() {
+        causes.push(required("spec.paramRef".into(), "one of name or selector must be specified"));
+    }
+    match r.get("parameterNotFoundAction").and_then(Value::as_str).unwrap_or("") {
+        "" => causes.push(required("spec.paramRef.parameterNotFoundAction".into(), "")),
+        "Deny" | "Allow" => {}
+        other => causes.push(unsupported("spec.paramRef.parameterNotFoundAction".into(), other, &["Deny", "Allow"])),
+    }
+}
+
+/// Why a name cannot be a path segment, in kube's words.
+fn path_segment_faults(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"].iter().filter(|bad| name.contains(**bad)).map(|bad| format!("may not contain '{bad}'")).collect()
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -252,6 +354,73 @@ mod tests {
                 "spec.validationActions".to_string(),
                 "Required value: at least one validation action is required".to_string()
             )]
+        );
+    }
+
+    #[test]
+    fn audit_annotations_have_qualified_keys_and_string_values() {
+        let none = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": {}}});
+        let detail = "Required value: validations or auditAnnotations must contain at least one item";
+        assert_eq!(
+            causes(none, false),
+            [
+                ("spec.validations".to_string(), detail.to_string()),
+                ("spec.auditAnnotations".to_string(), detail.to_string())
+            ]
+        );
+        let policy = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": {}, "auditAnnotations": [
+            {"key": "replicas", "valueExpression": "string(object.spec.replicas)"},
+            {"key": "bad key", "valueExpression": "1 + 1"},
+            {"key": "replicas", "valueExpression": " "},
+            {"key": "nothing", "valueExpression": "null"}
+        ]}});
+        let found = causes(policy, false);
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(found[0].0, "spec.auditAnnotations[1].key");
+        assert!(found[0].1.starts_with("Invalid value: \"p/bad key\": name part must consist of"), "{}", found[0].1);
+        assert_eq!(
+            found[1],
+            (
+                "spec.auditAnnotations[1].valueExpression".to_string(),
+                "Invalid value: \"1 + 1\": must evaluate to one of [string null_type]".to_string()
+            )
+        );
+        assert_eq!(
+            found[2],
+            (
+                "spec.auditAnnotations[2].valueExpression".to_string(),
+                "Required value: valueExpression is not specified".to_string()
+            )
+        );
+        assert_eq!(found[3], ("spec.auditAnnotations[2].key".to_string(), "Duplicate value: \"replicas\"".to_string()));
+    }
+
+    #[test]
+    fn a_param_ref_names_or_selects_and_says_what_to_do_without_params() {
+        let binding = |r: Value| json!({"spec": {"policyName": "p", "validationActions": ["Deny"], "paramRef": r}});
+        assert!(causes(binding(json!({"name": "limits", "parameterNotFoundAction": "Deny"})), true).is_empty());
+        assert!(causes(binding(json!({"selector": {}, "parameterNotFoundAction": "Allow"})), true).is_empty());
+        assert_eq!(
+            causes(binding(json!({"name": "a/b", "selector": {}, "parameterNotFoundAction": "Ignore"})), true),
+            [
+                ("spec.paramRef.name".to_string(), "Invalid value: \"a/b\": may not contain '/'".to_string()),
+                ("spec.paramRef.name".to_string(), "Forbidden: name and selector are mutually exclusive".to_string()),
+                (
+                    "spec.paramRef.selector".to_string(),
+                    "Forbidden: name and selector are mutually exclusive".to_string()
+                ),
+                (
+                    "spec.paramRef.parameterNotFoundAction".to_string(),
+                    "Unsupported value: \"Ignore\": supported values: \"Deny\", \"Allow\"".to_string()
+                ),
+            ]
+        );
+        assert_eq!(
+            causes(binding(json!({})), true),
+            [
+                ("spec.paramRef".to_string(), "Required value: one of name or selector must be specified".to_string()),
+                ("spec.paramRef.parameterNotFoundAction".to_string(), "Required value".to_string()),
+            ]
         );
     }
 }

@@ -2,9 +2,11 @@
 //! matches with kube-apiserver's Status (422 Invalid, `<resource> "<name>" is forbidden:
 //! ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`),
 //! and only those: other resources, operations and namespaces pass; `Warn` gives a `Warning`
-//! header; `params` come from the object the binding's `paramRef` names; deletes are judged on
-//! `oldObject`; a policy whose expression does not compile is refused; the oldest and the
-//! newest kubectl apply a policy and report its refusal.
+//! header; `params` come from the object the binding's `paramRef` names or from each it
+//! selects; faults of configuration and audit annotations that cannot be evaluated refuse; the
+//! authorizer allows the server's user; deletes are judged on `oldObject`; a policy whose
+//! expression does not compile is refused; the oldest and the newest kubectl apply a policy and
+//! report its refusal.
 
 mod common;
 
@@ -174,13 +176,105 @@ async fn warnings_params_and_deletes() {
     assert_eq!(c.delete(path).await.code, 200);
     settled(&c).await;
 
-    // With its params gone, a binding whose parameterNotFoundAction is Deny refuses (here: warns).
+    // With its params gone, a binding whose parameterNotFoundAction is Deny refuses: a fault of
+    // the binding's configuration refuses under failurePolicy Fail whatever its actions.
     let r = c.post("/apis/apps/v1/namespaces/apps/deployments", &deployment("narrow", 1)).await;
-    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
-        r.headers["warning"],
-        "299 - \"Validation failed for ValidatingAdmissionPolicy 'limit' with binding 'limit-warn': no params found for policy binding with `Deny` parameterNotFoundAction\""
+        r.body["message"],
+        "deployments.apps \"narrow\" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit-warn' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
     );
+}
+
+#[tokio::test]
+async fn selected_params_audit_annotations_and_the_authorizer() {
+    let s = server().await;
+    create_namespaces(&s, &["apps"]).await.unwrap();
+    let c = Client::new(&s);
+    let limits = |name: &str, max: &str, selected: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "labels": {"limits": selected}}, "data": {"maxReplicas": max}})
+    };
+    let spec = json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                      "matchConstraints": deployments_rule(json!(["CREATE"])),
+                      "validations": [{"expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+                                       "messageExpression": "'over ' + params.metadata.name"}],
+                      "auditAnnotations": [{"key": "replicas", "valueExpression": "string(object.spec.replicas)"}]});
+    assert_eq!(c.post(POLICIES, &policy("limit", spec)).await.code, 201);
+    let selecting = json!({"policyName": "limit", "validationActions": ["Deny"],
+                           "paramRef": {"selector": {"matchLabels": {"limits": "yes"}}, "parameterNotFoundAction": "Allow"}});
+    assert_eq!(c.post(BINDINGS, &binding("limit-selected", selecting)).await.code, 201);
+    settled(&c).await;
+    // No param selected and Allow: the policy judges nothing.
+    let create = |name: &str, replicas: u64| {
+        let c = &c;
+        let d = deployment(name, replicas);
+        async move { c.post("/apis/apps/v1/namespaces/apps/deployments", &d).await }
+    };
+    assert_eq!(create("unjudged", 50).await.code, 201);
+    for (name, max, selected) in [("high", "8", "yes"), ("low", "4", "yes"), ("ignored", "1", "no")] {
+        assert_eq!(c.post("/api/v1/namespaces/apps/configmaps", &limits(name, max, selected)).await.code, 201);
+    }
+    settled(&c).await;
+    // Every selected param judges; the unselected one does not.
+    assert_eq!(create("small", 3).await.code, 201);
+    let r = create("medium", 6).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "deployments.apps \"medium\" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit-selected' denied request: over low"
+    );
+
+    // An audit annotation whose value is neither a string nor null refuses under Fail.
+    let spec = json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
+                      "auditAnnotations": [{"key": "replicas", "valueExpression": "object.spec.replicas"}]});
+    assert_eq!(c.post(POLICIES, &policy("annotate", spec)).await.code, 201);
+    let b = binding("annotate", json!({"policyName": "annotate", "validationActions": ["Audit"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+    let r = create("annotated", 2).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "deployments.apps \"annotated\" is forbidden: ValidatingAdmissionPolicy 'annotate' with binding 'annotate' denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null."
+    );
+
+    // A paramKind no resource serves is a fault of the policy, refused before any binding.
+    let spec = json!({"paramKind": {"apiVersion": "example.com/v1", "kind": "Limits"},
+                      "matchConstraints": deployments_rule(json!(["UPDATE"])), "failurePolicy": "Fail",
+                      "validations": [{"expression": "true"}]});
+    assert_eq!(c.post(POLICIES, &policy("unknown-params", spec)).await.code, 201);
+    let b = binding("unknown-params", json!({"policyName": "unknown-params", "validationActions": ["Warn"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+    let merge = "application/merge-patch+json";
+    let r = c
+        .patch("/apis/apps/v1/namespaces/apps/deployments/small", merge, &json!({"metadata": {"labels": {"a": "b"}}}))
+        .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "deployments.apps \"small\" is forbidden: ValidatingAdmissionPolicy 'unknown-params' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=Limits'"
+    );
+
+    // The authorizer allows the server's one user everything.
+    let spec = json!({"matchConstraints": deployments_rule(json!(["DELETE"])),
+                      "validations": [{"expression": "!authorizer.requestResource.check('delete').allowed()",
+                                       "message": "the server's user may delete"},
+                                      {"expression": "authorizer.group('').resource('pods').namespace('apps').check('create').reason() != ''",
+                                       "message": "allowed without a reason"}]});
+    assert_eq!(c.post(POLICIES, &policy("authorized", spec)).await.code, 201);
+    let b = binding("authorized", json!({"policyName": "authorized", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+    let r = c.delete("/apis/apps/v1/namespaces/apps/deployments/small").await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "deployments.apps \"small\" is forbidden: ValidatingAdmissionPolicy 'authorized' with binding 'authorized' denied request: the server's user may delete"
+    );
+    let messages: Vec<&Value> = r.body["details"]["causes"].as_array().unwrap().iter().map(|c| &c["message"]).collect();
+    assert_eq!(messages.len(), 1, "{messages:?}");
 }
 
 const KUBECTL_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
