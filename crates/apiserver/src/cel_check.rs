@@ -260,11 +260,6 @@ const TYPE_NAMES: [&str; 11] =
 const PACKAGES: [&str; 12] =
     ["base64", "cidr", "format", "google", "ip", "kubernetes", "lists", "math", "net", "optional", "sets", "strings"];
 
-/// Macros of two iteration variables (kube's environment has them since v1.32): the variables
-/// are their first two arguments, the body (or filter and body) the rest.
-const TWO_VARIABLE_MACROS: [&str; 7] =
-    ["all", "exists", "existsOne", "exists_one", "transformList", "transformMap", "transformMapEntry"];
-
 impl<'s> Checker<'_, 's> {
     fn report(&mut self, id: u64, message: String) -> Ty<'s> {
         let offset = self.program.source_info().offset_for(id).map_or(0, |(start, _)| start as usize);
@@ -315,9 +310,6 @@ impl<'s> Checker<'_, 's> {
                 if s.test { if field == Ty::Error { Ty::Error } else { Ty::Bool } } else { field }
             }
             Expr::Call(c) => {
-                if let Some(t) = self.two_variable_macro(c) {
-                    return t;
-                }
                 // A call on an undeclared name is a namespaced function (`sets.contains`).
                 let target = match c.target.as_deref() {
                     Some(t) => match &t.expr {
@@ -390,33 +382,6 @@ impl<'s> Checker<'_, 's> {
         }
     }
 
-    /// A two-variable macro (`m.all(k, v, v != '')`, `l.transformList(i, v, v * 2)`), which
-    /// the parser leaves a call: its body is checked with both variables `dyn`; its result is a
-    /// bool for the tests, `dyn` for the transforms.
-    fn two_variable_macro(&mut self, c: &cel::common::ast::CallExpr) -> Option<Ty<'s>> {
-        let target = c.target.as_deref()?;
-        if !TWO_VARIABLE_MACROS.contains(&c.func_name.as_str()) || c.args.len() < 3 {
-            return None;
-        }
-        let (Expr::Ident(first), Expr::Ident(second)) = (&c.args[0].expr, &c.args[1].expr) else { return None };
-        self.expr(target);
-        let depth = self.scopes.len();
-        self.scopes.push((first.clone(), Ty::Dyn));
-        self.scopes.push((second.clone(), Ty::Dyn));
-        let mut failed = false;
-        for a in &c.args[2..] {
-            failed |= self.expr(a) == Ty::Error;
-        }
-        self.scopes.truncate(depth);
-        Some(if failed {
-            Ty::Error
-        } else if c.func_name.starts_with("transform") {
-            Ty::Dyn
-        } else {
-            Ty::Bool
-        })
-    }
-
     /// The type of `operand.field`.
     fn select(&mut self, id: u64, operand: &Ty<'s>, field: &str) -> Ty<'s> {
         match operand {
@@ -456,6 +421,20 @@ impl<'s> Checker<'_, 's> {
             }
         };
         match (function, target.as_ref(), args.as_slice()) {
+            // The range of a two-variable comprehension (see `cel_comprehension`), whose two
+            // names are `dyn`.
+            (crate::cel_comprehension::PAIRS, None, [range]) => {
+                if range.numeric() || matches!(range, Bool | String | Bytes | Null) {
+                    let Expr::Call(c) = &e.expr else { return Error };
+                    return self.report(
+                        c.args[0].id,
+                        format!(
+                            "expression of type '{range}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                        ),
+                    );
+                }
+                List(Box::new(List(Box::new(Dyn))))
+            }
             ("_&&_" | "_||_", None, [_, _]) => {
                 // cel-go types a logical operator's operands one by one.
                 let Expr::Call(c) = &e.expr else { return Bool };
@@ -717,6 +696,15 @@ mod tests {
             run(&s, false, "replicas > 0"),
             Err("ERROR: <input>:1:1: undeclared reference to 'replicas' (in container '')\n | replicas > 0\n | ^"
                 .into())
+        );
+        assert_eq!(
+            run(&s, false, "self.replicas.all(k, v, true)"),
+            Err("ERROR: <input>:1:5: expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)\n | self.replicas.all(k, v, true)\n | ....^".into())
+        );
+        assert_eq!(
+            run(&s, false, "self.items.all(i, item, item.nme != '')"),
+            Ok("bool".into()),
+            "the two names of a comprehension are dyn"
         );
         // Errors come in the order of their places.
         assert_eq!(

@@ -19,6 +19,7 @@ pub mod body;
 pub mod cache;
 pub(crate) mod cel_authz;
 pub(crate) mod cel_check;
+pub(crate) mod cel_comprehension;
 pub(crate) mod cel_format;
 pub(crate) mod cel_library;
 pub(crate) mod cel_network;

@@ -46,6 +46,7 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let _ = crate::cel_semver::register(&mut env);
     let _ = crate::cel_format::register(&mut env);
     let _ = crate::cel_authz::register(&mut env);
+    let _ = crate::cel_comprehension::register(&mut env);
     Arc::new(env)
 });
 

@@ -686,7 +686,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
 }
 
 #[tokio::test]
-async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries() {
+async fn validation_rules_use_kube_s_libraries_and_two_variable_comprehensions() {
     let s = server().await;
     let c = Client::new(&s);
     let spec = json!({"type": "object", "properties": {
@@ -698,7 +698,12 @@ async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries()
             {"rule": "cidr('10.0.0.0/8').containsIP(self)", "message": "address must be in 10.0.0.0/8"}]},
         "service": {"type": "string", "x-kubernetes-validations": [
             {"rule": "!format.dns1035Label().validate(self).hasValue()",
-             "messageExpression": "format.dns1035Label().validate(self).value().join(', ')"}]}
+             "messageExpression": "format.dns1035Label().validate(self).value().join(', ')"}]},
+        "limits": {"type": "object", "additionalProperties": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.all(k, v, v <= 10 || k.startsWith('big-'))", "message": "only big- limits exceed 10"}]},
+        "ports": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.all(i, p, i == 0 || p > self[i - 1])", "message": "ports must increase"},
+            {"rule": "self.transformList(i, p, p * 2).all(p, p < 131072)", "message": "ports must be valid"}]}
     }});
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -714,11 +719,11 @@ async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries()
     let base = "/apis/example.com/v1/probes";
     let probe = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": name}, "spec": spec});
     let good = json!({"memory": "512Mi", "endpoint": "https://probe.example.com:8443/health", "address": "10.1.2.3",
-                      "service": "web-1"});
+                      "service": "web-1", "limits": {"cpu": 4, "big-memory": 64}, "ports": [80, 443, 8443]});
     let r = c.post(base, &probe("good", good)).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let bad = json!({"memory": "2G", "endpoint": "http://probe.example.com/", "address": "192.168.0.1",
-                     "service": "1-web"});
+                     "service": "1-web", "limits": {"cpu": 40}, "ports": [443, 80]});
     let r = c.post(base, &probe("bad", bad)).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
@@ -730,7 +735,9 @@ async fn validation_rules_use_kube_s_quantity_url_ip_cidr_and_format_libraries()
                 "spec.endpoint",
                 "Invalid value: \"http://probe.example.com/\": endpoint must be an https URL"
             ),
+            cause("FieldValueInvalid", "spec.limits", "Invalid value: only big- limits exceed 10"),
             cause("FieldValueInvalid", "spec.memory", "Invalid value: \"2G\": memory must be under 1Gi"),
+            cause("FieldValueInvalid", "spec.ports", "Invalid value: ports must increase"),
             cause(
                 "FieldValueInvalid",
                 "spec.service",
