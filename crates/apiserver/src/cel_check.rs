@@ -44,6 +44,8 @@ pub(crate) enum Ty<'s> {
     /// The resource's `metadata`: only `name` and `generateName`.
     RootMetadata,
     Optional(Box<Ty<'s>>),
+    /// A library's own type, by its CEL name (`kubernetes.NamedFormat`).
+    Opaque(&'static str),
 }
 
 impl std::fmt::Display for Ty<'_> {
@@ -66,6 +68,7 @@ impl std::fmt::Display for Ty<'_> {
             Ty::Map(k, v) => write!(f, "map({k}, {v})"),
             Ty::Object(_) | Ty::Root(_) | Ty::RootMetadata => f.write_str("object"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),
+            Ty::Opaque(name) => f.write_str(name),
         }
     }
 }
@@ -561,8 +564,12 @@ impl<'s> Checker<'_, 's> {
             ) => Bool,
             ("asInteger" | "compareTo" | "sign" | "family" | "prefixLength" | "major" | "minor" | "patch", _, _) => Int,
             ("isSemver", _, _) => Bool,
-            // kube's format library: a format's `validate` gives the faults, if any.
-            ("validate", Some(_), [String | Dyn]) => Optional(Box::new(List(Box::new(String)))),
+            // kube's format library: `format.<name>()` is a format, `format.named(s)` an optional
+            // one, and a format's `validate` gives the faults, if any.
+            (f, None, []) if crate::cel_format::FORMATS.contains(&f) => Opaque(crate::cel_format::NAME),
+            ("named", None, [String | Dyn]) => Optional(Box::new(Opaque(crate::cel_format::NAME))),
+            ("validate", Some(Opaque(_) | Dyn), [String | Dyn]) => Optional(Box::new(List(Box::new(String)))),
+            ("validate", Some(t), _) => self.no_overload(id, function, Some(t), &args),
             ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", _, _) => String,
             ("asApproximateFloat", _, _) => Double,
             ("getQuery", _, _) => Map(Box::new(String), Box::new(List(Box::new(String)))),
@@ -696,6 +703,10 @@ mod tests {
             run(&s, false, "replicas > 0"),
             Err("ERROR: <input>:1:1: undeclared reference to 'replicas' (in container '')\n | replicas > 0\n | ^"
                 .into())
+        );
+        assert_eq!(
+            run(&s, false, "format.named('labelValue').validate(self.name)"),
+            Err("ERROR: <input>:1:36: found no matching overload for 'validate' applied to 'optional_type(kubernetes.NamedFormat).(string)'\n | format.named('labelValue').validate(self.name)\n | ...................................^".into())
         );
         assert_eq!(
             run(&s, false, "self.replicas.all(k, v, true)"),

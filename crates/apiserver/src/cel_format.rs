@@ -18,10 +18,11 @@ use regex::Regex;
 
 use crate::cel_library::{arg, give, string_arg};
 
-const NAME: &str = "kubernetes.NamedFormat";
+/// The CEL type of a format.
+pub(crate) const NAME: &str = "kubernetes.NamedFormat";
 
 /// The formats, by the name CEL knows them by.
-const FORMATS: [&str; 13] = [
+pub(crate) const FORMATS: [&str; 13] = [
     "dns1123Label",
     "dns1123Subdomain",
     "dns1035Label",
