@@ -160,7 +160,7 @@ fn dns1123_subdomain(s: &str) -> Vec<String> {
     faults
 }
 
-fn dns1035_label(s: &str) -> Vec<String> {
+pub(crate) fn dns1035_label(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     if s.len() > 63 {
         faults.push(max_len(63));

@@ -75,8 +75,15 @@ pub fn default_on_create(obj: &mut Map<String, Value>) {
 /// The defaults of every write of a CustomResourceDefinition's spec.
 pub fn default_spec(obj: &mut Map<String, Value>) {
     let Some(Value::Object(spec)) = obj.get_mut("spec") else { return };
-    if !spec.get("conversion").is_some_and(Value::is_object) {
-        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    match spec.get_mut("conversion") {
+        Some(Value::Object(c)) => {
+            if c.get("strategy").and_then(Value::as_str).unwrap_or("").is_empty() {
+                c.insert("strategy".into(), "None".into());
+            }
+        }
+        _ => {
+            spec.insert("conversion".into(), json!({"strategy": "None"}));
+        }
     }
     if let Some(Value::Object(names)) = spec.get_mut("names") {
         let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();

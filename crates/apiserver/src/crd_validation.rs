@@ -3,7 +3,8 @@
 //! `*.k8s.io` group without its approval annotation), bad or missing names, a scope other than
 //! `Namespaced`/`Cluster`, not exactly one storage version, duplicate or badly named versions,
 //! missing or non-structural schemas, scale paths outside `.spec`/`.status`, bad printer
-//! columns, an unknown conversion strategy, and a storage version missing from
+//! columns, an unknown conversion strategy or a webhook conversion without a client
+//! configuration or a ConversionReview version the server speaks, and a storage version missing from
 //! `status.storedVersions`.
 //!
 //! Invariant: validation never changes the object; every cause found is reported, in kube's
@@ -35,6 +36,70 @@ fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
 
 fn forbidden(field: String, detail: &str) -> Cause {
     Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
+}
+
+/// `spec.conversion`: a known strategy; for `Webhook` a client configuration and ConversionReview
+/// versions the server speaks, neither otherwise. kube reports them at the paths of its
+/// internal type (`spec.conversion.webhookClientConfig`, `spec.conversion.conversionReviewVersions`).
+fn validate_conversion(conversion: &Value, causes: &mut Vec<Cause>) {
+    let strategy = s(Some(conversion), "strategy");
+    match strategy {
+        "" => causes.push(required("spec.conversion.strategy".into(), "")),
+        "None" | "Webhook" => {}
+        other => causes.push(unsupported("spec.conversion.strategy".into(), other, &["None", "Webhook"])),
+    }
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    let client_config = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
+    let versions: Vec<&str> = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    const AT_CONFIG: &str = "spec.conversion.webhookClientConfig";
+    const AT_VERSIONS: &str = "spec.conversion.conversionReviewVersions";
+    if strategy != "Webhook" {
+        let forbidden = |field: &str| Cause {
+            reason: "FieldValueForbidden",
+            message: "Forbidden: should not be set when strategy is not set to Webhook".into(),
+            field: field.into(),
+        };
+        if client_config.is_some() {
+            causes.push(forbidden(AT_CONFIG));
+        }
+        if !versions.is_empty() {
+            causes.push(forbidden(AT_VERSIONS));
+        }
+        return;
+    }
+    match client_config {
+        None => causes.push(required(AT_CONFIG.into(), "required when strategy is set to Webhook")),
+        Some(cc) => crate::webhook_configuration::check_client_config(cc, AT_CONFIG, causes),
+    }
+    if versions.is_empty() {
+        causes.push(required(AT_VERSIONS.into(), ""));
+        return;
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        if seen.contains(v) {
+            causes.push(invalid(format!("{AT_VERSIONS}[{i}]"), v, "duplicate version"));
+            continue;
+        }
+        seen.push(v);
+        for fault in crate::cel_format::dns1035_label(v) {
+            causes.push(invalid(format!("{AT_VERSIONS}[{i}]"), v, &fault));
+        }
+    }
+    if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: {}: must include at least one of v1, v1beta1",
+                crate::webhook_configuration::go_strings("[]string", &versions)
+            ),
+            field: AT_VERSIONS.into(),
+        });
+    }
 }
 
 fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {
@@ -99,11 +164,8 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), ApiError> {
     }
     validate_names(names, "spec.names", &mut causes);
     validate_versions(spec, &mut causes);
-    if let Some(strategy) =
-        spec.and_then(|s| s.get("conversion")).and_then(|c| c.get("strategy")).and_then(Value::as_str)
-        && !matches!(strategy, "None" | "Webhook")
-    {
-        causes.push(unsupported("spec.conversion.strategy".into(), strategy, &["None", "Webhook"]));
+    if let Some(conversion) = spec.and_then(|s| s.get("conversion")).filter(|c| !c.is_null()) {
+        validate_conversion(conversion, &mut causes);
     }
     let versions: Vec<&str> = spec
         .and_then(|s| s.get("versions"))
@@ -352,6 +414,53 @@ mod tests {
         c["spec"]["group"] = json!("apps");
         c["spec"]["scope"] = json!("Global");
         assert_eq!(fields(validate(&c).unwrap_err()), ["metadata.name", "spec.group", "spec.scope"]);
+    }
+
+    #[test]
+    fn a_webhook_conversion_needs_a_client_and_a_review_version_the_server_speaks() {
+        let messages = |conversion: Value| -> Vec<String> {
+            let mut c = crd();
+            c["spec"]["conversion"] = conversion;
+            match validate(&c) {
+                Ok(()) => Vec::new(),
+                Err(e) => e.details.unwrap()["causes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+                    .collect(),
+            }
+        };
+        let client = json!({"url": "https://127.0.0.1:9443/convert"});
+        let good = json!({"strategy": "Webhook", "webhook": {"clientConfig": client, "conversionReviewVersions": ["v2", "v1"]}});
+        assert_eq!(messages(good), Vec::<String>::new());
+        assert_eq!(
+            messages(json!({"strategy": "Webhook"})),
+            [
+                "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                "spec.conversion.conversionReviewVersions: Required value"
+            ]
+        );
+        assert_eq!(
+            messages(json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "http://x/convert"},
+                                                              "conversionReviewVersions": ["v2", "v2", "V3"]}})),
+            [
+                "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme".to_string()
+                    + crate::webhook_configuration::FORM,
+                "spec.conversion.conversionReviewVersions[1]: Invalid value: \"v2\": duplicate version".into(),
+                "spec.conversion.conversionReviewVersions[2]: Invalid value: \"V3\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
+                "spec.conversion.conversionReviewVersions: Invalid value: []string{\"v2\", \"v2\", \"V3\"}: must include at least one of v1, v1beta1".into(),
+            ]
+        );
+        assert_eq!(
+            messages(
+                json!({"strategy": "None", "webhook": {"clientConfig": client, "conversionReviewVersions": ["v1"]}})
+            ),
+            [
+                "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook",
+                "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to Webhook"
+            ]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::structural::{Cause, go_quote};
 /// The AdmissionReview versions kube-apiserver speaks.
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
 /// The form kube names in URL errors.
-const FORM: &str = "; desired format: https://host[/path]";
+pub(crate) const FORM: &str = "; desired format: https://host[/path]";
 
 /// Fills the defaults of every webhook of a configuration; `mutating` for a
 /// MutatingWebhookConfiguration.
@@ -144,7 +144,7 @@ fn check_review_versions(hook: &Value, at: &str, causes: &mut Vec<Cause>) {
 }
 
 /// Go's `%#v` of a string slice (`[]string{"a", "b"}`), as kube prints a list value.
-fn go_strings(type_name: &str, items: &[&str]) -> String {
+pub(crate) fn go_strings(type_name: &str, items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|v| go_quote(v)).collect();
     format!("{type_name}{{{}}}", quoted.join(", "))
 }
@@ -264,7 +264,7 @@ fn check_resources(resources: &[&str], at: &str, causes: &mut Vec<Cause>) {
 }
 
 /// Exactly one of an `https` URL or a Service, as kube checks them.
-fn check_client_config(cc: &Value, at: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn check_client_config(cc: &Value, at: &str, causes: &mut Vec<Cause>) {
     match (cc.get("url").and_then(Value::as_str), cc.get("service").filter(|s| !s.is_null())) {
         (Some(url), None) => check_url(url, &format!("{at}.url"), causes),
         (None, Some(service)) => check_service(service, &format!("{at}.service"), causes),
