@@ -51,7 +51,7 @@ pub(crate) struct Attributes<'a> {
 
 /// Judges a request by every bound policy.
 pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiError> {
-    if a.info.group == GROUP {
+    if a.info.group == GROUP && a.info.plural.starts_with("validatingadmissionpolic") {
         return Ok(());
     }
     let registry = cache.registry();
@@ -93,7 +93,7 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
         }
         let binding_name = binding.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
         let judged = Judged { policy: policy_name, binding: binding_name, fail_closed };
-        let params = match params(cache, param_info.as_ref(), &binding, a.namespace) {
+        let params = match params(cache, param_info.as_ref(), &binding, request_namespace(a)) {
             Ok(p) => p,
             Err(message) => {
                 if fail_closed {
@@ -118,7 +118,8 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
             crate::cel_authz::bind(&mut ctx);
             let vars = variables(&policy, &ctx);
             ctx.add_variable_from_value("variables", vars);
-            for (message, reason) in judged.failures(&policy, &ctx) {
+            let Some(failures) = judged.failures(&policy, &ctx) else { continue };
+            for (message, reason) in failures {
                 for action in &actions {
                     match *action {
                         "Deny" => verdict.deny(&judged.denied(&message), reason),
@@ -168,19 +169,17 @@ impl Judged<'_> {
         format!("ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}", self.policy, self.binding)
     }
 
-    /// The policy's failures with one set of params: a match condition that cannot be
-    /// evaluated (under `Fail`), or else, when every condition holds, each validation that does
-    /// not, as (message, reason).
-    fn failures<'v>(&self, policy: &'v Value, ctx: &Context) -> Vec<(String, &'v str)> {
-        for c in policy.pointer("/spec/matchConditions").and_then(Value::as_array).into_iter().flatten() {
-            let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-            match evaluate(expression, ctx) {
-                Ok(Cel::Bool(true)) => {}
-                Err(e) if self.fail_closed => {
-                    return vec![(format!("expression '{expression}' resulted in error: {e}"), "")];
-                }
-                _ => return Vec::new(),
-            }
+    /// The policy's failures with one set of params, as (message, reason); None when its match
+    /// conditions do not hold (one is false, or some fail to evaluate under `Ignore`). Match
+    /// conditions that fail to evaluate under `Fail`, none being false, are the one failure;
+    /// otherwise each validation that does not hold is one.
+    fn failures<'v>(&self, policy: &'v Value, ctx: &Context) -> Option<Vec<(String, &'v str)>> {
+        let conditions = policy.pointer("/spec/matchConditions").and_then(Value::as_array);
+        match conditions_hold(conditions.map_or(&[][..], Vec::as_slice), ctx) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) if self.fail_closed => return Some(vec![(e, "")]),
+            Err(_) => return None,
         }
         let mut out = Vec::new();
         for v in policy.pointer("/spec/validations").and_then(Value::as_array).into_iter().flatten() {
@@ -195,15 +194,12 @@ impl Judged<'_> {
                 Err(_) => {}
             }
         }
-        out
+        Some(out)
     }
 
-    /// The first `auditAnnotations` value that cannot be evaluated to a string or null, under
-    /// `Fail`, as kube words it.
+    /// The first `auditAnnotations` value that is neither a string nor null, or that fails to
+    /// evaluate under `Fail`, as kube words it.
     fn audit_annotation_error(&self, policy: &Value, ctx: &Context) -> Option<String> {
-        if !self.fail_closed {
-            return None;
-        }
         policy.pointer("/spec/auditAnnotations").and_then(Value::as_array).into_iter().flatten().find_map(|an| {
             let expression = an.get("valueExpression").and_then(Value::as_str).unwrap_or("");
             match evaluate(expression.trim(), ctx) {
@@ -213,7 +209,10 @@ impl Judged<'_> {
                     expression.trim(),
                     cel_type_name(&other)
                 )),
-                Err(e) => Some(format!("expression '{}' resulted in error: {e}", expression.trim())),
+                Err(e) if self.fail_closed => {
+                    Some(format!("expression '{}' resulted in error: {e}", expression.trim()))
+                }
+                Err(_) => None,
             }
         })
     }
@@ -323,15 +322,44 @@ pub(crate) fn evaluate(expression: &str, ctx: &Context) -> Result<Cel, String> {
 fn failure_message(v: &Value, expression: &str, ctx: &Context) -> String {
     if let Some(me) = v.get("messageExpression").and_then(Value::as_str)
         && let Ok(Cel::String(s)) = evaluate(me, ctx)
-        && !s.trim().is_empty()
-        && !s.contains('\n')
     {
-        return s.to_string();
+        let s = s.trim();
+        if !s.is_empty() && s.len() <= MAX_MESSAGE && !s.contains('\n') {
+            return s.to_string();
+        }
     }
-    match v.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+    match v.get("message").and_then(Value::as_str).map(str::trim).filter(|m| !m.is_empty()) {
         Some(m) => m.to_string(),
         None => format!("failed expression: {}", expression.trim()),
     }
+}
+
+/// The longest message a `messageExpression` may give, in bytes.
+const MAX_MESSAGE: usize = 5 * 1024;
+
+/// Whether every match condition holds, as kube's matcher decides: any false, no; otherwise the
+/// conditions that fail to evaluate are the error (`[<e1>, <e2>]` for several).
+pub(crate) fn conditions_hold(conditions: &[Value], ctx: &Context) -> Result<bool, String> {
+    let mut errors = Vec::new();
+    for c in conditions {
+        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
+        match evaluate(expression, ctx) {
+            Ok(Cel::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// The namespace a request is in, as admission sees it: a Namespace's own name for a request
+/// on a Namespace.
+fn request_namespace<'a>(a: &Attributes<'a>) -> &'a str {
+    if a.info.group.is_empty() && a.info.plural == "namespaces" { a.name } else { a.namespace }
 }
 
 /// kube's Status for a request a policy refuses with `message` (`<resource> "<name>" is

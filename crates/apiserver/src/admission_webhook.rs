@@ -400,20 +400,7 @@ fn conditions_hold(
     ctx.add_variable_from_value("oldObject", cel(old));
     ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&crate::admission_policy::request(a)));
     crate::cel_authz::bind(&mut ctx);
-    let mut errors = Vec::new();
-    for c in conditions {
-        let expression = c.get("expression").and_then(Value::as_str).unwrap_or("");
-        match crate::admission_policy::evaluate(expression, &ctx) {
-            Ok(Cel::Bool(true)) => {}
-            Ok(_) => return Ok(false),
-            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
-        }
-    }
-    match errors.len() {
-        0 => Ok(true),
-        1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
+    crate::admission_policy::conditions_hold(conditions, &ctx)
 }
 
 /// The AdmissionReview sent: the request's attributes, objects and options.

@@ -4,9 +4,11 @@
 //! `authorizer.requestResource.check(verb)`, each check giving a decision whose `allowed()`,
 //! `reason()`, `errored()` and `error()` an expression reads.
 //!
-//! Invariants: the server has one user, `system:admin` in `system:masters`, whom kube's
-//! authorizers allow everything without a reason; so every decision is allowed, with an empty
-//! reason and no error, whatever was asked. The variables exist only where [`bind`] puts them.
+//! Invariants: the server authorizes as kube-apiserver with `--authorization-mode=AlwaysAllow`
+//! (its one user, `system:admin` in `system:masters`, and any service account a check names are
+//! allowed everything, without a reason), so every decision is allowed, with an empty reason and
+//! no error; a blank path or resource and a malformed service account are errors in kube's
+//! words. The variables exist only where [`bind`] puts them.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use cel::common::value::CowVal;
 use cel::objects::Opaque;
 use cel::{Context, DeclarationError, Env, ExecutionError, Value as Cel};
 
-use crate::cel_library::give;
+use crate::cel_library::{give, string_arg};
 
 const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const PATH_CHECK: &str = "kubernetes.authorization.PathCheck";
@@ -40,16 +42,16 @@ fn of(name: &'static str) -> Cel {
 /// Adds the library's functions to `env`.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     let ty = Type::new_opaque_type;
-    env.add_member_overload("path", "authorizer_path", ty(AUTHORIZER), vec![STRING_TYPE], to::<1>)?;
+    env.add_member_overload("path", "authorizer_path", ty(AUTHORIZER), vec![STRING_TYPE], path)?;
     env.add_member_overload("group", "authorizer_group", ty(AUTHORIZER), vec![STRING_TYPE], to::<2>)?;
     env.add_member_overload(
         "serviceAccount",
         "authorizer_serviceaccount",
         ty(AUTHORIZER),
         vec![STRING_TYPE, STRING_TYPE],
-        to::<0>,
+        service_account,
     )?;
-    env.add_member_overload("resource", "groupcheck_resource", ty(GROUP_CHECK), vec![STRING_TYPE], to::<3>)?;
+    env.add_member_overload("resource", "groupcheck_resource", ty(GROUP_CHECK), vec![STRING_TYPE], resource)?;
     for field in ["subresource", "namespace", "name", "fieldSelector", "labelSelector"] {
         let id = format!("resourcecheck_{}", field.to_lowercase());
         env.add_member_overload(field, &id, ty(RESOURCE_CHECK), vec![STRING_TYPE], to::<3>)?;
@@ -67,6 +69,36 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
 /// [`RESOURCE_CHECK`], [`DECISION`].
 fn to<'b, 'v, const I: usize>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     give(of([AUTHORIZER, PATH_CHECK, GROUP_CHECK, RESOURCE_CHECK, DECISION][I]))
+}
+
+/// `authorizer.path(p)`: a check of a non-resource path, which must not be blank.
+fn path<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    if string_arg(&args, 1, "path")?.trim().is_empty() {
+        return Err(ExecutionError::function_error("path", "path must not be empty"));
+    }
+    give(of(PATH_CHECK))
+}
+
+/// `….group(g).resource(r)`: a check of a resource, whose name must not be blank.
+fn resource<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    if string_arg(&args, 1, "resource")?.trim().is_empty() {
+        return Err(ExecutionError::function_error("resource", "resource must not be empty"));
+    }
+    give(of(RESOURCE_CHECK))
+}
+
+/// `authorizer.serviceAccount(namespace, name)`: the authorizer of that service account, whose
+/// name must be a DNS subdomain and namespace a DNS label.
+fn service_account<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let namespace = string_arg(&args, 1, "serviceAccount")?;
+    let name = string_arg(&args, 2, "serviceAccount")?;
+    if !crate::object::valid_name(&name) {
+        return Err(ExecutionError::function_error("serviceAccount", "Invalid service account name"));
+    }
+    if !crate::cel_format::dns1123_label(&namespace).is_empty() {
+        return Err(ExecutionError::function_error("serviceAccount", "Invalid service account namespace"));
+    }
+    give(of(AUTHORIZER))
 }
 
 fn answer<'b, 'v, const B: bool>(_: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -106,6 +138,27 @@ mod tests {
             "authorizer.path('/metrics').check('get').error() == ''",
         ] {
             assert_eq!(eval(e), Cel::Bool(true), "{e}");
+        }
+    }
+
+    #[test]
+    fn blank_paths_and_resources_and_bad_service_accounts_are_errors() {
+        for (e, error) in [
+            ("authorizer.path(' ').check('get').allowed()", "path must not be empty"),
+            ("authorizer.group('apps').resource('').check('get').allowed()", "resource must not be empty"),
+            (
+                "authorizer.serviceAccount('ns', 'Bad_Name').path('/').check('get').allowed()",
+                "Invalid service account name",
+            ),
+            (
+                "authorizer.serviceAccount('a.b', 'sa').path('/').check('get').allowed()",
+                "Invalid service account namespace",
+            ),
+        ] {
+            let mut ctx = Context::with_env(crate::validation_rules::env());
+            bind(&mut ctx);
+            let found = crate::validation_rules::compile(e).unwrap().execute(&ctx).unwrap_err();
+            assert_eq!(crate::validation_rules::error_text(&found), error, "{e}");
         }
     }
 }

@@ -214,7 +214,7 @@ pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) ->
 
 /// Checks `program` with `scopes` declared: its type, or its errors sorted by place.
 fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<Ty<'s>, String> {
-    let mut checker = Checker { program, scopes, errors: Vec::new() };
+    let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new(), range_pair: None };
     let ty = checker.expr(program.expression());
     if checker.errors.is_empty() {
         return Ok(ty);
@@ -253,6 +253,10 @@ struct Checker<'p, 's> {
     scopes: Vec<(String, Ty<'s>)>,
     /// Errors with the offset they are reported at.
     errors: Vec<(usize, String)>,
+    /// The types of the halves of the pairs a two-variable comprehension iterates (see
+    /// `cel_comprehension`), innermost last; `range_pair` is the last range's, until taken.
+    pairs: Vec<(Ty<'s>, Ty<'s>)>,
+    range_pair: Option<(Ty<'s>, Ty<'s>)>,
 }
 
 /// Names of types, which are values of type `type`.
@@ -313,12 +317,10 @@ impl<'s> Checker<'_, 's> {
                 if s.test { if field == Ty::Error { Ty::Error } else { Ty::Bool } } else { field }
             }
             Expr::Call(c) => {
-                // A call on an undeclared name is a namespaced function (`sets.contains`).
+                // A call on a package's name is a namespaced function (`sets.contains`).
                 let target = match c.target.as_deref() {
                     Some(t) => match &t.expr {
-                        Expr::Ident(name) if self.lookup(name).is_none() && !TYPE_NAMES.contains(&name.as_str()) => {
-                            None
-                        }
+                        Expr::Ident(name) if self.lookup(name).is_none() && PACKAGES.contains(&name.as_str()) => None,
                         _ => Some(self.expr(t)),
                     },
                     None => None,
@@ -328,7 +330,13 @@ impl<'s> Checker<'_, 's> {
             }
             Expr::Comprehension(c) => {
                 let range = self.expr(&c.iter_range);
+                let pair = match &c.iter_range.expr {
+                    Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS => self.range_pair.take(),
+                    _ => None,
+                };
+                let bound = self.bound_half(&c.iter_range);
                 let (first, second) = match &range {
+                    _ if bound.is_some() => (bound.unwrap_or(Ty::Dyn), Ty::Dyn),
                     Ty::List(t) => (if c.iter_var2.is_some() { Ty::Int } else { (**t).clone() }, (**t).clone()),
                     Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
                     t if t.numeric() || matches!(t, Ty::Bool | Ty::String | Ty::Bytes | Ty::Null) => {
@@ -343,6 +351,10 @@ impl<'s> Checker<'_, 's> {
                     _ => (Ty::Dyn, Ty::Dyn),
                 };
                 let init = self.expr(&c.accu_init);
+                let pairs_depth = self.pairs.len();
+                if let Some(p) = pair {
+                    self.pairs.push(p);
+                }
                 let depth = self.scopes.len();
                 self.scopes.push((c.accu_var.clone(), init.clone()));
                 self.scopes.push((c.iter_var.clone(), first));
@@ -352,10 +364,13 @@ impl<'s> Checker<'_, 's> {
                 self.expr(&c.loop_cond);
                 let step = self.expr(&c.loop_step);
                 self.scopes.truncate(depth);
-                let accu = if step.open() { init } else { step };
+                // A binding's result is its body's; a fold's accumulator keeps its initial type
+                // where the step's is open.
+                let accu = if step.open() && c.accu_var != crate::cel_comprehension::BOUND { init } else { step };
                 self.scopes.push((c.accu_var.clone(), accu));
                 let result = self.expr(&c.result);
                 self.scopes.truncate(depth);
+                self.pairs.truncate(pairs_depth);
                 result
             }
             Expr::List(l) => {
@@ -382,6 +397,26 @@ impl<'s> Checker<'_, 's> {
                 Ty::Dyn
             }
             Expr::Unspecified => Ty::Dyn,
+        }
+    }
+
+    /// The type of the half of the current pair that a one-element range `[@pair[i]]` binds
+    /// (the binding of a two-variable comprehension's names), if `range` is one.
+    fn bound_half(&self, range: &Expression) -> Option<Ty<'s>> {
+        let Expr::List(l) = &range.expr else { return None };
+        let [item] = l.elements.as_slice() else { return None };
+        let Expr::Call(index) = &item.expr else { return None };
+        let [pair, at] = index.args.as_slice() else { return None };
+        if index.func_name != cel::common::ast::operators::INDEX
+            || !matches!(&pair.expr, Expr::Ident(n) if n == crate::cel_comprehension::PAIR)
+        {
+            return None;
+        }
+        let (first, second) = self.pairs.last()?;
+        match &at.expr {
+            Expr::Literal(LiteralValue::Int(i)) if **i == 0 => Some(first.clone()),
+            Expr::Literal(LiteralValue::Int(i)) if **i == 1 => Some(second.clone()),
+            _ => None,
         }
     }
 
@@ -436,6 +471,11 @@ impl<'s> Checker<'_, 's> {
                         ),
                     );
                 }
+                self.range_pair = Some(match range {
+                    List(t) => (Int, (**t).clone()),
+                    Map(k, v) => ((**k).clone(), (**v).clone()),
+                    _ => (Dyn, Dyn),
+                });
                 List(Box::new(List(Box::new(Dyn))))
             }
             ("_&&_" | "_||_", None, [_, _]) => {
@@ -714,8 +754,11 @@ mod tests {
         );
         assert_eq!(
             run(&s, false, "self.items.all(i, item, item.nme != '')"),
-            Ok("bool".into()),
-            "the two names of a comprehension are dyn"
+            Err("ERROR: <input>:1:29: undefined field 'nme'\n | self.items.all(i, item, item.nme != '')\n | ............................^".into())
+        );
+        assert_eq!(
+            run(&s, false, "self.labels.exists(k, v, k.size() > v)"),
+            Err("ERROR: <input>:1:35: found no matching overload for '_>_' applied to '(int, string)'\n | self.labels.exists(k, v, k.size() > v)\n | ..................................^".into())
         );
         // Errors come in the order of their places.
         assert_eq!(

@@ -9,8 +9,8 @@
 //! and the transforms' lists of entries become a map ([`TO_MAP`], [`MERGE`]).
 //!
 //! Invariants: the quantifiers keep the standard macros' shapes, so they stop early and treat
-//! errors as `all` and `exists` do; the two names must be simple identifiers (`argument must be
-//! a simple name` otherwise); a map built with a key given twice is an error
+//! errors as `all` and `exists` do; the two names must be distinct simple identifiers, other
+//! than the accumulator's (cel-go's parse errors otherwise); a map built with a key given twice is an error
 //! (`insert failed: key <k> already exists`), as in cel-go.
 
 use std::collections::HashMap;
@@ -33,9 +33,9 @@ const TO_MAP: &str = "kubernetes.comprehension.toMap";
 const MERGE: &str = "kubernetes.comprehension.merge";
 
 /// The variable each pair is bound to (not a name an expression can write).
-const PAIR: &str = "@pair";
+pub(crate) const PAIR: &str = "@pair";
 /// The accumulator of the one-element comprehensions that bind a name.
-const BOUND: &str = "@bound";
+pub(crate) const BOUND: &str = "@bound";
 /// The accumulator of the standard macros.
 const RESULT: &str = "@result";
 
@@ -134,6 +134,14 @@ fn expand(
     args: &mut Vec<IdedExpr>,
 ) -> Result<Option<IdedExpr>, ParseError> {
     let names = (name_of(h, &args[0])?, name_of(h, &args[1])?);
+    if names.0 == names.1 {
+        return Err(h.new_error(args[1].id, format!("duplicate variable name: {}", names.1)));
+    }
+    for (name, arg) in [(&names.0, &args[0]), (&names.1, &args[1])] {
+        if name == "__result__" {
+            return Err(h.new_error(arg.id, "iteration variable overwrites accumulator variable"));
+        }
+    }
     let names = (names.0.as_str(), names.1.as_str());
     let Some(range) = target.take() else { return Ok(None) };
     let range = call(h, PAIRS, vec![range]);
@@ -310,8 +318,14 @@ mod tests {
     }
 
     #[test]
-    fn the_names_must_be_simple() {
-        let e = crate::validation_rules::compile("[1].all(a.b, v, true)").unwrap_err();
-        assert!(e.contains("argument must be a simple name"), "{e}");
+    fn the_names_must_be_simple_and_distinct() {
+        for (rule, error) in [
+            ("[1].all(a.b, v, true)", "argument must be a simple name"),
+            ("[1].all(x, x, true)", "duplicate variable name: x"),
+            ("[1].exists(__result__, v, true)", "iteration variable overwrites accumulator variable"),
+        ] {
+            let e = crate::validation_rules::compile(rule).unwrap_err();
+            assert!(e.contains(error), "{rule}: {e}");
+        }
     }
 }

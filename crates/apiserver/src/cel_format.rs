@@ -134,7 +134,7 @@ fn max_bytes(n: usize) -> String {
     format!("must be no more than {n} bytes")
 }
 
-fn dns1123_label(s: &str) -> Vec<String> {
+pub(crate) fn dns1123_label(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     if s.len() > 63 {
         faults.push(max_len(63));

@@ -56,48 +56,117 @@ fn checked(expression: &str, names: &[&str]) -> Result<crate::cel_check::Ty<'sta
 /// `matchConditions` (at `at`): each with an expression that compiles to a bool with only
 /// `names` declared, and a name.
 pub(crate) fn check_match_conditions(conditions: Option<&Value>, at: &str, names: &[&str], causes: &mut Vec<Cause>) {
-    for (i, c) in conditions.and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let at = format!("{at}[{i}]");
+    let conditions = conditions.and_then(Value::as_array).cloned().unwrap_or_default();
+    if conditions.len() > 64 {
+        causes.push(Cause {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {}: must have at most 64 items", conditions.len()),
+            field: at.to_string(),
+        });
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let base = at;
+        let at = format!("{base}[{i}]");
         let expression = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
         if expression.is_empty() {
             causes.push(required(format!("{at}.expression"), ""));
         } else {
             check_expression(expression, names, "bool", format!("{at}.expression"), causes);
         }
-        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
             causes.push(required(format!("{at}.name"), ""));
+        } else {
+            for fault in crate::cel_format::qualified_name(name) {
+                causes.push(invalid(format!("{at}.name"), name, &fault));
+            }
+            if seen.contains(&name) {
+                causes.push(Cause {
+                    reason: "FieldValueDuplicate",
+                    message: format!("Duplicate value: {}", go_quote(name)),
+                    field: format!("{at}.name"),
+                });
+            }
+            seen.push(name);
         }
     }
 }
 
 /// Compiles and checks `expression`; `wants` is the type it must give (`bool` or `string`).
 pub(crate) fn check_expression(expression: &str, names: &[&str], wants: &str, field: String, causes: &mut Vec<Cause>) {
-    match checked(expression, names) {
-        Err(e) => causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
-        Ok(t) => {
-            let known = !matches!(t, crate::cel_check::Ty::Dyn | crate::cel_check::Ty::Error);
-            if known && t.to_string() != wants {
-                causes.push(invalid(field, expression, &format!("must evaluate to {wants}")));
-            }
+    check_typed(expression, names, &[wants], field, causes);
+}
+
+/// Compiles and checks `expression`, which must give one of `wants`, as kube's compiler does
+/// (`must evaluate to bool but got int`, `must evaluate to one of [string null_type] but got
+/// int`). A `dyn` result is refused where kube's is certainly `dyn` too: a field or index of
+/// `object`, `oldObject` or `params`, which are `dyn` to kube; elsewhere the checker may know
+/// less than kube's and lets it pass.
+fn check_typed(expression: &str, names: &[&str], wants: &[&str], field: String, causes: &mut Vec<Cause>) {
+    let program = match crate::validation_rules::compile(expression) {
+        Ok(p) => p,
+        Err(e) => return causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
+    };
+    let t = match crate::cel_check::check_declared(&program, expression, names) {
+        Ok(t) => t,
+        Err(e) => return causes.push(invalid(field, expression, &format!("compilation failed: {e}"))),
+    };
+    let known = match t {
+        crate::cel_check::Ty::Error => false,
+        crate::cel_check::Ty::Dyn => selects_from_dyn(program.expression()),
+        _ => true,
+    };
+    let got = t.to_string();
+    if known && !wants.contains(&got.as_str()) {
+        let detail = match wants {
+            [one] => format!("must evaluate to {one} but got {got}"),
+            many => format!("must evaluate to one of [{}] but got {got}", many.join(" ")),
+        };
+        causes.push(invalid(field, expression, &detail));
+    }
+}
+
+/// Whether `e` is a field or an index of `object`, `oldObject` or `params`.
+fn selects_from_dyn(e: &cel::common::ast::IdedExpr) -> bool {
+    use cel::common::ast::Expr;
+    match &e.expr {
+        Expr::Ident(name) => matches!(name.as_str(), "object" | "oldObject" | "params"),
+        Expr::Select(s) if !s.test => selects_from_dyn(&s.operand),
+        Expr::Call(c) if c.func_name == cel::common::ast::operators::INDEX && c.args.len() == 2 => {
+            selects_from_dyn(&c.args[0])
         }
+        _ => false,
     }
 }
 
 fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
-    let mut names = vec!["object", "oldObject", "request", "namespaceObject", "variables", "authorizer"];
+    // As kube's compilers declare them: `variables` only for a policy that has some (never in
+    // match conditions), `authorizer` everywhere but in message expressions.
+    let list = |k: &str| spec.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut conditions = vec!["object", "oldObject", "request", "namespaceObject", "authorizer"];
     if spec.get("paramKind").is_some_and(|p| !p.is_null()) {
-        names.push("params");
+        conditions.push("params");
     }
+    let mut names = conditions.clone();
+    if !list("variables").is_empty() {
+        names.push("variables");
+    }
+    let messages: Vec<&str> = names.iter().copied().filter(|n| *n != "authorizer").collect();
     if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
         && !["Fail", "Ignore"].contains(&fp)
     {
         causes.push(unsupported("spec.failurePolicy".into(), fp, &["Fail", "Ignore"]));
     }
-    if spec.get("matchConstraints").is_none_or(Value::is_null) {
-        causes.push(required("spec.matchConstraints".into(), ""));
+    match spec.get("matchConstraints").filter(|m| !m.is_null()) {
+        None => causes.push(required("spec.matchConstraints".into(), "")),
+        Some(m) if m.get("resourceRules").and_then(Value::as_array).is_none_or(Vec::is_empty) => {
+            // The rules give the expressions their types.
+            causes.push(required("spec.matchConstraints.resourceRules".into(), ""));
+        }
+        Some(_) => {}
     }
-    let list = |k: &str| spec.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-    check_match_conditions(spec.get("matchConditions"), "spec.matchConditions", &names, causes);
+    check_match_conditions(spec.get("matchConditions"), "spec.matchConditions", &conditions, causes);
     for (i, v) in list("variables").iter().enumerate() {
         let at = format!("spec.variables[{i}]");
         let name = v.get("name").and_then(Value::as_str).unwrap_or("");
@@ -134,7 +203,7 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
                 "must be non-empty if specified",
             ));
         } else if !message_expression.is_empty() {
-            check_expression(message_expression, &names, "string", format!("{at}.messageExpression"), causes);
+            check_expression(message_expression, &messages, "string", format!("{at}.messageExpression"), causes);
         }
         let message = v.get("message").and_then(Value::as_str).unwrap_or("");
         if !message.is_empty() && message.trim().is_empty() {
@@ -151,6 +220,13 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
     }
     let mut keys: Vec<&str> = Vec::new();
     let annotations = list("auditAnnotations");
+    if annotations.len() > MAX_AUDIT_ANNOTATIONS {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: \"\": must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
+            field: "spec.auditAnnotations".into(),
+        });
+    }
     for (i, an) in annotations.iter().enumerate() {
         let at = format!("spec.auditAnnotations[{i}]");
         let key = an.get("key").and_then(Value::as_str).unwrap_or("");
@@ -172,24 +248,7 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
                 &format!("must not exceed {MAX_VALUE_EXPRESSION} bytes in length"),
             ));
         } else {
-            match checked(trimmed, &names) {
-                Err(e) => causes.push(invalid(
-                    format!("{at}.valueExpression"),
-                    expression,
-                    &format!("compilation failed: {e}"),
-                )),
-                Ok(t) => {
-                    let ty = t.to_string();
-                    let known = !matches!(t, crate::cel_check::Ty::Dyn | crate::cel_check::Ty::Error);
-                    if known && ty != "string" && ty != "null_type" {
-                        causes.push(invalid(
-                            format!("{at}.valueExpression"),
-                            expression,
-                            "must evaluate to one of [string null_type]",
-                        ));
-                    }
-                }
-            }
+            check_typed(trimmed, &names, &["string", "null_type"], format!("{at}.valueExpression"), causes);
         }
         if keys.contains(&key) {
             causes.push(Cause {
@@ -202,12 +261,18 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// The most audit annotations a policy may have.
+const MAX_AUDIT_ANNOTATIONS: usize = 20;
+
 /// The longest `valueExpression` of an audit annotation, in bytes.
 const MAX_VALUE_EXPRESSION: usize = 5 * 1024;
 
 fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
-    if spec.get("policyName").and_then(Value::as_str).unwrap_or("").is_empty() {
+    let policy_name = spec.get("policyName").and_then(Value::as_str).unwrap_or("");
+    if policy_name.is_empty() {
         causes.push(required("spec.policyName".into(), ""));
+    } else if !crate::object::valid_name(policy_name) {
+        causes.push(invalid("spec.policyName".into(), policy_name, crate::object::SUBDOMAIN_MESSAGE));
     }
     if let Some(r) = spec.get("paramRef").filter(|r| !r.is_null()) {
         check_param_ref(r, causes);
@@ -294,13 +359,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Match constraints with the rules kube requires.
+    macro_rules! rules {
+        () => {
+            json!({"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]})
+        };
+    }
+
     fn causes(v: Value, binding: bool) -> Vec<(String, String)> {
         validate(v.as_object().unwrap(), binding).into_iter().map(|c| (c.field, c.message)).collect()
     }
 
     #[test]
     fn policies_must_compile_with_the_names_they_declare() {
-        let policy = json!({"spec": {"matchConstraints": {"resourceRules": []},
+        let policy = json!({"spec": {"matchConstraints": rules!(),
         "validations": [
             {"expression": "objec.spec.replicas <= 5"},
             {"expression": "params.max > 1"},
@@ -318,8 +390,8 @@ mod tests {
                     "spec.validations[1].expression".to_string(),
                     "Invalid value: \"params.max > 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n | params.max > 1\n | ^".to_string()
                 ),
-                ("spec.validations[2].messageExpression".to_string(), "Invalid value: \"1 + 1\": must evaluate to string".to_string()),
-                ("spec.validations[3].expression".to_string(), "Invalid value: \"1 + 1\": must evaluate to bool".to_string()),
+                ("spec.validations[2].messageExpression".to_string(), "Invalid value: \"1 + 1\": must evaluate to string but got int".to_string()),
+                ("spec.validations[3].expression".to_string(), "Invalid value: \"1 + 1\": must evaluate to bool but got int".to_string()),
                 (
                     "spec.validations[3].reason".to_string(),
                     "Unsupported value: \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\"".to_string()
@@ -327,8 +399,37 @@ mod tests {
             ]
         );
         let with_params = json!({"spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": {}, "validations": [{"expression": "object.x <= int(params.data.max)"}]}});
+            "matchConstraints": rules!(), "validations": [{"expression": "object.x <= int(params.data.max)"}]}});
         assert!(causes(with_params, false).is_empty());
+        // As kube's compilers: `variables` only where a policy has some, never in match
+        // conditions; no `authorizer` in a message; a field of `object` is `dyn`, not a bool.
+        let scoped = json!({"spec": {"matchConstraints": rules!(),
+            "matchConditions": [{"name": "a", "expression": "variables.x"}, {"name": "a", "expression": "true"}],
+            "validations": [{"expression": "object.spec.paused", "messageExpression": "authorizer.path('/').check('get').reason()"},
+                            {"expression": "variables.y"}]}});
+        let found = causes(scoped, false);
+        let fields: Vec<&str> = found.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.matchConditions[0].expression",
+                "spec.matchConditions[1].name",
+                "spec.validations[0].expression",
+                "spec.validations[0].messageExpression",
+                "spec.validations[1].expression"
+            ],
+            "{found:?}"
+        );
+        assert!(found[0].1.contains("undeclared reference to 'variables'"), "{}", found[0].1);
+        assert_eq!(found[1].1, "Duplicate value: \"a\"");
+        assert_eq!(found[2].1, "Invalid value: \"object.spec.paused\": must evaluate to bool but got dyn");
+        assert!(found[3].1.contains("undeclared reference to 'authorizer'"), "{}", found[3].1);
+        assert!(found[4].1.contains("undeclared reference to 'variables'"), "{}", found[4].1);
+        let unconstrained = json!({"spec": {"matchConstraints": {}, "validations": [{"expression": "true"}]}});
+        assert_eq!(
+            causes(unconstrained, false),
+            [("spec.matchConstraints.resourceRules".to_string(), "Required value".to_string())]
+        );
     }
 
     #[test]
@@ -359,7 +460,7 @@ mod tests {
 
     #[test]
     fn audit_annotations_have_qualified_keys_and_string_values() {
-        let none = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": {}}});
+        let none = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": rules!()}});
         let detail = "Required value: validations or auditAnnotations must contain at least one item";
         assert_eq!(
             causes(none, false),
@@ -368,7 +469,7 @@ mod tests {
                 ("spec.auditAnnotations".to_string(), detail.to_string())
             ]
         );
-        let policy = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": {}, "auditAnnotations": [
+        let policy = json!({"metadata": {"name": "p"}, "spec": {"matchConstraints": rules!(), "auditAnnotations": [
             {"key": "replicas", "valueExpression": "string(object.spec.replicas)"},
             {"key": "bad key", "valueExpression": "1 + 1"},
             {"key": "replicas", "valueExpression": " "},
@@ -382,7 +483,7 @@ mod tests {
             found[1],
             (
                 "spec.auditAnnotations[1].valueExpression".to_string(),
-                "Invalid value: \"1 + 1\": must evaluate to one of [string null_type]".to_string()
+                "Invalid value: \"1 + 1\": must evaluate to one of [string null_type] but got int".to_string()
             )
         );
         assert_eq!(

@@ -225,9 +225,19 @@ async fn selected_params_audit_annotations_and_the_authorizer() {
         "deployments.apps \"medium\" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit-selected' denied request: over low"
     );
 
-    // An audit annotation whose value is neither a string nor null refuses under Fail.
+    // A value kube types `dyn` is refused when the policy is written; one that gives neither a
+    // string nor null when evaluated refuses the request.
     let spec = json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
                       "auditAnnotations": [{"key": "replicas", "valueExpression": "object.spec.replicas"}]});
+    let r = c.post(POLICIES, &policy("annotate", spec)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "Invalid value: \"object.spec.replicas\": must evaluate to one of [string null_type] but got dyn"
+    );
+    let value = "optional.of(object.spec.replicas).orValue(0)";
+    let spec = json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
+                      "auditAnnotations": [{"key": "replicas", "valueExpression": value}]});
     assert_eq!(c.post(POLICIES, &policy("annotate", spec)).await.code, 201);
     let b = binding("annotate", json!({"policyName": "annotate", "validationActions": ["Audit"]}));
     assert_eq!(c.post(BINDINGS, &b).await.code, 201);
@@ -236,7 +246,7 @@ async fn selected_params_audit_annotations_and_the_authorizer() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
         r.body["message"],
-        "deployments.apps \"annotated\" is forbidden: ValidatingAdmissionPolicy 'annotate' with binding 'annotate' denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null."
+        "deployments.apps \"annotated\" is forbidden: ValidatingAdmissionPolicy 'annotate' with binding 'annotate' denied request: valueExpression 'optional.of(object.spec.replicas).orValue(0)' resulted in unsupported return type: int. Return type must be either string or null."
     );
 
     // A paramKind no resource serves is a fault of the policy, refused before any binding.
@@ -336,4 +346,58 @@ async fn kubectl_applies_a_policy_and_reports_its_refusal() {
         let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &create).await;
         assert!(ok, "{bin}: {out}{err}");
     }
+}
+
+#[tokio::test]
+async fn policies_judge_webhook_configurations_and_a_false_condition_outweighs_errors() {
+    let s = server().await;
+    create_namespaces(&s, &["apps"]).await.unwrap();
+    let c = Client::new(&s);
+    // Webhook configurations are judged like any other resource.
+    let spec = json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["admissionregistration.k8s.io"],
+                          "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["validatingwebhookconfigurations"]}]},
+                      "validations": [{"expression": "object.webhooks.all(w, w.failurePolicy == 'Ignore')",
+                                       "message": "webhooks must fail open"}]});
+    assert_eq!(c.post(POLICIES, &policy("fail-open", spec)).await.code, 201);
+    let b = binding("fail-open", json!({"policyName": "fail-open", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    // A condition that is false skips the policy even where another fails to evaluate; errors
+    // alone refuse under Fail.
+    let spec = json!({"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                          "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                      "matchConditions": [{"name": "broken", "expression": "object.data.missing == 'x'"},
+                                          {"name": "labelled", "expression": "has(object.metadata.labels)"}],
+                      "validations": [{"expression": "false", "message": "judged"}]});
+    assert_eq!(c.post(POLICIES, &policy("conditions", spec)).await.code, 201);
+    let b = binding("conditions", json!({"policyName": "conditions", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+
+    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                      "metadata": {"name": "guard"},
+                      "webhooks": [{"name": "guard.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                                    "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                                    "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                                               "apiVersions": ["v1"], "resources": ["widgets"]}]}]});
+    let r = c.post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", &hook).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "validatingwebhookconfigurations.admissionregistration.k8s.io \"guard\" is forbidden: ValidatingAdmissionPolicy 'fail-open' with binding 'fail-open' denied request: webhooks must fail open"
+    );
+
+    let configmap = |name: &str, meta: Value| {
+        let mut m = meta;
+        m["name"] = json!(name);
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": m, "data": {"k": "v"}})
+    };
+    let path = "/api/v1/namespaces/apps/configmaps";
+    let r = c.post(path, &configmap("plain", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c.post(path, &configmap("labelled", json!({"labels": {"a": "b"}}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "configmaps \"labelled\" is forbidden: ValidatingAdmissionPolicy 'conditions' with binding 'conditions' denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"
+    );
 }

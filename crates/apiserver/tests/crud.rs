@@ -158,6 +158,13 @@ async fn status_subresource_and_generate_name() {
     assert_eq!(r.code, 201);
     let name = r.body["metadata"]["name"].as_str().unwrap().to_string();
     assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+    // As kube's generator: at most 58 bytes of a long base, for a name of 63.
+    let base = "a".repeat(70);
+    p["metadata"] = json!({"generateName": base});
+    let r = c.post(PODS, &p).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let long = r.body["metadata"]["name"].as_str().unwrap();
+    assert!(long.len() == 63 && long.starts_with(&base[..58]), "{long}");
     let st = c
         .patch(
             &format!("{PODS}/{name}/status"),

@@ -1033,7 +1033,8 @@ impl Store {
 fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<String, ApiError> {
     let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
         (Some(n), _) => n,
-        (None, Some(g)) => format!("{g}{}", object::name_suffix()),
+        // kube's name generator keeps at most 58 bytes of the base, for a name of at most 63.
+        (None, Some(g)) => format!("{}{}", g.get(..58).unwrap_or(&g), object::name_suffix()),
         (None, None) => {
             return Err(ApiError::invalid_object(
                 &info.group,
