@@ -272,8 +272,8 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
 }
 
 /// CEL's `request`: what the request is and who makes it. As in kube, a request on a
-/// Namespace by name has that name as its namespace, and the kind of a `scale` request is
-/// autoscaling/v1 `Scale`.
+/// Namespace by name has that name as its namespace (its create has none), and the kind of a
+/// `scale` request is autoscaling/v1 `Scale`.
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
     let gvk = if a.subresource == "scale" {
         json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
@@ -281,8 +281,7 @@ pub(crate) fn request(a: &Attributes<'_>) -> Value {
         json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind})
     };
     let gvr = json!({"group": a.info.group, "version": a.info.version, "resource": a.info.plural});
-    let by_name = a.info.group.is_empty() && a.info.plural == "namespaces";
-    let namespace = if by_name { a.name } else { a.namespace };
+    let namespace = request_namespace(a);
     json!({
         "kind": gvk, "resource": gvr, "subResource": a.subresource,
         "requestKind": gvk, "requestResource": gvr, "requestSubResource": a.subresource,
@@ -357,9 +356,10 @@ pub(crate) fn conditions_hold(conditions: &[Value], ctx: &Context) -> Result<boo
 }
 
 /// The namespace a request is in, as admission sees it: a Namespace's own name for a request
-/// on a Namespace.
+/// on a Namespace by name (not its create, whose URL has no name).
 fn request_namespace<'a>(a: &Attributes<'a>) -> &'a str {
-    if a.info.group.is_empty() && a.info.plural == "namespaces" { a.name } else { a.namespace }
+    let by_name = a.info.group.is_empty() && a.info.plural == "namespaces" && a.operation != "CREATE";
+    if by_name { a.name } else { a.namespace }
 }
 
 /// kube's Status for a request a policy refuses with `message` (`<resource> "<name>" is

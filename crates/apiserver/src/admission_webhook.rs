@@ -5,8 +5,8 @@
 //! change the object with a JSON Patch (a webhook with `reinvocationPolicy: IfNeeded` is called
 //! again once when a later one changed the object); then, once the object is validated, to the
 //! matching webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse
-//! it. The exchange is an `admission.k8s.io/v1` AdmissionReview over HTTPS
-//! ([`crate::webhook_client`]).
+//! it. The exchange is an AdmissionReview over HTTPS ([`crate::webhook_client`]), of the first
+//! of the webhook's `admissionReviewVersions` the server speaks (`v1`, `v1beta1`).
 //!
 //! A rule for another served version of the resource matches too (`matchPolicy: Equivalent`,
 //! the default): the webhook gets the object in that version, and its patch is converted back.
@@ -72,11 +72,11 @@ pub(crate) struct Mutation<'a> {
 
 /// Offers the request to the mutating webhooks, which change the object with their patches. A
 /// webhook with `reinvocationPolicy: IfNeeded` is called once more, after the others, when a
-/// webhook after it changed the object.
-pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'_>) -> Result<(), ApiError> {
+/// webhook after it changed the object. True when a webhook was offered the request.
+pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'_>) -> Result<bool, ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let Mutation { mut obj, default, server_set } = m;
     let hidden = obj.as_deref_mut().map(|o| take_metadata(o, server_set)).unwrap_or_default();
@@ -84,7 +84,7 @@ pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'
     if let Some(o) = obj {
         restore_metadata(o, hidden);
     }
-    result
+    result.map(|()| true)
 }
 
 /// Takes `fields` out of the object's metadata.
@@ -274,7 +274,8 @@ async fn offer(
         return failed("failed to call webhook: the webhook has neither a url nor a service".into());
     };
     let uid = crate::object::new_uid();
-    let review = review(a, equivalent.as_deref(), &uid, object.as_ref(), old.as_ref());
+    let version = review_version(hook);
+    let review = review(version, a, equivalent.as_deref(), &uid, object.as_ref(), old.as_ref());
     let answer = match crate::webhook_client::post(&endpoint, review.to_string().into_bytes()).await {
         Ok(v) => v,
         Err(e) => return failed(format!("failed to call webhook: {e}")),
@@ -283,7 +284,7 @@ async fn offer(
         Ok(p) => p,
         Err(e) => return failed(format!("failed to call webhook: {e}")),
     };
-    let response = match verify(&answer, &uid, mutating, patch.is_some()) {
+    let response = match verify(version, &answer, &uid, mutating, patch.is_some()) {
         Ok(r) => r,
         Err(e) => return failed(format!("received invalid webhook response: {e}")),
     };
@@ -307,7 +308,11 @@ async fn offer(
             go_quote(name)
         )));
     }
-    let patch_type = response.get("patchType").and_then(Value::as_str).unwrap_or("");
+    // A v1beta1 answer's patch is a JSON Patch whatever its patchType says, as kube reads it.
+    let patch_type = match version {
+        V1BETA1 => "JSONPatch",
+        _ => response.get("patchType").and_then(Value::as_str).unwrap_or(""),
+    };
     if patch_type != "JSONPatch" {
         return failed(format!("unsupported patch type {}", go_quote(patch_type)));
     }
@@ -403,8 +408,21 @@ fn conditions_hold(
     crate::admission_policy::conditions_hold(conditions, &ctx)
 }
 
-/// The AdmissionReview sent: the request's attributes, objects and options.
+/// The AdmissionReview version a webhook is sent: the first of its `admissionReviewVersions`
+/// the server speaks.
+fn review_version(hook: &Value) -> &'static str {
+    let versions = hook.get("admissionReviewVersions").and_then(Value::as_array);
+    let first = versions.into_iter().flatten().filter_map(Value::as_str).find(|v| matches!(*v, "v1" | "v1beta1"));
+    if first == Some("v1beta1") { V1BETA1 } else { V1 }
+}
+
+const V1: &str = "admission.k8s.io/v1";
+const V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// The AdmissionReview sent (`version` an apiVersion of it): the request's attributes, objects
+/// and options.
 fn review(
+    version: &str,
     a: &Attributes<'_>,
     equivalent: Option<&ResourceInfo>,
     uid: &str,
@@ -436,38 +454,53 @@ fn review(
         }
         r.insert("options".into(), options);
     }
-    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
+    json!({"kind": "AdmissionReview", "apiVersion": version, "request": request})
 }
 
-/// The `response` of a webhook's AdmissionReview, checked as kube checks it; `has_patch`
-/// says whether it carries a non-empty patch.
-fn verify<'a>(answer: &'a Value, uid: &str, mutating: bool, has_patch: bool) -> Result<&'a Value, String> {
+/// The `response` of a webhook's AdmissionReview of `version`, checked as kube checks it:
+/// a v1 answer must carry the request's uid and its own apiVersion and kind, a mutating
+/// webhook's patch and patchType come together, and a validating webhook sends neither; a
+/// v1beta1 answer is taken as kube takes it, unchecked. `has_patch` says whether it carries a
+/// non-empty patch.
+fn verify<'a>(
+    version: &str,
+    answer: &'a Value,
+    uid: &str,
+    mutating: bool,
+    has_patch: bool,
+) -> Result<&'a Value, String> {
     let text = |v: &'a Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
     let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
         return Err("webhook response was absent".into());
     };
+    if version == V1BETA1 {
+        return Ok(response);
+    }
     if text(response, "uid") != uid {
         return Err(format!("expected response.uid={}, got {}", go_quote(uid), go_quote(text(response, "uid"))));
     }
     let (api_version, kind) = (text(answer, "apiVersion"), text(answer, "kind"));
-    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+    if api_version != V1 || kind != "AdmissionReview" {
         // Go prints a GroupVersionKind as `<group>/<version>, Kind=<kind>`.
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         return Err(format!(
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{version}, Kind={kind}"
         ));
     }
-    let has_patch_type = !text(response, "patchType").is_empty();
-    if has_patch && !has_patch_type {
-        return Err("webhook returned response.patch but not response.patchType".into());
-    }
-    if has_patch_type && !has_patch {
-        return Err("webhook returned response.patchType but not response.patch".into());
-    }
-    if !mutating && has_patch {
+    let patch_type = response.get("patchType").filter(|t| !t.is_null());
+    if mutating {
+        if has_patch && patch_type.is_none() {
+            return Err("webhook returned response.patch but not response.patchType".into());
+        }
+        if !has_patch && patch_type.is_some() {
+            return Err("webhook returned response.patchType but not response.patch".into());
+        }
+        if let Some(t) = patch_type.and_then(Value::as_str).filter(|t| t.is_empty()) {
+            return Err(format!("webhook returned invalid response.patchType of {}", go_quote(t)));
+        }
+    } else if has_patch {
         return Err("validating webhook may not return response.patch".into());
-    }
-    if !mutating && has_patch_type {
+    } else if patch_type.is_some() {
         return Err("validating webhook may not return response.patchType".into());
     }
     Ok(response)
@@ -515,34 +548,59 @@ mod tests {
     fn responses_out_of_protocol_are_refused_as_kube_refuses_them() {
         let review = |response: Value| json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
         let ok = review(json!({"uid": "u", "allowed": true}));
-        assert!(verify(&ok, "u", false, false).is_ok());
-        assert_eq!(verify(&ok, "v", false, false).unwrap_err(), "expected response.uid=\"v\", got \"u\"");
+        assert!(verify(V1, &ok, "u", false, false).is_ok());
+        assert_eq!(verify(V1, &ok, "v", false, false).unwrap_err(), "expected response.uid=\"v\", got \"u\"");
         let old =
             json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "response": {"uid": "u"}});
         assert_eq!(
-            verify(&old, "u", false, false).unwrap_err(),
+            verify(V1, &old, "u", false, false).unwrap_err(),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
         );
         let untyped = json!({"response": {"uid": "u"}});
         assert_eq!(
-            verify(&untyped, "u", false, false).unwrap_err(),
+            verify(V1, &untyped, "u", false, false).unwrap_err(),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="
         );
         let patch = review(json!({"uid": "u", "allowed": true, "patch": "W10="}));
         assert_eq!(
-            verify(&patch, "u", true, true).unwrap_err(),
+            verify(V1, &patch, "u", true, true).unwrap_err(),
             "webhook returned response.patch but not response.patchType"
         );
         let typed = review(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch"}));
         assert_eq!(
-            verify(&typed, "u", true, false).unwrap_err(),
+            verify(V1, &typed, "u", true, false).unwrap_err(),
             "webhook returned response.patchType but not response.patch"
         );
         let both = review(json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch"}));
-        assert!(verify(&both, "u", true, true).is_ok());
-        assert_eq!(verify(&both, "u", false, true).unwrap_err(), "validating webhook may not return response.patch");
+        assert!(verify(V1, &both, "u", true, true).is_ok());
+        assert_eq!(
+            verify(V1, &both, "u", false, true).unwrap_err(),
+            "validating webhook may not return response.patch"
+        );
         let none = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"});
-        assert_eq!(verify(&none, "u", true, false).unwrap_err(), "webhook response was absent");
+        assert_eq!(verify(V1, &none, "u", true, false).unwrap_err(), "webhook response was absent");
+        // A validating webhook's patch type alone; a mutating webhook's empty patch type.
+        let typed_only = review(json!({"uid": "u", "allowed": true, "patchType": "JSONPatch"}));
+        assert_eq!(
+            verify(V1, &typed_only, "u", false, false).unwrap_err(),
+            "validating webhook may not return response.patchType"
+        );
+        let empty_type = review(json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": ""}));
+        assert_eq!(
+            verify(V1, &empty_type, "u", true, true).unwrap_err(),
+            "webhook returned invalid response.patchType of \"\""
+        );
+        // A v1beta1 answer is taken unchecked, as kube takes it.
+        let beta = json!({"response": {"allowed": true, "patch": "W10="}});
+        assert!(verify(V1BETA1, &beta, "u", true, true).is_ok());
+    }
+
+    #[test]
+    fn the_first_review_version_the_server_speaks_is_sent() {
+        let hook = |v: Value| json!({"admissionReviewVersions": v});
+        assert_eq!(review_version(&hook(json!(["v1beta1", "v1"]))), V1BETA1);
+        assert_eq!(review_version(&hook(json!(["v2", "v1", "v1beta1"]))), V1);
+        assert_eq!(review_version(&hook(json!(["v1beta1"]))), V1BETA1);
     }
 
     #[test]

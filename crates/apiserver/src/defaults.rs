@@ -77,10 +77,11 @@ pub fn is_service(info: &ResourceInfo) -> bool {
 }
 
 /// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved):
-/// [`decode`] then [`admit`]. Fails only with the 403 of kube's Priority admission for a pod
-/// naming an unknown PriorityClass.
+/// [`decode`], [`admission_plugins`], then [`admit`]. Fails only with the 403 of kube's Priority
+/// admission for a pod naming an unknown PriorityClass.
 pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     decode(info, obj, write);
+    admission_plugins(info, obj, write)?;
     admit(info, obj, write)
 }
 
@@ -134,9 +135,20 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
     }
 }
 
-/// What kube-apiserver adds after decoding — its admission plugins (pod tolerations and
-/// priority), the create strategies (statuses, a namespace's finalizer) and the allocation of
-/// Service addresses — which no manager owns.
+/// What kube-apiserver's mutating admission plugins add before the admission webhooks are
+/// called: a pod's default tolerations (DefaultTolerationSeconds) and its priority (Priority).
+pub fn admission_plugins(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+    if builtin(info) != Some(Builtin::Pod) {
+        return Ok(());
+    }
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
+    default_tolerations(spec);
+    priority(spec, write, &name)
+}
+
+/// What kube-apiserver adds after the admission webhooks — the create strategies (statuses, a
+/// namespace's finalizer) and the allocation of Service addresses — which no manager owns.
 pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     let Some(kind) = builtin(info) else { return Ok(()) };
     let create = matches!(write, Write::Create);
@@ -219,10 +231,7 @@ fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 /// A pod's admission defaults (tolerations, priority) and, on create, the status its strategy
 /// sets.
 fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
-    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
     let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
-    default_tolerations(spec);
-    priority(spec, write, &name)?;
     if matches!(write, Write::Create) {
         let qos = qos_class(spec);
         if let Some(status) = ensure_obj(obj, "status") {

@@ -96,6 +96,22 @@ async fn answer(
     if path == "/hang" {
         std::future::pending::<()>().await;
     }
+    if path == "/status" {
+        // Sets the status of the object it is offered, which a main-resource update may not.
+        let uid = raw["request"]["uid"].clone();
+        let patch = br#"[{"op": "add", "path": "/status/observedGeneration", "value": 42}]"#;
+        let patch = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, patch);
+        let out = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                         "response": {"uid": uid, "allowed": true, "patch": patch, "patchType": "JSONPatch"}});
+        return Ok(hyper::Response::new(Full::new(Bytes::from(out.to_string()))));
+    }
+    if path == "/beta" {
+        // An admission.k8s.io/v1beta1 webhook's answer: no uid, apiVersion or patchType.
+        let patch = br#"[{"op": "add", "path": "/metadata/labels", "value": {"beta": "yes"}}]"#;
+        let patch = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, patch);
+        let out = json!({"response": {"allowed": true, "patch": patch}}).to_string();
+        return Ok(hyper::Response::new(Full::new(Bytes::from(out))));
+    }
     let review: AdmissionReview<DynamicObject> = serde_json::from_slice(&body).expect("an AdmissionReview");
     let request: AdmissionRequest<DynamicObject> = review.try_into().expect("a v1 request");
     let response = match path.as_str() {
@@ -367,6 +383,76 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, [generated.as_str(), "labelled", "named-by-webhook", "plain"]);
+}
+
+#[tokio::test]
+async fn webhooks_see_what_kube_s_plugins_and_stores_add_and_the_update_strategy_has_the_last_word() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let rule = |group: &str, resource: &str, operation: &str| json!({"operations": [operation], "apiGroups": [group], "apiVersions": ["v1"], "resources": [resource]});
+    let watcher = json!({"name": "watch.example.com", "clientConfig": hook.client_config("/observe"),
+                         "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                         "rules": [rule("", "pods", "CREATE"), rule("", "services", "CREATE")]});
+    assert_eq!(
+        c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "watch", json!([watcher]))).await.code,
+        201
+    );
+    let mut early = json!({"name": "early.example.com", "clientConfig": hook.client_config("/observe-early"),
+                           "sideEffects": "None", "admissionReviewVersions": ["v1"], "rules": [rule("", "pods", "CREATE")]});
+    let status = json!({"name": "status.example.com", "clientConfig": hook.client_config("/status"),
+                        "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                        "rules": [rule("apps", "deployments", "UPDATE")]});
+    early["reinvocationPolicy"] = json!("Never");
+    let m = config("MutatingWebhookConfiguration", "plugins", json!([early, status]));
+    assert_eq!(c.post(MUTATING, &m).await.code, 201);
+    settled(&c).await;
+
+    // A pod's default tolerations come from an admission plugin that runs before the webhooks.
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    assert_eq!(c.post("/api/v1/namespaces/default/pods", &pod).await.code, 201);
+    let seen = hook.seen("/observe-early").last().cloned().unwrap();
+    let tolerations = &seen["review"]["request"]["object"]["spec"]["tolerations"];
+    assert_eq!(tolerations.as_array().map(Vec::len), Some(2), "{tolerations}");
+    // A Service's cluster IP is given before validating admission sees it.
+    let svc = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}});
+    let r = c.post("/api/v1/namespaces/default/services", &svc).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let seen = hook.seen("/observe").last().cloned().unwrap();
+    assert_eq!(seen["review"]["request"]["object"]["spec"]["clusterIP"], r.body["spec"]["clusterIP"]);
+    assert!(r.body["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()));
+
+    // A webhook's change to the status on a main-resource update is dropped, as kube's update
+    // strategy drops it.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                                     "template": {"metadata": {"labels": {"app": "d"}},
+                                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    assert_eq!(c.post(path, &deployment).await.code, 201);
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&format!("{path}/d"), merge, &json!({"spec": {"replicas": 2}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(hook.seen("/status").len(), 1);
+    assert_eq!(r.body["spec"]["replicas"], 2);
+    assert_eq!(r.body["status"].get("observedGeneration"), None, "{}", r.body["status"]);
+}
+
+#[tokio::test]
+async fn a_webhook_that_speaks_only_v1beta1_gets_v1beta1_reviews() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut beta = configmaps_hook("beta.example.com", hook.client_config("/beta"), json!(["CREATE"]));
+    beta["admissionReviewVersions"] = json!(["v1beta1"]);
+    assert_eq!(c.post(MUTATING, &config("MutatingWebhookConfiguration", "beta", json!([beta]))).await.code, 201);
+    settled(&c).await;
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"name": "old-style"}, "data": {"k": "v"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"], json!({"beta": "yes"}));
+    let sent = hook.seen("/beta").last().cloned().unwrap();
+    assert_eq!(sent["review"]["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(sent["review"]["request"]["operation"], "CREATE");
 }
 
 #[tokio::test]

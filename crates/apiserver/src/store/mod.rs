@@ -361,6 +361,7 @@ impl Store {
         // a generation, and before it names an object that asks for a generated name: a webhook
         // may set the name itself, as in kube.
         let requested_name = meta_str(&obj, "name").unwrap_or_default();
+        defaults::admission_plugins(info, &mut obj, defaults::Write::Create)?;
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
             default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
@@ -380,11 +381,22 @@ impl Store {
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
-        validation::validate(info, &obj, None)?;
-        crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
-        crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
-        if defaults::is_service(info) {
+        // As kube's Service store: the address is given before validation and validating
+        // admission, which see it, and given back when they refuse.
+        let is_service = defaults::is_service(info);
+        if is_service {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
+        }
+        let checked = async {
+            validation::validate(info, &obj, None)?;
+            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+            crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
+        };
+        if let Err(e) = checked.await {
+            if is_service {
+                self.release_cluster_ips(info, &[Template::new(info, &obj)]);
+            }
+            return Err(e);
         }
         Ok(Template::new(info, &obj))
     }
@@ -756,8 +768,18 @@ impl Store {
                 defaults::decode(info, o, defaults::Write::Update(old));
             }
         };
+        if target != Target::Status {
+            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old))?;
+        }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
-        crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await?;
+        if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
+            // As kube's update strategies run after mutating admission: what a webhook changed
+            // outside the part this write may change is dropped.
+            obj = strategy::prepare_update(info, target, old, obj);
+            if crate::crd::is_crds(info) && target == Target::Main {
+                crate::crd::prepare_update(&mut obj);
+            }
+        }
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
