@@ -173,6 +173,13 @@ async fn mutate_once(
             None => patched.remove(k),
         };
     }
+    // Fields the type does not have are dropped, as kube's decoding into the type (or a custom
+    // resource's pruning) drops them.
+    let mut value = Value::Object(std::mem::take(&mut patched));
+    crate::field_validation::prune_unknown(a.info, &mut value);
+    if let Value::Object(m) = value {
+        patched = m;
+    }
     let changed = patched != *obj;
     *obj = patched;
     default(obj);

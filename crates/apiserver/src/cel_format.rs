@@ -226,7 +226,7 @@ pub(crate) fn qualified_name(s: &str) -> Vec<String> {
     faults
 }
 
-fn label_value(s: &str) -> Vec<String> {
+pub(crate) fn label_value(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     if s.len() > 63 {
         faults.push(max_bytes(63));

@@ -79,27 +79,7 @@ fn validate_conversion(conversion: &Value, causes: &mut Vec<Cause>) {
         causes.push(required(AT_VERSIONS.into(), ""));
         return;
     }
-    let mut seen: Vec<&str> = Vec::new();
-    for (i, v) in versions.iter().enumerate() {
-        if seen.contains(v) {
-            causes.push(invalid(format!("{AT_VERSIONS}[{i}]"), v, "duplicate version"));
-            continue;
-        }
-        seen.push(v);
-        for fault in crate::cel_format::dns1035_label(v) {
-            causes.push(invalid(format!("{AT_VERSIONS}[{i}]"), v, &fault));
-        }
-    }
-    if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!(
-                "Invalid value: {}: must include at least one of v1, v1beta1",
-                crate::webhook_configuration::go_strings("[]string", &versions)
-            ),
-            field: AT_VERSIONS.into(),
-        });
-    }
+    crate::webhook_configuration::check_versions(&versions, AT_VERSIONS, causes);
 }
 
 fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {

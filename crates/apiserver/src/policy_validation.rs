@@ -166,6 +166,7 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
         }
         Some(_) => {}
     }
+    check_match_selectors(spec.get("matchConstraints"), "spec.matchConstraints", causes);
     check_match_conditions(spec.get("matchConditions"), "spec.matchConditions", &conditions, causes);
     for (i, v) in list("variables").iter().enumerate() {
         let at = format!("spec.variables[{i}]");
@@ -277,6 +278,7 @@ fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
     if let Some(r) = spec.get("paramRef").filter(|r| !r.is_null()) {
         check_param_ref(r, causes);
     }
+    check_match_selectors(spec.get("matchResources"), "spec.matchResources", causes);
     let actions: Vec<Value> = spec.get("validationActions").and_then(Value::as_array).cloned().unwrap_or_default();
     const ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
     let mut seen: Vec<&str> = Vec::new();
@@ -309,6 +311,15 @@ fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
+/// The namespace and object selectors of `matchConstraints` or `matchResources`.
+fn check_match_selectors(m: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
+    for k in ["namespaceSelector", "objectSelector"] {
+        if let Some(sel) = m.and_then(|m| m.get(k)).filter(|s| !s.is_null()) {
+            crate::webhook_configuration::check_selector(sel, &format!("{at}.{k}"), causes);
+        }
+    }
+}
+
 /// A binding's `paramRef`: a name or a selector (not both), and a `parameterNotFoundAction`.
 fn check_param_ref(r: &Value, causes: &mut Vec<Cause>) {
     let name = r.get("name").and_then(Value::as_str).unwrap_or("");
@@ -327,8 +338,11 @@ fn check_param_ref(r: &Value, causes: &mut Vec<Cause>) {
             causes.push(forbidden("name"));
         }
     }
-    if selector.is_some() && !name.is_empty() {
-        causes.push(forbidden("selector"));
+    if let Some(sel) = selector {
+        crate::webhook_configuration::check_selector(sel, "spec.paramRef.selector", causes);
+        if !name.is_empty() {
+            causes.push(forbidden("selector"));
+        }
     }
     if name.is_empty() && selector.is_none() {
         causes.push(required("spec.paramRef".into(), "one of name or selector must be specified"));

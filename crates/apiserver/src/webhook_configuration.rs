@@ -113,6 +113,11 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
             field: format!("{at}.timeoutSeconds"),
         });
     }
+    for k in ["namespaceSelector", "objectSelector"] {
+        if let Some(sel) = hook.get(k).filter(|s| !s.is_null()) {
+            check_selector(sel, &format!("{at}.{k}"), causes);
+        }
+    }
     if mutating {
         // Go lists a set's values sorted.
         one_of("reinvocationPolicy", &["IfNeeded", "Never"], causes);
@@ -131,15 +136,77 @@ fn check_review_versions(hook: &Value, at: &str, causes: &mut Vec<Cause>) {
         .unwrap_or_default();
     if versions.is_empty() {
         causes.push(required(format!("{at}.admissionReviewVersions"), "must specify one of v1, v1beta1"));
-    } else if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
+    } else {
+        check_versions(&versions, &format!("{at}.admissionReviewVersions"), causes);
+    }
+}
+
+/// A list of review versions (AdmissionReview, ConversionReview): no duplicates, DNS-1035
+/// labels, and one of `v1` and `v1beta1` among them.
+pub(crate) fn check_versions(versions: &[&str], at: &str, causes: &mut Vec<Cause>) {
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        if seen.contains(v) {
+            causes.push(invalid(format!("{at}[{i}]"), v, "duplicate version"));
+            continue;
+        }
+        seen.push(v);
+        for fault in crate::cel_format::dns1035_label(v) {
+            causes.push(invalid(format!("{at}[{i}]"), v, &fault));
+        }
+    }
+    if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
         causes.push(Cause {
             reason: "FieldValueInvalid",
             message: format!(
                 "Invalid value: {}: must include at least one of v1, v1beta1",
-                go_strings("[]string", &versions)
+                go_strings("[]string", versions)
             ),
-            field: format!("{at}.admissionReviewVersions"),
+            field: at.to_string(),
         });
+    }
+}
+
+/// kube's checks of a `LabelSelector` (`ValidateLabelSelector`): qualified keys and valid values
+/// in `matchLabels`, and each expression's operator, values and key.
+pub(crate) fn check_selector(sel: &Value, at: &str, causes: &mut Vec<Cause>) {
+    for (k, v) in sel.get("matchLabels").and_then(Value::as_object).into_iter().flatten() {
+        for fault in crate::cel_format::qualified_name(k) {
+            causes.push(invalid(format!("{at}.matchLabels"), k, &fault));
+        }
+        let v = v.as_str().unwrap_or("");
+        for fault in crate::cel_format::label_value(v) {
+            causes.push(invalid(format!("{at}.matchLabels"), v, &fault));
+        }
+    }
+    for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let at = format!("{at}.matchExpressions[{i}]");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" | "NotIn" if values.is_empty() => {
+                causes.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => causes.push(Cause {
+                reason: "FieldValueForbidden",
+                message: "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into(),
+                field: format!("{at}.values"),
+            }),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => causes.push(invalid(format!("{at}.operator"), other, "not a valid selector operator")),
+        }
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        for fault in crate::cel_format::qualified_name(key) {
+            causes.push(invalid(format!("{at}.key"), key, &fault));
+        }
+        for (j, v) in values.iter().enumerate() {
+            for fault in crate::cel_format::label_value(v) {
+                causes.push(invalid(format!("{at}.values[{j}]"), v, &fault));
+            }
+        }
     }
 }
 
@@ -419,5 +486,39 @@ mod tests {
                 "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
             ]
         );
+    }
+
+    #[test]
+    fn selectors_and_review_versions_are_checked_as_kube_checks_them() {
+        let mut hook = json!({"name": "a.b.c", "sideEffects": "None", "admissionReviewVersions": ["v1", "v1", "V2"],
+            "clientConfig": {"url": "https://x/y"},
+            "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "Is"},
+                                                      {"key": "tier", "operator": "In"},
+                                                      {"key": "bad key", "operator": "Exists", "values": ["x"]}]},
+            "objectSelector": {"matchLabels": {"app": "bad value!"}}});
+        let found = messages(hook.clone(), false);
+        assert_eq!(found.len(), 7, "{found:#?}");
+        assert!(
+            found.contains(
+                &"webhooks[0].admissionReviewVersions[1]: Invalid value: \"v1\": duplicate version".to_string()
+            )
+        );
+        assert!(
+            found
+                .iter()
+                .any(|m| m
+                    .starts_with("webhooks[0].admissionReviewVersions[2]: Invalid value: \"V2\": a DNS-1035 label"))
+        );
+        assert!(found.contains(&"webhooks[0].namespaceSelector.matchExpressions[0].operator: Invalid value: \"Is\": not a valid selector operator".to_string()));
+        assert!(found.contains(&"webhooks[0].namespaceSelector.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'".to_string()));
+        assert!(found.contains(&"webhooks[0].namespaceSelector.matchExpressions[2].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".to_string()));
+        assert!(found.iter().any(|m| m.starts_with("webhooks[0].namespaceSelector.matchExpressions[2].key: Invalid value: \"bad key\": name part must consist of")));
+        assert!(found.iter().any(|m| m.starts_with(
+            "webhooks[0].objectSelector.matchLabels: Invalid value: \"bad value!\": a valid label must be"
+        )));
+        hook["admissionReviewVersions"] = json!(["v1"]);
+        hook["namespaceSelector"] = json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}]});
+        hook["objectSelector"] = json!({"matchLabels": {"app": "web"}});
+        assert_eq!(messages(hook, false), Vec::<String>::new());
     }
 }

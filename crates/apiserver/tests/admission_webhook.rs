@@ -150,7 +150,8 @@ fn validate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     response
 }
 
-/// Labels the object `mutated: yes`, and names one that has neither a name nor a generateName.
+/// Labels the object `mutated: yes` (and adds a field ConfigMaps do not have), and names one that
+/// has neither a name nor a generateName.
 fn mutate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let response = AdmissionResponse::from(request);
     let meta = request.object.as_ref().map(|o| &o.metadata);
@@ -160,6 +161,8 @@ fn mutate(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     } else {
         json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
     };
+    // A field the type does not have, which the server drops as kube does.
+    patch.as_array_mut().unwrap().push(json!({"op": "add", "path": "/notAField", "value": 1}));
     if meta.is_some_and(|m| m.name.is_none() && m.generate_name.is_none()) {
         patch.as_array_mut().unwrap().push(json!({"op": "add", "path": "/metadata/name", "value": "named-by-webhook"}));
     }
@@ -347,6 +350,7 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
     assert_eq!(r.body["metadata"]["labels"], json!({"mutated": "yes"}));
     let stored = c.get(&format!("{CONFIGMAPS}/plain")).await;
     assert_eq!(stored.body["metadata"]["labels"], json!({"mutated": "yes"}));
+    assert_eq!(stored.body.get("notAField"), None, "{}", stored.body);
     // The validating webhook saw the mutated object.
     let validated = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(validated["review"]["request"]["object"]["metadata"]["labels"]["mutated"], "yes");
