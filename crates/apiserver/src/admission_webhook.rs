@@ -135,7 +135,7 @@ async fn mutate_all(
 }
 
 /// Calls one mutating webhook and applies its patch, then `default`: None when it does not
-/// match or is ignored, whether its patch changed the object otherwise.
+/// match, whether its patch changed the object otherwise.
 async fn mutate_once(
     hook: &Value,
     registry: &Registry,
@@ -232,8 +232,9 @@ fn name_of(v: &Value) -> &str {
     v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
 }
 
-/// Offers the request to one webhook: Ok(None) when it does not match (or failed and is
-/// ignored), what it allowed otherwise.
+/// Offers the request to one webhook: Ok(None) when it does not match, what it allowed
+/// otherwise (nothing to patch when its call failed and is ignored: it was called, and a
+/// webhook with `reinvocationPolicy: IfNeeded` may be called again, as in kube).
 async fn offer(
     hook: &Value,
     registry: &Registry,
@@ -250,7 +251,7 @@ async fn offer(
             Err(ApiError::internal(&format!("failed calling webhook {}: {reason}", go_quote(name))))
         } else {
             tracing::warn!(webhook = name, "admission webhook failed and is ignored: {reason}");
-            Ok(None)
+            Ok(Some(Allowed { patch: None, sent: None, equivalent: None }))
         }
     };
     let equivalent = match matches(hook, a, registry, object.as_ref(), old.as_ref(), namespace) {
@@ -439,7 +440,10 @@ fn review(
     let mut request = crate::admission_policy::request(a);
     if let Value::Object(r) = &mut request {
         if let Some(info) = equivalent {
-            r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
+            // A scale write is a Scale in every version.
+            if a.subresource != "scale" {
+                r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
+            }
             r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));
         }
         for k in ["subResource", "requestSubResource", "name", "namespace"] {

@@ -98,17 +98,59 @@ async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
-    let status = response.status();
+    let status = response.status().as_u16();
+    let text_body = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("text/"));
     let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(&bytes);
-        return Err(if text.trim().is_empty() {
-            format!("the server responded with the status code {} but did not return more information", status.as_u16())
-        } else {
-            format!("an error on the server ({:?}) has prevented the request from succeeding", text.trim())
-        });
+    if !(200..=206).contains(&status) {
+        return Err(response_error(status, text_body, &bytes));
     }
     serde_json::from_slice(&bytes).map_err(|e| format!("decoding the response: {e}"))
+}
+
+/// What client-go makes of an answer outside 200–206, as kube reports it: a `Status` of
+/// `Failure` speaks for itself; otherwise the code's own words, with the body (when it is text)
+/// where they quote the server.
+fn response_error(code: u16, text_body: bool, body: &[u8]) -> String {
+    if let Ok(v) = serde_json::from_slice::<Value>(body)
+        && v.get("kind").and_then(Value::as_str) == Some("Status")
+        && v.get("status").and_then(Value::as_str) == Some("Failure")
+    {
+        return v.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+    }
+    let server = if text_body {
+        let cut = &body[..body.len().min(2048)];
+        String::from_utf8_lossy(cut).trim().to_string()
+    } else {
+        "unknown".to_string()
+    };
+    match code {
+        409 => "the server reported a conflict".into(),
+        404 => "the server could not find the requested resource".into(),
+        400 => "the server rejected our request for an unknown reason".into(),
+        401 => "the server has asked for the client to provide credentials".into(),
+        403 | 415 => server,
+        406 if server.is_empty() || server == "unknown" => {
+            "the server was unable to respond with a content type that the client supports".into()
+        }
+        406 => server,
+        405 => "the server does not allow this method on the requested resource".into(),
+        422 => "the server rejected our request due to an error in our request".into(),
+        503 => "the server is currently unable to handle the request".into(),
+        504 => {
+            "the server was unable to return a response in the time allotted, but may still be processing the request"
+                .into()
+        }
+        429 => "the server has received too many requests and has asked us to try again later".into(),
+        c if c >= 500 => format!(
+            "an error on the server ({}) has prevented the request from succeeding",
+            crate::structural::go_quote(&server)
+        ),
+        c => format!("the server responded with the status code {c} but did not return more information"),
+    }
 }
 
 /// A rustls client trusting `ca_bundle` (PEM), or the system's roots when it is empty.
@@ -221,6 +263,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn answers_outside_success_read_as_client_go_reads_them() {
+        assert_eq!(response_error(404, true, b"no such path"), "the server could not find the requested resource");
+        assert_eq!(
+            response_error(500, true, b"boom\n"),
+            "an error on the server (\"boom\") has prevented the request from succeeding"
+        );
+        assert_eq!(
+            response_error(502, false, b"{}"),
+            "an error on the server (\"unknown\") has prevented the request from succeeding"
+        );
+        assert_eq!(response_error(403, true, b"go away"), "go away");
+        assert_eq!(
+            response_error(207, false, b""),
+            "the server responded with the status code 207 but did not return more information"
+        );
+        let status = br#"{"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "quota exceeded"}"#;
+        assert_eq!(response_error(429, false, status), "quota exceeded");
+    }
 
     #[test]
     fn endpoints_are_the_url_or_the_service_s_name_with_kube_s_timeout() {
