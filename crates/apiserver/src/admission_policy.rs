@@ -515,6 +515,11 @@ pub(crate) fn rule_matches(r: &Value, a: &Attributes<'_>) -> bool {
     }
 }
 
+/// The strings of the list at `key` of `v` (none when it is not a list).
+pub(crate) fn strings<'v>(v: &'v Value, key: &str) -> Vec<&'v str> {
+    v.get(key).and_then(Value::as_array).map(|l| l.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
 /// Whether `labels` match a `LabelSelector` (`matchLabels` and `matchExpressions`); an empty
 /// selector matches everything.
 pub(crate) fn selector_matches(sel: &Value, labels: &Value) -> bool {
@@ -525,11 +530,7 @@ pub(crate) fn selector_matches(sel: &Value, labels: &Value) -> bool {
     }
     sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let values = strings(e, "values");
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
             "In" => label(key).is_some_and(|l| values.contains(&l)),
             "NotIn" => label(key).is_none_or(|l| !values.contains(&l)),

@@ -43,6 +43,11 @@ pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cau
     }
 }
 
+/// A `Duplicate value` cause.
+pub(crate) fn duplicate(field: String, value: &str) -> Cause {
+    Cause { reason: "FieldValueDuplicate", message: format!("Duplicate value: {}", go_quote(value)), field }
+}
+
 /// An `Invalid value` cause.
 pub(crate) fn invalid(field: String, value: &str, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
@@ -82,11 +87,7 @@ pub(crate) fn check_match_conditions(conditions: Option<&Value>, at: &str, names
                 causes.push(invalid(format!("{at}.name"), name, &fault));
             }
             if seen.contains(&name) {
-                causes.push(Cause {
-                    reason: "FieldValueDuplicate",
-                    message: format!("Duplicate value: {}", go_quote(name)),
-                    field: format!("{at}.name"),
-                });
+                causes.push(duplicate(format!("{at}.name"), name));
             }
             seen.push(name);
         }
@@ -252,11 +253,7 @@ fn check_policy(spec: &Value, name: &str, causes: &mut Vec<Cause>) {
             check_typed(trimmed, &names, &["string", "null_type"], format!("{at}.valueExpression"), causes);
         }
         if keys.contains(&key) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                message: format!("Duplicate value: {}", go_quote(key)),
-                field: format!("{at}.key"),
-            });
+            causes.push(duplicate(format!("{at}.key"), key));
         }
         keys.push(key);
     }
@@ -288,11 +285,7 @@ fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
             causes.push(unsupported(format!("spec.validationActions[{i}]"), a, &ACTIONS));
         }
         if seen.contains(&a) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                message: format!("Duplicate value: {}", go_quote(a)),
-                field: format!("spec.validationActions[{i}]"),
-            });
+            causes.push(duplicate(format!("spec.validationActions[{i}]"), a));
         }
         seen.push(a);
     }

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::policy_validation::{check_match_conditions, invalid, required, unsupported};
+use crate::policy_validation::{check_match_conditions, duplicate, invalid, required, unsupported};
 use crate::structural::{Cause, go_quote};
 
 /// The AdmissionReview versions kube-apiserver speaks.
@@ -62,11 +62,7 @@ pub(crate) fn validate(obj: &Map<String, Value>, mutating: bool) -> Vec<Cause> {
         let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
         if !name.is_empty() {
             if seen.contains(&name) {
-                causes.push(Cause {
-                    reason: "FieldValueDuplicate",
-                    message: format!("Duplicate value: {}", go_quote(name)),
-                    field: format!("{at}.name"),
-                });
+                causes.push(duplicate(format!("{at}.name"), name));
             }
             seen.push(name);
         }
@@ -129,11 +125,7 @@ fn check_webhook(hook: &Value, at: &str, mutating: bool, causes: &mut Vec<Cause>
 
 /// At least one AdmissionReview version the server speaks.
 fn check_review_versions(hook: &Value, at: &str, causes: &mut Vec<Cause>) {
-    let versions: Vec<&str> = hook
-        .get("admissionReviewVersions")
-        .and_then(Value::as_array)
-        .map(|v| v.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let versions = crate::admission_policy::strings(hook, "admissionReviewVersions");
     if versions.is_empty() {
         causes.push(required(format!("{at}.admissionReviewVersions"), "must specify one of v1, v1beta1"));
     } else {
@@ -181,11 +173,7 @@ pub(crate) fn check_selector(sel: &Value, at: &str, causes: &mut Vec<Cause>) {
     }
     for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let at = format!("{at}.matchExpressions[{i}]");
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let values = crate::admission_policy::strings(e, "values");
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
             "In" | "NotIn" if values.is_empty() => {
                 causes.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'"))

@@ -630,14 +630,7 @@ impl Store {
             (Some(b), _) => b,
             (None, Some(u)) => u.to_string(),
             (None, None) => {
-                return Err(ApiError::invalid_object(
-                    &info.group,
-                    &info.kind,
-                    "",
-                    "metadata.name",
-                    "FieldValueRequired",
-                    "Required value: name or generateName is required",
-                ));
+                return Err(name_required(info));
             }
         };
         let precondition = match meta_str(&obj, "resourceVersion") {
@@ -1049,6 +1042,18 @@ impl Store {
     }
 }
 
+/// kube's 422 for a write whose object has neither a name nor a generateName.
+fn name_required(info: &ResourceInfo) -> ApiError {
+    ApiError::invalid_object(
+        &info.group,
+        &info.kind,
+        "",
+        "metadata.name",
+        "FieldValueRequired",
+        "Required value: name or generateName is required",
+    )
+}
+
 /// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one made
 /// from `generateName`; written into the object. 422 when there is neither or the name is not a
 /// DNS subdomain.
@@ -1058,14 +1063,7 @@ fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<
         // kube's name generator keeps at most 58 bytes of the base, for a name of at most 63.
         (None, Some(g)) => format!("{}{}", g.get(..58).unwrap_or(&g), object::name_suffix()),
         (None, None) => {
-            return Err(ApiError::invalid_object(
-                &info.group,
-                &info.kind,
-                "",
-                "metadata.name",
-                "FieldValueRequired",
-                "Required value: name or generateName is required",
-            ));
+            return Err(name_required(info));
         }
     };
     if !object::valid_name(&name) {
