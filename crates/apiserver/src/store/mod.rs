@@ -299,7 +299,12 @@ impl Store {
         let namespace = match cached {
             Some(o) => o,
             None => match self.stored(ns_info, "", ns).await {
-                Ok(o) => o,
+                Ok(o) => {
+                    // Admission reads the namespace (its labels, for selectors) from the cache:
+                    // let the cache catch up with it first.
+                    self.cache.wait_for_rv(o.rv, self.rv_wait).await;
+                    o
+                }
                 Err(e) if e.code == 404 => return Err(namespaces::not_found(ns)),
                 Err(e) => return Err(e),
             },
