@@ -152,7 +152,7 @@ async fn mutate_once(
     let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj, allowed.sent) else {
         return Ok(Some(false));
     };
-    json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
+    apply_patch(&mut patched, &patch)?;
     if a.subresource == "scale" {
         // The webhook patched the Scale: its replicas go to the parent.
         let mut parent = Value::Object(obj.clone());
@@ -184,6 +184,39 @@ async fn mutate_once(
     *obj = patched;
     default(obj);
     Ok(Some(changed))
+}
+
+/// Applies a webhook's JSON Patch, one operation after another; a failure is kube's 500 in the
+/// words of the JSON Patch library kube uses (`add operation does not apply: doc is missing
+/// path: "/metadata/labels/a": missing value`).
+fn apply_patch(doc: &mut Value, patch: &json_patch::Patch) -> Result<(), ApiError> {
+    for op in &patch.0 {
+        if let Err(e) = json_patch::patch(doc, std::slice::from_ref(op)) {
+            return Err(ApiError::internal(&patch_error(doc, op, &e)));
+        }
+    }
+    Ok(())
+}
+
+/// kube's text of a patch operation that does not apply to `doc`.
+fn patch_error(doc: &Value, op: &json_patch::PatchOperation, e: &json_patch::PatchError) -> String {
+    use json_patch::PatchOperation::{Add, Remove};
+    let path = match op {
+        Add(o) => o.path.to_string(),
+        Remove(o) => o.path.to_string(),
+        _ => return e.to_string(),
+    };
+    let (parent, key) = path.rsplit_once('/').unwrap_or(("", &path));
+    let key = key.replace("~1", "/").replace("~0", "~");
+    let parent_value = doc.pointer(parent);
+    match (op, parent_value) {
+        (Add(_), None) => format!("add operation does not apply: doc is missing path: \"{path}\": missing value"),
+        (Remove(_), None) => format!("remove operation does not apply: doc is missing path: \"{path}\": missing value"),
+        (Remove(_), Some(Value::Object(m))) if !m.contains_key(&key) => {
+            format!("error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value")
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// Offers the request, its object as it will be stored, to the validating webhooks.
@@ -622,5 +655,36 @@ mod tests {
         assert_eq!(patch_bytes(None).unwrap(), None);
         assert!(patch_bytes(Some(&json!("%%%"))).is_err());
         assert!(patch_bytes(Some(&json!([256]))).is_err());
+    }
+
+    #[test]
+    fn patches_that_do_not_apply_fail_in_kube_s_words() {
+        let failure = |doc: Value, patch: Value| {
+            let mut doc = doc;
+            let patch: json_patch::Patch = serde_json::from_value(patch).unwrap();
+            apply_patch(&mut doc, &patch).unwrap_err().message
+        };
+        let doc = json!({"metadata": {"name": "a"}});
+        assert_eq!(
+            failure(doc.clone(), json!([{"op": "add", "path": "/metadata/labels/x", "value": "1"}])),
+            "Internal error occurred: add operation does not apply: doc is missing path: \"/metadata/labels/x\": missing value"
+        );
+        assert_eq!(
+            failure(doc.clone(), json!([{"op": "remove", "path": "/metadata/name2"}])),
+            "Internal error occurred: error in remove for path: '/metadata/name2': Unable to remove nonexistent key: name2: missing value"
+        );
+        assert_eq!(
+            failure(doc.clone(), json!([{"op": "remove", "path": "/spec/x"}])),
+            "Internal error occurred: remove operation does not apply: doc is missing path: \"/spec/x\": missing value"
+        );
+        // Operations apply in order: a parent added first is there for the next.
+        let mut ok = doc;
+        let patch: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "add", "path": "/metadata/labels", "value": {}},
+            {"op": "add", "path": "/metadata/labels/x", "value": "1"}
+        ]))
+        .unwrap();
+        apply_patch(&mut ok, &patch).unwrap();
+        assert_eq!(ok["metadata"]["labels"]["x"], "1");
     }
 }
