@@ -261,14 +261,34 @@ pub(crate) fn with_type(info: &ResourceInfo, mut v: Value) -> Value {
     v
 }
 
-/// The namespace of a namespaced request, as stored; null otherwise.
+/// The namespace of a namespaced request, as admission sees it (kube's `CreateNamespaceObject`:
+/// its spec, status and the metadata fields below, without managedFields or owners); null
+/// otherwise.
 pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result<Value, ApiError> {
+    const KEPT: [&str; 12] = [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "finalizers",
+    ];
     if !a.info.namespaced || a.namespace.is_empty() {
         return Ok(Value::Null);
     }
     let registry = cache.registry();
     let Some(ns_info) = registry.find("", "v1", "namespaces") else { return Ok(Value::Null) };
-    Ok(cache.get(ns_info, "", a.namespace)?.map(|n| n.value()).unwrap_or(Value::Null))
+    let mut namespace = cache.get(ns_info, "", a.namespace)?.map(|n| n.value()).unwrap_or(Value::Null);
+    if let Some(Value::Object(meta)) = namespace.get_mut("metadata") {
+        meta.retain(|k, _| KEPT.contains(&k.as_str()));
+    }
+    Ok(namespace)
 }
 
 /// CEL's `request`: what the request is and who makes it. As in kube, a request on a

@@ -371,6 +371,14 @@ async fn policies_judge_webhook_configurations_and_a_false_condition_outweighs_e
     assert_eq!(c.post(POLICIES, &policy("conditions", spec)).await.code, 201);
     let b = binding("conditions", json!({"policyName": "conditions", "validationActions": ["Deny"]}));
     assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    // `namespaceObject` is the namespace as kube shows it to policies: no managedFields.
+    let spec = json!({"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                          "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                      "validations": [{"expression": "namespaceObject.metadata.name == 'apps' && !has(namespaceObject.metadata.managedFields)",
+                                       "message": "namespace view"}]});
+    assert_eq!(c.post(POLICIES, &policy("namespace-view", spec)).await.code, 201);
+    let b = binding("namespace-view", json!({"policyName": "namespace-view", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
     settled(&c).await;
 
     let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
