@@ -492,11 +492,14 @@ fn review(
             "UPDATE" => "UpdateOptions",
             _ => "DeleteOptions",
         };
-        let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
-        if a.dry_run {
-            options["dryRun"] = json!(["All"]);
+        let mut options = Map::new();
+        options.insert("kind".into(), kind.into());
+        options.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+        options.extend(crate::admission_options::current());
+        if a.dry_run && !options.contains_key("dryRun") {
+            options.insert("dryRun".into(), json!(["All"]));
         }
-        r.insert("options".into(), options);
+        r.insert("options".into(), Value::Object(options));
     }
     json!({"kind": "AdmissionReview", "apiVersion": version, "request": request})
 }

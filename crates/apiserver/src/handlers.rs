@@ -161,7 +161,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
-    let (answer, warnings) = warning::collect(route(&shared, req)).await;
+    let (answer, warnings) = crate::admission_options::scope(warning::collect(route(&shared, req))).await;
     let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),
@@ -350,6 +350,7 @@ async fn resource_request(
     let method = req.method().clone();
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
+    crate::admission_options::from_query(&query, method == Method::DELETE);
     let render = crate::table::Render::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
@@ -439,6 +440,7 @@ async fn resource_request(
             } else {
                 parse_json(&b)?
             };
+            crate::admission_options::from_delete_body(&opts);
             let pre = opts.get("preconditions");
             let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
                 Some(s) => Some(parse_rv(s)?),

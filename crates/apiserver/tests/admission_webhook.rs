@@ -270,6 +270,16 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     assert_eq!(r.code, 400, "{}", r.body);
     let last = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(last["review"]["request"]["dryRun"], true);
+    // The options are what the client sent, as kube passes them on.
+    let query = "?dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict";
+    let r = c.post(&format!("{CONFIGMAPS}{query}"), &configmap("bad", json!({"forbidden": "yes"}))).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    let last = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(
+        last["review"]["request"]["options"],
+        json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"],
+               "fieldManager": "kubectl-create", "fieldValidation": "Strict"})
+    );
 
     // Updates carry the old object: the locked data cannot change, its labels can.
     let path = format!("{CONFIGMAPS}/fine");
@@ -298,6 +308,18 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     assert_eq!(r.body["message"], "admission webhook \"guard.example.com\" denied the request: this object is kept");
     let delete = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(delete["review"]["request"]["operation"], "DELETE");
+    assert_eq!(
+        delete["review"]["request"]["options"],
+        json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"})
+    );
+    let r = c.delete(&format!("{path}?propagationPolicy=Foreground&gracePeriodSeconds=0")).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    let delete = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(
+        delete["review"]["request"]["options"],
+        json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Foreground",
+               "gracePeriodSeconds": 0})
+    );
     assert_eq!(delete["review"]["request"]["object"], Value::Null);
     assert_eq!(delete["review"]["request"]["oldObject"]["metadata"]["labels"]["keep"], "1");
     assert_eq!(c.get(&path).await.code, 200);
