@@ -52,13 +52,35 @@ enum Builtin {
     Secret,
     Namespace,
     Node,
+    DaemonSet,
+    Job,
+    CronJob,
+    Binding,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    NetworkPolicy,
+    StorageClass,
+    HorizontalPodAutoscaler,
 }
 
 fn builtin(info: &ResourceInfo) -> Option<Builtin> {
+    if (info.group.as_str(), info.version.as_str(), info.plural.as_str())
+        == ("autoscaling", "v2", "horizontalpodautoscalers")
+    {
+        return Some(Builtin::HorizontalPodAutoscaler);
+    }
     if info.version != "v1" {
         return None;
     }
     Some(match (info.group.as_str(), info.plural.as_str()) {
+        ("apps", "daemonsets") => Builtin::DaemonSet,
+        ("batch", "jobs") => Builtin::Job,
+        ("batch", "cronjobs") => Builtin::CronJob,
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Builtin::Binding,
+        ("", "persistentvolumeclaims") => Builtin::PersistentVolumeClaim,
+        ("", "persistentvolumes") => Builtin::PersistentVolume,
+        ("networking.k8s.io", "networkpolicies") => Builtin::NetworkPolicy,
+        ("storage.k8s.io", "storageclasses") => Builtin::StorageClass,
         ("", "pods") => Builtin::Pod,
         ("", "services") => Builtin::Service,
         ("", "secrets") => Builtin::Secret,
@@ -132,6 +154,109 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::Secret => default_str(obj, "type", "Opaque"),
         Builtin::Namespace => namespace_label(obj),
         Builtin::Node => {}
+        Builtin::DaemonSet => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                if let Some(strategy) = ensure_obj(spec, "updateStrategy") {
+                    default_str(strategy, "type", "RollingUpdate");
+                    if str_of(strategy, "type") == Some("RollingUpdate")
+                        && let Some(rolling) = ensure_obj(strategy, "rollingUpdate")
+                    {
+                        default_val(rolling, "maxUnavailable", json!(1));
+                        default_val(rolling, "maxSurge", json!(0));
+                    }
+                }
+                default_val(spec, "revisionHistoryLimit", json!(10));
+                template(spec);
+            }
+        }
+        Builtin::Job => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                job_spec(spec);
+            }
+        }
+        Builtin::CronJob => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_str(spec, "concurrencyPolicy", "Allow");
+                default_val(spec, "suspend", json!(false));
+                default_val(spec, "successfulJobsHistoryLimit", json!(3));
+                default_val(spec, "failedJobsHistoryLimit", json!(1));
+                if let Some(job) = member(spec, "jobTemplate")
+                    && let Some(job_spec_map) = ensure_obj(job, "spec")
+                {
+                    job_spec(job_spec_map);
+                }
+            }
+        }
+        Builtin::Binding => {
+            for subject in items(obj, "subjects") {
+                match str_of(subject, "kind") {
+                    Some("User" | "Group") => default_str(subject, "apiGroup", "rbac.authorization.k8s.io"),
+                    Some("ServiceAccount") => default_str(subject, "apiGroup", ""),
+                    _ => {}
+                }
+            }
+        }
+        Builtin::PersistentVolumeClaim => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_str(spec, "volumeMode", "Filesystem");
+            }
+        }
+        Builtin::PersistentVolume => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
+                default_str(spec, "volumeMode", "Filesystem");
+            }
+        }
+        Builtin::NetworkPolicy => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                network_policy_spec(spec);
+            }
+        }
+        Builtin::StorageClass => {
+            default_str(obj, "reclaimPolicy", "Delete");
+            default_str(obj, "volumeBindingMode", "Immediate");
+        }
+        Builtin::HorizontalPodAutoscaler => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_val(spec, "minReplicas", json!(1));
+            }
+        }
+    }
+}
+
+/// A Job's spec defaults (also a CronJob's job template's).
+fn job_spec(spec: &mut Map<String, Value>) {
+    if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
+        spec.insert("completions".into(), json!(1));
+    }
+    default_val(spec, "parallelism", json!(1));
+    if !spec.contains_key("backoffLimitPerIndex") {
+        default_val(spec, "backoffLimit", json!(6));
+    }
+    default_str(spec, "completionMode", "NonIndexed");
+    default_val(spec, "suspend", json!(false));
+    if !spec.contains_key("podFailurePolicy") {
+        default_str(spec, "podReplacementPolicy", "TerminatingOrFailed");
+    }
+    template(spec);
+}
+
+/// A NetworkPolicy's `policyTypes` (Ingress, and Egress when it has egress rules) and its ports'
+/// protocol.
+fn network_policy_spec(spec: &mut Map<String, Value>) {
+    for direction in ["ingress", "egress"] {
+        for rule in items(spec, direction) {
+            for port in items(rule, "ports") {
+                default_str(port, "protocol", "TCP");
+            }
+        }
+    }
+    if spec.get("policyTypes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        let mut types = vec![json!("Ingress")];
+        if spec.get("egress").and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
+            types.push(json!("Egress"));
+        }
+        spec.insert("policyTypes".into(), Value::Array(types));
     }
 }
 
@@ -168,6 +293,18 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
             }
         }
         Builtin::Service => service_allocation(obj, write),
+        Builtin::Job if create => job_selector(obj),
+        Builtin::Job | Builtin::CronJob | Builtin::DaemonSet => {
+            if create {
+                default_val(obj, "status", json!({}));
+            }
+        }
+        Builtin::Binding
+        | Builtin::PersistentVolumeClaim
+        | Builtin::PersistentVolume
+        | Builtin::NetworkPolicy
+        | Builtin::StorageClass
+        | Builtin::HorizontalPodAutoscaler => {}
         Builtin::Secret => {}
         Builtin::Namespace => namespace(obj, create),
         Builtin::Node => {
@@ -180,6 +317,37 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         }
     }
     Ok(())
+}
+
+/// kube's Job create strategy: the status starts empty and, unless the Job asks for a manual
+/// selector, its pods are labelled with its name and uid and selected by the uid.
+fn job_selector(obj: &mut Map<String, Value>) {
+    default_val(obj, "status", json!({}));
+    let meta = obj.get("metadata");
+    let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("").to_string();
+    let (name, uid) = (text("name"), text("uid"));
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
+    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
+        return;
+    }
+    if let Some(template) = ensure_obj(spec, "template")
+        && let Some(meta) = ensure_obj(template, "metadata")
+        && let Some(labels) = ensure_obj(meta, "labels")
+    {
+        for (k, v) in [
+            ("job-name", &name),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("batch.kubernetes.io/controller-uid", &uid),
+        ] {
+            default_val(labels, k, json!(v));
+        }
+    }
+    if let Some(selector) = ensure_obj(spec, "selector")
+        && let Some(match_labels) = ensure_obj(selector, "matchLabels")
+    {
+        default_val(match_labels, "batch.kubernetes.io/controller-uid", json!(uid));
+    }
 }
 
 // ---- helpers ----

@@ -218,7 +218,19 @@ impl ResourceInfo {
     }
 
     fn builtin(group: &str, plural: &str, kind: &str, namespaced: bool, short: &[&str], fields: &[&str]) -> Self {
-        let mut r = ResourceInfo::new(group, "v1", plural, kind, namespaced)
+        Self::builtin_at(group, "v1", plural, kind, namespaced, short, fields)
+    }
+
+    fn builtin_at(
+        group: &str,
+        version: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+        short: &[&str],
+        fields: &[&str],
+    ) -> Self {
+        let mut r = ResourceInfo::new(group, version, plural, kind, namespaced)
             .with_short_names(short)
             .with_selectable_fields(fields);
         r.list_items_have_kind = false;
@@ -240,12 +252,19 @@ impl Registry {
         Registry::default()
     }
 
-    /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets,
-    /// services, nodes, events; apps/v1 deployments, replicasets, statefulsets;
-    /// coordination.k8s.io/v1 leases; admissionregistration.k8s.io/v1
-    /// validatingadmissionpolicies (with `status`), validatingadmissionpolicybindings,
-    /// mutatingwebhookconfigurations and validatingwebhookconfigurations. Namespaces, pods,
-    /// services, nodes and the apps/v1 workloads have a `status` subresource; the workloads
+    /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets, services, nodes,
+    /// events, serviceaccounts, endpoints, persistentvolumeclaims, persistentvolumes,
+    /// limitranges, resourcequotas, podtemplates, replicationcontrollers; apps/v1 deployments,
+    /// replicasets, statefulsets, daemonsets, controllerrevisions; autoscaling/v2
+    /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; networking.k8s.io/v1 ingresses,
+    /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
+    /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
+    /// storage.k8s.io/v1 storageclasses; admissionregistration.k8s.io/v1
+    /// validatingadmissionpolicies, validatingadmissionpolicybindings,
+    /// mutatingwebhookconfigurations and validatingwebhookconfigurations;
+    /// coordination.k8s.io/v1 leases; apiextensions.k8s.io/v1 customresourcedefinitions;
+    /// discovery.k8s.io/v1 endpointslices. Groups come in kube-apiserver's order. The resources
+    /// kube gives a `status` subresource have one; deployments, replicasets and statefulsets
     /// also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
@@ -308,10 +327,56 @@ impl Registry {
                 "type",
             ],
         ));
+        r.register(b("", "serviceaccounts", "ServiceAccount", true, &["sa"], &[]));
+        r.register(b("", "endpoints", "Endpoints", true, &["ep"], &[]).with_storage_path("services/endpoints"));
+        r.register(
+            b("", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], &[]).with_status_subresource(),
+        );
+        r.register(b("", "persistentvolumes", "PersistentVolume", false, &["pv"], &[]).with_status_subresource());
+        r.register(b("", "limitranges", "LimitRange", true, &["limits"], &[]));
+        r.register(b("", "resourcequotas", "ResourceQuota", true, &["quota"], &[]).with_status_subresource());
+        r.register(b("", "podtemplates", "PodTemplate", true, &[], &[]));
+        r.register(
+            b("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["status.replicas"])
+                .with_storage_path("controllers")
+                .with_status_subresource(),
+        );
         r.register(workload("deployments", "Deployment", &["deploy"], &[]));
         r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));
         r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
-        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
+        r.register(b("apps", "daemonsets", "DaemonSet", true, &["ds"], &[]).with_status_subresource());
+        r.register(b("apps", "controllerrevisions", "ControllerRevision", true, &[], &[]));
+        // The other groups, in the order kube-apiserver lists them.
+        r.register(
+            ResourceInfo::builtin_at(
+                "autoscaling",
+                "v2",
+                "horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+                true,
+                &["hpa"],
+                &[],
+            )
+            .with_status_subresource(),
+        );
+        r.register(b("batch", "jobs", "Job", true, &[], &["status.successful"]).with_status_subresource());
+        r.register(b("batch", "cronjobs", "CronJob", true, &["cj"], &[]).with_status_subresource());
+        r.register(
+            b("networking.k8s.io", "ingresses", "Ingress", true, &["ing"], &[])
+                .with_storage_path("ingress")
+                .with_status_subresource(),
+        );
+        r.register(b("networking.k8s.io", "ingressclasses", "IngressClass", false, &[], &[]));
+        r.register(b("networking.k8s.io", "networkpolicies", "NetworkPolicy", true, &["netpol"], &[]));
+        r.register(
+            b("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], &[]).with_status_subresource(),
+        );
+        let rbac = "rbac.authorization.k8s.io";
+        r.register(b(rbac, "roles", "Role", true, &[], &[]));
+        r.register(b(rbac, "rolebindings", "RoleBinding", true, &[], &[]));
+        r.register(b(rbac, "clusterroles", "ClusterRole", false, &[], &[]));
+        r.register(b(rbac, "clusterrolebindings", "ClusterRoleBinding", false, &[], &[]));
+        r.register(b("storage.k8s.io", "storageclasses", "StorageClass", false, &["sc"], &[]));
         r.register(
             b(
                 crate::admission_policy::GROUP,
@@ -347,11 +412,13 @@ impl Registry {
             &[],
             &[],
         ));
+        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r.register(
             b(crate::crd::GROUP, "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], &[])
                 .with_storage_path("apiextensions.k8s.io/customresourcedefinitions")
                 .with_status_subresource(),
         );
+        r.register(b("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[]));
         r
     }
 

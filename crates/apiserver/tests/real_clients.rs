@@ -444,3 +444,129 @@ async fn python_client_patches_merge_lists_by_key() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Creates `v` through kube-rs's typed API and reads it back by name and in a list.
+async fn round_trip<K>(api: &Api<K>, v: serde_json::Value) -> K
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let obj: K = serde_json::from_value(v).unwrap();
+    let created = api.create(&PostParams::default(), &obj).await.unwrap();
+    let name = created.meta().name.clone().unwrap();
+    let read = api.get(&name).await.unwrap();
+    assert_eq!(read.meta().uid, created.meta().uid);
+    let listed = api.list(&Default::default()).await.unwrap();
+    assert!(listed.items.iter().any(|o| o.meta().name.as_deref() == Some(name.as_str())), "{name} listed");
+    read
+}
+
+#[tokio::test]
+async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
+    use k8s_openapi::api::{
+        apps::v1::DaemonSet,
+        autoscaling::v2::HorizontalPodAutoscaler,
+        batch::v1::{CronJob, Job},
+        core::v1::{Endpoints, PersistentVolumeClaim, ServiceAccount},
+        discovery::v1::EndpointSlice,
+        networking::v1::{Ingress, NetworkPolicy},
+        policy::v1::PodDisruptionBudget,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+        storage::v1::StorageClass,
+    };
+    let s = server().await;
+    let client = kube_client(&s).await;
+    let ns = "default";
+    let template = json!({"metadata": {"labels": {"app": "x"}},
+                          "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+
+    round_trip(&Api::<ServiceAccount>::namespaced(client.clone(), ns), json!({"metadata": {"name": "operator"}})).await;
+    let rule = json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]);
+    round_trip(&Api::<Role>::namespaced(client.clone(), ns), json!({"metadata": {"name": "reader"}, "rules": rule}))
+        .await;
+    let binding = round_trip(
+        &Api::<RoleBinding>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "default"},
+                            {"kind": "User", "name": "alice"}]}),
+    )
+    .await;
+    // kube's defaults: a User's apiGroup is RBAC's.
+    assert_eq!(binding.subjects.unwrap()[1].api_group.as_deref(), Some("rbac.authorization.k8s.io"));
+    round_trip(&Api::<ClusterRole>::all(client.clone()), json!({"metadata": {"name": "reader"}, "rules": rule})).await;
+    round_trip(
+        &Api::<ClusterRoleBinding>::all(client.clone()),
+        json!({"metadata": {"name": "reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"}}),
+    )
+    .await;
+
+    let job = round_trip(
+        &Api::<Job>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "migrate"}, "spec": {"template": template}}),
+    )
+    .await;
+    let uid = job.metadata.uid.clone().unwrap();
+    let spec = job.spec.unwrap();
+    assert_eq!((spec.backoff_limit, spec.completions, spec.parallelism), (Some(6), Some(1), Some(1)));
+    assert_eq!(spec.completion_mode.as_deref(), Some("NonIndexed"));
+    // As kube's Job strategy: pods labelled with the Job's name and uid, selected by the uid.
+    let selected = spec.selector.unwrap().match_labels.unwrap();
+    assert_eq!(selected.get("batch.kubernetes.io/controller-uid"), Some(&uid));
+    let labels = spec.template.metadata.unwrap().labels.unwrap();
+    assert_eq!(labels.get("batch.kubernetes.io/job-name").map(String::as_str), Some("migrate"));
+    assert_eq!(labels.get("app").map(String::as_str), Some("x"));
+    let cron = round_trip(
+        &Api::<CronJob>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "nightly"},
+               "spec": {"schedule": "0 1 * * *", "jobTemplate": {"spec": {"template": template}}}}),
+    )
+    .await;
+    assert_eq!(cron.spec.unwrap().concurrency_policy.as_deref(), Some("Allow"));
+    let ds = round_trip(
+        &Api::<DaemonSet>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "agent"},
+               "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
+    )
+    .await;
+    assert_eq!(ds.spec.unwrap().update_strategy.unwrap().type_.as_deref(), Some("RollingUpdate"));
+    round_trip(
+        &Api::<PodDisruptionBudget>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "keep-one"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}),
+    )
+    .await;
+    round_trip(
+        &Api::<Ingress>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "web"}, "spec": {"rules": [{"host": "example.com"}]}}),
+    )
+    .await;
+    let policy = round_trip(
+        &Api::<NetworkPolicy>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "deny"}, "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}}),
+    )
+    .await;
+    let policy = policy.spec.unwrap();
+    assert_eq!(policy.policy_types.unwrap(), ["Ingress", "Egress"]);
+    assert_eq!(policy.egress.unwrap()[0].ports.as_ref().unwrap()[0].protocol.as_deref(), Some("TCP"));
+    round_trip(
+        &Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "data"},
+               "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    )
+    .await;
+    round_trip(&Api::<Endpoints>::namespaced(client.clone(), ns), json!({"metadata": {"name": "web"}})).await;
+    round_trip(
+        &Api::<EndpointSlice>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "web-1"}, "addressType": "IPv4", "endpoints": []}),
+    )
+    .await;
+    round_trip(
+        &Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns),
+        json!({"metadata": {"name": "web"},
+               "spec": {"maxReplicas": 5, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}}),
+    )
+    .await;
+    round_trip(
+        &Api::<StorageClass>::all(client),
+        json!({"metadata": {"name": "fast"}, "provisioner": "example.com/disk"}),
+    )
+    .await;
+}
