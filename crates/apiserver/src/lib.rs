@@ -39,6 +39,7 @@ pub(crate) mod default_check;
 pub mod defaults;
 pub mod discovery;
 pub mod etcd_process;
+pub(crate) mod events_api;
 pub mod field_validation;
 pub mod handlers;
 pub mod jsonpath;

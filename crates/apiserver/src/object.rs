@@ -470,6 +470,25 @@ pub fn from_storage(
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
         return Ok(build(info, &m, rv));
     }
+    if crate::events_api::is_events_api(info) {
+        // Stored in its core/v1 form.
+        let mut m: Map<String, Value> =
+            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
+        let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let (api_version, kind) = (text("apiVersion"), text("kind"));
+        if !(api_version.is_empty() || api_version == "v1") || !(kind.is_empty() || kind == "Event") {
+            return Err(ValueError::WrongKind {
+                got: format!("{api_version} {kind}"),
+                want: format!("{} {}", info.api_version(), info.kind),
+            });
+        }
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.remove("resourceVersion");
+            meta.insert("name".into(), name.into());
+            meta.insert("namespace".into(), ns.into());
+        }
+        return Ok(build(info, &crate::events_api::from_core(m), rv));
+    }
     let top: BTreeMap<&str, &RawValue> = match serde_json::from_slice(&value) {
         Ok(t) => t,
         // Keys with escapes cannot be borrowed: read the slow way.
@@ -615,6 +634,10 @@ impl Template {
             storage.version = c.storage_version.clone();
             build(&storage, obj, RV_DRY_RUN).value
         });
+        let stored = match crate::events_api::is_events_api(info) {
+            true => Some(build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value),
+            false => stored,
+        };
         Template { obj: build(info, obj, RV_DRY_RUN), stored }
     }
 

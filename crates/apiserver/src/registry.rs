@@ -255,7 +255,8 @@ impl Registry {
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets, services, nodes,
     /// events, serviceaccounts, endpoints, persistentvolumeclaims, persistentvolumes,
     /// limitranges, resourcequotas, podtemplates, replicationcontrollers; apps/v1 deployments,
-    /// replicasets, statefulsets, daemonsets, controllerrevisions; autoscaling/v2
+    /// replicasets, statefulsets, daemonsets, controllerrevisions; events.k8s.io/v1 events (the core
+    /// events in another form); autoscaling/v2
     /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; networking.k8s.io/v1 ingresses,
     /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
@@ -346,7 +347,9 @@ impl Registry {
         r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
         r.register(b("apps", "daemonsets", "DaemonSet", true, &["ds"], &[]).with_status_subresource());
         r.register(b("apps", "controllerrevisions", "ControllerRevision", true, &[], &[]));
-        // The other groups, in the order kube-apiserver lists them.
+        // The other groups, in the order kube-apiserver lists them. events.k8s.io/v1 Events are
+        // core/v1 Events in another form (`events_api`), stored under the same keys.
+        r.register(b(crate::events_api::GROUP, "events", "Event", true, &["ev"], &[]).with_storage_path("events"));
         r.register(
             ResourceInfo::builtin_at(
                 "autoscaling",

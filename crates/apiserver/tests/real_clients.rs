@@ -570,3 +570,46 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn events_of_either_api_are_one_collection_as_in_kube() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event;
+    let s = server().await;
+    let client = kube_client(&s).await;
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let core: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
+    // Written through events.k8s.io/v1, as kube-rs's event recorder writes them.
+    let e: Event = serde_json::from_value(json!({
+        "metadata": {"name": "pulled"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "note": "image pulled",
+        "reason": "Pulled", "type": "Normal", "action": "Pull",
+        "reportingController": "example.com/operator", "reportingInstance": "operator-0"}))
+    .unwrap();
+    let created = events.create(&PostParams::default(), &e).await.unwrap();
+    assert_eq!(created.note.as_deref(), Some("image pulled"));
+    let as_core = core.get("pulled").await.unwrap();
+    assert_eq!(as_core.message.as_deref(), Some("image pulled"));
+    assert_eq!(as_core.involved_object.name.as_deref(), Some("p"));
+    assert_eq!(as_core.reporting_component.as_deref(), Some("example.com/operator"));
+    assert_eq!(as_core.metadata.resource_version, created.metadata.resource_version);
+    // Written through core/v1, read through events.k8s.io/v1.
+    let c: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"name": "scheduled"}, "involvedObject": {"kind": "Pod", "name": "p"},
+        "message": "assigned", "reason": "Scheduled", "type": "Normal", "count": 1}))
+    .unwrap();
+    core.create(&PostParams::default(), &c).await.unwrap();
+    let as_events = events.get("scheduled").await.unwrap();
+    assert_eq!(as_events.note.as_deref(), Some("assigned"));
+    assert_eq!(as_events.deprecated_count, Some(1));
+    assert_eq!(as_events.regarding.and_then(|r| r.name).as_deref(), Some("p"));
+    let names: Vec<String> =
+        events.list(&Default::default()).await.unwrap().items.into_iter().filter_map(|e| e.metadata.name).collect();
+    assert_eq!(names, ["pulled", "scheduled"]);
+    // An update through one API is seen through the other; a delete removes both.
+    let patch = json!({"note": "image pulled again", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}});
+    events.patch("pulled", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(core.get("pulled").await.unwrap().message.as_deref(), Some("image pulled again"));
+    core.delete("pulled", &DeleteParams::default()).await.unwrap();
+    assert!(events.get("pulled").await.is_err());
+}

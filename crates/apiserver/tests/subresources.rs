@@ -322,6 +322,9 @@ async fn discovery_lists_the_subresources() {
     assert_eq!(
         names,
         [
+            "controllerrevisions",
+            "daemonsets",
+            "daemonsets/status",
             "deployments",
             "deployments/scale",
             "deployments/status",
