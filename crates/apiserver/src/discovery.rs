@@ -106,10 +106,11 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
     }
+    let categories = categories(r);
+    if !categories.is_empty() {
+        main["categories"] = json!(categories);
+    }
     if let Some(c) = &r.custom {
-        if !c.categories.is_empty() {
-            main["categories"] = json!(c.categories);
-        }
         main["storageVersionHash"] = json!(crate::crd::storage_version_hash(&r.group, &c.storage_version, &r.kind));
     }
     let status = r.status_subresource.then(|| {
@@ -143,6 +144,27 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     });
     let subresources = if r.list_items_have_kind { [finalize, status, scale] } else { [finalize, scale, status] };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
+}
+
+/// The categories a resource belongs to: a custom resource's, or kube's `all` for the
+/// built-in workloads and services (what `kubectl get all` lists).
+fn categories(r: &ResourceInfo) -> Vec<String> {
+    if let Some(c) = &r.custom {
+        return c.categories.clone();
+    }
+    const ALL: [(&str, &str); 10] = [
+        ("", "pods"),
+        ("", "replicationcontrollers"),
+        ("", "services"),
+        ("apps", "daemonsets"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("batch", "cronjobs"),
+        ("batch", "jobs"),
+    ];
+    if ALL.contains(&(r.group.as_str(), r.plural.as_str())) { vec!["all".to_string()] } else { Vec::new() }
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`; None if nothing is served there.
@@ -243,10 +265,9 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     if !r.short_names.is_empty() {
         out["shortNames"] = json!(r.short_names);
     }
-    if let Some(c) = &r.custom
-        && !c.categories.is_empty()
-    {
-        out["categories"] = json!(c.categories);
+    let categories = categories(r);
+    if !categories.is_empty() {
+        out["categories"] = json!(categories);
     }
     let mut subresources = Vec::new();
     if crate::namespaces::is_namespaces(r) {

@@ -59,6 +59,10 @@ async fn kubectl_crud_apply_and_watch() {
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["metadata"]["labels"]["app"], "k");
+    // `all` is the category of the built-in workloads, as kube declares it.
+    let (ok, out, err) = kubectl(&kc, &cache, &["get", "all", "-o", "name"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.lines().any(|l| l == "pod/kp"), "{out}");
 
     let applied = dir.join("apply.yaml");
     std::fs::write(
