@@ -34,6 +34,32 @@ pub(crate) fn validate(
             return Err(crate::custom_resource::invalid(info, name, &causes));
         }
     }
+    if info.group == "batch" && matches!(info.plural.as_str(), "jobs" | "cronjobs") {
+        // A Job's pods run to completion: kube refuses the restart policy pod defaults give.
+        let (spec_at, spec) = match info.plural.as_str() {
+            "jobs" => ("spec", obj.get("spec")),
+            _ => (
+                "spec.jobTemplate.spec",
+                obj.get("spec").and_then(|s| s.get("jobTemplate")).and_then(|t| t.get("spec")),
+            ),
+        };
+        let policy = spec.and_then(|s| s.pointer("/template/spec/restartPolicy")).and_then(Value::as_str).unwrap_or("");
+        let field = format!("{spec_at}.template.spec.restartPolicy");
+        let fault = match policy {
+            "OnFailure" | "Never" => None,
+            "Always" | "" => {
+                Some(("FieldValueRequired", r#"Required value: valid values: "OnFailure", "Never""#.to_string()))
+            }
+            other => Some((
+                "FieldValueNotSupported",
+                format!(r#"Unsupported value: "{other}": supported values: "OnFailure", "Never""#),
+            )),
+        };
+        if let Some((reason, message)) = fault {
+            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(ApiError::invalid_object(&info.group, &info.kind, name, &field, reason, &message));
+        }
+    }
     if info.group == "apps" && info.plural == "deployments" {
         let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
         let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);

@@ -518,6 +518,21 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     let labels = spec.template.metadata.unwrap().labels.unwrap();
     assert_eq!(labels.get("batch.kubernetes.io/job-name").map(String::as_str), Some("migrate"));
     assert_eq!(labels.get("app").map(String::as_str), Some("x"));
+    // As kube: a Job's pods must not restart Always, the pod default.
+    let always = json!({"metadata": {"name": "forever"},
+                        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let e = Api::<Job>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &serde_json::from_value(always).unwrap())
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            422,
+            r#"Job.batch "forever" is invalid: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#
+        )
+    );
     let cron = round_trip(
         &Api::<CronJob>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "nightly"},
