@@ -497,6 +497,18 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     // kube's defaults: a User's apiGroup is RBAC's.
     assert_eq!(binding.subjects.unwrap()[1].api_group.as_deref(), Some("rbac.authorization.k8s.io"));
     round_trip(&Api::<ClusterRole>::all(client.clone()), json!({"metadata": {"name": "reader"}, "rules": rule})).await;
+    // Server-side apply, as operators write their RBAC.
+    let roles = Api::<ClusterRole>::all(client.clone());
+    let applied = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                         "metadata": {"name": "operator", "labels": {"app": "op"}},
+                         "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]});
+    let params = PatchParams::apply("operator").force();
+    roles.patch("operator", &params, &Patch::Apply(&applied)).await.unwrap();
+    let mut again = applied.clone();
+    again["rules"][0]["verbs"] = json!(["get"]);
+    let r = roles.patch("operator", &params, &Patch::Apply(&again)).await.unwrap();
+    assert_eq!(r.rules.unwrap()[0].verbs, ["get"]);
+    assert_eq!(r.metadata.managed_fields.unwrap()[0].manager.as_deref(), Some("operator"));
     round_trip(
         &Api::<ClusterRoleBinding>::all(client.clone()),
         json!({"metadata": {"name": "reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"}}),
