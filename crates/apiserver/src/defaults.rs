@@ -219,6 +219,14 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::HorizontalPodAutoscaler => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_val(spec, "minReplicas", json!(1));
+                // Without metrics, kube scales on 80% of the pods' CPU requests.
+                if spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                    spec.insert(
+                        "metrics".into(),
+                        json!([{"type": "Resource", "resource": {"name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+                    );
+                }
             }
         }
     }

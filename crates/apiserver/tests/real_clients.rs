@@ -589,12 +589,16 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
         json!({"metadata": {"name": "web-1"}, "addressType": "IPv4", "endpoints": []}),
     )
     .await;
-    round_trip(
+    let hpa = round_trip(
         &Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "web"},
                "spec": {"maxReplicas": 5, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}}),
     )
     .await;
+    let hpa = hpa.spec.unwrap();
+    assert_eq!(hpa.min_replicas, Some(1));
+    let cpu = hpa.metrics.unwrap()[0].resource.clone().unwrap();
+    assert_eq!((cpu.name.as_str(), cpu.target.average_utilization), ("cpu", Some(80)));
     round_trip(
         &Api::<StorageClass>::all(client),
         json!({"metadata": {"name": "fast"}, "provisioner": "example.com/disk"}),
