@@ -1,7 +1,8 @@
 //! The options of the request being served, as admission webhooks see them in an
 //! AdmissionReview's `options`: what the client sent in its query (`dryRun`, `fieldManager`,
 //! `fieldValidation`, and for a delete `gracePeriodSeconds`, `propagationPolicy`,
-//! `orphanDependents`) and a delete's `DeleteOptions` body, as kube-apiserver passes them on.
+//! `orphanDependents`) or a delete's `DeleteOptions` body (which kube takes instead of the
+//! query), as kube-apiserver passes them on.
 //!
 //! Invariants: the options belong to the request whose handling recorded them (a task-local
 //! scope around that request, as warnings have); outside a request there are none; a value is
@@ -52,12 +53,17 @@ pub(crate) fn from_query(query: &[(String, String)], delete: bool) {
     let _ = OPTIONS.try_with(|o| *o.borrow_mut() = options);
 }
 
-/// Records the fields of a delete's `DeleteOptions` body (over those of its query).
+/// Records the fields of a delete's `DeleteOptions` body, which kube takes instead of the
+/// query's when there is one.
 pub(crate) fn from_delete_body(body: &Value) {
     const FIELDS: [&str; 5] =
         ["gracePeriodSeconds", "preconditions", "propagationPolicy", "orphanDependents", "dryRun"];
+    if !body.is_object() {
+        return;
+    }
     let _ = OPTIONS.try_with(|o| {
         let mut o = o.borrow_mut();
+        o.clear();
         for f in FIELDS {
             if let Some(v) = body.get(f).filter(|v| !v.is_null()) {
                 o.insert(f.into(), v.clone());
@@ -93,10 +99,7 @@ mod tests {
             current()
         })
         .await;
-        assert_eq!(
-            Value::Object(delete),
-            serde_json::json!({"gracePeriodSeconds": 0, "propagationPolicy": "Foreground"})
-        );
+        assert_eq!(Value::Object(delete), serde_json::json!({"propagationPolicy": "Foreground"}));
         assert!(current().is_empty());
     }
 }

@@ -61,6 +61,10 @@ enum Builtin {
     NetworkPolicy,
     StorageClass,
     HorizontalPodAutoscaler,
+    ReplicationController,
+    Endpoints,
+    EndpointSlice,
+    IngressClass,
 }
 
 fn builtin(info: &ResourceInfo) -> Option<Builtin> {
@@ -81,6 +85,10 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         ("", "persistentvolumes") => Builtin::PersistentVolume,
         ("networking.k8s.io", "networkpolicies") => Builtin::NetworkPolicy,
         ("storage.k8s.io", "storageclasses") => Builtin::StorageClass,
+        ("", "replicationcontrollers") => Builtin::ReplicationController,
+        ("", "endpoints") => Builtin::Endpoints,
+        ("discovery.k8s.io", "endpointslices") => Builtin::EndpointSlice,
+        ("networking.k8s.io", "ingressclasses") => Builtin::IngressClass,
         ("", "pods") => Builtin::Pod,
         ("", "services") => Builtin::Service,
         ("", "secrets") => Builtin::Secret,
@@ -170,6 +178,13 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
             }
         }
         Builtin::Job => {
+            let template_labels = obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).cloned();
+            if let Some(labels) = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+                && let Some(meta) = ensure_obj(obj, "metadata")
+                && meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty)
+            {
+                meta.insert("labels".into(), labels);
+            }
             if let Some(spec) = ensure_obj(obj, "spec") {
                 job_spec(spec);
             }
@@ -180,31 +195,39 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
                 default_val(spec, "suspend", json!(false));
                 default_val(spec, "successfulJobsHistoryLimit", json!(3));
                 default_val(spec, "failedJobsHistoryLimit", json!(1));
+                // kube defaults a CronJob's job template's pods, not the Job fields.
                 if let Some(job) = member(spec, "jobTemplate")
-                    && let Some(job_spec_map) = ensure_obj(job, "spec")
+                    && let Some(job_spec_map) = member(job, "spec")
                 {
-                    job_spec(job_spec_map);
+                    template(job_spec_map);
                 }
             }
         }
         Builtin::Binding => {
             for subject in items(obj, "subjects") {
-                match str_of(subject, "kind") {
-                    Some("User" | "Group") => default_str(subject, "apiGroup", "rbac.authorization.k8s.io"),
-                    Some("ServiceAccount") => default_str(subject, "apiGroup", ""),
-                    _ => {}
+                if matches!(str_of(subject, "kind"), Some("User" | "Group")) {
+                    default_str(subject, "apiGroup", "rbac.authorization.k8s.io");
                 }
+            }
+            if let Some(role_ref) = member(obj, "roleRef") {
+                default_str(role_ref, "apiGroup", "rbac.authorization.k8s.io");
             }
         }
         Builtin::PersistentVolumeClaim => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_str(spec, "volumeMode", "Filesystem");
             }
+            if let Some(status) = ensure_obj(obj, "status") {
+                default_str(status, "phase", "Pending");
+            }
         }
         Builtin::PersistentVolume => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
                 default_str(spec, "volumeMode", "Filesystem");
+            }
+            if let Some(status) = ensure_obj(obj, "status") {
+                default_str(status, "phase", "Pending");
             }
         }
         Builtin::NetworkPolicy => {
@@ -227,6 +250,61 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
                                 "target": {"type": "Utilization", "averageUtilization": 80}}}]),
                     );
                 }
+                // A behavior given is completed with kube's scaling rules.
+                if let Some(behavior) = member(spec, "behavior") {
+                    if let Some(up) = ensure_obj(behavior, "scaleUp") {
+                        default_val(up, "stabilizationWindowSeconds", json!(0));
+                        default_str(up, "selectPolicy", "Max");
+                        default_val(
+                            up,
+                            "policies",
+                            json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
+                                   {"type": "Percent", "value": 100, "periodSeconds": 15}]),
+                        );
+                    }
+                    if let Some(down) = ensure_obj(behavior, "scaleDown") {
+                        default_str(down, "selectPolicy", "Max");
+                        default_val(down, "policies", json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]));
+                    }
+                }
+            }
+        }
+        Builtin::ReplicationController => {
+            let template_labels = obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).cloned();
+            let template_labels = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty()));
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_val(spec, "replicas", json!(1));
+                if let Some(labels) = &template_labels
+                    && spec.get("selector").and_then(Value::as_object).is_none_or(Map::is_empty)
+                {
+                    spec.insert("selector".into(), labels.clone());
+                }
+                template(spec);
+            }
+            if let Some(labels) = template_labels
+                && let Some(meta) = ensure_obj(obj, "metadata")
+                && meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty)
+            {
+                meta.insert("labels".into(), labels);
+            }
+        }
+        Builtin::Endpoints => {
+            for subset in items(obj, "subsets") {
+                for port in items(subset, "ports") {
+                    default_str(port, "protocol", "TCP");
+                }
+            }
+        }
+        Builtin::EndpointSlice => {
+            for port in items(obj, "ports") {
+                default_str(port, "protocol", "TCP");
+            }
+        }
+        Builtin::IngressClass => {
+            if let Some(spec) = member(obj, "spec")
+                && let Some(parameters) = member(spec, "parameters")
+            {
+                default_str(parameters, "scope", "Cluster");
             }
         }
     }
@@ -238,13 +316,18 @@ fn job_spec(spec: &mut Map<String, Value>) {
         spec.insert("completions".into(), json!(1));
     }
     default_val(spec, "parallelism", json!(1));
-    if !spec.contains_key("backoffLimitPerIndex") {
-        default_val(spec, "backoffLimit", json!(6));
-    }
+    let per_index = spec.get("backoffLimitPerIndex").is_some_and(|v| !v.is_null());
+    default_val(spec, "backoffLimit", json!(if per_index { i64::from(i32::MAX) } else { 6 }));
     default_str(spec, "completionMode", "NonIndexed");
     default_val(spec, "suspend", json!(false));
-    if !spec.contains_key("podFailurePolicy") {
-        default_str(spec, "podReplacementPolicy", "TerminatingOrFailed");
+    let failure_policy = spec.get("podFailurePolicy").is_some_and(|v| !v.is_null());
+    default_str(spec, "podReplacementPolicy", if failure_policy { "Failed" } else { "TerminatingOrFailed" });
+    if let Some(policy) = member(spec, "podFailurePolicy") {
+        for rule in items(policy, "rules") {
+            for condition in items(rule, "onPodConditions") {
+                default_str(condition, "status", "True");
+            }
+        }
     }
     template(spec);
 }
@@ -302,11 +385,13 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         }
         Builtin::Service => service_allocation(obj, write),
         Builtin::Job if create => job_selector(obj),
-        Builtin::Job | Builtin::CronJob | Builtin::DaemonSet => {
+        Builtin::DaemonSet => daemonset_template_generation(obj, write),
+        Builtin::Job | Builtin::CronJob => {
             if create {
                 default_val(obj, "status", json!({}));
             }
         }
+        Builtin::ReplicationController | Builtin::Endpoints | Builtin::EndpointSlice | Builtin::IngressClass => {}
         Builtin::Binding
         | Builtin::PersistentVolumeClaim
         | Builtin::PersistentVolume
@@ -325,6 +410,35 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         }
     }
     Ok(())
+}
+
+/// kube's DaemonSet strategy: the template's generation, kept in the
+/// `deprecated.daemonset.template.generation` annotation, starts at 1 and moves with each
+/// change of the template; the status starts empty.
+fn daemonset_template_generation(obj: &mut Map<String, Value>, write: Write<'_>) {
+    const KEY: &str = "deprecated.daemonset.template.generation";
+    let generation = match write {
+        Write::Create => {
+            default_val(obj, "status", json!({}));
+            1
+        }
+        Write::Update(old) => {
+            let old = old.value();
+            let before = old
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(KEY))
+                .and_then(Value::as_str)
+                .and_then(|g| g.parse::<i64>().ok())
+                .unwrap_or(1);
+            let changed = old.pointer("/spec/template") != obj.get("spec").and_then(|s| s.get("template"));
+            if changed { before + 1 } else { before }
+        }
+    };
+    if let Some(meta) = ensure_obj(obj, "metadata")
+        && let Some(annotations) = ensure_obj(meta, "annotations")
+    {
+        annotations.insert(KEY.into(), generation.to_string().into());
+    }
 }
 
 /// kube's Job create strategy: the status starts empty and, unless the Job asks for a manual

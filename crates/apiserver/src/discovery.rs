@@ -146,8 +146,9 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
 
-/// The categories a resource belongs to: a custom resource's, or kube's `all` for the
-/// built-in workloads and services (what `kubectl get all` lists).
+/// The categories a resource belongs to: a custom resource's, kube's `all` for the built-in
+/// workloads and services (what `kubectl get all` lists), `api-extensions` for definitions,
+/// webhook configurations and policies.
 fn categories(r: &ResourceInfo) -> Vec<String> {
     if let Some(c) = &r.custom {
         return c.categories.clone();
@@ -164,7 +165,14 @@ fn categories(r: &ResourceInfo) -> Vec<String> {
         ("batch", "cronjobs"),
         ("batch", "jobs"),
     ];
-    if ALL.contains(&(r.group.as_str(), r.plural.as_str())) { vec!["all".to_string()] } else { Vec::new() }
+    if ALL.contains(&(r.group.as_str(), r.plural.as_str())) {
+        vec!["all".to_string()]
+    } else if r.group == crate::crd::GROUP || r.group == crate::admission_policy::GROUP {
+        // What extends the API: definitions, webhooks and policies.
+        vec!["api-extensions".to_string()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`; None if nothing is served there.

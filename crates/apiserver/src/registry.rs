@@ -349,7 +349,28 @@ impl Registry {
         r.register(b("apps", "controllerrevisions", "ControllerRevision", true, &[], &[]));
         // The other groups, in the order kube-apiserver lists them. events.k8s.io/v1 Events are
         // core/v1 Events in another form (`events_api`), stored under the same keys.
-        r.register(b(crate::events_api::GROUP, "events", "Event", true, &["ev"], &[]).with_storage_path("events"));
+        r.register(
+            b(
+                crate::events_api::GROUP,
+                "events",
+                "Event",
+                true,
+                &["ev"],
+                &[
+                    "regarding.kind",
+                    "regarding.namespace",
+                    "regarding.name",
+                    "regarding.uid",
+                    "regarding.apiVersion",
+                    "regarding.resourceVersion",
+                    "regarding.fieldPath",
+                    "reportingController",
+                    "reason",
+                    "type",
+                ],
+            )
+            .with_storage_path("events"),
+        );
         r.register(
             ResourceInfo::builtin_at(
                 "autoscaling",
@@ -415,12 +436,12 @@ impl Registry {
             &[],
             &[],
         ));
-        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r.register(
             b(crate::crd::GROUP, "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], &[])
                 .with_storage_path("apiextensions.k8s.io/customresourcedefinitions")
                 .with_status_subresource(),
         );
+        r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r.register(b("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[]));
         r
     }

@@ -45,7 +45,13 @@ pub(crate) fn validate(
         };
         let policy = spec.and_then(|s| s.pointer("/template/spec/restartPolicy")).and_then(Value::as_str).unwrap_or("");
         let field = format!("{spec_at}.template.spec.restartPolicy");
+        let failure_policy = spec.and_then(|s| s.get("podFailurePolicy")).is_some_and(|p| !p.is_null());
         let fault = match policy {
+            "OnFailure" if failure_policy => Some((
+                "FieldValueInvalid",
+                r#"Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#
+                    .to_string(),
+            )),
             "OnFailure" | "Never" => None,
             "Always" | "" => {
                 Some(("FieldValueRequired", r#"Required value: valid values: "OnFailure", "Never""#.to_string()))

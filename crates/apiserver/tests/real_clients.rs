@@ -521,6 +521,8 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     )
     .await;
     let uid = job.metadata.uid.clone().unwrap();
+    // A Job without labels takes its pods' labels.
+    assert_eq!(job.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str), Some("x"));
     let spec = job.spec.unwrap();
     assert_eq!((spec.backoff_limit, spec.completions, spec.parallelism), (Some(6), Some(1), Some(1)));
     assert_eq!(spec.completion_mode.as_deref(), Some("NonIndexed"));
@@ -551,14 +553,29 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
                "spec": {"schedule": "0 1 * * *", "jobTemplate": {"spec": {"template": template}}}}),
     )
     .await;
-    assert_eq!(cron.spec.unwrap().concurrency_policy.as_deref(), Some("Allow"));
+    let cron = cron.spec.unwrap();
+    assert_eq!(cron.concurrency_policy.as_deref(), Some("Allow"));
+    // A CronJob's job template gets pod defaults only, not a Job's.
+    let job_template = cron.job_template.spec.unwrap();
+    assert_eq!(job_template.backoff_limit, None);
+    assert_eq!(job_template.template.spec.unwrap().dns_policy.as_deref(), Some("ClusterFirst"));
     let ds = round_trip(
         &Api::<DaemonSet>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "agent"},
                "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
     )
     .await;
+    let generation = ds.metadata.annotations.as_ref().and_then(|a| a.get("deprecated.daemonset.template.generation"));
+    assert_eq!(generation.map(String::as_str), Some("1"));
     assert_eq!(ds.spec.unwrap().update_strategy.unwrap().type_.as_deref(), Some("RollingUpdate"));
+    // A change of the template moves the template generation.
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}});
+    let ds = Api::<DaemonSet>::namespaced(client.clone(), ns)
+        .patch("agent", &PatchParams::default(), &Patch::Strategic(&image))
+        .await
+        .unwrap();
+    let generation = ds.metadata.annotations.as_ref().and_then(|a| a.get("deprecated.daemonset.template.generation"));
+    assert_eq!(generation.map(String::as_str), Some("2"));
     round_trip(
         &Api::<PodDisruptionBudget>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "keep-one"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}),
@@ -577,12 +594,13 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     let policy = policy.spec.unwrap();
     assert_eq!(policy.policy_types.unwrap(), ["Ingress", "Egress"]);
     assert_eq!(policy.egress.unwrap()[0].ports.as_ref().unwrap()[0].protocol.as_deref(), Some("TCP"));
-    round_trip(
+    let pvc = round_trip(
         &Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "data"},
                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
     )
     .await;
+    assert_eq!(pvc.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
     round_trip(&Api::<Endpoints>::namespaced(client.clone(), ns), json!({"metadata": {"name": "web"}})).await;
     round_trip(
         &Api::<EndpointSlice>::namespaced(client.clone(), ns),
