@@ -111,7 +111,7 @@ pub fn is_service(info: &ResourceInfo) -> bool {
 /// admission for a pod naming an unknown PriorityClass.
 pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     decode(info, obj, write);
-    admission_plugins(info, obj, write)?;
+    admission_plugins(info, obj, write, &[])?;
     admit(info, obj, write)
 }
 
@@ -353,15 +353,41 @@ fn network_policy_spec(spec: &mut Map<String, Value>) {
 
 /// What kube-apiserver's mutating admission plugins add before the admission webhooks are
 /// called: a pod's default tolerations (DefaultTolerationSeconds) and its priority (Priority).
-pub fn admission_plugins(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
+///
+/// `classes` are the PriorityClasses that exist (read only for pods, see [`needs_priority_classes`]).
+pub fn admission_plugins(
+    info: &ResourceInfo,
+    obj: &mut Map<String, Value>,
+    write: Write<'_>,
+    classes: &[Value],
+) -> Result<(), ApiError> {
     if builtin(info) != Some(Builtin::Pod) {
         return Ok(());
     }
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
     let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
     default_tolerations(spec);
-    priority(spec, write, &name)
+    priority(spec, write, &name, classes)
 }
+
+/// Whether writes of `info` read the PriorityClasses (pods, for their priority).
+pub fn needs_priority_classes(info: &ResourceInfo) -> bool {
+    builtin(info) == Some(Builtin::Pod)
+}
+
+/// The PriorityClasses kube-apiserver creates at start: (name, value, description).
+pub const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
 
 /// What kube-apiserver adds after the admission webhooks — the create strategies (statuses, a
 /// namespace's finalizer) and the allocation of Service addresses — which no manager owns.
@@ -700,21 +726,39 @@ fn default_tolerations(spec: &mut Map<String, Value>) {
 /// kube's Priority admission: a new pod's priority and preemption policy come from its
 /// PriorityClass (only the two built-in system classes exist here; none named: priority 0); an
 /// update keeps the stored ones.
-fn priority(spec: &mut Map<String, Value>, write: Write<'_>, name: &str) -> Result<(), ApiError> {
+fn priority(spec: &mut Map<String, Value>, write: Write<'_>, name: &str, classes: &[Value]) -> Result<(), ApiError> {
     match write {
         Write::Create => {
-            let priority = match str_of(spec, "priorityClassName") {
-                None => 0,
-                Some("system-node-critical") => 2_000_001_000,
-                Some("system-cluster-critical") => 2_000_000_000,
-                Some(other) => {
-                    return Err(ApiError::forbidden(
-                        "",
-                        "pods",
-                        name,
-                        &format!("no PriorityClass with name {other} was found"),
-                    ));
-                }
+            // The class a pod names, else the global default class if one exists (as kube's
+            // Priority admission plugin); the system classes are always there.
+            let class_of = |c: &Value| {
+                let value = c.get("value").and_then(Value::as_i64).unwrap_or(0);
+                let policy = c.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("PreemptLowerPriority");
+                (value, policy.to_string())
+            };
+            let named =
+                |n: &str| classes.iter().find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
+            let (priority, policy) = match str_of(spec, "priorityClassName").map(str::to_string) {
+                None => match classes.iter().find(|c| c.get("globalDefault") == Some(&Value::Bool(true))) {
+                    Some(c) => {
+                        let class = c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                        spec.insert("priorityClassName".into(), class.into());
+                        class_of(c)
+                    }
+                    None => (0, "PreemptLowerPriority".to_string()),
+                },
+                Some(n) => match (named(&n), SYSTEM_PRIORITY_CLASSES.iter().find(|(s, ..)| *s == n)) {
+                    (Some(c), _) => class_of(c),
+                    (None, Some((_, value, _))) => (*value, "PreemptLowerPriority".to_string()),
+                    (None, None) => {
+                        return Err(ApiError::forbidden(
+                            "",
+                            "pods",
+                            name,
+                            &format!("no PriorityClass with name {n} was found"),
+                        ));
+                    }
+                },
             };
             if let Some(given) = spec.get("priority").and_then(Value::as_i64)
                 && given != priority
@@ -729,7 +773,7 @@ fn priority(spec: &mut Map<String, Value>, write: Write<'_>, name: &str) -> Resu
                 ));
             }
             default_val(spec, "priority", json!(priority));
-            default_str(spec, "preemptionPolicy", "PreemptLowerPriority");
+            default_str(spec, "preemptionPolicy", &policy);
         }
         Write::Update(old) => {
             if unset(spec, "priority") || unset(spec, "preemptionPolicy") {

@@ -263,7 +263,8 @@ impl Registry {
     /// storage.k8s.io/v1 storageclasses; admissionregistration.k8s.io/v1
     /// validatingadmissionpolicies, validatingadmissionpolicybindings,
     /// mutatingwebhookconfigurations and validatingwebhookconfigurations;
-    /// coordination.k8s.io/v1 leases; apiextensions.k8s.io/v1 customresourcedefinitions;
+    /// apiextensions.k8s.io/v1 customresourcedefinitions; scheduling.k8s.io/v1 priorityclasses;
+    /// coordination.k8s.io/v1 leases;
     /// discovery.k8s.io/v1 endpointslices. Groups come in kube-apiserver's order. The resources
     /// kube gives a `status` subresource have one; deployments, replicasets and statefulsets
     /// also have `scale`.
@@ -441,6 +442,7 @@ impl Registry {
                 .with_storage_path("apiextensions.k8s.io/customresourcedefinitions")
                 .with_status_subresource(),
         );
+        r.register(b("scheduling.k8s.io", "priorityclasses", "PriorityClass", false, &["pc"], &[]));
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r.register(b("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[]));
         r

@@ -180,8 +180,9 @@ impl ApiServerBuilder {
     }
 
     /// Whether to create the `default`, `kube-system`, `kube-public` and
-    /// `kube-node-lease` namespaces at start when absent (default true). Without them, objects
-    /// can be created only in namespaces created first, as on any kube-apiserver.
+    /// `kube-node-lease` namespaces and the `system-node-critical` and `system-cluster-critical`
+    /// PriorityClasses at start when absent (default true), as kube-apiserver does. Without the
+    /// namespaces, objects can be created only in namespaces created first.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
         self
@@ -309,6 +310,19 @@ impl ApiServerBuilder {
                     Ok(_) => {}
                     Err(e) if e.code == 409 => {}
                     Err(e) => return Err(std::io::Error::other(format!("creating namespace {n}: {e}"))),
+                }
+            }
+            // kube-apiserver's system PriorityClasses.
+            let classes = store.registry().find("scheduling.k8s.io", "v1", "priorityclasses").cloned();
+            if let Some(info) = classes {
+                for (name, value, description) in crate::defaults::SYSTEM_PRIORITY_CLASSES {
+                    let obj = serde_json::json!({"metadata": {"name": name}, "value": value,
+                        "description": description, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority"});
+                    match store.create_many(&info, None, vec![obj], false, "kube-apiserver").await {
+                        Ok(_) => {}
+                        Err(e) if e.code == 409 => {}
+                        Err(e) => return Err(std::io::Error::other(format!("creating PriorityClass {name}: {e}"))),
+                    }
                 }
             }
         }

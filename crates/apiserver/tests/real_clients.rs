@@ -666,3 +666,45 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
     core.delete("pulled", &DeleteParams::default()).await.unwrap();
     assert!(events.get("pulled").await.is_err());
 }
+
+#[tokio::test]
+async fn pods_take_the_priority_of_the_class_they_name_or_the_default_one() {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let s = server().await;
+    let client = kube_client(&s).await;
+    let classes: Api<PriorityClass> = Api::all(client.clone());
+    let mut names: Vec<String> =
+        classes.list(&Default::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["system-cluster-critical", "system-node-critical"],
+        "kube's system classes exist from the start"
+    );
+    let gold: PriorityClass = serde_json::from_value(json!({"metadata": {"name": "gold"}, "value": 1000,
+        "preemptionPolicy": "Never"}))
+    .unwrap();
+    classes.create(&PostParams::default(), &gold).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |name: &str, class: Option<&str>| {
+        let mut p = json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        if let Some(c) = class {
+            p["spec"]["priorityClassName"] = json!(c);
+        }
+        serde_json::from_value::<Pod>(p).unwrap()
+    };
+    let p = pods.create(&PostParams::default(), &pod("gold-pod", Some("gold"))).await.unwrap().spec.unwrap();
+    assert_eq!((p.priority, p.preemption_policy.as_deref()), (Some(1000), Some("Never")));
+    let e = pods.create(&PostParams::default(), &pod("tin-pod", Some("tin"))).await.unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (403, "pods \"tin-pod\" is forbidden: no PriorityClass with name tin was found")
+    );
+    // A global default class gives its priority and name to pods that name none.
+    let silver: PriorityClass =
+        serde_json::from_value(json!({"metadata": {"name": "silver"}, "value": 500, "globalDefault": true})).unwrap();
+    classes.create(&PostParams::default(), &silver).await.unwrap();
+    let p = pods.create(&PostParams::default(), &pod("plain-pod", None)).await.unwrap().spec.unwrap();
+    assert_eq!((p.priority, p.priority_class_name.as_deref()), (Some(500), Some("silver")));
+}

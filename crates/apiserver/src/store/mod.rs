@@ -366,7 +366,8 @@ impl Store {
         // a generation, and before it names an object that asks for a generated name: a webhook
         // may set the name itself, as in kube.
         let requested_name = meta_str(&obj, "name").unwrap_or_default();
-        defaults::admission_plugins(info, &mut obj, defaults::Write::Create)?;
+        let classes = self.priority_classes(info, &obj).await?;
+        defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
             default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
@@ -404,6 +405,31 @@ impl Store {
             return Err(e);
         }
         Ok(Template::new(info, &obj))
+    }
+
+    /// The PriorityClasses a write of `obj` to `info` needs (none unless it writes a pod), from
+    /// the cache; when the class the pod names is not there, once the cache has caught up with
+    /// the storage (a class created just before).
+    async fn priority_classes(&self, info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+        if !defaults::needs_priority_classes(info) {
+            return Ok(Vec::new());
+        }
+        let registry = self.cache.registry();
+        let Some(classes) = registry.find("scheduling.k8s.io", "v1", "priorityclasses") else { return Ok(Vec::new()) };
+        let read = || -> Result<Vec<Value>, ApiError> {
+            let listed =
+                self.cache.list(classes, None, crate::cache::ListAt::Latest, None, 0, &Selectors::default())?;
+            Ok(listed.items.iter().map(|o| o.value()).collect())
+        };
+        let found = read()?;
+        let named = obj.get("spec").and_then(|s| s.get("priorityClassName")).and_then(Value::as_str);
+        let has = |list: &[Value], n: &str| {
+            list.iter().any(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(n))
+        };
+        match named {
+            Some(n) if !n.is_empty() && !has(&found, n) && self.fresh().await? => read(),
+            _ => Ok(found),
+        }
     }
 
     /// Gives a Service being created the cluster IP it asked for (422 when another Service has
@@ -767,7 +793,8 @@ impl Store {
             }
         };
         if target != Target::Status {
-            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old))?;
+            let classes = self.priority_classes(info, &obj).await?;
+            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &classes)?;
         }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
         if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
