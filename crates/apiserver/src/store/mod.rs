@@ -793,8 +793,8 @@ impl Store {
             }
         };
         if target != Target::Status {
-            let classes = self.priority_classes(info, &obj).await?;
-            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &classes)?;
+            // An update keeps the pod's priority: no class is read.
+            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
         }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
         if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
