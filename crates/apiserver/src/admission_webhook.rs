@@ -72,7 +72,7 @@ pub(crate) struct Mutation<'a> {
 
 /// Offers the request to the mutating webhooks, which change the object with their patches. A
 /// webhook with `reinvocationPolicy: IfNeeded` is called once more, after the others, when a
-/// webhook after it changed the object. True when a webhook was offered the request.
+/// webhook after it changed the object. True when a webhook's patch changed the object.
 pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'_>) -> Result<bool, ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
@@ -84,7 +84,7 @@ pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'
     if let Some(o) = obj {
         restore_metadata(o, hidden);
     }
-    result.map(|()| true)
+    result
 }
 
 /// Takes `fields` out of the object's metadata.
@@ -112,16 +112,18 @@ async fn mutate_all(
     hooks: &[Value],
     mut obj: Option<&mut Map<String, Value>>,
     default: &(dyn Fn(&mut Map<String, Value>) + Sync),
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
     let registry = cache.registry();
     // The IfNeeded webhooks called, and whether the object changed after each was.
     let mut if_needed: Vec<(usize, bool)> = Vec::new();
+    let mut any_changed = false;
     for (i, hook) in hooks.iter().enumerate() {
         let once = mutate_once(hook, &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
         let Some(changed) = once else { continue };
         if changed {
+            any_changed = true;
             if_needed.iter_mut().for_each(|(_, after)| *after = true);
         }
         if hook.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded") {
@@ -129,9 +131,10 @@ async fn mutate_all(
         }
     }
     for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {
-        mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
+        let once = mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
+        any_changed |= once == Some(true);
     }
-    Ok(())
+    Ok(any_changed)
 }
 
 /// Calls one mutating webhook and applies its patch, then `default`: None when it does not

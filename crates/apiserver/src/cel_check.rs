@@ -214,7 +214,7 @@ pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) ->
 
 /// Checks `program` with `scopes` declared: its type, or its errors sorted by place.
 fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<Ty<'s>, String> {
-    let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new(), range_pair: None };
+    let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new() };
     let ty = checker.expr(program.expression());
     if checker.errors.is_empty() {
         return Ok(ty);
@@ -254,9 +254,8 @@ struct Checker<'p, 's> {
     /// Errors with the offset they are reported at.
     errors: Vec<(usize, String)>,
     /// The types of the halves of the pairs a two-variable comprehension iterates (see
-    /// `cel_comprehension`), innermost last; `range_pair` is the last range's, until taken.
+    /// `cel_comprehension`), innermost last.
     pairs: Vec<(Ty<'s>, Ty<'s>)>,
-    range_pair: Option<(Ty<'s>, Ty<'s>)>,
 }
 
 /// Names of types, which are values of type `type`.
@@ -329,10 +328,11 @@ impl<'s> Checker<'_, 's> {
                 self.call(e, &c.func_name, target, args)
             }
             Expr::Comprehension(c) => {
-                let range = self.expr(&c.iter_range);
-                let pair = match &c.iter_range.expr {
-                    Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS => self.range_pair.take(),
-                    _ => None,
+                let (range, pair) = match &c.iter_range.expr {
+                    Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS && call.args.len() == 1 => {
+                        self.pairs_range(&call.args[0])
+                    }
+                    _ => (self.expr(&c.iter_range), None),
                 };
                 let bound = self.bound_half(&c.iter_range);
                 let (first, second) = match &range {
@@ -400,6 +400,26 @@ impl<'s> Checker<'_, 's> {
         }
     }
 
+    /// The range of a two-variable comprehension over `target` (see `cel_comprehension`): its
+    /// type, a list of pairs, and the types of the pairs' halves (index and element, key and
+    /// value); a scalar is refused in cel-go's words.
+    fn pairs_range(&mut self, target: &Expression) -> (Ty<'s>, Option<(Ty<'s>, Ty<'s>)>) {
+        let t = self.expr(target);
+        let halves = match &t {
+            Ty::Error => return (Ty::Error, None),
+            t if t.numeric() || matches!(t, Ty::Bool | Ty::String | Ty::Bytes | Ty::Null) => {
+                let message = format!(
+                    "expression of type '{t}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                );
+                return (self.report(target.id, message), None);
+            }
+            Ty::List(e) => (Ty::Int, (**e).clone()),
+            Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
+            _ => (Ty::Dyn, Ty::Dyn),
+        };
+        (Ty::List(Box::new(Ty::List(Box::new(Ty::Dyn)))), Some(halves))
+    }
+
     /// The type of the half of the current pair that a one-element range `[@pair[i]]` binds
     /// (the binding of a two-variable comprehension's names), if `range` is one.
     fn bound_half(&self, range: &Expression) -> Option<Ty<'s>> {
@@ -459,25 +479,6 @@ impl<'s> Checker<'_, 's> {
             }
         };
         match (function, target.as_ref(), args.as_slice()) {
-            // The range of a two-variable comprehension (see `cel_comprehension`), whose two
-            // names are `dyn`.
-            (crate::cel_comprehension::PAIRS, None, [range]) => {
-                if range.numeric() || matches!(range, Bool | String | Bytes | Null) {
-                    let Expr::Call(c) = &e.expr else { return Error };
-                    return self.report(
-                        c.args[0].id,
-                        format!(
-                            "expression of type '{range}' cannot be range of a comprehension (must be list, map, or dynamic)"
-                        ),
-                    );
-                }
-                self.range_pair = Some(match range {
-                    List(t) => (Int, (**t).clone()),
-                    Map(k, v) => ((**k).clone(), (**v).clone()),
-                    _ => (Dyn, Dyn),
-                });
-                List(Box::new(List(Box::new(Dyn))))
-            }
             ("_&&_" | "_||_", None, [_, _]) => {
                 // cel-go types a logical operator's operands one by one.
                 let Expr::Call(c) = &e.expr else { return Bool };

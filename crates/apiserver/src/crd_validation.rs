@@ -50,11 +50,7 @@ fn validate_conversion(conversion: &Value, causes: &mut Vec<Cause>) {
     }
     let webhook = conversion.get("webhook").filter(|w| !w.is_null());
     let client_config = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
-    let versions: Vec<&str> = webhook
-        .and_then(|w| w.get("conversionReviewVersions"))
-        .and_then(Value::as_array)
-        .map(|v| v.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let versions = webhook.map(|w| crate::admission_policy::strings(w, "conversionReviewVersions")).unwrap_or_default();
     const AT_CONFIG: &str = "spec.conversion.webhookClientConfig";
     const AT_VERSIONS: &str = "spec.conversion.conversionReviewVersions";
     if strategy != "Webhook" {

@@ -350,7 +350,9 @@ async fn resource_request(
     let method = req.method().clone();
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
-    crate::admission_options::from_query(&query, method == Method::DELETE);
+    if matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE) {
+        crate::admission_options::from_query(&query, method == Method::DELETE);
+    }
     let render = crate::table::Render::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {

@@ -629,14 +629,14 @@ pub struct Template {
 impl Template {
     /// Serializes `obj` (its metadata's `resourceVersion`, if any, is left out).
     pub fn new(info: &ResourceInfo, obj: &Map<String, Value>) -> Self {
-        let stored = info.custom.as_ref().filter(|c| c.storage_version != info.version).map(|c| {
-            let mut storage = info.clone();
-            storage.version = c.storage_version.clone();
-            build(&storage, obj, RV_DRY_RUN).value
-        });
-        let stored = match crate::events_api::is_events_api(info) {
-            true => Some(build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value),
-            false => stored,
+        let stored = if crate::events_api::is_events_api(info) {
+            Some(build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value)
+        } else {
+            info.custom.as_ref().filter(|c| c.storage_version != info.version).map(|c| {
+                let mut storage = info.clone();
+                storage.version = c.storage_version.clone();
+                build(&storage, obj, RV_DRY_RUN).value
+            })
         };
         Template { obj: build(info, obj, RV_DRY_RUN), stored }
     }

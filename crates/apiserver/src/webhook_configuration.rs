@@ -217,9 +217,7 @@ fn subdomain_fault(name: &str) -> Option<&'static str> {
 
 /// A `RuleWithOperations`, as kube's `validateRuleWithOperations` checks it.
 fn check_rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
-    let list = |k: &str| -> Vec<&str> {
-        rule.get(k).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
-    };
+    let list = |k: &str| crate::admission_policy::strings(rule, k);
     let wildcard_with_others = |items: &[&str]| items.len() > 1 && items.contains(&"*");
     let operations = list("operations");
     if operations.is_empty() {
