@@ -165,9 +165,10 @@ async fn mutate_once(
     let Value::Object(mut patched) = patched else {
         return Err(ApiError::internal("the patched object is not an object"));
     };
-    if allowed.equivalent.is_some() {
+    if let Some(hook_info) = &allowed.equivalent {
         // Back to the version of the request.
-        patched = crate::custom_resource::to_version(a.info, patched)
+        patched = crate::conversion::between(hook_info, a.info, patched)
+            .await?
             .ok_or_else(|| ApiError::internal("the patched object changed its kind"))?;
     }
     for k in ["apiVersion", "kind"] {
@@ -295,12 +296,14 @@ async fn offer(
         Matched::Requested => None,
         Matched::Equivalent(info) => Some(info),
     };
-    let in_version = |v: Option<Value>| match (&equivalent, v) {
-        (_, v) if a.subresource == "scale" => v,
-        (Some(info), Some(Value::Object(m))) => crate::custom_resource::to_version(info, m).map(Value::Object),
-        (_, v) => v,
+    let in_version = async |v: Option<Value>| match (&equivalent, v) {
+        (_, v) if a.subresource == "scale" => Ok(v),
+        (Some(info), Some(Value::Object(m))) => {
+            crate::conversion::between(a.info, info, m).await.map(|m| m.map(Value::Object))
+        }
+        (_, v) => Ok(v),
     };
-    let (object, old) = (in_version(object), in_version(old));
+    let (object, old) = (in_version(object).await?, in_version(old).await?);
     match conditions_hold(hook, a, object.as_ref(), old.as_ref()) {
         Ok(true) => {}
         Ok(false) => return Ok(None),

@@ -177,6 +177,22 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
         .collect();
     versions.sort_by_key(|v| std::cmp::Reverse(version_priority(str_at(v, &["name"]))));
     let served: Vec<String> = versions.iter().map(|v| str_at(v, &["name"]).to_string()).collect();
+    let schema_of = |v: &Value| v.get("schema").and_then(|s| s.get("openAPIV3Schema")).cloned().map(Arc::new);
+    let storage_schema = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| str_at(v, &["name"]) == storage)
+        .and_then(schema_of);
+    let conversion = spec.get("conversion");
+    let conversion_webhook = (conversion.map_or("", |c| str_at(c, &["strategy"])) == "Webhook").then(|| {
+        let webhook = conversion.and_then(|c| c.get("webhook"));
+        Arc::new(crate::registry::ConversionWebhook {
+            client_config: webhook.and_then(|w| w.get("clientConfig")).cloned().unwrap_or(Value::Null),
+            review_versions: strings(webhook.and_then(|w| w.get("conversionReviewVersions"))),
+        })
+    });
     versions
         .into_iter()
         .map(|v| {
@@ -211,13 +227,15 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
                 crd_name: name.clone(),
                 storage_version: storage.clone(),
                 served_versions: served.clone(),
-                schema: v.get("schema").and_then(|s| s.get("openAPIV3Schema")).cloned().map(Arc::new),
+                schema: schema_of(v),
                 printer_columns: printer_columns(v),
                 categories: strings(accepted.get("categories")),
                 list_kind: list_kind.clone(),
                 terminating,
                 deprecation_warning,
                 merge_schema: Default::default(),
+                storage_schema: storage_schema.clone(),
+                conversion_webhook: conversion_webhook.clone(),
             }));
             info
         })

@@ -112,8 +112,8 @@ fn go_plain(v: &Value) -> String {
     }
 }
 
-/// The Go type an unstructured value has.
-fn go_type(v: &Value) -> &'static str {
+/// The Go type (`%T`) an unstructured value has, as kube's messages print it.
+pub(crate) fn go_type(v: &Value) -> &'static str {
     match v {
         Value::String(_) => "string",
         Value::Bool(_) => "bool",

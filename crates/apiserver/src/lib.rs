@@ -31,6 +31,7 @@ pub mod chaos;
 pub(crate) mod combined_writes;
 pub(crate) mod controller_loop;
 pub mod controls;
+pub(crate) mod conversion;
 pub mod crd;
 pub mod crd_controller;
 pub(crate) mod crd_validation;

@@ -466,6 +466,14 @@ pub fn from_storage(
                 meta.insert("namespace".into(), ns.into());
             }
         }
+        // A version its webhook converts to keeps the storage version's form until served.
+        let storage;
+        let info = if crate::conversion::by_webhook(info).is_some() {
+            storage = crate::conversion::storage_info(info);
+            &storage
+        } else {
+            info
+        };
         let m = crate::custom_resource::to_version(info, m)
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
         return Ok(build(info, &m, rv));
@@ -639,6 +647,18 @@ impl Template {
             })
         };
         Template { obj: build(info, obj, RV_DRY_RUN), stored }
+    }
+
+    /// A template of `obj` stored as `storage` (the object a conversion webhook made of it in
+    /// the storage version), or as [`Template::new`] stores it without one.
+    pub fn converted(info: &ResourceInfo, obj: &Map<String, Value>, storage: Option<&Map<String, Value>>) -> Self {
+        match storage {
+            Some(s) => Template {
+                obj: build(info, obj, RV_DRY_RUN),
+                stored: Some(build(&crate::conversion::storage_info(info), s, RV_DRY_RUN).value),
+            },
+            None => Self::new(info, obj),
+        }
     }
 
     /// A template re-using an existing object's bytes (for deletes).

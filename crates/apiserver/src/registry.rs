@@ -73,6 +73,21 @@ pub struct CustomVersion {
     pub deprecation_warning: Option<String>,
     /// The schema as server-side apply walks it, built on first use.
     pub merge_schema: MergeSchema,
+    /// The storage version's `schema.openAPIV3Schema` (objects read from the storage are
+    /// defaulted with it before any conversion).
+    pub storage_schema: Option<Arc<Value>>,
+    /// `spec.conversion` of strategy `Webhook`: the webhook that converts objects between
+    /// versions (None: strategy `None`, only `apiVersion` changes).
+    pub conversion_webhook: Option<Arc<ConversionWebhook>>,
+}
+
+/// A CustomResourceDefinition's conversion webhook (`spec.conversion.webhook`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversionWebhook {
+    /// `clientConfig`: `url` or `service`, and `caBundle`.
+    pub client_config: Value,
+    /// `conversionReviewVersions`, in the order given (the first the server speaks is sent).
+    pub review_versions: Vec<String>,
 }
 
 impl CustomVersion {
@@ -484,11 +499,24 @@ impl Registry {
     }
 
     /// Every resource once: a custom resource served in several versions by its preferred
-    /// version only (the versions share their objects).
+    /// version only (the versions share their objects), or by its storage version when a
+    /// conversion webhook converts the preferred one.
     pub fn each_resource(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.resources.iter().enumerate().filter_map(|(i, r)| {
-            let earlier = self.resources[..i].iter().any(|o| o.group == r.group && o.plural == r.plural);
-            (!earlier).then_some(r)
+            let same = |o: &&Arc<ResourceInfo>| o.group == r.group && o.plural == r.plural;
+            if self.resources[..i].iter().any(|o| same(&o)) {
+                return None;
+            }
+            if crate::conversion::by_webhook(r).is_none() {
+                return Some(r);
+            }
+            Some(
+                self.resources[i..]
+                    .iter()
+                    .filter(same)
+                    .find(|o| crate::conversion::by_webhook(o).is_none())
+                    .unwrap_or(r),
+            )
         })
     }
 

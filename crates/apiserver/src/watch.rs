@@ -345,6 +345,12 @@ impl Out {
     }
 }
 
+/// A watch whose objects its resource's conversion webhook did not convert ends, as
+/// kube-apiserver's does when it cannot encode an event.
+fn conversion_failed(info: &ResourceInfo, e: &ApiError) {
+    tracing::warn!(resource = %info.plural, version = %info.version, error = %e.message, "ending a watch: conversion failed");
+}
+
 async fn run(
     store: Arc<WatchCache>,
     controls: Arc<Controls>,
@@ -399,6 +405,10 @@ async fn run(
                 None => return,
             };
             out.registered = rv;
+            let items = match crate::conversion::to_served(&info, items, false).await {
+                Ok(items) => items,
+                Err(e) => return conversion_failed(&info, &e),
+            };
             let delay = controls.stream_delay();
             for o in &items {
                 filter.emit(&info, chunk.buf(), "ADDED", o);
@@ -448,6 +458,12 @@ async fn run(
                 Err(_) => return,
             };
             let full_batch = events.len() >= BATCH;
+            if crate::conversion::by_webhook(&info).is_some() {
+                match crate::conversion::events_served(&info, &events, !filter.trivial).await {
+                    Ok(converted) => events = converted,
+                    Err(e) => return conversion_failed(&info, &e),
+                }
+            }
             let delay = controls.stream_delay();
             for ev in &events {
                 if filter.encode(&info, ev, &mut chunk) {

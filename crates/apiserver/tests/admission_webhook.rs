@@ -17,7 +17,6 @@ use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::{Value, json};
@@ -55,22 +54,9 @@ impl Webhook {
     }
 
     async fn serve(acceptor: tokio_rustls::TlsAcceptor, ca_bundle: String) -> Webhook {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let kept = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
-                let (acceptor, kept) = (acceptor.clone(), kept.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let service = hyper::service::service_fn(move |req| answer(req, kept.clone()));
-                    let _ =
-                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
-                });
-            }
-        });
+        let addr = https::serve(acceptor, move |req| answer(req, kept.clone())).await;
         Webhook { addr, ca_bundle, seen }
     }
 

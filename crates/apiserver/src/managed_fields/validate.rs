@@ -132,7 +132,9 @@ fn scalar_error(kind: Scalar, v: &Value) -> Option<String> {
     match (kind, v) {
         (_, Value::Null) => None,
         (Scalar::Numeric, Value::Number(_)) => None,
-        (Scalar::Numeric, other) => Some(format!("expected numeric (int or float), got {}", go_type(other))),
+        (Scalar::Numeric, other) => {
+            Some(format!("expected numeric (int or float), got {}", crate::custom_resource::go_type(other)))
+        }
         (Scalar::String, Value::String(_)) => None,
         (Scalar::String, other) => {
             Some(format!("expected string, got &value.valueUnstructured{{Value:{}}}", go_syntax(other)))
@@ -141,19 +143,6 @@ fn scalar_error(kind: Scalar, v: &Value) -> Option<String> {
         (Scalar::Boolean, other) => Some(format!("expected boolean, got {}", go_value(other))),
         (Scalar::Untyped, Value::Number(_) | Value::String(_) | Value::Bool(_)) => None,
         (Scalar::Untyped, other) => Some(format!("expected any scalar, got {}", go_value(other))),
-    }
-}
-
-/// Go's `%T` of a decoded JSON value.
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 

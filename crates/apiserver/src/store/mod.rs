@@ -235,7 +235,7 @@ impl Store {
         if self.cache.readiness() == crate::cache::Readiness::Ready
             && let Some(o) = self.cache.get(info, ns, name)?
         {
-            return Ok((o, false));
+            return Ok((crate::conversion::one_served(info, o).await?, false));
         }
         self.stored(info, ns, name).await.map(|o| (o, true))
     }
@@ -248,15 +248,16 @@ impl Store {
         name: &str,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let key = self.layout.object_key(info, ns, name);
-        match self.storage.get(&key).await {
-            Ok(Some(kv)) => self.parse_kv(info, &kv),
-            Ok(None) => Err(ApiError::not_found(&info.group, &info.plural, name)),
-            Err(e) => Err(storage_error(e, info, name, "get")),
-        }
+        let o = match self.storage.get(&key).await {
+            Ok(Some(kv)) => self.parse_kv(info, &kv)?,
+            Ok(None) => return Err(ApiError::not_found(&info.group, &info.plural, name)),
+            Err(e) => return Err(storage_error(e, info, name, "get")),
+        };
+        crate::conversion::one_served(info, o).await
     }
 
     /// The version a failed compare-and-swap reported.
-    fn conflicted(
+    async fn conflicted(
         &self,
         info: &ResourceInfo,
         name: &str,
@@ -264,7 +265,9 @@ impl Store {
         op: &str,
     ) -> Result<Arc<StoredObject>, ApiError> {
         match e {
-            StorageError::Conflict { current: Some(kv) } => self.parse_kv(info, &kv),
+            StorageError::Conflict { current: Some(kv) } => {
+                crate::conversion::one_served(info, self.parse_kv(info, &kv)?).await
+            }
             StorageError::Conflict { current: None } | StorageError::NotFound => {
                 Err(ApiError::not_found(&info.group, &info.plural, name))
             }
@@ -404,7 +407,14 @@ impl Store {
             }
             return Err(e);
         }
-        Ok(Template::new(info, &obj))
+        self.template(info, &obj).await
+    }
+
+    /// The template of a write of `obj`, whose bytes to store are converted to the storage
+    /// version by the resource's conversion webhook when it has one.
+    async fn template(&self, info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Template, ApiError> {
+        let storage = crate::conversion::to_storage(info, obj).await?;
+        Ok(Template::converted(info, obj, storage.as_ref()))
     }
 
     /// The PriorityClasses a write of `obj` to `info` needs (none unless it writes a pod), from
@@ -629,14 +639,17 @@ impl Store {
     pub async fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
         if self.fresh().await? {
-            return self.cache.get(info, ns, name)?.ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name));
+            let o =
+                self.cache.get(info, ns, name)?.ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+            return crate::conversion::one_served(info, o).await;
         }
         let key = self.layout.object_key(info, ns, name);
-        match self.storage.get(&key).await {
-            Ok(Some(kv)) => self.parse_kv(info, &kv),
-            Ok(None) => Err(ApiError::not_found(&info.group, &info.plural, name)),
-            Err(e) => Err(storage_error(e, info, name, "get")),
-        }
+        let o = match self.storage.get(&key).await {
+            Ok(Some(kv)) => self.parse_kv(info, &kv)?,
+            Ok(None) => return Err(ApiError::not_found(&info.group, &info.plural, name)),
+            Err(e) => return Err(storage_error(e, info, name, "get")),
+        };
+        crate::conversion::one_served(info, o).await
     }
 
     /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` in the
@@ -849,7 +862,7 @@ impl Store {
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
-        let template = Template::new(info, &obj);
+        let template = self.template(info, &obj).await?;
         let no_op = !finalized && template.same_as(old);
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
@@ -873,12 +886,12 @@ impl Store {
                     self.last_write.fetch_max(rev, Ordering::AcqRel);
                     Ok(Attempt::Done(Arc::new(template.finish(old.rv))))
                 }
-                Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
+                Err(e) => self.conflicted(info, &old.name, e, "update").await.map(|n| Attempt::Retry(n, obj)),
             };
         }
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => Ok(Attempt::Done(self.wrote(template.finish(rev)))),
-            Err(e) => self.conflicted(info, &old.name, e, "update").map(|n| Attempt::Retry(n, obj)),
+            Err(e) => self.conflicted(info, &old.name, e, "update").await.map(|n| Attempt::Retry(n, obj)),
         }
     }
 
@@ -964,7 +977,7 @@ impl Store {
                 match self.storage.update(key, t.storage_value(), old.rv).await {
                     Ok(rev) => return Ok(self.wrote(t.finish(rev))),
                     Err(e) => {
-                        (old, is_current) = (self.conflicted(info, name, e, "delete")?, true);
+                        (old, is_current) = (self.conflicted(info, name, e, "delete").await?, true);
                         continue;
                     }
                 }
@@ -982,7 +995,7 @@ impl Store {
                 if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
                     meta.insert("generation".into(), (g + 1).into());
                 }
-                let t = Template::new(info, &map);
+                let t = self.template(info, &map).await?;
                 self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| self.wrote(t.finish(rev)))
             } else {
                 let t = Template::from_stored(&old);
@@ -990,7 +1003,7 @@ impl Store {
             };
             match result {
                 Ok(o) => return Ok(o),
-                Err(e) => (old, is_current) = (self.conflicted(info, name, e, "delete")?, true),
+                Err(e) => (old, is_current) = (self.conflicted(info, name, e, "delete").await?, true),
             }
         }
     }
@@ -999,10 +1012,13 @@ impl Store {
     /// from the storage when the cache does not catch up in time.
     pub async fn list(&self, info: &ResourceInfo, q: ListQuery<'_>) -> Result<ListPage, ApiError> {
         self.cache.check_ready()?;
-        if !q.consistent || self.fresh().await? {
-            return self.cache.list(info, q.ns, q.at, q.start, q.limit, q.sel);
-        }
-        self.list_from_storage(info, q.ns, q.start, q.limit, q.sel).await
+        let mut page = if !q.consistent || self.fresh().await? {
+            self.cache.list(info, q.ns, q.at, q.start, q.limit, q.sel)?
+        } else {
+            self.list_from_storage(info, q.ns, q.start, q.limit, q.sel).await?
+        };
+        page.items = crate::conversion::to_served(info, std::mem::take(&mut page.items), true).await?;
+        Ok(page)
     }
 
     /// A consistent list read from the storage (the cache lags behind).

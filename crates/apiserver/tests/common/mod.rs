@@ -15,6 +15,7 @@ use hyper_util::rt::TokioExecutor;
 use informer_apiserver::{ApiError, ApiServer};
 use serde_json::{Value, json};
 
+pub mod https;
 pub mod recorded;
 pub mod tools;
 
