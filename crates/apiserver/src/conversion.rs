@@ -6,11 +6,13 @@
 //! original metadata restored except labels and annotations, then the fields the target
 //! version's schema does not know pruned.
 //!
-//! Invariants: an object of such a resource is kept in its storage version's form in every view
-//! of the watch cache and wherever a write starts from; it is converted when it leaves the
-//! server in another version (GET, LIST, WATCH, the object a write of another version starts
-//! from) and when a write of another version is stored. A conversion that fails fails the
-//! request with kube's 500 and kube's words, and nothing is stored.
+//! Invariants: an object of such a resource is kept as it is stored (in the version it was
+//! stored in, which is the storage version unless that changed since) in every view of the
+//! watch cache and wherever a write starts from; it is converted when it leaves the server in
+//! another version (GET, LIST, WATCH, the object a write starts from) and when a write of a
+//! version other than the storage version is stored. An object already in the version asked
+//! for is never sent. A conversion that fails fails the request with kube's 500 and kube's
+//! words, and nothing is stored.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,23 +28,38 @@ use crate::watch_cache::Event;
 /// How long a conversion webhook has to answer (kube's fixed timeout).
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The conversion webhook objects of `info`'s version go through: Some for a version other than
-/// the storage version of a resource whose CustomResourceDefinition converts by webhook.
-pub fn by_webhook(info: &ResourceInfo) -> Option<&Arc<ConversionWebhook>> {
-    let custom = info.custom.as_ref()?;
-    custom.conversion_webhook.as_ref().filter(|_| custom.storage_version != info.version)
+/// The webhook that converts the resource's objects between versions, if its
+/// CustomResourceDefinition converts by webhook.
+pub fn webhook_of(info: &ResourceInfo) -> Option<&Arc<ConversionWebhook>> {
+    info.custom.as_ref()?.conversion_webhook.as_ref()
 }
 
-/// The resource as its storage version serves it (its schema, its `apiVersion`).
-pub fn storage_info(info: &ResourceInfo) -> ResourceInfo {
-    let mut storage = info.clone();
-    if let Some(c) = &info.custom {
-        storage.version = c.storage_version.clone();
+/// Whether `info` is the version the resource stores objects in.
+pub fn is_storage_version(info: &ResourceInfo) -> bool {
+    info.custom.as_ref().is_none_or(|c| c.storage_version == info.version)
+}
+
+/// The resource as `version` serves it (its `apiVersion`; the schema the resource knows for it:
+/// `info`'s own or the storage version's, none for another).
+pub fn version_info(info: &ResourceInfo, version: &str) -> ResourceInfo {
+    let mut out = info.clone();
+    if let Some(c) = &info.custom
+        && version != info.version
+    {
+        out.version = version.to_string();
         let mut custom = (**c).clone();
-        custom.schema = c.storage_schema.clone();
-        storage.custom = Some(Arc::new(custom));
+        custom.schema = if version == c.storage_version { c.storage_schema.clone() } else { None };
+        out.custom = Some(Arc::new(custom));
     }
-    storage
+    out
+}
+
+/// The resource as its storage version serves it.
+pub fn storage_info(info: &ResourceInfo) -> ResourceInfo {
+    match &info.custom {
+        Some(c) => version_info(info, &c.storage_version.clone()),
+        None => info.clone(),
+    }
 }
 
 /// kube's `GroupVersionKind` as Go prints it.
@@ -50,66 +67,73 @@ fn gvk(group: &str, version: &str, kind: &str) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// Objects (kept in the storage version's form) as `info`'s version serves them; `list` says
-/// whether they answer a LIST (kube names the list's kind in its messages).
+/// Whether an object is not yet in `info`'s version.
+fn needs_conversion(info: &ResourceInfo, o: &StoredObject) -> bool {
+    webhook_of(info).is_some() && !o.is_of(info)
+}
+
+/// Objects (kept as stored) as `info`'s version serves them; `list` says whether they answer a
+/// LIST (kube names the list's kind in its messages). Those already in the version are kept.
 pub async fn to_served(
     info: &ResourceInfo,
-    objs: Vec<Arc<StoredObject>>,
+    mut objs: Vec<Arc<StoredObject>>,
     list: bool,
 ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-    let Some(webhook) = by_webhook(info) else { return Ok(objs) };
-    if objs.is_empty() {
+    let Some(webhook) = webhook_of(info) else { return Ok(objs) };
+    let sent: Vec<usize> = (0..objs.len()).filter(|i| !objs[*i].is_of(info)).collect();
+    if sent.is_empty() {
         return Ok(objs);
     }
     let custom = info.custom.as_ref().map(|c| c.as_ref());
-    let storage_version = custom.map_or("", |c| c.storage_version.as_str());
-    let maps: Vec<Map<String, Value>> = objs.iter().map(|o| without_rv(&o.json())).collect();
+    let maps: Vec<Map<String, Value>> = sent.iter().map(|i| without_rv(&objs[*i].json())).collect();
     let subject = if list {
         gvk(&info.group, &info.version, custom.map_or("", |c| c.list_kind.as_str()))
     } else {
-        gvk(&info.group, storage_version, &info.kind)
+        let api_version = maps[0].get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        gvk(group, version, &info.kind)
     };
     let converted = convert(info, webhook, maps, &subject, list).await.map_err(unknown_error)?;
     let schema = custom.and_then(|c| c.schema.clone());
-    Ok(objs
-        .iter()
-        .zip(converted)
-        .map(|(o, m)| {
-            let mut v = Value::Object(m);
-            if let Some(s) = &schema {
-                crate::structural::prune(s, &mut v);
-                crate::structural::drop_nulls(s, &mut v);
-            }
-            let m = match v {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            Arc::new(object::build(info, &m, o.rv))
-        })
-        .collect())
+    for (i, m) in sent.into_iter().zip(converted) {
+        let mut v = Value::Object(m);
+        if let Some(s) = &schema {
+            crate::structural::prune(s, &mut v);
+            crate::structural::drop_nulls(s, &mut v);
+        }
+        let m = match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        objs[i] = Arc::new(object::build(info, &m, objs[i].rv));
+    }
+    Ok(objs)
 }
 
-/// One object (kept in the storage version's form) as `info`'s version serves it.
+/// One object (kept as stored) as `info`'s version serves it.
 pub async fn one_served(info: &ResourceInfo, obj: Arc<StoredObject>) -> Result<Arc<StoredObject>, ApiError> {
-    if by_webhook(info).is_none() {
+    if !needs_conversion(info, &obj) {
         return Ok(obj);
     }
     to_served(info, vec![obj], false).await?.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 
-/// Watch events (their objects kept in the storage version's form) as `info`'s version serves
-/// them: the objects and, when `with_prev`, the states they replaced.
+/// Watch events (their objects kept as stored) as `info`'s version serves them: the objects
+/// and, when `with_prev`, the states they replaced. None when every one is in the version.
 pub async fn events_served(
     info: &ResourceInfo,
     events: &[Arc<Event>],
     with_prev: bool,
-) -> Result<Vec<Arc<Event>>, ApiError> {
+) -> Result<Option<Vec<Arc<Event>>>, ApiError> {
     let mut objs = Vec::with_capacity(events.len());
     for ev in events {
         objs.push(ev.obj.clone());
         if with_prev && let Some(p) = &ev.prev {
             objs.push(p.clone());
         }
+    }
+    if !objs.iter().any(|o| needs_conversion(info, o)) {
+        return Ok(None);
     }
     let mut converted = to_served(info, objs, false).await?.into_iter();
     let mut out = Vec::with_capacity(events.len());
@@ -121,13 +145,13 @@ pub async fn events_served(
         };
         out.push(Arc::new(Event::new(ev.rv, ev.kind, obj, prev)));
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// An object written in `info`'s version as its storage version stores it (None when no
 /// webhook converts it: the object is stored as it is, under the storage `apiVersion`).
 pub async fn to_storage(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Option<Map<String, Value>>, ApiError> {
-    if by_webhook(info).is_none() {
+    if webhook_of(info).is_none() || is_storage_version(info) {
         return Ok(None);
     }
     between(info, &storage_info(info), obj.clone()).await

@@ -293,7 +293,7 @@ impl Controller {
         let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
         let served = self.store.registry().custom(&name);
         // Deleted in the storage version, which no conversion webhook has to convert.
-        let storage = served.iter().find(|i| crate::conversion::by_webhook(i).is_none()).or(served.first());
+        let storage = served.iter().find(|i| crate::conversion::is_storage_version(i)).or(served.first());
         if let Some(info) = storage.cloned() {
             if set_condition(
                 &mut crd,

@@ -72,6 +72,11 @@ impl StoredObject {
         &self.value
     }
 
+    /// Whether the object is one of `info`'s kind and version.
+    pub fn is_of(&self, info: &ResourceInfo) -> bool {
+        self.value.starts_with(&type_prefix(info))
+    }
+
     fn rv_member(&self, out: &mut Vec<u8>) {
         if !self.has_rv {
             return;
@@ -466,13 +471,23 @@ pub fn from_storage(
                 meta.insert("namespace".into(), ns.into());
             }
         }
-        // A version its webhook converts to keeps the storage version's form until served.
-        let storage;
-        let info = if crate::conversion::by_webhook(info).is_some() {
-            storage = crate::conversion::storage_info(info);
-            &storage
-        } else {
-            info
+        // A resource its webhook converts keeps objects in the version they were stored in
+        // until they are served.
+        let stored;
+        let info = match (crate::conversion::webhook_of(info), m.get("apiVersion").and_then(Value::as_str)) {
+            (Some(_), Some(api_version)) => {
+                let version = match api_version.rsplit_once('/') {
+                    Some((group, version)) if group == info.group && !version.is_empty() => version,
+                    _ => info.custom.as_ref().map_or("", |c| c.storage_version.as_str()),
+                };
+                stored = crate::conversion::version_info(info, version);
+                &stored
+            }
+            (Some(_), None) => {
+                stored = crate::conversion::storage_info(info);
+                &stored
+            }
+            (None, _) => info,
         };
         let m = crate::custom_resource::to_version(info, m)
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;

@@ -507,15 +507,11 @@ impl Registry {
             if self.resources[..i].iter().any(|o| same(&o)) {
                 return None;
             }
-            if crate::conversion::by_webhook(r).is_none() {
+            if crate::conversion::webhook_of(r).is_none() {
                 return Some(r);
             }
             Some(
-                self.resources[i..]
-                    .iter()
-                    .filter(same)
-                    .find(|o| crate::conversion::by_webhook(o).is_none())
-                    .unwrap_or(r),
+                self.resources[i..].iter().filter(same).find(|o| crate::conversion::is_storage_version(o)).unwrap_or(r),
             )
         })
     }

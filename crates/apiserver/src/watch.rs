@@ -458,9 +458,10 @@ async fn run(
                 Err(_) => return,
             };
             let full_batch = events.len() >= BATCH;
-            if crate::conversion::by_webhook(&info).is_some() {
+            if crate::conversion::webhook_of(&info).is_some() {
                 match crate::conversion::events_served(&info, &events, !filter.trivial).await {
-                    Ok(converted) => events = converted,
+                    Ok(Some(converted)) => events = converted,
+                    Ok(None) => {}
                     Err(e) => return conversion_failed(&info, &e),
                 }
             }

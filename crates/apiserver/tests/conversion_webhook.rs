@@ -400,3 +400,45 @@ async fn an_admission_webhook_of_another_version_is_offered_the_object_converted
     let kept = stored(&s, group, "a").await;
     assert_eq!((&kept["spec"], &kept["metadata"]["labels"]), (&json!({"size": "7"}), &json!({"mutated": "yes"})));
 }
+
+#[tokio::test]
+async fn objects_stored_before_the_storage_version_changed_are_converted_from_it() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let group = "conv.example.com";
+    let mut crd = widgets_crd(group, hook.client_config("/convert"));
+    define(&c, &crd).await;
+    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "old"}, "spec": {"size": "2"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+
+    // v2 becomes the storage version; the object stays stored in v1.
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"][1]["storage"] = json!(true);
+    let r = c
+        .patch(&format!("{CRDS}/widgets.{group}"), "application/merge-patch+json", &json!({"spec": crd["spec"]}))
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"]["storedVersions"], json!(["v1", "v2"]));
+    let before = hook.seen("/convert").len();
+    let v2 = c.get(&format!("{}/old", widgets(group, "v2"))).await;
+    assert_eq!((v2.code, &v2.body["spec"]), (200, &json!({"count": 2})), "{}", v2.body);
+    let v1 = c.get(&format!("{}/old", widgets(group, "v1"))).await;
+    assert_eq!(v1.body["spec"], json!({"size": "2"}));
+    let reviews = hook.seen("/convert");
+    assert_eq!(reviews.len(), before + 1, "only the v2 read converts");
+    assert_eq!(reviews[before]["request"]["objects"][0]["apiVersion"], "conv.example.com/v1");
+
+    // A write stores it in the new storage version; reading it in v1 now converts.
+    let r = c
+        .patch(&format!("{}/old", widgets(group, "v2")), "application/merge-patch+json", &json!({"spec": {"count": 3}}))
+        .await;
+    assert_eq!((r.code, &r.body["spec"]), (200, &json!({"count": 3})), "{}", r.body);
+    let layout = s.store().cache().layout().clone();
+    let info = s.store().registry().find(group, "v2", "widgets").cloned().unwrap();
+    let kv = s.store().storage().get(&layout.object_key(&info, "default", "old")).await.unwrap().unwrap();
+    let kept: Value = serde_json::from_slice(&kv.value).unwrap();
+    assert_eq!((kept["apiVersion"].as_str(), &kept["spec"]), (Some("conv.example.com/v2"), &json!({"count": 3})));
+    let v1 = c.get(&format!("{}/old", widgets(group, "v1"))).await;
+    assert_eq!(v1.body["spec"], json!({"size": "3"}));
+}
