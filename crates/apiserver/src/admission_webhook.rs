@@ -167,7 +167,7 @@ async fn mutate_once(
     };
     if let Some(hook_info) = &allowed.equivalent {
         // Back to the version of the request.
-        patched = crate::conversion::between(hook_info, a.info, patched)
+        patched = crate::conversion::for_admission(hook_info, a.info, patched)
             .await?
             .ok_or_else(|| ApiError::internal("the patched object changed its kind"))?;
     }
@@ -299,7 +299,7 @@ async fn offer(
     let in_version = async |v: Option<Value>| match (&equivalent, v) {
         (_, v) if a.subresource == "scale" => Ok(v),
         (Some(info), Some(Value::Object(m))) => {
-            crate::conversion::between(a.info, info, m).await.map(|m| m.map(Value::Object))
+            crate::conversion::for_admission(a.info, info, m).await.map(|m| m.map(Value::Object))
         }
         (_, v) => Ok(v),
     };

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::custom_resource::go_type;
 use crate::object::{self, StoredObject};
@@ -39,8 +39,7 @@ pub fn is_storage_version(info: &ResourceInfo) -> bool {
     info.custom.as_ref().is_none_or(|c| c.storage_version == info.version)
 }
 
-/// The resource as `version` serves it (its `apiVersion`; the schema the resource knows for it:
-/// `info`'s own or the storage version's, none for another).
+/// The resource as `version` serves it (its `apiVersion` and schema).
 pub fn version_info(info: &ResourceInfo, version: &str) -> ResourceInfo {
     let mut out = info.clone();
     if let Some(c) = &info.custom
@@ -48,7 +47,7 @@ pub fn version_info(info: &ResourceInfo, version: &str) -> ResourceInfo {
     {
         out.version = version.to_string();
         let mut custom = (**c).clone();
-        custom.schema = if version == c.storage_version { c.storage_schema.clone() } else { None };
+        custom.schema = c.version_schemas.get(version).cloned();
         out.custom = Some(Arc::new(custom));
     }
     out
@@ -72,50 +71,65 @@ fn needs_conversion(info: &ResourceInfo, o: &StoredObject) -> bool {
     webhook_of(info).is_some() && !o.is_of(info)
 }
 
-/// Objects (kept as stored) as `info`'s version serves them; `list` says whether they answer a
-/// LIST (kube names the list's kind in its messages). Those already in the version are kept.
-pub async fn to_served(
-    info: &ResourceInfo,
-    mut objs: Vec<Arc<StoredObject>>,
-    list: bool,
-) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-    let Some(webhook) = webhook_of(info) else { return Ok(objs) };
-    let sent: Vec<usize> = (0..objs.len()).filter(|i| !objs[*i].is_of(info)).collect();
-    if sent.is_empty() {
+/// How many conversions of one read are in flight at once.
+const IN_FLIGHT: usize = 8;
+
+/// Objects (kept as stored) as `info`'s version serves them, each converted on its own as
+/// kube-apiserver converts them (once per object, version and revision: a conversion made for
+/// a LIST or a WATCH is reused by the next). Those already in the version are kept.
+pub async fn to_served(info: &ResourceInfo, objs: Vec<Arc<StoredObject>>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    if !objs.iter().any(|o| needs_conversion(info, o)) {
         return Ok(objs);
     }
-    let custom = info.custom.as_ref().map(|c| c.as_ref());
-    let maps: Vec<Map<String, Value>> = sent.iter().map(|i| without_rv(&objs[*i].json())).collect();
-    let subject = if list {
-        gvk(&info.group, &info.version, custom.map_or("", |c| c.list_kind.as_str()))
-    } else {
-        let api_version = maps[0].get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        gvk(group, version, &info.kind)
-    };
-    let converted = convert(info, webhook, maps, &subject, list).await.map_err(unknown_error)?;
-    let schema = custom.and_then(|c| c.schema.clone());
-    for (i, m) in sent.into_iter().zip(converted) {
-        let mut v = Value::Object(m);
-        if let Some(s) = &schema {
-            crate::structural::prune(s, &mut v);
-            crate::structural::drop_nulls(s, &mut v);
+    use futures_util::StreamExt;
+    futures_util::stream::iter(objs.into_iter().map(|o| async move {
+        if !needs_conversion(info, &o) {
+            return Ok(o);
         }
-        let m = match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        objs[i] = Arc::new(object::build(info, &m, objs[i].rv));
-    }
-    Ok(objs)
+        let key = memo::Key::of(info, &o);
+        if let Some(hit) = key.as_ref().and_then(memo::get) {
+            return Ok(hit);
+        }
+        let converted = served(info, &o).await?;
+        if let Some(k) = key {
+            memo::put(k, converted.clone());
+        }
+        Ok(converted)
+    }))
+    .buffered(IN_FLIGHT)
+    .collect::<Vec<Result<_, ApiError>>>()
+    .await
+    .into_iter()
+    .collect()
 }
 
-/// One object (kept as stored) as `info`'s version serves it.
+/// One object (kept as stored) as `info`'s version serves it, converted now (a GET reads the
+/// storage and converts, as kube's does).
 pub async fn one_served(info: &ResourceInfo, obj: Arc<StoredObject>) -> Result<Arc<StoredObject>, ApiError> {
     if !needs_conversion(info, &obj) {
         return Ok(obj);
     }
-    to_served(info, vec![obj], false).await?.pop().ok_or_else(|| ApiError::internal("no object converted"))
+    served(info, &obj).await
+}
+
+/// Converts one stored object to `info`'s version: the webhook's answer pruned with the
+/// version's schema.
+async fn served(info: &ResourceInfo, o: &StoredObject) -> Result<Arc<StoredObject>, ApiError> {
+    let Some(webhook) = webhook_of(info) else { return Err(ApiError::internal("no conversion webhook")) };
+    let m = convert(info, webhook, without_rv(&o.json())).await.map_err(unknown_error)?;
+    Ok(Arc::new(object::build(info, &pruned(info, m), o.rv)))
+}
+
+/// `m` without what `info`'s schema does not know, nor the nulls it does not allow.
+fn pruned(info: &ResourceInfo, m: Map<String, Value>) -> Map<String, Value> {
+    let Some(schema) = info.custom.as_ref().and_then(|c| c.schema.as_ref()) else { return m };
+    let mut v = Value::Object(m);
+    crate::structural::prune(schema, &mut v);
+    crate::structural::drop_nulls(schema, &mut v);
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 /// Watch events (their objects kept as stored) as `info`'s version serves them: the objects
@@ -135,7 +149,7 @@ pub async fn events_served(
     if !objs.iter().any(|o| needs_conversion(info, o)) {
         return Ok(None);
     }
-    let mut converted = to_served(info, objs, false).await?.into_iter();
+    let mut converted = to_served(info, objs).await?.into_iter();
     let mut out = Vec::with_capacity(events.len());
     for ev in events {
         let obj = converted.next().ok_or_else(|| ApiError::internal("no object converted"))?;
@@ -148,40 +162,45 @@ pub async fn events_served(
     Ok(Some(out))
 }
 
-/// An object written in `info`'s version as its storage version stores it (None when no
-/// webhook converts it: the object is stored as it is, under the storage `apiVersion`).
-pub async fn to_storage(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Option<Map<String, Value>>, ApiError> {
-    if webhook_of(info).is_none() || is_storage_version(info) {
-        return Ok(None);
+/// What a write of `obj` in `info`'s version stores and answers when a webhook converts it:
+/// the object in the storage version (pruned with its schema), and that object as `info`'s
+/// version serves it (defaulted with the storage schema, converted back, pruned), as kube
+/// answers a write with what it stored. None when the object is stored as it is.
+pub async fn for_write(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Result<Option<(Map<String, Value>, Map<String, Value>)>, ApiError> {
+    let Some(webhook) = webhook_of(info).filter(|_| !is_storage_version(info)) else { return Ok(None) };
+    let storage = storage_info(info);
+    let mut sent = obj.clone();
+    // What is stored carries no resourceVersion.
+    if let Some(Value::Object(meta)) = sent.get_mut("metadata") {
+        meta.remove("resourceVersion");
     }
-    between(info, &storage_info(info), obj.clone()).await
+    sent.insert("apiVersion".into(), info.api_version().into());
+    sent.insert("kind".into(), info.kind.clone().into());
+    let stored = pruned(&storage, convert(&storage, webhook, sent).await.map_err(unknown_error)?);
+    let mut read = stored.clone();
+    crate::custom_resource::default(&storage, &mut read);
+    let answered = pruned(info, convert(info, webhook, read).await.map_err(unknown_error)?);
+    Ok(Some((stored, answered)))
 }
 
-/// An object of `from`'s version in `to`'s version of the same resource: through the webhook
-/// when the resource converts by webhook, else as conversion `None` does (None when it is not an
-/// object of the resource).
-pub async fn between(
+/// An object of `from`'s version in `to`'s version of the same resource, for an admission
+/// webhook registered for `to`: through the conversion webhook when the resource converts by
+/// webhook (not pruned: kube's converter alone), else as conversion `None` does (None when it
+/// is not an object of the resource). A failed conversion is kube's internal error.
+pub async fn for_admission(
     from: &ResourceInfo,
     to: &ResourceInfo,
     mut obj: Map<String, Value>,
 ) -> Result<Option<Map<String, Value>>, ApiError> {
-    let webhook = to.custom.as_ref().and_then(|c| c.conversion_webhook.as_ref());
-    let Some(webhook) = webhook.filter(|_| from.version != to.version) else {
+    let Some(webhook) = webhook_of(to).filter(|_| from.version != to.version) else {
         return Ok(crate::custom_resource::to_version(to, obj));
     };
     obj.insert("apiVersion".into(), from.api_version().into());
     obj.insert("kind".into(), from.kind.clone().into());
-    let subject = gvk(&from.group, &from.version, &from.kind);
-    let mut converted = convert(to, webhook, vec![obj], &subject, false).await.map_err(unknown_error)?;
-    let mut v = Value::Object(converted.pop().unwrap_or_default());
-    if let Some(s) = to.custom.as_ref().and_then(|c| c.schema.as_ref()) {
-        crate::structural::prune(s, &mut v);
-        crate::structural::drop_nulls(s, &mut v);
-    }
-    Ok(match v {
-        Value::Object(m) => Some(m),
-        _ => None,
-    })
+    convert(to, webhook, obj).await.map(Some).map_err(|e| ApiError::internal(&e))
 }
 
 /// A failure that is not a kube `Status`: kube-apiserver answers it as 500 with no reason.
@@ -197,74 +216,95 @@ fn without_rv(bytes: &[u8]) -> Map<String, Value> {
     m
 }
 
-/// Converts `objs` (all of one version) to `target`'s version through the webhook, checked as
-/// kube checks the answer. `subject` is the GroupVersionKind kube's messages name.
+/// The body of a ConversionReview request, its keys in the order kube writes them.
+fn review_body(review_version: &str, uid: &str, desired: &str, obj: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"kind\":\"ConversionReview\",\"apiVersion\":\"apiextensions.k8s.io/");
+    out.extend_from_slice(review_version.as_bytes());
+    out.extend_from_slice(b"\",\"request\":{\"uid\":");
+    let _ = serde_json::to_writer(&mut out, uid);
+    out.extend_from_slice(b",\"desiredAPIVersion\":");
+    let _ = serde_json::to_writer(&mut out, desired);
+    out.extend_from_slice(b",\"objects\":[");
+    let _ = serde_json::to_writer(&mut out, obj);
+    out.extend_from_slice(b"]},\"response\":{\"uid\":\"\",\"convertedObjects\":null,\"result\":{\"metadata\":{}}}}");
+    out
+}
+
+/// Converts one object to `target`'s version through the webhook, checked as kube checks the
+/// answer; the error is kube's message.
 async fn convert(
     target: &ResourceInfo,
     webhook: &ConversionWebhook,
-    objs: Vec<Map<String, Value>>,
-    subject: &str,
-    list: bool,
-) -> Result<Vec<Map<String, Value>>, String> {
+    obj: Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
     let desired = target.api_version();
+    let text = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let api_version = text(&obj, "apiVersion");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version.as_str()));
+    let subject = gvk(group, version, &text(&obj, "kind"));
     let fail = |e: String| format!("conversion for {subject} failed: {e}");
-    // The webhook's own messages name the list it was given: a lone object's has no kind.
-    let hook_subject = if list { subject.to_string() } else { gvk("", "", "") };
-    let hook_fail = |e: String| fail(format!("conversion webhook for {hook_subject} failed: {e}"));
+    // The webhook's own messages name the list it was given, which for one object has no kind.
+    let hook_fail = |e: String| fail(format!("conversion webhook for {} failed: {e}", gvk("", "", "")));
     let review_version = webhook
         .review_versions
         .iter()
         .find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
         .ok_or_else(|| fail("no supported conversion review versions".into()))?;
     let uid = object::new_uid();
-    let review = json!({
-        "kind": "ConversionReview",
-        "apiVersion": format!("apiextensions.k8s.io/{review_version}"),
-        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs},
-        "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
-    });
     let endpoint = crate::webhook_client::Endpoint::of(&webhook.client_config, TIMEOUT)
         .ok_or_else(|| hook_fail("no client configuration".into()))?;
-    let answer = crate::webhook_client::post(&endpoint, serde_json::to_vec(&review).unwrap_or_default())
+    let answer = crate::webhook_client::post(&endpoint, review_body(review_version, &uid, &desired, &obj))
         .await
         .map_err(hook_fail)?;
     let converted = read_answer(&answer, review_version, &uid).map_err(hook_fail)?;
-    if converted.len() != objs.len() {
-        return Err(format!("conversion for {subject} returned {} objects, expected {}", converted.len(), objs.len()));
+    let mut objects = unstructured(converted).map_err(fail)?;
+    if objects.len() != 1 {
+        return Err(format!("conversion for {subject} returned {} objects, expected 1", objects.len()));
     }
-    let (want_group, want_version) = desired.rsplit_once('/').unwrap_or(("", desired.as_str()));
-    let mut out = Vec::with_capacity(objs.len());
-    for (i, (original, converted)) in objs.iter().zip(converted).enumerate() {
-        let at = i + 1;
-        let invalid =
-            |e: String| format!("conversion for {subject} returned invalid converted object at index {at}: {e}");
-        let Value::Object(mut converted) = converted else {
-            return Err(invalid("not an object".into()));
-        };
-        let text = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let got = text(&converted, "apiVersion");
-        let (got_group, got_version) = got.rsplit_once('/').unwrap_or(("", got.as_str()));
-        if (got_group, got_version) != (want_group, want_version) {
-            return Err(invalid(format!("invalid groupVersion (expected {desired}, received {got})")));
+    let mut converted = objects.pop().unwrap_or_default();
+    let invalid = |e: String| format!("conversion for {subject} returned invalid converted object at index 1: {e}");
+    let got = text(&converted, "apiVersion");
+    if got != desired {
+        return Err(invalid(format!("invalid groupVersion (expected {desired}, received {got})")));
+    }
+    let (kind, got_kind) = (text(&obj, "kind"), text(&converted, "kind"));
+    if kind != got_kind {
+        return Err(invalid(format!("invalid kind (expected {kind}, received {got_kind})")));
+    }
+    let meta_text = |m: &Map<String, Value>, k: &str| {
+        m.get("metadata").and_then(|x| x.get(k)).and_then(Value::as_str).unwrap_or("").to_string()
+    };
+    for (field, word) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
+        let (e, a) = (meta_text(&obj, field), meta_text(&converted, field));
+        if e != a {
+            return Err(invalid(format!("must have the same {word}: {e} != {a}")));
         }
-        let (kind, got_kind) = (text(original, "kind"), text(&converted, "kind"));
-        if kind != got_kind {
-            return Err(invalid(format!("invalid kind (expected {kind}, received {got_kind})")));
-        }
-        let meta_text = |m: &Map<String, Value>, k: &str| {
-            m.get("metadata").and_then(|x| x.get(k)).and_then(Value::as_str).unwrap_or("").to_string()
-        };
-        for (field, word) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-            let (e, a) = (meta_text(original, field), meta_text(&converted, field));
-            if e != a {
-                return Err(invalid(format!("must have the same {word}: {e} != {a}")));
+    }
+    restore_metadata(&obj, &mut converted)
+        .map_err(|e| format!("conversion for {subject} returned invalid metadata in object at index 1: {e}"))?;
+    Ok(converted)
+}
+
+/// The answered objects read as kube reads each into an unstructured object (a kind required).
+fn unstructured(converted: Vec<Value>) -> Result<Vec<Map<String, Value>>, String> {
+    let mut objects = Vec::with_capacity(converted.len());
+    for c in converted {
+        match c {
+            Value::Object(m) if m.get("kind").and_then(Value::as_str).is_some_and(|k| !k.is_empty()) => objects.push(m),
+            Value::Object(_) | Value::Null => return Err(format!("Object 'Kind' is missing in '{c}'")),
+            other => {
+                let ty = match other {
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    Value::Bool(_) => "bool",
+                    _ => "array",
+                };
+                return Err(format!("json: cannot unmarshal {ty} into Go value of type map[string]interface {{}}"));
             }
         }
-        restore_metadata(original, &mut converted)
-            .map_err(|e| format!("conversion for {subject} returned invalid metadata in object at index {at}: {e}"))?;
-        out.push(converted);
     }
-    Ok(out)
+    Ok(objects)
 }
 
 /// The converted objects of a webhook's answer, checked as kube checks it.
@@ -362,10 +402,14 @@ fn metadata_faults(field: &str, m: &Map<String, Value>) -> Vec<String> {
     // kube names the annotations' path in the singular here.
     let path = if field == "labels" { "metadata.labels" } else { "metadata.annotation" };
     let mut faults = Vec::new();
+    let mut total = 0;
     for (k, v) in m {
-        for f in crate::cel_format::qualified_name(k) {
+        // Annotation keys are judged in lower case.
+        let judged = if field == "labels" { k.clone() } else { k.to_lowercase() };
+        for f in crate::cel_format::qualified_name(&judged) {
             faults.push(format!("{path}: Invalid value: {k:?}: {f}"));
         }
+        total += k.len() + v.as_str().map_or(0, str::len);
         if field == "labels" {
             let v = v.as_str().unwrap_or("");
             for f in crate::cel_format::label_value(v) {
@@ -373,11 +417,80 @@ fn metadata_faults(field: &str, m: &Map<String, Value>) -> Vec<String> {
             }
         }
     }
+    if field == "annotations" && total > ANNOTATIONS_LIMIT {
+        faults.push(format!("{path}: Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"));
+    }
+    // An aggregate says each message once.
+    let mut seen = std::collections::HashSet::new();
+    faults.retain(|f| seen.insert(f.clone()));
     faults
+}
+
+/// kube's limit on the total size of an object's annotations.
+const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+
+/// Conversions made for reads, reused while the object, the version and the webhook's
+/// configuration are unchanged (as kube-apiserver's watch cache of a version keeps what it
+/// converted). Bounded: emptied when full.
+mod memo {
+    use std::collections::HashMap;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::sync::{Arc, LazyLock};
+
+    use parking_lot::Mutex;
+
+    use crate::object::StoredObject;
+    use crate::registry::ResourceInfo;
+
+    const CAPACITY: usize = 50_000;
+
+    static MEMO: LazyLock<Mutex<HashMap<Key, Arc<StoredObject>>>> = LazyLock::new(Mutex::default);
+
+    /// A conversion: the resource, the version converted to, the webhook's configuration, the
+    /// object and its revision.
+    #[derive(PartialEq, Eq, Hash)]
+    pub(super) struct Key {
+        resource: String,
+        version: String,
+        webhook: u64,
+        key: String,
+        rv: u64,
+    }
+
+    impl Key {
+        pub(super) fn of(info: &ResourceInfo, o: &StoredObject) -> Option<Key> {
+            let custom = info.custom.as_ref()?;
+            let webhook = custom.conversion_webhook.as_ref()?;
+            let mut h = DefaultHasher::new();
+            webhook.client_config.to_string().hash(&mut h);
+            webhook.review_versions.hash(&mut h);
+            Some(Key {
+                resource: custom.crd_name.clone(),
+                version: info.version.clone(),
+                webhook: h.finish(),
+                key: o.key.clone(),
+                rv: o.rv,
+            })
+        }
+    }
+
+    pub(super) fn get(k: &Key) -> Option<Arc<StoredObject>> {
+        MEMO.lock().get(k).cloned()
+    }
+
+    pub(super) fn put(k: Key, v: Arc<StoredObject>) {
+        let mut m = MEMO.lock();
+        if m.len() >= CAPACITY {
+            m.clear();
+        }
+        m.insert(k, v);
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn object(labels: Value) -> Map<String, Value> {
@@ -409,6 +522,43 @@ mod tests {
         let mut converted = object(json!({"app": 3}));
         let e = restore_metadata(&original, &mut converted).unwrap_err();
         assert_eq!(e, "metadata.labels[app] must be a string, but is int64 in converted object");
+    }
+
+    #[test]
+    fn annotations_are_judged_in_lower_case_and_by_their_total_size() {
+        let original = object(json!({}));
+        let mut converted = object(json!({}));
+        converted["metadata"]["annotations"] = json!({"Example.com/Note": "x"});
+        restore_metadata(&original, &mut converted).unwrap();
+        converted["metadata"]["annotations"] = json!({"big": "x".repeat(ANNOTATIONS_LIMIT)});
+        let e = restore_metadata(&original, &mut converted).unwrap_err();
+        assert_eq!(e, "metadata.annotation: Too long: may not be more than 262144 bytes");
+    }
+
+    #[test]
+    fn answered_objects_need_a_kind() {
+        assert_eq!(unstructured(vec![json!({"kind": "Thing"})]).unwrap().len(), 1);
+        assert_eq!(
+            unstructured(vec![json!({"apiVersion": "v1"})]).unwrap_err(),
+            r#"Object 'Kind' is missing in '{"apiVersion":"v1"}'"#
+        );
+        assert_eq!(
+            unstructured(vec![json!("x")]).unwrap_err(),
+            "json: cannot unmarshal string into Go value of type map[string]interface {}"
+        );
+    }
+
+    #[test]
+    fn reviews_are_written_in_kubes_key_order() {
+        let obj = object(json!({}));
+        let body = String::from_utf8(review_body("v1", "u", "x.example.com/v2", &obj)).unwrap();
+        assert!(body.starts_with(r#"{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{"uid":"u","desiredAPIVersion":"x.example.com/v2","objects":[{"#), "{body}");
+        assert!(
+            body.ends_with(r#"}]},"response":{"uid":"","convertedObjects":null,"result":{"metadata":{}}}}"#),
+            "{body}"
+        );
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["request"]["objects"][0]["metadata"]["name"], "a");
     }
 
     #[test]

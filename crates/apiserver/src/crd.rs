@@ -178,13 +178,14 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
     versions.sort_by_key(|v| std::cmp::Reverse(version_priority(str_at(v, &["name"]))));
     let served: Vec<String> = versions.iter().map(|v| str_at(v, &["name"]).to_string()).collect();
     let schema_of = |v: &Value| v.get("schema").and_then(|s| s.get("openAPIV3Schema")).cloned().map(Arc::new);
-    let storage_schema = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|v| str_at(v, &["name"]) == storage)
-        .and_then(schema_of);
+    let version_schemas: Arc<std::collections::BTreeMap<String, Arc<Value>>> = Arc::new(
+        spec.get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| Some((str_at(v, &["name"]).to_string(), schema_of(v)?)))
+            .collect(),
+    );
     let conversion = spec.get("conversion");
     let conversion_webhook = (conversion.map_or("", |c| str_at(c, &["strategy"])) == "Webhook").then(|| {
         let webhook = conversion.and_then(|c| c.get("webhook"));
@@ -234,7 +235,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
                 terminating,
                 deprecation_warning,
                 merge_schema: Default::default(),
-                storage_schema: storage_schema.clone(),
+                version_schemas: version_schemas.clone(),
                 conversion_webhook: conversion_webhook.clone(),
             }));
             info

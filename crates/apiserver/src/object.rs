@@ -665,14 +665,11 @@ impl Template {
     }
 
     /// A template of `obj` stored as `storage` (the object a conversion webhook made of it in
-    /// the storage version), or as [`Template::new`] stores it without one.
-    pub fn converted(info: &ResourceInfo, obj: &Map<String, Value>, storage: Option<&Map<String, Value>>) -> Self {
-        match storage {
-            Some(s) => Template {
-                obj: build(info, obj, RV_DRY_RUN),
-                stored: Some(build(&crate::conversion::storage_info(info), s, RV_DRY_RUN).value),
-            },
-            None => Self::new(info, obj),
+    /// the storage version).
+    pub fn converted(info: &ResourceInfo, obj: &Map<String, Value>, storage: &Map<String, Value>) -> Self {
+        Template {
+            obj: build(info, obj, RV_DRY_RUN),
+            stored: Some(build(&crate::conversion::storage_info(info), storage, RV_DRY_RUN).value),
         }
     }
 

@@ -73,9 +73,9 @@ pub struct CustomVersion {
     pub deprecation_warning: Option<String>,
     /// The schema as server-side apply walks it, built on first use.
     pub merge_schema: MergeSchema,
-    /// The storage version's `schema.openAPIV3Schema` (objects read from the storage are
-    /// defaulted with it before any conversion).
-    pub storage_schema: Option<Arc<Value>>,
+    /// Every version's `schema.openAPIV3Schema`, by version (an object read from the storage is
+    /// defaulted with its own version's before any conversion).
+    pub version_schemas: Arc<std::collections::BTreeMap<String, Arc<Value>>>,
     /// `spec.conversion` of strategy `Webhook`: the webhook that converts objects between
     /// versions (None: strategy `None`, only `apiVersion` changes).
     pub conversion_webhook: Option<Arc<ConversionWebhook>>,

@@ -405,7 +405,7 @@ async fn run(
                 None => return,
             };
             out.registered = rv;
-            let items = match crate::conversion::to_served(&info, items, false).await {
+            let items = match crate::conversion::to_served(&info, items).await {
                 Ok(items) => items,
                 Err(e) => return conversion_failed(&info, &e),
             };

@@ -94,7 +94,8 @@ async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value
     let request = http::Request::post(path)
         .header(http::header::HOST, authority)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::ACCEPT, "application/json, */*")
+        .header(http::header::USER_AGENT, "kube-apiserver-admission")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;

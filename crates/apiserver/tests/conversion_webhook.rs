@@ -55,15 +55,30 @@ impl Webhook {
     }
 }
 
-/// A Widget in the version asked for.
+/// A Widget in the version asked for: v1's `size` (a string) is v2's `count` (a number), v1's
+/// `color` v2's `colour`.
 fn convert_widget(mut obj: Value, desired: &str) -> Value {
     let spec = obj["spec"].as_object().cloned().unwrap_or_default();
-    obj["spec"] = match desired.rsplit_once('/').map(|(_, v)| v) {
+    let mut out = serde_json::Map::new();
+    match desired.rsplit_once('/').map(|(_, v)| v) {
         Some("v2") => {
-            json!({"count": spec.get("size").and_then(Value::as_str).and_then(|s| s.parse::<i64>().ok())})
+            if let Some(n) = spec.get("size").and_then(Value::as_str).and_then(|s| s.parse::<i64>().ok()) {
+                out.insert("count".into(), n.into());
+            }
+            if let Some(c) = spec.get("color") {
+                out.insert("colour".into(), c.clone());
+            }
         }
-        _ => json!({"size": spec.get("count").and_then(Value::as_i64).map(|n| n.to_string())}),
-    };
+        _ => {
+            if let Some(n) = spec.get("count").and_then(Value::as_i64) {
+                out.insert("size".into(), n.to_string().into());
+            }
+            if let Some(c) = spec.get("colour") {
+                out.insert("color".into(), c.clone());
+            }
+        }
+    }
+    obj["spec"] = Value::Object(out);
     obj["apiVersion"] = desired.into();
     obj
 }
@@ -114,8 +129,8 @@ async fn answer(
     Ok(hyper::Response::new(Full::new(Bytes::from(out))))
 }
 
-/// A Widget definition in `group`: v1 stores `spec.size`, v2 serves `spec.count`, converted by
-/// the webhook `client_config` names.
+/// A Widget definition in `group`: v1 stores `spec.size` and `spec.color` (red by default), v2
+/// serves `spec.count` and `spec.colour`, converted by the webhook `client_config` names.
 fn widgets_crd(group: &str, client_config: Value) -> Value {
     let version = |name: &str, storage: bool, spec: Value| {
         json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {
@@ -130,8 +145,9 @@ fn widgets_crd(group: &str, client_config: Value) -> Value {
             "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
             "versions": [
-                version("v1", true, json!({"size": {"type": "string"}})),
-                version("v2", false, json!({"count": {"type": "integer"}})),
+                version("v1", true, json!({"size": {"type": "string"},
+                                           "color": {"type": "string", "default": "red"}})),
+                version("v2", false, json!({"count": {"type": "integer"}, "colour": {"type": "string"}})),
             ],
             "conversion": {"strategy": "Webhook", "webhook": {
                 "clientConfig": client_config, "conversionReviewVersions": ["v1"]}},
@@ -180,7 +196,8 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
     let group = "conv.example.com";
     define(&c, &widgets_crd(group, hook.client_config("/convert"))).await;
 
-    // Written in v2, stored as the webhook converts it to v1.
+    // Written in v2, stored as the webhook converts it to v1, answered as stored: read back
+    // (with v1's default) and converted to v2 again.
     let r = c
         .post(
             &widgets(group, "v2"),
@@ -189,31 +206,37 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
         )
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
-    assert_eq!((r.body["apiVersion"].as_str(), &r.body["spec"]), (Some("conv.example.com/v2"), &json!({"count": 3})));
+    let red = json!({"count": 3, "colour": "red"});
+    assert_eq!((r.body["apiVersion"].as_str(), &r.body["spec"]), (Some("conv.example.com/v2"), &red));
     let kept = stored(&s, group, "a").await;
     assert_eq!((kept["apiVersion"].as_str(), &kept["spec"]), (Some("conv.example.com/v1"), &json!({"size": "3"})));
     let reviews = hook.seen("/convert");
-    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews.len(), 2);
     let request = &reviews[0]["request"];
     assert_eq!(reviews[0]["apiVersion"], "apiextensions.k8s.io/v1");
     assert_eq!(request["desiredAPIVersion"], "conv.example.com/v1");
     assert_eq!(request["objects"][0]["apiVersion"], "conv.example.com/v2");
     assert_eq!(request["objects"][0]["spec"], json!({"count": 3}));
+    assert!(request["objects"][0]["metadata"].get("resourceVersion").is_none());
+    let back = &reviews[1]["request"];
+    assert_eq!(back["desiredAPIVersion"], "conv.example.com/v2");
+    assert_eq!(back["objects"][0]["spec"], json!({"size": "3", "color": "red"}));
 
     // The storage version is served as stored, without the webhook; v2 through it.
     let v1 = c.get(&format!("{}/a", widgets(group, "v1"))).await;
     assert_eq!(
         (v1.body["apiVersion"].as_str(), &v1.body["spec"]),
-        (Some("conv.example.com/v1"), &json!({"size": "3"}))
+        (Some("conv.example.com/v1"), &json!({"size": "3", "color": "red"}))
     );
-    assert_eq!(hook.seen("/convert").len(), 1);
+    assert_eq!(hook.seen("/convert").len(), 2);
     let v2 = c.get(&format!("{}/a", widgets(group, "v2"))).await;
     assert_eq!(v2.code, 200, "{}", v2.body);
-    assert_eq!((v2.body["apiVersion"].as_str(), &v2.body["spec"]), (Some("conv.example.com/v2"), &json!({"count": 3})));
+    assert_eq!((v2.body["apiVersion"].as_str(), &v2.body["spec"]), (Some("conv.example.com/v2"), &red));
     assert_eq!(v2.body["metadata"]["uid"], r.body["metadata"]["uid"]);
     assert_eq!(v2.body["metadata"]["resourceVersion"], r.body["metadata"]["resourceVersion"]);
 
-    // A LIST is one review of every object.
+    // A LIST converts each object in a review of its own; a second LIST reuses what the first
+    // converted.
     let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "b"}, "spec": {"size": "5"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let before = hook.seen("/convert").len();
@@ -223,9 +246,10 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
     let counts: Vec<&Value> = list.body["items"].as_array().unwrap().iter().map(|i| &i["spec"]["count"]).collect();
     assert_eq!(counts, [&json!(3), &json!(5)]);
     let reviews = hook.seen("/convert");
-    assert_eq!(reviews.len(), before + 1);
-    assert_eq!(reviews[before]["request"]["objects"].as_array().unwrap().len(), 2);
-    assert_eq!(reviews[before]["request"]["objects"][1]["spec"], json!({"size": "5"}));
+    assert_eq!(reviews.len(), before + 2);
+    assert!(reviews[before..].iter().all(|r| r["request"]["objects"].as_array().unwrap().len() == 1));
+    assert_eq!(c.get(&widgets(group, "v2")).await.body["items"], list.body["items"]);
+    assert_eq!(hook.seen("/convert").len(), before + 2);
 
     // A v2 watcher sees a v2 patch converted; the patch applied to the object in v2.
     let rv = list.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
@@ -234,21 +258,22 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
         .patch(&format!("{}/a", widgets(group, "v2")), "application/merge-patch+json", &json!({"spec": {"count": 4}}))
         .await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(r.body["spec"], json!({"count": 4}));
+    let red4 = json!({"count": 4, "colour": "red"});
+    assert_eq!(r.body["spec"], red4);
     let ev = w.next_within(SEC).await.unwrap();
-    assert_eq!((ev["type"].as_str(), &ev["object"]["spec"]), (Some("MODIFIED"), &json!({"count": 4})));
+    assert_eq!((ev["type"].as_str(), &ev["object"]["spec"]), (Some("MODIFIED"), &red4));
     assert_eq!(ev["object"]["apiVersion"], "conv.example.com/v2");
-    assert_eq!(stored(&s, group, "a").await["spec"], json!({"size": "4"}));
+    assert_eq!(stored(&s, group, "a").await["spec"], json!({"size": "4", "color": "red"}));
 
     // kube-rs reads and server-side applies v2 as any other version.
     let gvk = GroupVersionKind::gvk(group, "v2", "Widget");
     let api: Api<DynamicObject> = Api::namespaced_with(kube_client(&s).await, "default", &ApiResource::from_gvk(&gvk));
-    assert_eq!(api.get("b").await.unwrap().data["spec"], json!({"count": 5}));
+    assert_eq!(api.get("b").await.unwrap().data["spec"], json!({"count": 5, "colour": "red"}));
     let applied = json!({"apiVersion": "conv.example.com/v2", "kind": "Widget", "metadata": {"name": "b"},
                          "spec": {"count": 6}});
     let o = api.patch("b", &PatchParams::apply("widget-controller"), &Patch::Apply(&applied)).await.unwrap();
-    assert_eq!(o.data["spec"], json!({"count": 6}));
-    assert_eq!(stored(&s, group, "b").await["spec"], json!({"size": "6"}));
+    assert_eq!(o.data["spec"], json!({"count": 6, "colour": "red"}));
+    assert_eq!(stored(&s, group, "b").await["spec"], json!({"size": "6", "color": "red"}));
     let names: Vec<String> =
         api.list(&Default::default()).await.unwrap().items.into_iter().map(|o| o.metadata.name.unwrap()).collect();
     assert_eq!(names, ["a", "b"]);
@@ -264,12 +289,12 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
             _ => {}
         }
     }
-    assert_eq!(initial, [json!({"count": 4}), json!({"count": 6})]);
+    assert_eq!(initial, [json!({"count": 4, "colour": "red"}), json!({"count": 6, "colour": "red"})]);
 
     // A delete answers with the object in the version asked for.
     let r = c.delete(&format!("{}/a", widgets(group, "v2"))).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(r.body["spec"], json!({"count": 4}));
+    assert_eq!(r.body["spec"], json!({"count": 4, "colour": "red"}));
 }
 
 #[tokio::test]
@@ -287,7 +312,7 @@ async fn answers_are_checked_and_metadata_restored_as_kube_does() {
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["metadata"]["generation"], 1);
     assert_eq!(r.body["metadata"]["annotations"], json!({"converted-by": "webhook"}));
-    assert_eq!(r.body["spec"], json!({"count": 2}));
+    assert_eq!(r.body["spec"], json!({"count": 2, "colour": "red"}));
 
     // A converted object of another name is refused, in kube's words.
     assert_eq!(c.post(&widgets("rename.example.com", "v1"), &w).await.code, 201);
@@ -321,7 +346,7 @@ async fn a_failing_or_unreachable_webhook_fails_the_request_and_stores_nothing()
     assert_eq!(r.code, 500, "{}", r.body);
     assert_eq!(
         r.body["message"],
-        "conversion for fail.example.com/v2, Kind=WidgetList failed: conversion webhook for fail.example.com/v2, Kind=WidgetList failed: cannot convert"
+        "conversion for fail.example.com/v1, Kind=Widget failed: conversion webhook for /, Kind= failed: cannot convert"
     );
     // A watch whose objects cannot be converted ends.
     let mut w = c.watch(&format!("{}?watch=true", widgets(group, "v2"))).await;
@@ -389,7 +414,10 @@ async fn an_admission_webhook_of_another_version_is_offered_the_object_converted
     let r = c.post(&widgets(group, "v2"), &json!({"metadata": {"name": "a"}, "spec": {"count": 7}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["apiVersion"], "conv.example.com/v2");
-    assert_eq!((&r.body["spec"], &r.body["metadata"]["labels"]), (&json!({"count": 7}), &json!({"mutated": "yes"})));
+    assert_eq!(
+        (&r.body["spec"], &r.body["metadata"]["labels"]),
+        (&json!({"count": 7, "colour": "red"}), &json!({"mutated": "yes"}))
+    );
     let offered = &hook.seen("/mutate")[0]["request"];
     assert_eq!(offered["requestKind"]["version"], "v2");
     assert_eq!(offered["kind"]["version"], "v1");
@@ -422,9 +450,9 @@ async fn objects_stored_before_the_storage_version_changed_are_converted_from_it
     assert_eq!(r.body["status"]["storedVersions"], json!(["v1", "v2"]));
     let before = hook.seen("/convert").len();
     let v2 = c.get(&format!("{}/old", widgets(group, "v2"))).await;
-    assert_eq!((v2.code, &v2.body["spec"]), (200, &json!({"count": 2})), "{}", v2.body);
+    assert_eq!((v2.code, &v2.body["spec"]), (200, &json!({"count": 2, "colour": "red"})), "{}", v2.body);
     let v1 = c.get(&format!("{}/old", widgets(group, "v1"))).await;
-    assert_eq!(v1.body["spec"], json!({"size": "2"}));
+    assert_eq!(v1.body["spec"], json!({"size": "2", "color": "red"}));
     let reviews = hook.seen("/convert");
     assert_eq!(reviews.len(), before + 1, "only the v2 read converts");
     assert_eq!(reviews[before]["request"]["objects"][0]["apiVersion"], "conv.example.com/v1");
@@ -433,12 +461,15 @@ async fn objects_stored_before_the_storage_version_changed_are_converted_from_it
     let r = c
         .patch(&format!("{}/old", widgets(group, "v2")), "application/merge-patch+json", &json!({"spec": {"count": 3}}))
         .await;
-    assert_eq!((r.code, &r.body["spec"]), (200, &json!({"count": 3})), "{}", r.body);
+    assert_eq!((r.code, &r.body["spec"]), (200, &json!({"count": 3, "colour": "red"})), "{}", r.body);
     let layout = s.store().cache().layout().clone();
     let info = s.store().registry().find(group, "v2", "widgets").cloned().unwrap();
     let kv = s.store().storage().get(&layout.object_key(&info, "default", "old")).await.unwrap().unwrap();
     let kept: Value = serde_json::from_slice(&kv.value).unwrap();
-    assert_eq!((kept["apiVersion"].as_str(), &kept["spec"]), (Some("conv.example.com/v2"), &json!({"count": 3})));
+    assert_eq!(
+        (kept["apiVersion"].as_str(), &kept["spec"]),
+        (Some("conv.example.com/v2"), &json!({"count": 3, "colour": "red"}))
+    );
     let v1 = c.get(&format!("{}/old", widgets(group, "v1"))).await;
-    assert_eq!(v1.body["spec"], json!({"size": "3"}));
+    assert_eq!(v1.body["spec"], json!({"size": "3", "color": "red"}));
 }

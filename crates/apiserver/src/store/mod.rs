@@ -410,11 +410,13 @@ impl Store {
         self.template(info, &obj).await
     }
 
-    /// The template of a write of `obj`, whose bytes to store are converted to the storage
-    /// version by the resource's conversion webhook when it has one.
+    /// The template of a write of `obj`: when the resource's conversion webhook converts it,
+    /// the object it converts to the storage version is stored and answered converted back.
     async fn template(&self, info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Template, ApiError> {
-        let storage = crate::conversion::to_storage(info, obj).await?;
-        Ok(Template::converted(info, obj, storage.as_ref()))
+        Ok(match crate::conversion::for_write(info, obj).await? {
+            Some((stored, answered)) => Template::converted(info, &answered, &stored),
+            None => Template::new(info, obj),
+        })
     }
 
     /// The PriorityClasses a write of `obj` to `info` needs (none unless it writes a pod), from
@@ -1017,7 +1019,7 @@ impl Store {
         } else {
             self.list_from_storage(info, q.ns, q.start, q.limit, q.sel).await?
         };
-        page.items = crate::conversion::to_served(info, std::mem::take(&mut page.items), true).await?;
+        page.items = crate::conversion::to_served(info, std::mem::take(&mut page.items)).await?;
         Ok(page)
     }
 
