@@ -65,6 +65,7 @@ enum Builtin {
     Endpoints,
     EndpointSlice,
     IngressClass,
+    PriorityClass,
 }
 
 fn builtin(info: &ResourceInfo) -> Option<Builtin> {
@@ -89,6 +90,7 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         ("", "endpoints") => Builtin::Endpoints,
         ("discovery.k8s.io", "endpointslices") => Builtin::EndpointSlice,
         ("networking.k8s.io", "ingressclasses") => Builtin::IngressClass,
+        ("scheduling.k8s.io", "priorityclasses") => Builtin::PriorityClass,
         ("", "pods") => Builtin::Pod,
         ("", "services") => Builtin::Service,
         ("", "secrets") => Builtin::Secret,
@@ -99,6 +101,11 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         ("apps", "statefulsets") => Builtin::StatefulSet,
         _ => return None,
     })
+}
+
+/// Whether `info` is the built-in scheduling.k8s.io/v1 PriorityClass.
+pub fn is_priority_class(info: &ResourceInfo) -> bool {
+    builtin(info) == Some(Builtin::PriorityClass)
 }
 
 /// Whether `info` is the built-in core/v1 Service (whose cluster IPs [`ClusterIps`] allocates).
@@ -162,6 +169,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::Secret => default_str(obj, "type", "Opaque"),
         Builtin::Namespace => namespace_label(obj),
         Builtin::Node => {}
+        Builtin::PriorityClass => default_str(obj, "preemptionPolicy", "PreemptLowerPriority"),
         Builtin::DaemonSet => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 if let Some(strategy) = ensure_obj(spec, "updateStrategy") {
@@ -351,16 +359,21 @@ fn network_policy_spec(spec: &mut Map<String, Value>) {
     }
 }
 
-/// What kube-apiserver's mutating admission plugins add before the admission webhooks are
-/// called: a pod's default tolerations (DefaultTolerationSeconds) and its priority (Priority).
+/// What kube-apiserver's admission plugins do before the admission webhooks are called: a pod's
+/// default tolerations (DefaultTolerationSeconds) and its priority (Priority), and Priority's
+/// rule that one PriorityClass at most is the global default.
 ///
-/// `classes` are the PriorityClasses that exist (read only for pods, see [`needs_priority_classes`]).
+/// `classes` are the PriorityClasses that exist (read only for pods and PriorityClasses, see
+/// [`needs_priority_classes`]).
 pub fn admission_plugins(
     info: &ResourceInfo,
     obj: &mut Map<String, Value>,
     write: Write<'_>,
     classes: &[Value],
 ) -> Result<(), ApiError> {
+    if builtin(info) == Some(Builtin::PriorityClass) {
+        return one_default_class(obj, classes);
+    }
     if builtin(info) != Some(Builtin::Pod) {
         return Ok(());
     }
@@ -370,9 +383,32 @@ pub fn admission_plugins(
     priority(spec, write, &name, classes)
 }
 
-/// Whether writes of `info` read the PriorityClasses (pods, for their priority).
+/// Whether writes of `info` read the PriorityClasses (pods, for their priority; PriorityClasses,
+/// for the global default).
 pub fn needs_priority_classes(info: &ResourceInfo) -> bool {
-    builtin(info) == Some(Builtin::Pod)
+    matches!(builtin(info), Some(Builtin::Pod | Builtin::PriorityClass))
+}
+
+/// kube's Priority admission on a PriorityClass marked `globalDefault`: refused (403) while
+/// another class is the default.
+fn one_default_class(obj: &Map<String, Value>, classes: &[Value]) -> Result<(), ApiError> {
+    if obj.get("globalDefault") != Some(&Value::Bool(true)) {
+        return Ok(());
+    }
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    let other = classes.iter().find(|c| {
+        c.get("globalDefault") == Some(&Value::Bool(true))
+            && c.pointer("/metadata/name").and_then(Value::as_str) != Some(name)
+    });
+    match other.and_then(|c| c.pointer("/metadata/name")).and_then(Value::as_str) {
+        Some(default) => Err(ApiError::forbidden(
+            "scheduling.k8s.io",
+            "priorityclasses",
+            name,
+            &format!("PriorityClass {default} is already marked as default. Only one default can exist"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The PriorityClasses kube-apiserver creates at start: (name, value, description).
@@ -417,7 +453,11 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
                 default_val(obj, "status", json!({}));
             }
         }
-        Builtin::ReplicationController | Builtin::Endpoints | Builtin::EndpointSlice | Builtin::IngressClass => {}
+        Builtin::ReplicationController
+        | Builtin::Endpoints
+        | Builtin::EndpointSlice
+        | Builtin::IngressClass
+        | Builtin::PriorityClass => {}
         Builtin::Binding
         | Builtin::PersistentVolumeClaim
         | Builtin::PersistentVolume

@@ -66,6 +66,13 @@ pub(crate) fn validate(
             return Err(ApiError::invalid_object(&info.group, &info.kind, name, &field, reason, &message));
         }
     }
+    if crate::defaults::is_priority_class(info) {
+        let causes = priority_class(obj, old);
+        if !causes.is_empty() {
+            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(crate::custom_resource::invalid(info, name, &causes));
+        }
+    }
     if info.group == "apps" && info.plural == "deployments" {
         let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
         let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
@@ -82,4 +89,73 @@ pub(crate) fn validate(
         }
     }
     Ok(())
+}
+
+/// The highest priority a PriorityClass outside kube's system classes may have.
+const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
+
+/// kube's checks of a PriorityClass (`ValidatePriorityClass`, and `ValidatePriorityClassUpdate`
+/// over `old`): names starting `system-` are kube's own classes, with their values; others are
+/// at most [`HIGHEST_USER_PRIORITY`]; the preemption policy is one kube knows; the value and the
+/// policy never change.
+fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<crate::structural::Cause> {
+    use crate::structural::Cause;
+    let mut causes = Vec::new();
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
+    let global_default = obj.get("globalDefault") == Some(&Value::Bool(true));
+    let forbidden = |field: &str, message: String| Cause {
+        reason: "FieldValueForbidden",
+        message: format!("Forbidden: {message}"),
+        field: field.into(),
+    };
+    if name.starts_with("system-") {
+        let known = crate::defaults::SYSTEM_PRIORITY_CLASSES.iter().find(|(n, ..)| *n == name);
+        let fault = match known {
+            None => Some(format!("{name} is not a known system priority class")),
+            Some((_, v, _)) if *v != value => Some(format!("value of {name} PriorityClass must be {v}")),
+            Some(_) if global_default => Some(format!("globalDefault of {name} PriorityClass must be false")),
+            Some(_) => None,
+        };
+        if let Some(e) = fault {
+            causes.push(forbidden(
+                "metadata.name",
+                format!("priority class names with 'system-' prefix are reserved for system use only. error: {e}"),
+            ));
+        }
+    } else if value > HIGHEST_USER_PRIORITY {
+        causes.push(forbidden(
+            "value",
+            format!("maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"),
+        ));
+    }
+    match obj.get("preemptionPolicy").and_then(Value::as_str) {
+        None | Some("PreemptLowerPriority" | "Never") => {}
+        Some("") => causes.push(Cause {
+            reason: "FieldValueRequired",
+            message: "Required value".into(),
+            field: "preemptionPolicy".into(),
+        }),
+        Some(other) => causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            message: format!(r#"Unsupported value: "{other}": supported values: "PreemptLowerPriority", "Never""#),
+            field: "preemptionPolicy".into(),
+        }),
+    }
+    if let Some(old) = old {
+        let old = old.value();
+        if old.get("value").and_then(Value::as_i64).unwrap_or(0) != value {
+            causes.push(forbidden("value", "may not be changed in an update.".into()));
+        }
+        let policy = obj.get("preemptionPolicy");
+        if old.get("preemptionPolicy") != policy {
+            let shown = policy.and_then(Value::as_str).map_or("null".to_string(), |p| format!("{p:?}"));
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!("Invalid value: {shown}: field is immutable"),
+                field: "preemptionPolicy".into(),
+            });
+        }
+    }
+    causes
 }

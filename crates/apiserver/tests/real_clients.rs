@@ -14,7 +14,7 @@ use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -707,4 +707,49 @@ async fn pods_take_the_priority_of_the_class_they_name_or_the_default_one() {
     classes.create(&PostParams::default(), &silver).await.unwrap();
     let p = pods.create(&PostParams::default(), &pod("plain-pod", None)).await.unwrap().spec.unwrap();
     assert_eq!((p.priority, p.priority_class_name.as_deref()), (Some(500), Some("silver")));
+    assert_eq!(classes.get("silver").await.unwrap().preemption_policy.as_deref(), Some("PreemptLowerPriority"));
+
+    // Classes are checked as kube checks them.
+    let refused = |e: kube::Error| match e {
+        kube::Error::Api(s) => (s.code, s.message),
+        other => panic!("{other}"),
+    };
+    let class = |v: Value| serde_json::from_value::<PriorityClass>(v).unwrap();
+    let e = classes
+        .create(
+            &PostParams::default(),
+            &class(json!({"metadata": {"name": "bronze"}, "value": 1,
+        "globalDefault": true})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused(e),
+        (403, "priorityclasses.scheduling.k8s.io \"bronze\" is forbidden: PriorityClass silver is already marked as default. Only one default can exist".to_string())
+    );
+    let e = classes
+        .create(&PostParams::default(), &class(json!({"metadata": {"name": "platinum"}, "value": 2_000_000_000})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused(e),
+        (422, "PriorityClass.scheduling.k8s.io \"platinum\" is invalid: value: Forbidden: maximum allowed value of a user defined priority is 1000000000".to_string())
+    );
+    let e = classes
+        .create(&PostParams::default(), &class(json!({"metadata": {"name": "system-mine"}, "value": 1})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused(e),
+        (422, "PriorityClass.scheduling.k8s.io \"system-mine\" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class".to_string())
+    );
+    let e = classes.patch("gold", &PatchParams::default(), &Patch::Merge(json!({"value": 2000}))).await.unwrap_err();
+    assert_eq!(
+        refused(e),
+        (
+            422,
+            "PriorityClass.scheduling.k8s.io \"gold\" is invalid: value: Forbidden: may not be changed in an update."
+                .to_string()
+        )
+    );
 }

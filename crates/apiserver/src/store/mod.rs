@@ -808,8 +808,10 @@ impl Store {
             }
         };
         if target != Target::Status {
-            // An update keeps the pod's priority: no class is read.
-            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
+            // An update keeps the pod's priority: classes are read only for a PriorityClass.
+            let classes =
+                if defaults::is_priority_class(info) { self.priority_classes(info, &obj).await? } else { Vec::new() };
+            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &classes)?;
         }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
         if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
