@@ -577,7 +577,9 @@ impl WatchCache {
     }
 }
 
-fn fill_page<'a>(
+/// Fills `page` with the objects of `iter` that match `sel`, up to `limit` (0: all), noting
+/// where the next page starts and how many objects follow.
+pub(crate) fn fill_page<'a>(
     page: &mut ListPage,
     iter: impl Iterator<Item = &'a Arc<StoredObject>>,
     limit: usize,

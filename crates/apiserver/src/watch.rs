@@ -265,8 +265,10 @@ pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) ->
     // client is slower than the server holds a few chunks, not a few more per slot of this channel.
     let (tx, rx) = mpsc::channel::<Bytes>(1);
     let registered = store.resource_version();
+    // Objects a webhook converts are matched once converted (see `run`).
+    let sel = if crate::conversion::webhook_of(&p.info).is_some() { Selectors::default() } else { p.sel.clone() };
     let initial = match p.start {
-        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &p.sel)),
+        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &sel)),
         WatchStart::After(_) => None,
     };
     tokio::spawn(run(store, controls, p, tx, registered, initial));
@@ -405,10 +407,13 @@ async fn run(
                 None => return,
             };
             out.registered = rv;
-            let items = match crate::conversion::to_served(&info, items).await {
+            let mut items = match crate::conversion::to_served(&info, items).await {
                 Ok(items) => items,
                 Err(e) => return conversion_failed(&info, &e),
             };
+            if crate::conversion::webhook_of(&info).is_some() {
+                items.retain(|o| filter.matches(o));
+            }
             let delay = controls.stream_delay();
             for o in &items {
                 filter.emit(&info, chunk.buf(), "ADDED", o);

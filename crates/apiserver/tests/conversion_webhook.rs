@@ -27,7 +27,8 @@ const SEC: Duration = Duration::from_secs(10);
 
 /// A conversion webhook: `/convert` converts Widgets between v1 (`spec.size`, a string) and v2
 /// (`spec.count`, a number); `/meddle` converts too but also changes the generation and adds an
-/// annotation; `/rename` renames the objects; `/fail` refuses. `/mutate` is an admission webhook
+/// annotation; `/rename` renames the objects; `/label` labels them with the version they are
+/// converted to; `/fail` refuses. `/mutate` is an admission webhook
 /// that labels what it is offered. Every review is kept, with its path.
 struct Webhook {
     addr: SocketAddr,
@@ -118,6 +119,10 @@ async fn answer(
                             o["metadata"]["annotations"] = json!({"converted-by": "webhook"});
                         }
                         "/rename" => o["metadata"]["name"] = json!("renamed"),
+                        "/label" => {
+                            let version = desired.rsplit_once('/').map_or("", |(_, v)| v);
+                            o["metadata"]["labels"] = json!({"served-as": version});
+                        }
                         _ => {}
                     }
                     o
@@ -472,4 +477,53 @@ async fn objects_stored_before_the_storage_version_changed_are_converted_from_it
     );
     let v1 = c.get(&format!("{}/old", widgets(group, "v1"))).await;
     assert_eq!(v1.body["spec"], json!({"size": "3", "color": "red"}));
+}
+
+#[tokio::test]
+async fn selectors_match_objects_as_the_version_asked_for_serves_them() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let group = "label.example.com";
+    let mut crd = widgets_crd(group, hook.client_config("/label"));
+    crd["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.count"}]);
+    define(&c, &crd).await;
+    for (name, size) in [("a", "3"), ("b", "4")] {
+        let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": name}, "spec": {"size": size}})).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    let names = |r: &Resp| -> Vec<String> {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The label the webhook gives and a field only v2 has select in v2.
+    let r = c.get(&format!("{}?labelSelector=served-as%3Dv2", widgets(group, "v2"))).await;
+    assert_eq!((r.code, names(&r)), (200, vec!["a".to_string(), "b".to_string()]), "{}", r.body);
+    assert!(names(&c.get(&format!("{}?labelSelector=served-as%3Dv2", widgets(group, "v1"))).await).is_empty());
+    let r = c.get(&format!("{}?fieldSelector=spec.count%3D4", widgets(group, "v2"))).await;
+    assert_eq!((r.code, names(&r)), (200, vec!["b".to_string()]), "{}", r.body);
+    // Pages are taken from the matching objects.
+    let r = c.get(&format!("{}?labelSelector=served-as%3Dv2&limit=1", widgets(group, "v2"))).await;
+    assert_eq!(names(&r), ["a"]);
+    let next = r.body["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let r = c.get(&format!("{}?labelSelector=served-as%3Dv2&limit=1&continue={next}", widgets(group, "v2"))).await;
+    assert_eq!(names(&r), ["b"]);
+    // A watch's initial objects and its events alike.
+    let mut w = c.watch(&format!("{}?watch=true&fieldSelector=spec.count%3D3", widgets(group, "v2"))).await;
+    let ev = w.next_within(SEC).await.unwrap();
+    assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
+    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "c"}, "spec": {"size": "3"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    loop {
+        let ev = w.next_within(SEC).await.unwrap();
+        if ev["type"] == "BOOKMARK" {
+            continue;
+        }
+        assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("c")));
+        break;
+    }
 }

@@ -1016,12 +1016,21 @@ impl Store {
     /// from the storage when the cache does not catch up in time.
     pub async fn list(&self, info: &ResourceInfo, q: ListQuery<'_>) -> Result<ListPage, ApiError> {
         self.cache.check_ready()?;
+        // Objects a webhook converts are matched as they are served: all of them are read and
+        // converted, then the page is taken.
+        let converted_first = crate::conversion::webhook_of(info).is_some() && !q.sel.is_empty();
+        let (limit, sel) = if converted_first { (0, &Selectors::default()) } else { (q.limit, q.sel) };
         let mut page = if !q.consistent || self.fresh().await? {
-            self.cache.list(info, q.ns, q.at, q.start, q.limit, q.sel)?
+            self.cache.list(info, q.ns, q.at, q.start, limit, sel)?
         } else {
-            self.list_from_storage(info, q.ns, q.start, q.limit, q.sel).await?
+            self.list_from_storage(info, q.ns, q.start, limit, sel).await?
         };
-        page.items = crate::conversion::to_served(info, std::mem::take(&mut page.items)).await?;
+        let items = crate::conversion::to_served(info, std::mem::take(&mut page.items)).await?;
+        if converted_first {
+            crate::cache::fill_page(&mut page, items.iter(), q.limit, q.sel);
+        } else {
+            page.items = items;
+        }
         Ok(page)
     }
 
