@@ -306,7 +306,7 @@ pub(crate) fn request(a: &Attributes<'_>) -> Value {
         "kind": gvk, "resource": gvr, "subResource": a.subresource,
         "requestKind": gvk, "requestResource": gvr, "requestSubResource": a.subresource,
         "name": a.name, "namespace": namespace, "operation": a.operation,
-        "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+        "userInfo": crate::requester::user_info(),
         "dryRun": a.dry_run,
     })
 }

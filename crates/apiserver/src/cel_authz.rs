@@ -5,10 +5,10 @@
 //! `reason()`, `errored()` and `error()` an expression reads.
 //!
 //! Invariants: the server authorizes as kube-apiserver with `--authorization-mode=AlwaysAllow`
-//! (its one user, `system:admin` in `system:masters`, and any service account a check names are
-//! allowed everything, without a reason), so every decision is allowed, with an empty reason and
-//! no error; a blank path or resource and a malformed service account are errors in kube's
-//! words. The variables exist only where [`bind`] puts them.
+//! (every user, the server's own and any a request impersonates, and any service account a
+//! check names are allowed everything, without a reason), so every decision is allowed, with an
+//! empty reason and no error; a blank path or resource and a malformed service account are
+//! errors in kube's words. The variables exist only where [`bind`] puts them.
 
 use std::sync::Arc;
 

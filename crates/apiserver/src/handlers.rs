@@ -161,7 +161,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
-    let (answer, warnings) = crate::admission_options::scope(warning::collect(route(&shared, req))).await;
+    let user = match crate::requester::impersonated(req.headers()) {
+        Ok(user) => user,
+        Err(e) => return error(&e),
+    };
+    let served = crate::admission_options::scope(warning::collect(route(&shared, req)));
+    let (answer, warnings) = crate::requester::scope(user, served).await;
     let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),

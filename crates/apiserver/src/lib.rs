@@ -54,6 +54,7 @@ pub(crate) mod policy_validation;
 pub(crate) mod protobuf;
 pub(crate) mod quantity;
 pub mod registry;
+pub(crate) mod requester;
 pub mod scale;
 pub(crate) mod schema;
 pub mod selector;

@@ -409,3 +409,50 @@ async fn policies_judge_webhook_configurations_and_a_false_condition_outweighs_e
         "configmaps \"labelled\" is forbidden: ValidatingAdmissionPolicy 'conditions' with binding 'conditions' denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"
     );
 }
+
+#[tokio::test]
+async fn policies_judge_the_user_a_request_impersonates() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let only_controller = policy(
+        "only-controller.example.com",
+        json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
+               "validations": [{"expression": "request.userInfo.username == 'system:serviceaccount:default:controller' \
+                                               && 'system:serviceaccounts:default' in request.userInfo.groups",
+                                "messageExpression": "'not for ' + request.userInfo.username"}]}),
+    );
+    assert_eq!(c.post(POLICIES, &only_controller).await.code, 201);
+    let bound =
+        binding("only-controller", json!({"policyName": "only-controller.example.com", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &bound).await.code, 201);
+    settled(&c).await;
+
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let r = c.post(deployments, &deployment("by-admin", 1)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().ends_with("denied request: not for system:admin"), "{}", r.body);
+
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let mut as_controller =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    as_controller.auth_info.impersonate = Some("system:serviceaccount:default:controller".into());
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(kube::Client::try_from(as_controller).unwrap(), "default");
+    let d = serde_json::from_value(deployment("by-controller", 1)).unwrap();
+    api.create(&Default::default(), &d).await.unwrap();
+
+    // Groups without a user are kube's 400.
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let mut only_groups =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    only_groups.auth_info.impersonate_groups = Some(vec!["devs".into()]);
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(kube::Client::try_from(only_groups).unwrap(), "default");
+    match api.get("by-controller").await.unwrap_err() {
+        kube::Error::Api(status) => assert_eq!(
+            (status.code, status.message.as_str()),
+            (400, "requested [{Group  devs    }] without impersonating a user")
+        ),
+        other => panic!("{other}"),
+    }
+}

@@ -789,3 +789,51 @@ async fn kubectl_reports_a_webhook_s_refusal() {
         );
     }
 }
+
+#[tokio::test]
+async fn webhooks_see_the_user_a_request_impersonates() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let judge = configmaps_hook("judge.example.com", hook.client_config("/validate"), json!(["CREATE"]));
+    let cfg = config("ValidatingWebhookConfiguration", "judge", json!([judge]));
+    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
+    settled(&c).await;
+
+    // A controller's client acting as its service account, as kube-rs sends it.
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let mut as_controller =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    as_controller.auth_info.impersonate = Some("system:serviceaccount:default:controller".into());
+    let client = kube::Client::try_from(as_controller).unwrap();
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client, "default");
+    let cm = serde_json::from_value(configmap("by-controller", json!({}))).unwrap();
+    configmaps.create(&Default::default(), &cm).await.unwrap();
+    let seen = hook.seen("/validate");
+    assert_eq!(
+        seen.last().unwrap()["review"]["request"]["userInfo"],
+        json!({"username": "system:serviceaccount:default:controller",
+               "groups": ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]})
+    );
+
+    // kubectl's --as and --as-group.
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let dir = tempdir("kubectl-as");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = kubectl_versions().last().cloned().unwrap();
+    let create = ["create", "configmap", "by-jane", "-n", "default", "--as=jane", "--as-group=devs"];
+    let (ok, out, err) = kubectl_bin(&bin, &kc, &dir.join("cache"), &create).await;
+    assert!(ok, "{bin}: {out}{err}");
+    assert_eq!(
+        hook.seen("/validate").last().unwrap()["review"]["request"]["userInfo"],
+        json!({"username": "jane", "groups": ["devs", "system:authenticated"]})
+    );
+
+    // Without impersonation: the server's own user.
+    assert_eq!(c.post(CONFIGMAPS, &configmap("by-admin", json!({}))).await.code, 201);
+    assert_eq!(
+        hook.seen("/validate").last().unwrap()["review"]["request"]["userInfo"],
+        json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
+    );
+}
