@@ -137,9 +137,16 @@ pub struct WatchCache {
     lag_us: std::sync::atomic::AtomicU64,
     /// Counts the registry's changes (CustomResourceDefinitions served or withdrawn).
     registry_changes: watch::Sender<u64>,
+    /// Objects conversion webhooks converted for reads, reused while unchanged.
+    conversions: crate::conversion::Conversions,
 }
 
 impl WatchCache {
+    /// What conversion webhooks converted for reads of this server's objects.
+    pub(crate) fn conversions(&self) -> &crate::conversion::Conversions {
+        &self.conversions
+    }
+
     /// An empty cache for the resources of `registry` (not ready until a [`Dispatcher`] fills it).
     pub fn new(registry: Arc<Registry>, layout: KeyLayout, history_cfg: HistoryConfig) -> Self {
         let cache = WatchCache {
@@ -152,6 +159,7 @@ impl WatchCache {
             reset_epoch: watch::channel(0).0,
             lag_us: std::sync::atomic::AtomicU64::new(0),
             registry_changes: watch::channel(0).0,
+            conversions: Default::default(),
         };
         cache.reset_resources(&mut cache.state.lock(), 0);
         cache

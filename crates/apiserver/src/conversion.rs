@@ -14,6 +14,7 @@
 //! for is never sent. A conversion that fails fails the request with kube's 500 and kube's
 //! words, and nothing is stored.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,8 +77,12 @@ const IN_FLIGHT: usize = 8;
 
 /// Objects (kept as stored) as `info`'s version serves them, each converted on its own as
 /// kube-apiserver converts them (once per object, version and revision: a conversion made for
-/// a LIST or a WATCH is reused by the next). Those already in the version are kept.
-pub async fn to_served(info: &ResourceInfo, objs: Vec<Arc<StoredObject>>) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+/// a LIST or a WATCH is kept in `memo` for the next). Those already in the version are kept.
+pub async fn to_served(
+    memo: &Conversions,
+    info: &ResourceInfo,
+    objs: Vec<Arc<StoredObject>>,
+) -> Result<Vec<Arc<StoredObject>>, ApiError> {
     if !objs.iter().any(|o| needs_conversion(info, o)) {
         return Ok(objs);
     }
@@ -86,13 +91,13 @@ pub async fn to_served(info: &ResourceInfo, objs: Vec<Arc<StoredObject>>) -> Res
         if !needs_conversion(info, &o) {
             return Ok(o);
         }
-        let key = memo::Key::of(info, &o);
-        if let Some(hit) = key.as_ref().and_then(memo::get) {
+        let key = Key::of(info, &o);
+        if let Some(hit) = key.as_ref().and_then(|k| memo.get(k)) {
             return Ok(hit);
         }
         let converted = served(info, &o).await?;
         if let Some(k) = key {
-            memo::put(k, converted.clone());
+            memo.put(k, info, converted.clone());
         }
         Ok(converted)
     }))
@@ -135,6 +140,7 @@ fn pruned(info: &ResourceInfo, m: Map<String, Value>) -> Map<String, Value> {
 /// Watch events (their objects kept as stored) as `info`'s version serves them: the objects
 /// and, when `with_prev`, the states they replaced. None when every one is in the version.
 pub async fn events_served(
+    memo: &Conversions,
     info: &ResourceInfo,
     events: &[Arc<Event>],
     with_prev: bool,
@@ -149,7 +155,7 @@ pub async fn events_served(
     if !objs.iter().any(|o| needs_conversion(info, o)) {
         return Ok(None);
     }
-    let mut converted = to_served(info, objs).await?.into_iter();
+    let mut converted = to_served(memo, info, objs).await?.into_iter();
     let mut out = Vec::with_capacity(events.len());
     for ev in events {
         let obj = converted.next().ok_or_else(|| ApiError::internal("no object converted"))?;
@@ -429,61 +435,64 @@ fn metadata_faults(field: &str, m: &Map<String, Value>) -> Vec<String> {
 /// kube's limit on the total size of an object's annotations.
 const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 
-/// Conversions made for reads, reused while the object, the version and the webhook's
-/// configuration are unchanged (as kube-apiserver's watch cache of a version keeps what it
-/// converted). Bounded: emptied when full.
-mod memo {
-    use std::collections::HashMap;
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    use std::sync::{Arc, LazyLock};
+/// Conversions made for reads of one server's objects, reused while the object, the version
+/// (and its schema) and the webhook's configuration are unchanged, as kube-apiserver's watch
+/// cache of a version keeps what it converted. Bounded: emptied when full.
+#[derive(Default)]
+pub struct Conversions {
+    done: parking_lot::Mutex<HashMap<Key, Converted>>,
+}
 
-    use parking_lot::Mutex;
+/// A conversion and the schema it was pruned with, kept alive so that its address, part of the
+/// key, is not reused.
+type Converted = (Arc<StoredObject>, Option<Arc<Value>>);
 
-    use crate::object::StoredObject;
-    use crate::registry::ResourceInfo;
+/// How many conversions [`Conversions`] keeps.
+const CONVERSIONS_KEPT: usize = 50_000;
 
-    const CAPACITY: usize = 50_000;
-
-    static MEMO: LazyLock<Mutex<HashMap<Key, Arc<StoredObject>>>> = LazyLock::new(Mutex::default);
-
-    /// A conversion: the resource, the version converted to, the webhook's configuration, the
-    /// object and its revision.
-    #[derive(PartialEq, Eq, Hash)]
-    pub(super) struct Key {
-        resource: String,
-        version: String,
-        webhook: u64,
-        key: String,
-        rv: u64,
+impl Conversions {
+    fn get(&self, k: &Key) -> Option<Arc<StoredObject>> {
+        self.done.lock().get(k).map(|(o, _)| o.clone())
     }
 
-    impl Key {
-        pub(super) fn of(info: &ResourceInfo, o: &StoredObject) -> Option<Key> {
-            let custom = info.custom.as_ref()?;
-            let webhook = custom.conversion_webhook.as_ref()?;
-            let mut h = DefaultHasher::new();
-            webhook.client_config.to_string().hash(&mut h);
-            webhook.review_versions.hash(&mut h);
-            Some(Key {
-                resource: custom.crd_name.clone(),
-                version: info.version.clone(),
-                webhook: h.finish(),
-                key: o.key.clone(),
-                rv: o.rv,
-            })
+    fn put(&self, k: Key, info: &ResourceInfo, v: Arc<StoredObject>) {
+        let schema = info.custom.as_ref().and_then(|c| c.schema.clone());
+        let mut done = self.done.lock();
+        if done.len() >= CONVERSIONS_KEPT {
+            done.clear();
         }
+        done.insert(k, (v, schema));
     }
+}
 
-    pub(super) fn get(k: &Key) -> Option<Arc<StoredObject>> {
-        MEMO.lock().get(k).cloned()
-    }
+/// A conversion: the resource, the version converted to and its schema, the webhook's
+/// configuration, the object and its revision.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    resource: String,
+    version: String,
+    schema: usize,
+    webhook: u64,
+    key: String,
+    rv: u64,
+}
 
-    pub(super) fn put(k: Key, v: Arc<StoredObject>) {
-        let mut m = MEMO.lock();
-        if m.len() >= CAPACITY {
-            m.clear();
-        }
-        m.insert(k, v);
+impl Key {
+    fn of(info: &ResourceInfo, o: &StoredObject) -> Option<Key> {
+        use std::hash::{Hash, Hasher};
+        let custom = info.custom.as_ref()?;
+        let webhook = custom.conversion_webhook.as_ref()?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        webhook.client_config.to_string().hash(&mut h);
+        webhook.review_versions.hash(&mut h);
+        Some(Key {
+            resource: custom.crd_name.clone(),
+            version: info.version.clone(),
+            schema: custom.schema.as_ref().map_or(0, |s| Arc::as_ptr(s) as usize),
+            webhook: h.finish(),
+            key: o.key.clone(),
+            rv: o.rv,
+        })
     }
 }
 

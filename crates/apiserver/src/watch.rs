@@ -407,7 +407,7 @@ async fn run(
                 None => return,
             };
             out.registered = rv;
-            let mut items = match crate::conversion::to_served(&info, items).await {
+            let mut items = match crate::conversion::to_served(store.conversions(), &info, items).await {
                 Ok(items) => items,
                 Err(e) => return conversion_failed(&info, &e),
             };
@@ -464,7 +464,7 @@ async fn run(
             };
             let full_batch = events.len() >= BATCH;
             if crate::conversion::webhook_of(&info).is_some() {
-                match crate::conversion::events_served(&info, &events, !filter.trivial).await {
+                match crate::conversion::events_served(store.conversions(), &info, &events, !filter.trivial).await {
                     Ok(Some(converted)) => events = converted,
                     Ok(None) => {}
                     Err(e) => return conversion_failed(&info, &e),

@@ -1025,7 +1025,8 @@ impl Store {
         } else {
             self.list_from_storage(info, q.ns, q.start, limit, sel).await?
         };
-        let items = crate::conversion::to_served(info, std::mem::take(&mut page.items)).await?;
+        let items =
+            crate::conversion::to_served(self.cache.conversions(), info, std::mem::take(&mut page.items)).await?;
         if converted_first {
             crate::cache::fill_page(&mut page, items.iter(), q.limit, q.sel);
         } else {
