@@ -1,10 +1,10 @@
 //! Custom resources converted between versions by their CustomResourceDefinition's conversion
-//! webhook (`spec.conversion.strategy: Webhook`), as kube-apiserver converts them: one
-//! `ConversionReview` per batch of objects (in the first of `conversionReviewVersions` the server
-//! speaks, `v1` or `v1beta1`), the answer checked (its uid, its result, one object per object
-//! sent, each of the version asked for, of the same kind, name, namespace and uid), the
-//! original metadata restored except labels and annotations, then the fields the target
-//! version's schema does not know pruned.
+//! webhook (`spec.conversion.strategy: Webhook`), as kube-apiserver converts them: one object
+//! per `ConversionReview` (in the first of `conversionReviewVersions` the server speaks, `v1` or
+//! `v1beta1`), the answer checked (its uid, its result, a kind on what it returns, one object,
+//! of the version asked for, of the same kind, name, namespace and uid), the original metadata
+//! restored except labels and annotations, then the fields the target version's schema does not
+//! know pruned.
 //!
 //! Invariants: an object of such a resource is kept as it is stored (in the version it was
 //! stored in, which is the storage version unless that changed since) in every view of the
