@@ -165,7 +165,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         Ok(user) => user,
         Err(e) => return error(&e),
     };
-    let served = crate::admission_options::scope(warning::collect(route(&shared, req)));
+    // The request's future is large (every write path is in it): on the heap, not on the stack
+    // of whichever thread polls it.
+    let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
     let (answer, warnings) = crate::requester::scope(user, served).await;
     let mut r = match answer {
         Ok(r) => r,
