@@ -80,7 +80,9 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
 
 /// The verbs a resource serves, in the order kube-apiserver lists them.
 fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
-    if crate::namespaces::is_namespaces(r) {
+    if r.review {
+        crate::access_review::VERBS
+    } else if crate::namespaces::is_namespaces(r) {
         &["create", "delete", "get", "list", "patch", "update", "watch"]
     } else if r.custom.is_some() {
         &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]

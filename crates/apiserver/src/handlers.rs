@@ -331,6 +331,18 @@ async fn resource_request(
     if let Some(w) = info.custom.as_ref().and_then(|c| c.deprecation_warning.clone()) {
         warning::record(w);
     }
+    if info.review {
+        // Answered, never stored: a create of the collection, nothing else.
+        if *req.method() != Method::POST || parts.len() != 1 {
+            return Err(ApiError::method_not_allowed());
+        }
+        let format = BodyFormat::of(&media_type(&req), &info)?;
+        let params = write_options::parse(&query, WriteKind::Create)?;
+        let b = format.to_json(&info, read_body(shared, req).await?)?;
+        let v = decode_object(&info, &b, params.validation)?;
+        let answered = crate::access_review::answer(&info, ns, v)?;
+        return Ok(json_value(201, &answered));
+    }
     let subresource = match sub {
         None => Subresource::None,
         Some("status") if info.status_subresource => Subresource::Status,

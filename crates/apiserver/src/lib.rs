@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+pub(crate) mod access_review;
 pub(crate) mod admission_options;
 pub(crate) mod admission_policy;
 pub(crate) mod admission_webhook;

@@ -48,6 +48,9 @@ pub struct ResourceInfo {
     /// What a CustomResourceDefinition says of this version (None for built-in types and
     /// resources registered with [`ResourceInfo::new`]).
     pub custom: Option<Arc<CustomVersion>>,
+    /// A review (authentication.k8s.io and authorization.k8s.io): a create is answered and
+    /// nothing is stored; no other verb is served.
+    pub review: bool,
 }
 
 /// One served version of a custom resource, as its CustomResourceDefinition declares it.
@@ -187,6 +190,7 @@ impl ResourceInfo {
             status_subresource: false,
             scale_subresource: None,
             custom: None,
+            review: false,
         }
     }
 
@@ -271,7 +275,9 @@ impl Registry {
     /// events, serviceaccounts, endpoints, persistentvolumeclaims, persistentvolumes,
     /// limitranges, resourcequotas, podtemplates, replicationcontrollers; apps/v1 deployments,
     /// replicasets, statefulsets, daemonsets, controllerrevisions; events.k8s.io/v1 events (the core
-    /// events in another form); autoscaling/v2
+    /// events in another form); authentication.k8s.io/v1 selfsubjectreviews and
+    /// authorization.k8s.io/v1 local, self and subject access reviews and self rules reviews
+    /// (answered, never stored); autoscaling/v2
     /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; networking.k8s.io/v1 ingresses,
     /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
@@ -363,6 +369,12 @@ impl Registry {
         r.register(workload("statefulsets", "StatefulSet", &["sts"], &[]));
         r.register(b("apps", "daemonsets", "DaemonSet", true, &["ds"], &[]).with_status_subresource());
         r.register(b("apps", "controllerrevisions", "ControllerRevision", true, &[], &[]));
+        // Reviews, answered and never stored (`access_review`).
+        let review = |group: &str, plural: &str, kind: &str, namespaced: bool| {
+            let mut info = b(group, plural, kind, namespaced, &[], &[]);
+            info.review = true;
+            info
+        };
         // The other groups, in the order kube-apiserver lists them. events.k8s.io/v1 Events are
         // core/v1 Events in another form (`events_api`), stored under the same keys.
         r.register(
@@ -387,6 +399,15 @@ impl Registry {
             )
             .with_storage_path("events"),
         );
+        r.register(review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", false));
+        for (plural, kind, namespaced) in [
+            ("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+            ("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+            ("subjectaccessreviews", "SubjectAccessReview", false),
+        ] {
+            r.register(review("authorization.k8s.io", plural, kind, namespaced));
+        }
         r.register(
             ResourceInfo::builtin_at(
                 "autoscaling",

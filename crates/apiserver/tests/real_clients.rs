@@ -753,3 +753,55 @@ async fn pods_take_the_priority_of_the_class_they_name_or_the_default_one() {
         )
     );
 }
+
+#[tokio::test]
+async fn reviews_answer_who_a_client_is_and_what_it_may_do() {
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    let s = server().await;
+    let client = kube_client(&s).await;
+    // kube-rs, as a controller checking its permissions at start.
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let asked: SelfSubjectAccessReview = serde_json::from_value(json!({
+        "spec": {"resourceAttributes": {"verb": "update", "group": "apps", "resource": "deployments", "namespace": "default"}}
+    }))
+    .unwrap();
+    let answer = reviews.create(&PostParams::default(), &asked).await.unwrap();
+    assert!(answer.status.unwrap().allowed);
+    let e = reviews
+        .create(&PostParams::default(), &serde_json::from_value(json!({"spec": {}})).unwrap())
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert_eq!(status.code, 422, "{}", status.message);
+    assert_eq!(
+        status.message,
+        "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
+    );
+
+    // kubectl's whoami and can-i, as the server's user and as one it impersonates.
+    let dir = tempdir("kubectl-auth");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = common::tools::kubectl_versions().last().cloned().unwrap();
+    let run = |args: &'static [&'static str]| {
+        let (bin, kc, cache) = (bin.clone(), kc.clone(), dir.join("cache"));
+        async move { kubectl_bin(&bin, &kc, &cache, args).await }
+    };
+    let (ok, out, err) = run(&["auth", "whoami", "-o", "json"]).await;
+    assert!(ok, "{out}{err}");
+    let me: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        me["status"]["userInfo"],
+        json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
+    );
+    let (ok, out, err) = run(&["auth", "whoami", "--as=system:serviceaccount:ops:robot", "-o", "json"]).await;
+    assert!(ok, "{out}{err}");
+    let robot: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(robot["status"]["userInfo"]["username"], "system:serviceaccount:ops:robot");
+    let (ok, out, err) = run(&["auth", "can-i", "delete", "deployments", "-n", "default"]).await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.trim(), "yes");
+    let (ok, out, err) = run(&["auth", "can-i", "--list", "-n", "default"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.lines().any(|l| l.split_whitespace().next() == Some("*.*")), "{out}");
+}
