@@ -17,17 +17,43 @@ use crate::structural::Cause;
 
 /// Answers a review of `info` created in namespace `ns` (for LocalSubjectAccessReviews).
 pub(crate) fn answer(info: &ResourceInfo, ns: Option<&str>, body: Value) -> Result<Value, ApiError> {
-    let Value::Object(mut review) = body else {
-        return Err(ApiError::bad_request("the body of the request is not an object"));
-    };
+    let mut review = crate::store::check_body(info, body)?;
+    match info.kind.as_str() {
+        // Answered with a review of kube's own making.
+        "SelfSubjectReview" => {
+            return Ok(json!({"kind": info.kind, "apiVersion": info.api_version(),
+                             "metadata": {"creationTimestamp": crate::object::now_rfc3339()},
+                             "status": {"userInfo": crate::requester::user_info()}}));
+        }
+        "SelfSubjectRulesReview" => {
+            let namespace = review.get("spec").and_then(|s| s.get("namespace")).and_then(Value::as_str);
+            if namespace.unwrap_or("").is_empty() {
+                return Err(ApiError::bad_request("no namespace on request"));
+            }
+            return Ok(json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": {}, "spec": {},
+                             "status": {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                                        "incomplete": false}}));
+        }
+        _ => {}
+    }
     review.insert("kind".into(), info.kind.clone().into());
     review.insert("apiVersion".into(), info.api_version().into());
     let meta = review.entry("metadata").or_insert_with(|| json!({}));
     if !meta.is_object() {
         *meta = json!({});
     }
+    if let Some(meta) = meta.as_object_mut() {
+        // What the server sets on a create is not the client's to send.
+        for k in ["creationTimestamp", "uid", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+            meta.remove(k);
+        }
+        if !info.namespaced {
+            meta.remove("namespace");
+        }
+    }
     if info.namespaced
-        && let (Some(ns), Some(meta)) = (ns, meta.as_object_mut())
+        && let (Some(ns), Some(meta)) = (ns, review.get_mut("metadata").and_then(Value::as_object_mut))
     {
         match meta.get("namespace").and_then(Value::as_str) {
             None | Some("") => {
@@ -42,58 +68,52 @@ pub(crate) fn answer(info: &ResourceInfo, ns: Option<&str>, body: Value) -> Resu
         }
     }
     let spec = review.get("spec").cloned().unwrap_or(Value::Null);
-    let status = match info.kind.as_str() {
-        "SelfSubjectReview" => json!({"userInfo": crate::requester::user_info()}),
-        "SelfSubjectRulesReview" => {
-            if spec.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
-                return Err(ApiError::bad_request("no namespace on request"));
-            }
-            json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                   "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                   "incomplete": false})
+    let kind = info.kind.as_str();
+    let mut causes = attribute_causes(&spec);
+    if kind != "SelfSubjectAccessReview" {
+        let user = spec.get("user").and_then(Value::as_str).unwrap_or("");
+        let groups = spec.get("groups").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
+        if user.is_empty() && !groups {
+            causes.push(invalid("spec.user", &format!("{user:?}"), "at least one of user or group must be specified"));
         }
-        kind => {
-            let mut causes = attribute_causes(&spec);
-            if kind != "SelfSubjectAccessReview" {
-                let user = spec.get("user").and_then(Value::as_str).unwrap_or("");
-                let groups = spec.get("groups").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
-                if user.is_empty() && !groups {
-                    causes.push(invalid(
-                        "spec.user",
-                        &format!("{user:?}"),
-                        "at least one of user or group must be specified",
-                    ));
-                }
+    }
+    if kind == "LocalSubjectAccessReview" {
+        let namespace = review.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("");
+        if let Some(attributes) = spec.get("resourceAttributes").filter(|a| a.is_object()) {
+            let asked = attributes.get("namespace").and_then(Value::as_str).unwrap_or("");
+            if asked != namespace {
+                causes.push(invalid(
+                    "spec.resourceAttributes.namespace",
+                    &format!("{asked:?}"),
+                    "must match metadata.namespace",
+                ));
             }
-            if kind == "LocalSubjectAccessReview" {
-                let namespace =
-                    review.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("");
-                if let Some(attributes) = spec.get("resourceAttributes").filter(|a| a.is_object()) {
-                    let asked = attributes.get("namespace").and_then(Value::as_str).unwrap_or("");
-                    if asked != namespace {
-                        causes.push(invalid(
-                            "spec.resourceAttributes.namespace",
-                            &format!("{asked:?}"),
-                            "must match metadata.namespace",
-                        ));
-                    }
-                }
-                if let Some(attributes) = spec.get("nonResourceAttributes").filter(|a| a.is_object()) {
-                    causes.push(invalid(
-                        "spec.nonResourceAttributes",
-                        &non_resource(attributes),
-                        "disallowed on this kind of request",
-                    ));
-                }
-            }
-            if !causes.is_empty() {
-                return Err(crate::custom_resource::invalid(info, "", &causes));
-            }
-            json!({"allowed": true})
         }
-    };
-    review.insert("status".into(), status);
+        if let Some(attributes) = spec.get("nonResourceAttributes").filter(|a| a.is_object()) {
+            causes.push(invalid(
+                "spec.nonResourceAttributes",
+                &non_resource(attributes),
+                "disallowed on this kind of request",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(refused(info, &causes));
+    }
+    review.insert("status".into(), json!({"allowed": true}));
     Ok(Value::Object(review))
+}
+
+/// kube's 422 for a review: it names the review by its internal object, whose kind is empty
+/// (`.authorization.k8s.io "" is invalid: …`).
+fn refused(info: &ResourceInfo, causes: &[Cause]) -> ApiError {
+    let mut unnamed = info.clone();
+    unnamed.kind = String::new();
+    let mut e = crate::custom_resource::invalid(&unnamed, "", causes);
+    if let Some(Value::Object(details)) = e.details.as_deref_mut() {
+        details.remove("kind");
+    }
+    e
 }
 
 fn invalid(field: &str, value: &str, detail: &str) -> Cause {
@@ -147,7 +167,7 @@ mod tests {
         let e = answer_err(&info("SelfSubjectAccessReview"), json!({"spec": {}}));
         assert_eq!(
             e.message,
-            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
+            ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
         );
         let e = answer_err(
             &info("SubjectAccessReview"),
@@ -155,7 +175,7 @@ mod tests {
         );
         assert_eq!(
             e.message,
-            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified"
+            ".authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified"
         );
     }
 

@@ -169,7 +169,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::Secret => default_str(obj, "type", "Opaque"),
         Builtin::Namespace => namespace_label(obj),
         Builtin::Node => {}
-        Builtin::PriorityClass => default_str(obj, "preemptionPolicy", "PreemptLowerPriority"),
+        Builtin::PriorityClass => default_val(obj, "preemptionPolicy", json!("PreemptLowerPriority")),
         Builtin::DaemonSet => {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 if let Some(strategy) = ensure_obj(spec, "updateStrategy") {
@@ -359,11 +359,10 @@ fn network_policy_spec(spec: &mut Map<String, Value>) {
     }
 }
 
-/// What kube-apiserver's admission plugins do before the admission webhooks are called: a pod's
-/// default tolerations (DefaultTolerationSeconds) and its priority (Priority), and Priority's
-/// rule that one PriorityClass at most is the global default.
+/// What kube-apiserver's mutating admission plugins add before the admission webhooks are
+/// called: a pod's default tolerations (DefaultTolerationSeconds) and its priority (Priority).
 ///
-/// `classes` are the PriorityClasses that exist (read only for pods and PriorityClasses, see
+/// `classes` are the PriorityClasses that exist (read only for pods, see
 /// [`needs_priority_classes`]).
 pub fn admission_plugins(
     info: &ResourceInfo,
@@ -371,9 +370,6 @@ pub fn admission_plugins(
     write: Write<'_>,
     classes: &[Value],
 ) -> Result<(), ApiError> {
-    if builtin(info) == Some(Builtin::PriorityClass) {
-        return one_default_class(obj, classes);
-    }
     if builtin(info) != Some(Builtin::Pod) {
         return Ok(());
     }
@@ -389,25 +385,33 @@ pub fn needs_priority_classes(info: &ResourceInfo) -> bool {
     matches!(builtin(info), Some(Builtin::Pod | Builtin::PriorityClass))
 }
 
-/// kube's Priority admission on a PriorityClass marked `globalDefault`: refused (403) while
-/// another class is the default.
-fn one_default_class(obj: &Map<String, Value>, classes: &[Value]) -> Result<(), ApiError> {
-    if obj.get("globalDefault") != Some(&Value::Bool(true)) {
+/// kube's validating admission plugins that read other objects: Priority's rule that a
+/// PriorityClass marked `globalDefault` is refused (403) while another is the default (the one
+/// of lowest value when there are several; on a create, whatever its name). Runs after the
+/// object is validated and before policies and validating webhooks.
+pub fn validate_admission(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    write: Write<'_>,
+    classes: &[Value],
+) -> Result<(), ApiError> {
+    if builtin(info) != Some(Builtin::PriorityClass) || obj.get("globalDefault") != Some(&Value::Bool(true)) {
         return Ok(());
     }
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
-    let other = classes.iter().find(|c| {
-        c.get("globalDefault") == Some(&Value::Bool(true))
-            && c.pointer("/metadata/name").and_then(Value::as_str) != Some(name)
-    });
-    match other.and_then(|c| c.pointer("/metadata/name")).and_then(Value::as_str) {
-        Some(default) => Err(ApiError::forbidden(
+    let default = classes
+        .iter()
+        .filter(|c| c.get("globalDefault") == Some(&Value::Bool(true)))
+        .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0));
+    let default_name = default.and_then(|c| c.pointer("/metadata/name")).and_then(Value::as_str);
+    match default_name {
+        Some(d) if matches!(write, Write::Create) || d != name => Err(ApiError::forbidden(
             "scheduling.k8s.io",
             "priorityclasses",
             name,
-            &format!("PriorityClass {default} is already marked as default. Only one default can exist"),
+            &format!("PriorityClass {d} is already marked as default. Only one default can exist"),
         )),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 

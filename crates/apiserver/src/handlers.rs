@@ -152,6 +152,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             return error(&ApiError::unauthorized());
         }
     }
+    let user = match crate::requester::impersonated(req.headers()) {
+        Ok(user) => user,
+        Err(e) => return error(&e),
+    };
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types.
     if !accept.json && !accept.protobuf && !req.uri().path().starts_with("/openapi/") {
@@ -161,10 +165,6 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
-    let user = match crate::requester::impersonated(req.headers()) {
-        Ok(user) => user,
-        Err(e) => return error(&e),
-    };
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
@@ -332,8 +332,12 @@ async fn resource_request(
         warning::record(w);
     }
     if info.review {
-        // Answered, never stored: a create of the collection, nothing else.
-        if *req.method() != Method::POST || parts.len() != 1 {
+        // Answered, never stored: a create of the collection (in a namespace for a namespaced
+        // review), nothing else.
+        if parts.len() != 1 || (info.namespaced && ns.is_none()) {
+            return Err(ApiError::no_route());
+        }
+        if *req.method() != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
         let format = BodyFormat::of(&media_type(&req), &info)?;

@@ -46,7 +46,8 @@ const ANONYMOUS: &str = "system:anonymous";
 
 /// The user a request impersonates (None when it impersonates no one).
 pub(crate) fn impersonated(headers: &HeaderMap) -> Result<Option<Value>, ApiError> {
-    let text = |v: &http::HeaderValue| v.to_str().unwrap_or("").to_string();
+    // Go's clients send non-ASCII values as they are: read as UTF-8.
+    let text = |v: &http::HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
     let requested = headers.get(USER_HEADER).map(text).unwrap_or_default();
     let groups: Vec<String> = headers.get_all(GROUP_HEADER).iter().map(text).collect();
     let uid = headers.get(UID_HEADER).map(text).unwrap_or_default();

@@ -101,8 +101,30 @@ const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
 fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
     let mut causes = Vec::new();
-    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(old) = old {
+        // An update is judged only on what may not change.
+        let old = old.value();
+        let forbidden = Cause {
+            reason: "FieldValueForbidden",
+            message: "Forbidden: may not be changed in an update.".into(),
+            field: "value".into(),
+        };
+        if old.get("value").and_then(Value::as_i64).unwrap_or(0) != value {
+            causes.push(forbidden);
+        }
+        let policy = obj.get("preemptionPolicy");
+        if old.get("preemptionPolicy") != policy {
+            let shown = policy.and_then(Value::as_str).map_or("null".to_string(), |p| format!("{p:?}"));
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!("Invalid value: {shown}: field is immutable"),
+                field: "preemptionPolicy".into(),
+            });
+        }
+        return causes;
+    }
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     let global_default = obj.get("globalDefault") == Some(&Value::Bool(true));
     let forbidden = |field: &str, message: String| Cause {
         reason: "FieldValueForbidden",
@@ -141,21 +163,6 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
             message: format!(r#"Unsupported value: "{other}": supported values: "PreemptLowerPriority", "Never""#),
             field: "preemptionPolicy".into(),
         }),
-    }
-    if let Some(old) = old {
-        let old = old.value();
-        if old.get("value").and_then(Value::as_i64).unwrap_or(0) != value {
-            causes.push(forbidden("value", "may not be changed in an update.".into()));
-        }
-        let policy = obj.get("preemptionPolicy");
-        if old.get("preemptionPolicy") != policy {
-            let shown = policy.and_then(Value::as_str).map_or("null".to_string(), |p| format!("{p:?}"));
-            causes.push(Cause {
-                reason: "FieldValueInvalid",
-                message: format!("Invalid value: {shown}: field is immutable"),
-                field: "preemptionPolicy".into(),
-            });
-        }
     }
     causes
 }

@@ -743,6 +743,17 @@ async fn pods_take_the_priority_of_the_class_they_name_or_the_default_one() {
         refused(e),
         (422, "PriorityClass.scheduling.k8s.io \"system-mine\" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class".to_string())
     );
+    let e = classes
+        .create(
+            &PostParams::default(),
+            &class(json!({"metadata": {"name": "tin"}, "value": 1, "preemptionPolicy": ""})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused(e),
+        (422, "PriorityClass.scheduling.k8s.io \"tin\" is invalid: preemptionPolicy: Required value".to_string())
+    );
     let e = classes.patch("gold", &PatchParams::default(), &Patch::Merge(json!({"value": 2000}))).await.unwrap_err();
     assert_eq!(
         refused(e),
@@ -775,7 +786,7 @@ async fn reviews_answer_who_a_client_is_and_what_it_may_do() {
     assert_eq!(status.code, 422, "{}", status.message);
     assert_eq!(
         status.message,
-        "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
+        ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
     );
 
     // kubectl's whoami and can-i, as the server's user and as one it impersonates.
@@ -790,6 +801,7 @@ async fn reviews_answer_who_a_client_is_and_what_it_may_do() {
     let (ok, out, err) = run(&["auth", "whoami", "-o", "json"]).await;
     assert!(ok, "{out}{err}");
     let me: Value = serde_json::from_str(&out).unwrap();
+    assert!(me["metadata"]["creationTimestamp"].is_string(), "{me}");
     assert_eq!(
         me["status"]["userInfo"],
         json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
@@ -804,4 +816,14 @@ async fn reviews_answer_who_a_client_is_and_what_it_may_do() {
     let (ok, out, err) = run(&["auth", "can-i", "--list", "-n", "default"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.lines().any(|l| l.split_whitespace().next() == Some("*.*")), "{out}");
+    // A namespaced review is created in a namespace: there is no cluster-wide path for it.
+    let c = Client::new(&s);
+    let local = json!({"spec": {"user": "jane", "resourceAttributes": {"verb": "get", "resource": "pods"}}});
+    assert_eq!(c.post("/apis/authorization.k8s.io/v1/localsubjectaccessreviews", &local).await.code, 404);
+    let r = c.post("/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews", &local).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"\": must match metadata.namespace"
+    );
 }

@@ -398,6 +398,7 @@ impl Store {
         }
         let checked = async {
             validation::validate(info, &obj, None)?;
+            defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
         };
@@ -808,10 +809,8 @@ impl Store {
             }
         };
         if target != Target::Status {
-            // An update keeps the pod's priority: classes are read only for a PriorityClass.
-            let classes =
-                if defaults::is_priority_class(info) { self.priority_classes(info, &obj).await? } else { Vec::new() };
-            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &classes)?;
+            // An update keeps the pod's priority: no class is read.
+            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
         }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
         if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
@@ -857,6 +856,10 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         validation::validate(info, &obj, Some(old))?;
+        if defaults::is_priority_class(info) {
+            let classes = self.priority_classes(info, &obj).await?;
+            defaults::validate_admission(info, &obj, defaults::Write::Update(old), &classes)?;
+        }
         crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
         crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
         // Removing the last finalizer of an object being deleted deletes it (a namespace's
