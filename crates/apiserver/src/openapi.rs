@@ -394,6 +394,22 @@ fn resource_paths(
             "parameters": path_params,
         })
     };
+    if r.review {
+        // A review is only created: one POST on its collection.
+        let (base, params) = if r.namespaced {
+            (format!("{prefix}/namespaces/{{namespace}}/{}", r.plural), vec![path_param("namespace")])
+        } else {
+            (format!("{prefix}/{}", r.plural), vec![])
+        };
+        let mut collection = json!({
+            "post": op("post", id("create", ""), &gvk, writes(), Some(content(kind_schema)), content(kind_schema)),
+        });
+        if !params.is_empty() {
+            collection["parameters"] = Value::Array(params);
+        }
+        paths.insert(base, collection);
+        return;
+    }
     let list_ok = content(list_schema.unwrap_or(kind_schema));
     let mut collection_params = vec![];
     let base = if r.namespaced {

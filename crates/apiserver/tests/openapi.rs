@@ -107,6 +107,15 @@ async fn documents_are_indexed_hashed_and_cached_as_kube_apiserver_serves_them()
     assert_eq!(code, 406);
     let (code, _, _) = get_with(&c, "/openapi/v3/apis/nothing.example/v1", &[]).await;
     assert_eq!(code, 404);
+    // Reviews are only created.
+    let (code, _, body) = get_with(&c, "/openapi/v3/apis/authorization.k8s.io/v1", &[]).await;
+    assert_eq!(code, 200);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    let local = "/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews";
+    assert_eq!(paths.len(), 4, "{:?}", paths.keys().collect::<Vec<_>>());
+    assert!(paths.contains_key(local));
+    assert!(paths.values().all(|p| p.get("post").is_some() && p.get("get").is_none()));
 
     // v2: protobuf for kubectl, JSON with every definition for others.
     let proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
