@@ -456,3 +456,34 @@ async fn policies_judge_the_user_a_request_impersonates() {
         other => panic!("{other}"),
     }
 }
+
+/// A namespace created while the watch cache lags is admitted into at once, and admission sees
+/// it as it is: the create reads it from the storage and waits for the cache to hold it, so a
+/// binding's namespace selector matches its labels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_the_cache_has_not_seen_yet_is_judged_by_its_labels() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let no_deployments = policy(
+        "no-deployments.example.com",
+        json!({"matchConstraints": deployments_rule(json!(["CREATE"])),
+               "validations": [{"expression": "false", "message": "no deployments here"}]}),
+    );
+    assert_eq!(c.post(POLICIES, &no_deployments).await.code, 201);
+    let bound = binding(
+        "no-deployments-in-locked",
+        json!({"policyName": "no-deployments.example.com", "validationActions": ["Deny"],
+               "matchResources": {"namespaceSelector": {"matchLabels": {"locked": "yes"}}}}),
+    );
+    assert_eq!(c.post(BINDINGS, &bound).await.code, 201);
+    settled(&c).await;
+
+    s.set_cache_lag(std::time::Duration::from_millis(500));
+    let ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh", "labels": {"locked": "yes"}}});
+    assert_eq!(c.post("/api/v1/namespaces", &ns).await.code, 201);
+    let r = c.post("/apis/apps/v1/namespaces/fresh/deployments", &deployment("d", 1)).await;
+    s.set_cache_lag(std::time::Duration::ZERO);
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().ends_with("denied request: no deployments here"), "{}", r.body);
+}
