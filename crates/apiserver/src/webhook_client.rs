@@ -57,11 +57,32 @@ impl Endpoint {
         Some(Endpoint { url, ca_bundle, timeout })
     }
 
-    /// The URL called: the webhook's with kube's `timeout` query parameter.
+    /// The URL called: the webhook's, its path cleaned as client-go's REST client joins it (an
+    /// empty path is `/`, a trailing `/` goes), with kube's `timeout` query parameter.
     pub(crate) fn request_url(&self) -> String {
-        let sep = if self.url.contains('?') { '&' } else { '?' };
-        format!("{}{sep}timeout={}s", self.url, self.timeout.as_secs())
+        let (url, query) = self.url.split_once('?').map_or((self.url.as_str(), None), |(u, q)| (u, Some(q)));
+        let after_scheme = url.find("://").map_or(0, |i| i + 3);
+        let path_at = url[after_scheme..].find('/').map_or(url.len(), |i| after_scheme + i);
+        let (origin, path) = url.split_at(path_at);
+        let query = query.map_or(String::new(), |q| format!("{q}&"));
+        format!("{origin}{}?{query}timeout={}s", clean_path(path), self.timeout.as_secs())
     }
+}
+
+/// Go's `path.Clean` of a URL path, rooted: duplicate slashes, `.` and `..` resolved, no
+/// trailing slash but for the root.
+fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 /// POSTs `body` to the endpoint and decodes the JSON answer; the error is Go's description of
