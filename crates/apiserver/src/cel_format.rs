@@ -149,7 +149,7 @@ pub(crate) fn dns1123_label(s: &str) -> Vec<String> {
     faults
 }
 
-fn dns1123_subdomain(s: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain(s: &str) -> Vec<String> {
     let mut faults = Vec::new();
     if s.len() > 253 {
         faults.push(max_len(253));

@@ -66,6 +66,16 @@ pub(crate) fn validate(
             return Err(ApiError::invalid_object(&info.group, &info.kind, name, &field, reason, &message));
         }
     }
+    let events_api = crate::events_api::is_events_api(info);
+    if events_api || (info.group.is_empty() && info.plural == "events") {
+        // Judged in the core form, named as kube's one Event type.
+        let core = if events_api { crate::events_api::to_core(obj) } else { obj.clone() };
+        let causes = event(&core, events_api && old.is_none());
+        if !causes.is_empty() {
+            let name = core.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+            return Err(crate::custom_resource::invalid(crate::events_api::core(), name, &causes));
+        }
+    }
     if crate::defaults::is_priority_class(info) {
         let causes = priority_class(obj, old);
         if !causes.is_empty() {
@@ -163,6 +173,97 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
             message: format!(r#"Unsupported value: "{other}": supported values: "PreemptLowerPriority", "Never""#),
             field: "preemptionPolicy".into(),
         }),
+    }
+    causes
+}
+
+/// kube's checks of an Event in its core form (`legacyValidateEvent`, and on a create through
+/// events.k8s.io, `strict`, `ValidateEventCreate`'s): an event with an `eventTime` names its
+/// reporting controller, instance, action and reason within kube's lengths; its namespace agrees
+/// with the involved object's.
+fn event(e: &Map<String, Value>, strict: bool) -> Vec<crate::structural::Cause> {
+    use crate::structural::Cause;
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let set = |k: &str| e.get(k).is_some_and(|v| !v.is_null() && v.as_str() != Some(""));
+    let namespace = text(e.get("metadata").and_then(|m| m.get("namespace")));
+    let involved_ns = text(e.get("involvedObject").and_then(|o| o.get("namespace")));
+    let invalid = |field: &str, value: &str, detail: String| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {value:?}: {detail}"),
+        field: field.into(),
+    };
+    let required =
+        |field: &str| Cause { reason: "FieldValueRequired", message: "Required value".into(), field: field.into() };
+    let mut causes = Vec::new();
+    let mismatch = || invalid("involvedObject.namespace", &involved_ns, "does not match event.namespace".into());
+    let has_time = set("eventTime");
+    if !has_time {
+        if involved_ns.is_empty() {
+            if !namespace.is_empty() && namespace != "default" {
+                causes.push(mismatch());
+            }
+        } else if namespace != involved_ns {
+            causes.push(mismatch());
+        }
+    } else {
+        if involved_ns.is_empty() && namespace != "default" && namespace != "kube-system" {
+            causes.push(mismatch());
+        }
+        let controller = text(e.get("reportingComponent"));
+        if controller.is_empty() {
+            causes.push(required("reportingController"));
+        }
+        for f in crate::cel_format::qualified_name(&controller) {
+            causes.push(invalid("reportingController", &controller, f));
+        }
+        for (field, key, limit) in
+            [("reportingInstance", "reportingInstance", 128), ("action", "action", 128), ("reason", "reason", 128)]
+        {
+            let value = text(e.get(key));
+            if value.is_empty() {
+                causes.push(required(field));
+            }
+            if value.len() > limit {
+                causes.push(invalid(field, "", format!("can have at most {limit} characters")));
+            }
+        }
+        if text(e.get("message")).len() > 1024 {
+            causes.push(invalid("message", "", "can have at most 1024 characters".into()));
+        }
+    }
+    for f in crate::cel_format::dns1123_subdomain(&namespace) {
+        causes.push(invalid("namespace", &namespace, f));
+    }
+    if !strict {
+        return causes;
+    }
+    if let Some(series) = e.get("series").filter(|s| s.is_object()) {
+        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+            causes.push(invalid("series.count", "", "should be at least 2".into()));
+        }
+        if series.get("lastObservedTime").is_none_or(|t| t.is_null() || t.as_str() == Some("")) {
+            causes.push(required("series.lastObservedTime"));
+        }
+    }
+    if !has_time {
+        causes.push(required("eventTime"));
+    }
+    let kind = text(e.get("type"));
+    if kind != "Normal" && kind != "Warning" {
+        causes.push(invalid("type", "", format!("has invalid value: {kind}")));
+    }
+    for field in ["firstTimestamp", "lastTimestamp"] {
+        if set(field) {
+            causes.push(invalid(field, "", "needs to be unset".into()));
+        }
+    }
+    if e.get("count").and_then(Value::as_i64).unwrap_or(0) != 0 {
+        causes.push(invalid("count", "", "needs to be unset".into()));
+    }
+    let source = e.get("source");
+    if !text(source.and_then(|s| s.get("component"))).is_empty() || !text(source.and_then(|s| s.get("host"))).is_empty()
+    {
+        causes.push(invalid("source", "", "needs to be unset".into()));
     }
     causes
 }

@@ -665,6 +665,37 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
     assert_eq!(core.get("pulled").await.unwrap().message.as_deref(), Some("image pulled again"));
     core.delete("pulled", &DeleteParams::default()).await.unwrap();
     assert!(events.get("pulled").await.is_err());
+
+    // events.k8s.io/v1 events are checked as kube checks them: an event time, who reports it, its
+    // type, no deprecated fields; named as kube's one Event type.
+    let bad: Event = serde_json::from_value(json!({
+        "metadata": {"name": "bad"}, "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Pulled", "type": "Odd", "deprecatedCount": 3}))
+    .unwrap();
+    let e = events.create(&PostParams::default(), &bad).await.unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            422,
+            "Event \"bad\" is invalid: [eventTime: Required value, type: Invalid value: \"\": has invalid value: Odd, count: Invalid value: \"\": needs to be unset]"
+        )
+    );
+    // A core/v1 event with an event time names who reports it.
+    let timed: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"name": "timed"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reason": "Pulled", "action": "Pull",
+        "reportingInstance": "operator-0"}))
+    .unwrap();
+    let e = core.create(&PostParams::default(), &timed).await.unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert!(
+        status.message.starts_with(
+            "Event \"timed\" is invalid: [reportingController: Required value, reportingController: Invalid value: \"\": name part must be non-empty, "
+        ),
+        "{}",
+        status.message
+    );
 }
 
 #[tokio::test]
