@@ -272,7 +272,12 @@ async fn every_namespaced_resource_is_emptied() {
         ("leases", 1),
     ] {
         for i in 0..n {
-            s.create(resource, meta(&format!("o{i}"))).await.unwrap();
+            let mut o = meta(&format!("o{i}"));
+            if resource == "events" {
+                // An event's namespace is its object's, as kube requires.
+                o["involvedObject"] = json!({"kind": "Pod", "name": "p0", "namespace": "bulk"});
+            }
+            s.create(resource, o).await.unwrap();
         }
     }
     let start = s.resource_version();
