@@ -487,3 +487,50 @@ async fn a_namespace_the_cache_has_not_seen_yet_is_judged_by_its_labels() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert!(r.body["message"].as_str().unwrap().ends_with("denied request: no deployments here"), "{}", r.body);
 }
+
+/// A delete or an update refused on the watch cache's version of an object, which may be
+/// behind, is judged again on the storage's, as kube judges the object it writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_refused_on_a_stale_cached_object_are_judged_on_the_stored_one() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rules = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                          "operations": ["DELETE", "UPDATE"], "resources": ["configmaps"]}]});
+    let spec = json!({"matchConstraints": rules,
+                      "validations": [{"expression": "!has(oldObject.metadata.labels) || oldObject.metadata.labels['protected'] != 'true'",
+                                       "message": "protected"}]});
+    assert_eq!(c.post(POLICIES, &policy("keep-protected", spec)).await.code, 201);
+    let b = binding("keep-protected", json!({"policyName": "keep-protected", "validationActions": ["Deny"]}));
+    assert_eq!(c.post(BINDINGS, &b).await.code, 201);
+    settled(&c).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, protected: &str| json!({"metadata": {"name": name, "labels": {"protected": protected}}, "data": {"k": "v"}});
+    for name in ["deleted", "replaced"] {
+        assert_eq!(c.post(cms, &cm(name, "false")).await.code, 201);
+    }
+    // Protected, as the cache sees them.
+    let merge = "application/merge-patch+json";
+    for name in ["deleted", "replaced"] {
+        let r = c.patch(&format!("{cms}/{name}"), merge, &json!({"metadata": {"labels": {"protected": "true"}}})).await;
+        assert_eq!(r.code, 200, "{}", r.body);
+    }
+    assert_eq!(c.get(&format!("{cms}/deleted")).await.code, 200);
+    s.set_cache_lag(std::time::Duration::from_millis(500));
+    // Then unprotected in the storage itself while the cache lags, as another server of the same
+    // storage would write them: the policy must judge the stored versions.
+    for name in ["deleted", "replaced"] {
+        let info = s.store().registry().find("", "v1", "configmaps").cloned().unwrap();
+        let key = s.store().cache().layout().object_key(&info, "default", name);
+        let kv = s.store().storage().get(&key).await.unwrap().unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&kv.value).unwrap();
+        v["metadata"]["labels"]["protected"] = json!("false");
+        s.store().storage().update(key, serde_json::to_vec(&v).unwrap().into(), kv.mod_revision).await.unwrap();
+    }
+    let r = c.delete(&format!("{cms}/deleted")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let mut body = cm("replaced", "false");
+    body["data"] = json!({"k": "changed"});
+    let r = c.put(&format!("{cms}/replaced"), &body).await;
+    s.set_cache_lag(std::time::Duration::ZERO);
+    assert_eq!(r.code, 200, "{}", r.body);
+}

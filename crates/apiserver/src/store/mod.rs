@@ -694,9 +694,13 @@ impl Store {
                 }
                 return Err(ApiError::conflict(&info.group, &info.plural, &name));
             }
-            match self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await? {
-                Attempt::Done(r) => return Ok(r),
-                Attempt::Retry(newer, body) => (cur, is_current, obj) = (newer, true, body),
+            // Refused on the cache's version, it is judged again on the storage's (see `settle`).
+            match self.replace(info, (&cur, is_current), obj.clone(), &opts, Tracking::Update).await {
+                Ok(Attempt::Retry(newer, body)) => (cur, is_current, obj) = (newer, true, body),
+                attempt => match self.settle(info, &ns, &name, is_current, attempt).await? {
+                    ControlFlow::Break(r) => return Ok(r),
+                    ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
+                },
             }
         }
     }
@@ -953,10 +957,22 @@ impl Store {
                 old: Some(&*old),
                 dry_run,
             };
-            let nothing = crate::admission_webhook::Mutation { obj: None, default: &|_| {}, server_set: &[] };
-            crate::admission_webhook::mutate(&self.cache, &attributes, nothing).await?;
-            crate::admission_policy::admit(&self.cache, &attributes)?;
-            crate::admission_webhook::validate(&self.cache, &attributes).await?;
+            let judged = async {
+                let nothing = crate::admission_webhook::Mutation { obj: None, default: &|_| {}, server_set: &[] };
+                crate::admission_webhook::mutate(&self.cache, &attributes, nothing).await?;
+                crate::admission_policy::admit(&self.cache, &attributes)?;
+                crate::admission_webhook::validate(&self.cache, &attributes).await
+            };
+            match judged.await {
+                Ok(()) => {}
+                // Refused on the cache's version: judged again on the storage's, as kube judges
+                // a delete on the object it deletes.
+                Err(_) if !is_current => {
+                    (old, is_current) = (self.stored(info, ns, name).await?, true);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             let key = self.layout.object_key(info, ns, name);
             let marked = if is_namespace {
                 // A namespace is first only marked: it terminates (its contents are deleted) and
