@@ -83,7 +83,7 @@ pub async fn to_served(
     info: &ResourceInfo,
     objs: Vec<Arc<StoredObject>>,
 ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-    if !objs.iter().any(|o| needs_conversion(info, o)) {
+    if webhook_of(info).is_none() || !objs.iter().any(|o| needs_conversion(info, o)) {
         return Ok(objs);
     }
     use futures_util::StreamExt;

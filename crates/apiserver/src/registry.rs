@@ -161,8 +161,8 @@ pub struct ScaleSubresource {
 }
 
 impl ScaleSubresource {
-    /// The scale of the built-in apps/v1 workloads: `.spec.replicas`, `.status.replicas`,
-    /// `.spec.selector`.
+    /// The scale of the built-in workloads (apps/v1's and ReplicationControllers):
+    /// `.spec.replicas`, `.status.replicas`, `.spec.selector`.
     pub fn workload() -> Self {
         ScaleSubresource {
             spec_replicas_path: ".spec.replicas".into(),
@@ -287,8 +287,8 @@ impl Registry {
     /// apiextensions.k8s.io/v1 customresourcedefinitions; scheduling.k8s.io/v1 priorityclasses;
     /// coordination.k8s.io/v1 leases;
     /// discovery.k8s.io/v1 endpointslices. Groups come in kube-apiserver's order. The resources
-    /// kube gives a `status` subresource have one; deployments, replicasets and statefulsets
-    /// also have `scale`.
+    /// kube gives a `status` subresource have one; deployments, replicasets, statefulsets and
+    /// replicationcontrollers also have `scale`.
     pub fn with_defaults() -> Self {
         let mut r = Registry::empty();
         let b = ResourceInfo::builtin;
@@ -362,7 +362,8 @@ impl Registry {
         r.register(
             b("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["status.replicas"])
                 .with_storage_path("controllers")
-                .with_status_subresource(),
+                .with_status_subresource()
+                .with_scale_subresource(ScaleSubresource::workload()),
         );
         r.register(workload("deployments", "Deployment", &["deploy"], &[]));
         r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));

@@ -51,9 +51,18 @@ fn set(obj: &mut Value, path: &str, v: Value) {
 }
 
 /// A `LabelSelector` as the string kube-apiserver shows (`app=web,tier in (a,b)`): one
-/// requirement per label or expression, ordered by key.
+/// requirement per label or expression, ordered by key. A ReplicationController's selector is a
+/// plain set of labels.
 fn selector_string(sel: &Value) -> String {
     let mut reqs: Vec<(String, String)> = Vec::new();
+    let is_set = sel.as_object().is_some_and(|m| {
+        !m.contains_key("matchLabels") && !m.contains_key("matchExpressions") && m.values().all(Value::is_string)
+    });
+    if is_set && let Some(labels) = sel.as_object() {
+        for (k, v) in labels {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
     if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
         for (k, v) in labels {
             reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
@@ -363,6 +372,7 @@ mod tests {
     #[test]
     fn selectors_render_as_kube_does() {
         assert_eq!(selector_string(&json!({"matchLabels": {"app": "api"}})), "app=api");
+        assert_eq!(selector_string(&json!({"tier": "web", "app": "api"})), "app=api,tier=web");
         let sel = json!({
             "matchLabels": {"tier": "web", "app": "api"},
             "matchExpressions": [

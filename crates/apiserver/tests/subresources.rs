@@ -400,3 +400,29 @@ async fn custom_resources_declare_their_subresources() {
     let names: Vec<&str> = d["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["gadgets", "gadgets/status", "gadgets/scale", "plain"]);
 }
+
+#[tokio::test]
+async fn replication_controllers_scale_as_kube_s_do() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let s = server().await;
+    let c = Client::new(&s);
+    let base = "/api/v1/namespaces/default/replicationcontrollers";
+    let rc = json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
+        "spec": {"template": {"metadata": {"labels": {"app": "web", "tier": "front"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    assert_eq!(c.post(base, &rc).await.code, 201);
+    let scale = c.get(&format!("{base}/web/scale")).await;
+    assert_eq!(scale.code, 200, "{}", scale.body);
+    assert_eq!((&scale.body["kind"], &scale.body["apiVersion"]), (&json!("Scale"), &json!("autoscaling/v1")));
+    assert_eq!(scale.body["spec"], json!({"replicas": 1}));
+    assert_eq!(scale.body["status"], json!({"replicas": 0, "selector": "app=web,tier=front"}));
+    // kubectl scale writes the subresource.
+    let dir = tempdir("kubectl-scale-rc");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = kubectl_versions().last().cloned().unwrap();
+    let (ok, out, err) =
+        kubectl_bin(&bin, &kc, &dir.join("cache"), &["scale", "rc", "web", "--replicas=3", "-n", "default"]).await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(c.get(&format!("{base}/web")).await.body["spec"]["replicas"], 3);
+}
