@@ -87,11 +87,13 @@ pub async fn to_served(
         return Ok(objs);
     }
     use futures_util::StreamExt;
+    let source = Source::of(info);
+    let source = &source;
     futures_util::stream::iter(objs.into_iter().map(|o| async move {
         if !needs_conversion(info, &o) {
             return Ok(o);
         }
-        let key = Key::of(info, &o);
+        let key = source.as_ref().map(|s| Key { source: s.clone(), key: o.key.clone(), rv: o.rv });
         if let Some(hit) = key.as_ref().and_then(|k| memo.get(k)) {
             return Ok(hit);
         }
@@ -465,35 +467,39 @@ impl Conversions {
     }
 }
 
-/// A conversion: the resource, the version converted to and its schema, the webhook's
-/// configuration, the object and its revision.
+/// What a read converts to: the resource, the version and its schema, the webhook's
+/// configuration. Worked out once per read.
 #[derive(PartialEq, Eq, Hash)]
-struct Key {
+struct Source {
     resource: String,
     version: String,
     schema: usize,
     webhook: u64,
-    key: String,
-    rv: u64,
 }
 
-impl Key {
-    fn of(info: &ResourceInfo, o: &StoredObject) -> Option<Key> {
+impl Source {
+    fn of(info: &ResourceInfo) -> Option<Arc<Source>> {
         use std::hash::{Hash, Hasher};
         let custom = info.custom.as_ref()?;
         let webhook = custom.conversion_webhook.as_ref()?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         webhook.client_config.to_string().hash(&mut h);
         webhook.review_versions.hash(&mut h);
-        Some(Key {
+        Some(Arc::new(Source {
             resource: custom.crd_name.clone(),
             version: info.version.clone(),
             schema: custom.schema.as_ref().map_or(0, |s| Arc::as_ptr(s) as usize),
             webhook: h.finish(),
-            key: o.key.clone(),
-            rv: o.rv,
-        })
+        }))
     }
+}
+
+/// A conversion: what it converts to, the object and its revision.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    source: Arc<Source>,
+    key: String,
+    rv: u64,
 }
 
 #[cfg(test)]

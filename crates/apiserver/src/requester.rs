@@ -105,9 +105,9 @@ pub(crate) fn impersonated(headers: &HeaderMap) -> Result<Option<Value>, ApiErro
 fn service_account_namespace(username: &str) -> Option<&str> {
     let rest = username.strip_prefix("system:serviceaccount:")?;
     let (namespace, name) = rest.split_once(':')?;
-    let label = |s: &str| crate::cel_format::dns1123_label(s).is_empty();
-    let subdomain = |s: &str| !s.is_empty() && s.len() <= 253 && s.split('.').all(label);
-    (label(namespace) && subdomain(name)).then_some(namespace)
+    let valid =
+        crate::cel_format::dns1123_label(namespace).is_empty() && crate::cel_format::dns1123_subdomain(name).is_empty();
+    valid.then_some(namespace)
 }
 
 /// An extra's key as kube reads it from its header: lower case, `%`-escapes decoded.

@@ -266,9 +266,10 @@ pub fn spawn(store: Arc<WatchCache>, controls: Arc<Controls>, p: WatchParams) ->
     let (tx, rx) = mpsc::channel::<Bytes>(1);
     let registered = store.resource_version();
     // Objects a webhook converts are matched once converted (see `run`).
-    let sel = if crate::conversion::webhook_of(&p.info).is_some() { Selectors::default() } else { p.sel.clone() };
+    let all = Selectors::default();
+    let sel = if crate::conversion::webhook_of(&p.info).is_some() { &all } else { &p.sel };
     let initial = match p.start {
-        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), &sel)),
+        WatchStart::Initial { .. } => Some(store.snapshot(&p.info, p.ns.as_deref(), sel)),
         WatchStart::After(_) => None,
     };
     tokio::spawn(run(store, controls, p, tx, registered, initial));
