@@ -192,15 +192,18 @@ pub(crate) fn escape(name: &str) -> Option<String> {
     Some(out)
 }
 
+/// The types of an expression's parts, by expression id.
+pub(crate) type Types<'s> = std::collections::HashMap<u64, Ty<'s>>;
+
 /// Checks `program` (compiled from `source`) with `self_ty` as the type of `self` and of
-/// `oldSelf` (an optional of it with `optional_old_self`): the type of its result, or cel-go's
-/// errors.
-pub(crate) fn check<'s>(
+/// `oldSelf` (an optional of it with `optional_old_self`): the type of its result and of each
+/// of its parts, or cel-go's errors.
+pub(crate) fn check_typed<'s>(
     program: &Program,
     source: &str,
     self_ty: Ty<'s>,
     optional_old_self: bool,
-) -> Result<Ty<'s>, String> {
+) -> Result<(Ty<'s>, Types<'s>), String> {
     let old_ty = if optional_old_self { Ty::Optional(Box::new(self_ty.clone())) } else { self_ty.clone() };
     run(program, source, vec![("self".into(), self_ty), ("oldSelf".into(), old_ty)])
 }
@@ -209,15 +212,15 @@ pub(crate) fn check<'s>(
 /// `dyn` (an admission policy's `object`, `request`…): the type of its result, or cel-go's
 /// errors.
 pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) -> Result<Ty<'static>, String> {
-    run(program, source, names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect())
+    run(program, source, names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect()).map(|(t, _)| t)
 }
 
 /// Checks `program` with `scopes` declared: its type, or its errors sorted by place.
-fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<Ty<'s>, String> {
-    let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new() };
+fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<(Ty<'s>, Types<'s>), String> {
+    let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new(), types: Types::new() };
     let ty = checker.expr(program.expression());
     if checker.errors.is_empty() {
-        return Ok(ty);
+        return Ok((ty, checker.types));
     }
     checker.errors.sort_by_key(|(offset, _)| *offset);
     let shown: Vec<String> = checker.errors.iter().map(|(offset, message)| display(source, *offset, message)).collect();
@@ -256,6 +259,8 @@ struct Checker<'p, 's> {
     /// The types of the halves of the pairs a two-variable comprehension iterates (see
     /// `cel_comprehension`), innermost last.
     pairs: Vec<(Ty<'s>, Ty<'s>)>,
+    /// The type found for each expression, by id.
+    types: Types<'s>,
 }
 
 /// Names of types, which are values of type `type`.
@@ -287,6 +292,12 @@ impl<'s> Checker<'_, 's> {
     }
 
     fn expr(&mut self, e: &Expression) -> Ty<'s> {
+        let t = self.typed(e);
+        self.types.insert(e.id, t.clone());
+        t
+    }
+
+    fn typed(&mut self, e: &Expression) -> Ty<'s> {
         match &e.expr {
             Expr::Literal(l) => match l {
                 LiteralValue::Boolean(_) => Ty::Bool,
@@ -684,7 +695,7 @@ mod tests {
 
     fn run(schema: &Value, root: bool, rule: &str) -> Result<String, String> {
         let program = crate::validation_rules::compile(rule)?;
-        check(&program, rule, Ty::of_schema(schema, root), false).map(|t| t.to_string())
+        check_typed(&program, rule, Ty::of_schema(schema, root), false).map(|(t, _)| t.to_string())
     }
 
     #[test]

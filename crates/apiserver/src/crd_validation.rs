@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::structural::{Cause, go_quote};
+use crate::validation_rules::Budget;
 
 fn required(field: String, detail: &str) -> Cause {
     let message = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
@@ -100,13 +101,21 @@ fn dns1035_label(v: &str) -> bool {
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const VERSION_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
+/// The schema a definition gives `version`.
+fn version_schema<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {
+    let versions = crd.get("spec")?.get("versions")?.as_array()?;
+    let v = versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+    v.get("schema")?.get("openAPIV3Schema")
+}
+
 /// The CustomResourceDefinition resource, for the 422's kind.
 fn crd_info() -> ResourceInfo {
     ResourceInfo::new(crate::crd::GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition", false)
 }
 
-/// Validates a CustomResourceDefinition about to be stored.
-pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), ApiError> {
+/// Validates a CustomResourceDefinition about to be stored; `old` is the definition an update
+/// replaces.
+pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Result<(), ApiError> {
     let mut causes = Vec::new();
     let name = s(obj.get("metadata"), "name");
     let spec = obj.get("spec");
@@ -139,7 +148,7 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), ApiError> {
         other => causes.push(unsupported("spec.scope".into(), other, &["Cluster", "Namespaced"])),
     }
     validate_names(names, "spec.names", &mut causes);
-    validate_versions(spec, &mut causes);
+    validate_versions(spec, old, &mut causes);
     if let Some(conversion) = spec.and_then(|s| s.get("conversion")).filter(|c| !c.is_null()) {
         validate_conversion(conversion, &mut causes);
     }
@@ -187,7 +196,7 @@ fn validate_names(names: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
+fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec<Cause>) {
     let versions: Vec<&Value> =
         spec.and_then(|s| s.get("versions")).and_then(Value::as_array).into_iter().flatten().collect();
     if versions.is_empty() {
@@ -243,7 +252,15 @@ fn validate_versions(spec: Option<&Value>, causes: &mut Vec<Cause>) {
                     let before = causes.len();
                     structural_schema(schema, &sp, true, causes);
                     let structural = causes.len() == before;
-                    crate::validation_rules::check_rules(schema, &sp, causes);
+                    // kube holds each rule to its budget unless an update leaves the schema
+                    // as it was; the schema's total, always.
+                    let unchanged = old.is_some_and(|o| version_schema(o, name) == Some(schema));
+                    let budget = match (structural, unchanged) {
+                        (false, _) => Budget::Unchecked,
+                        (true, true) => Budget::Total,
+                        (true, false) => Budget::Full,
+                    };
+                    crate::validation_rules::check_rules(schema, &sp, budget, causes);
                     // Defaults are judged only by a structural schema, as kube judges them.
                     if structural {
                         crate::default_check::check_defaults(schema, &sp, causes);
@@ -360,6 +377,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn validate(c: &Map<String, Value>) -> Result<(), ApiError> {
+        super::validate(c, None)
+    }
+
     fn crd() -> Map<String, Value> {
         let v = json!({"metadata": {"name": "gadgets.demo.example.org"},
             "spec": {"group": "demo.example.org", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
@@ -371,6 +392,27 @@ mod tests {
     fn fields(e: ApiError) -> Vec<String> {
         let d = e.details.unwrap();
         d["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn an_update_that_keeps_a_schema_is_not_held_to_each_rule_s_budget() {
+        // Each of a hundred unbounded strings matched: 6.3 times a rule's budget, under the
+        // schema's total.
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+            "type": "object", "properties": {"names": {"type": "array", "maxItems": 100, "items": {
+                "type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}});
+        let at =
+            "spec.validation.openAPIV3Schema.properties[spec].properties[names].items.x-kubernetes-validations[0].rule";
+        assert_eq!(fields(validate(&c).unwrap_err()), [at]);
+        let old = Value::Object(c.clone());
+        c["spec"]["names"]["shortNames"] = json!(["gd"]);
+        assert!(super::validate(&c, Some(&old)).is_ok());
+        // A changed schema is judged again.
+        let mut before = c.clone();
+        before["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["names"]["maxItems"] =
+            json!(10);
+        assert_eq!(fields(super::validate(&c, Some(&Value::Object(before))).unwrap_err()), [at]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod cache;
 pub(crate) mod cel_authz;
 pub(crate) mod cel_check;
 pub(crate) mod cel_comprehension;
+pub(crate) mod cel_cost;
 pub(crate) mod cel_format;
 pub(crate) mod cel_library;
 pub(crate) mod cel_network;

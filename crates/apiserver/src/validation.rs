@@ -21,7 +21,7 @@ pub(crate) fn validate(
         return crate::custom_resource::validate(info, obj, old);
     }
     if crate::crd::is_crds(info) {
-        return crate::crd_validation::validate(obj);
+        return crate::crd_validation::validate(obj, old.map(StoredObject::value).as_ref());
     }
     if info.group == crate::admission_policy::GROUP {
         let causes = match info.plural.as_str() {

@@ -107,42 +107,135 @@ fn go_rule(rule: &Value) -> String {
     format!("{{{}}}", body.join(",")).replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
-/// Checks the rules of a definition's schema (`path` is the schema's field path): each must
-/// be given and compile, its message be one line, its reason one kube knows, and `oldSelf` be
-/// used only where old values correlate.
-pub(crate) fn check_rules(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
-    check_node(schema, path, true, None, causes);
+/// How a definition's rules are held to kube's cost budgets when it is written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Budget {
+    /// Not at all: kube estimates the rules of structural schemas only.
+    Unchecked,
+    /// The schema's total only: an update leaves the version's schema as it was.
+    Total,
+    /// Each rule and message expression, and the schema's total.
+    Full,
 }
 
-fn check_node(node: &Value, path: &str, root: bool, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+/// The rules' costs as a schema is walked: its total and its most expensive rules.
+struct Costs {
+    budget: Budget,
+    total: u64,
+    /// The rules costing at least a hundredth of the total's limit, most expensive first
+    /// (four at most).
+    expensive: Vec<(String, u64)>,
+}
+
+impl Costs {
+    fn observe(&mut self, field: &str, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < crate::cel_cost::TOTAL_LIMIT / 100 {
+            return;
+        }
+        let at = self.expensive.iter().position(|(_, c)| *c < cost).unwrap_or(self.expensive.len());
+        self.expensive.insert(at, (field.to_string(), cost));
+        self.expensive.truncate(4);
+    }
+
+    /// Reports `cost` at `field` if it is over a rule's limit, and adds it to the total.
+    fn judge(&mut self, field: String, what: &str, cost: u64, causes: &mut Vec<Cause>) {
+        if self.budget == Budget::Unchecked {
+            return;
+        }
+        if self.budget == Budget::Full && cost > crate::cel_cost::RULE_LIMIT {
+            causes
+                .push(forbidden(field.clone(), &crate::cel_cost::over_budget(what, cost, crate::cel_cost::RULE_LIMIT)));
+        }
+        self.observe(&field, cost);
+    }
+}
+
+fn forbidden(field: String, detail: &str) -> Cause {
+    Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
+}
+
+/// Checks the rules of a definition's schema (`path` is the schema's field path): each must
+/// be given and compile, its message be one line, its reason one kube knows, `oldSelf` be
+/// used only where old values correlate, and their estimated costs be within kube's budgets.
+pub(crate) fn check_rules(schema: &Value, path: &str, budget: Budget, causes: &mut Vec<Cause>) {
+    let mut costs = Costs { budget, total: 0, expensive: Vec::new() };
+    check_node(schema, path, true, None, Some(1), &mut costs, causes);
+    if budget != Budget::Unchecked && costs.total > crate::cel_cost::TOTAL_LIMIT {
+        for (field, _) in &costs.expensive {
+            causes.push(forbidden(
+                field.clone(),
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        let what = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
+        causes.push(forbidden(
+            path.to_string(),
+            &crate::cel_cost::over_budget(what, costs.total, crate::cel_cost::TOTAL_LIMIT),
+        ));
+    }
+}
+
+/// Checks the rules at `node` and below; `cardinality` is how many times a value at `node`
+/// can occur in one object (`None` where a list or map above it has no limit).
+fn check_node(
+    node: &Value,
+    path: &str,
+    root: bool,
+    uncorrelatable: Option<&str>,
+    cardinality: Option<u64>,
+    costs: &mut Costs,
+    causes: &mut Vec<Cause>,
+) {
     let Some(m) = node.as_object() else { return };
     if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+        let runs = cardinality.unwrap_or_else(|| crate::cel_cost::unbounded_cardinality(node));
+        let at_node = Node { schema: node, root, runs };
         for (i, rule) in rules.iter().enumerate() {
             let at = format!("{path}.x-kubernetes-validations[{i}]");
-            check_rule(rule, &at, Ty::of_schema(node, root), uncorrelatable, causes);
+            check_rule(rule, &at, &at_node, uncorrelatable, costs, causes);
         }
     }
+    let below = match (cardinality, crate::cel_cost::fan_out(node)) {
+        (Some(c), Some(f)) => Some(c.saturating_mul(f)),
+        _ => None,
+    };
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
-            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, causes);
+            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, below, costs, causes);
         }
     }
     if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, causes);
+        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, below, costs, causes);
     }
     if let Some(items) = m.get("items").filter(|i| i.is_object()) {
         let is_map = m.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
-        let below = format!("{path}.items");
+        let under = format!("{path}.items");
         let uncorrelatable = match uncorrelatable {
             Some(u) => Some(u.to_string()),
             None if !is_map => Some(path.to_string()),
             None => None,
         };
-        check_node(items, &below, false, uncorrelatable.as_deref(), causes);
+        check_node(items, &under, false, uncorrelatable.as_deref(), below, costs, causes);
     }
 }
 
-fn check_rule(rule: &Value, at: &str, self_ty: Ty<'_>, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+/// The schema node rules sit on, and how many times they can run in one object.
+struct Node<'a> {
+    schema: &'a Value,
+    root: bool,
+    runs: u64,
+}
+
+fn check_rule(
+    rule: &Value,
+    at: &str,
+    node: &Node<'_>,
+    uncorrelatable: Option<&str>,
+    costs: &mut Costs,
+    causes: &mut Vec<Cause>,
+) {
+    let self_ty = Ty::of_schema(node.schema, node.root);
     let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let message = rule.get("message").and_then(Value::as_str).unwrap_or("");
     let required = |field: String, detail: &str| Cause {
@@ -191,14 +284,16 @@ fn check_rule(rule: &Value, at: &str, self_ty: Ty<'_>, uncorrelatable: Option<&s
         return;
     }
     let optional_old_self = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
-    let checked =
-        compile(text).and_then(|p| cel_check::check(&p, text, self_ty.clone(), optional_old_self).map(|t| (p, t)));
+    let checked = compile(text)
+        .and_then(|p| cel_check::check_typed(&p, text, self_ty.clone(), optional_old_self).map(|(t, ts)| (p, t, ts)));
     match checked {
         Err(e) => causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}"))),
-        Ok((_, t)) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Error) => {
+        Ok((_, t, _)) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Error) => {
             causes.push(invalid(format!("{at}.rule"), &go_rule(rule), "cel expression must evaluate to a bool"));
         }
-        Ok((program, _)) => {
+        Ok((program, _, types)) => {
+            let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
+            costs.judge(format!("{at}.rule"), "estimated rule cost", cost.saturating_mul(node.runs), causes);
             if let Some(u) = uncorrelatable
                 && program.references().has_variable("oldSelf")
             {
@@ -210,15 +305,21 @@ fn check_rule(rule: &Value, at: &str, self_ty: Ty<'_>, uncorrelatable: Option<&s
             }
         }
     }
-    if !expression.trim().is_empty()
-        && let Err(e) =
-            compile(expression).and_then(|p| cel_check::check(&p, expression, self_ty, optional_old_self).map(drop))
+    if expression.trim().is_empty() {
+        return;
+    }
+    match compile(expression)
+        .and_then(|p| cel_check::check_typed(&p, expression, self_ty, optional_old_self).map(|(_, types)| (p, types)))
     {
-        causes.push(invalid(
+        Err(e) => causes.push(invalid(
             format!("{at}.messageExpression"),
             &go_rule(rule),
             &format!("messageExpression compilation failed: {e}"),
-        ));
+        )),
+        Ok((program, types)) => {
+            let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
+            costs.judge(format!("{at}.messageExpression"), "estimated messageExpression cost", cost, causes);
+        }
     }
 }
 
@@ -755,11 +856,11 @@ mod tests {
                 {"rule": "self.a > 1", "reason": "Bogus"},
                 {"rule": " "}
             ]},
-            "list": {"type": "array", "items": {"type": "string",
+            "list": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10,
                 "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}
         }});
         let mut causes = Vec::new();
-        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        check_rules(&s, "spec.validation.openAPIV3Schema", Budget::Full, &mut causes);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(
             fields,
@@ -800,7 +901,7 @@ mod tests {
             ]}
         }});
         let mut causes = Vec::new();
-        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        check_rules(&s, "spec.validation.openAPIV3Schema", Budget::Full, &mut causes);
         let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
         let found: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.message.as_str())).collect();
         assert_eq!(
@@ -851,7 +952,7 @@ mod tests {
             "x-kubernetes-validations": [{"rule": "quantity(self.memory).isLessThan(quantity('1Gi'))",
                                           "message": "under 1Gi"}]}}});
         let mut causes = Vec::new();
-        check_rules(&s, "spec.validation.openAPIV3Schema", &mut causes);
+        check_rules(&s, "spec.validation.openAPIV3Schema", Budget::Full, &mut causes);
         assert_eq!(causes, vec![]);
         assert!(run(&s, &json!({"spec": {"memory": "512Mi"}}), None).is_empty());
         let causes = run(&s, &json!({"spec": {"memory": "2G"}}), None);

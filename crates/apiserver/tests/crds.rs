@@ -558,7 +558,7 @@ async fn validation_rules_judge_every_write_in_kube_words() {
     schema["properties"]["spec"]["x-kubernetes-validations"][0]["rule"] = json!("self.minReplicas <=");
     // A rule naming a field the schema lacks is refused when the definition is written.
     schema["properties"]["spec"]["x-kubernetes-validations"][1]["rule"] = json!("self.replica <= 10");
-    schema["properties"]["tags"] = json!({"type": "array", "items": {"type": "string",
+    schema["properties"]["tags"] = json!({"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 64,
         "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}});
     let r = c.post(CRDS, &broken).await;
     assert_eq!(r.code, 422, "{}", r.body);
@@ -696,7 +696,7 @@ async fn validation_rules_use_kube_s_libraries_and_two_variable_comprehensions()
             {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "endpoint must be an https URL"}]},
         "address": {"type": "string", "x-kubernetes-validations": [
             {"rule": "cidr('10.0.0.0/8').containsIP(self)", "message": "address must be in 10.0.0.0/8"}]},
-        "service": {"type": "string", "x-kubernetes-validations": [
+        "service": {"type": "string", "maxLength": 63, "x-kubernetes-validations": [
             {"rule": "!format.dns1035Label().validate(self).hasValue()",
              "messageExpression": "format.dns1035Label().validate(self).value().join(', ')"}]},
         "limits": {"type": "object", "additionalProperties": {"type": "integer"}, "x-kubernetes-validations": [
@@ -807,4 +807,80 @@ async fn a_default_that_breaks_its_schema_or_rules_refuses_the_definition() {
         ]
     );
     assert_eq!(c.get(&format!("{CRDS}/pools.example.com")).await.code, 404);
+}
+
+/// A definition of `hosts.example.com` whose `spec` has the schema given.
+fn hosts_crd(spec: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "hosts.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "hosts", "singular": "host", "kind": "Host"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
+
+#[tokio::test]
+async fn rules_over_kube_s_cost_budget_refuse_the_definition() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, \
+                and strings are declared)";
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties[names]";
+    // A pattern matched against every item of a list and strings without limits: kube estimates
+    // a million items of three million characters.
+    let unbounded = json!({"type": "object", "properties": {"names": {
+        "type": "array", "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(n, n.matches('^[a-z0-9.-]+$'))"}]}}});
+    let r = c.post(CRDS, &hosts_crd(unbounded)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [
+            cause(
+                "FieldValueForbidden",
+                &format!("{at}.x-kubernetes-validations[0].rule"),
+                &format!("Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}")
+            ),
+            cause(
+                "FieldValueForbidden",
+                &format!("{at}.x-kubernetes-validations[0].rule"),
+                "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            cause(
+                "FieldValueForbidden",
+                "spec.validation.openAPIV3Schema",
+                &format!(
+                    "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema \
+                     exceeds budget by factor of more than 100x {hint}"
+                )
+            ),
+        ]
+    );
+    // A rule on each of a hundred unbounded strings: 629,147 units a run, a hundred runs.
+    let per_item = json!({"type": "object", "properties": {"names": {
+        "type": "array", "maxItems": 100,
+        "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}});
+    let r = c.post(CRDS, &hosts_crd(per_item)).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [cause(
+            "FieldValueForbidden",
+            &format!("{at}.items.x-kubernetes-validations[0].rule"),
+            &format!("Forbidden: estimated rule cost exceeds budget by factor of 6.3x {hint}")
+        )]
+    );
+    // Bounded as kube suggests, the first rule is cheap and the definition is served.
+    let bounded = json!({"type": "object", "properties": {"names": {
+        "type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 253},
+        "x-kubernetes-validations": [{"rule": "self.all(n, n.matches('^[a-z0-9.-]+$'))"}]}}});
+    let r = c.post(CRDS, &hosts_crd(bounded)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    wait_established(&c, "hosts.example.com").await;
+    let host = json!({"apiVersion": "example.com/v1", "kind": "Host", "metadata": {"name": "a"},
+                      "spec": {"names": ["a.example.com", "B"]}});
+    let r = c.post("/apis/example.com/v1/namespaces/default/hosts", &host).await;
+    assert_eq!(r.code, 422, "{}", r.body);
 }
