@@ -286,40 +286,51 @@ fn check_rule(
     let optional_old_self = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
     let checked = compile(text)
         .and_then(|p| cel_check::check_typed(&p, text, self_ty.clone(), optional_old_self).map(|(t, ts)| (p, t, ts)));
-    match checked {
-        Err(e) => causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}"))),
+    let compiled = match checked {
+        Err(e) => {
+            causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}")));
+            None
+        }
         Ok((_, t, _)) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Error) => {
             causes.push(invalid(format!("{at}.rule"), &go_rule(rule), "cel expression must evaluate to a bool"));
+            None
         }
         Ok((program, _, types)) => {
             let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
             costs.judge(format!("{at}.rule"), "estimated rule cost", cost.saturating_mul(node.runs), causes);
-            if let Some(u) = uncorrelatable
-                && program.references().has_variable("oldSelf")
-            {
-                causes.push(invalid(
-                    format!("{at}.rule"),
-                    &go_quote(text),
-                    &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {u}"),
-                ));
+            Some(program)
+        }
+    };
+    // As kube, a message expression is compiled only with its rule.
+    if compiled.is_some() && !expression.trim().is_empty() {
+        let checked = compile(expression)
+            .and_then(|p| cel_check::check_typed(&p, expression, self_ty, optional_old_self).map(|(t, ts)| (p, t, ts)));
+        let invalid_expression = |detail: &str| invalid(format!("{at}.messageExpression"), &go_rule(rule), detail);
+        match checked {
+            Err(e) => causes.push(invalid_expression(&format!("messageExpression compilation failed: {e}"))),
+            Ok((_, t, _)) if !matches!(t, Ty::String | Ty::Dyn | Ty::Error) => {
+                causes.push(invalid_expression("messageExpression must evaluate to a string"));
+            }
+            Ok((program, _, types)) => {
+                let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
+                costs.judge(format!("{at}.messageExpression"), "estimated messageExpression cost", cost, causes);
             }
         }
     }
-    if expression.trim().is_empty() {
-        return;
-    }
-    match compile(expression)
-        .and_then(|p| cel_check::check_typed(&p, expression, self_ty, optional_old_self).map(|(_, types)| (p, types)))
-    {
-        Err(e) => causes.push(invalid(
-            format!("{at}.messageExpression"),
-            &go_rule(rule),
-            &format!("messageExpression compilation failed: {e}"),
-        )),
-        Ok((program, types)) => {
-            let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
-            costs.judge(format!("{at}.messageExpression"), "estimated messageExpression cost", cost, causes);
+    if compiled.is_some_and(|p| p.references().has_variable("oldSelf")) {
+        if let Some(u) = uncorrelatable {
+            causes.push(invalid(
+                format!("{at}.rule"),
+                &go_quote(text),
+                &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {u}"),
+            ));
         }
+    } else if let Some(optional) = rule.get("optionalOldSelf").and_then(Value::as_bool) {
+        causes.push(invalid(
+            format!("{at}.optionalOldSelf"),
+            &optional.to_string(),
+            "may not be set if oldSelf is not used in rule",
+        ));
     }
 }
 
@@ -929,6 +940,34 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn message_expressions_give_strings_and_optional_old_self_needs_old_self() {
+        let s = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "integer"}}, "x-kubernetes-validations": [
+                {"rule": "self.a > 1", "messageExpression": "self.a"},
+                {"rule": "self.a > 1", "optionalOldSelf": false},
+                {"rule": "oldSelf.hasValue()", "optionalOldSelf": true},
+                {"rule": "self.a >", "messageExpression": "self.b"}
+            ]}
+        }});
+        let mut causes = Vec::new();
+        check_rules(&s, "spec.validation.openAPIV3Schema", Budget::Full, &mut causes);
+        let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+        let found: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.message.as_str())).collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].0, format!("{at}[0].messageExpression"));
+        assert!(found[0].1.ends_with(": messageExpression must evaluate to a string"), "{found:?}");
+        assert_eq!(
+            found[1],
+            (
+                format!("{at}[1].optionalOldSelf").as_str(),
+                "Invalid value: false: may not be set if oldSelf is not used in rule"
+            )
+        );
+        // A message expression is not compiled when its rule does not compile.
+        assert_eq!(found[2].0, format!("{at}[3].rule"));
     }
 
     #[test]
