@@ -3,18 +3,24 @@
 //! configuration's `caBundle` (the system's roots without one; a self-signed certificate of the
 //! bundle is trusted as itself, as Go trusts it), within the webhook's timeout.
 //!
+//! Connections are kept and reused, as Go's HTTP transport keeps them: an idle connection to
+//! the same host and port, trusting the same bundle, carries the next call (a call it could not
+//! carry, the server having closed it, goes on a new one).
+//!
 //! Invariants: TLS is always verified (the host name of the URL, or the Service's
 //! `<name>.<namespace>.svc`); the request's URL carries `?timeout=<n>s` as kube's does; failures
 //! are described as Go's HTTP client describes them (`Post "<url>": dial tcp <addr>: connect:
 //! connection refused`, `…: context deadline exceeded`), since they reach clients in kube's
 //! messages; a response is read whole and decoded as JSON.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
@@ -96,10 +102,65 @@ pub(crate) async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<Value, St
     }
 }
 
+/// A connection to a webhook, ready for a request when idle.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// A webhook server as connections are shared: host, port and the certificates trusted.
+type PoolKey = (String, u16, Vec<u8>);
+
+/// The most idle connections kept to one webhook server.
+const IDLE_PER_SERVER: usize = 16;
+
+/// Idle connections to webhook servers, reused as Go's HTTP transport reuses them: a webhook
+/// called for every write pays its TLS handshake once, not on every call.
+static IDLE: LazyLock<Mutex<HashMap<PoolKey, Vec<Sender>>>> = LazyLock::new(Default::default);
+
+/// TLS configurations by the certificates they trust (the system's roots for an empty bundle).
+static CONFIGS: LazyLock<Mutex<HashMap<Vec<u8>, Arc<rustls::ClientConfig>>>> = LazyLock::new(Default::default);
+
+fn idle(key: &PoolKey) -> Option<Sender> {
+    IDLE.lock().get_mut(key)?.pop()
+}
+
+fn release(key: PoolKey, sender: Sender) {
+    if sender.is_closed() {
+        return;
+    }
+    let mut idle = IDLE.lock();
+    let senders = idle.entry(key).or_default();
+    senders.retain(|s| !s.is_closed());
+    if senders.len() < IDLE_PER_SERVER {
+        senders.push(sender);
+    }
+}
+
 async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value, String> {
     let uri: http::Uri = url.parse().map_err(|e| format!("parse {url:?}: {e}"))?;
     let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_string();
     let port = uri.port_u16().unwrap_or(443);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = uri.authority().map_or(host.clone(), |a| a.to_string());
+    let mut request = http::Request::post(path)
+        .header(http::header::HOST, authority)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, */*")
+        .header(http::header::USER_AGENT, "kube-apiserver-admission")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| e.to_string())?;
+    let key: PoolKey = (host.clone(), port, endpoint.ca_bundle.clone());
+    // An idle connection first; one the server closed meanwhile gives the request back unsent.
+    while let Some(mut sender) = idle(&key) {
+        if sender.ready().await.is_err() {
+            continue;
+        }
+        match sender.try_send_request(request).await {
+            Ok(response) => return answer(response, key, sender).await,
+            Err(mut e) => match e.take_message() {
+                Some(unsent) => request = unsent,
+                None => return Err(e.into_error().to_string()),
+            },
+        }
+    }
     let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(|e| dial_error(&addr, &host, &e))?;
     let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("tls: {e}"))?;
@@ -110,16 +171,16 @@ async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
     tokio::spawn(conn);
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let authority = uri.authority().map_or(host.clone(), |a| a.to_string());
-    let request = http::Request::post(path)
-        .header(http::header::HOST, authority)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json, */*")
-        .header(http::header::USER_AGENT, "kube-apiserver-admission")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    answer(response, key, sender).await
+}
+
+/// Reads a webhook's answer whole, then keeps its connection for the next call.
+async fn answer(
+    response: http::Response<hyper::body::Incoming>,
+    key: PoolKey,
+    sender: Sender,
+) -> Result<Value, String> {
     let status = response.status().as_u16();
     let text_body = response
         .headers()
@@ -127,6 +188,7 @@ async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.trim_start().starts_with("text/"));
     let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    release(key, sender);
     if !(200..=206).contains(&status) {
         return Err(response_error(status, text_body, &bytes));
     }
@@ -175,8 +237,18 @@ fn response_error(code: u16, text_body: bool, body: &[u8]) -> String {
     }
 }
 
-/// A rustls client trusting `ca_bundle` (PEM), or the system's roots when it is empty.
+/// A rustls client trusting `ca_bundle` (PEM), or the system's roots when it is empty; made
+/// once per bundle.
 fn client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
+    if let Some(config) = CONFIGS.lock().get(ca_bundle) {
+        return Ok(config.clone());
+    }
+    let config = new_client_config(ca_bundle)?;
+    CONFIGS.lock().insert(ca_bundle.to_vec(), config.clone());
+    Ok(config)
+}
+
+fn new_client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     let pem = if ca_bundle.is_empty() { std::fs::read(SYSTEM_ROOTS).unwrap_or_default() } else { ca_bundle.to_vec() };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok).collect();

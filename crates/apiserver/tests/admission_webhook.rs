@@ -33,6 +33,8 @@ struct Webhook {
     addr: SocketAddr,
     ca_bundle: String,
     seen: Arc<Mutex<Vec<(String, Value)>>>,
+    /// The TLS connections the server opened to the webhook.
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Webhook {
@@ -56,8 +58,8 @@ impl Webhook {
     async fn serve(acceptor: tokio_rustls::TlsAcceptor, ca_bundle: String) -> Webhook {
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let kept = seen.clone();
-        let addr = https::serve(acceptor, move |req| answer(req, kept.clone())).await;
-        Webhook { addr, ca_bundle, seen }
+        let (addr, connections) = https::serve_counted(acceptor, move |req| answer(req, kept.clone())).await;
+        Webhook { addr, ca_bundle, seen, connections }
     }
 
     fn client_config(&self, path: &str) -> Value {
@@ -331,6 +333,29 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
         (&update["review"]["request"]["name"], &update["review"]["request"]["namespace"]),
         (&json!("default"), &json!("default"))
     );
+}
+
+#[tokio::test]
+async fn writes_one_after_another_reach_a_webhook_over_one_connection() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let cfg = config(
+        "ValidatingWebhookConfiguration",
+        "reuse",
+        json!([configmaps_hook("reuse.example.com", hook.client_config("/validate"), json!(["CREATE"]))]),
+    );
+    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
+    settled(&c).await;
+    for i in 0..5 {
+        let r = c.post(CONFIGMAPS, &configmap(&format!("reuse-{i}"), json!({}))).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    let refused = c.post(CONFIGMAPS, &configmap("reuse-refused", json!({"forbidden": "yes"}))).await;
+    assert_eq!(refused.code, 400, "{}", refused.body);
+    assert_eq!(hook.seen("/validate").len(), 6);
+    // As Go's transport keeps them, the connection (and its TLS handshake) serves every call.
+    assert_eq!(hook.connections.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
