@@ -70,7 +70,20 @@ pub(crate) fn validate(
     if events_api || (info.group.is_empty() && info.plural == "events") {
         // Judged in the core form, named as kube's one Event type.
         let core = if events_api { crate::events_api::to_core(obj) } else { obj.clone() };
-        let causes = event(&core, events_api && old.is_none());
+        let causes = match old {
+            Some(old) if events_api => {
+                // The old object comes as the request's API shows it.
+                let old = match old.value() {
+                    Value::Object(o) if o.get("apiVersion").and_then(Value::as_str) != Some("v1") => {
+                        crate::events_api::to_core(&o)
+                    }
+                    Value::Object(o) => o,
+                    _ => Map::new(),
+                };
+                event_update(&core, &old)
+            }
+            _ => event(&core, events_api && old.is_none()),
+        };
         if !causes.is_empty() {
             let name = core.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
             return Err(crate::custom_resource::invalid(crate::events_api::core(), name, &causes));
@@ -181,6 +194,112 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
 /// events.k8s.io, `strict`, `ValidateEventCreate`'s): an event with an `eventTime` names its
 /// reporting controller, instance, action and reason within kube's lengths; its namespace agrees
 /// with the involved object's.
+/// kube's checks of an Event's `series` (events.k8s.io).
+fn event_series(e: &Map<String, Value>) -> Vec<crate::structural::Cause> {
+    use crate::structural::Cause;
+    let mut causes = Vec::new();
+    if let Some(series) = e.get("series").filter(|s| s.is_object()) {
+        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: "Invalid value: \"\": should be at least 2".into(),
+                field: "series.count".into(),
+            });
+        }
+        if series.get("lastObservedTime").is_none_or(|t| t.is_null() || t.as_str() == Some("")) {
+            causes.push(Cause {
+                reason: "FieldValueRequired",
+                message: "Required value".into(),
+                field: "series.lastObservedTime".into(),
+            });
+        }
+    }
+    causes
+}
+
+/// kube's checks of an update through events.k8s.io/v1 (`new` and `old` in the core form): the
+/// legacy checks, the series when it changed, and every field but the series and metadata
+/// immutable (`eventTime` to the microsecond), named by their core/v1 names.
+fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate::structural::Cause> {
+    use crate::structural::{Cause, go_quote};
+    let mut causes = event(new, false);
+    let field = |e: &Map<String, Value>, k: &str| e.get(k).filter(|v| !v.is_null()).cloned();
+    if field(new, "series") != field(old, "series") {
+        causes.extend(event_series(new));
+    }
+    let text = |e: &Map<String, Value>, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    // An ObjectReference as Go prints it (`%#v`); unset, the zero one.
+    let reference = |v: Option<Value>| -> String {
+        let v = v.unwrap_or(Value::Null);
+        let part = |k: &str| go_quote(v.get(k).and_then(Value::as_str).unwrap_or(""));
+        format!(
+            "core.ObjectReference{{Kind:{}, Namespace:{}, Name:{}, UID:{}, APIVersion:{}, ResourceVersion:{}, FieldPath:{}}}",
+            part("kind"),
+            part("namespace"),
+            part("name"),
+            part("uid"),
+            part("apiVersion"),
+            part("resourceVersion"),
+            part("fieldPath")
+        )
+    };
+    let source = |e: &Map<String, Value>| {
+        let s = e.get("source");
+        let part = |k: &str| go_quote(s.and_then(|s| s.get(k)).and_then(Value::as_str).unwrap_or(""));
+        format!("core.EventSource{{Component:{}, Host:{}}}", part("component"), part("host"))
+    };
+    let count = |e: &Map<String, Value>| e.get("count").and_then(Value::as_i64).unwrap_or(0).to_string();
+    let time = |e: &Map<String, Value>, k: &str, micro: bool| go_time(e.get(k).and_then(Value::as_str), micro);
+    let quoted = |e: &Map<String, Value>, k: &str| go_quote(&text(e, k));
+    // (field, value) in kube's order.
+    let rendered = |e: &Map<String, Value>| -> Vec<(&'static str, String)> {
+        vec![
+            ("involvedObject", reference(field(e, "involvedObject"))),
+            ("reason", quoted(e, "reason")),
+            ("message", quoted(e, "message")),
+            ("source", source(e)),
+            ("firstTimestamp", time(e, "firstTimestamp", false)),
+            ("lastTimestamp", time(e, "lastTimestamp", false)),
+            ("count", count(e)),
+            ("reason", quoted(e, "reason")),
+            ("type", quoted(e, "type")),
+            ("eventTime", time(e, "eventTime", true)),
+            ("action", quoted(e, "action")),
+            ("related", field(e, "related").map_or_else(|| "null".into(), |r| reference(Some(r)))),
+            ("reportingController", quoted(e, "reportingComponent")),
+            ("reportingInstance", quoted(e, "reportingInstance")),
+        ]
+    };
+    for ((name, now), (_, before)) in rendered(new).into_iter().zip(rendered(old)) {
+        if now != before {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!("Invalid value: {now}: field is immutable"),
+                field: name.into(),
+            });
+        }
+    }
+    causes
+}
+
+/// A timestamp as Go prints a `time.Time` (`2006-01-02 15:04:05.999999999 +0000 UTC`; the zero
+/// time when unset), to the second or, for `micro`, the microsecond kube keeps.
+fn go_time(v: Option<&str>, micro: bool) -> String {
+    let Some(t) = v.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok()) else {
+        return "0001-01-01 00:00:00 +0000 UTC".into();
+    };
+    let t = t.with_timezone(&chrono::Utc);
+    let nanos = if micro { t.timestamp_subsec_micros() * 1000 } else { 0 };
+    let mut out = t.format("%Y-%m-%d %H:%M:%S").to_string();
+    if nanos != 0 {
+        let fraction = format!("{nanos:09}");
+        out.push('.');
+        out.push_str(fraction.trim_end_matches('0'));
+    }
+    out.push_str(" +0000 UTC");
+    out
+}
+
 fn event(e: &Map<String, Value>, strict: bool) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
@@ -237,14 +356,7 @@ fn event(e: &Map<String, Value>, strict: bool) -> Vec<crate::structural::Cause> 
     if !strict {
         return causes;
     }
-    if let Some(series) = e.get("series").filter(|s| s.is_object()) {
-        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
-            causes.push(invalid("series.count", "", "should be at least 2".into()));
-        }
-        if series.get("lastObservedTime").is_none_or(|t| t.is_null() || t.as_str() == Some("")) {
-            causes.push(required("series.lastObservedTime"));
-        }
-    }
+    causes.extend(event_series(e));
     if !has_time {
         causes.push(required("eventTime"));
     }

@@ -659,10 +659,28 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
     let names: Vec<String> =
         events.list(&Default::default()).await.unwrap().items.into_iter().filter_map(|e| e.metadata.name).collect();
     assert_eq!(names, ["pulled", "scheduled"]);
-    // An update through one API is seen through the other; a delete removes both.
-    let patch = json!({"note": "image pulled again", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}});
+    // An update through one API is seen through the other (a recorder counting a series, as
+    // kube-rs's does); the rest of an events.k8s.io/v1 event is immutable; a delete removes both.
+    let patch = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}});
     events.patch("pulled", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    assert_eq!(core.get("pulled").await.unwrap().message.as_deref(), Some("image pulled again"));
+    assert_eq!(core.get("pulled").await.unwrap().series.and_then(|s| s.count), Some(2));
+    let patch = json!({"note": "image pulled again", "regarding": {"name": "q"}, "series": {"count": 1}});
+    let e = events.patch("pulled", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap_err();
+    let kube::Error::Api(status) = e else { panic!("{e}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            422,
+            "Event \"pulled\" is invalid: [series.count: Invalid value: \"\": should be at least 2, involvedObject: \
+             Invalid value: core.ObjectReference{Kind:\"Pod\", Namespace:\"default\", Name:\"q\", UID:\"\", \
+             APIVersion:\"\", ResourceVersion:\"\", FieldPath:\"\"}: field is immutable, message: Invalid value: \
+             \"image pulled again\": field is immutable]"
+        )
+    );
+    // Through core/v1, kube checks an update as it checks a create.
+    let mut changed = core.get("pulled").await.unwrap();
+    changed.message = Some("changed".into());
+    core.replace("pulled", &PostParams::default(), &changed).await.unwrap();
     core.delete("pulled", &DeleteParams::default()).await.unwrap();
     assert!(events.get("pulled").await.is_err());
 
