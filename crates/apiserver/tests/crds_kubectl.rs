@@ -2,7 +2,8 @@
 //! `kubectl apply -f` a CustomResourceDefinition (twice: created, then unchanged), `kubectl wait`
 //! for it to be established, `kubectl apply` and `kubectl get` of the custom kind (its printer
 //! columns), `kubectl get -w` seeing a change, a write its validation rule refuses, a
-//! definition whose rule does not type-check refused, and `kubectl explain` reading its schema.
+//! definition whose rule does not type-check refused, one whose rule is too costly refused,
+//! and `kubectl explain` reading its schema.
 
 mod common;
 
@@ -133,6 +134,32 @@ async fn kubectl_applies_gets_watches_and_explains_a_custom_kind() {
         assert!(
             out.contains(r#"The CustomResourceDefinition "widgets.demo.example.org" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "#)
                 && out.contains("compilation failed: ERROR: <input>:1:5: undefined field 'mod'"),
+            "{bin}: {out}"
+        );
+
+        // A rule kube would find too costly (a pattern matched against every one of an unbounded
+        // list of unbounded strings) is refused with kube's three causes.
+        let costly = dir.join("costly.yaml");
+        let text = CRD
+            .replace("gadgets.demo.example.org", "gizmos.demo.example.org")
+            .replace("{plural: gadgets, singular: gadget, kind: Gadget, shortNames: [gd]}", "{plural: gizmos, kind: Gizmo}")
+            .replace(
+                "mode: {type: string, enum: [safe, fast], default: safe, description: How the gadget runs.}",
+                "mode: {type: string, enum: [safe, fast], default: safe, description: How the gadget runs.}\n              \
+                 tags: {type: array, items: {type: string}, x-kubernetes-validations: [{rule: \"self.all(t, t.matches('^[a-z]+$'))\"}]}",
+            );
+        std::fs::write(&costly, text).unwrap();
+        let (ok, out) = kubectl(bin, &kc, &cache, &["apply", "-f", costly.to_str().unwrap()]).await;
+        assert!(!ok, "{bin}: {out}");
+        let at = "spec.validation.openAPIV3Schema.properties[spec].properties[tags].x-kubernetes-validations[0].rule";
+        assert!(
+            out.contains(&format!("{at}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x"))
+                && out.contains(&format!(
+                    "{at}: Forbidden: contributed to estimated rule cost total exceeding cost limit"
+                ))
+                && out.contains(
+                    "spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total"
+                ),
             "{bin}: {out}"
         );
 
