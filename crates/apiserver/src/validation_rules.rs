@@ -156,11 +156,18 @@ fn forbidden(field: String, detail: &str) -> Cause {
 }
 
 /// Checks the rules of a definition's schema (`path` is the schema's field path): each must
-/// be given and compile, its message be one line, its reason one kube knows, `oldSelf` be
-/// used only where old values correlate, and their estimated costs be within kube's budgets.
+/// be given and compile, its message be one line, its reason one kube knows, its `fieldPath`
+/// name a field of the schema, `oldSelf` be used only where old values correlate, and their
+/// estimated costs be within kube's budgets. As kube, a node's rules are compiled only when
+/// neither they nor the nodes below have such schema errors, and every schema error is
+/// reported before every compilation error.
 pub(crate) fn check_rules(schema: &Value, path: &str, budget: Budget, causes: &mut Vec<Cause>) {
-    let mut costs = Costs { budget, total: 0, expensive: Vec::new() };
-    check_node(schema, path, true, None, Some(1), &mut costs, causes);
+    let mut found =
+        Found { schema: Vec::new(), cel: Vec::new(), costs: Costs { budget, total: 0, expensive: Vec::new() } };
+    check_node(schema, path, true, None, Some(1), &mut found);
+    causes.append(&mut found.schema);
+    causes.append(&mut found.cel);
+    let costs = found.costs;
     if budget != Budget::Unchecked && costs.total > crate::cel_cost::TOTAL_LIMIT {
         for (field, _) in &costs.expensive {
             causes.push(forbidden(
@@ -176,37 +183,38 @@ pub(crate) fn check_rules(schema: &Value, path: &str, budget: Budget, causes: &m
     }
 }
 
-/// Checks the rules at `node` and below; `cardinality` is how many times a value at `node`
-/// can occur in one object (`None` where a list or map above it has no limit).
+/// What checking a schema's rules finds: errors in the rules' own fields, errors of their
+/// compilation (and costs), and the costs so far.
+struct Found {
+    schema: Vec<Cause>,
+    cel: Vec<Cause>,
+    costs: Costs,
+}
+
+/// Checks the rules at `node` and below (the nodes below first, as kube); `cardinality` is how
+/// many times a value at `node` can occur in one object (`None` where a list or map above it
+/// has no limit).
 fn check_node(
     node: &Value,
     path: &str,
     root: bool,
     uncorrelatable: Option<&str>,
     cardinality: Option<u64>,
-    costs: &mut Costs,
-    causes: &mut Vec<Cause>,
+    found: &mut Found,
 ) {
     let Some(m) = node.as_object() else { return };
-    if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
-        let runs = cardinality.unwrap_or_else(|| crate::cel_cost::unbounded_cardinality(node));
-        let at_node = Node { schema: node, root, runs };
-        for (i, rule) in rules.iter().enumerate() {
-            let at = format!("{path}.x-kubernetes-validations[{i}]");
-            check_rule(rule, &at, &at_node, uncorrelatable, costs, causes);
-        }
-    }
+    let schema_errors_before = found.schema.len();
     let below = match (cardinality, crate::cel_cost::fan_out(node)) {
         (Some(c), Some(f)) => Some(c.saturating_mul(f)),
         _ => None,
     };
+    if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
+        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, below, found);
+    }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
-            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, below, costs, causes);
+            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, below, found);
         }
-    }
-    if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, below, costs, causes);
     }
     if let Some(items) = m.get("items").filter(|i| i.is_object()) {
         let is_map = m.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
@@ -216,7 +224,20 @@ fn check_node(
             None if !is_map => Some(path.to_string()),
             None => None,
         };
-        check_node(items, &under, false, uncorrelatable.as_deref(), below, costs, causes);
+        check_node(items, &under, false, uncorrelatable.as_deref(), below, found);
+    }
+    let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) else { return };
+    for (i, rule) in rules.iter().enumerate() {
+        rule_fields(rule, &format!("{path}.x-kubernetes-validations[{i}]"), node, &mut found.schema);
+    }
+    if found.schema.len() > schema_errors_before {
+        return;
+    }
+    let runs = cardinality.unwrap_or_else(|| crate::cel_cost::unbounded_cardinality(node));
+    let at_node = Node { schema: node, root, runs };
+    for (i, rule) in rules.iter().enumerate() {
+        let at = format!("{path}.x-kubernetes-validations[{i}]");
+        compile_rule(rule, &at, &at_node, uncorrelatable, &mut found.costs, &mut found.cel);
     }
 }
 
@@ -227,35 +248,27 @@ struct Node<'a> {
     runs: u64,
 }
 
-fn check_rule(
-    rule: &Value,
-    at: &str,
-    node: &Node<'_>,
-    uncorrelatable: Option<&str>,
-    costs: &mut Costs,
-    causes: &mut Vec<Cause>,
-) {
-    let self_ty = Ty::of_schema(node.schema, node.root);
+fn required(field: String, detail: &str) -> Cause {
+    Cause { reason: "FieldValueRequired", message: format!("Required value: {detail}"), field }
+}
+
+fn invalid(field: String, value: &str, detail: &str) -> Cause {
+    Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {value}: {detail}"), field }
+}
+
+/// kube's checks of a rule's own fields (`at` is the rule's field path, `node` the schema it
+/// sits on).
+fn rule_fields(rule: &Value, at: &str, node: &Value, causes: &mut Vec<Cause>) {
     let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let message = rule.get("message").and_then(Value::as_str).unwrap_or("");
-    let required = |field: String, detail: &str| Cause {
-        reason: "FieldValueRequired",
-        message: format!("Required value: {detail}"),
-        field,
-    };
-    let invalid = |field: String, value: &str, detail: &str| Cause {
-        reason: "FieldValueInvalid",
-        message: format!("Invalid value: {value}: {detail}"),
-        field,
-    };
-    let one_line = |s: &str| !s.contains(['\n', '\r']);
+    let line_breaks = |s: &str| s.contains(['\n', '\r']);
     if text.trim().is_empty() {
         causes.push(required(format!("{at}.rule"), "rule is not specified"));
     } else if !message.is_empty() && message.trim().is_empty() {
-        causes.push(invalid(format!("{at}.message"), &go_quote(message), "message must be non-empty if specified"));
-    } else if !one_line(message.trim()) {
-        causes.push(invalid(format!("{at}.message"), &go_quote(message), "message must not contain line breaks"));
-    } else if !one_line(text.trim()) && message.trim().is_empty() {
+        causes.push(invalid(format!("{at}.message"), &go_quote(message), "must be non-empty if specified"));
+    } else if line_breaks(message.trim()) {
+        causes.push(invalid(format!("{at}.message"), &go_quote(message), "must not contain line breaks"));
+    } else if line_breaks(text.trim()) && message.trim().is_empty() {
         causes.push(required(format!("{at}.message"), "message must be specified if rule contains line breaks"));
     }
     let expression = rule.get("messageExpression").and_then(Value::as_str).unwrap_or("");
@@ -273,13 +286,112 @@ fn check_rule(
         });
     }
     let field_path = rule.get("fieldPath").and_then(Value::as_str).unwrap_or("");
+    let quoted = go_quote(field_path);
     if !field_path.is_empty() && field_path.trim().is_empty() {
-        causes.push(invalid(
-            format!("{at}.fieldPath"),
-            &go_quote(field_path),
-            "fieldPath must be non-empty if specified",
-        ));
+        causes.push(invalid(format!("{at}.fieldPath"), &quoted, "must be non-empty if specified"));
     }
+    if line_breaks(field_path) {
+        causes.push(invalid(format!("{at}.fieldPath"), &quoted, "must not contain line breaks"));
+    }
+    if !field_path.is_empty() && !valid_field_path(field_path, node) {
+        causes.push(invalid(format!("{at}.fieldPath"), &quoted, "must be a valid path"));
+    }
+}
+
+/// Whether `path` (`.a.b`, `.a['b.c']`, a map's key as `.m.k` or `.m['k']`) reaches a field of
+/// `node`'s schema, read as kube reads a rule's `fieldPath`.
+fn valid_field_path(path: &str, node: &Value) -> bool {
+    // kube's tokens: `.`, `[` and `]` alone, a single-quoted string, or the text between them.
+    let mut tokens = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        let end = if rest.starts_with('\'') {
+            let b = rest.as_bytes();
+            (1..b.len()).find(|&i| b[i] == b'\'' && b[i - 1] != b'\\').map_or(rest.len(), |i| i + 1)
+        } else if rest.starts_with(['.', '[', ']']) {
+            1
+        } else {
+            rest.find(['.', '[', ']']).unwrap_or(rest.len())
+        };
+        tokens.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    let mut at = Some(node);
+    let mut tokens = tokens.into_iter();
+    while let Some(token) = tokens.next() {
+        let name = match token {
+            "[" => {
+                let Some(quoted) = tokens.next().filter(|t| t.len() >= 2 && t.starts_with('\'') && t.ends_with('\''))
+                else {
+                    return false;
+                };
+                let Some(name) = unescape_single_quoted(&quoted[1..quoted.len() - 1]) else { return false };
+                if tokens.next() != Some("]") {
+                    return false;
+                }
+                name
+            }
+            "." => match tokens.next() {
+                Some(name) => name.to_string(),
+                None => return false,
+            },
+            _ => return false,
+        };
+        let Some(schema) = at else { return false };
+        at = if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            match props.get(&name) {
+                Some(p) => Some(p),
+                None => return false,
+            }
+        } else if let Some(additional) = schema.get("additionalProperties") {
+            Some(additional).filter(|a| a.is_object())
+        } else {
+            return false;
+        };
+    }
+    true
+}
+
+/// A single-quoted string's text with Go's escapes (`\'`, `\\`, `\n`…) undone; `None` for an
+/// escape Go does not know.
+fn unescape_single_quoted(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next() {
+            Some('a') => '\u{7}',
+            Some('b') => '\u{8}',
+            Some('f') => '\u{c}',
+            Some('n') => '\n',
+            Some('r') => '\r',
+            Some('t') => '\t',
+            Some('v') => '\u{b}',
+            Some('\'') => '\'',
+            Some('\\') => '\\',
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+/// Compiles a rule (and its message expression) against the node it sits on, as kube does when
+/// the definition is written: errors in cel-go's words, its cost judged, `oldSelf` where old
+/// values correlate, `optionalOldSelf` only with `oldSelf`.
+fn compile_rule(
+    rule: &Value,
+    at: &str,
+    node: &Node<'_>,
+    uncorrelatable: Option<&str>,
+    costs: &mut Costs,
+    causes: &mut Vec<Cause>,
+) {
+    let self_ty = Ty::of_schema(node.schema, node.root);
+    let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
+    let expression = rule.get("messageExpression").and_then(Value::as_str).unwrap_or("");
     if text.trim().is_empty() {
         return;
     }
@@ -868,36 +980,84 @@ mod tests {
                 {"rule": " "}
             ]},
             "list": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10,
-                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+            "other": {"type": "object", "properties": {"a": {"type": "integer"}}, "x-kubernetes-validations": [
+                {"rule": "self.a >"}
+            ]}
         }});
         let mut causes = Vec::new();
         check_rules(&s, "spec.validation.openAPIV3Schema", Budget::Full, &mut causes);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        // Errors in the rules' own fields come first, and keep the rules beside them from being
+        // compiled (kube's order).
         assert_eq!(
             fields,
             [
-                "spec.validation.openAPIV3Schema.properties[list].items.x-kubernetes-validations[0].rule",
-                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
                 "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].reason",
                 "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].rule",
+                "spec.validation.openAPIV3Schema.properties[list].items.x-kubernetes-validations[0].rule",
+                "spec.validation.openAPIV3Schema.properties[other].x-kubernetes-validations[0].rule",
             ]
         );
         assert_eq!(
             causes[0].message,
+            "Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+        );
+        assert_eq!(causes[1].message, "Required value: rule is not specified");
+        assert_eq!(
+            causes[2].message,
             "Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[list]"
         );
         assert!(
-            causes[1].message.starts_with(
-                "Invalid value: {\"Rule\":\"self.a \\u003e\",\"Message\":\"m\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
+            causes[3].message.starts_with(
+                "Invalid value: {\"Rule\":\"self.a \\u003e\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
             ),
             "{}",
-            causes[1].message
+            causes[3].message
         );
+    }
+
+    #[test]
+    fn field_paths_must_name_a_field_of_the_schema() {
+        let s = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "a": {"type": "integer"},
+                "b.c": {"type": "string"},
+                "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {"x": {"type": "string"}}}},
+                "l": {"type": "array", "items": {"type": "string"}}
+            }, "x-kubernetes-validations": [
+                {"rule": "true", "fieldPath": ".a"},
+                {"rule": "true", "fieldPath": ".['b.c']"},
+                {"rule": "true", "fieldPath": "['b.c']"},
+                {"rule": "true", "fieldPath": ".m.anything.x"},
+                {"rule": "true", "fieldPath": ".m['any key'].x"},
+                {"rule": "true", "fieldPath": ".z"},
+                {"rule": "true", "fieldPath": "a"},
+                {"rule": "true", "fieldPath": ".l[0]"},
+                {"rule": "true", "fieldPath": ".a.b"},
+                {"rule": "true", "fieldPath": ".m.k.y"},
+                {"rule": "true", "fieldPath": ".a\n"}
+            ]}
+        }});
+        let mut causes = Vec::new();
+        check_rules(&s, "v", Budget::Full, &mut causes);
+        let found: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.message.as_str())).collect();
+        let at = |i: usize| format!("v.properties[spec].x-kubernetes-validations[{i}].fieldPath");
+        let (one, five, six, seven, eight, nine, ten) = (at(1), at(5), at(6), at(7), at(8), at(9), at(10));
         assert_eq!(
-            causes[2].message,
-            "Unsupported value: \"Bogus\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+            found,
+            [
+                // A dot before brackets makes `[` the name, as kube reads it.
+                (one.as_str(), "Invalid value: \".['b.c']\": must be a valid path"),
+                (five.as_str(), "Invalid value: \".z\": must be a valid path"),
+                (six.as_str(), "Invalid value: \"a\": must be a valid path"),
+                (seven.as_str(), "Invalid value: \".l[0]\": must be a valid path"),
+                (eight.as_str(), "Invalid value: \".a.b\": must be a valid path"),
+                (nine.as_str(), "Invalid value: \".m.k.y\": must be a valid path"),
+                (ten.as_str(), "Invalid value: \".a\\n\": must not contain line breaks"),
+                (ten.as_str(), "Invalid value: \".a\\n\": must be a valid path"),
+            ]
         );
-        assert_eq!(causes[3].message, "Required value: rule is not specified");
     }
 
     #[test]
