@@ -28,9 +28,9 @@ use crate::cel_library::{arg, give};
 /// The function giving a list's `[index, element]` or a map's `[key, value]` pairs.
 pub(crate) const PAIRS: &str = "kubernetes.comprehension.pairs";
 /// The function making a map of a list of `[key, value]` pairs.
-const TO_MAP: &str = "kubernetes.comprehension.toMap";
+pub(crate) const TO_MAP: &str = "kubernetes.comprehension.toMap";
 /// The function merging a list of maps into one.
-const MERGE: &str = "kubernetes.comprehension.merge";
+pub(crate) const MERGE: &str = "kubernetes.comprehension.merge";
 
 /// The variable each pair is bound to (not a name an expression can write).
 pub(crate) const PAIR: &str = "@pair";

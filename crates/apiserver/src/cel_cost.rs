@@ -13,12 +13,13 @@
 //! and as the least it could cost where they are not (a size unknown here is 0, a function not
 //! costed here costs only its arguments). Paths from `self` to the values an expression reads
 //! are built and looked up as kube looks them up, quirks included (a name with no path of its
-//! own is looked up at the rule's node).
+//! own is looked up at the rule's node). Two-variable comprehensions, which run here in another
+//! shape (see `cel_comprehension`), are costed as cel-go costs its own.
 
 use std::collections::HashMap;
 
 use cel::Program;
-use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue};
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue, operators};
 use cel::parser::Expression;
 use serde_json::Value;
 
@@ -252,6 +253,36 @@ impl Entries {
     }
 }
 
+/// The range of the two-variable comprehension being costed.
+struct Pairs {
+    path: Vec<String>,
+    entries: Option<Entries>,
+    list: bool,
+}
+
+/// The range a two-variable comprehension runs over, when `c` is one.
+fn pairs_of(c: &ComprehensionExpr) -> Option<&Expression> {
+    match &c.iter_range.expr {
+        Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS => call.args.first(),
+        _ => None,
+    }
+}
+
+/// Which half of the current pair a binding comprehension (`[@pair[i]]`) binds.
+fn bound_half(c: &ComprehensionExpr) -> Option<usize> {
+    let Expr::List(l) = &c.iter_range.expr else { return None };
+    let [item] = l.elements.as_slice() else { return None };
+    let Expr::Call(index) = &item.expr else { return None };
+    let [pair, at] = index.args.as_slice() else { return None };
+    let names_pair = matches!(&pair.expr, Expr::Ident(n) if n == crate::cel_comprehension::PAIR);
+    match &at.expr {
+        Expr::Literal(LiteralValue::Int(i)) if names_pair && index.func_name == operators::INDEX => {
+            usize::try_from(**i).ok().filter(|i| *i < 2)
+        }
+        _ => None,
+    }
+}
+
 /// A name bound inside an expression: a comprehension's variable or accumulator.
 struct Local {
     name: String,
@@ -270,6 +301,7 @@ pub(crate) fn estimate(program: &Program, types: &Types<'_>, node: &Value, root:
         sizes: HashMap::new(),
         entries: HashMap::new(),
         locals: Vec::new(),
+        pairs: Vec::new(),
     };
     coster.cost(program.expression())
 }
@@ -305,6 +337,8 @@ struct Coster<'a, 's> {
     sizes: HashMap<u64, u64>,
     entries: HashMap<u64, Entries>,
     locals: Vec<Local>,
+    /// The ranges of the two-variable comprehensions being costed, innermost last.
+    pairs: Vec<Pairs>,
 }
 
 impl<'s> Coster<'_, 's> {
@@ -441,14 +475,21 @@ impl<'s> Coster<'_, 's> {
     }
 
     fn comprehension(&mut self, e: &Expression, c: &ComprehensionExpr) -> u64 {
-        // A two-variable comprehension is costed by its range alone: the shape it is run in here
-        // is not cel-go's, and the least it costs is its range's.
-        if let Expr::Call(call) = &c.iter_range.expr
-            && call.func_name == crate::cel_comprehension::PAIRS
-        {
-            return call.args.iter().fold(0u64, |sum, a| sum.saturating_add(self.cost(a)));
-        }
-        let mut sum = self.cost(&c.iter_range).saturating_add(self.cost(&c.accu_init));
+        // Two-variable comprehensions run here over their range's pairs, each half bound by a
+        // one-element comprehension (see `cel_comprehension`): they are costed as cel-go costs
+        // the comprehension over the range itself, with the two names as its variables.
+        let range = match pairs_of(c) {
+            Some(target) => target,
+            None if c.accu_var == crate::cel_comprehension::BOUND => {
+                if let Some(half) = bound_half(c) {
+                    return self.binding(e, c, half);
+                }
+                &c.iter_range
+            }
+            None => &c.iter_range,
+        };
+        let pairs = !std::ptr::eq(range, &c.iter_range);
+        let mut sum = self.cost(range).saturating_add(self.cost(&c.accu_init));
         let accu = Local {
             name: c.accu_var.clone(),
             path: self.path(&c.accu_init),
@@ -456,20 +497,28 @@ impl<'s> Coster<'_, 's> {
             entries: self.entries_of(&c.accu_init),
         };
         self.locals.push(accu);
-        let entries = self.entries_of(&c.iter_range);
+        let entries = self.entries_of(range);
         let list = match entries {
             Some(en) => !en.map,
-            None => matches!(self.ty(&c.iter_range), Ty::List(_)),
+            None => matches!(self.ty(range), Ty::List(_)),
         };
-        let mut path = self.path(&c.iter_range);
-        path.push(if list { "@items" } else { "@keys" }.into());
-        let size = entries.map(|en| if list { en.value } else { en.key });
-        self.locals.push(Local { name: c.iter_var.clone(), path, size, entries: None });
-        let each = self.cost(&c.loop_cond).saturating_add(self.cost(&c.loop_step));
-        self.locals.pop();
+        let each = if pairs {
+            self.pairs.push(Pairs { path: self.path(range), entries, list });
+            let each = self.cost(&c.loop_cond).saturating_add(self.cost(&c.loop_step));
+            self.pairs.pop();
+            each
+        } else {
+            let mut path = self.path(range);
+            path.push(if list { "@items" } else { "@keys" }.into());
+            let size = entries.map(|en| if list { en.value } else { en.key });
+            self.locals.push(Local { name: c.iter_var.clone(), path, size, entries: None });
+            let each = self.cost(&c.loop_cond).saturating_add(self.cost(&c.loop_step));
+            self.locals.pop();
+            each
+        };
         sum = sum.saturating_add(self.cost(&c.result));
         self.locals.pop();
-        let count = self.size_or_least(&c.iter_range);
+        let count = self.size_or_least(range);
         sum = sum.saturating_add(count.saturating_mul(each));
         match &c.accu_init.expr {
             Expr::Literal(_) => {
@@ -478,7 +527,7 @@ impl<'s> Coster<'_, 's> {
                 }
             }
             Expr::List(_) | Expr::Map(_) => {
-                if let Some(s) = self.size(&c.iter_range) {
+                if let Some(s) = self.size(range) {
                     self.sizes.insert(e.id, s);
                 }
                 if let Some(en) = self.entries_of(&c.loop_step) {
@@ -488,6 +537,69 @@ impl<'s> Coster<'_, 's> {
             _ => {}
         }
         sum
+    }
+
+    /// A name bound to one half of the current pair: cel-go's iteration variable over the
+    /// range's keys (indices) or values; costs what its body costs.
+    fn binding(&mut self, e: &Expression, c: &ComprehensionExpr, half: usize) -> u64 {
+        let Some(pairs) = self.pairs.last() else { return 0 };
+        let (step, size) = match (half, pairs.list) {
+            (0, true) => ("@indices", pairs.entries.map(|en| en.key)),
+            (0, false) => ("@keys", pairs.entries.map(|en| en.key)),
+            (_, true) => ("@items", pairs.entries.map(|en| en.value)),
+            (_, false) => ("@values", pairs.entries.map(|en| en.value)),
+        };
+        let mut path = pairs.path.clone();
+        path.push(step.into());
+        self.locals.push(Local { name: c.iter_var.clone(), path, size, entries: None });
+        let cost = self.cost(&c.loop_step);
+        self.locals.pop();
+        if let Some(s) = self.size(&c.loop_step) {
+            self.sizes.insert(e.id, s);
+        }
+        if let Some(en) = self.entries_of(&c.loop_step) {
+            self.entries.insert(e.id, en);
+        }
+        cost
+    }
+
+    /// `transformMap` and `transformMapEntry`, built here as a list of entries made a map: cel-go
+    /// builds the map itself (`{}`, then one `cel.@mapInsert` an entry, at one unit beyond its
+    /// arguments).
+    fn map_transform(&mut self, e: &Expression, c: &ComprehensionExpr, entry: bool) -> Option<u64> {
+        let target = pairs_of(c)?;
+        let (filter, add) = match &c.loop_step.expr {
+            Expr::Call(step) if step.func_name == operators::CONDITIONAL && step.args.len() == 3 => {
+                (Some(&step.args[0]), &step.args[1])
+            }
+            _ => (None, &c.loop_step),
+        };
+        let Expr::Call(add) = &add.expr else { return None };
+        let Some(Expr::List(one)) = add.args.get(1).map(|a| &a.expr) else { return None };
+        let element = one.elements.first()?;
+        let value = if entry {
+            element
+        } else {
+            let Expr::List(pair) = &element.expr else { return None };
+            pair.elements.get(1)?
+        };
+        let mut sum = self.cost(target).saturating_add(30).saturating_add(1);
+        let entries = self.entries_of(target);
+        let list = entries.map_or_else(|| matches!(self.ty(target), Ty::List(_)), |en| !en.map);
+        self.pairs.push(Pairs { path: self.path(target), entries, list });
+        // `@mapInsert(@result, k, v)` or `@mapInsert(@result, entry)`.
+        let insert = 1u64.saturating_add(1).saturating_add(u64::from(!entry)).saturating_add(self.cost(value));
+        let each = match filter {
+            Some(f) => self.cost(f).saturating_add(insert.max(1)),
+            None => insert,
+        };
+        self.pairs.pop();
+        let count = self.size_or_least(target);
+        sum = sum.saturating_add(count.saturating_mul(each));
+        if let Some(s) = self.size(target) {
+            self.sizes.insert(e.id, s);
+        }
+        Some(sum)
     }
 
     fn call(&mut self, e: &Expression, c: &CallExpr) -> u64 {
@@ -501,6 +613,20 @@ impl<'s> Coster<'_, 's> {
                 self.entries.insert(e.id, en);
             }
             return cost.saturating_add(1);
+        }
+        if let [arg] = c.args.as_slice()
+            && let Expr::Comprehension(inner) = &arg.expr
+        {
+            let entry = match c.func_name.as_str() {
+                crate::cel_comprehension::TO_MAP => Some(false),
+                crate::cel_comprehension::MERGE => Some(true),
+                _ => None,
+            };
+            if let Some(entry) = entry
+                && let Some(cost) = self.map_transform(e, inner, entry)
+            {
+                return cost;
+            }
         }
         let mut args_cost = 0u64;
         let mut costs = Vec::with_capacity(c.args.len());
@@ -841,6 +967,22 @@ mod tests {
         assert_eq!(cost(&spec(), false, "self.names.all(x, x == 'a')"), 2 + 1 + items * (2 + 1 + 2));
         // Five items of at most 32 bytes: matches costs ceil(33 / 10) times ceil(2 / 4), and x 1.
         assert_eq!(cost(&spec(), false, "self.few.all(x, x.matches('^a'))"), 2 + 1 + 5 * (2 + 1 + 4 + 1));
+    }
+
+    #[test]
+    fn two_variable_comprehensions_cost_as_cel_go_s_own() {
+        // An unbounded map of strings: 3145726 / (2 + 6) entries, each value 3145726 characters.
+        assert_eq!(
+            cost(&spec(), false, "self.labels.all(k, v, v.matches('^a'))"),
+            2 + 1 + 393_215 * (2 + 1 + 314_573 + 1)
+        );
+        // transformList builds a list of five items of 33 characters: 2 + 10 + 1 + 5 * 17; then
+        // all() over its five items, each 6.
+        assert_eq!(cost(&spec(), false, "self.few.transformList(i, v, v + 'x').all(s, s.size() > 0)"), 98 + 1 + 5 * 6);
+        // transformMap builds its map with one insertion an entry (1 beyond @result, the key
+        // and the value, `v + 'x'` being 4 + 1): 2 + 30 + 1 + 5 * (3 + 5), then size() and the
+        // comparison.
+        assert_eq!(cost(&spec(), false, "self.few.transformMap(i, v, v + 'x').size() > 0"), 73 + 2);
     }
 
     #[test]
