@@ -16,7 +16,9 @@
 //! own is looked up at the rule's node). Two-variable comprehensions, which run here in another
 //! shape (see `cel_comprehension`), are costed as cel-go costs its own.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use cel::Program;
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue, operators};
@@ -139,6 +141,13 @@ pub(crate) fn fan_out(node: &Value) -> Option<u64> {
     }
 }
 
+/// Whether kube replaces the declarations of `kind`, `apiVersion` and `metadata` of a
+/// resource's root `node` with its own (plain strings, `metadata` with `name` and
+/// `generateName` only), so that rules below them see kube's types, not the schema's.
+pub(crate) fn replaces_meta(node: &Value) -> bool {
+    !Decl::keeps_meta(node)
+}
+
 impl<'s> Decl<'s> {
     /// Whether a resource's root keeps its own declarations of `kind`, `apiVersion` and
     /// `metadata.name`/`generateName` (kube's otherwise replace them).
@@ -253,11 +262,60 @@ impl Entries {
     }
 }
 
+/// A path as cel-go holds one: a Go slice, whose `append` writes into the array it shares with
+/// the path appended to when that array has room (Go's growth: 1, 2, 4, 8… elements), so that
+/// a later path can change an earlier one before kube looks a size up through it. kube's
+/// estimates follow such paths; so do these.
+#[derive(Clone, Default)]
+struct GoPath {
+    array: Rc<RefCell<Vec<String>>>,
+    len: usize,
+}
+
+impl GoPath {
+    /// `[]string{name}`.
+    fn of(name: &str) -> GoPath {
+        GoPath { array: Rc::new(RefCell::new(vec![name.to_string()])), len: 1 }
+    }
+
+    /// Go's `append(path, step)`.
+    fn append(&self, step: &str) -> GoPath {
+        let cap = self.array.borrow().len();
+        if self.len < cap {
+            self.array.borrow_mut()[self.len] = step.to_string();
+            return GoPath { array: self.array.clone(), len: self.len + 1 };
+        }
+        let mut array: Vec<String> = self.array.borrow()[..self.len].to_vec();
+        array.push(step.to_string());
+        array.resize(if cap == 0 { 1 } else { cap * 2 }, String::new());
+        GoPath { array: Rc::new(RefCell::new(array)), len: self.len + 1 }
+    }
+
+    /// What the path holds now.
+    fn read(&self) -> Vec<String> {
+        self.array.borrow()[..self.len].to_vec()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// The range of the two-variable comprehension being costed.
 struct Pairs {
-    path: Vec<String>,
+    /// The paths of the two names: the range's keys (indices) and its values.
+    paths: (GoPath, GoPath),
     entries: Option<Entries>,
-    list: bool,
+}
+
+impl Pairs {
+    /// As cel-go pushes the two names of a comprehension over `range` (at `path`): the keys'
+    /// path appended first, then the values'.
+    fn over(path: &GoPath, entries: Option<Entries>, list: bool) -> Pairs {
+        let keys = path.append(if list { "@indices" } else { "@keys" });
+        let values = path.append(if list { "@items" } else { "@values" });
+        Pairs { paths: (keys, values), entries }
+    }
 }
 
 /// The range a two-variable comprehension runs over, when `c` is one.
@@ -286,7 +344,7 @@ fn bound_half(c: &ComprehensionExpr) -> Option<usize> {
 /// A name bound inside an expression: a comprehension's variable or accumulator.
 struct Local {
     name: String,
-    path: Vec<String>,
+    path: GoPath,
     size: Option<u64>,
     entries: Option<Entries>,
 }
@@ -333,7 +391,7 @@ struct Coster<'a, 's> {
     root: Decl<'s>,
     /// The path of each expression that has one, from a name through fields, `@items`,
     /// `@keys` and `@values`.
-    paths: HashMap<u64, Vec<String>>,
+    paths: HashMap<u64, GoPath>,
     sizes: HashMap<u64, u64>,
     entries: HashMap<u64, Entries>,
     locals: Vec<Local>,
@@ -350,7 +408,7 @@ impl<'s> Coster<'_, 's> {
         self.locals.iter().rev().find(|l| l.name == name)
     }
 
-    fn path(&self, e: &Expression) -> Vec<String> {
+    fn path(&self, e: &Expression) -> GoPath {
         if let Expr::Ident(name) = &e.expr
             && let Some(l) = self.local(name)
         {
@@ -359,8 +417,25 @@ impl<'s> Coster<'_, 's> {
         self.paths.get(&e.id).cloned().unwrap_or_default()
     }
 
-    /// The size at `path`, looked up from the rule's node past the path's first name.
-    fn size_at(&self, path: &[String]) -> Option<u64> {
+    /// The size at `path` as it reads now, looked up from the rule's node past the path's first
+    /// name.
+    fn size_at(&self, path: &GoPath) -> Option<u64> {
+        self.size_at_steps(&path.read())
+    }
+
+    /// The size of the items of `list` as kube looks it up for its list functions: through a
+    /// copy of the list's path with `@items` added (none without a path).
+    fn items_size(&self, list: &Expression) -> Option<u64> {
+        let path = self.path(list);
+        if path.is_empty() {
+            return None;
+        }
+        let mut steps = path.read();
+        steps.push("@items".into());
+        self.size_at_steps(&steps)
+    }
+
+    fn size_at_steps(&self, path: &[String]) -> Option<u64> {
         let (_, steps) = path.split_first()?;
         let mut at = self.root;
         for step in steps {
@@ -420,7 +495,7 @@ impl<'s> Coster<'_, 's> {
             Expr::Literal(_) | Expr::Unspecified => 0,
             Expr::Ident(name) => {
                 if self.local(name).is_none() {
-                    self.paths.insert(e.id, vec![name.clone()]);
+                    self.paths.insert(e.id, GoPath::of(name));
                 }
                 1
             }
@@ -432,10 +507,9 @@ impl<'s> Coster<'_, 's> {
                 }
                 let selects =
                     matches!(self.ty(&s.operand), Ty::Map(..) | Ty::Object(_) | Ty::Root(_) | Ty::RootMetadata);
-                let mut path = self.path(&s.operand);
-                path.push(s.field.clone());
+                let path = self.path(&s.operand).append(&s.field);
                 self.paths.insert(e.id, path);
-                operand + u64::from(selects)
+                operand.saturating_add(u64::from(selects))
             }
             Expr::Call(c) => self.call(e, c),
             Expr::List(l) => {
@@ -503,13 +577,12 @@ impl<'s> Coster<'_, 's> {
             None => matches!(self.ty(range), Ty::List(_)),
         };
         let each = if pairs {
-            self.pairs.push(Pairs { path: self.path(range), entries, list });
+            self.pairs.push(Pairs::over(&self.path(range), entries, list));
             let each = self.cost(&c.loop_cond).saturating_add(self.cost(&c.loop_step));
             self.pairs.pop();
             each
         } else {
-            let mut path = self.path(range);
-            path.push(if list { "@items" } else { "@keys" }.into());
+            let path = self.path(range).append(if list { "@items" } else { "@keys" });
             let size = entries.map(|en| if list { en.value } else { en.key });
             self.locals.push(Local { name: c.iter_var.clone(), path, size, entries: None });
             let each = self.cost(&c.loop_cond).saturating_add(self.cost(&c.loop_step));
@@ -543,14 +616,10 @@ impl<'s> Coster<'_, 's> {
     /// range's keys (indices) or values; costs what its body costs.
     fn binding(&mut self, e: &Expression, c: &ComprehensionExpr, half: usize) -> u64 {
         let Some(pairs) = self.pairs.last() else { return 0 };
-        let (step, size) = match (half, pairs.list) {
-            (0, true) => ("@indices", pairs.entries.map(|en| en.key)),
-            (0, false) => ("@keys", pairs.entries.map(|en| en.key)),
-            (_, true) => ("@items", pairs.entries.map(|en| en.value)),
-            (_, false) => ("@values", pairs.entries.map(|en| en.value)),
+        let (path, size) = match half {
+            0 => (pairs.paths.0.clone(), pairs.entries.map(|en| en.key)),
+            _ => (pairs.paths.1.clone(), pairs.entries.map(|en| en.value)),
         };
-        let mut path = pairs.path.clone();
-        path.push(step.into());
         self.locals.push(Local { name: c.iter_var.clone(), path, size, entries: None });
         let cost = self.cost(&c.loop_step);
         self.locals.pop();
@@ -586,7 +655,7 @@ impl<'s> Coster<'_, 's> {
         let mut sum = self.cost(target).saturating_add(30).saturating_add(1);
         let entries = self.entries_of(target);
         let list = entries.map_or_else(|| matches!(self.ty(target), Ty::List(_)), |en| !en.map);
-        self.pairs.push(Pairs { path: self.path(target), entries, list });
+        self.pairs.push(Pairs::over(&self.path(target), entries, list));
         // `@mapInsert(@result, k, v)` or `@mapInsert(@result, entry)`.
         let insert = 1u64.saturating_add(1).saturating_add(u64::from(!entry)).saturating_add(self.cost(value));
         let each = match filter {
@@ -630,8 +699,11 @@ impl<'s> Coster<'_, 's> {
         }
         let mut args_cost = 0u64;
         let mut costs = Vec::with_capacity(c.args.len());
+        // As cel-go, each argument's size is worked out (and kept) right after its cost, before
+        // later paths can change its own.
         for arg in &c.args {
             let cost = self.cost(arg);
+            self.size(arg);
             costs.push(cost);
             args_cost = args_cost.saturating_add(cost);
         }
@@ -640,7 +712,11 @@ impl<'s> Coster<'_, 's> {
             Some(t) if matches!(&t.expr, Expr::Ident(n) if self.local(n).is_none() && self.types.get(&t.id).is_none()) => {
                 0
             }
-            Some(t) => self.cost(t),
+            Some(t) => {
+                let cost = self.cost(t);
+                self.size(t);
+                cost
+            }
             None => 0,
         };
         let (cost, result) = self.function(e, c, &costs, args_cost);
@@ -672,9 +748,7 @@ impl<'s> Coster<'_, 's> {
                     List(item) => {
                         let mut each = 1u64;
                         if textual(&item) {
-                            let mut path = self.path(t);
-                            path.push("@items".into());
-                            let size = if self.path(t).is_empty() { None } else { self.size_at(&path) };
+                            let size = self.items_size(t);
                             each = each.saturating_add(scaled(size.unwrap_or(0), STRING_FACTOR));
                         }
                         n.saturating_mul(each)
@@ -720,9 +794,7 @@ impl<'s> Coster<'_, 's> {
                 let count = self.size_or_least(t);
                 let mut size = 0u64;
                 if matches!(self.ty(t), List(_)) {
-                    let mut path = self.path(t);
-                    path.push("@items".into());
-                    let item = if self.path(t).is_empty() { None } else { self.size_at(&path) };
+                    let item = self.items_size(t);
                     size = count.saturating_mul(item.unwrap_or(0));
                 }
                 if let Some(sep) = c.args.first() {
@@ -858,8 +930,7 @@ impl<'s> Coster<'_, 's> {
                     Map(..) => "@values",
                     _ => return plus(1),
                 };
-                let mut path = self.path(container);
-                path.push(step.into());
+                let path = self.path(container).append(step);
                 self.paths.insert(e.id, path);
                 let size = self.entries_of(container).map(|en| en.value);
                 (1u64.saturating_add(args), size)
@@ -983,6 +1054,22 @@ mod tests {
         // and the value, `v + 'x'` being 4 + 1): 2 + 30 + 1 + 5 * (3 + 5), then size() and the
         // comparison.
         assert_eq!(cost(&spec(), false, "self.few.transformMap(i, v, v + 'x').size() > 0"), 73 + 2);
+    }
+
+    #[test]
+    fn paths_share_their_arrays_as_cel_go_s_go_slices_do() {
+        // `x.b` is appended into the array `x.a` was appended into, before the size of the
+        // inner range `x.a` is looked up: kube sizes that range as `b` (an integer: 0 items).
+        let s = json!({"type": "object", "properties": {"l": {"type": "array", "maxItems": 1000, "items": {
+            "type": "object", "properties": {
+                "a": {"type": "array", "maxItems": 10000, "items": {"type": "integer"}},
+                "b": {"type": "integer"}}}}}});
+        assert_eq!(cost(&s, false, "self.l.all(x, x.a.all(y, y == x.b))"), 2 + 1 + 1000 * (2 + 1 + 3));
+        // The values' path overwrites the keys' in an array with room: an index is sized as an
+        // item (an integer: 0, so `i == 0` costs only its arguments).
+        let s = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {
+            "l": {"type": "array", "items": {"type": "integer"}}}}}});
+        assert_eq!(cost(&s, false, "self.a.l.all(i, v, i == 0)"), 3 + 1 + 1_572_863 * (2 + 1 + 1));
     }
 
     #[test]

@@ -164,7 +164,7 @@ fn forbidden(field: String, detail: &str) -> Cause {
 pub(crate) fn check_rules(schema: &Value, path: &str, budget: Budget, causes: &mut Vec<Cause>) {
     let mut found =
         Found { schema: Vec::new(), cel: Vec::new(), costs: Costs { budget, total: 0, expensive: Vec::new() } };
-    check_node(schema, path, true, None, Some(1), &mut found);
+    check_node(schema, path, true, None, Some(1), false, &mut found);
     causes.append(&mut found.schema);
     causes.append(&mut found.cel);
     let costs = found.costs;
@@ -193,27 +193,34 @@ struct Found {
 
 /// Checks the rules at `node` and below (the nodes below first, as kube); `cardinality` is how
 /// many times a value at `node` can occur in one object (`None` where a list or map above it
-/// has no limit).
+/// has no limit); `replaced` when kube declares the node's type itself (a resource root's
+/// `kind`, `apiVersion`, `metadata` and below, see [`crate::cel_cost::replaces_meta`]).
 fn check_node(
     node: &Value,
     path: &str,
     root: bool,
     uncorrelatable: Option<&str>,
     cardinality: Option<u64>,
+    replaced: bool,
     found: &mut Found,
 ) {
     let Some(m) = node.as_object() else { return };
+    let resource_root = root || node.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
+    let replaces = resource_root && crate::cel_cost::replaces_meta(node);
     let schema_errors_before = found.schema.len();
     let below = match (cardinality, crate::cel_cost::fan_out(node)) {
         (Some(c), Some(f)) => Some(c.saturating_mul(f)),
         _ => None,
     };
     if let Some(add) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        check_node(add, &format!("{path}.additionalProperties"), false, uncorrelatable, below, found);
+        let at = format!("{path}.additionalProperties");
+        check_node(add, &at, false, uncorrelatable, below, replaced, found);
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
-            check_node(child, &format!("{path}.properties[{k}]"), false, uncorrelatable, below, found);
+            let replaced = replaced || replaces && matches!(k.as_str(), "kind" | "apiVersion" | "metadata");
+            let at = format!("{path}.properties[{k}]");
+            check_node(child, &at, false, uncorrelatable, below, replaced, found);
         }
     }
     if let Some(items) = m.get("items").filter(|i| i.is_object()) {
@@ -224,17 +231,19 @@ fn check_node(
             None if !is_map => Some(path.to_string()),
             None => None,
         };
-        check_node(items, &under, false, uncorrelatable.as_deref(), below, found);
+        check_node(items, &under, false, uncorrelatable.as_deref(), below, replaced, found);
     }
     let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) else { return };
     for (i, rule) in rules.iter().enumerate() {
         rule_fields(rule, &format!("{path}.x-kubernetes-validations[{i}]"), node, &mut found.schema);
     }
-    if found.schema.len() > schema_errors_before {
+    // kube compiles the rules of structural schemas only, and of nodes with no schema errors
+    // at or below them.
+    if found.schema.len() > schema_errors_before || found.costs.budget == Budget::Unchecked {
         return;
     }
     let runs = cardinality.unwrap_or_else(|| crate::cel_cost::unbounded_cardinality(node));
-    let at_node = Node { schema: node, root, runs };
+    let at_node = Node { schema: node, root, runs, replaced };
     for (i, rule) in rules.iter().enumerate() {
         let at = format!("{path}.x-kubernetes-validations[{i}]");
         compile_rule(rule, &at, &at_node, uncorrelatable, &mut found.costs, &mut found.cel);
@@ -246,6 +255,9 @@ struct Node<'a> {
     schema: &'a Value,
     root: bool,
     runs: u64,
+    /// Whether kube declares the node's type itself: its rules are typed `dyn` here and
+    /// costed at nothing (the least they could cost).
+    replaced: bool,
 }
 
 fn required(field: String, detail: &str) -> Cause {
@@ -389,7 +401,7 @@ fn compile_rule(
     costs: &mut Costs,
     causes: &mut Vec<Cause>,
 ) {
-    let self_ty = Ty::of_schema(node.schema, node.root);
+    let self_ty = if node.replaced { Ty::Dyn } else { Ty::of_schema(node.schema, node.root) };
     let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let expression = rule.get("messageExpression").and_then(Value::as_str).unwrap_or("");
     if text.trim().is_empty() {
@@ -408,7 +420,8 @@ fn compile_rule(
             None
         }
         Ok((program, _, types)) => {
-            let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
+            let cost =
+                if node.replaced { 0 } else { crate::cel_cost::estimate(&program, &types, node.schema, node.root) };
             costs.judge(format!("{at}.rule"), "estimated rule cost", cost.saturating_mul(node.runs), causes);
             Some(program)
         }
@@ -424,7 +437,8 @@ fn compile_rule(
                 causes.push(invalid_expression("messageExpression must evaluate to a string"));
             }
             Ok((program, _, types)) => {
-                let cost = crate::cel_cost::estimate(&program, &types, node.schema, node.root);
+                let cost =
+                    if node.replaced { 0 } else { crate::cel_cost::estimate(&program, &types, node.schema, node.root) };
                 costs.judge(format!("{at}.messageExpression"), "estimated messageExpression cost", cost, causes);
             }
         }
@@ -1015,6 +1029,24 @@ mod tests {
             "{}",
             causes[3].message
         );
+    }
+
+    #[test]
+    fn rules_under_kube_s_own_declarations_and_unstructural_schemas_are_left_to_kube() {
+        // kube declares a resource root's `metadata.name` itself (a plain string): the schema's
+        // limit and format do not apply to the rules below it.
+        let pattern = "a".repeat(100);
+        let s = json!({"type": "object", "x-kubernetes-validations": [{"rule": "true"}], "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 1_000_000,
+                "x-kubernetes-validations": [{"rule": format!("self.matches('{pattern}')")}]}}}}});
+        let mut causes = Vec::new();
+        check_rules(&s, "v", Budget::Full, &mut causes);
+        assert_eq!(causes, vec![]);
+        // kube compiles no rule of a schema that is not structural.
+        let s = json!({"type": "object", "properties": {"a": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "self >"}]}}});
+        check_rules(&s, "v", Budget::Unchecked, &mut causes);
+        assert_eq!(causes, vec![]);
     }
 
     #[test]

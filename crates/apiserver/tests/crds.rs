@@ -701,7 +701,7 @@ async fn validation_rules_use_kube_s_libraries_and_two_variable_comprehensions()
              "messageExpression": "format.dns1035Label().validate(self).value().join(', ')"}]},
         "limits": {"type": "object", "additionalProperties": {"type": "integer"}, "x-kubernetes-validations": [
             {"rule": "self.all(k, v, v <= 10 || k.startsWith('big-'))", "message": "only big- limits exceed 10"}]},
-        "ports": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": [
+        "ports": {"type": "array", "maxItems": 64, "items": {"type": "integer"}, "x-kubernetes-validations": [
             {"rule": "self.all(i, p, i == 0 || p > self[i - 1])", "message": "ports must increase"},
             {"rule": "self.transformList(i, p, p * 2).all(p, p < 131072)", "message": "ports must be valid"}]}
     }});
