@@ -56,9 +56,20 @@ impl Webhook {
     }
 
     async fn serve(acceptor: tokio_rustls::TlsAcceptor, ca_bundle: String) -> Webhook {
+        Webhook::serve_with(acceptor, ca_bundle, true).await
+    }
+
+    /// A webhook that closes every connection after one answer.
+    async fn start_closing() -> Webhook {
+        let cert = informer_apiserver::testing::WebhookCertificate::for_hosts(&["127.0.0.1"]).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(cert.server_config().unwrap());
+        Webhook::serve_with(acceptor, cert.ca_bundle(), false).await
+    }
+
+    async fn serve_with(acceptor: tokio_rustls::TlsAcceptor, ca_bundle: String, keep_alive: bool) -> Webhook {
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let kept = seen.clone();
-        let (addr, connections) = https::serve_counted(acceptor, move |req| answer(req, kept.clone())).await;
+        let (addr, connections) = https::serve_with(acceptor, move |req| answer(req, kept.clone()), keep_alive).await;
         Webhook { addr, ca_bundle, seen, connections }
     }
 
@@ -356,6 +367,22 @@ async fn writes_one_after_another_reach_a_webhook_over_one_connection() {
     assert_eq!(hook.seen("/validate").len(), 6);
     // As Go's transport keeps them, the connection (and its TLS handshake) serves every call.
     assert_eq!(hook.connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // A webhook that closes its connections: each call goes on a new one, none fails.
+    let closing = Webhook::start_closing().await;
+    let cfg = config(
+        "ValidatingWebhookConfiguration",
+        "closing",
+        json!([configmaps_hook("closing.example.com", closing.client_config("/validate"), json!(["CREATE"]))]),
+    );
+    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
+    settled(&c).await;
+    for i in 0..5 {
+        let r = c.post(CONFIGMAPS, &configmap(&format!("closing-{i}"), json!({}))).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    assert_eq!(closing.seen("/validate").len(), 5);
+    assert_eq!(closing.connections.load(std::sync::atomic::Ordering::SeqCst), 5);
 }
 
 #[tokio::test]

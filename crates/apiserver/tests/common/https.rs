@@ -25,6 +25,19 @@ where
     F: Fn(hyper::Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<hyper::Response<Full<Bytes>>, hyper::Error>> + Send + 'static,
 {
+    serve_with(acceptor, handler, true).await
+}
+
+/// As [`serve_counted`]; without `keep_alive` every connection is closed after one answer.
+pub async fn serve_with<F, Fut>(
+    acceptor: tokio_rustls::TlsAcceptor,
+    handler: F,
+    keep_alive: bool,
+) -> (SocketAddr, Arc<AtomicUsize>)
+where
+    F: Fn(hyper::Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<hyper::Response<Full<Bytes>>, hyper::Error>> + Send + 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let connections = Arc::new(AtomicUsize::new(0));
@@ -37,7 +50,10 @@ where
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
                 counted.fetch_add(1, Ordering::SeqCst);
                 let service = hyper::service::service_fn(handler);
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(keep_alive)
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
             });
         }
     });
