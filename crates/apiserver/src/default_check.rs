@@ -73,10 +73,15 @@ mod tests {
         assert_eq!(
             found,
             [
-                (format!("{at}[limits].default"), "Invalid value: map[string]interface {}{\"cpu\":\"1\", \"gpu\":\"2\"}: must not have unknown fields".to_string()),
+                (
+                    format!("{at}[limits].default"),
+                    "Invalid value: {\"cpu\":\"1\",\"gpu\":\"2\"}: must not have unknown fields".to_string()
+                ),
                 (
                     format!("{at}[replicas].default"),
-                    format!("Invalid value: \"string\": {at}[replicas].default in body must be of type integer: \"string\"")
+                    format!(
+                        "Invalid value: \"string\": {at}[replicas].default in body must be of type integer: \"string\""
+                    )
                 ),
                 (
                     format!("{at}[size].default"),

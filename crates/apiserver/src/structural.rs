@@ -192,21 +192,28 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// A value as Go's `field.Invalid` prints it.
+/// A value as kube's field errors print it (since v1.34): scalars as Go prints them, a string
+/// quoted, lists and maps as Go's `json.Marshal` writes them (keys sorted, `<`, `>` and `&`
+/// escaped).
 pub fn go_value(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => go_quote(s),
-        Value::Array(a) => {
-            format!("[]interface {{}}{{{}}}", a.iter().map(go_value).collect::<Vec<_>>().join(", "))
-        }
-        Value::Object(m) => format!(
-            "map[string]interface {{}}{{{}}}",
-            m.iter().map(|(k, v)| format!("{}:{}", go_quote(k), go_value(v))).collect::<Vec<_>>().join(", ")
-        ),
+        Value::Array(_) | Value::Object(_) => go_json(v),
     }
+}
+
+/// `v` as Go's `json.Marshal` writes it.
+pub fn go_json(v: &Value) -> String {
+    serde_json::to_string(v)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// Go's `%q` of a string (JSON's escaping is the same for what CRs hold).

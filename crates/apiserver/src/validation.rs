@@ -82,7 +82,7 @@ pub(crate) fn validate(
                 };
                 event_update(&core, &old)
             }
-            _ => event(&core, events_api && old.is_none()),
+            _ => event(&core, events_api && old.is_none(), events_api),
         };
         if !causes.is_empty() {
             let name = core.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
@@ -222,34 +222,36 @@ fn event_series(e: &Map<String, Value>) -> Vec<crate::structural::Cause> {
 /// immutable (`eventTime` to the microsecond), named by their core/v1 names.
 fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate::structural::Cause> {
     use crate::structural::{Cause, go_quote};
-    let mut causes = event(new, false);
+    let mut causes = event(new, false, true);
     let field = |e: &Map<String, Value>, k: &str| e.get(k).filter(|v| !v.is_null()).cloned();
     if field(new, "series") != field(old, "series") {
         causes.extend(event_series(new));
     }
     let text = |e: &Map<String, Value>, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    // An ObjectReference as Go prints it (`%#v`); unset, the zero one.
-    let reference = |v: Option<Value>| -> String {
-        let v = v.unwrap_or(Value::Null);
-        let part = |k: &str| go_quote(v.get(k).and_then(Value::as_str).unwrap_or(""));
-        format!(
-            "core.ObjectReference{{Kind:{}, Namespace:{}, Name:{}, UID:{}, APIVersion:{}, ResourceVersion:{}, FieldPath:{}}}",
-            part("kind"),
-            part("namespace"),
-            part("name"),
-            part("uid"),
-            part("apiVersion"),
-            part("resourceVersion"),
-            part("fieldPath")
-        )
+    // kube's internal types, as its field errors print them: JSON with Go's field names (the
+    // internal types have no JSON names of their own); unset, the zero value.
+    let go_struct = |v: Option<&Value>, fields: &[(&str, &str)]| -> String {
+        let part = |k: &str| go_quote(v.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or(""));
+        let body: Vec<String> = fields.iter().map(|(go, json)| format!("\"{go}\":{}", part(json))).collect();
+        format!("{{{}}}", body.join(","))
     };
-    let source = |e: &Map<String, Value>| {
-        let s = e.get("source");
-        let part = |k: &str| go_quote(s.and_then(|s| s.get(k)).and_then(Value::as_str).unwrap_or(""));
-        format!("core.EventSource{{Component:{}, Host:{}}}", part("component"), part("host"))
-    };
+    const REFERENCE: [(&str, &str); 7] = [
+        ("Kind", "kind"),
+        ("Namespace", "namespace"),
+        ("Name", "name"),
+        ("UID", "uid"),
+        ("APIVersion", "apiVersion"),
+        ("ResourceVersion", "resourceVersion"),
+        ("FieldPath", "fieldPath"),
+    ];
+    let reference = |v: Option<Value>| go_struct(v.as_ref(), &REFERENCE);
+    let source = |e: &Map<String, Value>| go_struct(e.get("source"), &[("Component", "component"), ("Host", "host")]);
     let count = |e: &Map<String, Value>| e.get("count").and_then(Value::as_i64).unwrap_or(0).to_string();
     let time = |e: &Map<String, Value>, k: &str, micro: bool| go_time(e.get(k).and_then(Value::as_str), micro);
+    // Timestamps are compared whole (eventTime to the microsecond) and printed as kube prints them.
+    let instant = |e: &Map<String, Value>, k: &str| {
+        e.get(k).and_then(Value::as_str).and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
     let quoted = |e: &Map<String, Value>, k: &str| go_quote(&text(e, k));
     // (field, value) in kube's order.
     let rendered = |e: &Map<String, Value>| -> Vec<(&'static str, String)> {
@@ -271,7 +273,11 @@ fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate
         ]
     };
     for ((name, now), (_, before)) in rendered(new).into_iter().zip(rendered(old)) {
-        if now != before {
+        let differs = match name {
+            "firstTimestamp" | "lastTimestamp" => instant(new, name) != instant(old, name),
+            _ => now != before,
+        };
+        if differs {
             causes.push(Cause {
                 reason: "FieldValueInvalid",
                 message: format!("Invalid value: {now}: field is immutable"),
@@ -282,25 +288,25 @@ fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate
     causes
 }
 
-/// A timestamp as Go prints a `time.Time` (`2006-01-02 15:04:05.999999999 +0000 UTC`; the zero
-/// time when unset), to the second or, for `micro`, the microsecond kube keeps.
+/// A timestamp as kube's field errors print it: JSON, `"2006-01-02T15:04:05Z"` (to the
+/// microsecond for `micro`, as MicroTime), `null` when unset.
 fn go_time(v: Option<&str>, micro: bool) -> String {
     let Some(t) = v.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok()) else {
-        return "0001-01-01 00:00:00 +0000 UTC".into();
+        return "null".into();
     };
     let t = t.with_timezone(&chrono::Utc);
-    let nanos = if micro { t.timestamp_subsec_micros() * 1000 } else { 0 };
-    let mut out = t.format("%Y-%m-%d %H:%M:%S").to_string();
-    if nanos != 0 {
-        let fraction = format!("{nanos:09}");
-        out.push('.');
-        out.push_str(fraction.trim_end_matches('0'));
+    if micro {
+        format!("\"{}\"", t.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    } else {
+        format!("\"{}\"", t.format("%Y-%m-%dT%H:%M:%SZ"))
     }
-    out.push_str(" +0000 UTC");
-    out
 }
 
-fn event(e: &Map<String, Value>, strict: bool) -> Vec<crate::structural::Cause> {
+/// kube's checks of an Event (in the core form): the legacy ones, and for a create through
+/// events.k8s.io/v1 (`strict`) the strict ones; `events_api` when the request came through
+/// events.k8s.io, which names the reporting controller `reportingController` (core/v1:
+/// `reportingComponent`).
+fn event(e: &Map<String, Value>, strict: bool, events_api: bool) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
     let set = |k: &str| e.get(k).is_some_and(|v| !v.is_null() && v.as_str() != Some(""));
@@ -329,11 +335,12 @@ fn event(e: &Map<String, Value>, strict: bool) -> Vec<crate::structural::Cause> 
             causes.push(mismatch());
         }
         let controller = text(e.get("reportingComponent"));
+        let controller_field = if events_api { "reportingController" } else { "reportingComponent" };
         if controller.is_empty() {
-            causes.push(required("reportingController"));
+            causes.push(required(controller_field));
         }
         for f in crate::cel_format::qualified_name(&controller) {
-            causes.push(invalid("reportingController", &controller, f));
+            causes.push(invalid(controller_field, &controller, f));
         }
         for (field, key, limit) in
             [("reportingInstance", "reportingInstance", 128), ("action", "action", 128), ("reason", "reason", 128)]

@@ -350,7 +350,8 @@ fn valid_field_path(path: &str, node: &Value) -> bool {
             _ => return false,
         };
         let Some(schema) = at else { return false };
-        at = if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        // An empty `properties` is none, as in kube's structural schema.
+        at = if let Some(props) = schema.get("properties").and_then(Value::as_object).filter(|p| !p.is_empty()) {
             match props.get(&name) {
                 Some(p) => Some(p),
                 None => return false,
@@ -1069,7 +1070,9 @@ mod tests {
                 {"rule": "true", "fieldPath": ".a.b"},
                 {"rule": "true", "fieldPath": ".m.k.y"},
                 {"rule": "true", "fieldPath": ".a\n"}
-            ]}
+            ]},
+            "free": {"type": "object", "properties": {}, "additionalProperties": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".anything"}]}
         }});
         let mut causes = Vec::new();
         check_rules(&s, "v", Budget::Full, &mut causes);

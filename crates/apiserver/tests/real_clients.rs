@@ -672,9 +672,9 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
         (
             422,
             "Event \"pulled\" is invalid: [series.count: Invalid value: \"\": should be at least 2, involvedObject: \
-             Invalid value: core.ObjectReference{Kind:\"Pod\", Namespace:\"default\", Name:\"q\", UID:\"\", \
-             APIVersion:\"\", ResourceVersion:\"\", FieldPath:\"\"}: field is immutable, message: Invalid value: \
-             \"image pulled again\": field is immutable]"
+             Invalid value: {\"Kind\":\"Pod\",\"Namespace\":\"default\",\"Name\":\"q\",\"UID\":\"\",\
+             \"APIVersion\":\"\",\"ResourceVersion\":\"\",\"FieldPath\":\"\"}: field is immutable, message: Invalid \
+             value: \"image pulled again\": field is immutable]"
         )
     );
     // Through core/v1, kube checks an update as it checks a create.
@@ -699,7 +699,7 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
             "Event \"bad\" is invalid: [eventTime: Required value, type: Invalid value: \"\": has invalid value: Odd, count: Invalid value: \"\": needs to be unset]"
         )
     );
-    // A core/v1 event with an event time names who reports it.
+    // A core/v1 event with an event time names who reports it (`reportingComponent` in that API).
     let timed: CoreEvent = serde_json::from_value(json!({
         "metadata": {"name": "timed"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
         "eventTime": "2026-01-01T00:00:00.000000Z", "reason": "Pulled", "action": "Pull",
@@ -709,7 +709,7 @@ async fn events_of_either_api_are_one_collection_as_in_kube() {
     let kube::Error::Api(status) = e else { panic!("{e}") };
     assert!(
         status.message.starts_with(
-            "Event \"timed\" is invalid: [reportingController: Required value, reportingController: Invalid value: \"\": name part must be non-empty, "
+            "Event \"timed\" is invalid: [reportingComponent: Required value, reportingComponent: Invalid value: \"\": name part must be non-empty, "
         ),
         "{}",
         status.message
