@@ -467,7 +467,7 @@ mod tests {
                     + crate::webhook_configuration::FORM,
                 "spec.conversion.conversionReviewVersions[1]: Invalid value: \"v2\": duplicate version".into(),
                 "spec.conversion.conversionReviewVersions[2]: Invalid value: \"V3\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
-                "spec.conversion.conversionReviewVersions: Invalid value: []string{\"v2\", \"v2\", \"V3\"}: must include at least one of v1, v1beta1".into(),
+                "spec.conversion.conversionReviewVersions: Invalid value: [\"v2\",\"v2\",\"V3\"]: must include at least one of v1, v1beta1".into(),
             ]
         );
         assert_eq!(

@@ -293,8 +293,8 @@ fn check_binding(spec: &Value, causes: &mut Vec<Cause>) {
         causes.push(Cause {
             reason: "FieldValueInvalid",
             message: format!(
-                "Invalid value: []admissionregistration.ValidationAction{{{}}}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
-                actions.iter().map(|a| go_quote(a.as_str().unwrap_or(""))).collect::<Vec<_>>().join(", ")
+                "Invalid value: {}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+                crate::structural::go_json(&Value::Array(actions.clone()))
             ),
             field: "spec.validationActions".into(),
         });
@@ -452,7 +452,7 @@ mod tests {
                 ),
                 (
                     "spec.validationActions".to_string(),
-                    "Invalid value: []admissionregistration.ValidationAction{\"Deny\", \"Warn\", \"Deny\", \"Block\"}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)".to_string()
+                    "Invalid value: [\"Deny\",\"Warn\",\"Deny\",\"Block\"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)".to_string()
                 ),
             ]
         );

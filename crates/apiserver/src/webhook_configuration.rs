@@ -14,7 +14,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::policy_validation::{check_match_conditions, duplicate, invalid, required, unsupported};
-use crate::structural::{Cause, go_quote};
+use crate::structural::Cause;
 
 /// The AdmissionReview versions kube-apiserver speaks.
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
@@ -150,10 +150,7 @@ pub(crate) fn check_versions(versions: &[&str], at: &str, causes: &mut Vec<Cause
     if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
         causes.push(Cause {
             reason: "FieldValueInvalid",
-            message: format!(
-                "Invalid value: {}: must include at least one of v1, v1beta1",
-                go_strings("[]string", versions)
-            ),
+            message: format!("Invalid value: {}: must include at least one of v1, v1beta1", go_strings(versions)),
             field: at.to_string(),
         });
     }
@@ -198,10 +195,9 @@ pub(crate) fn check_selector(sel: &Value, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Go's `%#v` of a string slice (`[]string{"a", "b"}`), as kube prints a list value.
-pub(crate) fn go_strings(type_name: &str, items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|v| go_quote(v)).collect();
-    format!("{type_name}{{{}}}", quoted.join(", "))
+/// A list of strings as kube's field errors print it (JSON, since v1.34).
+pub(crate) fn go_strings(items: &[&str]) -> String {
+    crate::structural::go_json(&serde_json::json!(items))
 }
 
 /// Why `name` is not a DNS subdomain (RFC 1123), in kube's words.
@@ -228,7 +224,7 @@ fn check_rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
             reason: "FieldValueInvalid",
             message: format!(
                 "Invalid value: {}: if '*' is present, must not specify other operations",
-                go_strings("[]admissionregistration.OperationType", &operations)
+                go_strings(&operations)
             ),
             field: format!("{at}.operations"),
         });
@@ -249,7 +245,7 @@ fn check_rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
                 reason: "FieldValueInvalid",
                 message: format!(
                     "Invalid value: {}: if '*' is present, must not specify other {what}",
-                    go_strings("[]string", &items)
+                    go_strings(&items)
                 ),
                 field: format!("{at}.{k}"),
             });
@@ -305,7 +301,7 @@ fn check_resources(resources: &[&str], at: &str, causes: &mut Vec<Cause>) {
     }
     let list_fault = |detail: &str| Cause {
         reason: "FieldValueInvalid",
-        message: format!("Invalid value: {}: {detail}", go_strings("[]string", resources)),
+        message: format!("Invalid value: {}: {detail}", go_strings(resources)),
         field: at.to_string(),
     };
     if resources.len() > 1 && double {
@@ -450,10 +446,10 @@ mod tests {
         assert_eq!(
             messages(rules, false),
             [
-                "webhooks[0].rules[0].operations: Invalid value: []admissionregistration.OperationType{\"*\", \"CREATE\"}: if '*' is present, must not specify other operations",
+                "webhooks[0].rules[0].operations: Invalid value: [\"*\",\"CREATE\"]: if '*' is present, must not specify other operations",
                 "webhooks[0].rules[0].apiGroups: Required value",
                 "webhooks[0].rules[0].resources[3]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status",
-                "webhooks[0].rules[0].resources: Invalid value: []string{\"*\", \"pods\", \"pods/*\", \"pods/status\"}: if '*' is present, must not specify other resources without subresources",
+                "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\",\"pods/*\",\"pods/status\"]: if '*' is present, must not specify other resources without subresources",
                 "webhooks[0].clientConfig.service.name: Required value: service name is required",
                 "webhooks[0].clientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty",
             ]

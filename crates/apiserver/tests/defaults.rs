@@ -255,7 +255,7 @@ async fn service_defaults_and_cluster_ips() {
     assert_eq!(
         r.body["message"],
         format!(
-            "Service \"clash\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated"
+            "Service \"clash\" is invalid: spec.clusterIPs: Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is already allocated"
         )
     );
     // Headless, ExternalName and NodePort Services.

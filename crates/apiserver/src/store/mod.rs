@@ -470,9 +470,8 @@ impl Store {
                 Ok(())
             }
             Some(ip) => {
-                let msg = format!(
-                    "Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated"
-                );
+                let msg =
+                    format!("Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is already allocated");
                 Err(ApiError::invalid_object(
                     &info.group,
                     &info.kind,
