@@ -339,11 +339,9 @@ impl<'s> Checker<'_, 's> {
                 self.call(e, &c.func_name, target, args)
             }
             Expr::Comprehension(c) => {
-                let (range, pair) = match &c.iter_range.expr {
-                    Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS && call.args.len() == 1 => {
-                        self.pairs_range(&call.args[0])
-                    }
-                    _ => (self.expr(&c.iter_range), None),
+                let (range, pair) = match crate::cel_comprehension::pairs_target(&c.iter_range) {
+                    Some(target) => self.pairs_range(target),
+                    None => (self.expr(&c.iter_range), None),
                 };
                 let bound = self.bound_half(&c.iter_range);
                 let (first, second) = match &range {
@@ -434,21 +432,9 @@ impl<'s> Checker<'_, 's> {
     /// The type of the half of the current pair that a one-element range `[@pair[i]]` binds
     /// (the binding of a two-variable comprehension's names), if `range` is one.
     fn bound_half(&self, range: &Expression) -> Option<Ty<'s>> {
-        let Expr::List(l) = &range.expr else { return None };
-        let [item] = l.elements.as_slice() else { return None };
-        let Expr::Call(index) = &item.expr else { return None };
-        let [pair, at] = index.args.as_slice() else { return None };
-        if index.func_name != cel::common::ast::operators::INDEX
-            || !matches!(&pair.expr, Expr::Ident(n) if n == crate::cel_comprehension::PAIR)
-        {
-            return None;
-        }
+        let half = crate::cel_comprehension::bound_half(range)?;
         let (first, second) = self.pairs.last()?;
-        match &at.expr {
-            Expr::Literal(LiteralValue::Int(i)) if **i == 0 => Some(first.clone()),
-            Expr::Literal(LiteralValue::Int(i)) if **i == 1 => Some(second.clone()),
-            _ => None,
-        }
+        Some(if half == 0 { first.clone() } else { second.clone() })
     }
 
     /// The type of `operand.field`.

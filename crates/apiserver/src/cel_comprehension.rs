@@ -50,6 +50,31 @@ enum Kind {
     TransformMapEntry,
 }
 
+/// The range a two-variable comprehension runs over, when `range` is the list of its pairs
+/// (`pairs(target)`).
+pub(crate) fn pairs_target(range: &cel::parser::Expression) -> Option<&cel::parser::Expression> {
+    match &range.expr {
+        Expr::Call(call) if call.func_name == PAIRS && call.args.len() == 1 => call.args.first(),
+        _ => None,
+    }
+}
+
+/// Which half of the current pair (0: key or index, 1: value) a binding comprehension's range
+/// `[@pair[i]]` binds, when `range` is one.
+pub(crate) fn bound_half(range: &cel::parser::Expression) -> Option<usize> {
+    let Expr::List(l) = &range.expr else { return None };
+    let [item] = l.elements.as_slice() else { return None };
+    let Expr::Call(index) = &item.expr else { return None };
+    let [pair, at] = index.args.as_slice() else { return None };
+    if index.func_name != operators::INDEX || !matches!(&pair.expr, Expr::Ident(n) if n == PAIR) {
+        return None;
+    }
+    match &at.expr {
+        Expr::Literal(LiteralValue::Int(i)) => usize::try_from(**i).ok().filter(|i| *i < 2),
+        _ => None,
+    }
+}
+
 /// Adds the macros and their functions to `env`.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload(PAIRS, "comprehension_pairs", vec![DYN_TYPE], pairs)?;

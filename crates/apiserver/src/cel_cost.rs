@@ -320,25 +320,7 @@ impl Pairs {
 
 /// The range a two-variable comprehension runs over, when `c` is one.
 fn pairs_of(c: &ComprehensionExpr) -> Option<&Expression> {
-    match &c.iter_range.expr {
-        Expr::Call(call) if call.func_name == crate::cel_comprehension::PAIRS => call.args.first(),
-        _ => None,
-    }
-}
-
-/// Which half of the current pair a binding comprehension (`[@pair[i]]`) binds.
-fn bound_half(c: &ComprehensionExpr) -> Option<usize> {
-    let Expr::List(l) = &c.iter_range.expr else { return None };
-    let [item] = l.elements.as_slice() else { return None };
-    let Expr::Call(index) = &item.expr else { return None };
-    let [pair, at] = index.args.as_slice() else { return None };
-    let names_pair = matches!(&pair.expr, Expr::Ident(n) if n == crate::cel_comprehension::PAIR);
-    match &at.expr {
-        Expr::Literal(LiteralValue::Int(i)) if names_pair && index.func_name == operators::INDEX => {
-            usize::try_from(**i).ok().filter(|i| *i < 2)
-        }
-        _ => None,
-    }
+    crate::cel_comprehension::pairs_target(&c.iter_range)
 }
 
 /// A name bound inside an expression: a comprehension's variable or accumulator.
@@ -555,7 +537,7 @@ impl<'s> Coster<'_, 's> {
         let range = match pairs_of(c) {
             Some(target) => target,
             None if c.accu_var == crate::cel_comprehension::BOUND => {
-                if let Some(half) = bound_half(c) {
+                if let Some(half) = crate::cel_comprehension::bound_half(&c.iter_range) {
                     return self.binding(e, c, half);
                 }
                 &c.iter_range

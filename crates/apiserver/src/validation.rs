@@ -190,10 +190,6 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
     causes
 }
 
-/// kube's checks of an Event in its core form (`legacyValidateEvent`, and on a create through
-/// events.k8s.io, `strict`, `ValidateEventCreate`'s): an event with an `eventTime` names its
-/// reporting controller, instance, action and reason within kube's lengths; its namespace agrees
-/// with the involved object's.
 /// kube's checks of an Event's `series` (events.k8s.io).
 fn event_series(e: &Map<String, Value>) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
@@ -302,10 +298,11 @@ fn go_time(v: Option<&str>, micro: bool) -> String {
     }
 }
 
-/// kube's checks of an Event (in the core form): the legacy ones, and for a create through
-/// events.k8s.io/v1 (`strict`) the strict ones; `events_api` when the request came through
-/// events.k8s.io, which names the reporting controller `reportingController` (core/v1:
-/// `reportingComponent`).
+/// kube's checks of an Event in its core form (`legacyValidateEvent`, and on a create through
+/// events.k8s.io/v1, `strict`, `ValidateEventCreate`'s): an event with an `eventTime` names its
+/// reporting controller, instance, action and reason within kube's lengths; its namespace agrees
+/// with the involved object's. `events_api` when the request came through events.k8s.io, which
+/// names the reporting controller `reportingController` (core/v1: `reportingComponent`).
 fn event(e: &Map<String, Value>, strict: bool, events_api: bool) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();

@@ -140,9 +140,6 @@ impl Costs {
 
     /// Reports `cost` at `field` if it is over a rule's limit, and adds it to the total.
     fn judge(&mut self, field: String, what: &str, cost: u64, causes: &mut Vec<Cause>) {
-        if self.budget == Budget::Unchecked {
-            return;
-        }
         if self.budget == Budget::Full && cost > crate::cel_cost::RULE_LIMIT {
             causes
                 .push(forbidden(field.clone(), &crate::cel_cost::over_budget(what, cost, crate::cel_cost::RULE_LIMIT)));
@@ -167,8 +164,9 @@ pub(crate) fn check_rules(schema: &Value, path: &str, budget: Budget, causes: &m
     check_node(schema, path, true, None, Some(1), false, &mut found);
     causes.append(&mut found.schema);
     causes.append(&mut found.cel);
+    // Rules of unchecked schemas are not compiled: their total stays 0.
     let costs = found.costs;
-    if budget != Budget::Unchecked && costs.total > crate::cel_cost::TOTAL_LIMIT {
+    if costs.total > crate::cel_cost::TOTAL_LIMIT {
         for (field, _) in &costs.expensive {
             causes.push(forbidden(
                 field.clone(),
@@ -258,6 +256,30 @@ struct Node<'a> {
     /// Whether kube declares the node's type itself: its rules are typed `dyn` here and
     /// costed at nothing (the least they could cost).
     replaced: bool,
+}
+
+impl Node<'_> {
+    /// The type of `self` in the node's rules.
+    fn self_type(&self) -> Ty<'_> {
+        if self.replaced { Ty::Dyn } else { Ty::of_schema(self.schema, self.root) }
+    }
+
+    /// The estimated cost of one run of an expression checked on the node.
+    fn cost(&self, program: &Program, types: &cel_check::Types<'_>) -> u64 {
+        if self.replaced { 0 } else { crate::cel_cost::estimate(program, types, self.schema, self.root) }
+    }
+}
+
+/// Compiles `source` and checks it with `self_ty` as `self`: the program, its type and its
+/// parts' types, or cel-go's errors.
+fn compile_checked<'s>(
+    source: &str,
+    self_ty: Ty<'s>,
+    optional_old_self: bool,
+) -> Result<(Arc<Program>, Ty<'s>, cel_check::Types<'s>), String> {
+    let program = compile(source)?;
+    let (ty, types) = cel_check::check_typed(&program, source, self_ty, optional_old_self)?;
+    Ok((program, ty, types))
 }
 
 fn required(field: String, detail: &str) -> Cause {
@@ -402,16 +424,14 @@ fn compile_rule(
     costs: &mut Costs,
     causes: &mut Vec<Cause>,
 ) {
-    let self_ty = if node.replaced { Ty::Dyn } else { Ty::of_schema(node.schema, node.root) };
+    let self_ty = node.self_type();
     let text = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let expression = rule.get("messageExpression").and_then(Value::as_str).unwrap_or("");
     if text.trim().is_empty() {
         return;
     }
     let optional_old_self = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
-    let checked = compile(text)
-        .and_then(|p| cel_check::check_typed(&p, text, self_ty.clone(), optional_old_self).map(|(t, ts)| (p, t, ts)));
-    let compiled = match checked {
+    let compiled = match compile_checked(text, self_ty.clone(), optional_old_self) {
         Err(e) => {
             causes.push(invalid(format!("{at}.rule"), &go_rule(rule), &format!("compilation failed: {e}")));
             None
@@ -421,25 +441,21 @@ fn compile_rule(
             None
         }
         Ok((program, _, types)) => {
-            let cost =
-                if node.replaced { 0 } else { crate::cel_cost::estimate(&program, &types, node.schema, node.root) };
-            costs.judge(format!("{at}.rule"), "estimated rule cost", cost.saturating_mul(node.runs), causes);
+            let cost = node.cost(&program, &types).saturating_mul(node.runs);
+            costs.judge(format!("{at}.rule"), "estimated rule cost", cost, causes);
             Some(program)
         }
     };
     // As kube, a message expression is compiled only with its rule.
     if compiled.is_some() && !expression.trim().is_empty() {
-        let checked = compile(expression)
-            .and_then(|p| cel_check::check_typed(&p, expression, self_ty, optional_old_self).map(|(t, ts)| (p, t, ts)));
         let invalid_expression = |detail: &str| invalid(format!("{at}.messageExpression"), &go_rule(rule), detail);
-        match checked {
+        match compile_checked(expression, self_ty, optional_old_self) {
             Err(e) => causes.push(invalid_expression(&format!("messageExpression compilation failed: {e}"))),
             Ok((_, t, _)) if !matches!(t, Ty::String | Ty::Dyn | Ty::Error) => {
                 causes.push(invalid_expression("messageExpression must evaluate to a string"));
             }
             Ok((program, _, types)) => {
-                let cost =
-                    if node.replaced { 0 } else { crate::cel_cost::estimate(&program, &types, node.schema, node.root) };
+                let cost = node.cost(&program, &types);
                 costs.judge(format!("{at}.messageExpression"), "estimated messageExpression cost", cost, causes);
             }
         }

@@ -346,22 +346,25 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     );
 }
 
+/// Installs `hook`'s `/validate` as the validating webhook `name` of ConfigMap creates, then
+/// creates `count` ConfigMaps (`<name>-<i>`) one after another through it.
+async fn create_through(c: &Client, hook: &Webhook, name: &str, count: usize) {
+    let hooks =
+        json!([configmaps_hook(&format!("{name}.example.com"), hook.client_config("/validate"), json!(["CREATE"]))]);
+    assert_eq!(c.post(VALIDATING, &config("ValidatingWebhookConfiguration", name, hooks)).await.code, 201);
+    settled(c).await;
+    for i in 0..count {
+        let r = c.post(CONFIGMAPS, &configmap(&format!("{name}-{i}"), json!({}))).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+}
+
 #[tokio::test]
 async fn writes_one_after_another_reach_a_webhook_over_one_connection() {
     let hook = Webhook::start().await;
     let s = server().await;
     let c = Client::new(&s);
-    let cfg = config(
-        "ValidatingWebhookConfiguration",
-        "reuse",
-        json!([configmaps_hook("reuse.example.com", hook.client_config("/validate"), json!(["CREATE"]))]),
-    );
-    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
-    settled(&c).await;
-    for i in 0..5 {
-        let r = c.post(CONFIGMAPS, &configmap(&format!("reuse-{i}"), json!({}))).await;
-        assert_eq!(r.code, 201, "{}", r.body);
-    }
+    create_through(&c, &hook, "reuse", 5).await;
     let refused = c.post(CONFIGMAPS, &configmap("reuse-refused", json!({"forbidden": "yes"}))).await;
     assert_eq!(refused.code, 400, "{}", refused.body);
     assert_eq!(hook.seen("/validate").len(), 6);
@@ -370,17 +373,7 @@ async fn writes_one_after_another_reach_a_webhook_over_one_connection() {
 
     // A webhook that closes its connections: each call goes on a new one, none fails.
     let closing = Webhook::start_closing().await;
-    let cfg = config(
-        "ValidatingWebhookConfiguration",
-        "closing",
-        json!([configmaps_hook("closing.example.com", closing.client_config("/validate"), json!(["CREATE"]))]),
-    );
-    assert_eq!(c.post(VALIDATING, &cfg).await.code, 201);
-    settled(&c).await;
-    for i in 0..5 {
-        let r = c.post(CONFIGMAPS, &configmap(&format!("closing-{i}"), json!({}))).await;
-        assert_eq!(r.code, 201, "{}", r.body);
-    }
+    create_through(&c, &closing, "closing", 5).await;
     assert_eq!(closing.seen("/validate").len(), 5);
     assert_eq!(closing.connections.load(std::sync::atomic::Ordering::SeqCst), 5);
 }

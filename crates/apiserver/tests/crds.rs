@@ -501,6 +501,19 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
     assert_eq!(c.get("/apis/example.com").await.body["preferredVersion"]["version"], "v2");
 }
 
+/// A definition of one served and stored version `v1` of `<singular>s.example.com`, whose
+/// `spec` has the schema given.
+fn crd_of(singular: &str, kind: &str, scope: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{singular}s.example.com")},
+        "spec": {"group": "example.com", "scope": scope,
+                 "names": {"plural": format!("{singular}s"), "singular": singular, "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
+
 fn sprockets_crd() -> Value {
     let spec = json!({
         "type": "object",
@@ -517,14 +530,7 @@ fn sprockets_crd() -> Value {
             "mode": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}]}
         }
     });
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "sprockets.example.com"},
-        "spec": {"group": "example.com", "scope": "Cluster",
-                 "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
-    })
+    crd_of("sprocket", "Sprocket", "Cluster", spec)
 }
 
 /// The causes of a 422, as (reason, field, message).
@@ -705,14 +711,7 @@ async fn validation_rules_use_kube_s_libraries_and_two_variable_comprehensions()
             {"rule": "self.all(i, p, i == 0 || p > self[i - 1])", "message": "ports must increase"},
             {"rule": "self.transformList(i, p, p * 2).all(p, p < 131072)", "message": "ports must be valid"}]}
     }});
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "probes.example.com"},
-        "spec": {"group": "example.com", "scope": "Cluster",
-                 "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
-    });
+    let crd = crd_of("probe", "Probe", "Cluster", spec);
     let r = c.post(CRDS, &crd).await;
     assert_eq!(r.code, 201, "{}", r.body);
     wait_established(&c, "probes.example.com").await;
@@ -773,14 +772,7 @@ async fn a_default_that_breaks_its_schema_or_rules_refuses_the_definition() {
         "version": {"type": "string", "default": "1.2",
             "x-kubernetes-validations": [{"rule": "isSemver(self)", "message": "must be a semantic version"}]}
     }});
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "pools.example.com"},
-        "spec": {"group": "example.com", "scope": "Cluster",
-                 "names": {"plural": "pools", "singular": "pool", "kind": "Pool"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
-    });
+    let crd = crd_of("pool", "Pool", "Cluster", spec);
     let r = c.post(CRDS, &crd).await;
     assert_eq!(r.code, 422, "{}", r.body);
     let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
@@ -811,14 +803,7 @@ async fn a_default_that_breaks_its_schema_or_rules_refuses_the_definition() {
 
 /// A definition of `hosts.example.com` whose `spec` has the schema given.
 fn hosts_crd(spec: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "hosts.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "hosts", "singular": "host", "kind": "Host"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
-    })
+    crd_of("host", "Host", "Namespaced", spec)
 }
 
 #[tokio::test]
