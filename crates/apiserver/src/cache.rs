@@ -455,6 +455,11 @@ impl WatchCache {
         self.with_res(info, |st, r| (r.history.start_rv, st.rv))
     }
 
+    /// A receiver that changes whenever the cache's resourceVersion moves (any resource).
+    pub fn rv_changes(&self) -> watch::Receiver<u64> {
+        self.rv_tx.subscribe()
+    }
+
     /// Waits (up to `timeout`) until the cache has reached `rv`.
     pub async fn wait_for_rv(&self, rv: u64, timeout: Duration) -> bool {
         let mut rx = self.rv_tx.subscribe();

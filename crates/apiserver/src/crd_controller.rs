@@ -340,7 +340,8 @@ impl Controller {
             objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")),
         )
         .map(|o| async move {
-            match store.delete(info, &o.namespace, &o.name, None, Some(&o.uid), false).await {
+            match store.delete(info, &o.namespace, &o.name, &crate::delete_options::DeleteOpts::with_uid(&o.uid)).await
+            {
                 Err(e) if e.code == 404 || e.code == 409 => Ok(()),
                 r => r.map(drop),
             }

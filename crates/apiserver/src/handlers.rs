@@ -246,6 +246,26 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     }
 }
 
+/// A DELETE's options: its `DeleteOptions` body (JSON or protobuf) or, without one, its query;
+/// recorded for admission as kube passes them on.
+async fn delete_options(
+    shared: &Shared,
+    req: Request<Incoming>,
+    query: &[(String, String)],
+) -> Result<crate::delete_options::DeleteOpts, ApiError> {
+    let protobuf_body = media_type(&req) == protobuf::MEDIA_TYPE;
+    let b = read_body(shared, req).await?;
+    let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else if protobuf_body {
+        protobuf::decode_delete_options(&b)?
+    } else {
+        parse_json(&b)?
+    };
+    crate::admission_options::from_delete_body(&opts);
+    crate::delete_options::DeleteOpts::from_request(query, &opts)
+}
+
 async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let limit = shared.cfg.body_limit;
     if let Some(len) =
@@ -456,32 +476,20 @@ async fn resource_request(
             Ok(json_bytes(200, o.json()))
         }
         (Method::DELETE, Some(n)) => {
-            let protobuf_body = media_type(&req) == protobuf::MEDIA_TYPE;
-            let b = read_body(shared, req).await?;
-            let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
-                Value::Null
-            } else if protobuf_body {
-                protobuf::decode_delete_options(&b)?
-            } else {
-                parse_json(&b)?
-            };
-            crate::admission_options::from_delete_body(&opts);
-            let pre = opts.get("preconditions");
-            let pre_rv = match pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
-                Some(s) => Some(parse_rv(s)?),
-                None => None,
-            };
-            let pre_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
-            let o = store.delete(&info, ns_or_default, n, pre_rv, pre_uid, dry_run).await?;
-            Ok(json_bytes(200, o.json()))
+            let opts = delete_options(shared, req, &query).await?;
+            let (o, gone) = store.delete(&info, ns_or_default, n, &opts).await?;
+            let code = if !gone && crate::delete_options::accepted(&opts) { 202 } else { 200 };
+            Ok(json_bytes(code, o.json()))
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
+            let delete_opts = delete_options(shared, req, &query).await?;
+            crate::delete_options::warn_on_default(&info, &delete_opts);
             let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
             let (_, items) = store.snapshot(&info, ns, &sel).await?;
             let mut deleted = Vec::new();
             for o in items {
-                if let Ok(d) = store.delete(&info, &o.namespace, &o.name, None, None, dry_run).await {
+                if let Ok((d, _)) = store.delete(&info, &o.namespace, &o.name, &delete_opts).await {
                     deleted.push(d);
                 }
             }

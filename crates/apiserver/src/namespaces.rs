@@ -31,6 +31,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::controller_loop::{Loop, Wakers};
+use crate::delete_options::{DeleteOpts, Propagation};
 use crate::object::{self, StoredObject};
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
@@ -201,7 +202,7 @@ impl Controller {
             if finalizers.is_empty() {
                 // Finalized, but still here (its finalizers were emptied before the deletion, or
                 // its metadata finalizers are being removed): a DELETE ends it when it can.
-                return match self.store.delete(&self.ns_info, "", &ns.name, None, Some(&ns.uid), false).await {
+                return match self.store.delete(&self.ns_info, "", &ns.name, &DeleteOpts::with_uid(&ns.uid)).await {
                     Ok(_) => Ok(Pass::Done),
                     Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Done),
                     Err(e) => Err(e),
@@ -238,7 +239,15 @@ impl Controller {
         let store = &self.store;
         let mut deletes = futures_util::stream::iter(targets)
             .map(|(info, o)| async move {
-                match store.delete(&info, &o.namespace, &o.name, None, Some(&o.uid), false).await {
+                match store
+                    .delete(
+                        &info,
+                        &o.namespace,
+                        &o.name,
+                        &DeleteOpts::with_uid(&o.uid).propagation(Propagation::Background),
+                    )
+                    .await
+                {
                     // Gone meanwhile, or replaced: the next pass sees it.
                     Err(e) if e.code == 404 || e.code == 409 => Ok(()),
                     r => r.map(drop),

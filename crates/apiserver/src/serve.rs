@@ -36,6 +36,8 @@ pub struct ServeOptions {
     /// A directory of CustomResourceDefinitions to install before serving (see
     /// [`crate::ApiServerBuilder::crds_from_dir`]).
     pub crds_dir: Option<PathBuf>,
+    /// Whether the garbage collector runs (see [`crate::ApiServerBuilder::garbage_collector`]).
+    pub garbage_collector: bool,
 }
 
 impl Default for ServeOptions {
@@ -52,6 +54,7 @@ impl Default for ServeOptions {
             compaction_interval: Duration::from_secs(300),
             shutdown: GracefulShutdown::default(),
             crds_dir: None,
+            garbage_collector: true,
         }
     }
 }
@@ -72,7 +75,8 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     let mut b = ApiServer::builder()
         .addr(opts.addr)
         .etcd_prefix(opts.etcd_prefix.clone())
-        .compaction_interval(opts.compaction_interval);
+        .compaction_interval(opts.compaction_interval)
+        .garbage_collector(opts.garbage_collector);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
         (Some(_), false) => {
             return Err(ServeError::Options("--data-dir and --etcd-servers are two different storages".into()));

@@ -79,6 +79,7 @@ pub struct ApiServerBuilder {
     compaction_interval: Duration,
     ready_timeout: Duration,
     crds: Vec<Result<Value, String>>,
+    garbage_collector: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -95,6 +96,7 @@ impl Default for ApiServerBuilder {
             compaction_interval: Duration::from_secs(300),
             ready_timeout: Duration::from_secs(60),
             crds: Vec::new(),
+            garbage_collector: true,
         }
     }
 }
@@ -219,6 +221,17 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether the server runs kube-controller-manager's garbage collector (default true): objects
+    /// whose owners are all gone are deleted, and deletions with `propagationPolicy` `Orphan` or
+    /// `Foreground` (or a resource's default) give objects the collector's finalizers
+    /// (`orphan`, `foregroundDeletion`), which it removes. Without it, as with kube-apiserver
+    /// alone (`--enable-garbage-collector=false`), owner references are only recorded and
+    /// deletions give no such finalizers.
+    pub fn garbage_collector(mut self, yes: bool) -> Self {
+        self.garbage_collector = yes;
+        self
+    }
+
     /// How long `start` waits for the watch cache to be filled (default 60 s).
     pub fn ready_timeout(mut self, d: Duration) -> Self {
         self.ready_timeout = d;
@@ -291,7 +304,10 @@ impl ApiServerBuilder {
         };
         let layout = KeyLayout::new(&self.prefix);
         let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
-        let store = Arc::new(Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait));
+        let store = Arc::new(
+            Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
+                .with_garbage_collection(self.garbage_collector),
+        );
         let background = Background::start(store.clone(), self.compaction_interval, Duration::ZERO);
         if !cache.wait_ready(self.ready_timeout).await {
             background.stop();
@@ -421,7 +437,7 @@ impl Default for GracefulShutdown {
     }
 }
 
-/// The server's background tasks: the watch cache's dispatcher, the namespace controller and the
+/// The server's background tasks: the watch cache's dispatcher, the server's controllers and the
 /// compactor.
 struct Background {
     stop: watch::Sender<bool>,
@@ -430,7 +446,8 @@ struct Background {
 
 impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
-    /// controller (when namespaces are served) and the compactor.
+    /// controller (when namespaces are served), the CustomResourceDefinition controller, the
+    /// garbage collector (when the store's deletions give its finalizers) and the compactor.
     fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -451,6 +468,10 @@ impl Background {
         }
         if let Some(controller) = crate::crd_controller::Controller::new(store.clone()) {
             tasks.push(tokio::spawn(controller.run(rx.clone())));
+        }
+        if store.garbage_collection() {
+            let collector = crate::garbage_collector::GarbageCollector::new(store.clone());
+            tasks.push(tokio::spawn(collector.run(rx.clone())));
         }
         if !compaction_interval.is_zero() {
             let mut rx2 = rx;
@@ -957,10 +978,23 @@ impl ApiServer {
             .value())
     }
 
-    /// Deletes an object; returns its last state (with the deletion RV).
+    /// Deletes an object as a DELETE without options does; returns its last state (with the
+    /// deletion RV when it is gone).
     pub async fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        self.delete_with(resource, namespace, name, &crate::delete_options::DeleteOpts::default()).await
+    }
+
+    /// Deletes an object with these options (such as a propagation policy); returns its last
+    /// state (with the deletion RV when it is gone).
+    pub async fn delete_with(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        opts: &crate::delete_options::DeleteOpts,
+    ) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
-        Ok(self.shared.store.delete(&info, namespace, name, None, None, false).await?.value())
+        Ok(self.shared.store.delete(&info, namespace, name, opts).await?.0.value())
     }
 
     /// Gets an object (a consistent read).

@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// directory before serving (created, or updated when they exist).
     #[arg(long)]
     pub crds: Option<PathBuf>,
+    /// Run without the garbage collector (as kube-apiserver alone): owner references are only
+    /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
+    #[arg(long)]
+    pub no_garbage_collector: bool,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -99,6 +103,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         etcd_prefix: args.etcd_prefix,
         compaction_interval: args.etcd_compaction_interval,
         crds_dir: args.crds,
+        garbage_collector: !args.no_garbage_collector,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,

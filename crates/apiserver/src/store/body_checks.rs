@@ -66,6 +66,9 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
                     ));
                 }
             }
+            if let Some(detail) = owner_references_shape(m.get("ownerReferences")) {
+                return Err(cannot_handle(info, &detail));
+            }
             for f in ["labels", "annotations"] {
                 match m.get(f) {
                     None | Some(Value::Null) => {}
@@ -104,6 +107,36 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
         }
     }
     Ok(obj)
+}
+
+/// Why `metadata.ownerReferences` cannot be decoded into Go's `[]OwnerReference`, if it cannot.
+fn owner_references_shape(refs: Option<&Value>) -> Option<String> {
+    let unmarshal = |v: &Value, at: &str, ty: &str| {
+        Some(format!("json: cannot unmarshal {} into Go struct field {at} of type {ty}", json_type(v)))
+    };
+    let list = match refs {
+        None | Some(Value::Null) => return None,
+        Some(Value::Array(l)) => l,
+        Some(v) => return unmarshal(v, "ObjectMeta.metadata.ownerReferences", "[]v1.OwnerReference"),
+    };
+    for r in list {
+        let fields = match r {
+            Value::Null => continue,
+            Value::Object(f) => f,
+            v => return unmarshal(v, "ObjectMeta.metadata.ownerReferences", "v1.OwnerReference"),
+        };
+        for (f, ty) in [("apiVersion", "string"), ("kind", "string"), ("name", "string"), ("uid", "types.UID")] {
+            if let Some(v) = fields.get(f).filter(|v| !v.is_string() && !v.is_null()) {
+                return unmarshal(v, &format!("OwnerReference.metadata.ownerReferences.{f}"), ty);
+            }
+        }
+        for f in ["controller", "blockOwnerDeletion"] {
+            if let Some(v) = fields.get(f).filter(|v| !v.is_boolean() && !v.is_null()) {
+                return unmarshal(v, &format!("OwnerReference.metadata.ownerReferences.{f}"), "bool");
+            }
+        }
+    }
+    None
 }
 
 fn json_type(v: &Value) -> &'static str {

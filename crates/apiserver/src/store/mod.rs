@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::defaults::{self, ClusterIps};
+use crate::delete_options::DeleteOpts;
 use crate::field_validation::{self, FieldValidation};
 use crate::managed_fields::{self, ManagerKey, Operation};
 use crate::namespaces;
@@ -99,6 +100,8 @@ pub struct Store {
     services: Option<Arc<ResourceInfo>>,
     /// Cluster IPs given to Services.
     cluster_ips: ClusterIps,
+    /// Whether a garbage collector runs: deletions then give objects its finalizers.
+    garbage_collection: bool,
 }
 
 /// One LIST page request.
@@ -128,6 +131,16 @@ pub(crate) enum Attempt {
 /// The cluster IP among a Service's field-selector values.
 fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Option<std::net::Ipv4Addr> {
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| ip.parse().ok())
+}
+
+/// The strings of a list field of a map (nothing when it is absent or not a list).
+fn string_list(map: &Map<String, Value>, field: &str) -> Vec<String> {
+    map.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect()
 }
 
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
@@ -166,7 +179,20 @@ impl Store {
             namespaces,
             services,
             cluster_ips: ClusterIps::default(),
+            garbage_collection: false,
         }
+    }
+
+    /// Has deletions give objects the garbage collector's finalizers (`orphan`,
+    /// `foregroundDeletion`), as kube-apiserver does when a garbage collector runs.
+    pub fn with_garbage_collection(mut self, on: bool) -> Self {
+        self.garbage_collection = on;
+        self
+    }
+
+    /// Whether deletions give objects the garbage collector's finalizers.
+    pub fn garbage_collection(&self) -> bool {
+        self.garbage_collection
     }
 
     /// The core/v1 namespaces resource, if served.
@@ -905,20 +931,22 @@ impl Store {
         }
     }
 
-    /// Deletes an object; returns its last state carrying the deletion RV.
-    /// An object with finalizers is only marked (`deletionTimestamp`) and
-    /// goes away when its last finalizer is removed.
-    /// `precondition_rv`/`precondition_uid` are DeleteOptions preconditions.
+    /// Deletes an object; returns its last state (carrying the deletion RV when it is gone) and
+    /// whether it is gone. An object with finalizers is only marked (`deletionTimestamp`) and
+    /// goes away when its last finalizer is removed; where a garbage collector runs, the
+    /// deletion first gives it the collector's finalizers the options call for
+    /// ([`crate::delete_options`]).
     pub async fn delete(
         &self,
         info: &ResourceInfo,
         ns: &str,
         name: &str,
-        precondition_rv: Option<u64>,
-        precondition_uid: Option<&str>,
-        dry_run: bool,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+        opts: &DeleteOpts,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let ns = if info.namespaced { ns } else { "" };
+        crate::delete_options::warn_on_default(info, opts);
+        let (precondition_rv, precondition_uid, dry_run) =
+            (opts.precondition_rv, opts.precondition_uid.as_deref(), opts.dry_run);
         let is_namespace = namespaces::is_namespaces(info);
         if is_namespace && namespaces::IMMORTAL.contains(&name) {
             return Err(namespaces::undeletable(name));
@@ -978,7 +1006,15 @@ impl Store {
                 // goes away once its finalizers are gone (see `crate::namespaces`).
                 let marked = namespaces::mark_terminating(&mut map);
                 if !marked && (namespaces::has_spec_finalizers(&map) || dry_run) {
-                    return Ok(old);
+                    return Ok((old, false));
+                }
+                if marked && self.garbage_collection {
+                    let meta = meta_mut(&mut map);
+                    if let Some(f) =
+                        crate::delete_options::namespace_gc_finalizers(&string_list(meta, "finalizers"), opts)
+                    {
+                        meta.insert("finalizers".into(), f.into_iter().map(Value::from).collect());
+                    }
                 }
                 marked
             } else if crate::crd::is_crds(info)
@@ -994,34 +1030,47 @@ impl Store {
             if marked {
                 let t = Template::new(info, &map);
                 if dry_run {
-                    return Ok(Arc::new(t.finish(old.rv)));
+                    return Ok((Arc::new(t.finish(old.rv)), false));
                 }
                 match self.storage.update(key, t.storage_value(), old.rv).await {
-                    Ok(rev) => return Ok(self.wrote(t.finish(rev))),
+                    Ok(rev) => return Ok((self.wrote(t.finish(rev)), false)),
                     Err(e) => {
                         (old, is_current) = (self.conflicted(info, name, e, "delete").await?, true);
                         continue;
                     }
                 }
             }
-            if dry_run {
-                return Ok(old);
-            }
             let meta = meta_mut(&mut map);
-            let result = if has_finalizers(meta) {
-                if meta.contains_key("deletionTimestamp") {
-                    return Ok(old);
+            let finalizers = string_list(meta, "finalizers");
+            let collected = self.garbage_collection && !is_namespace && !crate::crd::is_crds(info);
+            let changed = if collected { crate::delete_options::gc_finalizers(info, &finalizers, opts) } else { None };
+            let pending = changed.as_ref().unwrap_or(&finalizers);
+            let result = if !pending.is_empty() {
+                let deleting = meta.contains_key("deletionTimestamp");
+                if deleting && changed.is_none() {
+                    return Ok((old, false));
                 }
-                meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
+                if let Some(f) = &changed {
+                    meta.insert("finalizers".into(), f.iter().map(|s| Value::from(s.as_str())).collect());
+                }
+                if !deleting {
+                    meta.insert("deletionTimestamp".into(), object::now_rfc3339().into());
+                    if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+                        meta.insert("generation".into(), (g + 1).into());
+                    }
+                }
                 meta.insert("deletionGracePeriodSeconds".into(), 0.into());
-                if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
-                    meta.insert("generation".into(), (g + 1).into());
-                }
                 let t = self.template(info, &map).await?;
-                self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| self.wrote(t.finish(rev)))
+                if dry_run {
+                    return Ok((Arc::new(t.finish(old.rv)), false));
+                }
+                self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| (self.wrote(t.finish(rev)), false))
             } else {
+                if dry_run {
+                    return Ok((old, true));
+                }
                 let t = Template::from_stored(&old);
-                self.storage.delete(key, old.rv).await.map(|rev| self.wrote(t.finish(rev)))
+                self.storage.delete(key, old.rv).await.map(|rev| (self.wrote(t.finish(rev)), true))
             };
             match result {
                 Ok(o) => return Ok(o),

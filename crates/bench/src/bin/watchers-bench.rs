@@ -2,7 +2,9 @@
 //!
 //! The server runs in a child process (this binary's hidden `serve` subcommand), as a deployed
 //! server would, so that its memory and CPU are read from /proc alone, without the clients'. It
-//! holds W1 pods (`data/w1-pod.json`, names `bench-0000000…`) loaded in that process.
+//! holds W1 pods (`data/w1-pod.json`, names `bench-0000000…`) loaded in that process, owned
+//! (as a Deployment's pods are) by a ReplicaSet it also holds: its garbage collector reads every
+//! pod change and judges each pod's owner reference (`--no-garbage-collector` runs without it).
 //!
 //! - Fan-out: N raw watches of every pod from the load's resourceVersion, each on a TCP
 //!   connection of its own (HTTP/1.1) or multiplexed on a few connections (HTTP/2 without TLS,
@@ -87,6 +89,10 @@ struct Args {
     /// The server's storage: memory, sqlite (a temporary directory) or etcd (started for the run).
     #[arg(long, default_value = "memory")]
     storage: String,
+    /// Runs the server without its garbage collector (which otherwise follows every pod's
+    /// owner reference to the ReplicaSet the server holds).
+    #[arg(long)]
+    no_garbage_collector: bool,
 }
 
 #[derive(Subcommand)]
@@ -99,6 +105,8 @@ enum Command {
         pods: usize,
         #[arg(long)]
         storage: String,
+        #[arg(long)]
+        no_garbage_collector: bool,
     },
 }
 
@@ -132,7 +140,9 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match &args.command {
-        Some(Command::Serve { pods, storage }) => rt.block_on(serve(*pods, storage)),
+        Some(Command::Serve { pods, storage, no_garbage_collector }) => {
+            rt.block_on(serve(*pods, storage, !*no_garbage_collector))
+        }
         None => rt.block_on(run(&args)),
     }
 }
@@ -140,10 +150,11 @@ fn main() -> anyhow::Result<()> {
 async fn run(args: &Args) -> anyhow::Result<()> {
     let template: Value = serde_json::from_str(TEMPLATE)?;
     println!(
-        "watchers-bench: {} W1 pods ({} bytes each) on {} storage; {} updates/s for {} s; watchers {:?} over {:?}; storms of {} informers {:?}",
+        "watchers-bench: {} W1 pods ({} bytes each) on {} storage (garbage collector {}); {} updates/s for {} s; watchers {:?} over {:?}; storms of {} informers {:?}",
         args.pods,
         pod(&template, 0).to_string().len(),
         args.storage,
+        if args.no_garbage_collector { "off" } else { "on" },
         args.rate,
         args.duration,
         args.watchers,
@@ -168,6 +179,14 @@ async fn run(args: &Args) -> anyhow::Result<()> {
 // The server process
 // ---------------------------------------------------------------------------------------------
 
+/// A W1 pod numbered `i`, as a client creates it (no server-owned fields), owned by the
+/// ReplicaSet with `owner_uid`.
+fn owned_pod(template: &Value, i: usize, owner_uid: &str) -> Value {
+    let mut p = pod(template, i);
+    p["metadata"]["ownerReferences"][0]["uid"] = json!(owner_uid);
+    p
+}
+
 /// A W1 pod numbered `i`, as a client creates it (no server-owned fields).
 fn pod(template: &Value, i: usize) -> Value {
     let mut p = template.clone();
@@ -182,15 +201,31 @@ fn pod(template: &Value, i: usize) -> Value {
     p
 }
 
-/// The `serve` subcommand: a server with `pods` pods, until the parent closes stdin.
-async fn serve(pods: usize, storage: &str) -> anyhow::Result<()> {
+/// The `serve` subcommand: a server with `pods` pods, until the parent closes stdin. The pods
+/// are owned by a ReplicaSet the server holds, as a Deployment's pods are, so its garbage
+/// collector (when it runs) judges them and keeps them.
+async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::Result<()> {
     let backend = Backend::new(storage, "watchers-bench")?;
-    let server = ApiServer::builder().storage(backend.storage.clone()).start().await?;
+    let server =
+        ApiServer::builder().storage(backend.storage.clone()).garbage_collector(garbage_collector).start().await?;
     server.create("namespaces", json!({"metadata": {"name": NS}})).await?;
     let template: Value = serde_json::from_str(TEMPLATE)?;
+    let owner = &template["metadata"]["ownerReferences"][0];
+    let labels = json!({"app": "app-7"});
+    let rs = server
+        .create(
+            "replicasets",
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": owner["name"], "namespace": NS},
+                "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}),
+        )
+        .await?;
+    let owner_uid = rs["metadata"]["uid"].as_str().unwrap_or_default().to_string();
     let mut done = 0;
     while done < pods {
-        let batch: Vec<Value> = (done..(done + 1000).min(pods)).map(|i| pod(&template, i)).collect();
+        let batch: Vec<Value> = (done..(done + 1000).min(pods)).map(|i| owned_pod(&template, i, &owner_uid)).collect();
         done += batch.len();
         server.create_many("pods", batch).await?;
     }
@@ -218,19 +253,20 @@ struct ServerProcess {
 
 impl ServerProcess {
     /// Starts the child and waits for its `ready` line.
-    async fn start(pods: usize, storage: &str) -> anyhow::Result<ServerProcess> {
+    async fn start(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::Result<ServerProcess> {
         let storage = storage.to_string();
-        tokio::task::spawn_blocking(move || Self::start_blocking(pods, &storage)).await?
+        tokio::task::spawn_blocking(move || Self::start_blocking(pods, &storage, garbage_collector)).await?
     }
 
-    fn start_blocking(pods: usize, storage: &str) -> anyhow::Result<ServerProcess> {
+    fn start_blocking(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::Result<ServerProcess> {
         use std::io::BufRead;
         use std::process::Stdio;
-        let mut child = std::process::Command::new(std::env::current_exe()?)
-            .args(["serve", "--pods", &pods.to_string(), "--storage", storage])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
+        let mut command = std::process::Command::new(std::env::current_exe()?);
+        command.args(["serve", "--pods", &pods.to_string(), "--storage", storage]);
+        if !garbage_collector {
+            command.arg("--no-garbage-collector");
+        }
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| anyhow::anyhow!("no stdout of the server process"))?;
         let mut line = String::new();
@@ -596,7 +632,7 @@ impl Writer {
 
 /// One fan-out configuration: `n` watchers over `mode`.
 async fn fan_out(args: &Args, mode: Mode, n: usize) -> anyhow::Result<Value> {
-    let server = ServerProcess::start(args.pods, &args.storage).await?;
+    let server = ServerProcess::start(args.pods, &args.storage, !args.no_garbage_collector).await?;
     let mut writer = Writer::connect(server.addr, args.writers).await?;
     let rss_before = server.rss_kb();
     let progress = Arc::new(Progress { watchers: n, reached: AtomicUsize::new(0), all: Notify::new() });
@@ -733,7 +769,7 @@ async fn storm_informer(url: String, storm: Storm, cancel: CancellationToken) ->
 
 /// One relist storm: `--informers` informers start at once against a server holding the pods.
 async fn relist_storm(args: &Args, storm: Storm) -> anyhow::Result<Value> {
-    let server = ServerProcess::start(args.pods, &args.storage).await?;
+    let server = ServerProcess::start(args.pods, &args.storage, !args.no_garbage_collector).await?;
     let pid = server.pid();
     let steady = server.rss_kb();
     let peak_reset = reset_peak_rss(pid);
