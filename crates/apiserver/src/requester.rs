@@ -5,10 +5,13 @@
 //! which kube-apiserver with `--authorization-mode=AlwaysAllow` lets every user do.
 //!
 //! Invariants: the user belongs to the request whose handling set it (a task-local scope, as
-//! its options and warnings have); outside a request it is the server's user; impersonation is
+//! its options and warnings have); outside a request it is the server's user, or that of the
+//! controller acting; impersonation is
 //! resolved as kube resolves it (a service account's groups when none are given,
 //! `system:authenticated` or `system:unauthenticated` added as kube adds them), and groups,
-//! extras or a uid without a user are kube's 400.
+//! extras or a uid without a user are kube's 400. The server's garbage collector acts as its
+//! service account (`system:serviceaccount:kube-system:generic-garbage-collector`), as
+//! kube-controller-manager's does.
 
 use std::future::Future;
 
@@ -24,6 +27,14 @@ tokio::task_local! {
 /// The server's own user.
 fn server_user() -> Value {
     json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
+}
+
+/// A service account's user, as its token authenticates it.
+pub(crate) fn service_account(namespace: &str, name: &str) -> Value {
+    json!({
+        "username": format!("system:serviceaccount:{namespace}:{name}"),
+        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}"), "system:authenticated"],
+    })
 }
 
 /// Runs `f` as `user` (None: the server's user).

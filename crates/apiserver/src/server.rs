@@ -471,7 +471,10 @@ impl Background {
         }
         if store.garbage_collection() {
             let collector = crate::garbage_collector::GarbageCollector::new(store.clone());
-            tasks.push(tokio::spawn(collector.run(rx.clone())));
+            // Its writes are made as kube-controller-manager's collector makes them, with its
+            // service account's credentials.
+            let user = crate::requester::service_account("kube-system", "generic-garbage-collector");
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), collector.run(rx.clone()))));
         }
         if !compaction_interval.is_zero() {
             let mut rx2 = rx;

@@ -275,6 +275,34 @@ async fn a_foreground_deletion_deletes_a_dependents_own_dependents_first() {
 }
 
 #[tokio::test]
+async fn admission_sees_the_collector_as_its_service_account() {
+    let s = testing::builder().start().await.unwrap();
+    let c = Client::new(&s);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "guard"}, "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "!has(oldObject.metadata.labels) || !('guarded' in oldObject.metadata.labels) || request.userInfo.username != 'system:serviceaccount:kube-system:generic-garbage-collector'",
+                "message": "the collector may not delete guarded objects"}]}});
+    create(&c, "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &policy).await;
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "guard"}, "spec": {"policyName": "guard", "validationActions": ["Deny"]}});
+    create(&c, "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", &binding).await;
+    let owner = create(&c, CMS, &cm("owner", vec![])).await;
+    let mut w = watch_cms(&c, &owner).await;
+    let mut guarded = cm("guarded", vec![owner_ref(&owner, false)]);
+    guarded["metadata"]["labels"] = json!({"guarded": "yes"});
+    create(&c, CMS, &guarded).await;
+    create(&c, CMS, &cm("plain", vec![owner_ref(&owner, false)])).await;
+    assert_eq!(c.delete(&format!("{CMS}/owner")).await.code, 200);
+    until(&mut w, "plain deleted", |e| is(e, "DELETED", "plain")).await;
+    settled(&c, &mut w, "mark").await;
+    // The collector's deletion was refused; the server's own user may delete it.
+    assert_eq!(c.get(&format!("{CMS}/guarded")).await.code, 200);
+    assert_eq!(c.delete(&format!("{CMS}/guarded")).await.code, 200);
+}
+
+#[tokio::test]
 async fn a_job_orphans_its_pods_unless_told_otherwise() {
     let s = testing::builder().start().await.unwrap();
     let c = Client::new(&s);
