@@ -44,8 +44,9 @@ pub(crate) fn from_query(query: &[(String, String)], delete: bool) {
                     options.insert(k.clone(), n.into());
                 }
             }
-            "orphanDependents" if delete => {
-                options.insert(k.clone(), (v == "true").into());
+            // kube's query booleans: the first value, false only as "0" or "false" (any case).
+            "orphanDependents" if delete && !options.contains_key("orphanDependents") => {
+                options.insert(k.clone(), (!(v == "0" || v.eq_ignore_ascii_case("false"))).into());
             }
             _ => {}
         }

@@ -10,8 +10,11 @@
 //! change, never a pass over the objects stored. A change that may let an object go — a
 //! dependent whose references changed, the deletion of an owner, an owner that starts a deletion
 //! with one of the collector's finalizers — queues that object, and queued objects are judged on
-//! what the cache shows; an owner the cache does not show is looked up in the storage before
-//! anything is deleted for its absence.
+//! what the cache shows, up to 16 at a time while changes go on being read; an owner the cache
+//! does not show as present is looked up in the storage before anything is deleted for it. Once
+//! nothing is queued or being judged and every change up to a resourceVersion (its own writes
+//! included) has been read, the collector publishes that resourceVersion
+//! ([`Store::garbage_collector_progress`]).
 //!
 //! Invariants: a dependent is deleted only when each of its owners is absent (no object of the
 //! reference's kind, namespace and name with the reference's UID, confirmed in the storage) or
@@ -31,9 +34,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -181,13 +186,20 @@ struct Graph {
     collecting: HashMap<Arc<str>, (Node, bool)>,
     /// Namespaces and owner kinds, each kept once.
     names: HashSet<Arc<str>>,
+    /// How many names there were after the last pruning.
+    names_kept: usize,
 }
 
 impl Graph {
-    /// A shared copy of a namespace or kind.
+    /// A shared copy of a namespace or kind. Names nothing holds any more are dropped once the
+    /// set has doubled since the last pruning.
     fn intern(&mut self, s: &str) -> Arc<str> {
         if let Some(a) = self.names.get(s) {
             return a.clone();
+        }
+        if self.names.len() >= 2 * self.names_kept.max(64) {
+            self.names.retain(|a| Arc::strong_count(a) > 1);
+            self.names_kept = self.names.len();
         }
         let a: Arc<str> = s.into();
         self.names.insert(a.clone());
@@ -295,6 +307,12 @@ struct State {
     queue: Queue,
     /// Owners being deleted in the foreground whose dependents have all been judged once since.
     primed: HashSet<Arc<str>>,
+    /// Foreground owners waiting for their dependents' first judgement: how many are left.
+    priming: HashMap<Arc<str>, (Node, usize)>,
+    /// Dependents being judged for foreground owners (by the owners' UIDs).
+    priming_for: HashMap<Node, Vec<Arc<str>>>,
+    /// Judgements under way (dependent: false, owner: true).
+    busy: HashSet<(Node, bool)>,
     /// Dependents with a reference to a kind the server does not serve: judged again when the
     /// served kinds change.
     unresolved: HashSet<Node>,
@@ -345,6 +363,8 @@ enum Outcome {
 /// The garbage collector (see the module documentation).
 pub struct GarbageCollector {
     store: Arc<Store>,
+    /// The highest resourceVersion the collector's own writes made.
+    written: AtomicU64,
 }
 
 /// Whether the collector tracks a resource's objects.
@@ -362,26 +382,31 @@ const CONFLICT_ATTEMPTS: usize = 5;
 impl GarbageCollector {
     /// A collector for `store`.
     pub fn new(store: Arc<Store>) -> GarbageCollector {
-        GarbageCollector { store }
+        GarbageCollector { store, written: AtomicU64::new(0) }
     }
 
     /// Runs until `stop` turns true.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let cache = self.store.cache().clone();
+        let mut epoch = cache.reset_epoch();
         'rebuild: loop {
+            epoch.borrow_and_update();
             tokio::select! {
                 _ = cache.until_ready() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
-            let mut epoch = cache.reset_epoch();
-            epoch.borrow_and_update();
+            if epoch.has_changed().unwrap_or(false) {
+                continue 'rebuild;
+            }
             let mut registry = cache.registry_changes();
             registry.borrow_and_update();
             let mut st = State::default();
+            let mut jobs: FuturesUnordered<JobFuture<'_>> = FuturesUnordered::new();
             self.track_resources(&mut st);
             loop {
                 let mut changes = cache.rv_changes();
                 changes.borrow_and_update();
+                let read = cache.resource_version();
                 self.read_events(&mut st);
                 let now = Instant::now();
                 for ((n, owner), _) in st.failed.iter().filter(|(_, b)| b.at <= now) {
@@ -391,12 +416,19 @@ impl GarbageCollector {
                         st.queue.dependents.insert(n.clone());
                     }
                 }
-                self.work(&mut st).await;
-                if !st.queue.is_empty() {
-                    continue;
+                if cache.readiness() == crate::cache::Readiness::Ready {
+                    self.start_jobs(&mut st, &mut jobs);
+                    if jobs.is_empty() && st.queue.is_empty() && read >= self.written.load(Ordering::Acquire) {
+                        self.store.garbage_collector_progress().send_if_modified(|p| {
+                            let newer = read > *p;
+                            *p = (*p).max(read);
+                            newer
+                        });
+                    }
                 }
                 let retry = st.failed.values().filter(|b| b.at > now).map(|b| b.at).min();
                 tokio::select! {
+                    Some((n, owner, r)) = jobs.next(), if !jobs.is_empty() => finish(&mut st, n, owner, r),
                     _ = changes.changed() => {}
                     _ = registry.changed() => {
                         self.track_resources(&mut st);
@@ -427,6 +459,8 @@ impl GarbageCollector {
                 st.requeue_after_gap(&info);
             }
         }
+        let collecting = &st.graph.collecting;
+        st.primed.retain(|uid| collecting.contains_key(uid));
         for info in served {
             let key = key_of(&info);
             match st.cursors.get_mut(&key) {
@@ -468,6 +502,8 @@ impl GarbageCollector {
                         // objects' going unseen may concern.
                         self.load(st, key.clone(), info.clone());
                         st.requeue_after_gap(&info);
+                        let collecting = &st.graph.collecting;
+                        st.primed.retain(|uid| collecting.contains_key(uid));
                         break;
                     }
                     Err(_) => break,
@@ -486,80 +522,48 @@ impl GarbageCollector {
         }
     }
 
-    /// Judges every queued object; one that fails is tried again after a delay that doubles
-    /// with each failure (or when it changes).
-    async fn work(&self, st: &mut State) {
-        if st.queue.is_empty() {
-            return;
-        }
-        enum Job {
-            Dependent(Node, Option<Arc<ResourceInfo>>, bool, bool),
-            Owner(Node, Option<Arc<ResourceInfo>>, Vec<(Node, bool)>, bool),
-        }
-        let info = |res: &ResKey| st.cursors.get(res).map(|(i, _)| i.clone());
-        let mut jobs = Vec::new();
-        for n in st.queue.owners.drain() {
-            let deps = st.graph.dependents_of(&n.uid);
-            let primed = st.primed.contains(&n.uid);
-            jobs.push(Job::Owner(n.clone(), info(&n.res), deps, primed));
-        }
-        for n in st.queue.dependents.drain() {
+    /// Starts judging queued objects, up to [`PARALLEL`] at a time; an object being judged
+    /// already stays queued until that judgement ends.
+    fn start_jobs<'a>(&'a self, st: &mut State, jobs: &mut FuturesUnordered<JobFuture<'a>>) {
+        let info = |st: &State, res: &ResKey| st.cursors.get(res).map(|(i, _)| i.clone());
+        while jobs.len() < PARALLEL {
+            let owner = st.queue.owners.iter().find(|n| !st.busy.contains(&((*n).clone(), true))).cloned();
+            if let Some(n) = owner {
+                st.queue.owners.remove(&n);
+                if st.priming.contains_key(&n.uid) {
+                    // Judged again once its dependents have been.
+                    continue;
+                }
+                st.busy.insert((n.clone(), true));
+                let deps = st.graph.dependents_of(&n.uid);
+                let primed = st.primed.contains(&n.uid);
+                let Some(info) = info(st, &n.res) else {
+                    jobs.push(Box::pin(async move { (n, true, Ok(Outcome::Done)) }));
+                    continue;
+                };
+                jobs.push(Box::pin(async move {
+                    let r = self.judge_owner(&info, &n, deps, primed).await;
+                    (n, true, r)
+                }));
+                continue;
+            }
+            let dependent = st.queue.dependents.iter().find(|n| !st.busy.contains(&((*n).clone(), false))).cloned();
+            let Some(n) = dependent else { break };
+            st.queue.dependents.remove(&n);
+            st.busy.insert((n.clone(), false));
             let deps = st.graph.dependents.get(&n.uid);
             let has_dependents = deps.is_some_and(|d| !d.is_empty());
             let cycle = deps.is_some_and(|d| {
                 d.iter().any(|x| st.graph.collecting.get(&x.uid).is_some_and(|(_, foreground)| *foreground))
             });
-            jobs.push(Job::Dependent(n.clone(), info(&n.res), has_dependents, cycle));
-        }
-        let mut results = futures_util::stream::iter(jobs)
-            .map(|job| async move {
-                match job {
-                    Job::Dependent(n, Some(info), has_dependents, cycle) => {
-                        let r = self.judge_dependent(&info, &n, has_dependents, cycle).await;
-                        (n, false, r)
-                    }
-                    Job::Owner(n, Some(info), deps, primed) => {
-                        let r = self.judge_owner(&info, &n, deps, primed).await;
-                        (n, true, r)
-                    }
-                    // The resource is no longer served.
-                    Job::Dependent(n, None, ..) => (n, false, Ok(Outcome::Done)),
-                    Job::Owner(n, None, ..) => (n, true, Ok(Outcome::Done)),
-                }
-            })
-            .buffer_unordered(PARALLEL);
-        let mut done = Vec::new();
-        while let Some(r) = results.next().await {
-            done.push(r);
-        }
-        drop(results);
-        for (n, owner, r) in done {
-            let key = (n, owner);
-            match r {
-                Ok(outcome) => {
-                    st.failed.remove(&key);
-                    let (n, _) = key;
-                    match outcome {
-                        Outcome::Done => {}
-                        Outcome::Next(deps) => st.queue.dependents.extend(deps),
-                        Outcome::Prime(deps) => {
-                            st.queue.dependents.extend(deps);
-                            st.primed.insert(n.uid.clone());
-                            st.queue.owners.insert(n);
-                        }
-                        Outcome::Unresolved => {
-                            st.unresolved.insert(n);
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!(name = %key.0.name, error = %e, "garbage collector: retrying");
-                    let b = st.failed.entry(key).or_insert(Backoff { failures: 0, at: Instant::now() });
-                    b.failures += 1;
-                    let delay = RETRY.0.saturating_mul(1 << b.failures.min(16).saturating_sub(1)).min(RETRY.1);
-                    b.at = Instant::now() + delay;
-                }
-            }
+            let Some(info) = info(st, &n.res) else {
+                jobs.push(Box::pin(async move { (n, false, Ok(Outcome::Done)) }));
+                continue;
+            };
+            jobs.push(Box::pin(async move {
+                let r = self.judge_dependent(&info, &n, has_dependents, cycle).await;
+                (n, false, r)
+            }));
         }
     }
 
@@ -631,11 +635,53 @@ impl GarbageCollector {
         let opts =
             DeleteOpts { precondition_uid: Some(n.uid.to_string()), precondition_rv: Some(rv), ..Default::default() }
                 .propagation(policy);
-        match self.store.delete(info, &n.ns, &n.name, &opts).await {
+        match self.delete(info, n, &opts).await {
             Ok(_) => Ok(Outcome::Done),
             Err(e) if e.code == 404 => Ok(Outcome::Done),
+            Err(e) if e.code == 409 => {
+                // Changed meanwhile: when its references are the ones judged (a status update,
+                // say), it goes all the same; otherwise it is judged again.
+                let stored = match self.store.stored(info, &n.ns, &n.name).await {
+                    Ok(o) => o,
+                    Err(e) if e.code == 404 => return Ok(Outcome::Done),
+                    Err(e) => return Err(e),
+                };
+                let same = *stored.uid == *n.uid && fingerprint(Meta::of(&stored).refs()) == fingerprint(meta.refs());
+                if !same {
+                    return Err(e);
+                }
+                let opts = DeleteOpts { precondition_rv: None, ..opts };
+                match self.delete(info, n, &opts).await {
+                    Ok(_) => Ok(Outcome::Done),
+                    Err(e) if e.code == 404 => Ok(Outcome::Done),
+                    Err(e) => Err(e),
+                }
+            }
             Err(e) => Err(e),
         }
+    }
+
+    /// Deletes a dependent; admission sees the options as kube's collector sends them.
+    async fn delete(&self, info: &ResourceInfo, n: &Node, opts: &DeleteOpts) -> Result<(), ApiError> {
+        let mut sent = serde_json::Map::new();
+        let mut pre = serde_json::Map::new();
+        if let Some(uid) = &opts.precondition_uid {
+            pre.insert("uid".into(), uid.as_str().into());
+        }
+        if let Some(rv) = opts.precondition_rv {
+            pre.insert("resourceVersion".into(), rv.to_string().into());
+        }
+        sent.insert("preconditions".into(), Value::Object(pre));
+        if let Some(p) = opts.propagation {
+            sent.insert("propagationPolicy".into(), p.as_str().into());
+        }
+        crate::admission_options::scope(async {
+            crate::admission_options::from_delete_body(&Value::Object(sent));
+            let (o, _) = self.store.delete(info, &n.ns, &n.name, opts).await?;
+            self.written.fetch_max(o.rv, Ordering::AcqRel);
+            Ok(())
+        })
+        .await
     }
 
     /// Judges an owner being deleted with one of the collector's finalizers. In the foreground,
@@ -655,17 +701,23 @@ impl GarbageCollector {
         }
         if meta.has_finalizer(ORPHAN) {
             let registry = self.store.registry();
-            for (d, _) in &deps {
-                let Some(dinfo) = registry.each_resource().find(|i| i.group == d.res.0 && i.plural == d.res.1).cloned()
-                else {
-                    continue;
-                };
-                let uid = n.uid.clone();
-                self.edit_refs(&dinfo, d, 0, |refs| {
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&*uid))
+            let uid = &n.uid;
+            let mut edits = futures_util::stream::iter(deps)
+                .map(|(d, _)| {
+                    let dinfo = registry.each_resource().find(|i| i.group == d.res.0 && i.plural == d.res.1).cloned();
+                    async move {
+                        let Some(dinfo) = dinfo else { return Ok(None) };
+                        self.edit_refs(&dinfo, &d, 0, |refs| {
+                            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&**uid))
+                        })
+                        .await
+                    }
                 })
-                .await?;
+                .buffer_unordered(PARALLEL);
+            while let Some(r) = edits.next().await {
+                r?;
             }
+            drop(edits);
             self.remove_finalizer(info, n, obj.rv, ORPHAN).await?;
             return Ok(Outcome::Done);
         }
@@ -702,10 +754,12 @@ impl GarbageCollector {
         let judge = |o: &StoredObject| if Meta::of(o).in_foreground() { Owner::Waiting } else { Owner::Present };
         if let Some(o) = self.store.cache().get(&info, ns, &r.name)?
             && o.uid == r.uid
+            && matches!(judge(&o), Owner::Present)
         {
-            return Ok(judge(&o));
+            return Ok(Owner::Present);
         }
-        // The cache may be behind: the storage decides.
+        // The cache may be behind (the owner created, deleted, or no longer waiting): the
+        // storage decides.
         match self.store.stored(&info, ns, &r.name).await {
             Ok(o) if o.uid == r.uid => Ok(judge(&o)),
             Ok(_) => Ok(Owner::Absent),
@@ -793,7 +847,10 @@ impl GarbageCollector {
             }
             let url_ns = info.namespaced.then_some(&*n.ns);
             match self.store.update(info, url_ns, Some(&n.name), obj, WriteOpts::default().by(CONTROLLER)).await {
-                Ok(o) => return Ok(Some(o.rv)),
+                Ok(o) => {
+                    self.written.fetch_max(o.rv, Ordering::AcqRel);
+                    return Ok(Some(o.rv));
+                }
                 Err(e) if e.code == 404 => return Ok(None),
                 Err(e) if e.code == 409 => match self.store.stored(info, &n.ns, &n.name).await {
                     Ok(newer) => cur = newer,
@@ -820,6 +877,60 @@ pub(crate) fn parse_group_version(api_version: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// A judgement under way: the object, whether it is judged as an owner, and what it gave.
+type JobFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (Node, bool, Result<Outcome, ApiError>)> + Send + 'a>>;
+
+/// Takes in what a judgement gave: what it queues next, or when it is tried again (after a
+/// delay that doubles with each failure of that object).
+fn finish(st: &mut State, n: Node, owner: bool, r: Result<Outcome, ApiError>) {
+    let key = (n, owner);
+    st.busy.remove(&key);
+    let (n, _) = &key;
+    if !owner {
+        // A foreground owner waiting for this dependent's judgement is judged once it has
+        // none left to wait for.
+        for uid in st.priming_for.remove(n).unwrap_or_default() {
+            if let Some((_, left)) = st.priming.get_mut(&uid) {
+                *left = left.saturating_sub(1);
+                if *left == 0
+                    && let Some((o, _)) = st.priming.remove(&uid)
+                {
+                    st.primed.insert(uid);
+                    st.queue.owners.insert(o);
+                }
+            }
+        }
+    }
+    match r {
+        Ok(outcome) => {
+            st.failed.remove(&key);
+            let (n, _) = key;
+            match outcome {
+                Outcome::Done => {}
+                Outcome::Next(deps) => st.queue.dependents.extend(deps),
+                Outcome::Prime(deps) => {
+                    st.priming.insert(n.uid.clone(), (n.clone(), deps.len()));
+                    for d in deps {
+                        st.priming_for.entry(d.clone()).or_default().push(n.uid.clone());
+                        st.queue.dependents.insert(d);
+                    }
+                }
+                Outcome::Unresolved => {
+                    st.unresolved.insert(n);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::debug!(name = %key.0.name, error = %e, "garbage collector: retrying");
+            let b = st.failed.entry(key).or_insert(Backoff { failures: 0, at: Instant::now() });
+            b.failures += 1;
+            let delay = RETRY.0.saturating_mul(1 << b.failures.min(16).saturating_sub(1)).min(RETRY.1);
+            b.at = Instant::now() + delay;
+        }
+    }
+}
+
 /// Applies one change of an object of resource `res` to the graph, and queues what it may let go.
 fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
     let node = st.graph.node(res, o);
@@ -837,6 +948,9 @@ fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
         let old = graph.remove(&node);
         graph.collecting.remove(&node.uid);
         st.primed.remove(&node.uid);
+        st.unresolved.remove(&node);
+        st.failed.remove(&(node.clone(), false));
+        st.failed.remove(&(node.clone(), true));
         if let Some(deps) = graph.dependents.get(&node.uid) {
             queue.dependents.extend(deps.iter().cloned());
         }

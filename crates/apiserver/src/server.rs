@@ -1000,6 +1000,20 @@ impl ApiServer {
         Ok(self.shared.store.delete(&info, namespace, name, opts).await?.0.value())
     }
 
+    /// Waits (up to `timeout`) until the garbage collector has judged every change made so far
+    /// and what its own writes led to — a test's way to know that an object the collector
+    /// would delete is gone, or that one it keeps is kept for good. True at once when the
+    /// collector does not run; false when the time runs out.
+    pub async fn garbage_collector_settled(&self, timeout: Duration) -> bool {
+        let store = &self.shared.store;
+        if !store.garbage_collection() {
+            return true;
+        }
+        let target = store.resource_version().max(store.cache().resource_version());
+        let mut progress = store.garbage_collector_progress().subscribe();
+        matches!(tokio::time::timeout(timeout, progress.wait_for(|p| *p >= target)).await, Ok(Ok(_)))
+    }
+
     /// Gets an object (a consistent read).
     pub async fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;

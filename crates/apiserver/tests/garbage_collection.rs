@@ -6,9 +6,8 @@
 //! writes, a server without the collector, and a restarted server collecting what a deletion
 //! left behind.
 //!
-//! Waiting is by watch events. That something was *not* deleted is asserted after a later
-//! dependent of a missing owner has been collected: the collector judges changes in the order
-//! the cache saw them, one batch after another, so by then it has judged the earlier ones.
+//! Waiting is by watch events, and for what the collector keeps, by its own signal that it has
+//! judged every change made so far (`ApiServer::garbage_collector_settled`).
 
 mod common;
 
@@ -63,12 +62,10 @@ async fn create(c: &Client, path: &str, v: &Value) -> Value {
     r.body
 }
 
-/// Creates a ConfigMap whose only owner never existed and waits until the collector has deleted
-/// it: every change made before has been judged by then.
-async fn settled(c: &Client, w: &mut WatchStream, name: &str) {
-    let ghost = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": format!("no-such-{name}")});
-    create(c, CMS, &cm(name, vec![ghost])).await;
-    until(w, &format!("the collection of {name}"), |e| is(e, "DELETED", name)).await;
+/// Waits until the collector has judged every change made so far (and what its own writes led
+/// to): what it has not deleted by then, it keeps.
+async fn caught_up(s: &ApiServer) {
+    assert!(s.garbage_collector_settled(EVENT).await, "the garbage collector did not settle");
 }
 
 async fn watch_cms(c: &Client, from: &Value) -> WatchStream {
@@ -101,7 +98,7 @@ async fn deleting_an_owner_deletes_its_dependents_in_the_background() {
     })
     .await;
     assert_eq!(deleted, ["d1".to_string(), "d2".to_string()].into());
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     // The dependent with an owner left keeps it, and only it.
     let both = c.get(&format!("{CMS}/both")).await.body;
     assert_eq!(both["metadata"]["ownerReferences"], json!([owner_ref(&other, false)]), "{both}");
@@ -126,7 +123,7 @@ async fn dependents_of_owners_that_are_gone_or_replaced_are_deleted() {
     let namespaced = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u-2"});
     let ns = json!({"metadata": {"name": "held", "ownerReferences": [namespaced]}});
     create(&c, "/api/v1/namespaces", &ns).await;
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     assert_eq!(c.get(&format!("{CMS}/of-an-unserved-kind")).await.code, 200);
     assert_eq!(c.get("/api/v1/namespaces/held").await.code, 200);
     assert_eq!(c.get(&format!("{CMS}/owner")).await.code, 200);
@@ -139,7 +136,7 @@ async fn a_reference_to_a_kind_served_later_is_judged_then() {
     let gizmo = json!({"apiVersion": "example.org/v1", "kind": "Gizmo", "name": "g", "uid": "u-g"});
     let first = create(&c, CMS, &cm("of-a-gizmo", vec![gizmo])).await;
     let mut w = watch_cms(&c, &first).await;
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     assert_eq!(c.get(&format!("{CMS}/of-a-gizmo")).await.code, 200);
     // Once the kind is served, the owner the reference names is found missing.
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -207,7 +204,7 @@ async fn orphan_propagation_keeps_the_dependents_without_the_reference() {
     assert!(d1["metadata"].get("ownerReferences").is_none(), "{d1}");
     let both = c.get(&format!("{CMS}/both")).await.body;
     assert_eq!(both["metadata"]["ownerReferences"], json!([owner_ref(&other, false)]), "{both}");
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     assert_eq!(c.get(&format!("{CMS}/d1")).await.code, 200);
 }
 
@@ -238,7 +235,7 @@ async fn foreground_deletion_waits_for_the_blocking_dependents() {
     })
     .await;
     assert_eq!(deleted, ["blocking".to_string(), "not-blocking".to_string()].into());
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     // The dependent held by its own finalizer is being deleted, and still blocks the owner.
     let h = c.get(&format!("{CMS}/held")).await.body;
     assert!(h["metadata"]["deletionTimestamp"].is_string(), "{h}");
@@ -296,7 +293,7 @@ async fn admission_sees_the_collector_as_its_service_account() {
     create(&c, CMS, &cm("plain", vec![owner_ref(&owner, false)])).await;
     assert_eq!(c.delete(&format!("{CMS}/owner")).await.code, 200);
     until(&mut w, "plain deleted", |e| is(e, "DELETED", "plain")).await;
-    settled(&c, &mut w, "mark").await;
+    caught_up(&s).await;
     // The collector's deletion was refused; the server's own user may delete it.
     assert_eq!(c.get(&format!("{CMS}/guarded")).await.code, 200);
     assert_eq!(c.delete(&format!("{CMS}/guarded")).await.code, 200);

@@ -102,6 +102,8 @@ pub struct Store {
     cluster_ips: ClusterIps,
     /// Whether a garbage collector runs: deletions then give objects its finalizers.
     garbage_collection: bool,
+    /// The resourceVersion up to which the garbage collector has judged every change.
+    gc_progress: tokio::sync::watch::Sender<u64>,
 }
 
 /// One LIST page request.
@@ -180,6 +182,7 @@ impl Store {
             services,
             cluster_ips: ClusterIps::default(),
             garbage_collection: false,
+            gc_progress: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -193,6 +196,12 @@ impl Store {
     /// Whether deletions give objects the garbage collector's finalizers.
     pub fn garbage_collection(&self) -> bool {
         self.garbage_collection
+    }
+
+    /// The resourceVersion up to which the garbage collector has read every change and made
+    /// every judgement those changes called for (its own writes included), as it publishes it.
+    pub fn garbage_collector_progress(&self) -> &tokio::sync::watch::Sender<u64> {
+        &self.gc_progress
     }
 
     /// The core/v1 namespaces resource, if served.
