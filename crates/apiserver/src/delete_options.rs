@@ -249,6 +249,14 @@ pub(crate) fn gc_finalizers(info: &ResourceInfo, finalizers: &[String], opts: &D
         (None, Some(p)) => p == Propagation::Foreground,
         (None, None) => has(FOREGROUND),
     };
+    let out = with_gc_finalizers(finalizers, orphan, foreground);
+    let set = |l: &[String]| l.iter().cloned().collect::<std::collections::BTreeSet<String>>();
+    (set(&out) != set(finalizers)).then_some(out)
+}
+
+/// `finalizers` with the collector's as asked: the others first, in order, then `orphan`, then
+/// `foregroundDeletion`.
+fn with_gc_finalizers(finalizers: &[String], orphan: bool, foreground: bool) -> Vec<String> {
     let mut out: Vec<String> = finalizers.iter().filter(|f| *f != ORPHAN && *f != FOREGROUND).cloned().collect();
     if orphan {
         out.push(ORPHAN.into());
@@ -256,8 +264,7 @@ pub(crate) fn gc_finalizers(info: &ResourceInfo, finalizers: &[String], opts: &D
     if foreground {
         out.push(FOREGROUND.into());
     }
-    let set = |l: &[String]| l.iter().cloned().collect::<std::collections::BTreeSet<String>>();
-    (set(&out) != set(finalizers)).then_some(out)
+    out
 }
 
 /// The collector's finalizers the first DELETE of a namespace leaves on it (kube's namespace
@@ -275,14 +282,7 @@ pub(crate) fn namespace_gc_finalizers(finalizers: &[String], opts: &DeleteOpts) 
         (None, Some(p)) => p == Propagation::Foreground,
         (None, None) => has(FOREGROUND),
     };
-    let mut out: Vec<String> = finalizers.iter().filter(|f| *f != ORPHAN && *f != FOREGROUND).cloned().collect();
-    if orphan {
-        out.push(ORPHAN.into());
-    }
-    if foreground {
-        out.push(FOREGROUND.into());
-    }
-    (orphan != has(ORPHAN) || foreground != has(FOREGROUND)).then_some(out)
+    (orphan != has(ORPHAN) || foreground != has(FOREGROUND)).then(|| with_gc_finalizers(finalizers, orphan, foreground))
 }
 
 /// Whether a resource is core/v1's or events.k8s.io's events.

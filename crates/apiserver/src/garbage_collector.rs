@@ -525,45 +525,50 @@ impl GarbageCollector {
     /// Starts judging queued objects, up to [`PARALLEL`] at a time; an object being judged
     /// already stays queued until that judgement ends.
     fn start_jobs<'a>(&'a self, st: &mut State, jobs: &mut FuturesUnordered<JobFuture<'a>>) {
-        let info = |st: &State, res: &ResKey| st.cursors.get(res).map(|(i, _)| i.clone());
         while jobs.len() < PARALLEL {
-            let owner = st.queue.owners.iter().find(|n| !st.busy.contains(&((*n).clone(), true))).cloned();
-            if let Some(n) = owner {
+            let free = |set: &HashSet<Node>, owner: bool| {
+                set.iter().find(|n| !st.busy.contains(&((*n).clone(), owner))).cloned()
+            };
+            let (n, owner) = match (free(&st.queue.owners, true), free(&st.queue.dependents, false)) {
+                (Some(n), _) => (n, true),
+                (None, Some(n)) => (n, false),
+                (None, None) => break,
+            };
+            if owner {
                 st.queue.owners.remove(&n);
                 if st.priming.contains_key(&n.uid) {
                     // Judged again once its dependents have been.
                     continue;
                 }
-                st.busy.insert((n.clone(), true));
-                let deps = st.graph.dependents_of(&n.uid);
-                let primed = st.primed.contains(&n.uid);
-                let Some(info) = info(st, &n.res) else {
-                    jobs.push(Box::pin(async move { (n, true, Ok(Outcome::Done)) }));
-                    continue;
-                };
-                jobs.push(Box::pin(async move {
-                    let r = self.judge_owner(&info, &n, deps, primed).await;
-                    (n, true, r)
-                }));
-                continue;
+            } else {
+                st.queue.dependents.remove(&n);
             }
-            let dependent = st.queue.dependents.iter().find(|n| !st.busy.contains(&((*n).clone(), false))).cloned();
-            let Some(n) = dependent else { break };
-            st.queue.dependents.remove(&n);
-            st.busy.insert((n.clone(), false));
-            let deps = st.graph.dependents.get(&n.uid);
-            let has_dependents = deps.is_some_and(|d| !d.is_empty());
-            let cycle = deps.is_some_and(|d| {
-                d.iter().any(|x| st.graph.collecting.get(&x.uid).is_some_and(|(_, foreground)| *foreground))
-            });
-            let Some(info) = info(st, &n.res) else {
-                jobs.push(Box::pin(async move { (n, false, Ok(Outcome::Done)) }));
-                continue;
+            st.busy.insert((n.clone(), owner));
+            let info = st.cursors.get(&n.res).map(|(i, _)| i.clone());
+            let job: JobFuture<'a> = match info {
+                // The resource is no longer served.
+                None => Box::pin(async move { (n, owner, Ok(Outcome::Done)) }),
+                Some(info) if owner => {
+                    let deps = st.graph.dependents_of(&n.uid);
+                    let primed = st.primed.contains(&n.uid);
+                    Box::pin(async move {
+                        let r = self.judge_owner(&info, &n, deps, primed).await;
+                        (n, true, r)
+                    })
+                }
+                Some(info) => {
+                    let deps = st.graph.dependents.get(&n.uid);
+                    let has_dependents = deps.is_some_and(|d| !d.is_empty());
+                    let cycle = deps.is_some_and(|d| {
+                        d.iter().any(|x| st.graph.collecting.get(&x.uid).is_some_and(|(_, foreground)| *foreground))
+                    });
+                    Box::pin(async move {
+                        let r = self.judge_dependent(&info, &n, has_dependents, cycle).await;
+                        (n, false, r)
+                    })
+                }
             };
-            jobs.push(Box::pin(async move {
-                let r = self.judge_dependent(&info, &n, has_dependents, cycle).await;
-                (n, false, r)
-            }));
+            jobs.push(job);
         }
     }
 

@@ -11,8 +11,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
 use informer_apiserver::delete_options::{DeleteOpts, Propagation};
 use informer_apiserver::{ApiServer, testing};
@@ -20,21 +18,6 @@ use serde_json::{Value, json};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const MERGE: &str = "application/merge-patch+json";
-/// How long one expected watch event may take (the collector works in the background).
-const EVENT: Duration = Duration::from_secs(20);
-
-/// Reads events until one satisfies `pred`; returns it.
-async fn until(w: &mut WatchStream, what: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
-    loop {
-        let e = tokio::time::timeout(EVENT, w.next())
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-            .unwrap_or_else(|| panic!("the watch ended before {what}"));
-        if pred(&e) {
-            return e;
-        }
-    }
-}
 
 fn is(e: &Value, kind: &str, name: &str) -> bool {
     e["type"] == kind && e["object"]["metadata"]["name"] == name
@@ -60,6 +43,21 @@ async fn create(c: &Client, path: &str, v: &Value) -> Value {
     let r = c.post(path, v).await;
     assert_eq!(r.code, 201, "{}", r.body);
     r.body
+}
+
+/// Reads events until two of the objects `names` are deleted (in whatever order); their names,
+/// sorted.
+async fn deleted(w: &mut WatchStream, names: &[&str]) -> Vec<String> {
+    let mut gone = std::collections::BTreeSet::new();
+    until(w, "two deletions", |e| {
+        let name = e["object"]["metadata"]["name"].as_str().unwrap_or_default();
+        if e["type"] == "DELETED" && names.contains(&name) {
+            gone.insert(name.to_string());
+        }
+        gone.len() == 2
+    })
+    .await;
+    gone.into_iter().collect()
 }
 
 /// Waits until the collector has judged every change made so far (and what its own writes led
@@ -89,15 +87,7 @@ async fn deleting_an_owner_deletes_its_dependents_in_the_background() {
     assert_eq!(r.code, 200, "{}", r.body);
     assert!(r.body["metadata"].get("finalizers").is_none(), "{}", r.body);
     assert_eq!(c.get(&format!("{CMS}/owner")).await.code, 404);
-    let mut deleted = std::collections::BTreeSet::new();
-    until(&mut w, "both dependents deleted", |e| {
-        if e["type"] == "DELETED" && e["object"]["metadata"]["name"] != "owner" {
-            deleted.insert(e["object"]["metadata"]["name"].as_str().unwrap().to_string());
-        }
-        deleted.len() == 2
-    })
-    .await;
-    assert_eq!(deleted, ["d1".to_string(), "d2".to_string()].into());
+    assert_eq!(deleted(&mut w, &["d1", "d2"]).await, ["d1", "d2"]);
     caught_up(&s).await;
     // The dependent with an owner left keeps it, and only it.
     let both = c.get(&format!("{CMS}/both")).await.body;
@@ -226,15 +216,7 @@ async fn foreground_deletion_waits_for_the_blocking_dependents() {
     let marked = marked.left().expect("the owner stays while its dependents go");
     assert_eq!(marked.metadata.finalizers, Some(vec!["foregroundDeletion".to_string()]));
     assert!(marked.metadata.deletion_timestamp.is_some());
-    let mut deleted = std::collections::BTreeSet::new();
-    until(&mut w, "both other dependents deleted", |e| {
-        if e["type"] == "DELETED" {
-            deleted.insert(e["object"]["metadata"]["name"].as_str().unwrap().to_string());
-        }
-        deleted.len() == 2
-    })
-    .await;
-    assert_eq!(deleted, ["blocking".to_string(), "not-blocking".to_string()].into());
+    assert_eq!(deleted(&mut w, &["blocking", "not-blocking", "held", "owner"]).await, ["blocking", "not-blocking"]);
     caught_up(&s).await;
     // The dependent held by its own finalizer is being deleted, and still blocks the owner.
     let h = c.get(&format!("{CMS}/held")).await.body;

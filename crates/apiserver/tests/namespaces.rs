@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::recorded::{comparable_managed, recorded};
 use common::*;
 use informer_apiserver::storage::Storage;
@@ -17,21 +15,6 @@ use serde_json::{Value, json};
 
 const NAMESPACES: &str = "/api/v1/namespaces";
 const MERGE: &str = "application/merge-patch+json";
-/// How long one expected watch event may take (the controller works in the background).
-const EVENT: Duration = Duration::from_secs(20);
-
-/// Reads events until one satisfies `pred`; returns it.
-async fn until(w: &mut WatchStream, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    loop {
-        let e = tokio::time::timeout(EVENT, w.next())
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-            .unwrap_or_else(|| panic!("the watch ended before {what}"));
-        if pred(&e) {
-            return e;
-        }
-    }
-}
 
 fn is(e: &Value, kind: &str, name: &str) -> bool {
     e["type"] == kind && e["object"]["metadata"]["name"] == name

@@ -182,6 +182,22 @@ impl WatchStream {
     }
 }
 
+/// How long one expected watch event may take when a controller of the server makes it.
+pub const EVENT: Duration = Duration::from_secs(20);
+
+/// Reads events until one satisfies `pred` (each within [`EVENT`]); returns it.
+pub async fn until(w: &mut WatchStream, what: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
+    loop {
+        let e = tokio::time::timeout(EVENT, w.next())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+            .unwrap_or_else(|| panic!("the watch ended before {what}"));
+        if pred(&e) {
+            return e;
+        }
+    }
+}
+
 pub fn pod(name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
