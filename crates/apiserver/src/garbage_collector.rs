@@ -109,10 +109,31 @@ struct Meta {
     deletion_timestamp: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    metadata: Option<Meta>,
+/// The top-level `metadata` of an object's JSON, read without reading what follows it (a pod's
+/// spec and status are most of its bytes).
+fn top_level_metadata(json: &[u8]) -> Option<Meta> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Top<'a>(&'a mut Option<Meta>);
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "metadata" {
+                    *self.0 = Some(map.next_value()?);
+                    // Found: the rest is not read (the decoder reports the object unfinished).
+                    return Err(serde::de::Error::custom("metadata read"));
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_slice(json).deserialize_map(Top(&mut found));
+    found
 }
 
 impl Meta {
@@ -123,7 +144,7 @@ impl Meta {
         if !has(b"\"ownerReferences\"") && !has(b"\"finalizers\"") {
             return Meta::default();
         }
-        serde_json::from_slice::<Head>(b).ok().and_then(|h| h.metadata).unwrap_or_default()
+        top_level_metadata(b).unwrap_or_default()
     }
 
     fn refs(&self) -> &[OwnerRef] {
@@ -1017,6 +1038,15 @@ mod tests {
         // A finalizer alone, without a deletion under way, is not the collector's business.
         let held = object("c", "u3", json!({"finalizers": ["orphan"]}));
         assert!(!Meta::of(&held).collecting());
+    }
+
+    #[test]
+    fn only_the_top_level_metadata_counts() {
+        let json = br#"{"kind":"Gadget","apiVersion":"x/v1","aaa":{"metadata":{"ownerReferences":[{"uid":"wrong"}]}},"metadata":{"name":"g","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"right"}]},"spec":{"x":[1,2,3]}}"#;
+        let m = top_level_metadata(json).unwrap();
+        assert_eq!(m.refs().len(), 1);
+        assert_eq!(m.refs()[0].uid, "right");
+        assert!(top_level_metadata(br#"{"kind":"X","spec":{}}"#).is_none());
     }
 
     #[test]
