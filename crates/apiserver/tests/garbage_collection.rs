@@ -163,6 +163,48 @@ async fn events_and_namespaces_take_the_policies_kube_gives_them() {
 }
 
 #[tokio::test]
+async fn a_definition_being_deleted_takes_a_later_policy() {
+    let s = testing::builder().start().await.unwrap();
+    let c = Client::new(&s);
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.org"},
+        "spec": {"group": "example.org", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let created = create(&c, CRDS, &crd).await;
+    let mut w = c.watch(&format!("{CRDS}?watch=true&resourceVersion={}", rv_of(&created))).await;
+    until(&mut w, "the definition established", |e| {
+        e["object"]["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+    })
+    .await;
+    // A gizmo its own finalizer holds keeps the definition's cleanup from finishing.
+    const GIZMOS: &str = "/apis/example.org/v1/namespaces/default/gizmos";
+    let gizmo = json!({"apiVersion": "example.org/v1", "kind": "Gizmo",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    create(&c, GIZMOS, &gizmo).await;
+    let first = c.delete(&format!("{CRDS}/gizmos.example.org")).await;
+    assert_eq!(first.body["metadata"]["finalizers"], json!(["customresourcecleanup.apiextensions.k8s.io"]));
+    // Deleted again in the foreground: the generic store's finalizer beside the cleanup one.
+    let again = c.delete(&format!("{CRDS}/gizmos.example.org?propagationPolicy=Foreground")).await;
+    assert_eq!(again.code, 200, "{}", again.body);
+    assert_eq!(
+        again.body["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io", "foregroundDeletion"])
+    );
+    // No dependents: the collector lets it go; the cleanup then ends it once the gizmo goes.
+    caught_up(&s).await;
+    let r = c.get(&format!("{CRDS}/gizmos.example.org")).await;
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["customresourcecleanup.apiextensions.k8s.io"]), "{}", r.body);
+    let r = c.patch(&format!("{GIZMOS}/held"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    until(&mut w, "the definition deleted", |e| is(e, "DELETED", "gizmos.example.org")).await;
+}
+
+#[tokio::test]
 async fn orphan_propagation_keeps_the_dependents_without_the_reference() {
     let s = testing::builder().start().await.unwrap();
     let c = Client::new(&s);

@@ -1051,8 +1051,14 @@ impl Store {
             }
             let meta = meta_mut(&mut map);
             let finalizers = string_list(meta, "finalizers");
-            let collected = self.garbage_collection && !is_namespace && !crate::crd::is_crds(info);
-            let changed = if collected { crate::delete_options::gc_finalizers(info, &finalizers, opts) } else { None };
+            // A namespace or definition reaches this point only once its own first step is done
+            // (terminating with no `spec.finalizers` left; marked for cleanup): from there kube's
+            // generic store deletes it, and gives the collector's finalizers as for any object.
+            let changed = if self.garbage_collection {
+                crate::delete_options::gc_finalizers(info, &finalizers, opts)
+            } else {
+                None
+            };
             let pending = changed.as_ref().unwrap_or(&finalizers);
             let result = if !pending.is_empty() {
                 let deleting = meta.contains_key("deletionTimestamp");
