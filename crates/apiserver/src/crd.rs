@@ -32,10 +32,6 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_str).unwrap_or("")
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
-}
-
 /// The storage version of a CustomResourceDefinition (the version marked `storage`).
 pub fn storage_version(crd: &Value) -> Option<String> {
     crd.get("spec")?
@@ -191,7 +187,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
         let webhook = conversion.and_then(|c| c.get("webhook"));
         Arc::new(crate::registry::ConversionWebhook {
             client_config: webhook.and_then(|w| w.get("clientConfig")).cloned().unwrap_or(Value::Null),
-            review_versions: strings(webhook.and_then(|w| w.get("conversionReviewVersions"))),
+            review_versions: crate::object::strings(webhook.and_then(|w| w.get("conversionReviewVersions"))),
         })
     });
     versions
@@ -200,7 +196,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
             let version = str_at(v, &["name"]);
             let mut info = ResourceInfo::new(&group, version, &plural, &kind, namespaced);
             info.singular = singular.clone();
-            info.short_names = strings(accepted.get("shortNames"));
+            info.short_names = crate::object::strings(accepted.get("shortNames"));
             info.selectable_fields = v
                 .get("selectableFields")
                 .and_then(Value::as_array)
@@ -230,7 +226,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
                 served_versions: served.clone(),
                 schema: schema_of(v),
                 printer_columns: printer_columns(v),
-                categories: strings(accepted.get("categories")),
+                categories: crate::object::strings(accepted.get("categories")),
                 list_kind: list_kind.clone(),
                 terminating,
                 deprecation_warning,

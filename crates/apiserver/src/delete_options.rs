@@ -87,10 +87,9 @@ impl DeleteOpts {
             }
             opts.precondition_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string);
             opts.orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
-            let dry_run = body.get("dryRun").and_then(Value::as_array).into_iter().flatten();
             (
                 body.get("propagationPolicy").and_then(Value::as_str).map(str::to_string),
-                dry_run.filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                crate::object::strings(body.get("dryRun")),
             )
         } else {
             let first = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());

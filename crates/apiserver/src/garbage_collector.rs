@@ -105,8 +105,9 @@ struct Meta {
     owner_references: Option<Vec<OwnerRef>>,
     #[serde(default)]
     finalizers: Option<Vec<String>>,
-    #[serde(default)]
-    deletion_timestamp: Option<serde::de::IgnoredAny>,
+    /// Whether `deletionTimestamp` is set (the stored object keeps it apart).
+    #[serde(skip)]
+    deleting: bool,
 }
 
 /// The top-level `metadata` of an object's JSON, read without reading what follows it (a pod's
@@ -141,10 +142,13 @@ impl Meta {
     fn of(o: &StoredObject) -> Meta {
         let b = o.storage_value();
         let has = |needle: &[u8]| memchr::memmem::find(b, needle).is_some();
-        if !has(b"\"ownerReferences\"") && !has(b"\"finalizers\"") {
-            return Meta::default();
-        }
-        top_level_metadata(b).unwrap_or_default()
+        let mut meta = if has(b"\"ownerReferences\"") || has(b"\"finalizers\"") {
+            top_level_metadata(b).unwrap_or_default()
+        } else {
+            Meta::default()
+        };
+        meta.deleting = o.kept.iter().any(|(k, _)| *k == "deletionTimestamp");
+        meta
     }
 
     fn refs(&self) -> &[OwnerRef] {
@@ -156,7 +160,7 @@ impl Meta {
     }
 
     fn deleting(&self) -> bool {
-        self.deletion_timestamp.is_some()
+        self.deleting
     }
 
     /// Whether the object is being deleted with one of the collector's finalizers.
@@ -198,8 +202,8 @@ fn fingerprint(refs: &[OwnerRef]) -> u64 {
 /// Owners and their dependents, as the events read so far show them.
 #[derive(Default)]
 struct Graph {
-    /// The owner references of every object that has some.
-    refs: HashMap<Node, Refs>,
+    /// The owner references of every object that has some, by the object's UID.
+    refs: HashMap<Arc<str>, (Node, Refs)>,
     /// Owner UID → the objects that reference it.
     dependents: HashMap<Arc<str>, HashSet<Node>>,
     /// Objects being deleted with one of the collector's finalizers, by UID; true when in the
@@ -240,12 +244,12 @@ impl Graph {
     /// Records an object's references; the UIDs of the previous ones when they changed.
     fn set_refs(&mut self, node: &Node, refs: &[OwnerRef]) -> Option<Vec<Arc<str>>> {
         let print = fingerprint(refs);
-        match self.refs.get(node) {
-            Some(old) if old.fingerprint == print => return None,
+        match self.refs.get(&node.uid) {
+            Some((_, old)) if old.fingerprint == print => return None,
             None if refs.is_empty() => return None,
             _ => {}
         }
-        let old = self.remove(node);
+        let old = self.remove(&node.uid);
         if !refs.is_empty() {
             let mut list = Vec::with_capacity(refs.len());
             for r in refs {
@@ -258,17 +262,17 @@ impl Graph {
                 self.dependents.entry(uid.clone()).or_default().insert(node.clone());
                 list.push(Ref { uid, kind, blocks: r.blocks() });
             }
-            self.refs.insert(node.clone(), Refs { fingerprint: print, list: list.into() });
+            self.refs.insert(node.uid.clone(), (node.clone(), Refs { fingerprint: print, list: list.into() }));
         }
         Some(old)
     }
 
-    /// Forgets an object's references; returns their owners' UIDs.
-    fn remove(&mut self, node: &Node) -> Vec<Arc<str>> {
-        let Some(old) = self.refs.remove(node) else { return Vec::new() };
+    /// Forgets the references of the object with this UID; returns their owners' UIDs.
+    fn remove(&mut self, uid: &str) -> Vec<Arc<str>> {
+        let Some((node, old)) = self.refs.remove(uid) else { return Vec::new() };
         for r in old.list.iter() {
             if let Some(set) = self.dependents.get_mut(&r.uid) {
-                set.remove(node);
+                set.remove(&node);
                 if set.is_empty() {
                     self.dependents.remove(&r.uid);
                 }
@@ -279,9 +283,10 @@ impl Graph {
 
     /// Forgets every object of a resource.
     fn clear(&mut self, res: &ResKey) {
-        let nodes: Vec<Node> = self.refs.keys().filter(|n| n.res == *res).cloned().collect();
-        for n in &nodes {
-            self.remove(n);
+        let uids: Vec<Arc<str>> =
+            self.refs.iter().filter(|(_, (n, _))| n.res == *res).map(|(u, _)| u.clone()).collect();
+        for uid in &uids {
+            self.remove(uid);
         }
         self.collecting.retain(|_, (n, _)| n.res != *res);
     }
@@ -291,7 +296,8 @@ impl Graph {
         let Some(deps) = self.dependents.get(uid) else { return Vec::new() };
         deps.iter()
             .map(|d| {
-                let blocks = self.refs.get(d).is_some_and(|refs| refs.list.iter().any(|r| &*r.uid == uid && r.blocks));
+                let blocks =
+                    self.refs.get(&d.uid).is_some_and(|(_, refs)| refs.list.iter().any(|r| &*r.uid == uid && r.blocks));
                 (d.clone(), blocks)
             })
             .collect()
@@ -332,8 +338,10 @@ struct State {
     priming: HashMap<Arc<str>, (Node, usize)>,
     /// Dependents being judged for foreground owners (by the owners' UIDs).
     priming_for: HashMap<Node, Vec<Arc<str>>>,
-    /// Judgements under way (dependent: false, owner: true).
-    busy: HashSet<(Node, bool)>,
+    /// Dependents being judged.
+    busy_dependents: HashSet<Node>,
+    /// Owners being judged.
+    busy_owners: HashSet<Node>,
     /// Dependents with a reference to a kind the server does not serve: judged again when the
     /// served kinds change.
     unresolved: HashSet<Node>,
@@ -344,13 +352,16 @@ struct State {
 impl State {
     /// Queues every owner being deleted with one of the collector's finalizers, and every
     /// dependent with a reference to resource `res`'s kind (some of its objects may have gone
-    /// unseen).
+    /// unseen); forgets priming of owners no longer being collected.
     fn requeue_after_gap(&mut self, info: &ResourceInfo) {
         self.queue.owners.extend(self.graph.collecting.values().map(|(n, _)| n.clone()));
         let kind = format!("{}/{}", info.group, info.kind);
         let refs = &self.graph.refs;
         let names_kind = |rs: &Refs| rs.list.iter().any(|r| *r.kind == *kind);
-        self.queue.dependents.extend(refs.iter().filter(|(_, rs)| names_kind(rs)).map(|(n, _)| n.clone()));
+        self.queue.dependents.extend(refs.values().filter(|(_, rs)| names_kind(rs)).map(|(n, _)| n.clone()));
+        // Owners that went unseen are no longer waited on.
+        let collecting = &self.graph.collecting;
+        self.primed.retain(|uid| collecting.contains_key(uid));
     }
 }
 
@@ -480,8 +491,6 @@ impl GarbageCollector {
                 st.requeue_after_gap(&info);
             }
         }
-        let collecting = &st.graph.collecting;
-        st.primed.retain(|uid| collecting.contains_key(uid));
         for info in served {
             let key = key_of(&info);
             match st.cursors.get_mut(&key) {
@@ -523,8 +532,6 @@ impl GarbageCollector {
                         // objects' going unseen may concern.
                         self.load(st, key.clone(), info.clone());
                         st.requeue_after_gap(&info);
-                        let collecting = &st.graph.collecting;
-                        st.primed.retain(|uid| collecting.contains_key(uid));
                         break;
                     }
                     Err(_) => break,
@@ -547,14 +554,13 @@ impl GarbageCollector {
     /// already stays queued until that judgement ends.
     fn start_jobs<'a>(&'a self, st: &mut State, jobs: &mut FuturesUnordered<JobFuture<'a>>) {
         while jobs.len() < PARALLEL {
-            let free = |set: &HashSet<Node>, owner: bool| {
-                set.iter().find(|n| !st.busy.contains(&((*n).clone(), owner))).cloned()
-            };
-            let (n, owner) = match (free(&st.queue.owners, true), free(&st.queue.dependents, false)) {
-                (Some(n), _) => (n, true),
-                (None, Some(n)) => (n, false),
-                (None, None) => break,
-            };
+            let free = |set: &HashSet<Node>, busy: &HashSet<Node>| set.iter().find(|n| !busy.contains(*n)).cloned();
+            let (n, owner) =
+                match (free(&st.queue.owners, &st.busy_owners), free(&st.queue.dependents, &st.busy_dependents)) {
+                    (Some(n), _) => (n, true),
+                    (None, Some(n)) => (n, false),
+                    (None, None) => break,
+                };
             if owner {
                 st.queue.owners.remove(&n);
                 if st.priming.contains_key(&n.uid) {
@@ -564,7 +570,7 @@ impl GarbageCollector {
             } else {
                 st.queue.dependents.remove(&n);
             }
-            st.busy.insert((n.clone(), owner));
+            if owner { &mut st.busy_owners } else { &mut st.busy_dependents }.insert(n.clone());
             let info = st.cursors.get(&n.res).map(|(i, _)| i.clone());
             let job: JobFuture<'a> = match info {
                 // The resource is no longer served.
@@ -911,7 +917,7 @@ type JobFuture<'a> =
 /// delay that doubles with each failure of that object).
 fn finish(st: &mut State, n: Node, owner: bool, r: Result<Outcome, ApiError>) {
     let key = (n, owner);
-    st.busy.remove(&key);
+    if owner { &mut st.busy_owners } else { &mut st.busy_dependents }.remove(&key.0);
     let (n, _) = &key;
     if !owner {
         // A foreground owner waiting for this dependent's judgement is judged once it has
@@ -921,6 +927,7 @@ fn finish(st: &mut State, n: Node, owner: bool, r: Result<Outcome, ApiError>) {
                 *left = left.saturating_sub(1);
                 if *left == 0
                     && let Some((o, _)) = st.priming.remove(&uid)
+                    && st.graph.collecting.contains_key(&uid)
                 {
                     st.primed.insert(uid);
                     st.queue.owners.insert(o);
@@ -959,9 +966,7 @@ fn finish(st: &mut State, n: Node, owner: bool, r: Result<Outcome, ApiError>) {
 
 /// Applies one change of an object of resource `res` to the graph, and queues what it may let go.
 fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
-    let node = st.graph.node(res, o);
-    let graph = &mut st.graph;
-    let queue = &mut st.queue;
+    let uid = o.uid.as_str();
     // An owner being collected whose dependents changed is judged again.
     fn owners_changed<'a>(graph: &Graph, uids: impl IntoIterator<Item = &'a str>, queue: &mut Queue) {
         for uid in uids {
@@ -971,19 +976,34 @@ fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
         }
     }
     if kind == EventType::Deleted {
-        let old = graph.remove(&node);
-        graph.collecting.remove(&node.uid);
-        st.primed.remove(&node.uid);
-        st.unresolved.remove(&node);
-        st.failed.remove(&(node.clone(), false));
-        st.failed.remove(&(node.clone(), true));
-        if let Some(deps) = graph.dependents.get(&node.uid) {
-            queue.dependents.extend(deps.iter().cloned());
+        let old = st.graph.remove(uid);
+        st.graph.collecting.remove(uid);
+        st.primed.remove(uid);
+        if !st.unresolved.is_empty() || !st.failed.is_empty() {
+            let node = st.graph.node(res, o);
+            st.unresolved.remove(&node);
+            st.failed.remove(&(node.clone(), false));
+            st.failed.remove(&(node, true));
         }
-        owners_changed(graph, old.iter().map(|u| &**u), queue);
+        if let Some(deps) = st.graph.dependents.get(uid) {
+            st.queue.dependents.extend(deps.iter().cloned());
+        }
+        owners_changed(&st.graph, old.iter().map(|u| &**u), &mut st.queue);
         return;
     }
     let meta = Meta::of(o);
+    let collecting = meta.collecting();
+    // Most changes concern objects that own nothing and are owned by nothing: nothing to record.
+    if meta.refs().is_empty()
+        && !collecting
+        && !st.graph.refs.contains_key(uid)
+        && !st.graph.collecting.contains_key(uid)
+    {
+        return;
+    }
+    let node = st.graph.node(res, o);
+    let graph = &mut st.graph;
+    let queue = &mut st.queue;
     if let Some(old) = graph.set_refs(&node, meta.refs()) {
         if !meta.refs().is_empty() {
             queue.dependents.insert(node.clone());
@@ -991,12 +1011,12 @@ fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
         owners_changed(graph, old.iter().map(|u| &**u), queue);
         owners_changed(graph, meta.refs().iter().map(|r| r.uid.as_str()), queue);
     }
-    if meta.collecting() {
+    if collecting {
         graph.collecting.insert(node.uid.clone(), (node.clone(), meta.has_finalizer(FOREGROUND)));
         queue.owners.insert(node);
     } else {
-        graph.collecting.remove(&node.uid);
-        st.primed.remove(&node.uid);
+        graph.collecting.remove(uid);
+        st.primed.remove(uid);
     }
 }
 
@@ -1069,7 +1089,7 @@ mod tests {
         assert_eq!(g.set_refs(&node, &second).map(|u| u.len()), Some(2));
         assert!(g.dependents_of("o1").is_empty());
         assert_eq!(g.dependents_of("o2"), vec![(node.clone(), true)]);
-        assert_eq!(g.remove(&node), vec![Arc::<str>::from("o2")]);
+        assert_eq!(g.remove(&node.uid), vec![Arc::<str>::from("o2")]);
         assert!(g.dependents.is_empty() && g.refs.is_empty());
         g.set_refs(&node, &second);
         g.clear(&res);

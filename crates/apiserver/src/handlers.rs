@@ -477,6 +477,7 @@ async fn resource_request(
         }
         (Method::DELETE, Some(n)) => {
             let opts = delete_options(shared, req, &query).await?;
+            crate::delete_options::warn_on_default(&info, &opts);
             let (o, gone) = store.delete(&info, ns_or_default, n, &opts).await?;
             let code = if !gone && crate::delete_options::accepted(&opts) { 202 } else { 200 };
             Ok(json_bytes(code, o.json()))

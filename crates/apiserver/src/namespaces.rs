@@ -190,14 +190,7 @@ impl Controller {
     /// One terminating namespace: deletes what it holds, then finalizes it when nothing is left.
     async fn sync(&self, ns: &StoredObject) -> Result<Pass, ApiError> {
         let Value::Object(obj) = ns.value() else { return Err(ApiError::internal("namespace is not an object")) };
-        let finalizers: Vec<String> = obj
-            .get("spec")
-            .and_then(|s| s.get("finalizers"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_str().map(str::to_string))
-            .collect();
+        let finalizers = object::strings(obj.get("spec").and_then(|s| s.get("finalizers")));
         if !finalizers.iter().any(|f| f == FINALIZER) {
             if finalizers.is_empty() {
                 // Finalized, but still here (its finalizers were emptied before the deletion, or

@@ -747,6 +747,12 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char).collect()
 }
 
+/// The strings of a JSON list (nothing when it is absent or not a list; items that are not
+/// strings are skipped).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
+}
+
 /// kube's words for a name that is not a DNS subdomain (RFC 1123).
 pub const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 

@@ -66,6 +66,16 @@ async fn caught_up(s: &ApiServer) {
     assert!(s.garbage_collector_settled(EVENT).await, "the garbage collector did not settle");
 }
 
+/// The definition of `gizmos.example.org/v1` (namespaced, any fields).
+fn gizmo_crd() -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.org"},
+        "spec": {"group": "example.org", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
 async fn watch_cms(c: &Client, from: &Value) -> WatchStream {
     c.watch(&format!("{CMS}?watch=true&resourceVersion={}", from["metadata"]["resourceVersion"].as_str().unwrap()))
         .await
@@ -73,7 +83,7 @@ async fn watch_cms(c: &Client, from: &Value) -> WatchStream {
 
 #[tokio::test]
 async fn deleting_an_owner_deletes_its_dependents_in_the_background() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let owner = create(&c, CMS, &cm("owner", vec![])).await;
     let other = create(&c, CMS, &cm("other-owner", vec![])).await;
@@ -97,7 +107,7 @@ async fn deleting_an_owner_deletes_its_dependents_in_the_background() {
 
 #[tokio::test]
 async fn dependents_of_owners_that_are_gone_or_replaced_are_deleted() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let first = create(&c, CMS, &cm("owner", vec![])).await;
     let mut w = watch_cms(&c, &first).await;
@@ -121,7 +131,7 @@ async fn dependents_of_owners_that_are_gone_or_replaced_are_deleted() {
 
 #[tokio::test]
 async fn a_reference_to_a_kind_served_later_is_judged_then() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let gizmo = json!({"apiVersion": "example.org/v1", "kind": "Gizmo", "name": "g", "uid": "u-g"});
     let first = create(&c, CMS, &cm("of-a-gizmo", vec![gizmo])).await;
@@ -129,19 +139,13 @@ async fn a_reference_to_a_kind_served_later_is_judged_then() {
     caught_up(&s).await;
     assert_eq!(c.get(&format!("{CMS}/of-a-gizmo")).await.code, 200);
     // Once the kind is served, the owner the reference names is found missing.
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gizmos.example.org"},
-        "spec": {"group": "example.org", "scope": "Namespaced",
-            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    create(&c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+    create(&c, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &gizmo_crd()).await;
     until(&mut w, "of-a-gizmo deleted", |e| is(e, "DELETED", "of-a-gizmo")).await;
 }
 
 #[tokio::test]
 async fn events_and_namespaces_take_the_policies_kube_gives_them() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     // An Event has no dependents: no finalizer, whatever the policy.
     const EVENTS: &str = "/api/v1/namespaces/default/events";
@@ -164,16 +168,10 @@ async fn events_and_namespaces_take_the_policies_kube_gives_them() {
 
 #[tokio::test]
 async fn a_definition_being_deleted_takes_a_later_policy() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gizmos.example.org"},
-        "spec": {"group": "example.org", "scope": "Namespaced",
-            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let created = create(&c, CRDS, &crd).await;
+    let created = create(&c, CRDS, &gizmo_crd()).await;
     let mut w = c.watch(&format!("{CRDS}?watch=true&resourceVersion={}", rv_of(&created))).await;
     until(&mut w, "the definition established", |e| {
         e["object"]["status"]["conditions"]
@@ -206,7 +204,7 @@ async fn a_definition_being_deleted_takes_a_later_policy() {
 
 #[tokio::test]
 async fn orphan_propagation_keeps_the_dependents_without_the_reference() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let owner = create(&c, CMS, &cm("owner", vec![])).await;
     let other = create(&c, CMS, &cm("other-owner", vec![])).await;
@@ -242,7 +240,7 @@ async fn orphan_propagation_keeps_the_dependents_without_the_reference() {
 
 #[tokio::test]
 async fn foreground_deletion_waits_for_the_blocking_dependents() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let owner = create(&c, CMS, &cm("owner", vec![])).await;
     let mut w = watch_cms(&c, &owner).await;
@@ -274,7 +272,7 @@ async fn foreground_deletion_waits_for_the_blocking_dependents() {
 
 #[tokio::test]
 async fn a_foreground_deletion_deletes_a_dependents_own_dependents_first() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let top = create(&c, CMS, &cm("top", vec![])).await;
     let mut w = watch_cms(&c, &top).await;
@@ -297,7 +295,7 @@ async fn a_foreground_deletion_deletes_a_dependents_own_dependents_first() {
 
 #[tokio::test]
 async fn admission_sees_the_collector_as_its_service_account() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": "guard"}, "spec": {"failurePolicy": "Fail",
@@ -325,7 +323,7 @@ async fn admission_sees_the_collector_as_its_service_account() {
 
 #[tokio::test]
 async fn a_job_orphans_its_pods_unless_told_otherwise() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     const JOBS: &str = "/apis/batch/v1/namespaces/default/jobs";
     let job = |name: &str| {
@@ -362,7 +360,7 @@ async fn a_job_orphans_its_pods_unless_told_otherwise() {
 
 #[tokio::test]
 async fn delete_options_are_checked_as_kube_checks_them() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     create(&c, CMS, &cm("a", vec![])).await;
     let r = c.delete(&format!("{CMS}/a?propagationPolicy=Later")).await;
@@ -400,7 +398,7 @@ async fn delete_options_are_checked_as_kube_checks_them() {
 
 #[tokio::test]
 async fn owner_references_are_checked_as_kube_checks_them() {
-    let s = testing::builder().start().await.unwrap();
+    let s = server().await;
     let c = Client::new(&s);
     let incomplete = json!({"apiVersion": "", "kind": "ConfigMap", "name": "x", "uid": ""});
     let r = c.post(CMS, &cm("a", vec![incomplete])).await;
@@ -508,7 +506,7 @@ async fn kubectl_cascades_as_asked() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};
     let versions = kubectl_versions();
     for bin in [versions.first().unwrap(), versions.last().unwrap()] {
-        let s = testing::builder().start().await.unwrap();
+        let s = server().await;
         let c = Client::new(&s);
         let dir = tempdir("kubectl-gc");
         let kc = dir.join("config");

@@ -135,16 +135,6 @@ fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Opt
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| ip.parse().ok())
 }
 
-/// The strings of a list field of a map (nothing when it is absent or not a list).
-fn string_list(map: &Map<String, Value>, field: &str) -> Vec<String> {
-    map.get(field)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.as_str().map(str::to_string))
-        .collect()
-}
-
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
     meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
@@ -953,7 +943,6 @@ impl Store {
         opts: &DeleteOpts,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        crate::delete_options::warn_on_default(info, opts);
         let (precondition_rv, precondition_uid, dry_run) =
             (opts.precondition_rv, opts.precondition_uid.as_deref(), opts.dry_run);
         let is_namespace = namespaces::is_namespaces(info);
@@ -1020,7 +1009,7 @@ impl Store {
                 if marked && self.garbage_collection {
                     let meta = meta_mut(&mut map);
                     if let Some(f) =
-                        crate::delete_options::namespace_gc_finalizers(&string_list(meta, "finalizers"), opts)
+                        crate::delete_options::namespace_gc_finalizers(&object::strings(meta.get("finalizers")), opts)
                     {
                         meta.insert("finalizers".into(), f.into_iter().map(Value::from).collect());
                     }
@@ -1050,7 +1039,7 @@ impl Store {
                 }
             }
             let meta = meta_mut(&mut map);
-            let finalizers = string_list(meta, "finalizers");
+            let finalizers = object::strings(meta.get("finalizers"));
             // A namespace or definition reaches this point only once its own first step is done
             // (terminating with no `spec.finalizers` left; marked for cleanup): from there kube's
             // generic store deletes it, and gives the collector's finalizers as for any object.
