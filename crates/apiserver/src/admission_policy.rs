@@ -241,13 +241,40 @@ pub(crate) fn object_view(a: &Attributes<'_>, o: &Map<String, Value>) -> Value {
     view(a, Value::Object(o))
 }
 
-/// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`,
-/// otherwise the object with its `apiVersion` and `kind`.
-pub(crate) fn view(a: &Attributes<'_>, v: Value) -> Value {
+/// The group, version and kind of the objects a subresource's requests carry, when they are
+/// not the resource's: a `scale` is an autoscaling/v1 `Scale`, a pod's `eviction` a policy/v1
+/// `Eviction`, its `binding` a v1 `Binding`.
+pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    match subresource {
+        "scale" => Some(("autoscaling", "v1", "Scale")),
+        "eviction" => Some(("policy", "v1", "Eviction")),
+        "binding" => Some(("", "v1", "Binding")),
+        _ => None,
+    }
+}
+
+/// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`)
+/// rather than a view of the resource's.
+pub(crate) fn carries_own_object(subresource: &str) -> bool {
+    matches!(subresource, "eviction" | "binding")
+}
+
+/// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`, for
+/// a subresource carrying its own object that object, otherwise the object with its
+/// `apiVersion` and `kind`.
+pub(crate) fn view(a: &Attributes<'_>, mut v: Value) -> Value {
     if a.subresource == "scale"
         && let Ok(scale) = crate::scale::scale_of_value(a.info, &v)
     {
         return scale.to_value();
+    }
+    if let (Some((group, version, kind)), Value::Object(m)) = (subresource_kind(a.subresource), &mut v)
+        && carries_own_object(a.subresource)
+    {
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        m.insert("apiVersion".into(), api_version.into());
+        m.insert("kind".into(), kind.into());
+        return v;
     }
     with_type(a.info, v)
 }
@@ -293,10 +320,10 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
 
 /// CEL's `request`: what the request is and who makes it. As in kube, a request on a
 /// Namespace by name has that name as its namespace (its create has none), and the kind of a
-/// `scale` request is autoscaling/v1 `Scale`.
+/// subresource's request is that of the object it carries ([`subresource_kind`]).
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
-    let gvk = if a.subresource == "scale" {
-        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    let gvk = if let Some((group, version, kind)) = subresource_kind(a.subresource) {
+        json!({"group": group, "version": version, "kind": kind})
     } else {
         json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind})
     };

@@ -180,7 +180,9 @@ async fn mutate_once(
     // Fields the type does not have are dropped, as kube's decoding into the type (or a custom
     // resource's pruning) drops them.
     let mut value = Value::Object(std::mem::take(&mut patched));
-    crate::field_validation::prune_unknown(a.info, &mut value);
+    if !crate::admission_policy::carries_own_object(a.subresource) {
+        crate::field_validation::prune_unknown(a.info, &mut value);
+    }
     if let Value::Object(m) = value {
         patched = m;
     }
@@ -297,7 +299,7 @@ async fn offer(
         Matched::Equivalent(info) => Some(info),
     };
     let in_version = async |v: Option<Value>| match (&equivalent, v) {
-        (_, v) if a.subresource == "scale" => Ok(v),
+        (_, v) if crate::admission_policy::subresource_kind(a.subresource).is_some() => Ok(v),
         (Some(info), Some(Value::Object(m))) => {
             crate::conversion::for_admission(a.info, info, m).await.map(|m| m.map(Value::Object))
         }
@@ -479,8 +481,9 @@ fn review(
     let mut request = crate::admission_policy::request(a);
     if let Value::Object(r) = &mut request {
         if let Some(info) = equivalent {
-            // A scale write is a Scale in every version.
-            if a.subresource != "scale" {
+            // A scale write is a Scale in every version (an eviction an Eviction, a binding a
+            // Binding).
+            if crate::admission_policy::subresource_kind(a.subresource).is_none() {
                 r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
             }
             r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));

@@ -253,6 +253,7 @@ impl Store {
             dry_run: opts.dry_run,
             validation: opts.validation,
             field_manager: opts.field_manager.clone(),
+            ..Default::default()
         };
         loop {
             let (mut cur, mut is_current) = match self.current(info, ns, name).await {

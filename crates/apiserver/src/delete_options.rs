@@ -56,6 +56,12 @@ pub struct DeleteOpts {
     pub orphan_dependents: Option<bool>,
     /// Nothing is written.
     pub dry_run: bool,
+    /// `gracePeriodSeconds`: how long a pod may take to terminate (see
+    /// [`crate::graceful_deletion`]); `None` takes the pod's own.
+    pub grace_period_seconds: Option<i64>,
+    /// The deletion carries out a request admission already judged as another operation (a
+    /// pod's eviction): it is not offered to admission again, as kube's eviction deletes.
+    pub(crate) admitted: bool,
 }
 
 impl DeleteOpts {
@@ -67,6 +73,12 @@ impl DeleteOpts {
     /// Options that delete only the object with this UID.
     pub fn with_uid(uid: &str) -> Self {
         DeleteOpts { precondition_uid: Some(uid.to_string()), ..Default::default() }
+    }
+
+    /// Sets the grace period (`0` removes a pod at once).
+    pub fn grace_period(mut self, seconds: i64) -> Self {
+        self.grace_period_seconds = Some(seconds);
+        self
     }
 
     /// Sets the propagation policy.
@@ -87,6 +99,7 @@ impl DeleteOpts {
             }
             opts.precondition_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string);
             opts.orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
+            opts.grace_period_seconds = body.get("gracePeriodSeconds").and_then(Value::as_i64);
             (
                 body.get("propagationPolicy").and_then(Value::as_str).map(str::to_string),
                 crate::object::strings(body.get("dryRun")),
@@ -95,6 +108,9 @@ impl DeleteOpts {
             let first = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
             // kube's query booleans: only "0" and "false" (any case) are false.
             opts.orphan_dependents = first("orphanDependents").map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
+            if let Some(g) = first("gracePeriodSeconds") {
+                opts.grace_period_seconds = Some(parse_int64(g)?);
+            }
             let dry_run = query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.clone());
             (first("propagationPolicy").map(str::to_string), dry_run.collect())
         };
@@ -144,6 +160,16 @@ impl DeleteOpts {
         opts.dry_run = !dry_run.is_empty();
         Ok(opts)
     }
+}
+
+/// A query integer as Go's `strconv.ParseInt` reads it; its error is kube's 400.
+fn parse_int64(v: &str) -> Result<i64, ApiError> {
+    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {}: invalid syntax", go_quote(v))));
+    }
+    v.parse::<i64>()
+        .map_err(|_| ApiError::bad_request(format!("strconv.ParseInt: parsing {}: value out of range", go_quote(v))))
 }
 
 /// A body that Go's decoder cannot read into `DeleteOptions`: 400 with its words.
@@ -289,6 +315,24 @@ pub(crate) fn is_event(info: &ResourceInfo) -> bool {
     info.plural == "events" && (info.group.is_empty() || info.group == "events.k8s.io")
 }
 
+/// Whether a DELETE that removed an object answers with the object, as kube's registries of
+/// pods, services, namespaces, service accounts, persistent volumes and their claims, resource
+/// quotas, pod templates and storage classes do; the others answer a `Success` Status naming it.
+pub fn answers_with_object(info: &ResourceInfo) -> bool {
+    const OBJECT: [(&str, &str); 9] = [
+        ("", "pods"),
+        ("", "services"),
+        ("", "namespaces"),
+        ("", "serviceaccounts"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("", "resourcequotas"),
+        ("", "podtemplates"),
+        ("storage.k8s.io", "storageclasses"),
+    ];
+    info.custom.is_none() && OBJECT.contains(&(info.group.as_str(), info.plural.as_str()))
+}
+
 /// Whether the response to a deletion that left the object in place is 202 Accepted (kube
 /// answers so only when the request asked for cascading with `orphanDependents: false`).
 pub fn accepted(opts: &DeleteOpts) -> bool {
@@ -319,6 +363,23 @@ mod tests {
         let o = DeleteOpts::from_request(&query, &Value::Null).unwrap();
         assert_eq!(o.propagation, Some(Propagation::Orphan));
         assert!(o.dry_run);
+    }
+
+    #[test]
+    fn grace_periods_from_body_or_query() {
+        let body = serde_json::json!({"gracePeriodSeconds": 5});
+        assert_eq!(
+            DeleteOpts::from_request(&q(&[("gracePeriodSeconds", "9")]), &body).unwrap().grace_period_seconds,
+            Some(5)
+        );
+        let o =
+            DeleteOpts::from_request(&q(&[("gracePeriodSeconds", "+0"), ("gracePeriodSeconds", "7")]), &Value::Null);
+        assert_eq!(o.unwrap().grace_period_seconds, Some(0));
+        assert_eq!(DeleteOpts::from_request(&[], &Value::Null).unwrap().grace_period_seconds, None);
+        let e = DeleteOpts::from_request(&q(&[("gracePeriodSeconds", "soon")]), &Value::Null).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (400, "strconv.ParseInt: parsing \"soon\": invalid syntax"));
+        let e = DeleteOpts::from_request(&q(&[("gracePeriodSeconds", "99999999999999999999")]), &Value::Null);
+        assert_eq!(e.unwrap_err().message, "strconv.ParseInt: parsing \"99999999999999999999\": value out of range");
     }
 
     #[test]

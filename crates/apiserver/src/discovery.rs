@@ -92,7 +92,7 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 }
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
-/// `status`, `scale`). Built-in types list their subresources in path order, as kube-apiserver's
+/// `status`, `scale`, `binding` and `eviction` of pods). Built-in types list their subresources in path order, as kube-apiserver's
 /// route table does; custom resources list `status` before `scale`, as the apiextensions server
 /// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
@@ -145,7 +145,14 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
         })
     });
     let subresources = if r.list_items_have_kind { [finalize, status, scale] } else { [finalize, scale, status] };
-    std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
+    let pods = crate::graceful_deletion::is_graceful(r).then(|| {
+        [
+            json!({"name": "pods/binding", "singularName": "", "namespaced": true, "kind": "Binding", "verbs": ["create"]}),
+            json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
+                "version": "v1", "kind": "Eviction", "verbs": ["create"]}),
+        ]
+    });
+    std::iter::once(main).chain(subresources.into_iter().flatten()).chain(pods.into_iter().flatten()).collect()
 }
 
 /// The categories a resource belongs to: a custom resource's, kube's `all` for the built-in
@@ -288,6 +295,13 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
             json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}),
         );
     }
+    if crate::graceful_deletion::is_graceful(r) {
+        subresources
+            .push(json!({"subresource": "binding", "responseKind": kind("", "v1", "Binding"), "verbs": ["create"]}));
+        subresources.push(
+            json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}),
+        );
+    }
     if r.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
     }
@@ -322,7 +336,10 @@ mod tests {
         assert_eq!(v1["version"], "v1");
         let pods = v1["resources"].as_array().unwrap().iter().find(|r| r["resource"] == "pods").unwrap();
         assert_eq!(pods["scope"], "Namespaced");
-        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let subresources: Vec<&str> =
+            pods["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
+        assert_eq!(subresources, ["binding", "eviction", "status"]);
+        assert_eq!(pods["subresources"][1]["responseKind"]["group"], "policy");
         let apps = aggregated(&reg, false);
         let apps = apps["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == "apps").unwrap();
         let deployments = apps["versions"][0]["resources"]

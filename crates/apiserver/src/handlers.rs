@@ -372,17 +372,20 @@ async fn resource_request(
         Some("status") if info.status_subresource => Subresource::Status,
         Some("scale") if info.scale_subresource.is_some() => Subresource::Scale,
         Some("finalize") if crate::namespaces::is_namespaces(&info) => Subresource::Finalize,
+        Some(crate::eviction::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Eviction,
+        Some(crate::binding::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Binding,
         Some(_) => return Err(ApiError::no_route()),
     };
     let target = match subresource {
         Subresource::Status => Target::Status,
         Subresource::Finalize => Target::Finalize,
-        Subresource::None | Subresource::Scale => Target::Main,
+        Subresource::None | Subresource::Scale | Subresource::Eviction | Subresource::Binding => Target::Main,
     };
     let allowed = match subresource {
         Subresource::None => true,
         Subresource::Finalize => *req.method() == Method::PUT,
         Subresource::Status | Subresource::Scale => matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH),
+        Subresource::Eviction | Subresource::Binding => *req.method() == Method::POST,
     };
     // Namespaces are deleted one at a time (kube-apiserver serves no deletecollection for them).
     let collection_delete = name.is_none() && *req.method() == Method::DELETE;
@@ -416,6 +419,24 @@ async fn resource_request(
         let name = name.ok_or_else(ApiError::no_route)?;
         return scale_request(shared, &info, ns_or_default, name, dry_run, &query, user_agent.as_deref(), req).await;
     }
+    if matches!(subresource, Subresource::Eviction | Subresource::Binding) {
+        let name = name.ok_or_else(ApiError::no_route)?;
+        let (body_info, evict) = match subresource {
+            Subresource::Eviction => (crate::eviction::body_info(), true),
+            _ => (crate::binding::body_info(), false),
+        };
+        let format = BodyFormat::of(&media_type(&req), &body_info)?;
+        let params = write_options::parse(&query, WriteKind::Create)?;
+        let manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
+        let b = format.to_json(&body_info, read_body(shared, req).await?)?;
+        let v = decode_object(&body_info, &b, params.validation)?;
+        let answer = if evict {
+            crate::eviction::evict(&store, ns_or_default, name, v, dry_run, &manager).await?
+        } else {
+            crate::binding::bind(&store, ns_or_default, name, v, dry_run).await?
+        };
+        return Ok(json_value(201, &answer));
+    }
     match (method, name) {
         (Method::GET, None) => {
             let opts = ListOptions::parse(&query)?;
@@ -432,7 +453,12 @@ async fn resource_request(
         }
         (Method::GET, Some(n)) => {
             let o = store.get(&info, ns_or_default, n).await?;
-            Ok(json_bytes(200, o.json()))
+            Ok(match render {
+                // kubectl's `get <kind> <name>`: one row; metadata-only clients: the metadata.
+                crate::table::Render::Table => json_bytes(200, crate::table::event_table(&info, &o)),
+                crate::table::Render::Metadata => json_bytes(200, crate::table::partial_metadata(&o.json())),
+                crate::table::Render::Object => json_bytes(200, o.json()),
+            })
         }
         (Method::POST, None) => {
             let format = BodyFormat::of(&media_type(&req), &info)?;
@@ -454,7 +480,7 @@ async fn resource_request(
             let validation = params.validation;
             let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
-            let opts = WriteOpts { target, dry_run, validation, field_manager };
+            let opts = WriteOpts { target, dry_run, validation, field_manager, ..Default::default() };
             let o = store.update(&info, ns, Some(n), v, opts).await?;
             Ok(json_bytes(200, o.json()))
         }
@@ -471,7 +497,8 @@ async fn resource_request(
                 let (o, created) = store.apply(&info, ns_or_default, n, &b, &opts).await?;
                 return Ok(json_bytes(if created { 201 } else { 200 }, o.json()));
             }
-            let opts = WriteOpts { target, dry_run, validation: params.validation, field_manager };
+            let opts =
+                WriteOpts { target, dry_run, validation: params.validation, field_manager, ..Default::default() };
             let o = store.patch(&info, ns_or_default, n, kind, &b, opts).await?;
             Ok(json_bytes(200, o.json()))
         }
@@ -480,6 +507,10 @@ async fn resource_request(
             crate::delete_options::warn_on_default(&info, &opts);
             let (o, gone) = store.delete(&info, ns_or_default, n, &opts).await?;
             let code = if !gone && crate::delete_options::accepted(&opts) { 202 } else { 200 };
+            if gone && !crate::delete_options::answers_with_object(&info) {
+                let status = crate::status::success_status(&info.group, &info.plural, &o.name, &o.uid);
+                return Ok(json_value(code, &status));
+            }
             Ok(json_bytes(code, o.json()))
         }
         (Method::DELETE, None) => {
@@ -520,6 +551,10 @@ enum Subresource {
     Scale,
     /// A namespace's `…/finalize` (PUT only).
     Finalize,
+    /// A pod's `…/eviction` (POST only; [`crate::eviction`]).
+    Eviction,
+    /// A pod's `…/binding` (POST only; [`crate::binding`]).
+    Binding,
 }
 
 /// The patch type of a PATCH request's media type. A type outside the four patch types is

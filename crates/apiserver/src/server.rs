@@ -982,7 +982,10 @@ impl ApiServer {
     }
 
     /// Deletes an object as a DELETE without options does; returns its last state (with the
-    /// deletion RV when it is gone).
+    /// deletion RV when it is gone). A pod bound to a node is only marked terminating, for the
+    /// period its spec gives, as kube-apiserver marks it for its kubelet; delete it with
+    /// [`DeleteOpts::grace_period`](crate::delete_options::DeleteOpts::grace_period)`(0)` to
+    /// remove it at once.
     pub async fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
         self.delete_with(resource, namespace, name, &crate::delete_options::DeleteOpts::default()).await
     }

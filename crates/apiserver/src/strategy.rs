@@ -26,6 +26,9 @@ pub enum Target {
     Status,
     /// A namespace's `finalize` subresource (`/api/v1/namespaces/x/finalize`).
     Finalize,
+    /// A pod's `binding` subresource: the pod as its binding leaves it (node, annotations,
+    /// `PodScheduled` condition), written whole by the server.
+    Binding,
 }
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
@@ -53,7 +56,7 @@ pub fn prepare_update(
             set_or_remove(&mut out, "status", old.status());
             out
         }
-        Target::Main => new,
+        Target::Main | Target::Binding => new,
         Target::Finalize => {
             let finalizers = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
             let mut out = new;

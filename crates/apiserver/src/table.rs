@@ -182,7 +182,7 @@ pub fn table(info: &ResourceInfo, list_meta: Value, items: &[std::sync::Arc<Stor
     })
 }
 
-/// A single-row Table for a watch event.
+/// A single-row Table, for a watch event or a GET of one object.
 pub fn event_table(info: &ResourceInfo, o: &StoredObject) -> Vec<u8> {
     let t = json!({
         "kind": "Table",

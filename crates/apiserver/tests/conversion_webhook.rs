@@ -296,10 +296,16 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
     }
     assert_eq!(initial, [json!({"count": 4, "colour": "red"}), json!({"count": 6, "colour": "red"})]);
 
-    // A delete answers with the object in the version asked for.
+    // A delete answers a Success Status naming the object.
     let r = c.delete(&format!("{}/a", widgets(group, "v2"))).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(r.body["spec"], json!({"count": 4, "colour": "red"}));
+    assert_eq!(
+        (r.body["status"].as_str(), r.body["details"]["name"].as_str()),
+        (Some("Success"), Some("a")),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["details"]["kind"], "widgets");
 }
 
 #[tokio::test]

@@ -175,6 +175,8 @@ async fn python_client_watch() {
     assert_eq!(e["type"], "MODIFIED");
     s.delete("pods", "default", "py").await.unwrap();
     let e = next().await;
+    assert_eq!(e["type"], "MODIFIED", "a pod is written terminating before it goes");
+    let e = next().await;
     assert_eq!(e["type"], "DELETED");
     assert_eq!(e["rv"], s.resource_version().to_string());
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
@@ -336,6 +338,10 @@ async fn follow(config: watcher::Config) {
         e => panic!("unexpected {e:?}"),
     }
     api.delete("live", &DeleteParams::default()).await.unwrap();
+    match next().await {
+        watcher::Event::Apply(p) => assert!(p.metadata.deletion_timestamp.is_some(), "terminating first: {p:?}"),
+        e => panic!("unexpected {e:?}"),
+    }
     match next().await {
         watcher::Event::Delete(p) => assert_eq!(p.metadata.name.as_deref(), Some("live")),
         e => panic!("unexpected {e:?}"),

@@ -33,6 +33,11 @@ async fn replay_from_rv_then_live() {
     assert_eq!(typ(&e), "MODIFIED");
     assert_eq!(e["object"]["metadata"]["labels"]["touched"], "yes");
     let del = s.delete("pods", "default", "w").await.unwrap();
+    // A pod is written terminating before it goes (a pod on no node: with a period of 0).
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "MODIFIED");
+    assert_eq!(e["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(e["object"]["metadata"]["deletionTimestamp"].is_string(), "{e}");
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(typ(&e), "DELETED");
     assert_eq!(e["object"], del);

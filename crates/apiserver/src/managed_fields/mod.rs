@@ -146,7 +146,7 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
     let mut s = FieldSet::new();
     match target {
         Target::Main if info.status_subresource => s.insert(&Path::fields(&["status"]).0),
-        Target::Main => {}
+        Target::Main | Target::Binding => {}
         Target::Finalize => s.insert(&Path::fields(&["status"]).0),
         Target::Status => {
             for o in objects {
@@ -167,6 +167,7 @@ pub(crate) fn subresource_of(target: Target) -> &'static str {
         Target::Main => "",
         Target::Status => "status",
         Target::Finalize => "finalize",
+        Target::Binding => "binding",
     }
 }
 

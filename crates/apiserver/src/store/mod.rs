@@ -23,6 +23,7 @@ use crate::cache::{ListAt, ListPage, WatchCache};
 use crate::defaults::{self, ClusterIps};
 use crate::delete_options::DeleteOpts;
 use crate::field_validation::{self, FieldValidation};
+use crate::graceful_deletion::Grace;
 use crate::managed_fields::{self, ManagerKey, Operation};
 use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
@@ -61,6 +62,9 @@ pub struct WriteOpts {
     /// Who writes, as `managedFields` records it (see [`managed_fields::manager_name`]; empty:
     /// `unknown`).
     pub field_manager: String,
+    /// The write carries out a request admission already judged as another operation (a pod's
+    /// eviction): it is not offered to admission again.
+    pub(crate) admitted: bool,
 }
 
 impl WriteOpts {
@@ -792,6 +796,26 @@ impl Store {
         }
     }
 
+    /// Writes pod `new` over `old` (read from the storage) as its binding leaves it: the whole
+    /// object, its managed fields and generation as they are, not offered to admission again
+    /// (see [`crate::binding`]). `Ok(None)`: `old` is no longer the stored version.
+    pub(crate) async fn write_binding(
+        &self,
+        info: &ResourceInfo,
+        old: &Arc<StoredObject>,
+        new: Map<String, Value>,
+        dry_run: bool,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        let value = old.value();
+        let managers = managed_fields::Managers::decode(value.get("metadata").and_then(|m| m.get("managedFields")))
+            .unwrap_or_default();
+        let opts = WriteOpts { target: Target::Binding, dry_run, admitted: true, ..Default::default() };
+        match self.replace(info, (old, true), new, &opts, Tracking::Applied(managers)).await? {
+            Attempt::Done(o) => Ok(Some(o)),
+            Attempt::Retry(..) => Ok(None),
+        }
+    }
+
     /// Computes the successor of `old` and writes it if `old` is still the stored version.
     /// `is_current` says whether `old` was read from the storage: a version from the cache may be
     /// stale, so an answer that writes nothing (a no-op, a dry run) is only given from a version
@@ -818,6 +842,7 @@ impl Store {
             (_, Tracking::Scale) => "scale",
             (Target::Status, _) => "status",
             (Target::Finalize, _) => "finalize",
+            (Target::Binding, _) => "binding",
             (Target::Main, _) => "",
         };
         let managers = track(info, old, &mut obj, opts, tracking, requested);
@@ -841,7 +866,7 @@ impl Store {
             defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
         }
         let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
-        if crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
+        if !opts.admitted && crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
             // As kube's update strategies run after mutating admission: what a webhook changed
             // outside the part this write may change is dropped.
             obj = strategy::prepare_update(info, target, old, obj);
@@ -852,7 +877,8 @@ impl Store {
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
-        let bump = strategy::bumps_generation(info, old, &obj);
+        // A binding is the server's own edit, outside the strategy: the generation stays.
+        let bump = target != Target::Binding && strategy::bumps_generation(info, old, &obj);
         {
             let meta = meta_mut(&mut obj);
             meta.insert("name".into(), old.name.clone().into());
@@ -888,14 +914,17 @@ impl Store {
             let classes = self.priority_classes(info, &obj).await?;
             defaults::validate_admission(info, &obj, defaults::Write::Update(old), &classes)?;
         }
-        crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
-        crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
-        // Removing the last finalizer of an object being deleted deletes it (a namespace's
-        // `spec.finalizers` count too).
+        if !opts.admitted {
+            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+            crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
+        }
+        // Removing the last finalizer of an object being deleted deletes it once its grace period
+        // is over (a namespace's `spec.finalizers` count too).
         let finalized = obj
             .get("metadata")
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
+            && crate::graceful_deletion::period_over(old)
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
         let template = self.template(info, &obj).await?;
         let no_op = !finalized && template.same_as(old);
@@ -988,7 +1017,13 @@ impl Store {
                 crate::admission_policy::admit(&self.cache, &attributes)?;
                 crate::admission_webhook::validate(&self.cache, &attributes).await
             };
-            match judged.await {
+            let verdict = if opts.admitted {
+                drop(judged);
+                Ok(())
+            } else {
+                judged.await
+            };
+            match verdict {
                 Ok(()) => {}
                 // Refused on the cache's version: judged again on the storage's, as kube judges
                 // a delete on the object it deletes.
@@ -1038,6 +1073,12 @@ impl Store {
                     }
                 }
             }
+            // A pod is marked terminating first (`crate::graceful_deletion`); a DELETE of one
+            // already terminating that does not shorten its period changes nothing.
+            let grace = crate::graceful_deletion::before_delete(info, &mut map, opts.grace_period_seconds);
+            if grace == Grace::Pending {
+                return Ok((old, false));
+            }
             let meta = meta_mut(&mut map);
             let finalizers = object::strings(meta.get("finalizers"));
             // A namespace or definition reaches this point only once its own first step is done
@@ -1049,7 +1090,26 @@ impl Store {
                 None
             };
             let pending = changed.as_ref().unwrap_or(&finalizers);
-            let result = if !pending.is_empty() {
+            let result = if let Grace::Marked(period) = grace {
+                if let Some(f) = &changed {
+                    meta.insert("finalizers".into(), f.iter().map(|s| Value::from(s.as_str())).collect());
+                }
+                let stays = period > 0 || !pending.is_empty();
+                let t = self.template(info, &map).await?;
+                if dry_run {
+                    return Ok(if stays { (Arc::new(t.finish(old.rv)), false) } else { (old, true) });
+                }
+                // Written terminating first, then (at a period of 0, no finalizers) removed.
+                match self.storage.update(key.clone(), t.storage_value(), old.rv).await {
+                    Ok(rev) if stays => Ok((self.wrote(t.finish(rev)), false)),
+                    Ok(rev) => {
+                        let marked = self.wrote(t.finish(rev));
+                        let t = Template::from_stored(&marked);
+                        self.storage.delete(key, rev).await.map(|rev| (self.wrote(t.finish(rev)), true))
+                    }
+                    Err(e) => Err(e),
+                }
+            } else if !pending.is_empty() {
                 let deleting = meta.contains_key("deletionTimestamp");
                 if deleting && changed.is_none() {
                     return Ok((old, false));

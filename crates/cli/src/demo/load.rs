@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_apiserver::ApiServer;
+use informer_apiserver::delete_options::DeleteOpts;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use rand::Rng;
@@ -93,7 +94,12 @@ pub async fn embedded(
             generation += 1;
             let r = match picker.pick() {
                 Change::Create => server.create("pods", pod(&ns, picker.next - 1)).await.map(drop),
-                Change::Delete(i) => server.delete("pods", &ns, &format!("demo-{i:07}")).await.map(drop),
+                // With no kubelet to stop them, bound pods are deleted as their kubelet would
+                // finish them: with a grace period of 0.
+                Change::Delete(i) => {
+                    let now = DeleteOpts::default().grace_period(0);
+                    server.delete_with("pods", &ns, &format!("demo-{i:07}"), &now).await.map(drop)
+                }
                 // Unconditional updates (no resourceVersion precondition): every other one changes
                 // a label, the others the phase, through the status subresource.
                 Change::Update(i) if generation.is_multiple_of(2) => {

@@ -1,0 +1,437 @@
+//! What kube-apiserver does with pods beyond storing them, over HTTP: graceful deletion (a pod
+//! on a node is marked terminating for its grace period, shortened by later DELETEs, removed at
+//! a period of 0; finalizers and watch events as kube gives them), evictions that respect
+//! PodDisruptionBudgets (kube's 429s and budget status, `DisruptionTarget`, dry runs, admission
+//! of `pods/eviction`), bindings that assign a pod to a node once, and these as kubectl
+//! (`delete`, `drain`) and kube-rs (`evict`, `create_subresource`) use them.
+
+mod common;
+
+use common::*;
+use informer_apiserver::ApiServer;
+use serde_json::{Value, json};
+
+const MERGE: &str = "application/merge-patch+json";
+const PDBS: &str = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+
+/// A pod on node-1 (its grace period defaults to 30 seconds).
+fn bound(name: &str, labels: Value) -> Value {
+    let mut p = pod(name, labels);
+    p["spec"]["nodeName"] = "node-1".into();
+    p
+}
+
+/// Creates `pod` and reports it Running (and Ready when `ready`), as its kubelet would.
+async fn running(c: &Client, pod: &Value, ready: bool) -> Value {
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let r = c.post(PODS, pod).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let status = json!({"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
+    let r = c.patch(&format!("{PODS}/{name}/status"), MERGE, &status).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    r.body
+}
+
+fn deadline_in(p: &Value) -> i64 {
+    let t: jiff::Timestamp = p["metadata"]["deletionTimestamp"].as_str().expect("deletionTimestamp").parse().unwrap();
+    t.as_second() - jiff::Timestamp::now().as_second()
+}
+
+/// A budget over `app=web`, with the status its controller would write.
+async fn budget(c: &Client, name: &str, status: Value) {
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+    let r = c.post(PDBS, &pdb).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    if !status.is_null() {
+        set_budget(c, name, status).await;
+    }
+}
+
+async fn set_budget(c: &Client, name: &str, status: Value) {
+    let r = c.patch(&format!("{PDBS}/{name}/status"), MERGE, &json!({"status": status})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+}
+
+fn eviction(name: &str) -> Value {
+    json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+}
+
+async fn evict(c: &Client, name: &str, body: &Value) -> Resp {
+    c.post(&format!("{PODS}/{name}/eviction"), body).await
+}
+
+fn condition<'a>(p: &'a Value, kind: &str) -> Option<&'a Value> {
+    p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+#[tokio::test]
+async fn a_bound_pod_terminates_for_its_grace_period() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(PODS, &bound("web", json!({}))).await.body;
+    assert_eq!(created["spec"]["terminationGracePeriodSeconds"], 30);
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={}", rv_of(&created))).await;
+
+    let r = c.delete(&format!("{PODS}/web")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["kind"], "Pod", "a pod's DELETE answers the pod");
+    assert_eq!(r.body["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+    let ahead = deadline_in(&r.body);
+    assert!((25..=30).contains(&ahead), "terminating for 30 s: {ahead}");
+    let terminating = c.get(&format!("{PODS}/web")).await;
+    assert_eq!((terminating.code, &terminating.body["metadata"]), (200, &r.body["metadata"]));
+
+    // Asking again changes nothing; a shorter period moves the deadline.
+    let again = c.delete(&format!("{PODS}/web")).await;
+    assert_eq!((again.code, rv_of(&again.body)), (200, rv_of(&r.body)));
+    let longer = c.send_raw(http::Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=60"), vec![], "").await;
+    assert_eq!(rv_of(&longer.body), rv_of(&r.body), "a longer period is not taken");
+    let body =
+        serde_json::to_vec(&json!({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 5})).unwrap();
+    let shorter = c.send_raw(http::Method::DELETE, &format!("{PODS}/web"), body, "application/json").await;
+    assert_eq!(shorter.body["metadata"]["deletionGracePeriodSeconds"], 5);
+    assert!((0..=5).contains(&deadline_in(&shorter.body)), "{}", shorter.body);
+    assert_eq!(shorter.body["metadata"]["generation"], 2, "the generation moves once");
+
+    let bad = c.send_raw(http::Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=soon"), vec![], "").await;
+    assert_eq!(
+        (bad.code, bad.body["message"].as_str()),
+        (400, Some("strconv.ParseInt: parsing \"soon\": invalid syntax"))
+    );
+
+    // A period of 0 (a kubelet's last word, or a forced delete) removes it.
+    let gone = c.send_raw(http::Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=0"), vec![], "").await;
+    assert_eq!(gone.code, 200, "{}", gone.body);
+    assert_eq!(c.get(&format!("{PODS}/web")).await.code, 404);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let e = w.next_within(SEC).await.expect("event");
+        seen.push((
+            e["type"].as_str().unwrap().to_string(),
+            e["object"]["metadata"]["deletionGracePeriodSeconds"].clone(),
+        ));
+    }
+    let expected = [("MODIFIED", 30), ("MODIFIED", 5), ("MODIFIED", 0), ("DELETED", 0)];
+    assert_eq!(seen, expected.map(|(t, g)| (t.to_string(), json!(g))));
+}
+
+#[tokio::test]
+async fn unbound_pods_go_at_once_and_finalizers_wait_for_the_period() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A pod on no node has nothing to stop: marked with a period of 0, then gone.
+    let created = c.post(PODS, &pod("pending", json!({}))).await.body;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={}", rv_of(&created))).await;
+    let r = c.delete(&format!("{PODS}/pending")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/pending")).await.code, 404);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), &e["object"]["metadata"]["deletionGracePeriodSeconds"]),
+        (Some("MODIFIED"), &json!(0))
+    );
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(e["type"], "DELETED");
+    assert_eq!(e["object"], r.body, "the answer is the pod as it went");
+
+    // A bound pod whose finalizer goes during its period stays until the period is over.
+    let mut held = bound("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(c.post(PODS, &held).await.code, 201);
+    assert_eq!(c.delete(&format!("{PODS}/held")).await.body["metadata"]["deletionGracePeriodSeconds"], 30);
+    let r = c.patch(&format!("{PODS}/held"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/held")).await.code, 200, "still terminating");
+    let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/held?gracePeriodSeconds=0"), vec![], "").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/held")).await.code, 404);
+
+    // With a period of 0, removing the last finalizer removes the pod.
+    let mut kept = pod("kept", json!({}));
+    kept["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(c.post(PODS, &kept).await.code, 201);
+    let r = c.delete(&format!("{PODS}/kept")).await;
+    assert_eq!(r.body["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(c.get(&format!("{PODS}/kept")).await.code, 200);
+    let r = c.patch(&format!("{PODS}/kept"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/kept")).await.code, 404);
+}
+
+#[tokio::test]
+async fn evictions_respect_disruption_budgets() {
+    let s = server().await;
+    let c = Client::new(&s);
+    running(&c, &bound("web-0", json!({"app": "web"})), true).await;
+    running(&c, &bound("web-1", json!({"app": "web"})), true).await;
+    budget(&c, "web", Value::Null).await;
+
+    // A budget its controller has not seen yet: try again later.
+    let r = evict(&c, "web-0", &eviction("web-0")).await;
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert_eq!(r.headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("10"));
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.", "reason": "TooManyRequests",
+            "details": {"causes": [{"reason": "DisruptionBudget",
+                "message": "The disruption budget web is still being processed by the server."}], "retryAfterSeconds": 10},
+            "code": 429})
+    );
+    set_budget(
+        &c,
+        "web",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2,
+        "desiredHealthy": 1, "expectedPods": 2}),
+    )
+    .await;
+
+    // A dry run spends and deletes nothing.
+    let r = c.post(&format!("{PODS}/web-0/eviction?dryRun=All"), &eviction("web-0")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.get(&format!("{PDBS}/web")).await.body["status"]["disruptionsAllowed"], 1);
+    assert!(c.get(&format!("{PODS}/web-0")).await.body["metadata"].get("deletionTimestamp").is_none());
+
+    let r = evict(&c, "web-0", &eviction("web-0")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}));
+    let pdb = c.get(&format!("{PDBS}/web")).await.body;
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(pdb["status"]["disruptedPods"]["web-0"].is_string(), "{pdb}");
+    let allowed = condition(&pdb, "DisruptionAllowed").expect("condition");
+    assert_eq!((allowed["status"].as_str(), allowed["reason"].as_str()), (Some("False"), Some("InsufficientPods")));
+    let evicted = c.get(&format!("{PODS}/web-0")).await.body;
+    let target = condition(&evicted, "DisruptionTarget").expect("DisruptionTarget");
+    assert_eq!(target["reason"], "EvictionByEvictionAPI");
+    assert_eq!(target["message"], "Eviction API: evicting");
+    assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30, "evicted pods terminate gracefully");
+
+    // No disruption left (its controller has seen web-0 go): refused, without Retry-After.
+    set_budget(&c, "web", json!({"currentHealthy": 1})).await;
+    let r = evict(&c, "web-1", &eviction("web-1")).await;
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(r.headers.get("retry-after").is_none());
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "The disruption budget web needs 1 healthy pods and has 1 currently"
+    );
+    assert!(condition(&c.get(&format!("{PODS}/web-1")).await.body, "DisruptionTarget").is_none());
+    // A pod already terminating is not held by its budget.
+    assert_eq!(evict(&c, "web-0", &eviction("web-0")).await.code, 201);
+
+    // A pod that is not Ready goes without spending a healthy budget.
+    running(&c, &bound("web-2", json!({"app": "web"})), false).await;
+    let r = evict(&c, "web-2", &eviction("web-2")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.get(&format!("{PDBS}/web")).await.body["status"]["disruptionsAllowed"], 0);
+
+    // Two budgets over one pod: refused.
+    budget(&c, "also", json!({"observedGeneration": 1, "disruptionsAllowed": 5})).await;
+    let r = evict(&c, "web-1", &eviction("web-1")).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+
+    // A pending pod is not protected; the body must name the pod; only POST is served.
+    assert_eq!(c.post(PODS, &pod("solo", json!({"app": "web"}))).await.code, 201);
+    assert_eq!(evict(&c, "solo", &eviction("solo")).await.code, 201);
+    assert_eq!(c.get(&format!("{PODS}/solo")).await.code, 404, "unbound: gone at once");
+    let r = evict(&c, "web-1", &eviction("web-0")).await;
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some("name in URL does not match name in Eviction object")));
+    assert_eq!(c.get(&format!("{PODS}/web-1/eviction")).await.code, 405);
+    let r = evict(&c, "nope", &eviction("nope")).await;
+    assert_eq!((r.code, r.body["message"].as_str()), (404, Some("pods \"nope\" not found")));
+}
+
+#[tokio::test]
+async fn admission_judges_evictions_as_creates_of_pods_eviction() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "guard"}, "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods/eviction"]}]},
+            "validations": [{"expression":
+                "request.kind.kind != 'Eviction' || object.kind != 'Eviction' || object.metadata.name != 'guarded'",
+                "message": "guarded pods stay"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "guard"}, "spec": {"policyName": "guard", "validationActions": ["Deny"]}});
+    assert_eq!(c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &policy).await.code, 201);
+    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+    assert_eq!(c.post(bindings, &binding).await.code, 201);
+    assert_eq!(c.get(bindings).await.code, 200);
+    running(&c, &bound("guarded", json!({})), true).await;
+    running(&c, &bound("free", json!({})), true).await;
+    let r = evict(&c, "guarded", &eviction("guarded")).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().ends_with("denied request: guarded pods stay"), "{}", r.body);
+    assert!(c.get(&format!("{PODS}/guarded")).await.body["metadata"].get("deletionTimestamp").is_none());
+    // The pod's deletion itself is not judged again: a DELETE of pods is not matched here anyway,
+    // and the eviction of another pod passes.
+    assert_eq!(evict(&c, "free", &eviction("free")).await.code, 201);
+}
+
+#[tokio::test]
+async fn a_binding_assigns_a_pod_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(PODS, &pod("p", json!({}))).await.body;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={}", rv_of(&created))).await;
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "p", "annotations": {"example.com/scheduler": "mine"}},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    let r = c.post(&format!("{PODS}/p/binding"), &binding).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}));
+    let p = c.get(&format!("{PODS}/p")).await.body;
+    assert_eq!(p["spec"]["nodeName"], "node-1");
+    assert_eq!(p["metadata"]["annotations"]["example.com/scheduler"], "mine");
+    let scheduled = condition(&p, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled["status"], "True");
+    assert_eq!(p["metadata"]["generation"], created["metadata"]["generation"], "the server's own edit");
+    assert_eq!(p["metadata"]["managedFields"], created["metadata"]["managedFields"]);
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!((e["type"].as_str(), &e["object"]["spec"]["nodeName"]), (Some("MODIFIED"), &json!("node-1")));
+
+    let r = c.post(&format!("{PODS}/p/binding"), &binding).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"node-1\""
+    );
+    assert_eq!(c.post(PODS, &pod("q", json!({}))).await.code, 201);
+    let mut nameless = binding.clone();
+    nameless["metadata"]["name"] = "q".into();
+    nameless["target"] = json!({});
+    let r = c.post(&format!("{PODS}/q/binding"), &nameless).await;
+    assert_eq!((r.code, r.body["message"].as_str()), (500, Some("target.name: Required value")));
+    let mut stale = binding.clone();
+    stale["metadata"] = json!({"name": "q", "uid": "not-the-pod"});
+    let r = c.post(&format!("{PODS}/q/binding"), &stale).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert!(c.get(&format!("{PODS}/q")).await.body["spec"].get("nodeName").is_none());
+
+    // One object as a Table row (kubectl's `get pod q`) or as its metadata alone.
+    let t = c.get_accepting(&format!("{PODS}/q"), "application/json;as=Table;v=v1;g=meta.k8s.io").await.body;
+    assert_eq!((t["kind"].as_str(), t["rows"][0]["cells"][2].as_str()), (Some("Table"), Some("Pending")), "{t}");
+    let m = c.get_accepting(&format!("{PODS}/q"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").await;
+    assert_eq!(
+        (m.body["kind"].as_str(), m.body["metadata"]["name"].as_str()),
+        (Some("PartialObjectMetadata"), Some("q"))
+    );
+    assert!(m.body.get("spec").is_none());
+
+    // Discovery names both subresources, the eviction in its own group.
+    let v1 = c.get("/api/v1").await.body;
+    let entry = |n: &str| v1["resources"].as_array().unwrap().iter().find(|r| r["name"] == n).cloned();
+    assert_eq!(entry("pods/binding").unwrap()["verbs"], json!(["create"]));
+    let e = entry("pods/eviction").unwrap();
+    assert_eq!(
+        (e["group"].as_str(), e["version"].as_str(), e["kind"].as_str()),
+        (Some("policy"), Some("v1"), Some("Eviction"))
+    );
+}
+
+async fn kube_client(s: &ApiServer, dir: &std::path::Path) -> kube::Client {
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&kc).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    kube::Client::try_from(cfg).unwrap()
+}
+
+#[tokio::test]
+async fn kube_rs_evicts_binds_and_deletes() {
+    use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+    use kube::api::{Api, DeleteParams, EvictParams, PostParams};
+    let s = server().await;
+    let c = Client::new(&s);
+    let dir = common::tools::tempdir("pods-kube-rs");
+    let api: Api<Pod> = Api::default_namespaced(kube_client(&s, &dir).await);
+
+    assert_eq!(c.post(PODS, &pod("sched", json!({}))).await.code, 201);
+    let binding = Binding {
+        metadata: kube::api::ObjectMeta { name: Some("sched".into()), ..Default::default() },
+        target: ObjectReference { kind: Some("Node".into()), name: Some("node-1".into()), ..Default::default() },
+    };
+    let status: kube::core::Status =
+        api.create_subresource("binding", "sched", &PostParams::default(), &binding).await.unwrap();
+    assert!(status.is_success(), "{status:?}");
+    assert_eq!(api.get("sched").await.unwrap().spec.unwrap().node_name.as_deref(), Some("node-1"));
+
+    running(&c, &bound("web-0", json!({"app": "web"})), true).await;
+    budget(
+        &c,
+        "web",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0}),
+    )
+    .await;
+    // kube-rs sends its delete options as `delete_options`, a field an Eviction does not have
+    // (dropped, as kube-apiserver drops it): the pod terminates for its own period.
+    let params = EvictParams { delete_options: Some(DeleteParams::default().grace_period(0)), ..Default::default() };
+    let status = api.evict("web-0", &params).await.unwrap();
+    assert!(status.is_success(), "{status:?}");
+    let evicted = api.get("web-0").await.unwrap();
+    assert_eq!(evicted.metadata.deletion_grace_period_seconds, Some(30));
+    assert_eq!(c.get(&format!("{PDBS}/web")).await.body["status"]["disruptionsAllowed"], 0);
+
+    // A scheduled pod deleted as kube-rs deletes it is left terminating, then forced.
+    let terminating = api.delete("sched", &DeleteParams::default()).await.unwrap().left().expect("the pod");
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    api.delete("sched", &DeleteParams::default().grace_period(0)).await.unwrap();
+    assert!(api.get_opt("sched").await.unwrap().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn kubectl_drains_a_node_through_evictions() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let c = Client::new(&s);
+        let dir = tempdir("kubectl-drain");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}});
+        assert_eq!(c.post("/api/v1/nodes", &node).await.code, 201);
+        running(&c, &bound("web-0", json!({"app": "web"})), true).await;
+        running(&c, &bound("web-1", json!({"app": "web"})), true).await;
+        budget(
+            &c,
+            "web",
+            json!({"observedGeneration": 1, "disruptionsAllowed": 2, "currentHealthy": 2,
+            "desiredHealthy": 0}),
+        )
+        .await;
+        let args = ["drain", "node-1", "--force", "--grace-period=0", "--timeout=60s"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &args).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let said = format!("{out}{err}");
+        assert!(said.contains("evicting pod default/web-0") && said.contains("node/node-1 drained"), "{bin}: {said}");
+        assert_eq!(c.get("/api/v1/nodes/node-1").await.body["spec"]["unschedulable"], true, "{bin}");
+        assert_eq!(c.get(&format!("{PODS}/web-0")).await.code, 404, "{bin}");
+        assert_eq!(c.get(&format!("{PODS}/web-1")).await.code, 404, "{bin}");
+        let pdb = c.get(&format!("{PDBS}/web")).await.body;
+        assert_eq!(pdb["status"]["disruptionsAllowed"], 0, "{bin}: both went through the budget");
+        assert_eq!(pdb["status"]["disruptedPods"].as_object().map(|d| d.len()), Some(2), "{bin}: {pdb}");
+
+        // kubectl delete of a bound pod leaves it terminating; --force --grace-period=0 removes it.
+        running(&c, &bound("last", json!({})), true).await;
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["delete", "pod", "last", "--wait=false"]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["get", "pod", "last", "--no-headers"]).await;
+        assert!(ok && out.contains("Terminating"), "{bin}: {out}{err}");
+        let (ok, out, err) =
+            kubectl_bin(bin, &kc, &cache, &["delete", "pod", "last", "--force", "--grace-period=0"]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        assert_eq!(c.get(&format!("{PODS}/last")).await.code, 404, "{bin}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
