@@ -22,6 +22,12 @@ pub(crate) async fn scope<T>(f: impl Future<Output = T>) -> T {
     OPTIONS.scope(RefCell::new(Map::new()), f).await
 }
 
+/// Records the grace period a deletion takes (a pod's own when the request gave none), as
+/// kube's strategy writes it into the options admission sees.
+pub(crate) fn set_grace_period(seconds: i64) {
+    let _ = OPTIONS.try_with(|o| o.borrow_mut().insert("gracePeriodSeconds".into(), seconds.into()));
+}
+
 /// Records the options a request's query carries.
 pub(crate) fn from_query(query: &[(String, String)], delete: bool) {
     let mut options = Map::new();

@@ -1,5 +1,6 @@
 //! A pod's `binding` subresource: how a scheduler assigns a pod to a node, with a v1 `Binding`
-//! (`target` names the node), as kube-scheduler and schedulers written on client libraries do.
+//! (`target` names the node), as kube-scheduler and schedulers written on client libraries do;
+//! also the older `bindings` resource, which takes the pod's name from the Binding.
 //!
 //! Invariants, as kube-apiserver's binding handler:
 //! - the Binding is judged by admission as a CREATE of `pods/binding`; the pod write it makes
@@ -7,14 +8,18 @@
 //! - a pod is bound once: one already on a node, being deleted, or with scheduling gates is
 //!   refused with 409 (`Operation cannot be fulfilled on pods/binding …`), and a Binding naming
 //!   the pod's UID or resourceVersion must find it so;
-//! - binding sets `spec.nodeName`, adds the Binding's annotations and sets the `PodScheduled`
-//!   condition to `True`, in one write; a success answers a `Success` Status with code 201.
+//! - binding sets `spec.nodeName`, adds the Binding's annotations and labels, clears
+//!   `status.nominatedNodeName` and sets the `PodScheduled` condition to `True`, in one write;
+//!   a success answers a `Success` Status with code 201;
+//! - as any create, a binding in a namespace that is gone or terminating is refused (kube's
+//!   NamespaceLifecycle admission).
 
 use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::strategy::Target;
 use crate::structural::go_quote;
 
 /// The subresource's name.
@@ -33,8 +38,8 @@ pub(crate) fn body_info() -> ResourceInfo {
 pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_run: bool) -> Result<Value, ApiError> {
     let registry = store.registry();
     let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
-    let mut binding = checked_body(body, ns, name)?;
-    validate(&binding)?;
+    let mut binding = checked_body(body, ns)?;
+    store.admit_create(&pods, ns, name).await?;
     let attributes = |object| crate::admission_policy::Attributes {
         info: &pods,
         operation: "CREATE",
@@ -48,6 +53,10 @@ pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_r
     let nothing = |_: &mut Map<String, Value>| {};
     let mutation = crate::admission_webhook::Mutation { obj: Some(&mut binding), default: &nothing, server_set: &[] };
     crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
+    if binding.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
+        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
+    }
+    validate(&binding)?;
     crate::admission_policy::admit(store.cache(), &attributes(Some(&binding)))?;
     crate::admission_webhook::validate(store.cache(), &attributes(Some(&binding))).await?;
 
@@ -55,20 +64,21 @@ pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_r
     let text = |k: &str| meta.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
     let (uid, rv) = (text("uid"), text("resourceVersion"));
     let node = binding.get("target").and_then(|t| t.get("name")).and_then(Value::as_str).unwrap_or("");
-    let annotations = meta.get("annotations").and_then(Value::as_object);
+    let (annotations, labels) = (meta.get("annotations").and_then(Value::as_object), meta.get("labels"));
     let mut pod = store.stored(&pods, ns, name).await?;
     for _ in 0..RETRIES {
+        let key = || store.key_of(&pods, ns, name);
         if let Some(u) = uid.filter(|u| *u != pod.uid) {
-            return Err(precondition_failed(name, "UID", u, &pod.uid));
+            return Err(precondition_failed(name, &key(), "UID", u, &pod.uid));
         }
         if let Some(r) = rv.filter(|r| *r != pod.rv.to_string()) {
-            return Err(precondition_failed(name, "ResourceVersion", r, &pod.rv.to_string()));
+            return Err(precondition_failed(name, &key(), "ResourceVersion", r, &pod.rv.to_string()));
         }
         let Value::Object(mut value) = pod.value() else {
             return Err(ApiError::internal("stored pod is not an object"));
         };
-        assign(&mut value, name, node, annotations)?;
-        match store.write_binding(&pods, &pod, value, dry_run).await? {
+        assign(&mut value, name, node, annotations, labels.and_then(Value::as_object))?;
+        match store.write_as_server(&pods, &pod, value, Target::Binding, dry_run).await? {
             Some(_) => {
                 return Ok(
                     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
@@ -80,8 +90,25 @@ pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_r
     Err(ApiError::conflict("", "pods", name))
 }
 
-/// The Binding as sent, checked as kube's create handler checks it.
-fn checked_body(body: Value, ns: &str, name: &str) -> Result<Map<String, Value>, ApiError> {
+/// Whether `info` is the older `bindings` resource of core/v1 (`POST
+/// /api/v1/namespaces/{ns}/bindings`).
+pub(crate) fn is_bindings(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "bindings"
+}
+
+/// Binds the pod a Binding posted to the `bindings` resource names. Its UID is not taken as a
+/// precondition there (kube clears it as for any created object); its resourceVersion is.
+pub(crate) async fn bind_by_body(store: &Store, ns: &str, mut body: Value, dry_run: bool) -> Result<Value, ApiError> {
+    let name = body.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("uid");
+    }
+    bind(store, ns, &name, body, dry_run).await
+}
+
+/// The Binding as sent, checked as kube's create handler checks it (its name is checked after
+/// mutating admission).
+fn checked_body(body: Value, ns: &str) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut binding) = body else {
         return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Binding)"));
     };
@@ -106,9 +133,6 @@ fn checked_body(body: Value, ns: &str, name: &str) -> Result<Map<String, Value>,
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-    }
-    if meta.get("name").and_then(Value::as_str) != Some(name) {
-        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
     }
     Ok(binding)
 }
@@ -141,6 +165,7 @@ fn assign(
     name: &str,
     node: &str,
     annotations: Option<&Map<String, Value>>,
+    labels: Option<&Map<String, Value>>,
 ) -> Result<(), ApiError> {
     let meta = pod.get("metadata");
     if meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null()) {
@@ -156,13 +181,21 @@ fn assign(
     if let Some(Value::Object(spec)) = pod.get_mut("spec") {
         spec.insert("nodeName".into(), node.into());
     }
-    if let Some(added) = annotations.filter(|a| !a.is_empty())
-        && let Some(Value::Object(meta)) = pod.get_mut("metadata")
-        && let Value::Object(own) = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()))
-    {
-        own.extend(added.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // The Binding's annotations and labels (the node's topology labels, which kube's
+    // PodTopologyLabels admission puts on Bindings) are added, overwriting the pod's.
+    for (field, added) in [("annotations", annotations), ("labels", labels)] {
+        if let Some(added) = added.filter(|a| !a.is_empty())
+            && let Some(Value::Object(meta)) = pod.get_mut("metadata")
+            && let Value::Object(own) = meta.entry(field).or_insert_with(|| Value::Object(Map::new()))
+        {
+            own.extend(added.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
     }
     let status = pod.entry("status").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(status) = status {
+        // The scheduler's nomination is fulfilled.
+        status.remove("nominatedNodeName");
+    }
     if let Value::Object(status) = status
         && let Value::Array(conditions) = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()))
     {
@@ -193,11 +226,12 @@ fn refused(name: &str, why: &str) -> ApiError {
     e
 }
 
-/// 409 for a Binding whose UID or resourceVersion the pod no longer has.
-fn precondition_failed(name: &str, what: &str, wanted: &str, found: &str) -> ApiError {
+/// 409 for a Binding whose UID or resourceVersion the pod no longer has, in the words of kube's
+/// storage, which checks them.
+fn precondition_failed(name: &str, key: &str, what: &str, wanted: &str, found: &str) -> ApiError {
     let mut e = ApiError::conflict("", "pods", name);
     e.message = format!(
-        "Operation cannot be fulfilled on pods {}: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {found}",
+        "Operation cannot be fulfilled on pods {}: StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {found}",
         go_quote(name)
     );
     e
@@ -221,7 +255,9 @@ mod tests {
     fn binding_sets_the_node_annotations_and_condition() {
         let mut p = pod(json!({"containers": []}));
         let annotations = json!({"scheduler": "mine"});
-        assign(&mut p, "p", "n1", annotations.as_object()).unwrap();
+        assign(&mut p, "p", "n1", annotations.as_object(), json!({"topology.kubernetes.io/zone": "z1"}).as_object())
+            .unwrap();
+        assert_eq!(p["metadata"]["labels"]["topology.kubernetes.io/zone"], "z1");
         assert_eq!(p["spec"]["nodeName"], "n1");
         assert_eq!(p["metadata"]["annotations"]["scheduler"], "mine");
         let c = &p["status"]["conditions"][0];
@@ -233,14 +269,14 @@ mod tests {
     #[test]
     fn a_pod_is_bound_once() {
         let mut p = pod(json!({"nodeName": "n0"}));
-        let e = assign(&mut p, "p", "n1", None).unwrap_err();
+        let e = assign(&mut p, "p", "n1", None, None).unwrap_err();
         assert_eq!(e.code, 409);
         assert_eq!(
             e.message,
             "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n0\""
         );
         let mut p = pod(json!({"schedulingGates": [{"name": "wait"}]}));
-        let e = assign(&mut p, "p", "n1", None).unwrap_err();
+        let e = assign(&mut p, "p", "n1", None, None).unwrap_err();
         assert!(e.message.ends_with("pod p has non-empty .spec.schedulingGates"), "{}", e.message);
     }
 

@@ -315,6 +315,38 @@ pub(crate) fn is_event(info: &ResourceInfo) -> bool {
     info.plural == "events" && (info.group.is_empty() || info.group == "events.k8s.io")
 }
 
+/// kube's 409 for a `preconditions.uid` the object does not have (`rest.BeforeDelete`'s words).
+pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &str) -> ApiError {
+    unmet(
+        info,
+        name,
+        &format!(
+            "the UID in the precondition ({wanted}) does not match the UID in record ({found}). The object might have been deleted and then recreated"
+        ),
+    )
+}
+
+/// kube's 409 for a `preconditions.resourceVersion` the object is no longer at.
+pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: u64, found: u64) -> ApiError {
+    unmet(
+        info,
+        name,
+        &format!(
+            "the ResourceVersion in the precondition ({wanted}) does not match the ResourceVersion in record ({found}). The object might have been modified"
+        ),
+    )
+}
+
+/// A conflict on the object's kind (kube names it by kind here, not by resource).
+fn unmet(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
+    let mut e = ApiError::conflict(&info.group, &info.kind, name);
+    e.message = format!(
+        "Operation cannot be fulfilled on {} \"{name}\": {why}",
+        crate::status::qualified_resource(&info.group, &info.kind)
+    );
+    e
+}
+
 /// Whether a DELETE that removed an object answers with the object, as kube's registries of
 /// pods, services, namespaces, service accounts, persistent volumes and their claims, resource
 /// quotas, pod templates and storage classes do; the others answer a `Success` Status naming it.

@@ -144,15 +144,20 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "verbs": ["update"],
         })
     });
-    let subresources = if r.list_items_have_kind { [finalize, status, scale] } else { [finalize, scale, status] };
-    let pods = crate::graceful_deletion::is_graceful(r).then(|| {
-        [
-            json!({"name": "pods/binding", "singularName": "", "namespaced": true, "kind": "Binding", "verbs": ["create"]}),
-            json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
-                "version": "v1", "kind": "Eviction", "verbs": ["create"]}),
-        ]
+    let pods = crate::graceful_deletion::is_graceful(r);
+    let binding = pods.then(|| {
+        json!({"name": "pods/binding", "singularName": "", "namespaced": true, "kind": "Binding", "verbs": ["create"]})
     });
-    std::iter::once(main).chain(subresources.into_iter().flatten()).chain(pods.into_iter().flatten()).collect()
+    let eviction = pods.then(|| {
+        json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
+            "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+    });
+    let subresources = if r.list_items_have_kind {
+        [finalize, status, scale, None, None]
+    } else {
+        [finalize, binding, eviction, scale, status]
+    };
+    std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
 
 /// The categories a resource belongs to: a custom resource's, kube's `all` for the built-in

@@ -16,7 +16,12 @@
 //!   that allows none, or whose status is older than its spec, answers 429;
 //! - the server computes no budget status: budgets are as their controller (or a test) wrote
 //!   them, as on a server without kube-controller-manager;
-//! - a success answers a `Success` Status with code 201; a dry run spends and deletes nothing.
+//! - a success answers a `Success` Status with code 201; a dry run spends and deletes nothing;
+//! - as any create, an eviction in a namespace that is gone or terminating is refused (kube's
+//!   NamespaceLifecycle admission);
+//! - the pod's `DisruptionTarget` mark is the server's own write (managed fields unchanged),
+//!   and the budget's status is written as kube's loopback client writes it (the server's user,
+//!   field manager `kube-apiserver`, no options of the eviction's).
 
 use std::sync::Arc;
 
@@ -28,6 +33,7 @@ use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{Store, WriteOpts};
+use crate::strategy::Target;
 
 /// The subresource's name.
 pub(crate) const SUBRESOURCE: &str = "eviction";
@@ -52,18 +58,12 @@ fn success() -> Value {
 }
 
 /// Evicts pod `name` of namespace `ns` as `body` (an Eviction) asks; `dry_run` is the request's
-/// `dryRun`, `manager` the field manager of its writes. Answers the Status to send with 201.
-pub(crate) async fn evict(
-    store: &Store,
-    ns: &str,
-    name: &str,
-    body: Value,
-    dry_run: bool,
-    manager: &str,
-) -> Result<Value, ApiError> {
+/// `dryRun`. Answers the Status to send with 201.
+pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_run: bool) -> Result<Value, ApiError> {
     let registry = store.registry();
     let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
-    let mut eviction = checked_body(body, ns, name)?;
+    let mut eviction = checked_body(body, ns)?;
+    store.admit_create(&pods, ns, name).await?;
     let attributes = |object| crate::admission_policy::Attributes {
         info: &pods,
         operation: "CREATE",
@@ -77,6 +77,9 @@ pub(crate) async fn evict(
     let nothing = |_: &mut Map<String, Value>| {};
     let mutation = crate::admission_webhook::Mutation { obj: Some(&mut eviction), default: &nothing, server_set: &[] };
     crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
+    if eviction.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
+        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
+    }
     crate::admission_policy::admit(store.cache(), &attributes(Some(&eviction)))?;
     crate::admission_webhook::validate(store.cache(), &attributes(Some(&eviction))).await?;
     let mut opts = DeleteOpts::from_request(&[], eviction.get("deleteOptions").unwrap_or(&Value::Null))?;
@@ -96,7 +99,7 @@ pub(crate) async fn evict(
         if !finishing(&value) && asked_rv.is_none() {
             o.precondition_rv = Some(pod.rv);
         }
-        match mark_and_delete(store, &pods, ns, name, o, manager).await {
+        match mark_and_delete(store, &pods, ns, name, o).await {
             Ok(()) => return Ok(success()),
             Err(e) if e.code == 409 && asked_rv.is_none() && tries < RETRIES => tries += 1,
             Err(e) => return Err(e),
@@ -126,7 +129,7 @@ pub(crate) async fn evict(
     if let Some((rv, _)) = &judged_at {
         o.precondition_rv = Some(*rv);
     }
-    match mark_and_delete(store, &pods, ns, name, o, manager).await {
+    match mark_and_delete(store, &pods, ns, name, o).await {
         Ok(()) => Ok(success()),
         // The pod changed since its readiness was judged: the client tries again.
         Err(e) if e.code == 409 && asked_rv.is_none() && judged_at.is_some() => {
@@ -136,8 +139,9 @@ pub(crate) async fn evict(
     }
 }
 
-/// The Eviction as sent, checked as kube's create handler checks it.
-fn checked_body(body: Value, ns: &str, name: &str) -> Result<Map<String, Value>, ApiError> {
+/// The Eviction as sent, checked as kube's create handler checks it (its name is checked after
+/// mutating admission).
+fn checked_body(body: Value, ns: &str) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut eviction) = body else {
         return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Eviction)"));
     };
@@ -162,9 +166,6 @@ fn checked_body(body: Value, ns: &str, name: &str) -> Result<Map<String, Value>,
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-    }
-    if meta.get("name").and_then(Value::as_str) != Some(name) {
-        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
     }
     Ok(eviction)
 }
@@ -248,50 +249,36 @@ fn selects(selector: &Value, labels: &Value) -> bool {
 }
 
 /// Marks the pod as disrupted (condition `DisruptionTarget`, unless a dry run) and deletes it,
-/// both checked against the options' preconditions.
+/// both checked against the options' preconditions. The mark is the server's own write: the
+/// pod's managed fields stay as they are.
 async fn mark_and_delete(
     store: &Store,
     pods: &ResourceInfo,
     ns: &str,
     name: &str,
     mut opts: DeleteOpts,
-    manager: &str,
 ) -> Result<(), ApiError> {
     if !opts.dry_run {
         let mut pod = store.stored(pods, ns, name).await?;
         let mut tries = 0;
         let marked = loop {
             if let Some(u) = opts.precondition_uid.as_deref().filter(|u| *u != pod.uid) {
-                return Err(precondition_failed(
-                    name,
-                    &format!(
-                        "the UID in the precondition ({u}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                        pod.uid
-                    ),
-                ));
+                return Err(crate::delete_options::unmet_uid(pods, name, u, &pod.uid));
             }
             if let Some(rv) = opts.precondition_rv.filter(|rv| *rv != pod.rv) {
-                return Err(precondition_failed(
-                    name,
-                    &format!(
-                        "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                        pod.rv
-                    ),
-                ));
+                return Err(crate::delete_options::unmet_rv(pods, name, rv, pod.rv));
             }
-            let mut value = pod.value();
+            let Value::Object(mut value) = pod.value() else {
+                return Err(ApiError::internal("stored pod is not an object"));
+            };
             add_disruption_condition(&mut value);
-            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("resourceVersion".into(), pod.rv.to_string().into());
-            }
-            let write = WriteOpts { admitted: true, ..WriteOpts::status(false).by(manager) };
-            match store.update(pods, Some(ns), Some(name), value, write).await {
-                Ok(marked) => break marked,
-                Err(e) if e.code == 409 && tries < RETRIES => {
+            match store.write_as_server(pods, &pod, value, Target::Status, false).await? {
+                Some(marked) => break marked,
+                None if tries < RETRIES => {
                     tries += 1;
                     pod = store.stored(pods, ns, name).await?;
                 }
-                Err(e) => return Err(e),
+                None => return Err(ApiError::conflict("", "pods", name)),
             }
         };
         if opts.precondition_rv.is_some() {
@@ -301,16 +288,8 @@ async fn mark_and_delete(
     store.delete(pods, ns, name, &opts).await.map(drop)
 }
 
-/// 409 for a precondition the pod no longer meets.
-fn precondition_failed(name: &str, why: &str) -> ApiError {
-    let mut e = ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on Pod \"{name}\": {why}"));
-    e.details = Some(Box::new(json!({"name": name, "kind": "Pod"})));
-    e
-}
-
 /// Sets the pod's `DisruptionTarget` condition as the eviction sets it.
-fn add_disruption_condition(pod: &mut Value) {
-    let Some(o) = pod.as_object_mut() else { return };
+fn add_disruption_condition(o: &mut Map<String, Value>) {
     let status = o.entry("status").or_insert_with(|| Value::Object(Map::new()));
     let Some(status) = status.as_object_mut() else { return };
     let conditions = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
@@ -337,6 +316,7 @@ async fn spend(store: &Store, ns: &str, pod: &str, budget: Arc<StoredObject>, dr
     let info = registry.find("policy", "v1", "poddisruptionbudgets").cloned().ok_or_else(ApiError::no_route)?;
     let name = budget.name.clone();
     let mut budget = budget;
+    let mut conflict = ApiError::conflict("policy", "poddisruptionbudgets", &name);
     for _ in 0..RETRIES {
         let mut value = budget.value();
         check(&value, budget.generation, &name)?;
@@ -361,21 +341,19 @@ async fn spend(store: &Store, ns: &str, pod: &str, budget: Arc<StoredObject>, dr
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), budget.rv.to_string().into());
         }
+        // As kube's loopback client: the server's user, with options of its own.
         let write = store.update(&info, Some(ns), Some(&name), value, WriteOpts::status(false).by(MANAGER));
-        match crate::requester::scope(None, write).await {
+        match crate::admission_options::scope(crate::requester::scope(None, write)).await {
             Ok(_) => return Ok(()),
-            Err(e) if e.code == 409 => budget = store.stored(&info, ns, &name).await?,
+            Err(e) if e.code == 409 => {
+                conflict = e;
+                budget = store.stored(&info, ns, &name).await?;
+            }
             Err(e) => return Err(e),
         }
     }
-    let mut e = ApiError::new(
-        504,
-        "Timeout",
-        format!("Timeout: couldn't update PodDisruptionBudget {} due to conflicts", crate::structural::go_quote(&name)),
-    );
-    e.details = Some(Box::new(json!({"retryAfterSeconds": 10})));
-    e.retry_after = Some(10);
-    Err(e)
+    // Still losing after every try: the last conflict, as kube's retry answers.
+    Err(conflict)
 }
 
 /// Whether the budget allows a disruption now: its status must be current and grant one.
@@ -525,18 +503,14 @@ mod tests {
     }
 
     #[test]
-    fn the_body_must_name_the_pod_in_the_namespace() {
-        let e = |v: Value| checked_body(v, "ns", "p").unwrap_err().message;
-        assert_eq!(e(json!({"metadata": {"name": "q"}})), "name in URL does not match name in Eviction object");
+    fn the_body_must_be_an_eviction_in_the_namespace() {
+        let e = |v: Value| checked_body(v, "ns").unwrap_err().message;
         assert_eq!(
             e(json!({"metadata": {"name": "p", "namespace": "other"}})),
             "the namespace of the provided object does not match the namespace sent on the request"
         );
-        let ok = checked_body(
-            json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "p"}}),
-            "ns",
-            "p",
-        );
+        let ok =
+            checked_body(json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "p"}}), "ns");
         assert_eq!(ok.unwrap()["metadata"]["namespace"], "ns");
     }
 }

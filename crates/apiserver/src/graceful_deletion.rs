@@ -58,10 +58,19 @@ pub(crate) fn before_delete(info: &ResourceInfo, object: &mut Map<String, Value>
             return Grace::Immediate;
         };
         return match requested {
-            Some(p) if p < current => {
+            Some(mut p) if p < current => {
                 if let Ok(t) = since.parse::<jiff::Timestamp>()
-                    && let Ok(moved) = t.checked_add(jiff::SignedDuration::from_secs(p - current))
+                    && let Ok(mut moved) = t.checked_add(jiff::SignedDuration::from_secs(p - current))
                 {
+                    // Never into the past: a deadline already over is now, and a graceful
+                    // request keeps the shortest period (1 s) for its kubelet to finish.
+                    let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second()).unwrap_or(moved);
+                    if moved < now {
+                        moved = now;
+                        if p != 0 {
+                            p = 1;
+                        }
+                    }
                     meta.insert("deletionTimestamp".into(), moved.to_string().into());
                 }
                 meta.insert("deletionGracePeriodSeconds".into(), p.into());
@@ -171,5 +180,18 @@ mod tests {
         assert_eq!(meta(&p)["generation"], 2, "generation moves once");
         assert_eq!(before_delete(&pods(), &mut p, Some(0)), Grace::Marked(0));
         assert_eq!(before_delete(&pods(), &mut p, Some(0)), Grace::Immediate, "a period of 0 is over");
+    }
+
+    #[test]
+    fn a_shortened_deadline_never_moves_into_the_past() {
+        let mut p = pod("n1", Some(30), "Running");
+        let meta = p.get_mut("metadata").and_then(Value::as_object_mut).unwrap();
+        // Marked 40 s ago with 30 s: the deadline was 10 s ago.
+        let past = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() - 10).unwrap();
+        meta.insert("deletionTimestamp".into(), past.to_string().into());
+        meta.insert("deletionGracePeriodSeconds".into(), 30.into());
+        assert_eq!(before_delete(&pods(), &mut p, Some(5)), Grace::Marked(1), "graceful: 1 s left");
+        let deadline: jiff::Timestamp = p["metadata"]["deletionTimestamp"].as_str().unwrap().parse().unwrap();
+        assert!(deadline.as_second() >= jiff::Timestamp::now().as_second() - 1, "now, not in the past");
     }
 }

@@ -364,6 +364,11 @@ async fn resource_request(
         let params = write_options::parse(&query, WriteKind::Create)?;
         let b = format.to_json(&info, read_body(shared, req).await?)?;
         let v = decode_object(&info, &b, params.validation)?;
+        if crate::binding::is_bindings(&info) {
+            let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
+            let answer = crate::binding::bind_by_body(&store, ns.unwrap_or(""), v, dry_run).await?;
+            return Ok(json_value(201, &answer));
+        }
         let answered = crate::access_review::answer(&info, ns, v)?;
         return Ok(json_value(201, &answered));
     }
@@ -427,11 +432,10 @@ async fn resource_request(
         };
         let format = BodyFormat::of(&media_type(&req), &body_info)?;
         let params = write_options::parse(&query, WriteKind::Create)?;
-        let manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
         let b = format.to_json(&body_info, read_body(shared, req).await?)?;
         let v = decode_object(&body_info, &b, params.validation)?;
         let answer = if evict {
-            crate::eviction::evict(&store, ns_or_default, name, v, dry_run, &manager).await?
+            crate::eviction::evict(&store, ns_or_default, name, v, dry_run).await?
         } else {
             crate::binding::bind(&store, ns_or_default, name, v, dry_run).await?
         };
@@ -518,11 +522,14 @@ async fn resource_request(
             let delete_opts = delete_options(shared, req, &query).await?;
             crate::delete_options::warn_on_default(&info, &delete_opts);
             let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
-            let (_, items) = store.snapshot(&info, ns, &sel).await?;
-            let mut deleted = Vec::new();
-            for o in items {
-                if let Ok((d, _)) = store.delete(&info, &o.namespace, &o.name, &delete_opts).await {
-                    deleted.push(d);
+            // As kube's DeleteCollection: each listed object deleted (one already gone is
+            // passed over, any other failure is the answer), the answer the objects as listed.
+            let (listed_at, items) = store.snapshot(&info, ns, &sel).await?;
+            for o in &items {
+                match store.delete(&info, &o.namespace, &o.name, &delete_opts).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
                 }
             }
             let mut head = Vec::new();
@@ -531,9 +538,9 @@ async fn resource_request(
             head.extend_from_slice(b",\"apiVersion\":");
             let _ = serde_json::to_writer(&mut head, &info.api_version());
             head.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
-            head.extend_from_slice(store.resource_version().to_string().as_bytes());
+            head.extend_from_slice(listed_at.to_string().as_bytes());
             head.extend_from_slice(b"\"},\"items\":[");
-            let list = list::ListBody::new(head, deleted, list::ItemForm::Object(info.list_items_have_kind));
+            let list = list::ListBody::new(head, items, list::ItemForm::Object(info.list_items_have_kind));
             Ok(body::respond(200, "application/json", Body::List(Box::new(list))))
         }
         _ => Err(ApiError::method_not_allowed()),

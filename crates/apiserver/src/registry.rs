@@ -359,6 +359,10 @@ impl Registry {
         r.register(b("", "limitranges", "LimitRange", true, &["limits"], &[]));
         r.register(b("", "resourcequotas", "ResourceQuota", true, &["quota"], &[]).with_status_subresource());
         r.register(b("", "podtemplates", "PodTemplate", true, &[], &[]));
+        // The older way to bind a pod (`crate::binding`): created, never stored.
+        let mut bindings = b("", "bindings", "Binding", true, &[], &[]);
+        bindings.review = true;
+        r.register(bindings);
         r.register(
             b("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["status.replicas"])
                 .with_storage_path("controllers")

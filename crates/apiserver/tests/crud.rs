@@ -444,3 +444,40 @@ async fn unreadable_bodies_are_refused() {
     assert_eq!(r.body["reason"], "UnsupportedMediaType");
     assert_eq!(s.list("pods", None).await.unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn a_collection_delete_answers_what_it_listed() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, finalizers: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "labels": {"batch": "one"}, "finalizers": finalizers}})
+    };
+    let mut listed = Vec::new();
+    for (name, finalizers) in [("a", json!([])), ("b", json!(["example.com/hold"])), ("c", json!([]))] {
+        let r = c.post(cms, &cm(name, finalizers)).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+        listed.push(r.body);
+    }
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "other"}})).await.code, 201);
+    let r = c.delete(&format!("{cms}?labelSelector=batch%3Done")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["kind"], "ConfigMapList");
+    // The objects as they were listed, before their deletion.
+    let items = r.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for (item, created) in items.iter().zip(&listed) {
+        assert_eq!(item["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
+        assert!(item["metadata"].get("deletionTimestamp").is_none());
+    }
+    assert_eq!(c.get(&format!("{cms}/a")).await.code, 404);
+    assert!(c.get(&format!("{cms}/b")).await.body["metadata"]["deletionTimestamp"].is_string(), "held");
+    assert_eq!(c.get(&format!("{cms}/c")).await.code, 404);
+    assert_eq!(c.get(&format!("{cms}/other")).await.code, 200);
+    // A deletion that fails is the answer (here: a precondition no object meets).
+    let body = serde_json::to_vec(&json!({"preconditions": {"uid": "nope"}})).unwrap();
+    let r = c.send_raw(http::Method::DELETE, cms, body, "application/json").await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(c.get(&format!("{cms}/other")).await.code, 200);
+}

@@ -435,3 +435,92 @@ async fn kubectl_drains_a_node_through_evictions() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[tokio::test]
+async fn a_namespace_waits_for_its_terminating_pods() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["work"]).await.unwrap();
+    let pods = "/api/v1/namespaces/work/pods";
+    assert_eq!(c.post(pods, &bound("bound", json!({}))).await.code, 201);
+    assert_eq!(c.post(pods, &pod("unbound", json!({}))).await.code, 201);
+    let mut w = c.watch("/api/v1/namespaces?watch=1&fieldSelector=metadata.name%3Dwork").await;
+    assert_eq!(c.delete("/api/v1/namespaces/work").await.code, 200);
+    // The namespace's controller deletes both: the unbound pod goes, the bound one terminates
+    // (no kubelet finishes it) and keeps the namespace, as on a cluster whose node is away.
+    until(&mut w, "content remaining", |e| {
+        e["object"]["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
+            c["type"] == "NamespaceContentRemaining"
+                && c["status"] == "True"
+                && c["message"].as_str() == Some("Some resources are remaining: pods. has 1 resource instances")
+        })
+    })
+    .await;
+    assert_eq!(c.get(&format!("{pods}/unbound")).await.code, 404);
+    let kept = c.get(&format!("{pods}/bound")).await.body;
+    assert_eq!(kept["metadata"]["deletionGracePeriodSeconds"], 30, "{kept}");
+    // No eviction or binding in a terminating namespace.
+    let r = c.post(&format!("{pods}/bound/eviction"), &eviction("bound")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "NamespaceTerminating");
+    // Its kubelet's last word: the pod goes, and the namespace with it.
+    let r = c.send_raw(http::Method::DELETE, &format!("{pods}/bound?gracePeriodSeconds=0"), vec![], "").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    until(&mut w, "the namespace's deletion", |e| e["type"] == "DELETED").await;
+}
+
+#[tokio::test]
+async fn deletions_are_judged_once_with_the_period_they_take() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A policy refusing every pod deletion does not stop an eviction (kube's eviction deletes
+    // without judging the deletion again), nor a DELETE of a pod already terminating.
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "keep-pods"}, "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["pods"]}]},
+            "validations": [{"expression": "oldObject.metadata.name == 'free'", "message": "pods stay"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "keep-pods"}, "spec": {"policyName": "keep-pods", "validationActions": ["Deny"]}});
+    assert_eq!(c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &policy).await.code, 201);
+    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+    assert_eq!(c.post(bindings, &binding).await.code, 201);
+    assert_eq!(c.get(bindings).await.code, 200);
+    running(&c, &bound("kept", json!({})), true).await;
+    let before = c.get(&format!("{PODS}/kept")).await.body;
+    let r = c.delete(&format!("{PODS}/kept")).await;
+    assert_eq!(r.code, 422, "the policy judges a DELETE: {}", r.body);
+    let r = evict(&c, "kept", &eviction("kept")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let evicted = c.get(&format!("{PODS}/kept")).await.body;
+    assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(evicted["metadata"]["managedFields"], before["metadata"]["managedFields"], "the server's own mark");
+    assert_eq!(c.delete(&format!("{PODS}/kept")).await.code, 200, "already terminating: nothing to judge");
+
+    // A dry run of a deletion that would remove the pod answers it as it would go.
+    running(&c, &pod("free", json!({})), true).await;
+    let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/free?dryRun=All"), vec![], "").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(c.get(&format!("{PODS}/free")).await.body["metadata"].get("deletionTimestamp").is_none());
+    // A precondition the pod does not meet, in kube's words.
+    let body = serde_json::to_vec(&json!({"preconditions": {"uid": "other"}})).unwrap();
+    let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/free"), body, "application/json").await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    let uid = evicted["metadata"]["uid"].as_str().unwrap().to_string();
+    let free_uid = c.get(&format!("{PODS}/free")).await.body["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_ne!(uid, free_uid);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Operation cannot be fulfilled on Pod \"free\": the UID in the precondition (other) does not match the UID in record ({free_uid}). The object might have been deleted and then recreated"
+        )
+    );
+    // The older `bindings` resource binds the pod its Binding names.
+    assert_eq!(c.post(PODS, &pod("late", json!({}))).await.code, 201);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "late", "uid": "ignored"},
+        "target": {"kind": "Node", "name": "node-2"}});
+    let r = c.post("/api/v1/namespaces/default/bindings", &binding).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/late")).await.body["spec"]["nodeName"], "node-2");
+}

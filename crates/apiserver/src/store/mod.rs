@@ -796,20 +796,27 @@ impl Store {
         }
     }
 
-    /// Writes pod `new` over `old` (read from the storage) as its binding leaves it: the whole
-    /// object, its managed fields and generation as they are, not offered to admission again
-    /// (see [`crate::binding`]). `Ok(None)`: `old` is no longer the stored version.
-    pub(crate) async fn write_binding(
+    /// The storage key of an object (what kube's storage errors name).
+    pub(crate) fn key_of(&self, info: &ResourceInfo, ns: &str, name: &str) -> String {
+        self.layout.object_key(info, ns, name)
+    }
+
+    /// Writes `new` over `old` (read from the storage) as the server's own edit of a request
+    /// admission already judged (a pod's binding, an eviction's condition): through `target`,
+    /// its managed fields as they are, not offered to admission again (see [`crate::binding`],
+    /// [`crate::eviction`]). `Ok(None)`: `old` is no longer the stored version.
+    pub(crate) async fn write_as_server(
         &self,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
         new: Map<String, Value>,
+        target: Target,
         dry_run: bool,
     ) -> Result<Option<Arc<StoredObject>>, ApiError> {
         let value = old.value();
         let managers = managed_fields::Managers::decode(value.get("metadata").and_then(|m| m.get("managedFields")))
             .unwrap_or_default();
-        let opts = WriteOpts { target: Target::Binding, dry_run, admitted: true, ..Default::default() };
+        let opts = WriteOpts { target, dry_run, admitted: true, ..Default::default() };
         match self.replace(info, (old, true), new, &opts, Tracking::Applied(managers)).await? {
             Attempt::Done(o) => Ok(Some(o)),
             Attempt::Retry(..) => Ok(None),
@@ -985,22 +992,25 @@ impl Store {
                 (old, is_current) = (self.stored(info, ns, name).await?, true);
                 continue;
             }
-            if precondition_rv.is_some_and(|p| p != old.rv) {
-                return Err(ApiError::conflict(&info.group, &info.plural, name));
+            if let Some(u) = precondition_uid.filter(|u| *u != old.uid) {
+                return Err(crate::delete_options::unmet_uid(info, name, u, &old.uid));
             }
-            if let Some(u) = precondition_uid
-                && u != old.uid
-            {
-                let mut e = ApiError::conflict(&info.group, &info.plural, name);
-                e.message = format!(
-                    "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
-                    info.plural, old.uid
-                );
-                return Err(e);
+            if let Some(rv) = precondition_rv.filter(|rv| *rv != old.rv) {
+                return Err(crate::delete_options::unmet_rv(info, name, rv, old.rv));
             }
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
+            // A pod is marked terminating first (`crate::graceful_deletion`); a DELETE of one
+            // already terminating that does not shorten its period changes nothing (and is not
+            // judged by admission, as kube answers it before).
+            let grace = crate::graceful_deletion::before_delete(info, &mut map, opts.grace_period_seconds);
+            match grace {
+                Grace::Pending => return Ok((old, false)),
+                // Admission sees the period the deletion takes, as kube's options carry it.
+                Grace::Marked(period) => crate::admission_options::set_grace_period(period),
+                Grace::Immediate => {}
+            }
             let attributes = crate::admission_policy::Attributes {
                 info,
                 operation: "DELETE",
@@ -1073,12 +1083,6 @@ impl Store {
                     }
                 }
             }
-            // A pod is marked terminating first (`crate::graceful_deletion`); a DELETE of one
-            // already terminating that does not shorten its period changes nothing.
-            let grace = crate::graceful_deletion::before_delete(info, &mut map, opts.grace_period_seconds);
-            if grace == Grace::Pending {
-                return Ok((old, false));
-            }
             let meta = meta_mut(&mut map);
             let finalizers = object::strings(meta.get("finalizers"));
             // A namespace or definition reaches this point only once its own first step is done
@@ -1097,7 +1101,7 @@ impl Store {
                 let stays = period > 0 || !pending.is_empty();
                 let t = self.template(info, &map).await?;
                 if dry_run {
-                    return Ok(if stays { (Arc::new(t.finish(old.rv)), false) } else { (old, true) });
+                    return Ok((Arc::new(t.finish(old.rv)), !stays));
                 }
                 // Written terminating first, then (at a period of 0, no finalizers) removed.
                 match self.storage.update(key.clone(), t.storage_value(), old.rv).await {
@@ -1105,7 +1109,19 @@ impl Store {
                     Ok(rev) => {
                         let marked = self.wrote(t.finish(rev));
                         let t = Template::from_stored(&marked);
-                        self.storage.delete(key, rev).await.map(|rev| (self.wrote(t.finish(rev)), true))
+                        match self.storage.delete(key, rev).await {
+                            Ok(rev) => return Ok((self.wrote(t.finish(rev)), true)),
+                            // Removed by another request in between: gone all the same, as kube
+                            // ignores a NotFound here. Changed in between: judged again.
+                            Err(e) => match self.conflicted(info, name, e, "delete").await {
+                                Err(gone) if gone.code == 404 => return Ok((marked, true)),
+                                Err(other) => return Err(other),
+                                Ok(newer) => {
+                                    (old, is_current) = (newer, true);
+                                    continue;
+                                }
+                            },
+                        }
                     }
                     Err(e) => Err(e),
                 }
