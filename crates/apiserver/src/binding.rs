@@ -25,6 +25,10 @@ use crate::structural::go_quote;
 /// The subresource's name.
 pub(crate) const SUBRESOURCE: &str = "binding";
 
+/// What the subresource carries: a v1 Binding.
+const CARRIED: crate::pod_subresource::Carried =
+    crate::pod_subresource::Carried { subresource: SUBRESOURCE, kind: "Binding", api_versions: &["v1"] };
+
 /// How often a write lost to a concurrent one is tried again.
 const RETRIES: usize = 20;
 
@@ -36,30 +40,7 @@ pub(crate) fn body_info() -> ResourceInfo {
 /// Binds pod `name` of namespace `ns` to the node `body` (a Binding) names; `dry_run` is the
 /// request's `dryRun`. Answers the Status to send with 201.
 pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_run: bool) -> Result<Value, ApiError> {
-    let registry = store.registry();
-    let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
-    let mut binding = checked_body(body, ns)?;
-    store.admit_create(&pods, ns, name).await?;
-    let attributes = |object| crate::admission_policy::Attributes {
-        info: &pods,
-        operation: "CREATE",
-        subresource: SUBRESOURCE,
-        namespace: ns,
-        name,
-        object,
-        old: None,
-        dry_run,
-    };
-    let nothing = |_: &mut Map<String, Value>| {};
-    let mutation = crate::admission_webhook::Mutation { obj: Some(&mut binding), default: &nothing, server_set: &[] };
-    crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
-    if binding.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
-        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
-    }
-    validate(&binding)?;
-    crate::admission_policy::admit(store.cache(), &attributes(Some(&binding)))?;
-    crate::admission_webhook::validate(store.cache(), &attributes(Some(&binding))).await?;
-
+    let (pods, binding) = crate::pod_subresource::admit(store, &CARRIED, (ns, name), body, dry_run, validate).await?;
     let meta = binding.get("metadata").cloned().unwrap_or(Value::Null);
     let text = |k: &str| meta.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
     let (uid, rv) = (text("uid"), text("resourceVersion"));
@@ -104,37 +85,6 @@ pub(crate) async fn bind_by_body(store: &Store, ns: &str, mut body: Value, dry_r
         meta.remove("uid");
     }
     bind(store, ns, &name, body, dry_run).await
-}
-
-/// The Binding as sent, checked as kube's create handler checks it (its name is checked after
-/// mutating admission).
-fn checked_body(body: Value, ns: &str) -> Result<Map<String, Value>, ApiError> {
-    let Value::Object(mut binding) = body else {
-        return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Binding)"));
-    };
-    let api_version = binding.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
-    let kind = binding.get("kind").and_then(Value::as_str).unwrap_or("Binding");
-    if api_version != "v1" || kind != "Binding" {
-        return Err(ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type Binding): {api_version}, Kind={kind}"
-        )));
-    }
-    let meta = binding.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(meta) = meta else {
-        return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Binding)"));
-    };
-    match meta.get("namespace").and_then(Value::as_str) {
-        None | Some("") => {
-            meta.insert("namespace".into(), ns.into());
-        }
-        Some(n) if n == ns => {}
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-    }
-    Ok(binding)
 }
 
 /// kube's Binding validation: a target of kind `Node` (or none) with a name. Its failure is not

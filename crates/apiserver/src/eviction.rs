@@ -38,6 +38,13 @@ use crate::strategy::Target;
 /// The subresource's name.
 pub(crate) const SUBRESOURCE: &str = "eviction";
 
+/// What the subresource carries: a policy/v1 Eviction (policy/v1beta1 read too).
+const CARRIED: crate::pod_subresource::Carried = crate::pod_subresource::Carried {
+    subresource: SUBRESOURCE,
+    kind: "Eviction",
+    api_versions: &["policy/v1", "policy/v1beta1"],
+};
+
 /// How many evictions a budget may have granted that its controller has not yet seen.
 const MAX_DISRUPTED_PODS: usize = 2000;
 
@@ -52,36 +59,11 @@ pub(crate) fn body_info() -> ResourceInfo {
     ResourceInfo::new("policy", "v1", "evictions", "Eviction", true)
 }
 
-/// The `Success` Status an eviction answers.
-fn success() -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
-}
-
 /// Evicts pod `name` of namespace `ns` as `body` (an Eviction) asks; `dry_run` is the request's
 /// `dryRun`. Answers the Status to send with 201.
 pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_run: bool) -> Result<Value, ApiError> {
-    let registry = store.registry();
-    let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
-    let mut eviction = checked_body(body, ns)?;
-    store.admit_create(&pods, ns, name).await?;
-    let attributes = |object| crate::admission_policy::Attributes {
-        info: &pods,
-        operation: "CREATE",
-        subresource: SUBRESOURCE,
-        namespace: ns,
-        name,
-        object,
-        old: None,
-        dry_run,
-    };
-    let nothing = |_: &mut Map<String, Value>| {};
-    let mutation = crate::admission_webhook::Mutation { obj: Some(&mut eviction), default: &nothing, server_set: &[] };
-    crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
-    if eviction.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
-        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
-    }
-    crate::admission_policy::admit(store.cache(), &attributes(Some(&eviction)))?;
-    crate::admission_webhook::validate(store.cache(), &attributes(Some(&eviction))).await?;
+    let (pods, eviction) =
+        crate::pod_subresource::admit(store, &CARRIED, (ns, name), body, dry_run, |_| Ok(())).await?;
     let mut opts = DeleteOpts::from_request(&[], eviction.get("deleteOptions").unwrap_or(&Value::Null))?;
     opts.dry_run |= dry_run;
     opts.admitted = true;
@@ -100,7 +82,7 @@ pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_
             o.precondition_rv = Some(pod.rv);
         }
         match mark_and_delete(store, &pods, ns, name, o).await {
-            Ok(()) => return Ok(success()),
+            Ok(()) => return Ok(crate::pod_subresource::success()),
             Err(e) if e.code == 409 && asked_rv.is_none() && tries < RETRIES => tries += 1,
             Err(e) => return Err(e),
         }
@@ -130,44 +112,13 @@ pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_
         o.precondition_rv = Some(*rv);
     }
     match mark_and_delete(store, &pods, ns, name, o).await {
-        Ok(()) => Ok(success()),
+        Ok(()) => Ok(crate::pod_subresource::success()),
         // The pod changed since its readiness was judged: the client tries again.
         Err(e) if e.code == 409 && asked_rv.is_none() && judged_at.is_some() => {
             Err(still_processing(judged_at.as_ref().map_or("", |(_, b)| b)))
         }
         Err(e) => Err(e),
     }
-}
-
-/// The Eviction as sent, checked as kube's create handler checks it (its name is checked after
-/// mutating admission).
-fn checked_body(body: Value, ns: &str) -> Result<Map<String, Value>, ApiError> {
-    let Value::Object(mut eviction) = body else {
-        return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Eviction)"));
-    };
-    let api_version = eviction.get("apiVersion").and_then(Value::as_str).unwrap_or("policy/v1");
-    let kind = eviction.get("kind").and_then(Value::as_str).unwrap_or("Eviction");
-    if !matches!(api_version, "policy/v1" | "policy/v1beta1") || kind != "Eviction" {
-        return Err(ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type Eviction): {api_version}, Kind={kind}"
-        )));
-    }
-    let meta = eviction.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(meta) = meta else {
-        return Err(ApiError::bad_request("the object provided is unrecognized (must be of type Eviction)"));
-    };
-    match meta.get("namespace").and_then(Value::as_str) {
-        None | Some("") => {
-            meta.insert("namespace".into(), ns.into());
-        }
-        Some(n) if n == ns => {}
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-    }
-    Ok(eviction)
 }
 
 /// Whether a pod is deleted without looking at budgets: not running, or already terminating.
@@ -500,17 +451,5 @@ mod tests {
         let e = check(&b(json!({"observedGeneration": 2, "disruptionsAllowed": -1})), 2, "web").unwrap_err();
         assert_eq!(e.message, "poddisruptionbudget.policy \"web\" is forbidden: pdb disruptions allowed is negative");
         assert!(check(&b(json!({"observedGeneration": 2, "disruptionsAllowed": 1})), 2, "web").is_ok());
-    }
-
-    #[test]
-    fn the_body_must_be_an_eviction_in_the_namespace() {
-        let e = |v: Value| checked_body(v, "ns").unwrap_err().message;
-        assert_eq!(
-            e(json!({"metadata": {"name": "p", "namespace": "other"}})),
-            "the namespace of the provided object does not match the namespace sent on the request"
-        );
-        let ok =
-            checked_body(json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "p"}}), "ns");
-        assert_eq!(ok.unwrap()["metadata"]["namespace"], "ns");
     }
 }

@@ -57,6 +57,7 @@ pub(crate) mod media;
 pub mod namespaces;
 pub mod object;
 pub(crate) mod openapi;
+pub(crate) mod pod_subresource;
 pub(crate) mod policy_validation;
 pub(crate) mod protobuf;
 pub(crate) mod quantity;

@@ -1,0 +1,124 @@
+//! The request side of a pod's subresources that carry an object of their own (`eviction`'s
+//! Eviction, `binding`'s Binding), as kube-apiserver's create handler takes them: the object's
+//! type and namespace checked, NamespaceLifecycle, mutating admission, the name in the URL
+//! checked, the subresource's own validation, validating admission — in that order, each
+//! refusing with kube's Status. What the subresource then does is its module's (`eviction`,
+//! `binding`).
+//!
+//! Invariants: nothing is read or written before every check and admission has passed; the
+//! object admission sees is the one the subresource then acts on (mutations included).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// A subresource carrying its own object.
+pub(crate) struct Carried {
+    /// The subresource's name (`eviction`).
+    pub subresource: &'static str,
+    /// The kind of its object (`Eviction`).
+    pub kind: &'static str,
+    /// The apiVersions its object is read in, the first the default.
+    pub api_versions: &'static [&'static str],
+}
+
+/// The `Success` Status a subresource's create answers (with 201).
+pub(crate) fn success() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+}
+
+/// Checks and admits the object `body` posted to `carried` of pod `name` in namespace `ns`;
+/// `validate` is the subresource's own validation. Returns the pods' resource and the object
+/// as admitted.
+pub(crate) async fn admit(
+    store: &Store,
+    carried: &Carried,
+    (ns, name): (&str, &str),
+    body: Value,
+    dry_run: bool,
+    validate: impl Fn(&Map<String, Value>) -> Result<(), ApiError>,
+) -> Result<(Arc<ResourceInfo>, Map<String, Value>), ApiError> {
+    let registry = store.registry();
+    let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
+    let mut object = checked_body(carried, body, ns)?;
+    store.admit_create(&pods, ns, name).await?;
+    let attributes = |object| crate::admission_policy::Attributes {
+        info: &pods,
+        operation: "CREATE",
+        subresource: carried.subresource,
+        namespace: ns,
+        name,
+        object,
+        old: None,
+        dry_run,
+    };
+    let nothing = |_: &mut Map<String, Value>| {};
+    let mutation = crate::admission_webhook::Mutation { obj: Some(&mut object), default: &nothing, server_set: &[] };
+    crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
+    if object.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
+        return Err(ApiError::bad_request(format!("name in URL does not match name in {} object", carried.kind)));
+    }
+    validate(&object)?;
+    crate::admission_policy::admit(store.cache(), &attributes(Some(&object)))?;
+    crate::admission_webhook::validate(store.cache(), &attributes(Some(&object))).await?;
+    Ok((pods, object))
+}
+
+/// The object as sent: of the subresource's kind, in the request's namespace (filled in when
+/// it names none).
+fn checked_body(carried: &Carried, body: Value, ns: &str) -> Result<Map<String, Value>, ApiError> {
+    let unrecognized = |detail: String| {
+        ApiError::bad_request(format!("the object provided is unrecognized (must be of type {}){detail}", carried.kind))
+    };
+    let Value::Object(mut object) = body else { return Err(unrecognized(String::new())) };
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or(carried.api_versions[0]);
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or(carried.kind);
+    if !carried.api_versions.contains(&api_version) || kind != carried.kind {
+        return Err(unrecognized(format!(": {api_version}, Kind={kind}")));
+    }
+    let meta = object.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else { return Err(unrecognized(String::new())) };
+    match meta.get("namespace").and_then(Value::as_str) {
+        None | Some("") => {
+            meta.insert("namespace".into(), ns.into());
+        }
+        Some(n) if n == ns => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVICTION: Carried =
+        Carried { subresource: "eviction", kind: "Eviction", api_versions: &["policy/v1", "policy/v1beta1"] };
+
+    #[test]
+    fn the_body_must_be_of_the_kind_in_the_namespace() {
+        let e = |v: Value| checked_body(&EVICTION, v, "ns").unwrap_err().message;
+        assert_eq!(
+            e(json!({"metadata": {"name": "p", "namespace": "other"}})),
+            "the namespace of the provided object does not match the namespace sent on the request"
+        );
+        assert_eq!(
+            e(json!({"apiVersion": "v1", "kind": "Pod"})),
+            "the object provided is unrecognized (must be of type Eviction): v1, Kind=Pod"
+        );
+        let ok = checked_body(
+            &EVICTION,
+            json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "p"}}),
+            "ns",
+        );
+        assert_eq!(ok.unwrap()["metadata"]["namespace"], "ns");
+    }
+}
