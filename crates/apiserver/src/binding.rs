@@ -147,20 +147,10 @@ fn assign(
         status.remove("nominatedNodeName");
     }
     if let Value::Object(status) = status
-        && let Value::Array(conditions) = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()))
+        && let Value::Object(condition) =
+            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": null})
     {
-        let at = conditions.iter().position(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled"));
-        let since = at
-            .and_then(|i| conditions[i].get("status").filter(|s| s.as_str() == Some("True")))
-            .and(at.and_then(|i| conditions[i].get("lastTransitionTime")))
-            .cloned()
-            .unwrap_or_else(|| crate::object::now_rfc3339().into());
-        let condition =
-            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": since});
-        match at {
-            Some(i) => conditions[i] = condition,
-            None => conditions.push(condition),
-        }
+        crate::object::set_condition(status, condition);
     }
     Ok(())
 }

@@ -242,21 +242,11 @@ async fn mark_and_delete(
 /// Sets the pod's `DisruptionTarget` condition as the eviction sets it.
 fn add_disruption_condition(o: &mut Map<String, Value>) {
     let status = o.entry("status").or_insert_with(|| Value::Object(Map::new()));
-    let Some(status) = status.as_object_mut() else { return };
-    let conditions = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
-    let Value::Array(list) = conditions else { return };
-    let existing = list.iter().position(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionTarget"));
-    let since = existing
-        .and_then(|i| {
-            list[i].get("status").filter(|s| s.as_str() == Some("True")).and(list[i].get("lastTransitionTime"))
-        })
-        .cloned()
-        .unwrap_or_else(|| crate::object::now_rfc3339().into());
-    let condition = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
-        "lastTransitionTime": since, "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"});
-    match existing {
-        Some(i) => list[i] = condition,
-        None => list.push(condition),
+    if let Some(status) = status.as_object_mut()
+        && let Value::Object(condition) = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+            "lastTransitionTime": null, "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"})
+    {
+        crate::object::set_condition(status, condition);
     }
 }
 
@@ -374,28 +364,16 @@ fn still_processing(name: &str) -> ApiError {
 
 /// kube's `DisruptionAllowed` condition once no disruption is left (`InsufficientPods`).
 fn set_condition(status: &mut Map<String, Value>, observed_generation: i64) {
-    let conditions = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
-    let Value::Array(list) = conditions else { return };
     let mut condition = Map::new();
     condition.insert("type".into(), "DisruptionAllowed".into());
     condition.insert("status".into(), "False".into());
     if observed_generation != 0 {
         condition.insert("observedGeneration".into(), observed_generation.into());
     }
-    let existing = list.iter().position(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionAllowed"));
-    let since = existing
-        .and_then(|i| {
-            list[i].get("status").filter(|s| s.as_str() == Some("False")).and(list[i].get("lastTransitionTime"))
-        })
-        .cloned()
-        .unwrap_or_else(|| crate::object::now_rfc3339().into());
-    condition.insert("lastTransitionTime".into(), since);
+    condition.insert("lastTransitionTime".into(), Value::Null);
     condition.insert("reason".into(), "InsufficientPods".into());
     condition.insert("message".into(), "".into());
-    match existing {
-        Some(i) => list[i] = Value::Object(condition),
-        None => list.push(Value::Object(condition)),
-    }
+    crate::object::set_condition(status, condition);
 }
 
 #[cfg(test)]

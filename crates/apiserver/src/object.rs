@@ -741,6 +741,29 @@ pub fn now_rfc3339() -> String {
     jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default()
 }
 
+/// Sets `condition` (its `type` and `status` given, `lastTransitionTime` filled in) in the
+/// `conditions` of `status`, replacing the one of its type, as kube's condition helpers do:
+/// the transition time is kept while the status stays, and is now when it changes.
+pub(crate) fn set_condition(status: &mut Map<String, Value>, mut condition: Map<String, Value>) {
+    let conditions = status.entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
+    if !conditions.is_array() {
+        *conditions = Value::Array(Vec::new());
+    }
+    let Value::Array(list) = conditions else { return };
+    let existing = list.iter().position(|c| c.get("type") == condition.get("type"));
+    let since = existing
+        .map(|i| &list[i])
+        .filter(|c| c.get("status") == condition.get("status"))
+        .and_then(|c| c.get("lastTransitionTime"))
+        .cloned()
+        .unwrap_or_else(|| now_rfc3339().into());
+    condition.insert("lastTransitionTime".into(), since);
+    match existing {
+        Some(i) => list[i] = Value::Object(condition),
+        None => list.push(Value::Object(condition)),
+    }
+}
+
 /// Five random characters for `generateName`, from kube's alphabet.
 pub fn name_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";

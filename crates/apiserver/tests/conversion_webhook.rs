@@ -187,12 +187,6 @@ async fn stored(s: &ApiServer, group: &str, name: &str) -> Value {
     serde_json::from_slice(&kv.value).unwrap()
 }
 
-async fn kube_client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 #[tokio::test]
 async fn objects_are_stored_and_served_through_the_conversion_webhook() {
     let hook = Webhook::start().await;

@@ -495,12 +495,6 @@ async fn a_custom_resource_owns_objects_of_other_kinds() {
     until(&mut w, "of-w deleted", |e| is(e, "DELETED", "of-w")).await;
 }
 
-async fn kube_client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 #[tokio::test]
 async fn kubectl_cascades_as_asked() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};

@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use informer_apiserver::ApiServer;
 use serde_json::{Value, json};
 
 const MERGE: &str = "application/merge-patch+json";
@@ -52,6 +51,21 @@ async fn budget(c: &Client, name: &str, status: Value) {
 async fn set_budget(c: &Client, name: &str, status: Value) {
     let r = c.patch(&format!("{PDBS}/{name}/status"), MERGE, &json!({"status": status})).await;
     assert_eq!(r.code, 200, "{}", r.body);
+}
+
+/// A policy, bound with `Deny`, refusing with `message` the requests `rule` matches where
+/// `expression` is false; in force once this returns.
+async fn deny(c: &Client, name: &str, rule: Value, expression: &str, message: &str) {
+    let group = "/apis/admissionregistration.k8s.io/v1";
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name}, "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [rule]},
+            "validations": [{"expression": expression, "message": message}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}});
+    assert_eq!(c.post(&format!("{group}/validatingadmissionpolicies"), &policy).await.code, 201);
+    assert_eq!(c.post(&format!("{group}/validatingadmissionpolicybindings"), &binding).await.code, 201);
+    // A consistent read: the cache admission reads from holds both from here on.
+    assert_eq!(c.get(&format!("{group}/validatingadmissionpolicybindings")).await.code, 200);
 }
 
 fn eviction(name: &str) -> Value {
@@ -252,19 +266,11 @@ async fn evictions_respect_disruption_budgets() {
 async fn admission_judges_evictions_as_creates_of_pods_eviction() {
     let s = server().await;
     let c = Client::new(&s);
-    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "guard"}, "spec": {"failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["CREATE"], "resources": ["pods/eviction"]}]},
-            "validations": [{"expression":
-                "request.kind.kind != 'Eviction' || object.kind != 'Eviction' || object.metadata.name != 'guarded'",
-                "message": "guarded pods stay"}]}});
-    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": "guard"}, "spec": {"policyName": "guard", "validationActions": ["Deny"]}});
-    assert_eq!(c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &policy).await.code, 201);
-    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-    assert_eq!(c.post(bindings, &binding).await.code, 201);
-    assert_eq!(c.get(bindings).await.code, 200);
+    let rule =
+        json!({"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/eviction"]});
+    let expression =
+        "request.kind.kind != 'Eviction' || object.kind != 'Eviction' || object.metadata.name != 'guarded'";
+    deny(&c, "guard", rule, expression, "guarded pods stay").await;
     running(&c, &bound("guarded", json!({})), true).await;
     running(&c, &bound("free", json!({})), true).await;
     let r = evict(&c, "guarded", &eviction("guarded")).await;
@@ -337,22 +343,13 @@ async fn a_binding_assigns_a_pod_once() {
     );
 }
 
-async fn kube_client(s: &ApiServer, dir: &std::path::Path) -> kube::Client {
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&kc).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 #[tokio::test]
 async fn kube_rs_evicts_binds_and_deletes() {
     use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
     use kube::api::{Api, DeleteParams, EvictParams, PostParams};
     let s = server().await;
     let c = Client::new(&s);
-    let dir = common::tools::tempdir("pods-kube-rs");
-    let api: Api<Pod> = Api::default_namespaced(kube_client(&s, &dir).await);
+    let api: Api<Pod> = Api::default_namespaced(kube_client(&s).await);
 
     assert_eq!(c.post(PODS, &pod("sched", json!({}))).await.code, 201);
     let binding = Binding {
@@ -385,7 +382,6 @@ async fn kube_rs_evicts_binds_and_deletes() {
     assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
     api.delete("sched", &DeleteParams::default().grace_period(0)).await.unwrap();
     assert!(api.get_opt("sched").await.unwrap().is_none());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -475,17 +471,8 @@ async fn deletions_are_judged_once_with_the_period_they_take() {
     let c = Client::new(&s);
     // A policy refusing every pod deletion does not stop an eviction (kube's eviction deletes
     // without judging the deletion again), nor a DELETE of a pod already terminating.
-    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "keep-pods"}, "spec": {"failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["DELETE"], "resources": ["pods"]}]},
-            "validations": [{"expression": "oldObject.metadata.name == 'free'", "message": "pods stay"}]}});
-    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": "keep-pods"}, "spec": {"policyName": "keep-pods", "validationActions": ["Deny"]}});
-    assert_eq!(c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &policy).await.code, 201);
-    let bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-    assert_eq!(c.post(bindings, &binding).await.code, 201);
-    assert_eq!(c.get(bindings).await.code, 200);
+    let rule = json!({"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]});
+    deny(&c, "keep-pods", rule, "oldObject.metadata.name == 'free'", "pods stay").await;
     running(&c, &bound("kept", json!({})), true).await;
     let before = c.get(&format!("{PODS}/kept")).await.body;
     let r = c.delete(&format!("{PODS}/kept")).await;

@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::tools::{kubectl_bin, self_signed, tempdir};
 use common::*;
 use futures_util::StreamExt;
-use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -290,12 +289,6 @@ async fn kube_rs_status_and_scale() {
         .unwrap();
     assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(4));
     assert_eq!(deployments.get("d").await.unwrap().spec.and_then(|s| s.replicas), Some(4));
-}
-
-async fn kube_client(s: &ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
 }
 
 async fn follow(config: watcher::Config) {

@@ -435,12 +435,6 @@ async fn kubectl_server_side_apply_conflicts_and_force_on_every_version() {
     }
 }
 
-async fn kube_client(s: &informer_apiserver::ApiServer) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 #[tokio::test]
 async fn kube_rs_patch_apply_conflicts_then_forces() {
     let s = server().await;

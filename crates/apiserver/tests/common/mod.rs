@@ -207,6 +207,13 @@ pub fn pod(name: &str, labels: Value) -> Value {
     })
 }
 
+/// A kube-rs client of the server, from its kubeconfig.
+pub async fn kube_client(s: &ApiServer) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    kube::Client::try_from(cfg).unwrap()
+}
+
 pub fn rv_of(v: &Value) -> u64 {
     v["metadata"]["resourceVersion"].as_str().expect("resourceVersion").parse().expect("numeric rv")
 }
