@@ -30,7 +30,9 @@
 //! resource's history no longer reaches back to the last read (then what the missed changes may
 //! concern is judged again). Events (core/v1 and events.k8s.io) are neither tracked nor
 //! collected, as kube's collector ignores them. A judgement that fails is tried again after a
-//! delay that doubles with each failure of that object, up to a limit.
+//! delay that doubles with each failure of that object, up to a limit. A namespaced dependent
+//! whose owner exists in another namespace gets kube's `OwnerRefInvalidNamespace` warning Event
+//! (source `garbage-collector-controller`) when it is judged, and is collected as any other.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -43,6 +45,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::cache::ListAt;
 use crate::delete_options::{DeleteOpts, FOREGROUND, ORPHAN, Propagation};
 use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
@@ -392,6 +395,9 @@ enum Outcome {
     Unresolved,
 }
 
+/// The source of the Events the collector records, as kube-controller-manager's.
+const EVENT_SOURCE: &str = "garbage-collector-controller";
+
 /// The garbage collector (see the module documentation).
 pub struct GarbageCollector {
     store: Arc<Store>,
@@ -623,7 +629,10 @@ impl GarbageCollector {
         for r in meta.refs() {
             match self.owner(r, &obj.namespace).await? {
                 Owner::Present => solid += 1,
-                Owner::Absent => gone.push(r.uid.clone()),
+                Owner::Absent => {
+                    self.report_misplaced_owner(info, &obj, r).await?;
+                    gone.push(r.uid.clone())
+                }
                 Owner::Waiting => waiting.push(r.uid.clone()),
                 Owner::Unresolvable => return Ok(Outcome::Unresolved),
                 Owner::Invalid => return Ok(Outcome::Done),
@@ -763,6 +772,66 @@ impl GarbageCollector {
         }
         self.remove_finalizer(info, n, obj.rv, FOREGROUND).await?;
         Ok(Outcome::Done)
+    }
+
+    /// Records kube's `OwnerRefInvalidNamespace` warning on a namespaced dependent whose owner
+    /// (of a namespaced kind) exists, but in another namespace: the reference names an owner
+    /// in the dependent's own namespace, where there is none.
+    async fn report_misplaced_owner(
+        &self,
+        info: &ResourceInfo,
+        dep: &StoredObject,
+        r: &OwnerRef,
+    ) -> Result<(), ApiError> {
+        if dep.namespace.is_empty() || crate::delete_options::is_event(info) {
+            return Ok(());
+        }
+        let registry = self.store.registry();
+        let Some((group, version)) = parse_group_version(&r.api_version) else { return Ok(()) };
+        let Some(owner_info) =
+            registry.all().iter().find(|i| i.group == group && i.version == version && i.kind == r.kind)
+        else {
+            return Ok(());
+        };
+        if !owner_info.namespaced {
+            return Ok(());
+        }
+        let by_name = format!("metadata.name={}", r.name);
+        let Ok(sel) = Selectors::parse(None, Some(&by_name), owner_info) else { return Ok(()) };
+        let found = self.store.cache().list(owner_info, None, ListAt::Latest, None, 0, &sel)?;
+        if !found.items.iter().any(|o| o.uid == r.uid && o.namespace != dep.namespace) {
+            return Ok(());
+        }
+        let now = crate::object::now_rfc3339();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let message = format!(
+            "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {}",
+            r.api_version,
+            r.kind,
+            dep.namespace,
+            r.name,
+            r.uid,
+            crate::structural::go_quote(&dep.namespace)
+        );
+        let event = serde_json::json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{}.{nanos:x}", dep.name), "namespace": dep.namespace},
+            "involvedObject": {"kind": info.kind, "namespace": dep.namespace, "name": dep.name, "uid": dep.uid,
+                "apiVersion": info.api_version()},
+            "reason": "OwnerRefInvalidNamespace", "message": message,
+            "source": {"component": EVENT_SOURCE}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "type": "Warning", "eventTime": null, "reportingComponent": EVENT_SOURCE, "reportingInstance": "",
+        });
+        let Some(events) = registry.find("", "v1", "events").cloned() else { return Ok(()) };
+        match self.store.create(&events, Some(&dep.namespace), event).await {
+            Ok(o) => {
+                self.written.fetch_max(o.rv, Ordering::AcqRel);
+                Ok(())
+            }
+            // A warning that cannot be recorded (its namespace terminating) is not retried.
+            Err(e) if e.code == 403 || e.code == 404 || e.code == 409 => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// What an owner reference of a dependent in namespace `ns` finds.

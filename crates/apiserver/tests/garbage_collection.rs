@@ -95,7 +95,7 @@ async fn deleting_an_owner_deletes_its_dependents_in_the_background() {
 
     let r = c.delete(&format!("{CMS}/owner")).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert!(r.body["metadata"].get("finalizers").is_none(), "{}", r.body);
+    assert_eq!(r.body["status"], "Success", "removed at once, no finalizer given: {}", r.body);
     assert_eq!(c.get(&format!("{CMS}/owner")).await.code, 404);
     assert_eq!(deleted(&mut w, &["d1", "d2"]).await, ["d1", "d2"]);
     caught_up(&s).await;
@@ -127,6 +127,39 @@ async fn dependents_of_owners_that_are_gone_or_replaced_are_deleted() {
     assert_eq!(c.get(&format!("{CMS}/of-an-unserved-kind")).await.code, 200);
     assert_eq!(c.get("/api/v1/namespaces/held").await.code, 200);
     assert_eq!(c.get(&format!("{CMS}/owner")).await.code, 200);
+}
+
+#[tokio::test]
+async fn an_owner_in_another_namespace_is_reported_and_its_dependent_collected() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["elsewhere"]).await.unwrap();
+    let owner = create(&c, "/api/v1/namespaces/elsewhere/configmaps", &cm("owner", vec![])).await;
+    let first = create(&c, CMS, &cm("first", vec![])).await;
+    let mut w = watch_cms(&c, &first).await;
+    let dep = create(&c, CMS, &cm("misplaced", vec![owner_ref(&owner, false)])).await;
+    // The reference names an owner in the dependent's namespace, where there is none.
+    until(&mut w, "misplaced deleted", |e| is(e, "DELETED", "misplaced")).await;
+    caught_up(&s).await;
+    let events = c.get("/api/v1/namespaces/default/events").await.body;
+    let warnings: Vec<&Value> =
+        events["items"].as_array().unwrap().iter().filter(|e| e["reason"] == "OwnerRefInvalidNamespace").collect();
+    assert_eq!(warnings.len(), 1, "{events}");
+    let e = warnings[0];
+    assert_eq!(
+        e["message"],
+        format!(
+            "ownerRef [v1/ConfigMap, namespace: default, name: owner, uid: {}] does not exist in namespace \"default\"",
+            owner["metadata"]["uid"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        (e["type"].as_str(), e["source"]["component"].as_str()),
+        (Some("Warning"), Some("garbage-collector-controller"))
+    );
+    assert_eq!(e["involvedObject"]["uid"], dep["metadata"]["uid"]);
+    assert_eq!(e["involvedObject"]["kind"], "ConfigMap");
+    assert_eq!(c.get("/api/v1/namespaces/elsewhere/configmaps/owner").await.code, 200, "the owner stays");
 }
 
 #[tokio::test]
@@ -456,7 +489,7 @@ async fn without_a_garbage_collector_references_are_only_recorded() {
     // No finalizer nothing would remove: the owner goes at once.
     let r = c.delete(&format!("{CMS}/owner?propagationPolicy=Foreground")).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert!(r.body["metadata"].get("finalizers").is_none(), "{}", r.body);
+    assert_eq!(r.body["status"], "Success", "removed at once: {}", r.body);
     assert_eq!(c.get(&format!("{CMS}/owner")).await.code, 404);
     let opts = DeleteOpts::default().propagation(Propagation::Orphan);
     s.create("configmaps", cm("other", vec![])).await.unwrap();
