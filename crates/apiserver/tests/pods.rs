@@ -2,8 +2,9 @@
 //! on a node is marked terminating for its grace period, shortened by later DELETEs, removed at
 //! a period of 0; finalizers and watch events as kube gives them), evictions that respect
 //! PodDisruptionBudgets (kube's 429s and budget status, `DisruptionTarget`, dry runs, admission
-//! of `pods/eviction`), bindings that assign a pod to a node once, and these as kubectl
-//! (`delete`, `drain`) and kube-rs (`evict`, `create_subresource`) use them.
+//! of `pods/eviction`), bindings that assign a pod to a node once, a namespace waiting for its
+//! terminating pods, and these as kubectl (`delete`, `drain`), kube-rs (`evict`,
+//! `create_subresource`) and the Python client (`create_namespaced_pod_eviction`) use them.
 
 mod common;
 
@@ -510,4 +511,63 @@ async fn deletions_are_judged_once_with_the_period_they_take() {
     let r = c.post("/api/v1/namespaces/default/bindings", &binding).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(c.get(&format!("{PODS}/late")).await.body["spec"]["nodeName"], "node-2");
+}
+
+const PY_EVICT: &str = r#"
+import json, sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config(sys.argv[1])
+v1 = client.CoreV1Api()
+body = client.V1Eviction(metadata=client.V1ObjectMeta(name="web-1", namespace="default"),
+    delete_options=client.V1DeleteOptions(grace_period_seconds=0))
+try:
+    v1.create_namespaced_pod_eviction("web-1", "default", body)
+    print(json.dumps({"evicted": "web-1"}), flush=True)
+except ApiException as e:
+    print(json.dumps({"status": e.status, "body": json.loads(e.body)}), flush=True)
+body.metadata.name = "web-0"
+v1.create_namespaced_pod_eviction("web-0", "default", body)
+print(json.dumps({"evicted": "web-0"}), flush=True)
+"#;
+
+#[tokio::test]
+async fn the_python_client_evicts_within_the_budget() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let dir = common::tools::tempdir("python-evict");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    running(&c, &bound("web-0", json!({"app": "web"})), true).await;
+    running(&c, &bound("web-1", json!({"app": "web"})), true).await;
+    budget(
+        &c,
+        "web",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2}),
+    )
+    .await;
+    // web-1 is held by the budget (the client's ApiException carries kube's Status); web-0 is
+    // not Ready by then, so it goes without spending the budget it does not count in.
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+    assert_eq!(c.patch(&format!("{PODS}/web-0/status"), MERGE, &status).await.code, 200);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new("/usr/bin/python3")
+            .args(["-c", PY_EVICT, kc.to_str().unwrap()])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("python timed out")
+    .expect("python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["status"], 429, "{lines:?}");
+    assert_eq!(lines[0]["body"]["reason"], "TooManyRequests");
+    assert_eq!(lines[1], json!({"evicted": "web-0"}));
+    assert_eq!(c.get(&format!("{PODS}/web-0")).await.code, 404, "evicted with a period of 0");
+    assert_eq!(c.get(&format!("{PODS}/web-1")).await.code, 200);
+    std::fs::remove_dir_all(&dir).ok();
 }
