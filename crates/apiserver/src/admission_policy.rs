@@ -243,20 +243,22 @@ pub(crate) fn object_view(a: &Attributes<'_>, o: &Map<String, Value>) -> Value {
 
 /// The group, version and kind of the objects a subresource's requests carry, when they are
 /// not the resource's: a `scale` is an autoscaling/v1 `Scale`, a pod's `eviction` a policy/v1
-/// `Eviction`, its `binding` a v1 `Binding`.
+/// `Eviction`, its `binding` a v1 `Binding`, a service account's `token` an
+/// authentication.k8s.io/v1 `TokenRequest`.
 pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'static str, &'static str)> {
     match subresource {
         "scale" => Some(("autoscaling", "v1", "Scale")),
         "eviction" => Some(("policy", "v1", "Eviction")),
         "binding" => Some(("", "v1", "Binding")),
+        "token" => Some(("authentication.k8s.io", "v1", "TokenRequest")),
         _ => None,
     }
 }
 
-/// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`)
-/// rather than a view of the resource's.
+/// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`,
+/// a `TokenRequest`) rather than a view of the resource's.
 pub(crate) fn carries_own_object(subresource: &str) -> bool {
-    matches!(subresource, "eviction" | "binding")
+    matches!(subresource, "eviction" | "binding" | "token")
 }
 
 /// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`, for

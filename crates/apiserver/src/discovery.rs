@@ -92,7 +92,7 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 }
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
-/// `status`, `scale`, `binding` and `eviction` of pods). Built-in types list their subresources in path order, as kube-apiserver's
+/// `status`, `scale`, `binding` and `eviction` of pods, `token` of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
 /// route table does; custom resources list `status` before `scale`, as the apiextensions server
 /// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
@@ -152,10 +152,14 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
         json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
             "version": "v1", "kind": "Eviction", "verbs": ["create"]})
     });
+    let token = (r.group.is_empty() && r.plural == "serviceaccounts").then(|| {
+        json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
+    });
     let subresources = if r.list_items_have_kind {
-        [finalize, status, scale, None, None]
+        [finalize, status, scale, None, None, None]
     } else {
-        [finalize, binding, eviction, scale, status]
+        [finalize, binding, eviction, scale, status, token]
     };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
@@ -309,6 +313,10 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     }
     if r.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
+    }
+    if r.group.is_empty() && r.plural == "serviceaccounts" {
+        subresources.push(json!({"subresource": "token",
+            "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
     }
     if !subresources.is_empty() {
         out["subresources"] = json!(subresources);

@@ -81,6 +81,8 @@ pub struct Shared {
     /// The OpenAPI documents of the registry they were built for (built on first request, and
     /// again after the registry changes).
     pub(crate) openapi: Mutex<Option<(Arc<crate::registry::Registry>, Arc<crate::openapi::OpenApi>)>>,
+    /// Signs and checks service account tokens.
+    pub(crate) signer: crate::service_account_token::TokenSigner,
 }
 
 impl Shared {
@@ -141,19 +143,33 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     if let Some(e) = shared.controls.take_fault() {
         return error(&e);
     }
-    if let Some(tok) = &shared.cfg.token {
-        let ok = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| t.trim() == tok);
-        if !ok {
-            return error(&ApiError::unauthorized());
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    // A service account token of this server's authenticates as its service account; one that
+    // no longer does is refused, as kube-apiserver refuses it.
+    let mut account = None;
+    if let Some(t) = bearer.filter(|t| t.matches('.').count() == 2) {
+        if let Err(e) = shared.store.cache().check_ready() {
+            return error(&e);
+        }
+        match crate::token_request::authenticate(&shared.store, &shared.signer, t, &[]).await {
+            Ok(Some((user, _))) => account = Some(user),
+            Ok(None) => {}
+            Err(_) => return error(&ApiError::unauthorized()),
         }
     }
+    if let Some(tok) = &shared.cfg.token
+        && account.is_none()
+        && bearer != Some(tok.as_str())
+    {
+        return error(&ApiError::unauthorized());
+    }
     let user = match crate::requester::impersonated(req.headers()) {
-        Ok(user) => user,
+        Ok(user) => user.or(account),
         Err(e) => return error(&e),
     };
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
@@ -364,6 +380,9 @@ async fn resource_request(
         let params = write_options::parse(&query, WriteKind::Create)?;
         let b = format.to_json(&info, read_body(shared, req).await?)?;
         let v = decode_object(&info, &b, params.validation)?;
+        if crate::token_request::is_token_reviews(&info) {
+            return Ok(json_value(201, &crate::token_request::review(&store, &shared.signer, v).await?));
+        }
         if crate::binding::is_bindings(&info) {
             let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());
             let answer = crate::binding::bind_by_body(&store, ns.unwrap_or(""), v, dry_run).await?;
@@ -379,18 +398,23 @@ async fn resource_request(
         Some("finalize") if crate::namespaces::is_namespaces(&info) => Subresource::Finalize,
         Some(crate::eviction::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Eviction,
         Some(crate::binding::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Binding,
+        Some(crate::token_request::SUBRESOURCE) if info.group.is_empty() && info.plural == "serviceaccounts" => {
+            Subresource::Token
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     let target = match subresource {
         Subresource::Status => Target::Status,
         Subresource::Finalize => Target::Finalize,
-        Subresource::None | Subresource::Scale | Subresource::Eviction | Subresource::Binding => Target::Main,
+        Subresource::None | Subresource::Scale | Subresource::Eviction | Subresource::Binding | Subresource::Token => {
+            Target::Main
+        }
     };
     let allowed = match subresource {
         Subresource::None => true,
         Subresource::Finalize => *req.method() == Method::PUT,
         Subresource::Status | Subresource::Scale => matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH),
-        Subresource::Eviction | Subresource::Binding => *req.method() == Method::POST,
+        Subresource::Eviction | Subresource::Binding | Subresource::Token => *req.method() == Method::POST,
     };
     // Namespaces are deleted one at a time (kube-apiserver serves no deletecollection for them).
     let collection_delete = name.is_none() && *req.method() == Method::DELETE;
@@ -423,6 +447,16 @@ async fn resource_request(
     if subresource == Subresource::Scale {
         let name = name.ok_or_else(ApiError::no_route)?;
         return scale_request(shared, &info, ns_or_default, name, dry_run, &query, user_agent.as_deref(), req).await;
+    }
+    if subresource == Subresource::Token {
+        let name = name.ok_or_else(ApiError::no_route)?;
+        let body_info = crate::token_request::body_info();
+        let format = BodyFormat::of(&media_type(&req), &body_info)?;
+        let params = write_options::parse(&query, WriteKind::Create)?;
+        let b = format.to_json(&body_info, read_body(shared, req).await?)?;
+        let v = decode_object(&body_info, &b, params.validation)?;
+        let issued = crate::token_request::issue(&store, &shared.signer, (ns_or_default, name), v, dry_run).await?;
+        return Ok(json_value(201, &issued));
     }
     if matches!(subresource, Subresource::Eviction | Subresource::Binding) {
         let name = name.ok_or_else(ApiError::no_route)?;
@@ -562,6 +596,8 @@ enum Subresource {
     Eviction,
     /// A pod's `…/binding` (POST only; [`crate::binding`]).
     Binding,
+    /// A service account's `…/token` (POST only; [`crate::token_request`]).
+    Token,
 }
 
 /// The patch type of a PATCH request's media type. A type outside the four patch types is

@@ -405,6 +405,7 @@ impl Registry {
             .with_storage_path("events"),
         );
         r.register(review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", false));
+        r.register(review("authentication.k8s.io", "tokenreviews", "TokenReview", false));
         for (plural, kind, namespaced) in [
             ("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
             ("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),

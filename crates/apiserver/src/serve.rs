@@ -1,6 +1,7 @@
 //! The standalone runner used by the `informer serve` CLI subcommand: kube-apiserver's storage
 //! flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`) or a data directory,
-//! CustomResourceDefinitions to install from a directory (`--crds`),
+//! CustomResourceDefinitions to install from a directory (`--crds`), the service account signing
+//! key (`--service-account-key-file`),
 //! and kube-apiserver's graceful shutdown on SIGINT/SIGTERM (`--shutdown-delay-duration`,
 //! `--shutdown-send-retry-after`, `--shutdown-watch-termination-grace-period`).
 
@@ -38,6 +39,9 @@ pub struct ServeOptions {
     pub crds_dir: Option<PathBuf>,
     /// Whether the garbage collector runs (see [`crate::ApiServerBuilder::garbage_collector`]).
     pub garbage_collector: bool,
+    /// The service account signing key (an ECDSA P-256 PKCS#8 key, PEM or DER; see
+    /// [`crate::ApiServerBuilder::service_account_key`]).
+    pub service_account_key_file: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -55,6 +59,7 @@ impl Default for ServeOptions {
             shutdown: GracefulShutdown::default(),
             crds_dir: None,
             garbage_collector: true,
+            service_account_key_file: None,
         }
     }
 }
@@ -90,6 +95,17 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     }
     if let Some(dir) = &opts.crds_dir {
         b = b.crds_from_dir(dir);
+    }
+    if let Some(path) = &opts.service_account_key_file {
+        let bytes = std::fs::read(path)?;
+        let der = match std::str::from_utf8(&bytes) {
+            Ok(text) if text.contains("-----BEGIN") => crate::service_account_token::pkcs8_from_pem(text)
+                .map_err(|e| ServeError::Options(format!("--service-account-key-file {}: {e}", path.display())))?,
+            _ => bytes,
+        };
+        crate::service_account_token::TokenSigner::from_pkcs8(&der)
+            .map_err(|e| ServeError::Options(format!("--service-account-key-file {}: {e}", path.display())))?;
+        b = b.service_account_key(der);
     }
     match (&opts.tls_cert, &opts.tls_key) {
         (Some(c), Some(k)) => b = b.tls(c.clone(), k.clone()),

@@ -80,7 +80,21 @@ pub struct ApiServerBuilder {
     ready_timeout: Duration,
     crds: Vec<Result<Value, String>>,
     garbage_collector: bool,
+    service_account_key: Option<SigningKey>,
 }
+
+/// A service account signing key (PKCS#8 DER), never printed.
+#[derive(Clone)]
+struct SigningKey(Vec<u8>);
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(..)")
+    }
+}
+
+/// The file of a data directory that keeps its service account signing key.
+const SIGNING_KEY_FILE: &str = "service-account-key.pk8";
 
 impl Default for ApiServerBuilder {
     fn default() -> Self {
@@ -97,6 +111,7 @@ impl Default for ApiServerBuilder {
             ready_timeout: Duration::from_secs(60),
             crds: Vec::new(),
             garbage_collector: true,
+            service_account_key: None,
         }
     }
 }
@@ -111,6 +126,16 @@ impl ApiServerBuilder {
     /// Requires `Authorization: Bearer <token>` on every request.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.cfg.token = Some(token.into());
+        self
+    }
+
+    /// Signs and checks service account tokens with this ECDSA P-256 key (PKCS#8 DER; see
+    /// [`crate::service_account_token::TokenSigner`]), as kube-apiserver's
+    /// `--service-account-key-file` / `--service-account-signing-key-file`. Servers that share
+    /// an etcd share their key this way. Without one the server makes its own (kept in the data
+    /// directory of a durable server, so its tokens outlive a restart).
+    pub fn service_account_key(mut self, pkcs8_der: Vec<u8>) -> Self {
+        self.service_account_key = Some(SigningKey(pkcs8_der));
         self
     }
 
@@ -282,6 +307,32 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The service account token signer: the key given, the data directory's (made on first
+    /// use), or a new one.
+    fn token_signer(&self) -> std::io::Result<crate::service_account_token::TokenSigner> {
+        use crate::service_account_token::TokenSigner;
+        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+        if let Some(SigningKey(der)) = &self.service_account_key {
+            return TokenSigner::from_pkcs8(der).map_err(invalid);
+        }
+        let StorageConfig::Sqlite(dir) = &self.storage else { return Ok(TokenSigner::generate()) };
+        let path = dir.join(SIGNING_KEY_FILE);
+        match std::fs::read(&path) {
+            Ok(der) => TokenSigner::from_pkcs8(&der).map_err(|e| invalid(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dir)?;
+                let der = TokenSigner::generate_pkcs8();
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                std::io::Write::write_all(&mut options.open(&path)?, &der)?;
+                TokenSigner::from_pkcs8(&der).map_err(invalid)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Binds and starts serving once the watch cache holds the storage's state (and the
     /// CustomResourceDefinitions given with [`Self::crd`] are served).
     pub async fn start(self) -> std::io::Result<ApiServer> {
@@ -292,6 +343,7 @@ impl ApiServerBuilder {
             Some((c, k)) => Some(crate::tls::acceptor(c, k)?),
             None => None,
         };
+        let signer = self.token_signer()?;
         let storage: Arc<dyn Storage> = match &self.storage {
             StorageConfig::Memory => Arc::new(MemoryStorage::new(self.history.capacity.max(1000) * 2)),
             StorageConfig::Sqlite(dir) => Arc::new(SqliteStorage::open(dir)?),
@@ -353,6 +405,7 @@ impl ApiServerBuilder {
             cfg: self.cfg,
             server_address: Mutex::new(String::new()),
             openapi: Default::default(),
+            signer,
         });
         let server = ApiServer {
             shared,

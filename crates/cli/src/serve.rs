@@ -56,6 +56,11 @@ pub struct ServeArgs {
     /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
     #[arg(long)]
     pub no_garbage_collector: bool,
+    /// Sign and check service account tokens with this ECDSA P-256 private key (PKCS#8, PEM or
+    /// DER), as kube-apiserver's `--service-account-key-file`; replicas on one etcd share it.
+    /// Default: a key of the server's own (kept in `--data-dir`).
+    #[arg(long)]
+    pub service_account_key_file: Option<PathBuf>,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -104,6 +109,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         compaction_interval: args.etcd_compaction_interval,
         crds_dir: args.crds,
         garbage_collector: !args.no_garbage_collector,
+        service_account_key_file: args.service_account_key_file,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,

@@ -163,3 +163,43 @@ async fn an_informer_goes_on_through_another_replica_without_a_relist() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_sharing_a_signing_key_accept_each_others_tokens() {
+    use informer_apiserver::service_account_token::TokenSigner;
+    use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenRequest};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let etcd = EtcdProcess::start().unwrap();
+    let dir = informer_apiserver::testing::temp_data_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("sa.der");
+    std::fs::write(&key, TokenSigner::generate_pkcs8()).unwrap();
+    let key = key.to_str().unwrap();
+    let args = |_| {
+        Serve::start(&[
+            "--etcd-servers",
+            &etcd.url(),
+            "--etcd-prefix",
+            "/tokens/registry",
+            "--etcd-compaction-interval",
+            "0",
+            "--service-account-key-file",
+            key,
+        ])
+    };
+    let servers: Vec<Serve> = (0..2).map(args).collect();
+    let a: Api<ServiceAccount> = Api::namespaced(client(&servers[0].url), "default");
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "builder"}})).unwrap();
+    a.create(&PostParams::default(), &sa).await.unwrap();
+    let issued = a.create_token_request("builder", &PostParams::default(), &TokenRequest::default()).await.unwrap();
+    let token = issued.status.unwrap().token;
+    // Through the other replica, the token acts as the service account.
+    let mut cfg = kube::Config::new(servers[1].url.parse().unwrap());
+    cfg.auth_info.token = Some(token.into());
+    let b = kube::Client::try_from(cfg).unwrap();
+    let reviews: Api<SelfSubjectReview> = Api::all(b);
+    let me = reviews.create(&PostParams::default(), &SelfSubjectReview::default()).await.unwrap();
+    let user = me.status.unwrap().user_info.unwrap();
+    assert_eq!(user.username.as_deref(), Some("system:serviceaccount:default:builder"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@ pub mod https;
 pub mod recorded;
 pub mod tools;
 
+#[derive(Clone)]
 pub struct Client {
     inner: HyperClient<HttpConnector, Full<Bytes>>,
     pub base: String,
