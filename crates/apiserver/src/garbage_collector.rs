@@ -403,7 +403,13 @@ pub struct GarbageCollector {
     store: Arc<Store>,
     /// The highest resourceVersion the collector's own writes made.
     written: AtomicU64,
+    /// The (dependent, owner) UIDs already reported in another namespace: each is reported
+    /// once (forgotten in bulk past a bound).
+    reported: parking_lot::Mutex<HashSet<(String, String)>>,
 }
+
+/// How many reported references are remembered before they are forgotten.
+const REPORTED_KEPT: usize = 10_000;
 
 /// Whether the collector tracks a resource's objects.
 fn collectable(info: &ResourceInfo) -> bool {
@@ -420,7 +426,7 @@ const CONFLICT_ATTEMPTS: usize = 5;
 impl GarbageCollector {
     /// A collector for `store`.
     pub fn new(store: Arc<Store>) -> GarbageCollector {
-        GarbageCollector { store, written: AtomicU64::new(0) }
+        GarbageCollector { store, written: AtomicU64::new(0), reported: Default::default() }
     }
 
     /// Runs until `stop` turns true.
@@ -626,13 +632,16 @@ impl GarbageCollector {
             return Ok(Outcome::Done);
         }
         let (mut solid, mut gone, mut waiting) = (0, Vec::new(), Vec::new());
+        let mut reported = false;
         for r in meta.refs() {
-            match self.owner(r, &obj.namespace).await? {
+            let owner = self.owner(r, &obj.namespace).await?;
+            // Only the first reference to an owner in another namespace is reported, as kube.
+            if !reported && matches!(owner, Owner::Absent | Owner::Invalid) {
+                reported = self.report_misplaced_owner(info, &obj, r).await;
+            }
+            match owner {
                 Owner::Present => solid += 1,
-                Owner::Absent => {
-                    self.report_misplaced_owner(info, &obj, r).await?;
-                    gone.push(r.uid.clone())
-                }
+                Owner::Absent => gone.push(r.uid.clone()),
                 Owner::Waiting => waiting.push(r.uid.clone()),
                 Owner::Unresolvable => return Ok(Outcome::Unresolved),
                 Owner::Invalid => return Ok(Outcome::Done),
@@ -774,33 +783,39 @@ impl GarbageCollector {
         Ok(Outcome::Done)
     }
 
-    /// Records kube's `OwnerRefInvalidNamespace` warning on a namespaced dependent whose owner
-    /// (of a namespaced kind) exists, but in another namespace: the reference names an owner
-    /// in the dependent's own namespace, where there is none.
-    async fn report_misplaced_owner(
-        &self,
-        info: &ResourceInfo,
-        dep: &StoredObject,
-        r: &OwnerRef,
-    ) -> Result<(), ApiError> {
-        if dep.namespace.is_empty() || crate::delete_options::is_event(info) {
-            return Ok(());
+    /// Records kube's `OwnerRefInvalidNamespace` warning on a dependent whose owner (of a
+    /// namespaced kind) exists, but in another namespace: the reference names an owner in the
+    /// dependent's own namespace (none, for a cluster-scoped dependent), where there is none.
+    /// Once per reference; best effort, as kube's event recorder (a warning that cannot be
+    /// recorded never holds a collection back). Whether the reference was misplaced.
+    async fn report_misplaced_owner(&self, info: &ResourceInfo, dep: &StoredObject, r: &OwnerRef) -> bool {
+        if crate::delete_options::is_event(info) {
+            return false;
         }
         let registry = self.store.registry();
-        let Some((group, version)) = parse_group_version(&r.api_version) else { return Ok(()) };
+        let Some((group, version)) = parse_group_version(&r.api_version) else { return false };
         let Some(owner_info) =
             registry.all().iter().find(|i| i.group == group && i.version == version && i.kind == r.kind)
         else {
-            return Ok(());
+            return false;
         };
         if !owner_info.namespaced {
-            return Ok(());
+            return false;
         }
         let by_name = format!("metadata.name={}", r.name);
-        let Ok(sel) = Selectors::parse(None, Some(&by_name), owner_info) else { return Ok(()) };
-        let found = self.store.cache().list(owner_info, None, ListAt::Latest, None, 0, &sel)?;
+        let Ok(sel) = Selectors::parse(None, Some(&by_name), owner_info) else { return false };
+        let Ok(found) = self.store.cache().list(owner_info, None, ListAt::Latest, None, 0, &sel) else { return false };
         if !found.items.iter().any(|o| o.uid == r.uid && o.namespace != dep.namespace) {
-            return Ok(());
+            return false;
+        }
+        {
+            let mut reported = self.reported.lock();
+            if reported.len() >= REPORTED_KEPT {
+                reported.clear();
+            }
+            if !reported.insert((dep.uid.clone(), r.uid.clone())) {
+                return true;
+            }
         }
         let now = crate::object::now_rfc3339();
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -813,25 +828,30 @@ impl GarbageCollector {
             r.uid,
             crate::structural::go_quote(&dep.namespace)
         );
+        // A cluster-scoped object's events go to the `default` namespace, as kube's recorder
+        // puts them.
+        let event_ns = if dep.namespace.is_empty() { "default" } else { dep.namespace.as_str() };
+        let mut involved = serde_json::json!({"kind": info.kind, "name": dep.name, "uid": dep.uid,
+            "apiVersion": info.api_version()});
+        if !dep.namespace.is_empty() {
+            involved["namespace"] = dep.namespace.clone().into();
+        }
         let event = serde_json::json!({
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": format!("{}.{nanos:x}", dep.name), "namespace": dep.namespace},
-            "involvedObject": {"kind": info.kind, "namespace": dep.namespace, "name": dep.name, "uid": dep.uid,
-                "apiVersion": info.api_version()},
+            "metadata": {"name": format!("{}.{nanos:x}", dep.name), "namespace": event_ns},
+            "involvedObject": involved,
             "reason": "OwnerRefInvalidNamespace", "message": message,
             "source": {"component": EVENT_SOURCE}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-            "type": "Warning", "eventTime": null, "reportingComponent": EVENT_SOURCE, "reportingInstance": "",
+            "type": "Warning", "eventTime": null, "reportingComponent": EVENT_SOURCE,
         });
-        let Some(events) = registry.find("", "v1", "events").cloned() else { return Ok(()) };
-        match self.store.create(&events, Some(&dep.namespace), event).await {
+        let Some(events) = registry.find("", "v1", "events").cloned() else { return true };
+        match self.store.create(&events, Some(event_ns), event).await {
             Ok(o) => {
                 self.written.fetch_max(o.rv, Ordering::AcqRel);
-                Ok(())
             }
-            // A warning that cannot be recorded (its namespace terminating) is not retried.
-            Err(e) if e.code == 403 || e.code == 404 || e.code == 409 => Ok(()),
-            Err(e) => Err(e),
+            Err(e) => tracing::warn!(reason = %e.reason, "could not record the OwnerRefInvalidNamespace event"),
         }
+        true
     }
 
     /// What an owner reference of a dependent in namespace `ns` finds.

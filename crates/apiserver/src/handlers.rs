@@ -149,23 +149,19 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    // A service account token of this server's authenticates as its service account; one that
-    // no longer does is refused, as kube-apiserver refuses it.
+    // The server's own token first; then a service account token of this server's issuer
+    // authenticates as its service account, and one that no longer does is refused, as
+    // kube-apiserver refuses it. Other tokens are not the server's to judge.
+    let server_token = shared.cfg.token.as_deref().is_some_and(|t| bearer == Some(t));
     let mut account = None;
-    if let Some(t) = bearer.filter(|t| t.matches('.').count() == 2) {
-        if let Err(e) = shared.store.cache().check_ready() {
-            return error(&e);
-        }
+    if let Some(t) = bearer.filter(|t| !server_token && t.matches('.').count() == 2) {
         match crate::token_request::authenticate(&shared.store, &shared.signer, t, &[]).await {
             Ok(Some((user, _))) => account = Some(user),
             Ok(None) => {}
             Err(_) => return error(&ApiError::unauthorized()),
         }
     }
-    if let Some(tok) = &shared.cfg.token
-        && account.is_none()
-        && bearer != Some(tok.as_str())
-    {
+    if shared.cfg.token.is_some() && !server_token && account.is_none() {
         return error(&ApiError::unauthorized());
     }
     let user = match crate::requester::impersonated(req.headers()) {
@@ -381,7 +377,8 @@ async fn resource_request(
         let b = format.to_json(&info, read_body(shared, req).await?)?;
         let v = decode_object(&info, &b, params.validation)?;
         if crate::token_request::is_token_reviews(&info) {
-            return Ok(json_value(201, &crate::token_request::review(&store, &shared.signer, v).await?));
+            let server_token = shared.cfg.token.as_deref();
+            return Ok(json_value(201, &crate::token_request::review(&store, &shared.signer, server_token, v).await?));
         }
         if crate::binding::is_bindings(&info) {
             let dry_run = query.iter().any(|(k, v)| k == "dryRun" && !v.is_empty());

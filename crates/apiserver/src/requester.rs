@@ -25,7 +25,7 @@ tokio::task_local! {
 }
 
 /// The server's own user.
-fn server_user() -> Value {
+pub(crate) fn server_user() -> Value {
     json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
 }
 

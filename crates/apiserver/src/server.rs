@@ -320,13 +320,19 @@ impl ApiServerBuilder {
         match std::fs::read(&path) {
             Ok(der) => TokenSigner::from_pkcs8(&der).map_err(|e| invalid(format!("{}: {e}", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Written whole or not at all: a temporary file, synced, then renamed.
                 std::fs::create_dir_all(dir)?;
                 let der = TokenSigner::generate_pkcs8();
+                let partial = dir.join(format!("{SIGNING_KEY_FILE}.{}", std::process::id()));
                 let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
+                options.write(true).create(true).truncate(true);
                 #[cfg(unix)]
                 std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                std::io::Write::write_all(&mut options.open(&path)?, &der)?;
+                let mut file = options.open(&partial)?;
+                std::io::Write::write_all(&mut file, &der)?;
+                file.sync_all()?;
+                std::fs::rename(&partial, &path)?;
+                std::fs::File::open(dir)?.sync_all()?;
                 TokenSigner::from_pkcs8(&der).map_err(invalid)
             }
             Err(e) => Err(e),

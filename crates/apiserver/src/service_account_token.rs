@@ -4,8 +4,10 @@
 //! `jti` and the private `kubernetes.io` claim naming the namespace, the service account and
 //! the object the token is bound to.
 //!
-//! Invariants: a token verifies only if it was signed by this key (`kid` names the key, as
-//! kube's key id: the base64url SHA-256 of the public key), and only between `nbf` and `exp`;
+//! Invariants: a token of another issuer is not this server's to judge (as kube's
+//! authenticator passes it on); one of this issuer verifies only if this key signed it (`kid`
+//! names the key as kube's key id does: the base64url SHA-256 of its SubjectPublicKeyInfo), and
+//! only between `nbf` and `exp` (a minute's leeway for clocks, as kube allows);
 //! what it names (service account, bound object) is checked against the objects by the caller
 //! (`token_request`), as kube's validator checks it; the key never leaves the process except
 //! where the user asks for it to be kept (a data directory).
@@ -25,6 +27,15 @@ pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// issuer).
 pub const API_AUDIENCES: [&str; 1] = [ISSUER];
 
+/// The leeway, in seconds, for clocks that disagree (kube's JWT validation leeway).
+const LEEWAY: i64 = 60;
+
+/// The DER prefix of a P-256 public key's SubjectPublicKeyInfo, before its point.
+const P256_SPKI_PREFIX: [u8; 26] = [
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce,
+    0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+];
+
 /// The key that signs and checks service account tokens.
 pub struct TokenSigner {
     key: EcdsaKeyPair,
@@ -41,14 +52,20 @@ impl std::fmt::Debug for TokenSigner {
 
 impl TokenSigner {
     /// A new key, in PKCS#8 DER form (to keep, or to pass to [`TokenSigner::from_pkcs8`]).
+    ///
+    /// # Panics
+    /// When the system has no randomness to give (nothing could be signed safely then).
     pub fn generate_pkcs8() -> Vec<u8> {
         let rng = SystemRandom::new();
         EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map(|d| d.as_ref().to_vec())
-            .unwrap_or_default()
+            .expect("the system's random number generator works")
     }
 
     /// A signer with a new key.
+    ///
+    /// # Panics
+    /// As [`TokenSigner::generate_pkcs8`].
     pub fn generate() -> TokenSigner {
         Self::from_pkcs8(&Self::generate_pkcs8()).expect("a freshly generated key is valid")
     }
@@ -58,7 +75,9 @@ impl TokenSigner {
         let rng = SystemRandom::new();
         let key = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng)
             .map_err(|e| format!("not an ECDSA P-256 PKCS#8 key: {e}"))?;
-        let kid = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(key.public_key().as_ref()));
+        let mut spki = P256_SPKI_PREFIX.to_vec();
+        spki.extend_from_slice(key.public_key().as_ref());
+        let kid = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&spki));
         Ok(TokenSigner { key, kid, rng })
     }
 
@@ -73,42 +92,57 @@ impl TokenSigner {
     }
 
     /// A token carrying `claims`.
-    pub(crate) fn sign(&self, claims: &Value) -> String {
+    pub(crate) fn sign(&self, claims: &Value) -> Result<String, String> {
         let header = json!({"alg": "ES256", "kid": self.kid});
         let signing_input =
             format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
-        let sig = self.key.sign(&self.rng, signing_input.as_bytes()).map(|s| s.as_ref().to_vec()).unwrap_or_default();
-        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig))
+        let sig = self.key.sign(&self.rng, signing_input.as_bytes()).map_err(|_| "could not sign the token")?;
+        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
     }
 
-    /// The claims of a token this key signed, still valid at `now` (seconds since the epoch);
-    /// why not otherwise. `Ok(None)`: not a token of this form at all.
+    /// The claims of a token of this server's issuer that this key signed, still valid at `now`
+    /// (seconds since the epoch); why not otherwise. `Ok(None)`: not a token of this server's
+    /// issuer at all (another authenticator's).
     pub(crate) fn verify(&self, token: &str, now: i64) -> Result<Option<Value>, String> {
         let parts: Vec<&str> = token.split('.').collect();
         let [header, claims, sig] = parts[..] else { return Ok(None) };
         let decode = |s: &str| URL_SAFE_NO_PAD.decode(s).ok();
-        let (Some(h), Some(c), Some(sig)) = (decode(header), decode(claims), decode(sig)) else { return Ok(None) };
+        let (Some(h), Some(c)) = (decode(header), decode(claims)) else { return Ok(None) };
         let (Ok(h), Ok(c)) = (serde_json::from_slice::<Value>(&h), serde_json::from_slice::<Value>(&c)) else {
             return Ok(None);
         };
-        if h.get("alg").and_then(Value::as_str) != Some("ES256")
-            || h.get("kid").and_then(Value::as_str) != Some(self.kid.as_str())
-        {
-            return Err("square/go-jose: error in cryptographic primitive".into());
-        }
-        let public = signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, self.key.public_key());
-        if public.verify(format!("{header}.{claims}").as_bytes(), &sig).is_err() {
-            return Err("square/go-jose: error in cryptographic primitive".into());
-        }
+        // Another issuer's token is not this server's to judge.
         if c.get("iss").and_then(Value::as_str) != Some(ISSUER) {
             return Ok(None);
         }
-        let at = |k: &str| c.get(k).and_then(Value::as_i64);
-        if at("exp").is_some_and(|exp| now > exp) {
+        if h.get("alg").and_then(Value::as_str) != Some("ES256")
+            || h.get("kid").and_then(Value::as_str).is_some_and(|k| k != self.kid)
+        {
+            return Err("invalid signature, no keys found".into());
+        }
+        let public = signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, self.key.public_key());
+        let signed =
+            decode(sig).is_some_and(|sig| public.verify(format!("{header}.{claims}").as_bytes(), &sig).is_ok());
+        if !signed {
+            return Err("invalid signature, error in cryptographic primitive".into());
+        }
+        // Times are numbers (fractions allowed, as JSON's NumericDate); one of another type
+        // makes the token invalid rather than unlimited.
+        let at = |k: &str| -> Result<Option<f64>, String> {
+            match c.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_f64().map(Some).ok_or_else(|| format!("invalid {k} claim")),
+            }
+        };
+        let now = now as f64;
+        if at("exp")?.is_some_and(|exp| now > exp + LEEWAY as f64) {
             return Err("service account token has expired".into());
         }
-        if at("nbf").is_some_and(|nbf| now < nbf) {
+        if at("nbf")?.is_some_and(|nbf| now + (LEEWAY as f64) < nbf) {
             return Err("service account token is not valid yet".into());
+        }
+        if at("iat")?.is_some_and(|iat| now + (LEEWAY as f64) < iat) {
+            return Err("service account token is issued in the future".into());
         }
         Ok(Some(c))
     }
@@ -136,18 +170,27 @@ mod tests {
     #[test]
     fn tokens_verify_only_with_their_key_and_in_their_time() {
         let signer = TokenSigner::generate();
-        let claims = json!({"iss": ISSUER, "sub": "system:serviceaccount:ns:sa", "nbf": 100, "exp": 200});
-        let token = signer.sign(&claims);
+        let claims = json!({"iss": ISSUER, "sub": "system:serviceaccount:ns:sa", "nbf": 1000, "exp": 2000});
+        let token = signer.sign(&claims).unwrap();
         assert_eq!(token.split('.').count(), 3);
-        assert_eq!(signer.verify(&token, 150).unwrap(), Some(claims.clone()));
-        assert_eq!(signer.verify(&token, 201).unwrap_err(), "service account token has expired");
-        assert!(signer.verify(&token, 50).is_err());
-        assert!(TokenSigner::generate().verify(&token, 150).is_err(), "another key");
+        assert_eq!(signer.verify(&token, 1500).unwrap(), Some(claims.clone()));
+        assert!(signer.verify(&token, 2050).is_ok(), "a minute's leeway");
+        assert_eq!(signer.verify(&token, 2061).unwrap_err(), "service account token has expired");
+        assert!(signer.verify(&token, 900).is_err());
+        assert!(TokenSigner::generate().verify(&token, 1500).is_err(), "another key");
         let mut forged: Vec<&str> = token.split('.').collect();
         let other = URL_SAFE_NO_PAD.encode(json!({"iss": ISSUER, "sub": "system:admin"}).to_string());
         forged[1] = &other;
-        assert!(signer.verify(&forged.join("."), 150).is_err(), "changed claims");
-        assert_eq!(signer.verify("not-a-token", 150).unwrap(), None);
+        assert!(signer.verify(&forged.join("."), 1500).is_err(), "changed claims");
+        let none = format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), forged[1]);
+        assert!(signer.verify(&none, 1500).is_err(), "no algorithm");
+        assert_eq!(signer.verify("not-a-token", 1500).unwrap(), None);
+        // Another issuer's token: not this server's to judge.
+        let oidc = TokenSigner::generate().sign(&json!({"iss": "https://accounts.example.com", "exp": 2000})).unwrap();
+        assert_eq!(signer.verify(&oidc, 1500).unwrap(), None);
+        // Times of another type do not make a token unlimited.
+        let odd = signer.sign(&json!({"iss": ISSUER, "exp": "never"})).unwrap();
+        assert!(signer.verify(&odd, 1500).is_err());
     }
 
     #[test]
@@ -160,7 +203,8 @@ mod tests {
         );
         let b = TokenSigner::from_pem(&pem).unwrap();
         assert_eq!(a.key_id(), b.key_id());
-        assert!(format!("{a:?}").contains(a.key_id()));
+        let shown = format!("{a:?}");
+        assert!(shown.contains(a.key_id()) && !shown.contains("key:"), "{shown}");
         assert!(TokenSigner::from_pem("nothing").is_err());
     }
 }

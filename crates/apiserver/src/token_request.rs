@@ -16,6 +16,8 @@
 //!   with the token's id (and bound pod or node) as extra;
 //! - tokens are never logged, and are not stored.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::object::StoredObject;
@@ -121,7 +123,17 @@ pub(crate) async fn issue(
     let audiences = if audiences.is_empty() { API_AUDIENCES.map(str::to_string).to_vec() } else { audiences };
     let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
     let bound = spec.get("boundObjectRef").filter(|r| r.is_object()).cloned();
-    req.insert("metadata".into(), json!({"name": name, "namespace": ns, "creationTimestamp": rfc3339(now)}));
+    // The client's metadata (labels, annotations) with the account's name and namespace.
+    let mut meta = req.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    for k in
+        ["uid", "resourceVersion", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"]
+    {
+        meta.remove(k);
+    }
+    meta.insert("name".into(), name.into());
+    meta.insert("namespace".into(), ns.into());
+    meta.insert("creationTimestamp".into(), rfc3339(now).into());
+    req.insert("metadata".into(), Value::Object(meta));
     req.insert("spec".into(), json!({"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound}));
     req.remove("status");
     if seconds < MIN_SECONDS {
@@ -151,7 +163,7 @@ pub(crate) async fn issue(
         "aud": audiences, "exp": now + seconds, "iat": now, "iss": ISSUER, "jti": crate::object::new_uid(),
         "kubernetes.io": kubernetes, "nbf": now, "sub": format!("system:serviceaccount:{ns}:{name}"),
     });
-    let token = signer.sign(&claims);
+    let token = signer.sign(&claims).map_err(|e| ApiError::internal(&e))?;
     req.insert("status".into(), json!({"token": token, "expirationTimestamp": rfc3339(now + seconds)}));
     Ok(Value::Object(req))
 }
@@ -169,13 +181,14 @@ async fn bind_claims(
     let (api_version, kind, name, uid) = (text("apiVersion"), text("kind"), text("name"), text("uid"));
     let registry = store.registry();
     let (plural, namespaced, claim) = match (api_version, kind) {
-        ("v1", "Pod") => ("pods", true, "pod"),
-        ("v1", "Secret") => ("secrets", true, "secret"),
-        ("v1", "Node") => ("nodes", false, "node"),
+        ("v1" | "", "Pod") => ("pods", true, "pod"),
+        ("v1" | "", "Secret") => ("secrets", true, "secret"),
+        ("v1" | "", "Node") => ("nodes", false, "node"),
         _ => {
-            let gvk = match api_version.split_once('/') {
-                Some((g, v)) => format!("{g}/{v}, Kind={kind}"),
-                None => format!("/{api_version}, Kind={kind}"),
+            let gvk = match crate::garbage_collector::parse_group_version(api_version) {
+                Some((g, v)) if !g.is_empty() => format!("{g}/{v}, Kind={kind}"),
+                Some((_, v)) => format!("/{v}, Kind={kind}"),
+                None => format!("/, Kind={kind}"),
             };
             return Err(ApiError::bad_request(format!("cannot bind token to object of type {gvk}")));
         }
@@ -201,15 +214,47 @@ async fn bind_claims(
         return Err(e);
     }
     kubernetes[claim] = json!({"name": name, "uid": object.uid});
-    // A pod on a node that exists carries the node too.
+    // A pod on a node carries the node too (its UID when the node exists).
     if claim == "pod"
         && let Some(node) = object.value().pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty())
-        && let Some(nodes) = registry.find("", "v1", "nodes")
-        && let Ok(n) = store.get(nodes, "", node).await
     {
-        kubernetes["node"] = json!({"name": node, "uid": n.uid});
+        let uid = match registry.find("", "v1", "nodes") {
+            Some(nodes) => store.get(nodes, "", node).await.map(|n| n.uid.clone()).unwrap_or_default(),
+            None => String::new(),
+        };
+        kubernetes["node"] = if uid.is_empty() { json!({"name": node}) } else { json!({"name": node, "uid": uid}) };
     }
     Ok(())
+}
+
+/// An object as the cache shows it, or the storage when the cache does not (yet).
+async fn lookup(store: &Store, plural: &str, ns: &str, name: &str) -> Result<Option<Arc<StoredObject>>, String> {
+    let registry = store.registry();
+    let Some(info) = registry.find("", "v1", plural) else { return Ok(None) };
+    if let Ok(Some(o)) = store.cache().get(info, ns, name) {
+        return Ok(Some(o));
+    }
+    match store.stored(info, ns, name).await {
+        Ok(o) => Ok(Some(o)),
+        Err(e) if e.code == 404 => Ok(None),
+        Err(e) => Err(e.message),
+    }
+}
+
+/// Whether an object was deleted more than a minute ago (its tokens no longer valid).
+fn deleted_long_ago(o: &StoredObject) -> bool {
+    let deleted_at = o
+        .kept
+        .iter()
+        .find(|(k, _)| *k == "deletionTimestamp")
+        .and_then(|(_, v)| v.as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    deleted_at.is_some_and(|t| t.as_second() < now_seconds() - 60)
+}
+
+/// Go's `%q` of a list of strings (`["a" "b"]`).
+fn go_list(items: &[String]) -> String {
+    format!("[{}]", items.iter().map(|i| go_quote(i)).collect::<Vec<_>>().join(" "))
 }
 
 /// Who a token authenticates for `audiences` (none: the API server's). `Ok(None)`: not one of
@@ -223,58 +268,69 @@ pub(crate) async fn authenticate(
     let Some(claims) = signer.verify(token, now_seconds())? else { return Ok(None) };
     let wanted: Vec<String> =
         if audiences.is_empty() { API_AUDIENCES.map(str::to_string).to_vec() } else { audiences.to_vec() };
-    let issued = crate::object::strings(claims.get("aud"));
-    let matched: Vec<String> = wanted.iter().filter(|a| issued.contains(a)).cloned().collect();
+    // `aud` is a list or one string; a token without one is for the API server.
+    let issued = match claims.get("aud") {
+        Some(Value::String(a)) => vec![a.clone()],
+        Some(Value::Array(_)) => crate::object::strings(claims.get("aud")),
+        _ => API_AUDIENCES.map(str::to_string).to_vec(),
+    };
+    let matched: Vec<String> = issued.iter().filter(|a| wanted.contains(a)).cloned().collect();
     if matched.is_empty() {
         return Err(format!(
             "token audiences {} is invalid for the target audiences {}",
-            crate::structural::go_json(&Value::from(issued)),
-            crate::structural::go_json(&Value::from(wanted))
+            go_list(&issued),
+            go_list(&wanted)
         ));
     }
     let k = claims.get("kubernetes.io").cloned().unwrap_or(Value::Null);
     let text = |p: &str| k.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
     let (ns, name, uid) = (text("/namespace"), text("/serviceaccount/name"), text("/serviceaccount/uid"));
-    let registry = store.registry();
-    let live = |plural: &str, ns: &str, name: &str| -> Result<Option<std::sync::Arc<StoredObject>>, String> {
-        let Some(info) = registry.find("", "v1", plural) else { return Ok(None) };
-        store.cache().get(info, ns, name).map_err(|e| e.message)
-    };
-    let account =
-        live("serviceaccounts", &ns, &name)?.ok_or_else(|| format!("serviceaccounts {} not found", go_quote(&name)))?;
+    const INVALIDATED: &str = "service account token has been invalidated";
+    let account = lookup(store, "serviceaccounts", &ns, &name).await?.ok_or(INVALIDATED)?;
     if account.uid != uid {
         return Err(format!("service account UID ({}) does not match claim ({uid})", account.uid));
     }
+    if deleted_long_ago(&account) {
+        return Err(INVALIDATED.into());
+    }
     let mut extra = Map::new();
     let jti = claims.get("jti").and_then(Value::as_str).unwrap_or("");
-    extra.insert("authentication.kubernetes.io/credential-id".into(), json!([format!("JTI={jti}")]));
+    if !jti.is_empty() {
+        extra.insert("authentication.kubernetes.io/credential-id".into(), json!([format!("JTI={jti}")]));
+    }
+    let pod_bound = k.get("pod").is_some();
     for (claim, plural, namespace) in
-        [("pod", "pods", ns.as_str()), ("secret", "secrets", ns.as_str()), ("node", "nodes", "")]
+        [("secret", "secrets", ns.as_str()), ("pod", "pods", ns.as_str()), ("node", "nodes", "")]
     {
         let (bound_name, bound_uid) = (text(&format!("/{claim}/name")), text(&format!("/{claim}/uid")));
         if bound_name.is_empty() {
             continue;
         }
-        let found = live(plural, namespace, &bound_name)?;
-        // A node a pod ran on may go; the pod's token stays valid.
-        if claim != "node" || k.get("pod").is_none() {
-            let Some(found) = found.filter(|o| o.uid == bound_uid) else {
-                return Err(format!("{claim} {} has been deleted or replaced", go_quote(&bound_name)));
-            };
-            // A pod being deleted keeps its tokens until a minute past its deletion time.
-            let deleted_at = found
-                .kept
-                .iter()
-                .find(|(k, _)| *k == "deletionTimestamp")
-                .and_then(|(_, v)| v.as_str())
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
-            if deleted_at.is_some_and(|t| t.as_second() < now_seconds() - 60) {
-                return Err(format!("{claim} {ns}/{bound_name} has been deleted"));
+        // The node a pod-bound token names is information, not a binding.
+        if !(claim == "node" && pod_bound) {
+            let found = lookup(store, plural, namespace, &bound_name).await?.ok_or(INVALIDATED)?;
+            if found.uid != bound_uid {
+                return Err(format!(
+                    "{} UID ({}) does not match service account {claim} ref claim ({bound_uid})",
+                    if claim == "pod" {
+                        "Pod"
+                    } else if claim == "node" {
+                        "Node"
+                    } else {
+                        "Secret"
+                    },
+                    found.uid
+                ));
+            }
+            if deleted_long_ago(&found) {
+                return Err(INVALIDATED.into());
             }
         }
         if claim != "secret" {
             extra.insert(format!("authentication.kubernetes.io/{claim}-name"), json!([bound_name]));
-            extra.insert(format!("authentication.kubernetes.io/{claim}-uid"), json!([bound_uid]));
+            if !bound_uid.is_empty() {
+                extra.insert(format!("authentication.kubernetes.io/{claim}-uid"), json!([bound_uid]));
+            }
         }
     }
     let user = json!({
@@ -286,21 +342,31 @@ pub(crate) async fn authenticate(
     Ok(Some((user, matched)))
 }
 
-/// Answers a TokenReview: whether its token authenticates, as whom, for which audiences.
-pub(crate) async fn review(store: &Store, signer: &TokenSigner, body: Value) -> Result<Value, ApiError> {
+/// Answers a TokenReview: whether its token authenticates, as whom, for which audiences
+/// (`server_token`: the token the server itself requires, which authenticates as its user).
+pub(crate) async fn review(
+    store: &Store,
+    signer: &TokenSigner,
+    server_token: Option<&str>,
+    body: Value,
+) -> Result<Value, ApiError> {
     let Value::Object(mut review) = body else {
         return Err(ApiError::bad_request("the object provided is unrecognized (must be of type TokenReview)"));
     };
     let spec = review.get("spec").cloned().unwrap_or(Value::Null);
     let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
     if token.is_empty() {
-        return Err(ApiError::bad_request("token is required for TokenReview in authentication.k8s.io"));
+        return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
     }
     let audiences = crate::object::strings(spec.get("audiences"));
     let status = match authenticate(store, signer, token, &audiences).await {
+        Ok(None) if server_token == Some(token) => {
+            json!({"authenticated": true, "user": crate::requester::server_user(), "audiences": audiences})
+        }
         Ok(Some((user, matched))) => json!({"authenticated": true, "user": user, "audiences": matched}),
-        Ok(None) => json!({"user": {}, "error": "[invalid bearer token, token lookup failed]"}),
-        Err(why) => json!({"user": {}, "error": format!("[invalid bearer token, {why}]")}),
+        // No authenticator recognizes it: not authenticated, no error.
+        Ok(None) => json!({"user": {}}),
+        Err(why) => json!({"user": {}, "error": why}),
     };
     let mut meta = review.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
     for k in ["creationTimestamp", "uid", "resourceVersion", "namespace"] {

@@ -160,6 +160,20 @@ async fn an_owner_in_another_namespace_is_reported_and_its_dependent_collected()
     assert_eq!(e["involvedObject"]["uid"], dep["metadata"]["uid"]);
     assert_eq!(e["involvedObject"]["kind"], "ConfigMap");
     assert_eq!(c.get("/api/v1/namespaces/elsewhere/configmaps/owner").await.code, 200, "the owner stays");
+    // A cluster-scoped object naming it: reported in `default`, and left as it is.
+    let tied = json!({"metadata": {"name": "tied", "ownerReferences": [owner_ref(&owner, false)]}});
+    create(&c, "/api/v1/namespaces", &tied).await;
+    caught_up(&s).await;
+    let events = c.get("/api/v1/namespaces/default/events").await.body;
+    let about_tied: Vec<&Value> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["reason"] == "OwnerRefInvalidNamespace" && e["involvedObject"]["name"] == "tied")
+        .collect();
+    assert_eq!(about_tied.len(), 1, "{events}");
+    assert!(about_tied[0]["message"].as_str().unwrap().ends_with("does not exist in namespace \"\""), "{events}");
+    assert_eq!(c.get("/api/v1/namespaces/tied").await.code, 200);
 }
 
 #[tokio::test]

@@ -57,9 +57,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_garbage_collector: bool,
     /// Sign and check service account tokens with this ECDSA P-256 private key (PKCS#8, PEM or
-    /// DER), as kube-apiserver's `--service-account-key-file`; replicas on one etcd share it.
-    /// Default: a key of the server's own (kept in `--data-dir`).
-    #[arg(long)]
+    /// DER: `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`), as
+    /// kube-apiserver's `--service-account-signing-key-file`; replicas on one etcd share it.
+    /// Default: a key of the server's own (kept in `--data-dir`; new at each start otherwise).
+    #[arg(long, alias = "service-account-signing-key-file")]
     pub service_account_key_file: Option<PathBuf>,
 }
 
