@@ -1,5 +1,6 @@
 //! The request side of a pod's subresources that carry an object of their own (`eviction`'s
-//! Eviction, `binding`'s Binding), as kube-apiserver's create handler takes them: the object's
+//! Eviction, `binding`'s Binding), as kube-apiserver's create handler takes them (and the
+//! admission of any such create, a service account's `token` included): the object's
 //! type and namespace checked, NamespaceLifecycle, mutating admission, the name in the URL
 //! checked, the subresource's own validation, validating admission — in that order, each
 //! refusing with kube's Status. What the subresource then does is its module's (`eviction`,
@@ -26,6 +27,45 @@ pub(crate) struct Carried {
     pub api_versions: &'static [&'static str],
 }
 
+/// A create through a subresource carrying its own object, as admission judges it (a CREATE of
+/// `<resource>/<subresource>` with that object). Also used by service accounts' `token`.
+pub(crate) struct Creation<'a> {
+    /// The resource whose subresource it is (pods, serviceaccounts).
+    pub info: &'a ResourceInfo,
+    pub subresource: &'static str,
+    pub ns: &'a str,
+    pub name: &'a str,
+    pub dry_run: bool,
+}
+
+impl Creation<'_> {
+    fn attributes<'o>(&'o self, object: Option<&'o Map<String, Value>>) -> crate::admission_policy::Attributes<'o> {
+        crate::admission_policy::Attributes {
+            info: self.info,
+            operation: "CREATE",
+            subresource: self.subresource,
+            namespace: self.ns,
+            name: self.name,
+            object,
+            old: None,
+            dry_run: self.dry_run,
+        }
+    }
+
+    /// Offers the object to the mutating webhooks, which may change it.
+    pub(crate) async fn mutate(&self, store: &Store, object: &mut Map<String, Value>) -> Result<(), ApiError> {
+        let nothing = |_: &mut Map<String, Value>| {};
+        let mutation = crate::admission_webhook::Mutation { obj: Some(object), default: &nothing, server_set: &[] };
+        crate::admission_webhook::mutate(store.cache(), &self.attributes(None), mutation).await.map(drop)
+    }
+
+    /// Judges the object by the admission policies and validating webhooks.
+    pub(crate) async fn validate(&self, store: &Store, object: &Map<String, Value>) -> Result<(), ApiError> {
+        crate::admission_policy::admit(store.cache(), &self.attributes(Some(object)))?;
+        crate::admission_webhook::validate(store.cache(), &self.attributes(Some(object))).await
+    }
+}
+
 /// The `Success` Status a subresource's create answers (with 201).
 pub(crate) fn success() -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
@@ -46,25 +86,13 @@ pub(crate) async fn admit(
     let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
     let mut object = checked_body(carried, body, ns)?;
     store.admit_create(&pods, ns, name).await?;
-    let attributes = |object| crate::admission_policy::Attributes {
-        info: &pods,
-        operation: "CREATE",
-        subresource: carried.subresource,
-        namespace: ns,
-        name,
-        object,
-        old: None,
-        dry_run,
-    };
-    let nothing = |_: &mut Map<String, Value>| {};
-    let mutation = crate::admission_webhook::Mutation { obj: Some(&mut object), default: &nothing, server_set: &[] };
-    crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
+    let creation = Creation { info: &pods, subresource: carried.subresource, ns, name, dry_run };
+    creation.mutate(store, &mut object).await?;
     if object.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
         return Err(ApiError::bad_request(format!("name in URL does not match name in {} object", carried.kind)));
     }
     validate(&object)?;
-    crate::admission_policy::admit(store.cache(), &attributes(Some(&object)))?;
-    crate::admission_webhook::validate(store.cache(), &attributes(Some(&object))).await?;
+    creation.validate(store, &object).await?;
     Ok((pods, object))
 }
 

@@ -83,19 +83,8 @@ pub(crate) async fn issue(
     {
         spec.insert("expirationSeconds".into(), 3600.into());
     }
-    let attributes = |object| crate::admission_policy::Attributes {
-        info: &accounts,
-        operation: "CREATE",
-        subresource: SUBRESOURCE,
-        namespace: ns,
-        name,
-        object,
-        old: None,
-        dry_run,
-    };
-    let nothing = |_: &mut Map<String, Value>| {};
-    let mutation = crate::admission_webhook::Mutation { obj: Some(&mut req), default: &nothing, server_set: &[] };
-    crate::admission_webhook::mutate(store.cache(), &attributes(None), mutation).await?;
+    let creation = crate::pod_subresource::Creation { info: &accounts, subresource: SUBRESOURCE, ns, name, dry_run };
+    creation.mutate(store, &mut req).await?;
 
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
     let meta = req.get("metadata").cloned().unwrap_or(Value::Null);
@@ -152,8 +141,7 @@ pub(crate) async fn issue(
             "may not specify a duration larger than 2^32 seconds",
         ));
     }
-    crate::admission_policy::admit(store.cache(), &attributes(Some(&req)))?;
-    crate::admission_webhook::validate(store.cache(), &attributes(Some(&req))).await?;
+    creation.validate(store, &req).await?;
 
     let mut kubernetes = json!({"namespace": ns, "serviceaccount": {"name": name, "uid": account.uid}});
     if let Some(r) = &bound {
