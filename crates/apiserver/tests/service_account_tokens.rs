@@ -33,6 +33,12 @@ async fn whoami(c: &Client, token: &str) -> Result<Value, u16> {
     if r.code == 201 { Ok(r.body["status"]["userInfo"].clone()) } else { Err(r.code) }
 }
 
+/// A consistent read of `path`: from here on the server's cache, which tokens are checked
+/// against (as kube's authenticator reads its informers), holds every write made before it.
+async fn settled(c: &Client, path: &str) {
+    assert_eq!(c.get(path).await.code, 200);
+}
+
 fn jti_of(token: &str) -> String {
     use base64::Engine;
     let claims = token.split('.').nth(1).unwrap();
@@ -88,6 +94,7 @@ async fn a_token_acts_as_its_service_account_while_it_exists() {
 
     // The account gone, the token no longer authenticates.
     assert_eq!(c.delete(&format!("{ACCOUNTS}/builder")).await.code, 200);
+    settled(&c, ACCOUNTS).await;
     assert_eq!(whoami(&c, &token).await, Err(401));
     let r = c.post(REVIEWS, &json!({"spec": {"token": token}})).await;
     assert_eq!(r.body["status"], json!({"user": {}, "error": "service account token has been invalidated"}));
@@ -176,6 +183,7 @@ async fn a_token_bound_to_a_pod_lives_as_long_as_the_pod() {
     assert!(whoami(&c, &token).await.is_ok());
     let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/runner?gracePeriodSeconds=0"), vec![], "").await;
     assert_eq!(r.code, 200, "{}", r.body);
+    settled(&c, PODS).await;
     assert_eq!(whoami(&c, &token).await, Err(401));
 }
 
