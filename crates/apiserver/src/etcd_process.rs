@@ -1,6 +1,7 @@
 //! A throwaway etcd for tests: starts the etcd binary (`/usr/bin/etcd` from Debian's
-//! `etcd-server`, or `$ETCD_BIN`) on free loopback ports with a data directory of its own, waits
-//! until it serves clients, and kills it when dropped.
+//! `etcd-server`, or `$ETCD_BIN`) on free loopback ports with a data directory of its own (other
+//! ports when one was taken before etcd could bind it), waits until it serves clients, and kills
+//! it when dropped.
 //!
 //! Invariants: the process never outlives its owner — it is killed on drop, and on Linux it is
 //! also killed by the kernel when the process that started it dies (`PR_SET_PDEATHSIG`, armed
@@ -85,8 +86,19 @@ impl EtcdProcess {
         std::fs::create_dir_all(&dir)?;
         let mut e =
             EtcdProcess { child: None, dir, client_port: free_port()?, peer_port: free_port()?, binary: etcd_binary() };
-        e.spawn()?;
-        Ok(e)
+        let mut tries = 0;
+        loop {
+            match e.spawn() {
+                Ok(()) => return Ok(e),
+                // Another process took a port between its choice and etcd's bind: other ports.
+                Err(err) if tries < 5 && err.to_string().contains("address already in use") => {
+                    tries += 1;
+                    (e.client_port, e.peer_port) = (free_port()?, free_port()?);
+                    let _ = std::fs::remove_dir_all(e.dir.join("data"));
+                }
+                Err(err) => return Err(err),
+            }
+        }
     }
 
     /// The client URL (`http://127.0.0.1:PORT`).
