@@ -144,7 +144,7 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "verbs": ["update"],
         })
     });
-    let pods = crate::graceful_deletion::is_graceful(r);
+    let pods = r.is_core("pods");
     let binding = pods.then(|| {
         json!({"name": "pods/binding", "singularName": "", "namespaced": true, "kind": "Binding", "verbs": ["create"]})
     });
@@ -152,7 +152,7 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
         json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
             "version": "v1", "kind": "Eviction", "verbs": ["create"]})
     });
-    let token = (r.group.is_empty() && r.plural == "serviceaccounts").then(|| {
+    let token = (r.is_core("serviceaccounts")).then(|| {
         json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     });
@@ -304,7 +304,7 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
             json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}),
         );
     }
-    if crate::graceful_deletion::is_graceful(r) {
+    if r.is_core("pods") {
         subresources
             .push(json!({"subresource": "binding", "responseKind": kind("", "v1", "Binding"), "verbs": ["create"]}));
         subresources.push(
@@ -314,7 +314,7 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     if r.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
     }
-    if r.group.is_empty() && r.plural == "serviceaccounts" {
+    if r.is_core("serviceaccounts") {
         subresources.push(json!({"subresource": "token",
             "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
     }

@@ -32,7 +32,7 @@ pub(crate) enum Grace {
 
 /// Whether objects of the resource are deleted gracefully (pods).
 pub(crate) fn is_graceful(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "pods"
+    info.is_core("pods")
 }
 
 /// Decides the deletion of `object` with the requested period and marks the object when it is

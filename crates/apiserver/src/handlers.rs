@@ -393,11 +393,9 @@ async fn resource_request(
         Some("status") if info.status_subresource => Subresource::Status,
         Some("scale") if info.scale_subresource.is_some() => Subresource::Scale,
         Some("finalize") if crate::namespaces::is_namespaces(&info) => Subresource::Finalize,
-        Some(crate::eviction::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Eviction,
-        Some(crate::binding::SUBRESOURCE) if crate::graceful_deletion::is_graceful(&info) => Subresource::Binding,
-        Some(crate::token_request::SUBRESOURCE) if info.group.is_empty() && info.plural == "serviceaccounts" => {
-            Subresource::Token
-        }
+        Some(crate::eviction::SUBRESOURCE) if info.is_core("pods") => Subresource::Eviction,
+        Some(crate::binding::SUBRESOURCE) if info.is_core("pods") => Subresource::Binding,
+        Some(crate::token_request::SUBRESOURCE) if info.is_core("serviceaccounts") => Subresource::Token,
         Some(_) => return Err(ApiError::no_route()),
     };
     let target = match subresource {
@@ -445,30 +443,24 @@ async fn resource_request(
         let name = name.ok_or_else(ApiError::no_route)?;
         return scale_request(shared, &info, ns_or_default, name, dry_run, &query, user_agent.as_deref(), req).await;
     }
-    if subresource == Subresource::Token {
+    // Subresources that take an object of their own and answer 201 (an Eviction, a Binding, a
+    // TokenRequest).
+    let carried = match subresource {
+        Subresource::Eviction => Some(crate::eviction::body_info()),
+        Subresource::Binding => Some(crate::binding::body_info()),
+        Subresource::Token => Some(crate::token_request::body_info()),
+        _ => None,
+    };
+    if let Some(body_info) = carried {
         let name = name.ok_or_else(ApiError::no_route)?;
-        let body_info = crate::token_request::body_info();
         let format = BodyFormat::of(&media_type(&req), &body_info)?;
         let params = write_options::parse(&query, WriteKind::Create)?;
         let b = format.to_json(&body_info, read_body(shared, req).await?)?;
         let v = decode_object(&body_info, &b, params.validation)?;
-        let issued = crate::token_request::issue(&store, &shared.signer, (ns_or_default, name), v, dry_run).await?;
-        return Ok(json_value(201, &issued));
-    }
-    if matches!(subresource, Subresource::Eviction | Subresource::Binding) {
-        let name = name.ok_or_else(ApiError::no_route)?;
-        let (body_info, evict) = match subresource {
-            Subresource::Eviction => (crate::eviction::body_info(), true),
-            _ => (crate::binding::body_info(), false),
-        };
-        let format = BodyFormat::of(&media_type(&req), &body_info)?;
-        let params = write_options::parse(&query, WriteKind::Create)?;
-        let b = format.to_json(&body_info, read_body(shared, req).await?)?;
-        let v = decode_object(&body_info, &b, params.validation)?;
-        let answer = if evict {
-            crate::eviction::evict(&store, ns_or_default, name, v, dry_run).await?
-        } else {
-            crate::binding::bind(&store, ns_or_default, name, v, dry_run).await?
+        let answer = match subresource {
+            Subresource::Eviction => crate::eviction::evict(&store, ns_or_default, name, v, dry_run).await?,
+            Subresource::Binding => crate::binding::bind(&store, ns_or_default, name, v, dry_run).await?,
+            _ => crate::token_request::issue(&store, &shared.signer, (ns_or_default, name), v, dry_run).await?,
         };
         return Ok(json_value(201, &answer));
     }

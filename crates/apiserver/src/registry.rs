@@ -218,6 +218,11 @@ impl ResourceInfo {
         self
     }
 
+    /// Whether this is the core (v1 group) resource `plural`.
+    pub fn is_core(&self, plural: &str) -> bool {
+        self.group.is_empty() && self.plural == plural
+    }
+
     /// `apiVersion` of objects: "v1" or "group/version".
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }

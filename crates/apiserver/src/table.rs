@@ -53,10 +53,6 @@ pub fn partial_metadata(full: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-fn is_pod(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "pods"
-}
-
 /// Column definitions for a resource.
 pub fn columns(info: &ResourceInfo) -> Value {
     let col = |name: &str, typ: &str, format: &str, desc: &str, prio: u8| json!({"name": name, "type": typ, "format": format, "description": desc, "priority": prio});
@@ -81,7 +77,7 @@ pub fn columns(info: &ResourceInfo) -> Value {
         }
         return Value::Array(cols);
     }
-    if is_pod(info) {
+    if info.is_core("pods") {
         json!([
             name,
             col("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0),
@@ -142,7 +138,7 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
             cells.push(cell);
         }
         Value::Array(cells)
-    } else if is_pod(info) {
+    } else if info.is_core("pods") {
         let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
         let statuses = v.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
         let ready = statuses.iter().filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true)).count();
