@@ -4,19 +4,31 @@
 //! LocalSubjectAccessReview: `kubectl auth can-i`, controllers checking their permissions) and
 //! what may I do (SelfSubjectRulesReview, `kubectl auth can-i --list`).
 //!
-//! Invariants: the server authorizes as kube-apiserver with `--authorization-mode=AlwaysAllow`,
-//! so every access review is allowed (no reason) and every user may do everything (`*` rules,
-//! complete); a review is checked as kube checks it before it is answered (kube's 422 and 400
-//! in kube's words); the answer is the review sent, with kube's `status`, and `201 Created`.
+//! Invariants: an access review is decided by the server's authorizer ([`crate::authorizer`])
+//! for the user it names (the requester for a self review), with the authorizer's reason
+//! (`RBAC: allowed by …`); a rules review lists `*` for `system:masters` and under
+//! `AlwaysAllow`, and the user's RBAC rules in the namespace otherwise; a review is checked as
+//! kube checks it before it is answered (kube's 422 and 400 in kube's words); the answer is the
+//! review sent, with kube's `status`, and `201 Created`.
 
 use serde_json::{Value, json};
 
+use crate::authorizer::AuthorizationMode;
+use crate::cache::WatchCache;
+use crate::rbac::{PolicyRule, User};
 use crate::registry::ResourceInfo;
+use crate::request_info::RequestInfo;
 use crate::status::ApiError;
 use crate::structural::Cause;
 
 /// Answers a review of `info` created in namespace `ns` (for LocalSubjectAccessReviews).
-pub(crate) fn answer(info: &ResourceInfo, ns: Option<&str>, body: Value) -> Result<Value, ApiError> {
+pub(crate) fn answer(
+    cache: &WatchCache,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    body: Value,
+) -> Result<Value, ApiError> {
+    let mode = cache.authorization();
     let mut review = crate::store::check_body(info, body)?;
     match info.kind.as_str() {
         // Answered with a review of kube's own making.
@@ -30,10 +42,9 @@ pub(crate) fn answer(info: &ResourceInfo, ns: Option<&str>, body: Value) -> Resu
             if namespace.unwrap_or("").is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }
+            let status = rules_review(cache, mode, namespace.unwrap_or(""));
             return Ok(json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": {}, "spec": {},
-                             "status": {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                                        "incomplete": false}}));
+                             "status": status}));
         }
         _ => {}
     }
@@ -100,8 +111,78 @@ pub(crate) fn answer(info: &ResourceInfo, ns: Option<&str>, body: Value) -> Resu
     if !causes.is_empty() {
         return Err(refused(info, &causes));
     }
-    review.insert("status".into(), json!({"allowed": true}));
+    let user = if kind == "SelfSubjectAccessReview" {
+        User::of(&crate::requester::user_info())
+    } else {
+        User {
+            name: text(&spec, "user"),
+            groups: crate::admission_policy::strings(&spec, "groups").iter().map(|g| g.to_string()).collect(),
+        }
+    };
+    let decision = crate::authorizer::authorize(cache, mode, &user, &attributes(&spec));
+    let mut status = serde_json::Map::new();
+    status.insert("allowed".into(), decision.allowed.into());
+    if !decision.reason.is_empty() {
+        status.insert("reason".into(), decision.reason.into());
+    }
+    review.insert("status".into(), Value::Object(status));
     Ok(Value::Object(review))
+}
+
+fn text(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// The request a review's attributes describe.
+fn attributes(spec: &Value) -> RequestInfo {
+    if let Some(a) = spec.get("resourceAttributes").filter(|a| a.is_object()) {
+        return RequestInfo {
+            resource_request: true,
+            verb: text(a, "verb"),
+            group: text(a, "group"),
+            version: text(a, "version"),
+            namespace: text(a, "namespace"),
+            resource: text(a, "resource"),
+            subresource: text(a, "subresource"),
+            name: text(a, "name"),
+            ..Default::default()
+        };
+    }
+    let a = spec.get("nonResourceAttributes").unwrap_or(&Value::Null);
+    RequestInfo { verb: text(a, "verb"), path: text(a, "path"), ..Default::default() }
+}
+
+/// The `status` of a rules review of the requester in `namespace`.
+fn rules_review(cache: &WatchCache, mode: AuthorizationMode, namespace: &str) -> Value {
+    let user = User::of(&crate::requester::user_info());
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    if user.in_group(crate::authorizer::PRIVILEGED_GROUP) || mode == AuthorizationMode::AlwaysAllow {
+        resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+        non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+    }
+    let mut errors = Vec::new();
+    if mode == AuthorizationMode::Rbac {
+        let (rules, found_errors) = crate::rbac::rules_for(cache, &user, namespace);
+        errors = found_errors;
+        for rule in rules {
+            if !rule.resources.is_empty() {
+                let r = PolicyRule { non_resource_urls: Vec::new(), ..rule.clone() };
+                resource_rules.push(r.to_value());
+            }
+            if !rule.non_resource_urls.is_empty() {
+                let r =
+                    PolicyRule { verbs: rule.verbs, non_resource_urls: rule.non_resource_urls, ..Default::default() };
+                non_resource_rules.push(r.to_value());
+            }
+        }
+    }
+    let mut status =
+        json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false});
+    if !errors.is_empty() {
+        status["evaluationError"] = crate::rbac::aggregate(&errors).into();
+    }
+    status
 }
 
 /// kube's 422 for a review: it names the review by its internal object, whose kind is empty
@@ -161,7 +242,7 @@ mod tests {
     #[test]
     fn access_reviews_are_allowed_once_checked() {
         let asked = json!({"spec": {"resourceAttributes": {"verb": "create", "resource": "pods"}}});
-        let answer = answer(&info("SelfSubjectAccessReview"), None, asked).unwrap();
+        let answer = answer(&cache(), &info("SelfSubjectAccessReview"), None, asked).unwrap();
         assert_eq!(answer["status"], json!({"allowed": true}));
         assert_eq!(answer["kind"], "SelfSubjectAccessReview");
         let e = answer_err(&info("SelfSubjectAccessReview"), json!({"spec": {}}));
@@ -179,7 +260,12 @@ mod tests {
         );
     }
 
+    fn cache() -> WatchCache {
+        let registry = std::sync::Arc::new(crate::registry::Registry::with_defaults());
+        WatchCache::new(registry, crate::storage::keys::KeyLayout::new("/registry"), Default::default())
+    }
+
     fn answer_err(info: &ResourceInfo, body: Value) -> ApiError {
-        answer(info, Some("default"), body).unwrap_err()
+        answer(&cache(), info, Some("default"), body).unwrap_err()
     }
 }

@@ -50,7 +50,7 @@ pub(crate) struct Attributes<'a> {
 }
 
 /// Judges a request by every bound policy.
-pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiError> {
+pub(crate) fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), ApiError> {
     if a.info.group == GROUP && a.info.plural.starts_with("validatingadmissionpolic") {
         return Ok(());
     }
@@ -115,7 +115,7 @@ pub(crate) fn admit(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiErr
             ctx.add_variable_from_value("params", cel_of(param.as_ref()));
             ctx.add_variable_from_value("namespaceObject", crate::validation_rules::json_to_cel(&namespace));
             ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request(a)));
-            crate::cel_authz::bind(&mut ctx);
+            crate::cel_authz::bind(&mut ctx, cache, request_resource(a));
             let vars = variables(&policy, &ctx);
             ctx.add_variable_from_value("variables", vars);
             let Some(failures) = judged.failures(&policy, &ctx) else { continue };
@@ -406,6 +406,20 @@ pub(crate) fn conditions_hold(conditions: &[Value], ctx: &Context) -> Result<boo
 
 /// The namespace a request is in, as admission sees it: a Namespace's own name for a request
 /// on a Namespace by name (not its create, whose URL has no name).
+/// The request's resource, as `authorizer.requestResource` checks it.
+pub(crate) fn request_resource(a: &Attributes<'_>) -> crate::request_info::RequestInfo {
+    crate::request_info::RequestInfo {
+        resource_request: true,
+        group: a.info.group.clone(),
+        version: a.info.version.clone(),
+        resource: a.info.plural.clone(),
+        subresource: a.subresource.to_string(),
+        namespace: request_namespace(a).to_string(),
+        name: a.name.to_string(),
+        ..Default::default()
+    }
+}
+
 fn request_namespace<'a>(a: &Attributes<'a>) -> &'a str {
     let by_name = a.info.group.is_empty() && a.info.plural == "namespaces" && a.operation != "CREATE";
     if by_name { a.name } else { a.namespace }

@@ -73,7 +73,7 @@ pub(crate) struct Mutation<'a> {
 /// Offers the request to the mutating webhooks, which change the object with their patches. A
 /// webhook with `reinvocationPolicy: IfNeeded` is called once more, after the others, when a
 /// webhook after it changed the object. True when a webhook's patch changed the object.
-pub(crate) async fn mutate(cache: &WatchCache, a: &Attributes<'_>, m: Mutation<'_>) -> Result<bool, ApiError> {
+pub(crate) async fn mutate(cache: &Arc<WatchCache>, a: &Attributes<'_>, m: Mutation<'_>) -> Result<bool, ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
         return Ok(false);
@@ -107,7 +107,7 @@ fn restore_metadata(obj: &mut Map<String, Value>, fields: Vec<(String, Value)>) 
 /// Runs the mutating webhooks in order, then once more those with `reinvocationPolicy:
 /// IfNeeded` that a later webhook's change followed.
 async fn mutate_all(
-    cache: &WatchCache,
+    cache: &Arc<WatchCache>,
     a: &Attributes<'_>,
     hooks: &[Value],
     mut obj: Option<&mut Map<String, Value>>,
@@ -115,12 +115,11 @@ async fn mutate_all(
 ) -> Result<bool, ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
-    let registry = cache.registry();
     // The IfNeeded webhooks called, and whether the object changed after each was.
     let mut if_needed: Vec<(usize, bool)> = Vec::new();
     let mut any_changed = false;
     for (i, hook) in hooks.iter().enumerate() {
-        let once = mutate_once(hook, &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
+        let once = mutate_once(hook, cache, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
         let Some(changed) = once else { continue };
         if changed {
             any_changed = true;
@@ -131,7 +130,7 @@ async fn mutate_all(
         }
     }
     for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {
-        let once = mutate_once(&hooks[i], &registry, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
+        let once = mutate_once(&hooks[i], cache, a, obj.as_deref_mut(), old.as_ref(), &namespace, default).await?;
         any_changed |= once == Some(true);
     }
     Ok(any_changed)
@@ -141,7 +140,7 @@ async fn mutate_all(
 /// match, whether its patch changed the object otherwise.
 async fn mutate_once(
     hook: &Value,
-    registry: &Registry,
+    cache: &Arc<WatchCache>,
     a: &Attributes<'_>,
     obj: Option<&mut Map<String, Value>>,
     old: Option<&Value>,
@@ -149,7 +148,7 @@ async fn mutate_once(
     default: &(dyn Fn(&mut Map<String, Value>) + Sync),
 ) -> Result<Option<bool>, ApiError> {
     let object = obj.as_deref().map(|o| crate::admission_policy::view(a, Value::Object(o.clone())));
-    let Some(allowed) = offer(hook, registry, a, object, old.cloned(), namespace, true).await? else {
+    let Some(allowed) = offer(hook, cache, a, object, old.cloned(), namespace, true).await? else {
         return Ok(None);
     };
     let (Some(patch), Some(obj), Some(mut patched)) = (allowed.patch, obj, allowed.sent) else {
@@ -226,7 +225,7 @@ fn patch_error(doc: &Value, op: &json_patch::PatchOperation, e: &json_patch::Pat
 }
 
 /// Offers the request, its object as it will be stored, to the validating webhooks.
-pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(), ApiError> {
+pub(crate) async fn validate(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), ApiError> {
     let hooks = webhooks(cache, a, VALIDATING)?;
     if hooks.is_empty() {
         return Ok(());
@@ -234,8 +233,7 @@ pub(crate) async fn validate(cache: &WatchCache, a: &Attributes<'_>) -> Result<(
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let object = a.object.map(|o| crate::admission_policy::object_view(a, o));
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
-    let registry = cache.registry();
-    let calls = hooks.iter().map(|h| offer(h, &registry, a, object.clone(), old.clone(), &namespace, false));
+    let calls = hooks.iter().map(|h| offer(h, cache, a, object.clone(), old.clone(), &namespace, false));
     for answer in futures_util::future::join_all(calls).await {
         answer?;
     }
@@ -276,13 +274,15 @@ fn name_of(v: &Value) -> &str {
 /// webhook with `reinvocationPolicy: IfNeeded` may be called again, as in kube).
 async fn offer(
     hook: &Value,
-    registry: &Registry,
+    cache: &Arc<WatchCache>,
     a: &Attributes<'_>,
     object: Option<Value>,
     old: Option<Value>,
     namespace: &Value,
     mutating: bool,
 ) -> Result<Option<Allowed>, ApiError> {
+    let registry = cache.registry();
+    let registry: &Registry = &registry;
     let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
     let fail_closed = hook.get("failurePolicy").and_then(Value::as_str) != Some("Ignore");
     let failed = |reason: String| {
@@ -306,7 +306,7 @@ async fn offer(
         (_, v) => Ok(v),
     };
     let (object, old) = (in_version(object).await?, in_version(old).await?);
-    match conditions_hold(hook, a, object.as_ref(), old.as_ref()) {
+    match conditions_hold(hook, a, cache, object.as_ref(), old.as_ref()) {
         Ok(true) => {}
         Ok(false) => return Ok(None),
         Err(e) if fail_closed => return Err(ApiError::forbidden(&a.info.group, &a.info.plural, a.name, &e)),
@@ -443,6 +443,7 @@ fn matches(
 fn conditions_hold(
     hook: &Value,
     a: &Attributes<'_>,
+    cache: &Arc<WatchCache>,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Result<bool, String> {
@@ -453,7 +454,7 @@ fn conditions_hold(
     ctx.add_variable_from_value("object", cel(object));
     ctx.add_variable_from_value("oldObject", cel(old));
     ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&crate::admission_policy::request(a)));
-    crate::cel_authz::bind(&mut ctx);
+    crate::cel_authz::bind(&mut ctx, cache, crate::admission_policy::request_resource(a));
     crate::admission_policy::conditions_hold(conditions, &ctx)
 }
 

@@ -139,12 +139,29 @@ pub struct WatchCache {
     registry_changes: watch::Sender<u64>,
     /// Objects conversion webhooks converted for reads, reused while unchanged.
     conversions: crate::conversion::Conversions,
+    /// Whether requests are authorized by RBAC (else every one is allowed).
+    rbac: std::sync::atomic::AtomicBool,
 }
 
 impl WatchCache {
     /// What conversion webhooks converted for reads of this server's objects.
     pub(crate) fn conversions(&self) -> &crate::conversion::Conversions {
         &self.conversions
+    }
+
+    /// Authorizes the requests its readers judge in `mode`.
+    pub fn set_authorization(&self, mode: crate::AuthorizationMode) {
+        let rbac = mode == crate::AuthorizationMode::Rbac;
+        self.rbac.store(rbac, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How requests are authorized: by the roles this cache holds, or not at all.
+    pub fn authorization(&self) -> crate::AuthorizationMode {
+        if self.rbac.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::AuthorizationMode::Rbac
+        } else {
+            crate::AuthorizationMode::AlwaysAllow
+        }
     }
 
     /// An empty cache for the resources of `registry` (not ready until a [`Dispatcher`] fills it).
@@ -160,6 +177,7 @@ impl WatchCache {
             lag_us: std::sync::atomic::AtomicU64::new(0),
             registry_changes: watch::channel(0).0,
             conversions: Default::default(),
+            rbac: std::sync::atomic::AtomicBool::new(false),
         };
         cache.reset_resources(&mut cache.state.lock(), 0);
         cache

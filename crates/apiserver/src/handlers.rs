@@ -164,10 +164,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     if shared.cfg.token.is_some() && !server_token && account.is_none() {
         return error(&ApiError::unauthorized());
     }
-    let user = match crate::requester::impersonated(req.headers()) {
-        Ok(user) => user.or(account),
+    let impersonated = match crate::requester::impersonated(req.headers()) {
+        Ok(user) => user,
         Err(e) => return error(&e),
     };
+    if let Err(e) = authorize(&shared, &req, account.as_ref(), impersonated.as_ref()) {
+        return error(&e);
+    }
+    let user = impersonated.or(account);
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types.
     if !accept.json && !accept.protobuf && !req.uri().path().starts_with("/openapi/") {
@@ -187,6 +191,35 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     };
     warning::attach(&mut r, warnings);
     protobuf::negotiate::respond(accept, r)
+}
+
+/// Refuses a request its user may not make (and, first, an impersonation the authenticated
+/// user may not make), as kube-apiserver's impersonation and authorization filters do. The
+/// server's own user is in `system:masters`: its requests are not read again.
+fn authorize(
+    shared: &Shared,
+    req: &Request<Incoming>,
+    account: Option<&serde_json::Value>,
+    impersonated: Option<&serde_json::Value>,
+) -> Result<(), ApiError> {
+    let mode = shared.store.authorization();
+    if mode == crate::AuthorizationMode::AlwaysAllow || (account.is_none() && impersonated.is_none()) {
+        return Ok(());
+    }
+    let cache = shared.store.cache();
+    if let (Some(account), Some(_)) = (account, impersonated) {
+        let requester = crate::rbac::User::of(account);
+        for asked in crate::requester::impersonation_requests(req.headers()) {
+            crate::authorizer::check(cache, mode, &requester, &asked)?;
+        }
+    }
+    let Some(user) = impersonated.or(account) else { return Ok(()) };
+    let path = req.uri().path();
+    let query = body::parse_query(req.uri().query().unwrap_or(""));
+    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let asked = crate::request_info::read(req.method().as_str(), path, &segs, &query);
+    crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), &asked)
 }
 
 fn text(s: &'static str) -> Response<Body> {
@@ -385,7 +418,7 @@ async fn resource_request(
             let answer = crate::binding::bind_by_body(&store, ns.unwrap_or(""), v, dry_run).await?;
             return Ok(json_value(201, &answer));
         }
-        let answered = crate::access_review::answer(&info, ns, v)?;
+        let answered = crate::access_review::answer(store.cache(), &info, ns, v)?;
         return Ok(json_value(201, &answered));
     }
     let subresource = match sub {

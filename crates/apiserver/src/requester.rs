@@ -18,6 +18,7 @@ use std::future::Future;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
+use crate::request_info::RequestInfo;
 use crate::status::ApiError;
 
 tokio::task_local! {
@@ -55,13 +56,17 @@ const AUTHENTICATED: &str = "system:authenticated";
 const UNAUTHENTICATED: &str = "system:unauthenticated";
 const ANONYMOUS: &str = "system:anonymous";
 
-/// The user a request impersonates (None when it impersonates no one).
-pub(crate) fn impersonated(headers: &HeaderMap) -> Result<Option<Value>, ApiError> {
+/// What a request asks to impersonate, read from its headers.
+struct Asked {
+    user: String,
+    groups: Vec<String>,
+    uid: String,
+    extra: Vec<(String, Vec<String>)>,
+}
+
+fn asked(headers: &HeaderMap) -> Asked {
     // Go's clients send non-ASCII values as they are: read as UTF-8.
     let text = |v: &http::HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
-    let requested = headers.get(USER_HEADER).map(text).unwrap_or_default();
-    let groups: Vec<String> = headers.get_all(GROUP_HEADER).iter().map(text).collect();
-    let uid = headers.get(UID_HEADER).map(text).unwrap_or_default();
     let mut extra: Vec<(String, Vec<String>)> = Vec::new();
     for (name, value) in headers {
         if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
@@ -72,6 +77,56 @@ pub(crate) fn impersonated(headers: &HeaderMap) -> Result<Option<Value>, ApiErro
             }
         }
     }
+    Asked {
+        user: headers.get(USER_HEADER).map(text).unwrap_or_default(),
+        groups: headers.get_all(GROUP_HEADER).iter().map(text).collect(),
+        uid: headers.get(UID_HEADER).map(text).unwrap_or_default(),
+        extra,
+    }
+}
+
+/// The requests kube authorizes before it lets a user impersonate another, in its order (the
+/// user or service account, each group, each extra value, the uid): verb `impersonate` on
+/// `users`, `serviceaccounts` (in the account's namespace), `groups`, and authentication.k8s.io
+/// `userextras` (the key as subresource) and `uids`, each named by the value asked for.
+pub(crate) fn impersonation_requests(headers: &HeaderMap) -> Vec<RequestInfo> {
+    let a = asked(headers);
+    let request = |group: &str, resource: &str, name: &str| RequestInfo {
+        resource_request: true,
+        verb: "impersonate".into(),
+        group: group.into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        name: name.into(),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    if !a.user.is_empty() {
+        match service_account_namespace(&a.user) {
+            Some(ns) => {
+                let name = a.user.rsplit(':').next().unwrap_or("");
+                out.push(RequestInfo { namespace: ns.into(), ..request("", "serviceaccounts", name) });
+            }
+            None => out.push(request("", "users", &a.user)),
+        }
+    }
+    out.extend(a.groups.iter().map(|g| request("", "groups", g)));
+    for (key, values) in &a.extra {
+        out.extend(
+            values.iter().map(|v| RequestInfo { subresource: key.clone(), ..request(AUTHENTICATION, "userextras", v) }),
+        );
+    }
+    if !a.uid.is_empty() {
+        out.push(request(AUTHENTICATION, "uids", &a.uid));
+    }
+    out
+}
+
+const AUTHENTICATION: &str = "authentication.k8s.io";
+
+/// The user a request impersonates (None when it impersonates no one).
+pub(crate) fn impersonated(headers: &HeaderMap) -> Result<Option<Value>, ApiError> {
+    let Asked { user: requested, groups, uid, extra } = asked(headers);
     if requested.is_empty() {
         if groups.is_empty() && extra.is_empty() && uid.is_empty() {
             return Ok(None);

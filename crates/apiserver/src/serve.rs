@@ -42,6 +42,8 @@ pub struct ServeOptions {
     /// The service account signing key (an ECDSA P-256 PKCS#8 key, PEM or DER; see
     /// [`crate::ApiServerBuilder::service_account_key`]).
     pub service_account_key_file: Option<PathBuf>,
+    /// How requests are authorized (see [`crate::ApiServerBuilder::authorization`]).
+    pub authorization: crate::AuthorizationMode,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +62,7 @@ impl Default for ServeOptions {
             crds_dir: None,
             garbage_collector: true,
             service_account_key_file: None,
+            authorization: crate::AuthorizationMode::AlwaysAllow,
         }
     }
 }
@@ -81,7 +84,8 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .addr(opts.addr)
         .etcd_prefix(opts.etcd_prefix.clone())
         .compaction_interval(opts.compaction_interval)
-        .garbage_collector(opts.garbage_collector);
+        .garbage_collector(opts.garbage_collector)
+        .authorization(opts.authorization);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
         (Some(_), false) => {
             return Err(ServeError::Options("--data-dir and --etcd-servers are two different storages".into()));

@@ -81,6 +81,7 @@ pub struct ApiServerBuilder {
     crds: Vec<Result<Value, String>>,
     garbage_collector: bool,
     service_account_key: Option<SigningKey>,
+    authorization: crate::AuthorizationMode,
 }
 
 /// A service account signing key (PKCS#8 DER), never printed.
@@ -112,6 +113,7 @@ impl Default for ApiServerBuilder {
             crds: Vec::new(),
             garbage_collector: true,
             service_account_key: None,
+            authorization: crate::AuthorizationMode::AlwaysAllow,
         }
     }
 }
@@ -120,6 +122,17 @@ impl ApiServerBuilder {
     /// Listen address (default `127.0.0.1:0`).
     pub fn addr(mut self, addr: SocketAddr) -> Self {
         self.addr = addr;
+        self
+    }
+
+    /// How requests are authorized (kube-apiserver's `--authorization-mode`; default
+    /// [`AlwaysAllow`](crate::AuthorizationMode::AlwaysAllow)). With
+    /// [`Rbac`](crate::AuthorizationMode::Rbac) the server holds kube's default roles and
+    /// bindings, and the users requests impersonate or service account tokens authenticate may
+    /// do what their Roles and ClusterRoles allow; the server's own user is in `system:masters`
+    /// and may do everything.
+    pub fn authorization(mut self, mode: crate::AuthorizationMode) -> Self {
+        self.authorization = mode;
         self
     }
 
@@ -364,7 +377,8 @@ impl ApiServerBuilder {
         let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
         let store = Arc::new(
             Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
-                .with_garbage_collection(self.garbage_collector),
+                .with_garbage_collection(self.garbage_collector)
+                .with_authorization(self.authorization),
         );
         let background = Background::start(store.clone(), self.compaction_interval, Duration::ZERO);
         if !cache.wait_ready(self.ready_timeout).await {
@@ -399,6 +413,12 @@ impl ApiServerBuilder {
                     }
                 }
             }
+        }
+        if self.authorization == crate::AuthorizationMode::Rbac
+            && let Err(e) = crate::rbac_bootstrap::install(&store).await
+        {
+            background.stop();
+            return Err(e);
         }
         let crds: Vec<Value> = self.crds.into_iter().filter_map(Result::ok).collect();
         if let Err(e) = install_crds(&store, crds, self.ready_timeout).await {
@@ -506,7 +526,7 @@ struct Background {
 impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
-    /// garbage collector (when the store's deletions give its finalizers) and the compactor.
+    /// ClusterRole aggregation controller, the garbage collector (when the store's deletions give its finalizers) and the compactor.
     fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -527,6 +547,10 @@ impl Background {
         }
         if let Some(controller) = crate::crd_controller::Controller::new(store.clone()) {
             tasks.push(tokio::spawn(controller.run(rx.clone())));
+        }
+        if let Some(controller) = crate::clusterrole_aggregation::Controller::new(store.clone()) {
+            let user = crate::requester::service_account("kube-system", crate::clusterrole_aggregation::MANAGER);
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if store.garbage_collection() {
             let collector = crate::garbage_collector::GarbageCollector::new(store.clone());

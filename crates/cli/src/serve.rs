@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// Default: a key of the server's own (kept in `--data-dir`; new at each start otherwise).
     #[arg(long, alias = "service-account-signing-key-file")]
     pub service_account_key_file: Option<PathBuf>,
+    /// How requests are authorized, as kube-apiserver's `--authorization-mode`: `AlwaysAllow`
+    /// (every request) or `RBAC` (Roles, ClusterRoles and their bindings decide; the server
+    /// holds kube's default roles, and the server's own user is in `system:masters`).
+    #[arg(long, default_value = "AlwaysAllow")]
+    pub authorization_mode: informer_apiserver::AuthorizationMode,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -111,6 +116,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         crds_dir: args.crds,
         garbage_collector: !args.no_garbage_collector,
         service_account_key_file: args.service_account_key_file,
+        authorization: args.authorization_mode,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,

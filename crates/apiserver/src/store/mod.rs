@@ -187,6 +187,17 @@ impl Store {
         self
     }
 
+    /// Authorizes requests in `mode`.
+    pub fn with_authorization(self, mode: crate::authorizer::AuthorizationMode) -> Self {
+        self.cache.set_authorization(mode);
+        self
+    }
+
+    /// How requests are authorized.
+    pub fn authorization(&self) -> crate::authorizer::AuthorizationMode {
+        self.cache.authorization()
+    }
+
     /// Whether deletions give objects the garbage collector's finalizers.
     pub fn garbage_collection(&self) -> bool {
         self.garbage_collection
@@ -419,6 +430,7 @@ impl Store {
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
+        crate::rbac_escalation::check(&self.cache, info, &obj, None)?;
         // As kube's Service store: the address is given before validation and validating
         // admission, which see it, and given back when they refuse.
         let is_service = defaults::is_service(info);
@@ -916,6 +928,7 @@ impl Store {
         managers.store_into(&mut obj);
         obj.remove("kind");
         obj.remove("apiVersion");
+        crate::rbac_escalation::check(&self.cache, info, &obj, Some(old))?;
         validation::validate(info, &obj, Some(old))?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
@@ -1265,7 +1278,7 @@ fn name_required(info: &ResourceInfo) -> ApiError {
 
 /// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one made
 /// from `generateName`; written into the object. 422 when there is neither or the name is not a
-/// DNS subdomain.
+/// DNS subdomain (for RBAC objects: a path segment).
 fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<String, ApiError> {
     let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
         (Some(n), _) => n,
@@ -1275,8 +1288,14 @@ fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<
             return Err(name_required(info));
         }
     };
-    if !object::valid_name(&name) {
-        let msg = format!("Invalid value: \"{name}\": {}", object::SUBDOMAIN_MESSAGE);
+    // RBAC objects need only be a path segment (kube's `ValidateRBACName`: `system:…`).
+    let problem = if info.group == crate::rbac::GROUP {
+        crate::rbac::name_problem(&name)
+    } else {
+        (!object::valid_name(&name)).then_some(object::SUBDOMAIN_MESSAGE)
+    };
+    if let Some(problem) = problem {
+        let msg = format!("Invalid value: \"{name}\": {problem}");
         return Err(ApiError::invalid_object(
             &info.group,
             &info.kind,

@@ -24,6 +24,8 @@ pub struct Client {
     inner: HyperClient<HttpConnector, Full<Bytes>>,
     pub base: String,
     pub token: Option<String>,
+    /// Headers sent with every request (impersonation…).
+    pub headers: Vec<(String, String)>,
 }
 
 pub struct Resp {
@@ -35,11 +37,22 @@ pub struct Resp {
 
 impl Client {
     pub fn new(server: &ApiServer) -> Self {
-        Client { inner: HyperClient::builder(TokioExecutor::new()).build_http(), base: server.url(), token: None }
+        Client {
+            inner: HyperClient::builder(TokioExecutor::new()).build_http(),
+            base: server.url(),
+            token: None,
+            headers: Vec::new(),
+        }
     }
 
     pub fn with_token(mut self, t: &str) -> Self {
         self.token = Some(t.to_string());
+        self
+    }
+
+    /// The client impersonating `user` (kube's `Impersonate-User` header).
+    pub fn impersonating(mut self, user: &str) -> Self {
+        self.headers.push(("impersonate-user".into(), user.into()));
         self
     }
 
@@ -66,6 +79,9 @@ impl Client {
         }
         if let Some(ua) = user_agent {
             b = b.header("user-agent", ua);
+        }
+        for (k, v) in &self.headers {
+            b = b.header(k.as_str(), v.as_str());
         }
         b.body(Full::new(Bytes::from(body))).expect("request")
     }

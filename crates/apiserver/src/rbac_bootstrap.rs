@@ -1,0 +1,488 @@
+//! The roles and bindings kube-apiserver v1.35 holds from its start when it authorizes with RBAC
+//! (its bootstrap policy), limited to what the server needs to be usable and to aggregate: the
+//! superuser role `cluster-admin` bound to `system:masters`; the user-facing `admin`, `edit` and
+//! `view` roles with the `system:aggregate-to-*` roles that fill them; the discovery, basic-user,
+//! public-info and service-account-issuer-discovery roles every caller is granted; and the
+//! ClusterRole aggregation controller's role and binding.
+//!
+//! Invariants, as kube's bootstrap policy holds them:
+//! - every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
+//!   annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`;
+//! - within a rule, `apiGroups`, `resources`, `nonResourceURLs` and `verbs` are sorted, as kube's
+//!   rule builder sorts them, and rules keep kube's order, so a stored role equals kube's;
+//! - `admin`, `edit` and `view` carry an `aggregationRule` and no rules of their own (the
+//!   aggregation controller writes them); `edit` is labelled to aggregate into `admin` and `view`
+//!   into `edit`, so `admin` holds everything `edit` holds and `edit` everything `view` holds;
+//! - every binding is named after the ClusterRole it refers to, which is one of
+//!   [`cluster_roles`]; group subjects carry the RBAC API group, service-account subjects a
+//!   namespace and no API group.
+//!
+//! The lists follow kube's generated fixtures: bootstrap roles (and bindings) by name, then the
+//! controller's. [`install`] writes the missing ones at start; one that exists is left as it is.
+
+use serde_json::{Map, Value, json};
+
+use crate::rbac::GROUP;
+
+/// The label every bootstrap object carries, with its value.
+const BOOTSTRAPPING: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
+
+/// The annotation under which the server reconciles a bootstrap object with its default at start.
+const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
+
+/// The label a role carries to have its rules aggregated into `admin`.
+const TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
+/// The label a role carries to have its rules aggregated into `edit`.
+const TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
+/// The label a role carries to have its rules aggregated into `view`.
+const TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
+
+/// The core (legacy) API group.
+const CORE: &[&str] = &[""];
+
+/// Reading verbs.
+const READ: &[&str] = &["get", "list", "watch"];
+/// Writing verbs, sorted.
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+/// Reading and writing verbs, sorted.
+const READ_WRITE: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// A resource rule.
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+/// A non-resource rule.
+fn urls(urls: &[&str], verbs: &[&str]) -> Value {
+    json!({"nonResourceURLs": urls, "verbs": verbs})
+}
+
+/// The metadata of a bootstrap object: its name, the bootstrapping label plus `labels` (each
+/// valued `"true"`), and the autoupdate annotation.
+fn metadata(name: &str, labels: &[&str]) -> Value {
+    let mut all = Map::new();
+    all.insert(BOOTSTRAPPING.0.into(), BOOTSTRAPPING.1.into());
+    for label in labels {
+        all.insert((*label).into(), "true".into());
+    }
+    json!({"name": name, "labels": all, "annotations": {AUTOUPDATE: "true"}})
+}
+
+/// A ClusterRole with its own rules.
+fn role(name: &str, labels: &[&str], rules: Vec<Value>) -> Value {
+    json!({"metadata": metadata(name, labels), "rules": rules})
+}
+
+/// A ClusterRole whose rules are those of the roles labelled `selects: "true"`; it is written
+/// with no rules, for the aggregation controller to fill.
+fn aggregated(name: &str, labels: &[&str], selects: &str) -> Value {
+    json!({
+        "metadata": metadata(name, labels),
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]},
+        "rules": []
+    })
+}
+
+/// A ClusterRoleBinding of the ClusterRole of the same name.
+fn binding(name: &str, subjects: Vec<Value>) -> Value {
+    json!({
+        "metadata": metadata(name, &[]),
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+        "subjects": subjects
+    })
+}
+
+/// Group subjects.
+fn groups(names: &[&str]) -> Vec<Value> {
+    names.iter().map(|name| json!({"apiGroup": GROUP, "kind": "Group", "name": name})).collect()
+}
+
+/// A service-account subject.
+fn service_account(namespace: &str, name: &str) -> Value {
+    json!({"kind": "ServiceAccount", "name": name, "namespace": namespace})
+}
+
+/// The default ClusterRoles, as the server writes them when they are missing.
+pub(crate) fn cluster_roles() -> Vec<Value> {
+    vec![
+        aggregated("admin", &[], TO_ADMIN),
+        role("cluster-admin", &[], vec![rule(&["*"], &["*"], &["*"]), urls(&["*"], &["*"])]),
+        aggregated("edit", &[TO_ADMIN], TO_EDIT),
+        role(
+            "system:aggregate-to-admin",
+            &[TO_ADMIN],
+            vec![
+                rule(&["authorization.k8s.io"], &["localsubjectaccessreviews"], &["create"]),
+                rule(&[GROUP], &["rolebindings", "roles"], READ_WRITE),
+            ],
+        ),
+        role("system:aggregate-to-edit", &[TO_EDIT], aggregate_to_edit()),
+        role("system:aggregate-to-view", &[TO_VIEW], aggregate_to_view()),
+        role(
+            "system:basic-user",
+            &[],
+            vec![
+                rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"]),
+                rule(&["authentication.k8s.io"], &["selfsubjectreviews"], &["create"]),
+            ],
+        ),
+        role(
+            "system:discovery",
+            &[],
+            vec![urls(
+                &[
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/healthz",
+                    "/livez",
+                    "/openapi",
+                    "/openapi/*",
+                    "/readyz",
+                    "/version",
+                    "/version/",
+                ],
+                &["get"],
+            )],
+        ),
+        role(
+            "system:public-info-viewer",
+            &[],
+            vec![urls(&["/healthz", "/livez", "/readyz", "/version", "/version/"], &["get"])],
+        ),
+        role(
+            "system:service-account-issuer-discovery",
+            &[],
+            vec![urls(
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                &["get"],
+            )],
+        ),
+        aggregated("view", &[TO_EDIT], TO_VIEW),
+        role(
+            "system:controller:clusterrole-aggregation-controller",
+            &[],
+            vec![rule(&[GROUP], &["clusterroles"], &["escalate", "get", "list", "patch", "update", "watch"])],
+        ),
+    ]
+}
+
+/// What `edit` (and through it `admin`) grants beyond `view`: reads of the resources that can
+/// reveal secrets or reach into pods, impersonation of service accounts, and writes of the
+/// namespaced workload, service, config and policy resources.
+fn aggregate_to_edit() -> Vec<Value> {
+    vec![
+        rule(CORE, &["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"], READ),
+        rule(CORE, &["serviceaccounts"], &["impersonate"]),
+        rule(CORE, &["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"], WRITE),
+        rule(CORE, &["pods/eviction"], &["create"]),
+        rule(
+            CORE,
+            &[
+                "configmaps",
+                "persistentvolumeclaims",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "secrets",
+                "serviceaccounts",
+                "services",
+                "services/proxy",
+            ],
+            WRITE,
+        ),
+        rule(CORE, &["serviceaccounts/token"], &["create"]),
+        rule(&["", "events.k8s.io"], &["events"], WRITE),
+        rule(
+            &["apps"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "replicasets",
+                "replicasets/scale",
+                "statefulsets",
+                "statefulsets/scale",
+            ],
+            WRITE,
+        ),
+        rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
+        rule(&["batch"], &["cronjobs", "jobs"], WRITE),
+        rule(
+            &["extensions"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "ingresses",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicationcontrollers/scale",
+            ],
+            WRITE,
+        ),
+        rule(&["policy"], &["poddisruptionbudgets"], WRITE),
+        rule(&["networking.k8s.io"], &["ingresses", "networkpolicies"], WRITE),
+        rule(&["coordination.k8s.io"], &["leases"], READ_WRITE),
+        rule(&["resource.k8s.io"], &["resourceclaims", "resourceclaimtemplates"], WRITE),
+    ]
+}
+
+/// What `view` (and through it `edit` and `admin`) grants: reads of the namespaced resources that
+/// do not reveal secrets, their `status` and `scale`, and of the namespace itself.
+fn aggregate_to_view() -> Vec<Value> {
+    vec![
+        rule(
+            CORE,
+            &[
+                "configmaps",
+                "endpoints",
+                "persistentvolumeclaims",
+                "persistentvolumeclaims/status",
+                "pods",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/status",
+            ],
+            READ,
+        ),
+        rule(
+            CORE,
+            &[
+                "bindings",
+                "limitranges",
+                "namespaces/status",
+                "pods/log",
+                "pods/status",
+                "replicationcontrollers/status",
+                "resourcequotas",
+                "resourcequotas/status",
+            ],
+            READ,
+        ),
+        // Read access to namespaces at the namespace scope reads the namespace itself.
+        rule(CORE, &["namespaces"], READ),
+        rule(&["", "events.k8s.io"], &["events"], READ),
+        rule(&["discovery.k8s.io"], &["endpointslices"], READ),
+        rule(
+            &["apps"],
+            &[
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status",
+            ],
+            READ,
+        ),
+        rule(&["autoscaling"], &["horizontalpodautoscalers", "horizontalpodautoscalers/status"], READ),
+        rule(&["batch"], &["cronjobs", "cronjobs/status", "jobs", "jobs/status"], READ),
+        rule(
+            &["extensions"],
+            &[
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "ingresses",
+                "ingresses/status",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "replicationcontrollers/scale",
+            ],
+            READ,
+        ),
+        rule(&["policy"], &["poddisruptionbudgets", "poddisruptionbudgets/status"], READ),
+        rule(&["networking.k8s.io"], &["ingresses", "ingresses/status", "networkpolicies"], READ),
+        rule(&["resource.k8s.io"], &["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"], READ),
+    ]
+}
+
+/// The default ClusterRoleBindings, as the server writes them when they are missing.
+pub(crate) fn cluster_role_bindings() -> Vec<Value> {
+    vec![
+        binding("cluster-admin", groups(&["system:masters"])),
+        binding("system:basic-user", groups(&["system:authenticated"])),
+        binding("system:discovery", groups(&["system:authenticated"])),
+        binding("system:public-info-viewer", groups(&["system:authenticated", "system:unauthenticated"])),
+        binding("system:service-account-issuer-discovery", groups(&["system:serviceaccounts"])),
+        binding(
+            "system:controller:clusterrole-aggregation-controller",
+            vec![service_account("kube-system", "clusterrole-aggregation-controller")],
+        ),
+    ]
+}
+
+/// Writes the default ClusterRoles and ClusterRoleBindings the storage does not hold yet.
+pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> {
+    let registry = store.registry();
+    let sets = [("clusterroles", cluster_roles()), ("clusterrolebindings", cluster_role_bindings())];
+    for (plural, objects) in sets {
+        let Some(info) = registry.find(GROUP, "v1", plural).cloned() else { continue };
+        for obj in objects {
+            let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            match store.create_many(&info, None, vec![obj], false, "kube-apiserver").await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(std::io::Error::other(format!("creating {plural} {name}: {e}"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rbac::{PolicyRule, covers};
+
+    fn named<'a>(list: &'a [Value], name: &str) -> &'a Value {
+        list.iter().find(|o| o["metadata"]["name"] == name).unwrap_or_else(|| panic!("{name} missing"))
+    }
+
+    fn strs(v: &Value) -> Vec<&str> {
+        v.as_array().map(|l| l.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    }
+
+    #[test]
+    fn every_object_is_labelled_and_annotated_and_named_once() {
+        for list in [cluster_roles(), cluster_role_bindings()] {
+            let mut names: Vec<&str> = list.iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+            assert_eq!(names.len(), list.len());
+            for o in &list {
+                let name = &o["metadata"]["name"];
+                assert_eq!(o["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults", "{name}");
+                assert_eq!(
+                    o["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"], "true",
+                    "{name}"
+                );
+            }
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), list.len(), "duplicate names");
+        }
+    }
+
+    #[test]
+    fn rule_lists_are_sorted_and_shaped_as_kube_serializes_them() {
+        for role in cluster_roles() {
+            let name = &role["metadata"]["name"];
+            for r in role["rules"].as_array().expect("rules") {
+                for key in ["apiGroups", "resources", "nonResourceURLs", "verbs"] {
+                    let l = strs(&r[key]);
+                    assert!(l.windows(2).all(|w| w[0] < w[1]), "{name}: {key} {l:?} not sorted");
+                }
+                assert!(!strs(&r["verbs"]).is_empty(), "{name}: rule without verbs");
+                assert_eq!(r["resources"].is_null(), r["apiGroups"].is_null(), "{name}: {r}");
+                assert_ne!(r["resources"].is_null(), r["nonResourceURLs"].is_null(), "{name}: {r}");
+                assert_eq!(PolicyRule::of(r).to_value(), *r, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn cluster_admin_grants_everything() {
+        let roles = cluster_roles();
+        let admin = named(&roles, "cluster-admin");
+        assert_eq!(admin["rules"], json!([rule(&["*"], &["*"], &["*"]), urls(&["*"], &["*"])]));
+        let owner = PolicyRule::all_of(admin);
+        for role in &roles {
+            let missing = covers(&owner, &PolicyRule::all_of(role));
+            assert!(missing.is_empty(), "{} not covered: {missing:?}", role["metadata"]["name"]);
+        }
+        let bindings = cluster_role_bindings();
+        assert_eq!(named(&bindings, "cluster-admin")["subjects"], json!(groups(&["system:masters"])));
+    }
+
+    #[test]
+    fn every_binding_refers_to_a_bootstrap_role() {
+        let roles = cluster_roles();
+        for b in cluster_role_bindings() {
+            let role_ref = &b["roleRef"];
+            assert_eq!(role_ref["apiGroup"], GROUP);
+            assert_eq!(role_ref["kind"], "ClusterRole");
+            assert_eq!(role_ref["name"], b["metadata"]["name"]);
+            named(&roles, role_ref["name"].as_str().unwrap());
+            for s in b["subjects"].as_array().expect("subjects") {
+                match s["kind"].as_str() {
+                    Some("Group") => assert_eq!(s["apiGroup"], GROUP),
+                    Some("ServiceAccount") => {
+                        assert!(s.get("apiGroup").is_none());
+                        assert_eq!(s["namespace"], "kube-system");
+                    }
+                    other => panic!("unexpected subject kind {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn user_facing_roles_aggregate_and_chain() {
+        let roles = cluster_roles();
+        for (name, selects, label) in
+            [("admin", TO_ADMIN, None), ("edit", TO_EDIT, Some(TO_ADMIN)), ("view", TO_VIEW, Some(TO_EDIT))]
+        {
+            let role = named(&roles, name);
+            assert_eq!(role["aggregationRule"]["clusterRoleSelectors"], json!([{"matchLabels": {selects: "true"}}]));
+            assert_eq!(role["rules"], json!([]), "{name}");
+            let labels = role["metadata"]["labels"].as_object().unwrap();
+            assert_eq!(labels.len(), 1 + usize::from(label.is_some()), "{name}: {labels:?}");
+            if let Some(label) = label {
+                assert_eq!(labels[label], "true", "{name}");
+            }
+        }
+        for (name, label) in [
+            ("system:aggregate-to-admin", TO_ADMIN),
+            ("system:aggregate-to-edit", TO_EDIT),
+            ("system:aggregate-to-view", TO_VIEW),
+        ] {
+            let role = named(&roles, name);
+            assert_eq!(role["metadata"]["labels"][label], "true", "{name}");
+            assert!(role.get("aggregationRule").is_none(), "{name}");
+        }
+        let aggregating: Vec<&Value> = roles.iter().filter(|r| r.get("aggregationRule").is_some()).collect();
+        assert_eq!(aggregating.len(), 3);
+    }
+
+    #[test]
+    fn aggregate_roles_hold_the_expected_grants() {
+        let roles = cluster_roles();
+        let holds = |name: &str, group: &str, resource: &str, verbs: &[&str]| {
+            let rules = PolicyRule::all_of(named(&roles, name));
+            let wanted = PolicyRule::of(&rule(&[group], &[resource], verbs));
+            covers(&rules, &[wanted]).is_empty()
+        };
+        assert!(holds("system:aggregate-to-view", "", "pods", READ));
+        assert!(holds("system:aggregate-to-view", "events.k8s.io", "events", READ));
+        assert!(!holds("system:aggregate-to-view", "", "secrets", &["get"]));
+        assert!(!holds("system:aggregate-to-view", "", "pods", &["create"]));
+        assert!(holds("system:aggregate-to-edit", "apps", "deployments/scale", WRITE));
+        assert!(holds("system:aggregate-to-edit", "networking.k8s.io", "networkpolicies", WRITE));
+        assert!(holds("system:aggregate-to-edit", "coordination.k8s.io", "leases", READ_WRITE));
+        assert!(holds("system:aggregate-to-edit", "", "secrets", READ));
+        assert!(!holds("system:aggregate-to-edit", "", "endpoints", &["create"]));
+        assert!(!holds("system:aggregate-to-edit", GROUP, "roles", &["create"]));
+        assert!(holds("system:aggregate-to-admin", GROUP, "rolebindings", READ_WRITE));
+        assert!(holds("system:controller:clusterrole-aggregation-controller", GROUP, "clusterroles", &["escalate"]));
+    }
+}

@@ -1,0 +1,494 @@
+//! Role-based access control over HTTP, as kube-apiserver with `--authorization-mode=RBAC`
+//! answers it: requests by users the server's own user impersonates and by service account
+//! tokens are allowed by their Roles, ClusterRoles and bindings (names, subresources,
+//! `fieldSelector=metadata.name=`), refused with kube's 403 and words otherwise; impersonation
+//! itself is authorized; roles and bindings cannot grant what their writer does not hold (unless
+//! it may `escalate` or `bind`); the default roles are there and `admin`, `edit` and `view`
+//! gather the roles labelled to aggregate into them; access and rules reviews answer from the
+//! roles; and kubectl, kube-rs and the Python client meet the same answers.
+
+mod common;
+
+use common::*;
+use informer_apiserver::{ApiServer, AuthorizationMode};
+use serde_json::{Value, json};
+
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+const CLUSTER_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+
+async fn rbac_server() -> ApiServer {
+    informer_apiserver::testing::builder().authorization(AuthorizationMode::Rbac).start().await.expect("start")
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+async fn role(c: &Client, name: &str, rules: Vec<Value>) {
+    let r = c.post(ROLES, &json!({"metadata": {"name": name}, "rules": rules})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+}
+
+/// Binds `role_kind`/`role` to `subject` in the default namespace.
+async fn bind(c: &Client, name: &str, role_kind: &str, role: &str, subject: Value) {
+    let binding = json!({"metadata": {"name": name}, "subjects": [subject],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}});
+    let r = c.post(BINDINGS, &binding).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+}
+
+fn user(name: &str) -> Value {
+    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name})
+}
+
+/// A consistent read: from here on the server's cache, which authorizes requests, holds every
+/// write made before it (as kube's authorizer reads its informers).
+async fn settled(c: &Client) {
+    assert_eq!(c.get(CLUSTER_ROLES).await.code, 200);
+}
+
+fn forbidden(r: &Resp, message: &str) {
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(r.body["reason"], "Forbidden");
+    assert_eq!(r.body["message"], message);
+}
+
+#[tokio::test]
+async fn requests_are_allowed_by_roles_and_refused_in_kube_s_words() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    let alice = admin.clone().impersonating("alice");
+    let r = alice.get(PODS).await;
+    forbidden(
+        &r,
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
+    );
+    assert_eq!(r.body["details"], json!({"kind": "pods"}));
+    // Discovery and the server's version are every authenticated user's (kube's default roles).
+    for path in ["/version", "/api", "/apis", "/apis/apps/v1"] {
+        assert_eq!(alice.get(path).await.code, 200, "{path}");
+    }
+    forbidden(&alice.get("/metrics").await, "forbidden: User \"alice\" cannot get path \"/metrics\"");
+
+    role(&admin, "pod-reader", vec![rule(&[""], &["pods"], &["get", "list", "watch"])]).await;
+    bind(&admin, "readers", "Role", "pod-reader", user("alice")).await;
+    assert_eq!(admin.post(PODS, &pod("p", json!({}))).await.code, 201);
+    settled(&admin).await;
+    assert_eq!(alice.get(PODS).await.code, 200);
+    assert_eq!(alice.get(&format!("{PODS}/p")).await.code, 200);
+    let mut w = alice.watch(&format!("{PODS}?watch=true&resourceVersion=0")).await;
+    assert!(w.next().await.is_some(), "a watch is allowed by the role's watch verb");
+    forbidden(
+        &alice.delete(&format!("{PODS}/p")).await,
+        "pods \"p\" is forbidden: User \"alice\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\"",
+    );
+    forbidden(
+        &alice.get("/api/v1/namespaces/kube-system/pods").await,
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\"",
+    );
+    forbidden(
+        &alice.get("/api/v1/pods").await,
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
+    );
+    // A resource the server does not serve is authorized (and refused) before it is looked up.
+    forbidden(
+        &alice.get("/apis/example.com/v1/namespaces/default/gadgets").await,
+        "gadgets.example.com is forbidden: User \"alice\" cannot list resource \"gadgets\" in API group \"example.com\" in the namespace \"default\"",
+    );
+    // A binding to a role that does not exist gives no permission, and says so.
+    bind(&admin, "ghost", "ClusterRole", "missing", user("alice")).await;
+    settled(&admin).await;
+    forbidden(
+        &alice.get("/api/v1/namespaces/default/configmaps").await,
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": RBAC: clusterrole.rbac.authorization.k8s.io \"missing\" not found",
+    );
+    assert_eq!(alice.get(PODS).await.code, 200, "the role that exists still allows");
+    // The server's own user is in system:masters.
+    assert_eq!(admin.get("/api/v1/namespaces/kube-system/pods").await.code, 200);
+}
+
+#[tokio::test]
+async fn names_and_subresources_are_matched_as_kube_matches_them() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    let bob = admin.clone().impersonating("bob");
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    for name in ["lock", "other"] {
+        assert_eq!(admin.post(leases, &json!({"metadata": {"name": name}, "spec": {}})).await.code, 201);
+    }
+    assert_eq!(admin.post(PODS, &pod("p", json!({}))).await.code, 201);
+    let mut named = rule(&["coordination.k8s.io"], &["leases"], &["get", "list", "watch", "update"]);
+    named["resourceNames"] = json!(["lock"]);
+    role(&admin, "elector", vec![named, rule(&[""], &["pods/status"], &["get"])]).await;
+    bind(&admin, "elector", "Role", "elector", user("bob")).await;
+    settled(&admin).await;
+    assert_eq!(bob.get(&format!("{leases}/lock")).await.code, 200);
+    forbidden(
+        &bob.get(&format!("{leases}/other")).await,
+        "leases.coordination.k8s.io \"other\" is forbidden: User \"bob\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"",
+    );
+    // A list or watch of one name (as client-go's lease lock and single-object informers ask).
+    assert_eq!(bob.get(&format!("{leases}?fieldSelector=metadata.name%3Dlock")).await.code, 200);
+    let mut w = bob.watch(&format!("{leases}?watch=1&fieldSelector=metadata.name%3Dlock&resourceVersion=0")).await;
+    assert!(w.next().await.is_some());
+    assert_eq!(bob.get(leases).await.code, 403);
+    assert_eq!(bob.get(&format!("{PODS}/p/status")).await.code, 200);
+    forbidden(
+        &bob.get(&format!("{PODS}/p")).await,
+        "pods \"p\" is forbidden: User \"bob\" cannot get resource \"pods\" in API group \"\" in the namespace \"default\"",
+    );
+    forbidden(
+        &bob.post(&format!("{PODS}/p/eviction"), &json!({"metadata": {"name": "p"}})).await,
+        "pods \"p\" is forbidden: User \"bob\" cannot create resource \"pods/eviction\" in API group \"\" in the namespace \"default\"",
+    );
+}
+
+#[tokio::test]
+async fn roles_and_bindings_grant_only_what_their_writer_holds() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    let carol = admin.clone().impersonating("carol");
+    role(
+        &admin,
+        "delegate",
+        vec![
+            rule(&["rbac.authorization.k8s.io"], &["roles", "rolebindings"], &["create"]),
+            rule(&[""], &["pods"], &["get", "list"]),
+        ],
+    )
+    .await;
+    bind(&admin, "delegate", "Role", "delegate", user("carol")).await;
+    settled(&admin).await;
+    let held = json!({"metadata": {"name": "reader"}, "rules": [rule(&[""], &["pods"], &["get"])]});
+    assert_eq!(carol.post(ROLES, &held).await.code, 201);
+    let more = json!({"metadata": {"name": "deleter"},
+        "rules": [rule(&[""], &["pods"], &["get", "watch", "delete"]), rule(&["apps"], &["deployments"], &["get"])]});
+    forbidden(
+        &carol.post(ROLES, &more).await,
+        "roles.rbac.authorization.k8s.io \"deleter\" is forbidden: user \"carol\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\
+         {APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"watch\" \"delete\"]}\n\
+         {APIGroups:[\"apps\"], Resources:[\"deployments\"], Verbs:[\"get\"]}",
+    );
+    // Binding a role carol holds is allowed; binding `edit` is not, until she may `bind` it.
+    let binding = |name: &str, role: &str| {
+        json!({"metadata": {"name": name}, "subjects": [user("dave")],
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}})
+    };
+    assert_eq!(
+        admin
+            .post(
+                CLUSTER_ROLES,
+                &json!({"metadata": {"name": "pod-getter"}, "rules": [rule(&[""], &["pods"], &["get"])]})
+            )
+            .await
+            .code,
+        201
+    );
+    settled(&admin).await;
+    assert_eq!(carol.post(BINDINGS, &binding("getters", "pod-getter")).await.code, 201);
+    until_role(&admin, "edit", |r| r["verbs"].as_array().is_some_and(|v| v.contains(&json!("delete")))).await;
+    let r = carol.post(BINDINGS, &binding("editors", "edit")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("rolebindings.rbac.authorization.k8s.io \"editors\" is forbidden: user \"carol\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n"),
+        "{message}"
+    );
+    let r = carol.post(BINDINGS, &binding("ghosts", "missing")).await;
+    forbidden(
+        &r,
+        "rolebindings.rbac.authorization.k8s.io \"ghosts\" is forbidden: clusterroles.rbac.authorization.k8s.io \"missing\" not found",
+    );
+    let mut may_bind = rule(&["rbac.authorization.k8s.io"], &["clusterroles"], &["bind"]);
+    may_bind["resourceNames"] = json!(["edit"]);
+    role(&admin, "binder", vec![may_bind, rule(&["rbac.authorization.k8s.io"], &["roles"], &["escalate"])]).await;
+    bind(&admin, "binder", "Role", "binder", user("carol")).await;
+    settled(&admin).await;
+    assert_eq!(carol.post(BINDINGS, &binding("editors", "edit")).await.code, 201);
+    assert_eq!(carol.post(ROLES, &more).await.code, 201, "escalate lets carol write what she does not hold");
+    // Only a user holding every permission may aggregate.
+    let aggregated = json!({"metadata": {"name": "everything"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}});
+    let cluster = rule(&["rbac.authorization.k8s.io"], &["clusterroles"], &["create"]);
+    assert_eq!(
+        admin.post(CLUSTER_ROLES, &json!({"metadata": {"name": "role-maker"}, "rules": [cluster]})).await.code,
+        201
+    );
+    let r = admin
+        .post(
+            CLUSTER_BINDINGS,
+            &json!({"metadata": {"name": "role-maker"}, "subjects": [user("carol")],
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "role-maker"}}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    settled(&admin).await;
+    forbidden(
+        &carol.post(CLUSTER_ROLES, &aggregated).await,
+        "clusterroles.rbac.authorization.k8s.io \"everything\" is forbidden: must have cluster-admin privileges to use the aggregationRule",
+    );
+    assert_eq!(admin.post(CLUSTER_ROLES, &aggregated).await.code, 201);
+}
+
+/// Waits until the ClusterRole `name` is as `pred` wants it (it is written by the server's
+/// aggregation controller), and gives it.
+async fn until_object(c: &Client, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let list = c.get(&format!("{CLUSTER_ROLES}?fieldSelector=metadata.name%3D{name}")).await;
+    let rv = list.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    if let Some(found) = list.body["items"].as_array().unwrap().first()
+        && pred(found)
+    {
+        return found.clone();
+    }
+    let path = format!("{CLUSTER_ROLES}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3D{name}");
+    let mut w = c.watch(&path).await;
+    until(&mut w, name, |e| pred(&e["object"])).await["object"].clone()
+}
+
+/// Waits until the ClusterRole `name` holds a rule `pred` accepts.
+async fn until_role(c: &Client, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    until_object(c, name, |v| v["rules"].as_array().is_some_and(|r| r.iter().any(&pred))).await
+}
+
+#[tokio::test]
+async fn default_roles_aggregate_what_is_labelled_for_them() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    for name in ["cluster-admin", "system:discovery", "system:basic-user", "system:public-info-viewer"] {
+        let r = admin.get(&format!("{CLUSTER_ROLES}/{name}")).await;
+        assert_eq!(r.code, 200, "{name}");
+        assert_eq!(r.body["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+    }
+    let r = admin.get(&format!("{CLUSTER_BINDINGS}/cluster-admin")).await;
+    assert_eq!(r.body["subjects"][0]["name"], "system:masters");
+    // `view` gathers the pods rule of system:aggregate-to-view; `admin` gathers `edit`'s
+    // (which gathers `view`'s).
+    let pods_read = |r: &Value| {
+        r["resources"].as_array().is_some_and(|l| l.contains(&json!("pods")))
+            && r["verbs"].as_array().is_some_and(|v| v.contains(&json!("watch")))
+    };
+    until_role(&admin, "view", pods_read).await;
+    until_role(&admin, "admin", pods_read).await;
+    let widgets = |r: &Value| r["apiGroups"] == json!(["example.com"]);
+    let labelled = json!({"metadata": {"name": "widget-viewer", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [rule(&["example.com"], &["widgets"], &["get", "list", "watch"])]});
+    assert_eq!(admin.post(CLUSTER_ROLES, &labelled).await.code, 201);
+    let view = until_role(&admin, "view", widgets).await;
+    assert_eq!(
+        view["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["manager"] == "clusterrole-aggregation-controller")
+            .count(),
+        1
+    );
+    until_role(&admin, "edit", widgets).await;
+    until_role(&admin, "admin", widgets).await;
+    // A user bound to `view` in a namespace reads what it gathered.
+    bind(&admin, "viewers", "ClusterRole", "view", user("erin")).await;
+    settled(&admin).await;
+    let erin = admin.clone().impersonating("erin");
+    assert_eq!(erin.get(PODS).await.code, 200);
+    assert_eq!(erin.get("/api/v1/namespaces/default/secrets").await.code, 403, "view does not read secrets");
+}
+
+#[tokio::test]
+async fn aggregation_runs_whatever_the_mode() {
+    let s = server().await;
+    let admin = Client::new(&s);
+    assert_eq!(admin.get(&format!("{CLUSTER_ROLES}/cluster-admin")).await.code, 404, "no default roles without RBAC");
+    let part = |name: &str, verb: &str| json!({"metadata": {"name": name, "labels": {"team": "a"}}, "rules": [rule(&[""], &["configmaps"], &[verb])]});
+    assert_eq!(admin.post(CLUSTER_ROLES, &part("a-get", "get")).await.code, 201);
+    let whole = json!({"metadata": {"name": "team-a"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": "a"}}]}});
+    assert_eq!(admin.post(CLUSTER_ROLES, &whole).await.code, 201);
+    assert_eq!(admin.post(CLUSTER_ROLES, &part("a-list", "list")).await.code, 201);
+    let both = json!([rule(&[""], &["configmaps"], &["get"]), rule(&[""], &["configmaps"], &["list"])]);
+    until_object(&admin, "team-a", |v| v["rules"] == both).await;
+    assert_eq!(admin.delete(&format!("{CLUSTER_ROLES}/a-get")).await.code, 200);
+    let left = json!([rule(&[""], &["configmaps"], &["list"])]);
+    until_object(&admin, "team-a", |v| v["rules"] == left).await;
+}
+
+#[tokio::test]
+async fn service_accounts_are_authorized_by_their_bindings_and_impersonation_is_checked() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    let r = admin.post("/api/v1/namespaces/default/serviceaccounts", &json!({"metadata": {"name": "builder"}})).await;
+    assert_eq!(r.code, 201);
+    let r = admin.post("/api/v1/namespaces/default/serviceaccounts/builder/token", &json!({})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let token = r.body["status"]["token"].as_str().unwrap().to_string();
+    let builder = Client::new(&s).with_token(&token);
+    forbidden(
+        &builder.get(PODS).await,
+        "pods is forbidden: User \"system:serviceaccount:default:builder\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
+    );
+    role(&admin, "pod-reader", vec![rule(&[""], &["pods"], &["list"])]).await;
+    // A service account subject without a namespace is one of the binding's namespace.
+    bind(&admin, "builder", "Role", "pod-reader", json!({"kind": "ServiceAccount", "name": "builder"})).await;
+    settled(&admin).await;
+    assert_eq!(builder.get(PODS).await.code, 200);
+    // The account may not impersonate until a role lets it.
+    let as_bob = builder.clone().impersonating("bob");
+    forbidden(
+        &as_bob.get(PODS).await,
+        "users \"bob\" is forbidden: User \"system:serviceaccount:default:builder\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+    );
+    let impersonator =
+        json!({"metadata": {"name": "impersonator"}, "rules": [rule(&[""], &["users"], &["impersonate"])]});
+    assert_eq!(admin.post(CLUSTER_ROLES, &impersonator).await.code, 201);
+    let binding = json!({"metadata": {"name": "impersonator"}, "subjects": [{"kind": "ServiceAccount", "name": "builder", "namespace": "default"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"}});
+    assert_eq!(admin.post(CLUSTER_BINDINGS, &binding).await.code, 201);
+    settled(&admin).await;
+    // Now the request is bob's, whom no role allows.
+    forbidden(
+        &as_bob.get(PODS).await,
+        "pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
+    );
+}
+
+#[tokio::test]
+async fn access_reviews_answer_from_the_roles() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    role(&admin, "pod-reader", vec![rule(&[""], &["pods"], &["get", "list"])]).await;
+    bind(&admin, "readers", "Role", "pod-reader", user("alice")).await;
+    settled(&admin).await;
+    let review = |verb: &str| json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "default", "verb": verb, "resource": "pods"}}});
+    let r = admin.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", &review("list")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.body["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"readers/default\" of Role \"pod-reader\" to User \"alice\""})
+    );
+    let r = admin.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", &review("delete")).await;
+    assert_eq!(r.body["status"], json!({"allowed": false}));
+    let alice = admin.clone().impersonating("alice");
+    let own = json!({"spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}});
+    let r = alice.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &own).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["status"]["allowed"], true);
+    let r = alice
+        .post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &json!({"spec": {"namespace": "default"}}))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let rules = r.body["status"]["resourceRules"].as_array().unwrap();
+    assert!(rules.contains(&json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]})), "{rules:?}");
+    assert!(!rules.iter().any(|r| r["resources"] == json!(["*"])), "{rules:?}");
+    assert!(
+        r.body["status"]["nonResourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["nonResourceURLs"].as_array().unwrap().contains(&json!("/version")))
+    );
+}
+
+const PY_LIST: &str = r#"
+import json, sys
+from kubernetes import client
+cfg = client.Configuration()
+cfg.host = sys.argv[1]
+cfg.api_key = {"authorization": "Bearer " + sys.argv[2]}
+api = client.CoreV1Api(client.ApiClient(cfg))
+try:
+    api.list_namespaced_pod("default")
+    print(json.dumps({"listed": True}))
+except client.exceptions.ApiException as e:
+    print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
+"#;
+
+#[tokio::test]
+async fn kubectl_kube_rs_and_python_meet_the_same_answers() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    // kube-rs impersonating alice.
+    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
+    let mut cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    cfg.auth_info.impersonate = Some("alice".into());
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(kube::Client::try_from(cfg).unwrap(), "default");
+    match pods.list(&Default::default()).await {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+            assert_eq!(
+                e.message,
+                "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+            );
+        }
+        other => panic!("expected a 403, got {other:?}"),
+    }
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let dir = tempdir("kubectl-rbac");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let (ok, out, _) = kubectl_bin(bin, &kc, &cache, &["auth", "can-i", "list", "pods", "--as", "alice"]).await;
+        assert!(!ok && out.trim() == "no", "{bin}: {out}");
+        let (ok, _, err) = kubectl_bin(bin, &kc, &cache, &["get", "pods", "--as", "alice"]).await;
+        assert!(!ok);
+        assert!(
+            err.contains("Error from server (Forbidden): pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""),
+            "{bin}: {err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    role(&admin, "pod-reader", vec![rule(&[""], &["pods"], &["list"])]).await;
+    bind(&admin, "readers", "Role", "pod-reader", user("alice")).await;
+    settled(&admin).await;
+    assert!(pods.list(&Default::default()).await.is_ok());
+    let dir = tempdir("kubectl-rbac");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let (ok, out, err) = kubectl_bin(
+        versions.last().unwrap(),
+        &kc,
+        &dir.join("cache"),
+        &["auth", "can-i", "list", "pods", "--as", "alice"],
+    )
+    .await;
+    assert!(ok && out.trim() == "yes", "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The Python client with a service account's token.
+    assert_eq!(
+        admin.post("/api/v1/namespaces/default/serviceaccounts", &json!({"metadata": {"name": "py"}})).await.code,
+        201
+    );
+    let token =
+        admin.post("/api/v1/namespaces/default/serviceaccounts/py/token", &json!({})).await.body["status"]["token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let run = || async {
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            tokio::process::Command::new("/usr/bin/python3")
+                .args(["-c", PY_LIST, &s.url(), &token])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("python timed out")
+        .expect("python runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let answer = run().await;
+    assert_eq!(answer["status"], 403, "{answer}");
+    assert_eq!(
+        answer["body"]["message"],
+        "pods is forbidden: User \"system:serviceaccount:default:py\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    bind(&admin, "py", "Role", "pod-reader", json!({"kind": "ServiceAccount", "name": "py", "namespace": "default"}))
+        .await;
+    settled(&admin).await;
+    assert_eq!(run().await, json!({"listed": true}));
+}
