@@ -6,8 +6,8 @@
 //!
 //! Invariants: an access review is decided by the server's authorizer ([`crate::authorizer`])
 //! for the user it names (the requester for a self review), with the authorizer's reason
-//! (`RBAC: allowed by …`); a rules review lists `*` for `system:masters` and under
-//! `AlwaysAllow`, and the user's RBAC rules in the namespace otherwise; a review is checked as
+//! (`RBAC: allowed by …`); a rules review lists `*` under `AlwaysAllow`, and the user's RBAC
+//! rules in the namespace under RBAC (`system:masters` included, which holds `cluster-admin`); a review is checked as
 //! kube checks it before it is answered (kube's 422 and 400 in kube's words); the answer is the
 //! review sent, with kube's `status`, and `201 Created`.
 
@@ -157,7 +157,8 @@ fn rules_review(cache: &WatchCache, mode: AuthorizationMode, namespace: &str) ->
     let user = User::of(&crate::requester::user_info());
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
-    if user.in_group(crate::authorizer::PRIVILEGED_GROUP) || mode == AuthorizationMode::AlwaysAllow {
+    // The privileged group's authorizer resolves no rules: a member lists what RBAC gives it.
+    if mode == AuthorizationMode::AlwaysAllow {
         resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
         non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }

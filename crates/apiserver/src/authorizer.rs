@@ -26,15 +26,23 @@ pub enum AuthorizationMode {
     Rbac,
 }
 
+/// Reads kube-apiserver's `--authorization-mode` list (`RBAC`, `Node,RBAC`, `AlwaysAllow`): the
+/// modes are a union, so `AlwaysAllow` anywhere allows everything; `Node` (whose node identities
+/// this server does not issue) adds nothing; other modes are refused.
 impl std::str::FromStr for AuthorizationMode {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
-            "RBAC" => Ok(AuthorizationMode::Rbac),
-            other => Err(format!("authorization mode {other:?} is not one of AlwaysAllow, RBAC")),
+        let mut mode = None;
+        for m in s.split(',').map(str::trim) {
+            match m {
+                "AlwaysAllow" => mode = Some(AuthorizationMode::AlwaysAllow),
+                "RBAC" if mode.is_none() => mode = Some(AuthorizationMode::Rbac),
+                "RBAC" | "Node" => {}
+                other => return Err(format!("authorization mode {other:?} is not one of AlwaysAllow, RBAC, Node")),
+            }
         }
+        mode.ok_or_else(|| format!("authorization modes {s:?} name neither AlwaysAllow nor RBAC"))
     }
 }
 
@@ -70,6 +78,34 @@ pub(crate) fn check(cache: &WatchCache, mode: AuthorizationMode, user: &User, r:
     if d.allowed { Ok(()) } else { Err(forbidden(user, r, &d.reason)) }
 }
 
+/// Refuses the user of the request being served `verb` on `info`'s object `name` in `ns`: the
+/// check kube makes inside a handler, for the create an apply makes of an object that does not
+/// exist (which needs `create` as well as `patch`).
+pub(crate) fn check_requester(
+    cache: &WatchCache,
+    verb: &str,
+    info: &crate::registry::ResourceInfo,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let mode = cache.authorization();
+    if mode == AuthorizationMode::AlwaysAllow {
+        return Ok(());
+    }
+    let user = User::of(&crate::requester::user_info());
+    let r = RequestInfo {
+        resource_request: true,
+        verb: verb.into(),
+        group: info.group.clone(),
+        version: info.version.clone(),
+        resource: info.plural.clone(),
+        namespace: if info.namespaced { ns.to_string() } else { String::new() },
+        name: name.into(),
+        ..Default::default()
+    };
+    check(cache, mode, &user, &r)
+}
+
 /// kube's 403 for a request `user` may not make (`responsewriters.Forbidden`).
 pub(crate) fn forbidden(user: &User, r: &RequestInfo, reason: &str) -> ApiError {
     let who = go_quote(&user.name);
@@ -101,6 +137,17 @@ pub(crate) fn forbidden(user: &User, r: &RequestInfo, reason: &str) -> ApiError 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modes_are_read_as_kube_s_flag_lists() {
+        let read = |s: &str| s.parse::<AuthorizationMode>();
+        assert_eq!(read("RBAC"), Ok(AuthorizationMode::Rbac));
+        assert_eq!(read("Node,RBAC"), Ok(AuthorizationMode::Rbac));
+        assert_eq!(read("RBAC,AlwaysAllow"), Ok(AuthorizationMode::AlwaysAllow));
+        assert_eq!(read("AlwaysAllow"), Ok(AuthorizationMode::AlwaysAllow));
+        assert!(read("Node").is_err());
+        assert!(read("Webhook,RBAC").is_err());
+    }
 
     #[test]
     fn refusals_are_worded_as_kube_words_them() {

@@ -5,9 +5,12 @@
 //!
 //! Invariants: the rules are gathered selector by selector, from the selected roles in name
 //! order, each rule once, as kube gathers them; a role whose gathered rules equal its own is not
-//! written; the write is a forced server-side apply of `rules` by the field manager
-//! `clusterrole-aggregation-controller`, made as that controller's service account; a pass runs
-//! on every change to a ClusterRole.
+//! written, and a pass writes at most one role, so every role is gathered from what the cache
+//! holds after the last write (roles that select each other settle); the write is a forced
+//! server-side apply of `rules` (none when nothing is gathered) by the field manager
+//! `clusterrole-aggregation-controller`, made as that controller's service account, which under
+//! RBAC may write roles once its binding exists (a refusal waits for a binding to change); a
+//! pass runs on every change to a ClusterRole.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,35 +47,43 @@ impl Controller {
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
         let lp = Loop { name: MANAGER, retry: RETRY, cache: self.store.cache() };
-        let wakers = || Wakers { own: self.info.clone(), candidates: Vec::new(), registry: false };
+        let bindings: Vec<Arc<ResourceInfo>> =
+            self.store.registry().find(GROUP, "v1", "clusterrolebindings").cloned().into_iter().collect();
+        let wakers = || Wakers { own: self.info.clone(), candidates: bindings.clone(), registry: false };
         lp.run(wakers, || self.pass(), stop).await;
     }
 
-    /// Brings every aggregated ClusterRole up to date once.
+    /// Brings the first aggregated ClusterRole that is out of date up to date: one write per
+    /// pass, so the next pass (which the write wakes) reads what it changed, as kube's
+    /// controller reads its informer for each role.
     async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
         let (_, all) = self.store.cache().snapshot(&self.info, None, &Selectors::default())?;
         let roles: Vec<(String, Value)> = all.iter().map(|o| (o.name.clone(), o.value())).collect();
-        let mut first_error = None;
         for (name, role) in &roles {
             let Some(selectors) = role.get("aggregationRule").filter(|a| a.is_object()) else { continue };
             let gathered = gather(name, selectors, &roles);
             if gathered == PolicyRule::all_of(role) {
                 continue;
             }
-            if let Err(e) = self.write(name, &gathered).await {
-                tracing::debug!(clusterrole = %name, error = %e, "clusterrole aggregation");
-                first_error.get_or_insert(e);
-            }
+            return match self.write(name, &gathered).await {
+                Ok(()) => Ok(Vec::new()),
+                // Not (yet) allowed to write roles: until a binding changes.
+                Err(e) if e.code == 403 => {
+                    tracing::debug!(clusterrole = %name, error = %e, "clusterrole aggregation");
+                    Ok(self.store.registry().find(GROUP, "v1", "clusterrolebindings").cloned().into_iter().collect())
+                }
+                Err(e) => Err(e),
+            };
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(Vec::new()),
-        }
+        Ok(Vec::new())
     }
 
     async fn write(&self, name: &str, rules: &[PolicyRule]) -> Result<(), ApiError> {
-        let body = json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole", "metadata": {"name": name},
-                          "rules": rules.iter().map(PolicyRule::to_value).collect::<Vec<_>>()});
+        let mut body = json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole", "metadata": {"name": name}});
+        // No rules gathered: none applied, so the controller's rules are removed (kube's `WithRules()`).
+        if !rules.is_empty() {
+            body["rules"] = rules.iter().map(PolicyRule::to_value).collect::<Vec<_>>().into();
+        }
         let opts = ApplyOpts { force: true, field_manager: MANAGER.into(), ..Default::default() };
         let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::internal(&e.to_string()))?;
         match self.store.apply(&self.info, "", name, &bytes, &opts).await {

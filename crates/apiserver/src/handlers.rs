@@ -214,11 +214,11 @@ fn authorize(
         }
     }
     let Some(user) = impersonated.or(account) else { return Ok(()) };
-    let path = req.uri().path();
+    let path = body::percent_decode(req.uri().path());
     let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let asked = crate::request_info::read(req.method().as_str(), path, &segs, &query);
+    let asked = crate::request_info::read(req.method().as_str(), &path, &segs, &query);
     crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), &asked)
 }
 

@@ -66,6 +66,7 @@ pub(crate) mod quantity;
 pub(crate) mod rbac;
 pub(crate) mod rbac_bootstrap;
 pub(crate) mod rbac_escalation;
+pub(crate) mod rbac_validation;
 pub mod registry;
 pub(crate) mod request_info;
 pub(crate) mod requester;

@@ -214,11 +214,18 @@ pub(crate) fn rules_for(cache: &WatchCache, user: &User, namespace: &str) -> (Ve
     (rules, errors)
 }
 
-/// Go's `%v` of an aggregate of errors: one error as it is, more in brackets.
+/// Go's `%v` of an aggregate of errors: each message once, in order; one as it is, more in
+/// brackets.
 pub(crate) fn aggregate(errors: &[String]) -> String {
-    match errors {
-        [one] => one.clone(),
-        _ => format!("[{}]", errors.join(", ")),
+    let mut distinct: Vec<&str> = Vec::new();
+    for e in errors {
+        if !distinct.contains(&e.as_str()) {
+            distinct.push(e);
+        }
+    }
+    match distinct.as_slice() {
+        [one] => one.to_string(),
+        _ => format!("[{}]", distinct.join(", ")),
     }
 }
 
@@ -251,10 +258,10 @@ fn visit_rules_for(cache: &WatchCache, user: &User, namespace: &str, visit: &mut
             let subjects = b.get("subjects").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
             let Some(subject) = subjects.iter().find(|s| applies_to(user, s, binding_ns)) else { continue };
             let role_ref = b.get("roleRef").unwrap_or(&Value::Null);
-            let rules = match role_rules(cache, role_ref, binding_ns, true) {
+            let rules = match role_rules(cache, role_ref, binding_ns) {
                 Ok(rules) => rules,
                 Err(e) => {
-                    if !visit(&String::new, None, Some(e)) {
+                    if !visit(&String::new, None, Some(e.lister_text())) {
                         return;
                     }
                     continue;
@@ -270,28 +277,59 @@ fn visit_rules_for(cache: &WatchCache, user: &User, namespace: &str, visit: &mut
     }
 }
 
-/// The rules of the role a binding refers to (kube's `GetRoleReferenceRules`), or the error in
-/// the words of kube's listers (the authorizer's: `clusterrole.rbac.authorization.k8s.io "x" not
-/// found`) or else of its registry (the role storages': `clusterroles.rbac…`).
+/// Why the role a binding refers to gives no rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RoleRefError {
+    /// No such role.
+    Missing {
+        /// `roles` or `clusterroles`.
+        plural: &'static str,
+        /// The role's name.
+        name: String,
+    },
+    /// A `roleRef.kind` other than Role and ClusterRole.
+    Unsupported(String),
+}
+
+impl RoleRefError {
+    /// The error in the words of kube's listers, as the authorizer reports it
+    /// (`clusterrole.rbac.authorization.k8s.io "x" not found`).
+    pub fn lister_text(&self) -> String {
+        match self {
+            RoleRefError::Missing { plural, name } => {
+                format!("{}.{GROUP} {} not found", plural.trim_end_matches('s'), go_quote(name))
+            }
+            RoleRefError::Unsupported(kind) => format!("unsupported role reference kind: {}", go_quote(kind)),
+        }
+    }
+
+    /// The error as kube's role storages answer it: 404 for a missing role, 500 otherwise.
+    pub fn to_api_error(&self) -> crate::status::ApiError {
+        match self {
+            RoleRefError::Missing { plural, name } => crate::status::ApiError::not_found(GROUP, plural, name),
+            RoleRefError::Unsupported(_) => crate::status::ApiError::internal(&self.lister_text()),
+        }
+    }
+}
+
+/// The rules of the role a binding refers to (kube's `GetRoleReferenceRules`).
 pub(crate) fn role_rules(
     cache: &WatchCache,
     role_ref: &Value,
     binding_ns: &str,
-    lister_words: bool,
-) -> Result<Vec<PolicyRule>, String> {
+) -> Result<Vec<PolicyRule>, RoleRefError> {
     let kind = role_ref.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = role_ref.get("name").and_then(Value::as_str).unwrap_or("");
     let (plural, ns) = match kind {
         "Role" => ("roles", binding_ns),
         "ClusterRole" => ("clusterroles", ""),
-        _ => return Err(format!("unsupported role reference kind: {}", go_quote(kind))),
+        _ => return Err(RoleRefError::Unsupported(kind.to_string())),
     };
     let found =
         cache.registry().find(GROUP, "v1", plural).cloned().and_then(|info| cache.get(&info, ns, name).ok().flatten());
     match found {
         Some(role) => Ok(PolicyRule::all_of(&role.value())),
-        None if lister_words => Err(format!("{}.{GROUP} {} not found", kind.to_ascii_lowercase(), go_quote(name))),
-        None => Err(format!("{plural}.{GROUP} {} not found", go_quote(name))),
+        None => Err(RoleRefError::Missing { plural, name: name.to_string() }),
     }
 }
 

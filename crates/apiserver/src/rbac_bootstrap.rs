@@ -2,8 +2,9 @@
 //! (its bootstrap policy), limited to what the server needs to be usable and to aggregate: the
 //! superuser role `cluster-admin` bound to `system:masters`; the user-facing `admin`, `edit` and
 //! `view` roles with the `system:aggregate-to-*` roles that fill them; the discovery, basic-user,
-//! public-info and service-account-issuer-discovery roles every caller is granted; and the
-//! ClusterRole aggregation controller's role and binding.
+//! public-info and service-account-issuer-discovery roles every caller is granted; the
+//! `system:auth-delegator` role webhook servers are bound to, and `system:monitoring` (bound to
+//! its group); and the ClusterRole aggregation controller's role and binding.
 //!
 //! Invariants, as kube's bootstrap policy holds them:
 //! - every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
@@ -78,8 +79,7 @@ fn role(name: &str, labels: &[&str], rules: Vec<Value>) -> Value {
 fn aggregated(name: &str, labels: &[&str], selects: &str) -> Value {
     json!({
         "metadata": metadata(name, labels),
-        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]},
-        "rules": []
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]}
     })
 }
 
@@ -119,6 +119,14 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
         role("system:aggregate-to-edit", &[TO_EDIT], aggregate_to_edit()),
         role("system:aggregate-to-view", &[TO_VIEW], aggregate_to_view()),
         role(
+            "system:auth-delegator",
+            &[],
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
+            ],
+        ),
+        role(
             "system:basic-user",
             &[],
             vec![
@@ -143,6 +151,14 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
                     "/version",
                     "/version/",
                 ],
+                &["get"],
+            )],
+        ),
+        role(
+            "system:monitoring",
+            &[],
+            vec![urls(
+                &["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"],
                 &["get"],
             )],
         ),
@@ -324,6 +340,7 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
         binding("cluster-admin", groups(&["system:masters"])),
         binding("system:basic-user", groups(&["system:authenticated"])),
         binding("system:discovery", groups(&["system:authenticated"])),
+        binding("system:monitoring", groups(&["system:monitoring"])),
         binding("system:public-info-viewer", groups(&["system:authenticated", "system:unauthenticated"])),
         binding("system:service-account-issuer-discovery", groups(&["system:serviceaccounts"])),
         binding(
@@ -387,7 +404,7 @@ mod tests {
     fn rule_lists_are_sorted_and_shaped_as_kube_serializes_them() {
         for role in cluster_roles() {
             let name = &role["metadata"]["name"];
-            for r in role["rules"].as_array().expect("rules") {
+            for r in role["rules"].as_array().into_iter().flatten() {
                 for key in ["apiGroups", "resources", "nonResourceURLs", "verbs"] {
                     let l = strs(&r[key]);
                     assert!(l.windows(2).all(|w| w[0] < w[1]), "{name}: {key} {l:?} not sorted");
@@ -444,7 +461,7 @@ mod tests {
         {
             let role = named(&roles, name);
             assert_eq!(role["aggregationRule"]["clusterRoleSelectors"], json!([{"matchLabels": {selects: "true"}}]));
-            assert_eq!(role["rules"], json!([]), "{name}");
+            assert!(role.get("rules").is_none(), "{name}: no rules until aggregated");
             let labels = role["metadata"]["labels"].as_object().unwrap();
             assert_eq!(labels.len(), 1 + usize::from(label.is_some()), "{name}: {labels:?}");
             if let Some(label) = label {

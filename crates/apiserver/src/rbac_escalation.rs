@@ -9,7 +9,8 @@
 //! Invariants: the check runs after mutating admission and before validation, on the object as
 //! it would be stored; an update that changes only what the garbage collector changes
 //! (`ownerReferences`, `finalizers`) is not checked; a refusal is kube's 403 naming the object,
-//! with the missing permissions compacted and sorted as kube lists them.
+//! with the missing permissions compacted and sorted as kube lists them; a binding to a role
+//! that does not exist is kube's 404 for the role.
 
 use serde_json::{Map, Value, json};
 
@@ -66,7 +67,14 @@ pub(crate) fn check(
             return Ok(());
         }
         confirm(cache, &user, &ns, &PolicyRule::all_of(&whole)).map_err(|m| refuse(&m))?;
-        if kind == "clusterroles" && whole.get("aggregationRule").is_some_and(|a| !a.is_null()) {
+        // Aggregating gathers anything: setting or removing it takes every permission.
+        let aggregates = |role: &Value| {
+            role.get("aggregationRule")
+                .and_then(|a| a.get("clusterRoleSelectors"))
+                .and_then(Value::as_array)
+                .is_some_and(|l| !l.is_empty())
+        };
+        if kind == "clusterroles" && (aggregates(&whole) || old.is_some_and(|o| aggregates(&o.value()))) {
             let all = [
                 PolicyRule::of(&json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})),
                 PolicyRule::of(&json!({"verbs": ["*"], "nonResourceURLs": ["*"]})),
@@ -86,7 +94,7 @@ pub(crate) fn check(
     if bound {
         return Ok(());
     }
-    let rules = crate::rbac::role_rules(cache, &role_ref, &ns, false).map_err(|e| refuse(&e))?;
+    let rules = crate::rbac::role_rules(cache, &role_ref, &ns).map_err(|e| e.to_api_error())?;
     confirm(cache, &user, &ns, &rules).map_err(|m| refuse(&m))
 }
 

@@ -86,7 +86,8 @@ pub(crate) fn read(method: &str, path: &str, segments: &[&str], query: &[(String
     }
     info.resource = parts[0].to_string();
     if info.name.is_empty() && info.verb == "get" {
-        let watch = query.iter().find(|(k, _)| k == "watch").is_some_and(|(_, v)| !matches!(v.as_str(), "false" | "0"));
+        let watch =
+            query.iter().find(|(k, _)| k == "watch").is_some_and(|(_, v)| !v.eq_ignore_ascii_case("false") && v != "0");
         info.verb = if watch { "watch" } else { "list" }.to_string();
         if let Some(name) = selected_name(query) {
             info.name = name;
@@ -98,18 +99,14 @@ pub(crate) fn read(method: &str, path: &str, segments: &[&str], query: &[(String
     info
 }
 
-/// The name a field selector requires exactly (`metadata.name=x` or `metadata.name==x`, alone
-/// or among other terms), when it is a valid path segment.
+/// The name a field selector requires exactly (the first `metadata.name=x` or
+/// `metadata.name==x`, alone or among other terms), when it is a valid path segment.
 fn selected_name(query: &[(String, String)]) -> Option<String> {
     let selector = query.iter().find(|(k, _)| k == "fieldSelector").map(|(_, v)| v.as_str())?;
-    let mut found = None;
-    for term in selector.split(',') {
+    let found = selector.split(',').find_map(|term| {
         let term = term.trim();
-        let value = term.strip_prefix("metadata.name==").or_else(|| term.strip_prefix("metadata.name="));
-        if let Some(v) = value {
-            found = Some(v.to_string());
-        }
-    }
+        term.strip_prefix("metadata.name==").or_else(|| term.strip_prefix("metadata.name=")).map(str::to_string)
+    });
     found.filter(|n| !n.is_empty() && n != "." && n != ".." && !n.contains('/') && !n.contains('%'))
 }
 
@@ -134,6 +131,9 @@ mod tests {
         let r = of("GET", "/apis/apps/v1/namespaces/ns/deployments", &[("watch", "true")]);
         assert_eq!((r.verb.as_str(), r.group.as_str(), r.resource.as_str()), ("watch", "apps", "deployments"));
         assert_eq!(of("GET", "/api/v1/pods", &[("watch", "0")]).verb, "list");
+        assert_eq!(of("GET", "/api/v1/pods", &[("watch", "False")]).verb, "list");
+        let two = [("fieldSelector", "metadata.name=a,metadata.name=b")];
+        assert_eq!(of("GET", "/api/v1/pods", &two).name, "a");
         let r = of("GET", "/api/v1/watch/namespaces/ns/pods/p", &[]);
         assert_eq!((r.verb.as_str(), r.name.as_str()), ("watch", "p"));
         let r = of("POST", "/api/v1/namespaces/ns/pods/p/eviction", &[]);

@@ -39,6 +39,11 @@ pub(crate) fn validate(
             return Err(crate::custom_resource::invalid(info, name, &causes));
         }
     }
+    let causes = crate::rbac_validation::validate(info, obj, old);
+    if !causes.is_empty() {
+        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+        return Err(crate::custom_resource::invalid(info, name, &causes));
+    }
     if info.group == "batch" && matches!(info.plural.as_str(), "jobs" | "cronjobs") {
         // A Job's pods run to completion: kube refuses the restart policy pod defaults give.
         let (spec_at, spec) = match info.plural.as_str() {

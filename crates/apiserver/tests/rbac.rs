@@ -197,11 +197,10 @@ async fn roles_and_bindings_grant_only_what_their_writer_holds() {
         message.starts_with("rolebindings.rbac.authorization.k8s.io \"editors\" is forbidden: user \"carol\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n"),
         "{message}"
     );
+    // A binding to a role that does not exist is the role's 404 (for a writer without `bind`).
     let r = carol.post(BINDINGS, &binding("ghosts", "missing")).await;
-    forbidden(
-        &r,
-        "rolebindings.rbac.authorization.k8s.io \"ghosts\" is forbidden: clusterroles.rbac.authorization.k8s.io \"missing\" not found",
-    );
+    assert_eq!(r.code, 404, "{}", r.body);
+    assert_eq!(r.body["message"], "clusterroles.rbac.authorization.k8s.io \"missing\" not found");
     let mut may_bind = rule(&["rbac.authorization.k8s.io"], &["clusterroles"], &["bind"]);
     may_bind["resourceNames"] = json!(["edit"]);
     role(&admin, "binder", vec![may_bind, rule(&["rbac.authorization.k8s.io"], &["roles"], &["escalate"])]).await;
@@ -257,7 +256,9 @@ async fn until_role(c: &Client, name: &str, pred: impl Fn(&Value) -> bool) -> Va
 async fn default_roles_aggregate_what_is_labelled_for_them() {
     let s = rbac_server().await;
     let admin = Client::new(&s);
-    for name in ["cluster-admin", "system:discovery", "system:basic-user", "system:public-info-viewer"] {
+    for name in
+        ["cluster-admin", "system:discovery", "system:basic-user", "system:public-info-viewer", "system:auth-delegator"]
+    {
         let r = admin.get(&format!("{CLUSTER_ROLES}/{name}")).await;
         assert_eq!(r.code, 200, "{name}");
         assert_eq!(r.body["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
@@ -294,6 +295,48 @@ async fn default_roles_aggregate_what_is_labelled_for_them() {
     let erin = admin.clone().impersonating("erin");
     assert_eq!(erin.get(PODS).await.code, 200);
     assert_eq!(erin.get("/api/v1/namespaces/default/secrets").await.code, 403, "view does not read secrets");
+}
+
+#[tokio::test]
+async fn an_apply_that_creates_needs_create_and_a_binding_keeps_its_role() {
+    let s = rbac_server().await;
+    let admin = Client::new(&s);
+    let alice = admin.clone().impersonating("alice");
+    role(&admin, "patcher", vec![rule(&[""], &["configmaps"], &["patch", "get"])]).await;
+    bind(&admin, "patcher", "Role", "patcher", user("alice")).await;
+    settled(&admin).await;
+    let path = "/api/v1/namespaces/default/configmaps/c?fieldManager=alice";
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+    forbidden(
+        &alice.patch(path, "application/apply-patch+yaml", &config).await,
+        "configmaps \"c\" is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+    );
+    // Once it exists, `patch` is all an apply needs.
+    assert_eq!(
+        admin.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "c"}})).await.code,
+        201
+    );
+    let r = alice.patch(path, "application/apply-patch+yaml", &config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    // A binding's role never changes (kube's 422); its subjects may.
+    let mut b = admin.get(&format!("{BINDINGS}/patcher")).await.body;
+    b["roleRef"]["name"] = json!("other");
+    let r = admin.put(&format!("{BINDINGS}/patcher"), &b).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "RoleBinding.rbac.authorization.k8s.io \"patcher\" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"
+    );
+    b["roleRef"]["name"] = json!("patcher");
+    b["subjects"] = json!([user("alice"), user("bob")]);
+    assert_eq!(admin.put(&format!("{BINDINGS}/patcher"), &b).await.code, 200);
+    let bad = json!({"metadata": {"name": "bad"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Secret", "name": "x"}});
+    let r = admin.post(BINDINGS, &bad).await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body["message"],
+        "RoleBinding.rbac.authorization.k8s.io \"bad\" is invalid: roleRef.kind: Unsupported value: \"Secret\": supported values: \"Role\", \"ClusterRole\""
+    );
 }
 
 #[tokio::test]

@@ -62,9 +62,10 @@ pub struct ServeArgs {
     /// Default: a key of the server's own (kept in `--data-dir`; new at each start otherwise).
     #[arg(long, alias = "service-account-signing-key-file")]
     pub service_account_key_file: Option<PathBuf>,
-    /// How requests are authorized, as kube-apiserver's `--authorization-mode`: `AlwaysAllow`
-    /// (every request) or `RBAC` (Roles, ClusterRoles and their bindings decide; the server
-    /// holds kube's default roles, and the server's own user is in `system:masters`).
+    /// How requests are authorized, as kube-apiserver's `--authorization-mode` (a list, such as
+    /// `Node,RBAC`): `AlwaysAllow` (every request) or `RBAC` (Roles, ClusterRoles and their
+    /// bindings decide; the server holds kube's default roles, and the server's own user is in
+    /// `system:masters`); `Node` is accepted and adds nothing.
     #[arg(long, default_value = "AlwaysAllow")]
     pub authorization_mode: informer_apiserver::AuthorizationMode,
 }
