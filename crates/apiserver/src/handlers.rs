@@ -83,6 +83,8 @@ pub struct Shared {
     pub(crate) openapi: Mutex<Option<(Arc<crate::registry::Registry>, Arc<crate::openapi::OpenApi>)>>,
     /// Signs and checks service account tokens.
     pub(crate) signer: crate::service_account_token::TokenSigner,
+    /// Whether the server serves HTTPS.
+    pub(crate) secure: bool,
 }
 
 impl Shared {
@@ -173,8 +175,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     }
     let user = impersonated.or(account);
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    // The OpenAPI documents negotiate their own media types.
-    if !accept.json && !accept.protobuf && !req.uri().path().starts_with("/openapi/") {
+    // The OpenAPI documents negotiate their own media types; the issuer's documents take any.
+    let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
+    if !accept.json && !accept.protobuf && !own_media {
         return error(&ApiError::new(
             406,
             "NotAcceptable",
@@ -249,6 +252,16 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
         )),
         ["readyz"] => Ok(text("ok")),
+        [".well-known", "openid-configuration"] => {
+            let scheme = if shared.secure { "https" } else { "http" };
+            let base = format!("{scheme}://{}", shared.server_address.lock());
+            let doc = crate::oidc_discovery::configuration(&base);
+            get_only(Ok(crate::oidc_discovery::respond(&doc, "application/json")))
+        }
+        ["openid", "v1", "jwks"] => {
+            let keys = crate::oidc_discovery::key_set(&shared.signer);
+            get_only(Ok(crate::oidc_discovery::respond(&keys, "application/jwk-set+json")))
+        }
         ["openapi", "v2"] => get_only(Ok(shared.openapi().v2(req.headers()))),
         ["openapi", "v3"] => get_only(Ok(shared.openapi().index())),
         ["openapi", "v3", gv @ ..] => {

@@ -58,6 +58,7 @@ pub mod managed_fields;
 pub(crate) mod media;
 pub mod namespaces;
 pub mod object;
+pub(crate) mod oidc_discovery;
 pub(crate) mod openapi;
 pub(crate) mod pod_subresource;
 pub(crate) mod policy_validation;

@@ -432,6 +432,7 @@ impl ApiServerBuilder {
             server_address: Mutex::new(String::new()),
             openapi: Default::default(),
             signer,
+            secure: tls.is_some(),
         });
         let server = ApiServer {
             shared,

@@ -86,6 +86,16 @@ impl TokenSigner {
         Self::from_pkcs8(&pkcs8_from_pem(pem)?)
     }
 
+    /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `crv`, `alg`, `x`, `y`, in the
+    /// order kube's JOSE library writes them), as the issuer's key set publishes it.
+    pub fn public_jwk(&self) -> Value {
+        // An uncompressed P-256 point: 0x04, then x and y, 32 bytes each.
+        let point = self.key.public_key().as_ref();
+        let (x, y) = point.get(1..).unwrap_or(&[]).split_at(point.len().saturating_sub(1) / 2);
+        json!({"use": "sig", "kty": "EC", "kid": self.kid, "crv": "P-256", "alg": "ES256",
+               "x": URL_SAFE_NO_PAD.encode(x), "y": URL_SAFE_NO_PAD.encode(y)})
+    }
+
     /// The key's id (`kid` of the tokens it signs).
     pub fn key_id(&self) -> &str {
         &self.kid

@@ -2,8 +2,8 @@
 //! account's `token` subresource (defaults, kube's 422s and 404, tokens bound to a pod), requests
 //! made with a token acting as its service account (refused once the account or the bound pod
 //! is gone, and where the server requires its own token), `tokenreviews` (user, extra and
-//! audiences), a durable server's tokens outliving a restart, and `kubectl create token` and
-//! kube-rs's `create_token_request`.
+//! audiences), a durable server's tokens outliving a restart, `kubectl create token` and
+//! kube-rs's `create_token_request`, and the issuer's discovery document and key set.
 
 mod common;
 
@@ -274,4 +274,57 @@ async fn kubectl_and_kube_rs_ask_for_tokens() {
         assert!(ok, "{bin}: the token works for kubectl: {out}{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Verifies `token`'s ES256 signature with the JSON Web Key `jwk` (as a relying party that
+/// fetched the issuer's key set would).
+fn verifies(token: &str, jwk: &Value) -> bool {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut point = vec![4u8];
+    point.extend(b64.decode(jwk["x"].as_str().unwrap()).unwrap());
+    point.extend(b64.decode(jwk["y"].as_str().unwrap()).unwrap());
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point);
+    key.verify(signed.as_bytes(), &b64.decode(signature).unwrap()).is_ok()
+}
+
+#[tokio::test]
+async fn the_issuer_publishes_its_discovery_document_and_keys() {
+    let s = informer_apiserver::testing::builder()
+        .authorization(informer_apiserver::AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("start");
+    let c = Client::new(&s);
+    let r = c.get("/.well-known/openid-configuration").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.headers["cache-control"], "public, max-age=3600");
+    let jwks_uri = format!("{}/openid/v1/jwks", s.url());
+    assert_eq!(
+        r.body,
+        json!({"issuer": ISSUER, "jwks_uri": jwks_uri, "response_types_supported": ["id_token"],
+               "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["ES256"]})
+    );
+    let r = c.get("/openid/v1/jwks").await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.headers["content-type"], "application/jwk-set+json");
+    let keys = r.body["keys"].as_array().unwrap().clone();
+    assert_eq!(keys.len(), 1);
+    assert_eq!((keys[0]["use"].as_str(), keys[0]["kty"].as_str()), (Some("sig"), Some("EC")));
+
+    // A token the server issues verifies with the published key, whose id its header names.
+    account(&c, "builder").await;
+    let token = token_for(&c, "builder", &json!({})).await.body["status"]["token"].as_str().unwrap().to_string();
+    assert!(verifies(&token, &keys[0]));
+    let other = informer_apiserver::service_account_token::TokenSigner::generate();
+    assert!(!verifies(&token, &other.public_jwk()), "another key does not verify it");
+
+    // Under RBAC the documents are every service account's (kube's default binding), and not
+    // other users'.
+    assert_eq!(c.clone().with_token(&token).get("/openid/v1/jwks").await.code, 200);
+    let r = c.clone().impersonating("alice").get("/.well-known/openid-configuration").await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(r.body["message"], "forbidden: User \"alice\" cannot get path \"/.well-known/openid-configuration\"");
 }
