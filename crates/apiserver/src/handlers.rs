@@ -255,7 +255,7 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };
             let base = format!("{scheme}://{}", shared.server_address.lock());
-            let doc = crate::oidc_discovery::configuration(&base);
+            let doc = crate::oidc_discovery::configuration(&base, shared.signer.algorithm());
             get_only(Ok(crate::oidc_discovery::respond(&doc, "application/json")))
         }
         ["openid", "v1", "jwks"] => {

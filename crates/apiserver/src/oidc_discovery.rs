@@ -1,7 +1,7 @@
 //! The service account issuer's OpenID Connect discovery documents, as kube-apiserver serves
 //! them for workloads and cloud identity providers that check its tokens without calling it:
 //! `/.well-known/openid-configuration` (the issuer, where its keys are, `id_token`, `public`
-//! subjects, `ES256`) and `/openid/v1/jwks` (the public key that signs the tokens, as a JSON Web
+//! subjects, the key's algorithm) and `/openid/v1/jwks` (the public key that signs the tokens, as a JSON Web
 //! Key Set).
 //!
 //! Invariants: the documents name the server's issuer and its one signing key, the same for
@@ -19,14 +19,14 @@ use crate::service_account_token::{ISSUER, TokenSigner};
 /// The key set's path.
 pub(crate) const JWKS_PATH: &str = "/openid/v1/jwks";
 
-/// The discovery document, for a server at `base` (`https://host:port`).
-pub(crate) fn configuration(base: &str) -> Value {
+/// The discovery document, for a server at `base` (`https://host:port`) signing with `alg`.
+pub(crate) fn configuration(base: &str, alg: &str) -> Value {
     json!({
         "issuer": ISSUER,
         "jwks_uri": format!("{base}{JWKS_PATH}"),
         "response_types_supported": ["id_token"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["ES256"],
+        "id_token_signing_alg_values_supported": [alg],
     })
 }
 
@@ -61,7 +61,8 @@ mod tests {
         let coord =
             |k: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(key[k].as_str().unwrap()).unwrap();
         assert_eq!((coord("x").len(), coord("y").len()), (32, 32));
-        let doc = configuration("https://127.0.0.1:6443");
+        let doc = configuration("https://127.0.0.1:6443", signer.algorithm());
+        assert_eq!(doc["id_token_signing_alg_values_supported"], serde_json::json!(["ES256"]));
         assert_eq!(doc["jwks_uri"], "https://127.0.0.1:6443/openid/v1/jwks");
         assert_eq!(doc["issuer"], ISSUER);
     }

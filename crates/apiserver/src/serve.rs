@@ -39,7 +39,7 @@ pub struct ServeOptions {
     pub crds_dir: Option<PathBuf>,
     /// Whether the garbage collector runs (see [`crate::ApiServerBuilder::garbage_collector`]).
     pub garbage_collector: bool,
-    /// The service account signing key (an ECDSA P-256 PKCS#8 key, PEM or DER; see
+    /// The service account signing key (ECDSA P-256 or RSA: PKCS#8 PEM or DER, SEC1 or PKCS#1 PEM; see
     /// [`crate::ApiServerBuilder::service_account_key`]).
     pub service_account_key_file: Option<PathBuf>,
     /// How requests are authorized (see [`crate::ApiServerBuilder::authorization`]).

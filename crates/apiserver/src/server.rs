@@ -142,7 +142,7 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Signs and checks service account tokens with this ECDSA P-256 key (PKCS#8 DER; see
+    /// Signs and checks service account tokens with this ECDSA P-256 or RSA key (PKCS#8 DER; see
     /// [`crate::service_account_token::TokenSigner`]), as kube-apiserver's
     /// `--service-account-key-file` / `--service-account-signing-key-file`. Servers that share
     /// an etcd share their key this way. Without one the server makes its own (kept in the data

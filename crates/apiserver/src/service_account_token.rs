@@ -1,5 +1,5 @@
 //! Service account tokens as kube-apiserver issues them: JSON Web Tokens signed by the server's
-//! key (ECDSA P-256, `ES256`; kube-apiserver takes RSA or ECDSA keys), with kube's claims —
+//! key (ECDSA P-256, `ES256`, or RSA, `RS256`, as kube-apiserver takes), with kube's claims —
 //! `iss`, `sub` (`system:serviceaccount:<namespace>:<name>`), `aud`, `exp`, `iat`, `nbf`,
 //! `jti` and the private `kubernetes.io` claim naming the namespace, the service account and
 //! the object the token is bound to.
@@ -15,7 +15,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair};
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 use sha2::Digest;
 
@@ -38,9 +38,70 @@ const P256_SPKI_PREFIX: [u8; 26] = [
 
 /// The key that signs and checks service account tokens.
 pub struct TokenSigner {
-    key: EcdsaKeyPair,
+    key: Key,
     kid: String,
     rng: SystemRandom,
+}
+
+/// A signing key: ECDSA P-256 (`ES256`) or RSA (`RS256`), as kube-apiserver takes.
+enum Key {
+    Ecdsa(EcdsaKeyPair),
+    Rsa(RsaKeyPair),
+}
+
+impl Key {
+    /// The JSON Web Signature algorithm of the key's tokens.
+    fn alg(&self) -> &'static str {
+        match self {
+            Key::Ecdsa(_) => "ES256",
+            Key::Rsa(_) => "RS256",
+        }
+    }
+
+    /// The DER SubjectPublicKeyInfo of the public key (what kube's key id hashes).
+    fn spki(&self) -> Vec<u8> {
+        match self {
+            Key::Ecdsa(k) => {
+                let mut spki = P256_SPKI_PREFIX.to_vec();
+                spki.extend_from_slice(k.public_key().as_ref());
+                spki
+            }
+            Key::Rsa(k) => {
+                let mut bits = vec![0u8];
+                bits.extend_from_slice(k.public().as_ref());
+                let algorithm = der(0x30, &[RSA_ENCRYPTION_OID, &[0x05, 0x00]].concat());
+                der(0x30, &[algorithm, der(0x03, &bits)].concat())
+            }
+        }
+    }
+}
+
+/// The DER encoding of the OID rsaEncryption (1.2.840.113549.1.1.1).
+const RSA_ENCRYPTION_OID: &[u8] = &[0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+/// The DER AlgorithmIdentifier of an EC P-256 key (id-ecPublicKey, prime256v1).
+const P256_ALGORITHM: &[u8] = &[
+    0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03,
+    0x01, 0x07,
+];
+
+/// A DER value of `tag` holding `content`.
+fn der(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// A PKCS#8 PrivateKeyInfo wrapping a key of `algorithm` (a DER AlgorithmIdentifier).
+fn pkcs8(algorithm: &[u8], key: &[u8]) -> Vec<u8> {
+    der(0x30, &[&[0x02, 0x01, 0x00][..], algorithm, &der(0x04, key)].concat())
 }
 
 impl std::fmt::Debug for TokenSigner {
@@ -51,7 +112,8 @@ impl std::fmt::Debug for TokenSigner {
 }
 
 impl TokenSigner {
-    /// A new key, in PKCS#8 DER form (to keep, or to pass to [`TokenSigner::from_pkcs8`]).
+    /// A new key (ECDSA P-256), in PKCS#8 DER form (to keep, or to pass to
+    /// [`TokenSigner::from_pkcs8`]).
     ///
     /// # Panics
     /// When the system has no randomness to give (nothing could be signed safely then).
@@ -70,30 +132,49 @@ impl TokenSigner {
         Self::from_pkcs8(&Self::generate_pkcs8()).expect("a freshly generated key is valid")
     }
 
-    /// A signer with this ECDSA P-256 key (PKCS#8 DER).
+    /// A signer with this ECDSA P-256 or RSA key (PKCS#8 DER).
     pub fn from_pkcs8(der: &[u8]) -> Result<TokenSigner, String> {
         let rng = SystemRandom::new();
-        let key = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng)
-            .map_err(|e| format!("not an ECDSA P-256 PKCS#8 key: {e}"))?;
-        let mut spki = P256_SPKI_PREFIX.to_vec();
-        spki.extend_from_slice(key.public_key().as_ref());
-        let kid = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&spki));
+        let key = match EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng) {
+            Ok(k) => Key::Ecdsa(k),
+            Err(ec) => match RsaKeyPair::from_pkcs8(der) {
+                Ok(k) => Key::Rsa(k),
+                Err(rsa) => return Err(format!("not an ECDSA P-256 ({ec}) or RSA ({rsa}) PKCS#8 key")),
+            },
+        };
+        let kid = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(key.spki()));
         Ok(TokenSigner { key, kid, rng })
     }
 
-    /// A signer with this key in PEM (`-----BEGIN PRIVATE KEY-----`, PKCS#8).
+    /// A signer with this key in PEM: PKCS#8 (`PRIVATE KEY`), SEC1 (`EC PRIVATE KEY`) or
+    /// PKCS#1 (`RSA PRIVATE KEY`).
     pub fn from_pem(pem: &str) -> Result<TokenSigner, String> {
         Self::from_pkcs8(&pkcs8_from_pem(pem)?)
     }
 
-    /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `crv`, `alg`, `x`, `y`, in the
-    /// order kube's JOSE library writes them), as the issuer's key set publishes it.
+    /// The JSON Web Signature algorithm of the tokens this key signs (`ES256` or `RS256`).
+    pub fn algorithm(&self) -> &'static str {
+        self.key.alg()
+    }
+
+    /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `crv`, `alg`, `x`, `y` for ECDSA;
+    /// `use`, `kty`, `kid`, `alg`, `n`, `e` for RSA, in the order kube's JOSE library writes
+    /// them), as the issuer's key set publishes it.
     pub fn public_jwk(&self) -> Value {
-        // An uncompressed P-256 point: 0x04, then x and y, 32 bytes each.
-        let point = self.key.public_key().as_ref();
-        let (x, y) = point.get(1..).unwrap_or(&[]).split_at(point.len().saturating_sub(1) / 2);
-        json!({"use": "sig", "kty": "EC", "kid": self.kid, "crv": "P-256", "alg": "ES256",
-               "x": URL_SAFE_NO_PAD.encode(x), "y": URL_SAFE_NO_PAD.encode(y)})
+        match &self.key {
+            Key::Ecdsa(k) => {
+                // An uncompressed P-256 point: 0x04, then x and y, 32 bytes each.
+                let point = k.public_key().as_ref();
+                let (x, y) = point.get(1..).unwrap_or(&[]).split_at(point.len().saturating_sub(1) / 2);
+                json!({"use": "sig", "kty": "EC", "kid": self.kid, "crv": "P-256", "alg": "ES256",
+                       "x": URL_SAFE_NO_PAD.encode(x), "y": URL_SAFE_NO_PAD.encode(y)})
+            }
+            Key::Rsa(k) => {
+                let parts = ring::rsa::PublicKeyComponents::<Vec<u8>>::from(k.public());
+                json!({"use": "sig", "kty": "RSA", "kid": self.kid, "alg": "RS256",
+                       "n": URL_SAFE_NO_PAD.encode(&parts.n), "e": URL_SAFE_NO_PAD.encode(&parts.e)})
+            }
+        }
     }
 
     /// The key's id (`kid` of the tokens it signs).
@@ -103,11 +184,19 @@ impl TokenSigner {
 
     /// A token carrying `claims`.
     pub(crate) fn sign(&self, claims: &Value) -> Result<String, String> {
-        let header = json!({"alg": "ES256", "kid": self.kid});
+        let header = json!({"alg": self.key.alg(), "kid": self.kid});
         let signing_input =
             format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
-        let sig = self.key.sign(&self.rng, signing_input.as_bytes()).map_err(|_| "could not sign the token")?;
-        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
+        let failed = |_| "could not sign the token".to_string();
+        let sig = match &self.key {
+            Key::Ecdsa(k) => k.sign(&self.rng, signing_input.as_bytes()).map_err(failed)?.as_ref().to_vec(),
+            Key::Rsa(k) => {
+                let mut sig = vec![0; k.public().modulus_len()];
+                k.sign(&signature::RSA_PKCS1_SHA256, &self.rng, signing_input.as_bytes(), &mut sig).map_err(failed)?;
+                sig
+            }
+        };
+        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig)))
     }
 
     /// The claims of a token of this server's issuer that this key signed, still valid at `now`
@@ -125,14 +214,21 @@ impl TokenSigner {
         if c.get("iss").and_then(Value::as_str) != Some(ISSUER) {
             return Ok(None);
         }
-        if h.get("alg").and_then(Value::as_str) != Some("ES256")
+        if h.get("alg").and_then(Value::as_str) != Some(self.key.alg())
             || h.get("kid").and_then(Value::as_str).is_some_and(|k| k != self.kid)
         {
             return Err("invalid signature, no keys found".into());
         }
-        let public = signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, self.key.public_key());
-        let signed =
-            decode(sig).is_some_and(|sig| public.verify(format!("{header}.{claims}").as_bytes(), &sig).is_ok());
+        let input = format!("{header}.{claims}");
+        let checks = |sig: &[u8]| match &self.key {
+            Key::Ecdsa(k) => signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, k.public_key())
+                .verify(input.as_bytes(), sig)
+                .is_ok(),
+            Key::Rsa(k) => signature::UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA256, k.public())
+                .verify(input.as_bytes(), sig)
+                .is_ok(),
+        };
+        let signed = decode(sig).is_some_and(|sig| checks(&sig));
         if !signed {
             return Err("invalid signature, error in cryptographic primitive".into());
         }
@@ -158,19 +254,29 @@ impl TokenSigner {
     }
 }
 
-/// The PKCS#8 DER of a PEM private key (`-----BEGIN PRIVATE KEY-----`).
+/// The PKCS#8 DER of a PEM private key: PKCS#8 (`-----BEGIN PRIVATE KEY-----`) as it is, an EC
+/// key in SEC1 (`-----BEGIN EC PRIVATE KEY-----`, as `openssl ecparam -genkey` writes it) or an
+/// RSA key in PKCS#1 (`-----BEGIN RSA PRIVATE KEY-----`, as kubeadm writes `sa.key`) wrapped in
+/// PKCS#8.
 pub fn pkcs8_from_pem(pem: &str) -> Result<Vec<u8>, String> {
-    let body: String = pem
-        .lines()
-        .map(str::trim)
-        .skip_while(|l| *l != "-----BEGIN PRIVATE KEY-----")
-        .skip(1)
-        .take_while(|l| *l != "-----END PRIVATE KEY-----")
-        .collect();
-    if body.is_empty() {
-        return Err("no PKCS#8 private key (-----BEGIN PRIVATE KEY-----) found".into());
+    for (label, wrap) in [
+        ("PRIVATE KEY", None),
+        ("EC PRIVATE KEY", Some(P256_ALGORITHM.to_vec())),
+        ("RSA PRIVATE KEY", Some(der(0x30, &[RSA_ENCRYPTION_OID, &[0x05, 0x00]].concat()))),
+    ] {
+        let (begin, end) = (format!("-----BEGIN {label}-----"), format!("-----END {label}-----"));
+        let body: String =
+            pem.lines().map(str::trim).skip_while(|l| *l != begin).skip(1).take_while(|l| *l != end).collect();
+        if body.is_empty() {
+            continue;
+        }
+        let key = base64::engine::general_purpose::STANDARD.decode(body).map_err(|e| format!("bad PEM: {e}"))?;
+        return Ok(match wrap {
+            None => key,
+            Some(algorithm) => pkcs8(&algorithm, &key),
+        });
     }
-    base64::engine::general_purpose::STANDARD.decode(body).map_err(|e| format!("bad PEM: {e}"))
+    Err("no private key (-----BEGIN PRIVATE KEY-----, EC PRIVATE KEY or RSA PRIVATE KEY) found".into())
 }
 
 #[cfg(test)]

@@ -328,3 +328,71 @@ async fn the_issuer_publishes_its_discovery_document_and_keys() {
     assert_eq!(r.code, 403, "{}", r.body);
     assert_eq!(r.body["message"], "forbidden: User \"alice\" cannot get path \"/.well-known/openid-configuration\"");
 }
+
+/// A private key openssl writes with `args`, as PEM.
+async fn openssl_key(args: &[&str]) -> String {
+    let out =
+        tokio::process::Command::new("openssl").args(args).kill_on_drop(true).output().await.expect("openssl runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn rsa_and_sec1_keys_sign_as_kube_s_do() {
+    use informer_apiserver::service_account_token::pkcs8_from_pem;
+    let keys = [
+        ("RSA PRIVATE KEY", "RS256", openssl_key(&["genrsa", "-traditional", "2048"]).await),
+        (
+            "PRIVATE KEY",
+            "RS256",
+            openssl_key(&["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]).await,
+        ),
+        ("EC PRIVATE KEY", "ES256", openssl_key(&["ecparam", "-name", "prime256v1", "-genkey", "-noout"]).await),
+    ];
+    for (label, alg, pem) in keys {
+        assert!(pem.contains(&format!("-----BEGIN {label}-----")), "{pem}");
+        let s = informer_apiserver::testing::builder()
+            .service_account_key(pkcs8_from_pem(&pem).unwrap())
+            .start()
+            .await
+            .expect("start");
+        let c = Client::new(&s);
+        account(&c, "builder").await;
+        let token = token_for(&c, "builder", &json!({})).await.body["status"]["token"].as_str().unwrap().to_string();
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let header: Value = serde_json::from_slice(&b64.decode(token.split('.').next().unwrap()).unwrap()).unwrap();
+        assert_eq!(header["alg"], alg, "{label}");
+        assert_eq!(whoami(&c, &token).await.unwrap()["username"], "system:serviceaccount:default:builder", "{label}");
+        let doc = c.get("/.well-known/openid-configuration").await.body;
+        assert_eq!(doc["id_token_signing_alg_values_supported"], json!([alg]));
+        let jwk = c.get("/openid/v1/jwks").await.body["keys"][0].clone();
+        assert_eq!(jwk["kid"], header["kid"], "{label}");
+        // kube's key id: the base64url SHA-256 of the public key's DER SubjectPublicKeyInfo.
+        let mut child = tokio::process::Command::new("openssl")
+            .args(["pkey", "-pubout", "-outform", "DER"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        tokio::io::AsyncWriteExt::write_all(child.stdin.as_mut().unwrap(), pem.as_bytes()).await.unwrap();
+        drop(child.stdin.take());
+        let spki = child.wait_with_output().await.unwrap().stdout;
+        use sha2::Digest;
+        assert_eq!(header["kid"], b64.encode(sha2::Sha256::digest(&spki)), "{label}");
+        // The published key verifies the token, as a relying party checks it.
+        let (signed, signature) = token.rsplit_once('.').unwrap();
+        let signature = b64.decode(signature).unwrap();
+        let ok = if alg == "RS256" {
+            let n = b64.decode(jwk["n"].as_str().unwrap()).unwrap();
+            let e = b64.decode(jwk["e"].as_str().unwrap()).unwrap();
+            ring::signature::RsaPublicKeyComponents { n, e }
+                .verify(&ring::signature::RSA_PKCS1_2048_8192_SHA256, signed.as_bytes(), &signature)
+                .is_ok()
+        } else {
+            verifies(&token, &jwk)
+        };
+        assert!(ok, "{label}");
+    }
+}

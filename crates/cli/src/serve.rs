@@ -56,8 +56,8 @@ pub struct ServeArgs {
     /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
     #[arg(long)]
     pub no_garbage_collector: bool,
-    /// Sign and check service account tokens with this ECDSA P-256 private key (PKCS#8, PEM or
-    /// DER: `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`), as
+    /// Sign and check service account tokens with this ECDSA P-256 or RSA private key (PKCS#8 PEM
+    /// or DER, SEC1 `EC PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY` PEM, as kubeadm's `sa.key`), as
     /// kube-apiserver's `--service-account-signing-key-file`; replicas on one etcd share it.
     /// Default: a key of the server's own (kept in `--data-dir`; new at each start otherwise).
     #[arg(long, alias = "service-account-signing-key-file")]
