@@ -8,7 +8,8 @@
 //!   10 minutes and 2^32 seconds (default one hour), for the request's audiences (default the API
 //!   server's), and when bound, to a Pod (running as that service account), Secret or Node that
 //!   exists with the UID named; the TokenRequest is judged by admission as a CREATE of
-//!   `serviceaccounts/token`;
+//!   `serviceaccounts/token`; kubelet's projected tokens (bound to a pod, for the API server,
+//!   3607 seconds) live a year and carry `warnafter`, as kube extends them;
 //! - a token authenticates only while it is valid, while its service account (and the object it
 //!   is bound to) still exists with the UID it names, and only for an audience it was issued
 //!   for; it then authenticates as `system:serviceaccount:<namespace>:<name>` in the groups
@@ -147,14 +148,28 @@ pub(crate) async fn issue(
     if let Some(r) = &bound {
         bind_claims(store, ns, name, r, &mut kubernetes).await?;
     }
+    // kubelet's projected tokens (bound to a pod, for the API server, an hour and seven seconds)
+    // live a year, warning after their hour, as kube's `--service-account-extend-token-expiration`.
+    let pod_bound = bound.as_ref().is_some_and(|r| r.get("kind").and_then(Value::as_str) == Some("Pod"));
+    let lives = if pod_bound && seconds == WARN_ONLY_SECONDS && audiences == API_AUDIENCES {
+        kubernetes["warnafter"] = (now + seconds).into();
+        EXTENDED_SECONDS
+    } else {
+        seconds
+    };
     let claims = json!({
-        "aud": audiences, "exp": now + seconds, "iat": now, "iss": ISSUER, "jti": crate::object::new_uid(),
+        "aud": audiences, "exp": now + lives, "iat": now, "iss": ISSUER, "jti": crate::object::new_uid(),
         "kubernetes.io": kubernetes, "nbf": now, "sub": format!("system:serviceaccount:{ns}:{name}"),
     });
     let token = signer.sign(&claims).map_err(|e| ApiError::internal(&e))?;
     req.insert("status".into(), json!({"token": token, "expirationTimestamp": rfc3339(now + seconds)}));
     Ok(Value::Object(req))
 }
+
+/// The lifetime kubelet asks for its projected tokens, which kube extends.
+const WARN_ONLY_SECONDS: i64 = 3607;
+/// The lifetime kube gives them: a year.
+const EXTENDED_SECONDS: i64 = 365 * 24 * 3600;
 
 /// The claims of a token bound to the object `r` names (a Pod, Secret or Node), checked as
 /// kube checks it.

@@ -39,12 +39,14 @@ async fn settled(c: &Client, path: &str) {
     assert_eq!(c.get(path).await.code, 200);
 }
 
-fn jti_of(token: &str) -> String {
+fn claims_of(token: &str) -> Value {
     use base64::Engine;
     let claims = token.split('.').nth(1).unwrap();
-    let claims: Value =
-        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap();
-    claims["jti"].as_str().unwrap().to_string()
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap()
+}
+
+fn jti_of(token: &str) -> String {
+    claims_of(token)["jti"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
@@ -155,6 +157,24 @@ async fn a_token_bound_to_a_pod_lives_as_long_as_the_pod() {
     assert_eq!(me["extra"]["authentication.kubernetes.io/pod-uid"], json!([uid]));
     assert_eq!(me["extra"]["authentication.kubernetes.io/node-name"], json!(["node-1"]));
     assert_eq!(me["extra"]["authentication.kubernetes.io/node-uid"], json!([node["metadata"]["uid"]]));
+    // kubelet's projected token (an hour and seven seconds, for the API server) lives a year and
+    // warns after its hour; the answer still says an hour. Other lifetimes are as asked.
+    let mut projected = bound(uid);
+    projected["spec"]["expirationSeconds"] = 3607.into();
+    let r = token_for(&c, "builder", &projected).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let claims = claims_of(r.body["status"]["token"].as_str().unwrap());
+    let iat = claims["iat"].as_i64().unwrap();
+    assert_eq!(claims["exp"].as_i64().unwrap() - iat, 365 * 24 * 3600);
+    assert_eq!(claims["kubernetes.io"]["warnafter"].as_i64().unwrap(), iat + 3607);
+    let expires: jiff::Timestamp = r.body["status"]["expirationTimestamp"].as_str().unwrap().parse().unwrap();
+    assert_eq!(expires.as_second(), iat + 3607);
+    projected["spec"]["audiences"] = json!(["vault"]);
+    let claims = claims_of(token_for(&c, "builder", &projected).await.body["status"]["token"].as_str().unwrap());
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3607);
+    assert!(claims["kubernetes.io"].get("warnafter").is_none());
+    let claims = claims_of(token_for(&c, "builder", &bound(uid)).await.body["status"]["token"].as_str().unwrap());
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3600);
     // Bound to the pod it names, running as the account.
     let r = token_for(&c, "builder", &bound("not-the-pod")).await;
     assert_eq!(r.code, 409, "{}", r.body);
