@@ -548,19 +548,8 @@ async fn the_python_client_evicts_within_the_budget() {
     // not Ready by then, so it goes without spending the budget it does not count in.
     let status = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
     assert_eq!(c.patch(&format!("{PODS}/web-0/status"), MERGE, &status).await.code, 200);
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::new("/usr/bin/python3")
-            .args(["-c", PY_EVICT, kc.to_str().unwrap()])
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("python timed out")
-    .expect("python runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let out = common::tools::python(PY_EVICT, &[kc.to_str().unwrap()]).await;
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["status"], 429, "{lines:?}");
     assert_eq!(lines[0]["body"]["reason"], "TooManyRequests");

@@ -511,18 +511,8 @@ async fn kubectl_kube_rs_and_python_meet_the_same_answers() {
             .unwrap()
             .to_string();
     let run = || async {
-        let out = tokio::time::timeout(
-            std::time::Duration::from_secs(60),
-            tokio::process::Command::new("/usr/bin/python3")
-                .args(["-c", PY_LIST, &s.url(), &token])
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("python timed out")
-        .expect("python runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        let out = common::tools::python(PY_LIST, &[&s.url(), &token]).await;
+        serde_json::from_str::<Value>(&out).unwrap()
     };
     let answer = run().await;
     assert_eq!(answer["status"], 403, "{answer}");

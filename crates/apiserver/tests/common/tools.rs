@@ -1,10 +1,24 @@
-//! Real programs for the client tests: a fresh temporary directory, and kubectl run with its own
-//! kubeconfig and cache directory.
+//! Real programs for the client tests: a fresh temporary directory, kubectl run with its own
+//! kubeconfig and cache directory, and the Python client's scripts.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::process::Command;
+
+/// Runs a Python `script` (with the Kubernetes client importable) with `args`; its standard
+/// output, once it has succeeded.
+pub async fn python(script: &str, args: &[&str]) -> String {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new("/usr/bin/python3").arg("-c").arg(script).args(args).kill_on_drop(true).output(),
+    )
+    .await
+    .expect("python timed out")
+    .expect("python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 /// A new, empty directory under the system's temporary directory.
 pub fn tempdir(tag: &str) -> PathBuf {
