@@ -297,7 +297,6 @@ impl Store {
         key: &ManagerKey,
         opts: &ApplyOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        crate::authorizer::check_requester(self.cache(), "create", info, ns, name)?;
         let ty = managed_fields::type_of(info);
         let api_version = info.api_version();
         let zero = Value::Object(Map::new());

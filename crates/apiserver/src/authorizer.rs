@@ -28,13 +28,19 @@ pub enum AuthorizationMode {
 
 /// Reads kube-apiserver's `--authorization-mode` list (`RBAC`, `Node,RBAC`, `AlwaysAllow`): the
 /// modes are a union, so `AlwaysAllow` anywhere allows everything; `Node` (whose node identities
-/// this server does not issue) adds nothing; other modes are refused.
+/// this server does not issue) adds nothing beside another mode; other modes, `Node` alone and
+/// a mode named twice are refused.
 impl std::str::FromStr for AuthorizationMode {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut mode = None;
+        let mut seen: Vec<&str> = Vec::new();
         for m in s.split(',').map(str::trim) {
+            if seen.contains(&m) {
+                return Err(format!("authorization-mode {m:?} has mode specified more than once"));
+            }
+            seen.push(m);
             match m {
                 "AlwaysAllow" => mode = Some(AuthorizationMode::AlwaysAllow),
                 "RBAC" if mode.is_none() => mode = Some(AuthorizationMode::Rbac),
@@ -147,6 +153,7 @@ mod tests {
         assert_eq!(read("AlwaysAllow"), Ok(AuthorizationMode::AlwaysAllow));
         assert!(read("Node").is_err());
         assert!(read("Webhook,RBAC").is_err());
+        assert!(read("RBAC,RBAC").is_err());
     }
 
     #[test]

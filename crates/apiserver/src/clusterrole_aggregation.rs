@@ -5,8 +5,9 @@
 //!
 //! Invariants: the rules are gathered selector by selector, from the selected roles in name
 //! order, each rule once, as kube gathers them; a role whose gathered rules equal its own is not
-//! written, and a pass writes at most one role, so every role is gathered from what the cache
-//! holds after the last write (roles that select each other settle); the write is a forced
+//! written, and a pass ends after a write that changed a role, so every role is gathered from
+//! what the cache holds after the last change (roles that select each other settle), while one
+//! that cannot be brought up to date holds up no other; the write is a forced
 //! server-side apply of `rules` (none when nothing is gathered) by the field manager
 //! `clusterrole-aggregation-controller`, made as that controller's service account, which under
 //! RBAC may write roles once its binding exists (a refusal waits for a binding to change); a
@@ -53,32 +54,47 @@ impl Controller {
         lp.run(wakers, || self.pass(), stop).await;
     }
 
-    /// Brings the first aggregated ClusterRole that is out of date up to date: one write per
-    /// pass, so the next pass (which the write wakes) reads what it changed, as kube's
-    /// controller reads its informer for each role.
+    /// Brings the first aggregated ClusterRole that is out of date, and can be, up to date: after
+    /// a write that changed a role the pass ends, so the next pass (which the write wakes) reads
+    /// what it changed, as kube's controller reads its informer for each role; a role the write
+    /// leaves as it was (another manager holds its rules) or that cannot be written is passed
+    /// over, so it holds up no other.
     async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
         let (_, all) = self.store.cache().snapshot(&self.info, None, &Selectors::default())?;
         let roles: Vec<(String, Value)> = all.iter().map(|o| (o.name.clone(), o.value())).collect();
-        for (name, role) in &roles {
+        let mut first_error = None;
+        let mut refused = false;
+        for ((name, role), stored) in roles.iter().zip(&all) {
             let Some(selectors) = role.get("aggregationRule").filter(|a| a.is_object()) else { continue };
             let gathered = gather(name, selectors, &roles);
             if gathered == PolicyRule::all_of(role) {
                 continue;
             }
-            return match self.write(name, &gathered).await {
-                Ok(()) => Ok(Vec::new()),
+            match self.write(name, &gathered).await {
+                Ok(Some(rv)) if rv != stored.rv => return Ok(Vec::new()),
+                Ok(_) => {}
                 // Not (yet) allowed to write roles: until a binding changes.
                 Err(e) if e.code == 403 => {
                     tracing::debug!(clusterrole = %name, error = %e, "clusterrole aggregation");
-                    Ok(self.store.registry().find(GROUP, "v1", "clusterrolebindings").cloned().into_iter().collect())
+                    refused = true;
                 }
-                Err(e) => Err(e),
-            };
+                Err(e) => {
+                    tracing::debug!(clusterrole = %name, error = %e, "clusterrole aggregation");
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(Vec::new())
+        match first_error {
+            Some(e) => Err(e),
+            None if refused => {
+                Ok(self.store.registry().find(GROUP, "v1", "clusterrolebindings").cloned().into_iter().collect())
+            }
+            None => Ok(Vec::new()),
+        }
     }
 
-    async fn write(&self, name: &str, rules: &[PolicyRule]) -> Result<(), ApiError> {
+    /// Applies `rules` to the role `name`; the revision it is at afterwards (None: gone).
+    async fn write(&self, name: &str, rules: &[PolicyRule]) -> Result<Option<u64>, ApiError> {
         let mut body = json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole", "metadata": {"name": name}});
         // No rules gathered: none applied, so the controller's rules are removed (kube's `WithRules()`).
         if !rules.is_empty() {
@@ -87,9 +103,9 @@ impl Controller {
         let opts = ApplyOpts { force: true, field_manager: MANAGER.into(), ..Default::default() };
         let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::internal(&e.to_string()))?;
         match self.store.apply(&self.info, "", name, &bytes, &opts).await {
-            Ok(_) => Ok(()),
+            Ok((written, _)) => Ok(Some(written.rv)),
             // Gone since the pass read it: nothing to aggregate.
-            Err(e) if e.code == 404 => Ok(()),
+            Err(e) if e.code == 404 => Ok(None),
             Err(e) => Err(e),
         }
     }

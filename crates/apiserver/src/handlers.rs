@@ -254,7 +254,11 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         ["readyz"] => Ok(text("ok")),
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };
-            let base = format!("{scheme}://{}", shared.server_address.lock());
+            // A server bound to every address is named as the client reached it.
+            let bound = shared.server_address.lock().clone();
+            let unspecified = bound.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_unspecified());
+            let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).filter(|_| unspecified);
+            let base = format!("{scheme}://{}", host.unwrap_or(&bound));
             let doc = crate::oidc_discovery::configuration(&base, shared.signer.algorithm());
             get_only(Ok(crate::oidc_discovery::respond(&doc, "application/json")))
         }

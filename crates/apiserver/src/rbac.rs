@@ -307,7 +307,8 @@ impl RoleRefError {
     pub fn to_api_error(&self) -> crate::status::ApiError {
         match self {
             RoleRefError::Missing { plural, name } => crate::status::ApiError::not_found(GROUP, plural, name),
-            RoleRefError::Unsupported(_) => crate::status::ApiError::internal(&self.lister_text()),
+            // A plain error, as kube answers one: 500 without a reason.
+            RoleRefError::Unsupported(_) => crate::status::ApiError::new(500, "", self.lister_text()),
         }
     }
 }

@@ -22,13 +22,15 @@ use crate::registry::ResourceInfo;
 use crate::request_info::RequestInfo;
 use crate::status::ApiError;
 
-/// Refuses the write of `obj` (over `old` for an update) to one of the RBAC resources when the
-/// requesting user could grant with it permissions it does not hold.
+/// Refuses the write of `obj` (over `old` for an update; `named` when the request's URL names
+/// it) to one of the RBAC resources when the requesting user could grant with it permissions it
+/// does not hold.
 pub(crate) fn check(
     cache: &WatchCache,
     info: &ResourceInfo,
     obj: &Map<String, Value>,
     old: Option<&StoredObject>,
+    named: bool,
 ) -> Result<(), ApiError> {
     let kind = info.plural.as_str();
     if info.group != GROUP || !matches!(kind, "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings") {
@@ -62,8 +64,8 @@ pub(crate) fn check(
     };
     let whole = Value::Object(obj.clone());
     if matches!(kind, "roles" | "clusterroles") {
-        // kube asks with the request's name: none on a create.
-        if allowed("escalate", kind, if old.is_some() { &name } else { "" }) {
+        // kube asks with the request's name: none on a POST, the URL's on an apply or update.
+        if allowed("escalate", kind, if named { &name } else { "" }) {
             return Ok(());
         }
         confirm(cache, &user, &ns, &PolicyRule::all_of(&whole)).map_err(|m| refuse(&m))?;

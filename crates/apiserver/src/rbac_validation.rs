@@ -1,14 +1,14 @@
 //! kube-apiserver's validation of Roles, ClusterRoles, RoleBindings and ClusterRoleBindings (its
-//! `rbac/validation`): every rule has verbs; a resource rule has API groups and resources (and
-//! names only for one resource), a non-resource rule only URLs, and only in a ClusterRole; a
+//! `rbac/validation`): every rule has verbs; a resource rule has API groups and resources, a
+//! non-resource rule only URLs, and only in a ClusterRole; an `aggregationRule` has selectors; a
 //! binding refers to a Role or ClusterRole (a ClusterRoleBinding only to a ClusterRole) of the
 //! RBAC group, by a name that is a path segment; its subjects are Users and Groups of the RBAC
 //! group or ServiceAccounts (of no group, with a namespace in a ClusterRoleBinding); and a
 //! binding's `roleRef` never changes.
 //!
-//! Invariants: the causes are kube's, in kube's order and words (`roleRef: Invalid value:
-//! rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"x"}: cannot change
-//! roleRef`); objects of other resources give none.
+//! Invariants: the causes are kube's, in kube's order and words, values shown as kube v1.35
+//! shows them (JSON: `roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io",
+//! "Kind":"Role","Name":"x"}: cannot change roleRef`); objects of other resources give none.
 
 use serde_json::{Map, Value};
 
@@ -25,7 +25,15 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
     }
     match info.plural.as_str() {
         "roles" => rules(obj, true),
-        "clusterroles" => rules(obj, false),
+        "clusterroles" => {
+            let mut causes = rules(obj, false);
+            let aggregation = obj.get("aggregationRule").filter(|a| !a.is_null());
+            let selectors = aggregation.and_then(|a| a.get("clusterRoleSelectors")).and_then(Value::as_array);
+            if aggregation.is_some() && selectors.is_none_or(|l| l.is_empty()) {
+                causes.push(required("aggregationRule.clusterRoleSelectors".into(), ""));
+            }
+            causes
+        }
         "rolebindings" => binding(obj, old, true),
         "clusterrolebindings" => binding(obj, old, false),
         _ => Vec::new(),
@@ -38,9 +46,9 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Go's `%#v` of a `[]string`.
-fn go_strings(l: &[String]) -> String {
-    format!("[]string{{{}}}", l.iter().map(|s| go_quote(s)).collect::<Vec<_>>().join(", "))
+/// A list as kube's field errors show it (JSON).
+fn json_strings(l: &[String]) -> String {
+    serde_json::to_string(l).unwrap_or_default()
 }
 
 fn rules(obj: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
@@ -55,7 +63,7 @@ fn rules(obj: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
         if !urls.is_empty() {
             let with = |detail: &str| Cause {
                 reason: "FieldValueInvalid",
-                message: format!("Invalid value: {}: {detail}", go_strings(&urls)),
+                message: format!("Invalid value: {}: {detail}", json_strings(&urls)),
                 field: at("nonResourceURLs"),
             };
             if namespaced {
@@ -71,9 +79,6 @@ fn rules(obj: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
         }
         if list("resources").is_empty() {
             causes.push(required(at("resources"), "resource rules must supply at least one resource"));
-        }
-        if !list("resourceNames").is_empty() && list("resources").len() > 1 {
-            causes.push(required(at("resourceNames"), "resource names cannot apply to multiple resources"));
         }
     }
     causes
@@ -106,8 +111,9 @@ fn binding(obj: &Map<String, Value>, old: Option<&StoredObject>, namespaced: boo
         let before = old.value().get("roleRef").cloned().unwrap_or(Value::Null);
         let same = ["apiGroup", "kind", "name"].iter().all(|k| text(&before, k) == text(&role_ref, k));
         if !same {
+            // kube shows its internal RoleRef as JSON, its fields' Go names as keys.
             let shown = format!(
-                "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
+                "{{\"APIGroup\":{},\"Kind\":{},\"Name\":{}}}",
                 go_quote(text(&role_ref, "apiGroup")),
                 go_quote(text(&role_ref, "kind")),
                 go_quote(name)
@@ -142,11 +148,7 @@ fn subject_causes(subject: &Value, namespaced: bool, i: usize, causes: &mut Vec<
                 causes.push(required(at("namespace"), ""));
             }
         }
-        kind @ ("User" | "Group") => {
-            if name.is_empty() {
-                let what = if kind == "User" { "user" } else { "group" };
-                causes.push(invalid(at("name"), name, &format!("{what} name cannot be empty")));
-            }
+        "User" | "Group" => {
             if text(subject, "apiGroup") != GROUP {
                 causes.push(unsupported(at("apiGroup"), text(subject, "apiGroup"), &[GROUP]));
             }
@@ -179,9 +181,8 @@ mod tests {
         assert_eq!(
             found,
             [
-                "rules[0].nonResourceURLs: Invalid value: []string{\"/x\"}: namespaced rules cannot apply to non-resource URLs",
+                "rules[0].nonResourceURLs: Invalid value: [\"/x\"]: namespaced rules cannot apply to non-resource URLs",
                 "rules[1].verbs: Required value: verbs must contain at least one value",
-                "rules[1].resourceNames: Required value: resource names cannot apply to multiple resources",
             ]
         );
         let crb = info("clusterrolebindings", "ClusterRoleBinding", false);

@@ -132,7 +132,7 @@ impl TokenSigner {
         Self::from_pkcs8(&Self::generate_pkcs8()).expect("a freshly generated key is valid")
     }
 
-    /// A signer with this ECDSA P-256 or RSA key (PKCS#8 DER).
+    /// A signer with this ECDSA P-256 or RSA (2048 to 4096 bits) key (PKCS#8 DER).
     pub fn from_pkcs8(der: &[u8]) -> Result<TokenSigner, String> {
         let rng = SystemRandom::new();
         let key = match EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng) {
@@ -158,8 +158,7 @@ impl TokenSigner {
     }
 
     /// The public key as a JSON Web Key (`use`, `kty`, `kid`, `crv`, `alg`, `x`, `y` for ECDSA;
-    /// `use`, `kty`, `kid`, `alg`, `n`, `e` for RSA, in the order kube's JOSE library writes
-    /// them), as the issuer's key set publishes it.
+    /// `use`, `kty`, `kid`, `alg`, `n`, `e` for RSA), as the issuer's key set publishes it.
     pub fn public_jwk(&self) -> Value {
         match &self.key {
             Key::Ecdsa(k) => {

@@ -325,7 +325,7 @@ async fn an_apply_that_creates_needs_create_and_a_binding_keeps_its_role() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
         r.body["message"],
-        "RoleBinding.rbac.authorization.k8s.io \"patcher\" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"
+        "RoleBinding.rbac.authorization.k8s.io \"patcher\" is invalid: roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"Role\",\"Name\":\"other\"}: cannot change roleRef"
     );
     b["roleRef"]["name"] = json!("patcher");
     b["subjects"] = json!([user("alice"), user("bob")]);
@@ -344,6 +344,17 @@ async fn aggregation_runs_whatever_the_mode() {
     let s = server().await;
     let admin = Client::new(&s);
     assert_eq!(admin.get(&format!("{CLUSTER_ROLES}/cluster-admin")).await.code, 404, "no default roles without RBAC");
+    // An aggregated role whose rules another manager holds (and that selects nothing) cannot be
+    // emptied by the controller's apply; it holds up no other role.
+    let held = json!({"metadata": {"name": "a-held"}, "rules": [rule(&[""], &["secrets"], &["get"])],
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"nothing": "selected"}}]}});
+    assert_eq!(admin.post(CLUSTER_ROLES, &held).await.code, 201);
+    let r = admin.post(CLUSTER_ROLES, &json!({"metadata": {"name": "empty"}, "aggregationRule": {}})).await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body["message"],
+        "ClusterRole.rbac.authorization.k8s.io \"empty\" is invalid: aggregationRule.clusterRoleSelectors: Required value"
+    );
     let part = |name: &str, verb: &str| json!({"metadata": {"name": name, "labels": {"team": "a"}}, "rules": [rule(&[""], &["configmaps"], &[verb])]});
     assert_eq!(admin.post(CLUSTER_ROLES, &part("a-get", "get")).await.code, 201);
     let whole = json!({"metadata": {"name": "team-a"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": "a"}}]}});

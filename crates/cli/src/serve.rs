@@ -56,8 +56,9 @@ pub struct ServeArgs {
     /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
     #[arg(long)]
     pub no_garbage_collector: bool,
-    /// Sign and check service account tokens with this ECDSA P-256 or RSA private key (PKCS#8 PEM
-    /// or DER, SEC1 `EC PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY` PEM, as kubeadm's `sa.key`), as
+    /// Sign and check service account tokens with this ECDSA P-256 or RSA (2048–4096 bits) private
+    /// key (PKCS#8 PEM or DER, SEC1 `EC PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY` PEM, as kubeadm's
+    /// `sa.key`), as
     /// kube-apiserver's `--service-account-signing-key-file`; replicas on one etcd share it.
     /// Default: a key of the server's own (kept in `--data-dir`; new at each start otherwise).
     #[arg(long, alias = "service-account-signing-key-file")]
@@ -65,7 +66,7 @@ pub struct ServeArgs {
     /// How requests are authorized, as kube-apiserver's `--authorization-mode` (a list, such as
     /// `Node,RBAC`): `AlwaysAllow` (every request) or `RBAC` (Roles, ClusterRoles and their
     /// bindings decide; the server holds kube's default roles, and the server's own user is in
-    /// `system:masters`); `Node` is accepted and adds nothing.
+    /// `system:masters`); `Node` beside one of them adds nothing.
     #[arg(long, default_value = "AlwaysAllow")]
     pub authorization_mode: informer_apiserver::AuthorizationMode,
 }

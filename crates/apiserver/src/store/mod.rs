@@ -368,6 +368,8 @@ impl Store {
         (tracking, dry_run): (Tracking, bool),
         manager: &str,
     ) -> Result<Template, ApiError> {
+        // An apply that creates names the object in its URL, and needs `create` too.
+        let applied = matches!(tracking, Tracking::Applied(_));
         let requested = managed_fields::take_requested(&mut obj);
         let now = object::now_rfc3339();
         let meta = meta_mut(&mut obj);
@@ -430,7 +432,7 @@ impl Store {
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
-        crate::rbac_escalation::check(&self.cache, info, &obj, None)?;
+        crate::rbac_escalation::check(&self.cache, info, &obj, None, applied)?;
         // As kube's Service store: the address is given before validation and validating
         // admission, which see it, and given back when they refuse.
         let is_service = defaults::is_service(info);
@@ -439,6 +441,11 @@ impl Store {
         }
         let checked = async {
             validation::validate(info, &obj, None)?;
+            if applied {
+                // As kube's create-on-update authorization: after validation, before validating
+                // admission.
+                crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
+            }
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
@@ -928,7 +935,7 @@ impl Store {
         managers.store_into(&mut obj);
         obj.remove("kind");
         obj.remove("apiVersion");
-        crate::rbac_escalation::check(&self.cache, info, &obj, Some(old))?;
+        crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
         validation::validate(info, &obj, Some(old))?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
