@@ -237,13 +237,13 @@ fn visit_rules_for(cache: &WatchCache, user: &User, namespace: &str, visit: &mut
     let registry = cache.registry();
     let find = |plural: &str| registry.find(GROUP, "v1", plural).cloned();
     let (Some(crb), Some(rb)) = (find("clusterrolebindings"), find("rolebindings")) else { return };
-    let scopes: [(&std::sync::Arc<crate::registry::ResourceInfo>, Option<&str>); 2] =
-        [(&crb, None), (&rb, Some(namespace))];
+    // ClusterRoleBindings, then (for a request in a namespace) that namespace's RoleBindings.
+    let mut scopes = vec![(crb, None)];
+    if !namespace.is_empty() {
+        scopes.push((rb, Some(namespace)));
+    }
     for (info, ns) in scopes {
-        if ns == Some("") {
-            continue;
-        }
-        let bindings = match cache.snapshot(info, ns, &Selectors::default()) {
+        let bindings = match cache.snapshot(&info, ns, &Selectors::default()) {
             Ok((_, items)) => items,
             Err(e) => {
                 if !visit(&String::new, None, Some(e.message)) {
