@@ -152,14 +152,18 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
         json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
             "version": "v1", "kind": "Eviction", "verbs": ["create"]})
     });
+    let approval = crate::certificate_signing::is_csrs(r).then(|| {
+        json!({"name": format!("{}/approval", r.plural), "singularName": "", "namespaced": false,
+            "kind": r.kind, "verbs": ["get", "patch", "update"]})
+    });
     let token = (r.is_core("serviceaccounts")).then(|| {
         json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     });
     let subresources = if r.list_items_have_kind {
-        [finalize, status, scale, None, None, None]
+        [finalize, status, scale, None, None, None, None]
     } else {
-        [finalize, binding, eviction, scale, status, token]
+        [approval, finalize, binding, eviction, scale, status, token]
     };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
@@ -296,6 +300,9 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         out["categories"] = json!(categories);
     }
     let mut subresources = Vec::new();
+    if crate::certificate_signing::is_csrs(r) {
+        subresources.push(json!({"subresource": "approval", "responseKind": own, "verbs": ["get", "patch", "update"]}));
+    }
     if crate::namespaces::is_namespaces(r) {
         subresources.push(json!({"subresource": "finalize", "responseKind": own, "verbs": ["update"]}));
     }

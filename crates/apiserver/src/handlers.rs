@@ -446,11 +446,15 @@ async fn resource_request(
         Some(crate::eviction::SUBRESOURCE) if info.is_core("pods") => Subresource::Eviction,
         Some(crate::binding::SUBRESOURCE) if info.is_core("pods") => Subresource::Binding,
         Some(crate::token_request::SUBRESOURCE) if info.is_core("serviceaccounts") => Subresource::Token,
+        Some(crate::certificate_signing::APPROVAL) if crate::certificate_signing::is_csrs(&info) => {
+            Subresource::Approval
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     let target = match subresource {
         Subresource::Status => Target::Status,
         Subresource::Finalize => Target::Finalize,
+        Subresource::Approval => Target::Approval,
         Subresource::None | Subresource::Scale | Subresource::Eviction | Subresource::Binding | Subresource::Token => {
             Target::Main
         }
@@ -458,7 +462,9 @@ async fn resource_request(
     let allowed = match subresource {
         Subresource::None => true,
         Subresource::Finalize => *req.method() == Method::PUT,
-        Subresource::Status | Subresource::Scale => matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH),
+        Subresource::Status | Subresource::Scale | Subresource::Approval => {
+            matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH)
+        }
         Subresource::Eviction | Subresource::Binding | Subresource::Token => *req.method() == Method::POST,
     };
     // Namespaces are deleted one at a time (kube-apiserver serves no deletecollection for them).
@@ -637,6 +643,8 @@ enum Subresource {
     Binding,
     /// A service account's `…/token` (POST only; [`crate::token_request`]).
     Token,
+    /// A CertificateSigningRequest's `…/approval` ([`crate::certificate_signing`]).
+    Approval,
 }
 
 /// The patch type of a PATCH request's media type. A type outside the four patch types is

@@ -31,6 +31,7 @@ pub(crate) mod cel_network;
 pub(crate) mod cel_quantity;
 pub(crate) mod cel_semver;
 pub(crate) mod cel_url;
+pub(crate) mod certificate_signing;
 pub mod chaos;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod combined_writes;

@@ -283,7 +283,8 @@ impl Registry {
     /// events in another form); authentication.k8s.io/v1 selfsubjectreviews and
     /// authorization.k8s.io/v1 local, self and subject access reviews and self rules reviews
     /// (answered, never stored); autoscaling/v2
-    /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; networking.k8s.io/v1 ingresses,
+    /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; certificates.k8s.io/v1
+    /// certificatesigningrequests; networking.k8s.io/v1 ingresses,
     /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
     /// storage.k8s.io/v1 storageclasses; admissionregistration.k8s.io/v1
@@ -433,6 +434,17 @@ impl Registry {
         );
         r.register(b("batch", "jobs", "Job", true, &[], &["status.successful"]).with_status_subresource());
         r.register(b("batch", "cronjobs", "CronJob", true, &["cj"], &[]).with_status_subresource());
+        r.register(
+            b(
+                crate::certificate_signing::GROUP,
+                "certificatesigningrequests",
+                "CertificateSigningRequest",
+                false,
+                &["csr"],
+                &["spec.signerName"],
+            )
+            .with_status_subresource(),
+        );
         r.register(
             b("networking.k8s.io", "ingresses", "Ingress", true, &["ing"], &[])
                 .with_storage_path("ingress")

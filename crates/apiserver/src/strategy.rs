@@ -29,6 +29,9 @@ pub enum Target {
     /// A pod's `binding` subresource: the pod as its binding leaves it (node, annotations,
     /// `PodScheduled` condition), written whole by the server.
     Binding,
+    /// A CertificateSigningRequest's `approval` subresource (its conditions only; see
+    /// [`crate::certificate_signing`]).
+    Approval,
 }
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
@@ -38,8 +41,11 @@ pub fn prepare_update(
     old: &StoredObject,
     new: Map<String, Value>,
 ) -> Map<String, Value> {
+    if crate::certificate_signing::is_csrs(info) {
+        return crate::certificate_signing::prepare_update(target, &old.value(), new);
+    }
     match target {
-        Target::Status => {
+        Target::Status | Target::Approval => {
             let mut out = as_map(old.value());
             set_or_remove(&mut out, "status", new.get("status").cloned());
             out

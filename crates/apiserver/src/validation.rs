@@ -39,7 +39,8 @@ pub(crate) fn validate(
             return Err(crate::custom_resource::invalid(info, name, &causes));
         }
     }
-    let causes = crate::rbac_validation::validate(info, obj, old);
+    let mut causes = crate::rbac_validation::validate(info, obj, old);
+    causes.extend(crate::certificate_signing::validate(info, obj, old));
     if !causes.is_empty() {
         let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
         return Err(crate::custom_resource::invalid(info, name, &causes));

@@ -148,7 +148,7 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
         Target::Main if info.status_subresource => s.insert(&Path::fields(&["status"]).0),
         Target::Main | Target::Binding => {}
         Target::Finalize => s.insert(&Path::fields(&["status"]).0),
-        Target::Status => {
+        Target::Status | Target::Approval => {
             for o in objects {
                 for k in o.as_object().into_iter().flat_map(|m| m.keys()) {
                     if k != "status" {
@@ -168,6 +168,7 @@ pub(crate) fn subresource_of(target: Target) -> &'static str {
         Target::Status => "status",
         Target::Finalize => "finalize",
         Target::Binding => "binding",
+        Target::Approval => "approval",
     }
 }
 

@@ -431,6 +431,7 @@ impl Store {
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
+        crate::certificate_signing::prepare_create(info, &mut obj);
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         crate::rbac_escalation::check(&self.cache, info, &obj, None, applied)?;
         // As kube's Service store: the address is given before validation and validating
@@ -869,6 +870,7 @@ impl Store {
             (Target::Status, _) => "status",
             (Target::Finalize, _) => "finalize",
             (Target::Binding, _) => "binding",
+            (Target::Approval, _) => "approval",
             (Target::Main, _) => "",
         };
         let managers = track(info, old, &mut obj, opts, tracking, requested);
@@ -936,6 +938,7 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
+        crate::certificate_signing::admit(&self.cache, info, target, &obj, old)?;
         validation::validate(info, &obj, Some(old))?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
