@@ -9,17 +9,17 @@
 //!   `groups`, `extra` from the user making the request, whatever the body said) and the status
 //!   starts empty: nobody creates a pre-approved request;
 //! - a write of the resource itself changes only metadata (spec and status stay); a `status`
-//!   write changes the status but keeps the `Approved` and `Denied` conditions as they were; an
-//!   `approval` write changes only the conditions; conditions get `lastUpdateTime` and
-//!   `lastTransitionTime` (kept from a condition of the same type and status) when they lack
-//!   them, and `status: "True"` by default;
+//!   write changes the status but keeps the `Approved` and `Denied` conditions as they were
+//!   (adding one is refused); an `approval` write changes only the conditions; conditions get
+//!   `lastUpdateTime` and `lastTransitionTime` (kept from a condition of the same type and
+//!   status) when they lack them;
 //! - the request must be a PEM certificate request whose signature checks, for a signer named
 //!   `domain/path`, with usages from kube's list, each once, for at least ten minutes; the
 //!   conditions are typed, each type once, `Approved`/`Denied`/`Failed` are `True` and
 //!   `Approved`/`Denied` exclusive, and none of those three is removed; a certificate is PEM
 //!   certificates and never changed once set;
-//! - under RBAC, approving or denying needs `approve` and setting a certificate needs `sign` on
-//!   the signer (`certificates.k8s.io` `signers`, named by the signer or its `domain/*`), as
+//! - under RBAC, approving or denying needs `approve`, and changing the certificate or the
+//!   conditions through `status` needs `sign`, on the signer (`certificates.k8s.io` `signers`, named by the signer or its `domain/*`), as
 //!   kube's CertificateApproval and CertificateSigning admission check.
 
 use base64::Engine;
@@ -131,21 +131,21 @@ pub(crate) fn prepare_update(target: Target, old: &Value, mut merged: Map<String
             }
             status
         }
-        // The status, with the approval as it was.
+        // The status, with the approval as it was: instances of `Approved` and `Denied` keep
+        // their stored values in place when their number is unchanged (kube's
+        // `preserveConditionInstances`); a different number is refused by `check_update`.
         Target::Status => {
             let mut status = merged.get("status").cloned().unwrap_or(json!({}));
-            let kept: Vec<Value> =
-                conditions(old).into_iter().filter(|c| matches!(kind_of(c), "Approved" | "Denied")).collect();
-            let mut now: Vec<Value> = conditions(&Value::Object(merged.clone()))
-                .into_iter()
-                .filter(|c| !matches!(kind_of(c), "Approved" | "Denied"))
-                .collect();
-            now.extend(kept);
-            if let Some(s) = status.as_object_mut() {
-                if now.is_empty() {
-                    s.remove("conditions");
-                } else {
-                    s.insert("conditions".into(), now.into());
+            let before = conditions(old);
+            if let Some(list) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+                for t in ["Approved", "Denied"] {
+                    let olds: Vec<&Value> = before.iter().filter(|c| kind_of(c) == t).collect();
+                    let news: Vec<usize> = (0..list.len()).filter(|i| kind_of(&list[*i]) == t).collect();
+                    if olds.len() == news.len() {
+                        for (i, o) in news.into_iter().zip(olds) {
+                            list[i] = o.clone();
+                        }
+                    }
                 }
             }
             status
@@ -158,15 +158,12 @@ pub(crate) fn prepare_update(target: Target, old: &Value, mut merged: Map<String
     merged
 }
 
-/// kube's `populateConditionTimestamps` and condition defaulting.
+/// kube's `populateConditionTimestamps`.
 fn stamp_conditions(status: &mut Value, old: &Value) {
     let now = crate::object::now_rfc3339();
     let before = conditions(old);
     let Some(list) = status.get_mut("conditions").and_then(Value::as_array_mut) else { return };
     for c in list.iter_mut().filter_map(Value::as_object_mut) {
-        if c.get("status").and_then(Value::as_str).unwrap_or("").is_empty() {
-            c.insert("status".into(), "True".into());
-        }
         if c.get("lastUpdateTime").is_none_or(Value::is_null) {
             c.insert("lastUpdateTime".into(), now.clone().into());
         }
@@ -219,8 +216,8 @@ pub(crate) fn validate(
     let signer = text(&spec, "signerName");
     if signer.is_empty() {
         causes.push(required("spec.signerName".into(), ""));
-    } else if let Some(why) = signer_problem(&signer) {
-        causes.push(invalid("spec.signerName".into(), &signer, why));
+    } else {
+        causes.extend(signer_causes(&signer));
     }
     if let Some(seconds) = spec.get("expirationSeconds").and_then(Value::as_i64)
         && seconds < 600
@@ -310,9 +307,15 @@ pub(crate) fn validate(
     causes
 }
 
+/// The bytes of a base64 field (line breaks skipped, as Go's decoder skips them).
+fn decode(b64: &str) -> Result<Vec<u8>, String> {
+    let clean: String = b64.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    base64::engine::general_purpose::STANDARD.decode(clean).map_err(|e| e.to_string())
+}
+
 /// Why kube would refuse the base64 `request` (a PEM certificate request whose signature checks).
 fn check_request(request: &str) -> Result<(), String> {
-    let pem = base64::engine::general_purpose::STANDARD.decode(request).map_err(|e| e.to_string())?;
+    let pem = decode(request)?;
     let block = pem_block(&pem, "CERTIFICATE REQUEST").ok_or("PEM block type must be CERTIFICATE REQUEST")?;
     let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(&block)
         .map_err(|e| format!("x509: {e}"))?;
@@ -321,7 +324,7 @@ fn check_request(request: &str) -> Result<(), String> {
 
 /// Why kube would refuse the base64 `certificate` (PEM certificates, one at least).
 fn check_certificates(certificate: &str) -> Result<(), String> {
-    let pem = base64::engine::general_purpose::STANDARD.decode(certificate).map_err(|e| e.to_string())?;
+    let pem = decode(certificate)?;
     let blocks = pem_blocks(&pem);
     if blocks.is_empty() {
         return Err("must contain at least one CERTIFICATE PEM block".into());
@@ -355,39 +358,108 @@ fn pem_block(pem: &[u8], label: &str) -> Option<Vec<u8>> {
     pem_blocks(pem).into_iter().next().filter(|(l, _)| l == label).map(|(_, der)| der)
 }
 
-/// What is wrong with a signer name (kube's `ValidateSignerName`: `domain/path`).
-fn signer_problem(signer: &str) -> Option<&'static str> {
-    let Some((domain, path)) = signer.split_once('/') else {
-        return Some("must be a fully qualified domain and path of the form 'example.com/signer-name'");
-    };
-    if domain.is_empty() || path.is_empty() || !crate::cel_format::dns1123_subdomain(domain).is_empty() {
-        return Some("must be a fully qualified domain and path of the form 'example.com/signer-name'");
+/// What is wrong with a signer name (kube's `ValidateSignerName`): one `/` between a domain of
+/// at least two DNS labels and a path of DNS subdomains separated by dots; kube's legacy signer
+/// is refused by this API version.
+fn signer_causes(signer: &str) -> Vec<Cause> {
+    let field = || "spec.signerName".to_string();
+    if signer == "kubernetes.io/legacy-unknown" {
+        return vec![invalid(field(), signer, "the legacy signerName is not allowed via this API version")];
     }
-    None
+    let segments: Vec<&str> = signer.split('/').collect();
+    let [domain, path] = segments[..] else {
+        return vec![invalid(
+            field(),
+            signer,
+            "must be a fully qualified domain and path of the form 'example.com/signer-name'",
+        )];
+    };
+    let mut causes = Vec::new();
+    let labels: Vec<&str> = domain.split('.').collect();
+    if let Some((label, faults)) =
+        labels.iter().map(|l| (l, crate::cel_format::dns1123_label(l))).find(|(_, f)| !f.is_empty())
+    {
+        for fault in faults {
+            causes.push(invalid(
+                field(),
+                domain,
+                &format!("validating label {}: {fault}", crate::structural::go_quote(label)),
+            ));
+        }
+    }
+    if labels.len() < 2 {
+        causes.push(invalid(field(), domain, "should be a domain with at least two segments separated by dots"));
+    }
+    for label in path.split('.') {
+        for fault in crate::cel_format::dns1123_subdomain(label) {
+            causes.push(invalid(
+                field(),
+                path,
+                &format!("validating label {}: {fault}", crate::structural::go_quote(label)),
+            ));
+        }
+    }
+    causes
 }
 
-/// Refuses, under RBAC, an approval or a certificate the requester may not give (kube's
-/// CertificateApproval and CertificateSigning admission).
-pub(crate) fn admit(
+/// Refuses what an update of a request through `target` may not do (kube's update validation:
+/// only the approval adds `Approved` or `Denied`), then, under RBAC, an approval or a
+/// certificate the requester may not give (kube's CertificateApproval and CertificateSigning
+/// admission, after validation).
+pub(crate) fn check_update(
     cache: &WatchCache,
     info: &ResourceInfo,
     target: Target,
     obj: &Map<String, Value>,
     old: &crate::object::StoredObject,
 ) -> Result<(), ApiError> {
-    if !is_csrs(info) || cache.authorization() == crate::AuthorizationMode::AlwaysAllow {
+    if !is_csrs(info) {
         return Ok(());
     }
     let old = old.value();
-    let certificate = |v: &Value| v.pointer("/status/certificate").cloned();
+    let whole = Value::Object(obj.clone());
+    if target != Target::Approval {
+        let mut causes = Vec::new();
+        for t in ["Approved", "Denied"] {
+            let count = |v: &Value| conditions(v).iter().filter(|c| kind_of(c) == t).count();
+            if count(&whole) > count(&old) {
+                causes.push(Cause {
+                    reason: "FieldValueForbidden",
+                    message: format!(
+                        "Forbidden: updates may not add a condition of type {}",
+                        crate::structural::go_quote(t)
+                    ),
+                    field: "status.conditions".into(),
+                });
+            }
+        }
+        if !causes.is_empty() {
+            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+            return Err(crate::custom_resource::invalid(info, name, &causes));
+        }
+    }
+    admit(cache, info, target, &whole, &old)
+}
+
+/// Under RBAC, refuses an approval, or a new certificate or conditions through `status`, that
+/// the requester may not give for the request's signer.
+fn admit(cache: &WatchCache, info: &ResourceInfo, target: Target, new: &Value, old: &Value) -> Result<(), ApiError> {
+    if cache.authorization() == crate::AuthorizationMode::AlwaysAllow {
+        return Ok(());
+    }
+    let at = |v: &Value, p: &str| v.pointer(p).cloned();
     let verb = match target {
         Target::Approval => "approve",
-        // Only a write that changes the certificate signs.
-        Target::Status if certificate(&Value::Object(obj.clone())) != certificate(&old) => "sign",
+        Target::Status
+            if at(new, "/status/certificate") != at(old, "/status/certificate")
+                || at(new, "/status/conditions") != at(old, "/status/conditions") =>
+        {
+            "sign"
+        }
         _ => return Ok(()),
     };
     let user = crate::rbac::User::of(&crate::requester::user_info());
-    let signer = obj.get("spec").and_then(|s| s.get("signerName")).and_then(Value::as_str).unwrap_or("");
+    let signer = old.pointer("/spec/signerName").and_then(Value::as_str).unwrap_or("");
     let domain_wildcard = signer.split_once('/').map(|(d, _)| format!("{d}/*")).unwrap_or_default();
     let allowed = [signer.to_string(), domain_wildcard].iter().any(|name| {
         let r = crate::request_info::RequestInfo {
@@ -404,7 +476,7 @@ pub(crate) fn admit(
     if allowed {
         return Ok(());
     }
-    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    let name = new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
     Err(ApiError::forbidden(
         GROUP,
         &info.plural,
@@ -418,27 +490,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn signer_names_are_domain_and_path() {
-        assert_eq!(signer_problem("example.com/my-signer"), None);
-        assert_eq!(signer_problem("kubernetes.io/kube-apiserver-client"), None);
-        assert!(signer_problem("my-signer").is_some());
-        assert!(signer_problem("/x").is_some());
+    fn signer_names_are_validated_as_kube_validates_them() {
+        assert!(signer_causes("example.com/my-signer").is_empty());
+        assert!(signer_causes("kubernetes.io/kube-apiserver-client").is_empty());
+        for bad in
+            ["my-signer", "/x", "a.com/x/y", "localhost/x", "example.com/Foo_Bar", "kubernetes.io/legacy-unknown"]
+        {
+            assert!(!signer_causes(bad).is_empty(), "{bad}");
+        }
+        assert_eq!(
+            signer_causes("localhost/x")[0].message,
+            "Invalid value: \"localhost\": should be a domain with at least two segments separated by dots"
+        );
     }
 
     #[test]
     fn approval_writes_change_only_conditions_and_status_writes_keep_the_approval() {
         let old = json!({"spec": {"signerName": "example.com/s"},
-            "status": {"conditions": [{"type": "Approved", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "lastUpdateTime": "2026-01-01T00:00:00Z"}]}});
-        let asked = json!({"spec": {"signerName": "other.com/s"}, "status": {"certificate": "Zm9v", "conditions": []}});
+            "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "Yes", "lastTransitionTime": "2026-01-01T00:00:00Z", "lastUpdateTime": "2026-01-01T00:00:00Z"}]}});
+        let asked = json!({"spec": {"signerName": "other.com/s"},
+            "status": {"certificate": "Zm9v", "conditions": [{"type": "Approved", "status": "True", "reason": "Changed"}]}});
         let Value::Object(asked) = asked else { unreachable!() };
         let out = prepare_update(Target::Status, &old, asked.clone());
         assert_eq!(out["spec"]["signerName"], "example.com/s");
         assert_eq!(out["status"]["certificate"], "Zm9v");
-        assert_eq!(out["status"]["conditions"][0]["type"], "Approved", "the approval stays");
+        assert_eq!(out["status"]["conditions"][0]["reason"], "Yes", "the approval stays as it was");
         let out = prepare_update(Target::Approval, &old, asked);
         assert!(out["status"].get("certificate").is_none(), "an approval does not sign");
-        assert_eq!(out["status"]["conditions"], json!([]), "the conditions asked for");
-        let denied = json!({"status": {"conditions": [{"type": "Denied", "reason": "No"}]}});
+        assert_eq!(out["status"]["conditions"][0]["reason"], "Changed");
+        let denied = json!({"status": {"conditions": [{"type": "Denied", "status": "True", "reason": "No"}]}});
         let Value::Object(denied) = denied else { unreachable!() };
         let out = prepare_update(Target::Approval, &old, denied);
         let c = &out["status"]["conditions"][0];

@@ -99,6 +99,27 @@ pub fn columns(info: &ResourceInfo) -> Value {
             ),
             col("Node", "string", "", "NodeName is a request to schedule this pod onto a specific node.", 1),
         ])
+    } else if crate::certificate_signing::is_csrs(info) {
+        json!([
+            name,
+            age,
+            col("SignerName", "string", "", "signerName indicates the requested signer, and is a qualified name.", 0),
+            col(
+                "Requestor",
+                "string",
+                "",
+                "username contains the name of the user that created the CertificateSigningRequest.",
+                0
+            ),
+            col(
+                "RequestedDuration",
+                "string",
+                "",
+                "expirationSeconds is the requested duration of validity of the issued certificate.",
+                0
+            ),
+            col("Condition", "string", "", "conditions applied to the request.", 0),
+        ])
     } else {
         json!([name, age])
     }
@@ -108,13 +129,57 @@ fn age(created: &str) -> String {
     let Ok(t) = created.parse::<jiff::Timestamp>() else {
         return "<unknown>".into();
     };
-    let secs = (jiff::Timestamp::now().as_second() - t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 * 2 => format!("{}m", s / 60),
-        s if s < 86400 * 2 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
+    human_duration(jiff::Timestamp::now().as_second() - t.as_second())
+}
+
+/// A duration as kubectl's tables show it (apimachinery's `HumanDuration`: `90s`, `5m30s`,
+/// `2h15m`, `3d4h`, `1y20d`).
+fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
     }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let (minutes, hours) = (secs / 60, secs / 3600);
+    let with = |whole: i64, unit: &str, part: i64, part_unit: &str| {
+        if part == 0 { format!("{whole}{unit}") } else { format!("{whole}{unit}{part}{part_unit}") }
+    };
+    match () {
+        _ if minutes < 10 => with(minutes, "m", secs % 60, "s"),
+        _ if minutes < 180 => format!("{minutes}m"),
+        _ if hours < 8 => with(hours, "h", minutes % 60, "m"),
+        _ if hours < 48 => format!("{hours}h"),
+        _ if hours < 24 * 8 => with(hours / 24, "d", hours % 24, "h"),
+        _ if hours < 24 * 365 * 2 => format!("{}d", hours / 24),
+        _ if hours < 24 * 365 * 8 => with(hours / 24 / 365, "y", (hours / 24) % 365, "d"),
+        _ => format!("{}y", hours / 24 / 365),
+    }
+}
+
+/// kubectl's condition of a certificate signing request: `Denied`, `Approved` or `Pending`, then
+/// `,Failed` and `,Issued`.
+fn csr_condition(v: &Value) -> String {
+    let conditions = v.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let has = |t: &str| conditions.iter().any(|c| c.get("type").and_then(Value::as_str) == Some(t));
+    let mut out = if has("Denied") {
+        "Denied"
+    } else if has("Approved") {
+        "Approved"
+    } else {
+        "Pending"
+    }
+    .to_string();
+    if has("Failed") {
+        out.push_str(",Failed");
+    }
+    if v.pointer("/status/certificate").and_then(Value::as_str).is_some_and(|c| !c.is_empty()) {
+        out.push_str(",Issued");
+    }
+    out
 }
 
 /// One Table row for an object.
@@ -158,6 +223,11 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
             s("/status/podIP"),
             s("/spec/nodeName")
         ])
+    } else if crate::certificate_signing::is_csrs(info) {
+        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("<none>").to_string();
+        let duration =
+            v.pointer("/spec/expirationSeconds").and_then(Value::as_i64).map_or("<none>".into(), human_duration);
+        json!([o.name, age(created), s("/spec/signerName"), s("/spec/username"), duration, csr_condition(&v)])
     } else {
         json!([o.name, age(created)])
     };
@@ -188,4 +258,29 @@ pub fn event_table(info: &ResourceInfo, o: &StoredObject) -> Vec<u8> {
         "rows": [row(info, o)],
     });
     serde_json::to_vec(&t).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_kubectl_shows_them() {
+        for (secs, shown) in [
+            (5, "5s"),
+            (119, "119s"),
+            (330, "5m30s"),
+            (600, "10m"),
+            (3600, "60m"),
+            (8100, "135m"),
+            (11_000, "3h3m"),
+            (86_400, "24h"),
+            (3 * 86_400 + 4 * 3600, "3d4h"),
+            (30 * 86_400, "30d"),
+            (800 * 86_400, "2y70d"),
+            (3650 * 86_400, "10y"),
+        ] {
+            assert_eq!(human_duration(secs), shown, "{secs}");
+        }
+    }
 }

@@ -68,7 +68,8 @@ async fn a_request_is_approved_through_approval_and_signed_through_status() {
 
     // Approval: the conditions, stamped.
     let mut approving = r.body.clone();
-    approving["status"]["conditions"] = json!([{"type": "Approved", "reason": "Test", "message": "ok"}]);
+    approving["status"]["conditions"] =
+        json!([{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]);
     let r = admin.put(&format!("{path}/approval"), &approving).await;
     assert_eq!(r.code, 200, "{}", r.body);
     let c = &r.body["status"]["conditions"][0];
@@ -78,14 +79,32 @@ async fn a_request_is_approved_through_approval_and_signed_through_status() {
     );
     assert!(c["lastUpdateTime"].is_string() && c["lastTransitionTime"].is_string());
 
-    // The signer's certificate, through status; the approval stays whatever the body says.
+    // The signer's certificate, through status; the approval stays as it was whatever the body
+    // says of it, and status writes may not add one.
     let (_, certificate) = request_and_certificate();
     let mut signed = r.body.clone();
-    signed["status"] = json!({"certificate": b64(&certificate), "conditions": []});
+    signed["status"]["certificate"] = json!(b64(&certificate));
+    signed["status"]["conditions"][0]["reason"] = json!("Rewritten");
     let r = admin.put(&format!("{path}/status"), &signed).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["status"]["certificate"], b64(&certificate));
     assert_eq!(condition_types(&r.body), ["Approved"]);
+    assert_eq!(r.body["status"]["conditions"][0]["reason"], "Test");
+    // Status writes may not approve.
+    let pending = admin.post(CSRS, &csr("pending", "example.com/signer")).await.body;
+    let mut adding = pending.clone();
+    adding["status"]["conditions"] = json!([{"type": "Approved", "status": "True"}]);
+    let r2 = admin.put(&format!("{CSRS}/pending/status"), &adding).await;
+    assert_eq!(r2.code, 422, "{}", r2.body);
+    assert_eq!(
+        r2.body["message"],
+        "CertificateSigningRequest.certificates.k8s.io \"pending\" is invalid: status.conditions: Forbidden: updates may not add a condition of type \"Approved\""
+    );
+    let table = admin.get_accepting(&path, "application/json;as=Table;v=v1;g=meta.k8s.io").await.body;
+    assert_eq!(
+        table["rows"][0]["cells"].as_array().unwrap()[2..],
+        [json!("example.com/signer"), json!("alice"), json!("<none>"), json!("Approved,Issued")]
+    );
     let (_, other) = request_and_certificate();
     let mut resigned = r.body.clone();
     resigned["status"]["certificate"] = json!(b64(&other));
@@ -146,6 +165,15 @@ async fn requests_are_validated_as_kube_validates_them() {
         causes[4],
         "spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 600 seconds (10 minutes)"
     );
+    // Any name does (kubelet names its requests `node-csr-<digest>`), and a condition says its status.
+    let mut kubelet = csr("node-csr-Ab_C9-x", "example.com/s");
+    kubelet["status"] = json!({});
+    assert_eq!(c.post(CSRS, &kubelet).await.code, 201);
+    let mut approving = c.get(&format!("{CSRS}/node-csr-Ab_C9-x")).await.body;
+    approving["status"]["conditions"] = json!([{"type": "Approved"}]);
+    let r = c.put(&format!("{CSRS}/node-csr-Ab_C9-x/approval"), &approving).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().ends_with("status.conditions[0].status: Required value"), "{}", r.body);
     let mut unused = csr("unused", "example.com/s");
     unused["spec"]["usages"] = json!([]);
     let r = c.post(CSRS, &unused).await;
@@ -207,7 +235,7 @@ async fn under_rbac_approvers_and_signers_need_the_signer() {
     assert_eq!(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding).await.code, 201);
     let approver = admin.clone().impersonating("approver");
     let mut approving = approver.get(&format!("{CSRS}/client")).await.body;
-    approving["status"]["conditions"] = json!([{"type": "Approved", "reason": "Test"}]);
+    approving["status"]["conditions"] = json!([{"type": "Approved", "status": "True", "reason": "Test"}]);
     let r = approver.put(&format!("{CSRS}/client/approval"), &approving).await;
     assert_eq!(r.code, 403, "{}", r.body);
     assert_eq!(
@@ -224,6 +252,7 @@ async fn under_rbac_approvers_and_signers_need_the_signer() {
     binding["metadata"]["name"] = json!("approve-example");
     binding["roleRef"]["name"] = json!("approve-example");
     assert_eq!(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding).await.code, 201);
+    // A consistent read: the cache that authorizes holds the binding from here on.
     assert_eq!(admin.get("/apis/rbac.authorization.k8s.io/v1/clusterroles").await.code, 200);
     let r = approver.put(&format!("{CSRS}/client/approval"), &approving).await;
     assert_eq!(r.code, 200, "{}", r.body);

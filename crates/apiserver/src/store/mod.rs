@@ -938,8 +938,8 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
-        crate::certificate_signing::admit(&self.cache, info, target, &obj, old)?;
         validation::validate(info, &obj, Some(old))?;
+        crate::certificate_signing::check_update(&self.cache, info, target, &obj, old)?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
             defaults::validate_admission(info, &obj, defaults::Write::Update(old), &classes)?;
@@ -1298,8 +1298,9 @@ fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<
             return Err(name_required(info));
         }
     };
-    // RBAC objects need only be a path segment (kube's `ValidateRBACName`: `system:…`).
-    let problem = if info.group == crate::rbac::GROUP {
+    // RBAC objects and certificate requests need only be a path segment (kube's
+    // `ValidateRBACName`: `system:…`; any name for a CSR, such as kubelet's `node-csr-…`).
+    let problem = if info.group == crate::rbac::GROUP || crate::certificate_signing::is_csrs(info) {
         crate::rbac::name_problem(&name)
     } else {
         (!object::valid_name(&name)).then_some(object::SUBDOMAIN_MESSAGE)
