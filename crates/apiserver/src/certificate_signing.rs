@@ -18,6 +18,8 @@
 //!   conditions are typed, each type once, `Approved`/`Denied`/`Failed` are `True` and
 //!   `Approved`/`Denied` exclusive, and none of those three is removed; a certificate is PEM
 //!   certificates and never changed once set;
+//! - a request to `kubernetes.io/kube-apiserver-client` for an organization `system:masters` is
+//!   refused in every mode (kube's CertificateSubjectRestriction admission);
 //! - under RBAC, approving or denying needs `approve`, and changing the certificate or the
 //!   conditions through `status` needs `sign`, on the signer (`certificates.k8s.io` `signers`, named by the signer or its `domain/*`), as
 //!   kube's CertificateApproval and CertificateSigning admission check.
@@ -356,6 +358,41 @@ fn pem_blocks(pem: &[u8]) -> Vec<(String, Vec<u8>)> {
 
 fn pem_block(pem: &[u8], label: &str) -> Option<Vec<u8>> {
     pem_blocks(pem).into_iter().next().filter(|(l, _)| l == label).map(|(_, der)| der)
+}
+
+/// The signer of client certificates for the API server, which may not name `system:masters`.
+const API_SERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+
+/// Refuses a new request that asks the API server's client signer for a `system:masters`
+/// certificate (kube's CertificateSubjectRestriction admission, in every mode, after validation).
+pub(crate) fn check_create(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    if !is_csrs(info) {
+        return Ok(());
+    }
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    if spec.get("signerName").and_then(Value::as_str) != Some(API_SERVER_CLIENT_SIGNER) {
+        return Ok(());
+    }
+    let request = spec.get("request").and_then(Value::as_str).unwrap_or("");
+    let Some(der) = decode(request).ok().and_then(|pem| pem_block(&pem, "CERTIFICATE REQUEST")) else { return Ok(()) };
+    let Ok((_, csr)) = x509_parser::certification_request::X509CertificationRequest::from_der(&der) else {
+        return Ok(());
+    };
+    let masters = csr
+        .certification_request_info
+        .subject
+        .iter_organization()
+        .any(|o| o.as_str().is_ok_and(|o| o == crate::authorizer::PRIVILEGED_GROUP));
+    if !masters {
+        return Ok(());
+    }
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    Err(ApiError::forbidden(
+        GROUP,
+        &info.plural,
+        name,
+        &format!("use of {API_SERVER_CLIENT_SIGNER} signer with system:masters group is not allowed"),
+    ))
 }
 
 /// What is wrong with a signer name (kube's `ValidateSignerName`): one `/` between a domain of

@@ -185,6 +185,26 @@ async fn requests_are_validated_as_kube_validates_them() {
 }
 
 #[tokio::test]
+async fn the_api_server_client_signer_is_not_asked_for_system_masters() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "me");
+    params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
+    let request = params.serialize_request(&key).unwrap().pem().unwrap();
+    let body = |name: &str, signer: &str| json!({"metadata": {"name": name}, "spec": {"request": b64(&request), "signerName": signer, "usages": ["client auth"]}});
+    let r = c.post(CSRS, &body("root", "kubernetes.io/kube-apiserver-client")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "certificatesigningrequests.certificates.k8s.io \"root\" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
+    );
+    // Another signer may be asked for it.
+    assert_eq!(c.post(CSRS, &body("elsewhere", "example.com/signer")).await.code, 201);
+}
+
+#[tokio::test]
 async fn kubectl_approves_and_denies() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};
     let s = server().await;

@@ -447,6 +447,7 @@ impl Store {
                 // admission.
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
             }
+            crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
