@@ -50,7 +50,7 @@ impl User {
     pub fn of(user_info: &Value) -> User {
         User {
             name: user_info.get("username").and_then(Value::as_str).unwrap_or("").to_string(),
-            groups: strings(user_info.get("groups")),
+            groups: crate::object::strings(user_info.get("groups")),
         }
     }
 
@@ -75,12 +75,6 @@ pub(crate) struct PolicyRule {
     pub non_resource_urls: Vec<String>,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
 fn has(set: &[String], s: &str) -> bool {
     set.iter().any(|x| x == s)
 }
@@ -89,11 +83,11 @@ impl PolicyRule {
     /// The rule of a `rules[]` entry.
     pub fn of(v: &Value) -> PolicyRule {
         PolicyRule {
-            verbs: strings(v.get("verbs")),
-            api_groups: strings(v.get("apiGroups")),
-            resources: strings(v.get("resources")),
-            resource_names: strings(v.get("resourceNames")),
-            non_resource_urls: strings(v.get("nonResourceURLs")),
+            verbs: crate::object::strings(v.get("verbs")),
+            api_groups: crate::object::strings(v.get("apiGroups")),
+            resources: crate::object::strings(v.get("resources")),
+            resource_names: crate::object::strings(v.get("resourceNames")),
+            non_resource_urls: crate::object::strings(v.get("nonResourceURLs")),
         }
     }
 

@@ -40,12 +40,6 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
     }
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
 /// A list as kube's field errors show it (JSON).
 fn json_strings(l: &[String]) -> String {
     serde_json::to_string(l).unwrap_or_default()
@@ -55,7 +49,7 @@ fn rules(obj: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     for (i, rule) in obj.get("rules").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
-        let list = |k: &str| strings(rule.get(k));
+        let list = |k: &str| crate::object::strings(rule.get(k));
         if list("verbs").is_empty() {
             causes.push(required(at("verbs"), "verbs must contain at least one value"));
         }

@@ -69,8 +69,7 @@ impl Key {
             Key::Rsa(k) => {
                 let mut bits = vec![0u8];
                 bits.extend_from_slice(k.public().as_ref());
-                let algorithm = der(0x30, &[RSA_ENCRYPTION_OID, &[0x05, 0x00]].concat());
-                der(0x30, &[algorithm, der(0x03, &bits)].concat())
+                der(0x30, &[rsa_algorithm(), der(0x03, &bits)].concat())
             }
         }
     }
@@ -83,6 +82,11 @@ const P256_ALGORITHM: &[u8] = &[
     0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03,
     0x01, 0x07,
 ];
+
+/// The DER AlgorithmIdentifier of an RSA key (rsaEncryption, no parameters).
+fn rsa_algorithm() -> Vec<u8> {
+    der(0x30, &[RSA_ENCRYPTION_OID, &[0x05, 0x00]].concat())
+}
 
 /// A DER value of `tag` holding `content`.
 fn der(tag: u8, content: &[u8]) -> Vec<u8> {
@@ -258,24 +262,17 @@ impl TokenSigner {
 /// RSA key in PKCS#1 (`-----BEGIN RSA PRIVATE KEY-----`, as kubeadm writes `sa.key`) wrapped in
 /// PKCS#8.
 pub fn pkcs8_from_pem(pem: &str) -> Result<Vec<u8>, String> {
-    for (label, wrap) in [
-        ("PRIVATE KEY", None),
-        ("EC PRIVATE KEY", Some(P256_ALGORITHM.to_vec())),
-        ("RSA PRIVATE KEY", Some(der(0x30, &[RSA_ENCRYPTION_OID, &[0x05, 0x00]].concat()))),
-    ] {
-        let (begin, end) = (format!("-----BEGIN {label}-----"), format!("-----END {label}-----"));
-        let body: String =
-            pem.lines().map(str::trim).skip_while(|l| *l != begin).skip(1).take_while(|l| *l != end).collect();
-        if body.is_empty() {
-            continue;
+    use rustls_pki_types::PrivateKeyDer;
+    use rustls_pki_types::pem::{Error, PemObject};
+    match PrivateKeyDer::from_pem_slice(pem.as_bytes()) {
+        Ok(PrivateKeyDer::Pkcs8(k)) => Ok(k.secret_pkcs8_der().to_vec()),
+        Ok(PrivateKeyDer::Sec1(k)) => Ok(pkcs8(P256_ALGORITHM, k.secret_sec1_der())),
+        Ok(PrivateKeyDer::Pkcs1(k)) => Ok(pkcs8(&rsa_algorithm(), k.secret_pkcs1_der())),
+        Ok(_) | Err(Error::NoItemsFound) => {
+            Err("no private key (-----BEGIN PRIVATE KEY-----, EC PRIVATE KEY or RSA PRIVATE KEY) found".into())
         }
-        let key = base64::engine::general_purpose::STANDARD.decode(body).map_err(|e| format!("bad PEM: {e}"))?;
-        return Ok(match wrap {
-            None => key,
-            Some(algorithm) => pkcs8(&algorithm, &key),
-        });
+        Err(e) => Err(format!("bad PEM: {e}")),
     }
-    Err("no private key (-----BEGIN PRIVATE KEY-----, EC PRIVATE KEY or RSA PRIVATE KEY) found".into())
 }
 
 #[cfg(test)]

@@ -80,7 +80,9 @@ async fn requests_are_allowed_by_roles_and_refused_in_kube_s_words() {
     assert_eq!(alice.get(PODS).await.code, 200);
     assert_eq!(alice.get(&format!("{PODS}/p")).await.code, 200);
     let mut w = alice.watch(&format!("{PODS}?watch=true&resourceVersion=0")).await;
-    assert!(w.next().await.is_some(), "a watch is allowed by the role's watch verb");
+    // The role's watch verb allows the watch: its first event is the pod, not a refusal.
+    let first = w.next().await.expect("an event");
+    assert_eq!((first["type"].as_str(), first["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("p")));
     forbidden(
         &alice.delete(&format!("{PODS}/p")).await,
         "pods \"p\" is forbidden: User \"alice\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\"",
@@ -133,7 +135,8 @@ async fn names_and_subresources_are_matched_as_kube_matches_them() {
     // A list or watch of one name (as client-go's lease lock and single-object informers ask).
     assert_eq!(bob.get(&format!("{leases}?fieldSelector=metadata.name%3Dlock")).await.code, 200);
     let mut w = bob.watch(&format!("{leases}?watch=1&fieldSelector=metadata.name%3Dlock&resourceVersion=0")).await;
-    assert!(w.next().await.is_some());
+    let first = w.next().await.expect("an event");
+    assert_eq!((first["type"].as_str(), first["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("lock")));
     assert_eq!(bob.get(leases).await.code, 403);
     assert_eq!(bob.get(&format!("{PODS}/p/status")).await.code, 200);
     forbidden(
