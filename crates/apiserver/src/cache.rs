@@ -555,6 +555,7 @@ impl WatchCache {
             && h.storage_value() == &kv.value
             && h.name == name
             && h.namespace == ns
+            && h.is_of(info)
         {
             return Some(h);
         }

@@ -203,6 +203,12 @@ pub async fn for_admission(
     to: &ResourceInfo,
     mut obj: Map<String, Value>,
 ) -> Result<Option<Map<String, Value>>, ApiError> {
+    if from.version != to.version && crate::autoscaling_v1::is_v1(from) {
+        return Ok(Some(crate::autoscaling_v1::to_v2(&obj)));
+    }
+    if from.version != to.version && crate::autoscaling_v1::is_v1(to) {
+        return Ok(Some(crate::autoscaling_v1::from_v2(&obj)));
+    }
     let Some(webhook) = webhook_of(to).filter(|_| from.version != to.version) else {
         return Ok(crate::custom_resource::to_version(to, obj));
     };

@@ -61,6 +61,7 @@ enum Builtin {
     NetworkPolicy,
     StorageClass,
     HorizontalPodAutoscaler,
+    HorizontalPodAutoscalerV1,
     ReplicationController,
     Endpoints,
     EndpointSlice,
@@ -73,6 +74,9 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         == ("autoscaling", "v2", "horizontalpodautoscalers")
     {
         return Some(Builtin::HorizontalPodAutoscaler);
+    }
+    if crate::autoscaling_v1::is_v1(info) {
+        return Some(Builtin::HorizontalPodAutoscalerV1);
     }
     if info.version != "v1" {
         return None;
@@ -247,7 +251,14 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
             default_str(obj, "reclaimPolicy", "Delete");
             default_str(obj, "volumeBindingMode", "Immediate");
         }
+        Builtin::HorizontalPodAutoscalerV1 => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_val(spec, "minReplicas", json!(1));
+            }
+        }
         Builtin::HorizontalPodAutoscaler => {
+            // What v1 keeps in annotations is never part of a v2 object.
+            crate::autoscaling_v1::drop_annotations(obj);
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_val(spec, "minReplicas", json!(1));
                 // Without metrics, kube scales on 80% of the pods' CPU requests.
@@ -467,7 +478,8 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         | Builtin::PersistentVolume
         | Builtin::NetworkPolicy
         | Builtin::StorageClass
-        | Builtin::HorizontalPodAutoscaler => {}
+        | Builtin::HorizontalPodAutoscaler
+        | Builtin::HorizontalPodAutoscalerV1 => {}
         Builtin::Secret => {}
         Builtin::Namespace => namespace(obj, create),
         Builtin::Node => {

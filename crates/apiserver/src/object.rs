@@ -493,6 +493,24 @@ pub fn from_storage(
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
         return Ok(build(info, &m, rv));
     }
+    if crate::autoscaling_v1::is_v1(info) {
+        // Stored in its autoscaling/v2 form.
+        let mut m: Map<String, Value> =
+            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
+        if !crate::autoscaling_v1::is_v2_form(&m) {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            return Err(ValueError::WrongKind {
+                got: format!("{} {}", text("apiVersion"), text("kind")),
+                want: format!("{} {}", info.api_version(), info.kind),
+            });
+        }
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.remove("resourceVersion");
+            meta.insert("name".into(), name.into());
+            meta.insert("namespace".into(), ns.into());
+        }
+        return Ok(build(info, &crate::autoscaling_v1::from_v2(&m), rv));
+    }
     if crate::events_api::is_events_api(info) {
         // Stored in its core/v1 form.
         let mut m: Map<String, Value> =
@@ -652,6 +670,14 @@ pub struct Template {
 impl Template {
     /// Serializes `obj` (its metadata's `resourceVersion`, if any, is left out).
     pub fn new(info: &ResourceInfo, obj: &Map<String, Value>) -> Self {
+        if crate::autoscaling_v1::is_v1(info) {
+            // Stored as v2; answered as the stored object reads in v1.
+            let stored = crate::autoscaling_v1::to_v2(obj);
+            return Template {
+                obj: build(info, &crate::autoscaling_v1::from_v2(&stored), RV_DRY_RUN),
+                stored: Some(build(crate::autoscaling_v1::v2(), &stored, RV_DRY_RUN).value),
+            };
+        }
         let stored = if crate::events_api::is_events_api(info) {
             Some(build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value)
         } else {

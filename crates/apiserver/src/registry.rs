@@ -245,7 +245,7 @@ impl ResourceInfo {
         Self::builtin_at(group, "v1", plural, kind, namespaced, short, fields)
     }
 
-    fn builtin_at(
+    pub(crate) fn builtin_at(
         group: &str,
         version: &str,
         plural: &str,
@@ -282,8 +282,8 @@ impl Registry {
     /// replicasets, statefulsets, daemonsets, controllerrevisions; events.k8s.io/v1 events (the core
     /// events in another form); authentication.k8s.io/v1 selfsubjectreviews and
     /// authorization.k8s.io/v1 local, self and subject access reviews and self rules reviews
-    /// (answered, never stored); autoscaling/v2
-    /// horizontalpodautoscalers; batch/v1 jobs, cronjobs; certificates.k8s.io/v1
+    /// (answered, never stored); autoscaling/v2 and v1
+    /// horizontalpodautoscalers (one set of objects); batch/v1 jobs, cronjobs; certificates.k8s.io/v1
     /// certificatesigningrequests; networking.k8s.io/v1 ingresses,
     /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
@@ -420,18 +420,9 @@ impl Registry {
         ] {
             r.register(review("authorization.k8s.io", plural, kind, namespaced));
         }
-        r.register(
-            ResourceInfo::builtin_at(
-                "autoscaling",
-                "v2",
-                "horizontalpodautoscalers",
-                "HorizontalPodAutoscaler",
-                true,
-                &["hpa"],
-                &[],
-            )
-            .with_status_subresource(),
-        );
+        // autoscaling/v1 shows the v2 objects in its own form (`autoscaling_v1`).
+        r.register(crate::autoscaling_v1::resource("v2"));
+        r.register_version(crate::autoscaling_v1::resource("v1"));
         r.register(b("batch", "jobs", "Job", true, &[], &["status.successful"]).with_status_subresource());
         r.register(b("batch", "cronjobs", "CronJob", true, &["cj"], &[]).with_status_subresource());
         r.register(
@@ -534,6 +525,13 @@ impl Registry {
     /// Adds (or replaces) a resource.
     pub fn register(&mut self, info: ResourceInfo) {
         self.resources.retain(|r| !(r.group == info.group && r.plural == info.plural));
+        self.resources.push(Arc::new(info));
+    }
+
+    /// Serves `info` as another version of a resource already registered (replacing only the
+    /// same version).
+    pub(crate) fn register_version(&mut self, info: ResourceInfo) {
+        self.resources.retain(|r| !(r.group == info.group && r.version == info.version && r.plural == info.plural));
         self.resources.push(Arc::new(info));
     }
 

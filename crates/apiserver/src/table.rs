@@ -120,6 +120,52 @@ pub fn columns(info: &ResourceInfo) -> Value {
             ),
             col("Condition", "string", "", "conditions applied to the request.", 0),
         ])
+    } else if is_hpas(info) {
+        json!([
+            name,
+            col(
+                "Reference",
+                "string",
+                "",
+                "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.",
+                0
+            ),
+            col(
+                "Targets",
+                "string",
+                "",
+                "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.",
+                0
+            ),
+            col(
+                "MinPods",
+                "string",
+                "",
+                "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.",
+                0
+            ),
+            col(
+                "MaxPods",
+                "string",
+                "",
+                "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
+                0
+            ),
+            col(
+                "Replicas",
+                "string",
+                "",
+                "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
+                0
+            ),
+            col(
+                "Age",
+                "string",
+                "",
+                "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+                0
+            ),
+        ])
     } else {
         json!([name, age])
     }
@@ -182,6 +228,81 @@ fn csr_condition(v: &Value) -> String {
     out
 }
 
+fn is_hpas(info: &ResourceInfo) -> bool {
+    info.group == "autoscaling" && info.plural == "horizontalpodautoscalers" && info.custom.is_none()
+}
+
+/// An HPA's metrics as kubectl shows them: `current/target` per metric (the status's metric at
+/// the same index is the current one), resource metrics named, the first two and how many more.
+fn hpa_targets(v: &Value) -> String {
+    let specs = v.pointer("/spec/metrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = v.pointer("/status/currentMetrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    let quantity = |x: Option<&Value>| match x {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "<nil>".into(),
+    };
+    let shown: Vec<String> = specs
+        .iter()
+        .take(2)
+        .enumerate()
+        .map(|(i, spec)| {
+            let status = statuses.get(i);
+            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+            let source_key = match kind {
+                "External" => "external",
+                "Pods" => "pods",
+                "Object" => "object",
+                "Resource" => "resource",
+                "ContainerResource" => "containerResource",
+                _ => return "<unknown type>".into(),
+            };
+            let source = spec.get(source_key).cloned().unwrap_or(Value::Null);
+            let target = source.get("target").cloned().unwrap_or(Value::Null);
+            let current = status.and_then(|s| s.get(source_key)).and_then(|s| s.get("current"));
+            let current_of = |field: &str| {
+                current.map_or("<unknown>".to_string(), |c| match c.get(field) {
+                    Some(q) => quantity(Some(q)),
+                    None => "<nil>".into(),
+                })
+            };
+            match kind {
+                "External" | "Object" if target.get("averageValue").is_some() => {
+                    let cur =
+                        current.and_then(|c| c.get("averageValue")).map_or("<unknown>".into(), |q| quantity(Some(q)));
+                    format!("{cur}/{} (avg)", quantity(target.get("averageValue")))
+                }
+                "External" | "Object" => format!("{}/{}", current_of("value"), quantity(target.get("value"))),
+                "Pods" => format!("{}/{}", current_of("averageValue"), quantity(target.get("averageValue"))),
+                _ => {
+                    let name = source.get("name").and_then(Value::as_str).unwrap_or("");
+                    if target.get("averageValue").is_some() {
+                        format!("{name}: {}/{}", current_of("averageValue"), quantity(target.get("averageValue")))
+                    } else {
+                        let cur = current
+                            .and_then(|c| c.get("averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<unknown>".into(), |u| format!("{u}%"));
+                        let want = target
+                            .get("averageUtilization")
+                            .and_then(Value::as_i64)
+                            .map_or("<auto>".into(), |u| format!("{u}%"));
+                        format!("{name}: {cur}/{want}")
+                    }
+                }
+            }
+        })
+        .collect();
+    let mut out = shown.join(", ");
+    if specs.len() > 2 {
+        out.push_str(&format!(" + {} more...", specs.len() - 2));
+    }
+    out
+}
+
 /// One Table row for an object.
 pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
     let v = o.value();
@@ -228,6 +349,29 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
         let duration =
             v.pointer("/spec/expirationSeconds").and_then(Value::as_i64).map_or("<none>".into(), human_duration);
         json!([o.name, age(created), s("/spec/signerName"), s("/spec/username"), duration, csr_condition(&v)])
+    } else if is_hpas(info) {
+        // Read in its v2 form, as kube prints every version.
+        let v = match v.as_object() {
+            Some(m) if crate::autoscaling_v1::is_v1(info) => Value::Object(crate::autoscaling_v1::to_v2(m)),
+            _ => v,
+        };
+        let reference = format!(
+            "{}/{}",
+            v.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or(""),
+            v.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or("")
+        );
+        let min_pods =
+            v.pointer("/spec/minReplicas").and_then(Value::as_i64).map_or("<unset>".into(), |n| n.to_string());
+        let number = |p: &str| v.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+        json!([
+            o.name,
+            reference,
+            hpa_targets(&v),
+            min_pods,
+            number("/spec/maxReplicas"),
+            number("/status/currentReplicas"),
+            age(created)
+        ])
     } else {
         json!([o.name, age(created)])
     };

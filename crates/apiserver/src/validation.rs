@@ -41,6 +41,18 @@ pub(crate) fn validate(
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
+    if info.group == "autoscaling" && info.plural == "horizontalpodautoscalers" {
+        let old = old.and_then(|o| match o.value() {
+            Value::Object(m) if crate::autoscaling_v1::is_v1(info) => Some(crate::autoscaling_v1::to_v2(&m)),
+            Value::Object(m) => Some(m),
+            _ => None,
+        });
+        causes.extend(if crate::autoscaling_v1::is_v1(info) {
+            crate::hpa_validation::validate(&crate::autoscaling_v1::converted(obj), old.as_ref())
+        } else {
+            crate::hpa_validation::validate(obj, old.as_ref())
+        });
+    }
     if !causes.is_empty() {
         let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
         return Err(crate::custom_resource::invalid(info, name, &causes));
