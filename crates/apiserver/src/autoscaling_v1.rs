@@ -31,6 +31,17 @@ const CURRENT_METRICS: &str = "autoscaling.alpha.kubernetes.io/current-metrics";
 const CONDITIONS: &str = "autoscaling.alpha.kubernetes.io/conditions";
 const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 
+/// Every annotation kube drops when it reads an object into its internal form (the
+/// tolerances are v2beta2's).
+const ROUND_TRIP: [&str; 6] = [
+    METRICS,
+    CURRENT_METRICS,
+    CONDITIONS,
+    BEHAVIOR,
+    "autoscaling.alpha.kubernetes.io/scale-up-tolerance",
+    "autoscaling.alpha.kubernetes.io/scale-down-tolerance",
+];
+
 /// The CPU utilization a v1 object without metrics scales on.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
@@ -75,7 +86,7 @@ pub(crate) fn from_v2(v2: &Map<String, Value>) -> Map<String, Value> {
     out.insert("kind".into(), KIND.into());
     let mut meta = v2.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
     let mut annotations = meta.remove("annotations").and_then(|a| a.as_object().cloned()).unwrap_or_default();
-    for key in [METRICS, CURRENT_METRICS, CONDITIONS, BEHAVIOR] {
+    for key in ROUND_TRIP {
         annotations.remove(key);
     }
 
@@ -93,7 +104,7 @@ pub(crate) fn from_v2(v2: &Map<String, Value>) -> Map<String, Value> {
     }
     let others: Vec<String> = metrics.iter().filter(|m| !is_cpu_utilization(m)).map(metric_spec_to_v1).collect();
     if !others.is_empty() {
-        annotations.insert(METRICS.into(), format!("[{}]", others.join(",")).into());
+        annotations.insert(METRICS.into(), go_escaped(format!("[{}]", others.join(","))).into());
     }
 
     let mut v1_status = Map::new();
@@ -112,15 +123,15 @@ pub(crate) fn from_v2(v2: &Map<String, Value>) -> Map<String, Value> {
     }
     if !current.is_empty() {
         let v1: Vec<String> = current.iter().map(metric_status_to_v1).collect();
-        annotations.insert(CURRENT_METRICS.into(), format!("[{}]", v1.join(",")).into());
+        annotations.insert(CURRENT_METRICS.into(), go_escaped(format!("[{}]", v1.join(","))).into());
     }
     if let Some(behavior) = spec.get("behavior").filter(|b| b.is_object()) {
-        annotations.insert(BEHAVIOR.into(), behavior_to_go(behavior).into());
+        annotations.insert(BEHAVIOR.into(), go_escaped(behavior_to_go(behavior)).into());
     }
     let conditions = status.get("conditions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     if !conditions.is_empty() {
         let v1: Vec<String> = conditions.iter().map(condition_to_v1).collect();
-        annotations.insert(CONDITIONS.into(), format!("[{}]", v1.join(",")).into());
+        annotations.insert(CONDITIONS.into(), go_escaped(format!("[{}]", v1.join(","))).into());
     }
 
     if !annotations.is_empty() {
@@ -130,6 +141,38 @@ pub(crate) fn from_v2(v2: &Map<String, Value>) -> Map<String, Value> {
     out.insert("spec".into(), Value::Object(v1_spec));
     out.insert("status".into(), Value::Object(v1_status));
     out
+}
+
+/// JSON text as Go's encoder escapes it (`<`, `>`, `&` and the line separators, which occur
+/// only inside strings).
+fn go_escaped(text: String) -> String {
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// Carries the annotations in which v1 keeps status (`current-metrics`, `conditions`) from
+/// `from` to `to`, as a write keeps or takes the status itself.
+pub(crate) fn carry_status_annotations(from: &Map<String, Value>, to: &mut Map<String, Value>) {
+    let source = from.get("metadata").and_then(|m| m.get("annotations")).and_then(Value::as_object);
+    let values: Vec<(&str, Option<Value>)> =
+        [CURRENT_METRICS, CONDITIONS].iter().map(|k| (*k, source.and_then(|a| a.get(*k)).cloned())).collect();
+    if !matches!(to.get("metadata"), Some(Value::Object(_))) {
+        to.insert("metadata".into(), Value::Object(Map::new()));
+    }
+    let Some(Value::Object(meta)) = to.get_mut("metadata") else { return };
+    let mut annotations = meta.remove("annotations").and_then(|a| a.as_object().cloned()).unwrap_or_default();
+    for (k, v) in values {
+        match v {
+            Some(v) => annotations.insert(k.into(), v),
+            None => annotations.remove(k),
+        };
+    }
+    if !annotations.is_empty() {
+        meta.insert("annotations".into(), Value::Object(annotations));
+    }
 }
 
 fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, key: &str) {
@@ -155,6 +198,15 @@ fn opt_at(v: &Value, pointer: &str) -> Option<String> {
     v.pointer(pointer).filter(|x| !x.is_null()).map(Value::to_string)
 }
 
+/// A list or map Go leaves out when empty (`omitempty`).
+fn non_empty_at(v: &Value, pointer: &str) -> Option<String> {
+    match v.pointer(pointer) {
+        Some(Value::Array(a)) if a.is_empty() => None,
+        Some(Value::Object(m)) if m.is_empty() => None,
+        _ => opt_at(v, pointer),
+    }
+}
+
 /// A quantity Go writes even when unset (its zero value, `"0"`).
 fn quantity_at(v: &Value, pointer: &str) -> String {
     opt_at(v, pointer).unwrap_or_else(|| "\"0\"".into())
@@ -170,13 +222,13 @@ fn selector_at(v: &Value, pointer: &str) -> Option<String> {
                 ordered(vec![
                     ("key", Some(text_at(e, "/key"))),
                     ("operator", Some(text_at(e, "/operator"))),
-                    ("values", opt_at(e, "/values")),
+                    ("values", non_empty_at(e, "/values")),
                 ])
             })
             .collect();
-        format!("[{}]", items.join(","))
+        (!items.is_empty()).then(|| format!("[{}]", items.join(",")))
     });
-    Some(ordered(vec![("matchLabels", opt_at(s, "/matchLabels")), ("matchExpressions", expressions)]))
+    Some(ordered(vec![("matchLabels", non_empty_at(s, "/matchLabels")), ("matchExpressions", expressions.flatten())]))
 }
 
 fn reference(r: Option<&Value>) -> String {
@@ -604,7 +656,7 @@ pub(crate) fn converted(v1: &Map<String, Value>) -> Map<String, Value> {
     }
 
     if let Some(Value::Object(a)) = meta.get_mut("annotations") {
-        for key in [METRICS, CURRENT_METRICS, CONDITIONS, BEHAVIOR] {
+        for key in ROUND_TRIP {
             a.remove(key);
         }
         if a.is_empty() {
@@ -626,7 +678,7 @@ pub(crate) fn drop_annotations(obj: &mut Map<String, Value>) {
         && let Some(Value::Object(a)) = meta.get_mut("annotations")
     {
         let before = a.len();
-        for key in [METRICS, CURRENT_METRICS, CONDITIONS, BEHAVIOR] {
+        for key in ROUND_TRIP {
             a.remove(key);
         }
         if a.is_empty() && before > 0 {

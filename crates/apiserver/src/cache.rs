@@ -551,13 +551,13 @@ impl WatchCache {
         name: &str,
         kv: &KeyValue,
     ) -> Option<Arc<StoredObject>> {
-        if let Some(h) = st.hints.remove(&kv.mod_revision)
-            && h.storage_value() == &kv.value
-            && h.name == name
-            && h.namespace == ns
-            && h.is_of(info)
-        {
-            return Some(h);
+        // The hint is the write's own object: taken by the view of its version only.
+        let fits = st
+            .hints
+            .get(&kv.mod_revision)
+            .is_some_and(|h| h.storage_value() == &kv.value && h.name == name && h.namespace == ns && h.is_of(info));
+        if fits {
+            return st.hints.remove(&kv.mod_revision);
         }
         match object::from_storage(info, ns, name, kv.value.clone(), kv.mod_revision) {
             Ok(o) => Some(Arc::new(o)),

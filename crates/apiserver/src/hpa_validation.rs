@@ -4,26 +4,39 @@
 //! metric name, a target of a known type with positive values), scaling behavior (windows,
 //! select policies, policies), and non-negative status replica counts.
 //!
-//! Invariants: the causes are kube's, in kube's order and words; a v1 request is judged after
-//! conversion, before v2's defaults (so its paths are the v2 ones, as kube reports them); an
-//! update keeping the scale target's kind and apiVersion is not judged on its apiVersion.
+//! Invariants: the causes are kube's, in kube's order and words; a write to the resource is
+//! judged on its spec, a write to `status` on its status alone (each keeps the other part as
+//! stored); a v1 request is judged after conversion, before v2's defaults (so its paths are the
+//! v2 ones, as kube reports them); an update keeping the scale target's kind and apiVersion is
+//! not judged on its apiVersion, nor an object metric's described object whose apiVersion was
+//! already unjudgeable.
 
 use serde_json::{Map, Value};
 
 use crate::policy_validation::{invalid, required, unsupported};
-use crate::structural::{Cause, go_value};
+use crate::structural::Cause;
 
 const METRIC_SOURCE_TYPES: [&str; 5] = ["ContainerResource", "External", "Object", "Pods", "Resource"];
 const MAX_STABILIZATION_WINDOW_SECONDS: i64 = 3600;
 const MAX_PERIOD_SECONDS: i64 = 1800;
 
-/// The causes for which kube refuses `hpa` (its v2 form, written over `old`'s).
-pub(crate) fn validate(hpa: &Map<String, Value>, old: Option<&Map<String, Value>>) -> Vec<Cause> {
+/// The causes for which kube refuses `hpa` (its v2 form, written over `old`'s; `status_write`
+/// for a write to its `status`).
+pub(crate) fn validate(hpa: &Map<String, Value>, old: Option<&Map<String, Value>>, status_write: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     let null = Value::Null;
+    let int = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64);
+    if status_write {
+        let status = hpa.get("status").unwrap_or(&null);
+        for k in ["currentReplicas", "desiredReplicas"] {
+            if let Some(n) = int(status, k).filter(|n| *n < 0) {
+                causes.push(number(&format!("status.{k}"), n, "must be greater than or equal to 0"));
+            }
+        }
+        return causes;
+    }
     let spec = hpa.get("spec").unwrap_or(&null);
     let old_spec = old.and_then(|o| o.get("spec"));
-    let int = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64);
     let min = int(spec, "minReplicas");
     // Scaling to zero stays allowed for an object that already does.
     let lower_bound = if old_spec.and_then(|s| int(s, "minReplicas")) == Some(0) { 0 } else { 1 };
@@ -43,9 +56,16 @@ pub(crate) fn validate(hpa: &Map<String, Value>, old: Option<&Map<String, Value>
         .is_some_and(|o| o.get("kind") == target.get("kind") && o.get("apiVersion") == target.get("apiVersion"));
     reference(target, "spec.scaleTargetRef", !kept_target, false, &mut causes);
     let metrics = spec.get("metrics").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    // An object metric whose apiVersion could not be judged before is not judged now.
+    let old_metrics = old_spec.and_then(|s| s.get("metrics")).and_then(Value::as_array);
+    let check_described = !old_metrics.into_iter().flatten().any(|m| {
+        m.pointer("/object/describedObject/apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.split('/').count() > 2)
+    });
     let mut scales_on_objects = false;
     for (i, m) in metrics.iter().enumerate() {
-        metric(m, &format!("spec.metrics[{i}]"), &mut causes);
+        metric(m, &format!("spec.metrics[{i}]"), check_described, &mut causes);
         scales_on_objects |= matches!(m.get("type").and_then(Value::as_str), Some("Object" | "External"));
     }
     if min == Some(0) && !scales_on_objects {
@@ -62,12 +82,6 @@ pub(crate) fn validate(hpa: &Map<String, Value>, old: Option<&Map<String, Value>
             if let Some(rules) = behavior.get(direction).filter(|r| r.is_object()) {
                 scaling_rules(rules, &format!("spec.behavior.{direction}"), &mut causes);
             }
-        }
-    }
-    let status = hpa.get("status").unwrap_or(&null);
-    for k in ["currentReplicas", "desiredReplicas"] {
-        if let Some(n) = int(status, k).filter(|n| *n < 0) {
-            causes.push(number(&format!("status.{k}"), n, "must be greater than or equal to 0"));
         }
     }
     causes
@@ -127,7 +141,7 @@ fn reference(r: &Value, at: &str, check_group: bool, empty_group_ok: bool, cause
     }
 }
 
-fn metric(m: &Value, at: &str, causes: &mut Vec<Cause>) {
+fn metric(m: &Value, at: &str, check_described: bool, causes: &mut Vec<Cause>) {
     let kind = text(m, "type");
     if kind.is_empty() {
         causes.push(required(format!("{at}.type"), "must specify a metric source type"));
@@ -143,13 +157,8 @@ fn metric(m: &Value, at: &str, causes: &mut Vec<Cause>) {
         let at = format!("{at}.{first}");
         match *first {
             "object" => {
-                reference(
-                    source.get("describedObject").unwrap_or(&Value::Null),
-                    &format!("{at}.describedObject"),
-                    true,
-                    true,
-                    causes,
-                );
+                let described = source.get("describedObject").unwrap_or(&Value::Null);
+                reference(described, &format!("{at}.describedObject"), check_described, true, causes);
                 identifier(source, &at, causes);
                 let t = metric_target(source, &at, causes);
                 if !present(t, "value") && !present(t, "averageValue") {
@@ -185,8 +194,11 @@ fn metric(m: &Value, at: &str, causes: &mut Vec<Cause>) {
                 }
             }
             _ => {
-                if text(source, "name").is_empty() {
+                let name = text(source, "name");
+                if name.is_empty() {
                     causes.push(required(format!("{at}.name"), "must specify a resource name"));
+                } else {
+                    container_resource_name(name, &format!("{at}.name"), causes);
                 }
                 if *first == "containerResource" {
                     let container = text(source, "container");
@@ -228,8 +240,56 @@ fn metric(m: &Value, at: &str, causes: &mut Vec<Cause>) {
         Some(_) => {}
         None => causes.push(unsupported(format!("{at}.type"), kind, &METRIC_SOURCE_TYPES)),
     }
-    for s in given.iter().filter(|s| Some(**s) != expected) {
-        causes.push(forbidden(format!("{at}.{s}"), "must populate the given metric source only"));
+    if given.len() != 1 {
+        for s in given.iter().filter(|s| Some(**s) != expected) {
+            causes.push(forbidden(format!("{at}.{s}"), "must populate the given metric source only"));
+        }
+    }
+}
+
+/// Resource names a quota may name without a domain (kube's standard resources).
+const STANDARD_RESOURCES: [&str; 19] = [
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "persistentvolumeclaims",
+    "requests.storage",
+    "services.loadbalancers",
+    "services.nodeports",
+    "configmaps",
+];
+
+/// kube's `ValidateContainerResourceName`: a qualified name; without a domain a standard
+/// resource of containers (cpu, memory, ephemeral-storage, hugepages-*); with one, kube's own
+/// or an extended resource name.
+fn container_resource_name(name: &str, at: &str, causes: &mut Vec<Cause>) {
+    let faults = crate::cel_format::qualified_name(name);
+    let hugepages =
+        |n: &str| ["hugepages-", "requests.hugepages-", "limits.hugepages-"].iter().any(|p| n.starts_with(p));
+    if !faults.is_empty() {
+        causes.extend(faults.iter().map(|f| invalid(at.to_string(), name, f)));
+    } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
+        causes.push(invalid(at.to_string(), name, "must be a standard resource type or fully qualified"));
+    }
+    if !name.contains('/') {
+        if !(matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")) {
+            causes.push(invalid(at.to_string(), name, "must be a standard resource for containers"));
+        }
+    } else if !name.contains("kubernetes.io/")
+        && (name.starts_with("requests.") || !crate::cel_format::qualified_name(&format!("requests.{name}")).is_empty())
+    {
+        causes.push(invalid(at.to_string(), name, "doesn't follow extended resource name standard"));
     }
 }
 
@@ -263,7 +323,8 @@ fn metric_target<'a>(source: &'a Value, at: &str, causes: &mut Vec<Cause>) -> &'
                 _ => false,
             };
             if !positive {
-                let shown = q.as_str().map_or_else(|| go_value(q), crate::structural::go_quote);
+                // A quantity is shown as its text, quoted.
+                let shown = crate::structural::go_quote(&q.as_str().map_or_else(|| q.to_string(), str::to_string));
                 causes.push(Cause {
                     reason: "FieldValueInvalid",
                     message: format!("Invalid value: {shown}: must be positive"),
@@ -324,10 +385,13 @@ fn scaling_rules(rules: &Value, at: &str, causes: &mut Vec<Cause>) {
             ));
         }
     }
-    if let Some(Value::String(t)) = rules.get("tolerance")
-        && crate::quantity::parse(t).is_some_and(|n| n < 0)
-    {
-        causes.push(invalid(format!("{at}.tolerance"), t, "must be greater than or equal to 0"));
+    let tolerance = match rules.get("tolerance") {
+        Some(Value::String(t)) => crate::quantity::parse(t).filter(|n| *n < 0).map(|_| t.clone()),
+        Some(Value::Number(n)) => n.as_f64().filter(|n| *n < 0.0).map(|_| n.to_string()),
+        _ => None,
+    };
+    if let Some(t) = tolerance {
+        causes.push(invalid(format!("{at}.tolerance"), &t, "must be greater than or equal to 0"));
     }
 }
 
@@ -338,7 +402,7 @@ mod tests {
     use super::*;
 
     fn causes_of(v: Value) -> Vec<(String, String)> {
-        validate(v.as_object().unwrap(), None).into_iter().map(|c| (c.field, c.message)).collect()
+        validate(v.as_object().unwrap(), None, false).into_iter().map(|c| (c.field, c.message)).collect()
     }
 
     fn hpa(spec: Value) -> Value {
@@ -358,6 +422,13 @@ mod tests {
                         {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "30"}}}],
             "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]}}}));
         assert_eq!(causes_of(v), Vec::<(String, String)>::new());
+        // Status is judged on status writes alone.
+        let mut v = hpa(json!({"scaleTargetRef": target(), "maxReplicas": 0}));
+        v["status"] = json!({"currentReplicas": -1, "desiredReplicas": 1});
+        let on_status: Vec<String> =
+            validate(v.as_object().unwrap(), None, true).into_iter().map(|c| c.message).collect();
+        assert_eq!(on_status, ["Invalid value: -1: must be greater than or equal to 0"]);
+        assert_eq!(causes_of(v).len(), 1);
     }
 
     #[test]
@@ -394,17 +465,29 @@ mod tests {
             {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 0}}},
             {"type": "Pods", "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "1"}}},
             {"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "-1", "averageValue": "2"}}},
+            {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1"}},
+                "object": {"describedObject": {"kind": "Service", "name": "s"}, "metric": {"name": "m"}, "target": {"type": "Value", "value": "1"}}},
+            {"type": "ContainerResource", "containerResource": {"name": "gpu", "container": "app",
+                "target": {"type": "Utilization", "averageUtilization": 50}}},
         ]}));
         assert_eq!(
             causes_of(v),
             [
                 ("spec.metrics[0].resource.target.averageUtilization", "Invalid value: 0: must be greater than 0"),
                 ("spec.metrics[1].pods", "Required value: must populate information for the given metric source"),
-                ("spec.metrics[1].resource", "Forbidden: must populate the given metric source only"),
                 ("spec.metrics[2].external.target.value", "Invalid value: \"-1\": must be positive"),
                 (
                     "spec.metrics[2].external.target.value",
                     "Forbidden: may not set both a target value for metric and a per-pod target"
+                ),
+                ("spec.metrics[3].object", "Forbidden: must populate the given metric source only"),
+                (
+                    "spec.metrics[4].containerResource.name",
+                    "Invalid value: \"gpu\": must be a standard resource type or fully qualified"
+                ),
+                (
+                    "spec.metrics[4].containerResource.name",
+                    "Invalid value: \"gpu\": must be a standard resource for containers"
                 ),
             ]
             .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -446,7 +529,7 @@ mod tests {
     fn an_update_keeping_the_target_is_not_judged_on_its_api_version() {
         let old = hpa(json!({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 2}));
         let new = hpa(json!({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}));
-        assert!(validate(new.as_object().unwrap(), old.as_object()).is_empty());
+        assert!(validate(new.as_object().unwrap(), old.as_object(), false).is_empty());
         let rc = hpa(
             json!({"scaleTargetRef": {"apiVersion": "v1", "kind": "ReplicationController", "name": "web"}, "maxReplicas": 3}),
         );

@@ -48,6 +48,10 @@ pub fn prepare_update(
         Target::Status | Target::Approval => {
             let mut out = as_map(old.value());
             set_or_remove(&mut out, "status", new.get("status").cloned());
+            if crate::autoscaling_v1::is_v1(info) {
+                // v1 keeps part of the status in annotations: they come with it.
+                crate::autoscaling_v1::carry_status_annotations(&new, &mut out);
+            }
             out
         }
         Target::Main if crate::namespaces::is_namespaces(info) => {
@@ -60,6 +64,9 @@ pub fn prepare_update(
         Target::Main if info.status_subresource => {
             let mut out = new;
             set_or_remove(&mut out, "status", old.status());
+            if crate::autoscaling_v1::is_v1(info) {
+                crate::autoscaling_v1::carry_status_annotations(&as_map(old.value()), &mut out);
+            }
             out
         }
         Target::Main | Target::Binding => new,

@@ -11,11 +11,13 @@ use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 
-/// Checks an object about to be written; `old` is the stored version an update replaces.
+/// Checks an object about to be written; `old` is the stored version an update replaces, and
+/// `target` the part of it the write changes.
 pub(crate) fn validate(
     info: &ResourceInfo,
     obj: &Map<String, Value>,
     old: Option<&StoredObject>,
+    target: crate::strategy::Target,
 ) -> Result<(), ApiError> {
     let causes = owner_references(obj);
     if !causes.is_empty() {
@@ -47,10 +49,11 @@ pub(crate) fn validate(
             Value::Object(m) => Some(m),
             _ => None,
         });
+        let status = target == crate::strategy::Target::Status;
         causes.extend(if crate::autoscaling_v1::is_v1(info) {
-            crate::hpa_validation::validate(&crate::autoscaling_v1::converted(obj), old.as_ref())
+            crate::hpa_validation::validate(&crate::autoscaling_v1::converted(obj), old.as_ref(), status)
         } else {
-            crate::hpa_validation::validate(obj, old.as_ref())
+            crate::hpa_validation::validate(obj, old.as_ref(), status)
         });
     }
     if !causes.is_empty() {

@@ -441,7 +441,7 @@ impl Store {
             self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
         }
         let checked = async {
-            validation::validate(info, &obj, None)?;
+            validation::validate(info, &obj, None, Target::Main)?;
             if applied {
                 // As kube's create-on-update authorization: after validation, before validating
                 // admission.
@@ -939,7 +939,7 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
-        validation::validate(info, &obj, Some(old))?;
+        validation::validate(info, &obj, Some(old), target)?;
         crate::certificate_signing::check_update(&self.cache, info, target, &obj, old)?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
