@@ -50,7 +50,7 @@ pub(crate) struct Attributes<'a> {
 }
 
 /// Judges a request by every bound policy.
-pub(crate) fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), ApiError> {
+pub(crate) async fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), ApiError> {
     if a.info.group == GROUP && a.info.plural.starts_with("validatingadmissionpolic") {
         return Ok(());
     }
@@ -68,16 +68,44 @@ pub(crate) fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), A
     let object = a.object.map(|o| object_view(a, o));
     let old = a.old.map(|o| view(a, o.value()));
     let namespace = namespace_object(cache, a)?;
+    // The resource's other served versions, which a policy matches by equivalence.
+    let equivalents: Vec<Arc<ResourceInfo>> = if subresource_kind(a.subresource).is_none() {
+        registry
+            .all()
+            .iter()
+            .filter(|r| r.group == a.info.group && r.plural == a.info.plural && r.version != a.info.version)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // The object and old object in each equivalent version judged so far.
+    let mut in_versions: Vec<(String, Option<Value>, Option<Value>)> = Vec::new();
     let mut verdict = Verdict { a, denied: None };
     for b in bindings {
         let binding = b.value();
         let Some(policy_name) = binding.pointer("/spec/policyName").and_then(Value::as_str) else { continue };
         let Some(policy) = cache.get(policy_info, "", policy_name)?.map(|p| p.value()) else { continue };
-        let matches =
-            |m: Option<&Value>| m.is_none_or(|m| matches_resources(m, a, object.as_ref().or(old.as_ref()), &namespace));
-        if !matches(policy.pointer("/spec/matchConstraints")) {
+        let labelled = object.as_ref().or(old.as_ref());
+        let constraints = policy.pointer("/spec/matchConstraints");
+        let fits = |info: &ResourceInfo| {
+            let at = Attributes { info, ..*a };
+            constraints.is_none_or(|m| matches_resources(m, &at, labelled, &namespace))
+        };
+        // The version the policy judges: the request's, else (`matchPolicy: Equivalent`, the
+        // default) another version of the resource its rules name.
+        let equivalent = if fits(a.info) {
+            None
+        } else if constraints.and_then(|m| m.get("matchPolicy")).and_then(Value::as_str) != Some("Exact")
+            && let Some(r) = equivalents.iter().find(|r| fits(r))
+        {
+            Some(r.clone())
+        } else {
             continue;
-        }
+        };
+        let judged_as = Attributes { info: equivalent.as_deref().unwrap_or(a.info), ..*a };
+        let a = &judged_as;
+        let matches = |m: Option<&Value>| m.is_none_or(|m| matches_resources(m, a, labelled, &namespace));
         let fail_closed = policy.pointer("/spec/failurePolicy").and_then(Value::as_str) != Some("Ignore");
         let param_info = match param_resource(cache, &policy) {
             Ok(p) => p,
@@ -102,6 +130,27 @@ pub(crate) fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), A
                 continue;
             }
         };
+        let (object, old) = match &equivalent {
+            None => (object.clone(), old.clone()),
+            Some(info) => match in_versions.iter().find(|(v, _, _)| *v == info.version) {
+                Some((_, o, old)) => (o.clone(), old.clone()),
+                None => {
+                    let original = verdict.a;
+                    let convert = async |v: Option<Value>| -> Result<Option<Value>, ApiError> {
+                        match v {
+                            Some(Value::Object(m)) => {
+                                let m = crate::conversion::for_admission(original.info, info, m).await?;
+                                Ok(m.map(|m| with_type(info, Value::Object(m))))
+                            }
+                            other => Ok(other),
+                        }
+                    };
+                    let converted = (convert(object.clone()).await?, convert(old.clone()).await?);
+                    in_versions.push((info.version.clone(), converted.0.clone(), converted.1.clone()));
+                    converted
+                }
+            },
+        };
         let actions: Vec<&str> = binding
             .pointer("/spec/validationActions")
             .and_then(Value::as_array)
@@ -114,7 +163,8 @@ pub(crate) fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result<(), A
             ctx.add_variable_from_value("oldObject", cel_of(old.as_ref()));
             ctx.add_variable_from_value("params", cel_of(param.as_ref()));
             ctx.add_variable_from_value("namespaceObject", crate::validation_rules::json_to_cel(&namespace));
-            ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request(a)));
+            let request = request_as(verdict.a, equivalent.as_deref());
+            ctx.add_variable_from_value("request", crate::validation_rules::json_to_cel(&request));
             crate::cel_authz::bind(&mut ctx, cache, request_resource(a));
             let vars = variables(&policy, &ctx);
             ctx.add_variable_from_value("variables", vars);
@@ -338,6 +388,21 @@ pub(crate) fn request(a: &Attributes<'_>) -> Value {
         "userInfo": crate::requester::user_info(),
         "dryRun": a.dry_run,
     })
+}
+
+/// [`request`] of a request judged in an equivalent version of its resource (`info`): `kind`
+/// and `resource` name that version; `requestKind` and `requestResource` the request's.
+pub(crate) fn request_as(a: &Attributes<'_>, equivalent: Option<&ResourceInfo>) -> Value {
+    let mut request = request(a);
+    if let (Value::Object(r), Some(info)) = (&mut request, equivalent) {
+        // A scale write is a Scale in every version (an eviction an Eviction, a binding a
+        // Binding).
+        if subresource_kind(a.subresource).is_none() {
+            r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
+        }
+        r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));
+    }
+    request
 }
 
 /// The policy's `variables`, each evaluated in order with those before it in scope; one that

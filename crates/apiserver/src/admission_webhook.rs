@@ -479,16 +479,8 @@ fn review(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Value {
-    let mut request = crate::admission_policy::request(a);
+    let mut request = crate::admission_policy::request_as(a, equivalent);
     if let Value::Object(r) = &mut request {
-        if let Some(info) = equivalent {
-            // A scale write is a Scale in every version (an eviction an Eviction, a binding a
-            // Binding).
-            if crate::admission_policy::subresource_kind(a.subresource).is_none() {
-                r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
-            }
-            r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));
-        }
         for k in ["subResource", "requestSubResource", "name", "namespace"] {
             if r.get(k).and_then(Value::as_str) == Some("") {
                 r.remove(k);

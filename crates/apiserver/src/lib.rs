@@ -63,6 +63,8 @@ pub mod namespaces;
 pub mod object;
 pub(crate) mod oidc_discovery;
 pub(crate) mod openapi;
+pub(crate) mod pod_security;
+pub(crate) mod pod_security_checks;
 pub(crate) mod pod_subresource;
 pub(crate) mod policy_validation;
 pub(crate) mod protobuf;

@@ -20,9 +20,6 @@
 //! - Reasons and details are kube's exact texts, with its pluralization, its quoting of lists
 //!   (`"a", "b"`), its sorted sets and Go's `%q` of annotation values.
 
-// Nothing outside the tests calls in until PodSecurity admission does.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 

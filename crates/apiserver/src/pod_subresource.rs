@@ -61,7 +61,7 @@ impl Creation<'_> {
 
     /// Judges the object by the admission policies and validating webhooks.
     pub(crate) async fn validate(&self, store: &Store, object: &Map<String, Value>) -> Result<(), ApiError> {
-        crate::admission_policy::admit(store.cache(), &self.attributes(Some(object)))?;
+        crate::admission_policy::admit(store.cache(), &self.attributes(Some(object))).await?;
         crate::admission_webhook::validate(store.cache(), &self.attributes(Some(object))).await
     }
 }

@@ -322,3 +322,50 @@ async fn invalid_autoscalers_get_kubes_422_in_either_version() {
     );
     assert_eq!(c.get(&format!("{V2}/bad")).await.code, 404);
 }
+
+#[tokio::test]
+async fn a_policy_for_v2_judges_v1_writes_in_the_v2_form() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rule = |policy: Option<&str>| {
+        let mut m = json!({"resourceRules": [{"apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["horizontalpodautoscalers"]}]});
+        if let Some(p) = policy {
+            m["matchPolicy"] = json!(p);
+        }
+        m
+    };
+    // Judged in binding-name order: `a-exact` would answer first if it judged a request.
+    for (name, policy) in [("equivalent", None), ("a-exact", Some("Exact"))] {
+        let body = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name}, "spec": {"matchConstraints": rule(policy), "validations": [
+                {"expression": "object.spec.metrics.size() <= 1 && request.kind.version == 'v2' && request.requestKind.version == request.resource.version",
+                 "messageExpression": "'judged as ' + request.kind.version + ' for ' + request.requestKind.version"}]}});
+        let r = c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", &body).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+        let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}});
+        let r = c.post("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", &binding).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    assert_eq!(c.get("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings").await.code, 200);
+    // Through v1 the `equivalent` policy sees the v2 object (two metrics, one from the
+    // annotation) and a request judged as v2 for v1; `a-exact` does not judge it.
+    let body = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "annotations": {METRICS: r#"[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"1Gi"}}]"#}},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 3, "targetCPUUtilizationPercentage": 50}});
+    let r = c.post(V1, &body).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "horizontalpodautoscalers.autoscaling \"web\" is forbidden: ValidatingAdmissionPolicy 'equivalent' with binding 'equivalent' denied request: judged as v2 for v1"
+    );
+    // Through v2 both judge it.
+    let mut v2 = v2_hpa("web");
+    v2["spec"]["metrics"].as_array_mut().unwrap().truncate(1);
+    assert_eq!(c.post(V2, &v2).await.code, 201);
+    let r = c.post(V2, &v2_hpa("web2")).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().contains("'a-exact'"), "{}", r.body);
+}

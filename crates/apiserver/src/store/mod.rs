@@ -449,7 +449,8 @@ impl Store {
             }
             crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
-            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+            crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
+            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
         };
         if let Err(e) = checked.await {
@@ -946,7 +947,8 @@ impl Store {
             defaults::validate_admission(info, &obj, defaults::Write::Update(old), &classes)?;
         }
         if !opts.admitted {
-            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj)))?;
+            crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
+            crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
         }
         // Removing the last finalizer of an object being deleted deletes it once its grace period
@@ -1048,7 +1050,7 @@ impl Store {
             let judged = async {
                 let nothing = crate::admission_webhook::Mutation { obj: None, default: &|_| {}, server_set: &[] };
                 crate::admission_webhook::mutate(&self.cache, &attributes, nothing).await?;
-                crate::admission_policy::admit(&self.cache, &attributes)?;
+                crate::admission_policy::admit(&self.cache, &attributes).await?;
                 crate::admission_webhook::validate(&self.cache, &attributes).await
             };
             let verdict = if opts.admitted {
