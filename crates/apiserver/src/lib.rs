@@ -66,6 +66,7 @@ pub(crate) mod openapi;
 pub(crate) mod pod_security;
 pub(crate) mod pod_security_checks;
 pub(crate) mod pod_subresource;
+pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;
 pub(crate) mod protobuf;
 pub(crate) mod quantity;

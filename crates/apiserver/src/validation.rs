@@ -43,6 +43,19 @@ pub(crate) fn validate(
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
+    if info.is_core("pods")
+        && target == crate::strategy::Target::Main
+        && let Some(old) = old
+    {
+        // Only the stored spec is read.
+        let old_spec: Map<String, Value> =
+            old.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+        let empty = Map::new();
+        causes.extend(crate::pod_validation::validate_update(
+            obj.get("spec").and_then(Value::as_object).unwrap_or(&empty),
+            &old_spec,
+        ));
+    }
     if info.group == "autoscaling" && info.plural == "horizontalpodautoscalers" {
         let old = old.and_then(|o| match o.value() {
             Value::Object(m) if crate::autoscaling_v1::is_v1(info) => Some(crate::autoscaling_v1::to_v2(&m)),

@@ -270,7 +270,7 @@ async fn in_process_access() {
     let p = s.patch("po", "default", "a", &json!({"metadata": {"labels": {"x": "2"}}})).await.unwrap();
     assert_eq!(p["metadata"]["labels"]["x"], "2");
     let mut u = p.clone();
-    u["spec"] = json!({"containers": []});
+    u["spec"]["containers"][0]["image"] = json!("registry.k8s.io/pause:3.9");
     let u2 = s.update("Pod", u).await.unwrap();
     assert_eq!(u2["metadata"]["generation"], 2);
     let d = s.delete("pods", "default", "a").await.unwrap();

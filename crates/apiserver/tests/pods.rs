@@ -558,3 +558,52 @@ async fn the_python_client_evicts_within_the_budget() {
     assert_eq!(c.get(&format!("{PODS}/web-1")).await.code, 200);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test]
+async fn pod_updates_change_only_what_kube_allows() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut body = pod("web", json!({"app": "web"}));
+    body["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]);
+    assert_eq!(c.post("/api/v1/namespaces/default/pods", &body).await.code, 201);
+    let path = "/api/v1/namespaces/default/pods/web";
+    let strategic = "application/strategic-merge-patch+json";
+    // Images, labels and added tolerations change.
+    let image = json!({"spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]}});
+    assert_eq!(c.patch(path, strategic, &image).await.code, 200);
+    assert_eq!(c.patch(path, MERGE, &json!({"metadata": {"labels": {"tier": "front"}}})).await.code, 200);
+    let added = json!({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "other", "operator": "Exists"}]}});
+    assert_eq!(c.patch(path, MERGE, &added).await.code, 200);
+    // Anything else of the spec is kube's 422.
+    let r = c.patch(path, MERGE, &json!({"spec": {"restartPolicy": "Never"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Pod \"web\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
+        ),
+        "{message}"
+    );
+    assert_eq!(r.body["details"]["causes"][0]["field"], "spec");
+    let extra = json!({"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}});
+    let r = c.patch(path, strategic, &extra).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"web\" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers"
+    );
+    let removed = json!({"spec": {"tolerations": []}});
+    let r = c.patch(path, MERGE, &removed).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"web\" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"
+    );
+    // Status writes and bindings are not pod updates.
+    let status = json!({"status": {"phase": "Running"}});
+    assert_eq!(c.patch(&format!("{path}/status"), MERGE, &status).await.code, 200);
+    let stored = c.get(path).await.body;
+    assert_eq!(stored["spec"]["restartPolicy"], "Always");
+    assert_eq!(stored["spec"]["containers"][0]["image"], "registry.k8s.io/pause:3.9");
+}

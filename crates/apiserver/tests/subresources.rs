@@ -175,8 +175,9 @@ async fn pod_status_is_written_only_through_status() {
     assert_eq!((got.code, &got.body), (200, &r.body));
 
     // A spec change moves the generation; a stale resourceVersion on /status is a conflict.
-    let r = c.patch(&path, MERGE, &json!({"spec": {"nodeName": "n1"}})).await;
-    assert_eq!(generation(&r.body), 2);
+    let image = json!({"spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]}});
+    let r = c.patch(&path, "application/strategic-merge-patch+json", &image).await;
+    assert_eq!(generation(&r.body), 2, "{:?}", r.body);
     let mut stale = body.clone();
     stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
     let r = c.put(&format!("{path}/status"), &stale).await;
