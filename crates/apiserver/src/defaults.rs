@@ -149,8 +149,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
     match kind {
         Builtin::Pod => {
             if let Some(spec) = ensure_obj(obj, "spec") {
-                pod_spec(spec, true);
-                default_val(spec, "enableServiceLinks", json!(true));
+                pod_spec_defaults(spec);
             }
         }
         Builtin::Deployment => {
@@ -616,6 +615,13 @@ fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
 
 /// A pod spec's defaults; `pod` for a Pod's own spec (not a template's), which also gets the
 /// container requests defaulted from their limits and host ports on the host network.
+/// A pod's spec with the defaults kube gives it on decoding (for comparing a stored spec,
+/// which kube reads back with the defaults of the day).
+pub(crate) fn pod_spec_defaults(spec: &mut Map<String, Value>) {
+    pod_spec(spec, true);
+    default_val(spec, "enableServiceLinks", json!(true));
+}
+
 fn pod_spec(spec: &mut Map<String, Value>, pod: bool) {
     default_str(spec, "dnsPolicy", "ClusterFirst");
     default_str(spec, "restartPolicy", "Always");

@@ -600,6 +600,19 @@ async fn pod_updates_change_only_what_kube_allows() {
         r.body["message"],
         "Pod \"web\" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"
     );
+    // A client that decodes into Go types writes back empties left out and quantities in
+    // canonical form: the same pod to kube.
+    let mut sent = pod("typed", json!({}));
+    sent["spec"]["nodeSelector"] = json!({});
+    sent["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "1000m"}});
+    assert_eq!(c.post("/api/v1/namespaces/default/pods", &sent).await.code, 201);
+    let mut back = c.get("/api/v1/namespaces/default/pods/typed").await.body;
+    back["spec"].as_object_mut().unwrap().remove("nodeSelector");
+    back["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("1");
+    back["metadata"]["labels"] = json!({"seen": "yes"});
+    let r = c.put("/api/v1/namespaces/default/pods/typed", &back).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
     // Status writes and bindings are not pod updates.
     let status = json!({"status": {"phase": "Running"}});
     assert_eq!(c.patch(&format!("{path}/status"), MERGE, &status).await.code, 200);
