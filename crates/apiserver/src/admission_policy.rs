@@ -1,7 +1,9 @@
 //! ValidatingAdmissionPolicy: the CEL admission of `admissionregistration.k8s.io/v1`, applied to
 //! every create, update and delete as kube-apiserver applies it. A ValidatingAdmissionPolicyBinding
 //! names a policy; where the policy's `matchConstraints` (and the binding's `matchResources`)
-//! match the request and its `matchConditions` hold, the policy's `validations` judge it, with
+//! match the request — or, under `matchPolicy: Equivalent`, another served version of its
+//! resource, which then sees the object converted to that version — and its `matchConditions`
+//! hold, the policy's `validations` judge it, with
 //! `object`, `oldObject`, `request`, `params`, `namespaceObject`, `variables` and `authorizer`
 //! in scope, once per param the binding's `paramRef` names or selects. A validation that fails
 //! under a binding whose `validationActions` include `Deny` refuses the request: `<resource>

@@ -613,15 +613,15 @@ fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A pod spec's defaults; `pod` for a Pod's own spec (not a template's), which also gets the
-/// container requests defaulted from their limits and host ports on the host network.
-/// A pod's spec with the defaults kube gives it on decoding (for comparing a stored spec,
+/// A pod's spec with the defaults kube gives it on decoding (also for comparing a stored spec,
 /// which kube reads back with the defaults of the day).
 pub(crate) fn pod_spec_defaults(spec: &mut Map<String, Value>) {
     pod_spec(spec, true);
     default_val(spec, "enableServiceLinks", json!(true));
 }
 
+/// A pod spec's defaults; `pod` for a Pod's own spec (not a template's), which also gets the
+/// container requests defaulted from their limits and host ports on the host network.
 fn pod_spec(spec: &mut Map<String, Value>, pod: bool) {
     default_str(spec, "dnsPolicy", "ClusterFirst");
     default_str(spec, "restartPolicy", "Always");
