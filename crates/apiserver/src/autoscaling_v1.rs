@@ -61,12 +61,6 @@ pub(crate) fn resource(version: &str) -> ResourceInfo {
     ResourceInfo::builtin_at(GROUP, version, PLURAL, KIND, true, &["hpa"], &[]).with_status_subresource()
 }
 
-/// Whether `m` names the autoscaling/v2 form (or names no version).
-pub(crate) fn is_v2_form(m: &Map<String, Value>) -> bool {
-    let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
-    matches!(text("apiVersion"), "" | "autoscaling/v2") && matches!(text("kind"), "" | KIND)
-}
-
 // ---- v2 → v1 ----
 
 /// A stored (v2) object in its autoscaling/v1 form.

@@ -439,6 +439,32 @@ struct MetaHead<'a> {
     deletion_grace_period_seconds: Option<Value>,
 }
 
+/// A stored value of the resource `info` is a view of, read as `stored` (apiVersion, kind; either
+/// may be left out): the key's name and namespace set, no resourceVersion.
+fn stored_form(
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    value: &[u8],
+    stored: (&str, &str),
+) -> Result<Map<String, Value>, ValueError> {
+    let mut m: Map<String, Value> = serde_json::from_slice(value).map_err(|e| ValueError::NotJson(e.to_string()))?;
+    let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if !(api_version.is_empty() || api_version == stored.0) || !(kind.is_empty() || kind == stored.1) {
+        return Err(ValueError::WrongKind {
+            got: format!("{api_version} {kind}"),
+            want: format!("{} {}", info.api_version(), info.kind),
+        });
+    }
+    if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+        meta.remove("resourceVersion");
+        meta.insert("name".into(), name.into());
+        meta.insert("namespace".into(), ns.into());
+    }
+    Ok(m)
+}
+
 fn offset_in(base: &[u8], part: &str) -> usize {
     part.as_ptr() as usize - base.as_ptr() as usize
 }
@@ -493,41 +519,14 @@ pub fn from_storage(
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
         return Ok(build(info, &m, rv));
     }
+    // Views stored in another resource's form: autoscaling/v1 HPAs as v2, events.k8s.io Events
+    // as core/v1.
     if crate::autoscaling_v1::is_v1(info) {
-        // Stored in its autoscaling/v2 form.
-        let mut m: Map<String, Value> =
-            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
-        if !crate::autoscaling_v1::is_v2_form(&m) {
-            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            return Err(ValueError::WrongKind {
-                got: format!("{} {}", text("apiVersion"), text("kind")),
-                want: format!("{} {}", info.api_version(), info.kind),
-            });
-        }
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            meta.remove("resourceVersion");
-            meta.insert("name".into(), name.into());
-            meta.insert("namespace".into(), ns.into());
-        }
+        let m = stored_form(info, ns, name, &value, ("autoscaling/v2", "HorizontalPodAutoscaler"))?;
         return Ok(build(info, &crate::autoscaling_v1::from_v2(&m), rv));
     }
     if crate::events_api::is_events_api(info) {
-        // Stored in its core/v1 form.
-        let mut m: Map<String, Value> =
-            serde_json::from_slice(&value).map_err(|e| ValueError::NotJson(e.to_string()))?;
-        let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let (api_version, kind) = (text("apiVersion"), text("kind"));
-        if !(api_version.is_empty() || api_version == "v1") || !(kind.is_empty() || kind == "Event") {
-            return Err(ValueError::WrongKind {
-                got: format!("{api_version} {kind}"),
-                want: format!("{} {}", info.api_version(), info.kind),
-            });
-        }
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            meta.remove("resourceVersion");
-            meta.insert("name".into(), name.into());
-            meta.insert("namespace".into(), ns.into());
-        }
+        let m = stored_form(info, ns, name, &value, ("v1", "Event"))?;
         return Ok(build(info, &crate::events_api::from_core(m), rv));
     }
     let top: BTreeMap<&str, &RawValue> = match serde_json::from_slice(&value) {

@@ -252,13 +252,15 @@ fn significant_pod_update(new: &Map<String, Value>, old: &StoredObject) -> bool 
 }
 
 fn significant_spec_change(spec: Option<&Value>, old_spec: Option<&Value>) -> bool {
-    let list = |v: Option<&Value>, key: &str| -> Vec<Value> {
-        v.and_then(|s| s.get(key)).and_then(Value::as_array).cloned().unwrap_or_default()
-    };
-    let image = |c: &Value| c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+    fn list<'a>(v: Option<&'a Value>, key: &str) -> &'a [Value] {
+        v.and_then(|s| s.get(key)).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    }
+    fn image(c: &Value) -> &str {
+        c.get("image").and_then(Value::as_str).unwrap_or("")
+    }
     for key in ["containers", "initContainers"] {
         let (now, before) = (list(spec, key), list(old_spec, key));
-        if now.len() != before.len() || now.iter().zip(&before).any(|(a, b)| image(a) != image(b)) {
+        if now.len() != before.len() || now.iter().zip(before).any(|(a, b)| image(a) != image(b)) {
             return true;
         }
     }
