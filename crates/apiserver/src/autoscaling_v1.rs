@@ -169,6 +169,11 @@ pub(crate) fn carry_status_annotations(from: &Map<String, Value>, to: &mut Map<S
     }
 }
 
+/// Removes the annotations in which v1 keeps status, as a create throws the status away.
+pub(crate) fn drop_status_annotations(obj: &mut Map<String, Value>) {
+    carry_status_annotations(&Map::new(), obj);
+}
+
 fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, key: &str) {
     if let Some(v) = from.get(key).filter(|v| !v.is_null()) {
         to.insert(key.into(), v.clone());
@@ -628,9 +633,8 @@ pub(crate) fn converted(v1: &Map<String, Value>) -> Map<String, Value> {
     if let Some(list) = parsed_list(&annotations, CURRENT_METRICS) {
         current = list.iter().map(metric_status_to_v2).collect();
     }
-    if !current.is_empty() {
-        v2_status.insert("currentMetrics".into(), Value::Array(current));
-    }
+    // v2 writes the list even when there is none (`null`), as kube serializes it.
+    v2_status.insert("currentMetrics".into(), if current.is_empty() { Value::Null } else { Value::Array(current) });
     if let Some(list) = parsed_list(&annotations, CONDITIONS)
         && !list.is_empty()
     {
@@ -693,7 +697,7 @@ mod tests {
         map(json!({"apiVersion": "autoscaling/v2", "kind": KIND, "metadata": {"name": "web", "namespace": "default"},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
                      "minReplicas": 1, "maxReplicas": 5, "metrics": metrics},
-            "status": {"desiredReplicas": 0}}))
+            "status": {"desiredReplicas": 0, "currentMetrics": null}}))
     }
 
     #[test]

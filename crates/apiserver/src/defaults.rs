@@ -446,27 +446,10 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
     let create = matches!(write, Write::Create);
     match kind {
         Builtin::Pod => pod(obj, write)?,
-        Builtin::Deployment => {
-            if create {
-                default_val(obj, "status", json!({}));
-            }
-        }
-        Builtin::ReplicaSet | Builtin::StatefulSet => {
-            if create && let Some(status) = ensure_obj(obj, "status") {
-                default_val(status, "replicas", json!(0));
-                if kind == Builtin::StatefulSet {
-                    default_val(status, "availableReplicas", json!(0));
-                }
-            }
-        }
         Builtin::Service => service_allocation(obj, write),
         Builtin::Job if create => job_selector(obj),
         Builtin::DaemonSet => daemonset_template_generation(obj, write),
-        Builtin::Job | Builtin::CronJob => {
-            if create {
-                default_val(obj, "status", json!({}));
-            }
-        }
+        Builtin::Deployment | Builtin::ReplicaSet | Builtin::StatefulSet | Builtin::Job | Builtin::CronJob => {}
         Builtin::ReplicationController
         | Builtin::Endpoints
         | Builtin::EndpointSlice
@@ -495,14 +478,11 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
 
 /// kube's DaemonSet strategy: the template's generation, kept in the
 /// `deprecated.daemonset.template.generation` annotation, starts at 1 and moves with each
-/// change of the template; the status starts empty.
+/// change of the template.
 fn daemonset_template_generation(obj: &mut Map<String, Value>, write: Write<'_>) {
     const KEY: &str = "deprecated.daemonset.template.generation";
     let generation = match write {
-        Write::Create => {
-            default_val(obj, "status", json!({}));
-            1
-        }
+        Write::Create => 1,
         Write::Update(old) => {
             let old = old.value();
             let before = old
@@ -522,10 +502,9 @@ fn daemonset_template_generation(obj: &mut Map<String, Value>, write: Write<'_>)
     }
 }
 
-/// kube's Job create strategy: the status starts empty and, unless the Job asks for a manual
-/// selector, its pods are labelled with its name and uid and selected by the uid.
+/// kube's Job create strategy: unless the Job asks for a manual selector, its pods are labelled
+/// with its name and uid and selected by the uid.
 fn job_selector(obj: &mut Map<String, Value>) {
-    default_val(obj, "status", json!({}));
     let meta = obj.get("metadata");
     let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("").to_string();
     let (name, uid) = (text("name"), text("uid"));
@@ -605,12 +584,29 @@ fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
     if matches!(write, Write::Create) {
         let qos = qos_class(spec);
+        let gated = spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
         if let Some(status) = ensure_obj(obj, "status") {
             default_str(status, "phase", "Pending");
             default_str(status, "qosClass", qos);
+            if gated {
+                scheduling_gated(status);
+            }
         }
     }
     Ok(())
+}
+
+/// A gated pod starts unscheduled for that reason (kube's `applySchedulingGatedCondition`),
+/// unless its status already says whether it is scheduled.
+fn scheduling_gated(status: &mut Map<String, Value>) {
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(list) = conditions.as_array_mut() else { return };
+    if list.iter().any(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled")) {
+        return;
+    }
+    list.push(json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+        "lastTransitionTime": crate::object::now_rfc3339(), "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}));
 }
 
 /// A pod's spec with the defaults kube gives it on decoding (also for comparing a stored spec,

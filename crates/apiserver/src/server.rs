@@ -1000,7 +1000,10 @@ impl ApiServer {
 
     /// Creates an object. `resource` is a plural (`pods`), `plural.group`
     /// (`deployments.apps`), kind or short name. The namespace comes from
-    /// `metadata.namespace` (default `default`).
+    /// `metadata.namespace` (default `default`). As over HTTP, a resource with a `status`
+    /// subresource (Nodes excepted) starts with the status kube's create strategy gives it,
+    /// whatever the body says: write the status with [`Self::update_status`] or
+    /// [`Self::patch_status`] afterwards.
     pub async fn create(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
         Ok(self.shared.store.create(&info, None, obj).await?.value())

@@ -1,8 +1,11 @@
-//! Update strategies: which parts of an object a write may change, and when `metadata.generation`
-//! moves, as kube-apiserver's registry strategies decide (`PrepareForUpdate` of the resource and
-//! of its `status` subresource).
+//! Write strategies: which parts of an object a write may set or change, and when
+//! `metadata.generation` moves, as kube-apiserver's registry strategies decide
+//! (`PrepareForCreate`, and `PrepareForUpdate` of the resource and of its `status` subresource).
 //!
-//! Invariants: for a resource with a `status` subresource, a write to the resource itself never
+//! Invariants: a create never sets the status of a resource that has a `status` subresource
+//! (Nodes excepted, whose kubelet registers them with one): the object starts with the status
+//! kube's strategy gives it, or none (custom resources). For such a resource a write to the
+//! resource itself never
 //! changes `status` (the stored one is kept), and a write to `/status` changes nothing but
 //! `status` (spec, labels, annotations and the rest of the metadata are the stored ones). The
 //! generation moves when `spec` changes (and, for apps/v1 Deployments, when the annotations
@@ -11,7 +14,7 @@
 //! Secrets, Services, Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
 //! only through its `finalize` subresource, which changes nothing else of the spec or the status.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
@@ -32,6 +35,50 @@ pub enum Target {
     /// A CertificateSigningRequest's `approval` subresource (its conditions only; see
     /// [`crate::certificate_signing`]).
     Approval,
+}
+
+/// Gives an object being created the status its resource's create strategy starts it with:
+/// kube-apiserver's `PrepareForCreate` throws away the status of the request for every resource
+/// with a `status` subresource but Nodes. Shown here as kube serializes the fresh status (its
+/// fields without `omitempty` as zeros); a pod's phase, QoS class and scheduling gate, and a
+/// Namespace's phase are filled in by their create defaults afterwards.
+pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
+    if info.custom.is_some() {
+        if info.status_subresource {
+            obj.remove("status");
+        }
+        return;
+    }
+    let v1 = info.version == "v1";
+    let fresh = match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods" | "resourcequotas" | "namespaces") if v1 => json!({}),
+        ("", "services") if v1 => json!({"loadBalancer": {}}),
+        ("", "persistentvolumeclaims") if v1 => json!({"phase": "Pending"}),
+        ("", "persistentvolumes") if v1 => json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
+        ("", "replicationcontrollers") | ("apps", "replicasets") if v1 => json!({"replicas": 0}),
+        ("apps", "statefulsets") if v1 => json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "daemonsets") if v1 => json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0, "numberReady": 0}),
+        ("apps", "deployments") | ("batch", "jobs" | "cronjobs") if v1 => json!({}),
+        ("networking.k8s.io", "ingresses") if v1 => json!({"loadBalancer": {}}),
+        ("policy", "poddisruptionbudgets") if v1 => json!({"disruptionsAllowed": 0, "currentHealthy": 0,
+            "desiredHealthy": 0, "expectedPods": 0}),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies")
+        | ("certificates.k8s.io", "certificatesigningrequests")
+            if v1 =>
+        {
+            json!({})
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") if v1 => return crate::crd::fresh_status(obj),
+        ("autoscaling", "horizontalpodautoscalers") if v1 => {
+            // v1 keeps part of its status in annotations: they go with it.
+            crate::autoscaling_v1::drop_status_annotations(obj);
+            json!({"currentReplicas": 0, "desiredReplicas": 0})
+        }
+        ("autoscaling", "horizontalpodautoscalers") => json!({"desiredReplicas": 0, "currentMetrics": null}),
+        _ => return,
+    };
+    obj.insert("status".into(), fresh);
 }
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
@@ -210,6 +257,59 @@ mod tests {
         assert_eq!(out["status"], json!({"replicas": 3}));
         assert_eq!(out["spec"], json!({"replicas": 1}));
         assert_eq!(out["metadata"]["labels"], json!({"x": "1"}));
+    }
+
+    #[test]
+    fn creates_start_with_kubes_fresh_status() {
+        let created = |plural: &str| {
+            let mut obj = json!({"metadata": {"name": "a"}, "status": {"replicas": 9, "phase": "Running"}});
+            prepare_create(&info(plural), obj.as_object_mut().unwrap(), "2026-01-01T00:00:00Z");
+            obj["status"].clone()
+        };
+        assert_eq!(created("deployments"), json!({}));
+        assert_eq!(created("replicasets"), json!({"replicas": 0}));
+        assert_eq!(
+            created("poddisruptionbudgets"),
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+        );
+        assert_eq!(
+            created("persistentvolumes"),
+            json!({"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"})
+        );
+        assert_eq!(created("horizontalpodautoscalers"), json!({"desiredReplicas": 0, "currentMetrics": null}));
+        // Nodes are registered with their status; kinds without the subresource keep the body.
+        assert_eq!(created("nodes"), json!({"replicas": 9, "phase": "Running"}));
+        assert_eq!(created("configmaps"), json!({"replicas": 9, "phase": "Running"}));
+    }
+
+    #[test]
+    fn every_status_subresource_but_nodes_is_reset_on_create() {
+        for r in Registry::with_defaults().all() {
+            if !r.status_subresource || r.plural == "nodes" {
+                continue;
+            }
+            let mut obj = json!({"metadata": {"name": "a"}, "status": {"sentinel": true}});
+            prepare_create(r, obj.as_object_mut().unwrap(), "2026-01-01T00:00:00Z");
+            assert!(obj["status"].get("sentinel").is_none(), "{}/{} keeps a created status", r.group, r.plural);
+        }
+    }
+
+    #[test]
+    fn custom_resources_lose_status_only_with_the_subresource() {
+        let version = |subresources: Value| {
+            let crd = json!({"metadata": {"name": "gadgets.example.org"}, "spec": {"group": "example.org",
+                "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "subresources": subresources,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
+                "status": {"acceptedNames": {"plural": "gadgets", "kind": "Gadget"},
+                    "conditions": [{"type": "Established", "status": "True"}]}});
+            crate::crd::served_versions(&crd).remove(0)
+        };
+        let mut obj = json!({"metadata": {"name": "a"}, "status": {"ready": true}});
+        prepare_create(&version(json!({})), obj.as_object_mut().unwrap(), "t");
+        assert_eq!(obj["status"], json!({"ready": true}));
+        prepare_create(&version(json!({"status": {}})), obj.as_object_mut().unwrap(), "t");
+        assert!(obj.get("status").is_none());
     }
 
     #[test]

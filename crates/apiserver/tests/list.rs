@@ -184,7 +184,10 @@ async fn selectors() {
     )
     .await
     .unwrap();
-    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}}))
+        .await
+        .unwrap();
+    s.patch_status("pods", "default", "b", &json!({"status": {"phase": "Running"}})).await.unwrap();
     s.create("pods", json!({"metadata": {"name": "c"}})).await.unwrap();
     for (q, want) in [
         ("labelSelector=env%3Dprod", vec!["a"]),

@@ -431,6 +431,7 @@ impl Store {
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
+        strategy::prepare_create(info, &mut obj, &now);
         crate::certificate_signing::prepare_create(info, &mut obj);
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
         crate::rbac_escalation::check(&self.cache, info, &obj, None, applied)?;

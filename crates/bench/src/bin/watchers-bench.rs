@@ -227,7 +227,7 @@ async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::R
     while done < pods {
         let batch: Vec<Value> = (done..(done + 1000).min(pods)).map(|i| owned_pod(&template, i, &owner_uid)).collect();
         done += batch.len();
-        server.create_many("pods", batch).await?;
+        informer_bench::seed::create_with_status(&server, "pods", batch).await?;
     }
     {
         use std::io::Write;

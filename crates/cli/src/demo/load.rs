@@ -19,15 +19,15 @@ use tokio_util::sync::CancellationToken;
 
 const PHASES: [&str; 4] = ["Pending", "Running", "Succeeded", "Failed"];
 
-/// The demo pod number `i`.
+/// The demo pod number `i`, as a client creates it: its status (`Pending` at first) is the
+/// server's, then the load's `status` writes.
 pub fn pod(ns: &str, i: u64) -> serde_json::Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("demo-{i:07}"), "namespace": ns,
                      "labels": {"app": format!("app-{}", i % 50), "generation": "0"}},
         "spec": {"containers": [{"name": "main", "image": "registry.example/app:1.0",
-                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}], "nodeName": format!("node-{}", i % 20)},
-        "status": {"phase": "Running"}
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}], "nodeName": format!("node-{}", i % 20)}
     })
 }
 

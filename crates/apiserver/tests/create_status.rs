@@ -1,0 +1,235 @@
+//! What a create keeps of the status it is sent, as kube-apiserver's create strategies decide:
+//! for every resource with a `status` subresource but Nodes, nothing — the object starts with
+//! the status its strategy gives it (kube's serialization of an empty status, a pod's phase and
+//! QoS class, a gated pod's `PodScheduled` condition, a PersistentVolume's phase), which the
+//! answer, a later read and a watch all show; the creating manager owns none of it. A custom
+//! resource drops its status when the status is a subresource and keeps it otherwise; the
+//! status is then written through `/status`, as a kube-rs controller writes it.
+
+mod common;
+
+use common::*;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const SENT: &str = "sent by the client";
+
+/// Every manager's field paths under `status`, as the object records them.
+fn status_owners(obj: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in obj["metadata"]["managedFields"].as_array().into_iter().flatten() {
+        if m["fieldsV1"].get("f:status").is_some() {
+            out.push(m["manager"].as_str().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn built_in_resources_start_with_their_strategys_status() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let pods = c.watch(&format!("{PODS}?watch=true")).await;
+    let spec_of = |kind: &str| match kind {
+        "Deployment" | "ReplicaSet" | "DaemonSet" => json!({"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}),
+        "PodDisruptionBudget" => json!({"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}}),
+        "Service" => json!({"ports": [{"port": 80}]}),
+        "PersistentVolumeClaim" => json!({"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}),
+        "PersistentVolume" => json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/pv"}}),
+        _ => unreachable!(),
+    };
+    let cases = [
+        ("/apis/apps/v1/namespaces/default/deployments", "apps/v1", "Deployment", json!({})),
+        ("/apis/apps/v1/namespaces/default/replicasets", "apps/v1", "ReplicaSet", json!({"replicas": 0})),
+        (
+            "/apis/apps/v1/namespaces/default/daemonsets",
+            "apps/v1",
+            "DaemonSet",
+            json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}),
+        ),
+        (
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+            "policy/v1",
+            "PodDisruptionBudget",
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        ),
+        ("/api/v1/namespaces/default/services", "v1", "Service", json!({"loadBalancer": {}})),
+        (
+            "/api/v1/namespaces/default/persistentvolumeclaims",
+            "v1",
+            "PersistentVolumeClaim",
+            json!({"phase": "Pending"}),
+        ),
+    ];
+    for (path, api_version, kind, want) in cases {
+        let body = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "a"}, "spec": spec_of(kind),
+            "status": {"replicas": 7, "phase": "Bound", "conditions": [{"type": "Ready", "status": "True", "message": SENT}]}});
+        let r = c.post(path, &body).await;
+        assert_eq!(r.code, 201, "{kind}: {}", r.body);
+        assert_eq!(r.body["status"], want, "{kind}: the answer");
+        assert_eq!(status_owners(&r.body), Vec::<String>::new(), "{kind}: the creator owns no status");
+        let read = c.get(&format!("{path}/a")).await;
+        assert_eq!(read.body["status"], want, "{kind}: a read");
+        // The status is written through its subresource.
+        let patch = match kind {
+            "Service" => json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}),
+            "PersistentVolumeClaim" => json!({"status": {"phase": "Bound"}}),
+            _ => json!({"status": {"observedGeneration": 1}}),
+        };
+        let r = c.patch(&format!("{path}/a/status"), "application/merge-patch+json", &patch).await;
+        assert_eq!(r.code, 200, "{kind}: {}", r.body);
+        let written = patch["status"].as_object().unwrap().iter().next().unwrap();
+        assert_eq!(&r.body["status"][written.0], written.1, "{kind}: {}", r.body);
+    }
+
+    // A PersistentVolume is Pending from the moment it is created.
+    let body = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+        "spec": spec_of("PersistentVolume"), "status": {"phase": "Bound", "message": SENT}});
+    let r = c.post("/api/v1/persistentvolumes", &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let status = r.body["status"].as_object().unwrap();
+    assert_eq!(status.keys().collect::<Vec<_>>(), ["lastPhaseTransitionTime", "phase"]);
+    assert_eq!(status["phase"], "Pending");
+    assert_eq!(status["lastPhaseTransitionTime"], r.body["metadata"]["creationTimestamp"]);
+
+    // Pods: Pending with their QoS class; a gated pod is unscheduled for that reason.
+    let mut gated = pod("gated", json!({}));
+    gated["spec"]["schedulingGates"] = json!([{"name": "example.com/quota"}]);
+    gated["status"] = json!({"phase": "Running", "podIP": "10.0.0.9",
+        "conditions": [{"type": "PodScheduled", "status": "True", "message": SENT}]});
+    let r = c.post(PODS, &gated).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let status = &r.body["status"];
+    assert_eq!(
+        (&status["phase"], &status["qosClass"], status.get("podIP")),
+        (&json!("Pending"), &json!("BestEffort"), None)
+    );
+    assert_eq!(
+        status["conditions"],
+        json!([{"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+            "lastTransitionTime": r.body["metadata"]["creationTimestamp"], "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates"}])
+    );
+    let mut plain = pod("plain", json!({}));
+    plain["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    let r = c.post(PODS, &plain).await;
+    assert_eq!(r.body["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+    // Watchers see the objects as created.
+    let mut pods = pods;
+    let added = until(&mut pods, "the gated pod", |e| e["object"]["metadata"]["name"] == "gated").await;
+    assert_eq!((&added["type"], &added["object"]["status"]), (&json!("ADDED"), status));
+
+    // Nodes are registered by their kubelet with a status, which they keep.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"capacity": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True", "message": SENT}]}});
+    let r = c.post("/api/v1/nodes", &node).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["status"]["conditions"][0]["message"], SENT);
+    assert_eq!(r.body["status"]["allocatable"], json!({"cpu": "4"}));
+}
+
+#[tokio::test]
+async fn a_v1_autoscaler_created_with_status_annotations_loses_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let current = r#"[{"type":"Resource","resource":{"name":"cpu","currentAverageUtilization":50,"currentAverageValue":"100m"}}]"#;
+    let conditions = r#"[{"type":"AbleToScale","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}]"#;
+    let body = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "annotations": {
+            "autoscaling.alpha.kubernetes.io/current-metrics": current,
+            "autoscaling.alpha.kubernetes.io/conditions": conditions, "team": "a"}},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3},
+        "status": {"currentReplicas": 2, "desiredReplicas": 3, "currentCPUUtilizationPercentage": 50}});
+    let r = c.post("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["status"], json!({"currentReplicas": 0, "desiredReplicas": 0}));
+    assert_eq!(r.body["metadata"]["annotations"], json!({"team": "a"}));
+    let v2 = c.get("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web").await;
+    assert_eq!(v2.body["status"], json!({"desiredReplicas": 0, "currentMetrics": null}));
+    let body = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "api"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"}, "maxReplicas": 3},
+        "status": {"currentReplicas": 2, "desiredReplicas": 3}});
+    let r = c.post("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", &body).await;
+    assert_eq!(r.body["status"], json!({"desiredReplicas": 0, "currentMetrics": null}), "{}", r.body);
+}
+
+const CRDS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+fn dynamic(kind: &str, name: &str) -> (ApiResource, DynamicObject) {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.org", "v1", kind));
+    let mut obj = DynamicObject::new(name, &ar);
+    obj.data = json!({"spec": {"size": 1}, "status": {"ready": true, "message": SENT}});
+    (ar, obj)
+}
+
+#[tokio::test]
+async fn custom_resources_drop_their_status_only_when_it_is_a_subresource() {
+    let s = informer_apiserver::testing::builder().crd(CRDS).start().await.unwrap();
+    let client = kube_client(&s).await;
+
+    let (ar, gadget) = dynamic("Gadget", "g1");
+    let gadgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let created = gadgets.create(&PostParams::default(), &gadget).await.unwrap();
+    assert_eq!(created.data.get("status"), None, "{:?}", created.data);
+    assert_eq!(created.data["spec"], json!({"size": 1}));
+    // A controller writes it through the subresource.
+    let patch = Patch::Merge(json!({"status": {"ready": true}}));
+    let written = gadgets.patch_status("g1", &PatchParams::default(), &patch).await.unwrap();
+    assert_eq!(written.data["status"], json!({"ready": true}));
+    assert_eq!(written.metadata.generation, Some(1));
+
+    // An apply that creates drops it too, and records no status fields for its manager.
+    let (_, mut applied) = dynamic("Gadget", "g2");
+    applied.metadata.namespace = Some("default".into());
+    let applied = gadgets.patch("g2", &PatchParams::apply("tests"), &Patch::Apply(&applied)).await.unwrap();
+    assert_eq!(applied.data.get("status"), None, "{:?}", applied.data);
+    let raw = Client::new(&s).get("/apis/example.org/v1/namespaces/default/gadgets/g2").await.body;
+    assert_eq!(status_owners(&raw), Vec::<String>::new(), "{raw}");
+
+    // Without the subresource the status is part of the object.
+    let (ar, widget) = dynamic("Widget", "w1");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let created = widgets.create(&PostParams::default(), &widget).await.unwrap();
+    assert_eq!(created.data["status"], json!({"ready": true, "message": SENT}));
+}
