@@ -31,8 +31,7 @@ fn pod(i: usize) -> Value {
             "schedulerName": "default-scheduler", "nodeName": format!("node-{}", i % 100),
             "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
                 {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
-            "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority"},
-        "status": {"phase": "Running", "qosClass": "BestEffort", "podIP": "10.0.0.1"}
+            "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority"}
     })
 }
 

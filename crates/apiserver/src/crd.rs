@@ -56,16 +56,8 @@ pub fn condition_true(crd: &Value, kind: &str) -> bool {
     condition(crd, kind).and_then(|c| c.get("status")).and_then(Value::as_str) == Some("True")
 }
 
-/// The defaults of a CustomResourceDefinition being created (kube's v1 defaulting and
-/// `PrepareForCreate`): `conversion.strategy: None`, `names.singular` and `names.listKind`
-/// from the kind, and a fresh status listing the storage version as stored.
-pub fn default_on_create(obj: &mut Map<String, Value>) {
-    default_spec(obj);
-    fresh_status(obj);
-}
-
-/// The status a CustomResourceDefinition starts with: no names accepted yet, no conditions, its
-/// storage version stored.
+/// The status a CustomResourceDefinition starts with (kube's `PrepareForCreate`): no names
+/// accepted yet, no conditions, its storage version stored.
 pub fn fresh_status(obj: &mut Map<String, Value>) {
     let stored: Vec<String> = storage_version(&Value::Object(obj.clone())).into_iter().collect();
     obj.insert(

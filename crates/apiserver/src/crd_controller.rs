@@ -6,7 +6,7 @@
 //!
 //! The life of a CustomResourceDefinition:
 //! 1. Created with an empty status (no conditions, empty accepted names, the storage version as
-//!    stored: [`crate::crd::default_on_create`]).
+//!    stored: [`crate::crd::fresh_status`]).
 //! 2. The controller accepts its names unless another CustomResourceDefinition of the group
 //!    already has them (`NamesAccepted` False, reason `PluralConflict`, `KindConflict`…, message
 //!    `"<name>" is already in use`), and marks it `Established`; the watch cache then serves its

@@ -136,7 +136,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
     }
     if crate::crd::is_crds(info) {
         match write {
-            Write::Create => crate::crd::default_on_create(obj),
+            Write::Create => crate::crd::default_spec(obj),
             Write::Update(_) => crate::crd::default_spec(obj),
         }
         return;
@@ -258,6 +258,13 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::HorizontalPodAutoscaler => {
             // What v1 keeps in annotations is never part of a v2 object.
             crate::autoscaling_v1::drop_annotations(obj);
+            // The status fields kube always writes (no `omitempty`).
+            if let Some(status) = member(obj, "status") {
+                default_val(status, "desiredReplicas", json!(0));
+                if !status.contains_key("currentMetrics") {
+                    status.insert("currentMetrics".into(), Value::Null);
+                }
+            }
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_val(spec, "minReplicas", json!(1));
                 // Without metrics, kube scales on 80% of the pods' CPU requests.
@@ -584,29 +591,12 @@ fn pod(obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     let Some(spec) = ensure_obj(obj, "spec") else { return Ok(()) };
     if matches!(write, Write::Create) {
         let qos = qos_class(spec);
-        let gated = spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
         if let Some(status) = ensure_obj(obj, "status") {
             default_str(status, "phase", "Pending");
             default_str(status, "qosClass", qos);
-            if gated {
-                scheduling_gated(status);
-            }
         }
     }
     Ok(())
-}
-
-/// A gated pod starts unscheduled for that reason (kube's `applySchedulingGatedCondition`),
-/// unless its status already says whether it is scheduled.
-fn scheduling_gated(status: &mut Map<String, Value>) {
-    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-    let Some(list) = conditions.as_array_mut() else { return };
-    if list.iter().any(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled")) {
-        return;
-    }
-    list.push(json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-        "lastTransitionTime": crate::object::now_rfc3339(), "reason": "SchedulingGated",
-        "message": "Scheduling is blocked due to non-empty scheduling gates"}));
 }
 
 /// A pod's spec with the defaults kube gives it on decoding (also for comparing a stored spec,

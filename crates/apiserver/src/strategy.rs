@@ -40,18 +40,20 @@ pub enum Target {
 /// Gives an object being created the status its resource's create strategy starts it with:
 /// kube-apiserver's `PrepareForCreate` throws away the status of the request for every resource
 /// with a `status` subresource but Nodes. Shown here as kube serializes the fresh status (its
-/// fields without `omitempty` as zeros); a pod's phase, QoS class and scheduling gate, and a
-/// Namespace's phase are filled in by their create defaults afterwards.
+/// fields without `omitempty` as zeros); a pod's phase and QoS class and a Namespace's phase are
+/// filled in by their create defaults afterwards.
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
     if info.custom.is_some() {
-        if info.status_subresource {
-            obj.remove("status");
+        if info.status_subresource && obj.remove("status").is_some() {
+            // As kube reads the object back: the schema's defaults fill what is now missing.
+            crate::custom_resource::default(info, obj);
         }
         return;
     }
     let v1 = info.version == "v1";
     let fresh = match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods" | "resourcequotas" | "namespaces") if v1 => json!({}),
+        ("", "pods") if v1 => pod_status(obj, now),
+        ("", "resourcequotas" | "namespaces") if v1 => json!({}),
         ("", "services") if v1 => json!({"loadBalancer": {}}),
         ("", "persistentvolumeclaims") if v1 => json!({"phase": "Pending"}),
         ("", "persistentvolumes") if v1 => json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
@@ -79,6 +81,18 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
         _ => return,
     };
     obj.insert("status".into(), fresh);
+}
+
+/// A pod's fresh status before its phase and QoS class: a gated pod starts unscheduled for that
+/// reason (kube's `applySchedulingGatedCondition`), since its creation.
+fn pod_status(obj: &Map<String, Value>, now: &str) -> Value {
+    let gates = obj.get("spec").and_then(|s| s.get("schedulingGates")).and_then(Value::as_array);
+    if gates.is_none_or(Vec::is_empty) {
+        return json!({});
+    }
+    json!({"conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+        "lastTransitionTime": now, "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}]})
 }
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
@@ -277,6 +291,14 @@ mod tests {
             json!({"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"})
         );
         assert_eq!(created("horizontalpodautoscalers"), json!({"desiredReplicas": 0, "currentMetrics": null}));
+        for plural in
+            ["jobs", "cronjobs", "resourcequotas", "validatingadmissionpolicies", "certificatesigningrequests"]
+        {
+            assert_eq!(created(plural), json!({}), "{plural}");
+        }
+        assert_eq!(created("replicationcontrollers"), json!({"replicas": 0}));
+        assert_eq!(created("ingresses"), json!({"loadBalancer": {}}));
+        assert_eq!(created("pods"), json!({}), "phase and QoS class come with the pod's defaults");
         // Nodes are registered with their status; kinds without the subresource keep the body.
         assert_eq!(created("nodes"), json!({"replicas": 9, "phase": "Running"}));
         assert_eq!(created("configmaps"), json!({"replicas": 9, "phase": "Running"}));

@@ -14,10 +14,13 @@ use serde_json::{Value, json};
 
 const SENT: &str = "sent by the client";
 
-/// Every manager's field paths under `status`, as the object records them.
+/// The managers that own fields under `status`, as the object records them (which must record
+/// some manager).
 fn status_owners(obj: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    for m in obj["metadata"]["managedFields"].as_array().into_iter().flatten() {
+    let managers = obj["metadata"]["managedFields"].as_array().expect("managedFields");
+    assert!(!managers.is_empty(), "{obj}");
+    for m in managers {
         if m["fieldsV1"].get("f:status").is_some() {
             out.push(m["manager"].as_str().unwrap_or("").to_string());
         }
@@ -85,6 +88,12 @@ async fn built_in_resources_start_with_their_strategys_status() {
         let written = patch["status"].as_object().unwrap().iter().next().unwrap();
         assert_eq!(&r.body["status"][written.0], written.1, "{kind}: {}", r.body);
     }
+
+    // A dry run answers the same.
+    let body = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "dry"},
+        "spec": spec_of("ReplicaSet"), "status": {"replicas": 7}});
+    let r = c.post("/apis/apps/v1/namespaces/default/replicasets?dryRun=All", &body).await;
+    assert_eq!((r.code, &r.body["status"]), (201, &json!({"replicas": 0})), "{}", r.body);
 
     // A PersistentVolume is Pending from the moment it is created.
     let body = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
@@ -194,6 +203,31 @@ spec:
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            default: {phase: New}
+            properties:
+              phase: {type: string}
+              ready: {type: boolean}
+              message: {type: string}
 "#;
 
 fn dynamic(kind: &str, name: &str) -> (ApiResource, DynamicObject) {
@@ -226,6 +260,12 @@ async fn custom_resources_drop_their_status_only_when_it_is_a_subresource() {
     assert_eq!(applied.data.get("status"), None, "{:?}", applied.data);
     let raw = Client::new(&s).get("/apis/example.org/v1/namespaces/default/gadgets/g2").await.body;
     assert_eq!(status_owners(&raw), Vec::<String>::new(), "{raw}");
+
+    // A schema's default for the status fills it in, as kube fills it reading the object back.
+    let (ar, gizmo) = dynamic("Gizmo", "z1");
+    let gizmos: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let created = gizmos.create(&PostParams::default(), &gizmo).await.unwrap();
+    assert_eq!(created.data["status"], json!({"phase": "New"}));
 
     // Without the subresource the status is part of the object.
     let (ar, widget) = dynamic("Widget", "w1");
