@@ -5,13 +5,14 @@
 //! Invariants: a create never sets the status of a resource that has a `status` subresource
 //! (Nodes excepted, whose kubelet registers them with one): the object starts with the status
 //! kube's strategy gives it, or none (custom resources). For such a resource a write to the
-//! resource itself never
-//! changes `status` (the stored one is kept), and a write to `/status` changes nothing but
-//! `status` (spec, labels, annotations and the rest of the metadata are the stored ones). The
-//! generation moves when `spec` changes (and, for apps/v1 Deployments, when the annotations
-//! change); a `/status` write therefore never moves it. Only the resources whose kube-apiserver
-//! strategy keeps a generation have one (workloads, pods, custom resources; not ConfigMaps,
-//! Secrets, Services, Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
+//! resource itself never changes `status` (the stored one is kept), and a write to `/status`
+//! changes nothing but `status` (spec, labels, annotations and the rest of the metadata are the
+//! stored ones). The generation moves when `spec` changes (and, for apps/v1 Deployments, when
+//! the annotations change; for webhook configurations and EndpointSlices, with what they hold
+//! instead of a spec); a `/status` write therefore never moves it. Only the resources whose
+//! kube-apiserver strategy keeps a generation have one (workloads, pods, policies, webhook
+//! configurations, EndpointSlices, custom resources; not ConfigMaps, Secrets, Services,
+//! Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
 //! only through its `finalize` subresource, which changes nothing else of the spec or the status.
 
 use serde_json::{Map, Value, json};
@@ -162,9 +163,11 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 }
 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
-/// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types
-/// and CustomResourceDefinitions; custom resources always have one; the other built-in types
-/// have none.
+/// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types,
+/// IngressClasses, admission policies and their bindings and CustomResourceDefinitions, by
+/// changes of their webhooks for webhook configurations, by any change but of the metadata (the
+/// labels excepted) for EndpointSlices; custom resources always have one; the other built-in
+/// types have none.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     const TRACKED: &[(&str, &str)] = &[
         ("", "pods"),
@@ -178,7 +181,13 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
         ("batch", "cronjobs"),
         ("networking.k8s.io", "networkpolicies"),
         ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "ingressclasses"),
         ("policy", "poddisruptionbudgets"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("discovery.k8s.io", "endpointslices"),
     ];
     let built_in = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
     !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))
@@ -186,23 +195,22 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
 
 /// Whether storing `new` over `old` increments `metadata.generation`.
 pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<String, Value>) -> bool {
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations" | "validatingwebhookconfigurations") => {
+            return old.value().get("webhooks") != new.get("webhooks");
+        }
+        ("discovery.k8s.io", "endpointslices") => {
+            let old = as_map(old.value());
+            let labels = |m: &Map<String, Value>| m.get("metadata").and_then(|m| m.get("labels")).cloned();
+            return content(&old, false) != content(new, false) || labels(&old) != labels(new);
+        }
+        _ => {}
+    }
     if info.custom.is_some() {
         // A custom resource's generation moves with anything but its metadata (and its status,
         // when that is a subresource).
         let old = as_map(old.value());
-        let counted = |m: &Map<String, Value>| -> Vec<(String, Value)> {
-            let mut v: Vec<(String, Value)> = m
-                .iter()
-                .filter(|(k, _)| {
-                    let status = info.status_subresource && k.as_str() == "status";
-                    !(matches!(k.as_str(), "metadata" | "apiVersion" | "kind") || status)
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            v.sort_by(|a, b| a.0.cmp(&b.0));
-            v
-        };
-        return counted(&old) != counted(new);
+        return content(&old, info.status_subresource) != content(new, info.status_subresource);
     }
     // Compared as the bytes the spec is stored as.
     let new_spec = new.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
@@ -210,6 +218,18 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
         return true;
     }
     annotations_bump_generation(info) && annotations(&as_map(old.value())) != annotations(new)
+}
+
+/// An object's members but its metadata, type (and `status` when `without_status`), by name.
+fn content(m: &Map<String, Value>, without_status: bool) -> Vec<(&String, &Value)> {
+    let mut v: Vec<(&String, &Value)> = m
+        .iter()
+        .filter(|(k, _)| {
+            !(matches!(k.as_str(), "metadata" | "apiVersion" | "kind") || without_status && *k == "status")
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(b.0));
+    v
 }
 
 /// apps/v1 Deployments count an annotation change as a new generation (kube-apiserver's
@@ -366,5 +386,27 @@ mod tests {
         assert!(bumps_generation(&d, &stored(&d, v.clone()), &m(&respec)));
         assert!(bumps_generation(&d, &stored(&d, v.clone()), &m(&annotated)));
         assert!(!bumps_generation(&rs, &stored(&rs, v.clone()), &m(&annotated)));
+    }
+
+    #[test]
+    fn webhook_configurations_and_endpoint_slices_count_their_own_content() {
+        let m = |v: Value| v.as_object().unwrap().clone();
+        let hooks = info("validatingwebhookconfigurations");
+        assert!(tracks_generation(&hooks) && tracks_generation(&info("validatingadmissionpolicies")));
+        let old = stored(&hooks, json!({"metadata": {"name": "h"}, "webhooks": [{"name": "a.example.com"}]}));
+        let labelled =
+            json!({"metadata": {"name": "h", "labels": {"x": "1"}}, "webhooks": [{"name": "a.example.com"}]});
+        assert!(!bumps_generation(&hooks, &old, &m(labelled)));
+        assert!(bumps_generation(&hooks, &old, &m(json!({"metadata": {"name": "h"}, "webhooks": []}))));
+
+        let slices = info("endpointslices");
+        let old = stored(&slices, json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}));
+        let annotated =
+            json!({"metadata": {"name": "s", "annotations": {"x": "1"}}, "addressType": "IPv4", "endpoints": []});
+        assert!(!bumps_generation(&slices, &old, &m(annotated)));
+        let labelled = json!({"metadata": {"name": "s", "labels": {"x": "1"}}, "addressType": "IPv4", "endpoints": []});
+        assert!(bumps_generation(&slices, &old, &m(labelled)));
+        let ports = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [], "ports": [{"port": 80}]});
+        assert!(bumps_generation(&slices, &old, &m(ports)));
     }
 }
