@@ -166,69 +166,21 @@ async fn a_v1_autoscaler_created_with_status_annotations_loses_them() {
     assert_eq!(r.body["status"], json!({"desiredReplicas": 0, "currentMetrics": null}), "{}", r.body);
 }
 
-const CRDS: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.org}
-spec:
-  group: example.org
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.org}
-spec:
-  group: example.org
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gizmos.example.org}
-spec:
-  group: example.org
-  scope: Namespaced
-  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status:
-            type: object
-            default: {phase: New}
-            properties:
-              phase: {type: string}
-              ready: {type: boolean}
-              message: {type: string}
-"#;
+/// A namespaced definition of `example.org/v1` `kind` (plural `<kind>s`), with or without the
+/// status subresource, whose status has the schema `status` (JSON).
+fn crd(kind: &str, subresource: bool, status: Value) -> Value {
+    let (singular, plural) = (kind.to_lowercase(), format!("{}s", kind.to_lowercase()));
+    let mut version = json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}, "status": status}}}});
+    if subresource {
+        version["subresources"] = json!({"status": {}});
+    }
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.org")},
+        "spec": {"group": "example.org", "scope": "Namespaced", "versions": [version],
+            "names": {"plural": plural, "singular": singular, "kind": kind, "listKind": format!("{kind}List")}}})
+}
 
 fn dynamic(kind: &str, name: &str) -> (ApiResource, DynamicObject) {
     let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.org", "v1", kind));
@@ -239,7 +191,16 @@ fn dynamic(kind: &str, name: &str) -> (ApiResource, DynamicObject) {
 
 #[tokio::test]
 async fn custom_resources_drop_their_status_only_when_it_is_a_subresource() {
-    let s = informer_apiserver::testing::builder().crd(CRDS).start().await.unwrap();
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let defaulted = json!({"type": "object", "default": {"phase": "New"}, "properties": {
+        "phase": {"type": "string"}, "ready": {"type": "boolean"}, "message": {"type": "string"}}});
+    let s = informer_apiserver::testing::builder()
+        .crd(crd("Gadget", true, open.clone()).to_string())
+        .crd(crd("Widget", false, open).to_string())
+        .crd(crd("Gizmo", true, defaulted).to_string())
+        .start()
+        .await
+        .unwrap();
     let client = kube_client(&s).await;
 
     let (ar, gadget) = dynamic("Gadget", "g1");

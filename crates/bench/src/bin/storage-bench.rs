@@ -205,6 +205,7 @@ async fn restart(backend: &Backend, template: &Value, n: usize) -> anyhow::Resul
     {
         let server = start_server(backend).await?;
         server.create("namespaces", json!({"metadata": {"name": "restart"}})).await?;
+        let template = &informer_bench::seed::owned_by_a_replica_set(&server, "restart", template).await?;
         let mut done = 0;
         while done < n {
             let batch: Vec<Value> = (done..(done + 1000).min(n))
@@ -266,8 +267,9 @@ async fn measure(args: &Args, name: &str) -> anyhow::Result<()> {
         for &w in &args.writers {
             let ns = format!("w{w}");
             server.create("namespaces", json!({"metadata": {"name": ns}})).await?;
+            let owned = informer_bench::seed::owned_by_a_replica_set(&server, &ns, &template).await?;
             let rv0 = server.resource_version();
-            let (creates, updates, grown) = writes(&server, &template, &ns, args.objects, w).await?;
+            let (creates, updates, grown) = writes(&server, &owned, &ns, args.objects, w).await?;
             per_pod_kb.get_or_insert(grown);
             println!("{name:>7}  writers={w:<3} creates/s {creates:>8.0}  updates/s {updates:>8.0}");
             out.insert(format!("creates_per_s_{w}"), json!(creates.round()));

@@ -179,14 +179,6 @@ async fn run(args: &Args) -> anyhow::Result<()> {
 // The server process
 // ---------------------------------------------------------------------------------------------
 
-/// A W1 pod numbered `i`, as a client creates it (no server-owned fields), owned by the
-/// ReplicaSet with `owner_uid`.
-fn owned_pod(template: &Value, i: usize, owner_uid: &str) -> Value {
-    let mut p = pod(template, i);
-    p["metadata"]["ownerReferences"][0]["uid"] = json!(owner_uid);
-    p
-}
-
 /// A W1 pod numbered `i`, as a client creates it (no server-owned fields).
 fn pod(template: &Value, i: usize) -> Value {
     let mut p = template.clone();
@@ -210,22 +202,10 @@ async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::R
         ApiServer::builder().storage(backend.storage.clone()).garbage_collector(garbage_collector).start().await?;
     server.create("namespaces", json!({"metadata": {"name": NS}})).await?;
     let template: Value = serde_json::from_str(TEMPLATE)?;
-    let owner = &template["metadata"]["ownerReferences"][0];
-    let labels = json!({"app": "app-7"});
-    let rs = server
-        .create(
-            "replicasets",
-            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                "metadata": {"name": owner["name"], "namespace": NS},
-                "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}),
-        )
-        .await?;
-    let owner_uid = rs["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    let template = informer_bench::seed::owned_by_a_replica_set(&server, NS, &template).await?;
     let mut done = 0;
     while done < pods {
-        let batch: Vec<Value> = (done..(done + 1000).min(pods)).map(|i| owned_pod(&template, i, &owner_uid)).collect();
+        let batch: Vec<Value> = (done..(done + 1000).min(pods)).map(|i| pod(&template, i)).collect();
         done += batch.len();
         informer_bench::seed::create_with_status(&server, "pods", batch).await?;
     }
