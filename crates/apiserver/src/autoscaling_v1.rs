@@ -583,7 +583,7 @@ fn parsed_list(annotations: &Map<String, Value>, key: &str) -> Option<Vec<Value>
 /// An autoscaling/v1 object in its stored (v2) form, with v2's defaults.
 pub(crate) fn to_v2(v1: &Map<String, Value>) -> Map<String, Value> {
     let mut out = converted(v1);
-    crate::defaults::decode(v2(), &mut out, crate::defaults::Write::Create);
+    crate::defaults::decode(v2(), &mut out);
     out
 }
 

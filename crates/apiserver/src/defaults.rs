@@ -117,11 +117,40 @@ pub fn is_service(info: &ResourceInfo) -> bool {
     builtin(info) == Some(Builtin::Service)
 }
 
+/// The status counts kube always writes (Go fields without `omitempty`): a status that leaves
+/// one out is stored with a zero, as kube decodes it.
+pub(crate) fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
+    match (info.group.as_str(), info.version.as_str(), info.plural.as_str()) {
+        ("", "v1", "replicationcontrollers") | ("apps", "v1", "replicasets") => &["replicas"],
+        ("apps", "v1", "statefulsets") => &["replicas", "availableReplicas"],
+        ("apps", "v1", "daemonsets") => {
+            &["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"]
+        }
+        ("policy", "v1", "poddisruptionbudgets") => {
+            &["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"]
+        }
+        ("autoscaling", "v2", "horizontalpodautoscalers") => &["desiredReplicas"],
+        _ => &[],
+    }
+}
+
+/// The defaults of a status as kube decodes it (its counts, [`status_counts`], and an HPA's
+/// `currentMetrics`, `null` when empty): all a write through `/status` gets.
+pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    let Some(status) = member(obj, "status") else { return };
+    for count in status_counts(info) {
+        default_val(status, count, json!(0));
+    }
+    if builtin(info) == Some(Builtin::HorizontalPodAutoscaler) && !status.contains_key("currentMetrics") {
+        status.insert("currentMetrics".into(), Value::Null);
+    }
+}
+
 /// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved):
 /// [`decode`], [`admission_plugins`], then [`admit`]. Fails only with the 403 of kube's Priority
 /// admission for a pod naming an unknown PriorityClass.
 pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
-    decode(info, obj, write);
+    decode(info, obj);
     admission_plugins(info, obj, write, &[])?;
     admit(info, obj, write)
 }
@@ -129,18 +158,16 @@ pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
 /// The defaults of the API types (`SetDefaults_*`), which kube-apiserver fills when it decodes a
 /// request: the fields a write's manager owns in `managedFields` along with what it sent. A
 /// custom resource's come from its CRD's schema; a CRD's own from apiextensions' defaults.
-pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) {
+pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if info.custom.is_some() {
         crate::custom_resource::default(info, obj);
         return;
     }
     if crate::crd::is_crds(info) {
-        match write {
-            Write::Create => crate::crd::default_spec(obj),
-            Write::Update(_) => crate::crd::default_spec(obj),
-        }
+        crate::crd::default_spec(obj);
         return;
     }
+    status(info, obj);
     if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
         crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
         return;
@@ -258,13 +285,6 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_
         Builtin::HorizontalPodAutoscaler => {
             // What v1 keeps in annotations is never part of a v2 object.
             crate::autoscaling_v1::drop_annotations(obj);
-            // The status fields kube always writes (no `omitempty`).
-            if let Some(status) = member(obj, "status") {
-                default_val(status, "desiredReplicas", json!(0));
-                if !status.contains_key("currentMetrics") {
-                    status.insert("currentMetrics".into(), Value::Null);
-                }
-            }
             if let Some(spec) = ensure_obj(obj, "spec") {
                 default_val(spec, "minReplicas", json!(1));
                 // Without metrics, kube scales on 80% of the pods' CPU requests.

@@ -41,7 +41,7 @@ pub enum Target {
 /// Gives an object being created the status its resource's create strategy starts it with:
 /// kube-apiserver's `PrepareForCreate` throws away the status of the request for every resource
 /// with a `status` subresource but Nodes. Shown here as kube serializes the fresh status (its
-/// fields without `omitempty` as zeros); a pod's phase and QoS class and a Namespace's phase are
+/// counts without `omitempty` as zeros, [`crate::defaults::status_counts`]); a pod's phase and QoS class and a Namespace's phase are
 /// filled in by their create defaults afterwards.
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
     if info.custom.is_some() {
@@ -58,14 +58,15 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
         ("", "services") if v1 => json!({"loadBalancer": {}}),
         ("", "persistentvolumeclaims") if v1 => json!({"phase": "Pending"}),
         ("", "persistentvolumes") if v1 => json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
-        ("", "replicationcontrollers") | ("apps", "replicasets") if v1 => json!({"replicas": 0}),
-        ("apps", "statefulsets") if v1 => json!({"replicas": 0, "availableReplicas": 0}),
-        ("apps", "daemonsets") if v1 => json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
-            "desiredNumberScheduled": 0, "numberReady": 0}),
+        ("", "replicationcontrollers")
+        | ("apps", "replicasets" | "statefulsets" | "daemonsets")
+        | ("policy", "poddisruptionbudgets")
+            if v1 =>
+        {
+            zeros(info)
+        }
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") if v1 => json!({}),
         ("networking.k8s.io", "ingresses") if v1 => json!({"loadBalancer": {}}),
-        ("policy", "poddisruptionbudgets") if v1 => json!({"disruptionsAllowed": 0, "currentHealthy": 0,
-            "desiredHealthy": 0, "expectedPods": 0}),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies")
         | ("certificates.k8s.io", "certificatesigningrequests")
             if v1 =>
@@ -78,10 +79,19 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
             crate::autoscaling_v1::drop_status_annotations(obj);
             json!({"currentReplicas": 0, "desiredReplicas": 0})
         }
-        ("autoscaling", "horizontalpodautoscalers") => json!({"desiredReplicas": 0, "currentMetrics": null}),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let mut fresh = zeros(info);
+            fresh["currentMetrics"] = Value::Null;
+            fresh
+        }
         _ => return,
     };
     obj.insert("status".into(), fresh);
+}
+
+/// A status of zero counts: the fields kube always writes.
+fn zeros(info: &ResourceInfo) -> Value {
+    Value::Object(crate::defaults::status_counts(info).iter().map(|k| (k.to_string(), json!(0))).collect())
 }
 
 /// A pod's fresh status before its phase and QoS class: a gated pod starts unscheduled for that
@@ -165,9 +175,9 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
 /// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types,
 /// IngressClasses, admission policies and their bindings and CustomResourceDefinitions, by
-/// changes of their webhooks for webhook configurations, by any change but of the metadata (the
-/// labels excepted) for EndpointSlices; custom resources always have one; the other built-in
-/// types have none.
+/// changes of their webhooks for webhook configurations, by any change outside the metadata or
+/// of the labels for EndpointSlices; custom resources always have one; the other built-in types
+/// have none.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     const TRACKED: &[(&str, &str)] = &[
         ("", "pods"),

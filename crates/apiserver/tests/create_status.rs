@@ -142,6 +142,33 @@ async fn built_in_resources_start_with_their_strategys_status() {
 }
 
 #[tokio::test]
+async fn status_writes_are_stored_with_the_counts_kube_always_writes() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let body = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}}});
+    let mut pdb = c.post(path, &body).await.body;
+    // A status written whole, without the counts a typed client would send as zeros.
+    pdb["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 2});
+    let r = c.put(&format!("{path}/b/status"), &pdb).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        r.body["status"],
+        json!({"observedGeneration": 1, "disruptionsAllowed": 2, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+    );
+    // An autoscaler's list of current metrics is written even when there is none.
+    let path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let body = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}});
+    let mut hpa = c.post(path, &body).await.body;
+    hpa["status"] = json!({"currentReplicas": 2});
+    let r = c.put(&format!("{path}/h/status"), &hpa).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"], json!({"currentReplicas": 2, "desiredReplicas": 0, "currentMetrics": null}));
+}
+
+#[tokio::test]
 async fn a_v1_autoscaler_created_with_status_annotations_loses_them() {
     let s = server().await;
     let c = Client::new(&s);

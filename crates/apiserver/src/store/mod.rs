@@ -383,7 +383,7 @@ impl Store {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
-        defaults::decode(info, &mut obj, defaults::Write::Create);
+        defaults::decode(info, &mut obj);
         let managers = match tracking {
             Tracking::Applied(m) => m,
             Tracking::Update | Tracking::Scale => {
@@ -415,7 +415,7 @@ impl Store {
         defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
-            default: &|o: &mut Map<String, Value>| defaults::decode(info, o, defaults::Write::Create),
+            default: &|o: &mut Map<String, Value>| defaults::decode(info, o),
             server_set: &["uid", "creationTimestamp", "generation"],
         };
         let mutating = crate::admission_policy::Attributes {
@@ -861,8 +861,10 @@ impl Store {
         let (target, dry_run) = (opts.target, opts.dry_run);
         let mut new = new;
         let requested = managed_fields::take_requested(&mut new);
-        if target != Target::Status {
-            defaults::decode(info, &mut new, defaults::Write::Update(old));
+        if target == Target::Status {
+            defaults::status(info, &mut new);
+        } else {
+            defaults::decode(info, &mut new);
         }
         let mut obj = strategy::prepare_update(info, target, old, new);
         if crate::crd::is_crds(info) && target == Target::Main {
@@ -888,8 +890,10 @@ impl Store {
             dry_run,
         };
         let default = |o: &mut Map<String, Value>| {
-            if target != Target::Status {
-                defaults::decode(info, o, defaults::Write::Update(old));
+            if target == Target::Status {
+                defaults::status(info, o);
+            } else {
+                defaults::decode(info, o);
             }
         };
         if target != Target::Status {
