@@ -134,16 +134,55 @@ pub(crate) fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
     }
 }
 
-/// The defaults of a status as kube decodes it (its counts, [`status_counts`], and an HPA's
-/// `currentMetrics`, `null` when empty): all a write through `/status` gets.
+/// The defaults of a status as kube decodes it: all a write through `/status` gets. A built-in
+/// status that is missing or `null` is the empty one; its counts ([`status_counts`]) are
+/// written as zeros, an HPA's empty `currentMetrics` as `null`, a Service's or Ingress's
+/// `loadBalancer` as `{}` (a Service's load balancer addresses with mode `VIP`); phases start
+/// `Pending` (volumes, claims) or `Active` (namespaces); a Node's `allocatable` is its capacity
+/// unless given.
 pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if info.custom.is_some() || !info.status_subresource || crate::crd::is_crds(info) {
+        return;
+    }
+    if matches!(obj.get("status"), None | Some(Value::Null)) {
+        obj.insert("status".into(), json!({}));
+    }
+    let load_balancer = is_service(info) && service_type(obj) == "LoadBalancer";
     let Some(status) = member(obj, "status") else { return };
     for count in status_counts(info) {
         default_val(status, count, json!(0));
     }
-    if builtin(info) == Some(Builtin::HorizontalPodAutoscaler) && !status.contains_key("currentMetrics") {
-        status.insert("currentMetrics".into(), Value::Null);
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("autoscaling", "horizontalpodautoscalers") if info.version == "v2" => {
+            let empty = status.get("currentMetrics").and_then(Value::as_array).is_some_and(Vec::is_empty);
+            if empty || !status.contains_key("currentMetrics") {
+                status.insert("currentMetrics".into(), Value::Null);
+            }
+        }
+        ("", "services") | ("networking.k8s.io", "ingresses") => {
+            default_val(status, "loadBalancer", json!({}));
+            if load_balancer && let Some(lb) = member(status, "loadBalancer") {
+                for ingress in items(lb, "ingress") {
+                    if str_of(ingress, "ip").is_some() {
+                        default_str(ingress, "ipMode", "VIP");
+                    }
+                }
+            }
+        }
+        ("", "persistentvolumes" | "persistentvolumeclaims") => default_str(status, "phase", "Pending"),
+        ("", "namespaces") => default_str(status, "phase", "Active"),
+        ("", "nodes") => {
+            if let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned() {
+                default_val(status, "allocatable", capacity);
+            }
+        }
+        _ => {}
     }
+}
+
+/// A Service's `spec.type` (`ClusterIP` when unset).
+fn service_type(obj: &Map<String, Value>) -> &str {
+    obj.get("spec").and_then(Value::as_object).and_then(|s| str_of(s, "type")).unwrap_or("ClusterIP")
 }
 
 /// Fills the defaults of `obj` (the body of a write to `info`, its name already resolved):
@@ -491,14 +530,7 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         | Builtin::HorizontalPodAutoscalerV1 => {}
         Builtin::Secret => {}
         Builtin::Namespace => namespace(obj, create),
-        Builtin::Node => {
-            if create && let Some(status) = member(obj, "status") {
-                let capacity = status.get("capacity").filter(|c| c.is_object()).cloned();
-                if let Some(c) = capacity {
-                    default_val(status, "allocatable", c);
-                }
-            }
-        }
+        Builtin::Node => {}
     }
     Ok(())
 }
@@ -1021,7 +1053,7 @@ fn service_spec(obj: &mut Map<String, Value>) {
 }
 
 /// What kube-apiserver's Service storage allocates: IP families and addresses (kept from the
-/// stored Service on update), and the status a create starts with.
+/// stored Service on update).
 fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
     let Some(spec) = ensure_obj(obj, "spec") else { return };
     let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
@@ -1041,19 +1073,6 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
         default_val(spec, "ipFamilies", json!(["IPv4"]));
         if let Some(ip) = str_of(spec, "clusterIP").map(str::to_string) {
             default_val(spec, "clusterIPs", json!([ip]));
-        }
-    }
-    let Some(status) = ensure_obj(obj, "status") else { return };
-    if matches!(write, Write::Create) {
-        default_val(status, "loadBalancer", json!({}));
-    }
-    if kind == "LoadBalancer"
-        && let Some(lb) = member(status, "loadBalancer")
-    {
-        for ingress in items(lb, "ingress") {
-            if str_of(ingress, "ip").is_some() {
-                default_str(ingress, "ipMode", "VIP");
-            }
         }
     }
 }

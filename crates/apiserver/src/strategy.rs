@@ -175,9 +175,9 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
 /// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types,
 /// IngressClasses, admission policies and their bindings and CustomResourceDefinitions, by
-/// changes of their webhooks for webhook configurations, by any change outside the metadata or
-/// of the labels for EndpointSlices; custom resources always have one; the other built-in types
-/// have none.
+/// changes of their webhooks for webhook configurations, of the template for PodTemplates, by
+/// any change outside the metadata or of the labels for EndpointSlices, never for
+/// PriorityClasses; custom resources always have one; the other built-in types have none.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     const TRACKED: &[(&str, &str)] = &[
         ("", "pods"),
@@ -192,6 +192,8 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
         ("networking.k8s.io", "networkpolicies"),
         ("networking.k8s.io", "ingresses"),
         ("networking.k8s.io", "ingressclasses"),
+        ("", "podtemplates"),
+        ("scheduling.k8s.io", "priorityclasses"),
         ("policy", "poddisruptionbudgets"),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
         ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
@@ -207,8 +209,12 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
 pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<String, Value>) -> bool {
     match (info.group.as_str(), info.plural.as_str()) {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations" | "validatingwebhookconfigurations") => {
-            return old.value().get("webhooks") != new.get("webhooks");
+            let webhooks = |m: Option<&Value>| m.filter(|v| !v.is_null()).cloned();
+            return webhooks(old.value().get("webhooks")) != webhooks(new.get("webhooks"));
         }
+        ("", "podtemplates") => return old.value().get("template") != new.get("template"),
+        // Set once, never moved (kube's strategy has no update rule).
+        ("scheduling.k8s.io", "priorityclasses") => return false,
         ("discovery.k8s.io", "endpointslices") => {
             let old = as_map(old.value());
             let labels = |m: &Map<String, Value>| m.get("metadata").and_then(|m| m.get("labels")).cloned();
@@ -418,5 +424,14 @@ mod tests {
         assert!(bumps_generation(&slices, &old, &m(labelled)));
         let ports = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [], "ports": [{"port": 80}]});
         assert!(bumps_generation(&slices, &old, &m(ports)));
+
+        let templates = info("podtemplates");
+        let old = stored(&templates, json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": []}}}));
+        let changed = json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": [{"name": "c"}]}}});
+        assert!(tracks_generation(&templates) && bumps_generation(&templates, &old, &m(changed)));
+        let classes = info("priorityclasses");
+        let old = stored(&classes, json!({"metadata": {"name": "p"}, "value": 1}));
+        let changed = json!({"metadata": {"name": "p"}, "value": 1, "description": "d"});
+        assert!(tracks_generation(&classes) && !bumps_generation(&classes, &old, &m(changed)));
     }
 }

@@ -157,12 +157,44 @@ async fn status_writes_are_stored_with_the_counts_kube_always_writes() {
         r.body["status"],
         json!({"observedGeneration": 1, "disruptionsAllowed": 2, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
     );
+    let read = c.get(&format!("{path}/b")).await;
+    assert_eq!(read.body["status"], r.body["status"], "stored as answered");
+    // A status left out is the empty one, with its counts.
+    let rs_path = "/apis/apps/v1/namespaces/default/replicasets";
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}});
+    let mut rs = c.post(rs_path, &rs).await.body;
+    let r = c
+        .patch(&format!("{rs_path}/r/status"), "application/merge-patch+json", &json!({"status": {"readyReplicas": 1}}))
+        .await;
+    assert_eq!(r.body["status"], json!({"replicas": 0, "readyReplicas": 1}), "{}", r.body);
+    rs["status"] = Value::Null;
+    rs["metadata"]["resourceVersion"] = r.body["metadata"]["resourceVersion"].clone();
+    let r = c.put(&format!("{rs_path}/r/status"), &rs).await;
+    assert_eq!((r.code, &r.body["status"]), (200, &json!({"replicas": 0})), "{}", r.body);
+
+    // A load balancer's address written through /status gets its mode there, so a later write of
+    // the Service itself leaves the status as it is.
+    let svc_path = "/api/v1/namespaces/default/services";
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+    let mut svc = c.post(svc_path, &svc).await.body;
+    svc["status"] = json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}});
+    let r = c.put(&format!("{svc_path}/lb/status"), &svc).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"], json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1", "ipMode": "VIP"}]}}));
+    let r = c
+        .patch(&format!("{svc_path}/lb"), "application/merge-patch+json", &json!({"metadata": {"labels": {"x": "1"}}}))
+        .await;
+    assert_eq!(r.body["status"], json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1", "ipMode": "VIP"}]}}));
+
     // An autoscaler's list of current metrics is written even when there is none.
     let path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
     let body = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}});
     let mut hpa = c.post(path, &body).await.body;
-    hpa["status"] = json!({"currentReplicas": 2});
+    hpa["status"] = json!({"currentReplicas": 2, "currentMetrics": []});
     let r = c.put(&format!("{path}/h/status"), &hpa).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["status"], json!({"currentReplicas": 2, "desiredReplicas": 0, "currentMetrics": null}));
