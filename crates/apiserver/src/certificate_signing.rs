@@ -72,8 +72,8 @@ pub(crate) fn is_csrs(info: &ResourceInfo) -> bool {
     info.group == GROUP && info.plural == "certificatesigningrequests"
 }
 
-/// Fills a request being created as kube's `PrepareForCreate`: the requester's identity, an
-/// empty status.
+/// Fills a request being created as kube's `PrepareForCreate`: the requester's identity (its
+/// status is emptied by [`crate::strategy::prepare_create`]).
 pub(crate) fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if !is_csrs(info) {
         return;
@@ -92,7 +92,6 @@ pub(crate) fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>) 
             }
         }
     }
-    obj.insert("status".into(), json!({}));
 }
 
 fn is_empty(v: &Value) -> bool {

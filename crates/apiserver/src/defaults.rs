@@ -7,15 +7,17 @@
 //! - the API types' defaulting (`SetDefaults_*`): pod specs (also in workload templates),
 //!   containers, probes, volumes; Deployment, ReplicaSet and StatefulSet specs; Service specs;
 //!   Secret `type`; the Namespace name label; Node allocatable;
-//! - what the create strategies set: a Namespace's `kubernetes` finalizer and phase `Active`, a
-//!   Pod's phase `Pending` and QoS class, the `status` members kube always writes;
+//! - what the create strategies set: a Namespace's `kubernetes` finalizer, a Pod's phase
+//!   `Pending` and QoS class;
+//! - a status as kube decodes it ([`status`]): the members kube always writes, phases, load
+//!   balancers;
 //! - what the admission plugins of a default kube-apiserver add to pods: the not-ready and
 //!   unreachable tolerations (DefaultTolerationSeconds) and the priority (Priority);
 //! - Service IP families and, with [`ClusterIps`], cluster IPs from 10.96.0.0/12.
 //!
 //! Invariants: defaulting fills only what is absent (JSON `null` and, for strings, `""` count as
 //! absent, as they decode to Go's zero values); a value the client sent is kept, except where
-//! kube overrides it (a Namespace's status on create, its name label, an empty Namespace
+//! kube overrides it (its name label, an empty Namespace
 //! finalizer list that kube leaves out). It is idempotent: defaulting a defaulted object changes
 //! nothing, so writing back a stored object stores the same bytes. Resources other than the
 //! built-in types (custom resources) are never touched. Only a pod whose PriorityClass does not
@@ -119,7 +121,7 @@ pub fn is_service(info: &ResourceInfo) -> bool {
 
 /// The status counts kube always writes (Go fields without `omitempty`): a status that leaves
 /// one out is stored with a zero, as kube decodes it.
-pub(crate) fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
+fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
     match (info.group.as_str(), info.version.as_str(), info.plural.as_str()) {
         ("", "v1", "replicationcontrollers") | ("apps", "v1", "replicasets") => &["replicas"],
         ("apps", "v1", "statefulsets") => &["replicas", "availableReplicas"],
@@ -134,7 +136,8 @@ pub(crate) fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
     }
 }
 
-/// The defaults of a status as kube decodes it: all a write through `/status` gets. A built-in
+/// The defaults of a status as kube decodes it: all a write through `/status` gets, and what a
+/// created object's fresh status is read back with ([`crate::strategy::prepare_create`]). A built-in
 /// status that is missing or `null` is the empty one; its counts ([`status_counts`]) are
 /// written as zeros, an HPA's empty `currentMetrics` as `null`, a Service's or Ingress's
 /// `loadBalancer` as `{}` (a Service's load balancer addresses with mode `VIP`); phases start
@@ -206,7 +209,6 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         crate::crd::default_spec(obj);
         return;
     }
-    status(info, obj);
     if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
         crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
         return;
@@ -505,8 +507,9 @@ pub const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
     ),
 ];
 
-/// What kube-apiserver adds after the admission webhooks — the create strategies (statuses, a
-/// namespace's finalizer) and the allocation of Service addresses — which no manager owns.
+/// What kube-apiserver adds after the admission webhooks — the create strategies (a pod's phase
+/// and QoS class, a namespace's finalizer) and the allocation of Service addresses — which no
+/// manager owns.
 pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>) -> Result<(), ApiError> {
     let Some(kind) = builtin(info) else { return Ok(()) };
     let create = matches!(write, Write::Create);
@@ -515,22 +518,26 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         Builtin::Service => service_allocation(obj, write),
         Builtin::Job if create => job_selector(obj),
         Builtin::DaemonSet => daemonset_template_generation(obj, write),
-        Builtin::Deployment | Builtin::ReplicaSet | Builtin::StatefulSet | Builtin::Job | Builtin::CronJob => {}
-        Builtin::ReplicationController
+        Builtin::Namespace => namespace(obj, create),
+        Builtin::Deployment
+        | Builtin::ReplicaSet
+        | Builtin::StatefulSet
+        | Builtin::Job
+        | Builtin::CronJob
+        | Builtin::Node
+        | Builtin::ReplicationController
         | Builtin::Endpoints
         | Builtin::EndpointSlice
         | Builtin::IngressClass
-        | Builtin::PriorityClass => {}
-        Builtin::Binding
+        | Builtin::PriorityClass
+        | Builtin::Binding
         | Builtin::PersistentVolumeClaim
         | Builtin::PersistentVolume
         | Builtin::NetworkPolicy
         | Builtin::StorageClass
         | Builtin::HorizontalPodAutoscaler
-        | Builtin::HorizontalPodAutoscalerV1 => {}
-        Builtin::Secret => {}
-        Builtin::Namespace => namespace(obj, create),
-        Builtin::Node => {}
+        | Builtin::HorizontalPodAutoscalerV1
+        | Builtin::Secret => {}
     }
     Ok(())
 }
@@ -1188,9 +1195,6 @@ fn namespace_label(obj: &mut Map<String, Value>) {
 
 /// A namespace's create strategy: phase `Active`, the `kubernetes` finalizer.
 fn namespace(obj: &mut Map<String, Value>, create: bool) {
-    if create {
-        obj.insert("status".into(), json!({"phase": "Active"}));
-    }
     let Some(spec) = ensure_obj(obj, "spec") else { return };
     if create {
         let finalizer = Value::from(crate::namespaces::FINALIZER);

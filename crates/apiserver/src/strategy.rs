@@ -40,58 +40,37 @@ pub enum Target {
 
 /// Gives an object being created the status its resource's create strategy starts it with:
 /// kube-apiserver's `PrepareForCreate` throws away the status of the request for every resource
-/// with a `status` subresource but Nodes. Shown here as kube serializes the fresh status (its
-/// counts without `omitempty` as zeros, [`crate::defaults::status_counts`]); a pod's phase and QoS class and a Namespace's phase are
-/// filled in by their create defaults afterwards.
+/// with a `status` subresource but Nodes, and kube reads the empty status back with its defaults
+/// ([`crate::defaults::status`]: counts as zeros, phases, load balancers). A pod's phase and QoS
+/// class are filled in by its create defaults afterwards.
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
+    if !info.status_subresource {
+        return;
+    }
     if info.custom.is_some() {
-        if info.status_subresource && obj.remove("status").is_some() {
+        if obj.remove("status").is_some() {
             // As kube reads the object back: the schema's defaults fill what is now missing.
             crate::custom_resource::default(info, obj);
         }
         return;
     }
-    let v1 = info.version == "v1";
     let fresh = match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") if v1 => pod_status(obj, now),
-        ("", "resourcequotas" | "namespaces") if v1 => json!({}),
-        ("", "services") if v1 => json!({"loadBalancer": {}}),
-        ("", "persistentvolumeclaims") if v1 => json!({"phase": "Pending"}),
-        ("", "persistentvolumes") if v1 => json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
-        ("", "replicationcontrollers")
-        | ("apps", "replicasets" | "statefulsets" | "daemonsets")
-        | ("policy", "poddisruptionbudgets")
-            if v1 =>
-        {
-            zeros(info)
-        }
-        ("apps", "deployments") | ("batch", "jobs" | "cronjobs") if v1 => json!({}),
-        ("networking.k8s.io", "ingresses") if v1 => json!({"loadBalancer": {}}),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies")
-        | ("certificates.k8s.io", "certificatesigningrequests")
-            if v1 =>
-        {
-            json!({})
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") if v1 => return crate::crd::fresh_status(obj),
-        ("autoscaling", "horizontalpodautoscalers") if v1 => {
+        // Registered by their kubelet with a status, which they keep.
+        ("", "nodes") => None,
+        ("", "pods") => Some(pod_status(obj, now)),
+        ("", "persistentvolumes") => Some(json!({"lastPhaseTransitionTime": now})),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => return crate::crd::fresh_status(obj),
+        ("autoscaling", "horizontalpodautoscalers") if info.version == "v1" => {
             // v1 keeps part of its status in annotations: they go with it.
             crate::autoscaling_v1::drop_status_annotations(obj);
-            json!({"currentReplicas": 0, "desiredReplicas": 0})
+            Some(json!({"currentReplicas": 0, "desiredReplicas": 0}))
         }
-        ("autoscaling", "horizontalpodautoscalers") => {
-            let mut fresh = zeros(info);
-            fresh["currentMetrics"] = Value::Null;
-            fresh
-        }
-        _ => return,
+        _ => Some(json!({})),
     };
-    obj.insert("status".into(), fresh);
-}
-
-/// A status of zero counts: the fields kube always writes.
-fn zeros(info: &ResourceInfo) -> Value {
-    Value::Object(crate::defaults::status_counts(info).iter().map(|k| (k.to_string(), json!(0))).collect())
+    if let Some(fresh) = fresh {
+        obj.insert("status".into(), fresh);
+    }
+    crate::defaults::status(info, obj);
 }
 
 /// A pod's fresh status before its phase and QoS class: a gated pod starts unscheduled for that

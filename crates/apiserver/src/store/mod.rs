@@ -861,11 +861,16 @@ impl Store {
         let (target, dry_run) = (opts.target, opts.dry_run);
         let mut new = new;
         let requested = managed_fields::take_requested(&mut new);
-        if target == Target::Status {
-            defaults::status(info, &mut new);
-        } else {
-            defaults::decode(info, &mut new);
-        }
+        // What kube's decoder fills: the whole body's defaults, or only the status's for a
+        // write through `/status` (the rest of the body is the stored object's).
+        let default = |o: &mut Map<String, Value>| {
+            if target == Target::Status {
+                defaults::status(info, o);
+            } else {
+                defaults::decode(info, o);
+            }
+        };
+        default(&mut new);
         let mut obj = strategy::prepare_update(info, target, old, new);
         if crate::crd::is_crds(info) && target == Target::Main {
             crate::crd::prepare_update(&mut obj);
@@ -888,13 +893,6 @@ impl Store {
             object,
             old: Some(old),
             dry_run,
-        };
-        let default = |o: &mut Map<String, Value>| {
-            if target == Target::Status {
-                defaults::status(info, o);
-            } else {
-                defaults::decode(info, o);
-            }
         };
         if target != Target::Status {
             // An update keeps the pod's priority: no class is read.
