@@ -463,6 +463,33 @@ pub fn needs_priority_classes(info: &ResourceInfo) -> bool {
     matches!(builtin(info), Some(Builtin::Pod | Builtin::PriorityClass))
 }
 
+/// What the Priority plugin reads of a stored PriorityClass: its name, `value`, `globalDefault`
+/// and `preemptionPolicy` (the rest of its JSON is skipped, not parsed: a pod's create reads
+/// every class).
+pub fn priority_class_fields(o: &crate::object::StoredObject) -> Value {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Read {
+        value: Option<Value>,
+        global_default: Option<Value>,
+        preemption_policy: Option<Value>,
+    }
+    let mut out = Map::new();
+    out.insert("metadata".into(), json!({"name": o.name}));
+    if let Ok(read) = serde_json::from_slice::<Read>(o.storage_value()) {
+        for (k, v) in [
+            ("value", read.value),
+            ("globalDefault", read.global_default),
+            ("preemptionPolicy", read.preemption_policy),
+        ] {
+            if let Some(v) = v {
+                out.insert(k.into(), v);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 /// kube's validating admission plugins that read other objects: Priority's rule that a
 /// PriorityClass marked `globalDefault` is refused (403) while another is the default (the one
 /// of lowest value when there are several; on a create, whatever its name). Runs after the

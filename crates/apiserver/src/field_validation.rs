@@ -65,7 +65,7 @@ impl FieldValidation {
 pub(crate) fn decode(bytes: &[u8]) -> Result<(Value, Vec<String>), serde_json::Error> {
     let dups = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let v = Tracked { path: String::new(), dups: &dups }.deserialize(&mut de)?;
+    let v = Tracked { place: Place::Root, dups: &dups }.deserialize(&mut de)?;
     de.end()?;
     Ok((v, dups.into_inner()))
 }
@@ -177,13 +177,45 @@ fn prune(node: Node<'_>, v: &mut Value, path: &mut String, unknown: &mut Vec<Str
     }
 }
 
+/// Where a decoded value sits: a chain of borrowed keys and indexes up to the root, spelled out
+/// as a path only for a duplicate field (most bodies have none, so decoding allocates no paths).
+#[derive(Clone, Copy)]
+enum Place<'p> {
+    Root,
+    Field(&'p Place<'p>, &'p str),
+    Item(&'p Place<'p>, usize),
+}
+
+impl Place<'_> {
+    /// The dotted path (`a.b[0].c`).
+    fn path(&self) -> String {
+        let mut out = String::new();
+        self.write_into(&mut out);
+        out
+    }
+
+    fn write_into(&self, out: &mut String) {
+        match self {
+            Place::Root => {}
+            Place::Field(parent, key) => {
+                parent.write_into(out);
+                push_field(out, key);
+            }
+            Place::Item(parent, i) => {
+                parent.write_into(out);
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+}
+
 /// Decodes a JSON value recording duplicate fields.
-struct Tracked<'a> {
-    path: String,
+struct Tracked<'a, 'p> {
+    place: Place<'p>,
     dups: &'a RefCell<Vec<String>>,
 }
 
-impl<'de> DeserializeSeed<'de> for Tracked<'_> {
+impl<'de> DeserializeSeed<'de> for Tracked<'_, '_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -191,7 +223,7 @@ impl<'de> DeserializeSeed<'de> for Tracked<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Tracked<'_> {
+impl<'de> Visitor<'de> for Tracked<'_, '_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -233,7 +265,7 @@ impl<'de> Visitor<'de> for Tracked<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
         while let Some(v) =
-            seq.next_element_seed(Tracked { path: format!("{}[{}]", self.path, out.len()), dups: self.dups })?
+            seq.next_element_seed(Tracked { place: Place::Item(&self.place, out.len()), dups: self.dups })?
         {
             out.push(v);
         }
@@ -243,11 +275,10 @@ impl<'de> Visitor<'de> for Tracked<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(k) = map.next_key::<String>()? {
-            let path = join(&self.path, &k);
-            let v = map.next_value_seed(Tracked { path: path.clone(), dups: self.dups })?;
+            let v = map.next_value_seed(Tracked { place: Place::Field(&self.place, &k), dups: self.dups })?;
             match out.get_mut(&k) {
                 Some(old) => {
-                    self.dups.borrow_mut().push(path);
+                    self.dups.borrow_mut().push(Place::Field(&self.place, &k).path());
                     merge_duplicate(old, v);
                 }
                 None => {
@@ -289,6 +320,8 @@ mod tests {
         assert_eq!(dups, ["data.k", "data"]);
         let (_, dups) = decode(br#"{"a": [{"b": 1, "b": 2}]}"#).unwrap();
         assert_eq!(dups, ["a[0].b"]);
+        let (_, dups) = decode(br#"{"a": [{}, {"b": [{"c": 1, "c": 2}]}], "d": [[{"e": 1, "e": 2}]]}"#).unwrap();
+        assert_eq!(dups, ["a[1].b[0].c", "d[0][0].e"]);
         assert!(decode(b"{\"a\": 1} x").is_err());
     }
 

@@ -754,7 +754,7 @@ impl GarbageCollector {
             let uid = &n.uid;
             let mut edits = futures_util::stream::iter(deps)
                 .map(|(d, _)| {
-                    let dinfo = registry.each_resource().find(|i| i.group == d.res.0 && i.plural == d.res.1).cloned();
+                    let dinfo = registry.resource_of(&d.res.0, &d.res.1).cloned();
                     async move {
                         let Some(dinfo) = dinfo else { return Ok(None) };
                         self.edit_refs(&dinfo, &d, 0, |refs| {
@@ -862,9 +862,7 @@ impl GarbageCollector {
         else {
             return Ok(Owner::Unresolvable);
         };
-        let Some(info) =
-            registry.each_resource().find(|i| i.group == served.group && i.plural == served.plural).cloned()
-        else {
+        let Some(info) = registry.resource_of(&served.group, &served.plural).cloned() else {
             return Ok(Owner::Unresolvable);
         };
         let ns = match (info.namespaced, ns.is_empty()) {

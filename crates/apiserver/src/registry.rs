@@ -545,17 +545,22 @@ impl Registry {
     /// conversion webhook converts the preferred one.
     pub fn each_resource(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.resources.iter().enumerate().filter_map(|(i, r)| {
-            let same = |o: &&Arc<ResourceInfo>| o.group == r.group && o.plural == r.plural;
-            if self.resources[..i].iter().any(|o| same(&o)) {
+            if self.resources[..i].iter().any(|o| o.group == r.group && o.plural == r.plural) {
                 return None;
             }
-            if crate::conversion::webhook_of(r).is_none() {
-                return Some(r);
-            }
-            Some(
-                self.resources[i..].iter().filter(same).find(|o| crate::conversion::is_storage_version(o)).unwrap_or(r),
-            )
+            self.resource_of(&r.group, &r.plural)
         })
+    }
+
+    /// The one version of `group`'s `plural` that [`Registry::each_resource`] gives.
+    pub fn resource_of(&self, group: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
+        let mut same = self.resources.iter().filter(|o| o.group == group && o.plural == plural);
+        let first = same.next()?;
+        if crate::conversion::webhook_of(first).is_none() {
+            return Some(first);
+        }
+        let storage = std::iter::once(first).chain(same).find(|o| crate::conversion::is_storage_version(o));
+        Some(storage.unwrap_or(first))
     }
 
     /// Looks a resource up by group, version and plural.

@@ -123,17 +123,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::managed_fields::{self, FieldSet};
+    use crate::managed_fields;
     use crate::registry::Registry;
+    use crate::strategy::Target;
 
-    fn pod(labels: Value, image: &str, extra: Option<&str>) -> Map<String, Value> {
+    fn pod(labels: Value, image: &str, extra: Option<&str>, phase: &str) -> Map<String, Value> {
         let mut p = json!({
             "kind": "Pod", "apiVersion": "v1",
             "metadata": {"name": "p", "namespace": "n", "uid": "u", "labels": labels,
                 "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]},
             "spec": {"containers": [{"name": "c", "image": image}]},
-            "status": {"phase": "Pending"}
+            "status": {"phase": phase}
         });
         if let Some(e) = extra {
             p["spec"]["hostname"] = json!(e);
@@ -148,22 +149,31 @@ mod tests {
             b in proptest::collection::btree_map("[a-c]", "[xy<]", 0..3),
             image_a in "[ab]", image_b in "[ab]",
             extra_a in proptest::option::of("[hk]"), extra_b in proptest::option::of("[hk]"),
+            phase_a in "[PR]", phase_b in "[PR]",
+            through_status in any::<bool>(),
         ) {
             let info = Registry::with_defaults().lookup("pods").cloned().unwrap();
-            let old = crate::object::build(&info, &pod(json!(a), &image_a, extra_a.as_deref()), 7);
-            let mut new = pod(json!(b), &image_b, extra_b.as_deref());
+            let target = if through_status { Target::Status } else { Target::Main };
+            let old = crate::object::build(&info, &pod(json!(a), &image_a, extra_a.as_deref(), &phase_a), 7);
+            let mut new = pod(json!(b), &image_b, extra_b.as_deref(), &phase_b);
             new["metadata"].as_object_mut().unwrap().remove("managedFields");
             let before = new.clone();
-            let ignored = FieldSet::new();
+            let mut full = old.value();
+            let managed = full["metadata"].as_object_mut().unwrap().remove("managedFields");
+            let new_value = Value::Object(new.clone());
+            // The fields the write's target resets, from the objects compared (as the store
+            // computes them).
+            let ignored = managed_fields::ignored_fields(&info, target, &[&full, &new_value]);
             let ctx = managed_fields::Context {
                 ty: managed_fields::type_of(&info), api_version: "v1", ignored: &ignored,
             };
-            let mut full = old.value();
-            let managed = full["metadata"].as_object_mut().unwrap().remove("managedFields");
-            let expected = managed_fields::changes(&full, &Value::Object(new.clone()), ctx);
+            let expected = managed_fields::changes(&full, &new_value, ctx);
             let split = Split::of(&old, &mut new).unwrap();
             prop_assert_eq!(&split.managed, &managed);
-            let got = managed_fields::changes(&split.old, &Value::Object(new.clone()), ctx);
+            let new_value = Value::Object(new.clone());
+            let ignored = managed_fields::ignored_fields(&info, target, &[&split.old, &new_value]);
+            let ctx = managed_fields::Context { ignored: &ignored, ..ctx };
+            let got = managed_fields::changes(&split.old, &new_value, ctx);
             prop_assert_eq!(got, expected);
             split.aside.restore(&mut new);
             prop_assert_eq!(new, before);

@@ -484,7 +484,7 @@ impl Store {
         let read = || -> Result<Vec<Value>, ApiError> {
             let listed =
                 self.cache.list(classes, None, crate::cache::ListAt::Latest, None, 0, &Selectors::default())?;
-            Ok(listed.items.iter().map(|o| o.value()).collect())
+            Ok(listed.items.iter().map(|o| defaults::priority_class_fields(o)).collect())
         };
         let found = read()?;
         let named = obj.get("spec").and_then(|s| s.get("priorityClassName")).and_then(Value::as_str);
