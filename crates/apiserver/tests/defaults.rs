@@ -158,6 +158,48 @@ async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
 }
 
 #[tokio::test]
+async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let deployments = "/apis/apps/v1/namespaces/fixtures/deployments";
+    let body = json!({
+        "metadata": {"name": "web", "labels": {}, "annotations": {}, "finalizers": []},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"tolerations": [], "nodeSelector": {}, "securityContext": {},
+                "containers": [{"name": "c", "image": "nginx", "env": [], "ports": []}]}}}
+    });
+    let created = c.post(deployments, &body).await;
+    assert_eq!(created.code, 201, "{:?}", created.body);
+    let meta = created.body["metadata"].as_object().unwrap();
+    for gone in ["labels", "annotations", "finalizers"] {
+        assert!(!meta.contains_key(gone), "metadata.{gone} in {meta:?}");
+    }
+    let pod_spec = &created.body["spec"]["template"]["spec"];
+    for gone in ["tolerations", "nodeSelector"] {
+        assert!(pod_spec.get(gone).is_none(), "{gone} in {pod_spec}");
+    }
+    // A struct is not a map: Go serializes an empty one.
+    assert_eq!(pod_spec["securityContext"], json!({}));
+    let container = pod_spec["containers"][0].as_object().unwrap();
+    assert!(!container.contains_key("env") && !container.contains_key("ports"), "{container:?}");
+    assert_eq!(c.get(&format!("{deployments}/web")).await.body, created.body);
+
+    // Sending the empty lists again changes nothing: no new generation, no write.
+    let mut again = body.clone();
+    again["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"].clone();
+    let r = c.put(&format!("{deployments}/web"), &again).await;
+    assert_eq!((r.code, &r.body), (200, &created.body));
+
+    // A status write is decoded the same way.
+    let mut status = created.body.clone();
+    status["status"] = json!({"conditions": [], "replicas": 0});
+    let r = c.put(&format!("{deployments}/web/status"), &status).await;
+    assert_eq!((r.code, &r.body["status"]), (200, &json!({"replicas": 0})));
+}
+
+#[tokio::test]
 async fn workload_defaults() {
     let s = server().await;
     let c = Client::new(&s);

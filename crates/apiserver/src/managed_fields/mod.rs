@@ -42,7 +42,7 @@ pub(crate) use updater::{
 pub(crate) use validate::{Errors, validate};
 
 use crate::registry::ResourceInfo;
-use crate::schema::{self, TypeRef};
+use crate::schema::{self, Atom, TypeRef};
 use crate::status::ApiError;
 use crate::strategy::Target;
 
@@ -219,7 +219,7 @@ pub(crate) fn conflict_error(c: &Conflicts) -> ApiError {
 /// the object as kube-apiserver's types hold it after an apply (removal leaves emptied maps
 /// and lists as nulls). Values of types without a schema keep their nulls.
 pub(crate) fn normalize_nulls(v: &mut Value, ty: TypeRef<'_>) {
-    use crate::schema::{Atom, NullField};
+    use crate::schema::NullField;
     match (ty.atom(Some(v)), v) {
         (Atom::Map(map), Value::Object(m)) => {
             let keys: Vec<String> = m.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.clone()).collect();
@@ -247,9 +247,106 @@ pub(crate) fn normalize_nulls(v: &mut Value, ty: TypeRef<'_>) {
     }
 }
 
+/// Removes the empty lists and maps of the fields a built-in type's Go struct leaves out when
+/// empty (`omitempty`), as kube-apiserver's decoding into its types does: `tolerations: []` or
+/// `labels: {}` in a request are not stored. `v` is an object of the built-in type `ty`; the
+/// values in it that no built-in schema describes keep theirs.
+pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
+    // The object's own metadata is typed apart from its schema: ObjectMeta leaves out each of
+    // its lists and maps when empty.
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|_, v| !is_empty_collection(v));
+    }
+    // Most objects have few empty lists and maps, or none: only the way to each is typed.
+    let mut found = Vec::new();
+    empty_collections(v, &mut Vec::new(), &mut found);
+    for path in found {
+        let Some((last, parents)) = path.split_last() else { continue };
+        let mut at = Some((&mut *v, ty));
+        for seg in parents {
+            at = at.and_then(|(v, ty)| member(v, ty, seg));
+        }
+        let Some((at, at_ty)) = at else { continue };
+        if let (Atom::Map(map), Value::Object(m), Seg::Key(k)) = (at_ty.atom(Some(at)), at, last)
+            && map.go_value(k, m.get(k.as_str())).is_none()
+        {
+            m.remove(k.as_str());
+        }
+    }
+}
+
+/// The member `seg` of `v` (of type `ty`), with its type.
+fn member<'v, 't>(v: &'v mut Value, ty: TypeRef<'t>, seg: &Seg) -> Option<(&'v mut Value, TypeRef<'t>)> {
+    match (ty.atom(Some(v)), v, seg) {
+        (Atom::Map(map), Value::Object(m), Seg::Key(k)) => Some((m.get_mut(k.as_str())?, map.field_or_deduced(k))),
+        (Atom::List(list), Value::Array(items), Seg::Index(i)) => Some((items.get_mut(*i)?, list.items)),
+        _ => None,
+    }
+}
+
+/// A step of a path into a JSON value.
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+fn is_empty_collection(v: &Value) -> bool {
+    v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty)
+}
+
+/// Appends to `out` the paths in `v` (at `path`) of the empty lists and maps that are members
+/// of an object.
+fn empty_collections<'v>(v: &'v Value, path: &mut Vec<(Option<&'v str>, usize)>, out: &mut Vec<Vec<Seg>>) {
+    let owned = |path: &[(Option<&str>, usize)]| {
+        path.iter().map(|(k, i)| k.map_or(Seg::Index(*i), |k| Seg::Key(k.to_string()))).collect()
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                path.push((Some(k.as_str()), 0));
+                if is_empty_collection(child) {
+                    out.push(owned(path));
+                } else {
+                    empty_collections(child, path, out);
+                }
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push((None, i));
+                empty_collections(item, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_lists_and_maps_are_dropped_where_go_leaves_them_out() {
+        let reg = crate::registry::Registry::with_defaults();
+        let mut pod = json!({"metadata": {"name": "p", "labels": {}},
+            "spec": {"securityContext": {}, "nodeSelector": {}, "containers": [
+                {"name": "a", "image": "i", "env": [], "resources": {}},
+                {"name": "b", "image": "i", "args": [], "ports": [{"containerPort": 80}]}]}});
+        drop_empty_omitted(&mut pod, type_of(reg.lookup("pods").unwrap()));
+        assert_eq!(
+            pod,
+            json!({"metadata": {"name": "p"}, "spec": {"securityContext": {}, "containers": [
+                {"name": "a", "image": "i", "resources": {}},
+                {"name": "b", "image": "i", "ports": [{"containerPort": 80}]}]}})
+        );
+        // A field Go always writes keeps its empty list.
+        let mut slice = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []});
+        let before = slice.clone();
+        drop_empty_omitted(&mut slice, type_of(reg.find("discovery.k8s.io", "v1", "endpointslices").unwrap()));
+        assert_eq!(slice, before);
+    }
 
     #[test]
     fn managers_are_named_as_kube_names_them() {
