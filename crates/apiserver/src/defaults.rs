@@ -142,22 +142,13 @@ fn status_counts(info: &ResourceInfo) -> &'static [&'static str] {
 /// written as zeros, an HPA's empty `currentMetrics` as `null`, a Service's or Ingress's
 /// `loadBalancer` as `{}` (a Service's load balancer addresses with mode `VIP`); phases start
 /// `Pending` (volumes, claims) or `Active` (namespaces); a Node's `allocatable` is its capacity
-/// unless given. The status loses the empty lists and maps its Go type leaves out, as a decoded
-/// body does ([`go_decoded`]).
+/// unless given.
 pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if info.custom.is_some() || !info.status_subresource || crate::crd::is_crds(info) {
         return;
     }
-    match obj.remove("status") {
-        None | Some(Value::Null) => {
-            obj.insert("status".into(), json!({}));
-        }
-        // Decoded as the whole body is (only the status is kept of it).
-        Some(s) => {
-            let mut only = Map::from_iter([("status".to_string(), s)]);
-            go_decoded(info, &mut only);
-            obj.extend(only);
-        }
+    if matches!(obj.get("status"), None | Some(Value::Null)) {
+        obj.insert("status".into(), json!({}));
     }
     let load_balancer = is_service(info) && service_type(obj) == "LoadBalancer";
     let Some(status) = member(obj, "status") else { return };
@@ -206,10 +197,12 @@ pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
     admit(info, obj, write)
 }
 
-/// A built-in object as kube-apiserver decodes a request into its Go type: without the empty
-/// lists and maps that type leaves out (see [`crate::managed_fields::drop_empty_omitted`]).
+/// A built-in object as kube-apiserver stores it: without the empty lists and maps its Go type
+/// leaves out (see [`crate::managed_fields::drop_empty_omitted`]). Defaults, validation and
+/// admission see them, as they see Go's empty, non-nil values (an HPA's `policies: []` is
+/// refused, a Node's `allocatable: {}` is not defaulted); only the stored object loses them.
 /// Other objects are left as they are.
-pub fn go_decoded(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+pub fn go_stored(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if info.custom.is_some() {
         return;
     }
@@ -224,10 +217,7 @@ pub fn go_decoded(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 /// The defaults of the API types (`SetDefaults_*`), which kube-apiserver fills when it decodes a
 /// request: the fields a write's manager owns in `managedFields` along with what it sent. A
 /// custom resource's come from its CRD's schema; a CRD's own from apiextensions' defaults.
-/// A built-in object first loses the empty lists and maps its Go type leaves out
-/// ([`go_decoded`]).
 pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
-    go_decoded(info, obj);
     if info.custom.is_some() {
         crate::custom_resource::default(info, obj);
         return;

@@ -207,10 +207,16 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
         let old = as_map(old.value());
         return content(&old, info.status_subresource) != content(new, info.status_subresource);
     }
-    // Compared as the bytes the spec is stored as.
-    let new_spec = new.get("spec").map(|s| serde_json::to_vec(s).unwrap_or_default());
-    if new_spec.as_deref() != old.spec_bytes() {
-        return true;
+    // Compared as the bytes the spec is stored as; bytes that differ are compared again in
+    // the stored form, as kube's semantic comparison takes an empty list or map for a missing one.
+    let stored_spec = |spec: Option<&Value>| spec.map(|s| serde_json::to_vec(s).unwrap_or_default());
+    if stored_spec(new.get("spec")).as_deref() != old.spec_bytes() {
+        let mut spec_only: Map<String, Value> =
+            new.get("spec").map(|s| ("spec".to_string(), s.clone())).into_iter().collect();
+        crate::defaults::go_stored(info, &mut spec_only);
+        if stored_spec(spec_only.get("spec")).as_deref() != old.spec_bytes() {
+            return true;
+        }
     }
     annotations_bump_generation(info) && annotations(&as_map(old.value())) != annotations(new)
 }

@@ -197,6 +197,26 @@ async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
     status["status"] = json!({"conditions": [], "replicas": 0});
     let r = c.put(&format!("{deployments}/web/status"), &status).await;
     assert_eq!((r.code, &r.body["status"]), (200, &json!({"replicas": 0})));
+
+    // Defaults and validation see them, as kube's see Go's empty (not nil) values: an empty
+    // list of HPA policies is refused rather than defaulted, an empty `allocatable` is not
+    // filled from the capacity.
+    let hpa = json!({"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "maxReplicas": 3, "behavior": {"scaleUp": {"policies": []}}}});
+    let r = c.post("/apis/autoscaling/v2/namespaces/fixtures/horizontalpodautoscalers", &hpa).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert!(r.body["message"].as_str().unwrap().contains("spec.behavior.scaleUp.policies"), "{:?}", r.body);
+    let node = json!({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "4"}, "allocatable": {}}});
+    let r = c.post("/api/v1/nodes", &node).await;
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    let status = &r.body["status"];
+    assert!(status.get("allocatable").is_none() && status["capacity"] == json!({"cpu": "4"}), "{status}");
+
+    // An object without declared fields (a RawExtension) is stored as it is sent.
+    let revision = json!({"metadata": {"name": "rev"}, "revision": 1, "data": {"items": [], "x": 1}});
+    let r = c.post("/apis/apps/v1/namespaces/fixtures/controllerrevisions", &revision).await;
+    assert_eq!((r.code, &r.body["data"]), (201, &json!({"items": [], "x": 1})));
 }
 
 #[tokio::test]

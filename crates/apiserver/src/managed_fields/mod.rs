@@ -248,7 +248,7 @@ pub(crate) fn normalize_nulls(v: &mut Value, ty: TypeRef<'_>) {
 }
 
 /// Removes the empty lists and maps of the fields a built-in type's Go struct leaves out when
-/// empty (`omitempty`), as kube-apiserver's decoding into its types does: `tolerations: []` or
+/// empty (`omitempty`), as kube-apiserver's types serialize them: `tolerations: []` or
 /// `labels: {}` in a request are not stored. `v` is an object of the built-in type `ty`; the
 /// values in it that no built-in schema describes keep theirs.
 pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
@@ -267,7 +267,10 @@ pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
             at = at.and_then(|(v, ty)| member(v, ty, seg));
         }
         let Some((at, at_ty)) = at else { continue };
+        // Only a struct's fields (an object without declared fields, such as a RawExtension, is
+        // kept as it is sent).
         if let (Atom::Map(map), Value::Object(m), Seg::Key(k)) = (at_ty.atom(Some(at)), at, last)
+            && map.is_named_field(k)
             && map.go_value(k, m.get(k.as_str())).is_none()
         {
             m.remove(k.as_str());

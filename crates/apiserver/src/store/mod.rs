@@ -460,12 +460,14 @@ impl Store {
             }
             return Err(e);
         }
-        self.template(info, &obj).await
+        self.template(info, &mut obj).await
     }
 
-    /// The template of a write of `obj`: when the resource's conversion webhook converts it,
-    /// the object it converts to the storage version is stored and answered converted back.
-    async fn template(&self, info: &ResourceInfo, obj: &Map<String, Value>) -> Result<Template, ApiError> {
+    /// The template of a write of `obj`, which takes its stored form ([`defaults::go_stored`]):
+    /// when the resource's conversion webhook converts it, the object it converts to the
+    /// storage version is stored and answered converted back.
+    async fn template(&self, info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<Template, ApiError> {
+        defaults::go_stored(info, obj);
         Ok(match crate::conversion::for_write(info, obj).await? {
             Some((stored, answered)) => Template::converted(info, &answered, &stored),
             None => Template::new(info, obj),
@@ -962,7 +964,7 @@ impl Store {
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
             && crate::graceful_deletion::period_over(old)
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
-        let template = self.template(info, &obj).await?;
+        let template = self.template(info, &mut obj).await?;
         let no_op = !finalized && template.same_as(old);
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
@@ -1128,7 +1130,7 @@ impl Store {
                     meta.insert("finalizers".into(), f.iter().map(|s| Value::from(s.as_str())).collect());
                 }
                 let stays = period > 0 || !pending.is_empty();
-                let t = self.template(info, &map).await?;
+                let t = self.template(info, &mut map).await?;
                 if dry_run {
                     return Ok((Arc::new(t.finish(old.rv)), !stays));
                 }
@@ -1169,7 +1171,7 @@ impl Store {
                     }
                 }
                 meta.insert("deletionGracePeriodSeconds".into(), 0.into());
-                let t = self.template(info, &map).await?;
+                let t = self.template(info, &mut map).await?;
                 if dry_run {
                     return Ok((Arc::new(t.finish(old.rv)), false));
                 }
