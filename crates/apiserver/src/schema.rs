@@ -617,7 +617,7 @@ impl<'a> MapType<'a> {
         }
         match v {
             None | Some(Value::Null) => self.zero_value(name),
-            Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) => None,
+            Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) && self.is_list(name) => None,
             Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
             other => other,
         }
@@ -625,6 +625,14 @@ impl<'a> MapType<'a> {
 
     fn is_required(&self, name: &str) -> bool {
         self.required.is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)))
+    }
+
+    /// Whether field `name` is a list (not a JSON value of any type, such as a RawExtension or a
+    /// CRD schema's `default`, which Go holds by pointer).
+    fn is_list(&self, name: &str) -> bool {
+        self.properties
+            .and_then(|p| p.get(name))
+            .is_some_and(|p| self.schemas.resolve(p).get("type").and_then(Value::as_str) == Some("array"))
     }
 
     /// Whether field `name` is a map of values (not a struct).

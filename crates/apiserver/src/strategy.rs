@@ -191,13 +191,15 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
             let webhooks = |m: Option<&Value>| m.filter(|v| !v.is_null()).cloned();
             return webhooks(old.value().get("webhooks")) != webhooks(new.get("webhooks"));
         }
-        ("", "podtemplates") => return old.value().get("template") != new.get("template"),
+        ("", "podtemplates") => return old.value().get("template") != stored_form(info, "template", new).as_ref(),
         // Set once, never moved (kube's strategy has no update rule).
         ("scheduling.k8s.io", "priorityclasses") => return false,
         ("discovery.k8s.io", "endpointslices") => {
             let old = as_map(old.value());
+            let mut new = new.clone();
+            crate::defaults::go_stored(info, &mut new);
             let labels = |m: &Map<String, Value>| m.get("metadata").and_then(|m| m.get("labels")).cloned();
-            return content(&old, false) != content(new, false) || labels(&old) != labels(new);
+            return content(&old, false) != content(&new, false) || labels(&old) != labels(&new);
         }
         _ => {}
     }
@@ -209,16 +211,20 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
     }
     // Compared as the bytes the spec is stored as; bytes that differ are compared again in
     // the stored form, as kube's semantic comparison takes an empty list or map for a missing one.
-    let stored_spec = |spec: Option<&Value>| spec.map(|s| serde_json::to_vec(s).unwrap_or_default());
-    if stored_spec(new.get("spec")).as_deref() != old.spec_bytes() {
-        let mut spec_only: Map<String, Value> =
-            new.get("spec").map(|s| ("spec".to_string(), s.clone())).into_iter().collect();
-        crate::defaults::go_stored(info, &mut spec_only);
-        if stored_spec(spec_only.get("spec")).as_deref() != old.spec_bytes() {
-            return true;
-        }
+    let bytes = |spec: Option<&Value>| spec.map(|s| serde_json::to_vec(s).unwrap_or_default());
+    if bytes(new.get("spec")).as_deref() != old.spec_bytes()
+        && bytes(stored_form(info, "spec", new).as_ref()).as_deref() != old.spec_bytes()
+    {
+        return true;
     }
     annotations_bump_generation(info) && annotations(&as_map(old.value())) != annotations(new)
+}
+
+/// Member `field` of `obj` in the form it is stored in ([`crate::defaults::go_stored`]).
+fn stored_form(info: &ResourceInfo, field: &str, obj: &Map<String, Value>) -> Option<Value> {
+    let mut only: Map<String, Value> = obj.get(field).map(|v| (field.to_string(), v.clone())).into_iter().collect();
+    crate::defaults::go_stored(info, &mut only);
+    only.remove(field)
 }
 
 /// An object's members but its metadata, type (and `status` when `without_status`), by name.

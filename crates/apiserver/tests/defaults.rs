@@ -194,9 +194,18 @@ async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
 
     // A status write is decoded the same way.
     let mut status = created.body.clone();
-    status["status"] = json!({"conditions": [], "replicas": 0});
+    status["status"] = json!({"conditions": [], "observedGeneration": 1});
     let r = c.put(&format!("{deployments}/web/status"), &status).await;
-    assert_eq!((r.code, &r.body["status"]), (200, &json!({"replicas": 0})));
+    assert_eq!((r.code, &r.body["status"]), (200, &json!({"observedGeneration": 1})));
+
+    // So are a PodTemplate's: its generation stays.
+    let template = json!({"metadata": {"name": "t"}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}});
+    let created = c.post(&format!("{NS}/podtemplates"), &template).await.body;
+    let mut again = created.clone();
+    again["template"]["spec"]["tolerations"] = json!([]);
+    let r = c.put(&format!("{NS}/podtemplates/t"), &again).await;
+    assert_eq!((r.code, &r.body), (200, &created));
 
     // Defaults and validation see them, as kube's see Go's empty (not nil) values: an empty
     // list of HPA policies is refused rather than defaulted, an empty `allocatable` is not
@@ -214,9 +223,11 @@ async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
     assert!(status.get("allocatable").is_none() && status["capacity"] == json!({"cpu": "4"}), "{status}");
 
     // An object without declared fields (a RawExtension) is stored as it is sent.
-    let revision = json!({"metadata": {"name": "rev"}, "revision": 1, "data": {"items": [], "x": 1}});
-    let r = c.post("/apis/apps/v1/namespaces/fixtures/controllerrevisions", &revision).await;
-    assert_eq!((r.code, &r.body["data"]), (201, &json!({"items": [], "x": 1})));
+    for (name, data) in [("rev", json!({"items": [], "x": 1})), ("empty", json!([]))] {
+        let revision = json!({"metadata": {"name": name}, "revision": 1, "data": data});
+        let r = c.post("/apis/apps/v1/namespaces/fixtures/controllerrevisions", &revision).await;
+        assert_eq!((r.code, &r.body["data"]), (201, &data));
+    }
 }
 
 #[tokio::test]

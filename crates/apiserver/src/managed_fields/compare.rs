@@ -199,6 +199,10 @@ impl Walk {
             let Some(key) = key else { break };
             let lv = l.and_then(|m| map.go_value(key, m.get(key)));
             let rv = r.and_then(|m| map.go_value(key, m.get(key)));
+            if lv.is_none() && rv.is_none() {
+                // Absent from both as Go holds them (an empty `omitempty` list on either side).
+                continue;
+            }
             self.child(|| PathElement::field(key), lv, rv, map.field_or_deduced(key));
         }
     }

@@ -267,10 +267,7 @@ pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
             at = at.and_then(|(v, ty)| member(v, ty, seg));
         }
         let Some((at, at_ty)) = at else { continue };
-        // Only a struct's fields (an object without declared fields, such as a RawExtension, is
-        // kept as it is sent).
         if let (Atom::Map(map), Value::Object(m), Seg::Key(k)) = (at_ty.atom(Some(at)), at, last)
-            && map.is_named_field(k)
             && map.go_value(k, m.get(k.as_str())).is_none()
         {
             m.remove(k.as_str());
@@ -349,6 +346,33 @@ mod tests {
         let before = slice.clone();
         drop_empty_omitted(&mut slice, type_of(reg.find("discovery.k8s.io", "v1", "endpointslices").unwrap()));
         assert_eq!(slice, before);
+        // JSON values Go holds by pointer keep theirs: a CRD schema's `default`, a RawExtension.
+        let mut crd = json!({"metadata": {"name": "ws.example.com"}, "spec": {"group": "example.com",
+            "names": {"plural": "ws", "kind": "W"}, "scope": "Namespaced", "versions": [{"name": "v1",
+            "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "required": [],
+            "properties": {"tags": {"type": "array", "items": {"type": "string"}, "default": []}}}}}]}});
+        let crds = reg.find("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
+        drop_empty_omitted(&mut crd, type_of(crds));
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        assert_eq!(schema["properties"]["tags"]["default"], json!([]));
+        assert!(schema.get("required").is_none(), "{schema}");
+        let mut revision = json!({"metadata": {"name": "r"}, "revision": 1, "data": []});
+        drop_empty_omitted(&mut revision, type_of(reg.find("apps", "v1", "controllerrevisions").unwrap()));
+        assert_eq!(revision["data"], json!([]));
+    }
+
+    #[test]
+    fn an_empty_list_go_leaves_out_is_no_change() {
+        let reg = crate::registry::Registry::with_defaults();
+        let ignored = FieldSet::new();
+        let ctx = Context { ty: type_of(reg.lookup("podtemplates").unwrap()), api_version: "v1", ignored: &ignored };
+        let old = json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": [{"name": "c"}]}}});
+        let mut new = old.clone();
+        new["template"]["spec"]["tolerations"] = json!([]);
+        assert!(changes(&old, &new, ctx).is_same());
+        assert!(changes(&new, &new, ctx).is_same());
+        new["template"]["spec"]["tolerations"] = json!([{"key": "k"}]);
+        assert!(!changes(&old, &new, ctx).is_same());
     }
 
     #[test]

@@ -130,8 +130,9 @@ pub struct ListQuery<'a> {
 /// What one compare-and-swap attempt of an update gave.
 pub(crate) enum Attempt {
     Done(Arc<StoredObject>),
-    /// Another write got there first: its version, and the body back for the next attempt.
-    Retry(Arc<StoredObject>, Map<String, Value>),
+    /// Another write got there first: its version (the next attempt starts again from the
+    /// request's body).
+    Retry(Arc<StoredObject>),
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -749,7 +750,7 @@ impl Store {
             }
             // Refused on the cache's version, it is judged again on the storage's (see `settle`).
             match self.replace(info, (&cur, is_current), obj.clone(), &opts, Tracking::Update).await {
-                Ok(Attempt::Retry(newer, body)) => (cur, is_current, obj) = (newer, true, body),
+                Ok(Attempt::Retry(newer)) => (cur, is_current) = (newer, true),
                 attempt => match self.settle(info, &ns, &name, is_current, attempt).await? {
                     ControlFlow::Break(r) => return Ok(r),
                     ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
@@ -815,7 +816,7 @@ impl Store {
     ) -> Result<ControlFlow<Arc<StoredObject>, Arc<StoredObject>>, ApiError> {
         match attempt {
             Ok(Attempt::Done(r)) => Ok(ControlFlow::Break(r)),
-            Ok(Attempt::Retry(newer, _)) => Ok(ControlFlow::Continue(newer)),
+            Ok(Attempt::Retry(newer)) => Ok(ControlFlow::Continue(newer)),
             Err(_) if !is_current => self.stored(info, ns, name).await.map(ControlFlow::Continue),
             Err(e) => Err(e),
         }
@@ -969,7 +970,7 @@ impl Store {
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
             if stored.rv != old.rv {
-                return Ok(Attempt::Retry(stored, obj));
+                return Ok(Attempt::Retry(stored));
             }
         }
         // A no-op update writes nothing and returns the current object.
@@ -988,12 +989,12 @@ impl Store {
                     self.last_write.fetch_max(rev, Ordering::AcqRel);
                     Ok(Attempt::Done(Arc::new(template.finish(old.rv))))
                 }
-                Err(e) => self.conflicted(info, &old.name, e, "update").await.map(|n| Attempt::Retry(n, obj)),
+                Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
             };
         }
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => Ok(Attempt::Done(self.wrote(template.finish(rev)))),
-            Err(e) => self.conflicted(info, &old.name, e, "update").await.map(|n| Attempt::Retry(n, obj)),
+            Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
         }
     }
 
