@@ -253,6 +253,8 @@ async fn under_rbac_approvers_and_signers_need_the_signer() {
     let binding = json!({"metadata": {"name": "csr-writer"}, "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "approver"}],
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "csr-writer"}});
     assert_eq!(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding).await.code, 201);
+    // A consistent read: the cache that authorizes holds the binding from here on.
+    assert_eq!(admin.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings").await.code, 200);
     let approver = admin.clone().impersonating("approver");
     let mut approving = approver.get(&format!("{CSRS}/client")).await.body;
     approving["status"]["conditions"] = json!([{"type": "Approved", "status": "True", "reason": "Test"}]);
