@@ -276,7 +276,7 @@ pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
 }
 
 /// The member `seg` of `v` (of type `ty`), with its type.
-fn member<'v, 't>(v: &'v mut Value, ty: TypeRef<'t>, seg: &Seg) -> Option<(&'v mut Value, TypeRef<'t>)> {
+fn member<'v, 't>(v: &'v mut Value, ty: TypeRef<'t>, seg: &Seg<String>) -> Option<(&'v mut Value, TypeRef<'t>)> {
     match (ty.atom(Some(v)), v, seg) {
         (Atom::Map(map), Value::Object(m), Seg::Key(k)) => Some((m.get_mut(k.as_str())?, map.field_or_deduced(k))),
         (Atom::List(list), Value::Array(items), Seg::Index(i)) => Some((items.get_mut(*i)?, list.items)),
@@ -284,9 +284,10 @@ fn member<'v, 't>(v: &'v mut Value, ty: TypeRef<'t>, seg: &Seg) -> Option<(&'v m
     }
 }
 
-/// A step of a path into a JSON value.
-enum Seg {
-    Key(String),
+/// A step of a path into a JSON value (its key borrowed while the value is walked, owned once
+/// the path is kept).
+enum Seg<K> {
+    Key(K),
     Index(usize),
 }
 
@@ -296,14 +297,19 @@ fn is_empty_collection(v: &Value) -> bool {
 
 /// Appends to `out` the paths in `v` (at `path`) of the empty lists and maps that are members
 /// of an object.
-fn empty_collections<'v>(v: &'v Value, path: &mut Vec<(Option<&'v str>, usize)>, out: &mut Vec<Vec<Seg>>) {
-    let owned = |path: &[(Option<&str>, usize)]| {
-        path.iter().map(|(k, i)| k.map_or(Seg::Index(*i), |k| Seg::Key(k.to_string()))).collect()
+fn empty_collections<'v>(v: &'v Value, path: &mut Vec<Seg<&'v str>>, out: &mut Vec<Vec<Seg<String>>>) {
+    let owned = |path: &[Seg<&str>]| {
+        path.iter()
+            .map(|s| match s {
+                Seg::Key(k) => Seg::Key(k.to_string()),
+                Seg::Index(i) => Seg::Index(*i),
+            })
+            .collect()
     };
     match v {
         Value::Object(m) => {
             for (k, child) in m {
-                path.push((Some(k.as_str()), 0));
+                path.push(Seg::Key(k.as_str()));
                 if is_empty_collection(child) {
                     out.push(owned(path));
                 } else {
@@ -314,7 +320,7 @@ fn empty_collections<'v>(v: &'v Value, path: &mut Vec<(Option<&'v str>, usize)>,
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                path.push((None, i));
+                path.push(Seg::Index(i));
                 empty_collections(item, path, out);
                 path.pop();
             }
