@@ -253,7 +253,7 @@ pub(crate) fn normalize_nulls(v: &mut Value, ty: TypeRef<'_>) {
 /// values in it that no built-in schema describes keep theirs.
 pub(crate) fn drop_empty_omitted(v: &mut Value, ty: TypeRef<'_>) {
     // The object's own metadata is typed apart from its schema: ObjectMeta leaves out each of
-    // its lists and maps when empty.
+    // its lists and maps when empty, and holds none deeper (`fieldsV1` is kept as written).
     if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.retain(|_, v| !is_empty_collection(v));
     }
@@ -296,7 +296,7 @@ fn is_empty_collection(v: &Value) -> bool {
 }
 
 /// Appends to `out` the paths in `v` (at `path`) of the empty lists and maps that are members
-/// of an object.
+/// of an object, but for those in the root object's `metadata`.
 fn empty_collections<'v>(v: &'v Value, path: &mut Vec<Seg<&'v str>>, out: &mut Vec<Vec<Seg<String>>>) {
     let owned = |path: &[Seg<&str>]| {
         path.iter()
@@ -309,6 +309,9 @@ fn empty_collections<'v>(v: &'v Value, path: &mut Vec<Seg<&'v str>>, out: &mut V
     match v {
         Value::Object(m) => {
             for (k, child) in m {
+                if path.is_empty() && k == "metadata" {
+                    continue;
+                }
                 path.push(Seg::Key(k.as_str()));
                 if is_empty_collection(child) {
                     out.push(owned(path));
@@ -336,14 +339,18 @@ mod tests {
     #[test]
     fn empty_lists_and_maps_are_dropped_where_go_leaves_them_out() {
         let reg = crate::registry::Registry::with_defaults();
-        let mut pod = json!({"metadata": {"name": "p", "labels": {}},
+        let fields = json!({"f:spec": {"f:nodeSelector": {}, ".": {}}});
+        let mut pod = json!({"metadata": {"name": "p", "labels": {}, "annotations": {"a": ""},
+                "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": fields}]},
             "spec": {"securityContext": {}, "nodeSelector": {}, "containers": [
                 {"name": "a", "image": "i", "env": [], "resources": {}},
                 {"name": "b", "image": "i", "args": [], "ports": [{"containerPort": 80}]}]}});
         drop_empty_omitted(&mut pod, type_of(reg.lookup("pods").unwrap()));
         assert_eq!(
             pod,
-            json!({"metadata": {"name": "p"}, "spec": {"securityContext": {}, "containers": [
+            json!({"metadata": {"name": "p", "annotations": {"a": ""},
+                    "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": fields}]},
+                "spec": {"securityContext": {}, "containers": [
                 {"name": "a", "image": "i", "resources": {}},
                 {"name": "b", "image": "i", "ports": [{"containerPort": 80}]}]}})
         );
