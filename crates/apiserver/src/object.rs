@@ -135,6 +135,22 @@ impl StoredObject {
         v
     }
 
+    /// The object parsed as [`Self::value`] gives it, less its `status` and
+    /// `metadata.managedFields`: what a write through `/status` keeps of the stored version.
+    pub fn value_without_status(&self) -> Value {
+        let mut de = serde_json::Deserializer::from_slice(&self.value);
+        let mut v = match serde::Deserializer::deserialize_map(&mut de, WithoutStatus { in_metadata: false }) {
+            Ok(m) => Value::Object(m),
+            Err(_) => Value::Null,
+        };
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
+            && self.has_rv
+        {
+            meta.insert("resourceVersion".into(), self.rv.to_string().into());
+        }
+        v
+    }
+
     /// Whether the object was stored (it has a resourceVersion).
     pub fn has_rv(&self) -> bool {
         self.has_rv
@@ -158,6 +174,47 @@ impl StoredObject {
     /// Whether `other` equals this object except for the resourceVersion.
     pub fn same_except_rv(&self, other: &StoredObject) -> bool {
         self.value == other.value
+    }
+}
+
+/// Reads an object's JSON less its `status` and `metadata.managedFields` (its `metadata` with
+/// `in_metadata`), without building the values it leaves out.
+struct WithoutStatus {
+    in_metadata: bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for WithoutStatus {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::new();
+        let left_out = if self.in_metadata { "managedFields" } else { "status" };
+        while let Some(k) = map.next_key::<String>()? {
+            if k == left_out {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                continue;
+            }
+            let v = match k.as_str() {
+                "metadata" if !self.in_metadata => {
+                    Value::Object(map.next_value_seed(WithoutStatus { in_metadata: true })?)
+                }
+                _ => map.next_value()?,
+            };
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for WithoutStatus {
+    type Value = Map<String, Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
     }
 }
 
@@ -871,6 +928,22 @@ mod tests {
         let mut item = Vec::new();
         empty.write_item(&mut item, false);
         assert_eq!(&item, br#"{"metadata":{"resourceVersion":"1"}}"#);
+    }
+
+    #[test]
+    fn a_status_write_reads_the_stored_version_without_status_or_managed_fields() {
+        let info = ResourceInfo::new("", "v1", "pods", "Pod", true);
+        let v = json!({"metadata": {"name": "p", "uid": "u", "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}],
+                "metadata": {"managedFields": 1}},
+            "spec": {"x": 1, "status": 2}, "status": {"phase": "Running"}});
+        let Value::Object(m) = v else { unreachable!() };
+        let o = build(&info, &m, 5);
+        assert_eq!(
+            o.value_without_status(),
+            json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "uid": "u", "resourceVersion": "5",
+                "labels": {"a": "b"}, "metadata": {"managedFields": 1}}, "spec": {"x": 1, "status": 2}})
+        );
     }
 
     #[test]

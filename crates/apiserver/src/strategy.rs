@@ -97,7 +97,8 @@ pub fn prepare_update(
     }
     match target {
         Target::Status | Target::Approval => {
-            let mut out = as_map(old.value());
+            // The stored managed fields are not carried: the field manager writes them.
+            let mut out = as_map(old.value_without_status());
             set_or_remove(&mut out, "status", new.get("status").cloned());
             if crate::autoscaling_v1::is_v1(info) {
                 // v1 keeps part of the status in annotations: they come with it.
