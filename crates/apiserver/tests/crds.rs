@@ -869,3 +869,38 @@ async fn rules_over_kube_s_cost_budget_refuse_the_definition() {
     let r = c.post("/apis/example.com/v1/namespaces/default/hosts", &host).await;
     assert_eq!(r.code, 422, "{}", r.body);
 }
+
+#[tokio::test]
+async fn status_writes_get_the_schema_s_defaults() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let status = json!({"type": "object", "properties": {
+        "phase": {"type": "string", "default": "Pending"},
+        "workers": {"type": "object", "default": {}, "properties": {"ready": {"type": "integer", "default": 0}}}}});
+    let mut crd =
+        crd_of("job", "Job", "Namespaced", json!({"type": "object", "properties": {"size": {"type": "integer"}}}));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = status;
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "jobs.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/jobs";
+    let r = c.post(base, &json!({"metadata": {"name": "a"}, "spec": {"size": 1}, "status": {"phase": "Done"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body.get("status").is_none(), "{}", r.body);
+    // A status written without the defaulted fields is stored with them, as sent by PUT…
+    let mut obj = r.body;
+    obj["status"] = json!({"workers": {}});
+    let r = c.put(&format!("{base}/a/status"), &obj).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"], json!({"phase": "Pending", "workers": {"ready": 0}}));
+    let stored = c.get(&format!("{base}/a")).await.body;
+    assert_eq!(stored["status"], r.body["status"]);
+    assert_eq!(stored["metadata"]["resourceVersion"], r.body["metadata"]["resourceVersion"]);
+    // …and by a merge patch that removes one.
+    let r =
+        c.patch(&format!("{base}/a/status"), "application/merge-patch+json", &json!({"status": {"phase": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"], json!({"phase": "Pending", "workers": {"ready": 0}}));
+    // Sending the defaults again is no change.
+    assert_eq!(r.body["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
+}

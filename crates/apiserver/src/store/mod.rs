@@ -865,9 +865,10 @@ impl Store {
         let mut new = new;
         let requested = managed_fields::take_requested(&mut new);
         // What kube's decoder fills: the whole body's defaults, or only the status's for a
-        // write through `/status` (the rest of the body is the stored object's).
+        // write through `/status` of a built-in type (the rest of the body is the stored
+        // object's; a custom resource's schema defaults the whole body, status included).
         let default = |o: &mut Map<String, Value>| {
-            if target == Target::Status {
+            if target == Target::Status && info.custom.is_none() {
                 defaults::status(info, o);
             } else {
                 defaults::decode(info, o);
