@@ -52,6 +52,7 @@ pub(crate) mod events_api;
 pub(crate) mod eviction;
 pub mod field_validation;
 pub mod garbage_collector;
+pub(crate) mod go_types;
 pub(crate) mod graceful_deletion;
 pub mod handlers;
 pub(crate) mod hpa_validation;

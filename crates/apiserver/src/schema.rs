@@ -133,7 +133,7 @@ impl Schemas {
 
     /// [`Self::resolve`], with the name of the definition reached (None when there was no
     /// `$ref`).
-    fn resolve_named<'a>(&'a self, mut v: &'a Value) -> (&'a Value, Option<&'a str>) {
+    pub(crate) fn resolve_named<'a>(&'a self, mut v: &'a Value) -> (&'a Value, Option<&'a str>) {
         let mut name = None;
         for _ in 0..16 {
             let r = v.get("$ref").or_else(|| v.get("allOf")?.as_array()?.first()?.get("$ref"));

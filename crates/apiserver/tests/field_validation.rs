@@ -163,3 +163,85 @@ async fn yaml_bodies_read_as_go_yaml_v2_with_duplicate_keys_in_its_words() {
     assert_eq!(r.code, 201, "{}", r.body);
     assert!(r.headers.get("warning").is_none());
 }
+
+#[tokio::test]
+async fn values_go_cannot_decode_into_the_type_are_refused_and_not_stored() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let path = "/api/v1/namespaces/default/pods";
+    let cannot = |detail: &str| format!("Pod in version \"v1\" cannot be handled as a Pod: {detail}");
+    // A create, whatever fieldValidation says.
+    let mut bad = pod("p", json!({}));
+    bad["spec"]["containers"][0]["ports"] = json!([{"containerPort": "80"}]);
+    for query in ["", "?fieldValidation=Ignore", "?fieldValidation=Strict"] {
+        let r = c.post(&format!("{path}{query}"), &bad).await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+        assert_eq!(
+            r.body["message"],
+            cannot(
+                "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+            )
+        );
+    }
+    let mut bad = pod("p", json!({}));
+    bad["spec"]["containers"] = json!({"name": "c", "image": "i"});
+    let r = c.post(path, &bad).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (
+            400,
+            Some(&*cannot(
+                "json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container"
+            ))
+        )
+    );
+    let mut bad = pod("p", json!({}));
+    bad["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "lots"}});
+    let r = c.post(path, &bad).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (
+            400,
+            Some(&*cannot(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            ))
+        )
+    );
+    assert_eq!(c.get(&format!("{path}/p")).await.code, 404);
+    // An update and a status write.
+    let created = c.post(path, &pod("p", json!({}))).await.body;
+    let mut bad = created.clone();
+    bad["spec"]["activeDeadlineSeconds"] = json!(true);
+    let r = c.put(&format!("{path}/p"), &bad).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (
+            400,
+            Some(&*cannot(
+                "json: cannot unmarshal bool into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64"
+            ))
+        )
+    );
+    let mut bad = created.clone();
+    bad["status"] = json!("Running");
+    let r = c.put(&format!("{path}/p/status"), &bad).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (400, Some(&*cannot("json: cannot unmarshal string into Go struct field Pod.status of type v1.PodStatus")))
+    );
+    // A patch whose result Go cannot decode: 422 on `patch`, as kube answers JSON and merge patches.
+    let r = c.patch(&format!("{path}/p"), "application/merge-patch+json", &json!({"spec": {"priority": "high"}})).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    let cause = &r.body["details"]["causes"][0];
+    assert_eq!(cause["field"], "patch");
+    let message = cause["message"].as_str().unwrap();
+    assert!(message.starts_with("Invalid value: \"{\\\"apiVersion\\\":\\\"v1\\\","), "{message}");
+    assert!(
+        message.ends_with("\": json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32"),
+        "{message}"
+    );
+    assert_eq!(r.body["message"], format!(" \"\" is invalid: patch: {message}"));
+    // Nothing was written.
+    let stored = c.get(&format!("{path}/p")).await.body;
+    assert_eq!(stored["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
+}

@@ -2,9 +2,10 @@
 //! kind and apiVersion whose metadata has Kubernetes' types, in the namespace the URL names.
 //!
 //! Invariants: every error is the Status kube-apiserver answers for the same body (its Go
-//! decoder's wording); a body that passes is a map with an object `metadata`, and once its
-//! namespace is resolved a namespaced object names one (the URL's, its own or `default`) and a
-//! cluster-scoped one none.
+//! decoder's wording, [`crate::go_types`] for the fields of a built-in type); a body that passes
+//! is a map with an object `metadata` whose fields Go can decode into the resource's type, and
+//! once its namespace is resolved a namespaced object names one (the URL's, its own or
+//! `default`) and a cluster-scoped one none.
 
 use serde_json::{Map, Value};
 
@@ -106,7 +107,27 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
             ));
         }
     }
+    if info.custom.is_none() {
+        crate::go_types::check(&info.group, &info.version, &info.kind, &obj).map_err(|e| cannot_handle(info, &e))?;
+    }
     Ok(obj)
+}
+
+/// Checks that a patched object's fields can be decoded into its built-in type: kube-apiserver
+/// refuses one that cannot with 422, naming the patched object as the invalid value of `patch`.
+pub(crate) fn check_patched(info: &ResourceInfo, doc: &Value) -> Result<(), ApiError> {
+    let Value::Object(obj) = doc else { return Ok(()) };
+    if info.custom.is_some() {
+        return Ok(());
+    }
+    crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| {
+        let cause = format!("Invalid value: {}: {e}", crate::structural::go_quote(&doc.to_string()));
+        let mut err = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"));
+        err.details = Some(Box::new(
+            serde_json::json!({"causes": [{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}]}),
+        ));
+        err
+    })
 }
 
 /// Why `metadata.ownerReferences` cannot be decoded into Go's `[]OwnerReference`, if it cannot.

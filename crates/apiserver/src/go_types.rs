@@ -1,0 +1,565 @@
+//! What kube-apiserver's Go decoder refuses in the body of a built-in type: a JSON value of
+//! another kind than its field's Go type (a string for an `int32`, an object for a list of
+//! containers), and what the decoders of Kubernetes' own value types refuse (a quantity that is
+//! not one, a time that is not RFC 3339, an int-or-string that is neither, bytes that are not
+//! base64). The Go types are read off the OpenAPI schema of the built-in types.
+//!
+//! Invariants: the error is the decoder's, word for word: `json: cannot unmarshal <JSON kind>
+//! into Go struct field <struct>.<JSON path of the field> of type <Go type>` (the path names
+//! struct fields only, not list indexes or map keys), or the value type's own message. As Go's
+//! decoder, a kind mismatch is remembered and the walk goes on, while a value type's refusal ends
+//! it at once and wins; of several mismatches the first in key order is reported. `null` is
+//! accepted everywhere (Go leaves the zero value). Fields the schema does not name, and values of
+//! a free-form type (RawExtension, JSON, FieldsV1), are not looked at. A named Go type the schema
+//! does not name (a `PullPolicy`, a `ResourceList`) is reported as its underlying type.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use crate::schema::Schemas;
+
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+
+/// `time.RFC3339`, as `metav1.Time` parses it.
+const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
+/// `metav1.RFC3339Micro`, as `metav1.MicroTime` parses it.
+const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+/// Checks `obj`, a body of the built-in type `group/version, Kind=kind`, as kube's decoder reads
+/// it into that type; Err is the decoder's message. Types without a built-in schema pass.
+pub(crate) fn check(group: &str, version: &str, kind: &str, obj: &Map<String, Value>) -> Result<(), String> {
+    let types = types();
+    let Some(name) = crate::schema::builtin().name_of(group, version, kind) else { return Ok(()) };
+    let Some(&root) = types.by_definition.get(name) else { return Ok(()) };
+    let mut walk = Walk { types, fields: Vec::new(), strukt: short_name(name), saved: None };
+    walk.fields_of(obj, &types.structs[root])?;
+    walk.saved.map_or(Ok(()), Err)
+}
+
+/// The Go types of the built-in definitions, compiled once: every struct with its fields.
+struct Types {
+    structs: Vec<Struct>,
+    by_definition: HashMap<&'static str, usize>,
+}
+
+/// A struct: its definition (`io.k8s.api.apps.v1.DeploymentSpec`) and its fields by name, in
+/// the order of their names' bytes (the order of a decoded object's keys).
+struct Struct {
+    definition: &'static str,
+    fields: Vec<(&'static str, GoType)>,
+}
+
+/// A Go type, as far as decoding JSON into it goes.
+enum GoType {
+    /// A struct, by its index in [`Types::structs`].
+    Struct(usize),
+    /// A slice.
+    List(Box<GoType>),
+    /// A map with string keys.
+    Map(Box<GoType>),
+    /// An integer of this Go type (`int32`, `int64`), with its bounds.
+    Int(&'static str, i64, i64),
+    Float,
+    Bool,
+    String,
+    /// `[]byte`, written as base64.
+    Bytes,
+    Quantity,
+    IntOrString,
+    /// `metav1.Time` or `metav1.MicroTime`, parsed with this layout.
+    Time(&'static str),
+    /// Anything (free-form JSON, or a schema that says nothing).
+    Any,
+}
+
+fn types() -> &'static Types {
+    static TYPES: OnceLock<Types> = OnceLock::new();
+    TYPES.get_or_init(|| {
+        let schemas = crate::schema::builtin();
+        let with_fields = |def: &'static Value| def.get("properties").and_then(Value::as_object);
+        let definitions: Vec<(&'static str, &'static Map<String, Value>)> =
+            schemas.definitions().iter().filter_map(|(name, def)| Some((name.as_str(), with_fields(def)?))).collect();
+        let by_definition: HashMap<&'static str, usize> =
+            definitions.iter().enumerate().map(|(i, (name, _))| (*name, i)).collect();
+        let structs = definitions
+            .iter()
+            .map(|(definition, props)| {
+                let mut fields: Vec<(&'static str, GoType)> =
+                    props.iter().map(|(k, v)| (k.as_str(), go_type(schemas, &by_definition, v))).collect();
+                fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                Struct { definition, fields }
+            })
+            .collect();
+        Types { structs, by_definition }
+    })
+}
+
+impl GoType {
+    /// What `reflect.Type.String()` says of the type.
+    fn name(&self, types: &Types) -> String {
+        match self {
+            GoType::Struct(i) => qualified_name(types.structs[*i].definition),
+            GoType::List(item) => format!("[]{}", item.name(types)),
+            GoType::Map(value) => format!("map[string]{}", value.name(types)),
+            GoType::Int(name, ..) => (*name).into(),
+            GoType::Float => "float64".into(),
+            GoType::Bool => "bool".into(),
+            GoType::String => "string".into(),
+            GoType::Bytes => "[]uint8".into(),
+            GoType::Quantity => "resource.Quantity".into(),
+            GoType::IntOrString => "intstr.IntOrString".into(),
+            GoType::Time(_) => "v1.Time".into(),
+            GoType::Any => "interface {}".into(),
+        }
+    }
+}
+
+/// `io.k8s.api.apps.v1.DeploymentSpec` → `DeploymentSpec`.
+fn short_name(definition: &str) -> &str {
+    definition.rsplit('.').next().unwrap_or(definition)
+}
+
+/// `io.k8s.api.apps.v1.DeploymentSpec` → `v1.DeploymentSpec` (Go names a type by its package).
+fn qualified_name(definition: &str) -> String {
+    let mut parts = definition.rsplit('.');
+    match (parts.next(), parts.next()) {
+        (Some(name), Some(package)) => format!("{package}.{name}"),
+        _ => definition.to_string(),
+    }
+}
+
+fn go_type(schemas: &'static Schemas, structs: &HashMap<&'static str, usize>, schema: &'static Value) -> GoType {
+    let (s, definition) = schemas.resolve_named(schema);
+    match definition {
+        Some(QUANTITY) => return GoType::Quantity,
+        Some(INT_OR_STRING) => return GoType::IntOrString,
+        Some(TIME) => return GoType::Time(RFC3339),
+        Some(MICRO_TIME) => return GoType::Time(RFC3339_MICRO),
+        Some(d) if structs.contains_key(d) => return GoType::Struct(structs[d]),
+        _ => {}
+    }
+    let ty = match s.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or_default(),
+        _ => "",
+    };
+    let format = s.get("format").and_then(Value::as_str);
+    match ty {
+        "string" if format == Some("byte") => GoType::Bytes,
+        "string" => GoType::String,
+        "integer" => match format {
+            Some("int32") => GoType::Int("int32", i32::MIN.into(), i32::MAX.into()),
+            Some("int64") => GoType::Int("int64", i64::MIN, i64::MAX),
+            _ => GoType::Int("int", i64::MIN, i64::MAX),
+        },
+        "number" => GoType::Float,
+        "boolean" => GoType::Bool,
+        "array" => match s.get("items") {
+            Some(items) => GoType::List(Box::new(go_type(schemas, structs, items))),
+            None => GoType::Any,
+        },
+        "object" => match s.get("additionalProperties").filter(|a| a.is_object()) {
+            Some(values) => GoType::Map(Box::new(go_type(schemas, structs, values))),
+            None => GoType::Any,
+        },
+        _ => GoType::Any,
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The decoder's state: the struct fields it is in, the innermost struct, and the first
+/// mismatch it met.
+struct Walk<'v> {
+    types: &'static Types,
+    fields: Vec<&'v str>,
+    strukt: &'static str,
+    saved: Option<String>,
+}
+
+impl<'v> Walk<'v> {
+    /// Go's `UnmarshalTypeError` where the walk is.
+    fn type_error(&self, value: &str, ty: &str) -> String {
+        format!(
+            "json: cannot unmarshal {value} into Go struct field {}.{} of type {ty}",
+            self.strukt,
+            self.fields.join(".")
+        )
+    }
+
+    fn save(&mut self, value: &str, ty: &str) {
+        if self.saved.is_none() {
+            self.saved = Some(self.type_error(value, ty));
+        }
+    }
+
+    /// The fields of `obj` the struct has, found by walking both in key order.
+    fn fields_of(&mut self, obj: &'v Map<String, Value>, st: &'static Struct) -> Result<(), String> {
+        let mut fields = st.fields.iter().peekable();
+        for (k, v) in obj {
+            while fields.next_if(|(name, _)| *name < k.as_str()).is_some() {}
+            let Some((_, ty)) = fields.next_if(|(name, _)| *name == k.as_str()) else { continue };
+            self.fields.push(k);
+            self.value(v, ty)?;
+            self.fields.pop();
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, v: &'v Value, ty: &'static GoType) -> Result<(), String> {
+        match (ty, v) {
+            (_, Value::Null) | (GoType::Any, _) => {}
+            (GoType::Struct(i), Value::Object(m)) => {
+                let st = &self.types.structs[*i];
+                let outer = std::mem::replace(&mut self.strukt, short_name(st.definition));
+                self.fields_of(m, st)?;
+                self.strukt = outer;
+            }
+            (GoType::List(item), Value::Array(items)) => {
+                for i in items {
+                    self.value(i, item)?;
+                }
+            }
+            (GoType::Map(value), Value::Object(m)) => {
+                for i in m.values() {
+                    self.value(i, value)?;
+                }
+            }
+            (GoType::Int(name, min, max), Value::Number(n)) => {
+                if !n.as_i64().is_some_and(|i| (*min..=*max).contains(&i)) {
+                    self.save(&format!("number {n}"), name);
+                }
+            }
+            (GoType::Float, Value::Number(_)) | (GoType::Bool, Value::Bool(_)) | (GoType::String, Value::String(_)) => {
+            }
+            (GoType::Bytes, Value::String(s)) => {
+                if let Err(at) = base64_std(s)
+                    && self.saved.is_none()
+                {
+                    self.saved = Some(format!("illegal base64 data at input byte {at}"));
+                }
+            }
+            (GoType::Quantity, Value::String(s)) => quantity(s.trim())?,
+            (GoType::Quantity, Value::Number(n)) => quantity(&n.to_string())?,
+            (GoType::Quantity, _) => return Err(QUANTITY_FORMAT.into()),
+            (GoType::IntOrString, Value::String(_)) => {}
+            (GoType::IntOrString, Value::Number(n)) if n.as_i64().and_then(|i| i32::try_from(i).ok()).is_some() => {}
+            (GoType::IntOrString, Value::Number(n)) => return Err(self.type_error(&format!("number {n}"), "int32")),
+            (GoType::IntOrString, _) => return Err(self.type_error(json_kind(v), "int32")),
+            (GoType::Time(layout), Value::String(s)) => go_time(layout, s)?,
+            (GoType::Time(_), _) => return Err(self.type_error(json_kind(v), "string")),
+            (ty, v) => {
+                let name = ty.name(self.types);
+                self.save(json_kind(v), &name);
+            }
+        }
+        Ok(())
+    }
+}
+
+const QUANTITY_FORMAT: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/// `resource.ParseQuantity`'s refusals: the form (`ErrFormatWrong`), then the suffix
+/// (`ErrSuffix`), then the number (`ErrNumeric`). Quantities too large for
+/// [`crate::quantity::parse`] are still quantities.
+fn quantity(s: &str) -> Result<(), String> {
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let number_end = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(number_end);
+    let letters_end = suffix.find(|c: char| !"eEinumkKMGTP".contains(c)).unwrap_or(suffix.len());
+    let exponent = suffix[letters_end..].strip_prefix(['+', '-']).unwrap_or(&suffix[letters_end..]);
+    if number.is_empty() || !exponent.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(QUANTITY_FORMAT.into());
+    }
+    let known = matches!(suffix, "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E")
+        || matches!(suffix, "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei")
+        || suffix.strip_prefix(['e', 'E']).is_some_and(|e| {
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        });
+    if !known {
+        return Err("unable to parse quantity's suffix".into());
+    }
+    if number.matches('.').count() > 1 || number == "." {
+        return Err("unable to parse numeric part of quantity".into());
+    }
+    Ok(())
+}
+
+/// Go's `base64.StdEncoding` decoding: Err is the offset `CorruptInputError` names.
+fn base64_std(s: &str) -> Result<(), usize> {
+    let b = s.as_bytes();
+    let valid = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let mut i = 0;
+    loop {
+        // One quantum of four characters (newlines are skipped).
+        let mut j = 0;
+        while j < 4 {
+            while i < b.len() && (b[i] == b'\n' || b[i] == b'\r') {
+                i += 1;
+            }
+            if i == b.len() {
+                return if j == 0 { Ok(()) } else { Err(i - j) };
+            }
+            let c = b[i];
+            i += 1;
+            if valid(c) {
+                j += 1;
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return Err(i - 1);
+            }
+            // Padding: `==` after two characters, `=` after three, then nothing but newlines.
+            if j == 2 {
+                while i < b.len() && (b[i] == b'\n' || b[i] == b'\r') {
+                    i += 1;
+                }
+                if i == b.len() || b[i] != b'=' {
+                    return Err(i.min(b.len()));
+                }
+                i += 1;
+            }
+            while i < b.len() && (b[i] == b'\n' || b[i] == b'\r') {
+                i += 1;
+            }
+            return if i < b.len() { Err(i) } else { Ok(()) };
+        }
+    }
+}
+
+/// Go's `time.Parse(layout, s)` for the two layouts of Kubernetes' times, with its errors.
+fn go_time(layout: &str, s: &str) -> Result<(), String> {
+    let quote = |t: &str| format!("\"{}\"", t.replace('\\', "\\\\").replace('"', "\\\""));
+    let cannot = |rest: &str, elem: &str| {
+        format!("parsing time {} as {}: cannot parse {} as {}", quote(s), quote(layout), quote(rest), quote(elem))
+    };
+    let out_of_range = |what: &str| format!("parsing time {}: {what} out of range", quote(s));
+    // Up to two digits (exactly two when `fixed`), as Go's `getnum`.
+    let num = |v: &str, fixed: bool| -> Option<(u32, usize)> {
+        let d = |i: usize| v.as_bytes().get(i).filter(|b| b.is_ascii_digit()).map(|b| u32::from(b - b'0'));
+        match (d(0)?, d(1)) {
+            (a, Some(b)) => Some((a * 10 + b, 2)),
+            (_, None) if fixed => None,
+            (a, None) => Some((a, 1)),
+        }
+    };
+    let mut v = s;
+    let literal = |v: &mut &str, c: char| -> Result<(), String> {
+        match v.strip_prefix(c) {
+            Some(rest) => {
+                *v = rest;
+                Ok(())
+            }
+            None => Err(cannot(v, &c.to_string())),
+        }
+    };
+    let year = match v.get(..4).filter(|y| y.bytes().all(|b| b.is_ascii_digit())) {
+        Some(y) => y.parse::<u32>().unwrap_or_default(),
+        None => return Err(cannot(v, "2006")),
+    };
+    v = &v[4..];
+    literal(&mut v, '-')?;
+    let Some((month, n)) = num(v, true) else { return Err(cannot(v, "01")) };
+    v = &v[n..];
+    if !(1..=12).contains(&month) {
+        return Err(out_of_range("month"));
+    }
+    literal(&mut v, '-')?;
+    let Some((day, n)) = num(v, true) else { return Err(cannot(v, "02")) };
+    v = &v[n..];
+    literal(&mut v, 'T')?;
+    let Some((hour, n)) = num(v, false) else { return Err(cannot(v, "15")) };
+    v = &v[n..];
+    if hour >= 24 {
+        return Err(out_of_range("hour"));
+    }
+    literal(&mut v, ':')?;
+    let Some((minute, n)) = num(v, true) else { return Err(cannot(v, "04")) };
+    v = &v[n..];
+    if minute >= 60 {
+        return Err(out_of_range("minute"));
+    }
+    literal(&mut v, ':')?;
+    let Some((second, n)) = num(v, true) else { return Err(cannot(v, "05")) };
+    v = &v[n..];
+    if second >= 60 {
+        return Err(out_of_range("second"));
+    }
+    let frac_digits = |v: &str| v.bytes().skip(1).take_while(u8::is_ascii_digit).count();
+    if layout == RFC3339_MICRO {
+        // `.000000`: a separator and exactly six digits.
+        if v.len() < 7 || !v.starts_with(['.', ',']) || frac_digits(&v[..7]) != 6 {
+            return Err(cannot(v, ".000000"));
+        }
+        v = &v[7..];
+    } else if v.starts_with(['.', ',']) && frac_digits(v) > 0 {
+        v = &v[1 + frac_digits(v)..];
+    }
+    match v.strip_prefix('Z') {
+        Some(rest) => v = rest,
+        None => {
+            let b = v.as_bytes();
+            let zone_num = |at: usize| num(&v[at..at + 2], true).map(|(n, _)| n);
+            if b.len() < 6 || b[3] != b':' || !matches!(b[0], b'+' | b'-') {
+                return Err(cannot(v, "Z07:00"));
+            }
+            let (Some(h), Some(m)) = (zone_num(1), zone_num(4)) else { return Err(cannot(v, "Z07:00")) };
+            if h > 24 {
+                return Err(out_of_range("time zone offset hour"));
+            }
+            if m > 60 {
+                return Err(out_of_range("time zone offset minute"));
+            }
+            v = &v[6..];
+        }
+    }
+    if !v.is_empty() {
+        return Err(format!("parsing time {}: extra text: {}", quote(s), quote(v)));
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if day < 1 || day > days {
+        return Err(out_of_range("day"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check_json(group: &str, version: &str, kind: &str, v: Value) -> Result<(), String> {
+        check(group, version, kind, v.as_object().unwrap())
+    }
+
+    #[test]
+    fn kinds_that_go_cannot_decode_are_named_as_go_names_them() {
+        let deployment = |spec: Value| check_json("apps", "v1", "Deployment", json!({"spec": spec}));
+        assert_eq!(
+            deployment(json!({"replicas": "three"})),
+            Err("json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32".into())
+        );
+        assert_eq!(
+            deployment(json!({"replicas": 1.5})),
+            Err("json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"
+                .into())
+        );
+        assert_eq!(
+            check_json("apps", "v1", "Deployment", json!({"status": "x"})),
+            Err("json: cannot unmarshal string into Go struct field Deployment.status of type v1.DeploymentStatus"
+                .into())
+        );
+        let pod = |spec: Value| check_json("", "v1", "Pod", json!({"spec": spec}));
+        assert_eq!(
+            pod(json!({"containers": {"name": "c"}})),
+            Err("json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container"
+                .into())
+        );
+        assert_eq!(
+            pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]})),
+            Err("json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+                .into())
+        );
+        assert_eq!(
+            pod(json!({"nodeSelector": {"a": 1}})),
+            Err("json: cannot unmarshal number into Go struct field PodSpec.spec.nodeSelector of type string".into())
+        );
+        assert_eq!(
+            pod(json!({"hostNetwork": "yes", "priority": 2147483648_i64})),
+            Err("json: cannot unmarshal string into Go struct field PodSpec.spec.hostNetwork of type bool".into()),
+            "the first mismatch in key order"
+        );
+        // Nulls, unknown fields, free-form values and well-typed bodies pass.
+        assert_eq!(pod(json!({"containers": null, "bogus": 1, "overhead": {"cpu": 1}})), Ok(()));
+        assert_eq!(check_json("apps", "v1", "ControllerRevision", json!({"data": [1, "x"], "revision": 2})), Ok(()));
+        assert_eq!(check_json("example.com", "v1", "Widget", json!({"spec": "x"})), Ok(()));
+    }
+
+    #[test]
+    fn value_types_refuse_in_their_own_words_and_at_once() {
+        let container = |c: Value| check_json("", "v1", "Pod", json!({"spec": {"containers": [c]}}));
+        let limits = |q: Value| container(json!({"resources": {"limits": {"cpu": q}}, "name": 5}));
+        assert_eq!(limits(json!("abc")), Err(QUANTITY_FORMAT.into()), "before the saved mismatch of `name`");
+        assert_eq!(limits(json!("1kk")), Err("unable to parse quantity's suffix".into()));
+        assert_eq!(limits(json!("1.2.3")), Err("unable to parse numeric part of quantity".into()));
+        assert_eq!(limits(json!({})), Err(QUANTITY_FORMAT.into()));
+        for q in
+            [json!("100m"), json!(" 2Gi "), json!(1.5), json!("1e3"), json!("+5"), json!("99999999999999999999999Ei")]
+        {
+            assert_eq!(container(json!({"resources": {"limits": {"cpu": q}}})), Ok(()), "{q}");
+        }
+        let probe = |port: Value| container(json!({"livenessProbe": {"httpGet": {"port": port}}}));
+        assert_eq!(probe(json!("http")), Ok(()));
+        assert_eq!(probe(json!(8080)), Ok(()));
+        assert_eq!(
+            probe(json!(true)),
+            Err("json: cannot unmarshal bool into Go struct field HTTPGetAction.spec.containers.livenessProbe.httpGet.port of type int32"
+                .into())
+        );
+        let secret = |data: Value| check_json("", "v1", "Secret", json!({"data": {"k": data}}));
+        assert_eq!(secret(json!("aGVsbG8=")), Ok(()));
+        assert_eq!(secret(json!("aGVsbG8")), Err("illegal base64 data at input byte 4".into()));
+        assert_eq!(secret(json!("a$")), Err("illegal base64 data at input byte 1".into()));
+        assert_eq!(secret(json!("aGk=x")), Err("illegal base64 data at input byte 4".into()));
+        assert_eq!(
+            secret(json!(5)),
+            Err("json: cannot unmarshal number into Go struct field Secret.data of type []uint8".into())
+        );
+    }
+
+    #[test]
+    fn times_parse_as_go_parses_them() {
+        let created = |t: Value| check_json("", "v1", "ConfigMap", json!({"metadata": {"creationTimestamp": t}}));
+        for ok in ["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.5+01:00", "2024-02-29T3:04:05-07:00"] {
+            assert_eq!(created(json!(ok)), Ok(()), "{ok}");
+        }
+        let layout = "\"2006-01-02T15:04:05Z07:00\"";
+        for (bad, message) in [
+            ("x", format!("parsing time \"x\" as {layout}: cannot parse \"x\" as \"2006\"")),
+            ("2026-01-02", format!("parsing time \"2026-01-02\" as {layout}: cannot parse \"\" as \"T\"")),
+            ("2026-13-02T00:00:00Z", "parsing time \"2026-13-02T00:00:00Z\": month out of range".into()),
+            ("2025-02-29T00:00:00Z", "parsing time \"2025-02-29T00:00:00Z\": day out of range".into()),
+            (
+                "2026-01-02T00:00:00",
+                format!("parsing time \"2026-01-02T00:00:00\" as {layout}: cannot parse \"\" as \"Z07:00\""),
+            ),
+            ("2026-01-02T00:00:00Zjunk", "parsing time \"2026-01-02T00:00:00Zjunk\": extra text: \"junk\"".into()),
+        ] {
+            assert_eq!(created(json!(bad)), Err(message), "{bad}");
+        }
+        assert_eq!(
+            created(json!(5)),
+            Err("json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type string".into())
+        );
+        let lease = |t: &str| check_json("coordination.k8s.io", "v1", "Lease", json!({"spec": {"renewTime": t}}));
+        assert_eq!(lease("2026-03-01T10:00:00.123456Z"), Ok(()));
+        assert_eq!(
+            lease("2026-03-01T10:00:00Z"),
+            Err("parsing time \"2026-03-01T10:00:00Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\""
+                .into())
+        );
+    }
+}
