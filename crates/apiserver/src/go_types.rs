@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use crate::schema::Schemas;
 
@@ -171,6 +171,46 @@ fn go_type(schemas: &'static Schemas, structs: &HashMap<&'static str, usize>, sc
     }
 }
 
+/// An integer as Go reads one: `-0` too, which the JSON decoder here reads as a float.
+fn int_of(n: &Number) -> Option<i64> {
+    n.as_i64().or_else(|| n.as_f64().filter(|f| *f == 0.0).map(|_| 0))
+}
+
+/// Turns the whole-number floats of a built-in object's integer fields into integers, as
+/// kube-apiserver's unstructured converter reads a strategically merged object (`2.0` is
+/// `2`); other values are left to [`check`].
+pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj: &mut Map<String, Value>) {
+    fn fields(obj: &mut Map<String, Value>, st: &'static Struct, types: &'static Types) {
+        let mut fields = st.fields.iter().peekable();
+        for (k, v) in obj.iter_mut() {
+            while fields.next_if(|(name, _)| *name < k.as_str()).is_some() {}
+            if let Some((_, ty)) = fields.next_if(|(name, _)| *name == k.as_str()) {
+                value(v, ty, types);
+            }
+        }
+    }
+    fn value(v: &mut Value, ty: &'static GoType, types: &'static Types) {
+        match (ty, v) {
+            (GoType::Struct(i), Value::Object(m)) => fields(m, &types.structs[*i], types),
+            (GoType::List(item), Value::Array(items)) => items.iter_mut().for_each(|i| value(i, item, types)),
+            (GoType::Map(each), Value::Object(m)) => m.values_mut().for_each(|i| value(i, each, types)),
+            (GoType::Int(..) | GoType::IntOrString, v @ Value::Number(_)) => {
+                if let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                    && v.as_i64().is_none()
+                {
+                    *v = Value::Number((f as i64).into());
+                }
+            }
+            _ => {}
+        }
+    }
+    let types = types();
+    let Some(name) = crate::schema::builtin().name_of(group, version, kind) else { return };
+    if let Some(&root) = types.by_definition.get(name) {
+        fields(obj, &types.structs[root], types);
+    }
+}
+
 fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -240,8 +280,19 @@ impl<'v> Walk<'v> {
                 }
             }
             (GoType::Int(name, min, max), Value::Number(n)) => {
-                if !n.as_i64().is_some_and(|i| (*min..=*max).contains(&i)) {
+                if !int_of(n).is_some_and(|i| (*min..=*max).contains(&i)) {
                     self.save(&format!("number {n}"), name);
+                }
+            }
+            (GoType::Bytes, Value::Array(items)) => {
+                // Go decodes a list of numbers into a byte slice too.
+                for i in items {
+                    match i {
+                        Value::Null => {}
+                        Value::Number(n) if int_of(n).is_some_and(|b| (0..=255).contains(&b)) => {}
+                        Value::Number(n) => self.save(&format!("number {n}"), "uint8"),
+                        _ => self.save(json_kind(i), "uint8"),
+                    }
                 }
             }
             (GoType::Float, Value::Number(_)) | (GoType::Bool, Value::Bool(_)) | (GoType::String, Value::String(_)) => {
@@ -257,7 +308,7 @@ impl<'v> Walk<'v> {
             (GoType::Quantity, Value::Number(n)) => quantity(&n.to_string())?,
             (GoType::Quantity, _) => return Err(QUANTITY_FORMAT.into()),
             (GoType::IntOrString, Value::String(_)) => {}
-            (GoType::IntOrString, Value::Number(n)) if n.as_i64().and_then(|i| i32::try_from(i).ok()).is_some() => {}
+            (GoType::IntOrString, Value::Number(n)) if int_of(n).and_then(|i| i32::try_from(i).ok()).is_some() => {}
             (GoType::IntOrString, Value::Number(n)) => return Err(self.type_error(&format!("number {n}"), "int32")),
             (GoType::IntOrString, _) => return Err(self.type_error(json_kind(v), "int32")),
             (GoType::Time(layout), Value::String(s)) => go_time(layout, s)?,
@@ -274,31 +325,88 @@ impl<'v> Walk<'v> {
 const QUANTITY_FORMAT: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
-/// `resource.ParseQuantity`'s refusals: the form (`ErrFormatWrong`), then the suffix
-/// (`ErrSuffix`), then the number (`ErrNumeric`). Quantities too large for
-/// [`crate::quantity::parse`] are still quantities.
+/// `resource.ParseQuantity`'s refusals, step by step as it reads: the form (`ErrFormatWrong`),
+/// the suffix (`ErrSuffix`), then a number its decimal type cannot read (`ErrNumeric`). An empty
+/// number is zero (`Mi`, `.`, `+`), and no quantity is too large.
 fn quantity(s: &str) -> Result<(), String> {
-    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let number_end = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
-    let (number, suffix) = unsigned.split_at(number_end);
-    let letters_end = suffix.find(|c: char| !"eEinumkKMGTP".contains(c)).unwrap_or(suffix.len());
-    let exponent = suffix[letters_end..].strip_prefix(['+', '-']).unwrap_or(&suffix[letters_end..]);
-    if number.is_empty() || !exponent.bytes().all(|b| b.is_ascii_digit()) {
+    let b = s.as_bytes();
+    if b.is_empty() {
         return Err(QUANTITY_FORMAT.into());
     }
-    let known = matches!(suffix, "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E")
-        || matches!(suffix, "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei")
-        || suffix.strip_prefix(['e', 'E']).is_some_and(|e| {
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-        });
-    if !known {
-        return Err("unable to parse quantity's suffix".into());
+    let digits_from = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut pos = usize::from(matches!(b[0], b'+' | b'-'));
+    while pos < b.len() && b[pos] == b'0' {
+        pos += 1;
     }
-    if number.matches('.').count() > 1 || number == "." {
-        return Err("unable to parse numeric part of quantity".into());
+    if pos == b.len() {
+        return Ok(());
     }
-    Ok(())
+    let num_start = pos;
+    pos = digits_from(pos);
+    let num_len = (pos - num_start).max(1);
+    let mut denom_len = 0;
+    if pos < b.len() && b[pos] == b'.' {
+        let start = pos + 1;
+        pos = digits_from(start);
+        denom_len = pos - start;
+    }
+    let value = &s[..pos];
+    let suffix_start = pos;
+    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < b.len() {
+        if matches!(b[pos], b'+' | b'-') {
+            pos += 1;
+        }
+        if digits_from(pos) < b.len() {
+            return Err(QUANTITY_FORMAT.into());
+        }
+    }
+    // The suffix: a decimal or binary one, or an exponent that fits in 64 bits.
+    let (binary, exponent): (bool, i64) = match &s[suffix_start..] {
+        "" => (false, 0),
+        "n" => (false, -9),
+        "u" => (false, -6),
+        "m" => (false, -3),
+        "k" => (false, 3),
+        "M" => (false, 6),
+        "G" => (false, 9),
+        "T" => (false, 12),
+        "P" => (false, 15),
+        "E" => (false, 18),
+        "Ki" => (true, 10),
+        "Mi" => (true, 20),
+        "Gi" => (true, 30),
+        "Ti" => (true, 40),
+        "Pi" => (true, 50),
+        "Ei" => (true, 60),
+        e if e.len() > 1 && e.starts_with(['e', 'E']) => match e[1..].parse::<i64>() {
+            Ok(x) => (false, x),
+            Err(_) => return Err("unable to parse quantity's suffix".into()),
+        },
+        _ => return Err("unable to parse quantity's suffix".into()),
+    };
+    // Read exactly as an integer when it fits the precision, else as a decimal, which needs a
+    // digit.
+    let (digits, denom) = (num_len as i64, denom_len as i64);
+    let precision = match (binary, denom) {
+        (false, _) => 18 - digits - denom,
+        (true, 0) => 15 - digits - exponent * 3 / 10 - 1,
+        (true, _) => -1,
+    };
+    let scale = if binary { 0 } else { exponent } - denom;
+    let exact = precision >= 0 && scale >= -9;
+    if exact || value.bytes().any(|c| c.is_ascii_digit()) {
+        Ok(())
+    } else {
+        Err("unable to parse numeric part of quantity".into())
+    }
 }
 
 /// Go's `base64.StdEncoding` decoding: Err is the offset `CorruptInputError` names.
@@ -330,8 +438,11 @@ fn base64_std(s: &str) -> Result<(), usize> {
                 while i < b.len() && (b[i] == b'\n' || b[i] == b'\r') {
                     i += 1;
                 }
-                if i == b.len() || b[i] != b'=' {
-                    return Err(i.min(b.len()));
+                if i == b.len() {
+                    return Err(i);
+                }
+                if b[i] != b'=' {
+                    return Err(i - 1);
                 }
                 i += 1;
             }
@@ -344,93 +455,104 @@ fn base64_std(s: &str) -> Result<(), usize> {
 }
 
 /// Go's `time.Parse(layout, s)` for the two layouts of Kubernetes' times, with its errors.
+/// The value is read byte by byte, as Go reads it.
 fn go_time(layout: &str, s: &str) -> Result<(), String> {
-    let quote = |t: &str| format!("\"{}\"", t.replace('\\', "\\\\").replace('"', "\\\""));
-    let cannot = |rest: &str, elem: &str| {
-        format!("parsing time {} as {}: cannot parse {} as {}", quote(s), quote(layout), quote(rest), quote(elem))
+    let cannot = |rest: &[u8], elem: &str| {
+        format!(
+            "parsing time {} as {}: cannot parse {} as {}",
+            time_quote(s.as_bytes()),
+            time_quote(layout.as_bytes()),
+            time_quote(rest),
+            time_quote(elem.as_bytes())
+        )
     };
-    let out_of_range = |what: &str| format!("parsing time {}: {what} out of range", quote(s));
+    let out_of_range = |what: &str| format!("parsing time {}: {what} out of range", time_quote(s.as_bytes()));
+    let digit = |v: &[u8], i: usize| v.get(i).filter(|b| b.is_ascii_digit()).map(|b| u32::from(b - b'0'));
     // Up to two digits (exactly two when `fixed`), as Go's `getnum`.
-    let num = |v: &str, fixed: bool| -> Option<(u32, usize)> {
-        let d = |i: usize| v.as_bytes().get(i).filter(|b| b.is_ascii_digit()).map(|b| u32::from(b - b'0'));
-        match (d(0)?, d(1)) {
+    let num = |v: &[u8], fixed: bool| -> Option<(u32, usize)> {
+        match (digit(v, 0)?, digit(v, 1)) {
             (a, Some(b)) => Some((a * 10 + b, 2)),
             (_, None) if fixed => None,
             (a, None) => Some((a, 1)),
         }
     };
-    let mut v = s;
-    let literal = |v: &mut &str, c: char| -> Result<(), String> {
-        match v.strip_prefix(c) {
+    let literal = |v: &mut &[u8], c: u8| -> Result<(), String> {
+        match v.strip_prefix(&[c]) {
             Some(rest) => {
                 *v = rest;
                 Ok(())
             }
-            None => Err(cannot(v, &c.to_string())),
+            None => Err(cannot(v, &char::from(c).to_string())),
         }
     };
-    let year = match v.get(..4).filter(|y| y.bytes().all(|b| b.is_ascii_digit())) {
-        Some(y) => y.parse::<u32>().unwrap_or_default(),
-        None => return Err(cannot(v, "2006")),
-    };
+    let mut v = s.as_bytes();
+    if v.len() < 4 || !v[..4].iter().all(u8::is_ascii_digit) {
+        return Err(cannot(v, "2006"));
+    }
+    let year = v[..4].iter().fold(0, |y, d| y * 10 + u32::from(d - b'0'));
     v = &v[4..];
-    literal(&mut v, '-')?;
+    literal(&mut v, b'-')?;
     let Some((month, n)) = num(v, true) else { return Err(cannot(v, "01")) };
     v = &v[n..];
     if !(1..=12).contains(&month) {
         return Err(out_of_range("month"));
     }
-    literal(&mut v, '-')?;
+    literal(&mut v, b'-')?;
     let Some((day, n)) = num(v, true) else { return Err(cannot(v, "02")) };
     v = &v[n..];
-    literal(&mut v, 'T')?;
+    literal(&mut v, b'T')?;
     let Some((hour, n)) = num(v, false) else { return Err(cannot(v, "15")) };
     v = &v[n..];
     if hour >= 24 {
         return Err(out_of_range("hour"));
     }
-    literal(&mut v, ':')?;
+    literal(&mut v, b':')?;
     let Some((minute, n)) = num(v, true) else { return Err(cannot(v, "04")) };
     v = &v[n..];
     if minute >= 60 {
         return Err(out_of_range("minute"));
     }
-    literal(&mut v, ':')?;
+    literal(&mut v, b':')?;
     let Some((second, n)) = num(v, true) else { return Err(cannot(v, "05")) };
     v = &v[n..];
     if second >= 60 {
         return Err(out_of_range("second"));
     }
-    let frac_digits = |v: &str| v.bytes().skip(1).take_while(u8::is_ascii_digit).count();
+    let separator = |v: &[u8]| matches!(v.first(), Some(b'.' | b','));
+    let digits_after = |v: &[u8]| v.iter().skip(1).take_while(|b| b.is_ascii_digit()).count();
     if layout == RFC3339_MICRO {
         // `.000000`: a separator and exactly six digits.
-        if v.len() < 7 || !v.starts_with(['.', ',']) || frac_digits(&v[..7]) != 6 {
+        if v.len() < 7 || !separator(v) || digits_after(&v[..7]) != 6 {
             return Err(cannot(v, ".000000"));
         }
         v = &v[7..];
-    } else if v.starts_with(['.', ',']) && frac_digits(v) > 0 {
-        v = &v[1 + frac_digits(v)..];
+    } else if separator(v) && digits_after(v) > 0 {
+        v = &v[1 + digits_after(v)..];
     }
-    match v.strip_prefix('Z') {
+    match v.strip_prefix(b"Z") {
         Some(rest) => v = rest,
         None => {
-            let b = v.as_bytes();
-            let zone_num = |at: usize| num(&v[at..at + 2], true).map(|(n, _)| n);
-            if b.len() < 6 || b[3] != b':' || !matches!(b[0], b'+' | b'-') {
+            if v.len() < 6 || v[3] != b':' {
                 return Err(cannot(v, "Z07:00"));
             }
-            let (Some(h), Some(m)) = (zone_num(1), zone_num(4)) else { return Err(cannot(v, "Z07:00")) };
-            if h > 24 {
+            // As Go: the minutes are read only after good hours; a range error wins over a
+            // bad number or sign, the minutes' over the hours'.
+            let hours = num(&v[1..3], true).map(|(n, _)| n);
+            let minutes = hours.and(num(&v[4..6], true)).map(|(n, _)| n);
+            if minutes.is_some_and(|m| m > 60) {
+                return Err(out_of_range("time zone offset minute"));
+            }
+            if hours.is_some_and(|h| h > 24) {
                 return Err(out_of_range("time zone offset hour"));
             }
-            if m > 60 {
-                return Err(out_of_range("time zone offset minute"));
+            if minutes.is_none() || !matches!(v[0], b'+' | b'-') {
+                return Err(cannot(v, "Z07:00"));
             }
             v = &v[6..];
         }
     }
     if !v.is_empty() {
-        return Err(format!("parsing time {}: extra text: {}", quote(s), quote(v)));
+        return Err(format!("parsing time {}: extra text: {}", time_quote(s.as_bytes()), time_quote(v)));
     }
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let days = match month {
@@ -443,6 +565,25 @@ fn go_time(layout: &str, s: &str) -> Result<(), String> {
         return Err(out_of_range("day"));
     }
     Ok(())
+}
+
+/// Go's `time.quote`: in double quotes, `"` and `\` escaped, every byte outside printable ASCII
+/// as `\xNN`.
+fn time_quote(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for &b in s {
+        match b {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(b));
+            }
+            b' '..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]
@@ -462,6 +603,7 @@ mod tests {
             deployment(json!({"replicas": "three"})),
             Err("json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32".into())
         );
+        assert_eq!(deployment(json!({"replicas": -0.0})), Ok(()), "-0 is an integer");
         assert_eq!(
             deployment(json!({"replicas": 1.5})),
             Err("json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"
@@ -504,11 +646,26 @@ mod tests {
         let limits = |q: Value| container(json!({"resources": {"limits": {"cpu": q}}, "name": 5}));
         assert_eq!(limits(json!("abc")), Err(QUANTITY_FORMAT.into()), "before the saved mismatch of `name`");
         assert_eq!(limits(json!("1kk")), Err("unable to parse quantity's suffix".into()));
-        assert_eq!(limits(json!("1.2.3")), Err("unable to parse numeric part of quantity".into()));
+        assert_eq!(limits(json!("1e99999999999999999999")), Err("unable to parse quantity's suffix".into()));
+        assert_eq!(limits(json!("1.2.3")), Err(QUANTITY_FORMAT.into()));
+        assert_eq!(limits(json!("")), Err(QUANTITY_FORMAT.into()));
+        assert_eq!(limits(json!("Ei")), Err("unable to parse numeric part of quantity".into()));
+        assert_eq!(limits(json!("e-20")), Err("unable to parse numeric part of quantity".into()));
         assert_eq!(limits(json!({})), Err(QUANTITY_FORMAT.into()));
-        for q in
-            [json!("100m"), json!(" 2Gi "), json!(1.5), json!("1e3"), json!("+5"), json!("99999999999999999999999Ei")]
-        {
+        for q in [
+            json!("100m"),
+            json!(" 2Gi "),
+            json!(1.5),
+            json!("1e3"),
+            json!("+5"),
+            json!("99999999999999999999999Ei"),
+            json!("Mi"),
+            json!("."),
+            json!("-"),
+            json!("e3"),
+            json!("1.Gi"),
+            json!(-0.0),
+        ] {
             assert_eq!(container(json!({"resources": {"limits": {"cpu": q}}})), Ok(()), "{q}");
         }
         let probe = |port: Value| container(json!({"livenessProbe": {"httpGet": {"port": port}}}));
@@ -524,6 +681,14 @@ mod tests {
         assert_eq!(secret(json!("aGVsbG8")), Err("illegal base64 data at input byte 4".into()));
         assert_eq!(secret(json!("a$")), Err("illegal base64 data at input byte 1".into()));
         assert_eq!(secret(json!("aGk=x")), Err("illegal base64 data at input byte 4".into()));
+        assert_eq!(secret(json!("ab=c")), Err("illegal base64 data at input byte 2".into()));
+        assert_eq!(secret(json!("ab=")), Err("illegal base64 data at input byte 3".into()));
+        assert_eq!(secret(json!("aG\nk=")), Ok(()));
+        assert_eq!(secret(json!([104, 105])), Ok(()), "a list of bytes");
+        assert_eq!(
+            secret(json!([104, 256])),
+            Err("json: cannot unmarshal number 256 into Go struct field Secret.data of type uint8".into())
+        );
         assert_eq!(
             secret(json!(5)),
             Err("json: cannot unmarshal number into Go struct field Secret.data of type []uint8".into())
@@ -550,12 +715,24 @@ mod tests {
         ] {
             assert_eq!(created(json!(bad)), Err(message), "{bad}");
         }
+        // Read byte by byte: a character of several bytes is not split.
+        assert_eq!(
+            created(json!("2026-01-02T00:00:00+00:0é")),
+            Err(format!(
+                "parsing time \"2026-01-02T00:00:00+00:0\\xc3\\xa9\" as {layout}: cannot parse \"+00:0\\xc3\\xa9\" as \"Z07:00\""
+            ))
+        );
+        assert_eq!(
+            created(json!("2026-01-02T00:00:00+30:61")),
+            Err("parsing time \"2026-01-02T00:00:00+30:61\": time zone offset minute out of range".into())
+        );
         assert_eq!(
             created(json!(5)),
             Err("json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type string".into())
         );
         let lease = |t: &str| check_json("coordination.k8s.io", "v1", "Lease", json!({"spec": {"renewTime": t}}));
         assert_eq!(lease("2026-03-01T10:00:00.123456Z"), Ok(()));
+        assert!(lease("2026-03-01T10:00:00.12345é").is_err());
         assert_eq!(
             lease("2026-03-01T10:00:00Z"),
             Err("parsing time \"2026-03-01T10:00:00Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\""

@@ -367,7 +367,11 @@ fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation)
     let (mut v, duplicates) = field_validation::decode(&b.json)
         .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
     let unknown = field_validation::prune_unknown(info, &mut v);
-    field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown)?;
+    if let Err(strict) = field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown) {
+        // Kube's decoder reports a value it cannot decode before strict decoding's errors.
+        crate::store::check_body(info, v)?;
+        return Err(strict);
+    }
     Ok(v)
 }
 

@@ -229,6 +229,11 @@ fn resolve(text: &str) -> Option<Value> {
     }
     if is_float(text) {
         let f: f64 = plain.parse().ok()?;
+        // Written to JSON as Go writes a float64: a whole number below 1e21 without a fraction
+        // (`1.0` and `1e3` are the integers 1 and 1000 to the decoder).
+        if f.fract() == 0.0 && f.abs() < 9.2e18 {
+            return Some(Value::Number((f as i64).into()));
+        }
         return Number::from_f64(f).map(Value::Number);
     }
     None
@@ -283,14 +288,14 @@ mod tests {
     #[test]
     fn yaml_reads_as_go_yaml_v2_reads_it() {
         let d = decode(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  labels:\n    on: yes\n    n: '1'\nspec:\n  replicas: 3\n  ratio: 1.5\n  hex: 0x10\n  octal: 010\n  none: ~\n  list: [a, \"b\", 3]\n",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  labels:\n    on: yes\n    n: '1'\nspec:\n  replicas: 3\n  ratio: 1.5\n  whole: 2.0\n  big: 1e3\n  hex: 0x10\n  octal: 010\n  none: ~\n  list: [a, \"b\", 3]\n",
         )
         .unwrap();
         assert_eq!(
             d.value,
             json!({"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "api", "labels": {"true": true, "false": "1"}},
-                "spec": {"replicas": 3, "ratio": 1.5, "hex": 16, "octal": 8, "none": null, "list": ["a", "b", 3]}})
+                "spec": {"replicas": 3, "ratio": 1.5, "whole": 2, "big": 1000, "hex": 16, "octal": 8, "none": null, "list": ["a", "b", 3]}})
         );
         assert!(d.duplicates.is_empty());
         let d = decode("a: 1\nb:\n  c: 2\n  c: 3\n").unwrap();

@@ -183,6 +183,15 @@ async fn values_go_cannot_decode_into_the_type_are_refused_and_not_stored() {
             )
         );
     }
+    // Before strict decoding's errors.
+    bad["spec"]["bogus"] = json!(1);
+    let r = c.post(&format!("{path}?fieldValidation=Strict"), &bad).await;
+    assert_eq!(
+        r.body["message"],
+        cannot(
+            "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+        )
+    );
     let mut bad = pod("p", json!({}));
     bad["spec"]["containers"] = json!({"name": "c", "image": "i"});
     let r = c.post(path, &bad).await;
@@ -241,6 +250,17 @@ async fn values_go_cannot_decode_into_the_type_are_refused_and_not_stored() {
         "{message}"
     );
     assert_eq!(r.body["message"], format!(" \"\" is invalid: patch: {message}"));
+    // A strategic merge patch is read as kube's unstructured converter reads it: `60.0` is 60.
+    let strategic = "application/strategic-merge-patch+json";
+    let r = c.patch(&format!("{path}/p"), strategic, &json!({"spec": {"activeDeadlineSeconds": 60.0}})).await;
+    assert_eq!((r.code, &r.body["spec"]["activeDeadlineSeconds"]), (200, &json!(60)), "{}", r.body);
+    let r = c.patch(&format!("{path}/p"), strategic, &json!({"spec": {"activeDeadlineSeconds": 60.5}})).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    let created = c.get(&format!("{path}/p")).await.body;
+    // A YAML body's `2.0` is the integer Go's YAML-to-JSON conversion writes.
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-yaml\nspec:\n  activeDeadlineSeconds: 2.0\n  containers:\n  - name: c\n    image: i\n";
+    let r = c.send_raw(http::Method::POST, path, yaml.as_bytes().to_vec(), "application/yaml").await;
+    assert_eq!((r.code, &r.body["spec"]["activeDeadlineSeconds"]), (201, &json!(2)), "{}", r.body);
     // Nothing was written.
     let stored = c.get(&format!("{path}/p")).await.body;
     assert_eq!(stored["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);

@@ -115,11 +115,18 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
 
 /// Checks that a patched object's fields can be decoded into its built-in type: kube-apiserver
 /// refuses one that cannot with 422, naming the patched object as the invalid value of `patch`.
-pub(crate) fn check_patched(info: &ResourceInfo, doc: &Value) -> Result<(), ApiError> {
+/// A strategically merged object is read as kube's unstructured converter reads it, whole-number
+/// floats of integer fields as integers.
+pub(crate) fn check_patched(info: &ResourceInfo, kind: super::PatchType, doc: &mut Value) -> Result<(), ApiError> {
     let Value::Object(obj) = doc else { return Ok(()) };
     if info.custom.is_some() {
         return Ok(());
     }
+    if kind == super::PatchType::Strategic {
+        crate::go_types::whole_numbers_as_ints(&info.group, &info.version, &info.kind, obj);
+    }
+    let doc = &*doc;
+    let Value::Object(obj) = doc else { return Ok(()) };
     crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| {
         let cause = format!("Invalid value: {}: {e}", crate::structural::go_quote(&doc.to_string()));
         let mut err = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"));

@@ -777,7 +777,7 @@ impl Store {
             let attempt = async {
                 let mut doc = cur.value();
                 decoded.apply(&mut doc)?;
-                body_checks::check_patched(info, &doc)?;
+                body_checks::check_patched(info, kind, &mut doc)?;
                 let unknown = field_validation::prune_unknown(info, &mut doc);
                 field_validation::check(info, opts.validation, &[], &[], &unknown)?;
                 let obj = check_body(info, doc)?;
