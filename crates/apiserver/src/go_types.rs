@@ -25,6 +25,9 @@ const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
+/// 2^63: whole floats below it in magnitude are integers Go can hold.
+pub(crate) const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+
 /// `time.RFC3339`, as `metav1.Time` parses it.
 const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
 /// `metav1.RFC3339Micro`, as `metav1.MicroTime` parses it.
@@ -171,9 +174,10 @@ fn go_type(schemas: &'static Schemas, structs: &HashMap<&'static str, usize>, sc
     }
 }
 
-/// An integer as Go reads one: `-0` too, which the JSON decoder here reads as a float.
+/// An integer as Go reads one: `-0` too, which the JSON decoder here reads as a negative zero
+/// float (`-0.0`, which Go refuses, reads the same).
 fn int_of(n: &Number) -> Option<i64> {
-    n.as_i64().or_else(|| n.as_f64().filter(|f| *f == 0.0).map(|_| 0))
+    n.as_i64().or_else(|| n.as_f64().filter(|f| *f == 0.0 && f.is_sign_negative()).map(|_| 0))
 }
 
 /// Turns the whole-number floats of a built-in object's integer fields into integers, as
@@ -195,10 +199,14 @@ pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj:
             (GoType::List(item), Value::Array(items)) => items.iter_mut().for_each(|i| value(i, item, types)),
             (GoType::Map(each), Value::Object(m)) => m.values_mut().for_each(|i| value(i, each, types)),
             (GoType::Int(..) | GoType::IntOrString, v @ Value::Number(_)) => {
-                if let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                if let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && (-I64_BOUND..I64_BOUND).contains(f))
                     && v.as_i64().is_none()
                 {
                     *v = Value::Number((f as i64).into());
+                }
+                // Go's conversion wraps an integer to the field's width.
+                if let (GoType::Int("int32", ..), Some(i)) = (ty, v.as_i64()) {
+                    *v = Value::Number(i64::from(i as i32).into());
                 }
             }
             _ => {}
@@ -368,8 +376,9 @@ fn quantity(s: &str) -> Result<(), String> {
             return Err(QUANTITY_FORMAT.into());
         }
     }
-    // The suffix: a decimal or binary one, or an exponent that fits in 64 bits.
-    let (binary, exponent): (bool, i64) = match &s[suffix_start..] {
+    // The suffix: a decimal or binary one, or an exponent that fits in 64 bits (then kept in 32,
+    // as Go keeps it, wrapping).
+    let (binary, exponent): (bool, i32) = match &s[suffix_start..] {
         "" => (false, 0),
         "n" => (false, -9),
         "u" => (false, -6),
@@ -387,20 +396,20 @@ fn quantity(s: &str) -> Result<(), String> {
         "Pi" => (true, 50),
         "Ei" => (true, 60),
         e if e.len() > 1 && e.starts_with(['e', 'E']) => match e[1..].parse::<i64>() {
-            Ok(x) => (false, x),
+            Ok(x) => (false, x as i32),
             Err(_) => return Err("unable to parse quantity's suffix".into()),
         },
         _ => return Err("unable to parse quantity's suffix".into()),
     };
     // Read exactly as an integer when it fits the precision, else as a decimal, which needs a
     // digit.
-    let (digits, denom) = (num_len as i64, denom_len as i64);
+    let (digits, denom) = (num_len as i32, denom_len as i32);
     let precision = match (binary, denom) {
-        (false, _) => 18 - digits - denom,
+        (false, _) => 18i32.wrapping_sub(digits.wrapping_add(denom)),
         (true, 0) => 15 - digits - exponent * 3 / 10 - 1,
         (true, _) => -1,
     };
-    let scale = if binary { 0 } else { exponent } - denom;
+    let scale = if binary { 0 } else { exponent }.wrapping_sub(denom);
     let exact = precision >= 0 && scale >= -9;
     if exact || value.bytes().any(|c| c.is_ascii_digit()) {
         Ok(())
@@ -521,9 +530,18 @@ fn go_time(layout: &str, s: &str) -> Result<(), String> {
     let separator = |v: &[u8]| matches!(v.first(), Some(b'.' | b','));
     let digits_after = |v: &[u8]| v.iter().skip(1).take_while(|b| b.is_ascii_digit()).count();
     if layout == RFC3339_MICRO {
-        // `.000000`: a separator and exactly six digits.
-        if v.len() < 7 || !separator(v) || digits_after(&v[..7]) != 6 {
+        // `.000000`: a separator and six characters Go's `atoi` reads (a sign, then digits).
+        let frac = v.get(1..7).unwrap_or_default();
+        let (negative, unsigned) = match frac.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            Some((b'+', rest)) => (false, rest),
+            _ => (false, frac),
+        };
+        if v.len() < 7 || !separator(v) || !unsigned.iter().all(u8::is_ascii_digit) {
             return Err(cannot(v, ".000000"));
+        }
+        if negative && unsigned.iter().any(|d| *d != b'0') {
+            return Err(out_of_range("fractional second"));
         }
         v = &v[7..];
     } else if separator(v) && digits_after(v) > 0 {
@@ -578,7 +596,7 @@ fn time_quote(s: &[u8]) -> String {
                 out.push('\\');
                 out.push(char::from(b));
             }
-            b' '..=0x7e => out.push(char::from(b)),
+            b' '..=0x7f => out.push(char::from(b)),
             _ => out.push_str(&format!("\\x{b:02x}")),
         }
     }
@@ -604,6 +622,11 @@ mod tests {
             Err("json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32".into())
         );
         assert_eq!(deployment(json!({"replicas": -0.0})), Ok(()), "-0 is an integer");
+        assert_eq!(
+            deployment(json!({"replicas": 0.0})),
+            Err("json: cannot unmarshal number 0.0 into Go struct field DeploymentSpec.spec.replicas of type int32"
+                .into())
+        );
         assert_eq!(
             deployment(json!({"replicas": 1.5})),
             Err("json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"
@@ -650,6 +673,8 @@ mod tests {
         assert_eq!(limits(json!("1.2.3")), Err(QUANTITY_FORMAT.into()));
         assert_eq!(limits(json!("")), Err(QUANTITY_FORMAT.into()));
         assert_eq!(limits(json!("Ei")), Err("unable to parse numeric part of quantity".into()));
+        // The exponent wraps to 32 bits, as Go keeps it.
+        assert_eq!(limits(json!("e4294967286")), Err("unable to parse numeric part of quantity".into()));
         assert_eq!(limits(json!("e-20")), Err("unable to parse numeric part of quantity".into()));
         assert_eq!(limits(json!({})), Err(QUANTITY_FORMAT.into()));
         for q in [
@@ -664,6 +689,8 @@ mod tests {
             json!("-"),
             json!("e3"),
             json!("1.Gi"),
+            json!("e-4294967295"),
+            json!(".5e-9223372036854775808"),
             json!(-0.0),
         ] {
             assert_eq!(container(json!({"resources": {"limits": {"cpu": q}}})), Ok(()), "{q}");
@@ -692,6 +719,18 @@ mod tests {
         assert_eq!(
             secret(json!(5)),
             Err("json: cannot unmarshal number into Go struct field Secret.data of type []uint8".into())
+        );
+    }
+
+    #[test]
+    fn strategically_merged_whole_numbers_are_integers_of_the_field_s_width() {
+        let mut d = json!({"spec": {"replicas": 3.0, "minReadySeconds": 4294967297_i64, "paused": 1.0,
+            "template": {"spec": {"containers": [{"ports": [{"containerPort": 80.0}]}], "priority": 1.5}}}});
+        whole_numbers_as_ints("apps", "v1", "Deployment", d.as_object_mut().unwrap());
+        assert_eq!(
+            d,
+            json!({"spec": {"replicas": 3, "minReadySeconds": 1, "paused": 1.0,
+                "template": {"spec": {"containers": [{"ports": [{"containerPort": 80}]}], "priority": 1.5}}}})
         );
     }
 
@@ -732,6 +771,12 @@ mod tests {
         );
         let lease = |t: &str| check_json("coordination.k8s.io", "v1", "Lease", json!({"spec": {"renewTime": t}}));
         assert_eq!(lease("2026-03-01T10:00:00.123456Z"), Ok(()));
+        assert_eq!(lease("2026-03-01T10:00:00.+12345Z"), Ok(()), "Go's atoi takes a sign");
+        assert_eq!(lease("2026-03-01T10:00:00.-00000Z"), Ok(()));
+        assert_eq!(
+            lease("2026-03-01T10:00:00.-12345Z"),
+            Err("parsing time \"2026-03-01T10:00:00.-12345Z\": fractional second out of range".into())
+        );
         assert!(lease("2026-03-01T10:00:00.12345é").is_err());
         assert_eq!(
             lease("2026-03-01T10:00:00Z"),

@@ -369,7 +369,7 @@ fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation)
     let unknown = field_validation::prune_unknown(info, &mut v);
     if let Err(strict) = field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown) {
         // Kube's decoder reports a value it cannot decode before strict decoding's errors.
-        crate::store::check_body(info, v)?;
+        crate::store::check_decodable(info, &v)?;
         return Err(strict);
     }
     Ok(v)

@@ -229,9 +229,9 @@ fn resolve(text: &str) -> Option<Value> {
     }
     if is_float(text) {
         let f: f64 = plain.parse().ok()?;
-        // Written to JSON as Go writes a float64: a whole number below 1e21 without a fraction
+        // Written to JSON as Go writes a float64: a whole number without a fraction
         // (`1.0` and `1e3` are the integers 1 and 1000 to the decoder).
-        if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        if f.fract() == 0.0 && (-crate::go_types::I64_BOUND..crate::go_types::I64_BOUND).contains(&f) {
             return Some(Value::Number((f as i64).into()));
         }
         return Number::from_f64(f).map(Value::Number);

@@ -113,6 +113,17 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
     Ok(obj)
 }
 
+/// Whether Go's decoder can read a body into its built-in type (without the other checks of
+/// [`check_body`]): its refusal, in its words.
+pub(crate) fn check_decodable(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
+    match body {
+        Value::Object(obj) if info.custom.is_none() => {
+            crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| cannot_handle(info, &e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Checks that a patched object's fields can be decoded into its built-in type: kube-apiserver
 /// refuses one that cannot with 422, naming the patched object as the invalid value of `patch`.
 /// A strategically merged object is read as kube's unstructured converter reads it, whole-number

@@ -40,7 +40,7 @@ mod patch;
 mod tracking;
 
 use body_checks::meta_mut;
-pub(crate) use body_checks::{check_body, meta_str, parse_rv_field, resolve_namespace};
+pub(crate) use body_checks::{check_body, check_decodable, meta_str, parse_rv_field, resolve_namespace};
 pub(crate) use patch::DecodedPatch;
 pub use patch::PatchType;
 pub(crate) use tracking::Tracking;
