@@ -219,7 +219,8 @@ pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj:
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// How Go's decoder names the kind of a JSON value in its errors.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

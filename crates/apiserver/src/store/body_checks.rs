@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::go_types::json_kind;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 
@@ -62,7 +63,7 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
                         info,
                         &format!(
                             "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                            json_type(v)
+                            json_kind(v)
                         ),
                     ));
                 }
@@ -79,7 +80,7 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
                                 info,
                                 &format!(
                                     "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type string",
-                                    json_type(bad)
+                                    json_kind(bad)
                                 ),
                             ));
                         }
@@ -89,7 +90,7 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
                             info,
                             &format!(
                                 "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{f} of type map[string]string",
-                                json_type(v)
+                                json_kind(v)
                             ),
                         ));
                     }
@@ -101,15 +102,13 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
                 info,
                 &format!(
                     "json: cannot unmarshal {} into Go struct field {}.metadata of type v1.ObjectMeta",
-                    json_type(v),
+                    json_kind(v),
                     info.kind
                 ),
             ));
         }
     }
-    if info.custom.is_none() {
-        crate::go_types::check(&info.group, &info.version, &info.kind, &obj).map_err(|e| cannot_handle(info, &e))?;
-    }
+    decodable(info, &obj)?;
     Ok(obj)
 }
 
@@ -117,11 +116,16 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
 /// [`check_body`]): its refusal, in its words.
 pub(crate) fn check_decodable(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
     match body {
-        Value::Object(obj) if info.custom.is_none() => {
-            crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| cannot_handle(info, &e))
-        }
+        Value::Object(obj) => decodable(info, obj),
         _ => Ok(()),
     }
+}
+
+fn decodable(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    if info.custom.is_some() {
+        return Ok(());
+    }
+    crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| cannot_handle(info, &e))
 }
 
 /// Checks that a patched object's fields can be decoded into its built-in type: kube-apiserver
@@ -129,15 +133,13 @@ pub(crate) fn check_decodable(info: &ResourceInfo, body: &Value) -> Result<(), A
 /// A strategically merged object is read as kube's unstructured converter reads it, whole-number
 /// floats of integer fields as integers.
 pub(crate) fn check_patched(info: &ResourceInfo, kind: super::PatchType, doc: &mut Value) -> Result<(), ApiError> {
-    let Value::Object(obj) = doc else { return Ok(()) };
     if info.custom.is_some() {
         return Ok(());
     }
-    if kind == super::PatchType::Strategic {
+    if let (super::PatchType::Strategic, Value::Object(obj)) = (kind, &mut *doc) {
         crate::go_types::whole_numbers_as_ints(&info.group, &info.version, &info.kind, obj);
     }
-    let doc = &*doc;
-    let Value::Object(obj) = doc else { return Ok(()) };
+    let Value::Object(obj) = &*doc else { return Ok(()) };
     crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| {
         let cause = format!("Invalid value: {}: {e}", crate::structural::go_quote(&doc.to_string()));
         let mut err = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"));
@@ -151,7 +153,7 @@ pub(crate) fn check_patched(info: &ResourceInfo, kind: super::PatchType, doc: &m
 /// Why `metadata.ownerReferences` cannot be decoded into Go's `[]OwnerReference`, if it cannot.
 fn owner_references_shape(refs: Option<&Value>) -> Option<String> {
     let unmarshal = |v: &Value, at: &str, ty: &str| {
-        Some(format!("json: cannot unmarshal {} into Go struct field {at} of type {ty}", json_type(v)))
+        Some(format!("json: cannot unmarshal {} into Go struct field {at} of type {ty}", json_kind(v)))
     };
     let list = match refs {
         None | Some(Value::Null) => return None,
@@ -176,17 +178,6 @@ fn owner_references_shape(refs: Option<&Value>) -> Option<String> {
         }
     }
     None
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 pub(super) fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
