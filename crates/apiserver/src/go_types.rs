@@ -25,9 +25,6 @@ const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
-/// 2^63: whole floats below it in magnitude are integers Go can hold.
-pub(crate) const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
-
 /// `time.RFC3339`, as `metav1.Time` parses it.
 const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
 /// `metav1.RFC3339Micro`, as `metav1.MicroTime` parses it.
@@ -37,10 +34,9 @@ const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
 /// it into that type; Err is the decoder's message. Types without a built-in schema pass.
 pub(crate) fn check(group: &str, version: &str, kind: &str, obj: &Map<String, Value>) -> Result<(), String> {
     let types = types();
-    let Some(name) = crate::schema::builtin().name_of(group, version, kind) else { return Ok(()) };
-    let Some(&root) = types.by_definition.get(name) else { return Ok(()) };
-    let mut walk = Walk { types, fields: Vec::new(), strukt: short_name(name), saved: None };
-    walk.fields_of(obj, &types.structs[root])?;
+    let Some(root) = types.root(group, version, kind) else { return Ok(()) };
+    let mut walk = Walk { types, fields: Vec::new(), strukt: short_name(root.definition), saved: None };
+    walk.fields_of(obj, root)?;
     walk.saved.map_or(Ok(()), Err)
 }
 
@@ -55,6 +51,29 @@ struct Types {
 struct Struct {
     definition: &'static str,
     fields: Vec<(&'static str, GoType)>,
+}
+
+impl Types {
+    /// The struct of the built-in type `group/version, Kind=kind`.
+    fn root(&'static self, group: &str, version: &str, kind: &str) -> Option<&'static Struct> {
+        let name = crate::schema::builtin().name_of(group, version, kind)?;
+        self.by_definition.get(name).map(|&i| &self.structs[i])
+    }
+}
+
+impl Struct {
+    /// The members of an object (given in key order) that are fields of the struct, each with
+    /// its field's type: both are walked in key order, without lookups.
+    fn fields_in<'o, V>(
+        &'static self,
+        members: impl Iterator<Item = (&'o String, V)>,
+    ) -> impl Iterator<Item = (&'o String, V, &'static GoType)> {
+        let mut fields = self.fields.iter().peekable();
+        members.filter_map(move |(k, v)| {
+            while fields.next_if(|(name, _)| *name < k.as_str()).is_some() {}
+            fields.next_if(|(name, _)| *name == k.as_str()).map(|(_, ty)| (k, v, ty))
+        })
+    }
 }
 
 /// A Go type, as far as decoding JSON into it goes.
@@ -116,6 +135,7 @@ impl GoType {
             GoType::Bytes => "[]uint8".into(),
             GoType::Quantity => "resource.Quantity".into(),
             GoType::IntOrString => "intstr.IntOrString".into(),
+            GoType::Time(RFC3339_MICRO) => "v1.MicroTime".into(),
             GoType::Time(_) => "v1.Time".into(),
             GoType::Any => "interface {}".into(),
         }
@@ -185,12 +205,8 @@ fn int_of(n: &Number) -> Option<i64> {
 /// `2`); other values are left to [`check`].
 pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj: &mut Map<String, Value>) {
     fn fields(obj: &mut Map<String, Value>, st: &'static Struct, types: &'static Types) {
-        let mut fields = st.fields.iter().peekable();
-        for (k, v) in obj.iter_mut() {
-            while fields.next_if(|(name, _)| *name < k.as_str()).is_some() {}
-            if let Some((_, ty)) = fields.next_if(|(name, _)| *name == k.as_str()) {
-                value(v, ty, types);
-            }
+        for (_, v, ty) in st.fields_in(obj.iter_mut()) {
+            value(v, ty, types);
         }
     }
     fn value(v: &mut Value, ty: &'static GoType, types: &'static Types) {
@@ -199,10 +215,10 @@ pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj:
             (GoType::List(item), Value::Array(items)) => items.iter_mut().for_each(|i| value(i, item, types)),
             (GoType::Map(each), Value::Object(m)) => m.values_mut().for_each(|i| value(i, each, types)),
             (GoType::Int(..) | GoType::IntOrString, v @ Value::Number(_)) => {
-                if let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && (-I64_BOUND..I64_BOUND).contains(f))
+                if let Some(i) = v.as_f64().and_then(whole_int)
                     && v.as_i64().is_none()
                 {
-                    *v = Value::Number((f as i64).into());
+                    *v = Value::Number(i.into());
                 }
                 // Go's conversion wraps an integer to the field's width.
                 if let (GoType::Int("int32", ..), Some(i)) = (ty, v.as_i64()) {
@@ -213,10 +229,16 @@ pub(crate) fn whole_numbers_as_ints(group: &str, version: &str, kind: &str, obj:
         }
     }
     let types = types();
-    let Some(name) = crate::schema::builtin().name_of(group, version, kind) else { return };
-    if let Some(&root) = types.by_definition.get(name) {
-        fields(obj, &types.structs[root], types);
+    if let Some(root) = types.root(group, version, kind) {
+        fields(obj, root, types);
     }
+}
+
+/// A float as the integer Go writes it as, when it is a whole number an `int64` holds.
+pub(crate) fn whole_int(f: f64) -> Option<i64> {
+    // 2^63: whole floats below it in magnitude are integers Go can hold.
+    const BOUND: f64 = 9_223_372_036_854_775_808.0;
+    (f.fract() == 0.0 && (-BOUND..BOUND).contains(&f)).then_some(f as i64)
 }
 
 /// How Go's decoder names the kind of a JSON value in its errors.
@@ -258,10 +280,7 @@ impl<'v> Walk<'v> {
 
     /// The fields of `obj` the struct has, found by walking both in key order.
     fn fields_of(&mut self, obj: &'v Map<String, Value>, st: &'static Struct) -> Result<(), String> {
-        let mut fields = st.fields.iter().peekable();
-        for (k, v) in obj {
-            while fields.next_if(|(name, _)| *name < k.as_str()).is_some() {}
-            let Some((_, ty)) = fields.next_if(|(name, _)| *name == k.as_str()) else { continue };
+        for (k, v, ty) in st.fields_in(obj.iter()) {
             self.fields.push(k);
             self.value(v, ty)?;
             self.fields.pop();

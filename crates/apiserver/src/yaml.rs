@@ -231,8 +231,8 @@ fn resolve(text: &str) -> Option<Value> {
         let f: f64 = plain.parse().ok()?;
         // Written to JSON as Go writes a float64: a whole number without a fraction
         // (`1.0` and `1e3` are the integers 1 and 1000 to the decoder).
-        if f.fract() == 0.0 && (-crate::go_types::I64_BOUND..crate::go_types::I64_BOUND).contains(&f) {
-            return Some(Value::Number((f as i64).into()));
+        if let Some(i) = crate::go_types::whole_int(f) {
+            return Some(Value::Number(i.into()));
         }
         return Number::from_f64(f).map(Value::Number);
     }

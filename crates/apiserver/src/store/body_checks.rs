@@ -21,9 +21,17 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
     ))
 }
 
-/// Checks the decoded body is an object of the right kind/apiVersion with a
-/// well-typed metadata; returns it as a map.
+/// Checks the decoded body is an object of the right kind/apiVersion with a well-typed
+/// metadata, whose fields Go can decode into its built-in type; returns it as a map.
 pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
+    let obj = check_envelope(info, body)?;
+    decodable(info, &obj)?;
+    Ok(obj)
+}
+
+/// [`check_body`] but for the decoding of the fields (a patched object's are checked by
+/// [`check_patched`]).
+pub(super) fn check_envelope(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(mut obj) = body else {
         return Err(ApiError::bad_request("couldn't get version/kind; json parse error: expected an object"));
     };
@@ -108,7 +116,6 @@ pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String,
             ));
         }
     }
-    decodable(info, &obj)?;
     Ok(obj)
 }
 

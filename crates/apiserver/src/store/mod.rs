@@ -780,7 +780,7 @@ impl Store {
                 body_checks::check_patched(info, kind, &mut doc)?;
                 let unknown = field_validation::prune_unknown(info, &mut doc);
                 field_validation::check(info, opts.validation, &[], &[], &unknown)?;
-                let obj = check_body(info, doc)?;
+                let obj = body_checks::check_envelope(info, doc)?;
                 if meta_str(&obj, "name").as_deref() != Some(name) {
                     return Err(ApiError::bad_request(format!(
                         "the name of the object ({}) does not match the name on the URL ({name})",
