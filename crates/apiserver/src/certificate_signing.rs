@@ -119,7 +119,9 @@ pub(crate) fn prepare_update(target: Target, old: &Value, mut merged: Map<String
     merged.insert("spec".into(), spec);
     let mut status = match target {
         // The resource itself: status as stored.
-        Target::Main | Target::Finalize | Target::Binding => old.get("status").cloned().unwrap_or(json!({})),
+        Target::Main | Target::Finalize | Target::Binding | Target::EphemeralContainers | Target::Resize => {
+            old.get("status").cloned().unwrap_or(json!({}))
+        }
         // Only the conditions.
         Target::Approval => {
             let mut status = old.get("status").cloned().unwrap_or(json!({}));

@@ -84,7 +84,7 @@ fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {
 }
 
 /// A lowercase RFC 1123 label.
-fn dns1123_label(v: &str) -> bool {
+pub(crate) fn dns1123_label(v: &str) -> bool {
     let b = v.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -98,7 +98,7 @@ fn dns1035_label(v: &str) -> bool {
     dns1123_label(v) && v.as_bytes()[0].is_ascii_lowercase()
 }
 
-const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+pub(crate) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const VERSION_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// The schema a definition gives `version`.

@@ -943,7 +943,7 @@ fn priority(spec: &mut Map<String, Value>, write: Write<'_>, name: &str, classes
 /// A pod's QoS class from its containers' CPU and memory requests and limits (requests already
 /// defaulted from limits): BestEffort without any, Guaranteed when every container limits both
 /// and the requests equal the limits, Burstable otherwise.
-fn qos_class(spec: &Map<String, Value>) -> &'static str {
+pub(crate) fn qos_class(spec: &Map<String, Value>) -> &'static str {
     let mut requests: HashMap<&str, i128> = HashMap::new();
     let mut limits: HashMap<&str, i128> = HashMap::new();
     let mut guaranteed = true;

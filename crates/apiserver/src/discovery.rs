@@ -92,7 +92,8 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 }
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
-/// `status`, `scale`, `binding` and `eviction` of pods, `token` of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
+/// `status`, `scale`, `binding`, `ephemeralcontainers`, `eviction` and `resize` of pods, `token`
+/// of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
 /// route table does; custom resources list `status` before `scale`, as the apiextensions server
 /// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
@@ -148,6 +149,15 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let binding = pods.then(|| {
         json!({"name": "pods/binding", "singularName": "", "namespaced": true, "kind": "Binding", "verbs": ["create"]})
     });
+    // Served as the pod itself, as `status` is.
+    let pod_part = |name: &str| {
+        pods.then(|| {
+            json!({"name": format!("pods/{name}"), "singularName": "", "namespaced": true, "kind": "Pod",
+                "verbs": ["get", "patch", "update"]})
+        })
+    };
+    let ephemeral = pod_part(crate::pod_ephemeral_containers::SUBRESOURCE);
+    let resize = pod_part(crate::pod_resize::SUBRESOURCE);
     let eviction = pods.then(|| {
         json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
             "version": "v1", "kind": "Eviction", "verbs": ["create"]})
@@ -161,9 +171,9 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     });
     let subresources = if r.list_items_have_kind {
-        [finalize, status, scale, None, None, None, None]
+        [finalize, status, scale, None, None, None, None, None, None]
     } else {
-        [approval, finalize, binding, eviction, scale, status, token]
+        [approval, finalize, binding, ephemeral, eviction, resize, scale, status, token]
     };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
@@ -284,7 +294,12 @@ pub fn aggregated(reg: &Registry, core: bool) -> Value {
 /// One resource in the aggregated form, its subresources inside it.
 fn aggregated_resource(r: &ResourceInfo) -> Value {
     let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
-    let own = kind(&r.group, &r.version, &r.kind);
+    // kube-apiserver names a built-in type's group and version only where the storage gives its
+    // own (Scale, Eviction, TokenRequest); the apiextensions server names a custom resource's.
+    let own = match &r.custom {
+        Some(_) => kind(&r.group, &r.version, &r.kind),
+        None => kind("", "", &r.kind),
+    };
     let mut out = json!({
         "resource": r.plural,
         "responseKind": own,
@@ -312,11 +327,15 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         );
     }
     if r.is_core("pods") {
+        let pod_part =
+            |name: &str| json!({"subresource": name, "responseKind": own, "verbs": ["get", "patch", "update"]});
         subresources
-            .push(json!({"subresource": "binding", "responseKind": kind("", "v1", "Binding"), "verbs": ["create"]}));
+            .push(json!({"subresource": "binding", "responseKind": kind("", "", "Binding"), "verbs": ["create"]}));
+        subresources.push(pod_part(crate::pod_ephemeral_containers::SUBRESOURCE));
         subresources.push(
             json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}),
         );
+        subresources.push(pod_part(crate::pod_resize::SUBRESOURCE));
     }
     if r.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
@@ -358,8 +377,14 @@ mod tests {
         assert_eq!(pods["scope"], "Namespaced");
         let subresources: Vec<&str> =
             pods["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
-        assert_eq!(subresources, ["binding", "eviction", "status"]);
-        assert_eq!(pods["subresources"][1]["responseKind"]["group"], "policy");
+        assert_eq!(subresources, ["binding", "ephemeralcontainers", "eviction", "resize", "status"]);
+        assert_eq!(pods["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
+        assert_eq!(pods["subresources"][1]["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
+        assert_eq!(pods["subresources"][1]["verbs"], json!(["get", "patch", "update"]));
+        assert_eq!(
+            pods["subresources"][2]["responseKind"],
+            json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+        );
         let apps = aggregated(&reg, false);
         let apps = apps["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == "apps").unwrap();
         let deployments = apps["versions"][0]["resources"]

@@ -449,6 +449,8 @@ async fn resource_request(
         Some("finalize") if crate::namespaces::is_namespaces(&info) => Subresource::Finalize,
         Some(crate::eviction::SUBRESOURCE) if info.is_core("pods") => Subresource::Eviction,
         Some(crate::binding::SUBRESOURCE) if info.is_core("pods") => Subresource::Binding,
+        Some(crate::pod_ephemeral_containers::SUBRESOURCE) if info.is_core("pods") => Subresource::EphemeralContainers,
+        Some(crate::pod_resize::SUBRESOURCE) if info.is_core("pods") => Subresource::Resize,
         Some(crate::token_request::SUBRESOURCE) if info.is_core("serviceaccounts") => Subresource::Token,
         Some(crate::certificate_signing::APPROVAL) if crate::certificate_signing::is_csrs(&info) => {
             Subresource::Approval
@@ -459,6 +461,8 @@ async fn resource_request(
         Subresource::Status => Target::Status,
         Subresource::Finalize => Target::Finalize,
         Subresource::Approval => Target::Approval,
+        Subresource::EphemeralContainers => Target::EphemeralContainers,
+        Subresource::Resize => Target::Resize,
         Subresource::None | Subresource::Scale | Subresource::Eviction | Subresource::Binding | Subresource::Token => {
             Target::Main
         }
@@ -466,7 +470,11 @@ async fn resource_request(
     let allowed = match subresource {
         Subresource::None => true,
         Subresource::Finalize => *req.method() == Method::PUT,
-        Subresource::Status | Subresource::Scale | Subresource::Approval => {
+        Subresource::Status
+        | Subresource::Scale
+        | Subresource::Approval
+        | Subresource::EphemeralContainers
+        | Subresource::Resize => {
             matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH)
         }
         Subresource::Eviction | Subresource::Binding | Subresource::Token => *req.method() == Method::POST,
@@ -649,6 +657,10 @@ enum Subresource {
     Token,
     /// A CertificateSigningRequest's `…/approval` ([`crate::certificate_signing`]).
     Approval,
+    /// A pod's `…/ephemeralcontainers` ([`crate::pod_ephemeral_containers`]).
+    EphemeralContainers,
+    /// A pod's `…/resize` ([`crate::pod_resize`]).
+    Resize,
 }
 
 /// The patch type of a PATCH request's media type. A type outside the four patch types is

@@ -448,6 +448,15 @@ fn resource_paths(
     if r.status_subresource {
         paths.insert(format!("{base}/{{name}}/status"), object_ops("Status", &gvk, kind_schema, item_params.clone()));
     }
+    if r.is_core("pods") {
+        // Served as the pod itself.
+        for (sub, suffix) in [
+            (crate::pod_ephemeral_containers::SUBRESOURCE, "Ephemeralcontainers"),
+            (crate::pod_resize::SUBRESOURCE, "Resize"),
+        ] {
+            paths.insert(format!("{base}/{{name}}/{sub}"), object_ops(suffix, &gvk, kind_schema, item_params.clone()));
+        }
+    }
     if r.scale_subresource.is_some() {
         let scale_gvk = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
         paths.insert(

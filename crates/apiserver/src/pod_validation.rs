@@ -187,6 +187,11 @@ fn normalized(m: &Map<String, Value>) -> Map<String, Value> {
     m.iter().filter_map(|(k, v)| normalized_member(k, v).map(|v| (k.clone(), v))).collect()
 }
 
+/// A value as kube's semantic comparison sees it (see [`normalized`]): zero values as null.
+pub(crate) fn lenient(v: &Value) -> Value {
+    normalized_member("", v).unwrap_or(Value::Null)
+}
+
 fn normalized_member(key: &str, v: &Value) -> Option<Value> {
     let out = match v {
         Value::Object(m) if QUANTITY_MAPS.contains(&key) => Value::Object(

@@ -9,7 +9,9 @@
 //! changes nothing but `status` (spec, labels, annotations and the rest of the metadata are the
 //! stored ones). The generation moves when `spec` changes (and, for apps/v1 Deployments, when
 //! the annotations change; for webhook configurations and EndpointSlices, with what they hold
-//! instead of a spec); a `/status` write therefore never moves it. Only the resources whose
+//! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
+//! and `resize` writes change nothing but their part of the spec, and move the generation when
+//! they change it. Only the resources whose
 //! kube-apiserver strategy keeps a generation have one (workloads, pods, policies, webhook
 //! configurations, EndpointSlices, custom resources; not ConfigMaps, Secrets, Services,
 //! Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
@@ -36,6 +38,12 @@ pub enum Target {
     /// A CertificateSigningRequest's `approval` subresource (its conditions only; see
     /// [`crate::certificate_signing`]).
     Approval,
+    /// A pod's `ephemeralcontainers` subresource (its `spec.ephemeralContainers` only; see
+    /// [`crate::pod_ephemeral_containers`]).
+    EphemeralContainers,
+    /// A pod's `resize` subresource (its containers' `resources` and `resizePolicy` only; see
+    /// [`crate::pod_resize`]).
+    Resize,
 }
 
 /// Gives an object being created the status its resource's create strategy starts it with:
@@ -122,6 +130,8 @@ pub fn prepare_update(
             out
         }
         Target::Main | Target::Binding => new,
+        Target::EphemeralContainers => crate::pod_ephemeral_containers::prepare_update(as_map(old.value()), &new),
+        Target::Resize => crate::pod_resize::prepare_update(as_map(old.value()), new),
         Target::Finalize => {
             let finalizers = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
             let mut out = new;

@@ -43,6 +43,17 @@ pub(crate) fn validate(
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
+    if info.is_core("pods") {
+        use crate::strategy::Target;
+        match (target, old) {
+            (Target::Main, None) => causes.extend(crate::pod_ephemeral_containers::validate_create(obj)),
+            (Target::EphemeralContainers, Some(old)) => {
+                causes.extend(crate::pod_ephemeral_containers::validate_update(obj, &as_map(old.value())))
+            }
+            (Target::Resize, Some(old)) => causes.extend(crate::pod_resize::validate(obj, &as_map(old.value()))),
+            _ => {}
+        }
+    }
     if info.is_core("pods")
         && target == crate::strategy::Target::Main
         && let Some(old) = old
@@ -496,4 +507,11 @@ fn owner_references(obj: &Map<String, Value>) -> Vec<crate::structural::Cause> {
         }
     }
     causes
+}
+
+fn as_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }

@@ -146,7 +146,9 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
     let mut s = FieldSet::new();
     match target {
         Target::Main if info.status_subresource => s.insert(&Path::fields(&["status"]).0),
-        Target::Main | Target::Binding => {}
+        // kube's routes for a pod's ephemeralcontainers and resize reset nothing: their
+        // strategies keep the rest of the pod as stored.
+        Target::Main | Target::Binding | Target::EphemeralContainers | Target::Resize => {}
         Target::Finalize => s.insert(&Path::fields(&["status"]).0),
         Target::Status | Target::Approval => {
             for o in objects {
@@ -169,6 +171,8 @@ pub(crate) fn subresource_of(target: Target) -> &'static str {
         Target::Finalize => "finalize",
         Target::Binding => "binding",
         Target::Approval => "approval",
+        Target::EphemeralContainers => crate::pod_ephemeral_containers::SUBRESOURCE,
+        Target::Resize => crate::pod_resize::SUBRESOURCE,
     }
 }
 

@@ -880,13 +880,9 @@ impl Store {
         if crate::crd::is_crds(info) && target == Target::Main {
             crate::crd::prepare_update(&mut obj);
         }
-        let subresource = match (target, &tracking) {
-            (_, Tracking::Scale) => "scale",
-            (Target::Status, _) => "status",
-            (Target::Finalize, _) => "finalize",
-            (Target::Binding, _) => "binding",
-            (Target::Approval, _) => "approval",
-            (Target::Main, _) => "",
+        let subresource = match tracking {
+            Tracking::Scale => "scale",
+            _ => managed_fields::subresource_of(target),
         };
         let managers = track(info, old, &mut obj, opts, tracking, requested);
         let attributes = |object| crate::admission_policy::Attributes {

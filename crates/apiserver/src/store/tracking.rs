@@ -66,10 +66,13 @@ pub(super) fn track(
     if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
         meta.remove("managedFields");
     }
-    // An update of a built-in resource, or of its status, compares only what it did not leave
-    // byte for byte as is (a status write leaves all but the status).
+    // An update of a built-in resource, of its status or of a pod's subresource, compares only
+    // what it did not leave byte for byte as is (a status write leaves all but the status).
     let split = match tracking {
-        Tracking::Update if matches!(opts.target, Target::Main | Target::Status) && info.custom.is_none() => {
+        Tracking::Update
+            if matches!(opts.target, Target::Main | Target::Status | Target::EphemeralContainers | Target::Resize)
+                && info.custom.is_none() =>
+        {
             crate::unchanged::Split::of(old, obj)
         }
         _ => None,
