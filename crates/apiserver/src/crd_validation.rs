@@ -84,7 +84,7 @@ fn s<'a>(v: Option<&'a Value>, k: &str) -> &'a str {
 }
 
 /// A lowercase RFC 1123 label.
-pub(crate) fn dns1123_label(v: &str) -> bool {
+fn dns1123_label(v: &str) -> bool {
     let b = v.as_bytes();
     !b.is_empty()
         && b.len() <= 63

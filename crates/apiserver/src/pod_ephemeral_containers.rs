@@ -125,10 +125,9 @@ fn containers(spec: Option<&Value>) -> Vec<Cause> {
         let name = name_of(c);
         if name.is_empty() {
             causes.push(required(format!("{at}.name"), ""));
-        } else if name.len() > 63 {
-            causes.push(invalid(format!("{at}.name"), name, "must be no more than 63 characters"));
-        } else if !crate::crd_validation::dns1123_label(name) {
-            causes.push(invalid(format!("{at}.name"), name, crate::crd_validation::LABEL_MSG));
+        }
+        for fault in label_faults(name) {
+            causes.push(invalid(format!("{at}.name"), name, fault));
         }
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         if image.is_empty() {
@@ -149,7 +148,7 @@ fn containers(spec: Option<&Value>) -> Vec<Cause> {
                 field: format!("{at}.targetContainerName"),
             });
         }
-        let set = |f: &str| c.get(f).is_some_and(|v| !zero(v));
+        let set = |f: &str| c.get(f).is_some_and(|v| set_in_go(f, v));
         let unknown = c
             .as_object()
             .into_iter()
@@ -169,17 +168,44 @@ fn containers(spec: Option<&Value>) -> Vec<Cause> {
     causes
 }
 
-/// Whether a value is its Go type's zero value as kube's allow-list sees it (unset, null,
-/// false, 0, "", or a list or object of nothing but zeros).
-fn zero(v: &Value) -> bool {
+/// Whether a member of a container, once decoded into kube's Go type, differs from its zero
+/// value as kube's allow-list compares it: any list (empty ones too), pointer (a probe, a
+/// lifecycle, a restart policy) or map that is present is set; `resources`, a struct, is set
+/// when one of its members is.
+fn set_in_go(field: &str, v: &Value) -> bool {
     match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.values().all(zero),
+        Value::Null => false,
+        Value::Object(m) if field == "resources" => m.values().any(|x| !x.is_null()),
+        _ => true,
     }
+}
+
+/// kube's faults of a name that must be a DNS label (none for the empty name, which is
+/// refused as required).
+fn label_faults(name: &str) -> Vec<&'static str> {
+    let mut faults = Vec::new();
+    if name.is_empty() {
+        return faults;
+    }
+    if name.len() > 63 {
+        faults.push("must be no more than 63 characters");
+    }
+    let label = |s: &str| {
+        let b = s.as_bytes();
+        !b.is_empty()
+            && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    };
+    if !label(name) {
+        // A valid subdomain is refused for its dots alone.
+        faults.push(if name.split('.').all(label) {
+            "must not contain dots"
+        } else {
+            crate::crd_validation::LABEL_MSG
+        });
+    }
+    faults
 }
 
 fn name_of(c: &Value) -> &str {
@@ -217,12 +243,13 @@ mod tests {
     #[test]
     fn each_container_is_judged_as_kube_judges_it() {
         let new = pod(json!([
-            {"name": "debug", "image": "busybox", "targetContainerName": "app", "resources": {},
-                "ports": [], "stdin": true},
+            {"name": "debug", "image": "busybox", "targetContainerName": "app", "resources": {"limits": null},
+                "stdin": true, "lifecycle": null},
             {"name": "app", "image": " busybox", "targetContainerName": "debug"},
             {"name": "Bad", "image": "", "ports": [{"containerPort": 80}],
                 "readinessProbe": {"exec": {"command": ["true"]}}, "resources": {"limits": {"cpu": "1"}},
                 "restartPolicy": "Always", "volumeMounts": [{"name": "v", "mountPath": "/v", "subPath": "x"}]},
+            {"name": "a.b", "image": "busybox", "ports": [], "resources": {"limits": {}}, "lifecycle": {}},
         ]));
         let old = pod(json!([]));
         assert_eq!(
@@ -241,6 +268,10 @@ mod tests {
                 "spec.ephemeralContainers[2].restartPolicy: Forbidden: cannot be set for an Ephemeral Container",
                 "spec.ephemeralContainers[2].readinessProbe: Forbidden: cannot be set for an Ephemeral Container",
                 "spec.ephemeralContainers[2].volumeMounts[0].subPath: Forbidden: cannot be set for an Ephemeral Container",
+                "spec.ephemeralContainers[3].name: Invalid value: \"a.b\": must not contain dots",
+                "spec.ephemeralContainers[3].ports: Forbidden: cannot be set for an Ephemeral Container",
+                "spec.ephemeralContainers[3].resources: Forbidden: cannot be set for an Ephemeral Container",
+                "spec.ephemeralContainers[3].lifecycle: Forbidden: cannot be set for an Ephemeral Container",
             ]
         );
     }

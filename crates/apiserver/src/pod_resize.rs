@@ -29,8 +29,9 @@ const TAKEN: [&str; 2] = ["resources", "resizePolicy"];
 const MUTABLE: [&str; 2] = ["cpu", "memory"];
 
 /// The pod a write through the subresource stores: the stored pod (`old`) with the body's
-/// containers' resources and resize policies; the body itself when its containers are not the
-/// stored ones (added, removed, renamed or reordered), for validation to refuse.
+/// containers' resources and resize policies. A list whose containers were renamed or
+/// reordered is the body's, and the body is taken whole when containers were added or removed,
+/// for validation to refuse.
 pub(crate) fn prepare_update(mut old: Map<String, Value>, new: Map<String, Value>) -> Map<String, Value> {
     let spec_of = |o: &Map<String, Value>| o.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
     let (new_spec, old_spec) = (spec_of(&new), spec_of(&old));
@@ -43,11 +44,12 @@ pub(crate) fn prepare_update(mut old: Map<String, Value>, new: Map<String, Value
         if now.is_empty() {
             continue;
         }
+        if now.iter().zip(before).any(|(n, o)| name_of(n) != name_of(o)) {
+            merged.push((key, now.to_vec()));
+            continue;
+        }
         let mut out = before.to_vec();
         for (o, n) in out.iter_mut().zip(now) {
-            if name_of(o) != name_of(n) {
-                return new;
-            }
             if let Value::Object(o) = o {
                 for member in TAKEN {
                     match n.get(member) {
@@ -118,39 +120,43 @@ pub(crate) fn validate(pod: &Map<String, Value>, old: &Map<String, Value>) -> Ve
         causes.extend(ordering);
         return causes;
     }
-    for (key, sidecars_only) in [("containers", false), ("initContainers", true)] {
-        for (i, (c, o)) in list(spec, key).iter().zip(list(&old_spec, key)).enumerate() {
-            let sidecar = c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
-            if sidecars_only && !sidecar {
+    let pairs = |key: &'static str| {
+        list(spec, key).iter().zip(list(&old_spec, key)).enumerate().map(move |(i, (c, o))| (key, i, c, o))
+    };
+    let sidecar = |c: &Value| c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+    // As kube: first what was removed (sidecars, then the regular containers), then what
+    // changed beyond CPU and memory (regular containers, then init containers).
+    for (key, i, c, o) in pairs("initContainers").filter(|p| sidecar(p.2)).chain(pairs("containers")) {
+        for (kind, what) in [("requests", "resource requests"), ("limits", "resource limits")] {
+            let names = |x: &Value| -> Vec<String> {
+                x.get("resources")
+                    .and_then(|r| r.get(kind))
+                    .and_then(Value::as_object)
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default()
+            };
+            let (now, before) = (names(c), names(o));
+            if before.len() > now.len() || before.iter().any(|k| !now.contains(k)) {
+                causes.push(forbidden(
+                    &format!("spec.{key}[{i}].resources.{kind}"),
+                    &format!("{what} cannot be removed"),
+                ));
+            }
+        }
+    }
+    for (key, _, c, o) in pairs("containers").chain(pairs("initContainers")) {
+        let detail = match (key, sidecar(c)) {
+            ("containers", _) => "only cpu and memory resources are mutable",
+            (_, true) => "only cpu and memory resources for sidecar containers are mutable",
+            (_, false) => {
                 if lenient(c) != lenient(o) {
                     causes.push(forbidden("spec", "resources for non-sidecar init containers are immutable"));
                 }
                 continue;
             }
-            for (kind, what) in [("requests", "resource requests"), ("limits", "resource limits")] {
-                let names = |x: &Value| -> Vec<String> {
-                    x.get("resources")
-                        .and_then(|r| r.get(kind))
-                        .and_then(Value::as_object)
-                        .map(|m| m.keys().cloned().collect())
-                        .unwrap_or_default()
-                };
-                let (now, before) = (names(c), names(o));
-                if before.len() > now.len() || before.iter().any(|k| !now.contains(k)) {
-                    causes.push(forbidden(
-                        &format!("spec.{key}[{i}].resources.{kind}"),
-                        &format!("{what} cannot be removed"),
-                    ));
-                }
-            }
-            if lenient(&masked(c, o)) != lenient(o) {
-                let detail = if sidecars_only {
-                    "only cpu and memory resources for sidecar containers are mutable"
-                } else {
-                    "only cpu and memory resources are mutable"
-                };
-                causes.push(forbidden("spec", detail));
-            }
+        };
+        if lenient(&masked(c, o)) != lenient(o) {
+            causes.push(forbidden("spec", detail));
         }
     }
     if !causes.is_empty() {
@@ -192,17 +198,23 @@ fn ordering(spec: &Map<String, Value>, old_spec: &Map<String, Value>) -> Vec<Cau
 }
 
 /// A container with its CPU and memory requests and limits as `old` has them: what is left to
-/// compare once the changes a resize may make are taken out.
+/// compare once the changes a resize may make are taken out. A list `old` does not have is
+/// left out whole, as kube's mask leaves it.
 fn masked(c: &Value, old: &Value) -> Value {
     let mut c = c.clone();
     let Some(m) = c.as_object_mut() else { return c };
     let resources = m.entry("resources").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(r) = resources {
         for kind in ["requests", "limits"] {
+            let before = old.get("resources").and_then(|r| r.get(kind)).and_then(Value::as_object);
+            let Some(before) = before.filter(|b| !b.is_empty()) else {
+                r.remove(kind);
+                continue;
+            };
             let entry = r.entry(kind).or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(list) = entry {
                 for name in MUTABLE {
-                    match old.get("resources").and_then(|r| r.get(kind)).and_then(|l| l.get(name)) {
+                    match before.get(name) {
                         Some(v) => list.insert(name.into(), v.clone()),
                         None => list.remove(name),
                     };
@@ -303,6 +315,15 @@ mod tests {
         assert_eq!(
             messages(validate(&prepare_update(running.clone(), pod(burstable("200m"), json!({}))), &running)),
             ["spec: Forbidden: Pod running on node without support for resize"]
+        );
+        // A list the stored container does not have is not compared, as kube masks it.
+        let requests_only =
+            pod(json!([{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]), json!({}));
+        let mut limited = requests_only.clone();
+        limited["spec"]["containers"][0]["resources"]["limits"] = json!({"ephemeral-storage": "1Gi"});
+        assert_eq!(
+            messages(validate(&prepare_update(requests_only.clone(), limited), &requests_only)),
+            Vec::<String>::new()
         );
         let mut windows = old.clone();
         windows["spec"]["os"] = json!({"name": "windows"});

@@ -3,13 +3,18 @@
 //! per level, as kube's `diff.Diff` prints them.
 //!
 //! Invariants: equal values give an empty diff; every line of either value appears in the
-//! output at most once, prefixed `' '`, `'-'` or `'+'`, and the hunks' ranges count them.
+//! output at most once, prefixed `' '`, `'-'` or `'+'`, and the hunks' ranges count them. Memory
+//! stays linear in the input: lines common to both ends are matched first, and a middle too
+//! large to align line by line is shown as replaced whole.
 
 use serde::Serialize;
 use serde_json::Value;
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
+
+/// The largest middle (lines of one side times lines of the other) aligned line by line.
+const ALIGNED_CELLS: usize = 1 << 20;
 
 /// The unified diff of `a` against `b`.
 pub(crate) fn of_values(a: &Value, b: &Value) -> String {
@@ -62,8 +67,31 @@ fn range(start: usize, stop: usize) -> String {
     }
 }
 
-/// The runs that turn `a` into `b`, from their longest common subsequence of lines.
+/// The runs that turn `a` into `b`: the lines both start and end with, and between them the
+/// longest common subsequence of lines.
 fn ops(a: &[String], b: &[String]) -> Vec<Op> {
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (n, m) = (a.len() - head - tail, b.len() - head - tail);
+    let mut out = Vec::new();
+    if head > 0 {
+        out.push(Op { tag: 'e', a: (0, head), b: (0, head) });
+    }
+    let shift = |op: Op| Op { tag: op.tag, a: (op.a.0 + head, op.a.1 + head), b: (op.b.0 + head, op.b.1 + head) };
+    let middle = (&a[head..head + n], &b[head..head + m]);
+    if n.saturating_mul(m) <= ALIGNED_CELLS {
+        out.extend(aligned(middle.0, middle.1).into_iter().map(shift));
+    } else {
+        out.push(Op { tag: 'r', a: (head, head + n), b: (head, head + m) });
+    }
+    if tail > 0 {
+        out.push(Op { tag: 'e', a: (a.len() - tail, a.len()), b: (b.len() - tail, b.len()) });
+    }
+    out
+}
+
+/// The runs that turn `a` into `b`, from their longest common subsequence of lines.
+fn aligned(a: &[String], b: &[String]) -> Vec<Op> {
     let (n, m) = (a.len(), b.len());
     // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
     let mut lcs = vec![vec![0usize; m + 1]; n + 1];
@@ -166,5 +194,16 @@ mod tests {
             "@@ -1,5 +1,5 @@\n 0\n-1\n+one\n 2\n 3\n 4\n@@ -13,6 +13,7 @@\n 12\n 13\n 14\n+new\n 15\n 16\n 17\n"
         );
         assert_eq!(of_lines(&[], &["x\n".to_string()]), "@@ -0,0 +1 @@\n+x\n");
+    }
+
+    #[test]
+    fn a_middle_too_large_to_align_is_replaced_whole() {
+        let a: Vec<String> = (0..3000).map(|i| format!("{i}\n")).collect();
+        let b: Vec<String> =
+            (0..3000).map(|i| format!("{}\n", if (1..2999).contains(&i) { i * 7 } else { i })).collect();
+        let diff = of_lines(&a, &b);
+        assert!(diff.starts_with("@@ -1,3000 +1,3000 @@\n 0\n-1\n-2\n"), "{}", &diff[..60]);
+        assert_eq!(diff.lines().filter(|l| l.starts_with('-')).count(), 2998);
+        assert!(diff.ends_with("+20986\n 2999\n"));
     }
 }

@@ -142,6 +142,7 @@ async fn ephemeral_containers_are_added_through_their_subresource_only() {
     // Static pods take none; other verbs and other resources have no such subresource.
     let mut mirror = pod("mirror", json!({}));
     mirror["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "abc"});
+    mirror["spec"]["nodeName"] = json!("node-1");
     assert_eq!(c.post(PODS, &mirror).await.code, 201);
     let r = c.patch(&format!("{PODS}/mirror/ephemeralcontainers"), STRATEGIC, &add).await;
     assert_eq!(r.code, 422, "{}", r.body);
@@ -181,6 +182,30 @@ async fn resize_changes_cpu_and_memory_only() {
     assert_eq!(p["metadata"]["generation"], 2);
     assert!(managers_of(p).contains(&("resizer".into(), "resize".into())), "{p}");
 
+    // Server-side apply through the subresource owns the resources it sets, not what it cannot
+    // change (a label, a container's name or image).
+    let applied = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"x": "y"}},
+        "spec": {"containers": [{"name": "c", "image": "other", "resources": {"requests": {"cpu": "300m"}}}]}});
+    let r = c
+        .send_raw(
+            http::Method::PATCH,
+            &format!("{path}?fieldManager=tuner&force=true"),
+            serde_json::to_vec(&applied).unwrap(),
+            "application/apply-patch+yaml",
+        )
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(r.body["spec"]["containers"][0]["resources"]["requests"]["cpu"], "300m");
+    let tuner =
+        r.body["metadata"]["managedFields"].as_array().unwrap().iter().find(|m| m["manager"] == "tuner").cloned();
+    let tuner = tuner.unwrap_or_else(|| panic!("{}", r.body));
+    assert_eq!((tuner["operation"].as_str(), tuner["subresource"].as_str()), (Some("Apply"), Some("resize")));
+    let item = &tuner["fieldsV1"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"];
+    assert_eq!(item["f:resources"], json!({"f:requests": {"f:cpu": {}}}), "{tuner}");
+    assert!(item.get("f:name").is_none() && item.get("f:image").is_none(), "{tuner}");
+    assert_eq!(tuner["fieldsV1"].as_object().unwrap().keys().collect::<Vec<_>>(), ["f:spec"], "{tuner}");
+
     let refused = |resources: Value| json!({"spec": {"containers": [{"name": "c", "resources": resources}]}});
     // Requests go, so does the QoS class.
     let r = c.patch(&path, MERGE, &json!({"spec": {"containers": [{"name": "c", "image": "x"}]}})).await;
@@ -216,8 +241,8 @@ async fn resize_changes_cpu_and_memory_only() {
     );
     // Nothing refused was written.
     let stored = c.get(&format!("{PODS}/web")).await.body;
-    assert_eq!(stored["metadata"]["generation"], 2);
-    assert_eq!(stored["spec"]["containers"][0]["resources"]["requests"]["cpu"], "250m");
+    assert_eq!(stored["metadata"]["generation"], 3);
+    assert_eq!(stored["spec"]["containers"][0]["resources"]["requests"]["cpu"], "300m");
 
     // A node that reports no resources for its running container cannot resize.
     let status = json!({"status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true,

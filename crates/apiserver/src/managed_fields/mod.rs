@@ -141,14 +141,18 @@ pub(crate) fn base_managers(
 
 /// The fields a write through `target` cannot own (its strategy resets them): the `status` of
 /// a resource with a status subresource (or of a namespace being finalized); everything but
-/// `status` through `/status`.
+/// `status` through `/status`; everything of a pod but `spec.ephemeralContainers` through
+/// `ephemeralcontainers`, and but its containers' `resources` and `resizePolicy` through
+/// `resize`.
 pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Value]) -> FieldSet {
     let mut s = FieldSet::new();
     match target {
         Target::Main if info.status_subresource => s.insert(&Path::fields(&["status"]).0),
-        // kube's routes for a pod's ephemeralcontainers and resize reset nothing: their
-        // strategies keep the rest of the pod as stored.
-        Target::Main | Target::Binding | Target::EphemeralContainers | Target::Resize => {}
+        Target::Main | Target::Binding => {}
+        Target::EphemeralContainers => s = pod_fields_but(objects, &["ephemeralContainers"], &[]),
+        Target::Resize => {
+            s = pod_fields_but(objects, &["containers", "initContainers"], &["resources", "resizePolicy"])
+        }
         Target::Finalize => s.insert(&Path::fields(&["status"]).0),
         Target::Status | Target::Approval => {
             for o in objects {
@@ -160,6 +164,45 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
             }
         }
     }
+    s
+}
+
+/// The fields of `objects` (pods) outside the spec members `lists` and, within each item of
+/// those lists, outside its members `kept` (nothing is kept of an item when `kept` is empty:
+/// the whole list is).
+fn pod_fields_but(objects: &[&Value], lists: &[&str], kept: &[&str]) -> FieldSet {
+    let mut s = FieldSet::new();
+    let mut spec = FieldSet::new();
+    for o in objects {
+        for (k, v) in o.as_object().into_iter().flatten() {
+            if k != "spec" {
+                s.insert_member(PathElement::field(k));
+                continue;
+            }
+            for (member, items) in v.as_object().into_iter().flatten() {
+                if !lists.contains(&member.as_str()) {
+                    spec.insert_member(PathElement::field(member));
+                    continue;
+                }
+                if kept.is_empty() {
+                    continue;
+                }
+                let mut list = FieldSet::new();
+                for item in items.as_array().into_iter().flatten() {
+                    let Some(name) = item.get("name").and_then(Value::as_str) else { continue };
+                    let mut fields = FieldSet::new();
+                    for f in item.as_object().into_iter().flat_map(|m| m.keys()) {
+                        if !kept.contains(&f.as_str()) {
+                            fields.insert_member(PathElement::field(f));
+                        }
+                    }
+                    list.insert_child(PathElement::key(vec![("name".into(), Value::String(name.into()))]), fields);
+                }
+                spec.insert_child(PathElement::field(member), list);
+            }
+        }
+    }
+    s.insert_child(PathElement::field("spec"), spec);
     s
 }
 
