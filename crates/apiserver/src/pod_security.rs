@@ -130,7 +130,7 @@ fn policy_of(labels: Option<&Map<String, Value>>) -> (Policy, Vec<Cause>) {
 }
 
 /// The resources whose pod template is judged, and where the template is.
-fn template_path(info: &crate::registry::ResourceInfo) -> Option<&'static [&'static str]> {
+pub(crate) fn template_path(info: &crate::registry::ResourceInfo) -> Option<&'static [&'static str]> {
     Some(match (info.group.as_str(), info.plural.as_str()) {
         ("", "replicationcontrollers") => &["spec", "template"],
         ("", "podtemplates") => &["template"],

@@ -2,7 +2,9 @@
 //!
 //! Invariants: a quantity is held exactly in billionths of a unit (kube's finest suffix, `n`);
 //! a finer value rounds up, as kube rounds a quantity to that scale; a string that is not a
-//! quantity, or one too large to hold, is `None`.
+//! quantity, or one too large to hold, is `None`. [`canonical`] writes a quantity as kube's
+//! `Quantity.String()` does: in the format of the suffix it was written with, with the largest
+//! suffix that keeps its number whole.
 
 /// A unit in billionths.
 pub(crate) const NANO: i128 = 1_000_000_000;
@@ -54,9 +56,83 @@ pub(crate) fn parse(s: &str) -> Option<i128> {
     Some(if negative { -v } else { v })
 }
 
+/// A quantity string in kube's canonical form (`"1000m"` → `"1"`, `"0.5"` → `"500m"`,
+/// `"1024Mi"` → `"1Gi"`, `"1000"` → `"1k"`); `None` when it is not a quantity.
+pub(crate) fn canonical(s: &str) -> Option<String> {
+    let nanos = parse(s)?;
+    if nanos == 0 {
+        return Some("0".into());
+    }
+    let unsigned = s.trim_start_matches(['+', '-']);
+    let suffix = unsigned.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let exponent_form = suffix.starts_with(['e', 'E']);
+    let binary = suffix.ends_with('i');
+    // A binary quantity under 1024, or not whole, is written as a decimal one.
+    if binary && nanos.abs() >= 1024 * NANO && nanos % NANO == 0 {
+        let (mut amount, mut power) = (nanos / NANO, 0);
+        while amount % 1024 == 0 && power < 6 {
+            amount /= 1024;
+            power += 1;
+        }
+        return Some(format!("{amount}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power]));
+    }
+    let (mut amount, mut exponent) = (nanos, -9i32);
+    while amount % 10 == 0 {
+        amount /= 10;
+        exponent += 1;
+    }
+    // The exponent goes down to a multiple of three.
+    while exponent.rem_euclid(3) != 0 {
+        amount *= 10;
+        exponent -= 1;
+    }
+    let decimal = match exponent {
+        -9 => Some("n"),
+        -6 => Some("u"),
+        -3 => Some("m"),
+        0 => Some(""),
+        3 => Some("k"),
+        6 => Some("M"),
+        9 => Some("G"),
+        12 => Some("T"),
+        15 => Some("P"),
+        18 => Some("E"),
+        _ => None,
+    };
+    Some(match decimal {
+        Some(_) if exponent_form && exponent != 0 => format!("{amount}e{exponent}"),
+        Some(suffix) => format!("{amount}{suffix}"),
+        None => format!("{amount}e{exponent}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_forms_are_kubes() {
+        for (written, want) in [
+            ("1000m", "1"),
+            ("0.5", "500m"),
+            ("1000", "1k"),
+            ("1500m", "1500m"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("1000Ki", "1000Ki"),
+            ("0.5Ki", "512"),
+            ("100Mi", "100Mi"),
+            ("2e3", "2e3"),
+            ("1e2", "100"),
+            ("-2", "-2"),
+            ("0", "0"),
+            ("0.1n", "1n"),
+            ("1.5k", "1500"),
+            ("64Mi", "64Mi"),
+        ] {
+            assert_eq!(canonical(written).as_deref(), Some(want), "{written}");
+        }
+    }
 
     #[test]
     fn quantities_parse_as_kube_parses_them() {

@@ -43,6 +43,20 @@ pub(crate) fn validate(
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
+    if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize) {
+        // Wherever a pod spec is written: the pod's own, or a workload's template.
+        let (spec, at) = match crate::pod_security::template_path(info) {
+            _ if info.is_core("pods") => (obj.get("spec"), "spec".to_string()),
+            Some(path) => {
+                let template = path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object));
+                (template.and_then(|t| t.get("spec")), format!("{}.spec", path.join(".")))
+            }
+            None => (None, String::new()),
+        };
+        if let Some(spec) = spec {
+            causes.extend(crate::container_resources::validate_pod_spec(spec, &at));
+        }
+    }
     if info.is_core("pods") {
         use crate::strategy::Target;
         match (target, old) {

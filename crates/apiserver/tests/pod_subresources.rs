@@ -316,7 +316,7 @@ async fn kube_rs_patches_both_subresources() {
     let p = pods.patch_resize("web", &params, &Patch::Apply(resize)).await.unwrap();
     let requests = p.spec.unwrap().containers[0].resources.clone().unwrap().requests.unwrap();
     assert_eq!(requests["cpu"].0, "500m");
-    let refused = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "1"}}}]}});
+    let refused = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "ephemeral-storage": "1Gi"}}}]}});
     match pods.patch_resize("web", &PatchParams::default(), &Patch::Strategic(refused)).await {
         Err(kube::Error::Api(e)) => {
             assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));

@@ -4,7 +4,8 @@
 //! PodDisruptionBudgets (kube's 429s and budget status, `DisruptionTarget`, dry runs, admission
 //! of `pods/eviction`), bindings that assign a pod to a node once, a namespace waiting for its
 //! terminating pods, and these as kubectl (`delete`, `drain`), kube-rs (`evict`,
-//! `create_subresource`) and the Python client (`create_namespaced_pod_eviction`) use them.
+//! `create_subresource`) and the Python client (`create_namespaced_pod_eviction`) use them; what
+//! a pod update may change, and containers' resource requests and limits.
 
 mod common;
 
@@ -619,4 +620,45 @@ async fn pod_updates_change_only_what_kube_allows() {
     let stored = c.get(path).await.body;
     assert_eq!(stored["spec"]["restartPolicy"], "Always");
     assert_eq!(stored["spec"]["containers"][0]["image"], "registry.k8s.io/pause:3.9");
+}
+
+#[tokio::test]
+async fn container_resources_are_judged_wherever_a_pod_spec_is_written() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut over = pod("over", json!({}));
+    over["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "2000m"}, "limits": {"cpu": "1"}});
+    let r = c.post(PODS, &over).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"over\" is invalid: spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1"
+    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "FieldValueInvalid");
+    assert_eq!(c.get(&format!("{PODS}/over")).await.code, 404);
+
+    // A workload's template, at its path.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"memory": "-1"}}}]}}}});
+    let r = c.post("/apis/apps/v1/namespaces/default/deployments", &deployment).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Deployment.apps \"web\" is invalid: [spec.template.spec.containers[0].resources.limits[memory]: Invalid value: \"-1\": must be greater than or equal to 0, \
+         spec.template.spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources]"
+    );
+
+    // A resize is held to the same rules.
+    let mut fits = pod("fits", json!({}));
+    fits["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}});
+    assert_eq!(c.post(PODS, &fits).await.code, 201);
+    let resize = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1500m"}}}]}});
+    let r = c.patch(&format!("{PODS}/fits/resize"), "application/strategic-merge-patch+json", &resize).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"fits\" is invalid: spec.containers[0].resources.requests: Invalid value: \"1500m\": must be less than or equal to cpu limit of 1"
+    );
 }

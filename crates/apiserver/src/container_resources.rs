@@ -1,0 +1,165 @@
+//! A container's resource requests and limits, judged as kube-apiserver's
+//! `ValidateContainerResourceRequirements` judges them, wherever a pod spec is written: a pod
+//! (created, updated or resized) and the pod template of a workload.
+//!
+//! - A resource is one of the standard ones for containers (`cpu`, `memory`,
+//!   `ephemeral-storage`, `hugepages-<size>`) or a domain-qualified extended resource
+//!   (`example.com/gpu`).
+//! - No quantity is negative; an extended resource is a whole number.
+//! - A request is at most its limit; a resource that cannot be overcommitted (extended
+//!   resources, huge pages) is requested exactly at its limit, and has one.
+//! - Huge pages come with CPU or memory.
+//!
+//! Invariants: quantities are compared by value and shown in kube's canonical form (`"2"`, not
+//! `"2000m"`); resources are judged in name order (kube's order is a map's); the checks only
+//! read the spec.
+
+use serde_json::{Map, Value};
+
+use crate::structural::{Cause, go_quote};
+
+/// The causes for which kube refuses the containers of `spec`, a pod spec at `at` (`spec`,
+/// `spec.template.spec`).
+pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for key in ["initContainers", "containers"] {
+        for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            if let Some(r) = c.get("resources").and_then(Value::as_object) {
+                requirements(r, &format!("{at}.{key}[{i}].resources"), &mut causes);
+            }
+        }
+    }
+    causes
+}
+
+fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
+    let list = |kind: &str| r.get(kind).and_then(Value::as_object);
+    let (limits, requests) = (list("limits"), list("requests"));
+    let mut cpu_or_memory = false;
+    let mut huge_pages = false;
+    for (kind, entries) in [("limits", limits), ("requests", requests)] {
+        for (name, q) in entries.into_iter().flatten() {
+            let path = format!("{at}.{kind}[{name}]");
+            name_faults(name, &path, causes);
+            let text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
+            let Some(value) = crate::quantity::parse(&text) else { continue };
+            let shown = crate::quantity::canonical(&text).unwrap_or(text);
+            if value < 0 {
+                causes.push(invalid(&path, &shown, "must be greater than or equal to 0"));
+            }
+            if extended(name) && value % (crate::quantity::NANO) != 0 {
+                causes.push(invalid(&path, &shown, "must be an integer"));
+            }
+            huge_pages |= name.starts_with("hugepages-");
+            cpu_or_memory |= matches!(name.as_str(), "cpu" | "memory");
+            if kind == "limits" {
+                continue;
+            }
+            let limit = limits.and_then(|l| l.get(name));
+            let limit_text = limit.map(|l| l.as_str().map(str::to_string).unwrap_or_else(|| l.to_string()));
+            match limit_text.as_deref().and_then(|t| crate::quantity::parse(t).map(|v| (v, t))) {
+                Some((l, t)) => {
+                    let limit_shown = crate::quantity::canonical(t).unwrap_or_else(|| t.to_string());
+                    let at_requests = format!("{at}.requests");
+                    if value != l && !overcommits(name) {
+                        let detail = format!("must be equal to {name} limit of {limit_shown}");
+                        causes.push(invalid(&at_requests, &shown, &detail));
+                    } else if value > l {
+                        let detail = format!("must be less than or equal to {name} limit of {limit_shown}");
+                        causes.push(invalid(&at_requests, &shown, &detail));
+                    }
+                }
+                None if limit.is_none() && !overcommits(name) => causes.push(Cause {
+                    reason: "FieldValueRequired",
+                    message: "Required value: Limit must be set for non overcommitable resources".into(),
+                    field: format!("{at}.limits"),
+                }),
+                None => {}
+            }
+        }
+    }
+    if huge_pages && !cpu_or_memory {
+        causes.push(Cause {
+            reason: "FieldValueForbidden",
+            message: "Forbidden: HugePages require cpu or memory".into(),
+            field: at.into(),
+        });
+    }
+}
+
+/// kube's refusal of a name that is not a container resource.
+fn name_faults(name: &str, path: &str, causes: &mut Vec<Cause>) {
+    if !name.contains('/') {
+        let standard = matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-");
+        if !standard {
+            causes.push(invalid(path, name, "must be a standard resource for containers"));
+        }
+    } else if !native(name) && !extended(name) {
+        causes.push(invalid(path, name, "doesn't follow extended resource name standard"));
+    }
+}
+
+/// A resource of Kubernetes itself: unqualified, or in the `kubernetes.io` domain.
+fn native(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// An extended resource: qualified outside Kubernetes' domain, and not a quota request.
+fn extended(name: &str) -> bool {
+    !native(name) && !name.starts_with("requests.")
+}
+
+/// Whether a resource may be requested below its limit (not extended resources or huge pages).
+fn overcommits(name: &str) -> bool {
+    native(name) && !name.starts_with("hugepages-")
+}
+
+fn invalid(field: &str, value: &str, detail: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {}: {detail}", go_quote(value)),
+        field: field.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn messages(containers: Value) -> Vec<String> {
+        validate_pod_spec(&json!({"containers": containers}), "spec")
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn requests_within_limits_pass() {
+        let ok = json!([{"name": "c", "resources": {
+            "requests": {"cpu": "500m", "memory": "64Mi", "example.com/gpu": "1"},
+            "limits": {"cpu": "1", "memory": "128Mi", "example.com/gpu": "1"}}}]);
+        assert_eq!(messages(ok), Vec::<String>::new());
+    }
+
+    #[test]
+    fn kubes_refusals() {
+        let bad = json!([{"name": "c", "resources": {
+            "requests": {"cpu": "2000m", "example.com/gpu": "1", "memory": "-1Mi"},
+            "limits": {"cpu": "1", "example.com/gpu": "2", "gpu": "1"}}},
+            {"name": "d", "resources": {"requests": {"example.com/fpga": "1.5"}, "limits": {"hugepages-2Mi": "2Mi"}}}]);
+        assert_eq!(
+            messages(bad),
+            [
+                "spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource for containers",
+                "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1",
+                "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to example.com/gpu limit of 2",
+                "spec.containers[0].resources.requests[memory]: Invalid value: \"-1Mi\": must be greater than or equal to 0",
+                "spec.containers[1].resources.requests[example.com/fpga]: Invalid value: \"1500m\": must be an integer",
+                "spec.containers[1].resources.limits: Required value: Limit must be set for non overcommitable resources",
+                "spec.containers[1].resources: Forbidden: HugePages require cpu or memory",
+            ]
+        );
+    }
+}
