@@ -5,7 +5,8 @@
 //! - A resource is one of the standard ones for containers (`cpu`, `memory`,
 //!   `ephemeral-storage`, `hugepages-<size>`) or a domain-qualified extended resource
 //!   (`example.com/gpu`).
-//! - No quantity is negative; an extended resource is a whole number.
+//! - No quantity is negative; an extended resource is a whole number; huge pages come in whole
+//!   pages of their size.
 //! - A request is at most its limit; a resource that cannot be overcommitted (extended
 //!   resources, huge pages) is requested exactly at its limit, and has one.
 //! - Huge pages come with CPU or memory.
@@ -22,7 +23,7 @@ use crate::structural::{Cause, go_quote};
 /// `spec.template.spec`).
 pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
-    for key in ["initContainers", "containers"] {
+    for key in ["containers", "initContainers"] {
         for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
             if let Some(r) = c.get("resources").and_then(Value::as_object) {
                 requirements(r, &format!("{at}.{key}[{i}].resources"), &mut causes);
@@ -49,6 +50,12 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
             }
             if extended(name) && value % (crate::quantity::NANO) != 0 {
                 causes.push(invalid(&path, &shown, "must be an integer"));
+            }
+            if let Some(size) = name.strip_prefix("hugepages-") {
+                let page = crate::quantity::parse(size).filter(|p| *p > 0);
+                if !page.is_some_and(|p| value > 0 && value % crate::quantity::NANO == 0 && value % p == 0) {
+                    causes.push(invalid(&path, &shown, &format!("{shown} is not positive integer multiple of {name}")));
+                }
             }
             huge_pages |= name.starts_with("hugepages-");
             cpu_or_memory |= matches!(name.as_str(), "cpu" | "memory");
@@ -87,9 +94,43 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// kube's refusal of a name that is not a container resource.
+/// The resources kube's `IsStandardResourceName` knows (besides huge pages).
+const STANDARD: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "quota",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "persistentvolumeclaims",
+    "requests.storage",
+    "configmaps",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// kube's refusals of a name that is not a container resource: not a qualified name, not a
+/// resource at all, not one for containers.
 fn name_faults(name: &str, path: &str, causes: &mut Vec<Cause>) {
+    let faults = crate::cel_format::qualified_name(name);
+    if !faults.is_empty() {
+        causes.extend(faults.iter().map(|f| invalid(path, name, f)));
+        return;
+    }
     if !name.contains('/') {
+        let huge = name.starts_with("hugepages-") || name.starts_with("requests.hugepages-");
+        if !STANDARD.contains(&name) && !huge {
+            causes.push(invalid(path, name, "must be a standard resource type or fully qualified"));
+        }
         let standard = matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-");
         if !standard {
             causes.push(invalid(path, name, "must be a standard resource for containers"));
@@ -104,9 +145,12 @@ fn native(name: &str) -> bool {
     !name.contains('/') || name.contains("kubernetes.io/")
 }
 
-/// An extended resource: qualified outside Kubernetes' domain, and not a quota request.
+/// An extended resource: qualified outside Kubernetes' domain, not a quota request, and a
+/// qualified name as a quota request.
 fn extended(name: &str) -> bool {
-    !native(name) && !name.starts_with("requests.")
+    !native(name)
+        && !name.starts_with("requests.")
+        && crate::cel_format::qualified_name(&format!("requests.{name}")).is_empty()
 }
 
 /// Whether a resource may be requested below its limit (not extended resources or huge pages).
@@ -148,14 +192,16 @@ mod tests {
         let bad = json!([{"name": "c", "resources": {
             "requests": {"cpu": "2000m", "example.com/gpu": "1", "memory": "-1Mi"},
             "limits": {"cpu": "1", "example.com/gpu": "2", "gpu": "1"}}},
-            {"name": "d", "resources": {"requests": {"example.com/fpga": "1.5"}, "limits": {"hugepages-2Mi": "2Mi"}}}]);
+            {"name": "d", "resources": {"requests": {"example.com/fpga": "1.5"}, "limits": {"hugepages-2Mi": "3Mi"}}}]);
         assert_eq!(
             messages(bad),
             [
+                "spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource type or fully qualified",
                 "spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource for containers",
                 "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1",
                 "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to example.com/gpu limit of 2",
                 "spec.containers[0].resources.requests[memory]: Invalid value: \"-1Mi\": must be greater than or equal to 0",
+                "spec.containers[1].resources.limits[hugepages-2Mi]: Invalid value: \"3Mi\": 3Mi is not positive integer multiple of hugepages-2Mi",
                 "spec.containers[1].resources.requests[example.com/fpga]: Invalid value: \"1500m\": must be an integer",
                 "spec.containers[1].resources.limits: Required value: Limit must be set for non overcommitable resources",
                 "spec.containers[1].resources: Forbidden: HugePages require cpu or memory",

@@ -65,7 +65,8 @@ pub(crate) fn canonical(s: &str) -> Option<String> {
     }
     let unsigned = s.trim_start_matches(['+', '-']);
     let suffix = unsigned.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let exponent_form = suffix.starts_with(['e', 'E']);
+    // `E` alone is exa; an exponent has digits after it.
+    let exponent_form = suffix.len() > 1 && suffix.starts_with(['e', 'E']);
     let binary = suffix.ends_with('i');
     // A binary quantity under 1024, or not whole, is written as a decimal one.
     if binary && nanos.abs() >= 1024 * NANO && nanos % NANO == 0 {
@@ -129,6 +130,8 @@ mod tests {
             ("0.1n", "1n"),
             ("1.5k", "1500"),
             ("64Mi", "64Mi"),
+            ("1E", "1E"),
+            ("2E3", "2e3"),
         ] {
             assert_eq!(canonical(written).as_deref(), Some(want), "{written}");
         }

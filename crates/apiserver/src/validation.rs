@@ -94,10 +94,6 @@ pub(crate) fn validate(
             crate::hpa_validation::validate(obj, old.as_ref(), status)
         });
     }
-    if !causes.is_empty() {
-        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-        return Err(crate::custom_resource::invalid(info, name, &causes));
-    }
     if info.group == "batch" && matches!(info.plural.as_str(), "jobs" | "cronjobs") {
         // A Job's pods run to completion: kube refuses the restart policy pod defaults give.
         let (spec_at, spec) = match info.plural.as_str() {
@@ -126,9 +122,13 @@ pub(crate) fn validate(
             )),
         };
         if let Some((reason, message)) = fault {
-            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-            return Err(ApiError::invalid_object(&info.group, &info.kind, name, &field, reason, &message));
+            // After the template's own faults, as kube's Job validation reports it.
+            causes.push(crate::structural::Cause { reason, message, field });
         }
+    }
+    if !causes.is_empty() {
+        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+        return Err(crate::custom_resource::invalid(info, name, &causes));
     }
     let events_api = crate::events_api::is_events_api(info);
     if events_api || (info.group.is_empty() && info.plural == "events") {

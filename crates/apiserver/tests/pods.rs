@@ -650,6 +650,19 @@ async fn container_resources_are_judged_wherever_a_pod_spec_is_written() {
          spec.template.spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources]"
     );
 
+    // A Job's template: its own faults, then the Job's restart policy.
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox",
+            "resources": {"limits": {"gpu": "1"}}}]}}}});
+    let r = c.post("/apis/batch/v1/namespaces/default/jobs", &job).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Job.batch \"once\" is invalid: [spec.template.spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource type or fully qualified, \
+         spec.template.spec.containers[0].resources.limits[gpu]: Invalid value: \"gpu\": must be a standard resource for containers, \
+         spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"]"
+    );
+
     // A resize is held to the same rules.
     let mut fits = pod("fits", json!({}));
     fits["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}});
