@@ -94,8 +94,8 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// The resources kube's `IsStandardResourceName` knows (besides huge pages).
-const STANDARD: &[&str] = &[
+/// Resource names a quota may name without a domain (kube's standard resources).
+const STANDARD_RESOURCES: [&str; 19] = [
     "cpu",
     "memory",
     "ephemeral-storage",
@@ -106,37 +106,35 @@ const STANDARD: &[&str] = &[
     "limits.memory",
     "limits.ephemeral-storage",
     "pods",
-    "quota",
     "services",
     "replicationcontrollers",
     "resourcequotas",
     "secrets",
     "persistentvolumeclaims",
     "requests.storage",
-    "configmaps",
-    "services.nodeports",
     "services.loadbalancers",
+    "services.nodeports",
+    "configmaps",
 ];
 
-/// kube's refusals of a name that is not a container resource: not a qualified name, not a
-/// resource at all, not one for containers.
-fn name_faults(name: &str, path: &str, causes: &mut Vec<Cause>) {
+/// kube's `ValidateContainerResourceName`: a qualified name; without a domain a standard
+/// resource of containers (cpu, memory, ephemeral-storage, hugepages-*); with one, kube's own
+/// or an extended resource name.
+pub(crate) fn name_faults(name: &str, at: &str, causes: &mut Vec<Cause>) {
     let faults = crate::cel_format::qualified_name(name);
+    let hugepages =
+        |n: &str| ["hugepages-", "requests.hugepages-", "limits.hugepages-"].iter().any(|p| n.starts_with(p));
     if !faults.is_empty() {
-        causes.extend(faults.iter().map(|f| invalid(path, name, f)));
-        return;
+        causes.extend(faults.iter().map(|f| invalid(at, name, f)));
+    } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
+        causes.push(invalid(at, name, "must be a standard resource type or fully qualified"));
     }
     if !name.contains('/') {
-        let huge = name.starts_with("hugepages-") || name.starts_with("requests.hugepages-");
-        if !STANDARD.contains(&name) && !huge {
-            causes.push(invalid(path, name, "must be a standard resource type or fully qualified"));
-        }
-        let standard = matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-");
-        if !standard {
-            causes.push(invalid(path, name, "must be a standard resource for containers"));
+        if !(matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")) {
+            causes.push(invalid(at, name, "must be a standard resource for containers"));
         }
     } else if !native(name) && !extended(name) {
-        causes.push(invalid(path, name, "doesn't follow extended resource name standard"));
+        causes.push(invalid(at, name, "doesn't follow extended resource name standard"));
     }
 }
 

@@ -198,7 +198,7 @@ fn metric(m: &Value, at: &str, check_described: bool, causes: &mut Vec<Cause>) {
                 if name.is_empty() {
                     causes.push(required(format!("{at}.name"), "must specify a resource name"));
                 } else {
-                    container_resource_name(name, &format!("{at}.name"), causes);
+                    crate::container_resources::name_faults(name, &format!("{at}.name"), causes);
                 }
                 if *first == "containerResource" {
                     let container = text(source, "container");
@@ -244,52 +244,6 @@ fn metric(m: &Value, at: &str, check_described: bool, causes: &mut Vec<Cause>) {
         for s in given.iter().filter(|s| Some(**s) != expected) {
             causes.push(forbidden(format!("{at}.{s}"), "must populate the given metric source only"));
         }
-    }
-}
-
-/// Resource names a quota may name without a domain (kube's standard resources).
-const STANDARD_RESOURCES: [&str; 19] = [
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "persistentvolumeclaims",
-    "requests.storage",
-    "services.loadbalancers",
-    "services.nodeports",
-    "configmaps",
-];
-
-/// kube's `ValidateContainerResourceName`: a qualified name; without a domain a standard
-/// resource of containers (cpu, memory, ephemeral-storage, hugepages-*); with one, kube's own
-/// or an extended resource name.
-fn container_resource_name(name: &str, at: &str, causes: &mut Vec<Cause>) {
-    let faults = crate::cel_format::qualified_name(name);
-    let hugepages =
-        |n: &str| ["hugepages-", "requests.hugepages-", "limits.hugepages-"].iter().any(|p| n.starts_with(p));
-    if !faults.is_empty() {
-        causes.extend(faults.iter().map(|f| invalid(at.to_string(), name, f)));
-    } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
-        causes.push(invalid(at.to_string(), name, "must be a standard resource type or fully qualified"));
-    }
-    if !name.contains('/') {
-        if !(matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")) {
-            causes.push(invalid(at.to_string(), name, "must be a standard resource for containers"));
-        }
-    } else if !name.contains("kubernetes.io/")
-        && (name.starts_with("requests.") || !crate::cel_format::qualified_name(&format!("requests.{name}")).is_empty())
-    {
-        causes.push(invalid(at.to_string(), name, "doesn't follow extended resource name standard"));
     }
 }
 
