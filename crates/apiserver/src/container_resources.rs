@@ -10,6 +10,7 @@
 //! - A request is at most its limit; a resource that cannot be overcommitted (extended
 //!   resources, huge pages) is requested exactly at its limit, and has one.
 //! - Huge pages come with CPU or memory.
+//! - A container's `claims` name the pod's `resourceClaims`, each once.
 //!
 //! Invariants: quantities are compared by value and shown in kube's canonical form (`"2"`, not
 //! `"2000m"`); resources are judged in name order (kube's order is a map's); the checks only
@@ -23,14 +24,66 @@ use crate::structural::{Cause, go_quote};
 /// `spec.template.spec`).
 pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
+    let mut pod_claims: Vec<&str> = spec
+        .get("resourceClaims")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    pod_claims.sort_unstable();
+    pod_claims.dedup();
     for key in ["containers", "initContainers"] {
         for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
             if let Some(r) = c.get("resources").and_then(Value::as_object) {
-                requirements(r, &format!("{at}.{key}[{i}].resources"), &mut causes);
+                let at = format!("{at}.{key}[{i}].resources");
+                requirements(r, &at, &mut causes);
+                claims(r, &pod_claims, &format!("{at}.claims"), &mut causes);
             }
         }
     }
     causes
+}
+
+/// A container's claims name the pod's resource claims, each (with its request) once.
+fn claims(r: &Map<String, Value>, pod_claims: &[&str], at: &str, causes: &mut Vec<Cause>) {
+    let mut seen = Vec::new();
+    for (i, claim) in r.get("claims").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let field = format!("{at}[{i}]");
+        let name = claim.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field });
+            continue;
+        }
+        let key = match claim.get("request").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+            Some(request) => format!("{name}/{request}"),
+            None => name.to_string(),
+        };
+        if seen.contains(&key) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_quote(&key)),
+                field: field.clone(),
+            });
+        } else {
+            seen.push(key);
+        }
+        if !pod_claims.contains(&name) {
+            let names = if pod_claims.is_empty() {
+                " which is empty".to_string()
+            } else {
+                format!(": {}", pod_claims.join(", "))
+            };
+            causes.push(Cause {
+                reason: "FieldValueNotFound",
+                message: format!(
+                    "Not found: {}: must be one of the names in pod.spec.resourceClaims{names}",
+                    go_quote(name)
+                ),
+                field,
+            });
+        }
+    }
 }
 
 fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
@@ -183,6 +236,25 @@ mod tests {
             "requests": {"cpu": "500m", "memory": "64Mi", "example.com/gpu": "1"},
             "limits": {"cpu": "1", "memory": "128Mi", "example.com/gpu": "1"}}}]);
         assert_eq!(messages(ok), Vec::<String>::new());
+    }
+
+    #[test]
+    fn claims_name_the_pods_claims() {
+        let spec = json!({"resourceClaims": [{"name": "gpu"}, {"name": "fpga"}], "containers": [{"name": "c",
+            "resources": {"claims": [{"name": "gpu"}, {"name": "gpu"}, {"name": "gpu", "request": "big"}, {"name": "tpu"}, {}]}}]});
+        let m: Vec<String> =
+            validate_pod_spec(&spec, "spec").into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert_eq!(
+            m,
+            [
+                "spec.containers[0].resources.claims[1]: Duplicate value: \"gpu\"",
+                "spec.containers[0].resources.claims[3]: Not found: \"tpu\": must be one of the names in pod.spec.resourceClaims: fpga, gpu",
+                "spec.containers[0].resources.claims[4]: Required value",
+            ]
+        );
+        let alone = json!({"containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]});
+        let m: Vec<String> = validate_pod_spec(&alone, "spec").into_iter().map(|c| c.message).collect();
+        assert_eq!(m, ["Not found: \"gpu\": must be one of the names in pod.spec.resourceClaims which is empty"]);
     }
 
     #[test]
