@@ -129,7 +129,8 @@ fn policy_of(labels: Option<&Map<String, Value>>) -> (Policy, Vec<Cause>) {
     (p, faults)
 }
 
-/// The resources whose pod template is judged, and where the template is.
+/// The resources that hold a pod template (judged here, and validated as kube validates
+/// templates), and where the template is.
 pub(crate) fn template_path(info: &crate::registry::ResourceInfo) -> Option<&'static [&'static str]> {
     Some(match (info.group.as_str(), info.plural.as_str()) {
         ("", "replicationcontrollers") => &["spec", "template"],

@@ -11,11 +11,11 @@
 //! the annotations change; for webhook configurations and EndpointSlices, with what they hold
 //! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
 //! and `resize` writes change nothing but their part of the spec, and move the generation when
-//! they change it. Only the resources whose
-//! kube-apiserver strategy keeps a generation have one (workloads, pods, policies, webhook
-//! configurations, EndpointSlices, custom resources; not ConfigMaps, Secrets, Services,
-//! Namespaces, Nodes or Leases). A namespace's `spec.finalizers` change
-//! only through its `finalize` subresource, which changes nothing else of the spec or the status.
+//! they change it. Only the resources whose kube-apiserver strategy keeps a generation have one
+//! (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
+//! ConfigMaps, Secrets, Services, Namespaces, Nodes or Leases). A namespace's `spec.finalizers`
+//! change only through its `finalize` subresource, which changes nothing else of the spec or the
+//! status.
 
 use serde_json::{Map, Value, json};
 

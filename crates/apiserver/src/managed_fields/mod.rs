@@ -168,8 +168,7 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
 }
 
 /// The fields of `objects` (pods) outside the spec members `lists` and, within each item of
-/// those lists, outside its members `kept` (nothing is kept of an item when `kept` is empty:
-/// the whole list is).
+/// those lists, outside its members `kept`; with no `kept`, the lists are kept whole.
 fn pod_fields_but(objects: &[&Value], lists: &[&str], kept: &[&str]) -> FieldSet {
     let mut s = FieldSet::new();
     let mut spec = FieldSet::new();
