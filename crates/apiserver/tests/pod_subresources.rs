@@ -4,7 +4,8 @@
 //! recorded under its subresource in managed fields, refuses with kube's 422s, is listed in
 //! discovery and OpenAPI, and is judged by PodSecurity; and as kubectl (`debug`,
 //! `patch --subresource resize`) and kube-rs (`patch_ephemeral_containers`, `patch_resize`) use
-//! them.
+//! them, and the Python client (`patch_namespaced_pod_ephemeralcontainers`,
+//! `replace_namespaced_pod_ephemeralcontainers`).
 
 mod common;
 
@@ -362,4 +363,53 @@ async fn kubectl_debugs_and_resizes() {
         kubectl_bin(bin, &kc, &cache, &["get", "pod", "web", "--subresource", "resize", "-o", "name"]).await;
     assert!(ok && out.trim() == "pod/web", "{bin}: {out}{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Python client adds an ephemeral container with a patch, another with a replace, and
+/// reads kube's Status when it changes one that is there.
+const PY_EPHEMERAL: &str = r#"
+import json, sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config(sys.argv[1])
+v1 = client.CoreV1Api()
+patch = {"spec": {"ephemeralContainers": [{"name": "debug", "image": "busybox", "targetContainerName": "c"}]}}
+pod = v1.patch_namespaced_pod_ephemeralcontainers("web", "default", patch)
+print(json.dumps([e.name for e in pod.spec.ephemeral_containers]), flush=True)
+pod = v1.read_namespaced_pod_ephemeralcontainers("web", "default")
+pod.spec.ephemeral_containers.append(client.V1EphemeralContainer(name="shell", image="busybox"))
+pod = v1.replace_namespaced_pod_ephemeralcontainers("web", "default", pod)
+print(json.dumps([e.name for e in pod.spec.ephemeral_containers]), flush=True)
+pod.spec.ephemeral_containers[0].image = "busybox:2"
+try:
+    v1.replace_namespaced_pod_ephemeralcontainers("web", "default", pod)
+except ApiException as e:
+    print(json.dumps({"status": e.status, "body": json.loads(e.body)}), flush=True)
+"#;
+
+#[tokio::test]
+async fn the_python_client_adds_ephemeral_containers() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let dir = common::tools::tempdir("python-ephemeral");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    assert_eq!(c.post(PODS, &sized("web")).await.code, 201);
+    let out = common::tools::python(PY_EPHEMERAL, &[kc.to_str().unwrap()]).await;
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[0], json!(["debug"]));
+    assert_eq!(lines[1], json!(["debug", "shell"]));
+    assert_eq!(lines[2]["status"], 422, "{out}");
+    let message = lines[2]["body"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Pod \"web\" is invalid: spec.ephemeralContainers: Forbidden: existing ephemeral containers \"debug\" may not be changed\n"
+        ),
+        "{message}"
+    );
+    let p = c.get(&format!("{PODS}/web")).await.body;
+    assert_eq!(p["metadata"]["generation"], 3);
+    assert_eq!(p["spec"]["ephemeralContainers"][0]["image"], "busybox");
+    std::fs::remove_dir_all(&dir).ok();
 }
