@@ -30,6 +30,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
         .into_iter()
         .flatten()
         .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
         .collect();
     pod_claims.sort_unstable();
     pod_claims.dedup();
@@ -45,28 +46,51 @@ pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
     causes
 }
 
+/// kube's refusal of a huge pages quantity that is not a whole number of its pages (the value
+/// rounded up to a whole number, as Go's `Value()` rounds it).
+fn huge_page_multiple(name: &str, value: i128, shown: &str, path: &str, causes: &mut Vec<Cause>) {
+    let Some(size) = name.strip_prefix("hugepages-") else { return };
+    let nano = crate::quantity::NANO;
+    let page = crate::quantity::parse(size).filter(|p| *p > 0 && p % nano == 0);
+    let units = if value >= 0 { (value + nano - 1) / nano } else { -(-value / nano) };
+    if page.is_none_or(|p| units % (p / nano) != 0) {
+        causes.push(invalid(path, shown, &format!("{shown} is not positive integer multiple of {name}")));
+    }
+}
+
 /// A container's claims name the pod's resource claims, each (with its request) once.
 fn claims(r: &Map<String, Value>, pod_claims: &[&str], at: &str, causes: &mut Vec<Cause>) {
     let mut seen = Vec::new();
     for (i, claim) in r.get("claims").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let field = format!("{at}[{i}]");
         let name = claim.get("name").and_then(Value::as_str).unwrap_or("");
+        let request = claim.get("request").and_then(Value::as_str).filter(|r| !r.is_empty());
+        if let Some(request) = request {
+            for fault in crate::cel_format::dns1123_label(request) {
+                causes.push(invalid(&format!("{field}.request"), request, &fault));
+            }
+        }
         if name.is_empty() {
             causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field });
             continue;
         }
-        let key = match claim.get("request").and_then(Value::as_str).filter(|r| !r.is_empty()) {
-            Some(request) => format!("{name}/{request}"),
-            None => name.to_string(),
+        let key = request.map_or_else(|| name.to_string(), |r| format!("{name}/{r}"));
+        let duplicate = |value: &str| Cause {
+            reason: "FieldValueDuplicate",
+            message: format!("Duplicate value: {}", go_quote(value)),
+            field: field.clone(),
         };
-        if seen.contains(&key) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                message: format!("Duplicate value: {}", go_quote(&key)),
-                field: field.clone(),
-            });
+        // The whole claim covers its requests: neither may follow the other.
+        if seen.iter().any(|k| k == name) {
+            causes.push(duplicate(name));
+        } else if seen.contains(&key) {
+            causes.push(duplicate(&key));
         } else {
             seen.push(key);
+        }
+        if request.is_none() {
+            let requested = seen.iter().filter(|k| k.strip_prefix(name).is_some_and(|r| r.starts_with('/'))).count();
+            causes.extend((0..requested).map(|_| duplicate(name)));
         }
         if !pod_claims.contains(&name) {
             let names = if pod_claims.is_empty() {
@@ -104,15 +128,10 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
             if extended(name) && value % (crate::quantity::NANO) != 0 {
                 causes.push(invalid(&path, &shown, "must be an integer"));
             }
-            if let Some(size) = name.strip_prefix("hugepages-") {
-                let page = crate::quantity::parse(size).filter(|p| *p > 0);
-                if !page.is_some_and(|p| value > 0 && value % crate::quantity::NANO == 0 && value % p == 0) {
-                    causes.push(invalid(&path, &shown, &format!("{shown} is not positive integer multiple of {name}")));
-                }
-            }
             huge_pages |= name.starts_with("hugepages-");
             cpu_or_memory |= matches!(name.as_str(), "cpu" | "memory");
             if kind == "limits" {
+                huge_page_multiple(name, value, &shown, &path, causes);
                 continue;
             }
             let limit = limits.and_then(|l| l.get(name));
@@ -136,6 +155,7 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
                 }),
                 None => {}
             }
+            huge_page_multiple(name, value, &shown, &path, causes);
         }
     }
     if huge_pages && !cpu_or_memory {
@@ -148,8 +168,9 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
 }
 
 /// Resource names a quota may name without a domain (kube's standard resources).
-const STANDARD_RESOURCES: [&str; 19] = [
+const STANDARD_RESOURCES: [&str; 20] = [
     "cpu",
+    "storage",
     "memory",
     "ephemeral-storage",
     "requests.cpu",
@@ -175,8 +196,7 @@ const STANDARD_RESOURCES: [&str; 19] = [
 /// or an extended resource name.
 pub(crate) fn name_faults(name: &str, at: &str, causes: &mut Vec<Cause>) {
     let faults = crate::cel_format::qualified_name(name);
-    let hugepages =
-        |n: &str| ["hugepages-", "requests.hugepages-", "limits.hugepages-"].iter().any(|p| n.starts_with(p));
+    let hugepages = |n: &str| ["hugepages-", "requests.hugepages-"].iter().any(|p| n.starts_with(p));
     if !faults.is_empty() {
         causes.extend(faults.iter().map(|f| invalid(at, name, f)));
     } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
@@ -240,16 +260,23 @@ mod tests {
 
     #[test]
     fn claims_name_the_pods_claims() {
-        let spec = json!({"resourceClaims": [{"name": "gpu"}, {"name": "fpga"}], "containers": [{"name": "c",
-            "resources": {"claims": [{"name": "gpu"}, {"name": "gpu"}, {"name": "gpu", "request": "big"}, {"name": "tpu"}, {}]}}]});
+        let spec = json!({"resourceClaims": [{"name": "gpu"}, {"name": "fpga"}, {"name": ""}], "containers": [{"name": "c",
+            "resources": {"claims": [{"name": "gpu"}, {"name": "gpu"}, {"name": "gpu", "request": "big"}, {"name": "tpu"}, {},
+                {"name": "fpga", "request": "Big"}, {"name": "fpga"}]}}]});
         let m: Vec<String> =
             validate_pod_spec(&spec, "spec").into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(
             m,
             [
                 "spec.containers[0].resources.claims[1]: Duplicate value: \"gpu\"",
+                "spec.containers[0].resources.claims[2]: Duplicate value: \"gpu\"",
                 "spec.containers[0].resources.claims[3]: Not found: \"tpu\": must be one of the names in pod.spec.resourceClaims: fpga, gpu",
                 "spec.containers[0].resources.claims[4]: Required value",
+                &format!(
+                    "spec.containers[0].resources.claims[5].request: Invalid value: \"Big\": {}",
+                    crate::crd_validation::LABEL_MSG
+                ),
+                "spec.containers[0].resources.claims[6]: Duplicate value: \"fpga\"",
             ]
         );
         let alone = json!({"containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]});
@@ -262,7 +289,8 @@ mod tests {
         let bad = json!([{"name": "c", "resources": {
             "requests": {"cpu": "2000m", "example.com/gpu": "1", "memory": "-1Mi"},
             "limits": {"cpu": "1", "example.com/gpu": "2", "gpu": "1"}}},
-            {"name": "d", "resources": {"requests": {"example.com/fpga": "1.5"}, "limits": {"hugepages-2Mi": "3Mi"}}}]);
+            {"name": "d", "resources": {"requests": {"example.com/fpga": "1.5"}, "limits": {"hugepages-2Mi": "3Mi"}}},
+            {"name": "e", "resources": {"limits": {"memory": "1Gi", "hugepages-2Mi": "0", "hugepages-1500m": "3"}}}]);
         assert_eq!(
             messages(bad),
             [
@@ -275,6 +303,7 @@ mod tests {
                 "spec.containers[1].resources.requests[example.com/fpga]: Invalid value: \"1500m\": must be an integer",
                 "spec.containers[1].resources.limits: Required value: Limit must be set for non overcommitable resources",
                 "spec.containers[1].resources: Forbidden: HugePages require cpu or memory",
+                "spec.containers[2].resources.limits[hugepages-1500m]: Invalid value: \"3\": 3 is not positive integer multiple of hugepages-1500m",
             ]
         );
     }

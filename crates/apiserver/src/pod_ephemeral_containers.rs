@@ -126,8 +126,10 @@ fn containers(spec: Option<&Value>) -> Vec<Cause> {
         if name.is_empty() {
             causes.push(required(format!("{at}.name"), ""));
         }
-        for fault in label_faults(name) {
-            causes.push(invalid(format!("{at}.name"), name, fault));
+        if !name.is_empty() {
+            for fault in crate::cel_format::dns1123_label(name) {
+                causes.push(invalid(format!("{at}.name"), name, &fault));
+            }
         }
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         if image.is_empty() {
@@ -178,34 +180,6 @@ fn set_in_go(field: &str, v: &Value) -> bool {
         Value::Object(m) if field == "resources" => m.values().any(|x| !x.is_null()),
         _ => true,
     }
-}
-
-/// kube's faults of a name that must be a DNS label (none for the empty name, which is
-/// refused as required).
-fn label_faults(name: &str) -> Vec<&'static str> {
-    let mut faults = Vec::new();
-    if name.is_empty() {
-        return faults;
-    }
-    if name.len() > 63 {
-        faults.push("must be no more than 63 characters");
-    }
-    let label = |s: &str| {
-        let b = s.as_bytes();
-        !b.is_empty()
-            && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    if !label(name) {
-        // A valid subdomain is refused for its dots alone.
-        faults.push(if name.split('.').all(label) {
-            "must not contain dots"
-        } else {
-            crate::crd_validation::LABEL_MSG
-        });
-    }
-    faults
 }
 
 fn name_of(c: &Value) -> &str {
