@@ -1,6 +1,7 @@
 //! A container's resource requests and limits, judged as kube-apiserver's
 //! `ValidateContainerResourceRequirements` judges them, wherever a pod spec is written: a pod
-//! (created, updated or resized) and the pod template of a workload.
+//! (created, updated or resized) and the pod template of a workload. The entry point,
+//! [`validate_pod_spec`], also runs each container's volume mount checks before its resources.
 //!
 //! - A resource is one of the standard ones for containers (`cpu`, `memory`,
 //!   `ephemeral-storage`, `hugepages-<size>`) or a domain-qualified extended resource
@@ -21,9 +22,11 @@ use serde_json::{Map, Value};
 use crate::structural::{Cause, go_quote};
 
 /// The causes for which kube refuses the containers of `spec`, a pod spec at `at` (`spec`,
-/// `spec.template.spec`).
+/// `spec.template.spec`): each container's volume mounts ([`crate::volume_mounts`]), then its
+/// resources, regular containers before init containers, as kube's `ValidatePodSpec` goes.
 pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
+    let volumes = crate::volume_mounts::volume_names(spec);
     let mut pod_claims: Vec<&str> = spec
         .get("resourceClaims")
         .and_then(Value::as_array)
@@ -36,6 +39,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
     pod_claims.dedup();
     for key in ["containers", "initContainers"] {
         for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            crate::volume_mounts::validate(c, &volumes, &format!("{at}.{key}[{i}]"), &mut causes);
             if let Some(r) = c.get("resources").and_then(Value::as_object) {
                 let at = format!("{at}.{key}[{i}].resources");
                 requirements(r, &at, &mut causes);

@@ -102,6 +102,7 @@ pub(crate) mod unchanged;
 pub(crate) mod unified_diff;
 pub(crate) mod validation;
 pub(crate) mod validation_rules;
+pub(crate) mod volume_mounts;
 pub(crate) mod warning;
 pub mod watch;
 pub mod watch_cache;

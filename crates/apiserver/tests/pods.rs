@@ -5,7 +5,7 @@
 //! of `pods/eviction`), bindings that assign a pod to a node once, a namespace waiting for its
 //! terminating pods, and these as kubectl (`delete`, `drain`), kube-rs (`evict`,
 //! `create_subresource`) and the Python client (`create_namespaced_pod_eviction`) use them; what
-//! a pod update may change, and containers' resource requests and limits.
+//! a pod update may change, and containers' resource requests, limits and volume mounts.
 
 mod common;
 
@@ -623,7 +623,7 @@ async fn pod_updates_change_only_what_kube_allows() {
 }
 
 #[tokio::test]
-async fn container_resources_are_judged_wherever_a_pod_spec_is_written() {
+async fn container_resources_and_mounts_are_judged_wherever_a_pod_spec_is_written() {
     let s = server().await;
     let c = Client::new(&s);
     let mut over = pod("over", json!({}));
@@ -649,6 +649,22 @@ async fn container_resources_are_judged_wherever_a_pod_spec_is_written() {
         "Deployment.apps \"web\" is invalid: [spec.template.spec.containers[0].resources.limits[memory]: Invalid value: \"-1\": must be greater than or equal to 0, \
          spec.template.spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources]"
     );
+
+    // A mount of a volume the template does not have, before the container's resources.
+    let mut mounted = deployment.clone();
+    mounted["metadata"]["name"] = json!("mounted");
+    mounted["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({});
+    mounted["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data"}]);
+    mounted["spec"]["template"]["spec"]["volumes"] = json!([{"name": "cache", "emptyDir": {}}]);
+    let r = c.post("/apis/apps/v1/namespaces/default/deployments", &mounted).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Deployment.apps \"mounted\" is invalid: spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"data\""
+    );
+    mounted["spec"]["template"]["spec"]["volumes"][0]["name"] = json!("data");
+    assert_eq!(c.post("/apis/apps/v1/namespaces/default/deployments", &mounted).await.code, 201);
 
     // A Job's template: its own faults, then the Job's restart policy.
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
