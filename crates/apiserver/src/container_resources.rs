@@ -1,6 +1,7 @@
 //! A container's resource requests and limits, judged as kube-apiserver's
 //! `ValidateContainerResourceRequirements` judges them, wherever a pod spec is written: a pod
-//! (created, updated or resized) and the pod template of a workload. The entry point,
+//! (created, updated or resized) and the pod template of a workload (not a StatefulSet's, which
+//! kube leaves unchecked). The entry point,
 //! [`validate_pod_spec`], also runs each container's volume mount checks before its resources.
 //!
 //! - A resource is one of the standard ones for containers (`cpu`, `memory`,

@@ -44,9 +44,11 @@ pub(crate) fn validate(
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize) {
-        // Wherever a pod spec is written: the pod's own, or a workload's template.
+        // Wherever a pod spec is written: the pod's own, or a workload's template. kube does not
+        // validate a StatefulSet's template spec (its mounts name volume claim templates).
         let (spec, at) = match crate::pod_security::template_path(info) {
             _ if info.is_core("pods") => (obj.get("spec"), "spec".to_string()),
+            _ if info.group == "apps" && info.plural == "statefulsets" => (None, String::new()),
             Some(path) => {
                 let template = path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object));
                 (template.and_then(|t| t.get("spec")), format!("{}.spec", path.join(".")))

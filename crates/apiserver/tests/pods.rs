@@ -666,6 +666,16 @@ async fn container_resources_and_mounts_are_judged_wherever_a_pod_spec_is_writte
     mounted["spec"]["template"]["spec"]["volumes"][0]["name"] = json!("data");
     assert_eq!(c.post("/apis/apps/v1/namespaces/default/deployments", &mounted).await.code, 201);
 
+    // A StatefulSet's template is not judged: its mounts name its volume claim templates.
+    let stateful = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c", "image": "postgres",
+                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}});
+    let r = c.post("/apis/apps/v1/namespaces/default/statefulsets", &stateful).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+
     // A Job's template: its own faults, then the Job's restart policy.
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
         "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox",
