@@ -4,11 +4,12 @@
 //! annotations, status) is dropped, not refused, as kube's strategy keeps the stored pod.
 //!
 //! Validation is kube's `ValidatePodEphemeralContainersUpdate`: each ephemeral container needs a
-//! name (a DNS label unique among all the pod's containers) and an image, may target only one of
-//! the pod's regular or init containers, and sets none of the fields an ephemeral container
-//! cannot have (ports, resources, probes, lifecycle, resize and restart policies, sub-paths of
-//! its volume mounts); ephemeral containers already there are neither removed nor changed, and
-//! static (mirror) pods take none. A pod is never created with ephemeral containers.
+//! name (a DNS label unique among all the pod's containers) and an image, mounts only the pod's
+//! volumes ([`crate::volume_mounts`]), may target only one of the pod's regular or init
+//! containers, and sets none of the fields an ephemeral container cannot have (ports, resources,
+//! probes, lifecycle, resize and restart policies, sub-paths of its volume mounts); ephemeral
+//! containers already there are neither removed nor changed, and static (mirror) pods take none.
+//! A pod is never created with ephemeral containers.
 //!
 //! Invariants: the write is judged on the pod as it would be stored, against the stored pod
 //! read with today's defaults; refusals are kube's 422 with its field paths and messages.
@@ -134,7 +135,11 @@ fn containers(spec: Option<&Value>) -> Vec<Cause> {
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         if image.is_empty() {
             causes.push(required(format!("{at}.image"), ""));
-        } else if image.trim() != image {
+        }
+        // kube's checks common to all containers, then those of a pod's own.
+        let volumes = spec.map(crate::volume_mounts::volume_names).unwrap_or_default();
+        crate::volume_mounts::validate(c, &volumes, &at, &mut causes);
+        if !image.is_empty() && image.trim() != image {
             causes.push(invalid(format!("{at}.image"), image, "must not have leading or trailing whitespace"));
         }
         if names.contains(&name) {
@@ -237,6 +242,7 @@ mod tests {
                     crate::crd_validation::LABEL_MSG
                 ),
                 "spec.ephemeralContainers[2].image: Required value",
+                "spec.ephemeralContainers[2].volumeMounts[0].name: Not found: \"v\"",
                 "spec.ephemeralContainers[2].ports: Forbidden: cannot be set for an Ephemeral Container",
                 "spec.ephemeralContainers[2].resources: Forbidden: cannot be set for an Ephemeral Container",
                 "spec.ephemeralContainers[2].restartPolicy: Forbidden: cannot be set for an Ephemeral Container",

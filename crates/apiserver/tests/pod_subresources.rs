@@ -124,6 +124,16 @@ async fn ephemeral_containers_are_added_through_their_subresource_only() {
         ]
     );
 
+    // A mount of a volume the pod does not have.
+    let mounting = json!({"spec": {"ephemeralContainers": [{"name": "mounting", "image": "busybox",
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}});
+    let r = c.patch(&path, STRATEGIC, &mounting).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        message(&r),
+        "Pod \"web\" is invalid: spec.ephemeralContainers[0].volumeMounts[0].name: Not found: \"data\""
+    );
+
     // Not through the pod itself, nor on create.
     let mut main = c.get(&format!("{PODS}/web")).await.body;
     main["spec"]["ephemeralContainers"].as_array_mut().unwrap().push(json!({"name": "three", "image": "busybox"}));
