@@ -16,6 +16,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::pod_validation::forbidden;
 use crate::policy_validation::{duplicate, invalid, required};
 use crate::structural::{Cause, go_quote};
 
@@ -193,10 +194,6 @@ fn name_of(c: &Value) -> &str {
 
 fn list<'a>(spec: Option<&'a Value>, key: &str) -> &'a [Value] {
     spec.and_then(|s| s.get(key)).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
-fn forbidden(field: String, detail: &str) -> Cause {
-    Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
 }
 
 #[cfg(test)]

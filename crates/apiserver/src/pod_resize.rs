@@ -17,6 +17,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::pod_validation::list;
 use crate::structural::{Cause, go_quote};
 
 /// The subresource's name in URLs, discovery, admission and managed fields.
@@ -197,9 +198,9 @@ fn ordering(spec: &Map<String, Value>, old_spec: &Map<String, Value>) -> Vec<Cau
     causes
 }
 
-/// A container with its CPU and memory requests and limits as `old` has them: what is left to
-/// compare once the changes a resize may make are taken out. A list `old` does not have is
-/// left out whole, as kube's mask leaves it.
+/// A container with its CPU and memory requests and limits as `old` has them, so that a
+/// comparison with `old` sees only the changes a resize may not make. A list `old` does not
+/// have is dropped whole, as kube's mask drops it.
 fn masked(c: &Value, old: &Value) -> Value {
     let mut c = c.clone();
     let Some(m) = c.as_object_mut() else { return c };
@@ -233,12 +234,8 @@ fn name_of(c: &Value) -> &str {
     c.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-fn list<'a>(spec: &'a Map<String, Value>, key: &str) -> &'a [Value] {
-    spec.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
 fn forbidden(field: &str, detail: &str) -> Cause {
-    Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field: field.into() }
+    crate::pod_validation::forbidden(field.into(), detail)
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ fn gated_pod(spec: &Map<String, Value>, old_spec: &Map<String, Value>, causes: &
     }
 }
 
-fn forbidden(field: String, detail: &str) -> Cause {
+pub(crate) fn forbidden(field: String, detail: &str) -> Cause {
     Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
 }
 
@@ -160,7 +160,7 @@ fn number(field: String, n: i64, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {n}: {detail}"), field }
 }
 
-fn list<'a>(spec: &'a Map<String, Value>, key: &str) -> &'a [Value] {
+pub(crate) fn list<'a>(spec: &'a Map<String, Value>, key: &str) -> &'a [Value] {
     spec.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
