@@ -1,8 +1,7 @@
 //! A container's resource requests and limits, judged as kube-apiserver's
 //! `ValidateContainerResourceRequirements` judges them, wherever a pod spec is written: a pod
-//! (created, updated or resized) and the pod template of a workload (not a StatefulSet's, which
-//! kube leaves unchecked). The entry point,
-//! [`validate_pod_spec`], also runs each container's volume mount checks before its resources.
+//! (created, updated or resized) and the pod template of a workload, as part of
+//! [`crate::pod_spec_validation`].
 //!
 //! - A resource is one of the standard ones for containers (`cpu`, `memory`,
 //!   `ephemeral-storage`, `hugepages-<size>`) or a domain-qualified extended resource
@@ -22,13 +21,10 @@ use serde_json::{Map, Value};
 
 use crate::structural::{Cause, go_quote};
 
-/// The causes for which kube refuses the containers of `spec`, a pod spec at `at` (`spec`,
-/// `spec.template.spec`): each container's volume mounts ([`crate::volume_mounts`]), then its
-/// resources, regular containers before init containers, as kube's `ValidatePodSpec` goes.
-pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let volumes = crate::volume_mounts::volume_names(spec);
-    let mut pod_claims: Vec<&str> = spec
+/// The names of a pod spec's `resourceClaims`, sorted, each once: what a container's `claims`
+/// may name.
+pub(crate) fn pod_claims(spec: &Value) -> Vec<&str> {
+    let mut names: Vec<&str> = spec
         .get("resourceClaims")
         .and_then(Value::as_array)
         .into_iter()
@@ -36,19 +32,19 @@ pub(crate) fn validate_pod_spec(spec: &Value, at: &str) -> Vec<Cause> {
         .filter_map(|c| c.get("name").and_then(Value::as_str))
         .filter(|n| !n.is_empty())
         .collect();
-    pod_claims.sort_unstable();
-    pod_claims.dedup();
-    for key in ["containers", "initContainers"] {
-        for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
-            crate::volume_mounts::validate(c, &volumes, &format!("{at}.{key}[{i}]"), &mut causes);
-            if let Some(r) = c.get("resources").and_then(Value::as_object) {
-                let at = format!("{at}.{key}[{i}].resources");
-                requirements(r, &at, &mut causes);
-                claims(r, &pod_claims, &format!("{at}.claims"), &mut causes);
-            }
-        }
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// The causes for which kube refuses the resources of the container `c` at `at`
+/// (`spec.containers[0]`), whose pod has the resource claims `pod_claims` ([`pod_claims`]).
+pub(crate) fn validate(c: &Value, pod_claims: &[&str], at: &str, causes: &mut Vec<Cause>) {
+    if let Some(r) = c.get("resources").and_then(Value::as_object) {
+        let at = format!("{at}.resources");
+        requirements(r, &at, causes);
+        claims(r, pod_claims, &format!("{at}.claims"), causes);
     }
-    causes
 }
 
 /// kube's refusal of a huge pages quantity that is not a whole number of its pages (the value
@@ -248,11 +244,19 @@ mod tests {
 
     use super::*;
 
+    /// The causes of every container of `spec`.
+    fn judged(spec: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        for key in ["containers", "initContainers"] {
+            for (i, c) in spec.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+                validate(c, &pod_claims(spec), &format!("spec.{key}[{i}]"), &mut causes);
+            }
+        }
+        causes
+    }
+
     fn messages(containers: Value) -> Vec<String> {
-        validate_pod_spec(&json!({"containers": containers}), "spec")
-            .into_iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect()
+        judged(&json!({"containers": containers})).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
     }
 
     #[test]
@@ -268,8 +272,7 @@ mod tests {
         let spec = json!({"resourceClaims": [{"name": "gpu"}, {"name": "fpga"}, {"name": ""}], "containers": [{"name": "c",
             "resources": {"claims": [{"name": "gpu"}, {"name": "gpu"}, {"name": "gpu", "request": "big"}, {"name": "tpu"}, {},
                 {"name": "fpga", "request": "Big"}, {"name": "fpga"}]}}]});
-        let m: Vec<String> =
-            validate_pod_spec(&spec, "spec").into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let m: Vec<String> = judged(&spec).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(
             m,
             [
@@ -285,7 +288,7 @@ mod tests {
             ]
         );
         let alone = json!({"containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]});
-        let m: Vec<String> = validate_pod_spec(&alone, "spec").into_iter().map(|c| c.message).collect();
+        let m: Vec<String> = judged(&alone).into_iter().map(|c| c.message).collect();
         assert_eq!(m, ["Not found: \"gpu\": must be one of the names in pod.spec.resourceClaims which is empty"]);
     }
 

@@ -65,6 +65,7 @@ enum Builtin {
     HorizontalPodAutoscaler,
     HorizontalPodAutoscalerV1,
     ReplicationController,
+    PodTemplate,
     Endpoints,
     EndpointSlice,
     IngressClass,
@@ -93,6 +94,7 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         ("networking.k8s.io", "networkpolicies") => Builtin::NetworkPolicy,
         ("storage.k8s.io", "storageclasses") => Builtin::StorageClass,
         ("", "replicationcontrollers") => Builtin::ReplicationController,
+        ("", "podtemplates") => Builtin::PodTemplate,
         ("", "endpoints") => Builtin::Endpoints,
         ("discovery.k8s.io", "endpointslices") => Builtin::EndpointSlice,
         ("networking.k8s.io", "ingressclasses") => Builtin::IngressClass,
@@ -391,6 +393,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
                 meta.insert("labels".into(), labels);
             }
         }
+        Builtin::PodTemplate => template(obj),
         Builtin::Endpoints => {
             for subset in items(obj, "subsets") {
                 for port in items(subset, "ports") {
@@ -570,6 +573,7 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         | Builtin::CronJob
         | Builtin::Node
         | Builtin::ReplicationController
+        | Builtin::PodTemplate
         | Builtin::Endpoints
         | Builtin::EndpointSlice
         | Builtin::IngressClass

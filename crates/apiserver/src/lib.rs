@@ -69,6 +69,7 @@ pub(crate) mod pod_ephemeral_containers;
 pub(crate) mod pod_resize;
 pub(crate) mod pod_security;
 pub(crate) mod pod_security_checks;
+pub(crate) mod pod_spec_validation;
 pub(crate) mod pod_subresource;
 pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;

@@ -156,7 +156,7 @@ pub(crate) fn forbidden(field: String, detail: &str) -> Cause {
     Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field }
 }
 
-fn number(field: String, n: i64, detail: &str) -> Cause {
+pub(crate) fn number(field: String, n: i64, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {n}: {detail}"), field }
 }
 

@@ -44,19 +44,29 @@ pub(crate) fn validate(
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize) {
-        // Wherever a pod spec is written: the pod's own, or a workload's template. kube does not
-        // validate a StatefulSet's template spec (its mounts name volume claim templates).
-        let (spec, at) = match crate::pod_security::template_path(info) {
-            _ if info.is_core("pods") => (obj.get("spec"), "spec".to_string()),
-            _ if info.group == "apps" && info.plural == "statefulsets" => (None, String::new()),
+        // Wherever a pod spec is written: the pod's own, or a workload's template.
+        use crate::pod_spec_validation::Owner;
+        let statefulset = info.group == "apps" && info.plural == "statefulsets";
+        let (spec, at, owner) = match crate::pod_security::template_path(info) {
+            _ if info.is_core("pods") => (obj.get("spec").cloned(), "spec".to_string(), Owner::Pod),
+            // A StatefulSet's template as its pods get it, with its volume claim templates. An
+            // update is not judged on it when the stored template already fails (kube ratchets).
+            _ if statefulset => {
+                let spec = obj.get("spec").and_then(crate::pod_spec_validation::statefulset_pod_spec);
+                let old_fails = old.is_some_and(|o| {
+                    let old_spec = o.value().get("spec").and_then(crate::pod_spec_validation::statefulset_pod_spec);
+                    old_spec.is_some_and(|s| !crate::pod_spec_validation::validate(&s, "", Owner::Template).is_empty())
+                });
+                (spec.filter(|_| !old_fails), "spec.template.spec".to_string(), Owner::Template)
+            }
             Some(path) => {
                 let template = path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object));
-                (template.and_then(|t| t.get("spec")), format!("{}.spec", path.join(".")))
+                (template.and_then(|t| t.get("spec")).cloned(), format!("{}.spec", path.join(".")), Owner::Template)
             }
-            None => (None, String::new()),
+            None => (None, String::new(), Owner::Template),
         };
         if let Some(spec) = spec {
-            causes.extend(crate::container_resources::validate_pod_spec(spec, &at));
+            causes.extend(crate::pod_spec_validation::validate(&spec, &at, owner));
         }
     }
     if info.is_core("pods") {
@@ -529,5 +539,34 @@ fn as_map(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
         _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::registry::Registry;
+    use crate::strategy::Target;
+
+    fn statefulset(container: &str, replicas: i64) -> Map<String, Value> {
+        let sts = json!({"metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": replicas,
+            "template": {"spec": {"containers": [{"name": container, "image": "postgres",
+                "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}],
+                "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}}});
+        as_map(sts)
+    }
+
+    #[test]
+    fn a_statefulset_stored_with_a_failing_template_may_still_be_updated() {
+        let info = Registry::with_defaults().lookup("statefulsets").map(|i| (**i).clone()).unwrap();
+        let refused = validate(&info, &statefulset("Bad_Name", 1), None, Target::Main).unwrap_err();
+        assert!(refused.message.contains("spec.template.spec.containers[0].name"), "{}", refused.message);
+        // kube ratchets: the template is judged on an update only when the stored one passes.
+        let stored = crate::object::build(&info, &statefulset("Bad_Name", 1), 5);
+        assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).is_ok());
+        let stored = crate::object::build(&info, &statefulset("good", 1), 5);
+        assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).is_err());
     }
 }

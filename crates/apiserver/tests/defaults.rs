@@ -41,8 +41,8 @@ async fn pod_deployment_and_secret_defaults_match_kube() {
     assert_eq!(r.body["type"], "kubernetes.io/tls");
 }
 
-fn container(image: &str, resources: Value) -> Value {
-    json!({"name": "c", "image": image, "resources": resources})
+fn container(name: &str, image: &str, resources: Value) -> Value {
+    json!({"name": name, "image": image, "resources": resources})
 }
 
 async fn create_pod(c: &Client, name: &str, spec: Value) -> Value {
@@ -60,9 +60,10 @@ async fn pod_details() {
     let p = create_pod(
         &c,
         "images",
-        json!({"containers": [container("nginx", json!({})), container("nginx:latest", json!({})),
-                               container("nginx:1.27", json!({})), container("r.example:5000/app@sha256:00", json!({}))],
-               "initContainers": [container("busybox", json!({}))]}),
+        json!({"containers": [container("a", "nginx", json!({})), container("b", "nginx:latest", json!({})),
+                               container("c", "nginx:1.27", json!({})),
+                               container("d", "r.example:5000/app@sha256:00", json!({}))],
+               "initContainers": [container("init", "busybox", json!({}))]}),
     )
     .await;
     let policies: Vec<&str> =
@@ -74,14 +75,14 @@ async fn pod_details() {
     // QoS classes; requests default to the limits.
     let qos = |p: &Value| p["status"]["qosClass"].as_str().unwrap().to_string();
     let limits = json!({"limits": {"cpu": "500m", "memory": "128Mi"}});
-    let p = create_pod(&c, "guaranteed", json!({"containers": [container("a:1", limits.clone())]})).await;
+    let p = create_pod(&c, "guaranteed", json!({"containers": [container("c", "a:1", limits.clone())]})).await;
     assert_eq!(qos(&p), "Guaranteed");
     assert_eq!(p["spec"]["containers"][0]["resources"]["requests"], json!({"cpu": "500m", "memory": "128Mi"}));
     let burstable = json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m"}});
-    let p = create_pod(&c, "burstable", json!({"containers": [container("a:1", burstable)]})).await;
+    let p = create_pod(&c, "burstable", json!({"containers": [container("c", "a:1", burstable)]})).await;
     assert_eq!(qos(&p), "Burstable");
     assert_eq!(p["spec"]["containers"][0]["resources"]["requests"], json!({"cpu": "100m", "memory": "1Gi"}));
-    let p = create_pod(&c, "best-effort", json!({"containers": [container("a:1", json!({}))]})).await;
+    let p = create_pod(&c, "best-effort", json!({"containers": [container("c", "a:1", json!({}))]})).await;
     assert_eq!(qos(&p), "BestEffort");
 
     // Probes, ports, volumes, env references.
@@ -114,7 +115,12 @@ async fn pod_details() {
     );
 
     // Priority classes: the system ones; others do not exist (Priority admission's 403).
-    let p = create_pod(&c, "critical", json!({"priorityClassName": "system-cluster-critical", "containers": []})).await;
+    let p = create_pod(
+        &c,
+        "critical",
+        json!({"priorityClassName": "system-cluster-critical", "containers": [container("c", "a:1", json!({}))]}),
+    )
+    .await;
     assert_eq!(p["spec"]["priority"], 2_000_000_000);
     let r = c
         .post(&format!("{NS}/pods"), &json!({"metadata": {"name": "gold"}, "spec": {"priorityClassName": "gold"}}))

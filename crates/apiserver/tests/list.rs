@@ -24,7 +24,7 @@ async fn paging_like_kube() {
     let s = server().await;
     five(&s).await;
     create_namespaces(&s, &["zz"]).await.unwrap();
-    s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "other", "namespace": "zz"}, "spec": pod_spec()})).await.unwrap();
     let c = Client::new(&s);
     let rv = s.resource_version();
     let p1 = c.get(&format!("{PODS}?limit=2")).await;
@@ -180,15 +180,15 @@ async fn selectors() {
     let c = Client::new(&s);
     s.create(
         "pods",
-        json!({"metadata": {"name": "a", "labels": {"env": "prod", "tier": "web"}}, "spec": {"nodeName": "n1"}}),
+        json!({"metadata": {"name": "a", "labels": {"env": "prod", "tier": "web"}}, "spec": {"nodeName": "n1", "containers": pod_spec()["containers"]}}),
     )
     .await
     .unwrap();
-    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2"}}))
+    s.create("pods", json!({"metadata": {"name": "b", "labels": {"env": "dev"}}, "spec": {"nodeName": "n2", "containers": pod_spec()["containers"]}}))
         .await
         .unwrap();
     s.patch_status("pods", "default", "b", &json!({"status": {"phase": "Running"}})).await.unwrap();
-    s.create("pods", json!({"metadata": {"name": "c"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "c"}, "spec": pod_spec()})).await.unwrap();
     for (q, want) in [
         ("labelSelector=env%3Dprod", vec!["a"]),
         ("labelSelector=env%3D%3Dprod", vec!["a"]),
@@ -242,7 +242,7 @@ async fn ten_thousand_objects_list_whole_and_in_pages() {
     let s = server().await;
     let big = "x".repeat(4000);
     let objs: Vec<Value> = (0..10_000)
-        .map(|i| json!({"metadata": {"name": format!("p{i:05}"), "labels": {"app": "bench"}}, "spec": {"blob": big}}))
+        .map(|i| json!({"metadata": {"name": format!("p{i:05}"), "labels": {"app": "bench"}}, "spec": {"blob": big, "containers": pod_spec()["containers"]}}))
         .collect();
     s.create_many("pods", objs).await.unwrap();
     let c = Client::new(&s);
@@ -273,7 +273,7 @@ async fn large_lists_stream_in_chunks_with_every_item_intact() {
     let s = server().await;
     let blob = "y".repeat(1500);
     let objs: Vec<Value> =
-        (0..200).map(|i| json!({"metadata": {"name": format!("p{i:03}")}, "spec": {"blob": blob}})).collect();
+        (0..200).map(|i| json!({"metadata": {"name": format!("p{i:03}")}, "spec": {"blob": blob, "containers": pod_spec()["containers"]}})).collect();
     s.create_many("pods", objs).await.unwrap();
     let c = Client::new(&s);
     let r = c.get(PODS).await;

@@ -666,7 +666,7 @@ async fn container_resources_and_mounts_are_judged_wherever_a_pod_spec_is_writte
     mounted["spec"]["template"]["spec"]["volumes"][0]["name"] = json!("data");
     assert_eq!(c.post("/apis/apps/v1/namespaces/default/deployments", &mounted).await.code, 201);
 
-    // A StatefulSet's template is not judged: its mounts name its volume claim templates.
+    // A StatefulSet's template is judged with a volume for each of its volume claim templates.
     let stateful = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
         "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
             "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c", "image": "postgres",
@@ -700,4 +700,114 @@ async fn container_resources_and_mounts_are_judged_wherever_a_pod_spec_is_writte
         r.body["message"],
         "Pod \"fits\" is invalid: spec.containers[0].resources.requests: Invalid value: \"1500m\": must be less than or equal to cpu limit of 1"
     );
+}
+
+#[tokio::test]
+async fn pod_specs_are_judged_as_kube_judges_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // Containers: names, images, ports and environment, in kube's order; nothing is stored.
+    let mut bad = pod("bad", json!({}));
+    bad["spec"]["containers"] = json!([
+        {"name": "app", "image": "nginx", "ports": [{"containerPort": 70000}], "env": [{"name": "A=B"}]},
+        {"name": "app", "image": "nginx", "env": [{"name": "C", "value": "x",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]},
+        {"name": "sidecar"},
+    ]);
+    let r = c.post(PODS, &bad).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"bad\" is invalid: [spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive, \
+         spec.containers[0].env[0].name: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '=', \
+         spec.containers[1].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty, \
+         spec.containers[1].name: Duplicate value: \"app\", \
+         spec.containers[2].image: Required value]"
+    );
+    let causes: Vec<&str> =
+        r.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["reason"].as_str().unwrap()).collect();
+    assert_eq!(
+        causes,
+        ["FieldValueInvalid", "FieldValueInvalid", "FieldValueInvalid", "FieldValueDuplicate", "FieldValueRequired"]
+    );
+    assert_eq!(c.get(&format!("{PODS}/bad")).await.code, 404);
+    let empty = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "empty"}, "spec": {"containers": []}});
+    let r = c.post(PODS, &empty).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (422, Some("Pod \"empty\" is invalid: spec.containers: Required value"))
+    );
+    // An image with spaces: refused in a pod, not in a template.
+    let mut spaced = pod("spaced", json!({}));
+    spaced["spec"]["containers"][0]["image"] = json!("nginx ");
+    let r = c.post(PODS, &spaced).await;
+    assert_eq!(
+        r.body["message"],
+        "Pod \"spaced\" is invalid: spec.containers[0].image: Invalid value: \"nginx \": must not have leading or trailing whitespace"
+    );
+    let template = json!({"metadata": {"name": "spaced"}, "template": {"spec": spaced["spec"].clone()}});
+    assert_eq!(c.post("/api/v1/namespaces/default/podtemplates", &template).await.code, 201);
+
+    // Volumes: one type each, unique names; a pod is updated under the same rules.
+    assert_eq!(c.post(PODS, &pod("kept", json!({}))).await.code, 201);
+    let before = c.get(&format!("{PODS}/kept")).await.body;
+    let mut update = before.clone();
+    update["spec"]["volumes"] = json!([{"name": "data", "emptyDir": {}, "configMap": {"name": "c"}}]);
+    let r = c.put(&format!("{PODS}/kept"), &update).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let first = r.body["details"]["causes"][0].clone();
+    assert_eq!(
+        first,
+        json!({"reason": "FieldValueForbidden", "field": "spec.volumes[0].configMap",
+            "message": "Forbidden: may not specify more than 1 volume type"})
+    );
+    assert_eq!(c.get(&format!("{PODS}/kept")).await.body, before);
+
+    // Templates: at their path; a StatefulSet's with its claim templates as volumes.
+    let stateful = |name: &str, container: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+                "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                    "containers": [{"name": container, "image": "postgres",
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                    "volumes": [{"name": "data", "emptyDir": {}, "hostPath": {"path": "/x"}}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}})
+    };
+    let statefulsets = "/apis/apps/v1/namespaces/default/statefulsets";
+    let r = c.post(statefulsets, &stateful("db", "Postgres")).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"], "spec.template.spec.containers[0].name",
+        "the template's own volume of the claim's name is not judged: {}",
+        r.body
+    );
+    assert_eq!(r.body["details"]["causes"].as_array().unwrap().len(), 1, "{}", r.body);
+    assert_eq!(c.post(statefulsets, &stateful("db", "postgres")).await.code, 201);
+}
+
+#[tokio::test]
+async fn kubectl_sees_kubes_refusal_of_a_bad_template() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let dir = tempdir("kubectl-template");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        let args = ["create", "deployment", "web", "--image=nginx", "--port=70000"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &args).await;
+        assert!(!ok, "{bin}: {out}");
+        assert!(
+            err.contains(
+                "Deployment.apps \"web\" is invalid: spec.template.spec.containers[0].ports[0].containerPort: \
+                 Invalid value: 70000: must be between 1 and 65535, inclusive"
+            ),
+            "{bin}: {err}"
+        );
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["get", "deployments", "-o", "name"]).await;
+        assert!(ok && out.trim().is_empty(), "{bin}: {out}{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -44,7 +44,7 @@ async fn replay_from_rv_then_live() {
     assert_eq!(rv_of(&e["object"]), s.resource_version());
     // Other namespaces are not seen by a namespaced watch.
     create_namespaces(&s, &["other"]).await.unwrap();
-    s.create("pods", json!({"metadata": {"name": "x", "namespace": "other"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "x", "namespace": "other"}, "spec": pod_spec()})).await.unwrap();
     s.create("pods", pod("y", json!({}))).await.unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(name(&e), "y");
@@ -224,8 +224,8 @@ async fn selector_transitions() {
         ))
         .await;
     create_namespaces(&s, &["n2"]).await.unwrap();
-    s.create("pods", json!({"metadata": {"name": "y", "namespace": "n2"}})).await.unwrap();
-    s.create("pods", json!({"metadata": {"name": "z", "namespace": "n2"}})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "y", "namespace": "n2"}, "spec": pod_spec()})).await.unwrap();
+    s.create("pods", json!({"metadata": {"name": "z", "namespace": "n2"}, "spec": pod_spec()})).await.unwrap();
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "z");
 }
 
@@ -338,7 +338,7 @@ async fn compaction_does_not_break_caught_up_watchers() {
     s.create("pods", pod("a", json!({}))).await.unwrap();
     let rv = s.resource_version();
     let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
-    s.create("configmaps", json!({"metadata": {"name": "c"}})).await.unwrap();
+    s.create("configmaps", json!({"metadata": {"name": "c"}, "spec": pod_spec()})).await.unwrap();
     s.compact().await.unwrap();
     s.create("pods", pod("b", json!({}))).await.unwrap();
     let e = w.next_within(SEC).await.unwrap();

@@ -215,6 +215,11 @@ pub async fn until(w: &mut WatchStream, what: &str, mut pred: impl FnMut(&Value)
     }
 }
 
+/// A pod spec with one container: the least a pod needs.
+pub fn pod_spec() -> Value {
+    json!({"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]})
+}
+
 pub fn pod(name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
