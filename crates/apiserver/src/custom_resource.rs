@@ -164,7 +164,13 @@ fn replicas_cause(v: &Value, path: &str) -> Option<Cause> {
 /// kube's 422 for an object of `info` with these causes.
 pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
     let kind = if info.group.is_empty() { info.kind.clone() } else { format!("{}.{}", info.kind, info.group) };
-    let listed: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+    // Every cause is kept; the message names each once, as Go's `ToAggregate` does.
+    let mut listed: Vec<String> = Vec::with_capacity(causes.len());
+    for line in causes.iter().map(|c| format!("{}: {}", c.field, c.message)) {
+        if !listed.contains(&line) {
+            listed.push(line);
+        }
+    }
     let summary = if listed.len() == 1 { listed[0].clone() } else { format!("[{}]", listed.join(", ")) };
     let mut e = ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"));
     let mut d = Map::new();
@@ -205,4 +211,21 @@ pub fn to_version(info: &ResourceInfo, mut obj: Map<String, Value>) -> Option<Ma
 pub fn storage_api_version(info: &ResourceInfo) -> Option<String> {
     let c = info.custom.as_ref()?;
     (c.storage_version != info.version).then(|| format!("{}/{}", info.group, c.storage_version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_each_fault_once_and_keeps_every_cause() {
+        let info = crate::registry::Registry::with_defaults().lookup("pods").map(|i| (**i).clone()).unwrap();
+        let cause = || Cause { reason: "FieldValueRequired", message: "Required value".into(), field: "spec.x".into() };
+        let e = invalid(&info, "p", &[cause(), cause()]);
+        assert_eq!(e.message, "Pod \"p\" is invalid: spec.x: Required value");
+        assert_eq!(e.details.unwrap()["causes"].as_array().unwrap().len(), 2);
+        let other = Cause { reason: "FieldValueRequired", message: "Required value".into(), field: "spec.y".into() };
+        let e = invalid(&info, "p", &[cause(), other, cause()]);
+        assert_eq!(e.message, "Pod \"p\" is invalid: [spec.x: Required value, spec.y: Required value]");
+    }
 }

@@ -110,6 +110,7 @@ pub mod watch_cache;
 pub mod webhook_certificate;
 pub(crate) mod webhook_client;
 pub(crate) mod webhook_configuration;
+pub(crate) mod workload_validation;
 pub mod write_options;
 pub(crate) mod yaml;
 

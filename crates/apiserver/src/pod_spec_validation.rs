@@ -131,6 +131,13 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     causes
 }
 
+/// The spec of a template that is not there: Go's zero value, which kube defaults and judges.
+pub(crate) fn zero_template_spec() -> Value {
+    let mut spec = serde_json::Map::new();
+    crate::defaults::pod_spec_defaults(&mut spec);
+    Value::Object(spec)
+}
+
 /// The pod spec kube judges for the StatefulSet spec `sts`: its template's, whose volumes are
 /// first one for each volume claim template (claiming it), then the template's own volumes but
 /// those named as a claim template (which the claim's volume replaces in the pods). None without
@@ -196,29 +203,31 @@ fn volumes<'a>(spec: &'a Value, at: &str, causes: &mut Vec<Cause>) -> Vec<&'a st
     let mut names = Vec::new();
     for (i, v) in list(spec, "volumes").iter().enumerate() {
         let path = format!("{at}.volumes[{i}]");
-        let mut source_faults = Vec::new();
+        // kube judges the source first, then the name; a volume with any fault is not there
+        // to mount.
+        let mut faults = Vec::new();
         let mut types = VOLUME_TYPES.iter().filter(|(key, _)| v.get(*key).is_some_and(|s| !s.is_null()));
         if types.next().is_none() {
-            source_faults.push(required(path.clone(), "must specify a volume type"));
+            faults.push(required(path.clone(), "must specify a volume type"));
         }
         for (_, shown) in types {
-            source_faults.push(forbidden(format!("{path}.{shown}"), "may not specify more than 1 volume type"));
+            faults.push(forbidden(format!("{path}.{shown}"), "may not specify more than 1 volume type"));
         }
         let name = name_of(v);
         if name.is_empty() {
-            causes.push(required(format!("{path}.name"), ""));
+            faults.push(required(format!("{path}.name"), ""));
         } else {
             for fault in crate::cel_format::dns1123_label(name) {
-                causes.push(invalid(format!("{path}.name"), name, &fault));
+                faults.push(invalid(format!("{path}.name"), name, &fault));
             }
         }
         if names.contains(&name) {
-            causes.push(duplicate(format!("{path}.name"), name));
+            faults.push(duplicate(format!("{path}.name"), name));
         }
-        if source_faults.is_empty() {
+        if faults.is_empty() {
             names.push(name);
         }
-        causes.append(&mut source_faults);
+        causes.append(&mut faults);
     }
     names
 }
@@ -597,6 +606,7 @@ mod tests {
             {"name": "other", "secret": {"secretName": "s"}, "emptyDir": null},
             {"name": "Bad.Name"},
             {"emptyDir": {}},
+            {"name": "Bad.Name", "emptyDir": {}},
         ]);
         let label = crate::crd_validation::LABEL_MSG;
         assert_eq!(
@@ -605,9 +615,11 @@ mod tests {
                 "spec.volumes[1].name: Duplicate value: \"data\"",
                 "spec.volumes[2].cephFS: Forbidden: may not specify more than 1 volume type",
                 "spec.volumes[2].downwarAPI: Forbidden: may not specify more than 1 volume type",
-                &format!("spec.volumes[4].name: Invalid value: \"Bad.Name\": {label}"),
                 "spec.volumes[4]: Required value: must specify a volume type",
+                &format!("spec.volumes[4].name: Invalid value: \"Bad.Name\": {label}"),
                 "spec.volumes[5].name: Required value",
+                // Not a duplicate: the first of its name had faults.
+                &format!("spec.volumes[6].name: Invalid value: \"Bad.Name\": {label}"),
                 // The invalid volume is not there to mount.
                 "spec.containers[0].volumeMounts[0].name: Not found: \"both\"",
             ]
@@ -635,8 +647,8 @@ mod tests {
         assert_eq!(
             messages(pod_spec, Owner::Template),
             [
-                format!("spec.volumes[2].name: Invalid value: \"Bad\": {label}"),
                 "spec.volumes[2]: Required value: must specify a volume type".into(),
+                format!("spec.volumes[2].name: Invalid value: \"Bad\": {label}"),
             ]
         );
         let without_claims = json!({"template": {"spec": {"containers": []}}});

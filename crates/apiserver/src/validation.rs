@@ -44,24 +44,21 @@ pub(crate) fn validate(
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize) {
-        // Wherever a pod spec is written: the pod's own, or a workload's template.
+        // Wherever a pod spec is written: the pod's own, or a template. The workloads judge
+        // theirs among their own rules.
         use crate::pod_spec_validation::Owner;
-        let statefulset = info.group == "apps" && info.plural == "statefulsets";
+        let workload = crate::workload_validation::validate(info, obj, old);
+        let judged = workload.is_some();
+        causes.extend(workload.into_iter().flatten());
         let (spec, at, owner) = match crate::pod_security::template_path(info) {
             _ if info.is_core("pods") => (obj.get("spec").cloned(), "spec".to_string(), Owner::Pod),
-            // A StatefulSet's template as its pods get it, with its volume claim templates. An
-            // update is not judged on it when the stored template already fails (kube ratchets).
-            _ if statefulset => {
-                let spec = obj.get("spec").and_then(crate::pod_spec_validation::statefulset_pod_spec);
-                let old_fails = old.is_some_and(|o| {
-                    let old_spec = o.value().get("spec").and_then(crate::pod_spec_validation::statefulset_pod_spec);
-                    old_spec.is_some_and(|s| !crate::pod_spec_validation::validate(&s, "", Owner::Template).is_empty())
-                });
-                (spec.filter(|_| !old_fails), "spec.template.spec".to_string(), Owner::Template)
-            }
+            _ if judged => (None, String::new(), Owner::Template),
             Some(path) => {
                 let template = path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object));
-                (template.and_then(|t| t.get("spec")).cloned(), format!("{}.spec", path.join(".")), Owner::Template)
+                // A template that is not there is Go's zero one.
+                let spec = template.and_then(|t| t.get("spec")).cloned();
+                let spec = spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
+                (Some(spec), format!("{}.spec", path.join(".")), Owner::Template)
             }
             None => (None, String::new(), Owner::Template),
         };
@@ -170,21 +167,6 @@ pub(crate) fn validate(
         if !causes.is_empty() {
             let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
             return Err(crate::custom_resource::invalid(info, name, &causes));
-        }
-    }
-    if info.group == "apps" && info.plural == "deployments" {
-        let strategy = obj.get("spec").and_then(|s| s.get("strategy"));
-        let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
-        if kind == Some("Recreate") && strategy.and_then(|s| s.get("rollingUpdate")).is_some_and(|r| !r.is_null()) {
-            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-            return Err(ApiError::invalid_object(
-                &info.group,
-                &info.kind,
-                name,
-                "spec.strategy.rollingUpdate",
-                "FieldValueForbidden",
-                "Forbidden: may not be specified when strategy `type` is 'Recreate'",
-            ));
         }
     }
     Ok(())
@@ -552,7 +534,8 @@ mod tests {
 
     fn statefulset(container: &str, replicas: i64) -> Map<String, Value> {
         let sts = json!({"metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": replicas,
-            "template": {"spec": {"containers": [{"name": container, "image": "postgres",
+            "podManagementPolicy": "OrderedReady", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": container, "image": "postgres",
                 "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}],
                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}}});
         as_map(sts)

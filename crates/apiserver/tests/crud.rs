@@ -128,8 +128,9 @@ async fn create_get_update_patch_delete() {
 async fn apps_group_and_cluster_scoped() {
     let s = server().await;
     let c = Client::new(&s);
-    let dep =
-        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}});
+    let mut dep =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": workload_spec("d")});
+    dep["spec"]["replicas"] = json!(1);
     create_namespaces(&s, &["ns1"]).await.unwrap();
     let r = c.post("/apis/apps/v1/namespaces/ns1/deployments", &dep).await;
     assert_eq!(r.code, 201);
@@ -278,7 +279,10 @@ async fn in_process_access() {
     assert_eq!(s.get("pods", "default", "a").await.unwrap_err().code, 404);
     assert!(s.create_many("pods", vec![pod("p001", json!({}))]).await.is_err());
     create_namespaces(&s, &["x"]).await.unwrap();
-    let dep = s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
+    let dep = s
+        .create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}, "spec": workload_spec("d")}))
+        .await
+        .unwrap();
     assert_eq!(dep["apiVersion"], "apps/v1");
     assert_eq!(s.create("widgets", json!({})).await.unwrap_err().code, 404);
 }

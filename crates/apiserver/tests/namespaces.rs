@@ -256,6 +256,9 @@ async fn every_namespaced_resource_is_emptied() {
     ] {
         for i in 0..n {
             let mut o = meta(&format!("o{i}"));
+            if resource.ends_with(".apps") {
+                o["spec"] = workload_spec("bulk");
+            }
             if resource == "events" {
                 // An event's namespace is its object's, as kube requires.
                 o["involvedObject"] = json!({"kind": "Pod", "name": "p0", "namespace": "bulk"});

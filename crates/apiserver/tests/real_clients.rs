@@ -558,10 +558,13 @@ async fn kube_rs_writes_and_reads_the_built_in_kinds_operators_create() {
     let job_template = cron.job_template.spec.unwrap();
     assert_eq!(job_template.backoff_limit, None);
     assert_eq!(job_template.template.spec.unwrap().dns_policy.as_deref(), Some("ClusterFirst"));
+    // A DaemonSet's pods restart Always.
+    let mut daemon_template = template.clone();
+    daemon_template["spec"].as_object_mut().unwrap().remove("restartPolicy");
     let ds = round_trip(
         &Api::<DaemonSet>::namespaced(client.clone(), ns),
         json!({"metadata": {"name": "agent"},
-               "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
+               "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": daemon_template}}),
     )
     .await;
     let generation = ds.metadata.annotations.as_ref().and_then(|a| a.get("deprecated.daemonset.template.generation"));

@@ -179,7 +179,9 @@ async fn data_dir_persists_objects_rv_and_history() {
         let before = s.resource_version();
         let p = s.create("pods", pod("keep", json!({"a": "b"}))).await.unwrap();
         create_namespaces(&s, &["x"]).await.unwrap();
-        s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}})).await.unwrap();
+        s.create("deployments.apps", json!({"metadata": {"name": "d", "namespace": "x"}, "spec": workload_spec("d")}))
+            .await
+            .unwrap();
         s.stop().await;
         (s.resource_version(), p["metadata"]["uid"].clone(), before)
     };

@@ -199,8 +199,9 @@ async fn bad_applies_get_kube_statuses_and_change_nothing() {
         )
     );
     assert_eq!(c.get(&api).await.body, before, "no bad apply changed the object");
-    // Duplicate keys under Warn (the default): applied, with go-yaml's complaint as a warning.
-    let r = apply(&c, &api, "fieldManager=alpha", dup).await;
+    // Duplicate keys under Warn (the default): applied, with go-yaml's complaint as a warning (by
+    // a manager of its own, which keeps alpha's selector and template).
+    let r = apply(&c, &api, "fieldManager=gamma", dup).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(warnings(&r), [r#"299 - "line 7: key \"replicas\" already set in map""#]);
 }

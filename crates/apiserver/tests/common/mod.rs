@@ -220,6 +220,13 @@ pub fn pod_spec() -> Value {
     json!({"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]})
 }
 
+/// A workload spec (Deployment, ReplicaSet, DaemonSet, StatefulSet) whose selector picks its
+/// template's pods, labelled `app: <app>`.
+pub fn workload_spec(app: &str) -> Value {
+    json!({"selector": {"matchLabels": {"app": app}},
+        "template": {"metadata": {"labels": {"app": app}}, "spec": pod_spec()}})
+}
+
 pub fn pod(name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",

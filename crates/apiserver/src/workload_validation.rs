@@ -1,0 +1,615 @@
+//! The workloads' own rules, judged as kube-apiserver judges Deployments, ReplicaSets,
+//! DaemonSets, StatefulSets (apps/v1) and ReplicationControllers: counts that are not negative, a
+//! selector that is valid, not empty and matches the pod template's labels, a template whose pods
+//! restart `Always` and have no deadline, rollout strategies kube can follow; on update a selector
+//! that does not change (a StatefulSet changes only the fields kube lets it change).
+//!
+//! The pod template itself is judged here too, in its place among these rules, by
+//! [`crate::pod_spec_validation`]; a missing template is judged as the empty one Go would
+//! default.
+//!
+//! Invariants: only the object (and the stored version an update replaces) is read; causes come
+//! in kube's order, with its field paths and messages, values rendered as kube's field errors
+//! render them (JSON for maps and selectors).
+
+use serde_json::{Map, Value, json};
+
+use crate::pod_spec_validation::Owner;
+use crate::policy_validation::{invalid, required, unsupported};
+use crate::structural::{Cause, go_value};
+
+/// The workload kinds judged here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Deployment,
+    ReplicaSet,
+    DaemonSet,
+    StatefulSet,
+    ReplicationController,
+}
+
+impl Kind {
+    fn of(info: &crate::registry::ResourceInfo) -> Option<Kind> {
+        Some(match (info.group.as_str(), info.plural.as_str()) {
+            ("apps", "deployments") => Kind::Deployment,
+            ("apps", "replicasets") => Kind::ReplicaSet,
+            ("apps", "daemonsets") => Kind::DaemonSet,
+            ("apps", "statefulsets") => Kind::StatefulSet,
+            ("", "replicationcontrollers") => Kind::ReplicationController,
+            _ => return None,
+        })
+    }
+
+    /// The name kube's messages give the kind.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Deployment | Kind::ReplicaSet => "ReplicaSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::ReplicationController => "ReplicationController",
+        }
+    }
+}
+
+/// The causes for which kube refuses the workload `obj` (over `old` on an update); None for
+/// other resources.
+pub(crate) fn validate(
+    info: &crate::registry::ResourceInfo,
+    obj: &Map<String, Value>,
+    old: Option<&crate::object::StoredObject>,
+) -> Option<Vec<Cause>> {
+    let kind = Kind::of(info)?;
+    let empty = Value::Object(Map::new());
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let old = old.map(crate::object::StoredObject::value);
+    let old_spec = old.as_ref().map(|o| o.get("spec").unwrap_or(&empty));
+    // kube ratchets a StatefulSet's template: an update is not judged on it when the stored
+    // spec already fails.
+    let skip_template = kind == Kind::StatefulSet && old_spec.is_some_and(|o| !spec_causes(kind, o, false).is_empty());
+    let mut causes = spec_causes(kind, spec, skip_template);
+    if let (Some(old_spec), Kind::StatefulSet) = (old_spec, kind) {
+        statefulset_update(spec, old_spec, &mut causes);
+    }
+    if let (Some(old_spec), Kind::Deployment | Kind::ReplicaSet | Kind::DaemonSet) = (old_spec, kind) {
+        // Compared as kube compares them: an empty member is no member.
+        let now = spec.get("selector").filter(|s| !s.is_null());
+        if now.map(normalized) != old_spec.get("selector").filter(|s| !s.is_null()).map(normalized) {
+            causes.push(invalid_value("spec.selector", &shown_selector(now), "field is immutable"));
+        }
+    }
+    Some(causes)
+}
+
+/// The causes of a workload's spec (kube's `Validate<Kind>Spec`); `skip_template` leaves its
+/// pod spec unjudged.
+fn spec_causes(kind: Kind, spec: &Value, skip_template: bool) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    match kind {
+        Kind::Deployment => {
+            nonnegative(spec, "replicas", &mut causes);
+            if selector(spec, "deployment", true, &mut causes) {
+                template(kind, spec, skip_template, &mut causes);
+            }
+            deployment_strategy(spec, &mut causes);
+            nonnegative(spec, "minReadySeconds", &mut causes);
+            nonnegative(spec, "revisionHistoryLimit", &mut causes);
+            if let Some(deadline) = spec.get("progressDeadlineSeconds").and_then(Value::as_i64) {
+                nonnegative(spec, "progressDeadlineSeconds", &mut causes);
+                if deadline <= int(spec, "minReadySeconds") {
+                    causes.push(number(
+                        "spec.progressDeadlineSeconds",
+                        deadline,
+                        "must be greater than minReadySeconds",
+                    ));
+                }
+            }
+        }
+        Kind::ReplicaSet => {
+            nonnegative(spec, "replicas", &mut causes);
+            nonnegative(spec, "minReadySeconds", &mut causes);
+            // kube names Deployments in a ReplicaSet's message too.
+            if selector(spec, "deployment", true, &mut causes) {
+                template(kind, spec, skip_template, &mut causes);
+            }
+        }
+        Kind::DaemonSet => {
+            let sel = spec.get("selector").filter(|s| !s.is_null());
+            if let Some(sel) = sel {
+                crate::webhook_configuration::check_selector(sel, "spec.selector", &mut causes);
+            }
+            let parsed = causes.is_empty();
+            if parsed {
+                template_labels_match(spec, &mut causes);
+            }
+            if sel.is_some_and(is_empty_selector) {
+                causes.push(invalid_value(
+                    "spec.selector",
+                    &shown_selector(sel),
+                    "empty selector is invalid for daemonset",
+                ));
+            }
+            template_spec(kind, spec, skip_template, &mut causes);
+            template_rules(kind, spec, &mut causes);
+            nonnegative(spec, "minReadySeconds", &mut causes);
+            nonnegative(spec, "templateGeneration", &mut causes);
+            daemonset_strategy(spec, &mut causes);
+            nonnegative(spec, "revisionHistoryLimit", &mut causes);
+        }
+        Kind::StatefulSet => {
+            match spec.get("podManagementPolicy").and_then(Value::as_str).unwrap_or("") {
+                "" => causes.push(required("spec.podManagementPolicy".into(), "")),
+                "OrderedReady" | "Parallel" => {}
+                other => causes.push(invalid(
+                    "spec.podManagementPolicy".into(),
+                    other,
+                    "must be 'OrderedReady' or 'Parallel'",
+                )),
+            }
+            for key in ["whenDeleted", "whenScaled"] {
+                let at = format!("spec.persistentVolumeClaimRetentionPolicy.{key}");
+                let policy = spec.get("persistentVolumeClaimRetentionPolicy").and_then(|p| p.get(key));
+                match policy.and_then(Value::as_str) {
+                    None | Some("Retain" | "Delete") => {}
+                    Some(other) => causes.push(unsupported(at, other, &["Retain", "Delete"])),
+                }
+            }
+            nonnegative(spec, "replicas", &mut causes);
+            nonnegative(spec, "minReadySeconds", &mut causes);
+            if selector(spec, "statefulset", true, &mut causes) {
+                template(kind, spec, skip_template, &mut causes);
+            }
+        }
+        Kind::ReplicationController => {
+            nonnegative(spec, "minReadySeconds", &mut causes);
+            let sel = spec.get("selector").and_then(Value::as_object).filter(|s| !s.is_empty());
+            if sel.is_none() {
+                causes.push(required("spec.selector".into(), ""));
+            }
+            nonnegative(spec, "replicas", &mut causes);
+            if spec.get("template").is_none_or(Value::is_null) {
+                causes.push(required("spec.template".into(), ""));
+            } else {
+                if let Some(sel) = sel {
+                    let labels = spec.pointer("/template/metadata/labels");
+                    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+                    if sel.iter().any(|(k, v)| label(k) != v.as_str()) {
+                        causes.push(mismatch(labels));
+                    }
+                }
+                template_spec(kind, spec, skip_template, &mut causes);
+                template_rules(kind, spec, &mut causes);
+            }
+        }
+    }
+    causes
+}
+
+/// kube's checks of a workload's `LabelSelector`: required, valid and not empty. Answers whether
+/// it could be read as a selector (when it could not, kube says so and leaves the template).
+fn selector(spec: &Value, kind: &str, must_have: bool, causes: &mut Vec<Cause>) -> bool {
+    let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) else {
+        if must_have {
+            causes.push(required("spec.selector".into(), ""));
+        }
+        return true;
+    };
+    let before = causes.len();
+    crate::webhook_configuration::check_selector(sel, "spec.selector", causes);
+    let parsed = causes.len() == before;
+    if is_empty_selector(sel) {
+        causes.push(invalid_value(
+            "spec.selector",
+            &shown_selector(Some(sel)),
+            &format!("empty selector is invalid for {kind}"),
+        ));
+    }
+    if !parsed {
+        let detail = if kind == "statefulset" { "" } else { "invalid label selector" };
+        causes.push(invalid_value("spec.selector", &shown_selector(Some(sel)), detail));
+    }
+    parsed
+}
+
+/// The template of a ReplicaSet-like workload (kube's `ValidatePodTemplateSpecForReplicaSet`
+/// and its StatefulSet form): labels the selector matches, the pod spec, then the pods' restart
+/// policy and deadline.
+fn template(kind: Kind, spec: &Value, skip_template: bool, causes: &mut Vec<Cause>) {
+    template_labels_match(spec, causes);
+    template_spec(kind, spec, skip_template, causes);
+    template_rules(kind, spec, causes);
+}
+
+/// kube's refusal of template labels the selector does not match. A missing selector matches
+/// nothing; an empty one, everything.
+fn template_labels_match(spec: &Value, causes: &mut Vec<Cause>) {
+    let labels = spec.pointer("/template/metadata/labels");
+    let matches = match spec.get("selector").filter(|s| !s.is_null()) {
+        None => false,
+        Some(sel) => crate::admission_policy::selector_matches(sel, labels.unwrap_or(&Value::Null)),
+    };
+    if !matches {
+        causes.push(mismatch(labels));
+    }
+}
+
+fn mismatch(labels: Option<&Value>) -> Cause {
+    let shown = labels.filter(|l| !l.is_null()).map_or_else(|| "null".to_string(), go_value);
+    invalid_value("spec.template.metadata.labels", &shown, "`selector` does not match template `labels`")
+}
+
+/// The template's pod spec, as [`crate::pod_spec_validation`] judges it (a StatefulSet's with
+/// its claim templates as volumes), unless `skip`.
+fn template_spec(kind: Kind, spec: &Value, skip: bool, causes: &mut Vec<Cause>) {
+    if skip {
+        return;
+    }
+    let pod_spec = match kind {
+        Kind::StatefulSet => crate::pod_spec_validation::statefulset_pod_spec(spec),
+        _ => spec.pointer("/template/spec").cloned(),
+    };
+    let pod_spec = pod_spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
+    causes.extend(crate::pod_spec_validation::validate(&pod_spec, "spec.template.spec", Owner::Template));
+}
+
+/// What a workload's pods may not be: restarted other than `Always`, or given a deadline.
+fn template_rules(kind: Kind, spec: &Value, causes: &mut Vec<Cause>) {
+    let pod_spec = spec.pointer("/template/spec");
+    let policy = pod_spec.and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or("Always");
+    if policy != "Always" {
+        causes.push(unsupported("spec.template.spec.restartPolicy".into(), policy, &["Always"]));
+    }
+    if pod_spec.and_then(|s| s.get("activeDeadlineSeconds")).is_some_and(|d| !d.is_null()) {
+        causes.push(crate::pod_validation::forbidden(
+            "spec.template.spec.activeDeadlineSeconds".into(),
+            &format!("activeDeadlineSeconds in {} is not Supported", kind.name()),
+        ));
+    }
+}
+
+/// A Deployment's rollout strategy: no rolling parameters for `Recreate`; rolling parameters
+/// that are counts or percentages, not both zero, and at most all pods unavailable.
+fn deployment_strategy(spec: &Value, causes: &mut Vec<Cause>) {
+    let strategy = spec.get("strategy");
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null());
+    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("") {
+        "Recreate" if rolling.is_some() => causes.push(crate::pod_validation::forbidden(
+            "spec.strategy.rollingUpdate".into(),
+            "may not be specified when strategy `type` is 'Recreate'",
+        )),
+        "RollingUpdate" => {
+            let Some(rolling) = rolling else {
+                causes
+                    .push(required("spec.strategy.rollingUpdate".into(), "this should be defaulted and never be nil"));
+                return;
+            };
+            let at = "spec.strategy.rollingUpdate";
+            let unavailable = rolling.get("maxUnavailable");
+            let surge = rolling.get("maxSurge");
+            int_or_percent(unavailable, &format!("{at}.maxUnavailable"), causes);
+            int_or_percent(surge, &format!("{at}.maxSurge"), causes);
+            if amount(unavailable) == 0 && amount(surge) == 0 {
+                let shown = unavailable.map_or_else(|| "null".to_string(), go_value);
+                causes.push(invalid_value(
+                    &format!("{at}.maxUnavailable"),
+                    &shown,
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+            at_most_all(unavailable, &format!("{at}.maxUnavailable"), causes);
+        }
+        _ => {}
+    }
+}
+
+/// A DaemonSet's update strategy: rolling parameters that are counts or percentages, at most
+/// all nodes, and exactly one of them not zero.
+fn daemonset_strategy(spec: &Value, causes: &mut Vec<Cause>) {
+    let strategy = spec.get("updateStrategy");
+    let at = "spec.updateStrategy.rollingUpdate";
+    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) != Some("RollingUpdate") {
+        return;
+    }
+    let Some(rolling) = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()) else {
+        causes.push(required(at.into(), ""));
+        return;
+    };
+    let unavailable = rolling.get("maxUnavailable");
+    let surge = rolling.get("maxSurge");
+    int_or_percent(unavailable, &format!("{at}.maxUnavailable"), causes);
+    int_or_percent(surge, &format!("{at}.maxSurge"), causes);
+    at_most_all(unavailable, &format!("{at}.maxUnavailable"), causes);
+    at_most_all(surge, &format!("{at}.maxSurge"), causes);
+    match (amount(unavailable), amount(surge)) {
+        (0, 0) => causes.push(required(format!("{at}.maxUnavailable"), "cannot be 0 when maxSurge is 0")),
+        (u, s) if u != 0 && s != 0 => {
+            let shown = surge.map_or_else(|| "null".to_string(), go_value);
+            causes.push(invalid_value(
+                &format!("{at}.maxSurge"),
+                &shown,
+                "may not be set when maxUnavailable is non-zero",
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// kube's StatefulSet update rule: only some of the spec's fields may change.
+fn statefulset_update(spec: &Value, old_spec: &Value, causes: &mut Vec<Cause>) {
+    const MUTABLE: [&str; 7] = [
+        "replicas",
+        "ordinals",
+        "template",
+        "updateStrategy",
+        "revisionHistoryLimit",
+        "persistentVolumeClaimRetentionPolicy",
+        "minReadySeconds",
+    ];
+    let rest = |s: &Value| -> Map<String, Value> {
+        let mut m = s.as_object().cloned().unwrap_or_default();
+        m.retain(|k, v| !MUTABLE.contains(&k.as_str()) && !v.is_null());
+        m
+    };
+    if rest(spec) != rest(old_spec) {
+        causes.push(crate::pod_validation::forbidden(
+            "spec".into(),
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', \
+             'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
+    }
+}
+
+/// kube's `ValidatePositiveIntOrPercent`: a count not below zero, or a percentage.
+fn int_or_percent(v: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
+    match v {
+        Some(Value::String(s)) if !is_percent(s) => causes.push(invalid(
+            at.into(),
+            s,
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', \
+             regex used for validation is '[0-9]+%')",
+        )),
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n < 0) => {
+            causes.push(number(at, n.as_i64().unwrap_or(0), "must be greater than or equal to 0"))
+        }
+        _ => {}
+    }
+}
+
+/// kube's `IsNotMoreThan100Percent`.
+fn at_most_all(v: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
+    if let Some(Value::String(s)) = v
+        && is_percent(s)
+        && amount(v) > 100
+    {
+        causes.push(invalid(at.into(), s, "must not be greater than 100%"));
+    }
+}
+
+fn is_percent(s: &str) -> bool {
+    s.strip_suffix('%').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The number in a count or percentage, as kube reads it to compare with zero (0 when it is
+/// neither).
+fn amount(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        Some(Value::String(s)) => s.strip_suffix('%').unwrap_or(s).parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Whether a selector selects everything (no labels and no expressions).
+fn is_empty_selector(sel: &Value) -> bool {
+    normalized(sel).get("matchLabels").is_none() && normalized(sel).get("matchExpressions").is_none()
+}
+
+/// A selector as kube's field errors render it: its JSON without empty members.
+fn shown_selector(sel: Option<&Value>) -> String {
+    sel.map_or_else(|| "null".into(), |s| go_value(&normalized(s)))
+}
+
+/// A selector without its empty members.
+fn normalized(sel: &Value) -> Value {
+    let mut m = sel.as_object().cloned().unwrap_or_default();
+    m.retain(|_, v| {
+        !(v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty))
+    });
+    json!(m)
+}
+
+fn nonnegative(spec: &Value, key: &str, causes: &mut Vec<Cause>) {
+    if let Some(n) = spec.get(key).and_then(Value::as_i64).filter(|n| *n < 0) {
+        causes.push(number(&format!("spec.{key}"), n, "must be greater than or equal to 0"));
+    }
+}
+
+fn int(v: &Value, key: &str) -> i64 {
+    v.get(key).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn number(at: &str, n: i64, detail: &str) -> Cause {
+    crate::pod_validation::number(at.into(), n, detail)
+}
+
+/// An `Invalid value` cause whose value is already rendered; no detail leaves the value alone.
+fn invalid_value(at: &str, shown: &str, detail: &str) -> Cause {
+    let message =
+        if detail.is_empty() { format!("Invalid value: {shown}") } else { format!("Invalid value: {shown}: {detail}") };
+    Cause { reason: "FieldValueInvalid", message, field: at.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Registry, ResourceInfo};
+
+    fn info(plural: &str) -> ResourceInfo {
+        Registry::with_defaults().lookup(plural).map(|i| (**i).clone()).unwrap()
+    }
+
+    /// A pod template as defaulting leaves it.
+    fn template(labels: Value) -> Value {
+        json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx",
+            "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}})
+    }
+
+    fn judged(plural: &str, spec: Value, old: Option<Value>) -> Vec<String> {
+        let info = info(plural);
+        let obj = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": spec});
+        let old = old.map(|spec| {
+            let o = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": spec});
+            crate::object::build(&info, o.as_object().unwrap(), 5)
+        });
+        let causes = validate(&info, obj.as_object().unwrap(), old.as_ref()).unwrap();
+        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    fn deployment(selector: Value, labels: Value) -> Value {
+        json!({"replicas": 1, "selector": selector, "template": template(labels), "minReadySeconds": 0,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600})
+    }
+
+    #[test]
+    fn a_sound_deployment_passes() {
+        let spec = deployment(json!({"matchLabels": {"app": "web"}}), json!({"app": "web", "tier": "front"}));
+        assert_eq!(judged("deployments", spec, None), Vec::<String>::new());
+    }
+
+    #[test]
+    fn deployments_are_judged_as_kube_judges_them() {
+        let mut spec = deployment(Value::Null, json!({"app": "web"}));
+        spec["replicas"] = json!(-1);
+        spec["template"]["spec"]["restartPolicy"] = json!("Never");
+        spec["template"]["spec"]["activeDeadlineSeconds"] = json!(5);
+        spec["strategy"]["rollingUpdate"] = json!({"maxUnavailable": "110%", "maxSurge": 0});
+        spec["minReadySeconds"] = json!(700);
+        assert_eq!(
+            judged("deployments", spec, None),
+            [
+                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                "spec.selector: Required value",
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
+                "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported",
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"110%\": must not be greater than 100%",
+                "spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds",
+            ]
+        );
+        let mut spec = deployment(json!({"matchLabels": {}}), json!({}));
+        spec["strategy"]["rollingUpdate"] = json!({"maxUnavailable": 0, "maxSurge": "0%"});
+        assert_eq!(
+            judged("deployments", spec, None),
+            [
+                "spec.selector: Invalid value: {}: empty selector is invalid for deployment",
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+            ]
+        );
+        // A selector that cannot be read: its faults, and no judgement of the template.
+        let mut spec = deployment(json!({"matchExpressions": [{"key": "app", "operator": "In"}]}), json!({}));
+        spec["template"]["spec"]["containers"] = json!([]);
+        spec["strategy"]["rollingUpdate"]["maxSurge"] = json!("5x");
+        assert_eq!(
+            judged("deployments", spec, None),
+            [
+                "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                "spec.selector: Invalid value: {\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\"}]}: invalid label selector",
+                "spec.strategy.rollingUpdate.maxSurge: Invalid value: \"5x\": a valid percent string must be a numeric string \
+                 followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_template_is_judged_in_its_place() {
+        let mut spec = deployment(json!({"matchLabels": {"app": "web"}}), json!({"app": "web"}));
+        spec["template"]["spec"]["containers"][0]["image"] = json!("");
+        spec["revisionHistoryLimit"] = json!(-2);
+        assert_eq!(
+            judged("replicasets", spec.clone(), None),
+            ["spec.template.spec.containers[0].image: Required value"]
+        );
+        assert_eq!(
+            judged("deployments", spec, None),
+            [
+                "spec.template.spec.containers[0].image: Required value",
+                "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
+            ]
+        );
+        // A missing template is Go's empty one, defaulted.
+        let spec = json!({"replicas": 1, "selector": {"matchLabels": {"app": "web"}}});
+        assert_eq!(
+            judged("replicasets", spec, None),
+            [
+                "spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`",
+                "spec.template.spec.containers: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn daemonsets_and_replication_controllers_have_rules_of_their_own() {
+        let spec = json!({"template": template(json!({"app": "agent"})), "updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}});
+        assert_eq!(
+            judged("daemonsets", spec, None),
+            [
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"agent\"}: `selector` does not match template `labels`",
+                "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when maxUnavailable is non-zero",
+            ]
+        );
+        let spec = json!({"selector": {}, "template": template(json!({})), "updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "0%", "maxSurge": 0}}});
+        assert_eq!(
+            judged("daemonsets", spec, None),
+            [
+                "spec.selector: Invalid value: {}: empty selector is invalid for daemonset",
+                "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0",
+            ]
+        );
+        let spec = json!({"replicas": 1, "selector": {"app": "db"}, "template": template(json!({"app": "web"}))});
+        assert_eq!(
+            judged("replicationcontrollers", spec, None),
+            [
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`"
+            ]
+        );
+        assert_eq!(
+            judged("replicationcontrollers", json!({"replicas": -1}), None),
+            [
+                "spec.selector: Required value",
+                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                "spec.template: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn updates_keep_what_kube_keeps() {
+        let old = deployment(json!({"matchLabels": {"app": "web"}}), json!({"app": "web", "v": "1"}));
+        let mut new = old.clone();
+        new["selector"] = json!({"matchLabels": {"app": "web", "v": "1"}, "matchExpressions": []});
+        assert_eq!(
+            judged("deployments", new, Some(old.clone())),
+            ["spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"web\",\"v\":\"1\"}}: field is immutable"]
+        );
+        let mut same = old.clone();
+        same["selector"]["matchExpressions"] = json!([]);
+        assert_eq!(judged("deployments", same, Some(old)), Vec::<String>::new());
+
+        let sts = json!({"replicas": 1, "serviceName": "db", "podManagementPolicy": "OrderedReady",
+            "selector": {"matchLabels": {"app": "db"}}, "template": template(json!({"app": "db"}))});
+        let mut scaled = sts.clone();
+        scaled["replicas"] = json!(3);
+        scaled["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
+        assert_eq!(judged("statefulsets", scaled, Some(sts.clone())), Vec::<String>::new());
+        let mut renamed = sts.clone();
+        renamed["serviceName"] = json!("other");
+        assert_eq!(
+            judged("statefulsets", renamed, Some(sts)),
+            ["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', \
+              'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
+        );
+    }
+}
