@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use crate::pod_validation::forbidden;
-use crate::policy_validation::{duplicate, invalid, required};
+use crate::policy_validation::{duplicate, invalid};
 use crate::structural::{Cause, go_quote};
 
 /// The subresource's name in URLs, discovery, admission and managed fields.
@@ -88,7 +88,7 @@ pub(crate) fn validate_create(pod: &Map<String, Value>) -> Vec<Cause> {
 
 /// The causes for which kube refuses storing `pod` over `old` through the subresource.
 pub(crate) fn validate_update(pod: &Map<String, Value>, old: &Map<String, Value>) -> Vec<Cause> {
-    let mut causes = containers(pod.get("spec"));
+    let mut causes = containers(pod.get("spec"), "spec");
     let mirror = old.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(MIRROR_ANNOTATION));
     if mirror.is_some() {
         return vec![forbidden("[]".into(), "static pods do not support ephemeral containers")];
@@ -117,29 +117,19 @@ pub(crate) fn validate_update(pod: &Map<String, Value>, old: &Map<String, Value>
     causes
 }
 
-/// The checks of each ephemeral container of a pod's spec.
-fn containers(spec: Option<&Value>) -> Vec<Cause> {
+/// The checks of each ephemeral container of a pod's spec (`spec` at `at`): those of every
+/// container ([`crate::pod_spec_validation::container`]), then an ephemeral container's own.
+pub(crate) fn containers(spec: Option<&Value>, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     let others: Vec<&str> = ["containers", "initContainers"].iter().flat_map(|k| list(spec, k)).map(name_of).collect();
     let mut names = others.clone();
+    let volumes = spec.map(crate::pod_spec_validation::valid_volumes).unwrap_or_default();
+    let pod_claims = spec.map(crate::container_resources::pod_claims).unwrap_or_default();
     for (i, c) in list(spec, "ephemeralContainers").iter().enumerate() {
-        let at = format!("spec.ephemeralContainers[{i}]");
+        let at = format!("{at}.ephemeralContainers[{i}]");
         let name = name_of(c);
-        if name.is_empty() {
-            causes.push(required(format!("{at}.name"), ""));
-        }
-        if !name.is_empty() {
-            for fault in crate::cel_format::dns1123_label(name) {
-                causes.push(invalid(format!("{at}.name"), name, &fault));
-            }
-        }
+        crate::pod_spec_validation::container(c, &volumes, &pod_claims, &at, &mut causes);
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        if image.is_empty() {
-            causes.push(required(format!("{at}.image"), ""));
-        }
-        // kube's checks common to all containers, then those of a pod's own.
-        let volumes = spec.map(crate::volume_mounts::volume_names).unwrap_or_default();
-        crate::volume_mounts::validate(c, &volumes, &at, &mut causes);
         if !image.is_empty() && image.trim() != image {
             causes.push(invalid(format!("{at}.image"), image, "must not have leading or trailing whitespace"));
         }

@@ -104,6 +104,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
         // kube looks for conflicts within each init container alone, at index 0.
         host_port_conflicts(std::iter::once((0, c)), &format!("{at}.initContainers"), &mut causes);
     }
+    causes.extend(crate::pod_ephemeral_containers::containers(Some(spec), at));
     if spec.get("hostNetwork") == Some(&Value::Bool(true)) {
         host_network_ports(containers, at, owner, &mut causes);
     }
@@ -165,8 +166,8 @@ pub(crate) fn statefulset_pod_spec(sts: &Value) -> Option<Value> {
 }
 
 /// The checks kube's `validateContainerCommon` makes of every container at `path`, in its
-/// order; `volumes` are the names of the pod's valid volumes.
-fn container(c: &Value, volumes: &[&str], pod_claims: &[&str], path: &str, causes: &mut Vec<Cause>) {
+/// order; `volumes` are the names of the pod's valid volumes ([`valid_volumes`]).
+pub(crate) fn container(c: &Value, volumes: &[&str], pod_claims: &[&str], path: &str, causes: &mut Vec<Cause>) {
     let name = name_of(c);
     if name.is_empty() {
         causes.push(required(format!("{path}.name"), ""));
@@ -195,6 +196,12 @@ fn policy(m: &Value, key: &str, at: &str, supported: &[&str], causes: &mut Vec<C
         v if supported.contains(&v) => {}
         v => causes.push(unsupported(field, v, supported)),
     }
+}
+
+/// The names of the volumes of the pod spec `spec` that have no faults: those a container may
+/// mount.
+pub(crate) fn valid_volumes(spec: &Value) -> Vec<&str> {
+    volumes(spec, "", &mut Vec::new())
 }
 
 /// The pod's volumes, judged in order; answers the names of those without faults, which are
@@ -654,5 +661,26 @@ mod tests {
         let without_claims = json!({"template": {"spec": {"containers": []}}});
         assert_eq!(statefulset_pod_spec(&without_claims), Some(json!({"containers": []})));
         assert_eq!(statefulset_pod_spec(&json!({"replicas": 1})), None);
+    }
+
+    #[test]
+    fn ephemeral_containers_are_judged_after_init_containers() {
+        let mut debug = container("debug");
+        debug["env"] = json!([{"name": "A=B"}]);
+        debug["ports"] = json!([{"containerPort": 80, "protocol": "TCP"}]);
+        let mut s = spec(json!([container("app")]));
+        s["ephemeralContainers"] = json!([debug]);
+        s["dnsPolicy"] = json!("Sometimes");
+        let printable =
+            "a valid environment variable name must consist only of printable ASCII characters other than '='";
+        assert_eq!(
+            messages(s, Owner::Template),
+            [
+                format!("spec.ephemeralContainers[0].env[0].name: Invalid value: \"A=B\": {printable}"),
+                "spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container".into(),
+                "spec.dnsPolicy: Unsupported value: \"Sometimes\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"".into(),
+                "spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template".into(),
+            ]
+        );
     }
 }

@@ -10,12 +10,6 @@ use serde_json::Value;
 use crate::policy_validation::{invalid, required};
 use crate::structural::{Cause, go_quote};
 
-/// The names of a pod spec's volumes.
-pub(crate) fn volume_names(spec: &Value) -> Vec<&str> {
-    let volumes = spec.get("volumes").and_then(Value::as_array).into_iter().flatten();
-    volumes.filter_map(|v| v.get("name").and_then(Value::as_str)).collect()
-}
-
 /// The causes of the mounts of the container `c` at `at` (`spec.containers[0]`), among the
 /// pod's `volumes`.
 pub(crate) fn validate(c: &Value, volumes: &[&str], at: &str, causes: &mut Vec<Cause>) {
@@ -52,11 +46,11 @@ mod tests {
 
     #[test]
     fn mounts_name_the_pods_volumes_at_paths_of_their_own() {
-        let spec = json!({"volumes": [{"name": "data"}, {"name": "cache"}]});
+        let spec = json!({"volumes": [{"name": "data", "emptyDir": {}}, {"name": "cache", "emptyDir": {}}]});
         let c = json!({"volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "dta", "mountPath": "/data"},
             {"name": "", "mountPath": ""}, {"name": "cache", "mountPath": "/cache"}]});
         let mut causes = Vec::new();
-        validate(&c, &volume_names(&spec), "spec.containers[0]", &mut causes);
+        validate(&c, &crate::pod_spec_validation::valid_volumes(&spec), "spec.containers[0]", &mut causes);
         let m: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(
             m,
