@@ -85,6 +85,7 @@ pub(crate) mod requester;
 pub mod scale;
 pub(crate) mod schema;
 pub mod selector;
+pub(crate) mod semantic;
 pub mod serve;
 pub mod server;
 pub mod service_account_token;

@@ -43,7 +43,9 @@ pub(crate) fn validate(
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
     causes.extend(crate::certificate_signing::validate(info, obj, old));
-    if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize) {
+    if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize)
+        && !old.is_some_and(|o| spec_unchanged(info, obj, o))
+    {
         // Wherever a pod spec is written: the pod's own, or a template. The workloads judge
         // theirs among their own rules.
         use crate::pod_spec_validation::Owner;
@@ -170,6 +172,22 @@ pub(crate) fn validate(
         }
     }
     Ok(())
+}
+
+/// Whether an update leaves the pod spec (a pod's, a PodTemplate's template) or a workload's spec
+/// as stored, compared as kube compares them. Such a spec is not judged again: it was judged when
+/// it was stored, and an object stored before a rule existed can still lose its finalizers or
+/// change its labels.
+fn spec_unchanged(info: &ResourceInfo, obj: &Map<String, Value>, old: &StoredObject) -> bool {
+    if crate::pod_security::template_path(info).is_none() && !info.is_core("pods") {
+        return false;
+    }
+    let key = if info.is_core("podtemplates") { "template" } else { "spec" };
+    let stored: Option<Value> = match old.spec_bytes() {
+        Some(bytes) if key == "spec" => serde_json::from_slice(bytes).ok(),
+        _ => old.value().get(key).cloned(),
+    };
+    crate::semantic::equal(obj.get(key), stored.as_ref())
 }
 
 /// The highest priority a PriorityClass outside kube's system classes may have.
@@ -551,5 +569,24 @@ mod tests {
         assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).is_ok());
         let stored = crate::object::build(&info, &statefulset("good", 1), 5);
         assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).is_err());
+    }
+
+    #[test]
+    fn an_update_that_leaves_the_spec_as_stored_is_not_judged_on_it() {
+        let info = Registry::with_defaults().lookup("pods").map(|i| (**i).clone()).unwrap();
+        // A pod stored without containers (as an older server stored it) can still lose its
+        // finalizers; one whose spec changes is judged.
+        let mut stored = as_map(json!({"metadata": {"name": "p", "namespace": "default", "finalizers": ["x"]},
+            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "tolerations": []}}));
+        crate::defaults::decode(&info, &mut stored);
+        let stored = crate::object::build(&info, &stored, 5);
+        let mut released = as_map(json!({"metadata": {"name": "p", "namespace": "default"},
+            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}));
+        crate::defaults::decode(&info, &mut released);
+        let judged = validate(&info, &released, Some(&stored), Target::Main);
+        assert!(judged.is_ok(), "{judged:?}");
+        let mut changed = released.clone();
+        changed["spec"]["dnsPolicy"] = json!("Default");
+        assert!(validate(&info, &changed, Some(&stored), Target::Main).is_err());
     }
 }

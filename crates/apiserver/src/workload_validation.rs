@@ -12,7 +12,7 @@
 //! in kube's order, with its field paths and messages, values rendered as kube's field errors
 //! render them (JSON for maps and selectors).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::pod_spec_validation::Owner;
 use crate::policy_validation::{invalid, required, unsupported};
@@ -61,19 +61,29 @@ pub(crate) fn validate(
     let kind = Kind::of(info)?;
     let empty = Value::Object(Map::new());
     let spec = obj.get("spec").unwrap_or(&empty);
-    let old = old.map(crate::object::StoredObject::value);
+    // The stored object as kube reads it back: with today's defaults.
+    let old = old.map(|o| {
+        let mut m = match o.value() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        crate::defaults::decode(info, &mut m);
+        Value::Object(m)
+    });
     let old_spec = old.as_ref().map(|o| o.get("spec").unwrap_or(&empty));
+    let create = old.is_none();
     // kube ratchets a StatefulSet's template: an update is not judged on it when the stored
     // spec already fails.
-    let skip_template = kind == Kind::StatefulSet && old_spec.is_some_and(|o| !spec_causes(kind, o, false).is_empty());
-    let mut causes = spec_causes(kind, spec, skip_template);
+    let skip_template =
+        kind == Kind::StatefulSet && old_spec.is_some_and(|o| !spec_causes(kind, o, false, false).is_empty());
+    // A StatefulSet's service name is judged on create only (updates keep names stored before).
+    let mut causes = spec_causes(kind, spec, skip_template, create);
     if let (Some(old_spec), Kind::StatefulSet) = (old_spec, kind) {
         statefulset_update(spec, old_spec, &mut causes);
     }
     if let (Some(old_spec), Kind::Deployment | Kind::ReplicaSet | Kind::DaemonSet) = (old_spec, kind) {
-        // Compared as kube compares them: an empty member is no member.
         let now = spec.get("selector").filter(|s| !s.is_null());
-        if now.map(normalized) != old_spec.get("selector").filter(|s| !s.is_null()).map(normalized) {
+        if !crate::semantic::equal(now, old_spec.get("selector")) {
             causes.push(invalid_value("spec.selector", &shown_selector(now), "field is immutable"));
         }
     }
@@ -81,8 +91,8 @@ pub(crate) fn validate(
 }
 
 /// The causes of a workload's spec (kube's `Validate<Kind>Spec`); `skip_template` leaves its
-/// pod spec unjudged.
-fn spec_causes(kind: Kind, spec: &Value, skip_template: bool) -> Vec<Cause> {
+/// pod spec unjudged, `service_name` judges a StatefulSet's service name.
+fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, service_name: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     match kind {
         Kind::Deployment => {
@@ -155,9 +165,21 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool) -> Vec<Cause> {
             }
             nonnegative(spec, "replicas", &mut causes);
             nonnegative(spec, "minReadySeconds", &mut causes);
-            if selector(spec, "statefulset", true, &mut causes) {
-                template(kind, spec, skip_template, &mut causes);
+            if let Some(start) = spec.pointer("/ordinals/start").and_then(Value::as_i64).filter(|s| *s < 0) {
+                causes.push(number("spec.ordinals.start", start, "must be greater than or equal to 0"));
             }
+            let name = spec.get("serviceName").and_then(Value::as_str).unwrap_or("");
+            if service_name && !name.is_empty() {
+                for fault in crate::cel_format::dns1123_label(name) {
+                    causes.push(invalid("spec.serviceName".into(), name, &fault));
+                }
+            }
+            if selector(spec, "statefulset", true, &mut causes) {
+                template_labels_match(spec, &mut causes);
+                template_spec(kind, spec, skip_template, &mut causes);
+            }
+            // Whether or not the selector could be read.
+            template_rules(kind, spec, &mut causes);
         }
         Kind::ReplicationController => {
             nonnegative(spec, "minReadySeconds", &mut causes);
@@ -344,12 +366,13 @@ fn statefulset_update(spec: &Value, old_spec: &Value, causes: &mut Vec<Cause>) {
         "persistentVolumeClaimRetentionPolicy",
         "minReadySeconds",
     ];
-    let rest = |s: &Value| -> Map<String, Value> {
+    // Compared as kube compares them; an empty service name is none (Go always sends it).
+    let rest = |s: &Value| -> Value {
         let mut m = s.as_object().cloned().unwrap_or_default();
-        m.retain(|k, v| !MUTABLE.contains(&k.as_str()) && !v.is_null());
-        m
+        m.retain(|k, v| !(MUTABLE.contains(&k.as_str()) || k == "serviceName" && v == ""));
+        Value::Object(m)
     };
-    if rest(spec) != rest(old_spec) {
+    if !crate::semantic::equal(Some(&rest(spec)), Some(&rest(old_spec))) {
         causes.push(crate::pod_validation::forbidden(
             "spec".into(),
             "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', \
@@ -398,23 +421,34 @@ fn amount(v: Option<&Value>) -> i64 {
     }
 }
 
+/// A selector as kube's field errors render it: Go's JSON of the `LabelSelector` struct (members
+/// in its order, empty ones left out).
+fn shown_selector(sel: Option<&Value>) -> String {
+    let Some(sel) = crate::semantic::normalized(sel) else {
+        return if sel.is_some_and(|s| !s.is_null()) { "{}".into() } else { "null".into() };
+    };
+    let mut parts = Vec::new();
+    if let Some(labels) = sel.get("matchLabels") {
+        parts.push(format!("\"matchLabels\":{}", go_value(labels)));
+    }
+    if let Some(Value::Array(expressions)) = sel.get("matchExpressions") {
+        let shown: Vec<String> = expressions
+            .iter()
+            .map(|e| {
+                let member = |k: &str| e.get(k).map(|v| format!("\"{k}\":{}", go_value(v)));
+                let members: Vec<String> = ["key", "operator", "values"].iter().filter_map(|k| member(k)).collect();
+                format!("{{{}}}", members.join(","))
+            })
+            .collect();
+        parts.push(format!("\"matchExpressions\":[{}]", shown.join(",")));
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
 /// Whether a selector selects everything (no labels and no expressions).
 fn is_empty_selector(sel: &Value) -> bool {
-    normalized(sel).get("matchLabels").is_none() && normalized(sel).get("matchExpressions").is_none()
-}
-
-/// A selector as kube's field errors render it: its JSON without empty members.
-fn shown_selector(sel: Option<&Value>) -> String {
-    sel.map_or_else(|| "null".into(), |s| go_value(&normalized(s)))
-}
-
-/// A selector without its empty members.
-fn normalized(sel: &Value) -> Value {
-    let mut m = sel.as_object().cloned().unwrap_or_default();
-    m.retain(|_, v| {
-        !(v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty))
-    });
-    json!(m)
+    let normalized = crate::semantic::normalized(Some(sel));
+    normalized.as_ref().is_none_or(|n| n.get("matchLabels").is_none() && n.get("matchExpressions").is_none())
 }
 
 fn nonnegative(spec: &Value, key: &str, causes: &mut Vec<Cause>) {
@@ -440,6 +474,8 @@ fn invalid_value(at: &str, shown: &str, detail: &str) -> Cause {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::registry::{Registry, ResourceInfo};
 
@@ -456,7 +492,9 @@ mod tests {
 
     fn judged(plural: &str, spec: Value, old: Option<Value>) -> Vec<String> {
         let info = info(plural);
-        let obj = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": spec});
+        // Defaulted, as the server defaults what it is sent.
+        let mut obj = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": spec});
+        crate::defaults::decode(&info, obj.as_object_mut().unwrap());
         let old = old.map(|spec| {
             let o = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": spec});
             crate::object::build(&info, o.as_object().unwrap(), 5)
@@ -611,5 +649,64 @@ mod tests {
             ["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', \
               'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
         );
+    }
+
+    #[test]
+    fn updates_are_compared_as_kube_compares_them() {
+        // Stored as the server stores it (empties left out); sent back as clients send it.
+        let stored = json!({"replicas": 1, "podManagementPolicy": "OrderedReady",
+            "selector": {"matchLabels": {"app": "db"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            "template": template(json!({"app": "db", "tier": "x"})),
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1024Mi"}}}}]});
+        let mut sent = stored.clone();
+        sent["serviceName"] = json!("");
+        sent["selector"]["matchExpressions"][0]["values"] = json!([]);
+        sent["volumeClaimTemplates"][0]["metadata"]["creationTimestamp"] = Value::Null;
+        sent["volumeClaimTemplates"][0]["metadata"]["labels"] = json!({});
+        sent["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = json!("1Gi");
+        assert_eq!(judged("statefulsets", sent, Some(stored.clone())), Vec::<String>::new());
+        let mut bigger = stored.clone();
+        bigger["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+        assert_eq!(judged("statefulsets", bigger, Some(stored)).len(), 1);
+
+        // A selector is shown as Go writes the struct: labels, then expressions.
+        let old = deployment(json!({"matchLabels": {"app": "web"}}), json!({"app": "web", "tier": "x"}));
+        let mut new = old.clone();
+        new["selector"]["matchExpressions"] = json!([{"key": "tier", "operator": "In", "values": ["x"]}]);
+        assert_eq!(
+            judged("deployments", new, Some(old)),
+            [
+                "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"web\"},\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"x\"]}]}: field is immutable"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_statefulsets_own_rules() {
+        let mut sts = json!({"replicas": 1, "serviceName": "Bad_Name", "podManagementPolicy": "OrderedReady",
+            "ordinals": {"start": -1}, "selector": {"matchLabels": {"app": "db"}, "matchExpressions": [{"key": "a", "operator": "Is"}]},
+            "template": template(json!({"app": "db"}))});
+        sts["template"]["spec"]["restartPolicy"] = json!("Never");
+        let label = crate::crd_validation::LABEL_MSG;
+        assert_eq!(
+            judged("statefulsets", sts.clone(), None),
+            [
+                "spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0".to_string(),
+                format!("spec.serviceName: Invalid value: \"Bad_Name\": {label}"),
+                "spec.selector.matchExpressions[0].operator: Invalid value: \"Is\": not a valid selector operator".into(),
+                "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"db\"},\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Is\"}]}".into(),
+                // Judged whether or not the selector could be read.
+                "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"".into(),
+            ]
+        );
+        // An update keeps a service name stored before it was judged.
+        let mut stored = sts.clone();
+        stored["ordinals"] = json!({"start": 0});
+        stored["selector"] = json!({"matchLabels": {"app": "db"}});
+        stored["template"]["spec"]["restartPolicy"] = json!("Always");
+        let mut scaled = stored.clone();
+        scaled["replicas"] = json!(2);
+        assert_eq!(judged("statefulsets", scaled, Some(stored)), Vec::<String>::new());
     }
 }
