@@ -256,7 +256,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             }
         }
         Builtin::Service => service_spec(obj),
-        Builtin::Secret => default_str(obj, "type", "Opaque"),
+        Builtin::Secret => {
+            string_data(obj);
+            default_str(obj, "type", "Opaque");
+        }
         Builtin::Namespace => namespace_label(obj),
         Builtin::Node => {}
         Builtin::PriorityClass => default_val(obj, "preemptionPolicy", json!("PreemptLowerPriority")),
@@ -412,6 +415,22 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             {
                 default_str(parameters, "scope", "Cluster");
             }
+        }
+    }
+}
+
+/// kube's reading of a Secret's `stringData`: each value, encoded, replaces the `data` entry of
+/// its key; `stringData` itself is never stored nor answered.
+fn string_data(obj: &mut Map<String, Value>) {
+    use base64::Engine;
+    let Some(Value::Object(strings)) = obj.remove("stringData") else { return };
+    if strings.is_empty() {
+        return;
+    }
+    if let Some(data) = ensure_obj(obj, "data") {
+        for (k, v) in strings {
+            let text = v.as_str().unwrap_or_default();
+            data.insert(k, base64::engine::general_purpose::STANDARD.encode(text).into());
         }
     }
 }

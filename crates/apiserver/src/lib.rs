@@ -36,6 +36,7 @@ pub(crate) mod certificate_signing;
 pub mod chaos;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod combined_writes;
+pub(crate) mod config_validation;
 pub(crate) mod container_resources;
 pub(crate) mod controller_loop;
 pub mod controls;

@@ -353,8 +353,9 @@ fn env(c: &Value, path: &str, causes: &mut Vec<Cause>) {
                 for fault in crate::cel_format::dns1123_subdomain(name) {
                     causes.push(invalid(format!("{at}.{key}.name"), name, &fault));
                 }
-                if source.get("key").and_then(Value::as_str).unwrap_or("").is_empty() {
-                    causes.push(required(format!("{at}.{key}.key"), ""));
+                match source.get("key").and_then(Value::as_str).unwrap_or("") {
+                    "" => causes.push(required(format!("{at}.{key}.key"), "")),
+                    k => crate::config_validation::key_faults(k, &format!("{at}.{key}.key"), causes),
                 }
             }
         }

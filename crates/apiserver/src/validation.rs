@@ -42,6 +42,14 @@ pub(crate) fn validate(
         }
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
+    if info.is_core("configmaps") || info.is_core("secrets") {
+        let old = old.map(|o| as_map(o.value()));
+        causes.extend(if info.is_core("configmaps") {
+            crate::config_validation::config_map(obj, old.as_ref())
+        } else {
+            crate::config_validation::secret(obj, old.as_ref())
+        });
+    }
     causes.extend(crate::certificate_signing::validate(info, obj, old));
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize)
         && !old.is_some_and(|o| spec_unchanged(info, obj, o))

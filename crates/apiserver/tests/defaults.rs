@@ -37,7 +37,13 @@ async fn pod_deployment_and_secret_defaults_match_kube() {
     let g = c.get(&format!("{NS}/secrets/creds")).await;
     assert_eq!((g.code, comparable_managed(&g.body)), (ex.status, comparable_managed(&ex.response)));
     // A type given is kept.
-    let r = c.post(&format!("{NS}/secrets"), &json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls"})).await;
+    let r = c
+        .post(
+            &format!("{NS}/secrets"),
+            &json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+            "data": {"tls.crt": "", "tls.key": ""}}),
+        )
+        .await;
     assert_eq!(r.body["type"], "kubernetes.io/tls");
 }
 
