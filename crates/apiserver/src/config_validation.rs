@@ -93,8 +93,9 @@ pub(crate) fn secret(obj: &Map<String, Value>, old: Option<&Map<String, Value>>)
     causes
 }
 
-/// kube's checks of an object stored `immutable`: it stays so, and `fields` do not change
-/// (compared as kube compares them).
+/// kube's checks of an object stored `immutable`: it stays so, and `fields` do not change (as
+/// `reflect.DeepEqual` compares them: every key and value as it was, an empty map not a missing
+/// one).
 fn immutable(obj: &Map<String, Value>, old: &Map<String, Value>, fields: &[&str]) -> Vec<Cause> {
     let mut causes = Vec::new();
     if old.get("immutable") != Some(&Value::Bool(true)) {
@@ -104,7 +105,8 @@ fn immutable(obj: &Map<String, Value>, old: &Map<String, Value>, fields: &[&str]
         causes.push(crate::pod_validation::forbidden("immutable".into(), IMMUTABLE));
     }
     for field in fields {
-        if !crate::semantic::equal(obj.get(*field), old.get(*field)) {
+        let present = |m: &Map<String, Value>| m.get(*field).filter(|v| !v.is_null()).cloned();
+        if present(obj) != present(old) {
             causes.push(crate::pod_validation::forbidden((*field).into(), IMMUTABLE));
         }
     }
@@ -192,10 +194,11 @@ mod tests {
     #[test]
     fn immutable_contents_stay_as_they_are() {
         let old = map(json!({"immutable": true, "data": {"a": "1"}}));
-        assert_eq!(
-            messages(config_map(&map(json!({"immutable": true, "data": {"a": "1"}, "binaryData": {}})), Some(&old))),
-            Vec::<String>::new()
-        );
+        let same = map(json!({"immutable": true, "data": {"a": "1"}}));
+        assert_eq!(messages(config_map(&same, Some(&old))), Vec::<String>::new());
+        // As kube's reflect.DeepEqual: an empty map is not a missing one.
+        let emptied = map(json!({"immutable": true, "data": {"a": "1"}, "binaryData": {}}));
+        assert_eq!(messages(config_map(&emptied, Some(&old))), [format!("binaryData: Forbidden: {IMMUTABLE}")]);
         assert_eq!(
             messages(config_map(&map(json!({"data": {"a": "2"}})), Some(&old))),
             [format!("immutable: Forbidden: {IMMUTABLE}"), format!("data: Forbidden: {IMMUTABLE}")]

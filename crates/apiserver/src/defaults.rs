@@ -421,7 +421,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 
 /// kube's reading of a Secret's `stringData`: each value, encoded, replaces the `data` entry of
 /// its key; `stringData` itself is never stored nor answered.
-fn string_data(obj: &mut Map<String, Value>) {
+pub(crate) fn string_data(obj: &mut Map<String, Value>) {
     use base64::Engine;
     let Some(Value::Object(strings)) = obj.remove("stringData") else { return };
     if strings.is_empty() {

@@ -90,6 +90,7 @@ pub(crate) mod semantic;
 pub mod serve;
 pub mod server;
 pub mod service_account_token;
+pub(crate) mod service_validation;
 pub mod shared_line;
 pub mod status;
 pub mod storage;

@@ -273,7 +273,7 @@ fn ports(c: &Value, path: &str, causes: &mut Vec<Cause>) {
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 
 /// apimachinery's `IsValidPortName`: an IANA service name.
-fn port_name_faults(name: &str) -> Vec<&'static str> {
+pub(crate) fn port_name_faults(name: &str) -> Vec<&'static str> {
     let mut faults = Vec::new();
     if name.len() > 15 {
         faults.push("must be no more than 15 characters");

@@ -202,7 +202,7 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
             let webhooks = |m: Option<&Value>| m.filter(|v| !v.is_null()).cloned();
             return webhooks(old.value().get("webhooks")) != webhooks(new.get("webhooks"));
         }
-        ("", "podtemplates") => return old.value().get("template") != stored_form(info, "template", new).as_ref(),
+        ("", "podtemplates") => return !template_as_stored(old, new, info),
         // Set once, never moved (kube's strategy has no update rule).
         ("scheduling.k8s.io", "priorityclasses") => return false,
         ("discovery.k8s.io", "endpointslices") => {
@@ -220,15 +220,24 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
         let old = as_map(old.value());
         return content(&old, info.status_subresource) != content(new, info.status_subresource);
     }
-    // Compared as the bytes the spec is stored as; bytes that differ are compared again in
-    // the stored form, as kube's semantic comparison takes an empty list or map for a missing one.
-    let bytes = |spec: Option<&Value>| spec.map(|s| serde_json::to_vec(s).unwrap_or_default());
-    if bytes(new.get("spec")).as_deref() != old.spec_bytes()
-        && bytes(stored_form(info, "spec", new).as_ref()).as_deref() != old.spec_bytes()
-    {
+    if !spec_as_stored(old, new, info) {
         return true;
     }
     annotations_bump_generation(info) && annotations(&as_map(old.value())) != annotations(new)
+}
+
+/// Whether `new` leaves the spec of `old` as it is stored: compared as the bytes the spec is
+/// stored as; bytes that differ are compared again in the stored form, as kube's semantic
+/// comparison takes an empty list or map for a missing one.
+pub(crate) fn spec_as_stored(old: &StoredObject, new: &Map<String, Value>, info: &ResourceInfo) -> bool {
+    let bytes = |spec: Option<&Value>| spec.map(|s| serde_json::to_vec(s).unwrap_or_default());
+    bytes(new.get("spec")).as_deref() == old.spec_bytes()
+        || bytes(stored_form(info, "spec", new).as_ref()).as_deref() == old.spec_bytes()
+}
+
+/// Whether `new` leaves the pod template of the PodTemplate `old` as it is stored.
+pub(crate) fn template_as_stored(old: &StoredObject, new: &Map<String, Value>, info: &ResourceInfo) -> bool {
+    old.value().get("template") == stored_form(info, "template", new).as_ref()
 }
 
 /// Member `field` of `obj` in the form it is stored in ([`crate::defaults::go_stored`]).

@@ -42,8 +42,16 @@ pub(crate) fn validate(
         }
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
-    if info.is_core("configmaps") || info.is_core("secrets") {
+    if info.is_core("services") && target == crate::strategy::Target::Main {
         let old = old.map(|o| as_map(o.value()));
+        causes.extend(crate::service_validation::validate(obj, old.as_ref()));
+    }
+    if info.is_core("configmaps") || info.is_core("secrets") {
+        // (A Secret stored with `stringData` is read as kube would have stored it.)
+        let old = old.map(|o| as_map(o.value())).map(|mut o| {
+            crate::defaults::string_data(&mut o);
+            o
+        });
         causes.extend(if info.is_core("configmaps") {
             crate::config_validation::config_map(obj, old.as_ref())
         } else {
@@ -183,19 +191,15 @@ pub(crate) fn validate(
 }
 
 /// Whether an update leaves the pod spec (a pod's, a PodTemplate's template) or a workload's spec
-/// as stored, compared as kube compares them. Such a spec is not judged again: it was judged when
-/// it was stored, and an object stored before a rule existed can still lose its finalizers or
-/// change its labels.
+/// as stored (the comparison that keeps the generation). Such a spec is not judged again: it was
+/// judged when it was stored, and an object stored before a rule existed can still lose its
+/// finalizers or change its labels.
 fn spec_unchanged(info: &ResourceInfo, obj: &Map<String, Value>, old: &StoredObject) -> bool {
-    if crate::pod_security::template_path(info).is_none() && !info.is_core("pods") {
-        return false;
+    if info.is_core("podtemplates") {
+        return crate::strategy::template_as_stored(old, obj, info);
     }
-    let key = if info.is_core("podtemplates") { "template" } else { "spec" };
-    let stored: Option<Value> = match old.spec_bytes() {
-        Some(bytes) if key == "spec" => serde_json::from_slice(bytes).ok(),
-        _ => old.value().get(key).cloned(),
-    };
-    crate::semantic::equal(obj.get(key), stored.as_ref())
+    (info.is_core("pods") || crate::pod_security::template_path(info).is_some())
+        && crate::strategy::spec_as_stored(old, obj, info)
 }
 
 /// The highest priority a PriorityClass outside kube's system classes may have.
@@ -585,11 +589,12 @@ mod tests {
         // A pod stored without containers (as an older server stored it) can still lose its
         // finalizers; one whose spec changes is judged.
         let mut stored = as_map(json!({"metadata": {"name": "p", "namespace": "default", "finalizers": ["x"]},
-            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "tolerations": []}}));
+            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}));
         crate::defaults::decode(&info, &mut stored);
         let stored = crate::object::build(&info, &stored, 5);
+        // (An empty list is no change: the server stores none.)
         let mut released = as_map(json!({"metadata": {"name": "p", "namespace": "default"},
-            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}));
+            "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "tolerations": []}}));
         crate::defaults::decode(&info, &mut released);
         let judged = validate(&info, &released, Some(&stored), Target::Main);
         assert!(judged.is_ok(), "{judged:?}");

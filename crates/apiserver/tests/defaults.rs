@@ -372,12 +372,21 @@ async fn service_defaults_and_cluster_ips() {
     assert_eq!((r.code, &r.body), (200, &web));
     // A deleted Service's address can be asked for again at once.
     assert_eq!(c.delete(&format!("{NS}/services/fixed")).await.code, 200);
-    let r = c.post(&format!("{NS}/services"), &svc("again", json!({"clusterIP": "10.96.200.7"}))).await;
+    let r = c
+        .post(&format!("{NS}/services"), &svc("again", json!({"clusterIP": "10.96.200.7", "ports": [{"port": 80}]})))
+        .await;
     assert_eq!((r.code, &r.body["spec"]["clusterIP"]), (201, &json!("10.96.200.7")));
     // A dry run gives an address but keeps none.
-    let r = c.post(&format!("{NS}/services?dryRun=All"), &svc("dry", json!({"clusterIP": "10.96.200.8"}))).await;
+    let r = c
+        .post(
+            &format!("{NS}/services?dryRun=All"),
+            &svc("dry", json!({"clusterIP": "10.96.200.8", "ports": [{"port": 80}]})),
+        )
+        .await;
     assert_eq!(r.code, 201);
-    let r = c.post(&format!("{NS}/services"), &svc("wet", json!({"clusterIP": "10.96.200.8"}))).await;
+    let r = c
+        .post(&format!("{NS}/services"), &svc("wet", json!({"clusterIP": "10.96.200.8", "ports": [{"port": 80}]})))
+        .await;
     assert_eq!(r.code, 201, "{:?}", r.body);
     assert_eq!(s.list("services", Some("fixtures")).await.unwrap().len(), 46);
 }

@@ -259,6 +259,9 @@ async fn every_namespaced_resource_is_emptied() {
             if resource.ends_with(".apps") {
                 o["spec"] = workload_spec("bulk");
             }
+            if resource == "services" {
+                o["spec"] = json!({"ports": [{"port": 80}]});
+            }
             if resource == "events" {
                 // An event's namespace is its object's, as kube requires.
                 o["involvedObject"] = json!({"kind": "Pod", "name": "p0", "namespace": "bulk"});

@@ -1,0 +1,83 @@
+//! Services are judged as kube-apiserver judges them, over HTTP and through kubectl: ports,
+//! types and addresses, with kube's messages; nothing refused is stored.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const SERVICES: &str = "/api/v1/namespaces/default/services";
+const MERGE: &str = "application/merge-patch+json";
+
+#[tokio::test]
+async fn services_are_judged_over_http() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let two_unnamed = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}, {"port": 443, "targetPort": "HTTPS"}]}});
+    let r = c.post(SERVICES, &two_unnamed).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Service \"web\" is invalid: [spec.ports[0].name: Required value, spec.ports[1].name: Required value, \
+         spec.ports[1].targetPort: Invalid value: \"HTTPS\": must contain only alpha-numeric characters (a-z, 0-9), \
+         and hyphens (-), spec.ports[1].targetPort: Invalid value: \"HTTPS\": must contain at least one letter (a-z)]"
+    );
+    assert_eq!(c.get(&format!("{SERVICES}/web")).await.code, 404);
+    let no_ports = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "empty"}, "spec": {}});
+    let r = c.post(SERVICES, &no_ports).await;
+    assert_eq!(r.body["message"], "Service \"empty\" is invalid: spec.ports: Required value");
+
+    // A Service keeps its address.
+    let ok = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ok"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}});
+    let created = c.post(SERVICES, &ok).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let r = c.patch(&format!("{SERVICES}/ok"), MERGE, &json!({"spec": {"clusterIP": "10.96.0.99"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Service \"ok\" is invalid: spec.clusterIPs[0]: Invalid value: [\"10.96.0.99\"]: may not change once set"
+    );
+    assert_eq!(c.get(&format!("{SERVICES}/ok")).await.body, created.body);
+    let ports = json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]}});
+    assert_eq!(c.patch(&format!("{SERVICES}/ok"), MERGE, &ports).await.code, 200);
+}
+
+#[tokio::test]
+async fn kubectl_creates_services_kube_accepts() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let s = server().await;
+        let c = Client::new(&s);
+        let dir = tempdir("kubectl-services");
+        let kc = dir.join("config");
+        s.write_kubeconfig(&kc).unwrap();
+        let cache = dir.join("cache");
+        for args in [
+            vec!["create", "service", "clusterip", "web", "--tcp=80:8080", "--tcp=443:8443"],
+            vec!["create", "service", "nodeport", "np", "--tcp=80:8080"],
+            vec!["create", "service", "externalname", "db", "--external-name=db.example.com"],
+            vec!["create", "service", "clusterip", "headless", "--clusterip=None"],
+        ] {
+            let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &args).await;
+            assert!(ok, "{bin} {args:?}: {out}{err}");
+        }
+        let web = c.get(&format!("{SERVICES}/web")).await.body;
+        assert_eq!(web["spec"]["ports"][1]["name"], "443-8443", "{bin}");
+        // kubectl words the server's 422 from its causes.
+        let file = dir.join("bad.yaml");
+        let manifest =
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: 80\n  - port: 81\n";
+        std::fs::write(&file, manifest).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["create", "-f", file.to_str().unwrap()]).await;
+        assert!(!ok, "{bin}: {out}");
+        assert!(
+            err.contains("The Service \"bad\" is invalid: \n* spec.ports[0].name: Required value\n* spec.ports[1].name: Required value"),
+            "{bin}: {err}"
+        );
+        assert_eq!(c.get(&format!("{SERVICES}/bad")).await.code, 404, "{bin}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
