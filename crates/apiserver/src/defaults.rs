@@ -1130,16 +1130,26 @@ fn service_spec(obj: &mut Map<String, Value>) {
 /// stored Service on update).
 fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
     let Some(spec) = ensure_obj(obj, "spec") else { return };
+    let old = match write {
+        Write::Update(old) => Some(old.value()),
+        Write::Create => None,
+    };
+    let old_spec = old.as_ref().and_then(|o| o.get("spec")).and_then(Value::as_object);
+    if let Some(old_spec) = old_spec {
+        drop_type_dependent_fields(spec, old_spec);
+    }
     let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
     if kind != "ExternalName" {
-        if let Write::Update(old) = write
-            && ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"].iter().any(|k| unset(spec, k))
-        {
-            // Allocated values stay with the Service when an update leaves them out.
-            let old = old.value();
+        // An update that leaves out (or empties) an allocated value keeps it.
+        let left_out = |spec: &Map<String, Value>, k: &str| {
+            unset(spec, k) || spec.get(k).is_some_and(|v| v == "" || v.as_array().is_some_and(Vec::is_empty))
+        };
+        if let Some(old_spec) = old_spec {
             for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
-                if let Some(v) = old.get("spec").and_then(|s| s.get(key)) {
-                    default_val(spec, key, v.clone());
+                if left_out(spec, key)
+                    && let Some(v) = old_spec.get(key)
+                {
+                    spec.insert(key.into(), v.clone());
                 }
             }
         }
@@ -1148,6 +1158,58 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
         if let Some(ip) = str_of(spec, "clusterIP").map(str::to_string) {
             default_val(spec, "clusterIPs", json!([ip]));
         }
+    }
+}
+
+/// kube's `dropTypeDependentFields`: a Service whose type no longer needs a field the server
+/// (or an earlier type) gave it loses that field, unless the update changed it.
+fn drop_type_dependent_fields(spec: &mut Map<String, Value>, old: &Map<String, Value>) {
+    let kind = |m: &Map<String, Value>| str_of(m, "type").unwrap_or("ClusterIP").to_string();
+    let (was, now) = (kind(old), kind(spec));
+    let same = |spec: &Map<String, Value>, key: &str| unset(spec, key) || spec.get(key) == old.get(key);
+    let external = |m: &Map<String, Value>, t: &str| {
+        matches!(t, "NodePort" | "LoadBalancer")
+            || t == "ClusterIP" && m.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+    };
+    let drop_if_same = |spec: &mut Map<String, Value>, keys: &[&str]| {
+        if keys.iter().all(|k| same(spec, k)) {
+            for k in keys {
+                spec.remove(*k);
+            }
+        }
+    };
+    if was != "ExternalName" && now == "ExternalName" {
+        drop_if_same(spec, &["clusterIP", "clusterIPs"]);
+        drop_if_same(spec, &["ipFamilies"]);
+        drop_if_same(spec, &["ipFamilyPolicy"]);
+    }
+    let node_ports = |t: &str| matches!(t, "NodePort" | "LoadBalancer");
+    if node_ports(&was) && !node_ports(&now) {
+        let old_ports: Vec<&Value> = old
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("nodePort"))
+            .collect();
+        let kept = items(spec, "ports").all(|p| p.get("nodePort").is_none_or(|n| n == 0 || old_ports.contains(&n)));
+        if kept {
+            for p in items(spec, "ports") {
+                p.remove("nodePort");
+            }
+        }
+    }
+    let local_balancer =
+        |m: &Map<String, Value>, t: &str| t == "LoadBalancer" && str_of(m, "externalTrafficPolicy") == Some("Local");
+    if local_balancer(old, &was) && !local_balancer(spec, &now) {
+        drop_if_same(spec, &["healthCheckNodePort"]);
+    }
+    if was == "LoadBalancer" && now != "LoadBalancer" {
+        drop_if_same(spec, &["allocateLoadBalancerNodePorts"]);
+        drop_if_same(spec, &["loadBalancerClass"]);
+    }
+    if external(old, &was) && !external(spec, &now) {
+        drop_if_same(spec, &["externalTrafficPolicy"]);
     }
 }
 

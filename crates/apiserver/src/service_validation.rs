@@ -2,8 +2,10 @@
 //! a Service its address): ports (at least one unless headless or ExternalName; names that are
 //! DNS labels, required and unique when there are several; numbers in range; a supported
 //! protocol; a target port that is a number or a port name), a headless address only where it
-//! makes sense, an ExternalName's DNS name, a valid selector, session affinity and type; no node
-//! port on a new ClusterIP Service; on update, a cluster IP that does not change.
+//! makes sense, an ExternalName's DNS name and no address, a valid selector, session affinity
+//! and type; no node port on a ClusterIP Service; on update, a cluster IP that does not change.
+//! (What an update from another type no longer needs is dropped before, as kube's strategy
+//! drops it: see `defaults::service_allocation`.)
 //!
 //! Invariants: only the Service (and the stored version an update replaces) is read; causes
 //! come in kube's order, with its paths and messages.
@@ -35,8 +37,14 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
             &format!("may not be set to 'None' for {kind} services"),
         )),
         "ExternalName" => {
-            if !cluster_ips(spec).is_empty() {
-                causes.push(forbidden("spec.clusterIPs".into(), "may not be set for ExternalName services"));
+            for key in ["clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+                let set = match key {
+                    "clusterIPs" => !cluster_ips(spec).is_empty(),
+                    _ => spec.get(key).is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty())),
+                };
+                if set {
+                    causes.push(forbidden(format!("spec.{key}"), "may not be set for ExternalName services"));
+                }
             }
             let name = str_of(spec, "externalName");
             let name = name.strip_suffix('.').unwrap_or(name);
@@ -75,8 +83,8 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
             &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"],
         )),
     }
-    if kind == "ClusterIP" && old.is_none() {
-        // (An update from another type drops node ports it kept, as kube's strategy does.)
+    if kind == "ClusterIP" {
+        // (An update from another type has dropped the node ports it kept, as kube's strategy.)
         for (i, p) in ports.iter().enumerate() {
             if p.get("nodePort").and_then(Value::as_i64).is_some_and(|n| n != 0) {
                 let field = format!("spec.ports[{i}].nodePort");
@@ -296,6 +304,9 @@ mod tests {
         );
         let mut typed = old.clone();
         typed["ports"][0]["nodePort"] = json!(30080);
-        assert_eq!(judged(typed, Some(old)), Vec::<String>::new());
+        assert_eq!(
+            judged(typed, Some(old)),
+            ["spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"]
+        );
     }
 }

@@ -42,7 +42,11 @@ pub(crate) fn validate(
         }
     }
     let mut causes = crate::rbac_validation::validate(info, obj, old);
-    if info.is_core("services") && target == crate::strategy::Target::Main {
+    // (A Service whose spec is as stored is not judged again, as for pods and workloads.)
+    if info.is_core("services")
+        && target == crate::strategy::Target::Main
+        && !old.is_some_and(|o| crate::strategy::spec_as_stored(o, obj, info))
+    {
         let old = old.map(|o| as_map(o.value()));
         causes.extend(crate::service_validation::validate(obj, old.as_ref()));
     }

@@ -81,3 +81,47 @@ async fn kubectl_creates_services_kube_accepts() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[tokio::test]
+async fn type_changes_keep_or_drop_what_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let np = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}});
+    let created = c.post(SERVICES, &np).await.body;
+    let ip = created["spec"]["clusterIP"].clone();
+    assert!(ip.is_string(), "{created}");
+    // Helm's three-way patch of a chart that renders `clusterIP: ""`: the address stays.
+    let r = c.patch(&format!("{SERVICES}/np"), MERGE, &json!({"spec": {"clusterIP": ""}})).await;
+    assert_eq!((r.code, &r.body["spec"]["clusterIP"]), (200, &ip), "{}", r.body);
+    // Back to ClusterIP with the whole object sent back: the node port kube gave goes.
+    let mut cluster = c.get(&format!("{SERVICES}/np")).await.body;
+    cluster["spec"]["type"] = json!("ClusterIP");
+    let r = c.put(&format!("{SERVICES}/np"), &cluster).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(r.body["spec"]["ports"][0].get("nodePort").is_none(), "{}", r.body);
+    assert!(r.body["spec"].get("externalTrafficPolicy").is_none(), "{}", r.body);
+    assert_eq!(r.body["spec"]["clusterIP"], ip);
+    // A node port on a ClusterIP Service is refused.
+    let r =
+        c.patch(&format!("{SERVICES}/np"), MERGE, &json!({"spec": {"ports": [{"port": 80, "nodePort": 30081}]}})).await;
+    assert_eq!(
+        (r.code, r.body["message"].as_str()),
+        (
+            422,
+            Some(
+                "Service \"np\" is invalid: spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
+            )
+        )
+    );
+    // To ExternalName with the address still in the body (kubectl edit, client-go): it goes.
+    let mut external = c.get(&format!("{SERVICES}/np")).await.body;
+    external["spec"]["type"] = json!("ExternalName");
+    external["spec"]["externalName"] = json!("db.example.com");
+    external["spec"].as_object_mut().unwrap().remove("selector");
+    let r = c.put(&format!("{SERVICES}/np"), &external).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    for gone in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        assert!(r.body["spec"].get(gone).is_none(), "{gone}: {}", r.body);
+    }
+}
