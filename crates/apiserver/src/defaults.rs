@@ -1139,6 +1139,15 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
         drop_type_dependent_fields(spec, old_spec);
     }
     let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
+    if old_spec.is_some() && kind != "LoadBalancer" {
+        // Only a load balancer has a load balancer's status.
+        if let Some(status) = member(obj, "status")
+            && status.get("loadBalancer").is_some_and(|l| l.as_object().is_none_or(|m| !m.is_empty()))
+        {
+            status.insert("loadBalancer".into(), json!({}));
+        }
+    }
+    let Some(spec) = ensure_obj(obj, "spec") else { return };
     if kind != "ExternalName" {
         // An update that leaves out (or empties) an allocated value keeps it.
         let left_out = |spec: &Map<String, Value>, k: &str| {
@@ -1166,7 +1175,12 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
 fn drop_type_dependent_fields(spec: &mut Map<String, Value>, old: &Map<String, Value>) {
     let kind = |m: &Map<String, Value>| str_of(m, "type").unwrap_or("ClusterIP").to_string();
     let (was, now) = (kind(old), kind(spec));
-    let same = |spec: &Map<String, Value>, key: &str| unset(spec, key) || spec.get(key) == old.get(key);
+    // Left out, emptied or as it was: the update did not change it.
+    let same = |spec: &Map<String, Value>, key: &str| {
+        unset(spec, key)
+            || spec.get(key) == old.get(key)
+            || spec.get(key).is_some_and(|v| v == "" || v.as_array().is_some_and(Vec::is_empty))
+    };
     let external = |m: &Map<String, Value>, t: &str| {
         matches!(t, "NodePort" | "LoadBalancer")
             || t == "ClusterIP" && m.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
@@ -1184,7 +1198,8 @@ fn drop_type_dependent_fields(spec: &mut Map<String, Value>, old: &Map<String, V
         drop_if_same(spec, &["ipFamilyPolicy"]);
     }
     let node_ports = |t: &str| matches!(t, "NodePort" | "LoadBalancer");
-    if node_ports(&was) && !node_ports(&now) {
+    // (A ClusterIP Service stored with the node ports of its former type loses them too.)
+    if !node_ports(&now) && (node_ports(&was) || was == "ClusterIP") {
         let old_ports: Vec<&Value> = old
             .get("ports")
             .and_then(Value::as_array)
@@ -1192,7 +1207,8 @@ fn drop_type_dependent_fields(spec: &mut Map<String, Value>, old: &Map<String, V
             .flatten()
             .filter_map(|p| p.get("nodePort"))
             .collect();
-        let kept = items(spec, "ports").all(|p| p.get("nodePort").is_none_or(|n| n == 0 || old_ports.contains(&n)));
+        let kept = items(spec, "ports")
+            .all(|p| p.get("nodePort").is_none_or(|n| n.is_null() || n == 0 || old_ports.contains(&n)));
         if kept {
             for p in items(spec, "ports") {
                 p.remove("nodePort");
@@ -1211,6 +1227,14 @@ fn drop_type_dependent_fields(spec: &mut Map<String, Value>, old: &Map<String, V
     if external(old, &was) && !external(spec, &now) {
         drop_if_same(spec, &["externalTrafficPolicy"]);
     }
+}
+
+/// Whether an update turns the ExternalName Service `old` into a Service that needs an address.
+pub fn leaves_external_name(info: &ResourceInfo, old: &crate::object::StoredObject, new: &Map<String, Value>) -> bool {
+    let kind = |spec: Option<&Value>| {
+        spec.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("ClusterIP").to_string()
+    };
+    is_service(info) && kind(old.value().get("spec")) == "ExternalName" && kind(new.get("spec")) != "ExternalName"
 }
 
 /// The first cluster IP a Service being created still needs: true unless it is an

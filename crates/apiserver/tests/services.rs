@@ -124,4 +124,27 @@ async fn type_changes_keep_or_drop_what_kube_does() {
     for gone in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
         assert!(r.body["spec"].get(gone).is_none(), "{gone}: {}", r.body);
     }
+    // And back: the Service is given an address again.
+    let back = json!({"spec": {"type": "ClusterIP", "externalName": null, "selector": {"app": "web"}}});
+    let r = c.patch(&format!("{SERVICES}/np"), MERGE, &back).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let given = r.body["spec"]["clusterIP"].as_str().unwrap_or_default().to_string();
+    assert!(given.starts_with("10."), "{}", r.body);
+    assert_eq!(r.body["spec"]["clusterIPs"], json!([given]));
+
+    // A Helm chart rendering `clusterIP: ""` turns a Service into an ExternalName.
+    let helm =
+        json!({"spec": {"type": "ExternalName", "externalName": "db.example.com", "clusterIP": "", "selector": null}});
+    let r = c.patch(&format!("{SERVICES}/np"), MERGE, &helm).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(r.body["spec"].get("clusterIPs").is_none(), "{}", r.body);
+
+    // A load balancer's status goes with its type.
+    let lb = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+    assert_eq!(c.post(SERVICES, &lb).await.code, 201);
+    let ingress = json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}});
+    assert_eq!(c.patch(&format!("{SERVICES}/lb/status"), MERGE, &ingress).await.code, 200);
+    let r = c.patch(&format!("{SERVICES}/lb"), MERGE, &json!({"spec": {"type": "ClusterIP"}})).await;
+    assert_eq!((r.code, &r.body["status"]["loadBalancer"]), (200, &json!({})), "{}", r.body);
 }

@@ -944,6 +944,11 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
+        if target == Target::Main && !dry_run && defaults::leaves_external_name(info, old, &obj) {
+            // As kube's Service store: a Service that stops being an ExternalName is given the
+            // address it asks for (422 when another Service has it) or a free one.
+            self.allocate_cluster_ip(info, &old.name, &mut obj, &mut None)?;
+        }
         validation::validate(info, &obj, Some(old), target)?;
         crate::certificate_signing::check_update(&self.cache, info, target, &obj, old)?;
         if defaults::is_priority_class(info) {
