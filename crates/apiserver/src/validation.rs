@@ -72,14 +72,17 @@ pub(crate) fn validate(
         let workload = crate::workload_validation::validate(info, obj, old);
         let judged = workload.is_some();
         causes.extend(workload.into_iter().flatten());
+        use std::borrow::Cow;
         let (spec, at, owner) = match crate::pod_security::template_path(info) {
-            _ if info.is_core("pods") => (obj.get("spec").cloned(), "spec".to_string(), Owner::Pod),
+            _ if info.is_core("pods") => (obj.get("spec").map(Cow::Borrowed), "spec".to_string(), Owner::Pod),
             _ if judged => (None, String::new(), Owner::Template),
             Some(path) => {
                 let template = path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object));
                 // A template that is not there is Go's zero one.
-                let spec = template.and_then(|t| t.get("spec")).cloned();
-                let spec = spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
+                let spec = match template.and_then(|t| t.get("spec")) {
+                    Some(spec) => Cow::Borrowed(spec),
+                    None => Cow::Owned(crate::pod_spec_validation::zero_template_spec()),
+                };
                 (Some(spec), format!("{}.spec", path.join(".")), Owner::Template)
             }
             None => (None, String::new(), Owner::Template),
