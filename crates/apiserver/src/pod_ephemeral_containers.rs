@@ -16,6 +16,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::pod_spec_validation::{list, name_of};
 use crate::pod_validation::forbidden;
 use crate::policy_validation::{duplicate, invalid};
 use crate::structural::{Cause, go_quote};
@@ -80,7 +81,7 @@ pub(crate) fn prepare_update(mut old: Map<String, Value>, new: &Map<String, Valu
 
 /// The refusal of a pod created with ephemeral containers.
 pub(crate) fn validate_create(pod: &Map<String, Value>) -> Vec<Cause> {
-    match list(pod.get("spec"), "ephemeralContainers") {
+    match pod.get("spec").map_or(&[][..], |s| list(s, "ephemeralContainers")) {
         [] => Vec::new(),
         _ => vec![forbidden("spec.ephemeralContainers".into(), "cannot be set on create")],
     }
@@ -88,15 +89,19 @@ pub(crate) fn validate_create(pod: &Map<String, Value>) -> Vec<Cause> {
 
 /// The causes for which kube refuses storing `pod` over `old` through the subresource.
 pub(crate) fn validate_update(pod: &Map<String, Value>, old: &Map<String, Value>) -> Vec<Cause> {
-    let mut causes = containers(pod.get("spec"), "spec");
+    let empty = Value::Object(Map::new());
+    let spec = pod.get("spec").unwrap_or(&empty);
+    let volumes = crate::pod_spec_validation::valid_volumes(spec);
+    let mut causes = containers(spec, "spec", &volumes, &crate::container_resources::pod_claims(spec));
     let mirror = old.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(MIRROR_ANNOTATION));
     if mirror.is_some() {
         return vec![forbidden("[]".into(), "static pods do not support ephemeral containers")];
     }
     let mut old_spec = old.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
     crate::defaults::pod_spec_defaults(&mut old_spec);
-    let new_list = list(pod.get("spec"), "ephemeralContainers");
-    for before in list(Some(&Value::Object(old_spec)), "ephemeralContainers") {
+    let new_list = list(spec, "ephemeralContainers");
+    let old_spec = Value::Object(old_spec);
+    for before in list(&old_spec, "ephemeralContainers") {
         let name = name_of(before);
         let field = "spec.ephemeralContainers".to_string();
         match new_list.iter().find(|c| name_of(c) == name) {
@@ -117,18 +122,22 @@ pub(crate) fn validate_update(pod: &Map<String, Value>, old: &Map<String, Value>
     causes
 }
 
-/// The checks of each ephemeral container of a pod's spec (`spec` at `at`): those of every
+/// The checks of each ephemeral container of a pod's spec (`spec` at `at`), whose valid volumes
+/// ([`crate::pod_spec_validation::valid_volumes`]) and resource claims
+/// ([`crate::container_resources::pod_claims`]) are `volumes` and `pod_claims`: those of every
 /// container ([`crate::pod_spec_validation::container`]), then an ephemeral container's own.
-pub(crate) fn containers(spec: Option<&Value>, at: &str) -> Vec<Cause> {
+pub(crate) fn containers(spec: &Value, at: &str, volumes: &[&str], pod_claims: &[&str]) -> Vec<Cause> {
     let mut causes = Vec::new();
+    let ephemeral = list(spec, "ephemeralContainers");
+    if ephemeral.is_empty() {
+        return causes;
+    }
     let others: Vec<&str> = ["containers", "initContainers"].iter().flat_map(|k| list(spec, k)).map(name_of).collect();
     let mut names = others.clone();
-    let volumes = spec.map(crate::pod_spec_validation::valid_volumes).unwrap_or_default();
-    let pod_claims = spec.map(crate::container_resources::pod_claims).unwrap_or_default();
-    for (i, c) in list(spec, "ephemeralContainers").iter().enumerate() {
+    for (i, c) in ephemeral.iter().enumerate() {
         let at = format!("{at}.ephemeralContainers[{i}]");
         let name = name_of(c);
-        crate::pod_spec_validation::container(c, &volumes, &pod_claims, &at, &mut causes);
+        crate::pod_spec_validation::container(c, volumes, pod_claims, &at, &mut causes);
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         if !image.is_empty() && image.trim() != image {
             causes.push(invalid(format!("{at}.image"), image, "must not have leading or trailing whitespace"));
@@ -155,7 +164,7 @@ pub(crate) fn containers(spec: Option<&Value>, at: &str) -> Vec<Cause> {
         for f in REFUSED_IN_ORDER.iter().copied().filter(|f| set(f)).chain(unknown.map(String::as_str)) {
             causes.push(forbidden(format!("{at}.{f}"), CANNOT_SET));
         }
-        for (j, m) in list(Some(c), "volumeMounts").iter().enumerate() {
+        for (j, m) in list(c, "volumeMounts").iter().enumerate() {
             for f in ["subPath", "subPathExpr"] {
                 if m.get(f).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
                     causes.push(forbidden(format!("{at}.volumeMounts[{j}].{f}"), CANNOT_SET));
@@ -176,14 +185,6 @@ fn set_in_go(field: &str, v: &Value) -> bool {
         Value::Object(m) if field == "resources" => m.values().any(|x| !x.is_null()),
         _ => true,
     }
-}
-
-fn name_of(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or("")
-}
-
-fn list<'a>(spec: Option<&'a Value>, key: &str) -> &'a [Value] {
-    spec.and_then(|s| s.get(key)).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::pod_spec_validation::name_of;
+
 use crate::pod_validation::list;
 use crate::structural::{Cause, go_quote};
 
@@ -228,10 +230,6 @@ fn masked(c: &Value, old: &Value) -> Value {
 
 fn lenient(v: &Value) -> Value {
     crate::pod_validation::lenient(v)
-}
-
-fn name_of(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
 fn forbidden(field: &str, detail: &str) -> Cause {

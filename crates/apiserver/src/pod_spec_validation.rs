@@ -104,7 +104,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
         // kube looks for conflicts within each init container alone, at index 0.
         host_port_conflicts(std::iter::once((0, c)), &format!("{at}.initContainers"), &mut causes);
     }
-    causes.extend(crate::pod_ephemeral_containers::containers(Some(spec), at));
+    causes.extend(crate::pod_ephemeral_containers::containers(spec, at, &volumes, &pod_claims));
     if spec.get("hostNetwork") == Some(&Value::Bool(true)) {
         host_network_ports(containers, at, owner, &mut causes);
     }
@@ -415,15 +415,18 @@ fn env_from(c: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-fn name_of(v: &Value) -> &str {
+/// A member's `name` (empty when it has none).
+pub(crate) fn name_of(v: &Value) -> &str {
     v.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-fn int(v: &Value, key: &str) -> i64 {
+/// An integer member (0 when missing, as Go's zero value).
+pub(crate) fn int(v: &Value, key: &str) -> i64 {
     v.get(key).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+/// A list member (empty when missing).
+pub(crate) fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 

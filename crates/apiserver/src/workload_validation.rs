@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::pod_spec_validation::Owner;
+use crate::pod_spec_validation::{Owner, int};
 use crate::policy_validation::{invalid, required, unsupported};
 use crate::structural::{Cause, go_value};
 
@@ -457,10 +457,6 @@ fn nonnegative(spec: &Value, key: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-fn int(v: &Value, key: &str) -> i64 {
-    v.get(key).and_then(Value::as_i64).unwrap_or(0)
-}
-
 fn number(at: &str, n: i64, detail: &str) -> Cause {
     crate::pod_validation::number(at.into(), n, detail)
 }
@@ -668,7 +664,11 @@ mod tests {
         assert_eq!(judged("statefulsets", sent, Some(stored.clone())), Vec::<String>::new());
         let mut bigger = stored.clone();
         bigger["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
-        assert_eq!(judged("statefulsets", bigger, Some(stored)).len(), 1);
+        assert_eq!(
+            judged("statefulsets", bigger, Some(stored)),
+            ["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', \
+              'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
+        );
 
         // A selector is shown as Go writes the struct: labels, then expressions.
         let old = deployment(json!({"matchLabels": {"app": "web"}}), json!({"app": "web", "tier": "x"}));
