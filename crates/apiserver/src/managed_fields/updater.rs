@@ -90,11 +90,18 @@ pub(crate) fn changes(live: &Value, new: &Value, ctx: Context<'_>) -> Comparison
 pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
     if !cmp.is_same() {
         let Comparison { added, modified, removed } = cmp;
+        // Fields the write only re-sends as the empty lists and maps its manager already owns
+        // (which the stored object leaves out) change nothing, and keep the entry's time.
+        let changed = !modified.is_empty() || !removed.is_empty();
         let mut taken = added;
         taken.merge(modified);
-        for e in managers.0.values_mut() {
+        let owned_before = managers.0.get(manager).map(|e| e.set.clone());
+        let mut others_lost = false;
+        for (key, e) in managers.0.iter_mut() {
+            let before = e.set.len();
             e.set.subtract(&taken);
             e.set.subtract(&removed);
+            others_lost |= key != manager && e.set.len() != before;
         }
         let mut own = taken;
         own.subtract(stripped());
@@ -105,8 +112,11 @@ pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>,
                 time: None,
             });
             e.set.merge(own);
+            let grew = owned_before.as_ref() != Some(&e.set);
             e.api_version = ctx.api_version.to_string();
-            e.time = Some(now.to_string());
+            if changed || others_lost || grew || e.time.is_none() {
+                e.time = Some(now.to_string());
+            }
         }
     }
     managers.drop_empty();
@@ -351,6 +361,23 @@ mod tests {
 
     fn ctx(ignored: &FieldSet) -> Context<'_> {
         Context { ty: deployment(), api_version: "apps/v1", ignored }
+    }
+
+    #[test]
+    fn re_sent_empty_collections_keep_the_entry_s_time() {
+        let none = FieldSet::new();
+        let mut m = Managers::default();
+        let key = ManagerKey::new("unknown", Operation::Update, "apps/v1", "");
+        let sent = json!({"metadata": {"name": "d", "labels": {}}, "spec": {"replicas": 1}});
+        record(&mut m, changes(&json!({}), &sent, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:00Z");
+        // Stored without the empty map; the same body sent again a second later.
+        let stored = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        record(&mut m, changes(&stored, &sent, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:01Z");
+        assert_eq!(m.0[&key].time.as_deref(), Some("2026-01-01T00:00:00Z"));
+        // A value changed moves it.
+        let scaled = json!({"metadata": {"name": "d", "labels": {}}, "spec": {"replicas": 2}});
+        record(&mut m, changes(&stored, &scaled, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:02Z");
+        assert_eq!(m.0[&key].time.as_deref(), Some("2026-01-01T00:00:02Z"));
     }
 
     #[test]
