@@ -66,10 +66,13 @@ pub(crate) fn validate(
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize)
         && !old.is_some_and(|o| spec_unchanged(info, obj, o))
     {
-        // Wherever a pod spec is written: the pod's own, or a template. The workloads judge
-        // theirs among their own rules.
+        // Wherever a pod spec is written: the pod's own, or a template. The workloads, Jobs and
+        // CronJobs judge theirs among their own rules.
         use crate::pod_spec_validation::Owner;
-        let workload = crate::workload_validation::validate(info, obj, old);
+        let workload = crate::workload_validation::validate(info, obj, old).or_else(|| {
+            let old = old.map(|o| crate::workload_validation::stored_with_defaults(info, o));
+            crate::job_validation::validate(info, obj, old.as_ref())
+        });
         let judged = workload.is_some();
         causes.extend(workload.into_iter().flatten());
         use std::borrow::Cow;
@@ -127,38 +130,6 @@ pub(crate) fn validate(
         } else {
             crate::hpa_validation::validate(obj, old.as_ref(), status)
         });
-    }
-    if info.group == "batch" && matches!(info.plural.as_str(), "jobs" | "cronjobs") {
-        // A Job's pods run to completion: kube refuses the restart policy pod defaults give.
-        let (spec_at, spec) = match info.plural.as_str() {
-            "jobs" => ("spec", obj.get("spec")),
-            _ => (
-                "spec.jobTemplate.spec",
-                obj.get("spec").and_then(|s| s.get("jobTemplate")).and_then(|t| t.get("spec")),
-            ),
-        };
-        let policy = spec.and_then(|s| s.pointer("/template/spec/restartPolicy")).and_then(Value::as_str).unwrap_or("");
-        let field = format!("{spec_at}.template.spec.restartPolicy");
-        let failure_policy = spec.and_then(|s| s.get("podFailurePolicy")).is_some_and(|p| !p.is_null());
-        let fault = match policy {
-            "OnFailure" if failure_policy => Some((
-                "FieldValueInvalid",
-                r#"Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#
-                    .to_string(),
-            )),
-            "OnFailure" | "Never" => None,
-            "Always" | "" => {
-                Some(("FieldValueRequired", r#"Required value: valid values: "OnFailure", "Never""#.to_string()))
-            }
-            other => Some((
-                "FieldValueNotSupported",
-                format!(r#"Unsupported value: "{other}": supported values: "OnFailure", "Never""#),
-            )),
-        };
-        if let Some((reason, message)) = fault {
-            // After the template's own faults, as kube's Job validation reports it.
-            causes.push(crate::structural::Cause { reason, message, field });
-        }
     }
     if !causes.is_empty() {
         let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();

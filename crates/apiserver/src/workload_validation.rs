@@ -61,15 +61,7 @@ pub(crate) fn validate(
     let kind = Kind::of(info)?;
     let empty = Value::Object(Map::new());
     let spec = obj.get("spec").unwrap_or(&empty);
-    // The stored object as kube reads it back: with today's defaults.
-    let old = old.map(|o| {
-        let mut m = match o.value() {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        crate::defaults::decode(info, &mut m);
-        Value::Object(m)
-    });
+    let old = old.map(|o| stored_with_defaults(info, o));
     let old_spec = old.as_ref().map(|o| o.get("spec").unwrap_or(&empty));
     let create = old.is_none();
     // kube ratchets a StatefulSet's template: an update is not judged on it when the stored
@@ -88,6 +80,16 @@ pub(crate) fn validate(
         }
     }
     Some(causes)
+}
+
+/// The stored object as kube reads it back: with today's defaults.
+pub(crate) fn stored_with_defaults(info: &crate::registry::ResourceInfo, old: &crate::object::StoredObject) -> Value {
+    let mut m = match old.value() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    crate::defaults::decode(info, &mut m);
+    Value::Object(m)
 }
 
 /// The causes of a workload's spec (kube's `Validate<Kind>Spec`); `skip_template` leaves its
@@ -243,7 +245,7 @@ fn template(kind: Kind, spec: &Value, skip_template: bool, causes: &mut Vec<Caus
 
 /// kube's refusal of template labels the selector does not match. A missing selector matches
 /// nothing; an empty one, everything.
-fn template_labels_match(spec: &Value, causes: &mut Vec<Cause>) {
+pub(crate) fn template_labels_match(spec: &Value, causes: &mut Vec<Cause>) {
     let labels = spec.pointer("/template/metadata/labels");
     let matches = match spec.get("selector").filter(|s| !s.is_null()) {
         None => false,
@@ -423,7 +425,7 @@ fn amount(v: Option<&Value>) -> i64 {
 
 /// A selector as kube's field errors render it: Go's JSON of the `LabelSelector` struct (members
 /// in its order, empty ones left out).
-fn shown_selector(sel: Option<&Value>) -> String {
+pub(crate) fn shown_selector(sel: Option<&Value>) -> String {
     let Some(sel) = crate::semantic::normalized(sel) else {
         return if sel.is_some_and(|s| !s.is_null()) { "{}".into() } else { "null".into() };
     };
@@ -462,7 +464,7 @@ fn number(at: &str, n: i64, detail: &str) -> Cause {
 }
 
 /// An `Invalid value` cause whose value is already rendered; no detail leaves the value alone.
-fn invalid_value(at: &str, shown: &str, detail: &str) -> Cause {
+pub(crate) fn invalid_value(at: &str, shown: &str, detail: &str) -> Cause {
     let message =
         if detail.is_empty() { format!("Invalid value: {shown}") } else { format!("Invalid value: {shown}: {detail}") };
     Cause { reason: "FieldValueInvalid", message, field: at.into() }
