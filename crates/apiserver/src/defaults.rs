@@ -25,9 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::object::StoredObject;
@@ -1115,7 +1113,8 @@ fn service_spec(obj: &mut Map<String, Value>) {
         }
     }
     let external = kind == "NodePort" || kind == "LoadBalancer";
-    if external {
+    let external_ips = spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    if external || kind == "ClusterIP" && external_ips {
         default_str(spec, "externalTrafficPolicy", "Cluster");
     }
     if external || kind == "ClusterIP" {
@@ -1137,6 +1136,7 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
     let old_spec = old.as_ref().and_then(|o| o.get("spec")).and_then(Value::as_object);
     if let Some(old_spec) = old_spec {
         drop_type_dependent_fields(spec, old_spec);
+        crate::node_ports::keep(spec, old_spec);
     }
     let kind = str_of(spec, "type").unwrap_or("ClusterIP").to_string();
     if old_spec.is_some() && kind != "LoadBalancer" {
@@ -1259,75 +1259,42 @@ pub fn set_cluster_ip(obj: &mut Map<String, Value>, ip: Ipv4Addr) {
 }
 
 /// Allocates Service cluster IPs from kube's default service range, 10.96.0.0/12, at random
-/// (10.96.0.1 is kept for the `kubernetes` Service, as kube-apiserver keeps it).
-///
-/// Invariant: an address is never handed out while a Service has it (the caller passes the
-/// addresses the watch cache shows, once it has caught up with the storage) or while an earlier
-/// allocation may not be visible there yet: an allocation is remembered until the cache has
-/// reached the revision that stored it, or forgotten when its create failed.
-#[derive(Debug, Default)]
-pub struct ClusterIps {
-    reserved: Mutex<HashMap<u32, Reservation>>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Reservation {
-    /// Given to a create not answered yet.
-    Pending(Instant),
-    /// Stored at this revision.
-    Written(u64),
-}
+/// (10.96.0.1 is kept for the `kubernetes` Service, as kube-apiserver keeps it), with
+/// [`Reservations`](crate::reservations::Reservations) (see its invariant).
+#[derive(Debug)]
+pub struct ClusterIps(crate::reservations::Reservations);
 
 /// The service range: 10.96.0.0/12.
 const RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
 const RANGE_SIZE: u32 = 1 << 20;
-/// How long an address given to a create that never reported back stays reserved.
-const PENDING: Duration = Duration::from_secs(60);
+
+impl Default for ClusterIps {
+    fn default() -> Self {
+        // The network address, 10.96.0.1 and the broadcast address are never given.
+        ClusterIps(crate::reservations::Reservations::new(RANGE_BASE + 2, RANGE_SIZE - 3))
+    }
+}
 
 impl ClusterIps {
-    fn prune(reserved: &mut HashMap<u32, Reservation>, cache_rv: u64) {
-        reserved.retain(|_, r| match r {
-            Reservation::Pending(at) => at.elapsed() < PENDING,
-            Reservation::Written(rev) => *rev > cache_rv,
-        });
-    }
-
     /// A free address, given the addresses Services have at the cache's revision `cache_rv`;
     /// None when the range is full.
     pub fn allocate(&self, used: &HashSet<u32>, cache_rv: u64) -> Option<Ipv4Addr> {
-        let mut reserved = self.reserved.lock();
-        Self::prune(&mut reserved, cache_rv);
-        // The network address, 10.96.0.1 and the broadcast address are never given.
-        let first = RANGE_BASE + 2;
-        let count = RANGE_SIZE - 3;
-        let start = rand::random_range(0..count);
-        let ip = (0..count)
-            .map(|i| first + (start + i) % count)
-            .find(|ip| !used.contains(ip) && !reserved.contains_key(ip))?;
-        reserved.insert(ip, Reservation::Pending(Instant::now()));
-        Some(Ipv4Addr::from(ip))
+        self.0.allocate(used, cache_rv).map(Ipv4Addr::from)
     }
 
     /// Claims an address a Service asked for: false when another Service has it.
     pub fn claim(&self, ip: Ipv4Addr, used: &HashSet<u32>, cache_rv: u64) -> bool {
-        let ip = u32::from(ip);
-        let mut reserved = self.reserved.lock();
-        Self::prune(&mut reserved, cache_rv);
-        if used.contains(&ip) || reserved.contains_key(&ip) {
-            return false;
-        }
-        reserved.insert(ip, Reservation::Pending(Instant::now()));
-        true
+        self.0.claim(u32::from(ip), used, cache_rv)
     }
 
     /// The Service given `ip` was stored at revision `rev`.
     pub fn written(&self, ip: Ipv4Addr, rev: u64) {
-        self.reserved.lock().insert(u32::from(ip), Reservation::Written(rev));
+        self.0.written(u32::from(ip), rev)
     }
 
     /// The create given `ip` failed: the address is free again.
     pub fn release(&self, ip: Ipv4Addr) {
-        self.reserved.lock().remove(&u32::from(ip));
+        self.0.release(u32::from(ip))
     }
 }
 

@@ -3,7 +3,10 @@
 //! DNS labels, required and unique when there are several; numbers in range; a supported
 //! protocol; a target port that is a number or a port name), a headless address only where it
 //! makes sense, an ExternalName's DNS name and no address, a valid selector, session affinity
-//! and type; no node port on a ClusterIP Service; on update, a cluster IP that does not change.
+//! and type; no node port on a ClusterIP Service, no node port or port (with its protocol) listed
+//! twice, an external traffic policy and a health check node port only where they apply; on
+//! update, a cluster IP and a health check node port that do not change. (Node ports are given before, as kube's Service store gives them: see
+//! `crate::node_ports`.)
 //! (What an update from another type no longer needs is dropped before, as kube's strategy
 //! drops it: see `defaults::service_allocation`.)
 //!
@@ -23,7 +26,18 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
     let spec = svc.get("spec").unwrap_or(&empty);
     let kind = str_of(spec, "type");
     if let Some(old) = old {
-        cluster_ip_change(spec, old.get("spec").unwrap_or(&empty), &mut causes);
+        let old_spec = old.get("spec").unwrap_or(&empty);
+        cluster_ip_change(spec, old_spec, &mut causes);
+        // A load balancer's health check port stays while it needs one.
+        let check = |s: &Value| {
+            let needs = str_of(s, "type") == "LoadBalancer" && str_of(s, "externalTrafficPolicy") == "Local";
+            needs.then(|| s.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0))
+        };
+        if let (Some(now), Some(was)) = (check(spec), check(old_spec))
+            && now != was
+        {
+            causes.push(forbidden("spec.healthCheckNodePort".into(), "field is immutable"));
+        }
     }
     let ports = spec.get("ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let headless = cluster_ips(spec) == ["None"];
@@ -92,7 +106,85 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
             }
         }
     }
+    duplicates(ports, &mut causes);
+    external_traffic(spec, kind, &mut causes);
     causes
+}
+
+/// kube's `validateServiceExternalTrafficPolicy`: an external traffic policy exactly where
+/// traffic comes from outside, a health check node port exactly where a load balancer keeps it
+/// on its nodes.
+fn external_traffic(spec: &Value, kind: &str, causes: &mut Vec<Cause>) {
+    let external_ips = spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let accessible = matches!(kind, "LoadBalancer" | "NodePort") || kind == "ClusterIP" && external_ips;
+    let policy = str_of(spec, "externalTrafficPolicy");
+    if !accessible {
+        if !policy.is_empty() {
+            causes.push(invalid(
+                "spec.externalTrafficPolicy".into(),
+                policy,
+                "may only be set for externally-accessible services",
+            ));
+        }
+    } else if policy.is_empty() {
+        causes.push(required("spec.externalTrafficPolicy".into(), ""));
+    } else if !matches!(policy, "Cluster" | "Local") {
+        causes.push(unsupported("spec.externalTrafficPolicy".into(), policy, &["Cluster", "Local"]));
+    }
+    let check = spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0);
+    if !(kind == "LoadBalancer" && policy == "Local") {
+        if check != 0 {
+            causes.push(number(
+                "spec.healthCheckNodePort".into(),
+                check,
+                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ));
+        }
+    } else if check == 0 {
+        causes.push(required("spec.healthCheckNodePort".into(), ""));
+    } else if !(1..=65535).contains(&check) {
+        causes.push(number("spec.healthCheckNodePort".into(), check, RANGE));
+    }
+}
+
+/// kube's checks for node ports given twice and ports listed twice, each for one protocol.
+fn duplicates(ports: &[Value], causes: &mut Vec<Cause>) {
+    let protocol = |p: &Value| str_of(p, "protocol").to_string();
+    let int = |p: &Value, key: &str| p.get(key).and_then(Value::as_i64).unwrap_or(0);
+    let mut node_ports: Vec<(String, i64)> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        let n = int(p, "nodePort");
+        if n == 0 {
+            continue;
+        }
+        let key = (protocol(p), n);
+        if node_ports.contains(&key) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {n}"),
+                field: format!("spec.ports[{i}].nodePort"),
+            });
+        }
+        node_ports.push(key);
+    }
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        let key = (protocol(p), int(p, "port"));
+        if seen.contains(&key) {
+            // Shown as Go's JSON of kube's internal ServicePort holding the pair.
+            let shown = format!(
+                r#"{{"Name":"","Protocol":{},"AppProtocol":null,"Port":{},"TargetPort":0,"NodePort":0}}"#,
+                go_value(&Value::String(key.0.clone())),
+                key.1
+            );
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {shown}"),
+                field: format!("spec.ports[{i}]"),
+            });
+        }
+        seen.push(key);
+    }
 }
 
 /// One port at `at`: its name (required when the Service has `several`, a DNS label, unique
@@ -268,6 +360,48 @@ mod tests {
     }
 
     #[test]
+    fn node_ports_and_ports_are_listed_once_per_protocol() {
+        let mut spec = service(json!([
+            {"name": "a", "port": 53, "protocol": "UDP", "nodePort": 30053},
+            {"name": "b", "port": 53, "protocol": "TCP", "nodePort": 30053},
+            {"name": "c", "port": 80, "protocol": "TCP", "nodePort": 30053},
+            {"name": "d", "port": 80, "protocol": "TCP", "nodePort": 30080},
+        ]));
+        spec["type"] = json!("NodePort");
+        spec["externalTrafficPolicy"] = json!("Cluster");
+        assert_eq!(
+            judged(spec, None),
+            [
+                "spec.ports[2].nodePort: Duplicate value: 30053",
+                "spec.ports[3]: Duplicate value: {\"Name\":\"\",\"Protocol\":\"TCP\",\"AppProtocol\":null,\"Port\":80,\"TargetPort\":0,\"NodePort\":0}",
+            ]
+        );
+    }
+
+    #[test]
+    fn external_traffic_fields_only_where_they_apply() {
+        let mut spec = service(json!([{"name": "a", "port": 80, "protocol": "TCP"}]));
+        spec["externalTrafficPolicy"] = json!("Local");
+        spec["healthCheckNodePort"] = json!(30100);
+        assert_eq!(
+            judged(spec, None),
+            [
+                "spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for externally-accessible services",
+                "spec.healthCheckNodePort: Invalid value: 30100: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ]
+        );
+        let mut lb = service(json!([{"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30080}]));
+        lb["type"] = json!("LoadBalancer");
+        lb["externalTrafficPolicy"] = json!("Local");
+        assert_eq!(judged(lb.clone(), None), ["spec.healthCheckNodePort: Required value"]);
+        lb["healthCheckNodePort"] = json!(30100);
+        assert_eq!(judged(lb.clone(), None), Vec::<String>::new());
+        let mut moved = lb.clone();
+        moved["healthCheckNodePort"] = json!(30101);
+        assert_eq!(judged(moved, Some(lb)), ["spec.healthCheckNodePort: Forbidden: field is immutable"]);
+    }
+
+    #[test]
     fn types_and_addresses() {
         let mut spec = service(json!([]));
         spec["type"] = json!("Balanced");
@@ -278,7 +412,8 @@ mod tests {
                 "spec.type: Unsupported value: \"Balanced\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
             ]
         );
-        let headless_lb = json!({"type": "LoadBalancer", "sessionAffinity": "None", "clusterIP": "None",
+        let headless_lb = json!({"type": "LoadBalancer", "externalTrafficPolicy": "Cluster",
+            "sessionAffinity": "None", "clusterIP": "None",
             "clusterIPs": ["None"], "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]});
         assert_eq!(
             judged(headless_lb, None),

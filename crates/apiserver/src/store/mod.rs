@@ -104,6 +104,8 @@ pub struct Store {
     services: Option<Arc<ResourceInfo>>,
     /// Cluster IPs given to Services.
     cluster_ips: ClusterIps,
+    /// Node ports given to Services.
+    node_ports: crate::reservations::Reservations,
     /// Whether a garbage collector runs: deletions then give objects its finalizers.
     garbage_collection: bool,
     /// The resourceVersion up to which the garbage collector has judged every change.
@@ -133,6 +135,13 @@ pub(crate) enum Attempt {
     /// Another write got there first: its version (the next attempt starts again from the
     /// request's body).
     Retry(Arc<StoredObject>),
+}
+
+/// The cluster IPs and node ports Services have, read from the cache once per request.
+#[derive(Default)]
+struct InUse {
+    cluster_ips: Option<HashSet<u32>>,
+    node_ports: Option<HashSet<u32>>,
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -176,6 +185,7 @@ impl Store {
             namespaces,
             services,
             cluster_ips: ClusterIps::default(),
+            node_ports: crate::node_ports::reservations(),
             garbage_collection: false,
             gc_progress: tokio::sync::watch::channel(0).0,
         }
@@ -365,7 +375,7 @@ impl Store {
         &self,
         info: &ResourceInfo,
         mut obj: Map<String, Value>,
-        ips: &mut Option<HashSet<u32>>,
+        in_use: &mut InUse,
         (tracking, dry_run): (Tracking, bool),
         manager: &str,
     ) -> Result<Template, ApiError> {
@@ -440,7 +450,13 @@ impl Store {
         // admission, which see it, and given back when they refuse.
         let is_service = defaults::is_service(info);
         if is_service {
-            self.allocate_cluster_ip(info, &name, &mut obj, ips)?;
+            self.allocate_cluster_ip(info, &name, &mut obj, &mut in_use.cluster_ips)?;
+            if let Err(e) = self.allocate_node_ports(&name, &mut obj, None, &mut in_use.node_ports) {
+                if let Some(ip) = defaults::requested_cluster_ip(&obj) {
+                    self.cluster_ips.release(ip);
+                }
+                return Err(e);
+            }
         }
         let checked = async {
             validation::validate(info, &obj, None, Target::Main)?;
@@ -457,7 +473,7 @@ impl Store {
         };
         if let Err(e) = checked.await {
             if is_service {
-                self.release_cluster_ips(info, &[Template::new(info, &obj)]);
+                self.release_allocations(info, &[Template::new(info, &obj)]);
             }
             return Err(e);
         }
@@ -548,6 +564,39 @@ impl Store {
         }
     }
 
+    /// Gives the Service `obj` (named `name`; over `old`, its stored spec, on an update) its node
+    /// ports ([`crate::node_ports`]); `used` caches the node ports Services have, read once per
+    /// request. Answers the ports it reserved.
+    fn allocate_node_ports(
+        &self,
+        name: &str,
+        obj: &mut Map<String, Value>,
+        old: Option<&Map<String, Value>>,
+        used: &mut Option<HashSet<u32>>,
+    ) -> Result<Vec<u32>, ApiError> {
+        let spec = obj.get("spec").and_then(Value::as_object);
+        // The ports in use are read only when the Service takes ports it does not have.
+        let none = HashSet::new();
+        let used = if spec.is_some_and(|s| crate::node_ports::wants(s, old)) {
+            match used {
+                Some(u) => &*u,
+                None => &*used.insert(self.node_ports_in_use()?),
+            }
+        } else {
+            &none
+        };
+        let cache_rv = self.cache.resource_version();
+        crate::node_ports::allocate(obj, old, name, &self.node_ports, used, cache_rv)
+    }
+
+    /// The node ports the Services in the watch cache have (an updated Service's own too, as
+    /// kube's allocator holds them while it updates).
+    fn node_ports_in_use(&self) -> Result<HashSet<u32>, ApiError> {
+        let Some(services) = &self.services else { return Ok(HashSet::new()) };
+        let (_, all) = self.cache.snapshot(services, None, &Selectors::default())?;
+        Ok(all.iter().flat_map(|s| crate::node_ports::in_spec_bytes(s.spec_bytes())).collect())
+    }
+
     /// The cluster IPs the Services in the watch cache have.
     fn cluster_ips_in_use(&self) -> Result<HashSet<u32>, ApiError> {
         let Some(services) = &self.services else { return Ok(HashSet::new()) };
@@ -609,12 +658,12 @@ impl Store {
             return Err(ApiError::storage_timeout(&info.group, &info.plural, "create"));
         }
         let mut prepared = Vec::with_capacity(checked.len());
-        let mut ips = None;
+        let mut in_use = InUse::default();
         for (obj, _, tracking) in checked {
-            match self.prepare_create(info, obj, &mut ips, (tracking, dry_run), manager).await {
+            match self.prepare_create(info, obj, &mut in_use, (tracking, dry_run), manager).await {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
-                    self.release_cluster_ips(info, &prepared);
+                    self.release_allocations(info, &prepared);
                     return Err(e);
                 }
             }
@@ -625,17 +674,23 @@ impl Store {
                 if let Some(ip) = cluster_ip(o.fields.iter()) {
                     self.cluster_ips.written(ip, o.rv);
                 }
+                for n in crate::node_ports::given_in_spec_bytes(o.spec_bytes()) {
+                    self.node_ports.written(n, o.rv);
+                }
             }
         }
         result
     }
 
-    /// Frees the cluster IPs given to Services that will not be created.
-    fn release_cluster_ips(&self, info: &ResourceInfo, prepared: &[Template]) {
+    /// Frees the cluster IPs and node ports given to Services that will not be created.
+    fn release_allocations(&self, info: &ResourceInfo, prepared: &[Template]) {
         if defaults::is_service(info) {
             for t in prepared {
                 if let Some(ip) = cluster_ip(t.fields().iter()) {
                     self.cluster_ips.release(ip);
+                }
+                for n in crate::node_ports::given_in_spec_bytes(t.spec_bytes()) {
+                    self.node_ports.release(n);
                 }
             }
         }
@@ -651,12 +706,12 @@ impl Store {
         let mut seen = HashSet::new();
         for t in &prepared {
             if !seen.insert(t.key().to_string()) {
-                self.release_cluster_ips(info, &prepared);
+                self.release_allocations(info, &prepared);
                 return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
             }
         }
         if dry_run {
-            self.release_cluster_ips(info, &prepared);
+            self.release_allocations(info, &prepared);
             // Like kube: the would-be object, without a resourceVersion.
             return Ok(prepared.into_iter().map(|t| Arc::new(t.finish_without_rv())).collect());
         }
@@ -670,7 +725,7 @@ impl Store {
                         Ok(_) => Some(ApiError::already_exists(&info.group, &info.plural, t.name())),
                     };
                     if let Some(e) = taken {
-                        self.release_cluster_ips(info, &prepared);
+                        self.release_allocations(info, &prepared);
                         return Err(e);
                     }
                 }
@@ -681,7 +736,7 @@ impl Store {
             match self.storage.create(key, t.storage_value()).await {
                 Ok(rev) => Ok(self.wrote(t.finish(rev))),
                 Err(e) => {
-                    self.release_cluster_ips(info, std::slice::from_ref(&t));
+                    self.release_allocations(info, std::slice::from_ref(&t));
                     Err(storage_error(e, info, t.name(), "create"))
                 }
             }
@@ -949,6 +1004,19 @@ impl Store {
             // address it asks for (422 when another Service has it) or a free one.
             self.allocate_cluster_ip(info, &old.name, &mut obj, &mut None)?;
         }
+        let mut claimed = crate::reservations::Claimed::new(&self.node_ports, Vec::new());
+        if target == Target::Main && defaults::is_service(info) {
+            let stored = old.value();
+            let old_spec = stored.get("spec").and_then(Value::as_object);
+            let wanted = obj.get("spec").and_then(Value::as_object);
+            if wanted.is_some_and(|s| crate::node_ports::wants(s, old_spec)) && !dry_run && !self.fresh().await? {
+                // Node ports are given from what the cache shows: it must hold every Service.
+                return Err(ApiError::storage_timeout(&info.group, &info.plural, "update"));
+            }
+            let empty = Map::new();
+            let ports = self.allocate_node_ports(&old.name, &mut obj, Some(old_spec.unwrap_or(&empty)), &mut None)?;
+            claimed = crate::reservations::Claimed::new(&self.node_ports, ports);
+        }
         validation::validate(info, &obj, Some(old), target)?;
         crate::certificate_signing::check_update(&self.cache, info, target, &obj, old)?;
         if defaults::is_priority_class(info) {
@@ -996,7 +1064,10 @@ impl Store {
             };
         }
         match self.storage.update(key, template.storage_value(), old.rv).await {
-            Ok(rev) => Ok(Attempt::Done(self.wrote(template.finish(rev)))),
+            Ok(rev) => {
+                claimed.stored(rev);
+                Ok(Attempt::Done(self.wrote(template.finish(rev))))
+            }
             Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
         }
     }
