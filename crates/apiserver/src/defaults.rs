@@ -817,10 +817,12 @@ fn field_ref(m: &mut Map<String, Value>) {
 }
 
 fn probe(p: &mut Map<String, Value>) {
-    default_val(p, "timeoutSeconds", json!(1));
-    default_val(p, "periodSeconds", json!(10));
-    default_val(p, "successThreshold", json!(1));
-    default_val(p, "failureThreshold", json!(3));
+    // Go's defaults fill zero values too.
+    for (key, v) in [("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)] {
+        if unset(p, key) || p.get(key).and_then(Value::as_i64) == Some(0) {
+            p.insert(key.into(), v.into());
+        }
+    }
     handler(p);
 }
 

@@ -12,7 +12,9 @@
 //!   and no `value`), `envFrom` with one source, volume mounts ([`crate::volume_mounts`]), a pull
 //!   policy and resources ([`crate::container_resources`]);
 //! - host ports on the host network match their container ports;
-//! - the restart and DNS policies;
+//! - each container's probes and lifecycle hooks ([`crate::container_probes`]);
+//! - the restart and DNS policies; the node selector, service account and node names, deadline
+//!   and tolerations ([`crate::pod_spec_fields`]);
 //! - for a pod, images without surrounding spaces; for a template, no ephemeral containers.
 //!
 //! Invariants: the checks only read the spec, as it would be stored (after defaulting); causes
@@ -74,6 +76,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     let volumes = volumes(spec, at, &mut causes);
     let pod_claims = crate::container_resources::pod_claims(spec);
     let containers = list(spec, "containers");
+    let grace = spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
     let mut names: Vec<&str> = Vec::new();
     if containers.is_empty() {
         causes.push(required(format!("{at}.containers"), ""));
@@ -87,6 +90,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
             } else {
                 names.push(name);
             }
+            crate::container_probes::regular(c, grace, &path, &mut causes);
         }
         host_port_conflicts(containers.iter().enumerate(), &format!("{at}.containers"), &mut causes);
     }
@@ -103,6 +107,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
         }
         // kube looks for conflicts within each init container alone, at index 0.
         host_port_conflicts(std::iter::once((0, c)), &format!("{at}.initContainers"), &mut causes);
+        crate::container_probes::init(c, grace, &path, &mut causes);
     }
     causes.extend(crate::pod_ephemeral_containers::containers(spec, at, &volumes, &pod_claims));
     if spec.get("hostNetwork") == Some(&Value::Bool(true)) {
@@ -110,6 +115,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     }
     policy(spec, "restartPolicy", at, &["Always", "OnFailure", "Never"], &mut causes);
     policy(spec, "dnsPolicy", at, &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"], &mut causes);
+    crate::pod_spec_fields::validate(spec, at, &mut causes);
     match owner {
         Owner::Pod => {
             for key in ["containers", "initContainers"] {
@@ -278,7 +284,7 @@ pub(crate) fn port_name_faults(name: &str) -> Vec<&'static str> {
     if name.len() > 15 {
         faults.push("must be no more than 15 characters");
     }
-    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         faults.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
     }
     if !name.bytes().any(|b| b.is_ascii_lowercase()) {

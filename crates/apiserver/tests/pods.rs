@@ -811,3 +811,99 @@ async fn kubectl_sees_kubes_refusal_of_a_bad_template() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[tokio::test]
+async fn probes_hooks_and_tolerations_are_judged_as_kube_judges_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut bad = pod("probed", json!({}));
+    bad["spec"]["containers"][0]["livenessProbe"] = json!({"periodSeconds": 5});
+    bad["spec"]["containers"][0]["readinessProbe"] = json!({"httpGet": {"port": "web-port-too-long"}});
+    bad["spec"]["initContainers"] = json!([{"name": "init", "image": "busybox",
+        "startupProbe": {"exec": {"command": ["true"]}}}]);
+    bad["spec"]["tolerations"] = json!([{"key": "gpu", "operator": "Exists", "value": "yes"}]);
+    let r = c.post(PODS, &bad).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"probed\" is invalid: [spec.containers[0].livenessProbe: Required value: must specify a handler type, \
+         spec.containers[0].readinessProbe.httpGet.port: Invalid value: \"web-port-too-long\": must be no more than 15 characters, \
+         spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always, \
+         spec.tolerations[0].operator: Invalid value: \"yes\": value must be empty when `operator` is 'Exists']"
+    );
+    assert_eq!(c.get(&format!("{PODS}/probed")).await.code, 404);
+    // What kube defaults is not refused: zero thresholds, a path and scheme left out, a sidecar's probe.
+    let mut good = pod("probed", json!({}));
+    good["spec"]["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"port": 8080}, "successThreshold": 0, "periodSeconds": 0});
+    good["spec"]["initContainers"] = json!([{"name": "proxy", "image": "envoy", "restartPolicy": "Always",
+        "readinessProbe": {"tcpSocket": {"port": 9901}}}]);
+    good["spec"]["tolerations"] = json!([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+    let r = c.post(PODS, &good).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let probe = &r.body["spec"]["containers"][0]["livenessProbe"];
+    assert_eq!((&probe["successThreshold"], &probe["periodSeconds"]), (&json!(1), &json!(10)), "{probe}");
+    assert_eq!(probe["httpGet"], json!({"port": 8080, "path": "/", "scheme": "HTTP"}));
+}
+
+#[tokio::test]
+async fn kubectl_and_python_see_kubes_refusal_of_a_probe() {
+    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    let s = server().await;
+    let c = Client::new(&s);
+    let dir = tempdir("kubectl-probes");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let cache = dir.join("cache");
+    let manifest = |handler: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      \
+             app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
+             - name: c\n        image: nginx\n        livenessProbe:\n{handler}          initialDelaySeconds: 5\n"
+        )
+    };
+    let file = dir.join("web.yaml");
+    let f = file.to_str().unwrap().to_string();
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        std::fs::write(&file, manifest("")).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", &f]).await;
+        assert!(!ok, "{bin}: {out}");
+        assert!(
+            err.contains(
+                "The Deployment \"web\" is invalid: spec.template.spec.containers[0].livenessProbe: Required value: \
+                 must specify a handler type"
+            ),
+            "{bin}: {err}"
+        );
+        assert_eq!(c.get("/apis/apps/v1/namespaces/default/deployments/web").await.code, 404, "{bin}");
+        std::fs::write(&file, manifest("          httpGet:\n            port: 80\n")).unwrap();
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["apply", "-f", &f]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["delete", "deployment", "web"]).await;
+        assert!(ok, "{bin}: {out}{err}");
+    }
+    let script = r#"
+import json, sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config(sys.argv[1])
+core = client.CoreV1Api()
+probe = client.V1Probe(tcp_socket=client.V1TCPSocketAction(port=80), success_threshold=2)
+pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p"), spec=client.V1PodSpec(
+    containers=[client.V1Container(name="c", image="nginx", liveness_probe=probe)]))
+try:
+    core.create_namespaced_pod("default", pod)
+    print(json.dumps({"created": True}))
+except ApiException as e:
+    print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
+"#;
+    let out = python(script, &[kc.to_str().unwrap()]).await;
+    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(line["status"], 422, "{out}");
+    assert_eq!(
+        line["body"]["message"],
+        "Pod \"p\" is invalid: spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
