@@ -145,12 +145,18 @@ pub(crate) fn zero_template_spec() -> Value {
     Value::Object(spec)
 }
 
-/// The pod spec kube judges for the StatefulSet spec `sts`: its template's, whose volumes are
+/// The pod spec kube judges for the StatefulSet spec `sts`: its template's, without the host
+/// name and subdomain the controller sets, whose volumes are
 /// first one for each volume claim template (claiming it), then the template's own volumes but
 /// those named as a claim template (which the claim's volume replaces in the pods). None without
 /// a template.
 pub(crate) fn statefulset_pod_spec(sts: &Value) -> Option<Value> {
     let mut spec = sts.pointer("/template/spec").cloned()?;
+    if let Value::Object(m) = &mut spec {
+        // The StatefulSet controller sets these itself (the pod's name, the service name).
+        m.remove("hostname");
+        m.remove("subdomain");
+    }
     let claims: Vec<&str> = list(sts, "volumeClaimTemplates")
         .iter()
         .map(|t| t.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""))

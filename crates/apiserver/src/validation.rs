@@ -543,6 +543,7 @@ mod tests {
     fn statefulset(container: &str, replicas: i64) -> Map<String, Value> {
         let sts = json!({"metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": replicas,
             "podManagementPolicy": "OrderedReady", "selector": {"matchLabels": {"app": "db"}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
             "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": container, "image": "postgres",
                 "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}],
                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}}});

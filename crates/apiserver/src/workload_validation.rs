@@ -157,6 +157,7 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, service_name: bool
                     "must be 'OrderedReady' or 'Parallel'",
                 )),
             }
+            statefulset_strategy(spec, &mut causes);
             for key in ["whenDeleted", "whenScaled"] {
                 let at = format!("spec.persistentVolumeClaimRetentionPolicy.{key}");
                 let policy = spec.get("persistentVolumeClaimRetentionPolicy").and_then(|p| p.get(key));
@@ -321,8 +322,39 @@ fn deployment_strategy(spec: &Value, causes: &mut Vec<Cause>) {
             }
             at_most_all(unavailable, &format!("{at}.maxUnavailable"), causes);
         }
-        _ => {}
+        "Recreate" => {}
+        _ => {
+            let rolling = rolling.map_or_else(
+                || "null".to_string(),
+                |r| {
+                    format!(
+                        r#"{{"MaxUnavailable":{},"MaxSurge":{}}}"#,
+                        int_or_string(r, "maxUnavailable"),
+                        int_or_string(r, "maxSurge")
+                    )
+                },
+            );
+            unknown_strategy("spec.strategy", strategy, &rolling, &["Recreate", "RollingUpdate"], causes);
+        }
     }
+}
+
+/// A count or percentage as Go's JSON writes an `IntOrString` (0 when unset).
+fn int_or_string(m: &Value, key: &str) -> String {
+    m.get(key).filter(|v| !v.is_null()).map_or_else(|| "0".to_string(), go_value)
+}
+
+/// kube's refusal of a strategy type it does not know: the strategy shown as Go's JSON of its
+/// internal type (`rolling` already rendered).
+fn unknown_strategy(at: &str, strategy: Option<&Value>, rolling: &str, supported: &[&str], causes: &mut Vec<Cause>) {
+    let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("");
+    let shown = format!(r#"{{"Type":{},"RollingUpdate":{rolling}}}"#, go_value(&Value::String(kind.into())));
+    let list: Vec<String> = supported.iter().map(|s| go_value(&Value::String((*s).into()))).collect();
+    causes.push(Cause {
+        reason: "FieldValueNotSupported",
+        message: format!("Unsupported value: {shown}: supported values: {}", list.join(", ")),
+        field: at.into(),
+    });
 }
 
 /// A DaemonSet's update strategy: rolling parameters that are counts or percentages, at most
@@ -330,8 +362,22 @@ fn deployment_strategy(spec: &Value, causes: &mut Vec<Cause>) {
 fn daemonset_strategy(spec: &Value, causes: &mut Vec<Cause>) {
     let strategy = spec.get("updateStrategy");
     let at = "spec.updateStrategy.rollingUpdate";
-    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) != Some("RollingUpdate") {
-        return;
+    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("") {
+        "RollingUpdate" => {}
+        "OnDelete" => return,
+        _ => {
+            let rolling = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()).map_or_else(
+                || "null".to_string(),
+                |r| {
+                    format!(
+                        r#"{{"MaxUnavailable":{},"MaxSurge":{}}}"#,
+                        int_or_string(r, "maxUnavailable"),
+                        int_or_string(r, "maxSurge")
+                    )
+                },
+            );
+            return unknown_strategy("spec.updateStrategy", strategy, &rolling, &["RollingUpdate", "OnDelete"], causes);
+        }
     }
     let Some(rolling) = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()) else {
         causes.push(required(at.into(), ""));
@@ -354,6 +400,53 @@ fn daemonset_strategy(spec: &Value, causes: &mut Vec<Cause>) {
             ));
         }
         _ => {}
+    }
+}
+
+/// A StatefulSet's update strategy: a type kube knows, rolling parameters only for
+/// `RollingUpdate`, a partition not negative, a number or percentage of pods unavailable that
+/// is not zero and at most all of them.
+fn statefulset_strategy(spec: &Value, causes: &mut Vec<Cause>) {
+    let strategy = spec.get("updateStrategy");
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null());
+    let shown_rolling = |r: &Value| {
+        let unavailable = r.get("maxUnavailable").filter(|v| !v.is_null()).map_or_else(|| "null".to_string(), go_value);
+        format!(r#"{{"Partition":{},"MaxUnavailable":{unavailable}}}"#, int(r, "partition"))
+    };
+    let at = "spec.updateStrategy";
+    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("") {
+        "" => causes.push(required(at.into(), "")),
+        "OnDelete" => {
+            if let Some(r) = rolling {
+                causes.push(invalid_value(
+                    &format!("{at}.rollingUpdate"),
+                    &shown_rolling(r),
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            let Some(r) = rolling else { return };
+            let at = format!("{at}.rollingUpdate");
+            let partition = int(r, "partition");
+            if partition < 0 {
+                causes.push(number(&format!("{at}.partition"), partition, "must be greater than or equal to 0"));
+            }
+            if let Some(unavailable) = r.get("maxUnavailable").filter(|v| !v.is_null()) {
+                let path = format!("{at}.maxUnavailable");
+                int_or_percent(Some(unavailable), &path, causes);
+                if amount(Some(unavailable)) == 0 {
+                    causes.push(invalid_value(&path, &go_value(unavailable), "cannot be 0"));
+                }
+                at_most_all(Some(unavailable), &path, causes);
+            }
+        }
+        _ => {
+            let rolling = rolling.map_or_else(|| "null".to_string(), shown_rolling);
+            let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("");
+            let shown = format!(r#"{{"Type":{},"RollingUpdate":{rolling}}}"#, go_value(&Value::String(kind.into())));
+            causes.push(invalid_value(at, &shown, "must be 'RollingUpdate' or 'OnDelete'"));
+        }
     }
 }
 
@@ -580,6 +673,58 @@ mod tests {
             [
                 "spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`",
                 "spec.template.spec.containers: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn strategies_are_ones_kube_knows() {
+        let mut canary = deployment(json!({"matchLabels": {"a": "b"}}), json!({"a": "b"}));
+        canary["strategy"] = json!({"type": "Canary"});
+        assert_eq!(
+            judged("deployments", canary, None),
+            [
+                "spec.strategy: Unsupported value: {\"Type\":\"Canary\",\"RollingUpdate\":null}: supported values: \"Recreate\", \"RollingUpdate\""
+            ]
+        );
+        let ds = json!({"selector": {"matchLabels": {"a": "b"}}, "template": template(json!({"a": "b"})),
+            "updateStrategy": {"type": "Surge"}});
+        assert_eq!(
+            judged("daemonsets", ds, None),
+            [
+                "spec.updateStrategy: Unsupported value: {\"Type\":\"Surge\",\"RollingUpdate\":null}: supported values: \"RollingUpdate\", \"OnDelete\""
+            ]
+        );
+        let sts = |strategy: Value| {
+            let mut spec = json!({"serviceName": "db", "selector": {"matchLabels": {"a": "b"}},
+                "template": template(json!({"a": "b"})), "updateStrategy": strategy});
+            // The controller names the pods and their subdomain itself: kube does not judge these.
+            spec["template"]["spec"]["hostname"] = json!("db.0");
+            spec["template"]["spec"]["subdomain"] = json!("Db");
+            spec
+        };
+        assert_eq!(judged("statefulsets", sts(json!({"type": "RollingUpdate"})), None), Vec::<String>::new());
+        assert_eq!(
+            judged("statefulsets", sts(json!({"type": "OnDelete", "rollingUpdate": {"partition": 2}})), None),
+            [
+                "spec.updateStrategy.rollingUpdate: Invalid value: {\"Partition\":2,\"MaxUnavailable\":null}: only allowed for updateStrategy 'RollingUpdate'"
+            ]
+        );
+        assert_eq!(
+            judged(
+                "statefulsets",
+                sts(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": -1, "maxUnavailable": "0%"}})),
+                None
+            ),
+            [
+                "spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0",
+                "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": cannot be 0",
+            ]
+        );
+        assert_eq!(
+            judged("statefulsets", sts(json!({"type": "Blue"})), None),
+            [
+                "spec.updateStrategy: Invalid value: {\"Type\":\"Blue\",\"RollingUpdate\":null}: must be 'RollingUpdate' or 'OnDelete'"
             ]
         );
     }

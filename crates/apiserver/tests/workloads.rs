@@ -88,6 +88,24 @@ async fn workloads_are_judged_over_http() {
     let r = c.patch(&format!("{STATEFULSETS}/db"), "application/strategic-merge-patch+json", &image).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["spec"]["template"]["spec"]["containers"][0]["image"], "pause:3.11");
+    // Strategies kube knows: the StatefulSet's is judged, its pods' host names are the controller's.
+    let strategy = json!({"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": {"partition": 1}}}});
+    let r = c.patch(&format!("{STATEFULSETS}/db"), MERGE, &strategy).await;
+    assert_eq!(
+        r.body["message"],
+        "StatefulSet.apps \"db\" is invalid: spec.updateStrategy.rollingUpdate: Invalid value: \
+         {\"Partition\":1,\"MaxUnavailable\":null}: only allowed for updateStrategy 'RollingUpdate'"
+    );
+    let named = json!({"spec": {"template": {"spec": {"hostname": "db.0", "subdomain": "db"}}}});
+    assert_eq!(c.patch(&format!("{STATEFULSETS}/db"), MERGE, &named).await.code, 200);
+    let mut canary = deployment("canary", json!({"matchLabels": {"app": "c"}}), json!({"app": "c"}));
+    canary["spec"]["strategy"] = json!({"type": "Canary"});
+    let r = c.post(DEPLOYMENTS, &canary).await;
+    assert_eq!(
+        r.body["message"],
+        "Deployment.apps \"canary\" is invalid: spec.strategy: Unsupported value: \
+         {\"Type\":\"Canary\",\"RollingUpdate\":null}: supported values: \"Recreate\", \"RollingUpdate\""
+    );
 }
 
 const PY_CREATE: &str = r#"
