@@ -7,6 +7,8 @@
 //! otherwise its message (the first fault only, as the parser stops there); nothing here reads
 //! the clock or the machine's own time zone files.
 
+use crate::structural::go_quote;
+
 /// The values one schedule field takes, with the names that stand for values.
 struct Bounds {
     min: u64,
@@ -269,11 +271,6 @@ pub(crate) fn location_fault(name: &str) -> Option<String> {
     let db = BUNDLED.get_or_init(jiff::tz::TimeZoneDatabase::bundled);
     let known = db.get(name).ok().is_some_and(|tz| tz.iana_name() == Some(name));
     (!known).then(|| format!("unknown time zone {name}"))
-}
-
-/// Go's `%q` of a string.
-fn go_quote(s: &str) -> String {
-    crate::structural::go_quote(s)
 }
 
 #[cfg(test)]

@@ -323,19 +323,7 @@ fn deployment_strategy(spec: &Value, causes: &mut Vec<Cause>) {
             at_most_all(unavailable, &format!("{at}.maxUnavailable"), causes);
         }
         "Recreate" => {}
-        _ => {
-            let rolling = rolling.map_or_else(
-                || "null".to_string(),
-                |r| {
-                    format!(
-                        r#"{{"MaxUnavailable":{},"MaxSurge":{}}}"#,
-                        int_or_string(r, "maxUnavailable"),
-                        int_or_string(r, "maxSurge")
-                    )
-                },
-            );
-            unknown_strategy("spec.strategy", strategy, &rolling, &["Recreate", "RollingUpdate"], causes);
-        }
+        _ => unknown_strategy("spec.strategy", strategy, &["Recreate", "RollingUpdate"], causes),
     }
 }
 
@@ -344,9 +332,19 @@ fn int_or_string(m: &Value, key: &str) -> String {
     m.get(key).filter(|v| !v.is_null()).map_or_else(|| "0".to_string(), go_value)
 }
 
-/// kube's refusal of a strategy type it does not know: the strategy shown as Go's JSON of its
-/// internal type (`rolling` already rendered).
-fn unknown_strategy(at: &str, strategy: Option<&Value>, rolling: &str, supported: &[&str], causes: &mut Vec<Cause>) {
+/// kube's refusal of a Deployment's or DaemonSet's strategy type it does not know: the
+/// strategy shown as Go's JSON of its internal type (whose rolling parameters both kinds share).
+fn unknown_strategy(at: &str, strategy: Option<&Value>, supported: &[&str], causes: &mut Vec<Cause>) {
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()).map_or_else(
+        || "null".to_string(),
+        |r| {
+            format!(
+                r#"{{"MaxUnavailable":{},"MaxSurge":{}}}"#,
+                int_or_string(r, "maxUnavailable"),
+                int_or_string(r, "maxSurge")
+            )
+        },
+    );
     let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("");
     let shown = format!(r#"{{"Type":{},"RollingUpdate":{rolling}}}"#, go_value(&Value::String(kind.into())));
     let list: Vec<String> = supported.iter().map(|s| go_value(&Value::String((*s).into()))).collect();
@@ -365,19 +363,7 @@ fn daemonset_strategy(spec: &Value, causes: &mut Vec<Cause>) {
     match strategy.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("") {
         "RollingUpdate" => {}
         "OnDelete" => return,
-        _ => {
-            let rolling = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()).map_or_else(
-                || "null".to_string(),
-                |r| {
-                    format!(
-                        r#"{{"MaxUnavailable":{},"MaxSurge":{}}}"#,
-                        int_or_string(r, "maxUnavailable"),
-                        int_or_string(r, "maxSurge")
-                    )
-                },
-            );
-            return unknown_strategy("spec.updateStrategy", strategy, &rolling, &["RollingUpdate", "OnDelete"], causes);
-        }
+        _ => return unknown_strategy("spec.updateStrategy", strategy, &["RollingUpdate", "OnDelete"], causes),
     }
     let Some(rolling) = strategy.and_then(|s| s.get("rollingUpdate")).filter(|r| !r.is_null()) else {
         causes.push(required(at.into(), ""));
@@ -547,8 +533,13 @@ fn is_empty_selector(sel: &Value) -> bool {
 }
 
 fn nonnegative(spec: &Value, key: &str, causes: &mut Vec<Cause>) {
-    if let Some(n) = spec.get(key).and_then(Value::as_i64).filter(|n| *n < 0) {
-        causes.push(number(&format!("spec.{key}"), n, "must be greater than or equal to 0"));
+    nonnegative_at(spec, "spec", key, causes);
+}
+
+/// kube's `ValidateNonnegativeField` of the member `key` of `v`, at `at`.
+pub(crate) fn nonnegative_at(v: &Value, at: &str, key: &str, causes: &mut Vec<Cause>) {
+    if let Some(n) = v.get(key).and_then(Value::as_i64).filter(|n| *n < 0) {
+        causes.push(number(&format!("{at}.{key}"), n, "must be greater than or equal to 0"));
     }
 }
 
