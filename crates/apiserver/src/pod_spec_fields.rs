@@ -1,20 +1,22 @@
-//! The pod-level fields of a pod spec that kube-apiserver's `ValidatePodSpec` judges after the
-//! containers and policies, in its order: the node selector (label keys and values), the service
-//! account and node names (DNS subdomains), the active deadline (1 to 2147483647 seconds), the
-//! host name and subdomain (DNS labels), the tolerations (a label key, an operator with the value
-//! it allows, an effect kube knows, a toleration time only for `NoExecute`), the priority and
-//! runtime class names (DNS subdomains) and the preemption policy.
+//! The pod-level fields of a pod spec that kube-apiserver's `ValidatePodSpec` judges among the
+//! others, each function at its place in kube's order: the node selector (label keys and
+//! values, [`node_selector`]); the readiness and scheduling gates (qualified names, a scheduling
+//! gate once, [`gates`]); then ([`validate`]) the service account and node names (DNS
+//! subdomains), the active deadline (1 to 2147483647 seconds), the host name and subdomain (DNS
+//! labels), the tolerations (a label key, an operator with the value it allows, an effect kube
+//! knows, a toleration time only for `NoExecute`), the host aliases ([`crate::pod_dns`]), the
+//! priority and runtime class names (DNS subdomains) and the preemption policy.
 //!
 //! Invariants: only the spec is read; causes come in kube's order with its paths and messages.
 
 use serde_json::Value;
 
 use crate::pod_validation::number;
-use crate::policy_validation::{invalid, unsupported};
+use crate::policy_validation::{duplicate, invalid, unsupported};
 use crate::structural::Cause;
 
-/// The causes for the fields of the pod spec `spec` at `at` (`spec`, `spec.template.spec`).
-pub(crate) fn validate(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
+/// The causes for the node selector of the pod spec `spec` at `at` (`spec`, `spec.template.spec`).
+pub(crate) fn node_selector(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     if let Some(selector) = spec.get("nodeSelector").and_then(Value::as_object) {
         let field = format!("{at}.nodeSelector");
         for (k, v) in selector {
@@ -27,6 +29,34 @@ pub(crate) fn validate(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
             }
         }
     }
+}
+
+/// The causes for the readiness gates' condition types and the scheduling gates' names of the
+/// pod spec `spec` at `at`.
+pub(crate) fn gates(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
+    let items = |key: &str| spec.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (i, gate) in items("readinessGates").iter().enumerate() {
+        let condition = gate.get("conditionType").and_then(Value::as_str).unwrap_or("");
+        for fault in crate::cel_format::qualified_name(condition) {
+            causes.push(invalid(format!("{at}.readinessGates[{i}].conditionType"), condition, &fault));
+        }
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, gate) in items("schedulingGates").iter().enumerate() {
+        let name = gate.get("name").and_then(Value::as_str).unwrap_or("");
+        for fault in crate::cel_format::qualified_name(name) {
+            causes.push(invalid(format!("{at}.schedulingGates[{i}]"), name, &fault));
+        }
+        if seen.contains(&name) {
+            causes.push(duplicate(format!("{at}.schedulingGates[{i}]"), name));
+        }
+        seen.push(name);
+    }
+}
+
+/// The causes for the fields of the pod spec `spec` at `at` that kube judges after its host
+/// name override.
+pub(crate) fn validate(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     let text = |key: &str| spec.get(key).and_then(Value::as_str).unwrap_or("");
     // The deprecated `serviceAccount` stands for a missing `serviceAccountName`, as kube's v1
     // conversion reads it.
@@ -52,6 +82,7 @@ pub(crate) fn validate(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     for (i, t) in tolerations.iter().enumerate() {
         toleration(t, &format!("{at}.tolerations[{i}]"), causes);
     }
+    crate::pod_dns::host_aliases(spec, at, causes);
     subdomain(text("priorityClassName"), &format!("{at}.priorityClassName"), causes);
     // A runtime class that is set, even empty, names one.
     if let Some(class) = spec.get("runtimeClassName").and_then(Value::as_str) {
@@ -64,6 +95,19 @@ pub(crate) fn validate(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     {
         causes.push(unsupported(format!("{at}.preemptionPolicy"), policy, &["PreemptLowerPriority", "Never"]));
     }
+}
+
+/// kube's refusal of a pod created on a node while it has scheduling gates.
+pub(crate) fn gated_node_name(pod: &serde_json::Map<String, Value>) -> Option<Cause> {
+    let spec = pod.get("spec")?;
+    let gated = spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
+    let placed = spec.get("nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    (gated && placed).then(|| {
+        crate::pod_validation::forbidden(
+            "spec.nodeName".into(),
+            "cannot be set until all schedulingGates have been cleared",
+        )
+    })
 }
 
 /// A name that must be a DNS subdomain when it is set.
@@ -129,6 +173,8 @@ mod tests {
 
     fn judged(spec: Value) -> Vec<String> {
         let mut causes = Vec::new();
+        node_selector(&spec, "spec", &mut causes);
+        gates(&spec, "spec", &mut causes);
         validate(&spec, "spec", &mut causes);
         causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
     }
@@ -177,5 +223,28 @@ mod tests {
             judged[3],
             "spec.preemptionPolicy: Unsupported value: \"Always\": supported values: \"PreemptLowerPriority\", \"Never\""
         );
+    }
+
+    #[test]
+    fn gates_are_qualified_names_and_scheduling_gates_come_once() {
+        let spec = json!({"readinessGates": [{"conditionType": "example.com/ready"}, {"conditionType": "a/b/c"}],
+            "schedulingGates": [{"name": "example.com/quota"}, {"name": "example.com/quota"}, {"name": "-x"}]});
+        let key = "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
+        let name = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        assert_eq!(
+            judged(spec),
+            [
+                format!("spec.readinessGates[1].conditionType: Invalid value: \"a/b/c\": {key}"),
+                "spec.schedulingGates[1]: Duplicate value: \"example.com/quota\"".into(),
+                format!("spec.schedulingGates[2]: Invalid value: \"-x\": {name}"),
+            ]
+        );
+        let gated = json!({"spec": {"nodeName": "node-1", "schedulingGates": [{"name": "g"}]}});
+        let cause = gated_node_name(gated.as_object().unwrap()).map(|c| format!("{}: {}", c.field, c.message));
+        assert_eq!(
+            cause.as_deref(),
+            Some("spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared")
+        );
+        assert!(gated_node_name(json!({"spec": {"nodeName": "node-1"}}).as_object().unwrap()).is_none());
     }
 }

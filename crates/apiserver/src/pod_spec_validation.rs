@@ -77,13 +77,14 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     let pod_claims = crate::container_resources::pod_claims(spec);
     let containers = list(spec, "containers");
     let grace = spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
+    let host_users = crate::security_context::host_users(spec);
     let mut names: Vec<&str> = Vec::new();
     if containers.is_empty() {
         causes.push(required(format!("{at}.containers"), ""));
     } else {
         for (i, c) in containers.iter().enumerate() {
             let path = format!("{at}.containers[{i}]");
-            container(c, &volumes, &pod_claims, &path, &mut causes);
+            container(c, &volumes, &pod_claims, host_users, &path, &mut causes);
             let name = name_of(c);
             if names.contains(&name) {
                 causes.push(duplicate(format!("{path}.name"), name));
@@ -98,7 +99,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     names = containers.iter().map(name_of).collect();
     for (i, c) in list(spec, "initContainers").iter().enumerate() {
         let path = format!("{at}.initContainers[{i}]");
-        container(c, &volumes, &pod_claims, &path, &mut causes);
+        container(c, &volumes, &pod_claims, host_users, &path, &mut causes);
         let name = name_of(c);
         if names.contains(&name) {
             causes.push(duplicate(format!("{path}.name"), name));
@@ -115,7 +116,17 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     }
     policy(spec, "restartPolicy", at, &["Always", "OnFailure", "Never"], &mut causes);
     policy(spec, "dnsPolicy", at, &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"], &mut causes);
+    crate::pod_spec_fields::node_selector(spec, at, &mut causes);
+    crate::security_context::pod(spec, at, &mut causes);
+    crate::pod_affinity::affinity(spec, at, &mut causes);
+    crate::pod_dns::dns_config(spec, at, &mut causes);
+    crate::pod_spec_fields::gates(spec, at, &mut causes);
+    crate::pod_affinity::topology_spread(spec, at, &mut causes);
+    crate::windows_options::host_process(spec, at, &mut causes);
+    crate::pod_os::host_users(spec, at, &mut causes);
+    crate::pod_dns::hostname_override(spec, at, &mut causes);
     crate::pod_spec_fields::validate(spec, at, &mut causes);
+    crate::pod_os::os(spec, at, &mut causes);
     match owner {
         Owner::Pod => {
             for key in ["containers", "initContainers"] {
@@ -179,7 +190,14 @@ pub(crate) fn statefulset_pod_spec(sts: &Value) -> Option<Value> {
 
 /// The checks kube's `validateContainerCommon` makes of every container at `path`, in its
 /// order; `volumes` are the names of the pod's valid volumes ([`valid_volumes`]).
-pub(crate) fn container(c: &Value, volumes: &[&str], pod_claims: &[&str], path: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn container(
+    c: &Value,
+    volumes: &[&str],
+    pod_claims: &[&str],
+    host_users: bool,
+    path: &str,
+    causes: &mut Vec<Cause>,
+) {
     let name = name_of(c);
     if name.is_empty() {
         causes.push(required(format!("{path}.name"), ""));
@@ -198,6 +216,7 @@ pub(crate) fn container(c: &Value, volumes: &[&str], pod_claims: &[&str], path: 
     crate::volume_mounts::validate(c, volumes, path, causes);
     policy(c, "imagePullPolicy", path, &["Always", "IfNotPresent", "Never"], causes);
     crate::container_resources::validate(c, pod_claims, path, causes);
+    crate::security_context::container(c, host_users, path, causes);
 }
 
 /// A policy field of `m` at `at`: required, and one of `supported`.

@@ -50,8 +50,12 @@ pub enum Target {
 /// kube-apiserver's `PrepareForCreate` throws away the status of the request for every resource
 /// with a `status` subresource but Nodes, and kube reads the empty status back with its defaults
 /// ([`crate::defaults::status`]: counts as zeros, phases, load balancers). A pod's phase and QoS
-/// class are filled in by its create defaults afterwards.
+/// class are filled in by its create defaults afterwards. A pod's match label keys are merged
+/// into its affinity and spread selectors ([`crate::pod_affinity::merge_label_keys`]).
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
+    if info.is_core("pods") {
+        crate::pod_affinity::merge_label_keys(obj);
+    }
     if !info.status_subresource {
         return;
     }

@@ -97,7 +97,10 @@ pub(crate) fn validate(
     if info.is_core("pods") {
         use crate::strategy::Target;
         match (target, old) {
-            (Target::Main, None) => causes.extend(crate::pod_ephemeral_containers::validate_create(obj)),
+            (Target::Main, None) => {
+                causes.extend(crate::pod_ephemeral_containers::validate_create(obj));
+                causes.extend(crate::pod_spec_fields::gated_node_name(obj));
+            }
             (Target::EphemeralContainers, Some(old)) => {
                 causes.extend(crate::pod_ephemeral_containers::validate_update(obj, &as_map(old.value())))
             }
