@@ -104,20 +104,21 @@ fn search_faults(s: &str) -> Vec<&'static str> {
 }
 
 /// Whether `s` is an IP address as Go's sloppy parser reads one (kube's default for these
-/// fields): IPv4 octets may have leading zeros.
+/// fields): the octets of an IPv4 address, alone or ending an IPv6 one, may have leading zeros.
 pub(crate) fn is_ip(s: &str) -> bool {
     if s.parse::<std::net::IpAddr>().is_ok() {
         return true;
     }
-    let octets: Vec<&str> = s.split('.').collect();
-    let octet = |o: &&str| {
-        let digits = o.trim_start_matches('0');
-        !o.is_empty()
-            && o.bytes().all(|b| b.is_ascii_digit())
-            && digits.len() <= 3
-            && digits.parse::<u16>().map_or(digits.is_empty(), |n| n <= 255)
-    };
-    octets.len() == 4 && octets.iter().all(octet)
+    // The dotted quad starts the text or follows its last colon.
+    let (head, quad) = s.rsplit_once(':').map_or(("", s), |(h, q)| (&s[..h.len() + 1], q));
+    let octets: Vec<&str> = quad.split('.').collect();
+    let octet = |o: &&str| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit());
+    if octets.len() != 4 || !octets.iter().all(octet) {
+        return false;
+    }
+    let trimmed: Vec<&str> =
+        octets.iter().map(|o| o.trim_start_matches('0')).map(|o| if o.is_empty() { "0" } else { o }).collect();
+    format!("{head}{}", trimmed.join(".")).parse::<std::net::IpAddr>().is_ok()
 }
 
 /// The causes for the host aliases of the pod spec `spec` at `at`.
@@ -222,10 +223,21 @@ mod tests {
 
     #[test]
     fn ip_addresses_are_read_as_go_reads_them_sloppily() {
-        for ip in ["10.0.0.1", "010.000.000.001", "::1", "::ffff:10.0.0.1", "2001:db8::ffff"] {
+        for ip in ["10.0.0.1", "010.000.000.001", "::1", "::ffff:10.0.0.1", "2001:db8::ffff", "::ffff:010.001.002.003"]
+        {
             assert!(is_ip(ip), "{ip}");
         }
-        for ip in ["", "10.0.0", "10.0.0.256", "10.0.0.1/8", "fe80::1%eth0", "1.2.3.4.5", "0x1.2.3.4"] {
+        for ip in [
+            "",
+            "10.0.0",
+            "10.0.0.256",
+            "10.0.0.1/8",
+            "fe80::1%eth0",
+            "1.2.3.4.5",
+            "0x1.2.3.4",
+            "::ffff:1.2.3.0256",
+            "1::2::010.0.0.1",
+        ] {
             assert!(!is_ip(ip), "{ip}");
         }
     }

@@ -9,6 +9,9 @@
 //! containers, and sets none of the fields an ephemeral container cannot have (ports, resources,
 //! probes, lifecycle, resize and restart policies, sub-paths of its volume mounts); ephemeral
 //! containers already there are neither removed nor changed, and static (mirror) pods take none.
+//! The pod-wide rules that visit every container judge the new ones too: a HostProcess pod's
+//! debug container is a HostProcess one, a Linux pod's has no Windows options, a Windows pod's
+//! none of the Linux-only security fields.
 //! A pod is never created with ephemeral containers.
 //!
 //! Invariants: the write is judged on the pod as it would be stored, against the stored pod
@@ -93,6 +96,10 @@ pub(crate) fn validate_update(pod: &Map<String, Value>, old: &Map<String, Value>
     let spec = pod.get("spec").unwrap_or(&empty);
     let volumes = crate::pod_spec_validation::valid_volumes(spec);
     let mut causes = containers(spec, "spec", &volumes, &crate::container_resources::pod_claims(spec));
+    // The pod-wide rules that visit every container, ephemeral ones too.
+    crate::windows_options::host_process(spec, "spec", &mut causes);
+    crate::pod_os::host_users(spec, "spec", &mut causes);
+    crate::pod_os::os(spec, "spec", &mut causes);
     let mirror = old.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(MIRROR_ANNOTATION));
     if mirror.is_some() {
         return vec![forbidden("[]".into(), "static pods do not support ephemeral containers")];
@@ -242,6 +249,19 @@ mod tests {
                 "spec.ephemeralContainers[3].resources: Forbidden: cannot be set for an Ephemeral Container",
                 "spec.ephemeralContainers[3].lifecycle: Forbidden: cannot be set for an Ephemeral Container",
             ]
+        );
+    }
+
+    #[test]
+    fn pod_wide_rules_see_the_new_containers() {
+        let mut old = pod(json!([]));
+        old["spec"]["os"] = json!({"name": "windows"});
+        let mut new = old.clone();
+        new["spec"]["ephemeralContainers"] = json!([{"name": "debug", "image": "busybox", "terminationMessagePolicy": "File", "imagePullPolicy": "Always",
+                "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]);
+        assert_eq!(
+            messages(validate_update(&new, &old)),
+            ["spec.ephemeralContainers[0].securityContext.capabilities: Forbidden: cannot be set for a windows pod"]
         );
     }
 

@@ -105,6 +105,8 @@ pub(crate) fn os(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
                 let applies = match *key {
                     // Go's booleans: only a true one is there.
                     "hostPID" | "hostIPC" => value == Some(&Value::Bool(true)),
+                    // Only sysctls that are there.
+                    "sysctls" => value.and_then(Value::as_array).is_some_and(|a| !a.is_empty()),
                     _ => set(value),
                 };
                 if applies {
@@ -170,7 +172,8 @@ mod tests {
             ]
         );
         let spec = json!({"os": {"name": "windows"}, "hostPID": false, "shareProcessNamespace": false,
-            "securityContext": {"runAsUser": 1, "windowsOptions": {"runAsUserName": "u"}, "runAsNonRoot": true},
+            "securityContext": {"runAsUser": 1, "windowsOptions": {"runAsUserName": "u"}, "runAsNonRoot": true,
+                "sysctls": []},
             "initContainers": [{"name": "i", "securityContext": {"privileged": false, "runAsNonRoot": true}}],
             "containers": [{"name": "a", "securityContext": {"capabilities": {}, "runAsGroup": 5}}]});
         assert_eq!(

@@ -28,7 +28,10 @@ const ID_RANGE: &str = "must be between 0 and 2147483647, inclusive";
 
 /// The causes for the pod security context of `spec` (at `at`, `spec` or `spec.template.spec`).
 pub(crate) fn pod(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
-    let Some(sc) = spec.get("securityContext").filter(|s| s.is_object()) else { return };
+    // The host namespace fields make a pod security context of kube's internal type even when
+    // the pod has none.
+    let empty = Value::Object(serde_json::Map::new());
+    let sc = spec.get("securityContext").filter(|s| s.is_object()).unwrap_or(&empty);
     let sc_at = format!("{at}.securityContext");
     for key in ["fsGroup", "runAsUser", "runAsGroup"] {
         id(sc, key, &sc_at, causes);
