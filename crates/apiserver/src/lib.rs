@@ -83,6 +83,7 @@ pub(crate) mod pod_subresource;
 pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;
 pub(crate) mod protobuf;
+pub(crate) mod pvc_validation;
 pub(crate) mod quantity;
 pub(crate) mod rbac;
 pub(crate) mod rbac_bootstrap;

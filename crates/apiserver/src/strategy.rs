@@ -51,10 +51,14 @@ pub enum Target {
 /// with a `status` subresource but Nodes, and kube reads the empty status back with its defaults
 /// ([`crate::defaults::status`]: counts as zeros, phases, load balancers). A pod's phase and QoS
 /// class are filled in by its create defaults afterwards. A pod's match label keys are merged
-/// into its affinity and spread selectors ([`crate::pod_affinity::merge_label_keys`]).
+/// into its affinity and spread selectors ([`crate::pod_affinity::merge_label_keys`]); a
+/// claim's data sources follow kube's rules ([`crate::pvc_validation::normalize`]).
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
     if info.is_core("pods") {
         crate::pod_affinity::merge_label_keys(obj);
+    }
+    if info.is_core("persistentvolumeclaims") {
+        crate::pvc_validation::normalize(obj, None);
     }
     if !info.status_subresource {
         return;
@@ -128,6 +132,9 @@ pub fn prepare_update(
         Target::Main if info.status_subresource => {
             let mut out = new;
             set_or_remove(&mut out, "status", old.status());
+            if info.is_core("persistentvolumeclaims") {
+                crate::pvc_validation::normalize(&mut out, Some(&as_map(old.value())));
+            }
             if crate::autoscaling_v1::is_v1(info) {
                 crate::autoscaling_v1::carry_status_annotations(&as_map(old.value()), &mut out);
             }

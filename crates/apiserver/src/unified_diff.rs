@@ -37,7 +37,8 @@ struct Op {
     b: (usize, usize),
 }
 
-fn of_lines(a: &[String], b: &[String]) -> String {
+/// The unified diff of the lines `a` against the lines `b`, each ending with a newline.
+pub(crate) fn of_lines(a: &[String], b: &[String]) -> String {
     let mut out = String::new();
     for group in groups(ops(a, b)) {
         let (first, last) = (group[0], group[group.len() - 1]);

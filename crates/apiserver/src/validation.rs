@@ -121,6 +121,13 @@ pub(crate) fn validate(
             &old_spec,
         ));
     }
+    if info.is_core("persistentvolumeclaims") && target == crate::strategy::Target::Main {
+        let empty = Value::Object(Map::new());
+        crate::pvc_validation::validate_spec(obj.get("spec").unwrap_or(&empty), "spec", &mut causes);
+        if let Some(old) = old {
+            causes.extend(crate::pvc_validation::validate_update(obj, &as_map(old.value())));
+        }
+    }
     if info.group == "autoscaling" && info.plural == "horizontalpodautoscalers" {
         let old = old.and_then(|o| match o.value() {
             Value::Object(m) if crate::autoscaling_v1::is_v1(info) => Some(crate::autoscaling_v1::to_v2(&m)),

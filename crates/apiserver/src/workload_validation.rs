@@ -93,8 +93,9 @@ pub(crate) fn stored_with_defaults(info: &crate::registry::ResourceInfo, old: &c
 }
 
 /// The causes of a workload's spec (kube's `Validate<Kind>Spec`); `skip_template` leaves its
-/// pod spec unjudged, `service_name` judges a StatefulSet's service name.
-fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, service_name: bool) -> Vec<Cause> {
+/// pod spec unjudged, `create` judges what kube judges of a StatefulSet only on create (its
+/// service name and volume claim templates).
+fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     match kind {
         Kind::Deployment => {
@@ -166,13 +167,21 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, service_name: bool
                     Some(other) => causes.push(unsupported(at, other, &["Retain", "Delete"])),
                 }
             }
+            if create {
+                let templates = spec.get("volumeClaimTemplates").and_then(Value::as_array).into_iter().flatten();
+                for (i, claim) in templates.enumerate() {
+                    let claim_spec = claim.get("spec").unwrap_or(&Value::Null);
+                    let at = format!("spec.volumeClaimTemplates[{i}].spec");
+                    crate::pvc_validation::validate_spec(claim_spec, &at, &mut causes);
+                }
+            }
             nonnegative(spec, "replicas", &mut causes);
             nonnegative(spec, "minReadySeconds", &mut causes);
             if let Some(start) = spec.pointer("/ordinals/start").and_then(Value::as_i64).filter(|s| *s < 0) {
                 causes.push(number("spec.ordinals.start", start, "must be greater than or equal to 0"));
             }
             let name = spec.get("serviceName").and_then(Value::as_str).unwrap_or("");
-            if service_name && !name.is_empty() {
+            if create && !name.is_empty() {
                 for fault in crate::cel_format::dns1123_label(name) {
                     causes.push(invalid("spec.serviceName".into(), name, &fault));
                 }
