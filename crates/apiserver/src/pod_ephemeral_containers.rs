@@ -141,11 +141,10 @@ pub(crate) fn containers(spec: &Value, at: &str, volumes: &[&str], pod_claims: &
     }
     let others: Vec<&str> = ["containers", "initContainers"].iter().flat_map(|k| list(spec, k)).map(name_of).collect();
     let mut names = others.clone();
-    let host_users = crate::security_context::host_users(spec);
     for (i, c) in ephemeral.iter().enumerate() {
         let at = format!("{at}.ephemeralContainers[{i}]");
         let name = name_of(c);
-        crate::pod_spec_validation::container(c, volumes, pod_claims, host_users, &at, &mut causes);
+        crate::pod_spec_validation::container(c, spec, volumes, pod_claims, &at, &mut causes);
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         if !image.is_empty() && image.trim() != image {
             causes.push(invalid(format!("{at}.image"), image, "must not have leading or trailing whitespace"));

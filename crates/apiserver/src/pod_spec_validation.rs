@@ -77,14 +77,13 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     let pod_claims = crate::container_resources::pod_claims(spec);
     let containers = list(spec, "containers");
     let grace = spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
-    let host_users = crate::security_context::host_users(spec);
     let mut names: Vec<&str> = Vec::new();
     if containers.is_empty() {
         causes.push(required(format!("{at}.containers"), ""));
     } else {
         for (i, c) in containers.iter().enumerate() {
             let path = format!("{at}.containers[{i}]");
-            container(c, &volumes, &pod_claims, host_users, &path, &mut causes);
+            container(c, spec, &volumes, &pod_claims, &path, &mut causes);
             let name = name_of(c);
             if names.contains(&name) {
                 causes.push(duplicate(format!("{path}.name"), name));
@@ -99,7 +98,7 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
     names = containers.iter().map(name_of).collect();
     for (i, c) in list(spec, "initContainers").iter().enumerate() {
         let path = format!("{at}.initContainers[{i}]");
-        container(c, &volumes, &pod_claims, host_users, &path, &mut causes);
+        container(c, spec, &volumes, &pod_claims, &path, &mut causes);
         let name = name_of(c);
         if names.contains(&name) {
             causes.push(duplicate(format!("{path}.name"), name));
@@ -188,13 +187,14 @@ pub(crate) fn statefulset_pod_spec(sts: &Value) -> Option<Value> {
     Some(spec)
 }
 
-/// The checks kube's `validateContainerCommon` makes of every container at `path`, in its
-/// order; `volumes` are the names of the pod's valid volumes ([`valid_volumes`]).
+/// The checks kube's `validateContainerCommon` makes of every container at `path` of the pod
+/// spec `spec`, in its order; `volumes` are the names of the pod's valid volumes
+/// ([`valid_volumes`]).
 pub(crate) fn container(
     c: &Value,
+    spec: &Value,
     volumes: &[&str],
     pod_claims: &[&str],
-    host_users: bool,
     path: &str,
     causes: &mut Vec<Cause>,
 ) {
@@ -214,9 +214,12 @@ pub(crate) fn container(
     env(c, path, causes);
     env_from(c, path, causes);
     crate::volume_mounts::validate(c, volumes, path, causes);
+    crate::volume_mounts::devices(c, volumes, &block_volumes(spec, volumes), path, causes);
     policy(c, "imagePullPolicy", path, &["Always", "IfNotPresent", "Never"], causes);
     crate::container_resources::validate(c, pod_claims, path, causes);
-    crate::security_context::container(c, host_users, path, causes);
+    let restart = spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("");
+    crate::volume_mounts::resize_policy(c, restart, path, causes);
+    crate::security_context::container(c, crate::security_context::host_users(spec), path, causes);
 }
 
 /// A policy field of `m` at `at`: required, and one of `supported`.
@@ -227,6 +230,20 @@ fn policy(m: &Value, key: &str, at: &str, supported: &[&str], causes: &mut Vec<C
         v if supported.contains(&v) => {}
         v => causes.push(unsupported(field, v, supported)),
     }
+}
+
+/// Those of the valid `volumes` of the pod spec `spec` that a raw block device may use: claims
+/// and ephemeral volumes (the first volume of each name, as kube keeps it).
+fn block_volumes<'a>(spec: &'a Value, volumes: &[&'a str]) -> Vec<&'a str> {
+    let mut block = Vec::new();
+    for name in volumes {
+        let first = list(spec, "volumes").iter().find(|v| name_of(v) == *name);
+        let claim = |k: &str| first.and_then(|v| v.get(k)).is_some_and(|s| !s.is_null());
+        if claim("persistentVolumeClaim") || claim("ephemeral") {
+            block.push(*name);
+        }
+    }
+    block
 }
 
 /// The names of the volumes of the pod spec `spec` that have no faults: those a container may

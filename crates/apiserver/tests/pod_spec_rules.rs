@@ -1,5 +1,5 @@
-//! Security contexts, affinity, topology spread constraints, DNS config, host aliases, gates and
-//! the pod's OS, judged over HTTP as kube-apiserver judges them (nothing stored on refusal), the
+//! Security contexts, affinity, topology spread constraints, DNS config, host aliases, gates,
+//! the pod's OS, volume mounts, raw devices and resize policies, judged over HTTP as kube-apiserver judges them (nothing stored on refusal), the
 //! label keys kube merges into a created pod's selectors, and what kubectl and the Python client
 //! see of both.
 
@@ -175,6 +175,52 @@ async fn dns_hosts_gates_and_os_are_judged_as_kube_judges_them() {
             "os": {"name": "linux"}, "hostAliases": [{"ip": "10.0.0.5", "hostnames": ["db.local"]}],
             "readinessGates": [{"conditionType": "example.com/ready"}], "schedulingGates": [{"name": "example.com/a"}]}),
     );
+    let r = c.post(PODS, &good).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+}
+
+#[tokio::test]
+async fn mounts_devices_and_resize_policies_are_judged_as_kube_judges_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut bad = pod_with(
+        "mounted",
+        json!({}),
+        json!({"restartPolicy": "Never", "volumes": [{"name": "data", "emptyDir": {}}]}),
+    );
+    bad["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data", "subPath": "../etc", "mountPropagation": "Bidirectional"}]);
+    bad["spec"]["containers"][0]["volumeDevices"] = json!([{"name": "data", "devicePath": "/dev/xvda"}]);
+    bad["spec"]["containers"][0]["resizePolicy"] =
+        json!([{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]);
+    let r = c.post(PODS, &bad).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"mounted\" is invalid: [spec.containers[0].volumeMounts[0].name: Invalid value: \"data\": must not \
+         already exist in volumeDevices, \
+         spec.containers[0].volumeMounts.subPath: Invalid value: \"../etc\": must not contain '..', \
+         spec.containers[0].volumeMounts.mountPropagation: Forbidden: Bidirectional mount propagation is available \
+         only to privileged containers, \
+         spec.containers[0].volumeDevices[0].name: Invalid value: \"data\": can only use volume source type of \
+         PersistentVolumeClaim or Ephemeral for block mode, \
+         spec.containers[0].volumeDevices[0].name: Invalid value: \"data\": must not already exist in volumeMounts, \
+         spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when \
+         `restartPolicy` is 'Never']"
+    );
+    assert_eq!(c.get(&format!("{PODS}/mounted")).await.code, 404);
+    // A CSI node plugin: privileged, with bidirectional propagation; a claim used as a raw device.
+    let mut good = pod_with(
+        "mounted",
+        json!({}),
+        json!({"volumes": [{"name": "plugins", "hostPath": {"path": "/var/lib/kubelet"}},
+            {"name": "disk", "persistentVolumeClaim": {"claimName": "disk"}}]}),
+    );
+    good["spec"]["containers"][0]["securityContext"] = json!({"privileged": true});
+    good["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "plugins", "mountPath": "/var/lib/kubelet", "mountPropagation": "Bidirectional", "subPath": "plugins"}]);
+    good["spec"]["containers"][0]["volumeDevices"] = json!([{"name": "disk", "devicePath": "/dev/xvda"}]);
+    good["spec"]["containers"][0]["resizePolicy"] =
+        json!([{"resourceName": "memory", "restartPolicy": "RestartContainer"}]);
     let r = c.post(PODS, &good).await;
     assert_eq!(r.code, 201, "{}", r.body);
 }
