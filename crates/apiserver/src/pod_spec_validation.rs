@@ -214,7 +214,7 @@ pub(crate) fn container(
     env(c, path, causes);
     env_from(c, path, causes);
     crate::volume_mounts::validate(c, volumes, path, causes);
-    crate::volume_mounts::devices(c, volumes, &block_volumes(spec, volumes), path, causes);
+    crate::volume_mounts::devices(c, volumes, &block_volumes(spec), path, causes);
     policy(c, "imagePullPolicy", path, &["Always", "IfNotPresent", "Never"], causes);
     crate::container_resources::validate(c, pod_claims, path, causes);
     let restart = spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("");
@@ -232,18 +232,15 @@ fn policy(m: &Value, key: &str, at: &str, supported: &[&str], causes: &mut Vec<C
     }
 }
 
-/// Those of the valid `volumes` of the pod spec `spec` that a raw block device may use: claims
-/// and ephemeral volumes (the first volume of each name, as kube keeps it).
-fn block_volumes<'a>(spec: &'a Value, volumes: &[&'a str]) -> Vec<&'a str> {
-    let mut block = Vec::new();
-    for name in volumes {
-        let first = list(spec, "volumes").iter().find(|v| name_of(v) == *name);
-        let claim = |k: &str| first.and_then(|v| v.get(k)).is_some_and(|s| !s.is_null());
-        if claim("persistentVolumeClaim") || claim("ephemeral") {
-            block.push(*name);
-        }
-    }
-    block
+/// The names of the valid volumes of the pod spec `spec` that a raw block device may use: claims
+/// and ephemeral volumes.
+fn block_volumes(spec: &Value) -> Vec<&str> {
+    let claim = |v: &Value, k: &str| v.get(k).is_some_and(|s| !s.is_null());
+    judged_volumes(spec, "", &mut Vec::new())
+        .into_iter()
+        .filter(|v| claim(v, "persistentVolumeClaim") || claim(v, "ephemeral"))
+        .map(name_of)
+        .collect()
 }
 
 /// The names of the volumes of the pod spec `spec` that have no faults: those a container may
@@ -255,7 +252,13 @@ pub(crate) fn valid_volumes(spec: &Value) -> Vec<&str> {
 /// The pod's volumes, judged in order; answers the names of those without faults, which are
 /// all that containers may mount.
 fn volumes<'a>(spec: &'a Value, at: &str, causes: &mut Vec<Cause>) -> Vec<&'a str> {
+    judged_volumes(spec, at, causes).into_iter().map(name_of).collect()
+}
+
+/// The pod's volumes judged in order (see [`volumes`]); answers those without faults.
+fn judged_volumes<'a>(spec: &'a Value, at: &str, causes: &mut Vec<Cause>) -> Vec<&'a Value> {
     let mut names = Vec::new();
+    let mut valid = Vec::new();
     for (i, v) in list(spec, "volumes").iter().enumerate() {
         let path = format!("{at}.volumes[{i}]");
         // kube judges the source first, then the name; a volume with any fault is not there
@@ -281,10 +284,11 @@ fn volumes<'a>(spec: &'a Value, at: &str, causes: &mut Vec<Cause>) -> Vec<&'a st
         }
         if faults.is_empty() {
             names.push(name);
+            valid.push(v);
         }
         causes.append(&mut faults);
     }
-    names
+    valid
 }
 
 /// A container's ports: names (valid, each once), numbers in range, a supported protocol.

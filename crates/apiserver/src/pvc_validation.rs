@@ -57,6 +57,13 @@ pub(crate) fn normalize(obj: &mut Map<String, Value>, old: Option<&Map<String, V
             spec.remove("dataSource");
         }
     }
+    mirror(spec);
+}
+
+/// kube's `NormalizeDataSources`: each of `dataSource` and `dataSourceRef` is copied into the
+/// other when only it is given (a reference to another namespace is not).
+fn mirror(spec: &mut Map<String, Value>) {
+    let namespaced = |r: &Value| r.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
     let copy = |from: &Value| {
         let mut to = Map::new();
         for key in ["apiGroup", "kind", "name"] {
@@ -97,7 +104,9 @@ pub(crate) fn validate_spec(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     }
     let storage_at = format!("{at}.resources[storage]");
     match spec.pointer("/resources/requests/storage") {
-        None | Some(Value::Null) => causes.push(required(storage_at, "")),
+        None => causes.push(required(storage_at, "")),
+        // Go decodes a null quantity as a zero one.
+        Some(Value::Null) => causes.push(invalid(storage_at, "0", "must be greater than zero")),
         Some(q) => {
             let text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
             if crate::quantity::parse(&text).is_some_and(|n| n <= 0) {
@@ -131,7 +140,13 @@ pub(crate) fn validate_spec(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
         // (kube shows the path it meant as its value, which Go's JSON writes as `{}`.)
         if namespaced {
             causes.push(invalid_value(at, "{}", "may not be specified when dataSourceRef.namespace is specified"));
-        } else if ["apiGroup", "kind", "name"].iter().any(|k| ds.get(*k) != r.get(*k)) {
+        } else if ["apiGroup", "kind", "name"].iter().any(|k| {
+            // As Go compares them: a nil group is only a nil one; a missing name or kind is "".
+            let member = |v: &Value| v.get(*k).filter(|m| !m.is_null()).cloned();
+            let or_empty =
+                |m: Option<Value>| if *k == "apiGroup" { m } else { m.or(Some(Value::String(String::new()))) };
+            or_empty(member(ds)) != or_empty(member(r))
+        }) {
             causes.push(invalid_value(at, "{}", "must match dataSourceRef"));
         }
     }
@@ -184,6 +199,10 @@ pub(crate) fn validate_update(new: &Map<String, Value>, old: &Map<String, Value>
             *s = json!({});
         }
     }
+    // The stored spec as kube reads it back, its data sources mirrored.
+    if let Value::Object(m) = &mut before {
+        mirror(m);
+    }
     // The volume name may be set once.
     if old_spec.get("volumeName").and_then(Value::as_str).unwrap_or("").is_empty() {
         before["volumeName"] = now.get("volumeName").cloned().unwrap_or(Value::Null);
@@ -235,7 +254,8 @@ pub(crate) fn validate_update(new: &Map<String, Value>, old: &Map<String, Value>
     }
     // In billionths; a missing size is zero.
     let size = |s: &Value, pointer: &str| -> i128 {
-        s.pointer(pointer).and_then(Value::as_str).and_then(crate::quantity::parse).unwrap_or(0)
+        let text = s.pointer(pointer).map(|q| q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string()));
+        text.as_deref().and_then(crate::quantity::parse).unwrap_or(0)
     };
     let new_size = size(spec, "/resources/requests/storage");
     let old_size = size(old_spec, "/resources/requests/storage");
@@ -272,7 +292,7 @@ pub(crate) fn validate_update(new: &Map<String, Value>, old: &Map<String, Value>
 /// names in declaration order, unset ones `null`).
 fn go_spec_lines(spec: &Value) -> Vec<String> {
     let member = |k: &str| spec.get(k).cloned().unwrap_or(Value::Null);
-    let text = |k: &str| spec.get(k).cloned().unwrap_or(Value::String(String::new()));
+    let text = |k: &str| spec.get(k).filter(|v| !v.is_null()).cloned().unwrap_or(Value::String(String::new()));
     let reference = |k: &str, namespaced: bool| -> Vec<(&'static str, Value)> {
         let r = spec.get(k);
         let at = |f: &str| r.and_then(|r| r.get(f)).cloned();
@@ -287,11 +307,27 @@ fn go_spec_lines(spec: &Value) -> Vec<String> {
         fields
     };
     let resources = spec.get("resources");
-    let list = |k: &str| resources.and_then(|r| r.get(k)).cloned().unwrap_or(Value::Null);
+    // Quantities as Go writes them back: canonical.
+    let list = |k: &str| match resources.and_then(|r| r.get(k)) {
+        Some(Value::Object(m)) => Value::Object(
+            m.iter()
+                .map(|(name, q)| {
+                    let text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
+                    (name.clone(), Value::String(crate::quantity::canonical(&text).unwrap_or(text)))
+                })
+                .collect(),
+        ),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    };
     let selector = spec.get("selector").filter(|s| !s.is_null()).map(|s| {
         let mut fields = Vec::new();
+        // Go leaves empty members out (`omitempty`).
+        let empty = |v: &Value| {
+            v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty)
+        };
         for k in ["matchLabels", "matchExpressions"] {
-            if let Some(v) = s.get(k).filter(|v| !v.is_null()) {
+            if let Some(v) = s.get(k).filter(|v| !empty(v)) {
                 fields.push((k, v.clone()));
             }
         }
@@ -402,6 +438,12 @@ mod tests {
             ]
         );
         assert_eq!(
+            judged(json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": null}},
+                "dataSource": {"apiGroup": null, "kind": "PersistentVolumeClaim", "name": "a"},
+                "dataSourceRef": {"kind": "PersistentVolumeClaim", "name": "a"}})),
+            ["spec.resources[storage]: Invalid value: \"0\": must be greater than zero"]
+        );
+        assert_eq!(
             judged(json!({})),
             [
                 "spec.accessModes: Required value: at least 1 access mode is required",
@@ -465,6 +507,17 @@ mod tests {
             "{}",
             grown[0].message
         );
+        let changed = grown[0].message.lines().filter(|l| l.starts_with(['-', '+'])).any(|l| l.contains("VolumeName"));
+        assert!(!changed, "an unchanged volume name is context only: {}", grown[0].message);
+        // The same size written as a number, and a claim stored with one data source.
+        let mut numeric = spec("10Gi");
+        numeric["resources"]["requests"]["storage"] = json!(10737418240_i64);
+        assert_eq!(validate_update(&claim(numeric, "Bound"), &old).len(), 0);
+        let mut sourced = spec("10Gi");
+        sourced["dataSource"] = json!({"kind": "PersistentVolumeClaim", "name": "src"});
+        let mut mirrored = sourced.clone();
+        mirrored["dataSourceRef"] = json!({"kind": "PersistentVolumeClaim", "name": "src"});
+        assert_eq!(validate_update(&claim(mirrored, "Bound"), &claim(sourced, "Bound")).len(), 0);
         let mut block = spec("10Gi");
         block["volumeMode"] = json!("Block");
         let causes: Vec<String> = validate_update(&claim(block, "Bound"), &old).into_iter().map(|c| c.field).collect();
