@@ -1163,10 +1163,41 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
                     spec.insert(key.into(), v.clone());
                 }
             }
+            // kube's `normalizeClusterIPs`: a changed `clusterIP` with the stored `clusterIPs`
+            // is the new list's first (and only) address.
+            if spec.get("clusterIP") != old_spec.get("clusterIP")
+                && spec.get("clusterIPs") == old_spec.get("clusterIPs")
+                && let Some(ip) = str_of(spec, "clusterIP").map(str::to_string)
+            {
+                spec.insert("clusterIPs".into(), json!([ip]));
+            }
         }
-        default_str(spec, "ipFamilyPolicy", "SingleStack");
-        default_val(spec, "ipFamilies", json!(["IPv4"]));
-        if let Some(ip) = str_of(spec, "clusterIP").map(str::to_string) {
+        let first = str_of(spec, "clusterIP").map(str::to_string);
+        let selectorless = spec.get("selector").and_then(Value::as_object).is_none_or(Map::is_empty);
+        if first.as_deref() == Some("None") && selectorless {
+            // kube's allocator gives a headless Service without a selector both families.
+            default_str(spec, "ipFamilyPolicy", "RequireDualStack");
+            default_val(spec, "ipFamilies", json!(["IPv4"]));
+            if str_of(spec, "ipFamilyPolicy") != Some("SingleStack")
+                && let Some(Value::Array(families)) = spec.get_mut("ipFamilies")
+                && families.len() == 1
+            {
+                let other = if families[0] == "IPv6" { "IPv4" } else { "IPv6" };
+                families.push(other.into());
+            }
+        } else {
+            default_str(spec, "ipFamilyPolicy", "SingleStack");
+            // A family is given only to what its address shows is IPv4; the Service store
+            // refuses IPv6 ones on this single-stack cluster.
+            let ipv6 = first.as_deref().and_then(crate::pod_dns::parse_ip).is_some_and(|ip| match ip {
+                std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().is_none(),
+                std::net::IpAddr::V4(_) => false,
+            });
+            if !ipv6 {
+                default_val(spec, "ipFamilies", json!(["IPv4"]));
+            }
+        }
+        if let Some(ip) = first {
             default_val(spec, "clusterIPs", json!([ip]));
         }
     }
@@ -1247,10 +1278,14 @@ pub fn needs_cluster_ip(obj: &Map<String, Value>) -> bool {
     kind != "ExternalName" && spec.and_then(|s| str_of(s, "clusterIP")).is_none()
 }
 
-/// The cluster IP a Service being created asked for, if any (not `None`).
+/// The cluster IP a Service being created asked for, if any (not `None`), read as Go's sloppy
+/// parser reads it (leading zeros allowed; IPv4-mapped IPv6 as IPv4).
 pub fn requested_cluster_ip(obj: &Map<String, Value>) -> Option<Ipv4Addr> {
     let spec = obj.get("spec").and_then(Value::as_object)?;
-    str_of(spec, "clusterIP").and_then(|s| s.parse().ok())
+    match str_of(spec, "clusterIP").and_then(crate::pod_dns::parse_ip)? {
+        std::net::IpAddr::V4(v4) => Some(v4),
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    }
 }
 
 /// Gives a Service being created its cluster IP (`spec.clusterIP` and `spec.clusterIPs`).
@@ -1282,6 +1317,12 @@ impl ClusterIps {
     /// None when the range is full.
     pub fn allocate(&self, used: &HashSet<u32>, cache_rv: u64) -> Option<Ipv4Addr> {
         self.0.allocate(used, cache_rv).map(Ipv4Addr::from)
+    }
+
+    /// Whether `ip` is an address of the service range (not its network or broadcast one).
+    pub fn in_range(ip: Ipv4Addr) -> bool {
+        let n = u32::from(ip);
+        n > RANGE_BASE && n < RANGE_BASE + RANGE_SIZE - 1
     }
 
     /// Claims an address a Service asked for: false when another Service has it.

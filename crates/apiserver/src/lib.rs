@@ -101,6 +101,8 @@ pub(crate) mod semantic;
 pub mod serve;
 pub mod server;
 pub mod service_account_token;
+pub(crate) mod service_fields;
+pub(crate) mod service_ips;
 pub(crate) mod service_validation;
 pub mod shared_line;
 pub mod status;

@@ -104,21 +104,27 @@ fn search_faults(s: &str) -> Vec<&'static str> {
 }
 
 /// Whether `s` is an IP address as Go's sloppy parser reads one (kube's default for these
-/// fields): the octets of an IPv4 address, alone or ending an IPv6 one, may have leading zeros.
+/// fields): see [`parse_ip`].
 pub(crate) fn is_ip(s: &str) -> bool {
-    if s.parse::<std::net::IpAddr>().is_ok() {
-        return true;
+    parse_ip(s).is_some()
+}
+
+/// `s` read as Go's sloppy parser reads an IP address: the octets of an IPv4 address, alone or
+/// ending an IPv6 one, may have leading zeros.
+pub(crate) fn parse_ip(s: &str) -> Option<std::net::IpAddr> {
+    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
+        return Some(ip);
     }
     // The dotted quad starts the text or follows its last colon.
     let (head, quad) = s.rsplit_once(':').map_or(("", s), |(h, q)| (&s[..h.len() + 1], q));
     let octets: Vec<&str> = quad.split('.').collect();
     let octet = |o: &&str| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit());
     if octets.len() != 4 || !octets.iter().all(octet) {
-        return false;
+        return None;
     }
     let trimmed: Vec<&str> =
         octets.iter().map(|o| o.trim_start_matches('0')).map(|o| if o.is_empty() { "0" } else { o }).collect();
-    format!("{head}{}", trimmed.join(".")).parse::<std::net::IpAddr>().is_ok()
+    format!("{head}{}", trimmed.join(".")).parse::<std::net::IpAddr>().ok()
 }
 
 /// The causes for the host aliases of the pod spec `spec` at `at`.

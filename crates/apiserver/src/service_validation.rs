@@ -5,7 +5,9 @@
 //! makes sense, an ExternalName's DNS name and no address, a valid selector, session affinity
 //! and type; no node port on a ClusterIP Service, no node port or port (with its protocol) listed
 //! twice, an external traffic policy and a health check node port only where they apply; on
-//! update, a cluster IP and a health check node port that do not change. (Node ports are given before, as kube's Service store gives them: see
+//! update, cluster IPs and a health check node port that do not change. The fields beside these
+//! (external IPs, load balancer fields, traffic policies, application protocols, topology
+//! annotations) are judged at their places by [`crate::service_fields`]. (Node ports are given before, as kube's Service store gives them: see
 //! `crate::node_ports`.)
 //! (What an update from another type no longer needs is dropped before, as kube's strategy
 //! drops it: see `defaults::service_allocation`.)
@@ -28,6 +30,7 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
     if let Some(old) = old {
         let old_spec = old.get("spec").unwrap_or(&empty);
         cluster_ip_change(spec, old_spec, &mut causes);
+        crate::service_fields::class_update(spec, old_spec, &mut causes);
         // A load balancer's health check port stays while it needs one.
         let check = |s: &Value| {
             let needs = str_of(s, "type") == "LoadBalancer" && str_of(s, "externalTrafficPolicy") == "Local";
@@ -39,6 +42,7 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
             causes.push(forbidden("spec.healthCheckNodePort".into(), "field is immutable"));
         }
     }
+    crate::service_fields::topology_annotations(svc, &mut causes);
     let ports = spec.get("ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let headless = cluster_ips(spec) == ["None"];
     if ports.is_empty() && !headless && kind != "ExternalName" {
@@ -88,6 +92,8 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
         }
     }
     session_affinity(spec, &mut causes);
+    causes.extend(crate::service_ips::related_fields(spec, old.and_then(|o| o.get("spec"))));
+    crate::service_fields::external_ips(spec, old.and_then(|o| o.get("spec")), &mut causes);
     match kind {
         "" => causes.push(required("spec.type".into(), "")),
         "ClusterIP" | "ExternalName" | "LoadBalancer" | "NodePort" => {}
@@ -107,7 +113,9 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
         }
     }
     duplicates(ports, &mut causes);
+    crate::service_fields::load_balancer(svc, old, &mut causes);
     external_traffic(spec, kind, &mut causes);
+    crate::service_fields::traffic(spec, &mut causes);
     causes
 }
 
@@ -227,6 +235,7 @@ fn port<'a>(p: &'a Value, at: &str, several: bool, names: &mut Vec<&'a str>, cau
         }
         _ => {}
     }
+    crate::service_fields::app_protocol(p, at, causes);
 }
 
 /// kube's message for a port number out of range.
@@ -266,15 +275,19 @@ fn cluster_ip_change(spec: &Value, old: &Value, causes: &mut Vec<Cause>) {
     if now == ["None"] && was == ["None"] {
         return;
     }
-    if let (Some(now_first), Some(was_first)) = (now.first(), was.first())
+    let shown = go_value(&Value::from(now.clone()));
+    let changed = |i: usize| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {shown}: may not change once set"),
+        field: format!("spec.clusterIPs[{i}]"),
+    };
+    if now.len() == was.len() {
+        // Every address that moved.
+        causes.extend((0..now.len()).filter(|i| now[*i] != was[*i]).map(changed));
+    } else if let (Some(now_first), Some(was_first)) = (now.first(), was.first())
         && now_first != was_first
     {
-        let shown = go_value(&Value::from(now.clone()));
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {shown}: may not change once set"),
-            field: "spec.clusterIPs[0]".into(),
-        });
+        causes.push(changed(0));
     }
 }
 
@@ -432,7 +445,9 @@ mod tests {
         // The address stays; other changes are judged as on create.
         let old = service(json!([{"port": 80, "protocol": "TCP", "targetPort": 80}]));
         let mut moved = old.clone();
+        // (As kube's update normalizes it: the list follows a moved `clusterIP`.)
         moved["clusterIP"] = json!("10.96.0.11");
+        moved["clusterIPs"] = json!(["10.96.0.11"]);
         assert_eq!(
             judged(moved, Some(old.clone())),
             ["spec.clusterIPs[0]: Invalid value: [\"10.96.0.11\"]: may not change once set"]

@@ -50,6 +50,12 @@ pub(crate) fn validate(
         let old = old.map(|o| as_map(o.value()));
         causes.extend(crate::service_validation::validate(obj, old.as_ref()));
     }
+    if info.is_core("services")
+        && target == crate::strategy::Target::Status
+        && let Some(old) = old
+    {
+        causes.extend(crate::service_fields::status(obj, &as_map(old.value())));
+    }
     if info.is_core("configmaps") || info.is_core("secrets") {
         // (A Secret stored with `stringData` is read as kube would have stored it.)
         let old = old.map(|o| as_map(o.value())).map(|mut o| {

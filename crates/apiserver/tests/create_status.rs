@@ -79,7 +79,9 @@ async fn built_in_resources_start_with_their_strategys_status() {
         assert_eq!(read.body["status"], want, "{kind}: a read");
         // The status is written through its subresource.
         let patch = match kind {
-            "Service" => json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}),
+            // (A load balancer's ingress is only a LoadBalancer's.)
+            "Service" => json!({"status": {"conditions": [{"type": "Published", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Done", "message": ""}]}}),
             "PersistentVolumeClaim" => json!({"status": {"phase": "Bound"}}),
             _ => json!({"status": {"observedGeneration": 1}}),
         };

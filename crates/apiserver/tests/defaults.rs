@@ -344,8 +344,13 @@ async fn service_defaults_and_cluster_ips() {
         )
     );
     // Headless, ExternalName and NodePort Services.
+    // (Without a selector, kube's allocator gives a headless Service both families.)
     let r = c.post(&format!("{NS}/services"), &svc("headless", json!({"clusterIP": "None"}))).await;
-    assert_eq!((&r.body["spec"]["clusterIPs"], &r.body["spec"]["ipFamilies"]), (&json!(["None"]), &json!(["IPv4"])));
+    assert_eq!(
+        (&r.body["spec"]["clusterIPs"], &r.body["spec"]["ipFamilies"]),
+        (&json!(["None"]), &json!(["IPv4", "IPv6"]))
+    );
+    assert_eq!(r.body["spec"]["ipFamilyPolicy"], "RequireDualStack");
     let r = c
         .post(&format!("{NS}/services"), &svc("ext", json!({"type": "ExternalName", "externalName": "example.com"})))
         .await;

@@ -450,6 +450,12 @@ impl Store {
         // admission, which see it, and given back when they refuse.
         let is_service = defaults::is_service(info);
         if is_service {
+            // kube's Service store judges the addresses and families before it allocates, and
+            // answers with those faults alone.
+            let faults = crate::service_ips::check(obj.get("spec").unwrap_or(&Value::Null), None);
+            if !faults.is_empty() {
+                return Err(crate::custom_resource::invalid(info, &name, &faults));
+            }
             self.allocate_cluster_ip(info, &name, &mut obj, &mut in_use.cluster_ips)?;
             if let Err(e) = self.allocate_node_ports(&name, &mut obj, None, &mut in_use.node_ports) {
                 if let Some(ip) = defaults::requested_cluster_ip(&obj) {
@@ -529,6 +535,17 @@ impl Store {
         if requested.is_none() && !defaults::needs_cluster_ip(obj) {
             return Ok(());
         }
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let refused = |detail: &str| {
+            // kube shows the addresses asked for, the one it could not give as written.
+            let shown = crate::structural::go_json(spec.get("clusterIPs").unwrap_or(&Value::Null));
+            let written = spec.get("clusterIP").and_then(Value::as_str).unwrap_or_default();
+            let msg = format!("Invalid value: {shown}: failed to allocate IP {written}: {detail}");
+            ApiError::invalid_object(&info.group, &info.kind, name, "spec.clusterIPs", "FieldValueInvalid", &msg)
+        };
+        if requested.is_some_and(|ip| !defaults::ClusterIps::in_range(ip)) {
+            return Err(refused("the provided network does not match the current range"));
+        }
         let used = match used {
             Some(u) => u,
             None => used.insert(self.cluster_ips_in_use()?),
@@ -536,22 +553,11 @@ impl Store {
         let cache_rv = self.cache.resource_version();
         match requested {
             Some(ip) if self.cluster_ips.claim(ip, used, cache_rv) => {
+                // The address stays as it was written.
                 used.insert(u32::from(ip));
-                defaults::set_cluster_ip(obj, ip);
                 Ok(())
             }
-            Some(ip) => {
-                let msg =
-                    format!("Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is already allocated");
-                Err(ApiError::invalid_object(
-                    &info.group,
-                    &info.kind,
-                    name,
-                    "spec.clusterIPs",
-                    "FieldValueInvalid",
-                    &msg,
-                ))
-            }
+            Some(_) => Err(refused("provided IP is already allocated")),
             None => {
                 let ip = self
                     .cluster_ips
@@ -999,6 +1005,13 @@ impl Store {
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
+        if target == Target::Main && defaults::is_service(info) {
+            let stored = old.value();
+            let faults = crate::service_ips::check(obj.get("spec").unwrap_or(&Value::Null), stored.get("spec"));
+            if !faults.is_empty() {
+                return Err(crate::custom_resource::invalid(info, &old.name, &faults));
+            }
+        }
         if target == Target::Main && !dry_run && defaults::leaves_external_name(info, old, &obj) {
             // As kube's Service store: a Service that stops being an ExternalName is given the
             // address it asks for (422 when another Service has it) or a free one.
