@@ -1156,7 +1156,8 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
             unset(spec, k) || spec.get(k).is_some_and(|v| v == "" || v.as_array().is_some_and(Vec::is_empty))
         };
         if let Some(old_spec) = old_spec {
-            for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            // (As kube's `patchAllocatedValues`; families left out are inferred again below.)
+            for key in ["clusterIP", "clusterIPs", "ipFamilyPolicy"] {
                 if left_out(spec, key)
                     && let Some(v) = old_spec.get(key)
                 {
@@ -1170,6 +1171,23 @@ fn service_allocation(obj: &mut Map<String, Value>, write: Write<'_>) {
                 && let Some(ip) = str_of(spec, "clusterIP").map(str::to_string)
             {
                 spec.insert("clusterIPs".into(), json!([ip]));
+            }
+            // A Service made single-stack gives up the second address and family it had.
+            if str_of(spec, "ipFamilyPolicy") == Some("SingleStack") {
+                for key in ["clusterIPs", "ipFamilies"] {
+                    if spec.get(key) == old_spec.get(key)
+                        && let Some(Value::Array(items)) = spec.get_mut(key)
+                        && items.len() > 1
+                    {
+                        items.truncate(1);
+                    }
+                }
+            }
+        }
+        // An empty list is Go's nil one: defaulted as a missing one.
+        for key in ["clusterIPs", "ipFamilies"] {
+            if spec.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+                spec.remove(key);
             }
         }
         let first = str_of(spec, "clusterIP").map(str::to_string);
@@ -1282,7 +1300,12 @@ pub fn needs_cluster_ip(obj: &Map<String, Value>) -> bool {
 /// parser reads it (leading zeros allowed; IPv4-mapped IPv6 as IPv4).
 pub fn requested_cluster_ip(obj: &Map<String, Value>) -> Option<Ipv4Addr> {
     let spec = obj.get("spec").and_then(Value::as_object)?;
-    match str_of(spec, "clusterIP").and_then(crate::pod_dns::parse_ip)? {
+    str_of(spec, "clusterIP").and_then(ipv4_of)
+}
+
+/// The IPv4 address `s` names as Go's sloppy parser reads it (IPv4-mapped IPv6 included).
+pub fn ipv4_of(s: &str) -> Option<Ipv4Addr> {
+    match crate::pod_dns::parse_ip(s)? {
         std::net::IpAddr::V4(v4) => Some(v4),
         std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped(),
     }

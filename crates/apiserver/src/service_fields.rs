@@ -150,26 +150,45 @@ pub(crate) fn load_balancer(svc: &Map<String, Value>, old: Option<&Map<String, V
                 causes.push(invalid(format!("{at}[{i}]"), range, NOT_A_CIDR));
             }
         }
-    } else if let Some(value) = annotation(svc, SOURCE_RANGES_ANNOTATION) {
-        let at = format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]");
-        if !balancer {
-            causes.push(forbidden(at.clone(), ONLY_LOAD_BALANCERS));
-        }
-        let unchanged = old.is_some_and(|o| annotation(o, SOURCE_RANGES_ANNOTATION) == Some(value));
-        let value = value.trim();
-        if !unchanged && !value.is_empty() {
-            for piece in value.split(',').map(str::trim) {
-                if !is_cidr(piece) {
-                    causes.push(invalid(at.clone(), piece, NOT_A_CIDR));
-                }
-            }
-        }
+    } else {
+        source_range_annotation(svc, old, causes);
     }
     // (Defaulting gives every load balancer the field kube would otherwise require.)
     if spec.get("allocateLoadBalancerNodePorts").is_some_and(|v| !v.is_null()) && !balancer {
         causes.push(forbidden("spec.allocateLoadBalancerNodePorts".into(), ONLY_LOAD_BALANCERS));
     }
     class(spec, causes);
+}
+
+/// The source ranges annotation, read where the field is empty: only on LoadBalancers, CIDRs
+/// (judged when it is new or changed).
+fn source_range_annotation(svc: &Map<String, Value>, old: Option<&Map<String, Value>>, causes: &mut Vec<Cause>) {
+    let Some(value) = annotation(svc, SOURCE_RANGES_ANNOTATION) else { return };
+    let at = format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]");
+    if svc.get("spec").map(|s| text(s, "type")) != Some("LoadBalancer") {
+        causes.push(forbidden(at.clone(), ONLY_LOAD_BALANCERS));
+    }
+    let unchanged = old.is_some_and(|o| annotation(o, SOURCE_RANGES_ANNOTATION) == Some(value));
+    let value = value.trim();
+    if !unchanged && !value.is_empty() {
+        for piece in value.split(',').map(str::trim) {
+            if !is_cidr(piece) {
+                causes.push(invalid(at.clone(), piece, NOT_A_CIDR));
+            }
+        }
+    }
+}
+
+/// The rules of a Service that read its annotations, for an update that leaves its spec as
+/// stored (whose other rules it already passed).
+pub(crate) fn annotations(svc: &Map<String, Value>, old: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    topology_annotations(svc, &mut causes);
+    let ranges = svc.get("spec").and_then(|s| s.get("loadBalancerSourceRanges")).and_then(Value::as_array);
+    if ranges.is_none_or(Vec::is_empty) {
+        source_range_annotation(svc, Some(old), &mut causes);
+    }
+    causes
 }
 
 /// kube's `validateLoadBalancerClassField` without an old Service: only on LoadBalancers, a

@@ -49,6 +49,11 @@ pub(crate) fn validate(
     {
         let old = old.map(|o| as_map(o.value()));
         causes.extend(crate::service_validation::validate(obj, old.as_ref()));
+    } else if info.is_core("services")
+        && target == crate::strategy::Target::Main
+        && let Some(old) = old
+    {
+        causes.extend(crate::service_fields::annotations(obj, &as_map(old.value())));
     }
     if info.is_core("services")
         && target == crate::strategy::Target::Status

@@ -60,6 +60,20 @@ async fn addresses_and_families_are_judged_before_allocation() {
         (&r.body["spec"]["ipFamilyPolicy"], &r.body["spec"]["ipFamilies"]),
         (&json!("RequireDualStack"), &json!(["IPv4", "IPv6"]))
     );
+    // Made single-stack, it gives up its second family, as kube trims it.
+    let single = json!({"spec": {"ipFamilyPolicy": "SingleStack"}});
+    let r = c.patch(&format!("{SERVICES}/headless"), MERGE, &single).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["ipFamilies"], json!(["IPv4"]));
+    // Empty lists are Go's nil ones.
+    let r = c
+        .post(SERVICES, &service("empty-lists", json!({"clusterIP": "10.96.0.60", "clusterIPs": [], "ipFamilies": []})))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        (&r.body["spec"]["clusterIPs"], &r.body["spec"]["ipFamilies"]),
+        (&json!(["10.96.0.60"]), &json!(["IPv4"]))
+    );
     // An address with leading zeros is claimed and kept as written.
     let r = c.post(SERVICES, &service("zeros", json!({"clusterIP": "010.96.0.50"}))).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -113,6 +127,16 @@ async fn load_balancer_fields_and_status_are_judged_as_kube_judges_them() {
     assert_eq!(
         r.body["message"],
         "Service \"lb\" is invalid: spec.loadBalancerClass: Invalid value: \"example.com/other\": may not change once set"
+    );
+    // An update of the annotations alone is judged on them.
+    let annotated = json!({"metadata": {"annotations": {"service.kubernetes.io/topology-mode": "Auto",
+        "service.kubernetes.io/topology-aware-hints": "Disabled"}}});
+    let r = c.patch(&format!("{SERVICES}/lb"), MERGE, &annotated).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Service \"lb\" is invalid: metadata.annotations[service.kubernetes.io/topology-mode]: Invalid value: \
+         \"Auto\": must match annotations[service.kubernetes.io/topology-aware-hints] when both are specified"
     );
     // A load balancer controller publishes its address; a host name that is an address is not one.
     let published = json!({"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}});

@@ -146,7 +146,7 @@ struct InUse {
 
 /// The cluster IP among a Service's field-selector values.
 fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Option<std::net::Ipv4Addr> {
-    fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| ip.parse().ok())
+    fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| defaults::ipv4_of(ip))
 }
 
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
