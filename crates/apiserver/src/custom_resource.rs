@@ -43,7 +43,12 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 
 /// Validates an object about to be stored: its schema, then the `scale` subresource's paths,
 /// then the schema's validation rules (`old` being the version an update replaces).
-pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Result<(), ApiError> {
+pub fn validate(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    old: Option<&StoredObject>,
+    meta: Vec<Cause>,
+) -> Result<(), ApiError> {
     let Some(custom) = &info.custom else { return Ok(()) };
     let mut v = Value::Object(obj.clone());
     // The replaced object as this version serves it, to correlate unchanged values with: read
@@ -59,13 +64,11 @@ pub fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Stor
             })
             .as_ref()
     };
-    let mut causes = match &custom.schema {
-        Some(s) => {
-            let found = structural::validate(s, &v, None);
-            if found.is_empty() { found } else { structural::validate(s, &v, old()) }
-        }
-        None => Vec::new(),
-    };
+    let mut causes = meta;
+    if let Some(s) = &custom.schema {
+        let found = structural::validate(s, &v, None);
+        causes.extend(if found.is_empty() { found } else { structural::validate(s, &v, old()) });
+    }
     if let Some(scale) = &info.scale_subresource {
         for path in [&scale.spec_replicas_path, &scale.status_replicas_path] {
             if let Some(c) = replicas_cause(&v, path) {

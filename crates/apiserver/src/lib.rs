@@ -68,6 +68,7 @@ pub(crate) mod media;
 pub mod namespaces;
 pub(crate) mod node_ports;
 pub mod object;
+pub(crate) mod object_meta;
 pub(crate) mod oidc_discovery;
 pub(crate) mod openapi;
 pub(crate) mod pod_affinity;

@@ -19,15 +19,16 @@ pub(crate) fn validate(
     old: Option<&StoredObject>,
     target: crate::strategy::Target,
 ) -> Result<(), ApiError> {
-    let causes = owner_references(obj);
-    if !causes.is_empty() {
-        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-        return Err(crate::custom_resource::invalid(info, name, &causes));
-    }
+    // The metadata's causes come first in kube's answer.
+    let meta = crate::object_meta::validate(info, obj, old);
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
     if info.custom.is_some() {
-        return crate::custom_resource::validate(info, obj, old);
+        return crate::custom_resource::validate(info, obj, old, meta);
     }
     if crate::crd::is_crds(info) {
+        if !meta.is_empty() {
+            return Err(crate::custom_resource::invalid(info, name, &meta));
+        }
         return crate::crd_validation::validate(obj, old.map(StoredObject::value).as_ref());
     }
     if info.group == crate::admission_policy::GROUP {
@@ -36,12 +37,14 @@ pub(crate) fn validate(
             crate::admission_webhook::VALIDATING => crate::webhook_configuration::validate(obj, false),
             plural => crate::policy_validation::validate(obj, plural == "validatingadmissionpolicybindings"),
         };
-        if !causes.is_empty() {
-            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-            return Err(crate::custom_resource::invalid(info, name, &causes));
+        if !causes.is_empty() || !meta.is_empty() {
+            let all: Vec<_> = meta.into_iter().chain(causes).collect();
+            return Err(crate::custom_resource::invalid(info, name, &all));
         }
+        return Ok(());
     }
-    let mut causes = crate::rbac_validation::validate(info, obj, old);
+    let mut causes = meta;
+    causes.extend(crate::rbac_validation::validate(info, obj, old));
     // (A Service whose spec is as stored is not judged again, as for pods and workloads.)
     if info.is_core("services")
         && target == crate::strategy::Target::Main
@@ -467,81 +470,6 @@ fn event(e: &Map<String, Value>, strict: bool, events_api: bool) -> Vec<crate::s
     if !text(source.and_then(|s| s.get("component"))).is_empty() || !text(source.and_then(|s| s.get("host"))).is_empty()
     {
         causes.push(invalid("source", "", "needs to be unset".into()));
-    }
-    causes
-}
-
-/// `metadata.ownerReferences` as kube's object-metadata validation checks them: each names an
-/// apiVersion with a version, a kind, a name and a UID, no Event owns anything, and at most one
-/// is the controller.
-fn owner_references(obj: &Map<String, Value>) -> Vec<crate::structural::Cause> {
-    use crate::structural::{Cause, go_json, go_quote};
-    const FIELD: &str = "metadata.ownerReferences";
-    let Some(refs) = obj.get("metadata").and_then(|m| m.get("ownerReferences")).and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    // A reference as Go's json.Marshal renders the struct: its fields in order, empty pointers
-    // left out.
-    let go_ref = |r: &Value| {
-        let mut out = String::from("{");
-        for (i, f) in ["apiVersion", "kind", "name", "uid"].into_iter().enumerate() {
-            let v = r.get(f).and_then(Value::as_str).unwrap_or_default();
-            out.push_str(&format!("{}\"{f}\":{}", if i > 0 { "," } else { "" }, go_json(&Value::from(v))));
-        }
-        for f in ["controller", "blockOwnerDeletion"] {
-            if let Some(b) = r.get(f).and_then(Value::as_bool) {
-                out.push_str(&format!(",\"{f}\":{b}"));
-            }
-        }
-        out.push('}');
-        out
-    };
-    let mut causes = Vec::new();
-    let mut controller: Option<String> = None;
-    for r in refs {
-        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default();
-        let (group, version) = crate::garbage_collector::parse_group_version(text("apiVersion")).unwrap_or(("", ""));
-        let invalid = |field: &str, value: &str, detail: &str| Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {}: {detail}", go_quote(value)),
-            field: format!("{FIELD}.{field}"),
-        };
-        if version.is_empty() {
-            causes.push(invalid("apiVersion", text("apiVersion"), "version must not be empty"));
-        }
-        if text("kind").is_empty() {
-            causes.push(invalid("kind", "", "must not be empty"));
-        }
-        if text("name").is_empty() {
-            causes.push(invalid("name", "", "must not be empty"));
-        }
-        if text("uid").is_empty() {
-            causes.push(invalid("uid", "", "must not be empty"));
-        }
-        if (group, version, text("kind")) == ("", "v1", "Event") {
-            causes.push(Cause {
-                reason: "FieldValueInvalid",
-                message: format!("Invalid value: {}: /v1, Kind=Event is disallowed from being an owner", go_ref(r)),
-                field: FIELD.into(),
-            });
-        }
-        if r.get("controller").and_then(Value::as_bool) == Some(true) {
-            let this = format!("{}/{}", text("kind"), text("name"));
-            match &controller {
-                Some(first) => {
-                    let all: Vec<String> = refs.iter().map(go_ref).collect();
-                    causes.push(Cause {
-                        reason: "FieldValueInvalid",
-                        message: format!(
-                            "Invalid value: [{}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}",
-                            all.join(",")
-                        ),
-                        field: FIELD.into(),
-                    });
-                }
-                None => controller = Some(this),
-            }
-        }
     }
     causes
 }

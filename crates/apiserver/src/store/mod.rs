@@ -1383,8 +1383,7 @@ fn name_required(info: &ResourceInfo) -> ApiError {
 }
 
 /// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one made
-/// from `generateName`; written into the object. 422 when there is neither or the name is not a
-/// DNS subdomain (for RBAC objects: a path segment).
+/// from `generateName`; written into the object. 422 when there is neither.
 fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<String, ApiError> {
     let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
         (Some(n), _) => n,
@@ -1394,24 +1393,7 @@ fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<
             return Err(name_required(info));
         }
     };
-    // RBAC objects and certificate requests need only be a path segment (kube's
-    // `ValidateRBACName`: `system:…`; any name for a CSR, such as kubelet's `node-csr-…`).
-    let problem = if info.group == crate::rbac::GROUP || crate::certificate_signing::is_csrs(info) {
-        crate::rbac::name_problem(&name)
-    } else {
-        (!object::valid_name(&name)).then_some(object::SUBDOMAIN_MESSAGE)
-    };
-    if let Some(problem) = problem {
-        let msg = format!("Invalid value: \"{name}\": {problem}");
-        return Err(ApiError::invalid_object(
-            &info.group,
-            &info.kind,
-            &name,
-            "metadata.name",
-            "FieldValueInvalid",
-            &msg,
-        ));
-    }
+    // (The name is judged with the rest of the object's metadata: `crate::object_meta`.)
     meta_mut(obj).insert("name".into(), name.clone().into());
     Ok(name)
 }

@@ -1,0 +1,373 @@
+//! Object metadata judged as kube-apiserver's `ValidateObjectMeta` (and its update form) judges
+//! it, for built-in kinds and custom resources alike:
+//! - on create, the name (and `generateName`, its trailing dash masked as kube masks it) by the
+//!   rule of its kind ([`NameRule`]): a DNS subdomain for most, a DNS-1035 label for Services,
+//!   a DNS-1123 label for Namespaces and StatefulSets, a path segment for RBAC objects,
+//!   certificate requests, PodDisruptionBudgets and core Events;
+//! - labels (qualified keys, label values), annotations (qualified keys in any case, 256 KiB in
+//!   all), owner references (an apiVersion with a version, a kind, a name and a UID, no Event
+//!   owner, one controller), finalizers (qualified names, not both `orphan` and
+//!   `foregroundDeletion`; for built-in kinds validated as core kinds, a name without a `/` only
+//!   if it is a standard one);
+//! - on update, no finalizer added to an object being deleted.
+//!
+//! Invariants: only the object's metadata (and the stored one's) is read; causes come first in
+//! kube's answer, in its order, with its paths and messages (labels in key order, as Go's map
+//! order is unspecified).
+
+use serde_json::{Map, Value};
+
+use crate::object::StoredObject;
+use crate::policy_validation::invalid;
+use crate::registry::ResourceInfo;
+use crate::structural::{Cause, go_json, go_quote};
+
+/// How kube judges a kind's names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum NameRule {
+    /// A DNS-1123 subdomain (253 characters).
+    Subdomain,
+    /// A DNS-1123 label (63 characters, no dots).
+    Label,
+    /// A DNS-1035 label (a label that starts with a letter).
+    Dns1035,
+    /// A DNS-1123 subdomain whose length kube counts in bytes (ReplicationControllers), without
+    /// a check of `generateName`.
+    LongName,
+    /// Only a path segment (not `.` or `..`, no `/` or `%`).
+    PathSegment,
+}
+
+/// The name rule of the kind `info` serves.
+pub(crate) fn name_rule(info: &ResourceInfo) -> NameRule {
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "services") => NameRule::Dns1035,
+        ("", "namespaces") | ("apps", "statefulsets") => NameRule::Label,
+        ("", "replicationcontrollers") => NameRule::LongName,
+        ("", "events") | ("policy", "poddisruptionbudgets") => NameRule::PathSegment,
+        _ if info.group == crate::rbac::GROUP || crate::certificate_signing::is_csrs(info) => NameRule::PathSegment,
+        _ => NameRule::Subdomain,
+    }
+}
+
+/// Whether kube validates the kind's metadata with core's `ValidateObjectMeta`, which adds the
+/// rule for finalizer names without a `/`.
+fn core_finalizer_rule(info: &ResourceInfo) -> bool {
+    let exempt = info.custom.is_some()
+        || crate::crd::is_crds(info)
+        || info.group == crate::admission_policy::GROUP
+        || matches!(
+            (info.group.as_str(), info.plural.as_str()),
+            ("coordination.k8s.io", "leases")
+                | ("node.k8s.io", "runtimeclasses")
+                | ("policy", "poddisruptionbudgets")
+                | ("", "events")
+        );
+    !exempt
+}
+
+/// The finalizers kube knows without a domain.
+const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+
+/// kube's limit on the total size of an object's annotations.
+const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+
+/// The causes for the metadata of `obj`, of the kind `info` serves, written over `old` (None on
+/// create).
+pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Map::new();
+    let meta = obj.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+    let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("");
+    if old.is_none() {
+        let rule = name_rule(info);
+        let generate = text("generateName");
+        if !generate.is_empty() && rule != NameRule::LongName {
+            for fault in name_faults(rule, generate, true) {
+                causes.push(invalid("metadata.generateName".into(), generate, &fault));
+            }
+        }
+        let name = text("name");
+        for fault in name_faults(rule, name, false) {
+            causes.push(invalid("metadata.name".into(), name, &fault));
+        }
+    }
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            for fault in crate::cel_format::qualified_name(k) {
+                causes.push(invalid("metadata.labels".into(), k, &fault));
+            }
+            let v = v.as_str().unwrap_or("");
+            for fault in crate::cel_format::label_value(v) {
+                causes.push(invalid("metadata.labels".into(), v, &fault));
+            }
+        }
+    }
+    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+        let mut total = 0;
+        for (k, v) in annotations {
+            // The rule is a qualified name in any case.
+            for fault in crate::cel_format::qualified_name(&k.to_lowercase()) {
+                causes.push(invalid("metadata.annotations".into(), k, &fault));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > ANNOTATIONS_LIMIT {
+            causes.push(Cause {
+                reason: "FieldValueTooLong",
+                message: format!("Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"),
+                field: "metadata.annotations".into(),
+            });
+        }
+    }
+    causes.extend(owner_references(meta));
+    let finalizers = crate::object::strings(meta.get("finalizers"));
+    for f in &finalizers {
+        for fault in crate::cel_format::qualified_name(f) {
+            causes.push(invalid("metadata.finalizers".into(), f, &fault));
+        }
+    }
+    let has = |f: &str| finalizers.iter().any(|x| x == f);
+    if has("orphan") && has("foregroundDeletion") {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: {}: finalizer orphan and foregroundDeletion cannot be both set",
+                go_json(&Value::from(finalizers.clone()))
+            ),
+            field: "metadata.finalizers".into(),
+        });
+    }
+    if let Some(old) = old {
+        let stored = old.value();
+        let stored_meta = stored.get("metadata");
+        let deleting = stored_meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
+        if deleting {
+            let before = crate::object::strings(stored_meta.and_then(|m| m.get("finalizers")));
+            let mut added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
+            added.sort();
+            added.dedup();
+            if !added.is_empty() {
+                let shown: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
+                causes.push(crate::pod_validation::forbidden(
+                    "metadata.finalizers".into(),
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        shown.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if core_finalizer_rule(info) {
+        for (i, f) in finalizers.iter().enumerate() {
+            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+                causes.push(invalid(
+                    format!("metadata.finalizers[{i}]"),
+                    f,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// What the name rule `rule` finds wrong with `name` (a `generateName` when `prefix`).
+pub(crate) fn name_faults(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
+    let masked = if prefix { mask_trailing_dash(name) } else { name.to_string() };
+    match rule {
+        NameRule::Subdomain => crate::cel_format::dns1123_subdomain(&masked),
+        NameRule::Label => crate::cel_format::dns1123_label(&masked),
+        NameRule::Dns1035 => crate::cel_format::dns1035_label(&masked),
+        NameRule::LongName => {
+            let mut faults = crate::cel_format::dns1123_subdomain(name);
+            if let Some(first) = faults.first_mut()
+                && name.len() > 253
+            {
+                *first = "must be no more than 253 bytes".into();
+            }
+            faults
+        }
+        NameRule::PathSegment if prefix => {
+            ["/", "%"].iter().filter(|c| name.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+        }
+        NameRule::PathSegment => crate::rbac::name_problem(name).map(str::to_string).into_iter().collect(),
+    }
+}
+
+/// kube's `maskTrailingDash` for generated-name prefixes: it cuts two bytes (not one) and adds
+/// `a`; a cut inside a character leaves text no rule accepts, as in Go.
+fn mask_trailing_dash(s: &str) -> String {
+    if s.len() > 1 && s.ends_with('-') {
+        let mut bytes = s.as_bytes()[..s.len() - 2].to_vec();
+        bytes.push(b'a');
+        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    } else {
+        s.to_string()
+    }
+}
+
+/// `metadata.ownerReferences` as kube's object-metadata validation checks them: each names an
+/// apiVersion with a version, a kind, a name and a UID, no Event owns anything, and at most one
+/// is the controller.
+fn owner_references(meta: &Map<String, Value>) -> Vec<Cause> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    // A reference as Go's json.Marshal renders the struct: its fields in order, empty pointers
+    // left out.
+    let go_ref = |r: &Value| {
+        let mut out = String::from("{");
+        for (i, f) in ["apiVersion", "kind", "name", "uid"].into_iter().enumerate() {
+            let v = r.get(f).and_then(Value::as_str).unwrap_or_default();
+            out.push_str(&format!("{}\"{f}\":{}", if i > 0 { "," } else { "" }, go_json(&Value::from(v))));
+        }
+        for f in ["controller", "blockOwnerDeletion"] {
+            if let Some(b) = r.get(f).and_then(Value::as_bool) {
+                out.push_str(&format!(",\"{f}\":{b}"));
+            }
+        }
+        out.push('}');
+        out
+    };
+    let mut causes = Vec::new();
+    let mut controller: Option<String> = None;
+    for r in refs {
+        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default();
+        let (group, version) = crate::garbage_collector::parse_group_version(text("apiVersion")).unwrap_or(("", ""));
+        let invalid = |field: &str, value: &str, detail: &str| Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {}: {detail}", go_quote(value)),
+            field: format!("{FIELD}.{field}"),
+        };
+        if version.is_empty() {
+            causes.push(invalid("apiVersion", text("apiVersion"), "version must not be empty"));
+        }
+        if text("kind").is_empty() {
+            causes.push(invalid("kind", "", "must not be empty"));
+        }
+        if text("name").is_empty() {
+            causes.push(invalid("name", "", "must not be empty"));
+        }
+        if text("uid").is_empty() {
+            causes.push(invalid("uid", "", "must not be empty"));
+        }
+        if (group, version, text("kind")) == ("", "v1", "Event") {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!("Invalid value: {}: /v1, Kind=Event is disallowed from being an owner", go_ref(r)),
+                field: FIELD.into(),
+            });
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.iter().map(go_ref).collect();
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid",
+                        message: format!(
+                            "Invalid value: [{}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}",
+                            all.join(",")
+                        ),
+                        field: FIELD.into(),
+                    });
+                }
+                None => controller = Some(this),
+            }
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn info(group: &str, plural: &str) -> ResourceInfo {
+        ResourceInfo::new(group, "v1", plural, "Kind", true)
+    }
+
+    fn judged(info: &ResourceInfo, meta: Value) -> Vec<String> {
+        let obj = json!({"metadata": meta});
+        validate(info, obj.as_object().unwrap(), None)
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_their_kind_s_rule() {
+        let dns1035 = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+        assert_eq!(
+            judged(&info("", "services"), json!({"name": "1web"})),
+            [format!("metadata.name: Invalid value: \"1web\": {dns1035}")]
+        );
+        assert_eq!(
+            judged(&info("", "namespaces"), json!({"name": "a.b"})),
+            ["metadata.name: Invalid value: \"a.b\": must not contain dots"]
+        );
+        assert_eq!(
+            judged(&info("apps", "statefulsets"), json!({"name": "db.1"})),
+            ["metadata.name: Invalid value: \"db.1\": must not contain dots"]
+        );
+        assert_eq!(judged(&info("", "configmaps"), json!({"name": "a..b"})).len(), 1);
+        assert_eq!(judged(&info("", "configmaps"), json!({"name": "my.config-1"})), Vec::<String>::new());
+        assert_eq!(
+            judged(&info("rbac.authorization.k8s.io", "clusterroles"), json!({"name": "system:aggregate-to-view"})),
+            Vec::<String>::new()
+        );
+        assert_eq!(judged(&info("policy", "poddisruptionbudgets"), json!({"name": "Web_PDB"})), Vec::<String>::new());
+        assert_eq!(judged(&info("", "events"), json!({"name": "pod.17a3b.Started"})), Vec::<String>::new());
+        let long = "a".repeat(254);
+        assert_eq!(
+            judged(&info("", "replicationcontrollers"), json!({"name": long}))[0],
+            format!("metadata.name: Invalid value: \"{long}\": must be no more than 253 bytes")
+        );
+        // A generated name's prefix loses its last two bytes to an `a` when it ends in a dash.
+        assert_eq!(
+            judged(&info("", "configmaps"), json!({"name": "web-abcde", "generateName": "web-"})),
+            Vec::<String>::new()
+        );
+        let faults = judged(&info("", "configmaps"), json!({"name": "Web-abcde", "generateName": "Web-"}));
+        assert!(
+            faults[0].starts_with("metadata.generateName: Invalid value: \"Web-\": a lowercase RFC 1123 subdomain"),
+            "{faults:?}"
+        );
+        assert!(
+            faults[1].starts_with("metadata.name: Invalid value: \"Web-abcde\": a lowercase RFC 1123 subdomain"),
+            "{faults:?}"
+        );
+    }
+
+    #[test]
+    fn labels_annotations_and_finalizers_are_kube_s() {
+        let meta = json!({"name": "c", "labels": {"a b": "x y", "ok": "fine"}, "annotations": {"Example.com/Note": "x", "bad key": ""},
+            "finalizers": ["example.com/cleanup", "foo", "a/b/c", "orphan", "foregroundDeletion"]});
+        let key = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        let value = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+        let three = "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
+        assert_eq!(
+            judged(&info("", "configmaps"), meta.clone()),
+            [
+                format!("metadata.labels: Invalid value: \"a b\": {key}"),
+                format!("metadata.labels: Invalid value: \"x y\": {value}"),
+                format!("metadata.annotations: Invalid value: \"bad key\": {key}"),
+                format!("metadata.finalizers: Invalid value: \"a/b/c\": {three}"),
+                "metadata.finalizers: Invalid value: [\"example.com/cleanup\",\"foo\",\"a/b/c\",\"orphan\",\"foregroundDeletion\"]: finalizer orphan and foregroundDeletion cannot be both set".into(),
+                "metadata.finalizers[1]: Invalid value: \"foo\": name is neither a standard finalizer name nor is it fully qualified".into(),
+            ]
+        );
+        // Leases (as custom resources) have no rule for names without a domain.
+        assert!(!judged(&info("coordination.k8s.io", "leases"), meta).iter().any(|f| f.contains("standard finalizer")));
+        let big = json!({"name": "c", "annotations": {"a": "x".repeat(ANNOTATIONS_LIMIT)}});
+        assert_eq!(
+            judged(&info("", "configmaps"), big),
+            ["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
+    }
+}
