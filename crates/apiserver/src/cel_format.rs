@@ -173,7 +173,7 @@ pub(crate) fn dns1035_label(s: &str) -> Vec<String> {
 
 /// kube's `maskTrailingDash` for generated-name prefixes: it cuts two bytes (not one) and
 /// adds `a`; a cut inside a character leaves text that no format accepts, as in Go.
-fn mask_trailing_dash(s: &str) -> String {
+pub(crate) fn mask_trailing_dash(s: &str) -> String {
     if s.len() > 1 && s.ends_with('-') {
         let mut bytes = s.as_bytes()[..s.len() - 2].to_vec();
         bytes.push(b'a');

@@ -36,6 +36,8 @@ pub(crate) enum NameRule {
     LongName,
     /// Only a path segment (not `.` or `..`, no `/` or `%`).
     PathSegment,
+    /// A path segment for names and generated names alike (RBAC's rule ignores the prefix).
+    RbacPathSegment,
 }
 
 /// The name rule of the kind `info` serves.
@@ -45,7 +47,8 @@ pub(crate) fn name_rule(info: &ResourceInfo) -> NameRule {
         ("", "namespaces") | ("apps", "statefulsets") => NameRule::Label,
         ("", "replicationcontrollers") => NameRule::LongName,
         ("", "events") | ("policy", "poddisruptionbudgets") => NameRule::PathSegment,
-        _ if info.group == crate::rbac::GROUP || crate::certificate_signing::is_csrs(info) => NameRule::PathSegment,
+        _ if info.group == crate::rbac::GROUP => NameRule::RbacPathSegment,
+        _ if crate::certificate_signing::is_csrs(info) => NameRule::PathSegment,
         _ => NameRule::Subdomain,
     }
 }
@@ -175,7 +178,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
 
 /// What the name rule `rule` finds wrong with `name` (a `generateName` when `prefix`).
 pub(crate) fn name_faults(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
-    let masked = if prefix { mask_trailing_dash(name) } else { name.to_string() };
+    let masked = if prefix { crate::cel_format::mask_trailing_dash(name) } else { name.to_string() };
     match rule {
         NameRule::Subdomain => crate::cel_format::dns1123_subdomain(&masked),
         NameRule::Label => crate::cel_format::dns1123_label(&masked),
@@ -189,22 +192,16 @@ pub(crate) fn name_faults(rule: NameRule, name: &str, prefix: bool) -> Vec<Strin
             }
             faults
         }
-        NameRule::PathSegment if prefix => {
-            ["/", "%"].iter().filter(|c| name.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+        NameRule::PathSegment | NameRule::RbacPathSegment => {
+            let whole = !prefix || rule == NameRule::RbacPathSegment;
+            match name {
+                "." if whole => vec!["may not be '.'".into()],
+                ".." if whole => vec!["may not be '..'".into()],
+                _ => {
+                    ["/", "%"].iter().filter(|c| name.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+                }
+            }
         }
-        NameRule::PathSegment => crate::rbac::name_problem(name).map(str::to_string).into_iter().collect(),
-    }
-}
-
-/// kube's `maskTrailingDash` for generated-name prefixes: it cuts two bytes (not one) and adds
-/// `a`; a cut inside a character leaves text no rule accepts, as in Go.
-fn mask_trailing_dash(s: &str) -> String {
-    if s.len() > 1 && s.ends_with('-') {
-        let mut bytes = s.as_bytes()[..s.len() - 2].to_vec();
-        bytes.push(b'a');
-        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-    } else {
-        s.to_string()
     }
 }
 
@@ -323,6 +320,9 @@ mod tests {
         );
         assert_eq!(judged(&info("policy", "poddisruptionbudgets"), json!({"name": "Web_PDB"})), Vec::<String>::new());
         assert_eq!(judged(&info("", "events"), json!({"name": "pod.17a3b.Started"})), Vec::<String>::new());
+        assert_eq!(name_faults(NameRule::RbacPathSegment, ".", true), ["may not be '.'"]);
+        assert_eq!(name_faults(NameRule::PathSegment, ".", true), Vec::<String>::new());
+        assert_eq!(name_faults(NameRule::PathSegment, "a/b%", false), ["may not contain '/'", "may not contain '%'"]);
         let long = "a".repeat(254);
         assert_eq!(
             judged(&info("", "replicationcontrollers"), json!({"name": long}))[0],

@@ -19,8 +19,15 @@ pub(crate) fn validate(
     old: Option<&StoredObject>,
     target: crate::strategy::Target,
 ) -> Result<(), ApiError> {
-    // The metadata's causes come first in kube's answer.
-    let meta = crate::object_meta::validate(info, obj, old);
+    // The metadata's causes come first in kube's answer; a binding only assigns the node (kube
+    // writes it without judging the pod), and core Events and certificate requests have theirs
+    // judged only when the rest passes.
+    let meta = match target {
+        crate::strategy::Target::Binding => Vec::new(),
+        _ => crate::object_meta::validate(info, obj, old),
+    };
+    let meta_last = (info.group.is_empty() && info.plural == "events") || crate::certificate_signing::is_csrs(info);
+    let (meta, deferred) = if meta_last { (Vec::new(), meta) } else { (meta, Vec::new()) };
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
     if info.custom.is_some() {
         return crate::custom_resource::validate(info, obj, old, meta);
@@ -155,8 +162,10 @@ pub(crate) fn validate(
             crate::hpa_validation::validate(obj, old.as_ref(), status)
         });
     }
+    if crate::defaults::is_priority_class(info) {
+        causes.extend(priority_class(obj, old));
+    }
     if !causes.is_empty() {
-        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
         return Err(crate::custom_resource::invalid(info, name, &causes));
     }
     let events_api = crate::events_api::is_events_api(info);
@@ -182,12 +191,8 @@ pub(crate) fn validate(
             return Err(crate::custom_resource::invalid(crate::events_api::core(), name, &causes));
         }
     }
-    if crate::defaults::is_priority_class(info) {
-        let causes = priority_class(obj, old);
-        if !causes.is_empty() {
-            let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
-            return Err(crate::custom_resource::invalid(info, name, &causes));
-        }
+    if !deferred.is_empty() {
+        return Err(crate::custom_resource::invalid(info, name, &deferred));
     }
     Ok(())
 }
