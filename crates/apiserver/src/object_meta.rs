@@ -95,17 +95,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             causes.push(invalid("metadata.name".into(), name, &fault));
         }
     }
-    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
-        for (k, v) in labels {
-            for fault in crate::cel_format::qualified_name(k) {
-                causes.push(invalid("metadata.labels".into(), k, &fault));
-            }
-            let v = v.as_str().unwrap_or("");
-            for fault in crate::cel_format::label_value(v) {
-                causes.push(invalid("metadata.labels".into(), v, &fault));
-            }
-        }
-    }
+    labels(meta.get("labels"), "metadata.labels", &mut causes);
     if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
         let mut total = 0;
         for (k, v) in annotations {
@@ -174,6 +164,20 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         }
     }
     causes
+}
+
+/// kube's `ValidateLabels` of the label map `labels` at `at` (its path names no key): keys that
+/// are qualified names, values that are label values, in key order.
+pub(crate) fn labels(labels: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
+    for (k, v) in labels.and_then(Value::as_object).into_iter().flatten() {
+        for fault in crate::cel_format::qualified_name(k) {
+            causes.push(invalid(at.into(), k, &fault));
+        }
+        let v = v.as_str().unwrap_or("");
+        for fault in crate::cel_format::label_value(v) {
+            causes.push(invalid(at.into(), v, &fault));
+        }
+    }
 }
 
 /// What the name rule `rule` finds wrong with `name` (a `generateName` when `prefix`).

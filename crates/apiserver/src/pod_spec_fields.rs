@@ -17,18 +17,7 @@ use crate::structural::Cause;
 
 /// The causes for the node selector of the pod spec `spec` at `at` (`spec`, `spec.template.spec`).
 pub(crate) fn node_selector(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
-    if let Some(selector) = spec.get("nodeSelector").and_then(Value::as_object) {
-        let field = format!("{at}.nodeSelector");
-        for (k, v) in selector {
-            for fault in crate::cel_format::qualified_name(k) {
-                causes.push(invalid(field.clone(), k, &fault));
-            }
-            let v = v.as_str().unwrap_or("");
-            for fault in crate::cel_format::label_value(v) {
-                causes.push(invalid(field.clone(), v, &fault));
-            }
-        }
-    }
+    crate::object_meta::labels(spec.get("nodeSelector"), &format!("{at}.nodeSelector"), causes);
 }
 
 /// The causes for the readiness gates' condition types and the scheduling gates' names of the

@@ -80,17 +80,7 @@ pub(crate) fn validate(svc: &Map<String, Value>, old: Option<&Map<String, Value>
     for (i, p) in ports.iter().enumerate() {
         port(p, &format!("spec.ports[{i}]"), ports.len() > 1, &mut names, &mut causes);
     }
-    if let Some(selector) = spec.get("selector").and_then(Value::as_object) {
-        for (k, v) in selector {
-            for fault in crate::cel_format::qualified_name(k) {
-                causes.push(invalid("spec.selector".into(), k, &fault));
-            }
-            let v = v.as_str().unwrap_or("");
-            for fault in crate::cel_format::label_value(v) {
-                causes.push(invalid("spec.selector".into(), v, &fault));
-            }
-        }
-    }
+    crate::object_meta::labels(spec.get("selector"), "spec.selector", &mut causes);
     session_affinity(spec, &mut causes);
     causes.extend(crate::service_ips::related_fields(spec, old.and_then(|o| o.get("spec"))));
     crate::service_fields::external_ips(spec, old.and_then(|o| o.get("spec")), &mut causes);

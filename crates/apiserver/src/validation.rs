@@ -1,5 +1,6 @@
 //! Validation of built-in types beyond their JSON shape: the rules kube-apiserver enforces on
-//! the served types whose violation a client can produce with an ordinary patch.
+//! the served types whose violation a client can produce with an ordinary patch, after every
+//! object's metadata ([`crate::object_meta`], custom resources' included).
 //!
 //! Invariants: validation runs on the object as it would be stored (after a patch is applied
 //! and the status kept or taken), on creates and updates alike, and never changes it; a

@@ -159,15 +159,7 @@ pub(crate) fn check_versions(versions: &[&str], at: &str, causes: &mut Vec<Cause
 /// kube's checks of a `LabelSelector` (`ValidateLabelSelector`): qualified keys and valid values
 /// in `matchLabels`, and each expression's operator, values and key.
 pub(crate) fn check_selector(sel: &Value, at: &str, causes: &mut Vec<Cause>) {
-    for (k, v) in sel.get("matchLabels").and_then(Value::as_object).into_iter().flatten() {
-        for fault in crate::cel_format::qualified_name(k) {
-            causes.push(invalid(format!("{at}.matchLabels"), k, &fault));
-        }
-        let v = v.as_str().unwrap_or("");
-        for fault in crate::cel_format::label_value(v) {
-            causes.push(invalid(format!("{at}.matchLabels"), v, &fault));
-        }
-    }
+    crate::object_meta::labels(sel.get("matchLabels"), &format!("{at}.matchLabels"), causes);
     for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let at = format!("{at}.matchExpressions[{i}]");
         let values = crate::admission_policy::strings(e, "values");
