@@ -9,12 +9,16 @@
 //!   all of the pod's containers), an image, a termination message policy, ports (valid numbers
 //!   and names, a supported protocol, a name once per container, a host port once per pod),
 //!   environment variables (a printable name without `=`; `valueFrom` with exactly one source
-//!   and no `value`), `envFrom` with one source, volume mounts ([`crate::volume_mounts`]), a pull
-//!   policy and resources ([`crate::container_resources`]);
+//!   and no `value`), `envFrom` with one source, volume mounts and devices, a pull policy,
+//!   resources ([`crate::container_resources`]), a resize policy ([`crate::volume_mounts`]) and
+//!   a security context ([`crate::security_context`]);
 //! - host ports on the host network match their container ports;
 //! - each container's probes and lifecycle hooks ([`crate::container_probes`]);
-//! - the restart and DNS policies; the node selector, service account and node names, deadline
-//!   and tolerations ([`crate::pod_spec_fields`]);
+//! - the restart and DNS policies; the node selector; the pod security context; affinity
+//!   ([`crate::pod_affinity`]); DNS config ([`crate::pod_dns`]); readiness and scheduling gates;
+//!   topology spread; HostProcess containers ([`crate::windows_options`]); user namespaces
+//!   ([`crate::pod_os`]); the host name override; service account and node names, deadline,
+//!   tolerations and host aliases ([`crate::pod_spec_fields`]); the pod's OS;
 //! - for a pod, images without surrounding spaces; for a template, no ephemeral containers.
 //!
 //! Invariants: the checks only read the spec, as it would be stored (after defaulting); causes
