@@ -131,25 +131,23 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             field: "metadata.finalizers".into(),
         });
     }
-    if let Some(old) = old {
+    // (The stored object is read only when it is being deleted: its kept metadata says so.)
+    let deleting = old.is_some_and(|o| o.kept.iter().any(|(k, v)| *k == "deletionTimestamp" && !v.is_null()));
+    if let Some(old) = old.filter(|_| deleting) {
         let stored = old.value();
-        let stored_meta = stored.get("metadata");
-        let deleting = stored_meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
-        if deleting {
-            let before = crate::object::strings(stored_meta.and_then(|m| m.get("finalizers")));
-            let mut added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
-            added.sort();
-            added.dedup();
-            if !added.is_empty() {
-                let shown: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
-                causes.push(crate::pod_validation::forbidden(
-                    "metadata.finalizers".into(),
-                    &format!(
-                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                        shown.join(", ")
-                    ),
-                ));
-            }
+        let before = crate::object::strings(stored.get("metadata").and_then(|m| m.get("finalizers")));
+        let mut added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
+        added.sort();
+        added.dedup();
+        if !added.is_empty() {
+            let shown: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
+            causes.push(crate::pod_validation::forbidden(
+                "metadata.finalizers".into(),
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    shown.join(", ")
+                ),
+            ));
         }
     }
     if core_finalizer_rule(info) {
