@@ -314,7 +314,11 @@ mod tests {
             judged(&info("apps", "statefulsets"), json!({"name": "db.1"})),
             ["metadata.name: Invalid value: \"db.1\": must not contain dots"]
         );
-        assert_eq!(judged(&info("", "configmaps"), json!({"name": "a..b"})).len(), 1);
+        let subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+        assert_eq!(
+            judged(&info("", "configmaps"), json!({"name": "a..b"})),
+            [format!("metadata.name: Invalid value: \"a..b\": {subdomain}")]
+        );
         assert_eq!(judged(&info("", "configmaps"), json!({"name": "my.config-1"})), Vec::<String>::new());
         assert_eq!(
             judged(&info("rbac.authorization.k8s.io", "clusterroles"), json!({"name": "system:aggregate-to-view"})),

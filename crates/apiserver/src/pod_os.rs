@@ -16,7 +16,7 @@ use crate::policy_validation::{required, unsupported};
 use crate::structural::Cause;
 
 /// The containers of a pod spec in the order kube visits them, with their list's name.
-const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
+pub(crate) const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
 
 /// The causes for a pod of `spec` (at `at`) in its own user namespace.
 pub(crate) fn host_users(spec: &Value, at: &str, causes: &mut Vec<Cause>) {

@@ -218,7 +218,9 @@ pub(crate) fn container(
     env(c, path, causes);
     env_from(c, path, causes);
     crate::volume_mounts::validate(c, volumes, path, causes);
-    crate::volume_mounts::devices(c, volumes, &block_volumes(spec), path, causes);
+    if !list(c, "volumeDevices").is_empty() {
+        crate::volume_mounts::devices(c, volumes, &block_volumes(spec), path, causes);
+    }
     policy(c, "imagePullPolicy", path, &["Always", "IfNotPresent", "Never"], causes);
     crate::container_resources::validate(c, pod_claims, path, causes);
     let restart = spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("");

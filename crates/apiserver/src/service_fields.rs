@@ -42,7 +42,8 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn strings(v: Option<&Value>, key: &str) -> Vec<String> {
+/// A list of strings member of `v` as Go decodes one (anything but a string is `""`).
+pub(crate) fn strings(v: Option<&Value>, key: &str) -> Vec<String> {
     let items = v.and_then(|v| v.get(key)).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     items.iter().map(|s| s.as_str().unwrap_or("").to_string()).collect()
 }

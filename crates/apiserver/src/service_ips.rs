@@ -29,8 +29,7 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
-    let items = v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    items.iter().map(|s| s.as_str().unwrap_or("").to_string()).collect()
+    crate::service_fields::strings(Some(v), key)
 }
 
 /// Whether `ip` reads as an IPv4 address (IPv4-mapped IPv6 ones count).

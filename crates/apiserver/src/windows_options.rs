@@ -106,7 +106,7 @@ pub(crate) fn host_process(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     let flag = |options: Option<&Value>| options.and_then(|o| o.get("hostProcess")).and_then(Value::as_bool);
     let pod = flag(spec.pointer("/securityContext/windowsOptions"));
     let (mut host_process, mut all) = (false, true);
-    for key in ["initContainers", "containers", "ephemeralContainers"] {
+    for key in crate::pod_os::CONTAINER_LISTS {
         for (i, c) in list(spec, key).iter().enumerate() {
             let own = flag(c.pointer("/securityContext/windowsOptions"));
             if let (Some(pod), Some(own)) = (pod, own)

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 const SERVICES: &str = "/api/v1/namespaces/default/services";
@@ -95,7 +95,7 @@ spec:
 
 #[tokio::test]
 async fn kubectl_and_python_see_kubes_metadata_rules() {
-    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    use common::tools::{kubectl_bin, kubectl_versions, python_json, tempdir};
     let s = server().await;
     let dir = tempdir("kubectl-object-meta");
     let kc = dir.join("config");
@@ -132,9 +132,8 @@ try:
 except ApiException as e:
     print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
 "#;
-    let out = python(script, &[kc.to_str().unwrap()]).await;
-    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(line["status"], 422, "{out}");
+    let line = python_json(script, &kc).await;
+    assert_eq!(line["status"], 422, "{line}");
     assert_eq!(
         line["body"]["message"],
         "ConfigMap \"cm\" is invalid: metadata.annotations: Invalid value: \"bad key\": name part must consist of \

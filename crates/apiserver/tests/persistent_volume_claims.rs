@@ -110,6 +110,14 @@ async fn only_a_bound_claims_request_changes() {
     assert_eq!(r.code, 200, "{}", r.body);
     let r = c.patch(&format!("{CLAIMS}/data"), merge, &json!({"spec": {"volumeName": "pv-2"}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "PersistentVolumeClaim \"data\" is invalid: spec: Forbidden: spec is immutable after creation except \
+             resources.requests and volumeAttributesClassName for bound claims\n@@ "
+        ) && message.contains("\n- \"VolumeName\": \"pv-1\",\n+ \"VolumeName\": \"pv-2\",\n"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -135,7 +143,7 @@ async fn statefulset_claim_templates_are_judged_on_create() {
 
 #[tokio::test]
 async fn kubectl_and_python_see_kubes_claim_rules() {
-    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    use common::tools::{kubectl_bin, kubectl_versions, python_json, tempdir};
     let s = server().await;
     let dir = tempdir("kubectl-claims");
     let kc = dir.join("config");
@@ -181,9 +189,8 @@ try:
 except ApiException as e:
     print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
 "#;
-    let out = python(script, &[kc.to_str().unwrap()]).await;
-    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(line["status"], 422, "{out}");
+    let line = python_json(script, &kc).await;
+    assert_eq!(line["status"], 422, "{line}");
     assert_eq!(
         line["body"]["message"],
         "PersistentVolumeClaim \"p\" is invalid: spec.resources[storage]: Invalid value: \"-1Gi\": must be greater \

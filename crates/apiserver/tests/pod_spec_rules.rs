@@ -227,7 +227,7 @@ async fn mounts_devices_and_resize_policies_are_judged_as_kube_judges_them() {
 
 #[tokio::test]
 async fn kubectl_and_python_see_kubes_refusals_and_merged_keys() {
-    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    use common::tools::{kubectl_bin, kubectl_versions, python_json, tempdir};
     let s = server().await;
     let c = Client::new(&s);
     let dir = tempdir("kubectl-pod-rules");
@@ -288,14 +288,13 @@ expressions = created.spec.topology_spread_constraints[0].label_selector.match_e
 print(json.dumps({"refused": refused,
     "merged": [{"key": e.key, "operator": e.operator, "values": e.values} for e in expressions]}))
 "#;
-    let out = python(script, &[kc.to_str().unwrap()]).await;
-    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(line["refused"]["status"], 422, "{out}");
+    let line = python_json(script, &kc).await;
+    assert_eq!(line["refused"]["status"], 422, "{line}");
     assert_eq!(
         line["refused"]["body"]["message"],
         "Pod \"p\" is invalid: spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, \
          inclusive"
     );
-    assert_eq!(line["merged"], json!([{"key": "rev", "operator": "In", "values": ["r1"]}]), "{out}");
+    assert_eq!(line["merged"], json!([{"key": "rev", "operator": "In", "values": ["r1"]}]), "{line}");
     let _ = std::fs::remove_dir_all(&dir);
 }

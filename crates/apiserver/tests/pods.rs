@@ -848,7 +848,7 @@ async fn probes_hooks_and_tolerations_are_judged_as_kube_judges_them() {
 
 #[tokio::test]
 async fn kubectl_and_python_see_kubes_refusal_of_a_probe() {
-    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    use common::tools::{kubectl_bin, kubectl_versions, python_json, tempdir};
     let s = server().await;
     let c = Client::new(&s);
     let dir = tempdir("kubectl-probes");
@@ -898,9 +898,8 @@ try:
 except ApiException as e:
     print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
 "#;
-    let out = python(script, &[kc.to_str().unwrap()]).await;
-    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(line["status"], 422, "{out}");
+    let line = python_json(script, &kc).await;
+    assert_eq!(line["status"], 422, "{line}");
     assert_eq!(
         line["body"]["message"],
         "Pod \"p\" is invalid: spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1"

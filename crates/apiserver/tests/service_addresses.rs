@@ -156,7 +156,7 @@ async fn load_balancer_fields_and_status_are_judged_as_kube_judges_them() {
 
 #[tokio::test]
 async fn kubectl_and_python_see_kubes_address_rules() {
-    use common::tools::{kubectl_bin, kubectl_versions, python, tempdir};
+    use common::tools::{kubectl_bin, kubectl_versions, python_json, tempdir};
     let s = server().await;
     let c = Client::new(&s);
     let dir = tempdir("kubectl-service-addresses");
@@ -190,9 +190,8 @@ try:
 except ApiException as e:
     print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
 "#;
-    let out = python(script, &[kc.to_str().unwrap()]).await;
-    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(line["status"], 422, "{out}");
+    let line = python_json(script, &kc).await;
+    assert_eq!(line["status"], 422, "{line}");
     assert_eq!(
         line["body"]["message"],
         "Service \"lb\" is invalid: status.loadBalancer.ingress[0].ip: Invalid value: \"not-an-ip\": must be a valid IP \

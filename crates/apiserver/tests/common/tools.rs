@@ -20,6 +20,13 @@ pub async fn python(script: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs a Python script with the kubeconfig `kc` as its argument and reads the one JSON line it
+/// prints.
+pub async fn python_json(script: &str, kc: &Path) -> serde_json::Value {
+    let out = python(script, &[kc.to_str().unwrap()]).await;
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 /// A new, empty directory under the system's temporary directory.
 pub fn tempdir(tag: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
