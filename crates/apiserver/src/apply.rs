@@ -321,7 +321,13 @@ impl Store {
         check_name(map, name, ns)?;
         let url_ns = info.namespaced.then_some(ns);
         let mut created = self
-            .create_tracked(info, url_ns, vec![(obj, Tracking::Applied(managers))], opts.dry_run, &opts.field_manager)
+            .create_tracked(
+                info,
+                url_ns,
+                vec![(obj, Tracking::Applied(managers))],
+                (crate::store::CreateVia::Write, opts.dry_run),
+                &opts.field_manager,
+            )
             .await?;
         created.pop().ok_or_else(|| ApiError::internal("no object created"))
     }

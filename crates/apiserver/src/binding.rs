@@ -50,10 +50,16 @@ pub(crate) async fn bind(store: &Store, ns: &str, name: &str, body: Value, dry_r
     for _ in 0..RETRIES {
         let key = || store.key_of(&pods, ns, name);
         if let Some(u) = uid.filter(|u| *u != pod.uid) {
-            return Err(precondition_failed(name, &key(), "UID", u, &pod.uid));
+            return Err(ApiError::precondition_failed("", "pods", name, &key(), ("UID", u, &pod.uid)));
         }
         if let Some(r) = rv.filter(|r| *r != pod.rv.to_string()) {
-            return Err(precondition_failed(name, &key(), "ResourceVersion", r, &pod.rv.to_string()));
+            return Err(ApiError::precondition_failed(
+                "",
+                "pods",
+                name,
+                &key(),
+                ("ResourceVersion", r, &pod.rv.to_string()),
+            ));
         }
         let Value::Object(mut value) = pod.value() else {
             return Err(ApiError::internal("stored pod is not an object"));
@@ -163,17 +169,6 @@ fn refused(name: &str, why: &str) -> ApiError {
         format!("Operation cannot be fulfilled on pods/binding {}: {why}", go_quote(name)),
     );
     e.details = Some(Box::new(json!({"name": name, "kind": "pods/binding"})));
-    e
-}
-
-/// 409 for a Binding whose UID or resourceVersion the pod no longer has, in the words of kube's
-/// storage, which checks them.
-fn precondition_failed(name: &str, key: &str, what: &str, wanted: &str, found: &str) -> ApiError {
-    let mut e = ApiError::conflict("", "pods", name);
-    e.message = format!(
-        "Operation cannot be fulfilled on pods {}: StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {found}",
-        go_quote(name)
-    );
     e
 }
 

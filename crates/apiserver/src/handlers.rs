@@ -576,8 +576,8 @@ async fn resource_request(
             let b = format.to_json(&info, read_body(shared, req).await?)?;
             let v = decode_object(&info, &b, validation)?;
             let opts = WriteOpts { target, dry_run, validation, field_manager, ..Default::default() };
-            let o = store.update(&info, ns, Some(n), v, opts).await?;
-            Ok(json_bytes(200, o.json()))
+            let (o, created) = store.put(&info, ns, Some(n), v, opts).await?;
+            Ok(json_bytes(if created { 201 } else { 200 }, o.json()))
         }
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);

@@ -9,7 +9,10 @@
 //!   owner, one controller), finalizers (qualified names, not both `orphan` and
 //!   `foregroundDeletion`; for built-in kinds validated as core kinds, a name without a `/` only
 //!   if it is a standard one);
-//! - on update, no finalizer added to an object being deleted.
+//! - a generation that is not negative (kinds without a strategy's generation keep the one
+//!   written on create);
+//! - on update, no finalizer added to an object being deleted, and the uid, deletion time and
+//!   grace period unchanged (after the store filled in what the write left out of them).
 //!
 //! Invariants: only the object's metadata (and the stored one's) is read; causes come first in
 //! kube's answer, in its order, with its paths and messages (labels in key order, as Go's map
@@ -95,6 +98,13 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             causes.push(invalid("metadata.name".into(), name, &fault));
         }
     }
+    if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g < 0) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {g}: must be greater than or equal to 0"),
+            field: "metadata.generation".into(),
+        });
+    }
     labels(meta.get("labels"), "metadata.labels", &mut causes);
     if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
         let mut total = 0;
@@ -150,6 +160,9 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             ));
         }
     }
+    if let Some(old) = old {
+        causes.extend(immutables(meta, old));
+    }
     if core_finalizer_rule(info) {
         for (i, f) in finalizers.iter().enumerate() {
             if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
@@ -160,6 +173,42 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
                 ));
             }
         }
+    }
+    causes
+}
+
+/// kube's immutable metadata on update (after its `BeforeUpdate` filled what the write left
+/// out): the uid, the deletion time and grace period.
+fn immutables(meta: &Map<String, Value>, old: &StoredObject) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let uid = meta.get("uid").and_then(Value::as_str).unwrap_or("");
+    if uid != old.uid {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {}: field is immutable", go_json(&Value::from(uid))),
+            field: "metadata.uid".into(),
+        });
+    }
+    let kept = |k: &str| old.kept.iter().find(|(f, _)| *f == k).map(|(_, v)| v).filter(|v| !v.is_null());
+    let given = |k: &str| meta.get(k).filter(|v| !v.is_null());
+    let time = |v: Option<&Value>| crate::validation::go_time(v.and_then(Value::as_str), false);
+    let (new_time, old_time) = (given("deletionTimestamp"), kept("deletionTimestamp"));
+    if time(new_time) != time(old_time) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {}: field is immutable", time(new_time)),
+            field: "metadata.deletionTimestamp".into(),
+        });
+    }
+    let period = |v: Option<&Value>| v.and_then(Value::as_i64);
+    let (new_period, old_period) = (given("deletionGracePeriodSeconds"), kept("deletionGracePeriodSeconds"));
+    if period(new_period) != period(old_period) {
+        let shown = period(new_period).map_or("null".to_string(), |p| p.to_string());
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {shown}: field is immutable"),
+            field: "metadata.deletionGracePeriodSeconds".into(),
+        });
     }
     causes
 }
@@ -374,6 +423,46 @@ mod tests {
         assert_eq!(
             judged(&info("", "configmaps"), big),
             ["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
+    }
+
+    #[test]
+    fn an_update_keeps_the_uid_and_the_deletion_metadata_and_generations_are_not_negative() {
+        let cms = info("", "configmaps");
+        let stored = |meta: Value| crate::object::build(&cms, json!({"metadata": meta}).as_object().unwrap(), 5);
+        let updated = |old: &StoredObject, meta: Value| -> Vec<String> {
+            validate(&cms, json!({"metadata": meta}).as_object().unwrap(), Some(old))
+                .into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect()
+        };
+        let live = stored(json!({"name": "cm", "uid": "u-1"}));
+        assert_eq!(updated(&live, json!({"name": "cm", "uid": "u-1"})), Vec::<String>::new());
+        assert_eq!(
+            updated(
+                &live,
+                json!({"name": "cm", "uid": "u-2", "deletionTimestamp": "2030-01-01T01:00:00+01:00",
+                "deletionGracePeriodSeconds": 5})
+            ),
+            [
+                "metadata.uid: Invalid value: \"u-2\": field is immutable",
+                "metadata.deletionTimestamp: Invalid value: \"2030-01-01T00:00:00Z\": field is immutable",
+                "metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable",
+            ]
+        );
+        let deleting = stored(json!({"name": "cm", "uid": "u-1", "deletionTimestamp": "2030-01-01T00:00:00Z",
+            "deletionGracePeriodSeconds": 0}));
+        // The same instant written in another zone is the same time.
+        let same = json!({"name": "cm", "uid": "u-1", "deletionTimestamp": "2030-01-01T02:00:00+02:00",
+            "deletionGracePeriodSeconds": 0});
+        assert_eq!(updated(&deleting, same), Vec::<String>::new());
+        assert_eq!(
+            updated(&deleting, json!({"name": "cm", "uid": "u-1", "deletionTimestamp": "2030-01-01T00:00:00Z"})),
+            ["metadata.deletionGracePeriodSeconds: Invalid value: null: field is immutable"]
+        );
+        assert_eq!(
+            judged(&cms, json!({"name": "cm", "generation": -1, "labels": {"a": "b c"}}))[0],
+            "metadata.generation: Invalid value: -1: must be greater than or equal to 0"
         );
     }
 }

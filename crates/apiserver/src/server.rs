@@ -466,14 +466,15 @@ async fn install_crds(store: &Arc<Store>, crds: Vec<Value>, timeout: Duration) -
         let failed = |e: ApiError| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CustomResourceDefinition {name}: {e}"))
         };
+        // A manifest read back from a cluster carries the version it had there: not this one's.
+        let mut crd = crd;
+        if let Some(Value::Object(meta)) = crd.get_mut("metadata") {
+            meta.remove("resourceVersion");
+        }
         match store.create(&info, None, crd.clone()).await {
             Ok(_) => {}
             Err(e) if e.code == 409 => {
-                let mut body = crd;
-                if let Some(Value::Object(meta)) = body.get_mut("metadata") {
-                    meta.remove("resourceVersion");
-                }
-                store.update(&info, None, None, body, WriteOpts::default()).await.map_err(failed)?;
+                store.update(&info, None, None, crd, WriteOpts::default()).await.map_err(failed)?;
             }
             Err(e) => return Err(failed(e)),
         }
@@ -1017,21 +1018,24 @@ impl ApiServer {
         Ok(out.iter().map(|o| o.rv).max().unwrap_or_else(|| self.resource_version()))
     }
 
-    /// Replaces an object (resourceVersion in the body is a precondition). For a resource with a
-    /// `status` subresource the stored `status` is kept: see [`Self::update_status`].
+    /// Replaces an object as a PUT does (resourceVersion in the body is a precondition; custom
+    /// resources and the kinds kube's strategies name need it; a missing Service, lease, RBAC
+    /// object, … is created). For a resource with a `status` subresource the stored `status` is
+    /// kept: see [`Self::update_status`].
     pub async fn update(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
-        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::default()).await?.value())
+        Ok(self.shared.store.put(&info, None, None, obj, WriteOpts::default()).await?.0.value())
     }
 
     /// Replaces the `status` of an object through its `status` subresource (nothing else of the
-    /// body is stored; resourceVersion in the body is a precondition).
+    /// body is stored; resourceVersion in the body is a precondition, required as by
+    /// [`Self::update`]).
     pub async fn update_status(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
         if !info.status_subresource {
             return Err(ApiError::no_route());
         }
-        Ok(self.shared.store.update(&info, None, None, obj, WriteOpts::status(false)).await?.value())
+        Ok(self.shared.store.put(&info, None, None, obj, WriteOpts::status(false)).await?.0.value())
     }
 
     /// Applies a JSON merge patch to the `status` of an object (its `status` subresource).

@@ -96,6 +96,24 @@ impl ApiError {
         e
     }
 
+    /// 409 for a write whose precondition (`what`: `UID` or `ResourceVersion`) the stored object
+    /// at `key` does not meet, in the words of kube's storage, which judges it.
+    pub(crate) fn precondition_failed(
+        group: &str,
+        resource: &str,
+        name: &str,
+        key: &str,
+        (what, wanted, found): (&str, &str, &str),
+    ) -> Self {
+        let mut e = Self::conflict(group, resource, name);
+        e.message = format!(
+            "Operation cannot be fulfilled on {} {}: StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {found}",
+            qualified(group, resource),
+            crate::structural::go_quote(name)
+        );
+        e
+    }
+
     /// 403 Forbidden for an object: `<resource> "<name>" is forbidden: <why>` (`forbidden: <why>`
     /// without a name), as an admission plugin refuses a request.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {

@@ -11,9 +11,11 @@
 //! the annotations change; for webhook configurations and EndpointSlices, with what they hold
 //! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
 //! and `resize` writes change nothing but their part of the spec, and move the generation when
-//! they change it. Only the resources whose kube-apiserver strategy keeps a generation have one
-//! (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
-//! ConfigMaps, Secrets, Services, Namespaces, Nodes or Leases). A namespace's `spec.finalizers`
+//! they change it. Only the resources whose kube-apiserver strategy keeps a generation are given
+//! one (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
+//! ConfigMaps, Secrets, Services, Namespaces, Nodes or Leases, which keep the one their create
+//! was written with and no write changes). Which kinds a PUT may replace without naming the
+//! stored version, and which it creates when missing, are their strategies' too. A namespace's `spec.finalizers`
 //! change only through its `finalize` subresource, which changes nothing else of the spec or the
 //! status.
 
@@ -178,7 +180,8 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 /// IngressClasses, admission policies and their bindings and CustomResourceDefinitions, by
 /// changes of their webhooks for webhook configurations, of the template for PodTemplates, by
 /// any change outside the metadata or of the labels for EndpointSlices, never for
-/// PriorityClasses; custom resources always have one; the other built-in types have none.
+/// PriorityClasses; custom resources always have one; the other built-in types keep the one
+/// their create was written with, if any.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
     const TRACKED: &[(&str, &str)] = &[
         ("", "pods"),
@@ -204,6 +207,55 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
     ];
     let built_in = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
     !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))
+}
+
+/// Whether a PUT without `metadata.resourceVersion` replaces whatever version is stored, as
+/// kube's strategies allow for most built-in types. Custom resources, CustomResourceDefinitions,
+/// APIServices, leases, admission configurations, RuntimeClasses, PodDisruptionBudgets and the
+/// CSI and storage version types need the version the write was made from, as in kube, their
+/// `status` subresources too.
+pub fn allows_unconditional_update(info: &ResourceInfo) -> bool {
+    const VERSIONED: &[(&str, &str)] = &[
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("apiregistration.k8s.io", "apiservices"),
+        ("certificates.k8s.io", "clustertrustbundles"),
+        ("certificates.k8s.io", "podcertificaterequests"),
+        ("coordination.k8s.io", "leases"),
+        ("coordination.k8s.io", "leasecandidates"),
+        ("internal.apiserver.k8s.io", "storageversions"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("policy", "poddisruptionbudgets"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csistoragecapacities"),
+        ("storagemigration.k8s.io", "storageversionmigrations"),
+    ];
+    info.custom.is_none() && !VERSIONED.contains(&(info.group.as_str(), info.plural.as_str()))
+}
+
+/// Whether a PUT of a missing object creates it, as kube's strategies allow for Endpoints,
+/// LimitRanges, Services, leases, RBAC's four kinds and RuntimeClasses.
+pub fn allows_create_on_update(info: &ResourceInfo) -> bool {
+    const CREATED: &[(&str, &str)] = &[
+        ("", "endpoints"),
+        ("", "limitranges"),
+        ("", "services"),
+        ("coordination.k8s.io", "leases"),
+        ("coordination.k8s.io", "leasecandidates"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("node.k8s.io", "runtimeclasses"),
+    ];
+    info.custom.is_none() && CREATED.contains(&(info.group.as_str(), info.plural.as_str()))
 }
 
 /// Whether storing `new` over `old` increments `metadata.generation`.

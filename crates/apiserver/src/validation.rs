@@ -382,7 +382,7 @@ fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate
 
 /// A timestamp as kube's field errors print it: JSON, `"2006-01-02T15:04:05Z"` (to the
 /// microsecond for `micro`, as MicroTime), `null` when unset.
-fn go_time(v: Option<&str>, micro: bool) -> String {
+pub(crate) fn go_time(v: Option<&str>, micro: bool) -> String {
     let Some(t) = v.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok()) else {
         return "null".into();
     };

@@ -85,6 +85,16 @@ impl WriteOpts {
     }
 }
 
+/// How a create was asked for: a POST, or a write to an object that did not exist (an apply, a
+/// PUT of a kind kube creates on update), which kube authorizes as `create` too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CreateVia {
+    /// A POST.
+    Post,
+    /// An apply or a PUT.
+    Write,
+}
+
 /// How many creates of one [`Store::create_many`] call are sent to the storage at once: enough
 /// for durable backends to commit them together.
 const CREATES_IN_FLIGHT: usize = 256;
@@ -147,6 +157,12 @@ struct InUse {
 /// The cluster IP among a Service's field-selector values.
 fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Option<std::net::Ipv4Addr> {
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| defaults::ipv4_of(ip))
+}
+
+/// Whether `s` is a resourceVersion kube's versioner reads as one (Go's `ParseUint`: decimal
+/// digits only) other than 0.
+fn is_version(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<u64>().is_ok_and(|v| v != 0)
 }
 
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
@@ -376,18 +392,21 @@ impl Store {
         info: &ResourceInfo,
         mut obj: Map<String, Value>,
         in_use: &mut InUse,
-        (tracking, dry_run): (Tracking, bool),
+        (tracking, via, dry_run): (Tracking, CreateVia, bool),
         manager: &str,
     ) -> Result<Template, ApiError> {
-        // An apply that creates names the object in its URL, and needs `create` too.
         let applied = matches!(tracking, Tracking::Applied(_));
         let requested = managed_fields::take_requested(&mut obj);
         let now = object::now_rfc3339();
         let meta = meta_mut(&mut obj);
+        // kube's storage refuses a create that carries a version it can read (not one of an
+        // apply, whose object is built from the request's own), after every check before it.
+        let versioned = !applied && meta.get("resourceVersion").and_then(Value::as_str).is_some_and(is_version);
         meta.insert("uid".into(), object::new_uid().into());
         if strategy::tracks_generation(info) {
             meta.insert("generation".into(), 1.into());
-        } else {
+        } else if meta.get("generation").and_then(Value::as_i64) == Some(0) {
+            // A kind without a strategy's generation keeps what was written (0 is Go's unset).
             meta.remove("generation");
         }
         meta.insert("creationTimestamp".into(), now.clone().into());
@@ -427,7 +446,11 @@ impl Store {
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
             default: &|o: &mut Map<String, Value>| defaults::decode(info, o),
-            server_set: &["uid", "creationTimestamp", "generation"],
+            server_set: if strategy::tracks_generation(info) {
+                &["uid", "creationTimestamp", "generation"]
+            } else {
+                &["uid", "creationTimestamp"]
+            },
         };
         let mutating = crate::admission_policy::Attributes {
             info,
@@ -445,7 +468,7 @@ impl Store {
         strategy::prepare_create(info, &mut obj, &now);
         crate::certificate_signing::prepare_create(info, &mut obj);
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
-        crate::rbac_escalation::check(&self.cache, info, &obj, None, applied)?;
+        crate::rbac_escalation::check(&self.cache, info, &obj, None, via == CreateVia::Write)?;
         // As kube's Service store: the address is given before validation and validating
         // admission, which see it, and given back when they refuse.
         let is_service = defaults::is_service(info);
@@ -466,7 +489,7 @@ impl Store {
         }
         let checked = async {
             validation::validate(info, &obj, None, Target::Main)?;
-            if applied {
+            if via == CreateVia::Write {
                 // As kube's create-on-update authorization: after validation, before validating
                 // admission.
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
@@ -476,6 +499,13 @@ impl Store {
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
+        };
+        let checked = async {
+            checked.await?;
+            match versioned && !dry_run {
+                true => Err(ApiError::new(500, "", "resourceVersion should not be set on objects to be created")),
+                false => Ok(()),
+            }
         };
         if let Err(e) = checked.await {
             if is_service {
@@ -624,7 +654,7 @@ impl Store {
         manager: &str,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let bodies = bodies.into_iter().map(|b| (b, Tracking::Update)).collect();
-        self.create_tracked(info, url_ns, bodies, dry_run, manager).await
+        self.create_tracked(info, url_ns, bodies, (CreateVia::Post, dry_run), manager).await
     }
 
     /// [`Self::create_many`], each body with how its `managedFields` are computed.
@@ -633,7 +663,7 @@ impl Store {
         info: &ResourceInfo,
         url_ns: Option<&str>,
         bodies: Vec<(Value, Tracking)>,
-        dry_run: bool,
+        (via, dry_run): (CreateVia, bool),
         manager: &str,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         if info.custom.as_ref().is_some_and(|c| c.terminating) {
@@ -666,7 +696,7 @@ impl Store {
         let mut prepared = Vec::with_capacity(checked.len());
         let mut in_use = InUse::default();
         for (obj, _, tracking) in checked {
-            match self.prepare_create(info, obj, &mut in_use, (tracking, dry_run), manager).await {
+            match self.prepare_create(info, obj, &mut in_use, (tracking, via, dry_run), manager).await {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
                     self.release_allocations(info, &prepared);
@@ -770,9 +800,9 @@ impl Store {
         crate::conversion::one_served(info, o).await
     }
 
-    /// Replaces an object (PUT). A non-empty `metadata.resourceVersion` in the
-    /// body is a precondition (409 on mismatch). For the `status` target, only the
-    /// `status` of the body is applied.
+    /// Replaces an object as the server's own write. A non-empty `metadata.resourceVersion` in
+    /// the body is a precondition (409 on mismatch); without one, whatever is stored is replaced.
+    /// For the `status` target, only the `status` of the body is applied.
     pub async fn update(
         &self,
         info: &ResourceInfo,
@@ -781,38 +811,118 @@ impl Store {
         body: Value,
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let mut obj = check_body(info, body)?;
-        let ns = resolve_namespace(info, &mut obj, url_ns)?;
-        let name = match (meta_str(&obj, "name"), url_name) {
-            (Some(b), Some(u)) if b != u => {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({b}) does not match the name on the URL ({u})"
-                )));
-            }
-            (Some(b), _) => b,
-            (None, Some(u)) => u.to_string(),
-            (None, None) => {
-                return Err(name_required(info));
-            }
+        let (obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        let (cur, is_current) = self.current(info, &ns, &name).await?;
+        self.update_from(info, (cur, is_current), obj, &name, &opts, None).await
+    }
+
+    /// A client's PUT, as kube's generic store answers it: a missing object of a kind whose
+    /// strategy allows it is created (`true` in the answer); a uid in the body is a precondition;
+    /// kinds whose strategy does not allow unconditional updates (custom resources, CRDs, leases,
+    /// admission configurations, …) need the body's `resourceVersion`.
+    pub async fn put(
+        &self,
+        info: &ResourceInfo,
+        url_ns: Option<&str>,
+        url_name: Option<&str>,
+        body: Value,
+        opts: WriteOpts,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        let (mut obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        let uid = meta_str(&obj, "uid");
+        // A version of 0 is none, as kube's versioner reads it.
+        let unversioned = match meta_str(&obj, "resourceVersion") {
+            Some(s) => parse_rv_field(&s)? == 0,
+            None => true,
         };
+        let needs_version = unversioned && !strategy::allows_unconditional_update(info);
+        // A refusal for want of a version is answered from the storage's version, not the cache's.
+        let found = match needs_version {
+            true => self.stored(info, &ns, &name).await.map(|o| (o, true)),
+            false => self.current(info, &ns, &name).await,
+        };
+        let (cur, is_current) = match found {
+            Err(e) if e.code == 404 && opts.target == Target::Main && strategy::allows_create_on_update(info) => {
+                if let Some(u) = uid {
+                    let key = self.layout.object_key(info, &ns, &name);
+                    return Err(ApiError::precondition_failed(&info.group, &info.plural, &name, &key, ("UID", &u, "")));
+                }
+                // As kube's create through an update: a version in the body is dropped.
+                meta_mut(&mut obj).remove("resourceVersion");
+                let url_ns = info.namespaced.then_some(ns.as_str());
+                let bodies = vec![(Value::Object(obj), Tracking::Update)];
+                let how = (CreateVia::Write, opts.dry_run);
+                let created = self.create_tracked(info, url_ns, bodies, how, &opts.field_manager).await?;
+                let o = created.into_iter().next().ok_or_else(|| ApiError::internal("no object created"))?;
+                return Ok((o, true));
+            }
+            found => found?,
+        };
+        if needs_version {
+            // (After the uid precondition, which the storage judges first.)
+            if let Some(u) = uid.as_deref() {
+                self.checked_uid(info, (cur, is_current), &name, u).await?;
+            }
+            // kube names the resource where its message names a kind.
+            let msg = "Invalid value: 0: must be specified for an update";
+            let field = "metadata.resourceVersion";
+            return Err(ApiError::invalid_object(&info.group, &info.plural, &name, field, "FieldValueInvalid", msg));
+        }
+        self.update_from(info, (cur, is_current), obj, &name, &opts, uid.as_deref()).await.map(|o| (o, false))
+    }
+
+    /// `cur` if it has the uid `uid`, read again from the storage when it came from the cache;
+    /// kube's storage's 409 when it has another.
+    async fn checked_uid(
+        &self,
+        info: &ResourceInfo,
+        (cur, is_current): (Arc<StoredObject>, bool),
+        name: &str,
+        uid: &str,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        let (cur, is_current) = match cur.uid != uid && !is_current {
+            true => (self.stored(info, &cur.namespace, name).await?, true),
+            false => (cur, is_current),
+        };
+        if cur.uid != uid {
+            let key = self.layout.object_key(info, &cur.namespace, name);
+            return Err(ApiError::precondition_failed(&info.group, &info.plural, name, &key, ("UID", uid, &cur.uid)));
+        }
+        Ok((cur, is_current))
+    }
+
+    /// Writes `obj` over `cur` (read from the cache unless `is_current`), again over newer versions
+    /// while the body names none; `uid`: the body's, a precondition.
+    async fn update_from(
+        &self,
+        info: &ResourceInfo,
+        (mut cur, mut is_current): (Arc<StoredObject>, bool),
+        obj: Map<String, Value>,
+        name: &str,
+        opts: &WriteOpts,
+        uid: Option<&str>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let precondition = match meta_str(&obj, "resourceVersion") {
-            Some(s) => Some(parse_rv_field(&s)?),
+            Some(s) => Some(parse_rv_field(&s)?).filter(|rv| *rv != 0),
             None => None,
         };
-        let (mut cur, mut is_current) = self.current(info, &ns, &name).await?;
+        let ns = cur.namespace.clone();
         loop {
+            if let Some(u) = uid {
+                (cur, is_current) = self.checked_uid(info, (cur, is_current), name, u).await?;
+            }
             if precondition.is_some_and(|p| p != cur.rv) {
                 // The cache's version may be behind the precondition: check the storage's.
                 if !is_current {
-                    (cur, is_current) = (self.stored(info, &ns, &name).await?, true);
+                    (cur, is_current) = (self.stored(info, &ns, name).await?, true);
                     continue;
                 }
-                return Err(ApiError::conflict(&info.group, &info.plural, &name));
+                return Err(ApiError::conflict(&info.group, &info.plural, name));
             }
             // Refused on the cache's version, it is judged again on the storage's (see `settle`).
-            match self.replace(info, (&cur, is_current), obj.clone(), &opts, Tracking::Update).await {
+            match self.replace(info, (&cur, is_current), obj.clone(), opts, Tracking::Update).await {
                 Ok(Attempt::Retry(newer)) => (cur, is_current) = (newer, true),
-                attempt => match self.settle(info, &ns, &name, is_current, attempt).await? {
+                attempt => match self.settle(info, &ns, name, is_current, attempt).await? {
                     ControlFlow::Break(r) => return Ok(r),
                     ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
                 },
@@ -982,21 +1092,31 @@ impl Store {
             } else {
                 meta.remove("namespace");
             }
-            if old.uid.is_empty() {
-                meta.remove("uid");
-            } else {
-                meta.insert("uid".into(), old.uid.clone().into());
+            // As kube's BeforeUpdate: a uid left out is the stored one's, the creation time and a
+            // deletion time once set cannot be changed, nor a grace period removed; what else the
+            // write changes of them, validation refuses.
+            if meta.get("uid").and_then(Value::as_str).is_none_or(str::is_empty) {
+                match old.uid.as_str() {
+                    "" => meta.remove("uid"),
+                    uid => meta.insert("uid".into(), uid.into()),
+                };
             }
             for f in object::KEPT_META {
+                let given = meta.get(*f).is_some_and(|v| !v.is_null());
                 match old.kept.iter().find(|(k, _)| k == f) {
-                    Some((_, v)) => meta.insert((*f).into(), v.clone()),
-                    None => meta.remove(*f),
+                    Some((_, v)) if *f != "deletionGracePeriodSeconds" || !given => meta.insert((*f).into(), v.clone()),
+                    Some(_) => None,
+                    None if *f == "creationTimestamp" || !given => meta.remove(*f),
+                    None => None,
                 };
             }
             meta.remove("resourceVersion");
             if strategy::tracks_generation(info) {
                 let g = old.generation.max(1);
                 meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
+            } else if old.generation != 0 {
+                // The generation a create was given stays; an update cannot change it.
+                meta.insert("generation".into(), old.generation.into());
             } else {
                 meta.remove("generation");
             }
@@ -1371,6 +1491,29 @@ impl Store {
 }
 
 /// kube's 422 for a write whose object has neither a name nor a generateName.
+/// A PUT's body, checked, with its namespace resolved and its name (the URL's, which the body's
+/// must match).
+fn put_target(
+    info: &ResourceInfo,
+    url_ns: Option<&str>,
+    url_name: Option<&str>,
+    body: Value,
+) -> Result<(Map<String, Value>, String, String), ApiError> {
+    let mut obj = check_body(info, body)?;
+    let ns = resolve_namespace(info, &mut obj, url_ns)?;
+    let name = match (meta_str(&obj, "name"), url_name) {
+        (Some(b), Some(u)) if b != u => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({b}) does not match the name on the URL ({u})"
+            )));
+        }
+        (Some(b), _) => b,
+        (None, Some(u)) => u.to_string(),
+        (None, None) => return Err(name_required(info)),
+    };
+    Ok((obj, ns, name))
+}
+
 fn name_required(info: &ResourceInfo) -> ApiError {
     ApiError::invalid_object(
         &info.group,
