@@ -95,7 +95,9 @@ impl DeleteOpts {
             check_body(body)?;
             let pre = body.get("preconditions");
             if let Some(s) = pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
-                opts.precondition_rv = Some(crate::store::parse_rv_field(s)?);
+                let parsed = s.parse::<u64>();
+                let rv = parsed.map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?;
+                opts.precondition_rv = Some(rv);
             }
             opts.precondition_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string);
             opts.orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);

@@ -128,6 +128,24 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
         )
         .await;
     assert_eq!((r.code, &r.body["data"]["a"]), (200, &json!("3")), "{}", r.body);
+
+    // A version kube's versioner cannot read fails the write of an object that exists, in Go's words.
+    let garbled = json!({"metadata": {"name": "cm", "resourceVersion": "12a"}});
+    let r = c.put(&format!("{CONFIGMAPS}/cm"), &garbled).await;
+    assert_eq!(
+        (r.code, &r.body["message"], r.body.get("reason")),
+        (500, &json!("strconv.ParseUint: parsing \"12a\": invalid syntax"), None),
+        "{}",
+        r.body
+    );
+    let huge = json!({"metadata": {"resourceVersion": "99999999999999999999"}});
+    let r = c.patch(&format!("{CONFIGMAPS}/cm"), MERGE, &huge).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(r.body["message"], "strconv.ParseUint: parsing \"99999999999999999999\": value out of range");
+    let mut missing = garbled.clone();
+    missing["metadata"]["name"] = json!("missing");
+    assert_eq!(c.put(&format!("{CONFIGMAPS}/missing"), &missing).await.code, 404);
+    assert_eq!(c.get(&format!("{CONFIGMAPS}/cm")).await.body["data"]["a"], "3");
 }
 
 #[tokio::test]

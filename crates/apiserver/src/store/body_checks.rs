@@ -226,6 +226,16 @@ pub(crate) fn resolve_namespace(
     Ok(ns)
 }
 
+/// A `metadata.resourceVersion` written in a body, read as kube's versioner reads it (Go's
+/// `strconv.ParseUint`, decimal digits only): one it cannot read fails the write as kube's
+/// storage fails it, 500 in Go's words.
 pub(crate) fn parse_rv_field(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    let failed = |why: &str| {
+        let msg = format!("strconv.ParseUint: parsing {}: {why}", crate::structural::go_quote(s));
+        ApiError::new(500, "", msg)
+    };
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(failed("invalid syntax"));
+    }
+    s.parse::<u64>().map_err(|_| failed("value out of range"))
 }

@@ -159,10 +159,9 @@ fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Opt
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| defaults::ipv4_of(ip))
 }
 
-/// Whether `s` is a resourceVersion kube's versioner reads as one (Go's `ParseUint`: decimal
-/// digits only) other than 0.
+/// Whether `s` is a resourceVersion kube's versioner reads as one other than 0.
 fn is_version(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<u64>().is_ok_and(|v| v != 0)
+    parse_rv_field(s).is_ok_and(|v| v != 0)
 }
 
 fn has_finalizers(meta: &Map<String, Value>) -> bool {
@@ -830,11 +829,10 @@ impl Store {
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let (mut obj, ns, name) = put_target(info, url_ns, url_name, body)?;
         let uid = meta_str(&obj, "uid");
-        // A version of 0 is none, as kube's versioner reads it.
-        let unversioned = match meta_str(&obj, "resourceVersion") {
-            Some(s) => parse_rv_field(&s)? == 0,
-            None => true,
-        };
+        // A version of 0 is none, as kube's versioner reads it; one it cannot read fails the write
+        // once the object is found.
+        let version = meta_str(&obj, "resourceVersion").map(|s| parse_rv_field(&s)).transpose();
+        let unversioned = matches!(version, Ok(None | Some(0)));
         let needs_version = unversioned && !strategy::allows_unconditional_update(info);
         // A refusal for want of a version is answered from the storage's version, not the cache's.
         let found = match needs_version {
@@ -848,6 +846,7 @@ impl Store {
                     return Err(ApiError::precondition_failed(&info.group, &info.plural, &name, &key, ("UID", &u, "")));
                 }
                 // As kube's create through an update: a version in the body is dropped.
+                version?;
                 meta_mut(&mut obj).remove("resourceVersion");
                 let url_ns = info.namespaced.then_some(ns.as_str());
                 let bodies = vec![(Value::Object(obj), Tracking::Update)];
@@ -858,6 +857,7 @@ impl Store {
             }
             found => found?,
         };
+        version?;
         if needs_version {
             // (After the uid precondition, which the storage judges first.)
             if let Some(u) = uid.as_deref() {
