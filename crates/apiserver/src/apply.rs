@@ -245,7 +245,8 @@ impl Store {
         let subresource = managed_fields::subresource_of(opts.target);
         let key = ManagerKey::new(&opts.field_manager, Operation::Apply, &api_version, subresource);
         let precondition = match config.get("metadata").and_then(|m| m.get("resourceVersion")).and_then(Value::as_str) {
-            Some(s) if !s.is_empty() => Some(parse_rv_field(s)?),
+            // 0 is none, as kube's versioner reads it.
+            Some(s) if !s.is_empty() => Some(parse_rv_field(s)?).filter(|rv| *rv != 0),
             _ => None,
         };
         let write = WriteOpts {

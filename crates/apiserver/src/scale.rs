@@ -232,7 +232,8 @@ fn decode(info: &ResourceInfo, ns: &str, name: &str, body: Value) -> Result<Scal
         return Err(negative_replicas(name, replicas));
     }
     let precondition = match meta_str(&obj, "resourceVersion") {
-        Some(s) => Some(parse_rv_field(&s)?),
+        // 0 is none, as kube's versioner reads it.
+        Some(s) => Some(parse_rv_field(&s)?).filter(|rv| *rv != 0),
         None => None,
     };
     Ok(ScaleRequest { replicas, precondition })

@@ -466,10 +466,12 @@ async fn install_crds(store: &Arc<Store>, crds: Vec<Value>, timeout: Duration) -
         let failed = |e: ApiError| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CustomResourceDefinition {name}: {e}"))
         };
-        // A manifest read back from a cluster carries the version it had there: not this one's.
+        // A manifest read back from a cluster carries the identity it had there: not this one's.
         let mut crd = crd;
         if let Some(Value::Object(meta)) = crd.get_mut("metadata") {
-            meta.remove("resourceVersion");
+            for server_set in ["resourceVersion", "uid", "creationTimestamp"] {
+                meta.remove(server_set);
+            }
         }
         match store.create(&info, None, crd.clone()).await {
             Ok(_) => {}

@@ -15,9 +15,9 @@
 //! one (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
 //! ConfigMaps, Secrets, Services, Namespaces, Nodes or Leases, which keep the one their create
 //! was written with and no write changes). Which kinds a PUT may replace without naming the
-//! stored version, and which it creates when missing, are their strategies' too. A namespace's `spec.finalizers`
-//! change only through its `finalize` subresource, which changes nothing else of the spec or the
-//! status.
+//! stored version, and which it creates when missing, are their strategies' too. A namespace's
+//! `spec.finalizers` change only through its `finalize` subresource, which changes nothing else
+//! of the spec or the status.
 
 use serde_json::{Map, Value, json};
 
@@ -241,7 +241,7 @@ pub fn allows_unconditional_update(info: &ResourceInfo) -> bool {
 }
 
 /// Whether a PUT of a missing object creates it, as kube's strategies allow for Endpoints,
-/// LimitRanges, Services, leases, RBAC's four kinds and RuntimeClasses.
+/// LimitRanges, Services, Leases and LeaseCandidates, RBAC's four kinds and RuntimeClasses.
 pub fn allows_create_on_update(info: &ResourceInfo) -> bool {
     const CREATED: &[(&str, &str)] = &[
         ("", "endpoints"),

@@ -1,9 +1,10 @@
 //! The versions and server-owned metadata a write carries, answered over HTTP as kube-apiserver
-//! answers them: a PUT of a custom resource or a CustomResourceDefinition must name the version
-//! it was made from (built-in types take the stored one); a create that carries a version fails
-//! in the storage, after every check; an update cannot change the uid, set a deletion time or
-//! change a grace period, and leaves the creation time as it was. kube-rs and the Python client
-//! see the same answers.
+//! answers them: a PUT of a custom resource, a CustomResourceDefinition, a Lease, an admission
+//! configuration or a PodDisruptionBudget must name the version it was made from (most other
+//! built-in kinds take the stored one); some kinds are created by a PUT; a version Go cannot read
+//! fails the write; a create that carries a version fails in the storage, after validation; an
+//! update cannot change the uid, set a deletion time or change a grace period, and leaves the
+//! creation time as it was. kube-rs and the Python client see the same answers.
 
 mod common;
 
@@ -42,6 +43,22 @@ async fn widgets() -> informer_apiserver::ApiServer {
     informer_apiserver::testing::builder().crd(WIDGET_CRD).start().await.unwrap()
 }
 
+/// The JSON line the Python client's `script` prints, run against `s`.
+async fn python(s: &informer_apiserver::ApiServer, tag: &str, script: &str) -> Value {
+    let dir = common::tools::tempdir(tag);
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let line = common::tools::python_json(script, &kc).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    line
+}
+
+/// The cause of kube's 422 for a write without the version its kind needs.
+fn refused_for_version() -> Value {
+    json!([{"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be specified for an update",
+        "field": "metadata.resourceVersion"}])
+}
+
 fn without_version(mut v: Value) -> Value {
     v["metadata"].as_object_mut().unwrap().remove("resourceVersion");
     v
@@ -72,12 +89,18 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
             "message": "Invalid value: 0: must be specified for an update", "field": "metadata.resourceVersion"}]})
     );
     let r = c.put(&format!("{WIDGETS}/w/status"), &changed).await;
-    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
     assert_eq!(c.get(&format!("{WIDGETS}/w")).await.body["spec"]["size"], 1);
 
     // A version of 0 is none.
     changed["metadata"]["resourceVersion"] = json!("0");
-    assert_eq!(c.put(&format!("{WIDGETS}/w"), &changed).await.code, 422);
+    let r = c.put(&format!("{WIDGETS}/w"), &changed).await;
+    assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
+    // A patch that takes the version away is refused as such a PUT; a stale one is a conflict.
+    let r = c.patch(&format!("{WIDGETS}/w"), MERGE, &json!({"metadata": {"resourceVersion": null}})).await;
+    assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
+    let r = c.patch(&format!("{WIDGETS}/w"), MERGE, &json!({"metadata": {"resourceVersion": "1"}})).await;
+    assert_eq!(r.code, 409, "{}", r.body);
 
     // With the version it was made from, the same write is stored; a patch needs none.
     changed["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"].clone();
@@ -113,7 +136,8 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
     assert_eq!(c.post(pdbs, &pdb).await.code, 201);
     let mut status = pdb.clone();
     status["status"] = json!({"currentHealthy": 1, "desiredHealthy": 1, "disruptionsAllowed": 0, "expectedPods": 1});
-    assert_eq!(c.put(&format!("{pdbs}/pdb/status"), &status).await.code, 422);
+    let r = c.put(&format!("{pdbs}/pdb/status"), &status).await;
+    assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
 
     // A built-in type's PUT without a version (or with 0) replaces whatever is stored.
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}});
@@ -145,6 +169,18 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
     let mut missing = garbled.clone();
     missing["metadata"]["name"] = json!("missing");
     assert_eq!(c.put(&format!("{CONFIGMAPS}/missing"), &missing).await.code, 404);
+    // The storage judges a uid before it reads the version.
+    let mut other = garbled.clone();
+    other["metadata"]["uid"] = json!("other");
+    assert_eq!(c.put(&format!("{CONFIGMAPS}/cm"), &other).await.code, 409);
+    // The body names what the URL names.
+    let r = c.put(&format!("{CONFIGMAPS}/cm"), &json!({"data": {"a": "4"}})).await;
+    assert_eq!(
+        (r.code, &r.body["message"]),
+        (400, &json!("the name of the object () does not match the name on the URL (cm)")),
+        "{}",
+        r.body
+    );
     assert_eq!(c.get(&format!("{CONFIGMAPS}/cm")).await.body["data"]["a"], "3");
 }
 
@@ -175,7 +211,7 @@ async fn kube_rs_replace_of_a_custom_resource_without_its_version_is_refused() {
 }
 
 #[tokio::test]
-async fn a_create_carrying_a_version_fails_in_the_storage_after_every_check() {
+async fn a_create_carrying_a_version_fails_in_the_storage_after_validation() {
     let s = server().await;
     let c = Client::new(&s);
     let cm = |name: &str, rv: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "resourceVersion": rv}});
@@ -202,9 +238,6 @@ async fn a_create_carrying_a_version_fails_in_the_storage_after_every_check() {
     let r = c.post(CONFIGMAPS, &cm("a", "9")).await;
     assert_eq!(r.code, 500, "{}", r.body);
 
-    let dir = common::tools::tempdir("python-create-version");
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
     let script = r#"
 import json, sys
 from kubernetes import client, config
@@ -218,10 +251,9 @@ try:
 except ApiException as e:
     print(json.dumps({"status": e.status, "body": json.loads(e.body)}))
 "#;
-    let line = common::tools::python_json(script, &kc).await;
+    let line = python(&s, "python-create-version", script).await;
     assert_eq!(line["status"], 500, "{line}");
     assert_eq!(line["body"]["message"], "resourceVersion should not be set on objects to be created");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -308,11 +340,17 @@ async fn a_put_creates_what_kube_creates_on_update_and_leases_need_their_version
     let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "leader", "resourceVersion": "70000"}, "spec": {"holderIdentity": "a"}});
-    // Created through the PUT, the version in the body dropped.
+    // A version Go cannot read fails even the PUT that would create.
+    let mut garbled = lease.clone();
+    garbled["metadata"]["resourceVersion"] = json!("v1");
+    let r = c.put(&format!("{leases}/leader"), &garbled).await;
+    assert_eq!((r.code, &r.body["message"]), (500, &json!("strconv.ParseUint: parsing \"v1\": invalid syntax")));
+    // Created through the PUT, the version in the body dropped: it carries the one it was stored at.
     let r = c.put(&format!("{leases}/leader"), &lease).await;
     assert_eq!(r.code, 201, "{}", r.body);
-    assert_ne!(r.body["metadata"]["resourceVersion"], "70000", "{}", r.body);
     let rv = r.body["metadata"]["resourceVersion"].clone();
+    assert_eq!(c.get(&format!("{leases}/leader")).await.body["metadata"]["resourceVersion"], rv);
+    assert_ne!(rv, "70000", "{}", r.body);
     let r = c.put(&format!("{leases}/leader"), &without_version(lease.clone())).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(
@@ -356,9 +394,6 @@ async fn a_put_creates_what_kube_creates_on_update_and_leases_need_their_version
     assert_eq!((r.code, &r.body["message"]), (404, &json!("namespaces \"nope\" not found")), "{}", r.body);
 
     // The Python client's replace of a missing Role creates it.
-    let dir = common::tools::tempdir("python-create-on-update");
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
     let script = r#"
 import json, sys
 from kubernetes import client, config
@@ -369,11 +404,10 @@ role = client.V1Role(metadata=client.V1ObjectMeta(name="reader"),
 out, status, _ = rbac.replace_namespaced_role_with_http_info("reader", "default", role)
 print(json.dumps({"status": status, "name": out.metadata.name, "uid": out.metadata.uid}))
 "#;
-    let line = common::tools::python_json(script, &kc).await;
+    let line = python(&s, "python-create-on-update", script).await;
     assert_eq!((&line["status"], &line["name"]), (&json!(201), &json!("reader")), "{line}");
     let stored = c.get("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/reader").await;
     assert_eq!(stored.body["metadata"]["uid"], line["uid"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -432,4 +466,32 @@ async fn a_put_that_creates_needs_the_create_verb() {
     // Once it exists, `update` is all the PUT needs.
     let r = dave.put(at, &created.body).await;
     assert_eq!(r.code, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_restart_installs_crds_read_back_from_a_cluster_over_the_stored_ones() {
+    use informer_apiserver::{ApiServer, StorageConfig};
+    // The manifest as `kubectl get -o yaml` gives it: with the uid and creation time it had there.
+    let manifest = WIDGET_CRD.replace(
+        "  resourceVersion: \"81234\"\n",
+        "  resourceVersion: \"81234\"\n  uid: 0b7c6a52-5a53-4b1e-9b43-52d4e0a7c1d2\n  creationTimestamp: \"2020-01-01T00:00:00Z\"\n",
+    );
+    let dir = informer_apiserver::testing::temp_data_dir();
+    let start = || ApiServer::builder().storage(StorageConfig::Sqlite(dir.clone())).crd(&manifest).start();
+    let s = start().await.unwrap();
+    let c = Client::new(&s);
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+    assert_eq!(c.post(WIDGETS, &w).await.code, 201);
+    let crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    assert_ne!(crd["metadata"]["uid"], "0b7c6a52-5a53-4b1e-9b43-52d4e0a7c1d2");
+    s.stop().await;
+    drop(s);
+
+    let s = start().await.unwrap();
+    let c = Client::new(&s);
+    let again = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
+    assert_eq!(again["metadata"]["uid"], crd["metadata"]["uid"]);
+    assert_eq!(c.get(&format!("{WIDGETS}/w")).await.code, 200);
+    s.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -800,8 +800,9 @@ impl Store {
     }
 
     /// Replaces an object as the server's own write. A non-empty `metadata.resourceVersion` in
-    /// the body is a precondition (409 on mismatch); without one, whatever is stored is replaced.
-    /// For the `status` target, only the `status` of the body is applied.
+    /// the body is a precondition (409 on mismatch); without one (or with 0), whatever is stored
+    /// is replaced. A uid left out is the stored one's; another one is refused (422). For the
+    /// `status` target, only the `status` of the body is applied.
     pub async fn update(
         &self,
         info: &ResourceInfo,
@@ -828,6 +829,11 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let (mut obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        if let Some(u) = url_name.filter(|_| meta_str(&obj, "name").is_none()) {
+            // As kube's handler: the body must name what the URL names.
+            let msg = format!("the name of the object () does not match the name on the URL ({u})");
+            return Err(ApiError::bad_request(msg));
+        }
         let uid = meta_str(&obj, "uid");
         // A version of 0 is none, as kube's versioner reads it; one it cannot read fails the write
         // once the object is found.
@@ -857,16 +863,14 @@ impl Store {
             }
             found => found?,
         };
+        // The storage judges the uid before the version is read.
+        let (cur, is_current) = match uid.as_deref() {
+            Some(u) => self.checked_uid(info, (cur, is_current), &name, u).await?,
+            None => (cur, is_current),
+        };
         version?;
         if needs_version {
-            // (After the uid precondition, which the storage judges first.)
-            if let Some(u) = uid.as_deref() {
-                self.checked_uid(info, (cur, is_current), &name, u).await?;
-            }
-            // kube names the resource where its message names a kind.
-            let msg = "Invalid value: 0: must be specified for an update";
-            let field = "metadata.resourceVersion";
-            return Err(ApiError::invalid_object(&info.group, &info.plural, &name, field, "FieldValueInvalid", msg));
+            return Err(version_required(info, &name));
         }
         self.update_from(info, (cur, is_current), obj, &name, &opts, uid.as_deref()).await.map(|o| (o, false))
     }
@@ -958,9 +962,15 @@ impl Store {
                         meta_str(&obj, "name").unwrap_or_default()
                     )));
                 }
-                if let Some(s) = meta_str(&obj, "resourceVersion")
-                    && parse_rv_field(&s)? != cur.rv
-                {
+                let version = match meta_str(&obj, "resourceVersion") {
+                    Some(s) => parse_rv_field(&s)?,
+                    None => 0,
+                };
+                if version == 0 && !strategy::allows_unconditional_update(info) {
+                    // A patch that takes the version away (or sets 0) is a PUT without one.
+                    return Err(version_required(info, name));
+                }
+                if version != 0 && version != cur.rv {
                     return Err(ApiError::conflict(&info.group, &info.plural, name));
                 }
                 self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await
@@ -1490,7 +1500,13 @@ impl Store {
     }
 }
 
-/// kube's 422 for a write whose object has neither a name nor a generateName.
+/// kube's 422 for a write without the version its kind's strategy requires (its message names
+/// the resource where it names a kind).
+fn version_required(info: &ResourceInfo, name: &str) -> ApiError {
+    let msg = "Invalid value: 0: must be specified for an update";
+    ApiError::invalid_object(&info.group, &info.plural, name, "metadata.resourceVersion", "FieldValueInvalid", msg)
+}
+
 /// A PUT's body, checked, with its namespace resolved and its name (the URL's, which the body's
 /// must match).
 fn put_target(
@@ -1514,6 +1530,7 @@ fn put_target(
     Ok((obj, ns, name))
 }
 
+/// kube's 422 for a write whose object has neither a name nor a generateName.
 fn name_required(info: &ResourceInfo) -> ApiError {
     ApiError::invalid_object(
         &info.group,
