@@ -495,3 +495,27 @@ async fn a_restart_installs_crds_read_back_from_a_cluster_over_the_stored_ones()
     s.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_puts_of_a_missing_object_create_it_once_and_update_it_after() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let at = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/shared";
+    // Each writer on its own connection, all released at once.
+    let writers: Vec<Client> = (0..16).map(|_| Client::new(&s)).collect();
+    let go = std::sync::Arc::new(tokio::sync::Barrier::new(writers.len()));
+    let puts = writers.into_iter().enumerate().map(|(i, w)| {
+        let go = go.clone();
+        tokio::spawn(async move {
+            let role = json!({"metadata": {"name": "shared", "labels": {"writer": i.to_string()}}, "rules": []});
+            go.wait().await;
+            w.put(at, &role).await
+        })
+    });
+    let answers: Vec<Resp> = futures_util::future::join_all(puts).await.into_iter().map(Result::unwrap).collect();
+    let created = answers.iter().filter(|r| r.code == 201).count();
+    let updated = answers.iter().filter(|r| r.code == 200).count();
+    let refusals: Vec<&Value> = answers.iter().filter(|r| r.code >= 300).map(|r| &r.body["message"]).collect();
+    assert_eq!((created, updated), (1, 15), "{refusals:?}");
+    assert_eq!(c.get(at).await.code, 200);
+}

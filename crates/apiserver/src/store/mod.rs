@@ -828,7 +828,7 @@ impl Store {
         body: Value,
         opts: WriteOpts,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
-        let (mut obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        let (obj, ns, name) = put_target(info, url_ns, url_name, body)?;
         if let Some(u) = url_name.filter(|_| meta_str(&obj, "name").is_none()) {
             // As kube's handler: the body must name what the URL names.
             let msg = format!("the name of the object () does not match the name on the URL ({u})");
@@ -847,19 +847,27 @@ impl Store {
         };
         let (cur, is_current) = match found {
             Err(e) if e.code == 404 && opts.target == Target::Main && strategy::allows_create_on_update(info) => {
-                if let Some(u) = uid {
+                if let Some(u) = uid.as_deref() {
                     let key = self.layout.object_key(info, &ns, &name);
-                    return Err(ApiError::precondition_failed(&info.group, &info.plural, &name, &key, ("UID", &u, "")));
+                    return Err(ApiError::precondition_failed(&info.group, &info.plural, &name, &key, ("UID", u, "")));
                 }
                 // As kube's create through an update: a version in the body is dropped.
-                version?;
-                meta_mut(&mut obj).remove("resourceVersion");
+                version.clone()?;
+                let mut created = obj.clone();
+                meta_mut(&mut created).remove("resourceVersion");
                 let url_ns = info.namespaced.then_some(ns.as_str());
-                let bodies = vec![(Value::Object(obj), Tracking::Update)];
+                let bodies = vec![(Value::Object(created), Tracking::Update)];
                 let how = (CreateVia::Write, opts.dry_run);
-                let created = self.create_tracked(info, url_ns, bodies, how, &opts.field_manager).await?;
-                let o = created.into_iter().next().ok_or_else(|| ApiError::internal("no object created"))?;
-                return Ok((o, true));
+                match self.create_tracked(info, url_ns, bodies, how, &opts.field_manager).await {
+                    // Created meanwhile by another write: this one updates it, as kube's retry does.
+                    Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {
+                        (self.stored(info, &ns, &name).await?, true)
+                    }
+                    created => {
+                        let o = created?.into_iter().next();
+                        return Ok((o.ok_or_else(|| ApiError::internal("no object created"))?, true));
+                    }
+                }
             }
             found => found?,
         };
