@@ -91,7 +91,13 @@ async fn pod_controller_over_http() {
     cancel.cancel();
     run.await.unwrap().unwrap();
     inf.await.unwrap();
-    assert!(rx.try_recv().is_err(), "nothing after the deletion");
+    // The DELETED event may have queued the key again while the reconcile that saw it gone ran:
+    // at most that one more, of the pod gone; nothing else.
+    if let Ok(got) = rx.try_recv() {
+        assert_eq!(got, ("default/web-1".to_string(), None), "only the deletion after the deletion");
+        reconciles += 1;
+    }
+    assert!(rx.try_recv().is_err(), "nothing more after the deletion");
     assert_eq!(metrics.reconciles("pods", "success"), reconciles);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
