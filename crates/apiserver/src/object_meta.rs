@@ -24,6 +24,7 @@ use crate::object::StoredObject;
 use crate::policy_validation::invalid;
 use crate::registry::ResourceInfo;
 use crate::structural::{Cause, go_json, go_quote};
+use crate::workload_validation::invalid_value;
 
 /// How kube judges a kind's names.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,11 +100,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         }
     }
     if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g < 0) {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {g}: must be greater than or equal to 0"),
-            field: "metadata.generation".into(),
-        });
+        causes.push(invalid_value("metadata.generation", &g.to_string(), "must be greater than or equal to 0"));
     }
     labels(meta.get("labels"), "metadata.labels", &mut causes);
     if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
@@ -180,35 +177,24 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
 /// kube's immutable metadata on update (after its `BeforeUpdate` filled what the write left
 /// out): the uid, the deletion time and grace period.
 fn immutables(meta: &Map<String, Value>, old: &StoredObject) -> Vec<Cause> {
+    const IMMUTABLE: &str = "field is immutable";
     let mut causes = Vec::new();
     let uid = meta.get("uid").and_then(Value::as_str).unwrap_or("");
     if uid != old.uid {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {}: field is immutable", go_json(&Value::from(uid))),
-            field: "metadata.uid".into(),
-        });
+        causes.push(invalid_value("metadata.uid", &go_json(&Value::from(uid)), IMMUTABLE));
     }
     let kept = |k: &str| old.kept.iter().find(|(f, _)| *f == k).map(|(_, v)| v).filter(|v| !v.is_null());
     let given = |k: &str| meta.get(k).filter(|v| !v.is_null());
     let time = |v: Option<&Value>| crate::validation::go_time(v.and_then(Value::as_str), false);
-    let (new_time, old_time) = (given("deletionTimestamp"), kept("deletionTimestamp"));
-    if time(new_time) != time(old_time) {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {}: field is immutable", time(new_time)),
-            field: "metadata.deletionTimestamp".into(),
-        });
+    let shown = time(given("deletionTimestamp"));
+    if shown != time(kept("deletionTimestamp")) {
+        causes.push(invalid_value("metadata.deletionTimestamp", &shown, IMMUTABLE));
     }
     let period = |v: Option<&Value>| v.and_then(Value::as_i64);
-    let (new_period, old_period) = (given("deletionGracePeriodSeconds"), kept("deletionGracePeriodSeconds"));
-    if period(new_period) != period(old_period) {
-        let shown = period(new_period).map_or("null".to_string(), |p| p.to_string());
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {shown}: field is immutable"),
-            field: "metadata.deletionGracePeriodSeconds".into(),
-        });
+    let new_period = period(given("deletionGracePeriodSeconds"));
+    if new_period != period(kept("deletionGracePeriodSeconds")) {
+        let shown = new_period.map_or("null".to_string(), |p| p.to_string());
+        causes.push(invalid_value("metadata.deletionGracePeriodSeconds", &shown, IMMUTABLE));
     }
     causes
 }

@@ -461,13 +461,12 @@ async fn install_crds(store: &Arc<Store>, crds: Vec<Value>, timeout: Duration) -
         .cloned()
         .ok_or_else(|| std::io::Error::other("this server's registry does not serve CustomResourceDefinitions"))?;
     let mut names = Vec::new();
-    for crd in crds {
+    for mut crd in crds {
         let name = crd.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
         let failed = |e: ApiError| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CustomResourceDefinition {name}: {e}"))
         };
         // A manifest read back from a cluster carries the identity it had there: not this one's.
-        let mut crd = crd;
         if let Some(Value::Object(meta)) = crd.get_mut("metadata") {
             for server_set in ["resourceVersion", "uid", "creationTimestamp"] {
                 meta.remove(server_set);

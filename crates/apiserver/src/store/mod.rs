@@ -497,10 +497,7 @@ impl Store {
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
-            crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await
-        };
-        let checked = async {
-            checked.await?;
+            crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
             match versioned && !dry_run {
                 true => Err(ApiError::new(500, "", "resourceVersion should not be set on objects to be created")),
                 false => Ok(()),
