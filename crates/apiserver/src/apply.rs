@@ -11,7 +11,8 @@
 //! Invariants: an apply either commits one storage revision or changes nothing (every check
 //! runs before the one compare-and-swap write; a write that lost a race is recomputed from the
 //! newer version); `dryRun` stores nothing; a `metadata.resourceVersion` in the configuration is
-//! a precondition.
+//! a precondition, and 0 there is none (refused with kube's 422 for the kinds whose updates
+//! need a version).
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use crate::object::{self, StoredObject};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::{Store, Tracking, WriteOpts, meta_str, parse_rv_field};
-use crate::strategy::Target;
+use crate::strategy::{self, Target};
 use crate::{warning, yaml};
 
 /// The options of an apply.
@@ -244,11 +245,16 @@ impl Store {
         let api_version = info.api_version();
         let subresource = managed_fields::subresource_of(opts.target);
         let key = ManagerKey::new(&opts.field_manager, Operation::Apply, &api_version, subresource);
-        let precondition = match config.get("metadata").and_then(|m| m.get("resourceVersion")).and_then(Value::as_str) {
-            // 0 is none, as kube's versioner reads it.
-            Some(s) if !s.is_empty() => Some(parse_rv_field(s)?).filter(|rv| *rv != 0),
-            _ => None,
-        };
+        let (precondition, zero) =
+            match config.get("metadata").and_then(|m| m.get("resourceVersion")).and_then(Value::as_str) {
+                // 0 is none, as kube's versioner reads it; an object so merged is a PUT without a
+                // version.
+                Some(s) if !s.is_empty() => match parse_rv_field(s)? {
+                    0 => (None, true),
+                    rv => (Some(rv), false),
+                },
+                _ => (None, false),
+            };
         let write = WriteOpts {
             target: opts.target,
             dry_run: opts.dry_run,
@@ -274,6 +280,9 @@ impl Store {
                         return Err(ApiError::conflict(&info.group, &info.plural, name));
                     }
                     let (obj, managers) = merge(info, ns, name, &cur, &config, &duplicates, &key, opts)?;
+                    if zero && !strategy::allows_unconditional_update(info) {
+                        return Err(crate::store::version_required(info, name));
+                    }
                     self.replace(info, (&cur, is_current), obj, &write, Tracking::Applied(managers)).await
                 }
                 .await;

@@ -46,8 +46,9 @@ impl Propagation {
 /// The options of one deletion.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOpts {
-    /// `preconditions.resourceVersion`: the object must be at this version.
-    pub precondition_rv: Option<u64>,
+    /// `preconditions.resourceVersion`: the object must be at this version. It is compared as
+    /// kube compares it, with the version as the server writes it: "0123" or "abc" is never met.
+    pub precondition_rv: Option<String>,
     /// `preconditions.uid`: the object must have this UID.
     pub precondition_uid: Option<String>,
     /// `propagationPolicy`.
@@ -75,6 +76,11 @@ impl DeleteOpts {
         DeleteOpts { precondition_uid: Some(uid.to_string()), ..Default::default() }
     }
 
+    /// The precondition's version when the object's version `rv` does not meet it.
+    pub(crate) fn unmet_rv(&self, rv: u64) -> Option<&str> {
+        self.precondition_rv.as_deref().filter(|wanted| *wanted != rv.to_string())
+    }
+
     /// Sets the grace period (`0` removes a pod at once).
     pub fn grace_period(mut self, seconds: i64) -> Self {
         self.grace_period_seconds = Some(seconds);
@@ -94,11 +100,8 @@ impl DeleteOpts {
         let (policy, dry_run): (Option<String>, Vec<String>) = if body.is_object() {
             check_body(body)?;
             let pre = body.get("preconditions");
-            if let Some(s) = pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str) {
-                let parsed = s.parse::<u64>();
-                let rv = parsed.map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?;
-                opts.precondition_rv = Some(rv);
-            }
+            opts.precondition_rv =
+                pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str).map(str::to_string);
             opts.precondition_uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string);
             opts.orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
             opts.grace_period_seconds = body.get("gracePeriodSeconds").and_then(Value::as_i64);
@@ -329,7 +332,7 @@ pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &s
 }
 
 /// kube's 409 for a `preconditions.resourceVersion` the object is no longer at.
-pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: u64, found: u64) -> ApiError {
+pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: &str, found: u64) -> ApiError {
     unmet(
         info,
         name,
@@ -392,7 +395,7 @@ mod tests {
         let query = q(&[("propagationPolicy", "Orphan"), ("dryRun", "All")]);
         let o = DeleteOpts::from_request(&query, &body).unwrap();
         assert_eq!(o.propagation, Some(Propagation::Foreground));
-        assert_eq!((o.precondition_rv, o.precondition_uid.as_deref()), (Some(7), Some("u1")));
+        assert_eq!((o.precondition_rv.as_deref(), o.precondition_uid.as_deref()), (Some("7"), Some("u1")));
         assert!(!o.dry_run, "a body's options replace the query's");
         let o = DeleteOpts::from_request(&query, &Value::Null).unwrap();
         assert_eq!(o.propagation, Some(Propagation::Orphan));

@@ -67,7 +67,7 @@ pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_
     let mut opts = DeleteOpts::from_request(&[], eviction.get("deleteOptions").unwrap_or(&Value::Null))?;
     opts.dry_run |= dry_run;
     opts.admitted = true;
-    let asked_rv = opts.precondition_rv;
+    let asked_rv = opts.precondition_rv.is_some();
 
     // Pods that are not running (or already going) are deleted without looking at budgets.
     let mut tries = 0;
@@ -78,12 +78,12 @@ pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_
             break pod;
         }
         let mut o = opts.clone();
-        if !finishing(&value) && asked_rv.is_none() {
-            o.precondition_rv = Some(pod.rv);
+        if !finishing(&value) && !asked_rv {
+            o.precondition_rv = Some(pod.rv.to_string());
         }
         match mark_and_delete(store, &pods, ns, name, o).await {
             Ok(()) => return Ok(crate::pod_subresource::success()),
-            Err(e) if e.code == 409 && asked_rv.is_none() && tries < RETRIES => tries += 1,
+            Err(e) if e.code == 409 && !asked_rv && tries < RETRIES => tries += 1,
             Err(e) => return Err(e),
         }
     };
@@ -109,12 +109,12 @@ pub(crate) async fn evict(store: &Store, ns: &str, name: &str, body: Value, dry_
     }
     let mut o = opts;
     if let Some((rv, _)) = &judged_at {
-        o.precondition_rv = Some(*rv);
+        o.precondition_rv = Some(rv.to_string());
     }
     match mark_and_delete(store, &pods, ns, name, o).await {
         Ok(()) => Ok(crate::pod_subresource::success()),
         // The pod changed since its readiness was judged: the client tries again.
-        Err(e) if e.code == 409 && asked_rv.is_none() && judged_at.is_some() => {
+        Err(e) if e.code == 409 && !asked_rv && judged_at.is_some() => {
             Err(still_processing(judged_at.as_ref().map_or("", |(_, b)| b)))
         }
         Err(e) => Err(e),
@@ -216,7 +216,7 @@ async fn mark_and_delete(
             if let Some(u) = opts.precondition_uid.as_deref().filter(|u| *u != pod.uid) {
                 return Err(crate::delete_options::unmet_uid(pods, name, u, &pod.uid));
             }
-            if let Some(rv) = opts.precondition_rv.filter(|rv| *rv != pod.rv) {
+            if let Some(rv) = opts.unmet_rv(pod.rv) {
                 return Err(crate::delete_options::unmet_rv(pods, name, rv, pod.rv));
             }
             let Value::Object(mut value) = pod.value() else {
@@ -233,7 +233,7 @@ async fn mark_and_delete(
             }
         };
         if opts.precondition_rv.is_some() {
-            opts.precondition_rv = Some(marked.rv);
+            opts.precondition_rv = Some(marked.rv.to_string());
         }
     }
     store.delete(pods, ns, name, &opts).await.map(drop)

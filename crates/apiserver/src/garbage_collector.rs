@@ -682,9 +682,12 @@ impl GarbageCollector {
         } else {
             Propagation::Background
         };
-        let opts =
-            DeleteOpts { precondition_uid: Some(n.uid.to_string()), precondition_rv: Some(rv), ..Default::default() }
-                .propagation(policy);
+        let opts = DeleteOpts {
+            precondition_uid: Some(n.uid.to_string()),
+            precondition_rv: Some(rv.to_string()),
+            ..Default::default()
+        }
+        .propagation(policy);
         match self.delete(info, n, &opts).await {
             Ok(_) => Ok(Outcome::Done),
             Err(e) if e.code == 404 => Ok(Outcome::Done),
@@ -718,8 +721,8 @@ impl GarbageCollector {
         if let Some(uid) = &opts.precondition_uid {
             pre.insert("uid".into(), uid.as_str().into());
         }
-        if let Some(rv) = opts.precondition_rv {
-            pre.insert("resourceVersion".into(), rv.to_string().into());
+        if let Some(rv) = &opts.precondition_rv {
+            pre.insert("resourceVersion".into(), rv.as_str().into());
         }
         sent.insert("preconditions".into(), Value::Object(pre));
         if let Some(p) = opts.propagation {

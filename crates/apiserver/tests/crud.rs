@@ -485,3 +485,32 @@ async fn a_collection_delete_answers_what_it_listed() {
     assert_eq!(r.code, 409, "{}", r.body);
     assert_eq!(c.get(&format!("{cms}/other")).await.code, 200);
 }
+
+#[tokio::test]
+async fn a_version_precondition_is_compared_as_written() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let r = c.post(cms, &json!({"metadata": {"name": "held"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let rv = r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // kube compares the strings: a version written with a leading zero, or not a number at all,
+    // is a precondition the object does not meet (a conflict, not a bad request).
+    for wanted in [format!("0{rv}"), "abc".to_string(), String::new()] {
+        let body = serde_json::to_vec(&json!({"preconditions": {"resourceVersion": wanted}})).unwrap();
+        let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), body, "application/json").await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (409, Some("Conflict")), "{}", r.body);
+        assert_eq!(
+            r.body["message"],
+            format!(
+                "Operation cannot be fulfilled on ConfigMap \"held\": the ResourceVersion in the precondition \
+                 ({wanted}) does not match the ResourceVersion in record ({rv}). The object might have been modified"
+            )
+        );
+    }
+    assert_eq!(c.get(&format!("{cms}/held")).await.code, 200);
+    let body = serde_json::to_vec(&json!({"preconditions": {"resourceVersion": rv}})).unwrap();
+    let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), body, "application/json").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{cms}/held")).await.code, 404);
+}

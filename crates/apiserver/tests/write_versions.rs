@@ -15,6 +15,7 @@ const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const MERGE: &str = "application/merge-patch+json";
+const APPLY: &str = "application/apply-patch+yaml";
 
 /// As read back from a cluster: with the version it had there, which the server installs it
 /// without.
@@ -101,6 +102,11 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
     assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
     let r = c.patch(&format!("{WIDGETS}/w"), MERGE, &json!({"metadata": {"resourceVersion": "1"}})).await;
     assert_eq!(r.code, 409, "{}", r.body);
+    // So is an apply whose configuration sets the version to 0.
+    let config = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "resourceVersion": "0"}, "spec": {"size": 5}});
+    let r = c.patch(&format!("{WIDGETS}/w?fieldManager=tester&force=true"), APPLY, &config).await;
+    assert_eq!((r.code, &r.body["details"]["causes"]), (422, &refused_for_version()), "{}", r.body);
 
     // With the version it was made from, the same write is stored; a patch needs none.
     changed["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"].clone();
@@ -151,6 +157,9 @@ async fn a_custom_resource_or_crd_put_must_name_its_version() {
         "data": {"a": "3"}}),
         )
         .await;
+    assert_eq!((r.code, &r.body["data"]["a"]), (200, &json!("3")), "{}", r.body);
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "resourceVersion": "0"}});
+    let r = c.patch(&format!("{CONFIGMAPS}/cm?fieldManager=tester"), APPLY, &config).await;
     assert_eq!((r.code, &r.body["data"]["a"]), (200, &json!("3")), "{}", r.body);
 
     // A version kube's versioner cannot read fails the write of an object that exists, in Go's words.

@@ -1233,8 +1233,7 @@ impl Store {
         opts: &DeleteOpts,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let (precondition_rv, precondition_uid, dry_run) =
-            (opts.precondition_rv, opts.precondition_uid.as_deref(), opts.dry_run);
+        let (precondition_uid, dry_run) = (opts.precondition_uid.as_deref(), opts.dry_run);
         let is_namespace = namespaces::is_namespaces(info);
         if is_namespace && namespaces::IMMORTAL.contains(&name) {
             return Err(namespaces::undeletable(name));
@@ -1242,14 +1241,14 @@ impl Store {
         let (mut old, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let uid_differs = precondition_uid.is_some_and(|u| u != old.uid);
-            if (precondition_rv.is_some_and(|p| p != old.rv) || uid_differs) && !is_current {
+            if (opts.unmet_rv(old.rv).is_some() || uid_differs) && !is_current {
                 (old, is_current) = (self.stored(info, ns, name).await?, true);
                 continue;
             }
             if let Some(u) = precondition_uid.filter(|u| *u != old.uid) {
                 return Err(crate::delete_options::unmet_uid(info, name, u, &old.uid));
             }
-            if let Some(rv) = precondition_rv.filter(|rv| *rv != old.rv) {
+            if let Some(rv) = opts.unmet_rv(old.rv) {
                 return Err(crate::delete_options::unmet_rv(info, name, rv, old.rv));
             }
             let Value::Object(mut map) = old.value() else {
@@ -1507,7 +1506,7 @@ impl Store {
 
 /// kube's 422 for a write without the version its kind's strategy requires (its message names
 /// the resource where it names a kind).
-fn version_required(info: &ResourceInfo, name: &str) -> ApiError {
+pub(crate) fn version_required(info: &ResourceInfo, name: &str) -> ApiError {
     let msg = "Invalid value: 0: must be specified for an update";
     ApiError::invalid_object(&info.group, &info.plural, name, "metadata.resourceVersion", "FieldValueInvalid", msg)
 }
