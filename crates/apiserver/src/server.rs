@@ -529,7 +529,8 @@ struct Background {
 impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
-    /// ClusterRole aggregation controller, the garbage collector (when the store's deletions give its finalizers) and the compactor.
+    /// ClusterRole aggregation controller, the claim and volume protection controllers, the
+    /// garbage collector (when the store's deletions give its finalizers) and the compactor.
     fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -553,6 +554,16 @@ impl Background {
         }
         if let Some(controller) = crate::clusterrole_aggregation::Controller::new(store.clone()) {
             let user = crate::requester::service_account("kube-system", crate::clusterrole_aggregation::MANAGER);
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
+        for controller in [
+            crate::volume_protection::Controller::claims(store.clone()),
+            crate::volume_protection::Controller::volumes(store.clone()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if store.garbage_collection() {

@@ -14,6 +14,14 @@ fn claim(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec})
 }
 
+const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
+
+fn storage_class(name: &str, annotations: Value, expands: bool) -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": name, "annotations": annotations}, "provisioner": "disks.example.com",
+        "allowVolumeExpansion": expands})
+}
+
 fn sized(size: &str) -> Value {
     json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}})
 }
@@ -70,7 +78,11 @@ async fn claims_are_judged_as_kube_judges_them() {
 async fn only_a_bound_claims_request_changes() {
     let s = server().await;
     let c = Client::new(&s);
-    let r = c.post(CLAIMS, &claim("data", sized("1Gi"))).await;
+    let r = c.post(CLASSES, &storage_class("elastic", json!({}), true)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut spec = sized("1Gi");
+    spec["storageClassName"] = json!("elastic");
+    let r = c.post(CLAIMS, &claim("data", spec)).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let grow = json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}});
     let merge = "application/merge-patch+json";
