@@ -500,39 +500,14 @@ fn success_policy(policy: &Value, completions: Option<i64>, at: &str, causes: &m
 }
 
 /// How many indexes `0,2-4,7` names, as kube's `validateIndexesFormat` reads them.
-fn index_count(indexes: &str, completions: i64) -> Result<i64, String> {
+pub(crate) fn index_count(indexes: &str, completions: i64) -> Result<i64, String> {
     if indexes.is_empty() {
         return Ok(0);
     }
-    let atoi = |s: &str| -> Result<i64, String> {
-        let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-        let valid = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-        let n = if valid { digits.parse::<i64>().ok() } else { None };
-        let n = n.ok_or_else(|| format!("cannot convert string to integer for index: {}", go_quote(s)))?;
-        let n = if s.starts_with('-') { -n } else { n };
-        if n >= completions { Err(format!("too large index: {}", go_quote(s))) } else { Ok(n) }
-    };
     let mut last: Option<i64> = None;
     let mut total = 0;
-    for interval in indexes.split(',') {
-        let limits: Vec<&str> = interval.split('-').collect();
-        if limits.len() > 2 {
-            return Err(format!(
-                "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
-                go_quote(interval)
-            ));
-        }
-        let x = atoi(limits[0])?;
-        let y = match limits.get(1) {
-            Some(high) => {
-                let y = atoi(high)?;
-                if x >= y {
-                    return Err(format!("non-increasing order, previous: {x}, current: {y}"));
-                }
-                y
-            }
-            None => x,
-        };
+    for fragment in indexes.split(',') {
+        let (x, y) = index_interval(fragment, completions)?;
         if let Some(previous) = last
             && previous >= x
         {
@@ -542,6 +517,37 @@ fn index_count(indexes: &str, completions: i64) -> Result<i64, String> {
         last = Some(y);
     }
     Ok(total)
+}
+
+/// The first and last index of one fragment (`3` or `2-4`) of an index list, as kube's
+/// `parseIndexInterval` reads it.
+pub(crate) fn index_interval(fragment: &str, completions: i64) -> Result<(i64, i64), String> {
+    let atoi = |s: &str| -> Result<i64, String> {
+        let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+        let valid = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        let n = if valid { digits.parse::<i64>().ok() } else { None };
+        let n = n.ok_or_else(|| format!("cannot convert string to integer for index: {}", go_quote(s)))?;
+        let n = if s.starts_with('-') { -n } else { n };
+        if n >= completions { Err(format!("too large index: {}", go_quote(s))) } else { Ok(n) }
+    };
+    let limits: Vec<&str> = fragment.split('-').collect();
+    if limits.len() > 2 {
+        return Err(format!(
+            "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
+            go_quote(fragment)
+        ));
+    }
+    let x = atoi(limits[0])?;
+    match limits.get(1) {
+        Some(high) => {
+            let y = atoi(high)?;
+            if x >= y {
+                return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+            }
+            Ok((x, y))
+        }
+        None => Ok((x, x)),
+    }
 }
 
 /// A pod failure policy as kube's field errors show it: Go's JSON of its internal type.

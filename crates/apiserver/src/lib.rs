@@ -60,6 +60,7 @@ pub(crate) mod go_types;
 pub(crate) mod graceful_deletion;
 pub mod handlers;
 pub(crate) mod hpa_validation;
+pub(crate) mod job_status;
 pub(crate) mod job_validation;
 pub mod jsonpath;
 pub mod list;

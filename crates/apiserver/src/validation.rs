@@ -72,6 +72,13 @@ pub(crate) fn validate(
     {
         causes.extend(crate::service_fields::status(obj, &as_map(old.value())));
     }
+    if info.group == "batch"
+        && info.plural == "jobs"
+        && target == crate::strategy::Target::Status
+        && let Some(old) = old
+    {
+        causes.extend(crate::job_status::validate(&Value::Object(obj.clone()), &old.value()));
+    }
     if info.is_core("configmaps") || info.is_core("secrets") {
         // (A Secret stored with `stringData` is read as kube would have stored it.)
         let old = old.map(|o| as_map(o.value())).map(|mut o| {

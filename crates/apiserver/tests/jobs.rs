@@ -1,6 +1,7 @@
 //! Jobs and CronJobs are judged as kube-apiserver judges them, over HTTP and through real
 //! clients: selectors the server generated, templates that do not change once a Job runs,
-//! schedules and time zones a CronJob can follow; nothing refused is stored.
+//! statuses a Job controller may write, schedules and time zones a CronJob can follow; nothing
+//! refused is stored.
 
 mod common;
 
@@ -231,4 +232,54 @@ async fn the_python_client_gets_kubes_refusal() {
         "Job.batch \"pi\" is invalid: spec.completions: Invalid value: 5: field is immutable"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_job_status_moves_as_its_controller_may_move_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(JOBS, &job("work", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let status = format!("{JOBS}/work/status");
+    let start = "2026-11-27T10:00:00Z";
+    let r = c.patch(&status, MERGE, &json!({"status": {"startTime": start, "active": 1, "ready": 1}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
+    // Complete without the conditions and times that go with it: kube's causes, in its order.
+    let complete = json!({"status": {"active": 0, "ready": 0, "succeeded": 1,
+        "conditions": [{"type": "Complete", "status": "True"}]}});
+    let r = c.patch(&status, MERGE, &complete).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Job.batch \"work\" is invalid: [status.completionTime: Required value: completionTime is required for \
+         Complete jobs, status.conditions: Invalid value: cannot set Complete=True condition without the \
+         SuccessCriteriaMet=true condition]"
+    );
+    assert_eq!(r.body["details"]["kind"], "Job");
+    assert_eq!(c.get(&format!("{JOBS}/work")).await.body["status"]["active"], 1, "nothing stored");
+
+    // As the Job controller finishes it: stored.
+    let done = json!({"status": {"active": 0, "ready": 0, "succeeded": 1, "completionTime": "2026-11-27T10:05:00Z",
+        "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}});
+    let r = c.patch(&status, MERGE, &done).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
+    // kube-rs writes the status as a controller does; a finished Job stays finished.
+    use k8s_openapi::api::batch::v1::Job;
+    let api: kube::Api<Job> = kube::Api::default_namespaced(kube_client(&s).await);
+    let undo = json!({"status": {"succeeded": 0, "conditions": null, "completionTime": "2026-11-27T11:00:00Z"}});
+    let e = api.patch_status("work", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&undo)).await;
+    let kube::Error::Api(e) = e.unwrap_err() else { panic!("not an API error") };
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        e.message,
+        "Job.batch \"work\" is invalid: [status.completionTime: Invalid value: \"2026-11-27T11:00:00Z\": cannot set \
+         completionTime when there is no Complete=True condition, status.conditions: Invalid value: cannot disable the \
+         terminal Complete=True condition, status.succeeded: Invalid value: 0: cannot decrease the succeeded counter, \
+         status.completionTime: Invalid value: \"2026-11-27T11:00:00Z\": field is immutable, status.conditions: \
+         Invalid value: cannot disable the SuccessCriteriaMet=True condition]"
+    );
+    let stored = api.get_status("work").await.unwrap().status.unwrap();
+    assert_eq!((stored.succeeded, stored.active), (Some(1), Some(0)));
 }
