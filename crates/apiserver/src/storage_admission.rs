@@ -14,7 +14,8 @@
 //! Invariants: the mutations act on creates of the main resource only, before mutating webhooks
 //! (which see what they set), dry runs included; the resize check judges updates of the main
 //! resource after validation, before validating admission; the StorageClasses are read from the
-//! watch cache, as kube's plugins read their informer's.
+//! watch cache, as kube's plugins read their informer's, and read again once the cache has
+//! caught up with the storage before they leave a claim without a class or refuse a resize.
 
 use serde_json::{Map, Value};
 
@@ -22,6 +23,7 @@ use crate::cache::WatchCache;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
+use crate::store::Store;
 
 /// The finalizer of claims in use.
 pub(crate) const CLAIM_PROTECTION: &str = "kubernetes.io/pvc-protection";
@@ -74,11 +76,21 @@ pub(crate) fn admit_create(info: &ResourceInfo, obj: &mut Map<String, Value>, cl
     }
 }
 
-/// The StorageClasses a create of `info` reads (claims only), from `cache`.
-pub(crate) fn classes_for(cache: &WatchCache, info: &ResourceInfo) -> Result<Vec<Value>, ApiError> {
-    match is_claims(info) {
-        true => storage_classes(cache),
-        false => Ok(Vec::new()),
+/// The StorageClasses a create of `obj` to `info` reads (claims only), from the cache; when they
+/// have no default for a claim that needs one, once the cache has caught up with the storage (a
+/// class created just before).
+pub(crate) async fn classes_for(
+    store: &Store,
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Result<Vec<Value>, ApiError> {
+    if !is_claims(info) {
+        return Ok(Vec::new());
+    }
+    let classes = storage_classes(store.cache())?;
+    match !has_class(obj) && default_class(&classes).is_none() && store.fresh().await? {
+        true => storage_classes(store.cache()),
+        false => Ok(classes),
     }
 }
 
@@ -92,8 +104,9 @@ fn storage_classes(cache: &WatchCache) -> Result<Vec<Value>, ApiError> {
 
 /// kube's PersistentVolumeClaimResize: `obj` replacing the claim `old` may grow its storage only
 /// when the claim is bound and its class (the same before and after) allows volume expansion;
-/// the classes are read from `cache` when it grows.
-pub(crate) fn check_resize(cache: &WatchCache, obj: &Map<String, Value>, old: &Value) -> Result<(), ApiError> {
+/// the classes are read from the cache when it grows (again once the cache has caught up with
+/// the storage, before a refusal).
+pub(crate) async fn check_resize(store: &Store, obj: &Map<String, Value>, old: &Value) -> Result<(), ApiError> {
     let size = |v: Option<&Value>| {
         v.and_then(|s| s.pointer("/resources/requests/storage"))
             .and_then(Value::as_str)
@@ -110,12 +123,16 @@ pub(crate) fn check_resize(cache: &WatchCache, obj: &Map<String, Value>, old: &V
     }
     let class = class_of(obj.get("metadata").and_then(Value::as_object), obj.get("spec"));
     let old_class = class_of(old.get("metadata").and_then(Value::as_object), old.get("spec"));
-    let expands = !class.is_empty() && class == old_class && {
-        storage_classes(cache)?.iter().any(|c| {
+    let expands = |classes: Vec<Value>| {
+        classes.iter().any(|c| {
             c.pointer("/metadata/name").and_then(Value::as_str) == Some(class)
                 && c.get("allowVolumeExpansion") == Some(&Value::Bool(true))
         })
     };
+    let expands = !class.is_empty()
+        && class == old_class
+        && (expands(storage_classes(store.cache())?)
+            || store.fresh().await? && expands(storage_classes(store.cache())?));
     match expands {
         true => Ok(()),
         false => refuse(

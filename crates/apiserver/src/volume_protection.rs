@@ -12,8 +12,10 @@
 //! created just before is seen, as kube's controller lists pods live before it releases); each
 //! write is a PUT of the version the pass read, made as the controller's service account with
 //! the field manager `kube-controller-manager` (admission sees it as kube's); a write that lost a
-//! race is left to the pass the newer version wakes; a claim held by pods waits for a change to
-//! pods; a pass runs on every change to the controller's resource.
+//! race is left to the pass the newer version wakes; an object whose write fails holds up no
+//! other (the pass goes on and is retried); a claim held by pods waits for a change to pods; a
+//! pass runs on every change to the controller's resource. The controllers run whether or not
+//! the garbage collector does: the finalizers they remove are given on every create.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,6 +99,7 @@ impl Controller {
         let (_, all) = self.store.cache().snapshot(&self.info, None, &Selectors::default())?;
         let finalizer = self.finalizer();
         let mut held = false;
+        let mut first_error = None;
         for object in &all {
             let value = object.value();
             let meta = value.get("metadata");
@@ -104,19 +107,33 @@ impl Controller {
             let finalizers = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array);
             let has = finalizers.is_some_and(|f| f.iter().any(|f| f.as_str() == Some(finalizer)));
             let kept: Vec<Value> = match (deleting, has) {
-                (true, true) => {
-                    if self.in_use(object, &value).await? {
+                (true, true) => match self.in_use(object, &value).await {
+                    Ok(true) => {
                         held = true;
                         continue;
                     }
-                    finalizers.into_iter().flatten().filter(|f| f.as_str() != Some(finalizer)).cloned().collect()
-                }
+                    Ok(false) => {
+                        finalizers.into_iter().flatten().filter(|f| f.as_str() != Some(finalizer)).cloned().collect()
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        continue;
+                    }
+                },
                 (false, false) => finalizers.into_iter().flatten().cloned().chain([finalizer.into()]).collect(),
                 _ => continue,
             };
-            self.write(object, value, kept).await?;
+            if let Err(e) = self.write(object, value, kept).await {
+                // One object refused (by a webhook, say) holds up no other; the pass is retried.
+                tracing::debug!(name = %object.name, error = %e, "volume protection");
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(if held { self.pods.iter().cloned().collect() } else { Vec::new() })
+        match first_error {
+            Some(e) => Err(e),
+            None if held => Ok(self.pods.iter().cloned().collect()),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Writes `value` (the version `object` read) with `finalizers`.

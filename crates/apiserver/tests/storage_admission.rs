@@ -105,7 +105,7 @@ async fn a_claim_without_a_class_gets_the_default_and_every_claim_its_finalizer(
 async fn a_claim_is_deleted_once_no_scheduled_pod_uses_it() {
     let s = server().await;
     let c = Client::new(&s);
-    for name in ["used", "free", "unscheduled"] {
+    for name in ["used", "free", "unscheduled", "later", "elsewhere"] {
         assert_eq!(c.post(CLAIMS, &claim(name, None)).await.code, 201);
     }
     assert_eq!(c.post(PODS, &pod_using("user", "used")).await.code, 201);
@@ -113,6 +113,10 @@ async fn a_claim_is_deleted_once_no_scheduled_pod_uses_it() {
     let mut waiting = pod_using("waiting", "unscheduled");
     waiting["spec"].as_object_mut().unwrap().remove("nodeName");
     assert_eq!(c.post(PODS, &waiting).await.code, 201);
+    // Nor does a pod of another namespace naming a claim of the same name.
+    create_namespaces(&s, &["other"]).await.unwrap();
+    let r = c.post("/api/v1/namespaces/other/pods", &pod_using("stranger", "elsewhere")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
 
     let listed = c.get(CLAIMS).await.body;
     let rv = listed["metadata"]["resourceVersion"].as_str().unwrap().to_string();
@@ -123,6 +127,8 @@ async fn a_claim_is_deleted_once_no_scheduled_pod_uses_it() {
     assert_eq!(r.body["metadata"]["finalizers"], json!(["kubernetes.io/pvc-protection"]));
     assert_eq!(c.delete(&format!("{CLAIMS}/unscheduled")).await.code, 200);
     until(&mut w, "the claim of the unscheduled pod deleted", deleted("unscheduled")).await;
+    assert_eq!(c.delete(&format!("{CLAIMS}/elsewhere")).await.code, 200);
+    until(&mut w, "the claim another namespace's pod names deleted", deleted("elsewhere")).await;
     assert_eq!(c.delete(&format!("{CLAIMS}/free")).await.code, 200);
     until(&mut w, "the free claim deleted", deleted("free")).await;
     // The passes that released those judged the used claim too: it is still there.
@@ -132,6 +138,8 @@ async fn a_claim_is_deleted_once_no_scheduled_pod_uses_it() {
     // A terminating pod still holds it; once the pod is gone, it goes.
     let r = c.delete(&format!("{PODS}/user")).await;
     assert!(r.body["metadata"]["deletionTimestamp"].is_string(), "{}", r.body);
+    assert_eq!(c.delete(&format!("{CLAIMS}/later")).await.code, 200);
+    until(&mut w, "a claim deleted after the pod was marked", deleted("later")).await;
     assert_eq!(c.get(&format!("{CLAIMS}/used")).await.code, 200);
     let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/user?gracePeriodSeconds=0"), Vec::new(), "").await;
     assert_eq!(r.code, 200, "{}", r.body);
@@ -219,4 +227,37 @@ async fn a_bound_claim_grows_only_when_its_class_allows_expansion() {
     let r = c.patch(&format!("{CLAIMS}/fixed"), MERGE, &json!({"metadata": {"labels": {"a": "b"}}})).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(c.get(&format!("{CLAIMS}/fixed")).await.body["spec"]["resources"]["requests"]["storage"], "1Gi");
+}
+
+#[tokio::test]
+async fn an_ephemeral_claim_goes_once_its_pod_is_shut_down() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut p = pod("runner", json!({}));
+    p["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    p["spec"]["nodeName"] = json!("node-1");
+    p["spec"]["volumes"] = json!([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec":
+        {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]);
+    let r = c.post(PODS, &p).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let uid = r.body["metadata"]["uid"].as_str().unwrap().to_string();
+    // The claim kube's ephemeral volume controller creates: named after the pod and volume, owned by it.
+    let mut owned = claim("runner-scratch", None);
+    owned["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "Pod", "name": "runner", "uid": uid, "controller": true}]);
+    assert_eq!(c.post(CLAIMS, &owned).await.code, 201);
+    // Another claim, deleted after it: once it is gone, the controller has judged the first.
+    assert_eq!(c.post(CLAIMS, &claim("spare", None)).await.code, 201);
+
+    let rv = c.get(CLAIMS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{CLAIMS}?watch=true&resourceVersion={rv}")).await;
+    assert_eq!(c.delete(&format!("{CLAIMS}/runner-scratch")).await.code, 200);
+    assert_eq!(c.delete(&format!("{CLAIMS}/spare")).await.code, 200);
+    until(&mut w, "the spare claim deleted", deleted("spare")).await;
+    assert_eq!(c.get(&format!("{CLAIMS}/runner-scratch")).await.code, 200, "held by its running pod");
+    // Deleted with a grace period of 0, the pod is shut down though its finalizer keeps it.
+    let r = c.send_raw(http::Method::DELETE, &format!("{PODS}/runner?gracePeriodSeconds=0"), Vec::new(), "").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{PODS}/runner")).await.code, 200);
+    until(&mut w, "the ephemeral claim deleted", deleted("runner-scratch")).await;
 }

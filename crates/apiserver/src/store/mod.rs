@@ -442,7 +442,7 @@ impl Store {
         let requested_name = meta_str(&obj, "name").unwrap_or_default();
         let classes = self.priority_classes(info, &obj).await?;
         defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
-        let storage_classes = crate::storage_admission::classes_for(&self.cache, info)?;
+        let storage_classes = crate::storage_admission::classes_for(self, info, &obj).await?;
         crate::storage_admission::admit_create(info, &mut obj, &storage_classes);
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
@@ -1175,7 +1175,7 @@ impl Store {
         }
         if !opts.admitted {
             if target == Target::Main && crate::storage_admission::is_claims(info) {
-                crate::storage_admission::check_resize(&self.cache, &obj, &old.value())?;
+                crate::storage_admission::check_resize(self, &obj, &old.value()).await?;
             }
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
