@@ -17,7 +17,8 @@
 //! Invariants: most rules judge only what the write changes (the options kube derives from the
 //! old and new status), so a status already out of line does not block unrelated writes; causes
 //! come in kube's order with its paths, messages and value renderings; the spec judged is the
-//! stored one (a status write cannot change it).
+//! stored one (a status write cannot change it, though its metadata changes are kept, as kube's
+//! Job status strategy keeps them).
 
 use serde_json::{Value, json};
 
@@ -25,6 +26,11 @@ use crate::job_validation::{index_count, index_interval};
 use crate::policy_validation::required;
 use crate::structural::{Cause, go_json, go_quote};
 use crate::workload_validation::invalid_value;
+
+/// Whether `info` is batch/v1's Jobs.
+pub(crate) fn is_jobs(info: &crate::registry::ResourceInfo) -> bool {
+    info.group == "batch" && info.plural == "jobs"
+}
 
 /// The causes for which kube refuses `new`, a Job's status written over the stored `old`.
 pub(crate) fn validate(new: &Value, old: &Value) -> Vec<Cause> {

@@ -7,7 +7,8 @@
 //! kube's strategy gives it, or none (custom resources). For such a resource a write to the
 //! resource itself never changes `status` (the stored one is kept), and a write to `/status`
 //! changes nothing but `status` (spec, labels, annotations and the rest of the metadata are the
-//! stored ones). The generation moves when `spec` changes (and, for apps/v1 Deployments, when
+//! stored ones; a Job's `/status` write keeps the metadata it changes, as kube's Job status
+//! strategy resets only the spec). The generation moves when `spec` changes (and, for apps/v1 Deployments, when
 //! the annotations change; for webhook configurations and EndpointSlices, with what they hold
 //! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
 //! and `resize` writes change nothing but their part of the spec, and move the generation when
@@ -114,6 +115,12 @@ pub fn prepare_update(
         return crate::certificate_signing::prepare_update(target, &old.value(), new);
     }
     match target {
+        Target::Status if crate::job_status::is_jobs(info) => {
+            // kube's Job status strategy resets the spec alone: the write's metadata is kept.
+            let mut out = new;
+            set_or_remove(&mut out, "spec", old.value().get("spec").cloned());
+            out
+        }
         Target::Status | Target::Approval => {
             // The stored managed fields are not carried: the field manager writes them.
             let mut out = as_map(old.value_without_status());

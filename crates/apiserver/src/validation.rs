@@ -72,8 +72,7 @@ pub(crate) fn validate(
     {
         causes.extend(crate::service_fields::status(obj, &as_map(old.value())));
     }
-    if info.group == "batch"
-        && info.plural == "jobs"
+    if crate::job_status::is_jobs(info)
         && target == crate::strategy::Target::Status
         && let Some(old) = old
     {

@@ -242,8 +242,20 @@ async fn a_job_status_moves_as_its_controller_may_move_it() {
     assert_eq!(r.code, 201, "{}", r.body);
     let status = format!("{JOBS}/work/status");
     let start = "2026-11-27T10:00:00Z";
-    let r = c.patch(&status, MERGE, &json!({"status": {"startTime": start, "active": 1, "ready": 1}})).await;
+    // A status write keeps the metadata it changes (kube's Job status strategy resets the spec alone).
+    let r = c
+        .patch(
+            &status,
+            MERGE,
+            &json!({"metadata": {"labels": {"phase": "running"}}, "spec": {"parallelism": 5},
+                "status": {"startTime": start, "active": 1, "ready": 1}}),
+        )
+        .await;
     assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        (&r.body["metadata"]["labels"]["phase"], &r.body["spec"]["parallelism"]),
+        (&json!("running"), &json!(1))
+    );
 
     // Complete without the conditions and times that go with it: kube's causes, in its order.
     let complete = json!({"status": {"active": 0, "ready": 0, "succeeded": 1,
