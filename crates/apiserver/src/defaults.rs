@@ -226,6 +226,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         crate::crd::default_spec(obj);
         return;
     }
+    if crate::limit_ranger::is_limit_ranges(info) {
+        crate::limit_ranger::default_items(obj);
+        return;
+    }
     if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
         crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
         return;

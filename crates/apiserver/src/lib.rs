@@ -63,6 +63,7 @@ pub(crate) mod hpa_validation;
 pub(crate) mod job_status;
 pub(crate) mod job_validation;
 pub mod jsonpath;
+pub(crate) mod limit_ranger;
 pub mod list;
 pub mod managed_fields;
 pub(crate) mod media;

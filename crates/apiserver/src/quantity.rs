@@ -56,26 +56,50 @@ pub(crate) fn parse(s: &str) -> Option<i128> {
     Some(if negative { -v } else { v })
 }
 
-/// A quantity string in kube's canonical form (`"1000m"` → `"1"`, `"0.5"` → `"500m"`,
-/// `"1024Mi"` → `"1Gi"`, `"1000"` → `"1k"`); `None` when it is not a quantity.
-pub(crate) fn canonical(s: &str) -> Option<String> {
-    let nanos = parse(s)?;
-    if nanos == 0 {
-        return Some("0".into());
-    }
+/// How a quantity is written: kube's `Format`, from the suffix it was read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// `100m`, `1k`, `2`.
+    DecimalSI,
+    /// `1Ki`, `1.5Gi`.
+    BinarySI,
+    /// `2e3`.
+    DecimalExponent,
+}
+
+/// The format of a quantity string.
+pub(crate) fn format_of(s: &str) -> Format {
     let unsigned = s.trim_start_matches(['+', '-']);
     let suffix = unsigned.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
     // `E` alone is exa; an exponent has digits after it.
-    let exponent_form = suffix.len() > 1 && suffix.starts_with(['e', 'E']);
-    let binary = suffix.ends_with('i');
+    if suffix.len() > 1 && suffix.starts_with(['e', 'E']) {
+        Format::DecimalExponent
+    } else if suffix.ends_with('i') {
+        Format::BinarySI
+    } else {
+        Format::DecimalSI
+    }
+}
+
+/// A quantity string in kube's canonical form (`"1000m"` → `"1"`, `"0.5"` → `"500m"`,
+/// `"1024Mi"` → `"1Gi"`, `"1000"` → `"1k"`); `None` when it is not a quantity.
+pub(crate) fn canonical(s: &str) -> Option<String> {
+    Some(render(parse(s)?, format_of(s)))
+}
+
+/// `nanos` billionths written as kube's `Quantity.String()` writes a quantity of `format`.
+pub(crate) fn render(nanos: i128, format: Format) -> String {
+    if nanos == 0 {
+        return "0".into();
+    }
     // A binary quantity under 1024, or not whole, is written as a decimal one.
-    if binary && nanos.abs() >= 1024 * NANO && nanos % NANO == 0 {
+    if format == Format::BinarySI && nanos.abs() >= 1024 * NANO && nanos % NANO == 0 {
         let (mut amount, mut power) = (nanos / NANO, 0);
         while amount % 1024 == 0 && power < 6 {
             amount /= 1024;
             power += 1;
         }
-        return Some(format!("{amount}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power]));
+        return format!("{amount}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power]);
     }
     let (mut amount, mut exponent) = (nanos, -9i32);
     while amount % 10 == 0 {
@@ -100,11 +124,11 @@ pub(crate) fn canonical(s: &str) -> Option<String> {
         18 => Some("E"),
         _ => None,
     };
-    Some(match decimal {
-        Some(_) if exponent_form && exponent != 0 => format!("{amount}e{exponent}"),
+    match decimal {
+        Some(_) if format == Format::DecimalExponent && exponent != 0 => format!("{amount}e{exponent}"),
         Some(suffix) => format!("{amount}{suffix}"),
         None => format!("{amount}e{exponent}"),
-    })
+    }
 }
 
 #[cfg(test)]

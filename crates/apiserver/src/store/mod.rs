@@ -107,6 +107,9 @@ pub struct Store {
     rv_wait: Duration,
     /// The highest revision of a write acknowledged by this server.
     last_write: AtomicU64,
+    /// The highest revision of a LimitRange this server wrote (admission reads them from the
+    /// cache once it holds that revision).
+    limit_ranges_written: AtomicU64,
     /// The core/v1 namespaces resource, when served: then namespaced objects are created only in
     /// existing namespaces that are not terminating.
     namespaces: Option<Arc<ResourceInfo>>,
@@ -197,6 +200,7 @@ impl Store {
             layout,
             rv_wait,
             last_write: AtomicU64::new(0),
+            limit_ranges_written: AtomicU64::new(0),
             namespaces,
             services,
             cluster_ips: ClusterIps::default(),
@@ -260,11 +264,30 @@ impl Store {
         self.cache.resource_version().max(self.last_write.load(Ordering::Acquire))
     }
 
-    fn wrote(&self, obj: StoredObject) -> Arc<StoredObject> {
+    fn wrote(&self, info: &ResourceInfo, obj: StoredObject) -> Arc<StoredObject> {
         let obj = Arc::new(obj);
         self.last_write.fetch_max(obj.rv, Ordering::AcqRel);
+        if crate::limit_ranger::is_limit_ranges(info) {
+            self.limit_ranges_written.fetch_max(obj.rv, Ordering::AcqRel);
+        }
         self.cache.hint(obj.clone());
         obj
+    }
+
+    /// The LimitRanges of namespace `ns`, by name, from the cache once it holds every LimitRange
+    /// this server wrote (those written through another server arrive as the cache follows the
+    /// storage, as kube's informer's do).
+    pub(crate) async fn limit_ranges(&self, ns: &str) -> Result<Vec<Value>, ApiError> {
+        let registry = self.cache.registry();
+        let Some(info) = registry.find("", "v1", "limitranges") else { return Ok(Vec::new()) };
+        let written = self.limit_ranges_written.load(Ordering::Acquire);
+        if written > self.cache.resource_version() {
+            self.cache.wait_for_rv(written, self.rv_wait).await;
+        }
+        let (_, all) = self.cache.snapshot(info, Some(ns), &Selectors::default())?;
+        let mut ranges: Vec<(String, Value)> = all.iter().map(|r| (r.name.clone(), r.value())).collect();
+        ranges.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(ranges.into_iter().map(|(_, v)| v).collect())
     }
 
     /// Waits until the cache holds every write acknowledged before the call (by any server of
@@ -440,6 +463,13 @@ impl Store {
         // a generation, and before it names an object that asks for a generated name: a webhook
         // may set the name itself, as in kube.
         let requested_name = meta_str(&obj, "name").unwrap_or_default();
+        let limit_ranges = match crate::limit_ranger::judges(info, Target::Main, true) {
+            true => self.limit_ranges(&ns).await?,
+            false => Vec::new(),
+        };
+        if info.is_core("pods") {
+            crate::limit_ranger::default_pod(&mut obj, &limit_ranges, true);
+        }
         let classes = self.priority_classes(info, &obj).await?;
         defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
         let storage_classes = crate::storage_admission::classes_for(self, info, &obj).await?;
@@ -495,6 +525,7 @@ impl Store {
                 // admission.
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
             }
+            crate::limit_ranger::check(info, &obj, &name, &limit_ranges)?;
             crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
@@ -768,7 +799,7 @@ impl Store {
         let writes = prepared.into_iter().map(|t| async move {
             let key = self.layout.object_key(info, t.namespace(), t.name());
             match self.storage.create(key, t.storage_value()).await {
-                Ok(rev) => Ok(self.wrote(t.finish(rev))),
+                Ok(rev) => Ok(self.wrote(info, t.finish(rev))),
                 Err(e) => {
                     self.release_allocations(info, std::slice::from_ref(&t));
                     Err(storage_error(e, info, t.name(), "create"))
@@ -1083,6 +1114,16 @@ impl Store {
             old: Some(old),
             dry_run,
         };
+        // LimitRanger judges claims' updates and pods' resizes, not what is being deleted.
+        let limit_ranges = match crate::limit_ranger::judges(info, target, false)
+            && !old.kept.iter().any(|(k, _)| *k == "deletionTimestamp")
+        {
+            true => self.limit_ranges(&old.namespace).await?,
+            false => Vec::new(),
+        };
+        if target == Target::Resize {
+            crate::limit_ranger::default_pod(&mut obj, &limit_ranges, false);
+        }
         if target != Target::Status {
             // An update keeps the pod's priority: no class is read.
             defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
@@ -1174,6 +1215,7 @@ impl Store {
             defaults::validate_admission(info, &obj, defaults::Write::Update(old), &classes)?;
         }
         if !opts.admitted {
+            crate::limit_ranger::check(info, &obj, &old.name, &limit_ranges)?;
             if target == Target::Main && crate::storage_admission::is_claims(info) {
                 crate::storage_admission::check_resize(self, &obj, &old.value()).await?;
             }
@@ -1219,7 +1261,7 @@ impl Store {
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => {
                 claimed.stored(rev);
-                Ok(Attempt::Done(self.wrote(template.finish(rev))))
+                Ok(Attempt::Done(self.wrote(info, template.finish(rev))))
             }
             Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
         }
@@ -1334,7 +1376,7 @@ impl Store {
                     return Ok((Arc::new(t.finish(old.rv)), false));
                 }
                 match self.storage.update(key, t.storage_value(), old.rv).await {
-                    Ok(rev) => return Ok((self.wrote(t.finish(rev)), false)),
+                    Ok(rev) => return Ok((self.wrote(info, t.finish(rev)), false)),
                     Err(e) => {
                         (old, is_current) = (self.conflicted(info, name, e, "delete").await?, true);
                         continue;
@@ -1363,12 +1405,12 @@ impl Store {
                 }
                 // Written terminating first, then (at a period of 0, no finalizers) removed.
                 match self.storage.update(key.clone(), t.storage_value(), old.rv).await {
-                    Ok(rev) if stays => Ok((self.wrote(t.finish(rev)), false)),
+                    Ok(rev) if stays => Ok((self.wrote(info, t.finish(rev)), false)),
                     Ok(rev) => {
-                        let marked = self.wrote(t.finish(rev));
+                        let marked = self.wrote(info, t.finish(rev));
                         let t = Template::from_stored(&marked);
                         match self.storage.delete(key, rev).await {
-                            Ok(rev) => return Ok((self.wrote(t.finish(rev)), true)),
+                            Ok(rev) => return Ok((self.wrote(info, t.finish(rev)), true)),
                             // Removed by another request in between: gone all the same, as kube
                             // ignores a NotFound here. Changed in between: judged again.
                             Err(e) => match self.conflicted(info, name, e, "delete").await {
@@ -1402,13 +1444,16 @@ impl Store {
                 if dry_run {
                     return Ok((Arc::new(t.finish(old.rv)), false));
                 }
-                self.storage.update(key, t.storage_value(), old.rv).await.map(|rev| (self.wrote(t.finish(rev)), false))
+                self.storage
+                    .update(key, t.storage_value(), old.rv)
+                    .await
+                    .map(|rev| (self.wrote(info, t.finish(rev)), false))
             } else {
                 if dry_run {
                     return Ok((old, true));
                 }
                 let t = Template::from_stored(&old);
-                self.storage.delete(key, old.rv).await.map(|rev| (self.wrote(t.finish(rev)), true))
+                self.storage.delete(key, old.rv).await.map(|rev| (self.wrote(info, t.finish(rev)), true))
             };
             match result {
                 Ok(o) => return Ok(o),
@@ -1558,6 +1603,8 @@ fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<
         (Some(n), _) => n,
         // kube's name generator keeps at most 58 bytes of the base, for a name of at most 63.
         (None, Some(g)) => format!("{}{}", g.get(..58).unwrap_or(&g), object::name_suffix()),
+        // kube's LimitRange strategy names a nameless one with a UUID.
+        (None, None) if crate::limit_ranger::is_limit_ranges(info) => object::new_uid(),
         (None, None) => {
             return Err(name_required(info));
         }

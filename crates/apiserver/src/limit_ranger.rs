@@ -1,0 +1,464 @@
+//! kube-apiserver's LimitRanger admission plugin (on by default) and the defaults kube gives a
+//! LimitRange, so a pod created in a namespace with LimitRanges is stored as a cluster stores it
+//! and refused where a cluster refuses it:
+//! - a LimitRange's `Container` item defaults `default` from `max` and `defaultRequest` from
+//!   `default`, then from `min`;
+//! - a pod created (or resized, through `pods/resize`) gets, in each container and init container,
+//!   the `default` limits and `defaultRequest` requests of the namespace's LimitRanges it does not
+//!   set (the first LimitRange, by name, that has one wins), and on a create the annotation
+//!   `kubernetes.io/limit-ranger` naming what the last LimitRange that set something set;
+//! - a pod created or resized is judged by each LimitRange's `Container` items (each container's
+//!   `min`, `max` and `maxLimitRequestRatio`) and `Pod` items (the pod's sums), a claim created
+//!   or updated by its `PersistentVolumeClaim` items (its requests' `min` and `max`); the first
+//!   LimitRange with faults refuses the write with kube's 403 listing them.
+//!
+//! Invariants: only pod creates and resizes and claim creates and updates of the main resource
+//! are touched (never a plain pod update, a status or another subresource), and nothing of an
+//! object already being deleted; a value the pod sets is never replaced; quantities compare as
+//! kube compares them (rounded up to thousandths) and are shown in kube's canonical form; faults
+//! come in kube's order (items in order, containers then init containers, each resource's `min`,
+//! then `max`, then the ratio, resources by name) and repeat once at most; the LimitRanges are
+//! the cache's, which has every LimitRange this server wrote before the request (see
+//! [`crate::store::Store::limit_ranges`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::quantity::{self, Format};
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::strategy::Target;
+
+/// The annotation that says what the plugin set.
+pub(crate) const ANNOTATION: &str = "kubernetes.io/limit-ranger";
+
+/// Whether `info` is core/v1's LimitRanges.
+pub(crate) fn is_limit_ranges(info: &ResourceInfo) -> bool {
+    info.is_core("limitranges")
+}
+
+/// Whether the plugin judges a write of `info` through `target` (`create` for a create).
+pub(crate) fn judges(info: &ResourceInfo, target: Target, create: bool) -> bool {
+    (info.is_core("pods") && (create && target == Target::Main || target == Target::Resize))
+        || (info.is_core("persistentvolumeclaims") && target == Target::Main)
+}
+
+/// kube's `SetDefaults_LimitRangeItem` over a LimitRange's items.
+pub(crate) fn default_items(obj: &mut Map<String, Value>) {
+    let items = obj.get_mut("spec").and_then(|s| s.get_mut("limits")).and_then(Value::as_array_mut);
+    for item in items.into_iter().flatten() {
+        let Some(item) = item.as_object_mut() else { continue };
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let list = |item: &Map<String, Value>, key: &str| item.get(key).and_then(Value::as_object).cloned();
+        let (max, min) = (list(item, "max"), list(item, "min"));
+        let mut default = list(item, "default").unwrap_or_default();
+        for (k, v) in max.into_iter().flatten() {
+            default.entry(k).or_insert(v);
+        }
+        let mut request = list(item, "defaultRequest").unwrap_or_default();
+        for (k, v) in default.iter().chain(min.iter().flatten()) {
+            request.entry(k.clone()).or_insert(v.clone());
+        }
+        for (key, filled) in [("default", default), ("defaultRequest", request)] {
+            if !filled.is_empty() {
+                item.insert(key.into(), Value::Object(filled));
+            }
+        }
+    }
+}
+
+/// The items of the LimitRanges `ranges` (their stored values).
+fn items(range: &Value) -> &[Value] {
+    range.pointer("/spec/limits").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn resources<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a Map<String, Value>> {
+    v.and_then(|v| v.get(key)).and_then(Value::as_object)
+}
+
+/// Gives the containers and init containers of the pod `obj` the defaults of `ranges` (in name
+/// order); `annotate` on a create, where kube records what it set.
+pub(crate) fn default_pod(obj: &mut Map<String, Value>, ranges: &[Value], annotate: bool) {
+    for range in ranges {
+        let item = items(range).iter().find(|i| i.get("type").and_then(Value::as_str) == Some("Container"));
+        let Some(item) = item else { continue };
+        let (limits, requests) = (resources(Some(item), "default"), resources(Some(item), "defaultRequest"));
+        let mut said = Vec::new();
+        for (key, prefix) in [("containers", "container"), ("initContainers", "init container")] {
+            let list = obj.get_mut("spec").and_then(|s| s.get_mut(key)).and_then(Value::as_array_mut);
+            for c in list.into_iter().flatten() {
+                let Some(c) = c.as_object_mut() else { continue };
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let res = c.entry("resources").or_insert_with(|| Value::Object(Map::new()));
+                if res.is_null() {
+                    *res = Value::Object(Map::new());
+                }
+                let Some(res) = res.as_object_mut() else { continue };
+                let set_requests = fill(res, "requests", requests);
+                let set_limits = fill(res, "limits", limits);
+                if !set_requests.is_empty() {
+                    said.push(format!("{} request for {prefix} {name}", set_requests.join(", ")));
+                }
+                if !set_limits.is_empty() {
+                    said.push(format!("{} limit for {prefix} {name}", set_limits.join(", ")));
+                }
+            }
+        }
+        if annotate && !said.is_empty() {
+            let meta = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+            let Some(meta) = meta.as_object_mut() else { continue };
+            let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+            if annotations.is_null() {
+                *annotations = Value::Object(Map::new());
+            }
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(ANNOTATION.into(), format!("LimitRanger plugin set: {}", said.join("; ")).into());
+            }
+        }
+    }
+}
+
+/// Sets in `res[key]` what `defaults` has and it lacks; the names set, sorted.
+fn fill(res: &mut Map<String, Value>, key: &str, defaults: Option<&Map<String, Value>>) -> Vec<String> {
+    let Some(defaults) = defaults.filter(|d| !d.is_empty()) else { return Vec::new() };
+    let list = res.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if list.is_null() {
+        *list = Value::Object(Map::new());
+    }
+    let mut set = Vec::new();
+    if let Some(list) = list.as_object_mut() {
+        for (k, v) in defaults {
+            if !list.contains_key(k) {
+                list.insert(k.clone(), Value::String(quantity_string(v)));
+                set.push(k.clone());
+            }
+        }
+    }
+    set.sort();
+    set
+}
+
+fn quantity_string(v: &Value) -> String {
+    let s = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+    quantity::canonical(&s).unwrap_or(s)
+}
+
+/// A quantity as the rules read it: its amount and the format it is shown in.
+#[derive(Debug, Clone, Copy)]
+struct Q {
+    nanos: i128,
+    format: Format,
+}
+
+impl Q {
+    fn of(v: &Value) -> Option<Q> {
+        let s = v.as_str()?;
+        Some(Q { nanos: quantity::parse(s)?, format: quantity::format_of(s) })
+    }
+
+    fn shown(self) -> String {
+        quantity::render(self.nanos, self.format)
+    }
+
+    /// kube's `Add`: the receiver's format, unless it is zero.
+    fn add(self, other: Q) -> Q {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Q { nanos: self.nanos + other.nanos, format }
+    }
+}
+
+type List = BTreeMap<String, Q>;
+
+fn list_of(v: Option<&Map<String, Value>>) -> List {
+    v.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), Q::of(v)?))).collect()
+}
+
+fn ceil_div(n: i128, d: i128) -> i128 {
+    n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0)
+}
+
+const MAX_MILLI: i128 = (i64::MAX / 1000) as i128;
+
+fn units(n: i128) -> i128 {
+    ceil_div(n, quantity::NANO)
+}
+
+fn millis(n: i128) -> i128 {
+    ceil_div(n, quantity::NANO / 1000)
+}
+
+/// kube's `requestLimitEnforcedValues`: the three compared in thousandths, or in units when one
+/// is too large for that.
+fn compared(request: i128, limit: i128, enforced: i128) -> (i128, i128, i128) {
+    if [request, limit, enforced].iter().all(|n| units(*n) <= MAX_MILLI) {
+        (millis(request), millis(limit), millis(enforced))
+    } else {
+        (units(request), units(limit), units(enforced))
+    }
+}
+
+/// The rules of one item's `min`, `max` and `maxLimitRequestRatio` over `requests` and `limits`
+/// (`max_request`: claims, whose `max` judges requests only).
+fn judge(kind: &str, item: &Value, requests: &List, limits: &List, max_request: bool, faults: &mut Vec<String>) {
+    let zero = Q { nanos: 0, format: Format::DecimalSI };
+    let get = |l: &List, k: &str| l.get(k).copied();
+    for (res, enforced) in list_of(resources(Some(item), "min")) {
+        let (req, lim) = (get(requests, &res), get(limits, &res));
+        let (r, l, e) = compared(req.unwrap_or(zero).nanos, lim.unwrap_or(zero).nanos, enforced.nanos);
+        let at = format!("minimum {res} usage per {kind} is {}", enforced.shown());
+        // One fault per resource, the first of kube's checks that fails.
+        match (req, lim) {
+            (None, _) => faults.push(format!("{at}.  No request is specified")),
+            (Some(req), _) if r < e => faults.push(format!("{at}, but request is {}", req.shown())),
+            (_, Some(lim)) if l < e => faults.push(format!("{at}, but limit is {}", lim.shown())),
+            _ => {}
+        }
+    }
+    for (res, enforced) in list_of(resources(Some(item), "max")) {
+        let (req, lim) = (get(requests, &res), get(limits, &res));
+        let (r, l, e) = compared(req.unwrap_or(zero).nanos, lim.unwrap_or(zero).nanos, enforced.nanos);
+        let at = format!("maximum {res} usage per {kind} is {}", enforced.shown());
+        match (req, lim) {
+            (None, _) if max_request => faults.push(format!("{at}.  No request is specified")),
+            (Some(req), _) if max_request && r > e => faults.push(format!("{at}, but request is {}", req.shown())),
+            _ if max_request => {}
+            (_, None) => faults.push(format!("{at}.  No limit is specified")),
+            (_, Some(lim)) if l > e => faults.push(format!("{at}, but limit is {}", lim.shown())),
+            (Some(req), _) if r > e => faults.push(format!("{at}, but request is {}", req.shown())),
+            _ => {}
+        }
+    }
+    if max_request {
+        return;
+    }
+    for (res, enforced) in list_of(resources(Some(item), "maxLimitRequestRatio")) {
+        let (req, lim) = (get(requests, &res), get(limits, &res));
+        let (r, l, _) = compared(req.unwrap_or(zero).nanos, lim.unwrap_or(zero).nanos, enforced.nanos);
+        let shown = enforced.shown();
+        let at = format!("{res} max limit to request ratio per {kind} is {shown}");
+        if req.is_none() || r == 0 {
+            faults.push(format!("{at}, but no request is specified or request is 0"));
+            continue;
+        }
+        if lim.is_none() || l == 0 {
+            faults.push(format!("{at}, but no limit is specified or limit is 0"));
+            continue;
+        }
+        let display = l as f64 / r as f64;
+        let (observed, max) = if units(enforced.nanos) <= MAX_MILLI {
+            (display * 1000.0, millis(enforced.nanos) as f64)
+        } else {
+            (display, units(enforced.nanos) as f64)
+        };
+        if observed > max {
+            faults.push(format!("{at}, but provided ratio is {display:.6}"));
+        }
+    }
+}
+
+/// A pod's requests or limits (`key`) as kube's `podRequests` / `podLimits` sum them: its
+/// containers', the largest of its init containers' (restartable ones add to both), and its
+/// own pod-level cpu and memory when it sets them.
+fn pod_sum(spec: &Value, key: &str) -> List {
+    let of = |c: &Value| list_of(resources(c.get("resources"), key));
+    let mut sum = List::new();
+    let add = |to: &mut List, from: &List| {
+        for (k, q) in from {
+            let next = match to.get(k) {
+                Some(have) => have.add(*q),
+                None => *q,
+            };
+            to.insert(k.clone(), next);
+        }
+    };
+    for c in spec.get("containers").and_then(Value::as_array).into_iter().flatten() {
+        add(&mut sum, &of(c));
+    }
+    let (mut sidecars, mut init_max) = (List::new(), List::new());
+    for c in spec.get("initContainers").and_then(Value::as_array).into_iter().flatten() {
+        let own = of(c);
+        let candidate = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            add(&mut sum, &own);
+            add(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut c = own;
+            add(&mut c, &sidecars);
+            c
+        };
+        for (k, q) in candidate {
+            if init_max.get(&k).is_none_or(|have| q.nanos > have.nanos) {
+                init_max.insert(k, q);
+            }
+        }
+    }
+    for (k, q) in init_max {
+        if sum.get(&k).is_none_or(|have| q.nanos > have.nanos) {
+            sum.insert(k, q);
+        }
+    }
+    for (k, q) in list_of(resources(spec.get("resources"), key)) {
+        if k == "cpu" || k == "memory" {
+            sum.insert(k, q);
+        }
+    }
+    sum
+}
+
+/// The faults one LimitRange finds in the pod `spec`.
+fn pod_faults(range: &Value, spec: &Value) -> Vec<String> {
+    let mut faults = Vec::new();
+    for item in items(range) {
+        match item.get("type").and_then(Value::as_str) {
+            Some("Container") => {
+                for key in ["containers", "initContainers"] {
+                    for c in spec.get(key).and_then(Value::as_array).into_iter().flatten() {
+                        let requests = list_of(resources(c.get("resources"), "requests"));
+                        let limits = list_of(resources(c.get("resources"), "limits"));
+                        judge("Container", item, &requests, &limits, false, &mut faults);
+                    }
+                }
+            }
+            Some("Pod") => {
+                judge("Pod", item, &pod_sum(spec, "requests"), &pod_sum(spec, "limits"), false, &mut faults);
+            }
+            _ => {}
+        }
+    }
+    faults
+}
+
+/// The faults one LimitRange finds in the claim `spec`.
+fn claim_faults(range: &Value, spec: &Value) -> Vec<String> {
+    let mut faults = Vec::new();
+    let requests = list_of(resources(spec.get("resources"), "requests"));
+    for item in items(range) {
+        if item.get("type").and_then(Value::as_str) == Some("PersistentVolumeClaim") {
+            judge("PersistentVolumeClaim", item, &requests, &List::new(), true, &mut faults);
+        }
+    }
+    faults
+}
+
+/// kube's LimitRanger validation of the pod or claim `obj` named `name` against `ranges` (in
+/// name order): the first LimitRange with faults refuses it.
+pub(crate) fn check(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    name: &str,
+    ranges: &[Value],
+) -> Result<(), ApiError> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let pods = info.is_core("pods");
+    for range in ranges {
+        let mut faults = if pods { pod_faults(range, spec) } else { claim_faults(range, spec) };
+        if faults.is_empty() {
+            continue;
+        }
+        let mut seen = std::collections::HashSet::new();
+        faults.retain(|f| seen.insert(f.clone()));
+        let why = match faults.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        return Err(ApiError::forbidden("", &info.plural, name, &why));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn range(limits: Value) -> Value {
+        json!({"metadata": {"name": "limits"}, "spec": {"limits": limits}})
+    }
+
+    #[test]
+    fn a_container_item_defaults_from_max_then_default_then_min() {
+        let Value::Object(mut lr) = json!({"spec": {"limits": [
+            {"type": "Container", "max": {"cpu": "2"}, "min": {"cpu": "100m", "memory": "64Mi"}},
+            {"type": "Pod", "max": {"cpu": "4"}}]}})
+        else {
+            unreachable!()
+        };
+        default_items(&mut lr);
+        assert_eq!(lr["spec"]["limits"][0]["default"], json!({"cpu": "2"}));
+        assert_eq!(lr["spec"]["limits"][0]["defaultRequest"], json!({"cpu": "2", "memory": "64Mi"}));
+        assert!(lr["spec"]["limits"][1].get("default").is_none());
+    }
+
+    #[test]
+    fn defaults_fill_what_containers_lack_and_say_so() {
+        let ranges = [range(json!([{"type": "Container", "default": {"cpu": "500m", "memory": "512Mi"},
+            "defaultRequest": {"cpu": "100m", "memory": "256Mi"}}]))];
+        let Value::Object(mut pod) = json!({"spec": {
+            "containers": [{"name": "app"}, {"name": "own", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}],
+            "initContainers": [{"name": "init"}]}})
+        else {
+            unreachable!()
+        };
+        default_pod(&mut pod, &ranges, true);
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
+        );
+        assert_eq!(
+            pod["spec"]["containers"][1]["resources"],
+            json!({"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}})
+        );
+        assert_eq!(
+            pod["metadata"]["annotations"][ANNOTATION],
+            "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app; \
+             memory request for container own; memory limit for container own; cpu, memory request for init \
+             container init; cpu, memory limit for init container init"
+        );
+    }
+
+    #[test]
+    fn faults_come_in_kubes_words_and_order() {
+        let lr = range(json!([
+            {"type": "Container", "min": {"cpu": "100m"}, "max": {"memory": "1Gi"}, "maxLimitRequestRatio": {"cpu": "2"}},
+            {"type": "Pod", "max": {"cpu": "1"}}]));
+        let spec = json!({"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "800m", "memory": "2Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "400m"}}}]});
+        assert_eq!(
+            pod_faults(&lr, &spec),
+            [
+                "minimum cpu usage per Container is 100m, but request is 50m",
+                "maximum memory usage per Container is 1Gi, but limit is 2Gi",
+                "cpu max limit to request ratio per Container is 2, but provided ratio is 16.000000",
+                "maximum memory usage per Container is 1Gi.  No limit is specified",
+                "maximum cpu usage per Pod is 1, but limit is 1200m",
+            ]
+        );
+        let claims =
+            range(json!([{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "2Gi"}}]));
+        assert_eq!(
+            claim_faults(&claims, &json!({"resources": {"requests": {"storage": "500Mi"}}})),
+            ["minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"]
+        );
+        assert_eq!(
+            claim_faults(&claims, &json!({"resources": {"requests": {"storage": "5Gi"}}})),
+            ["maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"]
+        );
+    }
+
+    #[test]
+    fn pod_sums_take_the_largest_init_container_and_sidecars() {
+        let spec = json!({"containers": [{"resources": {"requests": {"cpu": "100m"}}}, {"resources": {"requests": {"cpu": "200m"}}}],
+            "initContainers": [{"resources": {"requests": {"cpu": "1"}}},
+                {"restartPolicy": "Always", "resources": {"requests": {"cpu": "50m", "memory": "1Gi"}}}]});
+        let sum = pod_sum(&spec, "requests");
+        assert_eq!(sum["cpu"].shown(), "1");
+        assert_eq!(sum["memory"].shown(), "1Gi");
+        let plain = json!({"containers": [{"resources": {"requests": {"memory": "1Gi"}}}, {"resources": {"requests": {"memory": "512Mi"}}}]});
+        assert_eq!(pod_sum(&plain, "requests")["memory"].shown(), "1536Mi");
+    }
+}

@@ -1,0 +1,175 @@
+//! LimitRanges as kube-apiserver applies them, over HTTP: a LimitRange is stored with kube's
+//! defaults; a pod created in its namespace gets the default requests and limits its containers
+//! lack (and the annotation that says so); a pod or claim outside the ranges is refused with
+//! kube's 403 and nothing is stored; a resize is judged, a plain pod update is not. The Python
+//! client and kube-rs see the same.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+const RANGES: &str = "/api/v1/namespaces/default/limitranges";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const CLAIMS: &str = "/api/v1/namespaces/default/persistentvolumeclaims";
+const MERGE: &str = "application/merge-patch+json";
+
+fn limit_range(name: &str, limits: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": name}, "spec": {"limits": limits}})
+}
+
+fn pod_with(name: &str, resources: Value) -> Value {
+    let mut p = pod(name, json!({}));
+    p["spec"]["containers"][0]["resources"] = resources;
+    p
+}
+
+#[tokio::test]
+async fn a_pod_gets_the_defaults_its_containers_lack() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // Created just before the pod: the pod sees it.
+    let r = c
+        .post(
+            RANGES,
+            &limit_range(
+                "cpu",
+                json!([{"type": "Container", "max": {"cpu": "2"}, "defaultRequest": {"cpu": "250m"},
+                    "min": {"memory": "64Mi"}}]),
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // kube's defaults: `default` from `max`, `defaultRequest` from `min` where nothing else gives one.
+    assert_eq!(r.body["spec"]["limits"][0]["default"], json!({"cpu": "2"}));
+    assert_eq!(r.body["spec"]["limits"][0]["defaultRequest"], json!({"cpu": "250m", "memory": "64Mi"}));
+    // One created without a name is named with a UUID, as kube's strategy names it.
+    let r = c
+        .post(RANGES, &json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {}, "spec": {"limits": []}}))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["name"].as_str().unwrap().len(), 36, "{}", r.body);
+
+    let r = c.post(PODS, &pod("web", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.body["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "2"}, "requests": {"cpu": "250m", "memory": "64Mi"}})
+    );
+    assert_eq!(
+        r.body["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu, memory request for container c; cpu limit for container c"
+    );
+    assert_eq!(r.body["status"]["qosClass"], "Burstable");
+    // What a container sets stays; a limit alone is its request too (kube's pod defaults).
+    let r = c.post(PODS, &pod_with("own", json!({"limits": {"cpu": "1", "memory": "128Mi"}}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.body["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "1", "memory": "128Mi"}})
+    );
+    assert!(r.body["metadata"].get("annotations").is_none(), "{}", r.body);
+
+    // The Python client reads the pod as stored.
+    let dir = common::tools::tempdir("limit-ranges");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let script = r#"
+import json, sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+pod = client.CoreV1Api().read_namespaced_pod("web", "default")
+r = pod.spec.containers[0].resources
+print(json.dumps({"limits": r.limits, "requests": r.requests,
+    "annotation": pod.metadata.annotations["kubernetes.io/limit-ranger"]}))
+"#;
+    let line = common::tools::python_json(script, &kc).await;
+    assert_eq!(line["limits"], json!({"cpu": "2"}), "{line}");
+    assert_eq!(line["requests"], json!({"cpu": "250m", "memory": "64Mi"}), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn pods_and_claims_outside_the_ranges_are_refused() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let limits = json!([
+        {"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "100m"}, "maxLimitRequestRatio": {"cpu": "4"}},
+        {"type": "Pod", "max": {"memory": "1Gi"}},
+        {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}}]);
+    assert_eq!(c.post(RANGES, &limit_range("bounds", limits)).await.code, 201);
+
+    let big =
+        pod_with("big", json!({"requests": {"cpu": "100m", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}));
+    let r = c.post(PODS, &big).await;
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "pods \"big\" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, cpu max \
+                limit to request ratio per Container is 4, but provided ratio is 20.000000, maximum memory usage per \
+                Pod is 1Gi, but limit is 2Gi]",
+            "reason": "Forbidden", "details": {"name": "big", "kind": "pods"}, "code": 403})
+    );
+    assert_eq!(c.get(&format!("{PODS}/big")).await.code, 404);
+    // A dry run is judged the same.
+    assert_eq!(c.post(&format!("{PODS}?dryRun=All"), &big).await.code, 403);
+
+    let claim = |name: &str, size: &str| {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}})
+    };
+    let r = c.post(CLAIMS, &claim("small", "500Mi")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "persistentvolumeclaims \"small\" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, but \
+         request is 500Mi"
+    );
+    assert_eq!(c.post(CLAIMS, &claim("fits", "2Gi")).await.code, 201);
+
+    // kube-rs gets the same refusal; the container's limit is the range's default (its `max`).
+    use k8s_openapi::api::core::v1::Pod;
+    let api: kube::Api<Pod> = kube::Api::default_namespaced(kube_client(&s).await);
+    let pod: Pod = serde_json::from_value(pod_with("tiny", json!({"requests": {"cpu": "10m"}}))).unwrap();
+    let kube::Error::Api(e) = api.create(&Default::default(), &pod).await.unwrap_err() else { panic!() };
+    assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        e.message,
+        "pods \"tiny\" is forbidden: [minimum cpu usage per Container is 100m, but request is 10m, cpu max limit to \
+         request ratio per Container is 4, but provided ratio is 100.000000, maximum memory usage per Pod is 1Gi.  No \
+         limit is specified]"
+    );
+}
+
+#[tokio::test]
+async fn updates_are_judged_where_kube_judges_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let within = json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}});
+    assert_eq!(c.post(PODS, &pod_with("web", within)).await.code, 201);
+    let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}}});
+    assert_eq!(c.post(CLAIMS, &claim).await.code, 201);
+    let limits = json!([{"type": "Container", "max": {"cpu": "1"}},
+        {"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}}]);
+    assert_eq!(c.post(RANGES, &limit_range("bounds", limits)).await.code, 201);
+
+    // A plain pod update is not judged; a claim update is, whatever it changes.
+    let label = json!({"metadata": {"labels": {"a": "b"}}});
+    assert_eq!(c.patch(&format!("{PODS}/web"), MERGE, &label).await.code, 200);
+    let r = c.patch(&format!("{CLAIMS}/data"), MERGE, &label).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "persistentvolumeclaims \"data\" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but \
+         request is 20Gi"
+    );
+    // A resize is.
+    let grow = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}]}});
+    let r = c.patch(&format!("{PODS}/web/resize"), "application/strategic-merge-patch+json", &grow).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(r.body["message"], "pods \"web\" is forbidden: maximum cpu usage per Container is 1, but limit is 2");
+    let fits = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}]}});
+    let r = c.patch(&format!("{PODS}/web/resize"), "application/strategic-merge-patch+json", &fits).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+}
