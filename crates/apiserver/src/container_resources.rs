@@ -196,19 +196,24 @@ const STANDARD_RESOURCES: [&str; 20] = [
 /// resource of containers (cpu, memory, ephemeral-storage, hugepages-*); with one, kube's own
 /// or an extended resource name.
 pub(crate) fn name_faults(name: &str, at: &str, causes: &mut Vec<Cause>) {
-    let faults = crate::cel_format::qualified_name(name);
-    let hugepages = |n: &str| ["hugepages-", "requests.hugepages-"].iter().any(|p| n.starts_with(p));
-    if !faults.is_empty() {
-        causes.extend(faults.iter().map(|f| invalid(at, name, f)));
-    } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
-        causes.push(invalid(at, name, "must be a standard resource type or fully qualified"));
-    }
+    resource_name_faults(name, at, causes);
     if !name.contains('/') {
         if !(matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")) {
             causes.push(invalid(at, name, "must be a standard resource for containers"));
         }
     } else if !native(name) && !extended(name) {
         causes.push(invalid(at, name, "doesn't follow extended resource name standard"));
+    }
+}
+
+/// kube's `ValidateResourceName`: a qualified name, a standard resource unless it has a domain.
+pub(crate) fn resource_name_faults(name: &str, at: &str, causes: &mut Vec<Cause>) {
+    let faults = crate::cel_format::qualified_name(name);
+    let hugepages = |n: &str| ["hugepages-", "requests.hugepages-"].iter().any(|p| n.starts_with(p));
+    if !faults.is_empty() {
+        causes.extend(faults.iter().map(|f| invalid(at, name, f)));
+    } else if !(name.contains('/') || STANDARD_RESOURCES.contains(&name) || hugepages(name)) {
+        causes.push(invalid(at, name, "must be a standard resource type or fully qualified"));
     }
 }
 
@@ -226,7 +231,7 @@ fn extended(name: &str) -> bool {
 }
 
 /// Whether a resource may be requested below its limit (not extended resources or huge pages).
-fn overcommits(name: &str) -> bool {
+pub(crate) fn overcommits(name: &str) -> bool {
     native(name) && !name.starts_with("hugepages-")
 }
 

@@ -1,16 +1,17 @@
-//! kube-apiserver's LimitRanger admission plugin (on by default) and the defaults kube gives a
-//! LimitRange, so a pod created in a namespace with LimitRanges is stored as a cluster stores it
-//! and refused where a cluster refuses it:
-//! - a LimitRange's `Container` item defaults `default` from `max` and `defaultRequest` from
-//!   `default`, then from `min`;
+//! kube-apiserver's LimitRanger admission plugin (on by default) and the defaults and checks kube
+//! gives a LimitRange, so a pod created in a namespace with LimitRanges is stored as a cluster
+//! stores it and refused where a cluster refuses it:
+//! - a LimitRange is judged as kube judges it ([`validate`]), and its `Container` item defaults
+//!   `default` from `max` and `defaultRequest` from `default`, then from `min`;
 //! - a pod created (or resized, through `pods/resize`) gets, in each container and init container,
 //!   the `default` limits and `defaultRequest` requests of the namespace's LimitRanges it does not
 //!   set (the first LimitRange, by name, that has one wins), and on a create the annotation
 //!   `kubernetes.io/limit-ranger` naming what the last LimitRange that set something set;
 //! - a pod created or resized is judged by each LimitRange's `Container` items (each container's
-//!   `min`, `max` and `maxLimitRequestRatio`) and `Pod` items (the pod's sums), a claim created
-//!   or updated by its `PersistentVolumeClaim` items (its requests' `min` and `max`); the first
-//!   LimitRange with faults refuses the write with kube's 403 listing them.
+//!   `min`, `max` and `maxLimitRequestRatio`, one fault per resource and rule at most) and `Pod`
+//!   items (the pod's sums), a claim created or updated by its `PersistentVolumeClaim` items (its
+//!   requests' `min` and `max`); the first LimitRange with faults refuses the write with kube's
+//!   403 listing them.
 //!
 //! Invariants: only pod creates and resizes and claim creates and updates of the main resource
 //! are touched (never a plain pod update, a status or another subresource), and nothing of an
@@ -29,6 +30,8 @@ use crate::quantity::{self, Format};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::strategy::Target;
+use crate::structural::{Cause, go_quote};
+use crate::workload_validation::invalid_value as invalid;
 
 /// The annotation that says what the plugin set.
 pub(crate) const ANNOTATION: &str = "kubernetes.io/limit-ranger";
@@ -369,6 +372,156 @@ pub(crate) fn check(
     Ok(())
 }
 
+/// The causes for which kube refuses the LimitRange `obj` (kube's `ValidateLimitRange`, its
+/// metadata aside): item types kube knows or qualified, each once; resource names a container
+/// (for `Container` and `Pod` items) or a quota (others) may name; no defaults on a `Pod` item; a
+/// storage bound on a `PersistentVolumeClaim` item; and per resource (by name) `min` ≤
+/// `defaultRequest` ≤ `default` ≤ `max`, a ratio of at least 1 and at most `max`/`min`, and a
+/// default equal to its request for what cannot be overcommitted.
+pub(crate) fn validate(obj: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let items = obj.get("spec").and_then(|s| s.get("limits")).and_then(Value::as_array);
+    let mut types = std::collections::HashSet::new();
+    for (i, item) in items.into_iter().flatten().enumerate() {
+        let at = format!("spec.limits[{i}]");
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let type_at = format!("{at}.type");
+        let faults = crate::cel_format::qualified_name(kind);
+        if !faults.is_empty() {
+            causes.extend(faults.iter().map(|f| invalid(&type_at, &go_quote(kind), f)));
+        } else if !kind.contains('/') && !["Pod", "Container", "PersistentVolumeClaim"].contains(&kind) {
+            causes.push(invalid(&type_at, &go_quote(kind), "must be a standard limit type or fully qualified"));
+        }
+        if !types.insert(kind) {
+            let message = format!("Duplicate value: {}", go_quote(kind));
+            causes.push(Cause { reason: "FieldValueDuplicate", message, field: type_at });
+        }
+        let list = |key: &str| -> BTreeMap<String, String> {
+            let entries = item.get(key).and_then(Value::as_object).into_iter().flatten();
+            entries.map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect()
+        };
+        let names = |key: &str, causes: &mut Vec<Cause>| {
+            for k in list(key).keys() {
+                let field = format!("{at}.{key}[{k}]");
+                if matches!(kind, "Pod" | "Container") {
+                    crate::container_resources::name_faults(k, &field, causes);
+                } else {
+                    crate::container_resources::resource_name_faults(k, &field, causes);
+                }
+            }
+        };
+        names("max", &mut causes);
+        names("min", &mut causes);
+        if kind == "Pod" {
+            for key in ["default", "defaultRequest"] {
+                if !list(key).is_empty() {
+                    causes.push(forbidden(&format!("{at}.{key}"), "may not be specified when `type` is 'Pod'"));
+                }
+            }
+        } else {
+            names("default", &mut causes);
+            names("defaultRequest", &mut causes);
+        }
+        let (min, max) = (list("min"), list("max"));
+        if kind == "PersistentVolumeClaim" && !min.contains_key("storage") && !max.contains_key("storage") {
+            causes.push(crate::policy_validation::required(
+                format!("{at}.limits"),
+                "either minimum or maximum storage value is required, but neither was provided",
+            ));
+        }
+        names("maxLimitRequestRatio", &mut causes);
+        let (default, request, ratio) = if kind == "Pod" {
+            (BTreeMap::new(), BTreeMap::new(), list("maxLimitRequestRatio"))
+        } else {
+            (list("default"), list("defaultRequest"), list("maxLimitRequestRatio"))
+        };
+        let keys: std::collections::BTreeSet<&String> =
+            min.keys().chain(max.keys()).chain(default.keys()).chain(request.keys()).chain(ratio.keys()).collect();
+        for k in keys {
+            bounds(&at, k, [min.get(k), max.get(k), default.get(k), request.get(k), ratio.get(k)], &mut causes);
+        }
+    }
+    causes
+}
+
+/// A parsed quantity and its canonical form.
+fn parsed(s: Option<&String>) -> Option<(i128, String)> {
+    let s = s?;
+    Some((quantity::parse(s)?, quantity::canonical(s)?))
+}
+
+/// The rules between one resource's bounds in an item at `at`.
+fn bounds(at: &str, k: &str, [min, max, default, request, ratio]: [Option<&String>; 5], causes: &mut Vec<Cause>) {
+    let (min, max, default, request, ratio) =
+        (parsed(min), parsed(max), parsed(default), parsed(request), parsed(ratio));
+    let field = |key: &str| format!("{at}.{key}[{k}]");
+    if let (Some((n, ns)), Some((x, xs))) = (&min, &max)
+        && n > x
+    {
+        causes.push(invalid(&field("min"), &go_quote(ns), &format!("min value {ns} is greater than max value {xs}")));
+    }
+    if let (Some((r, rs)), Some((n, ns))) = (&request, &min)
+        && n > r
+    {
+        let detail = format!("min value {ns} is greater than default request value {rs}");
+        causes.push(invalid(&field("defaultRequest"), &go_quote(rs), &detail));
+    }
+    if let (Some((r, rs)), Some((x, xs))) = (&request, &max)
+        && r > x
+    {
+        let detail = format!("default request value {rs} is greater than max value {xs}");
+        causes.push(invalid(&field("defaultRequest"), &go_quote(rs), &detail));
+    }
+    if let (Some((r, rs)), Some((d, ds))) = (&request, &default)
+        && r > d
+    {
+        let detail = format!("default request value {rs} is greater than default limit value {ds}");
+        causes.push(invalid(&field("defaultRequest"), &go_quote(rs), &detail));
+    }
+    if let (Some((d, ds)), Some((n, ns))) = (&default, &min)
+        && n > d
+    {
+        causes.push(invalid(
+            &field("default"),
+            &go_quote(ns),
+            &format!("min value {ns} is greater than default value {ds}"),
+        ));
+    }
+    if let (Some((d, ds)), Some((x, xs))) = (&default, &max)
+        && d > x
+    {
+        let detail = format!("default value {ds} is greater than max value {xs}");
+        causes.push(invalid(&field("default"), &go_quote(xs), &detail));
+    }
+    if let Some((q, qs)) = &ratio
+        && *q < quantity::NANO
+    {
+        causes.push(invalid(&field("maxLimitRequestRatio"), &go_quote(qs), &format!("ratio {qs} is less than 1")));
+    }
+    if let (Some((q, qs)), Some((n, _)), Some((x, _))) = (&ratio, &min, &max) {
+        let (mut ratio_value, mut low, mut high) = (units(*q) as f64, units(*n), units(*x));
+        if [*q, *n, *x].iter().all(|v| units(*v) < MAX_MILLI) {
+            (ratio_value, low, high) = (millis(*q) as f64 / 1000.0, millis(*n), millis(*x));
+        }
+        let limit = high as f64 / low as f64;
+        if ratio_value > limit {
+            let detail = format!("ratio {qs} is greater than max/min = {limit:.6}");
+            causes.push(invalid(&field("maxLimitRequestRatio"), &go_quote(qs), &detail));
+        }
+    }
+    if let (Some((d, ds)), Some((r, rs))) = (&default, &request)
+        && !crate::container_resources::overcommits(k)
+        && d != r
+    {
+        let detail = format!("default value {ds} must equal to defaultRequest value {rs} in {k}");
+        causes.push(invalid(&field("defaultRequest"), &go_quote(rs), &detail));
+    }
+}
+
+fn forbidden(field: &str, detail: &str) -> Cause {
+    Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {detail}"), field: field.into() }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -447,6 +600,45 @@ mod tests {
         assert_eq!(
             claim_faults(&claims, &json!({"resources": {"requests": {"storage": "5Gi"}}})),
             ["maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"]
+        );
+    }
+
+    #[test]
+    fn limit_ranges_are_judged_as_kube_judges_them() {
+        let messages = |limits: Value| -> Vec<String> {
+            let Value::Object(lr) = json!({"spec": {"limits": limits}}) else { unreachable!() };
+            validate(&lr).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+        };
+        assert_eq!(
+            messages(json!([
+                {"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}, "default": {"cpu": "1"},
+                    "defaultRequest": {"cpu": "1"}, "maxLimitRequestRatio": {"cpu": "500m"}},
+                {"type": "Container"},
+                {"type": "Pod", "default": {"cpu": "1"}},
+                {"type": "PersistentVolumeClaim", "max": {"cpu": "1"}},
+                {"type": "Other"}])),
+            [
+                "spec.limits[0].min[cpu]: Invalid value: \"2\": min value 2 is greater than max value 1",
+                "spec.limits[0].defaultRequest[cpu]: Invalid value: \"1\": min value 2 is greater than default request value 1",
+                "spec.limits[0].default[cpu]: Invalid value: \"2\": min value 2 is greater than default value 1",
+                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"500m\": ratio 500m is less than 1",
+                "spec.limits[1].type: Duplicate value: \"Container\"",
+                "spec.limits[2].default: Forbidden: may not be specified when `type` is 'Pod'",
+                "spec.limits[3].limits: Required value: either minimum or maximum storage value is required, but \
+                 neither was provided",
+                "spec.limits[4].type: Invalid value: \"Other\": must be a standard limit type or fully qualified",
+            ]
+        );
+        assert_eq!(
+            messages(json!([{"type": "Container", "min": {"cpu": "100m"}, "max": {"cpu": "1"},
+                "maxLimitRequestRatio": {"cpu": "20"}, "default": {"example.com/gpu": "2"},
+                "defaultRequest": {"example.com/gpu": "1"}}])),
+            [
+                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"20\": ratio 20 is greater than max/min = \
+                 10.000000",
+                "spec.limits[0].defaultRequest[example.com/gpu]: Invalid value: \"1\": default value 2 must equal to \
+                 defaultRequest value 1 in example.com/gpu",
+            ]
         );
     }
 

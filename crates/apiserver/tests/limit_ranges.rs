@@ -173,3 +173,33 @@ async fn updates_are_judged_where_kube_judges_them() {
     let r = c.patch(&format!("{PODS}/web/resize"), "application/strategic-merge-patch+json", &fits).await;
     assert_eq!(r.code, 200, "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_limit_range_out_of_order_is_refused() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // `max` below `min`: with kube's defaults (`default` and `defaultRequest` from `max`) three faults.
+    let r = c
+        .post(RANGES, &limit_range("bad", json!([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}])))
+        .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "LimitRange \"bad\" is invalid: [spec.limits[0].min[cpu]: Invalid value: \"2\": min value 2 is greater than \
+         max value 1, spec.limits[0].defaultRequest[cpu]: Invalid value: \"1\": min value 2 is greater than default \
+         request value 1, spec.limits[0].default[cpu]: Invalid value: \"2\": min value 2 is greater than default value 1]"
+    );
+    let r = c.post(RANGES, &limit_range("pods", json!([{"type": "Pod", "default": {"cpu": "1"}}]))).await;
+    assert_eq!(
+        (r.code, &r.body["message"]),
+        (
+            422,
+            &json!(
+                "LimitRange \"pods\" is invalid: spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"
+            )
+        ),
+        "{}",
+        r.body
+    );
+    assert_eq!(c.get(RANGES).await.body["items"], json!([]));
+}
