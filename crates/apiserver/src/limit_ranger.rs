@@ -86,6 +86,7 @@ fn resources<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a Map<String, Valu
 /// order); `annotate` on a create, where kube records what it set.
 pub(crate) fn default_pod(obj: &mut Map<String, Value>, ranges: &[Value], annotate: bool) {
     for range in ranges {
+        // (kube gathers every Container item; validation lets a LimitRange have one.)
         let item = items(range).iter().find(|i| i.get("type").and_then(Value::as_str) == Some("Container"));
         let Some(item) = item else { continue };
         let (limits, requests) = (resources(Some(item), "default"), resources(Some(item), "defaultRequest"));
@@ -145,8 +146,17 @@ fn fill(res: &mut Map<String, Value>, key: &str, defaults: Option<&Map<String, V
 }
 
 fn quantity_string(v: &Value) -> String {
-    let s = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+    let s = quantity_text(v).unwrap_or_default();
     quantity::canonical(&s).unwrap_or(s)
+}
+
+/// The text of a quantity in JSON (Go's decoder trims the spaces around it).
+fn quantity_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// A quantity as the rules read it: its amount and the format it is shown in.
@@ -157,19 +167,21 @@ struct Q {
 }
 
 impl Q {
+    /// A quantity as JSON carries it: a string, or a number as kubectl sends YAML's `cpu: 1`.
     fn of(v: &Value) -> Option<Q> {
-        let s = v.as_str()?;
-        Some(Q { nanos: quantity::parse(s)?, format: quantity::format_of(s) })
+        let text = quantity_text(v)?;
+        Some(Q { nanos: quantity::parse(&text)?, format: quantity::format_of(&text) })
     }
 
     fn shown(self) -> String {
         quantity::render(self.nanos, self.format)
     }
 
-    /// kube's `Add`: the receiver's format, unless it is zero.
+    /// kube's `Add`: the receiver's format, unless it is zero (a sum past what the server
+    /// holds stays at its largest, above any bound).
     fn add(self, other: Q) -> Q {
         let format = if self.nanos == 0 { other.format } else { self.format };
-        Q { nanos: self.nanos + other.nanos, format }
+        Q { nanos: self.nanos.saturating_add(other.nanos), format }
     }
 }
 
@@ -179,8 +191,10 @@ fn list_of(v: Option<&Map<String, Value>>) -> List {
     v.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), Q::of(v)?))).collect()
 }
 
+/// `n / d` rounded away from zero, as kube's `ScaledValue` rounds.
 fn ceil_div(n: i128, d: i128) -> i128 {
-    n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0)
+    let whole = n.abs() / d + i128::from(n.abs() % d != 0);
+    if n < 0 { -whole } else { whole }
 }
 
 const MAX_MILLI: i128 = (i64::MAX / 1000) as i128;
@@ -398,7 +412,7 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Vec<Cause> {
         }
         let list = |key: &str| -> BTreeMap<String, String> {
             let entries = item.get(key).and_then(Value::as_object).into_iter().flatten();
-            entries.map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect()
+            entries.map(|(k, v)| (k.clone(), quantity_text(v).unwrap_or_default())).collect()
         };
         let names = |key: &str, causes: &mut Vec<Cause>| {
             for k in list(key).keys() {

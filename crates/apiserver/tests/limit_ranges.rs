@@ -203,3 +203,70 @@ async fn a_limit_range_out_of_order_is_refused() {
     );
     assert_eq!(c.get(RANGES).await.body["items"], json!([]));
 }
+
+#[tokio::test]
+async fn a_pod_sees_the_ranges_written_before_it_however_late_the_cache() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A cache behind its storage: the LimitRange written just before the pod still applies, and
+    // one deleted just before no longer does.
+    s.set_cache_lag(std::time::Duration::from_millis(300));
+    let range = limit_range("cpu", json!([{"type": "Container", "default": {"cpu": 1}, "max": {"cpu": 2}}]));
+    assert_eq!(c.post(RANGES, &range).await.code, 201);
+    let r = c.post(PODS, &pod("first", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"]["containers"][0]["resources"]["limits"], json!({"cpu": "1"}));
+    // Quantities sent as JSON numbers (kubectl's YAML `cpu: 3`) are judged as strings are.
+    let r = c.post(PODS, &pod_with("numeric", json!({"limits": {"cpu": 3}}))).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "pods \"numeric\" is forbidden: maximum cpu usage per Container is 2, but limit is 3"
+    );
+    assert_eq!(c.post(PODS, &pod_with("fits", json!({"limits": {"cpu": 2}}))).await.code, 201);
+
+    assert_eq!(c.delete(&format!("{RANGES}/cpu")).await.code, 200);
+    let r = c.post(PODS, &pod("after", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body["spec"]["containers"][0]["resources"].get("limits").is_none(), "{}", r.body);
+    s.set_cache_lag(std::time::Duration::ZERO);
+}
+
+#[tokio::test]
+async fn several_ranges_each_give_what_the_first_does_not() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let a =
+        limit_range("a", json!([{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}]));
+    let b = limit_range("b", json!([{"type": "Container", "default": {"cpu": "2", "memory": "1Gi"}}]));
+    assert_eq!(c.post(RANGES, &b).await.code, 201);
+    assert_eq!(c.post(RANGES, &a).await.code, 201);
+    let mut p = pod("web", json!({}));
+    p["spec"]["initContainers"] = json!([{"name": "setup", "image": "busybox"}]);
+    let r = c.post(PODS, &p).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // `a` (first by name) gives cpu; `b` gives memory, and its words are the annotation's.
+    assert_eq!(
+        r.body["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}})
+    );
+    assert_eq!(r.body["spec"]["initContainers"][0]["resources"], r.body["spec"]["containers"][0]["resources"]);
+    assert_eq!(
+        r.body["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: memory request for container c; memory limit for container c; memory request for \
+         init container setup; memory limit for init container setup"
+    );
+    // A generated name is the one the refusal names.
+    let mut big = pod_with("", json!({"limits": {"cpu": "1", "memory": "2Gi"}}));
+    big["metadata"] = json!({"generateName": "big-"});
+    let max = limit_range("max", json!([{"type": "Container", "max": {"memory": "1Gi"}}]));
+    assert_eq!(c.post(RANGES, &max).await.code, 201);
+    let r = c.post(PODS, &big).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    let name = r.body["details"]["name"].as_str().unwrap();
+    assert!(name.starts_with("big-") && name.len() == 9, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!("pods \"{name}\" is forbidden: maximum memory usage per Container is 1Gi, but limit is 2Gi")
+    );
+}

@@ -266,22 +266,28 @@ impl Store {
 
     fn wrote(&self, info: &ResourceInfo, obj: StoredObject) -> Arc<StoredObject> {
         let obj = Arc::new(obj);
-        self.last_write.fetch_max(obj.rv, Ordering::AcqRel);
-        if crate::limit_ranger::is_limit_ranges(info) {
-            self.limit_ranges_written.fetch_max(obj.rv, Ordering::AcqRel);
-        }
+        self.noted(info, obj.rv);
         self.cache.hint(obj.clone());
         obj
     }
 
+    /// Records a write of `info` acknowledged at revision `rev`.
+    fn noted(&self, info: &ResourceInfo, rev: u64) {
+        self.last_write.fetch_max(rev, Ordering::AcqRel);
+        if crate::limit_ranger::is_limit_ranges(info) {
+            self.limit_ranges_written.fetch_max(rev, Ordering::AcqRel);
+        }
+    }
+
     /// The LimitRanges of namespace `ns`, by name, from the cache once it holds every LimitRange
-    /// this server wrote (those written through another server arrive as the cache follows the
-    /// storage, as kube's informer's do).
+    /// this server wrote (a cache that does not catch up in time is read as it is). Those written
+    /// through another server arrive as the cache follows the storage, as kube's informer's do
+    /// (kube also lists a namespace whose informer shows none, at most every 30 seconds).
     pub(crate) async fn limit_ranges(&self, ns: &str) -> Result<Vec<Value>, ApiError> {
         let registry = self.cache.registry();
         let Some(info) = registry.find("", "v1", "limitranges") else { return Ok(Vec::new()) };
         let written = self.limit_ranges_written.load(Ordering::Acquire);
-        if written > self.cache.resource_version() {
+        if written != 0 && written > self.cache.resource_version() {
             self.cache.wait_for_rv(written, self.rv_wait).await;
         }
         let (_, all) = self.cache.snapshot(info, Some(ns), &Selectors::default())?;
@@ -1252,7 +1258,7 @@ impl Store {
             // the updated object at the resourceVersion it was computed from.
             return match self.storage.delete(key, old.rv).await {
                 Ok(rev) => {
-                    self.last_write.fetch_max(rev, Ordering::AcqRel);
+                    self.noted(info, rev);
                     Ok(Attempt::Done(Arc::new(template.finish(old.rv))))
                 }
                 Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
