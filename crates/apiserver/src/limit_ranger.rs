@@ -20,7 +20,7 @@
 //! come in kube's order (items in order, containers then init containers, each resource's `min`,
 //! then `max`, then the ratio, resources by name) and repeat once at most; the LimitRanges are
 //! the cache's, which has every LimitRange this server wrote before the request (see
-//! [`crate::store::Store::limit_ranges`]).
+//! [`crate::store::Store::admission_view`]).
 
 use std::collections::BTreeMap;
 
@@ -146,17 +146,8 @@ fn fill(res: &mut Map<String, Value>, key: &str, defaults: Option<&Map<String, V
 }
 
 fn quantity_string(v: &Value) -> String {
-    let s = quantity_text(v).unwrap_or_default();
+    let s = quantity::text(v).unwrap_or_default();
     quantity::canonical(&s).unwrap_or(s)
-}
-
-/// The text of a quantity in JSON (Go's decoder trims the spaces around it).
-fn quantity_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.trim().to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
 }
 
 /// A quantity as the rules read it: its amount and the format it is shown in.
@@ -169,7 +160,7 @@ struct Q {
 impl Q {
     /// A quantity as JSON carries it: a string, or a number as kubectl sends YAML's `cpu: 1`.
     fn of(v: &Value) -> Option<Q> {
-        let text = quantity_text(v)?;
+        let text = quantity::text(v)?;
         Some(Q { nanos: quantity::parse(&text)?, format: quantity::format_of(&text) })
     }
 
@@ -412,7 +403,7 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Vec<Cause> {
         }
         let list = |key: &str| -> BTreeMap<String, String> {
             let entries = item.get(key).and_then(Value::as_object).into_iter().flatten();
-            entries.map(|(k, v)| (k.clone(), quantity_text(v).unwrap_or_default())).collect()
+            entries.map(|(k, v)| (k.clone(), quantity::text(v).unwrap_or_default())).collect()
         };
         let names = |key: &str, causes: &mut Vec<Cause>| {
             for k in list(key).keys() {

@@ -56,6 +56,16 @@ pub(crate) fn parse(s: &str) -> Option<i128> {
     Some(if negative { -v } else { v })
 }
 
+/// The text of a quantity in JSON: a string (Go's decoder trims the spaces around it), or a
+/// number, as kubectl sends YAML's `cpu: 1`.
+pub(crate) fn text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.trim().to_string()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// How a quantity is written: kube's `Format`, from the suffix it was read with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {

@@ -14,8 +14,8 @@
 //! Invariants: the mutations act on creates of the main resource only, before mutating webhooks
 //! (which see what they set), dry runs included; the resize check judges updates of the main
 //! resource after validation, before validating admission; the StorageClasses are read from the
-//! watch cache, as kube's plugins read their informer's, and read again once the cache has
-//! caught up with the storage before they leave a claim without a class or refuse a resize.
+//! watch cache, as kube's plugins read their informer's, once it holds every class this server
+//! wrote (see [`crate::store::Store::admission_view`]).
 
 use serde_json::{Map, Value};
 
@@ -76,22 +76,14 @@ pub(crate) fn admit_create(info: &ResourceInfo, obj: &mut Map<String, Value>, cl
     }
 }
 
-/// The StorageClasses a create of `obj` to `info` reads (claims only), from the cache; when they
-/// have no default for a claim that needs one, once the cache has caught up with the storage (a
-/// class created just before).
-pub(crate) async fn classes_for(
-    store: &Store,
-    info: &ResourceInfo,
-    obj: &Map<String, Value>,
-) -> Result<Vec<Value>, ApiError> {
+/// The StorageClasses a create of `info` reads (claims only), from the cache once it holds every
+/// class this server wrote.
+pub(crate) async fn classes_for(store: &Store, info: &ResourceInfo) -> Result<Vec<Value>, ApiError> {
     if !is_claims(info) {
         return Ok(Vec::new());
     }
-    let classes = storage_classes(store.cache())?;
-    match !has_class(obj) && default_class(&classes).is_none() && store.fresh().await? {
-        true => storage_classes(store.cache()),
-        false => Ok(classes),
-    }
+    store.admission_view().await;
+    storage_classes(store.cache())
 }
 
 fn storage_classes(cache: &WatchCache) -> Result<Vec<Value>, ApiError> {
@@ -104,13 +96,11 @@ fn storage_classes(cache: &WatchCache) -> Result<Vec<Value>, ApiError> {
 
 /// kube's PersistentVolumeClaimResize: `obj` replacing the claim `old` may grow its storage only
 /// when the claim is bound and its class (the same before and after) allows volume expansion;
-/// the classes are read from the cache when it grows (again once the cache has caught up with
-/// the storage, before a refusal).
+/// the classes are read from the cache when it grows.
 pub(crate) async fn check_resize(store: &Store, obj: &Map<String, Value>, old: &Value) -> Result<(), ApiError> {
     let size = |v: Option<&Value>| {
-        v.and_then(|s| s.pointer("/resources/requests/storage"))
-            .and_then(Value::as_str)
-            .and_then(crate::quantity::parse)
+        let storage = v.and_then(|s| s.pointer("/resources/requests/storage"));
+        storage.and_then(crate::quantity::text).and_then(|t| crate::quantity::parse(&t))
     };
     let (new_size, old_size) = (size(obj.get("spec")).unwrap_or(0), size(old.get("spec")).unwrap_or(0));
     if new_size <= old_size {
@@ -129,10 +119,10 @@ pub(crate) async fn check_resize(store: &Store, obj: &Map<String, Value>, old: &
                 && c.get("allowVolumeExpansion") == Some(&Value::Bool(true))
         })
     };
-    let expands = !class.is_empty()
-        && class == old_class
-        && (expands(storage_classes(store.cache())?)
-            || store.fresh().await? && expands(storage_classes(store.cache())?));
+    let expands = !class.is_empty() && class == old_class && {
+        store.admission_view().await;
+        expands(storage_classes(store.cache())?)
+    };
     match expands {
         true => Ok(()),
         false => refuse(

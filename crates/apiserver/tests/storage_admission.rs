@@ -261,3 +261,23 @@ async fn an_ephemeral_claim_goes_once_its_pod_is_shut_down() {
     assert_eq!(c.get(&format!("{PODS}/runner")).await.code, 200);
     until(&mut w, "the ephemeral claim deleted", deleted("runner-scratch")).await;
 }
+
+#[tokio::test]
+async fn a_class_written_just_before_a_claim_is_its_default_however_late_the_cache() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.set_cache_lag(std::time::Duration::from_millis(300));
+    let marked = json!({"storageclass.kubernetes.io/is-default-class": "true"});
+    assert_eq!(c.post(CLASSES, &storage_class("standard", marked)).await.code, 201);
+    let r = c.post(CLAIMS, &claim("data", None)).await;
+    assert_eq!((r.code, &r.body["spec"]["storageClassName"]), (201, &json!("standard")), "{}", r.body);
+    // Numbers are quantities too: a bound claim of 1000 bytes grows to 2000 only if its class allows.
+    let mut small = claim("small", Some("standard"));
+    small["spec"]["resources"]["requests"]["storage"] = json!(1000);
+    assert_eq!(c.post(CLAIMS, &small).await.code, 201);
+    let bound = json!({"status": {"phase": "Bound", "capacity": {"storage": "1k"}}});
+    assert_eq!(c.patch(&format!("{CLAIMS}/small/status"), MERGE, &bound).await.code, 200);
+    let grow = json!({"spec": {"resources": {"requests": {"storage": 2000}}}});
+    assert_eq!(c.patch(&format!("{CLAIMS}/small"), MERGE, &grow).await.code, 403);
+    s.set_cache_lag(std::time::Duration::ZERO);
+}

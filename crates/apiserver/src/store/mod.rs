@@ -107,9 +107,9 @@ pub struct Store {
     rv_wait: Duration,
     /// The highest revision of a write acknowledged by this server.
     last_write: AtomicU64,
-    /// The highest revision of a LimitRange this server wrote (admission reads them from the
-    /// cache once it holds that revision).
-    limit_ranges_written: AtomicU64,
+    /// The highest revision of a LimitRange or StorageClass this server wrote (admission reads
+    /// them from the cache once it holds that revision).
+    admission_inputs_written: AtomicU64,
     /// The core/v1 namespaces resource, when served: then namespaced objects are created only in
     /// existing namespaces that are not terminating.
     namespaces: Option<Arc<ResourceInfo>>,
@@ -200,7 +200,7 @@ impl Store {
             layout,
             rv_wait,
             last_write: AtomicU64::new(0),
-            limit_ranges_written: AtomicU64::new(0),
+            admission_inputs_written: AtomicU64::new(0),
             namespaces,
             services,
             cluster_ips: ClusterIps::default(),
@@ -274,22 +274,30 @@ impl Store {
     /// Records a write of `info` acknowledged at revision `rev`.
     fn noted(&self, info: &ResourceInfo, rev: u64) {
         self.last_write.fetch_max(rev, Ordering::AcqRel);
-        if crate::limit_ranger::is_limit_ranges(info) {
-            self.limit_ranges_written.fetch_max(rev, Ordering::AcqRel);
+        if crate::limit_ranger::is_limit_ranges(info)
+            || info.group == "storage.k8s.io" && info.plural == "storageclasses"
+        {
+            self.admission_inputs_written.fetch_max(rev, Ordering::AcqRel);
         }
     }
 
-    /// The LimitRanges of namespace `ns`, by name, from the cache once it holds every LimitRange
-    /// this server wrote (a cache that does not catch up in time is read as it is). Those written
-    /// through another server arrive as the cache follows the storage, as kube's informer's do
-    /// (kube also lists a namespace whose informer shows none, at most every 30 seconds).
-    pub(crate) async fn limit_ranges(&self, ns: &str) -> Result<Vec<Value>, ApiError> {
-        let registry = self.cache.registry();
-        let Some(info) = registry.find("", "v1", "limitranges") else { return Ok(Vec::new()) };
-        let written = self.limit_ranges_written.load(Ordering::Acquire);
+    /// Waits until the cache holds every LimitRange and StorageClass this server wrote, which
+    /// admission plugins read from it (a cache that does not catch up in time is read as it is).
+    /// Those written through another server arrive as the cache follows the storage, as kube's
+    /// informers' do (kube's LimitRanger also lists a namespace whose informer shows none, at most
+    /// every 30 seconds).
+    pub(crate) async fn admission_view(&self) {
+        let written = self.admission_inputs_written.load(Ordering::Acquire);
         if written != 0 && written > self.cache.resource_version() {
             self.cache.wait_for_rv(written, self.rv_wait).await;
         }
+    }
+
+    /// The LimitRanges of namespace `ns`, by name, from the cache (see [`Self::admission_view`]).
+    pub(crate) async fn limit_ranges(&self, ns: &str) -> Result<Vec<Value>, ApiError> {
+        let registry = self.cache.registry();
+        let Some(info) = registry.find("", "v1", "limitranges") else { return Ok(Vec::new()) };
+        self.admission_view().await;
         let (_, all) = self.cache.snapshot(info, Some(ns), &Selectors::default())?;
         let mut ranges: Vec<(String, Value)> = all.iter().map(|r| (r.name.clone(), r.value())).collect();
         ranges.sort_by(|a, b| a.0.cmp(&b.0));
@@ -478,7 +486,7 @@ impl Store {
         }
         let classes = self.priority_classes(info, &obj).await?;
         defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
-        let storage_classes = crate::storage_admission::classes_for(self, info, &obj).await?;
+        let storage_classes = crate::storage_admission::classes_for(self, info).await?;
         crate::storage_admission::admit_create(info, &mut obj, &storage_classes);
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
