@@ -101,11 +101,14 @@ impl Controller {
         let mut held = false;
         let mut first_error = None;
         for object in &all {
+            let deleting = object.kept.iter().any(|(k, v)| *k == "deletionTimestamp" && !v.is_null());
+            // Only the finalizers are read of an object that needs nothing.
+            let has = finalizers_of(object).iter().any(|f| f == finalizer);
+            if deleting != has {
+                continue;
+            }
             let value = object.value();
-            let meta = value.get("metadata");
-            let deleting = meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
-            let finalizers = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array);
-            let has = finalizers.is_some_and(|f| f.iter().any(|f| f.as_str() == Some(finalizer)));
+            let finalizers = value.pointer("/metadata/finalizers").and_then(Value::as_array);
             let kept: Vec<Value> = match (deleting, has) {
                 (true, true) => match self.in_use(object, &value).await {
                     Ok(true) => {
@@ -173,6 +176,20 @@ impl Controller {
         let (_, listed) = self.store.cache().snapshot(pods, Some(&claim.namespace), &Selectors::default())?;
         Ok(listed.iter().any(|pod| uses(&pod.value(), claim)))
     }
+}
+
+/// The finalizers of `object`, read without the rest of it.
+fn finalizers_of(object: &StoredObject) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        finalizers: Option<Vec<String>>,
+    }
+    let head: Option<Head> = serde_json::from_slice(object.storage_value()).ok();
+    head.and_then(|h| h.metadata).and_then(|m| m.finalizers).unwrap_or_default()
 }
 
 /// Whether `pod` uses `claim` (kube's `podUsesPVC`).
