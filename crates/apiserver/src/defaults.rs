@@ -690,7 +690,8 @@ fn default_str(m: &mut Map<String, Value>, key: &str, v: &str) {
 
 /// The object member `key`, created (`{}`) when unset; None when it holds something else (a
 /// body of the wrong shape gets no defaults there).
-fn ensure_obj<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+/// The object member `key`, made an empty object when it is unset (missing or `null`).
+pub(crate) fn ensure_obj<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
     if unset(m, key) {
         m.insert(key.into(), Value::Object(Map::new()));
     }

@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::defaults::ensure_obj;
 use crate::quantity::{self, Format};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
@@ -96,11 +97,7 @@ pub(crate) fn default_pod(obj: &mut Map<String, Value>, ranges: &[Value], annota
             for c in list.into_iter().flatten() {
                 let Some(c) = c.as_object_mut() else { continue };
                 let name = c.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let res = c.entry("resources").or_insert_with(|| Value::Object(Map::new()));
-                if res.is_null() {
-                    *res = Value::Object(Map::new());
-                }
-                let Some(res) = res.as_object_mut() else { continue };
+                let Some(res) = ensure_obj(c, "resources") else { continue };
                 let set_requests = fill(res, "requests", requests);
                 let set_limits = fill(res, "limits", limits);
                 if !set_requests.is_empty() {
@@ -111,16 +108,11 @@ pub(crate) fn default_pod(obj: &mut Map<String, Value>, ranges: &[Value], annota
                 }
             }
         }
-        if annotate && !said.is_empty() {
-            let meta = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-            let Some(meta) = meta.as_object_mut() else { continue };
-            let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
-            if annotations.is_null() {
-                *annotations = Value::Object(Map::new());
-            }
-            if let Some(a) = annotations.as_object_mut() {
-                a.insert(ANNOTATION.into(), format!("LimitRanger plugin set: {}", said.join("; ")).into());
-            }
+        if annotate
+            && !said.is_empty()
+            && let Some(a) = ensure_obj(obj, "metadata").and_then(|m| ensure_obj(m, "annotations"))
+        {
+            a.insert(ANNOTATION.into(), format!("LimitRanger plugin set: {}", said.join("; ")).into());
         }
     }
 }
@@ -128,17 +120,12 @@ pub(crate) fn default_pod(obj: &mut Map<String, Value>, ranges: &[Value], annota
 /// Sets in `res[key]` what `defaults` has and it lacks; the names set, sorted.
 fn fill(res: &mut Map<String, Value>, key: &str, defaults: Option<&Map<String, Value>>) -> Vec<String> {
     let Some(defaults) = defaults.filter(|d| !d.is_empty()) else { return Vec::new() };
-    let list = res.entry(key).or_insert_with(|| Value::Object(Map::new()));
-    if list.is_null() {
-        *list = Value::Object(Map::new());
-    }
+    let Some(list) = ensure_obj(res, key) else { return Vec::new() };
     let mut set = Vec::new();
-    if let Some(list) = list.as_object_mut() {
-        for (k, v) in defaults {
-            if !list.contains_key(k) {
-                list.insert(k.clone(), Value::String(quantity_string(v)));
-                set.push(k.clone());
-            }
+    for (k, v) in defaults {
+        if !list.contains_key(k) {
+            list.insert(k.clone(), Value::String(quantity_string(v)));
+            set.push(k.clone());
         }
     }
     set.sort();
@@ -183,7 +170,7 @@ fn list_of(v: Option<&Map<String, Value>>) -> List {
 }
 
 /// `n / d` rounded away from zero, as kube's `ScaledValue` rounds.
-fn ceil_div(n: i128, d: i128) -> i128 {
+fn div_away(n: i128, d: i128) -> i128 {
     let whole = n.abs() / d + i128::from(n.abs() % d != 0);
     if n < 0 { -whole } else { whole }
 }
@@ -191,11 +178,11 @@ fn ceil_div(n: i128, d: i128) -> i128 {
 const MAX_MILLI: i128 = (i64::MAX / 1000) as i128;
 
 fn units(n: i128) -> i128 {
-    ceil_div(n, quantity::NANO)
+    div_away(n, quantity::NANO)
 }
 
 fn millis(n: i128) -> i128 {
-    ceil_div(n, quantity::NANO / 1000)
+    div_away(n, quantity::NANO / 1000)
 }
 
 /// kube's `requestLimitEnforcedValues`: the three compared in thousandths, or in units when one
@@ -229,15 +216,15 @@ fn judge(kind: &str, item: &Value, requests: &List, limits: &List, max_request: 
         let (req, lim) = (get(requests, &res), get(limits, &res));
         let (r, l, e) = compared(req.unwrap_or(zero).nanos, lim.unwrap_or(zero).nanos, enforced.nanos);
         let at = format!("maximum {res} usage per {kind} is {}", enforced.shown());
-        match (req, lim) {
-            (None, _) if max_request => faults.push(format!("{at}.  No request is specified")),
-            (Some(req), _) if max_request && r > e => faults.push(format!("{at}, but request is {}", req.shown())),
-            _ if max_request => {}
-            (_, None) => faults.push(format!("{at}.  No limit is specified")),
-            (_, Some(lim)) if l > e => faults.push(format!("{at}, but limit is {}", lim.shown())),
-            (Some(req), _) if r > e => faults.push(format!("{at}, but request is {}", req.shown())),
-            _ => {}
-        }
+        // A claim's `max` judges its request alone; a container's or pod's, its limit first.
+        let fault = match (req, lim) {
+            (None, _) if max_request => Some(format!("{at}.  No request is specified")),
+            (_, None) if !max_request => Some(format!("{at}.  No limit is specified")),
+            (_, Some(lim)) if !max_request && l > e => Some(format!("{at}, but limit is {}", lim.shown())),
+            (Some(req), _) if r > e => Some(format!("{at}, but request is {}", req.shown())),
+            _ => None,
+        };
+        faults.extend(fault);
     }
     if max_request {
         return;

@@ -51,11 +51,9 @@ pub(crate) fn admit_create(info: &ResourceInfo, obj: &mut Map<String, Value>, cl
     let finalizer = if is_claims(info) {
         if !has_class(obj)
             && let Some(name) = default_class(classes)
+            && let Some(spec) = crate::defaults::ensure_obj(obj, "spec")
         {
-            let spec = obj.entry("spec").or_insert_with(|| Value::Object(Map::new()));
-            if let Some(spec) = spec.as_object_mut() {
-                spec.insert("storageClassName".into(), name.into());
-            }
+            spec.insert("storageClassName".into(), name.into());
         }
         CLAIM_PROTECTION
     } else if is_volumes(info) {
@@ -63,8 +61,7 @@ pub(crate) fn admit_create(info: &ResourceInfo, obj: &mut Map<String, Value>, cl
     } else {
         return;
     };
-    let meta = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else { return };
+    let Some(meta) = crate::defaults::ensure_obj(obj, "metadata") else { return };
     let list = meta.entry("finalizers").or_insert_with(|| Value::Array(Vec::new()));
     if list.is_null() {
         *list = Value::Array(Vec::new());

@@ -298,10 +298,9 @@ impl Store {
         let registry = self.cache.registry();
         let Some(info) = registry.find("", "v1", "limitranges") else { return Ok(Vec::new()) };
         self.admission_view().await;
+        // A list comes in key order: within a namespace, by name.
         let (_, all) = self.cache.snapshot(info, Some(ns), &Selectors::default())?;
-        let mut ranges: Vec<(String, Value)> = all.iter().map(|r| (r.name.clone(), r.value())).collect();
-        ranges.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(ranges.into_iter().map(|(_, v)| v).collect())
+        Ok(all.iter().map(|r| r.value()).collect())
     }
 
     /// Waits until the cache holds every write acknowledged before the call (by any server of
