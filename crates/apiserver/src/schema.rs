@@ -583,8 +583,11 @@ impl<'a> MapType<'a> {
             match name {
                 "metadata" => {
                     let b = builtin();
-                    let meta = b.defs.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
-                    return Some(TypeRef::of(b, meta));
+                    let (name, meta) = b.defs.get_key_value("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
+                    // A built-in object's metadata is a Go struct (empty labels are left out);
+                    // a custom resource's is unstructured, taken as sent.
+                    let definition = self.definition.map(|_| name.as_str());
+                    return Some(TypeRef { definition, ..TypeRef::of(b, meta) });
                 }
                 "apiVersion" | "kind" => return Some(TypeRef::of(builtin(), &STRING_SCHEMA)),
                 _ => {}

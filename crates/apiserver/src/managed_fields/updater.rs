@@ -90,21 +90,16 @@ pub(crate) fn changes(live: &Value, new: &Value, ctx: Context<'_>) -> Comparison
 pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>, manager: &ManagerKey, now: &str) {
     if !cmp.is_same() {
         let Comparison { added, modified, removed } = cmp;
-        // Fields the write only re-sends as the empty lists and maps its manager already owns
-        // (which the stored object leaves out) change nothing, and keep the entry's time.
-        let changed = !modified.is_empty() || !removed.is_empty();
         let mut taken = added;
         taken.merge(modified);
-        let owned_before = managers.0.get(manager).map(|e| e.set.clone());
-        let mut others_lost = false;
-        for (key, e) in managers.0.iter_mut() {
-            let before = e.set.len();
+        for e in managers.0.values_mut() {
             e.set.subtract(&taken);
             e.set.subtract(&removed);
-            others_lost |= key != manager && e.set.len() != before;
         }
         let mut own = taken;
         own.subtract(stripped());
+        // The entry's time is the write's when the write added or modified a field it may own;
+        // a write that only removes fields (or re-sends what is stored) leaves it.
         if !own.is_empty() {
             let e = managers.0.entry(manager.clone()).or_insert_with(|| Entry {
                 set: FieldSet::new(),
@@ -112,11 +107,8 @@ pub(crate) fn record(managers: &mut Managers, cmp: Comparison, ctx: Context<'_>,
                 time: None,
             });
             e.set.merge(own);
-            let grew = owned_before.as_ref() != Some(&e.set);
             e.api_version = ctx.api_version.to_string();
-            if changed || others_lost || grew || e.time.is_none() {
-                e.time = Some(now.to_string());
-            }
+            e.time = Some(now.to_string());
         }
     }
     managers.drop_empty();
@@ -364,20 +356,31 @@ mod tests {
     }
 
     #[test]
-    fn re_sent_empty_collections_keep_the_entry_s_time() {
+    fn only_added_or_modified_fields_move_the_entry_s_time() {
         let none = FieldSet::new();
         let mut m = Managers::default();
         let key = ManagerKey::new("unknown", Operation::Update, "apps/v1", "");
-        let sent = json!({"metadata": {"name": "d", "labels": {}}, "spec": {"replicas": 1}});
+        let sent = json!({"metadata": {"name": "d", "labels": {}, "finalizers": []}, "spec": {"replicas": 1}});
         record(&mut m, changes(&json!({}), &sent, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:00Z");
-        // Stored without the empty map; the same body sent again a second later.
-        let stored = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        // Empty labels and finalizers are not fields of the Go object: nobody owns them.
+        let owned = m.0[&key].set.to_fields_v1();
+        assert_eq!(owned, json!({"f:spec": {"f:replicas": {}}}));
+        // The same body a second later, without what the server set: nothing taken.
+        let stored = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z", "generation": 1},
+            "spec": {"replicas": 1}});
         record(&mut m, changes(&stored, &sent, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:01Z");
         assert_eq!(m.0[&key].time.as_deref(), Some("2026-01-01T00:00:00Z"));
         // A value changed moves it.
-        let scaled = json!({"metadata": {"name": "d", "labels": {}}, "spec": {"replicas": 2}});
+        let scaled = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2, "paused": true}});
         record(&mut m, changes(&stored, &scaled, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:02Z");
         assert_eq!(m.0[&key].time.as_deref(), Some("2026-01-01T00:00:02Z"));
+        // Only removing a field leaves it, and the field leaves the entry.
+        let unpaused = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}});
+        record(&mut m, changes(&scaled, &unpaused, ctx(&none)), ctx(&none), &key, "2026-01-01T00:00:03Z");
+        assert_eq!(m.0[&key].time.as_deref(), Some("2026-01-01T00:00:02Z"));
+        let owned = m.0[&key].set.to_fields_v1();
+        assert_eq!(owned, json!({"f:spec": {"f:replicas": {}}}));
     }
 
     #[test]
