@@ -126,7 +126,7 @@ fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
             if value < 0 {
                 causes.push(invalid(&path, &shown, "must be greater than or equal to 0"));
             }
-            if extended(name) && value % (crate::quantity::NANO) != 0 {
+            if extended_resource(name) && value % (crate::quantity::NANO) != 0 {
                 causes.push(invalid(&path, &shown, "must be an integer"));
             }
             huge_pages |= name.starts_with("hugepages-");
@@ -201,7 +201,7 @@ pub(crate) fn name_faults(name: &str, at: &str, causes: &mut Vec<Cause>) {
         if !(matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")) {
             causes.push(invalid(at, name, "must be a standard resource for containers"));
         }
-    } else if !native(name) && !extended(name) {
+    } else if !native(name) && !extended_resource(name) {
         causes.push(invalid(at, name, "doesn't follow extended resource name standard"));
     }
 }
@@ -224,7 +224,7 @@ fn native(name: &str) -> bool {
 
 /// An extended resource: qualified outside Kubernetes' domain, not a quota request, and a
 /// qualified name as a quota request.
-fn extended(name: &str) -> bool {
+pub(crate) fn extended_resource(name: &str) -> bool {
     !native(name)
         && !name.starts_with("requests.")
         && crate::cel_format::qualified_name(&format!("requests.{name}")).is_empty()

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::defaults::ensure_obj;
-use crate::quantity::{self, Format};
+use crate::quantity::{self, Format, Quantity, ResourceList, list_of};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::strategy::Target;
@@ -137,38 +137,6 @@ fn quantity_string(v: &Value) -> String {
     quantity::canonical(&s).unwrap_or(s)
 }
 
-/// A quantity as the rules read it: its amount and the format it is shown in.
-#[derive(Debug, Clone, Copy)]
-struct Q {
-    nanos: i128,
-    format: Format,
-}
-
-impl Q {
-    /// A quantity as JSON carries it: a string, or a number as kubectl sends YAML's `cpu: 1`.
-    fn of(v: &Value) -> Option<Q> {
-        let text = quantity::text(v)?;
-        Some(Q { nanos: quantity::parse(&text)?, format: quantity::format_of(&text) })
-    }
-
-    fn shown(self) -> String {
-        quantity::render(self.nanos, self.format)
-    }
-
-    /// kube's `Add`: the receiver's format, unless it is zero (a sum past what the server
-    /// holds stays at its largest, above any bound).
-    fn add(self, other: Q) -> Q {
-        let format = if self.nanos == 0 { other.format } else { self.format };
-        Q { nanos: self.nanos.saturating_add(other.nanos), format }
-    }
-}
-
-type List = BTreeMap<String, Q>;
-
-fn list_of(v: Option<&Map<String, Value>>) -> List {
-    v.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), Q::of(v)?))).collect()
-}
-
 /// `n / d` rounded away from zero, as kube's `ScaledValue` rounds.
 fn div_away(n: i128, d: i128) -> i128 {
     let whole = n.abs() / d + i128::from(n.abs() % d != 0);
@@ -197,9 +165,16 @@ fn compared(request: i128, limit: i128, enforced: i128) -> (i128, i128, i128) {
 
 /// The rules of one item's `min`, `max` and `maxLimitRequestRatio` over `requests` and `limits`
 /// (`max_request`: claims, whose `max` judges requests only).
-fn judge(kind: &str, item: &Value, requests: &List, limits: &List, max_request: bool, faults: &mut Vec<String>) {
-    let zero = Q { nanos: 0, format: Format::DecimalSI };
-    let get = |l: &List, k: &str| l.get(k).copied();
+fn judge(
+    kind: &str,
+    item: &Value,
+    requests: &ResourceList,
+    limits: &ResourceList,
+    max_request: bool,
+    faults: &mut Vec<String>,
+) {
+    let zero = Quantity { nanos: 0, format: Format::DecimalSI };
+    let get = |l: &ResourceList, k: &str| l.get(k).copied();
     for (res, enforced) in list_of(resources(Some(item), "min")) {
         let (req, lim) = (get(requests, &res), get(limits, &res));
         let (r, l, e) = compared(req.unwrap_or(zero).nanos, lim.unwrap_or(zero).nanos, enforced.nanos);
@@ -257,10 +232,10 @@ fn judge(kind: &str, item: &Value, requests: &List, limits: &List, max_request: 
 /// A pod's requests or limits (`key`) as kube's `podRequests` / `podLimits` sum them: its
 /// containers', the largest of its init containers' (restartable ones add to both), and its
 /// own pod-level cpu and memory when it sets them.
-fn pod_sum(spec: &Value, key: &str) -> List {
+pub(crate) fn pod_sum(spec: &Value, key: &str) -> ResourceList {
     let of = |c: &Value| list_of(resources(c.get("resources"), key));
-    let mut sum = List::new();
-    let add = |to: &mut List, from: &List| {
+    let mut sum = ResourceList::new();
+    let add = |to: &mut ResourceList, from: &ResourceList| {
         for (k, q) in from {
             let next = match to.get(k) {
                 Some(have) => have.add(*q),
@@ -272,7 +247,7 @@ fn pod_sum(spec: &Value, key: &str) -> List {
     for c in spec.get("containers").and_then(Value::as_array).into_iter().flatten() {
         add(&mut sum, &of(c));
     }
-    let (mut sidecars, mut init_max) = (List::new(), List::new());
+    let (mut sidecars, mut init_max) = (ResourceList::new(), ResourceList::new());
     for c in spec.get("initContainers").and_then(Value::as_array).into_iter().flatten() {
         let own = of(c);
         let candidate = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
@@ -332,7 +307,7 @@ fn claim_faults(range: &Value, spec: &Value) -> Vec<String> {
     let requests = list_of(resources(spec.get("resources"), "requests"));
     for item in items(range) {
         if item.get("type").and_then(Value::as_str) == Some("PersistentVolumeClaim") {
-            judge("PersistentVolumeClaim", item, &requests, &List::new(), true, &mut faults);
+            judge("PersistentVolumeClaim", item, &requests, &ResourceList::new(), true, &mut faults);
         }
     }
     faults

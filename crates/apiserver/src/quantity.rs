@@ -141,6 +141,43 @@ pub(crate) fn render(nanos: i128, format: Format) -> String {
     }
 }
 
+/// A quantity as the rules read it: its amount and the format it is shown in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quantity {
+    /// The amount in billionths.
+    pub(crate) nanos: i128,
+    /// How it is written.
+    pub(crate) format: Format,
+}
+
+impl Quantity {
+    /// A quantity as JSON carries it: a string, or a number as kubectl sends YAML's `cpu: 1`.
+    pub(crate) fn of(v: &serde_json::Value) -> Option<Quantity> {
+        let text = text(v)?;
+        Some(Quantity { nanos: parse(&text)?, format: format_of(&text) })
+    }
+
+    /// The quantity in kube's canonical form.
+    pub(crate) fn shown(self) -> String {
+        render(self.nanos, self.format)
+    }
+
+    /// kube's `Add`: the receiver's format, unless it is zero (a sum past what the server
+    /// holds stays at its largest, above any bound).
+    pub(crate) fn add(self, other: Quantity) -> Quantity {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
+    }
+}
+
+/// Quantities by resource name (kube's `ResourceList`).
+pub(crate) type ResourceList = std::collections::BTreeMap<String, Quantity>;
+
+/// The quantities of a JSON resource list, without the entries that are not quantities.
+pub(crate) fn list_of(v: Option<&serde_json::Map<String, serde_json::Value>>) -> ResourceList {
+    v.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), Quantity::of(v)?))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -566,6 +566,10 @@ impl Background {
             let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
+        if let Some(controller) = crate::quota_controller::Controller::new(store.clone()) {
+            let user = crate::requester::service_account("kube-system", crate::quota_controller::SERVICE_ACCOUNT);
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
         if store.garbage_collection() {
             let collector = crate::garbage_collector::GarbageCollector::new(store.clone());
             // Its writes are made as kube-controller-manager's collector makes them, with its

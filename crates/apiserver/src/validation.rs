@@ -75,6 +75,11 @@ pub(crate) fn validate(
     if crate::limit_ranger::is_limit_ranges(info) {
         causes.extend(crate::limit_ranger::validate(obj));
     }
+    if crate::resource_quota::is_quotas(info) {
+        // The scopes are immutable; a status write keeps the stored spec.
+        let old = old.filter(|_| target == crate::strategy::Target::Main).map(StoredObject::value);
+        causes.extend(crate::resource_quota::validate(obj, old.as_ref()));
+    }
     if crate::job_status::is_jobs(info)
         && target == crate::strategy::Target::Status
         && let Some(old) = old

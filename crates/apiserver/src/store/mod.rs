@@ -123,6 +123,8 @@ pub struct Store {
     garbage_collection: bool,
     /// The resourceVersion up to which the garbage collector has judged every change.
     gc_progress: tokio::sync::watch::Sender<u64>,
+    /// The per-namespace locks of quota admission and recounts.
+    quota_gates: crate::resource_quota::Gates,
 }
 
 /// One LIST page request.
@@ -155,6 +157,8 @@ pub(crate) enum Attempt {
 struct InUse {
     cluster_ips: Option<HashSet<u32>>,
     node_ports: Option<HashSet<u32>>,
+    /// Quota charges of the objects being created, held until they are stored.
+    charges: crate::resource_quota::Charges,
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -201,6 +205,7 @@ impl Store {
             rv_wait,
             last_write: AtomicU64::new(0),
             admission_inputs_written: AtomicU64::new(0),
+            quota_gates: Default::default(),
             namespaces,
             services,
             cluster_ips: ClusterIps::default(),
@@ -279,6 +284,11 @@ impl Store {
         {
             self.admission_inputs_written.fetch_max(rev, Ordering::AcqRel);
         }
+    }
+
+    /// The per-namespace locks of quota admission and recounts.
+    pub(crate) fn quota_gates(&self) -> &crate::resource_quota::Gates {
+        &self.quota_gates
     }
 
     /// Waits until the cache holds every LimitRange and StorageClass this server wrote, which
@@ -544,6 +554,16 @@ impl Store {
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
+            let quota = crate::resource_quota::Write {
+                info,
+                namespace: &ns,
+                name: &name,
+                object: &obj,
+                old: None,
+                subresource: "",
+                dry_run,
+            };
+            crate::resource_quota::admit(self, quota, &mut in_use.charges).await?;
             match versioned && !dry_run {
                 true => Err(ApiError::new(500, "", "resourceVersion should not be set on objects to be created")),
                 false => Ok(()),
@@ -1235,6 +1255,21 @@ impl Store {
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
             crate::admission_policy::admit(&self.cache, &attributes(Some(&obj))).await?;
             crate::admission_webhook::validate(&self.cache, &attributes(Some(&obj))).await?;
+        }
+        // Held until the object is stored.
+        let mut charges = crate::resource_quota::Charges::default();
+        if !opts.admitted {
+            let stored = old.value();
+            let quota = crate::resource_quota::Write {
+                info,
+                namespace: &old.namespace,
+                name: &old.name,
+                object: &obj,
+                old: Some(&stored),
+                subresource,
+                dry_run,
+            };
+            crate::resource_quota::admit(self, quota, &mut charges).await?;
         }
         // Removing the last finalizer of an object being deleted deletes it once its grace period
         // is over (a namespace's `spec.finalizers` count too).

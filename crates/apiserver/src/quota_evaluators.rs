@@ -1,0 +1,487 @@
+//! What kube's quota evaluators count: the usage an object charges to a ResourceQuota, the
+//! resource names a kind's evaluator tracks, the quota scopes an object falls in, and the
+//! requests and limits a pod must set under a compute quota.
+//!
+//! - Pods: `count/pods` always; while the pod is not terminal (not `Succeeded`/`Failed`, not past
+//!   its deletion grace) also `pods` and its requests and limits summed as kube's `PodRequests` /
+//!   `PodLimits` (containers, the largest init container with the sidecars before it, pod-level
+//!   cpu and memory, overhead): `cpu`/`requests.cpu`, `limits.cpu`, the same for `memory` and
+//!   `ephemeral-storage`, `hugepages-*` and `requests.hugepages-*`, `requests.<extended>`.
+//! - Services: `services`, `count/services`, `services.loadbalancers` and `services.nodeports`
+//!   (a NodePort Service's ports, a LoadBalancer's unless it allocates no node ports).
+//! - Claims: `persistentvolumeclaims`, `requests.storage` (the larger of the request and the
+//!   allocated size, in whole bytes), each also per class
+//!   (`<class>.storageclass.storage.k8s.io/...`).
+//! - Every other namespaced resource: `count/<resource>[.<group>]` (and the legacy `configmaps`,
+//!   `secrets`, `replicationcontrollers`, `resourcequotas`).
+//!
+//! Invariants: usage values are kube's quantities with kube's formats (a sum keeps its first
+//! non-zero term's); an evaluator without scope support (counts, Services) matches no quota
+//! with scopes; a scope the kind does not know never matches.
+
+use serde_json::Value;
+
+use crate::quantity::{Format, Quantity, ResourceList, list_of};
+use crate::registry::ResourceInfo;
+
+/// The evaluator of a resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Evaluator {
+    /// core/v1 pods.
+    Pods,
+    /// core/v1 services.
+    Services,
+    /// core/v1 persistentvolumeclaims.
+    Claims,
+    /// Any other resource: its object count, under these names.
+    Count(Vec<String>),
+}
+
+/// Resources no quota charges (kube's ignored set).
+fn ignored(info: &ResourceInfo) -> bool {
+    match info.group.as_str() {
+        "" => matches!(info.plural.as_str(), "bindings" | "componentstatuses" | "events"),
+        "events.k8s.io" => info.plural == "events",
+        "authentication.k8s.io" => matches!(info.plural.as_str(), "tokenreviews" | "selfsubjectreviews"),
+        "authorization.k8s.io" => {
+            info.plural.ends_with("subjectaccessreviews") || info.plural == "selfsubjectrulesreviews"
+        }
+        _ => false,
+    }
+}
+
+/// The `count/` name of a resource.
+pub(crate) fn count_name(group: &str, plural: &str) -> String {
+    match group {
+        "" => format!("count/{plural}"),
+        g => format!("count/{plural}.{g}"),
+    }
+}
+
+impl Evaluator {
+    /// The evaluator of `info`'s objects; None for what quota never charges.
+    pub(crate) fn of(info: &ResourceInfo) -> Option<Evaluator> {
+        if !info.namespaced || ignored(info) {
+            return None;
+        }
+        Some(match (info.group.as_str(), info.plural.as_str()) {
+            ("", "pods") => Evaluator::Pods,
+            ("", "services") => Evaluator::Services,
+            ("", "persistentvolumeclaims") => Evaluator::Claims,
+            (g, p) => {
+                let mut names = vec![count_name(g, p)];
+                if g.is_empty() && matches!(p, "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas") {
+                    names.push(p.to_string());
+                }
+                Evaluator::Count(names)
+            }
+        })
+    }
+
+    /// Whether the evaluator tracks resource `name` (kube's `MatchingResources`).
+    pub(crate) fn tracks(&self, name: &str) -> bool {
+        match self {
+            Evaluator::Pods => {
+                matches!(
+                    name,
+                    "count/pods"
+                        | "pods"
+                        | "cpu"
+                        | "memory"
+                        | "ephemeral-storage"
+                        | "requests.cpu"
+                        | "requests.memory"
+                        | "requests.ephemeral-storage"
+                        | "limits.cpu"
+                        | "limits.memory"
+                        | "limits.ephemeral-storage"
+                ) || name.starts_with("hugepages-")
+                    || name.starts_with("requests.hugepages-")
+                    || name.strip_prefix("requests.").is_some_and(extended)
+            }
+            Evaluator::Services => {
+                matches!(name, "count/services" | "services" | "services.nodeports" | "services.loadbalancers")
+            }
+            Evaluator::Claims => {
+                matches!(name, "count/persistentvolumeclaims" | "persistentvolumeclaims" | "requests.storage")
+                    || name.ends_with(".storageclass.storage.k8s.io/persistentvolumeclaims")
+                    || name.ends_with(".storageclass.storage.k8s.io/requests.storage")
+            }
+            Evaluator::Count(names) => names.iter().any(|n| n == name),
+        }
+    }
+
+    /// The usage of `obj` (kube's `Usage`).
+    pub(crate) fn usage(&self, obj: &Value) -> ResourceList {
+        let mut usage = ResourceList::new();
+        let mut set = |k: &str, n: i128| {
+            usage.insert(k.to_string(), Quantity { nanos: n * quantity_unit(), format: Format::DecimalSI });
+        };
+        match self {
+            Evaluator::Count(names) => names.iter().for_each(|n| set(n, 1)),
+            Evaluator::Services => {
+                set("count/services", 1);
+                set("services", 1);
+                let spec = obj.get("spec").unwrap_or(&Value::Null);
+                let ports = spec.get("ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                let (balancers, node_ports) = match spec.get("type").and_then(Value::as_str) {
+                    Some("NodePort") => (0, ports.len()),
+                    Some("LoadBalancer") => {
+                        let given =
+                            ports.iter().filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0);
+                        match spec.get("allocateLoadBalancerNodePorts").and_then(Value::as_bool) {
+                            Some(false) => (1, given.count()),
+                            _ => (1, ports.len()),
+                        }
+                    }
+                    _ => (0, 0),
+                };
+                set("services.loadbalancers", balancers);
+                set("services.nodeports", node_ports as i128);
+            }
+            Evaluator::Claims => {
+                set("count/persistentvolumeclaims", 1);
+                set("persistentvolumeclaims", 1);
+                let class = claim_class(obj);
+                if !class.is_empty() {
+                    set(&format!("{class}.storageclass.storage.k8s.io/persistentvolumeclaims"), 1);
+                }
+                let requested = obj.pointer("/spec/resources/requests/storage").and_then(Quantity::of);
+                let allocated = obj.pointer("/status/allocatedResources/storage").and_then(Quantity::of);
+                if let Some(mut size) = requested {
+                    if let Some(a) = allocated.filter(|a| a.nanos > size.nanos) {
+                        size = a;
+                    }
+                    // Whole bytes, rounded up.
+                    let unit = quantity_unit();
+                    size.nanos = size.nanos.div_euclid(unit) * unit + if size.nanos % unit != 0 { unit } else { 0 };
+                    usage.insert("requests.storage".into(), size);
+                    if !class.is_empty() {
+                        usage.insert(format!("{class}.storageclass.storage.k8s.io/requests.storage"), size);
+                    }
+                }
+            }
+            Evaluator::Pods => {
+                set("count/pods", 1);
+                if !counts_compute(obj) {
+                    return usage;
+                }
+                set("pods", 1);
+                let spec = obj.get("spec").unwrap_or(&Value::Null);
+                let mut requests = crate::limit_ranger::pod_sum(spec, "requests");
+                let mut limits = crate::limit_ranger::pod_sum(spec, "limits");
+                for (k, q) in list_of(spec.get("overhead").and_then(Value::as_object)) {
+                    add_to(&mut requests, &k, q);
+                    if limits.contains_key(&k) {
+                        add_to(&mut limits, &k, q);
+                    }
+                }
+                compute_usage(&requests, &limits, &mut usage);
+            }
+        }
+        usage
+    }
+
+    /// Whether the object `obj` is in scope `scope` under `operator` and `values` (kube's
+    /// scope functions); an evaluator without scopes is in none.
+    pub(crate) fn in_scope(&self, scope: &str, operator: &str, values: &[&str], obj: &Value) -> bool {
+        match self {
+            Evaluator::Pods => {
+                let spec = obj.get("spec").unwrap_or(&Value::Null);
+                match scope {
+                    "Terminating" => terminating(spec),
+                    "NotTerminating" => !terminating(spec),
+                    "BestEffort" => best_effort(obj),
+                    "NotBestEffort" => !best_effort(obj),
+                    "PriorityClass" => {
+                        let class = spec.get("priorityClassName").and_then(Value::as_str).unwrap_or_default();
+                        label_match(operator, values, (!class.is_empty()).then_some(class))
+                    }
+                    "CrossNamespacePodAffinity" => cross_namespace_affinity(spec),
+                    _ => false,
+                }
+            }
+            Evaluator::Claims if scope == "VolumeAttributesClass" => {
+                let names: Vec<&str> = [
+                    "/spec/volumeAttributesClassName",
+                    "/status/currentVolumeAttributesClassName",
+                    "/status/modifyVolumeStatus/targetVolumeAttributesClassName",
+                ]
+                .iter()
+                .filter_map(|p| obj.pointer(p).and_then(Value::as_str))
+                .filter(|n| !n.is_empty())
+                .collect();
+                match operator {
+                    "Exists" => !names.is_empty(),
+                    _ if names.is_empty() => label_match(operator, values, None),
+                    _ => names.iter().any(|n| label_match(operator, values, Some(n))),
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// The compute resources of `required` some container of the pod `obj` does not set
+    /// (kube's `Constraints`): `must specify <resource> for: <containers>; …`.
+    pub(crate) fn constraints(&self, required: &[&str], obj: &Value) -> Result<(), String> {
+        const COMPUTE: [&str; 6] = ["cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"];
+        if *self != Evaluator::Pods || obj.pointer("/spec/resources").is_some_and(has_entries) {
+            return Ok(());
+        }
+        let wanted: Vec<&str> = COMPUTE.into_iter().filter(|r| required.contains(r)).collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let mut missing: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let containers = ["containers", "initContainers"].into_iter().filter_map(|k| spec.get(k)?.as_array());
+        for c in containers.flatten() {
+            let of = |key: &str| list_of(c.pointer(&format!("/resources/{key}")).and_then(Value::as_object));
+            let mut own = ResourceList::new();
+            compute_usage(&of("requests"), &of("limits"), &mut own);
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            for r in wanted.iter().filter(|r| !own.contains_key(**r)) {
+                missing.entry(r).or_default().push(name);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let parts: Vec<String> = missing
+            .into_iter()
+            .map(|(r, mut names)| {
+                names.sort_unstable();
+                format!("{r} for: {}", names.join(","))
+            })
+            .collect();
+        Err(format!("must specify {}", parts.join("; ")))
+    }
+
+    /// Whether an update from `old` to `new` through `subresource` is charged (kube's
+    /// `Handles`; creates of the main resource always are).
+    pub(crate) fn charges_update(&self, subresource: &str, old: &Value, new: &Value) -> bool {
+        match self {
+            Evaluator::Pods => match subresource {
+                "" => {
+                    let spec = |v: &Value| v.get("spec").cloned().unwrap_or(Value::Null);
+                    terminating(&spec(old)) != terminating(&spec(new))
+                }
+                s => s == "resize",
+            },
+            Evaluator::Services => true,
+            Evaluator::Claims => matches!(subresource, "" | "status"),
+            Evaluator::Count(_) => false,
+        }
+    }
+}
+
+fn quantity_unit() -> i128 {
+    crate::quantity::NANO
+}
+
+fn has_entries(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| m.values().any(|l| l.as_object().is_some_and(|l| !l.is_empty())))
+}
+
+fn add_to(list: &mut ResourceList, k: &str, q: Quantity) {
+    let next = match list.get(k) {
+        Some(have) => have.add(q),
+        None => q,
+    };
+    list.insert(k.to_string(), next);
+}
+
+/// A claim's class: the beta annotation's, else the spec's.
+fn claim_class(obj: &Value) -> &str {
+    obj.pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+        .or_else(|| obj.pointer("/spec/storageClassName"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// An extended resource name (outside Kubernetes' domain), or a device class's.
+fn extended(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") || name.starts_with("deviceclass.resource.kubernetes.io/")
+}
+
+/// kube's `podComputeUsageHelper`: the quota names of `requests` and `limits`.
+fn compute_usage(requests: &ResourceList, limits: &ResourceList, usage: &mut ResourceList) {
+    for (k, q) in requests {
+        match k.as_str() {
+            "cpu" | "memory" | "ephemeral-storage" => {
+                usage.insert(k.clone(), *q);
+                usage.insert(format!("requests.{k}"), *q);
+            }
+            h if h.starts_with("hugepages-") => {
+                usage.insert(k.clone(), *q);
+                usage.insert(format!("requests.{k}"), *q);
+            }
+            e if extended(e) => {
+                usage.insert(format!("requests.{e}"), *q);
+            }
+            _ => {}
+        }
+    }
+    for (k, q) in limits {
+        if matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage") {
+            usage.insert(format!("limits.{k}"), *q);
+        }
+    }
+}
+
+/// Whether a pod's compute resources count: not terminal, not past its deletion grace.
+fn counts_compute(pod: &Value) -> bool {
+    if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+        return false;
+    }
+    let meta = pod.get("metadata").unwrap_or(&Value::Null);
+    let deleted = meta.get("deletionTimestamp").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    match (deleted, meta.get("deletionGracePeriodSeconds").and_then(Value::as_i64)) {
+        (Some(at), Some(grace)) => jiff::Timestamp::now().as_second() <= at.as_second() + grace,
+        _ => true,
+    }
+}
+
+fn terminating(spec: &Value) -> bool {
+    spec.get("activeDeadlineSeconds").and_then(Value::as_i64).is_some_and(|s| s >= 0)
+}
+
+/// kube's QoS BestEffort: the status's class, else no container asks for or limits cpu or memory.
+fn best_effort(pod: &Value) -> bool {
+    if let Some(class) = pod.pointer("/status/qosClass").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        return class == "BestEffort";
+    }
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let containers = ["containers", "initContainers"].into_iter().filter_map(|k| spec.get(k)?.as_array());
+    !containers.flatten().any(|c| {
+        ["requests", "limits"].iter().any(|key| {
+            let list = list_of(c.pointer(&format!("/resources/{key}")).and_then(Value::as_object));
+            ["cpu", "memory"].iter().any(|r| list.get(*r).is_some_and(|q| q.nanos > 0))
+        })
+    })
+}
+
+fn cross_namespace_affinity(spec: &Value) -> bool {
+    let crosses = |term: &Value| {
+        term.get("namespaces").and_then(Value::as_array).is_some_and(|n| !n.is_empty())
+            || term.get("namespaceSelector").is_some_and(|s| !s.is_null())
+    };
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        let Some(a) = spec.get("affinity").and_then(|a| a.get(*kind)) else { return false };
+        let required = a.get("requiredDuringSchedulingIgnoredDuringExecution").and_then(Value::as_array);
+        let preferred = a.get("preferredDuringSchedulingIgnoredDuringExecution").and_then(Value::as_array);
+        required.into_iter().flatten().any(crosses)
+            || preferred.into_iter().flatten().filter_map(|w| w.get("podAffinityTerm")).any(crosses)
+    })
+}
+
+/// A label selector requirement over a set with one label whose value is `value` (None: the
+/// empty set).
+fn label_match(operator: &str, values: &[&str], value: Option<&str>) -> bool {
+    match operator {
+        "In" => value.is_some_and(|v| values.contains(&v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(&v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn shown(l: &ResourceList) -> Vec<(String, String)> {
+        l.iter().map(|(k, q)| (k.clone(), q.shown())).collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn pods_charge_their_compute_resources_until_terminal() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "250m", "example.com/gpu": "1", "hugepages-2Mi": "4Mi"}}}],
+            "overhead": {"cpu": "10m"}}});
+        assert_eq!(
+            shown(&Evaluator::Pods.usage(&pod)),
+            pairs(&[
+                ("count/pods", "1"),
+                ("cpu", "510m"),
+                ("hugepages-2Mi", "4Mi"),
+                ("limits.cpu", "1010m"),
+                ("memory", "64Mi"),
+                ("pods", "1"),
+                ("requests.cpu", "510m"),
+                ("requests.example.com/gpu", "1"),
+                ("requests.hugepages-2Mi", "4Mi"),
+                ("requests.memory", "64Mi"),
+            ])
+        );
+        let mut done = pod.clone();
+        done["status"] = json!({"phase": "Succeeded"});
+        assert_eq!(shown(&Evaluator::Pods.usage(&done)), pairs(&[("count/pods", "1")]));
+        let mut gone = pod;
+        gone["metadata"] = json!({"deletionTimestamp": "2020-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30});
+        assert_eq!(shown(&Evaluator::Pods.usage(&gone)), pairs(&[("count/pods", "1")]));
+    }
+
+    #[test]
+    fn services_claims_and_counts() {
+        let lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 1}, {"port": 2, "nodePort": 30001}],
+            "allocateLoadBalancerNodePorts": false}});
+        assert_eq!(
+            shown(&Evaluator::Services.usage(&lb)),
+            pairs(&[
+                ("count/services", "1"),
+                ("services", "1"),
+                ("services.loadbalancers", "1"),
+                ("services.nodeports", "1")
+            ])
+        );
+        let claim = json!({"spec": {"storageClassName": "gold", "resources": {"requests": {"storage": "1.5"}}},
+            "status": {"allocatedResources": {"storage": "1"}}});
+        assert_eq!(
+            shown(&Evaluator::Claims.usage(&claim)),
+            pairs(&[
+                ("count/persistentvolumeclaims", "1"),
+                ("gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1"),
+                ("gold.storageclass.storage.k8s.io/requests.storage", "2"),
+                ("persistentvolumeclaims", "1"),
+                ("requests.storage", "2"),
+            ])
+        );
+        let cm = ResourceInfo::new("", "v1", "configmaps", "ConfigMap", true);
+        let e = Evaluator::of(&cm).unwrap();
+        assert!(e.tracks("configmaps") && e.tracks("count/configmaps") && !e.tracks("pods"));
+        let widgets = ResourceInfo::new("example.com", "v1", "widgets", "Widget", true);
+        assert_eq!(Evaluator::of(&widgets), Some(Evaluator::Count(vec!["count/widgets.example.com".into()])));
+        assert_eq!(Evaluator::of(&ResourceInfo::new("", "v1", "events", "Event", true)), None);
+        assert_eq!(Evaluator::of(&ResourceInfo::new("", "v1", "namespaces", "Namespace", false)), None);
+    }
+
+    #[test]
+    fn scopes_and_constraints() {
+        let pod = json!({"spec": {"priorityClassName": "high", "activeDeadlineSeconds": 5,
+            "containers": [{"name": "b", "resources": {"limits": {"cpu": "1"}}}, {"name": "a"}],
+            "initContainers": [{"name": "i"}]}});
+        let e = Evaluator::Pods;
+        assert!(e.in_scope("Terminating", "Exists", &[], &pod) && !e.in_scope("NotTerminating", "Exists", &[], &pod));
+        assert!(e.in_scope("NotBestEffort", "Exists", &[], &pod));
+        assert!(
+            e.in_scope("PriorityClass", "In", &["high"], &pod)
+                && !e.in_scope("PriorityClass", "NotIn", &["high"], &pod)
+        );
+        assert!(e.in_scope("PriorityClass", "NotIn", &["high"], &json!({})));
+        assert!(!Evaluator::Services.in_scope("BestEffort", "Exists", &[], &pod));
+        assert_eq!(
+            e.constraints(&["limits.cpu", "requests.memory", "pods"], &pod),
+            Err("must specify limits.cpu for: a,i; requests.memory for: a,b,i".into())
+        );
+        assert_eq!(e.constraints(&["pods"], &pod), Ok(()));
+    }
+}
