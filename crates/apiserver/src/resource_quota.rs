@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::object::StoredObject;
 use crate::quantity::{Quantity, ResourceList, list_of};
 use crate::quota_evaluators::Evaluator;
 use crate::registry::ResourceInfo;
@@ -86,7 +87,7 @@ pub(crate) struct Write<'a> {
     pub(crate) name: &'a str,
     pub(crate) object: &'a Map<String, Value>,
     /// The stored object, for an update.
-    pub(crate) old: Option<&'a Value>,
+    pub(crate) old: Option<&'a StoredObject>,
     /// `""`, `status`, `resize`, …
     pub(crate) subresource: &'a str,
     pub(crate) dry_run: bool,
@@ -150,10 +151,7 @@ pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) ->
     if w.namespace.is_empty() {
         return Ok(());
     }
-    let new = Value::Object(w.object.clone());
-    if let Some(old) = w.old
-        && !evaluator.charges_update(w.subresource, old, &new)
-    {
+    if w.old.is_some() && matches!(evaluator, Evaluator::Count(_)) {
         return Ok(());
     }
     let registry = store.registry();
@@ -170,6 +168,13 @@ pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) ->
     if names.is_empty() {
         return Ok(());
     }
+    let new = Value::Object(w.object.clone());
+    let old = w.old.map(StoredObject::value);
+    if let Some(old) = &old
+        && !evaluator.charges_update(w.subresource, old, &new)
+    {
+        return Ok(());
+    }
     let gate = store.quota_gates().of(w.namespace);
     charges.hold(&gate, w.namespace).await;
     let _charging = gate.charging.lock().await;
@@ -183,7 +188,7 @@ pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) ->
                 Err(e) => return Err(e),
             }
         }
-        let charged = judge(&evaluator, &w, &new, &mut quotas)?;
+        let charged = judge(&evaluator, &w, &new, old.as_ref(), &mut quotas)?;
         if w.dry_run || charged.is_empty() {
             return Ok(());
         }
@@ -217,12 +222,18 @@ pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) ->
 
 /// Judges the write against `quotas` and charges their `used` in place; answers the quotas
 /// charged.
-fn judge(evaluator: &Evaluator, w: &Write<'_>, new: &Value, quotas: &mut [Quota]) -> Result<Vec<String>, ApiError> {
+fn judge(
+    evaluator: &Evaluator,
+    w: &Write<'_>,
+    new: &Value,
+    old: Option<&Value>,
+    quotas: &mut [Quota],
+) -> Result<Vec<String>, ApiError> {
     let forbidden = |why: String| ApiError::forbidden(&w.info.group, &w.info.plural, w.name, &why);
     let mut deltas: Vec<(usize, ResourceList)> = Vec::new();
     let usage = evaluator.usage(new);
     let negative: Vec<&str> = usage.iter().filter(|(_, q)| q.nanos < 0).map(|(k, _)| k.as_str()).collect();
-    let old_usage = w.old.map(|o| evaluator.usage(o));
+    let old_usage = old.map(|o| evaluator.usage(o));
     for (i, q) in quotas.iter().enumerate() {
         if !q.matches(evaluator, new) {
             continue;
@@ -236,7 +247,7 @@ fn judge(evaluator: &Evaluator, w: &Write<'_>, new: &Value, quotas: &mut [Quota]
         if !negative.is_empty() {
             return Err(forbidden(format!("quota usage is negative for resource(s): {}", negative.join(","))));
         }
-        let delta = match (w.old, &old_usage) {
+        let delta = match (old, &old_usage) {
             (Some(old), Some(before)) if q.matches(evaluator, old) => usage
                 .iter()
                 .map(|(k, v)| {

@@ -1259,13 +1259,12 @@ impl Store {
         // Held until the object is stored.
         let mut charges = crate::resource_quota::Charges::default();
         if !opts.admitted {
-            let stored = old.value();
             let quota = crate::resource_quota::Write {
                 info,
                 namespace: &old.namespace,
                 name: &old.name,
                 object: &obj,
-                old: Some(&stored),
+                old: Some(old),
                 subresource,
                 dry_run,
             };
