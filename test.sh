@@ -21,7 +21,7 @@ cargo test --workspace
 # (a data directory per server) and a real etcd (one per test binary, one key prefix per server;
 # one test at a time, since the tests count resourceVersions and etcd's revision is shared).
 # `--workspace` keeps the features of the first build, so these reuse its binaries.
-suites=(--workspace --test crud --test subresources --test namespaces --test defaults --test patches --test server_side_apply --test field_validation --test protobuf --test crds --test crds_kubectl --test admission_policy --test admission_webhook --test list --test watch --test server --test real_clients --test pods --test garbage_collection --test service_account_tokens --test rbac --test certificates --test autoscaling --test pod_security --test create_status
+suites=(--workspace --test crud --test subresources --test namespaces --test defaults --test patches --test server_side_apply --test field_validation --test protobuf --test crds --test crds_kubectl --test admission_policy --test admission_webhook --test list --test watch --test server --test real_clients --test pods --test garbage_collection --test service_account_tokens --test rbac --test certificates --test autoscaling --test pod_security --test create_status --test resource_quotas
         --test reflector_http --test shared_informer_http --test runner_http --test custom_resources_http)
 INFORMER_TEST_STORAGE=sqlite cargo test "${suites[@]}"
 INFORMER_TEST_STORAGE=etcd cargo test "${suites[@]}" -- --test-threads=1

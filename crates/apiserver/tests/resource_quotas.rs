@@ -240,3 +240,24 @@ print(json.dumps({"hard": q.status.hard, "used": q.status.used}))
     assert_eq!(line, json!({"hard": {"pods": "1", "secrets": "4"}, "used": {"pods": "1", "secrets": "0"}}));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn concurrent_creates_never_pass_the_limit() {
+    let s = server().await;
+    let c = Client::new(&s);
+    counted_quota(&c, quota("seven", json!({"hard": {"pods": "7"}}))).await;
+    // Twenty creates at once, while the controller recounts after each one that lands.
+    let creates = (0..20).map(|i| {
+        let c = c.clone();
+        async move { c.post(PODS, &pod(&format!("p{i}"), json!({}))).await }
+    });
+    let answers = futures_util::future::join_all(creates).await;
+    let created = answers.iter().filter(|r| r.code == 201).count();
+    assert_eq!(created, 7, "{:?}", answers.iter().map(|r| r.code).collect::<Vec<_>>());
+    for r in answers.iter().filter(|r| r.code != 201) {
+        assert_eq!(r.code, 403, "{}", r.body);
+        assert!(r.body["message"].as_str().unwrap().ends_with("used: pods=7, limited: pods=7"), "{}", r.body);
+    }
+    assert_eq!(c.get(PODS).await.body["items"].as_array().unwrap().len(), 7);
+    assert_eq!(c.get(&format!("{QUOTAS}/seven")).await.body["status"]["used"], json!({"pods": "7"}));
+}
