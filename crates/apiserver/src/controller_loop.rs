@@ -7,8 +7,8 @@
 //! cache receives during the pass (such as the deletions the pass made, coming back through the
 //! storage's watch) wakes the next pass; a failed pass is retried after a delay that doubles up to
 //! a limit, and a successful pass resets the delay; a reset of the cache (a relist from the
-//! storage) wakes a pass; a pass runs only while the cache is ready; the loop ends when `stop`
-//! turns true.
+//! storage) wakes a pass, and so does the resync period when the controller has one; a pass
+//! runs only while the cache is ready; the loop ends when `stop` turns true.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -39,6 +39,8 @@ pub(crate) struct Loop<'a> {
     pub retry: (Duration, Duration),
     /// The cache the controller reads.
     pub cache: &'a Arc<WatchCache>,
+    /// The longest wait between passes (a full resync), if any.
+    pub resync: Option<Duration>,
 }
 
 impl Loop<'_> {
@@ -89,6 +91,7 @@ impl Loop<'_> {
                 _ = futures_util::future::select_all(changed) => {}
                 _ = epoch.changed() => {}
                 _ = tokio::time::sleep(retry), if failed => {}
+                _ = tokio::time::sleep(self.resync.unwrap_or_default()), if self.resync.is_some() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
         }

@@ -10,7 +10,7 @@
 //! status changes, as the controller's service account with the field manager
 //! `kube-controller-manager`, as a compare-and-swap on the version read (a quota changed
 //! meanwhile is left to the pass its change wakes); a pass runs on every change to quotas and to
-//! the resources some quota tracks.
+//! the resources some quota tracks, and every five minutes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -33,6 +33,10 @@ const MANAGER: &str = "kube-controller-manager";
 /// The delays before retrying a failed pass.
 const RETRY: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
 
+/// The full recount period (kube-controller-manager's `--resource-quota-sync-period`): what
+/// only time changes, such as a pod's deletion grace running out, is counted then.
+const RESYNC: Duration = Duration::from_secs(300);
+
 /// The service account kube-controller-manager runs the controller as.
 pub(crate) const SERVICE_ACCOUNT: &str = "resourcequota-controller";
 
@@ -51,7 +55,8 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let lp = Loop { name: "resourcequota-controller", retry: RETRY, cache: self.store.cache() };
+        let lp =
+            Loop { name: "resourcequota-controller", retry: RETRY, cache: self.store.cache(), resync: Some(RESYNC) };
         let wakers = || Wakers { own: self.quotas.clone(), candidates: self.tracked(), registry: true };
         lp.run(wakers, || self.pass(), stop).await;
     }

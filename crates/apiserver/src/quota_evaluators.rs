@@ -167,7 +167,8 @@ impl Evaluator {
                     return usage;
                 }
                 set("pods", 1);
-                let spec = obj.get("spec").unwrap_or(&Value::Null);
+                let spec = effective_spec(obj);
+                let spec = spec.as_ref();
                 let mut requests = crate::limit_ranger::pod_sum(spec, "requests");
                 let mut limits = crate::limit_ranger::pod_sum(spec, "limits");
                 for (k, q) in list_of(spec.get("overhead").and_then(Value::as_object)) {
@@ -329,6 +330,72 @@ fn compute_usage(requests: &ResourceList, limits: &ResourceList, usage: &mut Res
     }
 }
 
+/// The larger of each resource of some resource lists.
+fn largest<'a>(lists: impl IntoIterator<Item = Option<&'a Value>>) -> ResourceList {
+    let mut out = ResourceList::new();
+    for list in lists {
+        for (k, q) in list_of(list.and_then(Value::as_object)) {
+            if out.get(&k).is_none_or(|have| q.nanos > have.nanos) {
+                out.insert(k, q);
+            }
+        }
+    }
+    out
+}
+
+/// A pod's spec with each container's resources as kube's `PodRequests` and `PodLimits` read
+/// them from its status too: the larger of the spec's, the status's and the allocated ones (the
+/// status's alone while a resize is infeasible); for containers and sidecars whose status
+/// reports resources.
+fn effective_spec(pod: &Value) -> std::borrow::Cow<'_, Value> {
+    use std::borrow::Cow;
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let status = pod.get("status").unwrap_or(&Value::Null);
+    let reported = |key: &str| {
+        status.get(key).and_then(Value::as_array).is_some_and(|a| a.iter().any(|s| s.get("resources").is_some()))
+    };
+    if !reported("containerStatuses") && !reported("initContainerStatuses") {
+        return Cow::Borrowed(spec);
+    }
+    let infeasible = status.get("conditions").and_then(Value::as_array).is_some_and(|c| {
+        c.iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some("PodResizePending")
+                && c.get("reason").and_then(Value::as_str) == Some("Infeasible")
+        })
+    });
+    let mut spec = spec.clone();
+    for (containers, statuses) in [("containers", "containerStatuses"), ("initContainers", "initContainerStatuses")] {
+        let statuses = status.get(statuses).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for c in spec.get_mut(containers).and_then(Value::as_array_mut).into_iter().flatten() {
+            if containers == "initContainers" && c.get("restartPolicy").and_then(Value::as_str) != Some("Always") {
+                continue;
+            }
+            let name = c.get("name").cloned();
+            let Some(cs) = statuses.iter().find(|s| s.get("name") == name.as_ref() && s.get("resources").is_some())
+            else {
+                continue;
+            };
+            let own = |key: &str| c.pointer(&format!("/resources/{key}"));
+            let reported = |key: &str| cs.pointer(&format!("/resources/{key}"));
+            let allocated = cs.get("allocatedResources");
+            let (requests, limits) = match infeasible {
+                true => (largest([reported("requests"), allocated]), largest([reported("limits")])),
+                false => (
+                    largest([own("requests"), reported("requests"), allocated]),
+                    largest([own("limits"), reported("limits")]),
+                ),
+            };
+            let json = |l: ResourceList| -> Value {
+                Value::Object(l.into_iter().map(|(k, q)| (k, Value::String(q.shown()))).collect())
+            };
+            if let Some(c) = c.as_object_mut() {
+                c.insert("resources".into(), serde_json::json!({"requests": json(requests), "limits": json(limits)}));
+            }
+        }
+    }
+    Cow::Owned(spec)
+}
+
 /// Whether a pod's compute resources count: not terminal, not past its deletion grace.
 fn counts_compute(pod: &Value) -> bool {
     if matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
@@ -428,6 +495,23 @@ mod tests {
         let mut gone = pod;
         gone["metadata"] = json!({"deletionTimestamp": "2020-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30});
         assert_eq!(shown(&Evaluator::Pods.usage(&gone)), pairs(&[("count/pods", "1")]));
+    }
+
+    #[test]
+    fn pods_charge_what_their_status_reports_too() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"},
+            "limits": {"cpu": "2"}}}]},
+            "status": {"containerStatuses": [{"name": "a", "allocatedResources": {"cpu": "1500m"},
+                "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "3"}}}]}});
+        let usage = |pod: &Value| {
+            let u = Evaluator::Pods.usage(pod);
+            (u["requests.cpu"].shown(), u["limits.cpu"].shown())
+        };
+        assert_eq!(usage(&pod), ("1500m".to_string(), "3".to_string()));
+        pod["status"]["conditions"] = json!([{"type": "PodResizePending", "reason": "Infeasible"}]);
+        assert_eq!(usage(&pod), ("1500m".to_string(), "3".to_string()));
+        pod["status"]["containerStatuses"][0]["allocatedResources"] = json!({"cpu": "250m"});
+        assert_eq!(usage(&pod), ("500m".to_string(), "3".to_string()));
     }
 
     #[test]

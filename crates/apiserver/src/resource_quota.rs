@@ -10,7 +10,7 @@
 //!   limits, `status unknown for quota: q, resources: …` while the quota controller has not
 //!   counted them, `exceeded quota: q, requested: …, used: …, limited: …` past a limit;
 //! - the new usage is written to each quota's `status` (a compare-and-swap on the version read
-//!   from the storage; a quota changed meanwhile is read and judged again, four times at most).
+//!   from the storage; a quota whose write fails is read and judged again, four times at most).
 //!
 //! Invariants: charges to a namespace's quotas are made one at a time on this server, and no
 //! recount of a namespace by [`crate::quota_controller`] runs while an object charged there is
@@ -60,6 +60,10 @@ impl Gates {
     /// Namespace `ns`'s locks.
     pub(crate) fn of(&self, ns: &str) -> Arc<Gate> {
         let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if gates.len() >= 1024 && !gates.contains_key(ns) {
+            // Namespaces no request or recount holds are forgotten.
+            gates.retain(|_, g| Arc::strong_count(g) > 1);
+        }
         gates.entry(ns.to_string()).or_default().clone()
     }
 }
@@ -202,14 +206,11 @@ pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) ->
             let opts = WriteOpts::status(false).by(MANAGER);
             // (Boxed: the write goes through admission again.)
             let write = Box::pin(store.update(quotas_info, Some(w.namespace), Some(&q.name), body, opts));
-            match crate::requester::scope(None, write).await {
-                Ok(_) => {}
-                Err(e) if e.code == 409 => {
-                    failed.push(q.name);
-                    last_error = Some(e);
-                }
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+            // Any failure is tried again from the quota as it is then (one deleted meanwhile is
+            // no longer judged).
+            if let Err(e) = crate::requester::scope(None, write).await {
+                failed.push(q.name);
+                last_error = Some(e);
             }
         }
         if failed.is_empty() {
@@ -230,10 +231,7 @@ fn judge(
     quotas: &mut [Quota],
 ) -> Result<Vec<String>, ApiError> {
     let forbidden = |why: String| ApiError::forbidden(&w.info.group, &w.info.plural, w.name, &why);
-    let mut deltas: Vec<(usize, ResourceList)> = Vec::new();
-    let usage = evaluator.usage(new);
-    let negative: Vec<&str> = usage.iter().filter(|(_, q)| q.nanos < 0).map(|(k, _)| k.as_str()).collect();
-    let old_usage = old.map(|o| evaluator.usage(o));
+    let mut matching = Vec::new();
     for (i, q) in quotas.iter().enumerate() {
         if !q.matches(evaluator, new) {
             continue;
@@ -244,11 +242,18 @@ fn judge(
             let why = format!("status unknown for quota: {}, resources: {}", q.name, restricted.join(","));
             return Err(forbidden(why));
         }
-        if !negative.is_empty() {
-            return Err(forbidden(format!("quota usage is negative for resource(s): {}", negative.join(","))));
-        }
+        matching.push(i);
+    }
+    let usage = evaluator.usage(new);
+    let negative: Vec<&str> = usage.iter().filter(|(_, q)| q.nanos < 0).map(|(k, _)| k.as_str()).collect();
+    if !negative.is_empty() {
+        return Err(forbidden(format!("quota usage is negative for resource(s): {}", negative.join(","))));
+    }
+    let old_usage = old.map(|o| evaluator.usage(o));
+    let mut deltas: Vec<(usize, ResourceList)> = Vec::new();
+    for i in matching {
         let delta = match (old, &old_usage) {
-            (Some(old), Some(before)) if q.matches(evaluator, old) => usage
+            (Some(old), Some(before)) if quotas[i].matches(evaluator, old) => usage
                 .iter()
                 .map(|(k, v)| {
                     let was = before.get(k).map_or(0, |b| b.nanos);
@@ -382,16 +387,32 @@ fn list_faults(list: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
         if q.nanos < 0 {
             causes.push(invalid(&field, go_quote(&q.shown()), "must be greater than or equal to 0"));
         }
-        if integer_resource(k) && (q.nanos / 1_000_000) % 1000 != 0 {
+        // kube's `MilliValue`, rounded up.
+        let millis = q.nanos.div_euclid(1_000_000) + i128::from(q.nanos.rem_euclid(1_000_000) != 0);
+        if integer_resource(k) && millis % 1000 != 0 {
             causes.push(invalid(&field, go_quote(&q.shown()), "must be an integer"));
         }
     }
 }
 
+/// Which write of a ResourceQuota is judged.
+pub(crate) enum Judged<'a> {
+    /// A create: the spec and the status.
+    Create,
+    /// An update of the object, from the stored one: the spec, and scopes that stay.
+    Update(&'a Value),
+    /// A write through `/status`: the status (its version is required, see [`version_required`]).
+    Status,
+}
+
 /// The causes for which kube refuses the ResourceQuota `obj` (kube's `ValidateResourceQuota`,
-/// its metadata aside; with `old`, an update: the scopes may not change).
-pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cause> {
+/// `ValidateResourceQuotaUpdate` and `ValidateResourceQuotaStatusUpdate`, metadata aside).
+pub(crate) fn validate(obj: &Map<String, Value>, judged: Judged<'_>) -> Vec<Cause> {
     let mut causes = Vec::new();
+    if let Judged::Status = judged {
+        status_faults(obj, &mut causes);
+        return causes;
+    }
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let hard: Vec<&String> =
         spec.get("hard").and_then(Value::as_object).map(|h| h.keys().collect()).unwrap_or_default();
@@ -431,7 +452,7 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cau
             }
             for k in &hard {
                 if standard_quota_resource(k) && !scope_valid_for(scope, k) {
-                    causes.push(invalid(at, go_json(selector), "unsupported scope applied to resource"));
+                    causes.push(invalid(at, internal_selector(selector), "unsupported scope applied to resource"));
                 }
             }
             if matches!(
@@ -442,7 +463,7 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cau
                 causes.push(invalid(
                     &format!("{at}.operator"),
                     go_quote(op),
-                    "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, \
+                    "must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, \
                      ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, \
                      ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
                 ));
@@ -473,10 +494,10 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cau
             causes.push(invalid(at, scopes_shown.clone(), "conflicting scopes"));
         }
     }
-    let status = obj.get("status").unwrap_or(&Value::Null);
-    list_faults(status.get("hard"), "status.hard", &mut causes);
-    list_faults(status.get("used"), "status.used", &mut causes);
-    if let Some(old) = old {
+    if let Judged::Create = judged {
+        status_faults(obj, &mut causes);
+    }
+    if let Judged::Update(old) = judged {
         let set = |v: &Value| -> std::collections::BTreeSet<String> {
             let scopes = v.pointer("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
             scopes.filter_map(Value::as_str).map(str::to_string).collect()
@@ -486,6 +507,67 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cau
         }
     }
     causes
+}
+
+/// kube's 422 for a PUT of a quota's status without the version it replaces (kube's status
+/// strategy requires one, though the kind allows unconditional updates).
+pub(crate) fn version_required(info: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::invalid_object(&info.group, &info.kind, name, "resourceVersion", "FieldValueRequired", "Required value")
+}
+
+fn status_faults(obj: &Map<String, Value>, causes: &mut Vec<Cause>) {
+    let status = obj.get("status").unwrap_or(&Value::Null);
+    list_faults(status.get("hard"), "status.hard", causes);
+    list_faults(status.get("used"), "status.used", causes);
+}
+
+/// A scope selector as kube shows its internal type in a message: Go's field names, in their
+/// order, `Values` null when there are none.
+fn internal_selector(selector: &Value) -> String {
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    let shown: Vec<String> = expressions
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let text = |k: &str| go_json(e.get(k).unwrap_or(&Value::String(String::new())));
+            let values = e.get("values").filter(|v| v.as_array().is_some_and(|a| !a.is_empty()));
+            format!(
+                "{{\"ScopeName\":{},\"Operator\":{},\"Values\":{}}}",
+                text("scopeName"),
+                text("operator"),
+                go_json(values.unwrap_or(&Value::Null))
+            )
+        })
+        .collect();
+    match expressions {
+        Some(_) => format!("{{\"MatchExpressions\":[{}]}}", shown.join(",")),
+        None => "{\"MatchExpressions\":null}".to_string(),
+    }
+}
+
+/// The warnings kube gives a quota created with a request above its limit.
+pub(crate) fn create_warnings(obj: &Map<String, Value>) -> Vec<String> {
+    let hard = list_of(obj.get("spec").and_then(|s| s.get("hard")).and_then(Value::as_object));
+    let mut warnings = Vec::new();
+    for r in ["cpu", "memory", "storage", "ephemeral-storage"] {
+        let requested = format!("requests.{r}");
+        let request = match hard.get(&requested) {
+            Some(q) => Some((requested, q)),
+            None if matches!(r, "cpu" | "memory") => hard.get(r).map(|q| (r.to_string(), q)),
+            None => None,
+        };
+        let limit_name = format!("limits.{r}");
+        if let (Some((name, request)), Some(limit)) = (request, hard.get(&limit_name))
+            && request.nanos > limit.nanos
+        {
+            warnings.push(format!(
+                "ResourceQuota {name} ({}) should be less than {limit_name} ({})",
+                request.shown(),
+                limit.shown()
+            ));
+        }
+    }
+    warnings
 }
 
 /// A quota's `status.used` after a recount: `counted` where the quota's evaluators counted, the
@@ -516,8 +598,8 @@ mod tests {
 
     use super::*;
 
-    fn messages(obj: Value, old: Option<&Value>) -> Vec<String> {
-        validate(obj.as_object().unwrap(), old).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    fn messages(obj: Value, judged: Judged<'_>) -> Vec<String> {
+        validate(obj.as_object().unwrap(), judged).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
     }
 
     #[test]
@@ -525,7 +607,7 @@ mod tests {
         let q = json!({"spec": {"hard": {"pods": "1.5", "storage": "1", "memory": "-1", "count/pods": "2"},
             "scopes": ["BestEffort", "NotBestEffort"]}});
         assert_eq!(
-            messages(q, None),
+            messages(q, Judged::Create),
             vec![
                 "spec.hard[memory]: Invalid value: \"-1\": must be greater than or equal to 0",
                 "spec.hard[pods]: Invalid value: \"1500m\": must be an integer",
@@ -539,9 +621,9 @@ mod tests {
             {"scopeName": "PriorityClass", "operator": "In"},
             {"scopeName": "Nope", "operator": "Exists", "values": ["y"]}]}}});
         assert_eq!(
-            messages(q, None),
+            messages(q, Judged::Create),
             vec![
-                "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when scope is any \
+                "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exists' when scope is any \
                  of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, \
                  ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
                 "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when \
@@ -553,7 +635,7 @@ mod tests {
         );
         let old = json!({"spec": {"scopes": ["Terminating"]}});
         assert_eq!(
-            messages(json!({"spec": {"hard": {"pods": "1"}}}), Some(&old)),
+            messages(json!({"spec": {"hard": {"pods": "1"}}}), Judged::Update(&old)),
             vec!["spec.scopes: Invalid value: null: field is immutable"]
         );
     }

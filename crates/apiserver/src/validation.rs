@@ -76,9 +76,19 @@ pub(crate) fn validate(
         causes.extend(crate::limit_ranger::validate(obj));
     }
     if crate::resource_quota::is_quotas(info) {
-        // The scopes are immutable; a status write keeps the stored spec.
-        let old = old.filter(|_| target == crate::strategy::Target::Main).map(StoredObject::value);
-        causes.extend(crate::resource_quota::validate(obj, old.as_ref()));
+        use crate::resource_quota::Judged;
+        let stored = old.map(StoredObject::value);
+        let judged = match (target, &stored) {
+            (crate::strategy::Target::Status, _) => Judged::Status,
+            (_, Some(stored)) => Judged::Update(stored),
+            (_, None) => Judged::Create,
+        };
+        let quota_causes = crate::resource_quota::validate(obj, judged);
+        if quota_causes.is_empty() && old.is_none() && causes.is_empty() {
+            // kube warns once the quota is valid.
+            crate::resource_quota::create_warnings(obj).into_iter().for_each(crate::warning::record);
+        }
+        causes.extend(quota_causes);
     }
     if crate::job_status::is_jobs(info)
         && target == crate::strategy::Target::Status

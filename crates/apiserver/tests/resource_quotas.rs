@@ -118,16 +118,15 @@ async fn pods_are_charged_refused_past_the_limit_and_given_back() {
 async fn object_counts_services_and_scopes() {
     let s = server().await;
     let c = Client::new(&s);
-    counted_quota(
-        &c,
-        quota(
-            "counts",
-            json!({"hard": {"configmaps": "1", "count/configmaps": "1",
-        "services.nodeports": "1"}}),
-        ),
-    )
-    .await;
-    let cms = "/api/v1/namespaces/default/configmaps";
+    // (A cluster's namespaces hold a `kube-root-ca.crt` ConfigMap; a new one here holds none.)
+    create_namespaces(&s, &["counted"]).await.unwrap();
+    let quotas = "/api/v1/namespaces/counted/resourcequotas";
+    let mut w = c.watch(&format!("{quotas}?watch=true")).await;
+    let body =
+        quota("counts", json!({"hard": {"configmaps": "1", "count/configmaps": "1", "services.nodeports": "1"}}));
+    assert_eq!(c.post(quotas, &body).await.code, 201);
+    until(&mut w, "the quota's status", |e| e["object"]["status"].get("used").is_some()).await;
+    let cms = "/api/v1/namespaces/counted/configmaps";
     assert_eq!(c.post(cms, &json!({"metadata": {"name": "one"}})).await.code, 201);
     let r = c.post(cms, &json!({"metadata": {"generateName": "two-"}})).await;
     assert_eq!(r.code, 403, "{}", r.body);
@@ -142,7 +141,7 @@ async fn object_counts_services_and_scopes() {
     );
 
     // A Service is charged its node ports when it is created and when it takes more.
-    let svcs = "/api/v1/namespaces/default/services";
+    let svcs = "/api/v1/namespaces/counted/services";
     let svc =
         json!({"metadata": {"name": "web"}, "spec": {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]}});
     assert_eq!(c.post(svcs, &svc).await.code, 201);
@@ -184,7 +183,33 @@ async fn quotas_are_judged_as_kube_judges_them() {
          spec.hard[storage]: Invalid value: \"storage\": must be a standard resource for quota, spec.scopes: \
          Invalid value: [\"Nope\"]: unsupported scope]"
     );
+    // Valid, with a request above its limit: kube's warning.
+    let r = c
+        .post(
+            QUOTAS,
+            &quota(
+                "over",
+                json!({"hard": {"requests.cpu": "2", "limits.cpu": "1", "memory": "2Gi",
+        "limits.memory": "1Gi"}}),
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let warnings: Vec<&str> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"ResourceQuota requests.cpu (2) should be less than limits.cpu (1)\"",
+            "299 - \"ResourceQuota memory (2Gi) should be less than limits.memory (1Gi)\""
+        ]
+    );
     counted_quota(&c, quota("q", json!({"hard": {"pods": "3"}, "scopes": ["NotTerminating"]}))).await;
+    // A status write needs the version it replaces.
+    let mut status = c.get(&format!("{QUOTAS}/q")).await.body;
+    status["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    let r = c.put(&format!("{QUOTAS}/q/status"), &status).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(r.body["message"], "ResourceQuota \"q\" is invalid: resourceVersion: Required value");
     let r = c.patch(&format!("{QUOTAS}/q"), MERGE, &json!({"spec": {"scopes": ["Terminating"]}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(

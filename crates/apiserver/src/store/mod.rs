@@ -943,6 +943,9 @@ impl Store {
         if needs_version {
             return Err(version_required(info, &name));
         }
+        if unversioned && opts.target == Target::Status && crate::resource_quota::is_quotas(info) {
+            return Err(crate::resource_quota::version_required(info, &name));
+        }
         self.update_from(info, (cur, is_current), obj, &name, &opts, uid.as_deref()).await.map(|o| (o, false))
     }
 
