@@ -151,22 +151,29 @@ fn printed(list: &ResourceList, keys: &[&String]) -> String {
 /// Judges `w` against the quotas of its namespace and charges them; `charges` are to be held
 /// until the object is stored.
 pub(crate) async fn admit(store: &Store, w: Write<'_>, charges: &mut Charges) -> Result<(), ApiError> {
-    let Some(evaluator) = Evaluator::of(w.info) else { return Ok(()) };
-    if w.namespace.is_empty() {
+    if w.namespace.is_empty() || !w.info.namespaced {
         return Ok(());
     }
-    if w.old.is_some() && matches!(evaluator, Evaluator::Count(_)) {
+    // Updates are charged only for pods, Services and claims (object counts charge creates).
+    if w.old.is_some() && !["pods", "services", "persistentvolumeclaims"].iter().any(|p| w.info.is_core(p)) {
         return Ok(());
     }
     let registry = store.registry();
     let Some(quotas_info) = registry.find("", "v1", "resourcequotas") else { return Ok(()) };
     let selectors = crate::selector::Selectors::default();
     let (_, cached) = store.cache().snapshot(quotas_info, Some(w.namespace), &selectors)?;
-    // A quota the controller has not given a `status.hard` yet applies to nothing.
+    if cached.is_empty() {
+        return Ok(());
+    }
+    let Some(evaluator) = Evaluator::of(w.info) else { return Ok(()) };
+    // The quotas whose `status.hard` names something of this kind (one the controller has not
+    // given a status yet applies to nothing).
     let mut names: Vec<String> = cached
         .iter()
         .map(|q| q.value())
-        .filter(|q| q.pointer("/status/hard").and_then(Value::as_object).is_some_and(|h| !h.is_empty()))
+        .filter(|q| {
+            q.pointer("/status/hard").and_then(Value::as_object).is_some_and(|h| h.keys().any(|k| evaluator.tracks(k)))
+        })
         .filter_map(|q| Some(q.pointer("/metadata/name")?.as_str()?.to_string()))
         .collect();
     if names.is_empty() {
