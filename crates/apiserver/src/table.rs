@@ -158,17 +158,53 @@ pub fn columns(info: &ResourceInfo) -> Value {
                 "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
                 0
             ),
+            col("Age", "string", "", CREATION_TIMESTAMP, 0),
+        ])
+    } else if crate::resource_quota::is_quotas(info) {
+        json!([
+            name,
+            col("Age", "string", "", CREATION_TIMESTAMP, 0),
             col(
-                "Age",
+                "Request",
                 "string",
                 "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+                "Request represents a minimum amount of cpu/memory that a container may consume.",
+                0
+            ),
+            col(
+                "Limit",
+                "string",
+                "",
+                "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
                 0
             ),
         ])
     } else {
         json!([name, age])
     }
+}
+
+/// `ObjectMeta.creationTimestamp`'s documentation, the description of the Age columns kube
+/// declares as strings.
+const CREATION_TIMESTAMP: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// A quota's Request and Limit cells: `name: used/hard` for each resource of `status.hard` by
+/// name, those named `limits.*` in the second.
+fn quota_cells(v: &Value) -> (String, String) {
+    let hard = v.pointer("/status/hard").and_then(Value::as_object);
+    let used = v.pointer("/status/used").and_then(Value::as_object);
+    let shown = |q: Option<&Value>| {
+        q.and_then(crate::quantity::Quantity::of).map_or_else(|| "0".to_string(), crate::quantity::Quantity::shown)
+    };
+    let (mut request, mut limit) = (Vec::new(), Vec::new());
+    for (k, h) in hard.into_iter().flatten() {
+        let cell = format!("{k}: {}/{}", shown(used.and_then(|u| u.get(k))), shown(Some(h)));
+        match k.split_once('.') {
+            Some(("limits", _)) => limit.push(cell),
+            _ => request.push(cell),
+        }
+    }
+    (request.join(", "), limit.join(", "))
 }
 
 fn age(created: &str) -> String {
@@ -372,6 +408,9 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
             number("/status/currentReplicas"),
             age(created)
         ])
+    } else if crate::resource_quota::is_quotas(info) {
+        let (request, limit) = quota_cells(&v);
+        json!([o.name, age(created), request, limit])
     } else {
         json!([o.name, age(created)])
     };
