@@ -293,3 +293,39 @@ async fn concurrent_creates_never_pass_the_limit() {
     assert_eq!(c.get(PODS).await.body["items"].as_array().unwrap().len(), 7);
     assert_eq!(c.get(&format!("{QUOTAS}/seven")).await.body["status"]["used"], json!({"pods": "7"}));
 }
+
+#[tokio::test]
+async fn custom_resources_are_counted_once_their_definition_is_served() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut w = c.watch(&format!("{QUOTAS}?watch=true")).await;
+    let r = c.post(QUOTAS, &quota("crs", json!({"hard": {"count/gizmos.example.com": "1"}}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Nothing counts gizmos yet: the status names the limit and no usage.
+    let e = until(&mut w, "the quota's status", |e| e["object"]["status"].get("hard").is_some()).await;
+    assert_eq!(e["object"]["status"], json!({"hard": {"count/gizmos.example.com": "1"}}));
+
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(c.post(crds, &crd).await.code, 201);
+    // Once served, the controller counts them.
+    until(&mut w, "gizmos counted", |e| e["object"]["status"]["used"] == json!({"count/gizmos.example.com": "0"}))
+        .await;
+    let gizmos = "/apis/example.com/v1/namespaces/default/gizmos";
+    let gizmo = |name: &str| json!({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": name}});
+    let r = c.post(gizmos, &gizmo("one")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c.post(gizmos, &gizmo("two")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "gizmos.example.com \"two\" is forbidden: exceeded quota: crs, requested: count/gizmos.example.com=1, \
+         used: count/gizmos.example.com=1, limited: count/gizmos.example.com=1"
+    );
+    assert_eq!(r.body["details"], json!({"name": "two", "group": "example.com", "kind": "gizmos"}));
+}
