@@ -329,3 +329,32 @@ async fn custom_resources_are_counted_once_their_definition_is_served() {
     );
     assert_eq!(r.body["details"], json!({"name": "two", "group": "example.com", "kind": "gizmos"}));
 }
+
+#[tokio::test]
+async fn limit_range_defaults_satisfy_a_compute_quota() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let ranges = "/api/v1/namespaces/default/limitranges";
+    let range = json!({"metadata": {"name": "defaults"}, "spec": {"limits": [{"type": "Container",
+        "default": {"cpu": "500m", "memory": "128Mi"}, "defaultRequest": {"cpu": "100m", "memory": "64Mi"}}]}});
+    assert_eq!(c.post(ranges, &range).await.code, 201);
+    counted_quota(
+        &c,
+        quota("compute", json!({"hard": {"requests.cpu": "250m", "limits.cpu": "1", "requests.memory": "1Gi"}})),
+    )
+    .await;
+    // LimitRanger runs first: the pod is charged the defaults it was given.
+    let r = c.post(PODS, &pod("plain", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let used = c.get(&format!("{QUOTAS}/compute")).await.body["status"]["used"].clone();
+    assert_eq!(used, json!({"limits.cpu": "500m", "requests.cpu": "100m", "requests.memory": "64Mi"}));
+    let r = c.post(PODS, &pod("second", json!({}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c.post(PODS, &pod("third", json!({}))).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "pods \"third\" is forbidden: exceeded quota: compute, requested: limits.cpu=500m,requests.cpu=100m, \
+         used: limits.cpu=1,requests.cpu=200m, limited: limits.cpu=1,requests.cpu=250m"
+    );
+}
