@@ -4,15 +4,18 @@
 //! quota's scopes) — and gives back what deleted, finished or shrunk objects no longer use.
 //!
 //! Invariants: a namespace is recounted while no object charged by [`crate::resource_quota`]
-//! is on its way to the storage there, and once the cache holds every acknowledged write (so
-//! a recount never undoes a charge); `used` names only keys of `hard`, each tracked one from 0,
+//! on this server is on its way to the storage there, and once the cache holds every
+//! acknowledged write (so a recount never undoes this server's charges); usage counted below
+//! the quota's is given back only when an object counted before was deleted or changed, or
+//! every five minutes (as kube's controller, which creates do not wake: a charge another server
+//! made for an object not stored yet stays); `used` names only keys of `hard`, each tracked one from 0,
 //! and keeps the earlier value of a key no evaluator counts; a quota is written only when its
 //! status changes, as the controller's service account with the field manager
 //! `kube-controller-manager`, as a compare-and-swap on the version read (a quota changed
 //! meanwhile is left to the pass its change wakes); a pass runs on every change to quotas and to
 //! the resources some quota tracks, and every five minutes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,13 +47,32 @@ pub(crate) const SERVICE_ACCOUNT: &str = "resourcequota-controller";
 pub(crate) struct Controller {
     store: Arc<Store>,
     quotas: Arc<ResourceInfo>,
+    /// What each namespace's last recount counted.
+    counted: std::sync::Mutex<HashMap<String, Counted>>,
+}
+
+/// The objects a namespace's recount counted (resource and name, version), and when a recount
+/// last gave usage back.
+struct Counted {
+    objects: HashMap<(String, String), u64>,
+    full: std::time::Instant,
+}
+
+/// How a recount treats usage it counts below what the quota shows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Recount {
+    /// Gives it back: an object counted before was deleted or changed, or the resync is due.
+    Full,
+    /// Keeps the quota's: since the last recount objects were only created, and admission
+    /// charged them (one on its way to the storage through another server is not counted yet).
+    RaiseOnly,
 }
 
 impl Controller {
     /// The controller for `store`; None when it does not serve ResourceQuotas.
     pub fn new(store: Arc<Store>) -> Option<Controller> {
         let quotas = store.registry().find("", "v1", "resourcequotas").cloned()?;
-        Some(Controller { store, quotas })
+        Some(Controller { store, quotas, counted: Default::default() })
     }
 
     /// Runs until `stop` turns true.
@@ -98,6 +120,7 @@ impl Controller {
     /// Recounts every namespace with quotas and writes the statuses that changed.
     async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
         let namespaces: Vec<String> = self.quotas()?.into_keys().collect();
+        self.counted.lock().unwrap_or_else(|e| e.into_inner()).retain(|ns, _| namespaces.contains(ns));
         let mut first_error = None;
         for ns in namespaces {
             let gate = self.store.quota_gates().of(&ns);
@@ -109,12 +132,16 @@ impl Controller {
             let Some(quotas) = by_ns.get(&ns) else { continue };
             let evaluators = self.evaluators(&quotas.iter().collect::<Vec<_>>());
             let mut objects = Vec::with_capacity(evaluators.len());
+            let mut versions = HashMap::new();
             for (info, evaluator) in &evaluators {
                 let (_, listed) = self.store.cache().snapshot(info, Some(&ns), &Selectors::default())?;
+                let resource = format!("{}/{}", info.group, info.plural);
+                versions.extend(listed.iter().map(|o| ((resource.clone(), o.name.clone()), o.rv)));
                 objects.push((evaluator, listed.iter().map(|o| o.value()).collect::<Vec<_>>()));
             }
+            let recount = self.recount(&ns, versions);
             for quota in quotas {
-                let Some(status) = status_of(quota, &objects) else { continue };
+                let Some(status) = status_of(quota, &objects, recount) else { continue };
                 if let Err(e) = self.write(&ns, quota.clone(), status).await {
                     tracing::debug!(namespace = %ns, error = %e, "resource quota");
                     first_error.get_or_insert(e);
@@ -125,6 +152,28 @@ impl Controller {
             Some(e) => Err(e),
             None => Ok(self.tracked()),
         }
+    }
+
+    /// How namespace `ns` is recounted, given the versions of the objects its quotas track now
+    /// (kube's controller gives usage back on deletions, updates and its resync, not on creates).
+    fn recount(&self, ns: &str, objects: HashMap<(String, String), u64>) -> Recount {
+        let mut counted = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        let recount = match counted.get(ns) {
+            Some(last) if now.duration_since(last.full) < RESYNC => {
+                match last.objects.iter().all(|(k, rv)| objects.get(k) == Some(rv)) {
+                    true => Recount::RaiseOnly,
+                    false => Recount::Full,
+                }
+            }
+            _ => Recount::Full,
+        };
+        let full = match (recount, counted.get(ns)) {
+            (Recount::RaiseOnly, Some(last)) => last.full,
+            _ => now,
+        };
+        counted.insert(ns.to_string(), Counted { objects, full });
+        recount
     }
 
     /// Writes `status` to `quota` (the version the pass read).
@@ -144,7 +193,7 @@ impl Controller {
 
 /// The status `quota` should have given the namespace's `objects` (by evaluator); None when it
 /// has it.
-fn status_of(quota: &Value, objects: &[(&Evaluator, Vec<Value>)]) -> Option<Value> {
+fn status_of(quota: &Value, objects: &[(&Evaluator, Vec<Value>)], recount: Recount) -> Option<Value> {
     let spec_hard = quota.pointer("/spec/hard").and_then(Value::as_object).cloned().unwrap_or_default();
     let hard: Map<String, Value> = spec_hard
         .iter()
@@ -177,6 +226,13 @@ fn status_of(quota: &Value, objects: &[(&Evaluator, Vec<Value>)]) -> Option<Valu
     }
     let status = quota.get("status");
     let earlier_used = status.and_then(|s| s.get("used")).and_then(Value::as_object);
+    if recount == Recount::RaiseOnly {
+        for (k, earlier) in list_of(earlier_used) {
+            if let Some(c) = counted.get_mut(&k).filter(|c| c.nanos < earlier.nanos) {
+                *c = earlier;
+            }
+        }
+    }
     let used = crate::resource_quota::recounted(&hard, earlier_used, &counted);
     let same = |a: Option<&Map<String, Value>>, b: &Map<String, Value>| {
         a.is_some_and(|a| {
@@ -209,16 +265,24 @@ mod tests {
         let quota =
             json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2000m", "count/pods": "9", "secrets": "1"}}});
         assert_eq!(
-            status_of(&quota, &objects),
+            status_of(&quota, &objects, Recount::Full),
             Some(json!({"hard": {"count/pods": "9", "pods": "5", "requests.cpu": "2", "secrets": "1"},
                 "used": {"count/pods": "3", "pods": "2", "requests.cpu": "1500m"}}))
         );
         let scoped = json!({"spec": {"hard": {"pods": "5"}, "scopes": ["NotTerminating"]},
             "status": {"hard": {"pods": "5"}, "used": {"pods": "1"}}});
-        assert_eq!(status_of(&scoped, &objects), None);
+        assert_eq!(status_of(&scoped, &objects, Recount::Full), None);
         // Kept where no evaluator counts.
         let kept =
             json!({"spec": {"hard": {"secrets": "1"}}, "status": {"hard": {"secrets": "1"}, "used": {"secrets": "4"}}});
-        assert_eq!(status_of(&kept, &objects), None);
+        assert_eq!(status_of(&kept, &objects, Recount::Full), None);
+        // After creates only, a charge counted nowhere yet stays; after a deletion it goes.
+        let charged =
+            json!({"spec": {"hard": {"pods": "5"}}, "status": {"hard": {"pods": "5"}, "used": {"pods": "3"}}});
+        assert_eq!(status_of(&charged, &objects, Recount::RaiseOnly), None);
+        assert_eq!(
+            status_of(&charged, &objects, Recount::Full),
+            Some(json!({"hard": {"pods": "5"}, "used": {"pods": "2"}}))
+        );
     }
 }

@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use crate::quantity::{Format, Quantity, ResourceList, list_of};
+use crate::quantity::{Format, NANO, Quantity, ResourceList, list_of};
 use crate::registry::ResourceInfo;
 
 /// The evaluator of a resource.
@@ -115,7 +115,7 @@ impl Evaluator {
     pub(crate) fn usage(&self, obj: &Value) -> ResourceList {
         let mut usage = ResourceList::new();
         let mut set = |k: &str, n: i128| {
-            usage.insert(k.to_string(), Quantity { nanos: n * quantity_unit(), format: Format::DecimalSI });
+            usage.insert(k.to_string(), Quantity { nanos: n * NANO, format: Format::DecimalSI });
         };
         match self {
             Evaluator::Count(names) => names.iter().for_each(|n| set(n, 1)),
@@ -153,8 +153,7 @@ impl Evaluator {
                         size = a;
                     }
                     // Whole bytes, rounded up.
-                    let unit = quantity_unit();
-                    size.nanos = size.nanos.div_euclid(unit) * unit + if size.nanos % unit != 0 { unit } else { 0 };
+                    size.nanos = (size.nanos + NANO - 1).div_euclid(NANO) * NANO;
                     usage.insert("requests.storage".into(), size);
                     if !class.is_empty() {
                         usage.insert(format!("{class}.storageclass.storage.k8s.io/requests.storage"), size);
@@ -274,10 +273,6 @@ impl Evaluator {
             Evaluator::Count(_) => false,
         }
     }
-}
-
-fn quantity_unit() -> i128 {
-    crate::quantity::NANO
 }
 
 fn has_entries(v: &Value) -> bool {

@@ -35,7 +35,7 @@ use crate::structural::{Cause, go_json, go_quote};
 /// The field manager of the quota writes admission makes.
 const MANAGER: &str = "kube-apiserver";
 
-/// How many times a namespace's charges are tried when quotas change meanwhile.
+/// How many times at most a charge is read, judged and written (a failed write is tried again).
 const ATTEMPTS: usize = 4;
 
 /// Whether `info` is core/v1's ResourceQuotas.

@@ -358,3 +358,34 @@ async fn limit_range_defaults_satisfy_a_compute_quota() {
          used: limits.cpu=1,requests.cpu=200m, limited: limits.cpu=1,requests.cpu=250m"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_etcd_share_a_quota() {
+    use informer_apiserver::ApiServer;
+    use informer_apiserver::etcd_process::EtcdProcess;
+    let etcd = EtcdProcess::start().unwrap();
+    let server = || ApiServer::builder().etcd(vec![etcd.url()]).etcd_prefix("/replicas").start();
+    let (a, b) = (server().await.unwrap(), server().await.unwrap());
+    let (ca, cb) = (Client::new(&a), Client::new(&b));
+    counted_quota(&ca, quota("five", json!({"hard": {"pods": "5"}}))).await;
+    // Both servers' controllers count the quota; creates through both at once.
+    let mut w = cb.watch(&format!("{QUOTAS}?watch=true&fieldSelector=metadata.name=five")).await;
+    until(&mut w, "the second server's view", |e| e["object"]["status"]["used"]["pods"] == "0").await;
+    let creates = (0..16).map(|i| {
+        let c = if i % 2 == 0 { ca.clone() } else { cb.clone() };
+        async move { c.post(PODS, &pod(&format!("p{i}"), json!({}))).await }
+    });
+    let answers = futures_util::future::join_all(creates).await;
+    let codes: Vec<u16> = answers.iter().map(|r| r.code).collect();
+    assert_eq!(codes.iter().filter(|c| **c == 201).count(), 5, "{codes:?}");
+    // Past the limit: kube's 403, or its 409 when the quota kept changing under four attempts.
+    for r in answers.iter().filter(|r| r.code != 201) {
+        assert!(r.code == 403 || r.code == 409 && r.body["details"]["kind"] == "resourcequotas", "{}", r.body);
+    }
+    assert_eq!(cb.get(PODS).await.body["items"].as_array().unwrap().len(), 5);
+    // A deletion through one server is given back, whichever controller counts it.
+    let first = answers.iter().find(|r| r.code == 201).unwrap().body["metadata"]["name"].as_str().unwrap().to_string();
+    assert_eq!(ca.delete(&format!("{PODS}/{first}?gracePeriodSeconds=0")).await.code, 200);
+    used_becomes(&cb, "five", json!({"pods": "4"})).await;
+    assert_eq!(cb.post(PODS, &pod("late", json!({}))).await.code, 201);
+}
