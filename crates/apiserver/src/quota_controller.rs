@@ -8,8 +8,8 @@
 //! acknowledged write (so a recount never undoes this server's charges); usage counted below
 //! the quota's is given back only when an object counted before was deleted or changed, or
 //! every five minutes (as kube's controller, which creates do not wake: a charge another server
-//! made for an object not stored yet stays); `used` names only keys of `hard`, each tracked one from 0,
-//! and keeps the earlier value of a key no evaluator counts; a quota is written only when its
+//! made for an object not stored yet stays); `used` names only keys of `hard`, each tracked one
+//! from 0, and keeps the earlier value of a key no evaluator counts; a quota is written only when its
 //! status changes, as the controller's service account with the field manager
 //! `kube-controller-manager`, as a compare-and-swap on the version read (a quota changed
 //! meanwhile is left to the pass its change wakes); a pass runs on every change to quotas and to
