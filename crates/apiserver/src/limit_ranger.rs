@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::defaults::ensure_obj;
-use crate::quantity::{self, Format, Quantity, ResourceList, list_of};
+use crate::quantity::{self, Format, Quantity, ResourceList, add_into, list_of, raise_to};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::strategy::Target;
@@ -235,15 +235,7 @@ fn judge(
 pub(crate) fn pod_sum(spec: &Value, key: &str) -> ResourceList {
     let of = |c: &Value| list_of(resources(c.get("resources"), key));
     let mut sum = ResourceList::new();
-    let add = |to: &mut ResourceList, from: &ResourceList| {
-        for (k, q) in from {
-            let next = match to.get(k) {
-                Some(have) => have.add(*q),
-                None => *q,
-            };
-            to.insert(k.clone(), next);
-        }
-    };
+    let add = |to: &mut ResourceList, from: &ResourceList| from.iter().for_each(|(k, q)| add_into(to, k, *q));
     for c in spec.get("containers").and_then(Value::as_array).into_iter().flatten() {
         add(&mut sum, &of(c));
     }
@@ -259,17 +251,9 @@ pub(crate) fn pod_sum(spec: &Value, key: &str) -> ResourceList {
             add(&mut c, &sidecars);
             c
         };
-        for (k, q) in candidate {
-            if init_max.get(&k).is_none_or(|have| q.nanos > have.nanos) {
-                init_max.insert(k, q);
-            }
-        }
+        candidate.iter().for_each(|(k, q)| raise_to(&mut init_max, k, *q));
     }
-    for (k, q) in init_max {
-        if sum.get(&k).is_none_or(|have| q.nanos > have.nanos) {
-            sum.insert(k, q);
-        }
-    }
+    init_max.iter().for_each(|(k, q)| raise_to(&mut sum, k, *q));
     for (k, q) in list_of(resources(spec.get("resources"), key)) {
         if k == "cpu" || k == "memory" {
             sum.insert(k, q);

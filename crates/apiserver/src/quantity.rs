@@ -173,6 +173,27 @@ impl Quantity {
 /// Quantities by resource name (kube's `ResourceList`).
 pub(crate) type ResourceList = std::collections::BTreeMap<String, Quantity>;
 
+/// Adds `q` to `list`'s `k` (kube's `Add`; `q` itself where `list` has none).
+pub(crate) fn add_into(list: &mut ResourceList, k: &str, q: Quantity) {
+    match list.get_mut(k) {
+        Some(have) => *have = have.add(q),
+        None => {
+            list.insert(k.to_string(), q);
+        }
+    }
+}
+
+/// Makes `list`'s `k` at least `q`.
+pub(crate) fn raise_to(list: &mut ResourceList, k: &str, q: Quantity) {
+    match list.get_mut(k) {
+        Some(have) if have.nanos >= q.nanos => {}
+        Some(have) => *have = q,
+        None => {
+            list.insert(k.to_string(), q);
+        }
+    }
+}
+
 /// The quantities of a JSON resource list, without the entries that are not quantities.
 pub(crate) fn list_of(v: Option<&serde_json::Map<String, serde_json::Value>>) -> ResourceList {
     v.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), Quantity::of(v)?))).collect()

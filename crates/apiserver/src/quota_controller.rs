@@ -83,9 +83,9 @@ impl Controller {
         lp.run(wakers, || self.pass(), stop).await;
     }
 
-    /// The quotas the cache holds, by namespace.
-    fn quotas(&self) -> Result<BTreeMap<String, Vec<Value>>, ApiError> {
-        let (_, all) = self.store.cache().snapshot(&self.quotas, None, &Selectors::default())?;
+    /// The quotas the cache holds (in namespace `ns`, or all), by namespace.
+    fn quotas(&self, ns: Option<&str>) -> Result<BTreeMap<String, Vec<Value>>, ApiError> {
+        let (_, all) = self.store.cache().snapshot(&self.quotas, ns, &Selectors::default())?;
         let mut by_ns: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         for q in all.iter() {
             by_ns.entry(q.namespace.clone()).or_default().push(q.value());
@@ -112,14 +112,14 @@ impl Controller {
 
     /// The resources whose changes may change some quota's usage.
     fn tracked(&self) -> Vec<Arc<ResourceInfo>> {
-        let Ok(by_ns) = self.quotas() else { return Vec::new() };
+        let Ok(by_ns) = self.quotas(None) else { return Vec::new() };
         let all: Vec<&Value> = by_ns.values().flatten().collect();
         self.evaluators(&all).into_iter().map(|(info, _)| info).collect()
     }
 
     /// Recounts every namespace with quotas and writes the statuses that changed.
     async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
-        let namespaces: Vec<String> = self.quotas()?.into_keys().collect();
+        let namespaces: Vec<String> = self.quotas(None)?.into_keys().collect();
         self.counted.lock().unwrap_or_else(|e| e.into_inner()).retain(|ns, _| namespaces.contains(ns));
         let mut first_error = None;
         for ns in namespaces {
@@ -128,7 +128,7 @@ impl Controller {
             if !self.store.fresh().await? {
                 return Err(ApiError::storage_timeout("", "resourcequotas", "list"));
             }
-            let by_ns = self.quotas()?;
+            let by_ns = self.quotas(Some(&ns))?;
             let Some(quotas) = by_ns.get(&ns) else { continue };
             let evaluators = self.evaluators(&quotas.iter().collect::<Vec<_>>());
             let mut objects = Vec::with_capacity(evaluators.len());
@@ -209,14 +209,7 @@ fn status_of(quota: &Value, objects: &[(&Evaluator, Vec<Value>)], recount: Recou
         for k in &tracked {
             counted.entry((*k).clone()).or_insert(Quantity { nanos: 0, format: Format::DecimalSI });
         }
-        for obj in listed {
-            let in_scope = selectors.iter().all(|(scope, op, values)| {
-                let values: Vec<&str> = values.iter().map(String::as_str).collect();
-                evaluator.in_scope(scope, op, &values, obj)
-            });
-            if !in_scope {
-                continue;
-            }
+        for obj in listed.iter().filter(|o| evaluator.in_scopes(&selectors, o)) {
             for (k, q) in evaluator.usage(obj) {
                 if let Some(have) = counted.get_mut(&k) {
                     *have = have.add(q);

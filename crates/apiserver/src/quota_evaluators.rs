@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use crate::quantity::{Format, NANO, Quantity, ResourceList, list_of};
+use crate::quantity::{Format, NANO, Quantity, ResourceList, add_into, list_of, raise_to};
 use crate::registry::ResourceInfo;
 
 /// The evaluator of a resource.
@@ -171,9 +171,9 @@ impl Evaluator {
                 let mut requests = crate::limit_ranger::pod_sum(spec, "requests");
                 let mut limits = crate::limit_ranger::pod_sum(spec, "limits");
                 for (k, q) in list_of(spec.get("overhead").and_then(Value::as_object)) {
-                    add_to(&mut requests, &k, q);
+                    add_into(&mut requests, &k, q);
                     if limits.contains_key(&k) {
-                        add_to(&mut limits, &k, q);
+                        add_into(&mut limits, &k, q);
                     }
                 }
                 compute_usage(&requests, &limits, &mut usage);
@@ -182,9 +182,15 @@ impl Evaluator {
         usage
     }
 
+    /// Whether the object `obj` is in every scope of `selectors` (a quota's scopes and scope
+    /// selector expressions: scope, operator, values).
+    pub(crate) fn in_scopes(&self, selectors: &[(String, String, Vec<String>)], obj: &Value) -> bool {
+        selectors.iter().all(|(scope, op, values)| self.in_scope(scope, op, values, obj))
+    }
+
     /// Whether the object `obj` is in scope `scope` under `operator` and `values` (kube's
     /// scope functions); an evaluator without scopes is in none.
-    pub(crate) fn in_scope(&self, scope: &str, operator: &str, values: &[&str], obj: &Value) -> bool {
+    pub(crate) fn in_scope(&self, scope: &str, operator: &str, values: &[String], obj: &Value) -> bool {
         match self {
             Evaluator::Pods => {
                 let spec = obj.get("spec").unwrap_or(&Value::Null);
@@ -279,14 +285,6 @@ fn has_entries(v: &Value) -> bool {
     v.as_object().is_some_and(|m| m.values().any(|l| l.as_object().is_some_and(|l| !l.is_empty())))
 }
 
-fn add_to(list: &mut ResourceList, k: &str, q: Quantity) {
-    let next = match list.get(k) {
-        Some(have) => have.add(q),
-        None => q,
-    };
-    list.insert(k.to_string(), next);
-}
-
 /// A claim's class: the beta annotation's, else the spec's.
 fn claim_class(obj: &Value) -> &str {
     obj.pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
@@ -304,11 +302,7 @@ fn extended(name: &str) -> bool {
 fn compute_usage(requests: &ResourceList, limits: &ResourceList, usage: &mut ResourceList) {
     for (k, q) in requests {
         match k.as_str() {
-            "cpu" | "memory" | "ephemeral-storage" => {
-                usage.insert(k.clone(), *q);
-                usage.insert(format!("requests.{k}"), *q);
-            }
-            h if h.starts_with("hugepages-") => {
+            r if matches!(r, "cpu" | "memory" | "ephemeral-storage") || r.starts_with("hugepages-") => {
                 usage.insert(k.clone(), *q);
                 usage.insert(format!("requests.{k}"), *q);
             }
@@ -329,11 +323,7 @@ fn compute_usage(requests: &ResourceList, limits: &ResourceList, usage: &mut Res
 fn largest<'a>(lists: impl IntoIterator<Item = Option<&'a Value>>) -> ResourceList {
     let mut out = ResourceList::new();
     for list in lists {
-        for (k, q) in list_of(list.and_then(Value::as_object)) {
-            if out.get(&k).is_none_or(|have| q.nanos > have.nanos) {
-                out.insert(k, q);
-            }
-        }
+        list_of(list.and_then(Value::as_object)).iter().for_each(|(k, q)| raise_to(&mut out, k, *q));
     }
     out
 }
@@ -439,10 +429,10 @@ fn cross_namespace_affinity(spec: &Value) -> bool {
 
 /// A label selector requirement over a set with one label whose value is `value` (None: the
 /// empty set).
-fn label_match(operator: &str, values: &[&str], value: Option<&str>) -> bool {
+fn label_match(operator: &str, values: &[String], value: Option<&str>) -> bool {
     match operator {
-        "In" => value.is_some_and(|v| values.contains(&v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(&v)),
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => value.is_none_or(|v| values.iter().all(|x| x != v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
         _ => false,
@@ -552,10 +542,10 @@ mod tests {
         assert!(e.in_scope("Terminating", "Exists", &[], &pod) && !e.in_scope("NotTerminating", "Exists", &[], &pod));
         assert!(e.in_scope("NotBestEffort", "Exists", &[], &pod));
         assert!(
-            e.in_scope("PriorityClass", "In", &["high"], &pod)
-                && !e.in_scope("PriorityClass", "NotIn", &["high"], &pod)
+            e.in_scope("PriorityClass", "In", &["high".to_string()], &pod)
+                && !e.in_scope("PriorityClass", "NotIn", &["high".to_string()], &pod)
         );
-        assert!(e.in_scope("PriorityClass", "NotIn", &["high"], &json!({})));
+        assert!(e.in_scope("PriorityClass", "NotIn", &["high".to_string()], &json!({})));
         assert!(!Evaluator::Services.in_scope("BestEffort", "Exists", &[], &pod));
         assert_eq!(
             e.constraints(&["limits.cpu", "requests.memory", "pods"], &pod),

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::object::StoredObject;
-use crate::quantity::{Quantity, ResourceList, list_of};
+use crate::quantity::{Quantity, ResourceList, add_into, list_of};
 use crate::quota_evaluators::Evaluator;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
@@ -117,11 +117,7 @@ impl Quota {
 
     /// Whether the quota applies to `obj` of `evaluator` (kube's `Matches`).
     fn matches(&self, evaluator: &Evaluator, obj: &Value) -> bool {
-        self.hard.keys().any(|k| evaluator.tracks(k))
-            && self.selectors.iter().all(|(scope, op, values)| {
-                let values: Vec<&str> = values.iter().map(String::as_str).collect();
-                evaluator.in_scope(scope, op, &values, obj)
-            })
+        self.hard.keys().any(|k| evaluator.tracks(k)) && evaluator.in_scopes(&self.selectors, obj)
     }
 }
 
@@ -282,13 +278,7 @@ fn judge(
             continue;
         }
         let mut used = q.used.clone();
-        for (k, v) in &requested {
-            let next = match used.get(k) {
-                Some(have) => have.add(*v),
-                None => *v,
-            };
-            used.insert(k.clone(), next);
-        }
+        requested.iter().for_each(|(k, v)| add_into(&mut used, k, *v));
         if w.subresource != "status" {
             let exceeded: Vec<&String> = requested.keys().filter(|k| used[*k].nanos > q.hard[*k].nanos).collect();
             if !exceeded.is_empty() {
