@@ -150,9 +150,21 @@ fn go_escaped(text: String) -> String {
 /// Carries the annotations in which v1 keeps status (`current-metrics`, `conditions`) from
 /// `from` to `to`, as a write keeps or takes the status itself.
 pub(crate) fn carry_status_annotations(from: &Map<String, Value>, to: &mut Map<String, Value>) {
+    carry_annotations(from, to, &[CURRENT_METRICS, CONDITIONS]);
+}
+
+/// Carries the annotations in which v1 keeps spec (every one kube reads into its internal form
+/// but the status ones) from `from` to `to`, as a `/status` write keeps the stored spec.
+pub(crate) fn carry_spec_annotations(from: &Map<String, Value>, to: &mut Map<String, Value>) {
+    let spec: Vec<&str> = ROUND_TRIP.into_iter().filter(|k| ![CURRENT_METRICS, CONDITIONS].contains(k)).collect();
+    carry_annotations(from, to, &spec);
+}
+
+/// Sets the annotations `keys` of `to` to those of `from` (removed where `from` has none).
+fn carry_annotations(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
     let source = from.get("metadata").and_then(|m| m.get("annotations")).and_then(Value::as_object);
     let values: Vec<(&str, Option<Value>)> =
-        [CURRENT_METRICS, CONDITIONS].iter().map(|k| (*k, source.and_then(|a| a.get(*k)).cloned())).collect();
+        keys.iter().map(|k| (*k, source.and_then(|a| a.get(*k)).cloned())).collect();
     if !matches!(to.get("metadata"), Some(Value::Object(_))) {
         to.insert("metadata".into(), Value::Object(Map::new()));
     }

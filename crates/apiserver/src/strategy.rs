@@ -6,9 +6,11 @@
 //! (Nodes excepted, whose kubelet registers them with one): the object starts with the status
 //! kube's strategy gives it, or none (custom resources). For such a resource a write to the
 //! resource itself never changes `status` (the stored one is kept), and a write to `/status`
-//! changes nothing but `status` (spec, labels, annotations and the rest of the metadata are the
-//! stored ones; a Job's `/status` write keeps the metadata it changes, as kube's Job status
-//! strategy resets only the spec). The generation moves when `spec` changes (and, for apps/v1 Deployments, when
+//! never changes the spec: as kube's status strategies, it takes the labels, annotations,
+//! finalizers and owner references it carries, but for a Deployment's labels and a pod's owner
+//! references and deletion time, which stay as stored, and for custom resources and
+//! ValidatingAdmissionPolicies, whose `/status` writes change nothing but `status` ([`status_metadata`]).
+//! The generation moves when `spec` changes (and, for apps/v1 Deployments, when
 //! the annotations change; for webhook configurations and EndpointSlices, with what they hold
 //! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
 //! and `resize` writes change nothing but their part of the spec, and move the generation when
@@ -115,22 +117,31 @@ pub fn prepare_update(
         return crate::certificate_signing::prepare_update(target, &old.value(), new);
     }
     match target {
-        Target::Status if crate::job_status::is_jobs(info) => {
-            // kube's Job status strategy resets the spec alone: the write's metadata is kept.
-            let mut out = new;
-            set_or_remove(&mut out, "spec", old.value().get("spec").cloned());
-            out
-        }
-        Target::Status | Target::Approval => {
-            // The stored managed fields are not carried: the field manager writes them.
-            let mut out = as_map(old.value_without_status());
-            set_or_remove(&mut out, "status", new.get("status").cloned());
-            if crate::autoscaling_v1::is_v1(info) {
-                // v1 keeps part of the status in annotations: they come with it.
-                crate::autoscaling_v1::carry_status_annotations(&new, &mut out);
+        Target::Status => match status_metadata(info) {
+            StatusMetadata::Stored => status_only(info, old, new),
+            StatusMetadata::Request { kept } => {
+                let stored = as_map(old.value());
+                let mut out = new;
+                set_or_remove(&mut out, "spec", stored.get("spec").cloned());
+                let stored_meta = stored.get("metadata").and_then(Value::as_object);
+                if let Some(Value::Object(meta)) = out.get_mut("metadata") {
+                    for f in kept {
+                        // A pod's deletion time is the stored one, which the update keeps.
+                        let from = stored_meta.filter(|_| *f != "deletionTimestamp");
+                        set_or_remove(meta, f, from.and_then(|m| m.get(*f)).cloned());
+                    }
+                }
+                if info.is_core("pods") {
+                    keep_pod_status_fields(&stored, &mut out);
+                }
+                if crate::autoscaling_v1::is_v1(info) {
+                    // v1 keeps part of the spec in annotations: they stay as stored.
+                    crate::autoscaling_v1::carry_spec_annotations(&stored, &mut out);
+                }
+                out
             }
-            out
-        }
+        },
+        Target::Approval => status_only(info, old, new),
         Target::Main if crate::namespaces::is_namespaces(info) => {
             let mut out = new;
             set_or_remove(&mut out, "status", old.status());
@@ -163,6 +174,68 @@ pub fn prepare_update(
             };
             out.insert("spec".into(), Value::Object(spec));
             out
+        }
+    }
+}
+
+/// What a `/status` write of a resource takes of the request's metadata, as its kube strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusMetadata {
+    /// None: the stored object is kept whole but its `status` (custom resources, whose strategy
+    /// copies the stored object, and ValidatingAdmissionPolicies, whose strategy resets the
+    /// metadata for status).
+    Stored,
+    /// All of it (labels, annotations, finalizers, owner references) but the `kept` members of
+    /// the stored metadata; the spec is the stored one.
+    Request { kept: &'static [&'static str] },
+}
+
+/// What a `/status` write of `info` takes of the request's metadata: kube's status strategies
+/// reset the spec alone, but for a Deployment's labels and a pod's owner references and
+/// deletion time.
+pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
+    if info.custom.is_some() || info.group == crate::admission_policy::GROUP {
+        return StatusMetadata::Stored;
+    }
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => StatusMetadata::Request { kept: &["ownerReferences", "deletionTimestamp"] },
+        ("apps", "deployments") => StatusMetadata::Request { kept: &["labels"] },
+        _ => StatusMetadata::Request { kept: &[] },
+    }
+}
+
+/// The stored object with the `status` of `new` (a write that may change nothing else).
+fn status_only(info: &ResourceInfo, old: &StoredObject, new: Map<String, Value>) -> Map<String, Value> {
+    // The stored managed fields are not carried: the field manager writes them.
+    let mut out = as_map(old.value_without_status());
+    set_or_remove(&mut out, "status", new.get("status").cloned());
+    if crate::autoscaling_v1::is_v1(info) {
+        // v1 keeps part of the status in annotations: they come with it.
+        crate::autoscaling_v1::carry_status_annotations(&new, &mut out);
+    }
+    out
+}
+
+/// What a pod's `/status` write cannot take away, as kube's pod status strategy: the QoS class
+/// (set on create; old kubelets left it out), and the observed generations of the status and
+/// of its conditions, where the write gives none or 0.
+fn keep_pod_status_fields(stored: &Map<String, Value>, new: &mut Map<String, Value>) {
+    let Some(old_status) = stored.get("status").and_then(Value::as_object) else { return };
+    let Some(Value::Object(status)) = new.get_mut("status") else { return };
+    let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some("") || v.as_i64() == Some(0));
+    for f in ["qosClass", "observedGeneration"] {
+        if empty(status.get(f))
+            && let Some(v) = old_status.get(f).filter(|v| !empty(Some(v)))
+        {
+            status.insert(f.into(), v.clone());
+        }
+    }
+    let old_conditions = old_status.get("conditions").and_then(Value::as_array);
+    for c in status.get_mut("conditions").and_then(Value::as_array_mut).into_iter().flatten() {
+        let Some(c) = c.as_object_mut().filter(|c| empty(c.get("observedGeneration"))) else { continue };
+        let same_type = old_conditions.into_iter().flatten().find(|o| o.get("type") == c.get("type"));
+        if let Some(g) = same_type.and_then(|o| o.get("observedGeneration")).filter(|g| !empty(Some(g))) {
+            c.insert("observedGeneration".into(), g.clone());
         }
     }
 }
@@ -380,14 +453,44 @@ mod tests {
     }
 
     #[test]
-    fn status_writes_change_only_status() {
-        let d = info("deployments");
-        let old = stored(&d, json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 1}}));
-        let new = json!({"metadata": {"name": "a", "labels": {"y": "2"}}, "spec": {"replicas": 2}, "status": {"replicas": 3}});
-        let out = prepare_update(&d, Target::Status, &old, new.as_object().unwrap().clone());
-        assert_eq!(out["status"], json!({"replicas": 3}));
-        assert_eq!(out["spec"], json!({"replicas": 1}));
+    fn status_writes_take_the_metadata_kubes_status_strategies_take() {
+        let write = |plural: &str, old: Value, new: Value| {
+            let i = info(plural);
+            prepare_update(&i, Target::Status, &stored(&i, old), new.as_object().unwrap().clone())
+        };
+        let old = json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {"a": "1"},
+            "ownerReferences": [{"uid": "u1"}]}, "spec": {"replicas": 1}});
+        let new = json!({"metadata": {"name": "a", "labels": {"y": "2"}, "annotations": {"b": "2"},
+            "finalizers": ["f"], "ownerReferences": [{"uid": "u2"}]}, "spec": {"replicas": 2}, "status": {"replicas": 3}});
+        // A Deployment's labels stay; the rest comes with the write.
+        let out = write("deployments", old.clone(), new.clone());
+        assert_eq!((&out["status"], &out["spec"]), (&json!({"replicas": 3}), &json!({"replicas": 1})));
         assert_eq!(out["metadata"]["labels"], json!({"x": "1"}));
+        assert_eq!(out["metadata"]["annotations"], json!({"b": "2"}));
+        assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
+        assert_eq!(out["metadata"]["ownerReferences"], json!([{"uid": "u2"}]));
+        // Most kinds take all of it.
+        let out = write("replicasets", old.clone(), new.clone());
+        assert_eq!((&out["metadata"]["labels"], &out["spec"]), (&json!({"y": "2"}), &json!({"replicas": 1})));
+        // A pod keeps its owners and its deletion time, its QoS class and observed generations.
+        let pod_old = json!({"metadata": {"name": "a", "ownerReferences": [{"uid": "u1"}]}, "spec": {"nodeName": "n"},
+            "status": {"qosClass": "Burstable", "observedGeneration": 2,
+                "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}});
+        let pod_new = json!({"metadata": {"name": "a", "labels": {"y": "2"}, "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"uid": "u2"}]}, "spec": {}, "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "False"}, {"type": "X", "status": "True"}]}});
+        let out = write("pods", pod_old, pod_new);
+        assert_eq!(out["metadata"], json!({"name": "a", "labels": {"y": "2"}, "ownerReferences": [{"uid": "u1"}]}));
+        assert_eq!(out["spec"], json!({"nodeName": "n"}));
+        assert_eq!(
+            out["status"],
+            json!({"phase": "Running", "qosClass": "Burstable", "observedGeneration": 2, "conditions": [
+                {"type": "Ready", "status": "False", "observedGeneration": 2}, {"type": "X", "status": "True"}]})
+        );
+        // Custom resources' and admission policies' writes change the status alone.
+        let out = write("validatingadmissionpolicies", old, new);
+        assert_eq!(out["metadata"]["labels"], json!({"x": "1"}));
+        assert_eq!(out["metadata"].get("finalizers"), None);
     }
 
     #[test]

@@ -170,12 +170,15 @@ async fn status_subresource_and_generate_name() {
         .patch(
             &format!("{PODS}/{name}/status"),
             "application/merge-patch+json",
-            &json!({"status": {"phase": "Running"}, "metadata": {"labels": {"ignored": "1"}}}),
+            &json!({"status": {"phase": "Running"}, "metadata": {"labels": {"via": "status"}},
+                "spec": {"activeDeadlineSeconds": 5}}),
         )
         .await;
     assert_eq!(st.code, 200);
     assert_eq!(st.body["status"]["phase"], "Running");
-    assert!(st.body["metadata"].get("labels").is_none());
+    // As kube's pod status strategy: the labels are taken, the spec is not.
+    assert_eq!(st.body["metadata"]["labels"], json!({"via": "status"}));
+    assert!(st.body["spec"].get("activeDeadlineSeconds").is_none());
 }
 
 #[tokio::test]

@@ -151,7 +151,8 @@ async fn pod_status_is_written_only_through_status() {
     let r = c.patch(&path, JSON_PATCH, &json!([{"op": "replace", "path": "/status/phase", "value": "Failed"}])).await;
     assert_eq!(r.body["status"], created["status"]);
 
-    // PUT and PATCH of /status change the status only.
+    // PUT and PATCH of /status change the status (and the labels and annotations they carry),
+    // never the spec.
     let mut body = r.body.clone();
     body["status"] = json!({"phase": "Running", "podIP": "10.0.0.9"});
     body["spec"]["nodeName"] = json!("elsewhere");
@@ -160,7 +161,7 @@ async fn pod_status_is_written_only_through_status() {
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert_eq!(r.body["status"], json!({"phase": "Running", "podIP": "10.0.0.9"}));
     assert!(r.body["spec"].get("nodeName").is_none());
-    assert!(r.body["metadata"].get("annotations").is_none());
+    assert_eq!(r.body["metadata"]["annotations"], json!({"a": "b"}));
     let r = c
         .patch(
             &format!("{path}/status"),
@@ -431,4 +432,104 @@ async fn replication_controllers_scale_as_kube_s_do() {
         kubectl_bin(&bin, &kc, &dir.join("cache"), &["scale", "rc", "web", "--replicas=3", "-n", "default"]).await;
     assert!(ok, "{out}{err}");
     assert_eq!(c.get(&format!("{base}/web")).await.body["spec"]["replicas"], 3);
+}
+
+#[tokio::test]
+async fn status_writes_take_the_metadata_kubes_status_strategies_take() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A pod's labels and annotations come with a /status write; its owners and deletion time
+    // do not.
+    let owner = c.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "owner"}})).await.body;
+    let mut body = pod("p", json!({"app": "web"}));
+    body["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}]);
+    let created = c.post(PODS, &body).await.body;
+    let mut body = created.clone();
+    body["metadata"]["labels"] = json!({"app": "db"});
+    body["metadata"]["annotations"] = json!({"seen": "yes"});
+    body["metadata"]["ownerReferences"] = json!([]);
+    body["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    body["status"]["phase"] = json!("Running");
+    body["status"].as_object_mut().unwrap().remove("qosClass");
+    let r = c.put(&format!("{PODS}/p/status"), &body).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(
+        (&r.body["metadata"]["labels"], &r.body["metadata"]["annotations"]),
+        (&json!({"app": "db"}), &json!({"seen": "yes"}))
+    );
+    assert_eq!(r.body["metadata"]["ownerReferences"], created["metadata"]["ownerReferences"]);
+    assert!(r.body["metadata"].get("deletionTimestamp").is_none(), "{:?}", r.body);
+    assert_eq!((&r.body["status"]["phase"], &r.body["status"]["qosClass"]), (&json!("Running"), &json!("BestEffort")));
+    assert_eq!(generation(&r.body), 1);
+
+    // A Deployment keeps its labels; its annotations come with the write, owned by its writer.
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"app": "d"}},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    assert_eq!(c.post(deployments, &d).await.code, 201);
+    let patch =
+        json!({"metadata": {"labels": {"app": "other"}, "annotations": {"note": "n"}}, "status": {"replicas": 0}});
+    let r = c.patch(&format!("{deployments}/d/status?fieldManager=status-writer"), MERGE, &patch).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(
+        (&r.body["metadata"]["labels"], &r.body["metadata"]["annotations"]),
+        (&json!({"app": "d"}), &json!({"note": "n"}))
+    );
+    let entries = r.body["metadata"]["managedFields"].as_array().unwrap();
+    let writer = entries.iter().find(|e| e["manager"] == "status-writer").expect("the writer's entry");
+    assert_eq!(writer["subresource"], "status");
+    assert!(writer["fieldsV1"]["f:metadata"]["f:annotations"].get("f:note").is_some(), "{writer}");
+    assert!(writer["fieldsV1"]["f:metadata"].get("f:labels").is_none(), "{writer}");
+
+    // A ReplicaSet takes them all; a terminating one cannot gain a finalizer through its status,
+    // and losing the last one there deletes it.
+    let replicasets = "/apis/apps/v1/namespaces/default/replicasets";
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "rs", "labels": {"app": "rs"}, "finalizers": ["example.com/hold"]},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "rs"}}, "template": {"metadata": {"labels": {"app": "rs"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    assert_eq!(c.post(replicasets, &rs).await.code, 201);
+    let r = c.patch(&format!("{replicasets}/rs/status"), MERGE, &json!({"metadata": {"labels": {"tier": "x"}}})).await;
+    assert_eq!((r.code, &r.body["metadata"]["labels"]), (200, &json!({"app": "rs", "tier": "x"})));
+    let r =
+        c.patch(&format!("{replicasets}/rs/status"), MERGE, &json!({"metadata": {"labels": {"bad key": "x"}}})).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert_eq!(r.body["details"]["causes"][0]["field"], "metadata.labels");
+    assert_eq!(c.delete(&format!("{replicasets}/rs")).await.code, 200);
+    let more = json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}});
+    let r = c.patch(&format!("{replicasets}/rs/status"), MERGE, &more).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("no new finalizers can be added if the object is being deleted"),
+        "{:?}",
+        r.body
+    );
+    let r = c.patch(&format!("{replicasets}/rs/status"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(c.get(&format!("{replicasets}/rs")).await.code, 404);
+
+    // kubectl's `patch --subresource=status`.
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let bin = kubectl_versions().last().unwrap().clone();
+    let dir = tempdir("kubectl-status");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let args = [
+        "patch",
+        "deployment",
+        "d",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"annotations":{"by":"kubectl"}},"status":{"observedGeneration":1}}"#,
+    ];
+    let (ok, out, err) = kubectl_bin(&bin, &kc, &dir.join("cache"), &args).await;
+    assert!(ok, "{bin}: {out}{err}");
+    let got = c.get(&format!("{deployments}/d")).await.body;
+    assert_eq!(
+        (&got["metadata"]["annotations"], &got["status"]["observedGeneration"]),
+        (&json!({"by": "kubectl", "note": "n"}), &json!(1))
+    );
 }

@@ -141,7 +141,8 @@ pub(crate) fn base_managers(
 
 /// The fields a write through `target` cannot own (its strategy resets them): the `status` of
 /// a resource with a status subresource (or of a namespace being finalized); everything but
-/// `status` through `/status`; everything of a pod but `spec.ephemeralContainers` through
+/// `status` and the metadata the resource's status strategy takes through `/status`; everything
+/// of a pod but `spec.ephemeralContainers` through
 /// `ephemeralcontainers`, and but its containers' `resources` and `resizePolicy` through
 /// `resize`.
 pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Value]) -> FieldSet {
@@ -155,10 +156,24 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
         }
         Target::Finalize => s.insert(&Path::fields(&["status"]).0),
         Target::Status | Target::Approval => {
+            // Through `/status` the request's metadata is taken but for some members (or none of
+            // it), as the resource's status strategy resets them.
+            let metadata = match target {
+                Target::Status => crate::strategy::status_metadata(info),
+                _ => crate::strategy::StatusMetadata::Stored,
+            };
             for o in objects {
                 for k in o.as_object().into_iter().flat_map(|m| m.keys()) {
-                    if k != "status" {
-                        s.insert_member(PathElement::field(k));
+                    match (k.as_str(), metadata) {
+                        ("status", _) => {}
+                        ("metadata", crate::strategy::StatusMetadata::Request { kept }) => {
+                            let mut meta = FieldSet::new();
+                            for f in kept {
+                                meta.insert_member(PathElement::field(f));
+                            }
+                            s.insert_child(PathElement::field("metadata"), meta);
+                        }
+                        _ => s.insert_member(PathElement::field(k)),
                     }
                 }
             }
