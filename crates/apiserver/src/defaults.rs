@@ -281,13 +281,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             }
         }
         Builtin::Job => {
-            let template_labels = obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).cloned();
-            if let Some(labels) = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
-                && let Some(meta) = ensure_obj(obj, "metadata")
-                && meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty)
-            {
-                meta.insert("labels".into(), labels);
-            }
+            labels_from_template(obj);
             if let Some(spec) = ensure_obj(obj, "spec") {
                 job_spec(spec);
             }
@@ -391,12 +385,7 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
                 }
                 template(spec);
             }
-            if let Some(labels) = template_labels
-                && let Some(meta) = ensure_obj(obj, "metadata")
-                && meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty)
-            {
-                meta.insert("labels".into(), labels);
-            }
+            labels_from_template(obj);
         }
         Builtin::PodTemplate => template(obj),
         Builtin::Endpoints => {
@@ -1373,6 +1362,31 @@ impl ClusterIps {
 
 /// The label kube gives every namespace: its name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The metadata defaults kube's decoder gives the body of a `/status` write of a built-in
+/// object, whose metadata the write stores ([`crate::strategy::status_metadata`]): a
+/// namespace's name label, a Job's or ReplicationController's labels from its template when it
+/// has none, and no v1 round-trip annotations on an autoscaling/v2 object.
+pub fn status_write_metadata(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    match builtin(info) {
+        Some(Builtin::Namespace) => namespace_label(obj),
+        Some(Builtin::Job | Builtin::ReplicationController) => labels_from_template(obj),
+        Some(Builtin::HorizontalPodAutoscaler) => crate::autoscaling_v1::drop_annotations(obj),
+        _ => {}
+    }
+}
+
+/// An object without labels takes its pod template's (kube's Job and ReplicationController
+/// defaulting).
+fn labels_from_template(obj: &mut Map<String, Value>) {
+    let template_labels = obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).cloned();
+    if let Some(labels) = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        && let Some(meta) = ensure_obj(obj, "metadata")
+        && meta.get("labels").and_then(Value::as_object).is_none_or(Map::is_empty)
+    {
+        meta.insert("labels".into(), labels);
+    }
+}
 
 /// A namespace's name label (kube's namespace defaulting).
 fn namespace_label(obj: &mut Map<String, Value>) {

@@ -11,8 +11,9 @@
 //! references and deletion time, which stay as stored, and for custom resources and
 //! ValidatingAdmissionPolicies, whose `/status` writes change nothing but `status` ([`status_metadata`]).
 //! The generation moves when `spec` changes (and, for apps/v1 Deployments, when
-//! the annotations change; for webhook configurations and EndpointSlices, with what they hold
-//! instead of a spec); a `/status` write therefore never moves it. A pod's `ephemeralcontainers`
+//! the annotations change through the resource; for webhook configurations and EndpointSlices,
+//! with what they hold instead of a spec); a `/status` write never moves it. A volume's
+//! `/status` write that changes its phase gives it a new `lastPhaseTransitionTime`. A pod's `ephemeralcontainers`
 //! and `resize` writes change nothing but their part of the spec, and move the generation when
 //! they change it. Only the resources whose kube-apiserver strategy keeps a generation are given
 //! one (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
@@ -138,6 +139,9 @@ pub fn prepare_update(
                     // v1 keeps part of the spec in annotations: they stay as stored.
                     crate::autoscaling_v1::carry_spec_annotations(&stored, &mut out);
                 }
+                if info.is_core("persistentvolumes") {
+                    phase_transition_time(&stored, &mut out);
+                }
                 out
             }
         },
@@ -238,6 +242,24 @@ fn keep_pod_status_fields(stored: &Map<String, Value>, new: &mut Map<String, Val
             c.insert("observedGeneration".into(), g.clone());
         }
     }
+}
+
+/// A volume's `status.lastPhaseTransitionTime` after a `/status` write, as kube's volume status
+/// strategy sets it: the stored one while the phase stays and the write gives none; now when the
+/// phase changes and the write gives none or the stored one.
+fn phase_transition_time(stored: &Map<String, Value>, new: &mut Map<String, Value>) {
+    let old_status = stored.get("status");
+    let Some(Value::Object(status)) = new.get_mut("status") else { return };
+    let given = status.get("lastPhaseTransitionTime").filter(|t| !t.is_null()).cloned();
+    let old_time = old_status.and_then(|s| s.get("lastPhaseTransitionTime")).filter(|t| !t.is_null());
+    let same_phase = old_status.and_then(|s| s.get("phase")) == status.get("phase");
+    let time = match (same_phase, given) {
+        (true, None) => old_time.cloned(),
+        (false, None) => Some(Value::String(crate::object::now_rfc3339())),
+        (false, Some(t)) if Some(&t) == old_time => Some(Value::String(crate::object::now_rfc3339())),
+        (_, given) => given,
+    };
+    set_or_remove(status, "lastPhaseTransitionTime", time);
 }
 
 /// The stored `spec` of an object, parsed.

@@ -159,7 +159,8 @@ async fn pod_status_is_written_only_through_status() {
     body["metadata"]["annotations"] = json!({"a": "b"});
     let r = c.put(&format!("{path}/status"), &body).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert_eq!(r.body["status"], json!({"phase": "Running", "podIP": "10.0.0.9"}));
+    // (The QoS class the write leaves out is the stored one, as kube's strategy fills it.)
+    assert_eq!(r.body["status"], json!({"phase": "Running", "podIP": "10.0.0.9", "qosClass": "BestEffort"}));
     assert!(r.body["spec"].get("nodeName").is_none());
     assert_eq!(r.body["metadata"]["annotations"], json!({"a": "b"}));
     let r = c
@@ -482,6 +483,7 @@ async fn status_writes_take_the_metadata_kubes_status_strategies_take() {
     assert_eq!(writer["subresource"], "status");
     assert!(writer["fieldsV1"]["f:metadata"]["f:annotations"].get("f:note").is_some(), "{writer}");
     assert!(writer["fieldsV1"]["f:metadata"].get("f:labels").is_none(), "{writer}");
+    assert_eq!(generation(&r.body), 1, "annotations written through /status do not move the generation");
 
     // A ReplicaSet takes them all; a terminating one cannot gain a finalizer through its status,
     // and losing the last one there deletes it.
@@ -509,6 +511,21 @@ async fn status_writes_take_the_metadata_kubes_status_strategies_take() {
     let r = c.patch(&format!("{replicasets}/rs/status"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert_eq!(c.get(&format!("{replicasets}/rs")).await.code, 404);
+
+    // A namespace keeps its name label; a volume's phase change gets a new transition time.
+    assert_eq!(c.post("/api/v1/namespaces", &json!({"metadata": {"name": "st"}})).await.code, 201);
+    let r = c.patch("/api/v1/namespaces/st/status", MERGE, &json!({"metadata": {"labels": null}})).await;
+    assert_eq!((r.code, &r.body["metadata"]["labels"]), (200, &json!({"kubernetes.io/metadata.name": "st"})));
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/pv"}}});
+    assert_eq!(c.post("/api/v1/persistentvolumes", &pv).await.code, 201);
+    let long_ago = json!({"status": {"lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}});
+    let r = c.patch("/api/v1/persistentvolumes/pv/status", MERGE, &long_ago).await;
+    assert_eq!((r.code, &r.body["status"]["lastPhaseTransitionTime"]), (200, &json!("2020-01-01T00:00:00Z")));
+    let r = c.patch("/api/v1/persistentvolumes/pv/status", MERGE, &json!({"status": {"phase": "Available"}})).await;
+    assert_eq!(r.body["status"]["phase"], "Available");
+    let moved = r.body["status"]["lastPhaseTransitionTime"].as_str().unwrap();
+    assert!(moved > "2020-01-01T00:00:00Z" && moved.ends_with('Z'), "{moved}");
 
     // kubectl's `patch --subresource=status`.
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};

@@ -166,7 +166,11 @@ pub(crate) fn ignored_fields(info: &ResourceInfo, target: Target, objects: &[&Va
                 for k in o.as_object().into_iter().flat_map(|m| m.keys()) {
                     match (k.as_str(), metadata) {
                         ("status", _) => {}
-                        ("metadata", crate::strategy::StatusMetadata::Request { kept }) => {
+                        // (A CustomResourceDefinition's status strategy takes the metadata, yet
+                        // resets it for the field manager: its writer owns none of it.)
+                        ("metadata", crate::strategy::StatusMetadata::Request { kept })
+                            if !crate::crd::is_crds(info) =>
+                        {
                             let mut meta = FieldSet::new();
                             for f in kept {
                                 meta.insert_member(PathElement::field(f));

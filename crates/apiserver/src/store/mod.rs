@@ -1126,6 +1126,7 @@ impl Store {
         let default = |o: &mut Map<String, Value>| {
             if target == Target::Status && info.custom.is_none() {
                 defaults::status(info, o);
+                defaults::status_write_metadata(info, o);
             } else {
                 defaults::decode(info, o);
             }
@@ -1177,7 +1178,9 @@ impl Store {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
         // A binding is the server's own edit, outside the strategy: the generation stays.
-        let bump = target != Target::Binding && strategy::bumps_generation(info, old, &obj);
+        // Nor does a write through `/status` (kube's status strategies keep the generation, a
+        // Deployment's annotations notwithstanding).
+        let bump = !matches!(target, Target::Binding | Target::Status) && strategy::bumps_generation(info, old, &obj);
         {
             let meta = meta_mut(&mut obj);
             meta.insert("name".into(), old.name.clone().into());
