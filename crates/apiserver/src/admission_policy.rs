@@ -653,7 +653,11 @@ pub(crate) fn strings<'v>(v: &'v Value, key: &str) -> Vec<&'v str> {
 /// Whether `labels` match a `LabelSelector` (`matchLabels` and `matchExpressions`); an empty
 /// selector matches everything.
 pub(crate) fn selector_matches(sel: &Value, labels: &Value) -> bool {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    selector_matches_with(sel, |k| labels.get(k).and_then(Value::as_str))
+}
+
+/// Whether a `LabelSelector` matches the labels `label` looks up.
+pub(crate) fn selector_matches_with<'a>(sel: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     let match_labels = sel.get("matchLabels").and_then(Value::as_object);
     if match_labels.is_some_and(|m| m.iter().any(|(k, v)| label(k) != v.as_str())) {
         return false;

@@ -47,7 +47,7 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let lp = Loop { name: MANAGER, retry: RETRY, cache: self.store.cache(), resync: None };
+        let lp = Loop { name: MANAGER, retry: RETRY, cache: self.store.cache(), resync: None, wake_at: None };
         let bindings: Vec<Arc<ResourceInfo>> =
             self.store.registry().find(GROUP, "v1", "clusterrolebindings").cloned().into_iter().collect();
         let wakers = || Wakers { own: self.info.clone(), candidates: bindings.clone(), registry: false };

@@ -224,7 +224,13 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let lp = Loop { name: "customresourcedefinition", retry: RETRY, cache: self.store.cache(), resync: None };
+        let lp = Loop {
+            name: "customresourcedefinition",
+            retry: RETRY,
+            cache: self.store.cache(),
+            resync: None,
+            wake_at: None,
+        };
         let wakers = || Wakers {
             own: self.crds.clone(),
             candidates: self.store.registry().each_resource().cloned().collect(),

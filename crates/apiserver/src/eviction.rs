@@ -14,8 +14,8 @@
 //!   otherwise one of the budget's `disruptionsAllowed` is spent (its status written, with the
 //!   pod in `disruptedPods`, by the server's own user) before the pod is deleted, and a budget
 //!   that allows none, or whose status is older than its spec, answers 429;
-//! - the server computes no budget status: budgets are as their controller (or a test) wrote
-//!   them, as on a server without kube-controller-manager;
+//! - a budget's status is its controller's ([`crate::disruption_controller`], when the server
+//!   runs it) or its writers';
 //! - a success answers a `Success` Status with code 201; a dry run spends and deletes nothing;
 //! - as any create, an eviction in a namespace that is gone or terminating is refused (kube's
 //!   NamespaceLifecycle admission);
@@ -135,12 +135,12 @@ fn phase(pod: &Value) -> &str {
     pod.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str).unwrap_or("")
 }
 
-fn terminating(pod: &Value) -> bool {
+pub(crate) fn terminating(pod: &Value) -> bool {
     pod.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null())
 }
 
 /// Whether the pod's `Ready` condition is `True`.
-fn ready(pod: &Value) -> bool {
+pub(crate) fn ready(pod: &Value) -> bool {
     let conditions = pod.get("status").and_then(|s| s.get("conditions")).and_then(Value::as_array);
     conditions.into_iter().flatten().any(|c| {
         c.get("type").and_then(Value::as_str) == Some("Ready")
@@ -183,7 +183,12 @@ async fn budgets_of(store: &Store, ns: &str, pod: &Value) -> Result<Vec<Arc<Stor
 
 /// Whether a budget's selector selects these labels: a missing or malformed selector selects
 /// nothing, an empty one every pod of the namespace.
-fn selects(selector: &Value, labels: &Value) -> bool {
+pub(crate) fn selects(selector: &Value, labels: &Value) -> bool {
+    selects_with(selector, |k| labels.get(k).and_then(Value::as_str))
+}
+
+/// [`selects`], for the labels `label` looks up.
+pub(crate) fn selects_with<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     if !selector.is_object() {
         return false;
     }
@@ -196,7 +201,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
             _ => false,
         }
     });
-    well_formed && crate::admission_policy::selector_matches(selector, labels)
+    well_formed && crate::admission_policy::selector_matches_with(selector, label)
 }
 
 /// Marks the pod as disrupted (condition `DisruptionTarget`, unless a dry run) and deletes it,

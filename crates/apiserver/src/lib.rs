@@ -51,6 +51,7 @@ pub(crate) mod default_check;
 pub mod defaults;
 pub mod delete_options;
 pub mod discovery;
+pub(crate) mod disruption_controller;
 pub mod etcd_process;
 pub(crate) mod events_api;
 pub(crate) mod eviction;

@@ -149,7 +149,7 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let lp = Loop { name: "namespace", retry: RETRY, cache: self.store.cache(), resync: None };
+        let lp = Loop { name: "namespace", retry: RETRY, cache: self.store.cache(), resync: None, wake_at: None };
         let wakers = || Wakers {
             own: self.ns_info.clone(),
             candidates: self.store.registry().each_resource().filter(|i| i.namespaced).cloned().collect(),

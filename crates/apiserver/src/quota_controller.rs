@@ -77,8 +77,13 @@ impl Controller {
 
     /// Runs until `stop` turns true.
     pub async fn run(self, stop: watch::Receiver<bool>) {
-        let lp =
-            Loop { name: "resourcequota-controller", retry: RETRY, cache: self.store.cache(), resync: Some(RESYNC) };
+        let lp = Loop {
+            name: "resourcequota-controller",
+            retry: RETRY,
+            cache: self.store.cache(),
+            resync: Some(RESYNC),
+            wake_at: None,
+        };
         let wakers = || Wakers { own: self.quotas.clone(), candidates: self.tracked(), registry: true };
         lp.run(wakers, || self.pass(), stop).await;
     }

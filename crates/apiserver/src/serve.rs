@@ -39,6 +39,9 @@ pub struct ServeOptions {
     pub crds_dir: Option<PathBuf>,
     /// Whether the garbage collector runs (see [`crate::ApiServerBuilder::garbage_collector`]).
     pub garbage_collector: bool,
+    /// Whether the disruption controller runs (see
+    /// [`crate::ApiServerBuilder::disruption_controller`]).
+    pub disruption_controller: bool,
     /// The service account signing key (ECDSA P-256 or RSA: PKCS#8 PEM or DER, SEC1 or PKCS#1 PEM; see
     /// [`crate::ApiServerBuilder::service_account_key`]).
     pub service_account_key_file: Option<PathBuf>,
@@ -61,6 +64,7 @@ impl Default for ServeOptions {
             shutdown: GracefulShutdown::default(),
             crds_dir: None,
             garbage_collector: true,
+            disruption_controller: true,
             service_account_key_file: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
         }
@@ -85,6 +89,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .etcd_prefix(opts.etcd_prefix.clone())
         .compaction_interval(opts.compaction_interval)
         .garbage_collector(opts.garbage_collector)
+        .disruption_controller(opts.disruption_controller)
         .authorization(opts.authorization);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
         (Some(_), false) => {

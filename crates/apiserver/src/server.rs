@@ -80,6 +80,7 @@ pub struct ApiServerBuilder {
     ready_timeout: Duration,
     crds: Vec<Result<Value, String>>,
     garbage_collector: bool,
+    disruption_controller: bool,
     service_account_key: Option<SigningKey>,
     authorization: crate::AuthorizationMode,
 }
@@ -112,6 +113,7 @@ impl Default for ApiServerBuilder {
             ready_timeout: Duration::from_secs(60),
             crds: Vec::new(),
             garbage_collector: true,
+            disruption_controller: true,
             service_account_key: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
         }
@@ -270,6 +272,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether the server runs kube-controller-manager's disruption controller (default true):
+    /// PodDisruptionBudgets are given the status their pods add up to, which evictions spend.
+    /// Without it, as with kube-apiserver alone, a budget's status is what its writers write.
+    pub fn disruption_controller(mut self, yes: bool) -> Self {
+        self.disruption_controller = yes;
+        self
+    }
+
     /// How long `start` waits for the watch cache to be filled (default 60 s).
     pub fn ready_timeout(mut self, d: Duration) -> Self {
         self.ready_timeout = d;
@@ -380,7 +390,8 @@ impl ApiServerBuilder {
                 .with_garbage_collection(self.garbage_collector)
                 .with_authorization(self.authorization),
         );
-        let background = Background::start(store.clone(), self.compaction_interval, Duration::ZERO);
+        let background =
+            Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), Duration::ZERO);
         if !cache.wait_ready(self.ready_timeout).await {
             background.stop();
             return Err(std::io::Error::other(format!(
@@ -441,6 +452,7 @@ impl ApiServerBuilder {
             running: tokio::sync::Mutex::new(None),
             background: Mutex::new(Some(background)),
             compaction_interval: self.compaction_interval,
+            disruption_controller: self.disruption_controller,
             ready_timeout: self.ready_timeout,
         };
         server.bind_and_run(self.addr).await?;
@@ -530,8 +542,9 @@ impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
     /// ClusterRole aggregation controller, the claim and volume protection controllers, the
-    /// garbage collector (when the store's deletions give its finalizers) and the compactor.
-    fn start(store: Arc<Store>, compaction_interval: Duration, cold: Duration) -> Background {
+    /// resourcequota controller, the disruption controller (when `disruption`), the garbage
+    /// collector (when the store's deletions give its finalizers) and the compactor.
+    fn start(store: Arc<Store>, (compaction_interval, disruption): (Duration, bool), cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let dispatcher = Dispatcher::new(store.cache().clone(), store.storage().clone());
@@ -568,6 +581,10 @@ impl Background {
         }
         if let Some(controller) = crate::quota_controller::Controller::new(store.clone()) {
             let user = crate::requester::service_account("kube-system", crate::quota_controller::SERVICE_ACCOUNT);
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
+        if let Some(controller) = crate::disruption_controller::Controller::new(store.clone()).filter(|_| disruption) {
+            let user = crate::requester::service_account("kube-system", crate::disruption_controller::SERVICE_ACCOUNT);
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if store.garbage_collection() {
@@ -624,6 +641,7 @@ pub struct ApiServer {
     running: tokio::sync::Mutex<Option<Running>>,
     background: Mutex<Option<Background>>,
     compaction_interval: Duration,
+    disruption_controller: bool,
     ready_timeout: Duration,
 }
 
@@ -864,7 +882,8 @@ impl ApiServer {
             b.stop();
         }
         store.cache().begin_reinit();
-        *self.background.lock() = Some(Background::start(store, self.compaction_interval, init_delay));
+        *self.background.lock() =
+            Some(Background::start(store, (self.compaction_interval, self.disruption_controller), init_delay));
         let addr = self.addr();
         self.bind_and_run(addr).await
     }
@@ -1043,9 +1062,9 @@ impl ApiServer {
         Ok(self.shared.store.put(&info, None, None, obj, WriteOpts::default()).await?.0.value())
     }
 
-    /// Replaces the `status` of an object through its `status` subresource (nothing else of the
-    /// body is stored; resourceVersion in the body is a precondition, required as by
-    /// [`Self::update`]).
+    /// Replaces the `status` of an object through its `status` subresource (with the metadata
+    /// its resource's status strategy takes, never the spec; resourceVersion in the body is a
+    /// precondition, required as by [`Self::update`]).
     pub async fn update_status(&self, resource: &str, obj: Value) -> Result<Value, ApiError> {
         let info = self.info(resource).await?;
         if !info.status_subresource {

@@ -2,7 +2,8 @@
 //! with `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 //!
 //! Columns follow kube-apiserver's printers for pods (Name, Ready, Status,
-//! Restarts, Age, then IP/Node at priority 1) and the generic Name/Age
+//! Restarts, Age, then IP/Node at priority 1), certificate requests, autoscalers, quotas and
+//! disruption budgets, and the generic Name/Age
 //! convertor for everything else; custom resources get Name and their CustomResourceDefinition's
 //! `additionalPrinterColumns` (Name and Age when it declares none), as the apiextensions server
 //! prints them. Rows carry the object's metadata as a
@@ -179,9 +180,27 @@ pub fn columns(info: &ResourceInfo) -> Value {
                 0
             ),
         ])
+    } else if is_budgets(info) {
+        json!([
+            name,
+            col("Min Available", "string", "", "The minimum number of pods that must be available.", 0),
+            col("Max Unavailable", "string", "", "The maximum number of pods that may be unavailable.", 0),
+            col(
+                "Allowed Disruptions",
+                "integer",
+                "",
+                "Calculated number of pods that may be disrupted at this time.",
+                0
+            ),
+            col("Age", "string", "", CREATION_TIMESTAMP, 0),
+        ])
     } else {
         json!([name, age])
     }
+}
+
+fn is_budgets(info: &ResourceInfo) -> bool {
+    info.group == "policy" && info.plural == "poddisruptionbudgets"
 }
 
 /// `ObjectMeta.creationTimestamp`'s documentation, the description of the Age columns kube
@@ -411,6 +430,15 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
     } else if crate::resource_quota::is_quotas(info) {
         let (request, limit) = quota_cells(&v);
         json!([o.name, age(created), request, limit])
+    } else if is_budgets(info) {
+        // An IntOrString as Go prints it; N/A when not set.
+        let bound = |k: &str| match v.pointer(&format!("/spec/{k}")) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => "N/A".into(),
+        };
+        let allowed = v.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
+        json!([o.name, bound("minAvailable"), bound("maxUnavailable"), allowed, age(created)])
     } else {
         json!([o.name, age(created)])
     };

@@ -80,7 +80,7 @@ impl Controller {
             Protected::Claims => "pvc-protection-controller",
             Protected::Volumes => "pv-protection-controller",
         };
-        let lp = Loop { name, retry: RETRY, cache: self.store.cache(), resync: None };
+        let lp = Loop { name, retry: RETRY, cache: self.store.cache(), resync: None, wake_at: None };
         let pods: Vec<Arc<ResourceInfo>> = self.pods.iter().cloned().collect();
         let wakers = || Wakers { own: self.info.clone(), candidates: pods.clone(), registry: false };
         lp.run(wakers, || self.pass(), stop).await;

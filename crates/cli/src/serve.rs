@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
     #[arg(long)]
     pub no_garbage_collector: bool,
+    /// Run without the disruption controller (as kube-apiserver alone): PodDisruptionBudgets keep
+    /// the status their writers give them.
+    #[arg(long)]
+    pub no_disruption_controller: bool,
     /// Sign and check service account tokens with this ECDSA P-256 or RSA (2048–4096 bits) private
     /// key (PKCS#8 PEM or DER, SEC1 `EC PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY` PEM, as kubeadm's
     /// `sa.key`), as
@@ -117,6 +121,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         compaction_interval: args.etcd_compaction_interval,
         crds_dir: args.crds,
         garbage_collector: !args.no_garbage_collector,
+        disruption_controller: !args.no_disruption_controller,
         service_account_key_file: args.service_account_key_file,
         authorization: args.authorization_mode,
         shutdown: informer_apiserver::GracefulShutdown {
