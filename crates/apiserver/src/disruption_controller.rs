@@ -84,6 +84,8 @@ struct State {
     recheck: HashMap<String, jiff::Timestamp>,
     /// Pods (`ns/name`) whose `DisruptionTarget` condition turns stale at a time.
     stale: HashMap<String, Stale>,
+    /// The budgets last read, with the cache's note of their last change then.
+    budgets: Option<(u64, Vec<Arc<StoredObject>>)>,
 }
 
 /// A pod whose `DisruptionTarget` condition turns stale.
@@ -201,6 +203,7 @@ impl Controller {
         let (rv, pods) = cache.snapshot(&self.pods, None, &Selectors::default())?;
         st.cursor = Some(rv);
         st.judged.clear();
+        st.budgets = None;
         Ok(Changed::All(pods))
     }
 
@@ -258,7 +261,17 @@ impl Controller {
         changes: Option<&[PodChange]>,
         now: jiff::Timestamp,
     ) -> Result<(), ApiError> {
-        let (_, budgets) = self.store.cache().snapshot(&self.budgets, None, &Selectors::default())?;
+        // Read again only when they changed (most passes follow pod writes alone).
+        let cache = self.store.cache();
+        let noted = *cache.subscribe(&self.budgets)?.borrow();
+        let budgets = match &st.budgets {
+            Some((at, budgets)) if *at == noted => budgets.clone(),
+            _ => {
+                let (_, budgets) = cache.snapshot(&self.budgets, None, &Selectors::default())?;
+                st.budgets = Some((noted, budgets.clone()));
+                budgets
+            }
+        };
         let present: std::collections::HashSet<&str> = budgets.iter().map(|b| b.key.as_str()).collect();
         st.judged.retain(|k, _| present.contains(k.as_str()));
         st.recheck.retain(|k, _| present.contains(k.as_str()));
