@@ -21,8 +21,9 @@
 //! - a budget that cannot be judged (a pod whose controller is missing or has no scale, a bad
 //!   percentage) allows no disruption: `SyncFailed` with the reason, its observed generation
 //!   left as it was;
-//! - a budget is judged again when it changes, when a pod of its namespace changes, and when
-//!   one of its disrupted pods is due; its status is written only when it changes, as the
+//! - a budget is judged again when it changes, when a pod it selects changes, and when one of
+//!   its disrupted pods is due (while no budget exists, pod changes are read once a second, for
+//!   their `DisruptionTarget` conditions); its status is written only when it changes, as the
 //!   controller's service account with the field manager `kube-controller-manager`, as a
 //!   compare-and-swap on the version read (a budget changed meanwhile is left to the pass its
 //!   change wakes). Changes of the pods' controllers alone do not wake it (as in kube).
@@ -57,6 +58,9 @@ const DELETION_TIMEOUT: jiff::SignedDuration = jiff::SignedDuration::from_secs(1
 
 /// How long a pod may keep a `True` `DisruptionTarget` condition without being deleted.
 const STALE_DISRUPTION_TIMEOUT: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
+
+/// How often pod changes are read while no budget is served.
+const POD_POLL: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
 /// How many pod events are read at a time.
 const READ_BATCH: usize = 1024;
@@ -162,12 +166,19 @@ impl Controller {
             st.cursor = None;
             return Err(e);
         }
-        let next = st.recheck.values().chain(st.stale.values().map(|s| &s.at)).min().copied();
+        let mut next = st.recheck.values().chain(st.stale.values().map(|s| &s.at)).min().copied();
+        // Without budgets, pod changes matter only for their marks, which have two minutes to
+        // go stale: they are read every second rather than on every write.
+        let budgets = st.budgets.as_ref().is_some_and(|(_, b)| !b.is_empty());
+        if !budgets {
+            let poll = now + POD_POLL;
+            next = Some(next.map_or(poll, |t| t.min(poll)));
+        }
         *self.wake_at.lock().unwrap_or_else(|e| e.into_inner()) = next.map(|t| {
             let wait = now.duration_until(t).max(jiff::SignedDuration::ZERO);
             tokio::time::Instant::now() + Duration::try_from(wait).unwrap_or_default()
         });
-        Ok(vec![self.pods.clone()])
+        Ok(if budgets { vec![self.pods.clone()] } else { Vec::new() })
     }
 
     /// The pods changed since the last pass (all of them when their events since then are no
