@@ -121,10 +121,12 @@ pub fn prepare_update(
         Target::Status => match status_metadata(info) {
             StatusMetadata::Stored => status_only(info, old, new),
             StatusMetadata::Request { kept } => {
-                let stored = as_map(old.value());
+                // Only what the write keeps of the stored object is read.
                 let mut out = new;
-                set_or_remove(&mut out, "spec", stored.get("spec").cloned());
-                let stored_meta = stored.get("metadata").and_then(Value::as_object);
+                set_or_remove(&mut out, "spec", old.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()));
+                let hpa_v1 = crate::autoscaling_v1::is_v1(info);
+                let stored = (!kept.is_empty() || hpa_v1).then(|| as_map(old.value_without_status()));
+                let stored_meta = stored.as_ref().and_then(|s| s.get("metadata")).and_then(Value::as_object);
                 if let Some(Value::Object(meta)) = out.get_mut("metadata") {
                     for f in kept {
                         // A pod's deletion time is the stored one, which the update keeps.
@@ -133,14 +135,14 @@ pub fn prepare_update(
                     }
                 }
                 if info.is_core("pods") {
-                    keep_pod_status_fields(&stored, &mut out);
+                    keep_pod_status_fields(old, &mut out);
                 }
-                if crate::autoscaling_v1::is_v1(info) {
+                if let Some(stored) = stored.as_ref().filter(|_| hpa_v1) {
                     // v1 keeps part of the spec in annotations: they stay as stored.
-                    crate::autoscaling_v1::carry_spec_annotations(&stored, &mut out);
+                    crate::autoscaling_v1::carry_spec_annotations(stored, &mut out);
                 }
                 if info.is_core("persistentvolumes") {
-                    phase_transition_time(&stored, &mut out);
+                    phase_transition_time(old.status().as_ref(), &mut out);
                 }
                 out
             }
@@ -223,10 +225,14 @@ fn status_only(info: &ResourceInfo, old: &StoredObject, new: Map<String, Value>)
 /// What a pod's `/status` write cannot take away, as kube's pod status strategy: the QoS class
 /// (set on create; old kubelets left it out), and the observed generations of the status and
 /// of its conditions, where the write gives none or 0.
-fn keep_pod_status_fields(stored: &Map<String, Value>, new: &mut Map<String, Value>) {
-    let Some(old_status) = stored.get("status").and_then(Value::as_object) else { return };
+fn keep_pod_status_fields(old: &StoredObject, new: &mut Map<String, Value>) {
     let Some(Value::Object(status)) = new.get_mut("status") else { return };
     let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some("") || v.as_i64() == Some(0));
+    let conditions = status.get("conditions").and_then(Value::as_array);
+    let wanted = ["qosClass", "observedGeneration"].iter().any(|f| empty(status.get(*f)))
+        || conditions.into_iter().flatten().any(|c| empty(c.get("observedGeneration")));
+    // The stored status is read only when the write leaves something out.
+    let Some(Value::Object(old_status)) = wanted.then(|| old.status()).flatten() else { return };
     for f in ["qosClass", "observedGeneration"] {
         if empty(status.get(f))
             && let Some(v) = old_status.get(f).filter(|v| !empty(Some(v)))
@@ -247,8 +253,7 @@ fn keep_pod_status_fields(stored: &Map<String, Value>, new: &mut Map<String, Val
 /// A volume's `status.lastPhaseTransitionTime` after a `/status` write, as kube's volume status
 /// strategy sets it: the stored one while the phase stays and the write gives none; now when the
 /// phase changes and the write gives none or the stored one.
-fn phase_transition_time(stored: &Map<String, Value>, new: &mut Map<String, Value>) {
-    let old_status = stored.get("status");
+fn phase_transition_time(old_status: Option<&Value>, new: &mut Map<String, Value>) {
     let Some(Value::Object(status)) = new.get_mut("status") else { return };
     let given = status.get("lastPhaseTransitionTime").filter(|t| !t.is_null()).cloned();
     let old_time = old_status.and_then(|s| s.get("lastPhaseTransitionTime")).filter(|t| !t.is_null());
