@@ -9,12 +9,12 @@
 //! never changes the spec: as kube's status strategies, it takes the labels, annotations,
 //! finalizers and owner references it carries, but for a Deployment's labels and a pod's owner
 //! references and deletion time, which stay as stored, and for custom resources and
-//! ValidatingAdmissionPolicies, whose `/status` writes change nothing but `status` ([`status_metadata`]).
-//! The generation moves when `spec` changes (and, for apps/v1 Deployments, when
-//! the annotations change through the resource; for webhook configurations and EndpointSlices,
-//! with what they hold instead of a spec); a `/status` write never moves it. A volume's
-//! `/status` write that changes its phase gives it a new `lastPhaseTransitionTime`. A pod's `ephemeralcontainers`
-//! and `resize` writes change nothing but their part of the spec, and move the generation when
+//! ValidatingAdmissionPolicies, whose `/status` writes change nothing but `status`
+//! ([`status_metadata`]). The generation moves when `spec` changes (and, for apps/v1
+//! Deployments, when the annotations change through the resource; for webhook configurations
+//! and EndpointSlices, with what they hold instead of a spec); a `/status` write never moves it.
+//! A volume's `/status` write that changes its phase gives it a new `lastPhaseTransitionTime`.
+//! A pod's `ephemeralcontainers` and `resize` writes change nothing but their part of the spec, and move the generation when
 //! they change it. Only the resources whose kube-apiserver strategy keeps a generation are given
 //! one (workloads, pods, policies, webhook configurations, EndpointSlices, custom resources; not
 //! ConfigMaps, Secrets, Services, Namespaces, Nodes or Leases, which keep the one their create

@@ -28,15 +28,9 @@ fn status_owners(obj: &Value) -> Vec<String> {
     out
 }
 
-/// A server whose objects keep the status their create and writers give them: no controller
-/// (the disruption controller would give budgets theirs at once), as kube-apiserver alone.
-async fn without_controllers() -> informer_apiserver::ApiServer {
-    informer_apiserver::testing::builder().disruption_controller(false).start().await.expect("start")
-}
-
 #[tokio::test]
 async fn built_in_resources_start_with_their_strategys_status() {
-    let s = without_controllers().await;
+    let s = server_without_disruption_controller().await;
     let c = Client::new(&s);
     let pods = c.watch(&format!("{PODS}?watch=true")).await;
     let spec_of = |kind: &str| match kind {
@@ -151,7 +145,7 @@ async fn built_in_resources_start_with_their_strategys_status() {
 
 #[tokio::test]
 async fn status_writes_are_stored_with_the_counts_kube_always_writes() {
-    let s = without_controllers().await;
+    let s = server_without_disruption_controller().await;
     let c = Client::new(&s);
     let path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
     let body = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b"},

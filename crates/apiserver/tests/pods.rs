@@ -39,12 +39,6 @@ fn deadline_in(p: &Value) -> i64 {
     t.as_second() - jiff::Timestamp::now().as_second()
 }
 
-/// A server whose budgets have the status their writers write (as kube-apiserver without
-/// kube-controller-manager): the eviction's judgement alone, on the statuses a test sets.
-async fn without_disruption_controller() -> informer_apiserver::ApiServer {
-    informer_apiserver::testing::builder().disruption_controller(false).start().await.expect("start")
-}
-
 /// A budget over `app=web`, with the status its controller would write.
 async fn budget(c: &Client, name: &str, status: Value) {
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
@@ -185,7 +179,7 @@ async fn unbound_pods_go_at_once_and_finalizers_wait_for_the_period() {
 
 #[tokio::test]
 async fn evictions_respect_disruption_budgets() {
-    let s = without_disruption_controller().await;
+    let s = server_without_disruption_controller().await;
     let c = Client::new(&s);
     running(&c, &bound("web-0", json!({"app": "web"})), true).await;
     running(&c, &bound("web-1", json!({"app": "web"})), true).await;
@@ -355,7 +349,7 @@ async fn a_binding_assigns_a_pod_once() {
 async fn kube_rs_evicts_binds_and_deletes() {
     use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
     use kube::api::{Api, DeleteParams, EvictParams, PostParams};
-    let s = without_disruption_controller().await;
+    let s = server_without_disruption_controller().await;
     let c = Client::new(&s);
     let api: Api<Pod> = Api::default_namespaced(kube_client(&s).await);
 
@@ -397,7 +391,7 @@ async fn kubectl_drains_a_node_through_evictions() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};
     let versions = kubectl_versions();
     for bin in [versions.first().unwrap(), versions.last().unwrap()] {
-        let s = without_disruption_controller().await;
+        let s = server_without_disruption_controller().await;
         let c = Client::new(&s);
         let dir = tempdir("kubectl-drain");
         let kc = dir.join("config");
@@ -538,7 +532,7 @@ print(json.dumps({"evicted": "web-0"}), flush=True)
 
 #[tokio::test]
 async fn the_python_client_evicts_within_the_budget() {
-    let s = without_disruption_controller().await;
+    let s = server_without_disruption_controller().await;
     let c = Client::new(&s);
     let dir = common::tools::tempdir("python-evict");
     let kc = dir.join("config");

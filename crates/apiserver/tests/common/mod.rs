@@ -251,6 +251,12 @@ pub async fn server() -> ApiServer {
     informer_apiserver::testing::builder().start().await.expect("start")
 }
 
+/// A server without the disruption controller, whose PodDisruptionBudgets keep the status their
+/// writers give them (as kube-apiserver without kube-controller-manager).
+pub async fn server_without_disruption_controller() -> ApiServer {
+    informer_apiserver::testing::builder().disruption_controller(false).start().await.expect("start")
+}
+
 /// A server that also serves the namespaced custom type `widgets.example.com/v1` (a type with
 /// no built-in schema).
 pub async fn server_with_widgets() -> ApiServer {
