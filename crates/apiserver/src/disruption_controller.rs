@@ -338,28 +338,24 @@ impl Controller {
             Err(message) => (Some(failed_status(&value, &message)), None),
         };
         let Some(status) = status else { return Ok(recheck) };
-        let mut value = value;
-        if let Some(o) = value.as_object_mut() {
-            o.insert("status".into(), status);
-        }
-        let written = self.write_status(budget, value.clone()).await;
-        match written {
-            Err(e) if !status_is_failed(&value) => {
+        let failing = status_is_failed(&status);
+        match self.write_status(budget, &value, status).await {
+            Err(e) if !failing => {
                 // As kube's failSafe: a budget whose status cannot be written allows nothing.
-                let mut failed = budget.value();
-                if let Some(o) = failed.as_object_mut() {
-                    o.insert("status".into(), failed_status(&budget.value(), &e.message));
-                }
-                self.write_status(budget, failed).await?;
+                self.write_status(budget, &value, failed_status(&value, &e.message)).await?;
                 Err(e)
             }
             r => r.map(|_| recheck),
         }
     }
 
-    /// Writes a budget's status (a compare-and-swap on the version read); gone or changed
-    /// meanwhile, the change wakes the next pass.
-    async fn write_status(&self, budget: &StoredObject, value: Value) -> Result<(), ApiError> {
+    /// Writes `status` to the budget `value` (a compare-and-swap on the version read); gone or
+    /// changed meanwhile, the change wakes the next pass.
+    async fn write_status(&self, budget: &StoredObject, value: &Value, status: Value) -> Result<(), ApiError> {
+        let mut value = value.clone();
+        if let Some(o) = value.as_object_mut() {
+            o.insert("status".into(), status);
+        }
         let opts = WriteOpts::status(false).by(MANAGER);
         match self.store.update(&self.budgets, Some(&budget.namespace), Some(&budget.name), value, opts).await {
             Err(e) if e.code == 404 || e.code == 409 => Ok(()),
@@ -392,9 +388,9 @@ fn selects_labels(selector: &Value, labels: &[(String, String)]) -> bool {
     selects_with(selector, |k| labels.iter().find(|(l, _)| l == k).map(|(_, v)| v.as_str()))
 }
 
-/// Whether the status is one a failed judgement wrote.
-fn status_is_failed(budget: &Value) -> bool {
-    let conditions = budget.pointer("/status/conditions").and_then(Value::as_array);
+/// Whether a budget's status is one a failed judgement gives.
+fn status_is_failed(status: &Value) -> bool {
+    let conditions = status.get("conditions").and_then(Value::as_array);
     conditions.into_iter().flatten().any(|c| c.get("reason").and_then(Value::as_str) == Some("SyncFailed"))
 }
 
@@ -477,9 +473,10 @@ trait Controllers {
 }
 
 impl Finder<'_> {
+    /// A workload of the namespace (every kind the finders read is served in `v1`).
     fn get(&self, group: &str, plural: &str, name: &str) -> Option<Value> {
         let registry = self.store.registry();
-        let info = registry.each_resource().find(|i| i.group == group && i.plural == plural)?;
+        let info = registry.find(group, "v1", plural)?;
         self.store.cache().get(info, self.namespace, name).ok().flatten().map(|o| o.value())
     }
 }

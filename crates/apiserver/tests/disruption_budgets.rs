@@ -89,7 +89,7 @@ async fn budgets_count_their_controllers_replicas_and_evictions_spend_them() {
     assert_eq!(condition(&status), ("True".into(), "SufficientPods".into(), String::new()));
     assert_eq!(status["observedGeneration"], 1);
 
-    // An eviction spends it; the pod goes, and the controller counts what is left.
+    // An eviction spends it; the pod goes, and the controller counts the pods that remain.
     let r = evict(&c, "web-0").await;
     assert_eq!(r.code, 201, "{}", r.body);
     let status = status_when(&c, "web", "the evicted pod gone", |s| {
