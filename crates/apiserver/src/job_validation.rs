@@ -278,11 +278,18 @@ fn spec_rules(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
     }
     let template_spec = spec.pointer("/template/spec").filter(|s| !s.is_null());
     let zero = crate::pod_spec_validation::zero_template_spec();
+    let (before, after) = crate::pod_annotations::template(
+        spec.get("template"),
+        template_spec.unwrap_or(&zero),
+        &format!("{at}.template"),
+    );
+    causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(
         template_spec.unwrap_or(&zero),
         &format!("{at}.template.spec"),
         Owner::Template,
     ));
+    causes.extend(after);
     restart_policy(template_spec, failure_policy.is_some(), &format!("{at}.template.spec.restartPolicy"), causes);
 }
 

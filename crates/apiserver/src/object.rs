@@ -161,6 +161,19 @@ impl StoredObject {
         self.spec_range.map(|(a, b)| &self.value[a..b])
     }
 
+    /// The stored `metadata.annotations`, parsed (and nothing else of the object).
+    pub(crate) fn annotations(&self) -> Map<String, Value> {
+        #[derive(serde::Deserialize)]
+        struct Object {
+            metadata: Option<Metadata>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Metadata {
+            annotations: Option<Map<String, Value>>,
+        }
+        serde_json::from_slice::<Object>(&self.value).ok().and_then(|o| o.metadata?.annotations).unwrap_or_default()
+    }
+
     /// The stored `status`, parsed (and nothing else of the object), if any.
     pub fn status(&self) -> Option<Value> {
         self.status_range.and_then(|(a, b)| serde_json::from_slice(&self.value[a..b]).ok())

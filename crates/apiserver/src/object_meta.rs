@@ -103,23 +103,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         causes.push(invalid_value("metadata.generation", &g.to_string(), "must be greater than or equal to 0"));
     }
     labels(meta.get("labels"), "metadata.labels", &mut causes);
-    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
-        let mut total = 0;
-        for (k, v) in annotations {
-            // The rule is a qualified name in any case.
-            for fault in crate::cel_format::qualified_name(&k.to_lowercase()) {
-                causes.push(invalid("metadata.annotations".into(), k, &fault));
-            }
-            total += k.len() + v.as_str().map_or(0, str::len);
-        }
-        if total > ANNOTATIONS_LIMIT {
-            causes.push(Cause {
-                reason: "FieldValueTooLong",
-                message: format!("Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"),
-                field: "metadata.annotations".into(),
-            });
-        }
-    }
+    annotations(meta.get("annotations"), "metadata.annotations", &mut causes);
     causes.extend(owner_references(meta));
     let finalizers = crate::object::strings(meta.get("finalizers"));
     for f in &finalizers {
@@ -210,6 +194,27 @@ pub(crate) fn labels(labels: Option<&Value>, at: &str, causes: &mut Vec<Cause>) 
         for fault in crate::cel_format::label_value(v) {
             causes.push(invalid(at.into(), v, &fault));
         }
+    }
+}
+
+/// kube's `ValidateAnnotations` of the annotations at `at`: qualified keys in any case, 256 KiB
+/// in all.
+pub(crate) fn annotations(annotations: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
+    let Some(annotations) = annotations.and_then(Value::as_object) else { return };
+    let mut total = 0;
+    for (k, v) in annotations {
+        // The rule is a qualified name in any case.
+        for fault in crate::cel_format::qualified_name(&k.to_lowercase()) {
+            causes.push(invalid(at.into(), k, &fault));
+        }
+        total += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if total > ANNOTATIONS_LIMIT {
+        causes.push(Cause {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"),
+            field: at.into(),
+        });
     }
 }
 

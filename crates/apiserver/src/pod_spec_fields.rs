@@ -109,7 +109,7 @@ fn subdomain(name: &str, at: &str, causes: &mut Vec<Cause>) {
 }
 
 /// kube's `ValidateTolerations` of one toleration at `at`.
-fn toleration(t: &Value, at: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn toleration(t: &Value, at: &str, causes: &mut Vec<Cause>) {
     let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("");
     let (key, operator, value, effect) = (text("key"), text("operator"), text("value"), text("effect"));
     for fault in crate::cel_format::qualified_name(key).into_iter().filter(|_| !key.is_empty()) {

@@ -57,11 +57,14 @@ pub enum Target {
 /// with a `status` subresource but Nodes, and kube reads the empty status back with its defaults
 /// ([`crate::defaults::status`]: counts as zeros, phases, load balancers). A pod's phase and QoS
 /// class are filled in by its create defaults afterwards. A pod's match label keys are merged
-/// into its affinity and spread selectors ([`crate::pod_affinity::merge_label_keys`]); a
+/// into its affinity and spread selectors ([`crate::pod_affinity::merge_label_keys`]), and its
+/// AppArmor annotations copied into its containers' profiles
+/// ([`crate::pod_annotations::app_armor_version_skew`]); a
 /// claim's data sources follow kube's rules ([`crate::pvc_validation::normalize`]).
 pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &str) {
     if info.is_core("pods") {
         crate::pod_affinity::merge_label_keys(obj);
+        crate::pod_annotations::app_armor_version_skew(obj);
     }
     if info.is_core("persistentvolumeclaims") {
         crate::pvc_validation::normalize(obj, None);

@@ -109,6 +109,14 @@ pub(crate) fn validate(
         });
     }
     causes.extend(crate::certificate_signing::validate(info, obj, old));
+    // A pod's own annotations come before its spec in kube's answer; an update's rules on them
+    // after it.
+    let pod_annotations = (info.is_core("pods")
+        && matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Status))
+    .then(|| pod_annotation_causes(obj, old, target == crate::strategy::Target::Status));
+    if let Some((before, _)) = &pod_annotations {
+        causes.extend(before.iter().cloned());
+    }
     if matches!(target, crate::strategy::Target::Main | crate::strategy::Target::Resize)
         && !old.is_some_and(|o| spec_unchanged(info, obj, o))
     {
@@ -137,7 +145,21 @@ pub(crate) fn validate(
             None => (None, String::new(), Owner::Template),
         };
         if let Some(spec) = spec {
+            // A template's own metadata is judged around its spec.
+            let template = match crate::pod_security::template_path(info) {
+                Some(path) if owner == Owner::Template => {
+                    path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object))
+                }
+                _ => None,
+            };
+            let template = template.map(|t| Value::Object(t.clone()));
+            let (before, after) = match &template {
+                Some(_) => crate::pod_annotations::template(template.as_ref(), &spec, at.trim_end_matches(".spec")),
+                None => Default::default(),
+            };
+            causes.extend(before);
             causes.extend(crate::pod_spec_validation::validate(&spec, &at, owner));
+            causes.extend(after);
         }
     }
     if info.is_core("pods") {
@@ -146,6 +168,9 @@ pub(crate) fn validate(
             (Target::Main, None) => {
                 causes.extend(crate::pod_ephemeral_containers::validate_create(obj));
                 causes.extend(crate::pod_spec_fields::gated_node_name(obj));
+                let empty = Value::Object(Map::new());
+                let spec = obj.get("spec").unwrap_or(&empty);
+                causes.extend(crate::pod_annotations::fields_match(crate::pod_annotations::of(obj), spec, "spec"));
             }
             (Target::EphemeralContainers, Some(old)) => {
                 causes.extend(crate::pod_ephemeral_containers::validate_update(obj, &as_map(old.value())))
@@ -153,6 +178,9 @@ pub(crate) fn validate(
             (Target::Resize, Some(old)) => causes.extend(crate::pod_resize::validate(obj, &as_map(old.value()))),
             _ => {}
         }
+    }
+    if let Some((_, after)) = pod_annotations {
+        causes.extend(after);
     }
     if info.is_core("pods")
         && target == crate::strategy::Target::Main
@@ -220,6 +248,30 @@ pub(crate) fn validate(
         return Err(crate::custom_resource::invalid(info, name, &deferred));
     }
     Ok(())
+}
+
+/// The causes of a pod's own annotations ([`crate::pod_annotations`]) on a create, update or
+/// `/status` write over `old`: those kube gives before the spec, and those after it. A pod's
+/// update judges them before its spec and again after its update rules; a `/status` write
+/// judges them once, after its rules.
+fn pod_annotation_causes(
+    obj: &Map<String, Value>,
+    old: Option<&StoredObject>,
+    status: bool,
+) -> (Vec<crate::structural::Cause>, Vec<crate::structural::Cause>) {
+    use crate::pod_annotations::{of, updates, validate};
+    let empty = Value::Object(Map::new());
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let annotations = of(obj);
+    let Some(old) = old else {
+        return (validate(annotations, spec, "metadata.annotations", true), Vec::new());
+    };
+    let old_annotations = old.annotations();
+    let strict = crate::pod_annotations::strict_cost_over(&old_annotations);
+    let judged = validate(annotations, spec, "metadata.annotations", strict);
+    let mut after = updates(annotations, &old_annotations, "metadata.annotations");
+    after.extend(judged.iter().cloned());
+    (if status { Vec::new() } else { judged }, after)
 }
 
 /// Whether an update leaves the pod spec (a pod's, a PodTemplate's template) or a workload's spec

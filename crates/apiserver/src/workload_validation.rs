@@ -282,7 +282,10 @@ fn template_spec(kind: Kind, spec: &Value, skip: bool, causes: &mut Vec<Cause>) 
         _ => spec.pointer("/template/spec").cloned(),
     };
     let pod_spec = pod_spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
+    let (before, after) = crate::pod_annotations::template(spec.get("template"), &pod_spec, "spec.template");
+    causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(&pod_spec, "spec.template.spec", Owner::Template));
+    causes.extend(after);
 }
 
 /// What a workload's pods may not be: restarted other than `Always`, or given a deadline.
