@@ -6,8 +6,10 @@
 //! Invariants: the text is judged as Go's scanner judges it — whitespace is space, tab, CR and
 //! LF; a string may hold any byte from 0x20 on but `"` and `\`; the end of the text is judged as
 //! one more space (so `tru` ends "in literal true", `[1` ends "unexpected end of JSON input");
-//! the offending byte is quoted as Go's `quoteChar` quotes it. [`parse`] reads only text that
-//! [`syntax_error`] accepts.
+//! the offending byte is quoted as Go's `quoteChar` quotes it; nesting deeper than Go's 10,000
+//! levels is refused as Go refuses it. [`parse`] reads only text that [`syntax_error`] accepts,
+//! and builds containers only to the depth asked (deeper ones keep only their kind), so no text
+//! nests its recursion deeper than that.
 
 /// What a container being read expects next, as Go's scanner's parse states.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,9 @@ enum Step {
     /// Inside the literal `word`, at its byte `at`.
     Literal(&'static str, usize),
 }
+
+/// Go's `maxNestingDepth`.
+const MAX_DEPTH: usize = 10_000;
 
 struct Scanner {
     step: Step,
@@ -105,6 +110,9 @@ impl Scanner {
                 Step::BeginValueOrEmpty => self.step = Step::BeginValue,
                 Step::BeginValue => {
                     self.step = match c {
+                        b'{' | b'[' if self.stack.len() >= MAX_DEPTH => {
+                            return Self::fail(c, "exceeded max depth");
+                        }
                         b'{' => {
                             self.stack.push(Parse::ObjectKey);
                             Step::BeginStringOrEmpty
@@ -300,18 +308,22 @@ impl Raw {
     }
 }
 
-/// Reads `text`, which [`syntax_error`] accepts; None otherwise.
-pub(crate) fn parse(text: &str) -> Option<Raw> {
+/// Reads `text`, which [`syntax_error`] accepts (None otherwise), building containers
+/// `depth` levels deep: the top value is at level 0; a container at level `depth` is read as an
+/// empty one of its kind.
+pub(crate) fn parse(text: &str, depth: usize) -> Option<Raw> {
     if syntax_error(text.as_bytes()).is_some() {
         return None;
     }
-    let mut reader = Reader { text: text.as_bytes(), at: 0 };
-    reader.value()
+    let mut reader = Reader { text: text.as_bytes(), at: 0, depth };
+    reader.value(0)
 }
 
 struct Reader<'a> {
     text: &'a [u8],
     at: usize,
+    /// The level from which containers are skipped.
+    depth: usize,
 }
 
 impl Reader<'_> {
@@ -321,9 +333,36 @@ impl Reader<'_> {
         }
     }
 
-    fn value(&mut self) -> Option<Raw> {
+    /// Skips the container that starts here, without recursion.
+    fn skip_container(&mut self) {
+        let mut open = 0usize;
+        let mut in_string = false;
+        while let Some(&b) = self.text.get(self.at) {
+            self.at += 1;
+            match (in_string, b) {
+                (true, b'\\') => self.at += 1,
+                (true, b'"') => in_string = false,
+                (true, _) => {}
+                (false, b'"') => in_string = true,
+                (false, b'{' | b'[') => open += 1,
+                (false, b'}' | b']') => {
+                    open -= 1;
+                    if open == 0 {
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn value(&mut self, level: usize) -> Option<Raw> {
         self.skip_space();
         let c = *self.text.get(self.at)?;
+        if matches!(c, b'{' | b'[') && level >= self.depth {
+            self.skip_container();
+            return Some(if c == b'{' { Raw::Object(Vec::new()) } else { Raw::Array(Vec::new()) });
+        }
         Some(match c {
             b'{' => {
                 self.at += 1;
@@ -337,10 +376,10 @@ impl Reader<'_> {
                         }
                         b',' => self.at += 1,
                         _ => {
-                            let Raw::String(key) = self.value()? else { return None };
+                            let Raw::String(key) = self.value(level + 1)? else { return None };
                             self.skip_space();
                             self.at += 1; // the colon
-                            members.push((key, self.value()?));
+                            members.push((key, self.value(level + 1)?));
                         }
                     }
                 }
@@ -357,7 +396,7 @@ impl Reader<'_> {
                             break;
                         }
                         b',' => self.at += 1,
-                        _ => items.push(self.value()?),
+                        _ => items.push(self.value(level + 1)?),
                     }
                 }
                 Raw::Array(items)
@@ -404,22 +443,49 @@ impl Reader<'_> {
     }
 }
 
-/// A string literal whose escapes serde refuses (a lone surrogate), each such escape read as
-/// U+FFFD.
+/// A string literal whose escapes serde refuses (a lone surrogate): each lone surrogate read
+/// as U+FFFD, as Go reads it; a pair as its character.
 fn lossy_string(literal: &str) -> String {
-    let inner = &literal[1..literal.len() - 1];
+    let inner = literal.get(1..literal.len().saturating_sub(1)).unwrap_or_default();
     let mut out = String::new();
-    let mut chars = inner.chars();
+    let mut chars = inner.chars().peekable();
+    let mut pending_high: Option<u32> = None;
     while let Some(c) = chars.next() {
         if c != '\\' {
+            if pending_high.take().is_some() {
+                out.push('\u{fffd}');
+            }
             out.push(c);
             continue;
         }
-        match chars.next() {
+        let escape = chars.next();
+        if escape != Some('u')
+            && let Some(_) = pending_high.take()
+        {
+            out.push('\u{fffd}');
+        }
+        match escape {
             Some('u') => {
                 let hex: String = chars.by_ref().take(4).collect();
                 let unit = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
-                out.push(char::from_u32(unit).unwrap_or('\u{fffd}'));
+                match (pending_high.take(), unit) {
+                    (Some(high), 0xdc00..=0xdfff) => {
+                        let code = 0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00);
+                        out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                    }
+                    (high, 0xd800..=0xdbff) => {
+                        if high.is_some() {
+                            out.push('\u{fffd}');
+                        }
+                        pending_high = Some(unit);
+                    }
+                    (high, _) => {
+                        if high.is_some() {
+                            out.push('\u{fffd}');
+                        }
+                        out.push(char::from_u32(unit).unwrap_or('\u{fffd}'));
+                    }
+                }
             }
             Some('b') => out.push('\u{8}'),
             Some('f') => out.push('\u{c}'),
@@ -429,6 +495,9 @@ fn lossy_string(literal: &str) -> String {
             Some(other) => out.push(other),
             None => {}
         }
+    }
+    if pending_high.is_some() {
+        out.push('\u{fffd}');
     }
     out
 }
@@ -483,7 +552,7 @@ mod tests {
 
     #[test]
     fn parse_keeps_numbers_as_written() {
-        let raw = parse(r#"[{"Key": "a\u00e9", "n": 1e3, "m": -0.50}, null, true]"#).unwrap();
+        let raw = parse(r#"[{"Key": "a\u00e9", "n": 1e3, "m": -0.50}, null, true]"#, 2).unwrap();
         assert_eq!(
             raw,
             Raw::Array(vec![
@@ -496,7 +565,22 @@ mod tests {
                 Raw::Bool(true),
             ])
         );
-        assert_eq!(parse(r#""\ud800x""#), Some(Raw::String("\u{fffd}x".into())));
-        assert_eq!(parse("[1"), None);
+        assert_eq!(parse(r#""\ud800x""#, 1), Some(Raw::String("\u{fffd}x".into())));
+        assert_eq!(parse(r#""\ud800\ud83d\ude00\udc00""#, 1), Some(Raw::String("\u{fffd}😀\u{fffd}".into())));
+        assert_eq!(parse("[1", 1), None);
+        // Containers past the depth asked keep their kind only.
+        assert_eq!(
+            parse(r#"[{"a": [[1], "]"]}]"#, 2),
+            Some(Raw::Array(vec![Raw::Object(vec![("a".into(), Raw::Array(vec![]))])]))
+        );
+    }
+
+    #[test]
+    fn nesting_is_bounded_as_gos() {
+        let deep = format!("{}{}", "[".repeat(10_001), "]".repeat(10_001));
+        assert_eq!(error(&deep).as_deref(), Some("invalid character '[' exceeded max depth"));
+        let deepest = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(error(&deepest), None);
+        assert_eq!(parse(&deepest, 2), Some(Raw::Array(vec![Raw::Array(vec![Raw::Array(vec![])])])));
     }
 }

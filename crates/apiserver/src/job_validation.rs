@@ -83,7 +83,7 @@ fn job(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cause> {
         [CONTROLLER_UID, JOB_NAME].iter().all(|k| labels.and_then(|l| l.get(*k)).is_some())
     });
     let mut causes = generated_selector(meta, spec, prefixed);
-    let spec_causes = job_spec(spec);
+    let spec_causes = job_spec(spec, old_spec.and_then(|o| o.get("template")));
     causes.extend(spec_causes.iter().cloned());
     indexed_name(meta, spec, &mut causes);
     if let (Some(old), Some(old_spec)) = (old, old_spec) {
@@ -133,9 +133,9 @@ fn generated_selector(meta: &Value, spec: &Value, prefixed: bool) -> Vec<Cause> 
 }
 
 /// kube's `ValidateJobSpec`: the spec's own rules, then a selector that matches the template.
-fn job_spec(spec: &Value) -> Vec<Cause> {
+fn job_spec(spec: &Value, old_template: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    spec_rules(spec, "spec", &mut causes);
+    spec_rules(spec, "spec", old_template, &mut causes);
     let before = causes.len();
     let readable = match present(spec, "selector") {
         None => {
@@ -172,7 +172,7 @@ fn indexed_name(meta: &Value, spec: &Value, causes: &mut Vec<Cause>) {
 }
 
 /// kube's `validateJobSpec`: the rules a Job's spec and a CronJob's job template share, at `at`.
-fn spec_rules(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
+fn spec_rules(spec: &Value, at: &str, old_template: Option<&Value>, causes: &mut Vec<Cause>) {
     for key in [
         "parallelism",
         "completions",
@@ -282,6 +282,7 @@ fn spec_rules(spec: &Value, at: &str, causes: &mut Vec<Cause>) {
         spec.get("template"),
         template_spec.unwrap_or(&zero),
         &format!("{at}.template"),
+        old_template,
     );
     causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(
@@ -775,7 +776,8 @@ fn cron_job(obj: &Map<String, Value>, old: Option<&Value>) -> Vec<Cause> {
         other => causes.push(unsupported("spec.concurrencyPolicy".into(), other, &["Allow", "Forbid", "Replace"])),
     }
     let job_spec = spec.pointer("/jobTemplate/spec").filter(|s| !s.is_null()).unwrap_or(&empty);
-    spec_rules(job_spec, "spec.jobTemplate.spec", &mut causes);
+    let old_template = old_spec.and_then(|o| o.pointer("/jobTemplate/spec/template"));
+    spec_rules(job_spec, "spec.jobTemplate.spec", old_template, &mut causes);
     if let Some(selector) = present(job_spec, "selector") {
         causes.push(invalid_value(
             "spec.jobTemplate.spec.selector",

@@ -161,6 +161,11 @@ impl StoredObject {
         self.spec_range.map(|(a, b)| &self.value[a..b])
     }
 
+    /// Whether the stored bytes hold `text` anywhere (a quick test before parsing).
+    pub(crate) fn mentions(&self, text: &str) -> bool {
+        memchr::memmem::find(&self.value, text.as_bytes()).is_some()
+    }
+
     /// The stored `metadata.annotations`, parsed (and nothing else of the object).
     pub(crate) fn annotations(&self) -> Map<String, Value> {
         #[derive(serde::Deserialize)]

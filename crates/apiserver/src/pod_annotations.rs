@@ -126,25 +126,48 @@ pub(crate) fn updates(new: &Map<String, Value>, old: &Map<String, Value>, at: &s
     causes
 }
 
+/// The annotations of a stored pod that its updates are judged by (AppArmor, mirror, deletion
+/// cost); the others may be left out: the stored bytes are parsed only when they name one.
+pub(crate) fn stored(old: &crate::object::StoredObject) -> Map<String, Value> {
+    if [APP_ARMOR, MIRROR, DELETION_COST].iter().any(|k| old.mentions(k)) { old.annotations() } else { Map::new() }
+}
+
 /// Whether an update keeps the deletion cost strict: kube lets a pod whose stored cost is
 /// already invalid keep any.
 pub(crate) fn strict_cost_over(old: &Map<String, Value>) -> bool {
     old.get(DELETION_COST).and_then(Value::as_str).is_none_or(deletion_cost_valid)
 }
 
-/// The causes of a pod template's own metadata, the template at `at` (`spec.template`), whose
-/// pod spec is `spec`: those kube gives before the spec (its labels, its annotations, the
-/// pod-specific ones) and those after it (annotations and security fields that disagree).
-pub(crate) fn template(template: Option<&Value>, spec: &Value, at: &str) -> (Vec<Cause>, Vec<Cause>) {
-    let mut causes = Vec::new();
+/// The causes of a pod template at `at` (`spec.template`) beside its pod spec `spec`, written
+/// over `old` (the stored template): those kube gives before the spec (its labels, its
+/// annotations, the pod-specific ones) and those after it (annotations and security fields
+/// that disagree; ephemeral containers, which a template may not have).
+pub(crate) fn template(
+    template: Option<&Value>,
+    spec: &Value,
+    at: &str,
+    old: Option<&Value>,
+) -> (Vec<Cause>, Vec<Cause>) {
+    let (mut before, mut after) = (Vec::new(), Vec::new());
     let meta = template.and_then(|t| t.get("metadata"));
-    crate::object_meta::labels(meta.and_then(|m| m.get("labels")), &format!("{at}.labels"), &mut causes);
+    crate::object_meta::labels(meta.and_then(|m| m.get("labels")), &format!("{at}.labels"), &mut before);
     let annotations = meta.and_then(|m| m.get("annotations"));
     let annotations_at = format!("{at}.annotations");
-    crate::object_meta::annotations(annotations, &annotations_at, &mut causes);
-    let Some(annotations) = annotations.and_then(Value::as_object) else { return (causes, Vec::new()) };
-    causes.extend(validate(annotations, spec, &annotations_at, true));
-    (causes, fields_match(annotations, spec, &format!("{at}.spec")))
+    crate::object_meta::annotations(annotations, &annotations_at, &mut before);
+    if let Some(annotations) = annotations.and_then(Value::as_object) {
+        // As for a pod: a stored template whose cost is already invalid may keep any.
+        let old_annotations = old.and_then(|t| t.pointer("/metadata/annotations")).and_then(Value::as_object);
+        let strict = old_annotations.is_none_or(strict_cost_over);
+        before.extend(validate(annotations, spec, &annotations_at, strict));
+        after.extend(fields_match(annotations, spec, &format!("{at}.spec")));
+    }
+    if spec.get("ephemeralContainers").and_then(Value::as_array).is_some_and(|l| !l.is_empty()) {
+        after.push(forbidden(
+            format!("{at}.spec.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
+    }
+    (before, after)
 }
 
 /// kube's `validateSeccompAnnotationsAndFields` and `validateAppArmorAnnotationsAndFieldsMatchOnCreate`
@@ -223,6 +246,11 @@ pub(crate) fn app_armor_version_skew(pod: &mut Map<String, Value>) {
         return;
     }
     let pod_profile = spec.get("securityContext").and_then(|c| c.get("appArmorProfile")).cloned();
+    // Compared as Go compares the decoded profiles: members that are null are unset.
+    let same_profile = |a: &Value, b: &Value| {
+        let member = |v: &Value, k: &str| v.get(k).filter(|m| !m.is_null()).cloned();
+        member(a, "type") == member(b, "type") && member(a, "localhostProfile") == member(b, "localhostProfile")
+    };
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         let Some(Value::Array(containers)) = spec.get_mut(list) else { continue };
         for c in containers.iter_mut().filter_map(Value::as_object_mut) {
@@ -242,7 +270,7 @@ pub(crate) fn app_armor_version_skew(pod: &mut Map<String, Value>) {
                     .map(|p| serde_json::json!({"type": "Localhost", "localhostProfile": p})),
             };
             let mut warn = derived.is_none();
-            if let Some(derived) = derived.filter(|d| pod_profile.as_ref() != Some(d)) {
+            if let Some(derived) = derived.filter(|d| !pod_profile.as_ref().is_some_and(|p| same_profile(p, d))) {
                 let context = c.entry("securityContext").or_insert_with(|| Value::Object(Map::new()));
                 if !context.is_object() {
                     *context = Value::Object(Map::new());
@@ -296,10 +324,10 @@ fn seccomp_profile(profile: &str, at: &str, causes: &mut Vec<Cause>) {
 /// The tolerations annotation read as Go's `json.Unmarshal` reads it into `[]core.Toleration`:
 /// each toleration in its JSON form, or the decoder's message.
 fn decode_tolerations(text: &str) -> Result<Vec<Value>, String> {
-    if let Some(e) = crate::go_json_syntax::syntax_error(text.as_bytes()) {
-        return Err(e);
-    }
-    let Some(raw) = crate::go_json_syntax::parse(text) else { return Ok(Vec::new()) };
+    // A list of objects of scalars: deeper values matter only by their kind.
+    let Some(raw) = crate::go_json_syntax::parse(text, 2) else {
+        return Err(crate::go_json_syntax::syntax_error(text.as_bytes()).unwrap_or_default());
+    };
     let mut first_error: Option<String> = None;
     let mut save = |e: String| {
         first_error.get_or_insert(e);
@@ -483,7 +511,7 @@ mod tests {
     }
 
     fn template_causes(t: &Value) -> Vec<Cause> {
-        let (mut before, after) = template(Some(t), &t["spec"], "spec.template");
+        let (mut before, after) = template(Some(t), &t["spec"], "spec.template", None);
         before.extend(after);
         before
     }

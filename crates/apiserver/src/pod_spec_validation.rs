@@ -19,7 +19,7 @@
 //!   topology spread; HostProcess containers ([`crate::windows_options`]); user namespaces
 //!   ([`crate::pod_os`]); the host name override; service account and node names, deadline,
 //!   tolerations and host aliases ([`crate::pod_spec_fields`]); the pod's OS;
-//! - for a pod, images without surrounding spaces; for a template, no ephemeral containers.
+//! - for a pod, images without surrounding spaces.
 //!
 //! Invariants: the checks only read the spec, as it would be stored (after defaulting); causes
 //! come in kube's order with its field paths and messages.
@@ -142,12 +142,9 @@ pub(crate) fn validate(spec: &Value, at: &str, owner: Owner) -> Vec<Cause> {
                 }
             }
         }
-        Owner::Template => {
-            if !list(spec, "ephemeralContainers").is_empty() {
-                let field = format!("{at}.ephemeralContainers");
-                causes.push(forbidden(field, "ephemeral containers not allowed in pod template"));
-            }
-        }
+        // (A template's ephemeral containers are judged with its metadata, after its spec:
+        // [`crate::pod_annotations::template`].)
+        Owner::Template => {}
     }
     causes
 }
@@ -562,10 +559,8 @@ mod tests {
             messages(s.clone(), Owner::Pod),
             ["spec.containers[0].image: Invalid value: \" nginx\": must not have leading or trailing whitespace"]
         );
-        assert_eq!(
-            messages(s, Owner::Template),
-            ["spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template"]
-        );
+        // (A template's ephemeral containers are refused with its metadata.)
+        assert_eq!(messages(s, Owner::Template), Vec::<String>::new());
     }
 
     #[test]
@@ -741,7 +736,6 @@ mod tests {
                 format!("spec.ephemeralContainers[0].env[0].name: Invalid value: \"A=B\": {printable}"),
                 "spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container".into(),
                 "spec.dnsPolicy: Unsupported value: \"Sometimes\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"".into(),
-                "spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template".into(),
             ]
         );
     }

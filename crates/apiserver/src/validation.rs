@@ -153,8 +153,14 @@ pub(crate) fn validate(
                 _ => None,
             };
             let template = template.map(|t| Value::Object(t.clone()));
+            let old_template = old.map(|o| o.value()).and_then(|o| o.get("template").cloned());
             let (before, after) = match &template {
-                Some(_) => crate::pod_annotations::template(template.as_ref(), &spec, at.trim_end_matches(".spec")),
+                Some(_) => crate::pod_annotations::template(
+                    template.as_ref(),
+                    &spec,
+                    at.trim_end_matches(".spec"),
+                    old_template.as_ref(),
+                ),
                 None => Default::default(),
             };
             causes.extend(before);
@@ -252,8 +258,8 @@ pub(crate) fn validate(
 
 /// The causes of a pod's own annotations ([`crate::pod_annotations`]) on a create, update or
 /// `/status` write over `old`: those kube gives before the spec, and those after it. A pod's
-/// update judges them before its spec and again after its update rules; a `/status` write
-/// judges them once, after its rules.
+/// update judges them before its spec, then gives the update's rules on them and judges them
+/// again; a `/status` write gives the rules and judges them once (before any rule of its status).
 fn pod_annotation_causes(
     obj: &Map<String, Value>,
     old: Option<&StoredObject>,
@@ -266,7 +272,7 @@ fn pod_annotation_causes(
     let Some(old) = old else {
         return (validate(annotations, spec, "metadata.annotations", true), Vec::new());
     };
-    let old_annotations = old.annotations();
+    let old_annotations = crate::pod_annotations::stored(old);
     let strict = crate::pod_annotations::strict_cost_over(&old_annotations);
     let judged = validate(annotations, spec, "metadata.annotations", strict);
     let mut after = updates(annotations, &old_annotations, "metadata.annotations");

@@ -67,9 +67,9 @@ pub(crate) fn validate(
     // kube ratchets a StatefulSet's template: an update is not judged on it when the stored
     // spec already fails.
     let skip_template =
-        kind == Kind::StatefulSet && old_spec.is_some_and(|o| !spec_causes(kind, o, false, false).is_empty());
+        kind == Kind::StatefulSet && old_spec.is_some_and(|o| !spec_causes(kind, o, false, false, None).is_empty());
     // A StatefulSet's service name is judged on create only (updates keep names stored before).
-    let mut causes = spec_causes(kind, spec, skip_template, create);
+    let mut causes = spec_causes(kind, spec, skip_template, create, old_spec);
     if let (Some(old_spec), Kind::StatefulSet) = (old_spec, kind) {
         statefulset_update(spec, old_spec, &mut causes);
     }
@@ -92,16 +92,16 @@ pub(crate) fn stored_with_defaults(info: &crate::registry::ResourceInfo, old: &c
     Value::Object(m)
 }
 
-/// The causes of a workload's spec (kube's `Validate<Kind>Spec`); `skip_template` leaves its
-/// pod spec unjudged, `create` judges what kube judges of a StatefulSet only on create (its
-/// service name and volume claim templates).
-fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> Vec<Cause> {
+/// The causes of a workload's spec (kube's `Validate<Kind>Spec`) written over `old_spec`;
+/// `skip_template` leaves its pod template unjudged, `create` judges what kube judges of a
+/// StatefulSet only on create (its service name and volume claim templates).
+fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool, old_spec: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     match kind {
         Kind::Deployment => {
             nonnegative(spec, "replicas", &mut causes);
             if selector(spec, "deployment", true, &mut causes) {
-                template(kind, spec, skip_template, &mut causes);
+                template(kind, spec, skip_template, old_spec, &mut causes);
             }
             deployment_strategy(spec, &mut causes);
             nonnegative(spec, "minReadySeconds", &mut causes);
@@ -122,7 +122,7 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> V
             nonnegative(spec, "minReadySeconds", &mut causes);
             // kube names Deployments in a ReplicaSet's message too.
             if selector(spec, "deployment", true, &mut causes) {
-                template(kind, spec, skip_template, &mut causes);
+                template(kind, spec, skip_template, old_spec, &mut causes);
             }
         }
         Kind::DaemonSet => {
@@ -141,7 +141,7 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> V
                     "empty selector is invalid for daemonset",
                 ));
             }
-            template_spec(kind, spec, skip_template, &mut causes);
+            template_spec(kind, spec, skip_template, old_spec, &mut causes);
             template_rules(kind, spec, &mut causes);
             nonnegative(spec, "minReadySeconds", &mut causes);
             nonnegative(spec, "templateGeneration", &mut causes);
@@ -188,7 +188,7 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> V
             }
             if selector(spec, "statefulset", true, &mut causes) {
                 template_labels_match(spec, &mut causes);
-                template_spec(kind, spec, skip_template, &mut causes);
+                template_spec(kind, spec, skip_template, old_spec, &mut causes);
             }
             // Whether or not the selector could be read.
             template_rules(kind, spec, &mut causes);
@@ -210,7 +210,7 @@ fn spec_causes(kind: Kind, spec: &Value, skip_template: bool, create: bool) -> V
                         causes.push(mismatch(labels));
                     }
                 }
-                template_spec(kind, spec, skip_template, &mut causes);
+                template_spec(kind, spec, skip_template, old_spec, &mut causes);
                 template_rules(kind, spec, &mut causes);
             }
         }
@@ -247,9 +247,9 @@ fn selector(spec: &Value, kind: &str, must_have: bool, causes: &mut Vec<Cause>) 
 /// The template of a ReplicaSet-like workload (kube's `ValidatePodTemplateSpecForReplicaSet`
 /// and its StatefulSet form): labels the selector matches, the pod spec, then the pods' restart
 /// policy and deadline.
-fn template(kind: Kind, spec: &Value, skip_template: bool, causes: &mut Vec<Cause>) {
+fn template(kind: Kind, spec: &Value, skip_template: bool, old_spec: Option<&Value>, causes: &mut Vec<Cause>) {
     template_labels_match(spec, causes);
-    template_spec(kind, spec, skip_template, causes);
+    template_spec(kind, spec, skip_template, old_spec, causes);
     template_rules(kind, spec, causes);
 }
 
@@ -271,9 +271,10 @@ fn mismatch(labels: Option<&Value>) -> Cause {
     invalid_value("spec.template.metadata.labels", &shown, "`selector` does not match template `labels`")
 }
 
-/// The template's pod spec, as [`crate::pod_spec_validation`] judges it (a StatefulSet's with
-/// its claim templates as volumes), unless `skip`.
-fn template_spec(kind: Kind, spec: &Value, skip: bool, causes: &mut Vec<Cause>) {
+/// The template's metadata and pod spec, as [`crate::pod_annotations`] and
+/// [`crate::pod_spec_validation`] judge them (a StatefulSet's with its claim templates as
+/// volumes), unless `skip`; written over the template of `old_spec`.
+fn template_spec(kind: Kind, spec: &Value, skip: bool, old_spec: Option<&Value>, causes: &mut Vec<Cause>) {
     if skip {
         return;
     }
@@ -282,7 +283,9 @@ fn template_spec(kind: Kind, spec: &Value, skip: bool, causes: &mut Vec<Cause>) 
         _ => spec.pointer("/template/spec").cloned(),
     };
     let pod_spec = pod_spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
-    let (before, after) = crate::pod_annotations::template(spec.get("template"), &pod_spec, "spec.template");
+    let old_template = old_spec.and_then(|o| o.get("template"));
+    let (before, after) =
+        crate::pod_annotations::template(spec.get("template"), &pod_spec, "spec.template", old_template);
     causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(&pod_spec, "spec.template.spec", Owner::Template));
     causes.extend(after);
