@@ -26,7 +26,12 @@
 //!   their `DisruptionTarget` conditions); its status is written only when it changes, as the
 //!   controller's service account with the field manager `kube-controller-manager`, as a
 //!   compare-and-swap on the version read (a budget changed meanwhile is left to the pass its
-//!   change wakes). Changes of the pods' controllers alone do not wake it (as in kube).
+//!   change wakes). Changes of the pods' controllers alone do not wake it (as in kube);
+//! - it records kube's Events ([`crate::event_recorder`], source `controllermanager`): on a
+//!   budget, `NoPods` when it selects none, `CalculateExpectedPodCountFailed` when it cannot be
+//!   judged, `UnmanagedPods` when a count by controllers meets pods without one; on a pod,
+//!   `NotDeleted` when its eviction is two minutes old, `MultiplePodDisruptionBudgets` when a
+//!   change of it finds several budgets selecting it (the first by name is named).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -36,16 +41,20 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::controller_loop::{Loop, Wakers};
+use crate::event_recorder::{EventRecorder, EventType, Involved};
 use crate::eviction::{ready, selects_with, terminating};
 use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{Store, WriteOpts};
-use crate::watch_cache::EventType;
+use crate::watch_cache::EventType as Change;
 
 /// The field manager of the controller's writes.
 const MANAGER: &str = "kube-controller-manager";
+
+/// The source of the controller's Events (kube-controller-manager's recorder for it).
+const EVENT_SOURCE: &str = "controllermanager";
 
 /// The service account kube-controller-manager runs the controller as.
 pub(crate) const SERVICE_ACCOUNT: &str = "disruption-controller";
@@ -73,6 +82,7 @@ pub(crate) struct Controller {
     state: tokio::sync::Mutex<State>,
     /// The earliest time something is due (a disrupted pod, a stale condition).
     wake_at: std::sync::Mutex<Option<tokio::time::Instant>>,
+    events: EventRecorder,
 }
 
 /// What the controller remembers between passes.
@@ -90,6 +100,10 @@ struct State {
     stale: HashMap<String, Stale>,
     /// The budgets last read, with the cache's note of their last change then.
     budgets: Option<(u64, Vec<Arc<StoredObject>>)>,
+    /// The cache's rebuild whose pods were all looked at for budgets they share (a read of
+    /// everything again after a failed pass does not look again, as kube's informer does not
+    /// list again).
+    announced: Option<u64>,
 }
 
 /// A pod whose `DisruptionTarget` condition turns stale.
@@ -114,7 +128,8 @@ impl Controller {
         let registry = store.registry();
         let budgets = registry.find("policy", "v1", "poddisruptionbudgets").cloned()?;
         let pods = registry.find("", "v1", "pods").cloned()?;
-        Some(Controller { store, budgets, pods, state: Default::default(), wake_at: Default::default() })
+        let events = EventRecorder::new(store.clone(), EVENT_SOURCE, MANAGER);
+        Some(Controller { store, budgets, pods, state: Default::default(), wake_at: Default::default(), events })
     }
 
     /// Runs until `stop` turns true.
@@ -142,13 +157,15 @@ impl Controller {
                 return Err(e);
             }
         };
-        let changes = match changed {
+        let (changes, touched) = match changed {
             Changed::All(pods) => {
                 st.stale.clear();
                 for pod in &pods {
                     note_stale(&mut st, pod);
                 }
-                None
+                let first = st.announced != Some(st.epoch);
+                st.announced = Some(st.epoch);
+                (None, if first { pods } else { Vec::new() })
             }
             Changed::Some(events) => {
                 for (pod, _, deleted) in &events {
@@ -157,11 +174,12 @@ impl Controller {
                         false => note_stale(&mut st, pod),
                     }
                 }
-                Some(events)
+                let touched = events.iter().map(|(pod, _, _)| pod.clone()).collect();
+                (Some(events), touched)
             }
         };
         self.clear_stale(&mut st, now).await;
-        if let Err(e) = self.judge_budgets(&mut st, changes.as_deref(), now).await {
+        if let Err(e) = self.judge_budgets(&mut st, changes.as_deref(), &touched, now).await {
             // The changes read are judged again from a fresh read.
             st.cursor = None;
             return Err(e);
@@ -200,7 +218,7 @@ impl Controller {
                     return self.changed_pods(st);
                 }
                 for e in &events {
-                    changes.push((e.obj.clone(), e.prev.clone(), e.kind == EventType::Deleted));
+                    changes.push((e.obj.clone(), e.prev.clone(), e.kind == Change::Deleted));
                 }
                 let Some(last) = events.last() else { break };
                 after = last.rv;
@@ -265,11 +283,13 @@ impl Controller {
     }
 
     /// Judges the budgets that changed, that select a pod of `changes` (before or after its
-    /// change; every budget when None), or whose disrupted pods are due.
+    /// change; every budget when None), or whose disrupted pods are due; a pod of `touched`
+    /// (changed, or read whole) that several budgets select gets kube's Event.
     async fn judge_budgets(
         &self,
         st: &mut State,
         changes: Option<&[PodChange]>,
+        touched: &[Arc<StoredObject>],
         now: jiff::Timestamp,
     ) -> Result<(), ApiError> {
         // Read again only when they changed (most passes follow pod writes alone).
@@ -283,6 +303,9 @@ impl Controller {
                 budgets
             }
         };
+        if !budgets.is_empty() && !touched.is_empty() {
+            self.several_budgets(&budgets, touched);
+        }
         let present: std::collections::HashSet<&str> = budgets.iter().map(|b| b.key.as_str()).collect();
         st.judged.retain(|k, _| present.contains(k.as_str()));
         st.recheck.retain(|k, _| present.contains(k.as_str()));
@@ -320,8 +343,33 @@ impl Controller {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Records kube's `MultiplePodDisruptionBudgets` on each pod of `pods` that several of
+    /// `budgets` select, naming the first by name.
+    fn several_budgets(&self, budgets: &[Arc<StoredObject>], pods: &[Arc<StoredObject>]) {
+        let mut selectors: HashMap<&str, Vec<(&str, Value)>> = HashMap::new();
+        for b in budgets {
+            let selector = b.value().pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+            selectors.entry(b.namespace.as_str()).or_default().push((b.name.as_str(), selector));
+        }
+        for pod in pods {
+            let Some(in_namespace) = selectors.get(pod.namespace.as_str()) else { continue };
+            let mut names: Vec<&str> =
+                in_namespace.iter().filter(|(_, sel)| selects_labels(sel, &pod.labels)).map(|(n, _)| *n).collect();
+            if names.len() < 2 {
+                continue;
+            }
+            names.sort_unstable();
+            let message = format!(
+                "Pod {:?}/{:?} matches multiple PodDisruptionBudgets.  Chose {:?} arbitrarily.",
+                pod.namespace, pod.name, names[0]
+            );
+            let involved = Involved::of(&self.pods, pod);
+            self.events.record(&involved, EventType::Warning, "MultiplePodDisruptionBudgets", &message);
+        }
+    }
+
     /// Computes a budget's status from its namespace's `pods` and writes it if it changed; when
-    /// its first disrupted pod is due.
+    /// its first disrupted pod is due. Records kube's Events on the way.
     async fn judge(
         &self,
         budget: &StoredObject,
@@ -330,12 +378,42 @@ impl Controller {
     ) -> Result<Option<jiff::Timestamp>, ApiError> {
         let value = budget.value();
         let selector = value.get("spec").and_then(|s| s.get("selector")).unwrap_or(&Value::Null);
-        let selected: Vec<Value> =
-            pods.iter().filter(|p| selects_labels(selector, &p.labels)).map(|p| p.value()).collect();
+        let selected: Vec<(&Arc<StoredObject>, Value)> =
+            pods.iter().filter(|p| selects_labels(selector, &p.labels)).map(|p| (p, p.value())).collect();
+        let on_budget = Involved::of(&self.budgets, budget);
+        if selected.is_empty() {
+            self.events.record(&on_budget, EventType::Normal, "NoPods", "No matching pods found");
+        }
         let finder = Finder { store: &self.store, namespace: &budget.namespace };
-        let (status, recheck) = match compute(&value, &selected, &finder, now) {
-            Ok(c) => (updated_status(&value, &c), c.recheck),
-            Err(message) => (Some(failed_status(&value, &message)), None),
+        let values: Vec<Value> = selected.iter().map(|(_, v)| v.clone()).collect();
+        let (status, recheck) = match compute(&value, &values, &finder, now) {
+            Ok(c) => {
+                if c.unmanaged {
+                    let message = format!(
+                        "Pods selected by this PodDisruptionBudget (selector: {}) were found to be unmanaged. As a \
+                         result, the status of the PDB cannot be calculated correctly, which may result in undefined \
+                         behavior. To account for these pods please set \".spec.minAvailable\" field of the PDB to an \
+                         integer value.",
+                        go_selector(selector)
+                    );
+                    self.events.record(&on_budget, EventType::Warning, "UnmanagedPods", &message);
+                }
+                for name in &c.not_deleted {
+                    let Some((pod, _)) = selected.iter().find(|(p, _)| &p.name == name) else { continue };
+                    // (kube names the budget's namespace twice.)
+                    let message = format!(
+                        "Pod was expected by PDB {}/{} to be deleted but it wasn't",
+                        budget.namespace, budget.namespace
+                    );
+                    self.events.record(&Involved::of(&self.pods, pod), EventType::Warning, "NotDeleted", &message);
+                }
+                (updated_status(&value, &c), c.recheck)
+            }
+            Err(message) => {
+                let failed = format!("Failed to calculate the number of expected pods: {message}");
+                self.events.record(&on_budget, EventType::Warning, "CalculateExpectedPodCountFailed", &failed);
+                (Some(failed_status(&value, &message)), None)
+            }
         };
         let Some(status) = status else { return Ok(recheck) };
         let failing = status_is_failed(&status);
@@ -454,6 +532,10 @@ struct Computed {
     disrupted: Map<String, Value>,
     /// When the first of them is due.
     recheck: Option<jiff::Timestamp>,
+    /// Whether pods without a controller were met where pods are counted by their controllers.
+    unmanaged: bool,
+    /// The disrupted pods two minutes past their eviction and not being deleted.
+    not_deleted: Vec<String>,
 }
 
 /// Finds the controllers of a namespace's pods, and their replicas, in the cache.
@@ -568,23 +650,24 @@ fn compute(
 ) -> Result<Computed, String> {
     let spec = budget.get("spec");
     let field = |k: &str| spec.and_then(|s| s.get(k)).filter(|v| !v.is_null());
+    let mut unmanaged = false;
     let (expected, desired) = match (field("maxUnavailable"), field("minAvailable")) {
         (Some(max), _) => {
-            let expected = expected_scale(pods, controllers)?;
+            let expected = expected_scale(pods, controllers, &mut unmanaged)?;
             (expected, (expected - scaled(max, expected)?).max(0))
         }
         (None, Some(min)) if min.is_number() => (pods.len() as i64, min.as_i64().unwrap_or(0)),
         (None, Some(min)) => {
-            let expected = expected_scale(pods, controllers)?;
+            let expected = expected_scale(pods, controllers, &mut unmanaged)?;
             (expected, scaled(min, expected)?)
         }
         (None, None) => (0, 0),
     };
-    let (disrupted, recheck) = disrupted_pods(budget, pods, now);
+    let (disrupted, recheck, not_deleted) = disrupted_pods(budget, pods, now);
     let healthy =
         pods.iter().filter(|p| !terminating(p) && !disrupted.contains_key(name_of(p)) && ready(p)).count() as i64;
     let allowed = if expected <= 0 { 0 } else { (healthy - desired).max(0) };
-    Ok(Computed { expected, desired, healthy, allowed, disrupted, recheck })
+    Ok(Computed { expected, desired, healthy, allowed, disrupted, recheck, unmanaged, not_deleted })
 }
 
 fn name_of(obj: &Value) -> &str {
@@ -592,12 +675,15 @@ fn name_of(obj: &Value) -> &str {
 }
 
 /// The replicas of the selected pods' controllers, each counted once (pods without one count
-/// nothing).
-fn expected_scale(pods: &[Value], controllers: &dyn Controllers) -> Result<i64, String> {
+/// nothing, and set `unmanaged`).
+fn expected_scale(pods: &[Value], controllers: &dyn Controllers, unmanaged: &mut bool) -> Result<i64, String> {
     let mut counted: HashMap<String, i64> = HashMap::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for pod in pods {
-        let Some(owner) = controller_of(pod) else { continue };
+        let Some(owner) = controller_of(pod) else {
+            *unmanaged = true;
+            continue;
+        };
         let uid = owner.get("uid").and_then(Value::as_str).unwrap_or_default();
         if !seen.insert(uid) {
             continue;
@@ -628,16 +714,18 @@ fn scaled(v: &Value, total: i64) -> Result<i64, String> {
 }
 
 /// The budget's disrupted pods still expected to go at `now` (selected, not being deleted, within
-/// two minutes of their eviction), and when the first of them is due.
+/// two minutes of their eviction), when the first of them is due, and those past their two
+/// minutes.
 fn disrupted_pods(
     budget: &Value,
     pods: &[Value],
     now: jiff::Timestamp,
-) -> (Map<String, Value>, Option<jiff::Timestamp>) {
+) -> (Map<String, Value>, Option<jiff::Timestamp>, Vec<String>) {
     let mut kept = Map::new();
     let mut recheck: Option<jiff::Timestamp> = None;
+    let mut overdue = Vec::new();
     let Some(stored) = budget.pointer("/status/disruptedPods").and_then(Value::as_object) else {
-        return (kept, recheck);
+        return (kept, recheck, overdue);
     };
     for pod in pods.iter().filter(|p| !terminating(p)) {
         let name = name_of(pod);
@@ -645,12 +733,49 @@ fn disrupted_pods(
         let Some(evicted) = at.as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()) else { continue };
         let due = evicted + DELETION_TIMEOUT;
         if due < now {
+            overdue.push(name.to_string());
             continue;
         }
         recheck = Some(recheck.map_or(due, |r| r.min(due)));
         kept.insert(name.to_string(), at.clone());
     }
-    (kept, recheck)
+    (kept, recheck, overdue)
+}
+
+/// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String`):
+/// `&LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]LabelSelectorRequirement{…},}`,
+/// labels in key order; `nil` for none.
+fn go_selector(selector: &Value) -> String {
+    let Some(sel) = selector.as_object() else { return "nil".into() };
+    let mut labels: Vec<(&String, &str)> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k, v.as_str().unwrap_or("")))
+        .collect();
+    labels.sort();
+    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
+    let expressions: String = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> =
+                e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text("key"),
+                text("operator"),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
 }
 
 /// The budget's status for `c`; None when it has it.
@@ -796,7 +921,16 @@ mod tests {
     #[test]
     fn statuses_are_written_when_they_change() {
         let b = budget(json!({"minAvailable": 1}), json!({}));
-        let c = Computed { expected: 2, desired: 1, healthy: 2, allowed: 1, disrupted: Map::new(), recheck: None };
+        let c = Computed {
+            expected: 2,
+            desired: 1,
+            healthy: 2,
+            allowed: 1,
+            disrupted: Map::new(),
+            recheck: None,
+            unmanaged: false,
+            not_deleted: Vec::new(),
+        };
         let status = updated_status(&b, &c).unwrap();
         assert_eq!(status["observedGeneration"], 2);
         assert_eq!(status["disruptionsAllowed"], 1);

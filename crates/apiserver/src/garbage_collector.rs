@@ -47,12 +47,13 @@ use tokio::sync::watch;
 
 use crate::cache::ListAt;
 use crate::delete_options::{DeleteOpts, FOREGROUND, ORPHAN, Propagation};
+use crate::event_recorder::{EventRecorder, Involved};
 use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{Store, WriteOpts};
-use crate::watch_cache::EventType;
+use crate::watch_cache::EventType as Change;
 
 /// The field manager of the collector's writes (kube-controller-manager's).
 const CONTROLLER: &str = "kube-controller-manager";
@@ -406,6 +407,7 @@ pub struct GarbageCollector {
     /// The (dependent, owner) UIDs already reported in another namespace: each is reported
     /// once (forgotten in bulk past a bound).
     reported: parking_lot::Mutex<HashSet<(String, String)>>,
+    events: EventRecorder,
 }
 
 /// How many reported references are remembered before they are forgotten.
@@ -426,7 +428,8 @@ const CONFLICT_ATTEMPTS: usize = 5;
 impl GarbageCollector {
     /// A collector for `store`.
     pub fn new(store: Arc<Store>) -> GarbageCollector {
-        GarbageCollector { store, written: AtomicU64::new(0), reported: Default::default() }
+        let events = EventRecorder::new(store.clone(), EVENT_SOURCE, "kube-controller-manager");
+        GarbageCollector { store, written: AtomicU64::new(0), reported: Default::default(), events }
     }
 
     /// Runs until `stop` turns true.
@@ -520,7 +523,7 @@ impl GarbageCollector {
         match self.store.cache().snapshot(&info, None, &Selectors::default()) {
             Ok((rv, objs)) => {
                 for o in &objs {
-                    observe(st, &key, EventType::Added, o);
+                    observe(st, &key, Change::Added, o);
                 }
                 st.cursors.insert(key, (info, rv));
             }
@@ -820,8 +823,6 @@ impl GarbageCollector {
                 return true;
             }
         }
-        let now = crate::object::now_rfc3339();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let message = format!(
             "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {}",
             r.api_version,
@@ -831,28 +832,21 @@ impl GarbageCollector {
             r.uid,
             crate::structural::go_quote(&dep.namespace)
         );
-        // A cluster-scoped object's events go to the `default` namespace, as kube's recorder
-        // puts them.
-        let event_ns = if dep.namespace.is_empty() { "default" } else { dep.namespace.as_str() };
-        let mut involved = serde_json::json!({"kind": info.kind, "name": dep.name, "uid": dep.uid,
-            "apiVersion": info.api_version()});
-        if !dep.namespace.is_empty() {
-            involved["namespace"] = dep.namespace.clone().into();
-        }
-        let event = serde_json::json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": format!("{}.{nanos:x}", dep.name), "namespace": event_ns},
-            "involvedObject": involved,
-            "reason": "OwnerRefInvalidNamespace", "message": message,
-            "source": {"component": EVENT_SOURCE}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-            "type": "Warning", "eventTime": null, "reportingComponent": EVENT_SOURCE,
-        });
-        let Some(events) = registry.find("", "v1", "events").cloned() else { return true };
-        match self.store.create(&events, Some(event_ns), event).await {
-            Ok(o) => {
-                self.written.fetch_max(o.rv, Ordering::AcqRel);
-            }
-            Err(e) => tracing::warn!(reason = %e.reason, "could not record the OwnerRefInvalidNamespace event"),
+        // kube's collector names the dependent by its identity (no resourceVersion).
+        let involved = Involved {
+            kind: info.kind.clone(),
+            api_version: info.api_version(),
+            namespace: dep.namespace.clone(),
+            name: dep.name.clone(),
+            uid: dep.uid.clone(),
+            resource_version: String::new(),
+        };
+        let recorded = self
+            .events
+            .record_now(&involved, crate::event_recorder::EventType::Warning, "OwnerRefInvalidNamespace", &message)
+            .await;
+        if let Some(rv) = recorded {
+            self.written.fetch_max(rv, Ordering::AcqRel);
         }
         true
     }
@@ -1055,7 +1049,7 @@ fn finish(st: &mut State, n: Node, owner: bool, r: Result<Outcome, ApiError>) {
 }
 
 /// Applies one change of an object of resource `res` to the graph, and queues what it may let go.
-fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
+fn observe(st: &mut State, res: &ResKey, kind: Change, o: &StoredObject) {
     let uid = o.uid.as_str();
     // An owner being collected whose dependents changed is judged again.
     fn owners_changed<'a>(graph: &Graph, uids: impl IntoIterator<Item = &'a str>, queue: &mut Queue) {
@@ -1065,7 +1059,7 @@ fn observe(st: &mut State, res: &ResKey, kind: EventType, o: &StoredObject) {
             }
         }
     }
-    if kind == EventType::Deleted {
+    if kind == Change::Deleted {
         let old = st.graph.remove(uid);
         st.graph.collecting.remove(uid);
         st.primed.remove(uid);

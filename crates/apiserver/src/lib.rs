@@ -53,6 +53,7 @@ pub mod delete_options;
 pub mod discovery;
 pub(crate) mod disruption_controller;
 pub mod etcd_process;
+pub(crate) mod event_recorder;
 pub(crate) mod events_api;
 pub(crate) mod eviction;
 pub mod field_validation;

@@ -2,7 +2,8 @@
 //! budget the status its pods add up to (pods expected from their controllers' replicas, Ready
 //! pods, disruptions allowed), evictions spend it and the controller counts them back, evicted
 //! pods that were not deleted and stale `DisruptionTarget` marks expire, and a budget that
-//! cannot be judged allows nothing. kube-rs and kubectl see the same.
+//! cannot be judged allows nothing; the controller records kube-controller-manager's Events.
+//! kube-rs and kubectl see the same.
 
 mod common;
 
@@ -11,6 +12,19 @@ use serde_json::{Value, json};
 
 const PDBS: &str = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
 const MERGE: &str = "application/merge-patch+json";
+const EVENTS: &str = "/api/v1/namespaces/default/events";
+
+/// The Event `reason` about the object `name` once it satisfies `pred` (Events recorded before
+/// included).
+async fn event_when(c: &Client, name: &str, reason: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut w = c.watch(&format!("{EVENTS}?watch=true")).await;
+    let found = until(&mut w, reason, |e| {
+        let o = &e["object"];
+        o["reason"] == reason && o["involvedObject"]["name"] == name && pred(o)
+    })
+    .await;
+    found["object"].clone()
+}
 
 /// Creates a pod labelled `app` (controlled by `owner`, if any) and makes it Running and Ready.
 async fn ready_pod(c: &Client, name: &str, app: &str, owner: Option<&Value>) {
@@ -136,6 +150,15 @@ async fn pods_without_controllers_and_budgets_that_cannot_be_judged() {
     assert_eq!(r.code, 200, "{}", r.body);
     let status = status_when(&c, "bare", "the percentage observed", |s| s["observedGeneration"] == 2).await;
     assert_eq!(counts(&status), (0, 2, 0, 0));
+    let event = event_when(&c, "bare", "UnmanagedPods", |_| true).await;
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(
+        event["message"],
+        "Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:map[string]string{app: bare,},\
+         MatchExpressions:[]LabelSelectorRequirement{},}) were found to be unmanaged. As a result, the status of the PDB \
+         cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set \
+         \".spec.minAvailable\" field of the PDB to an integer value."
+    );
 
     // A controller without a scale subresource cannot be counted: the budget allows nothing,
     // and its generation is not observed, so evictions are told to come back.
@@ -148,6 +171,16 @@ async fn pods_without_controllers_and_budgets_that_cannot_be_judged() {
     assert_eq!(c.post(PDBS, &budget("agent", "agent", json!({"maxUnavailable": 1}))).await.code, 201);
     let status = status_when(&c, "agent", "the failed sync", |s| condition(s).1 == "SyncFailed").await;
     assert_eq!(condition(&status).2, "daemonsets.apps does not implement the scale subresource");
+    let event = event_when(&c, "agent", "CalculateExpectedPodCountFailed", |_| true).await;
+    assert_eq!(
+        (event["type"].as_str(), event["message"].as_str()),
+        (
+            Some("Warning"),
+            Some(
+                "Failed to calculate the number of expected pods: daemonsets.apps does not implement the scale subresource"
+            )
+        )
+    );
     assert_eq!((status["disruptionsAllowed"].as_i64(), status.get("observedGeneration")), (Some(0), None));
     let r = evict(&c, "agent-0").await;
     assert_eq!(r.code, 429, "{}", r.body);
@@ -164,6 +197,82 @@ async fn pods_without_controllers_and_budgets_that_cannot_be_judged() {
     assert_eq!(c.post(PDBS, &budget("db", "db", json!({"maxUnavailable": "10%"}))).await.code, 201);
     let status = status_when(&c, "db", "the failed sync", |s| condition(s).1 == "SyncFailed").await;
     assert_eq!(condition(&status).2, "found no controllers for pod \"db-0\"");
+}
+
+#[tokio::test]
+async fn the_controller_records_kubes_events_and_counts_their_repeats() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(PDBS, &budget("empty", "none", json!({"minAvailable": 1}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let uid = r.body["metadata"]["uid"].clone();
+    let event = event_when(&c, "empty", "NoPods", |_| true).await;
+    assert_eq!(
+        (&event["type"], &event["message"], &event["source"], &event["reportingComponent"]),
+        (
+            &json!("Normal"),
+            &json!("No matching pods found"),
+            &json!({"component": "controllermanager"}),
+            &json!("controllermanager")
+        )
+    );
+    let involved = &event["involvedObject"];
+    assert_eq!(
+        (&involved["kind"], &involved["apiVersion"], &involved["namespace"], &involved["uid"]),
+        (&json!("PodDisruptionBudget"), &json!("policy/v1"), &json!("default"), &uid)
+    );
+    assert!(event["metadata"]["name"].as_str().unwrap().starts_with("empty."), "{event}");
+    // Judged again, the budget gets the same Event counted, not another one: once after the
+    // controller's own status write (as kube's, which syncs on every update), and again after
+    // each change.
+    let r = c.patch(&format!("{PDBS}/empty"), MERGE, &json!({"spec": {"minAvailable": 2}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let again = event_when(&c, "empty", "NoPods", |e| e["count"].as_i64() >= Some(3)).await;
+    assert_eq!(again["metadata"]["name"], event["metadata"]["name"]);
+    assert_eq!(again["firstTimestamp"], event["firstTimestamp"]);
+    let listed = c.get(EVENTS).await.body;
+    let no_pods = listed["items"].as_array().unwrap().iter().filter(|e| e["reason"] == "NoPods").count();
+    assert_eq!(no_pods, 1, "{listed}");
+
+    // A pod two budgets select is named in a warning on the pod, with the first budget.
+    for name in ["b", "a"] {
+        assert_eq!(c.post(PDBS, &budget(name, "shared", json!({"maxUnavailable": 1}))).await.code, 201);
+    }
+    status_when(&c, "b", "budget b judged", |s| s.get("observedGeneration").is_some()).await;
+    status_when(&c, "a", "budget a judged", |s| s.get("observedGeneration").is_some()).await;
+    let owner = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "shared", "uid": "1"}});
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "shared"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "shared"}},
+            "template": {"metadata": {"labels": {"app": "shared"}}, "spec": pod_spec()}}});
+    let r = c.post("/apis/apps/v1/namespaces/default/replicasets", &rs).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut owner = owner;
+    owner["metadata"]["uid"] = r.body["metadata"]["uid"].clone();
+    ready_pod(&c, "shared-0", "shared", Some(&owner)).await;
+    let event = event_when(&c, "shared-0", "MultiplePodDisruptionBudgets", |_| true).await;
+    assert_eq!(
+        event["message"],
+        "Pod \"default\"/\"shared-0\" matches multiple PodDisruptionBudgets.  Chose \"a\" arbitrarily."
+    );
+    assert_eq!(event["involvedObject"]["kind"], "Pod");
+
+    // kubectl describes the budget with its Events.
+    let dir = tempdir("kubectl-pdb-events");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let cache = dir.join("cache");
+    let versions = kubectl_versions();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["describe", "pdb", "empty"]).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let line = out.lines().find(|l| l.contains("NoPods")).unwrap_or_else(|| panic!("{bin}: {out}"));
+        assert!(
+            line.contains("Normal") && line.contains("controllermanager") && line.contains("No matching pods found"),
+            "{bin}: {line}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -186,6 +295,10 @@ async fn evicted_pods_not_deleted_and_stale_marks_expire() {
     })
     .await;
     assert_eq!(counts(&status), (3, 2, 1, 1));
+    // The pod is named in a warning (kube's text names the budget's namespace twice).
+    let event = event_when(&c, "a", "NotDeleted", |_| true).await;
+    assert_eq!(event["message"], "Pod was expected by PDB default/default to be deleted but it wasn't");
+    assert_eq!((event["involvedObject"]["kind"].as_str(), event["type"].as_str()), (Some("Pod"), Some("Warning")));
 
     // A DisruptionTarget mark two minutes old on a pod that is still there is set to False.
     let mark = json!({"status": {"conditions": [{"type": "Ready", "status": "True"},
