@@ -348,7 +348,7 @@ fn decode_tolerations(text: &str) -> Result<Vec<Value>, String> {
                 for (name, value) in members {
                     // Go matches a member to a field by its name in any case.
                     let Some((json, field, go_type)) =
-                        TOLERATION_FIELDS.iter().find(|(j, _, _)| j.eq_ignore_ascii_case(&name))
+                        TOLERATION_FIELDS.iter().find(|(j, _, _)| go_fold_equal(j, &name))
                     else {
                         continue;
                     };
@@ -377,6 +377,17 @@ fn decode_tolerations(text: &str) -> Result<Vec<Value>, String> {
         tolerations.push(Value::Object(toleration));
     }
     first_error.map_or(Ok(tolerations), Err)
+}
+
+/// Whether a field's JSON name matches a member's name as Go's decoder matches them
+/// (`bytes.EqualFold`): in any case, the long s and the Kelvin sign being `s` and `k`.
+fn go_fold_equal(field: &str, member: &str) -> bool {
+    let fold = |c: char| match c {
+        '\u{17f}' => 's',
+        '\u{212a}' => 'k',
+        c => c.to_ascii_lowercase(),
+    };
+    field.chars().map(fold).eq(member.chars().map(fold))
 }
 
 /// A toleration's fields: JSON name, Go field name, Go type.
@@ -467,8 +478,8 @@ mod tests {
                 .into())
         );
         assert_eq!(
-            decoded(r#"[{"Operator": "Exists", "TOLERATIONSECONDS": 30, "other": [1]}, null]"#),
-            Ok(vec![json!({"operator": "Exists", "tolerationSeconds": 30}), json!({})])
+            decoded(r#"[{"Operator": "Exists", "TOLERATIONSECONDS": 30, "other": [1], "\u212aey": "k"}, null]"#),
+            Ok(vec![json!({"operator": "Exists", "tolerationSeconds": 30, "key": "k"}), json!({})])
         );
         let annotations = json!({TOLERATIONS: "[1"});
         assert_eq!(
