@@ -99,11 +99,17 @@ struct State {
     /// Pods (`ns/name`) whose `DisruptionTarget` condition turns stale at a time.
     stale: HashMap<String, Stale>,
     /// The budgets last read, with the cache's note of their last change then.
-    budgets: Option<(u64, Vec<Arc<StoredObject>>)>,
+    budgets: Option<(u64, Arc<[Budget]>)>,
     /// The cache's rebuild whose pods were all looked at for budgets they share (a read of
     /// everything again after a failed pass does not look again, as kube's informer does not
     /// list again).
     announced: Option<u64>,
+}
+
+/// A budget as last read, with its selector parsed once.
+struct Budget {
+    obj: Arc<StoredObject>,
+    selector: Value,
 }
 
 /// A pod whose `DisruptionTarget` condition turns stale.
@@ -298,7 +304,14 @@ impl Controller {
         let budgets = match &st.budgets {
             Some((at, budgets)) if *at == noted => budgets.clone(),
             _ => {
-                let (_, budgets) = cache.snapshot(&self.budgets, None, &Selectors::default())?;
+                let (_, read) = cache.snapshot(&self.budgets, None, &Selectors::default())?;
+                let budgets: Arc<[Budget]> = read
+                    .into_iter()
+                    .map(|obj| {
+                        let selector = obj.value().pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+                        Budget { obj, selector }
+                    })
+                    .collect();
                 st.budgets = Some((noted, budgets.clone()));
                 budgets
             }
@@ -306,14 +319,15 @@ impl Controller {
         if !budgets.is_empty() && !touched.is_empty() {
             self.several_budgets(&budgets, touched);
         }
-        let present: std::collections::HashSet<&str> = budgets.iter().map(|b| b.key.as_str()).collect();
+        let present: std::collections::HashSet<&str> = budgets.iter().map(|b| b.obj.key.as_str()).collect();
         st.judged.retain(|k, _| present.contains(k.as_str()));
         st.recheck.retain(|k, _| present.contains(k.as_str()));
         let mut pods_of: HashMap<String, Vec<Arc<StoredObject>>> = HashMap::new();
         let mut first_error = None;
-        for budget in &budgets {
+        for b in budgets.iter() {
+            let budget = &b.obj;
             let due = st.recheck.get(&budget.key).is_some_and(|t| *t <= now);
-            let dirty = due || st.judged.get(&budget.key) != Some(&budget.rv) || selects_a_change(budget, changes);
+            let dirty = due || st.judged.get(&budget.key) != Some(&budget.rv) || selects_a_change(b, changes);
             if !dirty {
                 continue;
             }
@@ -326,7 +340,7 @@ impl Controller {
                     pods_of.entry(budget.namespace.clone()).or_insert(p)
                 }
             };
-            match self.judge(budget, pods, now).await {
+            match self.judge(b, pods, now).await {
                 Ok(recheck) => {
                     st.judged.insert(budget.key.clone(), budget.rv);
                     if let Some(t) = recheck {
@@ -345,16 +359,18 @@ impl Controller {
 
     /// Records kube's `MultiplePodDisruptionBudgets` on each pod of `pods` that several of
     /// `budgets` select, naming the first by name.
-    fn several_budgets(&self, budgets: &[Arc<StoredObject>], pods: &[Arc<StoredObject>]) {
-        let mut selectors: HashMap<&str, Vec<(&str, Value)>> = HashMap::new();
+    fn several_budgets(&self, budgets: &[Budget], pods: &[Arc<StoredObject>]) {
+        let mut selectors: HashMap<&str, Vec<&Budget>> = HashMap::new();
         for b in budgets {
-            let selector = b.value().pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-            selectors.entry(b.namespace.as_str()).or_default().push((b.name.as_str(), selector));
+            selectors.entry(b.obj.namespace.as_str()).or_default().push(b);
         }
         for pod in pods {
             let Some(in_namespace) = selectors.get(pod.namespace.as_str()) else { continue };
-            let mut names: Vec<&str> =
-                in_namespace.iter().filter(|(_, sel)| selects_labels(sel, &pod.labels)).map(|(n, _)| *n).collect();
+            let mut names: Vec<&str> = in_namespace
+                .iter()
+                .filter(|b| selects_labels(&b.selector, &pod.labels))
+                .map(|b| b.obj.name.as_str())
+                .collect();
             if names.len() < 2 {
                 continue;
             }
@@ -372,20 +388,20 @@ impl Controller {
     /// its first disrupted pod is due. Records kube's Events on the way.
     async fn judge(
         &self,
-        budget: &StoredObject,
+        b: &Budget,
         pods: &[Arc<StoredObject>],
         now: jiff::Timestamp,
     ) -> Result<Option<jiff::Timestamp>, ApiError> {
+        let budget = &b.obj;
         let value = budget.value();
-        let selector = value.get("spec").and_then(|s| s.get("selector")).unwrap_or(&Value::Null);
-        let selected: Vec<(&Arc<StoredObject>, Value)> =
-            pods.iter().filter(|p| selects_labels(selector, &p.labels)).map(|p| (p, p.value())).collect();
+        let selector = &b.selector;
+        let (selected, values): (Vec<&Arc<StoredObject>>, Vec<Value>) =
+            pods.iter().filter(|p| selects_labels(selector, &p.labels)).map(|p| (p, p.value())).unzip();
         let on_budget = Involved::of(&self.budgets, budget);
         if selected.is_empty() {
             self.events.record(&on_budget, EventType::Normal, "NoPods", "No matching pods found");
         }
         let finder = Finder { store: &self.store, namespace: &budget.namespace };
-        let values: Vec<Value> = selected.iter().map(|(_, v)| v.clone()).collect();
         let (status, recheck) = match compute(&value, &values, &finder, now) {
             Ok(c) => {
                 if c.unmanaged {
@@ -399,7 +415,7 @@ impl Controller {
                     self.events.record(&on_budget, EventType::Warning, "UnmanagedPods", &message);
                 }
                 for name in &c.not_deleted {
-                    let Some((pod, _)) = selected.iter().find(|(p, _)| &p.name == name) else { continue };
+                    let Some(pod) = selected.iter().find(|p| &p.name == name) else { continue };
                     // (kube names the budget's namespace twice.)
                     let message = format!(
                         "Pod was expected by PDB {}/{} to be deleted but it wasn't",
@@ -448,14 +464,10 @@ type PodChange = (Arc<StoredObject>, Option<Arc<StoredObject>>, bool);
 
 /// Whether the budget selects a pod of `changes` (every budget does when there are no such
 /// changes to read, after a full read).
-fn selects_a_change(budget: &StoredObject, changes: Option<&[PodChange]>) -> bool {
+fn selects_a_change(budget: &Budget, changes: Option<&[PodChange]>) -> bool {
     let Some(changes) = changes else { return true };
-    let mut in_namespace = changes.iter().filter(|(p, _, _)| p.namespace == budget.namespace).peekable();
-    if in_namespace.peek().is_none() {
-        return false;
-    }
-    let value = budget.value();
-    let selector = value.get("spec").and_then(|s| s.get("selector")).unwrap_or(&Value::Null);
+    let selector = &budget.selector;
+    let mut in_namespace = changes.iter().filter(|(p, _, _)| p.namespace == budget.obj.namespace);
     in_namespace.any(|(pod, prev, _)| {
         selects_labels(selector, &pod.labels) || prev.as_ref().is_some_and(|p| selects_labels(selector, &p.labels))
     })

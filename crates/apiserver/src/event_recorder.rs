@@ -286,11 +286,9 @@ impl Writer {
                 }
             }
         };
+        // (The correlator already counted this Event under the name it was written with.)
         match written {
-            Ok(event) => {
-                self.correlator.lock().remember(self.component, &involved, ty, &reason, &event);
-                Some(event.rv)
-            }
+            Ok(event) => Some(event.rv),
             Err(e) => {
                 let reason = reason.as_str();
                 tracing::debug!(reason, error = %e.reason, component = self.component, "could not record an event");
@@ -379,21 +377,6 @@ impl Correlator {
                 create: event,
             },
         })
-    }
-
-    /// Notes the Event as written (its name, count and first time, under its own key).
-    fn remember(&mut self, component: &str, involved: &Involved, ty: EventType, reason: &str, event: &StoredObject) {
-        let v = event.value();
-        let message = v.get("message").and_then(Value::as_str).unwrap_or_default();
-        let object = involved.key();
-        let key = if message.starts_with(COMBINED) {
-            [component, &object, ty.as_str(), reason, component].concat()
-        } else {
-            [component, &object, ty.as_str(), reason, message].concat()
-        };
-        let count = v.get("count").and_then(Value::as_i64).unwrap_or(1);
-        let first = v.get("firstTimestamp").and_then(Value::as_str).unwrap_or_default().to_string();
-        self.seen.set(&key, Seen { namespace: event.namespace.clone(), name: event.name.clone(), count, first });
     }
 }
 

@@ -279,10 +279,10 @@ fn spec_rules(spec: &Value, at: &str, old_template: Option<&Value>, causes: &mut
     let template_spec = spec.pointer("/template/spec").filter(|s| !s.is_null());
     let zero = crate::pod_spec_validation::zero_template_spec();
     let (before, after) = crate::pod_annotations::template(
-        spec.get("template"),
+        spec.pointer("/template/metadata"),
         template_spec.unwrap_or(&zero),
         &format!("{at}.template"),
-        old_template,
+        old_template.and_then(|t| t.get("metadata")),
     );
     causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(

@@ -69,15 +69,15 @@ pub(crate) fn validate(annotations: &Map<String, Value>, spec: &Value, at: &str,
     if strict_cost && let Some(cost) = text(DELETION_COST).filter(|c| !deletion_cost_valid(c)) {
         causes.push(invalid(format!("{at}[{DELETION_COST}]"), cost, "must be a 32bit integer"));
     }
-    let mut keys: Vec<&String> = annotations.keys().collect();
-    keys.sort();
+    // (serde_json's maps iterate in key order.)
+    let keys = annotations.keys();
     if let Some(profile) = text(SECCOMP_POD) {
         seccomp_profile(profile, &format!("{at}.{SECCOMP_POD}"), &mut causes);
     }
-    for k in keys.iter().filter(|k| k.starts_with(SECCOMP_CONTAINER)) {
+    for k in keys.clone().filter(|k| k.starts_with(SECCOMP_CONTAINER)) {
         seccomp_profile(text(k).unwrap_or(""), &format!("{at}.{k}"), &mut causes);
     }
-    for k in keys.iter().filter(|k| k.starts_with(APP_ARMOR)) {
+    for k in keys.filter(|k| k.starts_with(APP_ARMOR)) {
         let container = &k[APP_ARMOR.len()..];
         let field = format!("{at}[{k}]");
         let named = ["initContainers", "containers", "ephemeralContainers"].iter().any(|list| {
@@ -103,9 +103,8 @@ pub(crate) fn validate(annotations: &Map<String, Value>, spec: &Value, at: &str,
 /// [`validate`].
 pub(crate) fn updates(new: &Map<String, Value>, old: &Map<String, Value>, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let mut changed: Vec<&String> = old.keys().filter(|k| new.get(k.as_str()) != old.get(k.as_str())).collect();
-    changed.sort();
-    for k in changed {
+    // (In key order: serde_json's maps iterate so.)
+    for k in old.keys().filter(|k| new.get(k.as_str()) != old.get(k.as_str())) {
         if k.starts_with(APP_ARMOR) {
             causes.push(forbidden(format!("{at}[{k}]"), "may not remove or update AppArmor annotations"));
         }
@@ -113,9 +112,7 @@ pub(crate) fn updates(new: &Map<String, Value>, old: &Map<String, Value>, at: &s
             causes.push(forbidden(format!("{at}[{k}]"), "may not remove or update mirror pod annotation"));
         }
     }
-    let mut added: Vec<&String> = new.keys().filter(|k| !old.contains_key(k.as_str())).collect();
-    added.sort();
-    for k in added {
+    for k in new.keys().filter(|k| !old.contains_key(k.as_str())) {
         if k.starts_with(APP_ARMOR) {
             causes.push(forbidden(format!("{at}[{k}]"), "may not add AppArmor annotations"));
         }
@@ -132,31 +129,36 @@ pub(crate) fn stored(old: &crate::object::StoredObject) -> Map<String, Value> {
     if [APP_ARMOR, MIRROR, DELETION_COST].iter().any(|k| old.mentions(k)) { old.annotations() } else { Map::new() }
 }
 
+/// Whether a stored object may name a deletion cost (its bytes hold the key): only then can its
+/// template's update be lenient.
+pub(crate) fn may_name_a_cost(old: &crate::object::StoredObject) -> bool {
+    old.mentions(DELETION_COST)
+}
+
 /// Whether an update keeps the deletion cost strict: kube lets a pod whose stored cost is
 /// already invalid keep any.
 pub(crate) fn strict_cost_over(old: &Map<String, Value>) -> bool {
     old.get(DELETION_COST).and_then(Value::as_str).is_none_or(deletion_cost_valid)
 }
 
-/// The causes of a pod template at `at` (`spec.template`) beside its pod spec `spec`, written
-/// over `old` (the stored template): those kube gives before the spec (its labels, its
+/// The causes of a pod template at `at` (`spec.template`), its metadata `meta` beside its pod
+/// spec `spec`, written over a template whose metadata was `old_meta`: those kube gives before the spec (its labels, its
 /// annotations, the pod-specific ones) and those after it (annotations and security fields
 /// that disagree; ephemeral containers, which a template may not have).
 pub(crate) fn template(
-    template: Option<&Value>,
+    meta: Option<&Value>,
     spec: &Value,
     at: &str,
-    old: Option<&Value>,
+    old_meta: Option<&Value>,
 ) -> (Vec<Cause>, Vec<Cause>) {
     let (mut before, mut after) = (Vec::new(), Vec::new());
-    let meta = template.and_then(|t| t.get("metadata"));
     crate::object_meta::labels(meta.and_then(|m| m.get("labels")), &format!("{at}.labels"), &mut before);
     let annotations = meta.and_then(|m| m.get("annotations"));
     let annotations_at = format!("{at}.annotations");
     crate::object_meta::annotations(annotations, &annotations_at, &mut before);
     if let Some(annotations) = annotations.and_then(Value::as_object) {
         // As for a pod: a stored template whose cost is already invalid may keep any.
-        let old_annotations = old.and_then(|t| t.pointer("/metadata/annotations")).and_then(Value::as_object);
+        let old_annotations = old_meta.and_then(|m| m.get("annotations")).and_then(Value::as_object);
         let strict = old_annotations.is_none_or(strict_cost_over);
         before.extend(validate(annotations, spec, &annotations_at, strict));
         after.extend(fields_match(annotations, spec, &format!("{at}.spec")));
@@ -240,6 +242,9 @@ fn profile_match(what: &str, annotation: &str, field: &Value, at: &str) -> Optio
 /// and no profile of its own gets the profile the annotation names, unless it is the pod's; a
 /// warning says the annotation is deprecated when its profile was copied or cannot be.
 pub(crate) fn app_armor_version_skew(pod: &mut Map<String, Value>) {
+    if !of(pod).keys().any(|k| k.starts_with(APP_ARMOR)) {
+        return;
+    }
     let annotations = of(pod).clone();
     let Some(Value::Object(spec)) = pod.get_mut("spec") else { return };
     if spec.get("os").and_then(|os| os.get("name")).and_then(Value::as_str) == Some("windows") {
@@ -522,7 +527,7 @@ mod tests {
     }
 
     fn template_causes(t: &Value) -> Vec<Cause> {
-        let (mut before, after) = template(Some(t), &t["spec"], "spec.template", None);
+        let (mut before, after) = template(t.get("metadata"), &t["spec"], "spec.template", None);
         before.extend(after);
         before
     }

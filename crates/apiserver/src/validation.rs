@@ -145,23 +145,18 @@ pub(crate) fn validate(
             None => (None, String::new(), Owner::Template),
         };
         if let Some(spec) = spec {
-            // A template's own metadata is judged around its spec.
-            let template = match crate::pod_security::template_path(info) {
-                Some(path) if owner == Owner::Template => {
-                    path.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object))
+            // A template's own metadata is judged around its spec; the stored template is read
+            // only when its deletion cost can make the write lenient.
+            let path = crate::pod_security::template_path(info).filter(|_| owner == Owner::Template);
+            let template = path.and_then(|p| p.iter().try_fold(obj, |o, k| o.get(*k).and_then(Value::as_object)));
+            let (before, after) = match (path, template) {
+                (Some(path), Some(template)) => {
+                    let old = old.filter(|o| crate::pod_annotations::may_name_a_cost(o)).map(StoredObject::value);
+                    let old_meta = old.as_ref().and_then(|o| o.pointer(&format!("/{}/metadata", path.join("/"))));
+                    let at = at.trim_end_matches(".spec");
+                    crate::pod_annotations::template(template.get("metadata"), &spec, at, old_meta)
                 }
-                _ => None,
-            };
-            let template = template.map(|t| Value::Object(t.clone()));
-            let old_template = old.map(|o| o.value()).and_then(|o| o.get("template").cloned());
-            let (before, after) = match &template {
-                Some(_) => crate::pod_annotations::template(
-                    template.as_ref(),
-                    &spec,
-                    at.trim_end_matches(".spec"),
-                    old_template.as_ref(),
-                ),
-                None => Default::default(),
+                _ => Default::default(),
             };
             causes.extend(before);
             causes.extend(crate::pod_spec_validation::validate(&spec, &at, owner));

@@ -283,9 +283,8 @@ fn template_spec(kind: Kind, spec: &Value, skip: bool, old_spec: Option<&Value>,
         _ => spec.pointer("/template/spec").cloned(),
     };
     let pod_spec = pod_spec.unwrap_or_else(crate::pod_spec_validation::zero_template_spec);
-    let old_template = old_spec.and_then(|o| o.get("template"));
-    let (before, after) =
-        crate::pod_annotations::template(spec.get("template"), &pod_spec, "spec.template", old_template);
+    let (meta, old_meta) = (spec.pointer("/template/metadata"), old_spec.and_then(|o| o.pointer("/template/metadata")));
+    let (before, after) = crate::pod_annotations::template(meta, &pod_spec, "spec.template", old_meta);
     causes.extend(before);
     causes.extend(crate::pod_spec_validation::validate(&pod_spec, "spec.template.spec", Owner::Template));
     causes.extend(after);

@@ -241,15 +241,12 @@ async fn the_controller_records_kubes_events_and_counts_their_repeats() {
     }
     status_when(&c, "b", "budget b judged", |s| s.get("observedGeneration").is_some()).await;
     status_when(&c, "a", "budget a judged", |s| s.get("observedGeneration").is_some()).await;
-    let owner = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "shared", "uid": "1"}});
     let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "shared"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "shared"}},
             "template": {"metadata": {"labels": {"app": "shared"}}, "spec": pod_spec()}}});
     let r = c.post("/apis/apps/v1/namespaces/default/replicasets", &rs).await;
     assert_eq!(r.code, 201, "{}", r.body);
-    let mut owner = owner;
-    owner["metadata"]["uid"] = r.body["metadata"]["uid"].clone();
-    ready_pod(&c, "shared-0", "shared", Some(&owner)).await;
+    ready_pod(&c, "shared-0", "shared", Some(&r.body)).await;
     let event = event_when(&c, "shared-0", "MultiplePodDisruptionBudgets", |_| true).await;
     assert_eq!(
         event["message"],
