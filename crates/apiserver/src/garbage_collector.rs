@@ -808,8 +808,7 @@ impl GarbageCollector {
         if !owner_info.namespaced {
             return false;
         }
-        let by_name = format!("metadata.name={}", r.name);
-        let Ok(sel) = Selectors::parse(None, Some(&by_name), owner_info) else { return false };
+        let sel = Selectors { fields: crate::selector::FieldSelector::name_is(&r.name), ..Default::default() };
         let Ok(found) = self.store.cache().list(owner_info, None, ListAt::Latest, None, 0, &sel) else { return false };
         if !found.items.iter().any(|o| o.uid == r.uid && o.namespace != dep.namespace) {
             return false;

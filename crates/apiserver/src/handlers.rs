@@ -538,8 +538,7 @@ async fn resource_request(
             if opts.watch {
                 start_watch(shared, &info, ns, opts, render).await
             } else {
-                opts.validate()?;
-                let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
+                let sel = selectors(&opts, &info)?;
                 Ok(match list::list(&store, &info, ns, &opts, &sel, shared.cfg.rv_wait, render).await? {
                     list::ListAnswer::Whole(out) => json_bytes(200, out),
                     list::ListAnswer::Items(l) => body::respond(200, "application/json", Body::List(Box::new(l))),
@@ -610,9 +609,9 @@ async fn resource_request(
         }
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
+            let sel = selectors(&opts, &info)?;
             let delete_opts = delete_options(shared, req, &query).await?;
             crate::delete_options::warn_on_default(&info, &delete_opts);
-            let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), &info)?;
             // As kube's DeleteCollection: each listed object deleted (one already gone is
             // passed over, any other failure is the answer), the answer the objects as listed.
             let (listed_at, items) = store.snapshot(&info, ns, &sel).await?;
@@ -720,6 +719,14 @@ async fn scale_request(
     Ok(json_bytes(200, scale.to_bytes()))
 }
 
+/// The selectors of a list, watch or collection delete, read in kube-apiserver's order: their
+/// syntax (400), the list options (422), then the field labels the resource knows (400).
+fn selectors(opts: &ListOptions, info: &ResourceInfo) -> Result<Selectors, ApiError> {
+    let parsed = Selectors::parse_query(opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
+    opts.validate()?;
+    parsed.for_resource(info)
+}
+
 async fn start_watch(
     shared: &Arc<Shared>,
     info: &Arc<ResourceInfo>,
@@ -727,8 +734,7 @@ async fn start_watch(
     mut opts: ListOptions,
     render: crate::table::Render,
 ) -> Result<Response<Body>, ApiError> {
-    opts.validate()?;
-    let sel = Selectors::parse(opts.label_selector.as_deref(), opts.field_selector.as_deref(), info)?;
+    let sel = selectors(&opts, info)?;
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
         None | Some("0") => None,

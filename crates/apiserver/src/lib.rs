@@ -56,6 +56,7 @@ pub mod etcd_process;
 pub(crate) mod event_recorder;
 pub(crate) mod events_api;
 pub(crate) mod eviction;
+pub(crate) mod field_labels;
 pub mod field_validation;
 pub mod garbage_collector;
 pub(crate) mod go_json_syntax;

@@ -297,6 +297,19 @@ fn field_string(v: &Value) -> Option<String> {
     }
 }
 
+/// Looks up a dotted path in a JSON object, a number standing for an array's element.
+fn indexed_path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
+    let mut parts = dotted.split('.');
+    let mut cur = obj.get(parts.next()?)?;
+    for seg in parts {
+        cur = match cur {
+            Value::Array(items) => items.get(seg.parse::<usize>().ok()?)?,
+            _ => cur.get(seg)?,
+        };
+    }
+    Some(cur)
+}
+
 /// Looks up a dotted path in a JSON object.
 pub fn path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
     let mut parts = dotted.split('.');
@@ -451,7 +464,8 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         fields.push(("metadata.namespace".to_string(), namespace.clone()));
     }
     for f in &info.selectable_fields {
-        if let Some(s) = path(obj, f).and_then(field_string) {
+        let mut read = |p: &str| indexed_path(obj, p).and_then(field_string);
+        if let Some(s) = crate::field_labels::value(info, f, &mut read) {
             fields.push((f.clone(), s));
         }
     }
@@ -675,18 +689,19 @@ pub fn from_storage(
         // Each top-level member a field lives in is read once.
         let mut parsed: BTreeMap<&str, Option<BTreeMap<&str, &RawValue>>> = BTreeMap::new();
         for f in &info.selectable_fields {
-            let mut parts = f.splitn(2, '.');
-            let (Some(first), rest) = (parts.next(), parts.next()) else { continue };
-            let v = match rest {
-                None => top.get(first).and_then(|r| scalar_string(r)),
-                Some(rest) => {
-                    let members = parsed
-                        .entry(first)
-                        .or_insert_with(|| top.get(first).and_then(|r| serde_json::from_str(r.get()).ok()));
-                    members.as_ref().and_then(|m| raw_path(m, rest))
+            let mut read = |p: &str| {
+                let mut parts = p.splitn(2, '.');
+                let (first, rest) = (parts.next()?, parts.next());
+                match rest {
+                    None => top.get(first).and_then(|r| scalar_string(r)),
+                    Some(rest) => {
+                        let (first, raw) = top.get_key_value(first)?;
+                        let members = parsed.entry(first).or_insert_with(|| serde_json::from_str(raw.get()).ok());
+                        members.as_ref().and_then(|m| raw_path(m, rest))
+                    }
                 }
             };
-            if let Some(v) = v {
+            if let Some(v) = crate::field_labels::value(info, f, &mut read) {
                 fields.push((f.clone(), v));
             }
         }
@@ -712,12 +727,21 @@ pub fn from_storage(
 }
 
 /// The scalar at a dotted path below an object's members, as a field-selector string.
+/// The scalar at a dotted path below `members` (a number stands for an array's element).
 fn raw_path(members: &BTreeMap<&str, &RawValue>, dotted: &str) -> Option<String> {
     let mut parts = dotted.split('.');
     let mut cur: &RawValue = members.get(parts.next()?)?;
     for seg in parts {
-        let m: BTreeMap<&str, &RawValue> = serde_json::from_str(cur.get()).ok()?;
-        cur = m.get(seg)?;
+        cur = match cur.get().as_bytes().first() {
+            Some(b'[') => {
+                let items: Vec<&RawValue> = serde_json::from_str(cur.get()).ok()?;
+                items.get(seg.parse::<usize>().ok()?).copied()?
+            }
+            _ => {
+                let m: BTreeMap<&str, &RawValue> = serde_json::from_str(cur.get()).ok()?;
+                m.get(seg)?
+            }
+        };
     }
     scalar_string(cur)
 }

@@ -384,7 +384,7 @@ fn annotation_pair(key: &str, value: &str) -> String {
 }
 
 /// Go's `strconv.Quote`: printable runes kept, the rest escaped as Go escapes them.
-fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

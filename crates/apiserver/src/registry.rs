@@ -33,6 +33,8 @@ pub struct ResourceInfo {
     /// Extra field-selector fields (dotted JSON paths) beyond
     /// `metadata.name` / `metadata.namespace`.
     pub selectable_fields: Vec<String>,
+    /// Which field-selector labels are accepted and how they read ([`FieldLabels`]).
+    pub field_labels: FieldLabels,
     /// Whether list items carry `kind`/`apiVersion` (true for custom resources,
     /// false for built-in types, as kube-apiserver does).
     pub list_items_have_kind: bool,
@@ -51,6 +53,18 @@ pub struct ResourceInfo {
     /// A review (authentication.k8s.io and authorization.k8s.io): a create is answered and
     /// nothing is stored; no other verb is served.
     pub review: bool,
+}
+
+/// How a resource's field selectors are read (see [`crate::field_labels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldLabels {
+    /// `metadata.name`, `metadata.namespace` when namespaced and the selectable fields, each
+    /// read at its JSON path (custom resources, resources registered with [`ResourceInfo::new`]).
+    #[default]
+    Selectable,
+    /// As kube-apiserver reads the built-in kind: its own list of labels (some read with kube's
+    /// defaults, some under another name), or `metadata.name` and `metadata.namespace`.
+    Kube,
 }
 
 /// One served version of a custom resource, as its CustomResourceDefinition declares it.
@@ -185,6 +199,7 @@ impl ResourceInfo {
             namespaced,
             short_names: Vec::new(),
             selectable_fields: Vec::new(),
+            field_labels: FieldLabels::Selectable,
             list_items_have_kind: true,
             storage_path: if group.is_empty() { plural.to_string() } else { format!("{group}/{plural}") },
             status_subresource: false,
@@ -228,13 +243,6 @@ impl ResourceInfo {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
-    /// Whether a field-selector field is supported for this resource.
-    pub fn supports_field(&self, field: &str) -> bool {
-        field == "metadata.name"
-            || (self.namespaced && field == "metadata.namespace")
-            || self.selectable_fields.iter().any(|f| f == field)
-    }
-
     /// Sets the storage path (builder style).
     pub fn with_storage_path(mut self, path: &str) -> Self {
         self.storage_path = path.trim_matches('/').to_string();
@@ -258,6 +266,7 @@ impl ResourceInfo {
             .with_short_names(short)
             .with_selectable_fields(fields);
         r.list_items_have_kind = false;
+        r.field_labels = FieldLabels::Kube;
         // kube-apiserver keeps built-in types under their plural, without the group.
         r.storage_path = plural.to_string();
         r

@@ -37,113 +37,287 @@ fn lookup<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
-fn valid_label_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+/// A token of kube's label selector lexer.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    End,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
 }
 
-fn valid_label_value(v: &str) -> bool {
-    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+/// The token a literal stands for (identifiers aside).
+fn token_of(literal: &[u8]) -> Option<Token> {
+    Some(match literal {
+        b")" => Token::ClosedPar,
+        b"," => Token::Comma,
+        b"!" => Token::DoesNotExist,
+        b"==" => Token::DoubleEquals,
+        b"=" => Token::Equals,
+        b">" => Token::GreaterThan,
+        b"in" => Token::In,
+        b"<" => Token::LessThan,
+        b"!=" => Token::NotEquals,
+        b"notin" => Token::NotIn,
+        b"(" => Token::OpenPar,
+        _ => return None,
+    })
 }
 
-/// Splits on commas that are not inside parentheses.
-fn split_top(s: &str) -> Vec<&str> {
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_special(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+/// Splits a label selector into kube's tokens, each with its literal (a NUL byte ends the
+/// input, as in kube's lexer).
+fn lex(s: &str) -> Vec<(Token, String)> {
+    let b = s.as_bytes();
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
+    let mut pos = 0;
+    loop {
+        while pos < end && is_whitespace(b[pos]) {
+            pos += 1;
+        }
+        if pos == end {
+            out.push((Token::End, String::new()));
+            return out;
+        }
+        let start = pos;
+        if is_special(b[pos]) {
+            // The longest run of symbols that is a token ("!=" rather than "!").
+            let mut last = None;
+            while pos < end && is_special(b[pos]) {
+                match token_of(&b[start..=pos]) {
+                    Some(t) => last = Some((t, pos + 1)),
+                    None if last.is_some() => break,
+                    None => {}
+                }
+                pos += 1;
             }
-            _ => {}
+            // Every single symbol is a token, so one was found.
+            let (token, after) = last.unwrap_or((Token::Comma, start + 1));
+            pos = after;
+            out.push((token, String::from_utf8_lossy(&b[start..pos]).into_owned()));
+        } else {
+            while pos < end && !is_special(b[pos]) && !is_whitespace(b[pos]) {
+                pos += 1;
+            }
+            let literal = String::from_utf8_lossy(&b[start..pos]).into_owned();
+            let token = token_of(literal.as_bytes()).unwrap_or(Token::Identifier);
+            out.push((token, literal));
         }
     }
-    out.push(&s[start..]);
-    out
 }
 
-fn parse_err(msg: String) -> ApiError {
-    ApiError::bad_request(format!("unable to parse requirement: {msg}"))
+/// kube's label selector parser over the lexed tokens.
+struct Parser {
+    items: Vec<(Token, String)>,
+    at: usize,
 }
 
-fn parse_set(rest: &str) -> Result<Vec<String>, ApiError> {
-    let rest = rest.trim();
-    let inner = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| parse_err(format!("found '{rest}', expected: '('")))?;
-    let mut vals = Vec::new();
-    for v in inner.split(',') {
-        let v = v.trim();
-        if !valid_label_value(v) {
-            return Err(parse_err(format!("values[0]: Invalid value: \"{v}\"")));
-        }
-        vals.push(v.to_string());
+impl Parser {
+    /// The next token; `in` and `notin` are identifiers where values are read.
+    fn peek(&self, values: bool) -> (Token, &str) {
+        let (t, l) = &self.items[self.at.min(self.items.len() - 1)];
+        let t = match t {
+            Token::In | Token::NotIn if values => Token::Identifier,
+            t => t.clone(),
+        };
+        (t, l)
     }
-    Ok(vals)
+
+    fn next(&mut self, values: bool) -> (Token, String) {
+        let (t, l) = self.peek(values);
+        let out = (t, l.to_string());
+        self.at += 1;
+        out
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut reqs = Vec::new();
+        loop {
+            let (t, l) = self.peek(true);
+            match t {
+                Token::Identifier | Token::DoesNotExist => {
+                    let r = self.requirement().map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    reqs.push(r);
+                    let (t, l) = self.next(true);
+                    match t {
+                        Token::End => return Ok(reqs),
+                        Token::Comma => {
+                            let (t2, l2) = self.peek(true);
+                            if t2 != Token::Identifier && t2 != Token::DoesNotExist {
+                                return Err(format!("found '{l2}', expected: identifier after ','"));
+                            }
+                        }
+                        _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
+                    }
+                }
+                Token::End => return Ok(reqs),
+                _ => return Err(format!("found '{l}', expected: !, identifier, or 'end of string'")),
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (mut t, mut key) = self.next(true);
+        let not = t == Token::DoesNotExist;
+        if not {
+            (t, key) = self.next(true);
+        }
+        if t != Token::Identifier {
+            return Err(format!("found '{key}', expected: identifier"));
+        }
+        let faults = crate::cel_format::qualified_name(&key);
+        if !faults.is_empty() {
+            return Err(format!("<nil>: Invalid value: {}: {}", go_quote(&key), faults.join("; ")));
+        }
+        let (after, _) = self.peek(true);
+        if not || matches!(after, Token::End | Token::Comma) {
+            let op = if not { Op::NotExists } else { Op::Exists };
+            return Ok(Requirement { key, op });
+        }
+        let (t, l) = self.next(false);
+        let values = match t {
+            Token::In | Token::NotIn => self.set()?,
+            Token::Equals | Token::DoubleEquals | Token::NotEquals | Token::GreaterThan | Token::LessThan => {
+                vec![self.exact()?]
+            }
+            _ => return Err(format!("found '{l}', expected: in, notin, =, ==, !=, gt, lt")),
+        };
+        new_requirement(key, t, values)
+    }
+
+    /// `( values )`: a set, sorted, the empty value standing for a missing one.
+    fn set(&mut self) -> Result<Vec<String>, String> {
+        let (t, l) = self.next(true);
+        if t != Token::OpenPar {
+            return Err(format!("found '{l}' expected: '('"));
+        }
+        let (t, l) = self.peek(true);
+        let l = l.to_string();
+        let mut set = std::collections::BTreeSet::new();
+        match t {
+            Token::Identifier | Token::Comma => {
+                loop {
+                    let (t, l) = self.next(true);
+                    match t {
+                        Token::Identifier => {
+                            set.insert(l);
+                            let (t2, l2) = self.peek(true);
+                            match t2 {
+                                Token::Comma => continue,
+                                Token::ClosedPar => break,
+                                _ => return Err(format!("found '{l2}', expected: ',' or ')'")),
+                            }
+                        }
+                        Token::Comma => {
+                            if set.is_empty() {
+                                set.insert(String::new());
+                            }
+                            let (t2, _) = self.peek(true);
+                            if t2 == Token::ClosedPar {
+                                set.insert(String::new());
+                                break;
+                            }
+                            if t2 == Token::Comma {
+                                set.insert(String::new());
+                            }
+                        }
+                        _ => return Err(format!("found '{l}', expected: ',', or identifier")),
+                    }
+                }
+                if self.next(true).0 != Token::ClosedPar {
+                    return Err(format!("found '{l}', expected: ')'"));
+                }
+            }
+            Token::ClosedPar => {
+                self.next(true);
+                set.insert(String::new());
+            }
+            _ => return Err(format!("found '{l}', expected: ',', ')' or identifier")),
+        }
+        Ok(set.into_iter().collect())
+    }
+
+    /// The one value of an exact match (empty when none follows).
+    fn exact(&mut self) -> Result<String, String> {
+        let (t, _) = self.peek(true);
+        if matches!(t, Token::End | Token::Comma) {
+            return Ok(String::new());
+        }
+        match self.next(true) {
+            (Token::Identifier, l) => Ok(l),
+            (_, l) => Err(format!("found '{l}', expected: identifier")),
+        }
+    }
+}
+
+/// kube's `NewRequirement` for a parsed key, operator and values: its faults, joined as kube's
+/// aggregate joins them.
+fn new_requirement(key: String, op: Token, values: Vec<String>) -> Result<Requirement, String> {
+    let mut faults: Vec<String> = Vec::new();
+    let mut number = None;
+    if matches!(op, Token::GreaterThan | Token::LessThan) {
+        for (i, v) in values.iter().enumerate() {
+            match v.parse::<i64>() {
+                Ok(n) => number = Some(n),
+                Err(_) => faults.push(format!(
+                    "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
+                    go_quote(v)
+                )),
+            }
+        }
+    }
+    for (i, v) in values.iter().enumerate() {
+        let wrong = crate::cel_format::label_value(v);
+        if !wrong.is_empty() {
+            faults.push(format!("values[{i}][{key}]: Invalid value: {}: {}", go_quote(v), wrong.join("; ")));
+        }
+    }
+    faults.dedup();
+    match faults.len() {
+        0 => {}
+        1 => return Err(faults.remove(0)),
+        _ => return Err(format!("[{}]", faults.join(", "))),
+    }
+    let one = || values.first().cloned().unwrap_or_default();
+    let op = match op {
+        Token::In => Op::In(values),
+        Token::NotIn => Op::NotIn(values),
+        Token::NotEquals => Op::NotEq(one()),
+        Token::GreaterThan => Op::Gt(number.unwrap_or_default()),
+        Token::LessThan => Op::Lt(number.unwrap_or_default()),
+        _ => Op::Eq(one()),
+    };
+    Ok(Requirement { key, op })
+}
+
+/// Go's `%q` of a string.
+fn go_quote(s: &str) -> String {
+    crate::pod_security_checks::go_quote(s)
 }
 
 impl LabelSelector {
-    /// Parses a kube label selector string.
+    /// Parses a label selector as kube-apiserver does (its syntax, its validation of keys and
+    /// values, its messages).
     pub fn parse(s: &str) -> Result<Self, ApiError> {
-        let mut reqs = Vec::new();
-        if s.trim().is_empty() {
-            return Ok(LabelSelector { reqs });
-        }
-        for part in split_top(s) {
-            let p = part.trim();
-            if p.is_empty() {
-                return Err(parse_err("found ',', expected: !, identifier, or 'end of string'".into()));
-            }
-            let req = if let Some(k) = p.strip_prefix('!') {
-                let k = k.trim();
-                Requirement { key: k.to_string(), op: Op::NotExists }
-            } else if let Some(i) = p.find("!=") {
-                let (k, v) = (p[..i].trim(), p[i + 2..].trim());
-                Requirement { key: k.into(), op: Op::NotEq(v.into()) }
-            } else if let Some(i) = p.find("==") {
-                let (k, v) = (p[..i].trim(), p[i + 2..].trim());
-                Requirement { key: k.into(), op: Op::Eq(v.into()) }
-            } else if let Some(i) = p.find('=') {
-                let (k, v) = (p[..i].trim(), p[i + 1..].trim());
-                Requirement { key: k.into(), op: Op::Eq(v.into()) }
-            } else if let Some(i) = p.find(['>', '<']) {
-                let (k, v) = (p[..i].trim(), p[i + 1..].trim());
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| parse_err("for 'Gt', 'Lt' operators, the value must be an integer".to_string()))?;
-                let op = if p.as_bytes()[i] == b'>' { Op::Gt(n) } else { Op::Lt(n) };
-                Requirement { key: k.into(), op }
-            } else if let Some((k, rest)) = p.split_once(char::is_whitespace) {
-                let rest = rest.trim_start();
-                if let Some(set) = rest.strip_prefix("notin") {
-                    Requirement { key: k.into(), op: Op::NotIn(parse_set(set)?) }
-                } else if let Some(set) = rest.strip_prefix("in") {
-                    Requirement { key: k.into(), op: Op::In(parse_set(set)?) }
-                } else {
-                    return Err(parse_err(format!("found '{rest}', expected: in, notin, =, ==, !=, gt, lt")));
-                }
-            } else {
-                Requirement { key: p.to_string(), op: Op::Exists }
-            };
-            if !valid_label_key(&req.key) {
-                return Err(parse_err(format!(
-                    "key: Invalid value: \"{}\": name part must consist of alphanumeric characters, '-', '_' or '.'",
-                    req.key
-                )));
-            }
-            if let Op::Eq(v) | Op::NotEq(v) = &req.op
-                && !valid_label_value(v)
-            {
-                return Err(parse_err(format!("values[0][{}]: Invalid value: \"{v}\"", req.key)));
-            }
-            reqs.push(req);
-        }
+        let mut parser = Parser { items: lex(s), at: 0 };
+        let reqs = parser.parse().map_err(ApiError::bad_request)?;
         Ok(LabelSelector { reqs })
     }
 
@@ -170,74 +344,99 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector (only `=`, `==`, `!=`).
+/// A parsed field selector (only `=`, `==`, `!=`): its terms, each a label, whether it is
+/// negated, and the unescaped value.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FieldSelector {
     reqs: Vec<(String, bool, String)>,
 }
 
-fn unescape(s: &str) -> String {
+/// kube's `UnescapeValue`: `\\`, `\,` and `\=` stand for the character; any other escape, and an
+/// unescaped `,` or `=`, are refused.
+fn unescape(s: &str) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c == '\\' {
-            if let Some(n) = it.next() {
-                out.push(n);
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            if !matches!(c, '\\' | ',' | '=') {
+                return Err(format!("invalid field selector: invalid escape sequence: \\{c}"));
             }
-        } else {
             out.push(c);
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            ',' | '=' => {
+                return Err(format!("invalid field selector: unescaped character in value: {}", c as u32));
+            }
+            c => out.push(c),
         }
     }
-    out
+    if escaped {
+        return Err("invalid field selector: invalid escape sequence: \\".into());
+    }
+    Ok(out)
 }
 
-/// Splits on unescaped commas.
-fn split_escaped(s: &str) -> Vec<String> {
+/// Splits on the commas no backslash escapes.
+fn split_terms(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut esc = false;
-    for c in s.chars() {
-        if esc {
-            cur.push('\\');
-            cur.push(c);
-            esc = false;
-        } else if c == '\\' {
-            esc = true;
-        } else if c == ',' {
-            out.push(std::mem::take(&mut cur));
-        } else {
-            cur.push(c);
+    let (mut start, mut escaped) = (0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ',' => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
         }
     }
-    out.push(cur);
+    out.push(&s[start..]);
     out
 }
 
 impl FieldSelector {
-    /// Parses a field selector and checks every field against `info`.
-    pub fn parse(s: &str, info: &ResourceInfo) -> Result<Self, ApiError> {
+    /// Parses a field selector as kube's `fields.ParseSelector` does (terms sorted, empty ones
+    /// passed over, nothing trimmed); its labels are checked by [`Self::for_resource`].
+    pub fn parse(s: &str) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
-        if s.trim().is_empty() {
+        if s.is_empty() {
             return Ok(FieldSelector { reqs });
         }
-        for part in split_escaped(s) {
-            let p = part.trim();
-            let (k, neg, v) = if let Some(i) = p.find("!=") {
-                (&p[..i], true, &p[i + 2..])
-            } else if let Some(i) = p.find("==") {
-                (&p[..i], false, &p[i + 2..])
-            } else if let Some(i) = p.find('=') {
-                (&p[..i], false, &p[i + 1..])
-            } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{p}'")));
+        let mut terms = split_terms(s);
+        terms.sort_unstable();
+        for term in terms.into_iter().filter(|t| !t.is_empty()) {
+            let split = term.char_indices().find_map(|(i, _)| {
+                let rest = &term[i..];
+                ["!=", "==", "="].into_iter().find(|op| rest.starts_with(op)).map(|op| (i, op))
+            });
+            let Some((i, op)) = split else {
+                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{term}'")));
             };
-            let k = k.trim();
-            if !info.supports_field(k) {
-                return Err(ApiError::bad_request(format!("field label not supported: {k}")));
-            }
-            reqs.push((k.to_string(), neg, unescape(v.trim())));
+            let value = unescape(&term[i + op.len()..]).map_err(ApiError::bad_request)?;
+            reqs.push((term[..i].to_string(), op == "!=", value));
         }
         Ok(FieldSelector { reqs })
+    }
+
+    /// The selector with its labels converted as `info` converts them (kube's field label
+    /// conversion, [`crate::field_labels`]): a label it does not know is a 400.
+    pub fn for_resource(mut self, info: &ResourceInfo) -> Result<Self, ApiError> {
+        for (label, _, _) in &mut self.reqs {
+            let converted = crate::field_labels::convert(info, label).map_err(ApiError::bad_request)?;
+            if converted != label {
+                *label = converted.to_string();
+            }
+        }
+        Ok(self)
+    }
+
+    /// The selector of the object named `name`.
+    pub fn name_is(name: &str) -> Self {
+        FieldSelector { reqs: vec![("metadata.name".into(), false, name.into())] }
     }
 
     /// Whether the selector is empty (matches everything).
@@ -265,12 +464,24 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    /// Parses both selectors from query values.
-    pub fn parse(label: Option<&str>, field: Option<&str>, info: &ResourceInfo) -> Result<Self, ApiError> {
+    /// Parses both selectors from query values, as kube-apiserver reads its query: their
+    /// syntax (a 400), before the list options are judged; the field labels are converted
+    /// for a resource by [`Self::for_resource`], after.
+    pub fn parse_query(label: Option<&str>, field: Option<&str>) -> Result<Self, ApiError> {
         Ok(Selectors {
             labels: LabelSelector::parse(label.unwrap_or(""))?,
-            fields: FieldSelector::parse(field.unwrap_or(""), info)?,
+            fields: FieldSelector::parse(field.unwrap_or(""))?,
         })
+    }
+
+    /// The selectors with their field labels converted for `info` ([`FieldSelector::for_resource`]).
+    pub fn for_resource(self, info: &ResourceInfo) -> Result<Self, ApiError> {
+        Ok(Selectors { labels: self.labels, fields: self.fields.for_resource(info)? })
+    }
+
+    /// Parses both selectors for `info`.
+    pub fn parse(label: Option<&str>, field: Option<&str>, info: &ResourceInfo) -> Result<Self, ApiError> {
+        Self::parse_query(label, field)?.for_resource(info)
     }
 
     /// Whether both are empty.
@@ -313,5 +524,103 @@ mod tests {
         assert!(LabelSelector::parse("a in x").is_err());
         assert!(LabelSelector::parse("a=b=c").is_err());
         assert!(LabelSelector::parse(",").is_err());
+    }
+
+    fn label_error(s: &str) -> String {
+        LabelSelector::parse(s).expect_err(s).message
+    }
+
+    #[test]
+    fn label_syntax_as_kube_parses_it() {
+        let labels = l(&[("a", "b"), ("n", "5"), ("in", "notin")]);
+        for (sel, want) in [
+            ("a in (b)", true),
+            ("a in(b)", true),
+            ("a notin ()", true),
+            ("a in (,x)", false),
+            ("zz in (,x)", false),
+            ("a=", false),
+            ("zz!=", true),
+            ("in=notin", true),
+            ("in in (notin)", true),
+            ("n>4,n<6", true),
+            ("  a  ==  b  ", true),
+            ("!zz,a", true),
+        ] {
+            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&labels), want, "{sel}");
+        }
+        assert!(LabelSelector::parse("").unwrap().is_empty());
+        assert!(LabelSelector::parse(" \t").unwrap().is_empty());
+    }
+
+    #[test]
+    fn label_faults_carry_kubes_messages() {
+        let name = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        assert_eq!(label_error("-a=b"), format!("unable to parse requirement: <nil>: Invalid value: \"-a\": {name}"));
+        assert!(label_error("Foo.com/a=b").starts_with("unable to parse requirement: <nil>: Invalid value: \"Foo.com/a\": prefix part a lowercase RFC 1123 subdomain"));
+        assert!(label_error("a/b/c=d").contains("a valid label key must consist of"));
+        let value = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+        assert_eq!(
+            label_error("a=b-"),
+            format!("unable to parse requirement: values[0][a]: Invalid value: \"b-\": {value}")
+        );
+        assert_eq!(
+            label_error("a in (x,y-)"),
+            format!("unable to parse requirement: values[1][a]: Invalid value: \"y-\": {value}")
+        );
+        assert_eq!(
+            label_error("a>x"),
+            "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"
+        );
+        assert_eq!(
+            label_error("a>-1"),
+            format!("unable to parse requirement: values[0][a]: Invalid value: \"-1\": {value}")
+        );
+        assert_eq!(
+            label_error("a>x-"),
+            format!(
+                "unable to parse requirement: [values[0]: Invalid value: \"x-\": for 'Gt', 'Lt' operators, the value must be an integer, values[0][a]: Invalid value: \"x-\": {value}]"
+            )
+        );
+        assert_eq!(label_error("a=b,"), "found '', expected: identifier after ','");
+        assert_eq!(
+            label_error("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        assert_eq!(label_error("a in x"), "unable to parse requirement: found 'x' expected: '('");
+        assert_eq!(label_error("a in (x"), "unable to parse requirement: found '', expected: ',' or ')'");
+        assert_eq!(label_error("a in (x y)"), "unable to parse requirement: found 'y', expected: ',' or ')'");
+        assert_eq!(label_error("a=b c"), "found 'c', expected: ',' or 'end of string'");
+        assert_eq!(label_error("!a=b"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(label_error("=a"), "found '=', expected: !, identifier, or 'end of string'");
+        assert_eq!(label_error("a=(b)"), "unable to parse requirement: found '(', expected: identifier");
+    }
+
+    fn field_error(s: &str) -> String {
+        FieldSelector::parse(s).expect_err(s).message
+    }
+
+    #[test]
+    fn field_syntax_as_kube_parses_it() {
+        let fields = l(&[("metadata.name", "a,b=c\\"), ("spec.x", "")]);
+        assert!(FieldSelector::parse(r"metadata.name=a\,b\=c\\").unwrap().matches(&fields));
+        assert!(FieldSelector::parse(r"metadata.name==a\,b\=c\\,").unwrap().matches(&fields));
+        assert!(FieldSelector::parse(r",spec.x=,spec.y!=z").unwrap().matches(&fields));
+        assert!(!FieldSelector::parse(r"metadata.name!=a\,b\=c\\").unwrap().matches(&fields));
+        assert!(FieldSelector::parse("").unwrap().is_empty());
+        assert!(FieldSelector::parse(",").unwrap().is_empty());
+        assert_eq!(field_error("metadata.name=a=b"), "invalid field selector: unescaped character in value: 61");
+        assert_eq!(field_error(r"metadata.name=a\x"), r"invalid field selector: invalid escape sequence: \x");
+        assert_eq!(field_error(r"metadata.name=a\"), r"invalid field selector: invalid escape sequence: \");
+        assert_eq!(field_error("b,a=1"), "invalid selector: 'b,a=1'; can't understand 'b'");
+        // Terms are read sorted: the first in that order is the one refused.
+        assert_eq!(field_error("z=1,a=1=2"), "invalid field selector: unescaped character in value: 61");
+        // Nothing is trimmed: the label keeps its space, and is not one kube knows.
+        let pods = crate::registry::Registry::with_defaults();
+        let pods = pods.all().iter().find(|i| i.is_core("pods")).cloned().unwrap();
+        let e = FieldSelector::parse("metadata.name =a").unwrap().for_resource(&pods).unwrap_err();
+        assert_eq!(e.message, "field label not supported: metadata.name ");
+        let host = FieldSelector::parse("spec.host=n1").unwrap().for_resource(&pods).unwrap();
+        assert!(host.matches(&l(&[("spec.nodeName", "n1")])));
     }
 }

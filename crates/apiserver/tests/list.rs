@@ -297,3 +297,105 @@ async fn large_lists_stream_in_chunks_with_every_item_intact() {
     assert_eq!(names.len(), 200);
     assert_eq!((names[0], names[199]), ("p000", "p199"));
 }
+
+/// Field selectors read the fields kube computes (defaults of Go bools and integers, a pod's
+/// first address, an Event's source), accept the labels kube's conversions accept and refuse the
+/// others with its messages, after the list options are judged; kubectl's node query works.
+#[tokio::test]
+async fn field_selectors_read_and_refuse_as_kube_converts_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("nodes", json!({"metadata": {"name": "n1"}})).await.unwrap();
+    s.create("nodes", json!({"metadata": {"name": "n2"}, "spec": {"unschedulable": true}})).await.unwrap();
+    s.create(
+        "pods",
+        json!({"metadata": {"name": "a"}, "spec": {"nodeName": "n1", "containers": pod_spec()["containers"]}}),
+    )
+    .await
+    .unwrap();
+    let host =
+        json!({"metadata": {"name": "b"}, "spec": {"hostNetwork": true, "containers": pod_spec()["containers"]}});
+    s.create("pods", host).await.unwrap();
+    s.patch_status("pods", "default", "a", &json!({"status": {"podIPs": [{"ip": "10.0.0.7"}]}})).await.unwrap();
+    let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": pod_spec()["containers"]}}}});
+    s.create("jobs", job).await.unwrap();
+    let event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "a", "namespace": "default"},
+        "reason": "Started", "reportingComponent": "kubelet", "reportingInstance": "n1", "source": {}});
+    s.create("events", event).await.unwrap();
+
+    let names_at = |path: String| {
+        let c = &c;
+        async move {
+            let r = c.get(&path).await;
+            assert_eq!(r.code, 200, "{path}: {:?}", r.body);
+            names(&r.body)
+        }
+    };
+    assert_eq!(names_at("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse".into()).await, ["n1"]);
+    assert_eq!(names_at("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue".into()).await, ["n2"]);
+    assert_eq!(names_at(format!("{PODS}?fieldSelector=spec.hostNetwork%3Dfalse")).await, ["a"]);
+    assert_eq!(names_at(format!("{PODS}?fieldSelector=status.podIP%3D10.0.0.7")).await, ["a"]);
+    assert_eq!(names_at(format!("{PODS}?fieldSelector=spec.host%3Dn1")).await, ["a"]);
+    assert_eq!(names_at(format!("{PODS}?fieldSelector=status.podIPs%3D")).await, ["a", "b"]);
+    assert_eq!(names_at(format!("{PODS}?fieldSelector=%2Cmetadata.name%3Da%2C")).await, ["a"]);
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    assert_eq!(names_at(format!("{jobs}?fieldSelector=status.successful%3D0")).await, ["j"]);
+    assert!(names_at(format!("{jobs}?fieldSelector=status.successful%3D1")).await.is_empty());
+    let events = "/api/v1/namespaces/default/events";
+    assert_eq!(names_at(format!("{events}?fieldSelector=source%3Dkubelet")).await, ["e"]);
+    assert_eq!(
+        names_at("/api/v1/persistentvolumes?fieldSelector=metadata.namespace%3D".into()).await,
+        Vec::<String>::new()
+    );
+
+    for (path, message) in [
+        (format!("{PODS}?fieldSelector=spec.foo%3Dx"), "field label not supported: spec.foo"),
+        (format!("{PODS}?fieldSelector=metadata.name%20%3Da"), "field label not supported: metadata.name "),
+        (
+            "/api/v1/namespaces/default/configmaps?fieldSelector=data.a%3Dx".into(),
+            "\"data.a\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        ),
+        ("/api/v1/nodes?fieldSelector=metadata.namespace%3Dx".into(), "field label not supported: metadata.namespace"),
+        (
+            format!("{jobs}?fieldSelector=status.succeeded%3D1"),
+            "field label \"status.succeeded\" not supported for batchv1.Job",
+        ),
+        (
+            format!("{PODS}?fieldSelector=metadata.name%3Da%3Db"),
+            "invalid field selector: unescaped character in value: 61",
+        ),
+        (format!("{PODS}?fieldSelector=phase"), "invalid selector: 'phase'; can't understand 'phase'"),
+        (
+            format!("{PODS}?labelSelector=a%3Db-"),
+            "unable to parse requirement: values[0][a]: Invalid value: \"b-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        // The selectors' syntax is read before the list options are judged…
+        (
+            format!("{PODS}?labelSelector=-a&resourceVersionMatch=Exact"),
+            "unable to parse requirement: <nil>: Invalid value: \"-a\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ),
+    ] {
+        let r = c.get(&path).await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{path}: {:?}", r.body);
+        assert_eq!(r.body["message"], message, "{path}");
+    }
+    // …and the field labels after.
+    let r = c.get(&format!("{PODS}?fieldSelector=spec.foo%3Dx&resourceVersionMatch=Exact")).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    // A collection delete judges its list options too, and deletes nothing.
+    let r = c.delete(&format!("{PODS}?resourceVersionMatch=NotOlderThan")).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert_eq!(names_at(PODS.into()).await, ["a", "b"]);
+
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let versions = kubectl_versions();
+    let dir = tempdir("kubectl-field-selectors");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    for bin in [versions.first().unwrap(), versions.last().unwrap()] {
+        let args = ["get", "nodes", "--field-selector", "spec.unschedulable=false", "-o", "name"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &dir.join("cache"), &args).await;
+        assert!(ok, "{bin}: {out}{err}");
+        assert_eq!(out.trim(), "node/n1", "{bin}");
+    }
+}
