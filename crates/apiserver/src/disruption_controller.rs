@@ -757,7 +757,7 @@ fn disrupted_pods(
 /// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String`):
 /// `&LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]LabelSelectorRequirement{…},}`,
 /// labels in key order; `nil` for none.
-fn go_selector(selector: &Value) -> String {
+pub(crate) fn go_selector(selector: &Value) -> String {
     let Some(sel) = selector.as_object() else { return "nil".into() };
     let mut labels: Vec<(&String, &str)> = sel
         .get("matchLabels")

@@ -90,6 +90,7 @@ pub(crate) mod pod_spec_validation;
 pub(crate) mod pod_subresource;
 pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;
+pub(crate) mod printers;
 pub(crate) mod protobuf;
 pub(crate) mod pvc_validation;
 pub(crate) mod quantity;

@@ -238,6 +238,12 @@ impl ResourceInfo {
         self.group.is_empty() && self.plural == plural
     }
 
+    /// Whether kube-apiserver serves this kind itself (one of [`Registry::with_defaults`]), as
+    /// opposed to a custom resource or a resource registered with [`ResourceInfo::new`].
+    pub fn is_builtin(&self) -> bool {
+        self.field_labels == FieldLabels::Kube
+    }
+
     /// `apiVersion` of objects: "v1" or "group/version".
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }

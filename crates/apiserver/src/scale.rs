@@ -53,7 +53,7 @@ fn set(obj: &mut Value, path: &str, v: Value) {
 /// A `LabelSelector` as the string kube-apiserver shows (`app=web,tier in (a,b)`): one
 /// requirement per label or expression, ordered by key. A ReplicationController's selector is a
 /// plain set of labels.
-fn selector_string(sel: &Value) -> String {
+pub(crate) fn selector_string(sel: &Value) -> String {
     let mut reqs: Vec<(String, String)> = Vec::new();
     let is_set = sel.as_object().is_some_and(|m| {
         !m.contains_key("matchLabels") && !m.contains_key("matchExpressions") && m.values().all(Value::is_string)

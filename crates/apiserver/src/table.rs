@@ -1,14 +1,12 @@
 //! Server-side printing (`meta.k8s.io/v1` `Table`), which kubectl asks for
 //! with `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 //!
-//! Columns follow kube-apiserver's printers for pods (Name, Ready, Status,
-//! Restarts, Age, then IP/Node at priority 1), certificate requests, autoscalers, quotas and
-//! disruption budgets, and the generic Name/Age
-//! convertor for everything else; custom resources get Name and their CustomResourceDefinition's
-//! `additionalPrinterColumns` (Name and Age when it declares none), as the apiextensions server
-//! prints them. Rows carry the object's metadata as a
-//! `PartialObjectMetadata`. Only used for kubectl-style requests, so it
-//! parses objects instead of using the pre-serialized bytes.
+//! Built-in kinds are printed as kube-apiserver prints them ([`crate::printers`]); custom
+//! resources get Name and their CustomResourceDefinition's `additionalPrinterColumns` (Name and
+//! Age when it declares none), as the apiextensions server prints them, and so do resources
+//! registered with `ResourceInfo::new`. Rows carry the object's metadata as a
+//! `PartialObjectMetadata`. Only used for kubectl-style requests, so it parses objects instead
+//! of using the pre-serialized bytes.
 
 use serde_json::{Value, json};
 
@@ -78,284 +76,11 @@ pub fn columns(info: &ResourceInfo) -> Value {
         }
         return Value::Array(cols);
     }
-    if info.is_core("pods") {
-        json!([
-            name,
-            col("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0),
-            col("Status", "string", "", "The aggregate status of the containers in this pod.", 0),
-            col(
-                "Restarts",
-                "string",
-                "",
-                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-                0
-            ),
-            age,
-            col(
-                "IP",
-                "string",
-                "",
-                "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-                1
-            ),
-            col("Node", "string", "", "NodeName is a request to schedule this pod onto a specific node.", 1),
-        ])
-    } else if crate::certificate_signing::is_csrs(info) {
-        json!([
-            name,
-            age,
-            col("SignerName", "string", "", "signerName indicates the requested signer, and is a qualified name.", 0),
-            col(
-                "Requestor",
-                "string",
-                "",
-                "username contains the name of the user that created the CertificateSigningRequest.",
-                0
-            ),
-            col(
-                "RequestedDuration",
-                "string",
-                "",
-                "expirationSeconds is the requested duration of validity of the issued certificate.",
-                0
-            ),
-            col("Condition", "string", "", "conditions applied to the request.", 0),
-        ])
-    } else if is_hpas(info) {
-        json!([
-            name,
-            col(
-                "Reference",
-                "string",
-                "",
-                "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.",
-                0
-            ),
-            col(
-                "Targets",
-                "string",
-                "",
-                "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.",
-                0
-            ),
-            col(
-                "MinPods",
-                "string",
-                "",
-                "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.",
-                0
-            ),
-            col(
-                "MaxPods",
-                "string",
-                "",
-                "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
-                0
-            ),
-            col(
-                "Replicas",
-                "string",
-                "",
-                "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
-                0
-            ),
-            col("Age", "string", "", CREATION_TIMESTAMP, 0),
-        ])
-    } else if crate::resource_quota::is_quotas(info) {
-        json!([
-            name,
-            col("Age", "string", "", CREATION_TIMESTAMP, 0),
-            col(
-                "Request",
-                "string",
-                "",
-                "Request represents a minimum amount of cpu/memory that a container may consume.",
-                0
-            ),
-            col(
-                "Limit",
-                "string",
-                "",
-                "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
-                0
-            ),
-        ])
-    } else if is_budgets(info) {
-        json!([
-            name,
-            col("Min Available", "string", "", "The minimum number of pods that must be available.", 0),
-            col("Max Unavailable", "string", "", "The maximum number of pods that may be unavailable.", 0),
-            col(
-                "Allowed Disruptions",
-                "integer",
-                "",
-                "Calculated number of pods that may be disrupted at this time.",
-                0
-            ),
-            col("Age", "string", "", CREATION_TIMESTAMP, 0),
-        ])
-    } else {
-        json!([name, age])
-    }
-}
-
-fn is_budgets(info: &ResourceInfo) -> bool {
-    info.group == "policy" && info.plural == "poddisruptionbudgets"
-}
-
-/// `ObjectMeta.creationTimestamp`'s documentation, the description of the Age columns kube
-/// declares as strings.
-const CREATION_TIMESTAMP: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-
-/// A quota's Request and Limit cells: `name: used/hard` for each resource of `status.hard` by
-/// name, those named `limits.*` in the second.
-fn quota_cells(v: &Value) -> (String, String) {
-    let hard = v.pointer("/status/hard").and_then(Value::as_object);
-    let used = v.pointer("/status/used").and_then(Value::as_object);
-    let shown = |q: Option<&Value>| {
-        q.and_then(crate::quantity::Quantity::of).map_or_else(|| "0".to_string(), crate::quantity::Quantity::shown)
-    };
-    let (mut request, mut limit) = (Vec::new(), Vec::new());
-    for (k, h) in hard.into_iter().flatten() {
-        let cell = format!("{k}: {}/{}", shown(used.and_then(|u| u.get(k))), shown(Some(h)));
-        match k.split_once('.') {
-            Some(("limits", _)) => limit.push(cell),
-            _ => request.push(cell),
-        }
-    }
-    (request.join(", "), limit.join(", "))
+    crate::printers::columns(info).unwrap_or_else(|| json!([name, age]))
 }
 
 fn age(created: &str) -> String {
-    let Ok(t) = created.parse::<jiff::Timestamp>() else {
-        return "<unknown>".into();
-    };
-    human_duration(jiff::Timestamp::now().as_second() - t.as_second())
-}
-
-/// A duration as kubectl's tables show it (apimachinery's `HumanDuration`: `90s`, `5m30s`,
-/// `2h15m`, `3d4h`, `1y20d`).
-fn human_duration(secs: i64) -> String {
-    if secs < -1 {
-        return "<invalid>".into();
-    }
-    if secs < 0 {
-        return "0s".into();
-    }
-    if secs < 120 {
-        return format!("{secs}s");
-    }
-    let (minutes, hours) = (secs / 60, secs / 3600);
-    let with = |whole: i64, unit: &str, part: i64, part_unit: &str| {
-        if part == 0 { format!("{whole}{unit}") } else { format!("{whole}{unit}{part}{part_unit}") }
-    };
-    match () {
-        _ if minutes < 10 => with(minutes, "m", secs % 60, "s"),
-        _ if minutes < 180 => format!("{minutes}m"),
-        _ if hours < 8 => with(hours, "h", minutes % 60, "m"),
-        _ if hours < 48 => format!("{hours}h"),
-        _ if hours < 24 * 8 => with(hours / 24, "d", hours % 24, "h"),
-        _ if hours < 24 * 365 * 2 => format!("{}d", hours / 24),
-        _ if hours < 24 * 365 * 8 => with(hours / 24 / 365, "y", (hours / 24) % 365, "d"),
-        _ => format!("{}y", hours / 24 / 365),
-    }
-}
-
-/// kubectl's condition of a certificate signing request: `Denied`, `Approved` or `Pending`, then
-/// `,Failed` and `,Issued`.
-fn csr_condition(v: &Value) -> String {
-    let conditions = v.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let has = |t: &str| conditions.iter().any(|c| c.get("type").and_then(Value::as_str) == Some(t));
-    let mut out = if has("Denied") {
-        "Denied"
-    } else if has("Approved") {
-        "Approved"
-    } else {
-        "Pending"
-    }
-    .to_string();
-    if has("Failed") {
-        out.push_str(",Failed");
-    }
-    if v.pointer("/status/certificate").and_then(Value::as_str).is_some_and(|c| !c.is_empty()) {
-        out.push_str(",Issued");
-    }
-    out
-}
-
-fn is_hpas(info: &ResourceInfo) -> bool {
-    info.group == "autoscaling" && info.plural == "horizontalpodautoscalers" && info.custom.is_none()
-}
-
-/// An HPA's metrics as kubectl shows them: `current/target` per metric (the status's metric at
-/// the same index is the current one), resource metrics named, the first two and how many more.
-fn hpa_targets(v: &Value) -> String {
-    let specs = v.pointer("/spec/metrics").and_then(Value::as_array).cloned().unwrap_or_default();
-    if specs.is_empty() {
-        return "<none>".into();
-    }
-    let statuses = v.pointer("/status/currentMetrics").and_then(Value::as_array).cloned().unwrap_or_default();
-    let quantity = |x: Option<&Value>| match x {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => "<nil>".into(),
-    };
-    let shown: Vec<String> = specs
-        .iter()
-        .take(2)
-        .enumerate()
-        .map(|(i, spec)| {
-            let status = statuses.get(i);
-            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-            let source_key = match kind {
-                "External" => "external",
-                "Pods" => "pods",
-                "Object" => "object",
-                "Resource" => "resource",
-                "ContainerResource" => "containerResource",
-                _ => return "<unknown type>".into(),
-            };
-            let source = spec.get(source_key).cloned().unwrap_or(Value::Null);
-            let target = source.get("target").cloned().unwrap_or(Value::Null);
-            let current = status.and_then(|s| s.get(source_key)).and_then(|s| s.get("current"));
-            let current_of = |field: &str| {
-                current.map_or("<unknown>".to_string(), |c| match c.get(field) {
-                    Some(q) => quantity(Some(q)),
-                    None => "<nil>".into(),
-                })
-            };
-            match kind {
-                "External" | "Object" if target.get("averageValue").is_some() => {
-                    let cur =
-                        current.and_then(|c| c.get("averageValue")).map_or("<unknown>".into(), |q| quantity(Some(q)));
-                    format!("{cur}/{} (avg)", quantity(target.get("averageValue")))
-                }
-                "External" | "Object" => format!("{}/{}", current_of("value"), quantity(target.get("value"))),
-                "Pods" => format!("{}/{}", current_of("averageValue"), quantity(target.get("averageValue"))),
-                _ => {
-                    let name = source.get("name").and_then(Value::as_str).unwrap_or("");
-                    if target.get("averageValue").is_some() {
-                        format!("{name}: {}/{}", current_of("averageValue"), quantity(target.get("averageValue")))
-                    } else {
-                        let cur = current
-                            .and_then(|c| c.get("averageUtilization"))
-                            .and_then(Value::as_i64)
-                            .map_or("<unknown>".into(), |u| format!("{u}%"));
-                        let want = target
-                            .get("averageUtilization")
-                            .and_then(Value::as_i64)
-                            .map_or("<auto>".into(), |u| format!("{u}%"));
-                        format!("{name}: {cur}/{want}")
-                    }
-                }
-            }
-        })
-        .collect();
-    let mut out = shown.join(", ");
-    if specs.len() > 2 {
-        out.push_str(&format!(" + {} more...", specs.len() - 2));
-    }
-    out
+    crate::printers::since(Some(created))
 }
 
 /// One Table row for an object.
@@ -379,73 +104,19 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
             cells.push(cell);
         }
         Value::Array(cells)
-    } else if info.is_core("pods") {
-        let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-        let statuses = v.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-        let ready = statuses.iter().filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true)).count();
-        let restarts: i64 = statuses.iter().filter_map(|s| s.get("restartCount").and_then(Value::as_i64)).sum();
-        let phase = if meta.get("deletionTimestamp").is_some() {
-            "Terminating"
-        } else {
-            v.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Unknown")
-        };
-        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("<none>").to_string();
-        json!([
-            o.name,
-            format!("{ready}/{total}"),
-            phase,
-            restarts,
-            age(created),
-            s("/status/podIP"),
-            s("/spec/nodeName")
-        ])
-    } else if crate::certificate_signing::is_csrs(info) {
-        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("<none>").to_string();
-        let duration =
-            v.pointer("/spec/expirationSeconds").and_then(Value::as_i64).map_or("<none>".into(), human_duration);
-        json!([o.name, age(created), s("/spec/signerName"), s("/spec/username"), duration, csr_condition(&v)])
-    } else if is_hpas(info) {
-        // Read in its v2 form, as kube prints every version.
-        let v = match v.as_object() {
-            Some(m) if crate::autoscaling_v1::is_v1(info) => Value::Object(crate::autoscaling_v1::to_v2(m)),
-            _ => v,
-        };
-        let reference = format!(
-            "{}/{}",
-            v.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or(""),
-            v.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or("")
-        );
-        let min_pods =
-            v.pointer("/spec/minReplicas").and_then(Value::as_i64).map_or("<unset>".into(), |n| n.to_string());
-        let number = |p: &str| v.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-        json!([
-            o.name,
-            reference,
-            hpa_targets(&v),
-            min_pods,
-            number("/spec/maxReplicas"),
-            number("/status/currentReplicas"),
-            age(created)
-        ])
-    } else if crate::resource_quota::is_quotas(info) {
-        let (request, limit) = quota_cells(&v);
-        json!([o.name, age(created), request, limit])
-    } else if is_budgets(info) {
-        // An IntOrString as Go prints it; N/A when not set.
-        let bound = |k: &str| match v.pointer(&format!("/spec/{k}")) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => "N/A".into(),
-        };
-        let allowed = v.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
-        json!([o.name, bound("minAvailable"), bound("maxUnavailable"), allowed, age(created)])
+    } else if let Some(cells) = crate::printers::cells(info, &v) {
+        Value::Array(cells)
     } else {
         json!([o.name, age(created)])
     };
-    json!({
+    let mut row = json!({
         "cells": cells,
         "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
-    })
+    });
+    if let Some(conditions) = crate::printers::row_conditions(info, &v) {
+        row["conditions"] = conditions;
+    }
+    row
 }
 
 /// A whole Table for a list page. `list_meta` is the list's metadata object.
@@ -455,7 +126,10 @@ pub fn table(info: &ResourceInfo, list_meta: Value, items: &[std::sync::Arc<Stor
         "apiVersion": "meta.k8s.io/v1",
         "metadata": list_meta,
         "columnDefinitions": columns(info),
-        "rows": items.iter().map(|o| row(info, o)).collect::<Vec<_>>(),
+        "rows": match items.is_empty() && !crate::printers::rows_listed_when_empty(info) {
+            true => Value::Null,
+            false => items.iter().map(|o| row(info, o)).collect(),
+        },
     })
 }
 
@@ -469,29 +143,4 @@ pub fn event_table(info: &ResourceInfo, o: &StoredObject) -> Vec<u8> {
         "rows": [row(info, o)],
     });
     serde_json::to_vec(&t).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_as_kubectl_shows_them() {
-        for (secs, shown) in [
-            (5, "5s"),
-            (119, "119s"),
-            (330, "5m30s"),
-            (600, "10m"),
-            (3600, "60m"),
-            (8100, "135m"),
-            (11_000, "3h3m"),
-            (86_400, "24h"),
-            (3 * 86_400 + 4 * 3600, "3d4h"),
-            (30 * 86_400, "30d"),
-            (800 * 86_400, "2y70d"),
-            (3650 * 86_400, "10y"),
-        ] {
-            assert_eq!(human_duration(secs), shown, "{secs}");
-        }
-    }
 }
