@@ -491,7 +491,8 @@ async fn resource_request(
     if matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE) {
         crate::admission_options::from_query(&query, method == Method::DELETE);
     }
-    let render = crate::table::Render::from_accept(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let render = crate::table::Render::from_request(accept, &query);
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
             Some(Verb::Watch)
@@ -549,7 +550,9 @@ async fn resource_request(
             let o = store.get(&info, ns_or_default, n).await?;
             Ok(match render {
                 // kubectl's `get <kind> <name>`: one row; metadata-only clients: the metadata.
-                crate::table::Render::Table => json_bytes(200, crate::table::event_table(&info, &o)),
+                crate::table::Render::Table(include) => {
+                    json_bytes(200, crate::table::event_table(&info, &o, include, true))
+                }
                 crate::table::Render::Metadata => json_bytes(200, crate::table::partial_metadata(&o.json())),
                 crate::table::Render::Object => json_bytes(200, o.json()),
             })

@@ -397,7 +397,7 @@ pub async fn list(
         }
         Err(e) => return Err(e),
     };
-    if render == crate::table::Render::Table {
+    if let crate::table::Render::Table(include) = render {
         let mut meta = serde_json::Map::new();
         meta.insert("resourceVersion".into(), page.rv.to_string().into());
         if let Some(after) = &page.next_after {
@@ -407,7 +407,7 @@ pub async fn list(
                 meta.insert("remainingItemCount".into(), page.remaining.into());
             }
         }
-        let t = crate::table::table(info, Value::Object(meta), &page.items);
+        let t = crate::table::table(info, Value::Object(meta), &page.items, include);
         return Ok(ListAnswer::Whole(serde_json::to_vec(&t).unwrap_or_default()));
     }
     let metadata = render == crate::table::Render::Metadata;

@@ -23,11 +23,23 @@ pub fn wants_table(accept: Option<&str>) -> bool {
 pub enum Render {
     /// Full objects (the default).
     Object,
-    /// `meta.k8s.io/v1` Table rows (kubectl).
-    Table,
+    /// `meta.k8s.io/v1` Table rows (kubectl), each carrying the object as asked.
+    Table(IncludeObject),
     /// `meta.k8s.io/v1` PartialObjectMetadata (metadata-only clients:
     /// `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`).
     Metadata,
+}
+
+/// What a Table's rows carry of their objects (the `includeObject` query parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IncludeObject {
+    /// Nothing (`None`).
+    None,
+    /// Its metadata as `PartialObjectMetadata` (`Metadata`, the default).
+    #[default]
+    Metadata,
+    /// The whole object (`Object`: kubectl's `--sort-by` sorts on it).
+    Object,
 }
 
 impl Render {
@@ -35,13 +47,29 @@ impl Render {
     pub fn from_accept(accept: Option<&str>) -> Render {
         for m in accept.unwrap_or("").split(',') {
             if m.contains("as=Table") {
-                return Render::Table;
+                return Render::Table(IncludeObject::Metadata);
             }
             if m.contains("as=PartialObjectMetadata") {
                 return Render::Metadata;
             }
         }
         Render::Object
+    }
+
+    /// The rendering a request asks for: its `Accept` header, and for a Table the query's
+    /// `includeObject`.
+    pub fn from_request(accept: Option<&str>, query: &[(String, String)]) -> Render {
+        match Render::from_accept(accept) {
+            Render::Table(_) => {
+                let asked = query.iter().find(|(k, _)| k == "includeObject").map(|(_, v)| v.as_str());
+                Render::Table(match asked {
+                    Some("None") => IncludeObject::None,
+                    Some("Object") => IncludeObject::Object,
+                    _ => IncludeObject::Metadata,
+                })
+            }
+            r => r,
+        }
     }
 }
 
@@ -83,8 +111,8 @@ fn age(created: &str) -> String {
     crate::printers::since(Some(created))
 }
 
-/// One Table row for an object.
-pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
+/// One Table row for an object, carrying what `include` asks of it.
+pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Value {
     let v = o.value();
     let meta = v.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let created = meta.get("creationTimestamp").and_then(Value::as_str).unwrap_or("");
@@ -109,18 +137,28 @@ pub fn row(info: &ResourceInfo, o: &StoredObject) -> Value {
     } else {
         json!([o.name, age(created)])
     };
-    let mut row = json!({
-        "cells": cells,
-        "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
-    });
-    if let Some(conditions) = crate::printers::row_conditions(info, &v) {
+    let conditions = crate::printers::row_conditions(info, &v);
+    let object = match include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => {
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+        }
+        IncludeObject::Object => v,
+    };
+    let mut row = json!({"cells": cells, "object": object});
+    if let Some(conditions) = conditions {
         row["conditions"] = conditions;
     }
     row
 }
 
 /// A whole Table for a list page. `list_meta` is the list's metadata object.
-pub fn table(info: &ResourceInfo, list_meta: Value, items: &[std::sync::Arc<StoredObject>]) -> Value {
+pub fn table(
+    info: &ResourceInfo,
+    list_meta: Value,
+    items: &[std::sync::Arc<StoredObject>],
+    include: IncludeObject,
+) -> Value {
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -128,19 +166,20 @@ pub fn table(info: &ResourceInfo, list_meta: Value, items: &[std::sync::Arc<Stor
         "columnDefinitions": columns(info),
         "rows": match items.is_empty() && !crate::printers::rows_listed_when_empty(info) {
             true => Value::Null,
-            false => items.iter().map(|o| row(info, o)).collect(),
+            false => items.iter().map(|o| row(info, o, include)).collect(),
         },
     })
 }
 
-/// A single-row Table, for a watch event or a GET of one object.
-pub fn event_table(info: &ResourceInfo, o: &StoredObject) -> Vec<u8> {
+/// A single-row Table, for a watch event or a GET of one object; without its column
+/// definitions when `headers` is false (a watch's events after its first, as kube sends them).
+pub fn event_table(info: &ResourceInfo, o: &StoredObject, include: IncludeObject, headers: bool) -> Vec<u8> {
     let t = json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": o.rv.to_string()},
-        "columnDefinitions": columns(info),
-        "rows": [row(info, o)],
+        "columnDefinitions": if headers { columns(info) } else { Value::Null },
+        "rows": [row(info, o, include)],
     });
     serde_json::to_vec(&t).unwrap_or_default()
 }

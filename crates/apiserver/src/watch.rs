@@ -123,8 +123,12 @@ struct Filter {
     ns: Option<String>,
     sel: Selectors,
     trivial: bool,
-    table: bool,
+    /// Table events, carrying what of the object is asked.
+    table: Option<crate::table::IncludeObject>,
     metadata: bool,
+    /// Whether a Table event (with the column definitions, which only the first carries) was
+    /// sent.
+    headers_sent: std::sync::atomic::AtomicBool,
 }
 
 impl Filter {
@@ -138,8 +142,9 @@ impl Filter {
     }
 
     fn emit(&self, info: &ResourceInfo, out: &mut Vec<u8>, typ: &str, o: &StoredObject) {
-        if self.table {
-            encode_event(out, typ, &crate::table::event_table(info, o));
+        if let Some(include) = self.table {
+            let first = !self.headers_sent.swap(true, std::sync::atomic::Ordering::Relaxed);
+            encode_event(out, typ, &crate::table::event_table(info, o, include, first));
         } else if self.metadata {
             encode_event(out, typ, &crate::table::partial_metadata(&o.json()));
         } else {
@@ -149,7 +154,7 @@ impl Filter {
 
     /// Appends the event as it is (its own type and object), shared when it can be.
     fn emit_event(&self, info: &ResourceInfo, chunk: &mut Chunk, ev: &Event) {
-        if self.table || self.metadata {
+        if self.table.is_some() || self.metadata {
             self.emit(info, chunk.buf(), ev.kind.as_str(), &ev.obj);
             return;
         }
@@ -366,8 +371,12 @@ async fn run(
     let info = p.info.clone();
     let filter = Filter {
         trivial: p.ns.is_none() && p.sel.is_empty() && p.render == crate::table::Render::Object,
-        table: p.render == crate::table::Render::Table,
+        table: match p.render {
+            crate::table::Render::Table(include) => Some(include),
+            _ => None,
+        },
         metadata: p.render == crate::table::Render::Metadata,
+        headers_sent: Default::default(),
         ns: p.ns.clone(),
         sel: p.sel.clone(),
     };

@@ -253,8 +253,8 @@ async fn kubectl_and_the_python_client_read_quotas() {
     assert!(ok, "{err}");
     let lines: Vec<Vec<&str>> =
         out.lines().map(|l| l.split("  ").filter(|c| !c.is_empty()).map(str::trim).collect()).collect();
-    assert_eq!(lines[0], ["NAME", "AGE", "REQUEST", "LIMIT"], "{out}");
-    assert_eq!((lines[1][0], lines[1][2]), ("small", "pods: 1/1, secrets: 0/4"), "{out}");
+    assert_eq!(lines[0], ["NAME", "REQUEST", "LIMIT", "AGE"], "{out}");
+    assert_eq!((lines[1][0], lines[1][1]), ("small", "pods: 1/1, secrets: 0/4"), "{out}");
     let (ok, out, err) = kubectl_bin(bin, &kc, &cache, &["describe", "quota", "small"]).await;
     assert!(ok, "{err}");
     let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();

@@ -282,6 +282,13 @@ async fn pods_print_kubes_aggregate_status() {
     let restarts = cells[3].as_str().unwrap();
     assert!(restarts.starts_with("2 (") && restarts.ends_with(" ago)"), "{restarts}");
 
+    let failed = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2020-01-01T00:00:00Z", "finishedAt": "2020-01-01T00:00:01Z"}});
+    let error = json!({"status": {"containerStatuses": [
+        {"name": "a", "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": finished},
+        {"name": "b", "image": "y", "imageID": "", "ready": false, "restartCount": 0, "state": failed}]}});
+    s.patch_status("pods", "default", "p", &error).await.unwrap();
+    assert_eq!(table(&c, &path).await.1[2], "Error");
+
     let done = json!({"status": {"phase": "Succeeded", "containerStatuses": [
         {"name": "a", "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": finished},
         {"name": "b", "image": "y", "imageID": "", "ready": false, "restartCount": 0, "state": finished}]}});
@@ -292,6 +299,37 @@ async fn pods_print_kubes_aggregate_status() {
         r["rows"][0]["conditions"],
         json!([{"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed successfully."}])
     );
+}
+
+/// Rows carry what `includeObject` asks of their objects; a watch's Table events carry the
+/// column definitions once.
+#[tokio::test]
+async fn rows_carry_the_object_asked_and_watches_send_headers_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("pods", pod("a", json!({}))).await.unwrap();
+    let rows = |r: &Value| r["rows"].as_array().cloned().unwrap_or_default();
+    let whole = c.get_accepting(&format!("{PODS}?includeObject=Object"), TABLE).await.body;
+    let object = &rows(&whole)[0]["object"];
+    assert_eq!(
+        (object["kind"].as_str(), object["spec"]["containers"][0]["name"].as_str()),
+        (Some("Pod"), Some("c")),
+        "{whole}"
+    );
+    let none = c.get_accepting(&format!("{PODS}?includeObject=None"), TABLE).await.body;
+    assert_eq!(rows(&none)[0]["object"], Value::Null);
+    let meta = c.get_accepting(PODS, TABLE).await.body;
+    assert_eq!(rows(&meta)[0]["object"]["kind"], "PartialObjectMetadata");
+
+    let mut w = c.watch_accepting(&format!("{PODS}?watch=1&resourceVersion={}", s.resource_version()), TABLE).await;
+    s.create("pods", pod("b", json!({}))).await.unwrap();
+    s.create("pods", pod("c", json!({}))).await.unwrap();
+    let first = w.next().await.unwrap();
+    let second = w.next().await.unwrap();
+    assert_eq!(first["object"]["columnDefinitions"][0]["name"], "Name", "{first}");
+    assert_eq!(first["object"]["rows"][0]["cells"][0], "b");
+    assert_eq!(second["object"]["columnDefinitions"], Value::Null, "{second}");
+    assert_eq!(second["object"]["rows"][0]["cells"][0], "c");
 }
 
 /// kubectl shows kube's columns: the headers of `get` and the wide ones with `-o wide`.
@@ -307,6 +345,11 @@ async fn kubectl_shows_the_printed_columns() {
     .await
     .unwrap();
     s.create("configmaps", json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})).await.unwrap();
+    for (name, a) in [("first", "2"), ("second", "1")] {
+        s.create("configmaps", json!({"metadata": {"name": name, "labels": {"sorted": "yes"}}, "data": {"a": a}}))
+            .await
+            .unwrap();
+    }
     let dir = tempdir("kubectl-tables");
     let kc = dir.join("config");
     s.write_kubeconfig(&kc).unwrap();
@@ -333,6 +376,12 @@ async fn kubectl_shows_the_printed_columns() {
             out.lines().any(|l| l.starts_with("configmap/cm ") && l.split_whitespace().nth(1) == Some("1")),
             "{bin}: {out}"
         );
+        // Sorting on a field only the whole object has (kubectl asks for `includeObject=Object`).
+        let args = ["get", "cm", "-l", "sorted", "--sort-by=.data.a"];
+        let (ok, out, err) = kubectl_bin(bin, &kc, &dir.join("cache"), &args).await;
+        assert!(ok, "{bin}: {out}{err}");
+        let names: Vec<&str> = out.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+        assert_eq!(names, ["second", "first"], "{bin}: {out}");
         let (ok, out, err) = kubectl_bin(bin, &kc, &dir.join("cache"), &["get", "deploy", "-o", "wide"]).await;
         assert!(ok, "{bin}: {out}{err}");
         let header: Vec<&str> = out.lines().next().unwrap_or_default().split_whitespace().collect();

@@ -252,8 +252,8 @@ const ENDPOINT_SLICE: [Col; 5] = [
 /// The first three items and how many more; `<unset>` when there are none.
 fn with_more(items: Vec<String>) -> String {
     match items.len() {
-        0 => "<unset>".into(),
         n if n > 3 => format!("{} + {} more...", items[..3].join(","), n - 3),
+        _ if items.concat().is_empty() => "<unset>".into(),
         _ => items.join(","),
     }
 }
@@ -381,7 +381,7 @@ fn csr(v: &Value) -> Vec<Value> {
         json!(name(v)),
         json!(age(v)),
         json!(text_or(v, "/spec/signerName", "<none>")),
-        json!(text_or(v, "/spec/username", "<none>")),
+        json!(text(v, "/spec/username")),
         json!(duration),
         json!(csr_condition(v)),
     ]

@@ -330,7 +330,6 @@ fn volume(v: &Value) -> Vec<Value> {
 
 const QUOTA: [Col; 4] = [
     NAME,
-    AGE,
     Col(
         "Request",
         "string",
@@ -347,6 +346,7 @@ const QUOTA: [Col; 4] = [
             "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
         ),
     ),
+    AGE,
 ];
 
 /// A quota's Request and Limit cells: `name: used/hard` for each resource of `status.hard` by
@@ -361,7 +361,7 @@ fn quota(v: &Value) -> Vec<Value> {
             _ => request.push(cell),
         }
     }
-    vec![json!(name(v)), json!(age(v)), json!(request.join(", ")), json!(limit.join(", "))]
+    vec![json!(name(v)), json!(request.join(", ")), json!(limit.join(", ")), json!(age(v))]
 }
 
 const EVENT_TYPE: &str = "io.k8s.api.core.v1.Event";

@@ -294,6 +294,41 @@ mod tests {
         assert_eq!(selector(Some(&json!({"matchLabels": {"a": "b c"}}))), "<error>");
     }
 
+    fn printed(group: &str, plural: &str, v: Value) -> (Vec<String>, Vec<Value>) {
+        let registry = crate::registry::Registry::with_defaults();
+        let info = registry.all().iter().find(|i| i.group == group && i.plural == plural).cloned().unwrap();
+        let names = columns(&info)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        (names, cells(&info, &v).unwrap())
+    }
+
+    #[test]
+    fn cells_read_as_kube_prints_them() {
+        let quota = json!({"metadata": {"name": "q"}, "status": {"hard": {"pods": "10", "limits.cpu": "2"}, "used": {"pods": "1"}}});
+        let (names, cells) = printed("", "resourcequotas", quota);
+        assert_eq!(names, ["Name", "Request", "Limit", "Age"]);
+        assert_eq!(cells[..3], [json!("q"), json!("pods: 1/10"), json!("limits.cpu: 0/2")]);
+        let slice = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "ports": [{"name": ""}],
+            "endpoints": [{"addresses": ["10.0.0.1", "10.0.0.2"]}, {"addresses": ["10.0.0.3", "10.0.0.4"]}]});
+        let (_, cells) = printed("discovery.k8s.io", "endpointslices", slice);
+        assert_eq!(
+            cells[..4],
+            [json!("s"), json!("IPv4"), json!("<unset>"), json!("10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...")]
+        );
+        let hpa = json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "m"}, "target": {"type": "AverageValue", "averageValue": "1000m"}}}]}});
+        let (_, cells) = printed("autoscaling", "horizontalpodautoscalers", hpa);
+        assert_eq!(cells[..5], [json!("h"), json!("Deployment/d"), json!("<unknown>/1"), json!("<unset>"), json!(3)]);
+        let csr = json!({"metadata": {"name": "c"}, "spec": {"signerName": "example.com/s"}});
+        let (_, cells) = printed("certificates.k8s.io", "certificatesigningrequests", csr);
+        assert_eq!((&cells[3], &cells[4], &cells[5]), (&json!(""), &json!("<none>"), &json!("Pending")));
+    }
+
     #[test]
     fn descriptions_come_from_the_definitions_without_enum_notes() {
         let d = doc("io.k8s.api.core.v1.ServiceSpec", "type");

@@ -123,7 +123,7 @@ fn pod(v: &Value) -> Vec<Value> {
     if !initializing || condition_true(conditions, "Initialized") {
         restarts = sidecar_restarts;
         last_restart = last_sidecar_restart;
-        let mut running = false;
+        let (mut running, mut error_reason) = (false, None);
         for c in list(v, "/status/containerStatuses").iter().rev() {
             restarts += int(c, "/restartCount");
             last_restart = last_restart.max(last_finished(c));
@@ -133,13 +133,22 @@ fn pod(v: &Value) -> Vec<Value> {
                 reason = waiting.to_string();
             } else if let Some(t) = terminated {
                 reason = exit_reason(t, "");
+                if int(t, "/exitCode") != 0 {
+                    error_reason = Some(reason.clone());
+                }
             } else if c.get("ready").and_then(Value::as_bool) == Some(true) && c.pointer("/state/running").is_some() {
                 running = true;
                 ready += 1;
             }
         }
-        if reason == "Completed" && running {
-            reason = if condition_true(conditions, "Ready") { "Running" } else { "NotReady" }.into();
+        if reason == "Completed" {
+            if running && condition_true(conditions, "Ready") {
+                reason = "Running".into();
+            } else if let Some(e) = error_reason {
+                reason = e;
+            } else if running {
+                reason = "NotReady".into();
+            }
         }
     }
     let deleting = v.pointer("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
@@ -519,9 +528,8 @@ fn autoscaler_targets(v: &Value) -> String {
     }
     let statuses = list(v, "/status/currentMetrics");
     let quantity = |x: Option<&Value>| match x {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => "<nil>".into(),
+        Some(q) => super::quantity(Some(q)),
+        None => "<nil>".into(),
     };
     let shown: Vec<String> = specs
         .iter()

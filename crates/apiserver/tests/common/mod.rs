@@ -138,11 +138,12 @@ impl Client {
 
     /// Opens a watch; panics unless it answers 200.
     pub async fn watch(&self, path: &str) -> WatchStream {
-        let resp = self
-            .inner
-            .request(self.build(Method::GET, path, Vec::new(), "application/json"))
-            .await
-            .expect("watch request");
+        self.watch_accepting(path, "application/json").await
+    }
+
+    pub async fn watch_accepting(&self, path: &str, accept: &str) -> WatchStream {
+        let req = self.build_with(Method::GET, path, Vec::new(), "application/json", accept, None);
+        let resp = self.inner.request(req).await.expect("watch request");
         assert_eq!(resp.status().as_u16(), 200, "watch {path}");
         WatchStream { body: resp.into_body(), buf: Vec::new(), done: false, broken: false }
     }
