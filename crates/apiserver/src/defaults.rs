@@ -174,6 +174,7 @@ pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         }
         ("", "persistentvolumes" | "persistentvolumeclaims") => default_str(status, "phase", "Pending"),
         ("", "namespaces") => default_str(status, "phase", "Active"),
+        ("", "pods") => pod_addresses(status),
         ("", "nodes") => {
             if let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned() {
                 default_val(status, "allocatable", capacity);
@@ -195,6 +196,32 @@ pub fn apply(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
     decode(info, obj);
     admission_plugins(info, obj, write, &[])?;
     admit(info, obj, write)
+}
+
+/// A pod status's addresses, each kept in its two fields ([`singular_and_plural`]).
+fn pod_addresses(status: &mut Map<String, Value>) {
+    singular_and_plural(status, "podIP", "podIPs", |ip| json!({"ip": ip}));
+    singular_and_plural(status, "hostIP", "hostIPs", |ip| json!({"ip": ip}));
+}
+
+/// A field kube keeps twice, singular for older clients and as a list (a pod's `podIP` and
+/// `podIPs`, `hostIP` and `hostIPs`, a node's `podCIDR` and `podCIDRs`), as kube's conversion
+/// through its internal form leaves it: the singular value, when set, is the list's first (the
+/// whole list when they differ); the list's first is then the singular value.
+fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, element: fn(&str) -> Value) {
+    let first = |obj: &Map<String, Value>| {
+        let first = obj.get(many).and_then(Value::as_array).and_then(|l| l.first());
+        first.and_then(|f| f.get("ip").or(Some(f))).and_then(Value::as_str).map(str::to_string)
+    };
+    if let Some(single) = obj.get(one).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string) {
+        let listed = obj.get(many).and_then(Value::as_array).is_some_and(|l| !l.is_empty());
+        if !listed || first(obj).as_deref() != Some(single.as_str()) {
+            obj.insert(many.into(), json!([element(&single)]));
+        }
+    }
+    if let Some(f) = first(obj) {
+        obj.insert(one.into(), f.into());
+    }
 }
 
 /// A built-in object as kube-apiserver stores it: without the empty lists and maps its Go type
@@ -240,6 +267,9 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             if let Some(spec) = ensure_obj(obj, "spec") {
                 pod_spec_defaults(spec);
             }
+            if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+                pod_addresses(status);
+            }
         }
         Builtin::Deployment => {
             if let Some(spec) = ensure_obj(obj, "spec") {
@@ -263,7 +293,11 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             default_str(obj, "type", "Opaque");
         }
         Builtin::Namespace => namespace_label(obj),
-        Builtin::Node => {}
+        Builtin::Node => {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                singular_and_plural(spec, "podCIDR", "podCIDRs", |cidr| json!(cidr));
+            }
+        }
         Builtin::PriorityClass => default_val(obj, "preemptionPolicy", json!("PreemptLowerPriority")),
         Builtin::DaemonSet => {
             if let Some(spec) = ensure_obj(obj, "spec") {

@@ -906,3 +906,33 @@ except ApiException as e:
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pod's `podIP`/`podIPs` and `hostIP`/`hostIPs`, and a node's `podCIDR`/`podCIDRs`, are kept
+/// together as kube's conversion keeps them: the singular one, when written, leads the list (is
+/// the list when they differ), and the list's first is the singular one.
+#[tokio::test]
+async fn singular_and_plural_addresses_are_kept_together() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("pods", pod("p", json!({}))).await.unwrap();
+    let status = |body: Value| {
+        let c = &c;
+        async move {
+            let r = c.patch(&format!("{PODS}/p/status"), "application/merge-patch+json", &body).await;
+            assert_eq!(r.code, 200, "{:?}", r.body);
+            r.body["status"].clone()
+        }
+    };
+    let st = status(json!({"status": {"podIP": "10.0.0.1", "hostIP": "192.168.0.1"}})).await;
+    assert_eq!((&st["podIPs"], &st["hostIPs"]), (&json!([{"ip": "10.0.0.1"}]), &json!([{"ip": "192.168.0.1"}])));
+    let st = status(json!({"status": {"podIP": null, "podIPs": [{"ip": "10.0.0.2"}, {"ip": "fd00::2"}]}})).await;
+    assert_eq!((&st["podIP"], &st["podIPs"][1]["ip"]), (&json!("10.0.0.2"), &json!("fd00::2")));
+    let st = status(json!({"status": {"podIP": "10.0.0.3"}})).await;
+    assert_eq!((&st["podIP"], &st["podIPs"]), (&json!("10.0.0.3"), &json!([{"ip": "10.0.0.3"}])));
+    let got = c.get(&format!("{PODS}/p")).await.body;
+    assert_eq!(got["status"]["podIPs"], json!([{"ip": "10.0.0.3"}]));
+
+    let node =
+        s.create("nodes", json!({"metadata": {"name": "n"}, "spec": {"podCIDR": "10.244.0.0/24"}})).await.unwrap();
+    assert_eq!(node["spec"]["podCIDRs"], json!(["10.244.0.0/24"]));
+}
