@@ -175,27 +175,170 @@ async fn bad_strategic_merge_patches_get_kube_statuses_and_change_nothing() {
     let before = response("12-smp-2-patch-delete-container.txt");
     seed(&c, DEPLOYMENTS, &before).await;
     let path = format!("{DEPLOYMENTS}/api");
-    let smp = "application/strategic-merge-patch+json";
+    // Go's errors pass through kube-apiserver as 500s without a reason or details; malformed
+    // directives are 400s.
     let cases = [
-        (json!({"spec": {"strategy": {"$patch": "bogus"}}}), 500, "InternalError"),
-        (json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}), 500, "InternalError"),
-        (json!({"spec": {"strategy": {"$retainKeys": "type"}}}), 400, "BadRequest"),
-        (json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}}), 400, "BadRequest"),
+        (
+            json!({"spec": {"strategy": {"$patch": "bogus"}}}),
+            500,
+            "",
+            "unknown patch type: bogus in map: map[$patch:bogus]",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"containers": [{"image": "nginx:2"}]}}}}),
+            500,
+            "",
+            "map: map[image:nginx:2] does not contain declared merge key: name",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"containers": [{"$patch": "merge"}]}}}}),
+            500,
+            "",
+            "merging lists cannot yet be specified in the patch",
+        ),
         (
             json!({"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "zz"}], "containers": [{"name": "app"}]}}}}),
+            500,
+            "",
+            "The order in patch list:\n[map[name:app]]\n doesn't match $setElementOrder list:\n[map[name:zz]]\n",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"$setElementOrder/containers": "app"}}}}),
+            500,
+            "",
+            "expected a []interface {}, but received a string",
+        ),
+        (
+            json!({"spec": {"strategy": {"$retainKeys": "type"}}}),
             400,
             "BadRequest",
+            "invalid patch format of retainKeys",
         ),
-        (json!({"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}), 400, "BadRequest"),
-        (json!([1, 2]), 400, "BadRequest"),
+        (
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}}),
+            400,
+            "BadRequest",
+            "invalid patch format of retainKeys",
+        ),
+        (
+            json!({"metadata": {"$deleteFromPrimitiveListX": ["a"]}}),
+            400,
+            "BadRequest",
+            "invalid patch format of primitive list",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"$setElementOrderX": []}}}}),
+            400,
+            "BadRequest",
+            "invalid patch format of setElementOrder list",
+        ),
     ];
-    for (patch, code, reason) in cases {
+    let smp = "application/strategic-merge-patch+json";
+    for (patch, code, reason, message) in cases {
         let r = c.patch(&path, smp, &patch).await;
-        assert_eq!((r.code, r.body["reason"].as_str()), (code, Some(reason)), "{patch}: {}", r.body);
+        assert_eq!(r.code, code, "{patch}: {}", r.body);
         assert_eq!(r.body["kind"], "Status");
+        assert_eq!(r.body["message"], message, "{patch}");
+        assert_eq!(r.body.get("reason").and_then(Value::as_str).unwrap_or_default(), reason, "{patch}");
+        assert!(r.body.get("details").is_none(), "{patch}: {}", r.body);
     }
-    let r = c.send_raw(http::Method::PATCH, &path, b"{not json".to_vec(), smp).await;
-    assert_eq!(r.code, 400);
     let after = c.get(&path).await;
     assert_eq!(comparable(&after.body), comparable(&before), "no bad patch changed the object");
+    // A delete list that is not a list is passed over.
+    let body = br#"{"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}"#;
+    let r = c.send_raw(http::Method::PATCH, &path, body.to_vec(), smp).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["resourceVersion"], after.body["metadata"]["resourceVersion"], "a no-op");
+}
+
+/// A Deployment `name` in `fixtures` with containers of these names.
+async fn deployment_with_containers(c: &Client, name: &str, containers: &[&str]) -> String {
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let containers: Vec<Value> = containers.iter().map(|n| json!({"name": n, "image": format!("{n}:1")})).collect();
+    let body = json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}});
+    let r = c.post(DEPLOYMENTS, &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    format!("{DEPLOYMENTS}/{name}")
+}
+
+fn container_names(v: &Value) -> Vec<String> {
+    containers_of(v).into_iter().map(|(n, _)| n).collect()
+}
+
+#[tokio::test]
+async fn set_element_order_sees_the_live_list_as_kubes_merge_leaves_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let path = deployment_with_containers(&c, "mesh", &["app", "old", "istio-proxy"]).await;
+    // kube deletes `old` inside the live list's array and the new container takes the place
+    // freed at its end, so `istio-proxy` reads as coming before `new`.
+    let patch = json!({"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "app"}, {"name": "new"}],
+        "containers": [{"name": "new", "image": "new:1"}, {"$patch": "delete", "name": "old"}]}}}});
+    let r = c.patch(&path, "application/strategic-merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(container_names(&r.body), ["app", "istio-proxy", "new"]);
+    // An empty order list takes any patch list; the new container sorts after the live ones.
+    let patch = json!({"spec": {"template": {"spec": {"$setElementOrder/containers": [],
+        "containers": [{"name": "late", "image": "late:1"}]}}}});
+    let r = c.patch(&path, "application/strategic-merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(container_names(&r.body), ["app", "istio-proxy", "new", "late"]);
+}
+
+#[tokio::test]
+async fn stored_elements_without_their_merge_key_refuse_a_merge() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let pods = "/api/v1/namespaces/fixtures/pods";
+    let mut spec = pod_spec();
+    spec["imagePullSecrets"] = json!([{}]);
+    let r = c.post(pods, &json!({"metadata": {"name": "nameless-secret"}, "spec": spec})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"]["imagePullSecrets"], json!([{}]));
+    let path = format!("{pods}/nameless-secret");
+    let patch = json!({"spec": {"imagePullSecrets": [{"name": "reg"}]}});
+    let r = c.patch(&path, "application/strategic-merge-patch+json", &patch).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(r.body["message"], "map: map[] does not contain declared merge key: name");
+    assert!(r.body.get("reason").is_none() && r.body.get("details").is_none(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn primitive_lists_merge_without_repeating_the_servers_values() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let body = json!({"metadata": {"name": "twice", "finalizers": ["example.com/a", "example.com/a"]}});
+    assert_eq!(c.post(CONFIGMAPS, &body).await.code, 201);
+    let path = format!("{CONFIGMAPS}/twice");
+    let patch = json!({"metadata": {"finalizers": ["example.com/b"]}});
+    let r = c.patch(&path, "application/strategic-merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["example.com/b", "example.com/a"]));
+    let r = c.patch(&path, "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn kubectl_reports_a_strategic_merge_patch_error_in_kubes_words() {
+    use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+    let s = server().await;
+    let c = Client::new(&s);
+    deployment_with_containers(&c, "web", &["app"]).await;
+    let dir = tempdir("kubectl-smp");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = kubectl_versions().pop().expect("a kubectl");
+    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"image":"nginx:2"}]}}}}"#;
+    let args = ["patch", "deployment", "web", "-n", "fixtures", "--type", "strategic", "-p", patch];
+    let (ok, out, err) = kubectl_bin(&bin, &kc, &dir.join("cache"), &args).await;
+    assert!(!ok, "{bin}: {out}{err}");
+    assert_eq!(
+        err.trim_end(),
+        "Error from server: map: map[image:nginx:2] does not contain declared merge key: name",
+        "{bin}"
+    );
 }

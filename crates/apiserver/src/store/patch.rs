@@ -1,9 +1,13 @@
 //! PATCH bodies: the patch types kube-apiserver takes, a body decoded into one of them, and its
 //! application to the current object.
 //!
+//! A strategic merge patch's merge errors are kube-apiserver's ([`strategic_merge::SmpError`]):
+//! 400 for a malformed directive, 422 for a list of lists, else a 500 without a reason carrying
+//! Go's error text.
+//!
 //! Invariants: a body is decoded once, before the write's compare-and-swap loop, so that every
-//! attempt applies the same patch; a patch that cannot apply is the write's answer (400, 415 or
-//! 422), and nothing is stored.
+//! attempt applies the same patch; a patch that cannot apply is the write's answer, and nothing
+//! is stored.
 
 use serde_json::{Map, Value};
 
@@ -83,14 +87,26 @@ impl DecodedPatch {
                 let Value::Object(original) = doc.take() else {
                     return Err(ApiError::internal("the stored object is not a JSON object"));
                 };
-                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(|e| match e {
-                    SmpError::BadRequest(m) => ApiError::bad_request(m),
-                    SmpError::Invalid(m) => ApiError::new(422, "Invalid", m),
-                    SmpError::Internal(m) => ApiError::internal(&m),
-                })?;
+                let merged = strategic_merge::apply(original, p.clone(), *node).map_err(smp_error)?;
                 *doc = Value::Object(merged);
                 Ok(())
             }
+        }
+    }
+}
+
+/// kube-apiserver's answer to a strategic merge patch that cannot be applied.
+fn smp_error(e: SmpError) -> ApiError {
+    match e {
+        SmpError::BadRequest(m) => ApiError::bad_request(m),
+        SmpError::ListOfLists => {
+            let mut e = ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+            e.details = Some(Box::new(Value::Object(Map::new())));
+            e
+        }
+        SmpError::Failed(m) => ApiError::new(500, "", m),
+        SmpError::Panic => {
+            ApiError::new(500, "", "This request caused apiserver to panic. Look in the logs for details.")
         }
     }
 }
