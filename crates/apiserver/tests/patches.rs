@@ -176,7 +176,7 @@ async fn bad_strategic_merge_patches_get_kube_statuses_and_change_nothing() {
     seed(&c, DEPLOYMENTS, &before).await;
     let path = format!("{DEPLOYMENTS}/api");
     // Go's errors pass through kube-apiserver as 500s without a reason or details; malformed
-    // directives are 400s.
+    // directives are 400s; a body that is not an object gets Go's own decoding message.
     let cases = [
         (
             json!({"spec": {"strategy": {"$patch": "bogus"}}}),
@@ -232,6 +232,18 @@ async fn bad_strategic_merge_patches_get_kube_statuses_and_change_nothing() {
             "BadRequest",
             "invalid patch format of setElementOrder list",
         ),
+        (
+            json!([1, 2]),
+            400,
+            "BadRequest",
+            "json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+        (
+            json!("spec"),
+            400,
+            "BadRequest",
+            "json: cannot unmarshal string into Go value of type map[string]interface {}",
+        ),
     ];
     let smp = "application/strategic-merge-patch+json";
     for (patch, code, reason, message) in cases {
@@ -242,13 +254,28 @@ async fn bad_strategic_merge_patches_get_kube_statuses_and_change_nothing() {
         assert_eq!(r.body.get("reason").and_then(Value::as_str).unwrap_or_default(), reason, "{patch}");
         assert!(r.body.get("details").is_none(), "{patch}: {}", r.body);
     }
+    for (body, message) in [
+        (&b"{not json"[..], "invalid character 'n' looking for beginning of object key string"),
+        (b"", "unexpected end of JSON input"),
+        (b"{\"spec\": {}} x", "invalid character 'x' after top-level value"),
+    ] {
+        let r = c.send_raw(http::Method::PATCH, &path, body.to_vec(), smp).await;
+        assert_eq!((r.code, &r.body["message"]), (400, &json!(message)), "{}", String::from_utf8_lossy(body));
+    }
     let after = c.get(&path).await;
     assert_eq!(comparable(&after.body), comparable(&before), "no bad patch changed the object");
-    // A delete list that is not a list is passed over.
-    let body = br#"{"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}"#;
-    let r = c.send_raw(http::Method::PATCH, &path, body.to_vec(), smp).await;
-    assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(r.body["metadata"]["resourceVersion"], after.body["metadata"]["resourceVersion"], "a no-op");
+    // `null` is an empty patch; a delete list that is not a list is passed over.
+    for body in [&b"null"[..], br#"{"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}"#] {
+        let r = c.send_raw(http::Method::PATCH, &path, body.to_vec(), smp).await;
+        assert_eq!(r.code, 200, "{}", r.body);
+        assert_eq!(r.body["metadata"]["resourceVersion"], after.body["metadata"]["resourceVersion"], "a no-op");
+    }
+    // The body is read only once the object is found.
+    let missing = format!("{DEPLOYMENTS}/missing");
+    for body in [&b"[1, 2]"[..], b"{not json"] {
+        let r = c.send_raw(http::Method::PATCH, &missing, body.to_vec(), smp).await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (404, Some("NotFound")), "{}", r.body);
+    }
 }
 
 /// A Deployment `name` in `fixtures` with containers of these names.

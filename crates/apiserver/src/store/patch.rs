@@ -1,17 +1,22 @@
 //! PATCH bodies: the patch types kube-apiserver takes, a body decoded into one of them, and its
 //! application to the current object.
 //!
-//! A strategic merge patch's merge errors are kube-apiserver's ([`strategic_merge::SmpError`]):
-//! 400 for a malformed directive, 422 for a list of lists, else a 500 without a reason carrying
-//! Go's error text.
+//! A JSON or merge patch body is decoded up front (400 `error decoding patch: …` unless it is
+//! JSON of its type's shape). A strategic merge patch body is judged as kube-apiserver judges
+//! it, only once the object is found (a missing object is 404 whatever the body): 400 with Go's
+//! own `encoding/json` message (`invalid character …`, `json: cannot unmarshal array into Go
+//! value of type map[string]interface {}`), `null` an empty patch. Its merge's errors are
+//! kube's ([`strategic_merge::SmpError`]): 400 for a malformed directive, 422 for a list of
+//! lists, else a 500 without a reason carrying Go's error text.
 //!
 //! Invariants: a body is decoded once, before the write's compare-and-swap loop, so that every
-//! attempt applies the same patch; a patch that cannot apply is the write's answer, and nothing
-//! is stored.
+//! attempt applies the same patch (a strategic merge patch's decoding error is kept and answered
+//! by the attempt); a patch that cannot apply is the write's answer, and nothing is stored.
 
 use serde_json::{Map, Value};
 
 use crate::field_validation;
+use crate::go_json_syntax;
 use crate::schema::{self, Node};
 use crate::status::ApiError;
 use crate::strategic_merge::{self, SmpError};
@@ -31,30 +36,30 @@ pub enum PatchType {
 /// A decoded PATCH body, ready to apply.
 pub(crate) enum DecodedPatch {
     Merge(Value),
-    Strategic(Map<String, Value>, Node<'static>),
+    /// The body's map, or the 400 its decoding earns (answered when the patch is applied).
+    Strategic(Result<Map<String, Value>, ApiError>, Node<'static>),
     Json(json_patch::Patch),
 }
 
 impl DecodedPatch {
-    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless it is
-    /// JSON of the patch type's shape, 415 for a strategic merge patch of a type without a
-    /// built-in schema (custom resources, as kube-apiserver answers). Also answers the paths of
-    /// the body's duplicate fields (see [`field_validation::decode`]).
+    /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless a JSON or
+    /// merge patch is JSON of its type's shape, 415 for a strategic merge patch of a type
+    /// without a built-in schema (custom resources, as kube-apiserver answers). Also answers the
+    /// paths of the body's duplicate fields (see [`field_validation::decode`]).
     pub(crate) fn decode(
         kind: PatchType,
         (group, version, object_kind): (&str, &str, &str),
         patch: &[u8],
     ) -> Result<(Self, Vec<String>), ApiError> {
-        let node = match kind {
-            PatchType::Strategic => Some(schema::builtin().root(group, version, object_kind).ok_or_else(|| {
-                unsupported_patch_type(&[
-                    "application/json-patch+json",
-                    "application/merge-patch+json",
-                    "application/apply-patch+yaml",
-                ])
-            })?),
-            _ => None,
-        };
+        if kind == PatchType::Strategic {
+            let node = schema::builtin()
+                .root(group, version, object_kind)
+                .ok_or_else(|| unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES))?;
+            return Ok(match decode_strategic(patch) {
+                Ok((m, duplicates)) => (DecodedPatch::Strategic(Ok(m), node), duplicates),
+                Err(e) => (DecodedPatch::Strategic(Err(e), node), Vec::new()),
+            });
+        }
         let (v, duplicates) =
             field_validation::decode(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let decoded = match (kind, v) {
@@ -62,7 +67,6 @@ impl DecodedPatch {
                 .map(DecodedPatch::Json)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
             (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
-            (PatchType::Strategic, Value::Object(m)) => Ok(DecodedPatch::Strategic(m, node.expect("looked up above"))),
             (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
         }?;
         Ok((decoded, duplicates))
@@ -84,6 +88,7 @@ impl DecodedPatch {
                 Ok(())
             }
             DecodedPatch::Strategic(p, node) => {
+                let p = p.as_ref().map_err(Clone::clone)?;
                 let Value::Object(original) = doc.take() else {
                     return Err(ApiError::internal("the stored object is not a JSON object"));
                 };
@@ -91,6 +96,34 @@ impl DecodedPatch {
                 *doc = Value::Object(merged);
                 Ok(())
             }
+        }
+    }
+}
+
+/// The patch types of a custom resource, as kube-apiserver lists them.
+const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+
+/// A strategic merge patch body as kube-apiserver reads it into a `map[string]interface{}`:
+/// Go's syntax error first (the whole text is scanned before anything is decoded), then a type
+/// error for a body that is not an object; `null` leaves the map empty.
+fn decode_strategic(patch: &[u8]) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    if let Some(e) = go_json_syntax::syntax_error(patch) {
+        return Err(ApiError::bad_request(e));
+    }
+    match field_validation::decode(patch).map_err(|e| ApiError::bad_request(e.to_string()))? {
+        (Value::Object(m), duplicates) => Ok((m, duplicates)),
+        (Value::Null, duplicates) => Ok((Map::new(), duplicates)),
+        (other, _) => {
+            let kind = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                _ => "bool",
+            };
+            Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+            )))
         }
     }
 }
