@@ -712,6 +712,7 @@ async fn scale_request(
         Method::PATCH => {
             let ct = media_type(&req);
             let kind = patch_type(&ct)?;
+            crate::store::refuse_custom_resource_strategic(kind, info)?;
             let manager =
                 manager(if ct == "application/apply-patch+yaml" { WriteKind::Apply } else { WriteKind::Patch })?;
             let b = read_body(shared, req).await?;

@@ -350,6 +350,32 @@ async fn primitive_lists_merge_without_repeating_the_servers_values() {
 }
 
 #[tokio::test]
+async fn custom_resources_take_no_strategic_merge_patch_on_scale_either() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post("/api/v1/namespaces", &json!({"metadata": {"name": "fixtures"}})).await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let mut w = c.watch(&format!("{crds}?watch=1&fieldSelector=metadata.name%3Dgadgets.demo.example.org")).await;
+    let r = c.post(crds, &recorded("90-crd-create.txt").request()).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    until(&mut w, "the definition to be established", |e| {
+        e["object"]["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+    })
+    .await;
+    let gadgets = "/apis/demo.example.org/v1/namespaces/fixtures/gadgets";
+    let r = c.post(gadgets, &recorded("93-cr-create-valid-defaulting.txt").request()).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let scale = format!("{gadgets}/gizmo/scale");
+    let r = c.patch(&scale, "application/strategic-merge-patch+json", &json!({"spec": {"replicas": 4}})).await;
+    assert_eq!(r.code, 415, "{}", r.body);
+    assert_eq!(r.body, recorded("99c-cr-smp-415.txt").response);
+    let r = c.patch(&scale, "application/merge-patch+json", &json!({"spec": {"replicas": 4}})).await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(4)), "{}", r.body);
+}
+
+#[tokio::test]
 async fn kubectl_reports_a_strategic_merge_patch_error_in_kubes_words() {
     use common::tools::{kubectl_bin, kubectl_versions, tempdir};
     let s = server().await;

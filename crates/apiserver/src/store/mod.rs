@@ -41,8 +41,8 @@ mod tracking;
 
 use body_checks::meta_mut;
 pub(crate) use body_checks::{check_body, check_decodable, meta_str, parse_rv_field, resolve_namespace};
-pub(crate) use patch::DecodedPatch;
 pub use patch::PatchType;
+pub(crate) use patch::{DecodedPatch, refuse_custom_resource_strategic};
 pub(crate) use tracking::Tracking;
 use tracking::{ZERO_OBJECT, track};
 

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::field_validation;
 use crate::go_json_syntax;
+use crate::registry::ResourceInfo;
 use crate::schema::{self, Node};
 use crate::status::ApiError;
 use crate::strategic_merge::{self, SmpError};
@@ -97,6 +98,15 @@ impl DecodedPatch {
                 Ok(())
             }
         }
+    }
+}
+
+/// 415 for a strategic merge patch of a custom resource, which kube-apiserver's custom
+/// resource handler takes for none of its routes (its `/scale` included).
+pub(crate) fn refuse_custom_resource_strategic(kind: PatchType, info: &ResourceInfo) -> Result<(), ApiError> {
+    match kind == PatchType::Strategic && info.custom.is_some() {
+        true => Err(unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES)),
+        false => Ok(()),
     }
 }
 
