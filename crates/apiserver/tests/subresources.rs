@@ -159,8 +159,11 @@ async fn pod_status_is_written_only_through_status() {
     body["metadata"]["annotations"] = json!({"a": "b"});
     let r = c.put(&format!("{path}/status"), &body).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    // (The QoS class the write leaves out is the stored one, as kube's strategy fills it.)
-    assert_eq!(r.body["status"], json!({"phase": "Running", "podIP": "10.0.0.9", "qosClass": "BestEffort"}));
+    // (The QoS class the write leaves out is the stored one, as kube's strategy fills it; the
+    // address leads `podIPs`, as kube's conversion keeps them.)
+    let status =
+        json!({"phase": "Running", "podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}], "qosClass": "BestEffort"});
+    assert_eq!(r.body["status"], status);
     assert!(r.body["spec"].get("nodeName").is_none());
     assert_eq!(r.body["metadata"]["annotations"], json!({"a": "b"}));
     let r = c
