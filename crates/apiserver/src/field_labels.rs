@@ -23,47 +23,14 @@
 
 use crate::registry::{FieldLabels, ResourceInfo};
 
-/// The labels of kube's own conversion for a built-in kind, with the message for another
-/// label; None when the kind has none (kube's default conversion applies).
-fn own_labels(info: &ResourceInfo) -> Option<&'static [&'static str]> {
-    const NAME: &str = "metadata.name";
-    const NAMESPACE: &str = "metadata.namespace";
+/// kube's own conversion for a built-in kind, if it has one: whether it accepts
+/// `metadata.namespace`, and the labels it accepts beyond `metadata.name` and the kind's
+/// selectable fields; None when the kind has none (kube's default conversion applies).
+fn own_conversion(info: &ResourceInfo) -> Option<(bool, &'static [&'static str])> {
     Some(match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") => &[
-            NAME,
-            NAMESPACE,
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.podIPs",
-            "status.nominatedNodeName",
-        ],
-        ("", "nodes") => &[NAME, "spec.unschedulable"],
-        ("", "replicationcontrollers") => &[NAME, NAMESPACE, "status.replicas"],
-        ("", "events") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-            NAMESPACE,
-            NAME,
-        ],
-        ("", "namespaces") => &["status.phase", NAME],
-        ("", "secrets") => &["type", NAMESPACE, NAME],
-        ("", "services") => &[NAMESPACE, NAME, "spec.clusterIP", "spec.type"],
-        ("batch", "jobs") => &[NAME, NAMESPACE, "status.successful"],
-        ("certificates.k8s.io", "certificatesigningrequests") => &[NAME, "spec.signerName"],
+        ("", "pods") => (true, &["status.podIPs"]),
+        ("", "nodes" | "namespaces") | ("certificates.k8s.io", "certificatesigningrequests") => (false, &[]),
+        ("", "replicationcontrollers" | "events" | "secrets" | "services") | ("batch", "jobs") => (true, &[]),
         _ => return None,
     })
 }
@@ -81,9 +48,16 @@ pub(crate) fn convert<'a>(info: &ResourceInfo, label: &'a str) -> Result<&'a str
             let meta = label == "metadata.name" || label == "metadata.namespace";
             if meta || listed(label) { Ok(label) } else { Err(unsupported()) }
         }
-        FieldLabels::Kube => match own_labels(info) {
+        FieldLabels::Kube => match own_conversion(info) {
             Some(_) if info.is_core("pods") && label == "spec.host" => Ok("spec.nodeName"),
-            Some(labels) if labels.contains(&label) => Ok(label),
+            Some((namespace, extra))
+                if label == "metadata.name"
+                    || (namespace && label == "metadata.namespace")
+                    || listed(label)
+                    || extra.contains(&label) =>
+            {
+                Ok(label)
+            }
             Some(_) if info.group == "batch" && info.plural == "jobs" => Err(format!(
                 "field label {} not supported for batchv1.Job",
                 crate::pod_security_checks::go_quote(label)

@@ -298,7 +298,7 @@ fn field_string(v: &Value) -> Option<String> {
 }
 
 /// Looks up a dotted path in a JSON object, a number standing for an array's element.
-fn indexed_path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
+pub fn path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
     let mut parts = dotted.split('.');
     let mut cur = obj.get(parts.next()?)?;
     for seg in parts {
@@ -306,16 +306,6 @@ fn indexed_path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Val
             Value::Array(items) => items.get(seg.parse::<usize>().ok()?)?,
             _ => cur.get(seg)?,
         };
-    }
-    Some(cur)
-}
-
-/// Looks up a dotted path in a JSON object.
-pub fn path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
-    let mut parts = dotted.split('.');
-    let mut cur = obj.get(parts.next()?)?;
-    for seg in parts {
-        cur = cur.get(seg)?;
     }
     Some(cur)
 }
@@ -464,7 +454,7 @@ pub fn build(info: &ResourceInfo, obj: &Map<String, Value>, rv: u64) -> StoredOb
         fields.push(("metadata.namespace".to_string(), namespace.clone()));
     }
     for f in &info.selectable_fields {
-        let mut read = |p: &str| indexed_path(obj, p).and_then(field_string);
+        let mut read = |p: &str| path(obj, p).and_then(field_string);
         if let Some(s) = crate::field_labels::value(info, f, &mut read) {
             fields.push((f.clone(), s));
         }
@@ -726,8 +716,8 @@ pub fn from_storage(
     })
 }
 
-/// The scalar at a dotted path below an object's members, as a field-selector string.
-/// The scalar at a dotted path below `members` (a number stands for an array's element).
+/// The scalar at a dotted path below an object's members, as a field-selector string (a number
+/// stands for an array's element).
 fn raw_path(members: &BTreeMap<&str, &RawValue>, dotted: &str) -> Option<String> {
     let mut parts = dotted.split('.');
     let mut cur: &RawValue = members.get(parts.next()?)?;
