@@ -332,7 +332,12 @@ fn merge_slice(
         return Err(SmpError::Failed(format!("cannot merge lists without merge key for {}", go_kind(field.node))));
     }
     let live_len = original.len();
-    let mut view = original.clone();
+    // The live list's places, as positions in its elements as they were (or in the patch's
+    // plain elements, for one an addition fills): moving positions, not values, keeps each
+    // deletion's shift cheap.
+    let live = original.clone();
+    let mut view: Vec<Place> = (0..live_len).map(Place::Live).collect();
+    let mut items_at: Vec<usize> = (0..live_len).collect();
     let mut items = original;
     // Special elements: `$patch: delete` removes, `$patch: replace` replaces the list.
     let mut plain = Vec::with_capacity(patch.len());
@@ -348,8 +353,11 @@ fn merge_slice(
                 let Some(kv) = m.get(key) else { return Err(no_merge_key(m, key)) };
                 while let Some(i) = find_by_key(&items, key, kv)? {
                     items.remove(i);
+                    items_at.remove(i);
                     // Go shifts the tail forward; the last place keeps its old element.
-                    view[i..items.len()].clone_from_slice(&items[i..]);
+                    for (place, at) in view[i..items.len()].iter_mut().zip(&items_at[i..]) {
+                        *place = Place::Live(*at);
+                    }
                 }
             }
             Some("replace") => replace = true,
@@ -362,7 +370,7 @@ fn merge_slice(
     // After a replace, the list is a new one: nothing shows through to the live list.
     let (mut items, plain, in_live_array) = if replace { (plain, Vec::new(), false) } else { (items, plain, true) };
     let server_order = items.clone();
-    for v in &plain {
+    for (j, v) in plain.iter().enumerate() {
         let Some(m) = v.as_object() else { return Err(bad_arg_type(MAP, v)) };
         let Some(kv) = m.get(key) else { return Err(no_merge_key(m, key)) };
         match find_by_key(&items, key, kv)? {
@@ -372,15 +380,29 @@ fn merge_slice(
             }
             None => {
                 if in_live_array && items.len() < live_len {
-                    view[items.len()] = v.clone();
+                    view[items.len()] = Place::Added(j);
                 }
                 items.push(v.clone());
             }
         }
     }
+    let view = view
+        .into_iter()
+        .map(|p| match p {
+            Place::Live(k) => live[k].clone(),
+            Place::Added(j) => plain[j].clone(),
+        })
+        .collect();
     let (in_patch, server_only) = partition(items, &plain, key)?;
     let list = normalize_element_order(in_patch, server_only, &plain, &server_order, key, kind)?;
     Ok((list, view))
+}
+
+/// What a place of the live list holds as kube's merge leaves it: one of its elements as it
+/// was, or one of the patch's plain elements an addition put there.
+enum Place {
+    Live(usize),
+    Added(usize),
 }
 
 /// The first map of `list` whose `key` is `value`.
