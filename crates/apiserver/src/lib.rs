@@ -88,6 +88,7 @@ pub(crate) mod pod_security;
 pub(crate) mod pod_security_checks;
 pub(crate) mod pod_spec_fields;
 pub(crate) mod pod_spec_validation;
+pub(crate) mod pod_status;
 pub(crate) mod pod_subresource;
 pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;

@@ -184,6 +184,12 @@ pub(crate) fn validate(
         causes.extend(after);
     }
     if info.is_core("pods")
+        && target == crate::strategy::Target::Status
+        && let Some(old) = old
+    {
+        causes.extend(crate::pod_status::validate(obj, &old.value()));
+    }
+    if info.is_core("pods")
         && target == crate::strategy::Target::Main
         && let Some(old) = old
     {

@@ -936,3 +936,42 @@ async fn singular_and_plural_addresses_are_kept_together() {
         s.create("nodes", json!({"metadata": {"name": "n"}, "spec": {"podCIDR": "10.244.0.0/24"}})).await.unwrap();
     assert_eq!(node["spec"]["podCIDRs"], json!(["10.244.0.0/24"]));
 }
+
+/// A pod's status write is judged as kube judges it: addresses that are IPs, one per family, and a
+/// nominated node that could be a node's name.
+#[tokio::test]
+async fn status_addresses_and_nominated_node_are_judged() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("pods", pod("p", json!({}))).await.unwrap();
+    let path = format!("{PODS}/p/status");
+    let patch = |body: Value| {
+        let (c, path) = (&c, &path);
+        async move { c.patch(path, "application/merge-patch+json", &body).await }
+    };
+    let r = patch(json!({"status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}})).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Pod \"p\" is invalid: status.podIPs: Invalid value: []core.PodIP{core.PodIP{IP:\"10.0.0.1\"}, core.PodIP{IP:\"10.0.0.2\"}}: may specify no more than one IP for each IP family"
+    );
+    let r = patch(json!({"status": {"hostIP": "host-1"}})).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    assert_eq!(
+        r.body["details"]["causes"][0],
+        json!({"reason": "FieldValueInvalid", "field": "status.hostIPs[0]",
+            "message": "Invalid value: \"host-1\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"})
+    );
+    let r = patch(json!({"status": {"nominatedNodeName": "Node_1"}})).await;
+    assert_eq!(
+        (r.code, r.body["details"]["causes"][0]["field"].as_str()),
+        (422, Some("status.nominatedNodeName")),
+        "{:?}",
+        r.body
+    );
+    let r =
+        patch(json!({"status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}], "nominatedNodeName": "node-1"}}))
+            .await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"]["podIP"], "10.0.0.1");
+}
