@@ -24,7 +24,7 @@ use crate::structural::Cause;
 use crate::workload_validation::invalid_value;
 
 /// kube's message for a value that is not an IP address.
-const NOT_AN_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+pub(crate) const NOT_AN_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 
 /// The causes for the DNS config of the pod spec `spec` at `at`.
 pub(crate) fn dns_config(spec: &Value, at: &str, causes: &mut Vec<Cause>) {

@@ -12,12 +12,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::pod_dns::NOT_AN_IP;
 use crate::policy_validation::invalid;
 use crate::structural::Cause;
 use crate::workload_validation::invalid_value;
-
-/// kube's message for a value that is not an IP address.
-const NOT_AN_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 
 /// The causes of a pod's status write of `obj` over the stored `old`.
 pub(crate) fn validate(obj: &Map<String, Value>, old: &Value) -> Vec<Cause> {
