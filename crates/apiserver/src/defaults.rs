@@ -219,7 +219,9 @@ fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, elem
             obj.insert(many.into(), json!([element(&single)]));
         }
     }
-    if let Some(f) = first(obj) {
+    if let Some(f) = first(obj)
+        && obj.get(one).and_then(Value::as_str) != Some(f.as_str())
+    {
         obj.insert(one.into(), f.into());
     }
 }

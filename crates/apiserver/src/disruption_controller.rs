@@ -410,7 +410,7 @@ impl Controller {
                          result, the status of the PDB cannot be calculated correctly, which may result in undefined \
                          behavior. To account for these pods please set \".spec.minAvailable\" field of the PDB to an \
                          integer value.",
-                        go_selector(selector)
+                        crate::selector::go_selector(selector)
                     );
                     self.events.record(&on_budget, EventType::Warning, "UnmanagedPods", &message);
                 }
@@ -752,42 +752,6 @@ fn disrupted_pods(
         kept.insert(name.to_string(), at.clone());
     }
     (kept, recheck, overdue)
-}
-
-/// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String`):
-/// `&LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]LabelSelectorRequirement{…},}`,
-/// labels in key order; `nil` for none.
-pub(crate) fn go_selector(selector: &Value) -> String {
-    let Some(sel) = selector.as_object() else { return "nil".into() };
-    let mut labels: Vec<(&String, &str)> = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k, v.as_str().unwrap_or("")))
-        .collect();
-    labels.sort();
-    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
-    let expressions: String = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> =
-                e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-            format!(
-                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
-                text("key"),
-                text("operator"),
-                values.join(" ")
-            )
-        })
-        .collect();
-    format!(
-        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
 }
 
 /// The budget's status for `c`; None when it has it.

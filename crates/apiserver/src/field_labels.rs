@@ -31,6 +31,7 @@ fn own_conversion(info: &ResourceInfo) -> Option<(bool, &'static [&'static str])
         ("", "pods") => (true, &["status.podIPs"]),
         ("", "nodes" | "namespaces") | ("certificates.k8s.io", "certificatesigningrequests") => (false, &[]),
         ("", "replicationcontrollers" | "events" | "secrets" | "services") | ("batch", "jobs") => (true, &[]),
+        (crate::events_api::GROUP, "events") => (true, &[]),
         _ => return None,
     })
 }
@@ -42,10 +43,6 @@ pub(crate) fn convert<'a>(info: &ResourceInfo, label: &'a str) -> Result<&'a str
     match info.field_labels {
         FieldLabels::Selectable => {
             let meta = label == "metadata.name" || (info.namespaced && label == "metadata.namespace");
-            if meta || listed(label) { Ok(label) } else { Err(unsupported()) }
-        }
-        FieldLabels::Kube if info.group == crate::events_api::GROUP && info.plural == "events" => {
-            let meta = label == "metadata.name" || label == "metadata.namespace";
             if meta || listed(label) { Ok(label) } else { Err(unsupported()) }
         }
         FieldLabels::Kube => match own_conversion(info) {

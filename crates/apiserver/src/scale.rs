@@ -50,42 +50,6 @@ fn set(obj: &mut Value, path: &str, v: Value) {
     cur[*last] = v;
 }
 
-/// A `LabelSelector` as the string kube-apiserver shows (`app=web,tier in (a,b)`): one
-/// requirement per label or expression, ordered by key. A ReplicationController's selector is a
-/// plain set of labels.
-pub(crate) fn selector_string(sel: &Value) -> String {
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    let is_set = sel.as_object().is_some_and(|m| {
-        !m.contains_key("matchLabels") && !m.contains_key("matchExpressions") && m.values().all(Value::is_string)
-    });
-    if is_set && let Some(labels) = sel.as_object() {
-        for (k, v) in labels {
-            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-        }
-    }
-    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in labels {
-            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-        }
-    }
-    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let mut values: Vec<&str> =
-            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        values.sort_unstable();
-        let r = match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        reqs.push((key.to_string(), r));
-    }
-    reqs.sort_by(|a, b| a.0.cmp(&b.0));
-    reqs.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join(",")
-}
-
 /// An autoscaling/v1 `Scale`, serialized with kube-apiserver's member order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scale {
@@ -164,7 +128,7 @@ pub(crate) fn scale_of_value(info: &ResourceInfo, v: &Value) -> Result<Scale, Ap
     let observed = lookup(v, &sub.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
     let selector = match sub.label_selector_path.as_deref().and_then(|p| lookup(v, p)) {
         Some(Value::String(s)) => s.clone(),
-        Some(sel @ Value::Object(_)) => selector_string(sel),
+        Some(sel @ Value::Object(_)) => crate::selector::selector_string(sel),
         _ => String::new(),
     };
     Ok(Scale {
@@ -334,23 +298,6 @@ mod tests {
                 "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -2: must be greater than or equal to 0"
             )
         );
-    }
-
-    #[test]
-    fn selectors_render_as_kube_does() {
-        assert_eq!(selector_string(&json!({"matchLabels": {"app": "api"}})), "app=api");
-        assert_eq!(selector_string(&json!({"tier": "web", "app": "api"})), "app=api,tier=web");
-        let sel = json!({
-            "matchLabels": {"tier": "web", "app": "api"},
-            "matchExpressions": [
-                {"key": "env", "operator": "In", "values": ["prod", "dev"]},
-                {"key": "zone", "operator": "NotIn", "values": ["b"]},
-                {"key": "canary", "operator": "DoesNotExist"},
-                {"key": "blue", "operator": "Exists"}
-            ]
-        });
-        assert_eq!(selector_string(&sel), "app=api,blue,!canary,env in (dev,prod),tier=web,zone notin (b)");
-        assert_eq!(selector_string(&json!({})), "");
     }
 
     #[test]

@@ -1,10 +1,13 @@
-//! Label and field selectors: parsing (kube syntax) and matching.
+//! Label and field selectors: parsing (kube syntax), matching, and a `LabelSelector` object
+//! printed as kube prints one (its selector's string, Go's `%v`).
 //!
 //! Label selectors support equality (`a=b`, `a==b`, `a!=b`), set-based
 //! (`a in (x,y)`, `a notin (x)`), existence (`a`, `!a`) and `a>1`/`a<1`.
 //! Field selectors support `=`, `==`, `!=` on the fields a resource declares.
 //! Matching works on precomputed `(key, value)` slices so no JSON is parsed on
 //! the watch hot path. An empty selector matches everything.
+
+use serde_json::Value;
 
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
@@ -454,6 +457,78 @@ impl FieldSelector {
     }
 }
 
+/// A `LabelSelector` as the string kube-apiserver shows (`app=web,tier in (a,b)`): one
+/// requirement per label or expression, ordered by key. A ReplicationController's selector is a
+/// plain set of labels.
+pub(crate) fn selector_string(sel: &Value) -> String {
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    let is_set = sel.as_object().is_some_and(|m| {
+        !m.contains_key("matchLabels") && !m.contains_key("matchExpressions") && m.values().all(Value::is_string)
+    });
+    if is_set && let Some(labels) = sel.as_object() {
+        for (k, v) in labels {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
+    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let mut values: Vec<&str> =
+            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let r = match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => continue,
+        };
+        reqs.push((key.to_string(), r));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join(",")
+}
+
+/// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (its generated `String`):
+/// `&LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]LabelSelectorRequirement{…},}`,
+/// labels in key order; `nil` for none.
+pub(crate) fn go_selector(selector: &Value) -> String {
+    let Some(sel) = selector.as_object() else { return "nil".into() };
+    let mut labels: Vec<(&String, &str)> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k, v.as_str().unwrap_or("")))
+        .collect();
+    labels.sort();
+    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
+    let expressions: String = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> =
+                e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text("key"),
+                text("operator"),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
+
 /// Label + field selector pair.
 #[derive(Debug, Clone, Default)]
 pub struct Selectors {
@@ -497,6 +572,8 @@ impl Selectors {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -622,5 +699,22 @@ mod tests {
         assert_eq!(e.message, "field label not supported: metadata.name ");
         let host = FieldSelector::parse("spec.host=n1").unwrap().for_resource(&pods).unwrap();
         assert!(host.matches(&l(&[("spec.nodeName", "n1")])));
+    }
+
+    #[test]
+    fn selectors_render_as_kube_does() {
+        assert_eq!(selector_string(&json!({"matchLabels": {"app": "api"}})), "app=api");
+        assert_eq!(selector_string(&json!({"tier": "web", "app": "api"})), "app=api,tier=web");
+        let sel = json!({
+            "matchLabels": {"tier": "web", "app": "api"},
+            "matchExpressions": [
+                {"key": "env", "operator": "In", "values": ["prod", "dev"]},
+                {"key": "zone", "operator": "NotIn", "values": ["b"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "blue", "operator": "Exists"}
+            ]
+        });
+        assert_eq!(selector_string(&sel), "app=api,blue,!canary,env in (dev,prod),tier=web,zone notin (b)");
+        assert_eq!(selector_string(&json!({})), "");
     }
 }

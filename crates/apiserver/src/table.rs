@@ -107,10 +107,6 @@ pub fn columns(info: &ResourceInfo) -> Value {
     crate::printers::columns(info).unwrap_or_else(|| json!([name, age]))
 }
 
-fn age(created: &str) -> String {
-    crate::printers::since(Some(created))
-}
-
 /// One Table row for an object, carrying what `include` asks of it.
 pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Value {
     let v = o.value();
@@ -122,7 +118,7 @@ pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Val
         for p in &c.printer_columns {
             let cell = match crate::jsonpath::select(&v, &p.json_path).first() {
                 None => Value::Null,
-                Some(Value::String(s)) if p.type_ == "date" => Value::String(age(s)),
+                Some(Value::String(s)) if p.type_ == "date" => Value::String(crate::printers::since(Some(s))),
                 Some(x) if p.type_ == "string" && !x.is_string() => match x {
                     Value::Array(_) | Value::Object(_) => Value::String(x.to_string()),
                     other => Value::String(other.to_string()),
@@ -135,7 +131,7 @@ pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Val
     } else if let Some(cells) = crate::printers::cells(info, &v) {
         Value::Array(cells)
     } else {
-        json!([o.name, age(created)])
+        json!([o.name, crate::printers::since(Some(created))])
     };
     let conditions = crate::printers::row_conditions(info, &v);
     let object = match include {

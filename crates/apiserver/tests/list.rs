@@ -343,10 +343,13 @@ async fn field_selectors_read_and_refuse_as_kube_converts_them() {
     assert!(names_at(format!("{jobs}?fieldSelector=status.successful%3D1")).await.is_empty());
     let events = "/api/v1/namespaces/default/events";
     assert_eq!(names_at(format!("{events}?fieldSelector=source%3Dkubelet")).await, ["e"]);
-    assert_eq!(
-        names_at("/api/v1/persistentvolumes?fieldSelector=metadata.namespace%3D".into()).await,
-        Vec::<String>::new()
-    );
+    // A cluster-scoped kind of kube's default conversion takes `metadata.namespace`: its objects
+    // have none.
+    let volume = json!({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/pv"}}});
+    s.create("persistentvolumes", volume).await.unwrap();
+    assert_eq!(names_at("/api/v1/persistentvolumes?fieldSelector=metadata.namespace%3D".into()).await, ["pv"]);
+    assert!(names_at("/api/v1/persistentvolumes?fieldSelector=metadata.namespace%3Ddefault".into()).await.is_empty());
 
     for (path, message) in [
         (format!("{PODS}?fieldSelector=spec.foo%3Dx"), "field label not supported: spec.foo"),

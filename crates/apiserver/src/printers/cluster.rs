@@ -350,7 +350,7 @@ fn policy_binding(v: &Value) -> Vec<Value> {
             ns => format!("{ns}/{}", text(p, "/name")),
         },
         Some(p) => match p.get("selector").filter(|s| s.is_object()) {
-            Some(s) => crate::disruption_controller::go_selector(s),
+            Some(s) => crate::selector::go_selector(s),
             None => "<unset>".into(),
         },
     };

@@ -229,7 +229,7 @@ fn selector_text(sel: Option<&Value>) -> Option<String> {
             return None;
         }
     }
-    Some(crate::scale::selector_string(sel))
+    Some(crate::selector::selector_string(sel))
 }
 
 /// A `LabelSelector` as kube's `FormatLabelSelector` prints it: `<none>` when it selects
