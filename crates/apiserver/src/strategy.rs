@@ -227,9 +227,11 @@ fn status_only(info: &ResourceInfo, old: &StoredObject, new: Map<String, Value>)
 
 /// What a pod's `/status` write cannot take away, as kube's pod status strategy: the QoS class
 /// (set on create; old kubelets left it out), and the observed generations of the status and
-/// of its conditions, where the write gives none or 0.
+/// of its conditions, where the write gives none or 0; and what it cannot add: the fields of
+/// disabled features.
 fn keep_pod_status_fields(old: &StoredObject, new: &mut Map<String, Value>) {
     let Some(Value::Object(status)) = new.get_mut("status") else { return };
+    crate::pod_status::drop_disabled(status, || old.status());
     let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some("") || v.as_i64() == Some(0));
     let conditions = status.get("conditions").and_then(Value::as_array);
     let wanted = ["qosClass", "observedGeneration"].iter().any(|f| empty(status.get(*f)))

@@ -975,3 +975,57 @@ async fn status_addresses_and_nominated_node_are_judged() {
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert_eq!(r.body["status"]["podIP"], "10.0.0.1");
 }
+
+/// A status write as kube-apiserver v1.35 takes it: alpha fields dropped, terminated containers
+/// of a pod that does not restart them kept terminated, the QoS class and condition types judged.
+#[tokio::test]
+async fn status_writes_keep_what_kube_keeps() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut never = pod("p", json!({}));
+    never["spec"]["restartPolicy"] = json!("Never");
+    s.create("pods", never).await.unwrap();
+    let path = format!("{PODS}/p/status");
+    let patch = |body: Value| {
+        let (c, path) = (&c, &path);
+        async move { c.patch(path, "application/merge-patch+json", &body).await }
+    };
+    let done = json!({"status": {"containerStatuses": [{
+        "name": "c", "image": "nginx", "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+        "allocatedResourcesStatus": [{"name": "cpu", "resources": []}],
+    }], "resources": {"requests": {"cpu": "1"}}}});
+    let r = patch(done).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    let stored = &r.body["status"];
+    assert!(stored["containerStatuses"][0].get("allocatedResourcesStatus").is_none(), "{stored}");
+    assert!(stored.get("resources").is_none(), "{stored}");
+    assert_eq!(stored["qosClass"], "BestEffort");
+
+    let running = json!({"status": {"containerStatuses": [{
+        "name": "c", "image": "nginx", "imageID": "", "ready": true, "restartCount": 1,
+        "state": {"running": {}},
+    }], "qosClass": "Guaranteed", "conditions": [{"type": "bad type", "status": "True"}]}});
+    let r = patch(running).await;
+    assert_eq!(r.code, 422, "{:?}", r.body);
+    let causes: Vec<(&str, &str)> = r.body["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap(), c["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("metadata.conditions[0].Type", "FieldValueInvalid"),
+            ("status.qosClass", "FieldValueInvalid"),
+            ("status.containerStatuses[0].state", "FieldValueForbidden"),
+        ]
+    );
+    assert_eq!(
+        r.body["details"]["causes"][2]["message"],
+        "Forbidden: may not be transitioned to non-terminated state"
+    );
+    let r = c.get(&format!("{PODS}/p")).await;
+    assert_eq!(r.body["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+}
