@@ -19,7 +19,8 @@
 //! - every address of `podIPs` and `hostIPs` is an IP address as Go's sloppy parser reads one
 //!   (kube's default), unless the stored status already has it;
 //! - more than one address is a dual-stack pair: one IPv4 and one IPv6 address (`may specify no
-//!   more than one IP for each IP family`, the list shown as Go prints kube's internal type);
+//!   more than one IP for each IP family`, the list shown as Go's `json.Marshal` writes kube's
+//!   internal type);
 //! - causes come in kube's order, with its paths and messages.
 
 use serde_json::{Map, Value};
@@ -94,8 +95,8 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: &Value) -> Vec<Cause> {
         state_transitions(status, old_status, list, restart, sidecars, &mut causes);
     }
     claim_statuses(status, spec, &mut causes);
-    addresses(status, old_status, "podIPs", "PodIP", &mut causes);
-    addresses(status, old_status, "hostIPs", "HostIP", &mut causes);
+    addresses(status, old_status, "podIPs", &mut causes);
+    addresses(status, old_status, "hostIPs", &mut causes);
     let windows = spec.pointer("/os/name").and_then(Value::as_str) == Some("windows");
     for list in CONTAINER_STATUSES {
         users(status, list, windows, &mut causes);
@@ -204,8 +205,8 @@ fn users(status: &Value, list: &str, windows: bool, causes: &mut Vec<Cause>) {
     }
 }
 
-/// The causes of the address list `field` of `status` (kube's internal type `go_type`).
-fn addresses(status: &Value, old_status: &Value, field: &str, go_type: &str, causes: &mut Vec<Cause>) {
+/// The causes of the address list `field` of `status`.
+fn addresses(status: &Value, old_status: &Value, field: &str, causes: &mut Vec<Cause>) {
     let ips = |s: &Value| -> Vec<String> {
         let list = s.get(field).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         list.iter().map(|e| e.get("ip").and_then(Value::as_str).unwrap_or_default().to_string()).collect()
@@ -230,9 +231,10 @@ fn addresses(status: &Value, old_status: &Value, field: &str, go_type: &str, cau
     let fours = parsed.iter().filter(|ip| v4(ip)).count();
     let dual = fours > 0 && fours < parsed.len();
     if !dual || parsed.len() > 2 {
+        // kube's internal type, as Go's `json.Marshal` writes it (its field named `IP`).
         let shown: Vec<String> =
-            new.iter().map(|ip| format!("core.{go_type}{{IP:{}}}", crate::pod_security_checks::go_quote(ip))).collect();
-        let shown = format!("[]core.{go_type}{{{}}}", shown.join(", "));
+            new.iter().map(|ip| format!("{{\"IP\":{}}}", crate::structural::go_json(&ip.as_str().into()))).collect();
+        let shown = format!("[{}]", shown.join(","));
         causes.push(invalid_value(
             &format!("status.{field}"),
             &shown,
@@ -389,7 +391,7 @@ mod tests {
         assert_eq!(
             messages(json!({"hostIPs": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}), json!({})),
             [
-                "status.hostIPs: Invalid value: []core.HostIP{core.HostIP{IP:\"10.0.0.1\"}, core.HostIP{IP:\"10.0.0.2\"}}: may specify no more than one IP for each IP family"
+                "status.hostIPs: Invalid value: [{\"IP\":\"10.0.0.1\"},{\"IP\":\"10.0.0.2\"}]: may specify no more than one IP for each IP family"
             ]
         );
         let three = json!({"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}, {"ip": "fd00::2"}]});

@@ -953,7 +953,7 @@ async fn status_addresses_and_nominated_node_are_judged() {
     assert_eq!(r.code, 422, "{:?}", r.body);
     assert_eq!(
         r.body["message"],
-        "Pod \"p\" is invalid: status.podIPs: Invalid value: []core.PodIP{core.PodIP{IP:\"10.0.0.1\"}, core.PodIP{IP:\"10.0.0.2\"}}: may specify no more than one IP for each IP family"
+        "Pod \"p\" is invalid: status.podIPs: Invalid value: [{\"IP\":\"10.0.0.1\"},{\"IP\":\"10.0.0.2\"}]: may specify no more than one IP for each IP family"
     );
     let r = patch(json!({"status": {"hostIP": "host-1"}})).await;
     assert_eq!(r.code, 422, "{:?}", r.body);
@@ -1022,10 +1022,7 @@ async fn status_writes_keep_what_kube_keeps() {
             ("status.containerStatuses[0].state", "FieldValueForbidden"),
         ]
     );
-    assert_eq!(
-        r.body["details"]["causes"][2]["message"],
-        "Forbidden: may not be transitioned to non-terminated state"
-    );
+    assert_eq!(r.body["details"]["causes"][2]["message"], "Forbidden: may not be transitioned to non-terminated state");
     let r = c.get(&format!("{PODS}/p")).await;
     assert_eq!(r.body["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
 }
