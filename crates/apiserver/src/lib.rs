@@ -70,6 +70,7 @@ pub(crate) mod job_validation;
 pub mod jsonpath;
 pub(crate) mod limit_ranger;
 pub mod list;
+pub(crate) mod list_type;
 pub mod managed_fields;
 pub(crate) mod media;
 pub mod namespaces;

@@ -205,15 +205,68 @@ pub fn go_value(v: &Value) -> String {
     }
 }
 
-/// `v` as Go's `json.Marshal` writes it.
+/// `v` as Go's `json.Marshal` writes it: keys sorted, `<`, `>`, `&`, U+2028 and U+2029 escaped,
+/// a float as Go's encoder writes a `float64` (`1` for 1.0, `1e+21`, `1e-7`).
 pub fn go_json(v: &Value) -> String {
-    serde_json::to_string(v)
+    let mut out = String::new();
+    write_go_json(v, &mut out);
+    out
+}
+
+fn write_go_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&go_json_string(k));
+                out.push(':');
+                write_go_json(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json(x, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => out.push_str(&go_json_string(s)),
+        // Go decodes every number that is not an int64 as a float64.
+        Value::Number(n) if !n.is_i64() => out.push_str(&go_json_float(n.as_f64().unwrap_or_default())),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn go_json_string(s: &str) -> String {
+    serde_json::to_string(s)
         .unwrap_or_default()
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")
         .replace('\u{2028}', "\\u2028")
         .replace('\u{2029}', "\\u2029")
+}
+
+/// A `float64` as Go's JSON encoder writes it: the shortest digits, in the exponent form below
+/// 1e-6 and from 1e21 on (a two-digit negative exponent written without its leading zero).
+fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => e,
+        }
+    } else {
+        format!("{f}")
+    }
 }
 
 /// Go's `%q` of a string (JSON's escaping is the same for what CRs hold).
@@ -576,6 +629,15 @@ mod tests {
                 "tags": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 3}},
                 "port": {"x-kubernetes-int-or-string": true}}},
             "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}})
+    }
+
+    #[test]
+    fn go_json_writes_numbers_and_strings_as_go() {
+        let v = json!({"b": [1.0, 1.5, 1e21, 1e-7, 1.5e-10, 1e20, -0.0, 18446744073709551615u64], "a": "<&>"});
+        assert_eq!(
+            go_json(&v),
+            r#"{"a":"\u003c\u0026\u003e","b":[1,1.5,1e+21,1e-7,1.5e-10,100000000000000000000,-0,18446744073709552000]}"#
+        );
     }
 
     #[test]

@@ -904,3 +904,51 @@ async fn status_writes_get_the_schema_s_defaults() {
     // Sending the defaults again is no change.
     assert_eq!(r.body["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
 }
+
+#[tokio::test]
+async fn set_and_map_lists_hold_each_element_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {
+        "size": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}}}});
+    let status = json!({"type": "object", "properties": {"conditions": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+        "items": {"type": "object", "required": ["type"], "properties": {
+            "type": {"type": "string"}, "status": {"type": "string"}}}}}});
+    let mut crd = crd_of("probe", "Probe", "Namespaced", spec);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = status;
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "probes.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/probes";
+    // Stored before the tags became a set.
+    let r = c.post(base, &json!({"metadata": {"name": "old"}, "spec": {"size": 1, "tags": ["a", "a"]}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut crd = c.get(&format!("{CRDS}/probes.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["tags"]["x-kubernetes-list-type"] =
+        json!("set");
+    let r = c.put(&format!("{CRDS}/probes.example.com"), &crd).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
+    let r = c.post(base, &json!({"metadata": {"name": "p"}, "spec": {"tags": ["a", "b", "a"]}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [cause("FieldValueDuplicate", "spec.tags[2]", "Duplicate value: \"a\"")]);
+    assert_eq!(r.body["message"], "Probe.example.com \"p\" is invalid: spec.tags[2]: Duplicate value: \"a\"");
+    // An object that already repeats may be updated as long as it does.
+    let r = c.patch(&format!("{base}/old"), "application/merge-patch+json", &json!({"spec": {"size": 2}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
+    let r = c.post(base, &json!({"metadata": {"name": "p"}, "spec": {"tags": ["a", "b"]}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let conditions = json!({"status": {"conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "Synced", "status": "True"}, {"type": "Ready", "status": "False"}]}});
+    let r = c.patch(&format!("{base}/p/status"), "application/merge-patch+json", &conditions).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [cause("FieldValueDuplicate", "status.conditions[2]", "Duplicate value: {\"type\":\"Ready\"}")]
+    );
+    let stored = c.get(&format!("{base}/p")).await.body;
+    assert!(stored.get("status").is_none(), "{stored}");
+}
