@@ -155,6 +155,7 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
     if old == Some(obj) {
         return causes;
     }
+    combinators(schema, obj, "", &mut causes);
     if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
         // The root's own constraints on apiVersion, kind and metadata are kube's, not the schema's.
         let mut keys: Vec<&String> =
@@ -172,6 +173,81 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
         }
     }
     causes
+}
+
+/// The value validations `allOf`, `anyOf`, `oneOf` and `not` of `node` on `v`, as kube's OpenAPI
+/// validator judges them (in that validator's order: `anyOf`, `oneOf`, `allOf`, `not`): a
+/// combination that fails adds a cause without a field (`<nil>`, kube's path of an error that is
+/// not a field's) naming the value's path, then the faults of the alternative kube reports: for
+/// `anyOf` and a `oneOf` that none validates, the first alternative that fails (kube takes the
+/// one whose checks matched most, the first among equals); for `allOf`, every alternative's.
+fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let alternatives = |k: &str| node.get(k).and_then(Value::as_array).filter(|a| !a.is_empty());
+    let judged = |s: &Value| {
+        let mut found = Vec::new();
+        validate_node(s, v, None, path, &mut found);
+        found
+    };
+    let composite = |text: String| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: \"\": {} {text}", go_quote(path)),
+        field: "<nil>".into(),
+    };
+    if let Some(any) = alternatives("anyOf") {
+        let mut first_failure = None;
+        let mut valid = false;
+        for s in any {
+            let found = judged(s);
+            if found.is_empty() {
+                valid = true;
+                break;
+            }
+            first_failure.get_or_insert(found);
+        }
+        if !valid {
+            causes.push(composite("must validate at least one schema (anyOf)".into()));
+            causes.extend(first_failure.unwrap_or_default());
+        }
+    }
+    if let Some(one) = alternatives("oneOf") {
+        let mut first_failure = None;
+        let mut valid = 0;
+        for s in one {
+            let found = judged(s);
+            if found.is_empty() {
+                valid += 1;
+            } else {
+                first_failure.get_or_insert(found);
+            }
+        }
+        match valid {
+            1 => {}
+            0 => {
+                causes.push(composite("must validate one and only one schema (oneOf). Found none valid".into()));
+                causes.extend(first_failure.unwrap_or_default());
+            }
+            n => causes.push(composite(format!(
+                "must validate one and only one schema (oneOf). Found {n} valid alternatives"
+            ))),
+        }
+    }
+    if let Some(all) = alternatives("allOf") {
+        let mut valid = 0;
+        for s in all {
+            let found = judged(s);
+            valid += usize::from(found.is_empty());
+            causes.extend(found);
+        }
+        if valid < all.len() {
+            let none = if valid == 0 { ". None validated" } else { "" };
+            causes.push(composite(format!("must validate all the schemas (allOf){none}")));
+        }
+    }
+    if let Some(not) = node.get("not").filter(|n| n.is_object())
+        && judged(not).is_empty()
+    {
+        causes.push(composite("must not validate the schema (not)".into()));
+    }
 }
 
 fn required(node: &Value) -> impl Iterator<Item = &str> {
@@ -329,6 +405,7 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
             return;
         }
     }
+    combinators(node, v, path, causes);
     match v {
         Value::String(s) => {
             if let Some(max) = node.get("maxLength").and_then(Value::as_u64)
@@ -629,6 +706,73 @@ mod tests {
                 "tags": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 3}},
                 "port": {"x-kubernetes-int-or-string": true}}},
             "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}})
+    }
+
+    fn faults(schema: Value, obj: Value) -> Vec<String> {
+        validate(&schema, &obj, None).iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn one_of_any_of_all_of_and_not_judge_as_kube() {
+        // The shape kube-rs gives an enum whose variants carry data.
+        let spec = |combinator: &str| {
+            json!({"type": "object", "properties": {"spec": {
+                "type": "object",
+                combinator: [{"required": ["a"]}, {"required": ["b"]}],
+                "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            }}})
+        };
+        assert!(faults(spec("oneOf"), json!({"spec": {"a": "x"}})).is_empty());
+        assert_eq!(
+            faults(spec("oneOf"), json!({"spec": {}})),
+            [
+                "<nil>: Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found none valid",
+                "spec.a: Required value",
+            ]
+        );
+        assert_eq!(
+            faults(spec("oneOf"), json!({"spec": {"a": "x", "b": 1}})),
+            [
+                "<nil>: Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found 2 valid alternatives"
+            ]
+        );
+        assert!(faults(spec("anyOf"), json!({"spec": {"a": "x", "b": 1}})).is_empty());
+        assert_eq!(
+            faults(spec("anyOf"), json!({"spec": {}})),
+            [
+                "<nil>: Invalid value: \"\": \"spec\" must validate at least one schema (anyOf)",
+                "spec.a: Required value"
+            ]
+        );
+        assert_eq!(
+            faults(spec("allOf"), json!({"spec": {"a": "x"}})),
+            ["spec.b: Required value", "<nil>: Invalid value: \"\": \"spec\" must validate all the schemas (allOf)"]
+        );
+        assert_eq!(
+            faults(spec("allOf"), json!({"spec": {}})),
+            [
+                "spec.a: Required value",
+                "spec.b: Required value",
+                "<nil>: Invalid value: \"\": \"spec\" must validate all the schemas (allOf). None validated",
+            ]
+        );
+        let not = json!({"type": "object", "properties": {"spec": {
+            "type": "object", "not": {"required": ["legacy"]}, "properties": {"legacy": {"type": "string"}}}}});
+        assert!(faults(not.clone(), json!({"spec": {}})).is_empty());
+        assert_eq!(
+            faults(not, json!({"spec": {"legacy": "x"}})),
+            ["<nil>: Invalid value: \"\": \"spec\" must not validate the schema (not)"]
+        );
+        // Alternatives judge values below the node, and the root's own.
+        let root = json!({"type": "object", "oneOf": [{"required": ["spec"]}, {"required": ["data"]}],
+            "properties": {"spec": {"type": "object"}, "data": {"type": "object"}}});
+        assert_eq!(
+            faults(root, json!({})),
+            [
+                "<nil>: Invalid value: \"\": \"\" must validate one and only one schema (oneOf). Found none valid",
+                "spec: Required value"
+            ]
+        );
     }
 
     #[test]

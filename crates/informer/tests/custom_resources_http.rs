@@ -155,3 +155,80 @@ async fn derived_kind_with_informer_runner_and_kube_runtime_watcher() {
     inf.await.unwrap();
     watch.abort();
 }
+
+/// Where a fetcher takes its data from: one of two sources, each with its own fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// A git repository.
+    Git {
+        /// Its URL.
+        url: String,
+    },
+    /// A container image.
+    Image {
+        /// Its reference.
+        name: String,
+    },
+}
+
+/// A fetcher: a kind whose spec holds an enum with data, which kube's derive writes as a
+/// `oneOf` of the variants' required fields.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "demo.example.org", version = "v1", kind = "Fetcher", namespaced)]
+pub struct FetcherSpec {
+    /// What it fetches.
+    source: Source,
+}
+
+#[tokio::test]
+async fn a_derived_enum_with_data_takes_exactly_one_variant() {
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    let c = client(&server).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    let crd = Fetcher::crd();
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let source = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["source"];
+    assert!(source["oneOf"].is_array(), "{source}");
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = await_condition(crds.clone(), "fetchers.demo.example.org", conditions::is_crd_established());
+    tokio::time::timeout(LIMIT, established).await.expect("established in time").unwrap();
+
+    let fetchers: Api<Fetcher> = Api::namespaced(c.clone(), "default");
+    let git = Fetcher::new("git", FetcherSpec { source: Source::Git { url: "https://example.org/r".into() } });
+    fetchers.create(&PostParams::default(), &git).await.unwrap();
+
+    let ar = kube::api::ApiResource::erase::<Fetcher>(&());
+    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(c, "default", &ar);
+    let both = refused(&raw, &ar, "both", serde_json::json!({"git": {"url": "u"}, "image": {"name": "n"}})).await;
+    assert_eq!(both.code, 422);
+    assert_eq!(
+        both.message,
+        "Fetcher.demo.example.org \"both\" is invalid: <nil>: Invalid value: \"\": \"spec.source\" must validate \
+         one and only one schema (oneOf). Found 2 valid alternatives"
+    );
+    let neither = refused(&raw, &ar, "neither", serde_json::json!({})).await;
+    assert_eq!(neither.code, 422);
+    assert!(
+        neither.message.contains("\"spec.source\" must validate one and only one schema (oneOf). Found none valid"),
+        "{}",
+        neither.message
+    );
+    assert!(neither.message.contains("spec.source.git: Required value"), "{}", neither.message);
+    assert_eq!(fetchers.list(&Default::default()).await.unwrap().items.len(), 1);
+}
+
+/// The Status of a refused create of a fetcher whose spec's source is `source`.
+async fn refused(
+    api: &Api<kube::api::DynamicObject>,
+    ar: &kube::api::ApiResource,
+    name: &str,
+    source: serde_json::Value,
+) -> kube::core::Status {
+    let mut obj = kube::api::DynamicObject::new(name, ar);
+    obj.data = serde_json::json!({"spec": {"source": source}});
+    match api.create(&PostParams::default(), &obj).await {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("{name}: {other:?}"),
+    }
+}
