@@ -455,6 +455,10 @@ async fn resource_request(
         Some(crate::certificate_signing::APPROVAL) if crate::certificate_signing::is_csrs(&info) => {
             Subresource::Approval
         }
+        // kube's custom resource handler answers an unknown subresource as a missing object.
+        Some(_) if info.custom.is_some() => {
+            return Err(ApiError::not_found(&info.group, &info.plural, name.unwrap_or_default()));
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     let target = match subresource {

@@ -952,3 +952,48 @@ async fn set_and_map_lists_hold_each_element_once() {
     let stored = c.get(&format!("{base}/p")).await.body;
     assert!(stored.get("status").is_none(), "{stored}");
 }
+
+#[tokio::test]
+async fn a_terminating_definition_refuses_creates_and_unknown_subresources_are_missing_objects() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CRDS, &gadget_crd()).await.code, 201);
+    wait_established(&c, "gadgets.demo.example.org").await;
+    let base = "/apis/demo.example.org/v1/namespaces/default/gadgets";
+    let held = json!({"apiVersion": "demo.example.org/v1", "kind": "Gadget",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "spec": {"replicas": 1}});
+    assert_eq!(c.post(base, &held).await.code, 201);
+    // A definition without subresources answers them as a missing object.
+    assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
+    wait_established(&c, "widgets.example.com").await;
+    let r = c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "w"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    for sub in ["status", "scale"] {
+        let r = c.get(&format!("/apis/example.com/v1/widgets/w/{sub}")).await;
+        assert_eq!((r.code, r.body["reason"].as_str()), (404, Some("NotFound")), "{}", r.body);
+        assert_eq!(r.body["message"], "widgets.example.com \"w\" not found");
+        assert_eq!(r.body["details"]["name"], "w");
+    }
+
+    assert_eq!(c.delete(&format!("{CRDS}/gadgets.demo.example.org")).await.code, 200);
+    eventually("the object is being deleted", || async {
+        c.get(&format!("{base}/held")).await.body["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    let new = json!({"apiVersion": "demo.example.org/v1", "kind": "Gadget", "metadata": {"name": "new"}, "spec": {"replicas": 1}});
+    let r = c.post(base, &new).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (403, Some("Forbidden")), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "gadgets.demo.example.org \"new\" is forbidden: create not allowed while custom resource definition is terminating"
+    );
+    // Once the last object lets go, the definition goes.
+    let r = c
+        .patch(&format!("{base}/held"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}}))
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    eventually("the definition is gone", || async {
+        c.get(&format!("{CRDS}/gadgets.demo.example.org")).await.code == 404
+    })
+    .await;
+}

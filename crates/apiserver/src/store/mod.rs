@@ -728,17 +728,20 @@ impl Store {
         (via, dry_run): (CreateVia, bool),
         manager: &str,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-        if info.custom.as_ref().is_some_and(|c| c.terminating) {
-            return Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                "create not allowed while custom resource definition is terminating",
-            ));
-        }
         let mut checked = Vec::with_capacity(bodies.len());
         for (b, tracking) in bodies {
             let mut obj = check_body(info, b)?;
             let ns = resolve_namespace(info, &mut obj, url_ns)?;
+            if info.custom.as_ref().is_some_and(|c| c.terminating) {
+                // kube's admission refuses it, once the body is read.
+                let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+                return Err(ApiError::forbidden(
+                    &info.group,
+                    &info.plural,
+                    name,
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
             checked.push((obj, ns, tracking));
         }
         if info.namespaced && self.namespaces.is_some() {
