@@ -94,28 +94,30 @@ pub fn default(schema: &Value, obj: &mut Value) {
 }
 
 fn default_node(node: &Value, v: &mut Value) {
+    let schema_default = |s: &Value| s.get("default").cloned().unwrap_or(Value::Null);
     match v {
         Value::Object(m) => {
-            if let Some(props) = node.get("properties").and_then(Value::as_object) {
-                for (k, s) in props {
-                    let Some(d) = s.get("default") else { continue };
-                    match m.get(k) {
-                        None => {
-                            m.insert(k.clone(), d.clone());
-                        }
-                        Some(Value::Null) if !flag(s, "nullable") => {
-                            m.insert(k.clone(), d.clone());
-                        }
-                        Some(_) => {}
+            let props = node.get("properties").and_then(Value::as_object);
+            for (k, s) in props.into_iter().flatten() {
+                let Some(d) = s.get("default") else { continue };
+                match m.get(k) {
+                    None => {
+                        m.insert(k.clone(), d.clone());
                     }
-                }
-                for (k, child) in m.iter_mut() {
-                    if let Some(s) = props.get(k) {
-                        default_node(s, child);
+                    Some(Value::Null) if !flag(s, "nullable") => {
+                        m.insert(k.clone(), d.clone());
                     }
+                    Some(_) => {}
                 }
-            } else if let Some(s) = node.get("additionalProperties").filter(|a| a.is_object()) {
-                for child in m.values_mut() {
+            }
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            for (k, child) in m.iter_mut() {
+                if let Some(s) = props.and_then(|p| p.get(k)) {
+                    default_node(s, child);
+                } else if let Some(s) = additional {
+                    if child.is_null() && !flag(s, "nullable") {
+                        *child = schema_default(s);
+                    }
                     default_node(s, child);
                 }
             }
@@ -123,6 +125,9 @@ fn default_node(node: &Value, v: &mut Value) {
         Value::Array(items) => {
             if let Some(s) = node.get("items").filter(|s| s.is_object()) {
                 for item in items {
+                    if item.is_null() && !flag(s, "nullable") {
+                        *item = schema_default(s);
+                    }
                     default_node(s, item);
                 }
             }
@@ -669,26 +674,31 @@ pub(crate) fn format_ok(format: &str, s: &str) -> bool {
     }
 }
 
-/// Drops `null` values of fields that are not `nullable` and have no default (kube prunes them
-/// before defaulting).
+/// Removes from `obj` the nulls its schema allows neither as a value nor through a default (kube
+/// prunes them before defaulting): properties and map values, at every depth (list items stay,
+/// for defaulting to replace or validation to refuse).
 pub fn drop_nulls(schema: &Value, obj: &mut Value) {
-    if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
-        let mut gone = Vec::new();
-        for (k, child) in m.iter_mut() {
-            let Some(s) = props.get(k) else { continue };
-            if child.is_null()
-                && !flag(s, "nullable")
-                && s.get("default").is_none()
-                && !matches!(k.as_str(), "metadata")
-            {
-                gone.push(k.clone());
-            } else {
+    match obj {
+        Value::Object(m) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            m.retain(|k, child| {
+                let Some(s) = props.and_then(|p| p.get(k)).or(additional) else { return true };
+                if child.is_null() && !flag(s, "nullable") && s.get("default").is_none() && k != "metadata" {
+                    return false;
+                }
                 drop_nulls(s, child);
+                true
+            });
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items").filter(|s| s.is_object()) {
+                for item in items {
+                    drop_nulls(s, item);
+                }
             }
         }
-        for k in gone {
-            m.remove(&k);
-        }
+        _ => {}
     }
 }
 
@@ -772,6 +782,28 @@ mod tests {
                 "<nil>: Invalid value: \"\": \"\" must validate one and only one schema (oneOf). Found none valid",
                 "spec: Required value"
             ]
+        );
+    }
+
+    #[test]
+    fn nulls_go_or_take_defaults_below_lists_and_maps() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "list": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            "sized": {"type": "array", "items": {"type": "integer", "default": 1}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "limits": {"type": "object", "additionalProperties": {"type": "integer", "default": 5}},
+        }}}});
+        let mut obj = json!({"spec": {
+            "list": [{"a": null}, null],
+            "sized": [null, 3],
+            "labels": {"x": null, "y": "z"},
+            "limits": {"cpu": null},
+        }});
+        drop_nulls(&schema, &mut obj);
+        default(&schema, &mut obj);
+        assert_eq!(
+            obj,
+            json!({"spec": {"list": [{}, null], "sized": [1, 3], "labels": {"y": "z"}, "limits": {"cpu": 5}}})
         );
     }
 

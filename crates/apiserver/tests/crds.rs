@@ -997,3 +997,21 @@ async fn a_terminating_definition_refuses_creates_and_unknown_subresources_are_m
     })
     .await;
 }
+
+#[tokio::test]
+async fn nulls_below_lists_and_maps_are_dropped_or_defaulted() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {
+        "rules": {"type": "array", "items": {"type": "object", "properties": {"host": {"type": "string"}}}},
+        "limits": {"type": "object", "additionalProperties": {"type": "integer", "default": 5}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}});
+    assert_eq!(c.post(CRDS, &crd_of("route", "Route", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "routes.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/routes";
+    let body = json!({"metadata": {"name": "r"},
+        "spec": {"rules": [{"host": null}], "limits": {"cpu": null}, "labels": {"a": null, "b": "c"}}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"], json!({"rules": [{}], "limits": {"cpu": 5}, "labels": {"b": "c"}}));
+}
