@@ -42,13 +42,17 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
 }
 
 /// Validates an object about to be stored: its schema, then the `scale` subresource's paths,
-/// then the schema's validation rules (`old` being the version an update replaces).
+/// then the schema's validation rules (`old` being the version an update replaces). A write
+/// through `/status` has its status judged against the status's schema alone, and the scale's
+/// status paths only.
 pub fn validate(
     info: &ResourceInfo,
     obj: &Map<String, Value>,
     old: Option<&StoredObject>,
     meta: Vec<Cause>,
+    target: crate::strategy::Target,
 ) -> Result<(), ApiError> {
+    let status_only = target == crate::strategy::Target::Status;
     let Some(custom) = &info.custom else { return Ok(()) };
     let mut v = Value::Object(obj.clone());
     // The replaced object as this version serves it, to correlate unchanged values with: read
@@ -66,11 +70,16 @@ pub fn validate(
     };
     let mut causes = meta;
     if let Some(s) = &custom.schema {
-        let found = structural::validate(s, &v, None);
-        causes.extend(if found.is_empty() { found } else { structural::validate(s, &v, old()) });
+        let judge = |old: Option<&Value>| match status_only {
+            true => structural::validate_status(s, &v, old),
+            false => structural::validate(s, &v, old),
+        };
+        let found = judge(None);
+        causes.extend(if found.is_empty() { found } else { judge(old()) });
     }
     if let Some(scale) = &info.scale_subresource {
-        for path in [&scale.spec_replicas_path, &scale.status_replicas_path] {
+        let spec_path = (!status_only).then_some(&scale.spec_replicas_path);
+        for path in spec_path.into_iter().chain([&scale.status_replicas_path]) {
             if let Some(c) = replicas_cause(&v, path) {
                 causes.push(c);
             }

@@ -255,6 +255,16 @@ fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// Validates the `status` of `obj` (a whole custom resource) against the status's part of
+/// `schema`, as kube judges a write through `/status`; `old` is the object the write replaces.
+pub fn validate_status(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let (Some(node), Some(status)) = (schema.pointer("/properties/status"), obj.get("status")) {
+        validate_node(node, status, old.and_then(|o| o.get("status")), "status", &mut causes);
+    }
+    causes
+}
+
 fn required(node: &Value) -> impl Iterator<Item = &str> {
     node.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
 }

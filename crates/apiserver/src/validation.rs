@@ -31,7 +31,7 @@ pub(crate) fn validate(
     let (meta, deferred) = if meta_last { (Vec::new(), meta) } else { (meta, Vec::new()) };
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
     if info.custom.is_some() {
-        return crate::custom_resource::validate(info, obj, old, meta);
+        return crate::custom_resource::validate(info, obj, old, meta, target);
     }
     if crate::crd::is_crds(info) {
         if !meta.is_empty() {

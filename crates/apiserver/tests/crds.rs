@@ -1015,3 +1015,42 @@ async fn nulls_below_lists_and_maps_are_dropped_or_defaulted() {
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["spec"], json!({"rules": [{}], "limits": {"cpu": 5}, "labels": {"b": "c"}}));
 }
+
+#[tokio::test]
+async fn a_status_write_is_judged_by_the_status_schema_alone() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let status = json!({"type": "object", "properties": {"phase": {"type": "string", "enum": ["Ready", "Failed"]}}});
+    let mut crd =
+        crd_of("task", "Task", "Namespaced", json!({"type": "object", "properties": {"size": {"type": "integer"}}}));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = status;
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "tasks.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/tasks";
+    assert_eq!(c.post(base, &json!({"metadata": {"name": "t"}})).await.code, 201);
+    // The definition comes to require a spec the stored object does not have.
+    let mut crd = c.get(&format!("{CRDS}/tasks.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["required"] = json!(["spec"]);
+    assert_eq!(c.put(&format!("{CRDS}/tasks.example.com"), &crd).await.code, 200);
+
+    let status = |phase: &str| json!({"status": {"phase": phase}});
+    let r = c.patch(&format!("{base}/t/status"), "application/merge-patch+json", &status("Ready")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = c.patch(&format!("{base}/t/status"), "application/merge-patch+json", &status("Lost")).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [cause(
+            "FieldValueNotSupported",
+            "status.phase",
+            "Unsupported value: \"Lost\": supported values: \"Ready\", \"Failed\""
+        )]
+    );
+    // The main resource is judged whole.
+    let r = c
+        .patch(&format!("{base}/t"), "application/merge-patch+json", &json!({"metadata": {"labels": {"a": "b"}}}))
+        .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [cause("FieldValueRequired", "spec", "Required value")]);
+}
