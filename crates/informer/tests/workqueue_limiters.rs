@@ -172,6 +172,21 @@ async fn bucket_edge_rates() {
     assert_eq!(RateLimiter::<u8>::when(&no_refill, &0), Duration::MAX);
 }
 
+/// A negative, negative infinite or NaN rate is a rate of zero: the burst,
+/// then never again (no panic).
+#[tokio::test(start_paused = true)]
+async fn bucket_with_a_rate_below_zero_or_nan_grants_the_burst_then_nothing() {
+    for qps in [-1.0, -0.000_1, f64::NEG_INFINITY, f64::NAN] {
+        let b = BucketRateLimiter::new(qps, 2);
+        assert_eq!(RateLimiter::<u8>::when(&b, &0), Duration::ZERO, "qps {qps}");
+        assert_eq!(RateLimiter::<u8>::when(&b, &0), Duration::ZERO, "qps {qps}");
+        advance(Duration::from_secs(3600)).await;
+        assert_eq!(RateLimiter::<u8>::when(&b, &0), Duration::MAX, "qps {qps}");
+        let none = BucketRateLimiter::new(qps, 0);
+        assert_eq!(RateLimiter::<u8>::when(&none, &0), Duration::MAX, "qps {qps}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn default_controller_rate_limiter_is_max_of_exponential_and_bucket() {
     let l = default_controller_rate_limiter::<u32>();

@@ -248,8 +248,8 @@ struct Bucket {
 /// `burst`; every [`when`](RateLimiter::when) reserves one token and returns
 /// how long until that token exists (zero while the bucket has tokens).
 ///
-/// The bucket starts full. `burst == 0` (or `qps == 0` once the burst is
-/// spent) never grants a token: `when` returns [`Duration::MAX`], which
+/// The bucket starts full. `burst == 0` (or a `qps` of zero or less once the
+/// burst is spent) never grants a token: `when` returns [`Duration::MAX`], which
 /// [`DelayingQueue::add_after`](super::DelayingQueue::add_after) treats as
 /// "about a century". An infinite `qps` never waits. `forget` is a no-op and
 /// `num_requeues` is always 0.
@@ -281,11 +281,11 @@ pub struct BucketRateLimiter {
 impl BucketRateLimiter {
     /// A bucket refilling at `qps` tokens per second, holding at most `burst`.
     ///
-    /// # Panics
-    ///
-    /// If `qps` is negative or NaN.
+    /// A `qps` that is zero, negative or NaN refills nothing: the burst is
+    /// granted, then no token ever again (`golang.org/x/time/rate` treats a
+    /// limit `<= 0` the same way).
     pub fn new(qps: f64, burst: u32) -> Self {
-        assert!(qps >= 0.0, "BucketRateLimiter: qps must be >= 0, got {qps}");
+        let qps = if qps > 0.0 { qps } else { 0.0 };
         Self { qps, burst, bucket: Mutex::new(Bucket { tokens: f64::from(burst), last: None }) }
     }
 
