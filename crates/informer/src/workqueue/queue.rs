@@ -18,6 +18,9 @@
 //!   there exactly once;
 //! * `k` has a slot **iff** it is dirty or processing;
 //! * the `processing` counter equals the number of processing slots;
+//! * with metrics, the add times hold exactly the dirty keys and the start
+//!   times exactly the processing ones, so refreshing the "unfinished work"
+//!   gauges visits only the keys in flight, however long the backlog;
 //! * after shutdown nothing new is admitted, but keys already queued are
 //!   still handed out, and a key re-added while processing is still requeued
 //!   by `done`. `get` returns `None` only once shut down **and** empty.
@@ -67,21 +70,13 @@ struct Slot {
     processing: bool,
 }
 
-/// Per-key timestamps, kept only when metrics are enabled.
-#[derive(Debug)]
-struct Times {
-    /// When the key became dirty.
-    added_at: Option<Instant>,
-    /// When a worker took the key.
-    started_at: Option<Instant>,
-}
-
 struct State<T> {
     ready: VecDeque<T>,
     slots: FastMap<T, Slot>,
-    /// Timestamps of every key with a slot when metrics are enabled (same keys as `slots`);
-    /// empty otherwise.
-    times: FastMap<T, Times>,
+    /// With metrics, when each dirty key became dirty; empty otherwise.
+    added_at: FastMap<T, Instant>,
+    /// With metrics, when a worker took each processing key; empty otherwise.
+    started_at: FastMap<T, Instant>,
     processing: usize,
     shutting_down: bool,
     /// A `shut_down_with_drain*` call is waiting; cleared by `shut_down`.
@@ -224,21 +219,19 @@ impl<T: QueueItem> WorkQueue<T> {
                 }
                 // Processing and not yet dirty: `done` will requeue it.
                 slot.dirty = true;
-                if let Some(m) = &shared.metrics {
+                if let (Some(m), Some(now)) = (&shared.metrics, now) {
                     m.adds.inc();
                     m.depth.inc();
-                    if let Some(t) = st.times.get_mut(occupied.key()) {
-                        t.added_at = t.added_at.or(now);
-                    }
+                    st.added_at.insert(occupied.key().clone(), now);
                 }
             }
             Entry::Vacant(vacant) => {
                 let key = vacant.key().clone();
                 vacant.insert(Slot { dirty: true, processing: false });
-                if let Some(m) = &shared.metrics {
+                if let (Some(m), Some(now)) = (&shared.metrics, now) {
                     m.adds.inc();
                     m.depth.inc();
-                    st.times.insert(key.clone(), Times { added_at: now, started_at: None });
+                    st.added_at.insert(key.clone(), now);
                 }
                 st.ready.push_back(key);
                 drop(guard);
@@ -314,15 +307,10 @@ impl<T: QueueItem> WorkQueue<T> {
         slot.processing = false;
         st.processing -= 1;
         let requeued = slot.dirty;
-        if let Some(m) = &shared.metrics {
-            let started = if requeued {
-                st.times.get_mut(&key).and_then(|t| t.started_at.take())
-            } else {
-                st.times.remove(&key).and_then(|t| t.started_at)
-            };
-            if let Some(started) = started {
-                m.work_duration.observe(secs_since(started, Instant::now()));
-            }
+        if let Some(m) = &shared.metrics
+            && let Some(started) = st.started_at.remove(&key)
+        {
+            m.work_duration.observe(secs_since(started, Instant::now()));
         }
         if requeued {
             st.ready.push_back(key.clone());
@@ -440,12 +428,14 @@ impl<T: QueueItem> Shared<T> {
         if let Some(m) = &self.metrics {
             let now = Instant::now();
             m.depth.dec();
-            if let Some(t) = st.times.get_mut(&item) {
-                if let Some(added) = t.added_at.take() {
+            let key = match st.added_at.remove_entry(&item) {
+                Some((key, added)) => {
                     m.queue_duration.observe(secs_since(added, now));
+                    key
                 }
-                t.started_at = Some(now);
-            }
+                None => item.clone(),
+            };
+            st.started_at.insert(key, now);
         }
         Next::Item(item)
     }
@@ -496,25 +486,16 @@ impl<T: QueueItem> Shared<T> {
         }
     }
 
-    /// Recomputes the two "unfinished work" gauges.
+    /// Recomputes the two "unfinished work" gauges from the keys in flight.
     fn update_unfinished_work(&self) {
         let Some(m) = &self.metrics else { return };
         let st = self.state.lock();
         let now = Instant::now();
         let (mut total, mut longest) = (0.0_f64, 0.0_f64);
-        if st.processing > 0 {
-            let mut seen = 0;
-            for t in st.times.values() {
-                if let Some(started) = t.started_at {
-                    let age = secs_since(started, now);
-                    total += age;
-                    longest = longest.max(age);
-                    seen += 1;
-                    if seen == st.processing {
-                        break;
-                    }
-                }
-            }
+        for &started in st.started_at.values() {
+            let age = secs_since(started, now);
+            total += age;
+            longest = longest.max(age);
         }
         drop(st);
         m.unfinished_work.set(total);
@@ -610,7 +591,8 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
                 slots: FastMap::default(),
-                times: FastMap::default(),
+                added_at: FastMap::default(),
+                started_at: FastMap::default(),
                 processing: 0,
                 shutting_down: false,
                 drain: false,
@@ -705,12 +687,12 @@ mod tests {
             }
             assert_eq!(processing, st.processing);
             if self.shared.metrics.is_some() {
-                assert_eq!(st.times.len(), st.slots.len(), "one timestamp entry per slot");
-                for key in st.times.keys() {
-                    assert!(st.slots.contains_key(key), "timestamps kept for a key without slot");
-                }
+                let dirty: HashSet<&T> = st.slots.iter().filter(|(_, s)| s.dirty).map(|(k, _)| k).collect();
+                let busy: HashSet<&T> = st.slots.iter().filter(|(_, s)| s.processing).map(|(k, _)| k).collect();
+                assert!(st.added_at.keys().collect::<HashSet<_>>() == dirty, "one add time per dirty key");
+                assert!(st.started_at.keys().collect::<HashSet<_>>() == busy, "one start time per key in flight");
             } else {
-                assert!(st.times.is_empty(), "timestamps kept without metrics");
+                assert!(st.added_at.is_empty() && st.started_at.is_empty(), "timestamps kept without metrics");
             }
         }
     }
@@ -786,6 +768,38 @@ mod tests {
                 prop_assert_eq!(q.shutting_down(), model.shutting_down);
             }
         }
+    }
+
+    /// The gauges are computed from the keys in flight only: a backlog of
+    /// dirty keys is neither visited nor counted.
+    #[tokio::test(start_paused = true)]
+    async fn unfinished_work_is_computed_from_keys_in_flight_only() {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let m = super::super::metrics::WorkQueueMetrics::new(&mut registry);
+        let q: WorkQueue<u32> = WorkQueue::builder().name("backlog").metrics(&m).build();
+        for k in 0..10_000 {
+            q.add(k);
+        }
+        let a = q.try_get().unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let b = q.try_get().unwrap();
+        q.add(a); // dirty again while in flight
+        tokio::time::advance(Duration::from_secs(2)).await;
+        {
+            let st = q.shared.state.lock();
+            assert_eq!(st.started_at.len(), 2, "only the keys in flight have a start time");
+            assert_eq!(st.added_at.len(), 9_999);
+        }
+        q.assert_invariants();
+        q.shared.update_unfinished_work();
+        assert_eq!(m.unfinished_work_seconds("backlog"), Some(5.0));
+        assert_eq!(m.longest_running_processor_seconds("backlog"), Some(3.0));
+        q.done(&a);
+        q.done(&b);
+        q.assert_invariants();
+        q.shared.update_unfinished_work();
+        assert_eq!(m.unfinished_work_seconds("backlog"), Some(0.0));
+        assert_eq!(m.longest_running_processor_seconds("backlog"), Some(0.0));
     }
 
     #[test]
