@@ -36,6 +36,8 @@
 //!
 //! * [`WorkQueue::shut_down_with_drain_all`] additionally waits for keys still
 //!   queued, not only those in flight; drains have async and blocking forms.
+//!   The async forms shut the queue down at the call and return a future
+//!   that only waits.
 //! * `done` for a key that is not being processed is ignored (client-go would
 //!   queue a dirty key a second time).
 //! * `add_after` never blocks (client-go's hand-off channel holds 1000 entries).

@@ -23,7 +23,9 @@
 //!   gauges visits only the keys in flight, however long the backlog;
 //! * after shutdown nothing new is admitted, but keys already queued are
 //!   still handed out, and a key re-added while processing is still requeued
-//!   by `done`. `get` returns `None` only once shut down **and** empty.
+//!   by `done`. `get` returns `None` only once shut down **and** empty;
+//! * every `shut_down*` call marks the queue shutting down before it returns
+//!   (the draining forms return a future that only waits).
 //!
 //! Everything lives behind one `parking_lot::Mutex`; a hot-path operation
 //! does one hash lookup and clones the key at most once (on a new add). Async
@@ -362,28 +364,35 @@ impl<T: QueueItem> WorkQueue<T> {
         self.shared.begin_shutdown(false);
     }
 
-    /// Shuts down like [`shut_down`](Self::shut_down), then waits until no
-    /// key is being processed — client-go's `ShutDownWithDrain`.
+    /// Shuts down like [`shut_down`](Self::shut_down) at once, and returns a
+    /// future that waits until no key is being processed — client-go's
+    /// `ShutDownWithDrain`.
     ///
-    /// Like client-go it waits **only for in-flight keys**: if nothing is
-    /// being processed at that moment it returns at once, even if ready keys
-    /// remain (workers still receive them from `get`). Use
+    /// The queue is shutting down when this call returns, whether or not the
+    /// future is ever polled (so it may sit in a `tokio::select!` branch that
+    /// loses). Like client-go it waits **only for in-flight keys**: if nothing
+    /// is being processed at that moment the future is ready at once, even if
+    /// ready keys remain (workers still receive them from `get`). Use
     /// [`shut_down_with_drain_all`](Self::shut_down_with_drain_all) to also
     /// wait for those. A concurrent [`shut_down`](Self::shut_down) aborts the
-    /// wait. Workers must call `done`, or this waits forever.
-    pub async fn shut_down_with_drain(&self) {
+    /// wait. Workers must call `done`, or the future never completes.
+    pub fn shut_down_with_drain(&self) -> impl Future<Output = ()> + Send + 'static {
         self.shared.begin_shutdown(true);
-        self.shared.wait_drained(false).await;
+        let shared = Arc::clone(&self.shared);
+        async move { shared.wait_drained(false).await }
     }
 
-    /// Shuts down, then waits until every key is done: the keys in flight
-    /// **and** the keys still queued (including keys requeued by `done`
-    /// because they were re-added while processing). This goes beyond
-    /// client-go. Needs running workers to make progress; a concurrent
-    /// [`shut_down`](Self::shut_down) aborts the wait.
-    pub async fn shut_down_with_drain_all(&self) {
+    /// Shuts down at once, and returns a future that waits until every key is
+    /// done: the keys in flight **and** the keys still queued (including keys
+    /// requeued by `done` because they were re-added while processing). This
+    /// goes beyond client-go. Needs running workers to make progress; a
+    /// concurrent [`shut_down`](Self::shut_down) aborts the wait. Like
+    /// [`shut_down_with_drain`](Self::shut_down_with_drain), the queue is
+    /// shutting down when this call returns.
+    pub fn shut_down_with_drain_all(&self) -> impl Future<Output = ()> + Send + 'static {
         self.shared.begin_shutdown(true);
-        self.shared.wait_drained(true).await;
+        let shared = Arc::clone(&self.shared);
+        async move { shared.wait_drained(true).await }
     }
 
     /// Blocking version of [`shut_down_with_drain`](Self::shut_down_with_drain)
@@ -800,6 +809,31 @@ mod tests {
         q.shared.update_unfinished_work();
         assert_eq!(m.unfinished_work_seconds("backlog"), Some(0.0));
         assert_eq!(m.longest_running_processor_seconds("backlog"), Some(0.0));
+    }
+
+    /// A drain marks the queue shutting down at the call, even when its
+    /// future is dropped unpolled (the losing branch of a `select!`).
+    #[tokio::test(start_paused = true)]
+    async fn drain_shuts_down_at_the_call_without_being_polled() {
+        let q: WorkQueue<u8> = WorkQueue::new();
+        q.add(1);
+        let taken = q.try_get().unwrap();
+        let drain = q.shut_down_with_drain();
+        assert!(q.shutting_down());
+        drop(drain);
+        q.add(2);
+        assert_eq!(q.len(), 0, "nothing is admitted after the call");
+
+        let other: WorkQueue<u8> = WorkQueue::new();
+        other.add(1);
+        let _in_flight = other.try_get().unwrap();
+        tokio::select! {
+            biased;
+            () = std::future::ready(()) => {}
+            () = other.shut_down_with_drain_all() => unreachable!("a key is still in flight"),
+        }
+        assert!(other.shutting_down());
+        q.done(&taken);
     }
 
     #[test]
