@@ -2,18 +2,17 @@
 //! which adds a key once a delay has passed (client-go's
 //! `TypedDelayingInterface`).
 //!
-//! Pending keys wait in a min-heap ordered by ready time (ties in insertion
-//! order) next to a map `key → (ready time, sequence)`. One background Tokio
-//! task sleeps until the earliest ready time (using `tokio::time`, so a
-//! paused test clock drives it), then moves every due key into the work queue
-//! in ready-time order.
+//! Pending keys wait in an ordered map `(ready time, sequence) → key` (ties in
+//! insertion order) next to a map `key → (ready time, sequence)`. One
+//! background Tokio task sleeps until the earliest ready time (using
+//! `tokio::time`, so a paused test clock drives it), then moves every due key
+//! into the work queue in ready-time order.
 //!
 //! # Invariants
 //!
-//! * A key is pending at most once: the map holds its earliest requested
-//!   ready time; a later `add_after` never postpones it, an earlier one
-//!   advances it. Heap entries that no longer match the map are stale and are
-//!   skipped when popped.
+//! * A key is pending at most once and has exactly one entry in the ordered
+//!   map: the map `key → (ready time, sequence)` names that entry. A later
+//!   `add_after` never postpones it; an earlier one replaces the entry.
 //! * A zero delay adds immediately.
 //! * Once the queue shuts down (any `shut_down*`), `add_after` is ignored, the
 //!   timer task stops and pending keys are dropped. Dropping the last
@@ -21,8 +20,7 @@
 //! * Every `add_after` accepted while not shutting down counts one
 //!   `workqueue_retries_total`, as in client-go.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::ops::Deref;
@@ -39,38 +37,14 @@ use super::queue::{FastMap, QueueItem, WorkQueue, WorkQueueBuilder};
 /// Used for a ready time beyond what `Instant` can represent (about a century).
 const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
-/// One heap entry; ordered so that `BinaryHeap` pops the earliest first.
-struct Waiting<T> {
-    ready_at: Instant,
-    seq: u64,
-    item: T,
-}
-
-impl<T> PartialEq for Waiting<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.ready_at == other.ready_at && self.seq == other.seq
-    }
-}
-
-impl<T> Eq for Waiting<T> {}
-
-impl<T> PartialOrd for Waiting<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<T> Ord for Waiting<T> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: the max-heap's top is the earliest (ready_at, seq).
-        (other.ready_at, other.seq).cmp(&(self.ready_at, self.seq))
-    }
-}
+/// The position of a pending key: its ready time, then the order of requests.
+type Slot = (Instant, u64);
 
 struct DelayState<T> {
-    heap: BinaryHeap<Waiting<T>>,
-    /// The live entry of each pending key.
-    pending: FastMap<T, (Instant, u64)>,
+    /// Every pending key, earliest first.
+    waiting: BTreeMap<Slot, T>,
+    /// The entry of each pending key in `waiting`.
+    pending: FastMap<T, Slot>,
     next_seq: u64,
     /// The deadline the timer task is sleeping until, if any.
     next_wake: Option<Instant>,
@@ -188,23 +162,23 @@ impl<T: QueueItem> DelayingQueue<T> {
             return;
         }
         let st = &mut *guard;
-        let seq = st.next_seq;
+        let slot = (ready_at, st.next_seq);
         st.next_seq += 1;
-        let key = match st.pending.entry(item) {
+        match st.pending.entry(item) {
             Entry::Occupied(mut occupied) => {
                 if ready_at >= occupied.get().0 {
                     return;
                 }
-                *occupied.get_mut() = (ready_at, seq);
-                occupied.key().clone()
+                let old = std::mem::replace(occupied.get_mut(), slot);
+                let key = st.waiting.remove(&old).unwrap_or_else(|| occupied.key().clone());
+                st.waiting.insert(slot, key);
             }
             Entry::Vacant(vacant) => {
                 let key = vacant.key().clone();
-                vacant.insert((ready_at, seq));
-                key
+                vacant.insert(slot);
+                st.waiting.insert(slot, key);
             }
-        };
-        st.heap.push(Waiting { ready_at, seq, item: key });
+        }
         let wake = st.next_wake.is_none_or(|next| ready_at < next);
         if wake {
             st.next_wake = Some(ready_at);
@@ -227,24 +201,22 @@ impl<T: QueueItem> DelayShared<T> {
     fn take_due(&self, now: Instant, due: &mut Vec<T>) -> Option<Instant> {
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        while let Some(top) = st.heap.peek() {
-            let live = st.pending.get(&top.item) == Some(&(top.ready_at, top.seq));
-            if live && top.ready_at > now {
+        while let Some(entry) = st.waiting.first_entry() {
+            if entry.key().0 > now {
                 break;
             }
-            let Some(entry) = st.heap.pop() else { break };
-            if live {
-                st.pending.remove(&entry.item);
-                due.push(entry.item);
-            }
+            let item = entry.remove();
+            st.pending.remove(&item);
+            due.push(item);
         }
-        st.next_wake = st.heap.peek().map(|top| top.ready_at);
+        st.next_wake = st.waiting.first_key_value().map(|(slot, _)| slot.0);
         st.next_wake
     }
 
+    /// Drops every pending key (on shutdown).
     fn clear(&self) {
         let mut st = self.state.lock();
-        st.heap.clear();
+        st.waiting.clear();
         st.pending.clear();
         st.next_wake = None;
     }
@@ -299,7 +271,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         let shared = Arc::new(DelayShared {
             queue,
             state: Mutex::new(DelayState {
-                heap: BinaryHeap::new(),
+                waiting: BTreeMap::new(),
                 pending: FastMap::default(),
                 next_seq: 0,
                 next_wake: None,
@@ -316,27 +288,47 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn heap_pops_earliest_ready_time_then_lowest_sequence() {
-        let t0 = Instant::now();
-        let mut heap = BinaryHeap::new();
-        for (ms, seq, item) in [(30, 0, 'a'), (10, 1, 'b'), (10, 2, 'c'), (20, 3, 'd'), (5, 4, 'e')] {
-            heap.push(Waiting { ready_at: t0 + Duration::from_millis(ms), seq, item });
+    /// Entries in the ordered map, for checks.
+    fn entries<T: QueueItem>(q: &DelayingQueue<T>) -> usize {
+        let st = q.shared.state.lock();
+        assert_eq!(st.waiting.len(), st.pending.len(), "one entry per pending key");
+        for (slot, key) in &st.waiting {
+            assert_eq!(st.pending.get(key), Some(slot), "the key map names the entry");
         }
-        let order: String = std::iter::from_fn(|| heap.pop().map(|w| w.item)).collect();
-        assert_eq!(order, "ebcda");
+        st.waiting.len()
     }
 
     #[tokio::test(start_paused = true)]
-    async fn stale_heap_entries_are_skipped() {
+    async fn moving_a_key_earlier_replaces_its_entry() {
         let q: DelayingQueue<char> = DelayingQueue::new();
         q.add_after('x', Duration::from_millis(30));
-        q.add_after('x', Duration::from_millis(10)); // supersedes the 30 ms entry
-        assert_eq!(q.shared.state.lock().heap.len(), 2);
+        q.add_after('x', Duration::from_millis(10)); // replaces the 30 ms entry
+        q.add_after('x', Duration::from_millis(20)); // later: ignored
+        assert_eq!(entries(&q), 1);
         let mut due = Vec::new();
         let next = q.shared.take_due(Instant::now() + Duration::from_millis(10), &mut due);
         assert_eq!(due, ['x']);
-        assert_eq!(next, None, "the stale 30 ms entry was discarded");
-        assert!(q.shared.state.lock().heap.is_empty());
+        assert_eq!(next, None, "nothing is left behind for 30 ms");
+        assert_eq!(entries(&q), 0);
+    }
+
+    /// A key requeued an hour out, then retried sooner, leaves nothing
+    /// behind once it fired, however many times this repeats (a reconcile
+    /// asking to be requeued later, then failing and being rate limited).
+    #[tokio::test(start_paused = true)]
+    async fn requeue_later_then_sooner_leaves_no_entry_behind() {
+        let q: DelayingQueue<u32> = DelayingQueue::new();
+        let mut due = Vec::new();
+        for _ in 0..100 {
+            for key in 0..10 {
+                q.add_after(key, Duration::from_secs(3600));
+                q.add_after(key, Duration::from_millis(5));
+            }
+            assert_eq!(entries(&q), 10);
+            tokio::time::advance(Duration::from_millis(5)).await;
+            q.shared.take_due(Instant::now(), &mut due);
+            assert_eq!(entries(&q), 0, "no entry is left for the hour");
+        }
+        assert_eq!(q.pending_len(), 0);
     }
 }
