@@ -23,6 +23,16 @@ async fn step(d: Duration) {
     settle().await;
 }
 
+/// `get_blocking` on a helper thread, failing the test if nothing comes within 10 s.
+fn get_within(q: &DelayingQueue<u8>) -> Option<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let q = q.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(q.get_blocking());
+    });
+    rx.recv_timeout(Duration::from_secs(10)).expect("no key within 10 s: the delay timer is gone")
+}
+
 async fn drain_ready<T: informer::workqueue::QueueItem>(q: &DelayingQueue<T>) -> Vec<T> {
     let mut out = Vec::new();
     while let Some(item) = q.try_get() {
@@ -214,10 +224,56 @@ fn builder_with_explicit_runtime_outside_of_it() {
     assert_eq!(got, Some(7));
 }
 
+/// Outside a runtime the timer is a std thread on the real clock: keys fire
+/// in ready-time order, not before their time, and shutdown drops what is
+/// pending at the call.
 #[test]
-#[should_panic(expected = "Tokio runtime")]
-fn delaying_queue_without_runtime_panics_clearly() {
-    let _q: DelayingQueue<u8> = DelayingQueue::new();
+fn without_a_runtime_the_timer_is_a_thread() {
+    let q: DelayingQueue<u8> = DelayingQueue::new();
+    let start = std::time::Instant::now();
+    q.add_after(2, 30 * MS);
+    q.add_after(1, 10 * MS);
+    q.add_after(3, Duration::from_secs(3600));
+    assert_eq!(get_within(&q), Some(1));
+    assert!(start.elapsed() >= 10 * MS);
+    assert_eq!(get_within(&q), Some(2));
+    assert!(start.elapsed() >= 30 * MS);
+    assert_eq!(q.pending_len(), 1);
+    q.shut_down();
+    assert_eq!(q.pending_len(), 0, "pending keys are dropped at the call");
+    q.add_after(4, MS);
+    assert_eq!(q.pending_len(), 0);
+    q.done(&1);
+    q.done(&2);
+    assert_eq!(get_within(&q), None);
+}
+
+/// When the runtime running the timer task shuts down, the timer goes on on
+/// a thread: keys pending then, and keys added afterwards, still fire.
+#[test]
+fn keys_still_fire_after_the_timer_runtime_shuts_down() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let q: DelayingQueue<u8> = WorkQueue::builder().runtime(rt.handle().clone()).build_delaying();
+    q.add_after(1, 20 * MS);
+    // Let the timer task start and go to sleep.
+    rt.block_on(tokio::task::yield_now());
+    drop(rt);
+    q.add_after(2, 10 * MS);
+    assert_eq!(q.pending_len(), 2);
+    assert_eq!(get_within(&q), Some(2));
+    assert_eq!(get_within(&q), Some(1));
+    assert_eq!(q.pending_len(), 0);
+}
+
+/// A runtime that is already gone when the queue is built does the same.
+#[test]
+fn a_runtime_shut_down_before_the_build_hands_the_timer_to_a_thread() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let handle = rt.handle().clone();
+    drop(rt);
+    let q: DelayingQueue<u8> = WorkQueue::builder().runtime(handle).build_delaying();
+    q.add_after(5, 5 * MS);
+    assert_eq!(get_within(&q), Some(5));
 }
 
 proptest! {

@@ -264,7 +264,8 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     /// Builds the runner and registers its handlers. `reconcile(key, object)` gets the object
     /// from the primary cache, or `None` if it no longer exists.
     ///
-    /// Must be called inside a Tokio runtime (the queue runs a timer task).
+    /// Call it inside the Tokio runtime that runs the controller: the queue's delay timer is a
+    /// task there (built outside a runtime, it is a thread of its own).
     pub fn build<F, Fut, E>(self, reconcile: F) -> Result<ControllerRunner<K>, RunnerError>
     where
         F: Fn(ObjectKey, Option<Object<K>>) -> Fut + Send + Sync + 'static,

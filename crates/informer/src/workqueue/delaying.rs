@@ -3,10 +3,11 @@
 //! `TypedDelayingInterface`).
 //!
 //! Pending keys wait in an ordered map `(ready time, sequence) → key` (ties in
-//! insertion order) next to a map `key → (ready time, sequence)`. One
-//! background Tokio task sleeps until the earliest ready time (using
-//! `tokio::time`, so a paused test clock drives it), then moves every due key
-//! into the work queue in ready-time order.
+//! insertion order) next to a map `key → (ready time, sequence)`. One timer
+//! sleeps until the earliest ready time, then moves every due key into the
+//! work queue in ready-time order. The timer is a Tokio task (using
+//! `tokio::time`, so a paused test clock drives it) on the runtime current at
+//! build time or given to the builder; without one it is a std thread.
 //!
 //! # Invariants
 //!
@@ -14,9 +15,13 @@
 //!   map: the map `key → (ready time, sequence)` names that entry. A later
 //!   `add_after` never postpones it; an earlier one replaces the entry.
 //! * A zero delay adds immediately.
-//! * Once the queue shuts down (any `shut_down*`), `add_after` is ignored, the
-//!   timer task stops and pending keys are dropped. Dropping the last
-//!   `DelayingQueue` handle stops the task too.
+//! * Once the queue shuts down (any `shut_down*`), `add_after` is ignored,
+//!   pending keys are dropped at the call and the timer stops. Dropping the
+//!   last `DelayingQueue` handle stops the timer too.
+//! * A pending key is never lost while the queue runs: if the runtime that
+//!   runs the timer task shuts down first, the timer moves to a std thread;
+//!   if no thread can be started, pending keys are added at once and so is
+//!   every later `add_after`.
 //! * Every `add_after` accepted while not shutting down counts one
 //!   `workqueue_retries_total`, as in client-go.
 
@@ -27,7 +32,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -46,15 +51,35 @@ struct DelayState<T> {
     /// The entry of each pending key in `waiting`.
     pending: FastMap<T, Slot>,
     next_seq: u64,
-    /// The deadline the timer task is sleeping until, if any.
+    /// The deadline the timer is sleeping until, if any.
     next_wake: Option<Instant>,
+    /// No timer runs: `add_after` adds at once.
+    no_timer: bool,
+}
+
+/// Wakes the timer, whichever form it has.
+#[derive(Default)]
+struct Signal {
+    /// Set by a wake-up, cleared by the timer thread when it looks again.
+    kicked: Mutex<bool>,
+    /// Wakes the timer thread.
+    kicked_cv: Condvar,
+    /// Wakes the timer task.
+    notify: Notify,
+}
+
+impl Signal {
+    fn kick(&self) {
+        *self.kicked.lock() = true;
+        self.kicked_cv.notify_one();
+        self.notify.notify_one();
+    }
 }
 
 struct DelayShared<T> {
     queue: WorkQueue<T>,
     state: Mutex<DelayState<T>>,
-    /// Wakes the timer task when a key becomes the earliest.
-    wake: Arc<Notify>,
+    signal: Arc<Signal>,
     /// Child of the queue's shutdown token; also cancelled on drop.
     stop: CancellationToken,
 }
@@ -62,6 +87,7 @@ struct DelayShared<T> {
 impl<T> Drop for DelayShared<T> {
     fn drop(&mut self) {
         self.stop.cancel();
+        self.signal.kick();
     }
 }
 
@@ -126,12 +152,9 @@ impl<T: QueueItem> Default for DelayingQueue<T> {
 }
 
 impl<T: QueueItem> DelayingQueue<T> {
-    /// Creates an unnamed delaying queue without metrics.
-    ///
-    /// # Panics
-    ///
-    /// Outside a Tokio runtime (the timer task needs one); use
-    /// [`WorkQueueBuilder::runtime`] to pick one explicitly.
+    /// Creates an unnamed delaying queue without metrics. Its timer is a task
+    /// on the current Tokio runtime, or a std thread outside of one (see
+    /// [`WorkQueueBuilder::build_delaying`]).
     pub fn new() -> Self {
         WorkQueue::builder().build_delaying()
     }
@@ -161,6 +184,11 @@ impl<T: QueueItem> DelayingQueue<T> {
         if shared.stop.is_cancelled() {
             return;
         }
+        if guard.no_timer {
+            drop(guard);
+            shared.queue.add(item);
+            return;
+        }
         let st = &mut *guard;
         let slot = (ready_at, st.next_seq);
         st.next_seq += 1;
@@ -185,7 +213,7 @@ impl<T: QueueItem> DelayingQueue<T> {
         }
         drop(guard);
         if wake {
-            shared.wake.notify_one();
+            shared.signal.kick();
         }
     }
 
@@ -220,14 +248,61 @@ impl<T: QueueItem> DelayShared<T> {
         st.pending.clear();
         st.next_wake = None;
     }
+
+    /// Adds every pending key now (earliest first) and makes `add_after` add
+    /// at once from then on: keys still reach the queue when no timer can run.
+    fn without_timer(&self) {
+        let waiting = {
+            let mut st = self.state.lock();
+            st.no_timer = true;
+            st.pending.clear();
+            st.next_wake = None;
+            std::mem::take(&mut st.waiting)
+        };
+        for item in waiting.into_values() {
+            self.queue.add(item);
+        }
+    }
+
+    /// The timer task ended without being stopped (its runtime shut down):
+    /// goes on with a timer thread, or without a timer.
+    fn timer_task_lost(self: &Arc<Self>) {
+        if self.stop.is_cancelled() {
+            return;
+        }
+        match spawn_timer_thread(Arc::downgrade(self), Arc::clone(&self.signal), self.stop.clone()) {
+            Ok(()) => tracing::debug!(queue = %self.queue.name(), "workqueue: the delay timer moved to a thread"),
+            Err(err) => {
+                tracing::warn!(queue = %self.queue.name(), %err, "workqueue: no delay timer can run; delayed keys are added at once");
+                self.without_timer();
+            }
+        }
+    }
+}
+
+/// Marks an end of the timer task that was not asked for (the task dropped
+/// by its runtime's shutdown, or never started).
+struct TaskExit<T: QueueItem> {
+    weak: Weak<DelayShared<T>>,
+    finished: bool,
+}
+
+impl<T: QueueItem> Drop for TaskExit<T> {
+    fn drop(&mut self) {
+        if !self.finished
+            && let Some(shared) = self.weak.upgrade()
+        {
+            shared.timer_task_lost();
+        }
+    }
 }
 
 /// The timer task: sleeps until the earliest ready time, adds due keys.
-async fn run_timer<T: QueueItem>(weak: Weak<DelayShared<T>>, wake: Arc<Notify>, stop: CancellationToken) {
+async fn run_timer<T: QueueItem>(mut exit: TaskExit<T>, signal: Arc<Signal>, stop: CancellationToken) {
     let mut due = Vec::new();
     loop {
         let next = {
-            let Some(shared) = weak.upgrade() else { return };
+            let Some(shared) = exit.weak.upgrade() else { break };
             let next = shared.take_due(Instant::now(), &mut due);
             for item in due.drain(..) {
                 shared.queue.add(item);
@@ -237,13 +312,11 @@ async fn run_timer<T: QueueItem>(weak: Weak<DelayShared<T>>, wake: Arc<Notify>, 
         tokio::select! {
             biased;
             () = stop.cancelled() => break,
-            () = wake.notified() => {}
+            () = signal.notify.notified() => {}
             () = sleep_until(next) => {}
         }
     }
-    if let Some(shared) = weak.upgrade() {
-        shared.clear();
-    }
+    exit.finished = true;
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -253,21 +326,63 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// The timer as a std thread: the same loop as [`run_timer`], waiting on the
+/// signal's condition variable.
+fn spawn_timer_thread<T: QueueItem>(
+    weak: Weak<DelayShared<T>>,
+    signal: Arc<Signal>,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    std::thread::Builder::new().name("workqueue-delay".into()).spawn(move || {
+        let mut due = Vec::new();
+        loop {
+            let next = {
+                let Some(shared) = weak.upgrade() else { return };
+                if stop.is_cancelled() {
+                    return;
+                }
+                let next = shared.take_due(Instant::now(), &mut due);
+                for item in due.drain(..) {
+                    shared.queue.add(item);
+                }
+                next
+            };
+            let mut kicked = signal.kicked.lock();
+            while !*kicked && !stop.is_cancelled() {
+                match next {
+                    Some(deadline) => {
+                        let timeout = deadline.saturating_duration_since(Instant::now());
+                        if signal.kicked_cv.wait_for(&mut kicked, timeout).timed_out() {
+                            break;
+                        }
+                    }
+                    None => signal.kicked_cv.wait(&mut kicked),
+                }
+            }
+            *kicked = false;
+        }
+    })?;
+    Ok(())
+}
+
 impl<T: QueueItem> WorkQueueBuilder<T> {
-    /// Builds a [`DelayingQueue`] and spawns its timer task.
+    /// Builds a [`DelayingQueue`] and starts its timer.
     ///
-    /// # Panics
-    ///
-    /// Without a runtime: neither [`runtime`](Self::runtime) was given nor is
-    /// a Tokio runtime current.
+    /// The timer is a task on the [`runtime`](Self::runtime) given, else on
+    /// the Tokio runtime current at this call; without either it is a std
+    /// thread (named `workqueue-delay`), which follows the real clock. If the
+    /// runtime shuts down while the queue is in use, the timer moves to a
+    /// std thread, so delayed keys still fire. Should no thread be available,
+    /// delayed keys are added at once instead (and a warning is logged):
+    /// a key given to `add_after` is never dropped while the queue runs.
     pub fn build_delaying(self) -> DelayingQueue<T> {
-        let runtime = self.resolve_runtime().expect(
-            "DelayingQueue needs a Tokio runtime: build it inside one or pass \
-             WorkQueueBuilder::runtime",
-        );
-        let queue = self.runtime(runtime.clone()).build();
+        let runtime = self.resolve_runtime();
+        let queue = match &runtime {
+            Some(handle) => self.runtime(handle.clone()).build(),
+            None => self.build(),
+        };
         let stop = queue.shutdown_token().child_token();
-        let wake = Arc::new(Notify::new());
+        let signal = Arc::new(Signal::default());
         let shared = Arc::new(DelayShared {
             queue,
             state: Mutex::new(DelayState {
@@ -275,11 +390,33 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
                 pending: FastMap::default(),
                 next_seq: 0,
                 next_wake: None,
+                no_timer: false,
             }),
-            wake: Arc::clone(&wake),
+            signal: Arc::clone(&signal),
             stop: stop.clone(),
         });
-        runtime.spawn(run_timer(Arc::downgrade(&shared), wake, stop));
+        let weak = Arc::downgrade(&shared);
+        shared.queue.on_shutdown(Box::new({
+            let weak = weak.clone();
+            move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.clear();
+                    shared.signal.kick();
+                }
+            }
+        }));
+        match runtime {
+            Some(handle) => {
+                // A task dropped unpolled (its runtime already shut down) drops `TaskExit` too.
+                drop(handle.spawn(run_timer(TaskExit { weak, finished: false }, signal, stop)));
+            }
+            None => {
+                if let Err(err) = spawn_timer_thread(weak, signal, stop) {
+                    tracing::warn!(queue = %shared.queue.name(), %err, "workqueue: no delay timer can run; delayed keys are added at once");
+                    shared.without_timer();
+                }
+            }
+        }
         DelayingQueue { shared }
     }
 }
@@ -330,5 +467,19 @@ mod tests {
             assert_eq!(entries(&q), 0, "no entry is left for the hour");
         }
         assert_eq!(q.pending_len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_timer_pending_keys_and_later_delays_are_added_at_once() {
+        let q: DelayingQueue<char> = DelayingQueue::new();
+        q.add_after('b', Duration::from_secs(20));
+        q.add_after('a', Duration::from_secs(10));
+        q.shared.without_timer();
+        assert_eq!(q.pending_len(), 0);
+        assert_eq!(entries(&q), 0);
+        q.add_after('c', Duration::from_secs(30));
+        assert_eq!(q.pending_len(), 0);
+        let got: Vec<char> = std::iter::from_fn(|| q.try_get()).collect();
+        assert_eq!(got, ['a', 'b', 'c'], "in ready-time order, then the later add");
     }
 }

@@ -28,9 +28,11 @@
 //! All queue types are cheap handles (an `Arc` inside): clone them into
 //! every producer and worker. `get` is async and cancel safe; `get_blocking`
 //! serves plain threads. The delaying and rate-limiting queues run one
-//! background Tokio task (their timer), so they must be built inside a Tokio
-//! runtime or given one with [`WorkQueueBuilder::runtime`]; they use
-//! `tokio::time`, so `tokio::time::pause()` controls them in tests.
+//! timer: a Tokio task on the runtime current when they are built (or given
+//! with [`WorkQueueBuilder::runtime`]), using `tokio::time`, so
+//! `tokio::time::pause()` controls them in tests. Built outside a runtime, or
+//! once their runtime has shut down, the timer is a std thread instead; a
+//! delayed key is never dropped while the queue runs.
 //!
 //! Differences from client-go, all deliberate:
 //!

@@ -106,7 +106,11 @@ pub(crate) struct Shared<T> {
     name: String,
     /// Cancelled on shutdown (and on drop); stops background tasks.
     shutdown: CancellationToken,
+    /// Called by every `shut_down*` after the state is marked and the token cancelled.
+    shutdown_hooks: Mutex<Vec<ShutdownHook>>,
 }
+
+type ShutdownHook = Box<dyn Fn() + Send + Sync>;
 
 impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
@@ -418,6 +422,17 @@ impl<T: QueueItem> WorkQueue<T> {
     pub(crate) fn shutdown_token(&self) -> &CancellationToken {
         &self.shared.shutdown
     }
+
+    /// Registers `hook`, called by every `shut_down*` call once the queue is
+    /// marked shutting down (not on drop).
+    pub(crate) fn on_shutdown(&self, hook: ShutdownHook) {
+        self.shared.shutdown_hooks.lock().push(hook);
+        if self.shutting_down()
+            && let Some(hook) = self.shared.shutdown_hooks.lock().last()
+        {
+            hook();
+        }
+    }
 }
 
 impl<T: QueueItem> Shared<T> {
@@ -466,6 +481,9 @@ impl<T: QueueItem> Shared<T> {
             st.shutting_down = true;
         }
         self.shutdown.cancel();
+        for hook in self.shutdown_hooks.lock().iter() {
+            hook();
+        }
         self.readable.notify_waiters();
         self.readable_cv.notify_all();
         if !drain {
@@ -613,6 +631,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
             metrics,
             name: self.name,
             shutdown: CancellationToken::new(),
+            shutdown_hooks: Mutex::new(Vec::new()),
         });
         if with_metrics {
             spawn_metrics_ticker(&shared, runtime);

@@ -78,21 +78,15 @@ impl<T> fmt::Debug for RateLimitingQueue<T> {
 }
 
 impl<T: QueueItem> RateLimitingQueue<T> {
-    /// An unnamed queue without metrics using `limiter`.
-    ///
-    /// # Panics
-    ///
-    /// Outside a Tokio runtime (see [`DelayingQueue::new`]).
+    /// An unnamed queue without metrics using `limiter`. Its delay timer
+    /// runs as [`DelayingQueue::new`]'s does.
     pub fn new(limiter: impl RateLimiter<T> + 'static) -> Self {
         WorkQueue::builder().build_rate_limiting(limiter)
     }
 
     /// An unnamed queue without metrics using
-    /// [`default_controller_rate_limiter`].
-    ///
-    /// # Panics
-    ///
-    /// Outside a Tokio runtime (see [`DelayingQueue::new`]).
+    /// [`default_controller_rate_limiter`]. Its delay timer runs as
+    /// [`DelayingQueue::new`]'s does.
     pub fn with_default_limiter() -> Self {
         Self::new(default_controller_rate_limiter())
     }
@@ -123,11 +117,8 @@ impl<T: QueueItem> RateLimitingQueue<T> {
 
 impl<T: QueueItem> WorkQueueBuilder<T> {
     /// Builds a [`RateLimitingQueue`] using `limiter` (for example
-    /// [`default_controller_rate_limiter`]).
-    ///
-    /// # Panics
-    ///
-    /// Without a runtime (see [`build_delaying`](Self::build_delaying)).
+    /// [`default_controller_rate_limiter`]). The delay timer is started as
+    /// by [`build_delaying`](Self::build_delaying).
     pub fn build_rate_limiting(self, limiter: impl RateLimiter<T> + 'static) -> RateLimitingQueue<T> {
         RateLimitingQueue { queue: self.build_delaying(), limiter: Arc::new(limiter) }
     }
