@@ -431,6 +431,9 @@ fn configuration_is_checked_as_client_go_does() {
         cfg().retry_period(Duration::ZERO),
         // 10.9 s is written as 10: not longer than the renew deadline.
         cfg().lease_duration(Duration::from_millis(10_900)),
+        // 1.2 × the retry period does not fit in a Duration: refused, not a panic.
+        cfg().retry_period(Duration::MAX),
+        cfg().lease_duration(Duration::MAX).renew_deadline(Duration::MAX).retry_period(Duration::MAX),
     ];
     for c in bad {
         assert!(LeaderElector::new(c.clone()).is_err(), "{c:?}");

@@ -3,7 +3,8 @@
 //!
 //! Invariants checked by [`validate`](LeaderElectionConfig::validate), client-go's rules plus one:
 //! the identity is not empty; every duration is positive; the renew deadline is longer than
-//! `1.2 × retry period` and shorter than the lease duration *as written to the record*, which
+//! `1.2 × retry period` (a retry period too large for that product is refused, never a panic)
+//! and shorter than the lease duration *as written to the record*, which
 //! carries whole seconds (client-go truncates too): a leader gives up before anyone may take over.
 
 use std::fmt;
@@ -147,7 +148,11 @@ impl LeaderElectionConfig {
         if self.lease_duration <= self.renew_deadline {
             return err("leaseDuration must be greater than renewDeadline");
         }
-        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+        // `Duration::mul_f64` panics on overflow; a retry period that large is refused instead.
+        let Ok(jittered) = Duration::try_from_secs_f64(self.retry_period.as_secs_f64() * JITTER_FACTOR) else {
+            return err("retryPeriod*JitterFactor is too large");
+        };
+        if self.renew_deadline <= jittered {
             return err("renewDeadline must be greater than retryPeriod*JitterFactor");
         }
         if Duration::from_secs(self.lease_duration_seconds() as u64) <= self.renew_deadline {
