@@ -1,7 +1,9 @@
 //! The leader election state machine on paused time, against an in-memory lock: acquiring,
 //! renewing, expiry after a leader dies, release on cancel, conflicts between racing candidates,
-//! a leader that cannot renew stepping down before its lease can expire elsewhere, wall clocks
-//! that jump or disagree, configuration checks and the master-status metric.
+//! a leader that cannot renew stepping down before its lease can expire elsewhere, a leader
+//! writing back a lease deleted or emptied under it, the health check of a stuck leader, the
+//! `StoppedLeading` of every exit, wall clocks that jump or disagree, configuration checks and
+//! the master-status metric.
 
 mod common;
 
@@ -313,6 +315,159 @@ async fn a_leader_that_finds_another_holder_steps_down_at_once() {
     a.expect_new_leader(Some("z")).await;
     assert!(!a.elector.is_leader());
     assert!(store.writes().iter().rev().take_while(|w| w.by != "outside").all(|w| w.by != "a"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_finds_its_lease_deleted_creates_it_again_and_keeps_its_term() {
+    let store = MemoryStore::new();
+    let mut a = Candidate::start(&store, "a", same);
+    let term = a.expect_leading().await;
+    let first = store.record().unwrap();
+    // Renewals happen at even seconds; the test acts at odd ones.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut r = store.record().unwrap();
+    r.lease_transitions = 5;
+    store.put(r);
+    tokio::time::sleep(RETRY).await;
+    assert_eq!(store.record().unwrap().lease_transitions, 5, "renewed over the outside write");
+    store.remove();
+    let removed = Instant::now();
+    tokio::time::sleep(RETRY).await;
+    let w = last_write_by(&store, "a");
+    assert!(w.at > removed && w.at - removed <= RETRY, "created again {:?} after the delete", w.at - removed);
+    // client-go creates the record prepared for its optimistic renewal: its own last write's
+    // acquire time and transitions.
+    let r = store.record().unwrap();
+    assert_eq!((r.holder_identity.as_str(), r.lease_transitions), ("a", 5));
+    assert_eq!(r.acquire_time, first.acquire_time);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(!term.is_cancelled() && a.elector.is_leader(), "the same term goes on");
+    a.assert_quiet();
+    assert_eq!(store.record().unwrap().lease_transitions, 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_finds_no_holder_takes_the_lease_back_and_keeps_its_term() {
+    let store = MemoryStore::new();
+    let mut a = Candidate::start(&store, "a", same);
+    let term = a.expect_leading().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = store.record().unwrap();
+    // Someone cleared the holder, as a release writes it.
+    let then: Timestamp = "2025-01-01T00:00:00.000000Z".parse().unwrap();
+    store.put(LeaderElectionRecord {
+        holder_identity: String::new(),
+        lease_duration_seconds: 1,
+        acquire_time: Some(then),
+        renew_time: Some(then),
+        lease_transitions: 3,
+        ..Default::default()
+    });
+    let cleared = Instant::now();
+    tokio::time::sleep(RETRY).await;
+    let w = last_write_by(&store, "a");
+    assert!(w.at > cleared && w.at - cleared <= RETRY);
+    let r = store.record().unwrap();
+    assert_eq!(r.holder_identity, "a");
+    assert_eq!(r.lease_transitions, 4, "a holder other than itself was read: one more transition");
+    assert_eq!(r.lease_duration_seconds, 15);
+    assert_eq!(r.acquire_time, before.acquire_time, "client-go keeps the acquire time of its own last write");
+    assert!(r.renew_time > Some(then));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(!term.is_cancelled() && a.elector.is_leader(), "the same term goes on");
+    a.assert_quiet();
+    assert_eq!(store.record().unwrap().lease_transitions, 4);
+}
+
+/// `check` fails only for a term its task has not ended although the last renewal is more than
+/// the lease duration plus the tolerance old: here, while `run`'s future is not polled.
+#[tokio::test(start_paused = true)]
+async fn check_reports_a_stuck_leader_past_its_lease() {
+    let store = MemoryStore::new();
+    let (lock, _) = store.lock("a");
+    let elector = LeaderElector::new(LeaderElectionConfig::new(lock, "a").name("demo")).unwrap();
+    let mut events = elector.subscribe();
+    assert!(elector.check(Duration::ZERO).is_ok(), "standing by");
+    let cancel = CancellationToken::new();
+    let mut run = std::pin::pin!(elector.run(cancel.clone()));
+    let started = tokio::select! {
+        _ = &mut run => panic!("run returned"),
+        e = until_event(&mut events, LEASE, |e| matches!(e, LeaderEvent::StartedLeading(_))) => e,
+    };
+    let LeaderEvent::StartedLeading(term) = started else { unreachable!() };
+    tokio::select! {
+        _ = &mut run => panic!("run returned"),
+        () = tokio::time::sleep(Duration::from_secs(31)) => {}
+    }
+    assert!(elector.check(Duration::ZERO).is_ok(), "renewing");
+
+    // `run` is not polled from here on: the elector is stuck.
+    let last = last_write_by(&store, "a").at;
+    tokio::time::sleep_until(last + LEASE).await;
+    assert!(!elector.is_leader(), "the belief ended at the renew deadline");
+    assert!(!term.is_cancelled(), "the token waits for the elector's task");
+    assert!(elector.check(Duration::ZERO).is_ok(), "exactly the lease duration: tolerated");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let err = elector.check(Duration::ZERO).unwrap_err();
+    assert_eq!(err.name, "demo");
+    assert_eq!(err.since_renewal, LEASE + Duration::from_millis(1));
+    assert!(elector.check(Duration::from_secs(5)).is_ok());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(elector.check(Duration::from_secs(5)).is_err());
+
+    // Running again, the elector ends the term at once, and the check passes.
+    tokio::select! {
+        _ = &mut run => panic!("run returned"),
+        _ = until_event(&mut events, Duration::ZERO, |e| matches!(e, LeaderEvent::StoppedLeading)) => {}
+    }
+    assert!(term.is_cancelled());
+    assert!(elector.check(Duration::ZERO).is_ok());
+    cancel.cancel();
+    run.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_exit_of_run_reports_stopped_leading() {
+    let store = MemoryStore::new();
+    store.put(LeaderElectionRecord { holder_identity: "z".into(), lease_duration_seconds: 3600, ..Default::default() });
+    // Cancelled while standing by behind another holder: StoppedLeading, as client-go's
+    // OnStoppedLeading runs whenever Run returns.
+    let mut b = Candidate::start(&store, "b", same);
+    b.expect_new_leader(Some("z")).await;
+    b.cancel.cancel();
+    b.expect_stopped().await;
+    (&mut b.task).await.unwrap();
+    b.assert_quiet();
+
+    // Its future dropped while standing by: the same.
+    let mut c = Candidate::start(&store, "c", same);
+    c.expect_new_leader(Some("z")).await;
+    c.task.abort();
+    c.expect_stopped().await;
+    c.assert_quiet();
+
+    // A leader cancelled: the StoppedLeading ending its term is the only one.
+    store.remove();
+    let mut a = Candidate::start(&store, "a", same);
+    a.expect_leading().await;
+    a.cancel.cancel();
+    a.expect_stopped().await;
+    (&mut a.task).await.unwrap();
+    a.assert_quiet();
+
+    // A leader that lost its term and is cancelled while campaigning again: one for the term,
+    // one for the exit.
+    store.remove();
+    let mut d = Candidate::start(&store, "d", same);
+    d.expect_leading().await;
+    d.faults.fail(true);
+    d.expect_stopped().await;
+    tokio::time::sleep(RETRY * 3).await;
+    d.assert_quiet();
+    d.cancel.cancel();
+    d.expect_stopped().await;
+    (&mut d.task).await.unwrap();
+    d.assert_quiet();
 }
 
 /// Wall clocks that jump or disagree change only the informational timestamps: A's clock is a

@@ -2,7 +2,8 @@
 //! thread of its own with its own `kube::Client`, under faults: the leader's requests failing,
 //! the leader's whole thread stalled (timers and I/O frozen), and a clean release. An oracle
 //! thread samples every elector's belief (`is_leader`) throughout and fails the test if two
-//! believe they lead at the same moment.
+//! believe they lead at the same moment. And one leader whose Lease is deleted, then emptied of
+//! its holder, under it: it writes the Lease back and keeps its term.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -12,9 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use informer::InformerThread;
 use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 use informer_apiserver::ApiServer;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, WatchEvent, WatchParams};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -268,4 +272,65 @@ async fn three_electors_never_lead_at_once_under_faults() {
         r.thread.shutdown();
     }
     assert!(states.values().all(|l| !l), "{states:?}");
+}
+
+/// The first write of the Lease `default/ha` after resourceVersion `rv`, as a watch reports it.
+async fn next_write(api: &Api<Lease>, rv: &str) -> Lease {
+    let params = WatchParams::default().fields("metadata.name=ha");
+    let mut stream = api.watch(&params, rv).await.unwrap().boxed();
+    loop {
+        let event = tokio::time::timeout(LIMIT, stream.next()).await.expect("no write of the lease").unwrap();
+        match event.unwrap() {
+            WatchEvent::Added(l) | WatchEvent::Modified(l) => return l,
+            _ => {}
+        }
+    }
+}
+
+fn rv_of(v: &serde_json::Value) -> String {
+    v["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_writes_back_a_lease_deleted_or_emptied_under_it() {
+    let server = ApiServer::builder().start().await.unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let replica = Replica::start(&server, "e1", tx).await;
+    let term = loop {
+        match tokio::time::timeout(LIMIT, rx.recv()).await.expect("no term").unwrap() {
+            (_, LeaderEvent::StartedLeading(t)) => break t,
+            _ => continue,
+        }
+    };
+    let kc = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    let api: Api<Lease> = Api::namespaced(kube::Client::try_from(cfg).unwrap(), "default");
+    let spec = |l: &Lease| l.spec.clone().unwrap_or_default();
+
+    // Deleted: the leader's next renewal finds it gone and creates it.
+    let gone = server.delete("leases", "default", "ha").await.unwrap();
+    let created = next_write(&api, &rv_of(&gone)).await;
+    assert_eq!(spec(&created).holder_identity.as_deref(), Some("e1"));
+    assert_eq!(spec(&created).lease_transitions, Some(0));
+
+    // Emptied: the leader writes itself back in, counting one transition.
+    let patch = serde_json::json!({"spec": {"holderIdentity": ""}});
+    let emptied = server.patch("leases", "default", "ha", &patch).await.unwrap();
+    let mut lease = next_write(&api, &rv_of(&emptied)).await;
+    assert_eq!(spec(&lease).holder_identity.as_deref(), Some("e1"));
+    assert_eq!(spec(&lease).lease_transitions, Some(1));
+
+    // It goes on renewing in the same term, with no StoppedLeading.
+    for _ in 0..3 {
+        let rv = lease.metadata.resource_version.clone().unwrap();
+        lease = next_write(&api, &rv).await;
+        assert_eq!(spec(&lease).holder_identity.as_deref(), Some("e1"));
+    }
+    assert!(!term.is_cancelled() && replica.elector.is_leader());
+    while let Ok((who, e)) = rx.try_recv() {
+        assert!(!matches!(e, LeaderEvent::StoppedLeading | LeaderEvent::StartedLeading(_)), "{who}: {e:?}");
+    }
+    replica.cancel.cancel();
+    replica.run.await.unwrap();
+    replica.thread.shutdown();
 }

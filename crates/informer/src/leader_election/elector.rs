@@ -11,15 +11,26 @@
 //! reading the record) and bounds every call by half the renew deadline.
 //!
 //! Invariants:
-//! - a term lasts at most `renew_deadline` past the *start* of its last successful write: then the
-//!   term's token is cancelled and [`is_leader`](LeaderElector::is_leader) is false, even if the
-//!   elector's task is not running at that moment (a stalled process). Another candidate can take
-//!   over only `leaseDurationSeconds` after it saw that write, which was made after the write
-//!   started; since the renew deadline is shorter than the lease duration, two terms never
-//!   overlap on clocks that advance at the same rate;
-//! - a leader that reads a record naming another holder (or none) ends its term at once;
+//! - a term lasts at most `renew_deadline` past the *start* of its last successful write: then
+//!   [`is_leader`](LeaderElector::is_leader) is false, judged by the clock at each call, so even
+//!   while the elector's task is not running (a stalled process). The term's token is cancelled
+//!   by that task, at the deadline when it runs, or as soon as it runs again after a stall;
+//!   [`check`](LeaderElector::check) reports a term that its task has not ended long after the
+//!   lease must have expired. Another candidate can take over only `leaseDurationSeconds` after
+//!   it saw that write, which was made after the write started; since the renew deadline is
+//!   shorter than the lease duration, two beliefs of leading never overlap on clocks that
+//!   advance at the same rate;
+//! - a leader that reads a record naming another holder ends its term at once; one that finds
+//!   the record gone creates it again, and one that finds it with no holder writes itself in
+//!   (`leaseTransitions` of the record read + 1), and it keeps its term (same token, no event).
+//!   Both writes are client-go's `tryAcquireOrRenew` after a failed optimistic renewal: they
+//!   carry the `acquireTime` of the leader's own last write, and a re-created record also its
+//!   `leaseTransitions`;
 //! - a term ends (token cancelled, `StoppedLeading`, gauge 0) exactly once, also when `run`'s
 //!   future is dropped; a candidate that lost goes back to campaigning with a fresh term token;
+//! - every exit of `run` (cancelled, or its future dropped) delivers `StoppedLeading`, as
+//!   client-go calls `OnStoppedLeading` whenever `Run` returns: the one ending the term it was
+//!   in, or one of its own when it was not leading; a refused second `run` sends nothing;
 //! - with `release_on_cancel`, a leader that is cancelled ends its term, then writes client-go's
 //!   release (empty holder, `leaseDurationSeconds` 1, transitions unchanged) if the record still
 //!   names it, retrying conflicts within the renew deadline.
@@ -44,6 +55,17 @@ pub enum ElectionError {
     /// `run` was called a second time.
     #[error("the leader elector {0} has already been started")]
     AlreadyStarted(String),
+}
+
+/// [`LeaderElector::check`]'s answer for a leader whose lease must have expired: its term has not
+/// ended, but its last successful renewal is older than the lease duration plus the tolerance.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed election to renew leadership on lease {name}: last renewed {since_renewal:?} ago")]
+pub struct LeaseExpired {
+    /// The election's name (its metrics label).
+    pub name: String,
+    /// The time since the last successful write.
+    pub since_renewal: Duration,
 }
 
 /// A candidate in a leader election. Cheap to clone (clones are the same candidate). See the
@@ -82,12 +104,15 @@ struct State {
 struct Term {
     token: CancellationToken,
     valid_until: Instant,
+    /// When the last successful write (acquire or renewal) was answered.
+    renewed_at: Instant,
 }
 
 impl Inner {
     fn begin_term(&self, valid_until: Instant) {
         let token = CancellationToken::new();
-        self.state.lock().term = Some(Term { token: token.clone(), valid_until });
+        let term = Term { token: token.clone(), valid_until, renewed_at: Instant::now() };
+        self.state.lock().term = Some(term);
         if let Some(s) = &self.series {
             s.status.set(1);
         }
@@ -98,27 +123,37 @@ impl Inner {
     fn extend_term(&self, valid_until: Instant) {
         if let Some(t) = &mut self.state.lock().term {
             t.valid_until = valid_until;
+            t.renewed_at = Instant::now();
         }
     }
 
-    /// Ends the current term, if any (idempotent).
-    fn end_term(&self, why: &str) {
-        let Some(term) = self.state.lock().term.take() else { return };
+    /// Ends the current term, if any (idempotent). Returns whether there was one.
+    fn end_term(&self, why: &str) -> bool {
+        let Some(term) = self.state.lock().term.take() else { return false };
         term.token.cancel();
         if let Some(s) = &self.series {
             s.status.set(0);
         }
         tracing::info!(lock = %self.lock_name, identity = %self.config.identity, reason = why, "stopped leading");
         self.subscribers.send(LeaderEvent::StoppedLeading);
+        true
     }
 }
 
-/// Ends the term when `run`'s future is dropped mid-term.
-struct EndTermOnDrop<'a>(&'a Inner);
+/// On every exit of `run` (its return, or its future dropped): ends the term if one is running,
+/// and otherwise sends the exit's `StoppedLeading` unless the term that just ended on cancel
+/// already did.
+struct ExitGuard<'a> {
+    inner: &'a Inner,
+    /// The `StoppedLeading` of the term ended by the cancel is this exit's event.
+    reported: bool,
+}
 
-impl Drop for EndTermOnDrop<'_> {
+impl Drop for ExitGuard<'_> {
     fn drop(&mut self) {
-        self.0.end_term("the elector was dropped");
+        if !self.inner.end_term("the elector stopped") && !self.reported {
+            self.inner.subscribers.send(LeaderEvent::StoppedLeading);
+        }
     }
 }
 
@@ -128,7 +163,7 @@ enum Attempt {
     Acquired,
     /// Another candidate (the observed record's holder) holds a lease that has not expired.
     HeldBy,
-    /// A leader found the record naming someone else, or nobody, or gone.
+    /// A leader found the record naming someone else.
     NotOurs,
 }
 
@@ -193,17 +228,41 @@ impl LeaderElector {
         self.inner.subscribers.subscribe()
     }
 
+    /// A health check, client-go's `Check` (which its `HealthzAdaptor` serves): an error when
+    /// this candidate is in a term that its task has not ended although the last successful write
+    /// of the lease was more than the lease duration plus `max_tolerable_expired` ago — a leader
+    /// whose elector is stuck (its process stalled, its runtime blocked) while others may have
+    /// taken over. `Ok` otherwise, also while standing by.
+    pub fn check(&self, max_tolerable_expired: Duration) -> Result<(), LeaseExpired> {
+        let renewed_at = match &self.inner.state.lock().term {
+            Some(t) => t.renewed_at,
+            None => return Ok(()),
+        };
+        let since_renewal = Instant::now().saturating_duration_since(renewed_at);
+        let tolerated = self.inner.config.lease_duration.saturating_add(max_tolerable_expired);
+        if since_renewal > tolerated {
+            return Err(LeaseExpired { name: self.inner.config.name.clone(), since_renewal });
+        }
+        Ok(())
+    }
+
     /// Campaigns until `cancel` fires: acquires, leads until the term ends, and campaigns again.
     /// (client-go's `Run` returns after one term; a program that wants that stops at the first
     /// `StoppedLeading`.) On cancel it ends the term and, with `release_on_cancel`, releases the
-    /// lease before it returns. Returns [`ElectionError::AlreadyStarted`] on a second call.
+    /// lease before it returns.
+    ///
+    /// Every exit (cancelled, or this future dropped) delivers a `StoppedLeading`, as client-go
+    /// calls `OnStoppedLeading` whenever its `Run` returns, even if it never led: the event
+    /// ending the term, or, when the candidate was not leading, one sent as it exits.
+    ///
+    /// Returns [`ElectionError::AlreadyStarted`] on a second call, without any event.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), ElectionError> {
         let inner = &*self.inner;
         let cfg = &inner.config;
         if inner.started.swap(true, Ordering::SeqCst) {
             return Err(ElectionError::AlreadyStarted(inner.lock_name.clone()));
         }
-        let _end = EndTermOnDrop(inner);
+        let mut exit = ExitGuard { inner, reported: false };
         let mut c = Campaign { inner, observed: None, observed_at: Instant::now() };
         loop {
             tracing::info!(lock = %inner.lock_name, identity = %cfg.identity, "attempting to acquire leader lease");
@@ -217,6 +276,7 @@ impl LeaderElector {
             });
             c.report();
             if end == TermEnd::Cancelled {
+                exit.reported = true;
                 if cfg.release_on_cancel {
                     c.release().await;
                     c.report();
@@ -278,7 +338,11 @@ impl Campaign<'_> {
     }
 
     /// client-go's `tryAcquireOrRenew`, with one difference: a leader (`leading`) that finds the
-    /// record naming anyone else, or gone, does not write but reports [`Attempt::NotOurs`].
+    /// record naming someone else does not wait for that lease to expire but reports
+    /// [`Attempt::NotOurs`]. Like client-go, a leader that finds the record gone creates it, and
+    /// one that finds it without a holder takes it (`leaseTransitions` + 1, since the holder read
+    /// is not itself); as in client-go, the record prepared for the optimistic renewal (its own
+    /// last `acquireTime` and `leaseTransitions`) is the base of those writes.
     async fn try_acquire_or_renew(&mut self, leading: bool) -> Result<Attempt, LockError> {
         let inner = self.inner;
         let cfg = &inner.config;
@@ -307,7 +371,6 @@ impl Campaign<'_> {
         // 2. Read the record, or create it.
         let old = match cfg.lock.get().await {
             Ok(r) => r,
-            Err(LockError::NotFound(_)) if leading => return Ok(Attempt::NotOurs),
             Err(LockError::NotFound(_)) => {
                 cfg.lock.create(record.clone()).await?;
                 self.wrote(record);
@@ -320,7 +383,7 @@ impl Campaign<'_> {
         let held = old.is_held();
         let (acquire_time, transitions) = (old.acquire_time, old.lease_transitions);
         self.observe(old);
-        if leading && !ours {
+        if leading && held && !ours {
             return Ok(Attempt::NotOurs);
         }
         if held && !ours && self.lease_valid() {

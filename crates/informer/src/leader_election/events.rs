@@ -4,7 +4,10 @@
 //! Invariants: every subscriber gets every event sent after it subscribed, in order (unbounded:
 //! transitions are rare); a subscriber that is dropped is forgotten at the next event. On
 //! acquiring, `NewLeader(Some(self))` comes before `StartedLeading`; on losing, `StoppedLeading`
-//! comes first (its token is already cancelled), then the leader observed next, if any.
+//! comes first (its token is already cancelled), then the leader observed next, if any. Every
+//! exit of [`run`](super::LeaderElector::run) delivers a `StoppedLeading`, even for a candidate
+//! that was not leading (client-go's `OnStoppedLeading` runs whenever `Run` returns); a candidate
+//! that loses a term and is then stopped while campaigning again gets one for each.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -22,7 +25,9 @@ pub enum LeaderEvent {
     /// This candidate leads. The token is cancelled the moment leadership ends: lost (renewals
     /// failed until the renew deadline, or another holder was observed) or given up on cancel.
     StartedLeading(CancellationToken),
-    /// This candidate no longer leads.
+    /// This candidate's term ended, or [`run`](super::LeaderElector::run) exited while it was not
+    /// leading (as client-go calls `OnStoppedLeading` whenever `Run` returns, even if it never
+    /// led). Either way, this candidate does not lead now.
     StoppedLeading,
 }
 

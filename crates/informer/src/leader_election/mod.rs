@@ -11,7 +11,11 @@
 //! anyone else. See [`elector`](LeaderElector) for the exact rules.
 //!
 //! The transitions come as a stream of [`LeaderEvent`]s: `NewLeader`, `StartedLeading` (with a
-//! token cancelled the moment leadership ends) and `StoppedLeading`.
+//! token cancelled the moment leadership ends) and `StoppedLeading` (also on every exit of
+//! [`run`](LeaderElector::run), as client-go's `OnStoppedLeading`). A leader that finds its Lease
+//! deleted, or emptied of its holder, writes itself back and keeps its term, as client-go does.
+//! [`LeaderElector::check`] is client-go's `Check` for a health endpoint: it fails when the
+//! elector's task has not ended a term whose lease must have expired (a stuck process).
 //! [`ControllerRunner`](crate::ControllerRunner) uses an elector through
 //! [`leader_election`](crate::ControllerRunnerBuilder::leader_election). Metrics:
 //! [`LeaderElectionMetrics`] (`leader_election_master_status`).
@@ -61,7 +65,7 @@ mod metrics;
 mod record;
 
 pub use config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
-pub use elector::{ElectionError, LeaderElector};
+pub use elector::{ElectionError, LeaderElector, LeaseExpired};
 pub use events::{LeaderEvent, LeaderEvents};
 pub use lease_lock::LeaseLock;
 pub use lock::{LockError, ResourceLock};

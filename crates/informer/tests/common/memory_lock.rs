@@ -61,6 +61,11 @@ impl MemoryStore {
         s.writes.push(Write { at: Instant::now(), by: "outside".into(), record });
     }
 
+    /// Deletes the record (someone deleted the Lease).
+    pub fn remove(&self) {
+        self.0.lock().record = None;
+    }
+
     /// A new version with the same record (someone changed the object's metadata).
     pub fn touch(&self) {
         let mut s = self.0.lock();
