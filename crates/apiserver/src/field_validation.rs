@@ -74,7 +74,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Value, Vec<String>), serde_json::E
 /// paths (nothing for types without a built-in schema).
 pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
     if info.custom.is_some() {
-        return crate::custom_resource::prune(info, obj);
+        // As kube coerces a custom resource: its metadata as ObjectMeta decodes it, then the
+        // rest by the version's schema (those paths sorted).
+        let mut unknown = Vec::new();
+        if let (Some(meta), Some(root)) = (obj.get_mut("metadata"), schema::builtin().root("", "v1", "ConfigMap")) {
+            prune(root.field("metadata").node, meta, &mut String::from("metadata"), &mut unknown);
+        }
+        let mut rest = crate::custom_resource::prune(info, obj);
+        rest.sort_unstable();
+        unknown.extend(rest);
+        return unknown;
     }
     let mut unknown = Vec::new();
     if let Some(node) = schema::builtin().root(&info.group, &info.version, &info.kind) {

@@ -1054,3 +1054,41 @@ async fn a_status_write_is_judged_by_the_status_schema_alone() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), [cause("FieldValueRequired", "spec", "Required value")]);
 }
+
+#[tokio::test]
+async fn metadata_is_coerced_as_object_meta_and_unknown_fields_come_sorted() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}}}});
+    assert_eq!(c.post(CRDS, &crd_of("bag", "Bag", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "bags.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/bags";
+    let mut items: Vec<Value> = (0..11).map(|_| json!({})).collect();
+    items[2] = json!({"x": 1});
+    items[10] = json!({"x": 1});
+    let body = json!({"metadata": {"name": "b", "labels": {}, "finalizers": [], "annotations": null, "colour": "red"},
+        "spec": {"items": items}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let warnings: Vec<&str> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field \\\"metadata.colour\\\"\"",
+            "299 - \"unknown field \\\"spec.items[10].x\\\"\"",
+            "299 - \"unknown field \\\"spec.items[2].x\\\"\"",
+        ]
+    );
+    let meta = c.get(&format!("{base}/b")).await.body["metadata"].clone();
+    for gone in ["labels", "finalizers", "annotations", "colour"] {
+        assert!(meta.get(gone).is_none(), "{gone}: {meta}");
+    }
+    let mut strict = body.clone();
+    strict["metadata"]["name"] = json!("s");
+    let r = c.post(&format!("{base}?fieldValidation=Strict"), &strict).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Bag in version \"v1\" cannot be handled as a Bag: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.items[10].x\", unknown field \"spec.items[2].x\""
+    );
+}
