@@ -57,6 +57,7 @@ pub fn validate(
     let mut v = Value::Object(obj.clone());
     // The replaced object as this version serves it, to correlate unchanged values with: read
     // only when the schema finds a fault (which it may ratchet) or rules run.
+    let replaced = old;
     let old_value = std::cell::OnceCell::new();
     let old = || {
         old_value
@@ -114,10 +115,39 @@ pub fn validate(
         validation_rules::validate(s, &v, old(), &mut causes);
     }
     if causes.is_empty() {
+        if !status_only {
+            finalizer_warnings(obj, replaced.map(StoredObject::value).as_ref());
+        }
         return Ok(());
     }
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     Err(invalid(info, name, &causes))
+}
+
+/// The finalizers kube defines (which need no domain).
+const STANDARD_FINALIZERS: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+
+/// kube's warnings for the finalizers a write of a custom resource adds (sorted): a name that is
+/// not domain-qualified with a path may clash with another writer's.
+fn finalizer_warnings(obj: &Map<String, Value>, old: Option<&Value>) {
+    let names = |v: Option<&Value>| -> std::collections::BTreeSet<String> {
+        let list = v.and_then(|m| m.get("finalizers")).and_then(Value::as_array);
+        list.into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+    };
+    let old_names = names(old.and_then(|o| o.get("metadata")));
+    for name in names(obj.get("metadata")).difference(&old_names) {
+        let shown = structural::go_quote(name);
+        for fault in crate::cel_format::qualified_name(name) {
+            crate::warning::record(format!("metadata.finalizers: {shown}: {fault}"));
+        }
+        if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name.as_str()) {
+            let with = if name.contains('.') { " including a path (/)" } else { "" };
+            crate::warning::record(format!(
+                "metadata.finalizers: {shown}: prefer a domain-qualified finalizer name{with} to avoid accidental \
+                 conflicts with other finalizer writers"
+            ));
+        }
+    }
 }
 
 fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {

@@ -1092,3 +1092,38 @@ async fn metadata_is_coerced_as_object_meta_and_unknown_fields_come_sorted() {
         "Bag in version \"v1\" cannot be handled as a Bag: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.items[10].x\", unknown field \"spec.items[2].x\""
     );
 }
+
+#[tokio::test]
+async fn added_finalizers_without_a_domain_and_path_are_warned_of() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    assert_eq!(c.post(CRDS, &crd_of("lock", "Lock", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "locks.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/locks";
+    let warnings = |r: &Resp| -> Vec<String> {
+        r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
+    };
+    let body = json!({"metadata": {"name": "l", "finalizers": ["myfin", "example.com/ok", "orphan", "example.com"]}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        warnings(&r),
+        [
+            "299 - \"metadata.finalizers: \\\"example.com\\\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers\"",
+            "299 - \"metadata.finalizers: \\\"myfin\\\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers\"",
+        ]
+    );
+    // Only what an update adds is warned of.
+    let patch = json!({"metadata": {"finalizers": ["myfin", "example.com/ok", "orphan", "example.com", "zz"]}});
+    let r = c.patch(&format!("{base}/l"), "application/merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        warnings(&r),
+        [
+            "299 - \"metadata.finalizers: \\\"zz\\\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers\""
+        ]
+    );
+    let r = c.patch(&format!("{base}/l"), "application/merge-patch+json", &json!({"spec": {"size": 1}})).await;
+    assert_eq!((r.code, warnings(&r).len()), (200, 0), "{}", r.body);
+}
