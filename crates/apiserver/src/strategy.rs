@@ -230,6 +230,10 @@ fn status_only(info: &ResourceInfo, old: &StoredObject, new: Map<String, Value>)
 /// of its conditions, where the write gives none or 0; and what it cannot add: the fields of
 /// disabled features.
 fn keep_pod_status_fields(old: &StoredObject, new: &mut Map<String, Value>) {
+    // A write without a status writes kube's empty one, which takes what follows.
+    if !new.get("status").is_some_and(Value::is_object) {
+        new.insert("status".into(), Value::Object(Map::new()));
+    }
     let Some(Value::Object(status)) = new.get_mut("status") else { return };
     crate::pod_status::drop_disabled(status, || old.status());
     let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some("") || v.as_i64() == Some(0));

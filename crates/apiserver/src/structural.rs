@@ -160,7 +160,7 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
     if old == Some(obj) {
         return causes;
     }
-    combinators(schema, obj, "", &mut causes);
+    combinators(schema, obj, old, "", &mut causes);
     if let (Some(props), Value::Object(m)) = (schema.get("properties").and_then(Value::as_object), obj) {
         // The root's own constraints on apiVersion, kind and metadata are kube's, not the schema's.
         let mut keys: Vec<&String> =
@@ -180,17 +180,18 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
     causes
 }
 
-/// The value validations `allOf`, `anyOf`, `oneOf` and `not` of `node` on `v`, as kube's OpenAPI
-/// validator judges them (in that validator's order: `anyOf`, `oneOf`, `allOf`, `not`): a
-/// combination that fails adds a cause without a field (`<nil>`, kube's path of an error that is
-/// not a field's) naming the value's path, then the faults of the alternative kube reports: for
-/// `anyOf` and a `oneOf` that none validates, the first alternative that fails (kube takes the
-/// one whose checks matched most, the first among equals); for `allOf`, every alternative's.
-fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+/// The value validations `allOf`, `anyOf`, `oneOf` and `not` of `node` on `v` (`old` the value
+/// an update replaces, for the alternatives' ratcheting), as kube's OpenAPI validator judges
+/// them (in that validator's order: `anyOf`, `oneOf`, `allOf`, `not`): a combination that fails
+/// adds a cause without a field (`<nil>`, kube's path of an error that is not a field's) naming
+/// the value's path, then the faults of the alternative kube reports: for `anyOf` and a `oneOf`
+/// that none validates, the failing alternative whose checks matched most (the first among
+/// equals); for `allOf`, every alternative's.
+fn combinators(node: &Value, v: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     let alternatives = |k: &str| node.get(k).and_then(Value::as_array).filter(|a| !a.is_empty());
     let judged = |s: &Value| {
         let mut found = Vec::new();
-        validate_node(s, v, None, path, &mut found);
+        validate_node(s, v, old, path, &mut found);
         found
     };
     let composite = |text: String| Cause {
@@ -198,8 +199,18 @@ fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
         message: format!("Invalid value: \"\": {} {text}", go_quote(path)),
         field: "<nil>".into(),
     };
+    // The failing alternative kube reports: the most checks matched, the first among equals.
+    let best = |failures: Vec<(usize, Vec<Cause>)>| {
+        let mut best: Option<(usize, Vec<Cause>)> = None;
+        for (count, found) in failures {
+            if best.as_ref().is_none_or(|(b, _)| count > *b) {
+                best = Some((count, found));
+            }
+        }
+        best.map(|(_, found)| found).unwrap_or_default()
+    };
     if let Some(any) = alternatives("anyOf") {
-        let mut first_failure = None;
+        let mut failures = Vec::new();
         let mut valid = false;
         for s in any {
             let found = judged(s);
@@ -207,29 +218,29 @@ fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                 valid = true;
                 break;
             }
-            first_failure.get_or_insert(found);
+            failures.push((match_count(s, v), found));
         }
         if !valid {
             causes.push(composite("must validate at least one schema (anyOf)".into()));
-            causes.extend(first_failure.unwrap_or_default());
+            causes.extend(best(failures));
         }
     }
     if let Some(one) = alternatives("oneOf") {
-        let mut first_failure = None;
+        let mut failures = Vec::new();
         let mut valid = 0;
         for s in one {
             let found = judged(s);
             if found.is_empty() {
                 valid += 1;
-            } else {
-                first_failure.get_or_insert(found);
+            } else if valid == 0 {
+                failures.push((match_count(s, v), found));
             }
         }
         match valid {
             1 => {}
             0 => {
                 causes.push(composite("must validate one and only one schema (oneOf). Found none valid".into()));
-                causes.extend(first_failure.unwrap_or_default());
+                causes.extend(best(failures));
             }
             n => causes.push(composite(format!(
                 "must validate one and only one schema (oneOf). Found {n} valid alternatives"
@@ -255,12 +266,45 @@ fn combinators(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// How many checks of kube's OpenAPI validator apply when `node` judges `v` (its `MatchCount`):
+/// at every node reached, the type, combination and enum checks and the check of the value's
+/// kind (with a format's for a string), then the nodes below that the value has.
+fn match_count(node: &Value, v: &Value) -> usize {
+    let here = match v {
+        Value::String(_) if node.get("format").is_some() => 5,
+        Value::Null | Value::Bool(_) => 3,
+        _ => 4,
+    };
+    let below: usize = match v {
+        Value::Object(m) => {
+            let props = node.get("properties").and_then(Value::as_object);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            m.iter().filter_map(|(k, c)| props.and_then(|p| p.get(k)).or(additional).map(|s| match_count(s, c))).sum()
+        }
+        Value::Array(items) => match node.get("items").filter(|s| s.is_object()) {
+            Some(s) => items.iter().map(|i| match_count(s, i)).sum(),
+            None => 0,
+        },
+        _ => 0,
+    };
+    here + below
+}
+
 /// Validates the `status` of `obj` (a whole custom resource) against the status's part of
-/// `schema`, as kube judges a write through `/status`; `old` is the object the write replaces.
+/// `schema`, as kube judges a write through `/status`: the status is judged as a value of its
+/// own (messages name paths below it), and the causes' fields are put under `status`; `old` is
+/// the object the write replaces.
 pub fn validate_status(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     if let (Some(node), Some(status)) = (schema.pointer("/properties/status"), obj.get("status")) {
-        validate_node(node, status, old.and_then(|o| o.get("status")), "status", &mut causes);
+        validate_node(node, status, old.and_then(|o| o.get("status")), "", &mut causes);
+    }
+    for c in &mut causes {
+        c.field = match c.field.as_str() {
+            "" | "<nil>" => "status".into(),
+            f if f.starts_with('[') => format!("status{f}"),
+            f => format!("status.{f}"),
+        };
     }
     causes
 }
@@ -283,14 +327,16 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// A value as kube's field errors print it (since v1.34): scalars as Go prints them, a string
+/// A value as kube's field errors print it (since v1.34): scalars as Go's `%v` prints them, a string
 /// quoted, lists and maps as Go's `json.Marshal` writes them (keys sorted, `<`, `>` and `&`
 /// escaped).
 pub fn go_value(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
+        Value::Number(n) if n.is_i64() => n.to_string(),
+        // Go decodes any other number as a float64, which `%v` prints.
+        Value::Number(n) => crate::go_fmt::float(n.as_f64().unwrap_or_default()),
         Value::String(s) => go_quote(s),
         Value::Array(_) | Value::Object(_) => go_json(v),
     }
@@ -400,13 +446,16 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
     if v.is_null() && (flag(node, "nullable") || node.get("type").is_none()) {
         return;
     }
+    // A value of the wrong type is judged by the combinations still (kube runs every validator
+    // that applies to the value's kind), by nothing else.
     if flag(node, "x-kubernetes-int-or-string") {
         if !matches!(actual, "integer" | "string") {
             causes.push(type_invalid(
                 path,
                 actual,
-                format!("{path} in body must be of type integer-or-string: {}", go_quote(actual)),
+                format!("{path} in body must be of type integer,string: {}", go_quote(actual)),
             ));
+            combinators(node, v, old, path, causes);
             return;
         }
     } else if let Some(t) = node.get("type").and_then(Value::as_str) {
@@ -417,10 +466,11 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                 actual,
                 format!("{path} in body must be of type {t}: {}", go_quote(actual)),
             ));
+            combinators(node, v, old, path, causes);
             return;
         }
     }
-    combinators(node, v, path, causes);
+    combinators(node, v, old, path, causes);
     match v {
         Value::String(s) => {
             if let Some(max) = node.get("maxLength").and_then(Value::as_u64)
@@ -688,23 +738,28 @@ pub(crate) fn format_ok(format: &str, s: &str) -> bool {
 /// prunes them before defaulting): properties and map values, at every depth (list items stay,
 /// for defaulting to replace or validation to refuse).
 pub fn drop_nulls(schema: &Value, obj: &mut Value) {
+    drop_nulls_below(schema, obj, true);
+}
+
+fn drop_nulls_below(schema: &Value, obj: &mut Value, root: bool) {
     match obj {
         Value::Object(m) => {
             let props = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
             m.retain(|k, child| {
                 let Some(s) = props.and_then(|p| p.get(k)).or(additional) else { return true };
-                if child.is_null() && !flag(s, "nullable") && s.get("default").is_none() && k != "metadata" {
+                // The root's metadata is kube's own, whatever the schema says of it.
+                if child.is_null() && !flag(s, "nullable") && s.get("default").is_none() && !(root && k == "metadata") {
                     return false;
                 }
-                drop_nulls(s, child);
+                drop_nulls_below(s, child, false);
                 true
             });
         }
         Value::Array(items) => {
             if let Some(s) = schema.get("items").filter(|s| s.is_object()) {
                 for item in items {
-                    drop_nulls(s, item);
+                    drop_nulls_below(s, item, false);
                 }
             }
         }
@@ -815,6 +870,68 @@ mod tests {
             obj,
             json!({"spec": {"list": [{}, null], "sized": [1, 3], "labels": {"y": "z"}, "limits": {"cpu": 5}}})
         );
+    }
+
+    #[test]
+    fn a_wrong_type_is_judged_by_the_combinations_still() {
+        // The shape of an IntOrString field.
+        let schema = json!({"type": "object", "properties": {"field": {
+            "x-kubernetes-int-or-string": true, "nullable": true,
+            "anyOf": [{"type": "integer"}, {"type": "string"}]}}});
+        assert!(faults(schema.clone(), json!({"field": 42})).is_empty());
+        assert_eq!(
+            faults(schema, json!({"field": true})),
+            [
+                "field: Invalid value: \"boolean\": field in body must be of type integer,string: \"boolean\"",
+                "<nil>: Invalid value: \"\": \"field\" must validate at least one schema (anyOf)",
+                "field: Invalid value: \"boolean\": field in body must be of type integer: \"boolean\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_alternative_that_matched_most_is_reported() {
+        let schema = json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "c": {"type": "integer"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"], "properties": {"c": {"minimum": 0}}}]}}});
+        assert_eq!(
+            faults(schema, json!({"spec": {"c": -1}})),
+            [
+                "<nil>: Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found none valid",
+                "spec.c: Invalid value: -1: spec.c in body should be greater than or equal to 0",
+                "spec.b: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_status_is_judged_as_a_value_of_its_own() {
+        let schema = json!({"type": "object", "properties": {"status": {"type": "object", "properties": {
+            "replicas": {"type": "integer"},
+            "source": {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}}}});
+        let judged = |obj: Value| -> Vec<String> {
+            validate_status(&schema, &obj, None).iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+        };
+        assert_eq!(
+            judged(json!({"status": {"replicas": "x", "source": {}}})),
+            [
+                "status.replicas: Invalid value: \"string\": replicas in body must be of type integer: \"string\"",
+                "status: Invalid value: \"\": \"source\" must validate one and only one schema (oneOf). Found none valid",
+                "status.source.a: Required value",
+            ]
+        );
+        assert_eq!(
+            judged(json!({"status": 1})),
+            ["status: Invalid value: \"integer\":  in body must be of type object: \"integer\""]
+        );
+    }
+
+    #[test]
+    fn floats_print_as_go_prints_them() {
+        assert_eq!(go_value(&json!(1.0)), "1");
+        assert_eq!(go_value(&json!(1e6)), "1e+06");
+        assert_eq!(go_value(&json!(2.5)), "2.5");
     }
 
     #[test]

@@ -1025,4 +1025,8 @@ async fn status_writes_keep_what_kube_keeps() {
     assert_eq!(r.body["details"]["causes"][2]["message"], "Forbidden: may not be transitioned to non-terminated state");
     let r = c.get(&format!("{PODS}/p")).await;
     assert_eq!(r.body["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+    // A write without a status keeps the QoS class.
+    let r = patch(json!({"status": null})).await;
+    assert_eq!(r.code, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"], json!({"qosClass": "BestEffort"}));
 }
