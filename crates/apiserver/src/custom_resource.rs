@@ -239,22 +239,61 @@ pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
     e
 }
 
-/// A stored object of a custom resource as `info`'s version serves it: `apiVersion` of that
-/// version, the schema's defaults filled in. None when it is not an object of this resource.
+/// A stored object of a custom resource as `info`'s version serves it, as kube's storage
+/// decoder and converter coerce it: pruned and defaulted with the current schema of the version
+/// it was stored in, then given `apiVersion` of `info`'s version and pruned and defaulted with
+/// that version's schema (a field a schema no longer has is not served). None when it is not an
+/// object of this resource.
 pub fn to_version(info: &ResourceInfo, mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if !kind.is_empty() && kind != info.kind {
         return None;
     }
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", ""));
     if !api_version.is_empty() && group != info.group {
         return None;
     }
+    let stored_schema = info
+        .custom
+        .as_ref()
+        .filter(|_| !version.is_empty() && version != info.version)
+        .and_then(|c| c.version_schemas.get(version).cloned());
+    if let Some(s) = stored_schema {
+        coerce(&s, &mut obj);
+    }
     obj.insert("apiVersion".into(), info.api_version().into());
     obj.insert("kind".into(), info.kind.clone().into());
-    default(info, &mut obj);
+    if let Some(s) = schema(info) {
+        coerce(s, &mut obj);
+    }
     Some(obj)
+}
+
+/// An object of a custom resource in the version `info`'s objects are stored in, as kube's
+/// converter makes it: `apiVersion` of that version, pruned with its schema.
+pub fn to_storage(info: &ResourceInfo, mut obj: Map<String, Value>) -> Map<String, Value> {
+    let Some(c) = info.custom.as_ref().filter(|c| c.storage_version != info.version) else { return obj };
+    obj.insert("apiVersion".into(), format!("{}/{}", info.group, c.storage_version).into());
+    if let Some(s) = c.version_schemas.get(&c.storage_version) {
+        let mut v = Value::Object(obj);
+        structural::prune(s, &mut v);
+        structural::drop_nulls(s, &mut v);
+        let Value::Object(m) = v else { unreachable!() };
+        obj = m;
+    }
+    obj
+}
+
+/// `obj` pruned and defaulted with `schema`.
+fn coerce(schema: &Value, obj: &mut Map<String, Value>) {
+    let mut v = Value::Object(std::mem::take(obj));
+    structural::prune(schema, &mut v);
+    structural::drop_nulls(schema, &mut v);
+    structural::default(schema, &mut v);
+    if let Value::Object(m) = v {
+        *obj = m;
+    }
 }
 
 /// The `apiVersion` a custom resource's object is stored with.

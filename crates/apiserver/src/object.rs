@@ -766,16 +766,22 @@ impl Template {
                 stored: Some(build(crate::autoscaling_v1::v2(), &stored, RV_DRY_RUN).value),
             };
         }
-        let stored = if crate::events_api::is_events_api(info) {
-            Some(build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value)
-        } else {
-            info.custom.as_ref().filter(|c| c.storage_version != info.version).map(|c| {
-                let mut storage = info.clone();
-                storage.version = c.storage_version.clone();
-                build(&storage, obj, RV_DRY_RUN).value
-            })
-        };
-        Template { obj: build(info, obj, RV_DRY_RUN), stored }
+        if crate::events_api::is_events_api(info) {
+            let stored = build(crate::events_api::core(), &crate::events_api::to_core(obj), RV_DRY_RUN).value;
+            return Template { obj: build(info, obj, RV_DRY_RUN), stored: Some(stored) };
+        }
+        if info.custom.as_ref().is_some_and(|c| c.storage_version != info.version) {
+            // Stored in the storage version, pruned with its schema; answered as that object
+            // reads in the version written.
+            let storage = crate::conversion::storage_info(info);
+            let stored = crate::custom_resource::to_storage(info, obj.clone());
+            let served = crate::custom_resource::to_version(info, stored.clone()).unwrap_or_else(|| obj.clone());
+            return Template {
+                obj: build(info, &served, RV_DRY_RUN),
+                stored: Some(build(&storage, &stored, RV_DRY_RUN).value),
+            };
+        }
+        Template { obj: build(info, obj, RV_DRY_RUN), stored: None }
     }
 
     /// A template of `obj` stored as `storage` (the object a conversion webhook made of it in

@@ -1127,3 +1127,48 @@ async fn added_finalizers_without_a_domain_and_path_are_warned_of() {
     let r = c.patch(&format!("{base}/l"), "application/merge-patch+json", &json!({"spec": {"size": 1}})).await;
     assert_eq!((r.code, warnings(&r).len()), (200, 0), "{}", r.body);
 }
+
+#[tokio::test]
+async fn fields_no_schema_holds_are_not_stored_or_served() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let v1 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"}, "color": {"type": "string"}}}}});
+    let v2 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"}, "shape": {"type": "string"}}}}});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "tiles.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "tiles", "singular": "tile", "kind": "Tile"},
+                 "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": v1}},
+                    {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": v2}}]}
+    });
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "tiles.example.com").await;
+    // Written in v2, stored in v1: v1's schema has no shape.
+    let r = c
+        .post("/apis/example.com/v2/tiles", &json!({"metadata": {"name": "t"}, "spec": {"size": 1, "shape": "round"}}))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"], json!({"size": 1}));
+    let r = c
+        .post("/apis/example.com/v1/tiles", &json!({"metadata": {"name": "u"}, "spec": {"size": 2, "color": "red"}}))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Read in v2, whose schema has no color.
+    assert_eq!(c.get("/apis/example.com/v2/tiles/u").await.body["spec"], json!({"size": 2}));
+    assert_eq!(c.get("/apis/example.com/v1/tiles/u").await.body["spec"], json!({"size": 2, "color": "red"}));
+    // A schema that drops a field no longer serves it from stored objects.
+    let mut crd = c.get(&format!("{CRDS}/tiles.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .as_object_mut()
+        .unwrap()
+        .remove("color");
+    assert_eq!(c.put(&format!("{CRDS}/tiles.example.com"), &crd).await.code, 200);
+    eventually("the stored color is no longer served", || async {
+        c.get("/apis/example.com/v1/tiles/u").await.body["spec"] == json!({"size": 2})
+    })
+    .await;
+}
