@@ -8,7 +8,8 @@
 //! scale changes only the parent's desired replica count, as an update of the parent (so its
 //! generation moves, and a no-op writes nothing); a `metadata.resourceVersion` in the Scale is a
 //! precondition on the parent (409 when it is not the current one); a bad Scale is refused before
-//! anything is written.
+//! anything is written. A patch of the scale of a custom resource that has no replicas must set
+//! them (400 `the spec replicas field ".spec.replicas" cannot be empty`).
 
 use std::ops::ControlFlow;
 
@@ -172,6 +173,10 @@ fn negative_replicas(name: &str, replicas: i64) -> ApiError {
     )
 }
 
+/// The replicas kube gives the Scale a patch of a custom resource without replicas applies to
+/// (the smallest int32).
+const UNSET_REPLICAS: i64 = -2147483648;
+
 /// What a `Scale` written by a client asks for.
 struct ScaleRequest {
     replicas: i64,
@@ -255,7 +260,21 @@ impl Store {
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {
-                let req = decode(info, ns, name, scale(&scale_of(info, &cur)?.to_value())?)?;
+                let mut current = scale_of(info, &cur)?.to_value();
+                // A custom resource without replicas gives a patch kube's marker of an unset
+                // count, which the patched Scale may not keep.
+                let unset = info.custom.is_some() && lookup(&cur.value(), &sub.spec_replicas_path).is_none();
+                if unset {
+                    current["spec"]["replicas"] = UNSET_REPLICAS.into();
+                }
+                let scaled = scale(&current)?;
+                if unset && scaled.pointer("/spec/replicas").and_then(Value::as_i64) == Some(UNSET_REPLICAS) {
+                    return Err(ApiError::bad_request(format!(
+                        "the spec replicas field {} cannot be empty",
+                        crate::structural::go_quote(&sub.spec_replicas_path)
+                    )));
+                }
+                let req = decode(info, ns, name, scaled)?;
                 if req.precondition.is_some_and(|p| p != cur.rv) {
                     return Err(ApiError::conflict(&info.group, &info.plural, name));
                 }

@@ -1172,3 +1172,31 @@ async fn fields_no_schema_holds_are_not_stored_or_served() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"replicas": {"type": "integer"}}});
+    let mut crd = crd_of("pool", "Pool", "Namespaced", spec);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] =
+        json!({"type": "object", "properties": {"replicas": {"type": "integer"}}});
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}});
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "pools.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/pools";
+    assert_eq!(c.post(base, &json!({"metadata": {"name": "p"}, "spec": {}})).await.code, 201);
+    assert_eq!(c.get(&format!("{base}/p/scale")).await.body["spec"]["replicas"], 0);
+    let merge = |body: Value| {
+        let c = &c;
+        async move { c.patch(&format!("{base}/p/scale"), "application/merge-patch+json", &body).await }
+    };
+    let r = merge(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    assert_eq!(r.body["message"], "the spec replicas field \".spec.replicas\" cannot be empty");
+    let r = merge(json!({"spec": {"replicas": 2}})).await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(2)), "{}", r.body);
+    // Once set, a patch that leaves them keeps them.
+    let r = merge(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(2)), "{}", r.body);
+}
