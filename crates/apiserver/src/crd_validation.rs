@@ -3,7 +3,7 @@
 //! `*.k8s.io` group without its approval annotation), bad or missing names, a scope other than
 //! `Namespaced`/`Cluster`, not exactly one storage version, duplicate or badly named versions,
 //! missing or non-structural schemas, scale paths outside `.spec`/`.status`, bad printer
-//! columns, an unknown conversion strategy or a webhook conversion without a client
+//! columns, selectable fields that name no scalar field of their schema, an unknown conversion strategy or a webhook conversion without a client
 //! configuration or a ConversionReview version the server speaks, and a storage version missing from
 //! `status.storedVersions`.
 //!
@@ -313,6 +313,7 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
             }
         }
     }
+    crate::selectable_fields::validate(&versions, old, causes);
 }
 
 /// The structural-schema rules kube checks that hand-written schemas break most: a type on every

@@ -111,6 +111,7 @@ pub(crate) mod resource_quota;
 pub mod scale;
 pub(crate) mod schema;
 pub(crate) mod security_context;
+pub(crate) mod selectable_fields;
 pub mod selector;
 pub(crate) mod semantic;
 pub mod serve;

@@ -238,18 +238,21 @@ async fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
     assert_eq!(c.get(base).await.body["items"], json!([]));
 }
 
-/// A definition with two served versions (v1 stored), a printer column, a selectable field and
-/// no subresources.
+/// A definition with two served versions (v1 stored), a printer column, a selectable field of
+/// v1 alone and no subresources. (The versions' schemas differ: kube refuses selectable fields
+/// of one version when every version has the same schema.)
 fn widgets_crd() -> Value {
     let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "size": {"type": "string", "default": "small"}, "color": {"type": "string"}}}}});
+    let mut beta = schema.clone();
+    beta["description"] = json!("A widget (beta).");
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Cluster",
                  "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "categories": ["all"]},
                  "versions": [
-                    {"name": "v1beta1", "served": true, "storage": false, "deprecated": true, "schema": {"openAPIV3Schema": schema}},
+                    {"name": "v1beta1", "served": true, "storage": false, "deprecated": true, "schema": {"openAPIV3Schema": beta}},
                     {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
                      "selectableFields": [{"jsonPath": ".spec.color"}]}]}
     })
@@ -1199,4 +1202,33 @@ async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
     // Once set, a patch that leaves them keeps them.
     let r = merge(json!({"metadata": {"labels": {"a": "b"}}})).await;
     assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(2)), "{}", r.body);
+}
+
+#[tokio::test]
+async fn selectable_fields_name_scalar_fields_of_the_schema() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"color": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}});
+    let mut crd = crd_of("paint", "Paint", "Namespaced", spec);
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.tags"}, {"jsonPath": ".spec.hue"}, {"jsonPath": ".spec.color"}]);
+    let r = c.post(CRDS, &crd).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [
+            cause(
+                "FieldValueInvalid",
+                "spec.selectableFields[1].jsonPath",
+                "Invalid value: \".spec.tags\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed."
+            ),
+            cause(
+                "FieldValueInvalid",
+                "spec.selectableFields[2].jsonPath",
+                "Invalid value: \".spec.hue\": is an invalid path: does not refer to a valid field"
+            ),
+            cause("FieldValueDuplicate", "spec.selectableFields[3].jsonPath", "Duplicate value: \".spec.color\""),
+        ]
+    );
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
 }
