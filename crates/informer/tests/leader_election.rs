@@ -416,10 +416,12 @@ async fn check_reports_a_stuck_leader_past_its_lease() {
     assert!(elector.check(Duration::from_secs(5)).is_err());
 
     // Running again, the elector ends the term at once, and the check passes.
+    let resumed = tokio::time::Instant::now();
     tokio::select! {
         _ = &mut run => panic!("run returned"),
-        _ = until_event(&mut events, Duration::ZERO, |e| matches!(e, LeaderEvent::StoppedLeading)) => {}
+        _ = until_event(&mut events, LEASE, |e| matches!(e, LeaderEvent::StoppedLeading)) => {}
     }
+    assert_eq!(tokio::time::Instant::now(), resumed, "the term ends without waiting");
     assert!(term.is_cancelled());
     assert!(elector.check(Duration::ZERO).is_ok());
     cancel.cancel();
