@@ -215,7 +215,7 @@ pub fn served_versions(crd: &Value) -> Vec<ResourceInfo> {
             let deprecation_warning = (v.get("deprecated").and_then(Value::as_bool) == Some(true)).then(|| {
                 match v.get("deprecationWarning").and_then(Value::as_str) {
                     Some(w) => w.to_string(),
-                    None => format!("{group}/{version} {kind} is deprecated"),
+                    None => default_deprecation_warning(&spec, version, &group, &kind),
                 }
             });
             info.custom = Some(Arc::new(CustomVersion {
@@ -272,6 +272,23 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Value>, String> {
         }
     }
     Ok(out)
+}
+
+/// kube's warning for a deprecated version that sets none: the newest served version that is
+/// not deprecated and newer (by kube's version order) is named as the one to use.
+fn default_deprecation_warning(spec: &Value, deprecated: &str, group: &str, kind: &str) -> String {
+    let msg = format!("{group}/{deprecated} {kind} is deprecated");
+    let versions = spec.get("versions").and_then(Value::as_array).into_iter().flatten();
+    let newer = versions
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .map(|v| str_at(v, &["name"]))
+        .filter(|name| version_priority(name) > version_priority(deprecated))
+        .max_by_key(|name| version_priority(name));
+    match newer {
+        Some(name) => format!("{msg}; use {group}/{name} {kind}"),
+        None => msg,
+    }
 }
 
 #[cfg(test)]

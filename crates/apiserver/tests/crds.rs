@@ -271,7 +271,7 @@ async fn versions_are_served_and_objects_stored_in_the_storage_version() {
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["apiVersion"], "example.com/v1beta1");
     assert_eq!(r.body["spec"], json!({"color": "red", "size": "small"}));
-    assert_eq!(r.headers["warning"], "299 - \"example.com/v1beta1 Widget is deprecated\"");
+    assert_eq!(r.headers["warning"], "299 - \"example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget\"");
     let v1 = c.get("/apis/example.com/v1/widgets/w").await;
     assert_eq!(v1.body["apiVersion"], "example.com/v1");
     assert_eq!(v1.body["metadata"]["resourceVersion"], r.body["metadata"]["resourceVersion"]);
