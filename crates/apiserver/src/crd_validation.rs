@@ -251,6 +251,16 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
                 if !shared_schema || i == 0 {
                     let before = causes.len();
                     structural_schema(schema, &sp, true, causes);
+                    // Set and map lists' items are held to kube's rules unless the definition
+                    // this one replaces breaks them already.
+                    let kept_faults = old.and_then(|o| version_schema(o, name)).is_some_and(|o| {
+                        let mut faults = Vec::new();
+                        list_items(o, "", &mut faults);
+                        !faults.is_empty()
+                    });
+                    if !kept_faults {
+                        list_items(schema, &sp, causes);
+                    }
                     let structural = causes.len() == before;
                     // kube holds each rule to its budget unless an update leaves the schema
                     // as it was; the schema's total, always.
@@ -345,6 +355,14 @@ fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Caus
     if t == "array" && !node.get("items").is_some_and(Value::is_object) {
         causes.push(required(format!("{path}.items"), "must be specified"));
     }
+    let has_props = node.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+    if has_props && node.get("additionalProperties").is_some_and(|a| *a != Value::Bool(true) && !a.is_null()) {
+        causes.push(forbidden(
+            format!("{path}.additionalProperties"),
+            "additionalProperties and properties are mutual exclusive",
+        ));
+    }
+    list_type(node, t, path, causes);
     if let Some(props) = node.get("properties").and_then(Value::as_object) {
         for (k, child) in props {
             let cp = format!("{path}.properties[{k}]");
@@ -370,6 +388,134 @@ fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Caus
     }
     if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
         structural_schema(add, &format!("{path}.additionalProperties"), false, causes);
+    }
+}
+
+/// kube's rules for `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` on a node of type
+/// `t`: a list type only on arrays, one of `atomic`, `set`, `map`; keys only for a map list, which
+/// needs them, of object items, each key a scalar property of the items, named once.
+fn list_type(node: &Value, t: &str, path: &str, causes: &mut Vec<Cause>) {
+    let list_type = node.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys: Vec<&str> = node
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if list_type.is_some() && t != "array" {
+        let detail = "must be array if x-kubernetes-list-type is specified";
+        causes.push(if t.is_empty() {
+            required(format!("{path}.type"), detail)
+        } else {
+            invalid(format!("{path}.type"), t, detail)
+        });
+    }
+    if let Some(lt) = list_type.filter(|lt| !matches!(*lt, "atomic" | "set" | "map")) {
+        causes.push(unsupported(format!("{path}.x-kubernetes-list-type"), lt, &["atomic", "set", "map"]));
+    }
+    if !keys.is_empty() {
+        let detail = "must be map if x-kubernetes-list-map-keys is non-empty";
+        match list_type {
+            None => causes.push(required(format!("{path}.x-kubernetes-list-type"), detail)),
+            Some("map") => {}
+            Some(other) => causes.push(invalid(format!("{path}.x-kubernetes-list-type"), other, detail)),
+        }
+    }
+    if list_type != Some("map") {
+        return;
+    }
+    if keys.is_empty() {
+        causes.push(required(
+            format!("{path}.x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+    let Some(items) = node.get("items").filter(|i| i.is_object()) else {
+        causes.push(required(format!("{path}.items"), "must have a schema if x-kubernetes-list-type is map"));
+        return;
+    };
+    let items_type = items.get("type").and_then(Value::as_str).unwrap_or("");
+    if items_type != "object" {
+        causes.push(invalid(
+            format!("{path}.items.type"),
+            items_type,
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    let shown = crate::structural::go_json(&Value::from(keys.clone()));
+    let keys_invalid = |detail: &str| Cause {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {shown}: {detail}"),
+        field: format!("{path}.x-kubernetes-list-map-keys"),
+    };
+    for (i, k) in keys.iter().enumerate() {
+        match items.get("properties").and_then(|p| p.get(*k)) {
+            Some(prop) => {
+                if matches!(prop.get("type").and_then(Value::as_str), Some("array" | "object")) {
+                    // kube shows the items' type here.
+                    causes.push(invalid(
+                        format!("{path}.items.properties[{k}].type"),
+                        items_type,
+                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                    ));
+                }
+            }
+            None => causes.push(keys_invalid("entries must all be names of item properties")),
+        }
+        if keys[..i].contains(k) {
+            causes.push(keys_invalid("must not contain duplicate entries"));
+        }
+    }
+}
+
+/// kube's rules for the items of a set or map list, which it holds a definition to once the
+/// definition keeps them (a new one, or an update of one that did): items that are not
+/// nullable; map keys that are required or defaulted, and not nullable.
+fn list_items(node: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let list_type = node.get("x-kubernetes-list-type").and_then(Value::as_str);
+    if let (Some(lt @ ("set" | "map")), Some(items)) = (list_type, node.get("items").filter(|i| i.is_object())) {
+        let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool) == Some(true);
+        if flag(items, "nullable") {
+            causes.push(forbidden(
+                format!("{path}.items.nullable"),
+                &format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
+            ));
+        }
+        if lt == "map" {
+            let needed: Vec<&str> = items
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let keys = node.get("x-kubernetes-list-map-keys").and_then(Value::as_array).into_iter().flatten();
+            for k in keys.filter_map(Value::as_str) {
+                let Some(prop) = items.get("properties").and_then(|p| p.get(k)) else { continue };
+                if !needed.contains(&k) && prop.get("default").is_none() {
+                    causes.push(required(
+                        format!("{path}.items.properties[{k}].default"),
+                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    ));
+                }
+                if flag(prop, "nullable") {
+                    causes.push(forbidden(
+                        format!("{path}.items.properties[{k}].nullable"),
+                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                    ));
+                }
+            }
+        }
+    }
+    let children = node.get("properties").and_then(Value::as_object).into_iter().flatten();
+    for (k, child) in children {
+        list_items(child, &format!("{path}.properties[{k}]"), causes);
+    }
+    if let Some(items) = node.get("items").filter(|i| i.is_object()) {
+        list_items(items, &format!("{path}.items"), causes);
+    }
+    if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
+        list_items(add, &format!("{path}.additionalProperties"), causes);
     }
 }
 
@@ -433,6 +579,85 @@ mod tests {
         c["spec"]["group"] = json!("apps");
         c["spec"]["scope"] = json!("Global");
         assert_eq!(fields(validate(&c).unwrap_err()), ["metadata.name", "spec.group", "spec.scope"]);
+    }
+
+    fn messages_of(c: &Map<String, Value>, old: Option<&Value>) -> Vec<String> {
+        match super::validate(c, old) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.details.unwrap()["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn lists_and_maps_are_declared_as_kube_requires() {
+        let with_spec = |spec: Value| {
+            let mut c = crd();
+            c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec;
+            c
+        };
+        let at = "spec.validation.openAPIV3Schema.properties[spec].properties[l]";
+        let list = |l: Value| with_spec(json!({"type": "object", "properties": {"l": l}}));
+        let good = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}});
+        assert!(validate(&list(good.clone())).is_ok());
+        let mut keyless = good.clone();
+        keyless["x-kubernetes-list-map-keys"] = json!(["name", "port", "name"]);
+        keyless["items"]["properties"]["port"] = json!({"type": "object"});
+        keyless["items"]["required"] = json!(["name", "port"]);
+        assert_eq!(
+            messages_of(&list(keyless), None),
+            [
+                format!(
+                    "{at}.items.properties[port].type: Invalid value: \"object\": must be a scalar type if parent array's x-kubernetes-list-type is map"
+                ),
+                format!(
+                    "{at}.x-kubernetes-list-map-keys: Invalid value: [\"name\",\"port\",\"name\"]: must not contain duplicate entries"
+                ),
+            ]
+        );
+        let mut optional_key = good.clone();
+        optional_key["items"]["required"] = json!([]);
+        optional_key["items"]["nullable"] = json!(true);
+        let c = list(optional_key);
+        assert_eq!(
+            messages_of(&c, None),
+            [
+                format!("{at}.items.nullable: Forbidden: cannot be nullable when x-kubernetes-list-type is map"),
+                format!(
+                    "{at}.items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+                ),
+            ]
+        );
+        // A definition that breaks these already may keep breaking them.
+        assert!(messages_of(&c, Some(&Value::Object(c.clone()))).is_empty());
+        assert_eq!(
+            messages_of(
+                &list(json!({"type": "string", "x-kubernetes-list-type": "bag", "x-kubernetes-list-map-keys": ["a"]})),
+                None
+            ),
+            [
+                format!("{at}.type: Invalid value: \"string\": must be array if x-kubernetes-list-type is specified"),
+                format!(
+                    "{at}.x-kubernetes-list-type: Unsupported value: \"bag\": supported values: \"atomic\", \"set\", \"map\""
+                ),
+                format!(
+                    "{at}.x-kubernetes-list-type: Invalid value: \"bag\": must be map if x-kubernetes-list-map-keys is non-empty"
+                ),
+            ]
+        );
+        let both = with_spec(json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "additionalProperties": {"type": "string"}}));
+        assert_eq!(
+            messages_of(&both, None),
+            [
+                "spec.validation.openAPIV3Schema.properties[spec].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"
+            ]
+        );
     }
 
     #[test]
