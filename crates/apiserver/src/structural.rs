@@ -171,6 +171,15 @@ pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
                 validate_node(s, &m[k], old.and_then(|o| o.get(k.as_str())), k, &mut causes);
             }
         }
+        // Of the metadata, the schema may restrict the name and generateName alone.
+        let meta_schema = props.get("metadata").and_then(|s| s.get("properties"));
+        for f in ["name", "generateName"] {
+            let v = m.get("metadata").and_then(|meta| meta.get(f));
+            if let (Some(s), Some(v)) = (meta_schema.and_then(|p| p.get(f)), v) {
+                let old = old.and_then(|o| o.get("metadata")).and_then(|meta| meta.get(f));
+                validate_node(s, v, old, &format!("metadata.{f}"), &mut causes);
+            }
+        }
         for r in required(schema) {
             if !matches!(r, "apiVersion" | "kind" | "metadata") && !m.contains_key(r) {
                 causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: r.into() });
@@ -932,6 +941,21 @@ mod tests {
         assert_eq!(go_value(&json!(1.0)), "1");
         assert_eq!(go_value(&json!(1e6)), "1e+06");
         assert_eq!(go_value(&json!(2.5)), "2.5");
+    }
+
+    #[test]
+    fn the_schema_restricts_the_name() {
+        let schema = json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5, "pattern": "^[a-z]+$"}}},
+            "spec": {"type": "object"}}});
+        assert!(faults(schema.clone(), json!({"metadata": {"name": "abc"}})).is_empty());
+        assert_eq!(
+            faults(schema, json!({"metadata": {"name": "abc-def"}})),
+            [
+                "metadata.name: Too long: may not be more than 5 bytes",
+                "metadata.name: Invalid value: \"abc-def\": metadata.name in body should match '^[a-z]+$'",
+            ]
+        );
     }
 
     #[test]

@@ -1232,3 +1232,19 @@ async fn selectable_fields_name_scalar_fields_of_the_schema() {
     crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
     assert_eq!(c.post(CRDS, &crd).await.code, 201);
 }
+
+#[tokio::test]
+async fn the_schema_may_restrict_names() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut crd = crd_of("tag", "Tag", "Namespaced", json!({"type": "object"}));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"] =
+        json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}});
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "tags.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/tags";
+    assert_eq!(c.post(base, &json!({"metadata": {"name": "short"}})).await.code, 201);
+    let r = c.post(base, &json!({"metadata": {"name": "much-too-long"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [cause("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")]);
+}
