@@ -6,8 +6,8 @@
 //! Invariants: a custom resource's object is stored in its storage version and served in the
 //! version asked for (conversion `None`: only `apiVersion` changes), defaulted with that
 //! version's schema on every read as on every write; a write is refused (422, kube's causes in
-//! kube's order: the schema's, then the scale paths', then the uniqueness of set and map lists,
-//! then the validation rules') before anything is stored.
+//! kube's order: the schema's, then the scale paths', then the embedded resources', then the
+//! uniqueness of set and map lists, then the validation rules') before anything is stored.
 
 use serde_json::{Map, Value, json};
 
@@ -99,6 +99,9 @@ pub fn validate(
                 field: p.clone(),
             });
         }
+    }
+    if let Some(s) = custom.schema.as_deref().filter(|_| !status_only) {
+        causes.extend(crate::embedded_resource::validate(s, &v));
     }
     if let Some(s) = &custom.schema {
         // A list the replaced object already repeats in may stay as it is (kube's ratcheting

@@ -52,6 +52,7 @@ pub mod defaults;
 pub mod delete_options;
 pub mod discovery;
 pub(crate) mod disruption_controller;
+pub(crate) mod embedded_resource;
 pub mod etcd_process;
 pub(crate) mod event_recorder;
 pub(crate) mod events_api;

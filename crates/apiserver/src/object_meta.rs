@@ -82,12 +82,66 @@ const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 /// The causes for the metadata of `obj`, of the kind `info` serves, written over `old` (None on
 /// create).
 pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<Cause> {
-    let mut causes = Vec::new();
     let empty = Map::new();
     let meta = obj.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+    let mut causes = judge(meta, old.is_none().then(|| name_rule(info)));
+    let finalizers = crate::object::strings(meta.get("finalizers"));
+    // (The stored object is read only when it is being deleted: its kept metadata says so.)
+    let deleting = old.is_some_and(|o| o.kept.iter().any(|(k, v)| *k == "deletionTimestamp" && !v.is_null()));
+    if let Some(old) = old.filter(|_| deleting) {
+        let stored = old.value();
+        let before = crate::object::strings(stored.get("metadata").and_then(|m| m.get("finalizers")));
+        let mut added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
+        added.sort();
+        added.dedup();
+        if !added.is_empty() {
+            let shown: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
+            causes.push(crate::pod_validation::forbidden(
+                "metadata.finalizers".into(),
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    shown.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(old) = old {
+        causes.extend(immutables(meta, old));
+    }
+    if core_finalizer_rule(info) {
+        for (i, f) in finalizers.iter().enumerate() {
+            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+                causes.push(invalid(
+                    format!("metadata.finalizers[{i}]"),
+                    f,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// The metadata of a resource embedded in a custom resource (`x-kubernetes-embedded-resource`),
+/// as kube judges it: as an object's on create, its names path segments (an empty name stands
+/// for one), its namespace, if any, a DNS label; causes under `metadata.` as for an object's own.
+pub(crate) fn validate_embedded(meta: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let Some(ns) = meta.get("namespace").and_then(Value::as_str).filter(|ns| !ns.is_empty()) {
+        for fault in crate::cel_format::dns1123_label(ns) {
+            causes.push(invalid("metadata.namespace".into(), ns, &fault));
+        }
+    }
+    causes.extend(judge(meta, Some(NameRule::PathSegment)));
+    causes
+}
+
+/// What kube's `ValidateObjectMeta` judges of `meta` alone: the names by `rule` (on create), the
+/// generation, labels, annotations, owner references and finalizers.
+fn judge(meta: &Map<String, Value>, rule: Option<NameRule>) -> Vec<Cause> {
+    let mut causes = Vec::new();
     let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("");
-    if old.is_none() {
-        let rule = name_rule(info);
+    if let Some(rule) = rule {
         let generate = text("generateName");
         if !generate.is_empty() && rule != NameRule::LongName {
             for fault in name_faults(rule, generate, true) {
@@ -121,39 +175,6 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             ),
             field: "metadata.finalizers".into(),
         });
-    }
-    // (The stored object is read only when it is being deleted: its kept metadata says so.)
-    let deleting = old.is_some_and(|o| o.kept.iter().any(|(k, v)| *k == "deletionTimestamp" && !v.is_null()));
-    if let Some(old) = old.filter(|_| deleting) {
-        let stored = old.value();
-        let before = crate::object::strings(stored.get("metadata").and_then(|m| m.get("finalizers")));
-        let mut added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
-        added.sort();
-        added.dedup();
-        if !added.is_empty() {
-            let shown: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
-            causes.push(crate::pod_validation::forbidden(
-                "metadata.finalizers".into(),
-                &format!(
-                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                    shown.join(", ")
-                ),
-            ));
-        }
-    }
-    if let Some(old) = old {
-        causes.extend(immutables(meta, old));
-    }
-    if core_finalizer_rule(info) {
-        for (i, f) in finalizers.iter().enumerate() {
-            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
-                causes.push(invalid(
-                    format!("metadata.finalizers[{i}]"),
-                    f,
-                    "name is neither a standard finalizer name nor is it fully qualified",
-                ));
-            }
-        }
     }
     causes
 }

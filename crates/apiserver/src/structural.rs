@@ -631,17 +631,6 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                     _ => {}
                 }
             }
-            if embedded {
-                for f in ["apiVersion", "kind"] {
-                    if m.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
-                        causes.push(Cause {
-                            reason: "FieldValueRequired",
-                            message: "Required value: must not be empty".into(),
-                            field: join(path, f),
-                        });
-                    }
-                }
-            }
             for r in required(node) {
                 if !m.contains_key(r) {
                     causes.push(Cause {

@@ -1248,3 +1248,32 @@ async fn the_schema_may_restrict_names() {
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), [cause("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")]);
 }
+
+#[tokio::test]
+async fn embedded_resources_are_judged_as_kube_judges_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"template": {
+        "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}});
+    assert_eq!(c.post(CRDS, &crd_of("blueprint", "Blueprint", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "blueprints.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/blueprints";
+    let ok = json!({"metadata": {"name": "ok"}, "spec": {"template": {"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"labels": {"app": "x"}}, "data": {"a": "b"}}}});
+    let r = c.post(base, &ok).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"]["template"]["data"], json!({"a": "b"}));
+    let bad = json!({"metadata": {"name": "bad"}, "spec": {"template": {"kind": "",
+        "metadata": {"labels": {"a b": "c"}}}}});
+    let r = c.post(base, &bad).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let fields: Vec<String> = causes(&r).into_iter().map(|(reason, field, _)| format!("{reason} {field}")).collect();
+    assert_eq!(
+        fields,
+        [
+            "FieldValueRequired spec.template.apiVersion",
+            "FieldValueInvalid spec.template.kind",
+            "FieldValueInvalid spec.template.metadata.labels",
+        ]
+    );
+}
