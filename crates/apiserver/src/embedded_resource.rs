@@ -22,6 +22,41 @@ pub(crate) fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// Calls `f` with the `metadata` of every resource embedded in `obj` by `schema`, and its path.
+pub(crate) fn each_metadata(schema: &Value, obj: &mut Value, f: &mut dyn FnMut(&mut Value, &str)) {
+    each_below(schema, obj, "", f);
+}
+
+fn each_below(node: &Value, v: &mut Value, path: &str, f: &mut dyn FnMut(&mut Value, &str)) {
+    match v {
+        Value::Object(m) => {
+            if !path.is_empty()
+                && node.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true)
+                && let Some(meta) = m.get_mut("metadata")
+            {
+                f(meta, &join(path, "metadata"));
+            }
+            let props = node.get("properties").and_then(Value::as_object);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            for (k, child) in m.iter_mut() {
+                if let Some(s) = props.and_then(|p| p.get(k)) {
+                    each_below(s, child, &join(path, k), f);
+                } else if let Some(s) = additional {
+                    each_below(s, child, &format!("{path}[{k}]"), f);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = node.get("items").filter(|s| s.is_object()) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    each_below(s, item, &format!("{path}[{i}]"), f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn walk(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
     match v {
         Value::Object(m) => {

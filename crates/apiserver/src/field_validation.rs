@@ -83,6 +83,15 @@ pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String>
         let mut rest = crate::custom_resource::prune(info, obj);
         rest.sort_unstable();
         unknown.extend(rest);
+        // Then the metadata of the resources the schema embeds, as ObjectMeta decodes it.
+        if let (Some(s), Some(root)) =
+            (info.custom.as_ref().and_then(|c| c.schema.clone()), schema::builtin().root("", "v1", "ConfigMap"))
+        {
+            let meta_node = root.field("metadata").node;
+            crate::embedded_resource::each_metadata(&s, obj, &mut |meta, path| {
+                prune(meta_node, meta, &mut path.to_string(), &mut unknown);
+            });
+        }
         return unknown;
     }
     let mut unknown = Vec::new();

@@ -1259,10 +1259,13 @@ async fn embedded_resources_are_judged_as_kube_judges_them() {
     wait_established(&c, "blueprints.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/blueprints";
     let ok = json!({"metadata": {"name": "ok"}, "spec": {"template": {"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"labels": {"app": "x"}}, "data": {"a": "b"}}}});
+        "metadata": {"labels": {"app": "x"}, "colour": "red"}, "data": {"a": "b"}}}});
     let r = c.post(base, &ok).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["spec"]["template"]["data"], json!({"a": "b"}));
+    // The embedded metadata is taken as ObjectMeta decodes it.
+    assert_eq!(r.body["spec"]["template"]["metadata"], json!({"labels": {"app": "x"}}));
+    assert_eq!(r.headers["warning"], "299 - \"unknown field \\\"spec.template.metadata.colour\\\"\"");
     let bad = json!({"metadata": {"name": "bad"}, "spec": {"template": {"kind": "",
         "metadata": {"labels": {"a b": "c"}}}}});
     let r = c.post(base, &bad).await;
