@@ -665,15 +665,7 @@ mod tests {
         let messages = |conversion: Value| -> Vec<String> {
             let mut c = crd();
             c["spec"]["conversion"] = conversion;
-            match validate(&c) {
-                Ok(()) => Vec::new(),
-                Err(e) => e.details.unwrap()["causes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
-                    .collect(),
-            }
+            messages_of(&c, None)
         };
         let client = json!({"url": "https://127.0.0.1:9443/convert"});
         let good = json!({"strategy": "Webhook", "webhook": {"clientConfig": client, "conversionReviewVersions": ["v2", "v1"]}});

@@ -122,55 +122,13 @@ fn repeated(items: &[Value]) -> Vec<usize> {
 }
 
 /// What tells two decoded values apart: a scalar by its Go type and value, an object or a list
-/// by Go's JSON of it (numbers written alike whatever their type).
+/// by Go's JSON of it (as kube compares them).
 fn identity(v: &Value) -> String {
     match v {
-        Value::Object(_) | Value::Array(_) => {
-            let mut out = String::from("c");
-            canonical(v, &mut out);
-            out
-        }
+        Value::Object(_) | Value::Array(_) => format!("c{}", go_json(v)),
         Value::Number(n) if n.is_i64() => format!("i{n}"),
         Value::Number(n) => format!("f{}", n.as_f64().unwrap_or_default()),
         other => format!("s{other}"),
-    }
-}
-
-/// Go's `json.Marshal` of a decoded value, up to the spelling of numbers (a float with no
-/// fraction is written as the integer it equals).
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, v)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&go_json(&Value::String(k.clone())));
-                out.push(':');
-                canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
-            let f = n.as_f64().unwrap_or_default();
-            if f.fract() == 0.0 && f.abs() < 1e21 {
-                out.push_str(&format!("{f:.0}"));
-            } else {
-                out.push_str(&n.to_string());
-            }
-        }
-        other => out.push_str(&other.to_string()),
     }
 }
 

@@ -133,18 +133,12 @@ fn invalid(field: &str, value: &str, detail: &str) -> Cause {
 fn field_path<'s>(json_path: &str, schema: &'s Value) -> Result<(String, Option<&'s Value>), String> {
     let mut path = String::new();
     let mut at = Some(schema);
-    let mut rest = json_path;
-    while !rest.is_empty() {
-        let (token, after) = next_token(rest);
-        rest = after;
+    let mut tokens = crate::validation_rules::json_path_tokens(json_path).into_iter();
+    while let Some(token) = tokens.next() {
         match token {
             "[" => return Err("array notation is not allowed".into()),
             "." => {
-                if rest.is_empty() {
-                    return Err("unexpected end of JSON path".into());
-                }
-                let (name, after) = next_token(rest);
-                rest = after;
+                let name = tokens.next().ok_or("unexpected end of JSON path")?;
                 let node = at.ok_or("does not refer to a valid field")?;
                 if let Some(props) = node.get("properties").and_then(Value::as_object) {
                     if !path.is_empty() {
@@ -163,20 +157,6 @@ fn field_path<'s>(json_path: &str, schema: &'s Value) -> Result<(String, Option<
         }
     }
     Ok((path, at))
-}
-
-/// kube's tokens of a JSON path: `.`, `[` or `]` alone, a single-quoted string, or the text up
-/// to the next of them.
-fn next_token(s: &str) -> (&str, &str) {
-    let end = if s.starts_with('\'') {
-        let b = s.as_bytes();
-        (1..b.len()).find(|&i| b[i] == b'\'' && b[i - 1] != b'\\').map_or(s.len(), |i| i + 1)
-    } else if s.starts_with(['.', '[', ']']) {
-        1
-    } else {
-        s.find(['.', '[', ']']).unwrap_or(s.len())
-    };
-    s.split_at(end)
 }
 
 #[cfg(test)]

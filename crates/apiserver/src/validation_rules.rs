@@ -332,10 +332,9 @@ fn rule_fields(rule: &Value, at: &str, node: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Whether `path` (`.a.b`, `.a['b.c']`, a map's key as `.m.k` or `.m['k']`) reaches a field of
-/// `node`'s schema, read as kube reads a rule's `fieldPath`.
-fn valid_field_path(path: &str, node: &Value) -> bool {
-    // kube's tokens: `.`, `[` and `]` alone, a single-quoted string, or the text between them.
+/// kube's tokens of a JSON path (`ValidFieldPath`'s scanner): `.`, `[` and `]` alone, a
+/// single-quoted string, or the text between them.
+pub(crate) fn json_path_tokens(path: &str) -> Vec<&str> {
     let mut tokens = Vec::new();
     let mut rest = path;
     while !rest.is_empty() {
@@ -350,6 +349,13 @@ fn valid_field_path(path: &str, node: &Value) -> bool {
         tokens.push(&rest[..end]);
         rest = &rest[end..];
     }
+    tokens
+}
+
+/// Whether `path` (`.a.b`, `.a['b.c']`, a map's key as `.m.k` or `.m['k']`) reaches a field of
+/// `node`'s schema, read as kube reads a rule's `fieldPath`.
+fn valid_field_path(path: &str, node: &Value) -> bool {
+    let tokens = json_path_tokens(path);
     let mut at = Some(node);
     let mut tokens = tokens.into_iter();
     while let Some(token) = tokens.next() {
