@@ -196,8 +196,8 @@ pub async fn for_write(
 
 /// An object of `from`'s version in `to`'s version of the same resource, for an admission
 /// webhook registered for `to`: through the conversion webhook when the resource converts by
-/// webhook (not pruned: kube's converter alone), else as conversion `None` does (None when it
-/// is not an object of the resource). A failed conversion is kube's internal error.
+/// webhook (not pruned: kube's converter alone), else as conversion `None` does: only the
+/// `apiVersion` changes (None when it is not an object of the resource). A failed conversion is kube's internal error.
 pub async fn for_admission(
     from: &ResourceInfo,
     to: &ResourceInfo,
@@ -210,7 +210,7 @@ pub async fn for_admission(
         return Ok(Some(crate::autoscaling_v1::from_v2(&obj)));
     }
     let Some(webhook) = webhook_of(to).filter(|_| from.version != to.version) else {
-        return Ok(crate::custom_resource::to_version(to, obj));
+        return Ok(crate::custom_resource::converted_for_admission(to, obj));
     };
     obj.insert("apiVersion".into(), from.api_version().into());
     obj.insert("kind".into(), from.kind.clone().into());

@@ -26,6 +26,10 @@ fn invalid(field: String, value: &str, detail: &str) -> Cause {
     Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {}: {detail}", go_quote(value)), field }
 }
 
+fn invalid_shown(field: String, shown: &str, detail: &str) -> Cause {
+    Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {shown}: {detail}"), field }
+}
+
 fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
     let s: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
     Cause {
@@ -226,6 +230,14 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
     let shared_subresources = alike(&|v| v.get("subresources"));
     let shared_columns =
         alike(&|v| v.get("additionalPrinterColumns").filter(|c| c.as_array().is_some_and(|c| !c.is_empty())));
+    let old_faults = old.is_some_and(|o| {
+        let schemas = o.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten();
+        schemas.filter_map(|v| v.pointer("/schema/openAPIV3Schema")).any(|schema| {
+            let mut faults = Vec::new();
+            list_items(schema, "", &mut faults);
+            !faults.is_empty()
+        })
+    });
     let mut seen: Vec<&str> = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let p = format!("spec.versions[{i}]");
@@ -252,13 +264,8 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
                     let before = causes.len();
                     structural_schema(schema, &sp, true, causes);
                     // Set and map lists' items are held to kube's rules unless the definition
-                    // this one replaces breaks them already.
-                    let kept_faults = old.and_then(|o| version_schema(o, name)).is_some_and(|o| {
-                        let mut faults = Vec::new();
-                        list_items(o, "", &mut faults);
-                        !faults.is_empty()
-                    });
-                    if !kept_faults {
+                    // this one replaces breaks them already, in any version.
+                    if !old_faults {
                         list_items(schema, &sp, causes);
                     }
                     let structural = causes.len() == before;
@@ -470,7 +477,8 @@ fn list_type(node: &Value, t: &str, path: &str, causes: &mut Vec<Cause>) {
 
 /// kube's rules for the items of a set or map list, which it holds a definition to once the
 /// definition keeps them (a new one, or an update of one that did): items that are not
-/// nullable; map keys that are required or defaulted, and not nullable.
+/// nullable, lists and maps in a set atomic; map keys that are required or defaulted, and not
+/// nullable.
 fn list_items(node: &Value, path: &str, causes: &mut Vec<Cause>) {
     let list_type = node.get("x-kubernetes-list-type").and_then(Value::as_str);
     if let (Some(lt @ ("set" | "map")), Some(items)) = (list_type, node.get("items").filter(|i| i.is_object())) {
@@ -480,6 +488,20 @@ fn list_items(node: &Value, path: &str, causes: &mut Vec<Cause>) {
                 format!("{path}.items.nullable"),
                 &format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
             ));
+        }
+        // A set's items are compared whole: lists and maps in it are atomic.
+        if lt == "set" {
+            let kind = items.get("type").and_then(Value::as_str);
+            let shown = |v: Option<&Value>| v.and_then(Value::as_str).map_or("null".to_string(), go_quote);
+            let message = "must be atomic as item of a list with x-kubernetes-list-type=set";
+            let list_type = items.get("x-kubernetes-list-type");
+            if kind == Some("array") && list_type.is_some_and(|t| t.as_str() != Some("atomic")) {
+                causes.push(invalid_shown(format!("{path}.items.x-kubernetes-list-type"), &shown(list_type), message));
+            }
+            if kind == Some("object") && items.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic") {
+                // kube shows the items' list type here.
+                causes.push(invalid_shown(format!("{path}.items.x-kubernetes-map-type"), &shown(list_type), message));
+            }
         }
         if lt == "map" {
             let needed: Vec<&str> = items
@@ -649,6 +671,23 @@ mod tests {
                     "{at}.x-kubernetes-list-type: Invalid value: \"bag\": must be map if x-kubernetes-list-map-keys is non-empty"
                 ),
             ]
+        );
+        let set_of = |items: Value| list(json!({"type": "array", "x-kubernetes-list-type": "set", "items": items}));
+        assert_eq!(
+            messages_of(&set_of(json!({"type": "object", "properties": {"a": {"type": "string"}}})), None),
+            [format!(
+                "{at}.items.x-kubernetes-map-type: Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"
+            )]
+        );
+        assert!(messages_of(&set_of(json!({"type": "object", "x-kubernetes-map-type": "atomic"})), None).is_empty());
+        assert_eq!(
+            messages_of(
+                &set_of(json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}})),
+                None
+            ),
+            [format!(
+                "{at}.items.x-kubernetes-list-type: Invalid value: \"set\": must be atomic as item of a list with x-kubernetes-list-type=set"
+            )]
         );
         let both = with_spec(json!({"type": "object", "properties": {"a": {"type": "string"}},
             "additionalProperties": {"type": "string"}}));

@@ -63,6 +63,10 @@ pub fn validate(
         old_value
             .get_or_init(|| {
                 old.and_then(|o| match o.value() {
+                    // Served in this version already (the cache's view of it).
+                    Value::Object(m) if m.get("apiVersion").and_then(Value::as_str) == Some(&info.api_version()) => {
+                        Some(Value::Object(m))
+                    }
                     Value::Object(m) => to_version(info, m).map(Value::Object),
                     _ => None,
                 })
@@ -244,31 +248,49 @@ pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
 
 /// A stored object of a custom resource as `info`'s version serves it, as kube's storage
 /// decoder and converter coerce it: pruned and defaulted with the current schema of the version
-/// it was stored in, then given `apiVersion` of `info`'s version and pruned and defaulted with
-/// that version's schema (a field a schema no longer has is not served). None when it is not an
-/// object of this resource.
-pub fn to_version(info: &ResourceInfo, mut obj: Map<String, Value>) -> Option<Map<String, Value>> {
+/// it was stored in, then, when that is another version, given `apiVersion` of `info`'s version
+/// and pruned with that version's schema (a field a schema no longer has is not served; the
+/// served version's own defaults are not added). None when it is not an object of this resource.
+pub fn to_version(info: &ResourceInfo, obj: Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut obj = of_resource(info, obj)?;
+    let stored =
+        obj.get("apiVersion").and_then(Value::as_str).and_then(|a| a.rsplit_once('/')).map(|(_, v)| v.to_string());
+    let other_schema = info
+        .custom
+        .as_ref()
+        .filter(|_| stored.as_deref().is_some_and(|v| !v.is_empty() && v != info.version))
+        .and_then(|c| c.version_schemas.get(stored.as_deref().unwrap_or("")).cloned());
+    if let Some(s) = &other_schema {
+        coerce(s, &mut obj, true);
+    }
+    obj.insert("apiVersion".into(), info.api_version().into());
+    obj.insert("kind".into(), info.kind.clone().into());
+    if let Some(s) = schema(info) {
+        coerce(s, &mut obj, other_schema.is_none());
+    }
+    Some(obj)
+}
+
+/// A custom resource's object in `info`'s version as conversion `None` makes it for admission:
+/// the same object under the other `apiVersion`. None when it is not an object of this resource.
+pub fn converted_for_admission(info: &ResourceInfo, obj: Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut obj = of_resource(info, obj)?;
+    obj.insert("apiVersion".into(), info.api_version().into());
+    obj.insert("kind".into(), info.kind.clone().into());
+    Some(obj)
+}
+
+/// `obj` if it is an object of `info`'s resource (its kind, and its group if it has an
+/// `apiVersion`).
+fn of_resource(info: &ResourceInfo, obj: Map<String, Value>) -> Option<Map<String, Value>> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if !kind.is_empty() && kind != info.kind {
         return None;
     }
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", ""));
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     if !api_version.is_empty() && group != info.group {
         return None;
-    }
-    let stored_schema = info
-        .custom
-        .as_ref()
-        .filter(|_| !version.is_empty() && version != info.version)
-        .and_then(|c| c.version_schemas.get(version).cloned());
-    if let Some(s) = stored_schema {
-        coerce(&s, &mut obj);
-    }
-    obj.insert("apiVersion".into(), info.api_version().into());
-    obj.insert("kind".into(), info.kind.clone().into());
-    if let Some(s) = schema(info) {
-        coerce(s, &mut obj);
     }
     Some(obj)
 }
@@ -288,12 +310,14 @@ pub fn to_storage(info: &ResourceInfo, mut obj: Map<String, Value>) -> Map<Strin
     obj
 }
 
-/// `obj` pruned and defaulted with `schema`.
-fn coerce(schema: &Value, obj: &mut Map<String, Value>) {
+/// `obj` pruned with `schema`, and defaulted with it when `defaults`.
+fn coerce(schema: &Value, obj: &mut Map<String, Value>, defaults: bool) {
     let mut v = Value::Object(std::mem::take(obj));
     structural::prune(schema, &mut v);
     structural::drop_nulls(schema, &mut v);
-    structural::default(schema, &mut v);
+    if defaults {
+        structural::default(schema, &mut v);
+    }
     if let Value::Object(m) = v {
         *obj = m;
     }

@@ -230,14 +230,12 @@ fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, elem
 /// leaves out (see [`crate::managed_fields::drop_empty_omitted`]). Defaults, validation and
 /// admission see them, as they see Go's empty, non-nil values (an HPA's `policies: []` is
 /// refused, a Node's `allocatable: {}` is not defaulted); only the stored object loses them.
-/// A custom resource's metadata loses its empty lists, maps and nulls (kube writes it back from
-/// an ObjectMeta); the rest of it is left as it is.
+/// A custom resource's metadata loses what an ObjectMeta leaves out (kube writes it back from one,
+/// see [`crate::object_meta::round_trip`]); the rest of it is left as it is.
 pub fn go_stored(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if info.custom.is_some() {
         if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
-            meta.retain(|_, v| {
-                !(v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty))
-            });
+            crate::object_meta::round_trip(meta);
         }
         return;
     }

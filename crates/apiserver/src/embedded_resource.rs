@@ -164,11 +164,11 @@ mod tests {
             "metadata": {"name": "a/b", "namespace": "Bad", "labels": {"a b": "c"}}}}});
         let m = judged(bad_meta);
         assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0], "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'");
         assert!(
-            m[0].starts_with("spec.template.metadata.namespace: Invalid value: \"Bad\": a lowercase RFC 1123 label"),
+            m[1].starts_with("spec.template.metadata.namespace: Invalid value: \"Bad\": a lowercase RFC 1123 label"),
             "{m:?}"
         );
-        assert_eq!(m[1], "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'");
         assert!(m[2].starts_with("spec.template.metadata.labels: Invalid value: \"a b\""), "{m:?}");
     }
 }

@@ -90,6 +90,9 @@ pub(crate) fn prune_unknown(info: &ResourceInfo, obj: &mut Value) -> Vec<String>
             let meta_node = root.field("metadata").node;
             crate::embedded_resource::each_metadata(&s, obj, &mut |meta, path| {
                 prune(meta_node, meta, &mut path.to_string(), &mut unknown);
+                if let Value::Object(m) = meta {
+                    crate::object_meta::round_trip(m);
+                }
             });
         }
         return unknown;

@@ -126,14 +126,29 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
 /// as kube judges it: as an object's on create, its names path segments (an empty name stands
 /// for one), its namespace, if any, a DNS label; causes under `metadata.` as for an object's own.
 pub(crate) fn validate_embedded(meta: &Map<String, Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
+    // The namespace is judged after the names, before the rest.
+    let mut causes = judge(meta, Some(NameRule::PathSegment));
+    let names = causes.iter().take_while(|c| c.field == "metadata.name" || c.field == "metadata.generateName").count();
     if let Some(ns) = meta.get("namespace").and_then(Value::as_str).filter(|ns| !ns.is_empty()) {
-        for fault in crate::cel_format::dns1123_label(ns) {
-            causes.push(invalid("metadata.namespace".into(), ns, &fault));
-        }
+        let faults = crate::cel_format::dns1123_label(ns);
+        let found: Vec<Cause> = faults.iter().map(|f| invalid("metadata.namespace".into(), ns, f)).collect();
+        causes.splice(names..names, found);
     }
-    causes.extend(judge(meta, Some(NameRule::PathSegment)));
     causes
+}
+
+/// `meta` as it comes out of kube's ObjectMeta: without nulls, empty strings, lists and maps, and
+/// a zero generation (the fields Go leaves out when empty; the deletion grace period, a pointer,
+/// keeps a 0).
+pub(crate) fn round_trip(meta: &mut Map<String, Value>) {
+    meta.retain(|k, v| match v {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Number(n) => !(k == "generation" && n.as_i64() == Some(0)),
+        Value::Bool(_) => true,
+    });
 }
 
 /// What kube's `ValidateObjectMeta` judges of `meta` alone: the names by `rule` (on create), the

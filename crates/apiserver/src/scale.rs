@@ -8,8 +8,9 @@
 //! scale changes only the parent's desired replica count, as an update of the parent (so its
 //! generation moves, and a no-op writes nothing); a `metadata.resourceVersion` in the Scale is a
 //! precondition on the parent (409 when it is not the current one); a bad Scale is refused before
-//! anything is written. A patch of the scale of a custom resource that has no replicas must set
-//! them (400 `the spec replicas field ".spec.replicas" cannot be empty`).
+//! anything is written. A custom resource that has no replicas has no Scale to read (500 `the
+//! spec replicas field ".spec.replicas" does not exist`), and a patch of its scale must set them
+//! (400 `the spec replicas field ".spec.replicas" cannot be empty`).
 
 use std::ops::ControlFlow;
 
@@ -211,8 +212,16 @@ fn decode(info: &ResourceInfo, ns: &str, name: &str, body: Value) -> Result<Scal
 impl Store {
     /// The `Scale` of an object (GET `…/scale`).
     pub async fn get_scale(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Scale, ApiError> {
-        scale_subresource(info)?;
-        scale_of(info, &*self.get(info, ns, name).await?)
+        let sub = scale_subresource(info)?;
+        let obj = self.get(info, ns, name).await?;
+        // kube serves no Scale of a custom resource without replicas.
+        if info.custom.is_some() && lookup(&obj.value(), &sub.spec_replicas_path).is_none() {
+            return Err(ApiError::internal(&format!(
+                "the spec replicas field {} does not exist",
+                crate::structural::go_quote(&sub.spec_replicas_path)
+            )));
+        }
+        scale_of(info, &obj)
     }
 
     /// Replaces the `Scale` of an object (PUT `…/scale`); returns the new `Scale`.

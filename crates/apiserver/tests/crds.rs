@@ -1138,7 +1138,7 @@ async fn fields_no_schema_holds_are_not_stored_or_served() {
     let v1 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "size": {"type": "integer"}, "color": {"type": "string"}}}}});
     let v2 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "size": {"type": "integer"}, "shape": {"type": "string"}}}}});
+        "size": {"type": "integer"}, "shape": {"type": "string"}, "mode": {"type": "string", "default": "auto"}}}}});
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "tiles.example.com"},
@@ -1160,7 +1160,8 @@ async fn fields_no_schema_holds_are_not_stored_or_served() {
         .post("/apis/example.com/v1/tiles", &json!({"metadata": {"name": "u"}, "spec": {"size": 2, "color": "red"}}))
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
-    // Read in v2, whose schema has no color.
+    // Read in v2, whose schema has no color: v2's own default is not added to an object stored
+    // in v1.
     assert_eq!(c.get("/apis/example.com/v2/tiles/u").await.body["spec"], json!({"size": 2}));
     assert_eq!(c.get("/apis/example.com/v1/tiles/u").await.body["spec"], json!({"size": 2, "color": "red"}));
     // A schema that drops a field no longer serves it from stored objects.
@@ -1189,7 +1190,9 @@ async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
     wait_established(&c, "pools.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/pools";
     assert_eq!(c.post(base, &json!({"metadata": {"name": "p"}, "spec": {}})).await.code, 201);
-    assert_eq!(c.get(&format!("{base}/p/scale")).await.body["spec"]["replicas"], 0);
+    let r = c.get(&format!("{base}/p/scale")).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (500, Some("InternalError")), "{}", r.body);
+    assert_eq!(r.body["message"], "Internal error occurred: the spec replicas field \".spec.replicas\" does not exist");
     let merge = |body: Value| {
         let c = &c;
         async move { c.patch(&format!("{base}/p/scale"), "application/merge-patch+json", &body).await }
@@ -1199,9 +1202,10 @@ async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
     assert_eq!(r.body["message"], "the spec replicas field \".spec.replicas\" cannot be empty");
     let r = merge(json!({"spec": {"replicas": 2}})).await;
     assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(2)), "{}", r.body);
-    // Once set, a patch that leaves them keeps them.
+    // Once set, a patch that leaves them keeps them, and the Scale reads.
     let r = merge(json!({"metadata": {"labels": {"a": "b"}}})).await;
     assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(2)), "{}", r.body);
+    assert_eq!(c.get(&format!("{base}/p/scale")).await.body["spec"]["replicas"], 2);
 }
 
 #[tokio::test]
@@ -1259,7 +1263,7 @@ async fn embedded_resources_are_judged_as_kube_judges_them() {
     wait_established(&c, "blueprints.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/blueprints";
     let ok = json!({"metadata": {"name": "ok"}, "spec": {"template": {"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"labels": {"app": "x"}, "colour": "red"}, "data": {"a": "b"}}}});
+        "metadata": {"labels": {"app": "x"}, "colour": "red", "creationTimestamp": null, "annotations": {}}, "data": {"a": "b"}}}});
     let r = c.post(base, &ok).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["spec"]["template"]["data"], json!({"a": "b"}));
