@@ -3,9 +3,10 @@
 //! structural schema; the `scale` subresource's replica paths), and how a stored object is
 //! served in a requested version.
 //!
-//! Invariants: a custom resource's object is stored in its storage version and served in the
-//! version asked for (conversion `None`: only `apiVersion` changes), defaulted with that
-//! version's schema on every read as on every write; a write is refused (422, kube's causes in
+//! Invariants: a custom resource's object is stored in its storage version, pruned with that
+//! version's schema, and served in the version asked for (conversion `None`: only `apiVersion`
+//! changes) as kube's storage decoder and converter coerce it ([`to_version`]); a write is
+//! defaulted with the written version's schema; a write is refused (422, kube's causes in
 //! kube's order: the schema's, then the scale paths', then the embedded resources', then the
 //! uniqueness of set and map lists, then the validation rules') before anything is stored.
 
