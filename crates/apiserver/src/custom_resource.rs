@@ -132,11 +132,9 @@ pub fn validate(
     Err(invalid(info, name, &causes))
 }
 
-/// The finalizers kube defines (which need no domain).
-const STANDARD_FINALIZERS: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
-
 /// kube's warnings for the finalizers a write of a custom resource adds (sorted): a name that is
-/// not domain-qualified with a path may clash with another writer's.
+/// not domain-qualified with a path may clash with another writer's. (A name that is not a
+/// qualified name at all is refused with the metadata before.)
 fn finalizer_warnings(obj: &Map<String, Value>, old: Option<&Value>) {
     let names = |v: Option<&Value>| -> std::collections::BTreeSet<String> {
         let list = v.and_then(|m| m.get("finalizers")).and_then(Value::as_array);
@@ -144,15 +142,12 @@ fn finalizer_warnings(obj: &Map<String, Value>, old: Option<&Value>) {
     };
     let old_names = names(old.and_then(|o| o.get("metadata")));
     for name in names(obj.get("metadata")).difference(&old_names) {
-        let shown = structural::go_quote(name);
-        for fault in crate::cel_format::qualified_name(name) {
-            crate::warning::record(format!("metadata.finalizers: {shown}: {fault}"));
-        }
-        if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name.as_str()) {
+        if !name.contains('/') && !crate::object_meta::STANDARD_FINALIZERS.contains(&name.as_str()) {
             let with = if name.contains('.') { " including a path (/)" } else { "" };
             crate::warning::record(format!(
-                "metadata.finalizers: {shown}: prefer a domain-qualified finalizer name{with} to avoid accidental \
-                 conflicts with other finalizer writers"
+                "metadata.finalizers: {}: prefer a domain-qualified finalizer name{with} to avoid accidental \
+                 conflicts with other finalizer writers",
+                structural::go_quote(name)
             ));
         }
     }

@@ -74,7 +74,7 @@ fn core_finalizer_rule(info: &ResourceInfo) -> bool {
 }
 
 /// The finalizers kube knows without a domain.
-const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+pub(crate) const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
 
 /// kube's limit on the total size of an object's annotations.
 const ANNOTATIONS_LIMIT: usize = 256 * 1024;
@@ -84,7 +84,7 @@ const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<Cause> {
     let empty = Map::new();
     let meta = obj.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
-    let mut causes = judge(meta, old.is_none().then(|| name_rule(info)));
+    let mut causes = judge(meta, old.is_none().then(|| name_rule(info)), false);
     let finalizers = crate::object::strings(meta.get("finalizers"));
     // (The stored object is read only when it is being deleted: its kept metadata says so.)
     let deleting = old.is_some_and(|o| o.kept.iter().any(|(k, v)| *k == "deletionTimestamp" && !v.is_null()));
@@ -126,15 +126,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
 /// as kube judges it: as an object's on create, its names path segments (an empty name stands
 /// for one), its namespace, if any, a DNS label; causes under `metadata.` as for an object's own.
 pub(crate) fn validate_embedded(meta: &Map<String, Value>) -> Vec<Cause> {
-    // The namespace is judged after the names, before the rest.
-    let mut causes = judge(meta, Some(NameRule::PathSegment));
-    let names = causes.iter().take_while(|c| c.field == "metadata.name" || c.field == "metadata.generateName").count();
-    if let Some(ns) = meta.get("namespace").and_then(Value::as_str).filter(|ns| !ns.is_empty()) {
-        let faults = crate::cel_format::dns1123_label(ns);
-        let found: Vec<Cause> = faults.iter().map(|f| invalid("metadata.namespace".into(), ns, f)).collect();
-        causes.splice(names..names, found);
-    }
-    causes
+    judge(meta, Some(NameRule::PathSegment), true)
 }
 
 /// `meta` as it comes out of kube's ObjectMeta: without nulls, empty strings, lists and maps, and
@@ -152,8 +144,9 @@ pub(crate) fn round_trip(meta: &mut Map<String, Value>) {
 }
 
 /// What kube's `ValidateObjectMeta` judges of `meta` alone: the names by `rule` (on create), the
-/// generation, labels, annotations, owner references and finalizers.
-fn judge(meta: &Map<String, Value>, rule: Option<NameRule>) -> Vec<Cause> {
+/// namespace as a DNS label when `namespace` (and one is set), the generation, labels,
+/// annotations, owner references and finalizers.
+fn judge(meta: &Map<String, Value>, rule: Option<NameRule>, namespace: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("");
     if let Some(rule) = rule {
@@ -166,6 +159,11 @@ fn judge(meta: &Map<String, Value>, rule: Option<NameRule>) -> Vec<Cause> {
         let name = text("name");
         for fault in name_faults(rule, name, false) {
             causes.push(invalid("metadata.name".into(), name, &fault));
+        }
+    }
+    if let Some(ns) = meta.get("namespace").and_then(Value::as_str).filter(|ns| namespace && !ns.is_empty()) {
+        for fault in crate::cel_format::dns1123_label(ns) {
+            causes.push(invalid("metadata.namespace".into(), ns, &fault));
         }
     }
     if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g < 0) {

@@ -213,15 +213,15 @@ impl Store {
     /// The `Scale` of an object (GET `…/scale`).
     pub async fn get_scale(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Scale, ApiError> {
         let sub = scale_subresource(info)?;
-        let obj = self.get(info, ns, name).await?;
+        let obj = self.get(info, ns, name).await?.value();
         // kube serves no Scale of a custom resource without replicas.
-        if info.custom.is_some() && lookup(&obj.value(), &sub.spec_replicas_path).is_none() {
+        if info.custom.is_some() && lookup(&obj, &sub.spec_replicas_path).is_none() {
             return Err(ApiError::internal(&format!(
                 "the spec replicas field {} does not exist",
                 crate::structural::go_quote(&sub.spec_replicas_path)
             )));
         }
-        scale_of(info, &obj)
+        scale_of_value(info, &obj)
     }
 
     /// Replaces the `Scale` of an object (PUT `…/scale`); returns the new `Scale`.
@@ -269,10 +269,11 @@ impl Store {
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {
-                let mut current = scale_of(info, &cur)?.to_value();
+                let mut parent = cur.value();
+                let mut current = scale_of_value(info, &parent)?.to_value();
                 // A custom resource without replicas gives a patch kube's marker of an unset
                 // count, which the patched Scale may not keep.
-                let unset = info.custom.is_some() && lookup(&cur.value(), &sub.spec_replicas_path).is_none();
+                let unset = info.custom.is_some() && lookup(&parent, &sub.spec_replicas_path).is_none();
                 if unset {
                     current["spec"]["replicas"] = UNSET_REPLICAS.into();
                 }
@@ -287,7 +288,6 @@ impl Store {
                 if req.precondition.is_some_and(|p| p != cur.rv) {
                     return Err(ApiError::conflict(&info.group, &info.plural, name));
                 }
-                let mut parent = cur.value();
                 set(&mut parent, &sub.spec_replicas_path, req.replicas.into());
                 let Value::Object(parent) = parent else {
                     return Err(ApiError::internal("stored object is not an object"));

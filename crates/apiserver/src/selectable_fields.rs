@@ -21,18 +21,22 @@ const MAX_SELECTABLE_FIELDS: usize = 8;
 /// The causes of the selectable fields of `versions` (the definition's `spec.versions`); `old`
 /// is the definition an update replaces.
 pub(crate) fn validate(versions: &[&Value], old: Option<&Value>, causes: &mut Vec<Cause>) {
-    let fields = |v: &Value| v.get("selectableFields").filter(|f| !f.is_null()).cloned();
-    let schema = |v: &Value| v.pointer("/schema/openAPIV3Schema").filter(|s| !s.is_null()).cloned();
-    let alike = |get: &dyn Fn(&Value) -> Option<Value>| {
+    fn fields(v: &Value) -> Option<&Value> {
+        v.get("selectableFields").filter(|f| !f.is_null())
+    }
+    fn schema(v: &Value) -> Option<&Value> {
+        v.pointer("/schema/openAPIV3Schema").filter(|s| !s.is_null())
+    }
+    let alike = |get: fn(&Value) -> Option<&Value>| {
         let first = versions.first().and_then(|v| get(v));
         versions.iter().all(|v| get(v) == first).then_some(first)
     };
-    let old_fields = |name: &str| -> Option<Value> {
+    let old_fields = |name: &str| -> Option<&Value> {
         let versions = old?.pointer("/spec/versions")?.as_array()?;
         versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(name)).and_then(fields)
     };
-    let shared_schema = alike(&schema);
-    match alike(&fields) {
+    let shared_schema = alike(schema);
+    match alike(fields) {
         Some(shared) => {
             let Some(shared) = shared else { return };
             let Some(list) = shared.as_array().filter(|l| !l.is_empty()) else { return };
@@ -43,15 +47,15 @@ pub(crate) fn validate(versions: &[&Value], old: Option<&Value>, causes: &mut Ve
                     // Unchanged in every version, a long list stays allowed.
                     let kept = versions.iter().all(|v| {
                         let name = v.get("name").and_then(Value::as_str).unwrap_or("");
-                        old_fields(name).as_ref() == Some(&shared)
+                        old_fields(name) == Some(shared)
                     });
-                    judge(list, &schema, path, kept, causes);
+                    judge(list, schema, path, kept, causes);
                 }
             }
         }
         None => {
             for (i, v) in versions.iter().enumerate() {
-                let Some(list) = fields(v).and_then(|f| f.as_array().cloned()).filter(|l| !l.is_empty()) else {
+                let Some(list) = fields(v).and_then(Value::as_array).filter(|l| !l.is_empty()) else {
                     continue;
                 };
                 let path = format!("spec.versions[{i}].selectableFields");
@@ -63,8 +67,8 @@ pub(crate) fn validate(versions: &[&Value], old: Option<&Value>, causes: &mut Ve
                     )),
                     Some(schema) => {
                         let name = v.get("name").and_then(Value::as_str).unwrap_or("");
-                        let kept = old_fields(name).and_then(|f| f.as_array().cloned()).as_ref() == Some(&list);
-                        judge(&list, &schema, &path, kept, causes);
+                        let kept = old_fields(name).and_then(Value::as_array) == Some(list);
+                        judge(list, schema, &path, kept, causes);
                     }
                 }
             }

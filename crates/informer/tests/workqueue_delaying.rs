@@ -23,7 +23,7 @@ async fn step(d: Duration) {
     settle().await;
 }
 
-/// `get_blocking` on a helper thread, failing the test if nothing comes within 10 s.
+/// `get_blocking` on a thread of its own, failing the test if nothing comes within 10 s.
 fn get_within(q: &DelayingQueue<u8>) -> Option<u8> {
     let (tx, rx) = std::sync::mpsc::channel();
     let q = q.clone();
