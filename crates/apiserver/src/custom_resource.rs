@@ -6,8 +6,9 @@
 //! Invariants: a custom resource's object is stored in its storage version, pruned with that
 //! version's schema, and served in the version asked for (conversion `None`: only `apiVersion`
 //! changes) as kube's storage decoder and converter coerce it ([`to_version`]); a write is
-//! defaulted with the written version's schema; a write is refused (422, kube's causes in
-//! kube's order: the schema's, then the scale paths', then the embedded resources', then the
+//! defaulted with the written version's schema; a write is refused (422: a body of another
+//! `kind` for its kind alone, neither pruned nor defaulted; else kube's causes in kube's order:
+//! the schema's, then the scale paths', then the embedded resources', then the
 //! uniqueness of set and map lists, then the validation rules') before anything is stored.
 
 use serde_json::{Map, Value, json};
@@ -22,8 +23,17 @@ fn schema(info: &ResourceInfo) -> Option<&Value> {
     info.custom.as_ref()?.schema.as_deref()
 }
 
+/// The `kind` a body names when it is not `info`'s (kube's decoder reads it; its schema coercion
+/// skips such an object and validation refuses it).
+fn other_kind<'a>(info: &ResourceInfo, obj: &'a Map<String, Value>) -> Option<&'a str> {
+    obj.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != info.kind)
+}
+
 /// Removes the fields the schema does not allow; returns their paths.
 pub fn prune(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    if obj.as_object().is_some_and(|m| other_kind(info, m).is_some()) {
+        return Vec::new();
+    }
     match schema(info) {
         Some(s) => structural::prune(s, obj),
         None => Vec::new(),
@@ -32,7 +42,7 @@ pub fn prune(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
 
 /// Fills the schema's defaults.
 pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
-    if let Some(s) = schema(info) {
+    if let Some(s) = schema(info).filter(|_| other_kind(info, obj).is_none()) {
         let mut v = Value::Object(std::mem::take(obj));
         structural::drop_nulls(s, &mut v);
         structural::default(s, &mut v);
@@ -42,7 +52,7 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
 }
 
-/// Validates an object about to be stored: its schema, then the `scale` subresource's paths,
+/// Validates an object about to be stored: its kind (alone when it is another), its schema, then the `scale` subresource's paths,
 /// then the schema's validation rules (`old` being the version an update replaces). A write
 /// through `/status` has its status judged against the status's schema alone, and the scale's
 /// status paths only.
@@ -55,6 +65,7 @@ pub fn validate(
 ) -> Result<(), ApiError> {
     let status_only = target == crate::strategy::Target::Status;
     let Some(custom) = &info.custom else { return Ok(()) };
+    check_kind(info, obj)?;
     let mut v = Value::Object(obj.clone());
     // The replaced object as this version serves it, to correlate unchanged values with: read
     // only when the schema finds a fault (which it may ratchet) or rules run.
@@ -130,6 +141,14 @@ pub fn validate(
     }
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     Err(invalid(info, name, &causes))
+}
+
+/// Refuses an object of another `kind` than `info`'s: kube judges the type first, and alone.
+pub fn check_kind(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    let Some(kind) = other_kind(info, obj) else { return Ok(()) };
+    let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    let message = format!("Invalid value: {}: must be {}", structural::go_quote(kind), info.kind);
+    Err(invalid(info, name, &[Cause { reason: "FieldValueInvalid", message, field: "kind".into() }]))
 }
 
 /// kube's warnings for the finalizers a write of a custom resource adds (sorted): a name that is

@@ -1059,6 +1059,33 @@ async fn a_status_write_is_judged_by_the_status_schema_alone() {
 }
 
 #[tokio::test]
+async fn a_body_of_another_kind_is_refused_for_its_kind_alone() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "required": ["size"], "properties": {"size": {"type": "integer"}}});
+    let crd = crd_of("task", "Task", "Namespaced", spec);
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "tasks.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/tasks";
+    // Read as unstructured: the kind is judged first, and alone (the missing size is not).
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Job", "metadata": {"name": "t"}, "spec": {}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(r.body["message"], "Task.example.com \"t\" is invalid: kind: Invalid value: \"Job\": must be Task");
+    assert_eq!(causes(&r), [cause("FieldValueInvalid", "kind", "Invalid value: \"Job\": must be Task")]);
+    assert_eq!(r.body["details"]["kind"], "Task");
+    assert_eq!(c.get(&format!("{base}/t")).await.code, 404);
+    // A patch that changes the kind of a stored object likewise.
+    let r = c.post(base, &json!({"metadata": {"name": "t"}, "spec": {"size": 1}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let patch = json!([{"op": "replace", "path": "/kind", "value": "Job"}]);
+    let r = c.patch(&format!("{base}/t"), "application/json-patch+json", &patch).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [cause("FieldValueInvalid", "kind", "Invalid value: \"Job\": must be Task")]);
+    assert_eq!(c.get(&format!("{base}/t")).await.body["kind"], "Task");
+}
+
+#[tokio::test]
 async fn metadata_is_coerced_as_object_meta_and_unknown_fields_come_sorted() {
     let s = server().await;
     let c = Client::new(&s);

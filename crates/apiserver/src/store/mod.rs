@@ -1222,6 +1222,10 @@ impl Store {
             }
         }
         managers.store_into(&mut obj);
+        if info.custom.is_some() {
+            // Judged here, before the type is left to the storage's form.
+            crate::custom_resource::check_kind(info, &obj)?;
+        }
         obj.remove("kind");
         obj.remove("apiVersion");
         crate::rbac_escalation::check(&self.cache, info, &obj, Some(old), true)?;
