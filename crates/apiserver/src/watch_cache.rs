@@ -3,8 +3,8 @@
 //! Invariants: events are appended in strictly increasing `rv` order; the ring
 //! holds *every* event of its resource with `rv > start_rv` (so a watch from
 //! RV N can be replayed iff `N >= start_rv`, and the state at RV N can be
-//! reconstructed by rolling back the events after N). Trimming (by size, age
-//! or on demand) only ever raises `start_rv`. Event records are `Arc`s shared
+//! reconstructed by rolling back the events after N). Trimming (by size, by age
+//! beyond the last [`MIN_EVENTS`], or on demand) only ever raises `start_rv`. Event records are `Arc`s shared
 //! by all watchers; nothing is copied per watcher: an event's watch line is
 //! encoded once ([`SharedLine`]) while the event is among the last
 //! [`RECENT_LINES`] of its resource, and retired after.
@@ -19,6 +19,10 @@ use crate::shared_line::SharedLine;
 /// How many of a resource's latest events keep their encoded watch line: watchers at the head
 /// share it, a watcher further behind encodes into its own chunk (a replay batches events anyway).
 pub const RECENT_LINES: usize = 256;
+
+/// How many of a resource's latest events age never trims (kube's watch cache keeps at least
+/// 100 however old they are): a watch resumed from a quiet resource's recent past is replayed.
+pub const MIN_EVENTS: usize = 100;
 
 /// The type of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +87,8 @@ impl History {
         History { events: VecDeque::new(), start_rv, dropped_rv: start_rv }
     }
 
-    /// Appends an event and trims to `capacity` events / `max_age`.
+    /// Appends an event and trims to `capacity` events, and the events older than `max_age`
+    /// beyond the last [`MIN_EVENTS`].
     pub fn push(&mut self, ev: Arc<Event>, capacity: usize, max_age: Option<std::time::Duration>) {
         self.events.push_back(ev);
         if let Some(old) = self.events.len().checked_sub(RECENT_LINES + 1).and_then(|i| self.events.get(i)) {
@@ -94,7 +99,8 @@ impl History {
         }
         if let Some(age) = max_age {
             let now = Instant::now();
-            while self.events.front().is_some_and(|e| now.duration_since(e.at) > age) {
+            while self.events.len() > MIN_EVENTS && self.events.front().is_some_and(|e| now.duration_since(e.at) > age)
+            {
                 self.pop_front();
             }
         }
@@ -184,5 +190,34 @@ mod tests {
             let kept = ev.line.get_or_encode(encode).is_some();
             assert_eq!(kept, i >= 10, "event {i} of {}", events.len());
         }
+    }
+
+    #[test]
+    fn age_trims_only_beyond_the_last_hundred_events() {
+        let max_age = Some(std::time::Duration::from_secs(300));
+        let old = |rv: u64| {
+            let fresh = event(rv);
+            let at = Instant::now().checked_sub(std::time::Duration::from_secs(600)).unwrap();
+            Arc::new(Event {
+                rv,
+                kind: fresh.kind,
+                obj: fresh.obj.clone(),
+                prev: None,
+                at,
+                line: SharedLine::default(),
+            })
+        };
+        let mut history = History::new(0);
+        for rv in 1..=150 {
+            history.push(old(rv), 100_000, max_age);
+        }
+        assert_eq!(history.len(), MIN_EVENTS, "a quiet resource keeps its last events however old");
+        assert_eq!(history.start_rv, 50);
+        let mut out = Vec::new();
+        assert!(history.read_after(50, 1000, &mut out).is_some());
+        assert_eq!(out.len(), 100);
+        history.push(event(151), 100_000, max_age);
+        assert_eq!(history.len(), MIN_EVENTS, "a fresh event lets the oldest one go");
+        assert_eq!(history.start_rv, 51);
     }
 }
