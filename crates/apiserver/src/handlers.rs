@@ -20,7 +20,7 @@ use crate::body::{self, Body, error, json_bytes, json_value};
 use crate::controls::{Controls, ShutdownAnswer, Verb};
 use crate::discovery;
 use crate::field_validation::{self, FieldValidation};
-use crate::list::{self, ListOptions, parse_rv};
+use crate::list::{self, ListOptions};
 use crate::managed_fields;
 use crate::media::{BodyFormat, JsonBody};
 use crate::protobuf::{self, negotiate::Accept};
@@ -390,10 +390,12 @@ async fn resource_request(
 ) -> Result<Response<Body>, ApiError> {
     let mut rest: Vec<&str> = rest.iter().map(String::as_str).collect();
     let mut query = query;
-    // Deprecated `/api/v1/watch/...` paths: same as `?watch=true`.
-    if rest.first() == Some(&"watch") {
+    // Deprecated `/api/v1/watch/...` paths: a watch whatever `watch` says; one naming an
+    // object watches that object.
+    let force_watch = rest.first() == Some(&"watch");
+    if force_watch {
         rest.remove(0);
-        query.push(("watch".into(), "true".into()));
+        query.insert(0, ("watch".into(), "true".into()));
     }
     let (ns, parts): (Option<&str>, &[&str]) = if rest.first() == Some(&"namespaces")
         && rest.len() > 2
@@ -549,6 +551,17 @@ async fn resource_request(
                     list::ListAnswer::Items(l) => body::respond(200, "application/json", Body::List(Box::new(l))),
                 })
             }
+        }
+        (Method::GET, Some(n)) if force_watch => {
+            let mut opts = ListOptions::parse(&query)?;
+            let asked = crate::selector::FieldSelector::parse(opts.field_selector.as_deref().unwrap_or(""))?;
+            if asked.is_empty() {
+                let escaped = n.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=");
+                opts.field_selector = Some(format!("metadata.name={escaped}"));
+            } else if asked.requires_exact("metadata.name") != Some(n) {
+                return Err(ApiError::bad_request("fieldSelector metadata.name doesn't match requested name"));
+            }
+            start_watch(shared, &info, ns, opts, render).await
         }
         (Method::GET, Some(n)) => {
             let o = store.get(&info, ns_or_default, n).await?;
@@ -746,7 +759,8 @@ async fn start_watch(
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
         None | Some("0") => None,
-        Some(r) => Some(parse_rv(r)?),
+        // kube's cacher returns the versioner's error as it is: a 500 without a reason.
+        Some(r) => Some(list::read_rv(r).map_err(|e| ApiError::new(500, "", e))?),
     };
     // WatchList defaulting (apiserver WatchList gate on): RV ""/"0" without
     // sendInitialEvents/RVM becomes sendInitialEvents=true.
@@ -764,25 +778,27 @@ async fn start_watch(
             base + base.mul_f64(rand::random::<f64>())
         }
     };
-    if let Some(n) = rv
-        && n > cache.resource_version()
-        && !cache.wait_for_rv(n, cfg.rv_wait).await
-    {
-        return Err(ApiError::too_large_rv(n, cache.resource_version()));
-    }
-    // A streaming list without a resourceVersion is a consistent read.
-    if opts.send_initial_events == Some(true) && opts.resource_version.is_none() && !store.fresh().await? {
-        return Err(ApiError::too_large_rv(store.resource_version(), cache.resource_version()));
+    // A watch that is not a streaming list starts at once, from a resourceVersion the cache may
+    // not have reached yet (it sends the events after it). A streaming list waits for the cache
+    // to reach its resourceVersion, or the storage's current one without: the read is
+    // consistent. What cannot be served is the stream's one ERROR event, as kube's cacher
+    // answers.
+    if opts.send_initial_events == Some(true) {
+        let wanted = match rv {
+            Some(n) if n > cache.resource_version() && !cache.wait_for_rv(n, cfg.rv_wait).await => Some(n),
+            Some(_) => None,
+            None => (opts.resource_version.is_none() && !store.fresh().await?).then(|| store.resource_version()),
+        };
+        if let Some(n) = wanted {
+            return Ok(error_stream(info, &ApiError::too_large_rv(n, cache.resource_version())));
+        }
     }
     let start = match (opts.send_initial_events, rv) {
         (Some(true), _) => WatchStart::Initial { end_bookmark: true },
         (_, Some(n)) => {
             let (oldest, _) = cache.history_bounds(info)?;
             if n < oldest {
-                let ev = watch::encode_error(&watch::too_old_error(n, oldest));
-                let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
-                let _ = tx.try_send(ev);
-                return Ok(watch_response(info, rx));
+                return Ok(error_stream(info, &watch::too_old_error(n, oldest)));
             }
             WatchStart::After(n)
         }
@@ -805,6 +821,14 @@ async fn start_watch(
 }
 
 /// A watch answer streaming `info`'s objects, marked with their kind for protobuf clients.
+/// A watch stream of one ERROR event carrying `e`, as kube's cacher answers a watch it cannot
+/// serve.
+fn error_stream(info: &ResourceInfo, e: &ApiError) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+    let _ = tx.try_send(watch::encode_error(e));
+    watch_response(info, rx)
+}
+
 fn watch_response(info: &ResourceInfo, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
     let mut r = body::respond(200, "application/json", Body::Stream(rx));
     let kind = protobuf::negotiate::WatchOf { api_version: info.api_version(), kind: info.kind.clone() };

@@ -50,31 +50,31 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
 }
 
-fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {
-    match v {
-        "true" | "1" | "True" | "TRUE" | "t" | "T" => Ok(true),
-        "false" | "0" | "False" | "FALSE" | "f" | "F" | "" => Ok(false),
-        _ => Err(ApiError::bad_request(format!(
-            "Invalid value for {k}: strconv.ParseBool: parsing \"{v}\": invalid syntax"
-        ))),
-    }
+/// A boolean query parameter as kube's parameter codec reads it: anything but `0` and `false`
+/// (any case) is true, an empty value too.
+fn query_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
 }
 
 impl ListOptions {
-    /// Parses the query pairs; unknown parameters are ignored.
+    /// Parses the query pairs as kube's parameter codec does: a parameter given twice has its
+    /// first value; unknown parameters are ignored.
     pub fn parse(q: &[(String, String)]) -> Result<Self, ApiError> {
         let mut o = ListOptions::default();
-        for (k, v) in q {
+        for (i, (k, v)) in q.iter().enumerate() {
+            if q[..i].iter().any(|(seen, _)| seen == k) {
+                continue;
+            }
             let some = |v: &String| if v.is_empty() { None } else { Some(v.clone()) };
             match k.as_str() {
-                "watch" => o.watch = parse_bool(k, v)?,
+                "watch" => o.watch = query_bool(v),
                 "labelSelector" => o.label_selector = some(v),
                 "fieldSelector" => o.field_selector = some(v),
                 "resourceVersion" => o.resource_version = some(v),
                 "resourceVersionMatch" => o.resource_version_match = some(v),
                 "continue" => o.continue_token = some(v),
-                "allowWatchBookmarks" => o.allow_bookmarks = parse_bool(k, v)?,
-                "sendInitialEvents" => o.send_initial_events = Some(parse_bool(k, v)?),
+                "allowWatchBookmarks" => o.allow_bookmarks = query_bool(v),
+                "sendInitialEvents" => o.send_initial_events = Some(query_bool(v)),
                 "limit" if !v.is_empty() => {
                     let n: i64 = v.parse().map_err(|_| {
                         ApiError::bad_request(format!(
@@ -189,9 +189,24 @@ impl ListOptions {
     }
 }
 
-/// Parses a resourceVersion query value.
+/// Reads a resourceVersion query value as kube's versioner does (Go's `strconv.ParseUint`);
+/// the fault is kube's field error, `resourceVersion: Invalid value: "x": strconv.ParseUint: …`.
+pub fn read_rv(s: &str) -> Result<u64, String> {
+    let fault = |why: &str| {
+        format!(
+            "resourceVersion: Invalid value: {q}: strconv.ParseUint: parsing {q}: {why}",
+            q = crate::structural::go_quote(s)
+        )
+    };
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(fault("invalid syntax"));
+    }
+    s.parse::<u64>().map_err(|_| fault("value out of range"))
+}
+
+/// A LIST's resourceVersion: kube's 400 when it is not one.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+    read_rv(s).map_err(|e| ApiError::bad_request(format!("invalid resource version: {e}")))
 }
 
 /// A decoded continue token.
@@ -218,31 +233,62 @@ impl ContinueToken {
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&j).unwrap_or_default())
     }
 
-    /// Decodes a token (400 on garbage).
+    /// Decodes a token as kube's `DecodeContinue` does: 400 `invalid continue token: …` in its
+    /// words for one that is not base64 of the token's JSON, names another version, has no
+    /// resourceVersion or start key, or a start key that is not a clean path.
     pub fn decode(s: &str) -> Result<Self, ApiError> {
-        let bad = |m: String| ApiError::bad_request(format!("continue key is not valid: {m}"));
-        let raw = URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')).map_err(|e| bad(e.to_string()))?;
-        let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(e.to_string()))?;
-        if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-            return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()));
+        let bad = |m: &str| ApiError::bad_request(format!("invalid continue token: continue key is not valid{m}"));
+        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|e| bad(&format!(": {}", go_base64_error(s, &e))))?;
+        if let Some(e) = crate::go_json_syntax::syntax_error(&raw) {
+            return Err(bad(&format!(": {e}")));
         }
-        let rv = v.get("rv").and_then(Value::as_i64).unwrap_or(0);
+        let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(&format!(": {e}")))?;
+        // Go's words for a value of the wrong type: a number that an integer cannot hold is
+        // named with its literal.
+        let word = |v: &Value, ty: &str| match v {
+            Value::Number(n) if ty == "int64" => format!("number {n}"),
+            v => crate::go_types::json_kind(v).to_string(),
+        };
+        let Value::Object(fields) = &v else {
+            return Err(bad(&format!(
+                ": json: cannot unmarshal {} into Go value of type storage.continueToken",
+                word(&v, "")
+            )));
+        };
+        let field = |name: &str, ty: &str, ok: fn(&Value) -> bool| match fields.get(name) {
+            Some(f) if !f.is_null() && !ok(f) => Err(bad(&format!(
+                ": json: cannot unmarshal {} into Go struct field continueToken.{name} of type {ty}",
+                word(f, ty)
+            ))),
+            _ => Ok(()),
+        };
+        field("v", "string", Value::is_string)?;
+        field("rv", "int64", |f| f.is_i64())?;
+        field("start", "string", Value::is_string)?;
+        let version = fields.get("v").and_then(Value::as_str).unwrap_or("");
+        if version != "meta.k8s.io/v1" {
+            return Err(bad(&format!(": server does not recognize this encoded version {version}")));
+        }
+        let rv = fields.get("rv").and_then(Value::as_i64).unwrap_or(0);
         if rv == 0 {
-            return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()));
+            return Err(bad(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
         }
-        let start = v.get("start").and_then(Value::as_str).unwrap_or("").to_string();
-        if start.is_empty() || start.contains("..") {
-            return Err(bad("continue key is not valid: invalid start key".into()));
+        let start = fields.get("start").and_then(Value::as_str).unwrap_or("").to_string();
+        if start.is_empty() {
+            return Err(bad(": encoded start key empty (version meta.k8s.io/v1)"));
+        }
+        if !is_clean_path(&start) {
+            return Err(bad(&format!(": {start}")));
         }
         Ok(ContinueToken { rv, start })
     }
 
     /// The absolute store key where listing resumes.
     pub fn start_key(&self, ns: Option<&str>) -> String {
+        let rel = self.start.strip_prefix('/').unwrap_or(&self.start);
         match ns {
-            Some(n) if self.start.starts_with('/') => format!("{n}{}", self.start),
-            Some(n) => format!("{n}/{}", self.start),
-            None => self.start.clone(),
+            Some(n) => format!("{n}/{rel}"),
+            None => rel.to_string(),
         }
     }
 
@@ -252,9 +298,31 @@ impl ContinueToken {
             Some(n) => key.strip_prefix(n).unwrap_or(key),
             None => key,
         };
-        let rel = if consistent { rel } else { rel.trim_start_matches('/') };
-        ContinueToken { rv, start: format!("{rel}\u{0}") }
+        // kube's cache writes the key after its resource's prefix (a leading `/`), etcd's
+        // after the prefix's trailing `/`.
+        let rel = rel.trim_start_matches('/');
+        let start = if consistent { format!("/{rel}\u{0}") } else { format!("{rel}\u{0}") };
+        ContinueToken { rv, start }
     }
+}
+
+/// Whether `start` is its own clean path as Go's `path.Clean` makes it (read from a leading
+/// `/`): no empty, `.` or `..` segment, no trailing `/`.
+fn is_clean_path(start: &str) -> bool {
+    let rel = start.strip_prefix('/').unwrap_or(start);
+    rel.is_empty() || rel.split('/').all(|seg| !matches!(seg, "" | "." | ".."))
+}
+
+/// Go's `base64.CorruptInputError` for a token `RawURLEncoding` cannot read: the offset of the
+/// first byte outside its alphabet, or of a last group too short to hold a byte.
+fn go_base64_error(s: &str, e: &base64::DecodeError) -> String {
+    let at = match e {
+        base64::DecodeError::InvalidByte(i, _) | base64::DecodeError::InvalidLastSymbol(i, _) => *i,
+        // A last group of one symbol: Go names that symbol.
+        base64::DecodeError::InvalidLength(n) => n.saturating_sub(1),
+        _ => s.bytes().position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_')).unwrap_or(s.len()),
+    };
+    format!("illegal base64 data at input byte {at}")
 }
 
 /// How each item of a [`ListBody`] is written.
@@ -352,11 +420,19 @@ pub async fn list(
     let mut start: Option<String> = None;
     let mut token: Option<ContinueToken> = None;
     let at = if let Some(c) = &opts.continue_token {
+        let t = ContinueToken::decode(c)?;
         if opts.resource_version.as_deref().is_some_and(|r| r != "0") {
             return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
         }
-        let t = ContinueToken::decode(c)?;
         start = Some(t.start_key(ns));
+        if t.rv > 0 {
+            // A token from a read the cache had not reached yet: waited for as an Exact list.
+            let (n, cache) = (t.rv as u64, store.cache());
+            cache.check_ready()?;
+            if n > cache.resource_version() && !cache.wait_for_rv(n, rv_wait).await {
+                return Err(ApiError::too_large_rv(n, cache.resource_version()));
+            }
+        }
         let at = if t.rv < 0 { ListAt::Latest } else { ListAt::Exact(t.rv as u64) };
         token = Some(t);
         at
@@ -451,5 +527,70 @@ mod tests {
         let i = ContinueToken::after(-1, "default/sample-b", Some("default"), false);
         assert_eq!(i.encode(), "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoic2FtcGxlLWJcdTAwMDAifQ");
         assert!(ContinueToken::decode("!!").is_err());
+        let cluster = ContinueToken::after(203, "default/sample-b", None, true);
+        assert_eq!(cluster.start, "/default/sample-b\u{0}");
+        assert_eq!(cluster.start_key(None), "default/sample-b\u{0}");
+    }
+
+    fn refusal(token: &Value) -> String {
+        let t = URL_SAFE_NO_PAD.encode(token.to_string());
+        ContinueToken::decode(&t).unwrap_err().message
+    }
+
+    #[test]
+    fn tokens_are_refused_in_kube_words() {
+        let msg = |s: &str| format!("invalid continue token: continue key is not valid{s}");
+        assert_eq!(ContinueToken::decode("!!").unwrap_err().message, msg(": illegal base64 data at input byte 0"));
+        assert_eq!(ContinueToken::decode("eyJ2e").unwrap_err().message, msg(": illegal base64 data at input byte 4"));
+        assert_eq!(ContinueToken::decode("eyJ2").unwrap_err().message, msg(": unexpected end of JSON input"));
+        let v = |v: &str, rv: i64, start: &str| serde_json::json!({"v": v, "rv": rv, "start": start});
+        assert_eq!(
+            refusal(&v("meta.k8s.io/v2", 5, "/a")),
+            msg(": server does not recognize this encoded version meta.k8s.io/v2")
+        );
+        assert_eq!(
+            refusal(&v("meta.k8s.io/v1", 0, "/a")),
+            msg(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        );
+        assert_eq!(refusal(&v("meta.k8s.io/v1", 5, "")), msg(": encoded start key empty (version meta.k8s.io/v1)"));
+        for unclean in ["/../b", "/a//b", "a/./b", "/a/"] {
+            assert_eq!(refusal(&v("meta.k8s.io/v1", 5, unclean)), msg(&format!(": {unclean}")));
+        }
+        assert_eq!(
+            refusal(&serde_json::json!({"v": "meta.k8s.io/v1", "rv": "5", "start": "/a"})),
+            msg(": json: cannot unmarshal string into Go struct field continueToken.rv of type int64")
+        );
+        assert_eq!(
+            refusal(&serde_json::json!({"v": "meta.k8s.io/v1", "rv": 1.5, "start": "/a"})),
+            msg(": json: cannot unmarshal number 1.5 into Go struct field continueToken.rv of type int64")
+        );
+        assert!(ContinueToken::decode(&URL_SAFE_NO_PAD.encode(v("meta.k8s.io/v1", 5, "/").to_string())).is_ok());
+    }
+
+    #[test]
+    fn resource_versions_are_read_as_go_reads_them() {
+        assert_eq!(read_rv("42"), Ok(42));
+        assert_eq!(
+            read_rv("+1").unwrap_err(),
+            "resourceVersion: Invalid value: \"+1\": strconv.ParseUint: parsing \"+1\": invalid syntax"
+        );
+        assert_eq!(
+            read_rv("18446744073709551616").unwrap_err(),
+            "resourceVersion: Invalid value: \"18446744073709551616\": strconv.ParseUint: parsing \"18446744073709551616\": value out of range"
+        );
+    }
+
+    #[test]
+    fn booleans_and_repeats_are_read_as_kube_s_parameter_codec_reads_them() {
+        let q = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            ListOptions::parse(&pairs).unwrap()
+        };
+        assert!(q(&[("watch", "")]).watch);
+        assert!(q(&[("watch", "yes")]).watch);
+        assert!(!q(&[("watch", "FALSE")]).watch);
+        assert!(!q(&[("watch", "0"), ("watch", "1")]).watch);
+        assert_eq!(q(&[("sendInitialEvents", "")]).send_initial_events, Some(true));
+        assert_eq!(q(&[("labelSelector", "a=b"), ("labelSelector", "c=d")]).label_selector.as_deref(), Some("a=b"));
     }
 }

@@ -447,6 +447,12 @@ impl FieldSelector {
         self.reqs.is_empty()
     }
 
+    /// The value a term of the selector requires `field` to equal, as kube's
+    /// `RequiresExactMatch` finds it.
+    pub fn requires_exact(&self, field: &str) -> Option<&str> {
+        self.reqs.iter().find(|(k, neg, _)| k == field && !neg).map(|(_, _, v)| v.as_str())
+    }
+
     /// Whether an object with these precomputed field values matches. A
     /// missing field compares as the empty string, like kube.
     pub fn matches(&self, fields: &[(String, String)]) -> bool {

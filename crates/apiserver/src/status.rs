@@ -185,6 +185,8 @@ impl ApiError {
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1,
         })));
+        // kube's error writer sets the header from the details: client-go retries on it.
+        e.retry_after = Some(1);
         e
     }
 

@@ -447,6 +447,7 @@ async fn run(
         }
     }
 
+    let origin = cursor;
     let mut events: Vec<Arc<Event>> = Vec::new();
     loop {
         // Drain everything that is ready.
@@ -519,10 +520,13 @@ async fn run(
         }
         if !final_bookmark_sent && now >= final_bookmark_at {
             final_bookmark_sent = true;
-            encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
-            last_sent = cursor;
-            if !out.send(&mut chunk, cursor, false).await {
-                return;
+            // As kube's watchers, a bookmark only for a resourceVersion past the watch's start.
+            if cursor > origin {
+                encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
+                last_sent = cursor;
+                if !out.send(&mut chunk, cursor, false).await {
+                    return;
+                }
             }
         }
         if now >= deadline {

@@ -172,12 +172,22 @@ async fn a_lagging_watch_cache_answers_504_for_revisions_it_has_not_reached() {
     let created = c.post(PODS, &pod("a", json!({}))).await;
     assert_eq!(created.code, 201);
     let rv = rv_of(&created.body);
+    // A watch starts at once (it sends what comes after its resourceVersion); a streaming
+    // list waits for the cache, then answers with one ERROR event.
+    let plain = c.watch(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    drop(plain);
     let t = Instant::now();
-    let w = c.get(&format!("{PODS}?watch=1&resourceVersion={rv}")).await;
+    let mut w = c
+        .watch(&format!(
+            "{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion={rv}"
+        ))
+        .await;
+    let e = w.next_within(Duration::from_secs(5)).await.unwrap();
     assert!(t.elapsed() >= Duration::from_millis(200));
-    assert_eq!(w.code, 504);
-    assert_eq!(w.body["reason"], "Timeout");
-    assert_eq!(w.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    assert_eq!(e["type"], "ERROR");
+    assert_eq!(e["object"]["code"], 504);
+    assert_eq!(e["object"]["reason"], "Timeout");
+    assert_eq!(e["object"]["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
     let l = c.get(&format!("{PODS}?resourceVersion={rv}&resourceVersionMatch=NotOlderThan")).await;
     assert_eq!(l.code, 504);
     // A consistent read does not wait for the cache: it reads the storage.

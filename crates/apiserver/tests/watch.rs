@@ -155,11 +155,85 @@ async fn watch_option_validation() {
     assert_eq!(r.code, 422);
     let r = c.get(&format!("{PODS}?watch=1&labelSelector=%3D%3D")).await;
     assert_eq!(r.code, 400);
-    let s2 =
-        informer_apiserver::testing::builder().too_large_rv_wait(Duration::from_millis(100)).start().await.unwrap();
-    let r = Client::new(&s2).get(&format!("{PODS}?watch=1&resourceVersion=999999")).await;
+    // kube's cacher hands the versioner's error back as it is: a 500 without a reason.
+    let r = c.get(&format!("{PODS}?watch=1&resourceVersion=abc")).await;
+    assert_eq!(r.code, 500);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax",
+            "code": 500})
+    );
+    let r = c.get(&format!("{PODS}?resourceVersion=abc")).await;
+    assert_eq!(r.code, 400);
+    assert_eq!(
+        r.body["message"],
+        "invalid resource version: resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
+}
+
+#[tokio::test]
+async fn a_resource_version_the_cache_has_not_reached() {
+    let s = informer_apiserver::testing::builder().too_large_rv_wait(Duration::from_millis(100)).start().await.unwrap();
+    let c = Client::new(&s);
+    // A watch starts at once and sends what comes after its resourceVersion.
+    let from = s.resource_version() + 2;
+    let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={from}")).await;
+    let mut after = Vec::new();
+    for p in ["a", "b", "c", "d"] {
+        let created = s.create("pods", pod(p, json!({}))).await.unwrap();
+        if rv_of(&created) > from {
+            after.push(p);
+        }
+    }
+    assert!(after.len() >= 2 && !after.contains(&"a"), "{after:?}");
+    for p in after {
+        assert_eq!(name(&w.next_within(SEC).await.unwrap()), p);
+    }
+    // A streaming list waits for the cache, then answers with one ERROR event.
+    let far = s.resource_version() + 1000;
+    let mut w = c
+        .watch(&format!(
+            "{PODS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion={far}"
+        ))
+        .await;
+    let e = w.next_within(SEC).await.unwrap();
+    assert_eq!(typ(&e), "ERROR");
+    assert_eq!(e["object"]["code"], 504);
+    assert_eq!(e["object"]["reason"], "Timeout");
+    assert_eq!(e["object"]["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    w.expect_end(SEC).await;
+    // A list says when to come back, as kube's error writer does.
+    let r = c.get(&format!("{PODS}?resourceVersion={far}&resourceVersionMatch=NotOlderThan")).await;
     assert_eq!(r.code, 504);
-    assert_eq!(r.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    assert_eq!(r.headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("1"));
+}
+
+#[tokio::test]
+async fn deprecated_watch_paths_and_bare_flags_watch() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let from = s.resource_version();
+    // `/watch/…/pods/b` watches pod b alone, whatever `watch` says.
+    let mut one = c.watch(&format!("/api/v1/watch/namespaces/default/pods/b?watch=false&resourceVersion={from}")).await;
+    // A bare `watch` is true, as kube's parameter codec reads it.
+    let mut all = c.watch(&format!("{PODS}?watch&resourceVersion={from}")).await;
+    for p in ["a", "b"] {
+        s.create("pods", pod(p, json!({}))).await.unwrap();
+    }
+    assert_eq!(name(&one.next_within(SEC).await.unwrap()), "b");
+    assert_eq!(name(&all.next_within(SEC).await.unwrap()), "a");
+    assert_eq!(name(&all.next_within(SEC).await.unwrap()), "b");
+    let r = c.get("/api/v1/watch/namespaces/default/pods/b?fieldSelector=metadata.name%3Da").await;
+    assert_eq!(r.code, 400);
+    assert_eq!(r.body["message"], "fieldSelector metadata.name doesn't match requested name");
+    let mut named = c.watch("/api/v1/watch/namespaces/default/pods/b?fieldSelector=metadata.name%3Db").await;
+    let e = named.next_within(SEC).await.unwrap();
+    assert_eq!((typ(&e), name(&e)), ("ADDED", "b"), "the state first, without a resourceVersion");
+    s.patch("pods", "default", "a", &json!({"metadata": {"labels": {"x": "1"}}})).await.unwrap();
+    s.patch("pods", "default", "b", &json!({"metadata": {"labels": {"x": "1"}}})).await.unwrap();
+    let e = named.next_within(SEC).await.unwrap();
+    assert_eq!((typ(&e), name(&e)), ("MODIFIED", "b"));
 }
 
 #[tokio::test]
@@ -190,6 +264,10 @@ async fn bookmarks_periodic_only_when_rv_advanced_and_before_timeout() {
     assert_eq!(typ(&e), "BOOKMARK");
     assert_eq!(rv_of(&e["object"]), rv);
     w.expect_end(SEC).await;
+    // A watch whose resourceVersion never moves past its start gets no bookmark at all.
+    let mut idle =
+        c.watch(&format!("{PODS}?watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=2")).await;
+    idle.expect_end(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -362,7 +440,7 @@ async fn absurd_parameters_do_not_crash() {
         "labelSelector=!",
         "fieldSelector=%3D%3D%3D",
         "resourceVersion=-1",
-        "watch=maybe",
+        "sendInitialEvents=maybe",
     ] {
         let r = c.get(&format!("{PODS}?{q}")).await;
         assert!(r.code == 200 || r.code == 400 || r.code == 422, "{q}: {}", r.code);
