@@ -399,7 +399,7 @@ impl WatchCache {
                 ListAt::Latest => st.rv,
                 ListAt::Exact(n) if n == st.rv => st.rv,
                 ListAt::Exact(n) if n > st.rv => return Err(ApiError::too_large_rv(n, st.rv)),
-                ListAt::Exact(n) if n < r.history.start_rv => {
+                ListAt::Exact(n) if n < r.history.list_floor() => {
                     return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
                 }
                 ListAt::Exact(n) => n,
@@ -485,7 +485,8 @@ impl WatchCache {
         matches!(tokio::time::timeout(timeout, fut).await, Ok(Ok(_)))
     }
 
-    /// Trims every history up to `rv` (the storage was compacted there).
+    /// Records the storage's compaction at `rv` in every history: lists of older states are
+    /// refused, watches still replay the events.
     pub fn compact(&self, rv: u64) {
         let mut st = self.state.lock();
         let target = rv.min(st.rv);

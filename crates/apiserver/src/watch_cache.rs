@@ -3,8 +3,10 @@
 //! Invariants: events are appended in strictly increasing `rv` order; the ring
 //! holds *every* event of its resource with `rv > start_rv` (so a watch from
 //! RV N can be replayed iff `N >= start_rv`, and the state at RV N can be
-//! reconstructed by rolling back the events after N). Trimming (by size, by age
-//! beyond the last [`MIN_EVENTS`], or on demand) only ever raises `start_rv`. Event records are `Arc`s shared
+//! reconstructed by rolling back the events after N). Trimming (by size, or by age
+//! beyond the last [`MIN_EVENTS`]) only ever raises `start_rv`. The storage's
+//! compaction trims no event: it only raises the floor of the states a list may
+//! read ([`History::list_floor`]). Event records are `Arc`s shared
 //! by all watchers; nothing is copied per watcher: an event's watch line is
 //! encoded once ([`SharedLine`]) while the event is among the last
 //! [`RECENT_LINES`] of its resource, and retired after.
@@ -79,12 +81,14 @@ pub struct History {
     /// Highest RV of an event actually dropped: a reader positioned at or
     /// after it has missed nothing, even if `start_rv` moved past it.
     dropped_rv: u64,
+    /// The storage's compaction revision: lists of older states are refused.
+    compacted_rv: u64,
 }
 
 impl History {
     /// An empty history covering everything after `start_rv`.
     pub fn new(start_rv: u64) -> Self {
-        History { events: VecDeque::new(), start_rv, dropped_rv: start_rv }
+        History { events: VecDeque::new(), start_rv, dropped_rv: start_rv, compacted_rv: 0 }
     }
 
     /// Appends an event and trims to `capacity` events, and the events older than `max_age`
@@ -113,12 +117,17 @@ impl History {
         }
     }
 
-    /// Drops every event with `rv <= rv` and raises `start_rv` to `rv`.
+    /// Records that the storage was compacted at `rv`: the states before it are no longer
+    /// listed ([`Self::list_floor`]), while its events stay for the watches to replay, as kube's
+    /// watch cache keeps its events through etcd's compactions.
     pub fn compact(&mut self, rv: u64) {
-        while self.events.front().is_some_and(|e| e.rv <= rv) {
-            self.pop_front();
-        }
-        self.start_rv = self.start_rv.max(rv);
+        self.compacted_rv = self.compacted_rv.max(rv);
+    }
+
+    /// The oldest resourceVersion whose state a list may read: the history's start, or the
+    /// storage's compaction if later.
+    pub fn list_floor(&self) -> u64 {
+        self.start_rv.max(self.compacted_rv)
     }
 
     /// Number of retained events.
