@@ -16,8 +16,8 @@
 //!   resourceVersion; no handler call.
 //!
 //! Invariant: the store is updated before the handler hears of a change, so a handler reading the
-//! store sees at least that state. Store failures (an index function error) are logged and the
-//! handler is not called for that object.
+//! store sees at least that state. Every change is applied and heard of: an object whose index
+//! function fails is stored outside that index, and the failure logged (client-go panics).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta::Delta;
-use crate::fifo::{FifoClosed, Queue};
+use crate::fifo::Queue;
 use crate::handler::ResourceEventHandler;
 use crate::listwatch::ListerWatcher;
 use crate::object::{DeletedObject, Object, Tombstone};
@@ -55,7 +55,8 @@ pub(crate) trait BatchHooks: Send + Sync {
 impl BatchHooks for () {}
 
 /// The process loop: pops up to `batch` deltas at a time, applies them to `store` and calls
-/// `handler` ([`process_deltas`]), until the queue is closed.
+/// `handler` ([`process_deltas`]), until the queue is closed or `cancel` fires (what is still
+/// queued then is not applied).
 pub(crate) async fn process_loop<K, Q, H, B>(
     queue: &Q,
     store: &Indexer<K>,
@@ -73,7 +74,8 @@ pub(crate) async fn process_loop<K, Q, H, B>(
         let r =
             queue.pop(batch, |deltas, initial| hooks.apply(|| process_deltas(handler, store, deltas, initial))).await;
         hooks.popped(|| queue.len());
-        if let Err(FifoClosed) = r {
+        // As client-go's processLoop: once cancelled, nothing more queued is applied.
+        if r.is_err() || cancel.is_cancelled() {
             return;
         }
         tokio::select! {
@@ -114,9 +116,8 @@ where
                     }
                 });
                 let olds: Vec<Option<Object<K>>> = objects.iter().map(|o| store.get(o)).collect();
-                if let Err(e) = store.replace(&objects, &resource_version) {
-                    tracing::error!(error = %e, "store replace failed; relist not applied");
-                    continue;
+                for e in store.replace_lenient(&objects, &resource_version) {
+                    tracing::error!(error = %e, "index function failed; the object is left out of that index");
                 }
                 for t in deletions {
                     handler.on_delete(&DeletedObject::FinalStateUnknown(t));
@@ -142,13 +143,10 @@ fn upsert<K, H>(handler: &H, store: &Indexer<K>, o: Object<K>, initial: bool)
 where
     H: ResourceEventHandler<K> + ?Sized,
 {
-    let old = match store.upsert(o.clone()) {
-        Ok(old) => old,
-        Err(e) => {
-            tracing::error!(error = %e, "store update failed");
-            return;
-        }
-    };
+    let (old, errors) = store.upsert_lenient(o.clone());
+    for e in errors {
+        tracing::error!(error = %e, "index function failed; the object is left out of that index");
+    }
     match old {
         Some(old) => handler.on_update(&old, &o),
         None => handler.on_add(&o, initial),

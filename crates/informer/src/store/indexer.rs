@@ -14,7 +14,10 @@
 //!   functions changed in between (`add_indexers`), the write is recomputed. The one exception is
 //!   `add_indexers`: after an off-lock pass it indexes the objects written meanwhile under an
 //!   upgradable read lock (writers wait), so that it cannot be starved.
-//! - An operation whose index function fails changes nothing and returns the error.
+//! - An operation whose index function fails changes nothing and returns the error, but for the
+//!   lenient ones an informer applies ([`Indexer::upsert_lenient`], [`Indexer::replace_lenient`]):
+//!   they store the object and leave it out of the failing index only, so the cache still holds
+//!   what the server holds.
 //! - The store's resourceVersion follows the last written object, delete-with-object, replace and
 //!   bookmark (client-go's `LastStoreSyncResourceVersion` in atomic mode).
 //! - A key enters the store (and its indexes) as a copy in an allocation of its own
@@ -154,6 +157,20 @@ fn compute<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>) -> Result<Com
         .collect()
 }
 
+/// Computes the index values of `obj`, leaving it out of (no values in) an index whose function
+/// fails; the failures go to `errors`.
+fn compute_lenient<K>(funcs: &[(Arc<str>, IndexFunc<K>)], obj: &Object<K>, errors: &mut Vec<IndexError>) -> Computed {
+    funcs
+        .iter()
+        .map(|(name, f)| {
+            f(obj).unwrap_or_else(|error| {
+                errors.push(IndexError::Func { index: name.to_string(), key: obj.key().clone(), error });
+                Vec::new()
+            })
+        })
+        .collect()
+}
+
 /// Whether an entry's stored values for one index equal freshly computed ones.
 fn same_values(old: &Vals, new: &[String]) -> bool {
     old.len() == new.len() && old.iter().zip(new).all(|(a, b)| **a == **b)
@@ -282,6 +299,19 @@ impl<K> Indexer<K> {
         self.write(|f| compute(f, &obj), |st, vals| vals.map(|v| st.put(obj.clone(), v)))
     }
 
+    /// Adds or replaces an object even if an index function fails for it: the object is then
+    /// left out of that index, and the failures are returned with the object it replaced. What
+    /// an informer applies, so that its cache holds what the server holds.
+    pub fn upsert_lenient(&self, obj: Object<K>) -> (Option<Object<K>>, Vec<IndexError>) {
+        self.write(
+            |f| {
+                let mut errors = Vec::new();
+                (compute_lenient(f, &obj, &mut errors), errors)
+            },
+            |st, (vals, errors)| (st.put(obj.clone(), vals), errors),
+        )
+    }
+
     /// Adds or replaces an object (client-go `Update`; identical to [`Indexer::add`]).
     pub fn update(&self, obj: Object<K>) -> Result<(), IndexError> {
         self.add(obj)
@@ -306,7 +336,26 @@ impl<K> Indexer<K> {
     /// either the old or the new content. Indexes are rebuilt off-lock. Takes a `Vec` or a slice
     /// (the handles are cloned into the store either way).
     pub fn replace(&self, objects: impl AsRef<[Object<K>]>, resource_version: &str) -> Result<(), IndexError> {
-        let objects = objects.as_ref();
+        self.replace_with(objects.as_ref(), resource_version, None)
+    }
+
+    /// [`Indexer::replace`] even if index functions fail: an object is then left out of the
+    /// index whose function failed for it, and the failures are returned. What an informer
+    /// applies on a relist.
+    pub fn replace_lenient(&self, objects: impl AsRef<[Object<K>]>, resource_version: &str) -> Vec<IndexError> {
+        let errors = parking_lot::Mutex::new(Vec::new());
+        let _ = self.replace_with(objects.as_ref(), resource_version, Some(&errors));
+        errors.into_inner()
+    }
+
+    /// Replaces the content; with `lenient`, failing index functions leave their object out of
+    /// their index and are collected there instead of failing the replace.
+    fn replace_with(
+        &self,
+        objects: &[Object<K>],
+        resource_version: &str,
+        lenient: Option<&parking_lot::Mutex<Vec<IndexError>>>,
+    ) -> Result<(), IndexError> {
         self.write(
             |funcs| -> Result<State<K>, IndexError> {
                 let mut fresh = State {
@@ -315,8 +364,12 @@ impl<K> Indexer<K> {
                     indices: funcs.iter().map(|_| Map::default()).collect(),
                     rv: None,
                 };
+                let mut errors = Vec::new();
                 for obj in objects {
-                    let vals = compute(funcs, obj)?;
+                    let vals = match lenient {
+                        Some(_) => compute_lenient(funcs, obj, &mut errors),
+                        None => compute(funcs, obj)?,
+                    };
                     let key = obj.key().detached();
                     if let Some(old) = fresh.items.remove(&key) {
                         // duplicate key in the list: the later object wins
@@ -331,6 +384,10 @@ impl<K> Indexer<K> {
                         kept.push(fresh.reindex(i, &key, None, new));
                     }
                     fresh.items.insert(key, Entry { obj: obj.clone(), vals: kept.into_boxed_slice() });
+                }
+                if let Some(out) = lenient {
+                    // Only the last computation counts: the functions may have changed meanwhile.
+                    *out.lock() = errors;
                 }
                 Ok(fresh)
             },
