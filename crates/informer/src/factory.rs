@@ -336,16 +336,20 @@ impl SharedInformerFactory {
     /// Stops every informer the factory started and waits until they have all returned.
     /// Concurrent and repeated calls are fine.
     pub async fn shutdown(&self) {
-        let running: Vec<_> = {
+        // Every caller waits for every informer to stop (client-go's Shutdown waits on its
+        // group in each caller); an informer whose run panicked is stopped all the same.
+        let stopped: Vec<Signal> = {
             let mut st = self.inner.state.lock();
             st.shutting_down = true;
-            st.informers.values_mut().filter_map(|e| e.running.take()).collect()
+            st.informers
+                .values()
+                .filter_map(|e| e.running.as_ref().map(|(token, _)| (token, e.informer.stopped())))
+                .map(|(token, stopped)| {
+                    token.cancel();
+                    stopped
+                })
+                .collect()
         };
-        for (token, _) in &running {
-            token.cancel();
-        }
-        for (_, task) in running {
-            let _ = task.await;
-        }
+        futures_util::future::join_all(stopped.iter().map(Signal::wait)).await;
     }
 }

@@ -508,6 +508,7 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
             let _ = tx.send(r);
         });
         let _stop_on_drop = StopOnDrop { queue: queue.clone(), task };
+        let mut teardown = Teardown { inner: inner.clone(), done: false };
         let process = async move {
             if let Ok(Err(panic)) = rx.await {
                 std::panic::resume_unwind(panic);
@@ -524,8 +525,30 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         }
         .instrument(span)
         .await;
+        teardown.done = true;
         inner.stopped.set();
         tracing::info!(informer = %inner.name, "informer stopped");
+    }
+}
+
+/// If `run` ends without completing (its future dropped, or a panic of the process loop
+/// re-raised), leaves the informer stopped all the same: no handler can be added, every listener
+/// is closed and [`SharedIndexInformer::stopped`] is set, so nothing waits on a cache that no
+/// longer changes.
+struct Teardown<K: Send + Sync + 'static> {
+    inner: Arc<Inner<K>>,
+    done: bool,
+}
+
+impl<K: Send + Sync + 'static> Drop for Teardown<K> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.inner.config.lock().stopped = true;
+        self.inner.processor.close_all();
+        self.inner.stopped.set();
+        tracing::warn!(informer = %self.inner.name, "informer stopped without completing its run");
     }
 }
 

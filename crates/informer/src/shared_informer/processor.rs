@@ -176,6 +176,16 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
+    /// Closes every listener without waiting for its consumer: each finishes the call in
+    /// progress and delivers nothing more. What a `run` that was dropped or panicked leaves.
+    pub fn close_all(&self) {
+        let mut st = self.state.write();
+        st.running = false;
+        for s in &st.slots {
+            s.listener.close();
+        }
+    }
+
     /// Closes every listener and waits for every consumer to end.
     pub async fn stop(&self) {
         let (slots, retired) = {
