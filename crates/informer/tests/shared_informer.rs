@@ -71,6 +71,59 @@ async fn indexers_before_and_after_start() {
     ));
 }
 
+#[tokio::test(start_paused = true)]
+async fn an_object_whose_index_function_fails_is_cached_and_heard_of() {
+    for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
+        let src = FakeSource::new();
+        src.add(cm("a", "1"));
+        src.add(cm("bad", "1"));
+        let inf = SharedIndexInformer::with_options(src.clone(), InformerOptions::<Cm>::default().queue(queue));
+        inf.add_indexers(Indexers::new().with("by-v", |o: &informer::Object<Cm>| match o.name() {
+            "bad" => Err(informer::IndexFuncError("no version".into())),
+            _ => Ok(o.label("v").map(|s| vec![s.to_string()]).unwrap_or_default()),
+        }))
+        .unwrap();
+        let r = Recorder::new();
+        inf.add_event_handler(Rec(r.clone())).unwrap();
+        let (cancel, run) = spawn(&inf);
+        wait_signal(&inf.synced(), LIMIT).await;
+        r.wait_for("the initial list", LIMIT, |r| r.view() == source_view(&src)).await;
+        assert_eq!(cache_view(&inf), source_view(&src), "{queue:?}: the failing object is cached");
+        assert_eq!(inf.indexer().by_index("by-v", "1").unwrap().len(), 1, "{queue:?}: outside the failing index");
+        // A relist with the failing object still applies everything else, tombstones included.
+        src.delete_drop_watch(cm("a", "1"));
+        src.add_drop_watch(cm("c", "1"));
+        src.modify_drop_watch(cm("bad", "2"));
+        src.reset_watch();
+        let want = source_view(&src);
+        r.wait_for("the relist", LIMIT, |r| r.view() == want).await;
+        assert_eq!(cache_view(&inf), want, "{queue:?}");
+        let mut indexed: Vec<String> =
+            inf.indexer().by_index("by-v", "1").unwrap().iter().map(|o| o.name().to_string()).collect();
+        indexed.sort();
+        assert_eq!(indexed, ["c"], "{queue:?}");
+        cancel.cancel();
+        run.await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_informer_whose_run_is_dropped_is_stopped() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let inf = informer(&src, Duration::ZERO);
+    let r = Recorder::new();
+    let reg = inf.add_event_handler(Rec(r.clone())).unwrap();
+    let (_cancel, run) = spawn(&inf);
+    wait_signal(&reg.synced(), LIMIT).await;
+    run.abort();
+    assert!(run.await.unwrap_err().is_cancelled());
+    assert!(inf.is_stopped());
+    assert!(inf.stopped().is_set());
+    assert!(matches!(inf.add_event_handler(Rec(Recorder::new())), Err(InformerError::Stopped(_))));
+    assert_eq!(r.len(), 1);
+}
+
 fn resyncs(r: &Recorder) -> usize {
     r.count(|e| matches!(e, Ev::Update { old, new, .. } if old == new))
 }
@@ -498,9 +551,9 @@ async fn panicking_handlers_are_caught_and_do_not_stop_delivery() {
             HandlerOptions::new().name("panicky"),
         )
         .unwrap();
-    inf.add_event_handler(Rec(good.clone())).unwrap();
+    let good_reg = inf.add_event_handler(Rec(good.clone())).unwrap();
     let (cancel, run) = spawn(&inf);
-    wait_signal(&panicky.synced(), LIMIT).await;
+    wait_signal(&inf.synced(), LIMIT).await;
     src.add(cm("boom2", "1")); // does not panic (different name)
     src.add(cm("late", "1"));
     survived.wait_for("events after the panic", LIMIT, |r| r.view().len() == 3).await;
@@ -508,6 +561,10 @@ async fn panicking_handlers_are_caught_and_do_not_stop_delivery() {
     assert_eq!(panicky.panics(), 1);
     assert_eq!(panicky.delivered(), 4);
     assert!(!inf.is_stopped());
+    // The initial add it panicked on was not handled: the handler never syncs (client-go's
+    // tracker), while the others do.
+    assert!(!panicky.has_synced());
+    assert!(good_reg.has_synced());
     cancel.cancel();
     run.await.unwrap();
 }

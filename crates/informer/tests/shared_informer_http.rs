@@ -237,6 +237,48 @@ async fn factory_wait_ends_when_informers_stop_unsynced() {
     assert!(pods.is_stopped());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_whose_run_panics_is_stopped_and_nothing_waits_on_it() {
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    server.create("pods", pod("boom", "web")).await.unwrap();
+    let factory = SharedInformerFactory::builder(client(&server).await).namespace("default").build();
+    let pods = factory.informer::<Pod>();
+    pods.set_transform(|o| if o.name() == "boom" { panic!("transform bug") } else { Ok(o) }).unwrap();
+    let cms = factory.informer::<ConfigMap>();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let r = tokio::time::timeout(LIMIT, factory.wait_for_cache_sync(None)).await.unwrap();
+    assert_eq!(r.not_synced, [pods.synced().name()]);
+    wait_signal(&pods.stopped(), LIMIT).await;
+    assert!(pods.is_stopped());
+    assert!(pods.add_event_handler(Rec(Recorder::new())).is_err(), "no handler joins a stopped informer");
+    assert!(!cms.is_stopped());
+    tokio::time::timeout(LIMIT, factory.shutdown()).await.unwrap();
+    assert!(cms.is_stopped());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_shutdown_call_waits_for_every_informer() {
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    let factory = SharedInformerFactory::builder(client(&server).await).namespace("default").build();
+    let (pods, cms) = (factory.informer::<Pod>(), factory.informer::<ConfigMap>());
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(factory.wait_for_cache_sync(Some(LIMIT)).await.not_synced.is_empty());
+    // Whichever call returns first, the informers have stopped by then.
+    tokio::time::timeout(LIMIT, async {
+        tokio::select! {
+            _ = factory.shutdown() => {}
+            _ = factory.shutdown() => {}
+        }
+    })
+    .await
+    .unwrap();
+    for s in [pods.stopped(), cms.stopped()] {
+        assert!(s.is_set(), "{} after a shutdown call returned", s.name());
+    }
+}
+
 /// The deployment pattern of the README: an application on a multi-threaded runtime runs its
 /// informer (and the informer's client) on an `InformerThread`; registrations, handlers, listers
 /// and shutdown work across the two.

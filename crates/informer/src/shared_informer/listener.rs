@@ -31,7 +31,8 @@
 //!   stays consistent (no add of a key it has, no update or delete of a key it lacks).
 //! - The registration is synced once the informer synced (upstream) and every initial add pushed
 //!   to this listener has been delivered or dropped (client-go's `synctrack.SingleFileTracker`);
-//!   each initial add's credit is released exactly once.
+//!   each initial add's credit is released at most once, and not when the handler's call for
+//!   it panicked (the registration then never syncs, as client-go's tracker).
 //! - A panicking handler call is caught, logged and counted; delivery goes on.
 //! - After `close` nothing more is delivered; the pending backlog is dropped (client-go).
 
@@ -478,7 +479,7 @@ impl<K: 'static> Listener<K> {
     }
 
     /// Delivers one notification to a handler, catching panics; `credit` = initial adds it
-    /// completes, `backlog` = notifications pending behind it.
+    /// completes (not when the call panicked), `backlog` = notifications pending behind it.
     pub fn deliver_ref(
         &self,
         handler: &dyn ResourceEventHandler<K>,
@@ -498,6 +499,7 @@ impl<K: 'static> Listener<K> {
         {
             tracing::warn!(handler = %self.name, backlog, took = ?t.elapsed(), "slow event handler is falling behind");
         }
+        let panicked = r.is_err();
         if let Err(p) = r {
             self.panics.fetch_add(1, Ordering::Relaxed);
             if let Some(m) = &self.metrics {
@@ -511,7 +513,11 @@ impl<K: 'static> Listener<K> {
             tracing::error!(handler = %self.name, key = %n.key(), kind = n.kind(), panic = %msg, "event handler panicked; notification skipped");
         }
         self.delivered.fetch_add(1, Ordering::Relaxed);
-        self.finish_initial(credit);
+        // As client-go's sync tracker: an initial add the handler did not get through does not
+        // count, so the handler never reports synced.
+        if !panicked {
+            self.finish_initial(credit);
+        }
     }
 
     /// Marks an item delivered without a handler call (streams).

@@ -38,12 +38,11 @@ impl<K> Notification<K> {
         }
     }
 
-    /// Whether this is a resync (an update whose old and new resourceVersions are equal).
+    /// Whether this is a resync (an update whose old and new resourceVersions are equal, both
+    /// missing included, as client-go compares them).
     pub fn is_resync(&self) -> bool {
         match self {
-            Notification::Update { old, new } => {
-                old.resource_version().is_some() && old.resource_version() == new.resource_version()
-            }
+            Notification::Update { old, new } => old.resource_version() == new.resource_version(),
             _ => false,
         }
     }
