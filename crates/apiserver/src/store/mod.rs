@@ -175,6 +175,16 @@ fn has_finalizers(meta: &Map<String, Value>) -> bool {
     meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
 
+/// kube's 409 for a create of a name `stored` holds: "object is being deleted: …" when it is
+/// being deleted (a name cannot be taken again before its object is gone).
+fn already_exists(info: &ResourceInfo, name: &str, stored: Option<&StoredObject>) -> ApiError {
+    let mut e = ApiError::already_exists(&info.group, &info.plural, name);
+    if stored.is_some_and(|o| o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
+        e.message = format!("object is being deleted: {}", e.message);
+    }
+    e
+}
+
 /// A storage failure as the Status kube-apiserver answers with.
 fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &str) -> ApiError {
     match e {
@@ -811,31 +821,40 @@ impl Store {
                 return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
             }
         }
+        // A dry run asks the storage whether the name is taken, as kube's dry-run storage does;
+        // a real create asks when the cache holds the name (the cache may not have seen a
+        // delete yet: the storage decides).
+        let ready = self.cache.readiness() == crate::cache::Readiness::Ready;
+        if dry_run || ready {
+            for t in &prepared {
+                if !dry_run && self.cache.get(info, t.namespace(), t.name())?.is_none() {
+                    continue;
+                }
+                let taken = match self.stored(info, t.namespace(), t.name()).await {
+                    Err(e) if e.code == 404 => None,
+                    Err(e) => Some(e),
+                    Ok(o) => Some(already_exists(info, t.name(), Some(&o))),
+                };
+                if let Some(e) = taken {
+                    self.release_allocations(info, &prepared);
+                    return Err(e);
+                }
+            }
+        }
         if dry_run {
             self.release_allocations(info, &prepared);
             // Like kube: the would-be object, without a resourceVersion.
             return Ok(prepared.into_iter().map(|t| Arc::new(t.finish_without_rv())).collect());
         }
-        if self.cache.readiness() == crate::cache::Readiness::Ready {
-            for t in &prepared {
-                if self.cache.get(info, t.namespace(), t.name())?.is_some() {
-                    // The cache may not have seen a delete yet: the storage decides.
-                    let taken = match self.stored(info, t.namespace(), t.name()).await {
-                        Err(e) if e.code == 404 => None,
-                        Err(e) => Some(e),
-                        Ok(_) => Some(ApiError::already_exists(&info.group, &info.plural, t.name())),
-                    };
-                    if let Some(e) = taken {
-                        self.release_allocations(info, &prepared);
-                        return Err(e);
-                    }
-                }
-            }
-        }
         let writes = prepared.into_iter().map(|t| async move {
             let key = self.layout.object_key(info, t.namespace(), t.name());
             match self.storage.create(key, t.storage_value()).await {
                 Ok(rev) => Ok(self.wrote(info, t.finish(rev))),
+                Err(StorageError::AlreadyExists) => {
+                    self.release_allocations(info, std::slice::from_ref(&t));
+                    let stored = self.stored(info, t.namespace(), t.name()).await.ok();
+                    Err(already_exists(info, t.name(), stored.as_deref()))
+                }
                 Err(e) => {
                     self.release_allocations(info, std::slice::from_ref(&t));
                     Err(storage_error(e, info, t.name(), "create"))
@@ -1033,6 +1052,13 @@ impl Store {
                 let unknown = field_validation::prune_unknown(info, &mut doc);
                 field_validation::check(info, opts.validation, &[], &[], &unknown)?;
                 let obj = body_checks::check_envelope(info, doc)?;
+                // kube's EnsureObjectNamespaceMatchesRequestNamespace: a patch may not move the
+                // object to another namespace.
+                if info.namespaced && meta_str(&obj, "namespace").is_some_and(|n| !n.is_empty() && n != ns) {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
                 if meta_str(&obj, "name").as_deref() != Some(name) {
                     return Err(ApiError::bad_request(format!(
                         "the name of the object ({}) does not match the name on the URL ({name})",
