@@ -411,7 +411,7 @@ pub(crate) fn go_quote(s: &str) -> String {
 }
 
 /// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
-fn go_printable(c: char) -> bool {
+pub(crate) fn go_printable(c: char) -> bool {
     static GRAPHIC: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^[\p{L}\p{M}\p{N}\p{P}\p{S}]$").expect("valid pattern"));
     if c.is_ascii() {

@@ -357,10 +357,13 @@ pub fn allows_unconditional_update(info: &ResourceInfo) -> bool {
 }
 
 /// Whether a PUT of a missing object creates it, as kube's strategies allow for Endpoints,
-/// LimitRanges, Services, Leases and LeaseCandidates, RBAC's four kinds and RuntimeClasses.
+/// Events (both APIs), LimitRanges, Services, Leases and LeaseCandidates, RBAC's four kinds and
+/// RuntimeClasses.
 pub fn allows_create_on_update(info: &ResourceInfo) -> bool {
     const CREATED: &[(&str, &str)] = &[
         ("", "endpoints"),
+        ("", "events"),
+        ("events.k8s.io", "events"),
         ("", "limitranges"),
         ("", "services"),
         ("coordination.k8s.io", "leases"),

@@ -1,10 +1,13 @@
 //! The query options of writes (`CreateOptions`, `UpdateOptions`, `PatchOptions`) as
-//! kube-apiserver validates them: `fieldManager`, `force` and `fieldValidation`.
+//! kube-apiserver reads and validates them: `fieldManager`, `force`, `dryRun` and
+//! `fieldValidation`.
 //!
-//! Invariants: every problem is reported at once, in kube's order (`force`, `fieldManager`,
-//! `fieldValidation`), as one 422 `Invalid` on `<Kind>.meta.k8s.io ""` with a cause per problem;
-//! an apply patch needs a `fieldManager`; `force` is only for apply patches; a field manager
-//! has at most 128 bytes, all printable.
+//! Invariants: a repeated parameter has its first value (`dryRun` all of them); every problem
+//! is reported at once, in kube's order (`force`, `fieldManager`, `dryRun`, `fieldValidation`),
+//! as one 422 `Invalid` on `<Kind>.meta.k8s.io ""` with a cause per problem; an apply patch
+//! needs a `fieldManager`; `force` is only for apply patches; a field manager has at most 128
+//! bytes, all printable as Go's `unicode.IsPrint` judges (positions in bytes); `dryRun` is only
+//! `All`.
 
 use serde_json::{Value, json};
 
@@ -46,14 +49,15 @@ impl WriteKind {
     }
 }
 
-fn last<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    query.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+/// A parameter's first value, as kube's parameter codec reads a repeated one.
+fn first<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
 /// Reads and validates the options of a write of `kind` from its query.
 pub fn parse(query: &[(String, String)], kind: WriteKind) -> Result<WriteParams, ApiError> {
     let mut causes: Vec<(String, &'static str, String)> = Vec::new();
-    let force = last(query, "force");
+    let force = first(query, "force");
     if kind == WriteKind::Patch && force.is_some() {
         causes.push((
             "force".into(),
@@ -61,7 +65,7 @@ pub fn parse(query: &[(String, String)], kind: WriteKind) -> Result<WriteParams,
             "Forbidden: may not be specified for non-apply patch".into(),
         ));
     }
-    let field_manager = last(query, "fieldManager").filter(|m| !m.is_empty());
+    let field_manager = first(query, "fieldManager").filter(|m| !m.is_empty());
     if kind == WriteKind::Apply && field_manager.is_none() {
         causes.push((
             "fieldManager".into(),
@@ -77,17 +81,29 @@ pub fn parse(query: &[(String, String)], kind: WriteKind) -> Result<WriteParams,
                 format!("Too long: may not be more than {MAX_MANAGER_LENGTH} bytes"),
             ));
         }
-        for (i, c) in m.chars().enumerate() {
-            if c.is_control() {
+        for (i, c) in m.char_indices() {
+            if !crate::pod_security_checks::go_printable(c) {
                 causes.push((
                     "fieldManager".into(),
                     "FieldValueInvalid",
-                    format!("Invalid value: {m:?}: invalid character U+{:04X} (at position {i})", c as u32),
+                    format!(
+                        "Invalid value: {}: invalid character U+{:04X} (at position {i})",
+                        crate::pod_security_checks::go_quote(m),
+                        c as u32
+                    ),
                 ));
             }
         }
     }
-    let validation = match FieldValidation::parse(last(query, "fieldValidation"), kind.options()) {
+    let dry_run: Vec<&str> = query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    if dry_run.iter().any(|d| *d != "All") {
+        causes.push((
+            "dryRun".into(),
+            "FieldValueNotSupported",
+            format!("Unsupported value: {}: supported values: \"All\"", Value::from(dry_run)),
+        ));
+    }
+    let validation = match FieldValidation::parse(first(query, "fieldValidation"), kind.options()) {
         Ok(v) => v,
         Err(e) => {
             if let Some(c) =
@@ -100,7 +116,8 @@ pub fn parse(query: &[(String, String)], kind: WriteKind) -> Result<WriteParams,
         }
     };
     if causes.is_empty() {
-        let force = force.is_some_and(|f| matches!(f, "1" | "t" | "T" | "true" | "TRUE" | "True"));
+        // As kube's parameter codec: anything but `0` and `false` (any case) is true.
+        let force = force.is_some_and(|f| !(f == "0" || f.eq_ignore_ascii_case("false")));
         return Ok(WriteParams { validation, field_manager: field_manager.map(str::to_string), force });
     }
     let options = kind.options();
@@ -142,5 +159,31 @@ mod tests {
         );
         let ok = parse(&q(&[("fieldManager", "a"), ("force", "true")]), WriteKind::Apply).unwrap();
         assert_eq!((ok.field_manager.as_deref(), ok.force), (Some("a"), true));
+    }
+
+    #[test]
+    fn parameters_are_read_as_kube_s_codec_reads_them() {
+        let apply = |pairs: &[(&str, &str)]| parse(&q(pairs), WriteKind::Apply).unwrap();
+        assert!(apply(&[("fieldManager", "a"), ("force", "")]).force);
+        assert!(apply(&[("fieldManager", "a"), ("force", "yes")]).force);
+        assert!(!apply(&[("fieldManager", "a"), ("force", "False")]).force);
+        assert!(!apply(&[("fieldManager", "a"), ("force", "0"), ("force", "1")]).force);
+        assert_eq!(apply(&[("fieldManager", "a"), ("fieldManager", "b")]).field_manager.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn dry_run_is_all_or_refused_and_managers_are_printable() {
+        let e = parse(&q(&[("dryRun", "All"), ("dryRun", "x"), ("fieldValidation", "Bogus")]), WriteKind::Update)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: [\"All\",\"x\"]: supported values: \"All\", fieldValidation: Unsupported value: \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
+        );
+        assert!(parse(&q(&[("dryRun", "All")]), WriteKind::Create).is_ok());
+        let e = parse(&q(&[("fieldManager", "é\u{a0}b")]), WriteKind::Create).unwrap_err();
+        assert_eq!(
+            e.message,
+            "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"é\\u00a0b\": invalid character U+00A0 (at position 2)"
+        );
     }
 }

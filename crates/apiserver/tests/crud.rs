@@ -386,6 +386,68 @@ async fn dry_run_writes_nothing() {
     assert_eq!(s.resource_version(), rv1);
     assert!(s.get("pods", "default", "d").await.unwrap()["metadata"]["labels"].get("x").is_none());
     assert_eq!(rv1, rv + 1);
+    // A dry run asks the storage whether the name is taken, as a create would.
+    let r = c.post(&format!("{PODS}?dryRun=All"), &pod("d", json!({}))).await;
+    assert_eq!(r.code, 409);
+    assert_eq!(r.body["message"], "pods \"d\" already exists");
+    // Only `All` is a dry run.
+    let r = c.post(&format!("{PODS}?dryRun=Maybe"), &pod("e", json!({}))).await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Maybe\"]: supported values: \"All\""
+    );
+    assert_eq!(s.resource_version(), rv1);
+}
+
+#[tokio::test]
+async fn a_name_held_by_an_object_being_deleted_says_so() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    assert_eq!(c.post(cms, &cm).await.code, 201);
+    assert_eq!(c.delete(&format!("{cms}/held")).await.code, 200);
+    for path in [cms.to_string(), format!("{cms}?dryRun=All")] {
+        let r = c.post(&path, &json!({"metadata": {"name": "held"}})).await;
+        assert_eq!(r.code, 409, "{path}");
+        assert_eq!(r.body["reason"], "AlreadyExists");
+        assert_eq!(r.body["message"], "object is being deleted: configmaps \"held\" already exists", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn events_are_created_by_put_and_patches_keep_their_namespace() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let event = |name: &str| {
+        json!({"metadata": {"name": name, "namespace": "default"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+               "reason": "Tested", "message": "m", "type": "Normal"})
+    };
+    let r = c.put("/api/v1/namespaces/default/events/e1", &event("e1")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c
+        .put(
+            "/apis/events.k8s.io/v1/namespaces/default/events/e2",
+            &json!({"metadata": {"name": "e2", "namespace": "default"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+                    "reportingController": "example.com/c", "reportingInstance": "i", "action": "Test", "reason": "Tested",
+                    "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "type": "Normal"}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // A patch may not move an object to another namespace.
+    let r = c
+        .patch(
+            "/api/v1/namespaces/default/events/e1",
+            "application/merge-patch+json",
+            &json!({"metadata": {"namespace": "kube-system"}}),
+        )
+        .await;
+    assert_eq!(r.code, 400);
+    assert_eq!(
+        r.body["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
 }
 
 /// Writes are judged against the stored object even while the watch cache is behind the last
