@@ -9,11 +9,14 @@
 //! retry path: relists, watch-establishment retries, 429s, streaming-list retries):
 //! - the server gave `Retry-After` (429, or a Status with `retryAfterSeconds`): exactly that, at
 //!   most the cap; the backoff does not advance;
-//! - the server could not be reached (any transport error: refused, reset, timed out): a short
-//!   pause, `unreachable` jittered up to +100% (default 1–2 s); the backoff does not advance. A
-//!   server that is down does no work for a refused connection, and an informer must come back
-//!   within seconds of the server, however long the outage was;
-//! - any other error: the backoff's next delay.
+//! - the connection itself failed (refused, reset, EOF or unexpected EOF, broken pipe, timed out,
+//!   HTTP/2 GOAWAY or connection lost: [`Error::is_connection_failure`]): a short pause,
+//!   `unreachable` jittered up to +100% (default 1–2 s); the backoff does not advance. A server
+//!   that is down does no work for a refused connection, and an informer must come back within
+//!   seconds of the server, however long the outage was;
+//! - any other error — an error answer, or a transport failure that is not the connection's (TLS
+//!   verification, DNS resolution, failing credentials or exec-credential plugin, a malformed
+//!   answer), which stays until someone fixes it: the backoff's next delay.
 //!
 //! The backoff restarts from its first delay when the server has shown it is healthy again: a
 //! watch delivered an event ([`RetryPolicy::progress`]), or the server answered after having been
@@ -126,19 +129,18 @@ impl RetryPolicy {
 
     /// The delay before retrying after `err`.
     pub fn delay(&mut self, err: &Error) -> Duration {
-        if let Error::Transport { .. } = err {
+        if err.is_connection_failure() {
             self.unreachable = true;
             return self.cfg.jittered(self.cfg.unreachable);
         }
+        if let Error::Transport { .. } = err {
+            // No answer, but not for want of a server: the cause stays until it is fixed.
+            return self.backoff.next_delay();
+        }
+        self.answered();
         match err.retry_after() {
-            Some(after) => {
-                self.answered();
-                after.min(self.cfg.cap)
-            }
-            None => {
-                self.answered();
-                self.backoff.next_delay()
-            }
+            Some(after) => after.min(self.cfg.cap),
+            None => self.backoff.next_delay(),
         }
     }
 
@@ -166,7 +168,7 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::listwatch::Status;
+    use crate::listwatch::{Status, TransportFailure};
 
     #[tokio::test(start_paused = true)]
     async fn doubles_to_the_cap_with_jitter_and_resets() {
@@ -212,7 +214,25 @@ mod tests {
     }
 
     fn refused() -> Error {
-        Error::Transport { message: "connection refused".into(), unreachable: true }
+        Error::Transport { message: "connection refused".into(), failure: TransportFailure::ConnectionRefused }
+    }
+
+    fn transport(failure: TransportFailure) -> Error {
+        Error::Transport { message: String::new(), failure }
+    }
+
+    /// A failure of the connection gets the short pause; any other transport failure (TLS, DNS,
+    /// credentials, a malformed answer) the exponential backoff, as an error answer does.
+    #[tokio::test(start_paused = true)]
+    async fn only_connection_failures_get_the_short_pause() {
+        let mut p = RetryPolicy::new(exact());
+        let ms = |d: Duration| d.as_millis();
+        for _ in 0..3 {
+            assert_eq!(ms(p.delay(&transport(TransportFailure::ConnectionLost))), 1000);
+            assert_eq!(ms(p.delay(&transport(TransportFailure::ConnectionRefused))), 1000);
+        }
+        let other: Vec<u128> = (0..7).map(|_| ms(p.delay(&transport(TransportFailure::Other)))).collect();
+        assert_eq!(other, [800, 1600, 3200, 6400, 12800, 25600, 30000]);
     }
 
     #[tokio::test(start_paused = true)]

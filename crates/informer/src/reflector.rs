@@ -4,8 +4,10 @@
 //! Cycle (`run`): ListAndWatch, on error call the watch-error hook, then always wait before the
 //! next cycle (so every relist is delayed, as in client-go). The delay comes from one
 //! [`RetryPolicy`] per reflector: the server's `Retry-After` when given, a short pause while the
-//! server cannot be reached, client-go's exponential backoff otherwise; the backoff restarts when a
-//! watch delivers an event or the server answers again after an outage (see [`crate::backoff`]).
+//! connection itself fails (refused, reset, EOF, timed out), client-go's exponential backoff
+//! otherwise (error answers, and transport failures such as TLS verification, DNS resolution or
+//! credentials); the backoff restarts when a watch delivers an event or the server answers again
+//! after an outage (see [`crate::backoff`]).
 //!
 //! ListAndWatch:
 //! 1. Streaming list (default): WATCH with `sendInitialEvents=true`,

@@ -575,7 +575,10 @@ impl ListerWatcher<Cm> for Outage {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         if tokio::time::Instant::now() < self.back_at {
-            return Err(Error::Transport { message: "connection refused".into(), unreachable: true });
+            return Err(Error::Transport {
+                message: "connection refused".into(),
+                failure: informer::TransportFailure::ConnectionRefused,
+            });
         }
         self.listed_at.lock().get_or_insert(tokio::time::Instant::now());
         let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
