@@ -19,10 +19,13 @@
 //!   answer), which stays until someone fixes it: the backoff's next delay.
 //!
 //! The backoff restarts from its first delay when the server has shown it is healthy again: a
-//! watch delivered an event ([`RetryPolicy::progress`]), or the server answered after having been
-//! unreachable ([`RetryPolicy::answered`]). Differences from client-go, whose backoff only restarts
-//! after 2 minutes without any failure: after an outage of any length client-go may sleep up to
-//! 60 s (30 s cap, jittered) past the server's return, this policy at most `2 × unreachable`.
+//! watch delivered an event after the list — for a streaming list, after its initial-events-end
+//! bookmark — ([`RetryPolicy::progress`]), or the server answered after having been unreachable
+//! ([`RetryPolicy::answered`]). A list that succeeds, streaming or paged, is not progress by
+//! itself: when every watch after it fails, the relists that follow space out along the backoff.
+//! Differences from client-go, whose backoff only restarts after 2 minutes without any failure:
+//! after an outage of any length client-go may sleep up to 60 s (30 s cap, jittered) past the
+//! server's return, this policy at most `2 × unreachable`.
 //!
 //! Time comes from tokio's clock, so tests run it under a paused clock.
 
@@ -153,7 +156,8 @@ impl RetryPolicy {
         }
     }
 
-    /// The server delivered data on a watch: it is healthy, the backoff restarts.
+    /// A watch delivered an event after the list (a successful list alone is not progress): the
+    /// server is healthy, the backoff restarts.
     pub fn progress(&mut self) {
         self.unreachable = false;
         self.backoff.reset();

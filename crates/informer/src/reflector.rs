@@ -6,8 +6,9 @@
 //! [`RetryPolicy`] per reflector: the server's `Retry-After` when given, a short pause while the
 //! connection itself fails (refused, reset, EOF, timed out), client-go's exponential backoff
 //! otherwise (error answers, and transport failures such as TLS verification, DNS resolution or
-//! credentials); the backoff restarts when a watch delivers an event or the server answers again
-//! after an outage (see [`crate::backoff`]).
+//! credentials); the backoff restarts when a watch delivers an event after the list (a list that
+//! succeeds, streaming or paged, does not restart it, nor does a streaming list's end bookmark) or
+//! when the server answers again after an outage (see [`crate::backoff`]).
 //!
 //! ListAndWatch:
 //! 1. Streaming list (default): WATCH with `sendInitialEvents=true`,
@@ -411,7 +412,6 @@ where
                             if let Some(h) = &self.hooks.after_list {
                                 h(&resource_version);
                             }
-                            retry.progress();
                             return Ok(stream);
                         }
                         WatchEvent::Bookmark { .. } => {

@@ -743,3 +743,72 @@ async fn client_clock_jumps_lose_and_reorder_nothing() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// Every list succeeds (a streaming list ending with its end bookmark, or a LIST) with "a" at
+/// RV 10; the watch that follows fails at once with a 500 ERROR event, before any other event.
+struct ListsThenFails {
+    streaming: bool,
+    lists: parking_lot::Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl ListerWatcher<Cm> for ListsThenFails {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.lists.lock().push(tokio::time::Instant::now());
+        Ok(ObjectList {
+            items: vec![obj("a", 5)],
+            resource_version: "10".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        let internal = WatchEvent::Error(Status { code: 500, reason: "InternalError".into(), ..Default::default() });
+        let events = if o.send_initial_events == Some(true) {
+            self.lists.lock().push(tokio::time::Instant::now());
+            vec![
+                WatchEvent::Added(obj("a", 5)),
+                WatchEvent::Bookmark { resource_version: "10".into(), initial_events_end: true },
+                internal,
+            ]
+        } else {
+            vec![internal]
+        };
+        Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok))))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming
+    }
+}
+
+/// A list that succeeds is not progress: when every watch after it fails, the relists follow the
+/// exponential backoff (0.8 s doubling, jittered up to +100%), with a streaming list as with LIST.
+#[tokio::test(start_paused = true)]
+async fn a_successful_list_alone_does_not_restart_the_backoff() {
+    for streaming in [true, false] {
+        let lw = Arc::new(ListsThenFails { streaming, lists: Default::default() });
+        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (r.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        for _ in 0..6 {
+            assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
+        }
+        cancel.cancel();
+        task.await.unwrap();
+        let lists = lw.lists.lock().clone();
+        let mut base = 0.8;
+        for (i, pair) in lists.windows(2).take(5).enumerate() {
+            let gap = (pair[1] - pair[0]).as_secs_f64();
+            assert!(
+                gap >= base && gap < 2.0 * base,
+                "streaming {streaming}: relist {} came {gap:.2} s after the previous one, not in [{base}, {})",
+                i + 1,
+                2.0 * base
+            );
+            base *= 2.0;
+        }
+    }
+}
