@@ -16,7 +16,8 @@
 //!    until the BOOKMARK annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion becomes
 //!    the sync point; then the map replaces the queue content atomically and the same stream goes
 //!    on as the watch. Retriable errors (an unreachable server, 429) back off and retry; expired /
-//!    too-large resourceVersion retries from `""`; anything else — including a plain bookmark
+//!    too-large resourceVersion retries from `""` at once, without waiting (a server that answers
+//!    so to a request at `""` gets a backoff step instead); anything else — including a plain bookmark
 //!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
 //!    streaming lists) — falls back to LIST. A stream that ends before its end marker also falls
 //!    back to LIST for this cycle: kube-apiserver closes a watcher that does not keep up while it
@@ -364,6 +365,7 @@ where
                 h(&rv);
             }
             let mut opts = self.opts.base.clone();
+            let at_latest = rv.is_empty();
             opts.resource_version = Some(rv).filter(|r| !r.is_empty());
             opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
             opts.send_initial_events = Some(true);
@@ -375,7 +377,7 @@ where
                     s
                 }
                 Err(e) => {
-                    self.retry_or_fail_watch_list(cancel, retry, e).await?;
+                    self.retry_or_fail_watch_list(cancel, retry, e, at_latest).await?;
                     continue;
                 }
             };
@@ -399,7 +401,7 @@ where
                         ))));
                     }
                     Ok(Some(Err(e))) => {
-                        self.retry_or_fail_watch_list(cancel, retry, e).await?;
+                        self.retry_or_fail_watch_list(cancel, retry, e, at_latest).await?;
                         break;
                     }
                     Ok(Some(Ok(ev))) => match ev {
@@ -420,7 +422,7 @@ where
                             )));
                         }
                         WatchEvent::Error(status) => {
-                            self.retry_or_fail_watch_list(cancel, retry, Error::api(status)).await?;
+                            self.retry_or_fail_watch_list(cancel, retry, Error::api(status), at_latest).await?;
                             break;
                         }
                     },
@@ -430,17 +432,26 @@ where
     }
 
     /// Classifies a streaming-list error: Ok(()) = retry, Err = give up (fall back to LIST).
+    /// `at_latest`: the failed request asked for the latest data (resourceVersion "").
     async fn retry_or_fail_watch_list(
         &self,
         cancel: &CancellationToken,
         retry: &mut RetryPolicy,
         e: Error,
+        at_latest: bool,
     ) -> Result<(), Stop> {
         if e.is_retriable() {
             self.wait_retry(cancel, retry, &e).await
         } else if e.is_expired() || e.is_too_large_resource_version() {
             self.status.inner.lock().unavailable = true;
-            self.wait_retry(cancel, retry, &e).await
+            if at_latest {
+                // The latest data cannot be expired nor too new: a server that says so gets a
+                // backoff step, never a busy loop.
+                self.wait_retry(cancel, retry, &e).await
+            } else {
+                tracing::debug!(reflector = %self.opts.name, error = %e, "streaming list resourceVersion unavailable; retrying at the latest");
+                Ok(())
+            }
         } else {
             Err(Stop::Err(e))
         }

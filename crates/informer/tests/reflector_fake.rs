@@ -812,3 +812,144 @@ async fn a_successful_list_alone_does_not_restart_the_backoff() {
         }
     }
 }
+
+/// One scripted answer to a watch: an error at opening, or events (the stream then stays open).
+type WatchScript = Result<Vec<WatchEvent<Cm>>, Error>;
+
+/// A source whose watches answer from a script (then stay open without events) and record their
+/// options and instants; LIST returns "b" at RV 50.
+struct ScriptedWatches {
+    script: parking_lot::Mutex<Vec<WatchScript>>,
+    watches: parking_lot::Mutex<Vec<(ListOptions, tokio::time::Instant)>>,
+    lists: AtomicUsize,
+    streaming: bool,
+}
+
+impl ScriptedWatches {
+    fn new(streaming: bool, script: Vec<WatchScript>) -> Arc<Self> {
+        Arc::new(ScriptedWatches {
+            script: parking_lot::Mutex::new(script),
+            watches: Default::default(),
+            lists: AtomicUsize::new(0),
+            streaming,
+        })
+    }
+
+    fn watch_rvs(&self) -> Vec<Option<String>> {
+        self.watches.lock().iter().map(|(o, _)| o.resource_version.clone()).collect()
+    }
+
+    fn watch_instants(&self) -> Vec<tokio::time::Instant> {
+        self.watches.lock().iter().map(|(_, t)| *t).collect()
+    }
+}
+
+impl ListerWatcher<Cm> for ScriptedWatches {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        Ok(ObjectList {
+            items: vec![obj("b", 40)],
+            resource_version: "50".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watches.lock().push((o.clone(), tokio::time::Instant::now()));
+        let next = {
+            let mut s = self.script.lock();
+            if s.is_empty() { Ok(vec![]) } else { s.remove(0) }
+        };
+        let events = next?;
+        use futures_util::StreamExt;
+        Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok)).chain(futures_util::stream::pending())))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming
+    }
+}
+
+fn expired() -> Error {
+    Error::api(expired_status())
+}
+
+fn expired_status() -> Status {
+    Status { code: 410, reason: "Expired".into(), message: "too old resource version".into(), ..Default::default() }
+}
+
+fn too_large_status() -> Status {
+    Status {
+        code: 504,
+        reason: "Timeout".into(),
+        message: "Too large resource version".into(),
+        details: Some(informer::listwatch::StatusDetails {
+            causes: vec![informer::listwatch::StatusCause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+            }],
+            retry_after_seconds: Some(1),
+        }),
+        ..Default::default()
+    }
+}
+
+fn end(rv: &str) -> WatchEvent<Cm> {
+    WatchEvent::Bookmark { resource_version: rv.into(), initial_events_end: true }
+}
+
+/// A streaming list at a resourceVersion the server no longer has (410) or does not have yet
+/// ("too large resource version", at opening or as an ERROR event) is retried at once at `""`,
+/// without a backoff step, as client-go's watchList does.
+#[tokio::test(start_paused = true)]
+async fn unavailable_streaming_list_rv_retries_at_once_at_the_latest() {
+    let at_opening: WatchScript = Err(expired());
+    let as_event: WatchScript = Ok(vec![WatchEvent::Error(too_large_status())]);
+    for (what, unavailable) in [("410 at opening", at_opening), ("too large RV as an event", as_event)] {
+        let lw = ScriptedWatches::new(
+            true,
+            vec![
+                // The first streaming list succeeds; its watch then expires, so the next cycle
+                // streams again from RV 35.
+                Ok(vec![WatchEvent::Added(obj("a", 5)), end("35"), WatchEvent::Error(expired_status())]),
+                unavailable,
+                Ok(vec![WatchEvent::Added(obj("a", 40)), WatchEvent::Added(obj("c", 41)), end("45")]),
+            ],
+        );
+        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (r.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        assert_eq!(pop(&q).await, "ReplacedAll[a]@35", "{what}");
+        assert_eq!(pop(&q).await, "ReplacedAll[a,c]@45", "{what}");
+        assert_eq!(lw.watch_rvs()[..3], [None, Some("35".to_string()), None], "{what}");
+        let t = lw.watch_instants();
+        assert_eq!(t[2] - t[1], Duration::ZERO, "{what}: retried at once");
+        assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "{what}: no fallback to LIST");
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
+
+/// A server that answers 410 to a streaming list at `""` (the latest data cannot be expired) gets
+/// a backoff step before the retry, not a busy loop.
+#[tokio::test(start_paused = true)]
+async fn expired_answer_to_the_latest_rv_waits_a_backoff_step() {
+    let lw = ScriptedWatches::new(true, vec![Err(expired()), Err(expired()), Ok(vec![end("7")])]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[]@7");
+    assert_eq!(lw.watch_rvs(), [None, None, None]);
+    let t = lw.watch_instants();
+    let gaps = [(t[1] - t[0]).as_secs_f64(), (t[2] - t[1]).as_secs_f64()];
+    assert!((0.8..1.6).contains(&gaps[0]) && (1.6..3.2).contains(&gaps[1]), "{gaps:?}");
+    cancel.cancel();
+    task.await.unwrap();
+}
