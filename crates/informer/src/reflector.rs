@@ -42,7 +42,11 @@
 //!    resourceVersion only advances from the first non-ADDED event (the initial ADDEDs are not in
 //!    resourceVersion order).
 //! 4. A resync timer (if a period is set) calls the queue's `resync` whenever `should_resync`
-//!    says a handler is due; a resync failure ends the watch.
+//!    says a handler is due. It runs for the whole watch phase, once the list has synced: while a
+//!    watch delivers events, while a watch is being opened, and during the retry waits of the
+//!    phase (429, an unreachable server, Retry-After); not during a list or a streaming list, nor
+//!    during the wait before a relist. A resync failure ends the watch phase (the next cycle
+//!    relists).
 //!
 //! Cancellation stops everything promptly; no task is spawned, so nothing is left running.
 
@@ -441,13 +445,13 @@ where
         at_latest: bool,
     ) -> Result<(), Stop> {
         if e.is_retriable() {
-            self.wait_retry(cancel, retry, &e).await
+            self.wait_retry(cancel, retry, &e, &mut None).await
         } else if e.is_expired() || e.is_too_large_resource_version() {
             self.status.inner.lock().unavailable = true;
             if at_latest {
                 // The latest data cannot be expired nor too new: a server that says so gets a
                 // backoff step, never a busy loop.
-                self.wait_retry(cancel, retry, &e).await
+                self.wait_retry(cancel, retry, &e, &mut None).await
             } else {
                 tracing::debug!(reflector = %self.opts.name, error = %e, "streaming list resourceVersion unavailable; retrying at the latest");
                 Ok(())
@@ -457,10 +461,56 @@ where
         }
     }
 
-    async fn wait_retry(&self, cancel: &CancellationToken, retry: &mut RetryPolicy, e: &Error) -> Result<(), Stop> {
+    /// Waits before retrying after `e`, keeping the resync timer `resync` (see [`Self::resyncing`]).
+    async fn wait_retry(
+        &self,
+        cancel: &CancellationToken,
+        retry: &mut RetryPolicy,
+        e: &Error,
+        resync: &mut Option<Instant>,
+    ) -> Result<(), Stop> {
         let d = retry.delay(e);
         tracing::debug!(reflector = %self.opts.name, error = %e, delay = ?d, "retrying");
-        self.cancellable(cancel, tokio::time::sleep(d)).await
+        self.resyncing(cancel, resync, tokio::time::sleep(d)).await
+    }
+
+    /// Runs `fut` to completion (unless cancelled) while keeping the resync timer: whenever
+    /// `resync` comes due, the queue resyncs (if `should_resync` agrees) and the next deadline is
+    /// set. `None`: no resync. A resync failure is returned as an error and abandons `fut`.
+    async fn resyncing<T>(
+        &self,
+        cancel: &CancellationToken,
+        resync: &mut Option<Instant>,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, Stop> {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let resync_at = *resync;
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Stop::Cancelled),
+                _ = async { tokio::time::sleep_until(resync_at.expect("guarded")).await }, if resync_at.is_some() => {
+                    if self.hooks.should_resync.as_ref().is_none_or(|f| f()) {
+                        tracing::debug!(reflector = %self.opts.name, "resync");
+                        self.queue.resync().await.map_err(store_err)?;
+                    }
+                    *resync = self.new_resync_deadline();
+                }
+                r = &mut fut => return Ok(r),
+            }
+        }
+    }
+
+    /// A resync that fails while the watch phase waits or opens a watch ends the phase as one
+    /// that fails during a watch does: the next cycle relists.
+    fn resync_failed(&self, stop: Stop) -> Result<Error, Stop> {
+        match stop {
+            Stop::Cancelled => Err(Stop::Cancelled),
+            Stop::Err(e) => {
+                tracing::warn!(reflector = %self.opts.name, error = %e, "resync failed; relisting");
+                Ok(e)
+            }
+        }
     }
 
     /// Watches until the watch ends with an error, which is returned (the next cycle relists).
@@ -485,7 +535,11 @@ where
                     opts.resource_version = Some(rv).filter(|r| !r.is_empty());
                     opts.timeout_seconds = Some(self.watch_timeout());
                     opts.allow_watch_bookmarks = true;
-                    match self.cancellable(cancel, self.lw.watch(&opts)).await? {
+                    let opened = match self.resyncing(cancel, &mut resync, self.lw.watch(&opts)).await {
+                        Ok(opened) => opened,
+                        Err(stop) => return self.resync_failed(stop),
+                    };
+                    match opened {
                         Ok(s) => {
                             retry.answered();
                             if let Some(h) = &self.hooks.watch_started {
@@ -494,7 +548,9 @@ where
                             (s, propagate)
                         }
                         Err(e) if e.is_retriable() => {
-                            self.wait_retry(cancel, retry, &e).await?;
+                            if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                                return self.resync_failed(stop);
+                            }
                             continue;
                         }
                         Err(e) => return Err(Stop::Err(e)),
@@ -509,7 +565,9 @@ where
                     return Ok(e);
                 }
                 Err(Stop::Err(e)) if e.is_too_many_requests() => {
-                    self.wait_retry(cancel, retry, &e).await?;
+                    if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                        return self.resync_failed(stop);
+                    }
                 }
                 Err(Stop::Err(e)) => {
                     tracing::warn!(reflector = %self.opts.name, error = %e, "watch ended with error; relisting");
@@ -534,20 +592,7 @@ where
     ) -> Result<(), Stop> {
         let mut count: u64 = 0;
         loop {
-            let resync_at = *resync;
-            let item = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(Stop::Cancelled),
-                _ = async { tokio::time::sleep_until(resync_at.expect("guarded")).await }, if resync_at.is_some() => {
-                    if self.hooks.should_resync.as_ref().is_none_or(|f| f()) {
-                        tracing::debug!(reflector = %self.opts.name, "resync");
-                        self.queue.resync().await.map_err(store_err)?;
-                    }
-                    *resync = self.new_resync_deadline();
-                    continue;
-                }
-                item = stream.next() => item,
-            };
+            let item = self.resyncing(cancel, resync, stream.next()).await?;
             let ev = match item {
                 None => {
                     if start.elapsed() < Duration::from_secs(1) && count == 0 {

@@ -953,3 +953,78 @@ async fn expired_answer_to_the_latest_rv_waits_a_backoff_step() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// Lists "a" at RV 10; every watch request stays pending, never answered.
+struct UnansweredWatches {
+    watches: AtomicUsize,
+}
+
+impl ListerWatcher<Cm> for UnansweredWatches {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        Ok(ObjectList {
+            items: vec![obj("a", 5)],
+            resource_version: "10".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watches.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
+}
+
+/// Pops the next delta within `limit` of paused time (a missing delta fails instead of hanging);
+/// returns it with the time it took.
+async fn pop_within(q: &RealFifo<Cm>, limit: Duration) -> (String, Duration) {
+    let start = tokio::time::Instant::now();
+    let d = tokio::time::timeout(limit, pop(q)).await.expect("a delta in time");
+    (d, start.elapsed())
+}
+
+/// The resync timer keeps running while the reflector waits to retry a watch (429 with a 30 s
+/// Retry-After) and while a watch request is waiting for its answer: a 10 s resync period gives
+/// a resync every 10 s, no watch being open.
+#[tokio::test(start_paused = true)]
+async fn resyncs_fire_during_retry_waits_and_while_a_watch_opens() {
+    let resync = ReflectorOptions { resync_period: Duration::from_secs(10), ..opts() };
+    let busy = || Error::Api {
+        status: Box::new(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() }),
+        retry_after: Some(Duration::from_secs(30)),
+    };
+    // Retry waits.
+    let lw = ScriptedWatches::new(false, vec![Err(busy()), Err(busy()), Err(busy())]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), resync.clone(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await.as_str(), "ReplacedAll[b]@50");
+    for _ in 0..4 {
+        assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
+    }
+    assert_eq!(lw.watches.lock().len(), 2, "40 s: the second 429 wait; no watch open");
+    cancel.cancel();
+    task.await.unwrap();
+    // A watch request without an answer.
+    let lw = Arc::new(UnansweredWatches { watches: AtomicUsize::new(0) });
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), resync, ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await.as_str(), "ReplacedAll[a]@10");
+    for _ in 0..3 {
+        assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
+    }
+    assert_eq!(lw.watches.load(Ordering::SeqCst), 1, "one watch request, still unanswered");
+    cancel.cancel();
+    task.await.unwrap();
+}
