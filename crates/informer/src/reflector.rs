@@ -32,12 +32,17 @@
 //!    large resource version" retries at once with `""`. The queue is replaced atomically with the
 //!    full list.
 //! 3. WATCH from the last resourceVersion with bookmarks and a timeout drawn from
-//!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist;
-//!    an unreachable server (connection refused) or 429 back off (honouring Retry-After) and
-//!    re-watch without a relist (a request reset before any answer is sent once more at once,
-//!    as Go's transport does); a
-//!    410 or any other error ends ListAndWatch (relist at the last resourceVersion after the
-//!    backoff); a watch that ends in under a second with no event is an error. Bookmarks advance
+//!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist.
+//!    A watch that cannot be opened is opened again at the same resourceVersion, without a
+//!    relist: after the short pause (connection refused) or Retry-After (429) however often it
+//!    happens; after the short pause (a lost connection: reset, EOF, timed out, HTTP/2 connection
+//!    lost) or Retry-After (a 5xx with Retry-After) up to [`MAX_WATCH_OPEN_RETRIES`] times in a
+//!    row, as client-go's `Request.Watch` does, so a server or load balancer that restarts for a
+//!    few seconds only costs a re-watch. (A request reset before any answer is also sent once
+//!    more at once by the lister-watcher, as Go's transport does.) A 429 ERROR event backs off
+//!    and re-watches too. A 410, a lost connection or 5xx past the retries, or any other error
+//!    ends ListAndWatch (relist at the last resourceVersion after the backoff); a watch that ends
+//!    in under a second with no event is an error. Bookmarks advance
 //!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
 //!    resourceVersion only advances from the first non-ADDED event (the initial ADDEDs are not in
 //!    resourceVersion order).
@@ -65,6 +70,11 @@ use crate::fifo::{FifoError, Queue};
 use crate::key::ObjectKey;
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream};
 use crate::object::Object;
+
+/// How many times in a row a watch whose opening failed with a lost connection or a 5xx with
+/// Retry-After is opened again at the same resourceVersion before the reflector relists
+/// (client-go's `Request.Watch` `maxRetries`).
+pub const MAX_WATCH_OPEN_RETRIES: u32 = 10;
 
 /// Reflector settings; `Default` gives client-go's.
 #[derive(Debug, Clone)]
@@ -521,6 +531,8 @@ where
         mut first: Option<WatchStream<K>>,
     ) -> Result<Error, Stop> {
         let mut resync = self.new_resync_deadline();
+        // Consecutive openings retried at the same resourceVersion.
+        let mut open_retries = 0;
         loop {
             if cancel.is_cancelled() {
                 return Err(Stop::Cancelled);
@@ -541,6 +553,7 @@ where
                     };
                     match opened {
                         Ok(s) => {
+                            open_retries = 0;
                             retry.answered();
                             if let Some(h) = &self.hooks.watch_started {
                                 h(opts.resource_version.as_deref().unwrap_or(""));
@@ -548,6 +561,16 @@ where
                             (s, propagate)
                         }
                         Err(e) if e.is_retriable() => {
+                            open_retries = 0;
+                            if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                                return self.resync_failed(stop);
+                            }
+                            continue;
+                        }
+                        Err(e) if e.is_watch_open_retriable() && open_retries < MAX_WATCH_OPEN_RETRIES => {
+                            open_retries += 1;
+                            tracing::debug!(reflector = %self.opts.name, error = %e, attempt = open_retries,
+                                "watch could not be opened; retrying at the same resourceVersion");
                             if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
                                 return self.resync_failed(stop);
                             }

@@ -817,10 +817,12 @@ async fn a_successful_list_alone_does_not_restart_the_backoff() {
 type WatchScript = Result<Vec<WatchEvent<Cm>>, Error>;
 
 /// A source whose watches answer from a script (then stay open without events) and record their
-/// options and instants; LIST returns "b" at RV 50.
+/// options, instants and the number of LISTs before them; LIST returns "b" at RV 50.
 struct ScriptedWatches {
     script: parking_lot::Mutex<Vec<WatchScript>>,
-    watches: parking_lot::Mutex<Vec<(ListOptions, tokio::time::Instant)>>,
+    watches: parking_lot::Mutex<Vec<(ListOptions, tokio::time::Instant, usize)>>,
+    /// Notified at each watch request.
+    watched: tokio::sync::Notify,
     lists: AtomicUsize,
     streaming: bool,
 }
@@ -830,17 +832,40 @@ impl ScriptedWatches {
         Arc::new(ScriptedWatches {
             script: parking_lot::Mutex::new(script),
             watches: Default::default(),
+            watched: tokio::sync::Notify::new(),
             lists: AtomicUsize::new(0),
             streaming,
         })
     }
 
     fn watch_rvs(&self) -> Vec<Option<String>> {
-        self.watches.lock().iter().map(|(o, _)| o.resource_version.clone()).collect()
+        self.watches.lock().iter().map(|(o, _, _)| o.resource_version.clone()).collect()
     }
 
     fn watch_instants(&self) -> Vec<tokio::time::Instant> {
-        self.watches.lock().iter().map(|(_, t)| *t).collect()
+        self.watches.lock().iter().map(|(_, t, _)| *t).collect()
+    }
+
+    /// Waits (signal-driven) until `n` watches were requested; fails after a minute of paused
+    /// time.
+    async fn wait_for_watches(&self, n: usize) {
+        let enough = async {
+            loop {
+                let next = self.watched.notified();
+                tokio::pin!(next);
+                next.as_mut().enable();
+                if self.watches.lock().len() >= n {
+                    return;
+                }
+                next.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), enough).await.expect("the watches within a minute");
+    }
+
+    /// The number of LISTs made before each watch.
+    fn lists_before_watches(&self) -> Vec<usize> {
+        self.watches.lock().iter().map(|(_, _, l)| *l).collect()
     }
 }
 
@@ -855,7 +880,8 @@ impl ListerWatcher<Cm> for ScriptedWatches {
         })
     }
     async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
-        self.watches.lock().push((o.clone(), tokio::time::Instant::now()));
+        self.watches.lock().push((o.clone(), tokio::time::Instant::now(), self.lists.load(Ordering::SeqCst)));
+        self.watched.notify_waiters();
         let next = {
             let mut s = self.script.lock();
             if s.is_empty() { Ok(vec![]) } else { s.remove(0) }
@@ -1025,6 +1051,85 @@ async fn resyncs_fire_during_retry_waits_and_while_a_watch_opens() {
         assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
     }
     assert_eq!(lw.watches.load(Ordering::SeqCst), 1, "one watch request, still unanswered");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+fn lost() -> Error {
+    Error::Transport { message: "connection reset by peer".into(), failure: informer::TransportFailure::ConnectionLost }
+}
+
+fn unavailable_retry_after(secs: u64) -> Error {
+    Error::Api {
+        status: Box::new(Status { code: 503, reason: "ServiceUnavailable".into(), ..Default::default() }),
+        retry_after: Some(Duration::from_secs(secs)),
+    }
+}
+
+/// A watch whose opening fails with a lost connection (reset, EOF, timed out) or a 5xx with
+/// Retry-After is opened again at the same resourceVersion — after the short pause (1–2 s) or
+/// exactly the Retry-After — without a relist: the handlers see no Replace, only the next event.
+#[tokio::test(start_paused = true)]
+async fn watch_opening_blips_rewatch_at_the_same_rv_without_relisting() {
+    let lw = ScriptedWatches::new(
+        false,
+        vec![
+            Err(lost()),
+            Err(lost()),
+            Err(lost()),
+            Err(unavailable_retry_after(2)),
+            Ok(vec![WatchEvent::Modified(obj("b", 60))]),
+        ],
+    );
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    assert_eq!(pop(&q).await, "Updated:b@60", "the next delta is the event, not a Replace");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1, "no relist");
+    assert_eq!(lw.watch_rvs(), vec![Some("50".to_string()); 5], "every watch at the list's RV");
+    let t = lw.watch_instants();
+    for (i, pair) in t.windows(2).take(3).enumerate() {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_secs(1) && gap < Duration::from_secs(2), "pause {i} after a reset: {gap:?}");
+    }
+    assert_eq!(t[4] - t[3], Duration::from_secs(2), "the Retry-After");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// After MAX_WATCH_OPEN_RETRIES retries in a row that fail the same way, the reflector gives up,
+/// reports the error and relists; the watch after the relist starts again from the list.
+#[tokio::test(start_paused = true)]
+async fn watch_opening_failing_past_the_retries_relists() {
+    let failures = 1 + informer::reflector::MAX_WATCH_OPEN_RETRIES as usize;
+    let lw = ScriptedWatches::new(false, (0..failures).map(|_| Err(lost())).collect());
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let errors: Arc<parking_lot::Mutex<Vec<String>>> = Arc::default();
+    let hooks = ReflectorHooks {
+        watch_error: Some(Arc::new({
+            let errors = errors.clone();
+            move |e: &Error| errors.lock().push(e.to_string())
+        })),
+        ..Default::default()
+    };
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), hooks));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50", "the relist");
+    lw.wait_for_watches(failures + 1).await;
+    let mut expected = vec![1; failures];
+    expected.push(2);
+    assert_eq!(lw.lists_before_watches(), expected, "11 openings (10 retries), then the relist, then a watch");
+    assert_eq!(*errors.lock(), ["transport error: connection reset by peer"], "reported once, when given up");
     cancel.cancel();
     task.await.unwrap();
 }
