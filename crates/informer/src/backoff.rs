@@ -1,6 +1,6 @@
 //! How long a reflector waits before it retries: client-go's exponential backoff for a server
-//! that answers with errors, a short fixed pause while the server cannot be reached, and the
-//! server's own `Retry-After` when it gives one.
+//! that answers with errors (or a request that fails for a cause that stays), a short fixed pause
+//! while the connection to the server fails, and the server's own `Retry-After` when it gives one.
 //!
 //! [`Backoff`] is client-go's reflector backoff: 0.8 s doubling to a 30 s cap, each delay jittered
 //! up to +100%, the sequence restarted when the last restart is more than 2 minutes old.
@@ -20,7 +20,7 @@
 //!
 //! The backoff restarts from its first delay when the server has shown it is healthy again: a
 //! watch delivered an event after the list — for a streaming list, after its initial-events-end
-//! bookmark — ([`RetryPolicy::progress`]), or the server answered after having been unreachable
+//! bookmark — ([`RetryPolicy::progress`]), or the server answered after its connection had failed
 //! ([`RetryPolicy::answered`]). A list that succeeds, streaming or paged, is not progress by
 //! itself: when every watch after it fails, the relists that follow space out along the backoff.
 //! Differences from client-go, whose backoff only restarts after 2 minutes without any failure:
@@ -49,7 +49,8 @@ pub struct BackoffConfig {
     pub jitter: f64,
     /// The sequence restarts when the last restart is older than this.
     pub reset_after: Duration,
-    /// The pause before retrying a server that could not be reached (jittered like the backoff).
+    /// The pause before retrying after a failure of the connection (refused or lost; jittered
+    /// like the backoff).
     pub unreachable: Duration,
 }
 
@@ -147,8 +148,8 @@ impl RetryPolicy {
         }
     }
 
-    /// The server answered (any HTTP response, success or error): if it had been unreachable, the
-    /// backoff restarts, since a server that comes back is a new server.
+    /// The server answered (any HTTP response, success or error): if the connection to it had
+    /// failed, the backoff restarts, since a server that comes back is a new server.
     pub fn answered(&mut self) {
         if self.unreachable {
             self.unreachable = false;
@@ -163,7 +164,7 @@ impl RetryPolicy {
         self.backoff.reset();
     }
 
-    /// Whether the last failure was a server that could not be reached.
+    /// Whether the last failure was a failure of the connection itself (refused or lost).
     pub fn is_unreachable(&self) -> bool {
         self.unreachable
     }

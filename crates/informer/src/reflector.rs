@@ -15,10 +15,10 @@
 //!    `resourceVersionMatch=NotOlderThan`, bookmarks; ADDED/MODIFIED/DELETED fill a temporary map
 //!    until the BOOKMARK annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion becomes
 //!    the sync point; then the map replaces the queue content atomically and the same stream goes
-//!    on as the watch. Retriable errors (an unreachable server, 429) back off and retry; expired /
+//!    on as the watch. Retriable errors (connection refused, 429) back off and retry; expired /
 //!    too-large resourceVersion retries from `""` at once, without waiting (a server that answers
-//!    so to a request at `""` gets a backoff step instead); anything else — including a plain bookmark
-//!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
+//!    so to a request at `""` gets a backoff step instead); anything else — including a plain
+//!    bookmark before the end marker or no event at all for `initial_events_idle_timeout` (servers without
 //!    streaming lists) — falls back to LIST. A stream that ends before its end marker also falls
 //!    back to LIST for this cycle: kube-apiserver closes a watcher that does not keep up while it
 //!    still sends the initial events (its "unresponsive" close), and under steady writes it would
@@ -42,14 +42,13 @@
 //!    more at once by the lister-watcher, as Go's transport does.) A 429 ERROR event backs off
 //!    and re-watches too. A 410, a lost connection or 5xx past the retries, or any other error
 //!    ends ListAndWatch (relist at the last resourceVersion after the backoff); a watch that ends
-//!    in under a second with no event is an error. Bookmarks advance
-//!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
-//!    resourceVersion only advances from the first non-ADDED event (the initial ADDEDs are not in
-//!    resourceVersion order).
+//!    in under a second with no event is an error. Bookmarks advance the resourceVersion and
+//!    reach the queue. For watches started at `""`/`"0"` the resourceVersion only advances from
+//!    the first non-ADDED event (the initial ADDEDs are not in resourceVersion order).
 //! 4. A resync timer (if a period is set) calls the queue's `resync` whenever `should_resync`
 //!    says a handler is due. It runs for the whole watch phase, once the list has synced: while a
 //!    watch delivers events, while a watch is being opened, and during the retry waits of the
-//!    phase (429, an unreachable server, Retry-After); not during a list or a streaming list, nor
+//!    phase (429, a failed connection, Retry-After); not during a list or a streaming list, nor
 //!    during the wait before a relist. A resync failure ends the watch phase (the next cycle
 //!    relists).
 //!
