@@ -1,6 +1,6 @@
 //! How long a reflector waits before it retries: client-go's exponential backoff for a server
-//! that answers with errors, a short fixed pause while the server cannot be reached, and the
-//! server's own `Retry-After` when it gives one.
+//! that answers with errors (or a request that fails for a cause that stays), a short fixed pause
+//! while the connection to the server fails, and the server's own `Retry-After` when it gives one.
 //!
 //! [`Backoff`] is client-go's reflector backoff: 0.8 s doubling to a 30 s cap, each delay jittered
 //! up to +100%, the sequence restarted when the last restart is more than 2 minutes old.
@@ -9,17 +9,23 @@
 //! retry path: relists, watch-establishment retries, 429s, streaming-list retries):
 //! - the server gave `Retry-After` (429, or a Status with `retryAfterSeconds`): exactly that, at
 //!   most the cap; the backoff does not advance;
-//! - the server could not be reached (any transport error: refused, reset, timed out): a short
-//!   pause, `unreachable` jittered up to +100% (default 1–2 s); the backoff does not advance. A
-//!   server that is down does no work for a refused connection, and an informer must come back
-//!   within seconds of the server, however long the outage was;
-//! - any other error: the backoff's next delay.
+//! - the connection itself failed (refused, reset, EOF or unexpected EOF, broken pipe, timed out,
+//!   HTTP/2 GOAWAY or connection lost: [`Error::is_connection_failure`]): a short pause,
+//!   `unreachable` jittered up to +100% (default 1–2 s); the backoff does not advance. A server
+//!   that is down does no work for a refused connection, and an informer must come back within
+//!   seconds of the server, however long the outage was;
+//! - any other error — an error answer, or a transport failure that is not the connection's (TLS
+//!   verification, DNS resolution, failing credentials or exec-credential plugin, a malformed
+//!   answer), which stays until someone fixes it: the backoff's next delay.
 //!
 //! The backoff restarts from its first delay when the server has shown it is healthy again: a
-//! watch delivered an event ([`RetryPolicy::progress`]), or the server answered after having been
-//! unreachable ([`RetryPolicy::answered`]). Differences from client-go, whose backoff only restarts
-//! after 2 minutes without any failure: after an outage of any length client-go may sleep up to
-//! 60 s (30 s cap, jittered) past the server's return, this policy at most `2 × unreachable`.
+//! watch delivered an event after the list — for a streaming list, after its initial-events-end
+//! bookmark — ([`RetryPolicy::progress`]), or the server answered after its connection had failed
+//! ([`RetryPolicy::answered`]). A list that succeeds, streaming or paged, is not progress by
+//! itself: when every watch after it fails, the relists that follow space out along the backoff.
+//! Differences from client-go, whose backoff only restarts after 2 minutes without any failure:
+//! after an outage of any length client-go may sleep up to 60 s (30 s cap, jittered) past the
+//! server's return, this policy at most `2 × unreachable`.
 //!
 //! Time comes from tokio's clock, so tests run it under a paused clock.
 
@@ -43,7 +49,8 @@ pub struct BackoffConfig {
     pub jitter: f64,
     /// The sequence restarts when the last restart is older than this.
     pub reset_after: Duration,
-    /// The pause before retrying a server that could not be reached (jittered like the backoff).
+    /// The pause before retrying after a failure of the connection (refused or lost; jittered
+    /// like the backoff).
     pub unreachable: Duration,
 }
 
@@ -126,24 +133,23 @@ impl RetryPolicy {
 
     /// The delay before retrying after `err`.
     pub fn delay(&mut self, err: &Error) -> Duration {
-        if let Error::Transport { .. } = err {
+        if err.is_connection_failure() {
             self.unreachable = true;
             return self.cfg.jittered(self.cfg.unreachable);
         }
+        if let Error::Transport { .. } = err {
+            // No answer, but not for want of a server: the cause stays until it is fixed.
+            return self.backoff.next_delay();
+        }
+        self.answered();
         match err.retry_after() {
-            Some(after) => {
-                self.answered();
-                after.min(self.cfg.cap)
-            }
-            None => {
-                self.answered();
-                self.backoff.next_delay()
-            }
+            Some(after) => after.min(self.cfg.cap),
+            None => self.backoff.next_delay(),
         }
     }
 
-    /// The server answered (any HTTP response, success or error): if it had been unreachable, the
-    /// backoff restarts, since a server that comes back is a new server.
+    /// The server answered (any HTTP response, success or error): if the connection to it had
+    /// failed, the backoff restarts, since a server that comes back is a new server.
     pub fn answered(&mut self) {
         if self.unreachable {
             self.unreachable = false;
@@ -151,13 +157,14 @@ impl RetryPolicy {
         }
     }
 
-    /// The server delivered data on a watch: it is healthy, the backoff restarts.
+    /// A watch delivered an event after the list (a successful list alone is not progress): the
+    /// server is healthy, the backoff restarts.
     pub fn progress(&mut self) {
         self.unreachable = false;
         self.backoff.reset();
     }
 
-    /// Whether the last failure was a server that could not be reached.
+    /// Whether the last failure was a failure of the connection itself (refused or lost).
     pub fn is_unreachable(&self) -> bool {
         self.unreachable
     }
@@ -166,7 +173,7 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::listwatch::Status;
+    use crate::listwatch::{Status, TransportFailure};
 
     #[tokio::test(start_paused = true)]
     async fn doubles_to_the_cap_with_jitter_and_resets() {
@@ -212,7 +219,25 @@ mod tests {
     }
 
     fn refused() -> Error {
-        Error::Transport { message: "connection refused".into(), unreachable: true }
+        Error::Transport { message: "connection refused".into(), failure: TransportFailure::ConnectionRefused }
+    }
+
+    fn transport(failure: TransportFailure) -> Error {
+        Error::Transport { message: String::new(), failure }
+    }
+
+    /// A failure of the connection gets the short pause; any other transport failure (TLS, DNS,
+    /// credentials, a malformed answer) the exponential backoff, as an error answer does.
+    #[tokio::test(start_paused = true)]
+    async fn only_connection_failures_get_the_short_pause() {
+        let mut p = RetryPolicy::new(exact());
+        let ms = |d: Duration| d.as_millis();
+        for _ in 0..3 {
+            assert_eq!(ms(p.delay(&transport(TransportFailure::ConnectionLost))), 1000);
+            assert_eq!(ms(p.delay(&transport(TransportFailure::ConnectionRefused))), 1000);
+        }
+        let other: Vec<u128> = (0..7).map(|_| ms(p.delay(&transport(TransportFailure::Other)))).collect();
+        assert_eq!(other, [800, 1600, 3200, 6400, 12800, 25600, 30000]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -12,7 +12,11 @@
 //! `ApiResource`), and metadata-only watches (`PartialObjectMeta<K>`, requested with the
 //! `as=PartialObjectMetadata` Accept header).
 //!
-//! Errors never carry credentials: transport errors are reduced to their message chain.
+//! Errors never carry credentials: transport errors are reduced to their message chain. A request
+//! that got no usable answer is classified by what broke ([`TransportFailure`]), from the I/O error
+//! kinds, hyper errors and HTTP/2 errors in its source chain: a refused connection, a lost one
+//! (reset, EOF or unexpected EOF, broken pipe, timed out, HTTP/2 GOAWAY), or anything else (TLS
+//! verification, DNS resolution, credentials, a malformed answer).
 
 use std::marker::PhantomData;
 
@@ -24,7 +28,9 @@ use informer_object::frame::{FrameError, ListFramer, WatchFrame, WatchFramer};
 
 pub use informer_object::frame::{DEFAULT_MAX_EVENT_BYTES, TypeMeta};
 
-use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, Status, WatchEvent, WatchStream};
+use crate::listwatch::{
+    Error, ListOptions, ListerWatcher, ObjectList, Status, TransportFailure, WatchEvent, WatchStream,
+};
 
 const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
@@ -163,8 +169,10 @@ impl<K> KubeListerWatcher<K> {
 async fn read_list<K>(mut body: kube::client::Body, max_item_bytes: usize) -> Result<ObjectList<K>, Error> {
     let mut decoder = ListDecoder::new(max_item_bytes);
     while let Some(frame) = body.frame().await {
-        let frame =
-            frame.map_err(|e| Error::Transport { message: format!("reading list body: {e}"), unreachable: false })?;
+        let frame = frame.map_err(|e| Error::Transport {
+            message: format!("reading list body: {}", message_chain(&e)),
+            failure: transport_failure(&e),
+        })?;
         if let Ok(data) = frame.into_data() {
             decoder.feed(&data)?;
         }
@@ -184,8 +192,7 @@ fn io_error_in(e: &kube::Error, kind: std::io::ErrorKind) -> bool {
     false
 }
 
-/// Reduces a kube error of sending a request to a message, noting whether the server could not be
-/// reached (the connection was refused).
+/// Reduces a kube error of sending a request to a message and what failed.
 fn transport_error(e: kube::Error) -> Error {
     if let kube::Error::Api(status) = &e {
         let s = Status {
@@ -197,9 +204,13 @@ fn transport_error(e: kube::Error) -> Error {
         };
         return Error::api(s);
     }
+    Error::Transport { message: message_chain(&e), failure: transport_failure(&e) }
+}
+
+/// The error's message followed by those of its sources that it does not already contain.
+fn message_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut message = e.to_string();
-    let mut unreachable = io_error_in(&e, std::io::ErrorKind::ConnectionRefused);
-    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+    let mut src = e.source();
     while let Some(s) = src {
         let m = s.to_string();
         if !message.contains(&m) {
@@ -208,8 +219,58 @@ fn transport_error(e: kube::Error) -> Error {
         }
         src = s.source();
     }
-    unreachable |= message.contains("Connection refused") || message.contains("connection refused");
-    Error::Transport { message, unreachable }
+    message
+}
+
+/// What failed, read from `e` and its sources: the first I/O error kind, hyper error or HTTP/2
+/// error that names a failure of the connection decides (refused, or lost); when none does, the
+/// failure is [`TransportFailure::Other`] (a TLS error, a DNS resolution failure, failing
+/// credentials, a malformed answer). An I/O error's own wrapped error and an HTTP/2 error's I/O
+/// error are followed too (their `source` skips them).
+pub fn transport_failure(e: &(dyn std::error::Error + 'static)) -> TransportFailure {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if let Some(f) = io_failure(io.kind()) {
+                return f;
+            }
+            next = match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => err.source(),
+            };
+            continue;
+        }
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_closed() || h.is_canceled() || h.is_timeout())
+        {
+            return TransportFailure::ConnectionLost;
+        }
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            if h2.is_go_away() {
+                return TransportFailure::ConnectionLost;
+            }
+            if let Some(io) = h2.get_io() {
+                next = Some(io);
+                continue;
+            }
+        }
+        next = err.source();
+    }
+    TransportFailure::Other
+}
+
+fn io_failure(kind: std::io::ErrorKind) -> Option<TransportFailure> {
+    use std::io::ErrorKind as K;
+    match kind {
+        K::ConnectionRefused => Some(TransportFailure::ConnectionRefused),
+        K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::BrokenPipe
+        | K::UnexpectedEof
+        | K::TimedOut => Some(TransportFailure::ConnectionLost),
+        _ => None,
+    }
 }
 
 impl<K: Send + Sync + 'static> ListerWatcher<K> for KubeListerWatcher<K> {
@@ -418,6 +479,29 @@ fn reason_for(code: u16) -> &'static str {
         503 => "ServiceUnavailable",
         504 => "Timeout",
         _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn io_kinds_decide_through_wrapping_io_errors() {
+        let wrapped = |kind, inner: io::Error| io::Error::new(kind, inner);
+        let reset = wrapped(io::ErrorKind::Other, io::Error::from(io::ErrorKind::ConnectionReset));
+        assert_eq!(transport_failure(&reset), TransportFailure::ConnectionLost);
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(transport_failure(&refused), TransportFailure::ConnectionRefused);
+        for kind in [io::ErrorKind::UnexpectedEof, io::ErrorKind::BrokenPipe, io::ErrorKind::TimedOut] {
+            assert_eq!(transport_failure(&io::Error::from(kind)), TransportFailure::ConnectionLost, "{kind:?}");
+        }
+        // rustls reports a certificate it cannot verify as InvalidData inside Other.
+        let tls = wrapped(io::ErrorKind::Other, io::Error::new(io::ErrorKind::InvalidData, "invalid peer certificate"));
+        assert_eq!(transport_failure(&tls), TransportFailure::Other);
+        let h2 = h2::Error::from(h2::Reason::PROTOCOL_ERROR);
+        assert_eq!(transport_failure(&h2), TransportFailure::Other);
     }
 }
 

@@ -3,8 +3,10 @@
 //! The [`Reflector`](crate::Reflector) only talks to a [`ListerWatcher`]; the Kubernetes
 //! implementation is [`KubeListerWatcher`](crate::KubeListerWatcher), the in-memory test source
 //! is [`FakeSource`](crate::fake::FakeSource). Errors are classified the way client-go's reflector
-//! needs them: expired (410), too-large resourceVersion, retriable (connection refused, 429 with
-//! Retry-After), and everything else.
+//! and REST client need them: expired (410), too-large resourceVersion, retriable without a relist
+//! (connection refused, 429), a failure of the connection itself ([`TransportFailure`]: refused, or
+//! lost — reset, EOF, timed out, HTTP/2 connection lost), a watch opening worth retrying at the same
+//! resourceVersion (a lost connection, a 5xx with Retry-After), and everything else.
 
 use std::fmt;
 use std::pin::Pin;
@@ -220,6 +222,26 @@ impl fmt::Display for Status {
     }
 }
 
+/// What failed when a request got no usable answer ([`Error::Transport`]).
+///
+/// Only a failure of the connection itself says that the server may be away for a moment (down,
+/// restarting, behind a load balancer that dropped the connection); everything else (a wrong
+/// certificate authority, an unknown host, failing credentials, a malformed answer) stays wrong
+/// until someone fixes it, and is retried after client-go's exponential backoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    /// The connection was refused: nothing listens at the server's address (client-go
+    /// `IsConnectionRefused`).
+    ConnectionRefused,
+    /// The connection broke or stalled: reset, closed before the answer was complete (EOF,
+    /// unexpected EOF), broken pipe, timed out, HTTP/2 GOAWAY or connection lost (client-go
+    /// `IsProbableEOF`, `IsConnectionReset`, `IsTimeout`, `IsHTTP2ConnectionLost`).
+    ConnectionLost,
+    /// Any other failure: TLS (certificate verification, handshake), DNS resolution, credentials
+    /// (an auth or exec-credential plugin), a malformed HTTP answer, a protocol error.
+    Other,
+}
+
 /// A list/watch failure.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -231,13 +253,13 @@ pub enum Error {
         /// The Retry-After header, if any.
         retry_after: Option<Duration>,
     },
-    /// The connection could not be made or broke.
+    /// The request failed below the API: no answer, or one that could not be read.
     #[error("transport error: {message}")]
     Transport {
         /// What happened (never contains credentials).
         message: String,
-        /// The server could not be reached (the connection was refused).
-        unreachable: bool,
+        /// What failed: the connection itself, or something else.
+        failure: TransportFailure,
     },
     /// A response or event could not be decoded.
     #[error("decode error: {0}")]
@@ -320,7 +342,30 @@ impl Error {
     /// An unreachable server (connection refused) or 429 (client-go `isWatchErrorRetriable`):
     /// back off and retry the same request without relisting.
     pub fn is_retriable(&self) -> bool {
-        matches!(self, Error::Transport { unreachable: true, .. }) || self.is_too_many_requests()
+        self.is_connection_refused() || self.is_too_many_requests()
+    }
+
+    /// The connection was refused.
+    pub fn is_connection_refused(&self) -> bool {
+        matches!(self, Error::Transport { failure: TransportFailure::ConnectionRefused, .. })
+    }
+
+    /// The connection broke or stalled (see [`TransportFailure::ConnectionLost`]).
+    pub fn is_connection_lost(&self) -> bool {
+        matches!(self, Error::Transport { failure: TransportFailure::ConnectionLost, .. })
+    }
+
+    /// The connection itself failed: refused or lost. The server may be back in a moment, so
+    /// such failures are retried after a short pause rather than the exponential backoff.
+    pub fn is_connection_failure(&self) -> bool {
+        self.is_connection_refused() || self.is_connection_lost()
+    }
+
+    /// A watch whose opening failed this way is opened again at the same resourceVersion, a
+    /// bounded number of times (client-go's `Request.Watch` retries): a lost connection (probable
+    /// EOF, reset, timed out, HTTP/2 connection lost) or a 5xx answer with Retry-After.
+    pub fn is_watch_open_retriable(&self) -> bool {
+        self.is_connection_lost() || (self.code().is_some_and(|c| c >= 500) && self.retry_after().is_some())
     }
 
     /// The server's suggested retry delay.
@@ -381,8 +426,20 @@ mod tests {
         assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
         assert!(st(504, "Timeout", "Too large resource version: 5, current: 1").is_too_large_resource_version());
         assert!(st(429, "TooManyRequests", "").is_retriable());
-        assert!(Error::Transport { message: "refused".into(), unreachable: true }.is_retriable());
-        assert!(!Error::Transport { message: "reset".into(), unreachable: false }.is_retriable());
+        let transport = |failure| Error::Transport { message: String::new(), failure };
+        let refused = transport(TransportFailure::ConnectionRefused);
+        let lost = transport(TransportFailure::ConnectionLost);
+        let other = transport(TransportFailure::Other);
+        assert!(refused.is_retriable() && refused.is_connection_failure() && !refused.is_watch_open_retriable());
+        assert!(!lost.is_retriable() && lost.is_connection_failure() && lost.is_watch_open_retriable());
+        assert!(!other.is_retriable() && !other.is_connection_failure() && !other.is_watch_open_retriable());
+        let unavailable = |retry_after| Error::Api {
+            status: Box::new(Status { code: 503, reason: "ServiceUnavailable".into(), ..Default::default() }),
+            retry_after,
+        };
+        assert!(unavailable(Some(Duration::from_secs(1))).is_watch_open_retriable());
+        assert!(!unavailable(None).is_watch_open_retriable(), "a 5xx without Retry-After relists");
+        assert!(!st(500, "InternalError", "").is_watch_open_retriable());
     }
 
     #[test]

@@ -4,17 +4,21 @@
 //! Cycle (`run`): ListAndWatch, on error call the watch-error hook, then always wait before the
 //! next cycle (so every relist is delayed, as in client-go). The delay comes from one
 //! [`RetryPolicy`] per reflector: the server's `Retry-After` when given, a short pause while the
-//! server cannot be reached, client-go's exponential backoff otherwise; the backoff restarts when a
-//! watch delivers an event or the server answers again after an outage (see [`crate::backoff`]).
+//! connection itself fails (refused, reset, EOF, timed out), client-go's exponential backoff
+//! otherwise (error answers, and transport failures such as TLS verification, DNS resolution or
+//! credentials); the backoff restarts when a watch delivers an event after the list (a list that
+//! succeeds, streaming or paged, does not restart it, nor does a streaming list's end bookmark) or
+//! when the server answers again after an outage (see [`crate::backoff`]).
 //!
 //! ListAndWatch:
 //! 1. Streaming list (default): WATCH with `sendInitialEvents=true`,
 //!    `resourceVersionMatch=NotOlderThan`, bookmarks; ADDED/MODIFIED/DELETED fill a temporary map
 //!    until the BOOKMARK annotated `k8s.io/initial-events-end: "true"`, whose resourceVersion becomes
 //!    the sync point; then the map replaces the queue content atomically and the same stream goes
-//!    on as the watch. Retriable errors (an unreachable server, 429) back off and retry; expired /
-//!    too-large resourceVersion retries from `""`; anything else — including a plain bookmark
-//!    before the end marker or no event at all for `initial_events_idle_timeout` (servers without
+//!    on as the watch. Retriable errors (connection refused, 429) back off and retry; expired /
+//!    too-large resourceVersion retries from `""` at once, without waiting (a server that answers
+//!    so to a request at `""` gets a backoff step instead); anything else — including a plain
+//!    bookmark before the end marker or no event at all for `initial_events_idle_timeout` (servers without
 //!    streaming lists) — falls back to LIST. A stream that ends before its end marker also falls
 //!    back to LIST for this cycle: kube-apiserver closes a watcher that does not keep up while it
 //!    still sends the initial events (its "unresponsive" close), and under steady writes it would
@@ -28,17 +32,25 @@
 //!    large resource version" retries at once with `""`. The queue is replaced atomically with the
 //!    full list.
 //! 3. WATCH from the last resourceVersion with bookmarks and a timeout drawn from
-//!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist;
-//!    an unreachable server (connection refused) or 429 back off (honouring Retry-After) and
-//!    re-watch without a relist (a request reset before any answer is sent once more at once,
-//!    as Go's transport does); a
-//!    410 or any other error ends ListAndWatch (relist at the last resourceVersion after the
-//!    backoff); a watch that ends in under a second with no event is an error. Bookmarks advance
-//!    the resourceVersion and reach the queue. For watches started at `""`/`"0"` the
-//!    resourceVersion only advances from the first non-ADDED event (the initial ADDEDs are not in
-//!    resourceVersion order).
+//!    [min, 2×min] (default 5–10 min). A cleanly closed watch restarts at once without a relist.
+//!    A watch that cannot be opened is opened again at the same resourceVersion, without a
+//!    relist: after the short pause (connection refused) or Retry-After (429) however often it
+//!    happens; after the short pause (a lost connection: reset, EOF, timed out, HTTP/2 connection
+//!    lost) or Retry-After (a 5xx with Retry-After) up to [`MAX_WATCH_OPEN_RETRIES`] times in a
+//!    row, as client-go's `Request.Watch` does, so a server or load balancer that restarts for a
+//!    few seconds only costs a re-watch. (A request reset before any answer is also sent once
+//!    more at once by the lister-watcher, as Go's transport does.) A 429 ERROR event backs off
+//!    and re-watches too. A 410, a lost connection or 5xx past the retries, or any other error
+//!    ends ListAndWatch (relist at the last resourceVersion after the backoff); a watch that ends
+//!    in under a second with no event is an error. Bookmarks advance the resourceVersion and
+//!    reach the queue. For watches started at `""`/`"0"` the resourceVersion only advances from
+//!    the first non-ADDED event (the initial ADDEDs are not in resourceVersion order).
 //! 4. A resync timer (if a period is set) calls the queue's `resync` whenever `should_resync`
-//!    says a handler is due; a resync failure ends the watch.
+//!    says a handler is due. It runs for the whole watch phase, once the list has synced: while a
+//!    watch delivers events, while a watch is being opened, and during the retry waits of the
+//!    phase (429, a failed connection, Retry-After); not during a list or a streaming list, nor
+//!    during the wait before a relist. A resync failure ends the watch phase (the next cycle
+//!    relists).
 //!
 //! Cancellation stops everything promptly; no task is spawned, so nothing is left running.
 
@@ -57,6 +69,11 @@ use crate::fifo::{FifoError, Queue};
 use crate::key::ObjectKey;
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, WatchEvent, WatchStream};
 use crate::object::Object;
+
+/// How many times in a row a watch whose opening failed with a lost connection or a 5xx with
+/// Retry-After is opened again at the same resourceVersion before the reflector relists
+/// (client-go's `Request.Watch` `maxRetries`).
+pub const MAX_WATCH_OPEN_RETRIES: u32 = 10;
 
 /// Reflector settings; `Default` gives client-go's.
 #[derive(Debug, Clone)]
@@ -361,6 +378,7 @@ where
                 h(&rv);
             }
             let mut opts = self.opts.base.clone();
+            let at_latest = rv.is_empty();
             opts.resource_version = Some(rv).filter(|r| !r.is_empty());
             opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
             opts.send_initial_events = Some(true);
@@ -372,7 +390,7 @@ where
                     s
                 }
                 Err(e) => {
-                    self.retry_or_fail_watch_list(cancel, retry, e).await?;
+                    self.retry_or_fail_watch_list(cancel, retry, e, at_latest).await?;
                     continue;
                 }
             };
@@ -396,7 +414,7 @@ where
                         ))));
                     }
                     Ok(Some(Err(e))) => {
-                        self.retry_or_fail_watch_list(cancel, retry, e).await?;
+                        self.retry_or_fail_watch_list(cancel, retry, e, at_latest).await?;
                         break;
                     }
                     Ok(Some(Ok(ev))) => match ev {
@@ -409,7 +427,6 @@ where
                             if let Some(h) = &self.hooks.after_list {
                                 h(&resource_version);
                             }
-                            retry.progress();
                             return Ok(stream);
                         }
                         WatchEvent::Bookmark { .. } => {
@@ -418,7 +435,7 @@ where
                             )));
                         }
                         WatchEvent::Error(status) => {
-                            self.retry_or_fail_watch_list(cancel, retry, Error::api(status)).await?;
+                            self.retry_or_fail_watch_list(cancel, retry, Error::api(status), at_latest).await?;
                             break;
                         }
                     },
@@ -428,26 +445,81 @@ where
     }
 
     /// Classifies a streaming-list error: Ok(()) = retry, Err = give up (fall back to LIST).
+    /// `at_latest`: the failed request asked for the latest data (resourceVersion "").
     async fn retry_or_fail_watch_list(
         &self,
         cancel: &CancellationToken,
         retry: &mut RetryPolicy,
         e: Error,
+        at_latest: bool,
     ) -> Result<(), Stop> {
         if e.is_retriable() {
-            self.wait_retry(cancel, retry, &e).await
+            self.wait_retry(cancel, retry, &e, &mut None).await
         } else if e.is_expired() || e.is_too_large_resource_version() {
             self.status.inner.lock().unavailable = true;
-            self.wait_retry(cancel, retry, &e).await
+            if at_latest {
+                // The latest data cannot be expired nor too new: a server that says so gets a
+                // backoff step, never a busy loop.
+                self.wait_retry(cancel, retry, &e, &mut None).await
+            } else {
+                tracing::debug!(reflector = %self.opts.name, error = %e, "streaming list resourceVersion unavailable; retrying at the latest");
+                Ok(())
+            }
         } else {
             Err(Stop::Err(e))
         }
     }
 
-    async fn wait_retry(&self, cancel: &CancellationToken, retry: &mut RetryPolicy, e: &Error) -> Result<(), Stop> {
+    /// Waits before retrying after `e`, keeping the resync timer `resync` (see [`Self::resyncing`]).
+    async fn wait_retry(
+        &self,
+        cancel: &CancellationToken,
+        retry: &mut RetryPolicy,
+        e: &Error,
+        resync: &mut Option<Instant>,
+    ) -> Result<(), Stop> {
         let d = retry.delay(e);
         tracing::debug!(reflector = %self.opts.name, error = %e, delay = ?d, "retrying");
-        self.cancellable(cancel, tokio::time::sleep(d)).await
+        self.resyncing(cancel, resync, tokio::time::sleep(d)).await
+    }
+
+    /// Runs `fut` to completion (unless cancelled) while keeping the resync timer: whenever
+    /// `resync` comes due, the queue resyncs (if `should_resync` agrees) and the next deadline is
+    /// set. `None`: no resync. A resync failure is returned as an error and abandons `fut`.
+    async fn resyncing<T>(
+        &self,
+        cancel: &CancellationToken,
+        resync: &mut Option<Instant>,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, Stop> {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let resync_at = *resync;
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Stop::Cancelled),
+                _ = async { tokio::time::sleep_until(resync_at.expect("guarded")).await }, if resync_at.is_some() => {
+                    if self.hooks.should_resync.as_ref().is_none_or(|f| f()) {
+                        tracing::debug!(reflector = %self.opts.name, "resync");
+                        self.queue.resync().await.map_err(store_err)?;
+                    }
+                    *resync = self.new_resync_deadline();
+                }
+                r = &mut fut => return Ok(r),
+            }
+        }
+    }
+
+    /// A resync that fails while the watch phase waits or opens a watch ends the phase as one
+    /// that fails during a watch does: the next cycle relists.
+    fn resync_failed(&self, stop: Stop) -> Result<Error, Stop> {
+        match stop {
+            Stop::Cancelled => Err(Stop::Cancelled),
+            Stop::Err(e) => {
+                tracing::warn!(reflector = %self.opts.name, error = %e, "resync failed; relisting");
+                Ok(e)
+            }
+        }
     }
 
     /// Watches until the watch ends with an error, which is returned (the next cycle relists).
@@ -458,6 +530,8 @@ where
         mut first: Option<WatchStream<K>>,
     ) -> Result<Error, Stop> {
         let mut resync = self.new_resync_deadline();
+        // Consecutive openings retried at the same resourceVersion.
+        let mut open_retries = 0;
         loop {
             if cancel.is_cancelled() {
                 return Err(Stop::Cancelled);
@@ -472,8 +546,13 @@ where
                     opts.resource_version = Some(rv).filter(|r| !r.is_empty());
                     opts.timeout_seconds = Some(self.watch_timeout());
                     opts.allow_watch_bookmarks = true;
-                    match self.cancellable(cancel, self.lw.watch(&opts)).await? {
+                    let opened = match self.resyncing(cancel, &mut resync, self.lw.watch(&opts)).await {
+                        Ok(opened) => opened,
+                        Err(stop) => return self.resync_failed(stop),
+                    };
+                    match opened {
                         Ok(s) => {
+                            open_retries = 0;
                             retry.answered();
                             if let Some(h) = &self.hooks.watch_started {
                                 h(opts.resource_version.as_deref().unwrap_or(""));
@@ -481,7 +560,19 @@ where
                             (s, propagate)
                         }
                         Err(e) if e.is_retriable() => {
-                            self.wait_retry(cancel, retry, &e).await?;
+                            open_retries = 0;
+                            if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                                return self.resync_failed(stop);
+                            }
+                            continue;
+                        }
+                        Err(e) if e.is_watch_open_retriable() && open_retries < MAX_WATCH_OPEN_RETRIES => {
+                            open_retries += 1;
+                            tracing::debug!(reflector = %self.opts.name, error = %e, attempt = open_retries,
+                                "watch could not be opened; retrying at the same resourceVersion");
+                            if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                                return self.resync_failed(stop);
+                            }
                             continue;
                         }
                         Err(e) => return Err(Stop::Err(e)),
@@ -496,7 +587,9 @@ where
                     return Ok(e);
                 }
                 Err(Stop::Err(e)) if e.is_too_many_requests() => {
-                    self.wait_retry(cancel, retry, &e).await?;
+                    if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
+                        return self.resync_failed(stop);
+                    }
                 }
                 Err(Stop::Err(e)) => {
                     tracing::warn!(reflector = %self.opts.name, error = %e, "watch ended with error; relisting");
@@ -521,20 +614,7 @@ where
     ) -> Result<(), Stop> {
         let mut count: u64 = 0;
         loop {
-            let resync_at = *resync;
-            let item = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(Stop::Cancelled),
-                _ = async { tokio::time::sleep_until(resync_at.expect("guarded")).await }, if resync_at.is_some() => {
-                    if self.hooks.should_resync.as_ref().is_none_or(|f| f()) {
-                        tracing::debug!(reflector = %self.opts.name, "resync");
-                        self.queue.resync().await.map_err(store_err)?;
-                    }
-                    *resync = self.new_resync_deadline();
-                    continue;
-                }
-                item = stream.next() => item,
-            };
+            let item = self.resyncing(cancel, resync, stream.next()).await?;
             let ev = match item {
                 None => {
                     if start.elapsed() < Duration::from_secs(1) && count == 0 {

@@ -575,7 +575,10 @@ impl ListerWatcher<Cm> for Outage {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         if tokio::time::Instant::now() < self.back_at {
-            return Err(Error::Transport { message: "connection refused".into(), unreachable: true });
+            return Err(Error::Transport {
+                message: "connection refused".into(),
+                failure: informer::TransportFailure::ConnectionRefused,
+            });
         }
         self.listed_at.lock().get_or_insert(tokio::time::Instant::now());
         let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
@@ -737,6 +740,396 @@ async fn client_clock_jumps_lose_and_reorder_nothing() {
     tokio::time::timeout(Duration::from_secs(600), converged).await.expect("the cache and the view converge");
     assert_eq!(backwards.load(Ordering::SeqCst), 0, "a resourceVersion went back");
     assert_eq!(src.list_calls().len(), 1, "no relist");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// Every list succeeds (a streaming list ending with its end bookmark, or a LIST) with "a" at
+/// RV 10; the watch that follows fails at once with a 500 ERROR event, before any other event.
+struct ListsThenFails {
+    streaming: bool,
+    lists: parking_lot::Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl ListerWatcher<Cm> for ListsThenFails {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.lists.lock().push(tokio::time::Instant::now());
+        Ok(ObjectList {
+            items: vec![obj("a", 5)],
+            resource_version: "10".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        let internal = WatchEvent::Error(Status { code: 500, reason: "InternalError".into(), ..Default::default() });
+        let events = if o.send_initial_events == Some(true) {
+            self.lists.lock().push(tokio::time::Instant::now());
+            vec![
+                WatchEvent::Added(obj("a", 5)),
+                WatchEvent::Bookmark { resource_version: "10".into(), initial_events_end: true },
+                internal,
+            ]
+        } else {
+            vec![internal]
+        };
+        Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok))))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming
+    }
+}
+
+/// A list that succeeds is not progress: when every watch after it fails, the relists follow the
+/// exponential backoff (0.8 s doubling, jittered up to +100%), with a streaming list as with LIST.
+#[tokio::test(start_paused = true)]
+async fn a_successful_list_alone_does_not_restart_the_backoff() {
+    for streaming in [true, false] {
+        let lw = Arc::new(ListsThenFails { streaming, lists: Default::default() });
+        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (r.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        for _ in 0..6 {
+            assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
+        }
+        cancel.cancel();
+        task.await.unwrap();
+        let lists = lw.lists.lock().clone();
+        let mut base = 0.8;
+        for (i, pair) in lists.windows(2).take(5).enumerate() {
+            let gap = (pair[1] - pair[0]).as_secs_f64();
+            assert!(
+                gap >= base && gap < 2.0 * base,
+                "streaming {streaming}: relist {} came {gap:.2} s after the previous one, not in [{base}, {})",
+                i + 1,
+                2.0 * base
+            );
+            base *= 2.0;
+        }
+    }
+}
+
+/// One scripted answer to a watch: an error at opening, or events (the stream then stays open).
+type WatchScript = Result<Vec<WatchEvent<Cm>>, Error>;
+
+/// A source whose watches answer from a script (then stay open without events) and record their
+/// options, instants and the number of LISTs before them; LIST returns "b" at RV 50.
+struct ScriptedWatches {
+    script: parking_lot::Mutex<Vec<WatchScript>>,
+    watches: parking_lot::Mutex<Vec<(ListOptions, tokio::time::Instant, usize)>>,
+    /// Notified at each watch request.
+    watched: tokio::sync::Notify,
+    lists: AtomicUsize,
+    streaming: bool,
+}
+
+impl ScriptedWatches {
+    fn new(streaming: bool, script: Vec<WatchScript>) -> Arc<Self> {
+        Arc::new(ScriptedWatches {
+            script: parking_lot::Mutex::new(script),
+            watches: Default::default(),
+            watched: tokio::sync::Notify::new(),
+            lists: AtomicUsize::new(0),
+            streaming,
+        })
+    }
+
+    fn watch_rvs(&self) -> Vec<Option<String>> {
+        self.watches.lock().iter().map(|(o, _, _)| o.resource_version.clone()).collect()
+    }
+
+    fn watch_instants(&self) -> Vec<tokio::time::Instant> {
+        self.watches.lock().iter().map(|(_, t, _)| *t).collect()
+    }
+
+    /// Waits (signal-driven) until `n` watches were requested; fails after a minute of paused
+    /// time.
+    async fn wait_for_watches(&self, n: usize) {
+        let enough = async {
+            loop {
+                let next = self.watched.notified();
+                tokio::pin!(next);
+                next.as_mut().enable();
+                if self.watches.lock().len() >= n {
+                    return;
+                }
+                next.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), enough).await.expect("the watches within a minute");
+    }
+
+    /// The number of LISTs made before each watch.
+    fn lists_before_watches(&self) -> Vec<usize> {
+        self.watches.lock().iter().map(|(_, _, l)| *l).collect()
+    }
+}
+
+impl ListerWatcher<Cm> for ScriptedWatches {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        Ok(ObjectList {
+            items: vec![obj("b", 40)],
+            resource_version: "50".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watches.lock().push((o.clone(), tokio::time::Instant::now(), self.lists.load(Ordering::SeqCst)));
+        self.watched.notify_waiters();
+        let next = {
+            let mut s = self.script.lock();
+            if s.is_empty() { Ok(vec![]) } else { s.remove(0) }
+        };
+        let events = next?;
+        use futures_util::StreamExt;
+        Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok)).chain(futures_util::stream::pending())))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming
+    }
+}
+
+fn expired() -> Error {
+    Error::api(expired_status())
+}
+
+fn expired_status() -> Status {
+    Status { code: 410, reason: "Expired".into(), message: "too old resource version".into(), ..Default::default() }
+}
+
+fn too_large_status() -> Status {
+    Status {
+        code: 504,
+        reason: "Timeout".into(),
+        message: "Too large resource version".into(),
+        details: Some(informer::listwatch::StatusDetails {
+            causes: vec![informer::listwatch::StatusCause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+            }],
+            retry_after_seconds: Some(1),
+        }),
+        ..Default::default()
+    }
+}
+
+fn end(rv: &str) -> WatchEvent<Cm> {
+    WatchEvent::Bookmark { resource_version: rv.into(), initial_events_end: true }
+}
+
+/// A streaming list at a resourceVersion the server no longer has (410) or does not have yet
+/// ("too large resource version", at opening or as an ERROR event) is retried at once at `""`,
+/// without a backoff step, as client-go's watchList does.
+#[tokio::test(start_paused = true)]
+async fn unavailable_streaming_list_rv_retries_at_once_at_the_latest() {
+    let at_opening: WatchScript = Err(expired());
+    let as_event: WatchScript = Ok(vec![WatchEvent::Error(too_large_status())]);
+    for (what, unavailable) in [("410 at opening", at_opening), ("too large RV as an event", as_event)] {
+        let lw = ScriptedWatches::new(
+            true,
+            vec![
+                // The first streaming list succeeds; its watch then expires, so the next cycle
+                // streams again from RV 35.
+                Ok(vec![WatchEvent::Added(obj("a", 5)), end("35"), WatchEvent::Error(expired_status())]),
+                unavailable,
+                Ok(vec![WatchEvent::Added(obj("a", 40)), WatchEvent::Added(obj("c", 41)), end("45")]),
+            ],
+        );
+        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (r.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        assert_eq!(pop(&q).await, "ReplacedAll[a]@35", "{what}");
+        assert_eq!(pop(&q).await, "ReplacedAll[a,c]@45", "{what}");
+        assert_eq!(lw.watch_rvs()[..3], [None, Some("35".to_string()), None], "{what}");
+        let t = lw.watch_instants();
+        assert_eq!(t[2] - t[1], Duration::ZERO, "{what}: retried at once");
+        assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "{what}: no fallback to LIST");
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
+
+/// A server that answers 410 to a streaming list at `""` (the latest data cannot be expired) gets
+/// a backoff step before the retry, not a busy loop.
+#[tokio::test(start_paused = true)]
+async fn expired_answer_to_the_latest_rv_waits_a_backoff_step() {
+    let lw = ScriptedWatches::new(true, vec![Err(expired()), Err(expired()), Ok(vec![end("7")])]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[]@7");
+    assert_eq!(lw.watch_rvs(), [None, None, None]);
+    let t = lw.watch_instants();
+    let gaps = [(t[1] - t[0]).as_secs_f64(), (t[2] - t[1]).as_secs_f64()];
+    assert!((0.8..1.6).contains(&gaps[0]) && (1.6..3.2).contains(&gaps[1]), "{gaps:?}");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// Lists "a" at RV 10; every watch request stays pending, never answered.
+struct UnansweredWatches {
+    watches: AtomicUsize,
+}
+
+impl ListerWatcher<Cm> for UnansweredWatches {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        Ok(ObjectList {
+            items: vec![obj("a", 5)],
+            resource_version: "10".into(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+    async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watches.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
+}
+
+/// Pops the next delta within `limit` of paused time (a missing delta fails instead of hanging);
+/// returns it with the time it took.
+async fn pop_within(q: &RealFifo<Cm>, limit: Duration) -> (String, Duration) {
+    let start = tokio::time::Instant::now();
+    let d = tokio::time::timeout(limit, pop(q)).await.expect("a delta in time");
+    (d, start.elapsed())
+}
+
+/// The resync timer keeps running while the reflector waits to retry a watch (429 with a 30 s
+/// Retry-After) and while a watch request is waiting for its answer: a 10 s resync period gives
+/// a resync every 10 s, no watch being open.
+#[tokio::test(start_paused = true)]
+async fn resyncs_fire_during_retry_waits_and_while_a_watch_opens() {
+    let resync = ReflectorOptions { resync_period: Duration::from_secs(10), ..opts() };
+    let busy = || Error::Api {
+        status: Box::new(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() }),
+        retry_after: Some(Duration::from_secs(30)),
+    };
+    // Retry waits.
+    let lw = ScriptedWatches::new(false, vec![Err(busy()), Err(busy()), Err(busy())]);
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), resync.clone(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await.as_str(), "ReplacedAll[b]@50");
+    for _ in 0..4 {
+        assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
+    }
+    assert_eq!(lw.watches.lock().len(), 2, "40 s: the second 429 wait; no watch open");
+    cancel.cancel();
+    task.await.unwrap();
+    // A watch request without an answer.
+    let lw = Arc::new(UnansweredWatches { watches: AtomicUsize::new(0) });
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), resync, ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await.as_str(), "ReplacedAll[a]@10");
+    for _ in 0..3 {
+        assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
+    }
+    assert_eq!(lw.watches.load(Ordering::SeqCst), 1, "one watch request, still unanswered");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+fn lost() -> Error {
+    Error::Transport { message: "connection reset by peer".into(), failure: informer::TransportFailure::ConnectionLost }
+}
+
+fn unavailable_retry_after(secs: u64) -> Error {
+    Error::Api {
+        status: Box::new(Status { code: 503, reason: "ServiceUnavailable".into(), ..Default::default() }),
+        retry_after: Some(Duration::from_secs(secs)),
+    }
+}
+
+/// A watch whose opening fails with a lost connection (reset, EOF, timed out) or a 5xx with
+/// Retry-After is opened again at the same resourceVersion — after the short pause (1–2 s) or
+/// exactly the Retry-After — without a relist: the handlers see no Replace, only the next event.
+#[tokio::test(start_paused = true)]
+async fn watch_opening_blips_rewatch_at_the_same_rv_without_relisting() {
+    let lw = ScriptedWatches::new(
+        false,
+        vec![
+            Err(lost()),
+            Err(lost()),
+            Err(lost()),
+            Err(unavailable_retry_after(2)),
+            Ok(vec![WatchEvent::Modified(obj("b", 60))]),
+        ],
+    );
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    assert_eq!(pop(&q).await, "Updated:b@60", "the next delta is the event, not a Replace");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 1, "no relist");
+    assert_eq!(lw.watch_rvs(), vec![Some("50".to_string()); 5], "every watch at the list's RV");
+    let t = lw.watch_instants();
+    for (i, pair) in t.windows(2).take(3).enumerate() {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_secs(1) && gap < Duration::from_secs(2), "pause {i} after a reset: {gap:?}");
+    }
+    assert_eq!(t[4] - t[3], Duration::from_secs(2), "the Retry-After");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// After MAX_WATCH_OPEN_RETRIES retries in a row that fail the same way, the reflector gives up,
+/// reports the error and relists; the watch after the relist starts again from the list.
+#[tokio::test(start_paused = true)]
+async fn watch_opening_failing_past_the_retries_relists() {
+    let failures = 1 + informer::reflector::MAX_WATCH_OPEN_RETRIES as usize;
+    let lw = ScriptedWatches::new(false, (0..failures).map(|_| Err(lost())).collect());
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let errors: Arc<parking_lot::Mutex<Vec<String>>> = Arc::default();
+    let hooks = ReflectorHooks {
+        watch_error: Some(Arc::new({
+            let errors = errors.clone();
+            move |e: &Error| errors.lock().push(e.to_string())
+        })),
+        ..Default::default()
+    };
+    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), hooks));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
+    assert_eq!(pop(&q).await, "ReplacedAll[b]@50", "the relist");
+    lw.wait_for_watches(failures + 1).await;
+    let mut expected = vec![1; failures];
+    expected.push(2);
+    assert_eq!(lw.lists_before_watches(), expected, "11 openings (10 retries), then the relist, then a watch");
+    assert_eq!(*errors.lock(), ["transport error: connection reset by peer"], "reported once, when given up");
     cancel.cancel();
     task.await.unwrap();
 }
