@@ -2,7 +2,9 @@
 //! (`tests/fixtures/kube-apiserver/30-*` … `37-*`): kubectl's applies by two managers, the
 //! conflict and its forced resolution, fields removed when their applier stops applying them,
 //! shared ownership, raw YAML bodies, and the Status answers to bad applies. Every answer is
-//! compared whole with kube-apiserver's, `managedFields` included.
+//! compared whole with kube-apiserver's, `managedFields` included. Then writes that would
+//! change nothing but the time of a `managedFields` entry (re-applies of a configuration the
+//! stored object normalises, an update the store reverts): no new resourceVersion, no event.
 
 mod common;
 
@@ -555,4 +557,134 @@ async fn concurrent_applies_by_many_managers_all_land() {
             json!({"f:data": {format!("f:k{i}"): {}}, "f:metadata": {"f:labels": {format!("f:l{i}"): {}}}})
         );
     }
+}
+
+/// The time of `manager`'s entry (through the resource itself).
+fn time_of(v: &Value, manager: &str) -> Value {
+    entry(v, manager, None)["time"].clone()
+}
+
+/// Gives `manager`'s entry of the object at `path` a time in the past, in a PUT that also sets
+/// an annotation (a write changing only managedFields times is none), as `editor`; returns the
+/// stored object.
+async fn age_entry(c: &Client, path: &str, manager: &str) -> Value {
+    let mut body = c.get(path).await.body;
+    for e in body["metadata"]["managedFields"].as_array_mut().unwrap() {
+        if e["manager"] == manager {
+            e["time"] = json!("2020-01-01T00:00:00Z");
+        }
+    }
+    body["metadata"]["annotations"] = json!({"note": "aged"});
+    let r = c.put(&format!("{path}?fieldManager=editor"), &body).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(time_of(&r.body, manager), "2020-01-01T00:00:00Z", "{}", r.body);
+    r.body
+}
+
+/// Writes nothing but a change of the `note` annotation to the object at `path` and returns
+/// its resourceVersion: the event a watch must see next when the writes before it stored
+/// nothing.
+async fn next_real_write(c: &Client, path: &str) -> String {
+    let patch = json!({"metadata": {"annotations": {"note": "changed"}}});
+    let r = c.patch(&format!("{path}?fieldManager=editor"), "application/merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn reapplying_what_the_stored_object_normalises_away_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let api = format!("{DEPLOYMENTS}/loop");
+    // Empty lists and maps the Go types leave out, and a status the resource itself ignores:
+    // the stored object never has them, so every apply of this configuration merges a
+    // different object than the stored one.
+    let config = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"loop","labels":{}},
+        "spec":{"replicas":1,"selector":{"matchLabels":{"app":"loop"}},
+          "template":{"metadata":{"labels":{"app":"loop"}},
+            "spec":{"containers":[{"name":"c","image":"nginx","env":[],"ports":[]}],"tolerations":[]}}},
+        "status":{"replicas":7}}"#;
+    let r = apply(&c, &api, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let aged = age_entry(&c, &api, "ctrl").await;
+    let rv = aged["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{DEPLOYMENTS}?watch=true&resourceVersion={rv}")).await;
+
+    // The same configuration again: kube's store finds only the entry's time changed, puts it
+    // back and writes nothing.
+    let r = apply(&c, &api, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["resourceVersion"], rv.as_str(), "{}", r.body);
+    assert_eq!(time_of(&r.body, "ctrl"), "2020-01-01T00:00:00Z");
+    assert_eq!(c.get(&api).await.body, aged, "the stored object is unchanged");
+
+    // The watch's next event is the next real write, not the apply.
+    let changed = next_real_write(&c, &api).await;
+    let ev = w.next_within(EVENT).await.expect("an event");
+    assert_eq!(
+        (ev["type"].as_str(), ev["object"]["metadata"]["resourceVersion"].as_str()),
+        (Some("MODIFIED"), Some(changed.as_str()))
+    );
+}
+
+#[tokio::test]
+async fn an_update_changing_only_an_entry_s_time_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cms = "/api/v1/namespaces/fixtures/configmaps";
+    let cm = format!("{cms}/held");
+    let r = c.post(cms, &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.delete(&cm).await.code, 200);
+    let deleting = c.get(&cm).await.body;
+    let deleted_at = deleting["metadata"]["deletionTimestamp"].clone();
+    assert!(deleted_at.is_string(), "{deleting}");
+
+    // editor sends another deletion time: an update cannot change it (the stored one is put
+    // back), but editor's manager takes the field it sent changed.
+    let mut moved = deleting.clone();
+    moved["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
+    moved["metadata"].as_object_mut().unwrap().remove("managedFields");
+    let r = c.put(&format!("{cm}?fieldManager=editor"), &moved).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["deletionTimestamp"], deleted_at);
+    assert_eq!(
+        entry(&r.body, "editor", None)["fieldsV1"],
+        json!({"f:metadata": {"f:deletionTimestamp": {}}}),
+        "{}",
+        r.body
+    );
+    // The entries replaced by editor's alone, its time in the past (kube sorts entries by
+    // time: with one entry, a time that moves cannot reorder them).
+    let mut aged = r.body.clone();
+    let mut own = entry(&r.body, "editor", None).clone();
+    own["time"] = json!("2020-01-01T00:00:00Z");
+    aged["metadata"]["managedFields"] = json!([own]);
+    let r = c.put(&format!("{cm}?fieldManager=ager"), &aged).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(managers(&r.body), [("editor".into(), "Update".into())]);
+    assert_eq!(time_of(&r.body, "editor"), "2020-01-01T00:00:00Z", "{}", r.body);
+    let rv = r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let stored = c.get(&cm).await.body;
+    let mut w = c.watch(&format!("{cms}?watch=true&resourceVersion={rv}")).await;
+
+    // The same change again: the field manager moves editor's time, the store puts the deletion
+    // time back; nothing but that time differs, so nothing is written.
+    let mut again = stored.clone();
+    again["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
+    again["metadata"].as_object_mut().unwrap().remove("managedFields");
+    let r = c.put(&format!("{cm}?fieldManager=editor"), &again).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["resourceVersion"], rv.as_str(), "{}", r.body);
+    assert_eq!(time_of(&r.body, "editor"), "2020-01-01T00:00:00Z");
+    assert_eq!(c.get(&cm).await.body, stored, "the stored object is unchanged");
+
+    let changed = next_real_write(&c, &cm).await;
+    let ev = w.next_within(EVENT).await.expect("an event");
+    assert_eq!(
+        (ev["type"].as_str(), ev["object"]["metadata"]["resourceVersion"].as_str()),
+        (Some("MODIFIED"), Some(changed.as_str()))
+    );
 }

@@ -3,7 +3,9 @@
 //! the storage, and answers reads from the watch cache.
 //!
 //! Invariants: a write either commits exactly one storage revision or changes nothing (every check
-//! runs before the storage write, which is itself one compare-and-swap); an update computes its
+//! runs before the storage write, which is itself one compare-and-swap); an update whose object
+//! differs from the stored one only in the times of its `managedFields` entries changes nothing
+//! (kube-apiserver's `IgnoreManagedFieldsTimestampsTransformer`); an update computes its
 //! result from the version it compares against, and starts over from the storage's newer version
 //! when another write got there first (or fails with 409 when the request carried a
 //! resourceVersion precondition). Reads without a resourceVersion are consistent: they wait until
@@ -1292,7 +1294,10 @@ impl Store {
             && crate::graceful_deletion::period_over(old)
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
         let template = self.template(info, &mut obj).await?;
-        let no_op = !finalized && template.same_as(old);
+        // A write whose only change is the time of a managedFields entry is none (kube's store
+        // puts the old times back before its no-op check), the object compared as stored
+        // (empty lists and maps a built-in type's Go struct leaves out are absent).
+        let no_op = !finalized && (template.same_as(old) || tracking::only_timestamps_moved(&obj, old));
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
             if stored.rv != old.rv {
