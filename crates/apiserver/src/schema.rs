@@ -566,11 +566,16 @@ fn list_kind<'a>(own: &'a Value, resolved: &'a Value) -> ListKind<'a> {
 }
 
 impl<'a> ListType<'a> {
-    /// The value a map-list element's key field takes when the element leaves it out (the
-    /// schema's default: `protocol: TCP` of container and service ports).
-    pub(crate) fn key_default(&self, key: &str) -> Option<&'static Value> {
+    /// The value a map-list element's key field takes when the element leaves it out: the
+    /// `default` of the key's property in a custom resource's schema (kube's OpenAPI conversion
+    /// keeps it for structured merge), the built-in types' known ones (`protocol: TCP` of
+    /// container and service ports).
+    pub(crate) fn key_default(&self, key: &str) -> Option<&'a Value> {
         let own = self.items.schema?;
-        let (_, def) = self.items.schemas.resolve_named(own);
+        let (resolved, def) = self.items.schemas.resolve_named(own);
+        if !std::ptr::eq(self.items.schemas, builtin()) {
+            return resolved.get("properties")?.get(key)?.get("default");
+        }
         crate::managed_fields::presence::key_default(def?, key)
     }
 }

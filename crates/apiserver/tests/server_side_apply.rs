@@ -5,6 +5,8 @@
 //! compared whole with kube-apiserver's, `managedFields` included. Then writes that would
 //! change nothing but the time of a `managedFields` entry (re-applies of a configuration the
 //! stored object normalises, an update the store reverts): no new resourceVersion, no event.
+//! Custom resources merge by their definition's schema: a list-map key an element leaves out
+//! takes the schema's default.
 
 mod common;
 
@@ -687,4 +689,57 @@ async fn an_update_changing_only_an_entry_s_time_writes_nothing() {
         (ev["type"].as_str(), ev["object"]["metadata"]["resourceVersion"].as_str()),
         (Some("MODIFIED"), Some(changed.as_str()))
     );
+}
+
+/// A server serving `portals.example.com/v1` (kind Portal, namespaced), whose `spec` has the
+/// schema given.
+async fn server_with_portals(spec: Value) -> informer_apiserver::ApiServer {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "portals.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "portals", "kind": "Portal"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    });
+    informer_apiserver::testing::builder().crd(crd.to_string()).start().await.expect("start")
+}
+
+const PORTALS: &str = "/apis/example.com/v1/namespaces/default/portals";
+
+#[tokio::test]
+async fn list_map_keys_left_out_take_the_schema_s_default() {
+    let s = server_with_portals(json!({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+        "items": {"type": "object", "required": ["port"], "properties": {
+            "port": {"type": "integer"},
+            "protocol": {"type": "string", "default": "TCP"},
+            "name": {"type": "string"}}}}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"ports":[{"port":80,"name":"http"},{"port":53,"protocol":"UDP"}]}}"#;
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // The element without a protocol is the one the schema defaults to TCP.
+    assert_eq!(
+        entry(&r.body, "ctrl", None)["fieldsV1"],
+        json!({"f:spec": {"f:ports": {
+            "k:{\"port\":80,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}, "f:port": {}},
+            "k:{\"port\":53,\"protocol\":\"UDP\"}": {".": {}, "f:port": {}, "f:protocol": {}}}}})
+    );
+    assert_eq!(
+        r.body["spec"]["ports"],
+        json!([{"port": 80, "name": "http", "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}])
+    );
+    // Re-applied, it is the same element: nothing is added.
+    let again = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(again.code, 200, "{}", again.body);
+    assert_eq!(again.body["spec"]["ports"], r.body["spec"]["ports"]);
+    // Another manager naming the defaulted key shares the element.
+    let other = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"ports":[{"port":80,"protocol":"TCP","name":"http"}]}}"#;
+    let r = apply(&c, &p, "fieldManager=other", other).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["ports"].as_array().map(Vec::len), Some(2), "{}", r.body);
 }
