@@ -16,10 +16,12 @@
 //! Invariants: the definitions are parsed once, on first use, and never change; a type is
 //! found by its group, version and kind (`x-kubernetes-group-version-kind`); a [`Node`] whose
 //! schema is unknown (a field the schema does not name) answers every question with "no
-//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema
-//! (or below `x-kubernetes-preserve-unknown-fields`) is *deduced* as structured-merge-diff deduces
-//! it: maps granular, lists atomic, whatever the value; the `metadata` of an object is always
-//! `ObjectMeta`'s.
+//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema is
+//! *deduced* as structured-merge-diff deduces it: maps granular, lists atomic, whatever the value;
+//! the `metadata` of an object is always `ObjectMeta`'s. `x-kubernetes-preserve-unknown-fields`
+//! holds for the whole subtree written inline below it (as kube's OpenAPI conversion hands it
+//! on; not through a `$ref`): its structs take keys they do not declare, as deduced values, and
+//! its schemas without a type are deduced.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -78,6 +80,7 @@ impl Schemas {
             kind: RefKind::Schema,
             object_root: true,
             definition: None,
+            preserve: false,
         }
     }
 
@@ -90,6 +93,7 @@ impl Schemas {
             kind: RefKind::Schema,
             object_root: true,
             definition: Some(name),
+            preserve: false,
         })
     }
 
@@ -262,6 +266,9 @@ pub(crate) struct TypeRef<'a> {
     object_root: bool,
     /// The definition `schema` is, when it is one itself (not a `$ref` to it).
     definition: Option<&'a str>,
+    /// An enclosing schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`), which
+    /// every schema written inline below it inherits.
+    preserve: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -346,25 +353,49 @@ pub(crate) struct MapType<'a> {
     definition: Option<&'a str>,
     required: Option<&'a [Value]>,
     object_root: bool,
+    /// Unknown fields are kept here, so inline schemas below keep them too.
+    preserve: bool,
 }
 
 impl<'a> TypeRef<'a> {
     /// A type without a schema (a custom resource without one): deduced from the values, with
     /// `ObjectMeta` for `metadata`.
     pub(crate) fn unknown_object(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None }
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None, preserve: false }
     }
 
     fn deduced(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None }
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None, preserve: false }
     }
 
     fn untyped_atomic(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::UntypedAtomic, object_root: false, definition: None }
+        TypeRef {
+            schemas,
+            schema: None,
+            kind: RefKind::UntypedAtomic,
+            object_root: false,
+            definition: None,
+            preserve: false,
+        }
     }
 
     fn of(schemas: &'a Schemas, schema: &'a Value) -> Self {
-        TypeRef { schemas, schema: Some(schema), kind: RefKind::Schema, object_root: false, definition: None }
+        TypeRef {
+            schemas,
+            schema: Some(schema),
+            kind: RefKind::Schema,
+            object_root: false,
+            definition: None,
+            preserve: false,
+        }
+    }
+
+    /// The type of `schema`, written below a schema that keeps unknown fields when `preserve`:
+    /// kube's conversion of OpenAPI schemas hands that on to inline schemas, not to the
+    /// definitions a `$ref` names.
+    fn below(schemas: &'a Schemas, schema: &'a Value, preserve: bool) -> Self {
+        let preserve = preserve && schemas.resolve_named(schema).1.is_none();
+        TypeRef { preserve, ..TypeRef::of(schemas, schema) }
     }
 
     /// The atom for `value` (None: absent): the schema's, or the one the value's JSON type
@@ -384,6 +415,7 @@ impl<'a> TypeRef<'a> {
             definition: None,
             required: None,
             object_root: self.object_root,
+            preserve: false,
         };
         let atomic_list = |items: TypeRef<'a>| ListType { kind: ListKind::Atomic, items };
         let s = self.schemas;
@@ -398,14 +430,15 @@ impl<'a> TypeRef<'a> {
                 let Some(own) = self.schema else {
                     return by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)));
                 };
-                let shape = if std::ptr::eq(s, builtin()) { builtin_shape(own) } else { None };
-                match shape.unwrap_or_else(|| shape_of(s, own)) {
+                let shape = if std::ptr::eq(s, builtin()) && !self.preserve { builtin_shape(own) } else { None };
+                let preserve = self.preserve || keeps_unknown_fields(s, own);
+                match shape.unwrap_or_else(|| shape_of(s, own, self.preserve)) {
                     Shape::Struct { properties, elements, atomic, definition, required } => Atom::Map(MapType {
                         atomic,
                         schemas: s,
                         properties,
                         elements: match elements {
-                            Elements::Schema(e) => Some(TypeRef::of(s, e)),
+                            Elements::Schema(e) => Some(TypeRef::below(s, e, preserve)),
                             Elements::Deduced => Some(TypeRef::deduced(s)),
                             Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
                             Elements::Closed => None,
@@ -413,11 +446,12 @@ impl<'a> TypeRef<'a> {
                         definition: definition.or(self.definition),
                         required,
                         object_root: self.object_root,
+                        preserve,
                     }),
                     Shape::List { kind, items } => Atom::List(ListType {
                         kind,
                         items: match items {
-                            Some(i) => TypeRef::of(s, i),
+                            Some(i) => TypeRef::below(s, i, preserve),
                             None => TypeRef::untyped_atomic(s),
                         },
                     }),
@@ -474,11 +508,19 @@ enum Elements<'a> {
     Closed,
 }
 
-/// The shape of schema `own` (a property's own schema, with its extensions).
-fn shape_of<'a>(s: &'a Schemas, own: &'a Value) -> Shape<'a> {
+/// Whether schema `own` (a property's own schema, with its extensions) says
+/// `x-kubernetes-preserve-unknown-fields: true`.
+fn keeps_unknown_fields(s: &Schemas, own: &Value) -> bool {
+    let flag = |v: &Value| v.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    flag(own) || flag(s.resolve(own))
+}
+
+/// The shape of schema `own` (a property's own schema, with its extensions), below a schema
+/// that keeps unknown fields when `inherited`.
+fn shape_of<'a>(s: &'a Schemas, own: &'a Value, inherited: bool) -> Shape<'a> {
     let (resolved, definition) = s.resolve_named(own);
     let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
-    let preserve = || ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    let preserve = || inherited || keeps_unknown_fields(s, own);
     if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
         return Shape::Scalar(Scalar::Untyped);
     }
@@ -522,7 +564,7 @@ fn builtin_shape(own: &Value) -> Option<Shape<'static>> {
             if shapes.contains_key(&(v as *const Value as usize)) {
                 return;
             }
-            shapes.insert(v as *const Value as usize, shape_of(b, v));
+            shapes.insert(v as *const Value as usize, shape_of(b, v, false));
             if let Some(props) = v.get("properties").and_then(Value::as_object) {
                 props.values().for_each(|p| visit(b, p, shapes));
             }
@@ -599,7 +641,7 @@ impl<'a> MapType<'a> {
             }
         }
         if let Some(p) = self.properties.and_then(|p| p.get(name)) {
-            return Some(TypeRef::of(self.schemas, p));
+            return Some(TypeRef::below(self.schemas, p, self.preserve));
         }
         self.elements
     }

@@ -6,7 +6,8 @@
 //! change nothing but the time of a `managedFields` entry (re-applies of a configuration the
 //! stored object normalises, an update the store reverts): no new resourceVersion, no event.
 //! Custom resources merge by their definition's schema: a list-map key an element leaves out
-//! takes the schema's default.
+//! takes the schema's default, fields below `x-kubernetes-preserve-unknown-fields` are applied
+//! (and pruned from the stored object where the structural schema does not keep them).
 
 mod common;
 
@@ -742,4 +743,32 @@ async fn list_map_keys_left_out_take_the_schema_s_default() {
     let r = apply(&c, &p, "fieldManager=other", other).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["spec"]["ports"].as_array().map(Vec::len), Some(2), "{}", r.body);
+}
+
+#[tokio::test]
+async fn unknown_fields_below_a_preserving_schema_are_applied_then_pruned() {
+    let s = server_with_portals(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {"nested": {"type": "object", "properties": {
+            "a": {"type": "string"},
+            "deeper": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"free":{"k":1},"nested":{"a":"x","b":"y","deeper":{"x":1,"z":2}}}}"#;
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Where the schema keeps unknown fields they are stored; below, in objects that declare
+    // their properties, the structural schema prunes them.
+    assert_eq!(r.body["spec"], json!({"free": {"k": 1}, "nested": {"a": "x", "deeper": {"x": 1}}}));
+    // Structured merge inherits the preservation: the applier owns all it applied.
+    assert_eq!(
+        entry(&r.body, "ctrl", None)["fieldsV1"],
+        json!({"f:spec": {"f:free": {".": {}, "f:k": {}}, "f:nested": {"f:a": {}, "f:b": {},
+            "f:deeper": {"f:x": {}, "f:z": {}}}}})
+    );
+    assert_eq!(c.get(&p).await.body["spec"], r.body["spec"]);
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["nested"], json!({"a": "x", "deeper": {"x": 1}}));
 }

@@ -1293,11 +1293,15 @@ impl Store {
             .is_some_and(|m| m.contains_key("deletionTimestamp") && !has_finalizers(m))
             && crate::graceful_deletion::period_over(old)
             && !(namespaces::is_namespaces(info) && namespaces::has_spec_finalizers(&obj));
-        let template = self.template(info, &mut obj).await?;
         // A write whose only change is the time of a managedFields entry is none (kube's store
-        // puts the old times back before its no-op check), the object compared as stored
-        // (empty lists and maps a built-in type's Go struct leaves out are absent).
-        let no_op = !finalized && (template.same_as(old) || tracking::only_timestamps_moved(&obj, old));
+        // puts the old times back before its no-op check): a custom resource's object compared
+        // strictly, as the write made it (before its storage codec prunes it); a built-in one's
+        // as its Go struct holds it (without the empty lists and maps Go leaves out).
+        let custom = info.custom.is_some();
+        let times_only = custom && tracking::only_timestamps_moved(&obj, old);
+        let template = self.template(info, &mut obj).await?;
+        let times_only = times_only || (!custom && tracking::only_timestamps_moved(&obj, old));
+        let no_op = !finalized && (template.same_as(old) || times_only);
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
             if stored.rv != old.rv {
