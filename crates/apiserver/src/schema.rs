@@ -18,10 +18,11 @@
 //! schema is unknown (a field the schema does not name) answers every question with "no
 //! metadata", so callers fall back to plain JSON semantics below it. A type without a schema is
 //! *deduced* as structured-merge-diff deduces it: maps granular, lists atomic, whatever the value;
-//! the `metadata` of an object is always `ObjectMeta`'s. `x-kubernetes-preserve-unknown-fields`
-//! holds for the whole subtree written inline below it (as kube's OpenAPI conversion hands it
-//! on; not through a `$ref`): its structs take keys they do not declare, as deduced values, and
-//! its schemas without a type are deduced.
+//! the `metadata` of an object, and of an `x-kubernetes-embedded-resource` in a custom resource,
+//! is always `ObjectMeta`'s. `x-kubernetes-preserve-unknown-fields` holds for the whole subtree
+//! written inline below it (as kube's OpenAPI conversion hands it on; not through a `$ref`): its
+//! structs take keys they do not declare, as deduced values, and its schemas without a type are
+//! deduced.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -353,6 +354,9 @@ pub(crate) struct MapType<'a> {
     definition: Option<&'a str>,
     required: Option<&'a [Value]>,
     object_root: bool,
+    /// An embedded resource (`x-kubernetes-embedded-resource`): `metadata` is `ObjectMeta`, as
+    /// at the root of a custom resource.
+    embedded: bool,
     /// Unknown fields are kept here, so inline schemas below keep them too.
     preserve: bool,
 }
@@ -415,6 +419,7 @@ impl<'a> TypeRef<'a> {
             definition: None,
             required: None,
             object_root: self.object_root,
+            embedded: false,
             preserve: false,
         };
         let atomic_list = |items: TypeRef<'a>| ListType { kind: ListKind::Atomic, items };
@@ -433,21 +438,24 @@ impl<'a> TypeRef<'a> {
                 let shape = if std::ptr::eq(s, builtin()) && !self.preserve { builtin_shape(own) } else { None };
                 let preserve = self.preserve || keeps_unknown_fields(s, own);
                 match shape.unwrap_or_else(|| shape_of(s, own, self.preserve)) {
-                    Shape::Struct { properties, elements, atomic, definition, required } => Atom::Map(MapType {
-                        atomic,
-                        schemas: s,
-                        properties,
-                        elements: match elements {
-                            Elements::Schema(e) => Some(TypeRef::below(s, e, preserve)),
-                            Elements::Deduced => Some(TypeRef::deduced(s)),
-                            Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
-                            Elements::Closed => None,
-                        },
-                        definition: definition.or(self.definition),
-                        required,
-                        object_root: self.object_root,
-                        preserve,
-                    }),
+                    Shape::Struct { properties, elements, atomic, definition, required, embedded } => {
+                        Atom::Map(MapType {
+                            atomic,
+                            schemas: s,
+                            properties,
+                            elements: match elements {
+                                Elements::Schema(e) => Some(TypeRef::below(s, e, preserve)),
+                                Elements::Deduced => Some(TypeRef::deduced(s)),
+                                Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
+                                Elements::Closed => None,
+                            },
+                            definition: definition.or(self.definition),
+                            required,
+                            object_root: self.object_root,
+                            embedded,
+                            preserve,
+                        })
+                    }
                     Shape::List { kind, items } => Atom::List(ListType {
                         kind,
                         items: match items {
@@ -485,6 +493,9 @@ enum Shape<'a> {
         atomic: bool,
         definition: Option<&'a str>,
         required: Option<&'a [Value]>,
+        /// `x-kubernetes-embedded-resource`: an object with `apiVersion`, `kind` and
+        /// `ObjectMeta`'s `metadata`.
+        embedded: bool,
     },
     /// `type: array`.
     List { kind: ListKind<'a>, items: Option<&'a Value> },
@@ -540,6 +551,7 @@ fn shape_of<'a>(s: &'a Schemas, own: &'a Value, inherited: bool) -> Shape<'a> {
                 atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
                 definition,
                 required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
+                embedded: ext("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true),
             }
         }
         Some("array") => Shape::List { kind: list_kind(own, resolved), items: resolved.get("items") },
@@ -626,14 +638,15 @@ impl<'a> MapType<'a> {
     /// The type of key `name`: a named field's, else the map's value type; None for a field a
     /// struct does not declare.
     pub(crate) fn field(&self, name: &str) -> Option<TypeRef<'a>> {
-        if self.object_root {
+        if self.object_root || self.embedded {
             match name {
                 "metadata" => {
                     let b = builtin();
                     let (name, meta) = b.defs.get_key_value("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
                     // A built-in object's metadata is a Go struct (empty labels are left out);
-                    // a custom resource's is unstructured, taken as sent.
-                    let definition = self.definition.map(|_| name.as_str());
+                    // a custom resource's (and an embedded resource's) is unstructured, taken
+                    // as sent.
+                    let definition = self.definition.filter(|_| self.object_root).map(|_| name.as_str());
                     return Some(TypeRef { definition, ..TypeRef::of(b, meta) });
                 }
                 "apiVersion" | "kind" => return Some(TypeRef::of(builtin(), &STRING_SCHEMA)),
@@ -653,7 +666,7 @@ impl<'a> MapType<'a> {
 
     /// Whether `name` is a field the struct declares (not a map key).
     pub(crate) fn is_named_field(&self, name: &str) -> bool {
-        (self.object_root && matches!(name, "metadata" | "apiVersion" | "kind"))
+        ((self.object_root || self.embedded) && matches!(name, "metadata" | "apiVersion" | "kind"))
             || self.properties.is_some_and(|p| p.contains_key(name))
     }
 

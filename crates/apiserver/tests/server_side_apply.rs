@@ -7,7 +7,8 @@
 //! stored object normalises, an update the store reverts): no new resourceVersion, no event.
 //! Custom resources merge by their definition's schema: a list-map key an element leaves out
 //! takes the schema's default, fields below `x-kubernetes-preserve-unknown-fields` are applied
-//! (and pruned from the stored object where the structural schema does not keep them).
+//! (and pruned from the stored object where the structural schema does not keep them), and an
+//! embedded resource's metadata merges as ObjectMeta.
 
 mod common;
 
@@ -771,4 +772,36 @@ async fn unknown_fields_below_a_preserving_schema_are_applied_then_pruned() {
     let r = apply(&c, &p, "fieldManager=ctrl", config).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["spec"]["nested"], json!({"a": "x", "deeper": {"x": 1}}));
+}
+
+#[tokio::test]
+async fn embedded_resources_merge_their_metadata_as_object_meta() {
+    let s = server_with_portals(json!({"type": "object", "properties": {"template": {
+        "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = |finalizer: &str, owner: &str| {
+        format!(
+            r#"{{"apiVersion":"example.com/v1","kind":"Portal","metadata":{{"name":"p"}},
+            "spec":{{"template":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"t","finalizers":["{finalizer}"],
+              "ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"{owner}","uid":"{owner}-uid"}}]}}}}}}}}"#
+        )
+    };
+    let r = apply(&c, &p, "fieldManager=a", &config("example.com/a", "one")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        entry(&r.body, "a", None)["fieldsV1"]["f:spec"]["f:template"]["f:metadata"],
+        json!({"f:finalizers": {"v:\"example.com/a\"": {}}, "f:name": {},
+            "f:ownerReferences": {"k:{\"uid\":\"one-uid\"}": {}}})
+    );
+    // Finalizers are a set and owner references keyed by uid: another manager's are added,
+    // without conflict (only the name is shared).
+    let r = apply(&c, &p, "fieldManager=b", &config("example.com/b", "two")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let meta = &r.body["spec"]["template"]["metadata"];
+    assert_eq!(meta["finalizers"], json!(["example.com/a", "example.com/b"]), "{}", r.body);
+    let uids: Vec<&str> =
+        meta["ownerReferences"].as_array().unwrap().iter().map(|o| o["uid"].as_str().unwrap()).collect();
+    assert_eq!(uids, ["one-uid", "two-uid"]);
 }
