@@ -230,10 +230,17 @@ fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, elem
 /// leaves out (see [`crate::managed_fields::drop_empty_omitted`]). Defaults, validation and
 /// admission see them, as they see Go's empty, non-nil values (an HPA's `policies: []` is
 /// refused, a Node's `allocatable: {}` is not defaulted); only the stored object loses them.
-/// A custom resource's metadata loses what an ObjectMeta leaves out (kube writes it back from one,
-/// see [`crate::object_meta::round_trip`]); the rest of it is left as it is.
+/// A custom resource is pruned with its schema (kube's storage codec prunes every object it
+/// encodes: an apply's fields its structural schema does not keep are gone only here) and its
+/// metadata loses what an ObjectMeta leaves out (kube writes it back from one, see
+/// [`crate::object_meta::round_trip`]).
 pub fn go_stored(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if info.custom.is_some() {
+        let mut v = Value::Object(std::mem::take(obj));
+        crate::custom_resource::prune(info, &mut v);
+        if let Value::Object(m) = v {
+            *obj = m;
+        }
         if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
             crate::object_meta::round_trip(meta);
         }

@@ -16,10 +16,13 @@
 //! Invariants: the definitions are parsed once, on first use, and never change; a type is
 //! found by its group, version and kind (`x-kubernetes-group-version-kind`); a [`Node`] whose
 //! schema is unknown (a field the schema does not name) answers every question with "no
-//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema
-//! (or below `x-kubernetes-preserve-unknown-fields`) is *deduced* as structured-merge-diff deduces
-//! it: maps granular, lists atomic, whatever the value; the `metadata` of an object is always
-//! `ObjectMeta`'s.
+//! metadata", so callers fall back to plain JSON semantics below it. A type without a schema is
+//! *deduced* as structured-merge-diff deduces it: maps granular, lists atomic, whatever the value;
+//! the `metadata` of an object, and of an `x-kubernetes-embedded-resource` in a custom resource,
+//! is always `ObjectMeta`'s. `x-kubernetes-preserve-unknown-fields` holds for the whole subtree
+//! written inline below it (as kube's OpenAPI conversion hands it on; not through a `$ref`): its
+//! structs take keys they do not declare, as deduced values, and its schemas without a type are
+//! deduced.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -78,6 +81,7 @@ impl Schemas {
             kind: RefKind::Schema,
             object_root: true,
             definition: None,
+            preserve: false,
         }
     }
 
@@ -90,6 +94,7 @@ impl Schemas {
             kind: RefKind::Schema,
             object_root: true,
             definition: Some(name),
+            preserve: false,
         })
     }
 
@@ -262,6 +267,9 @@ pub(crate) struct TypeRef<'a> {
     object_root: bool,
     /// The definition `schema` is, when it is one itself (not a `$ref` to it).
     definition: Option<&'a str>,
+    /// An enclosing schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`), which
+    /// every schema written inline below it inherits.
+    preserve: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -346,25 +354,52 @@ pub(crate) struct MapType<'a> {
     definition: Option<&'a str>,
     required: Option<&'a [Value]>,
     object_root: bool,
+    /// An embedded resource (`x-kubernetes-embedded-resource`): `metadata` is `ObjectMeta`, as
+    /// at the root of a custom resource.
+    embedded: bool,
+    /// Unknown fields are kept here, so inline schemas below keep them too.
+    preserve: bool,
 }
 
 impl<'a> TypeRef<'a> {
     /// A type without a schema (a custom resource without one): deduced from the values, with
     /// `ObjectMeta` for `metadata`.
     pub(crate) fn unknown_object(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None }
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: true, definition: None, preserve: false }
     }
 
     fn deduced(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None }
+        TypeRef { schemas, schema: None, kind: RefKind::Deduced, object_root: false, definition: None, preserve: false }
     }
 
     fn untyped_atomic(schemas: &'a Schemas) -> Self {
-        TypeRef { schemas, schema: None, kind: RefKind::UntypedAtomic, object_root: false, definition: None }
+        TypeRef {
+            schemas,
+            schema: None,
+            kind: RefKind::UntypedAtomic,
+            object_root: false,
+            definition: None,
+            preserve: false,
+        }
     }
 
     fn of(schemas: &'a Schemas, schema: &'a Value) -> Self {
-        TypeRef { schemas, schema: Some(schema), kind: RefKind::Schema, object_root: false, definition: None }
+        TypeRef {
+            schemas,
+            schema: Some(schema),
+            kind: RefKind::Schema,
+            object_root: false,
+            definition: None,
+            preserve: false,
+        }
+    }
+
+    /// The type of `schema`, written below a schema that keeps unknown fields when `preserve`:
+    /// kube's conversion of OpenAPI schemas hands that on to inline schemas, not to the
+    /// definitions a `$ref` names.
+    fn below(schemas: &'a Schemas, schema: &'a Value, preserve: bool) -> Self {
+        let preserve = preserve && schemas.resolve_named(schema).1.is_none();
+        TypeRef { preserve, ..TypeRef::of(schemas, schema) }
     }
 
     /// The atom for `value` (None: absent): the schema's, or the one the value's JSON type
@@ -384,6 +419,8 @@ impl<'a> TypeRef<'a> {
             definition: None,
             required: None,
             object_root: self.object_root,
+            embedded: false,
+            preserve: false,
         };
         let atomic_list = |items: TypeRef<'a>| ListType { kind: ListKind::Atomic, items };
         let s = self.schemas;
@@ -398,26 +435,31 @@ impl<'a> TypeRef<'a> {
                 let Some(own) = self.schema else {
                     return by_value(plain_map(false, TypeRef::deduced(s)), atomic_list(TypeRef::untyped_atomic(s)));
                 };
-                let shape = if std::ptr::eq(s, builtin()) { builtin_shape(own) } else { None };
-                match shape.unwrap_or_else(|| shape_of(s, own)) {
-                    Shape::Struct { properties, elements, atomic, definition, required } => Atom::Map(MapType {
-                        atomic,
-                        schemas: s,
-                        properties,
-                        elements: match elements {
-                            Elements::Schema(e) => Some(TypeRef::of(s, e)),
-                            Elements::Deduced => Some(TypeRef::deduced(s)),
-                            Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
-                            Elements::Closed => None,
-                        },
-                        definition: definition.or(self.definition),
-                        required,
-                        object_root: self.object_root,
-                    }),
+                let shape = if std::ptr::eq(s, builtin()) && !self.preserve { builtin_shape(own) } else { None };
+                let preserve = self.preserve || keeps_unknown_fields(s, own);
+                match shape.unwrap_or_else(|| shape_of(s, own, self.preserve)) {
+                    Shape::Struct { properties, elements, atomic, definition, required, embedded } => {
+                        Atom::Map(MapType {
+                            atomic,
+                            schemas: s,
+                            properties,
+                            elements: match elements {
+                                Elements::Schema(e) => Some(TypeRef::below(s, e, preserve)),
+                                Elements::Deduced => Some(TypeRef::deduced(s)),
+                                Elements::UntypedAtomic => Some(TypeRef::untyped_atomic(s)),
+                                Elements::Closed => None,
+                            },
+                            definition: definition.or(self.definition),
+                            required,
+                            object_root: self.object_root,
+                            embedded,
+                            preserve,
+                        })
+                    }
                     Shape::List { kind, items } => Atom::List(ListType {
                         kind,
                         items: match items {
-                            Some(i) => TypeRef::of(s, i),
+                            Some(i) => TypeRef::below(s, i, preserve),
                             None => TypeRef::untyped_atomic(s),
                         },
                     }),
@@ -451,6 +493,9 @@ enum Shape<'a> {
         atomic: bool,
         definition: Option<&'a str>,
         required: Option<&'a [Value]>,
+        /// `x-kubernetes-embedded-resource`: an object with `apiVersion`, `kind` and
+        /// `ObjectMeta`'s `metadata`.
+        embedded: bool,
     },
     /// `type: array`.
     List { kind: ListKind<'a>, items: Option<&'a Value> },
@@ -474,11 +519,19 @@ enum Elements<'a> {
     Closed,
 }
 
-/// The shape of schema `own` (a property's own schema, with its extensions).
-fn shape_of<'a>(s: &'a Schemas, own: &'a Value) -> Shape<'a> {
+/// Whether schema `own` (a property's own schema, with its extensions) says
+/// `x-kubernetes-preserve-unknown-fields: true`.
+fn keeps_unknown_fields(s: &Schemas, own: &Value) -> bool {
+    let flag = |v: &Value| v.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    flag(own) || flag(s.resolve(own))
+}
+
+/// The shape of schema `own` (a property's own schema, with its extensions), below a schema
+/// that keeps unknown fields when `inherited`.
+fn shape_of<'a>(s: &'a Schemas, own: &'a Value, inherited: bool) -> Shape<'a> {
     let (resolved, definition) = s.resolve_named(own);
     let ext = |k: &str| own.get(k).or_else(|| resolved.get(k));
-    let preserve = || ext("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    let preserve = || inherited || keeps_unknown_fields(s, own);
     if ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
         return Shape::Scalar(Scalar::Untyped);
     }
@@ -498,6 +551,7 @@ fn shape_of<'a>(s: &'a Schemas, own: &'a Value) -> Shape<'a> {
                 atomic: ext("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
                 definition,
                 required: resolved.get("required").and_then(Value::as_array).map(Vec::as_slice),
+                embedded: ext("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true),
             }
         }
         Some("array") => Shape::List { kind: list_kind(own, resolved), items: resolved.get("items") },
@@ -522,7 +576,7 @@ fn builtin_shape(own: &Value) -> Option<Shape<'static>> {
             if shapes.contains_key(&(v as *const Value as usize)) {
                 return;
             }
-            shapes.insert(v as *const Value as usize, shape_of(b, v));
+            shapes.insert(v as *const Value as usize, shape_of(b, v, false));
             if let Some(props) = v.get("properties").and_then(Value::as_object) {
                 props.values().for_each(|p| visit(b, p, shapes));
             }
@@ -566,11 +620,16 @@ fn list_kind<'a>(own: &'a Value, resolved: &'a Value) -> ListKind<'a> {
 }
 
 impl<'a> ListType<'a> {
-    /// The value a map-list element's key field takes when the element leaves it out (the
-    /// schema's default: `protocol: TCP` of container and service ports).
-    pub(crate) fn key_default(&self, key: &str) -> Option<&'static Value> {
+    /// The value a map-list element's key field takes when the element leaves it out: the
+    /// `default` of the key's property in a custom resource's schema (kube's OpenAPI conversion
+    /// keeps it for structured merge), the built-in types' known ones (`protocol: TCP` of
+    /// container and service ports).
+    pub(crate) fn key_default(&self, key: &str) -> Option<&'a Value> {
         let own = self.items.schema?;
-        let (_, def) = self.items.schemas.resolve_named(own);
+        let (resolved, def) = self.items.schemas.resolve_named(own);
+        if !std::ptr::eq(self.items.schemas, builtin()) {
+            return resolved.get("properties")?.get(key)?.get("default");
+        }
         crate::managed_fields::presence::key_default(def?, key)
     }
 }
@@ -579,14 +638,15 @@ impl<'a> MapType<'a> {
     /// The type of key `name`: a named field's, else the map's value type; None for a field a
     /// struct does not declare.
     pub(crate) fn field(&self, name: &str) -> Option<TypeRef<'a>> {
-        if self.object_root {
+        if self.object_root || self.embedded {
             match name {
                 "metadata" => {
                     let b = builtin();
                     let (name, meta) = b.defs.get_key_value("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")?;
                     // A built-in object's metadata is a Go struct (empty labels are left out);
-                    // a custom resource's is unstructured, taken as sent.
-                    let definition = self.definition.map(|_| name.as_str());
+                    // a custom resource's (and an embedded resource's) is unstructured, taken
+                    // as sent.
+                    let definition = self.definition.filter(|_| self.object_root).map(|_| name.as_str());
                     return Some(TypeRef { definition, ..TypeRef::of(b, meta) });
                 }
                 "apiVersion" | "kind" => return Some(TypeRef::of(builtin(), &STRING_SCHEMA)),
@@ -594,7 +654,7 @@ impl<'a> MapType<'a> {
             }
         }
         if let Some(p) = self.properties.and_then(|p| p.get(name)) {
-            return Some(TypeRef::of(self.schemas, p));
+            return Some(TypeRef::below(self.schemas, p, self.preserve));
         }
         self.elements
     }
@@ -606,7 +666,7 @@ impl<'a> MapType<'a> {
 
     /// Whether `name` is a field the struct declares (not a map key).
     pub(crate) fn is_named_field(&self, name: &str) -> bool {
-        (self.object_root && matches!(name, "metadata" | "apiVersion" | "kind"))
+        ((self.object_root || self.embedded) && matches!(name, "metadata" | "apiVersion" | "kind"))
             || self.properties.is_some_and(|p| p.contains_key(name))
     }
 

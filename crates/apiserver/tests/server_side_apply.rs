@@ -2,7 +2,13 @@
 //! (`tests/fixtures/kube-apiserver/30-*` … `37-*`): kubectl's applies by two managers, the
 //! conflict and its forced resolution, fields removed when their applier stops applying them,
 //! shared ownership, raw YAML bodies, and the Status answers to bad applies. Every answer is
-//! compared whole with kube-apiserver's, `managedFields` included.
+//! compared whole with kube-apiserver's, `managedFields` included. Then writes that would
+//! change nothing but the time of a `managedFields` entry (re-applies of a configuration the
+//! stored object normalises, an update the store reverts): no new resourceVersion, no event.
+//! Custom resources merge by their definition's schema: a list-map key an element leaves out
+//! takes the schema's default, fields below `x-kubernetes-preserve-unknown-fields` are applied
+//! (and pruned from the stored object where the structural schema does not keep them), and an
+//! embedded resource's metadata merges as ObjectMeta.
 
 mod common;
 
@@ -555,4 +561,247 @@ async fn concurrent_applies_by_many_managers_all_land() {
             json!({"f:data": {format!("f:k{i}"): {}}, "f:metadata": {"f:labels": {format!("f:l{i}"): {}}}})
         );
     }
+}
+
+/// The time of `manager`'s entry (through the resource itself).
+fn time_of(v: &Value, manager: &str) -> Value {
+    entry(v, manager, None)["time"].clone()
+}
+
+/// Gives `manager`'s entry of the object at `path` a time in the past, in a PUT that also sets
+/// an annotation (a write changing only managedFields times is none), as `editor`; returns the
+/// stored object.
+async fn age_entry(c: &Client, path: &str, manager: &str) -> Value {
+    let mut body = c.get(path).await.body;
+    for e in body["metadata"]["managedFields"].as_array_mut().unwrap() {
+        if e["manager"] == manager {
+            e["time"] = json!("2020-01-01T00:00:00Z");
+        }
+    }
+    body["metadata"]["annotations"] = json!({"note": "aged"});
+    let r = c.put(&format!("{path}?fieldManager=editor"), &body).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(time_of(&r.body, manager), "2020-01-01T00:00:00Z", "{}", r.body);
+    r.body
+}
+
+/// Writes nothing but a change of the `note` annotation to the object at `path` and returns
+/// its resourceVersion: the event a watch must see next when the writes before it stored
+/// nothing.
+async fn next_real_write(c: &Client, path: &str) -> String {
+    let patch = json!({"metadata": {"annotations": {"note": "changed"}}});
+    let r = c.patch(&format!("{path}?fieldManager=editor"), "application/merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn reapplying_what_the_stored_object_normalises_away_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let api = format!("{DEPLOYMENTS}/loop");
+    // Empty lists and maps the Go types leave out, and a status the resource itself ignores:
+    // the stored object never has them, so every apply of this configuration merges a
+    // different object than the stored one.
+    let config = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"loop","labels":{}},
+        "spec":{"replicas":1,"selector":{"matchLabels":{"app":"loop"}},
+          "template":{"metadata":{"labels":{"app":"loop"}},
+            "spec":{"containers":[{"name":"c","image":"nginx","env":[],"ports":[]}],"tolerations":[]}}},
+        "status":{"replicas":7}}"#;
+    let r = apply(&c, &api, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let aged = age_entry(&c, &api, "ctrl").await;
+    let rv = aged["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{DEPLOYMENTS}?watch=true&resourceVersion={rv}")).await;
+
+    // The same configuration again: kube's store finds only the entry's time changed, puts it
+    // back and writes nothing.
+    let r = apply(&c, &api, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["resourceVersion"], rv.as_str(), "{}", r.body);
+    assert_eq!(time_of(&r.body, "ctrl"), "2020-01-01T00:00:00Z");
+    assert_eq!(c.get(&api).await.body, aged, "the stored object is unchanged");
+
+    // The watch's next event is the next real write, not the apply.
+    let changed = next_real_write(&c, &api).await;
+    let ev = w.next_within(EVENT).await.expect("an event");
+    assert_eq!(
+        (ev["type"].as_str(), ev["object"]["metadata"]["resourceVersion"].as_str()),
+        (Some("MODIFIED"), Some(changed.as_str()))
+    );
+}
+
+#[tokio::test]
+async fn an_update_changing_only_an_entry_s_time_writes_nothing() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cms = "/api/v1/namespaces/fixtures/configmaps";
+    let cm = format!("{cms}/held");
+    let r = c.post(cms, &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(c.delete(&cm).await.code, 200);
+    let deleting = c.get(&cm).await.body;
+    let deleted_at = deleting["metadata"]["deletionTimestamp"].clone();
+    assert!(deleted_at.is_string(), "{deleting}");
+
+    // editor sends another deletion time: an update cannot change it (the stored one is put
+    // back), but editor's manager takes the field it sent changed.
+    let mut moved = deleting.clone();
+    moved["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
+    moved["metadata"].as_object_mut().unwrap().remove("managedFields");
+    let r = c.put(&format!("{cm}?fieldManager=editor"), &moved).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["deletionTimestamp"], deleted_at);
+    assert_eq!(
+        entry(&r.body, "editor", None)["fieldsV1"],
+        json!({"f:metadata": {"f:deletionTimestamp": {}}}),
+        "{}",
+        r.body
+    );
+    // The entries replaced by editor's alone, its time in the past (kube sorts entries by
+    // time: with one entry, a time that moves cannot reorder them).
+    let mut aged = r.body.clone();
+    let mut own = entry(&r.body, "editor", None).clone();
+    own["time"] = json!("2020-01-01T00:00:00Z");
+    aged["metadata"]["managedFields"] = json!([own]);
+    let r = c.put(&format!("{cm}?fieldManager=ager"), &aged).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(managers(&r.body), [("editor".into(), "Update".into())]);
+    assert_eq!(time_of(&r.body, "editor"), "2020-01-01T00:00:00Z", "{}", r.body);
+    let rv = r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let stored = c.get(&cm).await.body;
+    let mut w = c.watch(&format!("{cms}?watch=true&resourceVersion={rv}")).await;
+
+    // The same change again: the field manager moves editor's time, the store puts the deletion
+    // time back; nothing but that time differs, so nothing is written.
+    let mut again = stored.clone();
+    again["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
+    again["metadata"].as_object_mut().unwrap().remove("managedFields");
+    let r = c.put(&format!("{cm}?fieldManager=editor"), &again).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["resourceVersion"], rv.as_str(), "{}", r.body);
+    assert_eq!(time_of(&r.body, "editor"), "2020-01-01T00:00:00Z");
+    assert_eq!(c.get(&cm).await.body, stored, "the stored object is unchanged");
+
+    let changed = next_real_write(&c, &cm).await;
+    let ev = w.next_within(EVENT).await.expect("an event");
+    assert_eq!(
+        (ev["type"].as_str(), ev["object"]["metadata"]["resourceVersion"].as_str()),
+        (Some("MODIFIED"), Some(changed.as_str()))
+    );
+}
+
+/// A server serving `portals.example.com/v1` (kind Portal, namespaced), whose `spec` has the
+/// schema given.
+async fn server_with_portals(spec: Value) -> informer_apiserver::ApiServer {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "portals.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "portals", "kind": "Portal"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    });
+    informer_apiserver::testing::builder().crd(crd.to_string()).start().await.expect("start")
+}
+
+const PORTALS: &str = "/apis/example.com/v1/namespaces/default/portals";
+
+#[tokio::test]
+async fn list_map_keys_left_out_take_the_schema_s_default() {
+    let s = server_with_portals(json!({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+        "items": {"type": "object", "required": ["port"], "properties": {
+            "port": {"type": "integer"},
+            "protocol": {"type": "string", "default": "TCP"},
+            "name": {"type": "string"}}}}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"ports":[{"port":80,"name":"http"},{"port":53,"protocol":"UDP"}]}}"#;
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // The element without a protocol is the one the schema defaults to TCP.
+    assert_eq!(
+        entry(&r.body, "ctrl", None)["fieldsV1"],
+        json!({"f:spec": {"f:ports": {
+            "k:{\"port\":80,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}, "f:port": {}},
+            "k:{\"port\":53,\"protocol\":\"UDP\"}": {".": {}, "f:port": {}, "f:protocol": {}}}}})
+    );
+    assert_eq!(
+        r.body["spec"]["ports"],
+        json!([{"port": 80, "name": "http", "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}])
+    );
+    // Re-applied, it is the same element: nothing is added.
+    let again = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(again.code, 200, "{}", again.body);
+    assert_eq!(again.body["spec"]["ports"], r.body["spec"]["ports"]);
+    // Another manager naming the defaulted key shares the element.
+    let other = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"ports":[{"port":80,"protocol":"TCP","name":"http"}]}}"#;
+    let r = apply(&c, &p, "fieldManager=other", other).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["ports"].as_array().map(Vec::len), Some(2), "{}", r.body);
+}
+
+#[tokio::test]
+async fn unknown_fields_below_a_preserving_schema_are_applied_then_pruned() {
+    let s = server_with_portals(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {"nested": {"type": "object", "properties": {
+            "a": {"type": "string"},
+            "deeper": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = r#"{"apiVersion":"example.com/v1","kind":"Portal","metadata":{"name":"p"},
+        "spec":{"free":{"k":1},"nested":{"a":"x","b":"y","deeper":{"x":1,"z":2}}}}"#;
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Where the schema keeps unknown fields they are stored; below, in objects that declare
+    // their properties, the structural schema prunes them.
+    assert_eq!(r.body["spec"], json!({"free": {"k": 1}, "nested": {"a": "x", "deeper": {"x": 1}}}));
+    // Structured merge inherits the preservation: the applier owns all it applied.
+    assert_eq!(
+        entry(&r.body, "ctrl", None)["fieldsV1"],
+        json!({"f:spec": {"f:free": {".": {}, "f:k": {}}, "f:nested": {"f:a": {}, "f:b": {},
+            "f:deeper": {"f:x": {}, "f:z": {}}}}})
+    );
+    assert_eq!(c.get(&p).await.body["spec"], r.body["spec"]);
+    let r = apply(&c, &p, "fieldManager=ctrl", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["nested"], json!({"a": "x", "deeper": {"x": 1}}));
+}
+
+#[tokio::test]
+async fn embedded_resources_merge_their_metadata_as_object_meta() {
+    let s = server_with_portals(json!({"type": "object", "properties": {"template": {
+        "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}))
+    .await;
+    let c = Client::new(&s);
+    let p = format!("{PORTALS}/p");
+    let config = |finalizer: &str, owner: &str| {
+        format!(
+            r#"{{"apiVersion":"example.com/v1","kind":"Portal","metadata":{{"name":"p"}},
+            "spec":{{"template":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"t","finalizers":["{finalizer}"],
+              "ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"{owner}","uid":"{owner}-uid"}}]}}}}}}}}"#
+        )
+    };
+    let r = apply(&c, &p, "fieldManager=a", &config("example.com/a", "one")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        entry(&r.body, "a", None)["fieldsV1"]["f:spec"]["f:template"]["f:metadata"],
+        json!({"f:finalizers": {"v:\"example.com/a\"": {}}, "f:name": {},
+            "f:ownerReferences": {"k:{\"uid\":\"one-uid\"}": {}}})
+    );
+    // Finalizers are a set and owner references keyed by uid: another manager's are added,
+    // without conflict (only the name is shared).
+    let r = apply(&c, &p, "fieldManager=b", &config("example.com/b", "two")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let meta = &r.body["spec"]["template"]["metadata"];
+    assert_eq!(meta["finalizers"], json!(["example.com/a", "example.com/b"]), "{}", r.body);
+    let uids: Vec<&str> =
+        meta["ownerReferences"].as_array().unwrap().iter().map(|o| o["uid"].as_str().unwrap()).collect();
+    assert_eq!(uids, ["one-uid", "two-uid"]);
 }

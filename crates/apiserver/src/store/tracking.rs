@@ -4,7 +4,9 @@
 //! Invariants: entries are kept byte for byte when the write changes no field and the client
 //! sent none (or sent back those it read); otherwise an update starts from the managers of the
 //! stored version it compares against, or from those the client sent in their place (as
-//! kube-apiserver's `decodeLiveOrNew`), and the write's manager takes the fields it changed.
+//! kube-apiserver's `decodeLiveOrNew`), and the write's manager takes the fields it changed. A
+//! computed object that differs from the stored one only in the times of its entries (same
+//! entries, same order) is recognised as no change ([`only_timestamps_moved`]).
 
 use serde_json::{Map, Value};
 
@@ -140,4 +142,50 @@ pub(super) fn track(
             Tracked::Changed(m)
         }
     }
+}
+
+/// Whether `obj`, the successor of `old` a write computed, differs from it only in the times of
+/// its `managedFields` entries (kube-apiserver's `IgnoreManagedFieldsTimestampsTransformer`):
+/// both have the same entries in the same order, equal but for `time`, at least one time moved,
+/// and the rest of the objects is equal (`obj` without `kind`, `apiVersion` and
+/// `resourceVersion`). Such a write is no change: kube puts the old times back and stores
+/// nothing.
+pub(super) fn only_timestamps_moved(obj: &Map<String, Value>, old: &StoredObject) -> bool {
+    let Some(new_entries) = entries(obj) else { return false };
+    let old_value = old.value();
+    let Some(old_obj) = old_value.as_object() else { return false };
+    let Some(old_entries) = entries(old_obj) else { return false };
+    if new_entries.len() != old_entries.len() {
+        return false;
+    }
+    let pairs = || new_entries.iter().zip(old_entries);
+    let same_but_time = |n: &Value, o: &Value| match (n, o) {
+        (Value::Object(n), Value::Object(o)) => equal_except(n, o, &["time"]),
+        _ => false,
+    };
+    if !pairs().any(|(n, o)| n.get("time") != o.get("time")) || !pairs().all(|(n, o)| same_but_time(n, o)) {
+        return false;
+    }
+    let no_meta = Map::new();
+    equal_except(
+        meta(obj).unwrap_or(&no_meta),
+        meta(old_obj).unwrap_or(&no_meta),
+        &["managedFields", "resourceVersion"],
+    ) && equal_except(obj, old_obj, &["kind", "apiVersion", "metadata"])
+}
+
+/// The metadata of `o`, if it is an object.
+fn meta(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    o.get("metadata")?.as_object()
+}
+
+/// The managedFields entries of `o`, if it has some.
+fn entries(o: &Map<String, Value>) -> Option<&Vec<Value>> {
+    meta(o)?.get("managedFields")?.as_array().filter(|a| !a.is_empty())
+}
+
+/// Whether `a` and `b` have the same members, those named in `skip` aside.
+fn equal_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b) && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
 }
