@@ -803,6 +803,12 @@ impl Template {
         self.obj.same_except_rv(old)
     }
 
+    /// Whether the object has as many bytes as `old` (without their resourceVersions): what two
+    /// objects differing only in fixed-width times have, a test that rules most changes out.
+    pub fn same_len_as(&self, old: &StoredObject) -> bool {
+        self.obj.value.len() == old.value.len()
+    }
+
     /// The bytes to store.
     pub fn storage_value(&self) -> Bytes {
         self.stored.clone().unwrap_or_else(|| self.obj.value.clone())
