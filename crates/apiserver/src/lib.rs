@@ -80,6 +80,7 @@ pub mod object;
 pub(crate) mod object_meta;
 pub(crate) mod oidc_discovery;
 pub(crate) mod openapi;
+mod owner_reference_dedup;
 pub(crate) mod pod_affinity;
 pub(crate) mod pod_annotations;
 pub(crate) mod pod_dns;

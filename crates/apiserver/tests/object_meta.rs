@@ -142,3 +142,37 @@ except ApiException as e:
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn duplicate_owner_references_are_collapsed_with_a_warning() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // An owner that exists, or the garbage collector takes the dependent away.
+    let o = c.post(CONFIGMAPS, &json!({"metadata": {"name": "o"}})).await;
+    let uid = o.body["metadata"]["uid"].as_str().unwrap().to_string();
+    let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": uid, "controller": true});
+    let warnings = |r: &Resp| -> Vec<String> {
+        r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
+    };
+    let warned = |when: &str| {
+        format!(
+            "299 - \".metadata.ownerReferences contains duplicate entries{when}; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: {uid}\""
+        )
+    };
+    // Two equal controllers would be refused (one controller only): kube keeps one.
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"name": "a", "ownerReferences": [owner, owner]}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["metadata"]["ownerReferences"], json!([owner]));
+    assert_eq!(warnings(&r), [warned("")]);
+    let mut put = r.body.clone();
+    put["metadata"]["ownerReferences"] = json!([owner, owner]);
+    let r = c.put(&format!("{CONFIGMAPS}/a"), &put).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(warnings(&r), [warned("")]);
+    // A patch's duplicates are seen after admission.
+    let patch = json!({"metadata": {"ownerReferences": [owner, owner]}});
+    let r = c.patch(&format!("{CONFIGMAPS}/a"), "application/merge-patch+json", &patch).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["ownerReferences"], json!([owner]));
+    assert_eq!(warnings(&r), [warned(" after mutating admission happens")]);
+}

@@ -529,6 +529,7 @@ impl Store {
             dry_run,
         };
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
+        crate::owner_reference_dedup::dedup(&mut obj, true);
         let name = name_for_create(info, &mut obj)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         strategy::prepare_create(info, &mut obj, &now);
@@ -743,6 +744,7 @@ impl Store {
         let mut checked = Vec::with_capacity(bodies.len());
         for (b, tracking) in bodies {
             let mut obj = check_body(info, b)?;
+            crate::owner_reference_dedup::dedup(&mut obj, false);
             let ns = resolve_namespace(info, &mut obj, url_ns)?;
             if info.custom.as_ref().is_some_and(|c| c.terminating) {
                 // kube's admission refuses it, once the body is read.
@@ -915,7 +917,8 @@ impl Store {
         body: Value,
         opts: WriteOpts,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
-        let (obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        let (mut obj, ns, name) = put_target(info, url_ns, url_name, body)?;
+        crate::owner_reference_dedup::dedup(&mut obj, false);
         if let Some(u) = url_name.filter(|_| meta_str(&obj, "name").is_none()) {
             // As kube's handler: the body must name what the URL names.
             let msg = format!("the name of the object () does not match the name on the URL ({u})");
@@ -1205,6 +1208,7 @@ impl Store {
                 crate::crd::prepare_update(&mut obj);
             }
         }
+        crate::owner_reference_dedup::dedup(&mut obj, true);
         if target != Target::Status {
             defaults::admit(info, &mut obj, defaults::Write::Update(old))?;
         }
