@@ -24,7 +24,7 @@ use crate::managed_fields::{self, ApplyError, ManagerKey, Managers, Operation};
 use crate::object::{self, StoredObject};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
-use crate::store::{Store, Tracking, WriteOpts, meta_str, parse_rv_field};
+use crate::store::{Store, Tracking, WriteOpts, check_patched_name, parse_rv_field};
 use crate::strategy::{self, Target};
 use crate::{warning, yaml};
 
@@ -117,25 +117,6 @@ fn typed_patch_error(info: &ResourceInfo, config: &Map<String, Value>, errors: &
     )
 }
 
-/// The name and namespace of the applied object must be the URL's (kube's `checkName`).
-fn check_name(obj: &Map<String, Value>, name: &str, ns: &str) -> Result<(), ApiError> {
-    let obj_name = meta_str(obj, "name").unwrap_or_default();
-    if obj_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({obj_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    if !ns.is_empty()
-        && let Some(obj_ns) = meta_str(obj, "namespace")
-        && obj_ns != ns
-    {
-        return Err(ApiError::bad_request(format!(
-            "the namespace of the object ({obj_ns}) does not match the namespace on the request ({ns})"
-        )));
-    }
-    Ok(())
-}
-
 /// The object an apply of `config` makes of `live`, and its managers afterwards (a 409 when
 /// fields other managers own would change and the apply is not forced).
 #[allow(clippy::too_many_arguments)]
@@ -178,7 +159,7 @@ fn merge(
     let Value::Object(obj) = object else {
         return Err(ApiError::internal("the applied object is not an object"));
     };
-    check_name(&obj, name, ns)?;
+    check_patched_name(&obj, name, ns)?;
     Ok((obj, managers))
 }
 
@@ -328,7 +309,7 @@ impl Store {
             return Err(e);
         }
         let Value::Object(map) = &obj else { return Err(ApiError::internal("the applied object is not an object")) };
-        check_name(map, name, ns)?;
+        check_patched_name(map, name, ns)?;
         let url_ns = info.namespaced.then_some(ns);
         let mut created = self
             .create_tracked(

@@ -152,7 +152,7 @@ async fn bad_applies_get_kube_statuses_and_change_nothing() {
     let before = c.get(&api).await.body;
     let dup = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: 2\n  replicas: 2\n";
     let long = format!("fieldManager={}", "m".repeat(129));
-    let cases: [(&str, String, u16, &str); 7] = [
+    let cases: [(&str, String, u16, &str); 8] = [
         ("fieldManager=x", r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api"}}"#.into(), 400, "invalid object type: /v1, Kind=Pod"),
         (
             "fieldManager=x",
@@ -171,6 +171,12 @@ async fn bad_applies_get_kube_statuses_and_change_nothing() {
             r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"other"}}"#.into(),
             400,
             "the name of the object (other) does not match the name on the URL (api)",
+        ),
+        (
+            "fieldManager=x",
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"other","namespace":"elsewhere"}}"#.into(),
+            400,
+            "the namespace of the provided object does not match the namespace sent on the request",
         ),
         (
             "fieldManager=alpha&fieldValidation=Strict",
@@ -193,6 +199,14 @@ async fn bad_applies_get_kube_statuses_and_change_nothing() {
         }
         assert_eq!(r.body.get("reason").is_none(), code == 500, "kube's 500s here have no reason: {}", r.body);
     }
+    // An apply that creates must name its object.
+    let unnamed = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"labels":{"a":"b"}}}"#;
+    let r = apply(&c, &format!("{DEPLOYMENTS}/new"), "fieldManager=x", unnamed).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "the name of the object (new based on URL) was undeterminable: name must be provided"
+    );
     // `force` is for apply patches only.
     let r = c.patch(&format!("{api}?force=true"), "application/merge-patch+json", &json!({})).await;
     assert_eq!(

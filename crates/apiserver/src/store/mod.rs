@@ -177,6 +177,26 @@ fn has_finalizers(meta: &Map<String, Value>) -> bool {
     meta.get("finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
 
+/// A patched object must keep the URL's namespace and name, as kube's patch handler judges it:
+/// the namespace first (`EnsureObjectNamespaceMatchesRequestNamespace`; `ns` is empty for a
+/// cluster-scoped resource), then the name (`checkName`).
+pub(crate) fn check_patched_name(obj: &Map<String, Value>, name: &str, ns: &str) -> Result<(), ApiError> {
+    if !ns.is_empty() && meta_str(obj, "namespace").is_some_and(|n| !n.is_empty() && n != ns) {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    match meta_str(obj, "name").unwrap_or_default() {
+        n if n == name => Ok(()),
+        n if n.is_empty() => Err(ApiError::bad_request(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        ))),
+        n => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+    }
+}
+
 /// kube's 409 for a create of a name `stored` holds: "object is being deleted: …" when it is
 /// being deleted (a name cannot be taken again before its object is gone).
 fn already_exists(info: &ResourceInfo, name: &str, stored: Option<&StoredObject>) -> ApiError {
@@ -1057,19 +1077,7 @@ impl Store {
                 let unknown = field_validation::prune_unknown(info, &mut doc);
                 field_validation::check(info, opts.validation, &[], &[], &unknown)?;
                 let obj = body_checks::check_envelope(info, doc)?;
-                // kube's EnsureObjectNamespaceMatchesRequestNamespace: a patch may not move the
-                // object to another namespace.
-                if info.namespaced && meta_str(&obj, "namespace").is_some_and(|n| !n.is_empty() && n != ns) {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                if meta_str(&obj, "name").as_deref() != Some(name) {
-                    return Err(ApiError::bad_request(format!(
-                        "the name of the object ({}) does not match the name on the URL ({name})",
-                        meta_str(&obj, "name").unwrap_or_default()
-                    )));
-                }
+                check_patched_name(&obj, name, if info.namespaced { ns } else { "" })?;
                 let version = match meta_str(&obj, "resourceVersion") {
                     Some(s) => parse_rv_field(&s)?,
                     None => 0,
