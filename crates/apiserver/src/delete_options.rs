@@ -320,8 +320,12 @@ pub(crate) fn is_event(info: &ResourceInfo) -> bool {
     info.plural == "events" && (info.group.is_empty() || info.group == "events.k8s.io")
 }
 
-/// kube's 409 for a `preconditions.uid` the object does not have (`rest.BeforeDelete`'s words).
+/// kube's 409 for a `preconditions.uid` the object does not have (`rest.BeforeDelete`'s words;
+/// a CustomResourceDefinition's registry says it its own way).
 pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &str) -> ApiError {
+    if crate::crd::is_crds(info) {
+        return unmet_crd(info, name, &format!("UID in precondition: {wanted}, UID in object meta: {found}"));
+    }
     unmet(
         info,
         name,
@@ -333,6 +337,10 @@ pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &s
 
 /// kube's 409 for a `preconditions.resourceVersion` the object is no longer at.
 pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: &str, found: u64) -> ApiError {
+    if crate::crd::is_crds(info) {
+        let why = format!("ResourceVersion in precondition: {wanted}, ResourceVersion in object meta: {found}");
+        return unmet_crd(info, name, &why);
+    }
     unmet(
         info,
         name,
@@ -340,6 +348,16 @@ pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: &str, found: u64
             "the ResourceVersion in the precondition ({wanted}) does not match the ResourceVersion in record ({found}). The object might have been modified"
         ),
     )
+}
+
+/// The CustomResourceDefinition registry's own precondition conflict, on its resource.
+fn unmet_crd(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
+    let mut e = ApiError::conflict(&info.group, &info.plural, name);
+    e.message = format!(
+        "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: {why}",
+        crate::status::qualified_resource(&info.group, &info.plural)
+    );
+    e
 }
 
 /// A conflict on the object's kind (kube names it by kind here, not by resource).

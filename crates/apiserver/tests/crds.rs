@@ -1311,3 +1311,36 @@ async fn embedded_resources_are_judged_as_kube_judges_them() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_definition_s_delete_preconditions_are_judged_in_its_registry_s_words() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(CRDS, &crd_of("task", "Task", "Namespaced", json!({"type": "object"}))).await;
+    assert_eq!(r.code, 201);
+    let uid = r.body["metadata"]["uid"].as_str().unwrap().to_string();
+    let path = format!("{CRDS}/tasks.example.com");
+    let delete = |pre: Value| {
+        let body = serde_json::to_vec(&json!({"preconditions": pre})).unwrap();
+        c.send_raw(http::Method::DELETE, &path, body, "application/json")
+    };
+    let r = delete(json!({"uid": "other"})).await;
+    assert_eq!(r.code, 409);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Operation cannot be fulfilled on customresourcedefinitions.apiextensions.k8s.io \"tasks.example.com\": Precondition failed: UID in precondition: other, UID in object meta: {uid}"
+        )
+    );
+    wait_established(&c, "tasks.example.com").await;
+    let rv = rv_of(&c.get(&path).await.body);
+    let r = delete(json!({"resourceVersion": "1"})).await;
+    assert_eq!(r.code, 409);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Operation cannot be fulfilled on customresourcedefinitions.apiextensions.k8s.io \"tasks.example.com\": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: {rv}"
+        )
+    );
+    assert_eq!(delete(json!({"uid": uid})).await.code, 200);
+}
