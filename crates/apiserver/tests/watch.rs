@@ -69,6 +69,7 @@ async fn too_old_rv_is_an_error_event() {
     assert_eq!(r.body["message"], "The resourceVersion for the provided list is too old.");
     // A server whose cache is rebuilt from the compacted storage cannot.
     s.restart().await.unwrap();
+    assert!(s.wait_ready(SEC).await, "the cache is rebuilt");
     let c = Client::new(&s);
     let mut w = c.watch(&format!("{PODS}?watch=1&resourceVersion={old}")).await;
     let e = w.next_within(SEC).await.unwrap();
