@@ -52,10 +52,10 @@ pub fn default(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
 }
 
-/// Validates an object about to be stored: its kind (alone when it is another), its schema, then the `scale` subresource's paths,
-/// then the schema's validation rules (`old` being the version an update replaces). A write
-/// through `/status` has its status judged against the status's schema alone, and the scale's
-/// status paths only.
+/// Validates an object about to be stored: its kind (alone when it is another), its schema,
+/// then the `scale` subresource's paths, then the schema's validation rules (`old` being the
+/// version an update replaces). A write through `/status` has its status judged against the
+/// status's schema alone, and the scale's status paths only.
 pub fn validate(
     info: &ResourceInfo,
     obj: &Map<String, Value>,

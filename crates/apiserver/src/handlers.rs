@@ -820,7 +820,6 @@ async fn start_watch(
     Ok(watch_response(info, rx))
 }
 
-/// A watch answer streaming `info`'s objects, marked with their kind for protobuf clients.
 /// A watch stream of one ERROR event carrying `e`, as kube's cacher answers a watch it cannot
 /// serve.
 fn error_stream(info: &ResourceInfo, e: &ApiError) -> Response<Body> {
@@ -829,6 +828,7 @@ fn error_stream(info: &ResourceInfo, e: &ApiError) -> Response<Body> {
     watch_response(info, rx)
 }
 
+/// A watch answer streaming `info`'s objects, marked with their kind for protobuf clients.
 fn watch_response(info: &ResourceInfo, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
     let mut r = body::respond(200, "application/json", Body::Stream(rx));
     let kind = protobuf::negotiate::WatchOf { api_version: info.api_version(), kind: info.kind.clone() };

@@ -195,7 +195,7 @@ pub fn read_rv(s: &str) -> Result<u64, String> {
     let fault = |why: &str| {
         format!(
             "resourceVersion: Invalid value: {q}: strconv.ParseUint: parsing {q}: {why}",
-            q = crate::structural::go_quote(s)
+            q = crate::pod_security_checks::go_quote(s)
         )
     };
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {

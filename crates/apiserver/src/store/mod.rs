@@ -1338,10 +1338,10 @@ impl Store {
         let custom = info.custom.is_some();
         let times_only = custom && tracking::only_timestamps_moved(&obj, old);
         let template = self.template(info, &mut obj).await?;
-        // (RFC 3339 times of whole seconds have one width: a write that changes only them keeps
-        // the stored length, which spares most updates the comparison.)
-        let times_only =
-            times_only || (!custom && template.same_len_as(old) && tracking::only_timestamps_moved(&obj, old));
+        // (A write that changes only such times changes only digits, in place: the bytes tell
+        // most updates apart without the comparison.)
+        let times_only = times_only
+            || (!custom && template.differs_only_in_digits(old) && tracking::only_timestamps_moved(&obj, old));
         let no_op = !finalized && (template.same_as(old) || times_only);
         if (no_op || dry_run) && !is_current {
             let stored = self.stored(info, &old.namespace, &old.name).await?;
