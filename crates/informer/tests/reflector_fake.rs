@@ -18,6 +18,11 @@ use tokio_util::sync::CancellationToken;
 
 type Cm = ConfigMap;
 
+/// A complete list of `items` at `rv`.
+fn listed(items: Vec<informer::Object<Cm>>, rv: &str) -> ObjectList<Cm> {
+    ObjectList { items, resource_version: rv.into(), continue_token: None, remaining_item_count: None }
+}
+
 fn cm(name: &str, v: &str) -> serde_json::Value {
     json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":name,"namespace":"ns"},"data":{"v":v}})
 }
@@ -156,12 +161,7 @@ impl ListerWatcher<Cm> for Scripted {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
-        Ok(ObjectList {
-            items: vec![o],
-            resource_version: "10".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![o], "10"))
     }
     async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         self.watches.fetch_add(1, Ordering::SeqCst);
@@ -319,12 +319,7 @@ struct Streaming {
 impl ListerWatcher<Cm> for Streaming {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        Ok(ObjectList {
-            items: vec![obj("b", 40)],
-            resource_version: "50".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![obj("b", 40)], "50"))
     }
     async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         self.watch_opts.lock().push(o.clone());
@@ -533,12 +528,7 @@ async fn expired_list_rv_retries_at_once_with_empty_rv() {
             if o.resource_version.as_deref() == Some("0") {
                 return Err(Error::api(Status { code: 410, reason: "Expired".into(), ..Default::default() }));
             }
-            Ok(ObjectList {
-                items: vec![obj("a", 3)],
-                resource_version: "7".into(),
-                continue_token: None,
-                remaining_item_count: None,
-            })
+            Ok(listed(vec![obj("a", 3)], "7"))
         }
         async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
             Ok(Box::pin(futures_util::stream::pending()))
@@ -582,12 +572,7 @@ impl ListerWatcher<Cm> for Outage {
         }
         self.listed_at.lock().get_or_insert(tokio::time::Instant::now());
         let o = informer::Object::from_json(serde_json::to_vec(&cm("a", "1")).unwrap()).unwrap();
-        Ok(ObjectList {
-            items: vec![o],
-            resource_version: "10".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![o], "10"))
     }
     async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         Ok(Box::pin(futures_util::stream::pending()))
@@ -754,12 +739,7 @@ struct ListsThenFails {
 impl ListerWatcher<Cm> for ListsThenFails {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.lists.lock().push(tokio::time::Instant::now());
-        Ok(ObjectList {
-            items: vec![obj("a", 5)],
-            resource_version: "10".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![obj("a", 5)], "10"))
     }
     async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         let internal = WatchEvent::Error(Status { code: 500, reason: "InternalError".into(), ..Default::default() });
@@ -872,12 +852,7 @@ impl ScriptedWatches {
 impl ListerWatcher<Cm> for ScriptedWatches {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        Ok(ObjectList {
-            items: vec![obj("b", 40)],
-            resource_version: "50".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![obj("b", 40)], "50"))
     }
     async fn watch(&self, o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         self.watches.lock().push((o.clone(), tokio::time::Instant::now(), self.lists.load(Ordering::SeqCst)));
@@ -987,12 +962,7 @@ struct UnansweredWatches {
 
 impl ListerWatcher<Cm> for UnansweredWatches {
     async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
-        Ok(ObjectList {
-            items: vec![obj("a", 5)],
-            resource_version: "10".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        Ok(listed(vec![obj("a", 5)], "10"))
     }
     async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
         self.watches.fetch_add(1, Ordering::SeqCst);
