@@ -52,7 +52,7 @@ pub(crate) fn from_query(query: &[(String, String)], delete: bool) {
             }
             // kube's query booleans: the first value, false only as "0" or "false" (any case).
             "orphanDependents" if delete && !options.contains_key("orphanDependents") => {
-                options.insert(k.clone(), (!(v == "0" || v.eq_ignore_ascii_case("false"))).into());
+                options.insert(k.clone(), crate::body::query_bool(v).into());
             }
             _ => {}
         }

@@ -90,6 +90,12 @@ pub fn error(e: &ApiError) -> Response<Body> {
     r
 }
 
+/// A boolean query parameter as kube's parameter codec reads it (`Convert_Slice_string_To_bool`):
+/// anything but `0` and `false` (any case) is true, an empty value too.
+pub(crate) fn query_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
+}
+
 /// Decodes a URL query string into (key, value) pairs.
 pub fn parse_query(q: &str) -> Vec<(String, String)> {
     q.split('&')

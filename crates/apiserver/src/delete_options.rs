@@ -112,7 +112,7 @@ impl DeleteOpts {
         } else {
             let first = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
             // kube's query booleans: only "0" and "false" (any case) are false.
-            opts.orphan_dependents = first("orphanDependents").map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
+            opts.orphan_dependents = first("orphanDependents").map(crate::body::query_bool);
             if let Some(g) = first("gracePeriodSeconds") {
                 opts.grace_period_seconds = Some(parse_int64(g)?);
             }

@@ -50,12 +50,6 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
 }
 
-/// A boolean query parameter as kube's parameter codec reads it: anything but `0` and `false`
-/// (any case) is true, an empty value too.
-fn query_bool(v: &str) -> bool {
-    !(v == "0" || v.eq_ignore_ascii_case("false"))
-}
-
 impl ListOptions {
     /// Parses the query pairs as kube's parameter codec does: a parameter given twice has its
     /// first value; unknown parameters are ignored.
@@ -67,14 +61,14 @@ impl ListOptions {
             }
             let some = |v: &String| if v.is_empty() { None } else { Some(v.clone()) };
             match k.as_str() {
-                "watch" => o.watch = query_bool(v),
+                "watch" => o.watch = crate::body::query_bool(v),
                 "labelSelector" => o.label_selector = some(v),
                 "fieldSelector" => o.field_selector = some(v),
                 "resourceVersion" => o.resource_version = some(v),
                 "resourceVersionMatch" => o.resource_version_match = some(v),
                 "continue" => o.continue_token = some(v),
-                "allowWatchBookmarks" => o.allow_bookmarks = query_bool(v),
-                "sendInitialEvents" => o.send_initial_events = Some(query_bool(v)),
+                "allowWatchBookmarks" => o.allow_bookmarks = crate::body::query_bool(v),
+                "sendInitialEvents" => o.send_initial_events = Some(crate::body::query_bool(v)),
                 "limit" if !v.is_empty() => {
                     let n: i64 = v.parse().map_err(|_| {
                         ApiError::bad_request(format!(

@@ -86,8 +86,7 @@ pub(crate) fn read(method: &str, path: &str, segments: &[&str], query: &[(String
     }
     info.resource = parts[0].to_string();
     if info.name.is_empty() && info.verb == "get" {
-        let watch =
-            query.iter().find(|(k, _)| k == "watch").is_some_and(|(_, v)| !v.eq_ignore_ascii_case("false") && v != "0");
+        let watch = query.iter().find(|(k, _)| k == "watch").is_some_and(|(_, v)| crate::body::query_bool(v));
         info.verb = if watch { "watch" } else { "list" }.to_string();
         if let Some(name) = selected_name(query) {
             info.name = name;

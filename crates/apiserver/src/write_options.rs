@@ -116,8 +116,7 @@ pub fn parse(query: &[(String, String)], kind: WriteKind) -> Result<WriteParams,
         }
     };
     if causes.is_empty() {
-        // As kube's parameter codec: anything but `0` and `false` (any case) is true.
-        let force = force.is_some_and(|f| !(f == "0" || f.eq_ignore_ascii_case("false")));
+        let force = force.is_some_and(crate::body::query_bool);
         return Ok(WriteParams { validation, field_manager: field_manager.map(str::to_string), force });
     }
     let options = kind.options();

@@ -31,6 +31,22 @@ fn opts() -> ReflectorOptions {
     ReflectorOptions { name: "test".into(), ..Default::default() }
 }
 
+/// Runs a reflector over `lw` feeding a fresh queue, in a task, until the token is cancelled.
+fn run_reflector<L: ListerWatcher<Cm> + 'static>(
+    lw: Arc<L>,
+    o: ReflectorOptions,
+    hooks: ReflectorHooks,
+) -> (Arc<RealFifo<Cm>>, CancellationToken, tokio::task::JoinHandle<()>) {
+    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
+    let r = Reflector::new(lw, q.clone(), o, hooks);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let c = cancel.clone();
+        async move { r.run(c).await }
+    });
+    (q, cancel, task)
+}
+
 /// Pops one delta and describes it as (type, key or count, rv).
 async fn pop(q: &RealFifo<Cm>) -> String {
     q.pop(1, |mut b, _| {
@@ -88,13 +104,7 @@ async fn lists_at_rv0_with_page_size_then_watches_from_the_list_rv() {
 async fn reset_watch_relists_at_last_rv_and_recovers_dropped_events() {
     let src = FakeSource::new();
     src.add(cm("a", "1"));
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(Arc::new(src.clone()), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(Arc::new(src.clone()), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[a]@1");
     src.modify_drop_watch(cm("a", "2"));
     src.add_drop_watch(cm("c", "1"));
@@ -202,13 +212,7 @@ async fn too_many_requests_backs_off_and_rewatches_without_relisting() {
             Ok(vec![WatchEvent::Error(Status { code: 429, reason: "TooManyRequests".into(), ..Default::default() })]),
         ]),
     });
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
     // Four 429s (three at establishment, one as an ERROR event), then the open watch.
     while lw.watches.load(Ordering::SeqCst) < 5 {
@@ -226,13 +230,7 @@ async fn very_short_watch_is_an_error_that_relists() {
         watches: AtomicUsize::new(0),
         script: parking_lot::Mutex::new(vec![Ok(vec![])]),
     });
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
     assert_eq!(pop(&q).await, "ReplacedAll[a]@10", "an empty sub-second watch leads to a relist");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 2);
@@ -358,13 +356,7 @@ fn streaming(feeds: Vec<Result<tokio::sync::mpsc::UnboundedReceiver<WatchEvent<C
 async fn plain_bookmark_before_the_end_marker_falls_back_to_list() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let lw = streaming(vec![Ok(rx)]);
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     // A server that supports streaming lists sends no plain bookmark before the end marker; one
     // that does not (it ignored sendInitialEvents) may. The reflector then falls back to LIST.
     tx.send(WatchEvent::Added(obj("z", 30))).unwrap();
@@ -417,13 +409,7 @@ async fn streaming_list_rejected_by_the_server_falls_back_to_list() {
         ..Default::default()
     });
     let lw = streaming(vec![Err(invalid)]);
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 1);
     cancel.cancel();
@@ -594,13 +580,7 @@ async fn an_outage_of_any_length_ends_within_two_seconds_of_the_server_returning
             listed_at: parking_lot::Mutex::new(None),
             attempts: AtomicUsize::new(0),
         });
-        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn({
-            let (r, c) = (r.clone(), cancel.clone());
-            async move { r.run(c).await }
-        });
+        let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
         assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
         let late = lw.listed_at.lock().unwrap() - lw.back_at;
         assert!(late < Duration::from_secs(2), "outage of {outage_secs} s: listed {late:?} after the server returned");
@@ -625,13 +605,7 @@ async fn retry_after_is_obeyed_exactly() {
         watches: AtomicUsize::new(0),
         script: parking_lot::Mutex::new((0..8).map(|_| Err(busy())).collect()),
     });
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
     let started = tokio::time::Instant::now();
     while lw.watches.load(Ordering::SeqCst) < 9 {
@@ -766,13 +740,7 @@ impl ListerWatcher<Cm> for ListsThenFails {
 async fn a_successful_list_alone_does_not_restart_the_backoff() {
     for streaming in [true, false] {
         let lw = Arc::new(ListsThenFails { streaming, lists: Default::default() });
-        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn({
-            let (r, c) = (r.clone(), cancel.clone());
-            async move { r.run(c).await }
-        });
+        let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
         for _ in 0..6 {
             assert_eq!(pop(&q).await, "ReplacedAll[a]@10");
         }
@@ -916,13 +884,7 @@ async fn unavailable_streaming_list_rv_retries_at_once_at_the_latest() {
                 Ok(vec![WatchEvent::Added(obj("a", 40)), WatchEvent::Added(obj("c", 41)), end("45")]),
             ],
         );
-        let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-        let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn({
-            let (r, c) = (r.clone(), cancel.clone());
-            async move { r.run(c).await }
-        });
+        let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
         assert_eq!(pop(&q).await, "ReplacedAll[a]@35", "{what}");
         assert_eq!(pop(&q).await, "ReplacedAll[a,c]@45", "{what}");
         assert_eq!(lw.watch_rvs()[..3], [None, Some("35".to_string()), None], "{what}");
@@ -939,13 +901,7 @@ async fn unavailable_streaming_list_rv_retries_at_once_at_the_latest() {
 #[tokio::test(start_paused = true)]
 async fn expired_answer_to_the_latest_rv_waits_a_backoff_step() {
     let lw = ScriptedWatches::new(true, vec![Err(expired()), Err(expired()), Ok(vec![end("7")])]);
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[]@7");
     assert_eq!(lw.watch_rvs(), [None, None, None]);
     let t = lw.watch_instants();
@@ -1009,13 +965,7 @@ async fn resyncs_fire_during_retry_waits_and_while_a_watch_opens() {
     task.await.unwrap();
     // A watch request without an answer.
     let lw = Arc::new(UnansweredWatches { watches: AtomicUsize::new(0) });
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), resync, ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), resync, ReflectorHooks::default());
     assert_eq!(pop(&q).await.as_str(), "ReplacedAll[a]@10");
     for _ in 0..3 {
         assert_eq!(pop_within(&q, Duration::from_secs(11)).await, ("SyncAll".to_string(), Duration::from_secs(10)));
@@ -1051,13 +1001,7 @@ async fn watch_opening_blips_rewatch_at_the_same_rv_without_relisting() {
             Ok(vec![WatchEvent::Modified(obj("b", 60))]),
         ],
     );
-    let q = Arc::new(RealFifo::<Cm>::new(Default::default()));
-    let r = Arc::new(Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (q, cancel, task) = run_reflector(lw.clone(), opts(), ReflectorHooks::default());
     assert_eq!(pop(&q).await, "ReplacedAll[b]@50");
     assert_eq!(pop(&q).await, "Updated:b@60", "the next delta is the event, not a Replace");
     assert_eq!(lw.lists.load(Ordering::SeqCst), 1, "no relist");
