@@ -74,6 +74,7 @@ pub mod list;
 pub(crate) mod list_type;
 pub mod managed_fields;
 pub(crate) mod media;
+pub(crate) mod name_generator;
 pub mod namespaces;
 pub(crate) mod node_ports;
 pub mod object;

@@ -892,12 +892,6 @@ pub(crate) fn set_condition(status: &mut Map<String, Value>, mut condition: Map<
     }
 }
 
-/// Five random characters for `generateName`, from kube's alphabet.
-pub fn name_suffix() -> String {
-    const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5).map(|_| ALPHA[rand::random_range(0..ALPHA.len())] as char).collect()
-}
-
 /// The strings of a JSON list (nothing when it is absent or not a list; items that are not
 /// strings are skipped).
 pub fn strings(v: Option<&Value>) -> Vec<String> {

@@ -83,6 +83,7 @@ pub struct ApiServerBuilder {
     disruption_controller: bool,
     service_account_key: Option<SigningKey>,
     authorization: crate::AuthorizationMode,
+    name_seed: Option<u64>,
 }
 
 /// A service account signing key (PKCS#8 DER), never printed.
@@ -116,6 +117,7 @@ impl Default for ApiServerBuilder {
             disruption_controller: true,
             service_account_key: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
+            name_seed: None,
         }
     }
 }
@@ -280,6 +282,15 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Seeds the random suffixes of the names given to objects created with `generateName`, so
+    /// that a run creating the same objects in the same order names them alike (default: a seed
+    /// from the operating system). A create whose generated name is taken tries another, up to
+    /// eight, as kube-apiserver does.
+    pub fn generated_name_seed(mut self, seed: u64) -> Self {
+        self.name_seed = Some(seed);
+        self
+    }
+
     /// How long `start` waits for the watch cache to be filled (default 60 s).
     pub fn ready_timeout(mut self, d: Duration) -> Self {
         self.ready_timeout = d;
@@ -385,11 +396,13 @@ impl ApiServerBuilder {
         };
         let layout = KeyLayout::new(&self.prefix);
         let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
-        let store = Arc::new(
-            Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
-                .with_garbage_collection(self.garbage_collector)
-                .with_authorization(self.authorization),
-        );
+        let mut store = Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
+            .with_garbage_collection(self.garbage_collector)
+            .with_authorization(self.authorization);
+        if let Some(seed) = self.name_seed {
+            store = store.with_name_seed(seed);
+        }
+        let store = Arc::new(store);
         let background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), Duration::ZERO);
         if !cache.wait_ready(self.ready_timeout).await {

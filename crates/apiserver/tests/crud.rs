@@ -181,6 +181,62 @@ async fn status_subresource_and_generate_name() {
     assert!(st.body["spec"].get("activeDeadlineSeconds").is_none());
 }
 
+/// The names a server seeded with `seed` gives its first `n` configmaps created with
+/// `generateName: cm-`.
+async fn generated_names(seed: u64, n: usize) -> Vec<String> {
+    let s = informer_apiserver::testing::builder().generated_name_seed(seed).start().await.unwrap();
+    let c = Client::new(&s);
+    let mut names = Vec::new();
+    for _ in 0..n {
+        let r = c.post(CONFIGMAPS, &json!({"metadata": {"generateName": "cm-"}})).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+        names.push(r.body["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    names
+}
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn a_taken_generated_name_is_tried_again_then_refused_as_kube() {
+    let names = generated_names(42, 8).await;
+    assert_eq!(names.iter().collect::<std::collections::HashSet<_>>().len(), 8, "{names:?}");
+    // The same seed names alike: when the first two names are taken, a create gets the third.
+    let s = informer_apiserver::testing::builder().generated_name_seed(42).start().await.unwrap();
+    let c = Client::new(&s);
+    for n in &names[..2] {
+        assert_eq!(c.post(CONFIGMAPS, &json!({"metadata": {"name": n}})).await.code, 201);
+    }
+    let dry = c.post(&format!("{CONFIGMAPS}?dryRun=All"), &json!({"metadata": {"generateName": "cm-"}})).await;
+    assert_eq!((dry.code, &dry.body["metadata"]["name"]), (201, &json!(names[2])), "{}", dry.body);
+    assert_eq!(c.get(&format!("{CONFIGMAPS}/{}", names[2])).await.code, 404);
+    // Each attempt draws a new name: the dry run drew three.
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"generateName": "cm-"}, "data": {"k": "v"}})).await;
+    assert_eq!((r.code, &r.body["metadata"]["name"]), (201, &json!(names[3])), "{}", r.body);
+    assert_eq!(r.body["data"], json!({"k": "v"}));
+
+    // Eight names taken: kube's GenerateNameConflict, naming the last one tried.
+    let s = informer_apiserver::testing::builder().generated_name_seed(42).start().await.unwrap();
+    let c = Client::new(&s);
+    for n in &names {
+        assert_eq!(c.post(CONFIGMAPS, &json!({"metadata": {"name": n}})).await.code, 201);
+    }
+    let rv = s.resource_version();
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"generateName": "cm-"}})).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(r.body["reason"], "AlreadyExists");
+    assert_eq!(r.headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let last = &names[7];
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "configmaps \"{last}\" already exists, the server was not able to generate a unique name for the object"
+        )
+    );
+    assert_eq!(r.body["details"], json!({"name": last, "kind": "configmaps", "retryAfterSeconds": 1}));
+    assert_eq!(s.resource_version(), rv, "nothing was written");
+}
+
 #[tokio::test]
 async fn bad_input_is_a_status_and_writes_nothing() {
     let s = informer_apiserver::testing::builder().body_limit(64 * 1024).start().await.unwrap();

@@ -27,6 +27,7 @@ use crate::delete_options::DeleteOpts;
 use crate::field_validation::{self, FieldValidation};
 use crate::graceful_deletion::Grace;
 use crate::managed_fields::{self, ManagerKey, Operation};
+use crate::name_generator::{self, NameGenerator};
 use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
@@ -127,6 +128,8 @@ pub struct Store {
     gc_progress: tokio::sync::watch::Sender<u64>,
     /// The per-namespace locks of quota admission and recounts.
     quota_gates: crate::resource_quota::Gates,
+    /// The names of objects created with `generateName`.
+    names: NameGenerator,
 }
 
 /// One LIST page request.
@@ -161,6 +164,8 @@ struct InUse {
     node_ports: Option<HashSet<u32>>,
     /// Quota charges of the objects being created, held until they are stored.
     charges: crate::resource_quota::Charges,
+    /// Whether the last object prepared for a create was named from its `generateName`.
+    generated_name: bool,
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -202,10 +207,14 @@ pub(crate) fn check_patched_name(obj: &Map<String, Value>, name: &str, ns: &str)
 fn already_exists(info: &ResourceInfo, name: &str, stored: Option<&StoredObject>) -> ApiError {
     let mut e = ApiError::already_exists(&info.group, &info.plural, name);
     if stored.is_some_and(|o| o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
-        e.message = format!("object is being deleted: {}", e.message);
+        e.message = format!("{BEING_DELETED}{}", e.message);
     }
     e
 }
+
+/// What kube's store puts in front of an AlreadyExists message when the name's object is being
+/// deleted.
+pub(crate) const BEING_DELETED: &str = "object is being deleted: ";
 
 /// A storage failure as the Status kube-apiserver answers with.
 fn storage_error(e: StorageError, info: &ResourceInfo, name: &str, operation: &str) -> ApiError {
@@ -244,7 +253,40 @@ impl Store {
             node_ports: crate::node_ports::reservations(),
             garbage_collection: false,
             gc_progress: tokio::sync::watch::channel(0).0,
+            names: NameGenerator::default(),
         }
+    }
+
+    /// Makes the names of objects created with `generateName` follow from `seed`: a run that
+    /// creates the same objects in the same order names them alike.
+    pub fn with_name_seed(mut self, seed: u64) -> Self {
+        self.names = NameGenerator::seeded(seed);
+        self
+    }
+
+    /// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one
+    /// made from `generateName` (then `generated` is set); written into the object. 422 when
+    /// there is neither.
+    fn name_for_create(
+        &self,
+        info: &ResourceInfo,
+        obj: &mut Map<String, Value>,
+        generated: &mut bool,
+    ) -> Result<String, ApiError> {
+        *generated = false;
+        let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
+            (Some(n), _) => n,
+            (None, Some(g)) => {
+                *generated = true;
+                self.names.generate(&g)
+            }
+            // kube's LimitRange strategy names a nameless one with a UUID.
+            (None, None) if crate::limit_ranger::is_limit_ranges(info) => object::new_uid(),
+            (None, None) => return Err(name_required(info)),
+        };
+        // (The name is judged with the rest of the object's metadata: `crate::object_meta`.)
+        meta_mut(obj).insert("name".into(), name.clone().into());
+        Ok(name)
     }
 
     /// Has deletions give objects the garbage collector's finalizers (`orphan`,
@@ -550,7 +592,7 @@ impl Store {
         };
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         crate::owner_reference_dedup::dedup(&mut obj, true);
-        let name = name_for_create(info, &mut obj)?;
+        let name = self.name_for_create(info, &mut obj, &mut in_use.generated_name)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         strategy::prepare_create(info, &mut obj, &now);
         crate::certificate_signing::prepare_create(info, &mut obj);
@@ -787,15 +829,48 @@ impl Store {
                 }
             }
         }
-        let is_service = defaults::is_service(info);
-        if is_service && !dry_run && !self.fresh().await? {
+        if defaults::is_service(info) && !dry_run && !self.fresh().await? {
             // Cluster IPs are given from what the cache shows: it must hold every Service.
             return Err(ApiError::storage_timeout(&info.group, &info.plural, "create"));
         }
+        // As kube's store: a create whose generated name is taken tries another one.
+        let attempts = match checked.as_slice() {
+            [(obj, _, _)] if needs_name_generation(obj) => name_generator::MAX_CREATE_ATTEMPTS,
+            _ => 1,
+        };
+        for _ in 1..attempts {
+            let mut generated = false;
+            match self.create_checked(info, checked.clone(), (via, dry_run), manager, &mut generated).await {
+                Err(e) if generated && e.reason == "AlreadyExists" => continue,
+                Err(e) if generated => return Err(e),
+                done => return done,
+            }
+        }
+        let mut generated = false;
+        match self.create_checked(info, checked, (via, dry_run), manager, &mut generated).await {
+            Err(e) if generated && e.reason == "AlreadyExists" => Err(name_generator::conflict(info, &e)),
+            done => done,
+        }
+    }
+
+    /// Prepares and writes the creates of checked bodies in namespaces that admit them (see
+    /// [`Self::create_many`]). `generated` is set when a single body's name was generated.
+    async fn create_checked(
+        &self,
+        info: &ResourceInfo,
+        checked: Vec<(Map<String, Value>, String, Tracking)>,
+        (via, dry_run): (CreateVia, bool),
+        manager: &str,
+        generated: &mut bool,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        let is_service = defaults::is_service(info);
         let mut prepared = Vec::with_capacity(checked.len());
         let mut in_use = InUse::default();
+        let single = checked.len() == 1;
         for (obj, _, tracking) in checked {
-            match self.prepare_create(info, obj, &mut in_use, (tracking, via, dry_run), manager).await {
+            let done = self.prepare_create(info, obj, &mut in_use, (tracking, via, dry_run), manager).await;
+            *generated = single && in_use.generated_name;
+            match done {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
                     self.release_allocations(info, &prepared);
@@ -1694,6 +1769,11 @@ fn put_target(
     Ok((obj, ns, name))
 }
 
+/// Whether a create of `obj` asks the server to name it (kube's `needsNameGeneration`).
+fn needs_name_generation(obj: &Map<String, Value>) -> bool {
+    meta_str(obj, "name").is_none() && meta_str(obj, "generateName").is_some()
+}
+
 /// kube's 422 for a write whose object has neither a name nor a generateName.
 fn name_required(info: &ResourceInfo) -> ApiError {
     ApiError::invalid_object(
@@ -1704,22 +1784,4 @@ fn name_required(info: &ResourceInfo) -> ApiError {
         "FieldValueRequired",
         "Required value: name or generateName is required",
     )
-}
-
-/// The name a create stores, as kube's `BeforeCreate` gives it: the object's own, else one made
-/// from `generateName`; written into the object. 422 when there is neither.
-fn name_for_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<String, ApiError> {
-    let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
-        (Some(n), _) => n,
-        // kube's name generator keeps at most 58 bytes of the base, for a name of at most 63.
-        (None, Some(g)) => format!("{}{}", g.get(..58).unwrap_or(&g), object::name_suffix()),
-        // kube's LimitRange strategy names a nameless one with a UUID.
-        (None, None) if crate::limit_ranger::is_limit_ranges(info) => object::new_uid(),
-        (None, None) => {
-            return Err(name_required(info));
-        }
-    };
-    // (The name is judged with the rest of the object's metadata: `crate::object_meta`.)
-    meta_mut(obj).insert("name".into(), name.clone().into());
-    Ok(name)
 }

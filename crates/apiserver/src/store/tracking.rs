@@ -18,6 +18,7 @@ use crate::registry::ResourceInfo;
 use crate::strategy::Target;
 
 /// How a write records its managers in `managedFields`.
+#[derive(Clone)]
 pub(crate) enum Tracking {
     /// A create, update or patch by the write's field manager.
     Update,
