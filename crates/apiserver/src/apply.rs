@@ -267,7 +267,7 @@ impl Store {
                     self.replace(info, (&cur, is_current), obj, &write, Tracking::Applied(managers)).await
                 }
                 .await;
-                match self.settle(info, ns, name, is_current, attempt).await? {
+                match self.settle(info, (ns, name), (&cur, is_current), attempt).await? {
                     ControlFlow::Break(r) => return Ok((r, false)),
                     ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
                 }

@@ -295,7 +295,7 @@ impl Store {
                 self.replace(info, (&cur, is_current), parent, opts, Tracking::Scale).await
             }
             .await;
-            match self.settle(info, ns, name, is_current, attempt).await? {
+            match self.settle(info, (ns, name), (&cur, is_current), attempt).await? {
                 ControlFlow::Break(r) => return scale_of(info, &r),
                 ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
             }

@@ -282,12 +282,15 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
 
     // Updates carry the old object: the locked data cannot change, its labels can.
     let path = format!("{CONFIGMAPS}/fine");
+    let before = hook.seen("/validate").len();
     let r = c.patch(&path, "application/merge-patch+json", &json!({"data": {"k": "changed"}})).await;
     assert_eq!(r.code, 400, "{}", r.body);
     assert_eq!(
         r.body["message"],
         "admission webhook \"guard.example.com\" denied the request: the data of a locked ConfigMap cannot change"
     );
+    // Refused on the version the storage holds: not asked again.
+    assert_eq!(hook.seen("/validate").len(), before + 1);
     let update = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(update["review"]["request"]["operation"], "UPDATE");
     assert_eq!(update["review"]["request"]["oldObject"]["data"]["k"], "v");
@@ -301,9 +304,11 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(c.get(&path).await.body["data"]["k"], "v");
 
-    // Deletes are judged on the old object.
+    // Deletes are judged on the old object, once.
+    let before = hook.seen("/validate").len();
     let r = c.delete(&path).await;
     assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(hook.seen("/validate").len(), before + 1);
     assert_eq!(r.body["message"], "admission webhook \"guard.example.com\" denied the request: this object is kept");
     let delete = hook.seen("/validate").last().cloned().unwrap();
     assert_eq!(delete["review"]["request"]["operation"], "DELETE");

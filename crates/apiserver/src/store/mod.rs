@@ -1122,7 +1122,7 @@ impl Store {
             // Refused on the cache's version, it is judged again on the storage's (see `settle`).
             match self.replace(info, (&cur, is_current), obj.clone(), opts, Tracking::Update).await {
                 Ok(Attempt::Retry(newer)) => (cur, is_current) = (newer, true),
-                attempt => match self.settle(info, &ns, name, is_current, attempt).await? {
+                attempt => match self.settle(info, (&ns, name), (&cur, is_current), attempt).await? {
                     ControlFlow::Break(r) => return Ok(r),
                     ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
                 },
@@ -1167,30 +1167,33 @@ impl Store {
                 self.replace(info, (&cur, is_current), obj, &opts, Tracking::Update).await
             }
             .await;
-            match self.settle(info, ns, name, is_current, attempt).await? {
+            match self.settle(info, (ns, name), (&cur, is_current), attempt).await? {
                 ControlFlow::Break(r) => return Ok(r),
                 ControlFlow::Continue(newer) => (cur, is_current) = (newer, true),
             }
         }
     }
 
-    /// The outcome of a write's attempt: its answer, or the version of the object to try
-    /// again from. An attempt that started from the cache's version and failed is tried again
-    /// from the storage's, as kube-apiserver's GuaranteedUpdate does: the cache may be behind,
-    /// and a patch, an apply's field conflicts or a precondition judged against a stale version
-    /// are not the answer.
+    /// The outcome of a write's attempt from `tried` (`is_current`: read from the storage): its
+    /// answer, or the version of the object to try again from. An attempt that started from the
+    /// cache's version and failed is tried again from the storage's when that is newer, as
+    /// kube-apiserver's GuaranteedUpdate does: the cache may be behind, and a patch, an apply's
+    /// field conflicts or a precondition judged against a stale version are not the answer.
+    /// When the cache was not behind, the failure is the answer (admission is not asked twice).
     pub(crate) async fn settle(
         &self,
         info: &ResourceInfo,
-        ns: &str,
-        name: &str,
-        is_current: bool,
+        (ns, name): (&str, &str),
+        (tried, is_current): (&StoredObject, bool),
         attempt: Result<Attempt, ApiError>,
     ) -> Result<ControlFlow<Arc<StoredObject>, Arc<StoredObject>>, ApiError> {
         match attempt {
             Ok(Attempt::Done(r)) => Ok(ControlFlow::Break(r)),
             Ok(Attempt::Retry(newer)) => Ok(ControlFlow::Continue(newer)),
-            Err(_) if !is_current => self.stored(info, ns, name).await.map(ControlFlow::Continue),
+            Err(e) if !is_current => match self.stored(info, ns, name).await? {
+                stored if stored.rv == tried.rv => Err(e),
+                stored => Ok(ControlFlow::Continue(stored)),
+            },
             Err(e) => Err(e),
         }
     }
@@ -1521,11 +1524,14 @@ impl Store {
             match verdict {
                 Ok(()) => {}
                 // Refused on the cache's version: judged again on the storage's, as kube judges
-                // a delete on the object it deletes.
-                Err(_) if !is_current => {
-                    (old, is_current) = (self.stored(info, ns, name).await?, true);
-                    continue;
-                }
+                // a delete on the object it deletes; not again when the cache was not behind.
+                Err(e) if !is_current => match self.stored(info, ns, name).await? {
+                    stored if stored.rv == old.rv => return Err(e),
+                    stored => {
+                        (old, is_current) = (stored, true);
+                        continue;
+                    }
+                },
                 Err(e) => return Err(e),
             }
             let key = self.layout.object_key(info, ns, name);
