@@ -319,10 +319,10 @@ pub(crate) fn check_client_config(cc: &Value, at: &str, causes: &mut Vec<Cause>)
 fn check_service(service: &Value, at: &str, causes: &mut Vec<Cause>) {
     let text = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or("");
     if text("namespace").is_empty() {
-        causes.push(required(format!("{at}.name"), "service name is required"));
+        causes.push(required(format!("{at}.name"), ""));
     }
     if text("name").is_empty() {
-        causes.push(required(format!("{at}.namespace"), "service namespace is required"));
+        causes.push(required(format!("{at}.namespace"), ""));
     }
     if let Some(port) = service.get("port").and_then(Value::as_i64)
         && !(1..=65535).contains(&port)
@@ -370,7 +370,7 @@ fn check_url(url: &str, at: &str, causes: &mut Vec<Cause>) {
         causes.push(invalid(at.to_string(), scheme, &format!("'https' is the only allowed URL scheme{FORM}")));
     }
     if host.is_empty() {
-        causes.push(invalid(at.to_string(), host, &format!("host must be provided{FORM}")));
+        causes.push(invalid(at.to_string(), host, &format!("host must be specified{FORM}")));
     }
     if let Some(user) = user {
         causes.push(invalid(at.to_string(), user, "user information is not permitted in the URL"));
@@ -442,7 +442,7 @@ mod tests {
                 "webhooks[0].rules[0].apiGroups: Required value",
                 "webhooks[0].rules[0].resources[3]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status",
                 "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\",\"pods/*\",\"pods/status\"]: if '*' is present, must not specify other resources without subresources",
-                "webhooks[0].clientConfig.service.name: Required value: service name is required",
+                "webhooks[0].clientConfig.service.name: Required value",
                 "webhooks[0].clientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty",
             ]
         );
