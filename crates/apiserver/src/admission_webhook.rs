@@ -68,19 +68,31 @@ pub(crate) struct Mutation<'a> {
     /// `metadata` fields the server set that kube only sets after mutating admission: hidden
     /// from the webhooks and restored after them.
     pub server_set: &'a [&'a str],
+    /// The server's own mutating admission (LimitRanger's defaults, a pod's priority and
+    /// tolerations…), run again when a webhook changed the object, as kube reinvokes the whole
+    /// mutating chain.
+    pub readmit: &'a (dyn Fn(&mut Map<String, Value>) -> Result<(), ApiError> + Sync),
 }
 
-/// Offers the request to the mutating webhooks, which change the object with their patches. A
-/// webhook with `reinvocationPolicy: IfNeeded` is called once more, after the others, when a
-/// webhook after it changed the object. True when a webhook's patch changed the object.
+impl Mutation<'_> {
+    /// No server admission to run again.
+    pub(crate) fn no_readmit(_: &mut Map<String, Value>) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+/// Offers the request to the mutating webhooks, which change the object with their patches.
+/// When one did, the server's own mutating admission runs again (`readmit`), then a webhook
+/// with `reinvocationPolicy: IfNeeded` is called once more when a webhook after it, or that
+/// admission, changed the object. True when a webhook's patch changed the object.
 pub(crate) async fn mutate(cache: &Arc<WatchCache>, a: &Attributes<'_>, m: Mutation<'_>) -> Result<bool, ApiError> {
     let hooks = webhooks(cache, a, MUTATING)?;
     if hooks.is_empty() {
         return Ok(false);
     }
-    let Mutation { mut obj, default, server_set } = m;
+    let Mutation { mut obj, default, server_set, readmit } = m;
     let hidden = obj.as_deref_mut().map(|o| take_metadata(o, server_set)).unwrap_or_default();
-    let result = mutate_all(cache, a, &hooks, obj.as_deref_mut(), default).await;
+    let result = mutate_all(cache, a, &hooks, obj.as_deref_mut(), (default, readmit)).await;
     if let Some(o) = obj {
         restore_metadata(o, hidden);
     }
@@ -104,14 +116,17 @@ fn restore_metadata(obj: &mut Map<String, Value>, fields: Vec<(String, Value)>) 
     }
 }
 
-/// Runs the mutating webhooks in order, then once more those with `reinvocationPolicy:
-/// IfNeeded` that a later webhook's change followed.
+/// Runs the mutating webhooks in order; when one changed the object, the server's admission
+/// again, then once more those with `reinvocationPolicy: IfNeeded` that a later change followed.
 async fn mutate_all(
     cache: &Arc<WatchCache>,
     a: &Attributes<'_>,
     hooks: &[Value],
     mut obj: Option<&mut Map<String, Value>>,
-    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
+    (default, readmit): (
+        &(dyn Fn(&mut Map<String, Value>) + Sync),
+        &(dyn Fn(&mut Map<String, Value>) -> Result<(), ApiError> + Sync),
+    ),
 ) -> Result<bool, ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
@@ -127,6 +142,13 @@ async fn mutate_all(
         }
         if hook.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded") {
             if_needed.push((i, false));
+        }
+    }
+    if any_changed && let Some(o) = obj.as_deref_mut() {
+        let before = o.clone();
+        readmit(o)?;
+        if *o != before {
+            if_needed.iter_mut().for_each(|(_, after)| *after = true);
         }
     }
     for (i, _) in if_needed.into_iter().filter(|(_, after)| *after) {

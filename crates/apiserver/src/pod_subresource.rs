@@ -55,7 +55,12 @@ impl Creation<'_> {
     /// Offers the object to the mutating webhooks, which may change it.
     pub(crate) async fn mutate(&self, store: &Store, object: &mut Map<String, Value>) -> Result<(), ApiError> {
         let nothing = |_: &mut Map<String, Value>| {};
-        let mutation = crate::admission_webhook::Mutation { obj: Some(object), default: &nothing, server_set: &[] };
+        let mutation = crate::admission_webhook::Mutation {
+            obj: Some(object),
+            default: &nothing,
+            server_set: &[],
+            readmit: &crate::admission_webhook::Mutation::no_readmit,
+        };
         crate::admission_webhook::mutate(store.cache(), &self.attributes(None), mutation).await.map(drop)
     }
 

@@ -118,6 +118,7 @@ async fn answer(
         "/copy" => copy_annotation(&request),
         "/annotate" => annotate(&request),
         "/cap" => cap_replicas(&request),
+        "/sidecar" => add_sidecar(&request),
         _ => validate(&request),
     };
     let out = serde_json::to_vec(&response.into_review()).unwrap();
@@ -187,6 +188,12 @@ fn cap_replicas(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse 
     }
     let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]);
     response.with_patch(serde_json::from_value(patch).unwrap()).unwrap()
+}
+
+/// Adds a container named `sidecar` to a pod.
+fn add_sidecar(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let patch = json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "sidecar", "image": "envoy"}}]);
+    AdmissionResponse::from(request).with_patch(serde_json::from_value(patch).unwrap()).unwrap()
 }
 
 /// Annotates the object `a: "1"`.
@@ -498,6 +505,38 @@ async fn webhooks_see_what_kube_s_plugins_and_stores_add_and_the_update_strategy
     assert_eq!(hook.seen("/status").len(), 1);
     assert_eq!(r.body["spec"]["replicas"], 2);
     assert_eq!(r.body["status"].get("observedGeneration"), None, "{}", r.body["status"]);
+}
+
+#[tokio::test]
+async fn kube_s_admission_runs_again_on_what_a_mutating_webhook_added() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let limits = json!({"metadata": {"name": "defaults"}, "spec": {"limits": [{"type": "Container",
+        "default": {"cpu": "500m"}, "defaultRequest": {"cpu": "100m"}}]}});
+    assert_eq!(c.post("/api/v1/namespaces/default/limitranges", &limits).await.code, 201);
+    let sidecar = json!({"name": "sidecar.example.com", "clientConfig": hook.client_config("/sidecar"),
+        "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]});
+    let cfg = config("MutatingWebhookConfiguration", "sidecar", json!([sidecar]));
+    assert_eq!(c.post(MUTATING, &cfg).await.code, 201);
+    settled(&c).await;
+
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let r = c.post(PODS, &pod).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let containers = r.body["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 2);
+    // The sidecar came after LimitRanger's first pass: its defaults come from the second.
+    for container in containers {
+        assert_eq!(
+            container["resources"],
+            json!({"limits": {"cpu": "500m"}, "requests": {"cpu": "100m"}}),
+            "{}",
+            container["name"]
+        );
+    }
+    assert_eq!(hook.seen("/sidecar").len(), 1, "a webhook that is not IfNeeded is called once");
 }
 
 #[tokio::test]

@@ -564,13 +564,17 @@ impl Store {
             true => self.limit_ranges(&ns).await?,
             false => Vec::new(),
         };
-        if info.is_core("pods") {
-            crate::limit_ranger::default_pod(&mut obj, &limit_ranges, true);
-        }
         let classes = self.priority_classes(info, &obj).await?;
-        defaults::admission_plugins(info, &mut obj, defaults::Write::Create, &classes)?;
         let storage_classes = crate::storage_admission::classes_for(self, info).await?;
-        crate::storage_admission::admit_create(info, &mut obj, &storage_classes);
+        let admit = |obj: &mut Map<String, Value>| {
+            if info.is_core("pods") {
+                crate::limit_ranger::default_pod(obj, &limit_ranges, true);
+            }
+            defaults::admission_plugins(info, obj, defaults::Write::Create, &classes)?;
+            crate::storage_admission::admit_create(info, obj, &storage_classes);
+            Ok(())
+        };
+        admit(&mut obj)?;
         let mutation = crate::admission_webhook::Mutation {
             obj: Some(&mut obj),
             default: &|o: &mut Map<String, Value>| defaults::decode(info, o),
@@ -579,6 +583,7 @@ impl Store {
             } else {
                 &["uid", "creationTimestamp"]
             },
+            readmit: &admit,
         };
         let mutating = crate::admission_policy::Attributes {
             info,
@@ -1278,14 +1283,23 @@ impl Store {
             true => self.limit_ranges(&old.namespace).await?,
             false => Vec::new(),
         };
-        if target == Target::Resize {
-            crate::limit_ranger::default_pod(&mut obj, &limit_ranges, false);
-        }
-        if target != Target::Status {
-            // An update keeps the pod's priority: no class is read.
-            defaults::admission_plugins(info, &mut obj, defaults::Write::Update(old), &[])?;
-        }
-        let mutation = crate::admission_webhook::Mutation { obj: Some(&mut obj), default: &default, server_set: &[] };
+        let admit = |obj: &mut Map<String, Value>| {
+            if target == Target::Resize {
+                crate::limit_ranger::default_pod(obj, &limit_ranges, false);
+            }
+            if target != Target::Status {
+                // An update keeps the pod's priority: no class is read.
+                defaults::admission_plugins(info, obj, defaults::Write::Update(old), &[])?;
+            }
+            Ok(())
+        };
+        admit(&mut obj)?;
+        let mutation = crate::admission_webhook::Mutation {
+            obj: Some(&mut obj),
+            default: &default,
+            server_set: &[],
+            readmit: &admit,
+        };
         if !opts.admitted && crate::admission_webhook::mutate(&self.cache, &attributes(None), mutation).await? {
             // As kube's update strategies run after mutating admission: what a webhook changed
             // outside the part this write may change is dropped.
@@ -1510,7 +1524,12 @@ impl Store {
                 dry_run,
             };
             let judged = async {
-                let nothing = crate::admission_webhook::Mutation { obj: None, default: &|_| {}, server_set: &[] };
+                let nothing = crate::admission_webhook::Mutation {
+                    obj: None,
+                    default: &|_| {},
+                    server_set: &[],
+                    readmit: &crate::admission_webhook::Mutation::no_readmit,
+                };
                 crate::admission_webhook::mutate(&self.cache, &attributes, nothing).await?;
                 crate::admission_policy::admit(&self.cache, &attributes).await?;
                 crate::admission_webhook::validate(&self.cache, &attributes).await
