@@ -71,8 +71,11 @@ pub(crate) struct Mutation<'a> {
     /// The server's own mutating admission (LimitRanger's defaults, a pod's priority and
     /// tolerations…), run again when a webhook changed the object, as kube reinvokes the whole
     /// mutating chain.
-    pub readmit: &'a (dyn Fn(&mut Map<String, Value>) -> Result<(), ApiError> + Sync),
+    pub readmit: &'a Readmit<'a>,
 }
+
+/// The server's own mutating admission of an object (see [`Mutation::readmit`]).
+pub(crate) type Readmit<'a> = dyn Fn(&mut Map<String, Value>) -> Result<(), ApiError> + Sync + 'a;
 
 impl Mutation<'_> {
     /// No server admission to run again.
@@ -92,7 +95,7 @@ pub(crate) async fn mutate(cache: &Arc<WatchCache>, a: &Attributes<'_>, m: Mutat
     }
     let Mutation { mut obj, default, server_set, readmit } = m;
     let hidden = obj.as_deref_mut().map(|o| take_metadata(o, server_set)).unwrap_or_default();
-    let result = mutate_all(cache, a, &hooks, obj.as_deref_mut(), (default, readmit)).await;
+    let result = mutate_all(cache, a, &hooks, obj.as_deref_mut(), default, readmit).await;
     if let Some(o) = obj {
         restore_metadata(o, hidden);
     }
@@ -123,10 +126,8 @@ async fn mutate_all(
     a: &Attributes<'_>,
     hooks: &[Value],
     mut obj: Option<&mut Map<String, Value>>,
-    (default, readmit): (
-        &(dyn Fn(&mut Map<String, Value>) + Sync),
-        &(dyn Fn(&mut Map<String, Value>) -> Result<(), ApiError> + Sync),
-    ),
+    default: &(dyn Fn(&mut Map<String, Value>) + Sync),
+    readmit: &Readmit<'_>,
 ) -> Result<bool, ApiError> {
     let namespace = crate::admission_policy::namespace_object(cache, a)?;
     let old = a.old.map(|o| crate::admission_policy::view(a, o.value()));
