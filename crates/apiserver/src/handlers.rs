@@ -627,31 +627,23 @@ async fn resource_request(
             }
             Ok(json_bytes(code, o.json()))
         }
+        // kube routes no deletion of a namespaced collection across namespaces.
+        (Method::DELETE, None) if info.namespaced && ns.is_none() => Err(ApiError::method_not_allowed()),
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
             let sel = selectors(&opts, &info)?;
             let delete_opts = delete_options(shared, req, &query).await?;
             crate::delete_options::warn_on_default(&info, &delete_opts);
-            // As kube's DeleteCollection: each listed object deleted (one already gone is
-            // passed over, any other failure is the answer), the answer the objects as listed.
-            let (listed_at, items) = store.snapshot(&info, ns, &sel).await?;
-            for o in &items {
-                match store.delete(&info, &o.namespace, &o.name, &delete_opts).await {
-                    Ok(_) => {}
-                    Err(e) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            let mut head = Vec::new();
-            head.extend_from_slice(b"{\"kind\":");
-            let _ = serde_json::to_writer(&mut head, &format!("{}List", info.kind));
-            head.extend_from_slice(b",\"apiVersion\":");
-            let _ = serde_json::to_writer(&mut head, &info.api_version());
-            head.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
-            head.extend_from_slice(listed_at.to_string().as_bytes());
-            head.extend_from_slice(b"\"},\"items\":[");
-            let list = list::ListBody::new(head, items, list::ItemForm::Object(info.list_items_have_kind));
-            Ok(body::respond(200, "application/json", Body::List(Box::new(list))))
+            let deleted = crate::delete_collection::delete_collection(
+                &store,
+                &info,
+                ns,
+                (opts, &sel),
+                &delete_opts,
+                shared.cfg.rv_wait,
+            )
+            .await?;
+            Ok(body::respond(200, "application/json", Body::List(Box::new(deleted))))
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -49,6 +49,7 @@ pub(crate) mod cron_schedule;
 pub mod custom_resource;
 pub(crate) mod default_check;
 pub mod defaults;
+pub(crate) mod delete_collection;
 pub mod delete_options;
 pub mod discovery;
 pub(crate) mod disruption_controller;

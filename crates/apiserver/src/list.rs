@@ -18,7 +18,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use crate::cache::ListAt;
+use crate::cache::{ListAt, ListPage};
 use crate::object::StoredObject;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
@@ -410,6 +410,84 @@ pub async fn list(
     render: crate::table::Render,
 ) -> Result<ListAnswer, ApiError> {
     let ns = if info.namespaced { ns } else { None };
+    let page = read_page(store, info, ns, opts, sel, rv_wait).await?;
+    if let crate::table::Render::Table(include) = render {
+        let mut meta = serde_json::Map::new();
+        meta.insert("resourceVersion".into(), page.rv.to_string().into());
+        if let Some(after) = &page.next_after {
+            let t = ContinueToken::after(page.rv as i64, after, ns, true);
+            meta.insert("continue".into(), t.encode().into());
+            if sel.is_empty() {
+                meta.insert("remainingItemCount".into(), page.remaining.into());
+            }
+        }
+        let t = crate::table::table(info, Value::Object(meta), &page.items, include);
+        return Ok(ListAnswer::Whole(serde_json::to_vec(&t).unwrap_or_default()));
+    }
+    let metadata = render == crate::table::Render::Metadata;
+    let head = list_head(info, ns, sel, &page, metadata);
+    let form = if metadata { ItemForm::Metadata } else { ItemForm::Object(info.list_items_have_kind) };
+    Ok(ListAnswer::Items(ListBody::new(head, page.items, form)))
+}
+
+/// The next page a LIST with `opts` reads (its resourceVersion, limit and continue token), as
+/// kube-apiserver serves it: 410 for a continue token past the history, with a token that
+/// continues from the latest state.
+pub async fn page(
+    store: &Store,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    opts: &ListOptions,
+    sel: &Selectors,
+    rv_wait: Duration,
+) -> Result<ListPage, ApiError> {
+    read_page(store, info, if info.namespaced { ns } else { None }, opts, sel, rv_wait).await
+}
+
+/// The continue token of the page after `page` (None when it is the last).
+pub fn next_continue(info: &ResourceInfo, ns: Option<&str>, page: &ListPage) -> Option<String> {
+    let ns = if info.namespaced { ns } else { None };
+    page.next_after.as_ref().map(|after| ContinueToken::after(page.rv as i64, after, ns, true).encode())
+}
+
+/// The JSON of a list of `info` up to its items (`{"kind":…,"metadata":{…},"items":[`): the
+/// resourceVersion `page` was read at and, when more follow, its continue token and (without
+/// selectors) how many items remain. `metadata`: a `PartialObjectMetadataList`.
+pub fn list_head(info: &ResourceInfo, ns: Option<&str>, sel: &Selectors, page: &ListPage, metadata: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"kind\":");
+    if metadata {
+        out.extend_from_slice(b"\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\"");
+    } else {
+        let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
+        out.extend_from_slice(b",\"apiVersion\":");
+        let _ = serde_json::to_writer(&mut out, &info.api_version());
+    }
+    out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
+    out.extend_from_slice(page.rv.to_string().as_bytes());
+    out.push(b'"');
+    if let Some(token) = next_continue(info, ns, page) {
+        out.extend_from_slice(b",\"continue\":\"");
+        out.extend_from_slice(token.as_bytes());
+        out.push(b'"');
+        if sel.is_empty() {
+            out.extend_from_slice(b",\"remainingItemCount\":");
+            out.extend_from_slice(page.remaining.to_string().as_bytes());
+        }
+    }
+    out.extend_from_slice(b"},\"items\":[");
+    out
+}
+
+/// [`page`], `ns` already `None` for a cluster-scoped resource.
+async fn read_page(
+    store: &Store,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    opts: &ListOptions,
+    sel: &Selectors,
+    rv_wait: Duration,
+) -> Result<ListPage, ApiError> {
     let mut limit = opts.limit;
     let mut start: Option<String> = None;
     let mut token: Option<ContinueToken> = None;
@@ -452,8 +530,8 @@ pub async fn list(
     // Without a resourceVersion (and not continuing a list) the read is consistent.
     let consistent = opts.continue_token.is_none() && opts.resource_version.is_none();
     let q = crate::store::ListQuery { ns, at, start: start.as_deref(), limit, sel, consistent };
-    let page = match store.list(info, q).await {
-        Ok(p) => p,
+    match store.list(info, q).await {
+        Ok(p) => Ok(p),
         Err(e) if e.code == 410 && token.is_some() => {
             let t = token.unwrap_or(ContinueToken { rv: -1, start: String::new() });
             let key = t.start_key(ns);
@@ -463,49 +541,10 @@ pub async fn list(
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
             );
             e.continue_token = Some(fresh.encode());
-            return Err(e);
+            Err(e)
         }
-        Err(e) => return Err(e),
-    };
-    if let crate::table::Render::Table(include) = render {
-        let mut meta = serde_json::Map::new();
-        meta.insert("resourceVersion".into(), page.rv.to_string().into());
-        if let Some(after) = &page.next_after {
-            let t = ContinueToken::after(page.rv as i64, after, ns, true);
-            meta.insert("continue".into(), t.encode().into());
-            if sel.is_empty() {
-                meta.insert("remainingItemCount".into(), page.remaining.into());
-            }
-        }
-        let t = crate::table::table(info, Value::Object(meta), &page.items, include);
-        return Ok(ListAnswer::Whole(serde_json::to_vec(&t).unwrap_or_default()));
+        Err(e) => Err(e),
     }
-    let metadata = render == crate::table::Render::Metadata;
-    let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(b"{\"kind\":");
-    if metadata {
-        out.extend_from_slice(b"\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\"");
-    } else {
-        let _ = serde_json::to_writer(&mut out, &format!("{}List", info.kind));
-        out.extend_from_slice(b",\"apiVersion\":");
-        let _ = serde_json::to_writer(&mut out, &info.api_version());
-    }
-    out.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
-    out.extend_from_slice(page.rv.to_string().as_bytes());
-    out.push(b'"');
-    if let Some(after) = &page.next_after {
-        let t = ContinueToken::after(page.rv as i64, after, ns, true);
-        out.extend_from_slice(b",\"continue\":\"");
-        out.extend_from_slice(t.encode().as_bytes());
-        out.push(b'"');
-        if sel.is_empty() {
-            out.extend_from_slice(b",\"remainingItemCount\":");
-            out.extend_from_slice(page.remaining.to_string().as_bytes());
-        }
-    }
-    out.extend_from_slice(b"},\"items\":[");
-    let form = if metadata { ItemForm::Metadata } else { ItemForm::Object(info.list_items_have_kind) };
-    Ok(ListAnswer::Items(ListBody::new(out, page.items, form)))
 }
 
 #[cfg(test)]

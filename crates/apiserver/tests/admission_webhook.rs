@@ -334,6 +334,14 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes_in_kube_words()
     assert_eq!(delete["review"]["request"]["object"], Value::Null);
     assert_eq!(delete["review"]["request"]["oldObject"]["metadata"]["labels"]["keep"], "1");
     assert_eq!(c.get(&path).await.code, 200);
+    // A collection's deletion is offered item by item, as kube offers it: no name.
+    let r = c.delete(CONFIGMAPS).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    let delete = hook.seen("/validate").last().cloned().unwrap();
+    assert_eq!(delete["review"]["request"]["name"], Value::Null, "{}", delete["review"]["request"]);
+    assert_eq!(delete["review"]["request"]["namespace"], "default");
+    assert_eq!(delete["review"]["request"]["oldObject"]["metadata"]["name"], "fine");
+    assert_eq!(c.get(&path).await.code, 200);
 
     // Other resources are not offered to it.
     let before = hook.seen("/validate").len();

@@ -608,6 +608,41 @@ async fn a_collection_delete_answers_what_it_listed() {
 }
 
 #[tokio::test]
+async fn a_collection_delete_with_a_limit_deletes_one_page_and_continues() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for name in ["p1", "p2", "p3", "p4", "p5"] {
+        assert_eq!(c.post(cms, &json!({"metadata": {"name": name}})).await.code, 201);
+    }
+    let names = |r: &Resp| -> Vec<String> {
+        r.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().into()).collect()
+    };
+    let r = c.delete(&format!("{cms}?limit=2")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(names(&r), ["p1", "p2"]);
+    // The page as a LIST answers it: its continue token deletes the next one.
+    assert_eq!(r.body["metadata"]["remainingItemCount"], 3);
+    let token = r.body["metadata"]["continue"].as_str().unwrap().to_string();
+    let left = c.get(cms).await;
+    assert_eq!(names(&left), ["p3", "p4", "p5"]);
+    let r = c.delete(&format!("{cms}?limit=2&continue={token}")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(names(&r), ["p3", "p4"]);
+    assert_eq!(names(&c.get(cms).await), ["p5"]);
+    // Without a limit, every page.
+    let r = c.delete(cms).await;
+    assert_eq!((r.code, names(&r)), (200, vec!["p5".to_string()]));
+    assert!(r.body["metadata"].get("continue").is_none(), "{}", r.body);
+    assert_eq!(names(&c.get(cms).await), Vec::<String>::new());
+    // Across namespaces a collection is only listed and watched, as kube routes it.
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "kept"}})).await.code, 201);
+    let r = c.delete("/api/v1/configmaps").await;
+    assert_eq!((r.code, &r.body["reason"]), (405, &json!("MethodNotAllowed")), "{}", r.body);
+    assert_eq!(names(&c.get(cms).await), ["kept"]);
+}
+
+#[tokio::test]
 async fn a_version_precondition_is_compared_as_written() {
     let s = server().await;
     let c = Client::new(&s);
