@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use informer_apiserver::ApiServer;
+use informer_apiserver::{ApiServer, StorageConfig};
 use serde_json::{Value, json};
 
 fn names(v: &Value) -> Vec<String> {
@@ -96,6 +96,52 @@ async fn continue_after_compaction_is_410_with_fresh_token() {
     assert_eq!(r.code, 200);
     assert_eq!(names(&r.body), ["sample-c", "sample-d", "sample-e", "sample-f"]);
     assert_eq!(r.body["metadata"]["resourceVersion"], s.resource_version().to_string());
+}
+
+/// A list at a revision older than the watch cache's history is read from the storage, as kube's
+/// cacher delegates it to etcd: continue tokens and Exact lists keep working until the storage
+/// compacts that revision. Each engine is the test's own (a compaction is the whole storage's).
+#[tokio::test]
+async fn pages_older_than_the_cache_history_are_read_from_the_storage() {
+    let etcd = informer_apiserver::etcd_process::EtcdProcess::start().unwrap();
+    let engines = [
+        StorageConfig::Memory,
+        StorageConfig::Sqlite(informer_apiserver::testing::temp_data_dir()),
+        StorageConfig::Etcd { endpoints: vec![etcd.url()] },
+    ];
+    for storage in engines {
+        let name = format!("{storage:?}");
+        let s = ApiServer::builder().storage(storage).history_capacity(5).start().await.unwrap();
+        five(&s).await;
+        let c = Client::new(&s);
+        let p1 = c.get(&format!("{PODS}?limit=2")).await;
+        assert_eq!(p1.code, 200, "{name}");
+        let rv = p1.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        let tok = p1.body["metadata"]["continue"].as_str().unwrap().to_string();
+        // More changes than the cache keeps, one of them to an object of the next page.
+        for i in 0..10 {
+            let label = json!({"metadata": {"labels": {"round": i.to_string()}}});
+            let r = c.patch(&format!("{PODS}/sample-c"), "application/merge-patch+json", &label).await;
+            assert_eq!(r.code, 200, "{name}: {}", r.body);
+        }
+        let p2 = c.get(&format!("{PODS}?limit=2&continue={tok}")).await;
+        assert_eq!(p2.code, 200, "{name}: {}", p2.body);
+        assert_eq!(names(&p2.body), ["sample-c", "sample-d"], "{name}");
+        assert_eq!(p2.body["metadata"]["resourceVersion"], rv.as_str(), "{name}");
+        assert_eq!(p2.body["items"][0]["metadata"]["labels"], json!({"app": "sample"}), "{name}: as it was");
+        assert_eq!(p2.body["metadata"]["remainingItemCount"], 1, "{name}");
+        let exact = c.get(&format!("{PODS}?resourceVersion={rv}&resourceVersionMatch=Exact")).await;
+        assert_eq!(exact.code, 200, "{name}: {}", exact.body);
+        assert_eq!(names(&exact.body).len(), 5, "{name}");
+        assert_eq!(exact.body["metadata"]["resourceVersion"], rv.as_str(), "{name}");
+        // Once the storage has compacted it: 410, as before.
+        s.compact().await.unwrap();
+        let r = c.get(&format!("{PODS}?limit=2&continue={tok}")).await;
+        assert_eq!((r.code, &r.body["reason"]), (410, &json!("Expired")), "{name}: {}", r.body);
+        let r = c.get(&format!("{PODS}?resourceVersion={rv}&resourceVersionMatch=Exact")).await;
+        assert_eq!(r.code, 410, "{name}: {}", r.body);
+        assert_eq!(r.body["message"], "The resourceVersion for the provided list is too old.", "{name}");
+    }
 }
 
 #[tokio::test]

@@ -1681,9 +1681,16 @@ impl Store {
         let converted_first = crate::conversion::webhook_of(info).is_some() && !q.sel.is_empty();
         let (limit, sel) = if converted_first { (0, &Selectors::default()) } else { (q.limit, q.sel) };
         let mut page = if !q.consistent || self.fresh().await? {
-            self.cache.list(info, q.ns, q.at, q.start, limit, sel)?
+            match (self.cache.list(info, q.ns, q.at, q.start, limit, sel), q.at) {
+                // Older than the cache's history: the storage's, as kube's cacher delegates
+                // such a list to etcd (which answers 410 once it has compacted that revision).
+                (Err(e), ListAt::Exact(rv)) if e.code == 410 => {
+                    self.list_from_storage(info, (q.ns, q.start), Some(rv), limit, sel).await?
+                }
+                (page, _) => page?,
+            }
         } else {
-            self.list_from_storage(info, q.ns, q.start, limit, sel).await?
+            self.list_from_storage(info, (q.ns, q.start), None, limit, sel).await?
         };
         let items =
             crate::conversion::to_served(self.cache.conversions(), info, std::mem::take(&mut page.items)).await?;
@@ -1695,22 +1702,24 @@ impl Store {
         Ok(page)
     }
 
-    /// A consistent list read from the storage (the cache lags behind).
+    /// A list read from the storage: the latest state (a consistent list the cache lags
+    /// behind), or the state at `revision` (one older than the cache's history).
     async fn list_from_storage(
         &self,
         info: &ResourceInfo,
-        ns: Option<&str>,
-        start: Option<&str>,
+        (ns, start): (Option<&str>, Option<&str>),
+        revision: Option<u64>,
         limit: usize,
         sel: &Selectors,
     ) -> Result<ListPage, ApiError> {
         let prefix = self.layout.list_prefix(info, ns);
         let range = self
             .storage
-            .range(RangeRequest { prefix, ..Default::default() })
+            .range(RangeRequest { prefix, revision, ..Default::default() })
             .await
             .map_err(|e| storage_error(e, info, "", "list"))?;
-        let mut page = ListPage { rv: range.revision, items: Vec::new(), next_after: None, remaining: 0 };
+        let rv = revision.unwrap_or(range.revision);
+        let mut page = ListPage { rv, items: Vec::new(), next_after: None, remaining: 0 };
         let mut objs = Vec::with_capacity(range.kvs.len());
         for kv in &range.kvs {
             let o = self.parse_kv(info, kv)?;
