@@ -362,6 +362,13 @@ pub(crate) struct MapType<'a> {
 }
 
 impl<'a> TypeRef<'a> {
+    /// Whether the schema here is an inline string without a format (Go's `string`, not bytes
+    /// or a type of its own such as a Quantity).
+    fn is_plain_string(&self) -> bool {
+        self.schema
+            .is_some_and(|s| s.get("type").and_then(Value::as_str) == Some("string") && s.get("format").is_none())
+    }
+
     /// A type without a schema (a custom resource without one): deduced from the values, with
     /// `ObjectMeta` for `metadata`.
     pub(crate) fn unknown_object(schemas: &'a Schemas) -> Self {
@@ -711,7 +718,15 @@ impl<'a> MapType<'a> {
         if self.object_root && name == "metadata" {
             return NullField::Drop;
         }
-        let Some(props) = self.properties else { return NullField::Keep };
+        let Some(props) = self.properties else {
+            // Go's maps of strings (labels, annotations, a ConfigMap's data) hold a null as "".
+            return match self.elements {
+                Some(e) if std::ptr::eq(self.schemas, builtin()) && e.is_plain_string() => {
+                    NullField::Zero(&EMPTY_STRING)
+                }
+                _ => NullField::Keep,
+            };
+        };
         if self.definition.is_some() && std::ptr::eq(self.schemas, builtin()) {
             return match self.zero_value(name) {
                 Some(z) => NullField::Zero(z),
@@ -742,6 +757,8 @@ impl<'a> MapType<'a> {
         crate::managed_fields::presence::builtin_zero_value(def, name, || self.is_required(name))
     }
 }
+
+static EMPTY_STRING: Value = Value::String(String::new());
 
 static STRING_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| serde_json::json!({"type": "string"}));
 

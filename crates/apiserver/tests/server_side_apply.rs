@@ -498,6 +498,29 @@ async fn kube_rs_patch_apply_conflicts_then_forces() {
 }
 
 #[tokio::test]
+async fn a_null_over_another_manager_s_field_conflicts_and_force_takes_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let path = "/api/v1/namespaces/default/configmaps/settings";
+    let first = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                    "data": {"mode": "fast", "level": "3"}}"#;
+    assert_eq!(apply(&c, path, "fieldManager=team-a", first).await.code, 201);
+    let nulled = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                     "data": {"mode": null}}"#;
+    let r = apply(&c, path, "fieldManager=team-b", nulled).await;
+    assert_eq!((r.code, &r.body["reason"]), (409, &json!("Conflict")), "{}", r.body);
+    assert_eq!(r.body["message"], "Apply failed with 1 conflict: conflict with \"team-a\": .data.mode");
+    assert_eq!(c.get(path).await.body["data"], json!({"mode": "fast", "level": "3"}));
+    let r = apply(&c, path, "fieldManager=team-b&force=true", nulled).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    // As Go's map of strings holds a null: the empty string.
+    assert_eq!(r.body["data"], json!({"level": "3", "mode": ""}));
+    let stored = s.get("configmaps", "default", "settings").await.unwrap();
+    assert_eq!(entry(&stored, "team-a", None)["fieldsV1"], json!({"f:data": {"f:level": {}}}));
+    assert_eq!(entry(&stored, "team-b", None)["fieldsV1"], json!({"f:data": {"f:mode": {}}}));
+}
+
+#[tokio::test]
 async fn kubectl_moves_from_client_side_to_server_side_apply() {
     let s = server().await;
     let dir = tempdir("kubectl-csa-ssa");

@@ -145,7 +145,15 @@ pub(crate) fn apply(
     };
     // As Go's types hold it: the nulls removal leaves become absent fields or zero values.
     super::normalize_nulls(&mut object, ctx.ty);
-    let cmp = compare(live, &object, ctx.ty).excluding(ctx.ignored);
+    let mut cmp = compare(live, &object, ctx.ty).excluding(ctx.ignored);
+    // A field the configuration sets to null is gone from the object as Go holds it, but
+    // structured-merge-diff compares the merged value, null included: the field is modified
+    // (another manager's value of it conflicts), not merely removed.
+    let nulled = cmp.removed.intersection(&claimed);
+    if !nulled.is_empty() {
+        cmp.removed = cmp.removed.difference(&nulled);
+        cmp.modified.union_with(&nulled);
+    }
     take_from_others(&mut next, manager, &cmp, force)?;
     let changed = !super::path::values_equal(live, &object);
     let own = claimed.difference(stripped());
