@@ -33,6 +33,7 @@ use tokio::sync::watch;
 
 use crate::controller_loop::{Loop, Wakers};
 use crate::crd::{CLEANUP_FINALIZER, condition};
+use crate::delete_options::DeleteOpts;
 use crate::object;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
@@ -297,33 +298,44 @@ impl Controller {
             return Ok(Vec::new());
         }
         let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let established = crate::crd::condition_true(&Value::Object(crd.clone()), "Established");
+        if set_condition(
+            &mut crd,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        ) {
+            match self.write_status(crd).await? {
+                Some(Value::Object(m)) => crd = m,
+                // Changed meanwhile: the change wakes the next pass.
+                _ => return Ok(Vec::new()),
+            }
+        }
         let served = self.store.registry().custom(&name);
         // Deleted in the storage version, which no conversion webhook has to convert.
         let storage = served.iter().find(|i| crate::conversion::is_storage_version(i)).or(served.first());
-        if let Some(info) = storage.cloned() {
-            if set_condition(
-                &mut crd,
-                "Terminating",
-                "True",
-                "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
-            ) {
-                match self.write_status(crd).await? {
-                    Some(Value::Object(m)) => crd = m,
-                    // Changed meanwhile: the change wakes the next pass.
-                    _ => return Ok(Vec::new()),
+        let (reason, message) = match storage.cloned() {
+            _ if !established => ("NeverEstablished", "resource was never established"),
+            Some(info) => {
+                if let Err(e) = self.delete_all(&info).await {
+                    let message = format!("could not issue all deletes: {}", e.message);
+                    set_condition(&mut crd, "Terminating", "True", "InstanceDeletionFailed", &message);
+                    self.write_status(crd).await?;
+                    return Err(e);
                 }
+                if !self.store.fresh().await? {
+                    return Err(ApiError::internal("the watch cache is behind the storage"));
+                }
+                let (_, left) = self.store.cache().snapshot(&info, None, &Selectors::default())?;
+                if !left.is_empty() {
+                    return Ok(vec![info]);
+                }
+                ("InstanceDeletionCompleted", "removed all instances")
             }
-            self.delete_all(&info).await?;
-            if !self.store.fresh().await? {
-                return Err(ApiError::internal("the watch cache is behind the storage"));
-            }
-            let (_, left) = self.store.cache().snapshot(&info, None, &Selectors::default())?;
-            if !left.is_empty() {
-                return Ok(vec![info]);
-            }
-        }
-        if set_condition(&mut crd, "Terminating", "False", "InstanceDeletionCompleted", "removed all instances") {
+            None => ("InstanceDeletionCompleted", "removed all instances"),
+        };
+        if set_condition(&mut crd, "Terminating", "False", reason, message) {
             match self.write_status(crd).await? {
                 Some(Value::Object(m)) => crd = m,
                 _ => return Ok(Vec::new()),
@@ -346,8 +358,10 @@ impl Controller {
             objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")),
         )
         .map(|o| async move {
-            match store.delete(info, &o.namespace, &o.name, &crate::delete_options::DeleteOpts::with_uid(&o.uid)).await
-            {
+            // Straight to the registry, as kube's finalizer deletes them: admission is not asked
+            // (a webhook refusing deletions, or down, does not keep the definition forever).
+            let opts = DeleteOpts { admitted: true, ..DeleteOpts::with_uid(&o.uid) };
+            match store.delete(info, &o.namespace, &o.name, &opts).await {
                 Err(e) if e.code == 404 || e.code == 409 => Ok(()),
                 r => r.map(drop),
             }
