@@ -167,7 +167,10 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Result<
     for (i, v) in stored.into_iter().flatten().enumerate() {
         let v = v.as_str().unwrap_or("");
         if !versions.contains(&v) {
-            causes.push(invalid(format!("status.storedVersions[{i}]"), v, "must appear in spec.versions"));
+            let why = format!(
+                "missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+            );
+            causes.push(invalid(format!("status.storedVersions[{i}]"), v, &why));
         }
     }
     if causes.is_empty() { Ok(()) } else { Err(crate::custom_resource::invalid(&crd_info(), name, &causes)) }

@@ -84,6 +84,9 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
         crate::access_review::VERBS
     } else if crate::namespaces::is_namespaces(r) {
         &["create", "delete", "get", "list", "patch", "update", "watch"]
+    } else if r.custom.as_ref().is_some_and(|c| c.terminating) {
+        // A terminating definition's objects can no longer be written, only read and deleted.
+        &["delete", "deletecollection", "get", "list", "watch"]
     } else if r.custom.is_some() {
         &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
     } else {
@@ -321,6 +324,11 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     if crate::namespaces::is_namespaces(r) {
         subresources.push(json!({"subresource": "finalize", "responseKind": own, "verbs": ["update"]}));
     }
+    let status = json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]});
+    // Custom resources list `status` before `scale`, as the apiextensions server does.
+    if r.status_subresource && r.custom.is_some() {
+        subresources.push(status.clone());
+    }
     if r.scale_subresource.is_some() {
         subresources.push(
             json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}),
@@ -337,8 +345,8 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         );
         subresources.push(pod_part(crate::pod_resize::SUBRESOURCE));
     }
-    if r.status_subresource {
-        subresources.push(json!({"subresource": "status", "responseKind": own, "verbs": ["get", "patch", "update"]}));
+    if r.status_subresource && r.custom.is_none() {
+        subresources.push(status);
     }
     if r.is_core("serviceaccounts") {
         subresources.push(json!({"subresource": "token",

@@ -145,7 +145,8 @@ async fn gadgets_answer_as_kube_apiserver_does() {
     );
     let subresources: Vec<&Value> =
         gadgets["subresources"].as_array().unwrap().iter().map(|s| &s["subresource"]).collect();
-    assert_eq!(subresources, [&json!("scale"), &json!("status")]);
+    // The apiextensions server lists status before scale.
+    assert_eq!(subresources, [&json!("status"), &json!("scale")]);
     // The definition's other names and the groups list.
     let groups = c.get("/apis").await.body;
     assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));
@@ -193,6 +194,27 @@ async fn a_definition_is_validated_and_names_in_use_are_not_accepted() {
     assert_eq!(conds[0]["message"], "\"Gadget\" is already in use");
     assert_eq!((conds[1]["type"].as_str(), conds[1]["status"].as_str()), (Some("Established"), Some("False")));
     assert_eq!(c.get("/apis/demo.example.org/v1/namespaces/default/gizmos").await.code, 404, "not served");
+    // Deleted, it says it never was established, then goes.
+    let rv = b["metadata"]["resourceVersion"].as_str().unwrap();
+    let mut w = c
+        .watch(&format!("{CRDS}?watch=true&fieldSelector=metadata.name%3Dgizmos.demo.example.org&resourceVersion={rv}"))
+        .await;
+    assert_eq!(c.delete(&path).await.code, 200);
+    let mut reasons = Vec::new();
+    loop {
+        let ev = w.next_within(SEC).await.expect("an event");
+        let terminating = ev["object"]["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Terminating").cloned());
+        if let Some(t) = terminating {
+            reasons.push(format!("{}/{}", t["status"].as_str().unwrap(), t["reason"].as_str().unwrap()));
+        }
+        if ev["type"] == "DELETED" {
+            break;
+        }
+    }
+    reasons.dedup();
+    assert_eq!(reasons, ["True/InstanceDeletionPending", "True/InstanceDeletionInProgress", "False/NeverEstablished"]);
 }
 
 #[tokio::test]
@@ -206,6 +228,22 @@ async fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
         let r = c.post(base, &json!({"apiVersion": "demo.example.org/v1", "kind": "Gadget", "metadata": {"name": n}, "spec": {"replicas": 1}})).await;
         assert_eq!(r.code, 201, "{}", r.body);
     }
+    // A policy refusing every deletion of a gadget: the definition's cleanup is not asked, as
+    // kube's finalizer deletes straight from the registry.
+    let vap = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "keep-gadgets"},
+        "spec": {"failurePolicy": "Fail", "validations": [{"expression": "false", "message": "gadgets stay"}],
+                 "matchConstraints": {"resourceRules": [{"apiGroups": ["demo.example.org"], "apiVersions": ["*"],
+                                                         "operations": ["DELETE"], "resources": ["gadgets"]}]}}});
+    let bind = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "keep-gadgets"},
+        "spec": {"policyName": "keep-gadgets", "validationActions": ["Deny"]}});
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicies"), &vap).await.code, 201);
+    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicybindings"), &bind).await.code, 201);
+    assert_eq!(c.get(&format!("{admission}/validatingadmissionpolicybindings")).await.code, 200);
+    let refused = c.delete(&format!("{base}/a")).await;
+    assert_eq!(refused.code, 422, "{}", refused.body);
     let list = c.get(base).await.body;
     let mut w = c
         .watch(&format!("{base}?watch=true&resourceVersion={}", list["metadata"]["resourceVersion"].as_str().unwrap()))
@@ -256,6 +294,34 @@ fn widgets_crd() -> Value {
                     {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
                      "selectableFields": [{"jsonPath": ".spec.color"}]}]}
     })
+}
+
+#[tokio::test]
+async fn a_version_once_stored_stays_in_the_definition() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut crd = widgets_crd();
+    crd["spec"]["versions"][0]["storage"] = json!(true);
+    crd["spec"]["versions"][1]["storage"] = json!(false);
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    let path = format!("{CRDS}/widgets.example.com");
+    let mut stored = c.get(&path).await.body;
+    stored["spec"]["versions"][0]["storage"] = json!(false);
+    stored["spec"]["versions"][1]["storage"] = json!(true);
+    let r = c.put(&path, &stored).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"]["storedVersions"], json!(["v1beta1", "v1"]));
+    let mut without = r.body.clone();
+    without["spec"]["versions"].as_array_mut().unwrap().remove(0);
+    let r = c.put(&path, &without).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: status.storedVersions[0]: \
+         Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version, and must \
+         remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes \
+         v1beta1 from status.storedVersions"
+    );
 }
 
 #[tokio::test]
@@ -408,8 +474,13 @@ async fn a_new_server_on_a_data_directory_serves_its_definitions_from_the_start(
         assert_eq!(r.code, 201, "{}", r.body);
         s.stop().await;
     }
-    let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.unwrap();
+    // Installed again, changed, as envtest reinstalls definitions: the stored one is updated.
+    let mut changed = widgets_crd();
+    changed["spec"]["names"]["categories"] = json!(["all", "toys"]);
+    let s = informer_apiserver::ApiServer::builder().data_dir(&dir).crd(changed.to_string()).start().await.unwrap();
     let c = Client::new(&s);
+    let stored = c.get(&format!("{CRDS}/widgets.example.com")).await;
+    assert_eq!(stored.body["spec"]["names"]["categories"], json!(["all", "toys"]), "{}", stored.body);
     let r = c.get("/apis/example.com/v1beta1/widgets/kept").await;
     assert_eq!(r.code, 200, "served as soon as start() returns: {}", r.body);
     assert_eq!(
@@ -989,6 +1060,17 @@ async fn a_terminating_definition_refuses_creates_and_unknown_subresources_are_m
     assert_eq!(
         r.body["message"],
         "gadgets.demo.example.org \"new\" is forbidden: create not allowed while custom resource definition is terminating"
+    );
+    // Discovery offers only reads and deletions meanwhile; the condition tells why it waits.
+    let listed = c.get("/apis/demo.example.org/v1").await.body;
+    let gadgets = listed["resources"].as_array().unwrap().iter().find(|r| r["name"] == "gadgets").unwrap().clone();
+    assert_eq!(gadgets["verbs"], json!(["delete", "deletecollection", "get", "list", "watch"]));
+    let crd = c.get(&format!("{CRDS}/gadgets.demo.example.org")).await.body;
+    let terminating =
+        crd["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Terminating").unwrap().clone();
+    assert_eq!(
+        (&terminating["status"], &terminating["reason"], &terminating["message"]),
+        (&json!("True"), &json!("InstanceDeletionInProgress"), &json!("CustomResource deletion is in progress"))
     );
     // Once the last object lets go, the definition goes.
     let r = c
