@@ -257,14 +257,14 @@ async fn convert(
     let api_version = text(&obj, "apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version.as_str()));
     let subject = gvk(group, version, &text(&obj, "kind"));
-    let fail = |e: String| format!("conversion for {subject} failed: {e}");
-    // The webhook's own messages name the list it was given, which for one object has no kind.
-    let hook_fail = |e: String| fail(format!("conversion webhook for {} failed: {e}", gvk("", "", "")));
+    // As kube-apiserver 1.35's webhook converter words its faults (naming the object's own
+    // version and kind).
+    let hook_fail = |e: String| format!("conversion webhook for {subject} failed: {e}");
     let review_version = webhook
         .review_versions
         .iter()
         .find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
-        .ok_or_else(|| fail("no supported conversion review versions".into()))?;
+        .ok_or_else(|| "no supported conversion review versions".to_string())?;
     let uid = object::new_uid();
     let endpoint = crate::webhook_client::Endpoint::of(&webhook.client_config, TIMEOUT)
         .ok_or_else(|| hook_fail("no client configuration".into()))?;
@@ -272,19 +272,18 @@ async fn convert(
         .await
         .map_err(hook_fail)?;
     let converted = read_answer(&answer, review_version, &uid).map_err(hook_fail)?;
-    let mut objects = unstructured(converted).map_err(fail)?;
-    if objects.len() != 1 {
-        return Err(format!("conversion for {subject} returned {} objects, expected 1", objects.len()));
+    if converted.len() != 1 {
+        return Err(format!("conversion webhook for {subject} returned {} objects, expected 1", converted.len()));
     }
-    let mut converted = objects.pop().unwrap_or_default();
-    let invalid = |e: String| format!("conversion for {subject} returned invalid converted object at index 1: {e}");
+    let mut converted = unstructured(converted)?.pop().unwrap_or_default();
+    let at_index = |e: String| format!("conversion webhook for {subject} returned invalid object at index 0: {e}");
     let got = text(&converted, "apiVersion");
     if got != desired {
-        return Err(invalid(format!("invalid groupVersion (expected {desired}, received {got})")));
+        return Err(at_index(format!("invalid groupVersion (expected {desired}, received {got})")));
     }
     let (kind, got_kind) = (text(&obj, "kind"), text(&converted, "kind"));
     if kind != got_kind {
-        return Err(invalid(format!("invalid kind (expected {kind}, received {got_kind})")));
+        return Err(at_index(format!("invalid kind (expected {kind}, received {got_kind})")));
     }
     let meta_text = |m: &Map<String, Value>, k: &str| {
         m.get("metadata").and_then(|x| x.get(k)).and_then(Value::as_str).unwrap_or("").to_string()
@@ -292,11 +291,13 @@ async fn convert(
     for (field, word) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
         let (e, a) = (meta_text(&obj, field), meta_text(&converted, field));
         if e != a {
-            return Err(invalid(format!("must have the same {word}: {e} != {a}")));
+            return Err(format!(
+                "conversion webhook for {subject} returned invalid object: must have the same {word}: {e} != {a}"
+            ));
         }
     }
     restore_metadata(&obj, &mut converted)
-        .map_err(|e| format!("conversion for {subject} returned invalid metadata in object at index 1: {e}"))?;
+        .map_err(|e| format!("conversion webhook for {subject} returned invalid metadata: {e}"))?;
     Ok(converted)
 }
 
