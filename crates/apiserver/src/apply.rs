@@ -120,6 +120,10 @@ fn typed_patch_error(info: &ResourceInfo, config: &Map<String, Value>, errors: &
 /// The object an apply of `config` makes of `live`, and its managers afterwards (a 409 when
 /// fields other managers own would change and the apply is not forced).
 #[allow(clippy::too_many_arguments)]
+/// The manager kube's field manager gives the fields of an object without managers before its
+/// first apply.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
 fn merge(
     info: &ResourceInfo,
     ns: &str,
@@ -139,6 +143,14 @@ fn merge(
     let ignored = managed_fields::ignored_fields(info, opts.target, &[&live, config]);
     let ctx = managed_fields::Context { ty, api_version: &api_version, ignored: &ignored };
     let now = object::now_rfc3339();
+    if managers.0.is_empty() {
+        // As kube's field manager: the fields of an object no manager records are given to
+        // `before-first-apply` (an update from an empty object) before the first apply.
+        let cmp = managed_fields::changes(&Value::Object(Map::new()), &live, ctx);
+        let subresource = managed_fields::subresource_of(opts.target);
+        let before = ManagerKey::new(BEFORE_FIRST_APPLY, Operation::Update, &api_version, subresource);
+        managed_fields::record(&mut managers, cmp, ctx, &before, &now);
+    }
     let applied = match managed_fields::apply(&mut managers, &live, config, ctx, key, opts.force, &now) {
         // kubectl moving from client-side apply: its last-applied configuration
         // says which conflicting fields were its own.

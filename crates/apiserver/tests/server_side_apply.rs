@@ -323,10 +323,25 @@ async fn updates_reset_replace_or_keep_managed_fields_as_kube_does() {
     let r = c.put(&cm, &reset).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert!(r.body["metadata"].get("managedFields").is_none(), "{}", r.body);
-    // The next writer starts the record over.
+    // Updates record nothing until the next apply, as kube's field manager skips them.
     let r = c.patch(&cm, "application/merge-patch+json", &json!({"data": {"c": "3"}})).await;
-    assert_eq!(managers(&r.body), [("unknown".into(), "Update".into())]);
-    assert_eq!(entry(&r.body, "unknown", None)["fieldsV1"], json!({"f:data": {"f:c": {}}}));
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert!(r.body["metadata"].get("managedFields").is_none(), "{}", r.body);
+    // The first apply finds the fields it did not record given to `before-first-apply`.
+    let config = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"c": "4"}}"#;
+    let r = apply(&c, &cm, "fieldManager=applier", config).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Apply failed with 1 conflict: conflict with \"before-first-apply\" using v1: .data.c"
+    );
+    let r = apply(&c, &cm, "fieldManager=applier&force=true", config).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(managers(&r.body), [("applier".into(), "Apply".into()), ("before-first-apply".into(), "Update".into())]);
+    assert_eq!(
+        entry(&r.body, "before-first-apply", None)["fieldsV1"],
+        json!({"f:data": {".": {}, "f:a": {}, "f:b": {}}})
+    );
 }
 
 #[tokio::test]
@@ -335,7 +350,9 @@ async fn update_managers_beyond_ten_merge_into_ancient_changes() {
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let cms = "/api/v1/namespaces/fixtures/configmaps";
-    assert_eq!(c.post(cms, &json!({"metadata": {"name": "cm"}})).await.code, 201);
+    // Created with a field, so that its creator is recorded (an object created with none has no
+    // managers, and kube records no update of it before an apply).
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "cm"}, "data": {"init": "v"}})).await.code, 201);
     let mut last = Value::Null;
     for i in 0..12 {
         let patch = json!({"data": {format!("k{i}"): "v"}});
@@ -356,7 +373,7 @@ async fn update_managers_beyond_ten_merge_into_ancient_changes() {
             e["fieldsV1"]["f:data"].as_object().map(|d| d.keys().filter(|k| k.starts_with("f:")).count()).unwrap_or(0)
         })
         .sum();
-    assert_eq!(owned, 12);
+    assert_eq!(owned, 13);
 }
 
 #[tokio::test]

@@ -136,6 +136,18 @@ pub(super) fn track(
                 return Tracked::Kept(old_managed);
             }
             let through_subresource = opts.target != Target::Main;
+            // kube's skipNonAppliedManager: an update of an object whose managers are none
+            // (reset, or never recorded) records none; its first apply starts them.
+            let recorded = |v: Option<&Value>| Managers::decode(v).is_ok_and(|m| !m.0.is_empty());
+            let starts_from_none = match &requested {
+                _ if through_subresource => !recorded(old_managed.as_ref()),
+                managed_fields::Requested::Reset => true,
+                managed_fields::Requested::Given(v) if recorded(Some(v)) => false,
+                _ => !recorded(old_managed.as_ref()),
+            };
+            if starts_from_none {
+                return Tracked::Kept(None);
+            }
             let mut m =
                 managed_fields::base_managers(old_managed.as_ref(), requested, through_subresource, cmp.touched());
             let key = ManagerKey::new(manager, Operation::Update, &api_version, subresource);
