@@ -117,13 +117,13 @@ fn typed_patch_error(info: &ResourceInfo, config: &Map<String, Value>, errors: &
     )
 }
 
-/// The object an apply of `config` makes of `live`, and its managers afterwards (a 409 when
-/// fields other managers own would change and the apply is not forced).
-#[allow(clippy::too_many_arguments)]
 /// The manager kube's field manager gives the fields of an object without managers before its
 /// first apply.
 const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
+/// The object an apply of `config` makes of `live`, and its managers afterwards (a 409 when
+/// fields other managers own would change and the apply is not forced).
+#[allow(clippy::too_many_arguments)]
 fn merge(
     info: &ResourceInfo,
     ns: &str,
