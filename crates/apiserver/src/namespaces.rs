@@ -10,7 +10,8 @@
 //!    `default`, `kube-system` and `kube-public` cannot be deleted (403, [`IMMORTAL`]). New objects
 //!    are refused in a terminating namespace (403, cause `NamespaceTerminating`), and in one that
 //!    does not exist (404 naming the namespace).
-//! 3. The [`Controller`] deletes every object of every namespaced resource in it. Objects with
+//! 3. The [`Controller`] deletes every object of every namespaced resource in it, its pods first
+//!    (the rest once no pod is left, as kube's ordered namespace deletion). Objects with
 //!    finalizers are only marked, and keep the namespace (with conditions saying what remains, as
 //!    kube-controller-manager writes them) until their finalizers are removed.
 //! 4. Once it is empty, the controller removes the `kubernetes` finalizer through the `finalize`
@@ -56,6 +57,19 @@ pub fn is_namespaces(info: &ResourceInfo) -> bool {
 pub fn is_terminating(ns: &StoredObject) -> bool {
     ns.kept.iter().any(|(k, _)| *k == "deletionTimestamp")
         || ns.fields.iter().any(|(f, v)| f == "status.phase" && v == "Terminating")
+}
+
+/// kube's rule for a write of a namespace's status: its phase is `Active` until the namespace
+/// is being deleted, `Terminating` once it is (a status write cannot start its deletion).
+pub(crate) fn status_causes(obj: &Map<String, Value>) -> Vec<crate::structural::Cause> {
+    let deleting = obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
+    let phase = obj.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str).unwrap_or("");
+    let fault = match (deleting, phase) {
+        (false, "Active") | (true, "Terminating") => return Vec::new(),
+        (false, _) => "may only be 'Active' if `deletionTimestamp` is empty",
+        (true, _) => "may only be 'Terminating' if `deletionTimestamp` is not empty",
+    };
+    vec![crate::policy_validation::invalid("status.Phase".into(), phase, fault)]
 }
 
 /// Whether a namespace (as a JSON map) has finalizers in its spec.
@@ -204,12 +218,24 @@ impl Controller {
             // Another finalizer is pending: its owner's business.
             return Ok(Pass::Done);
         }
-        self.delete_contents(&ns.name).await?;
+        // As kube's ordered namespace deletion: the pods first, the rest once they are gone (a
+        // pod's ConfigMaps, Secrets and claims outlive it).
+        let is_pods = |i: &ResourceInfo| i.is_core("pods");
+        self.delete_contents(&ns.name, is_pods).await?;
         // Count the remaining objects once the cache has seen every write so far (ours included).
         if !self.store.fresh().await? {
             return Err(ApiError::internal("the watch cache is behind the storage"));
         }
-        let remaining = self.remaining(&ns.name)?;
+        let pods = self.remaining(&ns.name, is_pods)?;
+        if !pods.is_empty() {
+            self.report(obj, &pods).await?;
+            return Ok(Pass::Remaining(pods.into_iter().map(|(info, _)| info).collect()));
+        }
+        self.delete_contents(&ns.name, |i| !is_pods(i)).await?;
+        if !self.store.fresh().await? {
+            return Err(ApiError::internal("the watch cache is behind the storage"));
+        }
+        let remaining = self.remaining(&ns.name, |_| true)?;
         if remaining.is_empty() {
             self.finalize(obj, &finalizers).await?;
             return Ok(Pass::Done);
@@ -218,12 +244,13 @@ impl Controller {
         Ok(Pass::Remaining(remaining.into_iter().map(|(info, _)| info).collect()))
     }
 
-    /// Deletes every object of the namespace not already being deleted.
-    async fn delete_contents(&self, ns: &str) -> Result<(), ApiError> {
+    /// Deletes every object of the namespace of the resources `which` selects not already being
+    /// deleted.
+    async fn delete_contents(&self, ns: &str, which: impl Fn(&ResourceInfo) -> bool) -> Result<(), ApiError> {
         let cache = self.store.cache();
         let registry = self.store.registry();
         let mut targets = Vec::new();
-        for info in registry.each_resource().filter(|i| i.namespaced) {
+        for info in registry.each_resource().filter(|i| i.namespaced && which(i)) {
             let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
             for o in objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
                 targets.push((info.clone(), o));
@@ -256,11 +283,11 @@ impl Controller {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// The objects left in the namespace, per resource.
-    fn remaining(&self, ns: &str) -> Result<Contents, ApiError> {
+    /// The objects left in the namespace of the resources `which` selects, per resource.
+    fn remaining(&self, ns: &str, which: impl Fn(&ResourceInfo) -> bool) -> Result<Contents, ApiError> {
         let cache = self.store.cache();
         let mut out = Vec::new();
-        for info in self.store.registry().each_resource().filter(|i| i.namespaced) {
+        for info in self.store.registry().each_resource().filter(|i| i.namespaced && which(i)) {
             let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
             if !objs.is_empty() {
                 out.push((info.clone(), objs));

@@ -72,6 +72,9 @@ pub(crate) fn validate(
     {
         causes.extend(crate::service_fields::status(obj, &as_map(old.value())));
     }
+    if crate::namespaces::is_namespaces(info) && target == crate::strategy::Target::Status {
+        causes.extend(crate::namespaces::status_causes(obj));
+    }
     if crate::limit_ranger::is_limit_ranges(info) {
         causes.extend(crate::limit_ranger::validate(obj));
     }

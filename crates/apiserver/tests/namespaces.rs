@@ -232,6 +232,52 @@ async fn deleting_a_namespace_terminates_it_like_kube() {
 }
 
 #[tokio::test]
+async fn a_namespace_s_pods_go_before_the_rest_of_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["ordered"]).await.unwrap();
+    let pods = "/api/v1/namespaces/ordered/pods";
+    let cms = "/api/v1/namespaces/ordered/configmaps";
+    let mut held = pod("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(c.post(pods, &held).await.code, 201);
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "settings"}})).await.code, 201);
+    let mut configmaps = c.watch(&format!("{cms}?watch=1&resourceVersion={}", s.resource_version())).await;
+    let mut namespaces = c.watch(&format!("{NAMESPACES}?watch=1&resourceVersion={}", s.resource_version())).await;
+    assert_eq!(c.delete("/api/v1/namespaces/ordered").await.code, 200);
+    // While a pod is left, nothing else is deleted, and the conditions name the pods alone.
+    let e = until(&mut namespaces, "the namespace's conditions", |e| {
+        is(e, "MODIFIED", "ordered") && e["object"]["status"]["conditions"].is_array()
+    })
+    .await;
+    let remaining = condition(&e["object"], "NamespaceContentRemaining");
+    assert_eq!(remaining["message"], "Some resources are remaining: pods. has 1 resource instances");
+    assert_eq!(c.get(&format!("{cms}/settings")).await.code, 200, "the ConfigMap outlives the pod");
+    // The pod lets go: then the ConfigMap, then the namespace.
+    let r = c.patch(&format!("{pods}/held"), MERGE, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    until(&mut configmaps, "settings deleted", |e| is(e, "DELETED", "settings")).await;
+    until(&mut namespaces, "the namespace deleted", |e| is(e, "DELETED", "ordered")).await;
+}
+
+#[tokio::test]
+async fn a_status_write_cannot_start_or_stop_a_namespace_s_deletion() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["steady"]).await.unwrap();
+    let path = "/api/v1/namespaces/steady/status";
+    let r = c.patch(path, MERGE, &json!({"status": {"phase": "Terminating"}})).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Namespace \"steady\" is invalid: status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"
+    );
+    assert_eq!(c.get("/api/v1/namespaces/steady").await.body["status"]["phase"], "Active");
+    let cm = json!({"metadata": {"name": "kept"}});
+    assert_eq!(c.post("/api/v1/namespaces/steady/configmaps", &cm).await.code, 201);
+}
+
+#[tokio::test]
 async fn every_namespaced_resource_is_emptied() {
     let s = server().await;
     let c = Client::new(&s);
