@@ -72,6 +72,14 @@ pub(crate) fn status_causes(obj: &Map<String, Value>) -> Vec<crate::structural::
     vec![crate::policy_validation::invalid("status.Phase".into(), phase, fault)]
 }
 
+/// Errors' messages as Go's `utilerrors.NewAggregate` prints them: one alone, several in brackets.
+fn go_aggregate<'a>(mut messages: impl ExactSizeIterator<Item = &'a str>) -> String {
+    match messages.len() {
+        1 => messages.next().unwrap_or_default().to_string(),
+        _ => format!("[{}]", messages.collect::<Vec<_>>().join(", ")),
+    }
+}
+
 /// Whether a namespace (as a JSON map) has finalizers in its spec.
 pub fn has_spec_finalizers(obj: &Map<String, Value>) -> bool {
     obj.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty())
@@ -221,37 +229,46 @@ impl Controller {
         // As kube's ordered namespace deletion: the pods first, the rest once they are gone (a
         // pod's ConfigMaps, Secrets and claims outlive it).
         let is_pods = |i: &ResourceInfo| i.is_core("pods");
-        self.delete_contents(&ns.name, is_pods).await?;
+        let mut failures = self.delete_contents(&ns.name, is_pods).await;
         // Count the remaining objects once the cache has seen every write so far (ours included).
         if !self.store.fresh().await? {
             return Err(ApiError::internal("the watch cache is behind the storage"));
         }
-        let pods = self.remaining(&ns.name, is_pods)?;
-        if !pods.is_empty() {
-            self.report(obj, &pods).await?;
-            return Ok(Pass::Remaining(pods.into_iter().map(|(info, _)| info).collect()));
+        let mut remaining = self.remaining(&ns.name, is_pods)?;
+        if remaining.is_empty() && failures.is_empty() {
+            failures = self.delete_contents(&ns.name, |i| !is_pods(i)).await;
+            if !self.store.fresh().await? {
+                return Err(ApiError::internal("the watch cache is behind the storage"));
+            }
+            remaining = self.remaining(&ns.name, |_| true)?;
         }
-        self.delete_contents(&ns.name, |i| !is_pods(i)).await?;
-        if !self.store.fresh().await? {
-            return Err(ApiError::internal("the watch cache is behind the storage"));
-        }
-        let remaining = self.remaining(&ns.name, |_| true)?;
-        if remaining.is_empty() {
+        if remaining.is_empty() && failures.is_empty() {
             self.finalize(obj, &finalizers).await?;
             return Ok(Pass::Done);
         }
-        self.report(obj, &remaining).await?;
+        self.report(obj, &remaining, &failures).await?;
+        // A deletion that failed is tried again after a delay; what remains wakes the next pass.
+        if let Some(e) = failures.into_iter().next() {
+            return Err(e);
+        }
         Ok(Pass::Remaining(remaining.into_iter().map(|(info, _)| info).collect()))
     }
 
     /// Deletes every object of the namespace of the resources `which` selects not already being
-    /// deleted.
-    async fn delete_contents(&self, ns: &str, which: impl Fn(&ResourceInfo) -> bool) -> Result<(), ApiError> {
+    /// deleted; the failures, the first of each resource (kube's per-resource deletion errors).
+    async fn delete_contents(&self, ns: &str, which: impl Fn(&ResourceInfo) -> bool) -> Vec<ApiError> {
         let cache = self.store.cache();
         let registry = self.store.registry();
         let mut targets = Vec::new();
+        let mut failures: Vec<(Arc<ResourceInfo>, ApiError)> = Vec::new();
         for info in registry.each_resource().filter(|i| i.namespaced && which(i)) {
-            let (_, objs) = cache.snapshot(info, Some(ns), &Selectors::default())?;
+            let objs = match cache.snapshot(info, Some(ns), &Selectors::default()) {
+                Ok((_, objs)) => objs,
+                Err(e) => {
+                    failures.push((info.clone(), e));
+                    continue;
+                }
+            };
             for o in objs.into_iter().filter(|o| !o.kept.iter().any(|(k, _)| *k == "deletionTimestamp")) {
                 targets.push((info.clone(), o));
             }
@@ -270,17 +287,18 @@ impl Controller {
                 {
                     // Gone meanwhile, or replaced: the next pass sees it.
                     Err(e) if e.code == 404 || e.code == 409 => Ok(()),
-                    r => r.map(drop),
+                    r => r.map(drop).map_err(|e| (info, e)),
                 }
             })
             .buffer_unordered(PARALLEL_DELETES);
-        let mut first_error = None;
         while let Some(r) = deletes.next().await {
-            if let Err(e) = r {
-                first_error.get_or_insert(e);
+            if let Err((info, e)) = r
+                && !failures.iter().any(|(i, _)| Arc::ptr_eq(i, &info))
+            {
+                failures.push((info, e));
             }
         }
-        first_error.map_or(Ok(()), Err)
+        failures.into_iter().map(|(_, e)| e).collect()
     }
 
     /// The objects left in the namespace of the resources `which` selects, per resource.
@@ -313,7 +331,12 @@ impl Controller {
 
     /// Writes the conditions kube-controller-manager gives a namespace whose contents are not
     /// all gone yet (nothing when they are already there).
-    async fn report(&self, mut obj: Map<String, Value>, remaining: &Contents) -> Result<(), ApiError> {
+    async fn report(
+        &self,
+        mut obj: Map<String, Value>,
+        remaining: &Contents,
+        failures: &[ApiError],
+    ) -> Result<(), ApiError> {
         let mut resources = Vec::new();
         let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
         for (info, objs) in remaining {
@@ -343,18 +366,34 @@ impl Controller {
                 "ParsedGroupVersions",
                 "All legacy kube types successfully parsed".to_string(),
             ),
-            (
-                "NamespaceDeletionContentFailure",
-                "False",
-                "ContentDeleted",
-                "All content successfully deleted, may be waiting on finalization".to_string(),
-            ),
-            (
-                "NamespaceContentRemaining",
-                "True",
-                "SomeResourcesRemain",
-                format!("Some resources are remaining: {}", resources.join(", ")),
-            ),
+            match failures {
+                [] => (
+                    "NamespaceDeletionContentFailure",
+                    "False",
+                    "ContentDeleted",
+                    "All content successfully deleted, may be waiting on finalization".to_string(),
+                ),
+                _ => (
+                    "NamespaceDeletionContentFailure",
+                    "True",
+                    "ContentDeletionFailed",
+                    format!(
+                        "Failed to delete all resource types, {} remaining: {}",
+                        failures.len(),
+                        go_aggregate(failures.iter().map(|e| e.message.as_str()))
+                    ),
+                ),
+            },
+            if resources.is_empty() {
+                ("NamespaceContentRemaining", "False", "ContentRemoved", "All content successfully removed".to_string())
+            } else {
+                (
+                    "NamespaceContentRemaining",
+                    "True",
+                    "SomeResourcesRemain",
+                    format!("Some resources are remaining: {}", resources.join(", ")),
+                )
+            },
             if finalizers.is_empty() {
                 (
                     "NamespaceFinalizersRemaining",
@@ -383,18 +422,24 @@ impl Controller {
         };
         let old: Vec<Value> = status.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         let now = object::now_rfc3339();
-        let conditions: Vec<Value> = wanted
-            .iter()
-            .map(|(kind, st, reason, message)| {
-                let same = old.iter().find(|c| {
-                    c["type"] == *kind && c["status"] == *st && c["reason"] == *reason && c["message"] == *message
-                });
-                match same {
-                    Some(c) => c.clone(),
-                    None => json!({"type": kind, "status": st, "lastTransitionTime": now, "reason": reason, "message": message}),
+        // As kube's updateConditions: conditions of other types stay; one that changes keeps its
+        // place, and its transition time unless its status changed.
+        let mut conditions = old.clone();
+        for (kind, st, reason, message) in &wanted {
+            match conditions.iter_mut().find(|c| c["type"] == *kind) {
+                None => conditions.push(
+                    json!({"type": kind, "status": st, "lastTransitionTime": now, "reason": reason, "message": message}),
+                ),
+                Some(c) => {
+                    if c["status"] != *st {
+                        c["lastTransitionTime"] = now.clone().into();
+                    }
+                    c["status"] = (*st).into();
+                    c["reason"] = (*reason).into();
+                    c["message"] = message.clone().into();
                 }
-            })
-            .collect();
+            }
+        }
         if conditions == old {
             return Ok(());
         }
