@@ -213,19 +213,17 @@ impl Controller {
     async fn sync(&self, ns: &StoredObject) -> Result<Pass, ApiError> {
         let Value::Object(obj) = ns.value() else { return Err(ApiError::internal("namespace is not an object")) };
         let finalizers = object::strings(obj.get("spec").and_then(|s| s.get("finalizers")));
-        if !finalizers.iter().any(|f| f == FINALIZER) {
-            if finalizers.is_empty() {
-                // Finalized, but still here (its finalizers were emptied before the deletion, or
-                // its metadata finalizers are being removed): a DELETE ends it when it can.
-                return match self.store.delete(&self.ns_info, "", &ns.name, &DeleteOpts::with_uid(&ns.uid)).await {
-                    Ok(_) => Ok(Pass::Done),
-                    Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Done),
-                    Err(e) => Err(e),
-                };
-            }
-            // Another finalizer is pending: its owner's business.
-            return Ok(Pass::Done);
+        if finalizers.is_empty() {
+            // Finalized, but still here (its finalizers were emptied before the deletion, or
+            // its metadata finalizers are being removed): a DELETE ends it when it can.
+            return match self.store.delete(&self.ns_info, "", &ns.name, &DeleteOpts::with_uid(&ns.uid)).await {
+                Ok(_) => Ok(Pass::Done),
+                Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Done),
+                Err(e) => Err(e),
+            };
         }
+        // As kube's controller, the contents go whatever finalizers the namespace has; only
+        // `kubernetes` is this controller's to remove (another is its owner's business).
         // As kube's ordered namespace deletion: the pods first, the rest once they are gone (a
         // pod's ConfigMaps, Secrets and claims outlive it).
         let is_pods = |i: &ResourceInfo| i.is_core("pods");
@@ -317,6 +315,9 @@ impl Controller {
     /// Removes the `kubernetes` finalizer (`PUT …/finalize`); with no finalizer left the
     /// namespace goes away.
     async fn finalize(&self, mut obj: Map<String, Value>, finalizers: &[String]) -> Result<(), ApiError> {
+        if !finalizers.iter().any(|f| f == FINALIZER) {
+            return Ok(());
+        }
         let rest: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
         if let Some(Value::Object(spec)) = obj.get_mut("spec") {
             spec.insert("finalizers".into(), json!(rest));

@@ -420,6 +420,23 @@ async fn finalize_subresource_like_kube() {
     assert_eq!(c.delete("/api/v1/namespaces/bare").await.code, 200);
     until(&mut w, "bare deleted", |e| is(e, "DELETED", "bare")).await;
 
+    // One whose only finalizer is someone else's is still emptied, and waits for its owner.
+    let r = c.post(NAMESPACES, &json!({"metadata": {"name": "theirs"}})).await;
+    let mut body = r.body.clone();
+    body["spec"]["finalizers"] = json!(["example.com/theirs"]);
+    assert_eq!(c.put("/api/v1/namespaces/theirs/finalize", &body).await.code, 200);
+    let cms = "/api/v1/namespaces/theirs/configmaps";
+    assert_eq!(c.post(cms, &json!({"metadata": {"name": "c"}})).await.code, 201);
+    let mut contents = c.watch(&format!("{cms}?watch=1&resourceVersion={}", s.resource_version())).await;
+    assert_eq!(c.delete("/api/v1/namespaces/theirs").await.code, 200);
+    until(&mut contents, "its ConfigMap deleted", |e| is(e, "DELETED", "c")).await;
+    let held = c.get("/api/v1/namespaces/theirs").await.body;
+    assert_eq!(held["spec"]["finalizers"], json!(["example.com/theirs"]));
+    let mut body = held.clone();
+    body["spec"]["finalizers"] = json!([]);
+    assert_eq!(c.put("/api/v1/namespaces/theirs/finalize", &body).await.code, 200);
+    until(&mut w, "theirs deleted", |e| is(e, "DELETED", "theirs")).await;
+
     // Discovery: namespaces/finalize (update only), and no deletecollection of namespaces.
     let d = c.get("/api/v1").await.body;
     let entry = |name: &str| d["resources"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap();
