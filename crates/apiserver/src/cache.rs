@@ -107,6 +107,16 @@ impl ResState {
     }
 }
 
+/// Whether two views of a custom resource differ in nothing its definition's spec or accepted
+/// names say (a definition being deleted is the same definition, as kube keeps its storage).
+fn same_definition(a: &ResourceInfo, b: &ResourceInfo) -> bool {
+    let mut a = a.clone();
+    if let (Some(ca), Some(cb)) = (a.custom.as_mut(), b.custom.as_ref()) {
+        Arc::make_mut(ca).terminating = cb.terminating;
+    }
+    a == *b
+}
+
 /// A resource in the cache: group, plural and version (a custom resource served in several
 /// versions has one view per version, each holding its objects converted to that version).
 type ResId = (String, String, String);
@@ -284,9 +294,16 @@ impl WatchCache {
             };
             match st.res.get_mut(&id) {
                 Some(r) if *r.info == **info => {}
+                Some(r) if same_definition(&r.info, info) => r.info = info.clone(),
                 Some(r) => {
-                    r.objects = reparse(&mut r.objects.values());
-                    r.info = info.clone();
+                    // A changed definition starts the resource's view over, as kube's apiextensions
+                    // server replaces its storage and cacher: open watches end and a watch from
+                    // before the change is too old, so clients list again and see the objects as
+                    // the new schema serves them (its defaults).
+                    let changed_at = crd.map_or(rv, |o| o.rv).max(rv);
+                    let mut fresh = ResState::new(info.clone(), changed_at);
+                    fresh.objects = reparse(&mut r.objects.values());
+                    *r = fresh;
                 }
                 None => {
                     let mut r = ResState::new(info.clone(), rv);

@@ -548,6 +548,8 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
     let m = c.get_accepting(&format!("{base}/a"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").await;
     assert_eq!(m.code, 200, "{}", m.body);
     // A default added to the definition shows on the objects stored before it.
+    let before = c.get(base).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut watch = c.watch(&format!("{base}?watch=true&resourceVersion={before}")).await;
     let mut crd = c.get(&format!("{CRDS}/widgets.example.com")).await.body;
     for v in crd["spec"]["versions"].as_array_mut().unwrap() {
         v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["default"] = json!("grey");
@@ -559,6 +561,15 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
         c.get(&format!("{base}/a")).await.body["spec"]["color"] == "grey"
     })
     .await;
+    // As kube replaces the resource's storage: the open watch ends, and one from before the
+    // change is too old, so an informer lists again and sees the default.
+    while let Some(ev) = watch.next_within(SEC).await {
+        assert_eq!(ev["type"], "ERROR", "{ev}");
+        assert_eq!(ev["object"]["code"], 410, "{ev}");
+    }
+    let mut again = c.watch(&format!("{base}?watch=true&resourceVersion={before}")).await;
+    let ev = again.next_within(SEC).await.expect("an event");
+    assert_eq!((&ev["type"], &ev["object"]["code"]), (&json!("ERROR"), &json!(410)), "{ev}");
     let listed = c.get(base).await.body;
     assert!(listed["items"].as_array().unwrap().iter().all(|i| i["spec"]["color"] == "grey"), "{listed}");
     // Adding a version serves the objects in it.
