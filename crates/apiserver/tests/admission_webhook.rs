@@ -463,6 +463,48 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
 }
 
 #[tokio::test]
+async fn a_create_trying_other_generated_names_is_mutated_once_and_validated_each_time() {
+    // The names a server seeded with 7 draws first (a server of its own, whose cache holds
+    // nothing else).
+    let first = informer_apiserver::testing::builder().generated_name_seed(7).start().await.unwrap();
+    let mut names = Vec::new();
+    for _ in 0..3 {
+        let r = Client::new(&first).post(CONFIGMAPS, &json!({"metadata": {"generateName": "cm-"}})).await;
+        names.push(r.body["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    let hook = Webhook::start().await;
+    let s = informer_apiserver::testing::builder().generated_name_seed(7).start().await.unwrap();
+    let c = Client::new(&s);
+    let create = json!(["CREATE"]);
+    let m = config(
+        "MutatingWebhookConfiguration",
+        "labeller",
+        json!([configmaps_hook("labeller.example.com", hook.client_config("/mutate"), create.clone())]),
+    );
+    assert_eq!(c.post(MUTATING, &m).await.code, 201);
+    let v = config(
+        "ValidatingWebhookConfiguration",
+        "guard",
+        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), create)]),
+    );
+    assert_eq!(c.post(VALIDATING, &v).await.code, 201);
+    settled(&c).await;
+    for n in &names[..2] {
+        assert_eq!(c.post(CONFIGMAPS, &json!({"metadata": {"name": n}})).await.code, 201);
+    }
+    let (mutated, validated) = (hook.seen("/mutate").len(), hook.seen("/validate").len());
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"generateName": "cm-"}})).await;
+    assert_eq!((r.code, &r.body["metadata"]["name"]), (201, &json!(names[2])), "{}", r.body);
+    assert_eq!(r.body["metadata"]["labels"], json!({"mutated": "yes"}));
+    // As kube: mutating admission once, before the store; validation with each name it tries.
+    assert_eq!(hook.seen("/mutate").len(), mutated + 1);
+    assert_eq!(hook.seen("/validate").len(), validated + 3);
+    let tried: Vec<Value> =
+        hook.seen("/validate")[validated..].iter().map(|r| r["review"]["request"]["name"].clone()).collect();
+    assert_eq!(tried, names.iter().map(|n| json!(n)).collect::<Vec<_>>());
+}
+
+#[tokio::test]
 async fn webhooks_see_what_kube_s_plugins_and_stores_add_and_the_update_strategy_has_the_last_word() {
     let hook = Webhook::start().await;
     let s = server().await;

@@ -235,6 +235,16 @@ async fn a_taken_generated_name_is_tried_again_then_refused_as_kube() {
     );
     assert_eq!(r.body["details"], json!({"name": last, "kind": "configmaps", "retryAfterSeconds": 1}));
     assert_eq!(s.resource_version(), rv, "nothing was written");
+    // A name given beside a generateName is not tried again, but its conflict is worded alike.
+    let r = c.post(CONFIGMAPS, &json!({"metadata": {"name": names[0], "generateName": "cm-"}})).await;
+    assert_eq!((r.code, r.headers.get("retry-after").is_some()), (409, true), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "configmaps \"{}\" already exists, the server was not able to generate a unique name for the object",
+            names[0]
+        )
+    );
 }
 
 #[tokio::test]

@@ -149,12 +149,35 @@ pub struct ListQuery<'a> {
     pub consistent: bool,
 }
 
+/// How a create's single object was named: from its `generateName` (`generated`), and whether
+/// it has one at all.
+#[derive(Default)]
+struct Named {
+    generated: bool,
+    generate_name: bool,
+}
+
 /// What one compare-and-swap attempt of an update gave.
 pub(crate) enum Attempt {
     Done(Arc<StoredObject>),
     /// Another write got there first: its version (the next attempt starts again from the
     /// request's body).
     Retry(Arc<StoredObject>),
+}
+
+/// A create's object once mutating admission is done with it ([`Store::mutate_create`]), and
+/// what its admission read, for [`Store::finish_create`].
+#[derive(Clone)]
+struct Mutated {
+    obj: Map<String, Value>,
+    ns: String,
+    /// The name the object had before the server named it ("" when it asks for one).
+    requested_name: String,
+    now: String,
+    /// It carried a resourceVersion kube's storage refuses on a create.
+    versioned: bool,
+    limit_ranges: Vec<Value>,
+    classes: Vec<Value>,
 }
 
 /// The cluster IPs and node ports Services have, read from the cache once per request.
@@ -166,6 +189,8 @@ struct InUse {
     charges: crate::resource_quota::Charges,
     /// Whether the last object prepared for a create was named from its `generateName`.
     generated_name: bool,
+    /// Whether the last object prepared for a create has a `generateName` (whoever named it).
+    generate_name: bool,
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -504,16 +529,16 @@ impl Store {
         Ok(())
     }
 
-    /// The object a create stores (before its revision is known): `obj` is a checked body whose
-    /// namespace is resolved.
-    async fn prepare_create(
+    /// What a create's mutating admission makes of `obj`, a checked body whose namespace is
+    /// resolved: its metadata filled, its managers recorded, the server's admission plugins and
+    /// the mutating webhooks run (once per request, as in kube, however many names it tries).
+    async fn mutate_create(
         &self,
         info: &ResourceInfo,
         mut obj: Map<String, Value>,
-        in_use: &mut InUse,
-        (tracking, via, dry_run): (Tracking, CreateVia, bool),
+        (tracking, dry_run): (Tracking, bool),
         manager: &str,
-    ) -> Result<Template, ApiError> {
+    ) -> Result<Mutated, ApiError> {
         let applied = matches!(tracking, Tracking::Applied(_));
         let requested = managed_fields::take_requested(&mut obj);
         let now = object::now_rfc3339();
@@ -597,6 +622,31 @@ impl Store {
         };
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         crate::owner_reference_dedup::dedup(&mut obj, true);
+        Ok(Mutated { obj, ns, requested_name, now, versioned, limit_ranges, classes })
+    }
+
+    /// The object a create stores (before its revision is known), from what mutating admission
+    /// made of it: named (one attempt's generated name), prepared by its strategy, given its
+    /// Service addresses, validated and judged by validating admission and quota.
+    async fn finish_create(
+        &self,
+        info: &ResourceInfo,
+        mutated: Mutated,
+        in_use: &mut InUse,
+        (via, dry_run): (CreateVia, bool),
+    ) -> Result<Template, ApiError> {
+        let Mutated { mut obj, ns, requested_name, now, versioned, limit_ranges, classes } = mutated;
+        let mutating = crate::admission_policy::Attributes {
+            info,
+            operation: "CREATE",
+            subresource: "",
+            namespace: &ns,
+            name: &requested_name,
+            object: None,
+            old: None,
+            dry_run,
+        };
+        in_use.generate_name = meta_str(&obj, "generateName").is_some();
         let name = self.name_for_create(info, &mut obj, &mut in_use.generated_name)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         strategy::prepare_create(info, &mut obj, &now);
@@ -838,43 +888,49 @@ impl Store {
             // Cluster IPs are given from what the cache shows: it must hold every Service.
             return Err(ApiError::storage_timeout(&info.group, &info.plural, "create"));
         }
-        // As kube's store: a create whose generated name is taken tries another one.
-        let attempts = match checked.as_slice() {
-            [(obj, _, _)] if needs_name_generation(obj) => name_generator::MAX_CREATE_ATTEMPTS,
+        let mut mutated = Vec::with_capacity(checked.len());
+        for (obj, _, tracking) in checked {
+            mutated.push(self.mutate_create(info, obj, (tracking, dry_run), manager).await?);
+        }
+        // As kube's store: a create whose generated name is taken tries another one (mutating
+        // admission is not asked again; validating admission judges each attempt).
+        let attempts = match mutated.as_slice() {
+            [m] if needs_name_generation(&m.obj) => name_generator::MAX_CREATE_ATTEMPTS,
             _ => 1,
         };
         for _ in 1..attempts {
-            let mut generated = false;
-            match self.create_checked(info, checked.clone(), (via, dry_run), manager, &mut generated).await {
-                Err(e) if generated && e.reason == "AlreadyExists" => continue,
-                Err(e) if generated => return Err(e),
+            let mut named = Named::default();
+            match self.create_checked(info, mutated.clone(), (via, dry_run), &mut named).await {
+                Err(e) if named.generated && e.reason == "AlreadyExists" => continue,
                 done => return done,
             }
         }
-        let mut generated = false;
-        match self.create_checked(info, checked, (via, dry_run), manager, &mut generated).await {
-            Err(e) if generated && e.reason == "AlreadyExists" => Err(name_generator::conflict(info, &e)),
+        let mut named = Named::default();
+        match self.create_checked(info, mutated, (via, dry_run), &mut named).await {
+            // kube's CheckGeneratedNameError: a name taken by an object that asked for one.
+            Err(e) if named.generate_name && e.reason == "AlreadyExists" => Err(name_generator::conflict(info, &e)),
             done => done,
         }
     }
 
-    /// Prepares and writes the creates of checked bodies in namespaces that admit them (see
-    /// [`Self::create_many`]). `generated` is set when a single body's name was generated.
+    /// Names, prepares and writes the creates of mutated bodies (see [`Self::create_many`]);
+    /// `named` tells how a single body was named.
     async fn create_checked(
         &self,
         info: &ResourceInfo,
-        checked: Vec<(Map<String, Value>, String, Tracking)>,
+        mutated: Vec<Mutated>,
         (via, dry_run): (CreateVia, bool),
-        manager: &str,
-        generated: &mut bool,
+        named: &mut Named,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let is_service = defaults::is_service(info);
-        let mut prepared = Vec::with_capacity(checked.len());
+        let mut prepared = Vec::with_capacity(mutated.len());
         let mut in_use = InUse::default();
-        let single = checked.len() == 1;
-        for (obj, _, tracking) in checked {
-            let done = self.prepare_create(info, obj, &mut in_use, (tracking, via, dry_run), manager).await;
-            *generated = single && in_use.generated_name;
+        let single = mutated.len() == 1;
+        for m in mutated {
+            let done = self.finish_create(info, m, &mut in_use, (via, dry_run)).await;
+            if single {
+                *named = Named { generated: in_use.generated_name, generate_name: in_use.generate_name };
+            }
             match done {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
