@@ -345,6 +345,24 @@ async fn updates_reset_replace_or_keep_managed_fields_as_kube_does() {
 }
 
 #[tokio::test]
+async fn a_scale_of_an_object_without_managers_records_none() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    assert_eq!(c.post(deployments, &d).await.code, 201);
+    let path = format!("{deployments}/web");
+    let r = c.patch(&path, "application/merge-patch+json", &json!({"metadata": {"managedFields": []}})).await;
+    assert!(r.body["metadata"].get("managedFields").is_none(), "{}", r.body);
+    let r = c.patch(&format!("{path}/scale"), "application/merge-patch+json", &json!({"spec": {"replicas": 3}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let stored = c.get(&path).await.body;
+    assert_eq!(stored["spec"]["replicas"], 3);
+    assert!(stored["metadata"].get("managedFields").is_none(), "{stored}");
+}
+
+#[tokio::test]
 async fn update_managers_beyond_ten_merge_into_ancient_changes() {
     let s = server().await;
     let c = Client::new(&s);

@@ -100,7 +100,9 @@ pub(super) fn track(
                 Some((first, rest)) => obj.get(*first).and_then(|v| rest.iter().try_fold(v, |v, seg| v.get(seg))),
                 None => None,
             };
-            if old_replicas == new_replicas {
+            // (An object whose managers are none records none, as for an update below.)
+            let recorded = Managers::decode(old_managed.as_ref()).is_ok_and(|m| !m.0.is_empty());
+            if old_replicas == new_replicas || !recorded {
                 return Tracked::Kept(old_managed);
             }
             let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
