@@ -627,8 +627,12 @@ async fn resource_request(
             }
             Ok(json_bytes(code, o.json()))
         }
-        // kube routes no deletion of a namespaced collection across namespaces.
-        (Method::DELETE, None) if info.namespaced && ns.is_none() => Err(ApiError::method_not_allowed()),
+        // kube routes no deletion of a namespaced collection across namespaces (its CRD handler
+        // passes such a request on, to a 404).
+        (Method::DELETE, None) if info.namespaced && ns.is_none() => Err(match info.custom {
+            Some(_) => ApiError::no_route(),
+            None => ApiError::method_not_allowed(),
+        }),
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
             let sel = selectors(&opts, &info)?;

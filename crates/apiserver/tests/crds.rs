@@ -151,6 +151,10 @@ async fn gadgets_answer_as_kube_apiserver_does() {
     let groups = c.get("/apis").await.body;
     assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "demo.example.org"));
     assert_eq!(c.get("/apis/demo.example.org/v1/namespaces/fixtures/gadgets?labelSelector=x%3Dy").await.code, 200);
+    // Across namespaces its objects are listed and watched, not deleted (kube's CRD handler
+    // passes such a request on, to a 404).
+    assert_eq!(c.delete("/apis/demo.example.org/v1/gadgets").await.code, 404);
+    assert_eq!(c.get("/apis/demo.example.org/v1/gadgets").await.code, 200);
     assert!(s.get("gd", "fixtures", "gizmo").await.is_ok(), "found by short name");
 }
 
