@@ -2,8 +2,9 @@
 //! a resource is offered to the webhooks of the MutatingWebhookConfigurations whose rules,
 //! namespace and object selectors and `matchConditions` match it, one after another (by
 //! configuration name, then in the configuration's order), each able to refuse the request or
-//! change the object with a JSON Patch (a webhook with `reinvocationPolicy: IfNeeded` is called
-//! again once when a later one changed the object); then, once the object is validated, to the
+//! change the object with a JSON Patch (when one did, the server's own mutating admission runs
+//! again, and a webhook with `reinvocationPolicy: IfNeeded` is called again once when a later
+//! one, or that admission, changed the object); then, once the object is validated, to the
 //! matching webhooks of the ValidatingWebhookConfigurations, all at once, each able to refuse
 //! it. The exchange is an AdmissionReview over HTTPS ([`crate::webhook_client`]), of the first
 //! of the webhook's `admissionReviewVersions` the server speaks (`v1`, `v1beta1`).

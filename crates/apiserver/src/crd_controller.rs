@@ -13,9 +13,11 @@
 //!    kinds ([`crate::crd::served_versions`]). Later changes of the names are accepted the same
 //!    way; an established definition stays established.
 //! 3. A DELETE only marks it ([`mark_deleted`]: deletionTimestamp, the cleanup finalizer,
-//!    `Terminating` True `InstanceDeletionPending`); new objects are refused (405). The
-//!    controller sets `InstanceDeletionInProgress`, deletes every object, and once the watch
-//!    cache (caught up with the storage) shows none left, sets `InstanceDeletionCompleted` and
+//!    `Terminating` True `InstanceDeletionPending`); new objects are refused (403). The
+//!    controller sets `InstanceDeletionInProgress`, deletes every object straight from the
+//!    registry (without admission, as kube's finalizer; a failure is `InstanceDeletionFailed`),
+//!    and once the watch cache (caught up with the storage) shows none left, sets
+//!    `InstanceDeletionCompleted` (`NeverEstablished` for a definition never established) and
 //!    removes the finalizer: the definition is deleted and its kinds are no longer served.
 //!
 //! Invariants: the controller acts only on what the watch cache shows; its writes are

@@ -63,9 +63,9 @@ pub struct DeleteOpts {
     /// The deletion carries out a request admission already judged as another operation (a
     /// pod's eviction): it is not offered to admission again, as kube's eviction deletes.
     pub(crate) admitted: bool,
-    /// The deletion is one of a DELETE of a collection in this namespace ("" for one across
-    /// namespaces or of a cluster-scoped resource): admission sees it as kube's DeleteCollection
-    /// offers it, without a name and in that namespace.
+    /// The deletion is one of a DELETE of a collection in this namespace ("" for a cluster-scoped
+    /// resource): admission sees it as kube's DeleteCollection offers it, without a name and in
+    /// that namespace.
     pub(crate) collection: Option<String>,
 }
 

@@ -431,8 +431,9 @@ pub async fn list(
 }
 
 /// The next page a LIST with `opts` reads (its resourceVersion, limit and continue token), as
-/// kube-apiserver serves it: 410 for a continue token past the history, with a token that
-/// continues from the latest state.
+/// kube-apiserver serves it: from the watch cache, or from the storage at a revision older than
+/// the cache's history; 410 once the storage has compacted it (for a continue token, with a
+/// token that continues from the latest state).
 pub async fn page(
     store: &Store,
     info: &ResourceInfo,

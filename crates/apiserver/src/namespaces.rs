@@ -72,14 +72,6 @@ pub(crate) fn status_causes(obj: &Map<String, Value>) -> Vec<crate::structural::
     vec![crate::policy_validation::invalid("status.Phase".into(), phase, fault)]
 }
 
-/// Errors' messages as Go's `utilerrors.NewAggregate` prints them: one alone, several in brackets.
-fn go_aggregate<'a>(mut messages: impl ExactSizeIterator<Item = &'a str>) -> String {
-    match messages.len() {
-        1 => messages.next().unwrap_or_default().to_string(),
-        _ => format!("[{}]", messages.collect::<Vec<_>>().join(", ")),
-    }
-}
-
 /// Whether a namespace (as a JSON map) has finalizers in its spec.
 pub fn has_spec_finalizers(obj: &Map<String, Value>) -> bool {
     obj.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty())
@@ -378,11 +370,12 @@ impl Controller {
                     "NamespaceDeletionContentFailure",
                     "True",
                     "ContentDeletionFailed",
-                    format!(
-                        "Failed to delete all resource types, {} remaining: {}",
-                        failures.len(),
-                        go_aggregate(failures.iter().map(|e| e.message.as_str()))
-                    ),
+                    format!("Failed to delete all resource types, {} remaining: {}", failures.len(), {
+                        // kube's makeDeleteContentCondition sorts the messages.
+                        let mut messages: Vec<&str> = failures.iter().map(|e| e.message.as_str()).collect();
+                        messages.sort_unstable();
+                        messages.join(", ")
+                    }),
                 ),
             },
             if resources.is_empty() {
