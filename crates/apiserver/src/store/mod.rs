@@ -187,10 +187,6 @@ struct InUse {
     node_ports: Option<HashSet<u32>>,
     /// Quota charges of the objects being created, held until they are stored.
     charges: crate::resource_quota::Charges,
-    /// Whether the last object prepared for a create was named from its `generateName`.
-    generated_name: bool,
-    /// Whether the last object prepared for a create has a `generateName` (whoever named it).
-    generate_name: bool,
 }
 
 /// The cluster IP among a Service's field-selector values.
@@ -632,7 +628,7 @@ impl Store {
         &self,
         info: &ResourceInfo,
         mutated: Mutated,
-        in_use: &mut InUse,
+        (in_use, named): (&mut InUse, &mut Named),
         (via, dry_run): (CreateVia, bool),
     ) -> Result<Template, ApiError> {
         let Mutated { mut obj, ns, requested_name, now, versioned, limit_ranges, classes } = mutated;
@@ -646,8 +642,8 @@ impl Store {
             old: None,
             dry_run,
         };
-        in_use.generate_name = meta_str(&obj, "generateName").is_some();
-        let name = self.name_for_create(info, &mut obj, &mut in_use.generated_name)?;
+        named.generate_name = meta_str(&obj, "generateName").is_some();
+        let name = self.name_for_create(info, &mut obj, &mut named.generated)?;
         let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
         strategy::prepare_create(info, &mut obj, &now);
         crate::certificate_signing::prepare_create(info, &mut obj);
@@ -914,7 +910,7 @@ impl Store {
     }
 
     /// Names, prepares and writes the creates of mutated bodies (see [`Self::create_many`]);
-    /// `named` tells how a single body was named.
+    /// `named` tells how the last body was named (what a create of one body needs).
     async fn create_checked(
         &self,
         info: &ResourceInfo,
@@ -925,13 +921,8 @@ impl Store {
         let is_service = defaults::is_service(info);
         let mut prepared = Vec::with_capacity(mutated.len());
         let mut in_use = InUse::default();
-        let single = mutated.len() == 1;
         for m in mutated {
-            let done = self.finish_create(info, m, &mut in_use, (via, dry_run)).await;
-            if single {
-                *named = Named { generated: in_use.generated_name, generate_name: in_use.generate_name };
-            }
-            match done {
+            match self.finish_create(info, m, (&mut in_use, named), (via, dry_run)).await {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
                     self.release_allocations(info, &prepared);
