@@ -409,14 +409,12 @@ pub async fn list(
     rv_wait: Duration,
     render: crate::table::Render,
 ) -> Result<ListAnswer, ApiError> {
-    let ns = if info.namespaced { ns } else { None };
-    let page = read_page(store, info, ns, opts, sel, rv_wait).await?;
+    let page = page(store, info, ns, opts, sel, rv_wait).await?;
     if let crate::table::Render::Table(include) = render {
         let mut meta = serde_json::Map::new();
         meta.insert("resourceVersion".into(), page.rv.to_string().into());
-        if let Some(after) = &page.next_after {
-            let t = ContinueToken::after(page.rv as i64, after, ns, true);
-            meta.insert("continue".into(), t.encode().into());
+        if let Some(token) = next_continue(info, ns, &page) {
+            meta.insert("continue".into(), token.into());
             if sel.is_empty() {
                 meta.insert("remainingItemCount".into(), page.remaining.into());
             }
@@ -428,21 +426,6 @@ pub async fn list(
     let head = list_head(info, ns, sel, &page, metadata);
     let form = if metadata { ItemForm::Metadata } else { ItemForm::Object(info.list_items_have_kind) };
     Ok(ListAnswer::Items(ListBody::new(head, page.items, form)))
-}
-
-/// The next page a LIST with `opts` reads (its resourceVersion, limit and continue token), as
-/// kube-apiserver serves it: from the watch cache, or from the storage at a revision older than
-/// the cache's history; 410 once the storage has compacted it (for a continue token, with a
-/// token that continues from the latest state).
-pub async fn page(
-    store: &Store,
-    info: &ResourceInfo,
-    ns: Option<&str>,
-    opts: &ListOptions,
-    sel: &Selectors,
-    rv_wait: Duration,
-) -> Result<ListPage, ApiError> {
-    read_page(store, info, if info.namespaced { ns } else { None }, opts, sel, rv_wait).await
 }
 
 /// The continue token of the page after `page` (None when it is the last).
@@ -480,8 +463,11 @@ pub fn list_head(info: &ResourceInfo, ns: Option<&str>, sel: &Selectors, page: &
     out
 }
 
-/// [`page`], `ns` already `None` for a cluster-scoped resource.
-async fn read_page(
+/// The next page a LIST with `opts` reads (its resourceVersion, limit and continue token), as
+/// kube-apiserver serves it: from the watch cache, or from the storage at a revision older than
+/// the cache's history; 410 once the storage has compacted it (for a continue token, with a
+/// token that continues from the latest state).
+pub async fn page(
     store: &Store,
     info: &ResourceInfo,
     ns: Option<&str>,
@@ -489,6 +475,7 @@ async fn read_page(
     sel: &Selectors,
     rv_wait: Duration,
 ) -> Result<ListPage, ApiError> {
+    let ns = if info.namespaced { ns } else { None };
     let mut limit = opts.limit;
     let mut start: Option<String> = None;
     let mut token: Option<ContinueToken> = None;

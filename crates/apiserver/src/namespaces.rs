@@ -323,7 +323,8 @@ impl Controller {
     }
 
     /// Writes the conditions kube-controller-manager gives a namespace whose contents are not
-    /// all gone yet (nothing when they are already there).
+    /// all gone yet, or could not all be deleted (`failures`); nothing when they are already
+    /// there.
     async fn report(
         &self,
         mut obj: Map<String, Value>,

@@ -16,13 +16,6 @@ use serde_json::{Value, json};
 const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
 const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
 
-fn deployment(name: &str, replicas: u64) -> Value {
-    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                    "template": {"metadata": {"labels": {"app": name}},
-                                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
-}
-
 fn policy(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
            "metadata": {"name": name}, "spec": spec})

@@ -223,6 +223,26 @@ async fn settled(c: &Client) {
     assert_eq!(c.get(MUTATING).await.code, 200);
 }
 
+/// Registers `hook` for ConfigMap creates as the mutating webhook `labeller.example.com`
+/// (`/mutate`) and the validating webhook `guard.example.com` (`/validate`), and waits until the
+/// server's cache holds both.
+async fn labeller_and_guard(c: &Client, hook: &Webhook) {
+    let create = json!(["CREATE"]);
+    let m = config(
+        "MutatingWebhookConfiguration",
+        "labeller",
+        json!([configmaps_hook("labeller.example.com", hook.client_config("/mutate"), create.clone())]),
+    );
+    assert_eq!(c.post(MUTATING, &m).await.code, 201);
+    let v = config(
+        "ValidatingWebhookConfiguration",
+        "guard",
+        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), create)]),
+    );
+    assert_eq!(c.post(VALIDATING, &v).await.code, 201);
+    settled(c).await;
+}
+
 fn warnings(r: &Resp) -> Vec<String> {
     r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
 }
@@ -403,20 +423,7 @@ async fn a_mutating_webhook_patches_objects_before_validation_and_storage() {
     let hook = Webhook::start().await;
     let s = server().await;
     let c = Client::new(&s);
-    let create = json!(["CREATE"]);
-    let m = config(
-        "MutatingWebhookConfiguration",
-        "labeller",
-        json!([configmaps_hook("labeller.example.com", hook.client_config("/mutate"), create.clone())]),
-    );
-    assert_eq!(c.post(MUTATING, &m).await.code, 201);
-    let v = config(
-        "ValidatingWebhookConfiguration",
-        "guard",
-        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), create)]),
-    );
-    assert_eq!(c.post(VALIDATING, &v).await.code, 201);
-    settled(&c).await;
+    labeller_and_guard(&c, &hook).await;
 
     let r = c.post(CONFIGMAPS, &json!({"metadata": {"name": "plain"}, "data": {"k": "v"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -475,20 +482,7 @@ async fn a_create_trying_other_generated_names_is_mutated_once_and_validated_eac
     let hook = Webhook::start().await;
     let s = informer_apiserver::testing::builder().generated_name_seed(7).start().await.unwrap();
     let c = Client::new(&s);
-    let create = json!(["CREATE"]);
-    let m = config(
-        "MutatingWebhookConfiguration",
-        "labeller",
-        json!([configmaps_hook("labeller.example.com", hook.client_config("/mutate"), create.clone())]),
-    );
-    assert_eq!(c.post(MUTATING, &m).await.code, 201);
-    let v = config(
-        "ValidatingWebhookConfiguration",
-        "guard",
-        json!([configmaps_hook("guard.example.com", hook.client_config("/validate"), create)]),
-    );
-    assert_eq!(c.post(VALIDATING, &v).await.code, 201);
-    settled(&c).await;
+    labeller_and_guard(&c, &hook).await;
     for n in &names[..2] {
         assert_eq!(c.post(CONFIGMAPS, &json!({"metadata": {"name": n}})).await.code, 201);
     }
@@ -652,9 +646,7 @@ async fn scale_writes_are_offered_as_scales_to_scale_subresource_rules() {
     let s = server().await;
     let c = Client::new(&s);
     let deployments = "/apis/apps/v1/namespaces/default/deployments";
-    let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
-    assert_eq!(c.post(deployments, &d).await.code, 201);
+    assert_eq!(c.post(deployments, &deployment("web", 1)).await.code, 201);
     let rule = |resources: Value| json!([{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": resources}]);
     let mut cap = configmaps_hook("cap.example.com", hook.client_config("/cap"), json!(["UPDATE"]));
     cap["rules"] = rule(json!(["deployments/scale"]));

@@ -234,18 +234,7 @@ async fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
     }
     // A policy refusing every deletion of a gadget: the definition's cleanup is not asked, as
     // kube's finalizer deletes straight from the registry.
-    let vap = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "keep-gadgets"},
-        "spec": {"failurePolicy": "Fail", "validations": [{"expression": "false", "message": "gadgets stay"}],
-                 "matchConstraints": {"resourceRules": [{"apiGroups": ["demo.example.org"], "apiVersions": ["*"],
-                                                         "operations": ["DELETE"], "resources": ["gadgets"]}]}}});
-    let bind = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": "keep-gadgets"},
-        "spec": {"policyName": "keep-gadgets", "validationActions": ["Deny"]}});
-    let admission = "/apis/admissionregistration.k8s.io/v1";
-    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicies"), &vap).await.code, 201);
-    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicybindings"), &bind).await.code, 201);
-    assert_eq!(c.get(&format!("{admission}/validatingadmissionpolicybindings")).await.code, 200);
+    refuse_deletes(&c, "keep-gadgets", ("demo.example.org", "gadgets"), "gadgets stay").await;
     let refused = c.delete(&format!("{base}/a")).await;
     assert_eq!(refused.code, 422, "{}", refused.body);
     let list = c.get(base).await.body;

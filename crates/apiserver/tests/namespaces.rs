@@ -267,15 +267,7 @@ async fn a_refused_deletion_shows_in_the_namespace_s_conditions() {
     create_namespaces(&s, &["guarded"]).await.unwrap();
     let cms = "/api/v1/namespaces/guarded/configmaps";
     assert_eq!(c.post(cms, &json!({"metadata": {"name": "kept"}})).await.code, 201);
-    let admission = "/apis/admissionregistration.k8s.io/v1";
-    let vap = json!({"metadata": {"name": "keep"}, "spec": {"failurePolicy": "Fail",
-        "validations": [{"expression": "false", "message": "kept"}],
-        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                "operations": ["DELETE"], "resources": ["configmaps"]}]}}});
-    let bind = json!({"metadata": {"name": "keep"}, "spec": {"policyName": "keep", "validationActions": ["Deny"]}});
-    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicies"), &vap).await.code, 201);
-    assert_eq!(c.post(&format!("{admission}/validatingadmissionpolicybindings"), &bind).await.code, 201);
-    assert_eq!(c.get(&format!("{admission}/validatingadmissionpolicybindings")).await.code, 200);
+    refuse_deletes(&c, "keep", ("", "configmaps"), "kept").await;
     let mut namespaces = c.watch(&format!("{NAMESPACES}?watch=1&resourceVersion={}", s.resource_version())).await;
     assert_eq!(c.delete("/api/v1/namespaces/guarded").await.code, 200);
     let e = until(&mut namespaces, "the failure reported", |e| {
@@ -286,11 +278,13 @@ async fn a_refused_deletion_shows_in_the_namespace_s_conditions() {
     .await;
     let failure = condition(&e["object"], "NamespaceDeletionContentFailure");
     assert_eq!(failure["reason"], "ContentDeletionFailed");
-    let message = failure["message"].as_str().unwrap();
-    assert!(message.starts_with("Failed to delete all resource types, 1 remaining: "), "{message}");
-    assert!(message.contains("denied request: kept"), "{message}");
+    assert_eq!(
+        failure["message"],
+        "Failed to delete all resource types, 1 remaining: configmaps \"kept\" is forbidden: \
+         ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: kept"
+    );
     // Without the policy the next try deletes it, and the namespace goes.
-    assert_eq!(c.delete(&format!("{admission}/validatingadmissionpolicybindings/keep")).await.code, 200);
+    assert_eq!(c.delete(&format!("{ADMISSION}/validatingadmissionpolicybindings/keep")).await.code, 200);
     until(&mut namespaces, "the namespace deleted", |e| is(e, "DELETED", "guarded")).await;
 }
 

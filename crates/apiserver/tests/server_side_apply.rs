@@ -349,9 +349,7 @@ async fn a_scale_of_an_object_without_managers_records_none() {
     let s = server().await;
     let c = Client::new(&s);
     let deployments = "/apis/apps/v1/namespaces/default/deployments";
-    let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
-    assert_eq!(c.post(deployments, &d).await.code, 201);
+    assert_eq!(c.post(deployments, &deployment("web", 1)).await.code, 201);
     let path = format!("{deployments}/web");
     let r = c.patch(&path, "application/merge-patch+json", &json!({"metadata": {"managedFields": []}})).await;
     assert!(r.body["metadata"].get("managedFields").is_none(), "{}", r.body);

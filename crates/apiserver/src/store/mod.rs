@@ -171,8 +171,6 @@ pub(crate) enum Attempt {
 struct Mutated {
     obj: Map<String, Value>,
     ns: String,
-    /// The name the object had before the server named it ("" when it asks for one).
-    requested_name: String,
     now: String,
     /// It carried a resourceVersion kube's storage refuses on a create.
     versioned: bool,
@@ -606,19 +604,10 @@ impl Store {
             },
             readmit: &admit,
         };
-        let mutating = crate::admission_policy::Attributes {
-            info,
-            operation: "CREATE",
-            subresource: "",
-            namespace: &ns,
-            name: &requested_name,
-            object: None,
-            old: None,
-            dry_run,
-        };
+        let mutating = create_attributes(info, &ns, &requested_name, dry_run);
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
         crate::owner_reference_dedup::dedup(&mut obj, true);
-        Ok(Mutated { obj, ns, requested_name, now, versioned, limit_ranges, classes })
+        Ok(Mutated { obj, ns, now, versioned, limit_ranges, classes })
     }
 
     /// The object a create stores (before its revision is known), from what mutating admission
@@ -631,20 +620,11 @@ impl Store {
         (in_use, named): (&mut InUse, &mut Named),
         (via, dry_run): (CreateVia, bool),
     ) -> Result<Template, ApiError> {
-        let Mutated { mut obj, ns, requested_name, now, versioned, limit_ranges, classes } = mutated;
-        let mutating = crate::admission_policy::Attributes {
-            info,
-            operation: "CREATE",
-            subresource: "",
-            namespace: &ns,
-            name: &requested_name,
-            object: None,
-            old: None,
-            dry_run,
-        };
+        let Mutated { mut obj, ns, now, versioned, limit_ranges, classes } = mutated;
         named.generate_name = meta_str(&obj, "generateName").is_some();
         let name = self.name_for_create(info, &mut obj, &mut named.generated)?;
-        let attributes = |object| crate::admission_policy::Attributes { name: &name, object, ..mutating };
+        let attributes =
+            |object| crate::admission_policy::Attributes { object, ..create_attributes(info, &ns, &name, dry_run) };
         strategy::prepare_create(info, &mut obj, &now);
         crate::certificate_signing::prepare_create(info, &mut obj);
         defaults::admit(info, &mut obj, defaults::Write::Create)?;
@@ -896,13 +876,13 @@ impl Store {
         };
         for _ in 1..attempts {
             let mut named = Named::default();
-            match self.create_checked(info, mutated.clone(), (via, dry_run), &mut named).await {
+            match self.create_mutated(info, mutated.clone(), (via, dry_run), &mut named).await {
                 Err(e) if named.generated && e.reason == "AlreadyExists" => continue,
                 done => return done,
             }
         }
         let mut named = Named::default();
-        match self.create_checked(info, mutated, (via, dry_run), &mut named).await {
+        match self.create_mutated(info, mutated, (via, dry_run), &mut named).await {
             // kube's CheckGeneratedNameError: a name taken by an object that asked for one.
             Err(e) if named.generate_name && e.reason == "AlreadyExists" => Err(name_generator::conflict(info, &e)),
             done => done,
@@ -911,7 +891,7 @@ impl Store {
 
     /// Names, prepares and writes the creates of mutated bodies (see [`Self::create_many`]);
     /// `named` tells how the last body was named (what a create of one body needs).
-    async fn create_checked(
+    async fn create_mutated(
         &self,
         info: &ResourceInfo,
         mutated: Vec<Mutated>,
@@ -1848,6 +1828,25 @@ fn put_target(
         (None, None) => return Err(name_required(info)),
     };
     Ok((obj, ns, name))
+}
+
+/// What admission is told of a create of `name` (none yet: "") in `ns`, without its object.
+fn create_attributes<'a>(
+    info: &'a ResourceInfo,
+    ns: &'a str,
+    name: &'a str,
+    dry_run: bool,
+) -> crate::admission_policy::Attributes<'a> {
+    crate::admission_policy::Attributes {
+        info,
+        operation: "CREATE",
+        subresource: "",
+        namespace: ns,
+        name,
+        object: None,
+        old: None,
+        dry_run,
+    }
 }
 
 /// Whether a create of `obj` asks the server to name it (kube's `needsNameGeneration`).

@@ -101,8 +101,7 @@ pub(super) fn track(
                 None => None,
             };
             // (An object whose managers are none records none, as for an update below.)
-            let recorded = Managers::decode(old_managed.as_ref()).is_ok_and(|m| !m.0.is_empty());
-            if old_replicas == new_replicas || !recorded {
+            if old_replicas == new_replicas || !has_entries(old_managed.as_ref()) {
                 return Tracked::Kept(old_managed);
             }
             let mut m = Managers::decode(old_managed.as_ref()).unwrap_or_default();
@@ -140,12 +139,15 @@ pub(super) fn track(
             let through_subresource = opts.target != Target::Main;
             // kube's skipNonAppliedManager: an update of an object whose managers are none
             // (reset, or never recorded) records none; its first apply starts them.
-            let recorded = |v: Option<&Value>| Managers::decode(v).is_ok_and(|m| !m.0.is_empty());
+            // (The stored entries were checked when written; a request's are read, as kube reads
+            // them, and count only when they can be.)
             let starts_from_none = match &requested {
-                _ if through_subresource => !recorded(old_managed.as_ref()),
+                _ if through_subresource => !has_entries(old_managed.as_ref()),
                 managed_fields::Requested::Reset => true,
-                managed_fields::Requested::Given(v) if recorded(Some(v)) => false,
-                _ => !recorded(old_managed.as_ref()),
+                managed_fields::Requested::Given(v) if Managers::decode(Some(v)).is_ok_and(|m| !m.0.is_empty()) => {
+                    false
+                }
+                _ => !has_entries(old_managed.as_ref()),
             };
             if starts_from_none {
                 return Tracked::Kept(None);
@@ -157,6 +159,12 @@ pub(super) fn track(
             Tracked::Changed(m)
         }
     }
+}
+
+/// Whether stored `managedFields` hold any entry (without decoding them: an update reads them
+/// once, in [`managed_fields::base_managers`]).
+fn has_entries(managed: Option<&Value>) -> bool {
+    managed.and_then(Value::as_array).is_some_and(|a| !a.is_empty())
 }
 
 /// Whether `obj`, the successor of `old` a write computed, differs from it only in the times of

@@ -228,6 +228,30 @@ pub fn workload_spec(app: &str) -> Value {
         "template": {"metadata": {"labels": {"app": app}}, "spec": pod_spec()}})
 }
 
+/// Where the admission configurations are served.
+pub const ADMISSION: &str = "/apis/admissionregistration.k8s.io/v1";
+
+/// Binds a ValidatingAdmissionPolicy `name` refusing every DELETE of `resource` in `group` (any
+/// version) with `message`, and waits until the server's cache holds the binding.
+pub async fn refuse_deletes(c: &Client, name: &str, (group, resource): (&str, &str), message: &str) {
+    let policy = json!({"metadata": {"name": name}, "spec": {"failurePolicy": "Fail",
+        "validations": [{"expression": "false", "message": message}],
+        "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["*"],
+                                                "operations": ["DELETE"], "resources": [resource]}]}}});
+    let binding = json!({"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}});
+    assert_eq!(c.post(&format!("{ADMISSION}/validatingadmissionpolicies"), &policy).await.code, 201);
+    assert_eq!(c.post(&format!("{ADMISSION}/validatingadmissionpolicybindings"), &binding).await.code, 201);
+    assert_eq!(c.get(&format!("{ADMISSION}/validatingadmissionpolicybindings")).await.code, 200);
+}
+
+/// An apps/v1 Deployment of `replicas` nginx pods labelled `app: <name>`.
+pub fn deployment(name: &str, replicas: u64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
 pub fn pod(name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
