@@ -564,7 +564,8 @@ async fn resource_request(
             start_watch(shared, &info, ns, opts, render).await
         }
         (Method::GET, Some(n)) => {
-            let o = store.get(&info, ns_or_default, n).await?;
+            let rv = query.iter().find(|(k, _)| k == "resourceVersion").map_or("", |(_, v)| v.as_str());
+            let o = store.get_at(&info, ns_or_default, n, rv).await?;
             Ok(match render {
                 // kubectl's `get <kind> <name>`: one row; metadata-only clients: the metadata.
                 crate::table::Render::Table(include) => {
@@ -751,6 +752,14 @@ async fn start_watch(
     mut opts: ListOptions,
     render: crate::table::Render,
 ) -> Result<Response<Body>, ApiError> {
+    // WatchList defaulting (apiserver WatchList gate on), before the options are validated as
+    // kube's SetListOptionsDefaults: RV ""/"0" without sendInitialEvents or RVM becomes
+    // sendInitialEvents=true with resourceVersionMatch=NotOlderThan.
+    let legacy = matches!(opts.resource_version.as_deref(), None | Some("0"));
+    if legacy && opts.send_initial_events.is_none() && opts.resource_version_match.is_none() {
+        opts.send_initial_events = Some(true);
+        opts.resource_version_match = Some("NotOlderThan".into());
+    }
     let sel = selectors(&opts, info)?;
     let store = shared.store.clone();
     let rv = match opts.resource_version.as_deref() {
@@ -758,11 +767,6 @@ async fn start_watch(
         // kube's cacher returns the versioner's error as it is: a 500 without a reason.
         Some(r) => Some(list::read_rv(r).map_err(|e| ApiError::new(500, "", e))?),
     };
-    // WatchList defaulting (apiserver WatchList gate on): RV ""/"0" without
-    // sendInitialEvents/RVM becomes sendInitialEvents=true.
-    if rv.is_none() && opts.send_initial_events.is_none() && opts.resource_version_match.is_none() {
-        opts.send_initial_events = Some(true);
-    }
     let cfg = &shared.cfg;
     let cache = store.cache().clone();
     cache.check_ready()?;

@@ -479,19 +479,26 @@ pub async fn page(
     let mut limit = opts.limit;
     let mut start: Option<String> = None;
     let mut token: Option<ContinueToken> = None;
+    // While the cache is (re)initializing, a page without selectors is the storage's (kube's
+    // cacher delegates it to etcd, which keeps the limit whatever the resourceVersion).
+    let unready = store.cache().check_ready().is_err() && opts.limit > 0 && sel.is_empty();
     let at = if let Some(c) = &opts.continue_token {
         let t = ContinueToken::decode(c)?;
         if opts.resource_version.as_deref().is_some_and(|r| r != "0") {
             return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
         }
         start = Some(t.start_key(ns));
-        if t.rv > 0 {
+        if t.rv > 0 && !unready {
             // A token from a read the cache had not reached yet: waited for as an Exact list.
             let (n, cache) = (t.rv as u64, store.cache());
             cache.check_ready()?;
             if n > cache.resource_version() && !cache.wait_for_rv(n, rv_wait).await {
                 return Err(ApiError::too_large_rv(n, cache.resource_version()));
             }
+        }
+        if opts.resource_version.as_deref() == Some("0") && !unready {
+            // kube's cacher lists RV "0" whole, continued or not.
+            limit = 0;
         }
         let at = if t.rv < 0 { ListAt::Latest } else { ListAt::Exact(t.rv as u64) };
         token = Some(t);
@@ -500,25 +507,39 @@ pub async fn page(
         match (opts.resource_version.as_deref(), opts.resource_version_match.as_deref()) {
             (None, _) => ListAt::Latest,
             (Some("0"), _) => {
-                limit = 0;
+                if !unready {
+                    limit = 0;
+                }
                 ListAt::Latest
             }
             (Some(r), m) => {
                 let n = parse_rv(r)?;
                 let exact = m == Some("Exact") || (m.is_none() && limit > 0);
                 let cache = store.cache();
-                cache.check_ready()?;
-                if n > cache.resource_version() && !cache.wait_for_rv(n, rv_wait).await {
-                    return Err(ApiError::too_large_rv(n, cache.resource_version()));
+                if !unready {
+                    cache.check_ready()?;
+                    if n > cache.resource_version() && !cache.wait_for_rv(n, rv_wait).await {
+                        return Err(ApiError::too_large_rv(n, cache.resource_version()));
+                    }
                 }
                 if exact { ListAt::Exact(n) } else { ListAt::Latest }
             }
         }
     };
-    // Without a resourceVersion (and not continuing a list) the read is consistent.
-    let consistent = opts.continue_token.is_none() && opts.resource_version.is_none();
+    // Without a resourceVersion (and not continuing a list) the read is consistent; so is the
+    // rest of a list continued from a token that no longer holds a version (kube delegates it
+    // as a consistent read).
+    let consistent = match &token {
+        None => opts.resource_version.is_none(),
+        Some(t) => t.rv < 0,
+    };
     let q = crate::store::ListQuery { ns, at, start: start.as_deref(), limit, sel, consistent };
-    match store.list(info, q).await {
+    let listed = match (unready, at) {
+        (true, ListAt::Exact(rv)) => store.list_unready(info, (ns, start.as_deref()), Some(rv), limit).await,
+        (true, _) => store.list_unready(info, (ns, start.as_deref()), None, limit).await,
+        (false, _) => store.list(info, q).await,
+    };
+    match listed {
         Ok(p) => Ok(p),
         Err(e) if e.code == 410 && token.is_some() => {
             let t = token.unwrap_or(ContinueToken { rv: -1, start: String::new() });

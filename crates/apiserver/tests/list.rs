@@ -67,6 +67,12 @@ async fn paging_like_kube() {
     let r = c.get(&format!("{PODS}?limit=2&continue=garbage!")).await;
     assert_eq!(r.code, 400);
 
+    // Continued with RV "0": the rest at once, as kube's cacher drops the limit.
+    let rest = c.get(&format!("{PODS}?limit=2&continue={tok}&resourceVersion=0")).await;
+    assert_eq!(rest.code, 200, "{}", rest.body);
+    assert_eq!(names(&rest.body), ["sample-c", "sample-d", "sample-e"]);
+    assert!(rest.body["metadata"].get("continue").is_none());
+
     // Selector pages: no remainingItemCount.
     let r = c.get(&format!("{PODS}?limit=1&labelSelector=app%3Dsample")).await;
     assert_eq!(names(&r.body), ["sample-a"]);
@@ -279,6 +285,41 @@ async fn list_option_validation() {
     );
     let r = c.get(&format!("{PODS}?resourceVersion=abc")).await;
     assert_eq!(r.code, 400);
+    // A watch from RV ""/"0" is a streaming list once defaulted (resourceVersionMatch
+    // NotOlderThan), which a continue token cannot go with.
+    let r = c.get(&format!("{PODS}?watch=1&continue=abc")).await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.body["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"
+    );
+}
+
+#[tokio::test]
+async fn get_with_resource_version_reads_the_cache_no_older_than_it() {
+    let s = informer_apiserver::testing::builder().too_large_rv_wait(Duration::from_millis(200)).start().await.unwrap();
+    s.create("pods", pod("a", json!({}))).await.unwrap();
+    let c = Client::new(&s);
+    let pod_a = format!("{PODS}/a");
+    for rv in ["0".to_string(), s.resource_version().to_string()] {
+        let r = c.get(&format!("{pod_a}?resourceVersion={rv}")).await;
+        assert_eq!(r.code, 200, "{rv}: {}", r.body);
+        assert_eq!(r.body["metadata"]["name"], "a");
+    }
+    let fut = s.resource_version() + 5;
+    let r = c.get(&format!("{pod_a}?resourceVersion={fut}")).await;
+    assert_eq!(r.code, 504, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!("Timeout: Too large resource version: {fut}, current: {}", s.resource_version())
+    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    let r = c.get(&format!("{pod_a}?resourceVersion=abc")).await;
+    assert_eq!(r.code, 500);
+    assert_eq!(
+        r.body["message"],
+        "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
 }
 
 /// 10,000 objects of 4 KB, created in one call (on etcd: more than its request deadline allows

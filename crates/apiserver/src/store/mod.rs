@@ -998,14 +998,49 @@ impl Store {
         results.into_iter().collect()
     }
 
-    /// Gets an object (a consistent read).
+    /// Gets an object (a consistent read). While the cache is (re)initializing the storage
+    /// answers, as kube's cacher delegates.
     pub async fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        if self.fresh().await? {
+        if self.cache.check_ready().is_ok() && self.fresh().await? {
             let o =
                 self.cache.get(info, ns, name)?.ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
             return crate::conversion::one_served(info, o).await;
         }
+        self.get_from_storage(info, ns, name).await
+    }
+
+    /// Gets an object as a GET with `resourceVersion` does: `""` a consistent read; `"0"` the
+    /// cache's copy, whatever its age; a number, the cache's copy once the cache has reached
+    /// it (kube's 504 "Too large resource version" when it does not in time). An unparsable
+    /// version is the versioner's error as kube's cacher returns it (500 without a reason).
+    /// While the cache is (re)initializing the storage answers.
+    pub async fn get_at(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        if resource_version.is_empty() {
+            return self.get(info, ns, name).await;
+        }
+        let ns = if info.namespaced { ns } else { "" };
+        if self.cache.check_ready().is_err() {
+            return self.get_from_storage(info, ns, name).await;
+        }
+        let min = match resource_version {
+            "0" => 0,
+            r => crate::list::read_rv(r).map_err(|e| ApiError::new(500, "", e))?,
+        };
+        if min > self.cache.resource_version() && !self.cache.wait_for_rv(min, self.rv_wait).await {
+            return Err(ApiError::too_large_rv(min, self.cache.resource_version()));
+        }
+        let o = self.cache.get(info, ns, name)?.ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+        crate::conversion::one_served(info, o).await
+    }
+
+    async fn get_from_storage(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>, ApiError> {
         let key = self.layout.object_key(info, ns, name);
         let o = match self.storage.get(&key).await {
             Ok(Some(kv)) => self.parse_kv(info, &kv)?,
@@ -1726,6 +1761,21 @@ impl Store {
         } else {
             page.items = items;
         }
+        Ok(page)
+    }
+
+    /// A page read from the storage while the cache is (re)initializing: the latest state, or
+    /// the state at `revision`, converted to the version served.
+    pub async fn list_unready(
+        &self,
+        info: &ResourceInfo,
+        (ns, start): (Option<&str>, Option<&str>),
+        revision: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage, ApiError> {
+        let mut page = self.list_from_storage(info, (ns, start), revision, limit, &Selectors::default()).await?;
+        page.items =
+            crate::conversion::to_served(self.cache.conversions(), info, std::mem::take(&mut page.items)).await?;
         Ok(page)
     }
 
