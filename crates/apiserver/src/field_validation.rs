@@ -1,7 +1,8 @@
 //! Field validation of request bodies (`fieldValidation=Strict|Warn|Ignore`), as
 //! kube-apiserver decodes them: duplicate JSON fields and fields the type's schema does not
-//! know are refused (Strict: 400 BadRequest "strict decoding error: …"), reported as warnings
-//! (Warn, the default) or passed over (Ignore).
+//! know are refused (Strict: 400 BadRequest "strict decoding error: …"; for a patch, judged once
+//! the object is read and patched, 422 Invalid on `patch`), reported as warnings (Warn, the
+//! default) or passed over (Ignore).
 //!
 //! Invariants: whatever the directive, a built-in type's unknown fields are never stored
 //! (kube decodes into its types, which drop them); of duplicate fields the last wins, and a
@@ -25,7 +26,7 @@ use crate::warning;
 /// What to do with duplicate and unknown fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FieldValidation {
-    /// Refuse the request (400).
+    /// Refuse the request (400; 422 for a patch).
     Strict,
     /// Accept it, with a warning per field (kube-apiserver's default).
     #[default]
@@ -135,6 +136,38 @@ pub(crate) fn check(
         }
         FieldValidation::Warn => {
             yaml.iter().cloned().chain(fields).for_each(warning::record);
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+/// [`check`] for a patch, as kube-apiserver's patch handler judges it once the object is read
+/// and patched: the patch body's duplicate fields (`duplicates`; a JSON patch's operations are
+/// named as such) and then the patched object's unknown fields. Strict refuses them with
+/// 422 Invalid on `patch`, the value `value()` names; Warn warns of each.
+pub(crate) fn check_patch(
+    directive: FieldValidation,
+    (kind, duplicates): (crate::store::PatchType, &[String]),
+    unknown: &[String],
+    value: impl FnOnce() -> String,
+) -> Result<(), ApiError> {
+    let worded = |d: &String| match kind {
+        crate::store::PatchType::Json => format!("json patch duplicate field \"{d}\""),
+        _ => format!("duplicate field \"{d}\""),
+    };
+    let problems = duplicates.iter().map(worded).chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    match directive {
+        FieldValidation::Strict => {
+            let problems: Vec<String> = problems.collect();
+            if problems.is_empty() {
+                return Ok(());
+            }
+            let detail = format!("strict decoding error: {}", problems.join(", "));
+            Err(crate::store::invalid_patch(&value(), &detail))
+        }
+        FieldValidation::Warn => {
+            problems.for_each(warning::record);
             Ok(())
         }
         FieldValidation::Ignore => Ok(()),

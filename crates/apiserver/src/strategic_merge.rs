@@ -76,6 +76,102 @@ pub(crate) fn apply(
     Ok(merged)
 }
 
+/// The patch as kube's merge leaves it once applied to `original`, printed as kube-apiserver
+/// prints the invalid value of a strategic merge patch whose result it cannot decode (`%+v` of
+/// its patch map, which the merge edits in place): without its `$setElementOrder` directives
+/// and the lists they order, its `$retainKeys`, the `$patch: replace` markers of maps merged
+/// and, under a field the live object lacks (or holds with another type), its null members and
+/// the maps carrying `$patch`.
+pub(crate) fn patch_after_merge(original: &Map<String, Value>, patch: &Map<String, Value>, node: Node<'_>) -> String {
+    let mut left = patch.clone();
+    leave_map(original, &mut left, node);
+    go_fmt::map(&left)
+}
+
+/// What kube's `mergeMap` leaves of `patch` (see [`patch_after_merge`]).
+fn leave_map(original: &Map<String, Value>, patch: &mut Map<String, Value>, node: Node<'_>) {
+    if let Some(d) = patch.get(PATCH) {
+        if d.as_str() == Some("replace") {
+            patch.remove(PATCH);
+        }
+        return;
+    }
+    patch.remove(RETAIN_KEYS);
+    let orders: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ORDER)).cloned().collect();
+    for directive in orders {
+        patch.remove(&directive);
+        if let Ok(name) = extract_key(&directive, SET_ORDER) {
+            patch.remove(&name);
+        }
+    }
+    for (k, pv) in patch.iter_mut() {
+        if k.starts_with(DELETE_FROM) || pv.is_null() {
+            continue;
+        }
+        let ov = match original.get(k) {
+            Some(ov) if go_fmt::type_name(ov) == go_fmt::type_name(pv) => ov,
+            _ => {
+                drop_nulls_in(pv);
+                strip_directives(pv);
+                continue;
+            }
+        };
+        let field = node.field(k);
+        match (ov, pv) {
+            (Value::Object(o), Value::Object(p)) if strategy(&field) != "replace" => leave_map(o, p, field.node),
+            (Value::Array(o), Value::Array(p)) if strategy(&field) == "merge" => leave_slice(o, p, &field),
+            _ => {}
+        }
+    }
+}
+
+/// What kube's `mergeSlice` leaves of a merged list's patch: the plain elements that merge into
+/// a live element are merged maps (special elements and additions stay as written).
+fn leave_slice(original: &[Value], patch: &mut [Value], field: &Field<'_>) {
+    let Some(key) = field.merge_key else { return };
+    if !patch.iter().chain(original).all(Value::is_object) {
+        return;
+    }
+    let mut live: Vec<&Value> = original.iter().collect();
+    let mut replace = false;
+    for m in patch.iter().filter_map(Value::as_object) {
+        match m.get(PATCH).and_then(Value::as_str) {
+            Some("delete") => live.retain(|o| o.get(key).is_none() || o.get(key) != m.get(key)),
+            Some("replace") => replace = true,
+            _ => {}
+        }
+    }
+    if replace {
+        return;
+    }
+    for p in patch.iter_mut().filter_map(Value::as_object_mut).filter(|m| !m.contains_key(PATCH)) {
+        let found = p.get(key).and_then(|kv| live.iter().find(|o| o.get(key) == Some(kv)));
+        if let Some(Value::Object(o)) = found {
+            leave_map(o, p, field.node);
+        }
+    }
+}
+
+/// kube's `removeDirectives` on a value it edits in place: under a map without `$patch`, the
+/// members that are maps with `$patch` go and lists lose such elements; the elements of a list
+/// are edited, the list itself kept.
+fn strip_directives(v: &mut Value) {
+    match v {
+        Value::Object(m) if m.contains_key(PATCH) => {}
+        Value::Object(m) => {
+            m.retain(|_, c| !c.as_object().is_some_and(|c| c.contains_key(PATCH)));
+            for c in m.values_mut() {
+                if let Value::Array(l) = c {
+                    l.retain(|e| !e.as_object().is_some_and(|e| e.contains_key(PATCH)));
+                }
+                strip_directives(c);
+            }
+        }
+        Value::Array(l) => l.iter_mut().for_each(strip_directives),
+        _ => {}
+    }
+}
+
 fn merge_map(
     mut original: Map<String, Value>,
     mut patch: Map<String, Value>,
@@ -758,6 +854,30 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap().to_string())
             .collect()
+    }
+
+    #[test]
+    fn the_patch_is_left_as_kube_s_merge_edits_it() {
+        let node = builtin().root("apps", "v1", "Deployment").unwrap();
+        let Value::Object(original) = containers(&["c"]) else { panic!("object") };
+        let patch = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "$setElementOrder/env": [{"name": "a"}], "env": [{"name": "a", "value": "1"}]},
+            {"name": "d", "x": null, "env": [{"$patch": "delete", "name": "z"}]}
+        ]}}}, "metadata": {"$patch": "replace", "labels": {"a": "b"}},
+            "status": {"conditions": [{"type": "A", "m": {"$patch": "delete"}, "n": null}]}});
+        let Value::Object(patch) = patch else { panic!("object") };
+        assert_eq!(
+            patch_after_merge(&original, &patch, node),
+            "map[metadata:map[$patch:replace labels:map[a:b]] spec:map[template:map[spec:map[containers:\
+             [map[name:c] map[env:[map[$patch:delete name:z]] name:d x:<nil>]]]]] \
+             status:map[conditions:[map[type:A]]]]"
+        );
+        // A map merged into a live one loses its `$patch: replace`.
+        let mut original = original;
+        original.insert("metadata".into(), json!({"labels": {"z": "y"}}));
+        let patch = json!({"metadata": {"$patch": "replace", "labels": {"a": "b"}}});
+        let Value::Object(patch) = patch else { panic!("object") };
+        assert_eq!(patch_after_merge(&original, &patch, node), "map[metadata:map[labels:map[a:b]]]");
     }
 
     #[test]

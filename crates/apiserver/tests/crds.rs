@@ -1208,6 +1208,14 @@ async fn metadata_is_coerced_as_object_meta_and_unknown_fields_come_sorted() {
         r.body["message"],
         "Bag in version \"v1\" cannot be handled as a Bag: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.items[10].x\", unknown field \"spec.items[2].x\""
     );
+    // A patch is judged on what it makes of the object: 422 on `patch`.
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&format!("{base}/b?fieldValidation=Strict"), merge, &json!({"spec": {"colour": "red"}})).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    assert_eq!(r.body["details"]["causes"][0]["field"], "patch");
+    let message = r.body["message"].as_str().unwrap();
+    assert!(message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"), "{message}");
+    assert!(message.ends_with("\": strict decoding error: unknown field \"spec.colour\""), "{message}");
 }
 
 #[tokio::test]

@@ -64,9 +64,50 @@ async fn nested_unknown_fields_in_updates_and_patches() {
     );
     assert!(r.body["spec"]["containers"][0].get("bogus").is_none());
 
+    // A patch is judged once applied: 422 on `patch`, whose value is the patched object (JSON
+    // and merge patches) or the patch as the strategic merge leaves it.
     let merge = "application/merge-patch+json";
     let r = c.patch(&format!("{path}/p?fieldValidation=Strict"), merge, &json!({"spec": {"bogus": true}})).await;
-    assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    let cause = &r.body["details"]["causes"][0];
+    assert_eq!((cause["field"].as_str(), cause["reason"].as_str()), (Some("patch"), Some("FieldValueInvalid")));
+    let message = cause["message"].as_str().unwrap();
+    assert!(message.starts_with("Invalid value: \"{\\\"apiVersion\\\":\\\"v1\\\","), "{message}");
+    assert!(message.contains("\\\"bogus\\\":true"), "{message}");
+    assert!(message.ends_with("\": strict decoding error: unknown field \"spec.bogus\""), "{message}");
+    assert_eq!(r.body["message"], format!(" \"\" is invalid: patch: {message}"));
+    // Duplicates in the patch come first; kube reads the object before judging them.
+    let dup = br#"{"metadata":{"labels":{"a":"1","a":"2"}},"spec":{"bogus":1}}"#.to_vec();
+    let r = c.send_raw(http::Method::PATCH, &format!("{path}/p?fieldValidation=Strict"), dup.clone(), merge).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("strict decoding error: duplicate field \"metadata.labels.a\", unknown field \"spec.bogus\""),
+        "{}",
+        r.body
+    );
+    let r = c.send_raw(http::Method::PATCH, &format!("{path}/absent?fieldValidation=Strict"), dup, merge).await;
+    assert_eq!(r.code, 404, "{}", r.body);
+    // kubectl apply's patch: the ordered list leaves the patch with the merge.
+    let strategic = "application/strategic-merge-patch+json";
+    let applied = json!({"spec": {"$setElementOrder/containers": [{"name": "c"}],
+                                  "containers": [{"name": "c", "imagee": "x"}]},
+                         "metadata": {"labels": {"l": "v", "gone": null}}});
+    let r = c.patch(&format!("{path}/p?fieldValidation=Strict"), strategic, &applied).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        " \"\" is invalid: patch: Invalid value: \"map[metadata:map[labels:map[l:v]] spec:map[]]\": strict decoding error: unknown field \"spec.containers[0].imagee\""
+    );
+    // A JSON patch's duplicates are its operations'.
+    let ops = br#"[{"op":"add","op":"add","path":"/metadata/annotations","value":{"x":"y"}}]"#.to_vec();
+    let r = c
+        .send_raw(http::Method::PATCH, &format!("{path}/p?fieldValidation=Warn"), ops, "application/json-patch+json")
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.headers["warning"], r#"299 - "json patch duplicate field \"[0].op\"""#);
     let r = c.patch(&format!("{path}/p?fieldValidation=Bogus"), merge, &json!({})).await;
     assert_eq!(r.code, 422);
     assert!(r.body["message"].as_str().unwrap().starts_with("PatchOptions.meta.k8s.io \"\" is invalid"));

@@ -138,10 +138,15 @@ fn decodable(info: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiErr
 }
 
 /// Checks that a patched object's fields can be decoded into its built-in type: kube-apiserver
-/// refuses one that cannot with 422, naming the patched object as the invalid value of `patch`.
-/// A strategically merged object is read as kube's unstructured converter reads it, whole-number
-/// floats of integer fields as integers.
-pub(crate) fn check_patched(info: &ResourceInfo, kind: super::PatchType, doc: &mut Value) -> Result<(), ApiError> {
+/// refuses one that cannot with 422, naming `value` (see [`super::patch::DecodedPatch::
+/// invalid_value`]) as the invalid value of `patch`. A strategically merged object is read as
+/// kube's unstructured converter reads it, whole-number floats of integer fields as integers.
+pub(crate) fn check_patched(
+    info: &ResourceInfo,
+    kind: super::PatchType,
+    doc: &mut Value,
+    value: impl FnOnce(&Value) -> String,
+) -> Result<(), ApiError> {
     if info.custom.is_some() {
         return Ok(());
     }
@@ -149,14 +154,8 @@ pub(crate) fn check_patched(info: &ResourceInfo, kind: super::PatchType, doc: &m
         crate::go_types::whole_numbers_as_ints(&info.group, &info.version, &info.kind, obj);
     }
     let Value::Object(obj) = &*doc else { return Ok(()) };
-    crate::go_types::check(&info.group, &info.version, &info.kind, obj).map_err(|e| {
-        let cause = format!("Invalid value: {}: {e}", crate::structural::go_quote(&doc.to_string()));
-        let mut err = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"));
-        err.details = Some(Box::new(
-            serde_json::json!({"causes": [{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}]}),
-        ));
-        err
-    })
+    crate::go_types::check(&info.group, &info.version, &info.kind, obj)
+        .map_err(|e| super::patch::invalid_patch(&value(doc), &e))
 }
 
 /// Why `metadata.ownerReferences` cannot be decoded into Go's `[]OwnerReference`, if it cannot.

@@ -45,7 +45,7 @@ mod tracking;
 use body_checks::meta_mut;
 pub(crate) use body_checks::{check_body, check_decodable, meta_str, parse_rv_field, resolve_namespace};
 pub use patch::PatchType;
-pub(crate) use patch::{DecodedPatch, refuse_custom_resource_strategic};
+pub(crate) use patch::{DecodedPatch, invalid_patch, refuse_custom_resource_strategic};
 pub(crate) use tracking::Tracking;
 use tracking::{ZERO_OBJECT, track};
 
@@ -1209,15 +1209,23 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
         let (decoded, duplicates) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
-        field_validation::check(info, opts.validation, &[], &duplicates, &[])?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {
                 let mut doc = cur.value();
                 decoded.apply(&mut doc)?;
-                body_checks::check_patched(info, kind, &mut doc)?;
+                body_checks::check_patched(info, kind, &mut doc, |patched| {
+                    decoded.invalid_value(&cur.value(), patched)
+                })?;
                 let unknown = field_validation::prune_unknown(info, &mut doc);
-                field_validation::check(info, opts.validation, &[], &[], &unknown)?;
+                field_validation::check_patch(opts.validation, (kind, &duplicates), &unknown, || {
+                    // The value kube names is the object before its unknown fields are pruned.
+                    let mut patched = cur.value();
+                    match decoded.apply(&mut patched) {
+                        Ok(()) => decoded.invalid_value(&cur.value(), &patched),
+                        Err(_) => doc.to_string(),
+                    }
+                })?;
                 let obj = body_checks::check_envelope(info, doc)?;
                 check_patched_name(&obj, name, if info.namespaced { ns } else { "" })?;
                 let version = match meta_str(&obj, "resourceVersion") {

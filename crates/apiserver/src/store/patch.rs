@@ -101,6 +101,32 @@ impl DecodedPatch {
     }
 }
 
+impl DecodedPatch {
+    /// The invalid value of `patch` in kube-apiserver's 422 for a patched object it refuses to
+    /// decode: the patched object's JSON for a JSON or merge patch (`patched`, before its
+    /// unknown fields are pruned), the patch map as the merge leaves it for a strategic merge
+    /// patch (applied to `original`).
+    pub(crate) fn invalid_value(&self, original: &Value, patched: &Value) -> String {
+        match (self, original) {
+            (DecodedPatch::Strategic(Ok(p), node), Value::Object(o)) => {
+                crate::strategic_merge::patch_after_merge(o, p, *node)
+            }
+            _ => patched.to_string(),
+        }
+    }
+}
+
+/// kube-apiserver's 422 for a patched object it cannot decode (or decodes strictly and finds
+/// duplicate or unknown fields in): `patch` is invalid, its value `value`.
+pub(crate) fn invalid_patch(value: &str, detail: &str) -> ApiError {
+    let cause = format!("Invalid value: {}: {detail}", crate::structural::go_quote(value));
+    let mut err = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"));
+    err.details = Some(Box::new(
+        serde_json::json!({"causes": [{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}]}),
+    ));
+    err
+}
+
 /// 415 for a strategic merge patch of a custom resource, which kube-apiserver's custom
 /// resource handler takes for none of its routes (its `/scale` included).
 pub(crate) fn refuse_custom_resource_strategic(kind: PatchType, info: &ResourceInfo) -> Result<(), ApiError> {
