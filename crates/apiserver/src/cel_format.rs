@@ -250,10 +250,10 @@ fn faults(format: &str, s: &str) -> Vec<String> {
         "dns1035LabelPrefix" => dns1035_label(&mask_trailing_dash(s)),
         "labelValue" => label_value(s),
         "uri" => crate::cel_url::request_uri_error(s).into_iter().collect(),
-        "uuid" => fault(crate::structural::format_ok("uuid", s), "does not match the UUID format"),
-        "byte" => fault(crate::structural::format_ok("byte", s), "invalid base64"),
-        "date" => fault(crate::structural::format_ok("date", s), "invalid date"),
-        _ => fault(crate::structural::format_ok("date-time", s), "invalid datetime"),
+        "uuid" => fault(crate::schema_formats::format_ok("uuid", s), "does not match the UUID format"),
+        "byte" => fault(crate::schema_formats::format_ok("byte", s), "invalid base64"),
+        "date" => fault(crate::schema_formats::format_ok("date", s), "invalid date"),
+        _ => fault(crate::schema_formats::format_ok("date-time", s), "invalid datetime"),
     }
 }
 

@@ -160,7 +160,7 @@ fn int(expr: &str) -> Result<u64, String> {
 }
 
 /// Why Go's `time.ParseDuration` refuses `s`, or None.
-fn duration_fault(s: &str) -> Option<String> {
+pub(crate) fn duration_fault(s: &str) -> Option<String> {
     const LIMIT: u128 = 1 << 63;
     let invalid = || Some(format!("time: invalid duration {}", time_quote(s)));
     let negative = s.starts_with('-');

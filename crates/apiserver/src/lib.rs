@@ -114,6 +114,7 @@ pub mod reservations;
 pub(crate) mod resource_quota;
 pub mod scale;
 pub(crate) mod schema;
+pub(crate) mod schema_formats;
 pub(crate) mod security_context;
 pub(crate) mod selectable_fields;
 pub mod selector;

@@ -8,14 +8,13 @@
 //! `metadata`; `x-kubernetes-preserve-unknown-fields` keeps what the schema does not name;
 //! defaults are applied where a field is absent (or null and not `nullable`), and apply
 //! inside defaulted values too; validation reports kube's causes (reason, field path, message)
-//! in kube's order: a node's type first (nothing else is checked of a value of the wrong type),
-//! then its own constraints, then its properties by name, then its `required` fields.
-//! `allOf`/`anyOf`/`oneOf`/`not` are not evaluated; `x-kubernetes-validations` (CEL) rules are
+//! in the order kube-openapi's validators run: a node's type first (a value of the wrong type is
+//! then judged by `allOf`/`anyOf`/`oneOf`/`not` and its enum only), the combinations, a
+//! string's or number's bounds and a string's format ([`crate::schema_formats`]), a list's
+//! items then its size, the enum, then an object's size (when wrong, nothing more of it), its
+//! properties by name and its `required` fields. `x-kubernetes-validations` (CEL) rules are
 //! evaluated after this validation, by `validation_rules`.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use serde_json::Value;
 
 /// One validation failure, as a cause of kube's 422.
@@ -42,16 +41,18 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 /// their paths, in key order.
 pub fn prune(schema: &Value, obj: &mut Value) -> Vec<String> {
     let mut unknown = Vec::new();
-    prune_node(schema, obj, "", true, &mut unknown);
+    prune_node(schema, obj, "", (true, false), &mut unknown);
     unknown
 }
 
-fn prune_node(node: &Value, v: &mut Value, path: &str, root: bool, unknown: &mut Vec<String>) {
+/// Prunes `v` under `node`; `keep`: its unknown fields are kept whatever `node` says (kube's
+/// `skipPrune` of the items of a list that preserves unknown fields, at any depth of lists).
+fn prune_node(node: &Value, v: &mut Value, path: &str, (root, keep): (bool, bool), unknown: &mut Vec<String>) {
+    let preserve = keep || flag(node, "x-kubernetes-preserve-unknown-fields");
     match v {
         Value::Object(m) => {
             let props = node.get("properties").and_then(Value::as_object);
             let additional = node.get("additionalProperties").filter(|a| a.is_object());
-            let preserve = flag(node, "x-kubernetes-preserve-unknown-fields");
             let embedded = flag(node, "x-kubernetes-embedded-resource");
             let mut removed = Vec::new();
             for (k, child) in m.iter_mut() {
@@ -59,13 +60,13 @@ fn prune_node(node: &Value, v: &mut Value, path: &str, root: bool, unknown: &mut
                     if let Some(s) = props.and_then(|p| p.get(k))
                         && k != "metadata"
                     {
-                        prune_node(s, child, &join(path, k), false, unknown);
+                        prune_node(s, child, &join(path, k), (false, false), unknown);
                     }
                     continue;
                 }
                 match (props.and_then(|p| p.get(k)), additional) {
-                    (Some(s), _) => prune_node(s, child, &join(path, k), false, unknown),
-                    (None, Some(s)) => prune_node(s, child, &join(path, k), false, unknown),
+                    (Some(s), _) => prune_node(s, child, &join(path, k), (false, false), unknown),
+                    (None, Some(s)) => prune_node(s, child, &join(path, k), (false, false), unknown),
                     (None, None) if preserve => {}
                     (None, None) => {
                         unknown.push(join(path, k));
@@ -80,7 +81,7 @@ fn prune_node(node: &Value, v: &mut Value, path: &str, root: bool, unknown: &mut
         Value::Array(items) => {
             if let Some(s) = node.get("items").filter(|s| s.is_object()) {
                 for (i, item) in items.iter_mut().enumerate() {
-                    prune_node(s, item, &format!("{path}[{i}]"), false, unknown);
+                    prune_node(s, item, &format!("{path}[{i}]"), (false, preserve), unknown);
                 }
             }
         }
@@ -139,7 +140,7 @@ fn default_node(node: &Value, v: &mut Value) {
 /// Whether pruning `v` by `node` (a schema node below the root) would remove anything.
 pub(crate) fn has_unknown_fields(node: &Value, v: &Value) -> bool {
     let mut unknown = Vec::new();
-    prune_node(node, &mut v.clone(), "", false, &mut unknown);
+    prune_node(node, &mut v.clone(), "", (false, false), &mut unknown);
     !unknown.is_empty()
 }
 
@@ -440,44 +441,33 @@ fn number(n: &Value) -> Option<f64> {
     n.as_f64()
 }
 
-fn fmt_number(n: &Value) -> String {
-    match n {
-        Value::Number(x) => x.to_string(),
-        other => other.to_string(),
-    }
-}
-
+/// Validates `v` against its schema `node` as kube-openapi's schema validator does: for a null,
+/// its type (unless nullable or untyped) and enum only; for a value of the wrong type, the
+/// combinations and the enum still (every validator that applies to the value's kind); else
+/// the combinations, the string's or number's bounds, a list's items then its size, the enum,
+/// an object's size (which, when wrong, ends its validation) then its members and required
+/// fields. A value equal to its old one is not judged again (validation ratcheting).
 fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     if old == Some(v) {
         return;
     }
     let actual = type_name(v);
     if v.is_null() && (flag(node, "nullable") || node.get("type").is_none()) {
+        check_enum(node, v, path, causes);
         return;
     }
-    // A value of the wrong type is judged by the combinations still (kube runs every validator
-    // that applies to the value's kind), by nothing else.
-    if flag(node, "x-kubernetes-int-or-string") {
-        if !matches!(actual, "integer" | "string") {
-            causes.push(type_invalid(
-                path,
-                actual,
-                format!("{path} in body must be of type integer,string: {}", go_quote(actual)),
-            ));
+    let expected = if flag(node, "x-kubernetes-int-or-string") {
+        (!matches!(actual, "integer" | "string")).then_some("integer,string")
+    } else {
+        node.get("type").and_then(Value::as_str).filter(|t| !(*t == actual || (*t == "number" && actual == "integer")))
+    };
+    if let Some(t) = expected {
+        causes.push(type_invalid(path, actual, format!("{path} in body must be of type {t}: {}", go_quote(actual))));
+        if !v.is_null() {
             combinators(node, v, old, path, causes);
-            return;
         }
-    } else if let Some(t) = node.get("type").and_then(Value::as_str) {
-        let ok = t == actual || (t == "number" && actual == "integer");
-        if !ok {
-            causes.push(type_invalid(
-                path,
-                actual,
-                format!("{path} in body must be of type {t}: {}", go_quote(actual)),
-            ));
-            combinators(node, v, old, path, causes);
-            return;
-        }
+        check_enum(node, v, path, causes);
+        return;
     }
     combinators(node, v, old, path, causes);
     match v {
@@ -503,141 +493,45 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                 causes.push(invalid(path, v, format!("{path} in body should match '{p}'")));
             }
             if let Some(f) = node.get("format").and_then(Value::as_str)
-                && !format_ok(f, s)
+                && !crate::schema_formats::format_ok(f, s)
             {
                 causes.push(type_invalid(path, s, format!("{path} in body must be of type {f}: {}", go_quote(s))));
             }
         }
+        // Numbers' formats (int32, int64, float, double) are among those kube strips from a
+        // custom resource's schema: not checked.
         Value::Number(_) => {
             let x = number(v).unwrap_or_default();
+            let bound = |b: &Value| fmt_bound(b, v);
             let exclusive = |k: &str| flag(node, k);
             if let Some(min) = node.get("minimum").filter(|m| m.is_number()) {
                 let m = number(min).unwrap_or_default();
                 if exclusive("exclusiveMinimum") && x <= m {
-                    causes.push(invalid(path, v, format!("{path} in body should be greater than {}", fmt_number(min))));
+                    causes.push(invalid(path, v, format!("{path} in body should be greater than {}", bound(min))));
                 } else if x < m {
                     causes.push(invalid(
                         path,
                         v,
-                        format!("{path} in body should be greater than or equal to {}", fmt_number(min)),
+                        format!("{path} in body should be greater than or equal to {}", bound(min)),
                     ));
                 }
             }
             if let Some(max) = node.get("maximum").filter(|m| m.is_number()) {
                 let m = number(max).unwrap_or_default();
                 if exclusive("exclusiveMaximum") && x >= m {
-                    causes.push(invalid(path, v, format!("{path} in body should be less than {}", fmt_number(max))));
+                    causes.push(invalid(path, v, format!("{path} in body should be less than {}", bound(max))));
                 } else if x > m {
                     causes.push(invalid(
                         path,
                         v,
-                        format!("{path} in body should be less than or equal to {}", fmt_number(max)),
+                        format!("{path} in body should be less than or equal to {}", bound(max)),
                     ));
                 }
             }
-            if let Some(of) = node.get("multipleOf").and_then(Value::as_f64)
-                && of > 0.0
-                && ((x / of) - (x / of).round()).abs() > 1e-9
-            {
-                causes.push(invalid(
-                    path,
-                    v,
-                    format!("{path} in body should be a multiple of {}", fmt_number(&node["multipleOf"])),
-                ));
-            }
-            if let Some(f) = node.get("format").and_then(Value::as_str) {
-                let fits = match f {
-                    "int32" => v.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
-                    "int64" => v.as_i64().is_some(),
-                    _ => true,
-                };
-                if !fits {
-                    causes.push(type_invalid(
-                        path,
-                        &fmt_number(v),
-                        format!("{path} in body must be of type {f}: {}", go_quote(&fmt_number(v))),
-                    ));
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(min) = node.get("minItems").and_then(Value::as_u64)
-                && (items.len() as u64) < min
-            {
-                causes.push(invalid(path, v, format!("{path} in body should have at least {min} items")));
-            }
-            if let Some(max) = node.get("maxItems").and_then(Value::as_u64)
-                && items.len() as u64 > max
-            {
-                causes.push(Cause {
-                    reason: "FieldValueTooMany",
-                    message: format!("Too many: {}: must have at most {max} items", items.len()),
-                    field: path.into(),
-                });
-            }
-            if flag(node, "uniqueItems") && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
-                causes.push(invalid(path, v, format!("{path} in body shouldn't contain duplicates")));
-            }
-        }
-        Value::Object(m) => {
-            if let Some(min) = node.get("minProperties").and_then(Value::as_u64)
-                && (m.len() as u64) < min
-            {
-                causes.push(invalid(path, v, format!("{path} in body should have at least {min} properties")));
-            }
-            if let Some(max) = node.get("maxProperties").and_then(Value::as_u64)
-                && m.len() as u64 > max
-            {
-                causes.push(Cause {
-                    reason: "FieldValueTooMany",
-                    message: format!("Too many: {}: must have at most {max} items", m.len()),
-                    field: path.into(),
-                });
-            }
-        }
-        _ => {}
-    }
-    if let Some(allowed) = node.get("enum").and_then(Value::as_array)
-        && !allowed.contains(v)
-    {
-        let values: Vec<String> = allowed
-            .iter()
-            .map(|a| match a {
-                Value::String(s) => go_quote(s),
-                other => go_quote(&other.to_string()),
-            })
-            .collect();
-        causes.push(Cause {
-            reason: "FieldValueNotSupported",
-            message: format!("Unsupported value: {}: supported values: {}", go_value(v), values.join(", ")),
-            field: path.into(),
-        });
-    }
-    match v {
-        Value::Object(m) => {
-            let props = node.get("properties").and_then(Value::as_object);
-            let additional = node.get("additionalProperties").filter(|a| a.is_object());
-            let embedded = flag(node, "x-kubernetes-embedded-resource");
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            for k in keys {
-                if embedded && k == "metadata" {
-                    continue;
-                }
-                match (props.and_then(|p| p.get(k)), additional) {
-                    (Some(s), _) | (None, Some(s)) => {
-                        validate_node(s, &m[k], old.and_then(|o| o.get(k.as_str())), &join(path, k), causes)
-                    }
-                    _ => {}
-                }
-            }
-            for r in required(node) {
-                if !m.contains_key(r) {
-                    causes.push(Cause {
-                        reason: "FieldValueRequired",
-                        message: "Required value".into(),
-                        field: join(path, r),
-                    });
+            if let Some(of) = node.get("multipleOf").filter(|m| m.as_f64().is_some_and(|f| f > 0.0)) {
+                let f = of.as_f64().unwrap_or(1.0);
+                if ((x / f) - (x / f).round()).abs() > 1e-9 {
+                    causes.push(invalid(path, v, format!("{path} in body should be a multiple of {}", bound(of))));
                 }
             }
         }
@@ -651,9 +545,97 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                     validate_node(s, item, old_item, &format!("{path}[{i}]"), causes);
                 }
             }
+            let len = items.len() as u64;
+            if let Some(min) = node.get("minItems").and_then(Value::as_u64)
+                && len < min
+            {
+                causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} items")));
+            }
+            if let Some(max) = node.get("maxItems").and_then(Value::as_u64)
+                && len > max
+            {
+                causes.push(Cause {
+                    reason: "FieldValueTooMany",
+                    message: format!("Too many: {len}: must have at most {max} items"),
+                    field: path.into(),
+                });
+            }
+            if flag(node, "uniqueItems") && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
+                causes.push(invalid(path, v, format!("{path} in body shouldn't contain duplicates")));
+            }
         }
         _ => {}
     }
+    check_enum(node, v, path, causes);
+    let Value::Object(m) = v else { return };
+    let len = m.len() as u64;
+    if let Some(min) = node.get("minProperties").and_then(Value::as_u64)
+        && len < min
+    {
+        causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} properties")));
+        return;
+    }
+    if let Some(max) = node.get("maxProperties").and_then(Value::as_u64)
+        && len > max
+    {
+        causes.push(Cause {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {len}: must have at most {max} items"),
+            field: path.into(),
+        });
+        return;
+    }
+    let props = node.get("properties").and_then(Value::as_object);
+    let additional = node.get("additionalProperties").filter(|a| a.is_object());
+    let embedded = flag(node, "x-kubernetes-embedded-resource");
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    for k in keys {
+        if embedded && k == "metadata" {
+            continue;
+        }
+        match (props.and_then(|p| p.get(k)), additional) {
+            (Some(s), _) | (None, Some(s)) => {
+                validate_node(s, &m[k], old.and_then(|o| o.get(k.as_str())), &join(path, k), causes)
+            }
+            _ => {}
+        }
+    }
+    for r in required(node) {
+        if !m.contains_key(r) {
+            causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: join(path, r) });
+        }
+    }
+}
+
+/// The enum's refusal of `v` (kube's common validator: a null matches no value but a null).
+fn check_enum(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let Some(allowed) = node.get("enum").and_then(Value::as_array) else { return };
+    if allowed.contains(v) {
+        return;
+    }
+    let values: Vec<String> = allowed
+        .iter()
+        .map(|a| match a {
+            Value::String(s) => go_quote(s),
+            other => go_quote(&other.to_string()),
+        })
+        .collect();
+    causes.push(Cause {
+        reason: "FieldValueNotSupported",
+        message: format!("Unsupported value: {}: supported values: {}", go_value(v), values.join(", ")),
+        field: path.into(),
+    });
+}
+
+/// A schema's bound as kube's message prints it: an integral bound of an integer as an `int64`,
+/// any other as `%v` prints a `float64` (`0` for `0.0`).
+fn fmt_bound(bound: &Value, v: &Value) -> String {
+    let b = bound.as_f64().unwrap_or_default();
+    if v.is_i64() && b.fract() == 0.0 && b.abs() < 9.2e18 {
+        return format!("{}", b as i64);
+    }
+    crate::go_fmt::float(b)
 }
 
 /// The keys of a `x-kubernetes-list-type: map` list; empty for other lists.
@@ -667,69 +649,6 @@ pub(crate) fn map_keys(node: &Value) -> Vec<&str> {
         .flatten()
         .filter_map(Value::as_str)
         .collect()
-}
-
-/// kube-openapi's (strfmt's) patterns: base64 text as govalidator reads it, a UUID with
-/// optional dashes, and the time of a date-time (any character before the fraction, as its
-/// unescaped `.` allows).
-static BASE64: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$").expect("valid")
-});
-static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$").expect("valid")
-});
-static TIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").expect("valid")
-});
-
-/// A `date` as Go's `time.Parse("2006-01-02")` reads it.
-fn is_date(s: &str) -> bool {
-    s.len() == 10 && s.as_bytes()[4] == b'-' && s.parse::<jiff::civil::Date>().is_ok()
-}
-
-/// A `date-time` as kube-openapi's `IsDateTime` reads it: lowercased, split at `t`, a date, then
-/// `HH:MM:SS`, an optional fraction and `z` or an offset, with hours to 23 and minutes and
-/// seconds to 59.
-fn is_date_time(s: &str) -> bool {
-    if s.len() < 4 {
-        return false;
-    }
-    let lower = s.to_lowercase();
-    let mut parts = lower.split('t');
-    let (Some(date), Some(time)) = (parts.next(), parts.next()) else { return false };
-    if !is_date(date) {
-        return false;
-    }
-    TIME.captures(time).is_some_and(|c| &c[1] <= "23" && &c[2] <= "59" && &c[3] <= "59")
-}
-
-/// Whether a string has an OpenAPI `format` (the formats kube checks that CRDs commonly use;
-/// others pass).
-pub(crate) fn format_ok(format: &str, s: &str) -> bool {
-    match format {
-        "date-time" | "datetime" => is_date_time(s),
-        "date" => is_date(s),
-        "byte" => BASE64.is_match(s),
-        "uuid" => UUID.is_match(s),
-        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
-        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
-        "cidr" => s.split_once('/').is_some_and(|(ip, len)| {
-            ip.parse::<std::net::IpAddr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 128)
-        }),
-        "email" => s.split_once('@').is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
-        "hostname" => {
-            !s.is_empty()
-                && s.len() <= 253
-                && s.split('.').all(|l| {
-                    !l.is_empty()
-                        && l.len() <= 63
-                        && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
-                        && !l.starts_with('-')
-                        && !l.ends_with('-')
-                })
-        }
-        _ => true,
-    }
 }
 
 /// Removes from `obj` the nulls its schema allows neither as a value nor through a default (kube
@@ -783,6 +702,57 @@ mod tests {
 
     fn faults(schema: Value, obj: Value) -> Vec<String> {
         validate(&schema, &obj, None).iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn a_list_that_preserves_unknown_fields_keeps_its_items_unknown_fields() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "kept": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                     "items": {"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}},
+            "pruned": {"type": "array", "items": {"type": "object", "properties": {}}}}}}});
+        let mut o = json!({"spec": {"kept": [{"x": 1, "a": {"y": 2}}], "pruned": [{"x": 1}]}});
+        assert_eq!(prune(&schema, &mut o), ["spec.kept[0].a.y", "spec.pruned[0].x"]);
+        assert_eq!(o["spec"], json!({"kept": [{"x": 1, "a": {}}], "pruned": [{}]}));
+    }
+
+    #[test]
+    fn validators_run_in_kube_openapi_s_order_with_its_values() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "list": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["name"]}},
+            "map": {"type": "object", "minProperties": 2, "required": ["x"], "additionalProperties": {"type": "integer"}},
+            "level": {"type": "string", "enum": ["A", "B"], "nullable": true},
+            "either": {"type": "string", "enum": ["A", "B", null], "nullable": true},
+            "mode": {"type": "string", "enum": ["a", "b"]},
+            "count": {"type": "integer", "format": "int32", "minimum": 0.0, "maximum": 10.0, "multipleOf": 2.0},
+            "ratio": {"type": "number", "minimum": 0.5}}}}});
+        let got = faults(
+            schema.clone(),
+            json!({"spec": {"list": [], "map": {"a": "x"}, "level": null, "either": null, "mode": 5,
+                            "count": 3_000_000_000_i64, "ratio": 0.25}}),
+        );
+        assert_eq!(
+            got,
+            [
+                "spec.count: Invalid value: 3000000000: spec.count in body should be less than or equal to 10",
+                "spec.level: Unsupported value: null: supported values: \"A\", \"B\"",
+                "spec.list: Invalid value: 0: spec.list in body should have at least 1 items",
+                // A wrong size ends an object's validation: neither its values nor `required`.
+                "spec.map: Invalid value: 1: spec.map in body should have at least 2 properties",
+                "spec.mode: Invalid value: \"integer\": spec.mode in body must be of type string: \"integer\"",
+                "spec.mode: Unsupported value: 5: supported values: \"a\", \"b\"",
+                "spec.ratio: Invalid value: 0.25: spec.ratio in body should be greater than or equal to 0.5",
+            ]
+        );
+        // A list's items are judged before its size.
+        let got = faults(schema.clone(), json!({"spec": {"list": [{}, {"name": "n"}], "count": 3}}));
+        assert_eq!(
+            got,
+            [
+                "spec.count: Invalid value: 3: spec.count in body should be a multiple of 2",
+                "spec.list[0].name: Required value",
+                "spec.list: Too many: 2: must have at most 1 items",
+            ]
+        );
     }
 
     #[test]
@@ -968,9 +938,9 @@ mod tests {
         let bad = json!({"spec": {"mode": "turbo", "tags": ["a", "b", "cdef"], "port": true}});
         let causes = validate(&s, &bad, None);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["spec.mode", "spec.port", "spec.tags", "spec.tags[2]", "spec.replicas"]);
-        assert_eq!(causes[2].message, "Too many: 3: must have at most 2 items");
-        assert_eq!(causes[3].message, "Too long: may not be more than 3 bytes");
+        assert_eq!(fields, ["spec.mode", "spec.port", "spec.tags[2]", "spec.tags", "spec.replicas"]);
+        assert_eq!(causes[2].message, "Too long: may not be more than 3 bytes");
+        assert_eq!(causes[3].message, "Too many: 3: must have at most 2 items");
         let wrong = validate(&s, &json!({"spec": {"replicas": "two"}}), None);
         assert_eq!(
             wrong[0].message,

@@ -1107,6 +1107,57 @@ async fn nulls_below_lists_and_maps_are_dropped_or_defaulted() {
 }
 
 #[tokio::test]
+async fn schema_validation_speaks_as_kube_openapi_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // The schema kube-rs derives for `Vec<String>` with a minimum, `Option<Level>`, a `u32`
+    // with bounds written as floats, and a URL.
+    let spec = json!({"type": "object", "properties": {
+        "hosts": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "level": {"type": "string", "enum": ["Low", "High"], "nullable": true},
+        "port": {"type": "integer", "format": "uint32", "minimum": 0.0, "maximum": 65535.0},
+        "count": {"type": "integer", "format": "int32"},
+        "endpoint": {"type": "string", "format": "uri"}}});
+    assert_eq!(c.post(CRDS, &crd_of("probe", "Probe", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "probes.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/probes";
+    let body = json!({"metadata": {"name": "p"},
+        "spec": {"hosts": [], "level": null, "port": 70000, "endpoint": "not a uri"}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        causes(&r),
+        [
+            cause(
+                "FieldValueTypeInvalid",
+                "spec.endpoint",
+                "Invalid value: \"not a uri\": spec.endpoint in body must be of type uri: \"not a uri\""
+            ),
+            cause(
+                "FieldValueInvalid",
+                "spec.hosts",
+                "Invalid value: 0: spec.hosts in body should have at least 1 items"
+            ),
+            cause(
+                "FieldValueNotSupported",
+                "spec.level",
+                "Unsupported value: null: supported values: \"Low\", \"High\""
+            ),
+            cause(
+                "FieldValueInvalid",
+                "spec.port",
+                "Invalid value: 70000: spec.port in body should be less than or equal to 65535"
+            ),
+        ]
+    );
+    // Numbers' formats are not checked (kube strips them from the schema).
+    let body = json!({"metadata": {"name": "p"},
+        "spec": {"hosts": ["a"], "level": "Low", "count": 5_000_000_000_i64, "endpoint": "https://example.com/x"}});
+    let r = c.post(base, &body).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+}
+
+#[tokio::test]
 async fn a_status_write_is_judged_by_the_status_schema_alone() {
     let s = server().await;
     let c = Client::new(&s);
