@@ -771,8 +771,10 @@ async fn start_watch(
     let cache = store.cache().clone();
     cache.check_ready()?;
     let timeout = match opts.timeout_seconds {
-        // Clamped so deadline arithmetic can never overflow; 0 means default.
-        Some(s) if s > 0 => Duration::from_secs(s.min(365 * 24 * 3600)),
+        // Clamped so deadline arithmetic can never overflow; 0 means default; a negative one
+        // ends the watch at once, as kube's timer fires at once.
+        Some(s) if s < 0 => Duration::ZERO,
+        Some(s) if s > 0 => Duration::from_secs((s as u64).min(365 * 24 * 3600)),
         _ => {
             let base = cfg.min_request_timeout;
             base + base.mul_f64(rand::random::<f64>())

@@ -43,7 +43,7 @@ pub struct ListOptions {
     /// `continue`.
     pub continue_token: Option<String>,
     /// `timeoutSeconds`.
-    pub timeout_seconds: Option<u64>,
+    pub timeout_seconds: Option<i64>,
     /// `allowWatchBookmarks`.
     pub allow_bookmarks: bool,
     /// `sendInitialEvents`.
@@ -83,7 +83,7 @@ impl ListOptions {
                             "Invalid value for timeoutSeconds: strconv.ParseInt: parsing \"{v}\": invalid syntax"
                         ))
                     })?;
-                    o.timeout_seconds = Some(n.max(0) as u64);
+                    o.timeout_seconds = Some(n);
                 }
                 _ => {}
             }

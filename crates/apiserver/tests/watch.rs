@@ -461,6 +461,11 @@ async fn absurd_parameters_do_not_crash() {
             assert_eq!(r.body["kind"], "Status", "{q}");
         }
     }
+    // A negative timeout ends the watch at once (kube's timer has fired), with no event.
+    let now = s.resource_version();
+    let r = c.get(&format!("{PODS}?watch=1&resourceVersion={now}&timeoutSeconds=-1")).await;
+    assert_eq!(r.code, 200);
+    assert!(r.raw.is_empty(), "{:?}", r.raw);
 }
 
 #[tokio::test]
