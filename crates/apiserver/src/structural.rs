@@ -608,17 +608,20 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
     }
 }
 
-/// The enum's refusal of `v` (kube's common validator: a null matches no value but a null).
+/// The enum's refusal of `v`, as kube-openapi's common validator judges it: a value matches an
+/// allowed one it converts to as Go converts (an integer to a float, a float to an integer by
+/// truncation, an integer to a string as a character); a null matches nothing, not even a
+/// `null` the enum lists. The allowed values print as strings or as their JSON.
 fn check_enum(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let Some(allowed) = node.get("enum").and_then(Value::as_array) else { return };
-    if allowed.contains(v) {
+    let Some(allowed) = node.get("enum").and_then(Value::as_array).filter(|a| !a.is_empty()) else { return };
+    if allowed.iter().any(|a| go_converts_to(v, a)) {
         return;
     }
     let values: Vec<String> = allowed
         .iter()
         .map(|a| match a {
             Value::String(s) => go_quote(s),
-            other => go_quote(&other.to_string()),
+            other => go_quote(&go_json(other)),
         })
         .collect();
     causes.push(Cause {
@@ -626,6 +629,29 @@ fn check_enum(node: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
         message: format!("Unsupported value: {}: supported values: {}", go_value(v), values.join(", ")),
         field: path.into(),
     });
+}
+
+/// Whether `v`, converted to the Go type of `allowed` (when Go converts it), equals it.
+fn go_converts_to(v: &Value, allowed: &Value) -> bool {
+    let int = |n: &serde_json::Number| n.as_i64();
+    match (v, allowed) {
+        (Value::Null, _) | (_, Value::Null) => false,
+        (Value::Number(a), Value::Number(b)) => match (int(a), int(b)) {
+            (Some(x), Some(y)) => x == y,
+            // An integer converts to a float64; a float64 to an int64 by truncation.
+            (Some(x), None) => b.as_f64() == Some(x as f64),
+            (None, Some(y)) => a.as_f64().is_some_and(|f| f.trunc() == y as f64),
+            (None, None) => a.as_f64() == b.as_f64(),
+        },
+        (Value::Number(a), Value::String(s)) => {
+            // Go's string(rune(n)): the character, or U+FFFD for no valid one.
+            int(a).is_some_and(|n| {
+                let c = u32::try_from(n).ok().and_then(char::from_u32).unwrap_or('\u{FFFD}');
+                s.chars().eq(std::iter::once(c))
+            })
+        }
+        (a, b) => a == b,
+    }
 }
 
 /// A schema's bound as kube's message prints it: an integral bound of an integer as an `int64`,
@@ -734,6 +760,8 @@ mod tests {
             got,
             [
                 "spec.count: Invalid value: 3000000000: spec.count in body should be less than or equal to 10",
+                // A null matches no value, not even the `null` an enum lists.
+                "spec.either: Unsupported value: null: supported values: \"A\", \"B\", \"null\"",
                 "spec.level: Unsupported value: null: supported values: \"A\", \"B\"",
                 "spec.list: Invalid value: 0: spec.list in body should have at least 1 items",
                 // A wrong size ends an object's validation: neither its values nor `required`.
@@ -743,6 +771,12 @@ mod tests {
                 "spec.ratio: Invalid value: 0.25: spec.ratio in body should be greater than or equal to 0.5",
             ]
         );
+        // Numbers match an enum as Go converts them.
+        let numbers = json!({"type": "object", "properties": {
+            "n": {"type": "number", "enum": [1.0, 2]}, "i": {"type": "integer", "enum": [3.0]}}});
+        assert!(faults(numbers.clone(), json!({"n": 1, "i": 3})).is_empty());
+        assert!(faults(numbers.clone(), json!({"n": 2.5})).is_empty(), "2.5 truncates to 2");
+        assert_eq!(faults(numbers, json!({"n": 3})), ["n: Unsupported value: 3: supported values: \"1\", \"2\""]);
         // A list's items are judged before its size.
         let got = faults(schema.clone(), json!({"spec": {"list": [{}, {"name": "n"}], "count": 3}}));
         assert_eq!(
