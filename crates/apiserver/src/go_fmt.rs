@@ -32,8 +32,7 @@ fn is_int64(n: &Number) -> bool {
 }
 
 /// `fmt.Sprintf("%v", v)`.
-#[cfg(test)]
-fn v(value: &Value) -> String {
+pub(crate) fn v(value: &Value) -> String {
     let mut out = String::new();
     write(&mut out, value, Verb::V, true);
     out

@@ -1,64 +1,89 @@
-//! The JSONPath subset CustomResourceDefinitions use in `additionalPrinterColumns`:
-//! `.a.b`, `.a[0]`, `.a[*].b`, `.a[?(@.type=="Ready")].status` and `['key.with.dots']`.
+//! client-go's JSONPath, as kube-apiserver evaluates a CustomResourceDefinition's
+//! `additionalPrinterColumns` (missing keys allowed): fields (`.a.b`, `['key.with.dots']`),
+//! `*`, indexes and slices (`[0]`, `[-1]`, `[1:3]`, `[-2:]`, `[::2]`), unions (`[0,2]`,
+//! `['a','b']`), recursive descent (`..name`) and filters (`[?(@.type=="Ready")]`, `!=`, `<`,
+//! `<=`, `>`, `>=`, and `[?(@.ready)]` for presence) against strings, numbers and booleans.
 //!
-//! Invariant: evaluation never fails: a path that does not apply (or that this subset does not
-//! read) selects nothing.
+//! Invariants: evaluation never panics; a path client-go cannot parse, or whose evaluation fails
+//! (an index out of bounds, a filter over a value that is not a list, values compared across
+//! types), selects nothing, as the column's cell is then empty; map values come in key order.
 
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Step {
     Field(String),
-    Index(usize),
+    /// `*`: every value of a map, every element of a list.
     All,
-    /// `[?(@.<path> == <value>)]`
-    Filter(Vec<String>, Value),
+    /// `..`: the value and everything below it.
+    Descend,
+    /// `[a:b:c]` (an index is the slice of one, derived from it).
+    Slice {
+        start: Option<i64>,
+        end: Option<i64>,
+        step: Option<i64>,
+        index: bool,
+    },
+    Union(Vec<Step>),
+    Filter(Filter),
 }
 
+#[derive(Debug, Clone, PartialEq)]
+enum Operand {
+    /// `@.a.b` (relative to the element), as steps.
+    Path(Vec<Step>),
+    Literal(Value),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Filter {
+    left: Operand,
+    /// None: the presence filter `[?(@.a)]`.
+    compare: Option<(Op, Operand)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Why an evaluation selects nothing (client-go's errors, not reported).
+struct Fails;
+
 fn parse(path: &str) -> Option<Vec<Step>> {
-    let p = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let p = path.trim();
+    let p = p.strip_prefix('{').and_then(|p| p.strip_suffix('}')).unwrap_or(p).trim();
     let p = p.strip_prefix('$').unwrap_or(p);
-    let mut steps = Vec::new();
+    parse_steps(p)
+}
+
+fn parse_steps(p: &str) -> Option<Vec<Step>> {
     let b = p.as_bytes();
+    let mut steps = Vec::new();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
+            b'.' if b.get(i + 1) == Some(&b'.') => {
+                steps.push(Step::Descend);
+                i += 2;
+                i = parse_name(p, i, &mut steps);
+            }
             b'.' => {
-                let start = i + 1;
-                let mut j = start;
-                while j < b.len() && b[j] != b'.' && b[j] != b'[' {
-                    j += 1;
-                }
-                if j > start {
-                    steps.push(Step::Field(p[start..j].to_string()));
-                }
-                i = j;
+                i = parse_name(p, i + 1, &mut steps);
             }
             b'[' => {
-                let end = p[i..].find(']')? + i;
-                let inner = p[i + 1..end].trim();
-                if inner == "*" {
-                    steps.push(Step::All);
-                } else if let Ok(n) = inner.parse::<usize>() {
-                    steps.push(Step::Index(n));
-                } else if let Some(f) = inner.strip_prefix("?(").and_then(|f| f.strip_suffix(')')) {
-                    let (lhs, rhs) = f.split_once("==")?;
-                    let lhs = lhs.trim().strip_prefix("@.")?;
-                    let rhs = rhs.trim();
-                    let value = if let Some(s) = rhs.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-                        Value::String(s.to_string())
-                    } else if let Some(s) = rhs.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-                        Value::String(s.to_string())
-                    } else {
-                        serde_json::from_str(rhs).ok()?
-                    };
-                    steps.push(Step::Filter(lhs.split('.').map(str::to_string).collect(), value));
-                } else if let Some(k) = inner.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-                    steps.push(Step::Field(k.to_string()));
-                } else {
-                    return None;
-                }
+                let end = closing_bracket(p, i)?;
+                steps.push(parse_bracket(p[i + 1..end].trim())?);
                 i = end + 1;
+            }
+            b'*' => {
+                steps.push(Step::All);
+                i += 1;
             }
             _ => return None,
         }
@@ -66,33 +91,288 @@ fn parse(path: &str) -> Option<Vec<Step>> {
     Some(steps)
 }
 
-/// The values `path` selects in `v`, in document order.
+/// A field name from `i` (up to the next `.` or `[`), pushed as a step; where it ends.
+fn parse_name(p: &str, i: usize, steps: &mut Vec<Step>) -> usize {
+    let b = p.as_bytes();
+    let mut j = i;
+    while j < b.len() && b[j] != b'.' && b[j] != b'[' {
+        j += 1;
+    }
+    match &p[i..j] {
+        "" => {}
+        "*" => steps.push(Step::All),
+        name => steps.push(Step::Field(name.to_string())),
+    }
+    j
+}
+
+/// The `]` closing the `[` at `open`, skipping quoted text and nested brackets.
+fn closing_bracket(p: &str, open: usize) -> Option<usize> {
+    let mut depth = 0;
+    let mut quote: Option<u8> = None;
+    for (k, &c) in p.as_bytes().iter().enumerate().skip(open) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => quote = Some(c),
+            (None, b'[') => depth += 1,
+            (None, b']') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn parse_bracket(inner: &str) -> Option<Step> {
+    if inner == "*" {
+        return Some(Step::All);
+    }
+    if let Some(f) = inner.strip_prefix('?') {
+        let f = f.trim().strip_prefix('(')?.strip_suffix(')')?;
+        return parse_filter(f.trim()).map(Step::Filter);
+    }
+    let parts = split_top(inner, b',');
+    let mut steps = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let part = part.trim();
+        if let Some(s) = unquote(part) {
+            steps.push(Step::Field(s));
+        } else {
+            steps.push(parse_slice(part)?);
+        }
+    }
+    match steps.len() {
+        0 => None,
+        1 => steps.pop(),
+        _ => Some(Step::Union(steps)),
+    }
+}
+
+/// `s` split at `sep` outside quotes.
+fn split_top(s: &str, sep: u8) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut quote: Option<u8> = None;
+    let mut start = 0;
+    for (k, &c) in s.as_bytes().iter().enumerate() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => quote = Some(c),
+            (None, c) if c == sep => {
+                parts.push(&s[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+fn unquote(s: &str) -> Option<String> {
+    let q = s.strip_prefix('\'').and_then(|s| s.strip_suffix('\''));
+    q.or_else(|| s.strip_prefix('"').and_then(|s| s.strip_suffix('"'))).map(str::to_string)
+}
+
+fn parse_slice(s: &str) -> Option<Step> {
+    let num = |t: &str| -> Option<Option<i64>> {
+        let t = t.trim();
+        if t.is_empty() { Some(None) } else { t.parse::<i64>().ok().map(Some) }
+    };
+    let parts: Vec<&str> = s.split(':').collect();
+    match parts.as_slice() {
+        [n] => {
+            let n = num(n)??;
+            Some(Step::Slice { start: Some(n), end: Some(n + 1), step: None, index: true })
+        }
+        [a, b] => Some(Step::Slice { start: num(a)?, end: num(b)?, step: None, index: false }),
+        [a, b, c] => Some(Step::Slice { start: num(a)?, end: num(b)?, step: num(c)?, index: false }),
+        _ => None,
+    }
+}
+
+fn parse_filter(f: &str) -> Option<Filter> {
+    const OPS: [(&str, Op); 6] =
+        [("==", Op::Eq), ("!=", Op::Ne), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
+    for (text, op) in OPS {
+        let parts = split_top(f, text.as_bytes()[0]);
+        // The operator's first character splits; the rest must follow it.
+        let mut at = 0;
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            at += part.len();
+            if f[at..].starts_with(text) {
+                let (l, r) = (&f[..at], &f[at + text.len()..]);
+                return Some(Filter { left: parse_operand(l.trim())?, compare: Some((op, parse_operand(r.trim())?)) });
+            }
+            at += 1;
+        }
+    }
+    Some(Filter { left: parse_operand(f)?, compare: None })
+}
+
+fn parse_operand(s: &str) -> Option<Operand> {
+    if let Some(rest) = s.strip_prefix('@') {
+        return parse_steps(rest).map(Operand::Path);
+    }
+    if let Some(text) = unquote(s) {
+        return Some(Operand::Literal(Value::String(text)));
+    }
+    match s {
+        "true" => return Some(Operand::Literal(Value::Bool(true))),
+        "false" => return Some(Operand::Literal(Value::Bool(false))),
+        _ => {}
+    }
+    if let Ok(i) = s.parse::<i64>() {
+        return Some(Operand::Literal(i.into()));
+    }
+    s.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(|n| Operand::Literal(Value::Number(n)))
+}
+
+/// The values `path` selects in `v`, in document order (nothing when client-go's evaluation
+/// fails).
 pub fn select<'a>(v: &'a Value, path: &str) -> Vec<&'a Value> {
     let Some(steps) = parse(path) else { return Vec::new() };
-    let mut cur = vec![v];
-    for step in &steps {
-        let mut next = Vec::new();
-        for c in cur {
-            match step {
-                Step::Field(f) => next.extend(c.get(f.as_str())),
-                Step::Index(n) => next.extend(c.get(*n)),
-                Step::All => match c {
+    eval(vec![v], &steps).unwrap_or_default()
+}
+
+fn eval<'a>(mut cur: Vec<&'a Value>, steps: &[Step]) -> Result<Vec<&'a Value>, Fails> {
+    for step in steps {
+        cur = eval_step(cur, step)?;
+    }
+    Ok(cur)
+}
+
+fn eval_step<'a>(cur: Vec<&'a Value>, step: &Step) -> Result<Vec<&'a Value>, Fails> {
+    let mut next = Vec::new();
+    match step {
+        Step::Field(f) => next.extend(cur.into_iter().filter_map(|c| c.get(f.as_str()))),
+        Step::All => {
+            for c in cur {
+                match c {
                     Value::Array(a) => next.extend(a.iter()),
                     Value::Object(m) => next.extend(m.values()),
                     _ => {}
-                },
-                Step::Filter(field, want) => {
-                    for item in c.as_array().into_iter().flatten() {
-                        if field.iter().try_fold(item, |v, k| v.get(k.as_str())) == Some(want) {
-                            next.push(item);
-                        }
+                }
+            }
+        }
+        Step::Descend => {
+            for c in cur {
+                descend(c, &mut next);
+            }
+        }
+        Step::Slice { start, end, step, index } => {
+            for c in cur.into_iter().filter(|c| !c.is_null()) {
+                let Value::Array(a) = c else { return Err(Fails) };
+                next.extend(slice(a, (*start, *end, *step), *index)?);
+            }
+        }
+        Step::Union(steps) => {
+            for s in steps {
+                next.extend(eval_step(cur.clone(), s)?);
+            }
+        }
+        Step::Filter(f) => {
+            for c in cur.into_iter().filter(|c| !c.is_null()) {
+                let Value::Array(items) = c else { return Err(Fails) };
+                for item in items {
+                    if keeps(f, item)? {
+                        next.push(item);
                     }
                 }
             }
         }
-        cur = next;
     }
-    cur
+    Ok(next)
+}
+
+/// `v` and every value below it, depth first (maps' values in key order).
+fn descend<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    out.push(v);
+    match v {
+        Value::Array(a) => a.iter().for_each(|c| descend(c, out)),
+        Value::Object(m) => m.values().for_each(|c| descend(c, out)),
+        _ => {}
+    }
+}
+
+/// client-go's `evalArray`: negative bounds count from the end; an empty range selects
+/// nothing; a bound outside the list or a step below 1 fails.
+fn slice(
+    a: &[Value],
+    (start, end, step): (Option<i64>, Option<i64>, Option<i64>),
+    index: bool,
+) -> Result<Vec<&Value>, Fails> {
+    let len = a.len() as i64;
+    let mut s = start.unwrap_or(0);
+    if s < 0 {
+        s += len;
+    }
+    let mut e = end.unwrap_or(len);
+    if e < 0 || (e == 0 && index) {
+        e += len;
+    }
+    if s == e {
+        return Ok(Vec::new());
+    }
+    if s < 0 || s >= len || e < 0 || e > len || s > e {
+        return Err(Fails);
+    }
+    let step = match step {
+        Some(n) if n <= 0 => return Err(Fails),
+        Some(n) => n as usize,
+        None => 1,
+    };
+    Ok(a[s as usize..e as usize].iter().step_by(step).collect())
+}
+
+/// Whether a list element passes the filter (a comparison across types fails the path).
+fn keeps(f: &Filter, item: &Value) -> Result<bool, Fails> {
+    let operand = |o: &Operand| -> Result<Option<Value>, Fails> {
+        match o {
+            Operand::Literal(v) => Ok(Some(v.clone())),
+            Operand::Path(steps) => {
+                let found = eval(vec![item], steps)?;
+                match found.as_slice() {
+                    [] => Ok(None),
+                    [one] => Ok(Some((*one).clone())),
+                    _ => Err(Fails),
+                }
+            }
+        }
+    };
+    let left = operand(&f.left)?;
+    let Some((op, right)) = &f.compare else { return Ok(left.is_some()) };
+    let (Some(l), Some(r)) = (left, operand(right)?) else { return Ok(false) };
+    compare(&l, *op, &r)
+}
+
+/// text/template's comparison functions: values of one basic kind (strings, integers, floats,
+/// booleans for equality); anything else fails.
+fn compare(l: &Value, op: Op, r: &Value) -> Result<bool, Fails> {
+    use std::cmp::Ordering;
+    let ord = match (l, r) {
+        (Value::String(a), Value::String(b)) => a.cmp(b),
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (None, None) => a.as_f64().partial_cmp(&b.as_f64()).ok_or(Fails)?,
+            _ => return Err(Fails),
+        },
+        (Value::Bool(a), Value::Bool(b)) if matches!(op, Op::Eq | Op::Ne) => a.cmp(b),
+        _ => return Err(Fails),
+    };
+    Ok(match op {
+        Op::Eq => ord == Ordering::Equal,
+        Op::Ne => ord != Ordering::Equal,
+        Op::Lt => ord == Ordering::Less,
+        Op::Le => ord != Ordering::Greater,
+        Op::Gt => ord == Ordering::Greater,
+        Op::Ge => ord != Ordering::Less,
+    })
 }
 
 #[cfg(test)]
@@ -109,5 +389,27 @@ mod tests {
         assert_eq!(select(&v, ".status.conditions[*].type").len(), 2);
         assert_eq!(select(&v, ".spec['a.b']"), [&json!(1)]);
         assert!(select(&v, ".nope.x").is_empty());
+    }
+
+    #[test]
+    fn client_go_s_indexes_slices_unions_filters_and_descent() {
+        let v = json!({"items": [{"n": 1, "ok": true}, {"n": 2}, {"n": 3, "ok": false}, {"n": 4}],
+                       "m": {"b": {"n": 9}, "a": {"n": 8}}});
+        let ns = |p: &str| select(&v, p).into_iter().cloned().collect::<Vec<_>>();
+        assert_eq!(ns(".items[-1].n"), [json!(4)]);
+        assert_eq!(ns(".items[-1:].n"), [json!(4)]);
+        assert_eq!(ns(".items[1:3].n"), [json!(2), json!(3)]);
+        assert_eq!(ns(".items[0,2].n"), [json!(1), json!(3)]);
+        assert_eq!(ns(".items[?(@.n > 2)].n"), [json!(3), json!(4)]);
+        assert_eq!(ns(".items[?(@.n != 2)].n"), [json!(1), json!(3), json!(4)]);
+        assert_eq!(ns(".items[?(@.ok)].n"), [json!(1), json!(3)]);
+        assert_eq!(ns(".m['a','b'].n"), [json!(8), json!(9)]);
+        assert_eq!(ns("..n"), [json!(1), json!(2), json!(3), json!(4), json!(8), json!(9)]);
+        assert_eq!(ns("{.m.*.n}"), [json!(8), json!(9)]);
+        // Failures select nothing: out of bounds, a filter over a map, mixed types.
+        assert!(ns(".items[7].n").is_empty());
+        assert!(ns(".m[?(@.n == 8)]").is_empty());
+        assert!(ns(".items[?(@.n == \"1\")]").is_empty());
+        assert!(ns(".items[2:2]").is_empty());
     }
 }

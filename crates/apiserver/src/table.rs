@@ -107,6 +107,37 @@ pub fn columns(info: &ResourceInfo) -> Value {
     crate::printers::columns(info).unwrap_or_else(|| json!([name, age]))
 }
 
+/// A custom resource column's cell for the first value its JSONPath selects, as kube's
+/// tableconvertor makes it: a `string` column prints the value as client-go's JSONPath prints
+/// one (text as it is, a map or list as JSON, a null as `<no value>`); other columns keep a
+/// value of their type (an `integer` column truncates a float; a `date` column shows the age of
+/// an RFC 3339 time, `<unknown>` for none or the zero time, `<invalid>` for another string) and
+/// are null for any other value.
+fn custom_cell(column_type: &str, x: &Value) -> Value {
+    match (column_type, x) {
+        ("string", Value::String(s)) => Value::String(s.clone()),
+        ("string", Value::Null) => Value::String("<no value>".into()),
+        ("string", Value::Array(_) | Value::Object(_)) => Value::String(crate::structural::go_json(x)),
+        ("string", other) => Value::String(crate::go_fmt::v(other)),
+        ("integer", Value::Number(n)) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => (n.as_f64().unwrap_or_default().trunc() as i64).into(),
+        },
+        ("number" | "boolean", Value::Number(_) | Value::Bool(_)) if (column_type == "boolean") == x.is_boolean() => {
+            x.clone()
+        }
+        ("date", Value::String(s)) => {
+            let zero = s.is_empty() || s == "null" || s.starts_with("0001-01-01T00:00:00");
+            match s.parse::<jiff::Timestamp>() {
+                _ if zero => Value::String("<unknown>".into()),
+                Ok(_) => Value::String(crate::printers::since(Some(s))),
+                Err(_) => Value::String("<invalid>".into()),
+            }
+        }
+        _ => Value::Null,
+    }
+}
+
 /// One Table row for an object, carrying what `include` asks of it.
 pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Value {
     let v = o.value();
@@ -118,12 +149,7 @@ pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Val
         for p in &c.printer_columns {
             let cell = match crate::jsonpath::select(&v, &p.json_path).first() {
                 None => Value::Null,
-                Some(Value::String(s)) if p.type_ == "date" => Value::String(crate::printers::since(Some(s))),
-                Some(x) if p.type_ == "string" && !x.is_string() => match x {
-                    Value::Array(_) | Value::Object(_) => Value::String(x.to_string()),
-                    other => Value::String(other.to_string()),
-                },
-                Some(x) => (*x).clone(),
+                Some(x) => custom_cell(&p.type_, x),
             };
             cells.push(cell);
         }

@@ -160,21 +160,6 @@ fn widgets_crd(group: &str, client_config: Value) -> Value {
     })
 }
 
-/// Creates the definition and waits, on a watch of it, until it is established.
-async fn define(c: &Client, crd: &Value) {
-    let name = crd["metadata"]["name"].as_str().unwrap().to_string();
-    let r = c.post(CRDS, crd).await;
-    assert_eq!(r.code, 201, "{}", r.body);
-    let mut w = c.watch(&format!("{CRDS}?watch=true&fieldSelector=metadata.name%3D{name}")).await;
-    loop {
-        let ev = w.next_within(SEC).await.expect("the definition's watch ended");
-        let conditions = ev["object"]["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        if conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True") {
-            return;
-        }
-    }
-}
-
 fn widgets(group: &str, version: &str) -> String {
     format!("/apis/{group}/{version}/namespaces/default/widgets")
 }

@@ -392,3 +392,52 @@ async fn kubectl_shows_the_printed_columns() {
         );
     }
 }
+
+#[tokio::test]
+async fn custom_columns_read_client_go_jsonpath_and_cells_of_their_type() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let column = |name: &str, t: &str, path: &str| json!({"name": name, "type": t, "jsonPath": path});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "trials.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "trials", "singular": "trial", "kind": "Trial"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                     "additionalPrinterColumns": [
+                         column("Last", "string", ".status.conditions[-1:].type"),
+                         column("Ready", "boolean", ".status.conditions[?(@.type==\"Ready\")].status"),
+                         column("Count", "integer", ".spec.count"),
+                         column("Since", "date", ".status.since"),
+                         column("When", "date", ".status.when"),
+                         column("Note", "string", ".status.note"),
+                         column("Big", "string", ".status.conditions[?(@.weight >= 10)].type"),
+                         column("Parts", "string", ".spec.parts")]}]}
+    });
+    define(&c, &crd).await;
+    let base = "/apis/example.com/v1/namespaces/default/trials";
+    let trial = json!({"apiVersion": "example.com/v1", "kind": "Trial", "metadata": {"name": "t"},
+        "spec": {"count": 2.5, "parts": {"b": 1.0, "a": [true]}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "weight": 3},
+                                  {"type": "Synced", "status": "False", "weight": 12}],
+                   "since": "0001-01-01T00:00:00Z", "when": "yesterday", "note": null}});
+    assert_eq!(c.post(base, &trial).await.code, 201);
+    let (names, cells, _) = table(&c, base).await;
+    assert_eq!(names, ["Name", "Last", "Ready", "Count", "Since", "When", "Note", "Big", "Parts"]);
+    assert_eq!(
+        cells,
+        [
+            json!("t"),
+            json!("Synced"),
+            // A string where the column wants a boolean: no cell.
+            Value::Null,
+            json!(2),
+            json!("<unknown>"),
+            json!("<invalid>"),
+            json!("<no value>"),
+            json!("Synced"),
+            json!("{\"a\":[true],\"b\":1}"),
+        ]
+    );
+}

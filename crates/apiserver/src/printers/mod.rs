@@ -158,7 +158,8 @@ fn age(v: &Value) -> String {
 /// The human duration since an RFC 3339 time; `<unknown>` without one.
 pub(crate) fn since(time: Option<&str>) -> String {
     match time.and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
-        Some(t) => human_duration(jiff::Timestamp::now().as_second() - t.as_second()),
+        // Go's `int(d.Seconds())`: the exact difference, truncated.
+        Some(t) => human_duration(jiff::Timestamp::now().duration_since(t).as_secs()),
         None => "<unknown>".into(),
     }
 }

@@ -159,7 +159,7 @@ fn pod(v: &Value) -> Vec<Value> {
     }
     let restarts_cell = match last_restart {
         Some(t) if restarts != 0 => {
-            format!("{restarts} ({} ago)", super::human_duration(jiff::Timestamp::now().as_second() - t.as_second()))
+            format!("{restarts} ({} ago)", super::human_duration(jiff::Timestamp::now().duration_since(t).as_secs()))
         }
         _ => restarts.to_string(),
     };
@@ -360,7 +360,7 @@ fn job(v: &Value) -> Vec<Value> {
     let time = |p: &str| v.pointer(p).and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
     let duration = match (time("/status/startTime"), time("/status/completionTime")) {
         (None, _) => String::new(),
-        (Some(s), None) => super::human_duration(jiff::Timestamp::now().as_second() - s.as_second()),
+        (Some(s), None) => super::human_duration(jiff::Timestamp::now().duration_since(s).as_secs()),
         (Some(s), Some(c)) => super::human_duration(c.as_second() - s.as_second()),
     };
     let [names, images] = containers(v, "/spec/template/spec/containers");

@@ -322,3 +322,19 @@ pub fn containers_of(v: &Value) -> Vec<(String, String)> {
 pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
 }
+
+/// Creates a CustomResourceDefinition and waits, on a watch of it, until it is established.
+pub async fn define(c: &Client, crd: &Value) {
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+    let r = c.post(CRDS, crd).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut w = c.watch(&format!("{CRDS}?watch=true&fieldSelector=metadata.name%3D{name}")).await;
+    loop {
+        let ev = w.next_within(SEC).await.expect("the definition's watch ended");
+        let conditions = ev["object"]["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        if conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True") {
+            return;
+        }
+    }
+}
