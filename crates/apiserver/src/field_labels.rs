@@ -86,6 +86,9 @@ pub(crate) fn value(info: &ResourceInfo, label: &str, read: &mut dyn FnMut(&str)
         ("", "events", "source") => {
             read("source.component").filter(|c| !c.is_empty()).or_else(|| read("reportingComponent"))
         }
+        (crate::events_api::GROUP, "events", "source") => {
+            read("deprecatedSource.component").filter(|c| !c.is_empty()).or_else(|| read("reportingController"))
+        }
         _ => read(label),
     }
 }

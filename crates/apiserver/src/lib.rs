@@ -56,6 +56,7 @@ pub(crate) mod disruption_controller;
 pub(crate) mod embedded_resource;
 pub mod etcd_process;
 pub(crate) mod event_recorder;
+pub(crate) mod event_ttl;
 pub(crate) mod events_api;
 pub(crate) mod eviction;
 pub(crate) mod field_labels;

@@ -420,6 +420,7 @@ impl Registry {
                     "regarding.fieldPath",
                     "reportingController",
                     "reason",
+                    "source",
                     "type",
                 ],
             )

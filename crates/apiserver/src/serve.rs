@@ -32,6 +32,9 @@ pub struct ServeOptions {
     pub etcd_prefix: String,
     /// How often the storage's history is compacted (zero: never).
     pub compaction_interval: Duration,
+    /// How long an Event is kept after its last write (zero: for good; see
+    /// [`crate::ApiServerBuilder::event_ttl`]).
+    pub event_ttl: Duration,
     /// How the server shuts down on SIGINT or SIGTERM.
     pub shutdown: GracefulShutdown,
     /// A directory of CustomResourceDefinitions to install before serving (see
@@ -61,6 +64,7 @@ impl Default for ServeOptions {
             etcd_servers: Vec::new(),
             etcd_prefix: "/registry".into(),
             compaction_interval: Duration::from_secs(300),
+            event_ttl: crate::event_ttl::DEFAULT_TTL,
             shutdown: GracefulShutdown::default(),
             crds_dir: None,
             garbage_collector: true,
@@ -88,6 +92,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .addr(opts.addr)
         .etcd_prefix(opts.etcd_prefix.clone())
         .compaction_interval(opts.compaction_interval)
+        .event_ttl(opts.event_ttl)
         .garbage_collector(opts.garbage_collector)
         .disruption_controller(opts.disruption_controller)
         .authorization(opts.authorization);

@@ -80,6 +80,7 @@ pub struct ApiServerBuilder {
     ready_timeout: Duration,
     crds: Vec<Result<Value, String>>,
     garbage_collector: bool,
+    event_ttl: Duration,
     disruption_controller: bool,
     service_account_key: Option<SigningKey>,
     authorization: crate::AuthorizationMode,
@@ -114,6 +115,7 @@ impl Default for ApiServerBuilder {
             ready_timeout: Duration::from_secs(60),
             crds: Vec::new(),
             garbage_collector: true,
+            event_ttl: crate::event_ttl::DEFAULT_TTL,
             disruption_controller: true,
             service_account_key: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
@@ -274,6 +276,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// How long an Event is kept after its last write (kube-apiserver's `--event-ttl`, default
+    /// 1 h; zero: kept for good). Expired Events are deleted from the storage, so watchers of
+    /// both Event APIs see them go.
+    pub fn event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = ttl;
+        self
+    }
+
     /// Whether the server runs kube-controller-manager's disruption controller (default true):
     /// PodDisruptionBudgets are given the status their pods add up to, which evictions spend.
     /// Without it, as with kube-apiserver alone, a budget's status is what its writers write.
@@ -398,6 +408,7 @@ impl ApiServerBuilder {
         let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
         let mut store = Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
             .with_garbage_collection(self.garbage_collector)
+            .with_event_ttl(self.event_ttl)
             .with_authorization(self.authorization);
         if let Some(seed) = self.name_seed {
             store = store.with_name_seed(seed);
@@ -556,7 +567,8 @@ impl Background {
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
     /// ClusterRole aggregation controller, the claim and volume protection controllers, the
     /// resourcequota controller, the disruption controller (when `disruption`), the garbage
-    /// collector (when the store's deletions give its finalizers) and the compactor.
+    /// collector (when the store's deletions give its finalizers), the expiry of Events and the
+    /// compactor.
     fn start(store: Arc<Store>, (compaction_interval, disruption): (Duration, bool), cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -606,6 +618,9 @@ impl Background {
             // service account's credentials.
             let user = crate::requester::service_account("kube-system", "generic-garbage-collector");
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), collector.run(rx.clone()))));
+        }
+        if let Some(expiry) = crate::event_ttl::Expiry::new(store.clone(), store.event_ttl()) {
+            tasks.push(tokio::spawn(expiry.run(rx.clone())));
         }
         if !compaction_interval.is_zero() {
             let mut rx2 = rx;

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use serde_json::json;
 
@@ -501,6 +503,18 @@ async fn events_are_created_by_put_and_patches_keep_their_namespace() {
         )
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
+    // `source` selects by the source's component, else the reporting controller, in both APIs.
+    for (api, source, want) in [
+        ("/api/v1", "example.com/c", "e2"),
+        ("/apis/events.k8s.io/v1", "example.com/c", "e2"),
+        ("/apis/events.k8s.io/v1", "nobody", ""),
+    ] {
+        let r = c.get(&format!("{api}/namespaces/default/events?fieldSelector=source%3D{source}")).await;
+        assert_eq!(r.code, 200, "{api}: {}", r.body);
+        let names: Vec<&str> =
+            r.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names.join(","), want, "{api} source={source}");
+    }
     // A patch may not move an object to another namespace.
     let r = c
         .patch(
@@ -514,6 +528,53 @@ async fn events_are_created_by_put_and_patches_keep_their_namespace() {
         r.body["message"],
         "the namespace of the provided object does not match the namespace sent on the request"
     );
+}
+
+/// Events expire their TTL after their last write (kube-apiserver's `--event-ttl`): watchers of
+/// both Event APIs see them deleted, a write in the meantime keeps one longer, and a finalizer
+/// does not hold one (the storage forgets it, as etcd does when its lease expires).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_expire_their_ttl_after_their_last_write() {
+    let ttl = Duration::from_millis(600);
+    let s = informer_apiserver::testing::builder().event_ttl(ttl).start().await.unwrap();
+    let c = Client::new(&s);
+    let core = "/api/v1/namespaces/default/events";
+    let event = |name: &str| {
+        json!({"metadata": {"name": name, "finalizers": ["example.com/keep"]},
+               "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+               "reason": "Tested", "message": "m", "type": "Normal"})
+    };
+    let rv = s.resource_version();
+    let mut core_watch = c.watch(&format!("{core}?watch=1&resourceVersion={rv}")).await;
+    let mut new_watch = c.watch(&format!("/apis/events.k8s.io/v1/events?watch=1&resourceVersion={rv}")).await;
+    let started = std::time::Instant::now();
+    assert_eq!(c.post(core, &event("old")).await.code, 201);
+    assert_eq!(c.post(core, &event("renewed")).await.code, 201);
+    // Half the TTL on, `renewed` is written again: its deadline moves.
+    tokio::time::sleep(ttl / 2).await;
+    let renewed_at = std::time::Instant::now();
+    let r = c.patch(&format!("{core}/renewed"), "application/merge-patch+json", &json!({"count": 2})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let mut deleted = Vec::new();
+    while deleted.len() < 2 {
+        let e = core_watch.next_within(10 * SEC).await.expect("an event");
+        if e["type"] == "DELETED" {
+            deleted.push((e["object"]["metadata"]["name"].as_str().unwrap().to_string(), std::time::Instant::now()));
+        }
+    }
+    assert_eq!(deleted[0].0, "old");
+    assert!(deleted[0].1 - started >= ttl, "expired after {:?}", deleted[0].1 - started);
+    assert_eq!(deleted[1].0, "renewed");
+    assert!(deleted[1].1 - renewed_at >= ttl, "expired {:?} after its last write", deleted[1].1 - renewed_at);
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = new_watch.next_within(10 * SEC).await.expect("an event");
+        if e["type"] == "DELETED" {
+            seen.push(e["object"]["metadata"]["name"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(seen, ["old", "renewed"]);
+    assert_eq!(c.get(&format!("{core}/old")).await.code, 404);
 }
 
 /// Writes are judged against the stored object even while the watch cache is behind the last

@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// How often the storage's history is compacted (Go duration: 30s, 5m, 1h; 0 never).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,
+    /// How long an Event is kept after its last write, as kube-apiserver's flag (Go duration;
+    /// 0 keeps Events for good).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
     /// On SIGTERM, how long requests are still served while /readyz fails (so that load
     /// balancers stop sending new ones).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
@@ -119,6 +123,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         etcd_servers: args.etcd_servers,
         etcd_prefix: args.etcd_prefix,
         compaction_interval: args.etcd_compaction_interval,
+        event_ttl: args.event_ttl,
         crds_dir: args.crds,
         garbage_collector: !args.no_garbage_collector,
         disruption_controller: !args.no_disruption_controller,

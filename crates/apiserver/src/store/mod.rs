@@ -124,6 +124,7 @@ pub struct Store {
     node_ports: crate::reservations::Reservations,
     /// Whether a garbage collector runs: deletions then give objects its finalizers.
     garbage_collection: bool,
+    event_ttl: Duration,
     /// The resourceVersion up to which the garbage collector has judged every change.
     gc_progress: tokio::sync::watch::Sender<u64>,
     /// The per-namespace locks of quota admission and recounts.
@@ -271,6 +272,7 @@ impl Store {
             cluster_ips: ClusterIps::default(),
             node_ports: crate::node_ports::reservations(),
             garbage_collection: false,
+            event_ttl: Duration::ZERO,
             gc_progress: tokio::sync::watch::channel(0).0,
             names: NameGenerator::default(),
         }
@@ -313,6 +315,17 @@ impl Store {
     pub fn with_garbage_collection(mut self, on: bool) -> Self {
         self.garbage_collection = on;
         self
+    }
+
+    /// Has Events expire `ttl` after their last write (zero: kept; see [`crate::event_ttl`]).
+    pub fn with_event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = ttl;
+        self
+    }
+
+    /// How long Events are kept after their last write (zero: for good).
+    pub fn event_ttl(&self) -> Duration {
+        self.event_ttl
     }
 
     /// Authorizes requests in `mode`.
