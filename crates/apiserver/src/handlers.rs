@@ -163,7 +163,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             Err(_) => return error(&ApiError::unauthorized()),
         }
     }
-    if shared.cfg.token.is_some() && !server_token && account.is_none() {
+    if shared.cfg.token.is_some() && !server_token && account.is_none() && !public_info(&req) {
         return error(&ApiError::unauthorized());
     }
     let impersonated = match crate::requester::impersonated(req.headers()) {
@@ -184,6 +184,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
+    let pretty = crate::pretty::asked(req.uri().query(), req.headers());
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
@@ -193,7 +194,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
-    protobuf::negotiate::respond(accept, r)
+    let r = protobuf::negotiate::respond(accept, r);
+    if pretty { crate::pretty::answer(r).await } else { r }
 }
 
 /// Refuses a request its user may not make (and, first, an impersonation the authenticated
@@ -225,8 +227,40 @@ fn authorize(
     crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), &asked)
 }
 
-fn text(s: &'static str) -> Response<Body> {
-    body::respond(200, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(s.as_bytes()))))
+/// What kube-apiserver lets anyone read (its `system:public-info-viewer` role): the health
+/// endpoints and the version, so that probes need no credentials.
+fn public_info(req: &Request<Incoming>) -> bool {
+    let path = req.uri().path().trim_end_matches('/');
+    req.method() == Method::GET
+        && (path == "/version"
+            || ["/healthz", "/livez", "/readyz"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))))
+}
+
+/// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
+/// `?verbose` each check and `<endpoint> check passed`; a failure lists every check (the failed
+/// ones `[-]<name> failed: reason withheld`) and `<endpoint> check failed`, 500; one check asked
+/// by its path (`/readyz/ping`) answers `ok` or 500 alone, an unknown one 404.
+fn health(endpoint: &str, checks: &[(&str, bool)], only: Option<&str>, verbose: bool) -> Response<Body> {
+    let plain = |code: u16, s: String| body::respond(code, "text/plain; charset=utf-8", Body::Full(Some(s.into())));
+    if let Some(name) = only {
+        return match checks.iter().find(|(n, _)| *n == name) {
+            Some((_, true)) => plain(200, "ok".into()),
+            Some((_, false)) => plain(500, "internal server error: reason withheld\n".into()),
+            None => plain(404, "404 page not found\n".into()),
+        };
+    }
+    let failed = checks.iter().any(|(_, ok)| !ok);
+    if !failed && !verbose {
+        return plain(200, "ok".into());
+    }
+    let mut out = String::new();
+    for (name, ok) in checks {
+        out.push_str(&if *ok { format!("[+]{name} ok\n") } else { format!("[-]{name} failed: reason withheld\n") });
+    }
+    match failed {
+        true => plain(500, format!("{out}{endpoint} check failed\n")),
+        false => plain(200, format!("{out}{endpoint} check passed\n")),
+    }
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
@@ -240,18 +274,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
-        ["healthz"] | ["livez"] => Ok(text("ok")),
-        ["readyz"] if shared.controls.is_not_ready() => Ok(body::respond(
-            500,
-            "text/plain; charset=utf-8",
-            Body::Full(Some(Bytes::from_static(b"[-]shutdown failed: reason withheld\nreadyz check failed\n"))),
-        )),
-        ["readyz"] if shared.store.cache().readiness() != crate::cache::Readiness::Ready => Ok(body::respond(
-            500,
-            "text/plain; charset=utf-8",
-            Body::Full(Some(Bytes::from_static(b"[-]watch-cache failed: reason withheld\nreadyz check failed\n"))),
-        )),
-        ["readyz"] => Ok(text("ok")),
+        [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
+            let checks: &[(&str, bool)] = match *endpoint {
+                "readyz" => &[
+                    ("ping", true),
+                    ("watch-cache", shared.store.cache().readiness() == crate::cache::Readiness::Ready),
+                    ("shutdown", !shared.controls.is_not_ready()),
+                ],
+                _ => &[("ping", true)],
+            };
+            let verbose = query.iter().any(|(k, _)| k == "verbose");
+            Ok(health(endpoint, checks, check.first().copied(), verbose))
+        }
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };
             // A server bound to every address is named as the client reached it.

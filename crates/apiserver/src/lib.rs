@@ -98,6 +98,7 @@ pub(crate) mod pod_status;
 pub(crate) mod pod_subresource;
 pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;
+pub(crate) mod pretty;
 pub(crate) mod printers;
 pub(crate) mod protobuf;
 pub(crate) mod pvc_validation;

@@ -80,6 +80,69 @@ async fn bearer_token_auth() {
     let r = Client::new(&s).with_token("sekret").get(PODS).await;
     assert_eq!(r.code, 200);
     assert!(s.kubeconfig_yaml().contains("token: sekret"));
+    // Probes and version checks need no credentials (kube's system:public-info-viewer).
+    for path in ["/healthz", "/livez", "/readyz", "/readyz/ping", "/version"] {
+        assert_eq!(Client::new(&s).get(path).await.code, 200, "{path}");
+    }
+    assert_eq!(Client::new(&s).get("/api").await.code, 401);
+}
+
+#[tokio::test]
+async fn health_endpoints_list_their_checks_as_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let text = |r: &Resp| String::from_utf8(r.raw.to_vec()).unwrap();
+    let r = c.get("/readyz").await;
+    assert_eq!((r.code, text(&r)), (200, "ok".to_string()));
+    let r = c.get("/readyz?verbose").await;
+    assert_eq!(text(&r), "[+]ping ok\n[+]watch-cache ok\n[+]shutdown ok\nreadyz check passed\n");
+    let r = c.get("/livez?verbose=1").await;
+    assert_eq!(text(&r), "[+]ping ok\nlivez check passed\n");
+    let r = c.get("/readyz/shutdown").await;
+    assert_eq!((r.code, text(&r)), (200, "ok".to_string()));
+    assert_eq!(c.get("/readyz/nonesuch").await.code, 404);
+    s.controls().set_not_ready(true);
+    let r = c.get("/readyz").await;
+    assert_eq!(r.code, 500);
+    assert_eq!(text(&r), "[+]ping ok\n[+]watch-cache ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n");
+    let r = c.get("/readyz/shutdown").await;
+    assert_eq!((r.code, text(&r)), (500, "internal server error: reason withheld\n".to_string()));
+}
+
+#[tokio::test]
+async fn curl_and_pretty_requests_get_indented_json() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let text = |r: &Resp| String::from_utf8(r.raw.to_vec()).unwrap();
+    let compact = c.get("/api/v1/namespaces/default").await;
+    assert!(!text(&compact).contains('\n'), "{}", text(&compact));
+    let curl = c
+        .send_as(http::Method::GET, "/api/v1/namespaces/default", Vec::new(), "application/json", Some("curl/8.5.0"))
+        .await;
+    assert!(
+        text(&curl).starts_with(
+            "{\n  \"kind\": \"Namespace\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {\n    \"name\": \"default\","
+        ),
+        "{}",
+        text(&curl)
+    );
+    assert_eq!(curl.body, compact.body);
+    // A list, and an error, the same way; `pretty=false` wins over the User-Agent.
+    let list = c.get("/api/v1/namespaces?pretty=true").await;
+    assert!(text(&list).contains("\n  \"items\": [\n    {\n"), "{}", text(&list));
+    let missing = c.get("/api/v1/namespaces/nope?pretty=1").await;
+    assert_eq!(missing.code, 404);
+    assert!(text(&missing).starts_with("{\n  \"kind\": \"Status\","), "{}", text(&missing));
+    let plain = c
+        .send_as(
+            http::Method::GET,
+            "/api/v1/namespaces/default?pretty=false",
+            Vec::new(),
+            "application/json",
+            Some("curl/8.5.0"),
+        )
+        .await;
+    assert!(!text(&plain).contains('\n'));
 }
 
 #[tokio::test]
