@@ -310,12 +310,24 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             if discovery::wants_aggregated(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())) =>
         {
             let doc = discovery::aggregated(&reg, segs.len() == 1 && segs[0] == "api");
-            let mut r = body::respond(
-                200,
-                discovery::AGGREGATED,
-                Body::Full(Some(Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()))),
-            );
-            r.headers_mut().insert(header::VARY, http::HeaderValue::from_static("Accept"));
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            // kube's ETag: the document's SHA-512 in upper-case hex; a client holding it gets 304.
+            let etag = {
+                use sha2::Digest;
+                let sum = sha2::Sha512::digest(&bytes);
+                format!("\"{}\"", sum.iter().map(|b| format!("{b:02X}")).collect::<String>())
+            };
+            let cached = req.headers().get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes());
+            let mut r = match cached {
+                true => body::respond(304, discovery::AGGREGATED, Body::Full(None)),
+                false => body::respond(200, discovery::AGGREGATED, Body::Full(Some(Bytes::from(bytes)))),
+            };
+            let h = r.headers_mut();
+            h.insert(header::VARY, http::HeaderValue::from_static("Accept"));
+            h.insert(header::CACHE_CONTROL, http::HeaderValue::from_static("public"));
+            if let Ok(v) = http::HeaderValue::from_str(&etag) {
+                h.insert(header::ETAG, v);
+            }
             get_only(Ok(r))
         }
         ["api"] => get_only(Ok(json_value(200, &discovery::api_versions(&shared.server_address.lock())))),
@@ -398,8 +410,7 @@ fn media_type(req: &Request<Incoming>) -> String {
 /// Decodes a POST or PUT body as kube-apiserver does: duplicate fields merged and unknown
 /// fields dropped, each refused, warned about or passed over as `validation` says.
 fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation) -> Result<Value, ApiError> {
-    let (mut v, duplicates) = field_validation::decode(&b.json)
-        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let (mut v, duplicates) = field_validation::decode(&b.json).map_err(|e| unrecognized(info, &b.json, &e))?;
     let unknown = field_validation::prune_unknown(info, &mut v);
     if let Err(strict) = field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown) {
         // Kube's decoder reports a value it cannot decode before strict decoding's errors.
@@ -407,6 +418,27 @@ fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation)
         return Err(strict);
     }
     Ok(v)
+}
+
+/// kube's answer to a POST or PUT body it cannot read as JSON: for a built-in kind, the object
+/// is "unrecognized", with Go's syntax error and the body's first 30 bytes (as hex unless it
+/// starts as an object), as kube-apiserver's `transformDecodeError` words it.
+fn unrecognized(info: &ResourceInfo, body: &[u8], e: &serde_json::Error) -> ApiError {
+    let go = crate::go_json_syntax::syntax_error(body);
+    let (Some(syntax), None) = (go, &info.custom) else {
+        return ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"));
+    };
+    let head = &body[..body.len().min(30)];
+    let more = if body.len() > 30 { " ..." } else { "" };
+    let summary = match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => format!("{}{more}", head.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    };
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {syntax} ({summary})",
+        info.kind
+    ))
 }
 
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {

@@ -258,7 +258,16 @@ async fn bad_input_is_a_status_and_writes_nothing() {
     let r = c.send_raw(http::Method::POST, PODS, b"{not json".to_vec(), "application/json").await;
     assert_eq!(r.code, 400);
     assert_eq!(r.body["reason"], "BadRequest");
-    assert!(r.body["message"].as_str().unwrap().contains("json parse error"));
+    assert_eq!(
+        r.body["message"],
+        "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: invalid character 'n' looking for beginning of object key string ({not json)"
+    );
+    let cut = br#"{"apiVersion":"v1","kind":"Pod","metadata":"#.to_vec();
+    let r = c.send_raw(http::Method::POST, PODS, cut, "application/json").await;
+    assert_eq!(
+        r.body["message"],
+        "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: unexpected end of JSON input ({\"apiVersion\":\"v1\",\"kind\":\"Pod ...)"
+    );
 
     let r = c.post(PODS, &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})).await;
     assert_eq!(r.code, 400);

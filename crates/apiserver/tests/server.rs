@@ -110,6 +110,31 @@ async fn health_endpoints_list_their_checks_as_kube_does() {
 }
 
 #[tokio::test]
+async fn aggregated_discovery_is_cached_by_its_etag() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let r = c.get_accepting("/apis", accept).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.headers["cache-control"], "public");
+    let etag = r.headers["etag"].to_str().unwrap().to_string();
+    assert!(etag.len() == 130 && etag.starts_with('"'), "{etag}");
+    let again = c.get_with_headers("/apis", &[("accept", accept), ("if-none-match", &etag)]).await;
+    assert_eq!(again.code, 304);
+    assert!(again.raw.is_empty());
+    // A new resource changes the document and its tag.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+    define(&c, &crd).await;
+    let changed = c.get_with_headers("/apis", &[("accept", accept), ("if-none-match", &etag)]).await;
+    assert_eq!(changed.code, 200);
+    assert_ne!(changed.headers["etag"].to_str().unwrap(), etag);
+}
+
+#[tokio::test]
 async fn curl_and_pretty_requests_get_indented_json() {
     let s = server().await;
     let c = Client::new(&s);

@@ -111,6 +111,16 @@ impl Client {
         self.send(self.build_with(method, path, body, ct, "application/json", user_agent)).await
     }
 
+    /// A GET with headers of its own.
+    pub async fn get_with_headers(&self, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut req = self.build_with(Method::GET, path, Vec::new(), "application/json", "application/json", None);
+        for (k, v) in headers {
+            req.headers_mut()
+                .insert(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), http::HeaderValue::from_str(v).unwrap());
+        }
+        self.send(req).await
+    }
+
     /// A GET with its own `Accept` header (Table, PartialObjectMetadata…).
     pub async fn get_accepting(&self, path: &str, accept: &str) -> Resp {
         self.send(self.build_with(Method::GET, path, Vec::new(), "application/json", accept, None)).await
