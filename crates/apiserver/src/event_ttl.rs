@@ -11,8 +11,9 @@
 //!
 //! Invariants: an Event is never deleted sooner than the TTL after the last write the cache
 //! showed; a write after its deadline was set moves the deadline (the conditional delete fails
-//! and the write's own deadline stands); several servers of one storage may expire the same
-//! Event, only one delete takes effect; after a restart the deadlines start over.
+//! and the write's own deadline stands); a delete the storage could not make is tried again;
+//! several servers of one storage may expire the same Event, only one delete takes effect;
+//! after a restart the deadlines start over.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
+use crate::storage::StorageError;
 use crate::store::Store;
 use crate::watch_cache::EventType;
 
@@ -31,6 +33,9 @@ const BATCH: usize = 1024;
 
 /// How long to wait for the cache to be filled before looking again.
 const NOT_READY: Duration = Duration::from_millis(200);
+
+/// How long after a failed delete an Event's expiry is tried again.
+const RETRY: Duration = Duration::from_secs(5);
 
 /// kube-apiserver's default `--event-ttl`.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
@@ -156,8 +161,13 @@ impl Expiry {
                 events.clear();
                 for (key, rv) in deadlines.due(Instant::now()) {
                     // Deleted only at the version that set the deadline: a later write keeps it.
-                    if let Err(e) = self.store.storage().delete(key.clone(), rv).await {
-                        tracing::debug!(%key, error = %e, "event expiry: not deleted");
+                    match self.store.storage().delete(key.clone(), rv).await {
+                        Ok(_) | Err(StorageError::NotFound | StorageError::Conflict { .. }) => {}
+                        Err(e) => {
+                            // The storage could not say: tried again a little later.
+                            tracing::warn!(%key, error = %e, "event expiry: not deleted yet");
+                            deadlines.set(key, rv, Instant::now() + RETRY);
+                        }
                     }
                 }
                 let next = deadlines.next();
