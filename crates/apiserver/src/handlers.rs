@@ -228,12 +228,10 @@ fn authorize(
 }
 
 /// What kube-apiserver lets anyone read (its `system:public-info-viewer` role): the health
-/// endpoints and the version, so that probes need no credentials.
+/// endpoints (not their single checks) and the version, so that probes need no credentials.
 fn public_info(req: &Request<Incoming>) -> bool {
-    let path = req.uri().path().trim_end_matches('/');
     req.method() == Method::GET
-        && (path == "/version"
-            || ["/healthz", "/livez", "/readyz"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))))
+        && ["/healthz", "/livez", "/readyz", "/version", "/version/"].contains(&req.uri().path())
 }
 
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
