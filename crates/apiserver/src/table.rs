@@ -43,14 +43,20 @@ pub enum IncludeObject {
 }
 
 impl Render {
-    /// The rendering an `Accept` header asks for (its first match wins).
+    /// The rendering an `Accept` header asks for (its first match wins). As kube-apiserver's
+    /// `AllowsMediaTypeTransform`, a Table is served as JSON or YAML only (a protobuf Table entry
+    /// is passed over for the next one) and `PartialObjectMetadata` in any of them.
     pub fn from_accept(accept: Option<&str>) -> Render {
         for m in accept.unwrap_or("").split(',') {
-            if m.contains("as=Table") {
-                return Render::Table(IncludeObject::Metadata);
-            }
-            if m.contains("as=PartialObjectMetadata") {
-                return Render::Metadata;
+            let mut parts = m.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let asked = parts.find_map(|p| p.strip_prefix("as="));
+            match asked {
+                Some("Table") if matches!(media, "application/json" | "application/yaml") => {
+                    return Render::Table(IncludeObject::Metadata);
+                }
+                Some(a) if a.starts_with("PartialObjectMetadata") => return Render::Metadata,
+                _ => {}
             }
         }
         Render::Object

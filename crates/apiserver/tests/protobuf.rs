@@ -381,3 +381,39 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     let r = c.send_raw(http::Method::DELETE, &path, delete(rv), PROTOBUF).await;
     assert_eq!(r.code, 200, "{}", r.body);
 }
+
+/// A user's extra values are a message of `items` in protobuf and a bare list in JSON: read
+/// from a protobuf SubjectAccessReview and written back in its protobuf answer.
+#[tokio::test]
+async fn extra_values_cross_between_protobuf_and_json() {
+    use k8s_pb::api::authorization::v1::{
+        ExtraValue, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let s = server().await;
+    let c = Client::new(&s);
+    let review = SubjectAccessReview {
+        spec: Some(SubjectAccessReviewSpec {
+            user: Some("ann".into()),
+            extra: [("scopes".to_string(), ExtraValue { items: vec!["a".into(), "b".into()] })].into(),
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some("get".into()),
+                resource: Some("pods".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let body = envelope("authorization.k8s.io/v1", "SubjectAccessReview", review.encode_to_vec());
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let json = c.send_raw(http::Method::POST, path, body.clone(), PROTOBUF).await;
+    assert_eq!(json.code, 201, "{}", json.body);
+    assert_eq!(json.body["spec"]["extra"], json!({"scopes": ["a", "b"]}));
+    let r = c.send_accepting(http::Method::POST, path, body, PROTOBUF, PROTOBUF).await;
+    assert_eq!((r.code, content_type(&r)), (201, PROTOBUF));
+    let (_, kind, raw) = unwrap_envelope(&r.raw);
+    assert_eq!(kind, "SubjectAccessReview");
+    let answer = SubjectAccessReview::decode(raw.as_slice()).unwrap();
+    assert_eq!(answer.spec.unwrap().extra["scopes"].items, ["a", "b"]);
+}

@@ -441,3 +441,17 @@ async fn custom_columns_read_client_go_jsonpath_and_cells_of_their_type() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_table_is_served_as_json_only() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A protobuf Table is passed over for the client's next choice, as kube-apiserver does.
+    let accept = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let r = c.get_accepting("/api/v1/namespaces/default", accept).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.body["kind"], "Namespace");
+    let (names, _, _) = table(&c, "/api/v1/namespaces/default").await;
+    assert_eq!(names[0], "Name");
+}

@@ -158,10 +158,26 @@ fn wrapper(name: &str, bytes: &[u8]) -> Result<Option<Value>, String> {
             }
             "io.k8s.apimachinery.pkg.runtime.RawExtension"
             | "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON" => json(fields()?.get(&1))?,
+            // A user's extra values: a bare list of strings in JSON.
+            n if is_extra_value(n) => {
+                let mut items = Vec::new();
+                for field in Wire::new(bytes) {
+                    if let (1, Raw::Len(b)) = field? {
+                        items.push(Value::String(utf8(b)?));
+                    }
+                }
+                Value::Array(items)
+            }
             _ => return Ok(None),
         },
     };
     Ok(Some(v))
+}
+
+/// Whether a message is an `ExtraValue` (authentication, authorization and certificates: a
+/// message of `items` in protobuf, a list of strings in JSON).
+pub(super) fn is_extra_value(name: &str) -> bool {
+    name.starts_with("pb:api.") && name.ends_with(".ExtraValue")
 }
 
 /// Go's `time.Duration` text (`1h2m3.5s`, `0s`).

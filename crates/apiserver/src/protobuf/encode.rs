@@ -126,6 +126,14 @@ fn wrapper(name: &str, v: &Value, w: &mut Writer) -> Result<bool, String> {
             }
             "io.k8s.apimachinery.pkg.runtime.RawExtension"
             | "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON" => raw_json(w),
+            n if super::decode::is_extra_value(n) => {
+                let Value::Array(items) = v else { return Err(format!("ExtraValue: expected a list, got {v}")) };
+                for item in items {
+                    let s = item.as_str().ok_or_else(|| format!("ExtraValue: expected text, got {item}"))?;
+                    w.bytes(1, s.as_bytes());
+                }
+                Ok(true)
+            }
             _ => Ok(false),
         },
     }

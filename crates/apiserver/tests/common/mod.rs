@@ -111,6 +111,11 @@ impl Client {
         self.send(self.build_with(method, path, body, ct, "application/json", user_agent)).await
     }
 
+    /// A request with a body of type `ct` and its own `Accept` header.
+    pub async fn send_accepting(&self, method: Method, path: &str, body: Vec<u8>, ct: &str, accept: &str) -> Resp {
+        self.send(self.build_with(method, path, body, ct, accept, None)).await
+    }
+
     /// A GET with headers of its own.
     pub async fn get_with_headers(&self, path: &str, headers: &[(&str, &str)]) -> Resp {
         let mut req = self.build_with(Method::GET, path, Vec::new(), "application/json", "application/json", None);
