@@ -666,7 +666,12 @@ async fn resource_request(
         (Method::PATCH, Some(n)) => {
             let ct = media_type(&req);
             let is_apply = ct == "application/apply-patch+yaml";
-            let kind = patch_type(&ct)?;
+            let kind = match patch_type(&ct) {
+                Err(_) if info.custom.is_some() => return Err(crate::store::unsupported_custom_resource_patch()),
+                k => k?,
+            };
+            // kube's custom resource handler refuses a strategic merge patch before anything else.
+            crate::store::refuse_custom_resource_strategic(kind, &info)?;
             let params = write_options::parse(&query, if is_apply { WriteKind::Apply } else { WriteKind::Patch })?;
             let field_manager = managed_fields::manager_name(params.field_manager.as_deref(), user_agent.as_deref());
             let b = read_body(shared, req).await?;

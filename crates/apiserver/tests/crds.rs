@@ -1107,6 +1107,22 @@ async fn nulls_below_lists_and_maps_are_dropped_or_defaulted() {
 }
 
 #[tokio::test]
+async fn a_custom_resource_refuses_patch_media_types_first_in_its_handler_s_words() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    assert_eq!(c.post(CRDS, &crd_of("knob", "Knob", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "knobs.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/knobs";
+    assert_eq!(c.post(base, &json!({"metadata": {"name": "k"}, "spec": {"size": 1}})).await.code, 201);
+    let words = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    for (ct, query) in [("text/plain", ""), ("application/strategic-merge-patch+json", "?fieldValidation=Bogus")] {
+        let r = c.send_raw(http::Method::PATCH, &format!("{base}/k{query}"), b"{}".to_vec(), ct).await;
+        assert_eq!((r.code, r.body["message"].as_str()), (415, Some(words)), "{ct}");
+    }
+}
+
+#[tokio::test]
 async fn schema_validation_speaks_as_kube_openapi_does() {
     let s = server().await;
     let c = Client::new(&s);

@@ -45,7 +45,9 @@ mod tracking;
 use body_checks::meta_mut;
 pub(crate) use body_checks::{check_body, check_decodable, meta_str, parse_rv_field, resolve_namespace};
 pub use patch::PatchType;
-pub(crate) use patch::{DecodedPatch, invalid_patch, refuse_custom_resource_strategic};
+pub(crate) use patch::{
+    DecodedPatch, invalid_patch, refuse_custom_resource_strategic, unsupported_custom_resource_patch,
+};
 pub(crate) use tracking::Tracking;
 use tracking::{ZERO_OBJECT, track};
 

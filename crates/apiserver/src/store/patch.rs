@@ -136,6 +136,13 @@ pub(crate) fn refuse_custom_resource_strategic(kind: PatchType, info: &ResourceI
     }
 }
 
+/// 415 for a PATCH of a custom resource in a media type no patch has, as kube-apiserver's custom
+/// resource handler words it (built-in resources answer go-restful's bare "415: Unsupported
+/// Media Type").
+pub(crate) fn unsupported_custom_resource_patch() -> ApiError {
+    unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES)
+}
+
 /// The patch types of a custom resource, as kube-apiserver lists them.
 const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] =
     &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
