@@ -14,24 +14,22 @@ use serde_json::{Value, json};
 
 use crate::registry::{Registry, ResourceInfo};
 
-/// `/version`.
-pub fn version() -> Value {
-    json!({
-        "major": "1",
-        "minor": "35",
-        "emulationMajor": "1",
-        "emulationMinor": "35",
-        "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "34",
-        "gitVersion": "v1.35.0",
-        "gitCommit": "$Format:%H$",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.25.0",
-        "compiler": "gc",
-        "platform": "linux/amd64"
-    })
-}
+/// `/version`, its fields in the order of kube's `version.Info` (kube-apiserver writes it indented).
+pub const VERSION: &str = r#"{
+  "major": "1",
+  "minor": "35",
+  "emulationMajor": "1",
+  "emulationMinor": "35",
+  "minCompatibilityMajor": "1",
+  "minCompatibilityMinor": "34",
+  "gitVersion": "v1.35.0",
+  "gitCommit": "$Format:%H$",
+  "gitTreeState": "clean",
+  "buildDate": "2026-01-01T00:00:00Z",
+  "goVersion": "go1.25.0",
+  "compiler": "gc",
+  "platform": "linux/amd64"
+}"#;
 
 /// `/api`.
 pub fn api_versions(server_address: &str) -> Value {

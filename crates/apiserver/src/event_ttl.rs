@@ -130,7 +130,10 @@ impl Expiry {
                 continue 'resync;
             };
             deadlines.clear();
-            let at = Instant::now() + self.ttl;
+            let Some(at) = Instant::now().checked_add(self.ttl) else {
+                // A TTL past the clock's range: Events are kept.
+                return;
+            };
             for o in &objs {
                 deadlines.set(self.key(o), o.rv, at);
             }
@@ -144,12 +147,12 @@ impl Expiry {
                         // Behind the history, or the resource's view started over: look again.
                         _ => continue 'resync,
                     };
-                    let now = Instant::now();
+                    let at = Instant::now().checked_add(self.ttl).unwrap_or(at);
                     for ev in &events {
                         let key = self.key(&ev.obj);
                         match ev.kind {
                             EventType::Deleted => deadlines.remove(&key),
-                            _ => deadlines.set(key, ev.obj.rv, now + self.ttl),
+                            _ => deadlines.set(key, ev.obj.rv, at),
                         }
                         cursor = ev.rv;
                     }
@@ -172,7 +175,8 @@ impl Expiry {
                 }
                 let next = deadlines.next();
                 tokio::select! {
-                    _ = notify.changed() => {}
+                    // A resource view started over drops its sender: look again.
+                    r = notify.changed() => if r.is_err() { continue 'resync },
                     _ = reset.changed() => continue 'resync,
                     _ = async {
                         match next {

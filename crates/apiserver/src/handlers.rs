@@ -184,7 +184,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
-    let pretty = crate::pretty::asked(req.uri().query(), req.headers());
+    // Documents served as they are (OpenAPI, the issuer's) are not indented, as kube serves
+    // their bytes; `/version` always is.
+    let raw_document = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
+    let pretty =
+        !raw_document && (req.uri().path() == "/version" || crate::pretty::asked(req.uri().query(), req.headers()));
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
@@ -234,26 +238,32 @@ fn public_info(req: &Request<Incoming>) -> bool {
         && ["/healthz", "/livez", "/readyz", "/version", "/version/"].contains(&req.uri().path())
 }
 
+/// A health check: its name and, when it fails, why.
+type Check = (&'static str, Option<&'static str>);
+
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
 /// `?verbose` each check and `<endpoint> check passed`; a failure lists every check (the failed
 /// ones `[-]<name> failed: reason withheld`) and `<endpoint> check failed`, 500; one check asked
-/// by its path (`/readyz/ping`) answers `ok` or 500 alone, an unknown one 404.
-fn health(endpoint: &str, checks: &[(&str, bool)], only: Option<&str>, verbose: bool) -> Response<Body> {
+/// by its path (`/readyz/ping`) answers `ok`, or 500 with its reason; an unknown one 404.
+fn health(endpoint: &str, checks: &[Check], only: Option<&str>, verbose: bool) -> Response<Body> {
     let plain = |code: u16, s: String| body::respond(code, "text/plain; charset=utf-8", Body::Full(Some(s.into())));
     if let Some(name) = only {
         return match checks.iter().find(|(n, _)| *n == name) {
-            Some((_, true)) => plain(200, "ok".into()),
-            Some((_, false)) => plain(500, "internal server error: reason withheld\n".into()),
+            Some((_, None)) => plain(200, "ok".into()),
+            Some((_, Some(why))) => plain(500, format!("internal server error: {why}\n")),
             None => plain(404, "404 page not found\n".into()),
         };
     }
-    let failed = checks.iter().any(|(_, ok)| !ok);
+    let failed = checks.iter().any(|(_, why)| why.is_some());
     if !failed && !verbose {
         return plain(200, "ok".into());
     }
     let mut out = String::new();
-    for (name, ok) in checks {
-        out.push_str(&if *ok { format!("[+]{name} ok\n") } else { format!("[-]{name} failed: reason withheld\n") });
+    for (name, why) in checks {
+        out.push_str(&match why {
+            None => format!("[+]{name} ok\n"),
+            Some(_) => format!("[-]{name} failed: reason withheld\n"),
+        });
     }
     match failed {
         true => plain(500, format!("{out}{endpoint} check failed\n")),
@@ -271,15 +281,16 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         if req.method() == Method::GET { r } else { Err(ApiError::method_not_allowed()) }
     };
     match segs.as_slice() {
-        ["version"] => get_only(Ok(json_value(200, &discovery::version()))),
+        ["version"] => get_only(Ok(json_bytes(200, discovery::VERSION))),
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
-            let checks: &[(&str, bool)] = match *endpoint {
+            let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
+            let checks: &[Check] = match *endpoint {
                 "readyz" => &[
-                    ("ping", true),
-                    ("watch-cache", shared.store.cache().readiness() == crate::cache::Readiness::Ready),
-                    ("shutdown", !shared.controls.is_not_ready()),
+                    ("ping", None),
+                    ("watch-cache", (!cache_ready).then_some("storage is (re)initializing")),
+                    ("shutdown", shared.controls.is_not_ready().then_some("process is shutting down")),
                 ],
-                _ => &[("ping", true)],
+                _ => &[("ping", None)],
             };
             let verbose = query.iter().any(|(k, _)| k == "verbose");
             Ok(health(endpoint, checks, check.first().copied(), verbose))

@@ -1,8 +1,11 @@
 //! client-go's JSONPath, as kube-apiserver evaluates a CustomResourceDefinition's
-//! `additionalPrinterColumns` (missing keys allowed): fields (`.a.b`, `['key.with.dots']`),
-//! `*`, indexes and slices (`[0]`, `[-1]`, `[1:3]`, `[-2:]`, `[::2]`), unions (`[0,2]`,
-//! `['a','b']`), recursive descent (`..name`) and filters (`[?(@.type=="Ready")]`, `!=`, `<`,
-//! `<=`, `>`, `>=`, and `[?(@.ready)]` for presence) against strings, numbers and booleans.
+//! `additionalPrinterColumns` (missing keys allowed): fields (`.a.b`, `['key.with.dots']`, keys
+//! in brackets single-quoted), `.*` (a map's values or a list's elements), indexes and slices
+//! (`[0]`, `[-1]`, `[1:3]`, `[-2:]`, `[::2]`, and `[*]`, which is `[:]`: a list's elements, a
+//! map fails), unions (`[0,2]`, `['a','b']`), recursive descent (`..name`) and filters
+//! (`[?(@.type=="Ready")]`, `!=`, `<`, `<=`, `>`, `>=`, and `[?(@.ready)]` for presence, where
+//! an operand that cannot be read is absent) against strings, numbers and booleans. Filters
+//! nest at most eight deep (client-go's parser does not nest them).
 //!
 //! Invariants: evaluation never panics; a path client-go cannot parse, or whose evaluation fails
 //! (an index out of bounds, a filter over a value that is not a list, values compared across
@@ -55,14 +58,20 @@ enum Op {
 /// Why an evaluation selects nothing (client-go's errors, not reported).
 struct Fails;
 
+/// How deeply filters may nest (client-go's parser does not nest them at all).
+const MAX_DEPTH: usize = 8;
+
 fn parse(path: &str) -> Option<Vec<Step>> {
     let p = path.trim();
     let p = p.strip_prefix('{').and_then(|p| p.strip_suffix('}')).unwrap_or(p).trim();
     let p = p.strip_prefix('$').unwrap_or(p);
-    parse_steps(p)
+    parse_steps(p, 0)
 }
 
-fn parse_steps(p: &str) -> Option<Vec<Step>> {
+fn parse_steps(p: &str, depth: usize) -> Option<Vec<Step>> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
     let b = p.as_bytes();
     let mut steps = Vec::new();
     let mut i = 0;
@@ -78,7 +87,7 @@ fn parse_steps(p: &str) -> Option<Vec<Step>> {
             }
             b'[' => {
                 let end = closing_bracket(p, i)?;
-                steps.push(parse_bracket(p[i + 1..end].trim())?);
+                steps.push(parse_bracket(p[i + 1..end].trim(), depth)?);
                 i = end + 1;
             }
             b'*' => {
@@ -128,22 +137,23 @@ fn closing_bracket(p: &str, open: usize) -> Option<usize> {
     None
 }
 
-fn parse_bracket(inner: &str) -> Option<Step> {
+fn parse_bracket(inner: &str, depth: usize) -> Option<Step> {
     if inner == "*" {
-        return Some(Step::All);
+        // client-go reads `[*]` as `[:]`: every element of a list (a map fails).
+        return Some(Step::Slice { start: None, end: None, step: None, index: false });
     }
     if let Some(f) = inner.strip_prefix('?') {
         let f = f.trim().strip_prefix('(')?.strip_suffix(')')?;
-        return parse_filter(f.trim()).map(Step::Filter);
+        return parse_filter(f.trim(), depth).map(Step::Filter);
     }
     let parts = split_top(inner, b',');
     let mut steps = Vec::with_capacity(parts.len());
     for part in &parts {
         let part = part.trim();
-        if let Some(s) = unquote(part) {
-            steps.push(Step::Field(s));
-        } else {
-            steps.push(parse_slice(part)?);
+        // A key in brackets is single-quoted only, as client-go's parser reads it.
+        match part.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
+            Some(key) => steps.push(Step::Field(key.to_string())),
+            None => steps.push(parse_slice(part)?),
         }
     }
     match steps.len() {
@@ -188,7 +198,8 @@ fn parse_slice(s: &str) -> Option<Step> {
     match parts.as_slice() {
         [n] => {
             let n = num(n)??;
-            Some(Step::Slice { start: Some(n), end: Some(n + 1), step: None, index: true })
+            // Wrapping as Go's int does: an end past i64 is out of bounds, not a panic.
+            Some(Step::Slice { start: Some(n), end: Some(n.wrapping_add(1)), step: None, index: true })
         }
         [a, b] => Some(Step::Slice { start: num(a)?, end: num(b)?, step: None, index: false }),
         [a, b, c] => Some(Step::Slice { start: num(a)?, end: num(b)?, step: num(c)?, index: false }),
@@ -196,7 +207,7 @@ fn parse_slice(s: &str) -> Option<Step> {
     }
 }
 
-fn parse_filter(f: &str) -> Option<Filter> {
+fn parse_filter(f: &str, depth: usize) -> Option<Filter> {
     const OPS: [(&str, Op); 6] =
         [("==", Op::Eq), ("!=", Op::Ne), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
     for (text, op) in OPS {
@@ -207,17 +218,18 @@ fn parse_filter(f: &str) -> Option<Filter> {
             at += part.len();
             if f[at..].starts_with(text) {
                 let (l, r) = (&f[..at], &f[at + text.len()..]);
-                return Some(Filter { left: parse_operand(l.trim())?, compare: Some((op, parse_operand(r.trim())?)) });
+                let (left, right) = (parse_operand(l.trim(), depth)?, parse_operand(r.trim(), depth)?);
+                return Some(Filter { left, compare: Some((op, right)) });
             }
             at += 1;
         }
     }
-    Some(Filter { left: parse_operand(f)?, compare: None })
+    Some(Filter { left: parse_operand(f, depth)?, compare: None })
 }
 
-fn parse_operand(s: &str) -> Option<Operand> {
+fn parse_operand(s: &str, depth: usize) -> Option<Operand> {
     if let Some(rest) = s.strip_prefix('@') {
-        return parse_steps(rest).map(Operand::Path);
+        return parse_steps(rest, depth + 1).map(Operand::Path);
     }
     if let Some(text) = unquote(s) {
         return Some(Operand::Literal(Value::String(text)));
@@ -345,9 +357,13 @@ fn keeps(f: &Filter, item: &Value) -> Result<bool, Fails> {
             }
         }
     };
-    let left = operand(&f.left)?;
-    let Some((op, right)) = &f.compare else { return Ok(left.is_some()) };
-    let (Some(l), Some(r)) = (left, operand(right)?) else { return Ok(false) };
+    let Some((op, right)) = &f.compare else {
+        // Presence: an operand that cannot be read is absent (client-go passes over the error).
+        return Ok(operand(&f.left).ok().flatten().is_some());
+    };
+    // Without a left value the element is passed over before the right one is read.
+    let Some(l) = operand(&f.left)? else { return Ok(false) };
+    let Some(r) = operand(right)? else { return Ok(false) };
     compare(&l, *op, &r)
 }
 
@@ -411,5 +427,14 @@ mod tests {
         assert!(ns(".m[?(@.n == 8)]").is_empty());
         assert!(ns(".items[?(@.n == \"1\")]").is_empty());
         assert!(ns(".items[2:2]").is_empty());
+        // `[*]` is `[:]`, which a map fails; a bracketed key is single-quoted.
+        assert!(ns(".m[*].n").is_empty());
+        assert!(ns(".m[\"a\"].n").is_empty());
+        assert!(ns(".items[9223372036854775807]").is_empty());
+        // A presence operand that cannot be read is absent; the path goes on.
+        assert_eq!(ns(".items[?(@.ok[3])].n"), Vec::<serde_json::Value>::new());
+        assert_eq!(ns(".items[?(@.n[0])].n"), Vec::<serde_json::Value>::new());
+        let deep = format!(".items{}{}", "[?(@".repeat(20), ")]".repeat(20));
+        assert!(ns(&deep).is_empty());
     }
 }

@@ -34,18 +34,28 @@ static TIME: LazyLock<Regex> =
     LazyLock::new(|| rx(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"));
 static HEX_COLOR: LazyLock<Regex> = LazyLock::new(|| rx(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
 static RGB_COLOR: LazyLock<Regex> = LazyLock::new(|| {
-    let c = r"(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])";
-    rx(&format!(r"^rgb\(\s*{c}\s*,\s*{c}\s*,\s*{c}\s*\)$"))
+    let (c, s) = (r"(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])", r"[\t\n\f\r ]*");
+    rx(&format!(r"^rgb\({s}{c}{s},{s}{c}{s},{s}{c}{s}\)$"))
 });
-static SSN: LazyLock<Regex> = LazyLock::new(|| rx(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| rx(r"^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}$"));
 static CREDIT_CARD: LazyLock<Regex> = LazyLock::new(|| {
     rx(
         r"^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|(222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)[0-9]{12}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\d{3})\d{11}|6[27][0-9]{14})$",
     )
 });
 /// A Scala-style duration (`3 days`, `1h 30min`), strfmt's fallback after Go's own syntax.
-static SCALA_DURATION: LazyLock<Regex> = LazyLock::new(|| rx(r"^\s*(?:\d+\s*[A-Za-zµ]+\s*)+$"));
-static DURATION_PART: LazyLock<Regex> = LazyLock::new(|| rx(r"(\d+)\s*([A-Za-zµ]+)"));
+/// (Go's RE2 classes are ASCII: digits `[0-9]`, spaces `[\t\n\f\r ]`.)
+static SCALA_DURATION: LazyLock<Regex> =
+    LazyLock::new(|| rx(r"^[\t\n\f\r ]*(?:[0-9]+[\t\n\f\r ]*[A-Za-zµ]+[\t\n\f\r ]*)+$"));
+static DURATION_PART: LazyLock<Regex> = LazyLock::new(|| rx(r"([0-9]+)[\t\n\f\r ]*([A-Za-zµ]+)"));
+/// kube-openapi's host name: one label (a character, then at most one dash, then up to 62
+/// more), or labels of up to 63 characters (dashes inside) ending in one of at least two
+/// characters without two dashes in a row; letters and symbols of any script count.
+static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
+    let c = r"[a-zA-Z0-9\p{S}\p{L}]";
+    let inner = r"[a-zA-Z0-9\-\p{S}\p{L}]";
+    rx(&format!(r"^({c}((-?{c}{{0,62}})?)|({c}(({inner}{{0,61}}{c})?)(\.)){{1,}}({c})(-?{c}){{1,62}})$"))
+});
 static DNS1123_LABEL: LazyLock<Regex> = LazyLock::new(|| rx(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"));
 static DNS1123_SUBDOMAIN: LazyLock<Regex> =
     LazyLock::new(|| rx(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"));
@@ -60,8 +70,9 @@ pub(crate) fn format_ok(format: &str, s: &str) -> bool {
         "uuid3" => UUID3.is_match(s),
         "uuid4" => UUID4.is_match(s),
         "uuid5" => UUID5.is_match(s),
-        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
-        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        // govalidator's: any address Go parses, with a dot (v4) or a colon (v6) in it.
+        "ipv4" => s.parse::<std::net::IpAddr>().is_ok() && s.contains('.'),
+        "ipv6" => s.parse::<std::net::IpAddr>().is_ok() && s.contains(':'),
         "cidr" => is_cidr(s),
         "mac" => is_mac(s),
         "email" => is_email(s),
@@ -106,6 +117,9 @@ fn is_date_time(s: &str) -> bool {
 /// Go's `net.ParseCIDR`: an address, `/`, a decimal prefix no longer than the family's.
 fn is_cidr(s: &str) -> bool {
     let Some((ip, len)) = s.split_once('/') else { return false };
+    if len.is_empty() || !len.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
     let Ok(len) = len.parse::<u8>() else { return false };
     match ip.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V4(_)) => len <= 32,
@@ -143,18 +157,9 @@ fn is_email(s: &str) -> bool {
     atom(local) && atom(domain) && text(local) && text(domain)
 }
 
-/// A host name: dot-separated labels of letters, digits and dashes (not first or last), each
-/// at most 63 bytes, 255 in all.
+/// A host name as kube-openapi's pattern reads it, at most 255 bytes, labels of at most 63.
 fn is_hostname(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 255
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.chars().all(|c| c.is_alphanumeric() || c == '-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
+    HOSTNAME.is_match(s) && s.len() <= 255 && s.split('.').all(|l| l.len() <= 63)
 }
 
 /// Go's `url.ParseRequestURI`: an absolute URI (a scheme) or an absolute path, no control
@@ -256,6 +261,10 @@ fn is_duration(s: &str) -> bool {
         &["d", "day"],
         &["w", "wk", "week"],
     ];
+    // Go's Atoi refuses a number past int64.
+    if DURATION_PART.captures_iter(s).any(|c| c[1].parse::<i64>().is_err()) {
+        return false;
+    }
     DURATION_PART.captures_iter(s).any(|c| {
         let unit = c[2].to_lowercase();
         UNITS.iter().any(|variants| {
@@ -303,6 +312,15 @@ mod tests {
             ("creditcard", "4111 1111 1111 1112", false),
             ("ssn", "123-45-6789", true),
             ("bsonobjectid", "507f1f77bcf86cd799439011", true),
+            ("hostname", "my-host-name", false),
+            ("hostname", "my-host.example.com", true),
+            ("hostname", "a.b", false),
+            ("hostname", "☃.com", true),
+            ("ipv4", "::ffff:1.2.3.4", true),
+            ("ipv4", "1.2.3", false),
+            ("cidr", "10.0.0.0/+8", false),
+            ("duration", "99999999999999999999s", false),
+            ("duration", "٣ days", false),
             ("k8s-short-name", "my-name", true),
             ("k8s-short-name", "My-Name", false),
             ("k8s-long-name", "a.b-c.d", true),

@@ -10,9 +10,9 @@
 //! inside defaulted values too; validation reports kube's causes (reason, field path, message)
 //! in the order kube-openapi's validators run: a node's type first (a value of the wrong type is
 //! then judged by `allOf`/`anyOf`/`oneOf`/`not` and its enum only), the combinations, a
-//! string's or number's bounds and a string's format ([`crate::schema_formats`]), a list's
-//! items then its size, the enum, then an object's size (when wrong, nothing more of it), its
-//! properties by name and its `required` fields. `x-kubernetes-validations` (CEL) rules are
+//! string's bounds and format ([`crate::schema_formats`]) or a number's `multipleOf`, minimum
+//! and maximum, a list's items then its size, the enum, then an object's size, its properties
+//! by name and its `required` fields. `x-kubernetes-validations` (CEL) rules are
 //! evaluated after this validation, by `validation_rules`.
 
 use serde_json::Value;
@@ -445,8 +445,7 @@ fn number(n: &Value) -> Option<f64> {
 /// its type (unless nullable or untyped) and enum only; for a value of the wrong type, the
 /// combinations and the enum still (every validator that applies to the value's kind); else
 /// the combinations, the string's or number's bounds, a list's items then its size, the enum,
-/// an object's size (which, when wrong, ends its validation) then its members and required
-/// fields. A value equal to its old one is not judged again (validation ratcheting).
+/// an object's size then its members and required fields. A value equal to its old one is not judged again (validation ratcheting).
 fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     if old == Some(v) {
         return;
@@ -504,6 +503,12 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
             let x = number(v).unwrap_or_default();
             let bound = |b: &Value| fmt_bound(b, v);
             let exclusive = |k: &str| flag(node, k);
+            if let Some(of) = node.get("multipleOf").filter(|m| m.as_f64().is_some_and(|f| f > 0.0)) {
+                let f = of.as_f64().unwrap_or(1.0);
+                if ((x / f) - (x / f).round()).abs() > 1e-9 {
+                    causes.push(invalid(path, v, format!("{path} in body should be a multiple of {}", bound(of))));
+                }
+            }
             if let Some(min) = node.get("minimum").filter(|m| m.is_number()) {
                 let m = number(min).unwrap_or_default();
                 if exclusive("exclusiveMinimum") && x <= m {
@@ -526,12 +531,6 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                         v,
                         format!("{path} in body should be less than or equal to {}", bound(max)),
                     ));
-                }
-            }
-            if let Some(of) = node.get("multipleOf").filter(|m| m.as_f64().is_some_and(|f| f > 0.0)) {
-                let f = of.as_f64().unwrap_or(1.0);
-                if ((x / f) - (x / f).round()).abs() > 1e-9 {
-                    causes.push(invalid(path, v, format!("{path} in body should be a multiple of {}", bound(of))));
                 }
             }
         }
@@ -573,7 +572,6 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
         && len < min
     {
         causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} properties")));
-        return;
     }
     if let Some(max) = node.get("maxProperties").and_then(Value::as_u64)
         && len > max
@@ -583,7 +581,6 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
             message: format!("Too many: {len}: must have at most {max} items"),
             field: path.into(),
         });
-        return;
     }
     let props = node.get("properties").and_then(Value::as_object);
     let additional = node.get("additionalProperties").filter(|a| a.is_object());
@@ -764,8 +761,9 @@ mod tests {
                 "spec.either: Unsupported value: null: supported values: \"A\", \"B\", \"null\"",
                 "spec.level: Unsupported value: null: supported values: \"A\", \"B\"",
                 "spec.list: Invalid value: 0: spec.list in body should have at least 1 items",
-                // A wrong size ends an object's validation: neither its values nor `required`.
                 "spec.map: Invalid value: 1: spec.map in body should have at least 2 properties",
+                "spec.map.a: Invalid value: \"string\": spec.map.a in body must be of type integer: \"string\"",
+                "spec.map.x: Required value",
                 "spec.mode: Invalid value: \"integer\": spec.mode in body must be of type string: \"integer\"",
                 "spec.mode: Unsupported value: 5: supported values: \"a\", \"b\"",
                 "spec.ratio: Invalid value: 0.25: spec.ratio in body should be greater than or equal to 0.5",

@@ -50,12 +50,15 @@ impl Render {
         for m in accept.unwrap_or("").split(',') {
             let mut parts = m.split(';').map(str::trim);
             let media = parts.next().unwrap_or("");
-            let asked = parts.find_map(|p| p.strip_prefix("as="));
-            match asked {
-                Some("Table") if matches!(media, "application/json" | "application/yaml") => {
+            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
+            let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+            // Only meta.k8s.io's v1 and v1beta1 forms are served.
+            let meta = param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1" | "v1beta1"));
+            match param("as") {
+                Some("Table") if meta && matches!(media, "application/json" | "application/yaml") => {
                     return Render::Table(IncludeObject::Metadata);
                 }
-                Some(a) if a.starts_with("PartialObjectMetadata") => return Render::Metadata,
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList") if meta => return Render::Metadata,
                 _ => {}
             }
         }
@@ -133,9 +136,11 @@ fn custom_cell(column_type: &str, x: &Value) -> Value {
             x.clone()
         }
         ("date", Value::String(s)) => {
-            let zero = s.is_empty() || s == "null" || s.starts_with("0001-01-01T00:00:00");
+            // Go's zero time (0001-01-01T00:00:00Z), or none, has no age.
+            const ZERO: i64 = -62_135_596_800;
             match s.parse::<jiff::Timestamp>() {
-                _ if zero => Value::String("<unknown>".into()),
+                _ if s.is_empty() || s == "null" => Value::String("<unknown>".into()),
+                Ok(t) if t.as_second() == ZERO && t.subsec_nanosecond() == 0 => Value::String("<unknown>".into()),
                 Ok(_) => Value::String(crate::printers::since(Some(s))),
                 Err(_) => Value::String("<invalid>".into()),
             }
