@@ -1041,13 +1041,13 @@ impl Store {
             return self.get(info, ns, name).await;
         }
         let ns = if info.namespaced { ns } else { "" };
-        if self.cache.check_ready().is_err() {
-            return self.get_from_storage(info, ns, name).await;
-        }
         let min = match resource_version {
             "0" => 0,
             r => crate::list::read_rv(r).map_err(|e| ApiError::new(500, "", e))?,
         };
+        if self.cache.check_ready().is_err() {
+            return self.get_from_storage(info, ns, name).await;
+        }
         if min > self.cache.resource_version() && !self.cache.wait_for_rv(min, self.rv_wait).await {
             return Err(ApiError::too_large_rv(min, self.cache.resource_version()));
         }
