@@ -344,12 +344,10 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             discovery::api_resource_list(&reg, "", "v1").map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
         ),
         ["apis"] => get_only(Ok(json_value(200, &discovery::api_group_list(&reg)))),
-        ["apis", g] => {
-            get_only(discovery::api_group(&reg, g).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route))
+        ["apis", g] => get_only(Ok(discovery::api_group(&reg, g).map_or_else(page_not_found, |v| json_value(200, &v)))),
+        ["apis", g, v] => {
+            get_only(Ok(discovery::api_resource_list(&reg, g, v).map_or_else(page_not_found, |v| json_value(200, &v))))
         }
-        ["apis", g, v] => get_only(
-            discovery::api_resource_list(&reg, g, v).map(|v| json_value(200, &v)).ok_or_else(ApiError::no_route),
-        ),
         ["api", "v1", rest @ ..] => {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             resource_request(shared, "", "v1", &rest, query, req).await
@@ -359,8 +357,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             resource_request(shared, &g, &v, &rest, query, req).await
         }
-        _ => Err(ApiError::no_route()),
+        _ => Ok(page_not_found()),
     }
+}
+
+/// kube-apiserver's answer to a path no API serves — an unknown path, group or version, or a
+/// custom resource no definition serves: Go's `http.NotFound`, plain text (a resource missing
+/// from a built-in group-version is a Status instead, go-restful's).
+fn page_not_found() -> Response<Body> {
+    let mut r =
+        body::respond(404, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(b"404 page not found\n"))));
+    r.headers_mut().insert("x-content-type-options", http::HeaderValue::from_static("nosniff"));
+    r
 }
 
 /// A DELETE's options: its `DeleteOptions` body (JSON or protobuf) or, without one, its query;
@@ -487,7 +495,14 @@ async fn resource_request(
         _ => return Err(ApiError::no_route()),
     };
     let store = shared.store.clone();
-    let info = store.registry().find(group, version, res).cloned().ok_or_else(ApiError::no_route)?;
+    let registry = store.registry();
+    let Some(info) = registry.find(group, version, res).cloned() else {
+        // A group-version of the built-in API answers go-restful's Status; any other path is
+        // none of kube's routes.
+        let built_in = registry.all().iter().any(|i| i.group == group && i.version == version && i.custom.is_none());
+        return if built_in { Err(ApiError::no_route()) } else { Ok(page_not_found()) };
+    };
+    drop(registry);
     if ns.is_some() && !info.namespaced {
         return Err(ApiError::no_route());
     }

@@ -305,8 +305,13 @@ async fn bad_input_is_a_status_and_writes_nothing() {
     let r = c.get("/api/v1/namespaces/default/widgets").await;
     assert_eq!(r.code, 404);
     assert_eq!(r.body["message"], "the server could not find the requested resource");
-    let r = c.get("/apis/nope/v1").await;
-    assert_eq!(r.code, 404);
+    // Outside the built-in API, Go's plain-text 404, as kube-apiserver answers.
+    for path in ["/apis/nope/v1", "/apis/nope", "/apis/apps/v9", "/apis/nope.io/v1/namespaces/default/things"] {
+        let r = c.get(path).await;
+        assert_eq!(r.code, 404, "{path}");
+        assert_eq!(r.raw.as_ref(), b"404 page not found\n", "{path}");
+        assert_eq!(r.headers["content-type"], "text/plain; charset=utf-8", "{path}");
+    }
     let r = c.get("/totally/unknown").await;
     assert_eq!(r.code, 404);
 
