@@ -127,8 +127,19 @@ fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
     }
 }
 
-/// Handles one request.
+/// Handles one request; its answer carries the request's `Audit-ID` (a new one when it has
+/// none), as kube-apiserver echoes it.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let audit_id = req.headers().get("audit-id").filter(|v| !v.is_empty()).cloned();
+    let mut r = handle_request(shared, req).await;
+    let id = audit_id.or_else(|| http::HeaderValue::from_str(&crate::object::new_uid()).ok());
+    if let Some(id) = id {
+        r.headers_mut().entry("audit-id").or_insert(id);
+    }
+    r
+}
+
+async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let exempt = EXEMPT_FROM_SHUTDOWN.contains(&req.uri().path());
     if let Some(answer) = shared.controls.shutting_down()
         && !exempt

@@ -112,6 +112,23 @@ async fn health_endpoints_list_their_checks_as_kube_does() {
 }
 
 #[tokio::test]
+async fn every_answer_carries_its_audit_id() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut seen = Vec::new();
+    for path in ["/api", "/nope", "/api/v1/namespaces/missing"] {
+        let r = c.get(path).await;
+        let id = r.headers["audit-id"].to_str().unwrap().to_string();
+        assert_eq!(id.len(), 36, "{path}: {id}");
+        seen.push(id);
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "a new id per request");
+    let r = c.get_with_headers("/api", &[("audit-id", "my-request-1")]).await;
+    assert_eq!(r.headers["audit-id"], "my-request-1");
+}
+
+#[tokio::test]
 async fn aggregated_discovery_is_cached_by_its_etag() {
     let s = server().await;
     let c = Client::new(&s);
