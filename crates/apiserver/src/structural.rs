@@ -544,21 +544,7 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
                     validate_node(s, item, old_item, &format!("{path}[{i}]"), causes);
                 }
             }
-            let len = items.len() as u64;
-            if let Some(min) = node.get("minItems").and_then(Value::as_u64)
-                && len < min
-            {
-                causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} items")));
-            }
-            if let Some(max) = node.get("maxItems").and_then(Value::as_u64)
-                && len > max
-            {
-                causes.push(Cause {
-                    reason: "FieldValueTooMany",
-                    message: format!("Too many: {len}: must have at most {max} items"),
-                    field: path.into(),
-                });
-            }
+            check_size(node, ("minItems", "maxItems", "items"), items.len(), path, causes);
             if flag(node, "uniqueItems") && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
                 causes.push(invalid(path, v, format!("{path} in body shouldn't contain duplicates")));
             }
@@ -567,21 +553,7 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
     }
     check_enum(node, v, path, causes);
     let Value::Object(m) = v else { return };
-    let len = m.len() as u64;
-    if let Some(min) = node.get("minProperties").and_then(Value::as_u64)
-        && len < min
-    {
-        causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} properties")));
-    }
-    if let Some(max) = node.get("maxProperties").and_then(Value::as_u64)
-        && len > max
-    {
-        causes.push(Cause {
-            reason: "FieldValueTooMany",
-            message: format!("Too many: {len}: must have at most {max} items"),
-            field: path.into(),
-        });
-    }
+    check_size(node, ("minProperties", "maxProperties", "properties"), m.len(), path, causes);
     let props = node.get("properties").and_then(Value::as_object);
     let additional = node.get("additionalProperties").filter(|a| a.is_object());
     let embedded = flag(node, "x-kubernetes-embedded-resource");
@@ -602,6 +574,27 @@ fn validate_node(node: &Value, v: &Value, old: Option<&Value>, path: &str, cause
         if !m.contains_key(r) {
             causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: join(path, r) });
         }
+    }
+}
+
+/// A list's or an object's size against the schema's bounds (`min`, `max` keywords; `unit` as
+/// kube's "at least" message counts): the size is the invalid value, and "Too many" is counted
+/// in items whatever was counted, as kube words it.
+fn check_size(node: &Value, (min, max, unit): (&str, &str, &str), len: usize, path: &str, causes: &mut Vec<Cause>) {
+    let len = len as u64;
+    if let Some(min) = node.get(min).and_then(Value::as_u64)
+        && len < min
+    {
+        causes.push(invalid(path, &len.into(), format!("{path} in body should have at least {min} {unit}")));
+    }
+    if let Some(max) = node.get(max).and_then(Value::as_u64)
+        && len > max
+    {
+        causes.push(Cause {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {len}: must have at most {max} items"),
+            field: path.into(),
+        });
     }
 }
 
