@@ -31,9 +31,6 @@ use crate::watch_cache::EventType;
 /// Events read from the cache's history at a time.
 const BATCH: usize = 1024;
 
-/// How long to wait for the cache to be filled before looking again.
-const NOT_READY: Duration = Duration::from_millis(200);
-
 /// How long after a failed delete an Event's expiry is tried again.
 const RETRY: Duration = Duration::from_secs(5);
 
@@ -118,7 +115,7 @@ impl Expiry {
         'resync: loop {
             if cache.check_ready().is_err() {
                 tokio::select! {
-                    _ = tokio::time::sleep(NOT_READY) => continue 'resync,
+                    _ = cache.until_ready() => continue 'resync,
                     _ = stop.wait_for(|s| *s) => return,
                 }
             }

@@ -116,26 +116,42 @@ pub(crate) fn check(
     duplicates: &[String],
     unknown: &[String],
 ) -> Result<(), ApiError> {
-    let fields = duplicates
-        .iter()
-        .map(|p| format!("duplicate field \"{p}\""))
-        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    // Strict names go-yaml's complaints in one error; Warn warns of each.
+    let yaml = match directive {
+        FieldValidation::Strict if !yaml.is_empty() => {
+            vec![format!("yaml: unmarshal errors:\n  {}", yaml.join("\n  "))]
+        }
+        FieldValidation::Strict => Vec::new(),
+        _ => yaml.to_vec(),
+    };
+    let fields = duplicates.iter().map(|p| format!("duplicate field \"{p}\""));
+    let problems = yaml.into_iter().chain(fields).chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    judge(directive, problems, |detail| {
+        ApiError::bad_request(format!(
+            "{k} in version \"{v}\" cannot be handled as a {k}: {detail}",
+            k = info.kind,
+            v = info.version
+        ))
+    })
+}
+
+/// Applies `directive` to a body's problems: Strict refuses them in one error (`refuse` words
+/// its "strict decoding error: …" detail), Warn records each as a warning, Ignore passes over.
+fn judge(
+    directive: FieldValidation,
+    problems: impl Iterator<Item = String>,
+    refuse: impl FnOnce(String) -> ApiError,
+) -> Result<(), ApiError> {
     match directive {
         FieldValidation::Strict => {
-            let yaml = (!yaml.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", yaml.join("\n  ")));
-            let problems: Vec<String> = yaml.into_iter().chain(fields).collect();
-            if problems.is_empty() {
-                return Ok(());
+            let problems: Vec<String> = problems.collect();
+            match problems.is_empty() {
+                true => Ok(()),
+                false => Err(refuse(format!("strict decoding error: {}", problems.join(", ")))),
             }
-            Err(ApiError::bad_request(format!(
-                "{k} in version \"{v}\" cannot be handled as a {k}: strict decoding error: {}",
-                problems.join(", "),
-                k = info.kind,
-                v = info.version
-            )))
         }
         FieldValidation::Warn => {
-            yaml.iter().cloned().chain(fields).for_each(warning::record);
+            problems.for_each(warning::record);
             Ok(())
         }
         FieldValidation::Ignore => Ok(()),
@@ -157,21 +173,7 @@ pub(crate) fn check_patch(
         _ => format!("duplicate field \"{d}\""),
     };
     let problems = duplicates.iter().map(worded).chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
-    match directive {
-        FieldValidation::Strict => {
-            let problems: Vec<String> = problems.collect();
-            if problems.is_empty() {
-                return Ok(());
-            }
-            let detail = format!("strict decoding error: {}", problems.join(", "));
-            Err(crate::store::invalid_patch(&value(), &detail))
-        }
-        FieldValidation::Warn => {
-            problems.for_each(warning::record);
-            Ok(())
-        }
-        FieldValidation::Ignore => Ok(()),
-    }
+    judge(directive, problems, |detail| crate::store::invalid_patch(&value(), &detail))
 }
 
 fn join(path: &str, key: &str) -> String {

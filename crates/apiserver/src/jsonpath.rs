@@ -117,24 +117,37 @@ fn parse_name(p: &str, i: usize, steps: &mut Vec<Step>) -> usize {
 
 /// The `]` closing the `[` at `open`, skipping quoted text and nested brackets.
 fn closing_bracket(p: &str, open: usize) -> Option<usize> {
-    let mut depth = 0;
-    let mut quote: Option<u8> = None;
-    for (k, &c) in p.as_bytes().iter().enumerate().skip(open) {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'\'' | b'"') => quote = Some(c),
-            (None, b'[') => depth += 1,
-            (None, b']') => {
-                depth -= 1;
+    let mut depth = 0usize;
+    for (k, c) in unquoted(&p[open..]) {
+        match c {
+            b'[' => depth += 1,
+            b']' => {
+                depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return Some(k);
+                    return Some(open + k);
                 }
             }
             _ => {}
         }
     }
     None
+}
+
+/// The bytes of `s` outside its quoted text (quotes included in neither), with their offsets.
+fn unquoted(s: &str) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let mut quote: Option<u8> = None;
+    s.bytes().enumerate().filter(move |&(_, c)| match (quote, c) {
+        (Some(q), c) if c == q => {
+            quote = None;
+            false
+        }
+        (Some(_), _) => false,
+        (None, b'\'' | b'"') => {
+            quote = Some(c);
+            false
+        }
+        _ => true,
+    })
 }
 
 fn parse_bracket(inner: &str, depth: usize) -> Option<Step> {
@@ -166,19 +179,10 @@ fn parse_bracket(inner: &str, depth: usize) -> Option<Step> {
 /// `s` split at `sep` outside quotes.
 fn split_top(s: &str, sep: u8) -> Vec<&str> {
     let mut parts = Vec::new();
-    let mut quote: Option<u8> = None;
     let mut start = 0;
-    for (k, &c) in s.as_bytes().iter().enumerate() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'\'' | b'"') => quote = Some(c),
-            (None, c) if c == sep => {
-                parts.push(&s[start..k]);
-                start = k + 1;
-            }
-            _ => {}
-        }
+    for (k, _) in unquoted(s).filter(|&(_, c)| c == sep) {
+        parts.push(&s[start..k]);
+        start = k + 1;
     }
     parts.push(&s[start..]);
     parts

@@ -157,16 +157,7 @@ fn leave_slice(original: &[Value], patch: &mut [Value], field: &Field<'_>) {
 /// are edited, the list itself kept.
 fn strip_directives(v: &mut Value) {
     match v {
-        Value::Object(m) if m.contains_key(PATCH) => {}
-        Value::Object(m) => {
-            m.retain(|_, c| !c.as_object().is_some_and(|c| c.contains_key(PATCH)));
-            for c in m.values_mut() {
-                if let Value::Array(l) = c {
-                    l.retain(|e| !e.as_object().is_some_and(|e| e.contains_key(PATCH)));
-                }
-                strip_directives(c);
-            }
-        }
+        Value::Object(m) if !m.contains_key(PATCH) => *v = remove_directives(std::mem::take(v)).unwrap_or_default(),
         Value::Array(l) => l.iter_mut().for_each(strip_directives),
         _ => {}
     }

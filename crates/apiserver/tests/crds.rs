@@ -582,17 +582,6 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
 
 /// A definition of one served and stored version `v1` of `<singular>s.example.com`, whose
 /// `spec` has the schema given.
-fn crd_of(singular: &str, kind: &str, scope: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{singular}s.example.com")},
-        "spec": {"group": "example.com", "scope": scope,
-                 "names": {"plural": format!("{singular}s"), "singular": singular, "kind": kind},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
-    })
-}
-
 fn sprockets_crd() -> Value {
     let spec = json!({
         "type": "object",

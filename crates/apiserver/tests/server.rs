@@ -122,6 +122,7 @@ async fn every_answer_carries_its_audit_id() {
         assert_eq!(id.len(), 36, "{path}: {id}");
         seen.push(id);
     }
+    seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 3, "a new id per request");
     let r = c.get_with_headers("/api", &[("audit-id", "my-request-1")]).await;
@@ -142,12 +143,7 @@ async fn aggregated_discovery_is_cached_by_its_etag() {
     assert_eq!(again.code, 304);
     assert!(again.raw.is_empty());
     // A new resource changes the document and its tag.
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
-    define(&c, &crd).await;
+    define(&c, &crd_of("thing", "Thing", "Namespaced", json!({"type": "object"}))).await;
     let changed = c.get_with_headers("/apis", &[("accept", accept), ("if-none-match", &etag)]).await;
     assert_eq!(changed.code, 200);
     assert_ne!(changed.headers["etag"].to_str().unwrap(), etag);

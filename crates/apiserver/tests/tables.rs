@@ -398,23 +398,19 @@ async fn custom_columns_read_client_go_jsonpath_and_cells_of_their_type() {
     let s = server().await;
     let c = Client::new(&s);
     let column = |name: &str, t: &str, path: &str| json!({"name": name, "type": t, "jsonPath": path});
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "trials.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "trials", "singular": "trial", "kind": "Trial"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-                     "additionalPrinterColumns": [
-                         column("Last", "string", ".status.conditions[-1:].type"),
-                         column("Ready", "boolean", ".status.conditions[?(@.type==\"Ready\")].status"),
-                         column("Count", "integer", ".spec.count"),
-                         column("Since", "date", ".status.since"),
-                         column("When", "date", ".status.when"),
-                         column("Note", "string", ".status.note"),
-                         column("Big", "string", ".status.conditions[?(@.weight >= 10)].type"),
-                         column("Parts", "string", ".spec.parts")]}]}
-    });
+    let mut crd = crd_of("trial", "Trial", "Namespaced", json!({}));
+    let version = &mut crd["spec"]["versions"][0];
+    version["schema"]["openAPIV3Schema"] = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    version["additionalPrinterColumns"] = json!([
+        column("Last", "string", ".status.conditions[-1:].type"),
+        column("Ready", "boolean", ".status.conditions[?(@.type==\"Ready\")].status"),
+        column("Count", "integer", ".spec.count"),
+        column("Since", "date", ".status.since"),
+        column("When", "date", ".status.when"),
+        column("Note", "string", ".status.note"),
+        column("Big", "string", ".status.conditions[?(@.weight >= 10)].type"),
+        column("Parts", "string", ".spec.parts"),
+    ]);
     define(&c, &crd).await;
     let base = "/apis/example.com/v1/namespaces/default/trials";
     let trial = json!({"apiVersion": "example.com/v1", "kind": "Trial", "metadata": {"name": "t"},

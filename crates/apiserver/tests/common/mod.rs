@@ -353,3 +353,16 @@ pub async fn define(c: &Client, crd: &Value) {
         }
     }
 }
+
+/// A CustomResourceDefinition `<singular>s.example.com` of one served and stored version `v1`,
+/// whose schema gives `spec` the schema `spec`.
+pub fn crd_of(singular: &str, kind: &str, scope: &str, spec: Value) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{singular}s.example.com")},
+        "spec": {"group": "example.com", "scope": scope,
+                 "names": {"plural": format!("{singular}s"), "singular": singular, "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
