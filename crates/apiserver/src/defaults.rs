@@ -226,10 +226,11 @@ fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, elem
     }
 }
 
-/// A built-in object as kube-apiserver stores it: without the empty lists and maps its Go type
-/// leaves out (see [`crate::managed_fields::drop_empty_omitted`]). Defaults, validation and
-/// admission see them, as they see Go's empty, non-nil values (an HPA's `policies: []` is
-/// refused, a Node's `allocatable: {}` is not defaulted); only the stored object loses them.
+/// A built-in object as kube-apiserver stores it: in the form its Go type writes it
+/// ([`crate::go_form`]: without the empty lists and maps and the value-held zeros its Go type
+/// leaves out, with the fields it always writes). Defaults, validation and admission see the
+/// request's form, as they see Go's empty, non-nil values (an HPA's `policies: []` is refused,
+/// a Node's `allocatable: {}` is not defaulted); only the stored object takes Go's.
 /// A custom resource is pruned with its schema (kube's storage codec prunes every object it
 /// encodes: an apply's fields its structural schema does not keep are gone only here) and its
 /// metadata loses what an ObjectMeta leaves out (kube writes it back from one, see
@@ -246,11 +247,8 @@ pub fn go_stored(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         }
         return;
     }
-    let Some(ty) = crate::schema::builtin().type_of(&info.group, &info.version, &info.kind) else { return };
-    let mut v = Value::Object(std::mem::take(obj));
-    crate::managed_fields::drop_empty_omitted(&mut v, ty);
-    if let Value::Object(m) = v {
-        *obj = m;
+    if let Some(definition) = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind) {
+        crate::go_form::normalize(obj, definition);
     }
 }
 

@@ -59,11 +59,19 @@ pub(crate) fn to_core(obj: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// A core/v1 Event in its events.k8s.io/v1 form.
+/// A core/v1 Event in its events.k8s.io/v1 form, as Go writes that type: the reporting fields
+/// core/v1 always writes are left out when empty, the times and source it holds by value are
+/// there.
 pub(crate) fn from_core(mut obj: Map<String, Value>) -> Map<String, Value> {
     for (events, core) in RENAMED {
         rename(&mut obj, core, events);
     }
+    for omitted in ["reportingController", "reportingInstance"] {
+        if obj.get(omitted).is_some_and(|v| v.as_str() == Some("")) {
+            obj.remove(omitted);
+        }
+    }
+    crate::go_form::normalize(&mut obj, "io.k8s.api.events.v1.Event");
     obj.insert("apiVersion".into(), format!("{GROUP}/v1").into());
     obj.insert("kind".into(), "Event".into());
     obj
@@ -89,6 +97,25 @@ mod tests {
                 "reportingComponent": "kubelet", "reportingInstance": "node-1", "action": "Pull",
                 "eventTime": "2026-01-01T00:00:00.000000Z", "count": 2})
         );
-        assert_eq!(Value::Object(from_core(core)), events);
+        let mut shown = events.clone();
+        let zeros = [
+            ("deprecatedSource", json!({})),
+            ("deprecatedFirstTimestamp", Value::Null),
+            ("deprecatedLastTimestamp", Value::Null),
+        ];
+        for (field, zero) in zeros {
+            shown[field] = zero;
+        }
+        assert_eq!(Value::Object(from_core(core)), shown);
+        // An Event core/v1 wrote, as events.k8s.io shows it.
+        let core = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod"}, "source": {},
+            "firstTimestamp": null, "lastTimestamp": null, "eventTime": null, "reportingComponent": "",
+            "reportingInstance": ""});
+        assert_eq!(
+            Value::Object(from_core(core.as_object().unwrap().clone())),
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+                "regarding": {"kind": "Pod"}, "deprecatedSource": {}, "deprecatedFirstTimestamp": null,
+                "deprecatedLastTimestamp": null, "eventTime": null})
+        );
     }
 }

@@ -63,6 +63,7 @@ pub(crate) mod field_labels;
 pub mod field_validation;
 pub mod garbage_collector;
 pub(crate) mod go_fmt;
+pub(crate) mod go_form;
 pub(crate) mod go_json_syntax;
 pub(crate) mod go_types;
 pub(crate) mod graceful_deletion;

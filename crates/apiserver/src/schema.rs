@@ -679,16 +679,18 @@ impl<'a> MapType<'a> {
 
     /// The value field `name` has in the Go struct of a built-in type, given its JSON value (None:
     /// absent): the zero value Go always serializes where the JSON leaves it out or has `null`,
-    /// and nothing for an empty list or map in a field Go leaves out when empty. Other types'
-    /// values are taken as they are.
+    /// and nothing for an empty list or map in a field Go leaves out when empty, or for a zero
+    /// number or `false` Go holds by value and leaves out. Other types' values are taken as
+    /// they are.
     pub(crate) fn go_value<'v>(&self, name: &str, v: Option<&'v Value>) -> Option<&'v Value> {
-        if self.definition.is_none() || !std::ptr::eq(self.schemas, builtin()) {
+        let Some(definition) = self.definition.filter(|_| std::ptr::eq(self.schemas, builtin())) else {
             return v;
-        }
+        };
         match v {
             None | Some(Value::Null) => self.zero_value(name),
             Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) && self.is_list(name) => None,
             Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
+            Some(s) if is_zero_scalar(s) && crate::managed_fields::presence::is_value_scalar(definition, name) => None,
             other => other,
         }
     }
@@ -759,6 +761,15 @@ impl<'a> MapType<'a> {
 }
 
 static EMPTY_STRING: Value = Value::String(String::new());
+
+/// Whether `v` is a zero number or `false`.
+pub(crate) fn is_zero_scalar(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
+}
 
 static STRING_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| serde_json::json!({"type": "string"}));
 

@@ -382,7 +382,7 @@ pub fn bumps_generation(info: &ResourceInfo, old: &StoredObject, new: &Map<Strin
     match (info.group.as_str(), info.plural.as_str()) {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations" | "validatingwebhookconfigurations") => {
             let webhooks = |m: Option<&Value>| m.filter(|v| !v.is_null()).cloned();
-            return webhooks(old.value().get("webhooks")) != webhooks(new.get("webhooks"));
+            return webhooks(old.value().get("webhooks")) != webhooks(stored_form(info, "webhooks", new).as_ref());
         }
         ("", "podtemplates") => return !template_as_stored(old, new, info),
         // Set once, never moved (kube's strategy has no update rule).
@@ -475,6 +475,13 @@ mod tests {
 
     fn stored(info: &ResourceInfo, v: Value) -> StoredObject {
         object::build(info, v.as_object().unwrap(), 5)
+    }
+
+    /// `v` in the form the server stores it in.
+    fn stored_as_go(info: &ResourceInfo, v: Value) -> StoredObject {
+        let mut m = v.as_object().unwrap().clone();
+        crate::defaults::go_stored(info, &mut m);
+        object::build(info, &m, 5)
     }
 
     fn info(plural: &str) -> ResourceInfo {
@@ -632,14 +639,14 @@ mod tests {
         let m = |v: Value| v.as_object().unwrap().clone();
         let hooks = info("validatingwebhookconfigurations");
         assert!(tracks_generation(&hooks) && tracks_generation(&info("validatingadmissionpolicies")));
-        let old = stored(&hooks, json!({"metadata": {"name": "h"}, "webhooks": [{"name": "a.example.com"}]}));
+        let old = stored_as_go(&hooks, json!({"metadata": {"name": "h"}, "webhooks": [{"name": "a.example.com"}]}));
         let labelled =
             json!({"metadata": {"name": "h", "labels": {"x": "1"}}, "webhooks": [{"name": "a.example.com"}]});
         assert!(!bumps_generation(&hooks, &old, &m(labelled)));
         assert!(bumps_generation(&hooks, &old, &m(json!({"metadata": {"name": "h"}, "webhooks": []}))));
 
         let slices = info("endpointslices");
-        let old = stored(&slices, json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}));
+        let old = stored_as_go(&slices, json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}));
         let annotated =
             json!({"metadata": {"name": "s", "annotations": {"x": "1"}}, "addressType": "IPv4", "endpoints": []});
         assert!(!bumps_generation(&slices, &old, &m(annotated)));
@@ -649,11 +656,12 @@ mod tests {
         assert!(bumps_generation(&slices, &old, &m(ports)));
 
         let templates = info("podtemplates");
-        let old = stored(&templates, json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": []}}}));
+        let old =
+            stored_as_go(&templates, json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": []}}}));
         let changed = json!({"metadata": {"name": "t"}, "template": {"spec": {"containers": [{"name": "c"}]}}});
         assert!(tracks_generation(&templates) && bumps_generation(&templates, &old, &m(changed)));
         let classes = info("priorityclasses");
-        let old = stored(&classes, json!({"metadata": {"name": "p"}, "value": 1}));
+        let old = stored_as_go(&classes, json!({"metadata": {"name": "p"}, "value": 1}));
         let changed = json!({"metadata": {"name": "p"}, "value": 1, "description": "d"});
         assert!(tracks_generation(&classes) && !bumps_generation(&classes, &old, &m(changed)));
     }

@@ -612,6 +612,7 @@ mod tests {
         let mut stored = as_map(json!({"metadata": {"name": "p", "namespace": "default", "finalizers": ["x"]},
             "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}));
         crate::defaults::decode(&info, &mut stored);
+        crate::defaults::go_stored(&info, &mut stored);
         let stored = crate::object::build(&info, &stored, 5);
         // (An empty list is no change: the server stores none.)
         let mut released = as_map(json!({"metadata": {"name": "p", "namespace": "default"},

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn create_get_update_patch_delete() {
@@ -751,4 +751,58 @@ async fn a_version_precondition_is_compared_as_written() {
     let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), body, "application/json").await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(c.get(&format!("{cms}/held")).await.code, 404);
+}
+
+/// Objects read back in the form kube-apiserver's Go types write them, whatever the request
+/// left out: an Event's source, times and reporting fields; a Role's rules; a pod condition's
+/// probe time; and without the zeros Go holds by value (`paused: false`).
+#[tokio::test]
+async fn objects_read_back_with_the_fields_go_always_writes() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "fixtures"}, "reason": "R",
+        "message": "m", "count": 0});
+    let r = c.post("/api/v1/namespaces/fixtures/events", &event).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let got = c.get("/api/v1/namespaces/fixtures/events/e").await.body;
+    for (field, want) in [
+        ("source", json!({})),
+        ("firstTimestamp", Value::Null),
+        ("lastTimestamp", Value::Null),
+        ("eventTime", Value::Null),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ] {
+        assert_eq!(got.get(field), Some(&want), "{field}: {got}");
+    }
+    assert!(got.get("count").is_none(), "{got}");
+    // Written back as read, the Event is unchanged: no new version.
+    let again = c.put("/api/v1/namespaces/fixtures/events/e", &got).await;
+    assert_eq!((again.code, &again.body["metadata"]["resourceVersion"]), (200, &got["metadata"]["resourceVersion"]));
+
+    let r = c
+        .post("/apis/rbac.authorization.k8s.io/v1/namespaces/fixtures/roles", &json!({"metadata": {"name": "r"}}))
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body.as_object().unwrap().get("rules").is_some_and(Value::is_null), "{}", r.body);
+
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    assert_eq!(c.post("/api/v1/namespaces/fixtures/pods", &pod).await.code, 201);
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+        "lastTransitionTime": "2026-11-28T05:00:00Z"}]}});
+    let r = c.patch("/api/v1/namespaces/fixtures/pods/p/status", "application/merge-patch+json", &status).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        r.body["status"]["conditions"][0],
+        json!({"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-28T05:00:00Z"})
+    );
+
+    let deployment = json!({"metadata": {"name": "d"}, "spec": {"replicas": 0, "paused": false, "minReadySeconds": 0,
+        "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let r = c.post("/apis/apps/v1/namespaces/fixtures/deployments", &deployment).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"]["replicas"], 0);
+    assert!(r.body["spec"].get("paused").is_none() && r.body["spec"].get("minReadySeconds").is_none(), "{}", r.body);
 }

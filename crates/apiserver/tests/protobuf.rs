@@ -128,6 +128,21 @@ async fn kubectl_create_sends_protobuf_and_succeeds() {
             (&json!("nginx:1.27"), &json!(8080))
         );
         assert_eq!(d["spec"]["selector"]["matchLabels"], json!({"app": "web"}), "{bin}");
+        // Go's encoder writes every unset number and boolean as 0 and false; those Go holds by
+        // value are stored as kube-apiserver writes them back: not at all, and not owned.
+        let template = &d["spec"]["template"];
+        for (at, absent) in [
+            (&d["spec"], "paused"),
+            (&d["spec"], "minReadySeconds"),
+            (&template["metadata"], "generation"),
+            (&template["spec"], "hostNetwork"),
+            (container, "stdin"),
+            (container, "tty"),
+        ] {
+            assert!(at.get(absent).is_none(), "{bin}: {absent} in {at}");
+        }
+        let owned = d["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"].to_string();
+        assert!(!owned.contains("f:paused") && !owned.contains("f:stdin"), "{bin}: {owned}");
         assert!(d["metadata"].get("creationTimestamp").and_then(Value::as_str).is_some(), "{bin}");
         let svc = get(format!("/api/v1/namespaces/{ns}/services/web")).await;
         let port = &svc["spec"]["ports"][0];
@@ -380,6 +395,132 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     let rv = got["metadata"]["resourceVersion"].as_str().unwrap();
     let r = c.send_raw(http::Method::DELETE, &path, delete(rv), PROTOBUF).await;
     assert_eq!(r.code, 200, "{}", r.body);
+}
+
+/// Zeros as Go's protobuf encoder writes them: every unset string as "" and every number and
+/// boolean held by value as 0 and false, a pointer's only when set. Read back in JSON, the
+/// objects are as kube-apiserver writes them: the zeros Go holds by value gone, a pointer's ""
+/// and 0 kept, the fields Go always writes present.
+#[tokio::test]
+async fn zeros_from_go_encoders_are_stored_as_kube_apiserver_stores_them() {
+    use k8s_pb::api::apps::v1 as apps;
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::api::discovery::v1 as discovery;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let meta = |name: &str| meta::ObjectMeta {
+        name: Some(name.into()),
+        generate_name: Some(String::new()),
+        namespace: Some(String::new()),
+        generation: Some(0),
+        ..Default::default()
+    };
+    let post = |path: &'static str, body: Vec<u8>| {
+        let c = &c;
+        async move {
+            let r = c.send_raw(http::Method::POST, path, body, PROTOBUF).await;
+            assert_eq!(r.code, 201, "{}", r.body);
+            r.body
+        }
+    };
+
+    let claim = core::PersistentVolumeClaim {
+        metadata: Some(meta("no-class")),
+        spec: Some(core::PersistentVolumeClaimSpec {
+            access_modes: vec!["ReadWriteOnce".into()],
+            storage_class_name: Some(String::new()),
+            volume_name: Some(String::new()),
+            resources: Some(core::VolumeResourceRequirements {
+                requests: [("storage".to_string(), Quantity { string: Some("1Gi".into()) })].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let got = post(
+        "/api/v1/namespaces/fixtures/persistentvolumeclaims",
+        envelope("v1", "PersistentVolumeClaim", claim.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(got["spec"]["storageClassName"], "", "a pointer's \"\" asks for no class: {got}");
+    assert!(got["spec"].get("volumeName").is_none(), "{got}");
+    assert!(got["metadata"].get("generateName").is_none(), "{got}");
+
+    let container = core::Container {
+        name: Some("web".into()),
+        image: Some("nginx".into()),
+        stdin: Some(false),
+        stdin_once: Some(false),
+        tty: Some(false),
+        ports: vec![core::ContainerPort { container_port: Some(80), host_port: Some(0), ..Default::default() }],
+        ..Default::default()
+    };
+    let labels: std::collections::BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
+    let deployment = apps::Deployment {
+        metadata: Some(meta("web")),
+        spec: Some(apps::DeploymentSpec {
+            replicas: Some(0),
+            selector: Some(meta::LabelSelector { match_labels: labels.clone(), ..Default::default() }),
+            template: Some(core::PodTemplateSpec {
+                metadata: Some(meta::ObjectMeta { labels, generation: Some(0), ..Default::default() }),
+                spec: Some(core::PodSpec {
+                    containers: vec![container],
+                    host_network: Some(false),
+                    host_pid: Some(false),
+                    termination_grace_period_seconds: Some(0),
+                    ..Default::default()
+                }),
+            }),
+            min_ready_seconds: Some(0),
+            paused: Some(false),
+            revision_history_limit: Some(0),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let got = post(
+        "/apis/apps/v1/namespaces/fixtures/deployments",
+        envelope("apps/v1", "Deployment", deployment.encode_to_vec()),
+    )
+    .await;
+    let spec = &got["spec"];
+    assert_eq!((&spec["replicas"], &spec["revisionHistoryLimit"]), (&json!(0), &json!(0)), "pointers' zeros: {spec}");
+    assert_eq!(spec["template"]["spec"]["terminationGracePeriodSeconds"], 0);
+    for absent in ["paused", "minReadySeconds"] {
+        assert!(spec.get(absent).is_none(), "{absent}: {spec}");
+    }
+    assert_eq!(spec["template"]["metadata"], json!({"labels": {"app": "web"}}));
+    let pod_spec = &spec["template"]["spec"];
+    assert!(pod_spec.get("hostNetwork").is_none() && pod_spec.get("hostPID").is_none(), "{pod_spec}");
+    let ctr = &pod_spec["containers"][0];
+    assert_eq!(ctr["ports"], json!([{"containerPort": 80, "protocol": "TCP"}]));
+    assert!(["stdin", "stdinOnce", "tty"].iter().all(|f| ctr.get(f).is_none()), "{ctr}");
+
+    // An EndpointSlice's unnamed port is named "" (a pointer); no endpoints is `null`, as Go
+    // writes a list without `omitempty`.
+    let slice = discovery::EndpointSlice {
+        metadata: Some(meta("web-1")),
+        address_type: Some("IPv4".into()),
+        endpoints: vec![],
+        ports: vec![discovery::EndpointPort {
+            name: Some(String::new()),
+            port: Some(8080),
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }],
+    };
+    let got = post(
+        "/apis/discovery.k8s.io/v1/namespaces/fixtures/endpointslices",
+        envelope("discovery.k8s.io/v1", "EndpointSlice", slice.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(got["ports"], json!([{"name": "", "port": 8080, "protocol": "TCP"}]), "{got}");
+    assert_eq!(got["endpoints"], Value::Null);
+    assert!(got.as_object().unwrap().contains_key("endpoints"), "{got}");
 }
 
 /// A user's extra values are a message of `items` in protobuf and a bare list in JSON: read

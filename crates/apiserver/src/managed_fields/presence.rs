@@ -48,7 +48,271 @@ const VALUE_STRUCTS: &[(&str, &str)] = &[
     ("io.k8s.api.core.v1.Event", "source"),
     ("io.k8s.api.core.v1.WeightedPodAffinityTerm", "podAffinityTerm"),
     ("io.k8s.api.core.v1.PreferredSchedulingTerm", "preference"),
+    ("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
+    ("io.k8s.api.resource.v1.ResourceClaimSpec", "devices"),
+    (CRD_STATUS, "acceptedNames"),
 ];
+
+/// Optional fields serialized without `omitempty`, so present in every object Go writes: as
+/// their type's zero (`""`, `0`, `false`), `null` for lists, or `{}` for a struct held by value
+/// (those are in [`VALUE_STRUCTS`] too). The OpenAPI definitions do not list them as required.
+const ALWAYS_WRITTEN: &[(&str, &str)] = &[
+    ("io.k8s.api.apps.v1.StatefulSetOrdinals", "start"),
+    ("io.k8s.api.apps.v1.StatefulSetSpec", "serviceName"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "availableReplicas"),
+    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "currentMetrics"),
+    ("io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern", "status"),
+    ("io.k8s.api.core.v1.ProjectedVolumeSource", "sources"),
+    ("io.k8s.api.core.v1.NodeRuntimeHandler", "name"),
+    ("io.k8s.api.core.v1.ContainerImage", "names"),
+    ("io.k8s.api.core.v1.Event", "reportingComponent"),
+    ("io.k8s.api.core.v1.Event", "reportingInstance"),
+    ("io.k8s.api.discovery.v1.EndpointSlice", "ports"),
+    ("io.k8s.api.flowcontrol.v1.FlowSchemaSpec", "matchingPrecedence"),
+    ("io.k8s.api.flowcontrol.v1.ResourcePolicyRule", "namespaces"),
+    ("io.k8s.api.flowcontrol.v1.QueuingConfiguration", "queues"),
+    ("io.k8s.api.flowcontrol.v1.QueuingConfiguration", "handSize"),
+    ("io.k8s.api.flowcontrol.v1.QueuingConfiguration", "queueLengthLimit"),
+    ("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
+    ("io.k8s.api.rbac.v1.Role", "rules"),
+    ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    ("io.k8s.api.resource.v1.ResourceClaimSpec", "devices"),
+    ("io.k8s.api.resource.v1.DeviceClaim", "requests"),
+    ("io.k8s.api.resource.v1.AllocatedDeviceStatus", "conditions"),
+    ("io.k8s.api.storage.v1.CSINodeDriver", "topologyKeys"),
+    (CRD_STATUS, "conditions"),
+    (CRD_STATUS, "acceptedNames"),
+    (CRD_STATUS, "storedVersions"),
+];
+
+/// Optional pointer fields serialized without `omitempty`: `null` until set.
+const ALWAYS_NULL: &[(&str, &str)] = &[
+    ("io.k8s.api.authentication.v1.TokenRequestSpec", "expirationSeconds"),
+    ("io.k8s.api.authentication.v1.TokenRequestSpec", "boundObjectRef"),
+    ("io.k8s.api.core.v1.TypedObjectReference", "apiGroup"),
+    ("io.k8s.api.core.v1.TypedLocalObjectReference", "apiGroup"),
+    ("io.k8s.api.core.v1.AzureFilePersistentVolumeSource", "secretNamespace"),
+    ("io.k8s.api.core.v1.GRPCAction", "service"),
+    ("io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration", "nominalConcurrencyShares"),
+    ("io.k8s.api.networking.v1.IngressClassParametersReference", "scope"),
+    ("io.k8s.api.resource.v1.CapacityRequestPolicy", "default"),
+];
+
+/// Times held by value (`metav1.Time`, `metav1.MicroTime`, not pointers): Go writes an unset one
+/// as `null`, `omitempty` or not.
+const VALUE_TIMES: &[(&str, &str)] = &[
+    ("io.k8s.api.apps.v1.StatefulSetCondition", "lastTransitionTime"),
+    ("io.k8s.api.apps.v1.DeploymentCondition", "lastUpdateTime"),
+    ("io.k8s.api.apps.v1.DeploymentCondition", "lastTransitionTime"),
+    ("io.k8s.api.apps.v1.DaemonSetCondition", "lastTransitionTime"),
+    ("io.k8s.api.apps.v1.ReplicaSetCondition", "lastTransitionTime"),
+    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition", "lastTransitionTime"),
+    ("io.k8s.api.batch.v1.JobCondition", "lastProbeTime"),
+    ("io.k8s.api.batch.v1.JobCondition", "lastTransitionTime"),
+    ("io.k8s.api.certificates.v1.CertificateSigningRequestCondition", "lastUpdateTime"),
+    ("io.k8s.api.certificates.v1.CertificateSigningRequestCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimCondition", "lastProbeTime"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.ContainerStateRunning", "startedAt"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "startedAt"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "finishedAt"),
+    ("io.k8s.api.core.v1.PodCondition", "lastProbeTime"),
+    ("io.k8s.api.core.v1.PodCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.ReplicationControllerCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.NodeCondition", "lastHeartbeatTime"),
+    ("io.k8s.api.core.v1.NodeCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.NamespaceCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.Event", "firstTimestamp"),
+    ("io.k8s.api.core.v1.Event", "lastTimestamp"),
+    ("io.k8s.api.core.v1.Event", "eventTime"),
+    ("io.k8s.api.core.v1.EventSeries", "lastObservedTime"),
+    ("io.k8s.api.events.v1.Event", "deprecatedFirstTimestamp"),
+    ("io.k8s.api.events.v1.Event", "deprecatedLastTimestamp"),
+    ("io.k8s.api.flowcontrol.v1.FlowSchemaCondition", "lastTransitionTime"),
+    ("io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition", "lastTransitionTime"),
+    ("io.k8s.api.storage.v1.VolumeError", "time"),
+    (CRD_CONDITION, "lastTransitionTime"),
+];
+
+/// Numbers and booleans held by value with `omitempty` (not pointers): a `0` or `false` in a
+/// request decodes to Go's zero, which is not written back. (A pointer's `0` is a value.)
+const VALUE_SCALARS: &[(&str, &str)] = &[
+    (OBJECT_META, "generation"),
+    ("io.k8s.api.apps.v1.StatefulSetSpec", "minReadySeconds"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "observedGeneration"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "readyReplicas"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "currentReplicas"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "updatedReplicas"),
+    ("io.k8s.api.apps.v1.DeploymentSpec", "minReadySeconds"),
+    ("io.k8s.api.apps.v1.DeploymentSpec", "paused"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "observedGeneration"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "replicas"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "readyReplicas"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "unavailableReplicas"),
+    ("io.k8s.api.apps.v1.DaemonSetSpec", "minReadySeconds"),
+    ("io.k8s.api.apps.v1.DaemonSetStatus", "observedGeneration"),
+    ("io.k8s.api.apps.v1.DaemonSetStatus", "updatedNumberScheduled"),
+    ("io.k8s.api.apps.v1.DaemonSetStatus", "numberAvailable"),
+    ("io.k8s.api.apps.v1.DaemonSetStatus", "numberUnavailable"),
+    ("io.k8s.api.apps.v1.ReplicaSetSpec", "minReadySeconds"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "fullyLabeledReplicas"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "readyReplicas"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "availableReplicas"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "observedGeneration"),
+    ("io.k8s.api.autoscaling.v1.ScaleSpec", "replicas"),
+    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "currentReplicas"),
+    ("io.k8s.api.batch.v1.JobStatus", "active"),
+    ("io.k8s.api.batch.v1.JobStatus", "succeeded"),
+    ("io.k8s.api.batch.v1.JobStatus", "failed"),
+    ("io.k8s.api.core.v1.ContainerPort", "hostPort"),
+    ("io.k8s.api.core.v1.VolumeMount", "readOnly"),
+    ("io.k8s.api.core.v1.Probe", "initialDelaySeconds"),
+    ("io.k8s.api.core.v1.Probe", "timeoutSeconds"),
+    ("io.k8s.api.core.v1.Probe", "periodSeconds"),
+    ("io.k8s.api.core.v1.Probe", "successThreshold"),
+    ("io.k8s.api.core.v1.Probe", "failureThreshold"),
+    ("io.k8s.api.core.v1.Container", "stdin"),
+    ("io.k8s.api.core.v1.Container", "stdinOnce"),
+    ("io.k8s.api.core.v1.Container", "tty"),
+    ("io.k8s.api.core.v1.EphemeralContainer", "stdin"),
+    ("io.k8s.api.core.v1.EphemeralContainer", "stdinOnce"),
+    ("io.k8s.api.core.v1.EphemeralContainer", "tty"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "signal"),
+    ("io.k8s.api.core.v1.PodCondition", "observedGeneration"),
+    ("io.k8s.api.core.v1.VolumeMountStatus", "readOnly"),
+    ("io.k8s.api.core.v1.PodSpec", "hostNetwork"),
+    ("io.k8s.api.core.v1.PodSpec", "hostPID"),
+    ("io.k8s.api.core.v1.PodSpec", "hostIPC"),
+    ("io.k8s.api.core.v1.PodStatus", "observedGeneration"),
+    ("io.k8s.api.core.v1.ReplicationControllerSpec", "minReadySeconds"),
+    ("io.k8s.api.core.v1.ReplicationControllerStatus", "fullyLabeledReplicas"),
+    ("io.k8s.api.core.v1.ReplicationControllerStatus", "readyReplicas"),
+    ("io.k8s.api.core.v1.ReplicationControllerStatus", "availableReplicas"),
+    ("io.k8s.api.core.v1.ReplicationControllerStatus", "observedGeneration"),
+    ("io.k8s.api.core.v1.ServiceSpec", "healthCheckNodePort"),
+    ("io.k8s.api.core.v1.ServiceSpec", "publishNotReadyAddresses"),
+    ("io.k8s.api.core.v1.ServicePort", "nodePort"),
+    ("io.k8s.api.core.v1.NodeSpec", "unschedulable"),
+    ("io.k8s.api.core.v1.ContainerImage", "sizeBytes"),
+    ("io.k8s.api.core.v1.Event", "count"),
+    ("io.k8s.api.core.v1.EventSeries", "count"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.GCEPersistentDiskVolumeSource", "partition"),
+    ("io.k8s.api.core.v1.GCEPersistentDiskVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource", "partition"),
+    ("io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.NFSVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.ISCSIVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.FCVolumeSource", "readOnly"),
+    ("io.k8s.api.core.v1.CSIPersistentVolumeSource", "readOnly"),
+    ("io.k8s.api.events.v1.Event", "deprecatedCount"),
+    ("io.k8s.api.networking.v1.ServiceBackendPort", "number"),
+    ("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "observedGeneration"),
+    ("io.k8s.api.scheduling.v1.PriorityClass", "globalDefault"),
+    (CRD_SPEC, "preserveUnknownFields"),
+    (CRD_VERSION, "deprecated"),
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", "priority"),
+    (CRD_CONDITION, "observedGeneration"),
+    (CRD_STATUS, "observedGeneration"),
+];
+
+const CRD_SPEC: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec";
+const CRD_VERSION: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion";
+const CRD_STATUS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
+const CRD_CONDITION: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition";
+
+/// Strings Go holds by pointer: a set `""` is a value (a claim's `storageClassName: ""` asks for
+/// no class), unlike the `""` Kubernetes' protobuf encoder writes for every unset string.
+const POINTER_STRINGS: &[(&str, &str)] = &[
+    ("io.k8s.api.core.v1.PersistentVolumeSpec", "volumeMode"),
+    ("io.k8s.api.core.v1.PersistentVolumeSpec", "volumeAttributesClassName"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "storageClassName"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "volumeMode"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "volumeAttributesClassName"),
+    ("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "currentVolumeAttributesClassName"),
+    ("io.k8s.api.core.v1.TypedObjectReference", "apiGroup"),
+    ("io.k8s.api.core.v1.TypedObjectReference", "namespace"),
+    ("io.k8s.api.core.v1.TypedLocalObjectReference", "apiGroup"),
+    ("io.k8s.api.core.v1.HostPathVolumeSource", "type"),
+    ("io.k8s.api.core.v1.GlusterfsPersistentVolumeSource", "endpointsNamespace"),
+    ("io.k8s.api.core.v1.ISCSIVolumeSource", "initiatorName"),
+    ("io.k8s.api.core.v1.ISCSIPersistentVolumeSource", "initiatorName"),
+    ("io.k8s.api.core.v1.AzureFilePersistentVolumeSource", "secretNamespace"),
+    ("io.k8s.api.core.v1.AzureDiskVolumeSource", "cachingMode"),
+    ("io.k8s.api.core.v1.AzureDiskVolumeSource", "fsType"),
+    ("io.k8s.api.core.v1.AzureDiskVolumeSource", "kind"),
+    ("io.k8s.api.core.v1.ClusterTrustBundleProjection", "name"),
+    ("io.k8s.api.core.v1.ClusterTrustBundleProjection", "signerName"),
+    ("io.k8s.api.core.v1.LocalVolumeSource", "fsType"),
+    ("io.k8s.api.core.v1.CSIVolumeSource", "fsType"),
+    ("io.k8s.api.core.v1.VolumeMount", "recursiveReadOnly"),
+    ("io.k8s.api.core.v1.VolumeMount", "mountPropagation"),
+    ("io.k8s.api.core.v1.GRPCAction", "service"),
+    ("io.k8s.api.core.v1.Container", "restartPolicy"),
+    ("io.k8s.api.core.v1.EphemeralContainer", "restartPolicy"),
+    ("io.k8s.api.core.v1.Lifecycle", "stopSignal"),
+    ("io.k8s.api.core.v1.ContainerStatus", "stopSignal"),
+    ("io.k8s.api.core.v1.VolumeMountStatus", "recursiveReadOnly"),
+    ("io.k8s.api.core.v1.PodSpec", "runtimeClassName"),
+    ("io.k8s.api.core.v1.PodSpec", "preemptionPolicy"),
+    ("io.k8s.api.core.v1.PodSpec", "hostnameOverride"),
+    ("io.k8s.api.core.v1.PodResourceClaim", "resourceClaimName"),
+    ("io.k8s.api.core.v1.PodResourceClaim", "resourceClaimTemplateName"),
+    ("io.k8s.api.core.v1.PodResourceClaimStatus", "resourceClaimName"),
+    ("io.k8s.api.core.v1.TopologySpreadConstraint", "nodeAffinityPolicy"),
+    ("io.k8s.api.core.v1.TopologySpreadConstraint", "nodeTaintsPolicy"),
+    ("io.k8s.api.core.v1.PodSecurityContext", "supplementalGroupsPolicy"),
+    ("io.k8s.api.core.v1.SeccompProfile", "localhostProfile"),
+    ("io.k8s.api.core.v1.AppArmorProfile", "localhostProfile"),
+    ("io.k8s.api.core.v1.PodDNSConfigOption", "value"),
+    ("io.k8s.api.core.v1.ServiceSpec", "ipFamilyPolicy"),
+    ("io.k8s.api.core.v1.ServiceSpec", "loadBalancerClass"),
+    ("io.k8s.api.core.v1.ServiceSpec", "internalTrafficPolicy"),
+    ("io.k8s.api.core.v1.ServiceSpec", "trafficDistribution"),
+    ("io.k8s.api.core.v1.ServicePort", "appProtocol"),
+    ("io.k8s.api.core.v1.EndpointAddress", "nodeName"),
+    ("io.k8s.api.core.v1.EndpointPort", "appProtocol"),
+    ("io.k8s.api.core.v1.SecurityContext", "procMount"),
+    ("io.k8s.api.core.v1.WindowsSecurityContextOptions", "gmsaCredentialSpecName"),
+    ("io.k8s.api.core.v1.WindowsSecurityContextOptions", "gmsaCredentialSpec"),
+    ("io.k8s.api.core.v1.WindowsSecurityContextOptions", "runAsUserName"),
+    ("io.k8s.api.core.v1.PortStatus", "error"),
+    ("io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement", "containerName"),
+    ("io.k8s.api.batch.v1.SuccessPolicyRule", "succeededIndexes"),
+    ("io.k8s.api.batch.v1.JobSpec", "completionMode"),
+    ("io.k8s.api.batch.v1.JobSpec", "podReplacementPolicy"),
+    ("io.k8s.api.batch.v1.JobSpec", "managedBy"),
+    ("io.k8s.api.batch.v1.JobStatus", "failedIndexes"),
+    ("io.k8s.api.batch.v1.CronJobSpec", "timeZone"),
+    ("io.k8s.api.networking.v1.IngressSpec", "ingressClassName"),
+    ("io.k8s.api.networking.v1.IngressPortStatus", "error"),
+    ("io.k8s.api.networking.v1.HTTPIngressPath", "pathType"),
+    ("io.k8s.api.networking.v1.IngressClassParametersReference", "apiGroup"),
+    ("io.k8s.api.networking.v1.IngressClassParametersReference", "scope"),
+    ("io.k8s.api.networking.v1.IngressClassParametersReference", "namespace"),
+    ("io.k8s.api.storage.v1.StorageClass", "volumeBindingMode"),
+    ("io.k8s.api.storage.v1.VolumeAttachmentSource", "persistentVolumeName"),
+    ("io.k8s.api.discovery.v1.Endpoint", "hostname"),
+    ("io.k8s.api.discovery.v1.Endpoint", "nodeName"),
+    ("io.k8s.api.discovery.v1.Endpoint", "zone"),
+    ("io.k8s.api.discovery.v1.EndpointPort", "name"),
+    ("io.k8s.api.discovery.v1.EndpointPort", "appProtocol"),
+];
+
+/// Whether field `field` of the built-in definition `definition` is a string Go holds by
+/// pointer ([`POINTER_STRINGS`]).
+pub(crate) fn is_pointer_string(definition: &str, field: &str) -> bool {
+    POINTER_STRINGS.contains(&(definition, field))
+}
+
+/// Whether field `field` of the built-in definition `definition` is a number or boolean Go
+/// holds by value and leaves out when zero ([`VALUE_SCALARS`]).
+pub(crate) fn is_value_scalar(definition: &str, field: &str) -> bool {
+    VALUE_SCALARS.contains(&(definition, field))
+}
 
 /// Defaults of list-map key fields: definition of the elements, key field, value.
 const KEY_DEFAULTS: &[(&str, &str, &str)] = &[
@@ -86,7 +350,10 @@ pub(crate) fn zero_value(definition: &str, field: &str, required: bool) -> Optio
     if by_value {
         return Some(&EMPTY_OBJECT);
     }
-    if !required {
+    if VALUE_TIMES.contains(&(definition, field)) || ALWAYS_NULL.contains(&(definition, field)) {
+        return Some(&NULL);
+    }
+    if !required && !ALWAYS_WRITTEN.contains(&(definition, field)) {
         return None;
     }
     let resolved = match target {

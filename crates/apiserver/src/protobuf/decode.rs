@@ -1,7 +1,8 @@
 //! Protobuf messages read into their JSON form, field by field from the table.
 //!
 //! Invariants: a message decodes completely or not at all; Kubernetes' wrapper messages read as
-//! their JSON forms; unset (empty) strings are left out; numbers and booleans are kept as sent;
+//! their JSON forms; unset (empty) strings are left out, but for strings Go holds by pointer;
+//! numbers and booleans are kept as sent (the stored form drops the zeros Go leaves out);
 //! fields the table does not know are skipped.
 
 use std::collections::HashMap;
@@ -49,8 +50,11 @@ pub(super) fn message(name: &str, bytes: &[u8]) -> Result<Value, String> {
             out.insert(f.json.clone(), v);
         }
     }
-    // Unset strings are written empty; Go's JSON leaves them out.
-    out.retain(|_, v| !matches!(v, Value::String(s) if s.is_empty()));
+    // Unset strings are written empty; Go's JSON leaves them out. A string Go holds by pointer
+    // is written only when set, so its "" is a value.
+    out.retain(|k, v| {
+        !matches!(v, Value::String(s) if s.is_empty()) || crate::managed_fields::presence::is_pointer_string(name, k)
+    });
     Ok(Value::Object(out))
 }
 

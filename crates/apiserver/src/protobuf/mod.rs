@@ -16,8 +16,10 @@
 //! RFC 3339 text, `Quantity` as text, `IntOrString` as a number or text,
 //! `RawExtension`/`JSON`/`FieldsV1` as the JSON they carry, `Duration` as Go's duration text,
 //! `bytes` as base64); empty strings, which Kubernetes' encoder writes for every unset string,
-//! are left out, while numbers and booleans are kept as sent (a pointer's `0` or `false` is a
-//! value); fields the table does not know are skipped, as Go's decoder skips them.
+//! are left out but for strings Go holds by pointer, while numbers and booleans are kept as sent
+//! (a pointer's `0` or `false` is a value; the stored form drops the zeros of those Go holds by
+//! value, see [`crate::go_form`]); fields the table does not know are skipped, as Go's decoder
+//! skips them.
 
 mod decode;
 mod encode;
