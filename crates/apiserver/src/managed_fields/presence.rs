@@ -46,6 +46,8 @@ const VALUE_STRUCTS: &[(&str, &str)] = &[
     ("io.k8s.api.core.v1.ContainerStatus", "lastState"),
     ("io.k8s.api.core.v1.Event", "involvedObject"),
     ("io.k8s.api.core.v1.Event", "source"),
+    ("io.k8s.api.events.v1.Event", "regarding"),
+    ("io.k8s.api.events.v1.Event", "deprecatedSource"),
     ("io.k8s.api.core.v1.WeightedPodAffinityTerm", "podAffinityTerm"),
     ("io.k8s.api.core.v1.PreferredSchedulingTerm", "preference"),
     ("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
@@ -216,11 +218,18 @@ const VALUE_SCALARS: &[(&str, &str)] = &[
     ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", "priority"),
     (CRD_CONDITION, "observedGeneration"),
     (CRD_STATUS, "observedGeneration"),
+    (JSON_SCHEMA_PROPS, "exclusiveMaximum"),
+    (JSON_SCHEMA_PROPS, "exclusiveMinimum"),
+    (JSON_SCHEMA_PROPS, "uniqueItems"),
+    (JSON_SCHEMA_PROPS, "nullable"),
+    (JSON_SCHEMA_PROPS, "x-kubernetes-embedded-resource"),
+    (JSON_SCHEMA_PROPS, "x-kubernetes-int-or-string"),
 ];
 
 const CRD_SPEC: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec";
 const CRD_VERSION: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion";
 const CRD_STATUS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus";
+const JSON_SCHEMA_PROPS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
 const CRD_CONDITION: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition";
 
@@ -411,6 +420,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_table_names_a_field_of_a_built_in_definition() {
+        let tables = [VALUE_STRUCTS, ALWAYS_WRITTEN, ALWAYS_NULL, VALUE_TIMES, VALUE_SCALARS, POINTER_STRINGS];
+        for (definition, field) in tables.iter().flat_map(|t| t.iter()) {
+            let def = schema::builtin().definition(definition).map(|(_, d)| d);
+            let props = def.and_then(|d| d.get("properties"));
+            assert!(props.is_some_and(|p| p.get(*field).is_some()), "{definition}.{field}");
+        }
+    }
+
+    #[test]
     fn go_structs_held_by_value_and_fields_without_omitempty() {
         let z = |d: &str, f: &str, r: bool| zero_value(d, f, r).cloned();
         assert_eq!(z("io.k8s.api.apps.v1.Deployment", "spec", false), Some(json!({})));
@@ -430,6 +449,14 @@ mod tests {
                 assert_eq!(builtin_zero_value(name, field, || r), zero_value(name, field, r), "{name}.{field}");
             }
         }
+        assert_eq!(z("io.k8s.api.core.v1.Event", "firstTimestamp", false), Some(Value::Null));
+        assert_eq!(z("io.k8s.api.core.v1.Event", "reportingComponent", false), Some(json!("")));
+        assert_eq!(z("io.k8s.api.rbac.v1.ClusterRole", "rules", false), Some(Value::Null));
+        assert_eq!(z("io.k8s.api.core.v1.GRPCAction", "service", false), Some(Value::Null));
+        assert_eq!(z(CRD_STATUS, "acceptedNames", false), Some(json!({})));
+        assert!(is_value_scalar("io.k8s.api.apps.v1.DeploymentSpec", "paused"));
+        assert!(!is_value_scalar("io.k8s.api.apps.v1.DeploymentSpec", "replicas"));
+        assert!(is_pointer_string("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "storageClassName"));
         assert_eq!(key_default("io.k8s.api.core.v1.ContainerPort", "protocol"), Some(&json!("TCP")));
         assert_eq!(key_default("io.k8s.api.core.v1.ContainerPort", "containerPort"), None);
     }
