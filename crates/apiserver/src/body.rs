@@ -26,6 +26,8 @@ pub enum Body {
     List(Box<ListBody>),
     /// A streamed body; ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
+    /// A body whose request is counted when it is over (a watch's stream).
+    Tracked(Box<(Body, crate::metrics::RequestRecord)>),
 }
 
 impl hyper::body::Body for Body {
@@ -37,6 +39,7 @@ impl hyper::body::Body for Body {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::List(l) => Poll::Ready(l.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            Body::Tracked(t) => Pin::new(&mut t.0).poll_frame(cx),
         }
     }
 
@@ -45,6 +48,7 @@ impl hyper::body::Body for Body {
             Body::Full(b) => b.is_none(),
             Body::List(l) => l.is_done(),
             Body::Stream(_) => false,
+            Body::Tracked(t) => t.0.is_end_stream(),
         }
     }
 
@@ -53,6 +57,7 @@ impl hyper::body::Body for Body {
             Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Body::Full(None) => SizeHint::with_exact(0),
             Body::List(_) | Body::Stream(_) => SizeHint::default(),
+            Body::Tracked(t) => t.0.size_hint(),
         }
     }
 }

@@ -386,6 +386,12 @@ impl WatchCache {
         Ok(f(&st, r))
     }
 
+    /// The number of objects of each resource: group, plural, count.
+    pub fn object_counts(&self) -> Vec<(String, String, usize)> {
+        let st = self.state.lock();
+        st.res.values().map(|r| (r.info.group.clone(), r.info.plural.clone(), r.objects.len())).collect()
+    }
+
     /// The current version of an object.
     pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<Option<Arc<StoredObject>>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };

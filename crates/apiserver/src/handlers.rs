@@ -85,6 +85,8 @@ pub struct Shared {
     pub(crate) signer: crate::service_account_token::TokenSigner,
     /// Whether the server serves HTTPS.
     pub(crate) secure: bool,
+    /// The metrics served at `/metrics`.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Shared {
@@ -181,13 +183,24 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         Ok(user) => user,
         Err(e) => return error(&e),
     };
-    if let Err(e) = authorize(&shared, &req, account.as_ref(), impersonated.as_ref()) {
+    let asked = {
+        let path = body::percent_decode(req.uri().path());
+        let query = body::parse_query(req.uri().query().unwrap_or(""));
+        let segs: Vec<String> =
+            req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        (crate::request_info::read(req.method().as_str(), &path, &segs, &query), query)
+    };
+    if let Err(e) = authorize(&shared, &req, &asked.0, account.as_ref(), impersonated.as_ref()) {
         return error(&e);
     }
+
     let user = impersonated.or(account);
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    // The OpenAPI documents negotiate their own media types; the issuer's documents take any.
-    let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
+    // The OpenAPI documents negotiate their own media types; the issuer's documents and the
+    // metrics take any.
+    let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p))
+        || req.uri().path() == "/metrics";
     if !accept.json && !accept.protobuf && !own_media {
         return error(&ApiError::new(
             406,
@@ -200,6 +213,8 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let raw_document = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
     let pretty =
         !raw_document && (req.uri().path() == "/version" || crate::pretty::asked(req.uri().query(), req.headers()));
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let record = shared.metrics.begin(req.method().as_str(), &asked.0, &asked.1, content_type);
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
@@ -210,7 +225,17 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     };
     warning::attach(&mut r, warnings);
     let r = protobuf::negotiate::respond(accept, r);
-    if pretty { crate::pretty::answer(r).await } else { r }
+    let r = if pretty { crate::pretty::answer(r).await } else { r };
+    match record {
+        Some(mut record) => {
+            record.answered(r.status().as_u16());
+            match record.long_running() {
+                true => r.map(|b| Body::Tracked(Box::new((b, record)))),
+                false => r,
+            }
+        }
+        None => r,
+    }
 }
 
 /// Refuses a request its user may not make (and, first, an impersonation the authenticated
@@ -219,6 +244,7 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
 fn authorize(
     shared: &Shared,
     req: &Request<Incoming>,
+    asked: &crate::request_info::RequestInfo,
     account: Option<&serde_json::Value>,
     impersonated: Option<&serde_json::Value>,
 ) -> Result<(), ApiError> {
@@ -234,12 +260,7 @@ fn authorize(
         }
     }
     let Some(user) = impersonated.or(account) else { return Ok(()) };
-    let path = body::percent_decode(req.uri().path());
-    let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
-    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let asked = crate::request_info::read(req.method().as_str(), &path, &segs, &query);
-    crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), &asked)
+    crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), asked)
 }
 
 /// What kube-apiserver lets anyone read (its `system:public-info-viewer` role): the health
@@ -293,6 +314,10 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_bytes(200, discovery::VERSION))),
+        ["metrics"] => {
+            let doc = shared.metrics.encode(shared.store.cache().object_counts());
+            get_only(Ok(body::respond(200, crate::metrics::MEDIA_TYPE, Body::Full(Some(doc.into())))))
+        }
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
             let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
             let checks: &[Check] = match *endpoint {
@@ -923,6 +948,7 @@ async fn start_watch(
         bookmark_before_timeout: cfg.bookmark_before_timeout,
         chunk_bytes: cfg.chunk_bytes,
         render,
+        events: Some(shared.metrics.watch_events(&info.group, &info.version, &info.plural)),
     };
     let rx = watch::spawn(cache, shared.controls.clone(), params);
     Ok(watch_response(info, rx))

@@ -77,6 +77,7 @@ pub mod list;
 pub(crate) mod list_type;
 pub mod managed_fields;
 pub(crate) mod media;
+pub mod metrics;
 pub(crate) mod name_generator;
 pub mod namespaces;
 pub(crate) mod node_ports;

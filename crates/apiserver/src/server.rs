@@ -468,6 +468,7 @@ impl ApiServerBuilder {
             openapi: Default::default(),
             signer,
             secure: tls.is_some(),
+            metrics: Default::default(),
         });
         let server = ApiServer {
             shared,

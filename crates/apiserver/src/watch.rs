@@ -61,6 +61,8 @@ pub struct WatchParams {
     pub chunk_bytes: usize,
     /// Send objects as single-row `Table`s (kubectl server-side printing).
     pub render: crate::table::Render,
+    /// Counts the events sent (`apiserver_watch_events_total`).
+    pub events: Option<prometheus_client::metrics::counter::Counter>,
 }
 
 /// The most events a watch reads from the history at a time.
@@ -294,6 +296,8 @@ struct Out {
     /// The store's resourceVersion when the watch started: later events are "buffered" events.
     registered: u64,
     over_since: Option<Instant>,
+    /// Counts the events sent: each is one line.
+    events: Option<prometheus_client::metrics::counter::Counter>,
 }
 
 impl Out {
@@ -318,6 +322,9 @@ impl Out {
             return true;
         }
         let chunk = chunk.take();
+        if let Some(events) = &self.events {
+            events.inc_by(memchr::memchr_iter(b'\n', &chunk).count() as u64);
+        }
         if self.controls.unresponsive_close().is_none() {
             return self.tx.send(chunk).await.is_ok();
         }
@@ -396,8 +403,15 @@ async fn run(
     // The first chunk has room for a full chunk plus one large object, so a replay's chunks
     // rarely regrow.
     let mut chunk = Chunk::new(p.chunk_bytes.min(4 << 20) + 16 * 1024);
-    let mut out =
-        Out { tx, store: store.clone(), controls: controls.clone(), info: info.clone(), registered, over_since: None };
+    let mut out = Out {
+        tx,
+        store: store.clone(),
+        controls: controls.clone(),
+        info: info.clone(),
+        registered,
+        over_since: None,
+        events: p.events.clone(),
+    };
 
     // Position and initial state.
     let mut cursor: u64;

@@ -358,3 +358,69 @@ async fn long_request_heads_are_served_up_to_64_kib() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
 }
+
+/// `/metrics` counts the requests served by verb, resource, scope and code, the watches open
+/// and their events, and the objects of each resource, with kube-apiserver's names and labels.
+#[tokio::test]
+async fn metrics_count_requests_watches_and_objects_as_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let pods = "/api/v1/namespaces/fixtures/pods";
+    let pod = json!({"metadata": {"name": "m"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    assert_eq!(c.post(pods, &pod).await.code, 201);
+    assert_eq!(c.get(&format!("{pods}/m")).await.code, 200);
+    assert_eq!(c.get(&format!("{pods}/nope")).await.code, 404);
+    assert_eq!(c.get(pods).await.code, 200);
+    let apply = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "m", "labels": {"a": "b"}}});
+    let r = c.patch(&format!("{pods}/m?fieldManager=x&dryRun=All"), "application/apply-patch+yaml", &apply).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let mut w = c.watch(&format!("{pods}?watch=1&timeoutSeconds=1")).await;
+    assert!(w.next().await.is_some(), "the pod's ADDED event");
+
+    // As Prometheus asks for them.
+    let accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let metrics = c.get_accepting("/metrics", accept).await;
+    assert_eq!(metrics.code, 200, "{}", String::from_utf8_lossy(&metrics.raw));
+    let content_type = metrics.headers.get("content-type").and_then(|v| v.to_str().ok());
+    assert_eq!(content_type, Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    let doc = String::from_utf8_lossy(&metrics.raw).into_owned();
+    let series = |name: &str, labels: &str| {
+        let prefix = format!("{name}{{{labels}}} ");
+        doc.lines().find_map(|l| l.strip_prefix(prefix.as_str()).map(str::to_string))
+    };
+    let request = |verb: &str, dry_run: &str, scope: &str, code: &str| {
+        let labels = format!(
+            "verb=\"{verb}\",dry_run=\"{dry_run}\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",\
+             scope=\"{scope}\",component=\"apiserver\",code=\"{code}\""
+        );
+        series("apiserver_request_total", &labels)
+    };
+    assert_eq!(request("POST", "", "resource", "201").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("GET", "", "resource", "200").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("GET", "", "resource", "404").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("LIST", "", "namespace", "200").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("APPLY", "All", "resource", "200").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("WATCH", "", "namespace", "200"), None, "an open watch is not counted yet");
+    let watch_labels = "verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"";
+    assert_eq!(series("apiserver_longrunning_requests", watch_labels).as_deref(), Some("1"), "{doc}");
+    let events = "group=\"\",version=\"v1\",resource=\"pods\"";
+    assert_eq!(series("apiserver_watch_events_total", events).as_deref(), Some("1"), "{doc}");
+    assert_eq!(series("apiserver_resource_objects", "group=\"\",resource=\"pods\"").as_deref(), Some("1"), "{doc}");
+    assert_eq!(series("apiserver_storage_objects", "resource=\"pods\"").as_deref(), Some("1"), "{doc}");
+    let buckets = doc.lines().filter(|l| {
+        l.starts_with("apiserver_request_duration_seconds_bucket{")
+            && l.contains("verb=\"POST\"")
+            && l.contains("resource=\"pods\"")
+    });
+    assert_eq!(buckets.count(), 24, "kube's 23 buckets and +Inf: {doc}");
+
+    // Once the watch has ended, it is counted and no longer open.
+    w.expect_end(EVENT).await;
+    let doc = String::from_utf8_lossy(&c.get("/metrics").await.raw).into_owned();
+    let watched = "apiserver_request_total{verb=\"WATCH\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"pods\",\
+                   subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 1";
+    assert!(doc.contains(watched), "{doc}");
+    assert!(doc.contains(&format!("apiserver_longrunning_requests{{{watch_labels}}} 0")), "{doc}");
+    assert!(doc.ends_with("# EOF\n"));
+}
