@@ -34,6 +34,9 @@ struct Field {
     child: Child,
     /// An `omitempty` list or map: left out when empty.
     omit_empty: bool,
+    /// A list or map Go always writes: `null` when empty (kube stores objects as protobuf, where
+    /// an empty list is no list).
+    null_if_empty: bool,
     /// A number or boolean held by value with `omitempty`: left out when zero.
     value_scalar: bool,
 }
@@ -89,15 +92,18 @@ static PLANS: LazyLock<Plans> = LazyLock::new(|| {
                     Child::Leaf
                 };
                 let required = is_required(field);
+                let zero = presence::builtin_zero_value(name, field, || required);
+                let collection = is_list || map_values.is_some();
                 plan.fields.insert(
                     field.as_str(),
                     Field {
                         child,
-                        omit_empty: !required && (is_list || map_values.is_some()),
+                        omit_empty: collection && !required && zero.is_none(),
+                        null_if_empty: collection && zero.is_some_and(Value::is_null),
                         value_scalar: presence::is_value_scalar(name, field),
                     },
                 );
-                if let Some(zero) = presence::builtin_zero_value(name, field, || required) {
+                if let Some(zero) = zero {
                     plan.zeros.push((field.as_str(), zero));
                 }
             }
@@ -131,6 +137,10 @@ fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans) {
         let Some(f) = plan.fields.get(k.as_str()) else { return true };
         if (f.omit_empty && is_empty_collection(v)) || (f.value_scalar && is_zero_scalar(v)) {
             return false;
+        }
+        if f.null_if_empty && is_empty_collection(v) {
+            *v = Value::Null;
+            return true;
         }
         match (f.child, v) {
             (Child::Struct(i), Value::Object(m)) => walk(m, i, plans),
@@ -182,9 +192,12 @@ mod tests {
                 {"name": "b", "image": "i", "resources": {}, "ports": [{"containerPort": 80}]}]},
                 "status": {}})
         );
-        // A field Go always writes keeps its empty list.
-        let slice = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [], "ports": null});
-        assert_eq!(normalized("io.k8s.api.discovery.v1.EndpointSlice", slice.clone()), slice);
+        // A list Go always writes is null when empty, as kube reads it back from protobuf.
+        let slice = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [], "ports": []});
+        assert_eq!(
+            normalized("io.k8s.api.discovery.v1.EndpointSlice", slice),
+            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": null, "ports": null})
+        );
         // JSON values Go holds by pointer keep theirs: a CRD schema's `default`, a RawExtension.
         let crd = json!({"metadata": {"name": "ws.example.com"}, "spec": {"group": "example.com",
             "names": {"plural": "ws", "kind": "W"}, "scope": "Namespaced", "versions": [{"name": "v1",

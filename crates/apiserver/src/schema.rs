@@ -688,6 +688,15 @@ impl<'a> MapType<'a> {
         };
         match v {
             None | Some(Value::Null) => self.zero_value(name),
+            // An empty list or map Go always writes reads back as null (kube stores protobuf).
+            Some(Value::Array(a)) if a.is_empty() && self.zero_value(name).is_some_and(Value::is_null) => {
+                self.zero_value(name)
+            }
+            Some(Value::Object(m))
+                if m.is_empty() && self.is_plain_map(name) && self.zero_value(name).is_some_and(Value::is_null) =>
+            {
+                self.zero_value(name)
+            }
             Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) && self.is_list(name) => None,
             Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
             Some(s) if is_zero_scalar(s) && crate::managed_fields::presence::is_value_scalar(definition, name) => None,
