@@ -26,6 +26,8 @@ pub enum Body {
     List(Box<ListBody>),
     /// A streamed body; ends when the sender is dropped.
     Stream(mpsc::Receiver<Bytes>),
+    /// A body compressed as it is sent.
+    Gzip(Box<crate::gzip::Gzip>),
     /// A body whose request is counted when it is over (a watch's stream).
     Tracked(Box<(Body, crate::metrics::RequestRecord)>),
 }
@@ -39,6 +41,7 @@ impl hyper::body::Body for Body {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::List(l) => Poll::Ready(l.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            Body::Gzip(g) => Poll::Ready(g.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Tracked(t) => Pin::new(&mut t.0).poll_frame(cx),
         }
     }
@@ -48,6 +51,7 @@ impl hyper::body::Body for Body {
             Body::Full(b) => b.is_none(),
             Body::List(l) => l.is_done(),
             Body::Stream(_) => false,
+            Body::Gzip(g) => g.is_done(),
             Body::Tracked(t) => t.0.is_end_stream(),
         }
     }
@@ -56,7 +60,7 @@ impl hyper::body::Body for Body {
         match self {
             Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Body::Full(None) => SizeHint::with_exact(0),
-            Body::List(_) | Body::Stream(_) => SizeHint::default(),
+            Body::List(_) | Body::Stream(_) | Body::Gzip(_) => SizeHint::default(),
             Body::Tracked(t) => t.0.size_hint(),
         }
     }

@@ -386,10 +386,15 @@ impl WatchCache {
         Ok(f(&st, r))
     }
 
-    /// The number of objects of each resource: group, plural, count.
+    /// The number of objects of each resource that stores objects: group, plural, count
+    /// (events.k8s.io Events are counted as the core Events they are stored as).
     pub fn object_counts(&self) -> Vec<(String, String, usize)> {
         let st = self.state.lock();
-        st.res.values().map(|r| (r.info.group.clone(), r.info.plural.clone(), r.objects.len())).collect()
+        st.res
+            .values()
+            .filter(|r| !r.info.review && !crate::events_api::is_events_api(&r.info))
+            .map(|r| (r.info.group.clone(), r.info.plural.clone(), r.objects.len()))
+            .collect()
     }
 
     /// The current version of an object.

@@ -196,12 +196,22 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     }
 
     let user = impersonated.or(account);
+    // A request for a resource the server serves is counted (kube instruments its routes).
+    let served_resource = asked.0.resource_request
+        && shared.store.registry().find(&asked.0.group, &asked.0.version, &asked.0.resource).is_some();
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let mut record = served_resource
+        .then(|| shared.metrics.begin(req.method().as_str(), &asked.0, &asked.1, content_type))
+        .flatten();
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types; the issuer's documents and the
     // metrics take any.
     let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p))
         || req.uri().path() == "/metrics";
     if !accept.json && !accept.protobuf && !own_media {
+        if let Some(record) = record.as_mut() {
+            record.answered(406);
+        }
         return error(&ApiError::new(
             406,
             "NotAcceptable",
@@ -213,8 +223,7 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let raw_document = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
     let pretty =
         !raw_document && (req.uri().path() == "/version" || crate::pretty::asked(req.uri().query(), req.headers()));
-    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    let record = shared.metrics.begin(req.method().as_str(), &asked.0, &asked.1, content_type);
+    let gzip = !raw_document && req.uri().path() != "/metrics" && crate::gzip::accepted(req.headers());
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
@@ -226,12 +235,15 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     warning::attach(&mut r, warnings);
     let r = protobuf::negotiate::respond(accept, r);
     let r = if pretty { crate::pretty::answer(r).await } else { r };
+    let r = if gzip { crate::gzip::compress(r) } else { r };
+    // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
+    // streams until it ends).
     match record {
         Some(mut record) => {
             record.answered(r.status().as_u16());
-            match record.long_running() {
-                true => r.map(|b| Body::Tracked(Box::new((b, record)))),
-                false => r,
+            match r.body() {
+                Body::Full(_) => r,
+                _ => r.map(|b| Body::Tracked(Box::new((b, record)))),
             }
         }
         None => r,

@@ -67,6 +67,7 @@ pub(crate) mod go_form;
 pub(crate) mod go_json_syntax;
 pub(crate) mod go_types;
 pub(crate) mod graceful_deletion;
+pub mod gzip;
 pub mod handlers;
 pub(crate) mod hpa_validation;
 pub(crate) mod job_status;

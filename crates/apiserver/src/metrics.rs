@@ -17,7 +17,7 @@
 //! before any answer is not counted, and leaves the gauges as it found them. Label values come
 //! from the request line, as kube reads them (a verb kube does not know is `other`); only
 //! requests that passed authentication and authorization are counted, as kube counts them.
-//! The document is OpenMetrics text, which Prometheus scrapes.
+//! The document is Prometheus' text format 0.0.4, as kube-apiserver serves it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +32,7 @@ use prometheus_client::registry::Registry;
 use crate::request_info::RequestInfo;
 
 /// The media type of the document.
-pub(crate) const MEDIA_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const MEDIA_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// kube-apiserver's request latency buckets, in seconds.
 const DURATION_BUCKETS: [f64; 23] = [
@@ -40,8 +40,8 @@ const DURATION_BUCKETS: [f64; 23] = [
     45.0, 60.0,
 ];
 
-/// The subresources that are connections (kube's `CONNECT` verb).
-const CONNECT_SUBRESOURCES: [&str; 4] = ["proxy", "attach", "exec", "portforward"];
+/// The subresources that are connections (kube's `CONNECT` verb), long-running as watches are.
+const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "exec", "portforward"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -186,6 +186,7 @@ impl Metrics {
         let scope = scope(info);
         let verb = verb(method, info, scope, content_type);
         let long_running = verb == "WATCH" || verb == "CONNECT";
+        let read_only = matches!(info.verb.as_str(), "get" | "list" | "watch");
         let labels = DurationLabels {
             verb: verb.to_string(),
             dry_run: dry_run(query),
@@ -207,12 +208,12 @@ impl Metrics {
                 component: labels.component.clone(),
             })
         } else {
-            let kind = if matches!(method, "GET" | "HEAD" | "OPTIONS") { "readOnly" } else { "mutating" };
+            let kind = if read_only { "readOnly" } else { "mutating" };
             self.in_flight.get_or_create(&KindLabels { request_kind: kind.to_string() })
         }
         .clone();
         gauge.inc();
-        Some(RequestRecord { metrics: self.clone(), labels, started: Instant::now(), gauge, code: None, long_running })
+        Some(RequestRecord { metrics: self.clone(), labels, started: Instant::now(), gauge, code: None })
     }
 
     /// The counter of the events sent to watchers of a resource.
@@ -234,8 +235,33 @@ impl Metrics {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        text_format(&out)
     }
+}
+
+/// OpenMetrics text in Prometheus' text format 0.0.4: a counter's family is named with its
+/// `_total`, and there is no `# EOF`.
+fn text_format(open_metrics: &str) -> String {
+    let mut out = String::with_capacity(open_metrics.len());
+    let mut counters = std::collections::HashSet::new();
+    for line in open_metrics.lines() {
+        if let Some(name) = line.strip_prefix("# TYPE ").and_then(|t| t.strip_suffix(" counter")) {
+            counters.insert(name.to_string());
+        }
+    }
+    for line in open_metrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        let named = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters.contains(name).then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(named.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
 }
 
 /// One request being served: counted when it is dropped, with the code of its answer.
@@ -245,15 +271,9 @@ pub struct RequestRecord {
     started: Instant,
     gauge: Gauge,
     code: Option<u16>,
-    long_running: bool,
 }
 
 impl RequestRecord {
-    /// Whether the request lasts as long as its answer's body (a watch, a connection).
-    pub(crate) fn long_running(&self) -> bool {
-        self.long_running
-    }
-
     /// Sets the code of the answer.
     pub(crate) fn answered(&mut self, code: u16) {
         self.code = Some(code);
@@ -281,9 +301,11 @@ impl Drop for RequestRecord {
     }
 }
 
-/// kube's `CleanScope`.
+/// kube's scope of the route a request takes: `CleanScope` of the request, but for a list or
+/// watch, whose name a field selector gives (the route is the collection's).
 fn scope(info: &RequestInfo) -> &'static str {
-    if !info.name.is_empty() || info.verb == "create" {
+    let named = !info.name.is_empty() && !matches!(info.verb.as_str(), "list" | "watch");
+    if named || info.verb == "create" {
         "resource"
     } else if !info.namespace.is_empty() {
         "namespace"
@@ -363,6 +385,23 @@ mod tests {
             ),
             ("DELETE", "/api/v1/namespaces/a/pods", &[][..], None, "DELETE", "namespace"),
             ("POST", "/api/v1/namespaces/a/pods/p/exec", &[][..], None, "CONNECT", "resource"),
+            ("GET", "/api/v1/namespaces/a/pods/p/log", &[][..], None, "CONNECT", "resource"),
+            (
+                "GET",
+                "/api/v1/nodes",
+                &[("fieldSelector", "metadata.name=n"), ("watch", "1")][..],
+                None,
+                "WATCH",
+                "cluster",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods",
+                &[("fieldSelector", "metadata.name=p")][..],
+                None,
+                "LIST",
+                "namespace",
+            ),
         ];
         for (method, path, query, ct, want_verb, want_scope) in cases {
             let (i, _) = info(method, path, query);
@@ -381,7 +420,6 @@ mod tests {
         let m = Arc::new(Metrics::default());
         let (i, q) = info("GET", "/api/v1/namespaces/a/pods", &[("watch", "true")]);
         let mut watch = m.begin("GET", &i, &q, None).unwrap();
-        assert!(watch.long_running());
         watch.answered(200);
         let doc = m.encode([("".to_string(), "pods".to_string(), 3)]);
         assert!(doc.contains(
@@ -405,6 +443,9 @@ mod tests {
         assert!(doc.contains("apiserver_longrunning_requests{verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"} 0"), "{doc}");
         assert!(doc.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 0"), "{doc}");
         assert!(!doc.contains("apiserver_resource_objects{"), "{doc}");
-        assert!(doc.ends_with("# EOF\n"), "{doc}");
+        // Prometheus' text format: counters' families carry `_total`, no `# EOF`.
+        assert!(doc.contains("\n# TYPE apiserver_request_total counter\n"), "{doc}");
+        assert!(doc.contains("\n# TYPE apiserver_request_duration_seconds histogram\n"), "{doc}");
+        assert!(!doc.contains("# EOF"), "{doc}");
     }
 }

@@ -372,6 +372,10 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     assert_eq!(c.get(&format!("{pods}/m")).await.code, 200);
     assert_eq!(c.get(&format!("{pods}/nope")).await.code, 404);
     assert_eq!(c.get(pods).await.code, 200);
+    // A list of one name by field selector is a LIST of the collection; a resource the server
+    // does not serve is not counted.
+    assert_eq!(c.get(&format!("{pods}?fieldSelector=metadata.name%3Dm")).await.code, 200);
+    assert_eq!(c.get("/api/v1/namespaces/fixtures/nosuchthings").await.code, 404);
     let apply = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "m", "labels": {"a": "b"}}});
     let r = c.patch(&format!("{pods}/m?fieldManager=x&dryRun=All"), "application/apply-patch+yaml", &apply).await;
     assert_eq!(r.code, 200, "{}", r.body);
@@ -383,7 +387,7 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     let metrics = c.get_accepting("/metrics", accept).await;
     assert_eq!(metrics.code, 200, "{}", String::from_utf8_lossy(&metrics.raw));
     let content_type = metrics.headers.get("content-type").and_then(|v| v.to_str().ok());
-    assert_eq!(content_type, Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    assert_eq!(content_type, Some("text/plain; version=0.0.4; charset=utf-8"));
     let doc = String::from_utf8_lossy(&metrics.raw).into_owned();
     let series = |name: &str, labels: &str| {
         let prefix = format!("{name}{{{labels}}} ");
@@ -399,7 +403,8 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     assert_eq!(request("POST", "", "resource", "201").as_deref(), Some("1"), "{doc}");
     assert_eq!(request("GET", "", "resource", "200").as_deref(), Some("1"), "{doc}");
     assert_eq!(request("GET", "", "resource", "404").as_deref(), Some("1"), "{doc}");
-    assert_eq!(request("LIST", "", "namespace", "200").as_deref(), Some("1"), "{doc}");
+    assert_eq!(request("LIST", "", "namespace", "200").as_deref(), Some("2"), "{doc}");
+    assert!(!doc.contains("nosuchthings"), "{doc}");
     assert_eq!(request("APPLY", "All", "resource", "200").as_deref(), Some("1"), "{doc}");
     assert_eq!(request("WATCH", "", "namespace", "200"), None, "an open watch is not counted yet");
     let watch_labels = "verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"";
@@ -422,5 +427,57 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
                    subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 1";
     assert!(doc.contains(watched), "{doc}");
     assert!(doc.contains(&format!("apiserver_longrunning_requests{{{watch_labels}}} 0")), "{doc}");
-    assert!(doc.ends_with("# EOF\n"));
+    assert!(doc.contains("\n# TYPE apiserver_request_total counter\n") && !doc.contains("# EOF"), "{doc}");
+}
+
+/// Answers longer than 128 KiB are gzipped for clients whose `Accept-Encoding` names gzip, as
+/// kube-apiserver compresses them; shorter ones and watches are not; kubectl (client-go, which
+/// always asks for gzip) reads them.
+#[tokio::test]
+async fn long_answers_are_gzipped_for_clients_that_accept_it() {
+    use std::io::Read;
+    let s = server().await;
+    let c = Client::new(&s);
+    fixtures_namespace(&c).await;
+    let cms = "/api/v1/namespaces/fixtures/configmaps";
+    let data = "0123456789".repeat(400);
+    for i in 0..40 {
+        let cm = json!({"metadata": {"name": format!("cm-{i}")}, "data": {"d": data}});
+        assert_eq!(c.post(cms, &cm).await.code, 201);
+    }
+    let plain = c.get(cms).await;
+    assert!(plain.raw.len() > 128 * 1024 && plain.headers.get("content-encoding").is_none());
+    let gunzip = |raw: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(raw).read_to_end(&mut out).expect("gzip");
+        out
+    };
+    let zipped = c.get_with_headers(cms, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(zipped.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    assert_eq!(zipped.headers.get("vary").map(|v| v.to_str().unwrap()), Some("Accept-Encoding"));
+    assert!(zipped.raw.len() < plain.raw.len() / 10, "{} bytes", zipped.raw.len());
+    assert_eq!(gunzip(&zipped.raw), plain.raw.to_vec());
+    // In protobuf too.
+    let pb = "application/vnd.kubernetes.protobuf";
+    let r = c.get_with_headers(cms, &[("accept-encoding", "deflate, gzip"), ("accept", pb)]).await;
+    assert_eq!(r.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    assert!(gunzip(&r.raw).starts_with(b"k8s\0"));
+    // A short answer, and a header whose token is not `gzip` itself, get the bytes as they are.
+    let one = c.get_with_headers(&format!("{cms}/cm-0"), &[("accept-encoding", "gzip")]).await;
+    assert!(one.headers.get("content-encoding").is_none() && one.body["data"]["d"] == data);
+    let q = c.get_with_headers(cms, &[("accept-encoding", "gzip;q=1.0")]).await;
+    assert!(q.headers.get("content-encoding").is_none() && q.raw == plain.raw);
+    let watch = format!("{cms}?watch=1&timeoutSeconds=1");
+    let w = c.get_with_headers(&watch, &[("accept-encoding", "gzip")]).await;
+    assert!(w.headers.get("content-encoding").is_none() && w.raw.len() > 128 * 1024);
+
+    let dir = common::tools::tempdir("gzip");
+    let kc = dir.join("kubeconfig");
+    s.write_kubeconfig(&kc).unwrap();
+    for bin in common::tools::kubectl_versions() {
+        let args = ["get", "configmaps", "-n", "fixtures", "-o", "name"];
+        let (ok, out, err) = common::tools::kubectl_bin(&bin, &kc, &dir.join("cache"), &args).await;
+        assert!(ok, "{bin}: {err}");
+        assert_eq!(out.lines().filter(|l| l.starts_with("configmap/cm-")).count(), 40, "{bin}: {out}");
+    }
 }
