@@ -121,8 +121,16 @@ fn convert(v: &mut Value) {
                 }
             }
             for (k, child) in m.iter_mut() {
-                if k != "enum" && k != "x-kubernetes-group-version-kind" {
-                    convert(child);
+                match k.as_str() {
+                    "enum" | "x-kubernetes-group-version-kind" => {}
+                    // A map of named schemas: its keys are names, not keywords (JSONSchemaProps
+                    // has properties named `$ref` and `allOf`).
+                    "properties" | "patternProperties" | "definitions" | "$defs" => {
+                        if let Value::Object(named) = child {
+                            named.values_mut().for_each(convert);
+                        }
+                    }
+                    _ => convert(child),
                 }
             }
             // kube-apiserver's form of a reference with siblings (a description, patch

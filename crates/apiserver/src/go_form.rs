@@ -71,7 +71,7 @@ static PLANS: LazyLock<Plans> = LazyLock::new(|| {
         .map(|(n, d)| (n.as_str(), d))
         .collect();
     let by_name: Index<usize> = structs.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
-    let target = |v: &'static Value| b.resolve_named(v).1.and_then(|n| by_name.get(n).copied());
+    let target = |v: &'static Value| b.resolve_named(v).1.and_then(|n| by_name.get(schema_or(n)).copied());
     let plans = structs
         .iter()
         .map(|(name, def)| {
@@ -113,6 +113,17 @@ static PLANS: LazyLock<Plans> = LazyLock::new(|| {
     Plans { by_name, plans }
 });
 
+const JSON_SCHEMA_PROPS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
+
+/// The definition a CRD schema's "schema or array/bool/strings" value holds as a schema (Go
+/// types it as JSONSchemaProps when it is an object).
+fn schema_or(name: &str) -> &str {
+    match name.strip_prefix(JSON_SCHEMA_PROPS) {
+        Some("OrArray" | "OrBool" | "OrStringArray") => JSON_SCHEMA_PROPS,
+        _ => name,
+    }
+}
+
 /// Brings `obj`, an object of the built-in definition `definition`, to the form Go writes it in
 /// (see the module documentation). Nothing happens for a name that is not a built-in struct.
 pub(crate) fn normalize(obj: &mut Map<String, Value>, definition: &str) {
@@ -144,7 +155,8 @@ fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans) {
         }
         match (f.child, v) {
             (Child::Struct(i), Value::Object(m)) => walk(m, i, plans),
-            (Child::List(i), Value::Array(items)) => {
+            // (A CRD schema's `items` may be a list of schemas.)
+            (Child::List(i) | Child::Struct(i), Value::Array(items)) => {
                 for item in items.iter_mut().filter_map(Value::as_object_mut) {
                     walk(item, i, plans);
                 }
@@ -207,6 +219,15 @@ mod tests {
         let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
         assert_eq!(schema["properties"]["tags"]["default"], json!([]));
         assert!(schema.get("required").is_none(), "{schema}");
+        // Schemas nested in `items` and `additionalProperties` are Go's JSONSchemaProps too.
+        let nested = json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"a": {"type": "array", "items": {"type": "string", "nullable": false, "enum": []}},
+                "m": {"type": "object", "additionalProperties": {"type": "integer", "uniqueItems": false}}}}}}]}});
+        let nested =
+            normalized("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", nested);
+        let props = &nested["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+        assert_eq!(props["a"]["items"], json!({"type": "string"}));
+        assert_eq!(props["m"]["additionalProperties"], json!({"type": "integer"}));
         assert_eq!(
             crd["status"],
             json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": null})
