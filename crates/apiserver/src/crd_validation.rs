@@ -341,6 +341,7 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
 /// `object` at the root, `items` for arrays, `x-kubernetes-preserve-unknown-fields` true or
 /// absent, nothing but `name`/`generateName` restricted of the root's `metadata`.
 fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
+    unsupported_keywords(node, path, causes);
     let t = node.get("type").and_then(Value::as_str).unwrap_or("");
     let int_or_string = node.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
     let preserve = node.get("x-kubernetes-preserve-unknown-fields");
@@ -398,6 +399,71 @@ fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Caus
     }
     if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
         structural_schema(add, &format!("{path}.additionalProperties"), false, causes);
+    }
+    value_validations(node, path, causes);
+}
+
+/// The schemas of a node's value validations (`allOf`, `anyOf`, `oneOf`, `not`), which kube
+/// checks for the keywords it does not take, but not for the structural rules.
+fn value_validations(node: &Value, path: &str, causes: &mut Vec<Cause>) {
+    for k in ["allOf", "anyOf", "oneOf"] {
+        for (i, child) in node.get(k).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            keywords_within(child, &format!("{path}.{k}[{i}]"), causes);
+        }
+    }
+    if let Some(not) = node.get("not").filter(|n| n.is_object()) {
+        keywords_within(not, &format!("{path}.not"), causes);
+    }
+}
+
+/// [`unsupported_keywords`] of a schema and of every schema below it.
+fn keywords_within(node: &Value, path: &str, causes: &mut Vec<Cause>) {
+    unsupported_keywords(node, path, causes);
+    for (k, child) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        keywords_within(child, &format!("{path}.properties[{k}]"), causes);
+    }
+    for k in ["items", "additionalProperties"] {
+        if let Some(child) = node.get(k).filter(|c| c.is_object()) {
+            keywords_within(child, &format!("{path}.{k}"), causes);
+        }
+    }
+    value_validations(node, path, causes);
+}
+
+/// The JSON-Schema keywords kube's schema validator does not take, in its order: a type other
+/// than OpenAPI v3's six, `id`, `additionalItems`, `patternProperties`, `definitions`,
+/// `dependencies`, `$ref`, type `null`, and `items` as a list of schemas.
+fn unsupported_keywords(node: &Value, path: &str, causes: &mut Vec<Cause>) {
+    const TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
+    let t = node.get("type").and_then(Value::as_str).unwrap_or("");
+    if !t.is_empty() && !TYPES.contains(&t) {
+        causes.push(unsupported(format!("{path}.type"), t, &TYPES));
+    }
+    let set = |k: &str| node.get(k).is_some_and(|v| !v.is_null());
+    let non_empty = |k: &str| node.get(k).and_then(Value::as_object).is_some_and(|m| !m.is_empty());
+    if node.get("id").and_then(Value::as_str).is_some_and(|id| !id.is_empty()) {
+        causes.push(forbidden(format!("{path}.id"), "id is not supported"));
+    }
+    if set("additionalItems") {
+        causes.push(forbidden(format!("{path}.additionalItems"), "additionalItems is not supported"));
+    }
+    if non_empty("patternProperties") {
+        causes.push(forbidden(format!("{path}.patternProperties"), "patternProperties is not supported"));
+    }
+    if non_empty("definitions") {
+        causes.push(forbidden(format!("{path}.definitions"), "definitions is not supported"));
+    }
+    if set("dependencies") {
+        causes.push(forbidden(format!("{path}.dependencies"), "dependencies is not supported"));
+    }
+    if set("$ref") {
+        causes.push(forbidden(format!("{path}.$ref"), "$ref is not supported"));
+    }
+    if t == "null" {
+        causes.push(forbidden(format!("{path}.type"), "type cannot be set to null, use nullable as an alternative"));
+    }
+    if node.get("items").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        causes.push(forbidden(format!("{path}.items"), "items must be a schema object and not an array"));
     }
 }
 
@@ -604,6 +670,32 @@ mod tests {
         c["spec"]["group"] = json!("apps");
         c["spec"]["scope"] = json!("Global");
         assert_eq!(fields(validate(&c).unwrap_err()), ["metadata.name", "spec.group", "spec.scope"]);
+    }
+
+    #[test]
+    fn json_schema_keywords_kube_does_not_take_are_forbidden() {
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({"type": "object",
+            "patternProperties": {"^a": {"type": "string"}}, "dependencies": {"a": ["b"]},
+            "properties": {"n": {"type": "null"}, "r": {"$ref": "#/definitions/x", "type": "string"},
+                "t": {"type": "array", "items": [{"type": "string"}]}, "d": {"type": "date"}}});
+        let at = "spec.validation.openAPIV3Schema.properties[spec]";
+        let messages = messages_of(&c, None);
+        for want in [
+            format!("{at}.patternProperties: Forbidden: patternProperties is not supported"),
+            format!("{at}.dependencies: Forbidden: dependencies is not supported"),
+            format!(
+                "{at}.properties[n].type: Unsupported value: \"null\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+            ),
+            format!("{at}.properties[n].type: Forbidden: type cannot be set to null, use nullable as an alternative"),
+            format!("{at}.properties[r].$ref: Forbidden: $ref is not supported"),
+            format!("{at}.properties[t].items: Forbidden: items must be a schema object and not an array"),
+            format!(
+                "{at}.properties[d].type: Unsupported value: \"date\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+            ),
+        ] {
+            assert!(messages.contains(&want), "{want} not in {messages:#?}");
+        }
     }
 
     fn messages_of(c: &Map<String, Value>, old: Option<&Value>) -> Vec<String> {

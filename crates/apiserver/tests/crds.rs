@@ -178,6 +178,20 @@ async fn a_definition_is_validated_and_names_in_use_are_not_accepted() {
         "{}",
         r.body["message"]
     );
+    // JSON-Schema keywords kube does not take, even where kubectl's strict decoding knows them.
+    let mut keywords = gadget_crd();
+    let schema = &mut keywords["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    schema["properties"]["spec"]["patternProperties"] = json!({"^x-": {"type": "string"}});
+    schema["properties"]["spec"]["allOf"] = json!([{"$ref": "#/definitions/base"}]);
+    let r = c.post(&format!("{CRDS}?fieldValidation=Strict"), &keywords).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    for part in [
+        "spec.validation.openAPIV3Schema.properties[spec].patternProperties: Forbidden: patternProperties is not supported",
+        "spec.validation.openAPIV3Schema.properties[spec].allOf[0].$ref: Forbidden: $ref is not supported",
+    ] {
+        assert!(message.contains(part), "{message}");
+    }
     assert_eq!(c.post(CRDS, &gadget_crd()).await.code, 201);
     wait_established(&c, "gadgets.demo.example.org").await;
     // Another definition of the group wanting the same kind.
