@@ -42,6 +42,9 @@ pub struct ServeOptions {
     pub crds_dir: Option<PathBuf>,
     /// Whether the garbage collector runs (see [`crate::ApiServerBuilder::garbage_collector`]).
     pub garbage_collector: bool,
+    /// kube-apiserver's `--enable-garbage-collector` (see
+    /// [`crate::ApiServerBuilder::garbage_collection`]).
+    pub garbage_collection: bool,
     /// Whether the disruption controller runs (see
     /// [`crate::ApiServerBuilder::disruption_controller`]).
     pub disruption_controller: bool,
@@ -68,6 +71,7 @@ impl Default for ServeOptions {
             shutdown: GracefulShutdown::default(),
             crds_dir: None,
             garbage_collector: true,
+            garbage_collection: true,
             disruption_controller: true,
             service_account_key_file: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
@@ -94,6 +98,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .compaction_interval(opts.compaction_interval)
         .event_ttl(opts.event_ttl)
         .garbage_collector(opts.garbage_collector)
+        .garbage_collection(opts.garbage_collection)
         .disruption_controller(opts.disruption_controller)
         .authorization(opts.authorization);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {

@@ -80,6 +80,7 @@ pub struct ApiServerBuilder {
     ready_timeout: Duration,
     crds: Vec<Result<Value, String>>,
     garbage_collector: bool,
+    garbage_collection: bool,
     event_ttl: Duration,
     disruption_controller: bool,
     service_account_key: Option<SigningKey>,
@@ -115,6 +116,7 @@ impl Default for ApiServerBuilder {
             ready_timeout: Duration::from_secs(60),
             crds: Vec::new(),
             garbage_collector: true,
+            garbage_collection: true,
             event_ttl: crate::event_ttl::DEFAULT_TTL,
             disruption_controller: true,
             service_account_key: None,
@@ -266,13 +268,21 @@ impl ApiServerBuilder {
     }
 
     /// Whether the server runs kube-controller-manager's garbage collector (default true): objects
-    /// whose owners are all gone are deleted, and deletions with `propagationPolicy` `Orphan` or
-    /// `Foreground` (or a resource's default) give objects the collector's finalizers
-    /// (`orphan`, `foregroundDeletion`), which it removes. Without it, as with kube-apiserver
-    /// alone (`--enable-garbage-collector=false`), owner references are only recorded and
-    /// deletions give no such finalizers.
+    /// whose owners are all gone are deleted, and the finalizers deletions with
+    /// `propagationPolicy` `Orphan` or `Foreground` (or a resource's default, such as a Job's)
+    /// give objects (`orphan`, `foregroundDeletion`) are removed once their work is done.
+    /// Without it, as kube-apiserver alone (envtest), owner references are only recorded and
+    /// an object given such a finalizer stays until someone removes it.
     pub fn garbage_collector(mut self, yes: bool) -> Self {
         self.garbage_collector = yes;
+        self
+    }
+
+    /// kube-apiserver's `--enable-garbage-collector` (default true). False: deletions give no
+    /// `orphan` or `foregroundDeletion` finalizers (but a namespace's, which kube's namespace
+    /// storage gives whatever the setting) and no garbage collector runs.
+    pub fn garbage_collection(mut self, yes: bool) -> Self {
+        self.garbage_collection = yes;
         self
     }
 
@@ -407,7 +417,8 @@ impl ApiServerBuilder {
         let layout = KeyLayout::new(&self.prefix);
         let cache = Arc::new(WatchCache::new(Arc::new(self.registry), layout, self.history));
         let mut store = Store::new(storage.clone(), cache.clone(), self.cfg.rv_wait)
-            .with_garbage_collection(self.garbage_collector)
+            .with_garbage_collection(self.garbage_collector && self.garbage_collection)
+            .with_gc_finalizers(self.garbage_collection)
             .with_event_ttl(self.event_ttl)
             .with_authorization(self.authorization);
         if let Some(seed) = self.name_seed {

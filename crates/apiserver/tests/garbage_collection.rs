@@ -496,11 +496,25 @@ async fn owner_references_are_checked_as_kube_checks_them() {
 
 #[tokio::test]
 async fn without_a_garbage_collector_references_are_only_recorded() {
+    // As kube-apiserver alone (envtest): the collector's finalizers are given, and stay.
     let s = testing::builder().garbage_collector(false).start().await.unwrap();
     let c = Client::new(&s);
     let owner = create(&c, CMS, &cm("owner", vec![])).await;
     create(&c, CMS, &cm("d", vec![owner_ref(&owner, true)])).await;
-    // No finalizer nothing would remove: the owner goes at once.
+    let r = c.delete(&format!("{CMS}/owner?propagationPolicy=Foreground")).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["foregroundDeletion"]), "{}", r.body);
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string(), "{}", r.body);
+    let held = c.get(&format!("{CMS}/owner")).await;
+    assert_eq!((held.code, &held.body["metadata"]["finalizers"]), (200, &json!(["foregroundDeletion"])));
+    assert_eq!(c.get(&format!("{CMS}/d")).await.code, 200);
+
+    // As kube-apiserver with `--enable-garbage-collector=false`: no such finalizers, the owner
+    // goes at once; a namespace's are given whatever the setting.
+    let s = testing::builder().garbage_collection(false).start().await.unwrap();
+    let c = Client::new(&s);
+    let owner = create(&c, CMS, &cm("owner", vec![])).await;
+    create(&c, CMS, &cm("d", vec![owner_ref(&owner, true)])).await;
     let r = c.delete(&format!("{CMS}/owner?propagationPolicy=Foreground")).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["status"], "Success", "removed at once: {}", r.body);
@@ -510,6 +524,10 @@ async fn without_a_garbage_collector_references_are_only_recorded() {
     let gone = s.delete_with("configmaps", "default", "other", &opts).await.unwrap();
     assert!(gone["metadata"].get("finalizers").is_none(), "{gone}");
     assert_eq!(c.get(&format!("{CMS}/d")).await.code, 200);
+    assert_eq!(c.post("/api/v1/namespaces", &json!({"metadata": {"name": "held"}})).await.code, 201);
+    let r = c.delete("/api/v1/namespaces/held?propagationPolicy=Orphan").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["orphan"]), "{}", r.body);
 }
 
 #[tokio::test]

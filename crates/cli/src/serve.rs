@@ -56,10 +56,14 @@ pub struct ServeArgs {
     /// directory before serving (created, or updated when they exist).
     #[arg(long)]
     pub crds: Option<PathBuf>,
-    /// Run without the garbage collector (as kube-apiserver alone): owner references are only
-    /// recorded, and deletions give no `orphan` or `foregroundDeletion` finalizers.
+    /// Run without the garbage collector (as kube-apiserver alone, envtest): owner references
+    /// are only recorded, and `orphan` or `foregroundDeletion` finalizers stay until removed.
     #[arg(long)]
     pub no_garbage_collector: bool,
+    /// kube-apiserver's flag: false gives deletions no `orphan` or `foregroundDeletion`
+    /// finalizers (but namespaces') and runs no garbage collector.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_garbage_collector: bool,
     /// Run without the disruption controller (as kube-apiserver alone): PodDisruptionBudgets keep
     /// the status their writers give them.
     #[arg(long)]
@@ -126,6 +130,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         event_ttl: args.event_ttl,
         crds_dir: args.crds,
         garbage_collector: !args.no_garbage_collector,
+        garbage_collection: args.enable_garbage_collector,
         disruption_controller: !args.no_disruption_controller,
         service_account_key_file: args.service_account_key_file,
         authorization: args.authorization_mode,

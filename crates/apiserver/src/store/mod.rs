@@ -126,6 +126,7 @@ pub struct Store {
     node_ports: crate::reservations::Reservations,
     /// Whether a garbage collector runs: deletions then give objects its finalizers.
     garbage_collection: bool,
+    gc_finalizers: bool,
     event_ttl: Duration,
     /// The resourceVersion up to which the garbage collector has judged every change.
     gc_progress: tokio::sync::watch::Sender<u64>,
@@ -274,6 +275,7 @@ impl Store {
             cluster_ips: ClusterIps::default(),
             node_ports: crate::node_ports::reservations(),
             garbage_collection: false,
+            gc_finalizers: false,
             event_ttl: Duration::ZERO,
             gc_progress: tokio::sync::watch::channel(0).0,
             names: NameGenerator::default(),
@@ -312,10 +314,17 @@ impl Store {
         Ok(name)
     }
 
-    /// Has deletions give objects the garbage collector's finalizers (`orphan`,
-    /// `foregroundDeletion`), as kube-apiserver does when a garbage collector runs.
+    /// Runs the garbage collector (see [`crate::ApiServerBuilder::garbage_collector`]).
     pub fn with_garbage_collection(mut self, on: bool) -> Self {
         self.garbage_collection = on;
+        self
+    }
+
+    /// Has deletions give objects the garbage collector's finalizers (`orphan`,
+    /// `foregroundDeletion`), as kube-apiserver does with `--enable-garbage-collector` (its
+    /// default); a namespace gets them either way.
+    pub fn with_gc_finalizers(mut self, on: bool) -> Self {
+        self.gc_finalizers = on;
         self
     }
 
@@ -341,7 +350,7 @@ impl Store {
         self.cache.authorization()
     }
 
-    /// Whether deletions give objects the garbage collector's finalizers.
+    /// Whether the garbage collector runs.
     pub fn garbage_collection(&self) -> bool {
         self.garbage_collection
     }
@@ -1646,7 +1655,7 @@ impl Store {
                 if !marked && (namespaces::has_spec_finalizers(&map) || dry_run) {
                     return Ok((old, false));
                 }
-                if marked && self.garbage_collection {
+                if marked {
                     let meta = meta_mut(&mut map);
                     if let Some(f) =
                         crate::delete_options::namespace_gc_finalizers(&object::strings(meta.get("finalizers")), opts)
@@ -1683,11 +1692,8 @@ impl Store {
             // A namespace or definition reaches this point only once its own first step is done
             // (terminating with no `spec.finalizers` left; marked for cleanup): from there kube's
             // generic store deletes it, and gives the collector's finalizers as for any object.
-            let changed = if self.garbage_collection {
-                crate::delete_options::gc_finalizers(info, &finalizers, opts)
-            } else {
-                None
-            };
+            let changed =
+                if self.gc_finalizers { crate::delete_options::gc_finalizers(info, &finalizers, opts) } else { None };
             let pending = changed.as_ref().unwrap_or(&finalizers);
             let result = if let Grace::Marked(period) = grace {
                 if let Some(f) = &changed {
