@@ -325,10 +325,10 @@ pub(crate) fn is_event(info: &ResourceInfo) -> bool {
 }
 
 /// kube's 409 for a `preconditions.uid` the object does not have (`rest.BeforeDelete`'s words;
-/// a CustomResourceDefinition's registry says it its own way).
+/// the registries of CustomResourceDefinitions and namespaces say it their own way).
 pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &str) -> ApiError {
-    if crate::crd::is_crds(info) {
-        return unmet_crd(info, name, &format!("UID in precondition: {wanted}, UID in object meta: {found}"));
+    if own_preconditions(info) {
+        return registry_conflict(info, name, &format!("UID in precondition: {wanted}, UID in object meta: {found}"));
     }
     unmet(
         info,
@@ -341,9 +341,9 @@ pub(crate) fn unmet_uid(info: &ResourceInfo, name: &str, wanted: &str, found: &s
 
 /// kube's 409 for a `preconditions.resourceVersion` the object is no longer at.
 pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: &str, found: u64) -> ApiError {
-    if crate::crd::is_crds(info) {
+    if own_preconditions(info) {
         let why = format!("ResourceVersion in precondition: {wanted}, ResourceVersion in object meta: {found}");
-        return unmet_crd(info, name, &why);
+        return registry_conflict(info, name, &why);
     }
     unmet(
         info,
@@ -354,8 +354,14 @@ pub(crate) fn unmet_rv(info: &ResourceInfo, name: &str, wanted: &str, found: u64
     )
 }
 
-/// The CustomResourceDefinition registry's own precondition conflict, on its resource.
-fn unmet_crd(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
+/// Whether the resource's registry checks a deletion's preconditions itself.
+fn own_preconditions(info: &ResourceInfo) -> bool {
+    crate::crd::is_crds(info) || crate::namespaces::is_namespaces(info)
+}
+
+/// The CustomResourceDefinition and namespace registries' own precondition conflict, on their
+/// resource.
+fn registry_conflict(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
     let mut e = ApiError::conflict(&info.group, &info.plural, name);
     e.message = format!(
         "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: {why}",

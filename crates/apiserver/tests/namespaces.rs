@@ -277,6 +277,27 @@ async fn a_refused_deletion_shows_in_the_namespace_s_conditions() {
     })
     .await;
     let failure = condition(&e["object"], "NamespaceDeletionContentFailure");
+    // Deleting it again while its content is being removed answers it as it is, before any
+    // admission (a policy refusing namespace deletions has no say), as kube's namespace storage.
+    refuse_deletes(&c, "keep-namespaces", ("", "namespaces"), "no").await;
+    let again = c.delete("/api/v1/namespaces/guarded").await;
+    assert_eq!((again.code, again.body["status"]["phase"].as_str()), (200, Some("Terminating")), "{}", again.body);
+    // Its preconditions are its registry's own.
+    let stale = serde_json::to_vec(&json!({"preconditions": {"uid": "0000"}})).unwrap();
+    let r = c.send_raw(http::Method::DELETE, "/api/v1/namespaces/guarded", stale.clone(), "application/json").await;
+    let uid = e["object"]["metadata"]["uid"].as_str().unwrap();
+    assert_eq!((r.code, r.body["details"]["kind"].as_str()), (409, Some("namespaces")), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Operation cannot be fulfilled on namespaces \"guarded\": Precondition failed: UID in precondition: 0000, \
+             UID in object meta: {uid}"
+        )
+    );
+    // A system namespace's stale precondition is a conflict before it is refused.
+    let r = c.send_raw(http::Method::DELETE, "/api/v1/namespaces/default", stale, "application/json").await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(c.delete(&format!("{ADMISSION}/validatingadmissionpolicybindings/keep-namespaces")).await.code, 200);
     assert_eq!(failure["reason"], "ContentDeletionFailed");
     assert_eq!(
         failure["message"],

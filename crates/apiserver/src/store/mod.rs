@@ -1578,9 +1578,6 @@ impl Store {
         let ns = if info.namespaced { ns } else { "" };
         let (precondition_uid, dry_run) = (opts.precondition_uid.as_deref(), opts.dry_run);
         let is_namespace = namespaces::is_namespaces(info);
-        if is_namespace && namespaces::IMMORTAL.contains(&name) {
-            return Err(namespaces::undeletable(name));
-        }
         let (mut old, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let uid_differs = precondition_uid.is_some_and(|u| u != old.uid);
@@ -1597,6 +1594,18 @@ impl Store {
             let Value::Object(mut map) = old.value() else {
                 return Err(ApiError::internal("stored object is not an object"));
             };
+            if is_namespace {
+                // kube's namespace storage: once terminating, a namespace whose content is still
+                // being removed is answered as it is, before admission; the lifecycle admission
+                // refuses to delete the system's namespaces, after the preconditions.
+                let terminating = map.get("metadata").is_some_and(|m| m.get("deletionTimestamp").is_some());
+                if terminating && namespaces::has_spec_finalizers(&map) {
+                    return Ok((old, false));
+                }
+                if namespaces::IMMORTAL.contains(&name) {
+                    return Err(namespaces::undeletable(name));
+                }
+            }
             // A pod is marked terminating first (`crate::graceful_deletion`); a DELETE of one
             // already terminating that does not shorten its period changes nothing (and is not
             // judged by admission, as kube answers it before).
