@@ -7,10 +7,13 @@
 //!   `null`, fields without `omitempty` as their type's zero (see
 //!   [`crate::managed_fields::presence`]): an Event's `source: {}` and `reportingComponent: ""`,
 //!   a pod condition's `lastProbeTime: null`, an aggregated ClusterRole's `rules: null`;
-//! - the empty lists and maps of `omitempty` fields go (`tolerations: []`, `labels: {}`);
+//! - the empty lists and maps of `omitempty` fields go (`tolerations: []`, `labels: {}`), and
+//!   those of fields Go always writes are `null` (kube stores protobuf, where an empty list is
+//!   none: an EndpointSlice's `endpoints: []` reads back `null`);
 //! - a `0` or `false` in a number or boolean Go holds by value with `omitempty` goes
 //!   (`paused: false`, a template's `generation: 0` as protobuf writers send them), while a
-//!   pointer's zero (`replicas: 0`) is a value and stays.
+//!   pointer's zero (`replicas: 0`) is a value and stays. (An empty string a JSON request sends
+//!   is kept: which strings Go holds by pointer is known for the protobuf decoder's use only.)
 //!
 //! Invariants: only the built-in definitions are walked (custom resources are unstructured in
 //! kube-apiserver too); values no built-in schema describes (a RawExtension, a CRD schema's

@@ -43,40 +43,37 @@ const DURATION_BUCKETS: [f64; 23] = [
 /// The subresources that are connections (kube's `CONNECT` verb), long-running as watches are.
 const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "exec", "portforward"];
 
+/// Where a request goes: the labels every request metric has after its verb (and dry run).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    verb: String,
-    dry_run: String,
+struct Route {
     group: String,
     version: String,
     resource: String,
     subresource: String,
     scope: String,
     component: String,
-    code: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DurationLabels {
     verb: String,
     dry_run: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: String,
-    component: String,
+    #[prometheus(flatten)]
+    route: Route,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    #[prometheus(flatten)]
+    request: DurationLabels,
+    code: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LongRunningLabels {
     verb: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: String,
-    component: String,
+    #[prometheus(flatten)]
+    route: Route,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -190,23 +187,18 @@ impl Metrics {
         let labels = DurationLabels {
             verb: verb.to_string(),
             dry_run: dry_run(query),
-            group: info.group.clone(),
-            version: info.version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone(),
-            scope: scope.to_string(),
-            component: "apiserver".to_string(),
+            route: Route {
+                group: info.group.clone(),
+                version: info.version.clone(),
+                resource: info.resource.clone(),
+                subresource: info.subresource.clone(),
+                scope: scope.to_string(),
+                component: "apiserver".to_string(),
+            },
         };
         let gauge = if long_running {
-            self.long_running.get_or_create(&LongRunningLabels {
-                verb: labels.verb.clone(),
-                group: labels.group.clone(),
-                version: labels.version.clone(),
-                resource: labels.resource.clone(),
-                subresource: labels.subresource.clone(),
-                scope: labels.scope.clone(),
-                component: labels.component.clone(),
-            })
+            self.long_running
+                .get_or_create(&LongRunningLabels { verb: labels.verb.clone(), route: labels.route.clone() })
         } else {
             let kind = if read_only { "readOnly" } else { "mutating" };
             self.in_flight.get_or_create(&KindLabels { request_kind: kind.to_string() })
@@ -284,18 +276,7 @@ impl Drop for RequestRecord {
     fn drop(&mut self) {
         self.gauge.dec();
         let Some(code) = self.code else { return };
-        let l = &self.labels;
-        let total = RequestLabels {
-            verb: l.verb.clone(),
-            dry_run: l.dry_run.clone(),
-            group: l.group.clone(),
-            version: l.version.clone(),
-            resource: l.resource.clone(),
-            subresource: l.subresource.clone(),
-            scope: l.scope.clone(),
-            component: l.component.clone(),
-            code: code.to_string(),
-        };
+        let total = RequestLabels { request: self.labels.clone(), code: code.to_string() };
         self.metrics.requests.get_or_create(&total).inc();
         self.metrics.durations.get_or_create(&self.labels).observe(self.started.elapsed().as_secs_f64());
     }
