@@ -241,6 +241,14 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
             !faults.is_empty()
         })
     });
+    let old_keywords = old.is_some_and(|o| {
+        let schemas = o.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten();
+        schemas.filter_map(|v| v.pointer("/schema/openAPIV3Schema")).any(|schema| {
+            let mut faults = Vec::new();
+            keywords_within(schema, "", &mut faults);
+            !faults.is_empty()
+        })
+    });
     let mut seen: Vec<&str> = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let p = format!("spec.versions[{i}]");
@@ -265,6 +273,12 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
                 };
                 if !shared_schema || i == 0 {
                     let before = causes.len();
+                    // The keywords kube does not take are held to unless the definition this one
+                    // replaces has such keywords already, in any version (kube's type check
+                    // ratchets so; a definition stored with them can still be updated).
+                    if !old_keywords {
+                        keywords_within(schema, &sp, causes);
+                    }
                     structural_schema(schema, &sp, true, causes);
                     // Set and map lists' items are held to kube's rules unless the definition
                     // this one replaces breaks them already, in any version.
@@ -341,7 +355,6 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
 /// `object` at the root, `items` for arrays, `x-kubernetes-preserve-unknown-fields` true or
 /// absent, nothing but `name`/`generateName` restricted of the root's `metadata`.
 fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
-    unsupported_keywords(node, path, causes);
     let t = node.get("type").and_then(Value::as_str).unwrap_or("");
     let int_or_string = node.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
     let preserve = node.get("x-kubernetes-preserve-unknown-fields");
@@ -400,7 +413,6 @@ fn structural_schema(node: &Value, path: &str, root: bool, causes: &mut Vec<Caus
     if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
         structural_schema(add, &format!("{path}.additionalProperties"), false, causes);
     }
-    value_validations(node, path, causes);
 }
 
 /// The schemas of a node's value validations (`allOf`, `anyOf`, `oneOf`, `not`), which kube
@@ -432,7 +444,7 @@ fn keywords_within(node: &Value, path: &str, causes: &mut Vec<Cause>) {
 
 /// The JSON-Schema keywords kube's schema validator does not take, in its order: a type other
 /// than OpenAPI v3's six, `id`, `additionalItems`, `patternProperties`, `definitions`,
-/// `dependencies`, `$ref`, type `null`, and `items` as a list of schemas.
+/// `dependencies`, `$ref`, type `null`, `items` as a list of schemas, then `uniqueItems: true`.
 fn unsupported_keywords(node: &Value, path: &str, causes: &mut Vec<Cause>) {
     const TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
     let t = node.get("type").and_then(Value::as_str).unwrap_or("");
@@ -464,6 +476,12 @@ fn unsupported_keywords(node: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
     if node.get("items").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
         causes.push(forbidden(format!("{path}.items"), "items must be a schema object and not an array"));
+    }
+    if node.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        causes.push(forbidden(
+            format!("{path}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
     }
 }
 
@@ -696,6 +714,21 @@ mod tests {
         ] {
             assert!(messages.contains(&want), "{want} not in {messages:#?}");
         }
+        // A definition stored with them may still be updated (its finalizers removed).
+        let mut stored = crd();
+        stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({"type": "object",
+            "patternProperties": {"^a": {"type": "string"}}, "properties": {"d": {"type": "date"}}});
+        assert_eq!(messages_of(&stored, None).len(), 2);
+        assert!(super::validate(&stored, Some(&Value::Object(stored.clone()))).is_ok());
+        let mut unique = crd();
+        unique["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
+            json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}});
+        assert_eq!(
+            messages_of(&unique, None),
+            [format!(
+                "{at}.uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+            )]
+        );
     }
 
     fn messages_of(c: &Map<String, Value>, old: Option<&Value>) -> Vec<String> {

@@ -25,21 +25,24 @@ use crate::list::ListBody;
 /// Answers longer than this are compressed (kube's `defaultGzipThresholdBytes`).
 pub(crate) const THRESHOLD: usize = 128 * 1024;
 
-/// Whether the request's `Accept-Encoding` names gzip, as kube reads it.
+/// The most bytes compressed in one go.
+const SLICE: usize = 64 * 1024;
+
+/// Whether the request's (first) `Accept-Encoding` names gzip, as kube reads it.
 pub(crate) fn accepted(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|token| token.trim() == "gzip")
+    let first = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
+    first.is_some_and(|v| v.split(',').any(|token| token.trim() == "gzip"))
 }
 
 /// The answer `r`, compressed when its body is longer than [`THRESHOLD`].
 pub(crate) fn compress(r: Response<Body>) -> Response<Body> {
     let (mut parts, body) = r.into_parts();
     let body = match body {
-        Body::Full(Some(b)) if b.len() > THRESHOLD => Body::Gzip(Box::new(Gzip::new(VecDeque::from([b]), None))),
+        // Compressed a slice at a time, so a large answer does not hold a worker for long.
+        Body::Full(Some(b)) if b.len() > THRESHOLD => {
+            let slices = (0..b.len()).step_by(SLICE).map(|i| b.slice(i..(i + SLICE).min(b.len()))).collect();
+            Body::Gzip(Box::new(Gzip::new(slices, None)))
+        }
         Body::List(mut list) => {
             let mut first = VecDeque::new();
             let mut len = 0;
@@ -120,6 +123,9 @@ mod tests {
     fn gzip_is_accepted_as_kube_reads_the_header() {
         assert!(accepted(&headers("gzip")));
         assert!(accepted(&headers("deflate, gzip")));
+        let mut two = headers("br");
+        two.append(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        assert!(!accepted(&two), "only the first header is read");
         assert!(!accepted(&headers("gzip;q=1.0")));
         assert!(!accepted(&headers("br")));
         assert!(!accepted(&HeaderMap::new()));

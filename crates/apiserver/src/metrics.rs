@@ -17,12 +17,13 @@
 //! before any answer is not counted, and leaves the gauges as it found them. Label values come
 //! from the request line, as kube reads them (a verb kube does not know is `other`); only
 //! requests that passed authentication and authorization are counted, as kube counts them.
-//! The document is Prometheus' text format 0.0.4, as kube-apiserver serves it.
+//! The document is Prometheus' text format 0.0.4, as kube-apiserver serves it (labels sorted by
+//! name, bucket bounds as Go writes them).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -43,8 +44,8 @@ const DURATION_BUCKETS: [f64; 23] = [
 /// The subresources that are connections (kube's `CONNECT` verb), long-running as watches are.
 const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "exec", "portforward"];
 
-/// Where a request goes: the labels every request metric has after its verb (and dry run).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Where a request goes: the labels every request metric has besides its verb (and dry run).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct Route {
     group: String,
     version: String,
@@ -54,26 +55,59 @@ struct Route {
     component: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+impl Route {
+    /// The route's labels with `more`, sorted by name as client_golang writes them.
+    fn encode<'a>(&'a self, more: &[(&'a str, &'a str)], encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        let mut pairs = vec![
+            ("component", self.component.as_str()),
+            ("group", self.group.as_str()),
+            ("resource", self.resource.as_str()),
+            ("scope", self.scope.as_str()),
+            ("subresource", self.subresource.as_str()),
+            ("version", self.version.as_str()),
+        ];
+        pairs.extend_from_slice(more);
+        pairs.sort_unstable_by_key(|(name, _)| *name);
+        pairs.as_slice().encode(encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct DurationLabels {
     verb: String,
     dry_run: String,
-    #[prometheus(flatten)]
     route: Route,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+impl EncodeLabelSet for DurationLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        self.route.encode(&[("dry_run", &self.dry_run), ("verb", &self.verb)], encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct RequestLabels {
-    #[prometheus(flatten)]
     request: DurationLabels,
     code: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        let r = &self.request;
+        r.route.encode(&[("code", &self.code), ("dry_run", &r.dry_run), ("verb", &r.verb)], encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct LongRunningLabels {
     verb: String,
-    #[prometheus(flatten)]
     route: Route,
+}
+
+impl EncodeLabelSet for LongRunningLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        self.route.encode(&[("verb", &self.verb)], encoder)
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -84,8 +118,8 @@ struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabels {
     group: String,
-    version: String,
     resource: String,
+    version: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -210,7 +244,7 @@ impl Metrics {
 
     /// The counter of the events sent to watchers of a resource.
     pub(crate) fn watch_events(&self, group: &str, version: &str, resource: &str) -> Counter {
-        let labels = ResourceLabels { group: group.into(), version: version.into(), resource: resource.into() };
+        let labels = ResourceLabels { group: group.into(), resource: resource.into(), version: version.into() };
         self.watch_events.get_or_create(&labels).clone()
     }
 
@@ -250,7 +284,17 @@ fn text_format(open_metrics: &str) -> String {
             let (name, tail) = rest.split_once(' ')?;
             counters.contains(name).then(|| format!("{p}{name}_total {tail}"))
         });
-        out.push_str(named.as_deref().unwrap_or(line));
+        let line = named.as_deref().unwrap_or(line);
+        match bucket_bound(line) {
+            // Go writes `le` last, and a bound as the shortest decimal (`1`, not `1.0`).
+            Some((name, bound, labels, value)) => {
+                let finite = bound.parse::<f64>().ok().filter(|b| b.is_finite());
+                let go = finite.map_or_else(|| bound.to_string(), |b| b.to_string());
+                let sep = if labels.is_empty() { "" } else { "," };
+                out.push_str(&format!("{name}{{{labels}{sep}le=\"{go}\"}}{value}"));
+            }
+            None => out.push_str(line),
+        }
         out.push('\n');
     }
     out
@@ -280,6 +324,19 @@ impl Drop for RequestRecord {
         self.metrics.requests.get_or_create(&total).inc();
         self.metrics.durations.get_or_create(&self.labels).observe(self.started.elapsed().as_secs_f64());
     }
+}
+
+/// A histogram bucket's line as prometheus-client writes it (`name{le="b",labels} value`): its
+/// name, bound, other labels and what follows them.
+fn bucket_bound(line: &str) -> Option<(&str, &str, &str, &str)> {
+    if line.starts_with('#') {
+        return None;
+    }
+    let (name, rest) = line.split_once("{le=\"")?;
+    let (bound, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(',').unwrap_or(rest);
+    let close = rest.rfind('}')?;
+    Some((name, bound, &rest[..close], &rest[close + 1..]))
 }
 
 /// kube's scope of the route a request takes: `CleanScope` of the request, but for a list or
@@ -404,7 +461,7 @@ mod tests {
         watch.answered(200);
         let doc = m.encode([("".to_string(), "pods".to_string(), 3)]);
         assert!(doc.contains(
-            "apiserver_longrunning_requests{verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"} 1"
+            "apiserver_longrunning_requests{component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 1"
         ), "{doc}");
         assert!(!doc.contains("apiserver_request_total{"), "{doc}");
         assert!(doc.contains("apiserver_resource_objects{group=\"\",resource=\"pods\"} 3"), "{doc}");
@@ -418,15 +475,18 @@ mod tests {
         drop(m.begin("GET", &i, &q, None).unwrap());
         let doc = m.encode([]);
         assert!(doc.contains(
-            "apiserver_request_total{verb=\"WATCH\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 1"
+            "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 1"
         ), "{doc}");
-        assert!(doc.contains("verb=\"GET\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"404\"} 1"), "{doc}");
-        assert!(doc.contains("apiserver_longrunning_requests{verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"} 0"), "{doc}");
+        assert!(doc.contains("{code=\"404\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 1"), "{doc}");
+        assert!(doc.contains("apiserver_longrunning_requests{component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 0"), "{doc}");
         assert!(doc.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 0"), "{doc}");
         assert!(!doc.contains("apiserver_resource_objects{"), "{doc}");
         // Prometheus' text format: counters' families carry `_total`, no `# EOF`.
         assert!(doc.contains("\n# TYPE apiserver_request_total counter\n"), "{doc}");
         assert!(doc.contains("\n# TYPE apiserver_request_duration_seconds histogram\n"), "{doc}");
         assert!(!doc.contains("# EOF"), "{doc}");
+        // Bounds as Go writes them.
+        assert!(doc.contains("verb=\"GET\",version=\"v1\",le=\"1\"} 1\n"), "{doc}");
+        assert!(doc.contains(",le=\"0.005\"} 1\n") && doc.contains(",le=\"+Inf\"} 1\n"), "{doc}");
     }
 }

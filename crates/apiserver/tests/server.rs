@@ -395,8 +395,8 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     };
     let request = |verb: &str, dry_run: &str, scope: &str, code: &str| {
         let labels = format!(
-            "verb=\"{verb}\",dry_run=\"{dry_run}\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",\
-             scope=\"{scope}\",component=\"apiserver\",code=\"{code}\""
+            "code=\"{code}\",component=\"apiserver\",dry_run=\"{dry_run}\",group=\"\",resource=\"pods\",\
+             scope=\"{scope}\",subresource=\"\",verb=\"{verb}\",version=\"v1\""
         );
         series("apiserver_request_total", &labels)
     };
@@ -407,9 +407,10 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     assert!(!doc.contains("nosuchthings"), "{doc}");
     assert_eq!(request("APPLY", "All", "resource", "200").as_deref(), Some("1"), "{doc}");
     assert_eq!(request("WATCH", "", "namespace", "200"), None, "an open watch is not counted yet");
-    let watch_labels = "verb=\"WATCH\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"namespace\",component=\"apiserver\"";
+    let watch_labels = "component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",\
+                        verb=\"WATCH\",version=\"v1\"";
     assert_eq!(series("apiserver_longrunning_requests", watch_labels).as_deref(), Some("1"), "{doc}");
-    let events = "group=\"\",version=\"v1\",resource=\"pods\"";
+    let events = "group=\"\",resource=\"pods\",version=\"v1\"";
     assert_eq!(series("apiserver_watch_events_total", events).as_deref(), Some("1"), "{doc}");
     assert_eq!(series("apiserver_resource_objects", "group=\"\",resource=\"pods\"").as_deref(), Some("1"), "{doc}");
     assert_eq!(series("apiserver_storage_objects", "resource=\"pods\"").as_deref(), Some("1"), "{doc}");
@@ -423,8 +424,8 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     // Once the watch has ended, it is counted and no longer open.
     w.expect_end(EVENT).await;
     let doc = String::from_utf8_lossy(&c.get("/metrics").await.raw).into_owned();
-    let watched = "apiserver_request_total{verb=\"WATCH\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"pods\",\
-                   subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 1";
+    let watched = "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",\
+                   resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 1";
     assert!(doc.contains(watched), "{doc}");
     assert!(doc.contains(&format!("apiserver_longrunning_requests{{{watch_labels}}} 0")), "{doc}");
     assert!(doc.contains("\n# TYPE apiserver_request_total counter\n") && !doc.contains("# EOF"), "{doc}");

@@ -1661,7 +1661,7 @@ impl Store {
                 // A namespace is first only marked: it terminates (its contents are deleted) and
                 // goes away once its finalizers are gone (see `crate::namespaces`).
                 let marked = namespaces::mark_terminating(&mut map);
-                if !marked && (namespaces::has_spec_finalizers(&map) || dry_run) {
+                if !marked && namespaces::has_spec_finalizers(&map) {
                     return Ok((old, false));
                 }
                 if marked {
