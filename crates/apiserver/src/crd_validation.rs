@@ -106,6 +106,18 @@ pub(crate) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of l
 const VERSION_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// The schema a definition gives `version`.
+/// Whether the definition `old` replaces (if any) breaks `rule` in the schema of any version.
+fn old_breaks(old: Option<&Value>, rule: fn(&Value, &str, &mut Vec<Cause>)) -> bool {
+    old.is_some_and(|o| {
+        let schemas = o.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten();
+        schemas.filter_map(|v| v.pointer("/schema/openAPIV3Schema")).any(|schema| {
+            let mut faults = Vec::new();
+            rule(schema, "", &mut faults);
+            !faults.is_empty()
+        })
+    })
+}
+
 fn version_schema<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {
     let versions = crd.get("spec")?.get("versions")?.as_array()?;
     let v = versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
@@ -233,22 +245,8 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
     let shared_subresources = alike(&|v| v.get("subresources"));
     let shared_columns =
         alike(&|v| v.get("additionalPrinterColumns").filter(|c| c.as_array().is_some_and(|c| !c.is_empty())));
-    let old_faults = old.is_some_and(|o| {
-        let schemas = o.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten();
-        schemas.filter_map(|v| v.pointer("/schema/openAPIV3Schema")).any(|schema| {
-            let mut faults = Vec::new();
-            list_items(schema, "", &mut faults);
-            !faults.is_empty()
-        })
-    });
-    let old_keywords = old.is_some_and(|o| {
-        let schemas = o.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten();
-        schemas.filter_map(|v| v.pointer("/schema/openAPIV3Schema")).any(|schema| {
-            let mut faults = Vec::new();
-            keywords_within(schema, "", &mut faults);
-            !faults.is_empty()
-        })
-    });
+    let old_faults = old_breaks(old, list_items);
+    let old_keywords = old_breaks(old, keywords_within);
     let mut seen: Vec<&str> = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let p = format!("spec.versions[{i}]");

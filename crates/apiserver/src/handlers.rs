@@ -183,26 +183,25 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         Ok(user) => user,
         Err(e) => return error(&e),
     };
+    // The path's segments and the query, read once for the request's attributes and its route.
+    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let query = body::parse_query(req.uri().query().unwrap_or(""));
     let asked = {
         let path = body::percent_decode(req.uri().path());
-        let query = body::parse_query(req.uri().query().unwrap_or(""));
-        let segs: Vec<String> =
-            req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
         let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-        (crate::request_info::read(req.method().as_str(), &path, &segs, &query), query)
+        crate::request_info::read(req.method().as_str(), &path, &segs, &query)
     };
-    if let Err(e) = authorize(&shared, &req, &asked.0, account.as_ref(), impersonated.as_ref()) {
+    if let Err(e) = authorize(&shared, &req, &asked, account.as_ref(), impersonated.as_ref()) {
         return error(&e);
     }
 
     let user = impersonated.or(account);
     // A request for a resource the server serves is counted (kube instruments its routes).
-    let served_resource = asked.0.resource_request
-        && shared.store.registry().find(&asked.0.group, &asked.0.version, &asked.0.resource).is_some();
+    let served_resource =
+        asked.resource_request && shared.store.registry().find(&asked.group, &asked.version, &asked.resource).is_some();
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    let mut record = served_resource
-        .then(|| shared.metrics.begin(req.method().as_str(), &asked.0, &asked.1, content_type))
-        .flatten();
+    let mut record =
+        served_resource.then(|| shared.metrics.begin(req.method().as_str(), &asked, &query, content_type)).flatten();
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types; the issuer's documents and the
     // metrics take any.
@@ -226,7 +225,7 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let gzip = !raw_document && req.uri().path() != "/metrics" && crate::gzip::accepted(req.headers());
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
-    let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req))));
+    let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req, segs, query))));
     let (answer, warnings) = crate::requester::scope(user, served).await;
     let mut r = match answer {
         Ok(r) => r,
@@ -315,10 +314,13 @@ fn health(endpoint: &str, checks: &[Check], only: Option<&str>, verbose: bool) -
     }
 }
 
-async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
-    let path = req.uri().path().to_string();
-    let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+/// Routes a request by its (percent-decoded) path segments and its query.
+async fn route(
+    shared: &Arc<Shared>,
+    req: Request<Incoming>,
+    segs: Vec<String>,
+    query: Vec<(String, String)>,
+) -> Result<Response<Body>, ApiError> {
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let reg = shared.store.registry().clone();
     let get_only = |r: Result<Response<Body>, ApiError>| {

@@ -689,11 +689,9 @@ impl<'a> MapType<'a> {
         match v {
             None | Some(Value::Null) => self.zero_value(name),
             // An empty list or map Go always writes reads back as null (kube stores protobuf).
-            Some(Value::Array(a)) if a.is_empty() && self.zero_value(name).is_some_and(Value::is_null) => {
-                self.zero_value(name)
-            }
-            Some(Value::Object(m))
-                if m.is_empty() && self.is_plain_map(name) && self.zero_value(name).is_some_and(Value::is_null) =>
+            Some(v)
+                if is_empty_list_or_map(v, || self.is_plain_map(name))
+                    && self.zero_value(name).is_some_and(Value::is_null) =>
             {
                 self.zero_value(name)
             }
@@ -770,6 +768,15 @@ impl<'a> MapType<'a> {
 }
 
 static EMPTY_STRING: Value = Value::String(String::new());
+
+/// Whether `v` is an empty list, or an empty object that `is_map` says is a map (not a struct).
+fn is_empty_list_or_map(v: &Value, is_map: impl FnOnce() -> bool) -> bool {
+    match v {
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty() && is_map(),
+        _ => false,
+    }
+}
 
 /// Whether `v` is a zero number or `false`.
 pub(crate) fn is_zero_scalar(v: &Value) -> bool {
