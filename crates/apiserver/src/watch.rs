@@ -101,24 +101,42 @@ pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
     ApiError::expired(format!("too old resource version: {requested} ({start_rv})"))
 }
 
-fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool, metadata: bool) {
-    let mut obj = Vec::with_capacity(160);
-    obj.extend_from_slice(b"{\"kind\":");
-    if metadata {
-        obj.extend_from_slice(b"\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\"");
-    } else {
-        let _ = serde_json::to_writer(&mut obj, &info.kind);
-        obj.extend_from_slice(b",\"apiVersion\":");
-        let _ = serde_json::to_writer(&mut obj, &info.api_version());
-    }
-    obj.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
-    obj.extend_from_slice(rv.to_string().as_bytes());
-    obj.push(b'"');
+/// A BOOKMARK event at `rv` (with the `k8s.io/initial-events-end` annotation when `end`), its
+/// object an empty one of the watched kind as kube-apiserver's bookmarks carry it, seen through
+/// the watch's filter as any object is (a `PartialObjectMetadata`, or a Table of its one row).
+fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool, filter: &Filter) {
+    let mut meta = serde_json::Map::new();
     if end {
-        obj.extend_from_slice(b",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}");
+        meta.insert("annotations".into(), serde_json::json!({"k8s.io/initial-events-end": "true"}));
     }
-    obj.extend_from_slice(b"}}");
-    encode_event(out, "BOOKMARK", &obj);
+    if filter.metadata {
+        let mut obj = Vec::with_capacity(160);
+        obj.extend_from_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
+        meta.insert("resourceVersion".into(), rv.to_string().into());
+        let _ = serde_json::to_writer(&mut obj, &meta);
+        obj.push(b'}');
+        encode_event(out, "BOOKMARK", &obj);
+        return;
+    }
+    let mut obj = serde_json::Map::new();
+    obj.insert("metadata".into(), meta.into());
+    // The members an empty object of a built-in kind always writes (`"spec":{"containers":null},
+    // "status":{}` for a Pod); nothing for a custom resource, which kube holds unstructured.
+    if info.custom.is_none()
+        && let Some(definition) = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind)
+    {
+        crate::go_form::normalize(&mut obj, definition);
+    }
+    let o = crate::object::build(info, &obj, rv);
+    match filter.table {
+        Some(include) => {
+            // The end marker's row carries its metadata whatever the watch asked.
+            let include = if end { crate::table::IncludeObject::Metadata } else { include };
+            let first = !filter.headers_sent.swap(true, std::sync::atomic::Ordering::Relaxed);
+            encode_event(out, "BOOKMARK", &crate::table::event_table(info, &o, include, first));
+        }
+        None => encode_object_event(out, "BOOKMARK", &o),
+    }
 }
 
 struct Filter {
@@ -451,7 +469,7 @@ async fn run(
             }
             let end = end_bookmark && p.bookmarks;
             if end {
-                encode_bookmark(chunk.buf(), &info, rv, true, filter.metadata);
+                encode_bookmark(chunk.buf(), &info, rv, true, &filter);
             }
             if !out.send(&mut chunk, rv, end).await {
                 return;
@@ -524,7 +542,7 @@ async fn run(
         let now = Instant::now();
         if p.bookmarks && now >= next_bookmark {
             if cursor > last_sent {
-                encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
+                encode_bookmark(chunk.buf(), &info, cursor, false, &filter);
                 last_sent = cursor;
                 if !out.send(&mut chunk, cursor, false).await {
                     return;
@@ -536,7 +554,7 @@ async fn run(
             final_bookmark_sent = true;
             // As kube's watchers, a bookmark only for a resourceVersion past the watch's start.
             if cursor > origin {
-                encode_bookmark(chunk.buf(), &info, cursor, false, filter.metadata);
+                encode_bookmark(chunk.buf(), &info, cursor, false, &filter);
                 last_sent = cursor;
                 if !out.send(&mut chunk, cursor, false).await {
                     return;

@@ -330,6 +330,21 @@ async fn rows_carry_the_object_asked_and_watches_send_headers_once() {
     assert_eq!(first["object"]["rows"][0]["cells"][0], "b");
     assert_eq!(second["object"]["columnDefinitions"], Value::Null, "{second}");
     assert_eq!(second["object"]["rows"][0]["cells"][0], "c");
+
+    // A bookmark is a Table of an empty pod's row; the end of the initial events carries its
+    // metadata (the marker) whatever `includeObject` asks, and the headers when it is first.
+    let rv = s.resource_version();
+    let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&includeObject=None";
+    let mut w = c.watch_accepting(&format!("/api/v1/namespaces/empty/pods?{q}"), TABLE).await;
+    let e = w.next().await.unwrap();
+    assert_eq!((e["type"].as_str(), e["object"]["kind"].as_str()), (Some("BOOKMARK"), Some("Table")), "{e}");
+    assert_eq!(e["object"]["metadata"]["resourceVersion"], rv.to_string());
+    assert_eq!(e["object"]["columnDefinitions"][0]["name"], "Name", "{e}");
+    assert_eq!(
+        e["object"]["rows"][0]["object"],
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}})
+    );
 }
 
 /// kubectl shows kube's columns: the headers of `get` and the wide ones with `-o wide`.

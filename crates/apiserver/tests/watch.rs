@@ -123,11 +123,15 @@ async fn send_initial_events_end_bookmark() {
     let mut w = c.watch(&format!("{PODS}?{q}")).await;
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "a");
     assert_eq!(name(&w.next_within(SEC).await.unwrap()), "b");
-    let e = w.next_within(SEC).await.unwrap();
+    // Byte for byte as kube-apiserver sends it: an empty Pod as its Go type writes it.
+    let line = w.next_line().await.unwrap();
     assert_eq!(
-        e,
-        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
-            "metadata": {"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}})
+        String::from_utf8(line).unwrap(),
+        format!(
+            "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":\
+             {{\"resourceVersion\":\"{rv}\",\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}},\
+             \"spec\":{{\"containers\":null}},\"status\":{{}}}}}}\n"
+        )
     );
     // With an explicit RV too.
     let mut w = c.watch(&format!("{PODS}?{q}&resourceVersion={}", rv - 1)).await;
@@ -147,6 +151,38 @@ async fn send_initial_events_end_bookmark() {
     w.next_within(SEC).await.unwrap();
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}
+
+/// A bookmark carries an empty object of the watched kind as its Go type writes it; a custom
+/// resource, unstructured in kube-apiserver, carries only its metadata.
+#[tokio::test]
+async fn bookmarks_are_empty_objects_of_the_watched_kind() {
+    let s = server().await;
+    let c = Client::new(&s);
+    define(&c, &crd_of("gadget", "Gadget", "Namespaced", json!({"type": "object"}))).await;
+    let cases = [
+        (
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"kind": "Deployment", "apiVersion": "apps/v1",
+                "spec": {"selector": null, "strategy": {}, "template": {"metadata": {}, "spec": {"containers": null}}},
+                "status": {}}),
+        ),
+        ("/api/v1/namespaces/default/configmaps", json!({"kind": "ConfigMap", "apiVersion": "v1"})),
+        ("/apis/example.com/v1/namespaces/default/gadgets", json!({"kind": "Gadget", "apiVersion": "example.com/v1"})),
+    ];
+    let rv = s.resource_version();
+    for (path, mut want) in cases {
+        let mut w = c
+            .watch(&format!(
+                "{path}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+            ))
+            .await;
+        let e = w.next_within(SEC).await.unwrap();
+        assert_eq!(typ(&e), "BOOKMARK", "{e}");
+        want["metadata"] =
+            json!({"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}});
+        assert_eq!(e["object"], want, "{path}");
+    }
 }
 
 #[tokio::test]
@@ -270,7 +306,8 @@ async fn bookmarks_periodic_only_when_rv_advanced_and_before_timeout() {
     let e = w.next_within(SEC).await.unwrap();
     assert_eq!(
         e,
-        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}})
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()},
+            "spec": {"containers": null}, "status": {}}})
     );
     // Idle: no periodic bookmark, but one before the deadline, then the end.
     let e = w.next_within(SEC).await.unwrap();

@@ -458,13 +458,15 @@ impl Body for WatchBody {
                     this.buf.extend_from_slice(b"}\n");
                     this.initial = Some(i + 1);
                 } else {
-                    let (kind, api_version) = match this.shape {
-                        Shape::Pod => ("Pod", "v1"),
-                        Shape::Metadata => ("PartialObjectMetadata", "meta.k8s.io/v1"),
+                    // As kube-apiserver writes it: an empty Pod carries what its Go type
+                    // always writes.
+                    let (kind, api_version, rest) = match this.shape {
+                        Shape::Pod => ("Pod", "v1", r#","spec":{"containers":null},"status":{}"#),
+                        Shape::Metadata => ("PartialObjectMetadata", "meta.k8s.io/v1", ""),
                     };
                     this.buf.extend_from_slice(
                         format!(
-                            r#"{{"type":"BOOKMARK","object":{{"kind":"{kind}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"{}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#,
+                            r#"{{"type":"BOOKMARK","object":{{"kind":"{kind}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"{}","annotations":{{"k8s.io/initial-events-end":"true"}}}}{rest}}}}}"#,
                             sh.cfg.list_rv
                         )
                         .as_bytes(),
