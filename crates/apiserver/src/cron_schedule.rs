@@ -79,7 +79,7 @@ fn descriptor_fault(spec: &str) -> Option<String> {
         return None;
     }
     match spec.strip_prefix("@every ") {
-        Some(d) => duration_fault(d).map(|e| format!("failed to parse duration {spec}: {e}")),
+        Some(d) => crate::go_duration::parse(d).err().map(|e| format!("failed to parse duration {spec}: {e}")),
         None => Some(format!("unrecognized descriptor: {spec}")),
     }
 }
@@ -157,105 +157,6 @@ fn int(expr: &str) -> Result<u64, String> {
         Ok(n) if n < 0 => Err(format!("negative number ({n}) not allowed: {expr}")),
         Ok(n) => Ok(n as u64),
     }
-}
-
-/// Why Go's `time.ParseDuration` refuses `s`, or None.
-pub(crate) fn duration_fault(s: &str) -> Option<String> {
-    const LIMIT: u128 = 1 << 63;
-    let invalid = || Some(format!("time: invalid duration {}", time_quote(s)));
-    let negative = s.starts_with('-');
-    let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
-    if rest == b"0" {
-        return None;
-    }
-    if rest.is_empty() {
-        return invalid();
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        if !(rest[0] == b'.' || rest[0].is_ascii_digit()) {
-            return invalid();
-        }
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        let mut whole: u128 = 0;
-        for d in &rest[..digits] {
-            whole = whole * 10 + u128::from(d - b'0');
-            if whole >= LIMIT {
-                return invalid();
-            }
-        }
-        rest = &rest[digits..];
-        let (mut fraction, mut scale, mut post) = (0u128, 1u128, false);
-        if rest.first() == Some(&b'.') {
-            rest = &rest[1..];
-            let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            for d in &rest[..n] {
-                // Digits past what fits are read and left out, as Go does.
-                if fraction < LIMIT / 10 {
-                    fraction = fraction * 10 + u128::from(d - b'0');
-                    scale *= 10;
-                }
-            }
-            post = n > 0;
-            rest = &rest[n..];
-        }
-        if digits == 0 && !post {
-            return invalid();
-        }
-        let unit_len = rest.iter().take_while(|b| !(**b == b'.' || b.is_ascii_digit())).count();
-        if unit_len == 0 {
-            return Some(format!("time: missing unit in duration {}", time_quote(s)));
-        }
-        let unit = String::from_utf8_lossy(&rest[..unit_len]).into_owned();
-        rest = &rest[unit_len..];
-        let nanos: u128 = match unit.as_str() {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return Some(format!("time: unknown unit {} in duration {}", time_quote(&unit), time_quote(s))),
-        };
-        if whole > LIMIT / nanos {
-            return invalid();
-        }
-        let mut v = whole * nanos;
-        if fraction > 0 {
-            v += fraction * nanos / scale;
-            if v > LIMIT {
-                return invalid();
-            }
-        }
-        total += v;
-        if total > LIMIT {
-            return invalid();
-        }
-    }
-    if !negative && total > LIMIT - 1 {
-        return invalid();
-    }
-    None
-}
-
-/// Go's `time.quote`: bytes outside printable ASCII as `\xNN`.
-fn time_quote(s: &str) -> String {
-    let mut out = String::from('"');
-    for c in s.chars() {
-        if c.is_ascii() && c >= ' ' {
-            if c == '"' || c == '\\' {
-                out.push('\\');
-            }
-            out.push(c);
-        } else {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("\\x{b:02x}"));
-            }
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Why Go's `time.LoadLocation` refuses `name` (with the IANA database kube-apiserver embeds),

@@ -63,6 +63,44 @@ pub fn api_group_list(reg: &Registry) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": docs})
 }
 
+/// kube-apiserver's index (`GET /`): every path the server answers at its root, sorted, as
+/// `{"paths":[…]}` indented by two spaces — the API roots, each served group and group-version
+/// (custom resources' too), the health endpoints and their checks, the metrics, the OpenAPI
+/// documents and the service account issuer's.
+pub fn index(reg: &Registry) -> Value {
+    let mut paths: Vec<String> = [
+        "/.well-known/openid-configuration",
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/healthz",
+        "/healthz/ping",
+        "/livez",
+        "/livez/ping",
+        "/metrics",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/openapi/v3/",
+        "/openid/v1/jwks",
+        "/readyz",
+        "/readyz/ping",
+        "/readyz/shutdown",
+        "/readyz/watch-cache",
+        "/version",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    for (g, v) in reg.group_versions() {
+        paths.push(format!("/apis/{g}"));
+        paths.push(format!("/apis/{g}/{v}"));
+    }
+    paths.sort_unstable();
+    paths.dedup();
+    json!({"paths": paths})
+}
+
 /// `/apis/{group}`.
 pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     let mut d = group_doc(reg, group)?;

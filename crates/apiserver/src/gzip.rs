@@ -2,8 +2,13 @@
 //! whose `Accept-Encoding` names `gzip` (a comma-separated token equal to `gzip`; parameters
 //! such as `;q=0` are not read, so `gzip;q=0` is no such token) gets an object, list, Table or
 //! Status answer longer than 128 KiB gzipped at level 1, with `Content-Encoding: gzip` and
-//! `Vary: Accept-Encoding`. Shorter answers, watch streams and the documents served as they are
-//! (OpenAPI, the issuer's, metrics) are sent as they are.
+//! `Vary: Accept-Encoding`. Shorter answers, watch streams, the index, the issuer's documents
+//! and OpenAPI v3 are sent as they are. Two documents follow their own handlers' rules, as in
+//! kube-apiserver: `/metrics` (client_golang's promhttp) is gzipped whatever its length when
+//! `gzip` is the encoding the client weighs highest against `identity` (the earlier, `identity`,
+//! on a tie; `*` matches both), with `Content-Encoding` only; `/openapi/v2` (kube-openapi's
+//! gziphandler) always carries `Vary: Accept-Encoding` and is gzipped from 1,400 bytes when
+//! `gzip` has a weight above 0.
 //!
 //! Invariants: the decision is made before the first byte is sent, on the answer's length: a
 //! list is encoded up to the threshold first (as kube's deferred writer buffers a streaming
@@ -32,6 +37,76 @@ const SLICE: usize = 64 * 1024;
 pub(crate) fn accepted(headers: &HeaderMap) -> bool {
     let first = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
     first.is_some_and(|v| v.split(',').any(|token| token.trim() == "gzip"))
+}
+
+/// Whether the metrics handler gzips its answer (promhttp's negotiation of its offers
+/// `identity` and `gzip`): the offer with the highest weight among the client's codings wins,
+/// the earlier on a tie; a weight of 0 for the winner is no encoding at all.
+pub(crate) fn metrics_accepted(headers: &HeaderMap) -> bool {
+    let mut codings = Vec::new();
+    for v in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
+        for spec in v.split(',') {
+            let mut parts = spec.split(';').map(str::trim);
+            let coding = parts.next().unwrap_or("");
+            let mut q = Some(1.0);
+            for p in parts {
+                if let Some(w) = p.strip_prefix("q=") {
+                    q = w.parse::<f64>().ok().filter(|w| (0.0..=1.0).contains(w));
+                }
+            }
+            // A coding whose weight does not read is skipped.
+            if let (false, Some(q)) = (coding.is_empty(), q) {
+                codings.push((coding, q));
+            }
+        }
+    }
+    let mut best = ("identity", -1.0);
+    for offer in ["identity", "gzip"] {
+        for &(coding, q) in &codings {
+            if q > best.1 && (coding == "*" || coding == offer) {
+                best = (offer, q);
+            }
+        }
+    }
+    best.0 == "gzip" && best.1 > 0.0
+}
+
+/// The least length the OpenAPI v2 handler compresses (gziphandler's `DefaultMinSize`).
+const DOCUMENT_MIN: usize = 1400;
+
+/// The OpenAPI v2 document's answer as its gzip handler sends it: `Vary: Accept-Encoding`
+/// always, the body gzipped when it is 1,400 bytes or longer and the request's first
+/// `Accept-Encoding` weighs `gzip` (in any case) above 0.
+pub(crate) fn document(headers: &HeaderMap, mut r: Response<Body>) -> Response<Body> {
+    let first = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accepted = first.split(',').any(|spec| {
+        let mut parts = spec.split(';').map(str::trim);
+        let gzip = parts.next().is_some_and(|c| c.eq_ignore_ascii_case("gzip"));
+        let q = parts.find_map(|p| p.strip_prefix("q=")).map_or(Some(1.0), |w| w.parse::<f64>().ok());
+        gzip && q.is_some_and(|q| q > 0.0)
+    });
+    // Set before the handler writes its own.
+    let h = r.headers_mut();
+    let own: Vec<HeaderValue> = h.get_all(header::VARY).iter().cloned().collect();
+    h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    own.into_iter().for_each(|v| {
+        h.append(header::VARY, v);
+    });
+    let long = matches!(r.body(), Body::Full(Some(b)) if b.len() >= DOCUMENT_MIN);
+    if accepted && long { whole(r) } else { r }
+}
+
+/// `r` with its whole body gzipped, `Content-Encoding: gzip`.
+pub(crate) fn whole(r: Response<Body>) -> Response<Body> {
+    let (mut parts, body) = r.into_parts();
+    let Body::Full(Some(b)) = body else { return Response::from_parts(parts, body) };
+    let mut encoder = GzEncoder::new(Vec::with_capacity(b.len() / 4), Compression::new(1));
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(&b);
+    let Ok(out) = encoder.finish() else { return Response::from_parts(parts, Body::Full(Some(b))) };
+    parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::Full(Some(out.into())))
 }
 
 /// The answer `r`, compressed when its body is longer than [`THRESHOLD`].
@@ -129,6 +204,34 @@ mod tests {
         assert!(!accepted(&headers("gzip;q=1.0")));
         assert!(!accepted(&headers("br")));
         assert!(!accepted(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn metrics_are_gzipped_when_gzip_wins_promhttps_negotiation() {
+        assert!(metrics_accepted(&headers("gzip")));
+        assert!(metrics_accepted(&headers("deflate, gzip, br")));
+        assert!(metrics_accepted(&headers("identity;q=0.5, gzip")));
+        assert!(!metrics_accepted(&headers("gzip, identity")), "a tie goes to identity");
+        assert!(!metrics_accepted(&headers("*")));
+        assert!(!metrics_accepted(&headers("gzip;q=0")));
+        assert!(!metrics_accepted(&headers("GZIP")));
+        assert!(!metrics_accepted(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_openapi_document_is_gzipped_from_1400_bytes() {
+        let doc = |n: usize| crate::body::respond(200, "application/json", Body::Full(Some(vec![b'a'; n].into())));
+        let r = document(&headers("GZIP;q=0.5"), doc(DOCUMENT_MIN));
+        assert_eq!(r.headers()[header::CONTENT_ENCODING], "gzip");
+        assert_eq!(r.headers()[header::VARY], "Accept-Encoding");
+        let Body::Full(Some(b)) = r.into_body() else { panic!("no body") };
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&b[..]).read_to_end(&mut back).unwrap();
+        assert_eq!(back, vec![b'a'; DOCUMENT_MIN]);
+        let short = document(&headers("gzip"), doc(DOCUMENT_MIN - 1));
+        assert!(short.headers().get(header::CONTENT_ENCODING).is_none());
+        assert_eq!(short.headers()[header::VARY], "Accept-Encoding");
+        assert!(document(&headers("gzip;q=0"), doc(5000)).headers().get(header::CONTENT_ENCODING).is_none());
     }
 
     #[test]

@@ -158,6 +158,19 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     if let Some(e) = shared.controls.take_fault() {
         return error(&e);
     }
+    // The path's segments and the query, read once for the request's attributes and its route.
+    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let query = body::parse_query(req.uri().query().unwrap_or(""));
+    let asked = {
+        let path = body::percent_decode(req.uri().path());
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        crate::request_info::read(req.method().as_str(), &path, &segs, &query)
+    };
+    // The request's deadline, read before its user is (kube's request deadline filter).
+    let deadline = match deadline(&asked, &query) {
+        Ok(d) => d,
+        Err(e) => return error(&e),
+    };
     let bearer = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -183,14 +196,6 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         Ok(user) => user,
         Err(e) => return error(&e),
     };
-    // The path's segments and the query, read once for the request's attributes and its route.
-    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
-    let query = body::parse_query(req.uri().query().unwrap_or(""));
-    let asked = {
-        let path = body::percent_decode(req.uri().path());
-        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-        crate::request_info::read(req.method().as_str(), &path, &segs, &query)
-    };
     if let Err(e) = authorize(&shared, &req, &asked, account.as_ref(), impersonated.as_ref()) {
         return error(&e);
     }
@@ -205,8 +210,10 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types; the issuer's documents and the
     // metrics take any.
+    let index = ["/", "/index.html"].contains(&req.uri().path());
     let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p))
-        || req.uri().path() == "/metrics";
+        || req.uri().path() == "/metrics"
+        || index;
     if !accept.json && !accept.protobuf && !own_media {
         if let Some(record) = record.as_mut() {
             record.answered(406);
@@ -217,16 +224,36 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     }
-    // Documents served as they are (OpenAPI, the issuer's) are not indented, as kube serves
-    // their bytes; `/version` always is.
-    let raw_document = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p));
+    // Documents served as they are (OpenAPI, the issuer's, the index) are not indented again
+    // nor compressed as API answers are, as kube serves their bytes; `/version` always is.
+    let raw_document =
+        ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p)) || index;
     let pretty =
         !raw_document && (req.uri().path() == "/version" || crate::pretty::asked(req.uri().query(), req.headers()));
     let gzip = !raw_document && req.uri().path() != "/metrics" && crate::gzip::accepted(req.headers());
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
-    let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req, segs, query))));
-    let (answer, warnings) = crate::requester::scope(user, served).await;
+    let routed = shared.clone();
+    let served =
+        crate::admission_options::scope(warning::collect(Box::pin(
+            async move { route(&routed, req, segs, query).await },
+        )));
+    let served = crate::requester::scope(user, served);
+    let (answer, warnings) = match deadline {
+        None => served.await,
+        // Past its deadline the request is answered 504 and goes on to its end unanswered, as
+        // kube's timeout filter leaves its handler running: a write it started still lands.
+        Some(d) => match tokio::time::timeout(d, tokio::spawn(served)).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(_)) => (Err(ApiError::internal("the request's handler failed")), Vec::new()),
+            Err(_) => {
+                if let Some(mut record) = record {
+                    record.answered(504);
+                }
+                return request_timed_out();
+            }
+        },
+    };
     let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),
@@ -247,6 +274,38 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         }
         None => r,
     }
+}
+
+/// The most a request's `timeout` may ask (kube-apiserver's `--request-timeout`).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The deadline a request's `timeout` parameter sets, as kube's request deadline filter reads
+/// it: none for long-running requests (watches, a pod's log, exec, attach, port forwarding and
+/// proxies) nor without the parameter; a value Go's `time.ParseDuration` refuses is a 400; a
+/// value not above 0 or past the limit is the limit.
+fn deadline(
+    asked: &crate::request_info::RequestInfo,
+    query: &[(String, String)],
+) -> Result<Option<Duration>, ApiError> {
+    let long_running = asked.verb == "watch"
+        || (asked.resource_request
+            && ["log", "proxy", "attach", "exec", "portforward"].contains(&asked.subresource.as_str()));
+    let Some((_, text)) = query.iter().find(|(k, _)| k == "timeout").filter(|_| !long_running) else {
+        return Ok(None);
+    };
+    let asked = crate::go_duration::parse(text)
+        .map_err(|e| ApiError::bad_request(format!("invalid timeout specified in the request URL - {e}")))?;
+    let asked = u64::try_from(asked).ok().filter(|n| *n > 0).map(Duration::from_nanos);
+    Ok(Some(asked.filter(|d| *d < REQUEST_TIMEOUT).unwrap_or(REQUEST_TIMEOUT)))
+}
+
+/// kube's timeout filter's answer: a Status written by Go's plain JSON encoder (no kind or
+/// apiVersion, a trailing newline), its type sniffed as text.
+fn request_timed_out() -> Response<Body> {
+    const TIMED_OUT: &[u8] =
+        b"{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete \
+within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n";
+    body::respond(504, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(TIMED_OUT))))
 }
 
 /// Refuses a request its user may not make (and, first, an impersonation the authenticated
@@ -328,9 +387,15 @@ async fn route(
     };
     match segs.as_slice() {
         ["version"] => get_only(Ok(json_bytes(200, discovery::VERSION))),
+        // kube's index answers any method (its authorization reads the verb).
+        [] | ["index.html"] => {
+            let doc = serde_json::to_vec_pretty(&discovery::index(&reg)).unwrap_or_default();
+            Ok(json_bytes(200, doc))
+        }
         ["metrics"] => {
             let doc = shared.metrics.encode(shared.store.cache().object_counts());
-            get_only(Ok(body::respond(200, crate::metrics::MEDIA_TYPE, Body::Full(Some(doc.into())))))
+            let r = body::respond(200, crate::metrics::MEDIA_TYPE, Body::Full(Some(doc.into())));
+            get_only(Ok(if crate::gzip::metrics_accepted(req.headers()) { crate::gzip::whole(r) } else { r }))
         }
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
             let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
@@ -359,7 +424,7 @@ async fn route(
             let keys = crate::oidc_discovery::key_set(&shared.signer);
             get_only(Ok(crate::oidc_discovery::respond(&keys, "application/jwk-set+json")))
         }
-        ["openapi", "v2"] => get_only(Ok(shared.openapi().v2(req.headers()))),
+        ["openapi", "v2"] => get_only(Ok(crate::gzip::document(req.headers(), shared.openapi().v2(req.headers())))),
         ["openapi", "v3"] => get_only(Ok(shared.openapi().index())),
         ["openapi", "v3", gv @ ..] => {
             let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v.as_str());

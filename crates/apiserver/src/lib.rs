@@ -62,6 +62,7 @@ pub(crate) mod eviction;
 pub(crate) mod field_labels;
 pub mod field_validation;
 pub mod garbage_collector;
+pub(crate) mod go_duration;
 pub(crate) mod go_fmt;
 pub(crate) mod go_form;
 pub(crate) mod go_json_syntax;

@@ -245,7 +245,7 @@ fn is_credit_card(s: &str) -> bool {
 /// (`ns`, `us`, `ms`, `s`/`sec`, `m`/`min`, `h`/`hr`/`hour`, `d`/`day`, `w`/`wk`/`week`, and
 /// the longest of each as a prefix: `hours`, `days`).
 fn is_duration(s: &str) -> bool {
-    if crate::cron_schedule::duration_fault(s).is_none() {
+    if crate::go_duration::parse(s).is_ok() {
         return true;
     }
     if !SCALA_DURATION.is_match(s) {

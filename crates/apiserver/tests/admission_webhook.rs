@@ -750,6 +750,27 @@ async fn a_webhook_for_one_version_sees_requests_to_the_others_in_its_version() 
     assert_eq!(hook.seen("/mutate").len(), 2);
 }
 
+/// A request past its `timeout` (here held by a webhook that never answers) is answered 504 in
+/// the words of kube's timeout filter.
+#[tokio::test]
+async fn a_request_past_its_timeout_is_answered_504() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut h = configmaps_hook("hang.example.com", hook.client_config("/hang"), json!(["CREATE"]));
+    h["timeoutSeconds"] = json!(30);
+    assert_eq!(c.post(VALIDATING, &config("ValidatingWebhookConfiguration", "hanging", json!([h]))).await.code, 201);
+    settled(&c).await;
+    let r = c.post(&format!("{CONFIGMAPS}?timeout=200ms"), &configmap("late", json!({}))).await;
+    assert_eq!(r.code, 504, "{:?}", r.raw);
+    assert_eq!(r.headers["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(
+        r.raw,
+        "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted \
+         timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n"
+    );
+}
+
 #[tokio::test]
 async fn a_webhook_that_fails_fails_the_request_or_is_ignored_by_its_failure_policy() {
     let hook = Webhook::start().await;

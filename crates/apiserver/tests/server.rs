@@ -472,6 +472,24 @@ async fn long_answers_are_gzipped_for_clients_that_accept_it() {
     let w = c.get_with_headers(&watch, &[("accept-encoding", "gzip")]).await;
     assert!(w.headers.get("content-encoding").is_none() && w.raw.len() > 128 * 1024);
 
+    // The metrics, however short, when gzip wins against identity (Prometheus asks for gzip);
+    // the OpenAPI v2 document from 1,400 bytes, varying on the encoding either way.
+    let metrics = c.get_with_headers("/metrics", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(metrics.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    assert!(metrics.headers.get("vary").is_none());
+    assert!(String::from_utf8(gunzip(&metrics.raw)).unwrap().contains("# TYPE apiserver_request_total counter"));
+    let tie = c.get_with_headers("/metrics", &[("accept-encoding", "gzip, identity")]).await;
+    assert!(tie.headers.get("content-encoding").is_none() && tie.raw.starts_with(b"# HELP"));
+    let v2 = c.get_with_headers("/openapi/v2", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(v2.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    let vary: Vec<_> = v2.headers.get_all("vary").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(vary, ["Accept-Encoding", "Accept"]);
+    let doc: serde_json::Value = serde_json::from_slice(&gunzip(&v2.raw)).unwrap();
+    assert_eq!(doc["swagger"], "2.0");
+    let v2 = c.get("/openapi/v2").await;
+    assert!(v2.headers.get("content-encoding").is_none() && v2.body["swagger"] == "2.0");
+    assert_eq!(v2.headers.get("vary").map(|v| v.to_str().unwrap()), Some("Accept-Encoding"));
+
     let dir = common::tools::tempdir("gzip");
     let kc = dir.join("kubeconfig");
     s.write_kubeconfig(&kc).unwrap();
@@ -481,4 +499,57 @@ async fn long_answers_are_gzipped_for_clients_that_accept_it() {
         assert!(ok, "{bin}: {err}");
         assert_eq!(out.lines().filter(|l| l.starts_with("configmap/cm-")).count(), 40, "{bin}: {out}");
     }
+}
+
+/// `GET /` lists the paths the server answers, as kube-apiserver's index does: sorted, indented,
+/// custom resources' group-versions among them.
+#[tokio::test]
+async fn the_index_lists_every_root_path() {
+    let s = server().await;
+    let c = Client::new(&s);
+    define(&c, &crd_of("gadget", "Gadget", "Namespaced", json!({"type": "object"}))).await;
+    for path in ["/", "/index.html"] {
+        let r = c.get_with_headers(path, &[("accept", "application/yaml")]).await;
+        assert_eq!(r.code, 200, "{path}");
+        assert_eq!(r.headers["content-type"], "application/json");
+        assert!(r.raw.starts_with(b"{\n  \"paths\": [\n    \"/.well-known/openid-configuration\",\n"), "{:?}", r.raw);
+        let paths: Vec<&str> = r.body["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+        let mut sorted = paths.clone();
+        sorted.sort_unstable();
+        assert_eq!(paths, sorted);
+        for p in ["/api/v1", "/apis/apps/v1", "/apis/example.com", "/apis/example.com/v1", "/readyz/ping", "/version"] {
+            assert!(paths.contains(&p), "{p} missing from {paths:?}");
+        }
+        // Every path listed is served.
+        for p in paths {
+            assert_eq!(c.get(p).await.code, 200, "{p}");
+        }
+    }
+}
+
+/// A request's `timeout` parameter: a value Go cannot read is refused before anything else
+/// (kube's 400); one that reads bounds the request.
+#[tokio::test]
+async fn the_timeout_parameter_is_read_as_kube_reads_it() {
+    let s = server().await;
+    let c = Client::new(&s);
+    for (timeout, why) in [
+        ("abc", "time: invalid duration \"abc\""),
+        ("5", "time: missing unit in duration \"5\""),
+        ("5x", "time: unknown unit \"x\" in duration \"5x\""),
+    ] {
+        let r = c.get(&format!("/api/v1/namespaces/default/configmaps?timeout={timeout}")).await;
+        assert_eq!(r.code, 400);
+        assert_eq!(
+            r.body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("invalid timeout specified in the request URL - {why}"), "reason": "BadRequest", "code": 400})
+        );
+    }
+    for timeout in ["1s", "0", "-1s", "10m", "1.5h"] {
+        let r = c.get(&format!("/api/v1/namespaces/default/configmaps?timeout={timeout}")).await;
+        assert_eq!(r.code, 200, "{timeout}: {}", r.body);
+    }
+    // A watch's own `timeout` is not read as one.
+    let _watching = c.watch("/api/v1/namespaces/default/configmaps?watch=1&timeout=abc").await;
 }

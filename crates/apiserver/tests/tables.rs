@@ -334,7 +334,8 @@ async fn rows_carry_the_object_asked_and_watches_send_headers_once() {
     // A bookmark is a Table of an empty pod's row; the end of the initial events carries its
     // metadata (the marker) whatever `includeObject` asks, and the headers when it is first.
     let rv = s.resource_version();
-    let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&includeObject=None";
+    let q =
+        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&includeObject=None";
     let mut w = c.watch_accepting(&format!("/api/v1/namespaces/empty/pods?{q}"), TABLE).await;
     let e = w.next().await.unwrap();
     assert_eq!((e["type"].as_str(), e["object"]["kind"].as_str()), (Some("BOOKMARK"), Some("Table")), "{e}");

@@ -97,7 +97,7 @@ fn wrapper(name: &str, v: &Value, w: &mut Writer) -> Result<bool, String> {
         }
         Some("Duration") => {
             let text = v.as_str().ok_or_else(|| format!("Duration: expected text, got {v}"))?;
-            w.int(1, parse_go_duration(text).ok_or_else(|| format!("Duration {text:?}"))?);
+            w.int(1, crate::go_duration::parse(text).map_err(|e| format!("Duration {text:?}: {e}"))?);
             Ok(true)
         }
         Some("FieldsV1") => raw_json(w),
@@ -136,49 +136,5 @@ fn wrapper(name: &str, v: &Value, w: &mut Writer) -> Result<bool, String> {
             }
             _ => Ok(false),
         },
-    }
-}
-
-/// Go's `time.ParseDuration` for the forms Kubernetes writes (`1h2m3.5s`, `300ms`, `-5ns`).
-fn parse_go_duration(text: &str) -> Option<i64> {
-    let (sign, mut rest) = match text.strip_prefix('-') {
-        Some(r) => (-1.0, r),
-        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let n = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let value: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = match &rest[..u] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += value * unit;
-        rest = &rest[u..];
-    }
-    Some((sign * total).round() as i64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_go_duration("1h2m3.5s"), Some(3_723_500_000_000));
-        assert_eq!(parse_go_duration("300ms"), Some(300_000_000));
-        assert_eq!(parse_go_duration("-5ns"), Some(-5));
-        assert_eq!(parse_go_duration("0s"), Some(0));
-        assert_eq!(parse_go_duration("5x"), None);
     }
 }
