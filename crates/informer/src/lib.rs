@@ -6,8 +6,8 @@
 //! [`SharedInformerFactory`] or a [`SharedIndexInformer`], register handlers (or subscribe to a
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
 //! [`workqueue`] and reconcile them with a [`ControllerRunner`], which can run as several replicas
-//! of which one works at a time ([`leader_election`]). [`prelude`] imports what most programs use.
-//! See `docs/design.md`.
+//! of which one works at a time ([`leader_election`]), and report what they do as Kubernetes
+//! Events ([`events`]). [`prelude`] imports what most programs use. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -16,6 +16,7 @@ pub mod backoff;
 pub mod controller;
 pub mod decode;
 pub mod delta;
+pub mod events;
 pub mod factory;
 pub mod fake;
 pub mod fifo;

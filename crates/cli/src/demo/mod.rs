@@ -5,7 +5,8 @@
 //! Against the embedded API server (default) the demo preloads `--objects` pods and a load
 //! generator changes them at `--rate`; with `--kubeconfig` it watches a real cluster and
 //! generates load only with `--generate-load`. The sample reconcile reads the pod from the cache
-//! and counts pods by phase; `--fail-rate` of the reconciles fail on purpose to exercise retries.
+//! and counts pods by phase; `--fail-rate` of the reconciles fail on purpose to exercise retries,
+//! each reported as a Warning event on its pod (an [`EventRecorder`], repeats folded into series).
 //! With `--leader-elect` the controller is one replica of several on a Lease (`election.rs`):
 //! only the leader reconciles, and every transition is printed.
 //!
@@ -29,12 +30,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use clap::Args;
+use informer::events::{EventBroadcaster, EventRecorder, EventType};
 use informer::runner::{Action, ControllerRunner, RunnerMetrics};
 use informer::{
     HandlerFns, HandlerOptions, HandlerRegistration, InformerMetrics, InformerOptions, KubeListerWatcher,
     SharedIndexInformer,
 };
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::Api;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -167,6 +169,8 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let counter = informer
         .add_event_handler_with_options(counting_handler(&stats), HandlerOptions::new().name("event-counter"))?;
     let election = args.leader_elect.then(|| election::config(&target.client, &ns, &args));
+    let broadcaster = EventBroadcaster::new(target.client.clone());
+    let recorder = broadcaster.new_recorder("informer-demo");
     let runner = {
         let stats = stats.clone();
         let fail_rate = args.fail_rate;
@@ -178,11 +182,14 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         builder.build(move |key, pod| {
             let stats = stats.clone();
             let fail = fail_rate > 0.0 && rand::rng().random::<f64>() < fail_rate;
+            let recorder = recorder.clone();
             async move {
                 let start = Instant::now();
                 if fail {
                     stats.injected_failures.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!("injected failure for {key}"));
+                    let note = format!("injected failure for {key}");
+                    report_failure(&recorder, &key, &note);
+                    return Err(note);
                 }
                 let phase = match &pod {
                     None => None,
@@ -325,6 +332,9 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         Err(e) => Err(e.context("the terminal view failed")),
     };
     stop(cancel).await;
+    // The failures' event counts not yet written are written, within a bound (a server gone
+    // would hold them to the client's own timeouts).
+    let _ = tokio::time::timeout(Duration::from_secs(5), broadcaster.shutdown()).await;
     let s = probe.snapshot();
     println!("summary: adds={} updates={} deletes={} cached={}", s.totals[0], s.totals[1], s.totals[2], s.cached);
     let (p50, p99) = s.latency.map(|(a, b)| (stats::human(a), stats::human(b))).unwrap_or(("-".into(), "-".into()));
@@ -342,6 +352,18 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
         return ok.map(|ok| ok && v.checks.1 == 0);
     }
     ok
+}
+
+/// Reports a failed reconcile as a Warning event on its pod.
+fn report_failure(recorder: &EventRecorder, key: &informer::ObjectKey, note: &str) {
+    let pod = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(key.name().to_string()),
+        namespace: key.namespace().map(str::to_string),
+        ..Default::default()
+    };
+    recorder.eventf(&pod, None, EventType::Warning, "ReconcileFailed", "Reconcile", note);
 }
 
 /// One line per second until the deadline or Ctrl-C (the format predates the live view).

@@ -136,7 +136,9 @@ impl LeaderElectionConfig {
         self.lease_duration.as_secs().min(i32::MAX as u64) as i32
     }
 
-    /// Checks the rules in the [module docs](self).
+    /// Checks client-go's rules, plus one: the identity is not empty; every duration is
+    /// positive; the renew deadline is longer than `1.2 × retry period` and shorter than the
+    /// lease duration as written to the record (whole seconds).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |m: &str| Err(ConfigError(m.to_string()));
         if self.identity.is_empty() {

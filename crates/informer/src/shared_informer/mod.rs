@@ -3,8 +3,8 @@
 //!
 //! A `SharedIndexInformer` runs a [`Reflector`] feeding a queue ([`RealFifo`] by default, or
 //! [`DeltaFifo`]), pops deltas, applies them to its [`Indexer`] and fans the resulting
-//! notifications out to every registered handler ([`process_deltas`] with the informer as the
-//! handler).
+//! notifications out to every registered handler ([`process_deltas`](crate::controller::process_deltas) with the
+//! informer as the handler).
 //!
 //! Guarantees (client-go's SharedInformer contract, plus what this crate adds):
 //! - The cache is updated before handlers are told: a handler reading the cache sees at least
