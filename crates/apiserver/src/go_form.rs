@@ -11,9 +11,10 @@
 //!   those of fields Go always writes are `null` (kube stores protobuf, where an empty list is
 //!   none: an EndpointSlice's `endpoints: []` reads back `null`);
 //! - a `0` or `false` in a number or boolean Go holds by value with `omitempty` goes
-//!   (`paused: false`, a template's `generation: 0` as protobuf writers send them), while a
-//!   pointer's zero (`replicas: 0`) is a value and stays. (An empty string a JSON request sends
-//!   is kept: which strings Go holds by pointer is known for the protobuf decoder's use only.)
+//!   (`paused: false`, a template's `generation: 0` as protobuf writers send them), and so does
+//!   a `""` in a string Go holds by value with `omitempty` (`nodeName: ""`, a condition's
+//!   `message: ""`); a pointer's zero is a value and stays (`replicas: 0`, a claim's
+//!   `storageClassName: ""`, which asks for no class).
 //!
 //! Invariants: only the built-in definitions are walked (custom resources are unstructured in
 //! kube-apiserver too); values no built-in schema describes (a RawExtension, a CRD schema's
@@ -42,6 +43,8 @@ struct Field {
     null_if_empty: bool,
     /// A number or boolean held by value with `omitempty`: left out when zero.
     value_scalar: bool,
+    /// A string held by value with `omitempty`: left out when empty.
+    value_string: bool,
 }
 
 /// The definitions below a field (indexes into [`Plans::plans`]).
@@ -104,6 +107,7 @@ static PLANS: LazyLock<Plans> = LazyLock::new(|| {
                         omit_empty: collection && !required && zero.is_none(),
                         null_if_empty: collection && zero.is_some_and(Value::is_null),
                         value_scalar: presence::is_value_scalar(name, field),
+                        value_string: presence::is_value_string(name, field, required),
                     },
                 );
                 if let Some(zero) = zero {
@@ -149,7 +153,10 @@ fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans) {
     }
     obj.retain(|k, v| {
         let Some(f) = plan.fields.get(k.as_str()) else { return true };
-        if (f.omit_empty && is_empty_collection(v)) || (f.value_scalar && is_zero_scalar(v)) {
+        if (f.omit_empty && is_empty_collection(v))
+            || (f.value_scalar && is_zero_scalar(v))
+            || (f.value_string && v.as_str() == Some(""))
+        {
             return false;
         }
         if f.null_if_empty && is_empty_collection(v) {
@@ -235,6 +242,21 @@ mod tests {
             crd["status"],
             json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": null})
         );
+        // An empty string goes where Go holds it by value, and stays where Go holds it by pointer
+        // or always writes it.
+        let strings = json!({"metadata": {"name": "p", "generateName": ""}, "spec": {"nodeName": "", "hostname": "",
+            "containers": [{"name": "c", "image": "", "workingDir": ""}]}, "status": {"message": "", "phase": ""}});
+        assert_eq!(
+            normalized("io.k8s.api.core.v1.Pod", strings),
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {}}]}, "status": {}})
+        );
+        let claim = json!({"metadata": {"name": "c"}, "spec": {"storageClassName": "", "volumeName": ""}});
+        assert_eq!(
+            normalized("io.k8s.api.core.v1.PersistentVolumeClaim", claim),
+            json!({"metadata": {"name": "c"}, "spec": {"storageClassName": "", "resources": {}}, "status": {}})
+        );
+        let event = json!({"metadata": {"name": "e"}, "reportingComponent": "", "message": ""});
+        assert_eq!(normalized("io.k8s.api.core.v1.Event", event)["reportingComponent"], "");
         let revision = json!({"metadata": {"name": "r"}, "revision": 1, "data": []});
         assert_eq!(normalized("io.k8s.api.apps.v1.ControllerRevision", revision.clone()), revision);
     }

@@ -698,6 +698,12 @@ impl<'a> MapType<'a> {
             Some(Value::Array(a)) if a.is_empty() && !self.is_required(name) && self.is_list(name) => None,
             Some(Value::Object(m)) if m.is_empty() && !self.is_required(name) && self.is_plain_map(name) => None,
             Some(s) if is_zero_scalar(s) && crate::managed_fields::presence::is_value_scalar(definition, name) => None,
+            Some(Value::String(s))
+                if s.is_empty()
+                    && crate::managed_fields::presence::is_value_string(definition, name, self.is_required(name)) =>
+            {
+                None
+            }
             other => other,
         }
     }

@@ -755,7 +755,8 @@ async fn a_version_precondition_is_compared_as_written() {
 
 /// Objects read back in the form kube-apiserver's Go types write them, whatever the request
 /// left out: an Event's source, times and reporting fields; a Role's rules; a pod condition's
-/// probe time; and without the zeros Go holds by value (`paused: false`).
+/// probe time; and without the zeros and empty strings Go holds by value (`paused: false`,
+/// `nodeName: ""`).
 #[tokio::test]
 async fn objects_read_back_with_the_fields_go_always_writes() {
     let s = server().await;
@@ -805,4 +806,24 @@ async fn objects_read_back_with_the_fields_go_always_writes() {
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["spec"]["replicas"], 0);
     assert!(r.body["spec"].get("paused").is_none() && r.body["spec"].get("minReadySeconds").is_none(), "{}", r.body);
+
+    // An empty string Go holds by value is no value: neither stored nor owned; one Go holds by
+    // pointer is (a claim's `storageClassName: ""` asks for no class).
+    let pod = json!({"metadata": {"name": "q", "generateName": ""}, "spec": {"nodeName": "", "hostname": "",
+        "containers": [{"name": "c", "image": "i", "workingDir": ""}]}});
+    let r = c.post("/api/v1/namespaces/fixtures/pods", &pod).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let spec = &r.body["spec"];
+    assert!(spec.get("nodeName").is_none() && spec.get("hostname").is_none(), "{spec}");
+    assert!(spec["containers"][0].get("workingDir").is_none() && r.body["metadata"].get("generateName").is_none());
+    let owned = r.body["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"].clone();
+    assert!(owned.get("f:nodeName").is_none() && owned.get("f:hostname").is_none(), "{owned}");
+    let claim = json!({"metadata": {"name": "c"}, "spec": {"storageClassName": "", "volumeName": "",
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}});
+    let r = c.post("/api/v1/namespaces/fixtures/persistentvolumeclaims", &claim).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["spec"]["storageClassName"], "");
+    assert!(r.body["spec"].get("volumeName").is_none(), "{}", r.body);
+    let owned = &r.body["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+    assert!(owned.get("f:storageClassName").is_some() && owned.get("f:volumeName").is_none(), "{owned}");
 }

@@ -347,6 +347,18 @@ const POINTER_STRINGS: &[(&str, &str)] = &[
     ("io.k8s.api.policy.v1.PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"),
     ("io.k8s.api.autoscaling.v2.HPAScalingRules", "selectPolicy"),
     ("io.k8s.api.admissionregistration.v1.RuleWithOperations", "scope"),
+    ("io.k8s.api.admissionregistration.v1.NamedRuleWithOperations", "scope"),
+    ("io.k8s.api.discovery.v1.EndpointPort", "protocol"),
+    ("io.k8s.api.networking.v1.NetworkPolicyPort", "protocol"),
+    ("io.k8s.api.scheduling.v1.PriorityClass", "preemptionPolicy"),
+    ("io.k8s.api.storage.v1.CSIDriverSpec", "fsGroupPolicy"),
+    ("io.k8s.api.storage.v1.StorageClass", "reclaimPolicy"),
+    (JSON_SCHEMA_PROPS, "$ref"),
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ServiceReference", "path"),
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookClientConfig", "url"),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", "propagationPolicy"),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Preconditions", "uid"),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Preconditions", "resourceVersion"),
     ("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "failurePolicy"),
     ("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "matchPolicy"),
     ("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "sideEffects"),
@@ -371,6 +383,19 @@ const POINTER_STRINGS: &[(&str, &str)] = &[
 /// pointer ([`POINTER_STRINGS`]).
 pub(crate) fn is_pointer_string(definition: &str, field: &str) -> bool {
     POINTER_STRINGS.contains(&(definition, field))
+}
+
+/// Whether field `field` of the built-in definition `definition` is a string Go holds by value
+/// and leaves out when empty: a string (or a string-kind type, or bytes) that is not required,
+/// not always written and not held by pointer ([`POINTER_STRINGS`], which names every string Go
+/// holds by pointer in the served groups). A JSON `""` there is no value, as for Go.
+pub(crate) fn is_value_string(definition: &str, field: &str, required: bool) -> bool {
+    let pair = (definition, field);
+    if required || ALWAYS_WRITTEN.contains(&pair) || ALWAYS_NULL.contains(&pair) || POINTER_STRINGS.contains(&pair) {
+        return false;
+    }
+    let prop = schema::builtin().definition(definition).and_then(|(_, d)| d.get("properties")?.get(field));
+    prop.is_some_and(|p| ref_name(p).is_none() && p.get("type").and_then(Value::as_str) == Some("string"))
 }
 
 /// Whether field `field` of the built-in definition `definition` is a number or boolean Go
