@@ -1,13 +1,15 @@
 //! Events recorded over HTTP against the embedded API server with a `kube::Client` sink: what
 //! the first occurrence creates (read back through events.k8s.io/v1 and core/v1, as `kubectl get
 //! events` reads it), the series a repeat patches in, the count shutdown writes, the namespace of
-//! an event about a cluster-scoped object, and a refusal that leaves the broadcaster working.
+//! an event about a cluster-scoped object, a refusal that leaves the broadcaster working, and a
+//! leader's terms recorded on its Lease as client-go's lock records them.
 
 mod common;
 
 use common::client;
 use futures_util::{StreamExt, TryStreamExt};
 use informer::events::{EventBroadcaster, EventType};
+use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
@@ -92,4 +94,39 @@ async fn events_are_created_folded_into_series_and_counted_to_the_end() {
     let reasons: Vec<String> =
         events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
     assert!(reasons.contains(&"Short".to_string()) && !reasons.contains(&"Long".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn a_leaders_terms_are_recorded_on_its_lease() {
+    let server = ApiServer::builder().start().await.unwrap();
+    let c = client(&server).await;
+    let broadcaster = EventBroadcaster::new(c.clone());
+    let config = LeaderElectionConfig::new(LeaseLock::new(c.clone(), "default", "lock"), "e1")
+        .release_on_cancel(true)
+        .event_recorder(broadcaster.new_recorder("example.com/operator"));
+    let elector = LeaderElector::new(config).unwrap();
+    let mut transitions = elector.subscribe();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn({
+        let (elector, cancel) = (elector.clone(), cancel.clone());
+        async move { elector.run(cancel).await }
+    });
+    while !matches!(transitions.recv().await, Some(LeaderEvent::StartedLeading(_))) {}
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    broadcaster.shutdown().await;
+
+    let events: Api<Event> = Api::namespaced(c, "default");
+    let mut recorded: Vec<Event> = events.list(&ListParams::default()).await.unwrap().items;
+    recorded.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+    let notes: Vec<_> = recorded.iter().map(|e| e.note.as_deref().unwrap_or_default()).collect();
+    assert_eq!(notes, ["e1 became leader", "e1 stopped leading"]);
+    let actions: Vec<_> = recorded.iter().map(|e| e.action.as_deref().unwrap_or_default()).collect();
+    assert_eq!(actions, ["BecameLeader", "StoppedLeading"]);
+    for e in &recorded {
+        assert_eq!((e.type_.as_deref(), e.reason.as_deref()), (Some("Normal"), Some("LeaderElection")));
+        let lease = e.regarding.as_ref().unwrap();
+        assert_eq!((lease.kind.as_deref(), lease.name.as_deref()), (Some("Lease"), Some("lock")));
+        assert!(lease.uid.is_some() && e.metadata.name.as_deref().unwrap().starts_with("lock."));
+    }
 }

@@ -8,7 +8,8 @@
 //! and counts pods by phase; `--fail-rate` of the reconciles fail on purpose to exercise retries,
 //! each reported as a Warning event on its pod (an [`EventRecorder`], repeats folded into series).
 //! With `--leader-elect` the controller is one replica of several on a Lease (`election.rs`):
-//! only the leader reconciles, and every transition is printed.
+//! only the leader reconciles, and every transition is printed and recorded as an event on the
+//! Lease.
 //!
 //! Invariants: the exit status is 0 only if the final check passed (1 otherwise, 2 on errors);
 //! everything the demo starts (informer, runner, load generator, terminal mode) is stopped
@@ -168,9 +169,11 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     let stats = Arc::new(DemoStats::default());
     let counter = informer
         .add_event_handler_with_options(counting_handler(&stats), HandlerOptions::new().name("event-counter"))?;
-    let election = args.leader_elect.then(|| election::config(&target.client, &ns, &args));
     let broadcaster = EventBroadcaster::new(target.client.clone());
     let recorder = broadcaster.new_recorder("informer-demo");
+    // Each term is recorded as an event on the Lease, as client-go's lock records it.
+    let election =
+        args.leader_elect.then(|| election::config(&target.client, &ns, &args).event_recorder(recorder.clone()));
     let runner = {
         let stats = stats.clone();
         let fail_rate = args.fail_rate;

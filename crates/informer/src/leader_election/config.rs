@@ -15,6 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::lock::ResourceLock;
 use super::metrics::LeaderElectionMetrics;
+use crate::events::EventRecorder;
 
 /// client-go's `JitterFactor`: a candidate waits between `retry_period` and
 /// `(1 + JITTER_FACTOR) × retry_period` between attempts to acquire.
@@ -40,6 +41,7 @@ pub struct LeaderElectionConfig {
     pub(crate) release_on_cancel: bool,
     pub(crate) metrics: Option<LeaderElectionMetrics>,
     pub(crate) wall_clock: WallClock,
+    pub(crate) recorder: Option<EventRecorder>,
 }
 
 impl fmt::Debug for LeaderElectionConfig {
@@ -72,6 +74,7 @@ impl LeaderElectionConfig {
             release_on_cancel: false,
             metrics: None,
             wall_clock: Arc::new(Timestamp::now),
+            recorder: None,
         }
     }
 
@@ -113,6 +116,14 @@ impl LeaderElectionConfig {
     /// Reports `leader_election_master_status` and `leader_election_slowpath_total`.
     pub fn metrics(mut self, metrics: &LeaderElectionMetrics) -> Self {
         self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// Records each term as client-go's lock does: a Normal event with reason `LeaderElection`
+    /// about the Lease, `<identity> became leader` when a term begins and `<identity> stopped
+    /// leading` when it ends (with the action `BecameLeader` or `StoppedLeading`).
+    pub fn event_recorder(mut self, recorder: EventRecorder) -> Self {
+        self.recorder = Some(recorder);
         self
     }
 

@@ -117,7 +117,19 @@ impl Inner {
             s.status.set(1);
         }
         tracing::info!(lock = %self.lock_name, identity = %self.config.identity, "started leading");
+        self.record_event("became leader");
         self.subscribers.send(LeaderEvent::StartedLeading(token));
+    }
+
+    /// The event client-go's lock records about a term (`<identity> became leader`), its action
+    /// the transition's (`BecameLeader`, `StoppedLeading`: a term's two events are not one
+    /// series).
+    fn record_event(&self, what: &str) {
+        let Some(recorder) = &self.config.recorder else { return };
+        let Some(lease) = self.config.lock.object_reference() else { return };
+        let action = if what == "became leader" { "BecameLeader" } else { "StoppedLeading" };
+        let note = format!("{} {what}", self.config.identity);
+        recorder.eventf(&lease, None, crate::events::EventType::Normal, "LeaderElection", action, note);
     }
 
     fn extend_term(&self, valid_until: Instant) {
@@ -135,6 +147,7 @@ impl Inner {
             s.status.set(0);
         }
         tracing::info!(lock = %self.lock_name, identity = %self.config.identity, reason = why, "stopped leading");
+        self.record_event("stopped leading");
         self.subscribers.send(LeaderEvent::StoppedLeading);
         true
     }

@@ -9,6 +9,7 @@
 
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
@@ -106,5 +107,19 @@ impl ResourceLock for LeaseLock {
 
     fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    fn object_reference(&self) -> Option<ObjectReference> {
+        let last = self.last.lock();
+        let meta = &last.as_ref()?.metadata;
+        Some(ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            ..Default::default()
+        })
     }
 }

@@ -11,6 +11,7 @@
 use std::error::Error as StdError;
 
 use futures_util::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::record::LeaderElectionRecord;
 
@@ -42,4 +43,9 @@ pub trait ResourceLock: Send + Sync + 'static {
     fn update(&self, record: LeaderElectionRecord) -> BoxFuture<'_, Result<(), LockError>>;
     /// A short description for logs, e.g. `namespace/name`.
     fn describe(&self) -> String;
+    /// The object holding the record as last read or written, for the events about the
+    /// election (none by default).
+    fn object_reference(&self) -> Option<ObjectReference> {
+        None
+    }
 }
