@@ -233,19 +233,14 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let gzip = !raw_document && req.uri().path() != "/metrics" && crate::gzip::accepted(req.headers());
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
-    let routed = shared.clone();
-    let served =
-        crate::admission_options::scope(warning::collect(Box::pin(
-            async move { route(&routed, req, segs, query).await },
-        )));
+    let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req, segs, query))));
     let served = crate::requester::scope(user, served);
+    // Past its deadline the request is cancelled where it stands (as kube cancels the request's
+    // context: a write not yet committed is not made) and answered 504.
     let (answer, warnings) = match deadline {
         None => served.await,
-        // Past its deadline the request is answered 504 and goes on to its end unanswered, as
-        // kube's timeout filter leaves its handler running: a write it started still lands.
-        Some(d) => match tokio::time::timeout(d, tokio::spawn(served)).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(_)) => (Err(ApiError::internal("the request's handler failed")), Vec::new()),
+        Some(d) => match tokio::time::timeout(d, served).await {
+            Ok(done) => done,
             Err(_) => {
                 if let Some(mut record) = record {
                     record.answered(504);
@@ -279,19 +274,22 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
 /// The most a request's `timeout` may ask (kube-apiserver's `--request-timeout`).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The deadline a request's `timeout` parameter sets, as kube's request deadline filter reads
-/// it: none for long-running requests (watches, a pod's log, exec, attach, port forwarding and
-/// proxies) nor without the parameter; a value Go's `time.ParseDuration` refuses is a 400; a
-/// value not above 0 or past the limit is the limit.
+/// The deadline of a request, as kube's request deadline filter sets it: none for long-running
+/// requests (watches, proxies, a pod's log, exec, attach and port forwarding); otherwise the
+/// `timeout` parameter's, where a value Go's `time.ParseDuration` refuses is a 400 and one not
+/// above 0, past the limit or absent (an empty value is absent) is the limit.
 fn deadline(
     asked: &crate::request_info::RequestInfo,
     query: &[(String, String)],
 ) -> Result<Option<Duration>, ApiError> {
-    let long_running = asked.verb == "watch"
+    let long_running = ["watch", "proxy"].contains(&asked.verb.as_str())
         || (asked.resource_request
             && ["log", "proxy", "attach", "exec", "portforward"].contains(&asked.subresource.as_str()));
-    let Some((_, text)) = query.iter().find(|(k, _)| k == "timeout").filter(|_| !long_running) else {
+    if long_running {
         return Ok(None);
+    }
+    let Some((_, text)) = query.iter().find(|(k, _)| k == "timeout").filter(|(_, v)| !v.is_empty()) else {
+        return Ok(Some(REQUEST_TIMEOUT));
     };
     let asked = crate::go_duration::parse(text)
         .map_err(|e| ApiError::bad_request(format!("invalid timeout specified in the request URL - {e}")))?;

@@ -105,18 +105,21 @@ pub fn too_old_error(requested: u64, start_rv: u64) -> ApiError {
 /// object an empty one of the watched kind as kube-apiserver's bookmarks carry it, seen through
 /// the watch's filter as any object is (a `PartialObjectMetadata`, or a Table of its one row).
 fn encode_bookmark(out: &mut Vec<u8>, info: &ResourceInfo, rv: u64, end: bool, filter: &Filter) {
+    if filter.metadata {
+        // ObjectMeta's order: the resourceVersion, then the annotations.
+        let mut obj = Vec::with_capacity(160);
+        obj.extend_from_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
+        obj.extend_from_slice(format!("{{\"resourceVersion\":\"{rv}\"").as_bytes());
+        if end {
+            obj.extend_from_slice(b",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}");
+        }
+        obj.extend_from_slice(b"}}");
+        encode_event(out, "BOOKMARK", &obj);
+        return;
+    }
     let mut meta = serde_json::Map::new();
     if end {
         meta.insert("annotations".into(), serde_json::json!({"k8s.io/initial-events-end": "true"}));
-    }
-    if filter.metadata {
-        let mut obj = Vec::with_capacity(160);
-        obj.extend_from_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
-        meta.insert("resourceVersion".into(), rv.to_string().into());
-        let _ = serde_json::to_writer(&mut obj, &meta);
-        obj.push(b'}');
-        encode_event(out, "BOOKMARK", &obj);
-        return;
     }
     let mut obj = serde_json::Map::new();
     obj.insert("metadata".into(), meta.into());

@@ -751,7 +751,7 @@ async fn a_webhook_for_one_version_sees_requests_to_the_others_in_its_version() 
 }
 
 /// A request past its `timeout` (here held by a webhook that never answers) is answered 504 in
-/// the words of kube's timeout filter.
+/// the words of kube's timeout filter, and what it would have written is not.
 #[tokio::test]
 async fn a_request_past_its_timeout_is_answered_504() {
     let hook = Webhook::start().await;
@@ -769,6 +769,7 @@ async fn a_request_past_its_timeout_is_answered_504() {
         "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted \
          timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n"
     );
+    assert_eq!(c.get(&format!("{CONFIGMAPS}/late")).await.code, 404);
 }
 
 #[tokio::test]

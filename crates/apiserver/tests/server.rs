@@ -546,7 +546,7 @@ async fn the_timeout_parameter_is_read_as_kube_reads_it() {
                 "message": format!("invalid timeout specified in the request URL - {why}"), "reason": "BadRequest", "code": 400})
         );
     }
-    for timeout in ["1s", "0", "-1s", "10m", "1.5h"] {
+    for timeout in ["1s", "0", "-1s", "10m", "1.5h", ""] {
         let r = c.get(&format!("/api/v1/namespaces/default/configmaps?timeout={timeout}")).await;
         assert_eq!(r.code, 200, "{timeout}: {}", r.body);
     }

@@ -183,6 +183,17 @@ async fn bookmarks_are_empty_objects_of_the_watched_kind() {
             json!({"resourceVersion": rv.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}});
         assert_eq!(e["object"], want, "{path}");
     }
+    // Seen as metadata only, byte for byte as kube writes it.
+    let meta = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+    let mut w = c.watch_accepting(&format!("/api/v1/namespaces/default/configmaps?{q}"), meta).await;
+    assert_eq!(
+        String::from_utf8(w.next_line().await.unwrap()).unwrap(),
+        format!(
+            "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\
+             \"metadata\":{{\"resourceVersion\":\"{rv}\",\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}}}\n"
+        )
+    );
 }
 
 #[tokio::test]

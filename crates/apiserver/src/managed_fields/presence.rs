@@ -262,6 +262,17 @@ const JSON_SCHEMA_PROPS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiexte
 const CRD_CONDITION: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition";
 
+/// Fields the OpenAPI definitions list as required that Go nevertheless leaves out when empty
+/// (`omitempty`): Go writes no zero for them.
+const OMITTED_WHEN_EMPTY: &[(&str, &str)] = &[
+    ("io.k8s.api.core.v1.PodCertificateProjection", "signerName"),
+    ("io.k8s.api.core.v1.PodCertificateProjection", "keyType"),
+    ("io.k8s.api.core.v1.ContainerRestartRule", "action"),
+    ("io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes", "operator"),
+    ("io.k8s.api.networking.v1.ParentReference", "resource"),
+    ("io.k8s.api.networking.v1.ParentReference", "name"),
+];
+
 /// Strings Go holds by pointer: a set `""` is a value (a claim's `storageClassName: ""` asks for
 /// no class), unlike the `""` Kubernetes' protobuf encoder writes for every unset string.
 const POINTER_STRINGS: &[(&str, &str)] = &[
@@ -391,6 +402,7 @@ pub(crate) fn is_pointer_string(definition: &str, field: &str) -> bool {
 /// holds by pointer in the served groups). A JSON `""` there is no value, as for Go.
 pub(crate) fn is_value_string(definition: &str, field: &str, required: bool) -> bool {
     let pair = (definition, field);
+    let required = required && !OMITTED_WHEN_EMPTY.contains(&pair);
     if required || ALWAYS_WRITTEN.contains(&pair) || ALWAYS_NULL.contains(&pair) || POINTER_STRINGS.contains(&pair) {
         return false;
     }
@@ -427,6 +439,7 @@ fn ref_name(prop: &Value) -> Option<&str> {
 /// serializes that field; `required` says whether the definition lists the field as required
 /// (it has no `omitempty`).
 pub(crate) fn zero_value(definition: &str, field: &str, required: bool) -> Option<&'static Value> {
+    let required = required && !OMITTED_WHEN_EMPTY.contains(&(definition, field));
     let b = schema::builtin();
     let props = b.definition(definition)?.1.get("properties")?.as_object()?;
     let prop = props.get(field)?;
@@ -502,7 +515,15 @@ mod tests {
 
     #[test]
     fn every_table_names_a_field_of_a_built_in_definition() {
-        let tables = [VALUE_STRUCTS, ALWAYS_WRITTEN, ALWAYS_NULL, VALUE_TIMES, VALUE_SCALARS, POINTER_STRINGS];
+        let tables = [
+            VALUE_STRUCTS,
+            ALWAYS_WRITTEN,
+            ALWAYS_NULL,
+            VALUE_TIMES,
+            VALUE_SCALARS,
+            POINTER_STRINGS,
+            OMITTED_WHEN_EMPTY,
+        ];
         for (definition, field) in tables.iter().flat_map(|t| t.iter()) {
             let def = schema::builtin().definition(definition).map(|(_, d)| d);
             let props = def.and_then(|d| d.get("properties"));

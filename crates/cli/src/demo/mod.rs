@@ -34,10 +34,11 @@ use clap::Args;
 use informer::events::{EventBroadcaster, EventRecorder, EventType};
 use informer::runner::{Action, ControllerRunner, RunnerMetrics};
 use informer::{
-    HandlerFns, HandlerOptions, HandlerRegistration, InformerMetrics, InformerOptions, KubeListerWatcher,
+    HandlerFns, HandlerOptions, HandlerRegistration, InformerMetrics, InformerOptions, KubeListerWatcher, Object,
     SharedIndexInformer,
 };
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::Resource;
 use kube::api::Api;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -191,7 +192,7 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
                 if fail {
                     stats.injected_failures.fetch_add(1, Ordering::Relaxed);
                     let note = format!("injected failure for {key}");
-                    report_failure(&recorder, &key, &note);
+                    report_failure(&recorder, &key, pod.as_ref(), &note);
                     return Err(note);
                 }
                 let phase = match &pod {
@@ -357,16 +358,17 @@ pub async fn run(args: DemoArgs) -> Result<bool> {
     ok
 }
 
-/// Reports a failed reconcile as a Warning event on its pod.
-fn report_failure(recorder: &EventRecorder, key: &informer::ObjectKey, note: &str) {
-    let pod = ObjectReference {
+/// Reports a failed reconcile as a Warning event on its pod (with the pod's uid, by which
+/// `kubectl describe pod` finds its events, when the cache has the pod).
+fn report_failure(recorder: &EventRecorder, key: &informer::ObjectKey, pod: Option<&Object<Pod>>, note: &str) {
+    let reference = pod.and_then(|p| p.get().ok()).map(|p| p.object_ref(&())).unwrap_or_else(|| ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
         name: Some(key.name().to_string()),
         namespace: key.namespace().map(str::to_string),
         ..Default::default()
-    };
-    recorder.eventf(&pod, None, EventType::Warning, "ReconcileFailed", "Reconcile", note);
+    });
+    recorder.eventf(&reference, None, EventType::Warning, "ReconcileFailed", "Reconcile", note);
 }
 
 /// One line per second until the deadline or Ctrl-C (the format predates the live view).

@@ -10,16 +10,17 @@
 //! starts a new event; a lone event is forgotten after `finish_after` too.
 //!
 //! Writes retry as client-go's do: up to `max_tries` (12) attempts, `retry_delay` (10 s, plus
-//! up to 25% jitter) apart, when the server could not be reached or its answer not read; a
-//! refusal (a Status) is not retried, except an AlreadyExists answering a series (the first
-//! event's create and the series' patch raced). A series patch that finds no event creates it,
-//! series and all.
+//! up to 25% jitter) apart, when the server could not be reached, its answer not read, or it
+//! asked to come back (429, 503, 504, which client-go's REST client retries itself); another
+//! refusal is not retried, except an AlreadyExists answering a series (the first event's create
+//! and the series' patch raced). A series patch that finds no event creates it, series and all.
 //!
 //! Invariants: recording never blocks and never waits for the server (each write is a task of
 //! its own, on the runtime the broadcaster was made on); an occurrence is counted in the series
 //! it belongs to, and a count is never lost while the broadcaster lives:
 //! [`shutdown`](EventBroadcaster::shutdown) writes the counts not yet written before it returns,
-//! where client-go drops them. After shutdown (or drop) recorders' events are ignored.
+//! where client-go drops them. After shutdown recorders' events are ignored; recorders keep
+//! recording while they live, whether the broadcaster is kept or not.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,7 +37,8 @@ use tokio_util::task::TaskTracker;
 use super::recorder::EventRecorder;
 use super::sink::{EventSink, SinkError};
 
-/// The broadcaster's timing (client-go's constants by default).
+/// The broadcaster's timing (client-go's constants by default). Durations under a millisecond
+/// are taken as one, and `max_tries` of 0 as 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventBroadcasterConfig {
     /// How long after its last occurrence a series is finished (its count written, the event
@@ -123,6 +125,13 @@ impl EventBroadcaster {
 
     /// A broadcaster writing to `sink` with the timing `cfg`. Panics outside a Tokio runtime.
     pub fn with_config(sink: impl EventSink, cfg: EventBroadcasterConfig) -> Self {
+        let least = Duration::from_millis(1);
+        let cfg = EventBroadcasterConfig {
+            finish_after: cfg.finish_after.max(least),
+            refresh_every: cfg.refresh_every.max(least),
+            retry_delay: cfg.retry_delay,
+            max_tries: cfg.max_tries.max(1),
+        };
         let shared = Arc::new(Shared {
             sink: Box::new(sink),
             cfg,
@@ -158,13 +167,18 @@ impl EventBroadcaster {
         EventRecorder::new(self.shared.clone(), reporting_controller)
     }
 
-    /// Stops recording: later events are ignored, the series counts not yet written are written
-    /// (one attempt each), and the writes under way end (without further retries). Returns when
-    /// every write has ended.
+    /// Stops recording: later events are ignored; the writes under way end (their current
+    /// attempt, without further retries); then the series counts not yet written are written,
+    /// one attempt each, all at once. Returns when every write has ended, which takes as long as
+    /// the sink takes to answer (`kube::Client`'s own timeouts bound it; wrap the call in
+    /// `tokio::time::timeout` for a shorter bound).
     pub async fn shutdown(&self) {
         let s = &self.shared;
         s.stopped.store(true, Ordering::SeqCst);
         s.cancel.cancel();
+        // The writes under way first, so that none lands after the final counts.
+        s.tasks.close();
+        s.tasks.wait().await;
         let pending: Vec<Event> = s
             .cache
             .lock()
@@ -172,18 +186,7 @@ impl EventBroadcaster {
             .filter(|(_, e)| e.event.series.as_ref().is_some_and(|series| series.count > e.written))
             .map(|(_, e)| e.event)
             .collect();
-        for event in pending {
-            s.write(&event).await;
-        }
-        s.tasks.close();
-        s.tasks.wait().await;
-    }
-}
-
-impl Drop for EventBroadcaster {
-    fn drop(&mut self) {
-        self.shared.stopped.store(true, Ordering::SeqCst);
-        self.shared.cancel.cancel();
+        futures_util::future::join_all(pending.iter().map(|event| s.write(event))).await;
     }
 }
 
@@ -274,7 +277,7 @@ impl Shared {
                 Written::Done
             }
             Err(e) if e.is_already_exists() && event.series.is_some() => Written::Retry,
-            Err(e @ SinkError::Status { .. }) => {
+            Err(e @ SinkError::Status { .. }) if !e.is_retryable() => {
                 tracing::warn!(event = %describe(event), error = %e, "Server rejected event (will not retry!)");
                 Written::GiveUp
             }
@@ -300,6 +303,9 @@ impl Shared {
             })
             .collect();
         for (key, event, observed, unwritten) in due {
+            if self.cancel.is_cancelled() {
+                return;
+            }
             if unwritten && matches!(self.write(&event).await, Written::Retry) {
                 continue;
             }
@@ -316,6 +322,9 @@ impl Shared {
         let series: Vec<Event> =
             self.cache.lock().values().filter(|e| e.event.series.is_some()).map(|e| e.event.clone()).collect();
         for event in series {
+            if self.cancel.is_cancelled() {
+                return;
+            }
             self.write(&event).await;
         }
     }
@@ -513,6 +522,13 @@ mod tests {
             b.shutdown().await;
         }
 
+        // A server that asks to come back is retried (client-go's REST client retries a 429).
+        let sink = FakeSink::new(vec![status(429, "TooManyRequests")]);
+        let b = EventBroadcaster::new(sink.clone());
+        b.new_recorder("ctl").eventf(&pod("a"), None, EventType::Normal, "Started", "Start", "");
+        assert_eq!(sink.calls(2).await.len(), 2);
+        b.shutdown().await;
+
         // At most twelve attempts.
         let sink = FakeSink::new((0..20).map(|_| unreachable()).collect());
         let b = EventBroadcaster::new(sink.clone());
@@ -547,6 +563,16 @@ mod tests {
         let calls = sink.calls(4).await;
         assert_eq!((calls[3].verb, calls[3].count), ("patch", Some(2)));
         b.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn recorders_go_on_recording_when_the_broadcaster_is_dropped() {
+        let sink = FakeSink::new(vec![]);
+        let r = EventBroadcaster::new(sink.clone()).new_recorder("ctl");
+        r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
+        r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
+        let calls = sink.calls(2).await;
+        assert_eq!((calls[1].verb, calls[1].count), ("patch", Some(2)));
     }
 
     #[tokio::test(start_paused = true)]

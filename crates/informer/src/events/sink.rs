@@ -38,6 +38,15 @@ impl SinkError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, SinkError::Status { code: 404, .. })
     }
+
+    /// The write may succeed later: the server was not reached, or asked to come back (429
+    /// TooManyRequests, 503, 504).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            SinkError::Unreachable(_) => true,
+            SinkError::Status { code, .. } => matches!(code, 429 | 503 | 504),
+        }
+    }
 }
 
 /// Writes events for an [`EventBroadcaster`](super::EventBroadcaster). `kube::Client` is one;

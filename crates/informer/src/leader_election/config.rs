@@ -119,9 +119,11 @@ impl LeaderElectionConfig {
         self
     }
 
-    /// Records each term as client-go's lock does: a Normal event with reason `LeaderElection`
-    /// about the Lease, `<identity> became leader` when a term begins and `<identity> stopped
-    /// leading` when it ends (with the action `BecameLeader` or `StoppedLeading`).
+    /// Records each term as the event client-go's lock records: a Normal event with reason
+    /// `LeaderElection` about the Lease, `<identity> became leader` when a term begins and
+    /// `<identity> stopped leading` when it ends. client-go writes them through its core/v1
+    /// recorder, with no action; these are events.k8s.io Events, whose action is required:
+    /// `BecameLeader` or `StoppedLeading` (`kubectl get events` shows the same reason and message).
     pub fn event_recorder(mut self, recorder: EventRecorder) -> Self {
         self.recorder = Some(recorder);
         self

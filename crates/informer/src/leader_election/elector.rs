@@ -121,9 +121,9 @@ impl Inner {
         self.subscribers.send(LeaderEvent::StartedLeading(token));
     }
 
-    /// The event client-go's lock records about a term (`<identity> became leader`), its action
-    /// the transition's (`BecameLeader`, `StoppedLeading`: a term's two events are not one
-    /// series).
+    /// The event client-go's lock records about a term (`<identity> became leader`), as an
+    /// events.k8s.io Event whose action is the transition's (`BecameLeader`, `StoppedLeading`:
+    /// a term's two events are not one series).
     fn record_event(&self, what: &str) {
         let Some(recorder) = &self.config.recorder else { return };
         let Some(lease) = self.config.lock.object_reference() else { return };

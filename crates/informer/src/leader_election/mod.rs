@@ -15,9 +15,9 @@
 //! [`run`](LeaderElector::run), as client-go's `OnStoppedLeading`). A leader that finds its Lease
 //! deleted, or emptied of its holder, writes itself back and keeps its term, as client-go does.
 //! With an [`EventRecorder`](crate::events::EventRecorder)
-//! ([`LeaderElectionConfig::event_recorder`]) each term is also recorded as client-go's lock
-//! records it: `<identity> became leader` and `<identity> stopped leading`, reason
-//! `LeaderElection`, on the Lease. [`LeaderElector::check`] is client-go's `Check` for a health
+//! ([`LeaderElectionConfig::event_recorder`]) each term is also recorded as the events
+//! client-go's lock records: `<identity> became leader` and `<identity> stopped leading`,
+//! reason `LeaderElection`, on the Lease (as events.k8s.io Events). [`LeaderElector::check`] is client-go's `Check` for a health
 //! endpoint: it fails when the elector's task has not ended a term whose lease must have
 //! expired (a stuck process).
 //! [`ControllerRunner`](crate::ControllerRunner) uses an elector through
