@@ -201,6 +201,8 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     }
 
     let user = impersonated.or(account);
+    // The kinds as the definitions this server wrote make them.
+    shared.store.definitions_view().await;
     // A request for a resource the server serves is counted (kube instruments its routes).
     let served_resource =
         asked.resource_request && shared.store.registry().find(&asked.group, &asked.version, &asked.resource).is_some();

@@ -987,6 +987,27 @@ async fn status_writes_get_the_schema_s_defaults() {
     assert_eq!(r.body["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
 }
 
+/// A change of a definition this server answered is in force for the next request, however far
+/// behind its watch cache is.
+#[tokio::test]
+async fn a_definition_change_answered_is_in_force_for_the_next_request() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    assert_eq!(c.post(CRDS, &crd_of("knob", "Knob", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "knobs.example.com").await;
+    s.set_cache_lag(Duration::from_millis(300));
+    let mut crd = c.get(&format!("{CRDS}/knobs.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["maximum"] =
+        json!(3);
+    assert_eq!(c.put(&format!("{CRDS}/knobs.example.com"), &crd).await.code, 200);
+    let r = c
+        .post("/apis/example.com/v1/namespaces/default/knobs", &json!({"metadata": {"name": "k"}, "spec": {"size": 5}}))
+        .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    s.set_cache_lag(Duration::ZERO);
+}
+
 #[tokio::test]
 async fn set_and_map_lists_hold_each_element_once() {
     let s = server().await;

@@ -115,6 +115,9 @@ pub struct Store {
     /// The highest revision of a LimitRange or StorageClass this server wrote (admission reads
     /// them from the cache once it holds that revision).
     admission_inputs_written: AtomicU64,
+    /// The highest revision of a CustomResourceDefinition this server wrote (requests wait until
+    /// the cache, whose definitions the served kinds follow, holds it).
+    definitions_written: AtomicU64,
     /// The core/v1 namespaces resource, when served: then namespaced objects are created only in
     /// existing namespaces that are not terminating.
     namespaces: Option<Arc<ResourceInfo>>,
@@ -269,6 +272,7 @@ impl Store {
             rv_wait,
             last_write: AtomicU64::new(0),
             admission_inputs_written: AtomicU64::new(0),
+            definitions_written: AtomicU64::new(0),
             quota_gates: Default::default(),
             namespaces,
             services,
@@ -401,6 +405,9 @@ impl Store {
         {
             self.admission_inputs_written.fetch_max(rev, Ordering::AcqRel);
         }
+        if crate::crd::is_crds(info) {
+            self.definitions_written.fetch_max(rev, Ordering::AcqRel);
+        }
     }
 
     /// The per-namespace locks of quota admission and recounts.
@@ -415,6 +422,17 @@ impl Store {
     /// every 30 seconds).
     pub(crate) async fn admission_view(&self) {
         let written = self.admission_inputs_written.load(Ordering::Acquire);
+        if written != 0 && written > self.cache.resource_version() {
+            self.cache.wait_for_rv(written, self.rv_wait).await;
+        }
+    }
+
+    /// Waits until the cache holds every CustomResourceDefinition this server wrote, so that a
+    /// request after a definition's change is served by the kinds as changed (a cache that does
+    /// not catch up in time is read as it is). kube-apiserver applies a change a moment after
+    /// answering it; here a client that saw its write answered sees it in force.
+    pub(crate) async fn definitions_view(&self) {
+        let written = self.definitions_written.load(Ordering::Acquire);
         if written != 0 && written > self.cache.resource_version() {
             self.cache.wait_for_rv(written, self.rv_wait).await;
         }
