@@ -723,6 +723,8 @@ where
 {
     let mut goaway = shared.controls.goaway_epoch();
     goaway.borrow_and_update();
+    let mut cut = shared.controls.cut_epoch();
+    cut.borrow_and_update();
     let svc = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
@@ -736,13 +738,17 @@ where
             _ = shutdown.wait_for(|s| *s) => return,
             // HTTP/2: GOAWAY, streams in progress go on; HTTP/1.1: close after the response.
             Ok(()) = goaway.changed() => conn.as_mut().graceful_shutdown(),
+            // A cut closes an idle connection at once, as a reset socket is closed: a client does
+            // not find it in its pool later. One with a response under way is cut in the middle
+            // of its next write (`CutIo`).
+            Ok(()) = cut.changed() => conn.as_mut().graceful_shutdown(),
         }
     }
 }
 
 /// A connection's socket that the controls can cut: after [`Controls::cut_connections`] its next
 /// write goes out half and every operation then fails, as a connection reset in the middle of a
-/// response.
+/// response (an idle connection is closed at once by its task, see `serve_conn`).
 struct CutIo<I> {
     inner: I,
     cut: watch::Receiver<u64>,

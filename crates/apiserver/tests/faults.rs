@@ -249,6 +249,28 @@ async fn cut_connections_break_a_watch_in_the_middle_of_an_event() {
     assert_eq!(Client::new(&s).get(PODS).await.body["items"].as_array().unwrap().len(), 2);
 }
 
+/// A cut closes idle keep-alive connections at once (as a reset socket is closed), so that a
+/// client's pool does not hand them out later only to see them fail one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_connections_close_idle_ones_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = server().await;
+    let mut conn = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    conn.write_all(b"GET /version HTTP/1.1\r\nHost: test\r\n\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !answer.ends_with(b"}") {
+        let n = tokio::time::timeout(SEC, conn.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "closed before the answer");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(answer.starts_with(b"HTTP/1.1 200"));
+    // Idle, kept alive: the cut closes it without waiting for another request.
+    s.cut_connections();
+    let read = tokio::time::timeout(SEC, conn.read(&mut buf)).await.expect("the idle connection stays open");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goaway_lets_streams_in_progress_finish_and_refuses_new_ones() {
     let s = server().await;
