@@ -39,30 +39,30 @@ pub(crate) fn accepted(headers: &HeaderMap) -> bool {
     first.is_some_and(|v| v.split(',').any(|token| token.trim() == "gzip"))
 }
 
+/// The codings of an `Accept-Encoding` value with their weights (`None`: a weight that does not
+/// read), as `coding;q=w` lists them.
+fn codings(value: &str) -> impl Iterator<Item = (&str, Option<f64>)> {
+    value.split(',').map(|spec| {
+        let mut parts = spec.split(';').map(str::trim);
+        let coding = parts.next().unwrap_or("");
+        let q = parts.filter_map(|p| p.strip_prefix("q=")).next_back().map_or(Some(1.0), |w| w.parse::<f64>().ok());
+        (coding, q)
+    })
+}
+
 /// Whether the metrics handler gzips its answer (promhttp's negotiation of its offers
 /// `identity` and `gzip`): the offer with the highest weight among the client's codings wins,
 /// the earlier on a tie; a weight of 0 for the winner is no encoding at all.
 pub(crate) fn metrics_accepted(headers: &HeaderMap) -> bool {
-    let mut codings = Vec::new();
-    for v in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
-        for spec in v.split(',') {
-            let mut parts = spec.split(';').map(str::trim);
-            let coding = parts.next().unwrap_or("");
-            let mut q = Some(1.0);
-            for p in parts {
-                if let Some(w) = p.strip_prefix("q=") {
-                    q = w.parse::<f64>().ok().filter(|w| (0.0..=1.0).contains(w));
-                }
-            }
-            // A coding whose weight does not read is skipped.
-            if let (false, Some(q)) = (coding.is_empty(), q) {
-                codings.push((coding, q));
-            }
-        }
-    }
+    let values = headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
+    // A coding whose weight does not read is skipped.
+    let weighed: Vec<(&str, f64)> = values
+        .flat_map(codings)
+        .filter_map(|(c, q)| q.filter(|q| (0.0..=1.0).contains(q)).filter(|_| !c.is_empty()).map(|q| (c, q)))
+        .collect();
     let mut best = ("identity", -1.0);
     for offer in ["identity", "gzip"] {
-        for &(coding, q) in &codings {
+        for &(coding, q) in &weighed {
             if q > best.1 && (coding == "*" || coding == offer) {
                 best = (offer, q);
             }
@@ -79,12 +79,7 @@ const DOCUMENT_MIN: usize = 1400;
 /// `Accept-Encoding` weighs `gzip` (in any case) above 0.
 pub(crate) fn document(headers: &HeaderMap, mut r: Response<Body>) -> Response<Body> {
     let first = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let accepted = first.split(',').any(|spec| {
-        let mut parts = spec.split(';').map(str::trim);
-        let gzip = parts.next().is_some_and(|c| c.eq_ignore_ascii_case("gzip"));
-        let q = parts.find_map(|p| p.strip_prefix("q=")).map_or(Some(1.0), |w| w.parse::<f64>().ok());
-        gzip && q.is_some_and(|q| q > 0.0)
-    });
+    let accepted = codings(first).any(|(c, q)| c.eq_ignore_ascii_case("gzip") && q.is_some_and(|q| q > 0.0));
     // Set before the handler writes its own.
     let h = r.headers_mut();
     let own: Vec<HeaderValue> = h.get_all(header::VARY).iter().cloned().collect();
