@@ -74,24 +74,20 @@ pub fn index(reg: &Registry) -> Value {
         "/api/v1",
         "/apis",
         "/apis/",
-        "/healthz",
-        "/healthz/ping",
-        "/livez",
-        "/livez/ping",
         "/metrics",
         "/openapi/v2",
         "/openapi/v3",
         "/openapi/v3/",
         "/openid/v1/jwks",
-        "/readyz",
-        "/readyz/ping",
-        "/readyz/shutdown",
-        "/readyz/watch-cache",
         "/version",
     ]
     .iter()
     .map(|p| p.to_string())
     .collect();
+    for (endpoint, checks) in crate::handlers::HEALTH_CHECKS {
+        paths.push(format!("/{endpoint}"));
+        paths.extend(checks.iter().map(|c| format!("/{endpoint}/{c}")));
+    }
     for (g, v) in reg.group_versions() {
         paths.push(format!("/apis/{g}"));
         paths.push(format!("/apis/{g}/{v}"));

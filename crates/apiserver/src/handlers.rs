@@ -284,10 +284,7 @@ fn deadline(
     asked: &crate::request_info::RequestInfo,
     query: &[(String, String)],
 ) -> Result<Option<Duration>, ApiError> {
-    let long_running = ["watch", "proxy"].contains(&asked.verb.as_str())
-        || (asked.resource_request
-            && ["log", "proxy", "attach", "exec", "portforward"].contains(&asked.subresource.as_str()));
-    if long_running {
+    if asked.is_long_running() {
         return Ok(None);
     }
     let Some((_, text)) = query.iter().find(|(k, _)| k == "timeout").filter(|(_, v)| !v.is_empty()) else {
@@ -342,6 +339,10 @@ fn public_info(req: &Request<Incoming>) -> bool {
 
 /// A health check: its name and, when it fails, why.
 type Check = (&'static str, Option<&'static str>);
+
+/// The health endpoints and the checks each runs (the index lists them too).
+pub(crate) const HEALTH_CHECKS: [(&str, &[&str]); 3] =
+    [("healthz", &["ping"]), ("livez", &["ping"]), ("readyz", &["ping", "watch-cache", "shutdown"])];
 
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
 /// `?verbose` each check and `<endpoint> check passed`; a failure lists every check (the failed
@@ -399,16 +400,15 @@ async fn route(
         }
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
             let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
-            let checks: &[Check] = match *endpoint {
-                "readyz" => &[
-                    ("ping", None),
-                    ("watch-cache", (!cache_ready).then_some("storage is (re)initializing")),
-                    ("shutdown", shared.controls.is_not_ready().then_some("process is shutting down")),
-                ],
-                _ => &[("ping", None)],
+            let failing = |name: &str| match name {
+                "watch-cache" => (!cache_ready).then_some("storage is (re)initializing"),
+                "shutdown" => shared.controls.is_not_ready().then_some("process is shutting down"),
+                _ => None,
             };
+            let names = HEALTH_CHECKS.iter().find(|(e, _)| e == endpoint).map_or(&[][..], |(_, n)| n);
+            let checks: Vec<Check> = names.iter().map(|n| (*n, failing(n))).collect();
             let verbose = query.iter().any(|(k, _)| k == "verbose");
-            Ok(health(endpoint, checks, check.first().copied(), verbose))
+            Ok(health(endpoint, &checks, check.first().copied(), verbose))
         }
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };

@@ -41,9 +41,6 @@ const DURATION_BUCKETS: [f64; 23] = [
     45.0, 60.0,
 ];
 
-/// The subresources that are connections (kube's `CONNECT` verb), long-running as watches are.
-const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "exec", "portforward"];
-
 /// Where a request goes: the labels every request metric has besides its verb (and dry run).
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct Route {
@@ -360,7 +357,7 @@ fn verb(method: &str, info: &RequestInfo, scope: &str, content_type: Option<&str
     if info.verb == "watch" {
         return "WATCH";
     }
-    if CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
+    if crate::request_info::CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
         return "CONNECT";
     }
     match method {

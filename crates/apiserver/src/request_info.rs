@@ -34,6 +34,18 @@ pub(crate) struct RequestInfo {
     pub name: String,
 }
 
+/// The subresources that are connections (kube's `CONNECT` verb), long-running as watches are.
+pub(crate) const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "exec", "portforward"];
+
+impl RequestInfo {
+    /// Whether the request is long-running, as kube's `BasicLongRunningRequestCheck` judges it
+    /// (verbs `watch` and `proxy`, the connection subresources): no deadline, counted apart.
+    pub(crate) fn is_long_running(&self) -> bool {
+        ["watch", "proxy"].contains(&self.verb.as_str())
+            || (self.resource_request && CONNECT_SUBRESOURCES.contains(&self.subresource.as_str()))
+    }
+}
+
 /// Reads a request's attributes from its method, (percent-decoded) path segments and query.
 pub(crate) fn read(method: &str, path: &str, segments: &[&str], query: &[(String, String)]) -> RequestInfo {
     let mut info = RequestInfo { path: path.to_string(), verb: method.to_ascii_lowercase(), ..Default::default() };
