@@ -23,7 +23,8 @@ use crate::field_validation::{self, FieldValidation};
 use crate::list::{self, ListOptions};
 use crate::managed_fields;
 use crate::media::{BodyFormat, JsonBody};
-use crate::protobuf::{self, negotiate::Accept};
+use crate::negotiation::Accept;
+use crate::protobuf;
 use crate::registry::ResourceInfo;
 use crate::selector::Selectors;
 use crate::status::ApiError;
@@ -210,13 +211,16 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let mut record =
         served_resource.then(|| shared.metrics.begin(req.method().as_str(), &asked, &query, content_type)).flatten();
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    // The OpenAPI documents negotiate their own media types; the issuer's documents and the
-    // metrics take any.
-    let index = ["/", "/index.html"].contains(&req.uri().path());
-    let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| req.uri().path().starts_with(p))
-        || req.uri().path() == "/metrics"
+    // The OpenAPI documents negotiate their own media types; the issuer's documents, the
+    // index, the version, the health checks and the metrics are written as they are, whatever
+    // the client accepts.
+    let path = req.uri().path();
+    let index = ["/", "/index.html"].contains(&path);
+    let own_media = ["/openapi/", "/.well-known/", "/openid/"].iter().any(|p| path.starts_with(p))
+        || ["/metrics", "/version", "/version/"].contains(&path)
+        || is_health_check(path)
         || index;
-    if !accept.json && !accept.protobuf && !own_media {
+    if !accept.takes_any() && !own_media {
         if let Some(record) = record.as_mut() {
             record.answered(406);
         }
@@ -256,7 +260,8 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
-    let r = protobuf::negotiate::respond(accept, r);
+    let r =
+        if own_media { r } else { crate::negotiation::respond(accept, protobuf::negotiate::respond(accept, r)).await };
     let r = if pretty { crate::pretty::answer(r).await } else { r };
     let r = if gzip { crate::gzip::compress(r) } else { r };
     // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
@@ -343,6 +348,12 @@ type Check = (&'static str, Option<&'static str>);
 /// The health endpoints and the checks each runs (the index lists them too).
 pub(crate) const HEALTH_CHECKS: [(&str, &[&str]); 3] =
     [("healthz", &["ping"]), ("livez", &["ping"]), ("readyz", &["ping", "watch-cache", "shutdown"])];
+
+/// Whether `path` is a health endpoint's or one of its checks'.
+fn is_health_check(path: &str) -> bool {
+    let rest = |e: &str| path.strip_prefix('/').and_then(|p| p.strip_prefix(e)).map(str::to_owned);
+    HEALTH_CHECKS.iter().any(|(e, _)| rest(e).is_some_and(|r| r.is_empty() || r.starts_with('/')))
+}
 
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
 /// `?verbose` each check and `<endpoint> check passed`; a failure lists every check (the failed

@@ -82,6 +82,7 @@ pub(crate) mod media;
 pub mod metrics;
 pub(crate) mod name_generator;
 pub mod namespaces;
+pub(crate) mod negotiation;
 pub(crate) mod node_ports;
 pub mod object;
 pub(crate) mod object_meta;
@@ -159,6 +160,8 @@ pub(crate) mod windows_options;
 pub(crate) mod workload_validation;
 pub mod write_options;
 pub(crate) mod yaml;
+pub(crate) mod yaml_emit;
+pub(crate) mod yaml_resolve;
 
 pub use authorizer::AuthorizationMode;
 pub use controls::{Controls, Fault, RequestCounts, ShutdownAnswer, UnresponsiveClose};

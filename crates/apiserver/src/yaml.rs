@@ -227,7 +227,7 @@ fn resolve(text: &str) -> Option<Value> {
             return Some(Value::Number(u.into()));
         }
     }
-    if is_float(text) {
+    if crate::yaml_resolve::is_yaml_float(&plain) {
         let f: f64 = plain.parse().ok()?;
         // Written to JSON as Go writes a float64: a whole number without a fraction
         // (`1.0` and `1e3` are the integers 1 and 1000 to the decoder).
@@ -237,46 +237,6 @@ fn resolve(text: &str) -> Option<Value> {
         return Number::from_f64(f).map(Value::Number);
     }
     None
-}
-
-/// go-yaml v2's float syntax: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
-fn is_float(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-        i += 1;
-    }
-    let int_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let int_digits = i - int_start;
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        let frac_start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if int_digits == 0 && i == frac_start {
-            return false;
-        }
-    } else if int_digits == 0 {
-        return false;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-            i += 1;
-        }
-        let exp_start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == exp_start {
-            return false;
-        }
-    }
-    i == b.len()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! Content negotiation for protobuf answers: a client whose `Accept` header prefers
-//! `application/vnd.kubernetes.protobuf` (kubectl's typed commands, client-go configured for
-//! protobuf) gets its objects, lists, Status errors and watch streams in protobuf; every other
-//! client gets JSON, unchanged.
+//! Protobuf answers: a client whose first choice is `application/vnd.kubernetes.protobuf`
+//! (kubectl's typed commands, client-go configured for protobuf; see `negotiation.rs`) gets
+//! its objects, lists, Status errors and watch streams in protobuf; every other client gets
+//! the JSON answer, for `negotiation.rs` to write in YAML when the client asks for it.
 //!
 //! Watch streams in protobuf are `application/vnd.kubernetes.protobuf;stream=watch`: each event
 //! a 4-byte big-endian length and a `meta/v1` `WatchEvent` message (no envelope) whose object is
@@ -20,88 +20,38 @@ use tokio::sync::mpsc;
 use super::wire::Writer;
 use super::{MEDIA_TYPE, encode_object, has_message};
 use crate::body::{self, Body};
+use crate::negotiation::{Accept, Media};
 use crate::status::ApiError;
 
-/// What an `Accept` header takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Accept {
-    /// JSON (or anything) is acceptable.
-    pub(crate) json: bool,
-    /// Protobuf is acceptable.
-    pub(crate) protobuf: bool,
-    /// Protobuf comes before JSON in the client's order of preference.
-    pub(crate) prefers_protobuf: bool,
-}
-
-impl Accept {
-    /// Reads an `Accept` header (none: JSON). Media types with an `as=` parameter (Table,
-    /// PartialObjectMetadata) are renderings the JSON path serves, not plain protobuf.
-    pub(crate) fn parse(header: Option<&str>) -> Accept {
-        let Some(h) = header.filter(|h| !h.trim().is_empty()) else {
-            return Accept { json: true, ..Accept::default() };
-        };
-        // The most preferred JSON and protobuf entries: highest weight, then earliest (the
-        // client's order breaks ties), as (weight, position).
-        let mut json: Option<(f32, usize)> = None;
-        let mut protobuf: Option<(f32, usize)> = None;
-        let better = |best: Option<(f32, usize)>, q: f32| best.is_none_or(|(bq, _)| q > bq);
-        for (i, m) in h.split(',').enumerate() {
-            let mut parts = m.split(';').map(str::trim);
-            let t = parts.next().unwrap_or("");
-            let mut q = 1.0f32;
-            let mut rendering = false;
-            for p in parts {
-                if let Some(v) = p.strip_prefix("q=") {
-                    q = v.parse().unwrap_or(1.0);
-                }
-                rendering |= p.starts_with("as=");
-            }
-            if q <= 0.0 {
-                continue;
-            }
-            let is_json = matches!(t, "application/json" | "*/*" | "application/*" | "") || t.ends_with("+json");
-            if is_json {
-                if better(json, q) {
-                    json = Some((q, i));
-                }
-            } else if t == MEDIA_TYPE && !rendering && better(protobuf, q) {
-                protobuf = Some((q, i));
-            }
-        }
-        let prefers_protobuf = match (protobuf, json) {
-            (Some(_), None) => true,
-            (Some((pq, pi)), Some((jq, ji))) => pq > jq || (pq == jq && pi < ji),
-            _ => false,
-        };
-        Accept { json: json.is_some(), protobuf: protobuf.is_some(), prefers_protobuf }
-    }
-}
-
 /// The answer as the client prefers it: a JSON object, list or Status answer re-encoded in
-/// protobuf, a JSON watch stream reframed, when the client prefers protobuf and the kind has a
-/// protobuf form; a 406 when it takes only protobuf and the kind has none.
+/// protobuf, a JSON watch stream reframed, when protobuf is the client's first choice and the
+/// kind has a protobuf form; a 406 when it takes no other media type the answer can be given
+/// in, and for a watch whose client puts YAML first (YAML has no streaming form).
 pub(crate) fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
-    if !accept.protobuf || !is_json(&r) {
+    if !is_json(&r) {
+        return r;
+    }
+    let watched = r.extensions().get::<WatchOf>().cloned();
+    if watched.is_some() && accept.first() == Some(Media::Yaml) {
+        return body::error(&crate::negotiation::yaml_watch_refused());
+    }
+    let first = accept.first() == Some(Media::Protobuf);
+    if !first {
         return r;
     }
     let (mut parts, body) = r.into_parts();
-    let watched = parts.extensions.get::<WatchOf>().cloned();
     let body = match body {
-        Body::List(l) if accept.prefers_protobuf || !accept.json => Body::Full(Some(Bytes::from(l.into_bytes()))),
+        Body::List(l) => Body::Full(Some(Bytes::from(l.into_bytes()))),
         other => other,
     };
     let transcoded = match body {
-        Body::Full(Some(bytes)) if accept.prefers_protobuf || !accept.json => {
+        Body::Full(Some(bytes)) => {
             match serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| encode_object(&v)) {
                 Ok(pb) => Ok(Body::Full(Some(Bytes::from(pb)))),
                 Err(e) => Err((Body::Full(Some(bytes)), e)),
             }
         }
-        Body::Stream(rx)
-            if (accept.prefers_protobuf || !accept.json) && watched.as_ref().is_some_and(WatchOf::has_message) =>
-        {
-            Ok(Body::Stream(reframe(rx)))
-        }
+        Body::Stream(rx) if watched.as_ref().is_some_and(WatchOf::has_message) => Ok(Body::Stream(reframe(rx))),
         other => Err((other, String::new())),
     };
     match transcoded {
@@ -111,7 +61,9 @@ pub(crate) fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             Response::from_parts(parts, body)
         }
-        Err((body, _)) if accept.json => Response::from_parts(parts, body),
+        Err((body, _)) if accept.takes(Media::Json) || (watched.is_none() && accept.takes(Media::Yaml)) => {
+            Response::from_parts(parts, body)
+        }
         Err((_, why)) => {
             tracing::debug!(%why, "answer has no protobuf form");
             body::error(&ApiError::new(
@@ -200,23 +152,6 @@ fn watch_frame(line: &[u8]) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn accept_headers_choose_as_kube_apiserver_does() {
-        let kubectl = Accept::parse(Some("application/vnd.kubernetes.protobuf,application/json"));
-        assert_eq!(kubectl, Accept { json: true, protobuf: true, prefers_protobuf: true });
-        let json_first = Accept::parse(Some("application/json, application/vnd.kubernetes.protobuf"));
-        assert!(json_first.protobuf && !json_first.prefers_protobuf);
-        let only = Accept::parse(Some("application/vnd.kubernetes.protobuf"));
-        assert_eq!(only, Accept { json: false, protobuf: true, prefers_protobuf: true });
-        let metadata = Accept::parse(Some(
-            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
-        ));
-        assert!(!metadata.protobuf && metadata.json);
-        let weighted = Accept::parse(Some("application/json;q=0.5, application/vnd.kubernetes.protobuf"));
-        assert!(weighted.prefers_protobuf);
-        assert_eq!(Accept::parse(None), Accept { json: true, ..Accept::default() });
-    }
 
     #[test]
     fn watch_frames_are_length_prefixed_watch_events() {

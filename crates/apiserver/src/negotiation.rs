@@ -1,0 +1,226 @@
+//! The media type of an answer, chosen from the request's `Accept` header as kube-apiserver
+//! chooses it, and answers in YAML.
+//!
+//! The header's media ranges are put in goautoneg's order (its insertion sort: a higher `q`
+//! first, then a range with a type before `*/…`, a range with a subtype before `…/*`, the
+//! client's order otherwise; `q=0` ranges stay, last) and each is matched against the server's
+//! media types in their order — JSON, YAML, protobuf — so `*/*` and `application/*` mean
+//! JSON. A protobuf range with `as=` (a Table or metadata rendering) is not plain protobuf and
+//! is passed over. The first match is the answer's media type; a kind with no protobuf form
+//! takes the next one the client accepts.
+//!
+//! YAML: kube's YAML serializer writes the JSON it would send through sigs.k8s.io/yaml
+//! (`yaml_emit.rs`). Objects, lists, Tables, Status errors and discovery documents are
+//! answered in YAML (`Content-Type: application/yaml`) when the client puts YAML before JSON;
+//! a watch is a 406 (that serializer has no streaming form), its Status in YAML too; an object
+//! go-yaml cannot read back (DEL or C1 controls in a string) is a 500 whose Status carries
+//! go-yaml's error, as kube's answer writer turns a failed encoding into one.
+//!
+//! Invariants: an answer is re-encoded whole or not at all, after everything else about it is
+//! decided; documents served as they are (OpenAPI, the index, `/version`, health checks,
+//! metrics) are not negotiated here.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+use crate::body::Body;
+
+/// The media types answers are written in, in the server's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Media {
+    /// `application/json`.
+    Json,
+    /// `application/yaml`.
+    Yaml,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+}
+
+/// The media types an `Accept` header takes, most preferred first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Accept {
+    order: [Option<Media>; 3],
+}
+
+impl Accept {
+    /// Reads an `Accept` header (none, or no media range: `*/*`).
+    pub(crate) fn parse(header: Option<&str>) -> Accept {
+        let mut clauses: Vec<Clause> = header.unwrap_or("").split(',').filter_map(Clause::parse).collect();
+        if clauses.is_empty() {
+            clauses.push(Clause { q: 1.0, ty: "*", sub: "*", rendering: false });
+        }
+        // goautoneg sorts with `sort.Sort`, an insertion sort at these lengths, by a "less"
+        // that is not an order (`*/*;q=1` and `a/b;q=0.5` are each less than the other): the
+        // same sort gives the same answers.
+        for i in 1..clauses.len() {
+            let mut j = i;
+            while j > 0 && clauses[j].before(&clauses[j - 1]) {
+                clauses.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        let mut accept = Accept::default();
+        let mut n = 0;
+        for c in &clauses {
+            for m in [Media::Json, Media::Yaml, Media::Protobuf] {
+                if c.matches(m) && !accept.takes(m) {
+                    accept.order[n] = Some(m);
+                    n += 1;
+                }
+            }
+        }
+        accept
+    }
+
+    /// Whether the client takes `m` at all.
+    pub(crate) fn takes(self, m: Media) -> bool {
+        self.order.contains(&Some(m))
+    }
+
+    /// Whether the client takes anything the server writes.
+    pub(crate) fn takes_any(self) -> bool {
+        self.order[0].is_some()
+    }
+
+    /// The client's first choice.
+    pub(crate) fn first(self) -> Option<Media> {
+        self.order[0]
+    }
+
+    /// Whether the client takes `a` and puts it before `b`.
+    pub(crate) fn prefers(self, a: Media, b: Media) -> bool {
+        let at = |m| self.order.iter().position(|o| *o == Some(m));
+        match (at(a), at(b)) {
+            (Some(a), Some(b)) => a < b,
+            (a, _) => a.is_some(),
+        }
+    }
+}
+
+/// One media range of an `Accept` header, as goautoneg reads it.
+struct Clause<'a> {
+    q: f64,
+    ty: &'a str,
+    sub: &'a str,
+    rendering: bool,
+}
+
+impl<'a> Clause<'a> {
+    fn parse(part: &'a str) -> Option<Clause<'a>> {
+        let mut params = part.trim_matches(' ').split(';');
+        let mut range = params.next().unwrap_or("").split('/');
+        let ty = range.next().unwrap_or("").trim_matches(' ');
+        let sub = match (range.next(), range.next()) {
+            (None, None) if ty == "*" => "*",
+            (Some(sub), None) => sub.trim_matches(' '),
+            _ => return None,
+        };
+        let mut clause = Clause { q: 1.0, ty, sub, rendering: false };
+        for p in params {
+            let Some((k, v)) = p.split_once('=') else { continue };
+            match k.trim_matches(' ') {
+                "q" => clause.q = v.parse().unwrap_or(0.0),
+                "as" => clause.rendering = true,
+                _ => {}
+            }
+        }
+        Some(clause)
+    }
+
+    /// goautoneg's "less": a higher weight, or more specific.
+    fn before(&self, other: &Clause) -> bool {
+        self.q > other.q || (self.ty != "*" && other.ty == "*") || (self.sub != "*" && other.sub == "*")
+    }
+
+    fn matches(&self, m: Media) -> bool {
+        let sub = match m {
+            Media::Json => "json",
+            Media::Yaml => "yaml",
+            Media::Protobuf if self.rendering => return false,
+            Media::Protobuf => "vnd.kubernetes.protobuf",
+        };
+        (self.ty == "*" && self.sub == "*") || (self.ty == "application" && (self.sub == "*" || self.sub == sub))
+    }
+}
+
+/// The 406 of a watch whose client puts YAML first (kube's stream media types).
+pub(crate) fn yaml_watch_refused() -> crate::status::ApiError {
+    crate::status::ApiError::new(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+    )
+}
+
+/// The answer in YAML when the client puts YAML before JSON and the answer is a complete JSON
+/// document; otherwise as it is.
+pub(crate) async fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
+    let json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json") && !t.contains("stream=watch"));
+    if !accept.prefers(Media::Yaml, Media::Json) || !json || matches!(r.body(), Body::Stream(_)) {
+        return r;
+    }
+    let (mut parts, body) = r.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::Full(Some(bytes)));
+    };
+    let text = crate::yaml_emit::encode(&value).unwrap_or_else(|e| {
+        // kube's answer writer: a failed encoding of a successful answer makes it a 500.
+        if parts.status.as_u16() < 400 {
+            parts.status = StatusCode::INTERNAL_SERVER_ERROR;
+        }
+        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": e, "code": parts.status.as_u16()});
+        crate::yaml_emit::encode(&status).unwrap_or_default()
+    });
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::Full(Some(Bytes::from(text))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(header: &str) -> Vec<Media> {
+        Accept::parse(Some(header)).order.into_iter().flatten().collect()
+    }
+
+    #[test]
+    fn accept_headers_choose_as_kube_apiserver_does() {
+        use Media::*;
+        assert_eq!(order("application/vnd.kubernetes.protobuf,application/json"), [Protobuf, Json]);
+        assert_eq!(order("application/json, application/vnd.kubernetes.protobuf"), [Json, Protobuf]);
+        assert_eq!(order("application/vnd.kubernetes.protobuf"), [Protobuf]);
+        assert_eq!(
+            order("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"),
+            [Json]
+        );
+        assert_eq!(order("application/json;q=0.5, application/vnd.kubernetes.protobuf"), [Protobuf, Json]);
+        assert_eq!(Accept::parse(None).order, [Some(Json), Some(Yaml), Some(Protobuf)]);
+        assert_eq!(order(""), [Json, Yaml, Protobuf]);
+        assert_eq!(order("*/*"), [Json, Yaml, Protobuf]);
+        assert_eq!(order("application/yaml"), [Yaml]);
+        assert_eq!(order("application/yaml;as=Table;v=v1;g=meta.k8s.io"), [Yaml]);
+        // A specific range before a wildcard of the same weight, whatever the client's order.
+        assert_eq!(order("*/*, application/yaml"), [Yaml, Json, Protobuf]);
+        assert_eq!(order("application/*, application/yaml"), [Yaml, Json, Protobuf]);
+        // goautoneg's sort puts a specific range before a wildcard even of a higher weight.
+        assert_eq!(order("*/*;q=1, application/yaml;q=0.5"), [Yaml, Json, Protobuf]);
+        // `q=0` is not a refusal to goautoneg.
+        assert_eq!(order("application/json;q=0"), [Json]);
+        assert_eq!(order("text/html, json, a/b/c"), []);
+        assert!(!Accept::parse(Some("text/html")).takes_any());
+        let a = Accept::parse(Some("application/yaml, application/json"));
+        assert!(a.prefers(Yaml, Json) && !a.prefers(Json, Yaml) && a.first() == Some(Yaml));
+        assert!(Accept::parse(Some("application/yaml")).prefers(Yaml, Json));
+        assert!(!Accept::parse(Some("application/json")).prefers(Yaml, Json));
+    }
+}
