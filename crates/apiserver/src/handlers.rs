@@ -497,21 +497,36 @@ fn page_not_found() -> Response<Body> {
     r
 }
 
-/// A DELETE's options: its `DeleteOptions` body (JSON or protobuf) or, without one, its query;
-/// recorded for admission as kube passes them on.
+/// A DELETE's options: its `DeleteOptions` body (JSON, YAML or protobuf, whatever the
+/// resource: kube reads them with meta.k8s.io's codecs; another media type is kube's 415) or,
+/// without one, its query; recorded for admission as kube passes them on.
 async fn delete_options(
     shared: &Shared,
     req: Request<Incoming>,
     query: &[(String, String)],
 ) -> Result<crate::delete_options::DeleteOpts, ApiError> {
-    let protobuf_body = media_type(&req) == protobuf::MEDIA_TYPE;
+    let media = media_type(&req);
     let b = read_body(shared, req).await?;
     let opts: Value = if b.iter().all(u8::is_ascii_whitespace) {
         Value::Null
-    } else if protobuf_body {
-        protobuf::decode_delete_options(&b)?
     } else {
-        parse_json(&b)?
+        match media.as_str() {
+            protobuf::MEDIA_TYPE => protobuf::decode_delete_options(&b)?,
+            "application/yaml" => {
+                let bad =
+                    |e: &dyn std::fmt::Display| ApiError::bad_request(format!("error converting YAML to JSON: {e}"));
+                let text = std::str::from_utf8(&b).map_err(|e| bad(&e))?;
+                crate::yaml::decode(text).map_err(|e| bad(&e))?.value
+            }
+            "" | "*/*" | "application/json" => parse_json(&b)?,
+            _ => {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                ));
+            }
+        }
     };
     crate::admission_options::from_delete_body(&opts);
     crate::delete_options::DeleteOpts::from_request(query, &opts)

@@ -753,6 +753,34 @@ async fn a_version_precondition_is_compared_as_written() {
     assert_eq!(c.get(&format!("{cms}/held")).await.code, 404);
 }
 
+/// A DELETE's options in YAML are read as JSON ones are; a body in a media type kube reads no
+/// options in is its 415, the object left as it was.
+#[tokio::test]
+async fn delete_options_come_in_yaml_too() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let r = c.post(cms, &json!({"metadata": {"name": "held"}})).await;
+    let rv = r.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), b"dryRun: [All]\n".to_vec(), "text/plain").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (415, Some("UnsupportedMediaType")), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    let stale = "preconditions:\n  resourceVersion: \"1\"\n".as_bytes().to_vec();
+    let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), stale, "application/yaml").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (409, Some("Conflict")), "{}", r.body);
+    let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), b"a: [1\n".to_vec(), "application/yaml").await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().starts_with("error converting YAML to JSON: "), "{}", r.body);
+    assert_eq!(c.get(&format!("{cms}/held")).await.code, 200);
+    let body = format!("apiVersion: v1\nkind: DeleteOptions\npreconditions:\n  resourceVersion: \"{rv}\"\n");
+    let r = c.send_raw(http::Method::DELETE, &format!("{cms}/held"), body.into_bytes(), "application/yaml").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{cms}/held")).await.code, 404);
+}
+
 /// Objects read back in the form kube-apiserver's Go types write them, whatever the request
 /// left out: an Event's source, times and reporting fields; a Role's rules; a pod condition's
 /// probe time; and without the zeros and empty strings Go holds by value (`paused: false`,
