@@ -7,7 +7,8 @@
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
 //! [`workqueue`] and reconcile them with a [`ControllerRunner`], which can run as several replicas
 //! of which one works at a time ([`leader_election`]), and report what they do as Kubernetes
-//! Events ([`events`]). [`prelude`] imports what most programs use. See `docs/design.md`.
+//! Events ([`events`], or core/v1 Events as most Go controllers write them: [`record`]).
+//! [`prelude`] imports what most programs use. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -30,6 +31,7 @@ pub mod lister;
 pub mod listwatch;
 pub mod object;
 pub mod prelude;
+pub mod record;
 pub mod reflector;
 pub mod runner;
 pub mod selector;

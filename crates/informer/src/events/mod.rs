@@ -27,7 +27,7 @@
 //! ```
 
 mod broadcaster;
-mod recorder;
+pub(crate) mod recorder;
 mod sink;
 
 pub use broadcaster::{EventBroadcaster, EventBroadcasterConfig};

@@ -117,7 +117,7 @@ impl EventRecorder {
 }
 
 /// The machine's name, as Go's `os.Hostname` reads it on Linux ("" when it cannot be read).
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
@@ -126,7 +126,7 @@ fn hostname() -> String {
 
 /// An RFC 1123 subdomain: at most 253 characters, dot-separated labels of lowercase letters,
 /// digits and `-` that begin and end with a letter or digit.
-fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     let label = |l: &str| {
         !l.is_empty()
             && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -137,7 +137,7 @@ fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// A random (version 4) UUID.
-fn random_uuid() -> String {
+pub(crate) fn random_uuid() -> String {
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;

@@ -39,6 +39,16 @@ impl SinkError {
         matches!(self, SinkError::Status { code: 404, .. })
     }
 
+    /// A `kube::Client` error as a sink reports it.
+    pub(crate) fn from_kube(e: kube::Error) -> SinkError {
+        match e {
+            kube::Error::Api(s) => {
+                SinkError::Status { code: s.code, reason: s.reason.clone(), message: s.message.clone() }
+            }
+            e => SinkError::Unreachable(Box::new(e)),
+        }
+    }
+
     /// The write may succeed later: the server was not reached, or asked to come back (429
     /// TooManyRequests, 503, 504).
     pub fn is_retryable(&self) -> bool {
@@ -63,7 +73,7 @@ impl EventSink for kube::Client {
     fn create<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, Result<Event, SinkError>> {
         Box::pin(async move {
             let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
-            api.create(&PostParams::default(), event).await.map_err(sink_error)
+            api.create(&PostParams::default(), event).await.map_err(SinkError::from_kube)
         })
     }
 
@@ -71,18 +81,11 @@ impl EventSink for kube::Client {
         Box::pin(async move {
             let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
             let name = event.metadata.name.as_deref().unwrap_or_default();
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await.map_err(sink_error)
+            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await.map_err(SinkError::from_kube)
         })
     }
 }
 
 fn namespace(event: &Event) -> &str {
     event.metadata.namespace.as_deref().unwrap_or("default")
-}
-
-fn sink_error(e: kube::Error) -> SinkError {
-    match e {
-        kube::Error::Api(s) => SinkError::Status { code: s.code, reason: s.reason.clone(), message: s.message.clone() },
-        e => SinkError::Unreachable(Box::new(e)),
-    }
 }
