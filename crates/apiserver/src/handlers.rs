@@ -167,9 +167,10 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
         crate::request_info::read(req.method().as_str(), &path, &segs, &query)
     };
-    // The request's deadline, read before its user is (kube's request deadline filter).
-    let deadline = match deadline(&asked, &query) {
-        Ok(d) => d,
+    // The request's deadline, read before its user is (kube's request deadline filter, which
+    // wraps authentication and everything after it).
+    let until = match deadline(&asked, &query) {
+        Ok(d) => d.map(|d| tokio::time::Instant::now() + d),
         Err(e) => return error(&e),
     };
     let bearer = req
@@ -184,10 +185,11 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let server_token = shared.cfg.token.as_deref().is_some_and(|t| bearer == Some(t));
     let mut account = None;
     if let Some(t) = bearer.filter(|t| !server_token && t.matches('.').count() == 2) {
-        match crate::token_request::authenticate(&shared.store, &shared.signer, t, &[]).await {
-            Ok(Some((user, _))) => account = Some(user),
-            Ok(None) => {}
-            Err(_) => return error(&ApiError::unauthorized()),
+        match within(until, crate::token_request::authenticate(&shared.store, &shared.signer, t, &[])).await {
+            Ok(Ok(Some((user, _)))) => account = Some(user),
+            Ok(Ok(None)) => {}
+            Ok(Err(_)) => return error(&ApiError::unauthorized()),
+            Err(_) => return request_timed_out(),
         }
     }
     if shared.cfg.token.is_some() && !server_token && account.is_none() && !public_info(&req) {
@@ -203,7 +205,9 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
 
     let user = impersonated.or(account);
     // The kinds as the definitions this server wrote make them.
-    shared.store.definitions_view().await;
+    if within(until, shared.store.definitions_view()).await.is_err() {
+        return request_timed_out();
+    }
     // A request for a resource the server serves is counted (kube instruments its routes).
     let served_resource =
         asked.resource_request && shared.store.registry().find(&asked.group, &asked.version, &asked.resource).is_some();
@@ -243,17 +247,14 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let served = crate::requester::scope(user, served);
     // Past its deadline the request is cancelled where it stands (as kube cancels the request's
     // context: a write not yet committed is not made) and answered 504.
-    let (answer, warnings) = match deadline {
-        None => served.await,
-        Some(d) => match tokio::time::timeout(d, served).await {
-            Ok(done) => done,
-            Err(_) => {
-                if let Some(mut record) = record {
-                    record.answered(504);
-                }
-                return request_timed_out();
+    let (answer, warnings) = match within(until, served).await {
+        Ok(done) => done,
+        Err(_) => {
+            if let Some(mut record) = record {
+                record.answered(504);
             }
-        },
+            return request_timed_out();
+        }
     };
     let mut r = match answer {
         Ok(r) => r,
@@ -275,6 +276,17 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
             }
         }
         None => r,
+    }
+}
+
+/// `work` if it ends before `until` (none: whenever it ends).
+async fn within<F: std::future::Future>(
+    until: Option<tokio::time::Instant>,
+    work: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    match until {
+        None => Ok(work.await),
+        Some(t) => tokio::time::timeout_at(t, work).await,
     }
 }
 

@@ -1008,6 +1008,28 @@ async fn a_definition_change_answered_is_in_force_for_the_next_request() {
     s.set_cache_lag(Duration::ZERO);
 }
 
+/// The wait for a definition change to be in force is part of the request, held to its deadline
+/// as kube's deadline holds everything after it is set (authentication included).
+#[tokio::test]
+async fn the_wait_for_a_definition_change_is_held_to_the_request_deadline() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    assert_eq!(c.post(CRDS, &crd_of("dial", "Dial", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "dials.example.com").await;
+    s.set_cache_lag(Duration::from_secs(5));
+    let mut crd = c.get(&format!("{CRDS}/dials.example.com")).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["maximum"] =
+        json!(3);
+    assert_eq!(c.put(&format!("{CRDS}/dials.example.com"), &crd).await.code, 200);
+    let dial = json!({"metadata": {"name": "d"}, "spec": {"size": 1}});
+    let r = c.post("/apis/example.com/v1/namespaces/default/dials?timeout=100ms", &dial).await;
+    assert_eq!(r.code, 504, "{}", String::from_utf8_lossy(&r.raw));
+    s.set_cache_lag(Duration::ZERO);
+    let r = c.post("/apis/example.com/v1/namespaces/default/dials", &dial).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+}
+
 #[tokio::test]
 async fn set_and_map_lists_hold_each_element_once() {
     let s = server().await;
