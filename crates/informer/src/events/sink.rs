@@ -49,13 +49,12 @@ impl SinkError {
         }
     }
 
-    /// The write may succeed later: the server was not reached, or asked to come back (429
-    /// TooManyRequests, 503, 504).
+    /// The write may succeed later: the server was not reached. A Status is the server's last
+    /// word, as client-go's broadcasters take it: the client retries what it retries (client-go's
+    /// REST client a 429 or 5xx with `Retry-After`, `kube::Client` a 429, 503 or 504) before
+    /// the sink sees the answer.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            SinkError::Unreachable(_) => true,
-            SinkError::Status { code, .. } => matches!(code, 429 | 503 | 504),
-        }
+        matches!(self, SinkError::Unreachable(_))
     }
 }
 

@@ -5,10 +5,9 @@
 //! Each event first goes through the [`EventCorrelator`] (aggregation, counting, spam filter).
 //! An event counted before (count over 1) is a strategic merge patch of its count, last
 //! timestamp and message, and a create when the server no longer has it; others are creates.
-//! A write that got no answer, or an answer asking to come back (429, 503, 504, which
-//! client-go's REST client retries itself), is tried again up to `max_tries` (12) times,
-//! `sleep_duration` (10 s) apart, the first pause a random part of it; another refusal is not
-//! retried. While a write waits to be retried, the events after it wait in the queue (1,000 by
+//! A write that got no answer is tried again up to `max_tries` (12) times, `sleep_duration`
+//! (10 s) apart, the first pause a random part of it; a refusal is not retried (the client has
+//! retried what it retries: `kube::Client` a 429, 503 or 504). While a write waits to be retried, the events after it wait in the queue (1,000 by
 //! default; events past that are dropped), as in client-go.
 //!
 //! Invariants: recording never blocks; events are written in the order they were recorded; a
@@ -381,16 +380,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unanswered_writes_are_retried_in_order_and_refusals_are_not() {
         let sleep = Duration::from_secs(10);
-        let sink = FakeSink::new(vec![unreachable(), status(503, "ServiceUnavailable"), None, status(422, "Invalid")]);
+        let sink = FakeSink::new(vec![unreachable(), unreachable(), None, status(503, "ServiceUnavailable")]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder(source());
         let start = Instant::now();
         r.event(&pod(), EventType::Normal, "Started", "one");
-        r.event(&pod(), EventType::Normal, "Invalid", "two");
+        r.event(&pod(), EventType::Normal, "Refused", "two");
         r.event(&pod(), EventType::Normal, "Pulled", "three");
         let calls = sink.calls(5).await;
         let seen: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-        // one, one again (503), one written; two refused for good; three.
+        // one, one again, one written; two refused for good (the client retried it); three.
         assert_eq!(seen[0], seen[1]);
         assert_eq!(seen[1], seen[2]);
         assert!(seen[3] != seen[2] && seen[4] != seen[3]);
