@@ -153,6 +153,7 @@ pub(crate) async fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result
                 }
             },
         };
+        let (object, old) = (go_written(object), go_written(old));
         let actions: Vec<&str> = binding
             .pointer("/spec/validationActions")
             .and_then(Value::as_array)
@@ -331,6 +332,21 @@ pub(crate) fn view(a: &Attributes<'_>, mut v: Value) -> Value {
         return v;
     }
     with_type(a.info, v)
+}
+
+/// A built-in object as its Go type writes it, as kube hands the decoded object to admission
+/// (encoded for a webhook's review, which its patch applies to; converted to unstructured for
+/// CEL): without the value-held `""`, zeros, empty lists and maps it leaves out, with the fields
+/// it always writes. Custom resources are as they are.
+pub(crate) fn go_written(v: Option<Value>) -> Option<Value> {
+    let Some(Value::Object(mut m)) = v else { return v };
+    let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+    if let Some(definition) = crate::schema::builtin().name_of(group, version, kind).map(str::to_owned) {
+        crate::go_form::normalize(&mut m, &definition);
+    }
+    Some(Value::Object(m))
 }
 
 /// `v` with the `apiVersion` and `kind` of `info`, as CEL sees objects.

@@ -330,6 +330,7 @@ async fn offer(
         (_, v) => Ok(v),
     };
     let (object, old) = (in_version(object).await?, in_version(old).await?);
+    let (object, old) = (crate::admission_policy::go_written(object), crate::admission_policy::go_written(old));
     match conditions_hold(hook, a, cache, object.as_ref(), old.as_ref()) {
         Ok(true) => {}
         Ok(false) => return Ok(None),

@@ -527,3 +527,32 @@ async fn writes_refused_on_a_stale_cached_object_are_judged_on_the_stored_one() 
     s.set_cache_lag(std::time::Duration::ZERO);
     assert_eq!(r.code, 200, "{}", r.body);
 }
+
+/// A policy sees a built-in object as kube's Go type writes it: a `""` Go leaves out is absent
+/// (`has()` is false), a field Go always writes is there.
+#[tokio::test]
+async fn policies_see_objects_as_go_writes_them() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let rule = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                         "resources": ["pods"]}]});
+    let checks = json!([
+        {"expression": "!has(object.spec.nodeName)", "message": "nodeName is set"},
+        {"expression": "!has(object.spec.imagePullSecrets)", "message": "imagePullSecrets is set"},
+        {"expression": "has(object.spec.containers[0].resources)", "message": "resources is missing"}]);
+    let r = c.post(POLICIES, &policy("go-form", json!({"matchConstraints": rule, "validations": checks}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r =
+        c.post(BINDINGS, &binding("go-form", json!({"policyName": "go-form", "validationActions": ["Deny"]}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    settled(&c).await;
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}],
+                     "nodeName": "", "imagePullSecrets": []}});
+    let r = c.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let pod =
+        json!({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "nginx"}], "nodeName": "n1"}});
+    let r = c.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().ends_with("denied request: nodeName is set"), "{}", r.body);
+}

@@ -522,11 +522,19 @@ async fn webhooks_see_what_kube_s_plugins_and_stores_add_and_the_update_strategy
     settled(&c).await;
 
     // A pod's default tolerations come from an admission plugin that runs before the webhooks.
-    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    // The pod is sent as its Go type writes it: without the empty strings and lists Go leaves
+    // out, with the fields Go always writes.
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx", "workingDir": ""}],
+                     "nodeName": "", "imagePullSecrets": []}});
     assert_eq!(c.post("/api/v1/namespaces/default/pods", &pod).await.code, 201);
     let seen = hook.seen("/observe-early").last().cloned().unwrap();
-    let tolerations = &seen["review"]["request"]["object"]["spec"]["tolerations"];
+    let sent = &seen["review"]["request"]["object"];
+    let tolerations = &sent["spec"]["tolerations"];
     assert_eq!(tolerations.as_array().map(Vec::len), Some(2), "{tolerations}");
+    assert_eq!(sent["spec"].get("nodeName"), None, "{sent}");
+    assert_eq!(sent["spec"].get("imagePullSecrets"), None, "{sent}");
+    assert_eq!(sent["spec"]["containers"][0].get("workingDir"), None, "{sent}");
+    assert_eq!(sent["spec"]["containers"][0]["resources"], json!({}), "{sent}");
     // A Service's cluster IP is given before validating admission sees it.
     let svc = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}});
     let r = c.post("/api/v1/namespaces/default/services", &svc).await;
