@@ -228,9 +228,10 @@ fn singular_and_plural(obj: &mut Map<String, Value>, one: &str, many: &str, elem
 
 /// A built-in object as kube-apiserver stores it: in the form its Go type writes it
 /// ([`crate::go_form`]: without the empty lists and maps and the value-held zeros its Go type
-/// leaves out, with the fields it always writes). Defaults, validation and admission see the
-/// request's form, as they see Go's empty, non-nil values (an HPA's `policies: []` is refused,
-/// a Node's `allocatable: {}` is not defaulted); only the stored object takes Go's.
+/// leaves out, with the fields it always writes). Defaults and validation see the request's
+/// form, as they see Go's empty, non-nil values (an HPA's `policies: []` is refused, a Node's
+/// `allocatable: {}` is not defaulted); admission sees Go's form of it, as kube encodes it for
+/// webhooks and policies (`admission_policy::go_written`), and so does the stored object.
 /// A custom resource is pruned with its schema (kube's storage codec prunes every object it
 /// encodes: an apply's fields its structural schema does not keep are gone only here) and its
 /// metadata loses what an ObjectMeta leaves out (kube writes it back from one, see
