@@ -167,11 +167,15 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
         crate::request_info::read(req.method().as_str(), &path, &segs, &query)
     };
+    // The media types the client takes: refusals from here on are written in the one it
+    // prefers, as kube's filters negotiate them.
+    let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let refuse = async |e: ApiError| crate::negotiation::respond(accept, error(&e)).await;
     // The request's deadline, read before its user is (kube's request deadline filter, which
     // wraps authentication and everything after it).
     let until = match deadline(&asked, &query) {
         Ok(d) => d.map(|d| tokio::time::Instant::now() + d),
-        Err(e) => return error(&e),
+        Err(e) => return refuse(e).await,
     };
     let bearer = req
         .headers()
@@ -188,19 +192,19 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         match within(until, crate::token_request::authenticate(&shared.store, &shared.signer, t, &[])).await {
             Ok(Ok(Some((user, _)))) => account = Some(user),
             Ok(Ok(None)) => {}
-            Ok(Err(_)) => return error(&ApiError::unauthorized()),
+            Ok(Err(_)) => return refuse(ApiError::unauthorized()).await,
             Err(_) => return request_timed_out(),
         }
     }
     if shared.cfg.token.is_some() && !server_token && account.is_none() && !public_info(&req) {
-        return error(&ApiError::unauthorized());
+        return refuse(ApiError::unauthorized()).await;
     }
     let impersonated = match crate::requester::impersonated(req.headers()) {
         Ok(user) => user,
-        Err(e) => return error(&e),
+        Err(e) => return refuse(e).await,
     };
     if let Err(e) = authorize(&shared, &req, &asked, account.as_ref(), impersonated.as_ref()) {
-        return error(&e);
+        return refuse(e).await;
     }
 
     let user = impersonated.or(account);
@@ -214,7 +218,6 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let mut record =
         served_resource.then(|| shared.metrics.begin(req.method().as_str(), &asked, &query, content_type)).flatten();
-    let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The OpenAPI documents negotiate their own media types; the issuer's documents, the
     // index, the version, the health checks and the metrics are written as they are, whatever
     // the client accepts.

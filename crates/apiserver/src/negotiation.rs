@@ -45,27 +45,18 @@ pub(crate) struct Accept {
 }
 
 impl Accept {
-    /// Reads an `Accept` header (none, or no media range: `*/*`).
+    /// Reads an `Accept` header: none, or an empty one, takes anything (JSON first); one with
+    /// no media range the server writes takes nothing.
     pub(crate) fn parse(header: Option<&str>) -> Accept {
-        let mut clauses: Vec<Clause> = header.unwrap_or("").split(',').filter_map(Clause::parse).collect();
-        if clauses.is_empty() {
-            clauses.push(Clause { q: 1.0, ty: "*", sub: "*", rendering: false });
-        }
-        // goautoneg sorts with `sort.Sort`, an insertion sort at these lengths, by a "less"
-        // that is not an order (`*/*;q=1` and `a/b;q=0.5` are each less than the other): the
-        // same sort gives the same answers.
-        for i in 1..clauses.len() {
-            let mut j = i;
-            while j > 0 && clauses[j].before(&clauses[j - 1]) {
-                clauses.swap(j, j - 1);
-                j -= 1;
-            }
+        let header = header.unwrap_or("");
+        if header.is_empty() {
+            return Accept { order: [Some(Media::Json), Some(Media::Yaml), Some(Media::Protobuf)] };
         }
         let mut accept = Accept::default();
         let mut n = 0;
-        for c in &clauses {
+        for c in clauses(header) {
             for m in [Media::Json, Media::Yaml, Media::Protobuf] {
-                if c.matches(m) && !accept.takes(m) {
+                if c.takes(m) && !accept.takes(m) {
                     accept.order[n] = Some(m);
                     n += 1;
                 }
@@ -89,6 +80,11 @@ impl Accept {
         self.order[0]
     }
 
+    /// The client's first choice but `m` (for an answer that cannot be given in `m`).
+    pub(crate) fn first_but(self, m: Media) -> Option<Media> {
+        self.order.into_iter().flatten().find(|o| *o != m)
+    }
+
     /// Whether the client takes `a` and puts it before `b`.
     pub(crate) fn prefers(self, a: Media, b: Media) -> bool {
         let at = |m| self.order.iter().position(|o| *o == Some(m));
@@ -100,31 +96,75 @@ impl Accept {
 }
 
 /// One media range of an `Accept` header, as goautoneg reads it.
-struct Clause<'a> {
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Clause<'a> {
     q: f64,
     ty: &'a str,
     sub: &'a str,
-    rendering: bool,
+    /// The `as`, `g` and `v` parameters: the rendering asked for (kind, group, version).
+    convert: Option<(&'a str, &'a str, &'a str)>,
+    /// The `stream` parameter.
+    stream: &'a str,
+}
+
+/// The media ranges of a non-empty `Accept` header in the order the server tries them
+/// (goautoneg's `ParseAccept`).
+pub(crate) fn clauses(header: &str) -> Vec<Clause<'_>> {
+    let mut clauses: Vec<Clause> = header.split(',').filter_map(Clause::parse).collect();
+    // goautoneg sorts with `sort.Sort`, an insertion sort at these lengths, by a "less" that is
+    // not an order (`*/*;q=1` and `a/b;q=0.5` are each less than the other): the same sort
+    // gives the same answers.
+    for i in 1..clauses.len() {
+        let mut j = i;
+        while j > 0 && clauses[j].before(&clauses[j - 1]) {
+            clauses.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+    clauses
 }
 
 impl<'a> Clause<'a> {
+    /// goautoneg's reading of one comma-separated part: `type/subtype` (`*` alone is `*/*`; a
+    /// trailing `/` is allowed, a third part is not), then `;`-separated `key=value` parameters
+    /// (one without `=`, with an empty value or with two `=` is skipped; `q` is a float, `0`
+    /// when it does not parse).
     fn parse(part: &'a str) -> Option<Clause<'a>> {
-        let mut params = part.trim_matches(' ').split(';');
-        let mut range = params.next().unwrap_or("").split('/');
-        let ty = range.next().unwrap_or("").trim_matches(' ');
-        let sub = match (range.next(), range.next()) {
-            (None, None) if ty == "*" => "*",
-            (Some(sub), None) => sub.trim_matches(' '),
-            _ => return None,
+        let part = part.trim_matches(' ');
+        let (range, params) = part.split_once(';').unwrap_or((part, ""));
+        let (ty, rest) = range.split_once('/').unwrap_or((range, ""));
+        let ty = ty.trim_matches(' ');
+        let sub = if rest.is_empty() {
+            if ty != "*" {
+                return None;
+            }
+            "*"
+        } else {
+            let (sub, more) = rest.split_once('/').unwrap_or((rest, ""));
+            if !more.is_empty() {
+                return None;
+            }
+            sub.trim_matches(' ')
         };
-        let mut clause = Clause { q: 1.0, ty, sub, rendering: false };
-        for p in params {
+        let mut clause = Clause { q: 1.0, ty, sub, convert: None, stream: "" };
+        let (mut kind, mut group, mut version) = (None, None, None);
+        for p in params.split(';') {
             let Some((k, v)) = p.split_once('=') else { continue };
+            if v.is_empty() || v.contains('=') {
+                continue;
+            }
+            let value = v.trim_matches(' ');
             match k.trim_matches(' ') {
-                "q" => clause.q = v.parse().unwrap_or(0.0),
-                "as" => clause.rendering = true,
+                "q" => clause.q = v.parse::<f32>().map(f64::from).unwrap_or(0.0),
+                "as" => kind = Some(value),
+                "g" => group = Some(value),
+                "v" => version = Some(value),
+                "stream" => clause.stream = value,
                 _ => {}
             }
+        }
+        if kind.is_some() || group.is_some() || version.is_some() {
+            clause.convert = Some((kind.unwrap_or(""), group.unwrap_or(""), version.unwrap_or("")));
         }
         Some(clause)
     }
@@ -134,14 +174,40 @@ impl<'a> Clause<'a> {
         self.q > other.q || (self.ty != "*" && other.ty == "*") || (self.sub != "*" && other.sub == "*")
     }
 
-    fn matches(&self, m: Media) -> bool {
+    /// Whether the server may answer this range in `m`, as kube's negotiation decides it for a
+    /// resource: the type matches; a `stream` is `watch`, in a media type with a streaming form
+    /// (JSON, protobuf); a rendering is a meta.k8s.io v1 or v1beta1 Table (JSON or YAML) or
+    /// PartialObjectMetadata(List) (JSON or YAML here: a protobuf rendering is passed over), or
+    /// aggregated discovery's APIGroupDiscoveryList.
+    pub(crate) fn takes(&self, m: Media) -> bool {
         let sub = match m {
             Media::Json => "json",
             Media::Yaml => "yaml",
-            Media::Protobuf if self.rendering => return false,
             Media::Protobuf => "vnd.kubernetes.protobuf",
         };
-        (self.ty == "*" && self.sub == "*") || (self.ty == "application" && (self.sub == "*" || self.sub == sub))
+        let typed =
+            (self.ty == "*" && self.sub == "*") || (self.ty == "application" && (self.sub == "*" || self.sub == sub));
+        if !typed || (!self.stream.is_empty() && (self.stream != "watch" || m == Media::Yaml)) {
+            return false;
+        }
+        match self.convert {
+            None => true,
+            Some((kind, "meta.k8s.io", "v1" | "v1beta1")) => {
+                matches!(kind, "Table" | "PartialObjectMetadata" | "PartialObjectMetadataList") && m != Media::Protobuf
+            }
+            Some(("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2" | "v2beta1")) => true,
+            Some(_) => false,
+        }
+    }
+
+    /// The rendering asked for: its kind (`Table`, `PartialObjectMetadata`…), group and version.
+    pub(crate) fn convert(&self) -> Option<(&'a str, &'a str, &'a str)> {
+        self.convert
+    }
+
+    /// Whether the server writes this range in some media type.
+    pub(crate) fn taken(&self) -> bool {
+        [Media::Json, Media::Yaml, Media::Protobuf].into_iter().any(|m| self.takes(m))
     }
 }
 
@@ -162,7 +228,11 @@ pub(crate) async fn respond(accept: Accept, r: Response<Body>) -> Response<Body>
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("application/json") && !t.contains("stream=watch"));
-    if !accept.prefers(Media::Yaml, Media::Json) || !json || matches!(r.body(), Body::Stream(_)) {
+    // Aggregated discovery (`application/json;g=apidiscovery.k8s.io;…`) is negotiated on its
+    // own, as kube's discovery handler does.
+    let rendered =
+        r.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.contains("as="));
+    if !accept.prefers(Media::Yaml, Media::Json) || !json || rendered || matches!(r.body(), Body::Stream(_)) {
         return r;
     }
     let (mut parts, body) = r.into_parts();
@@ -172,12 +242,13 @@ pub(crate) async fn respond(accept: Accept, r: Response<Body>) -> Response<Body>
         return Response::from_parts(parts, Body::Full(Some(bytes)));
     };
     let text = crate::yaml_emit::encode(&value).unwrap_or_else(|e| {
-        // kube's answer writer: a failed encoding of a successful answer makes it a 500.
+        // kube's answer writer: a failed encoding of a successful answer makes it a 500; the
+        // Status is the encoding error's (500 whatever the answer's code).
         if parts.status.as_u16() < 400 {
             parts.status = StatusCode::INTERNAL_SERVER_ERROR;
         }
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": e, "code": parts.status.as_u16()});
+            "message": e, "code": 500});
         crate::yaml_emit::encode(&status).unwrap_or_default()
     });
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
@@ -217,6 +288,19 @@ mod tests {
         // `q=0` is not a refusal to goautoneg.
         assert_eq!(order("application/json;q=0"), [Json]);
         assert_eq!(order("text/html, json, a/b/c"), []);
+        // goautoneg's reading: `*/` is `*/*`, a trailing `/` is allowed, an empty `q` is no `q`.
+        assert_eq!(order(","), []);
+        assert_eq!(order("*/"), [Json, Yaml, Protobuf]);
+        assert_eq!(order("application/json/"), [Json]);
+        assert_eq!(order("application/yaml;q=, application/json;q=0.9"), [Yaml, Json]);
+        assert_eq!(order("application/yaml;q=x, application/json;q=0.9"), [Json, Yaml]);
+        // A stream only in a media type that streams; renderings only those kube serves.
+        assert_eq!(order("application/yaml;stream=watch, application/json"), [Json]);
+        assert_eq!(order("application/json;stream=other"), []);
+        assert_eq!(order("application/json;v=v1"), []);
+        assert_eq!(order("application/json;as=Table;g=meta.k8s.io;v=v1"), [Json]);
+        assert_eq!(order("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"), []);
+        assert_eq!(order("application/json;as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2"), [Json]);
         assert!(!Accept::parse(Some("text/html")).takes_any());
         let a = Accept::parse(Some("application/yaml, application/json"));
         assert!(a.prefers(Yaml, Json) && !a.prefers(Json, Yaml) && a.first() == Some(Yaml));

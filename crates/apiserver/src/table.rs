@@ -43,26 +43,22 @@ pub enum IncludeObject {
 }
 
 impl Render {
-    /// The rendering an `Accept` header asks for (its first match wins). As kube-apiserver's
-    /// `AllowsMediaTypeTransform`, a Table is served as JSON or YAML only (a protobuf Table entry
-    /// is passed over for the next one) and `PartialObjectMetadata` in any of them.
+    /// The rendering an `Accept` header asks for: that of the media range the server answers
+    /// (the first, in kube's order of negotiation, it can write: see `negotiation.rs`). As
+    /// kube-apiserver's `AllowsMediaTypeTransform`, a Table is served as JSON or YAML only (a
+    /// protobuf Table range is passed over for the next one) and `PartialObjectMetadata` in any
+    /// of them; a range asking for another rendering is passed over too.
     pub fn from_accept(accept: Option<&str>) -> Render {
-        for m in accept.unwrap_or("").split(',') {
-            let mut parts = m.split(';').map(str::trim);
-            let media = parts.next().unwrap_or("");
-            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-            let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
-            // Only meta.k8s.io's v1 and v1beta1 forms are served.
-            let meta = param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1" | "v1beta1"));
-            match param("as") {
-                Some("Table") if meta && matches!(media, "application/json" | "application/yaml") => {
-                    return Render::Table(IncludeObject::Metadata);
-                }
-                Some("PartialObjectMetadata" | "PartialObjectMetadataList") if meta => return Render::Metadata,
-                _ => {}
-            }
+        let header = accept.unwrap_or("");
+        if header.is_empty() {
+            return Render::Object;
         }
-        Render::Object
+        let clauses = crate::negotiation::clauses(header);
+        match clauses.iter().find(|c| c.taken()).and_then(|c| c.convert()) {
+            Some(("Table", _, _)) => Render::Table(IncludeObject::Metadata),
+            Some(("PartialObjectMetadata" | "PartialObjectMetadataList", _, _)) => Render::Metadata,
+            _ => Render::Object,
+        }
     }
 
     /// The rendering a request asks for: its `Accept` header, and for a Table the query's

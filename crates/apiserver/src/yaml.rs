@@ -227,8 +227,7 @@ fn resolve(text: &str) -> Option<Value> {
             return Some(Value::Number(u.into()));
         }
     }
-    if crate::yaml_resolve::is_yaml_float(&plain) {
-        let f: f64 = plain.parse().ok()?;
+    if let Some(f) = crate::yaml_resolve::float(text) {
         // Written to JSON as Go writes a float64: a whole number without a fraction
         // (`1.0` and `1e3` are the integers 1 and 1000 to the decoder).
         if let Some(i) = crate::go_types::whole_int(f) {
@@ -276,6 +275,8 @@ mod tests {
         }
         assert_eq!(decode(&bomb).unwrap_err(), "document contains excessive aliasing");
         assert_eq!(decode("[_, +, -x, -1]").unwrap().value, json!(["_", "+", "-x", -1]));
+        // Floats after a dot are Go's ParseFloat's: underscores only between digits.
+        assert_eq!(decode("[.5, .5_0, ._5, .5_, 1_000.5]").unwrap().value, json!([0.5, 0.5, "._5", ".5_", 1000.5]));
     }
 
     #[test]

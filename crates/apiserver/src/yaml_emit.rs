@@ -16,8 +16,9 @@
 //!   holds characters outside YAML's printable set (tabs, control characters, characters past
 //!   U+FFFF) or spaces at a line's end;
 //! - plain and quoted strings folded at a space once a line passes 80 characters (keys not);
-//! - numbers as Go prints the integer or float64 go-yaml read (`1.0` is `1`, `1e6` is
-//!   `1e+06`, `0.00001` is `1e-05`).
+//! - numbers as go-yaml prints what it reads from Go's JSON of them: integers as they are,
+//!   whole floats below 1e21 as integers (`1.0` is `1`, `1e6` is `1000000`), other floats as
+//!   Go's shortest `%g` (`1.5`, `1e+21`, `0.00001` is `1e-05`).
 //!
 //! Invariants: the output is one YAML document ending in a line break, which go-yaml reads
 //! back to the same values; the emitter never fails (every string has a double-quoted form).
@@ -567,13 +568,27 @@ fn string_style(s: &str) -> Style {
     }
 }
 
-/// A number as Go prints the value go-yaml v2 reads from its JSON text: an integer as an int
-/// or uint64, anything else as a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
+/// A number as go-yaml v2 prints what it reads from Go's JSON of it: an integer as an int or
+/// uint64; a float Go's JSON writes without fraction or exponent (a whole number from 1e-6 to
+/// 1e21: `1234567`, `0` for `-0`) as the integer go-yaml reads there; any other float as a
+/// float64 (`strconv.FormatFloat(f, 'g', -1, 64)`: `1.5`, `1e+21`, `1e-07`).
 fn number(n: &Number) -> String {
     if n.is_i64() || n.is_u64() {
         return n.to_string();
     }
-    go_float(n.as_f64().unwrap_or(0.0))
+    let f = n.as_f64().unwrap_or(0.0);
+    if f == 0.0 {
+        return "0".into();
+    }
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+            return (f as i64).to_string();
+        }
+        if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+            return (f as u64).to_string();
+        }
+    }
+    go_float(f)
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` as go-yaml writes it (`.inf`, `.nan`).
@@ -771,6 +786,11 @@ status:
             ("2024-01-02T03:04:05.123456789+01:00", "\"2024-01-02T03:04:05.123456789+01:00\""),
             ("2024-01-02T03:04:05", "2024-01-02T03:04:05"),
             ("2024-01-02 03:04:05", "\"2024-01-02 03:04:05\""),
+            ("2024-01-02   03:04:05", "\"2024-01-02   03:04:05\""),
+            ("0b-1", "\"0b-1\""),
+            ("0b2", "0b2"),
+            ("._5", "._5"),
+            (".5_0", "\".5_0\""),
             ("<<", "<<"),
             ("*", "'*'"),
             ("- a", "'- a'"),
@@ -867,12 +887,15 @@ status:
             (json!(1.5), "1.5"),
             (json!(-0.25), "-0.25"),
             (json!(123456.0), "123456"),
-            (json!(1234567.0), "1.234567e+06"),
+            (json!(1234567.0), "1234567"),
+            (json!(1e19), "10000000000000000000"),
+            (json!(1e20), "1e+20"),
             (json!(1e21), "1e+21"),
+            (json!(1234567.5), "1.2345675e+06"),
             (json!(0.0001), "0.0001"),
             (json!(0.00001), "1e-05"),
             (json!(1.5e-300), "1.5e-300"),
-            (json!(-0.0), "-0"),
+            (json!(-0.0), "0"),
         ];
         for (n, want) in cases {
             assert_eq!(yaml(&json!({ "v": n })), format!("v: {want}\n"), "{n}");

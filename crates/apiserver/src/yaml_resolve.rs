@@ -26,21 +26,34 @@ pub(crate) fn is_string(s: &str) -> bool {
         b'.' => go_parse_float(s).is_none(),
         b'0'..=b'9' | b'+' | b'-' => {
             let plain = s.replace('_', "");
-            !(is_timestamp(s)
-                || go_parses_int(&plain)
-                || (is_yaml_float(&plain) && plain.parse::<f64>().is_ok_and(f64::is_finite)))
+            // After the floats, go-yaml tries `0b` with a signed binary number after it.
+            let binary = plain.strip_prefix("0b").is_some_and(|rest| go_parses_in(rest, 2));
+            !(is_timestamp(s) || go_parses_int(&plain) || float(s).is_some() || binary)
         }
         _ => true,
+    }
+}
+
+/// The float go-yaml v2 resolves the plain scalar `s` to, if it is one in its syntax: after a
+/// `.`, what Go's `strconv.ParseFloat` reads of `s`; after a sign or a digit, a match of its
+/// float pattern once underscores are dropped; never an overflow.
+pub(crate) fn float(s: &str) -> Option<f64> {
+    match s.as_bytes().first()? {
+        b'.' => go_parse_float(s),
+        b'0'..=b'9' | b'+' | b'-' => {
+            let plain = s.replace('_', "");
+            is_yaml_float(&plain).then(|| plain.parse::<f64>().ok()).flatten().filter(|f| f.is_finite())
+        }
+        _ => None,
     }
 }
 
 /// Whether Go's `strconv.ParseInt(s, 0, 64)` or `ParseUint(s, 0, 64)` accepts `s` (a sign,
 /// then `0x`, `0o`, `0b`, a leading `0` for octal, or decimal digits).
 fn go_parses_int(s: &str) -> bool {
-    let (negative, signed, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, true, &s[1..]),
-        Some(b'+') => (false, true, &s[1..]),
-        _ => (false, false, s),
+    let (sign, body) = match s.as_bytes().first() {
+        Some(b'-' | b'+') => s.split_at(1),
+        _ => ("", s),
     };
     let lower = body.to_ascii_lowercase();
     let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
@@ -53,6 +66,17 @@ fn go_parses_int(s: &str) -> bool {
         (8, &lower[1..])
     } else {
         (10, lower.as_str())
+    };
+    go_parses_in(&format!("{sign}{digits}"), radix)
+}
+
+/// Whether Go's `strconv.ParseInt(s, radix, 64)` or `ParseUint(s, radix, 64)` accepts `s`:
+/// digits of `radix` after an optional sign.
+fn go_parses_in(s: &str, radix: u32) -> bool {
+    let (negative, signed, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, true, &s[1..]),
+        Some(b'+') => (false, true, &s[1..]),
+        _ => (false, false, s),
     };
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return false;
@@ -67,7 +91,7 @@ fn go_parses_int(s: &str) -> bool {
 }
 
 /// go-yaml v2's float syntax for plain scalars: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
-pub(crate) fn is_yaml_float(s: &str) -> bool {
+fn is_yaml_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
     let digits = |i: &mut usize| {
@@ -238,6 +262,10 @@ fn is_timestamp(s: &str) -> bool {
             return None;
         }
         p += 1;
+        // A space in Go's layout matches a run of spaces.
+        while separator == b' ' && b.get(p) == Some(&b' ') {
+            p += 1;
+        }
         let hour = num(&mut p)?;
         expect(&mut p, b':')?;
         let minute = num(&mut p)?;

@@ -134,6 +134,22 @@ async fn lists_tables_discovery_and_errors_come_in_yaml() {
         text(&r),
         "apiVersion: v1\ncode: 404\ndetails:\n  kind: configmaps\n  name: nope\nkind: Status\nmessage: configmaps \"nope\" not found\nmetadata: {}\nreason: NotFound\nstatus: Failure\n"
     );
+    // A refusal before the request is routed is negotiated too.
+    let r = c.get_accepting("/api/v1/namespaces/default/configmaps?timeout=abc", YAML).await;
+    assert_eq!((r.code, content_type(&r)), (400, YAML));
+    assert!(
+        text(&r).contains("\nmessage: 'invalid timeout specified in the request URL - time: invalid duration"),
+        "{}",
+        text(&r)
+    );
+    // A YAML list when YAML comes first, though a Table is asked for after it.
+    let r = c
+        .get_accepting(
+            "/api/v1/namespaces/default/configmaps",
+            "application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    assert!(text(&r).contains("\nkind: ConfigMapList\n"), "{}", text(&r));
     // JSON first: JSON.
     let r = c.get_accepting("/api/v1/namespaces/default/configmaps/a", "application/json, application/yaml").await;
     assert_eq!((r.code, content_type(&r)), (200, "application/json"));

@@ -61,9 +61,12 @@ pub(crate) fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             Response::from_parts(parts, body)
         }
-        Err((body, _)) if accept.takes(Media::Json) || (watched.is_none() && accept.takes(Media::Yaml)) => {
-            Response::from_parts(parts, body)
-        }
+        // The client's next choice: JSON, or YAML (written by the next step) but for a watch.
+        Err((body, _)) if accept.first_but(Media::Protobuf) == Some(Media::Json) => Response::from_parts(parts, body),
+        Err((body, _)) if accept.first_but(Media::Protobuf) == Some(Media::Yaml) => match watched {
+            None => Response::from_parts(parts, body),
+            Some(_) => body::error(&crate::negotiation::yaml_watch_refused()),
+        },
         Err((_, why)) => {
             tracing::debug!(%why, "answer has no protobuf form");
             body::error(&ApiError::new(
