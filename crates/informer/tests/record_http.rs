@@ -2,7 +2,7 @@
 //! sink, as client-go's `tools/record` writes them: the Event the first occurrence creates (and
 //! the same through events.k8s.io/v1), the count a repeat patches in, an Event deleted meanwhile
 //! created again with its count, the aggregate that ten different messages make, and what
-//! shutdown writes.
+//! shutdown writes; and a leader's terms recorded on its Lease as client-go's lock records them.
 
 mod common;
 
@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use common::client;
 use futures_util::{StreamExt, TryStreamExt};
 use informer::events::EventType;
+use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 use informer::record::EventBroadcaster;
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, EventSource};
@@ -108,4 +109,42 @@ async fn repeats_are_counted_on_one_event_and_floods_aggregated() {
     let reasons: Vec<String> =
         events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
     assert!(reasons.contains(&"Done".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn a_leaders_terms_are_recorded_on_its_lease_as_client_go_records_them() {
+    let server = ApiServer::builder().start().await.unwrap();
+    let c = client(&server).await;
+    let broadcaster = EventBroadcaster::new(c.clone());
+    let source = EventSource { component: Some("example-operator".into()), host: Some("node-1".into()) };
+    let config = LeaderElectionConfig::new(LeaseLock::new(c.clone(), "default", "lock"), "e1")
+        .release_on_cancel(true)
+        .event_recorder(broadcaster.new_recorder(source));
+    let elector = LeaderElector::new(config).unwrap();
+    let mut transitions = elector.subscribe();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn({
+        let (elector, cancel) = (elector.clone(), cancel.clone());
+        async move { elector.run(cancel).await }
+    });
+    while !matches!(transitions.recv().await, Some(LeaderEvent::StartedLeading(_))) {}
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    broadcaster.shutdown().await;
+
+    let events: Api<Event> = Api::namespaced(c, "default");
+    let mut recorded: Vec<Event> = events.list(&ListParams::default()).await.unwrap().items;
+    recorded.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let messages: Vec<_> = recorded.iter().map(|e| e.message.as_deref().unwrap_or_default()).collect();
+    assert_eq!(messages, ["e1 became leader", "e1 stopped leading"]);
+    for e in &recorded {
+        assert_eq!(
+            (e.type_.as_deref(), e.reason.as_deref(), e.count),
+            (Some("Normal"), Some("LeaderElection"), Some(1))
+        );
+        let lease = &e.involved_object;
+        assert_eq!((lease.kind.as_deref(), lease.name.as_deref()), (Some("Lease"), Some("lock")));
+        assert!(lease.uid.is_some() && e.metadata.name.as_deref().unwrap().starts_with("lock."));
+        assert_eq!(e.source.as_ref().and_then(|s| s.component.as_deref()), Some("example-operator"));
+    }
 }

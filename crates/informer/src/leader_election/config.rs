@@ -15,7 +15,6 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::lock::ResourceLock;
 use super::metrics::LeaderElectionMetrics;
-use crate::events::EventRecorder;
 
 /// client-go's `JitterFactor`: a candidate waits between `retry_period` and
 /// `(1 + JITTER_FACTOR) × retry_period` between attempts to acquire.
@@ -41,7 +40,29 @@ pub struct LeaderElectionConfig {
     pub(crate) release_on_cancel: bool,
     pub(crate) metrics: Option<LeaderElectionMetrics>,
     pub(crate) wall_clock: WallClock,
-    pub(crate) recorder: Option<EventRecorder>,
+    pub(crate) recorder: Option<LeaderEventRecorder>,
+}
+
+/// Where a leader elector records its terms: as events.k8s.io Events or, as client-go's lock
+/// does, as core/v1 Events.
+#[derive(Debug, Clone)]
+pub enum LeaderEventRecorder {
+    /// An events.k8s.io/v1 recorder ([`crate::events`]).
+    Events(crate::events::EventRecorder),
+    /// A core/v1 recorder ([`crate::record`]), as client-go's resource locks use.
+    Record(crate::record::EventRecorder),
+}
+
+impl From<crate::events::EventRecorder> for LeaderEventRecorder {
+    fn from(r: crate::events::EventRecorder) -> Self {
+        LeaderEventRecorder::Events(r)
+    }
+}
+
+impl From<crate::record::EventRecorder> for LeaderEventRecorder {
+    fn from(r: crate::record::EventRecorder) -> Self {
+        LeaderEventRecorder::Record(r)
+    }
 }
 
 impl fmt::Debug for LeaderElectionConfig {
@@ -121,11 +142,12 @@ impl LeaderElectionConfig {
 
     /// Records each term as the event client-go's lock records: a Normal event with reason
     /// `LeaderElection` about the Lease, `<identity> became leader` when a term begins and
-    /// `<identity> stopped leading` when it ends. client-go writes them through its core/v1
-    /// recorder, with no action; these are events.k8s.io Events, whose action is required:
-    /// `BecameLeader` or `StoppedLeading` (`kubectl get events` shows the same reason and message).
-    pub fn event_recorder(mut self, recorder: EventRecorder) -> Self {
-        self.recorder = Some(recorder);
+    /// `<identity> stopped leading` when it ends. A [`crate::record::EventRecorder`] writes them
+    /// as client-go does, core/v1 Events; an [`crate::events::EventRecorder`] as events.k8s.io
+    /// Events, whose action is required: `BecameLeader` or `StoppedLeading` (`kubectl get events`
+    /// shows the same reason and message).
+    pub fn event_recorder(mut self, recorder: impl Into<LeaderEventRecorder>) -> Self {
+        self.recorder = Some(recorder.into());
         self
     }
 

@@ -43,7 +43,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
+use super::config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig, LeaderEventRecorder};
 use super::events::{LeaderEvent, LeaderEvents, Subscribers};
 use super::lock::LockError;
 use super::metrics::ElectionSeries;
@@ -121,15 +121,21 @@ impl Inner {
         self.subscribers.send(LeaderEvent::StartedLeading(token));
     }
 
-    /// The event client-go's lock records about a term (`<identity> became leader`), as an
-    /// events.k8s.io Event whose action is the transition's (`BecameLeader`, `StoppedLeading`:
-    /// a term's two events are not one series).
+    /// The event client-go's lock records about a term (`<identity> became leader`): a core/v1
+    /// Event, or an events.k8s.io Event whose action is the transition's (`BecameLeader`,
+    /// `StoppedLeading`: a term's two events are not one series).
     fn record_event(&self, what: &str) {
         let Some(recorder) = &self.config.recorder else { return };
         let Some(lease) = self.config.lock.object_reference() else { return };
-        let action = if what == "became leader" { "BecameLeader" } else { "StoppedLeading" };
         let note = format!("{} {what}", self.config.identity);
-        recorder.eventf(&lease, None, crate::events::EventType::Normal, "LeaderElection", action, note);
+        let normal = crate::events::EventType::Normal;
+        match recorder {
+            LeaderEventRecorder::Record(r) => r.event(&lease, normal, "LeaderElection", note),
+            LeaderEventRecorder::Events(r) => {
+                let action = if what == "became leader" { "BecameLeader" } else { "StoppedLeading" };
+                r.eventf(&lease, None, normal, "LeaderElection", action, note);
+            }
+        }
     }
 
     fn extend_term(&self, valid_until: Instant) {

@@ -68,7 +68,7 @@ mod lock;
 mod metrics;
 mod record;
 
-pub use config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig};
+pub use config::{ConfigError, JITTER_FACTOR, LeaderElectionConfig, LeaderEventRecorder};
 pub use elector::{ElectionError, LeaderElector, LeaseExpired};
 pub use events::{LeaderEvent, LeaderEvents};
 pub use lease_lock::LeaseLock;
