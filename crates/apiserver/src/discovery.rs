@@ -260,30 +260,30 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs}))
 }
 
-/// The media type of the aggregated discovery documents.
+/// The media type of the aggregated discovery documents in JSON.
 pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// Whether an `Accept` header prefers the aggregated documents (`apidiscovery.k8s.io/v2`) to the
-/// legacy ones: the first media type, in the client's order, that the server can answer decides.
-/// Other versions of the aggregated form (`v2beta1`) are not served, as kube-apiserver v1.35
-/// serves none, so their clients read the legacy documents.
+/// The media type of the aggregated discovery documents in YAML.
+pub(crate) const AGGREGATED_YAML: &str = "application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header asks for the aggregated documents (`apidiscovery.k8s.io/v2`)
+/// rather than the legacy ones: as kube-apiserver's discovery wrapper negotiates, the first
+/// range (in goautoneg's order) asking for that rendering in a media type the server writes
+/// decides, wherever it stands; ranges without it do not count. Other versions of the
+/// aggregated form (`v2beta1`) are not served, as kube-apiserver v1.35 serves none, so their
+/// clients read the legacy documents.
 pub fn wants_aggregated(accept: Option<&str>) -> bool {
-    for m in accept.unwrap_or("").split(',') {
-        let mut parts = m.split(';').map(str::trim);
-        let t = parts.next().unwrap_or("");
-        let params: Vec<&str> = parts.collect();
-        let has = |p: &str| params.iter().any(|x| x.eq_ignore_ascii_case(p));
-        if t == "application/json" && has("as=APIGroupDiscoveryList") {
-            if has("g=apidiscovery.k8s.io") && has("v=v2") {
-                return true;
-            }
-            continue;
-        }
-        if matches!(t, "application/json" | "*/*" | "application/*") {
-            return false;
-        }
-    }
-    false
+    aggregated_media(accept).is_some()
+}
+
+/// The media type the aggregated documents are asked for in (JSON or YAML; a protobuf range is
+/// passed over), when they are.
+pub(crate) fn aggregated_media(accept: Option<&str>) -> Option<crate::negotiation::Media> {
+    use crate::negotiation::Media;
+    let clauses = crate::negotiation::clauses(accept.unwrap_or(""));
+    let aggregated =
+        |c: &crate::negotiation::Clause| c.convert() == Some(("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2"));
+    clauses.iter().filter(|c| aggregated(c)).find_map(|c| [Media::Json, Media::Yaml].into_iter().find(|m| c.takes(*m)))
 }
 
 /// `/api` (`core`: the core group) or `/apis` (every named group) in the aggregated form.
@@ -395,15 +395,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_aggregated_form_is_chosen_only_when_preferred() {
+    fn the_aggregated_form_is_chosen_as_kube_s_discovery_wrapper_chooses_it() {
         let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
         assert!(wants_aggregated(Some(kubectl)));
         let old_kubectl = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
         assert!(!wants_aggregated(Some(old_kubectl)));
-        assert!(!wants_aggregated(Some(
+        // A range without the rendering does not count, wherever it stands.
+        assert!(wants_aggregated(Some(
             "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
         )));
         assert!(!wants_aggregated(None));
+        assert!(!wants_aggregated(Some("application/json")));
+        use crate::negotiation::Media;
+        let yaml = "application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json";
+        assert_eq!(aggregated_media(Some(yaml)), Some(Media::Yaml));
+        let pb = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        assert_eq!(aggregated_media(Some(pb)), Some(Media::Json));
     }
 
     #[test]

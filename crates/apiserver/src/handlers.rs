@@ -457,7 +457,8 @@ async fn route(
             get_only(shared.openapi().group_version(&gv.join("/"), hash, req.headers()))
         }
         ["api"] | ["apis"]
-            if discovery::wants_aggregated(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())) =>
+            if let Some(media) =
+                discovery::aggregated_media(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())) =>
         {
             let doc = discovery::aggregated(&reg, segs.len() == 1 && segs[0] == "api");
             let bytes = serde_json::to_vec(&doc).unwrap_or_default();
@@ -468,9 +469,15 @@ async fn route(
                 format!("\"{}\"", sum.iter().map(|b| format!("{b:02X}")).collect::<String>())
             };
             let cached = req.headers().get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes());
+            let (content_type, bytes) = match media {
+                crate::negotiation::Media::Yaml => {
+                    (discovery::AGGREGATED_YAML, crate::yaml_emit::encode(&doc).unwrap_or_default().into_bytes())
+                }
+                _ => (discovery::AGGREGATED, bytes),
+            };
             let mut r = match cached {
-                true => body::respond(304, discovery::AGGREGATED, Body::Full(None)),
-                false => body::respond(200, discovery::AGGREGATED, Body::Full(Some(Bytes::from(bytes)))),
+                true => body::respond(304, content_type, Body::Full(None)),
+                false => body::respond(200, content_type, Body::Full(Some(Bytes::from(bytes)))),
             };
             let h = r.headers_mut();
             h.insert(header::VARY, http::HeaderValue::from_static("Accept"));

@@ -127,6 +127,15 @@ async fn lists_tables_discovery_and_errors_come_in_yaml() {
     assert!(text(&r).starts_with("kind: APIVersions\nserverAddressByClientCIDRs:\n"), "{}", text(&r));
     assert!(text(&r).ends_with("versions:\n- v1\n"), "{}", text(&r));
 
+    // Aggregated discovery in YAML, and in JSON when a YAML range without the rendering comes
+    // first (kube's discovery wrapper counts only the ranges that ask for it).
+    let aggregated = "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let r = c.get_accepting("/apis", &format!("application/yaml;{aggregated}")).await;
+    assert_eq!((r.code, content_type(&r)), (200, format!("application/yaml;{aggregated}").as_str()));
+    assert!(text(&r).starts_with("apiVersion: apidiscovery.k8s.io/v2\nitems:\n"), "{}", text(&r));
+    let r = c.get_accepting("/apis", &format!("application/yaml, application/json;{aggregated}")).await;
+    assert_eq!((r.code, content_type(&r)), (200, format!("application/json;{aggregated}").as_str()));
+
     // A Status error, with YAML first among several.
     let r = c.get_accepting("/api/v1/namespaces/default/configmaps/nope", "application/yaml, application/json").await;
     assert_eq!((r.code, content_type(&r)), (404, YAML));
