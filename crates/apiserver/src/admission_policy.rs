@@ -334,17 +334,18 @@ pub(crate) fn view(a: &Attributes<'_>, mut v: Value) -> Value {
     with_type(a.info, v)
 }
 
-/// A built-in object as its Go type writes it, as kube hands the decoded object to admission
-/// (encoded for a webhook's review, which its patch applies to; converted to unstructured for
-/// CEL): without the value-held `""`, zeros, empty lists and maps it leaves out, with the fields
-/// it always writes. Custom resources are as they are.
+/// A built-in object as Go's JSON encoder writes its decoded form, as kube hands it to
+/// admission (encoded for a webhook's review, which its patch applies to; converted to
+/// unstructured for CEL): without the value-held `""`, zeros, empty lists and maps it leaves
+/// out, with the fields it always writes; an empty list it keeps stays `[]` (a stored object's
+/// is `null` already). Custom resources are as they are.
 pub(crate) fn go_written(v: Option<Value>) -> Option<Value> {
     let Some(Value::Object(mut m)) = v else { return v };
     let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
     if let Some(definition) = crate::schema::builtin().name_of(group, version, kind).map(str::to_owned) {
-        crate::go_form::normalize(&mut m, &definition);
+        crate::go_form::normalize_decoded(&mut m, &definition);
     }
     Some(Value::Object(m))
 }

@@ -209,10 +209,26 @@ async fn mutate_once(
     if let Value::Object(m) = value {
         patched = m;
     }
-    let changed = patched != *obj;
+    let changed = !same_object(a.info, &patched, obj);
     *obj = patched;
     default(obj);
     Ok(Some(changed))
+}
+
+/// Whether two forms of an object are the same object, as kube's `Semantic.DeepEqual` of the
+/// decoded objects judges them: a built-in kind's compared in Go's form (a `""` Go leaves out
+/// is no value, an empty list none), a custom resource's as they are.
+fn same_object(info: &ResourceInfo, a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    if a == b {
+        return true;
+    }
+    let Some(definition) = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind) else {
+        return false;
+    };
+    let (mut a, mut b) = (a.clone(), b.clone());
+    crate::go_form::normalize(&mut a, definition);
+    crate::go_form::normalize(&mut b, definition);
+    a == b
 }
 
 /// Applies a webhook's JSON Patch, one operation after another; a failure is kube's 500 in the

@@ -136,11 +136,21 @@ fn schema_or(name: &str) -> &str {
 pub(crate) fn normalize(obj: &mut Map<String, Value>, definition: &str) {
     let plans = &*PLANS;
     if let Some(&i) = plans.by_name.get(definition) {
-        walk(obj, i, plans);
+        walk(obj, i, plans, true);
     }
 }
 
-fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans) {
+/// Brings `obj` to the form Go's JSON encoder writes the object decoded from it, before it is
+/// stored: as [`normalize`], but an empty list or map of a field Go always writes stays empty
+/// (a decoded `[]` is an empty, non-nil slice; only the stored protobuf has none).
+pub(crate) fn normalize_decoded(obj: &mut Map<String, Value>, definition: &str) {
+    let plans = &*PLANS;
+    if let Some(&i) = plans.by_name.get(definition) {
+        walk(obj, i, plans, false);
+    }
+}
+
+fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans, stored: bool) {
     let plan = &plans.plans[plan];
     for (field, zero) in &plan.zeros {
         match obj.get_mut(*field) {
@@ -159,21 +169,21 @@ fn walk(obj: &mut Map<String, Value>, plan: usize, plans: &Plans) {
         {
             return false;
         }
-        if f.null_if_empty && is_empty_collection(v) {
+        if stored && f.null_if_empty && is_empty_collection(v) {
             *v = Value::Null;
             return true;
         }
         match (f.child, v) {
-            (Child::Struct(i), Value::Object(m)) => walk(m, i, plans),
+            (Child::Struct(i), Value::Object(m)) => walk(m, i, plans, stored),
             // (A CRD schema's `items` may be a list of schemas.)
             (Child::List(i) | Child::Struct(i), Value::Array(items)) => {
                 for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                    walk(item, i, plans);
+                    walk(item, i, plans, stored);
                 }
             }
             (Child::Map(i), Value::Object(m)) => {
                 for item in m.values_mut().filter_map(Value::as_object_mut) {
-                    walk(item, i, plans);
+                    walk(item, i, plans, stored);
                 }
             }
             _ => {}

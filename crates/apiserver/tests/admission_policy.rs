@@ -555,4 +555,16 @@ async fn policies_see_objects_as_go_writes_them() {
     let r = c.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert!(r.body["message"].as_str().unwrap().ends_with("denied request: nodeName is set"), "{}", r.body);
+    // An empty list Go always writes is the decoded object's empty slice, `[]`, not `null`.
+    let rule = json!({"resourceRules": [{"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"],
+                                         "operations": ["CREATE"], "resources": ["roles"]}]});
+    let checks = json!([{"expression": "object.rules.size() == 0 || object.rules.all(r, has(r.verbs))"}]);
+    let r = c.post(POLICIES, &policy("rules", json!({"matchConstraints": rule, "validations": checks}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c.post(BINDINGS, &binding("rules", json!({"policyName": "rules", "validationActions": ["Deny"]}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    settled(&c).await;
+    let role = json!({"metadata": {"name": "empty"}, "rules": []});
+    let r = c.post("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &role).await;
+    assert_eq!(r.code, 201, "{}", r.body);
 }

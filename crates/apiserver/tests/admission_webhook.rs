@@ -648,6 +648,32 @@ async fn an_if_needed_webhook_is_called_again_when_a_later_one_changed_the_objec
     assert_eq!(hook.seen("/copy").len(), 3);
 }
 
+/// A patch that changes nothing is no change, as kube's `Semantic.DeepEqual` of the decoded
+/// objects judges it, though the object was sent with values Go leaves out: an earlier
+/// `IfNeeded` webhook is not called again.
+#[tokio::test]
+async fn a_patch_that_changes_nothing_calls_no_webhook_again() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut first = configmaps_hook("observe.example.com", hook.client_config("/observe-first"), json!(["CREATE"]));
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    let annotate = configmaps_hook("annotate.example.com", hook.client_config("/annotate"), json!(["CREATE"]));
+    let cfg = config("MutatingWebhookConfiguration", "steady", json!([first, annotate]));
+    assert_eq!(c.post(MUTATING, &cfg).await.code, 201);
+    settled(&c).await;
+    let steady = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {}, "binaryData": {},
+                        "metadata": {"name": "steady", "generateName": "", "annotations": {"a": "1"}}});
+    let r = c.post(CONFIGMAPS, &steady).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(hook.seen("/annotate").len(), 1);
+    assert_eq!(hook.seen("/observe-first").len(), 1);
+    // A patch that changes something calls it again.
+    let changed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "changed"}});
+    assert_eq!(c.post(CONFIGMAPS, &changed).await.code, 201);
+    assert_eq!(hook.seen("/observe-first").len(), 3);
+}
+
 #[tokio::test]
 async fn scale_writes_are_offered_as_scales_to_scale_subresource_rules() {
     let hook = Webhook::start().await;
