@@ -751,7 +751,8 @@ async fn resource_request(
         crate::admission_options::from_query(&query, method == Method::DELETE);
     }
     let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let render = crate::table::Render::from_request(accept, &query);
+    // A custom resource has no protobuf form: its protobuf ranges are passed over.
+    let render = crate::table::Render::for_request(accept, &query, info.custom.is_none());
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
             Some(Verb::Watch)

@@ -42,6 +42,9 @@ pub(crate) enum Media {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Accept {
     order: [Option<Media>; 3],
+    /// The order for answers that take no rendering (Status errors: kube writes them with
+    /// `DefaultEndpointRestrictions`, which pass over every range with `as`, `g` or `v`).
+    plain: [Option<Media>; 3],
 }
 
 impl Accept {
@@ -50,24 +53,32 @@ impl Accept {
     pub(crate) fn parse(header: Option<&str>) -> Accept {
         let header = header.unwrap_or("");
         if header.is_empty() {
-            return Accept { order: [Some(Media::Json), Some(Media::Yaml), Some(Media::Protobuf)] };
+            let any = [Some(Media::Json), Some(Media::Yaml), Some(Media::Protobuf)];
+            return Accept { order: any, plain: any };
         }
-        let mut accept = Accept::default();
-        let mut n = 0;
-        for c in clauses(header) {
-            for m in [Media::Json, Media::Yaml, Media::Protobuf] {
-                if c.takes(m) && !accept.takes(m) {
-                    accept.order[n] = Some(m);
-                    n += 1;
+        let clauses = clauses(header);
+        let order = |taken: &dyn Fn(&Clause, Media) -> bool| {
+            let mut order = [None; 3];
+            let mut n = 0;
+            for c in &clauses {
+                for m in [Media::Json, Media::Yaml, Media::Protobuf] {
+                    if taken(c, m) && !order.contains(&Some(m)) {
+                        order[n] = Some(m);
+                        n += 1;
+                    }
                 }
             }
-        }
-        accept
+            order
+        };
+        Accept { order: order(&|c, m| c.takes(m)), plain: order(&|c, m| c.takes(m) && c.convert.is_none()) }
     }
 
-    /// Whether the client takes `m` at all.
-    pub(crate) fn takes(self, m: Media) -> bool {
-        self.order.contains(&Some(m))
+    /// The choice for an answer of status `code`: an error's takes no rendering.
+    pub(crate) fn for_status(self, code: http::StatusCode) -> Accept {
+        match code.as_u16() >= 400 {
+            true => Accept { order: self.plain, plain: self.plain },
+            false => self,
+        }
     }
 
     /// Whether the client takes anything the server writes.
@@ -127,8 +138,8 @@ pub(crate) fn clauses(header: &str) -> Vec<Clause<'_>> {
 impl<'a> Clause<'a> {
     /// goautoneg's reading of one comma-separated part: `type/subtype` (`*` alone is `*/*`; a
     /// trailing `/` is allowed, a third part is not), then `;`-separated `key=value` parameters
-    /// (one without `=`, with an empty value or with two `=` is skipped; `q` is a float, `0`
-    /// when it does not parse).
+    /// (one without a value, or with a second `=` followed by more, is skipped; `q` is a float,
+    /// `0` when it does not parse).
     fn parse(part: &'a str) -> Option<Clause<'a>> {
         let part = part.trim_matches(' ');
         let (range, params) = part.split_once(';').unwrap_or((part, ""));
@@ -149,8 +160,10 @@ impl<'a> Clause<'a> {
         let mut clause = Clause { q: 1.0, ty, sub, convert: None, stream: "" };
         let (mut kind, mut group, mut version) = (None, None, None);
         for p in params.split(';') {
-            let Some((k, v)) = p.split_once('=') else { continue };
-            if v.is_empty() || v.contains('=') {
+            // `k` and `k=` are skipped, `k=v=w` too; `k=v=` is `v` and `k==` empty.
+            let Some((k, rest)) = p.split_once('=').filter(|(_, rest)| !rest.is_empty()) else { continue };
+            let (v, after) = rest.split_once('=').unwrap_or((rest, ""));
+            if !after.is_empty() {
                 continue;
             }
             let value = v.trim_matches(' ');
@@ -205,9 +218,14 @@ impl<'a> Clause<'a> {
         self.convert
     }
 
-    /// Whether the server writes this range in some media type.
-    pub(crate) fn taken(&self) -> bool {
-        [Media::Json, Media::Yaml, Media::Protobuf].into_iter().any(|m| self.takes(m))
+    /// Whether the server writes this range for a resource (whose kind has a protobuf form or
+    /// not) in some media type: aggregated discovery's rendering is not a resource's.
+    pub(crate) fn taken_for_resource(&self, protobuf: bool) -> bool {
+        let discovery = self.convert.is_some_and(|(_, group, _)| group == "apidiscovery.k8s.io");
+        !discovery
+            && [Media::Json, Media::Yaml, Media::Protobuf]
+                .into_iter()
+                .any(|m| self.takes(m) && (protobuf || m != Media::Protobuf))
     }
 }
 
@@ -223,6 +241,7 @@ pub(crate) fn yaml_watch_refused() -> crate::status::ApiError {
 /// The answer in YAML when the client puts YAML before JSON and the answer is a complete JSON
 /// document; otherwise as it is.
 pub(crate) async fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
+    let accept = accept.for_status(r.status());
     let json = r
         .headers()
         .get(header::CONTENT_TYPE)
@@ -301,10 +320,40 @@ mod tests {
         assert_eq!(order("application/json;as=Table;g=meta.k8s.io;v=v1"), [Json]);
         assert_eq!(order("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"), []);
         assert_eq!(order("application/json;as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2"), [Json]);
+        // `q=0.5=` is 0.5, `q==` an empty value (0), `q=0.5=1` no q at all.
+        assert_eq!(order("application/yaml;q=0.5=, application/json;q=0.8"), [Json, Yaml]);
+        assert_eq!(order("application/yaml;q==, application/json;q=0.5"), [Json, Yaml]);
+        assert_eq!(order("application/yaml;q=0.5=1, application/json;q=0.8"), [Yaml, Json]);
+        // An error takes no rendering.
+        let table_first = Accept::parse(Some("application/yaml;as=Table;g=meta.k8s.io;v=v1, application/json"));
+        assert_eq!(table_first.first(), Some(Yaml));
+        assert_eq!(table_first.for_status(http::StatusCode::NOT_FOUND).first(), Some(Json));
+        assert_eq!(table_first.for_status(http::StatusCode::OK).first(), Some(Yaml));
         assert!(!Accept::parse(Some("text/html")).takes_any());
         let a = Accept::parse(Some("application/yaml, application/json"));
         assert!(a.prefers(Yaml, Json) && !a.prefers(Json, Yaml) && a.first() == Some(Yaml));
         assert!(Accept::parse(Some("application/yaml")).prefers(Yaml, Json));
         assert!(!Accept::parse(Some("application/json")).prefers(Yaml, Json));
+    }
+
+    #[test]
+    fn the_range_that_wins_decides_the_rendering() {
+        use crate::table::{IncludeObject, Render};
+        let table = Render::Table(IncludeObject::Metadata);
+        let kubectl = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+        assert_eq!(Render::negotiated(Some(kubectl), true), table);
+        assert_eq!(
+            Render::negotiated(Some("application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1"), true),
+            Render::Object
+        );
+        // A custom resource has no protobuf form: its protobuf range is passed over.
+        let pb_first = "application/vnd.kubernetes.protobuf, application/json;as=Table;g=meta.k8s.io;v=v1";
+        assert_eq!(Render::negotiated(Some(pb_first), false), table);
+        assert_eq!(Render::negotiated(Some(pb_first), true), Render::Object);
+        // Aggregated discovery's rendering is not a resource's.
+        let discovery_first = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json;as=Table;g=meta.k8s.io;v=v1";
+        assert_eq!(Render::negotiated(Some(discovery_first), true), table);
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(Render::negotiated(Some(metadata), true), Render::Metadata);
     }
 }

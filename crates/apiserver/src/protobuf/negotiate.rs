@@ -31,6 +31,7 @@ pub(crate) fn respond(accept: Accept, r: Response<Body>) -> Response<Body> {
     if !is_json(&r) {
         return r;
     }
+    let accept = accept.for_status(r.status());
     let watched = r.extensions().get::<WatchOf>().cloned();
     if watched.is_some() && accept.first() == Some(Media::Yaml) {
         return body::error(&crate::negotiation::yaml_watch_refused());
