@@ -1,13 +1,16 @@
 //! The media type of an answer, chosen from the request's `Accept` header as kube-apiserver
 //! chooses it, and answers in YAML.
 //!
-//! The header's media ranges are put in goautoneg's order (its insertion sort: a higher `q`
-//! first, then a range with a type before `*/…`, a range with a subtype before `…/*`, the
-//! client's order otherwise; `q=0` ranges stay, last) and each is matched against the server's
-//! media types in their order — JSON, YAML, protobuf — so `*/*` and `application/*` mean
-//! JSON. A protobuf range with `as=` (a Table or metadata rendering) is not plain protobuf and
-//! is passed over. The first match is the answer's media type; a kind with no protobuf form
-//! takes the next one the client accepts.
+//! The header's media ranges are read and put in goautoneg's order (its insertion sort: a
+//! higher `q` first, then a range with a type before `*/…`, a range with a subtype before
+//! `…/*`, the client's order otherwise; `q=0` ranges stay, last) and each is matched against
+//! the server's media types in their order — JSON, YAML, protobuf — so `*/*` and
+//! `application/*` mean JSON. A range is passed over as kube's endpoint restrictions pass it
+//! over: a `stream` other than `watch`, or in YAML; a rendering (`as`, `g`, `v`) other than a
+//! meta.k8s.io Table (JSON, YAML) or PartialObjectMetadata (JSON, YAML here), or aggregated
+//! discovery's; any rendering for a Status error. The first match is the answer's media type
+//! and rendering (see `table::Render`); a kind with no protobuf form takes the next one the
+//! client accepts. An absent or empty header takes JSON.
 //!
 //! YAML: kube's YAML serializer writes the JSON it would send through sigs.k8s.io/yaml
 //! (`yaml_emit.rs`). Objects, lists, Tables, Status errors and discovery documents are
