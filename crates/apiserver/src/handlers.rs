@@ -366,8 +366,8 @@ pub(crate) const HEALTH_CHECKS: [(&str, &[&str]); 3] =
 
 /// Whether `path` is a health endpoint's or one of its checks'.
 fn is_health_check(path: &str) -> bool {
-    let rest = |e: &str| path.strip_prefix('/').and_then(|p| p.strip_prefix(e)).map(str::to_owned);
-    HEALTH_CHECKS.iter().any(|(e, _)| rest(e).is_some_and(|r| r.is_empty() || r.starts_with('/')))
+    let Some(path) = path.strip_prefix('/') else { return false };
+    HEALTH_CHECKS.iter().any(|(e, _)| path.strip_prefix(e).is_some_and(|r| r.is_empty() || r.starts_with('/')))
 }
 
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with

@@ -282,43 +282,28 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        let (mut spaces, mut breaks) = (false, false);
-        for (i, &c) in v.iter().enumerate() {
-            if c == ' ' {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && v.get(i + 1) != Some(&' ') {
-                    self.write_indent();
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.put_break();
-                }
-                self.write_break(c);
-                self.indention = true;
-                breaks = true;
-            } else {
-                if breaks {
-                    self.write_indent();
-                }
-                self.put(c);
-                self.indention = false;
-                spaces = false;
-                breaks = false;
-            }
-        }
+        self.write_text(v, allow_breaks, false);
         self.whitespace = false;
         self.indention = false;
     }
 
     fn write_single_quoted(&mut self, v: &[char], allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
+        self.write_text(v, allow_breaks, true);
+        self.write_indicator("'", false, false, false);
+        self.whitespace = false;
+        self.indention = false;
+    }
+
+    /// The text of a plain or single-quoted scalar, which libyaml writes alike: past the width
+    /// a space (not a single-quoted text's first or last) breaks the line, a line break is
+    /// written twice (a reader folds one), and a single-quoted text's `'` is doubled.
+    fn write_text(&mut self, v: &[char], allow_breaks: bool, quoted: bool) {
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in v.iter().enumerate() {
             if c == ' ' {
-                let inner = i > 0 && i + 1 < v.len();
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && inner && v[i + 1] != ' ' {
+                let inner = !quoted || (i > 0 && i + 1 < v.len());
+                if allow_breaks && !spaces && self.column > BEST_WIDTH && inner && v.get(i + 1) != Some(&' ') {
                     self.write_indent();
                 } else {
                     self.put(c);
@@ -335,7 +320,7 @@ impl Emitter {
                 if breaks {
                     self.write_indent();
                 }
-                if c == '\'' {
+                if quoted && c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
@@ -344,9 +329,6 @@ impl Emitter {
                 breaks = false;
             }
         }
-        self.write_indicator("'", false, false, false);
-        self.whitespace = false;
-        self.indention = false;
     }
 
     fn write_double_quoted(&mut self, v: &[char], allow_breaks: bool) {

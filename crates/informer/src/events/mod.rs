@@ -28,7 +28,7 @@
 
 mod broadcaster;
 pub(crate) mod recorder;
-mod sink;
+pub(crate) mod sink;
 
 pub use broadcaster::{EventBroadcaster, EventBroadcasterConfig};
 pub use recorder::{EventRecorder, EventType};

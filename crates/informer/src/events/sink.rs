@@ -6,9 +6,15 @@
 //! Status' code and reason, and anything else (no answer, an answer that does not read) as
 //! [`SinkError::Unreachable`]: the broadcaster retries the latter and not the former.
 
+use std::fmt::Debug;
+
 use futures_util::future::BoxFuture;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::events::v1::Event;
+use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// Why a sink could not write an event.
 #[derive(Debug, thiserror::Error)]
@@ -70,21 +76,35 @@ pub trait EventSink: Send + Sync + 'static {
 
 impl EventSink for kube::Client {
     fn create<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, Result<Event, SinkError>> {
-        Box::pin(async move {
-            let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
-            api.create(&PostParams::default(), event).await.map_err(SinkError::from_kube)
-        })
+        Box::pin(create(self, event))
     }
 
     fn patch<'a>(&'a self, event: &'a Event, patch: &'a serde_json::Value) -> BoxFuture<'a, Result<Event, SinkError>> {
-        Box::pin(async move {
-            let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
-            let name = event.metadata.name.as_deref().unwrap_or_default();
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await.map_err(SinkError::from_kube)
-        })
+        Box::pin(strategic_patch(self, event, patch))
     }
 }
 
-fn namespace(event: &Event) -> &str {
-    event.metadata.namespace.as_deref().unwrap_or("default")
+/// Creates `event` (an events.k8s.io or a core/v1 Event) in its namespace (`default` when it
+/// names none).
+pub(crate) async fn create<K>(client: &kube::Client, event: &K) -> Result<K, SinkError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), event.meta().namespace.as_deref().unwrap_or("default"));
+    api.create(&PostParams::default(), event).await.map_err(SinkError::from_kube)
+}
+
+/// Applies the strategic merge patch `patch` to the stored `event`, found by its namespace and
+/// name.
+pub(crate) async fn strategic_patch<K>(
+    client: &kube::Client,
+    event: &K,
+    patch: &serde_json::Value,
+) -> Result<K, SinkError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), event.meta().namespace.as_deref().unwrap_or("default"));
+    let name = event.meta().name.as_deref().unwrap_or_default();
+    api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await.map_err(SinkError::from_kube)
 }

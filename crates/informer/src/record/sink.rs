@@ -7,7 +7,6 @@
 
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::events::SinkError;
 
@@ -23,21 +22,10 @@ pub trait EventSink: Send + Sync + 'static {
 
 impl EventSink for kube::Client {
     fn create<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, Result<Event, SinkError>> {
-        Box::pin(async move {
-            let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
-            api.create(&PostParams::default(), event).await.map_err(SinkError::from_kube)
-        })
+        Box::pin(crate::events::sink::create(self, event))
     }
 
     fn patch<'a>(&'a self, event: &'a Event, patch: &'a serde_json::Value) -> BoxFuture<'a, Result<Event, SinkError>> {
-        Box::pin(async move {
-            let api: Api<Event> = Api::namespaced(self.clone(), namespace(event));
-            let name = event.metadata.name.as_deref().unwrap_or_default();
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await.map_err(SinkError::from_kube)
-        })
+        Box::pin(crate::events::sink::strategic_patch(self, event, patch))
     }
-}
-
-fn namespace(event: &Event) -> &str {
-    event.metadata.namespace.as_deref().unwrap_or("default")
 }
