@@ -273,17 +273,7 @@ pub(crate) const AGGREGATED_YAML: &str = "application/yaml;g=apidiscovery.k8s.io
 /// aggregated form (`v2beta1`) are not served, as kube-apiserver v1.35 serves none, so their
 /// clients read the legacy documents.
 pub fn wants_aggregated(accept: Option<&str>) -> bool {
-    aggregated_media(accept).is_some()
-}
-
-/// The media type the aggregated documents are asked for in (JSON or YAML; a protobuf range is
-/// passed over), when they are.
-pub(crate) fn aggregated_media(accept: Option<&str>) -> Option<crate::negotiation::Media> {
-    use crate::negotiation::Media;
-    let clauses = crate::negotiation::clauses(accept.unwrap_or(""));
-    let aggregated =
-        |c: &crate::negotiation::Clause| c.convert() == Some(("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2"));
-    clauses.iter().filter(|c| aggregated(c)).find_map(|c| [Media::Json, Media::Yaml].into_iter().find(|m| c.takes(*m)))
+    crate::negotiation::Accept::parse(accept).aggregated().is_some()
 }
 
 /// `/api` (`core`: the core group) or `/apis` (every named group) in the aggregated form.
@@ -408,9 +398,9 @@ mod tests {
         assert!(!wants_aggregated(Some("application/json")));
         use crate::negotiation::Media;
         let yaml = "application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json";
-        assert_eq!(aggregated_media(Some(yaml)), Some(Media::Yaml));
+        assert_eq!(crate::negotiation::Accept::parse(Some(yaml)).aggregated(), Some(Media::Yaml));
         let pb = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-        assert_eq!(aggregated_media(Some(pb)), Some(Media::Json));
+        assert_eq!(crate::negotiation::Accept::parse(Some(pb)).aggregated(), Some(Media::Json));
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     r
 }
 
-async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Response<Body> {
     let exempt = EXEMPT_FROM_SHUTDOWN.contains(&req.uri().path());
     if let Some(answer) = shared.controls.shutting_down()
         && !exempt
@@ -170,6 +170,8 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
     // The media types the client takes: refusals from here on are written in the one it
     // prefers, as kube's filters negotiate them.
     let accept = Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    // Read once: the route finds the renderings asked for with the request.
+    req.extensions_mut().insert(accept);
     let refuse = async |e: ApiError| crate::negotiation::respond(accept, error(&e)).await;
     // The request's deadline, read before its user is (kube's request deadline filter, which
     // wraps authentication and everything after it).
@@ -280,6 +282,15 @@ async fn handle_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response
         }
         None => r,
     }
+}
+
+/// The media types and renderings a request's `Accept` header takes, as `handle_request`
+/// read them.
+fn accept_of(req: &Request<Incoming>) -> Accept {
+    req.extensions()
+        .get::<Accept>()
+        .copied()
+        .unwrap_or_else(|| Accept::parse(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())))
 }
 
 /// `work` if it ends before `until` (none: whenever it ends).
@@ -456,10 +467,7 @@ async fn route(
             let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v.as_str());
             get_only(shared.openapi().group_version(&gv.join("/"), hash, req.headers()))
         }
-        ["api"] | ["apis"]
-            if let Some(media) =
-                discovery::aggregated_media(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())) =>
-        {
+        ["api"] | ["apis"] if let Some(media) = accept_of(&req).aggregated() => {
             let doc = discovery::aggregated(&reg, segs.len() == 1 && segs[0] == "api");
             let bytes = serde_json::to_vec(&doc).unwrap_or_default();
             // kube's ETag: the document's SHA-512 in upper-case hex; a client holding it gets 304.
@@ -750,9 +758,8 @@ async fn resource_request(
     if matches!(method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE) {
         crate::admission_options::from_query(&query, method == Method::DELETE);
     }
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
     // A custom resource has no protobuf form: its protobuf ranges are passed over.
-    let render = crate::table::Render::for_request(accept, &query, info.custom.is_none());
+    let render = accept_of(&req).render(info.custom.is_none()).with_query(&query);
     let verb = match (&method, name) {
         (&Method::GET, None) if query.iter().any(|(k, v)| k == "watch" && (v == "1" || v == "true")) => {
             Some(Verb::Watch)

@@ -29,6 +29,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
 use crate::body::Body;
+use crate::table::{IncludeObject, Render};
 
 /// The media types answers are written in, in the server's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,12 +43,17 @@ pub(crate) enum Media {
 }
 
 /// The media types an `Accept` header takes, most preferred first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Accept {
     order: [Option<Media>; 3],
     /// The order for answers that take no rendering (Status errors: kube writes them with
     /// `DefaultEndpointRestrictions`, which pass over every range with `as`, `g` or `v`).
     plain: [Option<Media>; 3],
+    /// The rendering of a resource's answer: that of the first range the resource can be
+    /// answered in, for a kind with a protobuf form (`[0]`) and for one without (`[1]`).
+    render: [Render; 2],
+    /// The media type aggregated discovery is asked for in, if it is.
+    aggregated: Option<Media>,
 }
 
 impl Accept {
@@ -57,9 +63,20 @@ impl Accept {
         let header = header.unwrap_or("");
         if header.is_empty() {
             let any = [Some(Media::Json), Some(Media::Yaml), Some(Media::Protobuf)];
-            return Accept { order: any, plain: any };
+            return Accept { order: any, plain: any, render: [Render::Object; 2], aggregated: None };
         }
         let clauses = clauses(header);
+        let render =
+            |protobuf: bool| match clauses.iter().find(|c| c.taken_for_resource(protobuf)).and_then(|c| c.convert) {
+                Some(("Table", _, _)) => Render::Table(IncludeObject::Metadata),
+                Some(("PartialObjectMetadata" | "PartialObjectMetadataList", _, _)) => Render::Metadata,
+                _ => Render::Object,
+            };
+        // As kube's discovery wrapper negotiates: ranges without the rendering do not count.
+        let aggregated = clauses
+            .iter()
+            .filter(|c| c.convert == Some(("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2")))
+            .find_map(|c| [Media::Json, Media::Yaml].into_iter().find(|m| c.takes(*m)));
         let order = |taken: &dyn Fn(&Clause, Media) -> bool| {
             let mut order = [None; 3];
             let mut n = 0;
@@ -73,13 +90,30 @@ impl Accept {
             }
             order
         };
-        Accept { order: order(&|c, m| c.takes(m)), plain: order(&|c, m| c.takes(m) && c.convert.is_none()) }
+        Accept {
+            order: order(&|c, m| c.takes(m)),
+            plain: order(&|c, m| c.takes(m) && c.convert.is_none()),
+            render: [render(true), render(false)],
+            aggregated,
+        }
+    }
+
+    /// The rendering of a resource's answer (see `table::Render`), for a kind with a protobuf
+    /// form or without (a custom resource: its protobuf ranges are passed over).
+    pub(crate) fn render(self, protobuf: bool) -> Render {
+        self.render[usize::from(!protobuf)]
+    }
+
+    /// The media type aggregated discovery (`apidiscovery.k8s.io/v2`) is asked for in — JSON or
+    /// YAML; a protobuf range is passed over — when it is.
+    pub(crate) fn aggregated(self) -> Option<Media> {
+        self.aggregated
     }
 
     /// The choice for an answer of status `code`: an error's takes no rendering.
     pub(crate) fn for_status(self, code: http::StatusCode) -> Accept {
         match code.as_u16() >= 400 {
-            true => Accept { order: self.plain, plain: self.plain },
+            true => Accept { order: self.plain, ..self },
             false => self,
         }
     }
@@ -111,7 +145,7 @@ impl Accept {
 
 /// One media range of an `Accept` header, as goautoneg reads it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Clause<'a> {
+struct Clause<'a> {
     q: f64,
     ty: &'a str,
     sub: &'a str,
@@ -123,7 +157,7 @@ pub(crate) struct Clause<'a> {
 
 /// The media ranges of a non-empty `Accept` header in the order the server tries them
 /// (goautoneg's `ParseAccept`).
-pub(crate) fn clauses(header: &str) -> Vec<Clause<'_>> {
+fn clauses(header: &str) -> Vec<Clause<'_>> {
     let mut clauses: Vec<Clause> = header.split(',').filter_map(Clause::parse).collect();
     // goautoneg sorts with `sort.Sort`, an insertion sort at these lengths, by a "less" that is
     // not an order (`*/*;q=1` and `a/b;q=0.5` are each less than the other): the same sort
@@ -195,7 +229,7 @@ impl<'a> Clause<'a> {
     /// (JSON, protobuf); a rendering is a meta.k8s.io v1 or v1beta1 Table (JSON or YAML) or
     /// PartialObjectMetadata(List) (JSON or YAML here: a protobuf rendering is passed over), or
     /// aggregated discovery's APIGroupDiscoveryList.
-    pub(crate) fn takes(&self, m: Media) -> bool {
+    fn takes(&self, m: Media) -> bool {
         let sub = match m {
             Media::Json => "json",
             Media::Yaml => "yaml",
@@ -216,14 +250,9 @@ impl<'a> Clause<'a> {
         }
     }
 
-    /// The rendering asked for: its kind (`Table`, `PartialObjectMetadata`…), group and version.
-    pub(crate) fn convert(&self) -> Option<(&'a str, &'a str, &'a str)> {
-        self.convert
-    }
-
     /// Whether the server writes this range for a resource (whose kind has a protobuf form or
     /// not) in some media type: aggregated discovery's rendering is not a resource's.
-    pub(crate) fn taken_for_resource(&self, protobuf: bool) -> bool {
+    fn taken_for_resource(&self, protobuf: bool) -> bool {
         let discovery = self.convert.is_some_and(|(_, group, _)| group == "apidiscovery.k8s.io");
         !discovery
             && [Media::Json, Media::Yaml, Media::Protobuf]
@@ -341,22 +370,21 @@ mod tests {
 
     #[test]
     fn the_range_that_wins_decides_the_rendering() {
-        use crate::table::{IncludeObject, Render};
         let table = Render::Table(IncludeObject::Metadata);
         let kubectl = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-        assert_eq!(Render::negotiated(Some(kubectl), true), table);
+        assert_eq!(Accept::parse(Some(kubectl)).render(true), table);
         assert_eq!(
-            Render::negotiated(Some("application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1"), true),
+            Accept::parse(Some("application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1")).render(true),
             Render::Object
         );
         // A custom resource has no protobuf form: its protobuf range is passed over.
         let pb_first = "application/vnd.kubernetes.protobuf, application/json;as=Table;g=meta.k8s.io;v=v1";
-        assert_eq!(Render::negotiated(Some(pb_first), false), table);
-        assert_eq!(Render::negotiated(Some(pb_first), true), Render::Object);
+        assert_eq!(Accept::parse(Some(pb_first)).render(false), table);
+        assert_eq!(Accept::parse(Some(pb_first)).render(true), Render::Object);
         // Aggregated discovery's rendering is not a resource's.
         let discovery_first = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json;as=Table;g=meta.k8s.io;v=v1";
-        assert_eq!(Render::negotiated(Some(discovery_first), true), table);
+        assert_eq!(Accept::parse(Some(discovery_first)).render(true), table);
         let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(Render::negotiated(Some(metadata), true), Render::Metadata);
+        assert_eq!(Accept::parse(Some(metadata)).render(true), Render::Metadata);
     }
 }

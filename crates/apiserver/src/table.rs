@@ -49,33 +49,18 @@ impl Render {
     /// protobuf Table range is passed over for the next one) and `PartialObjectMetadata` in any
     /// of them; a range asking for another rendering is passed over too.
     pub fn from_accept(accept: Option<&str>) -> Render {
-        Render::negotiated(accept, true)
-    }
-
-    /// [`from_accept`](Self::from_accept) for a resource whose kind has a protobuf form or not
-    /// (a custom resource's has none: its protobuf ranges are passed over).
-    pub(crate) fn negotiated(accept: Option<&str>, protobuf: bool) -> Render {
-        let header = accept.unwrap_or("");
-        if header.is_empty() {
-            return Render::Object;
-        }
-        let clauses = crate::negotiation::clauses(header);
-        match clauses.iter().find(|c| c.taken_for_resource(protobuf)).and_then(|c| c.convert()) {
-            Some(("Table", _, _)) => Render::Table(IncludeObject::Metadata),
-            Some(("PartialObjectMetadata" | "PartialObjectMetadataList", _, _)) => Render::Metadata,
-            _ => Render::Object,
-        }
+        crate::negotiation::Accept::parse(accept).render(true)
     }
 
     /// The rendering a request asks for: its `Accept` header, and for a Table the query's
     /// `includeObject`.
     pub fn from_request(accept: Option<&str>, query: &[(String, String)]) -> Render {
-        Render::for_request(accept, query, true)
+        Render::from_accept(accept).with_query(query)
     }
 
-    /// [`from_request`](Self::from_request) for a resource whose kind has a protobuf form or not.
-    pub(crate) fn for_request(accept: Option<&str>, query: &[(String, String)], protobuf: bool) -> Render {
-        match Render::negotiated(accept, protobuf) {
+    /// A Table rendering with what the query's `includeObject` asks its rows to carry.
+    pub(crate) fn with_query(self, query: &[(String, String)]) -> Render {
+        match self {
             Render::Table(_) => {
                 let asked = query.iter().find(|(k, _)| k == "includeObject").map(|(_, v)| v.as_str());
                 Render::Table(match asked {

@@ -9,7 +9,7 @@ mod common;
 use common::client;
 use futures_util::{StreamExt, TryStreamExt};
 use informer::events::{EventBroadcaster, EventType};
-use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
+use informer::leader_election::{LeaderElectionConfig, LeaseLock};
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
@@ -104,16 +104,7 @@ async fn a_leaders_terms_are_recorded_on_its_lease() {
     let config = LeaderElectionConfig::new(LeaseLock::new(c.clone(), "default", "lock"), "e1")
         .release_on_cancel(true)
         .event_recorder(broadcaster.new_recorder("example.com/operator"));
-    let elector = LeaderElector::new(config).unwrap();
-    let mut transitions = elector.subscribe();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let run = tokio::spawn({
-        let (elector, cancel) = (elector.clone(), cancel.clone());
-        async move { elector.run(cancel).await }
-    });
-    while !matches!(transitions.recv().await, Some(LeaderEvent::StartedLeading(_))) {}
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    common::lead_one_term(config).await;
     broadcaster.shutdown().await;
 
     let events: Api<Event> = Api::namespaced(c, "default");

@@ -2,7 +2,8 @@
 //! sink, as client-go's `tools/record` writes them: the Event the first occurrence creates (and
 //! the same through events.k8s.io/v1), the count a repeat patches in, an Event deleted meanwhile
 //! created again with its count, the aggregate that ten different messages make, and what
-//! shutdown writes; and a leader's terms recorded on its Lease as client-go's lock records them.
+//! shutdown has written when it returns; and a leader's terms recorded on its Lease as
+//! client-go's lock records them.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 use common::client;
 use futures_util::{StreamExt, TryStreamExt};
 use informer::events::EventType;
-use informer::leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
+use informer::leader_election::{LeaderElectionConfig, LeaseLock};
 use informer::record::EventBroadcaster;
 use informer_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, EventSource};
@@ -103,7 +104,7 @@ async fn repeats_are_counted_on_one_event_and_floods_aggregated() {
     assert_eq!(messages[9], "(combined from similar events): attempt 9");
     assert_eq!(aggregate.unwrap().message.as_deref(), Some("(combined from similar events): attempt 10"));
 
-    // Shutdown writes what is queued.
+    // By the time shutdown returns, everything recorded is written.
     recorder.event(&reference, EventType::Normal, "Done", "finished");
     broadcaster.shutdown().await;
     let reasons: Vec<String> =
@@ -120,16 +121,7 @@ async fn a_leaders_terms_are_recorded_on_its_lease_as_client_go_records_them() {
     let config = LeaderElectionConfig::new(LeaseLock::new(c.clone(), "default", "lock"), "e1")
         .release_on_cancel(true)
         .event_recorder(broadcaster.new_recorder(source));
-    let elector = LeaderElector::new(config).unwrap();
-    let mut transitions = elector.subscribe();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let run = tokio::spawn({
-        let (elector, cancel) = (elector.clone(), cancel.clone());
-        async move { elector.run(cancel).await }
-    });
-    while !matches!(transitions.recv().await, Some(LeaderEvent::StartedLeading(_))) {}
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    common::lead_one_term(config).await;
     broadcaster.shutdown().await;
 
     let events: Api<Event> = Api::namespaced(c, "default");

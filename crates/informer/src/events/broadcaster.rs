@@ -357,71 +357,20 @@ fn describe(e: &Event) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-
     use futures_util::future::BoxFuture;
     use k8s_openapi::api::core::v1::ObjectReference;
     use serde_json::Value;
 
     use super::*;
     use crate::events::EventType;
+    use crate::events::fake_sink::{status, unreachable};
 
-    /// One write a sink was asked for: its verb, the event's name, its series count and the
-    /// patch.
-    #[derive(Debug, Clone)]
-    struct Call {
-        verb: &'static str,
-        name: String,
-        count: Option<i32>,
-        patch: Option<Value>,
-        at: Instant,
-    }
+    type FakeSink = crate::events::fake_sink::FakeSink<Event>;
 
-    /// A sink that answers from a script (success when it runs out) and counts its calls.
-    #[derive(Clone)]
-    struct FakeSink(Arc<Fake>);
-
-    struct Fake {
-        calls: Mutex<Vec<Call>>,
-        script: Mutex<VecDeque<Option<SinkError>>>,
-        made: tokio::sync::watch::Sender<usize>,
-    }
-
-    impl FakeSink {
-        fn new(script: Vec<Option<SinkError>>) -> Self {
-            FakeSink(Arc::new(Fake {
-                calls: Mutex::new(Vec::new()),
-                script: Mutex::new(script.into()),
-                made: tokio::sync::watch::channel(0).0,
-            }))
-        }
-
-        fn answer(&self, verb: &'static str, event: &Event, patch: Option<&Value>) -> Result<Event, SinkError> {
-            let call = Call {
-                verb,
-                name: event.metadata.name.clone().unwrap_or_default(),
-                count: event.series.as_ref().map(|s| s.count),
-                patch: patch.cloned(),
-                at: Instant::now(),
-            };
-            self.0.calls.lock().push(call);
-            self.0.made.send_modify(|n| *n += 1);
-            match self.0.script.lock().pop_front().flatten() {
-                Some(e) => Err(e),
-                None => Ok(event.clone()),
-            }
-        }
-
-        /// The calls, once there are `n`.
-        async fn calls(&self, n: usize) -> Vec<Call> {
-            let mut made = self.0.made.subscribe();
-            made.wait_for(|m| *m >= n).await.unwrap();
-            self.0.calls.lock().clone()
-        }
-
-        fn count(&self) -> usize {
-            self.0.calls.lock().len()
-        }
+    /// A sink whose calls record an event's series count, and that stores events as sent.
+    fn fake(script: Vec<Option<SinkError>>) -> FakeSink {
+        let describe = |e: &Event| (e.metadata.name.clone().unwrap_or_default(), e.series.as_ref().map(|s| s.count));
+        FakeSink::new(script, describe, |e: &Event, _| e.clone())
     }
 
     impl EventSink for FakeSink {
@@ -431,14 +380,6 @@ mod tests {
         fn patch<'a>(&'a self, event: &'a Event, patch: &'a Value) -> BoxFuture<'a, Result<Event, SinkError>> {
             Box::pin(async move { self.answer("patch", event, Some(patch)) })
         }
-    }
-
-    fn status(code: u16, reason: &str) -> Option<SinkError> {
-        Some(SinkError::Status { code, reason: reason.into(), message: String::new() })
-    }
-
-    fn unreachable() -> Option<SinkError> {
-        Some(SinkError::Unreachable("connection refused".into()))
     }
 
     fn pod(name: &str) -> ObjectReference {
@@ -461,7 +402,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn repeats_become_a_series_written_at_once_then_when_it_finishes() {
-        let sink = FakeSink::new(vec![]);
+        let sink = fake(vec![]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder("ctl");
         let fail = |note: &str| r.eventf(&pod("web"), None, EventType::Warning, "Failed", "Sync", note);
@@ -500,7 +441,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unreachable_servers_are_retried_and_refusals_are_not() {
-        let sink = FakeSink::new(vec![unreachable(), unreachable()]);
+        let sink = fake(vec![unreachable(), unreachable()]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder("ctl");
         r.eventf(&pod("a"), None, EventType::Normal, "Started", "Start", "");
@@ -518,7 +459,7 @@ mod tests {
             status(429, "TooManyRequests"),
             status(503, "ServiceUnavailable"),
         ] {
-            let sink = FakeSink::new(vec![refusal]);
+            let sink = fake(vec![refusal]);
             let b = EventBroadcaster::new(sink.clone());
             b.new_recorder("ctl").eventf(&pod("a"), None, EventType::Normal, "Started", "Start", "");
             sink.calls(1).await;
@@ -529,7 +470,7 @@ mod tests {
         }
 
         // At most twelve attempts.
-        let sink = FakeSink::new((0..20).map(|_| unreachable()).collect());
+        let sink = fake((0..20).map(|_| unreachable()).collect());
         let b = EventBroadcaster::new(sink.clone());
         b.new_recorder("ctl").eventf(&pod("a"), None, EventType::Normal, "Started", "Start", "");
         sink.calls(12).await;
@@ -542,7 +483,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_series_whose_event_is_gone_is_created_and_a_racing_create_is_retried() {
         // create ok; the series' patch finds no event: created, series and all.
-        let sink = FakeSink::new(vec![None, status(404, "NotFound")]);
+        let sink = fake(vec![None, status(404, "NotFound")]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder("ctl");
         r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
@@ -554,7 +495,7 @@ mod tests {
 
         // The series' patch found no event and its create found one (the first create landed
         // meanwhile): tried again, as a patch.
-        let sink = FakeSink::new(vec![None, status(404, "NotFound"), status(409, "AlreadyExists")]);
+        let sink = fake(vec![None, status(404, "NotFound"), status(409, "AlreadyExists")]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder("ctl");
         r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
@@ -566,7 +507,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn recorders_go_on_recording_when_the_broadcaster_is_dropped() {
-        let sink = FakeSink::new(vec![]);
+        let sink = fake(vec![]);
         let r = EventBroadcaster::new(sink.clone()).new_recorder("ctl");
         r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
         r.eventf(&pod("a"), None, EventType::Normal, "Pulled", "Pull", "");
@@ -577,7 +518,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn series_are_refreshed_and_shutdown_writes_what_was_counted() {
         let cfg = EventBroadcasterConfig { finish_after: Duration::from_secs(7200), ..Default::default() };
-        let sink = FakeSink::new(vec![]);
+        let sink = fake(vec![]);
         let b = EventBroadcaster::with_config(sink.clone(), cfg);
         let r = b.new_recorder("ctl");
         for _ in 0..3 {

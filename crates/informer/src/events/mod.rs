@@ -27,6 +27,8 @@
 //! ```
 
 mod broadcaster;
+#[cfg(test)]
+pub(crate) mod fake_sink;
 pub(crate) mod recorder;
 pub(crate) mod sink;
 

@@ -84,13 +84,10 @@ impl EventRecorder {
     ) {
         let now = k8s_openapi::jiff::Timestamp::now();
         let name = regarding.name.as_deref().unwrap_or_default();
-        let generated = format!("{name}.{:x}", now.as_nanosecond());
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(if is_dns_subdomain(&generated) { generated } else { random_uuid() }),
-                namespace: Some(
-                    regarding.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into()),
-                ),
+                name: Some(event_name(regarding, now)),
+                namespace: Some(event_namespace(regarding)),
                 ..Default::default()
             },
             event_time: Some(MicroTime(now)),
@@ -116,6 +113,18 @@ impl EventRecorder {
     }
 }
 
+/// An event's name, as client-go's recorders make it: `<object's name>.<nanoseconds since the
+/// epoch, in hex>`, or a random UUID when that is no DNS subdomain.
+pub(crate) fn event_name(object: &ObjectReference, now: k8s_openapi::jiff::Timestamp) -> String {
+    let generated = format!("{}.{:x}", object.name.as_deref().unwrap_or_default(), now.as_nanosecond());
+    if is_dns_subdomain(&generated) { generated } else { random_uuid() }
+}
+
+/// An event's namespace: its object's, `default` for a cluster-scoped object.
+pub(crate) fn event_namespace(object: &ObjectReference) -> String {
+    object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
+}
+
 /// The machine's name, as Go's `os.Hostname` reads it on Linux ("" when it cannot be read).
 pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -126,7 +135,7 @@ pub(crate) fn hostname() -> String {
 
 /// An RFC 1123 subdomain: at most 253 characters, dot-separated labels of lowercase letters,
 /// digits and `-` that begin and end with a letter or digit.
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
+fn is_dns_subdomain(s: &str) -> bool {
     let label = |l: &str| {
         !l.is_empty()
             && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -137,7 +146,7 @@ pub(crate) fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// A random (version 4) UUID.
-pub(crate) fn random_uuid() -> String {
+fn random_uuid() -> String {
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;

@@ -254,74 +254,26 @@ fn describe(e: &Event) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-
     use futures_util::future::BoxFuture;
     use k8s_openapi::api::core::v1::ObjectReference;
-    use parking_lot::Mutex;
     use tokio::time::Instant;
 
     use super::*;
+    use crate::events::fake_sink::{status, unreachable};
     use crate::events::{EventType, SinkError};
 
-    /// One write a sink was asked for: its verb, the event's name and count, the patch, when.
-    #[derive(Debug, Clone)]
-    struct Call {
-        verb: &'static str,
-        name: String,
-        count: Option<i32>,
-        patch: Option<Value>,
-        at: Instant,
-    }
+    type FakeSink = crate::events::fake_sink::FakeSink<Event>;
 
-    /// A sink that answers from a script (success when it runs out), storing each event with a
-    /// new resourceVersion.
-    #[derive(Clone)]
-    struct FakeSink(Arc<Fake>);
-
-    struct Fake {
-        calls: Mutex<Vec<Call>>,
-        script: Mutex<VecDeque<Option<SinkError>>>,
-        made: tokio::sync::watch::Sender<usize>,
-    }
-
-    impl FakeSink {
-        fn new(script: Vec<Option<SinkError>>) -> Self {
-            FakeSink(Arc::new(Fake {
-                calls: Mutex::new(Vec::new()),
-                script: Mutex::new(script.into()),
-                made: tokio::sync::watch::channel(0).0,
-            }))
-        }
-
-        fn answer(&self, verb: &'static str, event: &Event, patch: Option<&Value>) -> Result<Event, SinkError> {
-            let n = {
-                let mut calls = self.0.calls.lock();
-                calls.push(Call {
-                    verb,
-                    name: event.metadata.name.clone().unwrap_or_default(),
-                    count: event.count,
-                    patch: patch.cloned(),
-                    at: Instant::now(),
-                });
-                calls.len()
-            };
-            self.0.made.send_replace(n);
-            match self.0.script.lock().pop_front().flatten() {
-                Some(e) => Err(e),
-                None => {
-                    let mut stored = event.clone();
-                    stored.metadata.resource_version = Some(n.to_string());
-                    Ok(stored)
-                }
-            }
-        }
-
-        /// The calls, once there are `n`.
-        async fn calls(&self, n: usize) -> Vec<Call> {
-            self.0.made.subscribe().wait_for(|m| *m >= n).await.unwrap();
-            self.0.calls.lock().clone()
-        }
+    /// A sink whose calls record an event's count, and that stores each event with a new
+    /// resourceVersion.
+    fn fake(script: Vec<Option<SinkError>>) -> FakeSink {
+        let describe = |e: &Event| (e.metadata.name.clone().unwrap_or_default(), e.count);
+        let store = |e: &Event, n: usize| {
+            let mut stored = e.clone();
+            stored.metadata.resource_version = Some(n.to_string());
+            stored
+        };
+        FakeSink::new(script, describe, store)
     }
 
     impl EventSink for FakeSink {
@@ -332,14 +284,6 @@ mod tests {
         fn patch<'a>(&'a self, event: &'a Event, patch: &'a Value) -> BoxFuture<'a, Result<Event, SinkError>> {
             Box::pin(async move { self.answer("patch", event, Some(patch)) })
         }
-    }
-
-    fn status(code: u16, reason: &str) -> Option<SinkError> {
-        Some(SinkError::Status { code, reason: reason.into(), message: "no".into() })
-    }
-
-    fn unreachable() -> Option<SinkError> {
-        Some(SinkError::Unreachable("connection refused".into()))
     }
 
     fn pod() -> ObjectReference {
@@ -360,7 +304,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn repeats_patch_the_count_and_a_missing_event_is_created_again() {
         // The second write's patch finds no event (404): it is created, count and all.
-        let sink = FakeSink::new(vec![None, status(404, "NotFound")]);
+        let sink = fake(vec![None, status(404, "NotFound")]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder(source());
         r.event(&pod(), EventType::Warning, "BackOff", "restarting");
@@ -380,7 +324,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unanswered_writes_are_retried_in_order_and_refusals_are_not() {
         let sleep = Duration::from_secs(10);
-        let sink = FakeSink::new(vec![unreachable(), unreachable(), None, status(503, "ServiceUnavailable")]);
+        let sink = fake(vec![unreachable(), unreachable(), None, status(503, "ServiceUnavailable")]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder(source());
         let start = Instant::now();
@@ -404,7 +348,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_write_is_given_up_after_max_tries() {
-        let sink = FakeSink::new((0..20).map(|_| unreachable()).collect());
+        let sink = fake((0..20).map(|_| unreachable()).collect());
         let cfg = EventBroadcasterConfig { max_tries: 3, ..EventBroadcasterConfig::default() };
         let b = EventBroadcaster::with_config(sink.clone(), cfg);
         let r = b.new_recorder(source());
@@ -418,7 +362,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_ends_the_retries_and_writes_what_is_queued() {
-        let sink = FakeSink::new(vec![unreachable()]);
+        let sink = fake(vec![unreachable()]);
         let b = EventBroadcaster::new(sink.clone());
         let r = b.new_recorder(source());
         r.event(&pod(), EventType::Normal, "A", "a");
@@ -431,12 +375,12 @@ mod tests {
         // After shutdown nothing is recorded.
         r.event(&pod(), EventType::Normal, "C", "c");
         tokio::task::yield_now().await;
-        assert_eq!(sink.0.calls.lock().len(), 2);
+        assert_eq!(sink.count(), 2);
     }
 
     #[tokio::test(start_paused = true)]
     async fn recorders_outlive_their_broadcaster() {
-        let sink = FakeSink::new(vec![]);
+        let sink = fake(vec![]);
         let r = EventBroadcaster::new(sink.clone()).new_recorder(source());
         r.event(&pod(), EventType::Normal, "A", "a");
         let calls = sink.calls(1).await;
@@ -446,7 +390,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_full_queue_drops_events() {
         // The first write waits 10 s to be retried while eleven more come; a queue of 10 keeps ten.
-        let sink = FakeSink::new(vec![unreachable()]);
+        let sink = fake(vec![unreachable()]);
         let cfg = EventBroadcasterConfig { queue: 10, ..EventBroadcasterConfig::default() };
         let b = EventBroadcaster::with_config(sink.clone(), cfg);
         let r = b.new_recorder(source());
@@ -458,7 +402,7 @@ mod tests {
         let calls = sink.calls(12).await;
         assert_eq!(calls.len(), 12, "R0 twice, R1…R10: {calls:?}");
         tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(sink.0.calls.lock().len(), 12, "R11 was dropped");
+        assert_eq!(sink.count(), 12, "R11 was dropped");
         b.shutdown().await;
     }
 }

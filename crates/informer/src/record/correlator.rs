@@ -235,68 +235,47 @@ fn count_patch(event: &Event) -> Value {
     Value::Object(p)
 }
 
-fn source(e: &Event) -> (&str, &str) {
+/// What client-go's keys are made of, in their order: the source (component, host), the
+/// involved object (kind, namespace, name, then — for an event's own key only — field path,
+/// then uid and apiVersion), and the event's type.
+fn object_parts(e: &Event, field_path: bool) -> Vec<&str> {
+    fn text(v: Option<&String>) -> &str {
+        v.map_or("", String::as_str)
+    }
+    let o = &e.involved_object;
     let s = e.source.as_ref();
-    (s.and_then(|s| s.component.as_deref()).unwrap_or_default(), s.and_then(|s| s.host.as_deref()).unwrap_or_default())
+    let mut parts = vec![
+        text(s.and_then(|s| s.component.as_ref())),
+        text(s.and_then(|s| s.host.as_ref())),
+        text(o.kind.as_ref()),
+        text(o.namespace.as_ref()),
+        text(o.name.as_ref()),
+    ];
+    if field_path {
+        parts.push(text(o.field_path.as_ref()));
+    }
+    parts.extend([text(o.uid.as_ref()), text(o.api_version.as_ref()), text(e.type_.as_ref())]);
+    parts
 }
 
 /// The key of an event and its repeats (client-go's `getEventKey`).
 fn event_key(e: &Event) -> String {
-    let o = &e.involved_object;
-    let (component, host) = source(e);
-    [
-        component,
-        host,
-        o.kind.as_deref().unwrap_or_default(),
-        o.namespace.as_deref().unwrap_or_default(),
-        o.name.as_deref().unwrap_or_default(),
-        o.field_path.as_deref().unwrap_or_default(),
-        o.uid.as_deref().unwrap_or_default(),
-        o.api_version.as_deref().unwrap_or_default(),
-        e.type_.as_deref().unwrap_or_default(),
-        e.reason.as_deref().unwrap_or_default(),
-        e.message.as_deref().unwrap_or_default(),
-    ]
-    .concat()
+    let mut parts = object_parts(e, true);
+    parts.extend([e.reason.as_deref().unwrap_or_default(), e.message.as_deref().unwrap_or_default()]);
+    parts.concat()
 }
 
 /// The spam filter's key: source and involved object, and type (client-go's `getSpamKey`).
 fn spam_key(e: &Event) -> String {
-    let o = &e.involved_object;
-    let (component, host) = source(e);
-    [
-        component,
-        host,
-        o.kind.as_deref().unwrap_or_default(),
-        o.namespace.as_deref().unwrap_or_default(),
-        o.name.as_deref().unwrap_or_default(),
-        o.uid.as_deref().unwrap_or_default(),
-        o.api_version.as_deref().unwrap_or_default(),
-        e.type_.as_deref().unwrap_or_default(),
-    ]
-    .concat()
+    object_parts(e, false).concat()
 }
 
 /// The aggregation group and the event's message within it (client-go's
 /// `EventAggregatorByReasonFunc`).
 fn group_key(e: &Event) -> (String, String) {
-    let o = &e.involved_object;
-    let (component, host) = source(e);
-    let key = [
-        component,
-        host,
-        o.kind.as_deref().unwrap_or_default(),
-        o.namespace.as_deref().unwrap_or_default(),
-        o.name.as_deref().unwrap_or_default(),
-        o.uid.as_deref().unwrap_or_default(),
-        o.api_version.as_deref().unwrap_or_default(),
-        e.type_.as_deref().unwrap_or_default(),
-        e.reason.as_deref().unwrap_or_default(),
-        e.reporting_component.as_deref().unwrap_or_default(),
-        e.reporting_instance.as_deref().unwrap_or_default(),
-    ]
-    .concat();
-    (key, e.message.clone().unwrap_or_default())
+    let mut parts = object_parts(e, false);
+    parts.extend([&e.reason, &e.reporting_component, &e.reporting_instance].map(|v| v.as_deref().unwrap_or_default()));
+    (parts.concat(), e.message.clone().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::broadcaster::Shared;
 use crate::events::EventType;
-use crate::events::recorder::{is_dns_subdomain, random_uuid};
+use crate::events::recorder::{event_name, event_namespace};
 
 /// Records core/v1 events about objects for one source (client-go's `record.EventRecorder`);
 /// made by [`EventBroadcaster::new_recorder`](super::EventBroadcaster::new_recorder). Cheap to
@@ -62,12 +62,10 @@ impl EventRecorder {
         message: impl Into<String>,
     ) {
         let now = k8s_openapi::jiff::Timestamp::now();
-        let name = object.name.as_deref().unwrap_or_default();
-        let generated = format!("{name}.{:x}", now.as_nanosecond());
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(if is_dns_subdomain(&generated) { generated } else { random_uuid() }),
-                namespace: Some(object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())),
+                name: Some(event_name(object, now)),
+                namespace: Some(event_namespace(object)),
                 annotations: (!annotations.is_empty()).then_some(annotations),
                 ..Default::default()
             },

@@ -206,3 +206,18 @@ pub async fn until_event(events: &mut LeaderEvents, limit: Duration, f: impl Fn(
         }
     }
 }
+
+/// Runs one term of the elector `config` makes: campaigns, waits until it leads, then cancels
+/// it and waits until `run` has returned (the term ended, the lease released if so configured).
+pub async fn lead_one_term(config: informer::leader_election::LeaderElectionConfig) {
+    let elector = informer::leader_election::LeaderElector::new(config).unwrap();
+    let mut transitions = elector.subscribe();
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (elector, cancel) = (elector.clone(), cancel.clone());
+        async move { elector.run(cancel).await }
+    });
+    until_event(&mut transitions, Duration::from_secs(30), |e| matches!(e, LeaderEvent::StartedLeading(_))).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
