@@ -346,12 +346,21 @@ fn key(e: &Event) -> String {
 }
 
 fn describe(e: &Event) -> String {
+    describe_event(&e.metadata, e.type_.as_deref(), e.reason.as_deref())
+}
+
+/// An event as the broadcasters log it: `<namespace>/<name> (<type> <reason>)`.
+pub(crate) fn describe_event(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    type_: Option<&str>,
+    reason: Option<&str>,
+) -> String {
     format!(
         "{}/{} ({} {})",
-        e.metadata.namespace.as_deref().unwrap_or_default(),
-        e.metadata.name.as_deref().unwrap_or_default(),
-        e.type_.as_deref().unwrap_or_default(),
-        e.reason.as_deref().unwrap_or_default()
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        type_.unwrap_or_default(),
+        reason.unwrap_or_default()
     )
 }
 

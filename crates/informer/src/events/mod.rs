@@ -26,7 +26,7 @@
 //! # }
 //! ```
 
-mod broadcaster;
+pub(crate) mod broadcaster;
 #[cfg(test)]
 pub(crate) mod fake_sink;
 pub(crate) mod recorder;

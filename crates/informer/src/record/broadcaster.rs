@@ -243,13 +243,7 @@ impl Writer {
 }
 
 fn describe(e: &Event) -> String {
-    format!(
-        "{}/{} ({} {})",
-        e.metadata.namespace.as_deref().unwrap_or_default(),
-        e.metadata.name.as_deref().unwrap_or_default(),
-        e.type_.as_deref().unwrap_or_default(),
-        e.reason.as_deref().unwrap_or_default()
-    )
+    crate::events::broadcaster::describe_event(&e.metadata, e.type_.as_deref(), e.reason.as_deref())
 }
 
 #[cfg(test)]
