@@ -7,7 +7,9 @@
 //! [`NotificationStream`]) and read the cache through a [`Lister`]. Controllers put keys in a
 //! [`workqueue`] and reconcile them with a [`ControllerRunner`], which can run as several replicas
 //! of which one works at a time ([`leader_election`]), and report what they do as Kubernetes
-//! Events ([`events`], or core/v1 Events as most Go controllers write them: [`record`]).
+//! Events ([`events`], or core/v1 Events as most Go controllers write them: [`record`]). Code
+//! around them waits for objects to reach a state with [`watch_tools`] and retries writes that
+//! lost a race with [`retry`].
 //! [`prelude`] imports what most programs use. See `docs/design.md`.
 
 #![forbid(unsafe_code)]
@@ -33,12 +35,14 @@ pub mod object;
 pub mod prelude;
 pub mod record;
 pub mod reflector;
+pub mod retry;
 pub mod runner;
 pub mod selector;
 pub mod shared_informer;
 pub mod signal;
 pub mod store;
 pub mod wait;
+pub mod watch_tools;
 pub mod workqueue;
 
 pub use controller::{Controller, process_deltas};
