@@ -105,6 +105,7 @@ pub(crate) mod pod_validation;
 pub(crate) mod policy_validation;
 pub(crate) mod pretty;
 pub(crate) mod printers;
+pub(crate) mod process_metrics;
 pub(crate) mod protobuf;
 pub(crate) mod pvc_validation;
 pub(crate) mod quantity;

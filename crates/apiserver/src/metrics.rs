@@ -258,12 +258,14 @@ impl Metrics {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        text_format(&out)
+        let mut doc = text_format(&out);
+        crate::process_metrics::encode(&mut doc);
+        doc
     }
 }
 
 /// OpenMetrics text in Prometheus' text format 0.0.4: a counter's family is named with its
-/// `_total`, and there is no `# EOF`.
+/// `_total`, there is no `# EOF`, and values are written as Go writes a float64 (`1e+06`).
 fn text_format(open_metrics: &str) -> String {
     let mut out = String::with_capacity(open_metrics.len());
     let mut counters = std::collections::HashSet::new();
@@ -288,13 +290,24 @@ fn text_format(open_metrics: &str) -> String {
                 let finite = bound.parse::<f64>().ok().filter(|b| b.is_finite());
                 let go = finite.map_or_else(|| bound.to_string(), |b| b.to_string());
                 let sep = if labels.is_empty() { "" } else { "," };
-                out.push_str(&format!("{name}{{{labels}{sep}le=\"{go}\"}}{value}"));
+                out.push_str(&format!("{name}{{{labels}{sep}le=\"{go}\"}}"));
+                out.push_str(&go_value(value));
             }
-            None => out.push_str(line),
+            None if line.starts_with('#') => out.push_str(line),
+            None => out.push_str(&go_value(line)),
         }
         out.push('\n');
     }
     out
+}
+
+/// A sample (or what follows a sample's labels) with its value as Go writes a float64.
+fn go_value(sample: &str) -> String {
+    let Some((head, value)) = sample.rsplit_once(' ') else { return sample.to_string() };
+    match value.parse::<f64>() {
+        Ok(v) => format!("{head} {}", crate::go_fmt::float(v)),
+        Err(_) => sample.to_string(),
+    }
 }
 
 /// One request being served: counted when it is dropped, with the code of its answer.

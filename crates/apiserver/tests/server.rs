@@ -431,6 +431,63 @@ async fn metrics_count_requests_watches_and_objects_as_kube_does() {
     assert!(doc.contains("\n# TYPE apiserver_request_total counter\n") && !doc.contains("# EOF"), "{doc}");
 }
 
+/// `/metrics` also reports the server process as kube-apiserver's Prometheus client does: its
+/// CPU time, file descriptors, memory, start time and network bytes, read from `/proc`, after the
+/// `apiserver_*` families; every value written as Go writes a float64.
+#[tokio::test]
+async fn metrics_report_the_process_as_kubes_prometheus_client_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let doc = String::from_utf8_lossy(&c.get("/metrics").await.raw).into_owned();
+    let value = |name: &str| -> f64 {
+        let line = doc.lines().find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string));
+        line.unwrap_or_else(|| panic!("no {name}: {doc}")).parse().unwrap()
+    };
+    let families: Vec<&str> = doc.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
+    let process: Vec<&str> = families.iter().copied().filter(|f| f.starts_with("process_")).collect();
+    assert_eq!(
+        process,
+        [
+            "process_cpu_seconds_total counter",
+            "process_max_fds gauge",
+            "process_network_receive_bytes_total counter",
+            "process_network_transmit_bytes_total counter",
+            "process_open_fds gauge",
+            "process_resident_memory_bytes gauge",
+            "process_start_time_seconds gauge",
+            "process_virtual_memory_bytes gauge",
+            "process_virtual_memory_max_bytes gauge",
+        ]
+    );
+    assert!(families.last().unwrap().starts_with("process_"), "families in name order: {families:?}");
+    assert!(doc.contains("\n# HELP process_resident_memory_bytes Resident memory size in bytes.\n"), "{doc}");
+
+    // The values are this process's.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let vm_rss_kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    let rss = value("process_resident_memory_bytes");
+    assert!(rss > 0.5 * vm_rss_kib * 1024.0 && rss < 2.0 * vm_rss_kib * 1024.0, "{rss} against VmRSS {vm_rss_kib} KiB");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let started = value("process_start_time_seconds");
+    assert!(started <= now + 1.0 && started > now - 24.0 * 3600.0, "{started} against {now}");
+    let open = value("process_open_fds");
+    assert!(open >= 3.0 && open <= value("process_max_fds"), "{open}");
+    assert!(value("process_virtual_memory_bytes") >= rss);
+    assert!(value("process_cpu_seconds_total") >= 0.0);
+    // Go's float64 form: an exponent from 1e+06 on, in every family.
+    let big = doc.lines().find(|l| l.starts_with("process_virtual_memory_bytes ")).unwrap();
+    assert!(big.contains("e+"), "{big}");
+    assert!(doc.lines().filter(|l| !l.starts_with('#')).all(|l| !l.ends_with(".0")), "{doc}");
+}
+
 /// Answers longer than 128 KiB are gzipped for clients whose `Accept-Encoding` names gzip, as
 /// kube-apiserver compresses them; shorter ones and watches are not; kubectl (client-go, which
 /// always asks for gzip) reads them.
