@@ -581,31 +581,7 @@ fn go_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { ".inf" } else { "-.inf" }.into();
     }
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    if f == 0.0 {
-        return format!("{sign}0");
-    }
-    // The shortest digits that read back as `f`, and the decimal exponent of the first.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let nd = digits.len() as i32;
-    let dp = exp + 1;
-    if !(-4..6).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let point = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{point}e{esign}{:02}", exp.abs());
-    }
-    if dp <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-dp) as usize))
-    } else if dp >= nd {
-        format!("{sign}{digits}{}", "0".repeat((dp - nd) as usize))
-    } else {
-        let (int, frac) = digits.split_at(dp as usize);
-        format!("{sign}{int}.{frac}")
-    }
+    crate::go_fmt::float(f)
 }
 
 /// Sorts keys as go-yaml v2's `keyList` (a merge sort: the order is go-yaml's whatever it is).
