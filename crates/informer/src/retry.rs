@@ -8,6 +8,10 @@
 //! the runs; an error that is not retriable is returned at once, and when the
 //! runs are spent the last retriable error is. The function must read the object again on every
 //! run: a conflict means the copy it changed is stale.
+//!
+//! Differences: `steps: 0` runs the function once (client-go runs nothing and reports success);
+//! when the cap ends the runs, the pause before the run that will not come is not slept; factors
+//! and jitters that would overflow a `Duration` saturate instead of panicking.
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,7 +21,7 @@ use rand::Rng;
 /// How often and how far apart to retry (client-go's `wait.Backoff`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
-    /// The most runs (0 runs nothing: the result is then `Ok` of nothing — see [`on_error`]).
+    /// The most runs (0 is taken as 1).
     pub steps: u32,
     /// The first pause.
     pub duration: Duration,
@@ -46,72 +50,103 @@ impl Backoff {
         if self.steps > 0 {
             self.steps -= 1;
             if self.factor != 0.0 {
-                self.duration = self.duration.mul_f64(self.factor);
+                self.duration = scaled(self.duration, self.factor);
                 if let Some(cap) = self.cap.filter(|c| !c.is_zero() && self.duration > *c) {
                     self.duration = cap;
                     self.steps = 0;
                 }
             }
         }
-        if self.jitter > 0.0 {
-            pause += pause.mul_f64(rand::rng().random_range(0.0..self.jitter));
+        if self.jitter > 0.0 && self.jitter.is_finite() {
+            pause = pause.saturating_add(scaled(pause, rand::rng().random_range(0.0..self.jitter)));
         }
         pause
     }
 }
 
+/// `d × factor`, at most `Duration::MAX`, at least zero.
+fn scaled(d: Duration, factor: f64) -> Duration {
+    let fallback = if factor > 0.0 { Duration::MAX } else { Duration::ZERO };
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(fallback)
+}
+
 /// Runs `f` until it succeeds, returns an error `retriable` refuses, or `backoff`'s runs are
-/// spent (then the last error). With 0 steps `f` never runs and the result is `Ok(None)`;
-/// otherwise a success is `Ok(Some(value))`.
+/// spent (then the last error).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use informer::retry::{DEFAULT_RETRY, on_error};
 /// let mut runs = 0;
-/// let out: Result<Option<u32>, &str> = on_error(DEFAULT_RETRY, |e| *e == "busy", || {
+/// let out: Result<u32, &str> = on_error(DEFAULT_RETRY, |e| *e == "busy", || {
 ///     runs += 1;
 ///     let answer = if runs < 3 { Err("busy") } else { Ok(runs) };
 ///     async move { answer }
 /// })
 /// .await;
-/// assert_eq!(out, Ok(Some(3)));
+/// assert_eq!(out, Ok(3));
 /// # });
 /// ```
 pub async fn on_error<T, E, F, Fut>(
     mut backoff: Backoff,
     mut retriable: impl FnMut(&E) -> bool,
     mut f: F,
-) -> Result<Option<T>, E>
+) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    let mut last = None;
-    while backoff.steps > 0 {
-        match f().await {
-            Ok(value) => return Ok(Some(value)),
-            Err(e) if retriable(&e) => last = Some(e),
+    backoff.steps = backoff.steps.max(1);
+    loop {
+        let e = match f().await {
+            Ok(value) => return Ok(value),
+            Err(e) if retriable(&e) => e,
             Err(e) => return Err(e),
-        }
+        };
         if backoff.steps == 1 {
-            break;
+            return Err(e);
         }
         let pause = backoff.step();
         if backoff.steps == 0 {
             // The cap was reached: no run follows (client-go sleeps the pause first).
-            break;
+            return Err(e);
         }
         tokio::time::sleep(pause).await;
     }
-    match last {
-        Some(e) => Err(e),
-        None => Ok(None),
-    }
 }
 
-/// Whether an error is the server's 409 Conflict (a write from a stale read).
+/// The reasons of apimachinery's `StatusReason`s, which decide over the code.
+const KNOWN_REASONS: [&str; 19] = [
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "StoreReadError",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
+    "ServiceUnavailable",
+];
+
+/// Whether an error is the server's Conflict (a write from a stale read), as apimachinery's
+/// `IsConflict` judges: reason `Conflict`, or code 409 with a reason it does not know (an
+/// `AlreadyExists` is a 409 too, and no conflict).
 pub fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(status) if status.code == 409)
+    match e {
+        kube::Error::Api(status) => {
+            status.reason == "Conflict" || (status.code == 409 && !KNOWN_REASONS.contains(&status.reason.as_str()))
+        }
+        _ => false,
+    }
 }
 
 /// Runs a read-modify-write `f` again while the server answers 409 Conflict, up to `backoff`'s
@@ -133,7 +168,7 @@ pub fn is_conflict(e: &kube::Error) -> bool {
 /// .await?;
 /// # Ok(()) }
 /// ```
-pub async fn retry_on_conflict<T, F, Fut>(backoff: Backoff, f: F) -> Result<Option<T>, kube::Error>
+pub async fn retry_on_conflict<T, F, Fut>(backoff: Backoff, f: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, kube::Error>>,
@@ -150,7 +185,7 @@ mod tests {
         let start = tokio::time::Instant::now();
         let mut runs = Vec::new();
         let backoff = Backoff { jitter: 0.0, ..DEFAULT_BACKOFF };
-        let out: Result<Option<()>, &str> = on_error(
+        let out: Result<(), &str> = on_error(
             backoff,
             |_| true,
             || {
@@ -167,7 +202,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_error_not_retriable_ends_at_once_and_success_returns_the_value() {
         let mut runs = 0;
-        let out: Result<Option<u8>, &str> = on_error(
+        let out: Result<u8, &str> = on_error(
             DEFAULT_RETRY,
             |e| *e == "conflict",
             || {
@@ -179,7 +214,7 @@ mod tests {
         assert_eq!((out, runs), (Err("forbidden"), 1));
 
         let mut runs = 0;
-        let out: Result<Option<u8>, &str> = on_error(
+        let out: Result<u8, &str> = on_error(
             DEFAULT_RETRY,
             |e| *e == "conflict",
             || {
@@ -189,7 +224,7 @@ mod tests {
             },
         )
         .await;
-        assert_eq!(out, Ok(Some(7)));
+        assert_eq!(out, Ok(7));
     }
 
     #[tokio::test(start_paused = true)]
@@ -203,7 +238,7 @@ mod tests {
             jitter: 0.0,
             cap: Some(Duration::from_millis(500)),
         };
-        let _: Result<Option<()>, ()> = on_error(
+        let _: Result<(), ()> = on_error(
             backoff,
             |_| true,
             || {
@@ -214,6 +249,9 @@ mod tests {
         .await;
         // 100, then 300 (the next, 900, is past the cap and ends the runs without a pause).
         assert_eq!(runs, [0, 100]);
+        let huge = Backoff { steps: 3, duration: Duration::MAX, factor: 1e300, jitter: f64::INFINITY, cap: None };
+        let mut b = huge;
+        assert_eq!((b.step(), b.step()), (Duration::MAX, Duration::MAX));
         assert_eq!(start.elapsed(), Duration::from_millis(100));
 
         let mut b = Backoff { jitter: 0.5, ..DEFAULT_RETRY };
@@ -224,9 +262,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn zero_steps_run_nothing() {
+    async fn zero_steps_run_once() {
         let mut runs = 0;
-        let out: Result<Option<()>, ()> = on_error(
+        let out: Result<(), ()> = on_error(
             Backoff { steps: 0, ..DEFAULT_RETRY },
             |_| true,
             || {
@@ -235,6 +273,6 @@ mod tests {
             },
         )
         .await;
-        assert_eq!((out, runs), (Ok(None), 0));
+        assert_eq!((out, runs), (Err(()), 1));
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::stream::FusedStream;
 use informer::fake::FakeSource;
 use informer::listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, Status, StatusDetails, TransportFailure, WatchEvent, WatchStream,
@@ -188,11 +189,47 @@ async fn forbidden_or_unauthenticated_at_opening_ends_the_stream_other_refusals_
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_410_answer_to_the_request_ends_the_stream_as_the_error_event_does() {
+async fn a_410_answer_to_the_request_or_error_of_the_stream_ends_it_as_the_error_event_does() {
     let lw = Scripted::new(vec![Answer::Refuse(Error::api(status(410, "Expired", None)))]);
     let events: Vec<_> = RetryWatcher::new(lw.clone(), "3").unwrap().collect().await;
     assert_eq!(events.iter().map(describe).collect::<Vec<_>>(), pairs(&[("ERROR", "410")]));
     assert_eq!(lw.calls().len(), 1);
+
+    let lw = Scripted::new(vec![Answer::Stream(vec![
+        Step::Event(WatchEvent::Added(cm("5"))),
+        Step::Fail(Error::api(status(410, "Expired", None))),
+    ])]);
+    let mut watcher = RetryWatcher::new(lw.clone(), "3").unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = watcher.next().await {
+        events.push(describe(&e));
+    }
+    assert_eq!(events, pairs(&[("ADDED", "5"), ("ERROR", "410")]));
+    // An ended watcher stays ended.
+    assert!(watcher.is_terminated() && watcher.next().await.is_none());
+    assert_eq!(lw.calls().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_with_retry_after_is_retried_after_it() {
+    let lw = Scripted::new(vec![
+        Answer::Refuse(Error::api(status(429, "TooManyRequests", Some(7)))),
+        Answer::Stream(vec![Step::Event(WatchEvent::Added(cm("5")))]),
+    ]);
+    let mut watcher = RetryWatcher::new(lw.clone(), "3").unwrap();
+    assert_eq!(describe(&watcher.next().await.unwrap()), ("ADDED".into(), "5".into()));
+    assert_eq!(lw.calls(), [("3".into(), 0), ("3".into(), 7000)]);
+}
+
+#[test]
+fn the_waits_can_be_spawned() {
+    fn send<T: Send>(_: &T) {}
+    let cancel = CancellationToken::new();
+    let lw = Scripted::new(vec![]);
+    send(&RetryWatcher::new(lw.clone(), "3").unwrap());
+    send(&informer::watch_tools::until(&cancel, "3", lw.clone(), vec![is("ADDED", "1")]));
+    send(&until_with_sync(&cancel, FakeSource::new(), None, vec![is("ADDED", "1")]));
+    send(&until_without_retry(&cancel, futures_util::stream::empty::<WatchEvent<ConfigMap>>(), vec![]));
 }
 
 #[tokio::test(start_paused = true)]
@@ -300,11 +337,11 @@ async fn until_with_sync_checks_the_synced_cache_then_waits_on_the_informers_eve
     assert_eq!(describe(&out.unwrap().unwrap()), ("DELETED".to_string(), "3".to_string()));
     assert_eq!(added, Some(("ADDED".to_string(), "1".to_string())));
 
-    // Cancelled before the cache synced: NotSynced.
-    let cancelled = CancellationToken::new();
-    cancelled.cancel();
+    // Cancelled while the cache cannot sync: NotSynced.
+    let cancel = CancellationToken::new();
     source.set_list_error(Some(Error::api(status(500, "InternalError", None))));
     let never: Precondition<ConfigMap> = Box::new(|_| Ok(true));
-    let err = until_with_sync(&cancelled, source.clone(), Some(never), vec![]).await.unwrap_err();
-    assert!(matches!(err, UntilError::NotSynced), "{err:?}");
+    let waiting = until_with_sync(&cancel, source.clone(), Some(never), vec![]);
+    let (out, ()) = tokio::join!(waiting, async { cancel.cancel() });
+    assert!(matches!(out, Err(UntilError::NotSynced)), "{out:?}");
 }

@@ -110,27 +110,28 @@ async fn until_with_sync_waits_for_an_object_to_reach_a_state() {
     let out = until_with_sync(&CancellationToken::new(), lw(), Some(slow), vec![]).await.unwrap();
     assert!(out.is_none());
 
-    // Not yet: the change another client makes ends it.
+    // Not yet: the changes another client makes once the object is listed end it.
     let fast: Precondition<ConfigMap> = Box::new(|cache| Ok(cache.list().iter().any(|o| mode(o) == "fast")));
     let mut seen = Vec::new();
+    let mut writer = None;
     let condition: Condition<ConfigMap> = Box::new(|e| {
-        seen.push(mode(match e {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
-            other => panic!("{other:?}"),
-        }));
+        let (WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)) = e else { panic!("{e:?}") };
+        seen.push(mode(o));
+        if writer.is_none() {
+            let api = api.clone();
+            writer = Some(tokio::spawn(async move {
+                set_mode(&api, "medium").await;
+                set_mode(&api, "fast").await;
+            }));
+        }
         Ok(is_fast(e))
     });
     let cancel = CancellationToken::new();
-    let waiting = until_with_sync(&cancel, lw(), Some(fast), vec![condition]);
-    let writer = async {
-        set_mode(&api, "medium").await;
-        set_mode(&api, "fast").await;
-    };
-    let (out, ()) = tokio::join!(waiting, writer);
-    let Some(WatchEvent::Modified(o) | WatchEvent::Added(o)) = out.unwrap() else { panic!("no change") };
+    let out = until_with_sync(&cancel, lw(), Some(fast), vec![condition]).await;
+    let Some(WatchEvent::Modified(o)) = out.unwrap() else { panic!("no change") };
     assert_eq!(mode(&o), "fast");
-    assert_eq!(seen.last().map(String::as_str), Some("fast"));
-    assert!(!seen.contains(&"".to_string()), "{seen:?}");
+    assert_eq!(seen, ["slow", "medium", "fast"]);
+    writer.unwrap().await.unwrap();
 }
 
 #[tokio::test]
@@ -158,7 +159,6 @@ async fn retry_on_conflict_redoes_a_write_that_raced_another_writer() {
         }
     })
     .await
-    .unwrap()
     .unwrap();
     assert_eq!(runs, 2);
     assert_eq!(written.data, configmap("fast").data);
@@ -174,5 +174,17 @@ async fn retry_on_conflict_redoes_a_write_that_raced_another_writer() {
     .await
     .unwrap_err();
     assert!(matches!(&err, kube::Error::Api(s) if s.code == 404), "{err:?}");
+    assert_eq!(runs, 1);
+
+    // An AlreadyExists is a 409 too, and no conflict.
+    let mut runs = 0;
+    let err = retry_on_conflict(DEFAULT_RETRY, || {
+        runs += 1;
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &configmap("again")).await }
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists"), "{err:?}");
     assert_eq!(runs, 1);
 }

@@ -10,4 +10,6 @@ mod retry_watcher;
 mod until;
 
 pub use retry_watcher::{MIN_RESTART_DELAY, RetryWatcher, UnsupportedResourceVersion};
-pub use until::{Condition, ConditionError, Precondition, UntilError, until, until_with_sync, until_without_retry};
+pub use until::{
+    Condition, ConditionError, Precondition, UntilError, until, until_with_sync, until_without_retry, watch_events,
+};

@@ -11,28 +11,31 @@
 //! - it starts from a given resourceVersion, never `""` or `"0"` (those would start with a
 //!   synthetic list of the current objects);
 //! - ADDED, MODIFIED and DELETED are passed on; a bookmark only moves the resourceVersion on
-//!   (bookmarks are always asked for); the resourceVersion moves on once the consumer has taken
-//!   the event, so a watch reopened meanwhile starts after it;
+//!   (bookmarks are always asked for); the next watch starts after the last event handed out;
 //! - an event whose object has no resourceVersion is answered with an internal error event and
 //!   ends the stream (going on would skip or repeat changes);
 //! - an ERROR event of code 410 is passed on and ends the stream; any other ERROR event reopens
 //!   the watch, after its `retryAfterSeconds` when it gives them;
 //! - a watch that cannot be opened because the client is not authenticated (401) or not allowed
-//!   (403) is answered with that Status, and the stream ends; other failures to open it, and
-//!   watches that end or break, reopen it;
+//!   (403) is answered with that Status, and the stream ends; other failures to open it (after
+//!   the answer's `Retry-After`, as client-go's REST client waits it), and watches that end or
+//!   break, reopen it;
 //! - watches are opened at most once a second, measured from the start of the previous one, so a
 //!   server that ends every watch at once is not hammered.
 //!
-//! One difference: a watch answered with an HTTP 410 (kube-apiserver sends its 410 as an ERROR
-//! event, which client-go handles; a server that answers the request itself with 410 would make
-//! client-go's RetryWatcher retry forever) is passed on as the ERROR event would be, and ends the
-//! stream.
+//! Differences: a 410 that comes as the answer to the watch request or as an error of the stream
+//! (kube-apiserver sends its 410 as an ERROR event, which client-go handles; a server or a
+//! [`ListerWatcher`] that gives it otherwise would make client-go's RetryWatcher retry forever)
+//! is passed on as the ERROR event would be, and ends the stream. Other errors of the stream
+//! (a connection lost, an event that cannot be decoded) reopen the watch, as client-go's decoding
+//! errors do; one that stays (an event past the size limit) is logged at each reopening. Once
+//! ended, the stream stays ended (it is a `FusedStream`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_core::Stream;
+use futures_core::{FusedStream, Stream};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use tokio::time::Instant;
@@ -73,6 +76,7 @@ pub struct UnsupportedResourceVersion(pub String);
 /// ```
 pub struct RetryWatcher<K> {
     inner: BoxStream<'static, WatchEvent<K>>,
+    ended: bool,
 }
 
 impl<K: Send + Sync + 'static> RetryWatcher<K> {
@@ -105,7 +109,7 @@ impl<K: Send + Sync + 'static> RetryWatcher<K> {
             Some((event, state))
         })
         .boxed();
-        Ok(RetryWatcher { inner })
+        Ok(RetryWatcher { inner, ended: false })
     }
 }
 
@@ -113,7 +117,20 @@ impl<K> Stream for RetryWatcher<K> {
     type Item = WatchEvent<K>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.poll_next_unpin(cx)
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let next = self.inner.poll_next_unpin(cx);
+        if let Poll::Ready(None) = next {
+            self.ended = true;
+        }
+        next
+    }
+}
+
+impl<K> FusedStream for RetryWatcher<K> {
+    fn is_terminated(&self) -> bool {
+        self.ended
     }
 }
 
@@ -126,8 +143,8 @@ struct State<K, L> {
     /// The delay an ERROR event asked for before the next watch.
     retry_after: Duration,
     min_restart_delay: Duration,
-    /// The resourceVersion of the event last handed out, taken on once the consumer asks for
-    /// the next one.
+    /// The resourceVersion of the event last handed out, the start of the next watch from the
+    /// consumer's next call on.
     pending: Option<String>,
     done: bool,
 }
@@ -149,8 +166,19 @@ impl<K: Send + Sync + 'static, L: ListerWatcher<K>> State<K, L> {
                 continue;
             };
             match stream.next().await {
-                None | Some(Err(_)) => {
+                None => {
                     tracing::debug!(resource_version = %self.last_resource_version, "watch ended; watching again");
+                    self.current = None;
+                }
+                Some(Err(Error::Api { status, .. })) if status.code == 410 => {
+                    self.done = true;
+                    return Some(WatchEvent::Error(*status));
+                }
+                Some(Err(e)) => {
+                    match e.is_connection_failure() {
+                        true => tracing::debug!(error = %e, "watch broke; watching again"),
+                        false => tracing::warn!(error = %e, "watch failed; watching again"),
+                    }
                     self.current = None;
                 }
                 Some(Ok(WatchEvent::Bookmark { resource_version, .. })) => {
@@ -215,12 +243,10 @@ impl<K: Send + Sync + 'static, L: ListerWatcher<K>> State<K, L> {
                 );
                 Some(WatchEvent::Error(*status))
             }
-            Err(e) if e.is_expired() || e.code() == Some(410) => match e {
-                Error::Api { status, .. } => Some(WatchEvent::Error(*status)),
-                _ => unreachable!("only API errors carry a code"),
-            },
+            Err(Error::Api { status, .. }) if status.code == 410 => Some(WatchEvent::Error(*status)),
             Err(e) => {
                 tracing::debug!(error = %e, "watch failed; watching again");
+                self.retry_after = e.retry_after().unwrap_or_default();
                 None
             }
         }

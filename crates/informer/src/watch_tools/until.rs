@@ -7,13 +7,15 @@
 //! the last condition, or an error that carries the last event seen.
 //!
 //! Invariants, as client-go's:
-//! - [`until_without_retry`] reads one stream: its end before the last condition holds is
-//!   [`UntilError::WatchClosed`]; the stream is dropped (the watch stopped) when the wait ends;
+//! - [`until_without_retry`] reads one stream (a watch's, through [`watch_events`]): its end
+//!   before the last condition holds is [`UntilError::WatchClosed`]; the stream is dropped (the
+//!   watch stopped) when the wait ends;
 //! - [`until`] reads a [`RetryWatcher`], so watch requests the server ends do not end the wait;
 //! - [`until_with_sync`] reads an informer's notifications (ADDED for every object of its list
-//!   and for new ones, MODIFIED, DELETED with the last known state), so it survives a 410 too;
-//!   the precondition, when given, sees the synced cache first and can end the wait before any
-//!   event; the informer is stopped, and has stopped, when the wait ends;
+//!   and for new ones, MODIFIED, DELETED with the last known state; a deletion seen only by a
+//!   relist whose last state is unknown to the informer is passed over), so it survives a 410
+//!   too; the precondition, when given, sees the synced cache first and can end the wait before
+//!   any event; the informer is stopped, and has stopped, when the wait ends;
 //! - cancellation ends every wait with [`UntilError::Interrupted`].
 
 use std::time::Duration;
@@ -23,7 +25,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::retry_watcher::{RetryWatcher, UnsupportedResourceVersion};
-use crate::listwatch::{ListerWatcher, WatchEvent};
+use crate::listwatch::{Error, ListerWatcher, Status, WatchEvent, WatchStream};
 use crate::object::DeletedObject;
 use crate::shared_informer::{InformerError, Notification, SharedIndexInformer};
 use crate::store::Indexer;
@@ -163,6 +165,30 @@ where
     Ok(last_event)
 }
 
+/// The events of one watch, for [`until_without_retry`], as client-go's watch decoder gives
+/// them: a lost connection ends them; any other error is an ERROR event (the server's Status,
+/// or a 500 `unable to decode an event from the watch stream: …`) that ends them.
+pub fn watch_events<K: Send + 'static>(watch: WatchStream<K>) -> impl Stream<Item = WatchEvent<K>> + Send {
+    futures_util::stream::unfold(Some(watch), |watch| async move {
+        let mut watch = watch?;
+        match watch.next().await? {
+            Ok(event) => Some((event, Some(watch))),
+            Err(e) if e.is_connection_failure() => None,
+            Err(Error::Api { status, .. }) => Some((WatchEvent::Error(*status), None)),
+            Err(e) => {
+                let status = Status {
+                    status: "Failure".into(),
+                    message: format!("unable to decode an event from the watch stream: {e}"),
+                    reason: "InternalError".into(),
+                    code: 500,
+                    details: None,
+                };
+                Some((WatchEvent::Error(status), None))
+            }
+        }
+    })
+}
+
 /// Watches through `lw` from `initial_resource_version` with a [`RetryWatcher`] until every
 /// condition held in turn (client-go's `Until`). A 410 reaches the conditions as an ERROR event
 /// and then ends the wait ([`UntilError::WatchClosed`]) unless a condition ends it first.
@@ -225,8 +251,8 @@ where
             let synced = informer.synced();
             tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(UntilError::NotSynced),
                 _ = synced.wait() => {}
+                _ = cancel.cancelled() => return Err(UntilError::NotSynced),
             }
             match precondition(informer.indexer()) {
                 Ok(true) => return Ok(None),
