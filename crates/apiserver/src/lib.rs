@@ -129,6 +129,8 @@ pub mod selector;
 pub(crate) mod semantic;
 pub mod serve;
 pub mod server;
+pub(crate) mod service_account_admission;
+pub(crate) mod service_account_controller;
 pub mod service_account_token;
 pub(crate) mod service_fields;
 pub(crate) mod service_ips;

@@ -48,6 +48,9 @@ pub struct ServeOptions {
     /// Whether the disruption controller runs (see
     /// [`crate::ApiServerBuilder::disruption_controller`]).
     pub disruption_controller: bool,
+    /// Whether kube's ServiceAccount admission plugin runs (see
+    /// [`crate::ApiServerBuilder::service_account_admission`]).
+    pub service_account_admission: bool,
     /// The service account signing key (ECDSA P-256 or RSA: PKCS#8 PEM or DER, SEC1 or PKCS#1 PEM; see
     /// [`crate::ApiServerBuilder::service_account_key`]).
     pub service_account_key_file: Option<PathBuf>,
@@ -73,6 +76,7 @@ impl Default for ServeOptions {
             garbage_collector: true,
             garbage_collection: true,
             disruption_controller: true,
+            service_account_admission: true,
             service_account_key_file: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
         }
@@ -100,6 +104,7 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .garbage_collector(opts.garbage_collector)
         .garbage_collection(opts.garbage_collection)
         .disruption_controller(opts.disruption_controller)
+        .service_account_admission(opts.service_account_admission)
         .authorization(opts.authorization);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
         (Some(_), false) => {

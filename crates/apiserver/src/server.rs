@@ -83,6 +83,7 @@ pub struct ApiServerBuilder {
     garbage_collection: bool,
     event_ttl: Duration,
     disruption_controller: bool,
+    service_account_admission: bool,
     service_account_key: Option<SigningKey>,
     authorization: crate::AuthorizationMode,
     name_seed: Option<u64>,
@@ -119,6 +120,7 @@ impl Default for ApiServerBuilder {
             garbage_collection: true,
             event_ttl: crate::event_ttl::DEFAULT_TTL,
             disruption_controller: true,
+            service_account_admission: true,
             service_account_key: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
             name_seed: None,
@@ -294,6 +296,16 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether kube's ServiceAccount admission plugin runs (default true, as in a cluster): pods
+    /// created run as a service account of their namespace, which must exist, with its
+    /// credentials mounted. False is kube-apiserver's `--disable-admission-plugins=ServiceAccount`,
+    /// as envtest runs it. The serviceaccounts controller, which gives every namespace its
+    /// `default` account, runs either way.
+    pub fn service_account_admission(mut self, yes: bool) -> Self {
+        self.service_account_admission = yes;
+        self
+    }
+
     /// Whether the server runs kube-controller-manager's disruption controller (default true):
     /// PodDisruptionBudgets are given the status their pods add up to, which evictions spend.
     /// Without it, as with kube-apiserver alone, a budget's status is what its writers write.
@@ -420,7 +432,8 @@ impl ApiServerBuilder {
             .with_garbage_collection(self.garbage_collector && self.garbage_collection)
             .with_gc_finalizers(self.garbage_collection)
             .with_event_ttl(self.event_ttl)
-            .with_authorization(self.authorization);
+            .with_authorization(self.authorization)
+            .with_service_account_admission(self.service_account_admission);
         if let Some(seed) = self.name_seed {
             store = store.with_name_seed(seed);
         }
@@ -458,6 +471,23 @@ impl ApiServerBuilder {
                         Err(e) => return Err(std::io::Error::other(format!("creating PriorityClass {name}: {e}"))),
                     }
                 }
+            }
+        }
+        // The system namespaces' accounts are there when the server answers, as the
+        // serviceaccounts controller makes them a moment after a cluster starts.
+        if self.default_namespaces
+            && let Some(controller) = crate::service_account_controller::Controller::new(store.clone())
+        {
+            let user =
+                crate::requester::service_account("kube-system", crate::service_account_controller::SERVICE_ACCOUNT);
+            let pass = async {
+                // The pass reads the cache: let it see the namespaces just written.
+                store.fresh().await?;
+                controller.pass().await
+            };
+            if let Err(e) = crate::requester::scope(Some(user), pass).await {
+                background.stop();
+                return Err(std::io::Error::other(format!("creating the default service accounts: {e}")));
             }
         }
         if self.authorization == crate::AuthorizationMode::Rbac
@@ -578,7 +608,7 @@ impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
     /// ClusterRole aggregation controller, the claim and volume protection controllers, the
-    /// resourcequota controller, the disruption controller (when `disruption`), the garbage
+    /// serviceaccounts controller, the resourcequota controller, the disruption controller (when `disruption`), the garbage
     /// collector (when the store's deletions give its finalizers), the expiry of Events and the
     /// compactor.
     fn start(store: Arc<Store>, (compaction_interval, disruption): (Duration, bool), cold: Duration) -> Background {
@@ -614,6 +644,11 @@ impl Background {
         .flatten()
         {
             let user = controller.service_account();
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
+        if let Some(controller) = crate::service_account_controller::Controller::new(store.clone()) {
+            let user =
+                crate::requester::service_account("kube-system", crate::service_account_controller::SERVICE_ACCOUNT);
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if let Some(controller) = crate::quota_controller::Controller::new(store.clone()) {

@@ -1,6 +1,7 @@
 //! Built-in defaults over HTTP, against exchanges recorded from kube-apiserver v1.35
-//! (`tests/fixtures/kube-apiserver/01-*`, `02-*`, `54-*`): what a minimal Pod, Deployment and
-//! Secret are stored as, the other workloads and Services, and defaults on updates.
+//! (`tests/fixtures/kube-apiserver/01-*`, `02-*`, `54-*`, on a server that, as the recorded one,
+//! runs no ServiceAccount admission): what a minimal Pod, Deployment and Secret are stored as,
+//! the other workloads and Services, and defaults on updates.
 
 mod common;
 
@@ -14,7 +15,7 @@ const NS: &str = "/api/v1/namespaces/fixtures";
 
 #[tokio::test]
 async fn pod_deployment_and_secret_defaults_match_kube() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
 
@@ -59,7 +60,7 @@ async fn create_pod(c: &Client, name: &str, spec: Value) -> Value {
 
 #[tokio::test]
 async fn pod_details() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     // Pull policies follow the tag.
@@ -140,7 +141,7 @@ async fn pod_details() {
 
 #[tokio::test]
 async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let ex = recorded("01-defaults-pod-create.txt");
@@ -171,7 +172,7 @@ async fn updates_are_defaulted_and_unchanged_objects_are_not_rewritten() {
 
 #[tokio::test]
 async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let deployments = "/apis/apps/v1/namespaces/fixtures/deployments";
@@ -244,7 +245,7 @@ async fn empty_lists_and_maps_go_leaves_out_are_not_stored() {
 
 #[tokio::test]
 async fn workload_defaults() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let template =
@@ -294,7 +295,7 @@ async fn workload_defaults() {
 
 #[tokio::test]
 async fn service_defaults_and_cluster_ips() {
-    let s = server().await;
+    let s = recorded_server().await;
     let c = Client::new(&s);
     fixtures_namespace(&c).await;
     let svc = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});

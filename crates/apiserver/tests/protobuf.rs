@@ -366,7 +366,9 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     let probe = &ctr["readinessProbe"];
     assert_eq!(probe["httpGet"]["port"], "http", "{probe}");
     assert_eq!((probe["httpGet"]["path"].as_str(), probe["periodSeconds"].as_i64()), (Some("/healthz"), Some(5)));
-    assert_eq!(spec["volumes"], json!([{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}]));
+    assert_eq!(spec["volumes"][0], json!({"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}));
+    let credentials = spec["volumes"][1]["name"].as_str().unwrap_or_default();
+    assert!(credentials.starts_with("kube-api-access-"), "the service account's: {}", spec["volumes"]);
     assert_eq!(spec["terminationGracePeriodSeconds"], 0, "an explicit zero is kept");
     assert_eq!(got["metadata"]["labels"], json!({"app": "pb"}));
 
@@ -379,7 +381,7 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     assert_eq!((port.r#type, port.str_val.as_deref()), (Some(1), Some("http")));
     assert_eq!((http_get.path.as_deref(), http_get.scheme.as_deref()), (Some("/healthz"), Some("HTTP")));
     assert_eq!(back_ctr.env, pod.spec.as_ref().unwrap().containers[0].env);
-    assert_eq!(back.spec.as_ref().unwrap().volumes, pod.spec.as_ref().unwrap().volumes);
+    assert_eq!(back.spec.as_ref().unwrap().volumes[..1], pod.spec.as_ref().unwrap().volumes[..]);
 
     // A protobuf DeleteOptions body: a stale precondition is a conflict, a current one deletes.
     let delete = |rv: &str| {

@@ -68,6 +68,11 @@ pub struct ServeArgs {
     /// the status their writers give them.
     #[arg(long)]
     pub no_disruption_controller: bool,
+    /// kube-apiserver's flag: admission plugins not to run (comma-separated). `ServiceAccount`
+    /// (as envtest runs kube-apiserver): pods are created as they are sent, with no service
+    /// account given, looked up or mounted.
+    #[arg(long, value_delimiter = ',', value_parser = ["ServiceAccount"])]
+    pub disable_admission_plugins: Vec<String>,
     /// Sign and check service account tokens with this ECDSA P-256 or RSA (2048–4096 bits) private
     /// key (PKCS#8 PEM or DER, SEC1 `EC PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY` PEM, as kubeadm's
     /// `sa.key`), as
@@ -132,6 +137,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         garbage_collector: !args.no_garbage_collector,
         garbage_collection: args.enable_garbage_collector,
         disruption_controller: !args.no_disruption_controller,
+        service_account_admission: !args.disable_admission_plugins.iter().any(|p| p == "ServiceAccount"),
         service_account_key_file: args.service_account_key_file,
         authorization: args.authorization_mode,
         shutdown: informer_apiserver::GracefulShutdown {

@@ -32,6 +32,7 @@ use crate::namespaces;
 use crate::object::{self, StoredObject, Template};
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
+use crate::service_account_admission;
 use crate::status::ApiError;
 use crate::storage::keys::KeyLayout;
 use crate::storage::{RangeRequest, Storage, StorageError};
@@ -137,6 +138,8 @@ pub struct Store {
     quota_gates: crate::resource_quota::Gates,
     /// The names of objects created with `generateName`.
     names: NameGenerator,
+    /// Whether kube's ServiceAccount admission runs.
+    service_account_admission: bool,
 }
 
 /// One LIST page request.
@@ -283,6 +286,7 @@ impl Store {
             event_ttl: Duration::ZERO,
             gc_progress: tokio::sync::watch::channel(0).0,
             names: NameGenerator::default(),
+            service_account_admission: true,
         }
     }
 
@@ -335,6 +339,12 @@ impl Store {
     /// Has Events expire `ttl` after their last write (zero: kept; see [`crate::event_ttl`]).
     pub fn with_event_ttl(mut self, ttl: Duration) -> Self {
         self.event_ttl = ttl;
+        self
+    }
+
+    /// Runs kube's ServiceAccount admission plugin on pods created, or not.
+    pub fn with_service_account_admission(mut self, yes: bool) -> Self {
+        self.service_account_admission = yes;
         self
     }
 
@@ -446,6 +456,66 @@ impl Store {
         // A list comes in key order: within a namespace, by name.
         let (_, all) = self.cache.snapshot(info, Some(ns), &Selectors::default())?;
         Ok(all.iter().map(|r| r.value()).collect())
+    }
+
+    /// Whether kube's ServiceAccount admission judges a create of `info` (pods, when service
+    /// accounts are served).
+    fn admits_service_accounts(&self, info: &ResourceInfo) -> bool {
+        self.service_account_admission
+            && info.is_core("pods")
+            && self.cache.registry().find("", "v1", "serviceaccounts").is_some()
+    }
+
+    /// The service account `name` of `ns`, as kube's ServiceAccount admission finds it: from the
+    /// cache, else from the storage (kube's live read) — ten times 100–200 ms apart for the
+    /// `default` account, which its controller may be about to create.
+    pub(crate) async fn service_account(&self, ns: &str, name: &str) -> Result<Option<Value>, ApiError> {
+        let registry = self.cache.registry();
+        let Some(info) = registry.find("", "v1", "serviceaccounts") else { return Ok(None) };
+        if let Some(found) = self.cache.get(info, ns, name)? {
+            return Ok(Some(found.value()));
+        }
+        let attempts = if name == crate::service_account_controller::DEFAULT { 10 } else { 1 };
+        let pause = Duration::from_millis(rand::random_range(100..200));
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                tokio::time::sleep(pause).await;
+            }
+            match self.stored(info, ns, name).await {
+                Ok(found) => return Ok(Some(found.value())),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// kube's ServiceAccount admission judging a pod created: a mirror pod's references, the
+    /// account named, and the secrets an account that enforces them allows.
+    async fn check_service_account(
+        &self,
+        info: &ResourceInfo,
+        obj: &Map<String, Value>,
+        ns: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        if !self.admits_service_accounts(info) {
+            return Ok(());
+        }
+        let refused = |why: &str| ApiError::forbidden("", "pods", name, why);
+        if service_account_admission::is_mirror(obj) {
+            return service_account_admission::mirror_refusal(obj).map_or(Ok(()), |why| Err(refused(why)));
+        }
+        let Some(account) = service_account_admission::named_account(obj) else {
+            return Err(refused(&format!("no service account specified for pod {ns}/{name}")));
+        };
+        let Some(found) = self.service_account(ns, account).await? else {
+            return Err(service_account_admission::not_found(name, ns, account));
+        };
+        match service_account_admission::secrets_refusal(obj, &found) {
+            Some(why) => Err(refused(&why)),
+            None => Ok(()),
+        }
     }
 
     /// Waits until the cache holds every write acknowledged before the call (by any server of
@@ -627,9 +697,23 @@ impl Store {
         };
         let classes = self.priority_classes(info, &obj).await?;
         let storage_classes = crate::storage_admission::classes_for(self, info).await?;
+        let account = match self.admits_service_accounts(info) && !service_account_admission::is_mirror(&obj) {
+            true => {
+                let name = service_account_admission::account_name(&obj);
+                match self.service_account(&ns, &name).await? {
+                    Some(account) => Some(account),
+                    None => return Err(service_account_admission::not_found(&requested_name, &ns, &name)),
+                }
+            }
+            false => None,
+        };
         let admit = |obj: &mut Map<String, Value>| {
             if info.is_core("pods") {
                 crate::limit_ranger::default_pod(obj, &limit_ranges, true);
+            }
+            if let Some(account) = &account {
+                let volume_name = || self.names.generate(service_account_admission::VOLUME_PREFIX);
+                service_account_admission::admit(obj, account, volume_name);
             }
             defaults::admission_plugins(info, obj, defaults::Write::Create, &classes)?;
             crate::storage_admission::admit_create(info, obj, &storage_classes);
@@ -697,6 +781,7 @@ impl Store {
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
             }
             crate::limit_ranger::check(info, &obj, &name, &limit_ranges)?;
+            self.check_service_account(info, &obj, &ns, &name).await?;
             crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;

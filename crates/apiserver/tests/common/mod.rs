@@ -291,6 +291,12 @@ pub async fn server() -> ApiServer {
     informer_apiserver::testing::builder().start().await.expect("start")
 }
 
+/// A server as the recorded kube-apiserver ran (`tests/fixtures/kube-apiserver`): without the
+/// ServiceAccount admission plugin, so pods are stored as they are sent.
+pub async fn recorded_server() -> ApiServer {
+    informer_apiserver::testing::builder().service_account_admission(false).start().await.expect("start")
+}
+
 /// A server without the disruption controller, whose PodDisruptionBudgets keep the status their
 /// writers give them (as kube-apiserver without kube-controller-manager).
 pub async fn server_without_disruption_controller() -> ApiServer {
