@@ -485,9 +485,10 @@ impl ApiServerBuilder {
                 store.fresh().await?;
                 controller.pass().await
             };
+            // One that fails (a webhook that refuses it, say) is the background controller's to
+            // retry: the server starts either way, as kube's.
             if let Err(e) = crate::requester::scope(Some(user), pass).await {
-                background.stop();
-                return Err(std::io::Error::other(format!("creating the default service accounts: {e}")));
+                tracing::warn!(error = %e, "creating the default service accounts");
             }
         }
         if self.authorization == crate::AuthorizationMode::Rbac

@@ -5,19 +5,25 @@
 //! `/var/run/secrets/kubernetes.io/serviceaccount` in every container and init container — and
 //! the account's image pull secrets when it has none of its own.
 //!
-//! Invariants, as kube's plugin: only pod creates are mutated and judged (not subresources,
-//! updates or other kinds); a mirror pod (annotated `kubernetes.io/config.mirror`) is not
-//! mutated, and is refused when it names a service account, a secret or a token projection; the
-//! token is mounted unless the pod's `automountServiceAccountToken`, or else the account's, is
-//! false; a container that already mounts something at the path keeps it, and the volume is
-//! added only when some container mounts it and no `kube-api-access-` volume is there already
-//! (so mutating the pod again after a webhook adds nothing twice); an account annotated
-//! `kubernetes.io/enforce-mountable-secrets: "true"` limits the secrets the pod may use (volumes,
-//! `env` and `envFrom` of containers and init containers, image pull secrets) to those it lists.
-//! The account is looked up in the watch cache, then the storage (kube's informer, then a live
-//! read): ten times 100–200 ms apart for `default`, which its controller may not have created
-//! yet in a new namespace ([`crate::service_account_controller`]), once for any other.
-//! Ephemeral containers added later are not judged.
+//! Invariants, as kube's plugin: pod creates are mutated and judged (not updates, other
+//! subresources or kinds); a mirror pod (annotated `kubernetes.io/config.mirror`) is not
+//! mutated, and is refused when it names a service account, a secret (an empty name too) or a
+//! token projection; the token is mounted unless the pod's `automountServiceAccountToken`, or
+//! else the account's, is false; a container that already mounts something at the path keeps
+//! it, and the volume is added only when some container mounts it and no `kube-api-access-`
+//! volume is there already (so mutating the pod again after a webhook adds nothing twice); an
+//! account annotated `kubernetes.io/enforce-mountable-secrets: "true"` limits the secrets the pod
+//! may use (volumes, `env` and `envFrom` of containers and init containers, image pull secrets)
+//! to those it lists. Refusals come as the plugin's mutation ends (before webhooks and
+//! validation, naming a pod by its `generateName` when it has no name) and again in validating
+//! admission; an account a webhook names instead is looked up then. The account is looked up in
+//! the watch cache, then the storage (kube's informer, then a live read): ten times 100–200 ms
+//! apart for `default`, which its controller may not have created yet in a new namespace
+//! ([`crate::service_account_controller`]), once for any other; a lookup that fails is kube's 403
+//! with the failure's words.
+//!
+//! Difference: the `ephemeralcontainers` subresource is not judged (kube checks the account and,
+//! for an account that enforces them, the secrets of ephemeral containers).
 
 use serde_json::{Map, Value, json};
 
@@ -52,19 +58,33 @@ pub(crate) fn account_name(pod: &Map<String, Value>) -> String {
     named_account(pod).unwrap_or(crate::service_account_controller::DEFAULT).to_string()
 }
 
-/// kube's refusal when the account cannot be found.
-pub(crate) fn not_found(pod_name: &str, ns: &str, account: &str) -> ApiError {
-    let why = format!("error looking up service account {ns}/{account}: serviceaccount \"{account}\" not found");
-    ApiError::forbidden("", "pods", pod_name, &why)
+/// kube's refusal when the account cannot be found (`looked_up` the lookup's failure, if not
+/// that the account is missing).
+pub(crate) fn not_found(pod_name: &str, ns: &str, account: &str, looked_up: Option<&ApiError>) -> ApiError {
+    let cause = match looked_up {
+        Some(e) => e.message.clone(),
+        None => format!("serviceaccount \"{account}\" not found"),
+    };
+    ApiError::forbidden("", "pods", pod_name, &format!("error looking up service account {ns}/{account}: {cause}"))
 }
 
-/// Mutates a pod created (not a mirror pod) with its `account`: the account's name, the mounted
-/// credentials (named by `volume_name` when a volume is added) and image pull secrets.
+/// The name kube's admission errors give a pod: its name, else its `generateName`.
+pub(crate) fn shown_name(pod: &Map<String, Value>) -> &str {
+    let meta = pod.get("metadata");
+    let text = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str).filter(|n| !n.is_empty());
+    text("name").or_else(|| text("generateName")).unwrap_or_default()
+}
+
+/// Mutates a pod created (not a mirror pod) with its `account`: the account's name when the pod
+/// names none, the mounted credentials (named by `volume_name` when a volume is added) and image
+/// pull secrets.
 pub(crate) fn admit(pod: &mut Map<String, Value>, account: &Value, volume_name: impl FnOnce() -> String) {
+    let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let named = named_account(pod).map(str::to_string);
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else { return };
-    let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     // kube's v1 encoding writes the deprecated field alike.
-    spec.insert("serviceAccountName".into(), name.into());
+    let name = named.unwrap_or(name);
+    spec.insert("serviceAccountName".into(), name.clone().into());
     spec.insert("serviceAccount".into(), name.into());
     if automount(spec, account) {
         mount(spec, volume_name);
@@ -75,7 +95,10 @@ pub(crate) fn admit(pod: &mut Map<String, Value>, account: &Value, volume_name: 
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|s| json!({"name": s.get("name").cloned().unwrap_or_else(|| "".into())}))
+        .map(|s| match s.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+            Some(n) => json!({"name": n}),
+            None => json!({}),
+        })
         .collect();
     if !own && !theirs.is_empty() {
         spec.insert("imagePullSecrets".into(), theirs.into());
@@ -155,42 +178,47 @@ fn containers<'a>(spec: &'a Value, list: &str) -> impl Iterator<Item = &'a Value
     spec.get(list).and_then(Value::as_array).into_iter().flatten()
 }
 
-/// Every secret a pod spec names (kube's `VisitPodSecretNames` over all containers).
+/// Every secret a pod spec refers to, an empty name included (kube's `VisitPodSecretNames`
+/// over all containers).
 fn secret_names(spec: &Value) -> Vec<&str> {
+    fn visit<'a>(names: &mut Vec<&'a str>, reference: Option<&'a Value>, key: &str) {
+        if let Some(r) = reference.filter(|r| r.is_object()) {
+            names.push(r.get(key).and_then(Value::as_str).unwrap_or_default());
+        }
+    }
     let mut names = Vec::new();
     for s in spec.get("imagePullSecrets").and_then(Value::as_array).into_iter().flatten() {
-        names.extend(s.get("name").and_then(Value::as_str));
+        visit(&mut names, Some(s), "name");
     }
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         for c in containers(spec, list) {
             for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
-                names.extend(e.pointer("/secretRef/name").and_then(Value::as_str));
+                visit(&mut names, e.get("secretRef"), "name");
             }
             for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
-                names.extend(e.pointer("/valueFrom/secretKeyRef/name").and_then(Value::as_str));
+                visit(&mut names, e.pointer("/valueFrom/secretKeyRef"), "name");
             }
         }
     }
     for v in volumes(spec) {
-        names.extend(v.pointer("/secret/secretName").and_then(Value::as_str));
+        visit(&mut names, v.get("secret"), "secretName");
+        visit(&mut names, v.get("azureFile"), "secretName");
         for source in v.pointer("/projected/sources").and_then(Value::as_array).into_iter().flatten() {
-            names.extend(source.pointer("/secret/name").and_then(Value::as_str));
+            visit(&mut names, source.get("secret"), "name");
         }
         for path in [
-            "/cephfs/secretRef/name",
-            "/cinder/secretRef/name",
-            "/flexVolume/secretRef/name",
-            "/rbd/secretRef/name",
-            "/scaleIO/secretRef/name",
-            "/iscsi/secretRef/name",
-            "/storageos/secretRef/name",
-            "/csi/nodePublishSecretRef/name",
-            "/azureFile/secretName",
+            "/cephfs/secretRef",
+            "/cinder/secretRef",
+            "/flexVolume/secretRef",
+            "/rbd/secretRef",
+            "/scaleIO/secretRef",
+            "/iscsi/secretRef",
+            "/storageos/secretRef",
+            "/csi/nodePublishSecretRef",
         ] {
-            names.extend(v.pointer(path).and_then(Value::as_str));
+            visit(&mut names, v.pointer(path), "name");
         }
     }
-    names.retain(|n| !n.is_empty());
     names
 }
 
@@ -327,6 +355,8 @@ mod tests {
         let secret_env = json!({"containers": [{"name": "a", "env": [{"name": "K", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]});
         assert_eq!(mirror_refusal(&pod(secret_env.clone())), Some("a mirror pod may not reference secrets"));
         assert_eq!(mirror_refusal(&pod(json!({"containers": [{"name": "a"}]}))), None);
+        let unnamed = json!({"imagePullSecrets": [{}], "containers": [{"name": "a"}]});
+        assert_eq!(mirror_refusal(&pod(unnamed)), Some("a mirror pod may not reference secrets"));
 
         let enforcing = json!({"metadata": {"name": "builder", "annotations": {ENFORCE_MOUNTABLE_SECRETS: "true"}}, "secrets": [{"name": "ok"}]});
         assert_eq!(

@@ -381,7 +381,12 @@ async fn pods_written_by_another_protobuf_encoder_read_as_their_json() {
     assert_eq!((port.r#type, port.str_val.as_deref()), (Some(1), Some("http")));
     assert_eq!((http_get.path.as_deref(), http_get.scheme.as_deref()), (Some("/healthz"), Some("HTTP")));
     assert_eq!(back_ctr.env, pod.spec.as_ref().unwrap().containers[0].env);
-    assert_eq!(back.spec.as_ref().unwrap().volumes[..1], pod.spec.as_ref().unwrap().volumes[..]);
+    let volumes = &back.spec.as_ref().unwrap().volumes;
+    assert_eq!(volumes[..1], pod.spec.as_ref().unwrap().volumes[..]);
+    let projected = volumes[1].volume_source.as_ref().and_then(|s| s.projected.as_ref()).unwrap();
+    assert_eq!((projected.sources.len(), projected.default_mode), (3, Some(420)));
+    let token = projected.sources[0].service_account_token.as_ref().unwrap();
+    assert_eq!((token.path.as_deref(), token.expiration_seconds), (Some("token"), Some(3607)));
 
     // A protobuf DeleteOptions body: a stale precondition is a conflict, a current one deletes.
     let delete = |rv: &str| {

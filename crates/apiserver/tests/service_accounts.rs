@@ -72,6 +72,12 @@ async fn pods_run_as_the_default_account_every_namespace_gets_with_its_credentia
     let again = until(&mut w, "the account created again", |e| e["type"] == "ADDED").await;
     assert_eq!(again["object"]["metadata"]["name"], "default");
     assert_ne!(again["object"]["metadata"]["uid"], account.body["metadata"]["uid"]);
+
+    // A pod created just after the account went waits for it to come back, as kube retries it.
+    assert_eq!(c.delete(&format!("{accounts}/default")).await.code, 200);
+    let soon = pod_with("soon", json!({"containers": [{"name": "c", "image": "i"}]}));
+    let r = c.post("/api/v1/namespaces/team/pods", &soon).await;
+    assert_eq!((r.code, &r.body["spec"]["serviceAccountName"]), (201, &json!("default")), "{}", r.body);
 }
 
 #[tokio::test]
@@ -89,6 +95,15 @@ async fn the_account_named_must_exist_and_decides_what_is_mounted() {
     assert_eq!(
         r.body["message"],
         "pods \"lost\" is forbidden: error looking up service account default/builder: serviceaccount \"builder\" not found"
+    );
+
+    // A pod with a generated name is named by its prefix, as kube names it.
+    let spec = json!({"serviceAccountName": "builder", "containers": [{"name": "c", "image": "i"}]});
+    let r = c.post(PODS, &json!({"metadata": {"generateName": "worker-"}, "spec": spec})).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "pods \"worker-\" is forbidden: error looking up service account default/builder: serviceaccount \"builder\" not found"
     );
 
     let builder = json!({"metadata": {"name": "builder"}, "automountServiceAccountToken": false,

@@ -111,7 +111,10 @@ async fn main() -> Result<(), BoxError> {
                     .map(|(k, e)| (k.to_string(), e))
                     .collect();
             wait_for(&mut seen, &mut expect).await?;
-            s.update("pods", pod("web-1", "nginx:1.28")).await?;
+            // A new image on the pod as stored (admission gave it its service account's volume).
+            let mut web = s.get("pods", "default", "web-1").await?;
+            web["spec"]["containers"][0]["image"] = "nginx:1.28".into();
+            s.update("pods", web).await?;
             s.delete("pods", "default", "web-2").await?;
             let mut expect: BTreeSet<(String, bool)> =
                 [("default/web-1".to_string(), true), ("default/web-2".to_string(), false)].into();

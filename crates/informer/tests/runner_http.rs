@@ -72,7 +72,10 @@ async fn pod_controller_over_http() {
     });
 
     expect(&mut rx, &[("default/web-1", Some("nginx:1")), ("default/mypod", None)]).await;
-    server.update("pods", pod("web-1", "nginx:2")).await.unwrap();
+    // A new image on the pod as stored (admission gave it its service account's volume).
+    let mut web = server.get("pods", "default", "web-1").await.unwrap();
+    web["spec"]["containers"][0]["image"] = "nginx:2".into();
+    server.update("pods", web).await.unwrap();
     expect(&mut rx, &[("default/web-1", Some("nginx:2"))]).await;
     // A pod is written terminating before it goes (MODIFIED, then DELETED, as kube-apiserver
     // deletes pods): the controller may see it once more before it sees it gone.

@@ -140,6 +140,9 @@ pub struct Store {
     names: NameGenerator,
     /// Whether kube's ServiceAccount admission runs.
     service_account_admission: bool,
+    /// The names of the service account volumes admission adds (not seeded: they do not move
+    /// the names `generateName` gives).
+    volume_names: NameGenerator,
 }
 
 /// One LIST page request.
@@ -287,6 +290,7 @@ impl Store {
             gc_progress: tokio::sync::watch::channel(0).0,
             names: NameGenerator::default(),
             service_account_admission: true,
+            volume_names: NameGenerator::default(),
         }
     }
 
@@ -490,6 +494,41 @@ impl Store {
         Ok(None)
     }
 
+    /// The account a pod created runs as, or kube's 403.
+    async fn account_for(&self, pod: &Map<String, Value>, ns: &str) -> Result<Value, ApiError> {
+        let name = service_account_admission::account_name(pod);
+        let shown = service_account_admission::shown_name(pod);
+        match self.service_account(ns, &name).await {
+            Ok(Some(account)) => Ok(account),
+            Ok(None) => Err(service_account_admission::not_found(shown, ns, &name, None)),
+            Err(e) => Err(service_account_admission::not_found(shown, ns, &name, Some(&e))),
+        }
+    }
+
+    /// kube's ServiceAccount plugin mutating a pod created with `account` (None: a mirror pod),
+    /// then judging it as its mutation ends: a mirror pod's references, the secrets an account
+    /// that enforces them allows. An account other than the one the pod names is left to the
+    /// lookup after the webhooks.
+    fn admit_service_account(&self, pod: &mut Map<String, Value>, account: Option<&Value>) -> Result<(), ApiError> {
+        let refused = |pod: &Map<String, Value>, why: &str| {
+            ApiError::forbidden("", "pods", service_account_admission::shown_name(pod), why)
+        };
+        if service_account_admission::is_mirror(pod) {
+            return service_account_admission::mirror_refusal(pod).map_or(Ok(()), |why| Err(refused(pod, why)));
+        }
+        let Some(account) = account else { return Ok(()) };
+        let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        if service_account_admission::account_name(pod) != name {
+            return Ok(());
+        }
+        let volume_name = || self.volume_names.generate(service_account_admission::VOLUME_PREFIX);
+        service_account_admission::admit(pod, account, volume_name);
+        match service_account_admission::secrets_refusal(pod, account) {
+            Some(why) => Err(refused(pod, &why)),
+            None => Ok(()),
+        }
+    }
+
     /// kube's ServiceAccount admission judging a pod created: a mirror pod's references, the
     /// account named, and the secrets an account that enforces them allows.
     async fn check_service_account(
@@ -509,8 +548,10 @@ impl Store {
         let Some(account) = service_account_admission::named_account(obj) else {
             return Err(refused(&format!("no service account specified for pod {ns}/{name}")));
         };
-        let Some(found) = self.service_account(ns, account).await? else {
-            return Err(service_account_admission::not_found(name, ns, account));
+        let found = match self.service_account(ns, account).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(service_account_admission::not_found(name, ns, account, None)),
+            Err(e) => return Err(service_account_admission::not_found(name, ns, account, Some(&e))),
         };
         match service_account_admission::secrets_refusal(obj, &found) {
             Some(why) => Err(refused(&why)),
@@ -697,23 +738,17 @@ impl Store {
         };
         let classes = self.priority_classes(info, &obj).await?;
         let storage_classes = crate::storage_admission::classes_for(self, info).await?;
-        let account = match self.admits_service_accounts(info) && !service_account_admission::is_mirror(&obj) {
-            true => {
-                let name = service_account_admission::account_name(&obj);
-                match self.service_account(&ns, &name).await? {
-                    Some(account) => Some(account),
-                    None => return Err(service_account_admission::not_found(&requested_name, &ns, &name)),
-                }
-            }
+        let judged = self.admits_service_accounts(info);
+        let account = match judged && !service_account_admission::is_mirror(&obj) {
+            true => Some(self.account_for(&obj, &ns).await?),
             false => None,
         };
         let admit = |obj: &mut Map<String, Value>| {
             if info.is_core("pods") {
                 crate::limit_ranger::default_pod(obj, &limit_ranges, true);
             }
-            if let Some(account) = &account {
-                let volume_name = || self.names.generate(service_account_admission::VOLUME_PREFIX);
-                service_account_admission::admit(obj, account, volume_name);
+            if judged {
+                self.admit_service_account(obj, account.as_ref())?;
             }
             defaults::admission_plugins(info, obj, defaults::Write::Create, &classes)?;
             crate::storage_admission::admit_create(info, obj, &storage_classes);
@@ -732,6 +767,16 @@ impl Store {
         };
         let mutating = create_attributes(info, &ns, &requested_name, dry_run);
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
+        // A webhook that named another account: the plugin, run again as kube reinvokes it,
+        // looks that one up.
+        if judged
+            && !service_account_admission::is_mirror(&obj)
+            && account.as_ref().and_then(|a| a.pointer("/metadata/name")).and_then(Value::as_str)
+                != Some(service_account_admission::account_name(&obj).as_str())
+        {
+            let account = self.account_for(&obj, &ns).await?;
+            self.admit_service_account(&mut obj, Some(&account))?;
+        }
         crate::owner_reference_dedup::dedup(&mut obj, true);
         Ok(Mutated { obj, ns, now, versioned, limit_ranges, classes })
     }

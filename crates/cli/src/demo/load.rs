@@ -101,11 +101,11 @@ pub async fn embedded(
                     server.delete_with("pods", &ns, &format!("demo-{i:07}"), &now).await.map(drop)
                 }
                 // Unconditional updates (no resourceVersion precondition): every other one changes
-                // a label, the others the phase, through the status subresource.
+                // a label (a merge patch: the pod's spec is as admission made it), the others the
+                // phase, through the status subresource.
                 Change::Update(i) if generation.is_multiple_of(2) => {
-                    let mut p = pod(&ns, i);
-                    p["metadata"]["labels"]["generation"] = json!(generation.to_string());
-                    server.update("pods", p).await.map(drop)
+                    let labels = json!({"metadata": {"labels": {"generation": generation.to_string()}}});
+                    server.patch("pods", &ns, &format!("demo-{i:07}"), &labels).await.map(drop)
                 }
                 Change::Update(i) => {
                     let phase = PHASES[((generation / 2) % 4) as usize];
