@@ -478,8 +478,7 @@ impl ApiServerBuilder {
         if self.default_namespaces
             && let Some(controller) = crate::service_account_controller::Controller::new(store.clone())
         {
-            let user =
-                crate::requester::service_account("kube-system", crate::service_account_controller::SERVICE_ACCOUNT);
+            let user = controller.service_account();
             let pass = async {
                 // The pass reads the cache: let it see the namespaces just written.
                 store.fresh().await?;
@@ -609,9 +608,9 @@ impl Background {
     /// Starts the dispatcher (after `cold` — a slow cache initialization), the namespace
     /// controller (when namespaces are served), the CustomResourceDefinition controller, the
     /// ClusterRole aggregation controller, the claim and volume protection controllers, the
-    /// serviceaccounts controller, the resourcequota controller, the disruption controller (when `disruption`), the garbage
-    /// collector (when the store's deletions give its finalizers), the expiry of Events and the
-    /// compactor.
+    /// serviceaccounts controller, the resourcequota controller, the disruption controller (when
+    /// `disruption`), the garbage collector (when the store's deletions give its finalizers), the
+    /// expiry of Events and the compactor.
     fn start(store: Arc<Store>, (compaction_interval, disruption): (Duration, bool), cold: Duration) -> Background {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -648,8 +647,7 @@ impl Background {
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if let Some(controller) = crate::service_account_controller::Controller::new(store.clone()) {
-            let user =
-                crate::requester::service_account("kube-system", crate::service_account_controller::SERVICE_ACCOUNT);
+            let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if let Some(controller) = crate::quota_controller::Controller::new(store.clone()) {

@@ -25,9 +25,13 @@
 //! Difference: the `ephemeralcontainers` subresource is not judged (kube checks the account and,
 //! for an account that enforces them, the secrets of ephemeral containers).
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
 
+use crate::registry::ResourceInfo;
 use crate::status::ApiError;
+use crate::store::Store;
 
 /// Where the credentials are mounted.
 pub(crate) const MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -73,6 +77,90 @@ pub(crate) fn shown_name(pod: &Map<String, Value>) -> &str {
     let meta = pod.get("metadata");
     let text = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str).filter(|n| !n.is_empty());
     text("name").or_else(|| text("generateName")).unwrap_or_default()
+}
+
+/// The service account `name` of `ns`, as kube's plugin finds it: from the cache, else from the
+/// storage (kube's live read) — ten times 100–200 ms apart for the `default` account, which its
+/// controller may be about to create.
+pub(crate) async fn lookup(store: &Store, ns: &str, name: &str) -> Result<Option<Value>, ApiError> {
+    let registry = store.cache().registry();
+    let Some(info) = registry.find("", "v1", "serviceaccounts") else { return Ok(None) };
+    if let Some(found) = store.cache().get(info, ns, name)? {
+        return Ok(Some(found.value()));
+    }
+    let attempts = if name == crate::service_account_controller::DEFAULT { 10 } else { 1 };
+    let pause = Duration::from_millis(rand::random_range(100..200));
+    for attempt in 0..attempts {
+        if attempt > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        match store.stored(info, ns, name).await {
+            Ok(found) => return Ok(Some(found.value())),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// The account a pod created runs as, or kube's 403.
+pub(crate) async fn account_for(store: &Store, pod: &Map<String, Value>, ns: &str) -> Result<Value, ApiError> {
+    let name = account_name(pod);
+    match lookup(store, ns, &name).await {
+        Ok(Some(account)) => Ok(account),
+        Ok(None) => Err(not_found(shown_name(pod), ns, &name, None)),
+        Err(e) => Err(not_found(shown_name(pod), ns, &name, Some(&e))),
+    }
+}
+
+/// The plugin mutating a pod created with `account` (None: a mirror pod), then judging it as its
+/// mutation ends: a mirror pod's references, the secrets an account that enforces them allows.
+/// An account other than the one the pod names is left to the lookup after the webhooks.
+pub(crate) fn admit_pod(store: &Store, pod: &mut Map<String, Value>, account: Option<&Value>) -> Result<(), ApiError> {
+    let refused = |pod: &Map<String, Value>, why: &str| ApiError::forbidden("", "pods", shown_name(pod), why);
+    if is_mirror(pod) {
+        return mirror_refusal(pod).map_or(Ok(()), |why| Err(refused(pod, why)));
+    }
+    let Some(account) = account else { return Ok(()) };
+    let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    if account_name(pod) != name {
+        return Ok(());
+    }
+    admit(pod, account, || store.volume_name(VOLUME_PREFIX));
+    match secrets_refusal(pod, account) {
+        Some(why) => Err(refused(pod, &why)),
+        None => Ok(()),
+    }
+}
+
+/// The plugin judging a pod created in validating admission: a mirror pod's references, the
+/// account named, and the secrets an account that enforces them allows.
+pub(crate) async fn validate(
+    store: &Store,
+    info: &ResourceInfo,
+    pod: &Map<String, Value>,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    if !store.admits_service_accounts(info) {
+        return Ok(());
+    }
+    let refused = |why: &str| ApiError::forbidden("", "pods", name, why);
+    if is_mirror(pod) {
+        return mirror_refusal(pod).map_or(Ok(()), |why| Err(refused(why)));
+    }
+    let Some(account) = named_account(pod) else {
+        return Err(refused(&format!("no service account specified for pod {ns}/{name}")));
+    };
+    let found = match lookup(store, ns, account).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return Err(not_found(name, ns, account, None)),
+        Err(e) => return Err(not_found(name, ns, account, Some(&e))),
+    };
+    match secrets_refusal(pod, &found) {
+        Some(why) => Err(refused(&why)),
+        None => Ok(()),
+    }
 }
 
 /// Mutates a pod created (not a mirror pod) with its `account`: the account's name when the pod

@@ -25,7 +25,7 @@ use crate::store::Store;
 /// The account every namespace has.
 pub(crate) const DEFAULT: &str = "default";
 /// The service account kube-controller-manager runs the controller as.
-pub(crate) const SERVICE_ACCOUNT: &str = "service-account-controller";
+const SERVICE_ACCOUNT: &str = "service-account-controller";
 /// The field manager of the controller's writes.
 const MANAGER: &str = "kube-controller-manager";
 
@@ -44,6 +44,11 @@ impl Controller {
         let namespaces = store.registry().find("", "v1", "namespaces").cloned()?;
         let accounts = store.registry().find("", "v1", "serviceaccounts").cloned()?;
         Some(Controller { store, namespaces, accounts })
+    }
+
+    /// The service account kube-controller-manager runs the controller as.
+    pub fn service_account(&self) -> Value {
+        crate::requester::service_account("kube-system", SERVICE_ACCOUNT)
     }
 
     /// Runs until `stop` turns true.

@@ -464,99 +464,16 @@ impl Store {
 
     /// Whether kube's ServiceAccount admission judges a create of `info` (pods, when service
     /// accounts are served).
-    fn admits_service_accounts(&self, info: &ResourceInfo) -> bool {
+    pub(crate) fn admits_service_accounts(&self, info: &ResourceInfo) -> bool {
         self.service_account_admission
             && info.is_core("pods")
             && self.cache.registry().find("", "v1", "serviceaccounts").is_some()
     }
 
-    /// The service account `name` of `ns`, as kube's ServiceAccount admission finds it: from the
-    /// cache, else from the storage (kube's live read) — ten times 100–200 ms apart for the
-    /// `default` account, which its controller may be about to create.
-    pub(crate) async fn service_account(&self, ns: &str, name: &str) -> Result<Option<Value>, ApiError> {
-        let registry = self.cache.registry();
-        let Some(info) = registry.find("", "v1", "serviceaccounts") else { return Ok(None) };
-        if let Some(found) = self.cache.get(info, ns, name)? {
-            return Ok(Some(found.value()));
-        }
-        let attempts = if name == crate::service_account_controller::DEFAULT { 10 } else { 1 };
-        let pause = Duration::from_millis(rand::random_range(100..200));
-        for attempt in 0..attempts {
-            if attempt > 0 {
-                tokio::time::sleep(pause).await;
-            }
-            match self.stored(info, ns, name).await {
-                Ok(found) => return Ok(Some(found.value())),
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
-    }
-
-    /// The account a pod created runs as, or kube's 403.
-    async fn account_for(&self, pod: &Map<String, Value>, ns: &str) -> Result<Value, ApiError> {
-        let name = service_account_admission::account_name(pod);
-        let shown = service_account_admission::shown_name(pod);
-        match self.service_account(ns, &name).await {
-            Ok(Some(account)) => Ok(account),
-            Ok(None) => Err(service_account_admission::not_found(shown, ns, &name, None)),
-            Err(e) => Err(service_account_admission::not_found(shown, ns, &name, Some(&e))),
-        }
-    }
-
-    /// kube's ServiceAccount plugin mutating a pod created with `account` (None: a mirror pod),
-    /// then judging it as its mutation ends: a mirror pod's references, the secrets an account
-    /// that enforces them allows. An account other than the one the pod names is left to the
-    /// lookup after the webhooks.
-    fn admit_service_account(&self, pod: &mut Map<String, Value>, account: Option<&Value>) -> Result<(), ApiError> {
-        let refused = |pod: &Map<String, Value>, why: &str| {
-            ApiError::forbidden("", "pods", service_account_admission::shown_name(pod), why)
-        };
-        if service_account_admission::is_mirror(pod) {
-            return service_account_admission::mirror_refusal(pod).map_or(Ok(()), |why| Err(refused(pod, why)));
-        }
-        let Some(account) = account else { return Ok(()) };
-        let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        if service_account_admission::account_name(pod) != name {
-            return Ok(());
-        }
-        let volume_name = || self.volume_names.generate(service_account_admission::VOLUME_PREFIX);
-        service_account_admission::admit(pod, account, volume_name);
-        match service_account_admission::secrets_refusal(pod, account) {
-            Some(why) => Err(refused(pod, &why)),
-            None => Ok(()),
-        }
-    }
-
-    /// kube's ServiceAccount admission judging a pod created: a mirror pod's references, the
-    /// account named, and the secrets an account that enforces them allows.
-    async fn check_service_account(
-        &self,
-        info: &ResourceInfo,
-        obj: &Map<String, Value>,
-        ns: &str,
-        name: &str,
-    ) -> Result<(), ApiError> {
-        if !self.admits_service_accounts(info) {
-            return Ok(());
-        }
-        let refused = |why: &str| ApiError::forbidden("", "pods", name, why);
-        if service_account_admission::is_mirror(obj) {
-            return service_account_admission::mirror_refusal(obj).map_or(Ok(()), |why| Err(refused(why)));
-        }
-        let Some(account) = service_account_admission::named_account(obj) else {
-            return Err(refused(&format!("no service account specified for pod {ns}/{name}")));
-        };
-        let found = match self.service_account(ns, account).await {
-            Ok(Some(found)) => found,
-            Ok(None) => return Err(service_account_admission::not_found(name, ns, account, None)),
-            Err(e) => return Err(service_account_admission::not_found(name, ns, account, Some(&e))),
-        };
-        match service_account_admission::secrets_refusal(obj, &found) {
-            Some(why) => Err(refused(&why)),
-            None => Ok(()),
-        }
+    /// A name for a service account volume (not from the seeded generator: these names do not
+    /// move the names `generateName` gives).
+    pub(crate) fn volume_name(&self, prefix: &str) -> String {
+        self.volume_names.generate(prefix)
     }
 
     /// Waits until the cache holds every write acknowledged before the call (by any server of
@@ -740,7 +657,7 @@ impl Store {
         let storage_classes = crate::storage_admission::classes_for(self, info).await?;
         let judged = self.admits_service_accounts(info);
         let account = match judged && !service_account_admission::is_mirror(&obj) {
-            true => Some(self.account_for(&obj, &ns).await?),
+            true => Some(service_account_admission::account_for(self, &obj, &ns).await?),
             false => None,
         };
         let admit = |obj: &mut Map<String, Value>| {
@@ -748,7 +665,7 @@ impl Store {
                 crate::limit_ranger::default_pod(obj, &limit_ranges, true);
             }
             if judged {
-                self.admit_service_account(obj, account.as_ref())?;
+                service_account_admission::admit_pod(self, obj, account.as_ref())?;
             }
             defaults::admission_plugins(info, obj, defaults::Write::Create, &classes)?;
             crate::storage_admission::admit_create(info, obj, &storage_classes);
@@ -774,8 +691,8 @@ impl Store {
             && account.as_ref().and_then(|a| a.pointer("/metadata/name")).and_then(Value::as_str)
                 != Some(service_account_admission::account_name(&obj).as_str())
         {
-            let account = self.account_for(&obj, &ns).await?;
-            self.admit_service_account(&mut obj, Some(&account))?;
+            let account = service_account_admission::account_for(self, &obj, &ns).await?;
+            service_account_admission::admit_pod(self, &mut obj, Some(&account))?;
         }
         crate::owner_reference_dedup::dedup(&mut obj, true);
         Ok(Mutated { obj, ns, now, versioned, limit_ranges, classes })
@@ -826,7 +743,7 @@ impl Store {
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
             }
             crate::limit_ranger::check(info, &obj, &name, &limit_ranges)?;
-            self.check_service_account(info, &obj, &ns, &name).await?;
+            service_account_admission::validate(self, info, &obj, &ns, &name).await?;
             crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;
