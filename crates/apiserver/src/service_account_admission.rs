@@ -103,14 +103,42 @@ pub(crate) async fn lookup(store: &Store, ns: &str, name: &str) -> Result<Option
     Ok(None)
 }
 
+/// An account's name.
+fn name_of(account: &Value) -> &str {
+    account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The account `account` of `ns`, or kube's 403 for the pod `pod_name`.
+async fn find(store: &Store, ns: &str, account: &str, pod_name: &str) -> Result<Value, ApiError> {
+    match lookup(store, ns, account).await {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(not_found(pod_name, ns, account, None)),
+        Err(e) => Err(not_found(pod_name, ns, account, Some(&e))),
+    }
+}
+
 /// The account a pod created runs as, or kube's 403.
 pub(crate) async fn account_for(store: &Store, pod: &Map<String, Value>, ns: &str) -> Result<Value, ApiError> {
-    let name = account_name(pod);
-    match lookup(store, ns, &name).await {
-        Ok(Some(account)) => Ok(account),
-        Ok(None) => Err(not_found(shown_name(pod), ns, &name, None)),
-        Err(e) => Err(not_found(shown_name(pod), ns, &name, Some(&e))),
+    find(store, ns, &account_name(pod), shown_name(pod)).await
+}
+
+/// The plugin run again after the webhooks, as kube reinvokes it: when a webhook named another
+/// account than `account` (the one the mutation looked up), that one is looked up and applied,
+/// and becomes `account`.
+pub(crate) async fn after_webhooks(
+    store: &Store,
+    pod: &mut Map<String, Value>,
+    ns: &str,
+    account: &mut Option<Value>,
+) -> Result<(), ApiError> {
+    let Some(current) = account.as_ref() else { return Ok(()) };
+    if is_mirror(pod) || name_of(current) == account_name(pod) {
+        return Ok(());
     }
+    let found = account_for(store, pod, ns).await?;
+    admit_pod(store, pod, Some(&found))?;
+    *account = Some(found);
+    Ok(())
 }
 
 /// The plugin mutating a pod created with `account` (None: a mirror pod), then judging it as its
@@ -122,8 +150,7 @@ pub(crate) fn admit_pod(store: &Store, pod: &mut Map<String, Value>, account: Op
         return mirror_refusal(pod).map_or(Ok(()), |why| Err(refused(pod, why)));
     }
     let Some(account) = account else { return Ok(()) };
-    let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    if account_name(pod) != name {
+    if account_name(pod) != name_of(account) {
         return Ok(());
     }
     admit(pod, account, || store.volume_name(VOLUME_PREFIX));
@@ -134,11 +161,12 @@ pub(crate) fn admit_pod(store: &Store, pod: &mut Map<String, Value>, account: Op
 }
 
 /// The plugin judging a pod created in validating admission: a mirror pod's references, the
-/// account named, and the secrets an account that enforces them allows.
+/// account named (`known` when it is the one mutation looked up, else looked up again), and the
+/// secrets an account that enforces them allows.
 pub(crate) async fn validate(
     store: &Store,
     info: &ResourceInfo,
-    pod: &Map<String, Value>,
+    (pod, known): (&Map<String, Value>, Option<&Value>),
     ns: &str,
     name: &str,
 ) -> Result<(), ApiError> {
@@ -152,28 +180,28 @@ pub(crate) async fn validate(
     let Some(account) = named_account(pod) else {
         return Err(refused(&format!("no service account specified for pod {ns}/{name}")));
     };
-    let found = match lookup(store, ns, account).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return Err(not_found(name, ns, account, None)),
-        Err(e) => return Err(not_found(name, ns, account, Some(&e))),
+    let looked_up;
+    let found = match known.filter(|k| name_of(k) == account) {
+        Some(known) => known,
+        None => {
+            looked_up = find(store, ns, account, name).await?;
+            &looked_up
+        }
     };
-    match secrets_refusal(pod, &found) {
+    match secrets_refusal(pod, found) {
         Some(why) => Err(refused(&why)),
         None => Ok(()),
     }
 }
 
-/// Mutates a pod created (not a mirror pod) with its `account`: the account's name when the pod
-/// names none, the mounted credentials (named by `volume_name` when a volume is added) and image
+/// Mutates a pod created (not a mirror pod) with its `account` (the one it names, or `default`):
+/// the account's name, the mounted credentials (named by `volume_name` when a volume is added) and image
 /// pull secrets.
 pub(crate) fn admit(pod: &mut Map<String, Value>, account: &Value, volume_name: impl FnOnce() -> String) {
-    let name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let named = named_account(pod).map(str::to_string);
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else { return };
     // kube's v1 encoding writes the deprecated field alike.
-    let name = named.unwrap_or(name);
-    spec.insert("serviceAccountName".into(), name.clone().into());
-    spec.insert("serviceAccount".into(), name.into());
+    spec.insert("serviceAccountName".into(), name_of(account).into());
+    spec.insert("serviceAccount".into(), name_of(account).into());
     if automount(spec, account) {
         mount(spec, volume_name);
     }

@@ -203,13 +203,8 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for FakeSource {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         if rv + 1 < st.history_start || (rv < st.last_rv && st.changes.first().is_none_or(|c| c.rv > rv + 1)) {
-            let status = Status {
-                status: "Failure".into(),
-                code: 410,
-                reason: "Expired".into(),
-                message: format!("too old resource version: {rv} ({})", st.history_start.max(1) - 1),
-                details: None,
-            };
+            let message = format!("too old resource version: {rv} ({})", st.history_start.max(1) - 1);
+            let status = Status::failure(410, "Expired", message);
             let s = futures_util::stream::iter(vec![Ok(WatchEvent::Error(status))]);
             return Ok(s.boxed());
         }

@@ -453,13 +453,8 @@ pub fn decode_error_body(code: u16, body: &[u8]) -> Status {
         }
         _ => {
             let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string();
-            Status {
-                status: "Failure".to_string(),
-                code,
-                reason: reason_for(code).to_string(),
-                message: if text.is_empty() { format!("the server responded with HTTP {code}") } else { text },
-                details: None,
-            }
+            let message = if text.is_empty() { format!("the server responded with HTTP {code}") } else { text };
+            Status::failure(code, reason_for(code), message)
         }
     }
 }

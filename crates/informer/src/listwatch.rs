@@ -193,6 +193,18 @@ pub struct Status {
     pub details: Option<StatusDetails>,
 }
 
+impl Status {
+    /// A `Failure` with `code`, `reason` and `message`, no details.
+    pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Status {
+        Status { status: "Failure".into(), message: message.into(), reason: reason.into(), code, details: None }
+    }
+
+    /// The delay the server asks for before a retry (`details.retryAfterSeconds`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.details.as_ref().and_then(|d| d.retry_after_seconds).map(|s| Duration::from_secs(s.into()))
+    }
+}
+
 /// metav1.StatusDetails (the parts a reflector uses).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -287,8 +299,7 @@ pub enum Error {
 impl Error {
     /// An API error from a status.
     pub fn api(status: Status) -> Self {
-        let retry_after =
-            status.details.as_ref().and_then(|d| d.retry_after_seconds).map(|s| Duration::from_secs(s.into()));
+        let retry_after = status.retry_after();
         Error::Api { status: Box::new(status), retry_after }
     }
 

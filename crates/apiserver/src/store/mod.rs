@@ -189,6 +189,8 @@ struct Mutated {
     versioned: bool,
     limit_ranges: Vec<Value>,
     classes: Vec<Value>,
+    /// The service account admission looked up for a pod.
+    account: Option<Value>,
 }
 
 /// The cluster IPs and node ports Services have, read from the cache once per request.
@@ -656,7 +658,7 @@ impl Store {
         let classes = self.priority_classes(info, &obj).await?;
         let storage_classes = crate::storage_admission::classes_for(self, info).await?;
         let judged = self.admits_service_accounts(info);
-        let account = match judged && !service_account_admission::is_mirror(&obj) {
+        let mut account = match judged && !service_account_admission::is_mirror(&obj) {
             true => Some(service_account_admission::account_for(self, &obj, &ns).await?),
             false => None,
         };
@@ -684,18 +686,9 @@ impl Store {
         };
         let mutating = create_attributes(info, &ns, &requested_name, dry_run);
         crate::admission_webhook::mutate(&self.cache, &mutating, mutation).await?;
-        // A webhook that named another account: the plugin, run again as kube reinvokes it,
-        // looks that one up.
-        if judged
-            && !service_account_admission::is_mirror(&obj)
-            && account.as_ref().and_then(|a| a.pointer("/metadata/name")).and_then(Value::as_str)
-                != Some(service_account_admission::account_name(&obj).as_str())
-        {
-            let account = service_account_admission::account_for(self, &obj, &ns).await?;
-            service_account_admission::admit_pod(self, &mut obj, Some(&account))?;
-        }
+        service_account_admission::after_webhooks(self, &mut obj, &ns, &mut account).await?;
         crate::owner_reference_dedup::dedup(&mut obj, true);
-        Ok(Mutated { obj, ns, now, versioned, limit_ranges, classes })
+        Ok(Mutated { obj, ns, now, versioned, limit_ranges, classes, account })
     }
 
     /// The object a create stores (before its revision is known), from what mutating admission
@@ -708,7 +701,7 @@ impl Store {
         (in_use, named): (&mut InUse, &mut Named),
         (via, dry_run): (CreateVia, bool),
     ) -> Result<Template, ApiError> {
-        let Mutated { mut obj, ns, now, versioned, limit_ranges, classes } = mutated;
+        let Mutated { mut obj, ns, now, versioned, limit_ranges, classes, account } = mutated;
         named.generate_name = meta_str(&obj, "generateName").is_some();
         let name = self.name_for_create(info, &mut obj, &mut named.generated)?;
         let attributes =
@@ -743,7 +736,7 @@ impl Store {
                 crate::authorizer::check_requester(&self.cache, "create", info, &ns, &name)?;
             }
             crate::limit_ranger::check(info, &obj, &name, &limit_ranges)?;
-            service_account_admission::validate(self, info, &obj, &ns, &name).await?;
+            service_account_admission::validate(self, info, (&obj, account.as_ref()), &ns, &name).await?;
             crate::certificate_signing::check_create(info, &obj)?;
             defaults::validate_admission(info, &obj, defaults::Write::Create, &classes)?;
             crate::pod_security::admit(self, &attributes(Some(&obj))).await?;

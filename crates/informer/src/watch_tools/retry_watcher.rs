@@ -194,11 +194,7 @@ impl<K: Send + Sync + 'static, L: ListerWatcher<K>> State<K, L> {
                         return Some(WatchEvent::Error(status));
                     }
                     tracing::debug!(code = status.code, message = %status.message, "watch error; watching again");
-                    self.retry_after = status
-                        .details
-                        .as_ref()
-                        .and_then(|d| d.retry_after_seconds)
-                        .map_or(Duration::ZERO, |s| Duration::from_secs(s.into()));
+                    self.retry_after = status.retry_after().unwrap_or_default();
                     self.current = None;
                 }
                 Some(Ok(event)) => match event.resource_version().filter(|rv| !rv.is_empty()) {
@@ -254,11 +250,5 @@ impl<K: Send + Sync + 'static, L: ListerWatcher<K>> State<K, L> {
 }
 
 fn internal_error<K>(message: &str) -> WatchEvent<K> {
-    WatchEvent::Error(Status {
-        status: "Failure".into(),
-        message: format!("Internal error occurred: {message}"),
-        reason: "InternalError".into(),
-        code: 500,
-        details: None,
-    })
+    WatchEvent::Error(Status::failure(500, "InternalError", format!("Internal error occurred: {message}")))
 }

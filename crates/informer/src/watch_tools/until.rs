@@ -176,14 +176,8 @@ pub fn watch_events<K: Send + 'static>(watch: WatchStream<K>) -> impl Stream<Ite
             Err(e) if e.is_connection_failure() => None,
             Err(Error::Api { status, .. }) => Some((WatchEvent::Error(*status), None)),
             Err(e) => {
-                let status = Status {
-                    status: "Failure".into(),
-                    message: format!("unable to decode an event from the watch stream: {e}"),
-                    reason: "InternalError".into(),
-                    code: 500,
-                    details: None,
-                };
-                Some((WatchEvent::Error(status), None))
+                let message = format!("unable to decode an event from the watch stream: {e}");
+                Some((WatchEvent::Error(Status::failure(500, "InternalError", message)), None))
             }
         }
     })
