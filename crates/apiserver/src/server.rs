@@ -475,20 +475,8 @@ impl ApiServerBuilder {
         }
         // The system namespaces' accounts are there when the server answers, as the
         // serviceaccounts controller makes them a moment after a cluster starts.
-        if self.default_namespaces
-            && let Some(controller) = crate::service_account_controller::Controller::new(store.clone())
-        {
-            let user = controller.service_account();
-            let pass = async {
-                // The pass reads the cache: let it see the namespaces just written.
-                store.fresh().await?;
-                controller.pass().await
-            };
-            // One that fails (a webhook that refuses it, say) is the background controller's to
-            // retry: the server starts either way, as kube's.
-            if let Err(e) = crate::requester::scope(Some(user), pass).await {
-                tracing::warn!(error = %e, "creating the default service accounts");
-            }
+        if self.default_namespaces {
+            crate::service_account_controller::settle(&store).await;
         }
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
@@ -1015,6 +1003,12 @@ impl ApiServer {
     }
 
     // ---- test controls ----
+
+    /// Gives every namespace its `default` ServiceAccount now, as the serviceaccounts controller
+    /// does a moment after a namespace is created (so that no write of it comes later).
+    pub async fn settle_service_accounts(&self) {
+        crate::service_account_controller::settle(&self.shared.store).await;
+    }
 
     /// The live test controls.
     pub fn controls(&self) -> &Controls {

@@ -95,6 +95,21 @@ impl Controller {
     }
 }
 
+/// Runs one pass of the controller now, as its service account, once the cache holds every
+/// namespace written so far. A failure (a webhook that refuses the create, say) is the running
+/// controller's to retry.
+pub(crate) async fn settle(store: &Arc<Store>) {
+    let Some(controller) = Controller::new(store.clone()) else { return };
+    let user = controller.service_account();
+    let pass = async {
+        store.fresh().await?;
+        controller.pass().await
+    };
+    if let Err(e) = crate::requester::scope(Some(user), pass).await {
+        tracing::warn!(error = %e, "creating the default service accounts");
+    }
+}
+
 /// Whether a namespace is being deleted.
 fn terminating(ns: &Value) -> bool {
     ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())

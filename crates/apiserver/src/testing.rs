@@ -86,8 +86,9 @@ pub fn builder() -> ApiServerBuilder {
     }
 }
 
-/// Creates the namespaces `names` (those that exist already are left as they are): a server,
-/// like kube-apiserver, creates objects only in namespaces that exist.
+/// Creates the namespaces `names` (those that exist already are left as they are), each with
+/// its `default` ServiceAccount: a server, like kube-apiserver, creates objects only in
+/// namespaces that exist.
 pub async fn create_namespaces(server: &ApiServer, names: &[&str]) -> Result<(), crate::ApiError> {
     for name in names {
         match server.create("namespaces", serde_json::json!({"metadata": {"name": name}})).await {
@@ -96,6 +97,7 @@ pub async fn create_namespaces(server: &ApiServer, names: &[&str]) -> Result<(),
             Err(e) => return Err(e),
         }
     }
+    server.settle_service_accounts().await;
     Ok(())
 }
 

@@ -317,6 +317,10 @@ pub async fn server_with_widgets() -> ApiServer {
 pub async fn fixtures_namespace(c: &Client) {
     let r = c.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": "fixtures"}})).await;
     assert_eq!(r.code, 201, "{:?}", r.body);
+    // Its `default` ServiceAccount, which the server's controller writes a moment later, is
+    // there before the test goes on (no write of it comes in the middle of the test).
+    let mut w = c.watch("/api/v1/namespaces/fixtures/serviceaccounts?watch=1&resourceVersion=0").await;
+    until(&mut w, "the default service account", |e| e["object"]["metadata"]["name"] == "default").await;
 }
 
 /// Creates namespaces (objects can be created only in existing ones).
