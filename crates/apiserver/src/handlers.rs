@@ -705,6 +705,15 @@ async fn resource_request(
         let answered = crate::access_review::answer(store.cache(), &info, ns, v)?;
         return Ok(json_value(201, &answered));
     }
+    // Across namespaces a namespaced kind serves lists and watches only: kube routes no object
+    // path there, and refuses any other method on the collection (405; its custom resource
+    // handler passes such requests on, to a 404).
+    if info.namespaced && ns.is_none() && (*req.method() != Method::GET || name.is_some()) {
+        if name.is_some() || info.custom.is_some() {
+            return Err(ApiError::no_route());
+        }
+        return Err(ApiError::method_not_allowed());
+    }
     let subresource = match sub {
         None => Subresource::None,
         Some("status") if info.status_subresource => Subresource::Status,

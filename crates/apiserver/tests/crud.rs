@@ -725,6 +725,34 @@ async fn a_collection_delete_with_a_limit_deletes_one_page_and_continues() {
 }
 
 #[tokio::test]
+async fn a_namespaced_kind_is_only_listed_and_watched_across_namespaces() {
+    let s = server().await;
+    let c = Client::new(&s);
+    // A create there is refused as kube-apiserver refuses it (kube-rs's `Api::all(..).create`).
+    let r = c.post("/api/v1/configmaps", &json!({"metadata": {"name": "x", "namespace": "default"}})).await;
+    assert_eq!(r.code, 405, "{}", r.body);
+    assert_eq!(
+        r.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "the server does not allow this method on the requested resource",
+            "reason": "MethodNotAllowed", "details": {}, "code": 405})
+    );
+    assert!(s.get("configmaps", "default", "x").await.is_err());
+    assert_eq!(c.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "x"}})).await.code, 201);
+    // No object path is routed across namespaces, whatever the method.
+    for r in [
+        c.get("/api/v1/configmaps/x").await,
+        c.put("/api/v1/configmaps/x", &json!({"metadata": {"name": "x", "namespace": "default"}})).await,
+        c.delete("/api/v1/configmaps/x").await,
+        c.get("/apis/apps/v1/deployments/web/scale").await,
+    ] {
+        assert_eq!((r.code, &r.body["message"]), (404, &json!("the server could not find the requested resource")));
+    }
+    assert_eq!(c.get("/api/v1/configmaps").await.code, 200);
+    assert!(s.get("configmaps", "default", "x").await.is_ok());
+}
+
+#[tokio::test]
 async fn a_version_precondition_is_compared_as_written() {
     let s = server().await;
     let c = Client::new(&s);
