@@ -111,7 +111,9 @@ fn claims(r: &Map<String, Value>, pod_claims: &[&str], at: &str, causes: &mut Ve
     }
 }
 
-fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
+/// kube's checks of the resource requirements `r` at `at` (`….resources`): names, quantities,
+/// requests within limits.
+pub(crate) fn requirements(r: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
     let list = |kind: &str| r.get(kind).and_then(Value::as_object);
     let (limits, requests) = (list("limits"), list("requests"));
     let mut cpu_or_memory = false;

@@ -68,6 +68,7 @@ enum Builtin {
     EndpointSlice,
     IngressClass,
     PriorityClass,
+    CsiDriver,
 }
 
 fn builtin(info: &ResourceInfo) -> Option<Builtin> {
@@ -97,6 +98,7 @@ fn builtin(info: &ResourceInfo) -> Option<Builtin> {
         ("discovery.k8s.io", "endpointslices") => Builtin::EndpointSlice,
         ("networking.k8s.io", "ingressclasses") => Builtin::IngressClass,
         ("scheduling.k8s.io", "priorityclasses") => Builtin::PriorityClass,
+        ("storage.k8s.io", "csidrivers") => Builtin::CsiDriver,
         ("", "pods") => Builtin::Pod,
         ("", "services") => Builtin::Service,
         ("", "secrets") => Builtin::Secret,
@@ -173,6 +175,7 @@ pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             }
         }
         ("", "persistentvolumes" | "persistentvolumeclaims") => default_str(status, "phase", "Pending"),
+        ("storage.k8s.io", "volumeattachments") => default_val(status, "attached", json!(false)),
         ("", "namespaces") => default_str(status, "phase", "Active"),
         ("", "pods") => pod_addresses(status),
         ("", "nodes") => {
@@ -446,6 +449,18 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
                 default_str(port, "protocol", "TCP");
             }
         }
+        Builtin::CsiDriver => {
+            if let Some(spec) = ensure_obj(obj, "spec") {
+                default_val(spec, "attachRequired", json!(true));
+                for flag in ["podInfoOnMount", "storageCapacity", "requiresRepublish", "seLinuxMount"] {
+                    default_val(spec, flag, json!(false));
+                }
+                default_val(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+                if spec.get("volumeLifecycleModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                    spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+                }
+            }
+        }
         Builtin::IngressClass => {
             if let Some(spec) = member(obj, "spec")
                 && let Some(parameters) = member(spec, "parameters")
@@ -634,6 +649,7 @@ pub fn admit(info: &ResourceInfo, obj: &mut Map<String, Value>, write: Write<'_>
         | Builtin::EndpointSlice
         | Builtin::IngressClass
         | Builtin::PriorityClass
+        | Builtin::CsiDriver
         | Builtin::Binding
         | Builtin::PersistentVolumeClaim
         | Builtin::PersistentVolume

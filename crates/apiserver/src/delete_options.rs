@@ -382,9 +382,10 @@ fn unmet(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
 
 /// Whether a DELETE that removed an object answers with the object, as kube's registries of
 /// pods, services, namespaces, service accounts, persistent volumes and their claims, resource
-/// quotas, pod templates and storage classes do; the others answer a `Success` Status naming it.
+/// quotas, pod templates, storage classes, CSI drivers and nodes, volume attachments and volume
+/// attributes classes do; the others answer a `Success` Status naming it.
 pub fn answers_with_object(info: &ResourceInfo) -> bool {
-    const OBJECT: [(&str, &str); 9] = [
+    const OBJECT: [(&str, &str); 13] = [
         ("", "pods"),
         ("", "services"),
         ("", "namespaces"),
@@ -394,6 +395,10 @@ pub fn answers_with_object(info: &ResourceInfo) -> bool {
         ("", "resourcequotas"),
         ("", "podtemplates"),
         ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
     ];
     info.custom.is_none() && OBJECT.contains(&(info.group.as_str(), info.plural.as_str()))
 }

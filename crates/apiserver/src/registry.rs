@@ -302,11 +302,12 @@ impl Registry {
     /// certificatesigningrequests; networking.k8s.io/v1 ingresses,
     /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
-    /// storage.k8s.io/v1 storageclasses; admissionregistration.k8s.io/v1
+    /// storage.k8s.io/v1 storageclasses, csidrivers, csinodes, csistoragecapacities,
+    /// volumeattachments, volumeattributesclasses; admissionregistration.k8s.io/v1
     /// validatingadmissionpolicies, validatingadmissionpolicybindings,
     /// mutatingwebhookconfigurations and validatingwebhookconfigurations;
     /// apiextensions.k8s.io/v1 customresourcedefinitions; scheduling.k8s.io/v1 priorityclasses;
-    /// coordination.k8s.io/v1 leases;
+    /// coordination.k8s.io/v1 leases; node.k8s.io/v1 runtimeclasses;
     /// discovery.k8s.io/v1 endpointslices. Groups come in kube-apiserver's order. The resources
     /// kube gives a `status` subresource have one; deployments, replicasets, statefulsets and
     /// replicationcontrollers also have `scale`.
@@ -467,7 +468,13 @@ impl Registry {
         r.register(b(rbac, "rolebindings", "RoleBinding", true, &[], &[]));
         r.register(b(rbac, "clusterroles", "ClusterRole", false, &[], &[]));
         r.register(b(rbac, "clusterrolebindings", "ClusterRoleBinding", false, &[], &[]));
-        r.register(b("storage.k8s.io", "storageclasses", "StorageClass", false, &["sc"], &[]));
+        let storage = "storage.k8s.io";
+        r.register(b(storage, "storageclasses", "StorageClass", false, &["sc"], &[]));
+        r.register(b(storage, "csidrivers", "CSIDriver", false, &[], &[]));
+        r.register(b(storage, "csinodes", "CSINode", false, &[], &[]));
+        r.register(b(storage, "csistoragecapacities", "CSIStorageCapacity", true, &[], &[]));
+        r.register(b(storage, "volumeattachments", "VolumeAttachment", false, &[], &[]).with_status_subresource());
+        r.register(b(storage, "volumeattributesclasses", "VolumeAttributesClass", false, &["vac"], &[]));
         r.register(
             b(
                 crate::admission_policy::GROUP,
@@ -510,6 +517,7 @@ impl Registry {
         );
         r.register(b("scheduling.k8s.io", "priorityclasses", "PriorityClass", false, &["pc"], &[]));
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
+        r.register(b("node.k8s.io", "runtimeclasses", "RuntimeClass", false, &[], &[]));
         r.register(b("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[]));
         r
     }

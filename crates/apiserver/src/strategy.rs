@@ -325,6 +325,12 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
     !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))
 }
 
+/// Whether a change of the spec moves the generation of a kind whose create leaves it as written
+/// (CSIDrivers: from the generation stored, 0 when there is none).
+pub fn bumps_untracked_generation(info: &ResourceInfo) -> bool {
+    info.custom.is_none() && info.group == "storage.k8s.io" && info.plural == "csidrivers"
+}
+
 /// Whether a PUT without `metadata.resourceVersion` replaces whatever version is stored, as
 /// kube's strategies allow for most built-in types. Custom resources, CustomResourceDefinitions,
 /// APIServices, leases, admission configurations, RuntimeClasses, PodDisruptionBudgets and the

@@ -228,9 +228,19 @@ pub(crate) fn validate(
     if crate::defaults::is_priority_class(info) {
         causes.extend(priority_class(obj, old));
     }
+    let stored = old.map(|o| as_map(o.value()));
+    let mut warnings = Vec::new();
+    if crate::runtime_class::is_runtime_classes(info) {
+        causes.extend(crate::runtime_class::validate(obj, stored.as_ref()));
+        warnings = crate::runtime_class::warnings(obj);
+    } else if info.group == "storage.k8s.io" {
+        causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
+        warnings = crate::csi_validation::warnings(info, obj, stored.as_ref());
+    }
     if !causes.is_empty() {
         return Err(crate::custom_resource::invalid(info, name, &causes));
     }
+    warnings.into_iter().for_each(crate::warning::record);
     let events_api = crate::events_api::is_events_api(info);
     if events_api || (info.group.is_empty() && info.plural == "events") {
         // Judged in the core form, named as kube's one Event type.

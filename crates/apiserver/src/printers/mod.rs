@@ -11,11 +11,12 @@
 //!   `string` carry numbers, as kube's do); absent values print as kube prints them (`<none>`,
 //!   `<unset>`, `<unknown>`, `<pending>`…); ages are human durations from now;
 //! - kinds without a printer in kube (Roles, ClusterRoles, LimitRanges,
-//!   CustomResourceDefinitions) get kube's default columns: `Name` and `Created At`, the
+//!   CustomResourceDefinitions, CSIStorageCapacities) get kube's default columns: `Name` and `Created At`, the
 //!   creation time in RFC 3339.
 
 mod cluster;
 mod core;
+mod storage;
 mod workloads;
 
 use serde_json::{Value, json};
@@ -79,7 +80,10 @@ struct Printer {
 
 /// The printer of a built-in kind, if kube has one.
 fn printer(info: &ResourceInfo) -> Option<Printer> {
-    workloads::printer(info).or_else(|| core::printer(info)).or_else(|| cluster::printer(info))
+    workloads::printer(info)
+        .or_else(|| core::printer(info))
+        .or_else(|| cluster::printer(info))
+        .or_else(|| storage::printer(info))
 }
 
 /// The column definitions of a built-in kind's table; None for other resources.

@@ -1498,6 +1498,8 @@ impl Store {
             if strategy::tracks_generation(info) {
                 let g = old.generation.max(1);
                 meta.insert("generation".into(), (if bump { g + 1 } else { g }).into());
+            } else if bump && strategy::bumps_untracked_generation(info) {
+                meta.insert("generation".into(), (old.generation + 1).into());
             } else if old.generation != 0 {
                 // The generation a create was given stays; an update cannot change it.
                 meta.insert("generation".into(), old.generation.into());
