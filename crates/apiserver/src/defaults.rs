@@ -272,6 +272,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         crate::limit_ranger::default_items(obj);
         return;
     }
+    if crate::api_service::is_api_services(info) {
+        crate::api_service::default(obj);
+        return;
+    }
     if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
         crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
         return;

@@ -214,8 +214,8 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
 }
 
 /// The categories a resource belongs to: a custom resource's, kube's `all` for the built-in
-/// workloads and services (what `kubectl get all` lists), `api-extensions` for definitions,
-/// webhook configurations and policies.
+/// workloads and services (what `kubectl get all` lists), `api-extensions` for definitions, API
+/// services, webhook configurations and policies.
 fn categories(r: &ResourceInfo) -> Vec<String> {
     if let Some(c) = &r.custom {
         return c.categories.clone();
@@ -234,8 +234,11 @@ fn categories(r: &ResourceInfo) -> Vec<String> {
     ];
     if ALL.contains(&(r.group.as_str(), r.plural.as_str())) {
         vec!["all".to_string()]
-    } else if r.group == crate::crd::GROUP || r.group == crate::admission_policy::GROUP {
-        // What extends the API: definitions, webhooks and policies.
+    } else if r.group == crate::crd::GROUP
+        || r.group == crate::admission_policy::GROUP
+        || r.group == crate::api_service::GROUP
+    {
+        // What extends the API: definitions, API services, webhooks and policies.
         vec!["api-extensions".to_string()]
     } else {
         Vec::new()

@@ -16,6 +16,8 @@ pub(crate) mod access_review;
 pub(crate) mod admission_options;
 pub(crate) mod admission_policy;
 pub(crate) mod admission_webhook;
+pub(crate) mod api_service;
+pub(crate) mod api_service_registration;
 pub mod apply;
 pub mod authorizer;
 pub(crate) mod autoscaling_v1;

@@ -53,6 +53,8 @@ pub(crate) fn name_rule(info: &ResourceInfo) -> NameRule {
         ("", "events") | ("policy", "poddisruptionbudgets") => NameRule::PathSegment,
         _ if info.group == crate::rbac::GROUP => NameRule::RbacPathSegment,
         _ if crate::certificate_signing::is_csrs(info) => NameRule::PathSegment,
+        // (The name is its version and group, which `api_service` checks.)
+        _ if crate::api_service::is_api_services(info) => NameRule::PathSegment,
         _ => NameRule::Subdomain,
     }
 }
@@ -62,6 +64,7 @@ pub(crate) fn name_rule(info: &ResourceInfo) -> NameRule {
 fn core_finalizer_rule(info: &ResourceInfo) -> bool {
     let exempt = info.custom.is_some()
         || crate::crd::is_crds(info)
+        || crate::api_service::is_api_services(info)
         || info.group == crate::admission_policy::GROUP
         || matches!(
             (info.group.as_str(), info.plural.as_str()),

@@ -293,7 +293,8 @@ impl Registry {
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets, services, nodes,
     /// events, serviceaccounts, endpoints, persistentvolumeclaims, persistentvolumes,
-    /// limitranges, resourcequotas, podtemplates, replicationcontrollers; apps/v1 deployments,
+    /// limitranges, resourcequotas, podtemplates, replicationcontrollers;
+    /// apiregistration.k8s.io/v1 apiservices; apps/v1 deployments,
     /// replicasets, statefulsets, daemonsets, controllerrevisions; events.k8s.io/v1 events (the core
     /// events in another form); authentication.k8s.io/v1 selfsubjectreviews and
     /// authorization.k8s.io/v1 local, self and subject access reviews and self rules reviews
@@ -390,6 +391,10 @@ impl Registry {
                 .with_storage_path("controllers")
                 .with_status_subresource()
                 .with_scale_subresource(ScaleSubresource::workload()),
+        );
+        // kube-apiserver lists its aggregator's group first.
+        r.register(
+            b(crate::api_service::GROUP, "apiservices", "APIService", false, &[], &[]).with_status_subresource(),
         );
         r.register(workload("deployments", "Deployment", &["deploy"], &[]));
         r.register(workload("replicasets", "ReplicaSet", &["rs"], &["status.replicas"]));

@@ -230,9 +230,10 @@ impl ApiServerBuilder {
     }
 
     /// Whether to create the `default`, `kube-system`, `kube-public` and
-    /// `kube-node-lease` namespaces and the `system-node-critical` and `system-cluster-critical`
-    /// PriorityClasses at start when absent (default true), as kube-apiserver does. Without the
-    /// namespaces, objects can be created only in namespaces created first.
+    /// `kube-node-lease` namespaces, the `system-node-critical` and `system-cluster-critical`
+    /// PriorityClasses and the APIServices of the built-in group versions at start when absent
+    /// (default true), as kube-apiserver does. Without the namespaces, objects can be created
+    /// only in namespaces created first.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
         self
@@ -477,6 +478,7 @@ impl ApiServerBuilder {
         // serviceaccounts controller makes them a moment after a cluster starts.
         if self.default_namespaces {
             crate::service_account_controller::settle(&store).await;
+            crate::api_service_registration::register_at_start(&store).await;
         }
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
@@ -636,6 +638,10 @@ impl Background {
         }
         if let Some(controller) = crate::service_account_controller::Controller::new(store.clone()) {
             let user = controller.service_account();
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
+        if let Some(controller) = crate::api_service_registration::Controller::new(store.clone()) {
+            let user = crate::requester::server_user();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
         if let Some(controller) = crate::quota_controller::Controller::new(store.clone()) {

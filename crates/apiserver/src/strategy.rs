@@ -85,6 +85,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
         ("", "pods") => Some(pod_status(obj, now)),
         ("", "persistentvolumes") => Some(json!({"lastPhaseTransitionTime": now})),
         ("apiextensions.k8s.io", "customresourcedefinitions") => return crate::crd::fresh_status(obj),
+        (crate::api_service::GROUP, "apiservices") => Some(crate::api_service::fresh_status(obj, now)),
         ("autoscaling", "horizontalpodautoscalers") if info.version == "v1" => {
             // v1 keeps part of its status in annotations: they go with it.
             crate::autoscaling_v1::drop_status_annotations(obj);
@@ -209,6 +210,9 @@ pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => StatusMetadata::Request { kept: &["ownerReferences", "deletionTimestamp"] },
         ("apps", "deployments") => StatusMetadata::Request { kept: &["labels"] },
+        (crate::api_service::GROUP, "apiservices") | ("storage.k8s.io", "volumeattachments") => {
+            StatusMetadata::Request { kept: &["labels", "annotations", "finalizers", "ownerReferences"] }
+        }
         _ => StatusMetadata::Request { kept: &[] },
     }
 }

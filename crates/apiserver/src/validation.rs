@@ -233,6 +233,8 @@ pub(crate) fn validate(
     if crate::runtime_class::is_runtime_classes(info) {
         causes.extend(crate::runtime_class::validate(obj, stored.as_ref()));
         warnings = crate::runtime_class::warnings(obj);
+    } else if crate::api_service::is_api_services(info) {
+        causes.extend(crate::api_service::validate(obj));
     } else if info.group == "storage.k8s.io" {
         causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
         warnings = crate::csi_validation::warnings(info, obj, stored.as_ref());

@@ -1,7 +1,8 @@
 //! The printers of the networking, RBAC, storage, scheduling, coordination, discovery,
 //! admission and certificate kinds: Ingresses, IngressClasses, NetworkPolicies, RoleBindings,
 //! ClusterRoleBindings, StorageClasses, PriorityClasses, Leases, EndpointSlices, webhook
-//! configurations, ValidatingAdmissionPolicies and their bindings, CertificateSigningRequests.
+//! configurations, ValidatingAdmissionPolicies and their bindings, CertificateSigningRequests,
+//! APIServices.
 //!
 //! Invariants: as kube-apiserver v1.35's printers (see [`super`]).
 
@@ -28,6 +29,7 @@ pub(super) fn printer(info: &ResourceInfo) -> Option<Printer> {
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => (&POLICY, policy),
         ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => (&POLICY_BINDING, policy_binding),
         ("certificates.k8s.io", "certificatesigningrequests") => (&CSR, csr),
+        ("apiregistration.k8s.io", "apiservices") => (&API_SERVICE, api_service),
         _ => return None,
     };
     Some(Printer { columns, cells })
@@ -407,4 +409,28 @@ fn csr_condition(v: &Value) -> String {
         out.push_str(",Issued");
     }
     out
+}
+
+const API_SERVICE: [Col; 4] = [
+    NAME,
+    Col("Service", "string", "", 0, Doc::Text("The reference to the service that hosts this API endpoint.")),
+    Col("Available", "string", "", 0, Doc::Text("Whether this service is available.")),
+    AGE,
+];
+
+/// `Local` or the service's `<namespace>/<name>`; the `Available` condition's status, with its
+/// reason when it is not `True`.
+fn api_service(v: &Value) -> Vec<Value> {
+    let service = match v.pointer("/spec/service").filter(|s| !s.is_null()) {
+        None => "Local".to_string(),
+        Some(s) => format!("{}/{}", text(s, "/namespace"), text(s, "/name")),
+    };
+    let available = list(v, "/status/conditions").iter().find(|c| text(c, "/type") == "Available");
+    let available = match available.map(|c| (text(c, "/status"), text(c, "/reason"))) {
+        None => "Unknown".to_string(),
+        Some(("True", _)) => "True".to_string(),
+        Some((status, "")) => status.to_string(),
+        Some((status, reason)) => format!("{status} ({reason})"),
+    };
+    vec![json!(name(v)), json!(service), json!(available), json!(age(v))]
 }

@@ -1,0 +1,196 @@
+//! kube-apiserver's registration of the APIServices of what it serves itself: one per built-in
+//! group version when the server starts, and one per served version of a CustomResourceDefinition
+//! group for as long as a definition serves it (kube's autoregister and crd-autoregister
+//! controllers).
+//!
+//! Invariants: each is named `<version>.<group>` and local (no service), so it is stored
+//! available ([`crate::api_service`]); built-in ones carry the label
+//! `kube-aggregator.kubernetes.io/automanaged: onstart` and kube's priorities, and are made (or
+//! their spec put back) only at start-up, so a user may delete or change one afterwards; those of
+//! custom resources carry `automanaged: "true"` and priorities 1000 and 100, are kept in step
+//! with the definitions on every pass, and are deleted once no definition serves their version;
+//! an APIService without the label is never touched. The group of APIServices itself has none.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::controller_loop::{Loop, Wakers};
+use crate::delete_options::DeleteOpts;
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::status::ApiError;
+use crate::store::{Store, WriteOpts};
+
+/// The label that marks an APIService the server keeps.
+pub(crate) const MANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
+/// The field manager of the server's writes.
+const MANAGER: &str = "kube-apiserver";
+const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// The registration of one group version: its spec and the label's value.
+struct Wanted {
+    spec: Value,
+    managed: &'static str,
+}
+
+/// The controller over a store's APIServices.
+pub(crate) struct Controller {
+    store: Arc<Store>,
+    services: Arc<ResourceInfo>,
+    crds: Option<Arc<ResourceInfo>>,
+}
+
+impl Controller {
+    /// The controller for `store`; None when it serves no APIServices.
+    pub fn new(store: Arc<Store>) -> Option<Controller> {
+        let services = store.registry().find(crate::api_service::GROUP, "v1", "apiservices").cloned()?;
+        let crds = store.registry().find(crate::crd::GROUP, "v1", "customresourcedefinitions").cloned();
+        Some(Controller { store, services, crds })
+    }
+
+    /// Runs until `stop` turns true.
+    pub async fn run(self, stop: watch::Receiver<bool>) {
+        let lp =
+            Loop { name: "crd-autoregister", retry: RETRY, cache: self.store.cache(), resync: None, wake_at: None };
+        let wakers =
+            || Wakers { own: self.services.clone(), candidates: self.crds.iter().cloned().collect(), registry: false };
+        lp.run(wakers, || self.pass(false), stop).await;
+    }
+
+    /// The built-in group versions the server serves, with kube's priorities.
+    fn built_in(&self) -> BTreeMap<String, Wanted> {
+        let registry = self.store.registry();
+        let mut wanted = BTreeMap::new();
+        for info in registry.all().iter().filter(|i| i.custom.is_none() && i.group != crate::api_service::GROUP) {
+            let Some((group_priority, version_priority)) = crate::api_service::priorities(&info.group, &info.version)
+            else {
+                continue;
+            };
+            wanted.insert(
+                crate::api_service::name_of(&info.group, &info.version),
+                Wanted { spec: spec(&info.group, &info.version, group_priority, version_priority), managed: "onstart" },
+            );
+        }
+        wanted
+    }
+
+    /// The versions the CustomResourceDefinitions serve.
+    fn custom(&self) -> Result<BTreeMap<String, Wanted>, ApiError> {
+        let mut wanted = BTreeMap::new();
+        let Some(crds) = &self.crds else { return Ok(wanted) };
+        let (_, definitions) = self.store.cache().snapshot(crds, None, &Selectors::default())?;
+        for crd in &definitions {
+            let crd = crd.value();
+            let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
+            for v in crd.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten() {
+                let version = v.get("name").and_then(Value::as_str).unwrap_or_default();
+                if group.is_empty() || version.is_empty() || v.get("served").and_then(Value::as_bool) != Some(true) {
+                    continue;
+                }
+                let name = crate::api_service::name_of(group, version);
+                wanted.insert(name, Wanted { spec: spec(group, version, 1000, 100), managed: "true" });
+            }
+        }
+        Ok(wanted)
+    }
+
+    /// One pass: at start-up the built-in group versions' APIServices too; always those of the
+    /// definitions. Returns what wakes the next pass.
+    pub async fn pass(&self, start: bool) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
+        let mut wanted = self.custom()?;
+        if start {
+            wanted.extend(self.built_in());
+        }
+        let (_, stored) = self.store.cache().snapshot(&self.services, None, &Selectors::default())?;
+        let mut first_error = None;
+        let mut note = |e: ApiError, name: &str| {
+            if !matches!(e.code, 404 | 409) {
+                tracing::debug!(apiservice = %name, error = %e, "registering an APIService");
+                first_error.get_or_insert(e);
+            }
+        };
+        for (name, w) in &wanted {
+            let current = stored.iter().find(|s| s.name == *name).map(|s| s.value());
+            let label = current
+                .as_ref()
+                .and_then(|c| c.pointer(&format!("/metadata/labels/{}", MANAGED.replace('/', "~1"))).cloned());
+            match current {
+                None => {
+                    let body = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                        "metadata": {"name": name, "labels": {MANAGED: w.managed}}, "spec": w.spec});
+                    if let Err(e) = self.store.create_many(&self.services, None, vec![body], false, MANAGER).await {
+                        note(e, name);
+                    }
+                }
+                // Only the spec is put back, of an APIService the server keeps.
+                Some(mut current) if label.is_some() && current.get("spec") != Some(&w.spec) => {
+                    current["spec"] = w.spec.clone();
+                    let opts = WriteOpts::default().by(MANAGER);
+                    if let Err(e) = self.store.update(&self.services, None, Some(name), current, opts).await {
+                        note(e, name);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for s in &stored {
+            let value = s.value();
+            let label = value.pointer("/metadata/labels").and_then(|l| l.get(MANAGED)).and_then(Value::as_str);
+            let gone = match label {
+                Some("true") => !wanted.contains_key(&s.name),
+                Some("onstart") => start && !wanted.contains_key(&s.name),
+                _ => false,
+            };
+            if gone && let Err(e) = self.store.delete(&self.services, "", &s.name, &DeleteOpts::with_uid(&s.uid)).await
+            {
+                note(e, &s.name);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(self.crds.iter().cloned().collect()),
+        }
+    }
+}
+
+/// A local APIService's spec.
+fn spec(group: &str, version: &str, group_priority: i64, version_priority: i64) -> Value {
+    let mut spec =
+        json!({"version": version, "groupPriorityMinimum": group_priority, "versionPriority": version_priority});
+    if !group.is_empty() {
+        spec["group"] = json!(group);
+    }
+    spec
+}
+
+/// Registers the APIServices of every group version the server serves, as the server starts
+/// (as its own user, once the cache holds what is stored). A failure is the running
+/// controller's to retry for custom resources; built-in ones are registered at the next start.
+pub(crate) async fn register_at_start(store: &Arc<Store>) {
+    let Some(controller) = Controller::new(store.clone()) else { return };
+    let pass = async {
+        store.fresh().await?;
+        controller.pass(true).await
+    };
+    if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), pass).await {
+        tracing::warn!(error = %e, "registering the APIServices");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_core_group_has_no_group_in_its_spec() {
+        assert_eq!(
+            spec("", "v1", 18000, 1),
+            json!({"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1})
+        );
+        assert_eq!(spec("apps", "v1", 17800, 15)["group"], "apps");
+    }
+}
