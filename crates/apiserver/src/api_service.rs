@@ -4,8 +4,9 @@
 //!
 //! Invariants: an APIService is named `<version>.<group>` (`v1.` for the core group); a local
 //! one (no `service`) is available from its creation, with kube's `Local` condition; one backed
-//! by a service starts with no condition (no availability check runs here, and the server does
-//! not proxy to it); a status condition's status is `True`, `False` or `Unknown`.
+//! by a service starts with no condition (no availability check runs for it, the server does not
+//! proxy to it, and discovery does not list its group); a status condition's status is `True`,
+//! `False` or `Unknown`.
 
 use serde_json::{Map, Value, json};
 
@@ -23,7 +24,7 @@ pub(crate) fn is_api_services(info: &ResourceInfo) -> bool {
 }
 
 /// The group and version priorities kube-apiserver v1.35 registers its group versions with.
-const PRIORITIES: [(&str, &str, i64, i64); 21] = [
+const PRIORITIES: [(&str, &str, i64, i64); 19] = [
     ("", "v1", 18000, 1),
     ("apps", "v1", 17800, 15),
     ("events.k8s.io", "v1", 17750, 15),
@@ -43,8 +44,6 @@ const PRIORITIES: [(&str, &str, i64, i64); 21] = [
     ("coordination.k8s.io", "v1", 16500, 15),
     ("node.k8s.io", "v1", 16300, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
-    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
-    ("resource.k8s.io", "v1", 16200, 20),
 ];
 
 /// The priorities of a built-in group version kube registers, if it is one.

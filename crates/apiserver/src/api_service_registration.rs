@@ -6,13 +6,17 @@
 //! Invariants: each is named `<version>.<group>` and local (no service), so it is stored
 //! available ([`crate::api_service`]); built-in ones carry the label
 //! `kube-aggregator.kubernetes.io/automanaged: onstart` and kube's priorities, and are made (or
-//! their spec put back) only at start-up, so a user may delete or change one afterwards; those of
-//! custom resources carry `automanaged: "true"` and priorities 1000 and 100, are kept in step
-//! with the definitions on every pass, and are deleted once no definition serves their version;
-//! an APIService without the label is never touched. The group of APIServices itself has none.
+//! their spec put back) by the first pass that succeeds after start-up, so a user may delete or
+//! change one afterwards; those of custom resources carry `automanaged: "true"` and priorities
+//! 1000 and 100, are kept in step with the definitions on every pass, and are deleted once no
+//! definition serves their version (a built-in group version's never is); an APIService whose
+//! label is neither `onstart` nor `"true"` is never changed. The group of APIServices itself has
+//! none. As kube's local availability controller, every pass gives a local APIService that lost
+//! it the condition `Available` (`Local`) back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -42,14 +46,17 @@ pub(crate) struct Controller {
     store: Arc<Store>,
     services: Arc<ResourceInfo>,
     crds: Option<Arc<ResourceInfo>>,
+    /// Whether a pass registered the built-in group versions.
+    started: AtomicBool,
 }
 
 impl Controller {
-    /// The controller for `store`; None when it serves no APIServices.
-    pub fn new(store: Arc<Store>) -> Option<Controller> {
+    /// The controller for `store`; None when it serves no APIServices. Unless `started`, its
+    /// passes register the built-in group versions too until one succeeds.
+    pub fn new(store: Arc<Store>, started: bool) -> Option<Controller> {
         let services = store.registry().find(crate::api_service::GROUP, "v1", "apiservices").cloned()?;
         let crds = store.registry().find(crate::crd::GROUP, "v1", "customresourcedefinitions").cloned();
-        Some(Controller { store, services, crds })
+        Some(Controller { store, services, crds, started: AtomicBool::new(started) })
     }
 
     /// Runs until `stop` turns true.
@@ -58,7 +65,7 @@ impl Controller {
             Loop { name: "crd-autoregister", retry: RETRY, cache: self.store.cache(), resync: None, wake_at: None };
         let wakers =
             || Wakers { own: self.services.clone(), candidates: self.crds.iter().cloned().collect(), registry: false };
-        lp.run(wakers, || self.pass(false), stop).await;
+        lp.run(wakers, || self.pass(), stop).await;
     }
 
     /// The built-in group versions the server serves, with kube's priorities.
@@ -98,12 +105,16 @@ impl Controller {
         Ok(wanted)
     }
 
-    /// One pass: at start-up the built-in group versions' APIServices too; always those of the
-    /// definitions. Returns what wakes the next pass.
-    pub async fn pass(&self, start: bool) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
+    /// One pass: until one succeeds, the built-in group versions' APIServices too; always those
+    /// of the definitions, and the local ones' availability. Returns what wakes the next pass.
+    pub async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
+        let start = !self.started.load(Ordering::Acquire);
+        let built_in = self.built_in();
         let mut wanted = self.custom()?;
+        wanted.retain(|name, _| !built_in.contains_key(name));
+        let built_in_names: Vec<String> = built_in.keys().cloned().collect();
         if start {
-            wanted.extend(self.built_in());
+            wanted.extend(built_in);
         }
         let (_, stored) = self.store.cache().snapshot(&self.services, None, &Selectors::default())?;
         let mut first_error = None;
@@ -115,9 +126,7 @@ impl Controller {
         };
         for (name, w) in &wanted {
             let current = stored.iter().find(|s| s.name == *name).map(|s| s.value());
-            let label = current
-                .as_ref()
-                .and_then(|c| c.pointer(&format!("/metadata/labels/{}", MANAGED.replace('/', "~1"))).cloned());
+            let label = current.as_ref().and_then(|c| managed(c).map(str::to_string));
             match current {
                 None => {
                     let body = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -127,7 +136,9 @@ impl Controller {
                     }
                 }
                 // Only the spec is put back, of an APIService the server keeps.
-                Some(mut current) if label.is_some() && current.get("spec") != Some(&w.spec) => {
+                Some(mut current)
+                    if matches!(label.as_deref(), Some("onstart" | "true")) && current.get("spec") != Some(&w.spec) =>
+                {
                     current["spec"] = w.spec.clone();
                     let opts = WriteOpts::default().by(MANAGER);
                     if let Err(e) = self.store.update(&self.services, None, Some(name), current, opts).await {
@@ -139,22 +150,68 @@ impl Controller {
         }
         for s in &stored {
             let value = s.value();
-            let label = value.pointer("/metadata/labels").and_then(|l| l.get(MANAGED)).and_then(Value::as_str);
-            let gone = match label {
-                Some("true") => !wanted.contains_key(&s.name),
-                Some("onstart") => start && !wanted.contains_key(&s.name),
-                _ => false,
-            };
-            if gone && let Err(e) = self.store.delete(&self.services, "", &s.name, &DeleteOpts::with_uid(&s.uid)).await
-            {
-                note(e, &s.name);
+            let gone = !wanted.contains_key(&s.name)
+                && !built_in_names.contains(&s.name)
+                && match managed(&value) {
+                    Some("true") => true,
+                    Some("onstart") => start,
+                    _ => false,
+                };
+            if gone {
+                if let Err(e) = self.store.delete(&self.services, "", &s.name, &DeleteOpts::with_uid(&s.uid)).await {
+                    note(e, &s.name);
+                }
+                continue;
+            }
+            if let Some(status) = lost_availability(&value) {
+                let mut restored = value.clone();
+                restored["status"] = status;
+                let opts = WriteOpts::status(false).by(MANAGER);
+                if let Err(e) = self.store.update(&self.services, None, Some(&s.name), restored, opts).await {
+                    note(e, &s.name);
+                }
             }
         }
         match first_error {
             Some(e) => Err(e),
-            None => Ok(self.crds.iter().cloned().collect()),
+            None => {
+                self.started.store(true, Ordering::Release);
+                Ok(self.crds.iter().cloned().collect())
+            }
         }
     }
+}
+
+/// The value of an APIService's label that marks it as the server's.
+fn managed(service: &Value) -> Option<&str> {
+    service.pointer("/metadata/labels").and_then(|l| l.get(MANAGED)).and_then(Value::as_str)
+}
+
+/// The status to write back when a local APIService's `Available` condition is not kube's
+/// `Local` one: its other conditions, and that one (its transition time kept while it was `True`).
+fn lost_availability(service: &Value) -> Option<Value> {
+    if service.pointer("/spec/service").is_some_and(|s| !s.is_null()) {
+        return None;
+    }
+    let conditions = service.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let current = conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available"));
+    let now = crate::object::now_rfc3339();
+    let mut wanted = crate::api_service::local_condition(&now);
+    if let Some(c) = current {
+        let same = |k: &str| c.get(k) == wanted.get(k);
+        if same("status") && same("reason") && same("message") {
+            return None;
+        }
+        if same("status")
+            && let Some(t) = c.get("lastTransitionTime")
+        {
+            wanted["lastTransitionTime"] = t.clone();
+        }
+    }
+    let mut kept: Vec<Value> =
+        conditions.into_iter().filter(|c| c.get("type").and_then(Value::as_str) != Some("Available")).collect();
+    kept.push(wanted);
+    Some(json!({"conditions": kept}))
 }
 
 /// A local APIService's spec.
@@ -168,22 +225,40 @@ fn spec(group: &str, version: &str, group_priority: i64, version_priority: i64) 
 }
 
 /// Registers the APIServices of every group version the server serves, as the server starts
-/// (as its own user, once the cache holds what is stored). A failure is the running
-/// controller's to retry for custom resources; built-in ones are registered at the next start.
-pub(crate) async fn register_at_start(store: &Arc<Store>) {
-    let Some(controller) = Controller::new(store.clone()) else { return };
+/// (as its own user, once the cache holds what is stored). On a failure, the controller to run
+/// until a pass succeeds.
+pub(crate) async fn register_at_start(store: &Arc<Store>) -> Option<Controller> {
+    let controller = Controller::new(store.clone(), false)?;
     let pass = async {
         store.fresh().await?;
-        controller.pass(true).await
+        controller.pass().await
     };
-    if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), pass).await {
-        tracing::warn!(error = %e, "registering the APIServices");
+    match crate::requester::scope(Some(crate::requester::server_user()), pass).await {
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "registering the APIServices; retrying");
+            Some(controller)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_service_gets_its_availability_back() {
+        let local = |status: Value| json!({"spec": {"group": "apps", "version": "v1"}, "status": status});
+        let available = local(json!({"conditions": [crate::api_service::local_condition("2026-01-01T00:00:00Z")]}));
+        assert_eq!(lost_availability(&available), None);
+        let lost = lost_availability(&local(json!({"conditions": [{"type": "Available", "status": "False",
+            "reason": "Broken", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})));
+        let condition = &lost.unwrap()["conditions"][0];
+        assert_eq!((&condition["status"], &condition["reason"]), (&json!("True"), &json!("Local")));
+        assert_ne!(condition["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        let remote = json!({"spec": {"service": {"namespace": "a", "name": "b"}}, "status": {}});
+        assert_eq!(lost_availability(&remote), None);
+    }
 
     #[test]
     fn the_core_group_has_no_group_in_its_spec() {

@@ -7,12 +7,15 @@
 //! the object would be created, then by what it changes (CSINodes, VolumeAttachments and
 //! VolumeAttributesClasses are judged twice on an update, so their causes repeat as kube's do;
 //! the message names each once). A VolumeAttachment's `status` is judged wherever it is written.
+//! What must not change is compared as kube compares it (a missing, null or empty list or map is
+//! the same), and printed as kube prints its internal types.
 
 use serde_json::{Map, Value};
 
 use crate::policy_validation::{duplicate, invalid, required, unsupported};
 use crate::registry::ResourceInfo;
-use crate::structural::{Cause, go_json, go_quote};
+use crate::semantic::equal;
+use crate::structural::{Cause, go_json, go_quote, go_struct};
 use crate::workload_validation::invalid_value;
 
 const GROUP: &str = "storage.k8s.io";
@@ -30,13 +33,13 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
             csi_driver(obj, &mut causes);
             if let Some(old) = old {
                 let (new, old) = (spec(obj), spec(old));
-                let attach = |s: &Value| s.get("attachRequired").cloned().unwrap_or(Value::Null);
-                if attach(new) != attach(old) {
-                    causes.push(invalid_value("spec.attachedRequired", &go_json(&attach(new)), IMMUTABLE));
+                if !equal(new.get("attachRequired"), old.get("attachRequired")) {
+                    let shown = go_json(new.get("attachRequired").unwrap_or(&Value::Null));
+                    causes.push(invalid_value("spec.attachedRequired", &shown, IMMUTABLE));
                 }
-                let modes = |s: &Value| s.get("volumeLifecycleModes").cloned().unwrap_or(Value::Null);
-                if modes(new) != modes(old) {
-                    causes.push(invalid_value("spec.volumeLifecycleModes", &go_json(&modes(new)), IMMUTABLE));
+                if !equal(new.get("volumeLifecycleModes"), old.get("volumeLifecycleModes")) {
+                    let shown = go_json(new.get("volumeLifecycleModes").unwrap_or(&Value::Null));
+                    causes.push(invalid_value("spec.volumeLifecycleModes", &shown, IMMUTABLE));
                 }
             }
         }
@@ -53,7 +56,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
                 None => volume_attachment_v1(obj, &mut causes),
                 Some(old) => {
                     volume_attachment(obj, &mut causes);
-                    if spec(obj) != spec(old) {
+                    if !equal(obj.get("spec"), old.get("spec")) {
                         causes.push(invalid_value("spec", &attachment_spec_json(spec(obj)), IMMUTABLE));
                     }
                 }
@@ -62,9 +65,8 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         "csistoragecapacities" => {
             storage_capacity(obj, &mut causes);
             if let Some(old) = old {
-                let topology = |o: &Map<String, Value>| o.get("nodeTopology").cloned().unwrap_or(Value::Null);
-                if topology(obj) != topology(old) {
-                    causes.push(invalid_value("nodeTopology", &go_json(&topology(obj)), IMMUTABLE));
+                if !equal(obj.get("nodeTopology"), old.get("nodeTopology")) {
+                    causes.push(invalid_value("nodeTopology", &selector_json(obj.get("nodeTopology")), IMMUTABLE));
                 }
                 let class = |o: &Map<String, Value>| text(o.get("storageClassName")).to_string();
                 if class(obj) != class(old) {
@@ -152,10 +154,21 @@ fn too_long(field: &str, limit: usize) -> Cause {
     }
 }
 
-/// Fields as Go writes a struct: in the order given, those absent left out.
-fn ordered(fields: &[(&str, Option<&Value>)]) -> String {
-    let members: Vec<String> =
-        fields.iter().filter_map(|(k, v)| v.map(|v| format!("{}:{}", go_quote(k), go_json(v)))).collect();
+/// A member as Go writes it: `null` when it is missing.
+fn member(v: &Value, key: &str) -> String {
+    go_json(v.get(key).unwrap_or(&Value::Null))
+}
+
+/// A label selector (a versioned type) as Go writes it: its JSON names, in the struct's order,
+/// empty members left out.
+fn selector_json(selector: Option<&Value>) -> String {
+    let Some(selector) = selector.filter(|s| !s.is_null()) else { return "null".into() };
+    let mut members = Vec::new();
+    for key in ["matchLabels", "matchExpressions"] {
+        if let Some(v) = selector.get(key).filter(|v| crate::semantic::normalized(Some(v)).is_some()) {
+            members.push(format!("{}:{}", go_quote(key), go_json(v)));
+        }
+    }
     format!("{{{}}}", members.join(","))
 }
 
@@ -291,32 +304,32 @@ fn csi_node_update(obj: &Map<String, Value>, old: &Map<String, Value>, causes: &
     let drivers =
         |o: &Map<String, Value>| spec(o).get("drivers").and_then(Value::as_array).cloned().unwrap_or_default();
     let new = drivers(obj);
-    let fixed = |d: &Value| {
-        ordered(&[
-            ("name", d.get("name")),
-            ("nodeID", d.get("nodeID")),
-            ("topologyKeys", Some(d.get("topologyKeys").unwrap_or(&Value::Null))),
-        ])
-    };
+    let same = |a: &Value, b: &Value| ["name", "nodeID", "topologyKeys"].iter().all(|k| equal(a.get(*k), b.get(*k)));
     for before in drivers(old) {
         let name = text(before.get("name"));
         if let Some(after) = new.iter().find(|d| text(d.get("name")) == name)
-            && fixed(after) != fixed(&before)
+            && !same(after, &before)
         {
-            causes.push(invalid_value("spec.drivers", &fixed(after), IMMUTABLE));
+            // kube compares the drivers without their allocatable count, and prints them so.
+            let shown = go_struct(&[
+                ("Name", member(after, "name")),
+                ("NodeID", member(after, "nodeID")),
+                ("TopologyKeys", member(after, "topologyKeys")),
+                ("Allocatable", "null".into()),
+            ]);
+            causes.push(invalid_value("spec.drivers", &shown, IMMUTABLE));
         }
     }
 }
 
-/// A VolumeAttachment's spec as kube's error prints it.
+/// A VolumeAttachment's spec as kube's error prints its internal type.
 fn attachment_spec_json(spec: &Value) -> String {
-    let source = |k: &str| spec.get("source").and_then(|s| s.get(k)).filter(|v| !v.is_null());
-    let source = ordered(&[
-        ("persistentVolumeName", source("persistentVolumeName")),
-        ("inlineVolumeSpec", source("inlineVolumeSpec")),
+    let source = spec.get("source").unwrap_or(&Value::Null);
+    let source = go_struct(&[
+        ("PersistentVolumeName", member(source, "persistentVolumeName")),
+        ("InlineVolumeSpec", member(source, "inlineVolumeSpec")),
     ]);
-    let field = |k: &str| go_json(&Value::from(text(spec.get(k))));
-    format!("{{\"attacher\":{},\"source\":{source},\"nodeName\":{}}}", field("attacher"), field("nodeName"))
+    go_struct(&[("Attacher", member(spec, "attacher")), ("Source", source), ("NodeName", member(spec, "nodeName"))])
 }
 
 /// kube's `ValidateVolumeAttachment`: the spec, then the status.
@@ -370,9 +383,6 @@ fn volume_attachment(obj: &Map<String, Value>, causes: &mut Vec<Cause>) {
 fn inline_volume(inline: &Value, causes: &mut Vec<Cause>) {
     const AT: &str = "spec.source.inlineVolumeSpec";
     const INLINE: &str = "may not be specified in the context of inline volumes";
-    if inline.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-        causes.push(required(format!("{AT}.accessModes"), ""));
-    }
     if inline.get("claimRef").is_some_and(|v| !v.is_null()) {
         causes.push(forbidden(&format!("{AT}.claimRef"), INLINE));
     }
@@ -381,6 +391,9 @@ fn inline_volume(inline: &Value, causes: &mut Vec<Cause>) {
     }
     if inline.get("csi").is_none_or(Value::is_null) {
         causes.push(required(format!("{AT}.csi"), "has to be specified in the context of inline volumes"));
+    }
+    if inline.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        causes.push(required(format!("{AT}.accessModes"), ""));
     }
 }
 
@@ -403,10 +416,11 @@ fn storage_capacity(obj: &Map<String, Value>, causes: &mut Vec<Cause>) {
     for fault in crate::cel_format::dns1123_subdomain(class) {
         causes.push(invalid("storageClassName".into(), class, &fault));
     }
-    if let Some(capacity) = obj.get("capacity").and_then(Value::as_str)
-        && crate::quantity::parse(capacity).is_some_and(|q| q < 0)
+    let capacity = obj.get("capacity").filter(|c| !c.is_null());
+    if let Some(capacity) = capacity.map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string))
+        && crate::quantity::parse(&capacity).is_some_and(|q| q < 0)
     {
-        let shown = crate::quantity::canonical(capacity).unwrap_or_else(|| capacity.to_string());
+        let shown = crate::quantity::canonical(&capacity).unwrap_or(capacity);
         causes.push(invalid("capacity".into(), &shown, "must be greater than or equal to 0"));
     }
 }
@@ -506,7 +520,7 @@ mod tests {
         assert_eq!(
             judged("csinodes", node("n2", 4), Some(node("n1", 4))),
             [
-                "spec.drivers: Invalid value: {\"name\":\"csi.example.com\",\"nodeID\":\"n2\",\"topologyKeys\":[\"topology.example.com/zone\"]}: field is immutable"
+                "spec.drivers: Invalid value: {\"Name\":\"csi.example.com\",\"NodeID\":\"n2\",\"TopologyKeys\":[\"topology.example.com/zone\"],\"Allocatable\":null}: field is immutable"
             ]
         );
         let bad = json!({"metadata": {"name": "n"}, "spec": {"drivers": [
@@ -528,7 +542,7 @@ mod tests {
         assert_eq!(
             moved,
             [
-                "spec: Invalid value: {\"attacher\":\"csi.example.com\",\"source\":{\"persistentVolumeName\":\"pv-1\"},\"nodeName\":\"node-2\"}: field is immutable"
+                "spec: Invalid value: {\"Attacher\":\"csi.example.com\",\"Source\":{\"PersistentVolumeName\":\"pv-1\",\"InlineVolumeSpec\":null},\"NodeName\":\"node-2\"}: field is immutable"
             ]
         );
         let none = json!({"metadata": {"name": "va"}, "spec": {"attacher": "a", "nodeName": "n", "source": {}},

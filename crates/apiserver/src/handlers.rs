@@ -674,8 +674,18 @@ async fn resource_request(
         return if built_in { Err(ApiError::no_route()) } else { Ok(page_not_found()) };
     };
     drop(registry);
-    if ns.is_some() && !info.namespaced {
-        return Err(ApiError::no_route());
+    // A cluster-scoped kind has no namespaced paths; across namespaces a namespaced kind serves
+    // lists and watches only: kube routes no object path there, and refuses any other method on
+    // the collection (405). kube's custom resource handler passes both on, to Go's plain 404.
+    let listed = matches!(*req.method(), Method::GET | Method::HEAD) && name.is_none();
+    if (ns.is_some() && !info.namespaced) || (info.namespaced && ns.is_none() && !listed && !info.review) {
+        if info.custom.is_some() {
+            return Ok(page_not_found());
+        }
+        if ns.is_some() || name.is_some() {
+            return Err(ApiError::no_route());
+        }
+        return Err(ApiError::method_not_allowed());
     }
     if let Some(w) = info.custom.as_ref().and_then(|c| c.deprecation_warning.clone()) {
         warning::record(w);
@@ -704,15 +714,6 @@ async fn resource_request(
         }
         let answered = crate::access_review::answer(store.cache(), &info, ns, v)?;
         return Ok(json_value(201, &answered));
-    }
-    // Across namespaces a namespaced kind serves lists and watches only: kube routes no object
-    // path there, and refuses any other method on the collection (405; its custom resource
-    // handler passes such requests on, to a 404).
-    if info.namespaced && ns.is_none() && (*req.method() != Method::GET || name.is_some()) {
-        if name.is_some() || info.custom.is_some() {
-            return Err(ApiError::no_route());
-        }
-        return Err(ApiError::method_not_allowed());
     }
     let subresource = match sub {
         None => Subresource::None,
@@ -903,12 +904,6 @@ async fn resource_request(
             }
             Ok(json_bytes(code, o.json()))
         }
-        // kube routes no deletion of a namespaced collection across namespaces (its CRD handler
-        // passes such a request on, to a 404).
-        (Method::DELETE, None) if info.namespaced && ns.is_none() => Err(match info.custom {
-            Some(_) => ApiError::no_route(),
-            None => ApiError::method_not_allowed(),
-        }),
         (Method::DELETE, None) => {
             let opts = ListOptions::parse(&query)?;
             let sel = selectors(&opts, &info)?;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::policy_validation::invalid;
 use crate::registry::ResourceInfo;
-use crate::structural::{Cause, go_quote};
+use crate::structural::{Cause, go_quote, go_struct};
 
 /// Whether `info` is the built-in RuntimeClass.
 pub(crate) fn is_runtime_classes(info: &ResourceInfo) -> bool {
@@ -48,14 +48,18 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Map<String, Value>
     }
     if let Some(scheduling) = obj.get("scheduling").filter(|s| s.is_object()) {
         crate::object_meta::labels(scheduling.get("nodeSelector"), "scheduling.nodeSelector", &mut causes);
+        let tolerations =
+            scheduling.get("tolerations").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for (i, t) in tolerations.iter().enumerate() {
+            crate::pod_spec_fields::toleration(t, &format!("scheduling.tolerations[{i}]"), &mut causes);
+        }
+        // Then each repeat, by key, operator, value and effect.
         let mut seen: Vec<[&str; 4]> = Vec::new();
-        for (i, t) in scheduling.get("tolerations").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let at = format!("scheduling.tolerations[{i}]");
-            crate::pod_spec_fields::toleration(t, &at, &mut causes);
+        for (i, t) in tolerations.iter().enumerate() {
             let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
             let key = [text("key"), text("operator"), text("value"), text("effect")];
             if seen.contains(&key) {
-                causes.push(duplicate_toleration(at, t));
+                causes.push(duplicate_toleration(format!("scheduling.tolerations[{i}]"), t));
             }
             seen.push(key);
         }
@@ -69,18 +73,19 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Map<String, Value>
     causes
 }
 
-/// A repeated toleration, printed as Go writes the struct.
+/// A repeated toleration, printed as kube prints its internal type.
 fn duplicate_toleration(at: String, t: &Value) -> Cause {
-    let mut members = Vec::new();
-    for k in ["key", "operator", "value", "effect"] {
-        if let Some(v) = t.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-            members.push(format!("{}:{}", go_quote(k), go_quote(v)));
-        }
-    }
-    if let Some(seconds) = t.get("tolerationSeconds").and_then(Value::as_i64) {
-        members.push(format!("\"tolerationSeconds\":{seconds}"));
-    }
-    Cause { reason: "FieldValueDuplicate", message: format!("Duplicate value: {{{}}}", members.join(",")), field: at }
+    let text = |k: &str| go_quote(t.get(k).and_then(Value::as_str).unwrap_or_default());
+    let seconds =
+        t.get("tolerationSeconds").and_then(Value::as_i64).map_or_else(|| "null".to_string(), |s| s.to_string());
+    let shown = go_struct(&[
+        ("Key", text("key")),
+        ("Operator", text("operator")),
+        ("Value", text("value")),
+        ("Effect", text("effect")),
+        ("TolerationSeconds", seconds),
+    ]);
+    Cause { reason: "FieldValueDuplicate", message: format!("Duplicate value: {shown}"), field: at }
 }
 
 /// The warnings a RuntimeClass gets: one per deprecated node label its node selector names.
@@ -125,7 +130,7 @@ mod tests {
                 "handler: Invalid value: \"run.sc\": must not contain dots",
                 "overhead.limits[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
                 "scheduling.nodeSelector: Invalid value: \"-x-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-                "scheduling.tolerations[1]: Duplicate value: {\"key\":\"k\",\"operator\":\"Exists\"}",
+                "scheduling.tolerations[1]: Duplicate value: {\"Key\":\"k\",\"Operator\":\"Exists\",\"Value\":\"\",\"Effect\":\"\",\"TolerationSeconds\":null}",
             ]
         );
         let empty = judged(json!({}), None);

@@ -439,7 +439,7 @@ impl ApiServerBuilder {
             store = store.with_name_seed(seed);
         }
         let store = Arc::new(store);
-        let background =
+        let mut background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), Duration::ZERO);
         if !cache.wait_ready(self.ready_timeout).await {
             background.stop();
@@ -478,7 +478,10 @@ impl ApiServerBuilder {
         // serviceaccounts controller makes them a moment after a cluster starts.
         if self.default_namespaces {
             crate::service_account_controller::settle(&store).await;
-            crate::api_service_registration::register_at_start(&store).await;
+            if let Some(retrying) = crate::api_service_registration::register_at_start(&store).await {
+                let (user, stop) = (crate::requester::server_user(), background.stop.subscribe());
+                background.tasks.push(tokio::spawn(crate::requester::scope(Some(user), retrying.run(stop))));
+            }
         }
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
@@ -640,7 +643,8 @@ impl Background {
             let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
-        if let Some(controller) = crate::api_service_registration::Controller::new(store.clone()) {
+        // (The built-in group versions' are registered as the server starts.)
+        if let Some(controller) = crate::api_service_registration::Controller::new(store.clone(), true) {
             let user = crate::requester::server_user();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }

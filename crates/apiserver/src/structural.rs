@@ -352,6 +352,14 @@ pub fn go_value(v: &Value) -> String {
     }
 }
 
+/// A struct of kube's internal types as its field errors print it: JSON with Go's field names
+/// (the internal types have no JSON names of their own), every field in the struct's order, each
+/// value already written (`null` for a nil pointer or slice).
+pub(crate) fn go_struct(fields: &[(&str, String)]) -> String {
+    let body: Vec<String> = fields.iter().map(|(go, value)| format!("\"{go}\":{value}")).collect();
+    format!("{{{}}}", body.join(","))
+}
+
 /// `v` as Go's `json.Marshal` writes it: keys sorted, `<`, `>`, `&`, U+2028 and U+2029 escaped,
 /// a float as Go's encoder writes a `float64` (`1` for 1.0, `1e+21`, `1e-7`).
 pub fn go_json(v: &Value) -> String {

@@ -422,8 +422,8 @@ fn event_update(new: &Map<String, Value>, old: &Map<String, Value>) -> Vec<crate
     // internal types have no JSON names of their own); unset, the zero value.
     let go_struct = |v: Option<&Value>, fields: &[(&str, &str)]| -> String {
         let part = |k: &str| go_quote(v.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or(""));
-        let body: Vec<String> = fields.iter().map(|(go, json)| format!("\"{go}\":{}", part(json))).collect();
-        format!("{{{}}}", body.join(","))
+        let values: Vec<(&str, String)> = fields.iter().map(|(go, json)| (*go, part(json))).collect();
+        crate::structural::go_struct(&values)
     };
     const REFERENCE: [(&str, &str); 7] = [
         ("Kind", "kind"),

@@ -68,6 +68,30 @@ async fn the_served_group_versions_are_registered_as_local_api_services() {
     assert!(condition["lastTransitionTime"].is_string(), "{condition}");
     let core = c.get(&format!("{SERVICES}/v1.")).await.body;
     assert_eq!(core["spec"], json!({"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1}));
+
+    // A local APIService marked unavailable is made available again, as kube's local
+    // availability controller does; relabelled, a built-in one is kept.
+    let mut relabelled = apps.clone();
+    relabelled["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"] = json!("true");
+    let relabelled = c.put(&format!("{SERVICES}/v1.apps"), &relabelled).await;
+    assert_eq!(relabelled.code, 200, "{}", relabelled.body);
+    let mut broken = relabelled.body.clone();
+    broken["status"]["conditions"][0]["status"] = json!("False");
+    broken["status"]["conditions"][0]["reason"] = json!("Broken");
+    let st = c.put(&format!("{SERVICES}/v1.apps/status"), &broken).await;
+    assert_eq!((st.code, &st.body["status"]["conditions"][0]["reason"]), (200, &json!("Broken")));
+    let from = rv_of(&st.body);
+    let mut w =
+        c.watch(&format!("{SERVICES}?watch=true&resourceVersion={from}&fieldSelector=metadata.name%3Dv1.apps")).await;
+    let restored =
+        until(&mut w, "v1.apps available again", |e| e["object"]["status"]["conditions"][0]["reason"] == "Local").await;
+    assert_eq!(restored["type"], "MODIFIED");
+    assert_eq!(restored["object"]["status"]["conditions"][0]["status"], "True");
+    let kept = c.get(&format!("{SERVICES}/v1.apps")).await;
+    assert_eq!(
+        (kept.code, &kept.body["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"]),
+        (200, &json!("true"))
+    );
 }
 
 #[tokio::test]

@@ -750,6 +750,16 @@ async fn a_namespaced_kind_is_only_listed_and_watched_across_namespaces() {
     }
     assert_eq!(c.get("/api/v1/configmaps").await.code, 200);
     assert!(s.get("configmaps", "default", "x").await.is_ok());
+    // kube's custom resource handler passes both on, to Go's plain 404.
+    define(&c, &crd_of("widget", "Widget", "Namespaced", json!({"type": "object"}))).await;
+    for r in [
+        c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "w", "namespace": "default"}})).await,
+        c.get("/apis/example.com/v1/widgets/w").await,
+        c.delete("/apis/example.com/v1/widgets").await,
+    ] {
+        assert_eq!((r.code, r.raw.as_ref()), (404, &b"404 page not found\n"[..]));
+    }
+    assert_eq!(c.get("/apis/example.com/v1/widgets").await.code, 200);
 }
 
 #[tokio::test]

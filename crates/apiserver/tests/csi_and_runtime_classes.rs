@@ -129,13 +129,21 @@ async fn csi_nodes_keep_their_drivers_but_not_their_counts() {
     recounted["spec"]["drivers"][0]["allocatable"]["count"] = json!(8);
     let u = c.put(&format!("{nodes}/node-1"), &recounted).await;
     assert_eq!((u.code, &u.body["spec"]["drivers"][0]["allocatable"]["count"]), (200, &json!(8)));
+    // Compared as kube compares them: an empty list is no list.
+    let bare =
+        json!({"metadata": {"name": "node-2"}, "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n-9"}]}});
+    let created = c.post(&nodes, &bare).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let mut emptied = created.body.clone();
+    emptied["spec"]["drivers"][0]["topologyKeys"] = json!([]);
+    assert_eq!(c.put(&format!("{nodes}/node-2"), &emptied).await.code, 200);
     let mut moved = u.body.clone();
     moved["spec"]["drivers"][0]["nodeID"] = json!("n-2");
     let refused = c.put(&format!("{nodes}/node-1"), &moved).await;
     assert_eq!(refused.code, 422, "{}", refused.body);
     assert_eq!(
         refused.body["message"],
-        "CSINode.storage.k8s.io \"node-1\" is invalid: spec.drivers: Invalid value: {\"name\":\"csi.example.com\",\"nodeID\":\"n-2\",\"topologyKeys\":[\"topology.example.com/zone\"]}: field is immutable"
+        "CSINode.storage.k8s.io \"node-1\" is invalid: spec.drivers: Invalid value: {\"Name\":\"csi.example.com\",\"NodeID\":\"n-2\",\"TopologyKeys\":[\"topology.example.com/zone\"],\"Allocatable\":null}: field is immutable"
     );
     let nameless =
         c.post(&nodes, &json!({"metadata": {"name": "node-2"}, "spec": {"drivers": [{"nodeID": "x"}]}})).await;
@@ -174,7 +182,7 @@ async fn volume_attachments_start_detached_and_change_only_their_status() {
     assert_eq!(moved.code, 422, "{}", moved.body);
     assert_eq!(
         moved.body["message"],
-        "VolumeAttachment.storage.k8s.io \"va-1\" is invalid: spec: Invalid value: {\"attacher\":\"csi.example.com\",\"source\":{\"persistentVolumeName\":\"pv-1\"},\"nodeName\":\"node-2\"}: field is immutable"
+        "VolumeAttachment.storage.k8s.io \"va-1\" is invalid: spec: Invalid value: {\"Attacher\":\"csi.example.com\",\"Source\":{\"PersistentVolumeName\":\"pv-1\",\"InlineVolumeSpec\":null},\"NodeName\":\"node-2\"}: field is immutable"
     );
     let failing = c
         .patch(

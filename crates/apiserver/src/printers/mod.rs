@@ -11,8 +11,8 @@
 //!   `string` carry numbers, as kube's do); absent values print as kube prints them (`<none>`,
 //!   `<unset>`, `<unknown>`, `<pending>`…); ages are human durations from now;
 //! - kinds without a printer in kube (Roles, ClusterRoles, LimitRanges,
-//!   CustomResourceDefinitions, CSIStorageCapacities) get kube's default columns: `Name` and `Created At`, the
-//!   creation time in RFC 3339.
+//!   CustomResourceDefinitions, CSIStorageCapacities) get kube's default columns: `Name` and
+//!   `Created At`, the creation time in RFC 3339.
 
 mod cluster;
 mod core;
