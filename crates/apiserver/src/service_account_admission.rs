@@ -22,8 +22,10 @@
 //! ([`crate::service_account_controller`]), once for any other; a lookup that fails is kube's 403
 //! with the failure's words.
 //!
-//! Difference: the `ephemeralcontainers` subresource is not judged (kube checks the account and,
-//! for an account that enforces them, the secrets of ephemeral containers).
+//! A write to a pod's `ephemeralcontainers` subresource is judged too, as kube's plugin judges
+//! it: the pod names an account that exists (403 otherwise), and an account that enforces
+//! mountable secrets lists the secrets the ephemeral containers' `env` and `envFrom` read (kube's
+//! plugin returns that refusal as a plain error, which kube answers as a 500 naming no reason).
 
 use std::time::Duration;
 
@@ -194,6 +196,60 @@ pub(crate) async fn validate(
     }
 }
 
+/// kube's judgement of a write to the `ephemeralcontainers` subresource of the pod `name`, as
+/// `pod` would be stored.
+pub(crate) async fn validate_ephemeral(
+    store: &Store,
+    info: &ResourceInfo,
+    pod: &Map<String, Value>,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    if !store.admits_service_accounts(info) {
+        return Ok(());
+    }
+    let Some(account) = named_account(pod) else {
+        let why = format!("no service account specified for pod {ns}/{name}");
+        return Err(ApiError::forbidden("", "pods", name, &why));
+    };
+    let found = find(store, ns, account, name).await?;
+    if !enforces_mountable_secrets(&found) {
+        return Ok(());
+    }
+    let account_name = name_of(&found);
+    for c in pod.get("spec").map(|s| containers(s, "ephemeralContainers")).into_iter().flatten() {
+        let container = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(secret) = e.pointer("/valueFrom/secretKeyRef/name").and_then(Value::as_str)
+                && !lists(&found, "secrets", secret)
+            {
+                let env = e.get("name").and_then(Value::as_str).unwrap_or_default();
+                return Err(ApiError::new(
+                    500,
+                    "",
+                    format!(
+                        "ephemeral container {container} with envVar {env} referencing secret.secretName=\"{secret}\" is not allowed because service account {account_name} does not reference that secret"
+                    ),
+                ));
+            }
+        }
+        for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(secret) = e.pointer("/secretRef/name").and_then(Value::as_str)
+                && !lists(&found, "secrets", secret)
+            {
+                return Err(ApiError::new(
+                    500,
+                    "",
+                    format!(
+                        "ephemeral container {container} with envFrom referencing secret.secretName=\"{secret}\" is not allowed because service account {account_name} does not reference that secret"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Mutates a pod created (not a mirror pod) with its `account` (the one it names, or `default`):
 /// the account's name, the mounted credentials (named by `volume_name` when a volume is added) and image
 /// pull secrets.
@@ -340,23 +396,12 @@ fn secret_names(spec: &Value) -> Vec<&str> {
 
 /// What an account annotated to enforce mountable secrets refuses of a pod, as kube's words.
 pub(crate) fn secrets_refusal(pod: &Map<String, Value>, account: &Value) -> Option<String> {
-    let enforced = account
-        .pointer(&format!("/metadata/annotations/{}", ENFORCE_MOUNTABLE_SECRETS.replace('/', "~1")))
-        .and_then(Value::as_str)
-        .is_some_and(go_true);
-    if !enforced {
+    if !enforces_mountable_secrets(account) {
         return None;
     }
     let spec = pod.get("spec")?;
     let account_name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let listed = |key: &str, name: &str| {
-        account
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|s| s.get("name").and_then(Value::as_str) == Some(name))
-    };
+    let listed = |key: &str, name: &str| lists(account, key, name);
     for v in volumes(spec) {
         if let Some(secret) = v.get("secret") {
             let name = secret.get("secretName").and_then(Value::as_str).unwrap_or_default();
@@ -400,6 +445,24 @@ pub(crate) fn secrets_refusal(pod: &Map<String, Value>, account: &Value) -> Opti
         }
     }
     None
+}
+
+/// Whether `account` is annotated to limit its pods' secrets to those it lists.
+fn enforces_mountable_secrets(account: &Value) -> bool {
+    account
+        .pointer(&format!("/metadata/annotations/{}", ENFORCE_MOUNTABLE_SECRETS.replace('/', "~1")))
+        .and_then(Value::as_str)
+        .is_some_and(go_true)
+}
+
+/// Whether `account` lists `name` among its `key` (`secrets`, `imagePullSecrets`).
+fn lists(account: &Value, key: &str, name: &str) -> bool {
+    account
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|s| s.get("name").and_then(Value::as_str) == Some(name))
 }
 
 /// Go's `strconv.ParseBool` true.

@@ -3,8 +3,8 @@
 //! runs as it unless it names another, which must exist, and gets its API credentials mounted
 //! as kube's ServiceAccount admission mounts them (or not, as the pod or its account chooses),
 //! with the account's image pull secrets; an account that enforces its mountable secrets and a
-//! mirror pod are refused in kube's words; `kubectl run` and `kubectl create token` in a new
-//! namespace work as on a cluster.
+//! mirror pod are refused in kube's words, and so are ephemeral containers the pod's account does
+//! not allow; `kubectl run` and `kubectl create token` in a new namespace work as on a cluster.
 
 mod common;
 
@@ -162,6 +162,51 @@ async fn the_account_named_must_exist_and_decides_what_is_mounted() {
         .await;
     assert_eq!(r.code, 403, "{}", r.body);
     assert_eq!(r.body["message"], "pods \"named\" is forbidden: a mirror pod may not reference service accounts");
+}
+
+#[tokio::test]
+async fn ephemeral_containers_are_judged_by_the_pods_account() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_ns(&c, "debug").await;
+    let accounts = "/api/v1/namespaces/debug/serviceaccounts";
+    let strict = json!({"metadata": {"name": "strict", "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}},
+        "secrets": [{"name": "allowed"}]});
+    assert_eq!(c.post(accounts, &strict).await.code, 201);
+    let spec = json!({"serviceAccountName": "strict", "containers": [{"name": "app", "image": "i"}]});
+    let r = c.post("/api/v1/namespaces/debug/pods", &pod_with("web", spec)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let ephemeral = "/api/v1/namespaces/debug/pods/web/ephemeralcontainers";
+    let debugger = |secret: &str| {
+        json!([{"name": "debugger", "image": "busybox", "targetContainerName": "app",
+            "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "t"}}}]}])
+    };
+    let mut with = r.body.clone();
+    with["spec"]["ephemeralContainers"] = debugger("other");
+    // kube's plugin refuses with a plain error, which kube answers as a 500 without a reason.
+    let refused = c.put(ephemeral, &with).await;
+    assert_eq!(
+        (refused.code, &refused.body),
+        (
+            500,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "ephemeral container debugger with envVar TOKEN referencing secret.secretName=\"other\" is not allowed because service account strict does not reference that secret",
+            "code": 500})
+        )
+    );
+    with["spec"]["ephemeralContainers"] = debugger("allowed");
+    let added = c.put(ephemeral, &with).await;
+    assert_eq!(added.code, 200, "{}", added.body);
+    // The account must still exist.
+    assert_eq!(c.delete(&format!("{accounts}/strict")).await.code, 200);
+    let mut more = added.body.clone();
+    more["spec"]["ephemeralContainers"].as_array_mut().unwrap().push(json!({"name": "second", "image": "busybox"}));
+    let gone = c.put(ephemeral, &more).await;
+    assert_eq!(gone.code, 403, "{}", gone.body);
+    assert_eq!(
+        gone.body["message"],
+        "pods \"web\" is forbidden: error looking up service account debug/strict: serviceaccount \"strict\" not found"
+    );
 }
 
 #[tokio::test]

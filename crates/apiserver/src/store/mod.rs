@@ -1548,6 +1548,9 @@ impl Store {
         }
         if !opts.admitted {
             crate::limit_ranger::check(info, &obj, &old.name, &limit_ranges)?;
+            if target == Target::EphemeralContainers {
+                service_account_admission::validate_ephemeral(self, info, &obj, &old.namespace, &old.name).await?;
+            }
             if target == Target::Main && crate::storage_admission::is_claims(info) {
                 crate::storage_admission::check_resize(self, &obj, &old.value()).await?;
             }
