@@ -6,7 +6,8 @@
 //! `tests/fixtures/kube-apiserver/01-*`, `02-*`, `54-*`, `72-*`):
 //! - the API types' defaulting (`SetDefaults_*`): pod specs (also in workload templates),
 //!   containers, probes, volumes; Deployment, ReplicaSet and StatefulSet specs; Service specs;
-//!   Secret `type`; the Namespace name label; Node allocatable;
+//!   Secret `type`; the Namespace name label; Node allocatable; CSIDriver specs; an APIService's
+//!   service port;
 //! - what the create strategies set: a Namespace's `kubernetes` finalizer, a Pod's phase
 //!   `Pending` and QoS class;
 //! - a status as kube decodes it ([`status`]): the members kube always writes, phases, load

@@ -228,14 +228,16 @@ pub(crate) fn validate(
     if crate::defaults::is_priority_class(info) {
         causes.extend(priority_class(obj, old));
     }
-    let stored = old.map(|o| as_map(o.value()));
+    // (The stored object is read only for the kinds whose rules compare with it.)
+    let stored = || old.map(|o| as_map(o.value()));
     let mut warnings = Vec::new();
     if crate::runtime_class::is_runtime_classes(info) {
-        causes.extend(crate::runtime_class::validate(obj, stored.as_ref()));
+        causes.extend(crate::runtime_class::validate(obj, stored().as_ref()));
         warnings = crate::runtime_class::warnings(obj);
     } else if crate::api_service::is_api_services(info) {
         causes.extend(crate::api_service::validate(obj));
-    } else if info.group == "storage.k8s.io" {
+    } else if info.group == "storage.k8s.io" && info.custom.is_none() {
+        let stored = stored();
         causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
         warnings = crate::csi_validation::warnings(info, obj, stored.as_ref());
     }

@@ -565,3 +565,54 @@ async fn extra_values_cross_between_protobuf_and_json() {
     let answer = SubjectAccessReview::decode(raw.as_slice()).unwrap();
     assert_eq!(answer.spec.unwrap().extra["scopes"].items, ["a", "b"]);
 }
+
+#[tokio::test]
+async fn the_storage_node_and_aggregator_kinds_are_read_and_written_in_protobuf() {
+    use k8s_pb::api::node::v1::RuntimeClass;
+    use k8s_pb::api::storage::v1::{CSIDriver, CSIDriverSpec, VolumeAttachment};
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
+    use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+    let s = server().await;
+    let c = Client::new(&s);
+    // A CSIDriver written by a protobuf client is defaulted as one written in JSON.
+    let driver = CSIDriver {
+        metadata: Some(ObjectMeta { name: Some("csi.example.com".into()), ..Default::default() }),
+        spec: Some(CSIDriverSpec { pod_info_on_mount: Some(true), ..Default::default() }),
+    };
+    let envelope = |api_version: &str, kind: &str, raw: Vec<u8>| {
+        let type_meta = Some(TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) });
+        let u = Unknown {
+            type_meta,
+            raw: Some(raw),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        [b"k8s\0".to_vec(), u.encode_to_vec()].concat()
+    };
+    let body = envelope("storage.k8s.io/v1", "CSIDriver", driver.encode_to_vec());
+    let r = c.send_raw(http::Method::POST, "/apis/storage.k8s.io/v1/csidrivers", body, PROTOBUF).await;
+    assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.raw));
+    let got = c.get_accepting("/apis/storage.k8s.io/v1/csidrivers/csi.example.com", PROTOBUF).await;
+    let (api_version, kind, raw) = unwrap_envelope(&got.raw);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("storage.k8s.io/v1", "CSIDriver"));
+    let spec = CSIDriver::decode(raw.as_slice()).unwrap().spec.unwrap();
+    assert_eq!((spec.attach_required, spec.pod_info_on_mount), (Some(true), Some(true)));
+    assert_eq!(spec.volume_lifecycle_modes, ["Persistent"]);
+
+    let va = json!({"metadata": {"name": "va-1"}, "spec": {"attacher": "csi.example.com", "nodeName": "node-1",
+        "source": {"persistentVolumeName": "pv-1"}}});
+    assert_eq!(c.post("/apis/storage.k8s.io/v1/volumeattachments", &va).await.code, 201);
+    let got = c.get_accepting("/apis/storage.k8s.io/v1/volumeattachments/va-1", PROTOBUF).await;
+    let attachment = VolumeAttachment::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap();
+    assert_eq!(attachment.status.unwrap().attached, Some(false));
+    let class = json!({"metadata": {"name": "gvisor"}, "handler": "runsc"});
+    assert_eq!(c.post("/apis/node.k8s.io/v1/runtimeclasses", &class).await.code, 201);
+    let got = c.get_accepting("/apis/node.k8s.io/v1/runtimeclasses/gvisor", PROTOBUF).await;
+    assert_eq!(RuntimeClass::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap().handler.as_deref(), Some("runsc"));
+    let got = c.get_accepting("/apis/apiregistration.k8s.io/v1/apiservices/v1.apps", PROTOBUF).await;
+    let service = APIService::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap();
+    assert_eq!(service.spec.unwrap().group_priority_minimum, Some(17800));
+    let available = service.status.unwrap().conditions;
+    assert_eq!(available[0].reason.as_deref(), Some("Local"));
+}
