@@ -6,13 +6,15 @@
 //! Invariants: each is named `<version>.<group>` and local (no service), so it is stored
 //! available ([`crate::api_service`]); built-in ones carry the label
 //! `kube-aggregator.kubernetes.io/automanaged: onstart` and kube's priorities, and are made (or
-//! their spec put back) by the first pass that succeeds after start-up, so a user may delete or
+//! their spec put back) by the start-up pass (retried until one succeeds), so a user may delete or
 //! change one afterwards; those of custom resources carry `automanaged: "true"` and priorities
 //! 1000 and 100, are kept in step with the definitions on every pass, and are deleted once no
-//! definition serves their version (a built-in group version's never is); an APIService whose
-//! label is neither `onstart` nor `"true"` is never changed. The group of APIServices itself has
-//! none. As kube's local availability controller, every pass gives a local APIService that lost
-//! it the condition `Available` (`Local`) back.
+//! definition serves their version (a built-in group version's never is); the spec of an
+//! APIService whose label is neither `onstart` nor `"true"` is never changed. The group of
+//! APIServices itself has none. As kube's local availability controller, every pass gives any
+//! local APIService that lost it the condition `Available` (`Local`) back, in its place. A
+//! start-up registration that fails is retried until a pass succeeds; a restart of a running
+//! server does not register again (what was registered is stored).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -208,10 +210,13 @@ fn lost_availability(service: &Value) -> Option<Value> {
             wanted["lastTransitionTime"] = t.clone();
         }
     }
-    let mut kept: Vec<Value> =
-        conditions.into_iter().filter(|c| c.get("type").and_then(Value::as_str) != Some("Available")).collect();
-    kept.push(wanted);
-    Some(json!({"conditions": kept}))
+    // In its place, as kube's `SetAPIServiceCondition` sets it.
+    let mut conditions = conditions;
+    match conditions.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")) {
+        Some(c) => *c = wanted,
+        None => conditions.push(wanted),
+    }
+    Some(json!({"conditions": conditions}))
 }
 
 /// A local APIService's spec.
@@ -225,20 +230,36 @@ fn spec(group: &str, version: &str, group_priority: i64, version_priority: i64) 
 }
 
 /// Registers the APIServices of every group version the server serves, as the server starts
-/// (as its own user, once the cache holds what is stored). On a failure, the controller to run
-/// until a pass succeeds.
-pub(crate) async fn register_at_start(store: &Arc<Store>) -> Option<Controller> {
-    let controller = Controller::new(store.clone(), false)?;
+/// (as its own user, once the cache holds what is stored); whether the pass succeeded.
+pub(crate) async fn register_at_start(store: &Arc<Store>) -> bool {
+    let Some(controller) = Controller::new(store.clone(), false) else { return true };
+    register(&controller).await.is_ok()
+}
+
+/// One start-up pass of `controller`, as the server's user.
+async fn register(controller: &Controller) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
     let pass = async {
-        store.fresh().await?;
+        controller.store.fresh().await?;
         controller.pass().await
     };
-    match crate::requester::scope(Some(crate::requester::server_user()), pass).await {
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(error = %e, "registering the APIServices; retrying");
-            Some(controller)
+    crate::requester::scope(Some(crate::requester::server_user()), pass).await
+}
+
+/// Retries the start-up registration that failed, after delays that double from 100 ms to 5 s,
+/// until a pass succeeds or `stop` turns true.
+pub(crate) async fn retry_registration(store: Arc<Store>, mut stop: watch::Receiver<bool>) {
+    let Some(controller) = Controller::new(store, false) else { return };
+    let mut delay = RETRY.0;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.wait_for(|s| *s) => return,
         }
+        match register(&controller).await {
+            Ok(_) => return,
+            Err(e) => tracing::warn!(error = %e, "registering the APIServices; retrying"),
+        }
+        delay = (delay * 2).min(RETRY.1);
     }
 }
 

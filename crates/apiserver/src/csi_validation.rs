@@ -8,7 +8,8 @@
 //! VolumeAttributesClasses are judged twice on an update, so their causes repeat as kube's do;
 //! the message names each once). A VolumeAttachment's `status` is judged wherever it is written.
 //! What must not change is compared as kube compares it (a missing, null or empty list or map is
-//! the same), and printed as kube prints its internal types.
+//! the same; a selector that is set, even empty, is not a missing one), and printed as kube
+//! prints its internal types.
 
 use serde_json::{Map, Value};
 
@@ -20,6 +21,16 @@ use crate::workload_validation::invalid_value;
 
 const GROUP: &str = "storage.k8s.io";
 const IMMUTABLE: &str = "field is immutable";
+
+/// Whether `info` is one of the kinds these rules judge.
+pub(crate) fn judges(info: &ResourceInfo) -> bool {
+    info.group == GROUP
+        && info.custom.is_none()
+        && matches!(
+            info.plural.as_str(),
+            "csidrivers" | "csinodes" | "volumeattachments" | "csistoragecapacities" | "volumeattributesclasses"
+        )
+}
 
 /// The causes of `obj`, of the kind `info`, written over `old` (None on create); empty for any
 /// other kind.
@@ -65,7 +76,9 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         "csistoragecapacities" => {
             storage_capacity(obj, &mut causes);
             if let Some(old) = old {
-                if !equal(obj.get("nodeTopology"), old.get("nodeTopology")) {
+                // (An empty selector, every node, is not a missing one, no node.)
+                let set = |o: &Map<String, Value>| o.get("nodeTopology").is_some_and(|t| !t.is_null());
+                if set(obj) != set(old) || !equal(obj.get("nodeTopology"), old.get("nodeTopology")) {
                     causes.push(invalid_value("nodeTopology", &selector_json(obj.get("nodeTopology")), IMMUTABLE));
                 }
                 let class = |o: &Map<String, Value>| text(o.get("storageClassName")).to_string();
@@ -157,6 +170,11 @@ fn too_long(field: &str, limit: usize) -> Cause {
 /// A member as Go writes it: `null` when it is missing.
 fn member(v: &Value, key: &str) -> String {
     go_json(v.get(key).unwrap_or(&Value::Null))
+}
+
+/// A string member as Go writes it: `""` when it is missing.
+fn string_member(v: &Value, key: &str) -> String {
+    go_json(&Value::from(text(v.get(key))))
 }
 
 /// A label selector (a versioned type) as Go writes it: its JSON names, in the struct's order,
@@ -312,8 +330,8 @@ fn csi_node_update(obj: &Map<String, Value>, old: &Map<String, Value>, causes: &
         {
             // kube compares the drivers without their allocatable count, and prints them so.
             let shown = go_struct(&[
-                ("Name", member(after, "name")),
-                ("NodeID", member(after, "nodeID")),
+                ("Name", string_member(after, "name")),
+                ("NodeID", string_member(after, "nodeID")),
                 ("TopologyKeys", member(after, "topologyKeys")),
                 ("Allocatable", "null".into()),
             ]);
@@ -329,7 +347,12 @@ fn attachment_spec_json(spec: &Value) -> String {
         ("PersistentVolumeName", member(source, "persistentVolumeName")),
         ("InlineVolumeSpec", member(source, "inlineVolumeSpec")),
     ]);
-    go_struct(&[("Attacher", member(spec, "attacher")), ("Source", source), ("NodeName", member(spec, "nodeName"))])
+    let fields = [
+        ("Attacher", string_member(spec, "attacher")),
+        ("Source", source),
+        ("NodeName", string_member(spec, "nodeName")),
+    ];
+    go_struct(&fields)
 }
 
 /// kube's `ValidateVolumeAttachment`: the spec, then the status.
@@ -545,6 +568,16 @@ mod tests {
                 "spec: Invalid value: {\"Attacher\":\"csi.example.com\",\"Source\":{\"PersistentVolumeName\":\"pv-1\",\"InlineVolumeSpec\":null},\"NodeName\":\"node-2\"}: field is immutable"
             ]
         );
+        let unattached = json!({"metadata": {"name": "va"}, "spec": {"nodeName": "node-1", "source": {"persistentVolumeName": "pv-1"}}});
+        assert_eq!(
+            judged("volumeattachments", unattached, Some(va("node-1")))[..2],
+            ["spec.attacher: Required value".to_string(), "spec.attacher: Required value".to_string(),]
+        );
+        let renamed = json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "source": {"persistentVolumeName": "pv-1"}}});
+        assert_eq!(
+            judged("volumeattachments", renamed, Some(va("node-1"))).last().unwrap(),
+            "spec: Invalid value: {\"Attacher\":\"csi.example.com\",\"Source\":{\"PersistentVolumeName\":\"pv-1\",\"InlineVolumeSpec\":null},\"NodeName\":\"\"}: field is immutable"
+        );
         let none = json!({"metadata": {"name": "va"}, "spec": {"attacher": "a", "nodeName": "n", "source": {}},
             "status": {"attachError": {"errorCode": -1}}});
         assert_eq!(
@@ -563,6 +596,17 @@ mod tests {
         assert_eq!(
             judged("csistoragecapacities", capacity.clone(), None),
             ["capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0"]
+        );
+        let mut everywhere = capacity.clone();
+        everywhere["nodeTopology"] = json!({});
+        let mut nowhere = capacity.clone();
+        nowhere.as_object_mut().unwrap().remove("nodeTopology");
+        assert_eq!(
+            judged("csistoragecapacities", nowhere.clone(), Some(everywhere)),
+            [
+                "capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0",
+                "nodeTopology: Invalid value: null: field is immutable"
+            ]
         );
         let mut moved = capacity.clone();
         moved["storageClassName"] = json!("slow");

@@ -650,6 +650,17 @@ async fn resource_request(
     if force_watch {
         rest.remove(0);
         query.insert(0, ("watch".into(), "true".into()));
+        // kube routes these paths for GET alone, and none for a subresource.
+        if *req.method() != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        let subresource = match rest.first() {
+            Some(&"namespaces") if rest.len() > 2 => rest.len() > 4,
+            _ => rest.len() > 2,
+        };
+        if subresource {
+            return Err(ApiError::no_route());
+        }
     }
     let (ns, parts): (Option<&str>, &[&str]) = if rest.first() == Some(&"namespaces")
         && rest.len() > 2
@@ -674,9 +685,10 @@ async fn resource_request(
         return if built_in { Err(ApiError::no_route()) } else { Ok(page_not_found()) };
     };
     drop(registry);
-    // A cluster-scoped kind has no namespaced paths; across namespaces a namespaced kind serves
-    // lists and watches only: kube routes no object path there, and refuses any other method on
-    // the collection (405). kube's custom resource handler passes both on, to Go's plain 404.
+    // A cluster-scoped kind has no namespaced paths; across namespaces a built-in namespaced kind
+    // serves lists and watches only: kube routes no object path there, and refuses any other
+    // method on the collection (405). kube's custom resource handler passes what is neither a
+    // list nor a watch on, to Go's plain 404.
     let listed = matches!(*req.method(), Method::GET | Method::HEAD) && name.is_none();
     if (ns.is_some() && !info.namespaced) || (info.namespaced && ns.is_none() && !listed && !info.review) {
         if info.custom.is_some() {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::policy_validation::invalid;
 use crate::registry::ResourceInfo;
-use crate::structural::{Cause, go_quote, go_struct};
+use crate::structural::{Cause, go_json, go_struct};
 
 /// Whether `info` is the built-in RuntimeClass.
 pub(crate) fn is_runtime_classes(info: &ResourceInfo) -> bool {
@@ -75,7 +75,7 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Map<String, Value>
 
 /// A repeated toleration, printed as kube prints its internal type.
 fn duplicate_toleration(at: String, t: &Value) -> Cause {
-    let text = |k: &str| go_quote(t.get(k).and_then(Value::as_str).unwrap_or_default());
+    let text = |k: &str| go_json(&Value::from(t.get(k).and_then(Value::as_str).unwrap_or_default()));
     let seconds =
         t.get("tolerationSeconds").and_then(Value::as_i64).map_or_else(|| "null".to_string(), |s| s.to_string());
     let shown = go_struct(&[

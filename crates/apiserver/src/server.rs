@@ -478,9 +478,10 @@ impl ApiServerBuilder {
         // serviceaccounts controller makes them a moment after a cluster starts.
         if self.default_namespaces {
             crate::service_account_controller::settle(&store).await;
-            if let Some(retrying) = crate::api_service_registration::register_at_start(&store).await {
-                let (user, stop) = (crate::requester::server_user(), background.stop.subscribe());
-                background.tasks.push(tokio::spawn(crate::requester::scope(Some(user), retrying.run(stop))));
+            if !crate::api_service_registration::register_at_start(&store).await {
+                let retry =
+                    crate::api_service_registration::retry_registration(store.clone(), background.stop.subscribe());
+                background.tasks.push(tokio::spawn(retry));
             }
         }
         if self.authorization == crate::AuthorizationMode::Rbac

@@ -5,8 +5,8 @@
 //! `/var/run/secrets/kubernetes.io/serviceaccount` in every container and init container — and
 //! the account's image pull secrets when it has none of its own.
 //!
-//! Invariants, as kube's plugin: pod creates are mutated and judged (not updates, other
-//! subresources or kinds); a mirror pod (annotated `kubernetes.io/config.mirror`) is not
+//! Invariants, as kube's plugin: pod creates are mutated and judged (not updates, other kinds or
+//! subresources but `ephemeralcontainers`, below); a mirror pod (annotated `kubernetes.io/config.mirror`) is not
 //! mutated, and is refused when it names a service account, a secret (an empty name too) or a
 //! token projection; the token is mounted unless the pod's `automountServiceAccountToken`, or
 //! else the account's, is false; a container that already mounts something at the path keeps

@@ -236,7 +236,7 @@ pub(crate) fn validate(
         warnings = crate::runtime_class::warnings(obj);
     } else if crate::api_service::is_api_services(info) {
         causes.extend(crate::api_service::validate(obj));
-    } else if info.group == "storage.k8s.io" && info.custom.is_none() {
+    } else if crate::csi_validation::judges(info) {
         let stored = stored();
         causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
         warnings = crate::csi_validation::warnings(info, obj, stored.as_ref());

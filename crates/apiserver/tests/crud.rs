@@ -750,6 +750,14 @@ async fn a_namespaced_kind_is_only_listed_and_watched_across_namespaces() {
     }
     assert_eq!(c.get("/api/v1/configmaps").await.code, 200);
     assert!(s.get("configmaps", "default", "x").await.is_ok());
+    // The deprecated watch paths are watched, never written, and name no subresource.
+    let watch = "/api/v1/watch/namespaces/default/configmaps";
+    let r = c.post(watch, &json!({"metadata": {"name": "y"}})).await;
+    assert_eq!((r.code, &r.body["reason"]), (405, &json!("MethodNotAllowed")));
+    assert_eq!(c.delete(&format!("{watch}/x")).await.code, 405);
+    assert!(s.get("configmaps", "default", "y").await.is_err() && s.get("configmaps", "default", "x").await.is_ok());
+    let r = c.get("/api/v1/watch/namespaces/default/pods/web/status").await;
+    assert_eq!((r.code, &r.body["message"]), (404, &json!("the server could not find the requested resource")));
     // kube's custom resource handler passes both on, to Go's plain 404.
     define(&c, &crd_of("widget", "Widget", "Namespaced", json!({"type": "object"}))).await;
     for r in [

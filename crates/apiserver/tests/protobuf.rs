@@ -567,7 +567,7 @@ async fn extra_values_cross_between_protobuf_and_json() {
 }
 
 #[tokio::test]
-async fn the_storage_node_and_aggregator_kinds_are_read_and_written_in_protobuf() {
+async fn the_storage_node_and_aggregator_kinds_are_answered_in_protobuf() {
     use k8s_pb::api::node::v1::RuntimeClass;
     use k8s_pb::api::storage::v1::{CSIDriver, CSIDriverSpec, VolumeAttachment};
     use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -575,7 +575,8 @@ async fn the_storage_node_and_aggregator_kinds_are_read_and_written_in_protobuf(
     use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
     let s = server().await;
     let c = Client::new(&s);
-    // A CSIDriver written by a protobuf client is defaulted as one written in JSON.
+    // A CSIDriver written by a protobuf client is defaulted as one written in JSON; the others are
+    // written in JSON and read in protobuf.
     let driver = CSIDriver {
         metadata: Some(ObjectMeta { name: Some("csi.example.com".into()), ..Default::default() }),
         spec: Some(CSIDriverSpec { pod_info_on_mount: Some(true), ..Default::default() }),
