@@ -114,22 +114,13 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Vec<Cause> {
     for fault in crate::cel_format::dns1035_label(version) {
         causes.push(invalid("spec.version".into(), version, &fault));
     }
-    let number = |k: &str| spec.get(k).and_then(Value::as_i64).unwrap_or(0);
-    let group_priority = number("groupPriorityMinimum");
-    if !(1..=20000).contains(&group_priority) {
-        causes.push(invalid_value(
-            "spec.groupPriorityMinimum",
-            &group_priority.to_string(),
-            "must be positive and less than 20000",
-        ));
-    }
-    let version_priority = number("versionPriority");
-    if !(1..=1000).contains(&version_priority) {
-        causes.push(invalid_value(
-            "spec.versionPriority",
-            &version_priority.to_string(),
-            "must be positive and less than 1000",
-        ));
+    // (kube's bounds take the limit its message calls excluded.)
+    for (field, limit) in [("groupPriorityMinimum", 20000), ("versionPriority", 1000)] {
+        let priority = spec.get(field).and_then(Value::as_i64).unwrap_or(0);
+        if !(1..=limit).contains(&priority) {
+            let detail = format!("must be positive and less than {limit}");
+            causes.push(invalid_value(&format!("spec.{field}"), &priority.to_string(), &detail));
+        }
     }
     let ca_bundle = text("caBundle");
     let skip_verify = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);

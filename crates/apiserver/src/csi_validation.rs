@@ -32,12 +32,9 @@ pub(crate) fn judges(info: &ResourceInfo) -> bool {
         )
 }
 
-/// The causes of `obj`, of the kind `info`, written over `old` (None on create); empty for any
-/// other kind.
+/// The causes of `obj`, of a kind these rules judge ([`judges`]), written over `old` (None on
+/// create).
 pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Map<String, Value>>) -> Vec<Cause> {
-    if info.group != GROUP || info.custom.is_some() {
-        return Vec::new();
-    }
     let mut causes = Vec::new();
     match info.plural.as_str() {
         "csidrivers" => {
@@ -93,8 +90,7 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
                 if text(obj.get("driverName")) != text(old.get("driverName")) {
                     causes.push(forbidden("driverName", "updates to driverName are forbidden."));
                 }
-                let params = |o: &Map<String, Value>| o.get("parameters").filter(|p| !p.is_null()).cloned();
-                if params(obj) != params(old) {
+                if present(obj.get("parameters")) != present(old.get("parameters")) {
                     causes.push(forbidden("parameters", "updates to parameters are forbidden."));
                 }
                 attributes_class(obj, &mut causes);
@@ -109,13 +105,10 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
 /// without saying where they go; a CSIStorageCapacity whose topology names deprecated node
 /// labels.
 pub(crate) fn warnings(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Map<String, Value>>) -> Vec<String> {
-    if info.group != GROUP || info.custom.is_some() {
-        return Vec::new();
-    }
     match info.plural.as_str() {
         "csidrivers" => {
-            let requests = |o: &Map<String, Value>| spec(o).get("tokenRequests").filter(|t| !t.is_null()).cloned();
-            let asks = requests(obj).as_ref().and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+            let requests = |o| present(spec(o).get("tokenRequests"));
+            let asks = requests(obj).and_then(Value::as_array).is_some_and(|t| !t.is_empty());
             let unset = spec(obj).get("serviceAccountTokenInSecrets").is_none_or(Value::is_null);
             let changed = old.is_none_or(|old| requests(old) != requests(obj));
             if asks && unset && changed {
@@ -144,6 +137,11 @@ pub(crate) fn warnings(info: &ResourceInfo, obj: &Map<String, Value>, old: Optio
         }
         _ => Vec::new(),
     }
+}
+
+/// A member that is there and not `null`.
+fn present(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| !v.is_null())
 }
 
 fn text(v: Option<&Value>) -> &str {

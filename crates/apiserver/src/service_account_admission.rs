@@ -216,38 +216,11 @@ pub(crate) async fn validate_ephemeral(
     if !enforces_mountable_secrets(&found) {
         return Ok(());
     }
-    let account_name = name_of(&found);
-    for c in pod.get("spec").map(|s| containers(s, "ephemeralContainers")).into_iter().flatten() {
-        let container = c.get("name").and_then(Value::as_str).unwrap_or_default();
-        for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(secret) = e.pointer("/valueFrom/secretKeyRef/name").and_then(Value::as_str)
-                && !lists(&found, "secrets", secret)
-            {
-                let env = e.get("name").and_then(Value::as_str).unwrap_or_default();
-                return Err(ApiError::new(
-                    500,
-                    "",
-                    format!(
-                        "ephemeral container {container} with envVar {env} referencing secret.secretName=\"{secret}\" is not allowed because service account {account_name} does not reference that secret"
-                    ),
-                ));
-            }
-        }
-        for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(secret) = e.pointer("/secretRef/name").and_then(Value::as_str)
-                && !lists(&found, "secrets", secret)
-            {
-                return Err(ApiError::new(
-                    500,
-                    "",
-                    format!(
-                        "ephemeral container {container} with envFrom referencing secret.secretName=\"{secret}\" is not allowed because service account {account_name} does not reference that secret"
-                    ),
-                ));
-            }
-        }
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    match containers_refusal(spec, "ephemeralContainers", "ephemeral container", &found) {
+        Some(why) => Err(ApiError::new(500, "", why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Mutates a pod created (not a mirror pod) with its `account` (the one it names, or `default`):
@@ -400,7 +373,7 @@ pub(crate) fn secrets_refusal(pod: &Map<String, Value>, account: &Value) -> Opti
         return None;
     }
     let spec = pod.get("spec")?;
-    let account_name = account.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let account_name = name_of(account);
     let listed = |key: &str, name: &str| lists(account, key, name);
     for v in volumes(spec) {
         if let Some(secret) = v.get("secret") {
@@ -413,27 +386,8 @@ pub(crate) fn secrets_refusal(pod: &Map<String, Value>, account: &Value) -> Opti
         }
     }
     for (list, what) in [("initContainers", "init container"), ("containers", "container")] {
-        for c in containers(spec, list) {
-            let container = c.get("name").and_then(Value::as_str).unwrap_or_default();
-            for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(name) = e.pointer("/valueFrom/secretKeyRef/name").and_then(Value::as_str)
-                    && !listed("secrets", name)
-                {
-                    let env = e.get("name").and_then(Value::as_str).unwrap_or_default();
-                    return Some(format!(
-                        "{what} {container} with envVar {env} referencing secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret"
-                    ));
-                }
-            }
-            for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(name) = e.pointer("/secretRef/name").and_then(Value::as_str)
-                    && !listed("secrets", name)
-                {
-                    return Some(format!(
-                        "{what} {container} with envFrom referencing secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret"
-                    ));
-                }
-            }
+        if let Some(why) = containers_refusal(spec, list, what, account) {
+            return Some(why);
         }
     }
     for (i, s) in spec.get("imagePullSecrets").and_then(Value::as_array).into_iter().flatten().enumerate() {
@@ -442,6 +396,36 @@ pub(crate) fn secrets_refusal(pod: &Map<String, Value>, account: &Value) -> Opti
             return Some(format!(
                 "imagePullSecrets[{i}].name=\"{name}\" is not allowed because service account {account_name} does not reference that imagePullSecret"
             ));
+        }
+    }
+    None
+}
+
+/// What an account that enforces mountable secrets refuses of the containers `list` of a pod
+/// spec (`what` names them in kube's words): the first secret their `env` or `envFrom` reads
+/// that the account does not list.
+fn containers_refusal(spec: &Value, list: &str, what: &str, account: &Value) -> Option<String> {
+    let account_name = name_of(account);
+    for c in containers(spec, list) {
+        let container = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(name) = e.pointer("/valueFrom/secretKeyRef/name").and_then(Value::as_str)
+                && !lists(account, "secrets", name)
+            {
+                let env = e.get("name").and_then(Value::as_str).unwrap_or_default();
+                return Some(format!(
+                    "{what} {container} with envVar {env} referencing secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret"
+                ));
+            }
+        }
+        for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(name) = e.pointer("/secretRef/name").and_then(Value::as_str)
+                && !lists(account, "secrets", name)
+            {
+                return Some(format!(
+                    "{what} {container} with envFrom referencing secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret"
+                ));
+            }
         }
     }
     None
