@@ -539,6 +539,7 @@ async fn a_restarted_server_collects_what_a_deletion_left_behind() {
     let d = create(&c, CMS, &cm("d", vec![owner_ref(&owner, true)])).await;
     assert_eq!(c.delete(&format!("{CMS}/owner")).await.code, 200);
     first.stop().await;
+    drop(first);
     let second = ApiServer::builder().data_dir(&dir).start().await.unwrap();
     let c = Client::new(&second);
     let mut w = c.watch(&format!("{CMS}?watch=true&resourceVersion={}", rv_of(&d))).await;

@@ -247,6 +247,7 @@ async fn a_durable_servers_tokens_outlive_a_restart() {
     let c = Client::new(&s);
     assert_eq!(whoami(&c, &token).await.unwrap()["username"], "system:serviceaccount:default:builder");
     s.stop().await;
+    drop(s);
     // A key given to the builder signs and checks instead (as replicas on one etcd share
     // theirs): another key refuses the token, the data directory's own accepts it.
     use informer_apiserver::service_account_token::TokenSigner;
@@ -258,6 +259,7 @@ async fn a_durable_servers_tokens_outlive_a_restart() {
         .unwrap();
     assert_eq!(whoami(&Client::new(&other), &token).await, Err(401));
     other.stop().await;
+    drop(other);
     let kept = std::fs::read(dir.join("service-account-key.pk8")).unwrap();
     let same = informer_apiserver::ApiServer::builder().data_dir(&dir).service_account_key(kept).start().await.unwrap();
     assert!(whoami(&Client::new(&same), &token).await.is_ok());

@@ -277,3 +277,29 @@ async fn sqlite_reopens_with_values_revision_and_history() {
     assert_eq!(s.compacted_revision().await.unwrap(), r4 + 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// One storage at a time on a data directory: another is refused while the first holds it, waits
+/// for it to be let go, and continues its revision sequence, with the writes queued when the
+/// first was dropped committed.
+#[tokio::test]
+async fn sqlite_holds_its_directory_until_dropped() {
+    let dir = temp_dir("sqlite-lock");
+    let first = SqliteStorage::open(&dir).unwrap();
+    let r1 = first.create("/registry/x/a".into(), v("1")).await.unwrap();
+    let refused = SqliteStorage::open(&dir).err().expect("a second storage is refused");
+    assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(refused.to_string().contains("is in use by another server"), "{refused}");
+    let timed_out = SqliteStorage::open_when_free(&dir, Duration::from_millis(50)).await.err().expect("still held");
+    assert_eq!(timed_out.kind(), std::io::ErrorKind::WouldBlock);
+    // A write sent but not waited for is queued when the storage goes.
+    drop(first.create("/registry/x/queued".into(), v("q")));
+    let mut waiting = std::pin::pin!(SqliteStorage::open_when_free(&dir, Duration::from_secs(30)));
+    assert!(futures_util::poll!(waiting.as_mut()).is_pending(), "waits while the directory is held");
+    drop(first);
+    let second = waiting.await.unwrap();
+    let queued = second.get("/registry/x/queued").await.unwrap().expect("the queued write was committed");
+    assert_eq!(queued.mod_revision, r1 + 1);
+    assert_eq!(second.create("/registry/x/b".into(), v("b")).await.unwrap(), r1 + 2);
+    drop(second);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -15,6 +15,11 @@
 //! transaction committed, so an acknowledged write survives a crash (SIGKILL, power loss), and a
 //! crash never leaves half a transaction (SQLite's WAL).
 //!
+//! One server at a time: the storage holds an exclusive lock on `<data dir>/lock` (released by
+//! the kernel if the process dies) until it is dropped, and dropping it commits the writes still
+//! queued before the lock goes, so a server started on the directory afterwards continues the
+//! revision sequence where the last one left it.
+//!
 //! Watchers read committed changes from an in-memory log of the most recent ones (fed by the
 //! writer after each commit) and from the table for older revisions (a restart's watch cache
 //! replays the history since the compacted revision from there). Reads use their own connection.
@@ -36,6 +41,8 @@ use super::{
 
 /// The database file inside the data directory.
 pub const FILE: &str = "state.db";
+/// The lock file inside the data directory.
+pub const LOCK_FILE: &str = "lock";
 /// Requests committed in one transaction at most.
 const MAX_GROUP: usize = 1024;
 /// Changes kept in memory for watchers.
@@ -66,7 +73,9 @@ struct Shared {
 
 /// The SQLite storage (see the module documentation).
 pub struct SqliteStorage {
-    writer: std::sync::mpsc::SyncSender<Request>,
+    /// `None` only while dropping.
+    writer: Option<std::sync::mpsc::SyncSender<Request>>,
+    writer_thread: Option<std::thread::JoinHandle<()>>,
     reader: Arc<Mutex<Connection>>,
     shared: Arc<Mutex<Shared>>,
     notify: watch::Sender<Revision>,
@@ -104,10 +113,56 @@ fn kv_of(key: &str, (id, create, _, value): Row) -> KeyValue {
     }
 }
 
+/// The error of a data directory another storage holds.
+fn in_use(dir: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::WouldBlock,
+        format!("the data directory {} is in use by another server", dir.display()),
+    )
+}
+
+/// The data directory's lock file, created if missing, not yet locked.
+fn lock_file(dir: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::File::options().create(true).truncate(false).write(true).open(dir.join(LOCK_FILE))
+}
+
 impl SqliteStorage {
-    /// Opens (or creates) the database in `dir`.
+    /// Opens (or creates) the database in `dir`; an error of kind `WouldBlock` if another storage
+    /// holds the directory.
     pub fn open(dir: &Path) -> std::io::Result<SqliteStorage> {
-        std::fs::create_dir_all(dir)?;
+        let lock = lock_file(dir)?;
+        match lock.try_lock() {
+            Ok(()) => Self::open_locked(dir, lock),
+            Err(std::fs::TryLockError::WouldBlock) => Err(in_use(dir)),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    /// [`Self::open`], waiting up to `wait` for another storage on the directory (a server
+    /// shutting down in this process or another) to let it go.
+    pub async fn open_when_free(dir: &Path, wait: std::time::Duration) -> std::io::Result<SqliteStorage> {
+        let lock = lock_file(dir)?;
+        match lock.try_lock() {
+            Ok(()) => return Self::open_locked(dir, lock),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        tracing::info!(dir = %dir.display(), "waiting for the data directory's lock");
+        // The blocking wait runs on a thread of its own; given up, the thread unlocks (by
+        // dropping the file) whenever it gets the lock.
+        let (tx, rx) = oneshot::channel();
+        std::thread::Builder::new().name("sqlite-lock".into()).spawn(move || {
+            let _ = tx.send(lock.lock().map(|()| lock));
+        })?;
+        match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(Ok(lock))) => Self::open_locked(dir, lock),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) | Err(_) => Err(in_use(dir)),
+        }
+    }
+
+    fn open_locked(dir: &Path, lock: std::fs::File) -> std::io::Result<SqliteStorage> {
         let path = dir.join(FILE);
         let io = |e: rusqlite::Error| std::io::Error::other(format!("{}: {e}", path.display()));
         let conn = open(&path).map_err(io)?;
@@ -138,9 +193,16 @@ impl SqliteStorage {
         let shared = Arc::new(Mutex::new(Shared { revision, compacted, log: VecDeque::new(), log_floor: revision }));
         let notify = watch::channel(revision).0;
         let (tx, rx) = std::sync::mpsc::sync_channel::<Request>(4096);
-        let writer = Writer { conn, shared: shared.clone(), notify: notify.clone(), next: revision + 1 };
-        std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || writer.run(rx))?;
-        Ok(SqliteStorage { writer: tx, reader: Arc::new(Mutex::new(reader)), shared, notify, path })
+        let writer = Writer { conn, shared: shared.clone(), notify: notify.clone(), next: revision + 1, _lock: lock };
+        let thread = std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || writer.run(rx))?;
+        Ok(SqliteStorage {
+            writer: Some(tx),
+            writer_thread: Some(thread),
+            reader: Arc::new(Mutex::new(reader)),
+            shared,
+            notify,
+            path,
+        })
     }
 
     /// The database file.
@@ -150,7 +212,10 @@ impl SqliteStorage {
 
     fn submit(&self, op: Op) -> StorageFuture<'_, Revision> {
         let (reply, rx) = oneshot::channel();
-        let sent = self.writer.send(Request { op, reply });
+        let sent = match &self.writer {
+            Some(w) => w.send(Request { op, reply }).map_err(drop),
+            None => Err(()),
+        };
         async move {
             sent.map_err(|_| StorageError::Unavailable("the sqlite writer has stopped".into()))?;
             rx.await.map_err(|_| StorageError::Unavailable("the sqlite writer has stopped".into()))?
@@ -396,12 +461,24 @@ impl Storage for SqliteStorage {
     }
 }
 
+impl Drop for SqliteStorage {
+    /// Commits the queued writes and lets the data directory go.
+    fn drop(&mut self) {
+        self.writer = None;
+        if let Some(t) = self.writer_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The writer thread (see the module documentation).
 struct Writer {
     conn: Connection,
     shared: Arc<Mutex<Shared>>,
     notify: watch::Sender<Revision>,
     next: Revision,
+    /// The data directory's lock, held as long as the thread runs.
+    _lock: std::fs::File,
 }
 
 impl Writer {
