@@ -99,12 +99,17 @@ const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alpha
 const KEY: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const KEY_MESSAGE: &str =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const C_IDENTIFIER: &str = "[A-Za-z_][A-Za-z0-9_]*";
+const C_IDENTIFIER_MESSAGE: &str = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'";
+const CONDITION_REASON: &str = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?";
+const CONDITION_REASON_MESSAGE: &str = "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'";
 const VALUE: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const VALUE_MESSAGE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /// The patterns, anchored and compiled once.
-static PATTERNS: LazyLock<[(&'static str, Regex); 5]> = LazyLock::new(|| {
-    [LABEL, SUBDOMAIN, DNS1035, KEY, VALUE].map(|p| (p, Regex::new(&format!("^{p}$")).expect("a valid pattern")))
+static PATTERNS: LazyLock<[(&'static str, Regex); 7]> = LazyLock::new(|| {
+    [LABEL, SUBDOMAIN, DNS1035, KEY, VALUE, C_IDENTIFIER, CONDITION_REASON]
+        .map(|p| (p, Regex::new(&format!("^{p}$")).expect("a valid pattern")))
 });
 
 /// Whether all of `s` matches `pattern` (one of the patterns above).
@@ -158,6 +163,26 @@ pub(crate) fn dns1123_subdomain(s: &str) -> Vec<String> {
         faults.push(regex_error(SUBDOMAIN_MESSAGE, SUBDOMAIN, &["example.com"]));
     }
     faults
+}
+
+/// The content package's `IsCIdentifier`.
+pub(crate) fn c_identifier(s: &str) -> Vec<String> {
+    match matches(C_IDENTIFIER, s) {
+        true => Vec::new(),
+        false => vec![regex_error(C_IDENTIFIER_MESSAGE, C_IDENTIFIER, &["my_name", "MY_NAME", "MyName"])],
+    }
+}
+
+/// meta/v1's condition reason format.
+pub(crate) fn condition_reason(s: &str) -> Vec<String> {
+    match matches(CONDITION_REASON, s) {
+        true => Vec::new(),
+        false => vec![regex_error(
+            CONDITION_REASON_MESSAGE,
+            CONDITION_REASON,
+            &["my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB"],
+        )],
+    }
 }
 
 pub(crate) fn dns1035_label(s: &str) -> Vec<String> {

@@ -157,7 +157,7 @@ fn forbidden(field: &str, detail: &str) -> Cause {
     crate::pod_validation::forbidden(field.into(), detail)
 }
 
-fn too_long(field: &str, limit: usize) -> Cause {
+pub(crate) fn too_long(field: &str, limit: usize) -> Cause {
     Cause {
         reason: "FieldValueTooLong",
         message: format!("Too long: may not be more than {limit} bytes"),
@@ -189,7 +189,7 @@ fn selector_json(selector: Option<&Value>) -> String {
 }
 
 /// kube's `ValidateCSIDriverName` of a driver's name at `at`.
-fn driver_name(name: &str, at: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn driver_name(name: &str, at: &str, causes: &mut Vec<Cause>) {
     if name.is_empty() {
         causes.push(required(at.into(), ""));
     }

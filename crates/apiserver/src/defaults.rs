@@ -153,6 +153,7 @@ pub fn status(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if matches!(obj.get("status"), None | Some(Value::Null)) {
         obj.insert("status".into(), json!({}));
     }
+    crate::dra_strategy::decode_status(info, obj);
     let load_balancer = is_service(info) && service_type(obj) == "LoadBalancer";
     let Some(status) = member(obj, "status") else { return };
     for count in status_counts(info) {
@@ -271,6 +272,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
     if crate::limit_ranger::is_limit_ranges(info) {
         crate::limit_ranger::default_items(obj);
+        return;
+    }
+    if crate::dra_validation::judges(info) {
+        crate::dra_strategy::decode(info, obj);
         return;
     }
     if crate::api_service::is_api_services(info) {

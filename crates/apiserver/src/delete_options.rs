@@ -382,10 +382,10 @@ fn unmet(info: &ResourceInfo, name: &str, why: &str) -> ApiError {
 
 /// Whether a DELETE that removed an object answers with the object, as kube's registries of
 /// pods, services, namespaces, service accounts, persistent volumes and their claims, resource
-/// quotas, pod templates, storage classes, CSI drivers and nodes, volume attachments and volume
-/// attributes classes do; the others answer a `Success` Status naming it.
+/// quotas, pod templates, storage classes, CSI drivers and nodes, volume attachments, volume
+/// attributes classes and the four kinds of resource.k8s.io do; the others answer a `Success` Status naming it.
 pub fn answers_with_object(info: &ResourceInfo) -> bool {
-    const OBJECT: [(&str, &str); 13] = [
+    const OBJECT: [(&str, &str); 17] = [
         ("", "pods"),
         ("", "services"),
         ("", "namespaces"),
@@ -399,6 +399,10 @@ pub fn answers_with_object(info: &ResourceInfo) -> bool {
         ("storage.k8s.io", "csinodes"),
         ("storage.k8s.io", "volumeattachments"),
         ("storage.k8s.io", "volumeattributesclasses"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
     ];
     info.custom.is_none() && OBJECT.contains(&(info.group.as_str(), info.plural.as_str()))
 }

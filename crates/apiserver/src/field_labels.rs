@@ -32,6 +32,7 @@ fn own_conversion(info: &ResourceInfo) -> Option<(bool, &'static [&'static str])
         ("", "nodes" | "namespaces") | ("certificates.k8s.io", "certificatesigningrequests") => (false, &[]),
         ("", "replicationcontrollers" | "events" | "secrets" | "services") | ("batch", "jobs") => (true, &[]),
         (crate::events_api::GROUP, "events") => (true, &[]),
+        (crate::dra_validation::GROUP, "resourceslices") => (false, &[]),
         _ => return None,
     })
 }
@@ -59,6 +60,9 @@ pub(crate) fn convert<'a>(info: &ResourceInfo, label: &'a str) -> Result<&'a str
                 "field label {} not supported for batchv1.Job",
                 crate::pod_security_checks::go_quote(label)
             )),
+            Some(_) if info.group == crate::dra_validation::GROUP => {
+                Err(format!("field label not supported for {}, Kind={}: {label}", info.api_version(), info.kind))
+            }
             Some(_) => Err(unsupported()),
             None if label == "metadata.name" || label == "metadata.namespace" || listed(label) => Ok(label),
             None => Err(format!(
@@ -83,6 +87,7 @@ pub(crate) fn value(info: &ResourceInfo, label: &str, read: &mut dyn FnMut(&str)
             or(read(label), "0")
         }
         ("batch", "jobs", "status.successful") => or(read("status.succeeded"), "0"),
+        (crate::dra_validation::GROUP, "resourceslices", "spec.nodeName") => or(read(label), ""),
         ("", "events", "source") => {
             read("source.component").filter(|c| !c.is_empty()).or_else(|| read("reportingComponent"))
         }

@@ -74,7 +74,7 @@ fn weight(term: &Value, at: &str, causes: &mut Vec<Cause>) {
 }
 
 /// kube's `ValidateNodeSelector` of required node affinity: at least one term, each judged.
-fn node_selector(selector: &Value, at: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn node_selector(selector: &Value, at: &str, causes: &mut Vec<Cause>) {
     let terms = list(selector, "nodeSelectorTerms");
     if terms.is_empty() {
         causes.push(required(format!("{at}.nodeSelectorTerms"), "must have at least one node selector term"));

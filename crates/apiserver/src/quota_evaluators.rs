@@ -12,6 +12,9 @@
 //! - Claims: `persistentvolumeclaims`, `requests.storage` (the larger of the request and the
 //!   allocated size, in whole bytes), each also per class
 //!   (`<class>.storageclass.storage.k8s.io/...`).
+//! - ResourceClaims: `count/resourceclaims.resource.k8s.io`, and per device class
+//!   `<class>.deviceclass.resource.k8s.io/devices`: the devices a request may be given (its
+//!   count, 32 for `All`, the most of any of its `firstAvailable` subrequests per class).
 //! - Every other namespaced resource: `count/<resource>[.<group>]` (and the legacy `configmaps`,
 //!   `secrets`, `replicationcontrollers`, `resourcequotas`).
 //!
@@ -33,9 +36,16 @@ pub(crate) enum Evaluator {
     Services,
     /// core/v1 persistentvolumeclaims.
     Claims,
+    /// resource.k8s.io/v1 resourceclaims.
+    ResourceClaims,
     /// Any other resource: its object count, under these names.
     Count(Vec<String>),
 }
+
+/// The object count of ResourceClaims.
+const RESOURCE_CLAIMS_COUNT: &str = "count/resourceclaims.resource.k8s.io";
+/// The end of the name of a device class's devices (`<class>.deviceclass.resource.k8s.io/devices`).
+const DEVICE_CLASS_DEVICES: &str = ".deviceclass.resource.k8s.io/devices";
 
 /// Resources no quota charges (kube's ignored set).
 fn ignored(info: &ResourceInfo) -> bool {
@@ -68,6 +78,7 @@ impl Evaluator {
             ("", "pods") => Evaluator::Pods,
             ("", "services") => Evaluator::Services,
             ("", "persistentvolumeclaims") => Evaluator::Claims,
+            ("resource.k8s.io", "resourceclaims") if info.custom.is_none() => Evaluator::ResourceClaims,
             (g, p) => {
                 let mut names = vec![count_name(g, p)];
                 if g.is_empty() && matches!(p, "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas") {
@@ -107,6 +118,7 @@ impl Evaluator {
                     || name.ends_with(".storageclass.storage.k8s.io/persistentvolumeclaims")
                     || name.ends_with(".storageclass.storage.k8s.io/requests.storage")
             }
+            Evaluator::ResourceClaims => name == RESOURCE_CLAIMS_COUNT || name.ends_with(DEVICE_CLASS_DEVICES),
             Evaluator::Count(names) => names.iter().any(|n| n == name),
         }
     }
@@ -157,6 +169,35 @@ impl Evaluator {
                     usage.insert("requests.storage".into(), size);
                     if !class.is_empty() {
                         usage.insert(format!("{class}.storageclass.storage.k8s.io/requests.storage"), size);
+                    }
+                }
+            }
+            Evaluator::ResourceClaims => {
+                set(RESOURCE_CLAIMS_COUNT, 1);
+                let requests = obj.pointer("/spec/devices/requests").and_then(Value::as_array);
+                for request in requests.into_iter().flatten() {
+                    // The most devices each class may give the request.
+                    let mut most: Vec<(&str, i128)> = Vec::new();
+                    let subrequests = request.get("firstAvailable").and_then(Value::as_array).filter(|s| !s.is_empty());
+                    let asked: Vec<&Value> = match subrequests {
+                        Some(subs) => subs.iter().collect(),
+                        None => request.get("exactly").into_iter().collect(),
+                    };
+                    for r in asked {
+                        let class = r.get("deviceClassName").and_then(Value::as_str).unwrap_or_default();
+                        let devices = match r.get("allocationMode").and_then(Value::as_str) {
+                            Some("ExactCount") => r.get("count").and_then(Value::as_i64).unwrap_or(0) as i128,
+                            Some("All") => 32,
+                            _ => 0,
+                        };
+                        match most.iter_mut().find(|(c, _)| *c == class) {
+                            Some((_, n)) => *n = (*n).max(devices),
+                            None => most.push((class, devices)),
+                        }
+                    }
+                    for (class, n) in most {
+                        let q = Quantity { nanos: n * NANO, format: Format::DecimalSI };
+                        add_into(&mut usage, &format!("{class}{DEVICE_CLASS_DEVICES}"), q);
                     }
                 }
             }
@@ -276,6 +317,7 @@ impl Evaluator {
             },
             Evaluator::Services => true,
             Evaluator::Claims => matches!(subresource, "" | "status"),
+            Evaluator::ResourceClaims => subresource.is_empty(),
             Evaluator::Count(_) => false,
         }
     }

@@ -309,7 +309,8 @@ impl Registry {
     /// mutatingwebhookconfigurations and validatingwebhookconfigurations;
     /// apiextensions.k8s.io/v1 customresourcedefinitions; scheduling.k8s.io/v1 priorityclasses;
     /// coordination.k8s.io/v1 leases; node.k8s.io/v1 runtimeclasses;
-    /// discovery.k8s.io/v1 endpointslices. Groups come in kube-apiserver's order. The resources
+    /// discovery.k8s.io/v1 endpointslices; resource.k8s.io/v1 deviceclasses, resourceclaims,
+    /// resourceclaimtemplates, resourceslices. Groups come in kube-apiserver's order. The resources
     /// kube gives a `status` subresource have one; deployments, replicasets, statefulsets and
     /// replicationcontrollers also have `scale`.
     pub fn with_defaults() -> Self {
@@ -524,6 +525,11 @@ impl Registry {
         r.register(b("coordination.k8s.io", "leases", "Lease", true, &[], &[]));
         r.register(b("node.k8s.io", "runtimeclasses", "RuntimeClass", false, &[], &[]));
         r.register(b("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[]));
+        let resource = crate::dra_validation::GROUP;
+        r.register(b(resource, "deviceclasses", "DeviceClass", false, &[], &[]));
+        r.register(b(resource, "resourceclaims", "ResourceClaim", true, &[], &[]).with_status_subresource());
+        r.register(b(resource, "resourceclaimtemplates", "ResourceClaimTemplate", true, &[], &[]));
+        r.register(b(resource, "resourceslices", "ResourceSlice", false, &[], &["spec.nodeName", "spec.driver"]));
         r
     }
 

@@ -69,6 +69,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
     if info.is_core("persistentvolumeclaims") {
         crate::pvc_validation::normalize(obj, None);
     }
+    crate::dra_strategy::drop_disabled(info, obj, None, false);
     if !info.status_subresource {
         return;
     }
@@ -113,6 +114,19 @@ fn pod_status(obj: &Map<String, Value>, now: &str) -> Value {
 
 /// The object a write of `new` over `old` stores, before the server-owned metadata is filled in.
 pub fn prepare_update(
+    info: &ResourceInfo,
+    target: Target,
+    old: &StoredObject,
+    new: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = prepared_update(info, target, old, new);
+    if crate::dra_validation::judges(info) {
+        crate::dra_strategy::drop_disabled(info, &mut out, Some(&old.value()), target == Target::Status);
+    }
+    out
+}
+
+fn prepared_update(
     info: &ResourceInfo,
     target: Target,
     old: &StoredObject,
@@ -201,8 +215,9 @@ pub(crate) enum StatusMetadata {
 }
 
 /// What a `/status` write of `info` takes of the request's metadata: kube's status strategies
-/// reset the spec alone, but for a Deployment's labels and a pod's owner references and
-/// deletion time.
+/// reset the spec alone, but for a Deployment's labels, a pod's owner references and deletion
+/// time, and the labels, annotations, finalizers and owner references of APIServices,
+/// VolumeAttachments and ResourceClaims (kube's `ResetObjectMetaForStatus`).
 pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
     if info.custom.is_some() || info.group == crate::admission_policy::GROUP {
         return StatusMetadata::Stored;
@@ -210,7 +225,9 @@ pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => StatusMetadata::Request { kept: &["ownerReferences", "deletionTimestamp"] },
         ("apps", "deployments") => StatusMetadata::Request { kept: &["labels"] },
-        (crate::api_service::GROUP, "apiservices") | ("storage.k8s.io", "volumeattachments") => {
+        (crate::api_service::GROUP, "apiservices")
+        | ("storage.k8s.io", "volumeattachments")
+        | (crate::dra_validation::GROUP, "resourceclaims") => {
             StatusMetadata::Request { kept: &["labels", "annotations", "finalizers", "ownerReferences"] }
         }
         _ => StatusMetadata::Request { kept: &[] },
@@ -297,7 +314,8 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
 /// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types,
-/// IngressClasses, admission policies and their bindings and CustomResourceDefinitions, by
+/// IngressClasses, admission policies and their bindings, CustomResourceDefinitions,
+/// DeviceClasses and ResourceSlices, by
 /// changes of their webhooks for webhook configurations, of the template for PodTemplates, by
 /// any change outside the metadata or of the labels for EndpointSlices, never for
 /// PriorityClasses; custom resources always have one; the other built-in types keep the one
@@ -324,6 +342,8 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
         ("discovery.k8s.io", "endpointslices"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceslices"),
     ];
     let built_in = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
     !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))

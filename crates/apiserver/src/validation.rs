@@ -13,12 +13,14 @@ use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 
 /// Checks an object about to be written; `old` is the stored version an update replaces, and
-/// `target` the part of it the write changes.
+/// `target` the part of it the write changes. `leading` are causes found before (rules that read
+/// other objects), which come first in the answer.
 pub(crate) fn validate(
     info: &ResourceInfo,
     obj: &Map<String, Value>,
     old: Option<&StoredObject>,
     target: crate::strategy::Target,
+    leading: Vec<crate::structural::Cause>,
 ) -> Result<(), ApiError> {
     // The metadata's causes come first in kube's answer; a binding only assigns the node (kube
     // writes it without judging the pod), and core Events and certificate requests have theirs
@@ -51,7 +53,8 @@ pub(crate) fn validate(
         }
         return Ok(());
     }
-    let mut causes = meta;
+    let mut causes = leading;
+    causes.extend(meta);
     causes.extend(crate::rbac_validation::validate(info, obj, old));
     // (A Service whose spec is as stored is not judged again, as for pods and workloads.)
     if info.is_core("services")
@@ -236,6 +239,10 @@ pub(crate) fn validate(
         warnings = crate::runtime_class::warnings(obj);
     } else if crate::api_service::is_api_services(info) {
         causes.extend(crate::api_service::validate(obj));
+    } else if crate::dra_validation::judges(info) {
+        let status = target == crate::strategy::Target::Status;
+        causes.extend(crate::dra_validation::validate(info, obj, stored().as_ref(), status));
+        warnings = crate::dra_validation::warnings(info, obj);
     } else if crate::csi_validation::judges(info) {
         let stored = stored();
         causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
@@ -608,13 +615,14 @@ mod tests {
     #[test]
     fn a_statefulset_stored_with_a_failing_template_may_still_be_updated() {
         let info = Registry::with_defaults().lookup("statefulsets").map(|i| (**i).clone()).unwrap();
-        let refused = validate(&info, &statefulset("Bad_Name", 1), None, Target::Main).unwrap_err();
+        let refused = validate(&info, &statefulset("Bad_Name", 1), None, Target::Main, Vec::new()).unwrap_err();
         assert!(refused.message.contains("spec.template.spec.containers[0].name"), "{}", refused.message);
         // kube ratchets: the template is judged on an update only when the stored one passes.
         let stored = crate::object::build(&info, &statefulset("Bad_Name", 1), 5);
-        assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).is_ok());
+        assert!(validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main, Vec::new()).is_ok());
         let stored = crate::object::build(&info, &statefulset("good", 1), 5);
-        let refused = validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main).unwrap_err();
+        let refused =
+            validate(&info, &statefulset("Bad_Name", 2), Some(&stored), Target::Main, Vec::new()).unwrap_err();
         assert!(refused.message.contains("spec.template.spec.containers[0].name"), "{}", refused.message);
     }
 
@@ -632,12 +640,12 @@ mod tests {
         let mut released = as_map(json!({"metadata": {"name": "p", "namespace": "default"},
             "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "tolerations": []}}));
         crate::defaults::decode(&info, &mut released);
-        let judged = validate(&info, &released, Some(&stored), Target::Main);
+        let judged = validate(&info, &released, Some(&stored), Target::Main, Vec::new());
         assert!(judged.is_ok(), "{judged:?}");
         // (A toleration added is a change pod updates may make.)
         let mut changed = released.clone();
         changed["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists"}]);
-        let refused = validate(&info, &changed, Some(&stored), Target::Main).unwrap_err();
+        let refused = validate(&info, &changed, Some(&stored), Target::Main, Vec::new()).unwrap_err();
         assert_eq!(refused.message, "Pod \"p\" is invalid: spec.containers: Required value");
     }
 }

@@ -44,6 +44,7 @@ async fn the_served_group_versions_are_registered_as_local_api_services() {
         "v1.node.k8s.io",
         "v1.policy",
         "v1.rbac.authorization.k8s.io",
+        "v1.resource.k8s.io",
         "v1.scheduling.k8s.io",
         "v1.storage.k8s.io",
     ]

@@ -617,3 +617,51 @@ async fn the_storage_node_and_aggregator_kinds_are_answered_in_protobuf() {
     let available = service.status.unwrap().conditions;
     assert_eq!(available[0].reason.as_deref(), Some("Local"));
 }
+
+#[tokio::test]
+async fn the_dynamic_resource_kinds_are_answered_in_protobuf() {
+    use k8s_pb::api::resource::v1::{
+        DeviceClaim, DeviceRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimSpec, ResourceSlice,
+    };
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
+    let s = server().await;
+    let c = Client::new(&s);
+    // A claim written by a protobuf client is defaulted as one written in JSON.
+    let request = DeviceRequest {
+        name: Some("gpu".into()),
+        exactly: Some(ExactDeviceRequest { device_class_name: Some("gpu.example.com".into()), ..Default::default() }),
+        ..Default::default()
+    };
+    let claim = ResourceClaim {
+        metadata: Some(ObjectMeta { name: Some("gpu".into()), ..Default::default() }),
+        spec: Some(ResourceClaimSpec { devices: Some(DeviceClaim { requests: vec![request], ..Default::default() }) }),
+        status: None,
+    };
+    let type_meta =
+        Some(TypeMeta { api_version: Some("resource.k8s.io/v1".into()), kind: Some("ResourceClaim".into()) });
+    let u = Unknown {
+        type_meta,
+        raw: Some(claim.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let body = [b"k8s\0".to_vec(), u.encode_to_vec()].concat();
+    let path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+    let r = c.send_raw(http::Method::POST, path, body, PROTOBUF).await;
+    assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.raw));
+    let got = c.get_accepting(&format!("{path}/gpu"), PROTOBUF).await;
+    let (api_version, kind, raw) = unwrap_envelope(&got.raw);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("resource.k8s.io/v1", "ResourceClaim"));
+    let read = ResourceClaim::decode(raw.as_slice()).unwrap();
+    let exactly = read.spec.unwrap().devices.unwrap().requests.remove(0).exactly.unwrap();
+    assert_eq!((exactly.allocation_mode.as_deref(), exactly.count), (Some("ExactCount"), Some(1)));
+
+    let slice = json!({"metadata": {"name": "s"}, "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+        "pool": {"name": "node-1", "resourceSliceCount": 1}, "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}}}]}});
+    assert_eq!(c.post("/apis/resource.k8s.io/v1/resourceslices", &slice).await.code, 201);
+    let got = c.get_accepting("/apis/resource.k8s.io/v1/resourceslices/s", PROTOBUF).await;
+    let spec = ResourceSlice::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap().spec.unwrap();
+    assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+    assert_eq!(spec.devices[0].attributes["model"].string.as_deref(), Some("a100"));
+}

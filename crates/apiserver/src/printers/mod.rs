@@ -16,6 +16,7 @@
 
 mod cluster;
 mod core;
+mod resource;
 mod storage;
 mod workloads;
 
@@ -84,6 +85,7 @@ fn printer(info: &ResourceInfo) -> Option<Printer> {
         .or_else(|| core::printer(info))
         .or_else(|| cluster::printer(info))
         .or_else(|| storage::printer(info))
+        .or_else(|| resource::printer(info))
 }
 
 /// The column definitions of a built-in kind's table; None for other resources.

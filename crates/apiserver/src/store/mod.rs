@@ -729,7 +729,8 @@ impl Store {
             }
         }
         let checked = async {
-            validation::validate(info, &obj, None, Target::Main)?;
+            let leading = crate::dra_strategy::admin_access(&self.cache, info, &obj, None, false);
+            validation::validate(info, &obj, None, Target::Main, leading)?;
             if via == CreateVia::Write {
                 // As kube's create-on-update authorization: after validation, before validating
                 // admission.
@@ -1540,7 +1541,11 @@ impl Store {
             let ports = self.allocate_node_ports(&old.name, &mut obj, Some(old_spec.unwrap_or(&empty)), &mut None)?;
             claimed = crate::reservations::Claimed::new(&self.node_ports, ports);
         }
-        validation::validate(info, &obj, Some(old), target)?;
+        let leading = match crate::dra_validation::judges(info) && target == Target::Status {
+            true => crate::dra_strategy::admin_access(&self.cache, info, &obj, Some(&old.value()), true),
+            false => Vec::new(),
+        };
+        validation::validate(info, &obj, Some(old), target, leading)?;
         crate::certificate_signing::check_update(&self.cache, info, target, &obj, old)?;
         if defaults::is_priority_class(info) {
             let classes = self.priority_classes(info, &obj).await?;
