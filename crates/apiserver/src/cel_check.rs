@@ -215,6 +215,16 @@ pub(crate) fn check_declared(program: &Program, source: &str, names: &[&str]) ->
     run(program, source, names.iter().map(|n| (n.to_string(), Ty::Dyn)).collect()).map(|(t, _)| t)
 }
 
+/// Checks `program` (compiled from `source`) where `scopes` are declared with their types: the
+/// type of its result, or cel-go's errors.
+pub(crate) fn check_scoped<'s>(
+    program: &Program,
+    source: &str,
+    scopes: Vec<(String, Ty<'s>)>,
+) -> Result<Ty<'s>, String> {
+    run(program, source, scopes).map(|(t, _)| t)
+}
+
 /// Checks `program` with `scopes` declared: its type, or its errors sorted by place.
 fn run<'s>(program: &Program, source: &str, scopes: Vec<(String, Ty<'s>)>) -> Result<(Ty<'s>, Types<'s>), String> {
     let mut checker = Checker { program, scopes, errors: Vec::new(), pairs: Vec::new(), types: Types::new() };

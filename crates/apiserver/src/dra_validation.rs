@@ -3,8 +3,7 @@
 //! metadata is judged by [`crate::object_meta`]); and the warning their strategies give.
 //!
 //! Invariants: each check is kube's, with its field path, cause reason and message, in kube's
-//! order (but for CEL selectors, whose `device` has no type here, and whose cost is not
-//! bounded). A list over its limit gives its one `Too many` cause and nothing of its items; a
+//! order (but for CEL selectors' cost, which is not bounded here). A list over its limit gives its one `Too many` cause and nothing of its items; a
 //! repeated item of a set is named at its index. A claim's spec (and a template's) cannot change
 //! once written: an update is judged by that alone (a template's is also judged whole); a claim's
 //! `status` write is judged by what it changes (reservations, a new allocation, device statuses).
@@ -290,16 +289,25 @@ fn selectors(list: Option<&Value>, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// A device selector's expression compiled as kube's DRA compiler compiles it: it must give a
-/// bool (or a value the checker cannot type). `device` is declared without a type, so a member
-/// kube's typed device does not have passes here.
+/// The type of a selector's `device`, as kube's DRA compiler declares it with its features of
+/// v1.35: the driver, and attributes and capacities by domain and name (their values left open).
+static DEVICE: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    let by_domain = serde_json::json!({"type": "object", "additionalProperties": {"type": "object",
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true}}});
+    serde_json::json!({"type": "object", "properties": {"driver": {"type": "string"},
+        "attributes": by_domain, "capacity": by_domain}})
+});
+
+/// A device selector's expression compiled as kube's DRA compiler compiles it, over a typed
+/// `device`: it must give a bool (or a value the checker cannot type).
 fn selector_expression(expression: &str, at: String, causes: &mut Vec<Cause>) {
     let failed = |e: String| invalid(at.clone(), expression, &format!("compilation failed: {e}"));
     let program = match crate::validation_rules::compile(expression) {
         Ok(p) => p,
         Err(e) => return causes.push(failed(e)),
     };
-    match crate::cel_check::check_declared(&program, expression, &["device"]) {
+    let device = crate::cel_check::Ty::of_schema(&DEVICE, false);
+    match crate::cel_check::check_scoped(&program, expression, vec![("device".into(), device)]) {
         Err(e) => causes.push(failed(e)),
         Ok(crate::cel_check::Ty::Error | crate::cel_check::Ty::Dyn) => {}
         Ok(t) if t.to_string() == "bool" => {}
@@ -1154,7 +1162,9 @@ mod tests {
 
     #[test]
     fn a_class_s_selectors_compile_and_its_parameters_are_objects() {
-        let class = json!({"spec": {"selectors": [{"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "1 + 1"}}, {}, {"cel": {"expression": "device.driver =="}}],
+        let class = json!({"spec": {"selectors": [{"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "1 + 1"}}, {}, {"cel": {"expression": "device.driver =="}},
+            {"cel": {"expression": "device.attributes['x.example.com'].model == 'a' && device.capacity['x.example.com'].memory.isGreaterThan(quantity('1Gi'))"}},
+            {"cel": {"expression": "device.drivr == 'x'"}}],
             "config": [{"opaque": {"driver": "d.example.com", "parameters": [1]}}, {}]}});
         let got = causes("deviceclasses", class, None, false);
         let fields: Vec<&str> = got.iter().map(|(f, _)| f.as_str()).collect();
@@ -1164,6 +1174,7 @@ mod tests {
                 "spec.selectors[1].cel.expression",
                 "spec.selectors[2].cel",
                 "spec.selectors[3].cel.expression",
+                "spec.selectors[5].cel.expression",
                 "spec.config[0].opaque.parameters",
                 "spec.config[1].opaque"
             ],
@@ -1171,7 +1182,8 @@ mod tests {
         );
         assert_eq!(got[0].1, "Invalid value: \"1 + 1\": must evaluate to bool or the unknown type, not int");
         assert!(got[2].1.starts_with("Invalid value: \"device.driver ==\": compilation failed: "), "{}", got[2].1);
-        assert_eq!(got[3].1, "Invalid value: \"<value omitted>\": must be a valid JSON object");
+        assert!(got[3].1.contains("undefined field 'drivr'"), "{}", got[3].1);
+        assert_eq!(got[4].1, "Invalid value: \"<value omitted>\": must be a valid JSON object");
     }
 
     #[test]
