@@ -395,6 +395,9 @@ where
                 }
             };
             let mut temp = InitialEvents::default();
+            // Held transformed, as the queue would hold them (the queue transforms them again on
+            // the replace: transforms are idempotent).
+            let transform = self.queue.transform();
             loop {
                 let next = tokio::select! {
                     _ = cancel.cancelled() => return Err(Stop::Cancelled),
@@ -418,7 +421,10 @@ where
                         break;
                     }
                     Ok(Some(Ok(ev))) => match ev {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) => temp.upsert(o),
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                            let o = crate::fifo::apply_transform(&transform, o).map_err(|e| store_err(e.into()))?;
+                            temp.upsert(o)
+                        }
                         WatchEvent::Deleted(o) => temp.remove(o.key()),
                         WatchEvent::Bookmark { resource_version, initial_events_end: true } => {
                             self.status.inner.lock().unavailable = false;

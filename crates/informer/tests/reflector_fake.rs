@@ -400,6 +400,43 @@ async fn streaming_list_success_takes_rv_from_the_end_bookmark() {
     task.await.unwrap();
 }
 
+/// The objects of a streaming list are held transformed while the list completes (client-go's
+/// `TransformingStore`): the queue's transform sees each as it arrives, not only at the end.
+#[tokio::test(start_paused = true)]
+async fn streaming_list_holds_its_objects_transformed() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let lw = streaming(vec![Ok(rx)]);
+    let seen = Arc::new(tokio::sync::Notify::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let transform: informer::fifo::Transform<Cm> = Arc::new({
+        let (seen, calls) = (seen.clone(), calls.clone());
+        move |o| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            seen.notify_one();
+            Ok(o)
+        }
+    });
+    let q = Arc::new(RealFifo::<Cm>::new(informer::fifo::RealFifoOptions {
+        transform: Some(transform),
+        ..Default::default()
+    }));
+    let r = Reflector::new(lw, q.clone(), opts(), ReflectorHooks::default());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let c = cancel.clone();
+        async move { r.run(c).await }
+    });
+    tx.send(WatchEvent::Added(obj("a", 20))).unwrap();
+    // Transformed before the end bookmark is even sent.
+    tokio::time::timeout(Duration::from_secs(60), seen.notified()).await.expect("the transform ran on arrival");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    tx.send(WatchEvent::Bookmark { resource_version: "21".into(), initial_events_end: true }).unwrap();
+    assert_eq!(pop(&q).await, "ReplacedAll[a]@21");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "and again by the queue's replace (transforms are idempotent)");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn streaming_list_rejected_by_the_server_falls_back_to_list() {
     let invalid = Error::api(Status {

@@ -20,7 +20,7 @@
 //!   pending delta is newer than the store; resyncing it would go back in time); a no-op without
 //!   `known_objects`.
 //! - The transform runs once per incoming object (never on tombstones, `Sync`, or an ignored
-//!   delete).
+//!   delete); a streaming list's objects have had it applied once more by the reflector.
 //! - The consumer processes under the queue's lock, so a resync can never read a store that is
 //!   behind a popped-but-unapplied delta. `process` must not call back into the queue.
 //! - Difference from client-go: the initial-population count drops *after* the popped key was
@@ -293,6 +293,9 @@ fn dedup_trailing_deletes<K>(list: &mut Vec<Delta<K>>) {
 }
 
 impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
+    fn transform(&self) -> Option<Transform<K>> {
+        self.transform.clone()
+    }
     async fn add(&self, obj: Object<K>) -> Result<(), FifoError> {
         self.add_now(obj)
     }

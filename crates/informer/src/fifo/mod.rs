@@ -121,6 +121,12 @@ pub trait Queue<K>: Send + Sync + 'static {
     fn close(&self);
     /// Number of queued entries.
     fn len(&self) -> usize;
+    /// The transform the queue applies to incoming objects (client-go's `TransformingStore`):
+    /// a reflector applies it to the objects it holds while a streaming list completes, so they
+    /// are held in their transformed size.
+    fn transform(&self) -> Option<Transform<K>> {
+        None
+    }
     /// Whether nothing is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0

@@ -347,6 +347,9 @@ fn take_batch<K>(items: &mut VecDeque<Delta<K>>, max: usize, limit: usize) -> Ve
 }
 
 impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
+    fn transform(&self) -> Option<Transform<K>> {
+        self.transform.clone()
+    }
     async fn add(&self, obj: Object<K>) -> Result<(), FifoError> {
         let o = apply_transform(&self.transform, obj)?;
         self.push([Delta::Added(o)], true).await

@@ -123,4 +123,7 @@ impl<K: Send + Sync + 'static> Queue<K> for InformerQueue<K> {
     fn len(&self) -> usize {
         delegate!(self, q => q.len())
     }
+    fn transform(&self) -> Option<crate::fifo::Transform<K>> {
+        delegate!(self, q => q.transform())
+    }
 }
