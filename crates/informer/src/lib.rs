@@ -66,7 +66,7 @@ pub use runner::{Action, ControllerRunner, ControllerRunnerBuilder, RunnerError,
 pub use selector::{LabelSelector, SelectorError};
 pub use shared_informer::{
     Backlog, BacklogPolicy, DynListerWatcher, HandlerOptions, HandlerRegistration, InformerError, InformerMetrics,
-    InformerOptions, Notification, NotificationStream, QueueKind, SharedIndexInformer, WatchErrorHandler,
+    InformerOptions, Notification, NotificationStream, PanicPolicy, QueueKind, SharedIndexInformer, WatchErrorHandler,
 };
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};

@@ -569,6 +569,39 @@ async fn panicking_handlers_are_caught_and_do_not_stop_delivery() {
     run.await.unwrap();
 }
 
+/// A handler registered with `PanicPolicy::Abort` takes the process down on a panic, as
+/// client-go's `HandleCrash` does: this test runs itself again as a child process, where the
+/// handler panics, and sees the child abort.
+#[test]
+fn a_handler_that_must_not_panic_aborts_the_process() {
+    const CHILD: &str = "INFORMER_TEST_ABORTING_HANDLER";
+    if std::env::var_os(CHILD).is_some() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let src = FakeSource::new();
+            src.add(cm("boom", "1"));
+            let inf = informer(&src, Duration::ZERO);
+            let opts = HandlerOptions::new().name("strict").on_panic(informer::PanicPolicy::Abort);
+            let handler = HandlerFns::new().on_add(|_: &informer::Object<Cm>, _| panic!("handler bug"));
+            inf.add_event_handler_with_options(handler, opts).unwrap();
+            let (_cancel, _run) = spawn(&inf);
+            wait_signal(&inf.synced(), LIMIT).await;
+            std::future::pending::<()>().await;
+        });
+        return;
+    }
+    let me = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(me)
+        .args(["--exact", "a_handler_that_must_not_panic_aborts_the_process", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(6), "SIGABRT: {:?}", out.status);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("event handler strict panicked on ns/boom: handler bug; aborting"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_does_not_delay_the_others() {
     let src = FakeSource::new();

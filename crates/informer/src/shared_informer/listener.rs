@@ -197,6 +197,7 @@ pub(crate) struct Listener<K> {
     delivered: AtomicU64,
     cache: CacheView<K>,
     metrics: Option<HandlerSeries>,
+    on_panic: super::PanicPolicy,
 }
 
 /// One notification a [`Consumer`] hands out, with what its delivery records.
@@ -241,7 +242,14 @@ impl<K> Listener<K> {
             delivered: AtomicU64::new(0),
             cache,
             metrics,
+            on_panic: super::PanicPolicy::Skip,
         }
+    }
+
+    /// Sets what a panic in the handler does.
+    pub fn on_panic(mut self, policy: super::PanicPolicy) -> Self {
+        self.on_panic = policy;
+        self
     }
 
     /// Queues a notification (never blocks) and wakes the consumer. Must be called under the
@@ -510,6 +518,11 @@ impl<K: 'static> Listener<K> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".into());
+            if self.on_panic == super::PanicPolicy::Abort {
+                tracing::error!(handler = %self.name, key = %n.key(), kind = n.kind(), panic = %msg, "event handler panicked; aborting");
+                eprintln!("event handler {} panicked on {}: {msg}; aborting", self.name, n.key());
+                std::process::abort();
+            }
             tracing::error!(handler = %self.name, key = %n.key(), kind = n.kind(), panic = %msg, "event handler panicked; notification skipped");
         }
         self.delivered.fetch_add(1, Ordering::Relaxed);

@@ -77,7 +77,8 @@ pub use listener::{Backlog, BacklogPolicy};
 pub use metrics::InformerMetrics;
 pub use notification::Notification;
 pub use options::{
-    HandlerOptions, InformerOptions, MINIMUM_RESYNC_PERIOD, QueueKind, WatchErrorHandler, determine_resync_period,
+    HandlerOptions, InformerOptions, MINIMUM_RESYNC_PERIOD, PanicPolicy, QueueKind, WatchErrorHandler,
+    determine_resync_period,
 };
 pub use queue::DynListerWatcher;
 pub use registration::{HandlerRegistration, InformerError};
@@ -341,16 +342,19 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         let effective = determine_resync_period(requested, c.resync_check_period);
         let id = inner.next_handler.fetch_add(1, Ordering::Relaxed);
         let name: Arc<str> = opts.name.unwrap_or_else(|| format!("handler-{id}")).into();
-        let listener = Arc::new(Listener::new(
-            id,
-            inner.id,
-            name.clone(),
-            opts.backlog,
-            requested,
-            effective,
-            CacheView { indexer: inner.indexer.clone(), barrier: inner.block_deltas.clone() },
-            inner.metrics.as_ref().map(|m| m.handler(&name)),
-        ));
+        let listener = Arc::new(
+            Listener::new(
+                id,
+                inner.id,
+                name.clone(),
+                opts.backlog,
+                requested,
+                effective,
+                CacheView { indexer: inner.indexer.clone(), barrier: inner.block_deltas.clone() },
+                inner.metrics.as_ref().map(|m| m.handler(&name)),
+            )
+            .on_panic(opts.on_panic),
+        );
         if c.started {
             // Late join: no delta is processed while the cache is replayed to the newcomer. The
             // synthetic adds are queued before the listener becomes visible to the processor, so

@@ -169,6 +169,21 @@ pub struct HandlerOptions {
     /// Call the handler from a dedicated OS thread instead of a tokio task. Use it for handlers
     /// that block (I/O, locks held for long): they then never hold a runtime worker.
     pub dedicated_thread: bool,
+    /// What a panic in the handler does (default: the notification is logged and skipped).
+    pub on_panic: PanicPolicy,
+}
+
+/// What a panic in an event handler does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PanicPolicy {
+    /// The panic is logged and counted, the notification skipped; an initial add the handler did
+    /// not get through keeps it from reporting synced.
+    #[default]
+    Skip,
+    /// The panic is logged and the process aborts, as client-go's `HandleCrash` crashes a
+    /// process by default: a supervisor (a Pod's restart policy) starts it again, and a handler
+    /// that panics on an initial add restarts the process instead of leaving it unsynced.
+    Abort,
 }
 
 impl HandlerOptions {
@@ -194,6 +209,11 @@ impl HandlerOptions {
     /// Runs the handler on its own thread.
     pub fn dedicated_thread(mut self) -> Self {
         self.dedicated_thread = true;
+        self
+    }
+    /// Sets what a panic in the handler does.
+    pub fn on_panic(mut self, policy: PanicPolicy) -> Self {
+        self.on_panic = policy;
         self
     }
 }
