@@ -140,6 +140,13 @@ struct State {
     shutting_down: bool,
 }
 
+/// The informer of `key`, if the factory has one.
+fn existing<K: Send + Sync + 'static>(st: &State, key: &Key) -> Option<SharedIndexInformer<K>> {
+    let e = st.informers.get(key)?;
+    let informer = e.informer.as_any().downcast_ref::<SharedIndexInformer<K>>();
+    Some(informer.expect("factory key maps to one object type").clone())
+}
+
 struct FactoryInner {
     client: kube::Client,
     namespace: Option<String>,
@@ -203,13 +210,8 @@ impl SharedInformerFactory {
     {
         let inner = &self.inner;
         let mut st = inner.state.lock();
-        if let Some(e) = st.informers.get(&key) {
-            return e
-                .informer
-                .as_any()
-                .downcast_ref::<SharedIndexInformer<K>>()
-                .expect("factory key maps to one object type")
-                .clone();
+        if let Some(existing) = existing(&st, &key) {
+            return existing;
         }
         let lw = make_lw(&inner.client, inner.namespace.as_deref());
         let mut opts = InformerOptions::<K>::default()
@@ -227,6 +229,46 @@ impl SharedInformerFactory {
             opts.metrics = Some(m.clone());
         }
         let informer = SharedIndexInformer::with_options(lw, opts);
+        st.informers.insert(key, Entry { informer: Box::new(informer.clone()), running: None });
+        informer
+    }
+
+    /// client-go's `InformerFor`: the factory's informer of `K`, built by `make` (given the
+    /// factory's client and `K`'s resync period) when the factory has none yet. The factory
+    /// starts and shuts it down with the others, and [`Self::informer`] returns it for `K`: a
+    /// controller can give one resource an informer of its own making (another source, a field
+    /// selector, indexers set up front) that the rest of the program still shares.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client) {
+    /// use informer::prelude::*;
+    /// use informer::{InformerOptions, KubeListerWatcher};
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// let factory = SharedInformerFactory::new(client);
+    /// let pods = factory.informer_for::<Pod>(|client, resync| {
+    ///     let mut opts = InformerOptions::default().name("pods-on-node-1").resync_period(resync);
+    ///     opts.reflector.base.field_selector = Some("spec.nodeName=node-1".into());
+    ///     SharedIndexInformer::with_options(KubeListerWatcher::<Pod>::new(client.clone(), None), opts)
+    /// });
+    /// assert_eq!(factory.informer::<Pod>().name(), pods.name());
+    /// # }
+    /// ```
+    pub fn informer_for<K>(
+        &self,
+        make: impl FnOnce(&kube::Client, Duration) -> SharedIndexInformer<K>,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Send + Sync + 'static,
+    {
+        let inner = &self.inner;
+        let key = Key::Typed(TypeId::of::<K>());
+        let mut st = inner.state.lock();
+        if let Some(existing) = existing(&st, &key) {
+            return existing;
+        }
+        let resync = *inner.custom_resync.get(&key).unwrap_or(&inner.resync);
+        let informer = make(&inner.client, resync);
         st.informers.insert(key, Entry { informer: Box::new(informer.clone()), running: None });
         informer
     }

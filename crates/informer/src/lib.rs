@@ -57,8 +57,8 @@ pub use kube_lw::KubeListerWatcher;
 pub use leader_election::{LeaderElectionConfig, LeaderElector, LeaderEvent, LeaseLock};
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
-    Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch, Status, TransportFailure, WatchEvent,
-    WatchStream,
+    Error, ListOptions, ListWatch, ListerWatcher, ObjectList, ResourceVersionMatch, Status, TransportFailure,
+    WatchEvent, WatchStream,
 };
 pub use object::{DecodeError, DeletedObject, Object, Tombstone};
 pub use reflector::{Reflector, ReflectorHooks, ReflectorOptions, ReflectorStatus};

@@ -406,6 +406,71 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     }
 }
 
+/// A [`ListerWatcher`] made of two closures, client-go's `cache.ListWatch{ListFunc, WatchFunc}`:
+/// for sources that are not a Kubernetes resource of the client (tests, other servers, filtered
+/// views).
+///
+/// ```
+/// use informer::listwatch::{ListOptions, ListWatch, ListerWatcher, ObjectList, WatchStream};
+/// use informer::Error;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let lw = ListWatch::new(
+///     |opts: ListOptions| async move {
+///         let resource_version = opts.resource_version.unwrap_or_else(|| "1".into());
+///         Ok::<_, Error>(ObjectList::<ConfigMap> { items: vec![], resource_version, continue_token: None, remaining_item_count: None })
+///     },
+///     |_opts: ListOptions| async { Ok::<WatchStream<ConfigMap>, Error>(Box::pin(futures_util::stream::pending())) },
+/// )
+/// .without_streaming_list();
+/// assert!(!lw.supports_streaming_list());
+/// assert_eq!(lw.list(&ListOptions::default()).await.unwrap().resource_version, "1");
+/// # }
+/// ```
+pub struct ListWatch<L, W> {
+    list: L,
+    watch: W,
+    streaming_list: bool,
+}
+
+impl<L, W> ListWatch<L, W> {
+    /// A source that lists with `list` and watches with `watch` (each given the request's
+    /// options). It is assumed to answer streaming lists ([`ListOptions::send_initial_events`])
+    /// with their closing bookmark, as a Kubernetes API server does; see
+    /// [`Self::without_streaming_list`].
+    pub fn new(list: L, watch: W) -> Self {
+        ListWatch { list, watch, streaming_list: true }
+    }
+
+    /// The source cannot answer streaming lists: the reflector lists and then watches (as
+    /// client-go's `ToListWatcherWithWatchListSemantics` says of a fake client).
+    pub fn without_streaming_list(mut self) -> Self {
+        self.streaming_list = false;
+        self
+    }
+}
+
+impl<K, L, LF, W, WF> ListerWatcher<K> for ListWatch<L, W>
+where
+    K: Send + Sync + 'static,
+    L: Fn(ListOptions) -> LF + Send + Sync + 'static,
+    LF: std::future::Future<Output = Result<ObjectList<K>, Error>> + Send,
+    W: Fn(ListOptions) -> WF + Send + Sync + 'static,
+    WF: std::future::Future<Output = Result<WatchStream<K>, Error>> + Send,
+{
+    fn list(&self, opts: &ListOptions) -> impl std::future::Future<Output = Result<ObjectList<K>, Error>> + Send {
+        (self.list)(opts.clone())
+    }
+    fn watch(&self, opts: &ListOptions) -> impl std::future::Future<Output = Result<WatchStream<K>, Error>> + Send {
+        (self.watch)(opts.clone())
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming_list
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

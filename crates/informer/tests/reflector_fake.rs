@@ -1086,3 +1086,37 @@ async fn watch_opening_failing_past_the_retries_relists() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// A source made of two closures (client-go's `ListWatch`) feeds a reflector as any other; one
+/// that cannot stream lists is listed, then watched.
+#[tokio::test(start_paused = true)]
+async fn a_list_watch_of_closures_is_listed_and_watched() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let lw = informer::ListWatch::new(
+        {
+            let src = src.clone();
+            move |o: ListOptions| {
+                let src = src.clone();
+                async move { src.list(&o).await }
+            }
+        },
+        {
+            let src = src.clone();
+            move |o: ListOptions| {
+                let src = src.clone();
+                async move { src.watch(&o).await }
+            }
+        },
+    )
+    .without_streaming_list();
+    let (q, cancel, task) = run_reflector(Arc::new(lw), opts(), ReflectorHooks::default());
+    let first = pop(&q).await;
+    assert!(first.starts_with("ReplacedAll[a]@"), "{first}");
+    src.add(cm("b", "1"));
+    let next = pop(&q).await;
+    assert!(next.starts_with("Added:b@"), "{next}");
+    assert_eq!(src.list_calls().len(), 1, "listed once, as streaming lists are off");
+    cancel.cancel();
+    task.await.unwrap();
+}

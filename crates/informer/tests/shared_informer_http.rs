@@ -92,6 +92,35 @@ async fn factory_shares_informers_and_waits_for_their_sync() {
     assert!(!cancel.is_cancelled());
 }
 
+/// client-go's `InformerFor`: an informer of the program's own making for a resource, shared
+/// through the factory and started and shut down with its others.
+#[tokio::test]
+async fn factory_shares_an_informer_made_for_a_resource() {
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    for (name, app) in [("w1", "web"), ("d1", "db")] {
+        server.create("pods", pod(name, app)).await.unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client(&server).await).resync_period(Duration::from_secs(600)).build();
+    let made = factory.informer_for::<Pod>(|client, resync| {
+        assert_eq!(resync, Duration::from_secs(600), "given the factory's resync period");
+        let mut opts = InformerOptions::default().name("web-pods").resync_period(resync);
+        opts.reflector.base.label_selector = Some("app=web".into());
+        SharedIndexInformer::with_options(KubeListerWatcher::<Pod>::new(client.clone(), Some("default")), opts)
+    });
+    let shared = factory.informer::<Pod>();
+    assert!(Arc::ptr_eq(made.indexer(), shared.indexer()), "the typed accessor returns the informer made for Pod");
+    let again = factory.informer_for::<Pod>(|_, _| unreachable!("already made"));
+    assert!(Arc::ptr_eq(made.indexer(), again.indexer()));
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let r = factory.wait_for_cache_sync(Some(LIMIT)).await;
+    assert!(r.all_synced() && r.synced.len() == 1, "{r:?}");
+    let keys: Vec<String> = made.indexer().list_keys().iter().map(ToString::to_string).collect();
+    assert_eq!(keys, ["default/w1"]);
+    factory.shutdown().await;
+    assert!(made.is_stopped());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_tweaks_list_options_and_listers_select() {
     let server = informer_apiserver::testing::builder().start().await.unwrap();

@@ -20,6 +20,8 @@
 //! | [`DelayingQueue`] | `add_after(key, delay)` | `TypedDelayingInterface` |
 //! | [`RateLimitingQueue`] | `add_rate_limited`, `forget`, `num_requeues` | `TypedRateLimitingInterface` |
 //!
+//! [`parallelize_until`] is client-go's `ParallelizeUntil`.
+//!
 //! Rate limiters ([`RateLimiter`] and the implementations in this module)
 //! mirror client-go's `default_rate_limiters.go`;
 //! [`default_controller_rate_limiter`] is the usual choice. Optional
@@ -83,6 +85,7 @@
 mod delaying;
 mod limiters;
 mod metrics;
+mod parallelizer;
 mod queue;
 mod rate_limiting;
 
@@ -92,5 +95,6 @@ pub use limiters::{
     WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
 pub use metrics::{QueueLabels, WorkQueueMetrics};
+pub use parallelizer::parallelize_until;
 pub use queue::{QueueItem, WorkQueue, WorkQueueBuilder};
 pub use rate_limiting::RateLimitingQueue;
