@@ -95,6 +95,11 @@ pub struct ReflectorOptions {
     pub initial_events_idle_timeout: Duration,
     /// Base options (selectors) merged into every request.
     pub base: ListOptions,
+    /// How long a watch that ends with an internal error (500) is opened again from the last
+    /// resourceVersion instead of relisting, counted from the first such error (client-go's
+    /// `MaxInternalErrorRetryDuration`; 0, the default, relists at once). The count starts
+    /// again after a minute without one.
+    pub max_internal_error_retry_duration: Duration,
 }
 
 impl Default for ReflectorOptions {
@@ -108,6 +113,7 @@ impl Default for ReflectorOptions {
             resync_period: Duration::ZERO,
             initial_events_idle_timeout: Duration::from_secs(10),
             base: ListOptions::default(),
+            max_internal_error_retry_duration: Duration::ZERO,
         }
     }
 }
@@ -538,6 +544,7 @@ where
         let mut resync = self.new_resync_deadline();
         // Consecutive openings retried at the same resourceVersion.
         let mut open_retries = 0;
+        let mut internal = InternalErrors::default();
         loop {
             if cancel.is_cancelled() {
                 return Err(Stop::Cancelled);
@@ -596,6 +603,12 @@ where
                     if let Err(stop) = self.wait_retry(cancel, retry, &e, &mut resync).await {
                         return self.resync_failed(stop);
                     }
+                }
+                Err(Stop::Err(e))
+                    if e.is_internal()
+                        && internal.retry(Instant::now(), self.opts.max_internal_error_retry_duration) =>
+                {
+                    tracing::debug!(reflector = %self.opts.name, error = %e, "watch ended with an internal error; watching again");
                 }
                 Err(Stop::Err(e)) => {
                     tracing::warn!(reflector = %self.opts.name, error = %e, "watch ended with error; relisting");
@@ -673,6 +686,26 @@ where
 /// The objects of a streaming list's initial events, latest version per key, until the
 /// initial-events-end bookmark (client-go's temporary store).
 ///
+/// client-go's `RetryWithDeadline` for watches that end with an internal error: retried while
+/// the first such error is at most the window old; a minute without one starts the count again.
+#[derive(Default)]
+struct InternalErrors {
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl InternalErrors {
+    /// Records an internal error at `now`; whether the watch is to be opened again.
+    fn retry(&mut self, now: Instant, window: Duration) -> bool {
+        if self.last.is_some_and(|last| now.duration_since(last) >= Duration::from_secs(60)) {
+            self.first = None;
+        }
+        let first = *self.first.get_or_insert(now);
+        self.last = Some(now);
+        !window.is_zero() && now.duration_since(first) <= window
+    }
+}
+
 /// The objects sit in a `Vec` in arrival order with a map from key to position, not in a tree:
 /// a tree's nodes would be allocated between the objects as they arrive and freed at the end,
 /// leaving small holes among the cached objects that the store's keys then fill, so the
@@ -712,5 +745,23 @@ impl<K> InitialEvents<K> {
                 self.positions.insert(moved.key().clone(), i);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn internal_errors_are_retried_within_the_window_which_a_quiet_minute_restarts() {
+        let window = Duration::from_secs(30);
+        let mut errors = InternalErrors::default();
+        let t0 = Instant::now();
+        assert!(errors.retry(t0, window));
+        assert!(errors.retry(t0 + Duration::from_secs(30), window));
+        assert!(!errors.retry(t0 + Duration::from_secs(31), window));
+        // A minute without an internal error starts the window again.
+        assert!(errors.retry(t0 + Duration::from_secs(91), window));
+        assert!(!InternalErrors::default().retry(t0, Duration::ZERO), "no window, no retry");
     }
 }

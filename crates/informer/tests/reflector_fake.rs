@@ -1120,3 +1120,56 @@ async fn a_list_watch_of_closures_is_listed_and_watched() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// A source whose every watch ends with an internal error after a second.
+struct Failing {
+    lists: AtomicUsize,
+    watches: AtomicUsize,
+    /// Watches opened before the first relist.
+    watches_before_relist: AtomicUsize,
+    relisted: tokio::sync::Notify,
+}
+
+impl ListerWatcher<Cm> for Failing {
+    async fn list(&self, _o: &ListOptions) -> Result<ObjectList<Cm>, Error> {
+        if self.lists.fetch_add(1, Ordering::SeqCst) == 1 {
+            self.watches_before_relist.store(self.watches.load(Ordering::SeqCst), Ordering::SeqCst);
+            self.relisted.notify_one();
+        }
+        Ok(listed(vec![], "10"))
+    }
+    async fn watch(&self, _o: &ListOptions) -> Result<WatchStream<Cm>, Error> {
+        self.watches.fetch_add(1, Ordering::SeqCst);
+        let status =
+            Status { code: 500, reason: "InternalError".into(), message: "etcd hiccup".into(), ..Default::default() };
+        Ok(Box::pin(futures_util::stream::once(async move {
+            // (Simulated time: the watch lasts a second.)
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(WatchEvent::Error(status))
+        })))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
+}
+
+/// client-go's TestRetryInternalError: a watch ending with an internal error relists at once by
+/// default; with `max_internal_error_retry_duration` it is opened again from the last
+/// resourceVersion while the first such error is within the window.
+#[tokio::test(start_paused = true)]
+async fn internal_errors_rewatch_within_the_configured_window() {
+    for (window, watches) in [(Duration::ZERO, 1), (Duration::from_secs(30), 32)] {
+        let lw = Arc::new(Failing {
+            lists: AtomicUsize::new(0),
+            watches: AtomicUsize::new(0),
+            watches_before_relist: AtomicUsize::new(0),
+            relisted: Default::default(),
+        });
+        let o = ReflectorOptions { max_internal_error_retry_duration: window, ..opts() };
+        let (_q, cancel, task) = run_reflector(lw.clone(), o, ReflectorHooks::default());
+        tokio::time::timeout(Duration::from_secs(600), lw.relisted.notified()).await.expect("a relist");
+        assert_eq!(lw.watches_before_relist.load(Ordering::SeqCst), watches, "window {window:?}");
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
