@@ -41,6 +41,7 @@ pub mod selector;
 pub mod shared_informer;
 pub mod signal;
 pub mod store;
+pub mod sync_tracker;
 pub mod wait;
 pub mod watch_tools;
 pub mod workqueue;
@@ -70,6 +71,7 @@ pub use shared_informer::{
 };
 pub use signal::Signal;
 pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, Txn};
+pub use sync_tracker::AsyncTracker;
 pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};
 
 /// The cancellation token every `run` takes (tokio-util's), re-exported so that a program needs
