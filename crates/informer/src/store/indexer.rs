@@ -604,16 +604,21 @@ impl<K> Indexer<K> {
         }
     }
 
-    /// Objects that share at least one value of index `name` with `obj` (client-go `Index`).
-    /// Calls the index function on `obj` outside any lock.
-    pub fn index(&self, name: &str, obj: &Object<K>) -> Result<Vec<Object<K>>, IndexError> {
+    /// The values index `name`'s function gives `obj` (client-go's `GetIndexers()[name](obj)`),
+    /// computed outside any lock; `obj` need not be stored.
+    pub fn index_values(&self, name: &str, obj: &Object<K>) -> Result<Vec<String>, IndexError> {
         let f = {
             let st = self.state.read();
             let i = st.index_pos(name)?;
             st.funcs[i].1.clone()
         };
-        let values =
-            f(obj).map_err(|error| IndexError::Func { index: name.to_string(), key: obj.key().clone(), error })?;
+        f(obj).map_err(|error| IndexError::Func { index: name.to_string(), key: obj.key().clone(), error })
+    }
+
+    /// Objects that share at least one value of index `name` with `obj` (client-go `Index`).
+    /// Calls the index function on `obj` outside any lock.
+    pub fn index(&self, name: &str, obj: &Object<K>) -> Result<Vec<Object<K>>, IndexError> {
+        let values = self.index_values(name, obj)?;
         let st = self.state.read();
         let i = st.index_pos(name)?;
         let mut keys: Set<&ObjectKey> = Set::default();

@@ -2,6 +2,8 @@
 
 pub mod index;
 pub mod indexer;
+pub mod mutation_cache;
 
 pub use index::{IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub use indexer::{IndexError, Indexer, TransactionError, Txn};
+pub use mutation_cache::MutationCache;
