@@ -104,7 +104,8 @@ impl FactoryBuilder {
         self
     }
     /// A transform for the informer of type `K` (for dynamic informers: `DynamicObject`, for
-    /// metadata informers: `PartialObjectMeta<DynamicObject>`).
+    /// metadata informers: `PartialObjectMeta<DynamicObject>`); it must be idempotent (see
+    /// `InformerOptions::transform`).
     pub fn transform_for<K: 'static>(
         mut self,
         f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,
@@ -234,10 +235,13 @@ impl SharedInformerFactory {
     }
 
     /// client-go's `InformerFor`: the factory's informer of `K`, built by `make` (given the
-    /// factory's client and `K`'s resync period) when the factory has none yet. The factory
-    /// starts and shuts it down with the others, and [`Self::informer`] returns it for `K`: a
-    /// controller can give one resource an informer of its own making (another source, a field
-    /// selector, indexers set up front) that the rest of the program still shares.
+    /// factory's client and `K`'s resync period) when the factory has none yet (`make` is not
+    /// called if [`Self::informer`] already made one). [`Self::informer`] returns it for `K`, and
+    /// the factory gives it its transform for `K` ([`FactoryBuilder::transform_for`]) and starts
+    /// it at the next [`Self::start`] (none after [`Self::shutdown`]), as the others: a controller
+    /// can give one resource an informer of its own making (another source, a field selector,
+    /// indexers set up front) that the rest of the program still shares. `make` runs under the
+    /// factory's lock and must not call the factory; it returns an informer not yet started.
     ///
     /// ```no_run
     /// # async fn f(client: kube::Client) {
@@ -269,6 +273,14 @@ impl SharedInformerFactory {
         }
         let resync = *inner.custom_resync.get(&key).unwrap_or(&inner.resync);
         let informer = make(&inner.client, resync);
+        if let Some(t) = inner.transforms.get(&TypeId::of::<K>())
+            && let Some(t) = t.downcast_ref::<crate::fifo::Transform<K>>()
+        {
+            let t = t.clone();
+            if let Err(e) = informer.set_transform(move |o| t(o)) {
+                tracing::warn!(error = %e, "the factory's transform was not given to an informer already started");
+            }
+        }
         st.informers.insert(key, Entry { informer: Box::new(informer.clone()), running: None });
         informer
     }

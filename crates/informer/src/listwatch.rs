@@ -423,8 +423,7 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
 ///         Ok::<_, Error>(ObjectList::<ConfigMap> { items: vec![], resource_version, continue_token: None, remaining_item_count: None })
 ///     },
 ///     |_opts: ListOptions| async { Ok::<WatchStream<ConfigMap>, Error>(Box::pin(futures_util::stream::pending())) },
-/// )
-/// .without_streaming_list();
+/// );
 /// assert!(!lw.supports_streaming_list());
 /// assert_eq!(lw.list(&ListOptions::default()).await.unwrap().resource_version, "1");
 /// # }
@@ -437,17 +436,18 @@ pub struct ListWatch<L, W> {
 
 impl<L, W> ListWatch<L, W> {
     /// A source that lists with `list` and watches with `watch` (each given the request's
-    /// options). It is assumed to answer streaming lists ([`ListOptions::send_initial_events`])
-    /// with their closing bookmark, as a Kubernetes API server does; see
-    /// [`Self::without_streaming_list`].
+    /// options), listed and then watched: it is not assumed to answer streaming lists, which
+    /// would leave a reflector waiting for a closing bookmark that never comes (the trap of
+    /// client-go's hand-built `ListWatch`es with streaming lists on); see
+    /// [`Self::with_streaming_list`].
     pub fn new(list: L, watch: W) -> Self {
-        ListWatch { list, watch, streaming_list: true }
+        ListWatch { list, watch, streaming_list: false }
     }
 
-    /// The source cannot answer streaming lists: the reflector lists and then watches (as
-    /// client-go's `ToListWatcherWithWatchListSemantics` says of a fake client).
-    pub fn without_streaming_list(mut self) -> Self {
-        self.streaming_list = false;
+    /// The source answers streaming lists ([`ListOptions::send_initial_events`]) with their
+    /// closing bookmark, as a Kubernetes API server does: the reflector uses them.
+    pub fn with_streaming_list(mut self) -> Self {
+        self.streaming_list = true;
         self
     }
 }

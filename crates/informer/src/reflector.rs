@@ -428,8 +428,13 @@ where
                     }
                     Ok(Some(Ok(ev))) => match ev {
                         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                            let o = crate::fifo::apply_transform(&transform, o).map_err(|e| store_err(e.into()))?;
-                            temp.upsert(o)
+                            // An object the transform refuses is left out, as client-go's
+                            // temporary store leaves it (the queue would refuse it too).
+                            match crate::fifo::apply_transform(&transform, o) {
+                                Ok(o) => temp.upsert(o),
+                                Err(e) => tracing::error!(reflector = %self.opts.name, error = %e,
+                                    "unable to add a streaming list's object to the store"),
+                            }
                         }
                         WatchEvent::Deleted(o) => temp.remove(o.key()),
                         WatchEvent::Bookmark { resource_version, initial_events_end: true } => {
@@ -683,9 +688,6 @@ where
     }
 }
 
-/// The objects of a streaming list's initial events, latest version per key, until the
-/// initial-events-end bookmark (client-go's temporary store).
-///
 /// client-go's `RetryWithDeadline` for watches that end with an internal error: retried while
 /// the first such error is at most the window old; a minute without one starts the count again.
 #[derive(Default)]
@@ -706,6 +708,9 @@ impl InternalErrors {
     }
 }
 
+/// The objects of a streaming list's initial events, latest version per key, until the
+/// initial-events-end bookmark (client-go's temporary store).
+///
 /// The objects sit in a `Vec` in arrival order with a map from key to position, not in a tree:
 /// a tree's nodes would be allocated between the objects as they arrive and freed at the end,
 /// leaving small holes among the cached objects that the store's keys then fill, so the

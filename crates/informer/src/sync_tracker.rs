@@ -1,13 +1,16 @@
 //! client-go's `synctrack.AsyncTracker`: "synced" for a consumer whose workers process the
 //! initial list's keys after the handler has seen them. The handler calls [`AsyncTracker::start`]
 //! for each key of the initial list it queues, a worker calls [`AsyncTracker::finished`] once it
-//! has processed one; the tracker has synced once its upstream (the informer, or the handler's
-//! registration) has and no started key is unfinished.
+//! has processed one; the tracker has synced once its upstream has and no started key is
+//! unfinished. The upstream must be set only after the handler has started every key of the
+//! initial list: the handler's registration's [`synced`](crate::HandlerRegistration::synced)
+//! signal is (an informer's own is set when the list is handed to its handlers, before they have
+//! seen it).
 //!
-//! Invariants: a key started several times is finished by one `finished`; `finished` of a key
-//! never started does nothing (workers may call it for every key); the upstream is read before
-//! the tracker's lock is taken, so an upstream that takes locks of its own cannot deadlock with
-//! it. Waiting is by signal and notification, never by polling.
+//! Invariants: once synced, the tracker stays synced (later starts are ordinary work, as in
+//! client-go); a key started several times is finished by one `finished`; `finished` of a key
+//! never started does nothing (workers may call it for every key). Waiting is by signal and
+//! notification, never by polling.
 
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -25,17 +28,21 @@ pub struct AsyncTracker<T> {
     upstream: Signal,
     waiting: Arc<Mutex<HashSet<T>>>,
     emptied: Arc<Notify>,
+    synced: Signal,
 }
 
 impl<T: Hash + Eq> AsyncTracker<T> {
     /// A tracker that cannot have synced before `upstream` is set.
     pub fn new(upstream: Signal) -> Self {
-        AsyncTracker { upstream, waiting: Arc::default(), emptied: Arc::default() }
+        let synced = Signal::new(format!("{} and its keys processed", upstream.name()));
+        AsyncTracker { upstream, waiting: Arc::default(), emptied: Arc::default(), synced }
     }
 
-    /// A key of the initial list is about to be processed.
+    /// A key of the initial list is about to be processed (nothing once synced).
     pub fn start(&self, key: T) {
-        self.waiting.lock().insert(key);
+        if !self.synced.is_set() {
+            self.waiting.lock().insert(key);
+        }
     }
 
     /// A key has been processed (whether or not it was started).
@@ -46,9 +53,16 @@ impl<T: Hash + Eq> AsyncTracker<T> {
         }
     }
 
-    /// Whether the upstream has synced and every started key has been processed.
+    /// Whether the upstream has synced and every started key has been processed (latched).
     pub fn has_synced(&self) -> bool {
-        self.upstream.is_set() && self.waiting.lock().is_empty()
+        if self.synced.is_set() {
+            return true;
+        }
+        if self.upstream.is_set() && self.waiting.lock().is_empty() {
+            self.synced.set();
+            return true;
+        }
+        false
     }
 
     /// Waits until [`Self::has_synced`].
@@ -59,7 +73,7 @@ impl<T: Hash + Eq> AsyncTracker<T> {
             tokio::pin!(emptied);
             // Registered before the check, so a `finished` in between is not missed.
             emptied.as_mut().enable();
-            if self.waiting.lock().is_empty() {
+            if self.has_synced() {
                 return;
             }
             emptied.await;
@@ -93,6 +107,8 @@ mod tests {
         tracker.finished(&"b");
         assert!(tracker.has_synced());
         waiter.await.unwrap();
+        tracker.start("later");
+        assert!(tracker.has_synced(), "latched: later keys are ordinary work");
     }
 
     #[test]

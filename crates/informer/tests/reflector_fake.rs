@@ -1108,8 +1108,7 @@ async fn a_list_watch_of_closures_is_listed_and_watched() {
                 async move { src.watch(&o).await }
             }
         },
-    )
-    .without_streaming_list();
+    );
     let (q, cancel, task) = run_reflector(Arc::new(lw), opts(), ReflectorHooks::default());
     let first = pop(&q).await;
     assert!(first.starts_with("ReplacedAll[a]@"), "{first}");

@@ -100,7 +100,14 @@ async fn factory_shares_an_informer_made_for_a_resource() {
     for (name, app) in [("w1", "web"), ("d1", "db")] {
         server.create("pods", pod(name, app)).await.unwrap();
     }
-    let factory = SharedInformerFactory::builder(client(&server).await).resync_period(Duration::from_secs(600)).build();
+    let factory = SharedInformerFactory::builder(client(&server).await)
+        .resync_period(Duration::from_secs(600))
+        .transform_for::<Pod>(|o| {
+            let mut v: serde_json::Value = serde_json::from_slice(&o.raw_json()).unwrap();
+            v["metadata"]["labels"]["transformed"] = json!("yes");
+            informer::Object::from_json(serde_json::to_vec(&v).unwrap()).map_err(|e| e.to_string())
+        })
+        .build();
     let made = factory.informer_for::<Pod>(|client, resync| {
         assert_eq!(resync, Duration::from_secs(600), "given the factory's resync period");
         let mut opts = InformerOptions::default().name("web-pods").resync_period(resync);
@@ -117,6 +124,8 @@ async fn factory_shares_an_informer_made_for_a_resource() {
     assert!(r.all_synced() && r.synced.len() == 1, "{r:?}");
     let keys: Vec<String> = made.indexer().list_keys().iter().map(ToString::to_string).collect();
     assert_eq!(keys, ["default/w1"]);
+    let cached = made.indexer().get_by_key("default/w1").unwrap();
+    assert_eq!(cached.label("transformed"), Some("yes"), "given the factory's transform for Pod");
     factory.shutdown().await;
     assert!(made.is_stopped());
 }

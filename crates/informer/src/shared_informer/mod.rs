@@ -240,7 +240,8 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.config.lock().resync_check_period
     }
 
-    /// Sets the transform; only before `run`.
+    /// Sets the transform; only before `run`. It must be idempotent: a streaming list's objects
+    /// are transformed as they arrive and again by the queue.
     pub fn set_transform(
         &self,
         f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,

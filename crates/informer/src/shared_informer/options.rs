@@ -73,7 +73,8 @@ pub struct InformerOptions<K> {
     /// Reflector settings (streaming lists, page size, watch timeouts, backoff, base selectors).
     /// `name` and `resync_period` are set by the informer.
     pub reflector: ReflectorOptions,
-    /// Applied once to every object entering the queue (see [`Transform`]).
+    /// Applied to every object entering the queue (see [`Transform`]); must be idempotent: a
+    /// streaming list's objects are transformed as they arrive and again by the queue.
     pub transform: Option<Transform<K>>,
     /// Metrics (none by default).
     pub metrics: Option<InformerMetrics>,
@@ -122,7 +123,7 @@ impl<K: 'static> InformerOptions<K> {
         self.reflector = reflector;
         self
     }
-    /// Sets the transform.
+    /// Sets the transform, which must be idempotent (see the `transform` field).
     pub fn transform(
         mut self,
         f: impl Fn(crate::Object<K>) -> Result<crate::Object<K>, String> + Send + Sync + 'static,

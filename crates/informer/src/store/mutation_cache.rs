@@ -7,11 +7,13 @@
 //! cache holds a version at least as new, after `ttl`, or when more than 100 are held (the least
 //! recently used goes first).
 //!
-//! Invariants: a read never gives an object older than the cache's; a write older than one
+//! Invariants: a read never gives an object older than the cache's (a resourceVersion that is
+//! not an integer counts as 0, where client-go's versioner would panic); a write older than one
 //! already recorded for its key is ignored; with `include_adds` off, a key the cache does not hold
 //! reads as missing (a create not yet seen cannot be told from a delete after it), with it on the
 //! written object is given, and [`MutationCache::by_index`] includes written objects the index
-//! would place under the value.
+//! would place under the value, unless the cache holds a version of theirs at least as new.
+//! Each read compares and forgets under one lock, so a write recorded meanwhile is never lost.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -58,13 +60,15 @@ impl<K> MutationCache<K> {
         let mut guard = self.written.lock();
         let (written, clock) = &mut *guard;
         let now = Instant::now();
-        if let Some(w) = written.get(obj.key())
+        *clock += 1;
+        if let Some(w) = written.get_mut(obj.key())
             && w.expires > now
             && version(&obj) < version(&w.obj)
         {
+            // (A use, as client-go's lookup of it.)
+            w.used = *clock;
             return;
         }
-        *clock += 1;
         let key = obj.key().clone();
         written.insert(key, Written { obj, expires: now + self.ttl, used: *clock });
         if written.len() > CAPACITY {
@@ -77,10 +81,9 @@ impl<K> MutationCache<K> {
         }
     }
 
-    /// The written object of `key`, if held and not expired.
-    fn written(&self, key: &str) -> Option<Object<K>> {
-        let mut guard = self.written.lock();
-        let (written, clock) = &mut *guard;
+    /// The written object of `key`, if held and not expired, with the written objects locked.
+    fn written_locked(written: &mut (HashMap<ObjectKey, Written<K>>, u64), key: &str) -> Option<Object<K>> {
+        let (written, clock) = written;
         let now = Instant::now();
         match written.get_mut(key) {
             Some(w) if w.expires > now => {
@@ -97,12 +100,13 @@ impl<K> MutationCache<K> {
     }
 
     /// The newer of the cache's `backing` and the written object of its key; a written object
-    /// that is not newer is forgotten.
+    /// that is not newer is forgotten (compared and forgotten under one lock).
     fn newer(&self, key: &str, backing: Object<K>) -> Object<K> {
-        match self.written(key) {
+        let mut written = self.written.lock();
+        match Self::written_locked(&mut written, key) {
             Some(w) if version(&w) > version(&backing) => w,
             Some(_) => {
-                self.written.lock().0.remove(key);
+                written.0.remove(key);
                 backing
             }
             None => backing,
@@ -113,8 +117,16 @@ impl<K> MutationCache<K> {
     pub fn get_by_key(&self, key: &str) -> Option<Object<K>> {
         match self.backing.get_by_key(key) {
             Some(backing) => Some(self.newer(key, backing)),
-            None if self.include_adds => self.written(key),
+            None if self.include_adds => Self::written_locked(&mut self.written.lock(), key),
             None => None,
+        }
+    }
+
+    /// Forgets the written object of `key` unless it is newer than `held`.
+    fn forget_if_not_newer(&self, key: &ObjectKey, held: u64) {
+        let mut written = self.written.lock();
+        if written.0.get(key).is_some_and(|w| version(&w.obj) <= held) {
+            written.0.remove(key);
         }
     }
 
@@ -139,6 +151,13 @@ impl<K> MutationCache<K> {
             // Oldest first, as client-go walks its LRU.
             added.sort_by_key(|(used, _)| *used);
             for (_, obj) in added {
+                // A write the cache has caught up with elsewhere in the index is stale here.
+                if let Some(held) = self.backing.get_by_key(obj.key().as_str())
+                    && version(&held) >= version(&obj)
+                {
+                    self.forget_if_not_newer(obj.key(), version(&held));
+                    continue;
+                }
                 match self.backing.index_values(name, &obj) {
                     Ok(values) if values.iter().any(|v| v == value) => items.push(obj),
                     Ok(_) => {}
@@ -207,6 +226,29 @@ mod tests {
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(cache.get_by_key("ns/new").is_none(), "expired");
         assert_eq!(cache.get_by_key("ns/a").unwrap().resource_version(), Some("5"));
+    }
+
+    /// A write that moved an object to another index value is not read there once the cache
+    /// holds a newer version (still under the old value).
+    #[tokio::test(start_paused = true)]
+    async fn an_overtaken_write_is_not_indexed() {
+        let tier = |o: &Object<ConfigMap>| -> Result<Vec<String>, crate::store::IndexFuncError> {
+            Ok(o.label("tier").map(|t| vec![t.to_string()]).unwrap_or_default())
+        };
+        let backing = Arc::new(Indexer::new(Indexers::new().with("tier", tier)));
+        let labelled = |rv: u64, tier: &str| {
+            let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "ns", "resourceVersion": rv.to_string(), "labels": {"tier": tier}}});
+            Object::<ConfigMap>::from_json(serde_json::to_vec(&v).unwrap()).unwrap()
+        };
+        backing.add(labelled(5, "gold")).unwrap();
+        let cache = MutationCache::new(backing.clone(), Duration::from_secs(60), true);
+        cache.mutation(labelled(6, "silver"));
+        assert_eq!(cache.by_index("tier", "silver").unwrap().len(), 1, "the write is read under its new value");
+        assert_eq!(cache.by_index("tier", "gold").unwrap()[0].resource_version(), Some("6"));
+        backing.update(labelled(7, "gold")).unwrap();
+        assert!(cache.by_index("tier", "silver").unwrap().is_empty(), "overtaken by the cache");
+        assert_eq!(cache.get_by_key("ns/a").unwrap().resource_version(), Some("7"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -3,18 +3,19 @@
 //! token is cancelled.
 //!
 //! Invariants: each piece is done at most once, and every piece is done unless the token is
-//! cancelled; once it is, no piece starts (pieces under way finish). Workers take chunks in
-//! order. The workers are futures polled together by the caller's task (the work is usually
-//! calls to the API server): for CPU-bound pieces, spawn blocking work inside them.
+//! cancelled or there are no workers (as client-go, zero workers do nothing); once cancelled, no
+//! piece starts (pieces under way finish). Workers take chunks in order. The workers are futures
+//! polled together by the caller's task (the work is usually calls to the API server): for
+//! CPU-bound pieces, spawn blocking work inside them. A piece that panics unwinds the caller,
+//! dropping the pieces under way (client-go's workers crash the process the same way).
 
 use std::future::Future;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-/// Does `work(piece)` for every piece in `0..pieces`, by at most `workers` at once (at least one)
-/// in chunks of `chunk_size` (at least one) consecutive pieces, until all are done or `cancel`
-/// fires.
+/// Does `work(piece)` for every piece in `0..pieces`, by at most `workers` at once in chunks of
+/// `chunk_size` (at least one) consecutive pieces, until all are done or `cancel` fires.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,11 +42,14 @@ pub async fn parallelize_until<F, Fut>(
     F: Fn(usize) -> Fut,
     Fut: Future<Output = ()>,
 {
+    if workers == 0 {
+        return;
+    }
     let chunk_size = chunk_size.max(1);
     let chunks = pieces.div_ceil(chunk_size);
     let work = &work;
     futures_util::stream::iter(0..chunks)
-        .for_each_concurrent(workers.max(1), |chunk| async move {
+        .for_each_concurrent(workers, |chunk| async move {
             let start = chunk * chunk_size;
             for piece in start..(start + chunk_size).min(pieces) {
                 if cancel.is_cancelled() {
@@ -102,5 +106,6 @@ mod tests {
         .await;
         assert_eq!(done.load(Ordering::SeqCst), 5);
         parallelize_until(&CancellationToken::new(), 2, 0, 1, |_| async { unreachable!() }).await;
+        parallelize_until(&CancellationToken::new(), 0, 5, 1, |_| async { unreachable!("no workers") }).await;
     }
 }
