@@ -21,6 +21,11 @@
 //! Histograms use client-go's buckets: exponential from 10 ns, factor 10, 12
 //! buckets (1e-8 s … 1e3 s).
 //!
+//! Other metrics libraries plug in through [`MetricsProvider`] (client-go's
+//! `workqueue.MetricsProvider`): a queue asks it for its seven metrics by name
+//! once, when it is built; [`WorkQueueMetrics`] is the provider for
+//! `prometheus-client`.
+//!
 //! Invariants: the two "unfinished" gauges are only written by the queue's
 //! periodic tick, which runs only while metrics are enabled and stops when the
 //! queue shuts down (their last value then stays, as in client-go).
@@ -139,20 +144,6 @@ impl WorkQueueMetrics {
         metrics
     }
 
-    /// Resolves (creating if needed) the per-queue metrics for `name`.
-    pub(crate) fn for_queue(&self, name: &str) -> QueueMetrics {
-        let labels = QueueLabels { name: name.to_owned() };
-        QueueMetrics {
-            depth: self.depth.get_or_create_owned(&labels),
-            adds: self.adds.get_or_create_owned(&labels),
-            queue_duration: self.queue_duration.get_or_create_owned(&labels),
-            work_duration: self.work_duration.get_or_create_owned(&labels),
-            unfinished_work: self.unfinished_work.get_or_create_owned(&labels),
-            longest_running: self.longest_running.get_or_create_owned(&labels),
-            retries: self.retries.get_or_create_owned(&labels),
-        }
-    }
-
     fn labels(name: &str) -> QueueLabels {
         QueueLabels { name: name.to_owned() }
     }
@@ -184,15 +175,127 @@ impl WorkQueueMetrics {
     }
 }
 
-/// The metrics of one queue (one label set), resolved once at build time so
-/// the hot path never looks anything up.
-#[derive(Clone, Debug)]
+/// A gauge a queue moves up and down (`workqueue_depth`).
+pub trait GaugeMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+    /// Takes one away.
+    fn dec(&self);
+}
+
+/// A gauge a queue sets (the two "unfinished work" gauges, in seconds).
+pub trait SettableGaugeMetric: Send + Sync {
+    /// Sets the value.
+    fn set(&self, value: f64);
+}
+
+/// A counter (`workqueue_adds_total`, `workqueue_retries_total`).
+pub trait CounterMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+}
+
+/// A histogram of durations in seconds.
+pub trait HistogramMetric: Send + Sync {
+    /// Records one value.
+    fn observe(&self, value: f64);
+}
+
+/// Gives a queue its metrics, by the queue's name (client-go's
+/// `workqueue.MetricsProvider`): implement it to report to another metrics
+/// library, and give it to [`WorkQueueBuilder::metrics_provider`](super::WorkQueueBuilder::metrics_provider).
+/// Each method is called once per queue, when the queue is built.
+pub trait MetricsProvider: Send + Sync {
+    /// `workqueue_depth`.
+    fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric>;
+    /// `workqueue_adds_total`.
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    /// `workqueue_queue_duration_seconds`.
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// `workqueue_work_duration_seconds`.
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// `workqueue_unfinished_work_seconds`.
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric>;
+    /// `workqueue_longest_running_processor_seconds`.
+    fn new_longest_running_processor_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric>;
+    /// `workqueue_retries_total`.
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+}
+
+impl GaugeMetric for Gauge {
+    fn inc(&self) {
+        Gauge::inc(self);
+    }
+    fn dec(&self) {
+        Gauge::dec(self);
+    }
+}
+
+impl SettableGaugeMetric for FloatGauge {
+    fn set(&self, value: f64) {
+        FloatGauge::set(self, value);
+    }
+}
+
+impl CounterMetric for Counter {
+    fn inc(&self) {
+        Counter::inc(self);
+    }
+}
+
+impl HistogramMetric for Histogram {
+    fn observe(&self, value: f64) {
+        Histogram::observe(self, value);
+    }
+}
+
+impl MetricsProvider for WorkQueueMetrics {
+    fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
+        Box::new(self.depth.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(self.adds.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(self.queue_duration.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(self.work_duration.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(self.unfinished_work.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_longest_running_processor_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(self.longest_running.get_or_create_owned(&Self::labels(name)))
+    }
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(self.retries.get_or_create_owned(&Self::labels(name)))
+    }
+}
+
+/// The metrics of one queue, resolved once at build time so the hot path never
+/// looks anything up.
 pub(crate) struct QueueMetrics {
-    pub(crate) depth: Gauge,
-    pub(crate) adds: Counter,
-    pub(crate) queue_duration: Histogram,
-    pub(crate) work_duration: Histogram,
-    pub(crate) unfinished_work: FloatGauge,
-    pub(crate) longest_running: FloatGauge,
-    pub(crate) retries: Counter,
+    pub(crate) depth: Box<dyn GaugeMetric>,
+    pub(crate) adds: Box<dyn CounterMetric>,
+    pub(crate) queue_duration: Box<dyn HistogramMetric>,
+    pub(crate) work_duration: Box<dyn HistogramMetric>,
+    pub(crate) unfinished_work: Box<dyn SettableGaugeMetric>,
+    pub(crate) longest_running: Box<dyn SettableGaugeMetric>,
+    pub(crate) retries: Box<dyn CounterMetric>,
+}
+
+impl QueueMetrics {
+    /// The metrics `provider` gives the queue `name`.
+    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+        QueueMetrics {
+            depth: provider.new_depth_metric(name),
+            adds: provider.new_adds_metric(name),
+            queue_duration: provider.new_latency_metric(name),
+            work_duration: provider.new_work_duration_metric(name),
+            unfinished_work: provider.new_unfinished_work_seconds_metric(name),
+            longest_running: provider.new_longest_running_processor_seconds_metric(name),
+            retries: provider.new_retries_metric(name),
+        }
+    }
 }

@@ -94,7 +94,9 @@ pub use limiters::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
     WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
-pub use metrics::{QueueLabels, WorkQueueMetrics};
+pub use metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, QueueLabels, SettableGaugeMetric, WorkQueueMetrics,
+};
 pub use parallelizer::parallelize_until;
 pub use queue::{QueueItem, WorkQueue, WorkQueueBuilder};
 pub use rate_limiting::RateLimitingQueue;

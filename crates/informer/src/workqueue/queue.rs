@@ -47,7 +47,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::metrics::{QueueMetrics, WorkQueueMetrics};
+use super::metrics::{MetricsProvider, QueueMetrics, WorkQueueMetrics};
 
 /// The bounds every queue item must satisfy; implemented for every type that
 /// meets them.
@@ -557,7 +557,7 @@ fn secs_since(earlier: Instant, now: Instant) -> f64 {
 /// ```
 pub struct WorkQueueBuilder<T> {
     pub(crate) name: String,
-    pub(crate) metrics: Option<WorkQueueMetrics>,
+    pub(crate) metrics: Option<Arc<dyn MetricsProvider>>,
     pub(crate) runtime: Option<Handle>,
     _item: PhantomData<fn() -> T>,
 }
@@ -584,7 +584,16 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// [`WorkQueueMetrics`]); ignored unless the queue also has a
     /// [`name`](Self::name).
     pub fn metrics(mut self, metrics: &WorkQueueMetrics) -> Self {
-        self.metrics = Some(metrics.clone());
+        self.metrics = Some(Arc::new(metrics.clone()));
+        self
+    }
+
+    /// Records client-go's work-queue metrics through another metrics library
+    /// (client-go's `SetProvider`/`WithMetricsProvider`, see
+    /// [`MetricsProvider`]); ignored unless the queue also has a
+    /// [`name`](Self::name).
+    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics = Some(provider);
         self
     }
 
@@ -610,7 +619,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     pub fn build(self) -> WorkQueue<T> {
         let runtime = self.resolve_runtime();
         let metrics = match (&self.metrics, self.name.is_empty()) {
-            (Some(m), false) => Some(m.for_queue(&self.name)),
+            (Some(m), false) => Some(QueueMetrics::new(m.as_ref(), &self.name)),
             _ => None,
         };
         let with_metrics = metrics.is_some();
