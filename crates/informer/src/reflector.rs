@@ -85,7 +85,9 @@ pub struct ReflectorOptions {
     pub page_size: Option<u32>,
     /// Use streaming lists (client-go `WatchListClient`, on by default since 1.35).
     pub streaming_list: bool,
-    /// Minimum watch timeout; each watch asks for a random timeout in [min, 2×min].
+    /// Minimum watch timeout; each watch asks for a random timeout in [min, 2×min]. client-go
+    /// raises a smaller `MinWatchTimeout` to its 5-minute default; here any value down to a second
+    /// is used (tests and short-lived programs ask for shorter watches on purpose).
     pub min_watch_timeout: Duration,
     /// Delays between cycles and retries (see [`crate::backoff`]).
     pub backoff: BackoffConfig,
