@@ -137,24 +137,11 @@ fn faults(at: &str, value: &str, faults: Vec<String>, causes: &mut Vec<Cause>) {
 /// kube's `ValidateTemplateObjectMeta` of a template's `spec.metadata`: annotations and labels,
 /// and nothing else of the object metadata set.
 fn template_meta(meta: Option<&Value>, causes: &mut Vec<Cause>) {
-    const FIELDS: [(&str, &str); 13] = [
-        ("name", "name"),
-        ("generateName", "generateName"),
-        ("namespace", "namespace"),
-        ("selfLink", "selfLink"),
-        ("uid", "uID"),
-        ("resourceVersion", "resourceVersion"),
-        ("generation", "generation"),
-        ("creationTimestamp", "creationTimestamp"),
-        ("deletionTimestamp", "deletionTimestamp"),
-        ("deletionGracePeriodSeconds", "deletionGracePeriodSeconds"),
-        ("ownerReferences", "ownerReferences"),
-        ("finalizers", "finalizers"),
-        ("managedFields", "managedFields"),
-    ];
     crate::object_meta::annotations(meta.and_then(|m| m.get("annotations")), "spec.metadata.annotations", causes);
     crate::object_meta::labels(meta.and_then(|m| m.get("labels")), "spec.metadata.labels", causes);
-    for (key, go) in FIELDS {
+    for &key in crate::object::META_ORDER.iter().filter(|k| !matches!(**k, "labels" | "annotations")) {
+        // (Named as Go lower-cases its field's first letter: `UID` is `uID`.)
+        let go = if key == "uid" { "uID" } else { key };
         let set = match meta.and_then(|m| m.get(key)) {
             None | Some(Value::Null) => false,
             Some(Value::String(s)) => !s.is_empty(),
@@ -933,26 +920,9 @@ fn claim_spec_json(spec: &Value) -> String {
 /// A template's spec as kube prints its internal `ResourceClaimTemplateSpec`: its embedded
 /// `ObjectMeta` inline with its JSON names (empty members left out), then the claim's spec.
 fn template_spec_json(spec: &Value) -> String {
-    const META: [&str; 15] = [
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    ];
     let meta = spec.get("metadata");
     let mut fields: Vec<(&str, String)> = Vec::new();
-    for key in META {
+    for &key in crate::object::META_ORDER {
         let v = meta.and_then(|m| m.get(key)).filter(|v| crate::semantic::normalized(Some(v)).is_some());
         let zero = matches!(v, Some(Value::String(s)) if s.is_empty()) || v.and_then(Value::as_i64) == Some(0);
         if let Some(v) = v.filter(|_| !zero) {

@@ -267,7 +267,8 @@ pub fn make_key(namespace: &str, name: &str) -> String {
     if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
 }
 
-const META_ORDER: &[&str] = &[
+/// ObjectMeta's fields in Go's order (how Go's JSON encoder writes them).
+pub(crate) const META_ORDER: &[&str] = &[
     "name",
     "generateName",
     "namespace",
