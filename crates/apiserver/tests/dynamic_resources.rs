@@ -217,7 +217,7 @@ async fn templates_are_judged_whole_and_keep_their_spec() {
         cause.starts_with("spec: Invalid value: {\"labels\":{\"app\":\"serve\"},\"Spec\":{\"Devices\":"),
         "{cause}"
     );
-    let bad = json!({"metadata": {"name": "bad"}, "spec": {"metadata": {"name": "x", "labels": {"a b": "c"}, "finalizers": []},
+    let bad = json!({"metadata": {"name": "bad"}, "spec": {"metadata": {"name": "x", "uid": "u", "labels": {"a b": "c"}, "finalizers": []},
         "spec": {"devices": {"requests": [{"name": "r", "exactly": {}}]}}}});
     let r = c.post(path, &bad).await;
     assert_eq!(r.code, 422, "{}", r.body);
@@ -227,6 +227,7 @@ async fn templates_are_judged_whole_and_keep_their_spec() {
         got[1..],
         [
             "spec.metadata.name: Forbidden: cannot be set",
+            "spec.metadata.uID: Forbidden: cannot be set",
             "spec.metadata.finalizers: Forbidden: cannot be set",
             "spec.spec.devices.requests[0].exactly.deviceClassName: Required value"
         ]

@@ -241,7 +241,10 @@ impl SharedInformerFactory {
     /// it at the next [`Self::start`] (none after [`Self::shutdown`]), as the others: a controller
     /// can give one resource an informer of its own making (another source, a field selector,
     /// indexers set up front) that the rest of the program still shares. `make` runs under the
-    /// factory's lock and must not call the factory; it returns an informer not yet started.
+    /// factory's lock and must not call the factory; it returns an informer not yet started. It
+    /// is given neither the factory's namespace nor its list-option tweak, and the informer gets
+    /// no [`FactoryBuilder::metrics`]; a factory transform for `K` replaces one `make` set (as
+    /// client-go's `InformerFor` sets the factory's).
     ///
     /// ```no_run
     /// # async fn f(client: kube::Client) {

@@ -437,9 +437,9 @@ pub struct ListWatch<L, W> {
 impl<L, W> ListWatch<L, W> {
     /// A source that lists with `list` and watches with `watch` (each given the request's
     /// options), listed and then watched: it is not assumed to answer streaming lists, which
-    /// would leave a reflector waiting for a closing bookmark that never comes (the trap of
-    /// client-go's hand-built `ListWatch`es with streaming lists on); see
-    /// [`Self::with_streaming_list`].
+    /// would leave a reflector waiting for a closing bookmark until its initial-events idle
+    /// timeout at every list (the trap of client-go's hand-built `ListWatch`es with streaming
+    /// lists on); see [`Self::with_streaming_list`].
     pub fn new(list: L, watch: W) -> Self {
         ListWatch { list, watch, streaming_list: false }
     }

@@ -431,7 +431,8 @@ where
                     Ok(Some(Ok(ev))) => match ev {
                         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                             // An object the transform refuses is left out, as client-go's
-                            // temporary store leaves it (the queue would refuse it too).
+                            // temporary store leaves it (the queue would refuse it too). A LIST's
+                            // replace fails as a whole instead, as client-go's: it is retried.
                             match crate::fifo::apply_transform(&transform, o) {
                                 Ok(o) => temp.upsert(o),
                                 Err(e) => tracing::error!(reflector = %self.opts.name, error = %e,

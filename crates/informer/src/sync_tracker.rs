@@ -40,8 +40,9 @@ impl<T: Hash + Eq> AsyncTracker<T> {
 
     /// A key of the initial list is about to be processed (nothing once synced).
     pub fn start(&self, key: T) {
-        if !self.synced.is_set() {
-            self.waiting.lock().insert(key);
+        let mut waiting = self.waiting.lock();
+        if !self.latch(&waiting) {
+            waiting.insert(key);
         }
     }
 
@@ -49,16 +50,22 @@ impl<T: Hash + Eq> AsyncTracker<T> {
     pub fn finished(&self, key: &T) {
         let mut waiting = self.waiting.lock();
         if waiting.remove(key) && waiting.is_empty() {
+            self.latch(&waiting);
             self.emptied.notify_waiters();
         }
     }
 
     /// Whether the upstream has synced and every started key has been processed (latched).
     pub fn has_synced(&self) -> bool {
+        self.synced.is_set() || self.latch(&self.waiting.lock())
+    }
+
+    /// Latches the tracker synced if it has (`waiting` is the locked set); whether it is.
+    fn latch(&self, waiting: &HashSet<T>) -> bool {
         if self.synced.is_set() {
             return true;
         }
-        if self.upstream.is_set() && self.waiting.lock().is_empty() {
+        if self.upstream.is_set() && waiting.is_empty() {
             self.synced.set();
             return true;
         }
@@ -109,6 +116,18 @@ mod tests {
         waiter.await.unwrap();
         tracker.start("later");
         assert!(tracker.has_synced(), "latched: later keys are ordinary work");
+    }
+
+    #[test]
+    fn latched_as_soon_as_it_has_synced() {
+        let upstream = Signal::new("registration synced");
+        let tracker = AsyncTracker::new(upstream.clone());
+        tracker.start(1);
+        upstream.set();
+        tracker.finished(&1);
+        // Nobody asked yet: a new key is ordinary work all the same.
+        tracker.start(2);
+        assert!(tracker.has_synced());
     }
 
     #[test]

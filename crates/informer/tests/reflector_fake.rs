@@ -1172,3 +1172,30 @@ async fn internal_errors_rewatch_within_the_configured_window() {
         task.await.unwrap();
     }
 }
+
+/// An object of a streaming list that the transform refuses is left out of it (client-go's
+/// temporary store logs and drops it); the others are listed.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_leaves_out_what_the_transform_refuses() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let lw = streaming(vec![Ok(rx)]);
+    let transform: informer::fifo::Transform<Cm> =
+        Arc::new(|o| if o.name() == "bad" { Err("refused".to_string()) } else { Ok(o) });
+    let q = Arc::new(RealFifo::<Cm>::new(informer::fifo::RealFifoOptions {
+        transform: Some(transform),
+        ..Default::default()
+    }));
+    let r = Reflector::new(lw.clone(), q.clone(), opts(), ReflectorHooks::default());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let c = cancel.clone();
+        async move { r.run(c).await }
+    });
+    tx.send(WatchEvent::Added(obj("a", 20))).unwrap();
+    tx.send(WatchEvent::Added(obj("bad", 21))).unwrap();
+    tx.send(WatchEvent::Bookmark { resource_version: "22".into(), initial_events_end: true }).unwrap();
+    assert_eq!(pop(&q).await, "ReplacedAll[a]@22");
+    assert_eq!(lw.lists.load(Ordering::SeqCst), 0, "no fallback to LIST");
+    cancel.cancel();
+    task.await.unwrap();
+}

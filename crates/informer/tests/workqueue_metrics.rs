@@ -163,6 +163,8 @@ async fn names_buckets_and_labels() {
     let metrics = WorkQueueMetrics::new(&mut registry);
     let one: WorkQueue<u8> = WorkQueue::builder().name("one").metrics(&metrics).build();
     let two: WorkQueue<u8> = WorkQueue::builder().name("two").metrics(&metrics).build();
+    // (Only delaying queues have a retries series, as in client-go.)
+    let _three: DelayingQueue<u8> = WorkQueue::builder().name("three").metrics(&metrics).build_delaying();
     one.add(1);
     two.add(1);
     two.add(2);

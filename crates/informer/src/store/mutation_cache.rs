@@ -12,7 +12,9 @@
 //! already recorded for its key is ignored; with `include_adds` off, a key the cache does not hold
 //! reads as missing (a create not yet seen cannot be told from a delete after it), with it on the
 //! written object is given, and [`MutationCache::by_index`] includes written objects the index
-//! would place under the value, unless the cache holds a version of theirs at least as new.
+//! would place under the value, unless the cache holds a version of theirs at least as new
+//! (client-go's `ByIndex` does not check; a newer write is still given under the value the
+//! cache holds it under, as client-go gives it).
 //! Each read compares and forgets under one lock, so a write recorded meanwhile is never lost.
 
 use std::collections::{HashMap, HashSet};

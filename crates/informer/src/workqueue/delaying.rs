@@ -171,8 +171,8 @@ impl<T: QueueItem> DelayingQueue<T> {
         if shared.queue.shutting_down() {
             return;
         }
-        if let Some(m) = shared.queue.metrics() {
-            m.retries.inc();
+        if let Some(r) = shared.queue.metrics().and_then(|m| m.retries.as_ref()) {
+            r.inc();
         }
         if delay.is_zero() {
             shared.queue.add(item);
@@ -375,7 +375,8 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// std thread, so delayed keys still fire. Should no thread be available,
     /// delayed keys are added at once instead (and a warning is logged):
     /// a key given to `add_after` is never dropped while the queue runs.
-    pub fn build_delaying(self) -> DelayingQueue<T> {
+    pub fn build_delaying(mut self) -> DelayingQueue<T> {
+        self.delaying = true;
         let runtime = self.resolve_runtime();
         let queue = match &runtime {
             Some(handle) => self.runtime(handle.clone()).build(),

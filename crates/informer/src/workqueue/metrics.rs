@@ -203,8 +203,15 @@ pub trait HistogramMetric: Send + Sync {
 
 /// Gives a queue its metrics, by the queue's name (client-go's
 /// `workqueue.MetricsProvider`): implement it to report to another metrics
-/// library, and give it to [`WorkQueueBuilder::metrics_provider`](super::WorkQueueBuilder::metrics_provider).
-/// Each method is called once per queue, when the queue is built.
+/// library, and give it to one queue
+/// ([`WorkQueueBuilder::metrics_provider`](super::WorkQueueBuilder::metrics_provider),
+/// client-go's `MetricsProvider` of a queue's config) or to every named queue
+/// built afterwards ([`set_provider`], client-go's `SetProvider`). Each method
+/// is called once per queue, when the queue is built (`new_retries_metric` only
+/// for delaying and rate-limiting queues).
+///
+/// The metrics are updated under the queue's lock, as client-go's are: they
+/// must not block, panic or call the queue.
 pub trait MetricsProvider: Send + Sync {
     /// `workqueue_depth`.
     fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric>;
@@ -273,6 +280,20 @@ impl MetricsProvider for WorkQueueMetrics {
     }
 }
 
+/// The provider every named queue built without one of its own reports to.
+static GLOBAL: std::sync::OnceLock<std::sync::Arc<dyn MetricsProvider>> = std::sync::OnceLock::new();
+
+/// Sets the provider of every named queue built from now on without one of its
+/// own (client-go's `SetProvider`): only the first call counts; whether it did.
+pub fn set_provider(provider: std::sync::Arc<dyn MetricsProvider>) -> bool {
+    GLOBAL.set(provider).is_ok()
+}
+
+/// The provider set with [`set_provider`], if any.
+pub(crate) fn global_provider() -> Option<std::sync::Arc<dyn MetricsProvider>> {
+    GLOBAL.get().cloned()
+}
+
 /// The metrics of one queue, resolved once at build time so the hot path never
 /// looks anything up.
 pub(crate) struct QueueMetrics {
@@ -282,12 +303,13 @@ pub(crate) struct QueueMetrics {
     pub(crate) work_duration: Box<dyn HistogramMetric>,
     pub(crate) unfinished_work: Box<dyn SettableGaugeMetric>,
     pub(crate) longest_running: Box<dyn SettableGaugeMetric>,
-    pub(crate) retries: Box<dyn CounterMetric>,
+    /// Delaying and rate-limiting queues only.
+    pub(crate) retries: Option<Box<dyn CounterMetric>>,
 }
 
 impl QueueMetrics {
-    /// The metrics `provider` gives the queue `name`.
-    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+    /// The metrics `provider` gives the queue `name` (a delaying one when `delaying`).
+    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str, delaying: bool) -> Self {
         QueueMetrics {
             depth: provider.new_depth_metric(name),
             adds: provider.new_adds_metric(name),
@@ -295,7 +317,7 @@ impl QueueMetrics {
             work_duration: provider.new_work_duration_metric(name),
             unfinished_work: provider.new_unfinished_work_seconds_metric(name),
             longest_running: provider.new_longest_running_processor_seconds_metric(name),
-            retries: provider.new_retries_metric(name),
+            retries: delaying.then(|| provider.new_retries_metric(name)),
         }
     }
 }

@@ -96,6 +96,7 @@ pub use limiters::{
 };
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, QueueLabels, SettableGaugeMetric, WorkQueueMetrics,
+    set_provider,
 };
 pub use parallelizer::parallelize_until;
 pub use queue::{QueueItem, WorkQueue, WorkQueueBuilder};

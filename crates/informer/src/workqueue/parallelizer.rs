@@ -15,7 +15,8 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 /// Does `work(piece)` for every piece in `0..pieces`, by at most `workers` at once in chunks of
-/// `chunk_size` (at least one) consecutive pieces, until all are done or `cancel` fires.
+/// `chunk_size` (at least one) consecutive pieces, until all are done or `cancel` fires. With no
+/// workers nothing is done, as with client-go.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};

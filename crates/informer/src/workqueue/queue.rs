@@ -199,7 +199,7 @@ impl<T: QueueItem> WorkQueue<T> {
     /// [`WorkQueueBuilder::build`], [`build_delaying`](WorkQueueBuilder::build_delaying)
     /// or [`build_rate_limiting`](WorkQueueBuilder::build_rate_limiting).
     pub fn builder() -> WorkQueueBuilder<T> {
-        WorkQueueBuilder { name: String::new(), metrics: None, runtime: None, _item: PhantomData }
+        WorkQueueBuilder { name: String::new(), metrics: None, runtime: None, delaying: false, _item: PhantomData }
     }
 
     /// Marks `item` as needing work.
@@ -559,6 +559,8 @@ pub struct WorkQueueBuilder<T> {
     pub(crate) name: String,
     pub(crate) metrics: Option<Arc<dyn MetricsProvider>>,
     pub(crate) runtime: Option<Handle>,
+    /// Built as a delaying (or rate-limiting) queue.
+    pub(crate) delaying: bool,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -589,9 +591,10 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     }
 
     /// Records client-go's work-queue metrics through another metrics library
-    /// (client-go's `SetProvider`/`WithMetricsProvider`, see
+    /// (client-go's `MetricsProvider` of a queue's config, see
     /// [`MetricsProvider`]); ignored unless the queue also has a
-    /// [`name`](Self::name).
+    /// [`name`](Self::name). Without it, a named queue reports to the provider
+    /// set with [`set_provider`](super::set_provider), if any.
     pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
         self.metrics = Some(provider);
         self
@@ -619,7 +622,10 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     pub fn build(self) -> WorkQueue<T> {
         let runtime = self.resolve_runtime();
         let metrics = match (&self.metrics, self.name.is_empty()) {
-            (Some(m), false) => Some(QueueMetrics::new(m.as_ref(), &self.name)),
+            (Some(m), false) => Some(QueueMetrics::new(m.as_ref(), &self.name, self.delaying)),
+            (None, false) => {
+                super::metrics::global_provider().map(|m| QueueMetrics::new(m.as_ref(), &self.name, self.delaying))
+            }
             _ => None,
         };
         let with_metrics = metrics.is_some();
