@@ -159,6 +159,13 @@ struct FactoryInner {
     state: Mutex<State>,
 }
 
+impl FactoryInner {
+    /// The factory's transform for informers of `K`, if any.
+    fn transform_of<K: 'static>(&self) -> Option<crate::fifo::Transform<K>> {
+        self.transforms.get(&TypeId::of::<K>())?.downcast_ref::<crate::fifo::Transform<K>>().cloned()
+    }
+}
+
 /// A factory of shared informers over one `kube::Client`. Cheap to clone.
 ///
 /// ```no_run
@@ -221,11 +228,7 @@ impl SharedInformerFactory {
         if let Some(t) = &inner.tweak {
             t(&mut opts.reflector.base);
         }
-        if let Some(t) = inner.transforms.get(&TypeId::of::<K>())
-            && let Some(t) = t.downcast_ref::<crate::fifo::Transform<K>>()
-        {
-            opts.transform = Some(t.clone());
-        }
+        opts.transform = inner.transform_of::<K>();
         if let Some(m) = &inner.metrics {
             opts.metrics = Some(m.clone());
         }
@@ -276,13 +279,10 @@ impl SharedInformerFactory {
         }
         let resync = *inner.custom_resync.get(&key).unwrap_or(&inner.resync);
         let informer = make(&inner.client, resync);
-        if let Some(t) = inner.transforms.get(&TypeId::of::<K>())
-            && let Some(t) = t.downcast_ref::<crate::fifo::Transform<K>>()
+        if let Some(t) = inner.transform_of::<K>()
+            && let Err(e) = informer.set_transform(move |o| t(o))
         {
-            let t = t.clone();
-            if let Err(e) = informer.set_transform(move |o| t(o)) {
-                tracing::warn!(error = %e, "the factory's transform was not given to an informer already started");
-            }
+            tracing::warn!(error = %e, "the factory's transform was not given to an informer already started");
         }
         st.informers.insert(key, Entry { informer: Box::new(informer.clone()), running: None });
         informer
