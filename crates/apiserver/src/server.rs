@@ -696,23 +696,8 @@ impl Background {
             t.abort();
         }
     }
-
-    /// Stops the tasks and waits until they are gone: each finishes the write it is making (up to
-    /// [`BACKGROUND_DRAIN`] in all, then it is cancelled), so none writes after this returns.
-    async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let deadline = tokio::time::Instant::now() + BACKGROUND_DRAIN;
-        for mut t in self.tasks {
-            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
-                t.abort();
-                let _ = t.await;
-            }
-        }
-    }
 }
 
-/// How long a stopping server's background tasks get to finish what they are doing.
-const BACKGROUND_DRAIN: Duration = Duration::from_secs(5);
 /// How long a starting server waits for a data directory another server is letting go.
 const DATA_DIR_WAIT: Duration = Duration::from_secs(10);
 
@@ -949,9 +934,9 @@ impl ApiServer {
         std::fs::write(path, self.kubeconfig_yaml())
     }
 
-    /// Stops serving: closes the listener and all connections and stops the server's controllers
-    /// (the storage keeps everything; nothing is written after this returns). The data directory,
-    /// if any, is let go when the server is dropped.
+    /// Stops serving: closes the listener and all connections (the storage keeps everything, and
+    /// the watch cache goes on following it). The data directory, if any, is let go once the
+    /// server is dropped and its background tasks are gone.
     pub async fn stop(&self) {
         let running = self.running.lock().await.take();
         if let Some(r) = running {
@@ -961,10 +946,6 @@ impl ApiServer {
             for c in conns {
                 let _ = c.await;
             }
-        }
-        let background = self.background.lock().take();
-        if let Some(b) = background {
-            b.shutdown().await;
         }
     }
 

@@ -491,7 +491,8 @@ async fn a_restarted_server_finishes_terminating_namespaces() {
     };
     // While no server runs, the held object goes (its finalizer's owner removed it).
     let rv = {
-        let storage = SqliteStorage::open(&dir).unwrap();
+        // (Once the server's background tasks are gone, it lets the directory go.)
+        let storage = SqliteStorage::open_when_free(&dir, std::time::Duration::from_secs(30)).await.unwrap();
         let key = "/registry/configmaps/leaving/held".to_string();
         let kv = storage.get(&key).await.unwrap().expect("the held ConfigMap is stored");
         assert!(kv.mod_revision <= rv);
