@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+mod common;
+
 use informer::workqueue::{DelayingQueue, WorkQueue, WorkQueueMetrics};
 use prometheus_client::registry::Registry;
 use tokio::task::yield_now;
@@ -232,87 +234,19 @@ fn metrics_queue_builds_outside_a_runtime() {
 /// for its metrics by name once and reports to them as to the Prometheus families.
 #[tokio::test(start_paused = true)]
 async fn a_metrics_provider_gets_every_report() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicI64, Ordering};
+    use common::metrics_provider::RecordingProvider;
 
-    use informer::workqueue::{CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric};
-    use parking_lot::Mutex;
-
-    /// Every report, as "<metric>:<queue>" → its count or value.
-    #[derive(Default)]
-    struct Recorded(Mutex<BTreeMap<String, f64>>);
-    struct Metric(Arc<Recorded>, String);
-    impl Metric {
-        fn add(&self, v: f64) {
-            *self.0.0.lock().entry(self.1.clone()).or_default() += v;
-        }
-    }
-    impl GaugeMetric for Metric {
-        fn inc(&self) {
-            self.add(1.0)
-        }
-        fn dec(&self) {
-            self.add(-1.0)
-        }
-    }
-    impl CounterMetric for Metric {
-        fn inc(&self) {
-            self.add(1.0)
-        }
-    }
-    impl HistogramMetric for Metric {
-        fn observe(&self, _: f64) {
-            self.add(1.0)
-        }
-    }
-    impl SettableGaugeMetric for Metric {
-        fn set(&self, v: f64) {
-            self.0.0.lock().insert(self.1.clone(), v);
-        }
-    }
-    struct Provider(Arc<Recorded>, AtomicI64);
-    impl Provider {
-        fn metric(&self, what: &str, name: &str) -> Box<Metric> {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            Box::new(Metric(self.0.clone(), format!("{what}:{name}")))
-        }
-    }
-    impl MetricsProvider for Provider {
-        fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
-            self.metric("depth", name)
-        }
-        fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-            self.metric("adds", name)
-        }
-        fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-            self.metric("latency", name)
-        }
-        fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-            self.metric("work", name)
-        }
-        fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
-            self.metric("unfinished", name)
-        }
-        fn new_longest_running_processor_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
-            self.metric("longest", name)
-        }
-        fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-            self.metric("retries", name)
-        }
-    }
-
-    let recorded = Arc::new(Recorded::default());
-    let provider = Arc::new(Provider(recorded.clone(), AtomicI64::new(0)));
+    let provider = std::sync::Arc::new(RecordingProvider::default());
     let q: DelayingQueue<String> =
         WorkQueue::builder().name("jobs").metrics_provider(provider.clone()).build_delaying();
-    assert_eq!(provider.1.load(Ordering::SeqCst), 7, "asked once for each metric");
+    assert_eq!(provider.asked.lock().len(), 7, "asked once for each metric");
     q.add("a".to_string());
     q.add("a".to_string());
     q.add_after("b".to_string(), Duration::from_secs(1));
     let item = q.get().await.unwrap();
     step(Duration::from_secs(2)).await;
     q.done(&item);
-    let got = recorded.0.lock().clone();
+    let got = provider.values.lock().clone();
     assert_eq!(got["adds:jobs"], 2.0, "{got:?}");
     assert_eq!(got["depth:jobs"], 1.0, "b is queued");
     assert_eq!((got["latency:jobs"], got["work:jobs"], got["retries:jobs"]), (1.0, 1.0, 1.0));

@@ -3,11 +3,12 @@
 //! that fail the test on timeout instead of sleeping; a kube client for the embedded API server;
 //! and for leader election, client-go's default timing, a wait for an elector's event, an
 //! in-memory lock ([`memory_lock`]) and a record of which replica reconciles which key
-//! ([`reconciles`]).
+//! ([`reconciles`]); a recording work-queue metrics provider ([`metrics_provider`]).
 
 #![allow(dead_code)]
 
 pub mod memory_lock;
+pub mod metrics_provider;
 pub mod reconciles;
 
 use std::collections::BTreeMap;
