@@ -17,11 +17,6 @@ fn warnings(r: &Resp) -> Vec<String> {
     r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
 }
 
-fn causes(r: &Resp) -> Vec<String> {
-    let causes = r.body["details"]["causes"].as_array().cloned().unwrap_or_default();
-    causes.iter().map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap())).collect()
-}
-
 #[tokio::test]
 async fn the_kinds_are_discovered_where_kube_lists_them() {
     let s = server().await;

@@ -13,11 +13,6 @@ use serde_json::{Value, json};
 const RESOURCE: &str = "/apis/resource.k8s.io/v1";
 const CLAIMS: &str = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
 
-fn causes(r: &Resp) -> Vec<String> {
-    let causes = r.body["details"]["causes"].as_array().cloned().unwrap_or_default();
-    causes.iter().map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap())).collect()
-}
-
 fn claim(name: &str) -> Value {
     json!({"metadata": {"name": name}, "spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",

@@ -35,6 +35,12 @@ pub struct Resp {
     pub raw: Bytes,
 }
 
+/// A 422's causes as `field: message`, in the answer's order.
+pub fn causes(r: &Resp) -> Vec<String> {
+    let causes = r.body["details"]["causes"].as_array().cloned().unwrap_or_default();
+    causes.iter().map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap())).collect()
+}
+
 impl Client {
     pub fn new(server: &ApiServer) -> Self {
         Client {
