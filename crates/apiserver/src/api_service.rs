@@ -24,7 +24,7 @@ pub(crate) fn is_api_services(info: &ResourceInfo) -> bool {
 }
 
 /// The group and version priorities kube-apiserver v1.35 registers its group versions with.
-const PRIORITIES: [(&str, &str, i64, i64); 20] = [
+const PRIORITIES: [(&str, &str, i64, i64); 21] = [
     ("", "v1", 18000, 1),
     ("apps", "v1", 17800, 15),
     ("events.k8s.io", "v1", 17750, 15),
@@ -45,6 +45,7 @@ const PRIORITIES: [(&str, &str, i64, i64); 20] = [
     ("node.k8s.io", "v1", 16300, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
     ("resource.k8s.io", "v1", 16200, 21),
+    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
 ];
 
 /// The priorities of a built-in group version kube registers, if it is one.

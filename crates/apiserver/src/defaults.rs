@@ -282,6 +282,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
         crate::api_service::default(obj);
         return;
     }
+    if crate::flowcontrol::judges(info) {
+        crate::flowcontrol::default(info, obj);
+        return;
+    }
     if info.group == crate::admission_policy::GROUP && info.plural.ends_with("webhookconfigurations") {
         crate::webhook_configuration::default(obj, info.plural == crate::admission_webhook::MUTATING);
         return;

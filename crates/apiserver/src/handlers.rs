@@ -88,6 +88,8 @@ pub struct Shared {
     pub(crate) secure: bool,
     /// The metrics served at `/metrics`.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Classifies requests under the FlowSchemas for their answers' headers.
+    pub(crate) priority_and_fairness: crate::priority_and_fairness::Classifier,
 }
 
 impl Shared {
@@ -205,10 +207,50 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
         Ok(user) => user,
         Err(e) => return refuse(e).await,
     };
-    if let Err(e) = authorize(&shared, &req, &asked, account.as_ref(), impersonated.as_ref()) {
+    if let Err(e) = authorize_impersonation(&shared, &req, account.as_ref(), impersonated.as_ref()) {
         return refuse(e).await;
     }
+    // Classified as kube's priority-and-fairness filter classifies it, after impersonation and
+    // before authorization: refusals from here on carry the headers too.
+    let classified = {
+        let anonymous = shared.cfg.token.is_some() && !server_token && account.is_none();
+        let requester = match (&impersonated, &account) {
+            (Some(u), _) | (None, Some(u)) => u.clone(),
+            (None, None) if anonymous => crate::requester::anonymous(),
+            (None, None) => crate::requester::server_user(),
+        };
+        shared.priority_and_fairness.classify(&shared.store, &requester, &asked)
+    };
+    let mut r = authorized_request(shared, req, asked, (account, impersonated), (segs, query), until).await;
+    if let Some(c) = classified {
+        let headers = r.headers_mut();
+        for (name, uid) in [
+            (crate::priority_and_fairness::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
+            (crate::priority_and_fairness::PRIORITY_LEVEL_HEADER, c.priority_level_uid),
+        ] {
+            if let Ok(v) = http::HeaderValue::from_str(&uid) {
+                headers.insert(name, v);
+            }
+        }
+    }
+    r
+}
 
+/// Serves a request whose user is known and whose impersonation is allowed: authorizes it, then
+/// answers it.
+async fn authorized_request(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    asked: crate::request_info::RequestInfo,
+    (account, impersonated): (Option<serde_json::Value>, Option<serde_json::Value>),
+    (segs, query): (Vec<String>, Vec<(String, String)>),
+    until: Option<tokio::time::Instant>,
+) -> Response<Body> {
+    let accept = accept_of(&req);
+    let refuse = async |e: ApiError| crate::negotiation::respond(accept, error(&e)).await;
+    if let Err(e) = authorize(&shared, &asked, account.as_ref(), impersonated.as_ref()) {
+        return refuse(e).await;
+    }
     let user = impersonated.or(account);
     // The kinds as the definitions this server wrote make them.
     if within(until, shared.store.definitions_view()).await.is_err() {
@@ -339,26 +381,40 @@ within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504
 /// Refuses a request its user may not make (and, first, an impersonation the authenticated
 /// user may not make), as kube-apiserver's impersonation and authorization filters do. The
 /// server's own user is in `system:masters`: its requests are not read again.
-fn authorize(
+/// Whether the authenticated `account` may impersonate whom the request names (kube's
+/// impersonation filter, before priority and fairness).
+fn authorize_impersonation(
     shared: &Shared,
     req: &Request<Incoming>,
+    account: Option<&serde_json::Value>,
+    impersonated: Option<&serde_json::Value>,
+) -> Result<(), ApiError> {
+    let mode = shared.store.authorization();
+    if mode == crate::AuthorizationMode::AlwaysAllow {
+        return Ok(());
+    }
+    if let (Some(account), Some(_)) = (account, impersonated) {
+        let requester = crate::rbac::User::of(account);
+        for asked in crate::requester::impersonation_requests(req.headers()) {
+            crate::authorizer::check(shared.store.cache(), mode, &requester, &asked)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the request's user may do what it asks (the server's own user and a server without
+/// credentials may do anything).
+fn authorize(
+    shared: &Shared,
     asked: &crate::request_info::RequestInfo,
     account: Option<&serde_json::Value>,
     impersonated: Option<&serde_json::Value>,
 ) -> Result<(), ApiError> {
     let mode = shared.store.authorization();
-    if mode == crate::AuthorizationMode::AlwaysAllow || (account.is_none() && impersonated.is_none()) {
+    let Some(user) = impersonated.or(account).filter(|_| mode != crate::AuthorizationMode::AlwaysAllow) else {
         return Ok(());
-    }
-    let cache = shared.store.cache();
-    if let (Some(account), Some(_)) = (account, impersonated) {
-        let requester = crate::rbac::User::of(account);
-        for asked in crate::requester::impersonation_requests(req.headers()) {
-            crate::authorizer::check(cache, mode, &requester, &asked)?;
-        }
-    }
-    let Some(user) = impersonated.or(account) else { return Ok(()) };
-    crate::authorizer::check(cache, mode, &crate::rbac::User::of(user), asked)
+    };
+    crate::authorizer::check(shared.store.cache(), mode, &crate::rbac::User::of(user), asked)
 }
 
 /// What kube-apiserver lets anyone read (its `system:public-info-viewer` role): the health

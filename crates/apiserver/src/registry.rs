@@ -310,7 +310,8 @@ impl Registry {
     /// apiextensions.k8s.io/v1 customresourcedefinitions; scheduling.k8s.io/v1 priorityclasses;
     /// coordination.k8s.io/v1 leases; node.k8s.io/v1 runtimeclasses;
     /// discovery.k8s.io/v1 endpointslices; resource.k8s.io/v1 deviceclasses, resourceclaims,
-    /// resourceclaimtemplates, resourceslices. Groups come in kube-apiserver's order. The resources
+    /// resourceclaimtemplates, resourceslices; flowcontrol.apiserver.k8s.io/v1 flowschemas,
+    /// prioritylevelconfigurations. Groups come in kube-apiserver's order. The resources
     /// kube gives a `status` subresource have one; deployments, replicasets, statefulsets and
     /// replicationcontrollers also have `scale`.
     pub fn with_defaults() -> Self {
@@ -530,6 +531,14 @@ impl Registry {
         r.register(b(resource, "resourceclaims", "ResourceClaim", true, &[], &[]).with_status_subresource());
         r.register(b(resource, "resourceclaimtemplates", "ResourceClaimTemplate", true, &[], &[]));
         r.register(b(resource, "resourceslices", "ResourceSlice", false, &[], &["spec.nodeName", "spec.driver"]));
+        let flowcontrol = crate::flowcontrol::GROUP;
+        r.register(
+            b(flowcontrol, crate::flowcontrol::FLOW_SCHEMAS, "FlowSchema", false, &[], &[]).with_status_subresource(),
+        );
+        r.register(
+            b(flowcontrol, crate::flowcontrol::PRIORITY_LEVELS, "PriorityLevelConfiguration", false, &[], &[])
+                .with_status_subresource(),
+        );
         r
     }
 

@@ -30,6 +30,11 @@ pub(crate) fn server_user() -> Value {
     json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
 }
 
+/// The user of a request without credentials, as kube's anonymous authenticator names it.
+pub(crate) fn anonymous() -> Value {
+    json!({"username": ANONYMOUS, "groups": [UNAUTHENTICATED]})
+}
+
 /// A service account's user, as its token authenticates it.
 pub(crate) fn service_account(namespace: &str, name: &str) -> Value {
     json!({

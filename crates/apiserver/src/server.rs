@@ -484,6 +484,18 @@ impl ApiServerBuilder {
                 background.tasks.push(tokio::spawn(retry));
             }
         }
+        // The priority-and-fairness configuration is there when the server answers, and kept
+        // there every minute after.
+        // Their FlowSchemas' status is written before the server answers too, so no write of
+        // the server's own comes after it starts but for what its users change.
+        if self.default_namespaces
+            && let Err(e) = crate::flowcontrol_bootstrap::ensure_all(&store).await
+        {
+            background.stop();
+            return Err(std::io::Error::other(format!("unable to initialize APF bootstrap configuration: {e}")));
+        }
+        crate::flowcontrol_status::settle(&store).await;
+        background.keep_flowcontrol(&store, self.default_namespaces);
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
         {
@@ -504,6 +516,7 @@ impl ApiServerBuilder {
             signer,
             secure: tls.is_some(),
             metrics: Default::default(),
+            priority_and_fairness: Default::default(),
         });
         let server = ApiServer {
             shared,
@@ -513,6 +526,7 @@ impl ApiServerBuilder {
             background: Mutex::new(Some(background)),
             compaction_interval: self.compaction_interval,
             disruption_controller: self.disruption_controller,
+            keeps_flowcontrol: self.default_namespaces,
             ready_timeout: self.ready_timeout,
         };
         server.bind_and_run(self.addr).await?;
@@ -690,6 +704,32 @@ impl Background {
         Background { stop, tasks }
     }
 
+    /// Starts the FlowSchema status controller and, when `configuration`, the pass that puts the
+    /// priority-and-fairness configuration back every minute
+    /// ([`crate::flowcontrol_bootstrap::PERIOD`]).
+    fn keep_flowcontrol(&mut self, store: &Arc<Store>, configuration: bool) {
+        let user = crate::requester::server_user;
+        if let Some(controller) = crate::flowcontrol_status::Controller::new(store.clone()) {
+            let run = controller.run(self.stop.subscribe());
+            self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
+        }
+        if !configuration {
+            return;
+        }
+        let (store, mut stop) = (store.clone(), self.stop.subscribe());
+        self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(crate::flowcontrol_bootstrap::PERIOD) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                if let Err(e) = crate::flowcontrol_bootstrap::ensure_all(&store).await {
+                    tracing::warn!(error = %e, "keeping the priority-and-fairness configuration");
+                }
+            }
+        })));
+    }
+
     fn stop(self) {
         let _ = self.stop.send(true);
         for t in self.tasks {
@@ -718,6 +758,8 @@ pub struct ApiServer {
     background: Mutex<Option<Background>>,
     compaction_interval: Duration,
     disruption_controller: bool,
+    /// Whether the server keeps its priority-and-fairness configuration in place.
+    keeps_flowcontrol: bool,
     ready_timeout: Duration,
 }
 
@@ -966,8 +1008,10 @@ impl ApiServer {
             b.stop();
         }
         store.cache().begin_reinit();
-        *self.background.lock() =
-            Some(Background::start(store, (self.compaction_interval, self.disruption_controller), init_delay));
+        let mut background =
+            Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
+        background.keep_flowcontrol(&store, self.keeps_flowcontrol);
+        *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await
     }

@@ -206,8 +206,8 @@ fn prepared_update(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StatusMetadata {
     /// None: the stored object is kept whole but its `status` (custom resources, whose strategy
-    /// copies the stored object, and ValidatingAdmissionPolicies, whose strategy resets the
-    /// metadata for status).
+    /// copies the stored object, and ValidatingAdmissionPolicies, FlowSchemas and
+    /// PriorityLevelConfigurations, whose strategies reset the metadata for status).
     Stored,
     /// All of it (labels, annotations, finalizers, owner references) but the `kept` members of
     /// the stored metadata; the spec is the stored one.
@@ -219,7 +219,7 @@ pub(crate) enum StatusMetadata {
 /// time, and the labels, annotations, finalizers and owner references of APIServices,
 /// VolumeAttachments and ResourceClaims (kube's `ResetObjectMetaForStatus`).
 pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
-    if info.custom.is_some() || info.group == crate::admission_policy::GROUP {
+    if info.custom.is_some() || info.group == crate::admission_policy::GROUP || crate::flowcontrol::judges(info) {
         return StatusMetadata::Stored;
     }
     match (info.group.as_str(), info.plural.as_str()) {
@@ -315,7 +315,7 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Option<Value>) 
 /// Whether objects of the resource carry `metadata.generation`, as kube-apiserver's strategies
 /// decide: set to 1 on create and moved by spec changes for pods, the workload and policy types,
 /// IngressClasses, admission policies and their bindings, CustomResourceDefinitions,
-/// DeviceClasses and ResourceSlices, by
+/// DeviceClasses, ResourceSlices, FlowSchemas and PriorityLevelConfigurations, by
 /// changes of their webhooks for webhook configurations, of the template for PodTemplates, by
 /// any change outside the metadata or of the labels for EndpointSlices, never for
 /// PriorityClasses; custom resources always have one; the other built-in types keep the one
@@ -344,6 +344,8 @@ pub fn tracks_generation(info: &ResourceInfo) -> bool {
         ("discovery.k8s.io", "endpointslices"),
         ("resource.k8s.io", "deviceclasses"),
         ("resource.k8s.io", "resourceslices"),
+        (crate::flowcontrol::GROUP, crate::flowcontrol::FLOW_SCHEMAS),
+        (crate::flowcontrol::GROUP, crate::flowcontrol::PRIORITY_LEVELS),
     ];
     let built_in = crate::schema::builtin().name_of(&info.group, &info.version, &info.kind).is_some();
     !built_in || TRACKED.contains(&(info.group.as_str(), info.plural.as_str()))

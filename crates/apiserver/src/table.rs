@@ -191,7 +191,10 @@ pub fn table(
         "columnDefinitions": columns(info),
         "rows": match items.is_empty() && !crate::printers::rows_listed_when_empty(info) {
             true => Value::Null,
-            false => items.iter().map(|o| row(info, o, include)).collect(),
+            false => match crate::printers::order(info, items) {
+                Some(order) => order.into_iter().map(|i| row(info, &items[i], include)).collect(),
+                None => items.iter().map(|o| row(info, o, include)).collect(),
+            },
         },
     })
 }

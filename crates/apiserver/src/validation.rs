@@ -239,6 +239,8 @@ pub(crate) fn validate(
         warnings = crate::runtime_class::warnings(obj);
     } else if crate::api_service::is_api_services(info) {
         causes.extend(crate::api_service::validate(obj));
+    } else if crate::flowcontrol::judges(info) {
+        causes.extend(crate::flowcontrol_validation::validate(info, obj, target == crate::strategy::Target::Status));
     } else if crate::dra_validation::judges(info) {
         let status = target == crate::strategy::Target::Status;
         causes.extend(crate::dra_validation::validate(info, obj, stored().as_ref(), status));

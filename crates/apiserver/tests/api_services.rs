@@ -40,6 +40,7 @@ async fn the_served_group_versions_are_registered_as_local_api_services() {
         "v1.coordination.k8s.io",
         "v1.discovery.k8s.io",
         "v1.events.k8s.io",
+        "v1.flowcontrol.apiserver.k8s.io",
         "v1.networking.k8s.io",
         "v1.node.k8s.io",
         "v1.policy",

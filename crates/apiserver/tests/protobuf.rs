@@ -665,3 +665,25 @@ async fn the_dynamic_resource_kinds_are_answered_in_protobuf() {
     assert_eq!(spec.node_name.as_deref(), Some("node-1"));
     assert_eq!(spec.devices[0].attributes["model"].string.as_deref(), Some("a100"));
 }
+
+#[tokio::test]
+async fn the_flowcontrol_kinds_are_answered_in_protobuf() {
+    use k8s_pb::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfigurationList};
+    let s = server().await;
+    let c = Client::new(&s);
+    let got = c.get_accepting("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/probes", PROTOBUF).await;
+    assert_eq!(content_type(&got), PROTOBUF);
+    let (api_version, kind, raw) = unwrap_envelope(&got.raw);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"));
+    let schema = FlowSchema::decode(raw.as_slice()).unwrap();
+    let spec = schema.spec.unwrap();
+    assert_eq!(
+        (spec.matching_precedence, spec.priority_level_configuration.unwrap().name.as_deref()),
+        (Some(2), Some("exempt"))
+    );
+    let conditions = schema.status.unwrap().conditions;
+    assert_eq!((conditions[0].r#type.as_deref(), conditions[0].status.as_deref()), (Some("Dangling"), Some("False")));
+    let got = c.get_accepting("/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", PROTOBUF).await;
+    let list = PriorityLevelConfigurationList::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap();
+    assert_eq!(list.items.len(), 8);
+}

@@ -16,6 +16,7 @@
 
 mod cluster;
 mod core;
+mod flowcontrol;
 mod resource;
 mod storage;
 mod workloads;
@@ -86,6 +87,12 @@ fn printer(info: &ResourceInfo) -> Option<Printer> {
         .or_else(|| cluster::printer(info))
         .or_else(|| storage::printer(info))
         .or_else(|| resource::printer(info))
+        .or_else(|| flowcontrol::printer(info))
+}
+
+/// The order of a list's rows, as indexes into `items`, where kube's printer sorts them.
+pub(crate) fn order(info: &ResourceInfo, items: &[std::sync::Arc<crate::object::StoredObject>]) -> Option<Vec<usize>> {
+    flowcontrol::order(info, items)
 }
 
 /// The column definitions of a built-in kind's table; None for other resources.
