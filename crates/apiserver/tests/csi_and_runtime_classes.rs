@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use common::tools::KubectlTables;
 use common::*;
 use serde_json::{Value, json};
 
@@ -313,19 +313,8 @@ async fn kubectl_prints_the_kinds_as_kube_does() {
     .await;
     post(RUNTIME_CLASSES.to_string(), json!({"metadata": {"name": "gvisor"}, "handler": "runsc"})).await;
 
-    let dir = tempdir("kubectl-csi");
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
-    let cache = dir.join("cache");
-    let bin = kubectl_versions().last().unwrap().clone();
-    let get = |kind: &'static str| {
-        let (bin, kc, cache) = (bin.clone(), kc.clone(), cache.clone());
-        async move {
-            let (ok, out, err) = kubectl_bin(&bin, &kc, &cache, &["get", kind]).await;
-            assert!(ok, "{bin} get {kind}: {err}");
-            out.lines().map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>()).collect::<Vec<_>>()
-        }
-    };
+    let kubectl = KubectlTables::new(&s, "kubectl-csi");
+    let get = |kind: &'static str| kubectl.get(kind);
     let rows = get("csidrivers").await;
     assert_eq!(
         rows[0],

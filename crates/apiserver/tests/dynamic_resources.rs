@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use common::tools::KubectlTables;
 use common::*;
 use serde_json::{Value, json};
 
@@ -343,19 +343,8 @@ async fn kubectl_prints_the_kinds_as_kube_does() {
     assert_eq!(c.put(&format!("{CLAIMS}/allocated/status"), &status).await.code, 200);
     assert_eq!(c.post(&format!("{RESOURCE}/resourceslices"), &slice("s", "node-1", "gpu.example.com")).await.code, 201);
 
-    let dir = tempdir("kubectl-dra");
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
-    let cache = dir.join("cache");
-    let bin = kubectl_versions().last().unwrap().clone();
-    let get = |kind: &'static str| {
-        let (bin, kc, cache) = (bin.clone(), kc.clone(), cache.clone());
-        async move {
-            let (ok, out, err) = kubectl_bin(&bin, &kc, &cache, &["get", kind]).await;
-            assert!(ok, "{bin} get {kind}: {err}");
-            out.lines().map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>()).collect::<Vec<_>>()
-        }
-    };
+    let kubectl = KubectlTables::new(&s, "kubectl-dra");
+    let get = |kind: &'static str| kubectl.get(kind);
     let rows = get("deviceclasses").await;
     assert_eq!(
         (rows[0].clone(), rows[1][0].as_str()),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tools::{kubectl_bin, kubectl_versions, tempdir};
+use common::tools::KubectlTables;
 use common::*;
 use serde_json::{Value, json};
 
@@ -340,19 +340,8 @@ async fn kubectl_prints_the_kinds_as_kube_does() {
     let s = server().await;
     let c = Client::new(&s);
     dangling(&c, "global-default", "False").await;
-    let dir = tempdir("kubectl-flowcontrol");
-    let kc = dir.join("config");
-    s.write_kubeconfig(&kc).unwrap();
-    let cache = dir.join("cache");
-    let bin = kubectl_versions().last().unwrap().clone();
-    let get = |kind: &'static str| {
-        let (bin, kc, cache) = (bin.clone(), kc.clone(), cache.clone());
-        async move {
-            let (ok, out, err) = kubectl_bin(&bin, &kc, &cache, &["get", kind]).await;
-            assert!(ok, "{bin} get {kind}: {err}");
-            out.lines().map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>()).collect::<Vec<_>>()
-        }
-    };
+    let kubectl = KubectlTables::new(&s, "kubectl-flowcontrol");
+    let get = |kind: &'static str| kubectl.get(kind);
     let rows = get("flowschemas").await;
     assert_eq!(rows[0], ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"]);
     let order: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();

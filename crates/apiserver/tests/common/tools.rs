@@ -58,6 +58,30 @@ pub async fn kubectl_bin(bin: &str, kc: &Path, cache: &Path, args: &[&str]) -> (
     )
 }
 
+/// `kubectl get <kind>` of the newest kubectl against a server, as the words of each line.
+pub struct KubectlTables {
+    bin: String,
+    kc: PathBuf,
+    cache: PathBuf,
+}
+
+impl KubectlTables {
+    /// A kubeconfig and cache for `server` in a fresh directory tagged `tag`.
+    pub fn new(server: &informer_apiserver::ApiServer, tag: &str) -> KubectlTables {
+        let dir = tempdir(tag);
+        let kc = dir.join("config");
+        server.write_kubeconfig(&kc).unwrap();
+        KubectlTables { bin: kubectl_versions().last().unwrap().clone(), kc, cache: dir.join("cache") }
+    }
+
+    /// The lines of `kubectl get <kind>`, each split into its words; panics if kubectl fails.
+    pub async fn get(&self, kind: &str) -> Vec<Vec<String>> {
+        let (ok, out, err) = kubectl_bin(&self.bin, &self.kc, &self.cache, &["get", kind]).await;
+        assert!(ok, "{} get {kind}: {err}", self.bin);
+        out.lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect()
+    }
+}
+
 /// The kubectl binaries of the machine (`kubectl.1.27` … `kubectl.1.33`), on PATH or beside the
 /// `kubectl` on PATH (the Cloud SDK's dispatcher keeps them there).
 pub fn kubectl_versions() -> Vec<String> {
