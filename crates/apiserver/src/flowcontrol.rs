@@ -6,9 +6,9 @@
 //! missing) is 1000; a limited priority level's `nominalConcurrencyShares` is 30 and its
 //! `lendablePercent` 0 when missing, its queuing's `queues`, `handSize` and `queueLengthLimit`
 //! 64, 8 and 50 when 0 (only when `queuing` is there); an exempt block's two numbers are 0 when
-//! missing (only when `exempt` is there). Nothing else is filled in. Both kinds are
-//! cluster-scoped, track their generation, and keep their status on a write of the main
-//! resource and their metadata and spec on a `status` write.
+//! missing (only when `exempt` is there). Nothing else is filled in. (That both kinds track
+//! their generation, keep their status on a write of the main resource, and their metadata and
+//! spec on a `status` write is [`crate::strategy`]'s.)
 
 use serde_json::{Map, Value, json};
 
@@ -79,23 +79,28 @@ fn absent_to(m: &mut Map<String, Value>, key: &str, value: i64) {
     }
 }
 
+/// The members the internal types hold by pointer: present, even empty, they differ from absent.
+const POINTERS: [&str; 7] = ["distinguisherMethod", "user", "group", "serviceAccount", "limited", "exempt", "queuing"];
+
 /// Whether two specs are the same to kube's `Semantic.DeepEqual` of the internal types: a
-/// missing member, `null`, `false`, `""`, an empty list and an empty map are Go's zero values.
+/// missing member, `null`, `false`, `""`, an empty list and an empty struct held by value are
+/// Go's zero values; an empty struct held by pointer is not nil.
 pub(crate) fn same_spec(a: &Value, b: &Value) -> bool {
-    zeroless(a) == zeroless(b)
+    zeroless(a, false) == zeroless(b, false)
 }
 
-fn zeroless(v: &Value) -> Option<Value> {
+fn zeroless(v: &Value, pointer: bool) -> Option<Value> {
     match v {
         Value::Null | Value::Bool(false) => None,
         Value::String(s) if s.is_empty() => None,
         Value::Array(items) => {
-            let kept: Vec<Value> = items.iter().map(|i| zeroless(i).unwrap_or(Value::Null)).collect();
+            let kept: Vec<Value> = items.iter().map(|i| zeroless(i, false).unwrap_or(Value::Null)).collect();
             (!kept.is_empty()).then_some(Value::Array(kept))
         }
         Value::Object(m) => {
-            let kept: Map<String, Value> = m.iter().filter_map(|(k, v)| Some((k.clone(), zeroless(v)?))).collect();
-            (!kept.is_empty()).then_some(Value::Object(kept))
+            let kept: Map<String, Value> =
+                m.iter().filter_map(|(k, v)| Some((k.clone(), zeroless(v, POINTERS.contains(&k.as_str()))?))).collect();
+            (pointer || !kept.is_empty()).then_some(Value::Object(kept))
         }
         other => Some(other.clone()),
     }
@@ -108,18 +113,30 @@ fn field(v: &Value, key: &str) -> String {
     }
 }
 
-fn text(v: &Value, key: &str) -> String {
-    go_json(&json!(v.get(key).and_then(Value::as_str).unwrap_or("")))
+/// The string member `key` of `v` (empty when absent).
+pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A string as Go's `json.Marshal` writes it: how kube's field errors print a string of a named
+/// Go type (`SubjectKind`, `PriorityLevelEnablement`…), and any string inside a struct.
+pub(crate) fn go_string(s: &str) -> String {
+    go_json(&json!(s))
+}
+
+fn string(v: &Value, key: &str) -> String {
+    go_string(text(v, key))
 }
 
 fn int(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_i64).unwrap_or(0).to_string()
 }
 
+/// A list of structs: `null` when absent, `[]` when empty (Go keeps a decoded empty list).
 fn structs(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
     match v.and_then(Value::as_array) {
-        Some(items) if !items.is_empty() => format!("[{}]", items.iter().map(each).collect::<Vec<_>>().join(",")),
-        _ => "null".into(),
+        Some(items) => format!("[{}]", items.iter().map(each).collect::<Vec<_>>().join(",")),
+        None => "null".into(),
     }
 }
 
@@ -132,11 +149,14 @@ fn pointer(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
 
 /// A FlowSchema spec as kube prints its internal `FlowSchemaSpec`.
 pub(crate) fn flow_schema_spec_json(spec: &Value) -> String {
-    let named = |v: &Value| go_struct(&[("Name", text(v, "name"))]);
+    let named = |v: &Value| go_struct(&[("Name", string(v, "name"))]);
     go_struct(&[
         ("PriorityLevelConfiguration", named(spec.get("priorityLevelConfiguration").unwrap_or(&Value::Null))),
         ("MatchingPrecedence", int(spec, "matchingPrecedence")),
-        ("DistinguisherMethod", pointer(spec.get("distinguisherMethod"), |d| go_struct(&[("Type", text(d, "type"))]))),
+        (
+            "DistinguisherMethod",
+            pointer(spec.get("distinguisherMethod"), |d| go_struct(&[("Type", string(d, "type"))])),
+        ),
         (
             "Rules",
             structs(spec.get("rules"), |r| {
@@ -145,13 +165,13 @@ pub(crate) fn flow_schema_spec_json(spec: &Value) -> String {
                         "Subjects",
                         structs(r.get("subjects"), |s| {
                             go_struct(&[
-                                ("Kind", text(s, "kind")),
+                                ("Kind", string(s, "kind")),
                                 ("User", pointer(s.get("user"), named)),
                                 ("Group", pointer(s.get("group"), named)),
                                 (
                                     "ServiceAccount",
                                     pointer(s.get("serviceAccount"), |a| {
-                                        go_struct(&[("Namespace", text(a, "namespace")), ("Name", text(a, "name"))])
+                                        go_struct(&[("Namespace", string(a, "namespace")), ("Name", string(a, "name"))])
                                     }),
                                 ),
                             ])
@@ -188,7 +208,7 @@ pub(crate) fn flow_schema_spec_json(spec: &Value) -> String {
 /// `PriorityLevelConfigurationSpec`.
 pub(crate) fn priority_level_spec_json(spec: &Value) -> String {
     go_struct(&[
-        ("Type", text(spec, "type")),
+        ("Type", string(spec, "type")),
         (
             "Limited",
             pointer(spec.get("limited"), |l| {
@@ -198,7 +218,7 @@ pub(crate) fn priority_level_spec_json(spec: &Value) -> String {
                     (
                         "LimitResponse",
                         go_struct(&[
-                            ("Type", text(response, "type")),
+                            ("Type", string(response, "type")),
                             (
                                 "Queuing",
                                 pointer(response.get("queuing"), |q| {

@@ -6,10 +6,12 @@
 //! Invariants, as kube's ensurer holds them:
 //! - every object is annotated `apf.kubernetes.io/autoupdate-spec: "true"` when written, has one
 //!   rule, and equals its v1 defaults (so a stored one compares equal to it);
-//! - a pass writes, stopping at the first failure: the suggested priority levels, the suggested
-//!   FlowSchemas, the mandatory priority levels, the mandatory FlowSchemas; then deletes the
-//!   FlowSchemas and then priority levels that are not among these but say
-//!   `autoupdate-spec: "true"`;
+//! - a pass writes, stopping at the first failure (but a conflict, which the next pass sees):
+//!   the suggested priority levels, the suggested FlowSchemas, the mandatory priority levels,
+//!   the mandatory FlowSchemas; then deletes the FlowSchemas and then priority levels that are
+//!   not among these but say `autoupdate-spec: "true"`. Within one list, the objects to update
+//!   are written in the list's order, then the missing ones are created together (kube writes
+//!   each in turn; a created batch commits together on the durable storages);
 //! - a missing object is created (a deleted one comes back); a mandatory one is always set back
 //!   to its spec (but for the `exempt` level's two numbers) and annotated `"true"`; a suggested
 //!   one is set back only when its annotation reads true, or it has none and is at generation
@@ -205,17 +207,11 @@ pub(crate) fn mandatory_priority_level(name: &str) -> Option<Value> {
     named(mandatory_priority_levels(), name)
 }
 
-/// Go's `strconv.ParseBool`.
-fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 fn autoupdate(obj: &Value) -> Option<bool> {
-    obj.pointer("/metadata/annotations").and_then(|a| a.get(AUTOUPDATE)).and_then(Value::as_str).and_then(parse_bool)
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(AUTOUPDATE))
+        .and_then(Value::as_str)
+        .and_then(crate::go_strconv::parse_bool)
 }
 
 /// What a pass writes over a stored `current` for the configuration object `wanted`: None when
@@ -276,8 +272,8 @@ async fn ensure(store: &Store, info: &ResourceInfo, wanted: Vec<Value>, mandator
         let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
         match store.update(info, None, Some(name), body, opts).await {
             Ok(_) => {}
-            // Changed or gone meanwhile: the next pass sees it.
-            Err(e) if e.code == 409 || e.code == 404 => {}
+            // Changed meanwhile: the next pass sees it.
+            Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),
         }
     }

@@ -8,7 +8,7 @@
 //!   named `exempt` is `Exempt`, and a limited level queues exactly when it has `queuing`;
 //! - the condition is written only when its status, reason or message differs from the stored
 //!   one, then with the time of the write, by a forced server-side apply of the `status`
-//!   subresource (other conditions stay); a schema written five times within a minute waits
+//!   subresource (other conditions stay); a schema written six times within a minute waits
 //!   until that minute has passed;
 //! - nothing writes a PriorityLevelConfiguration's status; a pass runs on every change to a
 //!   FlowSchema or a PriorityLevelConfiguration.
@@ -34,6 +34,7 @@ use crate::strategy::Target;
 pub(crate) const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+/// More writes than this of one schema within a minute wait (kube's `shouldDelayUpdate`).
 const WRITES_PER_MINUTE: usize = 5;
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -72,6 +73,8 @@ impl Controller {
         let whole: Vec<String> = levels.iter().filter(|l| is_whole(&l.value())).map(|l| l.name.clone()).collect();
         let (_, schemas) = cache.snapshot(&self.schemas, None, &Selectors::default())?;
         *self.wake_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // Schemas gone are forgotten.
+        self.writes.lock().unwrap_or_else(|e| e.into_inner()).retain(|name, _| schemas.iter().any(|s| s.name == *name));
         let mut writes = Vec::new();
         for schema in schemas.iter() {
             let value = schema.value();
@@ -96,14 +99,14 @@ impl Controller {
         }
     }
 
-    /// Whether `name` may be written now (fewer than five writes within the last minute); if
-    /// not, the next pass is due when it may.
+    /// Whether `name` may be written now (at most five writes within the last minute); if not,
+    /// the next pass is due when it may.
     fn may_write(&self, name: &str) -> bool {
         let now = Instant::now();
         let mut writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
         let times = writes.entry(name.to_string()).or_default();
         times.retain(|t| now.duration_since(*t) < MINUTE);
-        if times.len() >= WRITES_PER_MINUTE {
+        if times.len() > WRITES_PER_MINUTE {
             let due = times[0] + MINUTE;
             let mut wake = self.wake_at.lock().unwrap_or_else(|e| e.into_inner());
             *wake = Some(wake.map_or(due, |w| w.min(due)));

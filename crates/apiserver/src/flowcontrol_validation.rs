@@ -10,9 +10,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::flowcontrol::{FLOW_SCHEMAS, flow_schema_spec_json, priority_level_spec_json, same_spec};
+use crate::admission_policy::strings;
+use crate::flowcontrol::{FLOW_SCHEMAS, flow_schema_spec_json, go_string, priority_level_spec_json, same_spec, text};
+use crate::pod_spec_validation::list;
 use crate::pod_validation::{forbidden, number};
-use crate::policy_validation::{duplicate, required};
+use crate::policy_validation::{required, unsupported_shown as not_supported};
 use crate::registry::ResourceInfo;
 use crate::structural::{Cause, go_json, go_quote};
 use crate::workload_validation::invalid_value;
@@ -21,6 +23,8 @@ const VERBS: [&str; 9] = ["create", "delete", "deletecollection", "get", "list",
 const MAX_PRECEDENCE: i64 = 10_000;
 const MAX_QUEUES: i64 = 10_000_000;
 const MAX_HASH_BITS: f64 = 60.0;
+/// The annotation v1beta3 kept zero shares under, which a v1 object may not carry.
+const PRESERVE_ZERO_SHARES: &str = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares";
 
 /// The causes of `obj`, a FlowSchema or PriorityLevelConfiguration; `status` for a `status` write.
 pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, status: bool) -> Vec<Cause> {
@@ -31,6 +35,13 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, status: bo
         if info.plural == FLOW_SCHEMAS {
             flow_schema(name, spec, &mut causes);
         } else {
+            let annotations = obj.get("metadata").and_then(|m| m.get("annotations"));
+            if annotations.and_then(|a| a.get(PRESERVE_ZERO_SHARES)).is_some() {
+                causes.push(forbidden(
+                    "metadata.annotations".into(),
+                    &format!("annotation '{PRESERVE_ZERO_SHARES}' is forbidden"),
+                ));
+            }
             priority_level(name, spec, &mut causes);
         }
     }
@@ -39,7 +50,12 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, status: bo
     for (i, c) in conditions.map(Vec::as_slice).unwrap_or_default().iter().enumerate() {
         let kind = c.get("type").and_then(Value::as_str).unwrap_or("");
         if seen.contains(&kind) {
-            causes.push(duplicate(format!("status.conditions[{i}].type"), kind));
+            let field = format!("status.conditions[{i}].type");
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_string(kind)),
+                field,
+            });
         }
         seen.push(kind);
         if kind.is_empty() {
@@ -47,27 +63,6 @@ pub(crate) fn validate(info: &ResourceInfo, obj: &Map<String, Value>, status: bo
         }
     }
     causes
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn strings<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
-    v.get(key).and_then(Value::as_array).map(|l| l.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
-}
-
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
-fn not_supported(field: String, shown: &str, supported: &[&str]) -> Cause {
-    let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    Cause {
-        reason: "FieldValueNotSupported",
-        message: format!("Unsupported value: {shown}: supported values: {}", list.join(", ")),
-        field,
-    }
 }
 
 fn flow_schema(name: &str, spec: &Value, causes: &mut Vec<Cause>) {
@@ -88,7 +83,7 @@ fn flow_schema(name: &str, spec: &Value, causes: &mut Vec<Cause>) {
     if let Some(method) = spec.get("distinguisherMethod").filter(|d| d.is_object()) {
         let kind = text(method, "type");
         if !matches!(kind, "ByUser" | "ByNamespace") {
-            let shown = crate::structural::go_struct(&[("Type", go_json(&Value::from(kind)))]);
+            let shown = crate::structural::go_struct(&[("Type", go_string(kind))]);
             causes.push(not_supported("spec.distinguisherMethod.type".into(), &shown, &["ByNamespace", "ByUser"]));
         }
     }
@@ -152,30 +147,12 @@ fn subject(s: &Value, at: &str, causes: &mut Vec<Cause>) {
     };
     match text(s, "kind") {
         "ServiceAccount" => {
-            let Some(account) = s.get("serviceAccount").filter(|a| a.is_object()) else {
-                causes.push(required(
+            match s.get("serviceAccount").filter(|a| a.is_object()) {
+                None => causes.push(required(
                     format!("{at}.serviceAccount"),
                     "serviceAccount is required when subject kind is 'ServiceAccount'",
-                ));
-                return;
-            };
-            let name = text(account, "name");
-            if name.is_empty() {
-                causes.push(required(format!("{at}.serviceAccount.name"), ""));
-            } else if name != "*" {
-                for fault in crate::cel_format::dns1123_subdomain(name) {
-                    causes.push(invalid_value(&format!("{at}.serviceAccount.name"), &go_quote(name), &fault));
-                }
-            }
-            let namespace = text(account, "namespace");
-            if namespace.is_empty() {
-                causes.push(required(
-                    format!("{at}.serviceAccount.namespace"),
-                    "must specify namespace for service account",
-                ));
-            }
-            for fault in crate::cel_format::dns1123_label(namespace).into_iter().filter(|_| !namespace.is_empty()) {
-                causes.push(invalid_value(&format!("{at}.serviceAccount.namespace"), &go_quote(namespace), &fault));
+                )),
+                Some(account) => service_account(account, at, causes),
             }
             others(causes, &["user", "group"]);
         }
@@ -195,7 +172,28 @@ fn subject(s: &Value, at: &str, causes: &mut Vec<Cause>) {
             }
             others(causes, &["serviceAccount", "user"]);
         }
-        kind => causes.push(not_supported(format!("{at}.kind"), &go_quote(kind), &["Group", "ServiceAccount", "User"])),
+        kind => {
+            causes.push(not_supported(format!("{at}.kind"), &go_string(kind), &["Group", "ServiceAccount", "User"]))
+        }
+    }
+}
+
+/// A service account subject's `serviceAccount` (at `at`).
+fn service_account(account: &Value, at: &str, causes: &mut Vec<Cause>) {
+    let name = text(account, "name");
+    if name.is_empty() {
+        causes.push(required(format!("{at}.serviceAccount.name"), ""));
+    } else if name != "*" {
+        for fault in crate::cel_format::dns1123_subdomain(name) {
+            causes.push(invalid_value(&format!("{at}.serviceAccount.name"), &go_quote(name), &fault));
+        }
+    }
+    let namespace = text(account, "namespace");
+    if namespace.is_empty() {
+        causes.push(required(format!("{at}.serviceAccount.namespace"), "must specify namespace for service account"));
+    }
+    for fault in crate::cel_format::dns1123_label(namespace).into_iter().filter(|_| !namespace.is_empty()) {
+        causes.push(invalid_value(&format!("{at}.serviceAccount.namespace"), &go_quote(namespace), &fault));
     }
 }
 
@@ -309,7 +307,7 @@ fn priority_level(name: &str, spec: &Value, causes: &mut Vec<Cause>) {
     if (name == "exempt") != (kind == "Exempt") {
         causes.push(invalid_value(
             "spec.type",
-            &go_quote(kind),
+            &go_string(kind),
             "type must be 'Exempt' if and only if name is 'exempt'",
         ));
     }
@@ -333,7 +331,7 @@ fn priority_level(name: &str, spec: &Value, causes: &mut Vec<Cause>) {
                 Some(limited) => limited_level(limited, causes),
             }
         }
-        other => causes.push(not_supported("spec.type".into(), &go_quote(other), &["Exempt", "Limited"])),
+        other => causes.push(not_supported("spec.type".into(), &go_string(other), &["Exempt", "Limited"])),
     }
     let fixed = crate::flowcontrol_bootstrap::mandatory_priority_level(name);
     if let Some(mut fixed_spec) = fixed.map(|f| f["spec"].clone()) {
@@ -380,7 +378,9 @@ fn limited_level(limited: &Value, causes: &mut Vec<Cause>) {
             )),
             Some(q) => queuing_rules(q, &format!("{at}.limitResponse.queuing"), causes),
         },
-        other => causes.push(not_supported(format!("{at}.limitResponse.type"), &go_quote(other), &["Queue", "Reject"])),
+        other => {
+            causes.push(not_supported(format!("{at}.limitResponse.type"), &go_string(other), &["Queue", "Reject"]))
+        }
     }
     percent(limited, "lendablePercent", at, causes);
     non_negative(limited, "borrowingLimitPercent", at, "if specified, must be a non-negative integer", causes);

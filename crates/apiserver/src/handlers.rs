@@ -222,7 +222,9 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
         shared.priority_and_fairness.classify(&shared.store, &requester, &asked)
     };
     let mut r = authorized_request(shared, req, asked, (account, impersonated), (segs, query), until).await;
-    if let Some(c) = classified {
+    // kube's timeout filter answers from outside priority and fairness.
+    let timed_out = r.extensions().get::<TimedOut>().is_some();
+    if let Some(c) = classified.filter(|_| !timed_out) {
         let headers = r.headers_mut();
         for (name, uid) in [
             (crate::priority_and_fairness::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
@@ -375,12 +377,15 @@ fn request_timed_out() -> Response<Body> {
     const TIMED_OUT: &[u8] =
         b"{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete \
 within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n";
-    body::respond(504, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(TIMED_OUT))))
+    let mut r = body::respond(504, "text/plain; charset=utf-8", Body::Full(Some(Bytes::from_static(TIMED_OUT))));
+    r.extensions_mut().insert(TimedOut);
+    r
 }
 
-/// Refuses a request its user may not make (and, first, an impersonation the authenticated
-/// user may not make), as kube-apiserver's impersonation and authorization filters do. The
-/// server's own user is in `system:masters`: its requests are not read again.
+/// Marks the answer of kube's timeout filter.
+#[derive(Clone, Copy)]
+struct TimedOut;
+
 /// Whether the authenticated `account` may impersonate whom the request names (kube's
 /// impersonation filter, before priority and fairness).
 fn authorize_impersonation(

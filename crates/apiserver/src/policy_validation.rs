@@ -35,10 +35,16 @@ pub(crate) fn required(field: String, detail: &str) -> Cause {
 
 /// An `Unsupported value` cause listing the supported values.
 pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    unsupported_shown(field, &go_quote(value), supported)
+}
+
+/// An `Unsupported value` cause for a value already written as kube prints it (a struct, a list,
+/// a string of a named Go type).
+pub(crate) fn unsupported_shown(field: String, shown: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
     Cause {
         reason: "FieldValueNotSupported",
-        message: format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", ")),
+        message: format!("Unsupported value: {shown}: supported values: {}", list.join(", ")),
         field,
     }
 }

@@ -18,7 +18,7 @@ pub(crate) fn asked(query: Option<&str>, headers: &HeaderMap) -> bool {
     if let Some(q) = query.filter(|q| q.contains("pretty")) {
         let value = crate::body::parse_query(q).into_iter().find(|(k, _)| k == "pretty").map(|(_, v)| v);
         if let Some(v) = value.filter(|v| !v.is_empty()) {
-            return matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True");
+            return crate::go_strconv::parse_bool(&v) == Some(true);
         }
     }
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -8,8 +8,9 @@
 //! - schemas are tried by matching precedence, then name; the first whose rules match wins; a
 //!   schema whose priority level is missing or not whole ([`crate::flowcontrol_status`]) is
 //!   passed over; without a usable `exempt` schema kube's own comes first, without a usable
-//!   `catch-all` kube's own comes last, and such a schema (or level) that is not stored has no
-//!   UID (the header is empty);
+//!   `catch-all` kube's own comes last, and such a schema that is not stored has no UID (the
+//!   header is empty); a mandatory level deleted keeps the UID it had until it is stored again
+//!   (none if it never was); a request nothing matches falls under `catch-all`;
 //! - a rule matches when one of its subjects is the requester (a user or group named `*` is
 //!   anyone; a service account named `*` is any of its namespace) and, for a resource request,
 //!   one of its resource rules covers the verb, group, resource (or `resource/subresource`) and
@@ -25,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::flowcontrol::{FLOW_SCHEMAS, GROUP, PRIORITY_LEVELS};
+use crate::flowcontrol::{FLOW_SCHEMAS, GROUP, PRIORITY_LEVELS, text};
 use crate::rbac::User;
 use crate::request_info::RequestInfo;
 use crate::selector::Selectors;
@@ -81,6 +82,7 @@ struct Rule {
 
 #[derive(Debug)]
 struct Schema {
+    name: String,
     uid: String,
     level_uid: String,
     rules: Vec<Rule>,
@@ -90,6 +92,9 @@ struct Schema {
 #[derive(Debug, Default)]
 struct Compiled {
     schemas: Vec<Schema>,
+    /// The UIDs of the mandatory levels (`exempt`, `catch-all`) last stored, kept while they
+    /// are not (kube goes on using a deleted mandatory level until it is back).
+    mandatory_levels: Vec<(String, String)>,
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -128,10 +133,6 @@ impl Subject {
             Subject::Other => false,
         }
     }
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 impl ResourceRule {
@@ -198,24 +199,29 @@ impl Rule {
 }
 
 impl Compiled {
-    /// The usable schemas of `schemas` over the levels `levels`, in the order they are tried.
-    fn of(schemas: &[Value], levels: &[Value]) -> Compiled {
+    /// The usable schemas of `schemas` over the levels `levels`, in the order they are tried;
+    /// `before` the schemas compiled last.
+    fn of(schemas: &[Value], levels: &[Value], before: Option<&Compiled>) -> Compiled {
         let uid = |v: &Value| v.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_string();
         let name = |v: &Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
         let whole: Vec<(String, String)> =
             levels.iter().filter(|l| crate::flowcontrol_status::is_whole(l)).map(|l| (name(l), uid(l))).collect();
         let level_uid = |level: &str| whole.iter().find(|(n, _)| n == level).map(|(_, u)| u.clone());
+        let mandatory_levels: Vec<(String, String)> = ["exempt", "catch-all"]
+            .iter()
+            .filter_map(|n| {
+                let kept = before.and_then(|b| b.mandatory_levels.iter().find(|(m, _)| m == n)).map(|(_, u)| u.clone());
+                Some((n.to_string(), level_uid(n).or(kept)?))
+            })
+            .collect();
         let mut usable: Vec<(i64, String, Schema)> = Vec::new();
         for s in schemas {
             let level = s.pointer("/spec/priorityLevelConfiguration/name").and_then(Value::as_str).unwrap_or("");
             let Some(level_uid) = level_uid(level) else { continue };
             let precedence = s.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(0);
             let rules = s.pointer("/spec/rules").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-            usable.push((
-                precedence,
-                name(s),
-                Schema { uid: uid(s), level_uid, rules: rules.iter().map(Rule::of).collect() },
-            ));
+            let schema = Schema { name: name(s), uid: uid(s), level_uid, rules: rules.iter().map(Rule::of).collect() };
+            usable.push((precedence, name(s), schema));
         }
         usable.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         let has = |n: &str| usable.iter().any(|(_, name, _)| name == n);
@@ -223,8 +229,8 @@ impl Compiled {
         let imagined = |n: &str| {
             let fixed = crate::flowcontrol_bootstrap::mandatory_flow_schema(n).unwrap_or_default();
             let rules = fixed.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default();
-            let level_uid = level_uid(n).unwrap_or_default();
-            Schema { uid: String::new(), level_uid, rules: rules.iter().map(Rule::of).collect() }
+            let level_uid = mandatory_levels.iter().find(|(m, _)| m == n).map(|(_, u)| u.clone()).unwrap_or_default();
+            Schema { name: n.to_string(), uid: String::new(), level_uid, rules: rules.iter().map(Rule::of).collect() }
         };
         let mut out: Vec<Schema> = Vec::new();
         if !has("exempt") {
@@ -233,13 +239,16 @@ impl Compiled {
         let catch_all = (!has("catch-all")).then(|| imagined("catch-all"));
         out.extend(usable.into_iter().map(|(_, _, s)| s));
         out.extend(catch_all);
-        Compiled { schemas: out }
+        Compiled { schemas: out, mandatory_levels }
     }
 
     fn classify(&self, user: &User, r: &RequestInfo) -> Option<Classification> {
-        // Nothing matched: kube's catch-all, which is always last.
-        let s =
-            self.schemas.iter().find(|s| s.rules.iter().any(|rule| rule.matches(user, r))).or(self.schemas.last())?;
+        // Nothing matched: the catch-all schema.
+        let s = self
+            .schemas
+            .iter()
+            .find(|s| s.rules.iter().any(|rule| rule.matches(user, r)))
+            .or_else(|| self.schemas.iter().find(|s| s.name == "catch-all"))?;
         Some(Classification { flow_schema_uid: s.uid.clone(), priority_level_uid: s.level_uid.clone() })
     }
 }
@@ -300,7 +309,8 @@ impl Classifier {
             let (_, objects) = cache.snapshot(info, None, &Selectors::default()).ok()?;
             Some(objects.iter().map(|o| o.value()).collect())
         };
-        let compiled = Arc::new(Compiled::of(&values(FLOW_SCHEMAS)?, &values(PRIORITY_LEVELS)?));
+        let before = state.compiled.as_ref().map(|(_, c)| c.as_ref());
+        let compiled = Arc::new(Compiled::of(&values(FLOW_SCHEMAS)?, &values(PRIORITY_LEVELS)?, before));
         state.compiled = Some((now, compiled.clone()));
         Some(compiled)
     }
@@ -326,7 +336,7 @@ mod tests {
     fn bootstrap() -> Compiled {
         let schemas = stored([mandatory_flow_schemas(), suggested_flow_schemas()].concat());
         let levels = stored([mandatory_priority_levels(), suggested_priority_levels()].concat());
-        Compiled::of(&schemas, &levels)
+        Compiled::of(&schemas, &levels, None)
     }
 
     fn user(name: &str, groups: &[&str]) -> User {
@@ -398,7 +408,7 @@ mod tests {
             "matchingPrecedence": 10, "rules": [{"subjects": [{"kind": "Group", "group": {"name": "*"}}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})]);
         let levels = stored(mandatory_priority_levels());
-        let c = Compiled::of(&schemas, &levels);
+        let c = Compiled::of(&schemas, &levels, None);
         let alice = user("alice", &["system:authenticated"]);
         assert_eq!(
             c.classify(&alice, &path("get", "/version")).unwrap(),

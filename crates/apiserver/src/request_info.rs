@@ -39,10 +39,12 @@ pub(crate) const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "proxy", "attach", "e
 
 impl RequestInfo {
     /// Whether the request is long-running, as kube's `BasicLongRunningRequestCheck` judges it
-    /// (verbs `watch` and `proxy`, the connection subresources): no deadline, counted apart.
+    /// (verbs `watch` and `proxy`, the connection subresources, the profiler's paths): no
+    /// deadline, counted apart.
     pub(crate) fn is_long_running(&self) -> bool {
         ["watch", "proxy"].contains(&self.verb.as_str())
             || (self.resource_request && CONNECT_SUBRESOURCES.contains(&self.subresource.as_str()))
+            || (!self.resource_request && self.path.starts_with("/debug/pprof/"))
     }
 }
 

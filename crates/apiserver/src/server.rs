@@ -231,9 +231,12 @@ impl ApiServerBuilder {
 
     /// Whether to create the `default`, `kube-system`, `kube-public` and
     /// `kube-node-lease` namespaces, the `system-node-critical` and `system-cluster-critical`
-    /// PriorityClasses and the APIServices of the built-in group versions at start when absent
-    /// (default true), as kube-apiserver does. Without the namespaces, objects can be created
-    /// only in namespaces created first.
+    /// PriorityClasses and the APIServices of the built-in group versions at start when absent,
+    /// and to keep kube's priority-and-fairness configuration (its FlowSchemas and
+    /// PriorityLevelConfigurations) in place, at start and every minute after (default true),
+    /// as kube-apiserver does; `start()` fails when that configuration cannot be written. Without
+    /// the namespaces, objects can be created only in namespaces created first; without the
+    /// configuration, requests are classified under kube's own `exempt` and `catch-all`.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
         self
@@ -495,7 +498,7 @@ impl ApiServerBuilder {
             return Err(std::io::Error::other(format!("unable to initialize APF bootstrap configuration: {e}")));
         }
         crate::flowcontrol_status::settle(&store).await;
-        background.keep_flowcontrol(&store, self.default_namespaces);
+        background.keep_flowcontrol(&store, self.default_namespaces, false);
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
         {
@@ -706,8 +709,9 @@ impl Background {
 
     /// Starts the FlowSchema status controller and, when `configuration`, the pass that puts the
     /// priority-and-fairness configuration back every minute
-    /// ([`crate::flowcontrol_bootstrap::PERIOD`]).
-    fn keep_flowcontrol(&mut self, store: &Arc<Store>, configuration: bool) {
+    /// ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once the cache has caught
+    /// up with the storage).
+    fn keep_flowcontrol(&mut self, store: &Arc<Store>, configuration: bool, now: bool) {
         let user = crate::requester::server_user;
         if let Some(controller) = crate::flowcontrol_status::Controller::new(store.clone()) {
             let run = controller.run(self.stop.subscribe());
@@ -718,13 +722,22 @@ impl Background {
         }
         let (store, mut stop) = (store.clone(), self.stop.subscribe());
         self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), async move {
+            let mut wait = if now { Duration::ZERO } else { crate::flowcontrol_bootstrap::PERIOD };
             loop {
                 tokio::select! {
-                    _ = tokio::time::sleep(crate::flowcontrol_bootstrap::PERIOD) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = stop.wait_for(|s| *s) => return,
                 }
-                if let Err(e) = crate::flowcontrol_bootstrap::ensure_all(&store).await {
+                wait = crate::flowcontrol_bootstrap::PERIOD;
+                store.cache().until_ready().await;
+                let pass = async {
+                    store.fresh().await?;
+                    crate::flowcontrol_bootstrap::ensure_all(&store).await
+                };
+                if let Err(e) = pass.await {
                     tracing::warn!(error = %e, "keeping the priority-and-fairness configuration");
+                    // A failed pass is tried again sooner, as kube's start-up polling does.
+                    wait = Duration::from_secs(1);
                 }
             }
         })));
@@ -1010,7 +1023,7 @@ impl ApiServer {
         store.cache().begin_reinit();
         let mut background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
-        background.keep_flowcontrol(&store, self.keeps_flowcontrol);
+        background.keep_flowcontrol(&store, self.keeps_flowcontrol, true);
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await

@@ -436,7 +436,7 @@ fn enforces_mountable_secrets(account: &Value) -> bool {
     account
         .pointer(&format!("/metadata/annotations/{}", ENFORCE_MOUNTABLE_SECRETS.replace('/', "~1")))
         .and_then(Value::as_str)
-        .is_some_and(go_true)
+        .is_some_and(|v| crate::go_strconv::parse_bool(v) == Some(true))
 }
 
 /// Whether `account` lists `name` among its `key` (`secrets`, `imagePullSecrets`).
@@ -447,11 +447,6 @@ fn lists(account: &Value, key: &str, name: &str) -> bool {
         .into_iter()
         .flatten()
         .any(|s| s.get("name").and_then(Value::as_str) == Some(name))
-}
-
-/// Go's `strconv.ParseBool` true.
-fn go_true(s: &str) -> bool {
-    matches!(s, "1" | "t" | "T" | "TRUE" | "true" | "True")
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ async fn invalid_objects_get_kubes_causes() {
         "matchingPrecedence": 1, "distinguisherMethod": {"type": "ByPod"},
         "rules": [
             {"subjects": [{"kind": "ServiceAccount", "serviceAccount": {"name": "a", "namespace": ""}, "user": {"name": "u"}},
-                          {"kind": "Robot"}],
+                          {"kind": "Robot"}, {"kind": "ServiceAccount", "group": {"name": "g"}}],
              "resourceRules": [{"verbs": ["*", "get"], "apiGroups": [], "resources": ["*", "pods"], "namespaces": ["Bad"]}],
              "nonResourceRules": [{"verbs": ["post"], "nonResourceURLs": ["/health*", "metrics"]}]},
             {"subjects": []}]}});
@@ -240,6 +240,8 @@ async fn invalid_objects_get_kubes_causes() {
             "spec.rules[0].subjects[0].serviceAccount.namespace: Required value: must specify namespace for service account",
             "spec.rules[0].subjects[0].user: Forbidden: user is forbidden when subject kind is not 'User'",
             "spec.rules[0].subjects[1].kind: Unsupported value: \"Robot\": supported values: \"Group\", \"ServiceAccount\", \"User\"",
+            "spec.rules[0].subjects[2].serviceAccount: Required value: serviceAccount is required when subject kind is 'ServiceAccount'",
+            "spec.rules[0].subjects[2].group: Forbidden: group is forbidden when subject kind is not 'Group'",
             "spec.rules[0].resourceRules[0].verbs: Invalid value: [\"*\",\"get\"]: if '*' is present, must not specify other verbs",
             "spec.rules[0].resourceRules[0].apiGroups: Required value: resource rules must supply at least one api group",
             "spec.rules[0].resourceRules[0].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources",
@@ -276,6 +278,16 @@ async fn invalid_objects_get_kubes_causes() {
         causes(&r),
         ["spec.type: Invalid value: \"Exempt\": type must be 'Exempt' if and only if name is 'exempt'"]
     );
+    // v1beta3's annotation for zero shares has no place on a v1 object.
+    let mut annotated = level("annotated");
+    annotated["metadata"]["annotations"] = json!({"flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares": ""});
+    let r = c.post(LEVELS, &annotated).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "metadata.annotations: Forbidden: annotation 'flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares' is forbidden"
+        ]
+    );
 
     // The mandatory objects hold their specs, but for the exempt level's numbers.
     let mut catch_all = c.get(&format!("{LEVELS}/catch-all")).await.body;
@@ -291,6 +303,22 @@ async fn invalid_objects_get_kubes_causes() {
     exempt["spec"]["exempt"]["nominalConcurrencyShares"] = json!(10);
     let r = c.put(&format!("{LEVELS}/exempt"), &exempt).await;
     assert_eq!(r.code, 200, "{}", r.body);
+    // An empty member Go holds by pointer is not an absent one.
+    let mut exempt = c.get(&format!("{SCHEMAS}/exempt")).await.body;
+    exempt["spec"]["rules"][0]["subjects"][0]["user"] = json!({});
+    let r = c.put(&format!("{SCHEMAS}/exempt"), &exempt).await;
+    let found = causes(&r);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        found[0],
+        "spec.rules[0].subjects[0].user: Forbidden: user is forbidden when subject kind is not 'User'"
+    );
+    let printed = "spec: Invalid value: {\"PriorityLevelConfiguration\":{\"Name\":\"exempt\"},\"MatchingPrecedence\":1,\
+        \"DistinguisherMethod\":null,\"Rules\":[{\"Subjects\":[{\"Kind\":\"Group\",\"User\":{\"Name\":\"\"},\
+        \"Group\":{\"Name\":\"system:masters\"},\"ServiceAccount\":null}],\"ResourceRules\":[{\"Verbs\":[\"*\"],\
+        \"APIGroups\":[\"*\"],\"Resources\":[\"*\"],\"ClusterScope\":true,\"Namespaces\":[\"*\"]}],\
+        \"NonResourceRules\":[{\"Verbs\":[\"*\"],\"NonResourceURLs\":[\"*\"]}]}]}: spec of 'exempt' must equal the fixed value";
+    assert_eq!(found[1], printed);
 }
 
 #[tokio::test]
@@ -333,6 +361,20 @@ async fn a_restarted_server_puts_its_configuration_back() {
     s.stop().await;
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_server_restarted_in_place_puts_its_configuration_back_at_once() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.delete(&format!("{SCHEMAS}/catch-all")).await.code, 200);
+    let rv = c.get(SCHEMAS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    s.restart().await.expect("restart");
+    let mut w = c.watch(&format!("{SCHEMAS}?watch=1&resourceVersion={rv}")).await;
+    let back =
+        until(&mut w, "catch-all back", |e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "catch-all")
+            .await;
+    assert_eq!(back["object"]["spec"]["matchingPrecedence"], 10000);
 }
 
 #[tokio::test]
@@ -447,7 +489,8 @@ async fn answers_name_the_schema_and_level_their_request_falls_under() {
     let catch_all_level = level_uid("catch-all").await;
     assert_eq!(classified(&alice.get("/version").await), (Some(catch_all.as_str()), Some(catch_all_level.as_str())));
 
-    // Connections to a pod are not classified.
+    // Connections to a pod and the profiler are not classified.
     let r = admin.get("/api/v1/namespaces/default/pods/none/log").await;
     assert_eq!(classified(&r), (None, None), "{}", r.code);
+    assert_eq!(classified(&admin.get("/debug/pprof/heap").await), (None, None));
 }
