@@ -1,8 +1,9 @@
 //! flowcontrol.apiserver.k8s.io/v1 over HTTP: FlowSchemas and PriorityLevelConfigurations
 //! discovered where kube-apiserver v1.35 lists them, its mandatory and suggested configuration in
 //! place from the start (and back after a restart when deleted or changed), v1's defaults,
-//! refusals, generations, the `Dangling` status its controller writes, tables as `kubectl get`
-//! shows them, and kube-rs's typed clients.
+//! refusals, generations, the `Dangling` status its controller writes, the schema and level
+//! each answer names, tables as `kubectl get` shows them, kube-rs's typed clients and the Python
+//! client's dynamic client.
 
 mod common;
 
@@ -493,4 +494,32 @@ async fn answers_name_the_schema_and_level_their_request_falls_under() {
     let r = admin.get("/api/v1/namespaces/default/pods/none/log").await;
     assert_eq!(classified(&r), (None, None), "{}", r.code);
     assert_eq!(classified(&admin.get("/debug/pprof/heap").await), (None, None));
+}
+
+#[tokio::test]
+async fn the_python_clients_dynamic_client_finds_and_writes_the_kinds() {
+    let s = server().await;
+    let dir = common::tools::tempdir("flowcontrol-python");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    // Its typed clients predate flowcontrol v1; the dynamic client finds it by discovery.
+    let script = r#"
+import json, sys
+from kubernetes import config, dynamic
+from kubernetes.client import api_client
+config.load_kube_config(sys.argv[1])
+client = dynamic.DynamicClient(api_client.ApiClient())
+schemas = client.resources.get(api_version="flowcontrol.apiserver.k8s.io/v1", kind="FlowSchema")
+levels = client.resources.get(api_version="flowcontrol.apiserver.k8s.io/v1", kind="PriorityLevelConfiguration")
+created = levels.create(body={"metadata": {"name": "py"}, "spec": {"type": "Limited",
+    "limited": {"limitResponse": {"type": "Reject"}}}})
+probes = schemas.get(name="probes")
+print(json.dumps({"schemas": sorted(i.metadata.name for i in schemas.get().items),
+    "shares": created.spec.limited.nominalConcurrencyShares,
+    "dangling": probes.status.conditions[0].status}))
+"#;
+    let line = common::tools::python_json(script, &kc).await;
+    assert_eq!(line["schemas"].as_array().unwrap().len(), 11, "{line}");
+    assert_eq!((line["shares"].as_i64(), line["dangling"].as_str()), (Some(30), Some("False")), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
