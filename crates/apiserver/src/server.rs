@@ -487,10 +487,9 @@ impl ApiServerBuilder {
                 background.tasks.push(tokio::spawn(retry));
             }
         }
-        // The priority-and-fairness configuration is there when the server answers, and kept
-        // there every minute after.
-        // Their FlowSchemas' status is written before the server answers too, so no write of
-        // the server's own comes after it starts but for what its users change.
+        // The priority-and-fairness configuration, and its FlowSchemas' status, are written
+        // before the server answers (so no write of the server's own comes after it starts but
+        // for what its users change), and kept in place every minute after.
         if self.default_namespaces
             && let Err(e) = crate::flowcontrol_bootstrap::ensure_all(&store).await
         {

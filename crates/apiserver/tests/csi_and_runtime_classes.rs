@@ -21,12 +21,7 @@ fn warnings(r: &Resp) -> Vec<String> {
 async fn the_kinds_are_discovered_where_kube_lists_them() {
     let s = server().await;
     let c = Client::new(&s);
-    let apis = c.get("/apis").await;
-    let groups: Vec<&str> =
-        apis.body["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-    let at = |g: &str| groups.iter().position(|n| *n == g).unwrap_or_else(|| panic!("{g} in {groups:?}"));
-    assert_eq!(at("node.k8s.io") + 1, at("discovery.k8s.io"), "{groups:?}");
-    assert_eq!(at("coordination.k8s.io") + 1, at("node.k8s.io"), "{groups:?}");
+    assert_listed_after(&c, &[("node.k8s.io", "discovery.k8s.io"), ("coordination.k8s.io", "node.k8s.io")]).await;
 
     let v1 = c.get(STORAGE).await;
     let resource = |name: &str| {

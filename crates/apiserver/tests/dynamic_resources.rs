@@ -29,11 +29,7 @@ fn slice(name: &str, node: &str, driver: &str) -> Value {
 async fn the_group_is_discovered_where_kube_lists_it() {
     let s = server().await;
     let c = Client::new(&s);
-    let apis = c.get("/apis").await;
-    let groups: Vec<&str> =
-        apis.body["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-    let at = |g: &str| groups.iter().position(|n| *n == g).unwrap_or_else(|| panic!("{g} in {groups:?}"));
-    assert_eq!(at("discovery.k8s.io") + 1, at("resource.k8s.io"), "{groups:?}");
+    assert_listed_after(&c, &[("discovery.k8s.io", "resource.k8s.io")]).await;
     let v1 = c.get(RESOURCE).await;
     let resource = |name: &str| {
         v1.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap_or(Value::Null)
@@ -48,12 +44,7 @@ async fn the_group_is_discovered_where_kube_lists_it() {
         let r = resource(name);
         assert_eq!((r["kind"].as_str(), r["namespaced"].as_bool()), (Some(kind), Some(namespaced)), "{name}: {r}");
     }
-    let service = c.get("/apis/apiregistration.k8s.io/v1/apiservices/v1.resource.k8s.io").await;
-    assert_eq!(service.code, 200, "{}", service.body);
-    assert_eq!(
-        (service.body["spec"]["groupPriorityMinimum"].as_i64(), service.body["spec"]["versionPriority"].as_i64()),
-        (Some(16200), Some(21))
-    );
+    assert_eq!(api_service_priorities(&c, "v1.resource.k8s.io").await, (Some(16200), Some(21)));
 }
 
 #[tokio::test]

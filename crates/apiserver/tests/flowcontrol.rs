@@ -48,11 +48,7 @@ async fn dangling(c: &Client, name: &str, status: &str) -> Value {
 async fn the_group_is_discovered_where_kube_lists_it() {
     let s = server().await;
     let c = Client::new(&s);
-    let apis = c.get("/apis").await;
-    let groups: Vec<&str> =
-        apis.body["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-    let at = |g: &str| groups.iter().position(|n| *n == g).unwrap_or_else(|| panic!("{g} in {groups:?}"));
-    assert_eq!(at("resource.k8s.io") + 1, at("flowcontrol.apiserver.k8s.io"), "{groups:?}");
+    assert_listed_after(&c, &[("resource.k8s.io", "flowcontrol.apiserver.k8s.io")]).await;
     let v1 = c.get(GROUP_PATH).await;
     let found: Vec<(String, String, bool)> = v1.body["resources"]
         .as_array()
@@ -65,12 +61,7 @@ async fn the_group_is_discovered_where_kube_lists_it() {
     {
         assert!(found.iter().any(|(n, _, namespaced)| n == name && !namespaced), "{name} in {found:?}");
     }
-    let service = c.get("/apis/apiregistration.k8s.io/v1/apiservices/v1.flowcontrol.apiserver.k8s.io").await;
-    assert_eq!(service.code, 200, "{}", service.body);
-    assert_eq!(
-        (service.body["spec"]["groupPriorityMinimum"].as_i64(), service.body["spec"]["versionPriority"].as_i64()),
-        (Some(16100), Some(21))
-    );
+    assert_eq!(api_service_priorities(&c, "v1.flowcontrol.apiserver.k8s.io").await, (Some(16100), Some(21)));
 }
 
 #[tokio::test]

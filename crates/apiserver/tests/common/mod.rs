@@ -224,6 +224,25 @@ impl WatchStream {
 /// How long one expected watch event may take when a controller of the server makes it.
 pub const EVENT: Duration = Duration::from_secs(20);
 
+/// Asserts that `/apis` lists each group of `pairs` right after the one before it.
+pub async fn assert_listed_after(c: &Client, pairs: &[(&str, &str)]) {
+    let apis = c.get("/apis").await;
+    let groups: Vec<&str> =
+        apis.body["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    let at = |g: &str| groups.iter().position(|n| *n == g).unwrap_or_else(|| panic!("{g} in {groups:?}"));
+    for (before, group) in pairs {
+        assert_eq!(at(before) + 1, at(group), "{group} after {before}: {groups:?}");
+    }
+}
+
+/// The group and version priorities of the local APIService `name` (which must exist).
+pub async fn api_service_priorities(c: &Client, name: &str) -> (Option<i64>, Option<i64>) {
+    let service = c.get(&format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}")).await;
+    assert_eq!(service.code, 200, "{}", service.body);
+    let spec = &service.body["spec"];
+    (spec["groupPriorityMinimum"].as_i64(), spec["versionPriority"].as_i64())
+}
+
 /// Reads events until one satisfies `pred` (each within [`EVENT`]); returns it.
 pub async fn until(w: &mut WatchStream, what: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
     loop {
