@@ -70,7 +70,9 @@ pub use shared_informer::{
     InformerOptions, Notification, NotificationStream, PanicPolicy, QueueKind, SharedIndexInformer, WatchErrorHandler,
 };
 pub use signal::Signal;
-pub use store::{IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, MutationCache, NAMESPACE_INDEX, Txn};
+pub use store::{
+    ExpirationCache, IndexError, IndexFunc, IndexFuncError, Indexer, Indexers, MutationCache, NAMESPACE_INDEX, Txn,
+};
 pub use sync_tracker::AsyncTracker;
 pub use wait::{NotSynced, SyncResult, wait_for_cache_sync};
 
