@@ -16,7 +16,10 @@ use serde_json::{Map, Value};
 use crate::csi_validation::{driver_name, too_long};
 use crate::policy_validation::{duplicate, invalid, required, unsupported};
 use crate::registry::ResourceInfo;
-use crate::structural::{Cause, go_json, go_struct};
+use crate::structural::{
+    Cause, go_int_member as int, go_json, go_member as raw, go_string_member as string, go_struct,
+    go_structs as structs,
+};
 use crate::workload_validation::invalid_value;
 
 /// The API group of these kinds.
@@ -824,25 +827,6 @@ fn node_selector_terms_json(terms: Option<&Value>) -> String {
 }
 
 /// Go's JSON of a member (`null` when missing).
-fn raw(v: &Value, key: &str) -> String {
-    go_json(v.get(key).unwrap_or(&Value::Null))
-}
-
-fn string(v: &Value, key: &str) -> String {
-    go_json(&Value::from(text(v.get(key))))
-}
-
-fn int(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_i64).unwrap_or(0).to_string()
-}
-
-fn structs(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
-    match v.and_then(Value::as_array) {
-        Some(a) => format!("[{}]", a.iter().map(each).collect::<Vec<_>>().join(",")),
-        None => "null".into(),
-    }
-}
-
 fn selectors_json(v: Option<&Value>) -> String {
     structs(v, |s| {
         let cel = s.get("cel").filter(|c| !c.is_null());

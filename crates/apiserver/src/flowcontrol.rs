@@ -13,7 +13,10 @@
 use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceInfo;
-use crate::structural::{go_json, go_struct};
+use crate::structural::{
+    go_int_member as int, go_json, go_member as field, go_pointer as pointer, go_string_member as string, go_struct,
+    go_structs as structs,
+};
 
 /// The API group of these kinds.
 pub(crate) const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -106,13 +109,6 @@ fn zeroless(v: &Value, pointer: bool) -> Option<Value> {
     }
 }
 
-fn field(v: &Value, key: &str) -> String {
-    match v.get(key) {
-        None | Some(Value::Null) => "null".into(),
-        Some(x) => go_json(x),
-    }
-}
-
 /// The string member `key` of `v` (empty when absent).
 pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
@@ -122,29 +118,6 @@ pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 /// Go type (`SubjectKind`, `PriorityLevelEnablement`…), and any string inside a struct.
 pub(crate) fn go_string(s: &str) -> String {
     go_json(&json!(s))
-}
-
-fn string(v: &Value, key: &str) -> String {
-    go_string(text(v, key))
-}
-
-fn int(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_i64).unwrap_or(0).to_string()
-}
-
-/// A list of structs: `null` when absent, `[]` when empty (Go keeps a decoded empty list).
-fn structs(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
-    match v.and_then(Value::as_array) {
-        Some(items) => format!("[{}]", items.iter().map(each).collect::<Vec<_>>().join(",")),
-        None => "null".into(),
-    }
-}
-
-fn pointer(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
-    match v {
-        Some(x) if x.is_object() => each(x),
-        _ => "null".into(),
-    }
 }
 
 /// A FlowSchema spec as kube prints its internal `FlowSchemaSpec`.

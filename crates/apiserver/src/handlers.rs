@@ -215,9 +215,9 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
     let classified = {
         let anonymous = shared.cfg.token.is_some() && !server_token && account.is_none();
         let requester = match (&impersonated, &account) {
-            (Some(u), _) | (None, Some(u)) => u.clone(),
-            (None, None) if anonymous => crate::requester::anonymous(),
-            (None, None) => crate::requester::server_user(),
+            (Some(u), _) | (None, Some(u)) => std::borrow::Cow::Borrowed(u),
+            (None, None) if anonymous => std::borrow::Cow::Owned(crate::requester::anonymous()),
+            (None, None) => std::borrow::Cow::Owned(crate::requester::server_user()),
         };
         shared.priority_and_fairness.classify(&shared.store, &requester, &asked)
     };

@@ -50,8 +50,9 @@ pub(crate) struct Classification {
 enum Subject {
     User(String),
     Group(String),
+    /// A service account by the prefix of its users' names (`system:serviceaccount:<ns>:`).
     ServiceAccount {
-        namespace: String,
+        prefix: String,
         name: String,
     },
     /// A kind kube does not know: never matches.
@@ -70,7 +71,8 @@ struct ResourceRule {
 #[derive(Debug)]
 struct NonResourceRule {
     verbs: Vec<String>,
-    urls: Vec<String>,
+    /// Each URL with the prefix of the paths below it (a trailing `*` dropped, ending in `/`).
+    urls: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -113,7 +115,8 @@ impl Subject {
             ("User", _) => name("user").map_or(Subject::Other, Subject::User),
             ("Group", _) => name("group").map_or(Subject::Other, Subject::Group),
             ("ServiceAccount", Some(a)) => {
-                Subject::ServiceAccount { namespace: text(a, "namespace").into(), name: text(a, "name").into() }
+                let prefix = format!("system:serviceaccount:{}:", text(a, "namespace"));
+                Subject::ServiceAccount { prefix, name: text(a, "name").into() }
             }
             _ => Subject::Other,
         }
@@ -123,26 +126,20 @@ impl Subject {
         match self {
             Subject::User(name) => name == "*" || *name == user.name,
             Subject::Group(name) => name == "*" || user.in_group(name),
-            Subject::ServiceAccount { namespace, name } => {
-                let prefix = format!("system:serviceaccount:{namespace}:");
-                match name.as_str() {
-                    "*" => user.name.starts_with(&prefix),
-                    _ => user.name.strip_prefix(&prefix) == Some(name),
-                }
-            }
+            Subject::ServiceAccount { prefix, name } => match name.as_str() {
+                "*" => user.name.starts_with(prefix.as_str()),
+                _ => user.name.strip_prefix(prefix.as_str()) == Some(name),
+            },
             Subject::Other => false,
         }
     }
 }
 
 impl ResourceRule {
-    fn matches(&self, r: &RequestInfo) -> bool {
-        let resource = match r.subresource.is_empty() {
-            true => r.resource.clone(),
-            false => format!("{}/{}", r.resource, r.subresource),
-        };
+    /// Whether the rule covers the request `r` for `resource` (its `resource/subresource`).
+    fn matches(&self, r: &RequestInfo, resource: &str) -> bool {
         covers(&self.verbs, &r.verb, "*")
-            && covers(&self.resources, &resource, "*")
+            && covers(&self.resources, resource, "*")
             && covers(&self.groups, &r.group, "*")
             && match r.namespace.is_empty() {
                 true => self.cluster_scope,
@@ -154,16 +151,7 @@ impl ResourceRule {
 impl NonResourceRule {
     fn matches(&self, r: &RequestInfo) -> bool {
         covers(&self.verbs, &r.verb, "*")
-            && self.urls.iter().any(|u| {
-                if u == "*" || *u == r.path {
-                    return true;
-                }
-                let mut prefix = u.strip_suffix('*').unwrap_or(u).to_string();
-                if !prefix.ends_with('/') {
-                    prefix.push('/');
-                }
-                r.path.starts_with(&prefix)
-            })
+            && self.urls.iter().any(|(u, prefix)| u == "*" || *u == r.path || r.path.starts_with(prefix.as_str()))
     }
 }
 
@@ -184,15 +172,27 @@ impl Rule {
                 .collect(),
             non_resource: list("nonResourceRules")
                 .iter()
-                .map(|r| NonResourceRule { verbs: strings(r, "verbs"), urls: strings(r, "nonResourceURLs") })
+                .map(|r| NonResourceRule {
+                    verbs: strings(r, "verbs"),
+                    urls: strings(r, "nonResourceURLs")
+                        .into_iter()
+                        .map(|u| {
+                            let mut prefix = u.strip_suffix('*').unwrap_or(&u).to_string();
+                            if !prefix.ends_with('/') {
+                                prefix.push('/');
+                            }
+                            (u, prefix)
+                        })
+                        .collect(),
+                })
                 .collect(),
         }
     }
 
-    fn matches(&self, user: &User, r: &RequestInfo) -> bool {
+    fn matches(&self, user: &User, r: &RequestInfo, resource: &str) -> bool {
         self.subjects.iter().any(|s| s.matches(user))
             && match r.resource_request {
-                true => self.resource.iter().any(|x| x.matches(r)),
+                true => self.resource.iter().any(|x| x.matches(r, resource)),
                 false => self.non_resource.iter().any(|x| x.matches(r)),
             }
     }
@@ -243,11 +243,15 @@ impl Compiled {
     }
 
     fn classify(&self, user: &User, r: &RequestInfo) -> Option<Classification> {
+        let resource = match r.subresource.is_empty() {
+            true => std::borrow::Cow::Borrowed(r.resource.as_str()),
+            false => std::borrow::Cow::Owned(format!("{}/{}", r.resource, r.subresource)),
+        };
         // Nothing matched: the catch-all schema.
         let s = self
             .schemas
             .iter()
-            .find(|s| s.rules.iter().any(|rule| rule.matches(user, r)))
+            .find(|s| s.rules.iter().any(|rule| rule.matches(user, r, &resource)))
             .or_else(|| self.schemas.iter().find(|s| s.name == "catch-all"))?;
         Some(Classification { flow_schema_uid: s.uid.clone(), priority_level_uid: s.level_uid.clone() })
     }

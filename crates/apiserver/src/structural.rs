@@ -360,6 +360,39 @@ pub(crate) fn go_struct(fields: &[(&str, String)]) -> String {
     format!("{{{}}}", body.join(","))
 }
 
+/// A member of a struct as kube's field errors print it: its JSON as Go writes it (`null` when
+/// absent).
+pub(crate) fn go_member(v: &Value, key: &str) -> String {
+    go_json(v.get(key).unwrap_or(&Value::Null))
+}
+
+/// A string member of a struct as kube's field errors print it (`""` when absent).
+pub(crate) fn go_string_member(v: &Value, key: &str) -> String {
+    go_json(&Value::from(v.get(key).and_then(Value::as_str).unwrap_or("")))
+}
+
+/// An integer member of a struct held by value, as kube's field errors print it (0 when absent).
+pub(crate) fn go_int_member(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_i64).unwrap_or(0).to_string()
+}
+
+/// A list of structs, each written by `each`, as kube's field errors print it: `null` when
+/// absent, `[]` when empty (Go keeps a decoded empty list).
+pub(crate) fn go_structs(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
+    match v.and_then(Value::as_array) {
+        Some(items) => format!("[{}]", items.iter().map(each).collect::<Vec<_>>().join(",")),
+        None => "null".into(),
+    }
+}
+
+/// A struct held by pointer, written by `each`: `null` when absent.
+pub(crate) fn go_pointer(v: Option<&Value>, each: impl Fn(&Value) -> String) -> String {
+    match v {
+        Some(x) if x.is_object() => each(x),
+        _ => "null".into(),
+    }
+}
+
 /// `v` as Go's `json.Marshal` writes it: keys sorted, `<`, `>`, `&`, U+2028 and U+2029 escaped,
 /// a float as Go's encoder writes a `float64` (`1` for 1.0, `1e+21`, `1e-7`).
 pub fn go_json(v: &Value) -> String {

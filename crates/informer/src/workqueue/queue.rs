@@ -621,13 +621,9 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// small std thread when there is none.
     pub fn build(self) -> WorkQueue<T> {
         let runtime = self.resolve_runtime();
-        let metrics = match (&self.metrics, self.name.is_empty()) {
-            (Some(m), false) => Some(QueueMetrics::new(m.as_ref(), &self.name, self.delaying)),
-            (None, false) => {
-                super::metrics::global_provider().map(|m| QueueMetrics::new(m.as_ref(), &self.name, self.delaying))
-            }
-            _ => None,
-        };
+        // A named queue reports to its own provider, else to the global one.
+        let provider = self.metrics.clone().or_else(super::metrics::global_provider).filter(|_| !self.name.is_empty());
+        let metrics = provider.map(|m| QueueMetrics::new(m.as_ref(), &self.name, self.delaying));
         let with_metrics = metrics.is_some();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
