@@ -42,6 +42,8 @@ pub(crate) enum NameRule {
     PathSegment,
     /// A path segment for names and generated names alike (RBAC's rule ignores the prefix).
     RbacPathSegment,
+    /// An IP address in canonical form, for names and generated names alike (IPAddresses).
+    Ip,
 }
 
 /// The name rule of the kind `info` serves.
@@ -55,6 +57,7 @@ pub(crate) fn name_rule(info: &ResourceInfo) -> NameRule {
         _ if crate::certificate_signing::is_csrs(info) => NameRule::PathSegment,
         // (The name is its version and group, which `api_service` checks.)
         _ if crate::api_service::is_api_services(info) => NameRule::PathSegment,
+        (crate::service_cidr::GROUP, crate::service_cidr::IP_ADDRESSES) => NameRule::Ip,
         _ => NameRule::Subdomain,
     }
 }
@@ -262,6 +265,7 @@ pub(crate) fn name_faults(rule: NameRule, name: &str, prefix: bool) -> Vec<Strin
         NameRule::Subdomain => crate::cel_format::dns1123_subdomain(&masked),
         NameRule::Label => crate::cel_format::dns1123_label(&masked),
         NameRule::Dns1035 => crate::cel_format::dns1035_label(&masked),
+        NameRule::Ip => crate::service_cidr::ip_faults(name),
         NameRule::LongName => {
             let mut faults = crate::cel_format::dns1123_subdomain(name);
             if let Some(first) = faults.first_mut()

@@ -301,7 +301,7 @@ impl Registry {
     /// (answered, never stored); autoscaling/v2 and v1
     /// horizontalpodautoscalers (one set of objects); batch/v1 jobs, cronjobs; certificates.k8s.io/v1
     /// certificatesigningrequests; networking.k8s.io/v1 ingresses,
-    /// ingressclasses, networkpolicies; policy/v1 poddisruptionbudgets;
+    /// ingressclasses, networkpolicies, ipaddresses, servicecidrs; policy/v1 poddisruptionbudgets;
     /// rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings;
     /// storage.k8s.io/v1 storageclasses, csidrivers, csinodes, csistoragecapacities,
     /// volumeattachments, volumeattributesclasses; admissionregistration.k8s.io/v1
@@ -467,6 +467,11 @@ impl Registry {
         );
         r.register(b("networking.k8s.io", "ingressclasses", "IngressClass", false, &[], &[]));
         r.register(b("networking.k8s.io", "networkpolicies", "NetworkPolicy", true, &["netpol"], &[]));
+        let networking = crate::service_cidr::GROUP;
+        r.register(b(networking, crate::service_cidr::IP_ADDRESSES, "IPAddress", false, &[], &[]));
+        r.register(
+            b(networking, crate::service_cidr::SERVICE_CIDRS, "ServiceCIDR", false, &[], &[]).with_status_subresource(),
+        );
         r.register(
             b("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], &[]).with_status_subresource(),
         );

@@ -497,7 +497,14 @@ impl ApiServerBuilder {
             return Err(std::io::Error::other(format!("unable to initialize APF bootstrap configuration: {e}")));
         }
         crate::flowcontrol_status::settle(&store).await;
-        background.keep_flowcontrol(&store, self.default_namespaces, false);
+        // As kube's start-up hook, the default ServiceCIDR is there before the server answers.
+        if self.default_namespaces
+            && let Err(e) = crate::default_service_cidr::ensure(&store).await
+        {
+            background.stop();
+            return Err(std::io::Error::other(format!("creating the default ServiceCIDR: {e}")));
+        }
+        background.keep_configuration(&store, self.default_namespaces, false);
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
         {
@@ -528,7 +535,7 @@ impl ApiServerBuilder {
             background: Mutex::new(Some(background)),
             compaction_interval: self.compaction_interval,
             disruption_controller: self.disruption_controller,
-            keeps_flowcontrol: self.default_namespaces,
+            keeps_configuration: self.default_namespaces,
             ready_timeout: self.ready_timeout,
         };
         server.bind_and_run(self.addr).await?;
@@ -706,11 +713,11 @@ impl Background {
         Background { stop, tasks }
     }
 
-    /// Starts the FlowSchema status controller and, when `configuration`, the pass that puts the
-    /// priority-and-fairness configuration back every minute
-    /// ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once the cache has caught
-    /// up with the storage).
-    fn keep_flowcontrol(&mut self, store: &Arc<Store>, configuration: bool, now: bool) {
+    /// Starts the FlowSchema status controller and, when `configuration`, the default
+    /// ServiceCIDR's controller and the pass that puts the priority-and-fairness configuration
+    /// back every minute ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once
+    /// the cache has caught up with the storage).
+    fn keep_configuration(&mut self, store: &Arc<Store>, configuration: bool, now: bool) {
         let user = crate::requester::server_user;
         if let Some(controller) = crate::flowcontrol_status::Controller::new(store.clone()) {
             let run = controller.run(self.stop.subscribe());
@@ -719,6 +726,8 @@ impl Background {
         if !configuration {
             return;
         }
+        let run = crate::default_service_cidr::run(store.clone(), self.stop.subscribe());
+        self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
         let (store, mut stop) = (store.clone(), self.stop.subscribe());
         self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), async move {
             let mut wait = if now { Duration::ZERO } else { crate::flowcontrol_bootstrap::PERIOD };
@@ -770,8 +779,9 @@ pub struct ApiServer {
     background: Mutex<Option<Background>>,
     compaction_interval: Duration,
     disruption_controller: bool,
-    /// Whether the server keeps its priority-and-fairness configuration in place.
-    keeps_flowcontrol: bool,
+    /// Whether the server keeps its priority-and-fairness configuration and its default
+    /// ServiceCIDR in place.
+    keeps_configuration: bool,
     ready_timeout: Duration,
 }
 
@@ -1022,7 +1032,7 @@ impl ApiServer {
         store.cache().begin_reinit();
         let mut background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
-        background.keep_flowcontrol(&store, self.keeps_flowcontrol, true);
+        background.keep_configuration(&store, self.keeps_configuration, true);
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await

@@ -3,8 +3,9 @@
 //! (`PrepareForCreate`, and `PrepareForUpdate` of the resource and of its `status` subresource).
 //!
 //! Invariants: a create never sets the status of a resource that has a `status` subresource
-//! (Nodes excepted, whose kubelet registers them with one): the object starts with the status
-//! kube's strategy gives it, or none (custom resources). For such a resource a write to the
+//! (Nodes excepted, whose kubelet registers them with one, and ServiceCIDRs, whose strategy
+//! keeps any status): the object starts with the status kube's strategy gives it, or none
+//! (custom resources). For such a resource (ServiceCIDRs again excepted) a write to the
 //! resource itself never changes `status` (the stored one is kept), and a write to `/status`
 //! never changes the spec: as kube's status strategies, it takes the labels, annotations,
 //! finalizers and owner references it carries, but for a Deployment's labels and a pod's owner
@@ -70,7 +71,8 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
         crate::pvc_validation::normalize(obj, None);
     }
     crate::dra_strategy::drop_disabled(info, obj, None, false);
-    if !info.status_subresource {
+    // A ServiceCIDR's strategy keeps the status a create gives it.
+    if !info.status_subresource || crate::service_cidr::is_service_cidrs(info) {
         return;
     }
     if info.custom.is_some() {
@@ -173,7 +175,8 @@ fn prepared_update(
             set_spec_finalizers(&mut out, finalizers);
             out
         }
-        Target::Main if info.status_subresource => {
+        // A ServiceCIDR's update strategy keeps the status the update gives it.
+        Target::Main if info.status_subresource && !crate::service_cidr::is_service_cidrs(info) => {
             let mut out = new;
             set_or_remove(&mut out, "status", old.status());
             if info.is_core("persistentvolumeclaims") {
@@ -219,7 +222,11 @@ pub(crate) enum StatusMetadata {
 /// time, and the labels, annotations, finalizers and owner references of APIServices,
 /// VolumeAttachments and ResourceClaims (kube's `ResetObjectMetaForStatus`).
 pub(crate) fn status_metadata(info: &ResourceInfo) -> StatusMetadata {
-    if info.custom.is_some() || info.group == crate::admission_policy::GROUP || crate::flowcontrol::judges(info) {
+    if info.custom.is_some()
+        || info.group == crate::admission_policy::GROUP
+        || crate::flowcontrol::judges(info)
+        || crate::service_cidr::is_service_cidrs(info)
+    {
         return StatusMetadata::Stored;
     }
     match (info.group.as_str(), info.plural.as_str()) {
@@ -600,12 +607,13 @@ mod tests {
         // Nodes are registered with their status; kinds without the subresource keep the body.
         assert_eq!(created("nodes"), json!({"replicas": 9, "phase": "Running"}));
         assert_eq!(created("configmaps"), json!({"replicas": 9, "phase": "Running"}));
+        assert_eq!(created("servicecidrs"), json!({"replicas": 9, "phase": "Running"}), "kube's strategy keeps it");
     }
 
     #[test]
-    fn every_status_subresource_but_nodes_is_reset_on_create() {
+    fn every_status_subresource_but_nodes_and_service_cidrs_is_reset_on_create() {
         for r in Registry::with_defaults().all() {
-            if !r.status_subresource || r.plural == "nodes" {
+            if !r.status_subresource || r.plural == "nodes" || r.plural == "servicecidrs" {
                 continue;
             }
             let mut obj = json!({"metadata": {"name": "a"}, "status": {"sentinel": true}});

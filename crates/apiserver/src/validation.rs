@@ -239,6 +239,9 @@ pub(crate) fn validate(
         warnings = crate::runtime_class::warnings(obj);
     } else if crate::api_service::is_api_services(info) {
         causes.extend(crate::api_service::validate(obj));
+    } else if crate::service_cidr::judges(info) {
+        let status = target == crate::strategy::Target::Status;
+        causes.extend(crate::service_cidr::validate(info, obj, stored().as_ref(), status));
     } else if crate::flowcontrol::judges(info) {
         causes.extend(crate::flowcontrol_validation::validate(info, obj, target == crate::strategy::Target::Status));
     } else if crate::dra_validation::judges(info) {

@@ -687,3 +687,18 @@ async fn the_flowcontrol_kinds_are_answered_in_protobuf() {
     let list = PriorityLevelConfigurationList::decode(unwrap_envelope(&got.raw).2.as_slice()).unwrap();
     assert_eq!(list.items.len(), 8);
 }
+
+#[tokio::test]
+async fn the_service_cidr_kinds_are_answered_in_protobuf() {
+    use k8s_pb::api::networking::v1::ServiceCIDR;
+    let s = server().await;
+    let c = Client::new(&s);
+    let got = c.get_accepting("/apis/networking.k8s.io/v1/servicecidrs/kubernetes", PROTOBUF).await;
+    assert_eq!(content_type(&got), PROTOBUF);
+    let (api_version, kind, raw) = unwrap_envelope(&got.raw);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("networking.k8s.io/v1", "ServiceCIDR"));
+    let cidr = ServiceCIDR::decode(raw.as_slice()).unwrap();
+    assert_eq!(cidr.spec.unwrap().cidrs, ["10.96.0.0/12"]);
+    let ready = &cidr.status.unwrap().conditions[0];
+    assert_eq!((ready.r#type.as_deref(), ready.status.as_deref()), (Some("Ready"), Some("True")));
+}

@@ -1,4 +1,4 @@
-//! The printers of the networking, RBAC, storage, scheduling, coordination, discovery,
+//! The printers of the networking (ServiceCIDRs and IPAddresses too), RBAC, storage, scheduling, coordination, discovery,
 //! admission and certificate kinds: Ingresses, IngressClasses, NetworkPolicies, RoleBindings,
 //! ClusterRoleBindings, StorageClasses, PriorityClasses, Leases, EndpointSlices, webhook
 //! configurations, ValidatingAdmissionPolicies and their bindings, CertificateSigningRequests,
@@ -17,6 +17,8 @@ pub(super) fn printer(info: &ResourceInfo) -> Option<Printer> {
         ("networking.k8s.io", "ingresses") => (&INGRESS, ingress),
         ("networking.k8s.io", "ingressclasses") => (&INGRESS_CLASS, ingress_class),
         ("networking.k8s.io", "networkpolicies") => (&NETWORK_POLICY, network_policy),
+        ("networking.k8s.io", "servicecidrs") => (&SERVICE_CIDR, service_cidr),
+        ("networking.k8s.io", "ipaddresses") => (&IP_ADDRESS, ip_address),
         ("rbac.authorization.k8s.io", "rolebindings") => (&ROLE_BINDING, binding),
         ("rbac.authorization.k8s.io", "clusterrolebindings") => (&CLUSTER_ROLE_BINDING, binding),
         ("storage.k8s.io", "storageclasses") => (&STORAGE_CLASS, storage_class),
@@ -100,6 +102,60 @@ fn ingress_class(v: &Value) -> Vec<Value> {
         }
     };
     vec![json!(name(v)), json!(text(v, "/spec/controller")), json!(parameters), json!(age(v))]
+}
+
+const SERVICE_CIDR: [Col; 3] = [
+    NAME,
+    Col(
+        "CIDRs",
+        "string",
+        "",
+        0,
+        Doc::Text(
+            "CIDRs defines the IP blocks in CIDR notation (e.g. \"192.168.0.0/24\" or \"2001:db8::/64\") from which to \
+             assign service cluster IPs. Max of two CIDRs is allowed, one of each IP family. This field is immutable.",
+        ),
+    ),
+    AGE,
+];
+
+fn service_cidr(v: &Value) -> Vec<Value> {
+    let cidrs: Vec<&str> = list(v, "/spec/cidrs").iter().filter_map(Value::as_str).collect();
+    vec![json!(name(v)), json!(cidrs.join(",")), json!(age(v))]
+}
+
+/// kube's IPAddress printer declares two columns and fills three cells (the age last).
+const IP_ADDRESS: [Col; 2] = [
+    NAME,
+    Col(
+        "ParentRef",
+        "string",
+        "",
+        0,
+        Doc::Text(
+            "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent \
+             object.",
+        ),
+    ),
+];
+
+fn ip_address(v: &Value) -> Vec<Value> {
+    let parent = match v.pointer("/spec/parentRef").filter(|p| p.is_object()) {
+        None => "<none>".to_string(),
+        Some(p) => {
+            let mut shown = match text(p, "/group") {
+                "" => text(p, "/resource").to_lowercase(),
+                group => format!("{}.{group}", text(p, "/resource")).to_lowercase(),
+            };
+            for k in ["/namespace", "/name"] {
+                if !text(p, k).is_empty() || k == "/name" {
+                    shown = format!("{shown}/{}", text(p, k));
+                }
+            }
+            shown
+        }
+    };
+    vec![json!(name(v)), json!(parent), json!(age(v))]
 }
 
 const NETWORK_POLICY: [Col; 3] = [

@@ -1,0 +1,267 @@
+//! networking.k8s.io/v1 ServiceCIDRs and IPAddresses over HTTP: discovered as kube-apiserver
+//! v1.35 lists them, the default `kubernetes` ServiceCIDR in place and ready from the start (and
+//! back when deleted), kube's refusals of bad addresses, blocks and parents, the blocks that
+//! may not change, a status that writes leave to the status subresource, tables as `kubectl get`
+//! shows them, and kube-rs's typed clients.
+
+mod common;
+
+use common::tools::KubectlTables;
+use common::*;
+use serde_json::{Value, json};
+
+const GROUP_PATH: &str = "/apis/networking.k8s.io/v1";
+const CIDRS: &str = "/apis/networking.k8s.io/v1/servicecidrs";
+const ADDRESSES: &str = "/apis/networking.k8s.io/v1/ipaddresses";
+
+fn cidr(name: &str, blocks: &[&str]) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"cidrs": blocks}})
+}
+
+fn address(name: &str, parent: Value) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"parentRef": parent}})
+}
+
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["manager"].as_str().unwrap().into(), m["subresource"].as_str().unwrap_or("").into()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_kinds_are_discovered_cluster_scoped() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let v1 = c.get(GROUP_PATH).await;
+    let found: Vec<(String, String, bool)> = v1.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().into(), r["kind"].as_str().unwrap().into(), r["namespaced"] == true))
+        .collect();
+    for (name, kind) in
+        [("ipaddresses", "IPAddress"), ("servicecidrs", "ServiceCIDR"), ("servicecidrs/status", "ServiceCIDR")]
+    {
+        assert!(found.iter().any(|(n, k, namespaced)| n == name && k == kind && !namespaced), "{name} in {found:?}");
+    }
+    let singular = |name: &str| {
+        v1.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap()["singularName"].clone()
+    };
+    assert_eq!((singular("ipaddresses"), singular("servicecidrs")), (json!("ipaddress"), json!("servicecidr")));
+}
+
+#[tokio::test]
+async fn the_default_service_cidr_is_ready_from_the_start_and_comes_back() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let default = c.get(&format!("{CIDRS}/kubernetes")).await;
+    assert_eq!(default.code, 200, "{}", default.body);
+    let obj = default.body;
+    assert_eq!(obj["spec"], json!({"cidrs": ["10.96.0.0/12"]}));
+    let conditions = obj["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1);
+    let ready = &conditions[0];
+    assert_eq!(
+        (&ready["type"], &ready["status"], &ready["reason"], &ready["message"]),
+        (&json!("Ready"), &json!("True"), &json!(""), &json!("Kubernetes default Service CIDR is ready"))
+    );
+    assert!(ready["lastTransitionTime"].is_string());
+    assert!(obj["metadata"].get("finalizers").is_none() && obj["metadata"].get("labels").is_none());
+    assert_eq!(
+        managers(&obj),
+        [("kubernetes-service-cidr-controller".into(), "status".into()), ("kube-apiserver".into(), String::new())]
+    );
+
+    // Deleted, it is made again, and marked ready again.
+    let rv = c.get(CIDRS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{CIDRS}?watch=1&resourceVersion={rv}")).await;
+    assert_eq!(c.delete(&format!("{CIDRS}/kubernetes")).await.code, 200);
+    until(&mut w, "the deletion", |e| e["type"] == "DELETED").await;
+    let back = until(&mut w, "the default ServiceCIDR ready again", |e| {
+        e["object"]["metadata"]["name"] == "kubernetes" && e["object"]["status"]["conditions"][0]["status"] == "True"
+    })
+    .await;
+    assert_ne!(back["object"]["metadata"]["uid"], obj["metadata"]["uid"]);
+}
+
+#[tokio::test]
+async fn a_server_starting_on_data_without_it_makes_it_before_it_answers() {
+    let dir = informer_apiserver::testing::temp_data_dir();
+    let bare = informer_apiserver::ApiServer::builder().data_dir(&dir).default_namespaces(false).start().await;
+    let s = bare.expect("start");
+    let c = Client::new(&s);
+    assert_eq!(c.get(&format!("{CIDRS}/kubernetes")).await.code, 404);
+    drop(c);
+    s.stop().await;
+    drop(s);
+
+    let s = informer_apiserver::ApiServer::builder().data_dir(&dir).start().await.expect("restart");
+    let c = Client::new(&s);
+    let default = c.get(&format!("{CIDRS}/kubernetes")).await;
+    assert_eq!(default.code, 200, "{}", default.body);
+    assert_eq!(default.body["status"]["conditions"][0]["status"], "True");
+    drop(c);
+    s.stop().await;
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn invalid_objects_get_kubes_causes() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(CIDRS, &cidr("none", &[])).await;
+    assert_eq!(causes(&r), ["spec.cidrs: Required value: at least one CIDR required"]);
+    assert_eq!(
+        r.body["message"].as_str().unwrap().split(':').next(),
+        Some("ServiceCIDR.networking.k8s.io \"none\" is invalid")
+    );
+    let r = c.post(CIDRS, &cidr("three", &["10.0.0.0/24", "10.1.0.0/24", "fd00::/64"])).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.cidrs: Invalid value: {\"CIDRs\":[\"10.0.0.0/24\",\"10.1.0.0/24\",\"fd00::/64\"]}: may only hold up to 2 values"
+        ]
+    );
+    let r = c.post(CIDRS, &cidr("bad", &["10.0.0.1/24", "010.1.0.0/16"])).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.cidrs[0]: Invalid value: \"10.0.0.1/24\": must not have bits set beyond the prefix length",
+            "spec.cidrs[1]: Invalid value: \"010.1.0.0/16\": must not have leading 0s in IP or prefix length",
+            "spec.cidrs: Invalid value: [\"10.0.0.1/24\",\"010.1.0.0/16\"]: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+        ]
+    );
+    let r = c.post(CIDRS, &cidr("upper", &["2001:DB8::/64"])).await;
+    assert_eq!(
+        causes(&r),
+        ["spec.cidrs[0]: Invalid value: \"2001:DB8::/64\": must be in canonical form (\"2001:db8::/64\")"]
+    );
+
+    let parent = json!({"resource": "services", "namespace": "default", "name": "web"});
+    let r = c.post(ADDRESSES, &address("10.96.0.010", parent.clone())).await;
+    assert_eq!(causes(&r), ["metadata.name: Invalid value: \"10.96.0.010\": must not have leading 0s"]);
+    let r = c.post(ADDRESSES, &address("2001:db8:0::1", parent.clone())).await;
+    assert_eq!(
+        causes(&r),
+        ["metadata.name: Invalid value: \"2001:db8:0::1\": must be in canonical form (\"2001:db8::1\")"]
+    );
+    let r = c.post(ADDRESSES, &json!({"metadata": {"name": "10.96.0.20"}, "spec": {}})).await;
+    assert_eq!(causes(&r), ["spec.parentRef: Required value"]);
+    let r = c
+        .post(
+            ADDRESSES,
+            &address("10.96.0.21", json!({"group": "Bad_Group", "resource": "", "namespace": "a/b", "name": ".."})),
+        )
+        .await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.parentRef.group: Invalid value: \"Bad_Group\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            "spec.parentRef.resource: Required value",
+            "spec.parentRef.name: Invalid value: \"..\": may not be '..'",
+            "spec.parentRef.namespace: Invalid value: \"a/b\": may not contain '/'",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn blocks_and_parents_do_not_change() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CIDRS, &cidr("single", &["10.100.0.0/16"])).await.code, 201);
+    let path = format!("{CIDRS}/single");
+    let patch = |cidrs: Value| json!({"spec": {"cidrs": cidrs}});
+    let merge = "application/merge-patch+json";
+    let r = c.patch(&path, merge, &patch(json!(["10.101.0.0/16"]))).await;
+    assert_eq!(causes(&r), ["spec.cidrs[0]: Invalid value: \"10.101.0.0/16\": field is immutable"]);
+    let r = c.patch(&path, merge, &patch(json!(["10.100.0.0/16", "10.102.0.0/16"]))).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.cidrs: Invalid value: [\"10.100.0.0/16\",\"10.102.0.0/16\"]: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"
+        ]
+    );
+    // A single block gains one of the other family; then nothing more changes.
+    let r = c.patch(&path, merge, &patch(json!(["10.100.0.0/16", "fd00:10:100::/112"]))).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = c.patch(&path, merge, &patch(json!(["10.100.0.0/16"]))).await;
+    assert_eq!(causes(&r), ["spec.cidrs: Invalid value: [\"10.100.0.0/16\"]: field is immutable"]);
+
+    let parent = json!({"resource": "services", "namespace": "default", "name": "web"});
+    let r = c.post(ADDRESSES, &address("10.100.0.5", parent)).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = c.patch(&format!("{ADDRESSES}/10.100.0.5"), merge, &json!({"spec": {"parentRef": {"name": "api"}}})).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.parentRef: Invalid value: {\"group\":\"\",\"resource\":\"services\",\"namespace\":\"default\",\"name\":\"api\"}: field is immutable"
+        ]
+    );
+    let r = c.delete(&format!("{ADDRESSES}/10.100.0.5")).await;
+    assert_eq!((r.code, &r.body["kind"], &r.body["status"]), (200, &json!("Status"), &json!("Success")));
+}
+
+#[tokio::test]
+async fn the_status_is_kept_by_creates_and_written_through_its_subresource() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut body = cidr("given", &["10.110.0.0/16"]);
+    body["status"] = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "", "message": "set",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let created = c.post(CIDRS, &body).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.body["status"]["conditions"][0]["message"], "set", "kube's strategy keeps it");
+    let path = format!("{CIDRS}/given/status");
+    let mut write = created.body.clone();
+    write["spec"]["cidrs"] = json!(["10.111.0.0/16"]);
+    write["metadata"]["labels"] = json!({"a": "b"});
+    write["status"]["conditions"][0]["message"] = json!("changed");
+    let r = c.put(&path, &write).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["spec"]["cidrs"], json!(["10.110.0.0/16"]), "a status write keeps the spec");
+    assert!(r.body["metadata"].get("labels").is_none(), "and the metadata");
+    assert_eq!(r.body["status"]["conditions"][0]["message"], "changed");
+}
+
+#[tokio::test]
+async fn kubectl_prints_the_kinds_as_kube_does() {
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post(CIDRS, &cidr("dual", &["10.120.0.0/16", "fd00:120::/112"])).await.code, 201);
+    let parent = json!({"group": "gateway.networking.k8s.io", "resource": "Gateways", "name": "gw"});
+    assert_eq!(c.post(ADDRESSES, &address("10.120.0.9", parent)).await.code, 201);
+    let parent = json!({"resource": "services", "namespace": "default", "name": "web"});
+    assert_eq!(c.post(ADDRESSES, &address("fd00:120::9", parent)).await.code, 201);
+    let kubectl = KubectlTables::new(&s, "kubectl-servicecidrs");
+    let rows = kubectl.get("servicecidrs").await;
+    assert_eq!(rows[0], ["NAME", "CIDRS", "AGE"]);
+    assert_eq!(rows[1][..2], ["dual", "10.120.0.0/16,fd00:120::/112"]);
+    assert_eq!(rows[2][..2], ["kubernetes", "10.96.0.0/12"]);
+    let rows = kubectl.get("ipaddresses").await;
+    assert_eq!(rows[0], ["NAME", "PARENTREF"]);
+    let row = |name: &str| rows.iter().find(|r| r[0] == name).unwrap().clone();
+    assert_eq!(row("10.120.0.9"), ["10.120.0.9", "gateways.gateway.networking.k8s.io/gw"]);
+    assert_eq!(row("fd00:120::9"), ["fd00:120::9", "services/default/web"]);
+}
+
+#[tokio::test]
+async fn kube_rs_reads_and_writes_the_kinds_typed() {
+    use k8s_openapi::api::networking::v1::{IPAddress, ServiceCIDR};
+    use kube::api::{Api, PostParams};
+    let s = server().await;
+    let client = kube_client(&s).await;
+    let cidrs: Api<ServiceCIDR> = Api::all(client.clone());
+    let default = cidrs.get("kubernetes").await.unwrap();
+    assert_eq!(default.spec.unwrap().cidrs, Some(vec!["10.96.0.0/12".to_string()]));
+    let typed: ServiceCIDR = serde_json::from_value(cidr("typed", &["10.130.0.0/16"])).unwrap();
+    cidrs.create(&PostParams::default(), &typed).await.unwrap();
+    let addresses: Api<IPAddress> = Api::all(client);
+    let parent = json!({"resource": "services", "namespace": "default", "name": "web"});
+    let typed: IPAddress = serde_json::from_value(address("10.130.0.7", parent)).unwrap();
+    let created = addresses.create(&PostParams::default(), &typed).await.unwrap();
+    assert_eq!(created.spec.unwrap().parent_ref.name, "web");
+}
