@@ -1423,6 +1423,16 @@ impl ClusterIps {
         self.0.claim(u32::from(ip), used, cache_rv)
     }
 
+    /// The reservations behind the addresses.
+    pub fn reservations(&self) -> &crate::reservations::Reservations {
+        &self.0
+    }
+
+    /// Whether `ip` is held for a write the cache, at revision `cache_rv`, may not show yet.
+    pub fn reserved(&self, ip: Ipv4Addr, cache_rv: u64) -> bool {
+        self.0.reserved(u32::from(ip), cache_rv)
+    }
+
     /// The Service given `ip` was stored at revision `rev`.
     pub fn written(&self, ip: Ipv4Addr, rev: u64) {
         self.0.written(u32::from(ip), rev)

@@ -36,6 +36,7 @@ pub(crate) mod cel_semver;
 pub(crate) mod cel_url;
 pub(crate) mod certificate_signing;
 pub mod chaos;
+pub(crate) mod cluster_ip_addresses;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod combined_writes;
 pub(crate) mod conditions;

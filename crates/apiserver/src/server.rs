@@ -663,6 +663,10 @@ impl Background {
             let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
         }
+        if let Some(controller) = crate::cluster_ip_addresses::Controller::new(store.clone()) {
+            let user = crate::requester::server_user();
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));
+        }
         if let Some(controller) = crate::service_account_controller::Controller::new(store.clone()) {
             let user = controller.service_account();
             tasks.push(tokio::spawn(crate::requester::scope(Some(user), controller.run(rx.clone()))));

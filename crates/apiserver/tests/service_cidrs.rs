@@ -265,3 +265,120 @@ async fn kube_rs_reads_and_writes_the_kinds_typed() {
     let created = addresses.create(&PostParams::default(), &typed).await.unwrap();
     assert_eq!(created.spec.unwrap().parent_ref.name, "web");
 }
+
+const SERVICES: &str = "/api/v1/namespaces/default/services";
+
+fn service(name: &str, cluster_ip: Option<&str>) -> Value {
+    let mut s = json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}], "selector": {"app": name}}});
+    if let Some(ip) = cluster_ip {
+        s["spec"]["clusterIP"] = json!(ip);
+    }
+    s
+}
+
+fn rv(o: &Value) -> u64 {
+    o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_services_cluster_ip_is_recorded_before_the_service() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(SERVICES, &service("web", None)).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let ip = created.body["spec"]["clusterIP"].as_str().unwrap().to_string();
+    let record = c.get(&format!("{ADDRESSES}/{ip}")).await;
+    assert_eq!(record.code, 200, "{}", record.body);
+    let a = &record.body;
+    assert_eq!(
+        a["metadata"]["labels"],
+        json!({"ipaddress.kubernetes.io/ip-family": "IPv4", "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"})
+    );
+    assert_eq!(a["spec"]["parentRef"], json!({"resource": "services", "namespace": "default", "name": "web"}));
+    assert_eq!(managers(a), [("kube-apiserver".into(), String::new())]);
+    assert!(rv(a) < rv(&created.body), "written before the Service");
+
+    // An address asked for is checked against the IPAddresses, whoever wrote them.
+    let parent = json!({"resource": "gateways", "group": "gateway.networking.k8s.io", "name": "gw"});
+    assert_eq!(c.post(ADDRESSES, &address("10.96.100.100", parent)).await.code, 201);
+    let r = c.post(SERVICES, &service("taken", Some("10.96.100.100"))).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.clusterIPs: Invalid value: [\"10.96.100.100\"]: failed to allocate IP 10.96.100.100: provided IP is already allocated"
+        ]
+    );
+    // A Service whose write fails leaves no IPAddress behind.
+    let r = c.post(SERVICES, &service("web", Some("10.96.100.101"))).await;
+    assert_eq!(r.code, 409, "{}", r.body);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.100.101")).await.code, 404);
+}
+
+#[tokio::test]
+async fn a_service_may_ask_for_an_address_of_any_service_cidr_in_use() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let r = c.post(SERVICES, &service("outside", Some("10.200.0.10"))).await;
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.clusterIPs: Invalid value: [\"10.200.0.10\"]: failed to allocate IP 10.200.0.10: the provided network does not match the current range"
+        ]
+    );
+    assert_eq!(c.post(CIDRS, &cidr("extra", &["10.200.0.0/16"])).await.code, 201);
+    let r = c.post(SERVICES, &service("inside", Some("10.200.0.10"))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let record = c.get(&format!("{ADDRESSES}/10.200.0.10")).await;
+    assert_eq!(record.body["spec"]["parentRef"]["name"], "inside");
+    // Not the block's network or broadcast address, nor one of a block being given up.
+    let r = c.post(SERVICES, &service("network", Some("10.200.0.0"))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    let r = c
+        .patch(
+            &format!("{CIDRS}/extra/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Terminating",
+                "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = c.post(SERVICES, &service("not-ready", Some("10.200.0.11"))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+}
+
+#[tokio::test]
+async fn addresses_are_released_with_their_service_and_repaired() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let created = c.post(SERVICES, &service("web", Some("10.96.50.1"))).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let start = c.get(ADDRESSES).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{ADDRESSES}?watch=1&resourceVersion={start}")).await;
+    let event = |kind: &'static str, ip: &'static str| {
+        move |e: &Value| e["type"] == kind && e["object"]["metadata"]["name"] == ip
+    };
+
+    // A deleted record comes back; a record of a Service that does not exist goes.
+    assert_eq!(c.delete(&format!("{ADDRESSES}/10.96.50.1")).await.code, 200);
+    until(&mut w, "the record back", event("ADDED", "10.96.50.1")).await;
+    let mut leaked = address("10.96.50.2", json!({"resource": "services", "namespace": "default", "name": "gone"}));
+    leaked["metadata"]["labels"] = json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+        "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"});
+    assert_eq!(c.post(ADDRESSES, &leaked).await.code, 201);
+    until(&mut w, "the leaked record gone", event("DELETED", "10.96.50.2")).await;
+
+    // Turned ExternalName, the Service gives its address up; turned back, it gets one again.
+    let external = json!({"spec": {"type": "ExternalName", "externalName": "example.org", "clusterIP": null,
+        "clusterIPs": null, "selector": null}});
+    let r = c.patch(&format!("{SERVICES}/web"), "application/merge-patch+json", &external).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    until(&mut w, "the address released", event("DELETED", "10.96.50.1")).await;
+    let back = json!({"spec": {"type": "ClusterIP", "externalName": null, "clusterIP": "10.96.50.3"}});
+    let r = c.patch(&format!("{SERVICES}/web"), "application/merge-patch+json", &back).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.3")).await.code, 200);
+
+    // Deleted, the Service gives its address up.
+    assert_eq!(c.delete(&format!("{SERVICES}/web")).await.code, 200);
+    until(&mut w, "the address released", event("DELETED", "10.96.50.3")).await;
+}

@@ -124,6 +124,11 @@ pub struct Store {
     namespaces: Option<Arc<ResourceInfo>>,
     /// The core/v1 services resource, when served (its cluster IPs are allocated here).
     services: Option<Arc<ResourceInfo>>,
+    /// networking.k8s.io/v1 ipaddresses, when served: a Service's cluster IP is recorded as one
+    /// ([`crate::cluster_ip_addresses`]).
+    ip_addresses: Option<Arc<ResourceInfo>>,
+    /// networking.k8s.io/v1 servicecidrs, when served: the ranges a Service may ask addresses of.
+    service_cidrs: Option<Arc<ResourceInfo>>,
     /// Cluster IPs given to Services.
     cluster_ips: ClusterIps,
     /// Node ports given to Services.
@@ -207,6 +212,15 @@ fn cluster_ip<'a>(mut fields: impl Iterator<Item = &'a (String, String)>) -> Opt
     fields.find(|(f, _)| f == "spec.clusterIP").and_then(|(_, ip)| defaults::ipv4_of(ip))
 }
 
+/// kube's refusal of the cluster IP a Service (`name`, its spec `spec`) asked for.
+fn ip_refused(info: &ResourceInfo, name: &str, spec: &Value, detail: &str) -> ApiError {
+    // kube shows the addresses asked for, the one it could not give as written.
+    let shown = crate::structural::go_json(spec.get("clusterIPs").unwrap_or(&Value::Null));
+    let written = spec.get("clusterIP").and_then(Value::as_str).unwrap_or_default();
+    let msg = format!("Invalid value: {shown}: failed to allocate IP {written}: {detail}");
+    ApiError::invalid_object(&info.group, &info.kind, name, "spec.clusterIPs", "FieldValueInvalid", &msg)
+}
+
 /// Whether `s` is a resourceVersion kube's versioner reads as one other than 0.
 fn is_version(s: &str) -> bool {
     parse_rv_field(s).is_ok_and(|v| v != 0)
@@ -273,7 +287,10 @@ impl Store {
         let registry = cache.registry();
         let namespaces = registry.all().iter().find(|i| namespaces::is_namespaces(i)).cloned();
         let services = registry.all().iter().find(|i| defaults::is_service(i)).cloned();
+        let networking = |plural: &str| registry.find(crate::service_cidr::GROUP, "v1", plural).cloned();
         Store {
+            ip_addresses: networking(crate::service_cidr::IP_ADDRESSES),
+            service_cidrs: networking(crate::service_cidr::SERVICE_CIDRS),
             storage,
             cache,
             layout,
@@ -817,14 +834,10 @@ impl Store {
             return Ok(());
         }
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let refused = |detail: &str| {
-            // kube shows the addresses asked for, the one it could not give as written.
-            let shown = crate::structural::go_json(spec.get("clusterIPs").unwrap_or(&Value::Null));
-            let written = spec.get("clusterIP").and_then(Value::as_str).unwrap_or_default();
-            let msg = format!("Invalid value: {shown}: failed to allocate IP {written}: {detail}");
-            ApiError::invalid_object(&info.group, &info.kind, name, "spec.clusterIPs", "FieldValueInvalid", &msg)
-        };
-        if requested.is_some_and(|ip| !defaults::ClusterIps::in_range(ip)) {
+        let refused = |detail: &str| ip_refused(info, name, &spec, detail);
+        if let Some(ip) = requested
+            && !self.allocatable(ip)?
+        {
             return Err(refused("the provided network does not match the current range"));
         }
         let used = match used {
@@ -884,11 +897,80 @@ impl Store {
         Ok(all.iter().flat_map(|s| crate::node_ports::in_spec_bytes(s.spec_bytes())).collect())
     }
 
-    /// The cluster IPs the Services in the watch cache have.
+    /// The cluster IPs the Services in the watch cache have, and the addresses its IPAddresses
+    /// hold.
     fn cluster_ips_in_use(&self) -> Result<HashSet<u32>, ApiError> {
         let Some(services) = &self.services else { return Ok(HashSet::new()) };
         let (_, all) = self.cache.snapshot(services, None, &Selectors::default())?;
-        Ok(all.iter().filter_map(|s| cluster_ip(s.fields.iter())).map(u32::from).collect())
+        let mut used: HashSet<u32> = all.iter().filter_map(|s| cluster_ip(s.fields.iter())).map(u32::from).collect();
+        if let Some(addresses) = &self.ip_addresses {
+            let (_, all) = self.cache.snapshot(addresses, None, &Selectors::default())?;
+            used.extend(all.iter().filter_map(|a| a.name.parse::<std::net::Ipv4Addr>().ok()).map(u32::from));
+        }
+        Ok(used)
+    }
+
+    /// Whether a Service may ask for `ip`: an address of the server's range or of a ServiceCIDR
+    /// in use (see [`crate::cluster_ip_addresses::in_ready_block`]).
+    fn allocatable(&self, ip: std::net::Ipv4Addr) -> Result<bool, ApiError> {
+        if defaults::ClusterIps::in_range(ip) {
+            return Ok(true);
+        }
+        let Some(cidrs) = &self.service_cidrs else { return Ok(false) };
+        let (_, all) = self.cache.snapshot(cidrs, None, &Selectors::default())?;
+        Ok(crate::cluster_ip_addresses::in_ready_block(&all, ip))
+    }
+
+    /// Whether `ip` is held for a Service's write that the cache, at revision `cache_rv`, may not
+    /// show yet.
+    pub(crate) fn cluster_ip_reserved(&self, ip: std::net::Ipv4Addr, cache_rv: u64) -> bool {
+        self.cluster_ips.reserved(ip, cache_rv)
+    }
+
+    /// Records that the Service `ns`/`name` (whose spec is `spec`) holds `ip`, as kube's
+    /// allocator does before it writes the Service: creates its IPAddress, as the server. An
+    /// address an IPAddress already holds is refused as kube refuses it. Answers the IPAddress.
+    async fn record_cluster_ip(
+        &self,
+        service: &ResourceInfo,
+        (ns, name): (&str, &str),
+        spec: &Value,
+        ip: std::net::Ipv4Addr,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        let Some(addresses) = &self.ip_addresses else { return Ok(None) };
+        let body = crate::cluster_ip_addresses::body(ip, ns, name);
+        let create = self.create_many(addresses, None, vec![body], false, crate::cluster_ip_addresses::MANAGER);
+        match crate::requester::scope(Some(crate::requester::server_user()), create).await {
+            Ok(mut created) => Ok(created.pop()),
+            Err(e) if e.code == 409 => {
+                // Recorded for this Service already (a write tried again): it holds the address.
+                let existing = self.stored(addresses, "", &ip.to_string()).await.ok();
+                let ours = |o: &Arc<StoredObject>| crate::cluster_ip_addresses::parent(&o.value()) == Some((ns, name));
+                match existing.filter(ours) {
+                    Some(o) => Ok(Some(o)),
+                    None => Err(ip_refused(service, name, spec, "provided IP is already allocated")),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the IPAddresses `recorded` for Services whose create failed (those whose Service
+    /// is stored with the address stay).
+    async fn forget_cluster_ips(&self, recorded: Vec<(String, String, Arc<StoredObject>)>) {
+        let (Some(services), Some(addresses)) = (&self.services, &self.ip_addresses) else { return };
+        for (ns, name, address) in recorded {
+            let stored = self.stored(services, &ns, &name).await;
+            if stored.is_ok_and(|s| cluster_ip(s.fields.iter()).is_some_and(|ip| ip.to_string() == address.name)) {
+                continue;
+            }
+            let opts = DeleteOpts { precondition_uid: Some(address.uid.clone()), ..Default::default() };
+            let delete = self.delete(addresses, "", &address.name, &opts);
+            if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), delete).await {
+                // The repair controller deletes it.
+                tracing::debug!(address = %address.name, error = %e, "releasing a cluster IP");
+            }
+        }
     }
 
     /// Creates many objects (one revision each, written concurrently, a few hundred at a time, so
@@ -896,16 +978,18 @@ impl Store {
     /// name taken meanwhile fails that object only, and the call returns the first error.
     /// Namespaced objects are created only in existing namespaces that are not terminating
     /// ([`Self::admit_create`]).
-    pub async fn create_many(
-        &self,
-        info: &ResourceInfo,
-        url_ns: Option<&str>,
+    ///
+    /// (The future is boxed: a Service's create creates its IPAddress through it.)
+    pub fn create_many<'a>(
+        &'a self,
+        info: &'a ResourceInfo,
+        url_ns: Option<&'a str>,
         bodies: Vec<Value>,
         dry_run: bool,
-        manager: &str,
-    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        manager: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Vec<Arc<StoredObject>>, ApiError>> {
         let bodies = bodies.into_iter().map(|b| (b, Tracking::Update)).collect();
-        self.create_tracked(info, url_ns, bodies, (CreateVia::Post, dry_run), manager).await
+        Box::pin(self.create_tracked(info, url_ns, bodies, (CreateVia::Post, dry_run), manager))
     }
 
     /// [`Self::create_many`], each body with how its `managedFields` are computed.
@@ -993,7 +1077,28 @@ impl Store {
                 }
             }
         }
+        // As kube's allocator: each address is recorded before its Service is written, and
+        // released when the write fails.
+        let mut recorded = Vec::new();
+        if is_service && !dry_run {
+            for t in &prepared {
+                let Some(ip) = cluster_ip(t.fields().iter()) else { continue };
+                let spec: Value = t.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
+                match self.record_cluster_ip(info, (t.namespace(), t.name()), &spec, ip).await {
+                    Ok(Some(address)) => recorded.push((t.namespace().to_string(), t.name().to_string(), address)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.release_allocations(info, &prepared);
+                        self.forget_cluster_ips(recorded).await;
+                        return Err(e);
+                    }
+                }
+            }
+        }
         let result = self.create_prepared(info, prepared, dry_run).await;
+        if result.is_err() {
+            self.forget_cluster_ips(recorded).await;
+        }
         if is_service && let Ok(created) = &result {
             for o in created.iter().filter(|o| o.rv > 0) {
                 if let Some(ip) = cluster_ip(o.fields.iter()) {
@@ -1523,10 +1628,17 @@ impl Store {
                 return Err(crate::custom_resource::invalid(info, &old.name, &faults));
             }
         }
+        let mut claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), Vec::new());
         if target == Target::Main && !dry_run && defaults::leaves_external_name(info, old, &obj) {
             // As kube's Service store: a Service that stops being an ExternalName is given the
             // address it asks for (422 when another Service has it) or a free one.
             self.allocate_cluster_ip(info, &old.name, &mut obj, &mut None)?;
+            if let Some(ip) = defaults::requested_cluster_ip(&obj) {
+                // Held until the Service is stored (given back if it is not).
+                claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), vec![u32::from(ip)]);
+                let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+                self.record_cluster_ip(info, (&old.namespace, &old.name), &spec, ip).await?;
+            }
         }
         let mut claimed = crate::reservations::Claimed::new(&self.node_ports, Vec::new());
         if target == Target::Main && defaults::is_service(info) {
@@ -1625,6 +1737,7 @@ impl Store {
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => {
                 claimed.stored(rev);
+                claimed_ip.stored(rev);
                 Ok(Attempt::Done(self.wrote(info, template.finish(rev))))
             }
             Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),

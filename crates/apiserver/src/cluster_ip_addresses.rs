@@ -1,0 +1,250 @@
+//! The IPAddress objects that record Services' cluster IPs, as kube-apiserver v1.35's allocator
+//! writes them (one per address, named by it, labelled `ipaddress.kubernetes.io/ip-family` and
+//! `ipaddress.kubernetes.io/managed-by: ipallocator.k8s.io`, its `parentRef` the Service), and
+//! the repair controller that keeps them in step with the Services, as kube's
+//! `ipallocator-repair-controller` does.
+//!
+//! The store writes a Service's IPAddress before the Service, as kube's allocator does (an
+//! address some IPAddress holds is taken), and deletes it again when the Service's write fails.
+//! The controller does the rest:
+//! - a Service whose address has no IPAddress (written before the server kept them, or by a
+//!   server that stopped between the two writes) gets one; one that another Service's IPAddress
+//!   names, when that Service does not hold the address, gets it back; one whose IPAddress lacks
+//!   the allocator's labels gets a new one; an address in no range the server allocates from is
+//!   left alone;
+//! - an IPAddress of the allocator's whose parent is not a Service, or whose Service is gone or
+//!   no longer holds the address (deleted, turned ExternalName or headless), is deleted, unless a
+//!   write of this server reserved the address and the cache has not shown that write yet.
+//!
+//! Invariants: IPv4 only (the server's Services are single-stack IPv4); every write is the
+//! server's (`kube-apiserver`); deletes carry the UID they judged; a pass reads the cache once it
+//! has caught up with the storage, and runs on every change to a Service or an IPAddress and
+//! every [`RESYNC`].
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::controller_loop::{Loop, Wakers};
+use crate::delete_options::DeleteOpts;
+use crate::object::StoredObject;
+use crate::registry::ResourceInfo;
+use crate::selector::Selectors;
+use crate::service_cidr::{GROUP, IP_ADDRESSES, SERVICE_CIDRS};
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// The label naming an IPAddress's family.
+pub(crate) const FAMILY_LABEL: &str = "ipaddress.kubernetes.io/ip-family";
+/// The label naming who manages an IPAddress.
+pub(crate) const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
+/// The allocator's name in [`MANAGED_BY_LABEL`].
+pub(crate) const ALLOCATOR: &str = "ipallocator.k8s.io";
+/// The field manager of the server's writes.
+pub(crate) const MANAGER: &str = "kube-apiserver";
+/// How often a pass runs when nothing changes (a reservation that lapsed, a write that failed).
+pub(crate) const RESYNC: Duration = Duration::from_secs(60);
+const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// The IPAddress recording that the Service `ns`/`name` holds `ip`.
+pub(crate) fn body(ip: Ipv4Addr, ns: &str, name: &str) -> Value {
+    json!({"metadata": {"name": ip.to_string(),
+            "labels": {FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: ALLOCATOR}},
+        "spec": {"parentRef": {"resource": "services", "namespace": ns, "name": name}}})
+}
+
+/// The resource of IPAddresses, if `store` serves it.
+pub(crate) fn ip_addresses(store: &Store) -> Option<Arc<ResourceInfo>> {
+    store.registry().find(GROUP, "v1", IP_ADDRESSES).cloned()
+}
+
+/// Whether `ip` is an address of a ServiceCIDR among `cidrs` that allocators use (ready or not
+/// yet judged, not being deleted): inside one of its IPv4 blocks, not the block's network or
+/// broadcast address.
+pub(crate) fn in_ready_block(cidrs: &[Arc<StoredObject>], ip: Ipv4Addr) -> bool {
+    cidrs
+        .iter()
+        .map(|c| c.value())
+        .filter(usable)
+        .any(|c| crate::object::strings(c.pointer("/spec/cidrs")).iter().any(|block| holds(block, ip)))
+}
+
+fn usable(cidr: &Value) -> bool {
+    let deleting = cidr.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    let conditions = cidr.pointer("/status/conditions").and_then(Value::as_array);
+    let ready = conditions.into_iter().flatten().find(|c| c["type"] == "Ready");
+    // kube's allocators take a block without the condition as ready (no controller may run).
+    !deleting && ready.is_none_or(|c| c["status"] == "True")
+}
+
+/// Whether the IPv4 block `block` holds `ip` as an address to give.
+fn holds(block: &str, ip: Ipv4Addr) -> bool {
+    let Some((base, bits)) = block.split_once('/') else { return false };
+    let (Ok(base), Ok(bits)) = (base.parse::<Ipv4Addr>(), bits.parse::<u32>()) else { return false };
+    if bits > 32 {
+        return false;
+    }
+    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+    let (n, net) = (u32::from(ip), u32::from(base) & mask);
+    let broadcast = net | !mask;
+    n & mask == net && (bits >= 31 || (n != net && n != broadcast))
+}
+
+/// The controller over a store's Services and IPAddresses.
+pub(crate) struct Controller {
+    store: Arc<Store>,
+    services: Arc<ResourceInfo>,
+    addresses: Arc<ResourceInfo>,
+    cidrs: Option<Arc<ResourceInfo>>,
+}
+
+/// A Service's cluster IP as the controller reads it: its namespace, name and address.
+struct Held {
+    ns: String,
+    name: String,
+    ip: Ipv4Addr,
+}
+
+impl Controller {
+    /// A controller for `store`; None when it does not serve Services and IPAddresses.
+    pub fn new(store: Arc<Store>) -> Option<Controller> {
+        let services = store.registry().find("", "v1", "services").cloned()?;
+        let addresses = ip_addresses(&store)?;
+        let cidrs = store.registry().find(GROUP, "v1", SERVICE_CIDRS).cloned();
+        Some(Controller { store, services, addresses, cidrs })
+    }
+
+    /// Runs until `stop` turns true.
+    pub async fn run(self, stop: watch::Receiver<bool>) {
+        let lp = Loop {
+            name: "ipallocator-repair-controller",
+            retry: RETRY,
+            cache: self.store.cache(),
+            resync: Some(RESYNC),
+            wake_at: None,
+        };
+        let wakers =
+            || Wakers { own: self.addresses.clone(), candidates: vec![self.services.clone()], registry: false };
+        lp.run(wakers, || self.pass(), stop).await;
+    }
+
+    async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
+        self.store.fresh().await?;
+        let cache = self.store.cache();
+        let all = Selectors::default();
+        let (rv, services) = cache.snapshot(&self.services, None, &all)?;
+        let (_, addresses) = cache.snapshot(&self.addresses, None, &all)?;
+        let cidrs = match &self.cidrs {
+            Some(info) => cache.snapshot(info, None, &all)?.1,
+            None => Vec::new(),
+        };
+        let held: Vec<Held> = services.iter().filter_map(|s| held(s)).collect();
+        let by_name: HashMap<&str, &Arc<StoredObject>> = addresses.iter().map(|a| (a.name.as_str(), a)).collect();
+        let holder = |ns: &str, name: &str, ip: &str| {
+            held.iter().any(|h| h.ns == ns && h.name == name && h.ip.to_string() == ip)
+        };
+        for h in &held {
+            let name = h.ip.to_string();
+            match by_name.get(name.as_str()) {
+                None if crate::defaults::ClusterIps::in_range(h.ip) || in_ready_block(&cidrs, h.ip) => {
+                    self.create(h).await?;
+                }
+                None => {}
+                Some(a) => {
+                    let value = a.value();
+                    let parent = parent(&value);
+                    let ours = parent.is_some_and(|(ns, n)| ns == h.ns && n == h.name);
+                    let labelled =
+                        label(a, MANAGED_BY_LABEL) == Some(ALLOCATOR) && label(a, FAMILY_LABEL) == Some("IPv4");
+                    let other_holds = parent.is_some_and(|(ns, n)| !ours && holder(ns, n, &name));
+                    if other_holds || (ours && labelled) {
+                        continue;
+                    }
+                    self.delete(a).await?;
+                    self.create(h).await?;
+                }
+            }
+        }
+        for a in addresses.iter().filter(|a| label(a, MANAGED_BY_LABEL) == Some(ALLOCATOR)) {
+            let value = a.value();
+            let kept = match parent(&value) {
+                Some((ns, name)) => holder(ns, name, &a.name),
+                None => false,
+            };
+            let reserved = a.name.parse::<Ipv4Addr>().is_ok_and(|ip| self.store.cluster_ip_reserved(ip, rv));
+            if !kept && !reserved {
+                self.delete(a).await?;
+            }
+        }
+        Ok(vec![self.services.clone()])
+    }
+
+    async fn create(&self, h: &Held) -> Result<(), ApiError> {
+        let body = body(h.ip, &h.ns, &h.name);
+        match self.store.create_many(&self.addresses, None, vec![body], false, MANAGER).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn delete(&self, a: &StoredObject) -> Result<(), ApiError> {
+        let opts = DeleteOpts { precondition_uid: Some(a.uid.clone()), ..Default::default() };
+        match self.store.delete(&self.addresses, "", &a.name, &opts).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The value of the label `key` of `o`.
+fn label<'a>(o: &'a StoredObject, key: &str) -> Option<&'a str> {
+    o.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// The Service an IPAddress names as its parent: its namespace and name.
+pub(crate) fn parent(address: &Value) -> Option<(&str, &str)> {
+    let p = address.pointer("/spec/parentRef")?;
+    let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
+    (text("group").is_empty() && text("resource") == "services").then(|| (text("namespace"), text("name")))
+}
+
+/// The IPv4 cluster IP the Service `s` holds, if any.
+fn held(s: &StoredObject) -> Option<Held> {
+    let value = s.value();
+    let spec = value.get("spec")?;
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return None;
+    }
+    let ip = spec.get("clusterIP").and_then(Value::as_str).and_then(crate::defaults::ipv4_of)?;
+    Some(Held { ns: s.namespace.clone(), name: s.name.clone(), ip })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_hold_their_addresses_but_network_and_broadcast() {
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert!(holds("10.96.0.0/12", ip("10.96.0.1")));
+        assert!(holds("10.96.0.0/12", ip("10.111.255.254")));
+        assert!(!holds("10.96.0.0/12", ip("10.96.0.0")));
+        assert!(!holds("10.96.0.0/12", ip("10.111.255.255")));
+        assert!(!holds("10.96.0.0/12", ip("10.112.0.1")));
+        assert!(!holds("fd00::/64", ip("10.96.0.1")));
+    }
+
+    #[test]
+    fn an_address_record_names_its_service() {
+        let b = body(Ipv4Addr::new(10, 96, 0, 10), "default", "web");
+        assert_eq!(b["metadata"]["name"], "10.96.0.10");
+        assert_eq!(b["metadata"]["labels"][MANAGED_BY_LABEL], ALLOCATOR);
+        assert_eq!(b["spec"]["parentRef"], json!({"resource": "services", "namespace": "default", "name": "web"}));
+    }
+}
