@@ -5,16 +5,17 @@
 //! `ipallocator-repair-controller` does.
 //!
 //! The store writes a Service's IPAddress before the Service, as kube's allocator does (an
-//! address some IPAddress holds is taken), and deletes it again when the Service's write fails.
-//! The controller does the rest:
+//! address some IPAddress holds is taken), deletes it again when the Service's write fails, and
+//! deletes it once a write that drops the address (a delete, an ExternalName) is stored. The
+//! controller repairs what that leaves:
 //! - a Service whose address has no IPAddress (written before the server kept them, or by a
 //!   server that stopped between the two writes) gets one; one that another Service's IPAddress
 //!   names, when that Service does not hold the address, gets it back; one whose IPAddress lacks
-//!   the allocator's labels gets a new one; an address in no range the server allocates from is
-//!   left alone;
-//! - an IPAddress of the allocator's whose parent is not a Service, or whose Service is gone or
-//!   no longer holds the address (deleted, turned ExternalName or headless), is deleted, unless a
-//!   write of this server reserved the address and the cache has not shown that write yet.
+//!   the allocator's labels gets a new one; an address in no ServiceCIDR (nor the server's range)
+//!   is left alone;
+//! - an IPAddress of the allocator's whose parent is not a Service, or whose Service holds
+//!   another address (turned ExternalName or headless), is deleted; one whose Service does not
+//!   exist is deleted a minute after its creation (the Service's create may not be stored yet).
 //!
 //! Invariants: IPv4 only (the server's Services are single-stack IPv4); every write is the
 //! server's (`kube-apiserver`); deletes carry the UID they judged; a pass reads the cache once it
@@ -46,8 +47,10 @@ pub(crate) const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
 pub(crate) const ALLOCATOR: &str = "ipallocator.k8s.io";
 /// The field manager of the server's writes.
 pub(crate) const MANAGER: &str = "kube-apiserver";
-/// How often a pass runs when nothing changes (a reservation that lapsed, a write that failed).
-pub(crate) const RESYNC: Duration = Duration::from_secs(60);
+/// How often a pass runs when nothing changes.
+pub(crate) const RESYNC: Duration = Duration::from_secs(180);
+/// How long a record of the allocator's may wait for its Service before it is taken for a leak.
+pub(crate) const LEAK_GRACE: Duration = Duration::from_secs(60);
 const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
 /// The IPAddress recording that the Service `ns`/`name` holds `ip`.
@@ -66,11 +69,16 @@ pub(crate) fn ip_addresses(store: &Store) -> Option<Arc<ResourceInfo>> {
 /// yet judged, not being deleted): inside one of its IPv4 blocks, not the block's network or
 /// broadcast address.
 pub(crate) fn in_ready_block(cidrs: &[Arc<StoredObject>], ip: Ipv4Addr) -> bool {
-    cidrs
-        .iter()
-        .map(|c| c.value())
-        .filter(usable)
-        .any(|c| crate::object::strings(c.pointer("/spec/cidrs")).iter().any(|block| holds(block, ip)))
+    cidrs.iter().map(|c| c.value()).filter(usable).any(|c| block_holds(&c, ip))
+}
+
+/// Whether `ip` is an address of any ServiceCIDR among `cidrs`, whatever its state.
+fn in_any_block(cidrs: &[Arc<StoredObject>], ip: Ipv4Addr) -> bool {
+    cidrs.iter().any(|c| block_holds(&c.value(), ip))
+}
+
+fn block_holds(cidr: &Value, ip: Ipv4Addr) -> bool {
+    crate::object::strings(cidr.pointer("/spec/cidrs")).iter().any(|block| holds(block, ip))
 }
 
 fn usable(cidr: &Value) -> bool {
@@ -91,7 +99,8 @@ fn holds(block: &str, ip: Ipv4Addr) -> bool {
     let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
     let (n, net) = (u32::from(ip), u32::from(base) & mask);
     let broadcast = net | !mask;
-    n & mask == net && (bits >= 31 || (n != net && n != broadcast))
+    // (So a /31 or /32 holds none, as kube's allocators count it.)
+    n & mask == net && n != net && n != broadcast
 }
 
 /// The controller over a store's Services and IPAddresses.
@@ -100,6 +109,8 @@ pub(crate) struct Controller {
     services: Arc<ResourceInfo>,
     addresses: Arc<ResourceInfo>,
     cidrs: Option<Arc<ResourceInfo>>,
+    /// When a record without its Service is old enough to go.
+    wake_at: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 /// A Service's cluster IP as the controller reads it: its namespace, name and address.
@@ -115,7 +126,7 @@ impl Controller {
         let services = store.registry().find("", "v1", "services").cloned()?;
         let addresses = ip_addresses(&store)?;
         let cidrs = store.registry().find(GROUP, "v1", SERVICE_CIDRS).cloned();
-        Some(Controller { store, services, addresses, cidrs })
+        Some(Controller { store, services, addresses, cidrs, wake_at: Default::default() })
     }
 
     /// Runs until `stop` turns true.
@@ -125,62 +136,85 @@ impl Controller {
             retry: RETRY,
             cache: self.store.cache(),
             resync: Some(RESYNC),
-            wake_at: None,
+            wake_at: Some(&self.wake_at),
         };
         let wakers =
             || Wakers { own: self.addresses.clone(), candidates: vec![self.services.clone()], registry: false };
         lp.run(wakers, || self.pass(), stop).await;
     }
 
+    /// One pass over every Service and IPAddress; a write that fails does not keep the others
+    /// from being made (the first failure is answered, so the pass is tried again).
     async fn pass(&self) -> Result<Vec<Arc<ResourceInfo>>, ApiError> {
         self.store.fresh().await?;
         let cache = self.store.cache();
         let all = Selectors::default();
-        let (rv, services) = cache.snapshot(&self.services, None, &all)?;
+        let (_, services) = cache.snapshot(&self.services, None, &all)?;
         let (_, addresses) = cache.snapshot(&self.addresses, None, &all)?;
         let cidrs = match &self.cidrs {
             Some(info) => cache.snapshot(info, None, &all)?.1,
             None => Vec::new(),
         };
+        *self.wake_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let held: Vec<Held> = services.iter().filter_map(|s| held(s)).collect();
         let by_name: HashMap<&str, &Arc<StoredObject>> = addresses.iter().map(|a| (a.name.as_str(), a)).collect();
-        let holder = |ns: &str, name: &str, ip: &str| {
+        let holds_ip = |ns: &str, name: &str, ip: &str| {
             held.iter().any(|h| h.ns == ns && h.name == name && h.ip.to_string() == ip)
         };
+        let mut first_error = None;
+        let mut note = |r: Result<(), ApiError>| {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "repairing cluster IPs");
+                first_error.get_or_insert(e);
+            }
+        };
         for h in &held {
+            // kube's repair leaves addresses of no ServiceCIDR alone.
+            if !crate::defaults::ClusterIps::in_range(h.ip) && !in_any_block(&cidrs, h.ip) {
+                continue;
+            }
             let name = h.ip.to_string();
-            match by_name.get(name.as_str()) {
-                None if crate::defaults::ClusterIps::in_range(h.ip) || in_ready_block(&cidrs, h.ip) => {
-                    self.create(h).await?;
-                }
-                None => {}
-                Some(a) => {
-                    let value = a.value();
-                    let parent = parent(&value);
-                    let ours = parent.is_some_and(|(ns, n)| ns == h.ns && n == h.name);
-                    let labelled =
-                        label(a, MANAGED_BY_LABEL) == Some(ALLOCATOR) && label(a, FAMILY_LABEL) == Some("IPv4");
-                    let other_holds = parent.is_some_and(|(ns, n)| !ours && holder(ns, n, &name));
-                    if other_holds || (ours && labelled) {
-                        continue;
-                    }
-                    self.delete(a).await?;
-                    self.create(h).await?;
-                }
+            let Some(a) = by_name.get(name.as_str()) else {
+                note(self.create(h).await);
+                continue;
+            };
+            let value = a.value();
+            let parent = parent(&value);
+            let ours = parent.is_some_and(|(ns, n)| ns == h.ns && n == h.name);
+            // Another Service that holds the address keeps it (kube reports both).
+            if !ours && parent.is_some_and(|(ns, n)| holds_ip(ns, n, &name)) {
+                continue;
+            }
+            let labelled = label(a, MANAGED_BY_LABEL) == Some(ALLOCATOR) && label(a, FAMILY_LABEL) == Some("IPv4");
+            if !ours || !labelled {
+                note(self.delete(a).await);
+                note(self.create(h).await);
             }
         }
+        let now = jiff::Timestamp::now();
         for a in addresses.iter().filter(|a| label(a, MANAGED_BY_LABEL) == Some(ALLOCATOR)) {
             let value = a.value();
-            let kept = match parent(&value) {
-                Some((ns, name)) => holder(ns, name, &a.name),
-                None => false,
-            };
-            let reserved = a.name.parse::<Ipv4Addr>().is_ok_and(|ip| self.store.cluster_ip_reserved(ip, rv));
-            if !kept && !reserved {
-                self.delete(a).await?;
+            match parent(&value) {
+                Some((ns, name)) if holds_ip(ns, name, &a.name) => {}
+                // Its Service may not be written yet: kube's repair waits a minute.
+                Some((ns, name)) if !held.iter().any(|h| h.ns == ns && h.name == name) => {
+                    let created = value.pointer("/metadata/creationTimestamp").and_then(Value::as_str);
+                    match leak_wait(created, now) {
+                        Some(wait) => {
+                            let due = tokio::time::Instant::now() + wait;
+                            let mut wake = self.wake_at.lock().unwrap_or_else(|e| e.into_inner());
+                            *wake = Some(wake.map_or(due, |w| w.min(due)));
+                        }
+                        None => note(self.delete(a).await),
+                    }
+                }
+                _ => note(self.delete(a).await),
             }
         }
-        Ok(vec![self.services.clone()])
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(vec![self.services.clone()]),
+        }
     }
 
     async fn create(&self, h: &Held) -> Result<(), ApiError> {
@@ -200,6 +234,15 @@ impl Controller {
             Err(e) => Err(e),
         }
     }
+}
+
+/// How long a record whose Service is missing, created at `created`, still waits at `now`
+/// before it goes (kube's minute); None when its time is up (or it has no readable time).
+fn leak_wait(created: Option<&str>, now: jiff::Timestamp) -> Option<Duration> {
+    let created: jiff::Timestamp = created?.parse().ok()?;
+    let age_ms = now.as_millisecond() - created.as_millisecond();
+    let left_ms = LEAK_GRACE.as_millis() as i64 - age_ms;
+    (left_ms > 0).then(|| Duration::from_millis(left_ms as u64))
 }
 
 /// The value of the label `key` of `o`.
@@ -238,6 +281,17 @@ mod tests {
         assert!(!holds("10.96.0.0/12", ip("10.111.255.255")));
         assert!(!holds("10.96.0.0/12", ip("10.112.0.1")));
         assert!(!holds("fd00::/64", ip("10.96.0.1")));
+        assert!(!holds("10.0.0.5/32", ip("10.0.0.5")));
+        assert!(!holds("10.0.0.4/31", ip("10.0.0.5")));
+    }
+
+    #[test]
+    fn a_record_without_its_service_waits_a_minute_from_its_creation() {
+        let now: jiff::Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
+        assert_eq!(leak_wait(Some("2026-01-01T00:00:30Z"), now), Some(Duration::from_secs(30)));
+        assert_eq!(leak_wait(Some("2026-01-01T00:00:00Z"), now), None);
+        assert_eq!(leak_wait(Some("2025-12-31T23:00:00Z"), now), None);
+        assert_eq!(leak_wait(None, now), None);
     }
 
     #[test]

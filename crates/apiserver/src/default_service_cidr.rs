@@ -71,7 +71,8 @@ pub(crate) async fn ensure(store: &Store) -> Result<(), ApiError> {
     if !wants_ready(&stored) {
         return Ok(());
     }
-    let condition = json!({"type": "Ready", "status": "True", "reason": "", "message": READY_MESSAGE,
+    // (kube's apply leaves the reason out.)
+    let condition = json!({"type": "Ready", "status": "True", "message": READY_MESSAGE,
         "lastTransitionTime": crate::object::now_rfc3339()});
     let body = json!({"kind": "ServiceCIDR", "apiVersion": format!("{GROUP}/v1"), "metadata": {"name": NAME},
         "status": {"conditions": [condition]}});

@@ -1389,19 +1389,24 @@ pub fn set_cluster_ip(obj: &mut Map<String, Value>, ip: Ipv4Addr) {
 }
 
 /// Allocates Service cluster IPs from kube's default service range, 10.96.0.0/12, at random
-/// (10.96.0.1 is kept for the `kubernetes` Service, as kube-apiserver keeps it), with
-/// [`Reservations`](crate::reservations::Reservations) (see its invariant).
+/// from its upper band (kube's KEP-3070 split: the 256 addresses after the network address,
+/// 10.96.0.1 for the `kubernetes` Service and 10.96.0.10 for cluster DNS among them, are left to
+/// Services that ask for them), with [`Reservations`](crate::reservations::Reservations) (see
+/// its invariant).
 #[derive(Debug)]
 pub struct ClusterIps(crate::reservations::Reservations);
 
 /// The service range: 10.96.0.0/12.
 const RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
 const RANGE_SIZE: u32 = 1 << 20;
+/// The addresses kube's allocator gives only to Services that ask for them: `min(max(16,
+/// size / 16), 256)` of a range of `size` addresses.
+const STATIC_BAND: u32 = 256;
 
 impl Default for ClusterIps {
     fn default() -> Self {
-        // The network address, 10.96.0.1 and the broadcast address are never given.
-        ClusterIps(crate::reservations::Reservations::new(RANGE_BASE + 2, RANGE_SIZE - 3))
+        // From the 257th address after the network address to the last before the broadcast one.
+        ClusterIps(crate::reservations::Reservations::new(RANGE_BASE + 1 + STATIC_BAND, RANGE_SIZE - 2 - STATIC_BAND))
     }
 }
 
@@ -1410,6 +1415,11 @@ impl ClusterIps {
     /// None when the range is full.
     pub fn allocate(&self, used: &HashSet<u32>, cache_rv: u64) -> Option<Ipv4Addr> {
         self.0.allocate(used, cache_rv).map(Ipv4Addr::from)
+    }
+
+    /// The service range's network address (what kube's dry-run allocator shows).
+    pub fn network() -> Ipv4Addr {
+        Ipv4Addr::from(RANGE_BASE)
     }
 
     /// Whether `ip` is an address of the service range (not its network or broadcast one).
@@ -1426,11 +1436,6 @@ impl ClusterIps {
     /// The reservations behind the addresses.
     pub fn reservations(&self) -> &crate::reservations::Reservations {
         &self.0
-    }
-
-    /// Whether `ip` is held for a write the cache, at revision `cache_rv`, may not show yet.
-    pub fn reserved(&self, ip: Ipv4Addr, cache_rv: u64) -> bool {
-        self.0.reserved(u32::from(ip), cache_rv)
     }
 
     /// The Service given `ip` was stored at revision `rev`.
@@ -1615,7 +1620,7 @@ mod tests {
         for _ in 0..1000 {
             let ip = ips.allocate(&none, 0).unwrap();
             let n = u32::from(ip);
-            assert!((RANGE_BASE + 2..RANGE_BASE + RANGE_SIZE - 1).contains(&n), "{ip}");
+            assert!((RANGE_BASE + 257..RANGE_BASE + RANGE_SIZE - 1).contains(&n), "{ip}");
             assert!(seen.insert(n), "{ip} given twice");
         }
         let taken: Ipv4Addr = "10.96.0.10".parse().unwrap();

@@ -73,15 +73,6 @@ impl Reservations {
         true
     }
 
-    /// Whether `v` is held for a write the cache, at revision `cache_rv`, may not show yet.
-    pub fn reserved(&self, v: u32, cache_rv: u64) -> bool {
-        match self.reserved.lock().get(&v) {
-            Some(Reservation::Pending(at)) => at.elapsed() < PENDING,
-            Some(Reservation::Written(rev)) => *rev > cache_rv,
-            None => false,
-        }
-    }
-
     /// The write given `v` was stored at revision `rev`.
     pub fn written(&self, v: u32, rev: u64) {
         self.reserved.lock().insert(v, Reservation::Written(rev));

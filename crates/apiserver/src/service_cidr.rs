@@ -208,9 +208,23 @@ fn cidr_update(spec: &Value, old: &Value) -> Vec<Cause> {
 /// kube's `ValidateIPAddress` of `spec` (and `ValidateIPAddressUpdate` over `old`).
 fn ip_address(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(parent) = spec.get("parentRef").filter(|p| p.is_object()) else {
-        return vec![required("spec.parentRef".into(), "")];
-    };
+    let parent = spec.get("parentRef").filter(|p| p.is_object());
+    match parent {
+        None => causes.push(required("spec.parentRef".into(), "")),
+        Some(parent) => parent_fields(parent, &mut causes),
+    }
+    if let Some(old) = old {
+        let (now, was) = (parent.map(members), old.get("parentRef").filter(|p| p.is_object()).map(members));
+        if now != was {
+            let shown = now.map_or_else(|| "null".to_string(), |m| go_parent(&m));
+            causes.push(invalid_value("spec.parentRef", &shown, IMMUTABLE));
+        }
+    }
+    causes
+}
+
+/// The causes of a parent reference's fields.
+fn parent_fields(parent: &Value, causes: &mut Vec<Cause>) {
     let text = |k: &str| parent.get(k).and_then(Value::as_str).unwrap_or("");
     let segment = |k: &str, causes: &mut Vec<Cause>| {
         let v = text(k);
@@ -227,26 +241,27 @@ fn ip_address(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
     for k in ["resource", "name"] {
         match text(k).is_empty() {
             true => causes.push(required(format!("spec.parentRef.{k}"), "")),
-            false => segment(k, &mut causes),
+            false => segment(k, causes),
         }
     }
     if !text("namespace").is_empty() {
-        segment("namespace", &mut causes);
+        segment("namespace", causes);
     }
-    if let Some(old) = old
-        && old.get("parentRef") != spec.get("parentRef")
-    {
-        causes.push(invalid_value("spec.parentRef", &parent_shown(parent), IMMUTABLE));
-    }
-    causes
 }
 
-/// A parent reference as Go's `json.Marshal` writes kube's struct (every member, in order).
-fn parent_shown(parent: &Value) -> String {
-    let member = |k: &str| go_json(&Value::from(parent.get(k).and_then(Value::as_str).unwrap_or("")));
-    let members: Vec<String> =
-        ["group", "resource", "namespace", "name"].iter().map(|k| format!("\"{k}\":{}", member(k))).collect();
-    format!("{{{}}}", members.join(","))
+/// A parent reference's four members, in kube's order (absent ones empty, as Go holds them).
+fn members(parent: &Value) -> [String; 4] {
+    ["group", "resource", "namespace", "name"].map(|k| parent.get(k).and_then(Value::as_str).unwrap_or("").to_string())
+}
+
+/// A parent reference as Go's `json.Marshal` writes kube's internal struct (no JSON names).
+fn go_parent(members: &[String; 4]) -> String {
+    let shown: Vec<String> = ["Group", "Resource", "Namespace", "Name"]
+        .iter()
+        .zip(members)
+        .map(|(k, v)| format!("\"{k}\":{}", go_json(&Value::from(v.as_str()))))
+        .collect();
+    format!("{{{}}}", shown.join(","))
 }
 
 #[cfg(test)]

@@ -198,9 +198,17 @@ async fn blocks_and_parents_do_not_change() {
     assert_eq!(
         causes(&r),
         [
-            "spec.parentRef: Invalid value: {\"group\":\"\",\"resource\":\"services\",\"namespace\":\"default\",\"name\":\"api\"}: field is immutable"
+            "spec.parentRef: Invalid value: {\"Group\":\"\",\"Resource\":\"services\",\"Namespace\":\"default\",\"Name\":\"api\"}: field is immutable"
         ]
     );
+    // (The stored form leaves the core group out: saying it is no change.)
+    let r = c.patch(&format!("{ADDRESSES}/10.100.0.5"), merge, &json!({"spec": {"parentRef": {"group": ""}}})).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    // kube names an IPAddress by its generateName as it is.
+    let mut generated = address("", json!({"resource": "services", "namespace": "default", "name": "web"}));
+    generated["metadata"] = json!({"generateName": "10.100.0.6"});
+    let r = c.post(ADDRESSES, &generated).await;
+    assert_eq!((r.code, &r.body["metadata"]["name"]), (201, &json!("10.100.0.6")), "{}", r.body);
     let r = c.delete(&format!("{ADDRESSES}/10.100.0.5")).await;
     assert_eq!((r.code, &r.body["kind"], &r.body["status"]), (200, &json!("Status"), &json!("Success")));
 }
@@ -308,6 +316,14 @@ async fn a_services_cluster_ip_is_recorded_before_the_service() {
             "spec.clusterIPs: Invalid value: [\"10.96.100.100\"]: failed to allocate IP 10.96.100.100: provided IP is already allocated"
         ]
     );
+    // A dry run writes no IPAddress: as kube's dry-run allocator, it checks only that an address
+    // asked for may be given, and shows the range's network address where it would choose one.
+    let dry = c.post(&format!("{SERVICES}?dryRun=All"), &service("dry", None)).await;
+    assert_eq!((dry.code, &dry.body["spec"]["clusterIP"]), (201, &json!("10.96.0.0")), "{}", dry.body);
+    let dry = c.post(&format!("{SERVICES}?dryRun=All"), &service("dry", Some("10.96.100.100"))).await;
+    assert_eq!(dry.code, 201, "{}", dry.body);
+    let listed = c.get(ADDRESSES).await.body["items"].as_array().unwrap().len();
+    assert_eq!(listed, 2, "the Service's and the one written by hand");
     // A Service whose write fails leaves no IPAddress behind.
     let r = c.post(SERVICES, &service("web", Some("10.96.100.101"))).await;
     assert_eq!(r.code, 409, "{}", r.body);
@@ -331,8 +347,15 @@ async fn a_service_may_ask_for_an_address_of_any_service_cidr_in_use() {
     let record = c.get(&format!("{ADDRESSES}/10.200.0.10")).await;
     assert_eq!(record.body["spec"]["parentRef"]["name"], "inside");
     // Not the block's network or broadcast address, nor one of a block being given up.
+    let mismatch = |ip: &str| {
+        format!(
+            "spec.clusterIPs: Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: the provided network does not match the current range"
+        )
+    };
     let r = c.post(SERVICES, &service("network", Some("10.200.0.0"))).await;
-    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [mismatch("10.200.0.0")]);
+    let r = c.post(SERVICES, &service("broadcast", Some("10.200.255.255"))).await;
+    assert_eq!(causes(&r), [mismatch("10.200.255.255")]);
     let r = c
         .patch(
             &format!("{CIDRS}/extra/status"),
@@ -343,7 +366,7 @@ async fn a_service_may_ask_for_an_address_of_any_service_cidr_in_use() {
         .await;
     assert_eq!(r.code, 200, "{}", r.body);
     let r = c.post(SERVICES, &service("not-ready", Some("10.200.0.11"))).await;
-    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), [mismatch("10.200.0.11")]);
 }
 
 #[tokio::test]
@@ -358,27 +381,31 @@ async fn addresses_are_released_with_their_service_and_repaired() {
         move |e: &Value| e["type"] == kind && e["object"]["metadata"]["name"] == ip
     };
 
-    // A deleted record comes back; a record of a Service that does not exist goes.
+    // A deleted record comes back; a record naming a Service that holds another address goes.
     assert_eq!(c.delete(&format!("{ADDRESSES}/10.96.50.1")).await.code, 200);
     until(&mut w, "the record back", event("ADDED", "10.96.50.1")).await;
-    let mut leaked = address("10.96.50.2", json!({"resource": "services", "namespace": "default", "name": "gone"}));
-    leaked["metadata"]["labels"] = json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+    let mut stray = address("10.96.50.2", json!({"resource": "services", "namespace": "default", "name": "web"}));
+    stray["metadata"]["labels"] = json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
         "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"});
-    assert_eq!(c.post(ADDRESSES, &leaked).await.code, 201);
-    until(&mut w, "the leaked record gone", event("DELETED", "10.96.50.2")).await;
+    assert_eq!(c.post(ADDRESSES, &stray).await.code, 201);
+    until(&mut w, "the stray record gone", event("DELETED", "10.96.50.2")).await;
 
-    // Turned ExternalName, the Service gives its address up; turned back, it gets one again.
+    // Turned ExternalName, the Service gives its address up before the answer; turned back, it
+    // may take the same one again.
     let external = json!({"spec": {"type": "ExternalName", "externalName": "example.org", "clusterIP": null,
         "clusterIPs": null, "selector": null}});
-    let r = c.patch(&format!("{SERVICES}/web"), "application/merge-patch+json", &external).await;
+    let path = format!("{SERVICES}/web");
+    let r = c.patch(&path, "application/merge-patch+json", &external).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    until(&mut w, "the address released", event("DELETED", "10.96.50.1")).await;
-    let back = json!({"spec": {"type": "ClusterIP", "externalName": null, "clusterIP": "10.96.50.3"}});
-    let r = c.patch(&format!("{SERVICES}/web"), "application/merge-patch+json", &back).await;
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.1")).await.code, 404);
+    let back = json!({"spec": {"type": "ClusterIP", "externalName": null, "clusterIP": "10.96.50.1"}});
+    let r = c.patch(&path, "application/merge-patch+json", &back).await;
     assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.3")).await.code, 200);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.1")).await.code, 200);
 
-    // Deleted, the Service gives its address up.
-    assert_eq!(c.delete(&format!("{SERVICES}/web")).await.code, 200);
-    until(&mut w, "the address released", event("DELETED", "10.96.50.3")).await;
+    // Deleted, the Service gives its address up before the answer: a new Service may take it.
+    assert_eq!(c.delete(&path).await.code, 200);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.1")).await.code, 404);
+    let again = c.post(SERVICES, &service("again", Some("10.96.50.1"))).await;
+    assert_eq!(again.code, 201, "{}", again.body);
 }

@@ -332,6 +332,12 @@ impl Store {
         *generated = false;
         let name = match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
             (Some(n), _) => n,
+            // kube's IPAddress strategy names one by its generateName as it is.
+            (None, Some(g))
+                if crate::service_cidr::judges(info) && info.plural == crate::service_cidr::IP_ADDRESSES =>
+            {
+                g
+            }
             (None, Some(g)) => {
                 *generated = true;
                 self.names.generate(&g)
@@ -737,7 +743,7 @@ impl Store {
             if !faults.is_empty() {
                 return Err(crate::custom_resource::invalid(info, &name, &faults));
             }
-            self.allocate_cluster_ip(info, &name, &mut obj, &mut in_use.cluster_ips)?;
+            self.allocate_cluster_ip(info, &name, &mut obj, (&mut in_use.cluster_ips, dry_run))?;
             if let Err(e) = self.allocate_node_ports(&name, &mut obj, None, &mut in_use.node_ports) {
                 if let Some(ip) = defaults::requested_cluster_ip(&obj) {
                     self.cluster_ips.release(ip);
@@ -821,13 +827,15 @@ impl Store {
     }
 
     /// Gives a Service being created the cluster IP it asked for (422 when another Service has
-    /// it) or a free one. `used` caches the addresses Services have, read once per request.
+    /// it) or a free one. `used` caches the addresses Services have, read once per request. A
+    /// dry run, as kube's dry-run allocator, only checks that an address asked for may be given
+    /// and shows the range's network address where it would choose one.
     fn allocate_cluster_ip(
         &self,
         info: &ResourceInfo,
         name: &str,
         obj: &mut Map<String, Value>,
-        used: &mut Option<HashSet<u32>>,
+        (used, dry_run): (&mut Option<HashSet<u32>>, bool),
     ) -> Result<(), ApiError> {
         let requested = defaults::requested_cluster_ip(obj);
         if requested.is_none() && !defaults::needs_cluster_ip(obj) {
@@ -839,6 +847,12 @@ impl Store {
             && !self.allocatable(ip)?
         {
             return Err(refused("the provided network does not match the current range"));
+        }
+        if dry_run {
+            if requested.is_none() {
+                defaults::set_cluster_ip(obj, defaults::ClusterIps::network());
+            }
+            return Ok(());
         }
         let used = match used {
             Some(u) => u,
@@ -921,12 +935,6 @@ impl Store {
         Ok(crate::cluster_ip_addresses::in_ready_block(&all, ip))
     }
 
-    /// Whether `ip` is held for a Service's write that the cache, at revision `cache_rv`, may not
-    /// show yet.
-    pub(crate) fn cluster_ip_reserved(&self, ip: std::net::Ipv4Addr, cache_rv: u64) -> bool {
-        self.cluster_ips.reserved(ip, cache_rv)
-    }
-
     /// Records that the Service `ns`/`name` (whose spec is `spec`) holds `ip`, as kube's
     /// allocator does before it writes the Service: creates its IPAddress, as the server. An
     /// address an IPAddress already holds is refused as kube refuses it. Answers the IPAddress.
@@ -955,21 +963,37 @@ impl Store {
         }
     }
 
-    /// Deletes the IPAddresses `recorded` for Services whose create failed (those whose Service
+    /// Deletes the IPAddresses `recorded` for Services whose write failed (those whose Service
     /// is stored with the address stay).
     async fn forget_cluster_ips(&self, recorded: Vec<(String, String, Arc<StoredObject>)>) {
-        let (Some(services), Some(addresses)) = (&self.services, &self.ip_addresses) else { return };
+        let Some(services) = &self.services else { return };
         for (ns, name, address) in recorded {
             let stored = self.stored(services, &ns, &name).await;
             if stored.is_ok_and(|s| cluster_ip(s.fields.iter()).is_some_and(|ip| ip.to_string() == address.name)) {
                 continue;
             }
-            let opts = DeleteOpts { precondition_uid: Some(address.uid.clone()), ..Default::default() };
-            let delete = self.delete(addresses, "", &address.name, &opts);
-            if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), delete).await {
-                // The repair controller deletes it.
-                tracing::debug!(address = %address.name, error = %e, "releasing a cluster IP");
-            }
+            self.delete_ip_address(&address).await;
+        }
+    }
+
+    /// Gives back the address `ip` the Service `ns`/`name` held: deletes its IPAddress, if it
+    /// names that Service.
+    async fn release_cluster_ip(&self, (ns, name): (&str, &str), ip: std::net::Ipv4Addr) {
+        let Some(addresses) = &self.ip_addresses else { return };
+        let Ok(address) = self.stored(addresses, "", &ip.to_string()).await else { return };
+        if crate::cluster_ip_addresses::parent(&address.value()) == Some((ns, name)) {
+            self.delete_ip_address(&address).await;
+        }
+    }
+
+    /// Deletes the IPAddress `address` (as it was read), as the server.
+    async fn delete_ip_address(&self, address: &StoredObject) {
+        let Some(addresses) = &self.ip_addresses else { return };
+        let opts = DeleteOpts { precondition_uid: Some(address.uid.clone()), ..Default::default() };
+        let delete = self.delete(addresses, "", &address.name, &opts);
+        if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), delete).await {
+            // The repair controller deletes it.
+            tracing::debug!(address = %address.name, error = %e, "releasing a cluster IP");
         }
     }
 
@@ -1629,15 +1653,15 @@ impl Store {
             }
         }
         let mut claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), Vec::new());
+        let mut given_ip = None;
         if target == Target::Main && !dry_run && defaults::leaves_external_name(info, old, &obj) {
             // As kube's Service store: a Service that stops being an ExternalName is given the
             // address it asks for (422 when another Service has it) or a free one.
-            self.allocate_cluster_ip(info, &old.name, &mut obj, &mut None)?;
+            self.allocate_cluster_ip(info, &old.name, &mut obj, (&mut None, false))?;
             if let Some(ip) = defaults::requested_cluster_ip(&obj) {
                 // Held until the Service is stored (given back if it is not).
                 claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), vec![u32::from(ip)]);
-                let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-                self.record_cluster_ip(info, (&old.namespace, &old.name), &spec, ip).await?;
+                given_ip = Some(ip);
             }
         }
         let mut claimed = crate::reservations::Claimed::new(&self.node_ports, Vec::new());
@@ -1723,24 +1747,49 @@ impl Store {
             return Ok(Attempt::Done(Arc::new(template.finish(old.rv))));
         }
         let key = self.layout.object_key(info, &old.namespace, &old.name);
+        // A Service's address is given back once the write that drops it is stored (deleted, an
+        // ExternalName, or another address), as kube's allocator commits a release.
+        let held = match defaults::is_service(info) && target == Target::Main {
+            true => cluster_ip(old.fields.iter())
+                .filter(|ip| finalized || cluster_ip(template.fields().iter()) != Some(*ip)),
+            false => None,
+        };
         if finalized {
             // As kube-apiserver: the update is not stored, the object is deleted, and the answer is
             // the updated object at the resourceVersion it was computed from.
             return match self.storage.delete(key, old.rv).await {
                 Ok(rev) => {
                     self.noted(info, rev);
+                    if let Some(ip) = held {
+                        self.release_cluster_ip((&old.namespace, &old.name), ip).await;
+                    }
                     Ok(Attempt::Done(Arc::new(template.finish(old.rv))))
                 }
                 Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
             };
         }
+        // As kube's allocator, the address a Service is given is recorded before it is written,
+        // and forgotten when the write fails.
+        let mut recorded = Vec::new();
+        if let Some(ip) = given_ip {
+            let spec: Value = template.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
+            if let Some(address) = self.record_cluster_ip(info, (&old.namespace, &old.name), &spec, ip).await? {
+                recorded.push((old.namespace.clone(), old.name.clone(), address));
+            }
+        }
         match self.storage.update(key, template.storage_value(), old.rv).await {
             Ok(rev) => {
                 claimed.stored(rev);
                 claimed_ip.stored(rev);
+                if let Some(ip) = held {
+                    self.release_cluster_ip((&old.namespace, &old.name), ip).await;
+                }
                 Ok(Attempt::Done(self.wrote(info, template.finish(rev))))
             }
-            Err(e) => self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry),
+            Err(e) => {
+                self.forget_cluster_ips(recorded).await;
+                self.conflicted(info, &old.name, e, "update").await.map(Attempt::Retry)
+            }
         }
     }
 
@@ -1749,7 +1798,30 @@ impl Store {
     /// goes away when its last finalizer is removed; where a garbage collector runs, the
     /// deletion first gives it the collector's finalizers the options call for
     /// ([`crate::delete_options`]).
-    pub async fn delete(
+    ///
+    /// As kube's Service store, a Service that is gone gives its cluster IP back: its IPAddress is
+    /// deleted before the answer. (The future is boxed: that deletion goes through it.)
+    pub fn delete<'a>(
+        &'a self,
+        info: &'a ResourceInfo,
+        ns: &'a str,
+        name: &'a str,
+        opts: &'a DeleteOpts,
+    ) -> futures_util::future::BoxFuture<'a, Result<(Arc<StoredObject>, bool), ApiError>> {
+        Box::pin(async move {
+            let deleted = self.delete_object(info, ns, name, opts).await;
+            if let Ok((last, true)) = &deleted
+                && defaults::is_service(info)
+                && !opts.dry_run
+                && let Some(ip) = cluster_ip(last.fields.iter())
+            {
+                self.release_cluster_ip((&last.namespace, &last.name), ip).await;
+            }
+            deleted
+        })
+    }
+
+    async fn delete_object(
         &self,
         info: &ResourceInfo,
         ns: &str,
