@@ -149,8 +149,10 @@ impl Controller {
         self.store.fresh().await?;
         let cache = self.store.cache();
         let all = Selectors::default();
-        let (_, services) = cache.snapshot(&self.services, None, &all)?;
+        // The records first: a Service read after them is at least as new, so a record its
+        // Service gave up meanwhile is not made again.
         let (_, addresses) = cache.snapshot(&self.addresses, None, &all)?;
+        let (_, services) = cache.snapshot(&self.services, None, &all)?;
         let cidrs = match &self.cidrs {
             Some(info) => cache.snapshot(info, None, &all)?.1,
             None => Vec::new(),
@@ -196,7 +198,9 @@ impl Controller {
             let value = a.value();
             match parent(&value) {
                 Some((ns, name)) if holds_ip(ns, name, &a.name) => {}
-                // Its Service may not be written yet: kube's repair waits a minute.
+                // Its Service may not be written yet: kube's repair waits a minute. (One that exists
+                // without an address, an ExternalName, waits too: an update that gives it one
+                // records the address before it writes the Service.)
                 Some((ns, name)) if !held.iter().any(|h| h.ns == ns && h.name == name) => {
                     let created = value.pointer("/metadata/creationTimestamp").and_then(Value::as_str);
                     match leak_wait(created, now) {

@@ -322,6 +322,13 @@ async fn a_services_cluster_ip_is_recorded_before_the_service() {
     assert_eq!((dry.code, &dry.body["spec"]["clusterIP"]), (201, &json!("10.96.0.0")), "{}", dry.body);
     let dry = c.post(&format!("{SERVICES}?dryRun=All"), &service("dry", Some("10.96.100.100"))).await;
     assert_eq!(dry.code, 201, "{}", dry.body);
+    let dry = c.post(&format!("{SERVICES}?dryRun=All"), &service("dry", Some("10.200.0.1"))).await;
+    assert_eq!(
+        causes(&dry),
+        [
+            "spec.clusterIPs: Invalid value: [\"10.200.0.1\"]: failed to allocate IP 10.200.0.1: the provided IP (10.200.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/12"
+        ]
+    );
     let listed = c.get(ADDRESSES).await.body["items"].as_array().unwrap().len();
     assert_eq!(listed, 2, "the Service's and the one written by hand");
     // A Service whose write fails leaves no IPAddress behind.
@@ -391,13 +398,16 @@ async fn addresses_are_released_with_their_service_and_repaired() {
     until(&mut w, "the stray record gone", event("DELETED", "10.96.50.2")).await;
 
     // Turned ExternalName, the Service gives its address up before the answer; turned back, it
-    // may take the same one again.
+    // may take the same one again (a dry run shows where it would be given one, writing none).
     let external = json!({"spec": {"type": "ExternalName", "externalName": "example.org", "clusterIP": null,
         "clusterIPs": null, "selector": null}});
     let path = format!("{SERVICES}/web");
     let r = c.patch(&path, "application/merge-patch+json", &external).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.1")).await.code, 404);
+    let dry = json!({"spec": {"type": "ClusterIP", "externalName": null}});
+    let r = c.patch(&format!("{path}?dryRun=All"), "application/merge-patch+json", &dry).await;
+    assert_eq!((r.code, &r.body["spec"]["clusterIP"]), (200, &json!("10.96.0.0")), "{}", r.body);
     let back = json!({"spec": {"type": "ClusterIP", "externalName": null, "clusterIP": "10.96.50.1"}});
     let r = c.patch(&path, "application/merge-patch+json", &back).await;
     assert_eq!(r.code, 200, "{}", r.body);
@@ -408,4 +418,18 @@ async fn addresses_are_released_with_their_service_and_repaired() {
     assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.1")).await.code, 404);
     let again = c.post(SERVICES, &service("again", Some("10.96.50.1"))).await;
     assert_eq!(again.code, 201, "{}", again.body);
+
+    // A Service held by a finalizer gives its address up when a write of its status removes the
+    // last one and it goes.
+    let mut held = service("held", Some("10.96.50.4"));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(c.post(SERVICES, &held).await.code, 201);
+    assert_eq!(c.delete(&format!("{SERVICES}/held")).await.code, 200);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.4")).await.code, 200, "kept while the Service is");
+    let mut last = c.get(&format!("{SERVICES}/held")).await.body;
+    last["metadata"]["finalizers"] = json!([]);
+    let r = c.put(&format!("{SERVICES}/held/status"), &last).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(c.get(&format!("{SERVICES}/held")).await.code, 404);
+    assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.4")).await.code, 404);
 }

@@ -745,7 +745,8 @@ impl Store {
             }
             self.allocate_cluster_ip(info, &name, &mut obj, (&mut in_use.cluster_ips, dry_run))?;
             if let Err(e) = self.allocate_node_ports(&name, &mut obj, None, &mut in_use.node_ports) {
-                if let Some(ip) = defaults::requested_cluster_ip(&obj) {
+                // (A dry run reserves no address.)
+                if let Some(ip) = defaults::requested_cluster_ip(&obj).filter(|_| !dry_run) {
                     self.cluster_ips.release(ip);
                 }
                 return Err(e);
@@ -783,7 +784,7 @@ impl Store {
         };
         if let Err(e) = checked.await {
             if is_service {
-                self.release_allocations(info, &[Template::new(info, &obj)]);
+                self.release_allocations(info, &[Template::new(info, &obj)], dry_run);
             }
             return Err(e);
         }
@@ -843,16 +844,24 @@ impl Store {
         }
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
         let refused = |detail: &str| ip_refused(info, name, &spec, detail);
+        if dry_run {
+            // kube's dry-run allocator: one range's, which checks only the range.
+            match requested {
+                Some(ip) if !defaults::ClusterIps::in_range(ip) => {
+                    let range = crate::default_service_cidr::RANGE;
+                    let detail =
+                        format!("the provided IP ({ip}) is not in the valid range. The range of valid IPs is {range}");
+                    return Err(refused(&detail));
+                }
+                Some(_) => {}
+                None => defaults::set_cluster_ip(obj, defaults::ClusterIps::network()),
+            }
+            return Ok(());
+        }
         if let Some(ip) = requested
             && !self.allocatable(ip)?
         {
             return Err(refused("the provided network does not match the current range"));
-        }
-        if dry_run {
-            if requested.is_none() {
-                defaults::set_cluster_ip(obj, defaults::ClusterIps::network());
-            }
-            return Ok(());
         }
         let used = match used {
             Some(u) => u,
@@ -1096,7 +1105,7 @@ impl Store {
             match self.finish_create(info, m, (&mut in_use, named), (via, dry_run)).await {
                 Ok(t) => prepared.push(t),
                 Err(e) => {
-                    self.release_allocations(info, &prepared);
+                    self.release_allocations(info, &prepared, dry_run);
                     return Err(e);
                 }
             }
@@ -1112,7 +1121,7 @@ impl Store {
                     Ok(Some(address)) => recorded.push((t.namespace().to_string(), t.name().to_string(), address)),
                     Ok(None) => {}
                     Err(e) => {
-                        self.release_allocations(info, &prepared);
+                        self.release_allocations(info, &prepared, dry_run);
                         self.forget_cluster_ips(recorded).await;
                         return Err(e);
                     }
@@ -1136,11 +1145,12 @@ impl Store {
         result
     }
 
-    /// Frees the cluster IPs and node ports given to Services that will not be created.
-    fn release_allocations(&self, info: &ResourceInfo, prepared: &[Template]) {
+    /// Frees the cluster IPs and node ports given to Services that will not be created (a dry
+    /// run's only node ports: it reserves no address).
+    fn release_allocations(&self, info: &ResourceInfo, prepared: &[Template], dry_run: bool) {
         if defaults::is_service(info) {
             for t in prepared {
-                if let Some(ip) = cluster_ip(t.fields().iter()) {
+                if let Some(ip) = cluster_ip(t.fields().iter()).filter(|_| !dry_run) {
                     self.cluster_ips.release(ip);
                 }
                 for n in crate::node_ports::given_in_spec_bytes(t.spec_bytes()) {
@@ -1160,7 +1170,7 @@ impl Store {
         let mut seen = HashSet::new();
         for t in &prepared {
             if !seen.insert(t.key().to_string()) {
-                self.release_allocations(info, &prepared);
+                self.release_allocations(info, &prepared, dry_run);
                 return Err(ApiError::already_exists(&info.group, &info.plural, t.name()));
             }
         }
@@ -1179,13 +1189,13 @@ impl Store {
                     Ok(o) => Some(already_exists(info, t.name(), Some(&o))),
                 };
                 if let Some(e) = taken {
-                    self.release_allocations(info, &prepared);
+                    self.release_allocations(info, &prepared, dry_run);
                     return Err(e);
                 }
             }
         }
         if dry_run {
-            self.release_allocations(info, &prepared);
+            self.release_allocations(info, &prepared, dry_run);
             // Like kube: the would-be object, without a resourceVersion.
             return Ok(prepared.into_iter().map(|t| Arc::new(t.finish_without_rv())).collect());
         }
@@ -1194,12 +1204,12 @@ impl Store {
             match self.storage.create(key, t.storage_value()).await {
                 Ok(rev) => Ok(self.wrote(info, t.finish(rev))),
                 Err(StorageError::AlreadyExists) => {
-                    self.release_allocations(info, std::slice::from_ref(&t));
+                    self.release_allocations(info, std::slice::from_ref(&t), false);
                     let stored = self.stored(info, t.namespace(), t.name()).await.ok();
                     Err(already_exists(info, t.name(), stored.as_deref()))
                 }
                 Err(e) => {
-                    self.release_allocations(info, std::slice::from_ref(&t));
+                    self.release_allocations(info, std::slice::from_ref(&t), false);
                     Err(storage_error(e, info, t.name(), "create"))
                 }
             }
@@ -1654,11 +1664,11 @@ impl Store {
         }
         let mut claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), Vec::new());
         let mut given_ip = None;
-        if target == Target::Main && !dry_run && defaults::leaves_external_name(info, old, &obj) {
+        if target == Target::Main && defaults::leaves_external_name(info, old, &obj) {
             // As kube's Service store: a Service that stops being an ExternalName is given the
             // address it asks for (422 when another Service has it) or a free one.
-            self.allocate_cluster_ip(info, &old.name, &mut obj, (&mut None, false))?;
-            if let Some(ip) = defaults::requested_cluster_ip(&obj) {
+            self.allocate_cluster_ip(info, &old.name, &mut obj, (&mut None, dry_run))?;
+            if let Some(ip) = defaults::requested_cluster_ip(&obj).filter(|_| !dry_run) {
                 // Held until the Service is stored (given back if it is not).
                 claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), vec![u32::from(ip)]);
                 given_ip = Some(ip);
@@ -1749,7 +1759,7 @@ impl Store {
         let key = self.layout.object_key(info, &old.namespace, &old.name);
         // A Service's address is given back once the write that drops it is stored (deleted, an
         // ExternalName, or another address), as kube's allocator commits a release.
-        let held = match defaults::is_service(info) && target == Target::Main {
+        let held = match defaults::is_service(info) && (finalized || target == Target::Main) {
             true => cluster_ip(old.fields.iter())
                 .filter(|ip| finalized || cluster_ip(template.fields().iter()) != Some(*ip)),
             false => None,
