@@ -14,13 +14,15 @@
 //!   the allocator's labels gets a new one; an address in no ServiceCIDR (nor the server's range)
 //!   is left alone;
 //! - an IPAddress of the allocator's whose parent is not a Service, or whose Service holds
-//!   another address (turned ExternalName or headless), is deleted; one whose Service does not
-//!   exist is deleted a minute after its creation (the Service's create may not be stored yet).
+//!   another address, is deleted; one whose Service does not exist, or holds no address (an
+//!   ExternalName), is deleted [`LEAK_GRACE`] after its creation (the write that gives the
+//!   Service the address may not be stored yet).
 //!
 //! Invariants: IPv4 only (the server's Services are single-stack IPv4); every write is the
 //! server's (`kube-apiserver`); deletes carry the UID they judged; a pass reads the cache once it
-//! has caught up with the storage, and runs on every change to a Service or an IPAddress and
-//! every [`RESYNC`].
+//! has caught up with the storage (the records before the Services), and runs on every change to
+//! a Service or an IPAddress, when a waiting record's grace is over, and every [`RESYNC`]; a
+//! failed write does not keep the pass from the others.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
