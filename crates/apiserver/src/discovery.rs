@@ -114,6 +114,8 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
 fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
     if r.review {
         crate::access_review::VERBS
+    } else if crate::component_status::is_component_statuses(r) {
+        crate::component_status::VERBS
     } else if crate::namespaces::is_namespaces(r) {
         &["create", "delete", "get", "list", "patch", "update", "watch"]
     } else if r.custom.as_ref().is_some_and(|c| c.terminating) {

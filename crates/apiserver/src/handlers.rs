@@ -788,6 +788,14 @@ async fn resource_request(
         let answered = crate::access_review::answer(store.cache(), &info, ns, v)?;
         return Ok(json_value(201, &answered));
     }
+    if crate::component_status::is_component_statuses(&info) {
+        warning::record(crate::component_status::WARNING);
+        // kube routes neither subresources nor `/watch/` paths for the kind.
+        if sub.is_some() || force_watch {
+            return Err(ApiError::no_route());
+        }
+        return component_statuses(&store, &info, name, &req, &query).await;
+    }
     let subresource = match sub {
         None => Subresource::None,
         Some("status") if info.status_subresource => Subresource::Status,
@@ -1025,6 +1033,44 @@ enum Subresource {
 /// The patch type of a PATCH request's media type. A type outside the four patch types is
 /// refused as kube-apiserver's routes refuse it (415 "415: Unsupported Media Type"); a strategic
 /// merge patch of a type without a built-in schema is refused later, naming the types it takes.
+/// A read of ComponentStatuses ([`crate::component_status`]): `get` and `list`, probed now; a
+/// watch is kube's 405 for a kind without one, any other method its plain 405.
+async fn component_statuses(
+    store: &crate::store::Store,
+    info: &ResourceInfo,
+    name: Option<&str>,
+    req: &Request<Incoming>,
+    query: &[(String, String)],
+) -> Result<Response<Body>, ApiError> {
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Err(ApiError::method_not_allowed());
+    }
+    let render = accept_of(req).render(true).with_query(query);
+    let items = match name {
+        Some(n) => vec![crate::component_status::get(store, n).await?],
+        None => {
+            let opts = ListOptions::parse(query)?;
+            if opts.watch {
+                let message = format!("watch is not supported on resources of kind {:?}", info.plural);
+                let mut e = ApiError::new(405, "MethodNotAllowed", message);
+                e.details = Some(Box::new(serde_json::json!({"kind": info.plural})));
+                return Err(e);
+            }
+            crate::component_status::list(store, &selectors(&opts, info)?).await
+        }
+    };
+    Ok(match render {
+        crate::table::Render::Table(include) => json_value(200, &crate::component_status::table(info, &items, include)),
+        crate::table::Render::Metadata => {
+            json_value(200, &crate::component_status::partial_metadata(&items, name.is_none()))
+        }
+        crate::table::Render::Object => match name {
+            Some(_) => json_bytes(200, items[0].json()),
+            None => json_bytes(200, crate::component_status::list_json(&items)),
+        },
+    })
+}
+
 fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
     match media_type {
         "application/merge-patch+json" => Ok(PatchType::Merge),

@@ -39,6 +39,7 @@ pub mod chaos;
 pub(crate) mod cluster_ip_addresses;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod combined_writes;
+pub(crate) mod component_status;
 pub(crate) mod conditions;
 pub(crate) mod config_validation;
 pub(crate) mod container_probes;

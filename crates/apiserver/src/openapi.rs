@@ -411,6 +411,14 @@ fn resource_paths(
         return;
     }
     let list_ok = content(list_schema.unwrap_or(kind_schema));
+    if crate::component_status::is_component_statuses(r) {
+        // Read only: a list and a read, probed on each.
+        let base = format!("{prefix}/{}", r.plural);
+        paths.insert(base.clone(), json!({"get": op("list", id("list", ""), &gvk, lists(), None, list_ok)}));
+        let read = op("get", id("read", ""), &gvk, vec![], None, content(kind_schema));
+        paths.insert(format!("{base}/{{name}}"), json!({"get": read, "parameters": [path_param("name")]}));
+        return;
+    }
     let mut collection_params = vec![];
     let base = if r.namespaced {
         collection_params.push(path_param("namespace"));

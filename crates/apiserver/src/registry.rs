@@ -293,7 +293,7 @@ impl Registry {
 
     /// The built-in resources: core/v1 namespaces, pods, configmaps, secrets, services, nodes,
     /// events, serviceaccounts, endpoints, persistentvolumeclaims, persistentvolumes,
-    /// limitranges, resourcequotas, podtemplates, replicationcontrollers;
+    /// limitranges, resourcequotas, podtemplates, replicationcontrollers, componentstatuses;
     /// apiregistration.k8s.io/v1 apiservices; apps/v1 deployments,
     /// replicasets, statefulsets, daemonsets, controllerrevisions; events.k8s.io/v1 events (the core
     /// events in another form); authentication.k8s.io/v1 selfsubjectreviews and
@@ -383,6 +383,8 @@ impl Registry {
         r.register(b("", "persistentvolumes", "PersistentVolume", false, &["pv"], &[]).with_status_subresource());
         r.register(b("", "limitranges", "LimitRange", true, &["limits"], &[]));
         r.register(b("", "resourcequotas", "ResourceQuota", true, &["quota"], &[]).with_status_subresource());
+        // Probed on each read, never stored (`crate::component_status`).
+        r.register(b("", crate::component_status::PLURAL, "ComponentStatus", false, &["cs"], &[]));
         r.register(b("", "podtemplates", "PodTemplate", true, &[], &[]));
         // The older way to bind a pod (`crate::binding`): created, never stored.
         let mut bindings = b("", "bindings", "Binding", true, &[], &[]);

@@ -1,7 +1,8 @@
 //! The HTTPS client kube-apiserver calls admission webhooks with: one JSON POST to the
 //! webhook's URL (a `url`, or a Service's in-cluster name), its certificate verified against the
 //! configuration's `caBundle` (the system's roots without one; a self-signed certificate of the
-//! bundle is trusted as itself, as Go trusts it), within the webhook's timeout.
+//! bundle is trusted as itself, as Go trusts it), within the webhook's timeout. The same client
+//! makes the server's health probes ([`get`], the system's roots trusted).
 //!
 //! Connections are kept and reused, as Go's HTTP transport keeps them: an idle connection to
 //! the same host and port, trusting the same bundle, carries the next call (a call it could not
@@ -102,6 +103,49 @@ pub(crate) async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<Value, St
     }
 }
 
+/// A GET of `url` (`https://host:port/path`) on a connection of its own, its certificate
+/// verified against the system's roots, within `timeout`: the answer's code and body, or the
+/// failure as Go's HTTP client describes it (`Get "<url>": dial tcp …: connect: connection
+/// refused`).
+pub(crate) async fn get(url: &str, user_agent: &str, timeout: Duration) -> Result<(u16, Bytes), String> {
+    let describe = |e: String| format!("Get {url:?}: {e}");
+    let exchange = async {
+        let uri: http::Uri = url.parse().map_err(|e| format!("parse {url:?}: {e}"))?;
+        let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = uri.port_u16().unwrap_or(443);
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = uri.authority().map_or(host.clone(), |a| a.to_string());
+        let request = http::Request::get(path)
+            .header(http::header::HOST, authority)
+            .header(http::header::ACCEPT, "*/*")
+            .header(http::header::USER_AGENT, user_agent)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        let mut sender = connect(&host, port, &[]).await?;
+        let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+        let code = response.status().as_u16();
+        let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        Ok((code, body))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r.map_err(describe),
+        Err(_) => Err(describe("context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into())),
+    }
+}
+
+/// A new HTTP/1.1 connection over TLS to `host`:`port`, trusting `ca_bundle` (the system's
+/// roots when empty).
+async fn connect(host: &str, port: u16, ca_bundle: &[u8]) -> Result<Sender, String> {
+    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let tcp = tokio::net::TcpStream::connect((host, port)).await.map_err(|e| dial_error(&addr, host, &e))?;
+    let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
+    let tls =
+        TlsConnector::from(client_config(ca_bundle)?).connect(server_name, tcp).await.map_err(|e| tls_error(&e))?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
 /// A connection to a webhook, ready for a request when idle.
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
@@ -161,16 +205,7 @@ async fn exchange(endpoint: &Endpoint, url: &str, body: Vec<u8>) -> Result<Value
             },
         }
     }
-    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(|e| dial_error(&addr, &host, &e))?;
-    let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("tls: {e}"))?;
-    let tls = TlsConnector::from(client_config(&endpoint.ca_bundle)?)
-        .connect(server_name, tcp)
-        .await
-        .map_err(|e| tls_error(&e))?;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
+    let mut sender = connect(&host, port, &endpoint.ca_bundle).await?;
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
     answer(response, key, sender).await
 }

@@ -1,6 +1,7 @@
 //! The printers of the core kinds that are not workloads: Services, Endpoints, ConfigMaps,
 //! Secrets, Nodes, Namespaces, ServiceAccounts, PersistentVolumeClaims, PersistentVolumes,
-//! ResourceQuotas and Events (core/v1 and events.k8s.io/v1, one printer as in kube).
+//! ResourceQuotas, Events (core/v1 and events.k8s.io/v1, one printer as in kube) and
+//! ComponentStatuses.
 //!
 //! Invariants: as kube-apiserver v1.35's printers (see [`super`]); an events.k8s.io Event is
 //! printed as the core Event it is stored as (`regarding` as `involvedObject`, `note` as
@@ -25,6 +26,7 @@ pub(super) fn printer(info: &ResourceInfo) -> Option<Printer> {
         ("", "persistentvolumes") => (&VOLUME, volume),
         ("", "resourcequotas") => (&QUOTA, quota),
         ("", "events") => (&EVENT, event),
+        ("", "componentstatuses") => (&COMPONENT_STATUS, component_status),
         (crate::events_api::GROUP, "events") => (&EVENT, events_api_event),
         _ => return None,
     };
@@ -42,6 +44,27 @@ const SERVICE: [Col; 7] = [
     AGE,
     Col("Selector", "string", "", 1, Doc::Field(SERVICE_SPEC, "selector")),
 ];
+
+const COMPONENT_STATUS: [Col; 4] = [
+    NAME,
+    Col("Status", "string", "", 0, Doc::Text("Status of the component conditions")),
+    Col("Message", "string", "", 0, Doc::Text("Message of the component conditions")),
+    Col("Error", "string", "", 0, Doc::Text("Error of the component conditions")),
+];
+
+/// kube's cells: the first `Healthy` condition's state (`Healthy` when `True`, else
+/// `Unhealthy`; `Unknown` without one), message and error.
+fn component_status(v: &Value) -> Vec<Value> {
+    let healthy = list(v, "/conditions").iter().find(|c| text(c, "/type") == "Healthy");
+    let (status, message, error) = match healthy {
+        None => ("Unknown", "", ""),
+        Some(c) => {
+            let status = if text(c, "/status") == "True" { "Healthy" } else { "Unhealthy" };
+            (status, text(c, "/message"), text(c, "/error"))
+        }
+    };
+    vec![json!(name(v)), json!(status), json!(message), json!(error)]
+}
 
 /// A load balancer's ingress points: each one's IP, else its hostname, sorted, without repeats.
 pub(super) fn load_balancer(v: &Value, pointer: &str) -> String {
