@@ -392,7 +392,11 @@ impl WatchCache {
         let st = self.state.lock();
         st.res
             .values()
-            .filter(|r| !r.info.review && !crate::events_api::is_events_api(&r.info))
+            .filter(|r| {
+                !r.info.review
+                    && !crate::events_api::is_events_api(&r.info)
+                    && !crate::component_status::is_component_statuses(&r.info)
+            })
             .map(|r| (r.info.group.clone(), r.info.plural.clone(), r.objects.len()))
             .collect()
     }

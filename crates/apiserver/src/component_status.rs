@@ -12,7 +12,8 @@
 //!   `False` with `error getting data from etcd: <err>` in `error`.
 //!
 //! Invariants: only `get` and `list` are served (a watch is 405, as kube's route table has
-//! none); every answer carries kube's deprecation warning; a list carries no resourceVersion,
+//! none; other methods and paths are refused without it); every answer to a GET carries kube's
+//! deprecation warning; a list carries no resourceVersion,
 //! honours label and field selectors (the items have no labels), and lists the components in
 //! the order kube's usually finish (the closed ports first, etcd last); an unknown name is
 //! kube's 500 `Component not found: <name>`.

@@ -415,7 +415,7 @@ const REPORTED_KEPT: usize = 10_000;
 
 /// Whether the collector tracks a resource's objects.
 fn collectable(info: &ResourceInfo) -> bool {
-    !info.review && !crate::delete_options::is_event(info)
+    !info.review && !crate::delete_options::is_event(info) && !crate::component_status::is_component_statuses(info)
 }
 
 fn key_of(info: &ResourceInfo) -> ResKey {
@@ -861,6 +861,10 @@ impl GarbageCollector {
         let Some(info) = registry.resource_of(&served.group, &served.plural).cloned() else {
             return Ok(Owner::Unresolvable);
         };
+        // Probed, never stored: nothing to find (kube's live read of one is no owner either).
+        if crate::component_status::is_component_statuses(&info) {
+            return Ok(Owner::Unresolvable);
+        }
         let ns = match (info.namespaced, ns.is_empty()) {
             (false, _) => "",
             (true, false) => ns,

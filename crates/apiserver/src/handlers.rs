@@ -789,7 +789,6 @@ async fn resource_request(
         return Ok(json_value(201, &answered));
     }
     if crate::component_status::is_component_statuses(&info) {
-        warning::record(crate::component_status::WARNING);
         // kube routes neither subresources nor `/watch/` paths for the kind.
         if sub.is_some() || force_watch {
             return Err(ApiError::no_route());
@@ -1030,9 +1029,6 @@ enum Subresource {
     Resize,
 }
 
-/// The patch type of a PATCH request's media type. A type outside the four patch types is
-/// refused as kube-apiserver's routes refuse it (415 "415: Unsupported Media Type"); a strategic
-/// merge patch of a type without a built-in schema is refused later, naming the types it takes.
 /// A read of ComponentStatuses ([`crate::component_status`]): `get` and `list`, probed now; a
 /// watch is kube's 405 for a kind without one, any other method its plain 405.
 async fn component_statuses(
@@ -1042,21 +1038,25 @@ async fn component_statuses(
     req: &Request<Incoming>,
     query: &[(String, String)],
 ) -> Result<Response<Body>, ApiError> {
-    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+    // (kube's routes serve GET alone; what they route carries the kind's deprecation.)
+    if *req.method() != Method::GET {
         return Err(ApiError::method_not_allowed());
     }
+    warning::record(crate::component_status::WARNING);
     let render = accept_of(req).render(true).with_query(query);
     let items = match name {
         Some(n) => vec![crate::component_status::get(store, n).await?],
         None => {
             let opts = ListOptions::parse(query)?;
+            // Judged before the watch is refused, as kube's list handler judges them.
+            let sel = selectors(&opts, info)?;
             if opts.watch {
                 let message = format!("watch is not supported on resources of kind {:?}", info.plural);
                 let mut e = ApiError::new(405, "MethodNotAllowed", message);
                 e.details = Some(Box::new(serde_json::json!({"kind": info.plural})));
                 return Err(e);
             }
-            crate::component_status::list(store, &selectors(&opts, info)?).await
+            crate::component_status::list(store, &sel).await
         }
     };
     Ok(match render {
@@ -1071,6 +1071,9 @@ async fn component_statuses(
     })
 }
 
+/// The patch type of a PATCH request's media type. A type outside the four patch types is
+/// refused as kube-apiserver's routes refuse it (415 "415: Unsupported Media Type"); a strategic
+/// merge patch of a type without a built-in schema is refused later, naming the types it takes.
 fn patch_type(media_type: &str) -> Result<PatchType, ApiError> {
     match media_type {
         "application/merge-patch+json" => Ok(PatchType::Merge),

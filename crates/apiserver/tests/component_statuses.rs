@@ -76,10 +76,16 @@ async fn unknown_components_watches_and_writes_are_refused_as_kube_refuses_them(
             "message": "watch is not supported on resources of kind \"componentstatuses\"",
             "reason": "MethodNotAllowed", "details": {"kind": "componentstatuses"}, "code": 405})
     );
+    // The list's options are judged before the watch is refused.
+    let r = c.get(&format!("{CS}?watch=true&fieldSelector=spec.x%3Dy")).await;
+    assert_eq!(r.code, 400, "{}", r.body);
     let r = c.post(CS, &json!({"metadata": {"name": "mine"}})).await;
     assert_eq!((r.code, &r.body["reason"]), (405, &json!("MethodNotAllowed")));
     assert_eq!(c.delete(&format!("{CS}/etcd-0")).await.code, 405);
     assert_eq!(c.get("/api/v1/watch/componentstatuses").await.code, 404);
+    let head = c.send_raw(hyper::Method::HEAD, CS, Vec::new(), "application/json").await;
+    assert_eq!(head.code, 405, "kube routes GET alone");
+    assert!(head.headers.get("warning").is_none(), "what kube does not route carries no warning");
 }
 
 #[tokio::test]
