@@ -433,3 +433,47 @@ async fn addresses_are_released_with_their_service_and_repaired() {
     assert_eq!(c.get(&format!("{SERVICES}/held")).await.code, 404);
     assert_eq!(c.get(&format!("{ADDRESSES}/10.96.50.4")).await.code, 404);
 }
+
+#[tokio::test]
+async fn an_address_that_cannot_be_recorded_is_refused_as_kube_refuses_it() {
+    // A policy that refuses every IPAddress: the allocator's record fails.
+    let s = server().await;
+    let c = Client::new(&s);
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    let policy = json!({"metadata": {"name": "no-addresses"}, "spec": {"failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["ipaddresses"]}]},
+        "validations": [{"expression": "false", "message": "no addresses"}]}});
+    let r = c.post(&format!("{admission}/validatingadmissionpolicies"), &policy).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let binding = json!({"metadata": {"name": "no-addresses"},
+        "spec": {"policyName": "no-addresses", "validationActions": ["Deny"]}});
+    let r = c.post(&format!("{admission}/validatingadmissionpolicybindings"), &binding).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    // (A consistent read: the cache admission reads holds both.)
+    assert_eq!(c.get(&format!("{admission}/validatingadmissionpolicybindings")).await.code, 200);
+
+    let denied = |ip: &str| {
+        format!(
+            "ipaddresses.networking.k8s.io \"{ip}\" is forbidden: ValidatingAdmissionPolicy 'no-addresses' with \
+             binding 'no-addresses' denied request: no addresses"
+        )
+    };
+    let r = c.post(SERVICES, &service("asked", Some("10.96.60.1"))).await;
+    assert_eq!(
+        causes(&r),
+        [format!(
+            "spec.clusterIPs: Invalid value: [\"10.96.60.1\"]: failed to allocate IP 10.96.60.1: {}",
+            denied("10.96.60.1")
+        )]
+    );
+    // An address the server chose is tried again, then refused as an internal error.
+    let r = c.post(SERVICES, &service("chosen", None)).await;
+    assert_eq!((r.code, &r.body["reason"]), (500, &json!("InternalError")), "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Internal error occurred: failed to allocate a serviceIP: ipaddresses.networking.k8s.io"),
+        "{message}"
+    );
+    assert_eq!(c.get(SERVICES).await.body["items"], json!([]), "no Service was written");
+}

@@ -221,6 +221,33 @@ fn ip_refused(info: &ResourceInfo, name: &str, spec: &Value, detail: &str) -> Ap
     ApiError::invalid_object(&info.group, &info.kind, name, "spec.clusterIPs", "FieldValueInvalid", &msg)
 }
 
+/// Why a Service's address could not be recorded as an IPAddress.
+enum Unrecorded {
+    /// Another IPAddress holds it.
+    Taken,
+    /// The IPAddress's create failed.
+    Failed(ApiError),
+}
+
+impl Unrecorded {
+    /// kube's answer for the Service `name` (its spec `spec`): an address it asked for is
+    /// refused with the reason (422), one the server chose is an internal error (500).
+    fn answer(self, info: &ResourceInfo, name: &str, spec: &Value, requested: bool) -> ApiError {
+        let detail = match self {
+            Unrecorded::Taken => "provided IP is already allocated".to_string(),
+            Unrecorded::Failed(e) => e.message,
+        };
+        match requested {
+            true => ip_refused(info, name, spec, &detail),
+            false => ApiError::internal(&format!("failed to allocate a serviceIP: {detail}")),
+        }
+    }
+}
+
+/// How many times a create chooses a Service's address again when the one it chose was
+/// recorded for another meanwhile (kube's allocator tries the next address).
+const ALLOCATION_ATTEMPTS: usize = 8;
+
 /// Whether `s` is a resourceVersion kube's versioner reads as one other than 0.
 fn is_version(s: &str) -> bool {
     parse_rv_field(s).is_ok_and(|v| v != 0)
@@ -944,16 +971,14 @@ impl Store {
         Ok(crate::cluster_ip_addresses::in_ready_block(&all, ip))
     }
 
-    /// Records that the Service `ns`/`name` (whose spec is `spec`) holds `ip`, as kube's
-    /// allocator does before it writes the Service: creates its IPAddress, as the server. An
-    /// address an IPAddress already holds is refused as kube refuses it. Answers the IPAddress.
+    /// Records that the Service `ns`/`name` holds `ip`, as kube's allocator does before it
+    /// writes the Service: creates its IPAddress, as the server. Answers the IPAddress (None when
+    /// the server serves none); an address another IPAddress holds is [`Unrecorded::Taken`].
     async fn record_cluster_ip(
         &self,
-        service: &ResourceInfo,
         (ns, name): (&str, &str),
-        spec: &Value,
         ip: std::net::Ipv4Addr,
-    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+    ) -> Result<Option<Arc<StoredObject>>, Unrecorded> {
         let Some(addresses) = &self.ip_addresses else { return Ok(None) };
         let body = crate::cluster_ip_addresses::body(ip, ns, name);
         let create = self.create_many(addresses, None, vec![body], false, crate::cluster_ip_addresses::MANAGER);
@@ -963,12 +988,9 @@ impl Store {
                 // Recorded for this Service already (a write tried again): it holds the address.
                 let existing = self.stored(addresses, "", &ip.to_string()).await.ok();
                 let ours = |o: &Arc<StoredObject>| crate::cluster_ip_addresses::parent(&o.value()) == Some((ns, name));
-                match existing.filter(ours) {
-                    Some(o) => Ok(Some(o)),
-                    None => Err(ip_refused(service, name, spec, "provided IP is already allocated")),
-                }
+                existing.filter(ours).map(Some).ok_or(Unrecorded::Taken)
             }
-            Err(e) => Err(e),
+            Err(e) => Err(Unrecorded::Failed(e)),
         }
     }
 
@@ -1099,35 +1121,49 @@ impl Store {
         named: &mut Named,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let is_service = defaults::is_service(info);
-        let mut prepared = Vec::with_capacity(mutated.len());
-        let mut in_use = InUse::default();
-        for m in mutated {
-            match self.finish_create(info, m, (&mut in_use, named), (via, dry_run)).await {
-                Ok(t) => prepared.push(t),
-                Err(e) => {
-                    self.release_allocations(info, &prepared, dry_run);
-                    return Err(e);
-                }
-            }
-        }
-        // As kube's allocator: each address is recorded before its Service is written, and
-        // released when the write fails.
-        let mut recorded = Vec::new();
-        if is_service && !dry_run {
-            for t in &prepared {
-                let Some(ip) = cluster_ip(t.fields().iter()) else { continue };
-                let spec: Value = t.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
-                match self.record_cluster_ip(info, (t.namespace(), t.name()), &spec, ip).await {
-                    Ok(Some(address)) => recorded.push((t.namespace().to_string(), t.name().to_string(), address)),
-                    Ok(None) => {}
+        let mut attempt = 0;
+        let (prepared, recorded) = 'attempts: loop {
+            attempt += 1;
+            // Whether the server chooses each Service's address (it asked for none).
+            let chosen: Vec<bool> =
+                mutated.iter().map(|m| is_service && defaults::requested_cluster_ip(&m.obj).is_none()).collect();
+            let mut prepared = Vec::with_capacity(mutated.len());
+            let mut in_use = InUse::default();
+            for m in mutated.iter().cloned() {
+                match self.finish_create(info, m, (&mut in_use, &mut *named), (via, dry_run)).await {
+                    Ok(t) => prepared.push(t),
                     Err(e) => {
                         self.release_allocations(info, &prepared, dry_run);
-                        self.forget_cluster_ips(recorded).await;
                         return Err(e);
                     }
                 }
             }
-        }
+            // As kube's allocator: each address is recorded before its Service is written, and
+            // released when the write fails.
+            let mut recorded = Vec::new();
+            if is_service && !dry_run {
+                for (t, chosen) in prepared.iter().zip(&chosen) {
+                    let Some(ip) = cluster_ip(t.fields().iter()) else { continue };
+                    match self.record_cluster_ip((t.namespace(), t.name()), ip).await {
+                        Ok(Some(address)) => recorded.push((t.namespace().to_string(), t.name().to_string(), address)),
+                        Ok(None) => {}
+                        Err(e) => {
+                            self.release_allocations(info, &prepared, dry_run);
+                            self.forget_cluster_ips(recorded).await;
+                            // An address the server chose, recorded for another meanwhile: it
+                            // chooses again.
+                            if *chosen && attempt < ALLOCATION_ATTEMPTS {
+                                continue 'attempts;
+                            }
+                            let spec: Value =
+                                t.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
+                            return Err(e.answer(info, t.name(), &spec, !*chosen));
+                        }
+                    }
+                }
+            }
+            break (prepared, recorded);
+        };
         let result = self.create_prepared(info, prepared, dry_run).await;
         if result.is_err() {
             self.forget_cluster_ips(recorded).await;
@@ -1667,11 +1703,12 @@ impl Store {
         if target == Target::Main && defaults::leaves_external_name(info, old, &obj) {
             // As kube's Service store: a Service that stops being an ExternalName is given the
             // address it asks for (422 when another Service has it) or a free one.
+            let requested = defaults::requested_cluster_ip(&obj).is_some();
             self.allocate_cluster_ip(info, &old.name, &mut obj, (&mut None, dry_run))?;
             if let Some(ip) = defaults::requested_cluster_ip(&obj).filter(|_| !dry_run) {
                 // Held until the Service is stored (given back if it is not).
                 claimed_ip = crate::reservations::Claimed::new(self.cluster_ips.reservations(), vec![u32::from(ip)]);
-                given_ip = Some(ip);
+                given_ip = Some((ip, requested));
             }
         }
         let mut claimed = crate::reservations::Claimed::new(&self.node_ports, Vec::new());
@@ -1781,10 +1818,15 @@ impl Store {
         // As kube's allocator, the address a Service is given is recorded before it is written,
         // and forgotten when the write fails.
         let mut recorded = Vec::new();
-        if let Some(ip) = given_ip {
-            let spec: Value = template.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
-            if let Some(address) = self.record_cluster_ip(info, (&old.namespace, &old.name), &spec, ip).await? {
-                recorded.push((old.namespace.clone(), old.name.clone(), address));
+        if let Some((ip, requested)) = given_ip {
+            match self.record_cluster_ip((&old.namespace, &old.name), ip).await {
+                Ok(Some(address)) => recorded.push((old.namespace.clone(), old.name.clone(), address)),
+                Ok(None) => {}
+                Err(e) => {
+                    let spec: Value =
+                        template.spec_bytes().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
+                    return Err(e.answer(info, &old.name, &spec, requested));
+                }
             }
         }
         match self.storage.update(key, template.storage_value(), old.rv).await {
