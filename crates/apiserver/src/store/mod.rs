@@ -1116,7 +1116,7 @@ impl Store {
     async fn create_mutated(
         &self,
         info: &ResourceInfo,
-        mutated: Vec<Mutated>,
+        mut mutated: Vec<Mutated>,
         (via, dry_run): (CreateVia, bool),
         named: &mut Named,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
@@ -1129,7 +1129,9 @@ impl Store {
                 mutated.iter().map(|m| is_service && defaults::requested_cluster_ip(&m.obj).is_none()).collect();
             let mut prepared = Vec::with_capacity(mutated.len());
             let mut in_use = InUse::default();
-            for m in mutated.iter().cloned() {
+            // (Only a Service's create is tried again: other kinds' bodies are taken, not copied.)
+            let batch = if is_service { mutated.clone() } else { std::mem::take(&mut mutated) };
+            for m in batch {
                 match self.finish_create(info, m, (&mut in_use, &mut *named), (via, dry_run)).await {
                     Ok(t) => prepared.push(t),
                     Err(e) => {
