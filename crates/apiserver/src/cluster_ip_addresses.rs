@@ -93,16 +93,7 @@ fn usable(cidr: &Value) -> bool {
 
 /// Whether the IPv4 block `block` holds `ip` as an address to give.
 fn holds(block: &str, ip: Ipv4Addr) -> bool {
-    let Some((base, bits)) = block.split_once('/') else { return false };
-    let (Ok(base), Ok(bits)) = (base.parse::<Ipv4Addr>(), bits.parse::<u32>()) else { return false };
-    if bits > 32 {
-        return false;
-    }
-    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
-    let (n, net) = (u32::from(ip), u32::from(base) & mask);
-    let broadcast = net | !mask;
-    // (So a /31 or /32 holds none, as kube's allocators count it.)
-    n & mask == net && n != net && n != broadcast
+    crate::service_cidr::ipv4_hosts(block).is_some_and(|hosts| hosts.contains(&u32::from(ip)))
 }
 
 /// The controller over a store's Services and IPAddresses.

@@ -31,7 +31,7 @@ pub(crate) const MANAGER: &str = "kubernetes-service-cidr-controller";
 /// The default ServiceCIDR's name.
 pub(crate) const NAME: &str = "kubernetes";
 /// The server's service range.
-pub(crate) const RANGE: &str = "10.96.0.0/12";
+pub(crate) const RANGE: &str = crate::defaults::SERVICE_RANGE;
 /// How often kube's controller looks at the object when nothing changes.
 pub(crate) const PERIOD: Duration = Duration::from_secs(10);
 const READY_MESSAGE: &str = "Kubernetes default Service CIDR is ready";

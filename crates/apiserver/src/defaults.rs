@@ -1396,9 +1396,16 @@ pub fn set_cluster_ip(obj: &mut Map<String, Value>, ip: Ipv4Addr) {
 #[derive(Debug)]
 pub struct ClusterIps(crate::reservations::Reservations);
 
-/// The service range: 10.96.0.0/12.
-const RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
-const RANGE_SIZE: u32 = 1 << 20;
+/// The service range (kube's default `--service-cluster-ip-range`), which the default
+/// ServiceCIDR holds too.
+pub const SERVICE_RANGE: &str = "10.96.0.0/12";
+
+/// The addresses of [`SERVICE_RANGE`] (its network and broadcast addresses left out), read once.
+fn service_hosts() -> std::ops::RangeInclusive<u32> {
+    static HOSTS: std::sync::LazyLock<std::ops::RangeInclusive<u32>> =
+        std::sync::LazyLock::new(|| crate::service_cidr::ipv4_hosts(SERVICE_RANGE).expect("an IPv4 block"));
+    HOSTS.clone()
+}
 /// The addresses kube's allocator gives only to Services that ask for them: `min(max(16,
 /// size / 16), 256)` of a range of `size` addresses.
 const STATIC_BAND: u32 = 256;
@@ -1406,7 +1413,9 @@ const STATIC_BAND: u32 = 256;
 impl Default for ClusterIps {
     fn default() -> Self {
         // From the 257th address after the network address to the last before the broadcast one.
-        ClusterIps(crate::reservations::Reservations::new(RANGE_BASE + 1 + STATIC_BAND, RANGE_SIZE - 2 - STATIC_BAND))
+        let hosts = service_hosts();
+        let first = hosts.start() + STATIC_BAND;
+        ClusterIps(crate::reservations::Reservations::new(first, hosts.end() - first + 1))
     }
 }
 
@@ -1419,13 +1428,12 @@ impl ClusterIps {
 
     /// The service range's network address (what kube's dry-run allocator shows).
     pub fn network() -> Ipv4Addr {
-        Ipv4Addr::from(RANGE_BASE)
+        Ipv4Addr::from(service_hosts().start() - 1)
     }
 
     /// Whether `ip` is an address of the service range (not its network or broadcast one).
     pub fn in_range(ip: Ipv4Addr) -> bool {
-        let n = u32::from(ip);
-        n > RANGE_BASE && n < RANGE_BASE + RANGE_SIZE - 1
+        service_hosts().contains(&u32::from(ip))
     }
 
     /// Claims an address a Service asked for: false when another Service has it.
@@ -1620,7 +1628,8 @@ mod tests {
         for _ in 0..1000 {
             let ip = ips.allocate(&none, 0).unwrap();
             let n = u32::from(ip);
-            assert!((RANGE_BASE + 257..RANGE_BASE + RANGE_SIZE - 1).contains(&n), "{ip}");
+            let band = u32::from_be_bytes([10, 96, 1, 1])..u32::from_be_bytes([10, 111, 255, 255]);
+            assert!(band.contains(&n), "{ip}");
             assert!(seen.insert(n), "{ip} given twice");
         }
         let taken: Ipv4Addr = "10.96.0.10".parse().unwrap();

@@ -102,6 +102,17 @@ fn network(addr: IpAddr, bits: u32) -> (IpAddr, u32) {
     }
 }
 
+/// The addresses the IPv4 block `block` gives out (its network and broadcast addresses left
+/// out, so a /31 or /32 gives none, as kube's allocators count them); None when `block` is no
+/// IPv4 CIDR.
+pub(crate) fn ipv4_hosts(block: &str) -> Option<std::ops::RangeInclusive<u32>> {
+    let (addr, bits) = sloppy_cidr(block)?;
+    let (IpAddr::V4(net), bits) = network(addr, bits) else { return None };
+    let net = u32::from(net);
+    let broadcast = net | u32::MAX.checked_shr(bits).unwrap_or(0);
+    Some(net.saturating_add(1)..=broadcast.saturating_sub(1))
+}
+
 /// What kube's `IsValidCIDR` finds wrong with `s`.
 pub(crate) fn cidr_faults(s: &str) -> Vec<String> {
     let Some((addr, bits)) = sloppy_cidr(s) else {
