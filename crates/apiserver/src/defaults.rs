@@ -1406,6 +1406,13 @@ fn service_hosts() -> std::ops::RangeInclusive<u32> {
         std::sync::LazyLock::new(|| crate::service_cidr::ipv4_hosts(SERVICE_RANGE).expect("an IPv4 block"));
     HOSTS.clone()
 }
+
+/// The `default/kubernetes` Service's cluster IP: the first address of [`SERVICE_RANGE`], as
+/// kube-apiserver gives it.
+pub(crate) fn kubernetes_service_ip() -> Ipv4Addr {
+    Ipv4Addr::from(*service_hosts().start())
+}
+
 /// The addresses kube's allocator gives only to Services that ask for them: `min(max(16,
 /// size / 16), 256)` of a range of `size` addresses.
 const STATIC_BAND: u32 = 256;

@@ -88,6 +88,7 @@ pub(crate) mod hpa_validation;
 pub(crate) mod job_status;
 pub(crate) mod job_validation;
 pub mod jsonpath;
+pub(crate) mod kubernetes_service;
 pub(crate) mod limit_ranger;
 pub mod list;
 pub(crate) mod list_type;

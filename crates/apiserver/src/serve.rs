@@ -56,6 +56,9 @@ pub struct ServeOptions {
     pub service_account_key_file: Option<PathBuf>,
     /// How requests are authorized (see [`crate::ApiServerBuilder::authorization`]).
     pub authorization: crate::AuthorizationMode,
+    /// The address the `default/kubernetes` Service's endpoints give (see
+    /// [`crate::ApiServerBuilder::advertise_address`]).
+    pub advertise_address: Option<std::net::IpAddr>,
 }
 
 impl Default for ServeOptions {
@@ -79,6 +82,7 @@ impl Default for ServeOptions {
             service_account_admission: true,
             service_account_key_file: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
+            advertise_address: None,
         }
     }
 }
@@ -116,6 +120,9 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
     };
     if let Some(t) = &opts.token {
         b = b.token(t.clone());
+    }
+    if let Some(ip) = opts.advertise_address {
+        b = b.advertise_address(ip);
     }
     if let Some(dir) = &opts.crds_dir {
         b = b.crds_from_dir(dir);

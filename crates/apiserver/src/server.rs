@@ -11,7 +11,7 @@
 //! the cache initializes, as from kube-apiserver). `stop()` closes the listener and every open
 //! connection before it returns, so `restart()` can bind the same port.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +87,7 @@ pub struct ApiServerBuilder {
     service_account_key: Option<SigningKey>,
     authorization: crate::AuthorizationMode,
     name_seed: Option<u64>,
+    advertise_address: Option<IpAddr>,
 }
 
 /// A service account signing key (PKCS#8 DER), never printed.
@@ -124,6 +125,7 @@ impl Default for ApiServerBuilder {
             service_account_key: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
             name_seed: None,
+            advertise_address: None,
         }
     }
 }
@@ -233,12 +235,22 @@ impl ApiServerBuilder {
     /// `kube-node-lease` namespaces, the `system-node-critical` and `system-cluster-critical`
     /// PriorityClasses and the APIServices of the built-in group versions at start when absent,
     /// and to keep kube's priority-and-fairness configuration (its FlowSchemas and
-    /// PriorityLevelConfigurations) in place, at start and every minute after (default true),
-    /// as kube-apiserver does; `start()` fails when that configuration cannot be written. Without
+    /// PriorityLevelConfigurations), the default ServiceCIDR and the `default/kubernetes` Service
+    /// with its endpoints in place, at start and after (default true), as kube-apiserver does; `start()` fails when that configuration cannot be written. Without
     /// the namespaces, objects can be created only in namespaces created first; without the
     /// configuration, requests are classified under kube's own `exempt` and `catch-all`.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
         self.default_namespaces = yes;
+        self
+    }
+
+    /// The address the `default/kubernetes` Service's Endpoints and EndpointSlice give for this
+    /// server, as kube-apiserver's `--advertise-address` (default: the listen address, or when
+    /// that is loopback or unspecified, the host's address on its default route). Only an IPv4
+    /// address that is neither loopback, link-local nor unspecified can be written there: with
+    /// none, the Service is created and no endpoint is written.
+    pub fn advertise_address(mut self, ip: IpAddr) -> Self {
+        self.advertise_address = Some(ip);
         self
     }
 
@@ -537,8 +549,11 @@ impl ApiServerBuilder {
             disruption_controller: self.disruption_controller,
             keeps_configuration: self.default_namespaces,
             ready_timeout: self.ready_timeout,
+            advertise_address: self.advertise_address,
+            kubernetes_service: Mutex::new(None),
         };
         server.bind_and_run(self.addr).await?;
+        server.start_kubernetes_service(true).await;
         Ok(server)
     }
 }
@@ -787,10 +802,18 @@ pub struct ApiServer {
     /// ServiceCIDR in place.
     keeps_configuration: bool,
     ready_timeout: Duration,
+    /// The address given to [`ApiServerBuilder::advertise_address`], if any.
+    advertise_address: Option<IpAddr>,
+    /// The `default/kubernetes` Service's controller while the server serves: its stop signal
+    /// and task.
+    kubernetes_service: Mutex<Option<(watch::Sender<bool>, JoinHandle<()>)>>,
 }
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
+        if let Some((stop, _)) = self.kubernetes_service.lock().take() {
+            let _ = stop.send(true);
+        }
         if let Some(b) = self.background.lock().take() {
             b.stop();
         }
@@ -981,6 +1004,53 @@ impl ApiServer {
         Ok(())
     }
 
+    /// What the `default/kubernetes` Service's endpoints give for this server.
+    fn advertised(&self) -> crate::kubernetes_service::Advertised {
+        let addr = self.addr();
+        let ip = match self.advertise_address {
+            Some(ip) => crate::kubernetes_service::usable(ip),
+            None => crate::kubernetes_service::default_advertise_address(addr.ip()),
+        };
+        crate::kubernetes_service::Advertised { ip, port: addr.port() }
+    }
+
+    /// Starts the `default/kubernetes` Service's controller (when the server keeps its default
+    /// configuration), after a first pass when `first_pass` (so that the Service and its
+    /// endpoints are there when [`ApiServerBuilder::start`] returns).
+    async fn start_kubernetes_service(&self, first_pass: bool) {
+        if !self.keeps_configuration {
+            return;
+        }
+        let advertised = self.advertised();
+        if advertised.ip.is_none() {
+            tracing::warn!(
+                "no IPv4 address to advertise (neither loopback, link-local nor unspecified): the kubernetes Service gets no endpoints"
+            );
+        }
+        let Some(mut controller) = crate::kubernetes_service::Controller::new(self.shared.store.clone(), advertised)
+        else {
+            return;
+        };
+        let user = crate::requester::server_user;
+        if first_pass && let Err(e) = crate::requester::scope(Some(user()), controller.pass()).await {
+            tracing::warn!(error = %e, "unable to sync kubernetes service");
+        }
+        let (stop, rx) = watch::channel(false);
+        let task = tokio::spawn(crate::requester::scope(Some(user()), controller.run(rx)));
+        if let Some((old, _)) = self.kubernetes_service.lock().replace((stop, task)) {
+            let _ = old.send(true);
+        }
+    }
+
+    /// Stops the `default/kubernetes` Service's controller and waits for its task to end.
+    async fn stop_kubernetes_service(&self) {
+        let running = self.kubernetes_service.lock().take();
+        if let Some((stop, task)) = running {
+            let _ = stop.send(true);
+            let _ = task.await;
+        }
+    }
+
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         *self.addr.lock()
@@ -1006,6 +1076,7 @@ impl ApiServer {
     /// the watch cache goes on following it). The data directory, if any, is let go once the
     /// server is dropped and its background tasks are gone.
     pub async fn stop(&self) {
+        self.stop_kubernetes_service().await;
         let running = self.running.lock().await.take();
         if let Some(r) = running {
             let _ = r.shutdown.send(true);
@@ -1039,7 +1110,9 @@ impl ApiServer {
         background.keep_configuration(&store, self.keeps_configuration, true);
         *self.background.lock() = Some(background);
         let addr = self.addr();
-        self.bind_and_run(addr).await
+        self.bind_and_run(addr).await?;
+        self.start_kubernetes_service(false).await;
+        Ok(())
     }
 
     /// Shuts down as kube-apiserver does on SIGTERM: `/readyz` fails at once while requests are
@@ -1053,6 +1126,14 @@ impl ApiServer {
     pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
         let controls = &self.shared.controls;
         controls.set_not_ready(true);
+        // As kube's pre-shutdown hook: this server's endpoint leaves the kubernetes Service.
+        self.stop_kubernetes_service().await;
+        if self.keeps_configuration {
+            let removal = crate::kubernetes_service::remove(&self.shared.store, self.advertised());
+            if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), removal).await {
+                tracing::warn!(error = %e, "unable to remove endpoints from kubernetes service");
+            }
+        }
         tokio::time::sleep(opts.delay).await;
         if opts.send_retry_after {
             controls.set_shutting_down(Some(ShutdownAnswer::RetryAfter));

@@ -86,6 +86,13 @@ pub fn builder() -> ApiServerBuilder {
     }
 }
 
+/// A builder of another server on `server`'s storage, under the same key prefix: a replica, as
+/// kube-apiserver replicas share one etcd.
+pub fn replica_of(server: &ApiServer) -> ApiServerBuilder {
+    let store = server.store();
+    ApiServer::builder().storage(StorageConfig::Custom(store.storage().clone())).etcd_prefix(store.layout().prefix())
+}
+
 /// Creates the namespaces `names` (those that exist already are left as they are), each with
 /// its `default` ServiceAccount: a server, like kube-apiserver, creates objects only in
 /// namespaces that exist.

@@ -35,7 +35,7 @@ async fn built_in_kinds_print_kubes_columns_and_cells() {
     let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "NodePort", "selector": {"app": "web", "tier": "a"},
         "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080}]}});
     s.create("services", svc).await.unwrap();
-    let (names, cells, body) = table(&c, "/api/v1/namespaces/default/services").await;
+    let (names, cells, body) = table(&c, "/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dweb").await;
     assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
     let ip = cells[2].as_str().unwrap();
     assert!(ip.parse::<std::net::IpAddr>().is_ok(), "{ip}");

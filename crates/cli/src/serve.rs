@@ -86,6 +86,11 @@ pub struct ServeArgs {
     /// `system:masters`); `Node` beside one of them adds nothing.
     #[arg(long, default_value = "AlwaysAllow")]
     pub authorization_mode: informer_apiserver::AuthorizationMode,
+    /// The address the `default/kubernetes` Service's endpoints give for this server, as
+    /// kube-apiserver's flag (default: the listen address, or when that is loopback or
+    /// unspecified, the host's address on its default route).
+    #[arg(long)]
+    pub advertise_address: Option<std::net::IpAddr>,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -140,6 +145,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         service_account_admission: !args.disable_admission_plugins.iter().any(|p| p == "ServiceAccount"),
         service_account_key_file: args.service_account_key_file,
         authorization: args.authorization_mode,
+        advertise_address: args.advertise_address,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,
