@@ -459,8 +459,10 @@ pub fn decode(info: &ResourceInfo, obj: &mut Map<String, Value>) {
             }
         }
         Builtin::EndpointSlice => {
+            // (Pointers in Go: only a missing or null one is defaulted.)
             for port in items(obj, "ports") {
-                default_str(port, "protocol", "TCP");
+                default_val(port, "name", json!(""));
+                default_val(port, "protocol", json!("TCP"));
             }
         }
         Builtin::CsiDriver => {

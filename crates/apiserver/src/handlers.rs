@@ -864,6 +864,10 @@ async fn resource_request(
     };
     if let Some(v) = verb {
         shared.controls.count(v);
+        // kube's routes of the deprecated kind carry its deprecation, whatever they answer.
+        if info.is_core("endpoints") {
+            warning::record(crate::endpoints_validation::ENDPOINTS_DEPRECATED);
+        }
     }
     if subresource == Subresource::Scale {
         let name = name.ok_or_else(ApiError::no_route)?;

@@ -63,6 +63,7 @@ pub(crate) mod disruption_controller;
 pub(crate) mod dra_strategy;
 pub(crate) mod dra_validation;
 pub(crate) mod embedded_resource;
+pub(crate) mod endpoints_validation;
 pub mod etcd_process;
 pub(crate) mod event_recorder;
 pub(crate) mod event_ttl;

@@ -91,7 +91,7 @@ pub(crate) fn external_ips(spec: &Value, old_spec: Option<&Value>, causes: &mut 
 }
 
 /// kube's `ValidateEndpointIP`: an address a client can reach (IPv4-mapped ones as IPv4).
-fn endpoint_fault(addr: IpAddr, written: &str) -> Option<String> {
+pub(crate) fn endpoint_fault(addr: IpAddr, written: &str) -> Option<String> {
     let addr = match addr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
         v4 => v4,

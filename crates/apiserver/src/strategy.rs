@@ -71,6 +71,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
         crate::pvc_validation::normalize(obj, None);
     }
     crate::dra_strategy::drop_disabled(info, obj, None, false);
+    crate::endpoints_validation::drop_topology(info, obj, None);
     // A ServiceCIDR's strategy keeps the status a create gives it.
     if !info.status_subresource || crate::service_cidr::is_service_cidrs(info) {
         return;
@@ -124,6 +125,9 @@ pub fn prepare_update(
     let mut out = prepared_update(info, target, old, new);
     if crate::dra_validation::judges(info) {
         crate::dra_strategy::drop_disabled(info, &mut out, Some(&old.value()), target == Target::Status);
+    }
+    if crate::endpoints_validation::judges(info) {
+        crate::endpoints_validation::drop_topology(info, &mut out, Some(&old.value()));
     }
     out
 }
@@ -462,7 +466,7 @@ pub(crate) fn template_as_stored(old: &StoredObject, new: &Map<String, Value>, i
 }
 
 /// Member `field` of `obj` in the form it is stored in ([`crate::defaults::go_stored`]).
-fn stored_form(info: &ResourceInfo, field: &str, obj: &Map<String, Value>) -> Option<Value> {
+pub(crate) fn stored_form(info: &ResourceInfo, field: &str, obj: &Map<String, Value>) -> Option<Value> {
     let mut only: Map<String, Value> = obj.get(field).map(|v| (field.to_string(), v.clone())).into_iter().collect();
     crate::defaults::go_stored(info, &mut only);
     only.remove(field)

@@ -248,6 +248,9 @@ pub(crate) fn validate(
         let status = target == crate::strategy::Target::Status;
         causes.extend(crate::dra_validation::validate(info, obj, stored().as_ref(), status));
         warnings = crate::dra_validation::warnings(info, obj);
+    } else if crate::endpoints_validation::judges(info) && target == crate::strategy::Target::Main {
+        causes.extend(crate::endpoints_validation::validate(info, obj, stored().as_ref()));
+        warnings = crate::endpoints_validation::warnings(info, obj, old.is_none());
     } else if crate::csi_validation::judges(info) {
         let stored = stored();
         causes.extend(crate::csi_validation::validate(info, obj, stored.as_ref()));
