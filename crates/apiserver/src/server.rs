@@ -245,10 +245,11 @@ impl ApiServerBuilder {
     }
 
     /// The address the `default/kubernetes` Service's Endpoints and EndpointSlice give for this
-    /// server, as kube-apiserver's `--advertise-address` (default: the listen address, or when
-    /// that is loopback or unspecified, the host's address on its default route). Only an IPv4
-    /// address that is neither loopback, link-local nor unspecified can be written there: with
-    /// none, the Service is created and no endpoint is written.
+    /// server, as kube-apiserver's `--advertise-address` (default, and for an unspecified
+    /// address: the listen address, or when that is loopback or unspecified, the host's address
+    /// on its default route). Only an IPv4 address that is neither loopback, link-local nor
+    /// unspecified can be written there: with none, the Service is created and no endpoint is
+    /// written (kube-apiserver refuses to start without one).
     pub fn advertise_address(mut self, ip: IpAddr) -> Self {
         self.advertise_address = Some(ip);
         self
@@ -806,13 +807,21 @@ pub struct ApiServer {
     advertise_address: Option<IpAddr>,
     /// The `default/kubernetes` Service's controller while the server serves: its stop signal
     /// and task.
-    kubernetes_service: Mutex<Option<(watch::Sender<bool>, JoinHandle<()>)>>,
+    kubernetes_service: Mutex<Option<KubernetesService>>,
+}
+
+/// The `default/kubernetes` Service's controller of a serving server.
+struct KubernetesService {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    /// The address its lease holds, removed at a graceful shutdown.
+    advertised: crate::kubernetes_service::Advertised,
 }
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
-        if let Some((stop, _)) = self.kubernetes_service.lock().take() {
-            let _ = stop.send(true);
+        if let Some(k) = self.kubernetes_service.lock().take() {
+            let _ = k.stop.send(true);
         }
         if let Some(b) = self.background.lock().take() {
             b.stop();
@@ -1007,7 +1016,8 @@ impl ApiServer {
     /// What the `default/kubernetes` Service's endpoints give for this server.
     fn advertised(&self) -> crate::kubernetes_service::Advertised {
         let addr = self.addr();
-        let ip = match self.advertise_address {
+        // (An unspecified address is none given, as kube reads its flag.)
+        let ip = match self.advertise_address.filter(|ip| !ip.is_unspecified()) {
             Some(ip) => crate::kubernetes_service::usable(ip),
             None => crate::kubernetes_service::default_advertise_address(addr.ip()),
         };
@@ -1037,18 +1047,21 @@ impl ApiServer {
         }
         let (stop, rx) = watch::channel(false);
         let task = tokio::spawn(crate::requester::scope(Some(user()), controller.run(rx)));
-        if let Some((old, _)) = self.kubernetes_service.lock().replace((stop, task)) {
-            let _ = old.send(true);
+        if let Some(old) = self.kubernetes_service.lock().replace(KubernetesService { stop, task, advertised }) {
+            let _ = old.stop.send(true);
         }
     }
 
-    /// Stops the `default/kubernetes` Service's controller and waits for its task to end.
-    async fn stop_kubernetes_service(&self) {
-        let running = self.kubernetes_service.lock().take();
-        if let Some((stop, task)) = running {
-            let _ = stop.send(true);
-            let _ = task.await;
+    /// Stops the `default/kubernetes` Service's controller (its pass under way given
+    /// [`crate::kubernetes_service::INTERVAL`] to end, then cut); returns the address its lease
+    /// holds.
+    async fn stop_kubernetes_service(&self) -> Option<crate::kubernetes_service::Advertised> {
+        let mut running = self.kubernetes_service.lock().take()?;
+        let _ = running.stop.send(true);
+        if tokio::time::timeout(crate::kubernetes_service::INTERVAL, &mut running.task).await.is_err() {
+            running.task.abort();
         }
+        Some(running.advertised)
     }
 
     /// The bound address.
@@ -1126,15 +1139,19 @@ impl ApiServer {
     pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
         let controls = &self.shared.controls;
         controls.set_not_ready(true);
-        // As kube's pre-shutdown hook: this server's endpoint leaves the kubernetes Service.
-        self.stop_kubernetes_service().await;
-        if self.keeps_configuration {
-            let removal = crate::kubernetes_service::remove(&self.shared.store, self.advertised());
-            if let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), removal).await {
-                tracing::warn!(error = %e, "unable to remove endpoints from kubernetes service");
+        // As kube's pre-shutdown hook, during the delay and for at most twice the renewal
+        // interval: this server's endpoint leaves the kubernetes Service.
+        let removal = async {
+            let Some(advertised) = self.stop_kubernetes_service().await else { return };
+            let removal = crate::kubernetes_service::remove(&self.shared.store, advertised);
+            let removal = crate::requester::scope(Some(crate::requester::server_user()), removal);
+            match tokio::time::timeout(crate::kubernetes_service::INTERVAL * 2, removal).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "unable to remove endpoints from kubernetes service"),
+                Err(_) => tracing::warn!("removing endpoints from kubernetes service timed out"),
             }
-        }
-        tokio::time::sleep(opts.delay).await;
+        };
+        tokio::join!(removal, tokio::time::sleep(opts.delay));
         if opts.send_retry_after {
             controls.set_shutting_down(Some(ShutdownAnswer::RetryAfter));
         } else {

@@ -72,9 +72,11 @@ fn shared_etcd() -> String {
     ETCD.get_or_init(|| EtcdProcess::start().expect("start etcd for the tests (is etcd-server installed?)")).url()
 }
 
-/// [`ApiServer::builder`] on the selected backend.
+/// [`ApiServer::builder`] on the selected backend, advertising no address (loopback, which the
+/// kubernetes Service's endpoints never hold): no lease is renewed, so a test's revisions move
+/// with its own writes alone; tests of those endpoints give an address.
 pub fn builder() -> ApiServerBuilder {
-    match backend() {
+    let builder = match backend() {
         Backend::Memory => ApiServer::builder(),
         Backend::Sqlite => ApiServer::builder().storage(StorageConfig::Sqlite(temp_data_dir())),
         Backend::Etcd => {
@@ -83,7 +85,8 @@ pub fn builder() -> ApiServerBuilder {
                 .storage(StorageConfig::Etcd { endpoints: vec![shared_etcd()] })
                 .etcd_prefix(format!("/test-{}-{n}/registry", std::process::id()))
         }
-    }
+    };
+    builder.advertise_address(std::net::Ipv4Addr::LOCALHOST.into())
 }
 
 /// A builder of another server on `server`'s storage, under the same key prefix: a replica, as
