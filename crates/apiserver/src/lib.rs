@@ -18,6 +18,7 @@ pub(crate) mod admission_policy;
 pub(crate) mod admission_webhook;
 pub(crate) mod api_service;
 pub(crate) mod api_service_registration;
+pub(crate) mod apiserver_identity;
 pub mod apply;
 pub mod authorizer;
 pub(crate) mod autoscaling_v1;

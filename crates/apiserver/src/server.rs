@@ -88,6 +88,7 @@ pub struct ApiServerBuilder {
     authorization: crate::AuthorizationMode,
     name_seed: Option<u64>,
     advertise_address: Option<IpAddr>,
+    apiserver_identity: bool,
 }
 
 /// A service account signing key (PKCS#8 DER), never printed.
@@ -126,6 +127,7 @@ impl Default for ApiServerBuilder {
             authorization: crate::AuthorizationMode::AlwaysAllow,
             name_seed: None,
             advertise_address: None,
+            apiserver_identity: true,
         }
     }
 }
@@ -252,6 +254,15 @@ impl ApiServerBuilder {
     /// written (kube-apiserver refuses to start without one).
     pub fn advertise_address(mut self, ip: IpAddr) -> Self {
         self.advertise_address = Some(ip);
+        self
+    }
+
+    /// Whether the server keeps its identity Lease in `kube-system` (kube-apiserver's
+    /// `APIServerIdentity`, default true): named after the host, renewed every 10 s, and
+    /// expired leases of servers gone for an hour deleted. Only with
+    /// [`Self::default_namespaces`].
+    pub fn apiserver_identity(mut self, yes: bool) -> Self {
+        self.apiserver_identity = yes;
         self
     }
 
@@ -517,7 +528,15 @@ impl ApiServerBuilder {
             background.stop();
             return Err(std::io::Error::other(format!("creating the default ServiceCIDR: {e}")));
         }
-        background.keep_configuration(&store, self.default_namespaces, false);
+        let identity = self.default_namespaces && self.apiserver_identity;
+        // The identity lease is there when the server answers, as the default ServiceCIDR.
+        if identity
+            && let Some(controller) = crate::apiserver_identity::Controller::new(store.clone())
+            && let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), controller.renew()).await
+        {
+            tracing::warn!(error = %e, "failed to renew the apiserver identity lease");
+        }
+        background.keep_configuration(&store, (self.default_namespaces, identity), false);
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
         {
@@ -552,6 +571,7 @@ impl ApiServerBuilder {
             ready_timeout: self.ready_timeout,
             advertise_address: self.advertise_address,
             kubernetes_service: Mutex::new(None),
+            identity,
         };
         server.bind_and_run(self.addr).await?;
         server.start_kubernetes_service(true).await;
@@ -734,10 +754,11 @@ impl Background {
     }
 
     /// Starts the FlowSchema status controller and, when `configuration`, the default
-    /// ServiceCIDR's controller and the pass that puts the priority-and-fairness configuration
-    /// back every minute ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once
-    /// the cache has caught up with the storage).
-    fn keep_configuration(&mut self, store: &Arc<Store>, configuration: bool, now: bool) {
+    /// ServiceCIDR's controller, the identity lease's when `identity`, and the pass that puts the
+    /// priority-and-fairness configuration back every minute
+    /// ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once the cache has caught
+    /// up with the storage).
+    fn keep_configuration(&mut self, store: &Arc<Store>, (configuration, identity): (bool, bool), now: bool) {
         let user = crate::requester::server_user;
         if let Some(controller) = crate::flowcontrol_status::Controller::new(store.clone()) {
             let run = controller.run(self.stop.subscribe());
@@ -745,6 +766,10 @@ impl Background {
         }
         if !configuration {
             return;
+        }
+        if identity && let Some(controller) = crate::apiserver_identity::Controller::new(store.clone()) {
+            let run = controller.run(now, self.stop.subscribe());
+            self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
         }
         let run = crate::default_service_cidr::run(store.clone(), self.stop.subscribe());
         self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
@@ -805,6 +830,8 @@ pub struct ApiServer {
     ready_timeout: Duration,
     /// The address given to [`ApiServerBuilder::advertise_address`], if any.
     advertise_address: Option<IpAddr>,
+    /// Whether the server keeps its identity lease.
+    identity: bool,
     /// The `default/kubernetes` Service's controller while the server serves: its stop signal
     /// and task.
     kubernetes_service: Mutex<Option<KubernetesService>>,
@@ -1120,7 +1147,7 @@ impl ApiServer {
         store.cache().begin_reinit();
         let mut background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
-        background.keep_configuration(&store, self.keeps_configuration, true);
+        background.keep_configuration(&store, (self.keeps_configuration, self.identity), true);
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await?;

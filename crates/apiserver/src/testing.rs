@@ -73,8 +73,9 @@ fn shared_etcd() -> String {
 }
 
 /// [`ApiServer::builder`] on the selected backend, advertising no address (loopback, which the
-/// kubernetes Service's endpoints never hold): no lease is renewed, so a test's revisions move
-/// with its own writes alone; tests of those endpoints give an address.
+/// kubernetes Service's endpoints never hold) and without the identity lease: no lease is
+/// renewed, so a test's revisions move with its own writes alone; tests of those leases turn
+/// them on.
 pub fn builder() -> ApiServerBuilder {
     let builder = match backend() {
         Backend::Memory => ApiServer::builder(),
@@ -86,7 +87,7 @@ pub fn builder() -> ApiServerBuilder {
                 .etcd_prefix(format!("/test-{}-{n}/registry", std::process::id()))
         }
     };
-    builder.advertise_address(std::net::Ipv4Addr::LOCALHOST.into())
+    builder.advertise_address(std::net::Ipv4Addr::LOCALHOST.into()).apiserver_identity(false)
 }
 
 /// A builder of another server on `server`'s storage, under the same key prefix: a replica, as

@@ -71,3 +71,51 @@ async fn a_lease_is_created_read_and_replaced_with_its_resource_version() {
     assert_eq!(list.body["kind"], "LeaseList");
     assert_eq!(list.body["items"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn each_server_keeps_its_identity_lease_and_collects_those_gone() {
+    let s = informer_apiserver::testing::builder().apiserver_identity(true).start().await.unwrap();
+    let c = Client::new(&s);
+    let listed = c.get(&format!("{LEASES}?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver")).await;
+    let items = listed.body["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1, "{}", listed.body);
+    let lease = &items[0];
+    let name = lease["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("apiserver-") && name.len() == 36, "{name}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    assert_eq!(
+        lease["metadata"]["labels"],
+        json!({"apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": host})
+    );
+    let holder = lease["spec"]["holderIdentity"].as_str().unwrap();
+    assert!(holder.starts_with(&format!("{name}_")) && holder.len() == name.len() + 37, "{holder}");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 3600);
+    let renewed = lease["spec"]["renewTime"].as_str().unwrap();
+    assert_eq!(renewed.len(), "2026-01-01T00:00:00.000000Z".len(), "{renewed}");
+    assert_eq!(lease["metadata"]["managedFields"][0]["manager"], "kube-apiserver");
+
+    // Identity leases past their duration are collected when a server starts; others stay.
+    let stale = |n: &str, labels: serde_json::Value| {
+        json!({"metadata": {"name": n, "labels": labels},
+            "spec": {"holderIdentity": n, "leaseDurationSeconds": 3600, "renewTime": "2026-01-01T00:00:00.000000Z"}})
+    };
+    let identity = json!({"apiserver.kubernetes.io/identity": "kube-apiserver"});
+    assert_eq!(c.post(LEASES, &stale("apiserver-gone", identity.clone())).await.code, 201);
+    assert_eq!(c.post(LEASES, &stale("someone-else", json!({}))).await.code, 201);
+    let mut fresh = stale("apiserver-alive", identity);
+    fresh["spec"]["renewTime"] = json!("2999-01-01T00:00:00.000000Z");
+    assert_eq!(c.post(LEASES, &fresh).await.code, 201);
+    let rv = c.get(LEASES).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(std::time::Duration::from_secs(20)).await);
+    let mut w = c.watch(&format!("{LEASES}?watch=1&resourceVersion={rv}")).await;
+    let gone = until(&mut w, "the stale identity lease deleted", |e| e["type"] == "DELETED").await;
+    assert_eq!(gone["object"]["metadata"]["name"], "apiserver-gone");
+    let names: Vec<String> = c.get(LEASES).await.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["apiserver-alive", name, "someone-else"]);
+}

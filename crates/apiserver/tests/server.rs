@@ -279,7 +279,8 @@ async fn kubeconfig_file() {
 }
 
 /// What the servers of these tests advertise: loopback, which the kubernetes Service's
-/// endpoints never hold (so no lease of theirs moves the revisions).
+/// endpoints never hold (so no lease of theirs moves the revisions; nor does an identity lease,
+/// which they do without).
 const ADVERTISED: [u8; 4] = [127, 0, 0, 1];
 
 /// With a data directory, a new server on the same directory has every object, the RV counter
@@ -289,7 +290,13 @@ async fn data_dir_persists_objects_rv_and_history() {
     let dir = std::env::temp_dir().join(format!("apiserver-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (rv, uid, before) = {
-        let s = ApiServer::builder().data_dir(&dir).advertise_address(ADVERTISED.into()).start().await.unwrap();
+        let s = ApiServer::builder()
+            .data_dir(&dir)
+            .advertise_address(ADVERTISED.into())
+            .apiserver_identity(false)
+            .start()
+            .await
+            .unwrap();
         let before = s.resource_version();
         let p = s.create("pods", pod("keep", json!({"a": "b"}))).await.unwrap();
         create_namespaces(&s, &["x"]).await.unwrap();
@@ -299,7 +306,13 @@ async fn data_dir_persists_objects_rv_and_history() {
         s.stop().await;
         (s.resource_version(), p["metadata"]["uid"].clone(), before)
     };
-    let s = ApiServer::builder().data_dir(&dir).advertise_address(ADVERTISED.into()).start().await.unwrap();
+    let s = ApiServer::builder()
+        .data_dir(&dir)
+        .advertise_address(ADVERTISED.into())
+        .apiserver_identity(false)
+        .start()
+        .await
+        .unwrap();
     assert_eq!(s.resource_version(), rv);
     let p = s.get("pods", "default", "keep").await.unwrap();
     assert_eq!(p["metadata"]["uid"], uid);

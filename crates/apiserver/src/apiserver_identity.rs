@@ -1,0 +1,247 @@
+//! kube-apiserver's identity lease (`APIServerIdentity`, on by default in v1.35): each server
+//! keeps a Lease in `kube-system` that says it is alive, and collects the leases of servers
+//! gone for an hour.
+//!
+//! Invariants, as kube's `start-kube-apiserver-identity-lease-controller` and
+//! `…-garbage-collector` hold them:
+//! - the lease is named after the host (`apiserver-` and the lower-case base32 of the first 16
+//!   bytes of the SHA-256 of the host name and `kube-apiserver`, each after its 2-byte length),
+//!   so that servers on one host share it; it is labelled
+//!   `apiserver.kubernetes.io/identity=kube-apiserver` and `kubernetes.io/hostname=<host>`;
+//! - made when missing (holder `<name>_<uuid of this server's run>`, 3600 s), its `renewTime`
+//!   is written every [`RENEW`] (on a clock other work does not move); a lease found is renewed
+//!   as it is (its holder kept), its labels put back;
+//! - at start and every [`GC_PERIOD`], leases of `kube-system` with the identity label whose
+//!   `renewTime` plus duration is past (or which lack either) are deleted, on the condition that
+//!   they did not change since read;
+//! - writes are the server's own (`kube-apiserver`); a failed write waits for the next tick.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::delete_options::DeleteOpts;
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::{Store, WriteOpts};
+
+/// Where the leases are.
+pub(crate) const NAMESPACE: &str = "kube-system";
+/// The label that marks them, and its value for this kind of server.
+pub(crate) const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
+const IDENTITY: &str = "kube-apiserver";
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+/// kube's `IdentityLeaseDurationSeconds`.
+pub(crate) const DURATION_SECONDS: i64 = 3600;
+/// kube's `IdentityLeaseRenewIntervalPeriod`.
+pub(crate) const RENEW: Duration = Duration::from_secs(10);
+/// kube's `IdentityLeaseGCPeriod`.
+pub(crate) const GC_PERIOD: Duration = Duration::from_secs(3600);
+const MANAGER: &str = "kube-apiserver";
+
+/// The host's name, as Go's `os.Hostname` reads it on Linux.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// kube's `APIServerID` of a kube-apiserver on host `hostname`.
+pub(crate) fn lease_name(hostname: &str) -> String {
+    let mut data = Vec::with_capacity(hostname.len() + IDENTITY.len() + 4);
+    for part in [hostname, IDENTITY] {
+        data.extend_from_slice(&(part.len() as u16).to_be_bytes());
+        data.extend_from_slice(part.as_bytes());
+    }
+    let hash = Sha256::digest(&data);
+    format!("apiserver-{}", base32_lower(&hash[..16]))
+}
+
+/// RFC 4648 base32 without padding, in lower case.
+fn base32_lower(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for &b in bytes {
+        buffer = (buffer << 8) | u32::from(b);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
+        }
+    }
+    if bits > 0 {
+        out.push(char::from(ALPHABET[((buffer << (5 - bits)) & 31) as usize]));
+    }
+    out
+}
+
+/// A Lease's `renewTime` as kube writes one (MicroTime).
+fn micro_now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Whether the lease `lease` is expired at `now` (kube's `isLeaseExpired`: no renew time or
+/// duration counts as expired).
+fn expired(lease: &Value, now: jiff::Timestamp) -> bool {
+    let renewed =
+        lease.pointer("/spec/renewTime").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let duration = lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64);
+    match (renewed, duration) {
+        (Some(at), Some(d)) => at.checked_add(jiff::SignedDuration::from_secs(d)).is_ok_and(|end| end < now),
+        _ => true,
+    }
+}
+
+/// The controller of one server's identity lease.
+pub(crate) struct Controller {
+    store: Arc<Store>,
+    info: Arc<ResourceInfo>,
+    hostname: String,
+    name: String,
+    holder: String,
+}
+
+impl Controller {
+    /// The controller of a server on this host; None when `store` serves no Leases.
+    pub(crate) fn new(store: Arc<Store>) -> Option<Self> {
+        let info = store.registry().find("coordination.k8s.io", "v1", "leases").cloned()?;
+        let hostname = hostname();
+        let name = lease_name(&hostname);
+        let holder = format!("{name}_{}", crate::object::new_uid());
+        Some(Controller { store, info, hostname, name, holder })
+    }
+
+    fn labelled(&self, lease: &mut Value) {
+        lease["metadata"]["labels"][IDENTITY_LABEL] = json!(IDENTITY);
+        lease["metadata"]["labels"][HOSTNAME_LABEL] = json!(self.hostname);
+    }
+
+    /// Renews the lease, or makes it when missing (kube's lease controller's `sync`).
+    pub(crate) async fn renew(&self) -> Result<(), ApiError> {
+        let store = &self.store;
+        match store.get(&self.info, NAMESPACE, &self.name).await {
+            Ok(found) => {
+                let mut lease = found.value();
+                lease["spec"]["renewTime"] = json!(micro_now());
+                self.labelled(&mut lease);
+                let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
+                store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await.map(drop)
+            }
+            Err(e) if e.code == 404 => {
+                let mut lease = json!({"metadata": {"name": self.name, "namespace": NAMESPACE},
+                    "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": DURATION_SECONDS,
+                        "renewTime": micro_now()}});
+                self.labelled(&mut lease);
+                match store.create_many(&self.info, Some(NAMESPACE), vec![lease], false, MANAGER).await {
+                    Ok(_) => Ok(()),
+                    // Made by a server on the same host meanwhile: renewed at the next tick.
+                    Err(e) if e.code == 409 => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the expired identity leases (kube's `apiserverleasegc`).
+    pub(crate) async fn collect(&self) -> Result<(), ApiError> {
+        let store = &self.store;
+        store.fresh().await?;
+        let now = jiff::Timestamp::now();
+        let (_, leases) = store.cache().snapshot(&self.info, Some(NAMESPACE), &Default::default())?;
+        for lease in leases {
+            let value = lease.value();
+            let ours = value.pointer("/metadata/labels").and_then(|l| l.get(IDENTITY_LABEL)) == Some(&json!(IDENTITY));
+            if !ours || !expired(&value, now) {
+                continue;
+            }
+            let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let opts = DeleteOpts { precondition_rv: Some(lease.rv.to_string()), ..Default::default() };
+            match store.delete(&self.info, NAMESPACE, name, &opts).await {
+                // Gone, or renewed since: left to its server.
+                Ok(_) => {}
+                Err(e) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Renews every [`RENEW`] (at once when `renew_now`) and collects at start and every
+    /// [`GC_PERIOD`], until `stop` turns true.
+    pub(crate) async fn run(self, renew_now: bool, mut stop: watch::Receiver<bool>) {
+        let first = tokio::time::Instant::now() + if renew_now { Duration::ZERO } else { RENEW };
+        let mut renew = tokio::time::interval_at(first, RENEW);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut collect = tokio::time::interval(GC_PERIOD);
+        collect.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let renewing = tokio::select! {
+                _ = renew.tick() => true,
+                _ = collect.tick() => false,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            self.store.cache().until_ready().await;
+            if renewing {
+                if let Err(e) = self.renew().await {
+                    tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+                }
+            } else if let Err(e) = self.collect().await {
+                tracing::warn!(error = %e, "failed to collect expired apiserver identity leases");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lease_is_named_after_the_host() {
+        assert_eq!(base32_lower(b"foobar"), "mzxw6ytboi");
+        assert_eq!(base32_lower(b"f"), "my");
+        assert_eq!(lease_name("node-1"), "apiserver-lgabes5ywnaqeagh5dny4zlzs4");
+        assert_ne!(lease_name("node-1"), lease_name("node-2"));
+    }
+
+    #[tokio::test]
+    async fn a_renewal_moves_the_renew_time_and_puts_the_labels_back() {
+        let server = crate::ApiServer::builder().apiserver_identity(false).start().await.unwrap();
+        let controller = Controller::new(server.store().clone()).unwrap();
+        controller.renew().await.unwrap();
+        let made = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
+        assert_eq!(made["spec"]["holderIdentity"], json!(controller.holder));
+        // Taken over meanwhile, its labels gone, renewed long ago: renewed as it is.
+        let mut changed = made.clone();
+        changed["spec"]["holderIdentity"] = json!("someone");
+        changed["spec"]["renewTime"] = json!("2026-01-01T00:00:00.000000Z");
+        changed["metadata"]["labels"] = json!({"x": "y"});
+        server.update("leases", changed).await.unwrap();
+        controller.renew().await.unwrap();
+        let renewed = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
+        assert_eq!(renewed["spec"]["holderIdentity"], "someone");
+        assert_ne!(renewed["spec"]["renewTime"], "2026-01-01T00:00:00.000000Z");
+        assert_eq!(
+            renewed["metadata"]["labels"],
+            json!({"x": "y", IDENTITY_LABEL: IDENTITY, HOSTNAME_LABEL: controller.hostname})
+        );
+    }
+
+    #[test]
+    fn a_lease_past_its_duration_or_without_one_is_expired() {
+        let now: jiff::Timestamp = "2026-01-01T02:00:00Z".parse().unwrap();
+        let lease = |renew: Value, d: Value| json!({"spec": {"renewTime": renew, "leaseDurationSeconds": d}});
+        assert!(!expired(&lease(json!("2026-01-01T01:00:00.000000Z"), json!(3600)), now));
+        assert!(expired(&lease(json!("2026-01-01T00:59:59.999999Z"), json!(3600)), now));
+        assert!(expired(&lease(Value::Null, json!(3600)), now));
+        assert!(expired(&lease(json!("2026-01-01T01:30:00.000000Z"), Value::Null), now));
+        assert!(micro_now().len() == "2026-01-01T00:00:00.000000Z".len(), "{}", micro_now());
+    }
+}
