@@ -10,7 +10,10 @@
 //! * **exclusivity** — a key is never handed to two workers at once; if it
 //!   is added while being processed, it is handed out again after the worker
 //!   calls `done`;
-//! * **fairness** — keys are handed out in the order they became dirty.
+//! * **fairness** — keys are handed out in the order they became dirty, unless
+//!   the queue is built with another [`BackingQueue`] (client-go's
+//!   `TypedQueueConfig.Queue`: a priority queue, say), which then decides the
+//!   order of the ready keys.
 //!
 //! Three layers, each dereferencing to the previous one:
 //!
@@ -82,6 +85,7 @@
 //! # }
 //! ```
 
+mod backing;
 mod delaying;
 mod limiters;
 mod metrics;
@@ -89,6 +93,7 @@ mod parallelizer;
 mod queue;
 mod rate_limiting;
 
+pub use backing::BackingQueue;
 pub use delaying::DelayingQueue;
 pub use limiters::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,

@@ -47,6 +47,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::backing::{BackingQueue, Ready};
 use super::metrics::{MetricsProvider, QueueMetrics, WorkQueueMetrics};
 
 /// The bounds every queue item must satisfy; implemented for every type that
@@ -73,7 +74,7 @@ struct Slot {
 }
 
 struct State<T> {
-    ready: VecDeque<T>,
+    ready: Ready<T>,
     slots: FastMap<T, Slot>,
     /// With metrics, when each dirty key became dirty; empty otherwise.
     added_at: FastMap<T, Instant>,
@@ -199,7 +200,14 @@ impl<T: QueueItem> WorkQueue<T> {
     /// [`WorkQueueBuilder::build`], [`build_delaying`](WorkQueueBuilder::build_delaying)
     /// or [`build_rate_limiting`](WorkQueueBuilder::build_rate_limiting).
     pub fn builder() -> WorkQueueBuilder<T> {
-        WorkQueueBuilder { name: String::new(), metrics: None, runtime: None, delaying: false, _item: PhantomData }
+        WorkQueueBuilder {
+            name: String::new(),
+            metrics: None,
+            runtime: None,
+            delaying: false,
+            queue: None,
+            _item: PhantomData,
+        }
     }
 
     /// Marks `item` as needing work.
@@ -221,6 +229,10 @@ impl<T: QueueItem> WorkQueue<T> {
             Entry::Occupied(mut occupied) => {
                 let slot = occupied.get_mut();
                 if slot.dirty {
+                    // Waiting already: its backing queue may move it (client-go's `Touch`).
+                    if !slot.processing {
+                        st.ready.touch(occupied.key());
+                    }
                     return;
                 }
                 // Processing and not yet dirty: `done` will requeue it.
@@ -239,7 +251,7 @@ impl<T: QueueItem> WorkQueue<T> {
                     m.depth.inc();
                     st.added_at.insert(key.clone(), now);
                 }
-                st.ready.push_back(key);
+                st.ready.push(key);
                 drop(guard);
                 shared.wake_one_getter();
             }
@@ -319,7 +331,7 @@ impl<T: QueueItem> WorkQueue<T> {
             m.work_duration.observe(secs_since(started, Instant::now()));
         }
         if requeued {
-            st.ready.push_back(key.clone());
+            st.ready.push(key.clone());
             st.slots.insert(key, slot);
         }
         let drained = st.drain && st.processing == 0;
@@ -442,7 +454,7 @@ impl<T: QueueItem> Shared<T> {
     }
 
     fn next_locked(&self, st: &mut State<T>) -> Next<T> {
-        let Some(item) = st.ready.pop_front() else {
+        let Some(item) = st.ready.pop() else {
             return if st.shutting_down { Next::Closed } else { Next::Empty };
         };
         let slot = st.slots.get_mut(&item).expect("workqueue invariant: every ready key has a slot");
@@ -561,6 +573,8 @@ pub struct WorkQueueBuilder<T> {
     pub(crate) runtime: Option<Handle>,
     /// Built as a delaying (or rate-limiting) queue.
     pub(crate) delaying: bool,
+    /// The backing queue of the ready keys, when not the FIFO.
+    queue: Option<Box<dyn BackingQueue<T>>>,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -570,6 +584,7 @@ impl<T> fmt::Debug for WorkQueueBuilder<T> {
             .field("name", &self.name)
             .field("metrics", &self.metrics.is_some())
             .field("runtime", &self.runtime.is_some())
+            .field("queue", &if self.queue.is_some() { "custom" } else { "fifo" })
             .finish()
     }
 }
@@ -600,6 +615,15 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         self
     }
 
+    /// Keeps the ready keys in `queue` rather than in a FIFO (client-go's
+    /// `TypedQueueConfig.Queue`): it decides which ready key a worker gets next,
+    /// and may reorder a waiting key added again ([`BackingQueue::touch`]).
+    /// Deduplication, processing and shutdown stay the work queue's.
+    pub fn queue(mut self, queue: impl BackingQueue<T> + 'static) -> Self {
+        self.queue = Some(Box::new(queue));
+        self
+    }
+
     /// Runtime on which background tasks (a delaying queue's timer, the
     /// metrics ticker) are spawned. Defaults to the runtime current at build
     /// time.
@@ -619,7 +643,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// metrics, a ticker refreshing the "unfinished work" gauges every 500 ms
     /// is spawned on the runtime (see [`runtime`](Self::runtime)), or on a
     /// small std thread when there is none.
-    pub fn build(self) -> WorkQueue<T> {
+    pub fn build(mut self) -> WorkQueue<T> {
         let runtime = self.resolve_runtime();
         // A named queue reports to its own provider, else to the global one.
         let provider = self.metrics.clone().or_else(super::metrics::global_provider).filter(|_| !self.name.is_empty());
@@ -627,7 +651,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         let with_metrics = metrics.is_some();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                ready: VecDeque::new(),
+                ready: self.queue.take().map_or_else(|| Ready::Fifo(VecDeque::new()), Ready::Custom),
                 slots: FastMap::default(),
                 added_at: FastMap::default(),
                 started_at: FastMap::default(),
@@ -709,7 +733,8 @@ mod tests {
         fn assert_invariants(&self) {
             let st = self.shared.state.lock();
             let mut seen = HashSet::new();
-            for key in &st.ready {
+            let Ready::Fifo(ready) = &st.ready else { return };
+            for key in ready {
                 assert!(seen.insert(key.clone()), "key queued twice");
                 let slot = st.slots.get(key).expect("ready key without slot");
                 assert!(slot.dirty && !slot.processing, "{slot:?}");
