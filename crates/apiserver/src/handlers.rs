@@ -430,11 +430,74 @@ fn public_info(req: &Request<Incoming>) -> bool {
 }
 
 /// A health check: its name and, when it fails, why.
-type Check = (&'static str, Option<&'static str>);
+type Check = (&'static str, Option<String>);
 
-/// The health endpoints and the checks each runs (the index lists them too).
+/// kube-apiserver v1.35's post-start hooks, in the order its health endpoints list them: each
+/// has run once the server answers (their work is done before it does, or by its controllers).
+const POST_START_HOOKS: [&str; 30] = [
+    "poststarthook/start-apiserver-admission-initializer",
+    "poststarthook/generic-apiserver-start-informers",
+    "poststarthook/priority-and-fairness-config-consumer",
+    "poststarthook/priority-and-fairness-filter",
+    "poststarthook/storage-object-count-tracker-hook",
+    "poststarthook/start-apiextensions-informers",
+    "poststarthook/start-apiextensions-controllers",
+    "poststarthook/crd-informer-synced",
+    "poststarthook/start-system-namespaces-controller",
+    "poststarthook/start-cluster-authentication-info-controller",
+    "poststarthook/start-kube-apiserver-identity-lease-controller",
+    "poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+    "poststarthook/storage-readiness",
+    "poststarthook/start-legacy-token-tracking-controller",
+    "poststarthook/start-service-ip-repair-controllers",
+    "poststarthook/rbac/bootstrap-roles",
+    "poststarthook/scheduling/bootstrap-system-priority-classes",
+    "poststarthook/priority-and-fairness-config-producer",
+    "poststarthook/bootstrap-controller",
+    "poststarthook/start-kubernetes-service-cidr-controller",
+    "poststarthook/aggregator-reload-proxy-client-cert",
+    "poststarthook/start-kube-aggregator-informers",
+    "poststarthook/apiservice-status-local-available-controller",
+    "poststarthook/apiservice-status-remote-available-controller",
+    "poststarthook/apiservice-registration-controller",
+    "poststarthook/apiservice-discovery-controller",
+    "poststarthook/kube-apiserver-autoregistration",
+    "autoregister-completion",
+    "poststarthook/apiservice-openapi-controller",
+    "poststarthook/apiservice-openapiv3-controller",
+];
+
+/// The checks of `/healthz` and `/livez`.
+const LIVE_CHECKS: [&str; 33] = {
+    let mut all = ["ping"; 33];
+    (all[1], all[2]) = ("log", "etcd");
+    let mut i = 0;
+    while i < POST_START_HOOKS.len() {
+        all[3 + i] = POST_START_HOOKS[i];
+        i += 1;
+    }
+    all
+};
+
+/// The checks of `/readyz`.
+const READY_CHECKS: [&str; 36] = {
+    let mut all = ["ping"; 36];
+    (all[1], all[2], all[3], all[4]) = ("log", "etcd", "etcd-readiness", "informer-sync");
+    let mut i = 0;
+    while i < POST_START_HOOKS.len() {
+        all[5 + i] = POST_START_HOOKS[i];
+        i += 1;
+    }
+    all[35] = "shutdown";
+    all
+};
+
+/// The health endpoints and the checks each runs, in kube's order (the index lists them too).
 pub(crate) const HEALTH_CHECKS: [(&str, &[&str]); 3] =
-    [("healthz", &["ping"]), ("livez", &["ping"]), ("readyz", &["ping", "watch-cache", "shutdown"])];
+    [("healthz", &LIVE_CHECKS), ("livez", &LIVE_CHECKS), ("readyz", &READY_CHECKS)];
+
+/// How long the storage check waits for an answer (kube's `DefaultHealthcheckTimeout`).
+const STORAGE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether `path` is a health endpoint's or one of its checks'.
 fn is_health_check(path: &str) -> bool {
@@ -496,17 +559,34 @@ async fn route(
             let r = body::respond(200, crate::metrics::MEDIA_TYPE, Body::Full(Some(doc.into())));
             get_only(Ok(if crate::gzip::metrics_accepted(req.headers()) { crate::gzip::whole(r) } else { r }))
         }
-        [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
+        [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] => {
+            let names = HEALTH_CHECKS.iter().find(|(e, _)| e == endpoint).map_or(&[][..], |(_, n)| n);
+            let only = (!check.is_empty()).then(|| check.join("/"));
+            // The storage is asked only by a check that reads it.
+            let asks_storage = only.as_deref().is_none_or(|c| matches!(c, "etcd" | "etcd-readiness"));
+            let storage = match asks_storage {
+                true => {
+                    match tokio::time::timeout(STORAGE_CHECK_TIMEOUT, shared.store.storage().current_revision()).await {
+                        Ok(Ok(_)) => None,
+                        // (kube's etcd check words its failure so.)
+                        Ok(Err(e)) => Some(format!("error getting data from etcd: {e}")),
+                        Err(_) => Some("error getting data from etcd: context deadline exceeded".to_string()),
+                    }
+                }
+                false => None,
+            };
             let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
             let failing = |name: &str| match name {
-                "watch-cache" => (!cache_ready).then_some("storage is (re)initializing"),
-                "shutdown" => shared.controls.is_not_ready().then_some("process is shutting down"),
+                "etcd" | "etcd-readiness" => storage.clone(),
+                "informer-sync" | "poststarthook/storage-readiness" => {
+                    (!cache_ready).then(|| "storage is (re)initializing".to_string())
+                }
+                "shutdown" => shared.controls.is_not_ready().then(|| "process is shutting down".to_string()),
                 _ => None,
             };
-            let names = HEALTH_CHECKS.iter().find(|(e, _)| e == endpoint).map_or(&[][..], |(_, n)| n);
             let checks: Vec<Check> = names.iter().map(|n| (*n, failing(n))).collect();
             let verbose = query.iter().any(|(k, _)| k == "verbose");
-            Ok(health(endpoint, &checks, check.first().copied(), verbose))
+            Ok(health(endpoint, &checks, only.as_deref(), verbose))
         }
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };

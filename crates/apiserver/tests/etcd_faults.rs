@@ -51,9 +51,19 @@ async fn etcd_unreachable_fails_writes_in_bounded_time_and_keeps_serving_the_cac
     assert!(t.elapsed() < Duration::from_secs(12));
     assert_eq!(l.code, 504, "{:?}", l.body);
     assert_eq!(s.open_watches(), 1, "the watch stays open");
+    // The health endpoints say so, as kube-apiserver's etcd checks do.
+    let text = |r: &common::Resp| String::from_utf8(r.raw.to_vec()).unwrap();
+    let r = c.get("/readyz/etcd").await;
+    assert_eq!(r.code, 500);
+    assert!(text(&r).starts_with("internal server error: error getting data from etcd: "), "{}", text(&r));
+    let r = c.get("/livez?verbose").await;
+    assert_eq!(r.code, 500);
+    assert!(text(&r).starts_with("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n"), "{}", text(&r));
+    assert!(text(&r).ends_with("livez check failed\n"), "{}", text(&r));
 
     // etcd is back: the cache resumes from its revision, the open watch goes on.
     proxy.set_blocked(false);
+    assert_eq!(c.get("/readyz/etcd").await.code, 200);
     let created = c.post(PODS, &pod("c", json!({}))).await;
     assert_eq!(created.code, 201, "{:?}", created.body);
     let e = w.next_within(Duration::from_secs(15)).await.unwrap();

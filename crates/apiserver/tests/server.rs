@@ -98,17 +98,54 @@ async fn health_endpoints_list_their_checks_as_kube_does() {
     let text = |r: &Resp| String::from_utf8(r.raw.to_vec()).unwrap();
     let r = c.get("/readyz").await;
     assert_eq!((r.code, text(&r)), (200, "ok".to_string()));
+    // kube-apiserver v1.35's checks, in its order.
+    let hooks = [
+        "start-apiserver-admission-initializer",
+        "generic-apiserver-start-informers",
+        "priority-and-fairness-config-consumer",
+        "priority-and-fairness-filter",
+        "storage-object-count-tracker-hook",
+        "start-apiextensions-informers",
+        "start-apiextensions-controllers",
+        "crd-informer-synced",
+        "start-system-namespaces-controller",
+        "start-cluster-authentication-info-controller",
+        "start-kube-apiserver-identity-lease-controller",
+        "start-kube-apiserver-identity-lease-garbage-collector",
+        "storage-readiness",
+        "start-legacy-token-tracking-controller",
+        "start-service-ip-repair-controllers",
+        "rbac/bootstrap-roles",
+        "scheduling/bootstrap-system-priority-classes",
+        "priority-and-fairness-config-producer",
+        "bootstrap-controller",
+        "start-kubernetes-service-cidr-controller",
+        "aggregator-reload-proxy-client-cert",
+        "start-kube-aggregator-informers",
+        "apiservice-status-local-available-controller",
+        "apiservice-status-remote-available-controller",
+        "apiservice-registration-controller",
+        "apiservice-discovery-controller",
+        "kube-apiserver-autoregistration",
+    ];
+    let hooks: String = hooks.iter().map(|h| format!("[+]poststarthook/{h} ok\n")).collect::<String>()
+        + "[+]autoregister-completion ok\n[+]poststarthook/apiservice-openapi-controller ok\n\
+           [+]poststarthook/apiservice-openapiv3-controller ok\n";
     let r = c.get("/readyz?verbose").await;
-    assert_eq!(text(&r), "[+]ping ok\n[+]watch-cache ok\n[+]shutdown ok\nreadyz check passed\n");
+    let ready = format!("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n{hooks}");
+    assert_eq!(text(&r), format!("{ready}[+]shutdown ok\nreadyz check passed\n"));
     let r = c.get("/livez?verbose=1").await;
-    assert_eq!(text(&r), "[+]ping ok\nlivez check passed\n");
-    let r = c.get("/readyz/shutdown").await;
-    assert_eq!((r.code, text(&r)), (200, "ok".to_string()));
+    assert_eq!(text(&r), format!("[+]ping ok\n[+]log ok\n[+]etcd ok\n{hooks}livez check passed\n"));
+    for path in ["/readyz/shutdown", "/readyz/etcd", "/livez/poststarthook/rbac/bootstrap-roles", "/healthz/log"] {
+        let r = c.get(path).await;
+        assert_eq!((r.code, text(&r)), (200, "ok".to_string()), "{path}");
+    }
     assert_eq!(c.get("/readyz/nonesuch").await.code, 404);
+    assert_eq!(c.get("/livez/shutdown").await.code, 404);
     s.controls().set_not_ready(true);
     let r = c.get("/readyz").await;
     assert_eq!(r.code, 500);
-    assert_eq!(text(&r), "[+]ping ok\n[+]watch-cache ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n");
+    assert_eq!(text(&r), format!("{ready}[-]shutdown failed: reason withheld\nreadyz check failed\n"));
     let r = c.get("/readyz/shutdown").await;
     assert_eq!((r.code, text(&r)), (500, "internal server error: process is shutting down\n".to_string()));
 }
