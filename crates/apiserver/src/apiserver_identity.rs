@@ -8,13 +8,16 @@
 //!   bytes of the SHA-256 of the host name and `kube-apiserver`, each after its 2-byte length),
 //!   so that servers on one host share it; it is labelled
 //!   `apiserver.kubernetes.io/identity=kube-apiserver` and `kubernetes.io/hostname=<host>`;
-//! - made when missing (holder `<name>_<uuid of this server's run>`, 3600 s), its `renewTime`
-//!   is written every [`RENEW`] (on a clock other work does not move); a lease found is renewed
-//!   as it is (its holder kept), its labels put back;
+//! - a server starting deletes the lease of its host (a previous run's, or another server's on
+//!   the host) and makes it again, held by `<name>_<uuid of this run>` for 3600 s; then its
+//!   `renewTime` is written every [`RENEW`] (on a clock other work does not move), its duration
+//!   and labels put back (a lease found taken over keeps its holder; one deleted is made again);
+//!   a server shutting down gracefully deletes it, one that stops otherwise leaves it to expire;
 //! - at start and every [`GC_PERIOD`], leases of `kube-system` with the identity label whose
 //!   `renewTime` plus duration is past (or which lack either) are deleted, on the condition that
 //!   they did not change since read;
-//! - writes are the server's own (`kube-apiserver`); a failed write waits for the next tick.
+//! - writes are the server's own (`kube-apiserver`); a failed write waits for the next tick, a
+//!   failed deletion of an expired lease leaves it to the next collection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,6 +89,17 @@ fn micro_now() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
+/// Deletes the lease `name` of `store` whatever its version (gone already is fine): what a
+/// server starting or shutting down gracefully does with its host's.
+pub(crate) async fn delete(store: &Store, name: &str) -> Result<(), ApiError> {
+    let Some(info) = store.registry().find("coordination.k8s.io", "v1", "leases").cloned() else { return Ok(()) };
+    match store.delete(&info, NAMESPACE, name, &DeleteOpts::default()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether the lease `lease` is expired at `now` (kube's `isLeaseExpired`: no renew time or
 /// duration counts as expired).
 fn expired(lease: &Value, now: jiff::Timestamp) -> bool {
@@ -117,9 +131,21 @@ impl Controller {
         Some(Controller { store, info, hostname, name, holder })
     }
 
+    /// The lease's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     fn labelled(&self, lease: &mut Value) {
         lease["metadata"]["labels"][IDENTITY_LABEL] = json!(IDENTITY);
         lease["metadata"]["labels"][HOSTNAME_LABEL] = json!(self.hostname);
+    }
+
+    /// What a server does as it starts: the lease of its host deleted (a stale one of a
+    /// previous run), then made again with this run's holder.
+    pub(crate) async fn begin(&self) -> Result<(), ApiError> {
+        delete(&self.store, &self.name).await?;
+        self.renew().await
     }
 
     /// Renews the lease, or makes it when missing (kube's lease controller's `sync`).
@@ -129,6 +155,7 @@ impl Controller {
             Ok(found) => {
                 let mut lease = found.value();
                 lease["spec"]["renewTime"] = json!(micro_now());
+                lease["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
                 self.labelled(&mut lease);
                 let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
                 store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await.map(drop)
@@ -167,16 +194,24 @@ impl Controller {
                 // Gone, or renewed since: left to its server.
                 Ok(_) => {}
                 Err(e) if e.code == 404 || e.code == 409 => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(lease = name, error = %e, "failed to delete an expired apiserver identity lease")
+                }
             }
         }
         Ok(())
     }
 
-    /// Renews every [`RENEW`] (at once when `renew_now`) and collects at start and every
-    /// [`GC_PERIOD`], until `stop` turns true.
-    pub(crate) async fn run(self, renew_now: bool, mut stop: watch::Receiver<bool>) {
-        let first = tokio::time::Instant::now() + if renew_now { Duration::ZERO } else { RENEW };
+    /// Begins ([`Self::begin`]) unless `begun`, then renews every [`RENEW`] and collects at
+    /// start and every [`GC_PERIOD`], until `stop` turns true.
+    pub(crate) async fn run(self, begun: bool, mut stop: watch::Receiver<bool>) {
+        if !begun {
+            self.store.cache().until_ready().await;
+            if let Err(e) = self.begin().await {
+                tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+            }
+        }
+        let first = tokio::time::Instant::now() + RENEW;
         let mut renew = tokio::time::interval_at(first, RENEW);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut collect = tokio::time::interval(GC_PERIOD);
@@ -222,16 +257,24 @@ mod tests {
         let mut changed = made.clone();
         changed["spec"]["holderIdentity"] = json!("someone");
         changed["spec"]["renewTime"] = json!("2026-01-01T00:00:00.000000Z");
+        changed["spec"]["leaseDurationSeconds"] = json!(5);
         changed["metadata"]["labels"] = json!({"x": "y"});
         server.update("leases", changed).await.unwrap();
         controller.renew().await.unwrap();
         let renewed = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
         assert_eq!(renewed["spec"]["holderIdentity"], "someone");
+        assert_eq!(renewed["spec"]["leaseDurationSeconds"], DURATION_SECONDS);
         assert_ne!(renewed["spec"]["renewTime"], "2026-01-01T00:00:00.000000Z");
         assert_eq!(
             renewed["metadata"]["labels"],
             json!({"x": "y", IDENTITY_LABEL: IDENTITY, HOSTNAME_LABEL: controller.hostname})
         );
+        // Another run on the host begins by replacing it: its own holder, a new object.
+        let next = Controller::new(server.store().clone()).unwrap();
+        next.begin().await.unwrap();
+        let replaced = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
+        assert_eq!(replaced["spec"]["holderIdentity"], json!(next.holder));
+        assert_ne!(replaced["metadata"]["uid"], renewed["metadata"]["uid"]);
     }
 
     #[test]

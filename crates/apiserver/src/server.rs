@@ -258,9 +258,9 @@ impl ApiServerBuilder {
     }
 
     /// Whether the server keeps its identity Lease in `kube-system` (kube-apiserver's
-    /// `APIServerIdentity`, default true): named after the host, renewed every 10 s, and
-    /// expired leases of servers gone for an hour deleted. Only with
-    /// [`Self::default_namespaces`].
+    /// `APIServerIdentity`, default true): named after the host, replaced at start, renewed
+    /// every 10 s while the server serves, deleted at a graceful shutdown, and expired leases of
+    /// servers gone for an hour deleted. Only with [`Self::default_namespaces`].
     pub fn apiserver_identity(mut self, yes: bool) -> Self {
         self.apiserver_identity = yes;
         self
@@ -529,14 +529,7 @@ impl ApiServerBuilder {
             return Err(std::io::Error::other(format!("creating the default ServiceCIDR: {e}")));
         }
         let identity = self.default_namespaces && self.apiserver_identity;
-        // The identity lease is there when the server answers, as the default ServiceCIDR.
-        if identity
-            && let Some(controller) = crate::apiserver_identity::Controller::new(store.clone())
-            && let Err(e) = crate::requester::scope(Some(crate::requester::server_user()), controller.renew()).await
-        {
-            tracing::warn!(error = %e, "failed to renew the apiserver identity lease");
-        }
-        background.keep_configuration(&store, (self.default_namespaces, identity), false);
+        background.keep_configuration(&store, self.default_namespaces, false);
         if self.authorization == crate::AuthorizationMode::Rbac
             && let Err(e) = crate::rbac_bootstrap::install(&store).await
         {
@@ -754,11 +747,10 @@ impl Background {
     }
 
     /// Starts the FlowSchema status controller and, when `configuration`, the default
-    /// ServiceCIDR's controller, the identity lease's when `identity`, and the pass that puts the
-    /// priority-and-fairness configuration back every minute
-    /// ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once the cache has caught
-    /// up with the storage).
-    fn keep_configuration(&mut self, store: &Arc<Store>, (configuration, identity): (bool, bool), now: bool) {
+    /// ServiceCIDR's controller and the pass that puts the priority-and-fairness configuration
+    /// back every minute ([`crate::flowcontrol_bootstrap::PERIOD`]), at once when `now` (once
+    /// the cache has caught up with the storage).
+    fn keep_configuration(&mut self, store: &Arc<Store>, configuration: bool, now: bool) {
         let user = crate::requester::server_user;
         if let Some(controller) = crate::flowcontrol_status::Controller::new(store.clone()) {
             let run = controller.run(self.stop.subscribe());
@@ -766,10 +758,6 @@ impl Background {
         }
         if !configuration {
             return;
-        }
-        if identity && let Some(controller) = crate::apiserver_identity::Controller::new(store.clone()) {
-            let run = controller.run(now, self.stop.subscribe());
-            self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
         }
         let run = crate::default_service_cidr::run(store.clone(), self.stop.subscribe());
         self.tasks.push(tokio::spawn(crate::requester::scope(Some(user()), run)));
@@ -837,12 +825,15 @@ pub struct ApiServer {
     kubernetes_service: Mutex<Option<KubernetesService>>,
 }
 
-/// The `default/kubernetes` Service's controller of a serving server.
+/// The controllers that run while a server serves: the `default/kubernetes` Service's and the
+/// identity lease's.
 struct KubernetesService {
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    tasks: Vec<JoinHandle<()>>,
     /// The address its lease holds, removed at a graceful shutdown.
     advertised: crate::kubernetes_service::Advertised,
+    /// The identity lease, deleted at a graceful shutdown.
+    identity_lease: Option<String>,
 }
 
 impl Drop for ApiServer {
@@ -1058,37 +1049,49 @@ impl ApiServer {
         if !self.keeps_configuration {
             return;
         }
+        let store = &self.shared.store;
+        let user = crate::requester::server_user;
+        let (stop, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        // The identity lease: begun (a stale one replaced) before the first pass answers.
+        let identity = self.identity.then(|| crate::apiserver_identity::Controller::new(store.clone())).flatten();
+        let identity_lease = identity.as_ref().map(|c| c.name().to_string());
+        if let Some(controller) = identity {
+            if first_pass && let Err(e) = crate::requester::scope(Some(user()), controller.begin()).await {
+                tracing::warn!(error = %e, "failed to renew the apiserver identity lease");
+            }
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(first_pass, rx.clone()))));
+        }
         let advertised = self.advertised();
         if advertised.ip.is_none() {
             tracing::warn!(
                 "no IPv4 address to advertise (neither loopback, link-local nor unspecified): the kubernetes Service gets no endpoints"
             );
         }
-        let Some(mut controller) = crate::kubernetes_service::Controller::new(self.shared.store.clone(), advertised)
-        else {
-            return;
-        };
-        let user = crate::requester::server_user;
-        if first_pass && let Err(e) = crate::requester::scope(Some(user()), controller.pass()).await {
-            tracing::warn!(error = %e, "unable to sync kubernetes service");
+        if let Some(mut controller) = crate::kubernetes_service::Controller::new(store.clone(), advertised) {
+            if first_pass && let Err(e) = crate::requester::scope(Some(user()), controller.pass()).await {
+                tracing::warn!(error = %e, "unable to sync kubernetes service");
+            }
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(rx))));
         }
-        let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(crate::requester::scope(Some(user()), controller.run(rx)));
-        if let Some(old) = self.kubernetes_service.lock().replace(KubernetesService { stop, task, advertised }) {
+        let running = KubernetesService { stop, tasks, advertised, identity_lease };
+        if let Some(old) = self.kubernetes_service.lock().replace(running) {
             let _ = old.stop.send(true);
         }
     }
 
-    /// Stops the `default/kubernetes` Service's controller (its pass under way given
-    /// [`crate::kubernetes_service::INTERVAL`] to end, then cut); returns the address its lease
-    /// holds.
-    async fn stop_kubernetes_service(&self) -> Option<crate::kubernetes_service::Advertised> {
-        let mut running = self.kubernetes_service.lock().take()?;
+    /// Stops the controllers that run while the server serves (their passes under way given
+    /// [`crate::kubernetes_service::INTERVAL`] to end, then cut); returns what they hold: the
+    /// address of the kubernetes Service's lease and the identity lease's name.
+    async fn stop_kubernetes_service(&self) -> Option<(crate::kubernetes_service::Advertised, Option<String>)> {
+        let running = self.kubernetes_service.lock().take()?;
         let _ = running.stop.send(true);
-        if tokio::time::timeout(crate::kubernetes_service::INTERVAL, &mut running.task).await.is_err() {
-            running.task.abort();
+        for mut task in running.tasks {
+            if tokio::time::timeout(crate::kubernetes_service::INTERVAL, &mut task).await.is_err() {
+                task.abort();
+            }
         }
-        Some(running.advertised)
+        Some((running.advertised, running.identity_lease))
     }
 
     /// The bound address.
@@ -1147,7 +1150,7 @@ impl ApiServer {
         store.cache().begin_reinit();
         let mut background =
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
-        background.keep_configuration(&store, (self.keeps_configuration, self.identity), true);
+        background.keep_configuration(&store, self.keeps_configuration, true);
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await?;
@@ -1166,16 +1169,27 @@ impl ApiServer {
     pub async fn shutdown_gracefully(&self, opts: GracefulShutdown) {
         let controls = &self.shared.controls;
         controls.set_not_ready(true);
-        // As kube's pre-shutdown hook, during the delay and for at most twice the renewal
-        // interval: this server's endpoint leaves the kubernetes Service.
+        // As kube's pre-shutdown hooks, during the delay: this server's endpoint leaves the
+        // kubernetes Service (within twice the renewal interval), and its identity lease is
+        // deleted (within 10 s).
         let removal = async {
-            let Some(advertised) = self.stop_kubernetes_service().await else { return };
-            let removal = crate::kubernetes_service::remove(&self.shared.store, advertised);
-            let removal = crate::requester::scope(Some(crate::requester::server_user()), removal);
+            let Some((advertised, identity_lease)) = self.stop_kubernetes_service().await else { return };
+            let store = &self.shared.store;
+            let user = crate::requester::server_user;
+            let removal = crate::kubernetes_service::remove(store, advertised);
+            let removal = crate::requester::scope(Some(user()), removal);
             match tokio::time::timeout(crate::kubernetes_service::INTERVAL * 2, removal).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(error = %e, "unable to remove endpoints from kubernetes service"),
                 Err(_) => tracing::warn!("removing endpoints from kubernetes service timed out"),
+            }
+            if let Some(name) = identity_lease {
+                let deletion = crate::requester::scope(Some(user()), crate::apiserver_identity::delete(store, &name));
+                match tokio::time::timeout(crate::apiserver_identity::RENEW, deletion).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "failed to delete the apiserver identity lease"),
+                    Err(_) => tracing::warn!("deleting the apiserver identity lease timed out"),
+                }
             }
         };
         tokio::join!(removal, tokio::time::sleep(opts.delay));

@@ -109,13 +109,27 @@ async fn each_server_keeps_its_identity_lease_and_collects_those_gone() {
     s.restart().await.unwrap();
     assert!(s.wait_ready(std::time::Duration::from_secs(20)).await);
     let mut w = c.watch(&format!("{LEASES}?watch=1&resourceVersion={rv}")).await;
-    let gone = until(&mut w, "the stale identity lease deleted", |e| e["type"] == "DELETED").await;
-    assert_eq!(gone["object"]["metadata"]["name"], "apiserver-gone");
-    let names: Vec<String> = c.get(LEASES).await.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(names, ["apiserver-alive", name, "someone-else"]);
+    until(&mut w, "the stale identity lease deleted", |e| {
+        e["type"] == "DELETED" && e["object"]["metadata"]["name"] == "apiserver-gone"
+    })
+    .await;
+    let listed = c.get(LEASES).await.body;
+    let lease_of =
+        |name: &str| listed["items"].as_array().unwrap().iter().find(|l| l["metadata"]["name"] == name).cloned();
+    let mut names: Vec<String> =
+        listed["items"].as_array().unwrap().iter().map(|l| l["metadata"]["name"].as_str().unwrap().into()).collect();
+    names.sort();
+    let mut expected = vec!["apiserver-alive".to_string(), name.to_string(), "someone-else".into()];
+    expected.sort();
+    assert_eq!(names, expected);
+    // Restarted, the server made its lease again, held by its new run.
+    let again = lease_of(name).unwrap();
+    assert_ne!(again["metadata"]["uid"], lease["metadata"]["uid"]);
+    let holder_again = again["spec"]["holderIdentity"].as_str().unwrap();
+    assert!(holder_again.starts_with(&format!("{name}_")) && holder_again != holder, "{holder_again}");
+
+    // A graceful shutdown deletes it.
+    s.shutdown_gracefully(informer_apiserver::GracefulShutdown::default()).await;
+    let gone = s.get("leases", "kube-system", name).await;
+    assert_eq!(gone.map_err(|e| e.code), Err(404));
 }
