@@ -11,9 +11,11 @@
 //! Invariants the work queue keeps for its backing queue: a key is pushed
 //! only when it is not in the backing queue, touched only while it is, and
 //! popped at most once per push; every call is made under the work queue's
-//! lock, so an implementation needs no synchronisation of its own. In turn a
+//! lock, so an implementation needs no synchronisation of its own and must
+//! not call back into the work queue (that would deadlock). In turn a
 //! backing queue must return from `pop` only keys it was given, each once
-//! per push, and `None` exactly when it holds none.
+//! per push, and `None` exactly when it holds none; a key it hands out that
+//! is not ready is passed over.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -192,6 +194,35 @@ mod tests {
         assert_eq!(q.get().await, Some(7));
         q.done(&7);
         assert_eq!(q.get().await, None);
+    }
+
+    /// Hands out a key it was never given before its own.
+    struct Stray(Vec<u32>);
+
+    impl BackingQueue<u32> for Stray {
+        fn push(&mut self, item: u32) {
+            self.0.push(item);
+            self.0.push(99);
+        }
+        fn pop(&mut self) -> Option<u32> {
+            self.0.pop()
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_the_backing_queue_was_not_given_is_passed_over() {
+        let q = WorkQueue::builder().queue(Stray(Vec::new())).build();
+        q.add(1);
+        assert_eq!(q.get().await, Some(1));
+        assert_eq!(q.in_flight(), 1);
+        q.done(&1);
+        assert_eq!((q.try_get(), q.in_flight()), (None, 0));
+        // The builder stays shareable between threads.
+        fn shareable<B: Send + Sync>(_: &B) {}
+        shareable(&WorkQueue::<u32>::builder().queue(Smallest::default()));
     }
 
     #[tokio::test(start_paused = true)]

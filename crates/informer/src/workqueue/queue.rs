@@ -127,7 +127,8 @@ impl<T> Drop for Shared<T> {
 ///
 /// * [`add`](Self::add) queues a key unless it is already waiting;
 /// * [`get`](Self::get) / [`get_blocking`](Self::get_blocking) hand the oldest
-///   key to a worker and mark it processing;
+///   key (or the one its [`BackingQueue`] picks) to a worker and mark it
+///   processing;
 /// * [`done`](Self::done) must be called by the worker afterwards; if the key
 ///   was added again meanwhile it is queued again then;
 /// * [`shut_down`](Self::shut_down) stops admitting keys and wakes all
@@ -213,7 +214,8 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Marks `item` as needing work.
     ///
     /// * ignored once the queue is shutting down;
-    /// * if `item` is already waiting, nothing happens (deduplication);
+    /// * if `item` is already waiting, it is not queued again (deduplication;
+    ///   a [`BackingQueue`] other than the FIFO is told, to reorder it);
     /// * if `item` is being processed, it is queued again when its worker
     ///   calls [`done`](Self::done) (at most once, however many adds);
     /// * otherwise it is appended to the FIFO and one waiting getter is woken.
@@ -331,8 +333,9 @@ impl<T: QueueItem> WorkQueue<T> {
             m.work_duration.observe(secs_since(started, Instant::now()));
         }
         if requeued {
-            st.ready.push(key.clone());
-            st.slots.insert(key, slot);
+            // (The slot first: a backing queue that panics loses no key's bookkeeping.)
+            st.slots.insert(key.clone(), slot);
+            st.ready.push(key);
         }
         let drained = st.drain && st.processing == 0;
         drop(guard);
@@ -454,10 +457,17 @@ impl<T: QueueItem> Shared<T> {
     }
 
     fn next_locked(&self, st: &mut State<T>) -> Next<T> {
-        let Some(item) = st.ready.pop() else {
-            return if st.shutting_down { Next::Closed } else { Next::Empty };
+        let (item, slot) = loop {
+            let Some(item) = st.ready.pop() else {
+                return if st.shutting_down { Next::Closed } else { Next::Empty };
+            };
+            // A backing queue that hands out a key it was not given (or one twice) is passed
+            // over: the key is not ready.
+            match st.slots.get_mut(&item) {
+                Some(slot) if slot.dirty && !slot.processing => break (item, slot),
+                _ => debug_assert!(matches!(st.ready, Ready::Custom(_)), "workqueue invariant: a ready key's slot"),
+            }
         };
-        let slot = st.slots.get_mut(&item).expect("workqueue invariant: every ready key has a slot");
         slot.dirty = false;
         slot.processing = true;
         st.processing += 1;
@@ -574,7 +584,7 @@ pub struct WorkQueueBuilder<T> {
     /// Built as a delaying (or rate-limiting) queue.
     pub(crate) delaying: bool,
     /// The backing queue of the ready keys, when not the FIFO.
-    queue: Option<Box<dyn BackingQueue<T>>>,
+    queue: Option<Box<dyn BackingQueue<T> + Sync>>,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -619,7 +629,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// `TypedQueueConfig.Queue`): it decides which ready key a worker gets next,
     /// and may reorder a waiting key added again ([`BackingQueue::touch`]).
     /// Deduplication, processing and shutdown stay the work queue's.
-    pub fn queue(mut self, queue: impl BackingQueue<T> + 'static) -> Self {
+    pub fn queue(mut self, queue: impl BackingQueue<T> + Sync + 'static) -> Self {
         self.queue = Some(Box::new(queue));
         self
     }
@@ -651,7 +661,10 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         let with_metrics = metrics.is_some();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                ready: self.queue.take().map_or_else(|| Ready::Fifo(VecDeque::new()), Ready::Custom),
+                ready: match self.queue.take() {
+                    Some(queue) => Ready::Custom(queue),
+                    None => Ready::Fifo(VecDeque::new()),
+                },
                 slots: FastMap::default(),
                 added_at: FastMap::default(),
                 started_at: FastMap::default(),
