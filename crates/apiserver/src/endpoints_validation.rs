@@ -347,42 +347,34 @@ fn fqdn(a: &str, at: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// kube's `validateHints`.
+/// kube's `validateHints`: zone names are label values, node names DNS subdomains; too many
+/// zones end the judging.
 fn hint_causes(hints: &Value, at: &str, causes: &mut Vec<Cause>) {
-    let zones = items(hints.get("forZones"));
-    let zones_at = format!("{at}.forZones");
-    if zones.len() > MAX_HINTS {
-        causes.push(too_many(zones_at, zones.len(), MAX_HINTS));
-        return;
+    if hint_list(hints.get("forZones"), &format!("{at}.forZones"), crate::cel_format::label_value, causes) {
+        hint_list(hints.get("forNodes"), &format!("{at}.forNodes"), crate::cel_format::dns1123_subdomain, causes);
+    }
+}
+
+/// One list of hints at `at`, each name judged by `faults` and named once; false when there
+/// are too many (then nothing else is judged).
+fn hint_list(list: Option<&Value>, at: &str, faults: fn(&str) -> Vec<String>, causes: &mut Vec<Cause>) -> bool {
+    let hints = items(list);
+    if hints.len() > MAX_HINTS {
+        causes.push(too_many(at.to_string(), hints.len(), MAX_HINTS));
+        return false;
     }
     let mut seen: Vec<&str> = Vec::new();
-    for (i, z) in zones.iter().enumerate() {
-        let name = text(z.get("name")).unwrap_or("");
-        let name_at = format!("{zones_at}[{i}].name");
+    for (i, h) in hints.iter().enumerate() {
+        let name = text(h.get("name")).unwrap_or("");
+        let name_at = format!("{at}[{i}].name");
         if seen.contains(&name) {
             causes.push(duplicate(name_at.clone(), name));
         } else {
             seen.push(name);
         }
-        each(&name_at, name, crate::cel_format::label_value(name), causes);
+        each(&name_at, name, faults(name), causes);
     }
-    let nodes = items(hints.get("forNodes"));
-    let nodes_at = format!("{at}.forNodes");
-    if nodes.len() > MAX_HINTS {
-        causes.push(too_many(nodes_at, nodes.len(), MAX_HINTS));
-        return;
-    }
-    let mut seen: Vec<&str> = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        let name = text(n.get("name")).unwrap_or("");
-        let name_at = format!("{nodes_at}[{i}].name");
-        if seen.contains(&name) {
-            causes.push(duplicate(name_at.clone(), name));
-        } else {
-            seen.push(name);
-        }
-        each(&name_at, name, crate::cel_format::dns1123_subdomain(name), causes);
-    }
+    true
 }
 
 /// kube's `GetWarningsForIP` of the address `a` at `at`.

@@ -237,8 +237,9 @@ impl ApiServerBuilder {
     /// `kube-node-lease` namespaces, the `system-node-critical` and `system-cluster-critical`
     /// PriorityClasses and the APIServices of the built-in group versions at start when absent,
     /// and to keep kube's priority-and-fairness configuration (its FlowSchemas and
-    /// PriorityLevelConfigurations), the default ServiceCIDR and the `default/kubernetes` Service
-    /// with its endpoints in place, at start and after (default true), as kube-apiserver does; `start()` fails when that configuration cannot be written. Without
+    /// PriorityLevelConfigurations), the default ServiceCIDR, the `default/kubernetes` Service with
+    /// its endpoints and the identity lease in place, at start and after (default true), as
+    /// kube-apiserver does; `start()` fails when that configuration cannot be written. Without
     /// the namespaces, objects can be created only in namespaces created first; without the
     /// configuration, requests are classified under kube's own `exempt` and `catch-all`.
     pub fn default_namespaces(mut self, yes: bool) -> Self {
@@ -563,11 +564,11 @@ impl ApiServerBuilder {
             keeps_configuration: self.default_namespaces,
             ready_timeout: self.ready_timeout,
             advertise_address: self.advertise_address,
-            kubernetes_service: Mutex::new(None),
+            serving_controllers: Mutex::new(None),
             identity,
         };
         server.bind_and_run(self.addr).await?;
-        server.start_kubernetes_service(true).await;
+        server.start_serving_controllers(true).await;
         Ok(server)
     }
 }
@@ -820,14 +821,13 @@ pub struct ApiServer {
     advertise_address: Option<IpAddr>,
     /// Whether the server keeps its identity lease.
     identity: bool,
-    /// The `default/kubernetes` Service's controller while the server serves: its stop signal
-    /// and task.
-    kubernetes_service: Mutex<Option<KubernetesService>>,
+    /// The controllers that run while the server serves.
+    serving_controllers: Mutex<Option<ServingControllers>>,
 }
 
 /// The controllers that run while a server serves: the `default/kubernetes` Service's and the
 /// identity lease's.
-struct KubernetesService {
+struct ServingControllers {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// The address its lease holds, removed at a graceful shutdown.
@@ -838,7 +838,7 @@ struct KubernetesService {
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
-        if let Some(k) = self.kubernetes_service.lock().take() {
+        if let Some(k) = self.serving_controllers.lock().take() {
             let _ = k.stop.send(true);
         }
         if let Some(b) = self.background.lock().take() {
@@ -1042,10 +1042,11 @@ impl ApiServer {
         crate::kubernetes_service::Advertised { ip, port: addr.port() }
     }
 
-    /// Starts the `default/kubernetes` Service's controller (when the server keeps its default
-    /// configuration), after a first pass when `first_pass` (so that the Service and its
-    /// endpoints are there when [`ApiServerBuilder::start`] returns).
-    async fn start_kubernetes_service(&self, first_pass: bool) {
+    /// Starts the controllers that run while the server serves (when it keeps its default
+    /// configuration): the identity lease's and the `default/kubernetes` Service's, after a first
+    /// pass of each when `first_pass` (so that the lease, the Service and its endpoints are there
+    /// when [`ApiServerBuilder::start`] returns).
+    async fn start_serving_controllers(&self, first_pass: bool) {
         if !self.keeps_configuration {
             return;
         }
@@ -1074,8 +1075,8 @@ impl ApiServer {
             }
             tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(rx))));
         }
-        let running = KubernetesService { stop, tasks, advertised, identity_lease };
-        if let Some(old) = self.kubernetes_service.lock().replace(running) {
+        let running = ServingControllers { stop, tasks, advertised, identity_lease };
+        if let Some(old) = self.serving_controllers.lock().replace(running) {
             let _ = old.stop.send(true);
         }
     }
@@ -1083,8 +1084,8 @@ impl ApiServer {
     /// Stops the controllers that run while the server serves (their passes under way given
     /// [`crate::kubernetes_service::INTERVAL`] to end, then cut); returns what they hold: the
     /// address of the kubernetes Service's lease and the identity lease's name.
-    async fn stop_kubernetes_service(&self) -> Option<(crate::kubernetes_service::Advertised, Option<String>)> {
-        let running = self.kubernetes_service.lock().take()?;
+    async fn stop_serving_controllers(&self) -> Option<(crate::kubernetes_service::Advertised, Option<String>)> {
+        let running = self.serving_controllers.lock().take()?;
         let _ = running.stop.send(true);
         for mut task in running.tasks {
             if tokio::time::timeout(crate::kubernetes_service::INTERVAL, &mut task).await.is_err() {
@@ -1119,7 +1120,7 @@ impl ApiServer {
     /// the watch cache goes on following it). The data directory, if any, is let go once the
     /// server is dropped and its background tasks are gone.
     pub async fn stop(&self) {
-        self.stop_kubernetes_service().await;
+        self.stop_serving_controllers().await;
         let running = self.running.lock().await.take();
         if let Some(r) = running {
             let _ = r.shutdown.send(true);
@@ -1154,7 +1155,7 @@ impl ApiServer {
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await?;
-        self.start_kubernetes_service(false).await;
+        self.start_serving_controllers(false).await;
         Ok(())
     }
 
@@ -1173,7 +1174,7 @@ impl ApiServer {
         // kubernetes Service (within twice the renewal interval), and its identity lease is
         // deleted (within 10 s).
         let removal = async {
-            let Some((advertised, identity_lease)) = self.stop_kubernetes_service().await else { return };
+            let Some((advertised, identity_lease)) = self.stop_serving_controllers().await else { return };
             let store = &self.shared.store;
             let user = crate::requester::server_user;
             let removal = crate::kubernetes_service::remove(store, advertised);

@@ -326,14 +326,9 @@ const ADVERTISED: [u8; 4] = [127, 0, 0, 1];
 async fn data_dir_persists_objects_rv_and_history() {
     let dir = std::env::temp_dir().join(format!("apiserver-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    let on_dir = || ApiServer::builder().data_dir(&dir).advertise_address(ADVERTISED.into()).apiserver_identity(false);
     let (rv, uid, before) = {
-        let s = ApiServer::builder()
-            .data_dir(&dir)
-            .advertise_address(ADVERTISED.into())
-            .apiserver_identity(false)
-            .start()
-            .await
-            .unwrap();
+        let s = on_dir().start().await.unwrap();
         let before = s.resource_version();
         let p = s.create("pods", pod("keep", json!({"a": "b"}))).await.unwrap();
         create_namespaces(&s, &["x"]).await.unwrap();
@@ -343,13 +338,7 @@ async fn data_dir_persists_objects_rv_and_history() {
         s.stop().await;
         (s.resource_version(), p["metadata"]["uid"].clone(), before)
     };
-    let s = ApiServer::builder()
-        .data_dir(&dir)
-        .advertise_address(ADVERTISED.into())
-        .apiserver_identity(false)
-        .start()
-        .await
-        .unwrap();
+    let s = on_dir().start().await.unwrap();
     assert_eq!(s.resource_version(), rv);
     let p = s.get("pods", "default", "keep").await.unwrap();
     assert_eq!(p["metadata"]["uid"], uid);
