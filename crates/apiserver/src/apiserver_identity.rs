@@ -144,7 +144,10 @@ impl Controller {
     /// What a server does as it starts: the lease of its host deleted (a stale one of a
     /// previous run), then made again with this run's holder.
     pub(crate) async fn begin(&self) -> Result<(), ApiError> {
-        delete(&self.store, &self.name).await?;
+        // (A failed deletion does not keep the lease from being renewed.)
+        if let Err(e) = delete(&self.store, &self.name).await {
+            tracing::warn!(lease = %self.name, error = %e, "failed to delete the stale apiserver identity lease");
+        }
         self.renew().await
     }
 
@@ -205,8 +208,12 @@ impl Controller {
     /// Begins ([`Self::begin`]) unless `begun`, then renews every [`RENEW`] and collects at
     /// start and every [`GC_PERIOD`], until `stop` turns true.
     pub(crate) async fn run(self, begun: bool, mut stop: watch::Receiver<bool>) {
+        let cache = self.store.cache().clone();
         if !begun {
-            self.store.cache().until_ready().await;
+            tokio::select! {
+                _ = cache.until_ready() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
             if let Err(e) = self.begin().await {
                 tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
             }
@@ -222,7 +229,10 @@ impl Controller {
                 _ = collect.tick() => false,
                 _ = stop.wait_for(|s| *s) => return,
             };
-            self.store.cache().until_ready().await;
+            tokio::select! {
+                _ = cache.until_ready() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
             if renewing {
                 if let Err(e) = self.renew().await {
                     tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");

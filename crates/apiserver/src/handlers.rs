@@ -90,6 +90,27 @@ pub struct Shared {
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Classifies requests under the FlowSchemas for their answers' headers.
     pub(crate) priority_and_fairness: crate::priority_and_fairness::Classifier,
+    /// The storage health check's last answer and when it was asked (see [`storage_health`]).
+    pub(crate) storage_health: tokio::sync::Mutex<Option<(tokio::time::Instant, Option<String>)>>,
+}
+
+/// Whether the storage answers, as kube's etcd health check asks it: at most once a second
+/// (probes meanwhile get the last answer, as kube's rate-limited check does), within
+/// [`STORAGE_CHECK_TIMEOUT`]; None when it does, or kube's words for why not.
+async fn storage_health(shared: &Shared) -> Option<String> {
+    let mut last = shared.storage_health.lock().await;
+    if let Some((at, answer)) = last.as_ref()
+        && at.elapsed() < STORAGE_CHECK_TIMEOUT / 2
+    {
+        return answer.clone();
+    }
+    let answer = match tokio::time::timeout(STORAGE_CHECK_TIMEOUT, shared.store.storage().current_revision()).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("error getting data from etcd: {e}")),
+        Err(_) => Some("error getting data from etcd: context deadline exceeded".to_string()),
+    };
+    *last = Some((tokio::time::Instant::now(), answer.clone()));
+    answer
 }
 
 impl Shared {
@@ -509,7 +530,12 @@ fn is_health_check(path: &str) -> bool {
 /// `?verbose` each check and `<endpoint> check passed`; a failure lists every check (the failed
 /// ones `[-]<name> failed: reason withheld`) and `<endpoint> check failed`, 500; one check asked
 /// by its path (`/readyz/ping`) answers `ok`, or 500 with its reason; an unknown one 404.
-fn health(endpoint: &str, checks: &[Check], only: Option<&str>, verbose: bool) -> Response<Body> {
+fn health(
+    endpoint: &str,
+    checks: &[Check],
+    (only, excluded): (Option<&str>, &[&str]),
+    verbose: bool,
+) -> Response<Body> {
     let plain = |code: u16, s: String| body::respond(code, "text/plain; charset=utf-8", Body::Full(Some(s.into())));
     if let Some(name) = only {
         return match checks.iter().find(|(n, _)| *n == name) {
@@ -518,16 +544,26 @@ fn health(endpoint: &str, checks: &[Check], only: Option<&str>, verbose: bool) -
             None => plain(404, "404 page not found\n".into()),
         };
     }
-    let failed = checks.iter().any(|(_, why)| why.is_some());
+    let is_excluded = |name: &str| excluded.contains(&name);
+    let failed = checks.iter().any(|(name, why)| why.is_some() && !is_excluded(name));
     if !failed && !verbose {
         return plain(200, "ok".into());
     }
     let mut out = String::new();
     for (name, why) in checks {
         out.push_str(&match why {
+            _ if is_excluded(name) => format!("[+]{name} excluded: ok\n"),
             None => format!("[+]{name} ok\n"),
             Some(_) => format!("[-]{name} failed: reason withheld\n"),
         });
+    }
+    // Excluded names that are no check, sorted and quoted as kube lists them.
+    let mut unknown: Vec<&str> = excluded.iter().copied().filter(|e| !checks.iter().any(|(n, _)| n == e)).collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        let quoted: Vec<String> = unknown.iter().map(|u| crate::pod_security_checks::go_quote(u)).collect();
+        out.push_str(&format!("warn: some health checks cannot be excluded: no matches for {}\n", quoted.join(",")));
     }
     match failed {
         true => plain(500, format!("{out}{endpoint} check failed\n")),
@@ -562,19 +598,22 @@ async fn route(
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] => {
             let names = HEALTH_CHECKS.iter().find(|(e, _)| e == endpoint).map_or(&[][..], |(_, n)| n);
             let only = (!check.is_empty()).then(|| check.join("/"));
-            // The storage is asked only by a check that reads it.
-            let asks_storage = only.as_deref().is_none_or(|c| matches!(c, "etcd" | "etcd-readiness"));
-            let storage = match asks_storage {
-                true => {
-                    match tokio::time::timeout(STORAGE_CHECK_TIMEOUT, shared.store.storage().current_revision()).await {
-                        Ok(Ok(_)) => None,
-                        // (kube's etcd check words its failure so.)
-                        Ok(Err(e)) => Some(format!("error getting data from etcd: {e}")),
-                        Err(_) => Some("error getting data from etcd: context deadline exceeded".to_string()),
-                    }
-                }
-                false => None,
+            // kube's paths are exact: `/readyz/`, `/readyz//etcd` are none of them.
+            let exact = match &only {
+                Some(c) => format!("/{endpoint}/{c}"),
+                None => format!("/{endpoint}"),
             };
+            if req.uri().path() != exact {
+                return Ok(page_not_found());
+            }
+            let excluded: Vec<&str> = query.iter().filter(|(k, _)| k == "exclude").map(|(_, v)| v.as_str()).collect();
+            let judged = |n: &str| match &only {
+                Some(c) => c == n,
+                None => !excluded.contains(&n),
+            };
+            // The storage is asked only for a check of it that is judged.
+            let asks_storage = names.iter().any(|n| judged(n) && matches!(*n, "etcd" | "etcd-readiness"));
+            let storage = if asks_storage { storage_health(shared).await } else { None };
             let cache_ready = shared.store.cache().readiness() == crate::cache::Readiness::Ready;
             let failing = |name: &str| match name {
                 "etcd" | "etcd-readiness" => storage.clone(),
@@ -586,7 +625,7 @@ async fn route(
             };
             let checks: Vec<Check> = names.iter().map(|n| (*n, failing(n))).collect();
             let verbose = query.iter().any(|(k, _)| k == "verbose");
-            Ok(health(endpoint, &checks, only.as_deref(), verbose))
+            Ok(health(endpoint, &checks, (only.as_deref(), &excluded), verbose))
         }
         [".well-known", "openid-configuration"] => {
             let scheme = if shared.secure { "https" } else { "http" };

@@ -463,7 +463,10 @@ impl Controller {
     /// objects in the cache as the last one left them reads nothing else (it runs on every
     /// change to any Service, Endpoints or EndpointSlice).
     pub(crate) async fn pass(&mut self) -> Result<(), ApiError> {
-        let due = self.next_renewal().is_none_or(|at| Instant::now() >= at);
+        let now = Instant::now();
+        let due = self.next_renewal().is_none_or(|at| now >= at);
+        // The renewal's slot on the clock: the one due, unless a whole interval was missed.
+        let slot = self.next_renewal().filter(|at| now.duration_since(*at) < INTERVAL).unwrap_or(now);
         if !due && self.seen == Some(self.observed()) {
             return Ok(());
         }
@@ -479,7 +482,7 @@ impl Controller {
             self.started = true;
         }
         if due {
-            self.renewed = Some(Instant::now());
+            self.renewed = Some(slot);
         }
         self.seen = Some(self.observed());
         Ok(())

@@ -552,6 +552,7 @@ impl ApiServerBuilder {
             secure: tls.is_some(),
             metrics: Default::default(),
             priority_and_fairness: Default::default(),
+            storage_health: Default::default(),
         });
         let server = ApiServer {
             shared,
@@ -840,6 +841,7 @@ impl Drop for ApiServer {
     fn drop(&mut self) {
         if let Some(k) = self.serving_controllers.lock().take() {
             let _ = k.stop.send(true);
+            k.tasks.iter().for_each(JoinHandle::abort);
         }
         if let Some(b) = self.background.lock().take() {
             b.stop();

@@ -140,14 +140,30 @@ async fn health_endpoints_list_their_checks_as_kube_does() {
         let r = c.get(path).await;
         assert_eq!((r.code, text(&r)), (200, "ok".to_string()), "{path}");
     }
-    assert_eq!(c.get("/readyz/nonesuch").await.code, 404);
-    assert_eq!(c.get("/livez/shutdown").await.code, 404);
+    for path in [
+        "/readyz/nonesuch",
+        "/livez/shutdown",
+        "/readyz/",
+        "/readyz//ping",
+        "/readyz/poststarthook//rbac/bootstrap-roles",
+    ] {
+        assert_eq!(c.get(path).await.code, 404, "{path}");
+    }
     s.controls().set_not_ready(true);
     let r = c.get("/readyz").await;
     assert_eq!(r.code, 500);
     assert_eq!(text(&r), format!("{ready}[-]shutdown failed: reason withheld\nreadyz check failed\n"));
     let r = c.get("/readyz/shutdown").await;
     assert_eq!((r.code, text(&r)), (500, "internal server error: process is shutting down\n".to_string()));
+    // Excluded, a check passes whatever it finds; a name that is no check is warned about.
+    let r = c.get("/readyz?exclude=shutdown").await;
+    assert_eq!((r.code, text(&r)), (200, "ok".to_string()));
+    let r = c.get("/readyz?exclude=shutdown&exclude=nope&exclude=etcd&verbose").await;
+    let expected = format!(
+        "{}[+]shutdown excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n",
+        ready.replace("[+]etcd ok", "[+]etcd excluded: ok")
+    );
+    assert_eq!((r.code, text(&r)), (200, expected));
 }
 
 #[tokio::test]

@@ -220,9 +220,36 @@ mod tests {
         assert_eq!(q.in_flight(), 1);
         q.done(&1);
         assert_eq!((q.try_get(), q.in_flight()), (None, 0));
-        // The builder stays shareable between threads.
+        // The builder stays shareable between threads, whatever the backing queue.
         fn shareable<B: Send + Sync>(_: &B) {}
-        shareable(&WorkQueue::<u32>::builder().queue(Smallest::default()));
+        struct Unshared(std::cell::Cell<u32>, Vec<u32>);
+        impl BackingQueue<u32> for Unshared {
+            fn push(&mut self, item: u32) {
+                self.0.set(self.0.get() + 1);
+                self.1.push(item);
+            }
+            fn pop(&mut self) -> Option<u32> {
+                self.1.pop()
+            }
+            fn len(&self) -> usize {
+                self.1.len()
+            }
+        }
+        shareable(&WorkQueue::<u32>::builder().queue(Unshared(Default::default(), Vec::new())));
+        // One that keeps handing out a key it was not given does not hold a getter.
+        struct Stuck;
+        impl BackingQueue<u32> for Stuck {
+            fn push(&mut self, _: u32) {}
+            fn pop(&mut self) -> Option<u32> {
+                Some(7)
+            }
+            fn len(&self) -> usize {
+                1
+            }
+        }
+        let stuck = WorkQueue::builder().queue(Stuck).build();
+        stuck.add(1);
+        assert_eq!(stuck.try_get(), None);
     }
 
     #[tokio::test(start_paused = true)]

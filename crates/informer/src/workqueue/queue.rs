@@ -246,14 +246,16 @@ impl<T: QueueItem> WorkQueue<T> {
                 }
             }
             Entry::Vacant(vacant) => {
+                // (Queued before its slot is kept: a backing queue that panics leaves no slot
+                // behind, so the next add queues the key again.)
                 let key = vacant.key().clone();
+                st.ready.push(key.clone());
                 vacant.insert(Slot { dirty: true, processing: false });
                 if let (Some(m), Some(now)) = (&shared.metrics, now) {
                     m.adds.inc();
                     m.depth.inc();
-                    st.added_at.insert(key.clone(), now);
+                    st.added_at.insert(key, now);
                 }
-                st.ready.push(key);
                 drop(guard);
                 shared.wake_one_getter();
             }
@@ -333,9 +335,9 @@ impl<T: QueueItem> WorkQueue<T> {
             m.work_duration.observe(secs_since(started, Instant::now()));
         }
         if requeued {
-            // (The slot first: a backing queue that panics loses no key's bookkeeping.)
-            st.slots.insert(key.clone(), slot);
-            st.ready.push(key);
+            // (Queued before its slot is kept back, as in `add`.)
+            st.ready.push(key.clone());
+            st.slots.insert(key, slot);
         }
         let drained = st.drain && st.processing == 0;
         drop(guard);
@@ -457,15 +459,23 @@ impl<T: QueueItem> Shared<T> {
     }
 
     fn next_locked(&self, st: &mut State<T>) -> Next<T> {
+        // A backing queue that hands out a key it was not given (or one twice) has it passed
+        // over, as many times as it held keys at most; drainers then look again.
+        let (limit, mut strays) = (st.ready.len() + 1, 0);
         let (item, slot) = loop {
-            let Some(item) = st.ready.pop() else {
+            let popped = if strays < limit { st.ready.pop() } else { None };
+            let Some(item) = popped else {
+                if strays > 0 && st.drain {
+                    self.wake_drainers();
+                }
                 return if st.shutting_down { Next::Closed } else { Next::Empty };
             };
-            // A backing queue that hands out a key it was not given (or one twice) is passed
-            // over: the key is not ready.
             match st.slots.get_mut(&item) {
                 Some(slot) if slot.dirty && !slot.processing => break (item, slot),
-                _ => debug_assert!(matches!(st.ready, Ready::Custom(_)), "workqueue invariant: a ready key's slot"),
+                _ => {
+                    debug_assert!(matches!(st.ready, Ready::Custom(_)), "workqueue invariant: a ready key's slot");
+                    strays += 1;
+                }
             }
         };
         slot.dirty = false;
@@ -584,7 +594,8 @@ pub struct WorkQueueBuilder<T> {
     /// Built as a delaying (or rate-limiting) queue.
     pub(crate) delaying: bool,
     /// The backing queue of the ready keys, when not the FIFO.
-    queue: Option<Box<dyn BackingQueue<T> + Sync>>,
+    /// (Behind a lock only so that the builder is `Sync` whatever the backing queue.)
+    queue: Option<Mutex<Box<dyn BackingQueue<T>>>>,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -629,8 +640,8 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
     /// `TypedQueueConfig.Queue`): it decides which ready key a worker gets next,
     /// and may reorder a waiting key added again ([`BackingQueue::touch`]).
     /// Deduplication, processing and shutdown stay the work queue's.
-    pub fn queue(mut self, queue: impl BackingQueue<T> + Sync + 'static) -> Self {
-        self.queue = Some(Box::new(queue));
+    pub fn queue(mut self, queue: impl BackingQueue<T> + 'static) -> Self {
+        self.queue = Some(Mutex::new(Box::new(queue)));
         self
     }
 
@@ -662,7 +673,7 @@ impl<T: QueueItem> WorkQueueBuilder<T> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 ready: match self.queue.take() {
-                    Some(queue) => Ready::Custom(queue),
+                    Some(queue) => Ready::Custom(queue.into_inner()),
                     None => Ready::Fifo(VecDeque::new()),
                 },
                 slots: FastMap::default(),
