@@ -84,7 +84,8 @@ pub fn index(reg: &Registry) -> Value {
     .iter()
     .map(|p| p.to_string())
     .collect();
-    for (endpoint, checks) in crate::handlers::HEALTH_CHECKS {
+    for endpoint in crate::handlers::HEALTH_ENDPOINTS {
+        let checks = crate::handlers::health_checks(endpoint);
         paths.push(format!("/{endpoint}"));
         paths.extend(checks.iter().map(|c| format!("/{endpoint}/{c}")));
     }

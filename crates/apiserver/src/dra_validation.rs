@@ -14,6 +14,7 @@
 use serde_json::{Map, Value};
 
 use crate::csi_validation::{driver_name, too_long};
+use crate::object::elements as items;
 use crate::policy_validation::{duplicate, invalid, required, unsupported};
 use crate::registry::ResourceInfo;
 use crate::structural::{
@@ -98,10 +99,6 @@ fn member<'a>(v: &'a Map<String, Value>, key: &str) -> &'a Value {
 
 fn text(v: Option<&Value>) -> &str {
     v.and_then(Value::as_str).unwrap_or_default()
-}
-
-fn items(v: Option<&Value>) -> &[Value] {
-    v.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 fn too_many(at: &str, n: usize, max: usize) -> Cause {

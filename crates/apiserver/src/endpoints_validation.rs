@@ -17,6 +17,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::object::elements as items;
+use crate::pod_security_checks::go_quote;
 use crate::policy_validation::{duplicate, invalid, required, unsupported_shown};
 use crate::registry::ResourceInfo;
 use crate::structural::Cause;
@@ -43,10 +45,6 @@ fn is_slices(info: &ResourceInfo) -> bool {
 /// Whether these rules judge objects of `info`.
 pub(crate) fn judges(info: &ResourceInfo) -> bool {
     info.is_core("endpoints") || is_slices(info)
-}
-
-fn items(v: Option<&Value>) -> &[Value] {
-    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 fn text(v: Option<&Value>) -> Option<&str> {
@@ -315,10 +313,6 @@ fn go_ip_string(addr: std::net::IpAddr) -> String {
         std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         v4 => v4.to_string(),
     }
-}
-
-fn go_quote(s: &str) -> String {
-    crate::pod_security_checks::go_quote(s)
 }
 
 /// kube's `IsFullyQualifiedDomainName`.

@@ -488,34 +488,20 @@ const POST_START_HOOKS: [&str; 30] = [
     "poststarthook/apiservice-openapiv3-controller",
 ];
 
-/// The checks of `/healthz` and `/livez`.
-const LIVE_CHECKS: [&str; 33] = {
-    let mut all = ["ping"; 33];
-    (all[1], all[2]) = ("log", "etcd");
-    let mut i = 0;
-    while i < POST_START_HOOKS.len() {
-        all[3 + i] = POST_START_HOOKS[i];
-        i += 1;
-    }
-    all
-};
+/// The health endpoints, each with the checks it runs in kube's order: `ping`, `log`, `etcd`,
+/// for `/readyz` `etcd-readiness` and `informer-sync`, the post-start hooks, and for `/readyz`
+/// `shutdown` (the index lists them too).
+pub(crate) const HEALTH_ENDPOINTS: [&str; 3] = ["healthz", "livez", "readyz"];
 
-/// The checks of `/readyz`.
-const READY_CHECKS: [&str; 36] = {
-    let mut all = ["ping"; 36];
-    (all[1], all[2], all[3], all[4]) = ("log", "etcd", "etcd-readiness", "informer-sync");
-    let mut i = 0;
-    while i < POST_START_HOOKS.len() {
-        all[5 + i] = POST_START_HOOKS[i];
-        i += 1;
-    }
-    all[35] = "shutdown";
-    all
-};
-
-/// The health endpoints and the checks each runs, in kube's order (the index lists them too).
-pub(crate) const HEALTH_CHECKS: [(&str, &[&str]); 3] =
-    [("healthz", &LIVE_CHECKS), ("livez", &LIVE_CHECKS), ("readyz", &READY_CHECKS)];
+/// The checks of the health endpoint `endpoint` (none for another name).
+pub(crate) fn health_checks(endpoint: &str) -> Vec<&'static str> {
+    let (before, after): (&[&'static str], &[&'static str]) = match endpoint {
+        "healthz" | "livez" => (&["ping", "log", "etcd"], &[]),
+        "readyz" => (&["ping", "log", "etcd", "etcd-readiness", "informer-sync"], &["shutdown"]),
+        _ => return Vec::new(),
+    };
+    before.iter().chain(&POST_START_HOOKS).chain(after).copied().collect()
+}
 
 /// How long the storage check waits for an answer (kube's `DefaultHealthcheckTimeout`).
 const STORAGE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -523,7 +509,7 @@ const STORAGE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Whether `path` is a health endpoint's or one of its checks'.
 fn is_health_check(path: &str) -> bool {
     let Some(path) = path.strip_prefix('/') else { return false };
-    HEALTH_CHECKS.iter().any(|(e, _)| path.strip_prefix(e).is_some_and(|r| r.is_empty() || r.starts_with('/')))
+    HEALTH_ENDPOINTS.iter().any(|e| path.strip_prefix(e).is_some_and(|r| r.is_empty() || r.starts_with('/')))
 }
 
 /// kube-apiserver's health endpoints (`/healthz`, `/livez`, `/readyz`): `ok`, or with
@@ -596,7 +582,7 @@ async fn route(
             get_only(Ok(if crate::gzip::metrics_accepted(req.headers()) { crate::gzip::whole(r) } else { r }))
         }
         [endpoint @ ("healthz" | "livez" | "readyz"), check @ ..] => {
-            let names = HEALTH_CHECKS.iter().find(|(e, _)| e == endpoint).map_or(&[][..], |(_, n)| n);
+            let names = health_checks(endpoint);
             let only = (!check.is_empty()).then(|| check.join("/"));
             // kube's paths are exact: `/readyz/`, `/readyz//etcd` are none of them.
             let exact = match &only {

@@ -40,6 +40,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::controller_loop::{Loop, Wakers};
+use crate::object::elements as items;
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;
 use crate::storage::{RangeRequest, Revision, Storage, StorageError};
@@ -267,10 +268,6 @@ impl Leases {
         }
         Err(ApiError::internal("the lease kept changing while being removed"))
     }
-}
-
-fn items(v: Option<&Value>) -> &[Value] {
-    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 /// The EndpointSlice kube derives from the Endpoints' first subset.

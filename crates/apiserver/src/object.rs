@@ -298,6 +298,11 @@ fn field_string(v: &Value) -> Option<String> {
     }
 }
 
+/// The elements of `v` when it is an array; none otherwise (absent, null or another value).
+pub(crate) fn elements(v: Option<&Value>) -> &[Value] {
+    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
 /// Looks up a dotted path in a JSON object, a number standing for an array's element.
 pub fn path<'a>(obj: &'a Map<String, Value>, dotted: &str) -> Option<&'a Value> {
     let mut parts = dotted.split('.');

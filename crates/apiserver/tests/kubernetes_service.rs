@@ -171,6 +171,16 @@ async fn a_loopback_address_is_never_advertised() {
     assert_eq!(c.get(SERVICE).await.code, 200);
     assert_eq!(c.get(ENDPOINTS).await.code, 404);
     assert_eq!(c.get(SLICE).await.code, 404);
+    // Not tried and refused: no lease was taken for it either (keys of every server of the
+    // storage read: an etcd's prefix must be given).
+    use informer_apiserver::storage::RangeRequest;
+    let all = || RangeRequest { prefix: "/".into(), ..Default::default() };
+    let keys = s.store().storage().range(all()).await.unwrap().kvs;
+    assert!(keys.iter().all(|kv| !kv.key.ends_with("/masterleases/127.0.0.1")), "a lease was taken");
+    // A server advertising a routable address takes one.
+    let routable = advertising("192.0.2.77").await;
+    let keys = routable.store().storage().range(all()).await.unwrap().kvs;
+    assert!(keys.iter().any(|kv| kv.key.ends_with("/masterleases/192.0.2.77")));
 }
 
 #[tokio::test]

@@ -70,13 +70,18 @@ impl<T: Clone> Heap<T> {
 
     /// Adds `value`, or replaces the entry of its key and moves it to its new rank.
     pub fn add(&self, value: T) -> Result<(), HeapError> {
+        self.insert(value, true)
+    }
+
+    /// Puts `value` in under its key (replacing a held entry when `replace`) and wakes poppers.
+    fn insert(&self, value: T, replace: bool) -> Result<(), HeapError> {
         let key = self.key(&value)?;
         {
             let mut s = self.state.lock();
             if s.closed {
                 return Err(HeapError::Closed);
             }
-            self.put(&mut s, key, value, true);
+            self.put(&mut s, key, value, replace);
         }
         self.pushed.notify_waiters();
         Ok(())
@@ -107,16 +112,7 @@ impl<T: Clone> Heap<T> {
 
     /// Adds `value` unless its key is held (then the held entry stays as it is).
     pub fn add_if_not_present(&self, value: T) -> Result<(), HeapError> {
-        let key = self.key(&value)?;
-        {
-            let mut s = self.state.lock();
-            if s.closed {
-                return Err(HeapError::Closed);
-            }
-            self.put(&mut s, key, value, false);
-        }
-        self.pushed.notify_waiters();
-        Ok(())
+        self.insert(value, false)
     }
 
     /// Deletes the entry of `value`'s key; [`HeapError::NotFound`] when none is held.
