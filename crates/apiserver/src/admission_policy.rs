@@ -304,6 +304,9 @@ pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'sta
         "eviction" => Some(("policy", "v1", "Eviction")),
         "binding" => Some(("", "v1", "Binding")),
         "token" => Some(("authentication.k8s.io", "v1", "TokenRequest")),
+        "attach" => Some(("", "v1", "PodAttachOptions")),
+        "exec" => Some(("", "v1", "PodExecOptions")),
+        "portforward" => Some(("", "v1", "PodPortForwardOptions")),
         _ => None,
     }
 }
@@ -311,7 +314,7 @@ pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'sta
 /// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`,
 /// a `TokenRequest`) rather than a view of the resource's.
 pub(crate) fn carries_own_object(subresource: &str) -> bool {
-    matches!(subresource, "eviction" | "binding" | "token")
+    matches!(subresource, "eviction" | "binding" | "token" | "attach" | "exec" | "portforward")
 }
 
 /// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`, for

@@ -235,7 +235,12 @@ fn replicas_cause(v: &Value, path: &str) -> Option<Cause> {
 
 /// kube's 422 for an object of `info` with these causes.
 pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
-    let kind = if info.group.is_empty() { info.kind.clone() } else { format!("{}.{}", info.kind, info.group) };
+    invalid_kind(&info.group, &info.kind, name, causes)
+}
+
+/// kube's 422 for an object of `kind` in `group` with these causes.
+pub(crate) fn invalid_kind(group: &str, kind_name: &str, name: &str, causes: &[Cause]) -> ApiError {
+    let kind = if group.is_empty() { kind_name.to_string() } else { format!("{kind_name}.{group}") };
     // Every cause is kept; the message names each once, as Go's `ToAggregate` does.
     let mut listed: Vec<String> = Vec::with_capacity(causes.len());
     for line in causes.iter().map(|c| format!("{}: {}", c.field, c.message)) {
@@ -249,10 +254,10 @@ pub fn invalid(info: &ResourceInfo, name: &str, causes: &[Cause]) -> ApiError {
     if !name.is_empty() {
         d.insert("name".into(), name.into());
     }
-    if !info.group.is_empty() {
-        d.insert("group".into(), info.group.clone().into());
+    if !group.is_empty() {
+        d.insert("group".into(), group.into());
     }
-    d.insert("kind".into(), info.kind.clone().into());
+    d.insert("kind".into(), kind_name.into());
     d.insert(
         "causes".into(),
         causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect(),

@@ -130,8 +130,8 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 }
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
-/// `status`, `scale`, `binding`, `ephemeralcontainers`, `eviction` and `resize` of pods, `token`
-/// of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
+/// `status`, `scale`, the connections, `binding`, `ephemeralcontainers`, `eviction` and `resize`
+/// of pods, `token` of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
 /// route table does; custom resources list `status` before `scale`, as the apiextensions server
 /// does. Namespaces have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
@@ -194,6 +194,18 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
                 "verbs": ["get", "patch", "update"]})
         })
     };
+    // The connections (`crate::pod_connection`): a log is read as a Pod, the others take
+    // their options.
+    let connection = |name: &str, kind: &str, verbs: &[&str]| {
+        pods.then(|| {
+            json!({"name": format!("pods/{name}"), "singularName": "", "namespaced": true, "kind": kind,
+                "verbs": verbs})
+        })
+    };
+    let attach = connection("attach", "PodAttachOptions", &["create", "get"]);
+    let exec = connection("exec", "PodExecOptions", &["create", "get"]);
+    let log = connection("log", "Pod", &["get"]);
+    let portforward = connection("portforward", "PodPortForwardOptions", &["create", "get"]);
     let ephemeral = pod_part(crate::pod_ephemeral_containers::SUBRESOURCE);
     let resize = pod_part(crate::pod_resize::SUBRESOURCE);
     let eviction = pods.then(|| {
@@ -209,9 +221,9 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     });
     let subresources = if r.list_items_have_kind {
-        [finalize, status, scale, None, None, None, None, None, None]
+        [finalize, status, scale, None, None, None, None, None, None, None, None, None, None]
     } else {
-        [approval, finalize, binding, ephemeral, eviction, resize, scale, status, token]
+        [approval, finalize, attach, binding, ephemeral, eviction, exec, log, portforward, resize, scale, status, token]
     };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
@@ -365,12 +377,17 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     if r.is_core("pods") {
         let pod_part =
             |name: &str| json!({"subresource": name, "responseKind": own, "verbs": ["get", "patch", "update"]});
+        let connection = |name: &str, of: &str| json!({"subresource": name, "responseKind": kind("", "", of), "verbs": ["create", "get"]});
+        subresources.push(connection("attach", "PodAttachOptions"));
         subresources
             .push(json!({"subresource": "binding", "responseKind": kind("", "", "Binding"), "verbs": ["create"]}));
         subresources.push(pod_part(crate::pod_ephemeral_containers::SUBRESOURCE));
         subresources.push(
             json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}),
         );
+        subresources.push(connection("exec", "PodExecOptions"));
+        subresources.push(json!({"subresource": "log", "responseKind": kind("", "", "Pod"), "verbs": ["get"]}));
+        subresources.push(connection("portforward", "PodPortForwardOptions"));
         subresources.push(pod_part(crate::pod_resize::SUBRESOURCE));
     }
     if r.status_subresource && r.custom.is_none() {
@@ -420,12 +437,15 @@ mod tests {
         assert_eq!(pods["scope"], "Namespaced");
         let subresources: Vec<&str> =
             pods["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
-        assert_eq!(subresources, ["binding", "ephemeralcontainers", "eviction", "resize", "status"]);
-        assert_eq!(pods["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
-        assert_eq!(pods["subresources"][1]["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
-        assert_eq!(pods["subresources"][1]["verbs"], json!(["get", "patch", "update"]));
         assert_eq!(
-            pods["subresources"][2]["responseKind"],
+            subresources,
+            ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "resize", "status"]
+        );
+        assert_eq!(pods["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
+        assert_eq!(pods["subresources"][2]["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
+        assert_eq!(pods["subresources"][2]["verbs"], json!(["get", "patch", "update"]));
+        assert_eq!(
+            pods["subresources"][3]["responseKind"],
             json!({"group": "policy", "version": "v1", "kind": "Eviction"})
         );
         let apps = aggregated(&reg, false);

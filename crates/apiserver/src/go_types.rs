@@ -483,6 +483,11 @@ fn base64_std(s: &str) -> Result<(), usize> {
     }
 }
 
+/// Go's `time.Parse(time.RFC3339, s)`, with its errors.
+pub(crate) fn rfc3339(s: &str) -> Result<(), String> {
+    go_time(RFC3339, s)
+}
+
 /// Go's `time.Parse(layout, s)` for the two layouts of Kubernetes' times, with its errors.
 /// The value is read byte by byte, as Go reads it.
 fn go_time(layout: &str, s: &str) -> Result<(), String> {

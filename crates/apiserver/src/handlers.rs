@@ -900,6 +900,21 @@ async fn resource_request(
         }
         return component_statuses(&store, &info, name, &req, &query).await;
     }
+    if let (Some(s), Some(name)) = (sub, name)
+        && info.is_core("pods")
+        && crate::pod_connection::SUBRESOURCES.contains(&s)
+    {
+        let r = crate::pod_connection::Request {
+            pods: &info,
+            ns: ns.unwrap_or(""),
+            name,
+            subresource: s,
+            method: req.method(),
+            headers: req.headers(),
+            query: &query,
+        };
+        return crate::pod_connection::serve(&store, r).await;
+    }
     let subresource = match sub {
         None => Subresource::None,
         Some("status") if info.status_subresource => Subresource::Status,

@@ -108,6 +108,7 @@ pub(crate) mod openapi;
 mod owner_reference_dedup;
 pub(crate) mod pod_affinity;
 pub(crate) mod pod_annotations;
+pub(crate) mod pod_connection;
 pub(crate) mod pod_dns;
 pub(crate) mod pod_ephemeral_containers;
 pub(crate) mod pod_os;

@@ -30,6 +30,8 @@ pub(crate) struct Carried {
 /// A create through a subresource carrying its own object, as admission judges it (a CREATE of
 /// `<resource>/<subresource>` with that object). Also used by service accounts' `token`.
 pub(crate) struct Creation<'a> {
+    /// `CREATE`, or `CONNECT` for a connection's options (`exec`'s PodExecOptions).
+    pub operation: &'static str,
     /// The resource whose subresource it is (pods, serviceaccounts).
     pub info: &'a ResourceInfo,
     pub subresource: &'static str,
@@ -42,7 +44,7 @@ impl Creation<'_> {
     fn attributes<'o>(&'o self, object: Option<&'o Map<String, Value>>) -> crate::admission_policy::Attributes<'o> {
         crate::admission_policy::Attributes {
             info: self.info,
-            operation: "CREATE",
+            operation: self.operation,
             subresource: self.subresource,
             namespace: self.ns,
             name: self.name,
@@ -91,7 +93,7 @@ pub(crate) async fn admit(
     let pods = registry.find("", "v1", "pods").cloned().ok_or_else(ApiError::no_route)?;
     let mut object = checked_body(carried, body, ns)?;
     store.admit_create(&pods, ns, name).await?;
-    let creation = Creation { info: &pods, subresource: carried.subresource, ns, name, dry_run };
+    let creation = Creation { operation: "CREATE", info: &pods, subresource: carried.subresource, ns, name, dry_run };
     creation.mutate(store, &mut object).await?;
     if object.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) != Some(name) {
         return Err(ApiError::bad_request(format!("name in URL does not match name in {} object", carried.kind)));

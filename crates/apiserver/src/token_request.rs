@@ -84,7 +84,14 @@ pub(crate) async fn issue(
     {
         spec.insert("expirationSeconds".into(), 3600.into());
     }
-    let creation = crate::pod_subresource::Creation { info: &accounts, subresource: SUBRESOURCE, ns, name, dry_run };
+    let creation = crate::pod_subresource::Creation {
+        operation: "CREATE",
+        info: &accounts,
+        subresource: SUBRESOURCE,
+        ns,
+        name,
+        dry_run,
+    };
     creation.mutate(store, &mut req).await?;
 
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();

@@ -1,0 +1,552 @@
+//! A pod's connection subresources — `log`, `exec`, `attach` and `portforward` — as
+//! kube-apiserver v1.35 answers them on the way to the pod's kubelet: the options read from the
+//! query, a log's options validated, a connection's options offered to admission (`CONNECT`),
+//! a `get` of a connection authorized again as `create`, the pod and its container looked up,
+//! then the pod's node and the kubelet's address and port.
+//!
+//! This server holds no kubelet client credentials, so it never talks to a kubelet: a request
+//! that gets that far is answered as kube-apiserver answers when the kubelet cannot be reached
+//! (the dial's error), after the server dialled the kubelet's address itself; a kubelet that
+//! accepts the connection gets nothing and the request is refused with a 500 saying why.
+//!
+//! Invariants, as kube's `LogREST`, `ExecREST`, `AttachREST`, `PortForwardREST` and the pod
+//! strategy's `LogLocation` / `streamLocation` hold them:
+//! - a log is a `GET`; a connection a `GET` or a `POST` (any other method: 405);
+//! - query values are read as kube's parameter codec reads them (the first of each; a flag is
+//!   false only for `0` or `false`; numbers Go's `ParseInt`; unknown keys ignored), a value it
+//!   cannot read refused with 400 and Go's words; `dryRun` refused for a connection;
+//! - a log's options are judged before the pod is read (422 `PodLogOptions "<pod>" is invalid`);
+//! - a pod not yet on a node has an empty log (204, no body) and cannot be connected to (400
+//!   `pod <name> does not have a host assigned`); a node that does not exist is reported as
+//!   kube reports it (`pods "<node>" not found`, the request's resource), one without an
+//!   address of kube's preferred types as kube's plain 500;
+//! - a connection that is not an upgrade request is refused (400 `Upgrade request required`)
+//!   before any dial; nothing is written to the store.
+
+use std::time::Duration;
+
+use http::{HeaderMap, Method, Response, StatusCode, header};
+use serde_json::{Map, Value, json};
+
+use crate::body::Body;
+use crate::registry::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::structural::Cause;
+
+/// The subresources served here.
+pub(crate) const SUBRESOURCES: [&str; 4] = ["attach", "exec", "log", "portforward"];
+
+/// kube-apiserver's default `--kubelet-preferred-address-types`.
+const PREFERRED_ADDRESS_TYPES: [&str; 5] = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+/// The kubelet's port when its node reports none.
+const KUBELET_PORT: i64 = 10250;
+/// How long the server waits for a kubelet's address to accept a connection.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// What a kubelet that accepted the connection is told nothing of.
+const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
+
+/// A request for one of a pod's connection subresources.
+pub(crate) struct Request<'a> {
+    /// The pods' resource.
+    pub pods: &'a ResourceInfo,
+    pub ns: &'a str,
+    pub name: &'a str,
+    /// One of [`SUBRESOURCES`].
+    pub subresource: &'a str,
+    pub method: &'a Method,
+    pub headers: &'a HeaderMap,
+    pub query: &'a [(String, String)],
+}
+
+/// Answers `r` (see the module documentation).
+pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body>, ApiError> {
+    if r.subresource == "log" {
+        if *r.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        return log(store, &r).await;
+    }
+    if !matches!(*r.method, Method::GET | Method::POST) {
+        return Err(ApiError::method_not_allowed());
+    }
+    if r.query.iter().any(|(k, _)| k == "dryRun") {
+        return Err(ApiError::bad_request("dryRun is not supported"));
+    }
+    let mut options = connect_options(r.subresource, r.query)?;
+    let creation = crate::pod_subresource::Creation {
+        operation: "CONNECT",
+        info: r.pods,
+        subresource: match r.subresource {
+            "attach" => "attach",
+            "exec" => "exec",
+            _ => "portforward",
+        },
+        ns: r.ns,
+        name: r.name,
+        dry_run: false,
+    };
+    creation.mutate(store, &mut options).await?;
+    creation.validate(store, &options).await?;
+    if *r.method == Method::GET {
+        // kube's `AuthorizePodWebsocketUpgradeCreatePermission`: a connection opened with a GET
+        // (a WebSocket) needs the `create` a POST needs.
+        may_create(store, &r)?;
+    }
+    let pod = pod(store, &r).await?;
+    let container = text(&options, "container");
+    if r.subresource != "portforward" {
+        checked_container(&pod, r.name, container)?;
+    }
+    let Some(node) = node_name(&pod) else {
+        return Err(ApiError::bad_request(format!("pod {} does not have a host assigned", r.name)));
+    };
+    let (host, port) = kubelet(store, r.pods, node).await?;
+    if !is_upgrade(r.headers) {
+        return Err(ApiError::bad_request("Upgrade request required"));
+    }
+    let cause = match dial(&host, port).await {
+        Err(e) => e,
+        Ok(()) => NO_KUBELET_CLIENT.to_string(),
+    };
+    Err(plain_error(format!("error dialing backend: {cause}")))
+}
+
+/// `pods/log`.
+async fn log(store: &Store, r: &Request<'_>) -> Result<Response<Body>, ApiError> {
+    let options = LogOptions::parse(r.query)?;
+    options.validate(r.name)?;
+    let pod = pod(store, r).await?;
+    let container = checked_container(&pod, r.name, &options.container)?;
+    let Some(node) = node_name(&pod) else {
+        // kube's empty location: no stream, 204 without a body or a media type.
+        let mut answer = Response::new(Body::Full(None));
+        *answer.status_mut() = StatusCode::NO_CONTENT;
+        answer.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache, private"));
+        return Ok(answer);
+    };
+    let (host, port) = kubelet(store, r.pods, node).await?;
+    let url = format!(
+        "https://{}/containerLogs/{}/{}/{container}{}",
+        join_host_port(&host, port),
+        r.ns,
+        r.name,
+        options.kubelet_query()
+    );
+    let cause = match dial(&host, port).await {
+        Err(e) => e,
+        Ok(()) => NO_KUBELET_CLIENT.to_string(),
+    };
+    Err(plain_error(format!("Get {}: {cause}", crate::structural::go_quote(&url))))
+}
+
+/// A plain Go error as kube's handlers answer it: 500 with no reason.
+fn plain_error(message: String) -> ApiError {
+    ApiError::new(500, "", message)
+}
+
+/// kube's `PodLogOptions`.
+#[derive(Debug, Default)]
+struct LogOptions {
+    container: String,
+    follow: bool,
+    previous: bool,
+    timestamps: bool,
+    since_seconds: Option<i64>,
+    /// RFC 3339 as the kubelet is sent it; Go's zero time for `""` and `null`.
+    since_time: Option<String>,
+    tail_lines: Option<i64>,
+    limit_bytes: Option<i64>,
+    stream: Option<String>,
+}
+
+impl LogOptions {
+    fn parse(query: &[(String, String)]) -> Result<Self, ApiError> {
+        let since_time = match first(query, "sinceTime") {
+            None => None,
+            Some("" | "null") => Some("0001-01-01T00:00:00Z".to_string()),
+            Some(s) => {
+                crate::go_types::rfc3339(s).map_err(ApiError::bad_request)?;
+                let t: jiff::Timestamp = s.parse().map_err(|_| ApiError::bad_request(format!("invalid time {s}")))?;
+                Some(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            }
+        };
+        Ok(LogOptions {
+            container: first(query, "container").unwrap_or("").to_string(),
+            follow: flag(query, "follow"),
+            previous: flag(query, "previous"),
+            timestamps: flag(query, "timestamps"),
+            since_seconds: int(query, "sinceSeconds")?,
+            since_time,
+            tail_lines: int(query, "tailLines")?,
+            limit_bytes: int(query, "limitBytes")?,
+            stream: first(query, "stream").map(str::to_string),
+        })
+    }
+
+    /// kube's `ValidatePodLogOptions` with `PodLogsQuerySplitStreams` off (its default).
+    fn validate(&self, pod: &str) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        let invalid = |field: &str, n: i64, detail: &str| Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {n}: {detail}"),
+            field: field.to_string(),
+        };
+        let forbidden = |field: &str, detail: &str| Cause {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+            field: field.to_string(),
+        };
+        if let Some(n) = self.tail_lines.filter(|n| *n < 0) {
+            causes.push(invalid("tailLines", n, "must be greater than or equal to 0"));
+        }
+        if let Some(n) = self.limit_bytes.filter(|n| *n < 1) {
+            causes.push(invalid("limitBytes", n, "must be greater than 0"));
+        }
+        match (self.since_seconds, &self.since_time) {
+            (Some(_), Some(_)) => {
+                causes.push(forbidden("[]", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+            }
+            (Some(n), None) if n < 1 => causes.push(invalid("sinceSeconds", n, "must be greater than 0")),
+            _ => {}
+        }
+        if self.stream.is_some() {
+            causes.push(forbidden("stream", "may not be specified"));
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(crate::custom_resource::invalid_kind("", "PodLogOptions", pod, &causes))
+    }
+
+    /// The query of the kubelet's `containerLogs` URL (Go's `url.Values.Encode`: keys sorted).
+    fn kubelet_query(&self) -> String {
+        let mut params: Vec<(&str, String)> = Vec::new();
+        for (key, on) in [("follow", self.follow), ("previous", self.previous), ("timestamps", self.timestamps)] {
+            if on {
+                params.push((key, "true".into()));
+            }
+        }
+        for (key, n) in
+            [("sinceSeconds", self.since_seconds), ("tailLines", self.tail_lines), ("limitBytes", self.limit_bytes)]
+        {
+            if let Some(n) = n {
+                params.push((key, n.to_string()));
+            }
+        }
+        if let Some(t) = &self.since_time {
+            params.push(("sinceTime", t.clone()));
+        }
+        encode(params)
+    }
+}
+
+/// A connection's options as kube hands them to admission: v1 `PodExecOptions`,
+/// `PodAttachOptions` or `PodPortForwardOptions`, as Go writes them.
+fn connect_options(subresource: &str, query: &[(String, String)]) -> Result<Map<String, Value>, ApiError> {
+    let (kind, streams) = match subresource {
+        "exec" => ("PodExecOptions", true),
+        "attach" => ("PodAttachOptions", true),
+        _ => ("PodPortForwardOptions", false),
+    };
+    let mut o = Map::new();
+    o.insert("kind".into(), kind.into());
+    o.insert("apiVersion".into(), "v1".into());
+    if streams {
+        for key in ["stdin", "stdout", "stderr", "tty"] {
+            if flag(query, key) {
+                o.insert(key.into(), true.into());
+            }
+        }
+        if let Some(c) = first(query, "container").filter(|c| !c.is_empty()) {
+            o.insert("container".into(), c.into());
+        }
+    }
+    if subresource == "exec" {
+        let command: Vec<&str> = query.iter().filter(|(k, _)| k == "command").map(|(_, v)| v.as_str()).collect();
+        o.insert("command".into(), if command.is_empty() { Value::Null } else { json!(command) });
+    }
+    if subresource == "portforward" {
+        let mut ports = Vec::new();
+        for (_, v) in query.iter().filter(|(k, _)| k == "ports") {
+            for p in v.split(',') {
+                let port = parse_uint16(p)
+                    .map_err(|e| ApiError::bad_request(format!("cannot convert to []int32: strconv.ParseUint: {e}")))?;
+                ports.push(port);
+            }
+        }
+        if !ports.is_empty() {
+            o.insert("ports".into(), json!(ports));
+        }
+    }
+    Ok(o)
+}
+
+/// The first value of `key`.
+fn first<'q>(query: &'q [(String, String)], key: &str) -> Option<&'q str> {
+    query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// A flag as kube's parameter codec reads it: false when absent, `0` or `false`.
+fn flag(query: &[(String, String)], key: &str) -> bool {
+    first(query, key).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// A number as Go's `strconv.ParseInt(v, 10, 64)` reads it, with its errors.
+fn int(query: &[(String, String)], key: &str) -> Result<Option<i64>, ApiError> {
+    let Some(v) = first(query, key) else { return Ok(None) };
+    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+    let fault = if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        "invalid syntax"
+    } else {
+        match v.parse::<i64>() {
+            Ok(n) => return Ok(Some(n)),
+            Err(_) => "value out of range",
+        }
+    };
+    Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {fault}", crate::structural::go_quote(v))))
+}
+
+/// A port as Go's `strconv.ParseUint(v, 10, 16)` reads it.
+fn parse_uint16(v: &str) -> Result<u16, String> {
+    let quoted = crate::structural::go_quote(v);
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("parsing {quoted}: invalid syntax"));
+    }
+    v.parse::<u16>().map_err(|_| format!("parsing {quoted}: value out of range"))
+}
+
+/// A string field of the options.
+fn text<'o>(options: &'o Map<String, Value>, key: &str) -> &'o str {
+    options.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Refuses a `get` of a connection whose user may not `create` it.
+fn may_create(store: &Store, r: &Request<'_>) -> Result<(), ApiError> {
+    let cache = store.cache();
+    let mode = cache.authorization();
+    let user = crate::rbac::User::of(&crate::requester::user_info());
+    let asked = crate::request_info::RequestInfo {
+        resource_request: true,
+        verb: "create".into(),
+        group: r.pods.group.clone(),
+        version: r.pods.version.clone(),
+        resource: r.pods.plural.clone(),
+        subresource: r.subresource.to_string(),
+        namespace: r.ns.to_string(),
+        name: r.name.to_string(),
+        ..Default::default()
+    };
+    let d = crate::authorizer::authorize(cache, mode, &user, &asked);
+    if d.allowed {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(&r.pods.group, &r.pods.plural, r.name, &d.reason))
+}
+
+/// The pod, as the request's resource reports a missing one.
+async fn pod(store: &Store, r: &Request<'_>) -> Result<Value, ApiError> {
+    Ok(store.get(r.pods, r.ns, r.name).await?.value())
+}
+
+/// The pod's node, when it has one.
+fn node_name(pod: &Value) -> Option<&str> {
+    pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty())
+}
+
+/// kube's `validateContainer`: the container named, or the pod's only one.
+fn checked_container<'p>(pod: &'p Value, name: &str, container: &'p str) -> Result<&'p str, ApiError> {
+    let names = |list: &str| -> Vec<&'p str> {
+        crate::object::elements(pod.pointer(&format!("/spec/{list}")))
+            .iter()
+            .filter_map(|c| c.get("name").and_then(Value::as_str))
+            .collect()
+    };
+    let regular = names("containers");
+    if container.is_empty() {
+        return match regular.as_slice() {
+            [only] => Ok(only),
+            [] => Err(ApiError::bad_request(format!("a container name must be specified for pod {name}"))),
+            _ => {
+                let all: Vec<&str> =
+                    names("initContainers").into_iter().chain(regular).chain(names("ephemeralContainers")).collect();
+                Err(ApiError::bad_request(format!(
+                    "a container name must be specified for pod {name}, choose one of: [{}]",
+                    all.join(" ")
+                )))
+            }
+        };
+    }
+    let known = ["initContainers", "containers", "ephemeralContainers"].iter().any(|l| names(l).contains(&container));
+    if !known {
+        return Err(ApiError::bad_request(format!("container {container} is not valid for pod {name}")));
+    }
+    Ok(container)
+}
+
+/// The kubelet of node `node`: kube's `NodeConnectionInfoGetter` (the first address of the
+/// preferred types, the reported port or 10250).
+async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(String, u16), ApiError> {
+    let nodes = store.registry().find("", "v1", "nodes").cloned().ok_or_else(ApiError::no_route)?;
+    let node = match store.get(&nodes, "", node).await {
+        Ok(found) => found.value(),
+        // kube reads the node with the request's context, whose resource names the error.
+        Err(e) if e.code == 404 => return Err(ApiError::not_found(&pods.group, &pods.plural, node)),
+        Err(e) => return Err(e),
+    };
+    let addresses: Vec<(&str, &str)> = crate::object::elements(node.pointer("/status/addresses"))
+        .iter()
+        .map(|a| {
+            let field = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
+            (field("type"), field("address"))
+        })
+        .collect();
+    let host = PREFERRED_ADDRESS_TYPES
+        .iter()
+        .find_map(|t| addresses.iter().find(|(kind, _)| kind == t).map(|(_, address)| address.to_string()));
+    let Some(host) = host else {
+        let known: Vec<String> = addresses.iter().map(|(t, a)| format!("{{{t} {a}}}")).collect();
+        return Err(plain_error(format!("no preferred addresses found; known addresses: [{}]", known.join(" "))));
+    };
+    let reported = node.pointer("/status/daemonEndpoints/kubeletEndpoint/Port").and_then(Value::as_i64).unwrap_or(0);
+    let port = if reported > 0 { reported } else { KUBELET_PORT };
+    Ok((host, u16::try_from(port).unwrap_or(0)))
+}
+
+/// Go's `net.JoinHostPort`.
+fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}
+
+/// Opens (and closes) a TCP connection to the kubelet; the error in Go's dialer's words.
+async fn dial(host: &str, port: u16) -> Result<(), String> {
+    let address = join_host_port(host, port);
+    let connect = async {
+        let targets: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(&address).await {
+            Ok(found) => found.collect(),
+            Err(_) => return Err(format!("dial tcp: lookup {host}: no such host")),
+        };
+        let mut last = format!("dial tcp: lookup {host}: no such host");
+        for target in targets {
+            match tokio::net::TcpStream::connect(target).await {
+                Ok(_) => return Ok(()),
+                Err(e) => last = format!("dial tcp {target}: {}", go_dial_error(&e)),
+            }
+        }
+        Err(last)
+    };
+    match tokio::time::timeout(DIAL_TIMEOUT, connect).await {
+        Ok(done) => done,
+        Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
+    }
+}
+
+/// How Go's dialer words a failed connect.
+fn go_dial_error(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ECONNREFUSED) => "connect: connection refused".into(),
+        Some(libc::EHOSTUNREACH) => "connect: no route to host".into(),
+        Some(libc::ENETUNREACH) => "connect: network is unreachable".into(),
+        Some(libc::ETIMEDOUT) => "connect: connection timed out".into(),
+        _ => format!("connect: {e}"),
+    }
+}
+
+/// Whether the request asks to switch protocols (kube's `httpstream.IsUpgradeRequest`).
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
+}
+
+/// Go's `url.Values.Encode` of `params`: sorted by key, each part query-escaped.
+fn encode(mut params: Vec<(&str, String)>) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    params.sort_by(|a, b| a.0.cmp(b.0));
+    let parts: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", query_escape(k), query_escape(v))).collect();
+    format!("?{}", parts.join("&"))
+}
+
+/// Go's `url.QueryEscape`.
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(char::from(b)),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn values_are_read_as_kube_s_parameter_codec_reads_them() {
+        assert!(flag(&q(&[("follow", "maybe")]), "follow"));
+        assert!(flag(&q(&[("follow", "")]), "follow"));
+        assert!(!flag(&q(&[("follow", "FALSE")]), "follow"));
+        assert!(!flag(&q(&[("follow", "0"), ("follow", "1")]), "follow"));
+        assert!(!flag(&q(&[]), "follow"));
+        assert_eq!(int(&q(&[("tailLines", "+7")]), "tailLines").unwrap(), Some(7));
+        let message = |pairs: &[(&str, &str)]| int(&q(pairs), "n").unwrap_err().message;
+        assert_eq!(message(&[("n", "abc")]), "strconv.ParseInt: parsing \"abc\": invalid syntax");
+        assert_eq!(message(&[("n", "")]), "strconv.ParseInt: parsing \"\": invalid syntax");
+        assert_eq!(
+            message(&[("n", "99999999999999999999")]),
+            "strconv.ParseInt: parsing \"99999999999999999999\": value out of range"
+        );
+        assert_eq!(parse_uint16("+80").unwrap_err(), "parsing \"+80\": invalid syntax");
+        assert_eq!(parse_uint16("65536").unwrap_err(), "parsing \"65536\": value out of range");
+    }
+
+    #[test]
+    fn the_kubelet_query_is_encoded_as_go_encodes_it() {
+        let o = LogOptions {
+            follow: true,
+            tail_lines: Some(5),
+            since_time: Some("2026-01-02T00:00:00Z".into()),
+            ..Default::default()
+        };
+        assert_eq!(o.kubelet_query(), "?follow=true&sinceTime=2026-01-02T00%3A00%3A00Z&tailLines=5");
+        assert_eq!(LogOptions::default().kubelet_query(), "");
+    }
+
+    #[test]
+    fn the_container_is_the_one_named_or_the_only_one() {
+        let pod = json!({"spec": {"initContainers": [{"name": "init"}], "containers": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(checked_container(&pod, "p", "init").unwrap(), "init");
+        assert_eq!(
+            checked_container(&pod, "p", "").unwrap_err().message,
+            "a container name must be specified for pod p, choose one of: [init a b]"
+        );
+        assert_eq!(checked_container(&pod, "p", "c").unwrap_err().message, "container c is not valid for pod p");
+        let one = json!({"spec": {"containers": [{"name": "only"}]}});
+        assert_eq!(checked_container(&one, "p", "").unwrap(), "only");
+        let none = json!({"spec": {}});
+        assert_eq!(
+            checked_container(&none, "p", "").unwrap_err().message,
+            "a container name must be specified for pod p"
+        );
+    }
+
+    #[test]
+    fn an_upgrade_is_a_connection_header_token() {
+        let mut h = HeaderMap::new();
+        assert!(!is_upgrade(&h));
+        h.insert(header::CONNECTION, "keep-alive, Upgrade".parse().unwrap());
+        assert!(is_upgrade(&h));
+    }
+}
