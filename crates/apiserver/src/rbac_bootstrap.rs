@@ -19,11 +19,13 @@
 //!   namespace and no API group.
 //!
 //! The lists follow kube's generated fixtures: bootstrap roles (and bindings) by name, then the
-//! controller's. [`install`] writes the missing ones at start; one that exists is left as it is.
+//! controller's. [`install`] reconciles them with the storage at every start, as kube does: the
+//! missing ones are written, one that lacks part of its default gets it back (nothing it holds
+//! is removed) unless annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`.
 
 use serde_json::{Map, Value, json};
 
-use crate::rbac::GROUP;
+use crate::rbac::{GROUP, PolicyRule};
 
 /// The label every bootstrap object carries, with its value.
 const BOOTSTRAPPING: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
@@ -350,22 +352,169 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
-/// Writes the default ClusterRoles and ClusterRoleBindings the storage does not hold yet.
+/// Reconciles the default ClusterRoles and ClusterRoleBindings with the storage at start, as
+/// kube's `ensureRBACPolicy` does on every start (see [`reconciled`]); a write that meets a
+/// concurrent one is tried again on what is stored then.
 pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> {
     let registry = store.registry();
     let sets = [("clusterroles", cluster_roles()), ("clusterrolebindings", cluster_role_bindings())];
     for (plural, objects) in sets {
         let Some(info) = registry.find(GROUP, "v1", plural).cloned() else { continue };
-        for obj in objects {
-            let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-            match store.create_many(&info, None, vec![obj], false, "kube-apiserver").await {
-                Ok(_) => {}
-                Err(e) if e.code == 409 => {}
-                Err(e) => return Err(std::io::Error::other(format!("creating {plural} {name}: {e}"))),
+        for expected in objects {
+            let name = expected.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut tries = 0;
+            loop {
+                match reconcile(store, &info, &name, &expected).await {
+                    Ok(()) => break,
+                    Err(e) if e.code == 409 && tries < CONFLICT_TRIES => tries += 1,
+                    Err(e) => return Err(std::io::Error::other(format!("reconciling {plural} {name}: {e}"))),
+                }
             }
         }
     }
     Ok(())
+}
+
+/// How many times a reconciliation that met a concurrent write is tried again.
+const CONFLICT_TRIES: usize = 5;
+
+/// Creates `expected` when missing, or writes what [`reconciled`] makes of the stored one.
+async fn reconcile(
+    store: &crate::store::Store,
+    info: &crate::registry::ResourceInfo,
+    name: &str,
+    expected: &Value,
+) -> Result<(), crate::status::ApiError> {
+    let create = async || store.create_many(info, None, vec![expected.clone()], false, MANAGER).await.map(drop);
+    let stored = match store.get(info, "", name).await {
+        Ok(found) => found.value(),
+        Err(e) if e.code == 404 => return create().await,
+        Err(e) => return Err(e),
+    };
+    match reconciled(&stored, expected) {
+        Reconciled::Unchanged | Reconciled::Protected => Ok(()),
+        Reconciled::Update(v) => {
+            let opts = crate::store::WriteOpts::main(false).by(MANAGER);
+            store.update(info, None, Some(name), v, opts).await.map(drop)
+        }
+        Reconciled::Recreate => {
+            let rv = stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
+            let opts = crate::delete_options::DeleteOpts { precondition_rv: rv, ..Default::default() };
+            store.delete(info, "", name, &opts).await?;
+            create().await
+        }
+    }
+}
+
+/// The writer of the reconciled objects.
+const MANAGER: &str = "kube-apiserver";
+
+/// What reconciliation does to a stored bootstrap object.
+#[derive(Debug, PartialEq)]
+enum Reconciled {
+    /// It holds everything the default holds.
+    Unchanged,
+    /// It lacks something but is annotated `autoupdate: "false"`: left as it is.
+    Protected,
+    /// Written as this (on the stored resourceVersion).
+    Update(Value),
+    /// A binding whose roleRef is not the default's: deleted and made again.
+    Recreate,
+}
+
+/// kube's `computeReconciledRole` / `computeReconciledRoleBinding` without removing anything: the
+/// stored object keeps what it holds and gains the default's labels and annotations it does not
+/// set, the default's rules it does not cover (broken down to one verb, group and resource
+/// each, as kube adds them), the aggregation selectors it lacks (an aggregation rule the default
+/// has none of is removed), and the subjects it lacks; a binding whose roleRef differs is
+/// replaced whole.
+fn reconciled(stored: &Value, expected: &Value) -> Reconciled {
+    let protected =
+        stored.pointer(&format!("/metadata/annotations/{}", AUTOUPDATE.replace('/', "~1"))) == Some(&json!("false"));
+    let is_binding = expected.get("roleRef").is_some();
+    if is_binding && !same_role_ref(stored.get("roleRef"), expected.get("roleRef")) {
+        return if protected { Reconciled::Protected } else { Reconciled::Recreate };
+    }
+    let mut out = stored.clone();
+    let mut changed = false;
+    for key in ["labels", "annotations"] {
+        for (k, v) in expected["metadata"][key].as_object().into_iter().flatten() {
+            let held = out["metadata"][key].as_object().is_some_and(|m| m.contains_key(k));
+            if !held {
+                if !out["metadata"][key].is_object() {
+                    out["metadata"][key] = json!({});
+                }
+                out["metadata"][key][k] = v.clone();
+                changed = true;
+            }
+        }
+    }
+    if is_binding {
+        let key = |s: &Value| {
+            let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            (field("kind"), field("apiGroup"), field("name"), field("namespace"))
+        };
+        let held: Vec<_> = crate::object::elements(stored.get("subjects")).iter().map(key).collect();
+        for subject in crate::object::elements(expected.get("subjects")) {
+            if !held.contains(&key(subject)) {
+                push(&mut out, "subjects", subject.clone());
+                changed = true;
+            }
+        }
+    } else {
+        let missing = crate::rbac::covers(&PolicyRule::all_of(stored), &PolicyRule::all_of(expected));
+        for rule in missing {
+            push(&mut out, "rules", rule.to_value());
+            changed = true;
+        }
+        match (aggregation_selectors(stored), aggregation_selectors(expected)) {
+            (Some(_), None) => {
+                out.as_object_mut().map(|o| o.remove("aggregationRule"));
+                changed = true;
+            }
+            (held, Some(wanted)) => {
+                let held = crate::object::elements(held.flatten());
+                for selector in crate::object::elements(wanted) {
+                    if !held.contains(selector) {
+                        if !out["aggregationRule"].is_object() {
+                            out["aggregationRule"] = json!({});
+                        }
+                        push(&mut out["aggregationRule"], "clusterRoleSelectors", selector.clone());
+                        changed = true;
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    match (changed, protected) {
+        (false, _) => Reconciled::Unchanged,
+        (true, true) => Reconciled::Protected,
+        (true, false) => Reconciled::Update(out),
+    }
+}
+
+/// A role's aggregation selectors: None without an aggregation rule.
+fn aggregation_selectors(role: &Value) -> Option<Option<&Value>> {
+    role.get("aggregationRule").filter(|a| !a.is_null()).map(|a| a.get("clusterRoleSelectors"))
+}
+
+/// Whether two roleRefs name the same role (kind, API group, name).
+fn same_role_ref(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let key = |r: Option<&Value>| {
+        ["apiGroup", "kind", "name"].map(|k| r.and_then(|r| r.get(k)).and_then(Value::as_str).unwrap_or("").to_string())
+    };
+    key(a) == key(b)
+}
+
+/// Appends `item` to the list `key` of `obj` (made when missing or null).
+fn push(obj: &mut Value, key: &str, item: Value) {
+    if !obj[key].is_array() {
+        obj[key] = json!([]);
+    }
+    if let Some(list) = obj[key].as_array_mut() {
+        list.push(item);
+    }
 }
 
 #[cfg(test)]
@@ -415,6 +564,82 @@ mod tests {
                 assert_eq!(PolicyRule::of(r).to_value(), *r, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn a_stored_role_gains_what_it_lacks_and_keeps_what_it_holds() {
+        let roles = cluster_roles();
+        let basic = named(&roles, "system:basic-user");
+        assert_eq!(reconciled(basic, basic), Reconciled::Unchanged);
+        // A rule taken away comes back broken down; a rule added and a label changed stay.
+        let mut stored = basic.clone();
+        stored["rules"] = json!([
+            rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews"], &["create"]),
+            rule(&[""], &["pods"], &["get"])
+        ]);
+        stored["metadata"]["labels"]["kubernetes.io/bootstrapping"] = json!("mine");
+        stored["metadata"]["labels"]["team"] = json!("a");
+        let Reconciled::Update(out) = reconciled(&stored, basic) else { panic!("not updated") };
+        assert_eq!(
+            out["rules"],
+            json!([
+                rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews"], &["create"]),
+                rule(&[""], &["pods"], &["get"]),
+                rule(&["authorization.k8s.io"], &["selfsubjectrulesreviews"], &["create"]),
+                rule(&["authentication.k8s.io"], &["selfsubjectreviews"], &["create"]),
+            ])
+        );
+        assert_eq!(out["metadata"]["labels"], json!({"kubernetes.io/bootstrapping": "mine", "team": "a"}));
+        // Protected: left as it is.
+        stored["metadata"]["annotations"][AUTOUPDATE] = json!("false");
+        assert_eq!(reconciled(&stored, basic), Reconciled::Protected);
+        // Annotations lost are put back.
+        let mut bare = basic.clone();
+        bare["metadata"].as_object_mut().unwrap().remove("annotations");
+        let Reconciled::Update(out) = reconciled(&bare, basic) else { panic!("not updated") };
+        assert_eq!(out["metadata"]["annotations"], json!({AUTOUPDATE: "true"}));
+    }
+
+    #[test]
+    fn aggregation_selectors_are_reconciled_and_rules_filled_by_aggregation_kept() {
+        let roles = cluster_roles();
+        let view = named(&roles, "view");
+        let mut stored = view.clone();
+        stored["rules"] = json!([rule(&[""], &["pods"], &["get", "list"])]);
+        assert_eq!(reconciled(&stored, view), Reconciled::Unchanged, "aggregated rules are the controller's");
+        stored["aggregationRule"]["clusterRoleSelectors"] = json!([{"matchLabels": {"mine": "true"}}]);
+        let Reconciled::Update(out) = reconciled(&stored, view) else { panic!("not updated") };
+        assert_eq!(
+            out["aggregationRule"]["clusterRoleSelectors"],
+            json!([{"matchLabels": {"mine": "true"}}, {"matchLabels": {TO_VIEW: "true"}}])
+        );
+        let admin = named(&roles, "cluster-admin");
+        let mut stored = admin.clone();
+        stored["aggregationRule"] = json!({"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]});
+        let Reconciled::Update(out) = reconciled(&stored, admin) else { panic!("not updated") };
+        assert!(out.get("aggregationRule").is_none(), "{out}");
+    }
+
+    #[test]
+    fn a_stored_binding_gains_subjects_and_is_replaced_when_its_role_differs() {
+        let bindings = cluster_role_bindings();
+        let public = named(&bindings, "system:public-info-viewer");
+        assert_eq!(reconciled(public, public), Reconciled::Unchanged);
+        let mut stored = public.clone();
+        stored["subjects"] = json!([{"apiGroup": GROUP, "kind": "User", "name": "alice"},
+                                    {"apiGroup": GROUP, "kind": "Group", "name": "system:unauthenticated"}]);
+        let Reconciled::Update(out) = reconciled(&stored, public) else { panic!("not updated") };
+        assert_eq!(
+            out["subjects"],
+            json!([{"apiGroup": GROUP, "kind": "User", "name": "alice"},
+                   {"apiGroup": GROUP, "kind": "Group", "name": "system:unauthenticated"},
+                   {"apiGroup": GROUP, "kind": "Group", "name": "system:authenticated"}])
+        );
+        let mut other = public.clone();
+        other["roleRef"]["name"] = json!("cluster-admin");
+        assert_eq!(reconciled(&other, public), Reconciled::Recreate);
+        other["metadata"]["annotations"][AUTOUPDATE] = json!("false");
+        assert_eq!(reconciled(&other, public), Reconciled::Protected);
     }
 
     #[test]

@@ -1157,6 +1157,13 @@ impl ApiServer {
         *self.background.lock() = Some(background);
         let addr = self.addr();
         self.bind_and_run(addr).await?;
+        // As kube's post-start hook on every start: the bootstrap roles reconciled.
+        if store.authorization() == crate::AuthorizationMode::Rbac {
+            store.cache().until_ready().await;
+            if let Err(e) = crate::rbac_bootstrap::install(&store).await {
+                tracing::warn!(error = %e, "unable to reconcile the bootstrap RBAC policy");
+            }
+        }
         self.start_serving_controllers(false).await;
         Ok(())
     }

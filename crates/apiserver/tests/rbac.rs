@@ -539,3 +539,79 @@ async fn kubectl_kube_rs_and_python_meet_the_same_answers() {
     settled(&admin).await;
     assert_eq!(run().await, json!({"listed": true}));
 }
+
+/// What a bootstrap ClusterRole or ClusterRoleBinding holds now.
+async fn bootstrap(c: &Client, kind: &str, name: &str) -> Value {
+    let path = if kind == "role" { CLUSTER_ROLES } else { CLUSTER_BINDINGS };
+    let r = c.get(&format!("{path}/{name}")).await;
+    assert_eq!(r.code, 200, "{name}: {}", r.body);
+    r.body
+}
+
+#[tokio::test]
+async fn a_server_starting_on_its_data_puts_back_what_the_bootstrap_policy_lost() {
+    let dir = informer_apiserver::testing::temp_data_dir();
+    let start = || ApiServer::builder().data_dir(&dir).authorization(AuthorizationMode::Rbac).start();
+    let s = start().await.unwrap();
+    let c = Client::new(&s);
+    // A rule taken from a role, another added; a label changed.
+    let mut basic = bootstrap(&c, "role", "system:basic-user").await;
+    basic["rules"] = json!([
+        rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews"], &["create"]),
+        rule(&[""], &["pods"], &["get"])
+    ]);
+    basic["metadata"]["labels"]["kubernetes.io/bootstrapping"] = json!("mine");
+    assert_eq!(c.put(&format!("{CLUSTER_ROLES}/system:basic-user"), &basic).await.code, 200);
+    // A role deleted; a protected role emptied.
+    assert_eq!(c.delete(&format!("{CLUSTER_ROLES}/system:discovery")).await.code, 200);
+    let mut monitoring = bootstrap(&c, "role", "system:monitoring").await;
+    monitoring["rules"] = json!([]);
+    monitoring["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"] = json!("false");
+    assert_eq!(c.put(&format!("{CLUSTER_ROLES}/system:monitoring"), &monitoring).await.code, 200);
+    // A binding's subject taken away, another bound to a different role.
+    let mut public = bootstrap(&c, "binding", "system:public-info-viewer").await;
+    public["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]);
+    assert_eq!(c.put(&format!("{CLUSTER_BINDINGS}/system:public-info-viewer"), &public).await.code, 200);
+    assert_eq!(c.delete(&format!("{CLUSTER_BINDINGS}/system:basic-user")).await.code, 200);
+    let rebound = json!({"metadata": {"name": "system:basic-user"}, "subjects": [user("bob")],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}});
+    assert_eq!(c.post(CLUSTER_BINDINGS, &rebound).await.code, 201);
+    s.stop().await;
+    drop(s);
+
+    let s = start().await.unwrap();
+    let c = Client::new(&s);
+    let basic = bootstrap(&c, "role", "system:basic-user").await;
+    assert_eq!(
+        basic["rules"],
+        json!([
+            rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews"], &["create"]),
+            rule(&[""], &["pods"], &["get"]),
+            rule(&["authorization.k8s.io"], &["selfsubjectrulesreviews"], &["create"]),
+            rule(&["authentication.k8s.io"], &["selfsubjectreviews"], &["create"]),
+        ])
+    );
+    assert_eq!(basic["metadata"]["labels"]["kubernetes.io/bootstrapping"], "mine");
+    assert!(!bootstrap(&c, "role", "system:discovery").await["rules"].as_array().unwrap().is_empty());
+    let monitoring = bootstrap(&c, "role", "system:monitoring").await;
+    assert!(monitoring["rules"].as_array().is_none_or(Vec::is_empty), "protected: {monitoring}");
+    let public = bootstrap(&c, "binding", "system:public-info-viewer").await;
+    let subjects: Vec<&str> =
+        public["subjects"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(subjects, ["alice", "system:authenticated", "system:unauthenticated"]);
+    let basic_binding = bootstrap(&c, "binding", "system:basic-user").await;
+    assert_eq!(basic_binding["roleRef"]["name"], "system:basic-user");
+    assert_eq!(
+        basic_binding["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                                  "name": "system:authenticated"}])
+    );
+    // The roles work again: any user may discover the API.
+    assert_eq!(c.clone().impersonating("carol").get("/api").await.code, 200);
+
+    // A restart in place reconciles them too.
+    assert_eq!(c.delete(&format!("{CLUSTER_ROLES}/system:discovery")).await.code, 200);
+    s.restart().await.unwrap();
+    assert!(s.wait_ready(std::time::Duration::from_secs(20)).await);
+    assert!(!bootstrap(&c, "role", "system:discovery").await["rules"].as_array().unwrap().is_empty());
+}
