@@ -755,10 +755,20 @@ mod tests {
     impl<T: QueueItem> WorkQueue<T> {
         /// Checks the module invariants against the raw state.
         fn assert_invariants(&self) {
+            self.assert_invariants_with(None);
+        }
+
+        /// [`Self::assert_invariants`], the ready keys read from `backing` when the queue
+        /// has a backing queue.
+        fn assert_invariants_with(&self, backing: Option<Vec<T>>) {
             let st = self.shared.state.lock();
             let mut seen = HashSet::new();
-            let Ready::Fifo(ready) = &st.ready else { return };
-            for key in ready {
+            let ready: Vec<T> = match (&st.ready, backing) {
+                (Ready::Fifo(ready), _) => ready.iter().cloned().collect(),
+                (Ready::Custom(_), Some(keys)) => keys,
+                (Ready::Custom(_), None) => return,
+            };
+            for key in &ready {
                 assert!(seen.insert(key.clone()), "key queued twice");
                 let slot = st.slots.get(key).expect("ready key without slot");
                 assert!(slot.dirty && !slot.processing, "{slot:?}");
@@ -802,6 +812,48 @@ mod tests {
         ]
     }
 
+    /// How the ready keys are ordered: the inline FIFO, or a backing queue handing out the
+    /// oldest, the newest or the smallest key.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Order {
+        Inline,
+        Fifo,
+        Lifo,
+        Smallest,
+    }
+
+    impl Order {
+        /// Takes the next key out of `keys` in this order.
+        fn take(self, keys: &mut VecDeque<u8>) -> Option<u8> {
+            match self {
+                Order::Inline | Order::Fifo => keys.pop_front(),
+                Order::Lifo => keys.pop_back(),
+                Order::Smallest => {
+                    let i = keys.iter().enumerate().min_by_key(|(_, k)| **k).map(|(i, _)| i)?;
+                    keys.remove(i)
+                }
+            }
+        }
+    }
+
+    /// A backing queue whose keys the test can read.
+    struct Recorded {
+        order: Order,
+        keys: Arc<parking_lot::Mutex<VecDeque<u8>>>,
+    }
+
+    impl BackingQueue<u8> for Recorded {
+        fn push(&mut self, item: u8) {
+            self.keys.lock().push_back(item);
+        }
+        fn pop(&mut self) -> Option<u8> {
+            self.order.take(&mut self.keys.lock())
+        }
+        fn len(&self) -> usize {
+            self.keys.lock().len()
+        }
+    }
+
     /// The reference semantics, written as plainly as possible.
     #[derive(Default)]
     struct Model {
@@ -809,6 +861,7 @@ mod tests {
         dirty: HashSet<u8>,
         processing: HashSet<u8>,
         shutting_down: bool,
+        order: Option<Order>,
     }
 
     impl Model {
@@ -821,7 +874,7 @@ mod tests {
             }
         }
         fn get(&mut self) -> Option<u8> {
-            let k = self.queue.pop_front()?;
+            let k = self.order.unwrap_or(Order::Inline).take(&mut self.queue)?;
             self.dirty.remove(&k);
             self.processing.insert(k);
             Some(k)
@@ -835,14 +888,22 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_the_reference_model(ops in proptest::collection::vec(op(), 0..200), metrics in any::<bool>()) {
-            let q: WorkQueue<u8> = if metrics {
+        fn matches_the_reference_model(
+            ops in proptest::collection::vec(op(), 0..200),
+            metrics in any::<bool>(),
+            order in prop_oneof![Just(Order::Inline), Just(Order::Fifo), Just(Order::Lifo), Just(Order::Smallest)],
+        ) {
+            let mut builder = WorkQueue::builder();
+            if metrics {
                 let m = super::super::metrics::WorkQueueMetrics::new(&mut prometheus_client::registry::Registry::default());
-                WorkQueue::builder().name("model").metrics(&m).build()
-            } else {
-                WorkQueue::new()
-            };
-            let mut model = Model::default();
+                builder = builder.name("model").metrics(&m);
+            }
+            let keys = Arc::new(parking_lot::Mutex::new(VecDeque::new()));
+            if order != Order::Inline {
+                builder = builder.queue(Recorded { order, keys: keys.clone() });
+            }
+            let q: WorkQueue<u8> = builder.build();
+            let mut model = Model { order: Some(order), ..Model::default() };
             for op in ops {
                 match op {
                     Op::Add(k) => { q.add(k); model.add(k); }
@@ -850,7 +911,7 @@ mod tests {
                     Op::Done(k) => { q.done(&k); model.done(k); }
                     Op::ShutDown => { q.shut_down(); model.shutting_down = true; }
                 }
-                q.assert_invariants();
+                q.assert_invariants_with(Some(keys.lock().iter().copied().collect()));
                 prop_assert_eq!(q.len(), model.queue.len());
                 prop_assert_eq!(q.in_flight(), model.processing.len());
                 prop_assert_eq!(q.shutting_down(), model.shutting_down);
