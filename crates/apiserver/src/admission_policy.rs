@@ -1,5 +1,5 @@
 //! ValidatingAdmissionPolicy: the CEL admission of `admissionregistration.k8s.io/v1`, applied to
-//! every create, update and delete as kube-apiserver applies it. A ValidatingAdmissionPolicyBinding
+//! every create, update, delete and connection (`CONNECT`) as kube-apiserver applies it. A ValidatingAdmissionPolicyBinding
 //! names a policy; where the policy's `matchConstraints` (and the binding's `matchResources`)
 //! match the request — or, under `matchPolicy: Equivalent`, another served version of its
 //! resource, which then sees the object converted to that version — and its `matchConditions`
@@ -38,7 +38,7 @@ pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
 /// What a request is, for matching and for CEL's `request`.
 pub(crate) struct Attributes<'a> {
     pub info: &'a ResourceInfo,
-    /// `CREATE`, `UPDATE` or `DELETE`.
+    /// `CREATE`, `UPDATE`, `DELETE`, or `CONNECT` for a connection's options.
     pub operation: &'static str,
     /// `status`, `scale` or "".
     pub subresource: &'a str,
@@ -297,7 +297,8 @@ pub(crate) fn object_view(a: &Attributes<'_>, o: &Map<String, Value>) -> Value {
 /// The group, version and kind of the objects a subresource's requests carry, when they are
 /// not the resource's: a `scale` is an autoscaling/v1 `Scale`, a pod's `eviction` a policy/v1
 /// `Eviction`, its `binding` a v1 `Binding`, a service account's `token` an
-/// authentication.k8s.io/v1 `TokenRequest`.
+/// authentication.k8s.io/v1 `TokenRequest`, a pod's `exec`, `attach` and `portforward` the v1
+/// `PodExecOptions`, `PodAttachOptions` and `PodPortForwardOptions` of the connection.
 pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'static str, &'static str)> {
     match subresource {
         "scale" => Some(("autoscaling", "v1", "Scale")),
@@ -312,7 +313,7 @@ pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'sta
 }
 
 /// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`,
-/// a `TokenRequest`) rather than a view of the resource's.
+/// a `TokenRequest`, a connection's options) rather than a view of the resource's.
 pub(crate) fn carries_own_object(subresource: &str) -> bool {
     matches!(subresource, "eviction" | "binding" | "token" | "attach" | "exec" | "portforward")
 }
@@ -629,9 +630,29 @@ fn matches_resources(m: &Value, a: &Attributes<'_>, object: Option<&Value>, name
         return false;
     }
     match m.get("objectSelector") {
-        Some(sel) => selector_matches(sel, &labels_of(object)),
+        Some(sel) => object_selector_matches(sel, a.subresource, &labels_of(object)),
         None => true,
     }
+}
+
+/// Whether an `objectSelector` selects an object with `labels` offered through `subresource`,
+/// as kube's object matcher judges it: an empty selector selects everything; a connection's
+/// options (`exec`'s PodExecOptions…) have no metadata, so no other selector selects them.
+pub(crate) fn object_selector_matches(sel: &Value, subresource: &str, labels: &Value) -> bool {
+    let empty = ["matchLabels", "matchExpressions"].iter().all(|k| {
+        sel.get(k).is_none_or(|v| {
+            v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty)
+        })
+    });
+    if empty {
+        return true;
+    }
+    !is_connection(subresource) && selector_matches(sel, labels)
+}
+
+/// Whether `subresource` is a connection whose requests carry options ([`subresource_kind`]).
+pub(crate) fn is_connection(subresource: &str) -> bool {
+    matches!(subresource, "attach" | "exec" | "portforward")
 }
 
 /// Whether a `NamedRuleWithOperations` matches the request.

@@ -1,5 +1,5 @@
 //! Admission webhooks, called as kube-apiserver calls them: every create, update and delete of
-//! a resource is offered to the webhooks of the MutatingWebhookConfigurations whose rules,
+//! a resource (and every connection to a pod, as a `CONNECT` with its options) is offered to the webhooks of the MutatingWebhookConfigurations whose rules,
 //! namespace and object selectors and `matchConditions` match it, one after another (by
 //! configuration name, then in the configuration's order), each able to refuse the request or
 //! change the object with a JSON Patch (when one did, the server's own mutating admission runs
@@ -471,7 +471,9 @@ fn matches(
         }
     }
     if let Some(sel) = hook.get("objectSelector") {
-        let selects = |v: Option<&Value>| v.is_some_and(|v| crate::admission_policy::selector_matches(sel, &labels(v)));
+        let selects = |v: Option<&Value>| {
+            v.is_some_and(|v| crate::admission_policy::object_selector_matches(sel, a.subresource, &labels(v)))
+        };
         if !selects(object) && !selects(old) {
             return Matched::No;
         }
@@ -531,18 +533,23 @@ fn review(
         r.insert("object".into(), object.cloned().unwrap_or(Value::Null));
         r.insert("oldObject".into(), old.cloned().unwrap_or(Value::Null));
         let kind = match a.operation {
-            "CREATE" => "CreateOptions",
-            "UPDATE" => "UpdateOptions",
-            _ => "DeleteOptions",
+            "CREATE" => Some("CreateOptions"),
+            "UPDATE" => Some("UpdateOptions"),
+            "DELETE" => Some("DeleteOptions"),
+            // A connection has no operation options.
+            _ => None,
         };
-        let mut options = Map::new();
-        options.insert("kind".into(), kind.into());
-        options.insert("apiVersion".into(), "meta.k8s.io/v1".into());
-        options.extend(crate::admission_options::current());
-        if a.dry_run && !options.contains_key("dryRun") {
-            options.insert("dryRun".into(), json!(["All"]));
-        }
-        r.insert("options".into(), Value::Object(options));
+        let options = kind.map(|kind| {
+            let mut options = Map::new();
+            options.insert("kind".into(), kind.into());
+            options.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+            options.extend(crate::admission_options::current());
+            if a.dry_run && !options.contains_key("dryRun") {
+                options.insert("dryRun".into(), json!(["All"]));
+            }
+            Value::Object(options)
+        });
+        r.insert("options".into(), options.unwrap_or(Value::Null));
     }
     json!({"kind": "AdmissionReview", "apiVersion": version, "request": request})
 }

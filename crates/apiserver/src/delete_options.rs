@@ -172,7 +172,7 @@ impl DeleteOpts {
 }
 
 /// A query integer as Go's `strconv.ParseInt` reads it; its error is kube's 400.
-fn parse_int64(v: &str) -> Result<i64, ApiError> {
+pub(crate) fn parse_int64(v: &str) -> Result<i64, ApiError> {
     let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {}: invalid syntax", go_quote(v))));

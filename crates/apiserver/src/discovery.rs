@@ -131,9 +131,10 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
 /// `status`, `scale`, the connections, `binding`, `ephemeralcontainers`, `eviction` and `resize`
-/// of pods, `token` of service accounts). Built-in types list their subresources in path order, as kube-apiserver's
-/// route table does; custom resources list `status` before `scale`, as the apiextensions server
-/// does. Namespaces have no `deletecollection`, as on kube-apiserver.
+/// of pods, `token` of service accounts; not the proxies, which the server does not serve).
+/// Built-in types list their subresources in path order, as kube-apiserver's route table does;
+/// custom resources list `status` before `scale`, as the apiextensions server does. Namespaces
+/// have no `deletecollection`, as on kube-apiserver.
 fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let is_namespaces = crate::namespaces::is_namespaces(r);
     let verbs = verbs(r);

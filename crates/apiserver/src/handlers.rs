@@ -806,7 +806,7 @@ async fn resource_request(
     version: &str,
     rest: &[String],
     query: Vec<(String, String)>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
     let mut rest: Vec<&str> = rest.iter().map(String::as_str).collect();
     let mut query = query;
@@ -904,6 +904,7 @@ async fn resource_request(
         && info.is_core("pods")
         && crate::pod_connection::SUBRESOURCES.contains(&s)
     {
+        let upgrade = Some(hyper::upgrade::on(&mut req));
         let r = crate::pod_connection::Request {
             pods: &info,
             ns: ns.unwrap_or(""),
@@ -912,6 +913,7 @@ async fn resource_request(
             method: req.method(),
             headers: req.headers(),
             query: &query,
+            upgrade,
         };
         return crate::pod_connection::serve(&store, r).await;
     }

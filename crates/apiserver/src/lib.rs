@@ -163,6 +163,7 @@ pub(crate) mod storage_admission;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
+pub(crate) mod stream_translator;
 pub mod structural;
 pub mod table;
 pub mod testing;

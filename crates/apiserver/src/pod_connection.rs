@@ -5,16 +5,21 @@
 //! then the pod's node and the kubelet's address and port.
 //!
 //! This server holds no kubelet client credentials, so it never talks to a kubelet: a request
-//! that gets that far is answered as kube-apiserver answers when the kubelet cannot be reached
-//! (the dial's error), after the server dialled the kubelet's address itself; a kubelet that
-//! accepts the connection gets nothing and the request is refused with a 500 saying why.
+//! that gets that far is answered as kube-apiserver answers when the kubelet cannot be reached,
+//! with the error of the server's own dial of the kubelet's address (up to 5 s; kube's dialer
+//! waits 30 s); a kubelet that accepts the connection gets nothing, and the request is refused
+//! with a 500 saying why. A v5 WebSocket of `exec` or `attach` is accepted first and told on
+//! the connection, as kube's stream translator tells it ([`crate::stream_translator`]); any other
+//! connection gets the error as its answer. Like kube's, these requests make the server connect
+//! to whatever address a Node reports, which a user allowed to write Nodes chooses.
 //!
 //! Invariants, as kube's `LogREST`, `ExecREST`, `AttachREST`, `PortForwardREST` and the pod
 //! strategy's `LogLocation` / `streamLocation` hold them:
 //! - a log is a `GET`; a connection a `GET` or a `POST` (any other method: 405);
-//! - query values are read as kube's parameter codec reads them (the first of each; a flag is
-//!   false only for `0` or `false`; numbers Go's `ParseInt`; unknown keys ignored), a value it
-//!   cannot read refused with 400 and Go's words; `dryRun` refused for a connection;
+//! - query values are read as kube's parameter codec reads them (the first of each, in the
+//!   conversion's order; a flag is false only for `0` or `false`; numbers Go's `ParseInt`;
+//!   unknown keys ignored), a value it cannot read refused with 400 and Go's words; `dryRun`
+//!   refused for a connection;
 //! - a log's options are judged before the pod is read (422 `PodLogOptions "<pod>" is invalid`);
 //! - a pod not yet on a node has an empty log (204, no body) and cannot be connected to (400
 //!   `pod <name> does not have a host assigned`); a node that does not exist is reported as
@@ -57,10 +62,12 @@ pub(crate) struct Request<'a> {
     pub method: &'a Method,
     pub headers: &'a HeaderMap,
     pub query: &'a [(String, String)],
+    /// The connection, once a 101 hands it over (for a WebSocket kube translates).
+    pub upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 /// Answers `r` (see the module documentation).
-pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<Body>, ApiError> {
     if r.subresource == "log" {
         if *r.method != Method::GET {
             return Err(ApiError::method_not_allowed());
@@ -94,10 +101,8 @@ pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body
         may_create(store, &r)?;
     }
     let pod = pod(store, &r).await?;
-    let container = text(&options, "container");
-    if r.subresource != "portforward" {
-        checked_container(&pod, r.name, container)?;
-    }
+    let container =
+        if r.subresource == "portforward" { "" } else { checked_container(&pod, r.name, text(&options, "container"))? };
     let Some(node) = node_name(&pod) else {
         return Err(ApiError::bad_request(format!("pod {} does not have a host assigned", r.name)));
     };
@@ -109,7 +114,40 @@ pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body
         Err(e) => e,
         Ok(()) => NO_KUBELET_CLIENT.to_string(),
     };
+    // kube translates a v5 WebSocket of `exec` or `attach`: accepted first, the kubelet's
+    // failure then reported on the connection, as its SPDY POST's error.
+    if r.subresource != "portforward"
+        && crate::stream_translator::wants_translation(r.headers)
+        && let Some(upgrade) = r.upgrade.take()
+    {
+        let url = format!(
+            "https://{}/{}/{}/{}/{container}{}",
+            join_host_port(&host, port),
+            r.subresource,
+            r.ns,
+            r.name,
+            stream_query(&options)
+        );
+        let status = ApiError::internal(&format!("Post {}: {cause}", crate::structural::go_quote(&url)));
+        let flag = |k: &str| options.get(k) == Some(&Value::Bool(true));
+        let ending = crate::stream_translator::Ending { stdout: flag("stdout"), stderr: flag("stderr"), status };
+        return Ok(crate::stream_translator::accept(r.headers, upgrade, ending));
+    }
     Err(plain_error(format!("error dialing backend: {cause}")))
+}
+
+/// The query of the kubelet's `exec` or `attach` URL (kube's `streamParams`, encoded).
+fn stream_query(options: &Map<String, Value>) -> String {
+    let mut params: Vec<(&str, String)> = Vec::new();
+    for (key, param) in [("stdin", "input"), ("stdout", "output"), ("stderr", "error"), ("tty", "tty")] {
+        if options.get(key) == Some(&Value::Bool(true)) {
+            params.push((param, "1".into()));
+        }
+    }
+    for c in crate::object::elements(options.get("command")) {
+        params.push(("command", c.as_str().unwrap_or("").to_string()));
+    }
+    encode(params)
 }
 
 /// `pods/log`.
@@ -161,7 +199,10 @@ struct LogOptions {
 }
 
 impl LogOptions {
+    /// The options, read in the order of kube's generated conversion (the first value it
+    /// cannot read is the one reported).
     fn parse(query: &[(String, String)]) -> Result<Self, ApiError> {
+        let since_seconds = int(query, "sinceSeconds")?;
         let since_time = match first(query, "sinceTime") {
             None => None,
             Some("" | "null") => Some("0001-01-01T00:00:00Z".to_string()),
@@ -176,7 +217,7 @@ impl LogOptions {
             follow: flag(query, "follow"),
             previous: flag(query, "previous"),
             timestamps: flag(query, "timestamps"),
-            since_seconds: int(query, "sinceSeconds")?,
+            since_seconds,
             since_time,
             tail_lines: int(query, "tailLines")?,
             limit_bytes: int(query, "limitBytes")?,
@@ -289,22 +330,12 @@ fn first<'q>(query: &'q [(String, String)], key: &str) -> Option<&'q str> {
 
 /// A flag as kube's parameter codec reads it: false when absent, `0` or `false`.
 fn flag(query: &[(String, String)], key: &str) -> bool {
-    first(query, key).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+    first(query, key).is_some_and(crate::body::query_bool)
 }
 
 /// A number as Go's `strconv.ParseInt(v, 10, 64)` reads it, with its errors.
 fn int(query: &[(String, String)], key: &str) -> Result<Option<i64>, ApiError> {
-    let Some(v) = first(query, key) else { return Ok(None) };
-    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
-    let fault = if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        "invalid syntax"
-    } else {
-        match v.parse::<i64>() {
-            Ok(n) => return Ok(Some(n)),
-            Err(_) => "value out of range",
-        }
-    };
-    Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {fault}", crate::structural::go_quote(v))))
+    first(query, key).map(crate::delete_options::parse_int64).transpose()
 }
 
 /// A port as Go's `strconv.ParseUint(v, 10, 16)` reads it.
@@ -386,7 +417,7 @@ fn checked_container<'p>(pod: &'p Value, name: &str, container: &'p str) -> Resu
 
 /// The kubelet of node `node`: kube's `NodeConnectionInfoGetter` (the first address of the
 /// preferred types, the reported port or 10250).
-async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(String, u16), ApiError> {
+async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(String, i64), ApiError> {
     let nodes = store.registry().find("", "v1", "nodes").cloned().ok_or_else(ApiError::no_route)?;
     let node = match store.get(&nodes, "", node).await {
         Ok(found) => found.value(),
@@ -409,17 +440,19 @@ async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(Stri
         return Err(plain_error(format!("no preferred addresses found; known addresses: [{}]", known.join(" "))));
     };
     let reported = node.pointer("/status/daemonEndpoints/kubeletEndpoint/Port").and_then(Value::as_i64).unwrap_or(0);
-    let port = if reported > 0 { reported } else { KUBELET_PORT };
-    Ok((host, u16::try_from(port).unwrap_or(0)))
+    Ok((host, if reported > 0 { reported } else { KUBELET_PORT }))
 }
 
 /// Go's `net.JoinHostPort`.
-fn join_host_port(host: &str, port: u16) -> String {
+fn join_host_port(host: &str, port: i64) -> String {
     if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }
 
 /// Opens (and closes) a TCP connection to the kubelet; the error in Go's dialer's words.
-async fn dial(host: &str, port: u16) -> Result<(), String> {
+async fn dial(host: &str, port: i64) -> Result<(), String> {
+    if u16::try_from(port).is_err() {
+        return Err(format!("dial tcp: address {port}: invalid port"));
+    }
     let address = join_host_port(host, port);
     let connect = async {
         let targets: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(&address).await {
@@ -452,14 +485,13 @@ fn go_dial_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Whether the request asks to switch protocols (kube's `httpstream.IsUpgradeRequest`).
+/// Whether the request asks to switch protocols (kube's `httpstream.IsUpgradeRequest`: a
+/// `Connection` header containing `upgrade`, in any case).
 fn is_upgrade(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::CONNECTION)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
+        .any(|v| v.as_bytes().to_ascii_lowercase().windows(7).any(|w| w == b"upgrade"))
 }
 
 /// Go's `url.Values.Encode` of `params`: sorted by key, each part query-escaped.
@@ -467,6 +499,7 @@ fn encode(mut params: Vec<(&str, String)>) -> String {
     if params.is_empty() {
         return String::new();
     }
+    // Stable: the values of one key keep their order.
     params.sort_by(|a, b| a.0.cmp(b.0));
     let parts: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", query_escape(k), query_escape(v))).collect();
     format!("?{}", parts.join("&"))
@@ -548,5 +581,7 @@ mod tests {
         assert!(!is_upgrade(&h));
         h.insert(header::CONNECTION, "keep-alive, Upgrade".parse().unwrap());
         assert!(is_upgrade(&h));
+        h.insert(header::CONNECTION, "x-upgraded".parse().unwrap());
+        assert!(is_upgrade(&h), "contained, as Go's strings.Contains finds it");
     }
 }

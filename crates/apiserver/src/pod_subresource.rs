@@ -4,7 +4,8 @@
 //! type and namespace checked, NamespaceLifecycle, mutating admission, the name in the URL
 //! checked, the subresource's own validation, validating admission — in that order, each
 //! refusing with kube's Status. What the subresource then does is its module's (`eviction`,
-//! `binding`).
+//! `binding`). The admission of a connection's options (`CONNECT`, `pod_connection`) goes
+//! through the same [`Creation`].
 //!
 //! Invariants: nothing is read or written before every check and admission has passed; the
 //! object admission sees is the one the subresource then acts on (mutations included).
@@ -27,8 +28,9 @@ pub(crate) struct Carried {
     pub api_versions: &'static [&'static str],
 }
 
-/// A create through a subresource carrying its own object, as admission judges it (a CREATE of
-/// `<resource>/<subresource>` with that object). Also used by service accounts' `token`.
+/// A request through a subresource carrying its own object, as admission judges it (a CREATE
+/// of `<resource>/<subresource>` with that object; a CONNECT of a pod's `exec`, `attach` or
+/// `portforward` with its options). Also used by service accounts' `token`.
 pub(crate) struct Creation<'a> {
     /// `CREATE`, or `CONNECT` for a connection's options (`exec`'s PodExecOptions).
     pub operation: &'static str,

@@ -887,7 +887,8 @@ where
     });
     // Made in place: a connection moved into a pinned local would take its room twice in the task.
     let io = TokioIo::new(crate::combined_writes::CombinedWrites::new(io));
-    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection(io, svc));
+    // With upgrades: a connection to a pod opened as a WebSocket is handed over after its 101.
+    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
     loop {
         tokio::select! {
             _ = conn.as_mut() => return,

@@ -263,6 +263,13 @@ impl ApiError {
         serde_json::to_vec(&self.wire()).unwrap_or_default()
     }
 
+    /// The `Status` as Go's `json.Marshal` writes a `metav1.Status` whose type is not set (what
+    /// a connection's error channel carries): without `kind` and `apiVersion`.
+    pub(crate) fn to_untyped_bytes(&self) -> Vec<u8> {
+        let wire = StatusWire { kind: "", api_version: "", ..self.wire() };
+        serde_json::to_vec(&wire).unwrap_or_default()
+    }
+
     fn wire(&self) -> StatusWire<'_> {
         StatusWire {
             kind: "Status",
@@ -281,7 +288,9 @@ impl ApiError {
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StatusWire<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
     kind: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     api_version: &'a str,
     metadata: StatusMeta<'a>,
     status: &'a str,

@@ -104,6 +104,13 @@ async fn answer(
                          "response": {"uid": uid, "allowed": true, "patch": patch, "patchType": "JSONPatch"}});
         return Ok(hyper::Response::new(Full::new(Bytes::from(out.to_string()))));
     }
+    if path.starts_with("/allow") {
+        // Allows whatever it is offered, read as JSON only.
+        let uid = raw["request"]["uid"].clone();
+        let out = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                         "response": {"uid": uid, "allowed": true}});
+        return Ok(hyper::Response::new(Full::new(Bytes::from(out.to_string()))));
+    }
     if path == "/beta" {
         // An admission.k8s.io/v1beta1 webhook's answer: no uid, apiVersion or patchType.
         let patch = br#"[{"op": "add", "path": "/metadata/labels", "value": {"beta": "yes"}}]"#;
@@ -731,6 +738,49 @@ async fn scale_writes_are_offered_as_scales_to_scale_subresource_rules() {
     let cap_reviews = hook.seen("/cap");
     assert!(cap_reviews.iter().all(|r| r["review"]["request"]["subResource"] == "scale"), "{cap_reviews:?}");
     assert_eq!(cap_reviews.last().unwrap()["review"]["request"]["object"]["spec"]["replicas"], 11);
+}
+
+#[tokio::test]
+async fn connections_are_offered_as_connect_with_their_options() {
+    let hook = Webhook::start().await;
+    let s = server().await;
+    let c = Client::new(&s);
+    assert_eq!(c.post("/api/v1/namespaces/default/pods", &pod("web", json!({}))).await.code, 201);
+    let rules =
+        json!([{"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/exec"]}]);
+    let mut all = configmaps_hook("all.example.com", hook.client_config("/allow"), json!(["CONNECT"]));
+    all["rules"] = rules.clone();
+    // The options have no metadata: a selector other than the empty one selects nothing.
+    let mut selected =
+        configmaps_hook("selected.example.com", hook.client_config("/allow-selected"), json!(["CONNECT"]));
+    selected["rules"] = rules;
+    selected["objectSelector"] = json!({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]});
+    let hooks = config("ValidatingWebhookConfiguration", "connect", json!([all, selected]));
+    assert_eq!(c.post(VALIDATING, &hooks).await.code, 201);
+    settled(&c).await;
+
+    let r = c
+        .send_raw(
+            http::Method::POST,
+            "/api/v1/namespaces/default/pods/web/exec?command=ls&command=-l&stdout=1&tty=false",
+            vec![],
+            "",
+        )
+        .await;
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some("pod web does not have a host assigned")));
+    let reviews = hook.seen("/allow");
+    assert_eq!(reviews.len(), 1);
+    let request = &reviews[0]["review"]["request"];
+    assert_eq!(request["operation"], "CONNECT");
+    assert_eq!(request["kind"], json!({"group": "", "version": "v1", "kind": "PodExecOptions"}));
+    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "pods"}));
+    assert_eq!((&request["subResource"], &request["name"]), (&json!("exec"), &json!("web")));
+    assert_eq!(
+        request["object"],
+        json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdout": true, "command": ["ls", "-l"]})
+    );
+    assert_eq!((&request["oldObject"], &request["options"]), (&Value::Null, &Value::Null));
+    assert!(hook.seen("/allow-selected").is_empty());
 }
 
 const CRONTABS: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

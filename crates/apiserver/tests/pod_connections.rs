@@ -134,8 +134,11 @@ async fn a_log_is_read_as_kube_reads_it_up_to_the_kubelet() {
         (r.code, message(&r)),
         (400, "parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\"")
     );
-    // Unknown keys are ignored; a flag is off only when `0` or `false`.
-    assert_eq!(c.get(&log("?colour=blue&follow=maybe")).await.code, 204);
+    // Unknown keys are ignored.
+    assert_eq!(c.get(&log("?colour=blue")).await.code, 204);
+    // Values are read in the conversion's order: the first unreadable one is reported.
+    let r = c.get(&log("?tailLines=x&sinceSeconds=y")).await;
+    assert_eq!(message(&r), "strconv.ParseInt: parsing \"y\": invalid syntax");
 
     let r = c.get(&format!("{PODS}/nope/log")).await;
     assert_eq!((r.code, message(&r)), (404, "pods \"nope\" not found"));
@@ -171,12 +174,13 @@ async fn a_log_is_read_as_kube_reads_it_up_to_the_kubelet() {
         json!([{"type": "ExternalIP", "address": "192.0.2.1"}, {"type": "InternalIP", "address": "127.0.0.1"}]);
     assert_eq!(c.post(NODES, &node("n2", addresses, port)).await.code, 201);
     assert_eq!(c.post(PODS, &on_node("reachable", "n2")).await.code, 201);
-    let r = c.get(&format!("{PODS}/reachable/log?tailLines=5&timestamps=1")).await;
+    // A flag is off only when `0` or `false`.
+    let r = c.get(&format!("{PODS}/reachable/log?tailLines=5&timestamps=1&follow=maybe&previous=FALSE")).await;
     assert_eq!(r.code, 500, "{}", r.body);
     assert_eq!(
         message(&r),
         format!(
-            "Get \"https://127.0.0.1:{port}/containerLogs/default/reachable/c?tailLines=5&timestamps=true\": \
+            "Get \"https://127.0.0.1:{port}/containerLogs/default/reachable/c?follow=true&tailLines=5&timestamps=true\": \
              dial tcp 127.0.0.1:{port}: connect: connection refused"
         )
     );
@@ -216,7 +220,8 @@ async fn connections_are_refused_as_kube_refuses_them_without_a_kubelet() {
     let r = post(&exec("web", "&container=other")).await;
     assert_eq!((r.code, message(&r)), (400, "container other is not valid for pod web"));
     // A port-forward names no container: none is checked.
-    assert_eq!(c.get(&format!("{PODS}/web/portforward?container=other")).await.code, 400);
+    let r = c.get(&format!("{PODS}/web/portforward?container=other")).await;
+    assert_eq!((r.code, message(&r)), (400, "pod web does not have a host assigned"));
     let r = c.get(&format!("{PODS}/web/portforward?ports=80,x")).await;
     assert_eq!(
         (r.code, message(&r)),
@@ -243,6 +248,98 @@ async fn connections_are_refused_as_kube_refuses_them_without_a_kubelet() {
     assert_eq!(r.code, 500, "{}", r.body);
     assert_eq!(message(&r), format!("error dialing backend: dial tcp 127.0.0.1:{port}: connect: connection refused"));
     assert!(r.body.get("reason").is_none(), "{}", r.body);
+}
+
+/// Opens `path` as a WebSocket offering `protocols` and reads what the server sends: the answer's
+/// head, then each binary message (channel, data) until a close.
+async fn websocket(s: &informer_apiserver::ApiServer, path: &str, protocols: &str) -> (String, Vec<(u8, Vec<u8>)>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = s.url().trim_start_matches("http://").to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Protocol: {protocols}\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    let read = async {
+        // The head; then, after a 101, everything until the server closes.
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = tcp.read(&mut chunk).await.unwrap();
+            bytes.extend_from_slice(&chunk[..n]);
+            let head_read = bytes.windows(4).any(|w| w == b"\r\n\r\n");
+            if n == 0 || (head_read && !bytes.starts_with(b"HTTP/1.1 101")) {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), read).await.unwrap();
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let mut messages = Vec::new();
+    if !head.starts_with("HTTP/1.1 101") {
+        return (head, messages);
+    }
+    let mut rest = &bytes[end..];
+    while rest.len() >= 2 {
+        let (opcode, len) = (rest[0] & 0x0f, usize::from(rest[1] & 0x7f));
+        let (len, at) = if len == 126 { (usize::from(u16::from_be_bytes([rest[2], rest[3]])), 4) } else { (len, 2) };
+        let payload = &rest[at..at + len];
+        if opcode == 0x8 {
+            assert_eq!(payload, 1000u16.to_be_bytes(), "a normal close");
+            break;
+        }
+        messages.push((payload[0], payload[1..].to_vec()));
+        rest = &rest[at + len..];
+    }
+    (head, messages)
+}
+
+#[tokio::test]
+async fn a_v5_websocket_is_accepted_and_told_why_the_kubelet_failed() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let port = closed_port().await;
+    let addresses = json!([{"type": "InternalIP", "address": "127.0.0.1"}]);
+    assert_eq!(c.post(NODES, &node("n1", addresses, port)).await.code, 201);
+    assert_eq!(c.post(PODS, &on_node("placed", "n1")).await.code, 201);
+    let path = format!("{PODS}/placed/exec?command=ls&command=-l&stderr=true&stdout=true");
+    let (head, messages) = websocket(&s, &path, "v5.channel.k8s.io, v4.channel.k8s.io").await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains("sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), "{head}");
+    assert!(head.contains("sec-websocket-protocol: v5.channel.k8s.io\r\n"), "{head}");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0], (1, vec![]), "the opening message on stdout");
+    assert_eq!(messages[1].0, 3, "the error channel");
+    let cause = format!(
+        "Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&command=-l&error=1&output=1\": \
+         dial tcp 127.0.0.1:{port}: connect: connection refused"
+    );
+    let status: Value = serde_json::from_slice(&messages[1].1).unwrap();
+    assert_eq!(
+        status,
+        json!({"metadata": {}, "status": "Failure", "message": format!("Internal error occurred: {cause}"),
+               "reason": "InternalError", "details": {"causes": [{"message": cause}]}, "code": 500})
+    );
+    // A v4 WebSocket, and a port-forward, are not translated: the dial's error answers them.
+    let (head, _) = websocket(&s, &path, "v4.channel.k8s.io").await;
+    assert!(head.starts_with("HTTP/1.1 500"), "{head}");
+    let (head, _) = websocket(&s, &format!("{PODS}/placed/portforward?ports=80"), "v5.channel.k8s.io").await;
+    assert!(head.starts_with("HTTP/1.1 500"), "{head}");
+
+    // kubectl prints kube's words.
+    let dir = common::tools::tempdir("pod-connections-ws");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = common::tools::kubectl_versions().last().unwrap().clone();
+    let (ok, _, err) = common::tools::kubectl_bin(&bin, &kc, &dir.join("cache"), &["exec", "placed", "--", "ls"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("Internal error occurred: Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&error=1&output=1\"")),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -299,9 +396,14 @@ async fn a_connection_opened_with_get_needs_create() {
     assert_eq!(admin.get(bindings).await.code, 200);
 
     let alice = admin.clone().impersonating("alice");
-    let r = alice.get(&format!("{PODS}/web/exec?command=ls")).await;
-    assert_eq!(r.code, 403, "{}", r.body);
-    assert!(message(&r).starts_with("pods \"web\" is forbidden:"), "{}", r.body);
+    // The authorizer's own reason, empty for RBAC's refusal, as kube words the check.
+    for sub in ["exec", "attach", "portforward"] {
+        let r = alice.get(&format!("{PODS}/web/{sub}")).await;
+        assert_eq!(r.code, 403, "{}", r.body);
+        if sub == "exec" {
+            assert_eq!(message(&r), "pods \"web\" is forbidden: ", "{}", r.body);
+        }
+    }
     // With `create` as well, the request goes on to the pod.
     let role = json!({"metadata": {"name": "exec-create"},
         "rules": [{"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]});
