@@ -99,6 +99,7 @@
 //! ```
 
 mod action;
+pub mod finalizer;
 mod metrics;
 mod source;
 mod worker;
