@@ -410,6 +410,61 @@ async fn secondary_informers_queue_mapped_keys_and_gate_the_start() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn owned_objects_queue_their_controller() {
+    let primary_src = FakeSource::new();
+    primary_src.add(cm("owner", "1"));
+    let child_src = FakeSource::new();
+    let child = |v: &str, refs: serde_json::Value| json!({"metadata": {"name": "child", "namespace": "ns", "labels": {"v": v}, "ownerReferences": refs}});
+    let controller = json!([
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "bystander", "uid": "1"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "2", "controller": true},
+    ]);
+    child_src.add(child("1", controller.clone()));
+    let (primary, children) = (informer(&primary_src), informer(&child_src));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("t")
+        .informer(&primary)
+        .owns(&children)
+        .build(move |key, _obj: Option<Object<Cm>>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(key.to_string());
+                Ok::<_, String>(Action::Done)
+            }
+        })
+        .unwrap();
+    let cache = children.indexer().clone();
+    let run = Running::start(vec![primary, children], &runner);
+    // Everything handled: the children's cache at label `v`, no notification or key waiting.
+    let settled = |v: &'static str| {
+        let (cache, runner) = (cache.clone(), runner.clone());
+        async move {
+            loop {
+                let s = runner.stats();
+                let seen = cache.get_by_key("ns/child").is_some_and(|c| c.label("v") == Some(v));
+                if seen && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 && s.delayed == 0 {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+    };
+    // The primary's own key and its child's controller: one key, reconciled once or twice.
+    tokio::time::timeout(LIMIT, settled("1")).await.unwrap();
+    assert_eq!(recv(&mut rx).await, "ns/owner");
+    while let Ok(k) = rx.try_recv() {
+        assert_eq!(k, "ns/owner");
+    }
+    child_src.modify(child("2", controller));
+    assert_eq!(recv(&mut rx).await, "ns/owner");
+    // A child no longer controlled by the owner queues nothing.
+    child_src.modify(child("3", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "2"}])));
+    tokio::time::timeout(LIMIT, settled("3")).await.unwrap();
+    assert!(rx.try_recv().is_err(), "the uncontrolled child's change queued nothing");
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn build_and_run_errors() {
     let src = FakeSource::new();
     let inf = informer(&src);

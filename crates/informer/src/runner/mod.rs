@@ -101,6 +101,7 @@
 mod action;
 pub mod finalizer;
 mod metrics;
+mod owner;
 mod source;
 mod worker;
 
@@ -218,6 +219,22 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     ) -> Self {
         self.sources.push(source::source(informer.clone(), Arc::new(map)));
         self
+    }
+
+    /// A secondary informer of objects the primary kind controls (controller-runtime's
+    /// `Owns`): each of its notifications queues the key of the object's controller — the
+    /// owner reference with `controller: true` whose kind and API group are the primary's —
+    /// in the object's namespace (none for a cluster-scoped primary kind). Objects without
+    /// such a reference queue nothing. The runner also waits for it to sync.
+    pub fn owns<O: Send + Sync + 'static>(self, informer: &SharedIndexInformer<O>) -> Self
+    where
+        K: kube::Resource,
+        K::DynamicType: Default,
+    {
+        let dt = K::DynamicType::default();
+        let owner =
+            owner::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), K::url_path(&dt, Some("n")));
+        self.watches(informer, move |o: &Object<O>| owner.key_of(o))
     }
 
     /// Number of concurrent workers (default 1; 0 is taken as 1).

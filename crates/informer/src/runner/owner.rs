@@ -1,0 +1,91 @@
+//! The controller of an object, as [`ControllerRunnerBuilder::owns`](super::ControllerRunnerBuilder::owns)
+//! finds it: the owner reference marked `controller: true` whose kind and API group are the
+//! primary kind's (controller-runtime's `EnqueueRequestForOwner` with `OnlyControllerOwner`).
+//!
+//! Invariants: only `metadata.ownerReferences` is read from the object's JSON (its other fields
+//! are skipped, never decoded into its type); at most one key is returned (an object has at most
+//! one controller); the key is in the object's namespace when the primary kind is namespaced,
+//! and in none otherwise.
+
+use serde::Deserialize;
+
+use crate::key::ObjectKey;
+use crate::object::Object;
+
+/// The primary kind owned objects are mapped to.
+pub(crate) struct Owner {
+    kind: String,
+    group: String,
+    namespaced: bool,
+}
+
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    metadata: Meta,
+}
+
+#[derive(Deserialize, Default)]
+struct Meta {
+    #[serde(default, rename = "ownerReferences")]
+    owner_references: Vec<Reference>,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    controller: Option<bool>,
+}
+
+impl Owner {
+    /// The primary kind `kind` of API group `group`; `collection` is its collection's path in a
+    /// namespace `n` (which names the namespace only when the kind is namespaced).
+    pub(crate) fn new(kind: String, group: String, collection: String) -> Self {
+        Owner { kind, group, namespaced: collection.contains("/namespaces/n/") }
+    }
+
+    /// The key of the object's controller of the primary kind, if it has one.
+    pub(crate) fn key_of<O>(&self, o: &Object<O>) -> Vec<ObjectKey> {
+        let Ok(head) = serde_json::from_slice::<Head>(&o.raw_json()) else { return Vec::new() };
+        let controller = head.metadata.owner_references.into_iter().find(|r| {
+            let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            r.controller == Some(true) && r.kind == self.kind && group == self.group
+        });
+        let namespace = if self.namespaced { o.namespace() } else { None };
+        controller.and_then(|r| ObjectKey::new(namespace, &r.name).ok()).into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(refs: serde_json::Value) -> Object<()> {
+        let json = serde_json::json!({"metadata": {"name": "child", "namespace": "ns", "ownerReferences": refs}});
+        Object::from_json(serde_json::to_vec(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_controller_of_the_primary_kind_is_found() {
+        let rs = Owner::new("ReplicaSet".into(), "apps".into(), "/apis/apps/v1/namespaces/n/replicasets".into());
+        let refs = serde_json::json!([
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "not-controller", "uid": "1"},
+            {"apiVersion": "v1", "kind": "ReplicaSet", "name": "other-group", "uid": "2", "controller": true},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "3", "controller": true},
+        ]);
+        let keys: Vec<String> = rs.key_of(&object(refs)).iter().map(|k| k.to_string()).collect();
+        assert_eq!(keys, ["ns/web"]);
+        assert!(rs.key_of(&object(serde_json::json!([]))).is_empty());
+        let node = Owner::new("Node".into(), "".into(), "/api/v1/nodes".into());
+        let refs =
+            serde_json::json!([{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "4", "controller": true}]);
+        let keys: Vec<String> = node.key_of(&object(refs)).iter().map(|k| k.to_string()).collect();
+        assert_eq!(keys, ["n1"]);
+    }
+}
