@@ -110,12 +110,8 @@ pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<
     if !is_upgrade(r.headers) {
         return Err(ApiError::bad_request("Upgrade request required"));
     }
-    let cause = match dial(&host, port).await {
-        Err(e) => e,
-        Ok(()) => NO_KUBELET_CLIENT.to_string(),
-    };
-    // kube translates a v5 WebSocket of `exec` or `attach`: accepted first, the kubelet's
-    // failure then reported on the connection, as its SPDY POST's error.
+    // kube translates a v5 WebSocket of `exec` or `attach`: accepted first, the kubelet then
+    // dialled and its failure reported on the connection, as its SPDY request's error.
     if r.subresource != "portforward"
         && crate::stream_translator::wants_translation(r.headers)
         && let Some(upgrade) = r.upgrade.take()
@@ -128,11 +124,15 @@ pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<
             r.name,
             stream_query(&options)
         );
-        let status = ApiError::internal(&format!("Post {}: {cause}", crate::structural::go_quote(&url)));
+        let status = async move {
+            let cause = dial(&host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string());
+            ApiError::internal(&format!("error sending request: Post {}: {cause}", crate::structural::go_quote(&url)))
+        };
         let flag = |k: &str| options.get(k) == Some(&Value::Bool(true));
         let ending = crate::stream_translator::Ending { stdout: flag("stdout"), stderr: flag("stderr"), status };
-        return Ok(crate::stream_translator::accept(r.headers, upgrade, ending));
+        return Ok(crate::stream_translator::accept(r.method, r.headers, upgrade, ending));
     }
+    let cause = dial(&host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string());
     Err(plain_error(format!("error dialing backend: {cause}")))
 }
 

@@ -353,30 +353,49 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
 }
 
 /// Reconciles the default ClusterRoles and ClusterRoleBindings with the storage at start, as
-/// kube's `ensureRBACPolicy` does on every start (see [`reconciled`]); a write that meets a
-/// concurrent one is tried again on what is stored then.
+/// kube's `ensureRBACPolicy` does on every start (see [`reconciled`]). A write that meets a
+/// concurrent one (409, or 404 for an object deleted meanwhile) is tried again on what is stored
+/// then, after a short pause; an object that cannot be reconciled is logged and the others are
+/// still reconciled, as kube goes on with as many as it can. Fails only when none could be.
 pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> {
     let registry = store.registry();
     let sets = [("clusterroles", cluster_roles()), ("clusterrolebindings", cluster_role_bindings())];
+    let (mut done, mut first_failure) = (0, None);
     for (plural, objects) in sets {
         let Some(info) = registry.find(GROUP, "v1", plural).cloned() else { continue };
         for expected in objects {
             let name = expected.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut pause = RETRY_PAUSE;
             let mut tries = 0;
-            loop {
+            let outcome = loop {
                 match reconcile(store, &info, &name, &expected).await {
-                    Ok(()) => break,
-                    Err(e) if e.code == 409 && tries < CONFLICT_TRIES => tries += 1,
-                    Err(e) => return Err(std::io::Error::other(format!("reconciling {plural} {name}: {e}"))),
+                    Err(e) if matches!(e.code, 404 | 409) && tries < RETRIES => {
+                        tries += 1;
+                        tokio::time::sleep(pause).await;
+                        pause *= 5;
+                    }
+                    outcome => break outcome,
+                }
+            };
+            match outcome {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    tracing::warn!(resource = plural, name = %name, error = %e, "unable to reconcile a bootstrap RBAC object");
+                    first_failure.get_or_insert(format!("reconciling {plural} {name}: {e}"));
                 }
             }
         }
     }
-    Ok(())
+    match first_failure {
+        Some(e) if done == 0 => Err(std::io::Error::other(e)),
+        _ => Ok(()),
+    }
 }
 
-/// How many times a reconciliation that met a concurrent write is tried again.
-const CONFLICT_TRIES: usize = 5;
+/// How many times a reconciliation that met a concurrent write is tried again, and the first
+/// pause (multiplied by five each time), as client-go's `retry.DefaultBackoff`.
+const RETRIES: usize = 4;
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Creates `expected` when missing, or writes what [`reconciled`] makes of the stored one.
 async fn reconcile(
@@ -392,7 +411,11 @@ async fn reconcile(
         Err(e) => return Err(e),
     };
     match reconciled(&stored, expected) {
-        Reconciled::Unchanged | Reconciled::Protected => Ok(()),
+        Reconciled::Unchanged => Ok(()),
+        Reconciled::Protected => {
+            tracing::warn!(kind = %info.kind, name, "skipped reconcile-protected bootstrap RBAC object lacking part of its default");
+            Ok(())
+        }
         Reconciled::Update(v) => {
             let opts = crate::store::WriteOpts::main(false).by(MANAGER);
             store.update(info, None, Some(name), v, opts).await.map(drop)
@@ -400,7 +423,12 @@ async fn reconcile(
         Reconciled::Recreate => {
             let rv = stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
             let opts = crate::delete_options::DeleteOpts { precondition_rv: rv, ..Default::default() };
-            store.delete(info, "", name, &opts).await?;
+            match store.delete(info, "", name, &opts).await {
+                // Deleted meanwhile: made again all the same.
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
             create().await
         }
     }
@@ -473,9 +501,9 @@ fn reconciled(stored: &Value, expected: &Value) -> Reconciled {
                 changed = true;
             }
             (held, Some(wanted)) => {
-                let held = crate::object::elements(held.flatten());
+                let held: Vec<Value> = crate::object::elements(held.flatten()).iter().map(semantic).collect();
                 for selector in crate::object::elements(wanted) {
-                    if !held.contains(selector) {
+                    if !held.contains(&semantic(selector)) {
                         if !out["aggregationRule"].is_object() {
                             out["aggregationRule"] = json!({});
                         }
@@ -492,6 +520,18 @@ fn reconciled(stored: &Value, expected: &Value) -> Reconciled {
         (true, true) => Reconciled::Protected,
         (true, false) => Reconciled::Update(out),
     }
+}
+
+/// A label selector as Go's `equality.Semantic` compares it: empty and absent lists and maps
+/// alike.
+fn semantic(selector: &Value) -> Value {
+    let mut out = selector.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.retain(|_, v| {
+            !(v.is_null() || v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty))
+        });
+    }
+    out
 }
 
 /// A role's aggregation selectors: None without an aggregation rule.
@@ -608,6 +648,9 @@ mod tests {
         stored["rules"] = json!([rule(&[""], &["pods"], &["get", "list"])]);
         assert_eq!(reconciled(&stored, view), Reconciled::Unchanged, "aggregated rules are the controller's");
         stored["aggregationRule"]["clusterRoleSelectors"] = json!([{"matchLabels": {"mine": "true"}}]);
+        let mut same = view.clone();
+        same["aggregationRule"]["clusterRoleSelectors"][0]["matchExpressions"] = json!([]);
+        assert_eq!(reconciled(&same, view), Reconciled::Unchanged, "an empty list is no list");
         let Reconciled::Update(out) = reconciled(&stored, view) else { panic!("not updated") };
         assert_eq!(
             out["aggregationRule"]["clusterRoleSelectors"],

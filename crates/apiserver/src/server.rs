@@ -1156,15 +1156,16 @@ impl ApiServer {
             Background::start(store.clone(), (self.compaction_interval, self.disruption_controller), init_delay);
         background.keep_configuration(&store, self.keeps_configuration, true);
         *self.background.lock() = Some(background);
-        let addr = self.addr();
-        self.bind_and_run(addr).await?;
-        // As kube's post-start hook on every start: the bootstrap roles reconciled.
+        // As kube's post-start hook on every start, before the server is ready: the bootstrap
+        // roles reconciled.
         if store.authorization() == crate::AuthorizationMode::Rbac {
             store.cache().until_ready().await;
             if let Err(e) = crate::rbac_bootstrap::install(&store).await {
                 tracing::warn!(error = %e, "unable to reconcile the bootstrap RBAC policy");
             }
         }
+        let addr = self.addr();
+        self.bind_and_run(addr).await?;
         self.start_serving_controllers(false).await;
         Ok(())
     }

@@ -264,10 +264,23 @@ impl ApiError {
     }
 
     /// The `Status` as Go's `json.Marshal` writes a `metav1.Status` whose type is not set (what
-    /// a connection's error channel carries): without `kind` and `apiVersion`.
+    /// a connection's error channel carries): without `kind` and `apiVersion`, and with `&`,
+    /// `<`, `>`, U+2028 and U+2029 escaped as Go escapes them (they occur only in strings).
     pub(crate) fn to_untyped_bytes(&self) -> Vec<u8> {
         let wire = StatusWire { kind: "", api_version: "", ..self.wire() };
-        serde_json::to_vec(&wire).unwrap_or_default()
+        let text = serde_json::to_string(&wire).unwrap_or_default();
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '&' => out.push_str("\\u0026"),
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c => out.push(c),
+            }
+        }
+        out.into_bytes()
     }
 
     fn wire(&self) -> StatusWire<'_> {

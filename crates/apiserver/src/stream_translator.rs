@@ -5,16 +5,20 @@
 //! carries kube's opening empty message on the lowest channel the client reads, the Status the
 //! connection ended with on the error channel, and a close.
 //!
-//! Invariants: only an HTTP/1.1 GET with `Upgrade: websocket`, a `Connection` asking for an
-//! upgrade, a `Sec-WebSocket-Key` and `v5.channel.k8s.io` among its protocols is translated
-//! ([`wants_translation`]); the frames are the channel protocol's binary messages (the channel
-//! number, then the data), unmasked as a server's are; nothing is read from the client but the
-//! bytes the upgrade hands over, which are dropped.
+//! Invariants: a request is translated when kube's `IsWebSocketRequestWithStreamCloseProtocol`
+//! says so ([`wants_translation`]); its handshake is then judged as Go's WebSocket server judges
+//! it (a GET, a key, version 13; otherwise its raw refusal and a closed connection); the frames
+//! are the channel protocol's binary messages (the channel number, then the data), unmasked as
+//! a server's are; what the client sends is read and dropped until it closes (or for at most
+//! [`LINGER`]), so that the server's close is not turned into a reset by unread bytes.
+
+use std::future::Future;
+use std::time::Duration;
 
 use base64::Engine;
-use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use hyper::upgrade::OnUpgrade;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::body::Body;
 use crate::status::ApiError;
@@ -28,42 +32,57 @@ const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
 
-/// Whether kube would translate this request (`wsstream.IsWebSocketRequestWithStreamCloseProtocol`).
-pub(crate) fn wants_translation(headers: &HeaderMap) -> bool {
-    let has = |name: header::HeaderName, want: &str| {
-        headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).any(|v| v.to_ascii_lowercase().contains(want))
-    };
-    let websocket = headers
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"));
-    websocket
-        && has(header::CONNECTION, "upgrade")
-        && headers.contains_key(header::SEC_WEBSOCKET_KEY)
-        && protocols(headers).any(|p| p == V5)
-}
+/// How long the server reads what a client sends after the server's close.
+const LINGER: Duration = Duration::from_secs(5);
 
-/// The protocols the client offers, in its order.
-fn protocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
-    headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
+/// Whether kube would translate this request (`wsstream.IsWebSocketRequestWithStreamCloseProtocol`:
+/// `Upgrade: websocket`, a `Connection` asking for an upgrade, `v5.channel.k8s.io` in the first
+/// `Sec-WebSocket-Protocol` header).
+pub(crate) fn wants_translation(headers: &HeaderMap) -> bool {
+    let first = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    first(header::UPGRADE).eq_ignore_ascii_case("websocket")
+        && headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .any(|v| v.as_bytes().to_ascii_lowercase().windows(7).any(|w| w == b"upgrade"))
+        && first(header::SEC_WEBSOCKET_PROTOCOL).trim().split(',').any(|p| p.trim() == V5)
 }
 
 /// What the translated connection carries: which output the client reads (for the opening
-/// message) and the Status it ends with.
-pub(crate) struct Ending {
+/// message), and the Status it ends with once the kubelet has been tried.
+pub(crate) struct Ending<F> {
     pub stdout: bool,
     pub stderr: bool,
-    pub status: ApiError,
+    pub status: F,
 }
 
-/// Accepts the WebSocket (101) and, once the connection is handed over, writes `ending` on it.
-pub(crate) fn accept(headers: &HeaderMap, upgrade: OnUpgrade, ending: Ending) -> Response<Body> {
-    let key = headers.get(header::SEC_WEBSOCKET_KEY).map(HeaderValue::as_bytes).unwrap_or_default();
+/// Go's WebSocket server's refusal of a handshake: its status line, headers and text, on a
+/// connection then closed.
+fn refused(code: StatusCode, text: &'static str, version: bool) -> Response<Body> {
+    let mut answer = Response::new(Body::Full(Some(bytes::Bytes::from_static(text.as_bytes()))));
+    *answer.status_mut() = code;
+    if version {
+        answer.headers_mut().insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+    }
+    answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    answer
+}
+
+/// Judges the handshake and, when it holds, accepts the WebSocket (101); once the connection is
+/// handed over, writes the opening message, waits for `ending`'s Status, writes it and closes.
+pub(crate) fn accept<F>(method: &Method, headers: &HeaderMap, upgrade: OnUpgrade, ending: Ending<F>) -> Response<Body>
+where
+    F: Future<Output = ApiError> + Send + 'static,
+{
+    if *method != Method::GET {
+        return refused(StatusCode::METHOD_NOT_ALLOWED, "bad method", false);
+    }
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).map(HeaderValue::as_bytes).filter(|k| !k.is_empty()) else {
+        return refused(StatusCode::BAD_REQUEST, "mismatch challenge/response", false);
+    };
+    if headers.get(header::SEC_WEBSOCKET_VERSION).map(HeaderValue::as_bytes) != Some(b"13") {
+        return refused(StatusCode::BAD_REQUEST, "missing or bad WebSocket Version", true);
+    }
     let mut answer = Response::new(Body::Full(None));
     *answer.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = answer.headers_mut();
@@ -76,8 +95,21 @@ pub(crate) fn accept(headers: &HeaderMap, upgrade: OnUpgrade, ending: Ending) ->
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let mut io = hyper_util::rt::TokioIo::new(upgraded);
-        let _ = io.write_all(&messages(&ending)).await;
+        let mut out = Vec::new();
+        frame(&mut out, 0x2, &[opening(ending.stdout, ending.stderr)]);
+        if io.write_all(&out).await.is_err() {
+            return;
+        }
+        let status = ending.status.await;
+        if io.write_all(&closing(&status)).await.is_err() {
+            return;
+        }
         let _ = io.shutdown().await;
+        let drain = async {
+            let mut sink = [0u8; 1024];
+            while matches!(io.read(&mut sink).await, Ok(n) if n > 0) {}
+        };
+        let _ = tokio::time::timeout(LINGER, drain).await;
     });
     answer
 }
@@ -90,21 +122,24 @@ fn accept_key(key: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
 }
 
-/// The frames the connection carries: the empty opening message on the lowest channel the
-/// client reads, the Status on the error channel, a normal close.
-fn messages(ending: &Ending) -> Vec<u8> {
-    let opening = if ending.stdout {
+/// The channel of the opening empty message: the lowest the client reads (stdout, stderr), or
+/// the error channel.
+fn opening(stdout: bool, stderr: bool) -> u8 {
+    if stdout {
         STDOUT
-    } else if ending.stderr {
+    } else if stderr {
         STDERR
     } else {
         ERROR
-    };
+    }
+}
+
+/// The last frames: the Status on the error channel, a normal close.
+fn closing(status: &ApiError) -> Vec<u8> {
     let mut out = Vec::new();
-    frame(&mut out, 0x2, &[opening]);
-    let mut status = vec![ERROR];
-    status.extend_from_slice(&ending.status.to_untyped_bytes());
-    frame(&mut out, 0x2, &status);
+    let mut message = vec![ERROR];
+    message.extend_from_slice(&status.to_untyped_bytes());
+    frame(&mut out, 0x2, &message);
     frame(&mut out, 0x8, &1000u16.to_be_bytes());
     out
 }
@@ -141,26 +176,29 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::UPGRADE, "websocket".parse().unwrap());
         h.insert(header::CONNECTION, "Upgrade".parse().unwrap());
-        h.insert(header::SEC_WEBSOCKET_KEY, "dGhlIHNhbXBsZSBub25jZQ==".parse().unwrap());
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, "v4.channel.k8s.io".parse().unwrap());
         assert!(!wants_translation(&h));
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, "v4.channel.k8s.io, v5.channel.k8s.io".parse().unwrap());
         assert!(wants_translation(&h));
+        // Only the first protocol header counts, as Go's `Header.Get` reads it.
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, "v4.channel.k8s.io".parse().unwrap());
+        h.append(header::SEC_WEBSOCKET_PROTOCOL, "v5.channel.k8s.io".parse().unwrap());
+        assert!(!wants_translation(&h));
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, "v5.channel.k8s.io".parse().unwrap());
         h.insert(header::UPGRADE, "SPDY/3.1".parse().unwrap());
         assert!(!wants_translation(&h));
     }
 
     #[test]
     fn frames_carry_the_channel_then_the_data() {
-        let ending = Ending { stdout: false, stderr: true, status: ApiError::new(500, "", "x") };
-        let out = messages(&ending);
-        assert_eq!(out[..3], [0x82, 1, STDERR]);
-        let status = ending.status.to_untyped_bytes();
-        assert!(status.starts_with(b"{\"metadata\":{},\"status\":\"Failure\""), "{}", String::from_utf8_lossy(&status));
-        assert_eq!(out[3..5], [0x82, (status.len() + 1) as u8]);
-        assert_eq!(out[5], ERROR);
-        assert_eq!(&out[6..6 + status.len()], &status[..]);
-        assert_eq!(out[6 + status.len()..], [0x88, 2, 0x03, 0xE8]);
+        assert_eq!((opening(true, true), opening(false, true), opening(false, false)), (STDOUT, STDERR, ERROR));
+        let status = ApiError::new(500, "", "x");
+        let out = closing(&status);
+        let bytes = status.to_untyped_bytes();
+        assert_eq!(bytes, br#"{"metadata":{},"status":"Failure","message":"x","code":500}"#);
+        assert_eq!(out[..3], [0x82, (bytes.len() + 1) as u8, ERROR]);
+        assert_eq!(&out[3..3 + bytes.len()], &bytes[..]);
+        assert_eq!(out[3 + bytes.len()..], [0x88, 2, 0x03, 0xE8]);
         let mut long = Vec::new();
         frame(&mut long, 0x2, &[0; 300]);
         assert_eq!(long[..4], [0x82, 126, 0x01, 0x2C]);

@@ -253,13 +253,22 @@ async fn connections_are_refused_as_kube_refuses_them_without_a_kubelet() {
 /// Opens `path` as a WebSocket offering `protocols` and reads what the server sends: the answer's
 /// head, then each binary message (channel, data) until a close.
 async fn websocket(s: &informer_apiserver::ApiServer, path: &str, protocols: &str) -> (String, Vec<(u8, Vec<u8>)>) {
+    websocket_with(s, "GET", path, &format!("Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocols}")).await
+}
+
+/// [`websocket`] with the request's method and its headers past `Connection` and `Upgrade`.
+async fn websocket_with(
+    s: &informer_apiserver::ApiServer,
+    method: &str,
+    path: &str,
+    headers: &str,
+) -> (String, Vec<(u8, Vec<u8>)>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = s.url().trim_start_matches("http://").to_string();
     let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-         Sec-WebSocket-Protocol: {protocols}\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{headers}\r\n\r\n"
     );
     tcp.write_all(head.as_bytes()).await.unwrap();
     let mut bytes = Vec::new();
@@ -314,7 +323,7 @@ async fn a_v5_websocket_is_accepted_and_told_why_the_kubelet_failed() {
     assert_eq!(messages[0], (1, vec![]), "the opening message on stdout");
     assert_eq!(messages[1].0, 3, "the error channel");
     let cause = format!(
-        "Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&command=-l&error=1&output=1\": \
+        "error sending request: Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&command=-l&error=1&output=1\": \
          dial tcp 127.0.0.1:{port}: connect: connection refused"
     );
     let status: Value = serde_json::from_slice(&messages[1].1).unwrap();
@@ -323,6 +332,22 @@ async fn a_v5_websocket_is_accepted_and_told_why_the_kubelet_failed() {
         json!({"metadata": {}, "status": "Failure", "message": format!("Internal error occurred: {cause}"),
                "reason": "InternalError", "details": {"causes": [{"message": cause}]}, "code": 500})
     );
+    // As Go's json.Marshal writes it: `&` escaped.
+    let text = String::from_utf8(messages[1].1.clone()).unwrap();
+    assert!(text.starts_with("{\"metadata\":{},\"status\":\"Failure\""), "{text}");
+    assert!(text.contains("command=ls\\u0026command=-l\\u0026error=1") && !text.contains('&'), "{text}");
+    // Go's WebSocket server refuses a handshake it cannot take.
+    let (head, _) =
+        websocket_with(&s, "GET", &path, "Sec-WebSocket-Version: 8\r\nSec-WebSocket-Protocol: v5.channel.k8s.io").await;
+    assert!(head.starts_with("HTTP/1.1 400") && head.contains("sec-websocket-version: 13\r\n"), "{head}");
+    let (head, _) = websocket_with(
+        &s,
+        "POST",
+        &path,
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\nContent-Length: 0",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 405"), "{head}");
     // A v4 WebSocket, and a port-forward, are not translated: the dial's error answers them.
     let (head, _) = websocket(&s, &path, "v4.channel.k8s.io").await;
     assert!(head.starts_with("HTTP/1.1 500"), "{head}");
@@ -337,7 +362,7 @@ async fn a_v5_websocket_is_accepted_and_told_why_the_kubelet_failed() {
     let (ok, _, err) = common::tools::kubectl_bin(&bin, &kc, &dir.join("cache"), &["exec", "placed", "--", "ls"]).await;
     assert!(!ok);
     assert!(
-        err.contains(&format!("Internal error occurred: Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&error=1&output=1\"")),
+        err.contains(&format!("Internal error occurred: error sending request: Post \"https://127.0.0.1:{port}/exec/default/placed/c?command=ls&error=1&output=1\"")),
         "{err}"
     );
 }
