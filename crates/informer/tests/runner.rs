@@ -465,6 +465,49 @@ async fn owned_objects_queue_their_controller() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_generation_filter_passes_over_status_writes() {
+    let src = FakeSource::new();
+    let at = |generation: i64, ready: &str| json!({"metadata": {"name": "a", "namespace": "ns", "generation": generation}, "data": {"ready": ready}});
+    src.add(at(1, "no"));
+    let primary = informer(&src);
+    let cache = primary.indexer().clone();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("t")
+        .informer_filtered(&primary, informer::runner::generation_changed)
+        .build(move |key, _obj: Option<Object<Cm>>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(key.to_string());
+                Ok::<_, String>(Action::Done)
+            }
+        })
+        .unwrap();
+    let run = Running::start(vec![primary], &runner);
+    assert_eq!(recv(&mut rx).await, "ns/a", "an add always queues");
+    // A write that leaves the generation (a status write): cached, not queued.
+    src.modify(at(1, "yes"));
+    let settled = async {
+        loop {
+            let s = runner.stats();
+            let cached = cache.get_by_key("ns/a").and_then(|o| o.get().ok().and_then(|c| c.data.clone()));
+            let seen = cached.is_some_and(|d| d["ready"] == "yes");
+            if seen && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(LIMIT, settled).await.unwrap();
+    assert!(rx.try_recv().is_err(), "a status write queued the key");
+    // A spec change moves the generation: queued.
+    src.modify(at(2, "yes"));
+    assert_eq!(recv(&mut rx).await, "ns/a");
+    src.delete(at(2, "yes"));
+    assert_eq!(recv(&mut rx).await, "ns/a", "a delete always queues");
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn build_and_run_errors() {
     let src = FakeSource::new();
     let inf = informer(&src);

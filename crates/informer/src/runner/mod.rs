@@ -100,8 +100,8 @@
 
 mod action;
 pub mod finalizer;
+mod metadata;
 mod metrics;
-mod owner;
 mod source;
 mod worker;
 
@@ -118,6 +118,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::leader_election::{ConfigError, ElectionError, LeaderElectionConfig, LeaderElector, LeaderEvent};
 
 pub use action::Action;
+pub use metadata::generation_changed;
 pub use metrics::{ControllerLabels, ReconcileLabels, RunnerMetrics};
 
 use metrics::RunnerSeries;
@@ -206,7 +207,23 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     pub fn informer(mut self, informer: &SharedIndexInformer<K>) -> Self {
         self.primary = Some(informer.clone());
         let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
-        self.sources.push(source::source(informer.clone(), map));
+        self.sources.push(source::source(informer.clone(), map, None));
+        self
+    }
+
+    /// The primary informer, as [`informer`](Self::informer), whose updates queue the key only
+    /// when `filter(old, new)` holds (controller-runtime's update predicates); adds and deletes
+    /// always do. [`generation_changed`] lets through only updates that move
+    /// `metadata.generation`, so that a controller's own status writes (and resyncs) do not
+    /// bring its keys back.
+    pub fn informer_filtered(
+        mut self,
+        informer: &SharedIndexInformer<K>,
+        filter: impl Fn(&Object<K>, &Object<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.primary = Some(informer.clone());
+        let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
+        self.sources.push(source::source(informer.clone(), map, Some(Arc::new(filter))));
         self
     }
 
@@ -217,7 +234,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
         informer: &SharedIndexInformer<O>,
         map: impl Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
-        self.sources.push(source::source(informer.clone(), Arc::new(map)));
+        self.sources.push(source::source(informer.clone(), Arc::new(map), None));
         self
     }
 
@@ -233,7 +250,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     {
         let dt = K::DynamicType::default();
         let owner =
-            owner::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), K::url_path(&dt, Some("n")));
+            metadata::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), K::url_path(&dt, Some("n")));
         self.watches(informer, move |o: &Object<O>| owner.key_of(o))
     }
 

@@ -2,8 +2,8 @@
 //!
 //! Invariants: a delete enqueues [`DeletedObject::key`] (tombstones included), so a deletion
 //! observed only by a relist is still reconciled; resyncs (`on_update(o, o)`) enqueue like any
-//! update (client-go's level-triggered behaviour); a key mapping that fails simply enqueues
-//! nothing. A source registers its handler once, at `build`, and removes it when the runner stops.
+//! update (client-go's level-triggered behaviour) unless the source filters updates; a key
+//! mapping that fails simply enqueues nothing. A source registers its handler once, at `build`, and removes it when the runner stops.
 
 use std::sync::Arc;
 
@@ -17,10 +17,15 @@ use crate::workqueue::RateLimitingQueue;
 /// Maps an object of a watched type to the primary keys to reconcile.
 pub(crate) type KeyMap<O> = Arc<dyn Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sync>;
 
-/// The handler registered on an informer: every notification becomes queued keys.
+/// Judges an update (old, new): whether it queues keys.
+pub(crate) type UpdateFilter<O> = Arc<dyn Fn(&Object<O>, &Object<O>) -> bool + Send + Sync>;
+
+/// The handler registered on an informer: every notification becomes queued keys (an update
+/// only when the filter, if any, lets it through).
 struct Enqueue<O> {
     queue: RateLimitingQueue<ObjectKey>,
     map: KeyMap<O>,
+    filter: Option<UpdateFilter<O>>,
 }
 
 impl<O> Enqueue<O> {
@@ -35,8 +40,10 @@ impl<O: Send + Sync + 'static> ResourceEventHandler<O> for Enqueue<O> {
     fn on_add(&self, obj: &Object<O>, _initial: bool) {
         self.push(obj);
     }
-    fn on_update(&self, _old: &Object<O>, new: &Object<O>) {
-        self.push(new);
+    fn on_update(&self, old: &Object<O>, new: &Object<O>) {
+        if self.filter.as_ref().is_none_or(|f| f(old, new)) {
+            self.push(new);
+        }
     }
     fn on_delete(&self, obj: &DeletedObject<O>) {
         match obj.object() {
@@ -59,9 +66,13 @@ pub(crate) struct Registered {
 pub(crate) type Source =
     Box<dyn FnOnce(&RateLimitingQueue<ObjectKey>, &str) -> Result<Registered, InformerError> + Send>;
 
-pub(crate) fn source<O: Send + Sync + 'static>(informer: SharedIndexInformer<O>, map: KeyMap<O>) -> Source {
+pub(crate) fn source<O: Send + Sync + 'static>(
+    informer: SharedIndexInformer<O>,
+    map: KeyMap<O>,
+    filter: Option<UpdateFilter<O>>,
+) -> Source {
     Box::new(move |queue, name| {
-        let handler = Enqueue { queue: queue.clone(), map };
+        let handler = Enqueue { queue: queue.clone(), map, filter };
         let reg: HandlerRegistration<O> =
             informer.add_event_handler_with_options(handler, HandlerOptions::new().name(name))?;
         let r2 = reg.clone();

@@ -1,11 +1,13 @@
-//! The controller of an object, as [`ControllerRunnerBuilder::owns`](super::ControllerRunnerBuilder::owns)
-//! finds it: the owner reference marked `controller: true` whose kind and API group are the
-//! primary kind's (controller-runtime's `EnqueueRequestForOwner` with `OnlyControllerOwner`).
+//! What the runner reads of an object's metadata to route its notifications: its controller,
+//! as [`ControllerRunnerBuilder::owns`](super::ControllerRunnerBuilder::owns) finds it (the
+//! owner reference marked `controller: true` whose kind and API group are the primary kind's,
+//! controller-runtime's `EnqueueRequestForOwner` with `OnlyControllerOwner`), and its
+//! generation, which [`generation_changed`] compares.
 //!
-//! Invariants: only `metadata.ownerReferences` is read from the object's JSON (its other fields
-//! are skipped, never decoded into its type); at most one key is returned (an object has at most
-//! one controller); the key is in the object's namespace when the primary kind is namespaced,
-//! and in none otherwise.
+//! Invariants: only `metadata.ownerReferences` and `metadata.generation` are read from the
+//! object's JSON (its other fields are skipped, never decoded into its type); at most one key is
+//! returned (an object has at most one controller); the key is in the object's namespace when
+//! the primary kind is namespaced, and in none otherwise.
 
 use serde::Deserialize;
 
@@ -29,6 +31,22 @@ struct Head {
 struct Meta {
     #[serde(default, rename = "ownerReferences")]
     owner_references: Vec<Reference>,
+    #[serde(default)]
+    generation: Option<i64>,
+}
+
+/// The object's `metadata.generation` (None when it has none or cannot be read).
+fn generation<O>(o: &Object<O>) -> Option<i64> {
+    serde_json::from_slice::<Head>(&o.raw_json()).ok().and_then(|h| h.metadata.generation)
+}
+
+/// An update filter (see
+/// [`informer_filtered`](super::ControllerRunnerBuilder::informer_filtered)) that lets through
+/// updates whose `metadata.generation` moved: spec changes, not status writes or resyncs
+/// (controller-runtime's `GenerationChangedPredicate`). As that predicate, it lets no update of
+/// a kind without generations through.
+pub fn generation_changed<O>(old: &Object<O>, new: &Object<O>) -> bool {
+    generation(old) != generation(new)
 }
 
 #[derive(Deserialize)]
@@ -69,6 +87,17 @@ mod tests {
     fn object(refs: serde_json::Value) -> Object<()> {
         let json = serde_json::json!({"metadata": {"name": "child", "namespace": "ns", "ownerReferences": refs}});
         Object::from_json(serde_json::to_vec(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_generation_moved_is_a_change() {
+        let at = |g: Option<i64>| {
+            let json = serde_json::json!({"metadata": {"name": "x", "generation": g}, "status": {"n": 1}});
+            Object::<()>::from_json(serde_json::to_vec(&json).unwrap()).unwrap()
+        };
+        assert!(generation_changed(&at(Some(1)), &at(Some(2))));
+        assert!(!generation_changed(&at(Some(2)), &at(Some(2))));
+        assert!(!generation_changed(&at(None), &at(None)));
     }
 
     #[test]
