@@ -16,9 +16,12 @@
 //! - at start and every [`GC_PERIOD`], leases of `kube-system` with the identity label whose
 //!   `renewTime` plus duration is past (or which lack either) are deleted, on the condition that
 //!   they did not change since read;
-//! - writes are the server's own (`kube-apiserver`); a failed write waits for the next tick, a
-//!   failed deletion of an expired lease leaves it to the next collection.
+//! - writes are the server's own (`kube-apiserver`); a renewal updates the lease it last wrote
+//!   (five tries, a conflict reading it again), and failing that reads or makes it, trying again
+//!   with a pause doubling from 200 ms to 7 s until the storage answers, as kube's lease
+//!   controller; a failed deletion of an expired lease leaves it to the next collection.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +44,10 @@ const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub(crate) const DURATION_SECONDS: i64 = 3600;
 /// kube's `IdentityLeaseRenewIntervalPeriod`.
 pub(crate) const RENEW: Duration = Duration::from_secs(10);
+/// kube's lease controller's `maxUpdateRetries`.
+const UPDATE_TRIES: usize = 5;
+/// kube's lease controller's `maxBackoff`.
+const MAX_BACKOFF: Duration = Duration::from_secs(7);
 /// kube's `IdentityLeaseGCPeriod`.
 pub(crate) const GC_PERIOD: Duration = Duration::from_secs(3600);
 const MANAGER: &str = "kube-apiserver";
@@ -112,6 +119,22 @@ fn expired(lease: &Value, now: jiff::Timestamp) -> bool {
     }
 }
 
+/// `attempt` until it succeeds, pausing 200 ms after the first failure, then twice as long
+/// each time, up to [`MAX_BACKOFF`] (kube's `backoffEnsureLease`).
+async fn backing_off<T, F: Future<Output = Result<T, ApiError>>>(mut attempt: impl FnMut() -> F, lease: &str) -> T {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match attempt().await {
+            Ok(found) => return found,
+            Err(e) => {
+                pause = (pause * 2).min(MAX_BACKOFF);
+                tracing::warn!(lease, error = %e, retry_in = ?pause, "failed to ensure the apiserver identity lease exists");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+}
+
 /// The controller of one server's identity lease.
 pub(crate) struct Controller {
     store: Arc<Store>,
@@ -119,6 +142,8 @@ pub(crate) struct Controller {
     hostname: String,
     name: String,
     holder: String,
+    /// The lease as this controller last wrote or read it (kube's `latestLease`).
+    latest: parking_lot::Mutex<Option<Value>>,
 }
 
 impl Controller {
@@ -128,7 +153,7 @@ impl Controller {
         let hostname = hostname();
         let name = lease_name(&hostname);
         let holder = format!("{name}_{}", crate::object::new_uid());
-        Some(Controller { store, info, hostname, name, holder })
+        Some(Controller { store, info, hostname, name, holder, latest: parking_lot::Mutex::new(None) })
     }
 
     /// The lease's name.
@@ -142,38 +167,90 @@ impl Controller {
     }
 
     /// What a server does as it starts: the lease of its host deleted (a stale one of a
-    /// previous run), then made again with this run's holder.
-    pub(crate) async fn begin(&self) -> Result<(), ApiError> {
+    /// previous run), then made again with this run's holder — one try, the renewals that
+    /// follow make it if this one failed.
+    pub(crate) async fn begin(&self) {
         // (A failed deletion does not keep the lease from being renewed.)
         if let Err(e) = delete(&self.store, &self.name).await {
             tracing::warn!(lease = %self.name, error = %e, "failed to delete the stale apiserver identity lease");
         }
-        self.renew().await
+        *self.latest.lock() = None;
+        match self.ensure().await {
+            Ok((lease, true)) => *self.latest.lock() = Some(lease),
+            Ok((lease, false)) => {
+                if let Err(e) = self.update_retrying(lease).await {
+                    tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+                }
+            }
+            Err(e) => tracing::warn!(lease = %self.name, error = %e, "failed to make the apiserver identity lease"),
+        }
     }
 
-    /// Renews the lease, or makes it when missing (kube's lease controller's `sync`).
-    pub(crate) async fn renew(&self) -> Result<(), ApiError> {
-        let store = &self.store;
-        match store.get(&self.info, NAMESPACE, &self.name).await {
-            Ok(found) => {
-                let mut lease = found.value();
-                lease["spec"]["renewTime"] = json!(micro_now());
-                lease["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
-                self.labelled(&mut lease);
-                let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
-                store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await.map(drop)
+    /// Renews the lease, or makes it when missing, as kube's lease controller's `sync`: an
+    /// update of the lease last written (up to [`UPDATE_TRIES`] times, a conflict reading it
+    /// again); failing that, the lease read or made — tried again with a doubling pause up to
+    /// [`MAX_BACKOFF`] until it can be — and updated unless just made.
+    pub(crate) async fn renew(&self) {
+        let latest = self.latest.lock().clone();
+        if let Some(latest) = latest {
+            match self.update_retrying(latest).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::info!(lease = %self.name, error = %e, "failed to update lease using latest lease, fallback to ensure lease")
+                }
             }
+        }
+        let (lease, created) = self.ensure_backing_off().await;
+        *self.latest.lock() = Some(lease.clone());
+        if !created && let Err(e) = self.update_retrying(lease).await {
+            tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease; will retry");
+        }
+    }
+
+    /// Writes `base` renewed (renew time now, duration and labels put back) on its
+    /// resourceVersion, up to [`UPDATE_TRIES`] times; a conflict reads the lease again.
+    async fn update_retrying(&self, mut base: Value) -> Result<(), ApiError> {
+        let mut failure = None;
+        for _ in 0..UPDATE_TRIES {
+            let mut lease = base.clone();
+            lease["spec"]["renewTime"] = json!(micro_now());
+            lease["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
+            self.labelled(&mut lease);
+            let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
+            match self.store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await {
+                Ok(stored) => {
+                    *self.latest.lock() = Some(stored.value());
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!(lease = %self.name, error = %e, "failed to update the apiserver identity lease");
+                    if e.code == 409 {
+                        base = self.ensure_backing_off().await.0;
+                    }
+                    failure = Some(e);
+                }
+            }
+        }
+        Err(failure.unwrap_or_else(|| ApiError::internal("no update tried")))
+    }
+
+    /// [`Self::ensure`] until it succeeds ([`backing_off`]).
+    async fn ensure_backing_off(&self) -> (Value, bool) {
+        backing_off(|| self.ensure(), &self.name).await
+    }
+
+    /// The lease as stored, or made when missing (true then).
+    async fn ensure(&self) -> Result<(Value, bool), ApiError> {
+        match self.store.get(&self.info, NAMESPACE, &self.name).await {
+            Ok(found) => Ok((found.value(), false)),
             Err(e) if e.code == 404 => {
                 let mut lease = json!({"metadata": {"name": self.name, "namespace": NAMESPACE},
                     "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": DURATION_SECONDS,
                         "renewTime": micro_now()}});
                 self.labelled(&mut lease);
-                match store.create_many(&self.info, Some(NAMESPACE), vec![lease], false, MANAGER).await {
-                    Ok(_) => Ok(()),
-                    // Made by a server on the same host meanwhile: renewed at the next tick.
-                    Err(e) if e.code == 409 => Ok(()),
-                    Err(e) => Err(e),
-                }
+                let made = self.store.create_many(&self.info, Some(NAMESPACE), vec![lease], false, MANAGER).await?;
+                let made = made.into_iter().next().ok_or_else(|| ApiError::internal("the lease was not made"))?;
+                Ok((made.value(), true))
             }
             Err(e) => Err(e),
         }
@@ -214,8 +291,9 @@ impl Controller {
                 _ = cache.until_ready() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
-            if let Err(e) = self.begin().await {
-                tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+            tokio::select! {
+                _ = self.begin() => {}
+                _ = stop.wait_for(|s| *s) => return,
             }
         }
         let first = tokio::time::Instant::now() + RENEW;
@@ -234,8 +312,10 @@ impl Controller {
                 _ = stop.wait_for(|s| *s) => return,
             }
             if renewing {
-                if let Err(e) = self.renew().await {
-                    tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+                // A renewal waits for the storage as long as it takes, unless the server stops.
+                tokio::select! {
+                    _ = self.renew() => {}
+                    _ = stop.wait_for(|s| *s) => return,
                 }
             } else if let Err(e) = self.collect().await {
                 tracing::warn!(error = %e, "failed to collect expired apiserver identity leases");
@@ -260,7 +340,7 @@ mod tests {
     async fn a_renewal_moves_the_renew_time_and_puts_the_labels_back() {
         let server = crate::ApiServer::builder().apiserver_identity(false).start().await.unwrap();
         let controller = Controller::new(server.store().clone()).unwrap();
-        controller.renew().await.unwrap();
+        controller.renew().await;
         let made = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
         assert_eq!(made["spec"]["holderIdentity"], json!(controller.holder));
         // Taken over meanwhile, its labels gone, renewed long ago: renewed as it is.
@@ -270,7 +350,8 @@ mod tests {
         changed["spec"]["leaseDurationSeconds"] = json!(5);
         changed["metadata"]["labels"] = json!({"x": "y"});
         server.update("leases", changed).await.unwrap();
-        controller.renew().await.unwrap();
+        // The lease last written is stale: the update conflicts, the lease is read again.
+        controller.renew().await;
         let renewed = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
         assert_eq!(renewed["spec"]["holderIdentity"], "someone");
         assert_eq!(renewed["spec"]["leaseDurationSeconds"], DURATION_SECONDS);
@@ -279,12 +360,34 @@ mod tests {
             renewed["metadata"]["labels"],
             json!({"x": "y", IDENTITY_LABEL: IDENTITY, HOSTNAME_LABEL: controller.hostname})
         );
+        // Deleted meanwhile: the update of the lease last written fails, the lease is made again.
+        crate::apiserver_identity::delete(server.store(), &controller.name).await.unwrap();
+        controller.renew().await;
+        let remade = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
+        assert_eq!(remade["spec"]["holderIdentity"], json!(controller.holder));
+        assert_ne!(remade["metadata"]["uid"], renewed["metadata"]["uid"]);
         // Another run on the host begins by replacing it: its own holder, a new object.
         let next = Controller::new(server.store().clone()).unwrap();
-        next.begin().await.unwrap();
+        next.begin().await;
         let replaced = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
         assert_eq!(replaced["spec"]["holderIdentity"], json!(next.holder));
         assert_ne!(replaced["metadata"]["uid"], renewed["metadata"]["uid"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_storage_is_tried_again_with_a_doubling_pause() {
+        let started = tokio::time::Instant::now();
+        let tries = std::cell::Cell::new(0u32);
+        let at = std::cell::RefCell::new(Vec::new());
+        let attempt = || {
+            tries.set(tries.get() + 1);
+            at.borrow_mut().push(started.elapsed().as_millis());
+            let n = tries.get();
+            async move { if n < 8 { Err(ApiError::internal("down")) } else { Ok(n) } }
+        };
+        assert_eq!(backing_off(attempt, "l").await, 8);
+        // Pauses of 0.2, 0.4, 0.8, 1.6, 3.2, 6.4 s, then 7 s.
+        assert_eq!(*at.borrow(), [0, 200, 600, 1400, 3000, 6200, 12600, 19600]);
     }
 
     #[test]

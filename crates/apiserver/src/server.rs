@@ -1061,8 +1061,8 @@ impl ApiServer {
         let identity = self.identity.then(|| crate::apiserver_identity::Controller::new(store.clone())).flatten();
         let identity_lease = identity.as_ref().map(|c| c.name().to_string());
         if let Some(controller) = identity {
-            if first_pass && let Err(e) = crate::requester::scope(Some(user()), controller.begin()).await {
-                tracing::warn!(error = %e, "failed to renew the apiserver identity lease");
+            if first_pass {
+                crate::requester::scope(Some(user()), controller.begin()).await;
             }
             tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(first_pass, rx.clone()))));
         }
