@@ -7,7 +7,6 @@ mod common;
 
 use base64::Engine;
 use common::*;
-use informer_apiserver::AuthorizationMode;
 use serde_json::{Value, json};
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
@@ -241,7 +240,7 @@ async fn kubectl_approves_and_denies() {
 
 #[tokio::test]
 async fn under_rbac_approvers_and_signers_need_the_signer() {
-    let s = informer_apiserver::testing::builder().authorization(AuthorizationMode::Rbac).start().await.expect("start");
+    let s = rbac_server().await;
     let admin = Client::new(&s);
     assert_eq!(admin.post(CSRS, &csr("client", "example.com/signer")).await.code, 201);
     let role = |name: &str, rules: Value| json!({"metadata": {"name": name}, "rules": rules});

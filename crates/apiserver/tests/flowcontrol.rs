@@ -441,11 +441,7 @@ fn classified(r: &Resp) -> (Option<&str>, Option<&str>) {
 
 #[tokio::test]
 async fn answers_name_the_schema_and_level_their_request_falls_under() {
-    let s = informer_apiserver::testing::builder()
-        .authorization(informer_apiserver::AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start");
+    let s = rbac_server().await;
     let admin = Client::new(&s);
     let schema_uid = |name: &'static str| uid(&admin, format!("{SCHEMAS}/{name}"));
     let level_uid = |name: &'static str| uid(&admin, format!("{LEVELS}/{name}"));

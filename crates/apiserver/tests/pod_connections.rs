@@ -402,11 +402,7 @@ async fn connections_are_offered_to_admission_with_their_options() {
 
 #[tokio::test]
 async fn a_connection_opened_with_get_needs_create() {
-    let s = informer_apiserver::testing::builder()
-        .authorization(informer_apiserver::AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start");
+    let s = rbac_server().await;
     let admin = Client::new(&s);
     assert_eq!(admin.post(PODS, &pod("web", json!({}))).await.code, 201);
     let role = json!({"metadata": {"name": "exec-get"},

@@ -19,10 +19,6 @@ const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/ro
 const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
 const CLUSTER_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
 
-async fn rbac_server() -> ApiServer {
-    informer_apiserver::testing::builder().authorization(AuthorizationMode::Rbac).start().await.expect("start")
-}
-
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
 }

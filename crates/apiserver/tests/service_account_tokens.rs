@@ -313,11 +313,7 @@ fn verifies(token: &str, jwk: &Value) -> bool {
 
 #[tokio::test]
 async fn the_issuer_publishes_its_discovery_document_and_keys() {
-    let s = informer_apiserver::testing::builder()
-        .authorization(informer_apiserver::AuthorizationMode::Rbac)
-        .start()
-        .await
-        .expect("start");
+    let s = rbac_server().await;
     let c = Client::new(&s);
     let r = c.get("/.well-known/openid-configuration").await;
     assert_eq!(r.code, 200, "{}", r.body);

@@ -443,8 +443,7 @@ async fn a_kind_without_a_strategy_s_generation_keeps_the_one_it_was_created_wit
 
 #[tokio::test]
 async fn a_put_that_creates_needs_the_create_verb() {
-    use informer_apiserver::AuthorizationMode;
-    let s = informer_apiserver::testing::builder().authorization(AuthorizationMode::Rbac).start().await.unwrap();
+    let s = rbac_server().await;
     let admin = Client::new(&s);
     let role = json!({"metadata": {"name": "lease-writer"}, "rules": [{"apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"], "verbs": ["get", "update"]}]});

@@ -60,6 +60,31 @@ impl Running {
     }
 }
 
+/// A reconcile that reports every key it is given and succeeds.
+fn reporting(
+    tx: mpsc::UnboundedSender<String>,
+) -> impl Fn(ObjectKey, Option<Object<Cm>>) -> std::future::Ready<Result<Action, String>> + Send + Sync + 'static {
+    move |key, _| {
+        let _ = tx.send(key.to_string());
+        std::future::ready(Ok(Action::Done))
+    }
+}
+
+/// Waits until `seen` holds and the runner has nothing left to do: no notification waiting in
+/// its handlers, no key queued or being reconciled.
+async fn until_handled(runner: &ControllerRunner<Cm>, seen: impl Fn() -> bool) {
+    let handled = async {
+        loop {
+            let s = runner.stats();
+            if seen() && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(LIMIT, handled).await.expect("handled");
+}
+
 async fn recv<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
     tokio::time::timeout(LIMIT, rx.recv()).await.expect("timed out waiting for a reconcile").expect("channel closed")
 }
@@ -422,35 +447,15 @@ async fn owned_objects_queue_their_controller() {
     child_src.add(child("1", controller.clone()));
     let (primary, children) = (informer(&primary_src), informer(&child_src));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let runner = ControllerRunner::builder("t")
-        .informer(&primary)
-        .owns(&children)
-        .build(move |key, _obj: Option<Object<Cm>>| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(key.to_string());
-                Ok::<_, String>(Action::Done)
-            }
-        })
-        .unwrap();
+    let runner = ControllerRunner::builder("t").informer(&primary).owns(&children).build(reporting(tx)).unwrap();
     let cache = children.indexer().clone();
     let run = Running::start(vec![primary, children], &runner);
-    // Everything handled: the children's cache at label `v`, no notification or key waiting.
-    let settled = |v: &'static str| {
-        let (cache, runner) = (cache.clone(), runner.clone());
-        async move {
-            loop {
-                let s = runner.stats();
-                let seen = cache.get_by_key("ns/child").is_some_and(|c| c.label("v") == Some(v));
-                if seen && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 && s.delayed == 0 {
-                    return;
-                }
-                tokio::task::yield_now().await;
-            }
-        }
+    let child_at = |v: &'static str| {
+        let cache = cache.clone();
+        move || cache.get_by_key("ns/child").is_some_and(|c| c.label("v") == Some(v))
     };
     // The primary's own key and its child's controller: one key, reconciled once or twice.
-    tokio::time::timeout(LIMIT, settled("1")).await.unwrap();
+    until_handled(&runner, child_at("1")).await;
     assert_eq!(recv(&mut rx).await, "ns/owner");
     while let Ok(k) = rx.try_recv() {
         assert_eq!(k, "ns/owner");
@@ -459,7 +464,7 @@ async fn owned_objects_queue_their_controller() {
     assert_eq!(recv(&mut rx).await, "ns/owner");
     // A child no longer controlled by the owner queues nothing.
     child_src.modify(child("3", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "2"}])));
-    tokio::time::timeout(LIMIT, settled("3")).await.unwrap();
+    until_handled(&runner, child_at("3")).await;
     assert!(rx.try_recv().is_err(), "the uncontrolled child's change queued nothing");
     run.stop().await;
 }
@@ -474,30 +479,17 @@ async fn a_generation_filter_passes_over_status_writes() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let runner = ControllerRunner::builder("t")
         .informer_filtered(&primary, informer::runner::generation_changed)
-        .build(move |key, _obj: Option<Object<Cm>>| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(key.to_string());
-                Ok::<_, String>(Action::Done)
-            }
-        })
+        .build(reporting(tx))
         .unwrap();
     let run = Running::start(vec![primary], &runner);
     assert_eq!(recv(&mut rx).await, "ns/a", "an add always queues");
     // A write that leaves the generation (a status write): cached, not queued.
     src.modify(at(1, "yes"));
-    let settled = async {
-        loop {
-            let s = runner.stats();
-            let cached = cache.get_by_key("ns/a").and_then(|o| o.get().ok().and_then(|c| c.data.clone()));
-            let seen = cached.is_some_and(|d| d["ready"] == "yes");
-            if seen && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 {
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(LIMIT, settled).await.unwrap();
+    until_handled(&runner, || {
+        let cached = cache.get_by_key("ns/a").and_then(|o| o.get().ok().and_then(|c| c.data.clone()));
+        cached.is_some_and(|d| d["ready"] == "yes")
+    })
+    .await;
     assert!(rx.try_recv().is_err(), "a status write queued the key");
     // A spec change moves the generation: queued.
     src.modify(at(2, "yes"));

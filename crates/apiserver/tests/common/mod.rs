@@ -316,6 +316,16 @@ pub async fn server() -> ApiServer {
     informer_apiserver::testing::builder().start().await.expect("start")
 }
 
+/// A server authorizing with RBAC, as kube-apiserver's default `--authorization-mode`; the
+/// client of [`Client::new`] is its administrator.
+pub async fn rbac_server() -> ApiServer {
+    informer_apiserver::testing::builder()
+        .authorization(informer_apiserver::AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("start")
+}
+
 /// A server as the recorded kube-apiserver ran (`tests/fixtures/kube-apiserver`): without the
 /// ServiceAccount admission plugin, so pods are stored as they are sent.
 pub async fn recorded_server() -> ApiServer {
