@@ -9,9 +9,11 @@
 //!   so that servers on one host share it; it is labelled
 //!   `apiserver.kubernetes.io/identity=kube-apiserver` and `kubernetes.io/hostname=<host>`;
 //! - a server starting deletes the lease of its host (a previous run's, or another server's on
-//!   the host) and makes it again, held by `<name>_<uuid of this run>` for 3600 s; then its
-//!   `renewTime` is written every [`RENEW`] (on a clock other work does not move), its duration
-//!   and labels put back (a lease found taken over keeps its holder; one deleted is made again);
+//!   the host) and makes it again, held by `<name>_<uuid of this run>` for 3600 s (one try,
+//!   bounded: a start never waits on a failing storage); then its `renewTime` is written
+//!   [`RENEW`] (jittered up to 4%) after each renewal ends, as kube's sliding `JitterUntil`, at
+//!   once when the start did not write it, its duration and labels put back (a lease found
+//!   taken over keeps its holder; one deleted is made again);
 //!   a server shutting down gracefully deletes it, one that stops otherwise leaves it to expire;
 //! - at start and every [`GC_PERIOD`], leases of `kube-system` with the identity label whose
 //!   `renewTime` plus duration is past (or which lack either) are deleted, on the condition that
@@ -44,6 +46,8 @@ const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub(crate) const DURATION_SECONDS: i64 = 3600;
 /// kube's `IdentityLeaseRenewIntervalPeriod`.
 pub(crate) const RENEW: Duration = Duration::from_secs(10);
+/// How long a start waits for its identity lease (kube's lease controller's `shutdownTimeout`).
+const BEGIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// kube's lease controller's `maxUpdateRetries`.
 const UPDATE_TRIES: usize = 5;
 /// kube's lease controller's `maxBackoff`.
@@ -119,6 +123,11 @@ fn expired(lease: &Value, now: jiff::Timestamp) -> bool {
     }
 }
 
+/// `period` lengthened by up to 4%, as kube's `JitterUntil` with a factor of 0.04.
+fn jittered(period: Duration) -> Duration {
+    period.mul_f64(1.0 + rand::random::<f64>() * 0.04)
+}
+
 /// `attempt` until it succeeds, pausing 200 ms after the first failure, then twice as long
 /// each time, up to [`MAX_BACKOFF`] (kube's `backoffEnsureLease`).
 async fn backing_off<T, F: Future<Output = Result<T, ApiError>>>(mut attempt: impl FnMut() -> F, lease: &str) -> T {
@@ -167,23 +176,36 @@ impl Controller {
     }
 
     /// What a server does as it starts: the lease of its host deleted (a stale one of a
-    /// previous run), then made again with this run's holder — one try, the renewals that
-    /// follow make it if this one failed.
-    pub(crate) async fn begin(&self) {
-        // (A failed deletion does not keep the lease from being renewed.)
-        if let Err(e) = delete(&self.store, &self.name).await {
-            tracing::warn!(lease = %self.name, error = %e, "failed to delete the stale apiserver identity lease");
-        }
-        *self.latest.lock() = None;
-        match self.ensure().await {
-            Ok((lease, true)) => *self.latest.lock() = Some(lease),
-            Ok((lease, false)) => {
-                if let Err(e) = self.update_retrying(lease).await {
-                    tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+    /// previous run), then made again with this run's holder — one try, bounded by
+    /// [`BEGIN_TIMEOUT`]; the renewals then make it if this one failed. True when the lease was
+    /// written.
+    pub(crate) async fn begin(&self) -> bool {
+        let begin = async {
+            // (A failed deletion does not keep the lease from being renewed.)
+            if let Err(e) = delete(&self.store, &self.name).await {
+                tracing::warn!(lease = %self.name, error = %e, "failed to delete the stale apiserver identity lease");
+            }
+            *self.latest.lock() = None;
+            match self.ensure().await {
+                Ok((lease, true)) => {
+                    *self.latest.lock() = Some(lease);
+                    true
+                }
+                // Made meanwhile (another server on the host): one update, no reading again.
+                Ok((lease, false)) => {
+                    let renewed = self.update_once(lease).await;
+                    if let Err(e) = &renewed {
+                        tracing::warn!(lease = %self.name, error = %e, "failed to renew the apiserver identity lease");
+                    }
+                    renewed.is_ok()
+                }
+                Err(e) => {
+                    tracing::warn!(lease = %self.name, error = %e, "failed to make the apiserver identity lease");
+                    false
                 }
             }
-            Err(e) => tracing::warn!(lease = %self.name, error = %e, "failed to make the apiserver identity lease"),
-        }
+        };
+        tokio::time::timeout(BEGIN_TIMEOUT, begin).await.unwrap_or(false)
     }
 
     /// Renews the lease, or makes it when missing, as kube's lease controller's `sync`: an
@@ -208,20 +230,24 @@ impl Controller {
     }
 
     /// Writes `base` renewed (renew time now, duration and labels put back) on its
-    /// resourceVersion, up to [`UPDATE_TRIES`] times; a conflict reads the lease again.
+    /// resourceVersion.
+    async fn update_once(&self, base: Value) -> Result<(), ApiError> {
+        let mut lease = base;
+        lease["spec"]["renewTime"] = json!(micro_now());
+        lease["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
+        self.labelled(&mut lease);
+        let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
+        let stored = self.store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await?;
+        *self.latest.lock() = Some(stored.value());
+        Ok(())
+    }
+
+    /// [`Self::update_once`] up to [`UPDATE_TRIES`] times; a conflict reads the lease again.
     async fn update_retrying(&self, mut base: Value) -> Result<(), ApiError> {
         let mut failure = None;
         for _ in 0..UPDATE_TRIES {
-            let mut lease = base.clone();
-            lease["spec"]["renewTime"] = json!(micro_now());
-            lease["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
-            self.labelled(&mut lease);
-            let opts = WriteOpts { field_manager: MANAGER.into(), ..WriteOpts::main(false) };
-            match self.store.update(&self.info, Some(NAMESPACE), Some(&self.name), lease, opts).await {
-                Ok(stored) => {
-                    *self.latest.lock() = Some(stored.value());
-                    return Ok(());
-                }
+            match self.update_once(base.clone()).await {
+                Ok(()) => return Ok(()),
                 Err(e) => {
                     tracing::warn!(lease = %self.name, error = %e, "failed to update the apiserver identity lease");
                     if e.code == 409 {
@@ -282,28 +308,30 @@ impl Controller {
         Ok(())
     }
 
-    /// Begins ([`Self::begin`]) unless `begun`, then renews every [`RENEW`] and collects at
-    /// start and every [`GC_PERIOD`], until `stop` turns true.
-    pub(crate) async fn run(self, begun: bool, mut stop: watch::Receiver<bool>) {
+    /// Begins ([`Self::begin`]) unless `begun` says how a beginning went, then renews
+    /// [`RENEW`] (jittered up to 4%) after each renewal ends — at once when the beginning did not
+    /// write the lease — and collects at start and every [`GC_PERIOD`], until `stop` turns true.
+    pub(crate) async fn run(self, begun: Option<bool>, mut stop: watch::Receiver<bool>) {
         let cache = self.store.cache().clone();
-        if !begun {
-            tokio::select! {
-                _ = cache.until_ready() => {}
-                _ = stop.wait_for(|s| *s) => return,
+        let written = match begun {
+            Some(written) => written,
+            None => {
+                tokio::select! {
+                    _ = cache.until_ready() => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                tokio::select! {
+                    written = self.begin() => written,
+                    _ = stop.wait_for(|s| *s) => return,
+                }
             }
-            tokio::select! {
-                _ = self.begin() => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-        }
-        let first = tokio::time::Instant::now() + RENEW;
-        let mut renew = tokio::time::interval_at(first, RENEW);
-        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        };
+        let mut next = tokio::time::Instant::now() + if written { jittered(RENEW) } else { Duration::ZERO };
         let mut collect = tokio::time::interval(GC_PERIOD);
         collect.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let renewing = tokio::select! {
-                _ = renew.tick() => true,
+                _ = tokio::time::sleep_until(next) => true,
                 _ = collect.tick() => false,
                 _ = stop.wait_for(|s| *s) => return,
             };
@@ -311,14 +339,20 @@ impl Controller {
                 _ = cache.until_ready() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
+            // Either waits for the storage as long as it takes, unless the server stops.
             if renewing {
-                // A renewal waits for the storage as long as it takes, unless the server stops.
                 tokio::select! {
                     _ = self.renew() => {}
                     _ = stop.wait_for(|s| *s) => return,
                 }
-            } else if let Err(e) = self.collect().await {
-                tracing::warn!(error = %e, "failed to collect expired apiserver identity leases");
+                next = tokio::time::Instant::now() + jittered(RENEW);
+            } else {
+                tokio::select! {
+                    collected = self.collect() => if let Err(e) = collected {
+                        tracing::warn!(error = %e, "failed to collect expired apiserver identity leases");
+                    },
+                    _ = stop.wait_for(|s| *s) => return,
+                }
             }
         }
     }
@@ -368,7 +402,7 @@ mod tests {
         assert_ne!(remade["metadata"]["uid"], renewed["metadata"]["uid"]);
         // Another run on the host begins by replacing it: its own holder, a new object.
         let next = Controller::new(server.store().clone()).unwrap();
-        next.begin().await;
+        assert!(next.begin().await);
         let replaced = server.get("leases", NAMESPACE, &controller.name).await.unwrap();
         assert_eq!(replaced["spec"]["holderIdentity"], json!(next.holder));
         assert_ne!(replaced["metadata"]["uid"], renewed["metadata"]["uid"]);

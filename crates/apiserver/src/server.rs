@@ -1061,10 +1061,9 @@ impl ApiServer {
         let identity = self.identity.then(|| crate::apiserver_identity::Controller::new(store.clone())).flatten();
         let identity_lease = identity.as_ref().map(|c| c.name().to_string());
         if let Some(controller) = identity {
-            if first_pass {
-                crate::requester::scope(Some(user()), controller.begin()).await;
-            }
-            tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(first_pass, rx.clone()))));
+            let begun =
+                if first_pass { Some(crate::requester::scope(Some(user()), controller.begin()).await) } else { None };
+            tasks.push(tokio::spawn(crate::requester::scope(Some(user()), controller.run(begun, rx.clone()))));
         }
         let advertised = self.advertised();
         if advertised.ip.is_none() {

@@ -640,6 +640,39 @@ async fn writes_are_judged_against_the_stored_object_while_the_cache_lags() {
     s.set_cache_lag(std::time::Duration::ZERO);
 }
 
+/// A delete that has nothing to write (the object waits for its finalizers already) answers on
+/// the stored object, not on a cached one the cache has not replaced yet: an object deleted and
+/// made again while the cache lags is deleted in its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_is_not_answered_on_a_stale_cached_object() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let path = format!("{cms}/held");
+    let held = json!({"metadata": {"name": "held", "finalizers": ["example.com/keep"]}});
+    let first = c.post(cms, &held).await.body;
+    assert_eq!(c.delete(&path).await.code, 200);
+    let marked = c.get(&path).await.body;
+    let rv = marked["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // The cache holds the first object, marked; then falls behind.
+    assert_eq!(c.get(&format!("{path}?resourceVersion={rv}")).await.code, 200);
+    s.set_cache_lag(std::time::Duration::from_secs(3));
+    let mut released = marked;
+    released["metadata"]["finalizers"] = json!([]);
+    assert_eq!(c.put(&path, &released).await.code, 200);
+    let second = c.post(cms, &held).await;
+    assert_eq!(second.code, 201, "{}", second.body);
+    assert_ne!(second.body["metadata"]["uid"], first["metadata"]["uid"]);
+    let r = c.delete(&path).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["uid"], second.body["metadata"]["uid"], "the new object answers");
+    assert!(r.body["metadata"]["deletionTimestamp"].is_string(), "{}", r.body);
+    s.set_cache_lag(std::time::Duration::ZERO);
+    let stored = s.get("configmaps", "default", "held").await.unwrap();
+    assert_eq!(stored["metadata"]["uid"], second.body["metadata"]["uid"]);
+    assert!(stored["metadata"]["deletionTimestamp"].is_string(), "{stored}");
+}
+
 #[tokio::test]
 async fn unreadable_bodies_are_refused() {
     let s = server().await;

@@ -103,6 +103,61 @@ async fn a_deletion_waits_for_the_cleanup_under_the_finalizer() {
     assert!(rx.try_recv().is_err(), "no apply or cleanup after the cleanup");
 }
 
+/// Under an update filter that passes over metadata writes (generation changed), the finalizer's
+/// addition is applied at once, and the deletion (which moves the generation) is cleaned up.
+#[tokio::test]
+async fn a_finalizer_works_under_a_generation_filter() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let server = informer_apiserver::testing::builder().start().await.unwrap();
+    let kube = client(&server).await;
+    let informer =
+        SharedIndexInformer::<Deployment>::new(KubeListerWatcher::new(kube.clone(), Some("default")), Duration::ZERO);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("deployments")
+        .informer_filtered(&informer, informer::runner::generation_changed)
+        .build(move |_key, d: Option<Object<Deployment>>| {
+            let (tx, kube) = (tx.clone(), kube.clone());
+            async move {
+                let Some(d) = d else { return Ok(Action::Done) };
+                finalizer(&kube, NAME, d, |event| async move {
+                    let (what, d) = match &event {
+                        Event::Apply(d) => ("apply", d),
+                        Event::Cleanup(d) => ("cleanup", d),
+                    };
+                    let _ = tx.send((what.to_string(), d.name().to_string()));
+                    Ok::<_, String>(Action::Done)
+                })
+                .await
+            }
+        })
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let inf = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    let run = tokio::spawn({
+        let (r, c) = (runner.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    server.create("deployments", deployment).await.unwrap();
+    assert_eq!(next(&mut rx).await, ("apply".to_string(), "web".to_string()));
+    let stored = server.get("deployments", "default", "web").await.unwrap();
+    assert_eq!(stored["metadata"]["finalizers"], json!([NAME]));
+    server.delete("deployments", "default", "web").await.unwrap();
+    assert_eq!(next(&mut rx).await, ("cleanup".to_string(), "web".to_string()));
+    let api: kube::Api<Deployment> = kube::Api::namespaced(client(&server).await, "default");
+    let uid = stored["metadata"]["uid"].as_str().unwrap().to_string();
+    let gone = kube::runtime::wait::await_condition(api, "web", kube::runtime::wait::conditions::is_deleted(&uid));
+    tokio::time::timeout(LIMIT, gone).await.expect("deleted").unwrap();
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    inf.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_finalizer_list_changed_meanwhile_is_not_overwritten() {
     let server = informer_apiserver::testing::builder().start().await.unwrap();
@@ -127,10 +182,29 @@ async fn a_finalizer_list_changed_meanwhile_is_not_overwritten() {
     let stored = server.get("configmaps", "default", "b").await.unwrap();
     assert_eq!(stored["metadata"]["finalizers"], json!(["other.example.com/keep"]));
 
-    // A failed cleanup keeps the finalizer.
-    let mut deleting = stored.clone();
-    deleting["metadata"]["finalizers"] = json!([NAME]);
+    // Another write between the read and the removal (a label) does not keep the finalizer.
+    let mut deleting = server.get("configmaps", "default", "b").await.unwrap();
+    deleting["metadata"]["finalizers"] = json!(["other.example.com/keep", NAME]);
     server.update("configmaps", deleting).await.unwrap();
+    server.delete("configmaps", "default", "b").await.unwrap();
+    let read = Object::<ConfigMap>::from_json(
+        serde_json::to_vec(&server.get("configmaps", "default", "b").await.unwrap()).unwrap(),
+    )
+    .unwrap();
+    let mut labelled = server.get("configmaps", "default", "b").await.unwrap();
+    labelled["metadata"]["labels"] = json!({"cleaning": "yes"});
+    server.update("configmaps", labelled).await.unwrap();
+    let done = finalizer(&kube, NAME, read, |_| async { Ok::<_, String>(Action::Done) }).await;
+    assert_eq!(done.unwrap(), Action::Done);
+    let stored = server.get("configmaps", "default", "b").await.unwrap();
+    assert_eq!(stored["metadata"]["finalizers"], json!(["other.example.com/keep"]));
+    assert_eq!(stored["metadata"]["labels"], json!({"cleaning": "yes"}));
+    let mut released = stored;
+    released["metadata"]["finalizers"] = json!([]);
+    server.update("configmaps", released).await.unwrap();
+
+    // A failed cleanup keeps the finalizer.
+    server.create("configmaps", configmap("b", &[NAME])).await.unwrap();
     server.delete("configmaps", "default", "b").await.unwrap();
     let read = Object::<ConfigMap>::from_json(
         serde_json::to_vec(&server.get("configmaps", "default", "b").await.unwrap()).unwrap(),

@@ -462,11 +462,55 @@ async fn owned_objects_queue_their_controller() {
     }
     child_src.modify(child("2", controller));
     assert_eq!(recv(&mut rx).await, "ns/owner");
-    // A child no longer controlled by the owner queues nothing.
-    child_src.modify(child("3", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "2"}])));
+    // A child leaving its controller tells it; changes of the uncontrolled child then queue
+    // nothing.
+    let uncontrolled = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "2"}]);
+    child_src.modify(child("3", uncontrolled.clone()));
+    assert_eq!(recv(&mut rx).await, "ns/owner");
     until_handled(&runner, child_at("3")).await;
+    while rx.try_recv().is_ok() {}
+    child_src.modify(child("4", uncontrolled.clone()));
+    until_handled(&runner, child_at("4")).await;
     assert!(rx.try_recv().is_err(), "the uncontrolled child's change queued nothing");
     run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_scoped_controller_is_queued_without_a_namespace() {
+    use k8s_openapi::api::core::v1::Node;
+    let nodes_src = FakeSource::new();
+    nodes_src.add(json!({"metadata": {"name": "n1"}}));
+    let child_src = FakeSource::new();
+    child_src.add(json!({"metadata": {"name": "child", "namespace": "ns", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "1", "controller": true}]}}));
+    let nodes: SharedIndexInformer<Node> = SharedIndexInformer::new(nodes_src.clone(), Duration::ZERO);
+    let children = informer(&child_src);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = ControllerRunner::builder("nodes")
+        .informer(&nodes)
+        .owns(&children)
+        .build(move |key, node: Option<Object<Node>>| {
+            let _ = tx.send((key.to_string(), node.is_some()));
+            std::future::ready(Ok::<_, String>(Action::Done))
+        })
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let informers = tokio::spawn({
+        let (n, c, cancel) = (nodes.clone(), children.clone(), cancel.clone());
+        async move { tokio::join!(n.run(cancel.clone()), c.run(cancel)) }
+    });
+    let run = tokio::spawn({
+        let (r, c) = (runner.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    assert_eq!(recv(&mut rx).await, ("n1".to_string(), true), "the node's own key, found in the cache");
+    child_src
+        .modify(json!({"metadata": {"name": "child", "namespace": "ns", "labels": {"x": "1"}, "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "1", "controller": true}]}}));
+    assert_eq!(recv(&mut rx).await, ("n1".to_string(), true), "queued by its child, without the child's namespace");
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    informers.await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]

@@ -572,6 +572,24 @@ impl Store {
         self.stored(info, ns, name).await.map(|o| (o, true))
     }
 
+    /// When `old` came from the cache (`is_current` false) and the storage holds another
+    /// version, that version: a request about to answer without writing checks it is not
+    /// answering on a stale object. 404 when the storage holds none.
+    async fn newer_than_cached(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        old: &StoredObject,
+        is_current: bool,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        if is_current {
+            return Ok(None);
+        }
+        let stored = self.stored(info, ns, name).await?;
+        Ok((stored.rv != old.rv).then_some(stored))
+    }
+
     /// The storage's version of an object.
     pub(crate) async fn stored(
         &self,
@@ -1912,6 +1930,10 @@ impl Store {
                 // refuses to delete the system's namespaces, after the preconditions.
                 let terminating = map.get("metadata").is_some_and(|m| m.get("deletionTimestamp").is_some());
                 if terminating && namespaces::has_spec_finalizers(&map) {
+                    if let Some(newer) = self.newer_than_cached(info, ns, name, &old, is_current).await? {
+                        (old, is_current) = (newer, true);
+                        continue;
+                    }
                     return Ok((old, false));
                 }
                 if namespaces::IMMORTAL.contains(&name) {
@@ -1923,7 +1945,13 @@ impl Store {
             // judged by admission, as kube answers it before).
             let grace = crate::graceful_deletion::before_delete(info, &mut map, opts.grace_period_seconds);
             match grace {
-                Grace::Pending => return Ok((old, false)),
+                Grace::Pending => {
+                    if let Some(newer) = self.newer_than_cached(info, ns, name, &old, is_current).await? {
+                        (old, is_current) = (newer, true);
+                        continue;
+                    }
+                    return Ok((old, false));
+                }
                 // Admission sees the period the deletion takes, as kube's options carry it.
                 Grace::Marked(period) => crate::admission_options::set_grace_period(period),
                 Grace::Immediate => {}
@@ -2050,6 +2078,12 @@ impl Store {
             } else if !pending.is_empty() {
                 let deleting = meta.contains_key("deletionTimestamp");
                 if deleting && changed.is_none() {
+                    // Nothing to write: answered on the storage's version, not a stale cached one
+                    // (an object deleted and made again meanwhile is deleted in its turn).
+                    if let Some(newer) = self.newer_than_cached(info, ns, name, &old, is_current).await? {
+                        (old, is_current) = (newer, true);
+                        continue;
+                    }
                     return Ok((old, false));
                 }
                 if let Some(f) = &changed {

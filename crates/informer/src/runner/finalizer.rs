@@ -7,17 +7,20 @@
 //!
 //! | the object | [`finalizer`] |
 //! |---|---|
-//! | live, without the finalizer | adds it, then returns [`Action::Done`]: the change brings the key back, and the next reconcile applies |
+//! | live, without the finalizer | adds it, then calls the reconcile with [`Event::Apply`] on the object as written |
 //! | live, with the finalizer | calls the reconcile with [`Event::Apply`] |
 //! | being deleted, with the finalizer | calls the reconcile with [`Event::Cleanup`]; when it succeeds, removes the finalizer, and the server deletes the object once no finalizer is left |
 //! | being deleted, without the finalizer | nothing: [`Action::Done`] |
 //!
-//! Invariants: the finalizer is added or removed by a merge patch that carries the
-//! resourceVersion the object was read at, so a write made meanwhile (by anyone) fails it with
-//! 409 and the key is retried on the newer object rather than overwriting the list; only this
-//! finalizer is added or removed, once, others stay as they are; an apply never runs on an
-//! object without the finalizer, so a cleanup always follows an apply; a cleanup may run more
-//! than once (when the finalizer's removal fails), so it must be idempotent.
+//! Invariants: the finalizer is added by a merge patch carrying the resourceVersion the object
+//! was read at, so a finalizer list changed meanwhile (by anyone) fails it with 409 and the key
+//! is retried on the newer object rather than overwriting the list; it is removed by a JSON
+//! patch that first tests it is still where it was read, so other writes made meanwhile (the
+//! cleanup's own included) do not undo the cleanup, while a list reordered meanwhile fails it
+//! (422) and the key is retried; only this finalizer is added or removed, once; an apply never
+//! runs on an object without the finalizer, so once an apply has started, the object does not
+//! go before a cleanup succeeds — a cleanup may run without any apply before it, and more than
+//! once (when the finalizer's removal fails), so it must tolerate both.
 //!
 //! ```no_run
 //! use informer::runner::Action;
@@ -43,10 +46,9 @@ use std::fmt;
 use std::future::Future;
 
 use kube::Resource;
-use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Action;
 use crate::object::{DecodeError, Object};
@@ -73,12 +75,15 @@ pub enum Error<E: fmt::Debug + fmt::Display> {
     /// The finalizer could not be added (409: the object changed since it was read).
     #[error("adding finalizer {0:?} failed: {1}")]
     AddFinalizer(String, #[source] kube::Error),
-    /// The finalizer could not be removed (409: the object changed since it was read).
+    /// The finalizer could not be removed (422: the list changed since it was read).
     #[error("removing finalizer {0:?} failed: {1}")]
     RemoveFinalizer(String, #[source] kube::Error),
-    /// The cached object could not be decoded into its type.
+    /// The object (cached, or as the server wrote it) could not be decoded into its type.
     #[error("the object cannot be decoded: {0}")]
     Decode(#[source] DecodeError),
+    /// The object carries no resourceVersion to write it on.
+    #[error("the object has no resourceVersion")]
+    NoResourceVersion,
 }
 
 /// Runs `reconcile` under the finalizer `name` (see the module documentation) on `obj`, writing
@@ -99,42 +104,50 @@ where
     let meta = obj.get().map_err(Error::Decode)?.meta();
     let held: Vec<String> = meta.finalizers.clone().unwrap_or_default();
     let deleting = meta.deletion_timestamp.is_some();
-    let has = held.iter().any(|f| f == name);
-    match (deleting, has) {
-        (false, false) => {
+    match (deleting, held.iter().position(|f| f == name)) {
+        (false, None) => {
+            let rv = obj.resource_version().ok_or(Error::NoResourceVersion)?;
             let mut wanted = held;
             wanted.push(name.to_string());
-            write_finalizers(client, &obj, Some(wanted)).await.map_err(|e| Error::AddFinalizer(name.to_string(), e))?;
-            Ok(Action::Done)
+            let patch = json!({"metadata": {"resourceVersion": rv, "finalizers": wanted}});
+            let written = patch_object(client, &obj, MERGE_PATCH, &patch)
+                .await
+                .map_err(|e| Error::AddFinalizer(name.to_string(), e))?;
+            // Applied at once: the write need not bring the key back (an update filter may
+            // pass over a metadata write).
+            let written = Object::<K>::from_json(written).map_err(Error::Decode)?;
+            reconcile(Event::Apply(written)).await.map_err(Error::ApplyFailed)
         }
-        (false, true) => reconcile(Event::Apply(obj)).await.map_err(Error::ApplyFailed),
-        (true, true) => {
+        (false, Some(_)) => reconcile(Event::Apply(obj)).await.map_err(Error::ApplyFailed),
+        (true, Some(at)) => {
             let action = reconcile(Event::Cleanup(obj.clone())).await.map_err(Error::CleanupFailed)?;
-            let left: Vec<String> = held.into_iter().filter(|f| f != name).collect();
-            let left = if left.is_empty() { None } else { Some(left) };
-            write_finalizers(client, &obj, left).await.map_err(|e| Error::RemoveFinalizer(name.to_string(), e))?;
+            let path = format!("/metadata/finalizers/{at}");
+            let patch = json!([{"op": "test", "path": path, "value": name}, {"op": "remove", "path": path}]);
+            patch_object(client, &obj, JSON_PATCH, &patch)
+                .await
+                .map_err(|e| Error::RemoveFinalizer(name.to_string(), e))?;
             Ok(action)
         }
-        (true, false) => Ok(Action::Done),
+        (true, None) => Ok(Action::Done),
     }
 }
 
-/// Sets the object's finalizers (none: the field removed), on the resourceVersion it was read
-/// at.
-async fn write_finalizers<K>(
-    client: &kube::Client,
-    obj: &Object<K>,
-    finalizers: Option<Vec<String>>,
-) -> kube::Result<()>
+/// The media types of the two patches.
+const MERGE_PATCH: &str = "application/merge-patch+json";
+const JSON_PATCH: &str = "application/json-patch+json";
+
+/// Patches the object with `patch` of media type `kind`; the object as the server wrote it.
+async fn patch_object<K>(client: &kube::Client, obj: &Object<K>, kind: &str, patch: &Value) -> kube::Result<Vec<u8>>
 where
-    K: Resource + Clone + fmt::Debug + Serialize + DeserializeOwned,
+    K: Resource,
     K::DynamicType: Default,
 {
     // The object's own path, whatever its kind's scope.
-    let collection = K::url_path(&K::DynamicType::default(), obj.namespace());
-    let patch = json!({"metadata": {"resourceVersion": obj.resource_version(), "finalizers": finalizers}});
-    let request = kube::core::Request::new(collection)
-        .patch(obj.name(), &PatchParams::default(), &Patch::Merge(&patch))
-        .map_err(kube::Error::BuildRequest)?;
-    client.request::<K>(request).await.map(drop)
+    let path = format!("{}/{}", K::url_path(&K::DynamicType::default(), obj.namespace()), obj.name());
+    let body = serde_json::to_vec(patch).map_err(kube::Error::SerdeError)?;
+    let request = http::Request::patch(path)
+        .header(http::header::CONTENT_TYPE, kind)
+        .body(body)
+        .map_err(|e| kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e)))?;
+    client.request_text(request).await.map(String::into_bytes)
 }

@@ -4,10 +4,11 @@
 //! controller-runtime's `EnqueueRequestForOwner` with `OnlyControllerOwner`), and its
 //! generation, which [`generation_changed`] compares.
 //!
-//! Invariants: only `metadata.ownerReferences` and `metadata.generation` are read from the
-//! object's JSON (its other fields are skipped, never decoded into its type); at most one key is
-//! returned (an object has at most one controller); the key is in the object's namespace when
-//! the primary kind is namespaced, and in none otherwise.
+//! Invariants: each reader parses only the field it needs from the object's JSON
+//! (`metadata.ownerReferences`, `metadata.generation`; the rest is skipped, never decoded into
+//! the object's type), so a malformed field hides nothing else; at most one key is returned (an
+//! object has at most one controller); the key is in the object's namespace unless the primary
+//! kind is cluster-scoped.
 
 use serde::Deserialize;
 
@@ -18,35 +19,19 @@ use crate::object::Object;
 pub(crate) struct Owner {
     kind: String,
     group: String,
-    namespaced: bool,
+    cluster_scoped: bool,
 }
 
 #[derive(Deserialize)]
-struct Head {
+struct Owned {
     #[serde(default)]
-    metadata: Meta,
+    metadata: OwnedMeta,
 }
 
 #[derive(Deserialize, Default)]
-struct Meta {
+struct OwnedMeta {
     #[serde(default, rename = "ownerReferences")]
     owner_references: Vec<Reference>,
-    #[serde(default)]
-    generation: Option<i64>,
-}
-
-/// The object's `metadata.generation` (None when it has none or cannot be read).
-fn generation<O>(o: &Object<O>) -> Option<i64> {
-    serde_json::from_slice::<Head>(&o.raw_json()).ok().and_then(|h| h.metadata.generation)
-}
-
-/// An update filter (see
-/// [`informer_filtered`](super::ControllerRunnerBuilder::informer_filtered)) that lets through
-/// updates whose `metadata.generation` moved: spec changes, not status writes or resyncs
-/// (controller-runtime's `GenerationChangedPredicate`). As that predicate, it lets no update of
-/// a kind without generations through.
-pub fn generation_changed<O>(old: &Object<O>, new: &Object<O>) -> bool {
-    generation(old) != generation(new)
 }
 
 #[derive(Deserialize)]
@@ -61,21 +46,47 @@ struct Reference {
     controller: Option<bool>,
 }
 
+#[derive(Deserialize)]
+struct Generated {
+    #[serde(default)]
+    metadata: GeneratedMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct GeneratedMeta {
+    #[serde(default)]
+    generation: Option<i64>,
+}
+
+/// The object's `metadata.generation` (None when it has none or cannot be read).
+fn generation<O>(o: &Object<O>) -> Option<i64> {
+    serde_json::from_slice::<Generated>(&o.raw_json()).ok().and_then(|h| h.metadata.generation)
+}
+
+/// An update filter (see
+/// [`informer_filtered`](super::ControllerRunnerBuilder::informer_filtered)) that lets through
+/// updates whose `metadata.generation` moved: spec changes, and deletions of objects that wait
+/// for finalizers (the server moves the generation when it marks them), not status writes,
+/// metadata writes or resyncs (controller-runtime's `GenerationChangedPredicate`). As that
+/// predicate, it lets no update of a kind without generations through.
+pub fn generation_changed<O>(old: &Object<O>, new: &Object<O>) -> bool {
+    generation(old) != generation(new)
+}
+
 impl Owner {
-    /// The primary kind `kind` of API group `group`; `collection` is its collection's path in a
-    /// namespace `n` (which names the namespace only when the kind is namespaced).
-    pub(crate) fn new(kind: String, group: String, collection: String) -> Self {
-        Owner { kind, group, namespaced: collection.contains("/namespaces/n/") }
+    /// The primary kind `kind` of API group `group`, cluster-scoped or not.
+    pub(crate) fn new(kind: String, group: String, cluster_scoped: bool) -> Self {
+        Owner { kind, group, cluster_scoped }
     }
 
     /// The key of the object's controller of the primary kind, if it has one.
     pub(crate) fn key_of<O>(&self, o: &Object<O>) -> Vec<ObjectKey> {
-        let Ok(head) = serde_json::from_slice::<Head>(&o.raw_json()) else { return Vec::new() };
-        let controller = head.metadata.owner_references.into_iter().find(|r| {
+        let Ok(owned) = serde_json::from_slice::<Owned>(&o.raw_json()) else { return Vec::new() };
+        let controller = owned.metadata.owner_references.into_iter().find(|r| {
             let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
             r.controller == Some(true) && r.kind == self.kind && group == self.group
         });
-        let namespace = if self.namespaced { o.namespace() } else { None };
+        let namespace = if self.cluster_scoped { None } else { o.namespace() };
         controller.and_then(|r| ObjectKey::new(namespace, &r.name).ok()).into_iter().collect()
     }
 }
@@ -92,7 +103,7 @@ mod tests {
     #[test]
     fn a_generation_moved_is_a_change() {
         let at = |g: Option<i64>| {
-            let json = serde_json::json!({"metadata": {"name": "x", "generation": g}, "status": {"n": 1}});
+            let json = serde_json::json!({"metadata": {"name": "x", "generation": g, "ownerReferences": "malformed"}});
             Object::<()>::from_json(serde_json::to_vec(&json).unwrap()).unwrap()
         };
         assert!(generation_changed(&at(Some(1)), &at(Some(2))));
@@ -102,7 +113,7 @@ mod tests {
 
     #[test]
     fn the_controller_of_the_primary_kind_is_found() {
-        let rs = Owner::new("ReplicaSet".into(), "apps".into(), "/apis/apps/v1/namespaces/n/replicasets".into());
+        let rs = Owner::new("ReplicaSet".into(), "apps".into(), false);
         let refs = serde_json::json!([
             {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "not-controller", "uid": "1"},
             {"apiVersion": "v1", "kind": "ReplicaSet", "name": "other-group", "uid": "2", "controller": true},
@@ -111,10 +122,5 @@ mod tests {
         let keys: Vec<String> = rs.key_of(&object(refs)).iter().map(|k| k.to_string()).collect();
         assert_eq!(keys, ["ns/web"]);
         assert!(rs.key_of(&object(serde_json::json!([]))).is_empty());
-        let node = Owner::new("Node".into(), "".into(), "/api/v1/nodes".into());
-        let refs =
-            serde_json::json!([{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "4", "controller": true}]);
-        let keys: Vec<String> = node.key_of(&object(refs)).iter().map(|k| k.to_string()).collect();
-        assert_eq!(keys, ["n1"]);
     }
 }

@@ -207,7 +207,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     pub fn informer(mut self, informer: &SharedIndexInformer<K>) -> Self {
         self.primary = Some(informer.clone());
         let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
-        self.sources.push(source::source(informer.clone(), map, None));
+        self.sources.push(source::source(informer.clone(), map, source::Role::Primary(None)));
         self
     }
 
@@ -223,18 +223,20 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     ) -> Self {
         self.primary = Some(informer.clone());
         let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
-        self.sources.push(source::source(informer.clone(), map, Some(Arc::new(filter))));
+        self.sources.push(source::source(informer.clone(), map, source::Role::Primary(Some(Arc::new(filter)))));
         self
     }
 
     /// A secondary informer: each of its notifications queues the primary keys `map` returns
-    /// (for example the owner of a changed child). The runner also waits for it to sync.
+    /// (for example the owner of a changed child) — for an update, those of the object before
+    /// and after it, so that an owner the object left is told too. The runner also waits for it
+    /// to sync.
     pub fn watches<O: Send + Sync + 'static>(
         mut self,
         informer: &SharedIndexInformer<O>,
         map: impl Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
-        self.sources.push(source::source(informer.clone(), Arc::new(map), None));
+        self.sources.push(source::source(informer.clone(), Arc::new(map), source::Role::Secondary));
         self
     }
 
@@ -243,15 +245,19 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     /// owner reference with `controller: true` whose kind and API group are the primary's —
     /// in the object's namespace (none for a cluster-scoped primary kind). Objects without
     /// such a reference queue nothing. The runner also waits for it to sync.
-    pub fn owns<O: Send + Sync + 'static>(self, informer: &SharedIndexInformer<O>) -> Self
+    pub fn owns<O: Send + Sync + 'static>(mut self, informer: &SharedIndexInformer<O>) -> Self
     where
         K: kube::Resource,
         K::DynamicType: Default,
+        K::Scope: 'static,
     {
         let dt = K::DynamicType::default();
-        let owner =
-            metadata::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), K::url_path(&dt, Some("n")));
-        self.watches(informer, move |o: &Object<O>| owner.key_of(o))
+        let cluster_scoped =
+            std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<kube::core::ClusterResourceScope>();
+        let owner = metadata::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), cluster_scoped);
+        let map: KeyMap<O> = Arc::new(move |o: &Object<O>| owner.key_of(o));
+        self.sources.push(source::source(informer.clone(), map, source::Role::Secondary));
+        self
     }
 
     /// Number of concurrent workers (default 1; 0 is taken as 1).

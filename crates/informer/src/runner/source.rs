@@ -1,7 +1,7 @@
 //! Wiring informers to the runner's queue: a handler that turns notifications into keys.
 //!
-//! Invariants: a delete enqueues [`DeletedObject::key`] (tombstones included), so a deletion
-//! observed only by a relist is still reconciled; resyncs (`on_update(o, o)`) enqueue like any
+//! Invariants: a delete of a primary object enqueues [`DeletedObject::key`] (tombstones
+//! included), so a deletion observed only by a relist is still reconciled; resyncs (`on_update(o, o)`) enqueue like any
 //! update (client-go's level-triggered behaviour) unless the source filters updates; a key
 //! mapping that fails simply enqueues nothing. A source registers its handler once, at `build`, and removes it when the runner stops.
 
@@ -20,12 +20,22 @@ pub(crate) type KeyMap<O> = Arc<dyn Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sy
 /// Judges an update (old, new): whether it queues keys.
 pub(crate) type UpdateFilter<O> = Arc<dyn Fn(&Object<O>, &Object<O>) -> bool + Send + Sync>;
 
-/// The handler registered on an informer: every notification becomes queued keys (an update
-/// only when the filter, if any, lets it through).
+/// What an informer is to the runner.
+pub(crate) enum Role<O> {
+    /// The primary informer: its objects' keys are the runner's; its updates pass the filter,
+    /// if any.
+    Primary(Option<UpdateFilter<O>>),
+    /// An informer whose objects map to primary keys: an update queues the keys of the object
+    /// before and after it (controller-runtime's handlers), a deletion known only by its key
+    /// queues nothing (its key is not a primary key).
+    Secondary,
+}
+
+/// The handler registered on an informer: every notification becomes queued keys.
 struct Enqueue<O> {
     queue: RateLimitingQueue<ObjectKey>,
     map: KeyMap<O>,
-    filter: Option<UpdateFilter<O>>,
+    role: Role<O>,
 }
 
 impl<O> Enqueue<O> {
@@ -41,15 +51,25 @@ impl<O: Send + Sync + 'static> ResourceEventHandler<O> for Enqueue<O> {
         self.push(obj);
     }
     fn on_update(&self, old: &Object<O>, new: &Object<O>) {
-        if self.filter.as_ref().is_none_or(|f| f(old, new)) {
-            self.push(new);
+        match &self.role {
+            Role::Primary(filter) => {
+                if filter.as_ref().is_none_or(|f| f(old, new)) {
+                    self.push(new);
+                }
+            }
+            Role::Secondary => {
+                self.push(old);
+                self.push(new);
+            }
         }
     }
     fn on_delete(&self, obj: &DeletedObject<O>) {
-        match obj.object() {
-            Some(o) => self.push(o),
-            // A tombstone without a last known state: only the key is known.
-            None => self.queue.add(obj.key().clone()),
+        match (obj.object(), &self.role) {
+            (Some(o), _) => self.push(o),
+            // A tombstone without a last known state: only the key is known, a primary key
+            // only on the primary informer.
+            (None, Role::Primary(_)) => self.queue.add(obj.key().clone()),
+            (None, Role::Secondary) => {}
         }
     }
 }
@@ -69,10 +89,10 @@ pub(crate) type Source =
 pub(crate) fn source<O: Send + Sync + 'static>(
     informer: SharedIndexInformer<O>,
     map: KeyMap<O>,
-    filter: Option<UpdateFilter<O>>,
+    role: Role<O>,
 ) -> Source {
     Box::new(move |queue, name| {
-        let handler = Enqueue { queue: queue.clone(), map, filter };
+        let handler = Enqueue { queue: queue.clone(), map, role };
         let reg: HandlerRegistration<O> =
             informer.add_event_handler_with_options(handler, HandlerOptions::new().name(name))?;
         let r2 = reg.clone();
