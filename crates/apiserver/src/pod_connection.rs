@@ -125,15 +125,14 @@ pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<
             stream_query(&options)
         );
         let status = async move {
-            let cause = dial(&host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string());
+            let cause = kubelet_failure(&host, port).await;
             ApiError::internal(&format!("error sending request: Post {}: {cause}", crate::structural::go_quote(&url)))
         };
         let flag = |k: &str| options.get(k) == Some(&Value::Bool(true));
         let ending = crate::stream_translator::Ending { stdout: flag("stdout"), stderr: flag("stderr"), status };
         return Ok(crate::stream_translator::accept(r.method, r.headers, upgrade, ending));
     }
-    let cause = dial(&host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string());
-    Err(plain_error(format!("error dialing backend: {cause}")))
+    Err(plain_error(format!("error dialing backend: {}", kubelet_failure(&host, port).await)))
 }
 
 /// The query of the kubelet's `exec` or `attach` URL (kube's `streamParams`, encoded).
@@ -171,11 +170,14 @@ async fn log(store: &Store, r: &Request<'_>) -> Result<Response<Body>, ApiError>
         r.name,
         options.kubelet_query()
     );
-    let cause = match dial(&host, port).await {
-        Err(e) => e,
-        Ok(()) => NO_KUBELET_CLIENT.to_string(),
-    };
+    let cause = kubelet_failure(&host, port).await;
     Err(plain_error(format!("Get {}: {cause}", crate::structural::go_quote(&url))))
+}
+
+/// Why the kubelet at `host:port` cannot be talked to: the dial's error, or, when something
+/// accepted the connection, that this server holds no kubelet client credentials.
+async fn kubelet_failure(host: &str, port: i64) -> String {
+    dial(host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string())
 }
 
 /// A plain Go error as kube's handlers answer it: 500 with no reason.

@@ -46,7 +46,6 @@ use std::fmt;
 use std::future::Future;
 
 use kube::Resource;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -95,7 +94,7 @@ pub async fn finalizer<K, F, Fut, E>(
     reconcile: F,
 ) -> Result<Action, Error<E>>
 where
-    K: Resource + Clone + fmt::Debug + Serialize + DeserializeOwned,
+    K: Resource + DeserializeOwned,
     K::DynamicType: Default,
     F: FnOnce(Event<K>) -> Fut,
     Fut: Future<Output = Result<Action, E>>,
