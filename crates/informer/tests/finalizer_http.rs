@@ -28,54 +28,91 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<(String, String)>) -> (String, St
     tokio::time::timeout(LIMIT, rx.recv()).await.expect("timed out").expect("closed")
 }
 
+/// A runner over the default namespace's objects of kind `K` whose reconcile, under the
+/// finalizer, reports each event (`apply` or `cleanup`, the object's name) — and checks that
+/// every event comes with the finalizer in place; `filtered` passes the primary's updates
+/// through `generation_changed`.
+struct Reporting {
+    cancel: CancellationToken,
+    informer: tokio::task::JoinHandle<()>,
+    runner: tokio::task::JoinHandle<Result<(), informer::runner::RunnerError>>,
+    events: mpsc::UnboundedReceiver<(String, String)>,
+}
+
+impl Reporting {
+    async fn start<K>(server: &informer_apiserver::ApiServer, filtered: bool) -> Reporting
+    where
+        K: kube::Resource + serde::de::DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        let kube = client(server).await;
+        let informer =
+            SharedIndexInformer::<K>::new(KubeListerWatcher::new(kube.clone(), Some("default")), Duration::ZERO);
+        let (tx, events) = mpsc::unbounded_channel();
+        let builder = ControllerRunner::builder("finalized");
+        let builder = if filtered {
+            builder.informer_filtered(&informer, informer::runner::generation_changed)
+        } else {
+            builder.informer(&informer)
+        };
+        let runner = builder
+            .build(move |_key, obj: Option<Object<K>>| {
+                let (tx, kube) = (tx.clone(), kube.clone());
+                async move {
+                    let Some(obj) = obj else { return Ok(Action::Done) };
+                    finalizer(&kube, NAME, obj, |event| async move {
+                        let (what, obj) = match &event {
+                            Event::Apply(o) => ("apply", o),
+                            Event::Cleanup(o) => ("cleanup", o),
+                        };
+                        let held = obj.get().unwrap().meta().finalizers.clone().unwrap_or_default();
+                        assert!(held.iter().any(|f| f == NAME), "{what} without the finalizer: {held:?}");
+                        let _ = tx.send((what.to_string(), obj.name().to_string()));
+                        Ok::<_, String>(Action::Done)
+                    })
+                    .await
+                }
+            })
+            .unwrap();
+        let cancel = CancellationToken::new();
+        let informer = tokio::spawn({
+            let (i, c) = (informer.clone(), cancel.clone());
+            async move { i.run(c).await }
+        });
+        let runner = tokio::spawn({
+            let (r, c) = (runner.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        Reporting { cancel, informer, runner, events }
+    }
+
+    async fn next(&mut self) -> (String, String) {
+        next(&mut self.events).await
+    }
+
+    async fn stop(mut self) {
+        self.cancel.cancel();
+        self.runner.await.unwrap().unwrap();
+        self.informer.await.unwrap();
+        assert!(self.events.try_recv().is_err(), "no apply or cleanup after the cleanup");
+    }
+}
+
 #[tokio::test]
 async fn a_deletion_waits_for_the_cleanup_under_the_finalizer() {
     let server = informer_apiserver::testing::builder().start().await.unwrap();
-    let kube = client(&server).await;
-    let informer =
-        SharedIndexInformer::<ConfigMap>::new(KubeListerWatcher::new(kube.clone(), Some("default")), Duration::ZERO);
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let runner = ControllerRunner::builder("configmaps")
-        .informer(&informer)
-        .build(move |_key, cm: Option<Object<ConfigMap>>| {
-            let (tx, kube) = (tx.clone(), kube.clone());
-            async move {
-                let Some(cm) = cm else { return Ok(Action::Done) };
-                finalizer(&kube, NAME, cm, |event| async move {
-                    let (what, cm) = match &event {
-                        Event::Apply(cm) => ("apply", cm),
-                        Event::Cleanup(cm) => ("cleanup", cm),
-                    };
-                    // Every event comes with the finalizer in place.
-                    let held = cm.get().unwrap().metadata.finalizers.clone().unwrap_or_default();
-                    assert!(held.iter().any(|f| f == NAME), "{what} without the finalizer: {held:?}");
-                    let _ = tx.send((what.to_string(), cm.name().to_string()));
-                    Ok::<_, String>(Action::Done)
-                })
-                .await
-            }
-        })
-        .unwrap();
-    let cancel = CancellationToken::new();
-    let inf = tokio::spawn({
-        let (i, c) = (informer.clone(), cancel.clone());
-        async move { i.run(c).await }
-    });
-    let run = tokio::spawn({
-        let (r, c) = (runner.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let mut reporting = Reporting::start::<ConfigMap>(&server, false).await;
 
     // Created without it: the finalizer comes first, then the apply; another's is kept.
     server.create("configmaps", configmap("a", &["other.example.com/keep"])).await.unwrap();
-    assert_eq!(next(&mut rx).await, ("apply".to_string(), "a".to_string()));
+    assert_eq!(reporting.next().await, ("apply".to_string(), "a".to_string()));
     let stored = server.get("configmaps", "default", "a").await.unwrap();
     assert_eq!(stored["metadata"]["finalizers"], json!(["other.example.com/keep", NAME]));
 
     // Deleted: the cleanup runs, the finalizer goes, the other one holds the object.
     server.delete("configmaps", "default", "a").await.unwrap();
     loop {
-        match next(&mut rx).await {
+        match reporting.next().await {
             (what, name) if what == "cleanup" && name == "a" => break,
             (what, name) if what == "apply" && name == "a" => {}
             other => panic!("unexpected {other:?}"),
@@ -96,11 +133,7 @@ async fn a_deletion_waits_for_the_cleanup_under_the_finalizer() {
     let uid = stored.metadata.uid.unwrap();
     let gone = kube::runtime::wait::await_condition(api, "a", kube::runtime::wait::conditions::is_deleted(&uid));
     tokio::time::timeout(LIMIT, gone).await.expect("deleted").unwrap();
-
-    cancel.cancel();
-    run.await.unwrap().unwrap();
-    inf.await.unwrap();
-    assert!(rx.try_recv().is_err(), "no apply or cleanup after the cleanup");
+    reporting.stop().await;
 }
 
 /// Under an update filter that passes over metadata writes (generation changed), the finalizer's
@@ -109,53 +142,21 @@ async fn a_deletion_waits_for_the_cleanup_under_the_finalizer() {
 async fn a_finalizer_works_under_a_generation_filter() {
     use k8s_openapi::api::apps::v1::Deployment;
     let server = informer_apiserver::testing::builder().start().await.unwrap();
-    let kube = client(&server).await;
-    let informer =
-        SharedIndexInformer::<Deployment>::new(KubeListerWatcher::new(kube.clone(), Some("default")), Duration::ZERO);
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let runner = ControllerRunner::builder("deployments")
-        .informer_filtered(&informer, informer::runner::generation_changed)
-        .build(move |_key, d: Option<Object<Deployment>>| {
-            let (tx, kube) = (tx.clone(), kube.clone());
-            async move {
-                let Some(d) = d else { return Ok(Action::Done) };
-                finalizer(&kube, NAME, d, |event| async move {
-                    let (what, d) = match &event {
-                        Event::Apply(d) => ("apply", d),
-                        Event::Cleanup(d) => ("cleanup", d),
-                    };
-                    let _ = tx.send((what.to_string(), d.name().to_string()));
-                    Ok::<_, String>(Action::Done)
-                })
-                .await
-            }
-        })
-        .unwrap();
-    let cancel = CancellationToken::new();
-    let inf = tokio::spawn({
-        let (i, c) = (informer.clone(), cancel.clone());
-        async move { i.run(c).await }
-    });
-    let run = tokio::spawn({
-        let (r, c) = (runner.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let mut reporting = Reporting::start::<Deployment>(&server, true).await;
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
     server.create("deployments", deployment).await.unwrap();
-    assert_eq!(next(&mut rx).await, ("apply".to_string(), "web".to_string()));
+    assert_eq!(reporting.next().await, ("apply".to_string(), "web".to_string()));
     let stored = server.get("deployments", "default", "web").await.unwrap();
     assert_eq!(stored["metadata"]["finalizers"], json!([NAME]));
     server.delete("deployments", "default", "web").await.unwrap();
-    assert_eq!(next(&mut rx).await, ("cleanup".to_string(), "web".to_string()));
+    assert_eq!(reporting.next().await, ("cleanup".to_string(), "web".to_string()));
     let api: kube::Api<Deployment> = kube::Api::namespaced(client(&server).await, "default");
     let uid = stored["metadata"]["uid"].as_str().unwrap().to_string();
     let gone = kube::runtime::wait::await_condition(api, "web", kube::runtime::wait::conditions::is_deleted(&uid));
     tokio::time::timeout(LIMIT, gone).await.expect("deleted").unwrap();
-    cancel.cancel();
-    run.await.unwrap().unwrap();
-    inf.await.unwrap();
+    reporting.stop().await;
 }
 
 #[tokio::test]
