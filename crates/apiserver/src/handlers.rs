@@ -154,10 +154,14 @@ fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
 }
 
 /// Handles one request; its answer carries the request's `Audit-ID` (a new one when it has
-/// none), as kube-apiserver echoes it.
+/// none), as kube-apiserver echoes it — but for a switch of protocols, whose answer is written
+/// by the WebSocket server that takes the connection over.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let audit_id = req.headers().get("audit-id").filter(|v| !v.is_empty()).cloned();
     let mut r = handle_request(shared, req).await;
+    if r.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+        return r;
+    }
     let id = audit_id.or_else(|| http::HeaderValue::from_str(&crate::object::new_uid()).ok());
     if let Some(id) = id {
         r.headers_mut().entry("audit-id").or_insert(id);

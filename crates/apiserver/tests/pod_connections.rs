@@ -319,6 +319,7 @@ async fn a_v5_websocket_is_accepted_and_told_why_the_kubelet_failed() {
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(head.contains("sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), "{head}");
     assert!(head.contains("sec-websocket-protocol: v5.channel.k8s.io\r\n"), "{head}");
+    assert!(!head.contains("audit-id"), "only what Go's WebSocket server writes: {head}");
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[0], (1, vec![]), "the opening message on stdout");
     assert_eq!(messages[1].0, 3, "the error channel");
