@@ -544,6 +544,42 @@ async fn a_generation_filter_passes_over_status_writes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reconcile_past_its_timeout_fails_and_is_retried() {
+    let src = FakeSource::new();
+    src.add(cm("a", "1"));
+    let inf = informer(&src);
+    let calls = Arc::new(AtomicU32::new(0));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let runner = {
+        let calls = calls.clone();
+        ControllerRunner::builder("t")
+            .informer(&inf)
+            .reconcile_timeout(Duration::from_secs(10))
+            .build(move |key, _obj: Option<Object<Cm>>| {
+                let (calls, tx) = (calls.clone(), tx.clone());
+                async move {
+                    // The first reconcile hangs; the next one finishes at once.
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        std::future::pending::<()>().await;
+                    }
+                    let _ = tx.send((key.to_string(), Instant::now()));
+                    Ok::<_, String>(Action::Done)
+                }
+            })
+            .unwrap()
+    };
+    let started = Instant::now();
+    let run = Running::start(vec![inf], &runner);
+    let (key, at) = recv(&mut rx).await;
+    assert_eq!(key, "ns/a");
+    // Dropped at 10 s, then retried after the key's first backoff step (5 ms).
+    assert!(at - started >= Duration::from_secs(10) && at - started < Duration::from_secs(11), "{:?}", at - started);
+    run.stop().await;
+    let s = runner.stats();
+    assert_eq!((s.error, s.success, calls.load(Ordering::SeqCst)), (1, 1, 2));
+}
+
+#[tokio::test(start_paused = true)]
 async fn build_and_run_errors() {
     let src = FakeSource::new();
     let inf = informer(&src);

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `Ok(Action::Done)` | `forget`s the key (its backoff restarts) |
 //! | `Ok(Action::RequeueAfter(d))` | `forget`s the key and `add_after(key, d)` |
-//! | `Err(e)` or panics | logs, `add_rate_limited(key)` (exponential backoff per key); past [`max_retries`](ControllerRunnerBuilder::max_retries), logs and `forget`s instead (dropped until the next change) |
+//! | `Err(e)`, panics, or outlasts [`reconcile_timeout`](ControllerRunnerBuilder::reconcile_timeout) | logs, `add_rate_limited(key)` (exponential backoff per key); past [`max_retries`](ControllerRunnerBuilder::max_retries), logs and `forget`s instead (dropped until the next change) |
 //!
 //! and then always calls `done`.
 //!
@@ -188,6 +188,7 @@ pub struct ControllerRunnerBuilder<K> {
     metrics: Option<RunnerMetrics>,
     sync_timeout: Option<Duration>,
     max_retries: Option<u32>,
+    reconcile_timeout: Option<Duration>,
     leader_election: Option<LeaderElectionConfig>,
 }
 
@@ -293,6 +294,14 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
         self
     }
 
+    /// Gives each reconcile at most `limit` (controller-runtime's `ReconciliationTimeout`): past
+    /// it the reconcile is dropped at its next await point and counts as a failure, retried with
+    /// the key's backoff. Default: no limit.
+    pub fn reconcile_timeout(mut self, limit: Duration) -> Self {
+        self.reconcile_timeout = Some(limit);
+        self
+    }
+
     /// Runs the workers only while this replica leads the election of `config` (see [Several
     /// replicas](self#several-replicas-leader-election)). `build` checks the configuration
     /// ([`RunnerError::LeaderElectionConfig`]); the runner runs the elector itself (read its
@@ -340,9 +349,18 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
             }
         }
         let reconcile = Arc::new(reconcile);
+        let timeout = self.reconcile_timeout;
         let reconcile: ReconcileFn<K> = Arc::new(move |key, obj| {
             let fut = reconcile(key, obj);
-            Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+            Box::pin(async move {
+                match timeout {
+                    None => fut.await.map_err(|e| e.to_string()),
+                    Some(limit) => match tokio::time::timeout(limit, fut).await {
+                        Ok(done) => done.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("reconcile timed out after {limit:?}")),
+                    },
+                }
+            })
         });
         Ok(ControllerRunner {
             inner: Arc::new(Inner {
@@ -421,6 +439,7 @@ impl ControllerRunner<()> {
             metrics: None,
             sync_timeout: None,
             max_retries: None,
+            reconcile_timeout: None,
             leader_election: None,
         }
     }
