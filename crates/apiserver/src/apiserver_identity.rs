@@ -185,7 +185,6 @@ impl Controller {
             if let Err(e) = delete(&self.store, &self.name).await {
                 tracing::warn!(lease = %self.name, error = %e, "failed to delete the stale apiserver identity lease");
             }
-            *self.latest.lock() = None;
             match self.ensure().await {
                 Ok((lease, true)) => {
                     *self.latest.lock() = Some(lease);
@@ -244,20 +243,21 @@ impl Controller {
 
     /// [`Self::update_once`] up to [`UPDATE_TRIES`] times; a conflict reads the lease again.
     async fn update_retrying(&self, mut base: Value) -> Result<(), ApiError> {
-        let mut failure = None;
-        for _ in 0..UPDATE_TRIES {
-            match self.update_once(base.clone()).await {
+        let mut tries = 1;
+        loop {
+            let e = match self.update_once(base.clone()).await {
                 Ok(()) => return Ok(()),
-                Err(e) => {
-                    tracing::warn!(lease = %self.name, error = %e, "failed to update the apiserver identity lease");
-                    if e.code == 409 {
-                        base = self.ensure_backing_off().await.0;
-                    }
-                    failure = Some(e);
-                }
+                Err(e) => e,
+            };
+            tracing::warn!(lease = %self.name, error = %e, "failed to update the apiserver identity lease");
+            if tries == UPDATE_TRIES {
+                return Err(e);
+            }
+            tries += 1;
+            if e.code == 409 {
+                base = self.ensure_backing_off().await.0;
             }
         }
-        Err(failure.unwrap_or_else(|| ApiError::internal("no update tried")))
     }
 
     /// [`Self::ensure`] until it succeeds ([`backing_off`]).
@@ -290,7 +290,8 @@ impl Controller {
         let (_, leases) = store.cache().snapshot(&self.info, Some(NAMESPACE), &Default::default())?;
         for lease in leases {
             let value = lease.value();
-            let ours = value.pointer("/metadata/labels").and_then(|l| l.get(IDENTITY_LABEL)) == Some(&json!(IDENTITY));
+            let ours = value.pointer("/metadata/labels").and_then(|l| l.get(IDENTITY_LABEL)).and_then(Value::as_str)
+                == Some(IDENTITY);
             if !ours || !expired(&value, now) {
                 continue;
             }

@@ -64,8 +64,7 @@ fn each(field: &str, value: &str, faults: Vec<String>, causes: &mut Vec<Cause>) 
 fn unchanged(info: &ResourceInfo, obj: &Map<String, Value>, old: Option<&Map<String, Value>>, field: &str) -> bool {
     let Some(old) = old else { return false };
     let new = crate::strategy::stored_form(info, field, obj);
-    let list = |v: Option<&Value>| items(v).to_vec();
-    list(old.get(field)) == list(new.as_ref())
+    items(old.get(field)) == items(new.as_ref())
 }
 
 /// A value of a named Go string type, as kube prints one in a cause (JSON).
@@ -264,7 +263,7 @@ fn slice_address(a: &str, kind: &str, list_at: &str, at: &str, causes: &mut Vec<
             }
         },
         "IPv6" => {
-            let strict = strict_ip_faults(a);
+            let strict = crate::service_cidr::ip_faults(a);
             if !strict.is_empty() {
                 each(at, a, strict, causes);
                 return;
@@ -280,38 +279,6 @@ fn slice_address(a: &str, kind: &str, list_at: &str, at: &str, causes: &mut Vec<
         }
         "FQDN" => fqdn(a, at, causes),
         _ => {}
-    }
-}
-
-/// kube's strict `IsValidIP`: Go's lenient parse, then no leading zeros, no IPv4-mapped IPv6
-/// address, and the canonical form.
-fn strict_ip_faults(a: &str) -> Vec<String> {
-    let Some(lenient) = crate::pod_dns::parse_ip(a) else { return vec![NOT_AN_IP.into()] };
-    let mut faults = Vec::new();
-    let strict = a.parse::<std::net::IpAddr>().ok();
-    if strict.is_none() {
-        faults.push("must not have leading 0s".to_string());
-    }
-    // (Judged on the strict reading, which an address with leading zeros has none of.)
-    if let Some(std::net::IpAddr::V6(v6)) = strict
-        && v6.to_ipv4_mapped().is_some()
-    {
-        faults.push("must not be an IPv4-mapped IPv6 address".into());
-    }
-    if faults.is_empty() {
-        let canonical = go_ip_string(lenient);
-        if canonical != a {
-            faults.push(format!("must be in canonical form ({})", go_quote(&canonical)));
-        }
-    }
-    faults
-}
-
-/// Go's `net.IP.String`: IPv4 and IPv4-mapped addresses dotted, IPv6 ones as RFC 5952 writes them.
-fn go_ip_string(addr: std::net::IpAddr) -> String {
-    match addr {
-        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
-        v4 => v4.to_string(),
     }
 }
 
@@ -379,7 +346,7 @@ fn ip_warning(at: &str, a: &str) -> Option<String> {
         return Some(format!(
             "{at}: non-standard IP address {} will be considered invalid in a future Kubernetes release: use {}",
             go_quote(a),
-            go_quote(&go_ip_string(lenient))
+            go_quote(&crate::service_cidr::go_ip_string(lenient))
         ));
     }
     let canonical = lenient.to_string();
@@ -431,12 +398,12 @@ pub(crate) fn drop_topology(info: &ResourceInfo, obj: &mut Map<String, Value>, o
     if !is_slices(info) {
         return;
     }
-    let old_endpoints = old.map(|o| items(o.get("endpoints")).to_vec());
-    if old_endpoints.as_ref().is_some_and(|o| *o == items(obj.get("endpoints"))) {
+    let old_endpoints = old.map(|o| items(o.get("endpoints")));
+    if old_endpoints.is_some_and(|o| o == items(obj.get("endpoints"))) {
         return;
     }
     let hosts: Vec<String> = old_endpoints
-        .iter()
+        .into_iter()
         .flatten()
         .filter_map(|e| e.pointer("/deprecatedTopology/kubernetes.io~1hostname").and_then(Value::as_str))
         .filter(|h| !h.is_empty())

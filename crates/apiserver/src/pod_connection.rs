@@ -84,11 +84,7 @@ pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<
     let creation = crate::pod_subresource::Creation {
         operation: "CONNECT",
         info: r.pods,
-        subresource: match r.subresource {
-            "attach" => "attach",
-            "exec" => "exec",
-            _ => "portforward",
-        },
+        subresource: r.subresource,
         ns: r.ns,
         name: r.name,
         dry_run: false,
@@ -489,7 +485,7 @@ fn go_dial_error(e: &std::io::Error) -> String {
 
 /// Whether the request asks to switch protocols (kube's `httpstream.IsUpgradeRequest`: a
 /// `Connection` header containing `upgrade`, in any case).
-fn is_upgrade(headers: &HeaderMap) -> bool {
+pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::CONNECTION)
         .iter()

@@ -36,7 +36,7 @@ pub(crate) struct Creation<'a> {
     pub operation: &'static str,
     /// The resource whose subresource it is (pods, serviceaccounts).
     pub info: &'a ResourceInfo,
-    pub subresource: &'static str,
+    pub subresource: &'a str,
     pub ns: &'a str,
     pub name: &'a str,
     pub dry_run: bool,

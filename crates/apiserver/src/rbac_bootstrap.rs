@@ -501,9 +501,12 @@ fn reconciled(stored: &Value, expected: &Value) -> Reconciled {
                 changed = true;
             }
             (held, Some(wanted)) => {
-                let held: Vec<Value> = crate::object::elements(held.flatten()).iter().map(semantic).collect();
+                let held: Vec<Option<Value>> = crate::object::elements(held.flatten())
+                    .iter()
+                    .map(|h| crate::semantic::normalized(Some(h)))
+                    .collect();
                 for selector in crate::object::elements(wanted) {
-                    if !held.contains(&semantic(selector)) {
+                    if !held.contains(&crate::semantic::normalized(Some(selector))) {
                         if !out["aggregationRule"].is_object() {
                             out["aggregationRule"] = json!({});
                         }
@@ -520,18 +523,6 @@ fn reconciled(stored: &Value, expected: &Value) -> Reconciled {
         (true, true) => Reconciled::Protected,
         (true, false) => Reconciled::Update(out),
     }
-}
-
-/// A label selector as Go's `equality.Semantic` compares it: empty and absent lists and maps
-/// alike.
-fn semantic(selector: &Value) -> Value {
-    let mut out = selector.clone();
-    if let Some(m) = out.as_object_mut() {
-        m.retain(|_, v| {
-            !(v.is_null() || v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty))
-        });
-    }
-    out
 }
 
 /// A role's aggregation selectors: None without an aggregation rule.

@@ -42,7 +42,7 @@ pub(crate) fn is_service_cidrs(info: &ResourceInfo) -> bool {
 }
 
 /// `s` as Go's `net.IP.String()` writes the address: IPv4-mapped IPv6 addresses as IPv4.
-fn go_ip_string(ip: IpAddr) -> String {
+pub(crate) fn go_ip_string(ip: IpAddr) -> String {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         IpAddr::V4(v4) => v4.to_string(),

@@ -41,10 +41,7 @@ const LINGER: Duration = Duration::from_secs(5);
 pub(crate) fn wants_translation(headers: &HeaderMap) -> bool {
     let first = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
     first(header::UPGRADE).eq_ignore_ascii_case("websocket")
-        && headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .any(|v| v.as_bytes().to_ascii_lowercase().windows(7).any(|w| w == b"upgrade"))
+        && crate::pod_connection::is_upgrade(headers)
         && first(header::SEC_WEBSOCKET_PROTOCOL).trim().split(',').any(|p| p.trim() == V5)
 }
 

@@ -94,7 +94,9 @@ pub fn builder() -> ApiServerBuilder {
 /// kube-apiserver replicas share one etcd.
 pub fn replica_of(server: &ApiServer) -> ApiServerBuilder {
     let store = server.store();
-    ApiServer::builder().storage(StorageConfig::Custom(store.storage().clone())).etcd_prefix(store.layout().prefix())
+    ApiServer::builder()
+        .storage(StorageConfig::Custom(store.storage().clone()))
+        .etcd_prefix(store.cache().layout().prefix())
 }
 
 /// Creates the namespaces `names` (those that exist already are left as they are), each with

@@ -376,7 +376,7 @@ async fn connections_are_offered_to_admission_with_their_options() {
     let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": "no-shells"},
         "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                     "operations": ["CONNECT"], "resources": ["pods/exec"]}]},
+                     "operations": ["CONNECT"], "resources": ["pods/*"]}]},
                  "validations": [{"expression":
                      "object.kind == 'PodExecOptions' && object.apiVersion == 'v1' && request.operation == 'CONNECT' && object.command[0] != 'sh'",
                      "message": "no shells", "reason": "Forbidden"}]}});
@@ -397,7 +397,7 @@ async fn connections_are_offered_to_admission_with_their_options() {
     );
     let r = c.send_raw(Method::POST, &format!("{PODS}/web/exec?command=ls"), Vec::new(), "").await;
     assert_eq!((r.code, message(&r)), (400, "pod web does not have a host assigned"));
-    // The log is not a connection admission sees.
+    // The log is not a connection admission sees (the policy, matching `pods/*`, would refuse it).
     assert_eq!(c.get(&format!("{PODS}/web/log")).await.code, 204);
 }
 
@@ -407,7 +407,7 @@ async fn a_connection_opened_with_get_needs_create() {
     let admin = Client::new(&s);
     assert_eq!(admin.post(PODS, &pod("web", json!({}))).await.code, 201);
     let role = json!({"metadata": {"name": "exec-get"},
-        "rules": [{"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get"]}]});
+        "rules": [{"apiGroups": [""], "resources": ["pods/attach", "pods/exec", "pods/portforward"], "verbs": ["get"]}]});
     let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
     assert_eq!(admin.post(roles, &role).await.code, 201);
     let binding = json!({"metadata": {"name": "exec-get"},
@@ -422,9 +422,7 @@ async fn a_connection_opened_with_get_needs_create() {
     for sub in ["exec", "attach", "portforward"] {
         let r = alice.get(&format!("{PODS}/web/{sub}")).await;
         assert_eq!(r.code, 403, "{}", r.body);
-        if sub == "exec" {
-            assert_eq!(message(&r), "pods \"web\" is forbidden: ", "{}", r.body);
-        }
+        assert_eq!(message(&r), "pods \"web\" is forbidden: ", "{sub}: {}", r.body);
     }
     // With `create` as well, the request goes on to the pod.
     let role = json!({"metadata": {"name": "exec-create"},

@@ -33,6 +33,8 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<(String, String)>) -> (String, St
 /// every event comes with the finalizer in place; `filtered` passes the primary's updates
 /// through `generation_changed`.
 struct Reporting {
+    /// The runner's panicked reconciles (an event without the finalizer panics in it).
+    panics: Box<dyn Fn() -> u64 + Send>,
     cancel: CancellationToken,
     informer: tokio::task::JoinHandle<()>,
     runner: tokio::task::JoinHandle<Result<(), informer::runner::RunnerError>>,
@@ -79,11 +81,15 @@ impl Reporting {
             let (i, c) = (informer.clone(), cancel.clone());
             async move { i.run(c).await }
         });
+        let panics = Box::new({
+            let r = runner.clone();
+            move || r.stats().panic
+        });
         let runner = tokio::spawn({
             let (r, c) = (runner.clone(), cancel.clone());
             async move { r.run(c).await }
         });
-        Reporting { cancel, informer, runner, events }
+        Reporting { panics, cancel, informer, runner, events }
     }
 
     async fn next(&mut self) -> (String, String) {
@@ -95,6 +101,7 @@ impl Reporting {
         self.runner.await.unwrap().unwrap();
         self.informer.await.unwrap();
         assert!(self.events.try_recv().is_err(), "no apply or cleanup after the cleanup");
+        assert_eq!((self.panics)(), 0, "every event came with the finalizer in place");
     }
 }
 

@@ -71,15 +71,16 @@ fn reporting(
 }
 
 /// Waits until `seen` holds and the runner has nothing left to do: no notification waiting in
-/// its handlers, no key queued or being reconciled.
+/// its handlers, no key queued, waiting for a retry or being reconciled. (Each look is a
+/// millisecond of paused time apart, so the time limit runs.)
 async fn until_handled(runner: &ControllerRunner<Cm>, seen: impl Fn() -> bool) {
     let handled = async {
         loop {
             let s = runner.stats();
-            if seen() && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 {
+            if seen() && s.handler_backlog == 0 && s.queued == 0 && s.in_flight == 0 && s.delayed == 0 {
                 return;
             }
-            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     };
     tokio::time::timeout(LIMIT, handled).await.expect("handled");

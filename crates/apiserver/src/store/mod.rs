@@ -446,11 +446,6 @@ impl Store {
         &self.cache
     }
 
-    /// How the storage's keys are laid out.
-    pub(crate) fn layout(&self) -> &KeyLayout {
-        &self.layout
-    }
-
     /// The storage.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage

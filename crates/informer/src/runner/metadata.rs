@@ -4,11 +4,15 @@
 //! controller-runtime's `EnqueueRequestForOwner` with `OnlyControllerOwner`), and its
 //! generation, which [`generation_changed`] compares.
 //!
-//! Invariants: each reader parses only the field it needs from the object's JSON
+//! Invariants: each reader keeps only the field it needs from the object's JSON
 //! (`metadata.ownerReferences`, `metadata.generation`; the rest is skipped, never decoded into
-//! the object's type), so a malformed field hides nothing else; at most one key is returned (an
+//! the object's type, and read in place with the managed field sets left out, nothing copied),
+//! so a malformed field hides nothing else; a resync's update (the same object twice) reads
+//! nothing; at most one key is returned (an
 //! object has at most one controller); the key is in the object's namespace unless the primary
 //! kind is cluster-scoped.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 
@@ -23,25 +27,25 @@ pub(crate) struct Owner {
 }
 
 #[derive(Deserialize)]
-struct Owned {
-    #[serde(default)]
-    metadata: OwnedMeta,
+struct Owned<'a> {
+    #[serde(default, borrow)]
+    metadata: OwnedMeta<'a>,
 }
 
 #[derive(Deserialize, Default)]
-struct OwnedMeta {
-    #[serde(default, rename = "ownerReferences")]
-    owner_references: Vec<Reference>,
+struct OwnedMeta<'a> {
+    #[serde(default, borrow, rename = "ownerReferences")]
+    owner_references: Vec<Reference<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Reference {
-    #[serde(default, rename = "apiVersion")]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    name: String,
+struct Reference<'a> {
+    #[serde(default, borrow, rename = "apiVersion")]
+    api_version: Cow<'a, str>,
+    #[serde(default, borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
     #[serde(default)]
     controller: Option<bool>,
 }
@@ -60,7 +64,7 @@ struct GeneratedMeta {
 
 /// The object's `metadata.generation` (None when it has none or cannot be read).
 fn generation<O>(o: &Object<O>) -> Option<i64> {
-    serde_json::from_slice::<Generated>(&o.raw_json()).ok().and_then(|h| h.metadata.generation)
+    o.with_json_without_field_sets(|json| serde_json::from_slice::<Generated>(json).ok()?.metadata.generation)
 }
 
 /// An update filter (see
@@ -70,7 +74,8 @@ fn generation<O>(o: &Object<O>) -> Option<i64> {
 /// metadata writes or resyncs (controller-runtime's `GenerationChangedPredicate`). As that
 /// predicate, it lets no update of a kind without generations through.
 pub fn generation_changed<O>(old: &Object<O>, new: &Object<O>) -> bool {
-    generation(old) != generation(new)
+    // A resync hands the same object twice: nothing to read.
+    !old.ptr_eq(new) && generation(old) != generation(new)
 }
 
 impl Owner {
@@ -81,13 +86,17 @@ impl Owner {
 
     /// The key of the object's controller of the primary kind, if it has one.
     pub(crate) fn key_of<O>(&self, o: &Object<O>) -> Vec<ObjectKey> {
-        let Ok(owned) = serde_json::from_slice::<Owned>(&o.raw_json()) else { return Vec::new() };
-        let controller = owned.metadata.owner_references.into_iter().find(|r| {
-            let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-            r.controller == Some(true) && r.kind == self.kind && group == self.group
-        });
         let namespace = if self.cluster_scoped { None } else { o.namespace() };
-        controller.and_then(|r| ObjectKey::new(namespace, &r.name).ok()).into_iter().collect()
+        o.with_json_without_field_sets(|json| {
+            let owned = serde_json::from_slice::<Owned<'_>>(json).ok()?;
+            let controller = owned.metadata.owner_references.into_iter().find(|r| {
+                let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+                r.controller == Some(true) && r.kind == self.kind && group == self.group
+            })?;
+            ObjectKey::new(namespace, &controller.name).ok()
+        })
+        .into_iter()
+        .collect()
     }
 }
 

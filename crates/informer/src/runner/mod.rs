@@ -122,7 +122,7 @@ pub use metadata::generation_changed;
 pub use metrics::{ControllerLabels, ReconcileLabels, RunnerMetrics};
 
 use metrics::RunnerSeries;
-use source::{KeyMap, Registered, Source};
+use source::{KeyMap, Registered, Source, UpdateFilter};
 use worker::{Counters, ReconcileFn, Worker};
 
 use crate::key::ObjectKey;
@@ -205,11 +205,8 @@ impl<K> fmt::Debug for ControllerRunnerBuilder<K> {
 impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     /// The primary informer: its objects' keys are queued and reconciles read its cache.
     /// Calling it again replaces the cache read but keeps the earlier informer's handler.
-    pub fn informer(mut self, informer: &SharedIndexInformer<K>) -> Self {
-        self.primary = Some(informer.clone());
-        let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
-        self.sources.push(source::source(informer.clone(), map, source::Role::Primary(None)));
-        self
+    pub fn informer(self, informer: &SharedIndexInformer<K>) -> Self {
+        self.primary_source(informer, None)
     }
 
     /// The primary informer, as [`informer`](Self::informer), whose updates queue the key only
@@ -218,13 +215,16 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
     /// `metadata.generation`, so that a controller's own status writes (and resyncs) do not
     /// bring its keys back.
     pub fn informer_filtered(
-        mut self,
+        self,
         informer: &SharedIndexInformer<K>,
         filter: impl Fn(&Object<K>, &Object<K>) -> bool + Send + Sync + 'static,
     ) -> Self {
+        self.primary_source(informer, Some(Arc::new(filter)))
+    }
+
+    fn primary_source(mut self, informer: &SharedIndexInformer<K>, filter: Option<UpdateFilter<K>>) -> Self {
         self.primary = Some(informer.clone());
-        let map: KeyMap<K> = Arc::new(|o: &Object<K>| vec![o.key().clone()]);
-        self.sources.push(source::source(informer.clone(), map, source::Role::Primary(Some(Arc::new(filter)))));
+        self.sources.push(source::source(informer.clone(), source::Role::Primary(filter)));
         self
     }
 
@@ -237,7 +237,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
         informer: &SharedIndexInformer<O>,
         map: impl Fn(&Object<O>) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
-        self.sources.push(source::source(informer.clone(), Arc::new(map), source::Role::Secondary));
+        self.sources.push(source::source(informer.clone(), source::Role::Secondary(Arc::new(map))));
         self
     }
 
@@ -257,7 +257,7 @@ impl<K: Send + Sync + 'static> ControllerRunnerBuilder<K> {
             std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<kube::core::ClusterResourceScope>();
         let owner = metadata::Owner::new(K::kind(&dt).into_owned(), K::group(&dt).into_owned(), cluster_scoped);
         let map: KeyMap<O> = Arc::new(move |o: &Object<O>| owner.key_of(o));
-        self.sources.push(source::source(informer.clone(), map, source::Role::Secondary));
+        self.sources.push(source::source(informer.clone(), source::Role::Secondary(map)));
         self
     }
 

@@ -22,26 +22,30 @@ pub(crate) type UpdateFilter<O> = Arc<dyn Fn(&Object<O>, &Object<O>) -> bool + S
 
 /// What an informer is to the runner.
 pub(crate) enum Role<O> {
-    /// The primary informer: its objects' keys are the runner's; its updates pass the filter,
-    /// if any.
+    /// The primary informer: each object queues its own key; its updates pass the filter, if
+    /// any.
     Primary(Option<UpdateFilter<O>>),
     /// An informer whose objects map to primary keys: an update queues the keys of the object
     /// before and after it (controller-runtime's handlers), a deletion known only by its key
     /// queues nothing (its key is not a primary key).
-    Secondary,
+    Secondary(KeyMap<O>),
 }
 
 /// The handler registered on an informer: every notification becomes queued keys.
 struct Enqueue<O> {
     queue: RateLimitingQueue<ObjectKey>,
-    map: KeyMap<O>,
     role: Role<O>,
 }
 
 impl<O> Enqueue<O> {
     fn push(&self, obj: &Object<O>) {
-        for key in (self.map)(obj) {
-            self.queue.add(key);
+        match &self.role {
+            Role::Primary(_) => self.queue.add(obj.key().clone()),
+            Role::Secondary(map) => {
+                for key in map(obj) {
+                    self.queue.add(key);
+                }
+            }
         }
     }
 }
@@ -52,13 +56,13 @@ impl<O: Send + Sync + 'static> ResourceEventHandler<O> for Enqueue<O> {
     }
     fn on_update(&self, old: &Object<O>, new: &Object<O>) {
         match &self.role {
-            Role::Primary(filter) => {
-                if filter.as_ref().is_none_or(|f| f(old, new)) {
-                    self.push(new);
+            Role::Primary(Some(filter)) if !filter(old, new) => {}
+            Role::Primary(_) => self.push(new),
+            Role::Secondary(_) => {
+                // (A resync hands the same object twice.)
+                if !old.ptr_eq(new) {
+                    self.push(old);
                 }
-            }
-            Role::Secondary => {
-                self.push(old);
                 self.push(new);
             }
         }
@@ -69,7 +73,7 @@ impl<O: Send + Sync + 'static> ResourceEventHandler<O> for Enqueue<O> {
             // A tombstone without a last known state: only the key is known, a primary key
             // only on the primary informer.
             (None, Role::Primary(_)) => self.queue.add(obj.key().clone()),
-            (None, Role::Secondary) => {}
+            (None, Role::Secondary(_)) => {}
         }
     }
 }
@@ -86,13 +90,9 @@ pub(crate) struct Registered {
 pub(crate) type Source =
     Box<dyn FnOnce(&RateLimitingQueue<ObjectKey>, &str) -> Result<Registered, InformerError> + Send>;
 
-pub(crate) fn source<O: Send + Sync + 'static>(
-    informer: SharedIndexInformer<O>,
-    map: KeyMap<O>,
-    role: Role<O>,
-) -> Source {
+pub(crate) fn source<O: Send + Sync + 'static>(informer: SharedIndexInformer<O>, role: Role<O>) -> Source {
     Box::new(move |queue, name| {
-        let handler = Enqueue { queue: queue.clone(), map, role };
+        let handler = Enqueue { queue: queue.clone(), role };
         let reg: HandlerRegistration<O> =
             informer.add_event_handler_with_options(handler, HandlerOptions::new().name(name))?;
         let r2 = reg.clone();

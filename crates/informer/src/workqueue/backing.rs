@@ -97,13 +97,6 @@ impl<T> Ready<T> {
         }
     }
 
-    pub(crate) fn pop(&mut self) -> Option<T> {
-        match self {
-            Ready::Fifo(q) => q.pop_front(),
-            Ready::Custom(q) => q.pop(),
-        }
-    }
-
     pub(crate) fn len(&self) -> usize {
         match self {
             Ready::Fifo(q) => q.len(),

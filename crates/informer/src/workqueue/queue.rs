@@ -249,13 +249,13 @@ impl<T: QueueItem> WorkQueue<T> {
                 // (Queued before its slot is kept: a backing queue that panics leaves no slot
                 // behind, so the next add queues the key again.)
                 let key = vacant.key().clone();
-                st.ready.push(key.clone());
-                vacant.insert(Slot { dirty: true, processing: false });
                 if let (Some(m), Some(now)) = (&shared.metrics, now) {
                     m.adds.inc();
                     m.depth.inc();
-                    st.added_at.insert(key, now);
+                    st.added_at.insert(key.clone(), now);
                 }
+                st.ready.push(key);
+                vacant.insert(Slot { dirty: true, processing: false });
                 drop(guard);
                 shared.wake_one_getter();
             }
@@ -459,22 +459,30 @@ impl<T: QueueItem> Shared<T> {
     }
 
     fn next_locked(&self, st: &mut State<T>) -> Next<T> {
-        // A backing queue that hands out a key it was not given (or one twice) has it passed
-        // over, as many times as it held keys at most; drainers then look again.
-        let (limit, mut strays) = (st.ready.len() + 1, 0);
-        let (item, slot) = loop {
-            let popped = if strays < limit { st.ready.pop() } else { None };
-            let Some(item) = popped else {
-                if strays > 0 && st.drain {
-                    self.wake_drainers();
-                }
-                return if st.shutting_down { Next::Closed } else { Next::Empty };
-            };
-            match st.slots.get_mut(&item) {
-                Some(slot) if slot.dirty && !slot.processing => break (item, slot),
-                _ => {
-                    debug_assert!(matches!(st.ready, Ready::Custom(_)), "workqueue invariant: a ready key's slot");
-                    strays += 1;
+        let (item, slot) = match &mut st.ready {
+            Ready::Fifo(ready) => {
+                let Some(item) = ready.pop_front() else {
+                    return if st.shutting_down { Next::Closed } else { Next::Empty };
+                };
+                let slot = st.slots.get_mut(&item).expect("workqueue invariant: every ready key has a slot");
+                (item, slot)
+            }
+            Ready::Custom(ready) => {
+                // A backing queue that hands out a key it was not given (or one twice) has it
+                // passed over, as many times as it held keys at most; drainers then look again.
+                let (limit, mut strays) = (ready.len() + 1, 0);
+                loop {
+                    let popped = if strays < limit { ready.pop() } else { None };
+                    let Some(item) = popped else {
+                        if strays > 0 && st.drain {
+                            self.wake_drainers();
+                        }
+                        return if st.shutting_down { Next::Closed } else { Next::Empty };
+                    };
+                    match st.slots.get_mut(&item) {
+                        Some(slot) if slot.dirty && !slot.processing => break (item, slot),
+                        _ => strays += 1,
+                    }
                 }
             }
         };

@@ -359,6 +359,14 @@ impl<K> Object<K> {
         })
     }
 
+    /// Runs `f` on the object's JSON with every `managedFields` entry's `fieldsV1` read as
+    /// `null`: for reading a few fields (the metadata a handler routes by) without copying the
+    /// object or decoding it whole — the JSON is assembled in a reused per-thread buffer when
+    /// the object holds shared fragments, and borrowed as it is otherwise.
+    pub fn with_json_without_field_sets<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        self.with_json(|_| true, f)
+    }
+
     /// The object's JSON as shared bytes (no copy when the object holds no shared fragments:
     /// the bytes then keep the object alive).
     pub fn raw_bytes(&self) -> Bytes
