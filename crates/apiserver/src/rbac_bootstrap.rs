@@ -4,7 +4,10 @@
 //! `view` roles with the `system:aggregate-to-*` roles that fill them; the discovery, basic-user,
 //! public-info and service-account-issuer-discovery roles every caller is granted; the
 //! `system:auth-delegator` role webhook servers are bound to, and `system:monitoring` (bound to
-//! its group); and the ClusterRole aggregation controller's role and binding.
+//! its group); the ClusterRole aggregation controller's role and binding; and kube's namespaced
+//! defaults in `kube-system` and `kube-public` (the leader-locking roles of the controller
+//! manager and the scheduler, the reader of `extension-apiserver-authentication`, the roles of
+//! the bootstrap signer, the cloud provider and the token cleaner) with their bindings.
 //!
 //! Invariants, as kube's bootstrap policy holds them:
 //! - every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
@@ -14,14 +17,16 @@
 //! - `admin`, `edit` and `view` carry an `aggregationRule` and no rules of their own (the
 //!   aggregation controller writes them); `edit` is labelled to aggregate into `admin` and `view`
 //!   into `edit`, so `admin` holds everything `edit` holds and `edit` everything `view` holds;
-//! - every binding is named after the ClusterRole it refers to, which is one of
-//!   [`cluster_roles`]; group subjects carry the RBAC API group, service-account subjects a
+//! - every ClusterRoleBinding is named after the ClusterRole it refers to, which is one of
+//!   [`cluster_roles`]; every RoleBinding refers to a Role of [`namespaced_roles`] in its own
+//!   namespace; group and user subjects carry the RBAC API group, service-account subjects a
 //!   namespace and no API group.
 //!
 //! The lists follow kube's generated fixtures: bootstrap roles (and bindings) by name, then the
-//! controller's. [`install`] reconciles them with the storage at every start, as kube does: the
-//! missing ones are written, one that lacks part of its default gets it back (nothing it holds
-//! is removed) unless annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`.
+//! controller's, then the namespaced ones. [`install`] reconciles them with the storage at every
+//! start, as kube does: the missing ones are written (a namespaced one's namespace made first
+//! when missing), one that lacks part of its default gets it back (nothing it holds is removed)
+//! unless annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`.
 
 use serde_json::{Map, Value, json};
 
@@ -53,6 +58,11 @@ const READ_WRITE: &[&str] = &["create", "delete", "deletecollection", "get", "li
 /// A resource rule.
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+/// A resource rule limited to the objects `names`.
+fn named_rule(groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "resourceNames": names, "verbs": verbs})
 }
 
 /// A non-resource rule.
@@ -94,9 +104,32 @@ fn binding(name: &str, subjects: Vec<Value>) -> Value {
     })
 }
 
+/// A Role of `namespace` with its rules.
+fn namespaced_role(namespace: &str, name: &str, rules: Vec<Value>) -> Value {
+    let mut role = role(name, &[], rules);
+    role["metadata"]["namespace"] = namespace.into();
+    role
+}
+
+/// A RoleBinding of `namespace`, named `name`, of the Role `role` of the same namespace.
+fn role_binding(namespace: &str, name: &str, role: &str, subjects: Vec<Value>) -> Value {
+    let mut metadata = metadata(name, &[]);
+    metadata["namespace"] = namespace.into();
+    json!({
+        "metadata": metadata,
+        "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": role},
+        "subjects": subjects
+    })
+}
+
 /// Group subjects.
 fn groups(names: &[&str]) -> Vec<Value> {
     names.iter().map(|name| json!({"apiGroup": GROUP, "kind": "Group", "name": name})).collect()
+}
+
+/// A user subject.
+fn user(name: &str) -> Value {
+    json!({"apiGroup": GROUP, "kind": "User", "name": name})
 }
 
 /// A service-account subject.
@@ -352,23 +385,118 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
-/// Reconciles the default ClusterRoles and ClusterRoleBindings with the storage at start, as
-/// kube's `ensureRBACPolicy` does on every start (see [`reconciled`]). A write that meets a
+/// The namespace kube-apiserver's control-plane components hold their defaults in.
+const KUBE_SYSTEM: &str = "kube-system";
+/// The namespace of the public cluster information.
+const KUBE_PUBLIC: &str = "kube-public";
+
+/// The default namespaced Roles, as the server writes them when they are missing: those of
+/// `kube-public`, then those of `kube-system`, each namespace's by name.
+pub(crate) fn namespaced_roles() -> Vec<Value> {
+    let events = || rule(&["", "events.k8s.io"], &["events"], &["create", "patch", "update"]);
+    let leader_locking = |name| {
+        let verbs = &["create", "get", "list", "update", "watch"];
+        namespaced_role(
+            KUBE_SYSTEM,
+            name,
+            vec![
+                rule(&["coordination.k8s.io"], &["leases"], verbs),
+                rule(&["coordination.k8s.io"], &["leasecandidates"], verbs),
+            ],
+        )
+    };
+    vec![
+        namespaced_role(
+            KUBE_PUBLIC,
+            "system:controller:bootstrap-signer",
+            vec![
+                rule(CORE, &["configmaps"], READ),
+                named_rule(CORE, &["configmaps"], &["cluster-info"], &["update"]),
+                events(),
+            ],
+        ),
+        namespaced_role(
+            KUBE_SYSTEM,
+            "extension-apiserver-authentication-reader",
+            vec![named_rule(CORE, &["configmaps"], &["extension-apiserver-authentication"], READ)],
+        ),
+        leader_locking("system::leader-locking-kube-controller-manager"),
+        leader_locking("system::leader-locking-kube-scheduler"),
+        namespaced_role(KUBE_SYSTEM, "system:controller:bootstrap-signer", vec![rule(CORE, &["secrets"], READ)]),
+        namespaced_role(
+            KUBE_SYSTEM,
+            "system:controller:cloud-provider",
+            vec![rule(CORE, &["configmaps"], &["create", "get", "list", "watch"])],
+        ),
+        namespaced_role(
+            KUBE_SYSTEM,
+            "system:controller:token-cleaner",
+            vec![rule(CORE, &["secrets"], &["delete", "get", "list", "watch"]), events()],
+        ),
+    ]
+}
+
+/// The default RoleBindings, as the server writes them when they are missing, in the order of
+/// [`namespaced_roles`].
+pub(crate) fn namespaced_role_bindings() -> Vec<Value> {
+    let controller = |namespace, name: &str| {
+        let account = name.trim_start_matches("system:controller:");
+        role_binding(namespace, name, name, vec![service_account(KUBE_SYSTEM, account)])
+    };
+    let system = |name: &str| format!("system:{name}");
+    vec![
+        controller(KUBE_PUBLIC, "system:controller:bootstrap-signer"),
+        role_binding(
+            KUBE_SYSTEM,
+            "system::extension-apiserver-authentication-reader",
+            "extension-apiserver-authentication-reader",
+            vec![user(&system("kube-controller-manager")), user(&system("kube-scheduler"))],
+        ),
+        role_binding(
+            KUBE_SYSTEM,
+            "system::leader-locking-kube-controller-manager",
+            "system::leader-locking-kube-controller-manager",
+            vec![
+                user(&system("kube-controller-manager")),
+                service_account(KUBE_SYSTEM, "kube-controller-manager"),
+                service_account(KUBE_SYSTEM, "leader-election-controller"),
+            ],
+        ),
+        role_binding(
+            KUBE_SYSTEM,
+            "system::leader-locking-kube-scheduler",
+            "system::leader-locking-kube-scheduler",
+            vec![user(&system("kube-scheduler")), service_account(KUBE_SYSTEM, "kube-scheduler")],
+        ),
+        controller(KUBE_SYSTEM, "system:controller:bootstrap-signer"),
+        controller(KUBE_SYSTEM, "system:controller:cloud-provider"),
+        controller(KUBE_SYSTEM, "system:controller:token-cleaner"),
+    ]
+}
+
+/// Reconciles the default ClusterRoles, ClusterRoleBindings, Roles and RoleBindings with the
+/// storage at start, as kube's `ensureRBACPolicy` does on every start (see [`reconciled`]). A write that meets a
 /// concurrent one (409, or 404 for an object deleted meanwhile) is tried again on what is stored
 /// then, after a short pause; an object that cannot be reconciled is logged and the others are
 /// still reconciled, as kube goes on with as many as it can. Fails only when none could be.
 pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> {
     let registry = store.registry();
-    let sets = [("clusterroles", cluster_roles()), ("clusterrolebindings", cluster_role_bindings())];
+    let sets = [
+        ("clusterroles", cluster_roles()),
+        ("clusterrolebindings", cluster_role_bindings()),
+        ("roles", namespaced_roles()),
+        ("rolebindings", namespaced_role_bindings()),
+    ];
     let (mut done, mut first_failure) = (0, None);
     for (plural, objects) in sets {
         let Some(info) = registry.find(GROUP, "v1", plural).cloned() else { continue };
         for expected in objects {
-            let name = expected.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let field = |key: &str| expected["metadata"][key].as_str().unwrap_or("").to_string();
+            let (namespace, name) = (field("namespace"), field("name"));
             let mut pause = RETRY_PAUSE;
             let mut tries = 0;
             let outcome = loop {
-                match reconcile(store, &info, &name, &expected).await {
+                match reconcile(store, &info, &namespace, &name, &expected).await {
                     Err(e) if matches!(e.code, 404 | 409) && tries < RETRIES => {
                         tries += 1;
                         tokio::time::sleep(pause).await;
@@ -380,8 +508,8 @@ pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> 
             match outcome {
                 Ok(()) => done += 1,
                 Err(e) => {
-                    tracing::warn!(resource = plural, name = %name, error = %e, "unable to reconcile a bootstrap RBAC object");
-                    first_failure.get_or_insert(format!("reconciling {plural} {name}: {e}"));
+                    tracing::warn!(resource = plural, namespace = %namespace, name = %name, error = %e, "unable to reconcile a bootstrap RBAC object");
+                    first_failure.get_or_insert(format!("reconciling {plural} {namespace}/{name}: {e}"));
                 }
             }
         }
@@ -397,15 +525,27 @@ pub(crate) async fn install(store: &crate::store::Store) -> std::io::Result<()> 
 const RETRIES: usize = 4;
 const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Creates `expected` when missing, or writes what [`reconciled`] makes of the stored one.
+/// Creates `expected` when missing (in `namespace`, made first when missing, as kube's
+/// `tryEnsureNamespace`), or writes what [`reconciled`] makes of the stored one.
 async fn reconcile(
     store: &crate::store::Store,
     info: &crate::registry::ResourceInfo,
+    namespace: &str,
     name: &str,
     expected: &Value,
 ) -> Result<(), crate::status::ApiError> {
-    let create = async || store.create_many(info, None, vec![expected.clone()], false, MANAGER).await.map(drop);
-    let stored = match store.get(info, "", name).await {
+    let create = async || {
+        let ns = (!namespace.is_empty()).then_some(namespace);
+        if let (Some(n), Some(namespaces)) = (ns, store.namespaces_info()) {
+            let obj = json!({"metadata": {"name": n}});
+            match store.create_many(namespaces, None, vec![obj], false, MANAGER).await {
+                Err(e) if e.code != 409 => return Err(e),
+                _ => {}
+            }
+        }
+        store.create_many(info, ns, vec![expected.clone()], false, MANAGER).await.map(drop)
+    };
+    let stored = match store.get(info, namespace, name).await {
         Ok(found) => found.value(),
         Err(e) if e.code == 404 => return create().await,
         Err(e) => return Err(e),
@@ -418,12 +558,13 @@ async fn reconcile(
         }
         Reconciled::Update(v) => {
             let opts = crate::store::WriteOpts::main(false).by(MANAGER);
-            store.update(info, None, Some(name), v, opts).await.map(drop)
+            let ns = (!namespace.is_empty()).then_some(namespace);
+            store.update(info, ns, Some(name), v, opts).await.map(drop)
         }
         Reconciled::Recreate => {
             let rv = stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
             let opts = crate::delete_options::DeleteOpts { precondition_rv: rv, ..Default::default() };
-            match store.delete(info, "", name, &opts).await {
+            match store.delete(info, namespace, name, &opts).await {
                 // Deleted meanwhile: made again all the same.
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
@@ -563,8 +704,9 @@ mod tests {
 
     #[test]
     fn every_object_is_labelled_and_annotated_and_named_once() {
-        for list in [cluster_roles(), cluster_role_bindings()] {
-            let mut names: Vec<&str> = list.iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        for list in [cluster_roles(), cluster_role_bindings(), namespaced_roles(), namespaced_role_bindings()] {
+            let mut names: Vec<String> =
+                list.iter().map(|o| format!("{}/{}", o["metadata"]["namespace"], o["metadata"]["name"])).collect();
             assert_eq!(names.len(), list.len());
             for o in &list {
                 let name = &o["metadata"]["name"];
@@ -582,10 +724,10 @@ mod tests {
 
     #[test]
     fn rule_lists_are_sorted_and_shaped_as_kube_serializes_them() {
-        for role in cluster_roles() {
+        for role in cluster_roles().into_iter().chain(namespaced_roles()) {
             let name = &role["metadata"]["name"];
             for r in role["rules"].as_array().into_iter().flatten() {
-                for key in ["apiGroups", "resources", "nonResourceURLs", "verbs"] {
+                for key in ["apiGroups", "resources", "resourceNames", "nonResourceURLs", "verbs"] {
                     let l = strs(&r[key]);
                     assert!(l.windows(2).all(|w| w[0] < w[1]), "{name}: {key} {l:?} not sorted");
                 }
@@ -677,6 +819,36 @@ mod tests {
     }
 
     #[test]
+    fn namespaced_defaults_grant_what_control_plane_components_use() {
+        let roles = namespaced_roles();
+        let find = |ns: &str, name: &str| {
+            roles
+                .iter()
+                .find(|r| r["metadata"]["namespace"] == ns && r["metadata"]["name"] == name)
+                .unwrap_or_else(|| panic!("{ns}/{name} missing"))
+        };
+        let allows = |role: &Value, verb: &str, resource: &str, object: &str| {
+            let wanted = PolicyRule::of(&json!({"apiGroups": [""], "resources": [resource],
+                "resourceNames": [object], "verbs": [verb]}));
+            covers(&PolicyRule::all_of(role), &[wanted]).is_empty()
+        };
+        let reader = find("kube-system", "extension-apiserver-authentication-reader");
+        assert!(allows(reader, "get", "configmaps", "extension-apiserver-authentication"));
+        assert!(!allows(reader, "get", "configmaps", "other"));
+        assert!(!allows(reader, "update", "configmaps", "extension-apiserver-authentication"));
+        let signer = find("kube-public", "system:controller:bootstrap-signer");
+        assert!(allows(signer, "update", "configmaps", "cluster-info"));
+        assert!(!allows(signer, "update", "configmaps", "other"));
+        let lock = find("kube-system", "system::leader-locking-kube-scheduler");
+        let lease = PolicyRule::of(&json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+            "verbs": ["create", "get", "list", "update", "watch"]}));
+        assert!(covers(&PolicyRule::all_of(lock), std::slice::from_ref(&lease)).is_empty());
+        let mut delete = lease;
+        delete.verbs = vec!["delete".into()];
+        assert!(!covers(&PolicyRule::all_of(lock), &[delete]).is_empty());
+    }
+
+    #[test]
     fn cluster_admin_grants_everything() {
         let roles = cluster_roles();
         let admin = named(&roles, "cluster-admin");
@@ -692,16 +864,25 @@ mod tests {
 
     #[test]
     fn every_binding_refers_to_a_bootstrap_role() {
-        let roles = cluster_roles();
-        for b in cluster_role_bindings() {
+        let (roles, namespaced) = (cluster_roles(), namespaced_roles());
+        for b in cluster_role_bindings().into_iter().chain(namespaced_role_bindings()) {
             let role_ref = &b["roleRef"];
             assert_eq!(role_ref["apiGroup"], GROUP);
-            assert_eq!(role_ref["kind"], "ClusterRole");
-            assert_eq!(role_ref["name"], b["metadata"]["name"]);
-            named(&roles, role_ref["name"].as_str().unwrap());
+            let namespace = &b["metadata"]["namespace"];
+            if namespace.is_null() {
+                assert_eq!(role_ref["kind"], "ClusterRole");
+                assert_eq!(role_ref["name"], b["metadata"]["name"]);
+                named(&roles, role_ref["name"].as_str().unwrap());
+            } else {
+                assert_eq!(role_ref["kind"], "Role");
+                let role = namespaced
+                    .iter()
+                    .find(|r| r["metadata"]["name"] == role_ref["name"] && r["metadata"]["namespace"] == *namespace);
+                assert!(role.is_some(), "{b}: no such Role in its namespace");
+            }
             for s in b["subjects"].as_array().expect("subjects") {
                 match s["kind"].as_str() {
-                    Some("Group") => assert_eq!(s["apiGroup"], GROUP),
+                    Some("Group" | "User") => assert_eq!(s["apiGroup"], GROUP),
                     Some("ServiceAccount") => {
                         assert!(s.get("apiGroup").is_none());
                         assert_eq!(s["namespace"], "kube-system");

@@ -18,6 +18,9 @@ const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles
 const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
 const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
 const CLUSTER_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+const SYSTEM_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles";
+const SYSTEM_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings";
+const SYSTEM_LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
 
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
@@ -572,6 +575,8 @@ async fn a_server_starting_on_its_data_puts_back_what_the_bootstrap_policy_lost(
     let rebound = json!({"metadata": {"name": "system:basic-user"}, "subjects": [user("bob")],
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}});
     assert_eq!(c.post(CLUSTER_BINDINGS, &rebound).await.code, 201);
+    // A namespaced default binding deleted.
+    assert_eq!(c.delete(&format!("{SYSTEM_BINDINGS}/system::leader-locking-kube-scheduler")).await.code, 200);
     s.stop().await;
     drop(s);
 
@@ -602,12 +607,78 @@ async fn a_server_starting_on_its_data_puts_back_what_the_bootstrap_policy_lost(
         json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                                                   "name": "system:authenticated"}])
     );
-    // The roles work again: any user may discover the API.
+    // The roles work again: any user may discover the API, the scheduler take its lease.
     assert_eq!(c.clone().impersonating("carol").get("/api").await.code, 200);
+    let scheduler = c.clone().impersonating("system:kube-scheduler");
+    assert_eq!(scheduler.get(&format!("{SYSTEM_LEASES}/kube-scheduler")).await.code, 404);
 
     // A restart in place reconciles them too.
     assert_eq!(c.delete(&format!("{CLUSTER_ROLES}/system:discovery")).await.code, 200);
     s.restart().await.unwrap();
     assert!(s.wait_ready(std::time::Duration::from_secs(20)).await);
     assert!(!bootstrap(&c, "role", "system:discovery").await["rules"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn namespaced_defaults_let_control_plane_components_lock_and_read_what_kube_grants() {
+    let s = rbac_server().await;
+    let c = Client::new(&s);
+    // kube's defaults in kube-system and kube-public, labelled as bootstrap objects.
+    let names = |list: &Resp| -> Vec<String> {
+        list.body["items"].as_array().unwrap().iter().map(|o| o["metadata"]["name"].as_str().unwrap().into()).collect()
+    };
+    let roles = c.get(SYSTEM_ROLES).await;
+    assert_eq!(
+        names(&roles),
+        [
+            "extension-apiserver-authentication-reader",
+            "system::leader-locking-kube-controller-manager",
+            "system::leader-locking-kube-scheduler",
+            "system:controller:bootstrap-signer",
+            "system:controller:cloud-provider",
+            "system:controller:token-cleaner",
+        ]
+    );
+    for o in roles.body["items"].as_array().unwrap() {
+        assert_eq!(o["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults", "{o}");
+    }
+    let public = c.get("/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/rolebindings").await;
+    assert_eq!(names(&public), ["system:controller:bootstrap-signer"]);
+    assert_eq!(public.body["items"][0]["subjects"][0]["namespace"], "kube-system");
+    // Without the default namespaces, the server makes those its defaults are in, as kube does.
+    let bare = informer_apiserver::testing::builder()
+        .default_namespaces(false)
+        .authorization(AuthorizationMode::Rbac)
+        .start()
+        .await
+        .expect("start");
+    let bare_client = Client::new(&bare);
+    for ns in ["kube-public", "kube-system"] {
+        assert_eq!(bare_client.get(&format!("/api/v1/namespaces/{ns}")).await.code, 200, "{ns}");
+    }
+    assert_eq!(bare_client.get(&format!("{SYSTEM_ROLES}/extension-apiserver-authentication-reader")).await.code, 200);
+    assert_eq!(bare_client.get("/api/v1/namespaces/default").await.code, 404);
+
+    // The scheduler takes its lease in kube-system, and nowhere else.
+    let scheduler = c.clone().impersonating("system:kube-scheduler");
+    let lease = json!({"metadata": {"name": "kube-scheduler"}, "spec": {"holderIdentity": "a"}});
+    assert_eq!(scheduler.post(SYSTEM_LEASES, &lease).await.code, 201);
+    let r = scheduler.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", &lease).await;
+    forbidden(
+        &r,
+        "leases.coordination.k8s.io is forbidden: User \"system:kube-scheduler\" cannot create resource \"leases\" \
+         in API group \"coordination.k8s.io\" in the namespace \"default\"",
+    );
+    let r = scheduler.delete(&format!("{SYSTEM_LEASES}/kube-scheduler")).await;
+    assert_eq!(r.code, 403, "{}", r.body);
+    // The controller manager's service account and user read the authentication ConfigMap only.
+    let manager = c.clone().impersonating("system:kube-controller-manager");
+    let config = "/api/v1/namespaces/kube-system/configmaps";
+    assert_eq!(manager.get(&format!("{config}/extension-apiserver-authentication")).await.code, 404);
+    let r = manager.get(&format!("{config}/other")).await;
+    forbidden(
+        &r,
+        "configmaps \"other\" is forbidden: User \"system:kube-controller-manager\" cannot get resource \
+         \"configmaps\" in API group \"\" in the namespace \"kube-system\"",
+    );
 }
