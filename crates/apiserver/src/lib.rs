@@ -59,6 +59,7 @@ pub(crate) mod default_service_cidr;
 pub mod defaults;
 pub(crate) mod delete_collection;
 pub mod delete_options;
+pub(crate) mod dialer;
 pub mod discovery;
 pub(crate) mod disruption_controller;
 pub(crate) mod dra_strategy;

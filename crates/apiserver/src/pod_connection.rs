@@ -114,7 +114,7 @@ pub(crate) async fn serve(store: &Store, mut r: Request<'_>) -> Result<Response<
     {
         let url = format!(
             "https://{}/{}/{}/{}/{container}{}",
-            join_host_port(&host, port),
+            crate::dialer::join_host_port(&host, port),
             r.subresource,
             r.ns,
             r.name,
@@ -161,7 +161,7 @@ async fn log(store: &Store, r: &Request<'_>) -> Result<Response<Body>, ApiError>
     let (host, port) = kubelet(store, r.pods, node).await?;
     let url = format!(
         "https://{}/containerLogs/{}/{}/{container}{}",
-        join_host_port(&host, port),
+        crate::dialer::join_host_port(&host, port),
         r.ns,
         r.name,
         options.kubelet_query()
@@ -173,7 +173,10 @@ async fn log(store: &Store, r: &Request<'_>) -> Result<Response<Body>, ApiError>
 /// Why the kubelet at `host:port` cannot be talked to: the dial's error, or, when something
 /// accepted the connection, that this server holds no kubelet client credentials.
 async fn kubelet_failure(host: &str, port: i64) -> String {
-    dial(host, port).await.err().unwrap_or_else(|| NO_KUBELET_CLIENT.to_string())
+    match crate::dialer::connect(host, port, DIAL_TIMEOUT).await {
+        Ok(_) => NO_KUBELET_CLIENT.to_string(),
+        Err(e) => e,
+    }
 }
 
 /// A plain Go error as kube's handlers answer it: 500 with no reason.
@@ -439,48 +442,6 @@ async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(Stri
     };
     let reported = node.pointer("/status/daemonEndpoints/kubeletEndpoint/Port").and_then(Value::as_i64).unwrap_or(0);
     Ok((host, if reported > 0 { reported } else { KUBELET_PORT }))
-}
-
-/// Go's `net.JoinHostPort`.
-fn join_host_port(host: &str, port: i64) -> String {
-    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
-}
-
-/// Opens (and closes) a TCP connection to the kubelet; the error in Go's dialer's words.
-async fn dial(host: &str, port: i64) -> Result<(), String> {
-    if u16::try_from(port).is_err() {
-        return Err(format!("dial tcp: address {port}: invalid port"));
-    }
-    let address = join_host_port(host, port);
-    let connect = async {
-        let targets: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(&address).await {
-            Ok(found) => found.collect(),
-            Err(_) => return Err(format!("dial tcp: lookup {host}: no such host")),
-        };
-        let mut last = format!("dial tcp: lookup {host}: no such host");
-        for target in targets {
-            match tokio::net::TcpStream::connect(target).await {
-                Ok(_) => return Ok(()),
-                Err(e) => last = format!("dial tcp {target}: {}", go_dial_error(&e)),
-            }
-        }
-        Err(last)
-    };
-    match tokio::time::timeout(DIAL_TIMEOUT, connect).await {
-        Ok(done) => done,
-        Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
-    }
-}
-
-/// How Go's dialer words a failed connect.
-fn go_dial_error(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ECONNREFUSED) => "connect: connection refused".into(),
-        Some(libc::EHOSTUNREACH) => "connect: no route to host".into(),
-        Some(libc::ENETUNREACH) => "connect: network is unreachable".into(),
-        Some(libc::ETIMEDOUT) => "connect: connection timed out".into(),
-        _ => format!("connect: {e}"),
-    }
 }
 
 /// Whether the request asks to switch protocols (kube's `httpstream.IsUpgradeRequest`: a

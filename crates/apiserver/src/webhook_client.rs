@@ -136,15 +136,27 @@ pub(crate) async fn get(url: &str, user_agent: &str, timeout: Duration) -> Resul
 /// A new HTTP/1.1 connection over TLS to `host`:`port`, trusting `ca_bundle` (the system's
 /// roots when empty).
 async fn connect(host: &str, port: u16, ca_bundle: &[u8]) -> Result<Sender, String> {
-    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
-    let tcp = tokio::net::TcpStream::connect((host, port)).await.map_err(|e| dial_error(&addr, host, &e))?;
-    let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
-    let tls =
-        TlsConnector::from(client_config(ca_bundle)?).connect(server_name, tcp).await.map_err(|e| tls_error(&e))?;
+    let tcp = crate::dialer::connect(host, i64::from(port), DIAL_LIMIT).await?;
+    let tls = tls(tcp, host, ca_bundle).await?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
     tokio::spawn(conn);
     Ok(sender)
 }
+
+/// TLS over `tcp` to `host`, its certificate verified against `ca_bundle` (the system's roots
+/// when empty); a failure in Go's words.
+pub(crate) async fn tls(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+    ca_bundle: &[u8],
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
+    TlsConnector::from(client_config(ca_bundle)?).connect(server_name, tcp).await.map_err(|e| tls_error(&e))
+}
+
+/// How long a dial may take (Go's default dialer's limit); the call's own timeout bounds it
+/// too.
+const DIAL_LIMIT: Duration = Duration::from_secs(30);
 
 /// A connection to a webhook, ready for a request when idle.
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
@@ -359,15 +371,6 @@ impl ServerCertVerifier for BundleVerifier {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
-    }
-}
-
-/// Go's words for a failed dial.
-fn dial_error(addr: &str, host: &str, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => format!("dial tcp {addr}: connect: connection refused"),
-        _ if host.parse::<std::net::IpAddr>().is_err() => format!("dial tcp: lookup {host}: no such host"),
-        _ => format!("dial tcp {addr}: {e}"),
     }
 }
 
