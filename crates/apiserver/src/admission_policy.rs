@@ -71,7 +71,7 @@ pub(crate) async fn admit(cache: &Arc<WatchCache>, a: &Attributes<'_>) -> Result
     let old = a.old.map(|o| view(a, o.value()));
     let namespace = namespace_object(cache, a)?;
     // The resource's other served versions, which a policy matches by equivalence.
-    let equivalents: Vec<Arc<ResourceInfo>> = if subresource_kind(a.subresource).is_none() {
+    let equivalents: Vec<Arc<ResourceInfo>> = if subresource_kind(&a.info.plural, a.subresource).is_none() {
         registry
             .all()
             .iter()
@@ -298,9 +298,12 @@ pub(crate) fn object_view(a: &Attributes<'_>, o: &Map<String, Value>) -> Value {
 /// not the resource's: a `scale` is an autoscaling/v1 `Scale`, a pod's `eviction` a policy/v1
 /// `Eviction`, its `binding` a v1 `Binding`, a service account's `token` an
 /// authentication.k8s.io/v1 `TokenRequest`, a pod's `exec`, `attach` and `portforward` the v1
-/// `PodExecOptions`, `PodAttachOptions` and `PodPortForwardOptions` of the connection.
-pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'static str, &'static str)> {
+/// `PodExecOptions`, `PodAttachOptions` and `PodPortForwardOptions` of the connection, a pod's,
+/// Service's or node's `proxy` its v1 `PodProxyOptions`, `ServiceProxyOptions` or
+/// `NodeProxyOptions`.
+pub(crate) fn subresource_kind(plural: &str, subresource: &str) -> Option<(&'static str, &'static str, &'static str)> {
     match subresource {
+        "proxy" => crate::proxy_subresource::options_kind(plural).map(|kind| ("", "v1", kind)),
         "scale" => Some(("autoscaling", "v1", "Scale")),
         "eviction" => Some(("policy", "v1", "Eviction")),
         "binding" => Some(("", "v1", "Binding")),
@@ -315,7 +318,7 @@ pub(crate) fn subresource_kind(subresource: &str) -> Option<(&'static str, &'sta
 /// Whether a subresource's requests carry an object of their own (an `Eviction`, a `Binding`,
 /// a `TokenRequest`, a connection's options) rather than a view of the resource's.
 pub(crate) fn carries_own_object(subresource: &str) -> bool {
-    matches!(subresource, "eviction" | "binding" | "token" | "attach" | "exec" | "portforward")
+    matches!(subresource, "eviction" | "binding" | "token" | "attach" | "exec" | "portforward" | "proxy")
 }
 
 /// An object as admission sees it: for the `scale` subresource its autoscaling/v1 `Scale`, for
@@ -327,7 +330,7 @@ pub(crate) fn view(a: &Attributes<'_>, mut v: Value) -> Value {
     {
         return scale.to_value();
     }
-    if let (Some((group, version, kind)), Value::Object(m)) = (subresource_kind(a.subresource), &mut v)
+    if let (Some((group, version, kind)), Value::Object(m)) = (subresource_kind(&a.info.plural, a.subresource), &mut v)
         && carries_own_object(a.subresource)
     {
         let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
@@ -397,7 +400,7 @@ pub(crate) fn namespace_object(cache: &WatchCache, a: &Attributes<'_>) -> Result
 /// Namespace by name has that name as its namespace (its create has none), and the kind of a
 /// subresource's request is that of the object it carries ([`subresource_kind`]).
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
-    let gvk = if let Some((group, version, kind)) = subresource_kind(a.subresource) {
+    let gvk = if let Some((group, version, kind)) = subresource_kind(&a.info.plural, a.subresource) {
         json!({"group": group, "version": version, "kind": kind})
     } else {
         json!({"group": a.info.group, "version": a.info.version, "kind": a.info.kind})
@@ -420,7 +423,7 @@ pub(crate) fn request_as(a: &Attributes<'_>, equivalent: Option<&ResourceInfo>) 
     if let (Value::Object(r), Some(info)) = (&mut request, equivalent) {
         // A scale write is a Scale in every version (an eviction an Eviction, a binding a
         // Binding).
-        if subresource_kind(a.subresource).is_none() {
+        if subresource_kind(&a.info.plural, a.subresource).is_none() {
             r.insert("kind".into(), json!({"group": info.group, "version": info.version, "kind": info.kind}));
         }
         r.insert("resource".into(), json!({"group": info.group, "version": info.version, "resource": info.plural}));
@@ -652,7 +655,7 @@ pub(crate) fn object_selector_matches(sel: &Value, subresource: &str, labels: &V
 
 /// Whether `subresource` is a connection whose requests carry options ([`subresource_kind`]).
 pub(crate) fn is_connection(subresource: &str) -> bool {
-    matches!(subresource, "attach" | "exec" | "portforward")
+    matches!(subresource, "attach" | "exec" | "portforward" | "proxy")
 }
 
 /// Whether a `NamedRuleWithOperations` matches the request.

@@ -339,7 +339,7 @@ async fn offer(
         Matched::Equivalent(info) => Some(info),
     };
     let in_version = async |v: Option<Value>| match (&equivalent, v) {
-        (_, v) if crate::admission_policy::subresource_kind(a.subresource).is_some() => Ok(v),
+        (_, v) if crate::admission_policy::subresource_kind(&a.info.plural, a.subresource).is_some() => Ok(v),
         (Some(info), Some(Value::Object(m))) => {
             crate::conversion::for_admission(a.info, info, m).await.map(|m| m.map(Value::Object))
         }

@@ -1,8 +1,9 @@
 //! HTTP response bodies and small request/response helpers.
 //!
 //! [`Body`] is a complete buffer, a list encoded chunk by chunk as the client
-//! reads it, or a stream of ready chunks fed by a watch task through a bounded
-//! channel (back-pressure: a slow client slows only its own watch task).
+//! reads it, a stream of ready chunks fed by a watch task through a bounded
+//! channel (back-pressure: a slow client slows only its own watch task), or a
+//! proxied backend's body passed on as it arrives (a backend failure ends it).
 //! Helpers build JSON / `Status` responses with the headers kube-apiserver
 //! sends.
 
@@ -30,6 +31,8 @@ pub enum Body {
     Gzip(Box<crate::gzip::Gzip>),
     /// A body whose request is counted when it is over (a watch's stream).
     Tracked(Box<(Body, crate::metrics::RequestRecord)>),
+    /// A proxied backend's body, frames (and trailers) as they arrive.
+    Proxied(Box<hyper::body::Incoming>),
 }
 
 impl hyper::body::Body for Body {
@@ -43,6 +46,8 @@ impl hyper::body::Body for Body {
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
             Body::Gzip(g) => Poll::Ready(g.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Tracked(t) => Pin::new(&mut t.0).poll_frame(cx),
+            // A backend that fails mid-body ends it: the client sees it cut short.
+            Body::Proxied(b) => Pin::new(b.as_mut()).poll_frame(cx).map(|f| f.and_then(Result::ok).map(Ok)),
         }
     }
 
@@ -53,6 +58,7 @@ impl hyper::body::Body for Body {
             Body::Stream(_) => false,
             Body::Gzip(g) => g.is_done(),
             Body::Tracked(t) => t.0.is_end_stream(),
+            Body::Proxied(b) => hyper::body::Body::is_end_stream(b.as_ref()),
         }
     }
 
@@ -62,6 +68,7 @@ impl hyper::body::Body for Body {
             Body::Full(None) => SizeHint::with_exact(0),
             Body::List(_) | Body::Stream(_) | Body::Gzip(_) => SizeHint::default(),
             Body::Tracked(t) => t.0.size_hint(),
+            Body::Proxied(b) => hyper::body::Body::size_hint(b.as_ref()),
         }
     }
 }

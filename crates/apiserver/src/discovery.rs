@@ -131,7 +131,7 @@ fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 
 /// The entries of one resource: itself, then its subresources (`finalize` of namespaces,
 /// `status`, `scale`, the connections, `binding`, `ephemeralcontainers`, `eviction` and `resize`
-/// of pods, `token` of service accounts; not the proxies, which the server does not serve).
+/// of pods, `proxy` of pods, Services and nodes, `token` of service accounts).
 /// Built-in types list their subresources in path order, as kube-apiserver's route table does;
 /// custom resources list `status` before `scale`, as the apiextensions server does. Namespaces
 /// have no `deletecollection`, as on kube-apiserver.
@@ -207,6 +207,11 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
     let exec = connection("exec", "PodExecOptions", &["create", "get"]);
     let log = connection("log", "Pod", &["get"]);
     let portforward = connection("portforward", "PodPortForwardOptions", &["create", "get"]);
+    // Every method passes through a proxy: kube lists the verbs of those it routes.
+    let proxy = crate::proxy_subresource::serves(r).then(|| {
+        json!({"name": format!("{}/proxy", r.plural), "singularName": "", "namespaced": r.namespaced,
+            "kind": crate::proxy_subresource::options_kind(&r.plural), "verbs": ["create", "delete", "get", "patch", "update"]})
+    });
     let ephemeral = pod_part(crate::pod_ephemeral_containers::SUBRESOURCE);
     let resize = pod_part(crate::pod_resize::SUBRESOURCE);
     let eviction = pods.then(|| {
@@ -222,9 +227,24 @@ fn resource_entry(r: &ResourceInfo) -> Vec<Value> {
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     });
     let subresources = if r.list_items_have_kind {
-        [finalize, status, scale, None, None, None, None, None, None, None, None, None, None]
+        [finalize, status, scale, None, None, None, None, None, None, None, None, None, None, None]
     } else {
-        [approval, finalize, attach, binding, ephemeral, eviction, exec, log, portforward, resize, scale, status, token]
+        [
+            approval,
+            finalize,
+            attach,
+            binding,
+            ephemeral,
+            eviction,
+            exec,
+            log,
+            portforward,
+            proxy,
+            resize,
+            scale,
+            status,
+            token,
+        ]
     };
     std::iter::once(main).chain(subresources.into_iter().flatten()).collect()
 }
@@ -375,6 +395,9 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
             json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}),
         );
     }
+    let proxy = crate::proxy_subresource::options_kind(&r.plural)
+        .filter(|_| crate::proxy_subresource::serves(r))
+        .map(|of| json!({"subresource": "proxy", "responseKind": kind("", "", of), "verbs": ["create", "delete", "get", "patch", "update"]}));
     if r.is_core("pods") {
         let pod_part =
             |name: &str| json!({"subresource": name, "responseKind": own, "verbs": ["get", "patch", "update"]});
@@ -389,7 +412,10 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         subresources.push(connection("exec", "PodExecOptions"));
         subresources.push(json!({"subresource": "log", "responseKind": kind("", "", "Pod"), "verbs": ["get"]}));
         subresources.push(connection("portforward", "PodPortForwardOptions"));
+        subresources.extend(proxy);
         subresources.push(pod_part(crate::pod_resize::SUBRESOURCE));
+    } else {
+        subresources.extend(proxy);
     }
     if r.status_subresource && r.custom.is_none() {
         subresources.push(status);
@@ -440,7 +466,18 @@ mod tests {
             pods["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
         assert_eq!(
             subresources,
-            ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "resize", "status"]
+            [
+                "attach",
+                "binding",
+                "ephemeralcontainers",
+                "eviction",
+                "exec",
+                "log",
+                "portforward",
+                "proxy",
+                "resize",
+                "status"
+            ]
         );
         assert_eq!(pods["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));
         assert_eq!(pods["subresources"][2]["responseKind"], json!({"group": "", "version": "", "kind": "Pod"}));

@@ -844,6 +844,8 @@ async fn resource_request(
         [r] => (*r, None, None),
         [r, n] => (*r, Some(*n), None),
         [r, n, s] => (*r, Some(*n), Some(*s)),
+        // A proxy's path goes on past its subresource.
+        [r, n, s, ..] if *s == crate::proxy_subresource::SUBRESOURCE => (*r, Some(*n), Some(*s)),
         _ => return Err(ApiError::no_route()),
     };
     let store = shared.store.clone();
@@ -903,6 +905,17 @@ async fn resource_request(
             return Err(ApiError::no_route());
         }
         return component_statuses(&store, &info, name, &req, &query).await;
+    }
+    if let (Some(crate::proxy_subresource::SUBRESOURCE), Some(id)) = (sub, name)
+        && crate::proxy_subresource::serves(&info)
+    {
+        let path = crate::proxy_subresource::path_option(&parts[3..], req.uri().path().ends_with('/'));
+        let ns = ns.unwrap_or("");
+        let r = crate::proxy_subresource::Request { info: &info, ns, id, path, query: &query, req };
+        return crate::proxy_subresource::serve(&store, r).await;
+    }
+    if parts.len() > 3 {
+        return Err(ApiError::no_route());
     }
     if let (Some(s), Some(name)) = (sub, name)
         && info.is_core("pods")

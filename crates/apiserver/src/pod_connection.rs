@@ -417,13 +417,14 @@ fn checked_container<'p>(pod: &'p Value, name: &str, container: &'p str) -> Resu
 }
 
 /// The kubelet of node `node`: kube's `NodeConnectionInfoGetter` (the first address of the
-/// preferred types, the reported port or 10250).
-async fn kubelet(store: &Store, pods: &ResourceInfo, node: &str) -> Result<(String, i64), ApiError> {
+/// preferred types, the reported port or 10250). A missing node is reported as a missing
+/// object of `resource`, the request's.
+pub(crate) async fn kubelet(store: &Store, resource: &ResourceInfo, node: &str) -> Result<(String, i64), ApiError> {
     let nodes = store.registry().find("", "v1", "nodes").cloned().ok_or_else(ApiError::no_route)?;
     let node = match store.get(&nodes, "", node).await {
         Ok(found) => found.value(),
         // kube reads the node with the request's context, whose resource names the error.
-        Err(e) if e.code == 404 => return Err(ApiError::not_found(&pods.group, &pods.plural, node)),
+        Err(e) if e.code == 404 => return Err(ApiError::not_found(&resource.group, &resource.plural, node)),
         Err(e) => return Err(e),
     };
     let addresses: Vec<(&str, &str)> = crate::object::elements(node.pointer("/status/addresses"))

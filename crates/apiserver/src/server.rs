@@ -873,16 +873,23 @@ static CONNECTION_BUILDER: std::sync::LazyLock<hyper_util::server::conn::auto::B
         builder
     });
 
-async fn serve_conn<I>(shared: Arc<Shared>, io: I, mut shutdown: watch::Receiver<bool>)
-where
+async fn serve_conn<I>(
+    shared: Arc<Shared>,
+    io: I,
+    client: Option<std::net::SocketAddr>,
+    mut shutdown: watch::Receiver<bool>,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let mut goaway = shared.controls.goaway_epoch();
     goaway.borrow_and_update();
     let mut cut = shared.controls.cut_epoch();
     cut.borrow_and_update();
-    let svc = hyper::service::service_fn(move |req| {
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let shared = shared.clone();
+        if let Some(addr) = client {
+            req.extensions_mut().insert(crate::upgrade_aware_proxy::ClientAddr(addr));
+        }
         async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
     });
     // Made in place: a connection moved into a pinned local would take its room twice in the task.
@@ -1477,9 +1484,10 @@ async fn handle_stream(
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut rx: watch::Receiver<bool>,
 ) {
+    let client = stream.peer_addr().ok();
     let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
-        None => serve_conn(shared, stream, rx).await,
+        None => serve_conn(shared, stream, client, rx).await,
         // Boxed: the TLS state would otherwise enlarge the task of every plain connection.
         Some(acc) => {
             Box::pin(async move {
@@ -1490,7 +1498,7 @@ async fn handle_stream(
                     },
                     _ = rx.wait_for(|s| *s) => return,
                 };
-                serve_conn(shared, tls_stream, rx).await
+                serve_conn(shared, tls_stream, client, rx).await
             })
             .await
         }

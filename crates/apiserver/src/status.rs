@@ -244,6 +244,12 @@ impl ApiError {
         e
     }
 
+    /// kube-apiserver's answer to a request its handler panicked on (the panic recovery
+    /// filter's 500, its words).
+    pub(crate) fn panicked() -> Self {
+        Self::new(500, "", "This request caused apiserver to panic. Look in the logs for details.")
+    }
+
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
         let mut e =

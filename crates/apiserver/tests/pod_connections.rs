@@ -57,6 +57,7 @@ async fn the_connections_are_listed_in_discovery() {
             "pods/exec",
             "pods/log",
             "pods/portforward",
+            "pods/proxy",
             "pods/resize",
             "pods/status"
         ]
@@ -86,7 +87,18 @@ async fn the_connections_are_listed_in_discovery() {
         pods["subresources"].as_array().unwrap().iter().map(|e| e["subresource"].as_str().unwrap()).collect();
     assert_eq!(
         subresources,
-        ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "resize", "status"]
+        [
+            "attach",
+            "binding",
+            "ephemeralcontainers",
+            "eviction",
+            "exec",
+            "log",
+            "portforward",
+            "proxy",
+            "resize",
+            "status"
+        ]
     );
     let portforward = pods["subresources"].as_array().unwrap().iter().find(|e| e["subresource"] == "portforward");
     assert_eq!(

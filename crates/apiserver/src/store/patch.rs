@@ -181,9 +181,7 @@ fn smp_error(e: SmpError) -> ApiError {
             e
         }
         SmpError::Failed(m) => ApiError::new(500, "", m),
-        SmpError::Panic => {
-            ApiError::new(500, "", "This request caused apiserver to panic. Look in the logs for details.")
-        }
+        SmpError::Panic => ApiError::panicked(),
     }
 }
 

@@ -1,0 +1,493 @@
+//! The handler that passes a proxy subresource's request on to its backend and the backend's
+//! answer back, as kube-apiserver's `UpgradeAwareHandler` does for `pods/proxy`,
+//! `services/proxy` and `nodes/proxy` ([`crate::proxy_subresource`] finds the backend).
+//!
+//! A plain request is sent to the backend over a new HTTP/1.1 connection (TLS for an `https`
+//! backend, its certificate verified against the system's roots) with the client's method,
+//! headers and body, the backend's path, and the client's query as it was written; the answer's
+//! status, headers and body are passed back as they arrive. A request asking to switch
+//! protocols (a WebSocket) is sent likewise and, when the backend switches, the two connections
+//! are joined byte for byte.
+//!
+//! Invariants, as kube's handler and Go's reverse proxy hold them:
+//! - the client's credentials never reach the backend: `Authorization` and the impersonation
+//!   headers are dropped; hop-by-hop headers (`Connection` and those it names, `Keep-Alive`,
+//!   `Proxy-*`, `Te` but `trailers`, `Trailer`, `Transfer-Encoding`, `Upgrade`) are dropped both
+//!   ways but for a switch of protocols, whose `Connection` and `Upgrade` are its request;
+//! - the backend sees the client's `Host`, `X-Forwarded-For` with the client's address appended,
+//!   and (but for a switch of protocols) `X-Forwarded-Uri`, the path the client asked for;
+//! - a GET or HEAD of the bare `…/proxy` (an empty backend path) is redirected (301) to
+//!   `…/proxy/`, its query kept; a client path ending in `/` keeps it;
+//! - a backend's `Location` is rewritten into the proxy's path when it points at the backend
+//!   (or at this server), and the backend's `Access-Control-Allow-*` headers are dropped; the
+//!   answer carries `Cache-Control: no-cache, private` before the backend's own headers;
+//! - a backend that cannot be reached is answered 503 `error trying to reach service: <Go's
+//!   error>`; for a switch of protocols, 500 `error dialing backend: <error>`, and a backend
+//!   answer that neither switches nor fails (< 400) is 500 `invalid upgrade response: status
+//!   code <n>`; a failure at 400 or more is passed back as it is.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+
+use crate::body::Body;
+use crate::status::ApiError;
+
+/// The address of the client a request came from, as the server's connection knows it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClientAddr(pub SocketAddr);
+
+/// How long a dial of a backend may take (the limit of kube's proxy dialer).
+const DIAL_LIMIT: Duration = Duration::from_secs(30);
+
+/// What a kubelet that accepted the connection is not sent.
+const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
+
+/// Where a proxied request goes.
+pub(crate) struct Backend {
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// The host to dial (an IP address, or a node's name as it reports it).
+    pub host: String,
+    pub port: i64,
+    /// The host (and port, when the location names one) of the backend's URL.
+    pub authority: String,
+    /// The path on the backend (kube's location path joined with the `path` option).
+    pub path: String,
+    /// The backend is a kubelet, spoken to with kube-apiserver's kubelet client credentials,
+    /// which this server does not hold.
+    pub kubelet: bool,
+}
+
+/// Passes `req` on to `backend` and its answer back (see the module documentation).
+pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    if crate::pod_connection::is_upgrade(req.headers()) {
+        return upgrade(backend, req).await;
+    }
+    let client_path = crate::body::percent_decode(req.uri().path());
+    let mut path = backend.path.clone();
+    if !path.ends_with('/') && client_path.ends_with('/') {
+        path.push('/');
+    }
+    let query = req.uri().query().map(str::to_string);
+    if path.is_empty() && matches!(*req.method(), Method::GET | Method::HEAD) {
+        let location = format!("{client_path}/{}", query.as_deref().map(|q| format!("?{q}")).unwrap_or_default());
+        return Ok(redirect(&location));
+    }
+    // kube's rewriting transport: the path the client asked for is the backend's, prefixed.
+    let suffix = if client_path.ends_with('/') && !backend.path.ends_with('/') {
+        format!("{}/", backend.path)
+    } else {
+        backend.path.clone()
+    };
+    let prepend = client_path.strip_suffix(suffix.as_str()).unwrap_or(&client_path).to_string();
+    let escaped = escaped_path(&path);
+    let mut forwarded_uri = go_path_join(&prepend, &escaped);
+    if path.ends_with('/') {
+        forwarded_uri.push('/');
+    }
+    let client_host = host_of(&req);
+    let outgoing = outgoing_request(&mut req, &path, query.as_deref(), false)?;
+    let mut outgoing = outgoing.map(|()| req.into_body());
+    if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
+        outgoing.headers_mut().insert(HeaderName::from_static("x-forwarded-uri"), v);
+    }
+    let unreachable =
+        |e: String| ApiError::new(503, "ServiceUnavailable", format!("error trying to reach service: {e}"));
+    let mut answer = exchange(&backend, outgoing, false).await.map_err(unreachable)?;
+    let headers = answer.headers_mut();
+    remove_hop_by_hop(headers);
+    for name in CORS {
+        headers.remove(name);
+    }
+    if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+        let rewritten = rewrite_location(location, &backend.authority, &client_host, &prepend);
+        if let Ok(v) = HeaderValue::from_str(&rewritten) {
+            headers.insert(header::LOCATION, v);
+        }
+    }
+    Ok(passed_back(answer))
+}
+
+/// The backend's answer as the client gets it: `Cache-Control: no-cache, private` first (the
+/// server's own), then the backend's headers, its body as it arrives.
+fn passed_back(answer: Response<Incoming>) -> Response<Body> {
+    let (parts, body) = answer.into_parts();
+    let mut r = Response::new(Body::Proxied(Box::new(body)));
+    *r.status_mut() = parts.status;
+    let headers = r.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    for (name, value) in parts.headers.iter() {
+        headers.append(name.clone(), value.clone());
+    }
+    r
+}
+
+/// A 301 to `location`, as Go's handler writes it for kube's empty-path redirect.
+fn redirect(location: &str) -> Response<Body> {
+    let mut r = Response::new(Body::Full(None));
+    *r.status_mut() = StatusCode::MOVED_PERMANENTLY;
+    let headers = r.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    if let Ok(v) = HeaderValue::from_str(location) {
+        headers.insert(header::LOCATION, v);
+    }
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+    r
+}
+
+/// The headers a backend's answer may not set for the client (kube's `corsRemovingTransport`).
+const CORS: [&str; 4] = [
+    "access-control-allow-credentials",
+    "access-control-allow-headers",
+    "access-control-allow-methods",
+    "access-control-allow-origin",
+];
+
+/// Hop-by-hop headers, as Go's reverse proxy lists them.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Drops the hop-by-hop headers of `headers` and those its `Connection` names (a `Te` of
+/// `trailers` is kept, as Go keeps it).
+fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|n| n.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty())
+        .collect();
+    for name in named {
+        headers.remove(name.as_str());
+    }
+    let trailers = headers.get(header::TE).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+    if trailers {
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
+}
+
+/// The client's `Host` (an HTTP/2 request's authority).
+fn host_of(req: &http::Request<Incoming>) -> String {
+    req.headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(ToString::to_string))
+        .unwrap_or_default()
+}
+
+/// The request the backend is sent, without its body: the client's method and headers (its
+/// credentials and hop-by-hop headers dropped, but a switch of protocols' own), the backend's
+/// path with the client's query, the client's `Host`, and `X-Forwarded-For`.
+fn outgoing_request(
+    req: &mut http::Request<Incoming>,
+    path: &str,
+    query: Option<&str>,
+    switching: bool,
+) -> Result<http::Request<()>, ApiError> {
+    let target = format!(
+        "{}{}",
+        escaped_path(if path.is_empty() { "/" } else { path }),
+        query.map(|q| format!("?{q}")).unwrap_or_default()
+    );
+    let uri: http::Uri = target.parse().map_err(|_| ApiError::bad_request("invalid proxy path"))?;
+    let host = host_of(req);
+    let mut headers = req.headers().clone();
+    let (connection, upgrade) = (
+        headers.get_all(header::CONNECTION).iter().cloned().collect::<Vec<_>>(),
+        headers.get(header::UPGRADE).cloned(),
+    );
+    remove_hop_by_hop(&mut headers);
+    if switching {
+        for v in connection {
+            headers.append(header::CONNECTION, v);
+        }
+        if let Some(v) = upgrade {
+            headers.insert(header::UPGRADE, v);
+        }
+    }
+    headers.remove(header::AUTHORIZATION);
+    let impersonation: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| {
+            let k = k.as_str();
+            matches!(k, "impersonate-user" | "impersonate-group" | "impersonate-uid")
+                || k.starts_with("impersonate-extra-")
+        })
+        .cloned()
+        .collect();
+    for name in impersonation {
+        headers.remove(name);
+    }
+    if let Ok(v) = HeaderValue::from_str(&host) {
+        headers.insert(header::HOST, v);
+    }
+    if let Some(ClientAddr(addr)) = req.extensions().get::<ClientAddr>() {
+        let prior: Vec<&str> =
+            req.headers().get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+        let ip = addr.ip().to_string();
+        let value = if prior.is_empty() { ip } else { format!("{}, {ip}", prior.join(", ")) };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static("x-forwarded-for"), v);
+        }
+    }
+    let mut out = http::Request::new(());
+    *out.method_mut() = req.method().clone();
+    *out.uri_mut() = uri;
+    *out.headers_mut() = headers;
+    Ok(out)
+}
+
+/// Sends `request` to `backend` over a new connection and reads the answer's head; the error
+/// in Go's words. With `switching`, the connection stays open for a switch of protocols.
+async fn exchange(
+    backend: &Backend,
+    request: http::Request<Incoming>,
+    switching: bool,
+) -> Result<Response<Incoming>, String> {
+    let tcp = crate::dialer::connect(&backend.host, backend.port, DIAL_LIMIT).await?;
+    if backend.kubelet {
+        return Err(NO_KUBELET_CLIENT.to_string());
+    }
+    if backend.scheme == "https" {
+        let tls = crate::webhook_client::tls(tcp, &backend.host, &[]).await?;
+        send(TokioIo::new(tls), request, switching).await
+    } else {
+        send(TokioIo::new(tcp), request, switching).await
+    }
+}
+
+/// One HTTP/1.1 exchange over `io`.
+async fn send<I>(io: I, request: http::Request<Incoming>, switching: bool) -> Result<Response<Incoming>, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| e.to_string())?;
+    if switching {
+        tokio::spawn(conn.with_upgrades());
+    } else {
+        tokio::spawn(conn);
+    }
+    sender.send_request(request).await.map_err(|e| if e.is_incomplete_message() { "EOF".into() } else { e.to_string() })
+}
+
+/// A request asking to switch protocols, passed on: when the backend switches, its 101 is the
+/// client's and the two connections are joined; a failure of 400 or more is passed back.
+async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let client_upgrade = hyper::upgrade::on(&mut req);
+    let query = req.uri().query().map(str::to_string);
+    let path = backend.path.clone();
+    let outgoing = outgoing_request(&mut req, &path, query.as_deref(), true)?;
+    let outgoing = outgoing.map(|()| req.into_body());
+    let plain = |m: String| ApiError::new(500, "", m);
+    let mut answer = match exchange(&backend, outgoing, true).await {
+        Ok(a) => a,
+        Err(e) => return Err(plain(format!("error dialing backend: {e}"))),
+    };
+    let status = answer.status();
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        let backend_upgrade = hyper::upgrade::on(&mut answer);
+        tokio::spawn(async move {
+            let (Ok(client), Ok(server)) = tokio::join!(client_upgrade, backend_upgrade) else { return };
+            let (mut client, mut server) = (TokioIo::new(client), TokioIo::new(server));
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        });
+        let (parts, _) = answer.into_parts();
+        let mut r = Response::new(Body::Full(None));
+        *r.status_mut() = status;
+        *r.headers_mut() = parts.headers;
+        return Ok(r);
+    }
+    if status.as_u16() < 400 {
+        return Err(plain(format!("invalid upgrade response: status code {}", status.as_u16())));
+    }
+    Ok(passed_back(answer))
+}
+
+/// kube's `rewriteURL` of a backend's `Location`: a URL on the backend (or on this server)
+/// with an absolute path is made relative to this server, under the proxy's path `prepend`.
+fn rewrite_location(location: &str, backend_host: &str, client_host: &str, prepend: &str) -> String {
+    let url = GoUrl::parse(location);
+    let different_host = !url.host.is_empty() && url.host != backend_host && url.host != client_host;
+    if different_host || !url.path.starts_with('/') {
+        return location.to_string();
+    }
+    let mut url = url;
+    if url.host != client_host {
+        url.scheme.clear();
+        url.host.clear();
+    }
+    if url.path.starts_with(prepend) {
+        return url.to_string();
+    }
+    let trailing = url.path.ends_with('/');
+    url.path = go_path_join(prepend, &url.path);
+    if trailing {
+        url.path.push('/');
+    }
+    url.to_string()
+}
+
+/// The parts of a URL that a `Location` rewrite touches, split as Go's `url.Parse` splits them
+/// (the text of each kept as written).
+#[derive(Debug, PartialEq)]
+struct GoUrl {
+    scheme: String,
+    host: String,
+    path: String,
+    /// `?query#fragment`, as written.
+    rest: String,
+}
+
+impl GoUrl {
+    fn parse(s: &str) -> GoUrl {
+        let (before, rest) = match s.find(['?', '#']) {
+            Some(i) => (&s[..i], &s[i..]),
+            None => (s, ""),
+        };
+        let scheme_end = before.find(':').filter(|&i| {
+            i > 0
+                && before[..i].chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && before[..i].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+        let (scheme, after) = match scheme_end {
+            Some(i) => (before[..i].to_string(), &before[i + 1..]),
+            None => (String::new(), before),
+        };
+        let (host, path) = match after.strip_prefix("//") {
+            Some(authority) => {
+                let end = authority.find('/').unwrap_or(authority.len());
+                (authority[..end].to_string(), authority[end..].to_string())
+            }
+            None => (String::new(), after.to_string()),
+        };
+        GoUrl { scheme, host, path, rest: rest.to_string() }
+    }
+}
+
+impl std::fmt::Display for GoUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.scheme.is_empty() {
+            write!(f, "{}:", self.scheme)?;
+        }
+        if !self.scheme.is_empty() || !self.host.is_empty() {
+            write!(f, "//{}", self.host)?;
+        }
+        write!(f, "{}{}", self.path, self.rest)
+    }
+}
+
+/// Go's `path.Join`: the non-empty elements joined and cleaned ("" when all are empty).
+pub(crate) fn go_path_join(a: &str, b: &str) -> String {
+    let joined = match (a.is_empty(), b.is_empty()) {
+        (true, true) => return String::new(),
+        (true, false) => b.to_string(),
+        (false, true) => a.to_string(),
+        (false, false) => format!("{a}/{b}"),
+    };
+    go_path_clean(&joined)
+}
+
+/// Go's `path.Clean`.
+pub(crate) fn go_path_clean(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let rooted = p.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    let body = out.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+/// A decoded path escaped as Go's `url.EscapedPath` writes it (`escape(path, encodePath)`).
+fn escaped_path(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for b in p.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'~' | b'$' | b'&' | b'+' | b',' | b'/' | b':' | b';' | b'=' | b'@');
+        if keep { out.push(char::from(b)) } else { out.push_str(&format!("%{b:02X}")) }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_joined_and_cleaned_as_go_does() {
+        assert_eq!(go_path_join("", ""), "");
+        assert_eq!(go_path_join("", "/a//b/../c/"), "/a/c");
+        assert_eq!(go_path_join("/api/v1/namespaces/n/pods/p/proxy", "/x"), "/api/v1/namespaces/n/pods/p/proxy/x");
+        assert_eq!(go_path_clean("/../a/./b/.."), "/a");
+        assert_eq!(go_path_clean("a/../.."), "..");
+    }
+
+    #[test]
+    fn locations_on_the_backend_are_brought_under_the_proxy() {
+        let prepend = "/api/v1/namespaces/n/pods/p/proxy";
+        let backend = "10.1.2.3:8080";
+        let client = "127.0.0.1:6443";
+        let r = |l: &str| rewrite_location(l, backend, client, prepend);
+        assert_eq!(r("http://10.1.2.3:8080/login?next=%2F"), format!("{prepend}/login?next=%2F"));
+        assert_eq!(r("/login/"), format!("{prepend}/login/"));
+        // Elsewhere, relative, or already under the proxy: left as they are (but for the host).
+        assert_eq!(r("https://example.com/login"), "https://example.com/login");
+        assert_eq!(r("login"), "login");
+        assert_eq!(r(&format!("http://127.0.0.1:6443{prepend}/a")), format!("http://127.0.0.1:6443{prepend}/a"));
+        assert_eq!(r("http://127.0.0.1:6443/a"), format!("http://127.0.0.1:6443{prepend}/a"));
+    }
+
+    #[test]
+    fn decoded_paths_are_escaped_as_go_escapes_them() {
+        assert_eq!(escaped_path("/a b/c?d/100%/e:f@g"), "/a%20b/c%3Fd/100%25/e:f@g");
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_those_connection_names_are_dropped() {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, X-Private"));
+        h.insert("x-private", HeaderValue::from_static("1"));
+        h.insert(header::TE, HeaderValue::from_static("trailers"));
+        h.insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        h.insert("x-kept", HeaderValue::from_static("1"));
+        remove_hop_by_hop(&mut h);
+        let mut names: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["te", "x-kept"]);
+    }
+}
