@@ -73,6 +73,18 @@ impl hyper::body::Body for Body {
     }
 }
 
+impl From<hyper::body::Incoming> for Body {
+    fn from(b: hyper::body::Incoming) -> Self {
+        Body::Proxied(Box::new(b))
+    }
+}
+
+impl From<()> for Body {
+    fn from((): ()) -> Self {
+        Body::Full(None)
+    }
+}
+
 /// A response with kube's standard headers.
 pub fn respond(code: u16, content_type: &str, body: Body) -> Response<Body> {
     let mut r = Response::new(body);

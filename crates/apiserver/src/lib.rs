@@ -88,6 +88,7 @@ pub(crate) mod graceful_deletion;
 pub mod gzip;
 pub mod handlers;
 pub(crate) mod hpa_validation;
+pub(crate) mod html_links;
 pub(crate) mod job_status;
 pub(crate) mod job_validation;
 pub mod jsonpath;

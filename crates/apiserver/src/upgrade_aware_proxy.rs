@@ -19,8 +19,9 @@
 //! - a GET or HEAD of the bare `…/proxy` (an empty backend path) is redirected (301) to
 //!   `…/proxy/`, its query kept; a client path ending in `/` keeps it;
 //! - a backend's `Location` is rewritten into the proxy's path when it points at the backend
-//!   (or at this server), and the backend's `Access-Control-Allow-*` headers are dropped; the
-//!   answer carries `Cache-Control: no-cache, private` before the backend's own headers;
+//!   (or at this server); without one, an HTML answer's links are ([`crate::html_links`], the
+//!   page read whole); the backend's `Access-Control-Allow-*` headers are dropped; the answer
+//!   carries `Cache-Control: no-cache, private` before the backend's own headers;
 //! - a backend that cannot be reached is answered 503 `error trying to reach service: <Go's
 //!   error>`; for a switch of protocols, 500 `error dialing backend: <error>`, and a backend
 //!   answer that neither switches nor fails (< 400) is 500 `invalid upgrade response: status
@@ -29,7 +30,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
@@ -108,15 +111,34 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
         if let Ok(v) = HeaderValue::from_str(&rewritten) {
             headers.insert(header::LOCATION, v);
         }
+        return Ok(passed_back(answer));
     }
-    Ok(passed_back(answer))
+    let media_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if media_type.split(';').next().unwrap_or("").trim() != "text/html" {
+        return Ok(passed_back(answer));
+    }
+    // An HTML page's links are brought under the proxy too, the page read whole.
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let (mut parts, body) = answer.into_parts();
+    let page = body.collect().await.map_err(|e| ApiError::new(500, "", e.to_string()))?.to_bytes();
+    let rewrite_url = |url: &str| rewrite_location(url, &backend.authority, &client_host, &prepend);
+    let page = match crate::html_links::rewrite_encoded(&page, &encoding, &rewrite_url) {
+        None => page,
+        Some(rewritten) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Bytes::from(rewritten.map_err(|e| ApiError::new(500, "", e))?)
+        }
+    };
+    let mut r = passed_back(Response::from_parts(parts, ()));
+    *r.body_mut() = Body::Full(Some(page));
+    Ok(r)
 }
 
 /// The backend's answer as the client gets it: `Cache-Control: no-cache, private` first (the
 /// server's own), then the backend's headers, its body as it arrives.
-fn passed_back(answer: Response<Incoming>) -> Response<Body> {
+fn passed_back<B: Into<Body>>(answer: Response<B>) -> Response<Body> {
     let (parts, body) = answer.into_parts();
-    let mut r = Response::new(Body::Proxied(Box::new(body)));
+    let mut r = Response::new(body.into());
     *r.status_mut() = parts.status;
     let headers = r.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));

@@ -48,7 +48,8 @@ async fn backend() -> SocketAddr {
     addr
 }
 
-/// What the backend answers: `/redirect` a 302 to itself, `/cors` CORS headers, `/ws` a
+/// What the backend answers: `/redirect` a 302 to itself, `/cors` CORS headers, `/page` and
+/// `/page.gz` HTML pages (the second gzipped) linking to the backend, `/ws` a
 /// WebSocket that echoes, `/upgrade-ignored` a 200 and `/upgrade-refused` a 403 to an upgrade;
 /// anything else a JSON echo of the request (method, target, headers, body).
 async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<http::Response<Full<Bytes>>, Infallible> {
@@ -79,6 +80,23 @@ async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<ht
                 }
             });
             reply(101, &[("connection", "Upgrade"), ("upgrade", "echo"), ("x-backend", "ws")], "")
+        }
+        "/page" => {
+            let page = format!(
+                r#"<html><body><a href="/x">x</a><img src="http://{addr}/y.png"><a href="z">z</a></body></html>"#
+            );
+            reply(200, &[("content-type", "text/html; charset=utf-8")], &page)
+        }
+        "/page.gz" => {
+            use std::io::Write;
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(br#"<a href="/zipped">z</a>"#).unwrap();
+            let body = gz.finish().unwrap();
+            let r = http::Response::builder()
+                .header("content-type", "text/html")
+                .header("content-encoding", "gzip")
+                .header("content-length", body.len());
+            Ok(r.body(Full::new(Bytes::from(body))).unwrap())
         }
         "/upgrade-ignored" => reply(200, &[], "not switching"),
         "/upgrade-refused" => reply(403, &[("x-backend", "refused")], "denied"),
@@ -254,6 +272,19 @@ async fn a_pod_s_proxy_passes_requests_and_answers_as_kube_s_does() {
     assert_eq!(r.headers["x-kept"], "yes");
     let cache: Vec<&str> = r.headers.get_all("cache-control").iter().map(|v| v.to_str().unwrap()).collect();
     assert_eq!(cache, ["no-cache, private", "max-age=5"]);
+
+    // An HTML page's links to the backend are brought under the proxy, gzipped or not.
+    let r = c.get(&format!("{proxied}/page")).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&r.raw),
+        format!(r#"<html><body><a href="{proxied}/x">x</a><img src="{proxied}/y.png"><a href="z">z</a></body></html>"#)
+    );
+    let r = c.get(&format!("{proxied}/page.gz")).await;
+    assert_eq!((r.code, r.headers["content-encoding"].to_str().unwrap()), (200, "gzip"));
+    let mut page = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(r.raw.as_ref()), &mut page).unwrap();
+    assert_eq!(page, format!(r#"<a href="{proxied}/zipped">z</a>"#));
 }
 
 #[tokio::test]
