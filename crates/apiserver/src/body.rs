@@ -3,11 +3,11 @@
 //! [`Body`] is a complete buffer, a list encoded chunk by chunk as the client
 //! reads it, a stream of ready chunks fed by a watch task through a bounded
 //! channel (back-pressure: a slow client slows only its own watch task), or a
-//! proxied backend's body passed on as it arrives (a backend failure ends it).
+//! proxied backend's body passed on as it arrives (a backend failure cuts the
+//! client's connection).
 //! Helpers build JSON / `Status` responses with the headers kube-apiserver
 //! sends.
 
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -37,17 +37,19 @@ pub enum Body {
 
 impl hyper::body::Body for Body {
     type Data = Bytes;
-    type Error = Infallible;
+    /// Only a proxied backend's body fails (the backend failing mid-body): the client's
+    /// connection is then cut, as Go's reverse proxy cuts it, rather than the body ended as if
+    /// whole.
+    type Error = hyper::Error;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.get_mut() {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::List(l) => Poll::Ready(l.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
             Body::Gzip(g) => Poll::Ready(g.next_chunk().map(|b| Ok(Frame::data(b)))),
             Body::Tracked(t) => Pin::new(&mut t.0).poll_frame(cx),
-            // A backend that fails mid-body ends it: the client sees it cut short.
-            Body::Proxied(b) => Pin::new(b.as_mut()).poll_frame(cx).map(|f| f.and_then(Result::ok).map(Ok)),
+            Body::Proxied(b) => Pin::new(b.as_mut()).poll_frame(cx),
         }
     }
 
@@ -135,14 +137,23 @@ pub fn parse_query(q: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Percent-decodes (and maps `+` to space) a URL component.
+/// Percent-decodes (and maps `+` to space) a query's component.
 pub fn percent_decode(s: &str) -> String {
+    decode(s, true)
+}
+
+/// Percent-decodes a URL's path (`+` is itself there, as Go's `url.PathUnescape` keeps it).
+pub fn percent_decode_path(s: &str) -> String {
+    decode(s, false)
+}
+
+fn decode(s: &str, plus_is_space: bool) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         match b[i] {
-            b'+' => out.push(b' '),
+            b'+' if plus_is_space => out.push(b' '),
             b'%' if i + 2 < b.len() => {
                 let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
                 match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
@@ -169,6 +180,7 @@ mod tests {
         assert_eq!(percent_decode("a%3Db+c%2"), "a=b c%2");
         assert_eq!(percent_decode("%41"), "A");
         assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode_path("/a+b%20c"), "/a+b c");
         let q = parse_query("labelSelector=a%20in%20(x%2Cy)&watch=1&x");
         assert_eq!(q[0], ("labelSelector".into(), "a in (x,y)".into()));
         assert_eq!(q[2], ("x".into(), "".into()));

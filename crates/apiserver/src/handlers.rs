@@ -187,10 +187,11 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
         return error(&e);
     }
     // The path's segments and the query, read once for the request's attributes and its route.
-    let segs: Vec<String> = req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode).collect();
+    let segs: Vec<String> =
+        req.uri().path().split('/').filter(|s| !s.is_empty()).map(body::percent_decode_path).collect();
     let query = body::parse_query(req.uri().query().unwrap_or(""));
     let asked = {
-        let path = body::percent_decode(req.uri().path());
+        let path = body::percent_decode_path(req.uri().path());
         let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
         crate::request_info::read(req.method().as_str(), &path, &segs, &query)
     };
@@ -298,7 +299,10 @@ async fn authorized_request(
         || ["/metrics", "/version", "/version/"].contains(&path)
         || is_health_check(path)
         || index;
-    if !accept.takes_any() && !own_media {
+    // A proxy's answer is its backend's, passed on as it comes: kube routes proxies as
+    // producing any media type and writes their answers straight out.
+    let proxied = asked.resource_request && asked.subresource == crate::proxy_subresource::SUBRESOURCE;
+    if !accept.takes_any() && !own_media && !proxied {
         if let Some(record) = record.as_mut() {
             record.answered(406);
         }
@@ -330,11 +334,21 @@ async fn authorized_request(
             return request_timed_out();
         }
     };
+    let passed_on = proxied && answer.is_ok();
     let mut r = match answer {
         Ok(r) => r,
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
+    if passed_on {
+        return match record {
+            Some(mut record) => {
+                record.answered(r.status().as_u16());
+                r.map(|b| Body::Tracked(Box::new((b, record))))
+            }
+            None => r,
+        };
+    }
     let r =
         if own_media { r } else { crate::negotiation::respond(accept, protobuf::negotiate::respond(accept, r)).await };
     let r = if pretty { crate::pretty::answer(r).await } else { r };

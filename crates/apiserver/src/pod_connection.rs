@@ -49,7 +49,7 @@ const KUBELET_PORT: i64 = 10250;
 /// How long the server waits for a kubelet's address to accept a connection.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a kubelet that accepted the connection is told nothing of.
-const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
+pub(crate) const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
 
 /// A request for one of a pod's connection subresources.
 pub(crate) struct Request<'a> {

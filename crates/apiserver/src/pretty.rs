@@ -32,11 +32,11 @@ pub(crate) async fn answer(r: Response<Body>) -> Response<Body> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("application/json") && !t.contains("stream=watch"));
-    if !json || matches!(r.body(), Body::Stream(_)) {
+    if !json || matches!(r.body(), Body::Stream(_) | Body::Proxied(_)) {
         return r;
     }
     let (mut parts, body) = r.into_parts();
-    let Ok(collected) = body.collect().await;
+    let Ok(collected) = body.collect().await else { return Response::from_parts(parts, Body::Full(None)) };
     let indented = indent(&collected.to_bytes());
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::Full(Some(Bytes::from(indented))))

@@ -100,11 +100,12 @@ pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body
     connect.mutate(store, &mut options).await?;
     connect.validate(store, &options).await?;
     let path = options.get("path").and_then(Value::as_str).unwrap_or("");
-    let mut backend = match r.info.plural.as_str() {
+    let located = match r.info.plural.as_str() {
         "pods" => pod_location(store, r.info, r.ns, r.id).await?,
         "services" => service_location(store, r.info, r.ns, r.id).await?,
         _ => node_location(store, r.info, r.id).await?,
     };
+    let Some(mut backend) = located else { return Ok(panicked()) };
     backend.path = join_preserving_trailing_slash(&backend.path, path);
     crate::upgrade_aware_proxy::serve(backend, r.req).await
 }
@@ -159,8 +160,19 @@ fn is_global_unicast(ip: IpAddr) -> bool {
     }
 }
 
-/// A backend at `host` on `port` (a URL's port as written; empty for the scheme's own).
-fn backend(scheme: &str, host: &str, port: &str) -> Result<Backend, ApiError> {
+/// kube-apiserver's answer to a request its handler panicked on: its panic recovery filter's
+/// plain-text 500.
+fn panicked() -> Response<Body> {
+    let message = "This request caused apiserver to panic. Look in the logs for details.\n";
+    let mut r = crate::body::respond(500, "text/plain; charset=utf-8", Body::Full(Some(message.into())));
+    r.headers_mut().remove(http::header::CACHE_CONTROL);
+    r.headers_mut().insert("x-content-type-options", http::HeaderValue::from_static("nosniff"));
+    r
+}
+
+/// A backend at `host` on `port` (a URL's port as written; empty for the scheme's own); None
+/// for a port kube cannot put in a URL, on which its handler panics.
+fn backend(scheme: &str, host: &str, port: &str) -> Option<Backend> {
     let scheme = if scheme == "https" { "https" } else { "http" };
     let (number, authority) = if port.is_empty() {
         let bare = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
@@ -168,15 +180,15 @@ fn backend(scheme: &str, host: &str, port: &str) -> Result<Backend, ApiError> {
     } else {
         // kube puts the port in a URL it then fails to read when it is not a number.
         if !port.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(ApiError::panicked());
+            return None;
         }
         (port.parse().unwrap_or(i64::MAX), crate::dialer::join_host_port(host, port))
     };
-    Ok(Backend { scheme, host: host.to_string(), port: number, authority, path: String::new(), kubelet: false })
+    Some(Backend { scheme, host: host.to_string(), port: number, authority, path: String::new(), kubelet: false })
 }
 
 /// kube's pod `ResourceLocation`.
-async fn pod_location(store: &Store, pods: &ResourceInfo, ns: &str, id: &str) -> Result<Backend, ApiError> {
+async fn pod_location(store: &Store, pods: &ResourceInfo, ns: &str, id: &str) -> Result<Option<Backend>, ApiError> {
     let Some((scheme, name, port)) = split_scheme_name_port(id) else {
         return Err(ApiError::bad_request(format!("invalid pod request {}", crate::structural::go_quote(id))));
     };
@@ -192,7 +204,7 @@ async fn pod_location(store: &Store, pods: &ResourceInfo, ns: &str, id: &str) ->
     }
     let ip = pod_ip(&pod);
     match ip.parse::<IpAddr>() {
-        Ok(addr) if is_global_unicast(addr) => backend(scheme, ip, &port),
+        Ok(addr) if is_global_unicast(addr) => Ok(backend(scheme, ip, &port)),
         _ => Err(ApiError::bad_request("address not allowed")),
     }
 }
@@ -204,7 +216,12 @@ fn pod_ip(pod: &Value) -> &str {
 }
 
 /// kube's Service `ResourceLocation` (over the Service's Endpoints).
-async fn service_location(store: &Store, services: &ResourceInfo, ns: &str, id: &str) -> Result<Backend, ApiError> {
+async fn service_location(
+    store: &Store,
+    services: &ResourceInfo,
+    ns: &str,
+    id: &str,
+) -> Result<Option<Backend>, ApiError> {
     let Some((scheme, name, port)) = split_scheme_name_port(id) else {
         return Err(ApiError::bad_request(format!("invalid service request {}", crate::structural::go_quote(id))));
     };
@@ -253,8 +270,8 @@ async fn service_location(store: &Store, services: &ResourceInfo, ns: &str, id: 
             for a in 0..addresses.len() {
                 let address = &addresses[(first_address + a) % addresses.len()];
                 let ip = address.get("ip").and_then(Value::as_str).unwrap_or("");
-                if held_by_its_pod(store, &pods, ns, address, ip).await {
-                    return backend(scheme, ip, &number.to_string());
+                if is_valid_address(store, &pods, ns, address, ip).await {
+                    return Ok(backend(scheme, ip, &number.to_string()));
                 }
             }
         }
@@ -263,7 +280,7 @@ async fn service_location(store: &Store, services: &ResourceInfo, ns: &str, id: 
 }
 
 /// kube's `isValidAddress`: the address names a pod of `ns` (its `targetRef`) that holds `ip`.
-async fn held_by_its_pod(store: &Store, pods: &ResourceInfo, ns: &str, address: &Value, ip: &str) -> bool {
+async fn is_valid_address(store: &Store, pods: &ResourceInfo, ns: &str, address: &Value, ip: &str) -> bool {
     let Some(target) = address.get("targetRef").filter(|t| t.is_object()) else { return false };
     if target.get("namespace").and_then(Value::as_str).unwrap_or("") != ns {
         return false;
@@ -277,18 +294,17 @@ async fn held_by_its_pod(store: &Store, pods: &ResourceInfo, ns: &str, address: 
 }
 
 /// kube's node `ResourceLocation`: the kubelet, or another port on the node's address.
-async fn node_location(store: &Store, nodes: &ResourceInfo, id: &str) -> Result<Backend, ApiError> {
+async fn node_location(store: &Store, nodes: &ResourceInfo, id: &str) -> Result<Option<Backend>, ApiError> {
     let Some((scheme, name, port)) = split_scheme_name_port(id) else {
         return Err(ApiError::bad_request(format!("invalid node request {}", crate::structural::go_quote(id))));
     };
     let (host, kubelet_port) = crate::pod_connection::kubelet(store, nodes, name).await?;
     proxyable_hostname(&host).await.map_err(ApiError::bad_request)?;
     if port.is_empty() || port == kubelet_port.to_string() {
-        let mut b = backend("https", &host, &kubelet_port.to_string())?;
-        b.kubelet = true;
-        return Ok(b);
+        let kubelet = backend("https", &host, &kubelet_port.to_string()).map(|b| Backend { kubelet: true, ..b });
+        return Ok(kubelet);
     }
-    backend(scheme, &host, port)
+    Ok(backend(scheme, &host, port))
 }
 
 /// kube's `isProxyableHostname`: the name resolves, and to global unicast addresses only.

@@ -15,7 +15,8 @@
 //!   `Proxy-*`, `Te` but `trailers`, `Trailer`, `Transfer-Encoding`, `Upgrade`) are dropped both
 //!   ways but for a switch of protocols, whose `Connection` and `Upgrade` are its request;
 //! - the backend sees the client's `Host`, `X-Forwarded-For` with the client's address appended,
-//!   and (but for a switch of protocols) `X-Forwarded-Uri`, the path the client asked for;
+//!   and (but for a switch of protocols, which goes without them as kube's does) the client's
+//!   query and `X-Forwarded-Uri`, the path the client asked for;
 //! - a GET or HEAD of the bare `…/proxy` (an empty backend path) is redirected (301) to
 //!   `…/proxy/`, its query kept; a client path ending in `/` keeps it;
 //! - a backend's `Location` is rewritten into the proxy's path when it points at the backend
@@ -25,7 +26,8 @@
 //! - a backend that cannot be reached is answered 503 `error trying to reach service: <Go's
 //!   error>`; for a switch of protocols, 500 `error dialing backend: <error>`, and a backend
 //!   answer that neither switches nor fails (< 400) is 500 `invalid upgrade response: status
-//!   code <n>`; a failure at 400 or more is passed back as it is.
+//!   code <n>`; a failure at 400 or more is passed back as it is, the connection then closed;
+//!   a tunnel ends, both connections closed, when either side ends.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -45,9 +47,6 @@ pub(crate) struct ClientAddr(pub SocketAddr);
 
 /// How long a dial of a backend may take (the limit of kube's proxy dialer).
 const DIAL_LIMIT: Duration = Duration::from_secs(30);
-
-/// What a kubelet that accepted the connection is not sent.
-const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
 
 /// Where a proxied request goes.
 pub(crate) struct Backend {
@@ -70,7 +69,7 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
     if crate::pod_connection::is_upgrade(req.headers()) {
         return upgrade(backend, req).await;
     }
-    let client_path = crate::body::percent_decode(req.uri().path());
+    let client_path = crate::body::percent_decode_path(req.uri().path());
     let mut path = backend.path.clone();
     if !path.ends_with('/') && client_path.ends_with('/') {
         path.push('/');
@@ -98,8 +97,10 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
     if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
         outgoing.headers_mut().insert(HeaderName::from_static("x-forwarded-uri"), v);
     }
-    let unreachable =
-        |e: String| ApiError::new(503, "ServiceUnavailable", format!("error trying to reach service: {e}"));
+    let unreachable = |e: Failure| {
+        let (Failure::Dial(e) | Failure::Exchange(e)) = e;
+        ApiError::new(503, "ServiceUnavailable", format!("error trying to reach service: {e}"))
+    };
     let mut answer = exchange(&backend, outgoing, false).await.map_err(unreachable)?;
     let headers = answer.headers_mut();
     remove_hop_by_hop(headers);
@@ -264,7 +265,7 @@ fn outgoing_request(
     if let Some(ClientAddr(addr)) = req.extensions().get::<ClientAddr>() {
         let prior: Vec<&str> =
             req.headers().get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
-        let ip = addr.ip().to_string();
+        let ip = addr.ip().to_canonical().to_string();
         let value = if prior.is_empty() { ip } else { format!("{}, {ip}", prior.join(", ")) };
         if let Ok(v) = HeaderValue::from_str(&value) {
             headers.insert(HeaderName::from_static("x-forwarded-for"), v);
@@ -277,19 +278,27 @@ fn outgoing_request(
     Ok(out)
 }
 
-/// Sends `request` to `backend` over a new connection and reads the answer's head; the error
-/// in Go's words. With `switching`, the connection stays open for a switch of protocols.
+/// Why a backend gave no answer, in Go's words.
+enum Failure {
+    /// No connection (the dial, TLS, or a kubelet this server holds no credentials for).
+    Dial(String),
+    /// The request could not be sent or the answer's head read.
+    Exchange(String),
+}
+
+/// Sends `request` to `backend` over a new connection and reads the answer's head. With
+/// `switching`, the connection stays open for a switch of protocols.
 async fn exchange(
     backend: &Backend,
     request: http::Request<Incoming>,
     switching: bool,
-) -> Result<Response<Incoming>, String> {
-    let tcp = crate::dialer::connect(&backend.host, backend.port, DIAL_LIMIT).await?;
+) -> Result<Response<Incoming>, Failure> {
+    let tcp = crate::dialer::connect(&backend.host, backend.port, DIAL_LIMIT).await.map_err(Failure::Dial)?;
     if backend.kubelet {
-        return Err(NO_KUBELET_CLIENT.to_string());
+        return Err(Failure::Dial(crate::pod_connection::NO_KUBELET_CLIENT.to_string()));
     }
     if backend.scheme == "https" {
-        let tls = crate::webhook_client::tls(tcp, &backend.host, &[]).await?;
+        let tls = crate::webhook_client::tls(tcp, &backend.host, &[]).await.map_err(Failure::Dial)?;
         send(TokioIo::new(tls), request, switching).await
     } else {
         send(TokioIo::new(tcp), request, switching).await
@@ -297,39 +306,48 @@ async fn exchange(
 }
 
 /// One HTTP/1.1 exchange over `io`.
-async fn send<I>(io: I, request: http::Request<Incoming>, switching: bool) -> Result<Response<Incoming>, String>
+async fn send<I>(io: I, request: http::Request<Incoming>, switching: bool) -> Result<Response<Incoming>, Failure>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| e.to_string())?;
+    let go_words =
+        |e: hyper::Error| Failure::Exchange(if e.is_incomplete_message() { "EOF".into() } else { e.to_string() });
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(go_words)?;
     if switching {
         tokio::spawn(conn.with_upgrades());
     } else {
         tokio::spawn(conn);
     }
-    sender.send_request(request).await.map_err(|e| if e.is_incomplete_message() { "EOF".into() } else { e.to_string() })
+    sender.send_request(request).await.map_err(go_words)
 }
 
 /// A request asking to switch protocols, passed on: when the backend switches, its 101 is the
-/// client's and the two connections are joined; a failure of 400 or more is passed back.
+/// client's and the two connections are joined. As kube's handler, the request goes without
+/// its query (kube's location carries none), nor `X-Forwarded-Uri`; a backend's refusal (400 or
+/// more) is passed back as it is, and the connection closed.
 async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
-    let query = req.uri().query().map(str::to_string);
     let path = backend.path.clone();
-    let outgoing = outgoing_request(&mut req, &path, query.as_deref(), true)?;
+    let outgoing = outgoing_request(&mut req, &path, None, true)?;
     let outgoing = outgoing.map(|()| req.into_body());
     let plain = |m: String| ApiError::new(500, "", m);
     let mut answer = match exchange(&backend, outgoing, true).await {
         Ok(a) => a,
-        Err(e) => return Err(plain(format!("error dialing backend: {e}"))),
+        Err(Failure::Dial(e)) => return Err(plain(format!("error dialing backend: {e}"))),
+        Err(Failure::Exchange(e)) => return Err(plain(e)),
     };
     let status = answer.status();
     if status == StatusCode::SWITCHING_PROTOCOLS {
         let backend_upgrade = hyper::upgrade::on(&mut answer);
         tokio::spawn(async move {
             let (Ok(client), Ok(server)) = tokio::join!(client_upgrade, backend_upgrade) else { return };
-            let (mut client, mut server) = (TokioIo::new(client), TokioIo::new(server));
-            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            let (mut client_read, mut client_write) = tokio::io::split(TokioIo::new(client));
+            let (mut server_read, mut server_write) = tokio::io::split(TokioIo::new(server));
+            // Either side ending ends the tunnel: both connections are closed, as kube's are.
+            tokio::select! {
+                _ = tokio::io::copy(&mut client_read, &mut server_write) => {}
+                _ = tokio::io::copy(&mut server_read, &mut client_write) => {}
+            }
         });
         let (parts, _) = answer.into_parts();
         let mut r = Response::new(Body::Full(None));
@@ -340,7 +358,10 @@ async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<R
     if status.as_u16() < 400 {
         return Err(plain(format!("invalid upgrade response: status code {}", status.as_u16())));
     }
-    Ok(passed_back(answer))
+    let (mut parts, body) = answer.into_parts();
+    remove_hop_by_hop(&mut parts.headers);
+    parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Ok(Response::from_parts(parts, body.into()))
 }
 
 /// kube's `rewriteURL` of a backend's `Location`: a URL on the backend (or on this server)

@@ -22,14 +22,30 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
-/// The machine's own address that is not loopback (kube proxies only to global unicast
-/// addresses): the source address of a route out (a UDP socket connects without sending).
+/// Lets the test backend's `/broken` body fail.
+static BREAK: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// What the test backend answers with.
+type BackendBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// A whole body of the test backend.
+fn full(body: impl Into<Bytes>) -> BackendBody {
+    Full::new(body.into()).map_err(|never| match never {}).boxed()
+}
+
+/// The machine's first IPv4 address that is neither loopback nor link-local (kube proxies only
+/// to global unicast addresses): the kernel's local routes name each address of the machine
+/// (`/proc/net/fib_trie`: an address line, then `/32 host LOCAL`).
 fn host_address() -> IpAddr {
-    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    s.connect("8.8.8.8:53").expect("a route out of the machine, to find its own address");
-    let ip = s.local_addr().unwrap().ip();
-    assert!(!ip.is_loopback() && !ip.is_unspecified(), "{ip}");
-    ip
+    let table = std::fs::read_to_string("/proc/net/fib_trie").expect("the kernel's routing table");
+    let lines: Vec<&str> = table.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[1].trim() == "/32 host LOCAL")
+        .filter_map(|w| w[0].trim().trim_start_matches(['|', '-', '+', ' ']).parse::<std::net::Ipv4Addr>().ok())
+        .find(|ip| !ip.is_loopback() && !ip.is_link_local() && !ip.is_unspecified())
+        .map(IpAddr::V4)
+        .expect("an IPv4 address on an interface other than loopback")
 }
 
 /// An HTTP server on the machine's own address, answering as [`answer`] does; its address.
@@ -49,16 +65,17 @@ async fn backend() -> SocketAddr {
 }
 
 /// What the backend answers: `/redirect` a 302 to itself, `/cors` CORS headers, `/page` and
-/// `/page.gz` HTML pages (the second gzipped) linking to the backend, `/ws` a
+/// `/page.gz` HTML pages (the second gzipped) linking to the backend, `/stream` a body that
+/// never ends, `/broken` one cut short, `/ws` a
 /// WebSocket that echoes, `/upgrade-ignored` a 200 and `/upgrade-refused` a 403 to an upgrade;
 /// anything else a JSON echo of the request (method, target, headers, body).
-async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<http::Response<Full<Bytes>>, Infallible> {
+async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<http::Response<BackendBody>, Infallible> {
     let reply = |code: u16, headers: &[(&str, &str)], body: &str| {
         let mut r = http::Response::builder().status(code);
         for (k, v) in headers {
             r = r.header(*k, *v);
         }
-        Ok(r.body(Full::new(Bytes::from(body.to_string()))).unwrap())
+        Ok(r.body(full(body.to_string())).unwrap())
     };
     match req.uri().path() {
         "/redirect" => reply(302, &[("location", &format!("http://{addr}/landing?x=1"))], ""),
@@ -79,7 +96,12 @@ async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<ht
                     }
                 }
             });
-            reply(101, &[("connection", "Upgrade"), ("upgrade", "echo"), ("x-backend", "ws")], "")
+            let target = req.uri().to_string();
+            reply(
+                101,
+                &[("connection", "Upgrade"), ("upgrade", "echo"), ("x-backend", "ws"), ("x-target", &target)],
+                "",
+            )
         }
         "/page" => {
             let page = format!(
@@ -96,9 +118,35 @@ async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<ht
                 .header("content-type", "text/html")
                 .header("content-encoding", "gzip")
                 .header("content-length", body.len());
-            Ok(r.body(Full::new(Bytes::from(body))).unwrap())
+            Ok(r.body(full(body)).unwrap())
         }
         "/upgrade-ignored" => reply(200, &[], "not switching"),
+        "/broken" => {
+            // A body cut short: a chunk, then, once the test has read it, the connection fails.
+            let frames = futures_util::stream::unfold(0, |step| async move {
+                match step {
+                    0 => Some((Ok(hyper::body::Frame::data(Bytes::from_static(b"partial"))), 1)),
+                    1 => {
+                        BREAK.notified().await;
+                        Some((Err(std::io::Error::other("backend failed")), 2))
+                    }
+                    _ => None,
+                }
+            });
+            let body = http_body_util::StreamBody::new(frames).boxed();
+            Ok(http::Response::builder().header("content-type", "text/plain").body(body).unwrap())
+        }
+        "/stream" => {
+            // A body that never ends: passed on as it comes, never buffered.
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<hyper::body::Frame<Bytes>, std::io::Error>>(1);
+            tokio::spawn(async move {
+                let _ = tx.send(Ok(hyper::body::Frame::data(Bytes::from_static(b"first line\n")))).await;
+                tx.closed().await;
+            });
+            let frames = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            let body = http_body_util::StreamBody::new(frames).boxed();
+            Ok(http::Response::builder().header("content-type", "application/json").body(body).unwrap())
+        }
         "/upgrade-refused" => reply(403, &[("x-backend", "refused")], "denied"),
         _ => {
             let headers: serde_json::Map<String, Value> = req
@@ -252,12 +300,62 @@ async fn a_pod_s_proxy_passes_requests_and_answers_as_kube_s_does() {
     let r = c.send_raw(Method::HEAD, &format!("{proxied}/"), Vec::new(), "").await;
     assert_eq!(r.code, 200);
     assert!(r.raw.is_empty());
+    // A `+` in a path is itself; the client's address alone when it names none before.
+    let seen = echoed(&c.get(&format!("{proxied}/a+b")).await).clone();
+    assert_eq!(
+        (seen["target"].as_str(), seen["headers"]["x-forwarded-for"].as_str()),
+        (Some("/a+b"), Some("127.0.0.1"))
+    );
+    assert_eq!(seen["headers"]["x-forwarded-uri"], format!("{proxied}/a+b"));
+
+    // The answer is the backend's whatever the client accepts: not refused for its media type,
+    // nor converted, indented or compressed as the server's own answers are.
+    let r = c
+        .get_with_headers(
+            &format!("{proxied}/echo?pretty=true"),
+            &[("accept", "text/html"), ("user-agent", "curl/8.0"), ("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.raw));
+    assert!(r.headers.get("content-encoding").is_none());
+    assert_eq!(serde_json::to_string(&r.body).unwrap().as_bytes(), r.raw.as_ref(), "passed on compact");
+    let r = c.get_accepting(&format!("{proxied}/echo"), "application/yaml").await;
+    assert_eq!((r.code, r.headers["content-type"].to_str().unwrap()), (200, "application/json"));
+    // A body that never ends is passed on as it comes.
+    let head = format!("GET {proxied}/stream?pretty=1 HTTP/1.1\r\nHost: {{addr}}\r\nUser-Agent: curl/8\r\n\r\n");
+    let got = exchange(&s, &head, b"", b"first line").await;
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200") && text.contains("\r\n\r\nB\r\nfirst line\n"), "{text}");
+    // A body the backend cuts short is cut short for the client too, not ended as if whole.
+    let mut tcp = tokio::net::TcpStream::connect(&server_host).await.unwrap();
+    let head = format!("GET {proxied}/broken HTTP/1.1\r\nHost: {server_host}\r\n\r\n");
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = tcp.read(&mut chunk).await.unwrap_or(0);
+            got.extend_from_slice(&chunk[..n]);
+            if got.windows(7).any(|w| w == b"partial") {
+                BREAK.notify_one();
+            }
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), read).await.expect("the connection cut within 20 s");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200") && text.contains("partial"), "{text}");
+    assert!(!text.ends_with("\r\n0\r\n\r\n"), "ended as if whole: {text}");
 
     // The bare proxy path is redirected to its directory, the query kept; a POST goes to `/`.
     let r = c.get(&format!("{proxied}?q=1")).await;
     assert_eq!(r.code, 301);
     assert_eq!(r.headers["location"], format!("{proxied}/?q=1"));
     assert!(r.raw.is_empty());
+    let r = c.send_raw(Method::HEAD, proxied, Vec::new(), "").await;
+    assert_eq!((r.code, r.headers["location"].to_str().unwrap()), (301, format!("{proxied}/").as_str()));
     let r = c.send_raw(Method::POST, proxied, Vec::new(), "text/plain").await;
     assert_eq!(echoed(&r)["target"], "/");
 
@@ -320,7 +418,9 @@ async fn a_pod_without_a_reachable_address_is_answered_as_kube_answers() {
     );
     // A port name cannot be put in kube's URL: its handler panics.
     let r = c.get(&format!("{PODS}/closed:http/proxy/")).await;
-    assert_eq!((r.code, message(&r)), (500, "This request caused apiserver to panic. Look in the logs for details."));
+    assert_eq!(r.code, 500);
+    assert_eq!(r.headers["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(r.raw.as_ref(), b"This request caused apiserver to panic. Look in the logs for details.\n");
     // A dry run is refused before anything is looked up; other methods are not routed.
     let r = c.get(&format!("{PODS}/nope/proxy/?dryRun=All")).await;
     assert_eq!((r.code, message(&r)), (400, "dryRun is not supported"));
@@ -398,11 +498,18 @@ async fn a_node_s_proxy_reaches_its_ports_and_not_its_kubelet() {
                "status": {"addresses": [{"type": "InternalIP", "address": address}],
                           "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet}}}})
     };
-    for (name, address) in [("n1", ip.to_string()), ("local", "127.0.0.1".to_string())] {
-        let r = c.post("/api/v1/nodes", &node(name, &address)).await;
+    let listening = |name: &str| {
+        let mut n = node(name, &ip.to_string());
+        n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(backend.port());
+        n
+    };
+    for (name, wanted) in
+        [("n1", node("n1", &ip.to_string())), ("local", node("local", "127.0.0.1")), ("n2", listening("n2"))]
+    {
+        let r = c.post("/api/v1/nodes", &wanted).await;
         assert_eq!(r.code, 201, "{}", r.body);
         let mut status = r.body;
-        status["status"] = node(name, &address)["status"].clone();
+        status["status"] = wanted["status"].clone();
         assert_eq!(c.put(&format!("/api/v1/nodes/{name}/status"), &status).await.code, 200);
     }
     // Another port of the node: its server, over http.
@@ -417,6 +524,10 @@ async fn a_node_s_proxy_reaches_its_ports_and_not_its_kubelet() {
             format!("error trying to reach service: dial tcp {ip}:{kubelet}: connect: connection refused")
         );
     }
+    // A kubelet that answers is not spoken to: the server holds no kubelet client credentials.
+    let r = c.get("/api/v1/nodes/n2/proxy/pods").await;
+    assert_eq!(r.code, 503, "{}", r.body);
+    assert_eq!(message(&r), "error trying to reach service: this server holds no kubelet client credentials");
     let r = c.get("/api/v1/nodes/nope/proxy/").await;
     assert_eq!((r.code, message(&r)), (404, "nodes \"nope\" not found"));
     let r = c.get("/api/v1/nodes/local/proxy/").await;
@@ -427,9 +538,9 @@ async fn a_node_s_proxy_reaches_its_ports_and_not_its_kubelet() {
     assert_eq!(c.get("/api/v1/namespaces/default/nodes/n1/proxy/").await.code, 404);
 }
 
-/// Sends `head` (a request asking to switch protocols) to the server, then `then`; reads what
-/// comes back until the connection closes or `until` has been read.
-async fn switch(s: &informer_apiserver::ApiServer, head: &str, then: &[u8], until: &[u8]) -> Vec<u8> {
+/// Sends `head` (with `{addr}` for the server's address) to the server and reads what comes
+/// back until `until` has been read or the server closes; after a 101, sends `then` first.
+async fn exchange(s: &informer_apiserver::ApiServer, head: &str, then: &[u8], until: &[u8]) -> Vec<u8> {
     let addr = s.url().trim_start_matches("http://").to_string();
     let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
     tcp.write_all(head.replace("{addr}", &addr).as_bytes()).await.unwrap();
@@ -440,22 +551,18 @@ async fn switch(s: &informer_apiserver::ApiServer, head: &str, then: &[u8], unti
         loop {
             let n = tcp.read(&mut chunk).await.unwrap();
             bytes.extend_from_slice(&chunk[..n]);
-            if n == 0 || (!until.is_empty() && bytes.windows(until.len()).any(|w| w == until)) {
+            if n == 0 || bytes.windows(until.len()).any(|w| w == until) {
                 break;
             }
-            if !sent && bytes.windows(4).any(|w| w == b"\r\n\r\n") {
+            if !sent && bytes.starts_with(b"HTTP/1.1 101") && bytes.windows(4).any(|w| w == b"\r\n\r\n") {
                 sent = true;
-                if bytes.starts_with(b"HTTP/1.1 101") {
-                    tcp.write_all(then).await.unwrap();
-                } else if until.is_empty() {
-                    continue;
-                } else {
-                    break;
-                }
+                tcp.write_all(then).await.unwrap();
             }
         }
     };
-    tokio::time::timeout(std::time::Duration::from_secs(20), read).await.unwrap();
+    if tokio::time::timeout(std::time::Duration::from_secs(20), read).await.is_err() {
+        panic!("the answer within 20 s: {}", String::from_utf8_lossy(&bytes));
+    }
     bytes
 }
 
@@ -471,25 +578,27 @@ async fn a_switch_of_protocols_joins_the_client_to_the_backend() {
              Connection: Upgrade\r\nUpgrade: echo\r\n\r\n"
         )
     };
-    let got = switch(&s, &request("/ws"), b"ping-through-the-proxy", b"ping-through-the-proxy").await;
+    let got = exchange(&s, &request("/ws?q=1"), b"ping-through-the-proxy", b"ping-through-the-proxy").await;
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 101"), "{text}");
     assert!(text.to_ascii_lowercase().contains("x-backend: ws"), "{text}");
+    // As kube's, the query stays behind.
+    assert!(text.to_ascii_lowercase().contains("x-target: /ws\r\n"), "{text}");
     assert!(text.ends_with("ping-through-the-proxy"), "{text}");
     // A backend that does not switch: kube's 500; one that refuses: its answer.
-    let got = switch(&s, &request("/upgrade-ignored"), b"", b"}").await;
+    let got = exchange(&s, &request("/upgrade-ignored"), b"", b"}").await;
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 500"), "{text}");
     assert!(text.contains("\"message\":\"invalid upgrade response: status code 200\""), "{text}");
-    let got = switch(&s, &request("/upgrade-refused"), b"", b"denied").await;
-    let text = String::from_utf8_lossy(&got);
-    assert!(text.starts_with("HTTP/1.1 403"), "{text}");
-    assert!(text.to_ascii_lowercase().contains("x-backend: refused"), "{text}");
+    let got = exchange(&s, &request("/upgrade-refused"), b"", b"denied").await;
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 403"), "{text}");
+    assert!(text.contains("x-backend: refused") && text.contains("connection: close"), "{text}");
     // Nothing listening: kube's plain 500.
     let closed = closed_port(backend.ip()).await;
     make_pod(&c, &running_pod("gone", &backend.ip().to_string(), closed)).await;
     let head = request("/ws").replace("pods/web/", "pods/gone/");
-    let got = switch(&s, &head, b"", b"}").await;
+    let got = exchange(&s, &head, b"", b"}").await;
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 500"), "{text}");
     let words = format!("error dialing backend: dial tcp {}:{closed}: connect: connection refused", backend.ip());
@@ -510,6 +619,7 @@ async fn proxies_are_authorized_by_method_and_name_and_admitted_with_their_optio
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]});
     assert_eq!(admin.post(&format!("{rbac}/rolebindings"), &binding).await.code, 201);
+    // A consistent read: the server's authorizer, which reads its cache, holds the binding.
     assert_eq!(admin.get(&format!("{rbac}/roles")).await.code, 200);
 
     let alice = admin.clone().impersonating("alice");
