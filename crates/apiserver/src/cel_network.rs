@@ -229,7 +229,7 @@ fn is_link_local_unicast<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b,
 
 /// Go's `IsGlobalUnicast`: neither unspecified, loopback, multicast, link-local unicast nor
 /// the IPv4 broadcast address (private ranges are global unicast).
-fn global_unicast(a: IpAddr) -> bool {
+pub(crate) fn global_unicast(a: IpAddr) -> bool {
     let broadcast = matches!(a, IpAddr::V4(v4) if v4.is_broadcast());
     !(a.is_unspecified() || a.is_loopback() || a.is_multicast() || link_local_unicast(a) || broadcast)
 }

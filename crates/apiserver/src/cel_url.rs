@@ -186,28 +186,14 @@ fn unescape(s: &str, query: bool) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Go's `shouldEscape` for a path byte.
-fn path_escapes(b: u8) -> bool {
-    !(b.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&b))
-}
-
 /// Go's `EscapedPath`: the path as written if it is validly escaped, else the decoded path
 /// escaped again.
 fn escaped_path(raw: &str) -> String {
-    let valid = raw.bytes().all(|b| b == b'%' || b"!$&'()*+,;=:@[]".contains(&b) || !path_escapes(b));
+    let valid = raw.bytes().all(|b| b == b'%' || b"!$&'()*+,;=:@[]".contains(&b) || !crate::go_path::escapes(b));
     if valid {
         return raw.into();
     }
-    let decoded = unescape(raw, false).unwrap_or_default();
-    let mut out = String::with_capacity(decoded.len());
-    for b in decoded.bytes() {
-        if path_escapes(b) {
-            out.push_str(&format!("%{b:02X}"));
-        } else {
-            out.push(b as char);
-        }
-    }
-    out
+    crate::go_path::escape(&unescape(raw, false).unwrap_or_default())
 }
 
 /// Go's `url.ParseQuery`, keeping what parses: each key's values in order.

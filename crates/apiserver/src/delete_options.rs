@@ -173,12 +173,7 @@ impl DeleteOpts {
 
 /// A query integer as Go's `strconv.ParseInt` reads it; its error is kube's 400.
 pub(crate) fn parse_int64(v: &str) -> Result<i64, ApiError> {
-    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {}: invalid syntax", go_quote(v))));
-    }
-    v.parse::<i64>()
-        .map_err(|_| ApiError::bad_request(format!("strconv.ParseInt: parsing {}: value out of range", go_quote(v))))
+    crate::go_strconv::parse_int(v).map_err(ApiError::bad_request)
 }
 
 /// A body that Go's decoder cannot read into `DeleteOptions`: 400 with its words.

@@ -82,6 +82,7 @@ pub(crate) mod go_duration;
 pub(crate) mod go_fmt;
 pub(crate) mod go_form;
 pub(crate) mod go_json_syntax;
+pub(crate) mod go_path;
 pub(crate) mod go_strconv;
 pub(crate) mod go_types;
 pub(crate) mod graceful_deletion;

@@ -123,7 +123,7 @@ fn options(info: &ResourceInfo, path: &str) -> Map<String, Value> {
 
 /// kube's `JoinPreservingTrailingSlash` of a location's path and the `path` option.
 fn join_preserving_trailing_slash(a: &str, b: &str) -> String {
-    let mut joined = crate::upgrade_aware_proxy::go_path_join(a, b);
+    let mut joined = crate::go_path::join(a, b);
     let last = if b.is_empty() { a } else { b };
     if last.ends_with('/') && !joined.ends_with('/') {
         joined.push('/');
@@ -144,20 +144,9 @@ fn split_scheme_name_port(id: &str) -> Option<(&str, &str, &str)> {
     (!name.is_empty() && matches!(scheme, "" | "http" | "https")).then_some((scheme, name, port))
 }
 
-/// Go's `IP.IsGlobalUnicast` (an IPv4-mapped address judged as IPv4).
+/// Go's `IP.IsGlobalUnicast` (an IPv4-mapped address judged as IPv4, as Go holds it).
 fn is_global_unicast(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_broadcast() || v4.is_unspecified() || v4.is_loopback() || v4.is_multicast() || v4.is_link_local())
-        }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_global_unicast(IpAddr::V4(v4)),
-            None => {
-                let link_local = (v6.segments()[0] & 0xffc0) == 0xfe80;
-                !(v6.is_unspecified() || v6.is_loopback() || v6.is_multicast() || link_local)
-            }
-        },
-    }
+    crate::cel_network::global_unicast(ip.to_canonical())
 }
 
 /// kube-apiserver's answer to a request its handler panicked on: its panic recovery filter's
@@ -227,7 +216,7 @@ async fn service_location(
     };
     let unavailable = |m: String| ApiError::new(503, "ServiceUnavailable", m);
     let mut port_name = port.to_string();
-    if let Ok(number) = crate::delete_options::parse_int64(port) {
+    if let Ok(number) = crate::go_strconv::parse_int(port) {
         let service = store.get(services, ns, name).await?.value();
         let named = crate::object::elements(service.pointer("/spec/ports"))
             .iter()

@@ -79,60 +79,88 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
         let location = format!("{client_path}/{}", query.as_deref().map(|q| format!("?{q}")).unwrap_or_default());
         return Ok(redirect(&location));
     }
-    // kube's rewriting transport: the path the client asked for is the backend's, prefixed.
-    let suffix = if client_path.ends_with('/') && !backend.path.ends_with('/') {
-        format!("{}/", backend.path)
-    } else {
-        backend.path.clone()
-    };
-    let prepend = client_path.strip_suffix(suffix.as_str()).unwrap_or(&client_path).to_string();
-    let escaped = escaped_path(&path);
-    let mut forwarded_uri = go_path_join(&prepend, &escaped);
-    if path.ends_with('/') {
-        forwarded_uri.push('/');
-    }
-    let client_host = host_of(&req);
+    let rewriting = Rewriting::new(&backend, &client_path, host_of(&req));
     let outgoing = outgoing_request(&mut req, &path, query.as_deref(), false)?;
     let mut outgoing = outgoing.map(|()| req.into_body());
-    if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
+    if let Ok(v) = HeaderValue::from_str(&rewriting.forwarded_uri(&path)) {
         outgoing.headers_mut().insert(HeaderName::from_static("x-forwarded-uri"), v);
     }
     let unreachable = |e: Failure| {
         let (Failure::Dial(e) | Failure::Exchange(e)) = e;
         ApiError::new(503, "ServiceUnavailable", format!("error trying to reach service: {e}"))
     };
-    let mut answer = exchange(&backend, outgoing, false).await.map_err(unreachable)?;
-    let headers = answer.headers_mut();
-    remove_hop_by_hop(headers);
-    for name in CORS {
-        headers.remove(name);
+    let answer = exchange(&backend, outgoing, false).await.map_err(unreachable)?;
+    rewriting.answer(answer).await
+}
+
+/// kube's rewriting transport (`proxy.Transport`) for one request: what the backend is told of
+/// the client's path, and its answer's URLs brought under the proxy.
+struct Rewriting {
+    /// The host (and port) of the backend's URL.
+    backend: String,
+    /// The client's `Host`.
+    client_host: String,
+    /// The client's path without the backend's (`/api/v1/namespaces/n/pods/p/proxy`).
+    prepend: String,
+}
+
+impl Rewriting {
+    fn new(backend: &Backend, client_path: &str, client_host: String) -> Rewriting {
+        let suffix = if client_path.ends_with('/') && !backend.path.ends_with('/') {
+            format!("{}/", backend.path)
+        } else {
+            backend.path.clone()
+        };
+        let prepend = client_path.strip_suffix(suffix.as_str()).unwrap_or(client_path).to_string();
+        Rewriting { backend: backend.authority.clone(), client_host, prepend }
     }
-    if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
-        let rewritten = rewrite_location(location, &backend.authority, &client_host, &prepend);
-        if let Ok(v) = HeaderValue::from_str(&rewritten) {
-            headers.insert(header::LOCATION, v);
+
+    /// `X-Forwarded-Uri` of a request for the backend's `path`.
+    fn forwarded_uri(&self, path: &str) -> String {
+        let mut uri = crate::go_path::join(&self.prepend, &crate::go_path::escape(path));
+        if path.ends_with('/') {
+            uri.push('/');
         }
-        return Ok(passed_back(answer));
+        uri
     }
-    let media_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if media_type.split(';').next().unwrap_or("").trim() != "text/html" {
-        return Ok(passed_back(answer));
+
+    /// A URL of the backend's answer, as the client is given it ([`rewrite_location`]).
+    fn url(&self, url: &str) -> String {
+        rewrite_location(url, &self.backend, &self.client_host, &self.prepend)
     }
-    // An HTML page's links are brought under the proxy too, the page read whole.
-    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let (mut parts, body) = answer.into_parts();
-    let page = body.collect().await.map_err(|e| ApiError::new(500, "", e.to_string()))?.to_bytes();
-    let rewrite_url = |url: &str| rewrite_location(url, &backend.authority, &client_host, &prepend);
-    let page = match crate::html_links::rewrite_encoded(&page, &encoding, &rewrite_url) {
-        None => page,
-        Some(rewritten) => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            Bytes::from(rewritten.map_err(|e| ApiError::new(500, "", e))?)
+
+    /// The backend's answer as the client gets it: hop-by-hop and CORS headers dropped, its
+    /// `Location` rewritten, or else an HTML page's links (the page read whole).
+    async fn answer(&self, mut answer: Response<Incoming>) -> Result<Response<Body>, ApiError> {
+        let headers = answer.headers_mut();
+        remove_hop_by_hop(headers);
+        for name in CORS {
+            headers.remove(name);
         }
-    };
-    let mut r = passed_back(Response::from_parts(parts, ()));
-    *r.body_mut() = Body::Full(Some(page));
-    Ok(r)
+        if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+            if let Ok(v) = HeaderValue::from_str(&self.url(location)) {
+                headers.insert(header::LOCATION, v);
+            }
+            return Ok(passed_back(answer));
+        }
+        let media_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if media_type.split(';').next().unwrap_or("").trim() != "text/html" {
+            return Ok(passed_back(answer));
+        }
+        let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let (mut parts, body) = answer.into_parts();
+        let page = body.collect().await.map_err(|e| ApiError::new(500, "", e.to_string()))?.to_bytes();
+        let page = match crate::html_links::rewrite_encoded(&page, &encoding, &|url| self.url(url)) {
+            None => page,
+            Some(rewritten) => {
+                parts.headers.remove(header::CONTENT_LENGTH);
+                Bytes::from(rewritten.map_err(|e| ApiError::new(500, "", e))?)
+            }
+        };
+        let mut r = passed_back(Response::from_parts(parts, ()));
+        *r.body_mut() = Body::Full(Some(page));
+        Ok(r)
+    }
 }
 
 /// The backend's answer as the client gets it: `Cache-Control: no-cache, private` first (the
@@ -227,7 +255,7 @@ fn outgoing_request(
 ) -> Result<http::Request<()>, ApiError> {
     let target = format!(
         "{}{}",
-        escaped_path(if path.is_empty() { "/" } else { path }),
+        crate::go_path::escape(if path.is_empty() { "/" } else { path }),
         query.map(|q| format!("?{q}")).unwrap_or_default()
     );
     let uri: http::Uri = target.parse().map_err(|_| ApiError::bad_request("invalid proxy path"))?;
@@ -381,7 +409,7 @@ fn rewrite_location(location: &str, backend_host: &str, client_host: &str, prepe
         return url.to_string();
     }
     let trailing = url.path.ends_with('/');
-    url.path = go_path_join(prepend, &url.path);
+    url.path = crate::go_path::join(prepend, &url.path);
     if trailing {
         url.path.push('/');
     }
@@ -437,68 +465,9 @@ impl std::fmt::Display for GoUrl {
     }
 }
 
-/// Go's `path.Join`: the non-empty elements joined and cleaned ("" when all are empty).
-pub(crate) fn go_path_join(a: &str, b: &str) -> String {
-    let joined = match (a.is_empty(), b.is_empty()) {
-        (true, true) => return String::new(),
-        (true, false) => b.to_string(),
-        (false, true) => a.to_string(),
-        (false, false) => format!("{a}/{b}"),
-    };
-    go_path_clean(&joined)
-}
-
-/// Go's `path.Clean`.
-pub(crate) fn go_path_clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    for part in p.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|l| *l != "..") {
-                    out.pop();
-                } else if !rooted {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    let body = out.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
-
-/// A decoded path escaped as Go's `url.EscapedPath` writes it (`escape(path, encodePath)`).
-fn escaped_path(p: &str) -> String {
-    let mut out = String::with_capacity(p.len());
-    for b in p.bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(b, b'-' | b'_' | b'.' | b'~' | b'$' | b'&' | b'+' | b',' | b'/' | b':' | b';' | b'=' | b'@');
-        if keep { out.push(char::from(b)) } else { out.push_str(&format!("%{b:02X}")) }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_are_joined_and_cleaned_as_go_does() {
-        assert_eq!(go_path_join("", ""), "");
-        assert_eq!(go_path_join("", "/a//b/../c/"), "/a/c");
-        assert_eq!(go_path_join("/api/v1/namespaces/n/pods/p/proxy", "/x"), "/api/v1/namespaces/n/pods/p/proxy/x");
-        assert_eq!(go_path_clean("/../a/./b/.."), "/a");
-        assert_eq!(go_path_clean("a/../.."), "..");
-    }
 
     #[test]
     fn locations_on_the_backend_are_brought_under_the_proxy() {
@@ -513,11 +482,6 @@ mod tests {
         assert_eq!(r("login"), "login");
         assert_eq!(r(&format!("http://127.0.0.1:6443{prepend}/a")), format!("http://127.0.0.1:6443{prepend}/a"));
         assert_eq!(r("http://127.0.0.1:6443/a"), format!("http://127.0.0.1:6443{prepend}/a"));
-    }
-
-    #[test]
-    fn decoded_paths_are_escaped_as_go_escapes_them() {
-        assert_eq!(escaped_path("/a b/c?d/100%/e:f@g"), "/a%20b/c%3Fd/100%25/e:f@g");
     }
 
     #[test]

@@ -72,24 +72,8 @@ impl Endpoint {
         let path_at = url[after_scheme..].find('/').map_or(url.len(), |i| after_scheme + i);
         let (origin, path) = url.split_at(path_at);
         let query = query.map_or(String::new(), |q| format!("{q}&"));
-        format!("{origin}{}?{query}timeout={}s", clean_path(path), self.timeout.as_secs())
+        format!("{origin}{}?{query}timeout={}s", crate::go_path::clean(&format!("/{path}")), self.timeout.as_secs())
     }
-}
-
-/// Go's `path.Clean` of a URL path, rooted: duplicate slashes, `.` and `..` resolved, no
-/// trailing slash but for the root.
-fn clean_path(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// POSTs `body` to the endpoint and decodes the JSON answer; the error is Go's description of
