@@ -53,6 +53,9 @@ pub struct Config {
     /// one object) below glibc's mmap threshold (128 KiB, where the CLI fixes it): a buffer above
     /// it is mapped and unmapped for every chunk, and its pages faulted in each time.
     pub chunk_bytes: usize,
+    /// Whether the proxy subresources verify an `https` backend's certificate (against the
+    /// system's roots); kube-apiserver's proxy transport does not.
+    pub verify_proxied_tls: bool,
 }
 
 impl Default for Config {
@@ -65,6 +68,7 @@ impl Default for Config {
             min_request_timeout: Duration::from_secs(1800),
             rv_wait: Duration::from_secs(3),
             chunk_bytes: 64 * 1024,
+            verify_proxied_tls: true,
         }
     }
 }
@@ -925,7 +929,8 @@ async fn resource_request(
     {
         let path = crate::proxy_subresource::path_option(&parts[3..], req.uri().path().ends_with('/'));
         let ns = ns.unwrap_or("");
-        let r = crate::proxy_subresource::Request { info: &info, ns, id, path, query: &query, req };
+        let verify_tls = shared.cfg.verify_proxied_tls;
+        let r = crate::proxy_subresource::Request { info: &info, ns, id, path, query: &query, verify_tls, req };
         return crate::proxy_subresource::serve(&store, r).await;
     }
     if parts.len() > 3 {

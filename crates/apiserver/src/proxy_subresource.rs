@@ -75,6 +75,8 @@ pub(crate) struct Request<'a> {
     /// The `path` option ([`path_option`]).
     pub path: String,
     pub query: &'a [(String, String)],
+    /// Whether an `https` backend's certificate is verified.
+    pub verify_tls: bool,
     pub req: http::Request<Incoming>,
 }
 
@@ -106,6 +108,7 @@ pub(crate) async fn serve(store: &Store, r: Request<'_>) -> Result<Response<Body
         _ => node_location(store, r.info, r.id).await?,
     };
     let Some(mut backend) = located else { return Ok(panicked()) };
+    backend.verify_tls = r.verify_tls;
     backend.path = join_preserving_trailing_slash(&backend.path, path);
     crate::upgrade_aware_proxy::serve(backend, r.req).await
 }
@@ -173,7 +176,8 @@ fn backend(scheme: &str, host: &str, port: &str) -> Option<Backend> {
         }
         (port.parse().unwrap_or(i64::MAX), crate::dialer::join_host_port(host, port))
     };
-    Some(Backend { scheme, host: host.to_string(), port: number, authority, path: String::new(), kubelet: false })
+    let host = host.to_string();
+    Some(Backend { scheme, host, port: number, authority, path: String::new(), kubelet: false, verify_tls: true })
 }
 
 /// kube's pod `ResourceLocation`.

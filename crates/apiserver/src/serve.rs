@@ -59,6 +59,9 @@ pub struct ServeOptions {
     /// The address the `default/kubernetes` Service's endpoints give (see
     /// [`crate::ApiServerBuilder::advertise_address`]).
     pub advertise_address: Option<std::net::IpAddr>,
+    /// Whether the proxies verify `https` backends (see
+    /// [`crate::ApiServerBuilder::verify_proxied_tls`]).
+    pub verify_proxied_tls: bool,
 }
 
 impl Default for ServeOptions {
@@ -83,6 +86,7 @@ impl Default for ServeOptions {
             service_account_key_file: None,
             authorization: crate::AuthorizationMode::AlwaysAllow,
             advertise_address: None,
+            verify_proxied_tls: true,
         }
     }
 }
@@ -109,7 +113,8 @@ pub async fn start(opts: ServeOptions) -> Result<ApiServer, ServeError> {
         .garbage_collection(opts.garbage_collection)
         .disruption_controller(opts.disruption_controller)
         .service_account_admission(opts.service_account_admission)
-        .authorization(opts.authorization);
+        .authorization(opts.authorization)
+        .verify_proxied_tls(opts.verify_proxied_tls);
     b = match (&opts.data_dir, opts.etcd_servers.is_empty()) {
         (Some(_), false) => {
             return Err(ServeError::Options("--data-dir and --etcd-servers are two different storages".into()));

@@ -227,6 +227,15 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether `pods/proxy`, `services/proxy` and `nodes/proxy` verify the certificate of an
+    /// `https` backend against the system's roots (default true). kube-apiserver's proxy
+    /// transport verifies none, so pods serving self-signed certificates are reached through
+    /// its proxies; `false` reaches them here too.
+    pub fn verify_proxied_tls(mut self, yes: bool) -> Self {
+        self.cfg.verify_proxied_tls = yes;
+        self
+    }
+
     /// Target watch chunk size in bytes (default 64 KiB).
     pub fn watch_chunk_bytes(mut self, bytes: usize) -> Self {
         self.cfg.chunk_bytes = bytes.max(1);

@@ -9,7 +9,8 @@
 //! carry, the server having closed it, goes on a new one).
 //!
 //! Invariants: TLS is always verified (the host name of the URL, or the Service's
-//! `<name>.<namespace>.svc`); the request's URL carries `?timeout=<n>s` as kube's does; failures
+//! `<name>.<namespace>.svc`) but by [`unverified_tls`], which the proxy subresources use for
+//! backends the server is told not to verify; the request's URL carries `?timeout=<n>s` as kube's does; failures
 //! are described as Go's HTTP client describes them (`Post "<url>": dial tcp <addr>: connect:
 //! connection refused`, `…: context deadline exceeded`), since they reach clients in kube's
 //! messages; a response is read whole and decoded as JSON.
@@ -136,6 +137,68 @@ pub(crate) async fn tls(
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
     let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
     TlsConnector::from(client_config(ca_bundle)?).connect(server_name, tcp).await.map_err(|e| tls_error(&e))
+}
+
+/// TLS over `tcp` to `host` without verifying its certificate (Go's `InsecureSkipVerify`, kube's
+/// proxy transport): the handshake's signatures are still checked.
+pub(crate) async fn unverified_tls(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    static CONFIG: LazyLock<Result<Arc<rustls::ClientConfig>, String>> = LazyLock::new(|| {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate { provider }))
+            .with_no_client_auth();
+        Ok(Arc::new(config))
+    });
+    let config = CONFIG.clone()?;
+    let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
+    TlsConnector::from(config).connect(server_name, tcp).await.map_err(|e| tls_error(&e))
+}
+
+/// Takes any certificate; checks the handshake's signatures with the provider's algorithms.
+#[derive(Debug)]
+struct AnyCertificate {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// How long a dial may take (Go's default dialer's limit); the call's own timeout bounds it

@@ -64,6 +64,28 @@ async fn backend() -> SocketAddr {
     addr
 }
 
+/// [`backend`] over TLS, serving a certificate of its own authority, which the system does not
+/// trust.
+async fn tls_backend() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind((host_address(), 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let ip = addr.ip().to_string();
+    let cert = informer_apiserver::testing::WebhookCertificate::for_hosts(&[ip.as_str()]).unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(cert.server_config().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let svc = hyper::service::service_fn(move |req| answer(req, addr));
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), svc).await;
+            });
+        }
+    });
+    addr
+}
+
 /// What the backend answers: `/redirect` a 302 to itself, `/cors` CORS headers, `/page` and
 /// `/page.gz` HTML pages (the second gzipped) linking to the backend, `/stream` a body that
 /// never ends, `/broken` one cut short, `/ws` a
@@ -693,4 +715,25 @@ async fn kubectl_and_the_python_client_read_through_the_proxies() {
 
     let answer = common::tools::python_json(PY_PROXY, &kc).await;
     assert_eq!(answer, json!({"pod": "/from/python", "service": "/via/service"}));
+}
+
+#[tokio::test]
+async fn https_backends_are_verified_unless_the_server_is_told_not_to() {
+    let backend = tls_backend().await;
+    let path = format!("{PODS}/https:secure:{}/proxy/over-tls", backend.port());
+    for verify in [true, false] {
+        let s = informer_apiserver::testing::builder().verify_proxied_tls(verify).start().await.unwrap();
+        let c = Client::new(&s);
+        make_pod(&c, &running_pod("secure", &backend.ip().to_string(), backend.port())).await;
+        let r = c.get(&path).await;
+        if verify {
+            assert_eq!(r.code, 503, "{}", r.body);
+            assert_eq!(
+                message(&r),
+                "error trying to reach service: tls: failed to verify certificate: x509: certificate signed by unknown authority"
+            );
+        } else {
+            assert_eq!(echoed(&r)["target"], "/over-tls");
+        }
+    }
 }

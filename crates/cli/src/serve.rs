@@ -91,6 +91,11 @@ pub struct ServeArgs {
     /// unspecified, the host's address on its default route).
     #[arg(long)]
     pub advertise_address: Option<std::net::IpAddr>,
+    /// Reach `https` backends of `pods/proxy`, `services/proxy` and `nodes/proxy` without
+    /// verifying their certificates, as kube-apiserver's proxies do (default: verified against
+    /// the system's roots).
+    #[arg(long)]
+    pub proxy_insecure_skip_tls_verify: bool,
 }
 
 /// Parses a Go-style duration (`300ms`, `30s`, `5m`, `1h30m`, `0`).
@@ -146,6 +151,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         service_account_key_file: args.service_account_key_file,
         authorization: args.authorization_mode,
         advertise_address: args.advertise_address,
+        verify_proxied_tls: !args.proxy_insecure_skip_tls_verify,
         shutdown: informer_apiserver::GracefulShutdown {
             delay: args.shutdown_delay_duration,
             send_retry_after: args.shutdown_send_retry_after,
