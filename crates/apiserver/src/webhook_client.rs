@@ -145,60 +145,11 @@ pub(crate) async fn unverified_tls(
     tcp: tokio::net::TcpStream,
     host: &str,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
-    static CONFIG: LazyLock<Result<Arc<rustls::ClientConfig>, String>> = LazyLock::new(|| {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate { provider }))
-            .with_no_client_auth();
-        Ok(Arc::new(config))
-    });
+    static CONFIG: LazyLock<Result<Arc<rustls::ClientConfig>, String>> =
+        LazyLock::new(|| verified_by(None, Vec::new()));
     let config = CONFIG.clone()?;
     let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
     TlsConnector::from(config).connect(server_name, tcp).await.map_err(|e| tls_error(&e))
-}
-
-/// Takes any certificate; checks the handshake's signatures with the provider's algorithms.
-#[derive(Debug)]
-struct AnyCertificate {
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// How long a dial may take (Go's default dialer's limit); the call's own timeout bounds it
@@ -347,28 +298,46 @@ fn new_client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, Stri
     let pem = if ca_bundle.is_empty() { std::fs::read(SYSTEM_ROOTS).unwrap_or_default() } else { ca_bundle.to_vec() };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok).collect();
     roots.add_parsable_certificates(certs.iter().cloned());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .map_err(|e| format!("tls: {e}"))?;
     let pinned = if ca_bundle.is_empty() { Vec::new() } else { certs };
+    verified_by(Some(roots), pinned)
+}
+
+/// A rustls client whose server certificates are verified against `roots` (and `pinned`, see
+/// [`BundleVerifier`]), or not at all without roots.
+fn verified_by(
+    roots: Option<rustls::RootCertStore>,
+    pinned: Vec<CertificateDer<'static>>,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let inner = match roots {
+        Some(roots) => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .map_err(|e| format!("tls: {e}"))?,
+        ),
+        None => None,
+    };
+    let verifier = BundleVerifier { inner, pinned, provider: provider.clone() };
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(BundleVerifier { inner, pinned }))
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     Ok(Arc::new(config))
 }
 
 /// WebPKI verification, plus what Go's verifier accepts and WebPKI does not: a self-signed CA
 /// certificate of the `caBundle` presented by the webhook itself (what `openssl req -x509`
-/// makes). Such a certificate must still be valid now and for the host name.
+/// makes). Such a certificate must still be valid now and for the host name. Without WebPKI
+/// roots, any certificate is taken (Go's `InsecureSkipVerify`). The handshake's signatures are
+/// checked either way, with the provider's algorithms.
 #[derive(Debug)]
 struct BundleVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+    inner: Option<Arc<WebPkiServerVerifier>>,
     /// The certificates of the `caBundle`.
     pinned: Vec<CertificateDer<'static>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl ServerCertVerifier for BundleVerifier {
@@ -380,7 +349,8 @@ impl ServerCertVerifier for BundleVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(inner) = &self.inner else { return Ok(ServerCertVerified::assertion()) };
+        match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)))
                 if matches!(other.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::CaUsedAsEndEntity)) =>
             {
@@ -404,7 +374,7 @@ impl ServerCertVerifier for BundleVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -413,11 +383,11 @@ impl ServerCertVerifier for BundleVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 
