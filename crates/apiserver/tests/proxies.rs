@@ -695,6 +695,32 @@ async fn kubectl_and_the_python_client_read_through_the_proxies() {
 
     let answer = common::tools::python_json(PY_PROXY, &kc).await;
     assert_eq!(answer, json!({"pod": "/from/python", "service": "/via/service"}));
+
+    // `kubectl proxy` in front of the server, as a browser reaches a Service's pages: the
+    // page's links stay under the Service's proxy.
+    let mut proxy = tokio::process::Command::new(&bin)
+        .args(["proxy", "--port=0", "--kubeconfig"])
+        .arg(&kc)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(proxy.stdout.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(std::time::Duration::from_secs(30), tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line))
+        .await
+        .expect("kubectl proxy starts")
+        .unwrap();
+    let local = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(line.starts_with("Starting to serve on "), "{line}");
+    let mut through = Client::new(&s);
+    through.base = format!("http://{local}");
+    let service = "/api/v1/namespaces/default/services/svc:http/proxy";
+    let r = through.get(&format!("{service}/page")).await;
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.raw));
+    let page = String::from_utf8_lossy(&r.raw);
+    assert!(page.contains(&format!(r#"<a href="{service}/x">"#)), "{page}");
+    assert!(page.contains(&format!(r#"<img src="{service}/y.png">"#)), "{page}");
 }
 
 #[tokio::test]
