@@ -4,6 +4,8 @@
 //! 10.0.0.1:8080: connect: connection refused`).
 //!
 //! Invariants: a host name is resolved and its addresses tried in turn within one time limit;
+//! a name that does not resolve is reported as Go's resolver reports it, naming the system's
+//! first name server (`lookup <name> on 10.0.0.10:53: no such host`);
 //! a port outside 0–65535 is refused before any lookup (`dial tcp: address <port>: invalid
 //! port`); an address is written as Go's `net.JoinHostPort` writes it (IPv6 in brackets).
 
@@ -23,7 +25,7 @@ pub(crate) async fn connect(host: &str, port: i64, limit: Duration) -> Result<Tc
     }
     let address = join_host_port(host, port);
     let connect = async {
-        let no_host = || format!("dial tcp: lookup {host}: no such host");
+        let no_host = || format!("dial tcp: {}", no_such_host(host));
         let targets: Vec<std::net::SocketAddr> = match tokio::net::lookup_host(&address).await {
             Ok(found) => found.collect(),
             Err(_) => return Err(no_host()),
@@ -41,6 +43,16 @@ pub(crate) async fn connect(host: &str, port: i64, limit: Duration) -> Result<Tc
         Ok(done) => done,
         Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
     }
+}
+
+/// Go's resolver's words for a name that does not resolve: the name server asked is the
+/// system's first (`/etc/resolv.conf`), or Go's default, `[::1]:53`, without one.
+pub(crate) fn no_such_host(host: &str) -> String {
+    let configured = std::fs::read_to_string("/etc/resolv.conf").ok().and_then(|conf| {
+        conf.lines().find_map(|l| l.trim().strip_prefix("nameserver").map(|ns| ns.trim().to_string()))
+    });
+    let server = configured.map(|ns| join_host_port(&ns, 53)).unwrap_or_else(|| "[::1]:53".into());
+    format!("lookup {host} on {server}: no such host")
 }
 
 /// How Go's dialer words a failed connect.
@@ -74,6 +86,7 @@ mod tests {
         let invalid = connect("127.0.0.1", 70000, Duration::from_secs(5)).await.unwrap_err();
         assert_eq!(invalid, "dial tcp: address 70000: invalid port");
         let unknown = connect("no-such-host.invalid", 80, Duration::from_secs(5)).await.unwrap_err();
-        assert_eq!(unknown, "dial tcp: lookup no-such-host.invalid: no such host");
+        assert!(unknown.starts_with("dial tcp: lookup no-such-host.invalid on "), "{unknown}");
+        assert!(unknown.ends_with(":53: no such host"), "{unknown}");
     }
 }

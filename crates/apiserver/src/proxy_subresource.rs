@@ -304,7 +304,7 @@ async fn node_location(store: &Store, nodes: &ResourceInfo, id: &str) -> Result<
 async fn proxyable_hostname(host: &str) -> Result<(), String> {
     let found: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((host, 0)).await {
         Ok(found) => found.collect(),
-        Err(_) => return Err(format!("lookup {host}: no such host")),
+        Err(_) => return Err(crate::dialer::no_such_host(host)),
     };
     if found.is_empty() {
         return Err("no addresses for hostname".into());

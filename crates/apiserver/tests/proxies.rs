@@ -514,9 +514,12 @@ async fn a_node_s_proxy_reaches_its_ports_and_not_its_kubelet() {
         n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(backend.port());
         n
     };
-    for (name, wanted) in
-        [("n1", node("n1", &ip.to_string())), ("local", node("local", "127.0.0.1")), ("n2", listening("n2"))]
-    {
+    for (name, wanted) in [
+        ("n1", node("n1", &ip.to_string())),
+        ("local", node("local", "127.0.0.1")),
+        ("n2", listening("n2")),
+        ("ghost", node("ghost", "ghost.invalid")),
+    ] {
         let r = c.post("/api/v1/nodes", &wanted).await;
         assert_eq!(r.code, 201, "{}", r.body);
         let mut status = r.body;
@@ -541,6 +544,14 @@ async fn a_node_s_proxy_reaches_its_ports_and_not_its_kubelet() {
     assert_eq!(message(&r), "error trying to reach service: this server holds no kubelet client credentials");
     let r = c.get("/api/v1/nodes/nope/proxy/").await;
     assert_eq!((r.code, message(&r)), (404, "nodes \"nope\" not found"));
+    // A name that does not resolve, in Go's resolver's words.
+    let r = c.get("/api/v1/nodes/ghost/proxy/").await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(
+        message(&r).starts_with("lookup ghost.invalid on ") && message(&r).ends_with(":53: no such host"),
+        "{}",
+        r.body
+    );
     let r = c.get("/api/v1/nodes/local/proxy/").await;
     assert_eq!((r.code, message(&r)), (400, "address not allowed"));
     let r = c.get("/api/v1/nodes/ftp:n1:1/proxy/").await;
@@ -707,10 +718,13 @@ async fn kubectl_and_the_python_client_read_through_the_proxies() {
         .unwrap();
     let mut out = tokio::io::BufReader::new(proxy.stdout.take().unwrap());
     let mut line = String::new();
-    tokio::time::timeout(std::time::Duration::from_secs(30), tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line))
-        .await
-        .expect("kubectl proxy starts")
-        .unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line),
+    )
+    .await
+    .expect("kubectl proxy starts")
+    .unwrap();
     let local = line.trim().rsplit(' ').next().unwrap().to_string();
     assert!(line.starts_with("Starting to serve on "), "{line}");
     let mut through = Client::new(&s);
