@@ -927,7 +927,10 @@ async fn resource_request(
     if let (Some(crate::proxy_subresource::SUBRESOURCE), Some(id)) = (sub, name)
         && crate::proxy_subresource::serves(&info)
     {
-        let path = crate::proxy_subresource::path_option(&parts[3..], req.uri().path().ends_with('/'));
+        // `/api/v1`, the namespace's two segments, then the resource, name and `proxy`.
+        let before = 2 + if ns.is_some() { 2 } else { 0 } + 3;
+        let decoded = body::percent_decode_path(req.uri().path());
+        let path = crate::proxy_subresource::path_option(&decoded, before);
         let ns = ns.unwrap_or("");
         let verify_tls = shared.cfg.verify_proxied_tls;
         let r = crate::proxy_subresource::Request { info: &info, ns, id, path, query: &query, verify_tls, req };

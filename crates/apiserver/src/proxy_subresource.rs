@@ -52,14 +52,16 @@ pub(crate) fn serves(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.version == "v1" && info.custom.is_none() && options_kind(&info.plural).is_some()
 }
 
-/// The `path` option of a request whose path continues with `after` past `proxy`: `/` and
-/// the segments, a trailing `/` of the request's path kept (kube's `getRequestOptions`).
-pub(crate) fn path_option(after: &[&str], trailing_slash: bool) -> String {
-    let mut path = after.join("/");
+/// The `path` option of a request for `request_path` (decoded) whose first `before` segments
+/// lead up to `proxy`: `/` and the segments after it, empty ones kept, a trailing `/` kept
+/// (kube's `getRequestOptions`).
+pub(crate) fn path_option(request_path: &str, before: usize) -> String {
+    let parts: Vec<&str> = request_path.trim_matches('/').split('/').collect();
+    let mut path = parts.get(before..).unwrap_or_default().join("/");
     if !path.is_empty() {
         path.insert(0, '/');
     }
-    if trailing_slash && !path.ends_with('/') {
+    if request_path.ends_with('/') && !path.ends_with('/') {
         path.push('/');
     }
     path
@@ -343,9 +345,9 @@ mod tests {
 
     #[test]
     fn the_path_option_is_the_rest_of_the_path_its_slash_kept() {
-        assert_eq!(path_option(&[], false), "");
-        assert_eq!(path_option(&[], true), "/");
-        assert_eq!(path_option(&["a", "b"], true), "/a/b/");
+        assert_eq!(path_option("/api/v1/nodes/n/proxy", 5), "");
+        assert_eq!(path_option("/api/v1/nodes/n/proxy/", 5), "/");
+        assert_eq!(path_option("/api/v1/namespaces/d/pods/p/proxy/a//b/", 7), "/a//b/");
         assert_eq!(join_preserving_trailing_slash("", "/a//b/../c/"), "/a/c/");
         assert_eq!(join_preserving_trailing_slash("", ""), "");
         let services = ResourceInfo::new("", "v1", "services", "Service", true);

@@ -657,17 +657,17 @@ async fn proxies_are_authorized_by_method_and_name_and_admitted_with_their_optio
         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
             "operations": ["CONNECT"], "resources": ["pods/proxy"]}]},
         "validations": [{"expression": "object.kind == 'PodProxyOptions' && !object.path.startsWith('/secret')",
-                         "message": "no secrets"}]}});
+                         "messageExpression": "'no secrets: ' + object.path"}]}});
     let admission = "/apis/admissionregistration.k8s.io/v1";
     assert_eq!(admin.post(&format!("{admission}/validatingadmissionpolicies"), &policy).await.code, 201);
     let policy_binding = json!({"metadata": {"name": "no-secrets"},
         "spec": {"policyName": "no-secrets", "validationActions": ["Deny"]}});
     assert_eq!(admin.post(&format!("{admission}/validatingadmissionpolicybindings"), &policy_binding).await.code, 201);
-    let r = admin.get(&format!("{PODS}/web/proxy/secret/key")).await;
+    let r = admin.get(&format!("{PODS}/web/proxy/secret//key/")).await;
     assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
     assert_eq!(
         message(&r),
-        "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'no-secrets' with binding 'no-secrets' denied request: no secrets"
+        "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'no-secrets' with binding 'no-secrets' denied request: no secrets: /secret//key/"
     );
     assert_eq!(echoed(&admin.get(&format!("{PODS}/web/proxy/public")).await)["target"], "/public");
 }
