@@ -81,12 +81,6 @@ impl From<hyper::body::Incoming> for Body {
     }
 }
 
-impl From<()> for Body {
-    fn from((): ()) -> Self {
-        Body::Full(None)
-    }
-}
-
 /// A response with kube's standard headers.
 pub fn respond(code: u16, content_type: &str, body: Body) -> Response<Body> {
     let mut r = Response::new(body);

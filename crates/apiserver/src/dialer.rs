@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+/// How long kube-apiserver's dialers wait for a connection (Go's `net.Dialer{Timeout: 30s}`).
+pub(crate) const GO_DIAL_LIMIT: Duration = Duration::from_secs(30);
+
 /// Go's `net.JoinHostPort`.
 pub(crate) fn join_host_port(host: &str, port: impl std::fmt::Display) -> String {
     if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
@@ -85,7 +88,7 @@ mod tests {
         assert_eq!(refused, format!("dial tcp 127.0.0.1:{port}: connect: connection refused"));
         let invalid = connect("127.0.0.1", 70000, Duration::from_secs(5)).await.unwrap_err();
         assert_eq!(invalid, "dial tcp: address 70000: invalid port");
-        let unknown = connect("no-such-host.invalid", 80, Duration::from_secs(5)).await.unwrap_err();
+        let unknown = connect("no-such-host.invalid", 80, GO_DIAL_LIMIT).await.unwrap_err();
         assert!(unknown.starts_with("dial tcp: lookup no-such-host.invalid on "), "{unknown}");
         assert!(unknown.ends_with(":53: no such host"), "{unknown}");
     }

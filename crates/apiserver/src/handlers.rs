@@ -158,8 +158,8 @@ fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
 }
 
 /// Handles one request; its answer carries the request's `Audit-ID` (a new one when it has
-/// none), as kube-apiserver echoes it — but for a switch of protocols, whose answer is written
-/// by the WebSocket server that takes the connection over.
+/// none), as kube-apiserver echoes it, before any a proxied backend gave — but for a switch of
+/// protocols, whose answer is written by the server that takes the connection over.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let audit_id = req.headers().get("audit-id").filter(|v| !v.is_empty()).cloned();
     let mut r = handle_request(shared, req).await;
@@ -168,7 +168,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     }
     let id = audit_id.or_else(|| http::HeaderValue::from_str(&crate::object::new_uid()).ok());
     if let Some(id) = id {
-        r.headers_mut().entry("audit-id").or_insert(id);
+        let headers = r.headers_mut();
+        let backends: Vec<http::HeaderValue> = headers.get_all("audit-id").iter().cloned().collect();
+        headers.insert("audit-id", id);
+        for v in backends {
+            headers.append("audit-id", v);
+        }
     }
     r
 }

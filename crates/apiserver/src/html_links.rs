@@ -42,6 +42,9 @@ const URL_ATTRIBUTES: [(&str, &[&str]); 25] = [
     ("video", &["poster", "src"]),
 ];
 
+/// The `Content-Encoding`s of the pages rewritten ("" for none); pages of any other are not.
+pub(crate) const ENCODINGS: [&str; 3] = ["", "gzip", "deflate"];
+
 /// `html` with each URL-valued attribute of [`URL_ATTRIBUTES`] replaced by what `rewrite_url`
 /// makes of it.
 pub(crate) fn rewrite(html: &[u8], rewrite_url: &dyn Fn(&str) -> String) -> Result<Vec<u8>, String> {
@@ -56,7 +59,10 @@ pub(crate) fn rewrite(html: &[u8], rewrite_url: &dyn Fn(&str) -> String) -> Resu
         let attribute = *attribute;
         let handler = ElementContentHandlers::default().element(move |el: &mut lol_html::html_content::Element| {
             if let Some(value) = el.get_attribute(attribute) {
-                el.set_attribute(attribute, &rewrite_url(&value))?;
+                let rewritten = rewrite_url(&value);
+                if rewritten != value {
+                    el.set_attribute(attribute, &rewritten)?;
+                }
             }
             Ok(())
         });

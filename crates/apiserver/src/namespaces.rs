@@ -48,6 +48,17 @@ pub const SYSTEM: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kub
 /// The namespaces that cannot be deleted.
 pub const IMMORTAL: [&str; 3] = ["default", "kube-public", "kube-system"];
 
+/// Makes the namespace `name` unless it exists (kube's `tryEnsureNamespace`), as the server's
+/// own user.
+pub(crate) async fn ensure(store: &crate::store::Store, name: &str) -> Result<(), ApiError> {
+    let Some(info) = store.namespaces_info() else { return Ok(()) };
+    let obj = serde_json::json!({"metadata": {"name": name}});
+    match store.create_many(info, None, vec![obj], false, "kube-apiserver").await {
+        Err(e) if e.code != 409 => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Whether `info` is the core/v1 namespaces resource.
 pub fn is_namespaces(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.version == "v1" && info.plural == "namespaces"

@@ -283,11 +283,7 @@ pub(crate) async fn respond(accept: Accept, r: Response<Body>) -> Response<Body>
     // own, as kube's discovery handler does.
     let rendered =
         r.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.contains("as="));
-    if !accept.prefers(Media::Yaml, Media::Json)
-        || !json
-        || rendered
-        || matches!(r.body(), Body::Stream(_) | Body::Proxied(_))
-    {
+    if !accept.prefers(Media::Yaml, Media::Json) || !json || rendered || matches!(r.body(), Body::Stream(_)) {
         return r;
     }
     let (mut parts, body) = r.into_parts();

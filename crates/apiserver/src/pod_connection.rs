@@ -6,8 +6,8 @@
 //!
 //! This server holds no kubelet client credentials, so it never talks to a kubelet: a request
 //! that gets that far is answered as kube-apiserver answers when the kubelet cannot be reached,
-//! with the error of the server's own dial of the kubelet's address (up to 5 s; kube's dialer
-//! waits 30 s); a kubelet that accepts the connection gets nothing, and the request is refused
+//! with the error of the server's own dial of the kubelet's address (up to 30 s, as kube's
+//! dialer waits); a kubelet that accepts the connection gets nothing, and the request is refused
 //! with a 500 saying why. A v5 WebSocket of `exec` or `attach` is accepted first and told on
 //! the connection, as kube's stream translator tells it ([`crate::stream_translator`]); any other
 //! connection gets the error as its answer. Like kube's, these requests make the server connect
@@ -28,8 +28,6 @@
 //! - a connection that is not an upgrade request is refused (400 `Upgrade request required`)
 //!   before any dial; nothing is written to the store.
 
-use std::time::Duration;
-
 use http::{HeaderMap, Method, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 
@@ -46,8 +44,6 @@ pub(crate) const SUBRESOURCES: [&str; 4] = ["attach", "exec", "log", "portforwar
 const PREFERRED_ADDRESS_TYPES: [&str; 5] = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
 /// The kubelet's port when its node reports none.
 const KUBELET_PORT: i64 = 10250;
-/// How long the server waits for a kubelet's address to accept a connection.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a kubelet that accepted the connection is told nothing of.
 pub(crate) const NO_KUBELET_CLIENT: &str = "this server holds no kubelet client credentials";
 
@@ -173,10 +169,18 @@ async fn log(store: &Store, r: &Request<'_>) -> Result<Response<Body>, ApiError>
 /// Why the kubelet at `host:port` cannot be talked to: the dial's error, or, when something
 /// accepted the connection, that this server holds no kubelet client credentials.
 async fn kubelet_failure(host: &str, port: i64) -> String {
-    match crate::dialer::connect(host, port, DIAL_TIMEOUT).await {
-        Ok(_) => NO_KUBELET_CLIENT.to_string(),
-        Err(e) => e,
+    dial_backend(host, port, true).await.err().unwrap_or_default()
+}
+
+/// A connection to a backend at `host:port` within Go's dialer's limit; for a kubelet, whose
+/// connections need kube-apiserver's kubelet client credentials, [`NO_KUBELET_CLIENT`] once
+/// something accepts.
+pub(crate) async fn dial_backend(host: &str, port: i64, kubelet: bool) -> Result<tokio::net::TcpStream, String> {
+    let tcp = crate::dialer::connect(host, port, crate::dialer::GO_DIAL_LIMIT).await?;
+    if kubelet {
+        return Err(NO_KUBELET_CLIENT.to_string());
     }
+    Ok(tcp)
 }
 
 /// A plain Go error as kube's handlers answer it: 500 with no reason.

@@ -32,7 +32,7 @@ pub(crate) async fn answer(r: Response<Body>) -> Response<Body> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("application/json") && !t.contains("stream=watch"));
-    if !json || matches!(r.body(), Body::Stream(_) | Body::Proxied(_)) {
+    if !json || matches!(r.body(), Body::Stream(_)) {
         return r;
     }
     let (mut parts, body) = r.into_parts();

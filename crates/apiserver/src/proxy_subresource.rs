@@ -157,9 +157,8 @@ fn is_global_unicast(ip: IpAddr) -> bool {
 /// kube-apiserver's answer to a request its handler panicked on: its panic recovery filter's
 /// plain-text 500.
 fn panicked() -> Response<Body> {
-    let message = "This request caused apiserver to panic. Look in the logs for details.\n";
+    let message = format!("{}\n", crate::status::PANICKED);
     let mut r = crate::body::respond(500, "text/plain; charset=utf-8", Body::Full(Some(message.into())));
-    r.headers_mut().remove(http::header::CACHE_CONTROL);
     r.headers_mut().insert("x-content-type-options", http::HeaderValue::from_static("nosniff"));
     r
 }
@@ -304,9 +303,11 @@ async fn node_location(store: &Store, nodes: &ResourceInfo, id: &str) -> Result<
 
 /// kube's `isProxyableHostname`: the name resolves, and to global unicast addresses only.
 async fn proxyable_hostname(host: &str) -> Result<(), String> {
-    let found: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((host, 0)).await {
-        Ok(found) => found.collect(),
-        Err(_) => return Err(crate::dialer::no_such_host(host)),
+    let lookup = tokio::time::timeout(crate::dialer::GO_DIAL_LIMIT, tokio::net::lookup_host((host, 0)));
+    let found: Vec<std::net::SocketAddr> = match lookup.await {
+        Ok(Ok(found)) => found.collect(),
+        Ok(Err(_)) => return Err(crate::dialer::no_such_host(host)),
+        Err(_) => return Err(format!("lookup {host}: i/o timeout")),
     };
     if found.is_empty() {
         return Err("no addresses for hostname".into());

@@ -536,12 +536,8 @@ async fn reconcile(
 ) -> Result<(), crate::status::ApiError> {
     let create = async || {
         let ns = (!namespace.is_empty()).then_some(namespace);
-        if let (Some(n), Some(namespaces)) = (ns, store.namespaces_info()) {
-            let obj = json!({"metadata": {"name": n}});
-            match store.create_many(namespaces, None, vec![obj], false, MANAGER).await {
-                Err(e) if e.code != 409 => return Err(e),
-                _ => {}
-            }
+        if let Some(n) = ns {
+            crate::namespaces::ensure(store, n).await?;
         }
         store.create_many(info, ns, vec![expected.clone()], false, MANAGER).await.map(drop)
     };

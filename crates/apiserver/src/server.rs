@@ -486,15 +486,10 @@ impl ApiServerBuilder {
                 self.ready_timeout
             )));
         }
-        if self.default_namespaces
-            && let Some(ns) = store.namespaces_info().cloned()
-        {
+        if self.default_namespaces && store.namespaces_info().is_some() {
             for n in crate::namespaces::SYSTEM {
-                let obj = serde_json::json!({"metadata": {"name": n}});
-                match store.create_many(&ns, None, vec![obj], false, "kube-apiserver").await {
-                    Ok(_) => {}
-                    Err(e) if e.code == 409 => {}
-                    Err(e) => return Err(std::io::Error::other(format!("creating namespace {n}: {e}"))),
+                if let Err(e) = crate::namespaces::ensure(&store, n).await {
+                    return Err(std::io::Error::other(format!("creating namespace {n}: {e}")));
                 }
             }
             // kube-apiserver's system PriorityClasses.

@@ -47,6 +47,9 @@ fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
+/// What kube-apiserver's panic recovery filter answers a request its handler panicked on.
+pub(crate) const PANICKED: &str = "This request caused apiserver to panic. Look in the logs for details.";
+
 impl ApiError {
     /// A plain error without details.
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
@@ -245,9 +248,9 @@ impl ApiError {
     }
 
     /// kube-apiserver's answer to a request its handler panicked on (the panic recovery
-    /// filter's 500, its words).
+    /// filter's 500, its words [`PANICKED`]), as a Status.
     pub(crate) fn panicked() -> Self {
-        Self::new(500, "", "This request caused apiserver to panic. Look in the logs for details.")
+        Self::new(500, "", PANICKED)
     }
 
     /// 405 MethodNotAllowed.

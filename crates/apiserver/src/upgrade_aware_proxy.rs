@@ -3,7 +3,8 @@
 //! `services/proxy` and `nodes/proxy` ([`crate::proxy_subresource`] finds the backend).
 //!
 //! A plain request is sent to the backend over a new HTTP/1.1 connection (TLS for an `https`
-//! backend, its certificate verified against the system's roots) with the client's method,
+//! backend, its certificate verified against the system's roots unless the server is told not
+//! to; the handshake within 10 s, as Go's transport) with the client's method,
 //! headers and body, the backend's path, and the client's query as it was written; the answer's
 //! status, headers and body are passed back as they arrive. A request asking to switch
 //! protocols (a WebSocket) is sent likewise and, when the backend switches, the two connections
@@ -13,8 +14,9 @@
 //! - the client's credentials never reach the backend: `Authorization` and the impersonation
 //!   headers are dropped; hop-by-hop headers (`Connection` and those it names, `Keep-Alive`,
 //!   `Proxy-*`, `Te` but `trailers`, `Trailer`, `Transfer-Encoding`, `Upgrade`) are dropped both
-//!   ways but for a switch of protocols, whose `Connection` and `Upgrade` are its request;
-//! - the backend sees the client's `Host`, `X-Forwarded-For` with the client's address appended,
+//!   ways but from a switch of protocols, whose request goes with all its other headers;
+//! - the backend sees the client's `Host` (the backend's own when the client sent none),
+//!   `X-Forwarded-For` with the client's address appended,
 //!   and (but for a switch of protocols, which goes without them as kube's does) the client's
 //!   query and `X-Forwarded-Uri`, the path the client asked for;
 //! - a GET or HEAD of the bare `…/proxy` (an empty backend path) is redirected (301) to
@@ -45,8 +47,8 @@ use crate::status::ApiError;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ClientAddr(pub SocketAddr);
 
-/// How long a dial of a backend may take (the limit of kube's proxy dialer).
-const DIAL_LIMIT: Duration = Duration::from_secs(30);
+/// How long a TLS handshake with a backend may take (Go's transport's limit).
+const TLS_HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Where a proxied request goes.
 pub(crate) struct Backend {
@@ -82,16 +84,15 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
         return Ok(redirect(&location));
     }
     let rewriting = Rewriting::new(&backend, &client_path, host_of(&req));
-    let outgoing = outgoing_request(&mut req, &path, query.as_deref(), false)?;
+    let outgoing = outgoing_request(&mut req, &backend, &path, query.as_deref())?;
     let mut outgoing = outgoing.map(|()| req.into_body());
     if let Ok(v) = HeaderValue::from_str(&rewriting.forwarded_uri(&path)) {
         outgoing.headers_mut().insert(HeaderName::from_static("x-forwarded-uri"), v);
     }
-    let unreachable = |e: Failure| {
+    let answer = exchange(&backend, outgoing, false).await.map_err(|e| {
         let (Failure::Dial(e) | Failure::Exchange(e)) = e;
         ApiError::new(503, "ServiceUnavailable", format!("error trying to reach service: {e}"))
-    };
-    let answer = exchange(&backend, outgoing, false).await.map_err(unreachable)?;
+    })?;
     rewriting.answer(answer).await
 }
 
@@ -139,7 +140,7 @@ impl Rewriting {
         for name in CORS {
             headers.remove(name);
         }
-        if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+        if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).filter(|l| !l.is_empty()) {
             if let Ok(v) = HeaderValue::from_str(&self.url(location)) {
                 headers.insert(header::LOCATION, v);
             }
@@ -150,6 +151,9 @@ impl Rewriting {
             return Ok(passed_back(answer));
         }
         let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        if !crate::html_links::ENCODINGS.contains(&encoding.as_str()) {
+            return Ok(passed_back(answer));
+        }
         let (mut parts, body) = answer.into_parts();
         let page = body.collect().await.map_err(|e| ApiError::new(500, "", e.to_string()))?.to_bytes();
         let page = match crate::html_links::rewrite_encoded(&page, &encoding, &|url| self.url(url)) {
@@ -159,9 +163,7 @@ impl Rewriting {
                 Bytes::from(rewritten.map_err(|e| ApiError::new(500, "", e))?)
             }
         };
-        let mut r = passed_back(Response::from_parts(parts, ()));
-        *r.body_mut() = Body::Full(Some(page));
-        Ok(r)
+        Ok(passed_back(Response::from_parts(parts, Body::Full(Some(page)))))
     }
 }
 
@@ -247,13 +249,13 @@ fn host_of(req: &http::Request<Incoming>) -> String {
 }
 
 /// The request the backend is sent, without its body: the client's method and headers (its
-/// credentials and hop-by-hop headers dropped, but a switch of protocols' own), the backend's
-/// path with the client's query, the client's `Host`, and `X-Forwarded-For`.
+/// credentials dropped, and its hop-by-hop headers but for a switch of protocols), the
+/// backend's path with `query`, the client's `Host` (or the backend's), and `X-Forwarded-For`.
 fn outgoing_request(
     req: &mut http::Request<Incoming>,
+    backend: &Backend,
     path: &str,
     query: Option<&str>,
-    switching: bool,
 ) -> Result<http::Request<()>, ApiError> {
     let target = format!(
         "{}{}",
@@ -261,20 +263,10 @@ fn outgoing_request(
         query.map(|q| format!("?{q}")).unwrap_or_default()
     );
     let uri: http::Uri = target.parse().map_err(|_| ApiError::bad_request("invalid proxy path"))?;
-    let host = host_of(req);
+    let host = Some(host_of(req)).filter(|h| !h.is_empty()).unwrap_or_else(|| backend.authority.clone());
     let mut headers = req.headers().clone();
-    let (connection, upgrade) = (
-        headers.get_all(header::CONNECTION).iter().cloned().collect::<Vec<_>>(),
-        headers.get(header::UPGRADE).cloned(),
-    );
-    remove_hop_by_hop(&mut headers);
-    if switching {
-        for v in connection {
-            headers.append(header::CONNECTION, v);
-        }
-        if let Some(v) = upgrade {
-            headers.insert(header::UPGRADE, v);
-        }
+    if !crate::pod_connection::is_upgrade(&headers) {
+        remove_hop_by_hop(&mut headers);
     }
     headers.remove(header::AUTHORIZATION);
     let impersonation: Vec<HeaderName> = headers
@@ -323,18 +315,25 @@ async fn exchange(
     request: http::Request<Incoming>,
     switching: bool,
 ) -> Result<Response<Incoming>, Failure> {
-    let tcp = crate::dialer::connect(&backend.host, backend.port, DIAL_LIMIT).await.map_err(Failure::Dial)?;
-    if backend.kubelet {
-        return Err(Failure::Dial(crate::pod_connection::NO_KUBELET_CLIENT.to_string()));
-    }
+    let tcp = crate::pod_connection::dial_backend(&backend.host, backend.port, backend.kubelet)
+        .await
+        .map_err(Failure::Dial)?;
     if backend.scheme == "https" {
-        let tls = if backend.verify_tls {
-            crate::webhook_client::tls(tcp, &backend.host, &[]).await
-        } else {
-            crate::webhook_client::unverified_tls(tcp, &backend.host).await
+        let tls = async {
+            if backend.verify_tls {
+                crate::webhook_client::tls(tcp, &backend.host, &[]).await
+            } else {
+                crate::webhook_client::unverified_tls(tcp, &backend.host).await
+            }
         };
-        let tls = tls.map_err(Failure::Dial)?;
-        send(TokioIo::new(tls), request, switching).await
+        // Go's transport bounds a plain request's handshake; kube's upgrade dial does not.
+        let tls = match switching {
+            true => tls.await,
+            false => tokio::time::timeout(TLS_HANDSHAKE_LIMIT, tls)
+                .await
+                .unwrap_or_else(|_| Err("net/http: TLS handshake timeout".into())),
+        };
+        send(TokioIo::new(tls.map_err(Failure::Dial)?), request, switching).await
     } else {
         send(TokioIo::new(tcp), request, switching).await
     }
@@ -363,7 +362,7 @@ where
 async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
     let path = backend.path.clone();
-    let outgoing = outgoing_request(&mut req, &path, None, true)?;
+    let outgoing = outgoing_request(&mut req, &backend, &path, None)?;
     let outgoing = outgoing.map(|()| req.into_body());
     let plain = |m: String| ApiError::new(500, "", m);
     let mut answer = match exchange(&backend, outgoing, true).await {

@@ -121,7 +121,8 @@ pub(crate) async fn get(url: &str, user_agent: &str, timeout: Duration) -> Resul
 /// A new HTTP/1.1 connection over TLS to `host`:`port`, trusting `ca_bundle` (the system's
 /// roots when empty).
 async fn connect(host: &str, port: u16, ca_bundle: &[u8]) -> Result<Sender, String> {
-    let tcp = crate::dialer::connect(host, i64::from(port), DIAL_LIMIT).await?;
+    // The call's own timeout bounds the dial too.
+    let tcp = crate::dialer::connect(host, i64::from(port), crate::dialer::GO_DIAL_LIMIT).await?;
     let tls = tls(tcp, host, ca_bundle).await?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
     tokio::spawn(conn);
@@ -151,10 +152,6 @@ pub(crate) async fn unverified_tls(
     let server_name = ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))?;
     TlsConnector::from(config).connect(server_name, tcp).await.map_err(|e| tls_error(&e))
 }
-
-/// How long a dial may take (Go's default dialer's limit); the call's own timeout bounds it
-/// too.
-const DIAL_LIMIT: Duration = Duration::from_secs(30);
 
 /// A connection to a webhook, ready for a request when idle.
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;

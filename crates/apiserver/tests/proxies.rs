@@ -104,7 +104,12 @@ async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<ht
         "/redirect" => reply(302, &[("location", &format!("http://{addr}/landing?x=1"))], ""),
         "/cors" => reply(
             200,
-            &[("access-control-allow-origin", "*"), ("cache-control", "max-age=5"), ("x-kept", "yes")],
+            &[
+                ("access-control-allow-origin", "*"),
+                ("cache-control", "max-age=5"),
+                ("x-kept", "yes"),
+                ("audit-id", "the-backend-s"),
+            ],
             "cors",
         ),
         "/ws" => {
@@ -144,6 +149,7 @@ async fn answer(mut req: http::Request<Incoming>, addr: SocketAddr) -> Result<ht
             Ok(r.body(full(body)).unwrap())
         }
         "/upgrade-ignored" => reply(200, &[], "not switching"),
+        "/big" => reply(200, &[("content-type", "application/json")], &"x".repeat(200 * 1024)),
         "/broken" => {
             // A body cut short: a chunk, then, once the test has read it, the connection fails.
             let frames = futures_util::stream::unfold(0, |step| async move {
@@ -332,6 +338,10 @@ async fn a_pod_s_proxy_passes_requests_and_answers_as_kube_s_does() {
         .await;
     assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.raw));
     assert!(r.headers.get("content-encoding").is_none());
+    // A body far past the server's compression threshold is not compressed either.
+    let big = c.get_with_headers(&format!("{proxied}/big"), &[("accept-encoding", "gzip")]).await;
+    assert_eq!((big.code, big.raw.len()), (200, 200 * 1024));
+    assert!(big.headers.get("content-encoding").is_none());
     assert_eq!(serde_json::to_string(&r.body).unwrap().as_bytes(), r.raw.as_ref(), "passed on compact");
     let r = c.get_accepting(&format!("{proxied}/echo"), "application/yaml").await;
     assert_eq!((r.code, r.headers["content-type"].to_str().unwrap()), (200, "application/json"));
@@ -384,6 +394,10 @@ async fn a_pod_s_proxy_passes_requests_and_answers_as_kube_s_does() {
     assert_eq!(r.headers["x-kept"], "yes");
     let cache: Vec<&str> = r.headers.get_all("cache-control").iter().map(|v| v.to_str().unwrap()).collect();
     assert_eq!(cache, ["no-cache, private", "max-age=5"]);
+    // The server's Audit-ID comes first, the backend's after it.
+    let ids: Vec<&str> = r.headers.get_all("audit-id").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[1], "the-backend-s");
 
     // An HTML page's links to the backend are brought under the proxy, gzipped or not.
     let r = c.get(&format!("{proxied}/page")).await;
@@ -434,6 +448,7 @@ async fn a_pod_without_a_reachable_address_is_answered_as_kube_answers() {
     let r = c.get(&format!("{PODS}/closed:http/proxy/")).await;
     assert_eq!(r.code, 500);
     assert_eq!(r.headers["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(r.headers["cache-control"], "no-cache, private");
     assert_eq!(r.raw.as_ref(), b"This request caused apiserver to panic. Look in the logs for details.\n");
     // A dry run is refused before anything is looked up; other methods are not routed.
     let r = c.get(&format!("{PODS}/nope/proxy/?dryRun=All")).await;
