@@ -619,6 +619,17 @@ async fn a_switch_of_protocols_joins_the_client_to_the_backend() {
     // As kube's, the query stays behind.
     assert!(text.to_ascii_lowercase().contains("x-target: /ws\r\n"), "{text}");
     assert!(text.ends_with("ping-through-the-proxy"), "{text}");
+    // Through a Service's endpoint too.
+    let service = json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"name": "http", "port": 80}]}});
+    assert_eq!(c.post("/api/v1/namespaces/default/services", &service).await.code, 201);
+    let endpoints = json!({"metadata": {"name": "svc"}, "subsets": [{
+        "addresses": [{"ip": backend.ip().to_string(), "targetRef": {"kind": "Pod", "namespace": "default", "name": "web"}}],
+        "ports": [{"name": "http", "port": backend.port()}]}]});
+    assert_eq!(c.post("/api/v1/namespaces/default/endpoints", &endpoints).await.code, 201);
+    let head = request("/ws").replace("pods/web/", "services/svc:http/");
+    let got = exchange(&s, &head, b"through-the-service", b"through-the-service").await;
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 101") && text.ends_with("through-the-service"), "{text}");
     // A backend that does not switch: kube's 500; one that refuses: its answer.
     let got = exchange(&s, &request("/upgrade-ignored"), b"", b"}").await;
     let text = String::from_utf8_lossy(&got);
@@ -666,6 +677,14 @@ async fn proxies_are_authorized_by_method_and_name_and_admitted_with_their_optio
     // The name is the whole segment, port and all.
     let r = alice.get(&format!("{PODS}/web:{}/proxy/", backend.port())).await;
     assert_eq!(r.code, 403, "{}", r.body);
+    // OPTIONS has no verb: only a rule granting every verb allows it.
+    let r = alice.send_raw(Method::OPTIONS, &format!("{PODS}/web/proxy/"), Vec::new(), "").await;
+    assert_eq!(r.code, 403);
+    assert_eq!(
+        message(&r),
+        "pods \"web\" is forbidden: User \"alice\" cannot  resource \"pods/proxy\" in API group \"\" in the namespace \"default\""
+    );
+    assert_eq!(admin.send_raw(Method::OPTIONS, &format!("{PODS}/web/proxy/"), Vec::new(), "").await.code, 200);
 
     // A policy judging the options: the path the backend would be asked for.
     let policy = json!({"metadata": {"name": "no-secrets"}, "spec": {"failurePolicy": "Fail",
