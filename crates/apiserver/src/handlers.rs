@@ -1275,6 +1275,8 @@ async fn scale_request(
         let params = write_options::parse(query, kind)?;
         Ok(managed_fields::manager_name(params.field_manager.as_deref(), user_agent))
     };
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let render = crate::table::Render::from_request(accept, query);
     let scale = match req.method().clone() {
         Method::GET => store.get_scale(info, ns, name).await?,
         Method::PUT => {
@@ -1296,6 +1298,12 @@ async fn scale_request(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
+    // kube prints a built-in kind's Scale; a custom resource's has no printer, so its Scale is
+    // answered whatever the client asks.
+    if let (crate::table::Render::Table(include), None) = (render, &info.custom) {
+        let table = crate::table::scale_table(&scale.to_value(), include);
+        return Ok(json_bytes(200, serde_json::to_vec(&table).unwrap_or_default()));
+    }
     Ok(json_bytes(200, scale.to_bytes()))
 }
 

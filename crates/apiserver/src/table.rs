@@ -199,6 +199,26 @@ pub fn table(
     })
 }
 
+/// The Table of a built-in kind's autoscaling/v1 `Scale` (kube prints none for a custom
+/// resource's, whose `scale` answers its Scale whatever the client asks).
+pub fn scale_table(scale: &Value, include: IncludeObject) -> Value {
+    let meta = scale.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let object = match include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => {
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+        }
+        IncludeObject::Object => scale.clone(),
+    };
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": meta.get("resourceVersion").cloned().unwrap_or_else(|| json!(""))},
+        "columnDefinitions": crate::printers::scale_columns(),
+        "rows": [{"cells": crate::printers::scale_cells(scale), "object": object}],
+    })
+}
+
 /// A single-row Table, for a watch event or a GET of one object; without its column
 /// definitions when `headers` is false (a watch's events after its first, as kube sends them).
 pub fn event_table(info: &ResourceInfo, o: &StoredObject, include: IncludeObject, headers: bool) -> Vec<u8> {

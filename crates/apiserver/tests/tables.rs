@@ -467,3 +467,34 @@ async fn a_table_is_served_as_json_only() {
     let (names, _, _) = table(&c, "/api/v1/namespaces/default").await;
     assert_eq!(names[0], "Name");
 }
+
+#[tokio::test]
+async fn a_built_in_kind_s_scale_prints_kubes_columns() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.create("deployments", json!({"metadata": {"name": "web"}, "spec": workload_spec("web")})).await.unwrap();
+    let path = "/apis/apps/v1/namespaces/default/deployments/web/scale";
+    let (names, cells, body) = table(&c, path).await;
+    assert_eq!(names, ["Name", "Desired", "Available"]);
+    let replicas = c.get(path).await.body["spec"]["replicas"].clone();
+    assert_eq!(cells, [json!("web"), replicas.clone(), json!(0)]);
+    let columns = &body["columnDefinitions"];
+    assert_eq!(columns[1]["type"], "integer");
+    assert_eq!(columns[1]["description"], "replicas is the desired number of instances for the scaled object.");
+    assert_eq!(columns[2]["description"], "replicas is the actual number of observed instances of the scaled object.");
+    let scale = c.get(path).await.body;
+    assert_eq!(body["metadata"]["resourceVersion"], scale["metadata"]["resourceVersion"]);
+    assert_eq!(body["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(body["rows"][0]["object"]["metadata"]["uid"], scale["metadata"]["uid"]);
+
+    let dir = common::tools::tempdir("kubectl-scale-table");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = common::tools::kubectl_versions().last().unwrap().clone();
+    let args = ["get", "deployment", "web", "--subresource=scale"];
+    let (ok, out, err) = common::tools::kubectl_bin(&bin, &kc, &dir.join("cache"), &args).await;
+    assert!(ok, "{out}{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    let desired = replicas.to_string();
+    assert_eq!(lines, [vec!["NAME", "DESIRED", "AVAILABLE"], vec!["web", desired.as_str(), "0"]], "{out}");
+}

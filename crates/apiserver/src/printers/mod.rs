@@ -127,6 +127,16 @@ pub(crate) fn cells(info: &ResourceInfo, v: &Value) -> Option<Vec<Value>> {
     })
 }
 
+/// The columns of an autoscaling/v1 `Scale`, as kube prints a built-in kind's `scale`.
+pub(crate) fn scale_columns() -> Value {
+    workloads::SCALE.iter().map(column).collect()
+}
+
+/// The cells of the `Scale` `v`.
+pub(crate) fn scale_cells(v: &Value) -> Vec<Value> {
+    workloads::scale(v)
+}
+
 /// The conditions of a built-in kind's row for `v` (a finished pod's `Completed`), if any.
 pub(crate) fn row_conditions(info: &ResourceInfo, v: &Value) -> Option<Value> {
     (info.is_builtin() && info.is_core("pods")).then(|| workloads::pod_conditions(v)).flatten()

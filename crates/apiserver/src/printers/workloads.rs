@@ -482,6 +482,19 @@ fn controller_revision(v: &Value) -> Vec<Value> {
     vec![json!(name(v)), json!(controller), json!(int(v, "/revision")), json!(age(v))]
 }
 
+/// kube's columns of an autoscaling/v1 `Scale` (`printScale`).
+pub(super) const SCALE: [Col; 3] = [
+    NAME,
+    Col("Desired", "integer", "", 0, Doc::Field("io.k8s.api.autoscaling.v1.ScaleSpec", "replicas")),
+    Col("Available", "integer", "", 0, Doc::Field("io.k8s.api.autoscaling.v1.ScaleStatus", "replicas")),
+];
+
+/// A `Scale`'s cells: its name, the replicas wanted and those observed.
+pub(super) fn scale(v: &Value) -> Vec<Value> {
+    let replicas = |part: &str| v.pointer(&format!("/{part}/replicas")).and_then(Value::as_i64).unwrap_or(0);
+    vec![json!(name(v)), json!(replicas("spec")), json!(replicas("status"))]
+}
+
 const AUTOSCALER: [Col; 7] = [
     NAME,
     Col(
