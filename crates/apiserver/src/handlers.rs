@@ -349,19 +349,18 @@ async fn authorized_request(
         Err(e) => error(&e),
     };
     warning::attach(&mut r, warnings);
-    if passed_on {
-        return match record {
-            Some(mut record) => {
-                record.answered(r.status().as_u16());
-                r.map(|b| Body::Tracked(Box::new((b, record))))
-            }
-            None => r,
+    // A proxy's answer is its backend's, passed on as it comes (kube writes it straight out).
+    let r = if passed_on {
+        r
+    } else {
+        let r = if own_media {
+            r
+        } else {
+            crate::negotiation::respond(accept, protobuf::negotiate::respond(accept, r)).await
         };
-    }
-    let r =
-        if own_media { r } else { crate::negotiation::respond(accept, protobuf::negotiate::respond(accept, r)).await };
-    let r = if pretty { crate::pretty::answer(r).await } else { r };
-    let r = if gzip { crate::gzip::compress(r) } else { r };
+        let r = if pretty { crate::pretty::answer(r).await } else { r };
+        if gzip { crate::gzip::compress(r) } else { r }
+    };
     // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
     // streams until it ends).
     match record {

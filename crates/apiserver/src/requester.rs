@@ -57,6 +57,11 @@ const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
+
+/// Whether `header` (lower-case) is one of the impersonation headers.
+pub(crate) fn is_impersonation(header: &str) -> bool {
+    [USER_HEADER, GROUP_HEADER, UID_HEADER].contains(&header) || header.starts_with(EXTRA_PREFIX)
+}
 const AUTHENTICATED: &str = "system:authenticated";
 const UNAUTHENTICATED: &str = "system:unauthenticated";
 const ANONYMOUS: &str = "system:anonymous";

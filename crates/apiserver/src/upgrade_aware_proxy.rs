@@ -69,7 +69,7 @@ pub(crate) struct Backend {
 }
 
 /// Passes `req` on to `backend` and its answer back (see the module documentation).
-pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn serve(backend: Backend, req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
     if crate::pod_connection::is_upgrade(req.headers()) {
         return upgrade(backend, req).await;
     }
@@ -84,7 +84,7 @@ pub(crate) async fn serve(backend: Backend, mut req: http::Request<Incoming>) ->
         return Ok(redirect(&location));
     }
     let rewriting = Rewriting::new(&backend, &client_path, host_of(&req));
-    let outgoing = outgoing_request(&mut req, &backend, &path, query.as_deref())?;
+    let outgoing = outgoing_request(&req, &backend, &path, query.as_deref())?;
     let mut outgoing = outgoing.map(|()| req.into_body());
     if let Ok(v) = HeaderValue::from_str(&rewriting.forwarded_uri(&path)) {
         outgoing.headers_mut().insert(HeaderName::from_static("x-forwarded-uri"), v);
@@ -156,14 +156,10 @@ impl Rewriting {
         }
         let (mut parts, body) = answer.into_parts();
         let page = body.collect().await.map_err(|e| ApiError::new(500, "", e.to_string()))?.to_bytes();
-        let page = match crate::html_links::rewrite_encoded(&page, &encoding, &|url| self.url(url)) {
-            None => page,
-            Some(rewritten) => {
-                parts.headers.remove(header::CONTENT_LENGTH);
-                Bytes::from(rewritten.map_err(|e| ApiError::new(500, "", e))?)
-            }
-        };
-        Ok(passed_back(Response::from_parts(parts, Body::Full(Some(page)))))
+        let page = crate::html_links::rewrite_encoded(&page, &encoding, &|url| self.url(url))
+            .map_err(|e| ApiError::new(500, "", e))?;
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Ok(passed_back(Response::from_parts(parts, Body::Full(Some(Bytes::from(page))))))
     }
 }
 
@@ -252,7 +248,7 @@ fn host_of(req: &http::Request<Incoming>) -> String {
 /// credentials dropped, and its hop-by-hop headers but for a switch of protocols), the
 /// backend's path with `query`, the client's `Host` (or the backend's), and `X-Forwarded-For`.
 fn outgoing_request(
-    req: &mut http::Request<Incoming>,
+    req: &http::Request<Incoming>,
     backend: &Backend,
     path: &str,
     query: Option<&str>,
@@ -269,15 +265,8 @@ fn outgoing_request(
         remove_hop_by_hop(&mut headers);
     }
     headers.remove(header::AUTHORIZATION);
-    let impersonation: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| {
-            let k = k.as_str();
-            matches!(k, "impersonate-user" | "impersonate-group" | "impersonate-uid")
-                || k.starts_with("impersonate-extra-")
-        })
-        .cloned()
-        .collect();
+    let impersonation: Vec<HeaderName> =
+        headers.keys().filter(|k| crate::requester::is_impersonation(k.as_str())).cloned().collect();
     for name in impersonation {
         headers.remove(name);
     }
@@ -362,7 +351,7 @@ where
 async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
     let path = backend.path.clone();
-    let outgoing = outgoing_request(&mut req, &backend, &path, None)?;
+    let outgoing = outgoing_request(&req, &backend, &path, None)?;
     let outgoing = outgoing.map(|()| req.into_body());
     let plain = |m: String| ApiError::new(500, "", m);
     let mut answer = match exchange(&backend, outgoing, true).await {

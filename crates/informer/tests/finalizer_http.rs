@@ -76,11 +76,7 @@ impl Reporting {
                 }
             })
             .unwrap();
-        let cancel = CancellationToken::new();
-        let informer = tokio::spawn({
-            let (i, c) = (informer.clone(), cancel.clone());
-            async move { i.run(c).await }
-        });
+        let (cancel, informer) = common::spawn(&informer);
         let panics = Box::new({
             let r = runner.clone();
             move || r.stats().panic
