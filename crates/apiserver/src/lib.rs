@@ -90,6 +90,7 @@ pub mod gzip;
 pub mod handlers;
 pub(crate) mod hpa_validation;
 pub(crate) mod html_links;
+mod http_version;
 pub(crate) mod job_status;
 pub(crate) mod job_validation;
 pub mod jsonpath;

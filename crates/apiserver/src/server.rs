@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 use crate::cache::{Dispatcher, HistoryConfig, WatchCache};
 use crate::controls::{Controls, Fault, ShutdownAnswer};
 use crate::handlers::{self, Config, Shared};
+use crate::http_version::HttpVersion;
 use crate::object::StoredObject;
 use crate::registry::{Registry, ResourceInfo};
 use crate::selector::Selectors;
@@ -864,11 +865,13 @@ impl Drop for ApiServer {
 /// ~400 KiB, let every client that reads slower than the server write hold that much: a hundred
 /// informers starting at once with streaming lists raised the server's peak RSS 1.6–1.7× its
 /// steady RSS, 1.36× with 64 KiB, and 100 watchers of 1,000 updates/s got their events with a p99
-/// of 25 ms rather than 4 ms. A request head over 64 KiB is refused (431), where kube-apiserver
-/// takes up to 1 MiB.
+/// of 25 ms rather than 4 ms. A request head that fills the read buffer is refused (431): one of
+/// up to 64 KiB is always served, one past 128 KiB never (the buffer grows to at most twice the
+/// limit when reads bring more at once), where kube-apiserver takes up to 1 MiB.
 const HTTP1_MAX_BUF: usize = 64 * 1024;
 
-/// How every connection is served: HTTP/1.1 or HTTP/2 as the client's first bytes say. One for the
+/// How a connection whose version is not known beforehand is served: HTTP/1.1 or HTTP/2 as the
+/// client's first bytes say (read, then handed back to the protocol's parser). One for the
 /// server's lifetime, so that a connection's task borrows it rather than carrying a copy.
 static CONNECTION_BUILDER: std::sync::LazyLock<hyper_util::server::conn::auto::Builder<TokioExecutor>> =
     std::sync::LazyLock::new(|| {
@@ -877,11 +880,20 @@ static CONNECTION_BUILDER: std::sync::LazyLock<hyper_util::server::conn::auto::B
         builder
     });
 
+/// How a connection known to speak HTTP/1.1 is served (see [`crate::http_version`]), as
+/// [`CONNECTION_BUILDER`] serves it.
+static HTTP1_BUILDER: std::sync::LazyLock<hyper::server::conn::http1::Builder> = std::sync::LazyLock::new(|| {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.max_buf_size(HTTP1_MAX_BUF);
+    builder
+});
+
 async fn serve_conn<I>(
     shared: Arc<Shared>,
     io: I,
     client: Option<std::net::SocketAddr>,
-    mut shutdown: watch::Receiver<bool>,
+    version: HttpVersion,
+    shutdown: watch::Receiver<bool>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -889,27 +901,60 @@ async fn serve_conn<I>(
     goaway.borrow_and_update();
     let mut cut = shared.controls.cut_epoch();
     cut.borrow_and_update();
+    let ends = ConnectionEnds { shutdown, goaway, cut };
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let shared = shared.clone();
         if let Some(addr) = client {
             req.extensions_mut().insert(crate::upgrade_aware_proxy::ClientAddr(addr));
         }
-        async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
+        // Boxed: the connection keeps its request's future in a box of that future's size for
+        // as long as it lives, where a boxed one takes its room only while a request runs (an
+        // idle watch holds none).
+        let answer = Box::pin(handlers::handle(shared, req));
+        async move { Ok::<_, std::convert::Infallible>(answer.await) }
     });
-    // Made in place: a connection moved into a pinned local would take its room twice in the task.
     let io = TokioIo::new(crate::combined_writes::CombinedWrites::new(io));
-    // With upgrades: a connection to a pod opened as a WebSocket is handed over after its 101.
-    let mut conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
-    loop {
-        tokio::select! {
-            _ = conn.as_mut() => return,
-            _ = shutdown.wait_for(|s| *s) => return,
-            // HTTP/2: GOAWAY, streams in progress go on; HTTP/1.1: close after the response.
-            Ok(()) = goaway.changed() => conn.as_mut().graceful_shutdown(),
-            // A cut closes an idle connection at once, as a reset socket is closed: a client does
-            // not find it in its pool later. One with a response under way is cut in the middle
-            // of its next write (`CutIo`).
-            Ok(()) = cut.changed() => conn.as_mut().graceful_shutdown(),
+    // Connections are made in place: one moved into a pinned local would take its room twice in
+    // the task. With upgrades: a connection to a pod opened as a WebSocket is handed over after
+    // its 101.
+    match version {
+        HttpVersion::Http1 => {
+            let conn = std::pin::pin!(HTTP1_BUILDER.serve_connection(io, svc).with_upgrades());
+            ends.drive(conn, |c| c.graceful_shutdown()).await
+        }
+        HttpVersion::Http2 | HttpVersion::Unknown => {
+            let conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
+            ends.drive(conn, |c| c.graceful_shutdown()).await
+        }
+    }
+}
+
+/// What ends a connection's service, or asks it to finish: the server's shutdown, a GOAWAY and a
+/// cut from the controls.
+struct ConnectionEnds {
+    shutdown: watch::Receiver<bool>,
+    goaway: watch::Receiver<u64>,
+    cut: watch::Receiver<u64>,
+}
+
+impl ConnectionEnds {
+    /// Serves `conn` until it ends or the server shuts down; `graceful` asks it to finish.
+    async fn drive<C: std::future::Future>(
+        mut self,
+        mut conn: std::pin::Pin<&mut C>,
+        graceful: fn(std::pin::Pin<&mut C>),
+    ) {
+        loop {
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = self.shutdown.wait_for(|s| *s) => return,
+                // HTTP/2: GOAWAY, streams in progress go on; HTTP/1.1: close after the response.
+                Ok(()) = self.goaway.changed() => graceful(conn.as_mut()),
+                // A cut closes an idle connection at once, as a reset socket is closed: a client
+                // does not find it in its pool later. One with a response under way is cut in
+                // the middle of its next write (`CutIo`).
+                Ok(()) = self.cut.changed() => graceful(conn.as_mut()),
+            }
         }
     }
 }
@@ -1489,11 +1534,26 @@ async fn handle_stream(
     mut rx: watch::Receiver<bool>,
 ) {
     let client = stream.peer_addr().ok();
-    let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
-        None => serve_conn(shared, stream, client, rx).await,
+        None => {
+            // The client's first bytes are awaited as the connection would await them: a shutdown
+            // or a cut closes it meanwhile.
+            let mut cut = shared.controls.cut_epoch();
+            cut.borrow_and_update();
+            let version = tokio::select! {
+                v = crate::http_version::peek(&stream) => match v {
+                    Ok(v) => v,
+                    Err(_) => return,
+                },
+                _ = rx.wait_for(|s| *s) => return,
+                Ok(()) = cut.changed() => return,
+            };
+            let stream = CutIo::new(stream, cut);
+            serve_conn(shared, stream, client, version, rx).await
+        }
         // Boxed: the TLS state would otherwise enlarge the task of every plain connection.
         Some(acc) => {
+            let stream = CutIo::new(stream, shared.controls.cut_epoch());
             Box::pin(async move {
                 let tls_stream = tokio::select! {
                     r = acc.accept(stream) => match r {
@@ -1502,7 +1562,8 @@ async fn handle_stream(
                     },
                     _ = rx.wait_for(|s| *s) => return,
                 };
-                serve_conn(shared, tls_stream, client, rx).await
+                let version = crate::http_version::negotiated(tls_stream.get_ref().1.alpn_protocol());
+                serve_conn(shared, tls_stream, client, version, rx).await
             })
             .await
         }
