@@ -131,6 +131,22 @@ pub unsafe fn configure_malloc() {
     }
 }
 
+/// The bytes this process's allocator holds for live allocations (glibc's `mallinfo2`: in use
+/// in its heaps plus mapped chunks), whether or not their pages were ever touched; `None` outside
+/// Linux with glibc. Unlike an RSS difference, it does not depend on what earlier frees left
+/// resident for later allocations to reuse.
+pub fn heap_in_use_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads allocator statistics.
+        #[allow(unsafe_code)]
+        let mi = unsafe { libc::mallinfo2() };
+        Some((mi.uordblks + mi.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
+
 /// With `INFORMER_BENCH_MALLINFO` (or `INFORMER_BENCH_RSS_TRACE`) set: prints glibc's heap
 /// statistics (diagnostics for RSS).
 pub fn print_mallinfo(when: &str) {

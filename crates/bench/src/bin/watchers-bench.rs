@@ -97,8 +97,9 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs a server holding `pods` pods; prints `ready <url> <resourceVersion>`, serves until
-    /// stdin closes.
+    /// Runs a server holding `pods` pods; prints `ready <url> <resourceVersion>`, answers each
+    /// `heap` line on stdin with `heap <bytes>` (its allocator's bytes in use, 0 where unknown),
+    /// serves until stdin closes.
     #[command(hide = true)]
     Serve {
         #[arg(long)]
@@ -193,7 +194,8 @@ fn pod(template: &Value, i: usize) -> Value {
     p
 }
 
-/// The `serve` subcommand: a server with `pods` pods, until the parent closes stdin. The pods
+/// The `serve` subcommand: a server with `pods` pods, until the parent closes stdin (whose
+/// `heap` lines it answers, see [`Command::Serve`]). The pods
 /// are owned by a ReplicaSet the server holds, as a Deployment's pods are, so its garbage
 /// collector (when it runs) judges them and keeps them.
 async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::Result<()> {
@@ -216,7 +218,18 @@ async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::R
         out.flush()?;
     }
     // The parent closes stdin when it is done with the server (or when it exits).
-    tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())).await??;
+    tokio::task::spawn_blocking(|| -> std::io::Result<()> {
+        use std::io::{BufRead, Write};
+        for line in std::io::stdin().lock().lines() {
+            if line? == "heap" {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "heap {}", informer_bench::measure::heap_in_use_bytes().unwrap_or(0))?;
+                out.flush()?;
+            }
+        }
+        Ok(())
+    })
+    .await??;
     server.stop().await;
     Ok(())
 }
@@ -225,6 +238,7 @@ async fn serve(pods: usize, storage: &str, garbage_collector: bool) -> anyhow::R
 struct ServerProcess {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
     addr: SocketAddr,
     url: String,
     /// The resourceVersion after the pods were loaded.
@@ -249,8 +263,9 @@ impl ServerProcess {
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| anyhow::anyhow!("no stdout of the server process"))?;
+        let mut stdout = std::io::BufReader::new(stdout);
         let mut line = String::new();
-        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        stdout.read_line(&mut line)?;
         let mut words = line.split_whitespace();
         let (Some("ready"), Some(url), Some(rv)) = (words.next(), words.next(), words.next()) else {
             let _ = child.kill();
@@ -258,7 +273,7 @@ impl ServerProcess {
             anyhow::bail!("the server process did not start: {line:?}");
         };
         let addr: SocketAddr = url.trim_start_matches("http://").parse()?;
-        Ok(ServerProcess { child, stdin, addr, url: url.to_string(), load_rv: rv.parse()? })
+        Ok(ServerProcess { child, stdin, stdout, addr, url: url.to_string(), load_rv: rv.parse()? })
     }
 
     fn pid(&self) -> u32 {
@@ -268,6 +283,19 @@ impl ServerProcess {
     /// The server's resident memory (KiB).
     fn rss_kb(&self) -> u64 {
         pid_status_kb(self.pid(), "VmRSS:")
+    }
+
+    /// The bytes the server's allocator holds for live allocations (0 where unknown). Blocks
+    /// for the server's one-line answer.
+    fn heap_bytes(&mut self) -> anyhow::Result<u64> {
+        use std::io::{BufRead, Write};
+        let stdin = self.stdin.as_mut().ok_or_else(|| anyhow::anyhow!("the server's stdin is closed"))?;
+        stdin.write_all(b"heap\n")?;
+        stdin.flush()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line)?;
+        let bytes = line.trim().strip_prefix("heap ").ok_or_else(|| anyhow::anyhow!("the server answered {line:?}"))?;
+        Ok(bytes.parse()?)
     }
 }
 
@@ -612,9 +640,10 @@ impl Writer {
 
 /// One fan-out configuration: `n` watchers over `mode`.
 async fn fan_out(args: &Args, mode: Mode, n: usize) -> anyhow::Result<Value> {
-    let server = ServerProcess::start(args.pods, &args.storage, !args.no_garbage_collector).await?;
+    let mut server = ServerProcess::start(args.pods, &args.storage, !args.no_garbage_collector).await?;
     let mut writer = Writer::connect(server.addr, args.writers).await?;
     let rss_before = server.rss_kb();
+    let heap_before = server.heap_bytes()?;
     let progress = Arc::new(Progress { watchers: n, reached: AtomicUsize::new(0), all: Notify::new() });
     let (target_tx, target_rx) = watch::channel(Target { events: 1, last: false });
     let stop = CancellationToken::new();
@@ -625,6 +654,7 @@ async fn fan_out(args: &Args, mode: Mode, n: usize) -> anyhow::Result<Value> {
         .await
         .map_err(|_| anyhow::anyhow!("not every watcher received the first event within 60 s"))?;
     let rss_idle = server.rss_kb();
+    let heap_idle = server.heap_bytes()?;
 
     progress.reached.store(0, Ordering::Release);
     let cpu_before = cpu_seconds(server.pid());
@@ -656,10 +686,11 @@ async fn fan_out(args: &Args, mode: Mode, n: usize) -> anyhow::Result<Value> {
     let lat: Vec<u64> = [0.5, 0.99, 1.0].iter().map(|&p| percentile(&latencies, p)).collect();
     let ms = |us: u64| (us as f64 / 100.0).round() / 10.0;
     let per_watcher_kb = rss_idle.saturating_sub(rss_before) as f64 / n as f64;
+    let heap_per_watcher_kb = heap_idle.saturating_sub(heap_before) as f64 / 1024.0 / n as f64;
     let events_per_s = delivered as f64 / elapsed.as_secs_f64();
     let write_rate = updates as f64 / writing.as_secs_f64();
     println!(
-        "{:<5} watchers={n:<5} {updates} updates at {write_rate:.0}/s; {delivered} events delivered, {events_per_s:.0}/s; missed {missed}{}; latency p50 {} ms, p99 {} ms, max {} ms; server RSS {} -> {} MiB with idle watchers, {per_watcher_kb:.1} KiB per watcher; server CPU {server_cpu:.1} s",
+        "{:<5} watchers={n:<5} {updates} updates at {write_rate:.0}/s; {delivered} events delivered, {events_per_s:.0}/s; missed {missed}{}; latency p50 {} ms, p99 {} ms, max {} ms; server RSS {} -> {} MiB with idle watchers, {per_watcher_kb:.1} KiB per watcher (heap in use {heap_per_watcher_kb:.1} KiB); server CPU {server_cpu:.1} s",
         format!("{mode:?}").to_lowercase(),
         if drained { String::new() } else { format!(" (not all delivered within {} s)", args.drain_timeout) },
         ms(lat[0]),
@@ -690,6 +721,7 @@ async fn fan_out(args: &Args, mode: Mode, n: usize) -> anyhow::Result<Value> {
         "server_rss_before_kb": rss_before,
         "server_rss_idle_watchers_kb": rss_idle,
         "server_kb_per_idle_watcher": (per_watcher_kb * 10.0).round() / 10.0,
+        "server_heap_kb_per_idle_watcher": (heap_per_watcher_kb * 10.0).round() / 10.0,
         "server_cpu_s": (server_cpu * 10.0).round() / 10.0,
     }))
 }
