@@ -5,7 +5,8 @@
 //! Knowing the version up front lets an HTTP/1.1 connection be served without first reading its
 //! opening bytes into a buffer of their own and handing them back to the parser: handed back on
 //! their own, they leave the parser's first read short and its read buffer grows to twice its
-//! initial size for the connection's whole life (16 KiB rather than 8 KiB for every watcher).
+//! initial size for the connection's whole life (16 KiB rather than 8 KiB for every watcher whose
+//! request arrives in one read).
 //!
 //! Invariant: [`HttpVersion::Http1`] and [`HttpVersion::Http2`] are answered only when the bytes
 //! (or ALPN) settle it; anything else is [`HttpVersion::Unknown`], for a server that reads the

@@ -866,8 +866,9 @@ impl Drop for ApiServer {
 /// informers starting at once with streaming lists raised the server's peak RSS 1.6–1.7× its
 /// steady RSS, 1.36× with 64 KiB, and 100 watchers of 1,000 updates/s got their events with a p99
 /// of 25 ms rather than 4 ms. A request head that fills the read buffer is refused (431): one of
-/// up to 64 KiB is always served, one past 128 KiB never (the buffer grows to at most twice the
-/// limit when reads bring more at once), where kube-apiserver takes up to 1 MiB.
+/// up to 64 KiB is always served, one past 256 KiB never (past 128 KiB on a connection's first
+/// request: the buffer grows past the limit when reads bring more at once), where kube-apiserver
+/// takes up to 1 MiB.
 const HTTP1_MAX_BUF: usize = 64 * 1024;
 
 /// How a connection whose version is not known beforehand is served: HTTP/1.1 or HTTP/2 as the
@@ -893,15 +894,10 @@ async fn serve_conn<I>(
     io: I,
     client: Option<std::net::SocketAddr>,
     version: HttpVersion,
-    shutdown: watch::Receiver<bool>,
+    ends: ConnectionEnds,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let mut goaway = shared.controls.goaway_epoch();
-    goaway.borrow_and_update();
-    let mut cut = shared.controls.cut_epoch();
-    cut.borrow_and_update();
-    let ends = ConnectionEnds { shutdown, goaway, cut };
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let shared = shared.clone();
         if let Some(addr) = client {
@@ -914,23 +910,25 @@ async fn serve_conn<I>(
         async move { Ok::<_, std::convert::Infallible>(answer.await) }
     });
     let io = TokioIo::new(crate::combined_writes::CombinedWrites::new(io));
-    // Connections are made in place: one moved into a pinned local would take its room twice in
-    // the task. With upgrades: a connection to a pod opened as a WebSocket is handed over after
-    // its 101.
+    // An HTTP/1.1 connection is made in place: one moved into a pinned local would take its room
+    // twice in the task. The others are boxed, so that their HTTP/2 state does not enlarge every
+    // HTTP/1.1 connection's task. With upgrades: a connection to a pod opened as a WebSocket is
+    // handed over after its 101.
     match version {
         HttpVersion::Http1 => {
             let conn = std::pin::pin!(HTTP1_BUILDER.serve_connection(io, svc).with_upgrades());
             ends.drive(conn, |c| c.graceful_shutdown()).await
         }
         HttpVersion::Http2 | HttpVersion::Unknown => {
-            let conn = std::pin::pin!(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
-            ends.drive(conn, |c| c.graceful_shutdown()).await
+            let mut conn = Box::pin(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
+            ends.drive(conn.as_mut(), |c| c.graceful_shutdown()).await
         }
     }
 }
 
 /// What ends a connection's service, or asks it to finish: the server's shutdown, a GOAWAY and a
-/// cut from the controls.
+/// cut from the controls. Subscribed when the connection is accepted, so that neither is missed
+/// while its TLS handshake or its first bytes are awaited.
 struct ConnectionEnds {
     shutdown: watch::Receiver<bool>,
     goaway: watch::Receiver<u64>,
@@ -938,6 +936,25 @@ struct ConnectionEnds {
 }
 
 impl ConnectionEnds {
+    fn new(controls: &Controls, shutdown: watch::Receiver<bool>) -> Self {
+        let mut goaway = controls.goaway_epoch();
+        goaway.borrow_and_update();
+        let mut cut = controls.cut_epoch();
+        cut.borrow_and_update();
+        ConnectionEnds { shutdown, goaway, cut }
+    }
+
+    /// Whether the server shuts down or the controls ask connections to finish, while a
+    /// connection is not served yet: such a connection is closed (as an idle one is).
+    async fn finish_asked(&mut self) {
+        tokio::select! {
+            biased;
+            _ = self.shutdown.wait_for(|s| *s) => {}
+            Ok(()) = self.goaway.changed() => {}
+            Ok(()) = self.cut.changed() => {}
+        }
+    }
+
     /// Serves `conn` until it ends or the server shuts down; `graceful` asks it to finish.
     async fn drive<C: std::future::Future>(
         mut self,
@@ -972,6 +989,10 @@ impl<I> CutIo<I> {
     fn new(inner: I, mut cut: watch::Receiver<u64>) -> Self {
         cut.borrow_and_update();
         CutIo { inner, cut, broken: false }
+    }
+
+    fn get_ref(&self) -> &I {
+        &self.inner
     }
 
     fn reset() -> std::io::Error {
@@ -1531,39 +1552,37 @@ async fn handle_stream(
     shared: Arc<Shared>,
     stream: TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    mut rx: watch::Receiver<bool>,
+    rx: watch::Receiver<bool>,
 ) {
     let client = stream.peer_addr().ok();
+    let mut ends = ConnectionEnds::new(&shared.controls, rx);
+    let stream = CutIo::new(stream, shared.controls.cut_epoch());
     match tls {
         None => {
-            // The client's first bytes are awaited as the connection would await them: a shutdown
-            // or a cut closes it meanwhile.
-            let mut cut = shared.controls.cut_epoch();
-            cut.borrow_and_update();
+            // The client's first bytes are awaited as the connection would await them: a
+            // shutdown, a GOAWAY or a cut closes it meanwhile.
             let version = tokio::select! {
-                v = crate::http_version::peek(&stream) => match v {
+                biased;
+                _ = ends.finish_asked() => return,
+                v = crate::http_version::peek(stream.get_ref()) => match v {
                     Ok(v) => v,
                     Err(_) => return,
                 },
-                _ = rx.wait_for(|s| *s) => return,
-                Ok(()) = cut.changed() => return,
             };
-            let stream = CutIo::new(stream, cut);
-            serve_conn(shared, stream, client, version, rx).await
+            serve_conn(shared, stream, client, version, ends).await
         }
         // Boxed: the TLS state would otherwise enlarge the task of every plain connection.
         Some(acc) => {
-            let stream = CutIo::new(stream, shared.controls.cut_epoch());
             Box::pin(async move {
                 let tls_stream = tokio::select! {
                     r = acc.accept(stream) => match r {
                         Ok(s) => s,
                         Err(_) => return,
                     },
-                    _ = rx.wait_for(|s| *s) => return,
+                    _ = ends.shutdown.wait_for(|s| *s) => return,
                 };
                 let version = crate::http_version::negotiated(tls_stream.get_ref().1.alpn_protocol());
-                serve_conn(shared, tls_stream, client, version, rx).await
+                serve_conn(shared, tls_stream, client, version, ends).await
             })
             .await
         }

@@ -271,6 +271,27 @@ async fn cut_connections_close_idle_ones_at_once() {
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
 }
 
+/// A connection that has not sent its first bytes yet is closed by a cut, and by a GOAWAY, as an
+/// idle one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_yet_to_speak_close_on_a_cut_or_a_goaway() {
+    use tokio::io::AsyncReadExt;
+    for goaway in [false, true] {
+        let s = server().await;
+        let mut silent = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+        // A request answered on a later connection: the silent one was accepted before it.
+        assert_eq!(Client::new(&s).get("/version").await.code, 200);
+        if goaway {
+            s.goaway();
+        } else {
+            s.cut_connections();
+        }
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(SEC, silent.read(&mut buf)).await.expect("the connection stays open");
+        assert!(matches!(read, Ok(0) | Err(_)), "goaway {goaway}: {read:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goaway_lets_streams_in_progress_finish_and_refuses_new_ones() {
     let s = server().await;

@@ -396,7 +396,7 @@ async fn open_watches_and_request_counts() {
 }
 
 /// A request head of tens of KiB (a label selector naming thousands of values) is served; one
-/// past what the connection buffers (64 KiB, at most twice that when reads bring more at once)
+/// past what a new connection buffers (64 KiB, at most twice that when reads bring more at once)
 /// is refused with 431 rather than buffered.
 #[tokio::test]
 async fn long_request_heads_are_served_up_to_64_kib() {
@@ -699,7 +699,12 @@ async fn tls_connections_speak_the_version_alpn_agreed_on_or_either_without() {
         (&[], http::Version::HTTP_2),
     ];
     for (offered, version) in cases {
-        let mut config = rustls::ClientConfig::builder().with_root_certificates(roots.clone()).with_no_client_auth();
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
         config.alpn_protocols = offered.iter().map(|p| p.to_vec()).collect();
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();

@@ -573,14 +573,24 @@ struct Writer {
 }
 
 impl Writer {
+    /// `n` connections, each of which has been answered once: the server has made its side of
+    /// each before anything is measured.
     async fn connect(addr: SocketAddr, n: usize) -> anyhow::Result<Writer> {
         let mut conns = Vec::with_capacity(n);
+        let host = addr.to_string();
         for _ in 0..n.max(1) {
-            let (send, conn) = hyper::client::conn::http1::handshake(connect(addr).await?).await?;
+            let (mut send, conn) = hyper::client::conn::http1::handshake(connect(addr).await?).await?;
             tokio::spawn(conn);
+            let req = Request::get(format!("/api/v1/namespaces/{NS}/pods/bench-0000000"))
+                .header(http::header::HOST, &host)
+                .header(http::header::ACCEPT, "application/json")
+                .body(Full::new(Bytes::new()))?;
+            let resp = send.send_request(req).await?;
+            anyhow::ensure!(resp.status().is_success(), "GET of a pod: {}", resp.status());
+            resp.into_body().collect().await?;
             conns.push(send);
         }
-        Ok(Writer { conns, host: addr.to_string() })
+        Ok(Writer { conns, host })
     }
 
     /// PATCHes pod `i`'s stamp label to `sent_us` (a merge patch, as a controller's label
