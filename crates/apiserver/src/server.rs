@@ -944,8 +944,8 @@ impl ConnectionEnds {
         ConnectionEnds { shutdown, goaway, cut }
     }
 
-    /// Whether the server shuts down or the controls ask connections to finish, while a
-    /// connection is not served yet: such a connection is closed (as an idle one is).
+    /// Completes when the server shuts down or the controls ask connections to finish; awaited
+    /// while a connection is not served yet, which is then closed (as an idle one is).
     async fn finish_asked(&mut self) {
         tokio::select! {
             biased;
