@@ -1300,8 +1300,7 @@ async fn scale_request(
     // kube prints a built-in kind's Scale; a custom resource's has no printer, so its Scale is
     // answered whatever the client asks.
     if let (crate::table::Render::Table(include), None) = (render, &info.custom) {
-        let table = crate::table::scale_table(&scale.to_value(), include);
-        return Ok(json_bytes(200, serde_json::to_vec(&table).unwrap_or_default()));
+        return Ok(json_value(200, &crate::table::scale_table(scale.to_value(), include)));
     }
     Ok(json_bytes(200, scale.to_bytes()))
 }

@@ -58,13 +58,14 @@ const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 
+const AUTHENTICATED: &str = "system:authenticated";
+const UNAUTHENTICATED: &str = "system:unauthenticated";
+const ANONYMOUS: &str = "system:anonymous";
+
 /// Whether `header` (lower-case) is one of the impersonation headers.
 pub(crate) fn is_impersonation(header: &str) -> bool {
     [USER_HEADER, GROUP_HEADER, UID_HEADER].contains(&header) || header.starts_with(EXTRA_PREFIX)
 }
-const AUTHENTICATED: &str = "system:authenticated";
-const UNAUTHENTICATED: &str = "system:unauthenticated";
-const ANONYMOUS: &str = "system:anonymous";
 
 /// What a request asks to impersonate, read from its headers.
 struct Asked {

@@ -144,8 +144,7 @@ fn custom_cell(column_type: &str, x: &Value) -> Value {
 /// One Table row for an object, carrying what `include` asks of it.
 pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Value {
     let v = o.value();
-    let meta = v.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let created = meta.get("creationTimestamp").and_then(Value::as_str).unwrap_or("");
+    let created = v.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or("");
     let custom = info.custom.as_ref().filter(|c| !c.printer_columns.is_empty());
     let cells = if let Some(c) = custom {
         let mut cells = vec![Value::String(o.name.clone())];
@@ -163,18 +162,23 @@ pub fn row(info: &ResourceInfo, o: &StoredObject, include: IncludeObject) -> Val
         json!([o.name, crate::printers::since(Some(created))])
     };
     let conditions = crate::printers::row_conditions(info, &v);
-    let object = match include {
-        IncludeObject::None => Value::Null,
-        IncludeObject::Metadata => {
-            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
-        }
-        IncludeObject::Object => v,
-    };
-    let mut row = json!({"cells": cells, "object": object});
+    let mut row = json!({"cells": cells, "object": row_object(v, include)});
     if let Some(conditions) = conditions {
         row["conditions"] = conditions;
     }
     row
+}
+
+/// What a row carries of its object `v`, as `include` asks.
+fn row_object(mut v: Value, include: IncludeObject) -> Value {
+    match include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => {
+            let meta = v.get_mut("metadata").map(Value::take).unwrap_or_else(|| json!({}));
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+        }
+        IncludeObject::Object => v,
+    }
 }
 
 /// A whole Table for a list page. `list_meta` is the list's metadata object.
@@ -201,21 +205,15 @@ pub fn table(
 
 /// The Table of a built-in kind's autoscaling/v1 `Scale` (kube prints none for a custom
 /// resource's, whose `scale` answers its Scale whatever the client asks).
-pub fn scale_table(scale: &Value, include: IncludeObject) -> Value {
-    let meta = scale.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let object = match include {
-        IncludeObject::None => Value::Null,
-        IncludeObject::Metadata => {
-            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
-        }
-        IncludeObject::Object => scale.clone(),
-    };
+pub fn scale_table(scale: Value, include: IncludeObject) -> Value {
+    let rv = scale.pointer("/metadata/resourceVersion").cloned().unwrap_or_else(|| json!(""));
+    let cells = crate::printers::scale_cells(&scale);
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": meta.get("resourceVersion").cloned().unwrap_or_else(|| json!(""))},
+        "metadata": {"resourceVersion": rv},
         "columnDefinitions": crate::printers::scale_columns(),
-        "rows": [{"cells": crate::printers::scale_cells(scale), "object": object}],
+        "rows": [{"cells": cells, "object": row_object(scale, include)}],
     })
 }
 
