@@ -178,7 +178,7 @@ impl Filter {
     /// Appends the event as it is (its own type and object), shared when it can be.
     fn emit_event(&self, info: &ResourceInfo, chunk: &mut Chunk, ev: &Event) {
         if self.table.is_some() || self.metadata {
-            self.emit(info, chunk.buf(), ev.kind.as_str(), &ev.obj);
+            self.emit(info, chunk.line(), ev.kind.as_str(), &ev.obj);
             return;
         }
         let encode = |out: &mut Vec<u8>| encode_object_event(out, ev.kind.as_str(), &ev.obj);
@@ -188,7 +188,7 @@ impl Filter {
         });
         match shared {
             Some(line) => chunk.push_shared(line),
-            None => encode(chunk.buf()),
+            None => encode(chunk.line()),
         }
     }
 
@@ -210,11 +210,11 @@ impl Filter {
                 let old = ev.prev.as_ref().is_some_and(|p| self.matches(p));
                 match (old, cur) {
                     (true, true) => self.emit_event(info, chunk, ev),
-                    (false, true) => self.emit(info, chunk.buf(), "ADDED", &ev.obj),
+                    (false, true) => self.emit(info, chunk.line(), "ADDED", &ev.obj),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let gone = p.with_rv(ev.rv);
-                            self.emit(info, chunk.buf(), "DELETED", &gone);
+                            self.emit(info, chunk.line(), "DELETED", &gone);
                         }
                     }
                     (false, false) => return false,
@@ -231,6 +231,8 @@ impl Filter {
 struct Chunk {
     buf: Vec<u8>,
     shared: Option<Bytes>,
+    /// The lines in the chunk: one per event.
+    lines: u64,
     /// The capacity of the next buffer, allocated when its first bytes go in: an idle watch
     /// holds no buffer.
     next_cap: usize,
@@ -239,7 +241,7 @@ struct Chunk {
 impl Chunk {
     /// An empty chunk whose first buffer gets `first_cap` bytes.
     fn new(first_cap: usize) -> Self {
-        Chunk { buf: Vec::new(), shared: None, next_cap: first_cap }
+        Chunk { buf: Vec::new(), shared: None, lines: 0, next_cap: first_cap }
     }
 
     fn len(&self) -> usize {
@@ -250,8 +252,13 @@ impl Chunk {
         self.len() == 0
     }
 
-    /// The buffer to encode into; a shared line already in the chunk is copied in first.
-    fn buf(&mut self) -> &mut Vec<u8> {
+    /// The buffer to encode one line into; a shared line already in the chunk is copied in first.
+    fn line(&mut self) -> &mut Vec<u8> {
+        self.lines += 1;
+        self.space()
+    }
+
+    fn space(&mut self) -> &mut Vec<u8> {
         if self.buf.capacity() == 0 {
             self.buf.reserve(self.next_cap);
         }
@@ -263,22 +270,24 @@ impl Chunk {
 
     /// Appends a shared line: the chunk is the line itself when it is the chunk's first event.
     fn push_shared(&mut self, line: Bytes) {
+        self.lines += 1;
         if self.is_empty() {
             self.shared = Some(line);
         } else {
-            self.buf().extend_from_slice(&line);
+            self.space().extend_from_slice(&line);
         }
     }
 
-    /// The chunk's bytes; the chunk is empty after. The next buffer is sized after this chunk:
-    /// full chunks (replay) keep their capacity so they never regrow, small ones (live events)
-    /// stay small.
-    fn take(&mut self) -> Bytes {
+    /// The chunk's bytes and how many lines they hold; the chunk is empty after. The next
+    /// buffer is sized after this chunk: full chunks (replay) keep their capacity so they never
+    /// regrow, small ones (live events) stay small.
+    fn take(&mut self) -> (Bytes, u64) {
         self.next_cap = (self.len() * 2).clamp(8192, self.buf.capacity().max(8192));
-        match self.shared.take() {
+        let bytes = match self.shared.take() {
             Some(line) => line,
             None => Bytes::from(std::mem::take(&mut self.buf)),
-        }
+        };
+        (bytes, std::mem::take(&mut self.lines))
     }
 }
 
@@ -342,9 +351,9 @@ impl Out {
         if chunk.is_empty() {
             return true;
         }
-        let chunk = chunk.take();
+        let (chunk, lines) = chunk.take();
         if let Some(events) = &self.events {
-            events.inc_by(memchr::memchr_iter(b'\n', &chunk).count() as u64);
+            events.inc_by(lines);
         }
         if self.controls.unresponsive_close().is_none() {
             return self.tx.send(chunk).await.is_ok();
@@ -461,7 +470,7 @@ async fn run(
             }
             let delay = controls.stream_delay();
             for o in &items {
-                filter.emit(&info, chunk.buf(), "ADDED", o);
+                filter.emit(&info, chunk.line(), "ADDED", o);
                 if !delay.is_zero() {
                     if !out.send(&mut chunk, rv, false).await || !out.pace(delay, &mut epoch).await {
                         return;
@@ -472,7 +481,7 @@ async fn run(
             }
             let end = end_bookmark && p.bookmarks;
             if end {
-                encode_bookmark(chunk.buf(), &info, rv, true, &filter);
+                encode_bookmark(chunk.line(), &info, rv, true, &filter);
             }
             if !out.send(&mut chunk, rv, end).await {
                 return;
@@ -545,7 +554,7 @@ async fn run(
         let now = Instant::now();
         if p.bookmarks && now >= next_bookmark {
             if cursor > last_sent {
-                encode_bookmark(chunk.buf(), &info, cursor, false, &filter);
+                encode_bookmark(chunk.line(), &info, cursor, false, &filter);
                 last_sent = cursor;
                 if !out.send(&mut chunk, cursor, false).await {
                     return;
@@ -557,7 +566,7 @@ async fn run(
             final_bookmark_sent = true;
             // As kube's watchers, a bookmark only for a resourceVersion past the watch's start.
             if cursor > origin {
-                encode_bookmark(chunk.buf(), &info, cursor, false, &filter);
+                encode_bookmark(chunk.line(), &info, cursor, false, &filter);
                 last_sent = cursor;
                 if !out.send(&mut chunk, cursor, false).await {
                     return;
@@ -578,5 +587,28 @@ async fn run(
             r = notify.changed() => { if r.is_err() { return; } }
             _ = sleep_until(bookmark_wake.min(final_wake).min(deadline)) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_counts_its_lines_shared_or_its_own() {
+        let shared = Bytes::from_static(b"{\"type\":\"MODIFIED\"}\n");
+        let mut chunk = Chunk::new(64);
+        chunk.push_shared(shared.clone());
+        let (bytes, lines) = chunk.take();
+        assert_eq!((bytes.as_ptr(), lines), (shared.as_ptr(), 1), "a lone shared line is sent as it is");
+
+        chunk.push_shared(shared.clone());
+        chunk.push_shared(shared.clone());
+        chunk.line().extend_from_slice(b"{\"type\":\"BOOKMARK\"}\n");
+        let (bytes, lines) = chunk.take();
+        assert_eq!(lines, 3);
+        assert_eq!(&bytes[..], &b"{\"type\":\"MODIFIED\"}\n{\"type\":\"MODIFIED\"}\n{\"type\":\"BOOKMARK\"}\n"[..]);
+        assert!(chunk.is_empty());
+        assert_eq!(chunk.take().1, 0);
     }
 }
