@@ -216,12 +216,20 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
         Ok(d) => d.map(|d| tokio::time::Instant::now() + d),
         Err(e) => return refuse(e).await,
     };
-    let bearer = req
+    let header_bearer = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
+    // A WebSocket's token may come as a subprotocol (browsers set no headers); the header's
+    // comes first, as kube's authenticators are tried in turn.
+    let protocol_bearer = match crate::websocket::protocol_bearer(req.headers()) {
+        Ok(p) => p.filter(|_| header_bearer.is_none()),
+        Err(_) if header_bearer.is_some() => None,
+        Err(_) => return refuse(ApiError::unauthorized()).await,
+    };
+    let bearer = header_bearer.or(protocol_bearer.as_ref().map(|(token, _)| token.as_str()));
     // The server's own token first; then a service account token of this server's issuer
     // authenticates as its service account, and one that no longer does is refused, as
     // kube-apiserver refuses it. Other tokens are not the server's to judge.
@@ -237,6 +245,12 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
     }
     if shared.cfg.token.is_some() && !server_token && account.is_none() && !public_info(&req) {
         return refuse(ApiError::unauthorized()).await;
+    }
+    // Once it authenticates, the token is taken out of the subprotocols the WebSocket answers.
+    if let Some((_, others)) = protocol_bearer
+        && let Ok(v) = http::HeaderValue::from_str(&others)
+    {
+        req.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, v);
     }
     let impersonated = match crate::requester::impersonated(req.headers()) {
         Ok(user) => user,
@@ -259,7 +273,10 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
     let mut r = authorized_request(shared, req, asked, (account, impersonated), (segs, query), until).await;
     // kube's timeout filter answers from outside priority and fairness.
     let timed_out = r.extensions().get::<TimedOut>().is_some();
-    if let Some(c) = classified.filter(|_| !timed_out) {
+    // A switch of protocols is answered by the server that takes the connection over, which
+    // writes none of the filters' headers.
+    let switched = r.status() == http::StatusCode::SWITCHING_PROTOCOLS;
+    if let Some(c) = classified.filter(|_| !timed_out && !switched) {
         let headers = r.headers_mut();
         for (name, uid) in [
             (crate::priority_and_fairness::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
@@ -277,7 +294,7 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
 /// answers it.
 async fn authorized_request(
     shared: Arc<Shared>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     asked: crate::request_info::RequestInfo,
     (account, impersonated): (Option<serde_json::Value>, Option<serde_json::Value>),
     (segs, query): (Vec<String>, Vec<(String, String)>),
@@ -328,6 +345,9 @@ async fn authorized_request(
     let pretty =
         !raw_document && (req.uri().path() == "/version" || crate::pretty::asked(req.uri().query(), req.headers()));
     let gzip = !raw_document && req.uri().path() != "/metrics" && crate::gzip::accepted(req.headers());
+    // A watch asking for a WebSocket is served as any other; its stream is then carried over
+    // the WebSocket.
+    let websocket = crate::watch_websocket::Handshake::of(&mut req, &asked.verb);
     // The request's future is large (every write path is in it): on the heap, not on the stack
     // of whichever thread polls it.
     let served = crate::admission_options::scope(warning::collect(Box::pin(route(&shared, req, segs, query))));
@@ -363,7 +383,7 @@ async fn authorized_request(
     };
     // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
     // streams until it ends).
-    match record {
+    let r = match record {
         Some(mut record) => {
             record.answered(r.status().as_u16());
             match r.body() {
@@ -371,6 +391,10 @@ async fn authorized_request(
                 _ => r.map(|b| Body::Tracked(Box::new((b, record)))),
             }
         }
+        None => r,
+    };
+    match websocket {
+        Some(handshake) => handshake.serve(r),
         None => r,
     }
 }

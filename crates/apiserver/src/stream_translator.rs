@@ -15,18 +15,16 @@
 use std::future::Future;
 use std::time::Duration;
 
-use base64::Engine;
-use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Response, header};
 use hyper::upgrade::OnUpgrade;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::body::Body;
 use crate::status::ApiError;
+use crate::websocket;
 
 /// The protocol with the stream-close signal, which kube's translator answers.
 const V5: &str = "v5.channel.k8s.io";
-/// RFC 6455's key suffix.
-const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// The channels of the protocol.
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
@@ -40,9 +38,7 @@ const LINGER: Duration = Duration::from_secs(5);
 /// `Sec-WebSocket-Protocol` header).
 pub(crate) fn wants_translation(headers: &HeaderMap) -> bool {
     let first = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
-    first(header::UPGRADE).eq_ignore_ascii_case("websocket")
-        && crate::pod_connection::is_upgrade(headers)
-        && first(header::SEC_WEBSOCKET_PROTOCOL).trim().split(',').any(|p| p.trim() == V5)
+    websocket::is_websocket(headers) && first(header::SEC_WEBSOCKET_PROTOCOL).trim().split(',').any(|p| p.trim() == V5)
 }
 
 /// What the translated connection carries: which output the client reads (for the opening
@@ -53,47 +49,22 @@ pub(crate) struct Ending<F> {
     pub status: F,
 }
 
-/// Go's WebSocket server's refusal of a handshake: its status line, headers and text, on a
-/// connection then closed.
-fn refused(code: StatusCode, text: &'static str, version: bool) -> Response<Body> {
-    let mut answer = Response::new(Body::Full(Some(bytes::Bytes::from_static(text.as_bytes()))));
-    *answer.status_mut() = code;
-    if version {
-        answer.headers_mut().insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
-    }
-    answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    answer
-}
-
 /// Judges the handshake and, when it holds, accepts the WebSocket (101); once the connection is
 /// handed over, writes the opening message, waits for `ending`'s Status, writes it and closes.
 pub(crate) fn accept<F>(method: &Method, headers: &HeaderMap, upgrade: OnUpgrade, ending: Ending<F>) -> Response<Body>
 where
     F: Future<Output = ApiError> + Send + 'static,
 {
-    if *method != Method::GET {
-        return refused(StatusCode::METHOD_NOT_ALLOWED, "bad method", false);
-    }
-    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).map(HeaderValue::as_bytes).filter(|k| !k.is_empty()) else {
-        return refused(StatusCode::BAD_REQUEST, "mismatch challenge/response", false);
+    let key = match websocket::read_handshake(method, headers) {
+        Ok(key) => key,
+        Err(refusal) => return *refusal,
     };
-    if headers.get(header::SEC_WEBSOCKET_VERSION).map(HeaderValue::as_bytes) != Some(b"13") {
-        return refused(StatusCode::BAD_REQUEST, "missing or bad WebSocket Version", true);
-    }
-    let mut answer = Response::new(Body::Full(None));
-    *answer.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = answer.headers_mut();
-    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(v) = HeaderValue::from_str(&accept_key(key)) {
-        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
-    }
-    h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(V5));
+    let answer = websocket::switching(key, Some(HeaderValue::from_static(V5)));
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let mut io = hyper_util::rt::TokioIo::new(upgraded);
         let mut out = Vec::new();
-        frame(&mut out, 0x2, &[opening(ending.stdout, ending.stderr)]);
+        websocket::frame(&mut out, websocket::BINARY, &[opening(ending.stdout, ending.stderr)]);
         if io.write_all(&out).await.is_err() {
             return;
         }
@@ -109,14 +80,6 @@ where
         let _ = tokio::time::timeout(LINGER, drain).await;
     });
     answer
-}
-
-/// RFC 6455's `Sec-WebSocket-Accept` of `key`.
-fn accept_key(key: &[u8]) -> String {
-    let mut input = key.to_vec();
-    input.extend_from_slice(ACCEPT_GUID.as_bytes());
-    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input);
-    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
 }
 
 /// The channel of the opening empty message: the lowest the client reads (stdout, stderr), or
@@ -136,37 +99,14 @@ fn closing(status: &ApiError) -> Vec<u8> {
     let mut out = Vec::new();
     let mut message = vec![ERROR];
     message.extend_from_slice(&status.to_untyped_bytes());
-    frame(&mut out, 0x2, &message);
-    frame(&mut out, 0x8, &1000u16.to_be_bytes());
+    websocket::frame(&mut out, websocket::BINARY, &message);
+    websocket::close(&mut out, 1000);
     out
-}
-
-/// Appends one unmasked, final frame of `opcode` carrying `payload`.
-fn frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
-    out.push(0x80 | opcode);
-    match payload.len() {
-        n if n < 126 => out.push(n as u8),
-        n if n <= usize::from(u16::MAX) => {
-            out.push(126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(payload);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_accept_key_is_rfc_6455_s() {
-        // RFC 6455, section 1.3.
-        assert_eq!(accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
-    }
 
     #[test]
     fn only_a_v5_websocket_is_translated() {
@@ -196,8 +136,5 @@ mod tests {
         assert_eq!(out[..3], [0x82, (bytes.len() + 1) as u8, ERROR]);
         assert_eq!(&out[3..3 + bytes.len()], &bytes[..]);
         assert_eq!(out[3 + bytes.len()..], [0x88, 2, 0x03, 0xE8]);
-        let mut long = Vec::new();
-        frame(&mut long, 0x2, &[0; 300]);
-        assert_eq!(long[..4], [0x82, 126, 0x01, 0x2C]);
     }
 }

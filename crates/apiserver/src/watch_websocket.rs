@@ -1,0 +1,310 @@
+//! A watch served over a WebSocket, as kube-apiserver serves one to a client that asks for the
+//! upgrade (browsers' consoles do): the watch is started, authorized and negotiated as any
+//! other, and a failure before it streams is answered over HTTP; once it streams, the handshake
+//! is judged as Go's WebSocket handler judges it and every event becomes one message.
+//!
+//! Invariants:
+//! - The handshake's checks come in Go's order: the method, key and version
+//!   ([`crate::websocket::read_handshake`]), then an `Origin` that parses as a request URI (403
+//!   with no text otherwise), then at most one subprotocol (400 with no text otherwise), which
+//!   the 101 echoes.
+//! - Each event is one final, unmasked message: a text message of the event's JSON line
+//!   (newline included), or a binary message of its protobuf `WatchEvent` (no length prefix).
+//! - What the client sends is read and dropped, but a ping is answered with a pong of its
+//!   payload, an unmasked frame with a close (1002), and its close, the end of its stream or a
+//!   frame past the size limit end the watch.
+//! - The watch's end (its timeout, a dropped watch, the server's stop, the client's close) is a
+//!   close frame (1000), after which the connection is read until the client closes it, for at
+//!   most [`LINGER`].
+
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use crate::body::Body;
+use crate::websocket::{self, BINARY, CLOSE, PING, PONG, TEXT};
+
+/// How long the server reads what a client sends after the server's close.
+const LINGER: Duration = Duration::from_secs(5);
+
+/// A watch request that asks for a WebSocket: what its handshake is judged by, and the
+/// connection it hands over.
+pub(crate) struct Handshake {
+    method: Method,
+    headers: HeaderMap,
+    upgrade: OnUpgrade,
+}
+
+impl Handshake {
+    /// The handshake of `req` when it is a watch asking for a WebSocket over HTTP/1.1 (the
+    /// only version that switches protocols).
+    pub(crate) fn of(req: &mut http::Request<Incoming>, verb: &str) -> Option<Self> {
+        if verb != "watch" || req.version() != http::Version::HTTP_11 || !websocket::is_websocket(req.headers()) {
+            return None;
+        }
+        let upgrade = hyper::upgrade::on(&mut *req);
+        Some(Handshake { method: req.method().clone(), headers: req.headers().clone(), upgrade })
+    }
+
+    /// `answer` as the client gets it: a watch's stream as a WebSocket (or the handshake's
+    /// refusal); anything else as it is.
+    pub(crate) fn serve(self, answer: Response<Body>) -> Response<Body> {
+        let streams = match answer.body() {
+            Body::Stream(_) => true,
+            Body::Tracked(t) => matches!(t.0, Body::Stream(_)),
+            _ => false,
+        };
+        if answer.status() != StatusCode::OK || !streams {
+            return answer;
+        }
+        let key = match websocket::read_handshake(&self.method, &self.headers) {
+            Ok(key) => key,
+            Err(refusal) => return *refusal,
+        };
+        let origin = self.headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        if !origin.is_some_and(parses_as_request_uri) {
+            return websocket::refused(StatusCode::FORBIDDEN, "", false);
+        }
+        // Go reads the first header's list.
+        let protocols: Vec<&str> = match self.headers.get(header::SEC_WEBSOCKET_PROTOCOL).map(|v| v.to_str()) {
+            Some(Ok(v)) if !v.trim().is_empty() => v.trim().split(',').map(str::trim).collect(),
+            Some(Err(_)) => return websocket::refused(StatusCode::BAD_REQUEST, "", false),
+            _ => Vec::new(),
+        };
+        if protocols.len() > 1 {
+            return websocket::refused(StatusCode::BAD_REQUEST, "", false);
+        }
+        let protocol = protocols.first().and_then(|p| HeaderValue::from_str(p).ok());
+        let binary = answer
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(crate::protobuf::MEDIA_TYPE.as_bytes()));
+        let switching = websocket::switching(key, protocol);
+        tokio::spawn(stream(self.upgrade, answer.into_body(), binary));
+        switching
+    }
+}
+
+/// Whether `origin` parses as Go's `url.ParseRequestURI` parses a request's URI: an absolute
+/// path, or a scheme then an opaque part or an authority (its user information, host and port
+/// well formed) and a path, with well-formed escapes and no control characters.
+fn parses_as_request_uri(origin: &str) -> bool {
+    if origin.is_empty() || origin.bytes().any(|b| b < 0x20 || b == 0x7F) {
+        return false;
+    }
+    if origin == "*" {
+        return true;
+    }
+    let rest = match scheme_end(origin) {
+        Err(()) => return false,
+        Ok(Some(colon)) => &origin[colon + 1..],
+        Ok(None) => origin,
+    };
+    let scheme = rest.len() != origin.len();
+    let rest = rest.split_once('?').map_or(rest, |(before, _)| before);
+    if !rest.starts_with('/') {
+        return scheme;
+    }
+    let path = match rest.strip_prefix("//").filter(|_| scheme) {
+        Some(after) => {
+            let (authority, path) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+            if !authority_parses(authority) {
+                return false;
+            }
+            path
+        }
+        None => rest,
+    };
+    escapes_parse(path)
+}
+
+/// Where a URI's scheme ends (its colon), `None` when it has none, an error for a leading colon.
+fn scheme_end(s: &str) -> Result<Option<usize>, ()> {
+    for (i, c) in s.bytes().enumerate() {
+        match c {
+            b'a'..=b'z' | b'A'..=b'Z' => {}
+            b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
+            b':' if i == 0 => return Err(()),
+            b':' => return Ok(Some(i)),
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Go's `parseAuthority`: user information of its allowed characters, a host (bracketed or
+/// not) with an optional numeric port, its characters those a host may hold.
+fn authority_parses(authority: &str) -> bool {
+    let host = match authority.rfind('@') {
+        Some(at) => {
+            let user = &authority[..at];
+            let allowed = |c: char| c.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(c);
+            if !user.chars().all(allowed) {
+                return false;
+            }
+            &authority[at + 1..]
+        }
+        None => authority,
+    };
+    let port_ok = |p: &str| p.is_empty() || p.strip_prefix(':').is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()));
+    let name = if host.starts_with('[') {
+        let Some(close) = host.rfind(']') else { return false };
+        if !port_ok(&host[close + 1..]) {
+            return false;
+        }
+        &host[1..close]
+    } else {
+        if let Some(colon) = host.rfind(':')
+            && !port_ok(&host[colon..])
+        {
+            return false;
+        }
+        host
+    };
+    let allowed = |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-_.~!$&'()*+,;=:[]<>\"%".contains(c);
+    name.chars().all(allowed) && escapes_parse(name)
+}
+
+/// Whether every `%` is followed by two hexadecimal digits.
+fn escapes_parse(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'%')
+        .all(|(i, _)| b.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)))
+}
+
+/// What the client's side asks of the writer.
+enum Control {
+    Pong(Vec<u8>),
+    Close(u16),
+}
+
+/// Carries the watch's body over the upgraded connection until either side ends it.
+async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool) {
+    let Ok(upgraded) = upgrade.await else { return };
+    let (mut rd, mut wr) = tokio::io::split(hyper_util::rt::TokioIo::new(upgraded));
+    let (control, mut controls) = mpsc::channel(4);
+    let reader = tokio::spawn(async move {
+        while let Ok(f) = websocket::read_frame(&mut rd).await {
+            let sent = match f.opcode {
+                _ if !f.masked => {
+                    let _ = control.send(Control::Close(1002)).await;
+                    break;
+                }
+                CLOSE => break,
+                PING => control.send(Control::Pong(f.payload)).await,
+                _ => Ok(()),
+            };
+            if sent.is_err() {
+                break;
+            }
+        }
+        drop(control);
+        // Read on once the watch is over, so that the server's close is not turned into a reset
+        // by unread bytes.
+        let mut sink = [0u8; 1024];
+        while matches!(tokio::io::AsyncReadExt::read(&mut rd, &mut sink).await, Ok(n) if n > 0) {}
+    });
+    let mut messages = Messages { binary, pending: Vec::new() };
+    let mut reader_done = false;
+    loop {
+        let mut out = Vec::new();
+        tokio::select! {
+            c = controls.recv(), if !reader_done => match c {
+                Some(Control::Pong(payload)) => websocket::frame(&mut out, PONG, &payload),
+                Some(Control::Close(code)) => websocket::close(&mut out, code),
+                None => reader_done = true,
+            },
+            frame = body.frame() => match frame {
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        messages.frames(data, &mut out);
+                    }
+                }
+                _ => break,
+            },
+        }
+        if reader_done || (!out.is_empty() && wr.write_all(&out).await.is_err()) {
+            break;
+        }
+    }
+    drop(body);
+    let mut out = Vec::new();
+    websocket::close(&mut out, 1000);
+    if wr.write_all(&out).await.is_ok() {
+        let _ = wr.shutdown().await;
+        let _ = tokio::time::timeout(LINGER, reader).await;
+    }
+}
+
+/// Splits the watch's body into its events: JSON lines, or length-prefixed protobuf frames.
+struct Messages {
+    binary: bool,
+    /// An event not yet whole.
+    pending: Vec<u8>,
+}
+
+impl Messages {
+    /// Appends a message frame for every event that `data` completes.
+    fn frames(&mut self, data: Bytes, out: &mut Vec<u8>) {
+        self.pending.extend_from_slice(data.chunk());
+        let mut done = 0;
+        loop {
+            let rest = &self.pending[done..];
+            let (message, used) = if self.binary {
+                let Some(len) = rest.get(..4).map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize) else {
+                    break;
+                };
+                let Some(message) = rest.get(4..4 + len) else { break };
+                (message, 4 + len)
+            } else {
+                let Some(nl) = memchr::memchr(b'\n', rest) else { break };
+                (&rest[..=nl], nl + 1)
+            };
+            websocket::frame(out, if self.binary { BINARY } else { TEXT }, message);
+            done += used;
+        }
+        self.pending.drain(..done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_parse_as_go_parses_a_request_uri() {
+        for ok in ["http://localhost:8080", "https://a.example", "/console", "foo:bar", "http://u:p@[::1]:80/x", "*"] {
+            assert!(parses_as_request_uri(ok), "{ok}");
+        }
+        for bad in ["", "null", "console", ":x", "http://[::1", "http://a:port", "http://a b", "/%zz", "http://a\t"] {
+            assert!(!parses_as_request_uri(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn events_become_one_message_each() {
+        let mut text = Messages { binary: false, pending: Vec::new() };
+        let mut out = Vec::new();
+        text.frames(Bytes::from_static(b"{\"a\":1}\n{\"b\""), &mut out);
+        assert_eq!(out, b"\x81\x08{\"a\":1}\n");
+        out.clear();
+        text.frames(Bytes::from_static(b":2}\n"), &mut out);
+        assert_eq!(out, b"\x81\x08{\"b\":2}\n");
+
+        let mut binary = Messages { binary: true, pending: Vec::new() };
+        out.clear();
+        binary.frames(Bytes::from_static(b"\0\0\0\x02ab\0\0\0"), &mut out);
+        assert_eq!(out, b"\x82\x02ab");
+        out.clear();
+        binary.frames(Bytes::from_static(b"\x01c"), &mut out);
+        assert_eq!(out, b"\x82\x01c");
+    }
+}
