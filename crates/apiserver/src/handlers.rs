@@ -163,7 +163,7 @@ fn shutting_down(answer: ShutdownAnswer) -> Response<Body> {
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let audit_id = req.headers().get("audit-id").filter(|v| !v.is_empty()).cloned();
     let mut r = handle_request(shared, req).await;
-    if r.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+    if written_by_another(&r) {
         return r;
     }
     let id = audit_id.or_else(|| http::HeaderValue::from_str(&crate::object::new_uid()).ok());
@@ -176,6 +176,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         }
     }
     r
+}
+
+/// Whether the answer is written by the server that takes the connection over (a switch of
+/// protocols, or a WebSocket handshake's refusal), which writes none of the filters' headers.
+fn written_by_another(r: &Response<Body>) -> bool {
+    r.status() == http::StatusCode::SWITCHING_PROTOCOLS || r.extensions().get::<crate::websocket::Refusal>().is_some()
 }
 
 async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Response<Body> {
@@ -221,34 +227,46 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    // A WebSocket's token may come as a subprotocol (browsers set no headers); the header's
-    // comes first, as kube's authenticators are tried in turn.
-    let protocol_bearer = match crate::websocket::protocol_bearer(req.headers()) {
-        Ok(p) => p.filter(|_| header_bearer.is_none()),
-        Err(_) if header_bearer.is_some() => None,
-        Err(_) => return refuse(ApiError::unauthorized()).await,
-    };
-    let bearer = header_bearer.or(protocol_bearer.as_ref().map(|(token, _)| token.as_str()));
-    // The server's own token first; then a service account token of this server's issuer
-    // authenticates as its service account, and one that no longer does is refused, as
-    // kube-apiserver refuses it. Other tokens are not the server's to judge.
-    let server_token = shared.cfg.token.as_deref().is_some_and(|t| bearer == Some(t));
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    // A WebSocket's token may also come as a subprotocol (browsers set no headers).
+    let protocol_bearer = crate::websocket::protocol_bearer(req.headers());
+    let protocol_token = protocol_bearer.as_ref().ok().and_then(Option::as_ref).map(|(t, _)| t.as_str());
+    // The tokens are tried in kube's order, the header's then the subprotocol's, until one
+    // authenticates: the server's own token, or a service account token of this server's issuer
+    // (one that no longer authenticates fails, as kube-apiserver refuses it). Other tokens are
+    // not the server's to judge.
+    let mut server_token = false;
     let mut account = None;
-    if let Some(t) = bearer.filter(|t| !server_token && t.matches('.').count() == 2) {
-        match within(until, crate::token_request::authenticate(&shared.store, &shared.signer, t, &[])).await {
-            Ok(Ok(Some((user, _)))) => account = Some(user),
-            Ok(Ok(None)) => {}
-            Ok(Err(_)) => return refuse(ApiError::unauthorized()).await,
-            Err(_) => return request_timed_out(),
+    let mut failed = protocol_bearer.is_err();
+    let mut by_protocol = false;
+    for (token, from_protocol) in [(header_bearer, false), (protocol_token, true)] {
+        let Some(t) = token else { continue };
+        if shared.cfg.token.as_deref() == Some(t) {
+            server_token = true;
+        } else if t.matches('.').count() == 2 {
+            match within(until, crate::token_request::authenticate(&shared.store, &shared.signer, t, &[])).await {
+                Ok(Ok(Some((user, _)))) => account = Some(user),
+                Ok(Ok(None)) => {}
+                Ok(Err(_)) => failed = true,
+                Err(_) => return request_timed_out(),
+            }
+        }
+        if server_token || account.is_some() {
+            by_protocol = from_protocol;
+            break;
         }
     }
-    if shared.cfg.token.is_some() && !server_token && account.is_none() && !public_info(&req) {
+    let authenticated = server_token || account.is_some();
+    if !authenticated && (failed || (shared.cfg.token.is_some() && !public_info(&req))) {
         return refuse(ApiError::unauthorized()).await;
     }
-    // Once it authenticates, the token is taken out of the subprotocols the WebSocket answers.
-    if let Some((_, others)) = protocol_bearer
-        && let Ok(v) = http::HeaderValue::from_str(&others)
+    // Unless the header's token authenticated, the subprotocol's is taken out of the
+    // subprotocols the WebSocket answers, as kube's authenticator takes it out once it
+    // authenticates.
+    if let Ok(Some((_, others))) = &protocol_bearer
+        && (by_protocol || !authenticated)
+        && let Ok(v) = http::HeaderValue::from_str(others)
     {
         req.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, v);
     }
@@ -273,10 +291,7 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
     let mut r = authorized_request(shared, req, asked, (account, impersonated), (segs, query), until).await;
     // kube's timeout filter answers from outside priority and fairness.
     let timed_out = r.extensions().get::<TimedOut>().is_some();
-    // A switch of protocols is answered by the server that takes the connection over, which
-    // writes none of the filters' headers.
-    let switched = r.status() == http::StatusCode::SWITCHING_PROTOCOLS;
-    if let Some(c) = classified.filter(|_| !timed_out && !switched) {
+    if let Some(c) = classified.filter(|_| !timed_out && !written_by_another(&r)) {
         let headers = r.headers_mut();
         for (name, uid) in [
             (crate::priority_and_fairness::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
@@ -383,7 +398,11 @@ async fn authorized_request(
     };
     // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
     // streams until it ends).
-    let r = match record {
+    let r = match websocket {
+        Some(handshake) => handshake.serve(r, &mut record),
+        None => r,
+    };
+    match record {
         Some(mut record) => {
             record.answered(r.status().as_u16());
             match r.body() {
@@ -391,10 +410,6 @@ async fn authorized_request(
                 _ => r.map(|b| Body::Tracked(Box::new((b, record)))),
             }
         }
-        None => r,
-    };
-    match websocket {
-        Some(handshake) => handshake.serve(r),
         None => r,
     }
 }

@@ -898,10 +898,15 @@ async fn serve_conn<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let stop = ends.shutdown.clone();
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let shared = shared.clone();
         if let Some(addr) = client {
             req.extensions_mut().insert(crate::upgrade_aware_proxy::ClientAddr(addr));
+        }
+        // A connection taken over after a switch of protocols hears of the server's stop.
+        if req.headers().contains_key(http::header::UPGRADE) {
+            req.extensions_mut().insert(crate::watch_websocket::ServerStop(stop.clone()));
         }
         // Boxed: the connection keeps its request's future in a box of that future's size for
         // as long as it lives, where a boxed one takes its room only while a request runs (an

@@ -15,7 +15,8 @@
 //!   frame past the size limit end the watch.
 //! - The watch's end (its timeout, a dropped watch, the server's stop, the client's close) is a
 //!   close frame (1000), after which the connection is read until the client closes it, for at
-//!   most [`LINGER`].
+//!   most [`LINGER`], and then closed.
+//! - The request is counted (its metrics record) until the watch ends.
 
 use std::time::Duration;
 
@@ -28,7 +29,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use crate::body::Body;
-use crate::websocket::{self, BINARY, CLOSE, PING, PONG, TEXT};
+use crate::metrics::RequestRecord;
+use crate::websocket::{self, BINARY, CLOSE, ClientFrame, PING, PONG, TEXT};
 
 /// How long the server reads what a client sends after the server's close.
 const LINGER: Duration = Duration::from_secs(5);
@@ -39,7 +41,13 @@ pub(crate) struct Handshake {
     method: Method,
     headers: HeaderMap,
     upgrade: OnUpgrade,
+    stop: Option<ServerStop>,
 }
+
+/// The server's stop, as a request that may switch protocols is told of it: a connection it
+/// takes over outlives the HTTP connection the server would otherwise close.
+#[derive(Clone)]
+pub(crate) struct ServerStop(pub tokio::sync::watch::Receiver<bool>);
 
 impl Handshake {
     /// The handshake of `req` when it is a watch asking for a WebSocket over HTTP/1.1 (the
@@ -49,44 +57,48 @@ impl Handshake {
             return None;
         }
         let upgrade = hyper::upgrade::on(&mut *req);
-        Some(Handshake { method: req.method().clone(), headers: req.headers().clone(), upgrade })
+        let stop = req.extensions().get::<ServerStop>().cloned();
+        Some(Handshake { method: req.method().clone(), headers: req.headers().clone(), upgrade, stop })
     }
 
     /// `answer` as the client gets it: a watch's stream as a WebSocket (or the handshake's
-    /// refusal); anything else as it is.
-    pub(crate) fn serve(self, answer: Response<Body>) -> Response<Body> {
-        let streams = match answer.body() {
-            Body::Stream(_) => true,
-            Body::Tracked(t) => matches!(t.0, Body::Stream(_)),
-            _ => false,
-        };
-        if answer.status() != StatusCode::OK || !streams {
+    /// refusal); anything else as it is. Once switched, the request's `record` goes with the
+    /// stream.
+    pub(crate) fn serve(self, answer: Response<Body>, record: &mut Option<RequestRecord>) -> Response<Body> {
+        if answer.status() != StatusCode::OK || !matches!(answer.body(), Body::Stream(_)) {
             return answer;
         }
         let key = match websocket::read_handshake(&self.method, &self.headers) {
             Ok(key) => key,
             Err(refusal) => return *refusal,
         };
-        let origin = self.headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-        if !origin.is_some_and(parses_as_request_uri) {
+        let text = |name| self.headers.get(name).map(|v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()));
+        if !text(header::ORIGIN).is_some_and(|o| parses_as_request_uri(&o)) {
             return websocket::refused(StatusCode::FORBIDDEN, "", false);
         }
         // Go reads the first header's list.
-        let protocols: Vec<&str> = match self.headers.get(header::SEC_WEBSOCKET_PROTOCOL).map(|v| v.to_str()) {
-            Some(Ok(v)) if !v.trim().is_empty() => v.trim().split(',').map(str::trim).collect(),
-            Some(Err(_)) => return websocket::refused(StatusCode::BAD_REQUEST, "", false),
-            _ => Vec::new(),
+        let listed = text(header::SEC_WEBSOCKET_PROTOCOL).unwrap_or_default();
+        let protocols: Vec<&str> = match listed.trim() {
+            "" => Vec::new(),
+            list => list.split(',').map(str::trim).collect(),
         };
         if protocols.len() > 1 {
             return websocket::refused(StatusCode::BAD_REQUEST, "", false);
         }
-        let protocol = protocols.first().and_then(|p| HeaderValue::from_str(p).ok());
+        let protocol = protocols.first().and_then(|p| HeaderValue::from_bytes(p.as_bytes()).ok());
         let binary = answer
             .headers()
             .get(header::CONTENT_TYPE)
             .is_some_and(|v| v.as_bytes().starts_with(crate::protobuf::MEDIA_TYPE.as_bytes()));
         let switching = websocket::switching(key, protocol);
-        tokio::spawn(stream(self.upgrade, answer.into_body(), binary));
+        let body = match record.take() {
+            Some(mut record) => {
+                record.answered(StatusCode::SWITCHING_PROTOCOLS.as_u16());
+                Body::Tracked(Box::new((answer.into_body(), record)))
+            }
+            None => answer.into_body(),
+        };
+        tokio::spawn(stream(self.upgrade, body, binary, self.stop));
         switching
     }
 }
@@ -145,7 +157,7 @@ fn authority_parses(authority: &str) -> bool {
         Some(at) => {
             let user = &authority[..at];
             let allowed = |c: char| c.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(c);
-            if !user.chars().all(allowed) {
+            if !user.chars().all(allowed) || !escapes_parse(user) {
                 return false;
             }
             &authority[at + 1..]
@@ -168,7 +180,11 @@ fn authority_parses(authority: &str) -> bool {
         host
     };
     let allowed = |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-_.~!$&'()*+,;=:[]<>\"%".contains(c);
-    name.chars().all(allowed) && escapes_parse(name)
+    // A host escapes only bytes past ASCII, and `%` itself.
+    let ascii_escape = name
+        .match_indices('%')
+        .any(|(i, _)| name.as_bytes().get(i + 1).is_some_and(|d| *d < b'8') && name.get(i..i + 3) != Some("%25"));
+    name.chars().all(allowed) && escapes_parse(name) && !ascii_escape
 }
 
 /// Whether every `%` is followed by two hexadecimal digits.
@@ -186,21 +202,22 @@ enum Control {
     Close(u16),
 }
 
-/// Carries the watch's body over the upgraded connection until either side ends it.
-async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool) {
+/// Carries the watch's body over the upgraded connection until either side ends it, or the
+/// server stops.
+async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<ServerStop>) {
     let Ok(upgraded) = upgrade.await else { return };
     let (mut rd, mut wr) = tokio::io::split(hyper_util::rt::TokioIo::new(upgraded));
     let (control, mut controls) = mpsc::channel(4);
-    let reader = tokio::spawn(async move {
-        while let Ok(f) = websocket::read_frame(&mut rd).await {
-            let sent = match f.opcode {
-                _ if !f.masked => {
+    let mut reader = tokio::spawn(async move {
+        loop {
+            let sent = match websocket::read_frame(&mut rd).await {
+                Ok(ClientFrame::Unmasked) => {
                     let _ = control.send(Control::Close(1002)).await;
                     break;
                 }
-                CLOSE => break,
-                PING => control.send(Control::Pong(f.payload)).await,
-                _ => Ok(()),
+                Ok(ClientFrame::Masked { opcode: PING, payload }) => control.send(Control::Pong(payload)).await,
+                Ok(ClientFrame::Masked { opcode: CLOSE, .. }) | Err(_) => break,
+                Ok(ClientFrame::Masked { .. }) => Ok(()),
             };
             if sent.is_err() {
                 break;
@@ -212,15 +229,26 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool) {
         let mut sink = [0u8; 1024];
         while matches!(tokio::io::AsyncReadExt::read(&mut rd, &mut sink).await, Ok(n) if n > 0) {}
     });
+    let stopped = async move {
+        match stop {
+            Some(ServerStop(mut s)) => {
+                let _ = s.wait_for(|stopped| *stopped).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stopped);
     let mut messages = Messages { binary, pending: Vec::new() };
-    let mut reader_done = false;
+    let mut written = true;
     loop {
         let mut out = Vec::new();
         tokio::select! {
-            c = controls.recv(), if !reader_done => match c {
+            biased;
+            _ = &mut stopped => break,
+            c = controls.recv() => match c {
                 Some(Control::Pong(payload)) => websocket::frame(&mut out, PONG, &payload),
                 Some(Control::Close(code)) => websocket::close(&mut out, code),
-                None => reader_done = true,
+                None => break,
             },
             frame = body.frame() => match frame {
                 Some(Ok(f)) => {
@@ -231,17 +259,25 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool) {
                 _ => break,
             },
         }
-        if reader_done || (!out.is_empty() && wr.write_all(&out).await.is_err()) {
+        if !out.is_empty() && !write(&mut wr, &out).await {
+            written = false;
             break;
         }
     }
     drop(body);
+    drop(controls);
     let mut out = Vec::new();
     websocket::close(&mut out, 1000);
-    if wr.write_all(&out).await.is_ok() {
+    if written && write(&mut wr, &out).await {
         let _ = wr.shutdown().await;
-        let _ = tokio::time::timeout(LINGER, reader).await;
+        let _ = tokio::time::timeout(LINGER, &mut reader).await;
     }
+    reader.abort();
+}
+
+/// Writes and flushes `bytes` (a TLS stream may hold what it was given until flushed).
+async fn write<W: AsyncWriteExt + Unpin>(w: &mut W, bytes: &[u8]) -> bool {
+    w.write_all(bytes).await.is_ok() && w.flush().await.is_ok()
 }
 
 /// Splits the watch's body into its events: JSON lines, or length-prefixed protobuf frames.
@@ -262,7 +298,7 @@ impl Messages {
                 let Some(len) = rest.get(..4).map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize) else {
                     break;
                 };
-                let Some(message) = rest.get(4..4 + len) else { break };
+                let Some(message) = rest[4..].get(..len) else { break };
                 (message, 4 + len)
             } else {
                 let Some(nl) = memchr::memchr(b'\n', rest) else { break };
@@ -281,10 +317,30 @@ mod tests {
 
     #[test]
     fn origins_parse_as_go_parses_a_request_uri() {
-        for ok in ["http://localhost:8080", "https://a.example", "/console", "foo:bar", "http://u:p@[::1]:80/x", "*"] {
+        for ok in [
+            "http://localhost:8080",
+            "https://a.example",
+            "/console",
+            "foo:bar",
+            "http://u:p@[::1]:80/x",
+            "*",
+            "http://%c3%a9",
+        ] {
             assert!(parses_as_request_uri(ok), "{ok}");
         }
-        for bad in ["", "null", "console", ":x", "http://[::1", "http://a:port", "http://a b", "/%zz", "http://a\t"] {
+        for bad in [
+            "",
+            "null",
+            "console",
+            ":x",
+            "http://[::1",
+            "http://a:port",
+            "http://a b",
+            "/%zz",
+            "http://a\t",
+            "http://%41",
+            "http://u%zz@a",
+        ] {
             assert!(!parses_as_request_uri(bad), "{bad}");
         }
     }

@@ -4,11 +4,14 @@
 //! subprotocol (kube's WebSocket protocol authenticator).
 //!
 //! Invariants: a handshake is refused as Go refuses it (405 for a method other than GET, 400
-//! without a key or without version 13), on a connection then closed; the server's frames are
-//! final and unmasked; a client frame is read whole, unmasked, and refused past
-//! [`MAX_PAYLOAD`] rather than buffered.
+//! without a key or without version 13), on a connection then closed, its answer marked
+//! [`Refusal`] so that nothing is added to it; the server's frames are final and unmasked; of a
+//! client's frame only a control frame's first 125 bytes are kept, a data frame's payload is
+//! read and dropped as it comes (one past [`MAX_PAYLOAD`] is refused), and an unmasked frame
+//! is reported before its payload is read.
 
 use base64::Engine;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -16,8 +19,18 @@ use crate::body::Body;
 
 /// RFC 6455's key suffix.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-/// The largest client frame read (Go's `DefaultMaxPayloadBytes`).
+/// The largest client data frame read (Go's `DefaultMaxPayloadBytes`).
 pub(crate) const MAX_PAYLOAD: u64 = 32 << 20;
+/// The most a control frame carries (RFC 6455, section 5.5).
+const MAX_CONTROL_PAYLOAD: u64 = 125;
+/// Go's `base64.RawURLEncoding`, which takes unpadded text and ignores trailing bits.
+const RAW_URL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
 /// The subprotocol prefix that carries a bearer token (base64url, unpadded).
 const BEARER_PROTOCOL: &str = "base64url.bearer.authorization.k8s.io.";
 
@@ -29,17 +42,31 @@ pub(crate) const PING: u8 = 0x9;
 pub(crate) const PONG: u8 = 0xA;
 
 /// Whether the request asks for a WebSocket (kube's `wsstream.IsWebSocketRequest`: `Upgrade:
-/// websocket`, a `Connection` asking for an upgrade).
+/// websocket`, and `upgrade` among the first `Connection` header's tokens, as its expression
+/// `(^|.*,\s*)upgrade($|\s*,)` finds it).
 pub(crate) fn is_websocket(headers: &HeaderMap) -> bool {
-    headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
-        && crate::pod_connection::is_upgrade(headers)
+    let first = |name| headers.get(name).map(|v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).to_lowercase());
+    let upgrade_token = |connection: String| {
+        connection.match_indices("upgrade").any(|(i, w)| {
+            let (before, after) = (&connection[..i], &connection[i + w.len()..]);
+            (before.is_empty() || before.trim_end().ends_with(','))
+                && (after.is_empty() || after.trim_start().starts_with(','))
+        })
+    };
+    first(header::UPGRADE).is_some_and(|u| u == "websocket") && first(header::CONNECTION).is_some_and(upgrade_token)
 }
+
+/// Marks a handshake's refusal: written as Go's WebSocket server writes it, without the headers
+/// other answers get.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Refusal;
 
 /// Go's WebSocket server's refusal of a handshake: its status and text, on a connection then
 /// closed (with the supported version when that was what failed).
 pub(crate) fn refused(code: StatusCode, text: &'static str, version: bool) -> Response<Body> {
     let mut answer = Response::new(Body::Full(Some(bytes::Bytes::from_static(text.as_bytes()))));
     *answer.status_mut() = code;
+    answer.extensions_mut().insert(Refusal);
     if version {
         answer.headers_mut().insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
     }
@@ -110,43 +137,49 @@ pub(crate) fn close(out: &mut Vec<u8>, code: u16) {
 
 /// A frame a client sent.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct ClientFrame {
-    pub opcode: u8,
-    /// Whether the client masked it, as RFC 6455 requires of every client frame.
-    pub masked: bool,
-    /// The payload, unmasked.
-    pub payload: Vec<u8>,
+pub(crate) enum ClientFrame {
+    /// A frame the client did not mask, as RFC 6455 requires of every client frame: its payload
+    /// is not read.
+    Unmasked,
+    /// A masked frame: its opcode, and a control frame's payload (unmasked, its first 125
+    /// bytes); a data frame's payload is dropped.
+    Masked { opcode: u8, payload: Vec<u8> },
 }
 
-/// Reads one frame; an error at the end of the stream, on a read failure, or for a frame past
-/// [`MAX_PAYLOAD`].
+/// Reads one frame; an error at the end of the stream, on a read failure, or for a data frame
+/// past [`MAX_PAYLOAD`].
 pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<ClientFrame> {
     let mut head = [0u8; 2];
     r.read_exact(&mut head).await?;
-    let masked = head[1] & 0x80 != 0;
+    let opcode = head[0] & 0x0F;
+    if head[1] & 0x80 == 0 {
+        return Ok(ClientFrame::Unmasked);
+    }
     let len = match head[1] & 0x7F {
         126 => u64::from(r.read_u16().await?),
         127 => r.read_u64().await?,
         n => u64::from(n),
     };
-    if len > MAX_PAYLOAD {
+    let control = opcode & 0x8 != 0;
+    if !control && len > MAX_PAYLOAD {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             "websocket: frame payload size exceeds limit",
         ));
     }
     let mut mask = [0u8; 4];
-    if masked {
-        r.read_exact(&mut mask).await?;
-    }
-    let mut payload = vec![0u8; len as usize];
+    r.read_exact(&mut mask).await?;
+    let kept = if control { len.min(MAX_CONTROL_PAYLOAD) } else { 0 };
+    let mut payload = vec![0u8; kept as usize];
     r.read_exact(&mut payload).await?;
-    if masked {
-        for (i, b) in payload.iter_mut().enumerate() {
-            *b ^= mask[i % 4];
-        }
+    for (i, b) in payload.iter_mut().enumerate() {
+        *b ^= mask[i % 4];
     }
-    Ok(ClientFrame { opcode: head[0] & 0x0F, masked, payload })
+    let rest = len - kept;
+    if tokio::io::copy(&mut r.take(rest), &mut tokio::io::sink()).await? != rest {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(ClientFrame::Masked { opcode, payload })
 }
 
 /// The bearer token a WebSocket request carries as a subprotocol, and the subprotocols without
@@ -168,9 +201,7 @@ pub(crate) fn protocol_bearer(headers: &HeaderMap) -> Result<Option<(String, Str
             if token.is_some() {
                 return Err("multiple base64.bearer.authorization tokens specified");
             }
-            let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(encoded)
-                .map_err(|_| "invalid base64.bearer.authorization token encoding")?;
+            let decoded = RAW_URL.decode(encoded).map_err(|_| "invalid base64.bearer.authorization token encoding")?;
             token = Some(String::from_utf8(decoded).map_err(|_| "invalid base64.bearer.authorization token")?);
         }
     }
@@ -211,12 +242,39 @@ mod tests {
         bytes.extend_from_slice(&mask);
         bytes.extend(b"abc".iter().zip(mask.iter().cycle()).map(|(b, m)| b ^ m));
         let f = read_frame(&mut &bytes[..]).await.unwrap();
-        assert_eq!(f, ClientFrame { opcode: PING, masked: true, payload: b"abc".to_vec() });
+        assert_eq!(f, ClientFrame::Masked { opcode: PING, payload: b"abc".to_vec() });
 
-        let mut too_long = vec![0x82, 127];
+        // A long ping keeps its first 125 bytes; the next frame is read after all of it.
+        let mut long_ping = vec![0x89, 0x80 | 126, 0, 200, 0, 0, 0, 0];
+        long_ping.extend_from_slice(&[7; 200]);
+        long_ping.extend_from_slice(&[0x81, 0x81, 0, 0, 0, 0, b'x']);
+        let mut r = &long_ping[..];
+        assert_eq!(read_frame(&mut r).await.unwrap(), ClientFrame::Masked { opcode: PING, payload: vec![7; 125] });
+        assert_eq!(read_frame(&mut r).await.unwrap(), ClientFrame::Masked { opcode: TEXT, payload: Vec::new() });
+
+        let mut too_long = vec![0x82, 0x80 | 127];
         too_long.extend_from_slice(&(MAX_PAYLOAD + 1).to_be_bytes());
         assert!(read_frame(&mut &too_long[..]).await.is_err());
+        // An unmasked frame is told before its length, however long.
+        assert_eq!(read_frame(&mut &[0x82, 127][..]).await.unwrap(), ClientFrame::Unmasked);
         assert!(read_frame(&mut &[0x88][..]).await.is_err(), "a cut frame");
+        assert!(read_frame(&mut &[0x82, 0x85, 0, 0, 0, 0, 1][..]).await.is_err(), "a cut payload");
+    }
+
+    #[test]
+    fn a_websocket_is_asked_for_as_kube_reads_the_headers() {
+        let asks = |connection: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::UPGRADE, "WebSocket".parse().unwrap());
+            h.insert(header::CONNECTION, connection.parse().unwrap());
+            is_websocket(&h)
+        };
+        for yes in ["Upgrade", "keep-alive, Upgrade", "upgrade ,keep-alive", "a,upgrade"] {
+            assert!(asks(yes), "{yes}");
+        }
+        for no in ["upgrades", "keep-alive", " upgrade", "upgrade x", "x-upgrade"] {
+            assert!(!asks(no), "{no}");
+        }
     }
 
     #[test]
@@ -233,6 +291,9 @@ mod tests {
         assert_eq!(protocol_bearer(&h), Ok(Some(("secret-token".into(), "a,b".into()))));
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, format!("a, {BEARER_PROTOCOL}{token}=").parse().unwrap());
         assert_eq!(protocol_bearer(&h), Err("invalid base64.bearer.authorization token encoding"));
+        // Trailing bits are ignored, as Go's decoder ignores them ("YQ" and "YR" are both "a").
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, format!("x, {BEARER_PROTOCOL}YR").parse().unwrap());
+        assert_eq!(protocol_bearer(&h), Ok(Some(("a".into(), "x".into()))));
         h.insert(
             header::SEC_WEBSOCKET_PROTOCOL,
             format!("a, {BEARER_PROTOCOL}{token}, {BEARER_PROTOCOL}{token}").parse().unwrap(),

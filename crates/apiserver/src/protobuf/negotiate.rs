@@ -107,7 +107,11 @@ fn reframe(mut rx: mpsc::Receiver<Bytes>) -> mpsc::Receiver<Bytes> {
     let (tx, out) = mpsc::channel(4);
     tokio::spawn(async move {
         let mut pending: Vec<u8> = Vec::new();
-        while let Some(chunk) = rx.recv().await {
+        // A client gone ends the watch now, not at its next event.
+        while let Some(chunk) = tokio::select! {
+            c = rx.recv() => c,
+            _ = tx.closed() => None,
+        } {
             pending.extend_from_slice(&chunk);
             let mut frames = Vec::new();
             let mut done = 0;
