@@ -266,9 +266,11 @@ async fn handle_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Resp
     // authenticates.
     if let Ok(Some((_, others))) = &protocol_bearer
         && (by_protocol || !authenticated)
-        && let Ok(v) = http::HeaderValue::from_str(others)
     {
-        req.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, v);
+        match http::HeaderValue::from_str(others) {
+            Ok(v) => req.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, v),
+            Err(_) => req.headers_mut().remove(header::SEC_WEBSOCKET_PROTOCOL),
+        };
     }
     let impersonated = match crate::requester::impersonated(req.headers()) {
         Ok(user) => user,

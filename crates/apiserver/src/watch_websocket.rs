@@ -14,8 +14,9 @@
 //!   payload, an unmasked frame with a close (1002), and its close, the end of its stream or a
 //!   frame past the size limit end the watch.
 //! - The watch's end (its timeout, a dropped watch, the server's stop, the client's close) is a
-//!   close frame (1000), after which the connection is read until the client closes it, for at
-//!   most [`LINGER`], and then closed.
+//!   close frame (1000), after which the connection is read until the client closes it; the
+//!   close and that reading take at most [`LINGER`], and the connection is then closed. The
+//!   server's stop ends a write that a client not reading holds up.
 //! - The request is counted (its metrics record) until the watch ends.
 
 use std::time::Duration;
@@ -229,25 +230,21 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
         let mut sink = [0u8; 1024];
         while matches!(tokio::io::AsyncReadExt::read(&mut rd, &mut sink).await, Ok(n) if n > 0) {}
     });
-    let stopped = async move {
-        match stop {
-            Some(ServerStop(mut s)) => {
-                let _ = s.wait_for(|stopped| *stopped).await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(stopped);
+    let mut stop = stop;
     let mut messages = Messages { binary, pending: Vec::new() };
-    let mut written = true;
+    let mut writable = true;
     loop {
         let mut out = Vec::new();
+        let mut closing = false;
         tokio::select! {
             biased;
-            _ = &mut stopped => break,
+            _ = stopped(&mut stop) => break,
             c = controls.recv() => match c {
                 Some(Control::Pong(payload)) => websocket::frame(&mut out, PONG, &payload),
-                Some(Control::Close(code)) => websocket::close(&mut out, code),
+                Some(Control::Close(code)) => {
+                    websocket::close(&mut out, code);
+                    closing = true;
+                }
                 None => break,
             },
             frame = body.frame() => match frame {
@@ -259,8 +256,15 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
                 _ => break,
             },
         }
-        if !out.is_empty() && !write(&mut wr, &out).await {
-            written = false;
+        // A client that stops reading holds a write up, not the server's stop.
+        if !out.is_empty() {
+            writable = tokio::select! {
+                biased;
+                _ = stopped(&mut stop) => false,
+                ok = write(&mut wr, &out) => ok,
+            };
+        }
+        if !writable || closing {
             break;
         }
     }
@@ -268,11 +272,24 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
     drop(controls);
     let mut out = Vec::new();
     websocket::close(&mut out, 1000);
-    if written && write(&mut wr, &out).await {
-        let _ = wr.shutdown().await;
-        let _ = tokio::time::timeout(LINGER, &mut reader).await;
-    }
+    let closed = async {
+        if writable && write(&mut wr, &out).await {
+            let _ = wr.shutdown().await;
+            let _ = (&mut reader).await;
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, closed).await;
     reader.abort();
+}
+
+/// Completes once the server stops (never without a stop signal).
+async fn stopped(stop: &mut Option<ServerStop>) {
+    match stop {
+        Some(ServerStop(s)) => {
+            let _ = s.wait_for(|stopped| *stopped).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Writes and flushes `bytes` (a TLS stream may hold what it was given until flushed).

@@ -187,6 +187,12 @@ async fn a_websocket_watch_ends_with_its_client_a_dropped_watch_or_the_server() 
     assert!(s.wait_for_watches(1, wait).await);
     drop(tcp);
     assert!(s.wait_for_watches_at_most(0, wait).await, "a client gone ends its watch");
+    let protobuf = format!("{GOOD}Accept: application/vnd.kubernetes.protobuf\r\n");
+    let (head, tcp, _) = open(&s, &watch, &protobuf).await;
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(s.wait_for_watches(1, wait).await);
+    drop(tcp);
+    assert!(s.wait_for_watches_at_most(0, wait).await, "a protobuf watch too");
 
     let (_, tcp, rest) = open(&s, &watch, GOOD).await;
     assert!(s.wait_for_watches(1, wait).await);
@@ -197,6 +203,25 @@ async fn a_websocket_watch_ends_with_its_client_a_dropped_watch_or_the_server() 
     assert!(s.wait_for_watches(1, wait).await);
     s.stop().await;
     assert_eq!(frames_until_closed(tcp, rest).await, [close(1000)], "the server's stop is a normal close");
+}
+
+#[tokio::test]
+async fn the_server_s_stop_ends_a_watch_whose_client_stopped_reading() {
+    let s = server_with_pod().await;
+    let c = Client::new(&s).with_token(TOKEN);
+    let (head, _tcp, _) = open(&s, "/api/v1/namespaces/default/configmaps?watch=true", GOOD).await;
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    // 20 MB of events, never read: more than the sockets' buffers hold, so the server's writes
+    // wait on the client.
+    let data = "x".repeat(100_000);
+    assert_eq!(c.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "big"}})).await.code, 201);
+    for i in 0..200 {
+        let body = json!({"metadata": {"name": "big"}, "data": {"d": format!("{i}{data}")}});
+        assert_eq!(c.put("/api/v1/namespaces/default/configmaps/big", &body).await.code, 200);
+    }
+    s.stop().await;
+    let wait = std::time::Duration::from_secs(20);
+    assert!(s.wait_for_watches_at_most(0, wait).await, "the watch ends though its client reads nothing");
 }
 
 #[tokio::test]
