@@ -398,12 +398,12 @@ async fn authorized_request(
         let r = if pretty { crate::pretty::answer(r).await } else { r };
         if gzip { crate::gzip::compress(r) } else { r }
     };
-    // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
-    // streams until it ends).
     let r = match websocket {
         Some(handshake) => handshake.serve(r, &mut record),
         None => r,
     };
+    // The request is over when its body is sent (a list's is encoded as it is sent, a watch's
+    // streams until it ends).
     match record {
         Some(mut record) => {
             record.answered(r.status().as_u16());

@@ -13,15 +13,14 @@
 //! [`LINGER`]), so that the server's close is not turned into a reset by unread bytes.
 
 use std::future::Future;
-use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Method, Response, header};
 use hyper::upgrade::OnUpgrade;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::body::Body;
 use crate::status::ApiError;
-use crate::websocket;
+use crate::websocket::{self, LINGER};
 
 /// The protocol with the stream-close signal, which kube's translator answers.
 const V5: &str = "v5.channel.k8s.io";
@@ -30,11 +29,8 @@ const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
 
-/// How long the server reads what a client sends after the server's close.
-const LINGER: Duration = Duration::from_secs(5);
-
 /// Whether kube would translate this request (`wsstream.IsWebSocketRequestWithStreamCloseProtocol`:
-/// `Upgrade: websocket`, a `Connection` asking for an upgrade, `v5.channel.k8s.io` in the first
+/// a WebSocket as [`websocket::is_websocket`] tells one, `v5.channel.k8s.io` in the first
 /// `Sec-WebSocket-Protocol` header).
 pub(crate) fn wants_translation(headers: &HeaderMap) -> bool {
     let first = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -73,11 +69,7 @@ where
             return;
         }
         let _ = io.shutdown().await;
-        let drain = async {
-            let mut sink = [0u8; 1024];
-            while matches!(io.read(&mut sink).await, Ok(n) if n > 0) {}
-        };
-        let _ = tokio::time::timeout(LINGER, drain).await;
+        let _ = tokio::time::timeout(LINGER, websocket::drain(&mut io)).await;
     });
     answer
 }

@@ -19,8 +19,6 @@
 //!   server's stop ends a write that a client not reading holds up.
 //! - The request is counted (its metrics record) until the watch ends.
 
-use std::time::Duration;
-
 use bytes::{Buf, Bytes};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::BodyExt;
@@ -31,10 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::body::Body;
 use crate::metrics::RequestRecord;
-use crate::websocket::{self, BINARY, CLOSE, ClientFrame, PING, PONG, TEXT};
-
-/// How long the server reads what a client sends after the server's close.
-const LINGER: Duration = Duration::from_secs(5);
+use crate::websocket::{self, BINARY, CLOSE, ClientFrame, LINGER, PING, PONG, TEXT};
 
 /// A watch request that asks for a WebSocket: what its handshake is judged by, and the
 /// connection it hands over.
@@ -225,10 +220,7 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
             }
         }
         drop(control);
-        // Read on once the watch is over, so that the server's close is not turned into a reset
-        // by unread bytes.
-        let mut sink = [0u8; 1024];
-        while matches!(tokio::io::AsyncReadExt::read(&mut rd, &mut sink).await, Ok(n) if n > 0) {}
+        websocket::drain(&mut rd).await;
     });
     let mut stop = stop;
     let mut messages = Messages { binary, pending: Vec::new() };

@@ -34,6 +34,9 @@ const RAW_URL: GeneralPurpose = GeneralPurpose::new(
 /// The subprotocol prefix that carries a bearer token (base64url, unpadded).
 const BEARER_PROTOCOL: &str = "base64url.bearer.authorization.k8s.io.";
 
+/// How long the server reads what a client sends after the server's close.
+pub(crate) const LINGER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Frame opcodes.
 pub(crate) const TEXT: u8 = 0x1;
 pub(crate) const BINARY: u8 = 0x2;
@@ -133,6 +136,13 @@ pub(crate) fn frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
 /// Appends a close frame with `code` and no reason.
 pub(crate) fn close(out: &mut Vec<u8>, code: u16) {
     frame(out, CLOSE, &code.to_be_bytes());
+}
+
+/// Reads and drops what the client sends until it closes the connection, so that the server's
+/// close is not turned into a reset by unread bytes.
+pub(crate) async fn drain<R: AsyncRead + Unpin>(r: &mut R) {
+    let mut sink = [0u8; 1024];
+    while matches!(r.read(&mut sink).await, Ok(n) if n > 0) {}
 }
 
 /// A frame a client sent.
