@@ -100,7 +100,13 @@ fn request_uri(raw: &str) -> Result<Url, String> {
         && let Some(after) = rest.strip_prefix("//")
     {
         let (authority, p) = after.find('/').map_or((after, ""), |i| after.split_at(i));
-        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = match authority.rsplit_once('@') {
+            Some((user, host)) => {
+                check_userinfo(user)?;
+                host
+            }
+            None => authority,
+        };
         check_host(host)?;
         url.host = host.into();
         path = p;
@@ -129,7 +135,17 @@ fn valid_port(port: &str) -> bool {
     port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Go's `parseHost` checks: brackets for IPv6, a numeric port, host characters.
+/// Go's `validUserinfo` and `unescape` of a URL's user information.
+fn check_userinfo(user: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(c);
+    if !user.chars().all(allowed) {
+        return Err("net/url: invalid userinfo".into());
+    }
+    unescape(user, false).map(drop)
+}
+
+/// Go's `parseHost` checks: brackets for IPv6, a numeric port, host characters, escapes only of
+/// bytes past ASCII (and of `%` itself).
 fn check_host(host: &str) -> Result<(), String> {
     let name = if let Some(inner) = host.strip_prefix('[') {
         let Some(end) = inner.find(']') else { return Err("missing ']' in host".into()) };
@@ -147,12 +163,18 @@ fn check_host(host: &str) -> Result<(), String> {
         host
     };
     for c in name.chars() {
-        let allowed = c.is_ascii_alphanumeric() || !c.is_ascii() || "-._~!$&'()*+,;=:<>\"%".contains(c);
+        let allowed = c.is_ascii_alphanumeric() || !c.is_ascii() || "-._~!$&'()*+,;=:[]<>\"%".contains(c);
         if !allowed {
             return Err(format!("invalid character {:?} in host name", c.to_string()));
         }
     }
-    unescape(name, false).map(drop)
+    unescape(name, false)?;
+    let ascii_escape =
+        name.match_indices('%').map(|(i, _)| &name[i..i + 3]).find(|e| e.as_bytes()[1] < b'8' && *e != "%25");
+    match ascii_escape {
+        Some(e) => Err(format!("invalid URL escape {e:?}")),
+        None => Ok(()),
+    }
 }
 
 /// Percent-decodes `s` (`+` as a space in a query), as Go's `unescape` checks it.

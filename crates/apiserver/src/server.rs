@@ -906,7 +906,7 @@ async fn serve_conn<I>(
         }
         // A connection taken over after a switch of protocols hears of the server's stop.
         if req.headers().contains_key(http::header::UPGRADE) {
-            req.extensions_mut().insert(crate::watch_websocket::ServerStop(stop.clone()));
+            req.extensions_mut().insert(ServerStop(stop.clone()));
         }
         // Boxed: the connection keeps its request's future in a box of that future's size for
         // as long as it lives, where a boxed one takes its room only while a request runs (an
@@ -927,6 +927,23 @@ async fn serve_conn<I>(
         HttpVersion::Http2 | HttpVersion::Unknown => {
             let mut conn = Box::pin(CONNECTION_BUILDER.serve_connection_with_upgrades(io, svc));
             ends.drive(conn.as_mut(), |c| c.graceful_shutdown()).await
+        }
+    }
+}
+
+/// The server's stop, as a request that may switch protocols is told of it: a connection it
+/// takes over outlives the HTTP connection the server would otherwise close.
+#[derive(Clone)]
+pub(crate) struct ServerStop(watch::Receiver<bool>);
+
+impl ServerStop {
+    /// Completes once the server stops (never without a stop signal).
+    pub(crate) async fn stopped(stop: &mut Option<ServerStop>) {
+        match stop {
+            Some(ServerStop(s)) => {
+                let _ = s.wait_for(|stopped| *stopped).await;
+            }
+            None => std::future::pending().await,
         }
     }
 }

@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::body::Body;
 use crate::metrics::RequestRecord;
+use crate::server::ServerStop;
 use crate::websocket::{self, BINARY, CLOSE, ClientFrame, LINGER, PING, PONG, TEXT};
 
 /// A watch request that asks for a WebSocket: what its handshake is judged by, and the
@@ -39,11 +40,6 @@ pub(crate) struct Handshake {
     upgrade: OnUpgrade,
     stop: Option<ServerStop>,
 }
-
-/// The server's stop, as a request that may switch protocols is told of it: a connection it
-/// takes over outlives the HTTP connection the server would otherwise close.
-#[derive(Clone)]
-pub(crate) struct ServerStop(pub tokio::sync::watch::Receiver<bool>);
 
 impl Handshake {
     /// The handshake of `req` when it is a watch asking for a WebSocket over HTTP/1.1 (the
@@ -99,97 +95,9 @@ impl Handshake {
     }
 }
 
-/// Whether `origin` parses as Go's `url.ParseRequestURI` parses a request's URI: an absolute
-/// path, or a scheme then an opaque part or an authority (its user information, host and port
-/// well formed) and a path, with well-formed escapes and no control characters.
+/// Whether `origin` parses as Go's `url.ParseRequestURI` parses a request's URI.
 fn parses_as_request_uri(origin: &str) -> bool {
-    if origin.is_empty() || origin.bytes().any(|b| b < 0x20 || b == 0x7F) {
-        return false;
-    }
-    if origin == "*" {
-        return true;
-    }
-    let rest = match scheme_end(origin) {
-        Err(()) => return false,
-        Ok(Some(colon)) => &origin[colon + 1..],
-        Ok(None) => origin,
-    };
-    let scheme = rest.len() != origin.len();
-    let rest = rest.split_once('?').map_or(rest, |(before, _)| before);
-    if !rest.starts_with('/') {
-        return scheme;
-    }
-    let path = match rest.strip_prefix("//").filter(|_| scheme) {
-        Some(after) => {
-            let (authority, path) = after.find('/').map_or((after, ""), |i| after.split_at(i));
-            if !authority_parses(authority) {
-                return false;
-            }
-            path
-        }
-        None => rest,
-    };
-    escapes_parse(path)
-}
-
-/// Where a URI's scheme ends (its colon), `None` when it has none, an error for a leading colon.
-fn scheme_end(s: &str) -> Result<Option<usize>, ()> {
-    for (i, c) in s.bytes().enumerate() {
-        match c {
-            b'a'..=b'z' | b'A'..=b'Z' => {}
-            b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
-            b':' if i == 0 => return Err(()),
-            b':' => return Ok(Some(i)),
-            _ => return Ok(None),
-        }
-    }
-    Ok(None)
-}
-
-/// Go's `parseAuthority`: user information of its allowed characters, a host (bracketed or
-/// not) with an optional numeric port, its characters those a host may hold.
-fn authority_parses(authority: &str) -> bool {
-    let host = match authority.rfind('@') {
-        Some(at) => {
-            let user = &authority[..at];
-            let allowed = |c: char| c.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(c);
-            if !user.chars().all(allowed) || !escapes_parse(user) {
-                return false;
-            }
-            &authority[at + 1..]
-        }
-        None => authority,
-    };
-    let port_ok = |p: &str| p.is_empty() || p.strip_prefix(':').is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()));
-    let name = if host.starts_with('[') {
-        let Some(close) = host.rfind(']') else { return false };
-        if !port_ok(&host[close + 1..]) {
-            return false;
-        }
-        &host[1..close]
-    } else {
-        if let Some(colon) = host.rfind(':')
-            && !port_ok(&host[colon..])
-        {
-            return false;
-        }
-        host
-    };
-    let allowed = |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-_.~!$&'()*+,;=:[]<>\"%".contains(c);
-    // A host escapes only bytes past ASCII, and `%` itself.
-    let ascii_escape = name
-        .match_indices('%')
-        .any(|(i, _)| name.as_bytes().get(i + 1).is_some_and(|d| *d < b'8') && name.get(i..i + 3) != Some("%25"));
-    name.chars().all(allowed) && escapes_parse(name) && !ascii_escape
-}
-
-/// Whether every `%` is followed by two hexadecimal digits.
-fn escapes_parse(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.iter()
-        .enumerate()
-        .filter(|(_, c)| **c == b'%')
-        .all(|(i, _)| b.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)))
+    crate::cel_url::request_uri_error(origin).is_none()
 }
 
 /// What the client's side asks of the writer.
@@ -230,7 +138,7 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
         let mut closing = false;
         tokio::select! {
             biased;
-            _ = stopped(&mut stop) => break,
+            _ = ServerStop::stopped(&mut stop) => break,
             c = controls.recv() => match c {
                 Some(Control::Pong(payload)) => websocket::frame(&mut out, PONG, &payload),
                 Some(Control::Close(code)) => {
@@ -252,7 +160,7 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
         if !out.is_empty() {
             writable = tokio::select! {
                 biased;
-                _ = stopped(&mut stop) => false,
+                _ = ServerStop::stopped(&mut stop) => false,
                 ok = write(&mut wr, &out) => ok,
             };
         }
@@ -274,16 +182,6 @@ async fn stream(upgrade: OnUpgrade, mut body: Body, binary: bool, stop: Option<S
     reader.abort();
 }
 
-/// Completes once the server stops (never without a stop signal).
-async fn stopped(stop: &mut Option<ServerStop>) {
-    match stop {
-        Some(ServerStop(s)) => {
-            let _ = s.wait_for(|stopped| *stopped).await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
 /// Writes and flushes `bytes` (a TLS stream may hold what it was given until flushed).
 async fn write<W: AsyncWriteExt + Unpin>(w: &mut W, bytes: &[u8]) -> bool {
     w.write_all(bytes).await.is_ok() && w.flush().await.is_ok()
@@ -297,12 +195,19 @@ struct Messages {
 }
 
 impl Messages {
-    /// Appends a message frame for every event that `data` completes.
+    /// Appends a message frame for every event that `data` completes; only an event that `data`
+    /// leaves incomplete is copied, to wait for the rest.
     fn frames(&mut self, data: Bytes, out: &mut Vec<u8>) {
-        self.pending.extend_from_slice(data.chunk());
+        let mut joined = std::mem::take(&mut self.pending);
+        let input: &[u8] = if joined.is_empty() {
+            data.chunk()
+        } else {
+            joined.extend_from_slice(data.chunk());
+            &joined
+        };
         let mut done = 0;
         loop {
-            let rest = &self.pending[done..];
+            let rest = &input[done..];
             let (message, used) = if self.binary {
                 let Some(len) = rest.get(..4).map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize) else {
                     break;
@@ -316,7 +221,7 @@ impl Messages {
             websocket::frame(out, if self.binary { BINARY } else { TEXT }, message);
             done += used;
         }
-        self.pending.drain(..done);
+        self.pending = input[done..].to_vec();
     }
 }
 

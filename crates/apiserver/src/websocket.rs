@@ -20,7 +20,7 @@ use crate::body::Body;
 /// RFC 6455's key suffix.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// The largest client data frame read (Go's `DefaultMaxPayloadBytes`).
-pub(crate) const MAX_PAYLOAD: u64 = 32 << 20;
+const MAX_PAYLOAD: u64 = 32 << 20;
 /// The most a control frame carries (RFC 6455, section 5.5).
 const MAX_CONTROL_PAYLOAD: u64 = 125;
 /// Go's `base64.RawURLEncoding`, which takes unpadded text and ignores trailing bits.
@@ -48,7 +48,6 @@ pub(crate) const PONG: u8 = 0xA;
 /// websocket`, and `upgrade` among the first `Connection` header's tokens, as its expression
 /// `(^|.*,\s*)upgrade($|\s*,)` finds it).
 pub(crate) fn is_websocket(headers: &HeaderMap) -> bool {
-    let first = |name| headers.get(name).map(|v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).to_lowercase());
     let upgrade_token = |connection: String| {
         connection.match_indices("upgrade").any(|(i, w)| {
             let (before, after) = (&connection[..i], &connection[i + w.len()..]);
@@ -56,7 +55,11 @@ pub(crate) fn is_websocket(headers: &HeaderMap) -> bool {
                 && (after.is_empty() || after.trim_start().starts_with(','))
         })
     };
-    first(header::UPGRADE).is_some_and(|u| u == "websocket") && first(header::CONNECTION).is_some_and(upgrade_token)
+    headers.get(header::UPGRADE).is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"))
+        && headers
+            .get(header::CONNECTION)
+            .map(|c| String::from_utf8_lossy(c.as_bytes()).to_lowercase())
+            .is_some_and(upgrade_token)
 }
 
 /// Marks a handshake's refusal: written as Go's WebSocket server writes it, without the headers
@@ -109,7 +112,7 @@ pub(crate) fn switching(key: &[u8], protocol: Option<HeaderValue>) -> Response<B
 }
 
 /// RFC 6455's `Sec-WebSocket-Accept` of `key`.
-pub(crate) fn accept_key(key: &[u8]) -> String {
+fn accept_key(key: &[u8]) -> String {
     let mut input = key.to_vec();
     input.extend_from_slice(ACCEPT_GUID.as_bytes());
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input);
