@@ -1217,7 +1217,8 @@ impl ApiServer {
         std::fs::write(path, self.kubeconfig_yaml())
     }
 
-    /// Stops serving: closes the listener and all connections (the storage keeps everything, and
+    /// Stops serving: closes the listener and all connections, those taken over by a switch of
+    /// protocols (WebSocket watches, proxied tunnels) too (the storage keeps everything, and
     /// the watch cache goes on following it). The data directory, if any, is let go once the
     /// server is dropped and its background tasks are gone.
     pub async fn stop(&self) {

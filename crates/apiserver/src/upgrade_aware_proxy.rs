@@ -29,7 +29,7 @@
 //!   error>`; for a switch of protocols, 500 `error dialing backend: <error>`, and a backend
 //!   answer that neither switches nor fails (< 400) is 500 `invalid upgrade response: status
 //!   code <n>`; a failure at 400 or more is passed back as it is, the connection then closed;
-//!   a tunnel ends, both connections closed, when either side ends.
+//!   a tunnel ends, both connections closed, when either side ends or the server stops.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -41,6 +41,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
 use crate::body::Body;
+use crate::server::ServerStop;
 use crate::status::ApiError;
 
 /// The address of the client a request came from, as the server's connection knows it.
@@ -350,6 +351,7 @@ where
 /// more) is passed back as it is, and the connection closed.
 async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
+    let mut stop = req.extensions().get::<ServerStop>().cloned();
     let path = backend.path.clone();
     let outgoing = outgoing_request(&req, &backend, &path, None)?;
     let outgoing = outgoing.map(|()| req.into_body());
@@ -366,10 +368,12 @@ async fn upgrade(backend: Backend, mut req: http::Request<Incoming>) -> Result<R
             let (Ok(client), Ok(server)) = tokio::join!(client_upgrade, backend_upgrade) else { return };
             let (mut client_read, mut client_write) = tokio::io::split(TokioIo::new(client));
             let (mut server_read, mut server_write) = tokio::io::split(TokioIo::new(server));
-            // Either side ending ends the tunnel: both connections are closed, as kube's are.
+            // Either side ending ends the tunnel: both connections are closed, as kube's are. So
+            // does the server's stop, as the end of kube's process would.
             tokio::select! {
                 _ = tokio::io::copy(&mut client_read, &mut server_write) => {}
                 _ = tokio::io::copy(&mut server_read, &mut client_write) => {}
+                _ = ServerStop::stopped(&mut stop) => {}
             }
         });
         let (parts, _) = answer.into_parts();

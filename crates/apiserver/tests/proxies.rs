@@ -651,6 +651,46 @@ async fn a_switch_of_protocols_joins_the_client_to_the_backend() {
 }
 
 #[tokio::test]
+async fn the_server_s_stop_ends_a_tunnel() {
+    let (s, _c, _backend) = with_web_pod(server().await).await;
+    let addr = s.url().trim_start_matches("http://").to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "GET /api/v1/namespaces/default/pods/web/proxy/ws HTTP/1.1\r\nHost: {addr}\r\n\
+         Connection: Upgrade\r\nUpgrade: echo\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !bytes.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert_ne!(n, 0, "{}", String::from_utf8_lossy(&bytes));
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    assert!(bytes.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&bytes));
+    tcp.write_all(b"before-the-stop").await.unwrap();
+    let mut echoed = Vec::new();
+    while echoed.len() < b"before-the-stop".len() {
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert_ne!(n, 0);
+        echoed.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(echoed, b"before-the-stop");
+    s.stop().await;
+    // The tunnel is closed: the client reads its end.
+    let closed = async {
+        loop {
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    let wait = std::time::Duration::from_secs(20);
+    assert!(tokio::time::timeout(wait, closed).await.is_ok(), "the tunnel outlived the server's stop");
+}
+
+#[tokio::test]
 async fn proxies_are_authorized_by_method_and_name_and_admitted_with_their_options() {
     let (_s, admin, backend) = with_web_pod(rbac_server().await).await;
     let role = json!({"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods/proxy"],
