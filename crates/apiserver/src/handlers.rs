@@ -832,12 +832,14 @@ fn media_type(req: &Request<Incoming>) -> String {
 /// fields dropped, each refused, warned about or passed over as `validation` says.
 fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation) -> Result<Value, ApiError> {
     let (mut v, duplicates) = field_validation::decode(&b.json).map_err(|e| unrecognized(info, &b.json, &e))?;
+    crate::store::check_type_meta(info, &v, &b.json)?;
     let unknown = field_validation::prune_unknown(info, &mut v);
     if let Err(strict) = field_validation::check(info, validation, &b.yaml_duplicates, &duplicates, &unknown) {
         // Kube's decoder reports a value it cannot decode before strict decoding's errors.
         crate::store::check_decodable(info, &v)?;
         return Err(strict);
     }
+    crate::store::check_api_version(info, &v)?;
     Ok(v)
 }
 
@@ -849,13 +851,7 @@ fn unrecognized(info: &ResourceInfo, body: &[u8], e: &serde_json::Error) -> ApiE
     let (Some(syntax), None) = (go, &info.custom) else {
         return ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"));
     };
-    let head = &body[..body.len().min(30)];
-    let more = if body.len() > 30 { " ..." } else { "" };
-    let summary = match body.first() {
-        None => "<empty>".to_string(),
-        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
-        Some(_) => format!("{}{more}", head.iter().map(|b| format!("{b:02x}")).collect::<String>()),
-    };
+    let summary = crate::store::summarize(body);
     ApiError::bad_request(format!(
         "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {syntax} ({summary})",
         info.kind

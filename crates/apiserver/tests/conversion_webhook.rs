@@ -221,7 +221,7 @@ async fn objects_are_stored_and_served_through_the_conversion_webhook() {
 
     // A LIST converts each object in a review of its own; a second LIST reuses what the first
     // converted.
-    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "b"}, "spec": {"size": "5"}})).await;
+    let r = c.post(&widgets(group, "v1"), &json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "b"}, "spec": {"size": "5"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let before = hook.seen("/convert").len();
     let list = c.get(&widgets(group, "v2")).await;
@@ -296,7 +296,7 @@ async fn answers_are_checked_and_metadata_restored_as_kube_does() {
     define(&c, &widgets_crd("rename.example.com", hook.client_config("/rename"))).await;
 
     // Only labels and annotations may change: the generation is the stored object's.
-    let w = json!({"metadata": {"name": "a"}, "spec": {"size": "2"}});
+    let w = json!({"apiVersion": "meddle.example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"size": "2"}});
     assert_eq!(c.post(&widgets("meddle.example.com", "v1"), &w).await.code, 201);
     let r = c.get(&format!("{}/a", widgets("meddle.example.com", "v2"))).await;
     assert_eq!(r.code, 200, "{}", r.body);
@@ -305,6 +305,8 @@ async fn answers_are_checked_and_metadata_restored_as_kube_does() {
     assert_eq!(r.body["spec"], json!({"count": 2, "colour": "red"}));
 
     // A converted object of another name is refused, in kube's words.
+    let mut w = w;
+    w["apiVersion"] = json!("rename.example.com/v1");
     assert_eq!(c.post(&widgets("rename.example.com", "v1"), &w).await.code, 201);
     let r = c.get(&format!("{}/a", widgets("rename.example.com", "v2"))).await;
     assert_eq!(r.code, 500, "{}", r.body);
@@ -321,7 +323,7 @@ async fn a_failing_or_unreachable_webhook_fails_the_request_and_stores_nothing()
     let c = Client::new(&s);
     let group = "fail.example.com";
     define(&c, &widgets_crd(group, hook.client_config("/fail"))).await;
-    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "a"}, "spec": {"size": "1"}})).await;
+    let r = c.post(&widgets(group, "v1"), &json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "a"}, "spec": {"size": "1"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
 
     // Reads in another version: kube's 500 without a reason.
@@ -339,7 +341,7 @@ async fn a_failing_or_unreachable_webhook_fails_the_request_and_stores_nothing()
     assert_eq!(c.get(&format!("{}/a", widgets(group, "v1"))).await.code, 200);
 
     // Writes in another version: nothing is stored.
-    let r = c.post(&widgets(group, "v2"), &json!({"metadata": {"name": "b"}, "spec": {"count": 2}})).await;
+    let r = c.post(&widgets(group, "v2"), &json!({"apiVersion": format!("{group}/v2"), "kind": "Widget", "metadata": {"name": "b"}, "spec": {"count": 2}})).await;
     assert_eq!(r.code, 500, "{}", r.body);
     assert_eq!(r.body["message"], "conversion webhook for fail.example.com/v2, Kind=Widget failed: cannot convert");
     let names = c.get(&widgets(group, "v1")).await.body["items"].as_array().unwrap().len();
@@ -349,7 +351,7 @@ async fn a_failing_or_unreachable_webhook_fails_the_request_and_stores_nothing()
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
     let config = json!({"url": format!("https://{closed}/convert"), "caBundle": hook.ca_bundle});
     define(&c, &widgets_crd("gone.example.com", config)).await;
-    let r = c.post(&widgets("gone.example.com", "v2"), &json!({"metadata": {"name": "b"}, "spec": {"count": 2}})).await;
+    let r = c.post(&widgets("gone.example.com", "v2"), &json!({"apiVersion": "gone.example.com/v2", "kind": "Widget", "metadata": {"name": "b"}, "spec": {"count": 2}})).await;
     assert_eq!(r.code, 500, "{}", r.body);
     assert_eq!(
         r.body["message"],
@@ -392,7 +394,7 @@ async fn an_admission_webhook_of_another_version_is_offered_the_object_converted
     assert_eq!(c.post(configs, &labeller).await.code, 201);
     assert_eq!(c.get(configs).await.code, 200);
 
-    let r = c.post(&widgets(group, "v2"), &json!({"metadata": {"name": "a"}, "spec": {"count": 7}})).await;
+    let r = c.post(&widgets(group, "v2"), &json!({"apiVersion": format!("{group}/v2"), "kind": "Widget", "metadata": {"name": "a"}, "spec": {"count": 7}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["apiVersion"], "conv.example.com/v2");
     assert_eq!(
@@ -418,7 +420,7 @@ async fn objects_stored_before_the_storage_version_changed_are_converted_from_it
     let group = "conv.example.com";
     let mut crd = widgets_crd(group, hook.client_config("/convert"));
     define(&c, &crd).await;
-    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "old"}, "spec": {"size": "2"}})).await;
+    let r = c.post(&widgets(group, "v1"), &json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "old"}, "spec": {"size": "2"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
 
     // v2 becomes the storage version; the object stays stored in v1.
@@ -465,7 +467,7 @@ async fn selectors_match_objects_as_the_version_asked_for_serves_them() {
     crd["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.count"}]);
     define(&c, &crd).await;
     for (name, size) in [("a", "3"), ("b", "4")] {
-        let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": name}, "spec": {"size": size}})).await;
+        let r = c.post(&widgets(group, "v1"), &json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}})).await;
         assert_eq!(r.code, 201, "{}", r.body);
     }
     let names = |r: &Resp| -> Vec<String> {
@@ -492,7 +494,7 @@ async fn selectors_match_objects_as_the_version_asked_for_serves_them() {
     let mut w = c.watch(&format!("{}?watch=true&fieldSelector=spec.count%3D3", widgets(group, "v2"))).await;
     let ev = w.next_within(SEC).await.unwrap();
     assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
-    let r = c.post(&widgets(group, "v1"), &json!({"metadata": {"name": "c"}, "spec": {"size": "3"}})).await;
+    let r = c.post(&widgets(group, "v1"), &json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "c"}, "spec": {"size": "3"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     loop {
         let ev = w.next_within(SEC).await.unwrap();

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::recorded::{comparable, comparable_managed, recorded};
 use common::*;
+use http::Method;
 use serde_json::{Value, json};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -357,7 +358,7 @@ async fn versions_are_served_and_objects_stored_in_the_storage_version() {
     assert_eq!(stored["apiVersion"], "example.com/v1", "stored in the storage version");
     // Selectable fields.
     let r =
-        c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "x"}, "spec": {"color": "blue"}})).await;
+        c.post("/apis/example.com/v1/widgets", &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"color": "blue"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let sel = c.get("/apis/example.com/v1/widgets?fieldSelector=spec.color%3Dblue").await.body;
     let names: Vec<&str> =
@@ -394,7 +395,12 @@ async fn definitions_and_their_objects_survive_a_restart() {
     let c = Client::new(&s);
     assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
     wait_established(&c, "widgets.example.com").await;
-    let r = c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "kept"}, "spec": {}})).await;
+    let r = c
+        .post(
+            "/apis/example.com/v1/widgets",
+            &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "kept"}, "spec": {}}),
+        )
+        .await;
     assert_eq!(r.code, 201, "{}", r.body);
     s.restart().await.unwrap();
     assert!(s.wait_ready(Duration::from_secs(10)).await);
@@ -457,7 +463,12 @@ async fn every_replica_on_one_etcd_serves_a_definition_created_through_any_of_th
     // Served by B as soon as B's watch of etcd shows it established.
     let path = "/apis/example.com/v1/widgets";
     eventually("the other replica serves the kind", || async { cb.get(path).await.code == 200 }).await;
-    let r = cb.post(path, &json!({"metadata": {"name": "from-b"}, "spec": {}})).await;
+    let r = cb
+        .post(
+            path,
+            &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "from-b"}, "spec": {}}),
+        )
+        .await;
     assert_eq!(r.code, 201, "{}", r.body);
     let got = ca.get(&format!("{path}/from-b")).await;
     assert_eq!(got.code, 200, "{}", got.body);
@@ -477,7 +488,7 @@ async fn a_new_server_on_a_data_directory_serves_its_definitions_from_the_start(
         assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
         wait_established(&c, "widgets.example.com").await;
         let r = c
-            .post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "kept"}, "spec": {"color": "red"}}))
+            .post("/apis/example.com/v1/widgets", &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "kept"}, "spec": {"color": "red"}}))
             .await;
         assert_eq!(r.code, 201, "{}", r.body);
         s.stop().await;
@@ -510,7 +521,7 @@ async fn deleting_a_namespace_deletes_its_custom_objects_once() {
     wait_established(&c, "widgets.example.com").await;
     create_namespaces(&s, &["doomed"]).await.unwrap();
     let base = "/apis/example.com/v1/namespaces/doomed/widgets";
-    let r = c.post(base, &json!({"metadata": {"name": "w", "finalizers": ["example.com/hold"]}, "spec": {}})).await;
+    let r = c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": ["example.com/hold"]}, "spec": {}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(c.delete("/api/v1/namespaces/doomed").await.code, 200);
     eventually("the namespace reports what remains", || async {
@@ -543,7 +554,15 @@ async fn a_changed_schema_applies_to_stored_objects_and_lists_page_and_render() 
     wait_established(&c, "widgets.example.com").await;
     let base = "/apis/example.com/v1/widgets";
     for n in ["a", "b", "c"] {
-        assert_eq!(c.post(base, &json!({"metadata": {"name": n}, "spec": {}})).await.code, 201);
+        assert_eq!(
+            c.post(
+                base,
+                &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": n}, "spec": {}})
+            )
+            .await
+            .code,
+            201
+        );
     }
     // Paging.
     let p1 = c.get(&format!("{base}?limit=2")).await.body;
@@ -966,7 +985,7 @@ async fn status_writes_get_the_schema_s_defaults() {
     assert_eq!(c.post(CRDS, &crd).await.code, 201);
     wait_established(&c, "jobs.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/jobs";
-    let r = c.post(base, &json!({"metadata": {"name": "a"}, "spec": {"size": 1}, "status": {"phase": "Done"}})).await;
+    let r = c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Job", "metadata": {"name": "a"}, "spec": {"size": 1}, "status": {"phase": "Done"}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert!(r.body.get("status").is_none(), "{}", r.body);
     // A status written without the defaulted fields is stored with them, as sent by PUT…
@@ -1002,7 +1021,10 @@ async fn a_definition_change_answered_is_in_force_for_the_next_request() {
         json!(3);
     assert_eq!(c.put(&format!("{CRDS}/knobs.example.com"), &crd).await.code, 200);
     let r = c
-        .post("/apis/example.com/v1/namespaces/default/knobs", &json!({"metadata": {"name": "k"}, "spec": {"size": 5}}))
+        .post(
+            "/apis/example.com/v1/namespaces/default/knobs",
+            &json!({"apiVersion": "example.com/v1", "kind": "Knob", "metadata": {"name": "k"}, "spec": {"size": 5}}),
+        )
         .await;
     assert_eq!(r.code, 422, "{}", r.body);
     s.set_cache_lag(Duration::ZERO);
@@ -1022,7 +1044,7 @@ async fn the_wait_for_a_definition_change_is_held_to_the_request_deadline() {
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["maximum"] =
         json!(3);
     assert_eq!(c.put(&format!("{CRDS}/dials.example.com"), &crd).await.code, 200);
-    let dial = json!({"metadata": {"name": "d"}, "spec": {"size": 1}});
+    let dial = json!({"apiVersion": "example.com/v1", "kind": "Dial", "metadata": {"name": "d"}, "spec": {"size": 1}});
     let r = c.post("/apis/example.com/v1/namespaces/default/dials?timeout=100ms", &dial).await;
     assert_eq!(r.code, 504, "{}", String::from_utf8_lossy(&r.raw));
     s.set_cache_lag(Duration::ZERO);
@@ -1048,7 +1070,7 @@ async fn set_and_map_lists_hold_each_element_once() {
     wait_established(&c, "probes.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/probes";
     // Stored before the tags became a set.
-    let r = c.post(base, &json!({"metadata": {"name": "old"}, "spec": {"size": 1, "tags": ["a", "a"]}})).await;
+    let r = c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": "old"}, "spec": {"size": 1, "tags": ["a", "a"]}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let mut crd = c.get(&format!("{CRDS}/probes.example.com")).await.body;
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["tags"]["x-kubernetes-list-type"] =
@@ -1056,7 +1078,7 @@ async fn set_and_map_lists_hold_each_element_once() {
     let r = c.put(&format!("{CRDS}/probes.example.com"), &crd).await;
     assert_eq!(r.code, 200, "{}", r.body);
 
-    let r = c.post(base, &json!({"metadata": {"name": "p"}, "spec": {"tags": ["a", "b", "a"]}})).await;
+    let r = c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": "p"}, "spec": {"tags": ["a", "b", "a"]}})).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), [cause("FieldValueDuplicate", "spec.tags[2]", "Duplicate value: \"a\"")]);
     assert_eq!(r.body["message"], "Probe.example.com \"p\" is invalid: spec.tags[2]: Duplicate value: \"a\"");
@@ -1064,7 +1086,7 @@ async fn set_and_map_lists_hold_each_element_once() {
     let r = c.patch(&format!("{base}/old"), "application/merge-patch+json", &json!({"spec": {"size": 2}})).await;
     assert_eq!(r.code, 200, "{}", r.body);
 
-    let r = c.post(base, &json!({"metadata": {"name": "p"}, "spec": {"tags": ["a", "b"]}})).await;
+    let r = c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": "p"}, "spec": {"tags": ["a", "b"]}})).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let conditions = json!({"status": {"conditions": [
         {"type": "Ready", "status": "True"}, {"type": "Synced", "status": "True"}, {"type": "Ready", "status": "False"}]}});
@@ -1091,7 +1113,12 @@ async fn a_terminating_definition_refuses_creates_and_unknown_subresources_are_m
     // A definition without subresources answers them as a missing object.
     assert_eq!(c.post(CRDS, &widgets_crd()).await.code, 201);
     wait_established(&c, "widgets.example.com").await;
-    let r = c.post("/apis/example.com/v1/widgets", &json!({"metadata": {"name": "w"}})).await;
+    let r = c
+        .post(
+            "/apis/example.com/v1/widgets",
+            &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        )
+        .await;
     assert_eq!(r.code, 201, "{}", r.body);
     for sub in ["status", "scale"] {
         let r = c.get(&format!("/apis/example.com/v1/widgets/w/{sub}")).await;
@@ -1145,7 +1172,7 @@ async fn nulls_below_lists_and_maps_are_dropped_or_defaulted() {
     assert_eq!(c.post(CRDS, &crd_of("route", "Route", "Namespaced", spec)).await.code, 201);
     wait_established(&c, "routes.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/routes";
-    let body = json!({"metadata": {"name": "r"},
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Route", "metadata": {"name": "r"},
         "spec": {"rules": [{"host": null}], "limits": {"cpu": null}, "labels": {"a": null, "b": "c"}}});
     let r = c.post(base, &body).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -1160,7 +1187,15 @@ async fn a_custom_resource_refuses_patch_media_types_first_in_its_handler_s_word
     assert_eq!(c.post(CRDS, &crd_of("knob", "Knob", "Namespaced", spec)).await.code, 201);
     wait_established(&c, "knobs.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/knobs";
-    assert_eq!(c.post(base, &json!({"metadata": {"name": "k"}, "spec": {"size": 1}})).await.code, 201);
+    assert_eq!(
+        c.post(
+            base,
+            &json!({"apiVersion": "example.com/v1", "kind": "Knob", "metadata": {"name": "k"}, "spec": {"size": 1}})
+        )
+        .await
+        .code,
+        201
+    );
     let words = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
     for (ct, query) in [("text/plain", ""), ("application/strategic-merge-patch+json", "?fieldValidation=Bogus")] {
         let r = c.send_raw(http::Method::PATCH, &format!("{base}/k{query}"), b"{}".to_vec(), ct).await;
@@ -1183,7 +1218,7 @@ async fn schema_validation_speaks_as_kube_openapi_does() {
     assert_eq!(c.post(CRDS, &crd_of("probe", "Probe", "Namespaced", spec)).await.code, 201);
     wait_established(&c, "probes.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/probes";
-    let body = json!({"metadata": {"name": "p"},
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": "p"},
         "spec": {"hosts": [], "level": null, "port": 70000, "endpoint": "not a uri"}});
     let r = c.post(base, &body).await;
     assert_eq!(r.code, 422, "{}", r.body);
@@ -1213,7 +1248,7 @@ async fn schema_validation_speaks_as_kube_openapi_does() {
         ]
     );
     // Numbers' formats are not checked (kube strips them from the schema).
-    let body = json!({"metadata": {"name": "p"},
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Probe", "metadata": {"name": "p"},
         "spec": {"hosts": ["a"], "level": "Low", "count": 5_000_000_000_i64, "endpoint": "https://example.com/x"}});
     let r = c.post(base, &body).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -1231,7 +1266,10 @@ async fn a_status_write_is_judged_by_the_status_schema_alone() {
     assert_eq!(c.post(CRDS, &crd).await.code, 201);
     wait_established(&c, "tasks.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/tasks";
-    assert_eq!(c.post(base, &json!({"metadata": {"name": "t"}})).await.code, 201);
+    assert_eq!(
+        c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Task", "metadata": {"name": "t"}})).await.code,
+        201
+    );
     // The definition comes to require a spec the stored object does not have.
     let mut crd = c.get(&format!("{CRDS}/tasks.example.com")).await.body;
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["required"] = json!(["spec"]);
@@ -1276,13 +1314,67 @@ async fn a_body_of_another_kind_is_refused_for_its_kind_alone() {
     assert_eq!(r.body["details"]["kind"], "Task");
     assert_eq!(c.get(&format!("{base}/t")).await.code, 404);
     // A patch that changes the kind of a stored object likewise.
-    let r = c.post(base, &json!({"metadata": {"name": "t"}, "spec": {"size": 1}})).await;
+    let task = json!({"apiVersion": "example.com/v1", "kind": "Task", "metadata": {"name": "t"}, "spec": {"size": 1}});
+    let r = c.post(base, &task).await;
     assert_eq!(r.code, 201, "{}", r.body);
     let patch = json!([{"op": "replace", "path": "/kind", "value": "Job"}]);
     let r = c.patch(&format!("{base}/t"), "application/json-patch+json", &patch).await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), [cause("FieldValueInvalid", "kind", "Invalid value: \"Job\": must be Task")]);
     assert_eq!(c.get(&format!("{base}/t")).await.body["kind"], "Task");
+}
+
+#[tokio::test]
+async fn a_custom_resource_s_body_names_its_kind_and_api_version() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let crd = crd_of("task", "Task", "Namespaced", json!({"type": "object"}));
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "tasks.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/tasks";
+    // Read as unstructured, a body has no kind but its own.
+    let body = json!({"apiVersion": "example.com/v1", "metadata": {"name": "t"}, "spec": {}});
+    let r = c.send_raw(Method::POST, base, format!("  {body}\n").into_bytes(), "application/json").await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    let missing = format!("Task in version \"v1\" cannot be handled as a Task: Object 'Kind' is missing in '{body}'");
+    assert_eq!((r.body["reason"].as_str(), r.body["message"].as_str()), (Some("BadRequest"), Some(&*missing)));
+    let body = json!({"apiVersion": "example.com/v2", "metadata": {"name": "t"}});
+    let r = c.post(base, &body).await;
+    let missing = format!("Task in version \"v2\" cannot be handled as a Task: Object 'Kind' is missing in '{body}'");
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some(&*missing)));
+    // Nor an apiVersion.
+    let r = c.post(base, &json!({"kind": "Task", "metadata": {"name": "t"}, "spec": {}})).await;
+    let expected = "the API version in the data () does not match the expected API version (example.com/v1)";
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some(expected)));
+    // Both are checked for an update as well.
+    let good = json!({"apiVersion": "example.com/v1", "kind": "Task", "metadata": {"name": "t"}, "spec": {}});
+    assert_eq!(c.post(base, &good).await.code, 201);
+    let r = c.put(&format!("{base}/t"), &json!({"kind": "Task", "metadata": {"name": "t"}, "spec": {"x": 1}})).await;
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some(expected)));
+    let r = c.put(&format!("{base}/t"), &json!({"apiVersion": "example.com/v1", "metadata": {"name": "t"}})).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(c.get(&format!("{base}/t")).await.body["spec"], json!({}));
+    // An apiVersion that is no group/version, for any kind.
+    let body = json!({"apiVersion": "a/b/c", "kind": "Task", "metadata": {"name": "u"}});
+    let r = c.post(base, &body).await;
+    let text = body.to_string();
+    let expected =
+        format!("the object provided is unrecognized ({} ...): unexpected GroupVersion string: a/b/c", &text[..30]);
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some(&*expected)));
+    let r =
+        c.post("/api/v1/namespaces/default/configmaps", &json!({"apiVersion": "v1", "kind": 5, "metadata": {}})).await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().ends_with(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string"
+        ),
+        "{}",
+        r.body
+    );
+    assert_eq!(c.get(&format!("{base}/u")).await.code, 404);
+    // A built-in kind takes both from the request.
+    let r = c.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "cm"}})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
 }
 
 #[tokio::test]
@@ -1296,7 +1388,7 @@ async fn metadata_is_coerced_as_object_meta_and_unknown_fields_come_sorted() {
     let mut items: Vec<Value> = (0..11).map(|_| json!({})).collect();
     items[2] = json!({"x": 1});
     items[10] = json!({"x": 1});
-    let body = json!({"metadata": {"name": "b", "labels": {}, "finalizers": [], "annotations": null, "colour": "red"},
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Bag", "metadata": {"name": "b", "labels": {}, "finalizers": [], "annotations": null, "colour": "red"},
         "spec": {"items": items}});
     let r = c.post(base, &body).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -1342,7 +1434,7 @@ async fn added_finalizers_without_a_domain_and_path_are_warned_of() {
     let warnings = |r: &Resp| -> Vec<String> {
         r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
     };
-    let body = json!({"metadata": {"name": "l", "finalizers": ["myfin", "example.com/ok", "orphan", "example.com"]}});
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Lock", "metadata": {"name": "l", "finalizers": ["myfin", "example.com/ok", "orphan", "example.com"]}});
     let r = c.post(base, &body).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(
@@ -1387,12 +1479,12 @@ async fn fields_no_schema_holds_are_not_stored_or_served() {
     wait_established(&c, "tiles.example.com").await;
     // Written in v2, stored in v1: v1's schema has no shape.
     let r = c
-        .post("/apis/example.com/v2/tiles", &json!({"metadata": {"name": "t"}, "spec": {"size": 1, "shape": "round"}}))
+        .post("/apis/example.com/v2/tiles", &json!({"apiVersion": "example.com/v2", "kind": "Tile", "metadata": {"name": "t"}, "spec": {"size": 1, "shape": "round"}}))
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(r.body["spec"], json!({"size": 1}));
     let r = c
-        .post("/apis/example.com/v1/tiles", &json!({"metadata": {"name": "u"}, "spec": {"size": 2, "color": "red"}}))
+        .post("/apis/example.com/v1/tiles", &json!({"apiVersion": "example.com/v1", "kind": "Tile", "metadata": {"name": "u"}, "spec": {"size": 2, "color": "red"}}))
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
     // Read in v2, whose schema has no color: v2's own default is not added to an object stored
@@ -1424,7 +1516,12 @@ async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
     assert_eq!(c.post(CRDS, &crd).await.code, 201);
     wait_established(&c, "pools.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/pools";
-    assert_eq!(c.post(base, &json!({"metadata": {"name": "p"}, "spec": {}})).await.code, 201);
+    assert_eq!(
+        c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"name": "p"}, "spec": {}}))
+            .await
+            .code,
+        201
+    );
     let r = c.get(&format!("{base}/p/scale")).await;
     assert_eq!((r.code, r.body["reason"].as_str()), (500, Some("InternalError")), "{}", r.body);
     assert_eq!(r.body["message"], "Internal error occurred: the spec replicas field \".spec.replicas\" does not exist");
@@ -1432,7 +1529,7 @@ async fn a_scale_patch_of_an_object_without_replicas_must_set_them() {
         let c = &c;
         async move { c.patch(&format!("{base}/p/scale"), "application/merge-patch+json", &body).await }
     };
-    let r = merge(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    let r = merge(json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"labels": {"a": "b"}}})).await;
     assert_eq!((r.code, r.body["reason"].as_str()), (400, Some("BadRequest")), "{}", r.body);
     assert_eq!(r.body["message"], "the spec replicas field \".spec.replicas\" cannot be empty");
     let r = merge(json!({"spec": {"replicas": 2}})).await;
@@ -1482,8 +1579,13 @@ async fn the_schema_may_restrict_names() {
     assert_eq!(c.post(CRDS, &crd).await.code, 201);
     wait_established(&c, "tags.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/tags";
-    assert_eq!(c.post(base, &json!({"metadata": {"name": "short"}})).await.code, 201);
-    let r = c.post(base, &json!({"metadata": {"name": "much-too-long"}})).await;
+    assert_eq!(
+        c.post(base, &json!({"apiVersion": "example.com/v1", "kind": "Tag", "metadata": {"name": "short"}})).await.code,
+        201
+    );
+    let r = c
+        .post(base, &json!({"apiVersion": "example.com/v1", "kind": "Tag", "metadata": {"name": "much-too-long"}}))
+        .await;
     assert_eq!(r.code, 422, "{}", r.body);
     assert_eq!(causes(&r), [cause("FieldValueTooLong", "metadata.name", "Too long: may not be more than 8 bytes")]);
 }
@@ -1497,7 +1599,7 @@ async fn embedded_resources_are_judged_as_kube_judges_them() {
     assert_eq!(c.post(CRDS, &crd_of("blueprint", "Blueprint", "Namespaced", spec)).await.code, 201);
     wait_established(&c, "blueprints.example.com").await;
     let base = "/apis/example.com/v1/namespaces/default/blueprints";
-    let ok = json!({"metadata": {"name": "ok"}, "spec": {"template": {"apiVersion": "v1", "kind": "ConfigMap",
+    let ok = json!({"apiVersion": "example.com/v1", "kind": "Blueprint", "metadata": {"name": "ok"}, "spec": {"template": {"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"labels": {"app": "x"}, "colour": "red", "creationTimestamp": null, "annotations": {}}, "data": {"a": "b"}}}});
     let r = c.post(base, &ok).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -1505,7 +1607,7 @@ async fn embedded_resources_are_judged_as_kube_judges_them() {
     // The embedded metadata is taken as ObjectMeta decodes it.
     assert_eq!(r.body["spec"]["template"]["metadata"], json!({"labels": {"app": "x"}}));
     assert_eq!(r.headers["warning"], "299 - \"unknown field \\\"spec.template.metadata.colour\\\"\"");
-    let bad = json!({"metadata": {"name": "bad"}, "spec": {"template": {"kind": "",
+    let bad = json!({"apiVersion": "example.com/v1", "kind": "Blueprint", "metadata": {"name": "bad"}, "spec": {"template": {"kind": "",
         "metadata": {"labels": {"a b": "c"}}}}});
     let r = c.post(base, &bad).await;
     assert_eq!(r.code, 422, "{}", r.body);

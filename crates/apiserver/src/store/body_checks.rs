@@ -21,6 +21,86 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
     ))
 }
 
+/// What kube's decoder reads of a POST or PUT body's type before the body itself (`json` is the
+/// body's JSON text): Go's refusal of an `apiVersion` or `kind` that is not a string or of an
+/// `apiVersion` that is no group/version (for every kind), and, as a custom resource is read as
+/// unstructured, of one without a kind. Decoded fields are checked afterwards
+/// ([`check_api_version`] then).
+pub(crate) fn check_type_meta(info: &ResourceInfo, body: &Value, json: &[u8]) -> Result<(), ApiError> {
+    let unrecognized =
+        |e: &str| ApiError::bad_request(format!("the object provided is unrecognized ({}): {e}", summarize(json)));
+    let Value::Object(obj) = body else { return Ok(()) };
+    for field in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(field).filter(|v| !v.is_string() && !v.is_null()) {
+            return Err(unrecognized(&format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
+                json_kind(v)
+            )));
+        }
+    }
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let Some((group, version)) = parse_group_version(api_version) else {
+        return Err(unrecognized(&format!("unexpected GroupVersion string: {api_version}")));
+    };
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if info.custom.is_some() && kind.is_empty() {
+        // The decoder's kind and version, the request's where the body has none.
+        let version =
+            if version.is_empty() && (group.is_empty() || group == info.group) { &info.version } else { version };
+        let text = String::from_utf8_lossy(json.trim_ascii());
+        return Err(ApiError::bad_request(format!(
+            "{k} in version \"{version}\" cannot be handled as a {k}: Object 'Kind' is missing in '{text}'",
+            k = info.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The check of a decoded body's group/version against the resource's: a built-in kind takes the
+/// request's where the body has none, a custom resource (read as unstructured) does not.
+pub(crate) fn check_api_version(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let Some((group, version)) = parse_group_version(api_version) else { return Ok(()) };
+    let (group, version) = match (group, version) {
+        ("", "") if info.custom.is_none() => (info.group.as_str(), info.version.as_str()),
+        (g, "") if info.custom.is_none() && g == info.group => (g, info.version.as_str()),
+        gv => gv,
+    };
+    if (group, version) == (info.group.as_str(), info.version.as_str()) {
+        return Ok(());
+    }
+    let data = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Err(ApiError::bad_request(format!(
+        "the API version in the data ({data}) does not match the expected API version ({})",
+        info.api_version()
+    )))
+}
+
+/// Go's `schema.ParseGroupVersion`: the group and version of `apiVersion`, none for more than one
+/// slash.
+fn parse_group_version(api_version: &str) -> Option<(&str, &str)> {
+    match api_version {
+        "" | "/" => Some(("", "")),
+        s => match s.split_once('/') {
+            None => Some(("", s)),
+            Some((_, v)) if v.contains('/') => None,
+            Some(gv) => Some(gv),
+        },
+    }
+}
+
+/// kube's `summarizeData` of a body it cannot read: its first 30 bytes, as hex unless it starts
+/// as an object.
+pub(crate) fn summarize(body: &[u8]) -> String {
+    let head = &body[..body.len().min(30)];
+    let more = if body.len() > 30 { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => format!("{}{more}", head.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
 /// Checks the decoded body is an object of the right kind/apiVersion with a well-typed
 /// metadata, whose fields Go can decode into its built-in type; returns it as a map.
 pub(crate) fn check_body(info: &ResourceInfo, body: Value) -> Result<Map<String, Value>, ApiError> {

@@ -44,7 +44,10 @@ mod patch;
 mod tracking;
 
 use body_checks::meta_mut;
-pub(crate) use body_checks::{check_body, check_decodable, meta_str, parse_rv_field, resolve_namespace};
+pub(crate) use body_checks::{
+    check_api_version, check_body, check_decodable, check_type_meta, meta_str, parse_rv_field, resolve_namespace,
+    summarize,
+};
 pub use patch::PatchType;
 pub(crate) use patch::{
     DecodedPatch, invalid_patch, refuse_custom_resource_strategic, unsupported_custom_resource_patch,
