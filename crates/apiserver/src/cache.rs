@@ -133,6 +133,9 @@ struct State {
     paths: Vec<(String, Vec<ResId>)>,
     /// Objects built by this server's writes, by revision, for the dispatcher.
     hints: HashMap<u64, Arc<StoredObject>>,
+    /// Views of custom resources no longer served whose watchers have yet to end: they read the
+    /// last events (their objects' deletions) first. Kept until no watcher holds one.
+    retiring: HashMap<ResId, ResState>,
 }
 
 /// The watch cache (see the module documentation).
@@ -180,7 +183,13 @@ impl WatchCache {
             registry: RwLock::new(registry.clone()),
             layout,
             history_cfg,
-            state: Mutex::new(State { rv: 0, res: HashMap::new(), paths: Vec::new(), hints: HashMap::new() }),
+            state: Mutex::new(State {
+                rv: 0,
+                res: HashMap::new(),
+                paths: Vec::new(),
+                hints: HashMap::new(),
+                retiring: HashMap::new(),
+            }),
             rv_tx: watch::channel(0).0,
             ready: watch::channel(Readiness::Initializing).0,
             reset_epoch: watch::channel(0).0,
@@ -196,6 +205,7 @@ impl WatchCache {
     fn reset_resources(&self, st: &mut State, start: u64) {
         let reg = self.registry.read().clone();
         st.res = reg.all().iter().map(|i| (res_id(i), ResState::new(i.clone(), start))).collect();
+        st.retiring.clear();
         Self::rebuild_paths(st);
         st.rv = start;
     }
@@ -250,8 +260,9 @@ impl WatchCache {
     }
 
     /// Serves what a CustomResourceDefinition now says (`crd`: its current version, None once it
-    /// is deleted): views of versions no longer served are dropped (their watches end), new ones
-    /// start with the objects of the resource's other views, converted.
+    /// is deleted): views of versions no longer served are withdrawn (their watchers read the
+    /// events they have yet to send, then end), new ones start with the objects of the
+    /// resource's other views, converted.
     fn crd_changed(&self, st: &mut State, crd_name: &str, crd: Option<&StoredObject>) {
         let wanted: Vec<ResourceInfo> = crd.map(|o| crate::crd::served_versions(&o.value())).unwrap_or_default();
         let reg = self.registry();
@@ -272,9 +283,16 @@ impl WatchCache {
             .max_by_key(|r| r.objects.len())
             .map(|r| r.objects.values().cloned().collect())
             .unwrap_or_default();
+        st.retiring.retain(|_, r| r.notify.receiver_count() > 0);
         for old in &before {
-            if !wanted.iter().any(|w| res_id(w) == res_id(old)) {
-                st.res.remove(&res_id(old));
+            let id = res_id(old);
+            if !wanted.iter().any(|w| res_id(w) == id)
+                && let Some(r) = st.res.remove(&id)
+                && r.notify.receiver_count() > 0
+            {
+                // Woken, its watchers find it withdrawn ([`Self::read_watched_events`]).
+                r.notify.send_modify(|_| {});
+                st.retiring.insert(id, r);
             }
         }
         // Whatever else had this group and plural (a resource registered at start) goes too.
@@ -306,6 +324,8 @@ impl WatchCache {
                     *r = fresh;
                 }
                 None => {
+                    // Watchers of a view withdrawn earlier end: the view is served anew.
+                    st.retiring.remove(&id);
                     let mut r = ResState::new(info.clone(), rv);
                     r.objects = reparse(&mut existing.iter());
                     st.res.insert(id, r);
@@ -382,7 +402,8 @@ impl WatchCache {
 
     fn with_res<T>(&self, info: &ResourceInfo, f: impl FnOnce(&State, &ResState) -> T) -> Result<T, ApiError> {
         let st = self.state.lock();
-        let r = st.res.get(&res_id(info)).ok_or_else(ApiError::no_route)?;
+        let id = res_id(info);
+        let r = st.res.get(&id).or_else(|| st.retiring.get(&id)).ok_or_else(ApiError::no_route)?;
         Ok(f(&st, r))
     }
 
@@ -489,8 +510,27 @@ impl WatchCache {
         max: usize,
         out: &mut Vec<Arc<Event>>,
     ) -> Result<Result<u64, TooOld>, ApiError> {
-        self.with_res(info, |st, r| match r.history.read_after(after, max, out) {
-            Some(()) => Ok(st.rv),
+        Ok(self.read_watched_events(info, after, max, out)?.map(|(rv, _)| rv))
+    }
+
+    /// [`Self::read_events`], and whether the resource's view was withdrawn (its definition
+    /// deleted, or its version no longer served) when they were read: then no event follows, and
+    /// a watcher that has read them all ends.
+    pub fn read_watched_events(
+        &self,
+        info: &ResourceInfo,
+        after: u64,
+        max: usize,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Result<Result<(u64, bool), TooOld>, ApiError> {
+        let st = self.state.lock();
+        let id = res_id(info);
+        let (r, withdrawn) = match st.res.get(&id) {
+            Some(r) => (r, false),
+            None => (st.retiring.get(&id).ok_or_else(ApiError::no_route)?, true),
+        };
+        Ok(match r.history.read_after(after, max, out) {
+            Some(()) => Ok((st.rv, withdrawn)),
             None => Err(TooOld { start_rv: r.history.start_rv }),
         })
     }
@@ -525,6 +565,7 @@ impl WatchCache {
         for r in st.res.values_mut() {
             r.history.compact(target);
         }
+        st.retiring.retain(|_, r| r.notify.receiver_count() > 0);
     }
 
     /// Rebuilds the registry's custom resources from the CustomResourceDefinitions among `kvs`

@@ -494,6 +494,8 @@ async fn run(
     let origin = cursor;
     let mut events: Vec<Arc<Event>> = Vec::new();
     loop {
+        // A withdrawn resource gets no more events: once those it has are sent, the watch ends.
+        let mut withdrawn;
         // Drain everything that is ready.
         loop {
             // A dropped watch sends nothing written after the drop (the client re-watches from
@@ -503,8 +505,11 @@ async fn run(
             }
             notify.borrow_and_update();
             events.clear();
-            let cur = match store.read_events(&info, cursor, BATCH, &mut events) {
-                Ok(Ok(cur)) => cur,
+            let cur = match store.read_watched_events(&info, cursor, BATCH, &mut events) {
+                Ok(Ok((cur, gone))) => {
+                    withdrawn = gone;
+                    cur
+                }
                 Ok(Err(too_old)) => {
                     // Fell behind the history (or it was compacted): like the
                     // cacher, terminate the watch; clients re-watch.
@@ -548,7 +553,7 @@ async fn run(
         }
         events.clear();
         events.shrink_to(IDLE_EVENTS);
-        if !out.send(&mut chunk, cursor, false).await {
+        if !out.send(&mut chunk, cursor, false).await || withdrawn {
             return;
         }
         let now = Instant::now();

@@ -284,6 +284,46 @@ async fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
     assert_eq!(c.get(base).await.body["items"], json!([]));
 }
 
+#[tokio::test]
+async fn a_watcher_behind_gets_the_deletions_of_a_deleted_definition_s_objects() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"data": {"type": "string"}}});
+    assert_eq!(c.post(CRDS, &crd_of("crate", "Crate", "Namespaced", spec)).await.code, 201);
+    wait_established(&c, "crates.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/crates";
+    let rv = c.get(base).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut w = c.watch(&format!("{base}?watch=true&resourceVersion={rv}")).await;
+    // 24 MB of objects, which the watch is not read: more than the connection's buffers hold, so
+    // the watch is still sending their ADDED events when the definition is gone.
+    let data = "x".repeat(1_000_000);
+    const N: usize = 24;
+    for i in 0..N {
+        let body = json!({"apiVersion": "example.com/v1", "kind": "Crate", "metadata": {"name": format!("c{i}")},
+            "spec": {"data": data}});
+        assert_eq!(c.post(base, &body).await.code, 201);
+    }
+    assert_eq!(c.delete(&format!("{CRDS}/crates.example.com")).await.code, 200);
+    eventually("the definition is gone", || async { c.get(&format!("{CRDS}/crates.example.com")).await.code == 404 })
+        .await;
+    assert_eq!(c.get(base).await.code, 404);
+    // Read now: every ADDED, then every DELETED, then the end.
+    let (mut added, mut deleted) = (Vec::new(), Vec::new());
+    while let Some(ev) = w.next_within(Duration::from_secs(60)).await {
+        let name = ev["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        match ev["type"].as_str() {
+            Some("ADDED") => added.push(name),
+            Some("DELETED") => deleted.push(name),
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    assert!(!w.broken, "the watch ends cleanly");
+    assert_eq!(added.len(), N);
+    deleted.sort();
+    added.sort();
+    assert_eq!(deleted, added, "a watcher behind gets every deletion before its watch ends");
+}
+
 /// A definition with two served versions (v1 stored), a printer column, a selectable field of
 /// v1 alone and no subresources. (The versions' schemas differ: kube refuses selectable fields
 /// of one version when every version has the same schema.)
