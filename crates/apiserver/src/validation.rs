@@ -231,6 +231,9 @@ pub(crate) fn validate(
     if crate::defaults::is_priority_class(info) {
         causes.extend(priority_class(obj, old));
     }
+    if info.group == "coordination.k8s.io" && info.plural == "leases" {
+        causes.extend(lease_spec(obj));
+    }
     // (The stored object is read only for the kinds whose rules compare with it.)
     let stored = || old.map(|o| as_map(o.value()));
     let mut warnings = Vec::new();
@@ -397,6 +400,51 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
             message: format!(r#"Unsupported value: "{other}": supported values: "PreemptLowerPriority", "Never""#),
             field: "preemptionPolicy".into(),
         }),
+    }
+    causes
+}
+
+/// kube's `ValidateLeaseSpec`, on creates and updates: a positive duration, transitions not
+/// below zero, a strategy kube defines or a qualified name (under kube's doubled path
+/// `spec.strategy.strategy`), a preferred holder only with a strategy.
+fn lease_spec(obj: &Map<String, Value>) -> Vec<crate::structural::Cause> {
+    use crate::structural::Cause;
+    let spec = obj.get("spec");
+    let number = |f: &str| spec.and_then(|s| s.get(f)).and_then(Value::as_i64);
+    let text = |f: &str| spec.and_then(|s| s.get(f)).and_then(Value::as_str);
+    let mut causes = Vec::new();
+    let mut check = |field: &str, bad: fn(i64) -> bool, detail: &str| {
+        if let Some(v) = number(field).filter(|v| bad(*v)) {
+            causes.push(crate::structural::Cause {
+                reason: "FieldValueInvalid",
+                message: format!("Invalid value: {v}: {detail}"),
+                field: format!("spec.{field}"),
+            });
+        }
+    };
+    check("leaseDurationSeconds", |v| v <= 0, "must be greater than 0");
+    check("leaseTransitions", |v| v < 0, "must be greater than or equal to 0");
+    let strategy = text("strategy");
+    match strategy {
+        None => {}
+        Some("OldestEmulationVersion") => {}
+        Some(s) if !s.contains('/') => causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            message: format!(r#"Unsupported value: "{s}": supported values: "OldestEmulationVersion""#),
+            field: "spec.strategy.strategy".into(),
+        }),
+        Some(s) => causes.extend(crate::cel_format::qualified_name(s).into_iter().map(|m| Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {}: {m}", crate::structural::go_quote(s)),
+            field: "spec.strategy.strategy".into(),
+        })),
+    }
+    if text("preferredHolder").is_some_and(|h| !h.is_empty()) && strategy.is_none_or(str::is_empty) {
+        causes.push(Cause {
+            reason: "FieldValueForbidden",
+            message: "Forbidden: may only be specified if `strategy` is defined".into(),
+            field: "spec.preferredHolder".into(),
+        });
     }
     causes
 }

@@ -73,6 +73,53 @@ async fn a_lease_is_created_read_and_replaced_with_its_resource_version() {
 }
 
 #[tokio::test]
+async fn a_lease_s_duration_and_transitions_are_validated() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let lease = |spec: serde_json::Value| json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": spec});
+    let r = c.post(LEASES, &lease(json!({"leaseDurationSeconds": 0, "leaseTransitions": -3}))).await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Lease.coordination.k8s.io \"l\" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0, \
+         spec.leaseTransitions: Invalid value: -3: must be greater than or equal to 0]"
+    );
+    assert_eq!(r.body["details"]["causes"][0]["reason"], "FieldValueInvalid");
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
+            "spec.leaseTransitions: Invalid value: -3: must be greater than or equal to 0"
+        ]
+    );
+    assert_eq!(c.get(&format!("{LEASES}/l")).await.code, 404);
+    // On updates too.
+    let r = c.post(LEASES, &lease(json!({"leaseDurationSeconds": 15, "leaseTransitions": 0}))).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut changed = r.body.clone();
+    changed["spec"]["leaseDurationSeconds"] = json!(-1);
+    let r = c.put(&format!("{LEASES}/l"), &changed).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(causes(&r), ["spec.leaseDurationSeconds: Invalid value: -1: must be greater than 0"]);
+    // A strategy kube defines, or a qualified name; a preferred holder only with one.
+    let r = c.post(LEASES, &lease(json!({"strategy": "Newest", "preferredHolder": "a"}))).await;
+    assert_eq!(
+        causes(&r),
+        [r#"spec.strategy.strategy: Unsupported value: "Newest": supported values: "OldestEmulationVersion""#]
+    );
+    let r = c.post(LEASES, &lease(json!({"strategy": "example.com/-x"}))).await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(
+        causes(&r)[0].starts_with(r#"spec.strategy.strategy: Invalid value: "example.com/-x": name part must consist"#)
+    );
+    let r = c.post(LEASES, &lease(json!({"preferredHolder": "a"}))).await;
+    assert_eq!(causes(&r), ["spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined"]);
+    let mut held = lease(json!({"strategy": "example.com/custom", "preferredHolder": "a"}));
+    held["metadata"]["name"] = json!("held");
+    assert_eq!(c.post(LEASES, &held).await.code, 201);
+}
+
+#[tokio::test]
 async fn each_server_keeps_its_identity_lease_and_collects_those_gone() {
     let s = informer_apiserver::testing::builder().apiserver_identity(true).start().await.unwrap();
     let c = Client::new(&s);
