@@ -42,6 +42,9 @@ use crate::selector::Selectors;
 use crate::status::ApiError;
 use crate::store::{Store, WriteOpts};
 
+/// The field manager of the controllers' writes, as kube-apiserver's own client is named.
+const MANAGER: &str = "kube-apiserver";
+
 /// Marks a CustomResourceDefinition (as a JSON map) deleted, as kube-apiserver's DELETE does:
 /// deletionTimestamp now, the cleanup finalizer, `Terminating` True.
 pub fn mark_deleted(obj: &mut Map<String, Value>) {
@@ -281,7 +284,8 @@ impl Controller {
     /// Writes the status of a CustomResourceDefinition (as read, so a newer version makes it a
     /// 409 and the next pass starts over); its new state, None when it changed meanwhile.
     async fn write_status(&self, crd: Map<String, Value>) -> Result<Option<Value>, ApiError> {
-        match self.store.update(&self.crds, None, None, Value::Object(crd), WriteOpts::status(false)).await {
+        match self.store.update(&self.crds, None, None, Value::Object(crd), WriteOpts::status(false).by(MANAGER)).await
+        {
             Ok(o) => Ok(Some(o.value())),
             Err(e) if e.code == 404 || e.code == 409 => Ok(None),
             Err(e) => Err(e),
@@ -346,7 +350,7 @@ impl Controller {
         if let Some(Value::Array(f)) = crd.get_mut("metadata").and_then(|m| m.get_mut("finalizers")) {
             f.retain(|x| x.as_str() != Some(CLEANUP_FINALIZER));
         }
-        match self.store.update(&self.crds, None, None, Value::Object(crd), WriteOpts::default()).await {
+        match self.store.update(&self.crds, None, None, Value::Object(crd), WriteOpts::default().by(MANAGER)).await {
             Err(e) if e.code == 404 || e.code == 409 => Ok(Vec::new()),
             r => r.map(|_| Vec::new()),
         }

@@ -114,6 +114,15 @@ async fn gadgets_answer_as_kube_apiserver_does() {
     ] {
         replay(&c, file).await;
     }
+    // The status the controllers wrote is kube-apiserver's, as the recorded definition says.
+    let crd = c.get(&format!("{CRDS}/gadgets.demo.example.org")).await.body;
+    let status_managers = |crd: &Value| -> Vec<Value> {
+        let entries = crd["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+        entries.into_iter().filter(|e| e["subresource"] == "status").map(|e| e["manager"].clone()).collect()
+    };
+    let recorded_crd = recorded("91-crd-get-established.txt").response;
+    assert_eq!(status_managers(&crd), status_managers(&recorded_crd));
+    assert_eq!(status_managers(&crd), [json!("kube-apiserver")]);
     // Server-side apply on the custom resource: the defaulted `spec.mode` belongs to the
     // creating manager, so another's apply conflicts until forced; every manager's fields as
     // kube-apiserver records them.
