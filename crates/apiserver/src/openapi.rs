@@ -259,43 +259,102 @@ fn custom_name(r: &ResourceInfo, kind: &str) -> String {
     format!("{}.{}.{kind}", group.join("."), r.version)
 }
 
-/// The schemas of a custom resource: its CustomResourceDefinition's schema for the version, with
-/// kube's `apiVersion`, `kind` and `metadata` (any object with kube's metadata for a resource
-/// registered without a schema).
+/// `TypeMeta`'s descriptions of `apiVersion` and `kind`.
+const API_VERSION_DESCRIPTION: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND_DESCRIPTION: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+/// `PartialObjectMetadata`'s and `PartialObjectMetadataList`'s descriptions of `metadata`.
+const METADATA_DESCRIPTION: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+
+/// A `$ref` to a meta/v1 schema with a description, as kube's v3 documents write one.
+fn meta_ref(schema: &str, description: &str) -> Value {
+    json!({"allOf": [{"$ref": format!("#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.{schema}")}], "description": description})
+}
+
+/// The schemas of a custom resource, as kube's apiextensions OpenAPI builder makes them: its
+/// CustomResourceDefinition's schema for the version with `TypeMeta`'s `apiVersion` and `kind`,
+/// the `metadata` of `PartialObjectMetadata`, and the same three (both required) in every
+/// embedded resource; the list kind with kube's descriptions; both with the version's selectable
+/// fields (any object with kube's metadata for a resource registered without a schema).
 fn custom_schemas(r: &ResourceInfo) -> (Value, Value) {
     let gvk = |kind: &str| json!([{"group": r.group, "version": r.version, "kind": kind}]);
-    let meta_ref = json!({"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}], "default": {}});
+    let type_meta = |s: &mut Value| {
+        s["properties"]["apiVersion"] = json!({"type": "string", "description": API_VERSION_DESCRIPTION});
+        s["properties"]["kind"] = json!({"type": "string", "description": KIND_DESCRIPTION});
+    };
+    let selectable: Vec<Value> = r.selectable_fields.iter().map(|f| json!({"fieldPath": f})).collect();
+    let with_extensions = |s: &mut Value, kind: &str| {
+        s["x-kubernetes-group-version-kind"] = gvk(kind);
+        if !selectable.is_empty() {
+            s["x-kubernetes-selectable-fields"] = Value::Array(selectable.clone());
+        }
+    };
     let defined = r.custom.as_ref().and_then(|c| c.schema.as_deref()).filter(|s| s.is_object()).map(|s| {
         let mut s = s.clone();
-        s["properties"]["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"});
-        s["properties"]["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"});
-        s["properties"]["metadata"] = meta_ref.clone();
-        s["x-kubernetes-group-version-kind"] = gvk(&r.kind);
+        s["properties"]["metadata"] = meta_ref("ObjectMeta", METADATA_DESCRIPTION);
+        type_meta(&mut s);
+        embedded_properties(&mut s);
+        with_extensions(&mut s, &r.kind);
         s
     });
     let list_kind = r.custom.as_ref().map_or_else(|| format!("{}List", r.kind), |c| c.list_kind.clone());
-    let kind = defined.unwrap_or_else(|| json!({
+    let kind = defined.unwrap_or_else(|| {
+        json!({
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string", "description": API_VERSION_DESCRIPTION},
+                "kind": {"type": "string", "description": KIND_DESCRIPTION},
+                "metadata": meta_ref("ObjectMeta", METADATA_DESCRIPTION),
+            },
+            "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": gvk(&r.kind),
+        })
+    });
+    let mut list = json!({
         "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
-            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
-            "metadata": {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}], "default": {}},
-        },
-        "x-kubernetes-preserve-unknown-fields": true,
-        "x-kubernetes-group-version-kind": gvk(&r.kind),
-    }));
-    let list = json!({
-        "type": "object",
+        "description": format!("{list_kind} is a list of {}", r.kind),
         "required": ["items"],
         "properties": {
-            "apiVersion": {"type": "string"},
-            "items": {"type": "array", "items": {"$ref": format!("#/components/schemas/{}", custom_name(r, &r.kind))}},
-            "kind": {"type": "string"},
-            "metadata": {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}], "default": {}},
+            "items": {
+                "type": "array",
+                "description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", r.plural),
+                "items": {"$ref": format!("#/components/schemas/{}", custom_name(r, &r.kind))},
+            },
+            "metadata": meta_ref("ListMeta", LIST_METADATA_DESCRIPTION),
         },
-        "x-kubernetes-group-version-kind": gvk(&list_kind),
     });
+    type_meta(&mut list);
+    with_extensions(&mut list, &list_kind);
     (kind, list)
+}
+
+/// kube's `addEmbeddedProperties`: below `schema`, every `x-kubernetes-embedded-resource` node
+/// gets `apiVersion`, `kind` (with kube's lower-case descriptions, both required) and `metadata`.
+fn embedded_properties(schema: &mut Value) {
+    let Some(node) = schema.as_object_mut() else { return };
+    if let Some(Value::Object(props)) = node.get_mut("properties") {
+        props.values_mut().for_each(embedded_properties);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = node.get_mut(key) {
+            embedded_properties(child);
+        }
+    }
+    if node.get("x-kubernetes-embedded-resource") != Some(&Value::Bool(true)) {
+        return;
+    }
+    let props = node.entry("properties").or_insert_with(|| json!({}));
+    props["apiVersion"] = json!({"type": "string", "description": "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"});
+    props["kind"] = json!({"type": "string", "description": "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"});
+    props["metadata"] = meta_ref("ObjectMeta", METADATA_DESCRIPTION);
+    let required = node.entry("required").or_insert_with(|| json!([]));
+    if let Some(list) = required.as_array_mut() {
+        for field in ["kind", "apiVersion"] {
+            if !list.iter().any(|f| f == field) {
+                list.push(json!(field));
+            }
+        }
+    }
 }
 
 fn query_param(name: &str) -> Value {

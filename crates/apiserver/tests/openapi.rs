@@ -205,3 +205,65 @@ async fn kubectl_explain_reads_the_schemas() {
         assert!(ok && out.contains("ConfigMap"), "{bin}: {out}");
     }
 }
+
+#[tokio::test]
+async fn a_custom_resource_s_schemas_are_published_as_kube_builds_them() {
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "selectableFields": [{"jsonPath": ".spec.color"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                    "color": {"type": "string", "description": "The gizmo's colour."},
+                    "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                        "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}});
+    let s = informer_apiserver::testing::builder().crd(crd.to_string()).start().await.unwrap();
+    let c = Client::new(&s);
+    let (code, _, body) = get_with(&c, "/openapi/v3/apis/example.com/v1", &[]).await;
+    assert_eq!(code, 200);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let meta = |schema: &str, description: &str| {
+        json!({"allOf": [{"$ref": format!("#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.{schema}")}],
+            "description": description})
+    };
+    let object_meta = meta(
+        "ObjectMeta",
+        "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    );
+    let gizmo = &schemas["com.example.v1.Gizmo"];
+    assert_eq!(gizmo["properties"]["metadata"], object_meta);
+    assert!(gizmo["properties"]["kind"]["description"].as_str().unwrap().starts_with("Kind is a string value"));
+    assert_eq!(gizmo["x-kubernetes-selectable-fields"], json!([{"fieldPath": "spec.color"}]));
+    let template = &gizmo["properties"]["spec"]["properties"]["template"];
+    assert_eq!(template["required"], json!(["kind", "apiVersion"]));
+    assert_eq!(template["properties"]["metadata"], object_meta);
+    assert!(template["properties"]["apiVersion"]["description"].as_str().unwrap().starts_with("apiVersion defines"));
+    let list = &schemas["com.example.v1.GizmoList"];
+    assert_eq!(list["description"], "GizmoList is a list of Gizmo");
+    assert_eq!(
+        list["properties"]["items"]["description"],
+        "List of gizmos. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+    );
+    assert_eq!(
+        list["properties"]["metadata"],
+        meta(
+            "ListMeta",
+            "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+        )
+    );
+    assert!(list["properties"]["apiVersion"]["description"].as_str().unwrap().starts_with("APIVersion defines"));
+    assert_eq!(list["x-kubernetes-group-version-kind"][0]["kind"], "GizmoList");
+    assert_eq!(list["x-kubernetes-selectable-fields"], json!([{"fieldPath": "spec.color"}]));
+    // kubectl explain reads them.
+    let dir = tempdir("kubectl-explain-gizmo");
+    let kc = dir.join("config");
+    s.write_kubeconfig(&kc).unwrap();
+    let bin = kubectl_versions().last().unwrap().clone();
+    let (ok, out) = kubectl(&bin, &kc, &dir.join("cache"), &["explain", "gizmos"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("metadata\t<ObjectMeta>\n    Standard object's metadata."), "{out}");
+    let (ok, out) = kubectl(&bin, &kc, &dir.join("cache"), &["explain", "gizmos.spec.color"]).await;
+    assert!(ok && out.contains("The gizmo's colour."), "{out}");
+}
