@@ -159,20 +159,16 @@ fn judge(
 }
 
 /// [`check`] for a patch, as kube-apiserver's patch handler judges it once the object is read
-/// and patched: the patch body's duplicate fields (`duplicates`; a JSON patch's operations are
-/// named as such) and then the patched object's unknown fields. Strict refuses them with
+/// and patched: the patch body's strict decoding problems (`body_problems`, worded as its
+/// decoding words them) and then the patched object's unknown fields. Strict refuses them with
 /// 422 Invalid on `patch`, the value `value()` names; Warn warns of each.
 pub(crate) fn check_patch(
     directive: FieldValidation,
-    (kind, duplicates): (crate::store::PatchType, &[String]),
+    body_problems: &[String],
     unknown: &[String],
     value: impl FnOnce() -> String,
 ) -> Result<(), ApiError> {
-    let worded = |d: &String| match kind {
-        crate::store::PatchType::Json => format!("json patch duplicate field \"{d}\""),
-        _ => format!("duplicate field \"{d}\""),
-    };
-    let problems = duplicates.iter().map(worded).chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    let problems = body_problems.iter().cloned().chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
     judge(directive, problems, |detail| crate::store::invalid_patch(&value(), &detail))
 }
 

@@ -395,3 +395,60 @@ async fn kubectl_reports_a_strategic_merge_patch_error_in_kubes_words() {
         "{bin}"
     );
 }
+
+#[tokio::test]
+async fn json_and_merge_patches_are_decoded_in_go_s_words() {
+    let s = server().await;
+    let c = Client::new(&s);
+    create_namespaces(&s, &["fixtures"]).await.unwrap();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a": "1"}});
+    assert_eq!(c.post(CONFIGMAPS, &cm).await.code, 201);
+    let path = format!("{CONFIGMAPS}/p");
+    let patch = |body: &str, ct: &str, query: &str| {
+        let (c, path) = (&c, &path);
+        let (body, ct, query) = (body.as_bytes().to_vec(), ct.to_string(), query.to_string());
+        async move { c.send_raw(http::Method::PATCH, &format!("{path}{query}"), body, &ct).await }
+    };
+    const JSON: &str = "application/json-patch+json";
+    const MERGE: &str = "application/merge-patch+json";
+    for (body, ct, message) in [
+        (r#"{"op":"add"}"#, JSON, "json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"),
+        ("[1]", JSON, "json: cannot unmarshal number into Go value of type handlers.jsonPatchOp"),
+        (r#"[{"op":1}]"#, JSON, "json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string"),
+        ("{bad", MERGE, "invalid character 'b' looking for beginning of object key string"),
+        ("", MERGE, "unexpected end of JSON input"),
+        ("{} x", MERGE, "invalid character 'x' after top-level value"),
+        ("[1]", MERGE, "json: cannot unmarshal array into Go value of type map[string]interface {}"),
+    ] {
+        let r = patch(body, ct, "").await;
+        assert_eq!(r.code, 400, "{body}: {}", r.body);
+        assert_eq!(r.body["message"], format!("error decoding patch: {message}"), "{body}");
+    }
+    // An operation that cannot apply is the JSON patch library's 422.
+    let r = patch(r#"[{"op":"frob","path":"/data/a"}]"#, JSON, "").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);
+    assert_eq!(r.body["message"], "the server rejected our request due to an error in our request");
+    // Members a JSON patch operation does not have are unknown fields: warned of, or refused.
+    let op = r#"[{"op":"replace","path":"/data/a","value":"2","bogus":1}]"#;
+    let r = patch(op, JSON, "?fieldValidation=Strict").await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().ends_with(r#"strict decoding error: json patch unknown field "[0].bogus""#),
+        "{}",
+        r.body
+    );
+    let r = patch(op, JSON, "").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let warnings: Vec<&str> = r.headers.get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(warnings, [r#"299 - "json patch unknown field \"[0].bogus\"""#]);
+    assert_eq!(r.body["data"]["a"], "2");
+    // At most 10,000 operations.
+    let ops = vec![json!({"op": "test", "path": "/data/a", "value": "2"}); 10_001];
+    let r = patch(&serde_json::to_string(&ops).unwrap(), JSON, "").await;
+    assert_eq!((r.code, r.body["reason"].as_str()), (413, Some("RequestEntityTooLarge")), "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
+    assert_eq!(c.get(&path).await.body["data"], json!({"a": "2"}));
+}

@@ -1489,7 +1489,7 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let (decoded, duplicates) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
+        let (decoded, body_problems) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {
@@ -1499,7 +1499,7 @@ impl Store {
                     decoded.invalid_value(&cur.value(), patched)
                 })?;
                 let unknown = field_validation::prune_unknown(info, &mut doc);
-                field_validation::check_patch(opts.validation, (kind, &duplicates), &unknown, || {
+                field_validation::check_patch(opts.validation, &body_problems, &unknown, || {
                     // The value kube names is the object before its unknown fields are pruned.
                     let mut patched = cur.value();
                     match decoded.apply(&mut patched) {

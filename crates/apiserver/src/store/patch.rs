@@ -1,8 +1,12 @@
 //! PATCH bodies: the patch types kube-apiserver takes, a body decoded into one of them, and its
 //! application to the current object.
 //!
-//! A JSON or merge patch body is decoded up front (400 `error decoding patch: …` unless it is
-//! JSON of its type's shape). A strategic merge patch body is judged as kube-apiserver judges
+//! A JSON or merge patch body is decoded up front as kube-apiserver's strict decoding reads it
+//! (400 `error decoding patch: ` and Go's `encoding/json` message unless it is JSON of its type's
+//! shape: an array of objects whose `op`, `path` and `from` are strings, or an object); a JSON
+//! patch's members other than those four and `value` are its strict decoding's `unknown field`
+//! problems, and an operation that cannot apply (an unknown `op`, a missing member) is the 422
+//! of kube's JSON patch library. A strategic merge patch body is judged as kube-apiserver judges
 //! it, only once the object is found (a missing object is 404 whatever the body): 400 with Go's
 //! own `encoding/json` message (`invalid character …`, `json: cannot unmarshal array into Go
 //! value of type map[string]interface {}`), `null` an empty patch. Its merge's errors are
@@ -39,14 +43,22 @@ pub(crate) enum DecodedPatch {
     Merge(Value),
     /// The body's map, or the 400 its decoding earns (answered when the patch is applied).
     Strategic(Result<Map<String, Value>, ApiError>, Node<'static>),
-    Json(json_patch::Patch),
+    /// The operations, none when one of them cannot apply whatever the object.
+    Json(Option<json_patch::Patch>),
 }
+
+/// kube's limit on a JSON patch's operations.
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// The members of kube's `jsonPatchOp` (and the value it decodes as anything).
+const JSON_PATCH_MEMBERS: [&str; 4] = ["op", "path", "from", "value"];
 
 impl DecodedPatch {
     /// Decodes a patch body for an object of `kind` in `group`/`version`: 400 unless a JSON or
     /// merge patch is JSON of its type's shape, 415 for a strategic merge patch of a type
     /// without a built-in schema (custom resources, as kube-apiserver answers). Also answers the
-    /// paths of the body's duplicate fields (see [`field_validation::decode`]).
+    /// body's strict decoding problems (duplicate fields, see [`field_validation::decode`], and a
+    /// JSON patch's unknown members), worded as kube words them.
     pub(crate) fn decode(
         kind: PatchType,
         (group, version, object_kind): (&str, &str, &str),
@@ -57,20 +69,51 @@ impl DecodedPatch {
                 .root(group, version, object_kind)
                 .ok_or_else(|| unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES))?;
             return Ok(match decode_strategic(patch) {
-                Ok((m, duplicates)) => (DecodedPatch::Strategic(Ok(m), node), duplicates),
+                Ok((m, duplicates)) => (
+                    DecodedPatch::Strategic(Ok(m), node),
+                    duplicates.iter().map(|d| format!("duplicate field \"{d}\"")).collect(),
+                ),
                 Err(e) => (DecodedPatch::Strategic(Err(e), node), Vec::new()),
             });
         }
-        let (v, duplicates) =
-            field_validation::decode(patch).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        let decoded = match (kind, v) {
-            (PatchType::Json, v) => serde_json::from_value::<json_patch::Patch>(v)
-                .map(DecodedPatch::Json)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-            (PatchType::Merge, v) if v.is_object() => Ok(DecodedPatch::Merge(v)),
-            (_, _) => Err(ApiError::bad_request("error decoding patch: a merge patch must be a JSON object")),
-        }?;
-        Ok((decoded, duplicates))
+        let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+        if let Some(e) = go_json_syntax::syntax_error(patch) {
+            return Err(decoding(e));
+        }
+        let (v, duplicates) = field_validation::decode(patch).map_err(|e| decoding(e.to_string()))?;
+        if kind == PatchType::Merge {
+            return match v {
+                Value::Object(_) => Ok((
+                    DecodedPatch::Merge(v),
+                    duplicates.iter().map(|d| format!("duplicate field \"{d}\"")).collect(),
+                )),
+                Value::Null => Err(decoding("a merge patch must be a JSON object".into())),
+                other => Err(decoding(format!(
+                    "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    crate::go_types::json_kind(&other)
+                ))),
+            };
+        }
+        let ops = json_patch_ops(&v).map_err(decoding)?;
+        if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+            return Err(ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!(
+                    "Request entity too large: The allowed maximum operations in a JSON patch is \
+                     {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                    ops.len()
+                ),
+            ));
+        }
+        let mut problems: Vec<String> =
+            duplicates.iter().map(|d| format!("json patch duplicate field \"{d}\"")).collect();
+        for (i, op) in ops.iter().enumerate() {
+            let Some(members) = op.as_object() else { continue };
+            let unknown = members.keys().filter(|k| !JSON_PATCH_MEMBERS.contains(&k.as_str()));
+            problems.extend(unknown.map(|k| format!("json patch unknown field \"[{i}].{k}\"")));
+        }
+        Ok((DecodedPatch::Json(serde_json::from_value(v).ok()), problems))
     }
 
     /// Applies the patch to `doc` (422 when a JSON patch operation fails; kube's answers to a
@@ -78,12 +121,14 @@ impl DecodedPatch {
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
         match self {
             // kube-apiserver's answer names no operation.
-            DecodedPatch::Json(p) => json_patch::patch(doc, p).map_err(|_| {
-                let mut e =
-                    ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
-                e.details = Some(Box::new(Value::Object(Map::new())));
-                e
-            }),
+            DecodedPatch::Json(p) => {
+                p.as_ref().ok_or(()).and_then(|p| json_patch::patch(doc, p).map_err(|_| ())).map_err(|()| {
+                    let mut e =
+                        ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+                    e.details = Some(Box::new(Value::Object(Map::new())));
+                    e
+                })
+            }
             DecodedPatch::Merge(p) => {
                 json_patch::merge(doc, p);
                 Ok(())
@@ -146,6 +191,29 @@ pub(crate) fn unsupported_custom_resource_patch() -> ApiError {
 /// The patch types of a custom resource, as kube-apiserver lists them.
 const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] =
     &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+
+/// A JSON patch's operations as kube's strict decoding reads them into `[]jsonPatchOp`: an
+/// array whose items are objects (or `null`) with string `op`, `path` and `from`; otherwise Go's
+/// type error, the first in the text's order.
+fn json_patch_ops(v: &Value) -> Result<&[Value], String> {
+    let mismatch =
+        |v: &Value, into: &str| format!("json: cannot unmarshal {} into {into}", crate::go_types::json_kind(v));
+    let Value::Array(ops) = v else { return Err(mismatch(v, "Go value of type []handlers.jsonPatchOp")) };
+    for op in ops {
+        match op {
+            Value::Null => {}
+            Value::Object(members) => {
+                for name in ["op", "path", "from"] {
+                    if let Some(m) = members.get(name).filter(|m| !m.is_string() && !m.is_null()) {
+                        return Err(mismatch(m, &format!("Go struct field jsonPatchOp.{name} of type string")));
+                    }
+                }
+            }
+            other => return Err(mismatch(other, "Go value of type handlers.jsonPatchOp")),
+        }
+    }
+    Ok(ops)
+}
 
 /// A strategic merge patch body as kube-apiserver reads it into a `map[string]interface{}`:
 /// Go's syntax error first (the whole text is scanned before anything is decoded), then a type
