@@ -175,7 +175,32 @@ pub(crate) fn validate(obj: &Map<String, Value>, old: Option<&Value>) -> Result<
         .flatten()
         .map(|v| s(Some(v), "name"))
         .collect();
+    // kube's `ValidateCustomResourceDefinitionStoredVersions` of the status the strategy gave the
+    // definition: at least one, each storage version among them, and none gone from the versions.
     let stored = obj.get("status").and_then(|s| s.get("storedVersions")).and_then(Value::as_array);
+    let stored_names: Vec<&str> = stored.into_iter().flatten().filter_map(Value::as_str).collect();
+    let shown = match stored {
+        Some(list) if !list.is_empty() => crate::structural::go_value(&Value::Array(list.clone())),
+        _ => "null".to_string(),
+    };
+    if stored.is_some() && stored_names.is_empty() {
+        causes.push(invalid_shown("status.storedVersions".into(), &shown, "must have at least one stored version"));
+    }
+    if !stored_names.is_empty() {
+        // Each version takes its name from those stored, so a name used twice is found once.
+        let mut remaining = stored_names.clone();
+        for v in spec.and_then(|s| s.get("versions")).and_then(Value::as_array).into_iter().flatten() {
+            let name = s(Some(v), "name");
+            let found = remaining.iter().position(|n| *n == name);
+            if v.get("storage").and_then(Value::as_bool) == Some(true) && found.is_none() {
+                let detail = format!("must have the storage version {name}");
+                causes.push(invalid_shown("status.storedVersions".into(), &shown, &detail));
+            }
+            if let Some(at) = found {
+                remaining.remove(at);
+            }
+        }
+    }
     for (i, v) in stored.into_iter().flatten().enumerate() {
         let v = v.as_str().unwrap_or("");
         if !versions.contains(&v) {
@@ -221,19 +246,12 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
     if versions.is_empty() {
         causes.push(required("spec.versions".into(), "must have at least one version"));
     }
-    let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
-    if storage != 1 {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!(
-                "Invalid value: {}: must have exactly one version marked as storage version",
-                crate::structural::go_value(&Value::Array(
-                    versions.iter().map(|v| Value::String(s(Some(v), "name").into())).collect()
-                ))
-            ),
-            field: "spec.versions".into(),
-        });
-    }
+    // (kube names the whole list of versions in the causes about all of them; here, their names.)
+    let all_versions = || {
+        crate::structural::go_value(&Value::Array(
+            versions.iter().map(|v| Value::String(s(Some(v), "name").into())).collect(),
+        ))
+    };
     // As kube-apiserver converts a definition before validating it, a schema, subresources or
     // printer columns that every version has alike are checked once, as the definition's own
     // (`spec.validation`, `spec.subresources`, `spec.additionalPrinterColumns`).
@@ -248,6 +266,7 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
     let old_faults = old_breaks(old, list_items);
     let old_keywords = old_breaks(old, keywords_within);
     let mut seen: Vec<&str> = Vec::new();
+    let mut unique = true;
     for (i, v) in versions.iter().enumerate() {
         let p = format!("spec.versions[{i}]");
         let name = s(Some(v), "name");
@@ -255,13 +274,12 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
             causes.push(required(format!("{p}.name"), ""));
         } else if !dns1035_label(name) {
             causes.push(invalid(format!("{p}.name"), name, VERSION_MSG));
-        } else if seen.contains(&name) {
-            causes.push(invalid(format!("{p}.name"), name, "must be unique"));
         }
+        unique &= !seen.contains(&name);
         seen.push(name);
         match v.get("schema").and_then(|s| s.get("openAPIV3Schema")) {
             None | Some(Value::Null) => {
-                causes.push(required(format!("{p}.schema.openAPIV3Schema"), "schemas are required"));
+                causes.push(required(format!("{p}.schema.openAPIV3Schema"), ""));
             }
             Some(schema) => {
                 let sp = if shared_schema {
@@ -346,6 +364,14 @@ fn validate_versions(spec: Option<&Value>, old: Option<&Value>, causes: &mut Vec
         }
     }
     crate::selectable_fields::validate(&versions, old, causes);
+    if !unique {
+        causes.push(invalid_shown("spec.versions".into(), &all_versions(), "must contain unique version names"));
+    }
+    let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
+    if storage != 1 {
+        let detail = "must have exactly one version marked as storage version";
+        causes.push(invalid_shown("spec.versions".into(), &all_versions(), detail));
+    }
 }
 
 /// The structural-schema rules kube checks that hand-written schemas break most: a type on every
@@ -678,9 +704,10 @@ mod tests {
         c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({"properties": {}});
         let e = validate(&c).unwrap_err();
         assert_eq!(e.code, 422);
+        // The storage version is judged once every version has been.
         assert_eq!(
             fields(e),
-            ["metadata.name", "spec.versions", "spec.validation.openAPIV3Schema.properties[spec].type"]
+            ["metadata.name", "spec.validation.openAPIV3Schema.properties[spec].type", "spec.versions"]
         );
         let mut c = crd();
         c["spec"]["group"] = json!("apps");

@@ -180,7 +180,31 @@ async fn a_definition_is_validated_and_names_in_use_are_not_accepted() {
     assert_eq!(r.body["reason"], "Invalid");
     let fields: Vec<&str> =
         r.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
-    assert_eq!(fields, ["metadata.name", "spec.versions"]);
+    // No storage version: none is stored either.
+    assert_eq!(fields, ["metadata.name", "spec.versions", "status.storedVersions"]);
+    assert_eq!(r.body["details"]["causes"][2]["message"], "Invalid value: null: must have at least one stored version");
+    // Two: the first is the one stored; versions named twice; a version without a schema.
+    let mut two = gadget_crd();
+    let version = two["spec"]["versions"][0].clone();
+    let mut second = version.clone();
+    second["schema"] = Value::Null;
+    two["spec"]["versions"] = json!([version, second]);
+    let two = c.post(CRDS, &two).await;
+    assert_eq!(
+        causes(&two)
+            .into_iter()
+            .map(|(_, field, message)| format!("{field}: {message}"))
+            .filter(|m| !m.starts_with("spec.versions[1].additionalPrinterColumns"))
+            .collect::<Vec<_>>(),
+        [
+            "spec.versions[1].schema.openAPIV3Schema: Required value",
+            "spec.versions: Invalid value: [\"v1\",\"v1\"]: must contain unique version names",
+            "spec.versions: Invalid value: [\"v1\",\"v1\"]: must have exactly one version marked as storage version",
+            "status.storedVersions: Invalid value: [\"v1\"]: must have the storage version v1",
+        ],
+        "{}",
+        two.body
+    );
     assert!(
         r.body["message"].as_str().unwrap().starts_with(
             "CustomResourceDefinition.apiextensions.k8s.io \"widgets.demo.example.org\" is invalid: [metadata.name: Invalid value: \"widgets.demo.example.org\": must be spec.names.plural+\".\"+spec.group, spec.versions: Invalid value: "
