@@ -300,6 +300,22 @@ pub fn converted_for_admission(info: &ResourceInfo, obj: Map<String, Value>) -> 
     Some(obj)
 }
 
+/// A stored object of the resource's group under another kind (stored before the definition's
+/// kind was renamed), as kube reads it: its converter gives it the version's `apiVersion`, and
+/// its schema, which is the kind's, leaves it as it is (it is then served under the
+/// definition's kind, where kube keeps the stored one). None for an object of the kind.
+pub fn of_another_kind(info: &ResourceInfo, obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if kind.is_empty() || kind == info.kind || group != info.group {
+        return None;
+    }
+    let mut obj = obj.clone();
+    obj.insert("apiVersion".into(), info.api_version().into());
+    Some(obj)
+}
+
 /// `obj` if it is an object of `info`'s resource (its kind, and its group if it has an
 /// `apiVersion`).
 fn of_resource(info: &ResourceInfo, obj: Map<String, Value>) -> Option<Map<String, Value>> {

@@ -600,6 +600,9 @@ pub fn from_storage(
             }
             (None, _) => info,
         };
+        if let Some(m) = crate::custom_resource::of_another_kind(info, &m) {
+            return Ok(build(info, &m, rv));
+        }
         let m = crate::custom_resource::to_version(info, m)
             .ok_or_else(|| ValueError::WrongKind { got, want: format!("{} {}", info.api_version(), info.kind) })?;
         return Ok(build(info, &m, rv));

@@ -357,6 +357,45 @@ async fn a_watcher_behind_gets_the_deletions_of_a_deleted_definition_s_objects()
     assert_eq!(deleted, added, "a watcher behind gets every deletion before its watch ends");
 }
 
+#[tokio::test]
+async fn objects_stored_before_the_kind_was_renamed_are_served_and_written() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let spec = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    let crd = crd_of("multi", "Multi", "Namespaced", spec);
+    assert_eq!(c.post(CRDS, &crd).await.code, 201);
+    wait_established(&c, "multis.example.com").await;
+    let base = "/apis/example.com/v1/namespaces/default/multis";
+    for name in ["a", "b"] {
+        let body =
+            json!({"apiVersion": "example.com/v1", "kind": "Multi", "metadata": {"name": name}, "spec": {"size": 1}});
+        assert_eq!(c.post(base, &body).await.code, 201);
+    }
+    let mut renamed = c.get(&format!("{CRDS}/multis.example.com")).await.body;
+    renamed["spec"]["names"]["kind"] = json!("Multi2");
+    renamed["spec"]["names"]["listKind"] = json!("Multi2List");
+    assert_eq!(c.put(&format!("{CRDS}/multis.example.com"), &renamed).await.code, 200);
+    eventually("the new kind is served", || async {
+        let v1 = c.get("/apis/example.com/v1").await.body;
+        v1["resources"].as_array().is_some_and(|r| r.iter().any(|r| r["kind"] == "Multi2"))
+    })
+    .await;
+    // Served under the version's apiVersion and the definition's kind.
+    let r = c.get(&format!("{base}/a")).await;
+    assert_eq!((r.code, r.body["kind"].as_str()), (200, Some("Multi2")), "{}", r.body);
+    assert_eq!(r.body["spec"]["size"], 1);
+    let list = c.get(base).await.body;
+    assert_eq!(list["kind"], "Multi2List");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(2), "{list}");
+    let mut a = r.body.clone();
+    a["kind"] = json!("Multi2");
+    a["spec"]["size"] = json!(2);
+    let r = c.put(&format!("{base}/a"), &a).await;
+    assert_eq!((r.code, r.body["kind"].as_str()), (200, Some("Multi2")), "{}", r.body);
+    assert_eq!(c.delete(&format!("{base}/b")).await.code, 200);
+    assert_eq!(c.get(&format!("{base}/b")).await.code, 404);
+}
+
 /// A definition with two served versions (v1 stored), a printer column, a selectable field of
 /// v1 alone and no subresources. (The versions' schemas differ: kube refuses selectable fields
 /// of one version when every version has the same schema.)
