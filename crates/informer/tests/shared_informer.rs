@@ -1010,3 +1010,45 @@ async fn handlers_added_while_the_informer_starts() {
     cancel.cancel();
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn an_informer_cancelled_while_its_queue_is_full_stops() {
+    let src = FakeSource::new();
+    // An index function that holds the process loop on the object `gate` until released.
+    let held = Arc::new(tokio::sync::Notify::new());
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = std::sync::Mutex::new(released);
+    let on_gate = held.clone();
+    let indexers = Indexers::new().with("gate", move |o: &informer::Object<Cm>| {
+        if o.name() == "gate" {
+            on_gate.notify_one();
+            let _ = released.lock().unwrap().recv();
+        }
+        Ok(Vec::new())
+    });
+    // Counts the objects the reflector takes from the watch (the transform runs as it queues one).
+    let taken = Arc::new(AtomicUsize::new(0));
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let (count, signal) = (taken.clone(), reached.clone());
+    let mut opts = InformerOptions::default().name("cms").indexers(indexers).transform(move |o| {
+        if count.fetch_add(1, Ordering::SeqCst) + 1 == 130 {
+            signal.notify_one();
+        }
+        Ok(o)
+    });
+    opts.batch = 1;
+    let inf = SharedIndexInformer::with_options(src.clone(), opts);
+    let (cancel, run) = spawn(&inf);
+    wait_signal(&inf.synced(), LIMIT).await;
+    src.add(cm("gate", "1"));
+    tokio::time::timeout(LIMIT, held.notified()).await.expect("the process loop holds the gate");
+    for i in 0..200 {
+        src.add(cm(&format!("c{i}"), "1"));
+    }
+    // The gate was popped alone and 128 objects fill the queue: the 130th cannot be queued.
+    tokio::time::timeout(LIMIT, reached.notified()).await.expect("the reflector takes the 130th object");
+    cancel.cancel();
+    release.send(()).unwrap();
+    tokio::time::timeout(LIMIT, run).await.expect("the informer stops though its reflector waited for room").unwrap();
+    assert!(inf.is_stopped());
+}

@@ -505,6 +505,10 @@ impl<K: Send + Sync + 'static> SharedIndexInformer<K> {
             let (inner, queue, cancel) = (inner.clone(), queue.clone(), cancel.clone());
             async move {
                 process_loop(&*queue, &inner.indexer, &*inner.processor, inner.batch, &*inner, &cancel).await;
+                // Nothing pops the queue any more: a reflector waiting for room in it (a full
+                // queue when the run was cancelled) is released, as client-go closes its queue
+                // once the run's context is done.
+                queue.close();
             }
         }
         .instrument(span.clone());
