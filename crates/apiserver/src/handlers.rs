@@ -839,7 +839,9 @@ fn decode_object(info: &ResourceInfo, b: &JsonBody, validation: FieldValidation)
         crate::store::check_decodable(info, &v)?;
         return Err(strict);
     }
-    crate::store::check_api_version(info, &v)?;
+    if info.custom.is_some() {
+        crate::store::check_api_version(info, &v)?;
+    }
     Ok(v)
 }
 

@@ -72,6 +72,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Map<String, Value>, now: &s
     }
     crate::dra_strategy::drop_disabled(info, obj, None, false);
     crate::endpoints_validation::drop_topology(info, obj, None);
+    drop_lease_coordination(info, obj, None);
     // A ServiceCIDR's strategy keeps the status a create gives it.
     if !info.status_subresource || crate::service_cidr::is_service_cidrs(info) {
         return;
@@ -129,7 +130,25 @@ pub fn prepare_update(
     if crate::endpoints_validation::judges(info) {
         crate::endpoints_validation::drop_topology(info, &mut out, Some(&old.value()));
     }
+    drop_lease_coordination(info, &mut out, Some(old));
     out
+}
+
+/// A Lease's `strategy` and `preferredHolder` belong to coordinated leader election, a feature
+/// kube-apiserver v1.35 leaves off: its strategy drops them, but from an update of a lease that
+/// has them already.
+fn drop_lease_coordination(info: &ResourceInfo, obj: &mut Map<String, Value>, old: Option<&StoredObject>) {
+    if info.group != "coordination.k8s.io" || info.plural != "leases" {
+        return;
+    }
+    let old_spec = old.map(|o| o.value()).and_then(|v| v.get("spec").cloned());
+    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+        for field in ["strategy", "preferredHolder"] {
+            if old_spec.as_ref().and_then(|s| s.get(field)).is_none_or(Value::is_null) {
+                spec.remove(field);
+            }
+        }
+    }
 }
 
 fn prepared_update(

@@ -406,7 +406,9 @@ fn priority_class(obj: &Map<String, Value>, old: Option<&StoredObject>) -> Vec<c
 
 /// kube's `ValidateLeaseSpec`, on creates and updates: a positive duration, transitions not
 /// below zero, a strategy kube defines or a qualified name (under kube's doubled path
-/// `spec.strategy.strategy`), a preferred holder only with a strategy.
+/// `spec.strategy.strategy`), a preferred holder only with a strategy (the last two only reach
+/// it on a lease that had them before their feature was left off, see
+/// [`crate::strategy::prepare_update`]).
 fn lease_spec(obj: &Map<String, Value>) -> Vec<crate::structural::Cause> {
     use crate::structural::Cause;
     let spec = obj.get("spec");

@@ -1470,15 +1470,17 @@ async fn a_custom_resource_s_body_names_its_kind_and_api_version() {
     let body = json!({"apiVersion": "a/b/c", "kind": "Task", "metadata": {"name": "u"}});
     let r = c.post(base, &body).await;
     let text = body.to_string();
-    let expected =
-        format!("the object provided is unrecognized ({} ...): unexpected GroupVersion string: a/b/c", &text[..30]);
+    let expected = format!(
+        "the object provided is unrecognized (must be of type Task): unexpected GroupVersion string: a/b/c ({} ...)",
+        &text[..30]
+    );
     assert_eq!((r.code, r.body["message"].as_str()), (400, Some(&*expected)));
     let r =
         c.post("/api/v1/namespaces/default/configmaps", &json!({"apiVersion": "v1", "kind": 5, "metadata": {}})).await;
     assert_eq!(r.code, 400, "{}", r.body);
     assert!(
-        r.body["message"].as_str().unwrap().ends_with(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string"
+        r.body["message"].as_str().unwrap().starts_with(
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string ("
         ),
         "{}",
         r.body

@@ -205,8 +205,12 @@ async fn evictions_respect_disruption_budgets() {
     )
     .await;
 
-    // A dry run spends and deletes nothing.
+    // A dry run spends and deletes nothing (a policy/v1beta1 Eviction is read as well).
     let r = c.post(&format!("{PODS}/web-0/eviction?dryRun=All"), &eviction("web-0")).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let mut v1beta1 = eviction("web-0");
+    v1beta1["apiVersion"] = json!("policy/v1beta1");
+    let r = c.post(&format!("{PODS}/web-0/eviction?dryRun=All"), &v1beta1).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert_eq!(c.get(&format!("{PDBS}/web")).await.body["status"]["disruptionsAllowed"], 1);
     assert!(c.get(&format!("{PODS}/web-0")).await.body["metadata"].get("deletionTimestamp").is_none());

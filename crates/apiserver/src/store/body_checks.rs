@@ -27,8 +27,13 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 /// unstructured, of one without a kind. Decoded fields are checked afterwards
 /// ([`check_api_version`] then).
 pub(crate) fn check_type_meta(info: &ResourceInfo, body: &Value, json: &[u8]) -> Result<(), ApiError> {
-    let unrecognized =
-        |e: &str| ApiError::bad_request(format!("the object provided is unrecognized ({}): {e}", summarize(json)));
+    let unrecognized = |e: &str| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {e} ({})",
+            info.kind,
+            summarize(json)
+        ))
+    };
     let Value::Object(obj) = body else { return Ok(()) };
     for field in ["apiVersion", "kind"] {
         if let Some(v) = obj.get(field).filter(|v| !v.is_string() && !v.is_null()) {
@@ -57,7 +62,8 @@ pub(crate) fn check_type_meta(info: &ResourceInfo, body: &Value, json: &[u8]) ->
 }
 
 /// The check of a decoded body's group/version against the resource's: a built-in kind takes the
-/// request's where the body has none, a custom resource (read as unstructured) does not.
+/// request's where the body has none, a custom resource (read as unstructured) does not. (The
+/// writes of built-in kinds, and their subresources' bodies, are checked by their own paths.)
 pub(crate) fn check_api_version(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
     let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let Some((group, version)) = parse_group_version(api_version) else { return Ok(()) };
