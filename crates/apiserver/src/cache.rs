@@ -134,7 +134,8 @@ struct State {
     /// Objects built by this server's writes, by revision, for the dispatcher.
     hints: HashMap<u64, Arc<StoredObject>>,
     /// Views of custom resources no longer served whose watchers have yet to end: they read the
-    /// last events (their objects' deletions) first. Kept until no watcher holds one.
+    /// last events (their objects' deletions) first. Let go at the first change published once
+    /// no watcher holds one.
     retiring: HashMap<ResId, ResState>,
 }
 
@@ -596,6 +597,9 @@ impl WatchCache {
     /// catches up with the cache's revision at its next bookmark), and whoever waits for a
     /// revision.
     fn publish(&self, st: &mut State) {
+        if !st.retiring.is_empty() {
+            st.retiring.retain(|_, r| r.notify.receiver_count() > 0);
+        }
         let rv = st.rv;
         for r in st.res.values_mut().filter(|r| r.dirty) {
             r.notify.send_replace(rv);

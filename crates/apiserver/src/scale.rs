@@ -246,7 +246,7 @@ impl Store {
         patch: &[u8],
         opts: &WriteOpts,
     ) -> Result<Scale, ApiError> {
-        let (decoded, _) = DecodedPatch::decode(kind, ("autoscaling", "v1", "Scale"), patch)?;
+        let (decoded, _) = DecodedPatch::decode(kind, ("autoscaling", "v1", "Scale"), patch, opts.validation)?;
         self.write_scale(info, ns, name, opts, |current| {
             let mut doc = current.clone();
             decoded.apply(&mut doc)?;

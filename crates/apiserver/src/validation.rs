@@ -39,7 +39,8 @@ pub(crate) fn validate(
         if !meta.is_empty() {
             return Err(crate::custom_resource::invalid(info, name, &meta));
         }
-        return crate::crd_validation::validate(obj, old.map(StoredObject::value).as_ref());
+        let status = target == crate::strategy::Target::Status;
+        return crate::crd_validation::validate_write(obj, old.map(StoredObject::value).as_ref(), status);
     }
     if info.group == crate::admission_policy::GROUP {
         let causes = match info.plural.as_str() {

@@ -424,6 +424,18 @@ async fn json_and_merge_patches_are_decoded_in_go_s_words() {
         assert_eq!(r.code, 400, "{body}: {}", r.body);
         assert_eq!(r.body["message"], format!("error decoding patch: {message}"), "{body}");
     }
+    // A null merge patch is the merge library's refusal; without strict decoding
+    // (fieldValidation=Ignore) the JSON patch library's words, and the merge library's.
+    let r = patch("null", MERGE, "").await;
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some("Invalid JSON Patch")), "{}", r.body);
+    let r = patch(r#"{"op":"add"}"#, JSON, "?fieldValidation=Ignore").await;
+    let message = "json: cannot unmarshal object into Go value of type jsonpatch.Patch";
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some(message)), "{}", r.body);
+    let r = patch("{bad", MERGE, "?fieldValidation=Ignore").await;
+    assert_eq!((r.code, r.body["message"].as_str()), (400, Some("Invalid JSON Patch")), "{}", r.body);
+    // All of it once the object is found: a missing one is 404 whatever the body.
+    let r = c.send_raw(http::Method::PATCH, &format!("{CONFIGMAPS}/none"), b"{bad".to_vec(), MERGE).await;
+    assert_eq!(r.code, 404, "{}", r.body);
     // An operation that cannot apply is the JSON patch library's 422.
     let r = patch(r#"[{"op":"frob","path":"/data/a"}]"#, JSON, "").await;
     assert_eq!((r.code, r.body["reason"].as_str()), (422, Some("Invalid")), "{}", r.body);

@@ -1489,7 +1489,8 @@ impl Store {
         opts: WriteOpts,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = if info.namespaced { ns } else { "" };
-        let (decoded, body_problems) = DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch)?;
+        let (decoded, body_problems) =
+            DecodedPatch::decode(kind, (&info.group, &info.version, &info.kind), patch, opts.validation)?;
         let (mut cur, mut is_current) = self.current(info, ns, name).await?;
         loop {
             let attempt = async {

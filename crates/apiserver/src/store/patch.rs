@@ -1,21 +1,22 @@
 //! PATCH bodies: the patch types kube-apiserver takes, a body decoded into one of them, and its
 //! application to the current object.
 //!
-//! A JSON or merge patch body is decoded up front as kube-apiserver's strict decoding reads it
-//! (400 `error decoding patch: ` and Go's `encoding/json` message unless it is JSON of its type's
-//! shape: an array of objects whose `op`, `path` and `from` are strings, or an object); a JSON
-//! patch's members other than those four and `value` are its strict decoding's `unknown field`
-//! problems, and an operation that cannot apply (an unknown `op`, a missing member) is the 422
-//! of kube's JSON patch library. A strategic merge patch body is judged as kube-apiserver judges
-//! it, only once the object is found (a missing object is 404 whatever the body): 400 with Go's
-//! own `encoding/json` message (`invalid character …`, `json: cannot unmarshal array into Go
-//! value of type map[string]interface {}`), `null` an empty patch. Its merge's errors are
-//! kube's ([`strategic_merge::SmpError`]): 400 for a malformed directive, 422 for a list of
-//! lists, else a 500 without a reason carrying Go's error text.
+//! A JSON or merge patch body is decoded as kube-apiserver's strict decoding reads it (but with
+//! `fieldValidation=Ignore`), and what it refuses is answered once the object is found: 400
+//! `error decoding patch: ` and Go's `encoding/json` message unless it is JSON of its type's
+//! shape (an array of objects whose `op`, `path` and `from` are strings, or an object; `null`
+//! is the merge patch library's `Invalid JSON Patch`); a JSON patch's members other than those
+//! four and `value` are its strict decoding's `unknown field` problems, and an operation that
+//! cannot apply (an unknown `op`, a missing member) is the 422 of kube's JSON patch library.
+//! A strategic merge patch body is judged as kube-apiserver judges it, also once the object is
+//! found: 400 with Go's own `encoding/json` message (`invalid character …`, `json: cannot
+//! unmarshal array into Go value of type map[string]interface {}`), `null` an empty patch. Its
+//! merge's errors are kube's ([`strategic_merge::SmpError`]): 400 for a malformed directive,
+//! 422 for a list of lists, else a 500 without a reason carrying Go's error text.
 //!
 //! Invariants: a body is decoded once, before the write's compare-and-swap loop, so that every
-//! attempt applies the same patch (a strategic merge patch's decoding error is kept and answered
-//! by the attempt); a patch that cannot apply is the write's answer, and nothing is stored.
+//! attempt applies the same patch (a decoding error is kept and answered by the attempt); a
+//! patch that cannot apply is the write's answer, and nothing is stored.
 
 use serde_json::{Map, Value};
 
@@ -45,6 +46,8 @@ pub(crate) enum DecodedPatch {
     Strategic(Result<Map<String, Value>, ApiError>, Node<'static>),
     /// The operations, none when one of them cannot apply whatever the object.
     Json(Option<json_patch::Patch>),
+    /// A JSON or merge patch body kube refuses once it has found the object.
+    Refused(ApiError),
 }
 
 /// kube's limit on a JSON patch's operations.
@@ -58,11 +61,27 @@ impl DecodedPatch {
     /// merge patch is JSON of its type's shape, 415 for a strategic merge patch of a type
     /// without a built-in schema (custom resources, as kube-apiserver answers). Also answers the
     /// body's strict decoding problems (duplicate fields, see [`field_validation::decode`], and a
-    /// JSON patch's unknown members), worded as kube words them.
+    /// JSON patch's unknown members), worded as kube words them. `validation` says whether kube
+    /// decodes the body strictly first (but for `Ignore`); a JSON or merge patch body it refuses
+    /// is answered once the object is found (a missing object is 404 whatever the body).
     pub(crate) fn decode(
+        kind: PatchType,
+        gvk: (&str, &str, &str),
+        patch: &[u8],
+        validation: field_validation::FieldValidation,
+    ) -> Result<(Self, Vec<String>), ApiError> {
+        let strict = validation != field_validation::FieldValidation::Ignore;
+        match Self::decode_now(kind, gvk, patch, strict) {
+            Err(e) if kind != PatchType::Strategic => Ok((DecodedPatch::Refused(e), Vec::new())),
+            decoded => decoded,
+        }
+    }
+
+    fn decode_now(
         kind: PatchType,
         (group, version, object_kind): (&str, &str, &str),
         patch: &[u8],
+        strict: bool,
     ) -> Result<(Self, Vec<String>), ApiError> {
         if kind == PatchType::Strategic {
             let node = schema::builtin()
@@ -76,9 +95,15 @@ impl DecodedPatch {
                 Err(e) => (DecodedPatch::Strategic(Err(e), node), Vec::new()),
             });
         }
-        let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+        // The strict decoding's errors are "error decoding patch: …"; without it, the JSON patch
+        // library's own, and the merge patch library's "Invalid JSON Patch".
+        let decoding = |e: String| match strict {
+            true => ApiError::bad_request(format!("error decoding patch: {e}")),
+            false => ApiError::bad_request(e),
+        };
+        let bad_merge_patch = || ApiError::bad_request("Invalid JSON Patch");
         if let Some(e) = go_json_syntax::syntax_error(patch) {
-            return Err(decoding(e));
+            return Err(if kind == PatchType::Merge && !strict { bad_merge_patch() } else { decoding(e) });
         }
         let (v, duplicates) = field_validation::decode(patch).map_err(|e| decoding(e.to_string()))?;
         if kind == PatchType::Merge {
@@ -87,14 +112,15 @@ impl DecodedPatch {
                     DecodedPatch::Merge(v),
                     duplicates.iter().map(|d| format!("duplicate field \"{d}\"")).collect(),
                 )),
-                Value::Null => Err(decoding("a merge patch must be a JSON object".into())),
+                Value::Null => Err(bad_merge_patch()),
+                Value::String(_) | Value::Number(_) | Value::Bool(_) if !strict => Err(bad_merge_patch()),
                 other => Err(decoding(format!(
                     "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                     crate::go_types::json_kind(&other)
                 ))),
             };
         }
-        let ops = json_patch_ops(&v).map_err(decoding)?;
+        let ops = json_patch_ops(&v, strict).map_err(decoding)?;
         if ops.len() > MAX_JSON_PATCH_OPERATIONS {
             return Err(ApiError::new(
                 413,
@@ -108,7 +134,7 @@ impl DecodedPatch {
         }
         let mut problems: Vec<String> =
             duplicates.iter().map(|d| format!("json patch duplicate field \"{d}\"")).collect();
-        for (i, op) in ops.iter().enumerate() {
+        for (i, op) in ops.iter().enumerate().filter(|_| strict) {
             let Some(members) = op.as_object() else { continue };
             let unknown = members.keys().filter(|k| !JSON_PATCH_MEMBERS.contains(&k.as_str()));
             problems.extend(unknown.map(|k| format!("json patch unknown field \"[{i}].{k}\"")));
@@ -133,6 +159,7 @@ impl DecodedPatch {
                 json_patch::merge(doc, p);
                 Ok(())
             }
+            DecodedPatch::Refused(e) => Err(e.clone()),
             DecodedPatch::Strategic(p, node) => {
                 let p = p.as_ref().map_err(Clone::clone)?;
                 let Value::Object(original) = doc.take() else {
@@ -194,14 +221,20 @@ const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] =
 
 /// A JSON patch's operations as kube's strict decoding reads them into `[]jsonPatchOp`: an
 /// array whose items are objects (or `null`) with string `op`, `path` and `from`; otherwise Go's
-/// type error, the first in the text's order.
-fn json_patch_ops(v: &Value) -> Result<&[Value], String> {
+/// type error, the first in the text's order. Without the strict decoding (`strict` false), as
+/// the JSON patch library reads them into `jsonpatch.Patch`: objects of any members.
+fn json_patch_ops(v: &Value, strict: bool) -> Result<&[Value], String> {
     let mismatch =
         |v: &Value, into: &str| format!("json: cannot unmarshal {} into {into}", crate::go_types::json_kind(v));
-    let Value::Array(ops) = v else { return Err(mismatch(v, "Go value of type []handlers.jsonPatchOp")) };
+    let (list, item) = match strict {
+        true => ("Go value of type []handlers.jsonPatchOp", "Go value of type handlers.jsonPatchOp"),
+        false => ("Go value of type jsonpatch.Patch", "Go value of type jsonpatch.Operation"),
+    };
+    let Value::Array(ops) = v else { return Err(mismatch(v, list)) };
     for op in ops {
         match op {
             Value::Null => {}
+            Value::Object(_) if !strict => {}
             Value::Object(members) => {
                 for name in ["op", "path", "from"] {
                     if let Some(m) = members.get(name).filter(|m| !m.is_string() && !m.is_null()) {
@@ -209,7 +242,7 @@ fn json_patch_ops(v: &Value) -> Result<&[Value], String> {
                     }
                 }
             }
-            other => return Err(mismatch(other, "Go value of type handlers.jsonPatchOp")),
+            other => return Err(mismatch(other, item)),
         }
     }
     Ok(ops)
