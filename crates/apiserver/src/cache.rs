@@ -284,7 +284,6 @@ impl WatchCache {
             .max_by_key(|r| r.objects.len())
             .map(|r| r.objects.values().cloned().collect())
             .unwrap_or_default();
-        st.retiring.retain(|_, r| r.notify.receiver_count() > 0);
         for old in &before {
             let id = res_id(old);
             if !wanted.iter().any(|w| res_id(w) == id)
@@ -566,7 +565,6 @@ impl WatchCache {
         for r in st.res.values_mut() {
             r.history.compact(target);
         }
-        st.retiring.retain(|_, r| r.notify.receiver_count() > 0);
     }
 
     /// Rebuilds the registry's custom resources from the CustomResourceDefinitions among `kvs`

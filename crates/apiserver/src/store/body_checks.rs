@@ -61,17 +61,12 @@ pub(crate) fn check_type_meta(info: &ResourceInfo, body: &Value, json: &[u8]) ->
     Ok(())
 }
 
-/// The check of a decoded body's group/version against the resource's: a built-in kind takes the
-/// request's where the body has none, a custom resource (read as unstructured) does not. (The
-/// writes of built-in kinds, and their subresources' bodies, are checked by their own paths.)
+/// The check of a decoded custom resource's group/version against the resource's: read as
+/// unstructured, it has no group/version but its own (a built-in kind takes the request's where
+/// the body has none; its writes, and its subresources' bodies, are checked on their own paths).
 pub(crate) fn check_api_version(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
     let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let Some((group, version)) = parse_group_version(api_version) else { return Ok(()) };
-    let (group, version) = match (group, version) {
-        ("", "") if info.custom.is_none() => (info.group.as_str(), info.version.as_str()),
-        (g, "") if info.custom.is_none() && g == info.group => (g, info.version.as_str()),
-        gv => gv,
-    };
     if (group, version) == (info.group.as_str(), info.version.as_str()) {
         return Ok(());
     }
