@@ -853,11 +853,7 @@ fn unrecognized(info: &ResourceInfo, body: &[u8], e: &serde_json::Error) -> ApiE
     let (Some(syntax), None) = (go, &info.custom) else {
         return ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"));
     };
-    let summary = crate::store::summarize(body);
-    ApiError::bad_request(format!(
-        "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {syntax} ({summary})",
-        info.kind
-    ))
+    crate::store::unrecognized(info, &format!("couldn't get version/kind; json parse error: {syntax}"), body)
 }
 
 fn parse_json(b: &[u8]) -> Result<Value, ApiError> {

@@ -141,7 +141,7 @@ fn drop_lease_coordination(info: &ResourceInfo, obj: &mut Map<String, Value>, ol
     if info.group != "coordination.k8s.io" || info.plural != "leases" {
         return;
     }
-    let old_spec = old.map(|o| o.value()).and_then(|v| v.get("spec").cloned());
+    let old_spec = old.and_then(old_spec);
     if let Some(Value::Object(spec)) = obj.get_mut("spec") {
         for field in ["strategy", "preferredHolder"] {
             if old_spec.as_ref().and_then(|s| s.get(field)).is_none_or(Value::is_null) {

@@ -27,13 +27,7 @@ fn cannot_handle(info: &ResourceInfo, detail: &str) -> ApiError {
 /// unstructured, of one without a kind. Decoded fields are checked afterwards
 /// ([`check_api_version`] then).
 pub(crate) fn check_type_meta(info: &ResourceInfo, body: &Value, json: &[u8]) -> Result<(), ApiError> {
-    let unrecognized = |e: &str| {
-        ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): {e} ({})",
-            info.kind,
-            summarize(json)
-        ))
-    };
+    let unrecognized = |e: &str| unrecognized(info, e, json);
     let Value::Object(obj) = body else { return Ok(()) };
     for field in ["apiVersion", "kind"] {
         if let Some(v) = obj.get(field).filter(|v| !v.is_string() && !v.is_null()) {
@@ -90,9 +84,19 @@ fn parse_group_version(api_version: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// kube's answer (`transformDecodeError`) to a body its decoder refused before reading any kind
+/// from it: the resource's kind, the decoder's error, and [`summarize`] of the body.
+pub(crate) fn unrecognized(info: &ResourceInfo, error: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): {error} ({})",
+        info.kind,
+        summarize(body)
+    ))
+}
+
 /// kube's `summarizeData` of a body it cannot read: its first 30 bytes, as hex unless it starts
 /// as an object.
-pub(crate) fn summarize(body: &[u8]) -> String {
+fn summarize(body: &[u8]) -> String {
     let head = &body[..body.len().min(30)];
     let more = if body.len() > 30 { " ..." } else { "" };
     match body.first() {

@@ -46,7 +46,7 @@ mod tracking;
 use body_checks::meta_mut;
 pub(crate) use body_checks::{
     check_api_version, check_body, check_decodable, check_type_meta, meta_str, parse_rv_field, resolve_namespace,
-    summarize,
+    unrecognized,
 };
 pub use patch::PatchType;
 pub(crate) use patch::{

@@ -42,11 +42,11 @@ pub enum PatchType {
 /// A decoded PATCH body, ready to apply.
 pub(crate) enum DecodedPatch {
     Merge(Value),
-    /// The body's map, or the 400 its decoding earns (answered when the patch is applied).
-    Strategic(Result<Map<String, Value>, ApiError>, Node<'static>),
+    /// The body's map, and the type's schema that says how it merges.
+    Strategic(Map<String, Value>, Node<'static>),
     /// The operations, none when one of them cannot apply whatever the object.
     Json(Option<json_patch::Patch>),
-    /// A JSON or merge patch body kube refuses once it has found the object.
+    /// A body kube refuses once it has found the object (answered when the patch is applied).
     Refused(ApiError),
 }
 
@@ -70,30 +70,32 @@ impl DecodedPatch {
         patch: &[u8],
         validation: field_validation::FieldValidation,
     ) -> Result<(Self, Vec<String>), ApiError> {
+        let (group, version, object_kind) = gvk;
+        let node = match kind {
+            PatchType::Strategic => Some(
+                schema::builtin()
+                    .root(group, version, object_kind)
+                    .ok_or_else(|| unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES))?,
+            ),
+            _ => None,
+        };
         let strict = validation != field_validation::FieldValidation::Ignore;
-        match Self::decode_now(kind, gvk, patch, strict) {
-            Err(e) if kind != PatchType::Strategic => Ok((DecodedPatch::Refused(e), Vec::new())),
-            decoded => decoded,
-        }
+        Ok(Self::decode_body(kind, node, patch, strict).unwrap_or_else(|e| (DecodedPatch::Refused(e), Vec::new())))
     }
 
-    fn decode_now(
+    /// The body decoded, or what kube answers it once the object is found.
+    fn decode_body(
         kind: PatchType,
-        (group, version, object_kind): (&str, &str, &str),
+        node: Option<Node<'static>>,
         patch: &[u8],
         strict: bool,
     ) -> Result<(Self, Vec<String>), ApiError> {
-        if kind == PatchType::Strategic {
-            let node = schema::builtin()
-                .root(group, version, object_kind)
-                .ok_or_else(|| unsupported_patch_type(CUSTOM_RESOURCE_PATCH_TYPES))?;
-            return Ok(match decode_strategic(patch) {
-                Ok((m, duplicates)) => (
-                    DecodedPatch::Strategic(Ok(m), node),
-                    duplicates.iter().map(|d| format!("duplicate field \"{d}\"")).collect(),
-                ),
-                Err(e) => (DecodedPatch::Strategic(Err(e), node), Vec::new()),
-            });
+        let worded = |prefix: &str, duplicates: Vec<String>| -> Vec<String> {
+            duplicates.iter().map(|d| format!("{prefix}duplicate field \"{d}\"")).collect()
+        };
+        if let Some(node) = node {
+            let (m, duplicates) = decode_strategic(patch)?;
+            return Ok((DecodedPatch::Strategic(m, node), worded("", duplicates)));
         }
         // The strict decoding's errors are "error decoding patch: …"; without it, the JSON patch
         // library's own, and the merge patch library's "Invalid JSON Patch".
@@ -108,10 +110,7 @@ impl DecodedPatch {
         let (v, duplicates) = field_validation::decode(patch).map_err(|e| decoding(e.to_string()))?;
         if kind == PatchType::Merge {
             return match v {
-                Value::Object(_) => Ok((
-                    DecodedPatch::Merge(v),
-                    duplicates.iter().map(|d| format!("duplicate field \"{d}\"")).collect(),
-                )),
+                Value::Object(_) => Ok((DecodedPatch::Merge(v), worded("", duplicates))),
                 Value::Null => Err(bad_merge_patch()),
                 Value::String(_) | Value::Number(_) | Value::Bool(_) if !strict => Err(bad_merge_patch()),
                 other => Err(decoding(format!(
@@ -132,8 +131,7 @@ impl DecodedPatch {
                 ),
             ));
         }
-        let mut problems: Vec<String> =
-            duplicates.iter().map(|d| format!("json patch duplicate field \"{d}\"")).collect();
+        let mut problems = worded("json patch ", duplicates);
         for (i, op) in ops.iter().enumerate().filter(|_| strict) {
             let Some(members) = op.as_object() else { continue };
             let unknown = members.keys().filter(|k| !JSON_PATCH_MEMBERS.contains(&k.as_str()));
@@ -146,22 +144,16 @@ impl DecodedPatch {
     /// strategic merge patch's bad directives).
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
         match self {
-            // kube-apiserver's answer names no operation.
-            DecodedPatch::Json(p) => {
-                p.as_ref().ok_or(()).and_then(|p| json_patch::patch(doc, p).map_err(|_| ())).map_err(|()| {
-                    let mut e =
-                        ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
-                    e.details = Some(Box::new(Value::Object(Map::new())));
-                    e
-                })
-            }
+            DecodedPatch::Json(p) => match p.as_ref().map(|p| json_patch::patch(doc, p)) {
+                Some(Ok(())) => Ok(()),
+                _ => Err(rejected()),
+            },
             DecodedPatch::Merge(p) => {
                 json_patch::merge(doc, p);
                 Ok(())
             }
             DecodedPatch::Refused(e) => Err(e.clone()),
             DecodedPatch::Strategic(p, node) => {
-                let p = p.as_ref().map_err(Clone::clone)?;
                 let Value::Object(original) = doc.take() else {
                     return Err(ApiError::internal("the stored object is not a JSON object"));
                 };
@@ -180,7 +172,7 @@ impl DecodedPatch {
     /// patch (applied to `original`).
     pub(crate) fn invalid_value(&self, original: &Value, patched: &Value) -> String {
         match (self, original) {
-            (DecodedPatch::Strategic(Ok(p), node), Value::Object(o)) => {
+            (DecodedPatch::Strategic(p, node), Value::Object(o)) => {
                 crate::strategic_merge::patch_after_merge(o, p, *node)
             }
             _ => patched.to_string(),
@@ -272,15 +264,18 @@ fn decode_strategic(patch: &[u8]) -> Result<(Map<String, Value>, Vec<String>), A
     }
 }
 
+/// kube's generic 422 for a patch its library cannot apply: no cause, no operation named.
+fn rejected() -> ApiError {
+    let mut e = ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
+    e.details = Some(Box::new(Value::Object(Map::new())));
+    e
+}
+
 /// kube-apiserver's answer to a strategic merge patch that cannot be applied.
 fn smp_error(e: SmpError) -> ApiError {
     match e {
         SmpError::BadRequest(m) => ApiError::bad_request(m),
-        SmpError::ListOfLists => {
-            let mut e = ApiError::new(422, "Invalid", "the server rejected our request due to an error in our request");
-            e.details = Some(Box::new(Value::Object(Map::new())));
-            e
-        }
+        SmpError::ListOfLists => rejected(),
         SmpError::Failed(m) => ApiError::new(500, "", m),
         SmpError::Panic => ApiError::panicked(),
     }
